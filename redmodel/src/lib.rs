@@ -1,0 +1,28 @@
+//! redmodel: a schema-driven object mapper for Redis.
+//!
+//! The crate talks to a real Redis (one node or a cluster) or to the bundled
+//! in-memory Redis engine ([`memory`]), through one cheap-to-clone handle,
+//! [`Db`]. Every backend executes the same Redis commands, built as
+//! [`redis::Cmd`] and [`redis::Pipeline`] values, so code written against the
+//! memory engine runs unchanged against a Redis server.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), redmodel::Error> {
+//! let db = redmodel::Db::memory();
+//! db.query::<()>(redis::cmd("HSET").arg("teacher:A").arg("name").arg("Teacher A")).await?;
+//! let name: Option<String> = db.query(redis::cmd("HGET").arg("teacher:A").arg("name")).await?;
+//! assert_eq!(name.as_deref(), Some("Teacher A"));
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
+
+mod db;
+mod error;
+pub mod memory;
+
+pub use db::{Db, DedicatedConnection};
+pub use error::{Error, Result};
+
+/// Re-exported so that users (and generated code) name one version of redis-rs.
+pub use redis;

@@ -1,0 +1,76 @@
+//! Parsing of command arguments with Redis's own rules (Redis is stricter
+//! than Rust's `str::parse`: no `+` sign, no leading zeros, no spaces).
+
+use super::error::CmdError;
+use super::float::parse_double;
+
+/// Redis's `string2ll`: a decimal i64 with an optional `-`, no `+`, no
+/// leading zeros, no spaces.
+pub(crate) fn parse_i64(bytes: &[u8]) -> Option<i64> {
+    match bytes {
+        [] => None,
+        [b'0'] => Some(0),
+        _ => {
+            let (neg, digits) = match bytes[0] {
+                b'-' => (true, &bytes[1..]),
+                _ => (false, bytes),
+            };
+            if digits.is_empty() || !(b'1'..=b'9').contains(&digits[0]) {
+                return None;
+            }
+            let mut v: u64 = 0;
+            for &c in digits {
+                if !c.is_ascii_digit() {
+                    return None;
+                }
+                v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+            }
+            if neg {
+                if v > i64::MAX as u64 + 1 {
+                    None
+                } else {
+                    Some((v as i64).wrapping_neg())
+                }
+            } else {
+                i64::try_from(v).ok()
+            }
+        }
+    }
+}
+
+/// An integer argument, or "value is not an integer or out of range".
+pub(crate) fn int_arg(bytes: &[u8]) -> Result<i64, CmdError> {
+    parse_i64(bytes).ok_or(CmdError::NotInteger)
+}
+
+/// A non-negative integer argument (counts); negative values get `msg`.
+pub(crate) fn count_arg(bytes: &[u8], msg: &'static str) -> Result<usize, CmdError> {
+    let n = int_arg(bytes)?;
+    usize::try_from(n).map_err(|_| CmdError::err(msg))
+}
+
+/// A float argument, or "value is not a valid float".
+pub(crate) fn float_arg(bytes: &[u8]) -> Result<f64, CmdError> {
+    parse_double(bytes).ok_or(CmdError::NotFloat)
+}
+
+/// Case-insensitive comparison of an argument with an option name.
+pub(crate) fn is(arg: &[u8], name: &str) -> bool {
+    arg.eq_ignore_ascii_case(name.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_i64;
+
+    #[test]
+    fn string2ll_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-12"), Some(-12));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [&b"9223372036854775808"[..], b"+1", b"01", b"-0", b" 1", b"1 ", b"", b"-", b"1.0"] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+}

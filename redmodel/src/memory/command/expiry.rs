@@ -1,0 +1,154 @@
+//! Expiry commands: EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT), TTL
+//! PTTL EXPIRETIME PEXPIRETIME PERSIST, following Redis 7.0's
+//! `expireGenericCommand` step by step.
+
+use super::{CmdResult, Ctx, Spec};
+use crate::memory::args::{int_arg, is};
+use crate::memory::error::CmdError;
+use crate::memory::reply;
+
+pub(super) const COMMANDS: &[Spec] = &[
+    Spec { name: "expire", arity: -3, handler: expire },
+    Spec { name: "pexpire", arity: -3, handler: pexpire },
+    Spec { name: "expireat", arity: -3, handler: expireat },
+    Spec { name: "pexpireat", arity: -3, handler: pexpireat },
+    Spec { name: "ttl", arity: 2, handler: ttl },
+    Spec { name: "pttl", arity: 2, handler: pttl },
+    Spec { name: "expiretime", arity: 2, handler: expiretime },
+    Spec { name: "pexpiretime", arity: 2, handler: pexpiretime },
+    Spec { name: "persist", arity: 2, handler: persist },
+];
+
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Unit {
+    Seconds,
+    Millis,
+}
+
+fn expire(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let now = ctx.now;
+    expire_generic(ctx, args, now, Unit::Seconds, "expire")
+}
+
+fn pexpire(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let now = ctx.now;
+    expire_generic(ctx, args, now, Unit::Millis, "pexpire")
+}
+
+fn expireat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    expire_generic(ctx, args, 0, Unit::Seconds, "expireat")
+}
+
+fn pexpireat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    expire_generic(ctx, args, 0, Unit::Millis, "pexpireat")
+}
+
+/// The error for an expire time that overflows.
+pub(crate) fn invalid_expire_time(command: &str) -> CmdError {
+    CmdError::err(format!("invalid expire time in '{command}' command"))
+}
+
+/// Converts an expire argument to absolute Unix milliseconds, with Redis's
+/// overflow checks.
+pub(crate) fn absolute_ms(when: i64, unit: Unit, base: i64, command: &str) -> Result<i64, CmdError> {
+    let when = match unit {
+        Unit::Seconds => when.checked_mul(1000).ok_or_else(|| invalid_expire_time(command))?,
+        Unit::Millis => when,
+    };
+    when.checked_add(base).ok_or_else(|| invalid_expire_time(command))
+}
+
+fn expire_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], base: i64, unit: Unit, command: &str) -> CmdResult {
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for opt in &args[3..] {
+        if is(opt, "nx") {
+            nx = true;
+        } else if is(opt, "xx") {
+            xx = true;
+        } else if is(opt, "gt") {
+            gt = true;
+        } else if is(opt, "lt") {
+            lt = true;
+        } else {
+            return Err(CmdError::err(format!("Unsupported option {}", String::from_utf8_lossy(opt))));
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return Err(CmdError::err("NX and XX, GT or LT options at the same time are not compatible"));
+    }
+    if gt && lt {
+        return Err(CmdError::err("GT and LT options at the same time are not compatible"));
+    }
+    let when = absolute_ms(int_arg(args[2])?, unit, base, command)?;
+    let key = args[1];
+    let Some(entry) = ctx.entry(key) else {
+        return Ok(reply::int(0));
+    };
+    let current = entry.expire_at;
+    let refused = (nx && current.is_some())
+        || (xx && current.is_none())
+        || (gt && current.is_none_or(|c| when <= c))
+        || (lt && current.is_some_and(|c| when >= c));
+    if refused {
+        return Ok(reply::int(0));
+    }
+    if when <= ctx.now {
+        // A time in the past deletes the key, as Redis does.
+        ctx.remove(key);
+    } else {
+        ctx.ks().set_expire(key, Some(when));
+        ctx.modified(key);
+    }
+    Ok(reply::int(1))
+}
+
+/// Remaining time to live in ms: -2 no key, -1 no expiry.
+fn remaining_ms(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<i64> {
+    let now = ctx.now;
+    let entry = ctx.entry(key)?;
+    Some(entry.expire_at.map_or(-1, |at| (at - now).max(0)))
+}
+
+fn ttl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    Ok(reply::int(match remaining_ms(ctx, args[1]) {
+        None => -2,
+        Some(-1) => -1,
+        Some(ms) => (ms + 500) / 1000,
+    }))
+}
+
+fn pttl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    Ok(reply::int(remaining_ms(ctx, args[1]).unwrap_or(-2)))
+}
+
+fn expire_time(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<Option<i64>> {
+    ctx.entry(key).map(|e| e.expire_at)
+}
+
+fn expiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    Ok(reply::int(match expire_time(ctx, args[1]) {
+        None => -2,
+        Some(None) => -1,
+        Some(Some(at)) => (at + 500) / 1000,
+    }))
+}
+
+fn pexpiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    Ok(reply::int(match expire_time(ctx, args[1]) {
+        None => -2,
+        Some(None) => -1,
+        Some(Some(at)) => at,
+    }))
+}
+
+fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let key = args[1];
+    match ctx.entry(key) {
+        Some(e) if e.expire_at.is_some() => {
+            ctx.ks().set_expire(key, None);
+            ctx.modified(key);
+            Ok(reply::int(1))
+        }
+        _ => Ok(reply::int(0)),
+    }
+}

@@ -1,0 +1,5 @@
+//! hashes commands (being written).
+
+use super::Spec;
+
+pub(super) const COMMANDS: &[Spec] = &[];

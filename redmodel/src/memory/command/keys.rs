@@ -1,0 +1,127 @@
+//! Generic key commands: DEL UNLINK EXISTS TYPE RENAME RENAMENX SCAN KEYS.
+
+use super::{CmdResult, Ctx, Spec};
+use crate::memory::args::{is, parse_i64};
+use crate::memory::error::CmdError;
+use crate::memory::reply;
+
+pub(super) const COMMANDS: &[Spec] = &[
+    Spec { name: "del", arity: -2, handler: del },
+    Spec { name: "unlink", arity: -2, handler: del },
+    Spec { name: "exists", arity: -2, handler: exists },
+    Spec { name: "type", arity: 2, handler: type_of },
+    Spec { name: "rename", arity: 3, handler: rename },
+    Spec { name: "renamenx", arity: 3, handler: renamenx },
+    Spec { name: "scan", arity: -2, handler: scan },
+    Spec { name: "keys", arity: 2, handler: keys },
+];
+
+fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let removed = args[1..].iter().filter(|k| ctx.remove(k)).count();
+    Ok(reply::int(removed))
+}
+
+fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let found = args[1..].iter().filter(|k| ctx.contains(k)).count();
+    Ok(reply::int(found))
+}
+
+fn type_of(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let name = ctx.value(args[1]).map_or("none", |v| v.type_name());
+    Ok(reply::simple(name))
+}
+
+fn rename(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    rename_generic(ctx, args[1], args[2], false)
+}
+
+fn renamenx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    rename_generic(ctx, args[1], args[2], true)
+}
+
+/// RENAME carries the value and its TTL to the new name; the old value at
+/// the destination (and its TTL) is gone.
+fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdResult {
+    if !ctx.contains(src) {
+        return Err(CmdError::NoSuchKey);
+    }
+    if src == dst {
+        return Ok(if nx { reply::int(0) } else { reply::ok() });
+    }
+    if nx && ctx.contains(dst) {
+        return Ok(reply::int(0));
+    }
+    let now = ctx.now;
+    let ks = ctx.ks();
+    let Some(entry) = ks.remove(src) else {
+        return Err(CmdError::NoSuchKey);
+    };
+    ks.remove(dst);
+    ks.set_with_expiry(dst, entry.value, entry.expire_at, now);
+    Ok(if nx { reply::int(1) } else { reply::ok() })
+}
+
+/// Parses a SCAN-family cursor: an unsigned 64-bit decimal.
+pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
+    std::str::from_utf8(arg)
+        .ok()
+        .filter(|s| !s.starts_with('+') && !s.is_empty())
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| CmdError::err("invalid cursor"))
+}
+
+/// The options shared by SCAN, HSCAN, SSCAN and ZSCAN.
+pub(crate) struct ScanOptions<'a> {
+    pub(crate) pattern: Option<&'a [u8]>,
+    pub(crate) count: usize,
+    pub(crate) type_name: Option<&'a [u8]>,
+}
+
+/// Parses `[MATCH pattern] [COUNT n]` (and `[TYPE t]` if `allow_type`).
+pub(crate) fn parse_scan_options<'a>(opts: &[&'a [u8]], allow_type: bool) -> Result<ScanOptions<'a>, CmdError> {
+    let mut out = ScanOptions { pattern: None, count: 10, type_name: None };
+    let mut i = 0;
+    while i < opts.len() {
+        let has_value = i + 1 < opts.len();
+        if is(opts[i], "count") && has_value {
+            let n = parse_i64(opts[i + 1]).ok_or(CmdError::NotInteger)?;
+            if n < 1 {
+                return Err(CmdError::Syntax);
+            }
+            out.count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if is(opts[i], "match") && has_value {
+            let p = opts[i + 1];
+            // `*` matches everything, the empty key included (Redis skips matching).
+            out.pattern = if p == b"*" { None } else { Some(p) };
+        } else if allow_type && is(opts[i], "type") && has_value {
+            out.type_name = Some(opts[i + 1]);
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    Ok(out)
+}
+
+fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let cursor = parse_cursor(args[1])?;
+    let opts = parse_scan_options(&args[2..], true)?;
+    let now = ctx.now;
+    let (next, keys) = ctx.ks().scan(cursor, opts.count, opts.pattern, opts.type_name, now);
+    Ok(reply::array(vec![
+        reply::bulk(next.to_string()),
+        reply::bulks(keys.iter().map(|k| k.to_vec())),
+    ]))
+}
+
+fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let now = ctx.now;
+    let ks = ctx.ks();
+    let keys = if args[1] == b"*" {
+        let (_, keys) = ks.scan(0, usize::MAX, None, None, now);
+        keys
+    } else {
+        ks.keys(args[1], now)
+    };
+    Ok(reply::bulks(keys.iter().map(|k| k.to_vec())))
+}

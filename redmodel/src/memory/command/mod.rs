@@ -1,0 +1,184 @@
+//! The command table: one `Spec` per command, grouped by family in the
+//! modules below, and the context a command runs in.
+//!
+//! A command is a plain function from its arguments to a reply. It sees one
+//! numbered database through [`Ctx`], which also carries the time the
+//! command runs at (Redis reads the clock once per command too).
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use redis::Value as Reply;
+
+use super::error::CmdError;
+use super::keyspace::{Entry, Keyspace};
+use super::store::Store;
+use super::value::{Kind, Value};
+
+mod expiry;
+mod hashes;
+mod keys;
+mod lists;
+mod server;
+mod sets;
+mod strings;
+mod zsets;
+
+/// What a command returns: a reply, or an error reply.
+pub(crate) type CmdResult = Result<Reply, CmdError>;
+
+/// A command implementation. `args[0]` is the command name.
+pub(crate) type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
+
+/// One entry of the command table.
+pub(crate) struct Spec {
+    /// Lower-case name.
+    pub(crate) name: &'static str,
+    /// Redis's arity: `n` exactly n arguments (name included), `-n` at least n.
+    pub(crate) arity: i32,
+    pub(crate) handler: Handler,
+}
+
+impl Spec {
+    pub(crate) fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        let arity = i64::from(self.arity);
+        if arity >= 0 {
+            argc == arity
+        } else {
+            argc >= -arity
+        }
+    }
+}
+
+static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| {
+    [
+        expiry::COMMANDS,
+        hashes::COMMANDS,
+        keys::COMMANDS,
+        lists::COMMANDS,
+        server::COMMANDS,
+        sets::COMMANDS,
+        strings::COMMANDS,
+        zsets::COMMANDS,
+    ]
+    .into_iter()
+    .flatten()
+    .map(|spec| (spec.name, spec))
+    .collect()
+});
+
+/// Finds a command by name, case-insensitively, without allocating.
+pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    std::str::from_utf8(lower).ok().and_then(|n| TABLE.get(n).copied())
+}
+
+/// The error Redis gives for an unknown command.
+pub(crate) fn unknown_command(args: &[&[u8]]) -> CmdError {
+    let name = args.first().map(|n| String::from_utf8_lossy(n)).unwrap_or_default();
+    let mut rest = String::new();
+    for a in args.iter().skip(1) {
+        let a = String::from_utf8_lossy(a);
+        let a: String = a.chars().take(128).collect();
+        rest.push_str(&format!("'{a}' "));
+    }
+    let name: String = name.chars().take(128).collect();
+    CmdError::err(format!("unknown command '{name}', with args beginning with: {rest}"))
+}
+
+/// The error Redis gives for a wrong argument count.
+pub(crate) fn wrong_arity(spec: &Spec) -> CmdError {
+    CmdError::err(format!("wrong number of arguments for '{}' command", spec.name))
+}
+
+/// The world a command sees: the whole store (SELECT, FLUSHALL and MOVE
+/// need it), the selected database and the time.
+pub(crate) struct Ctx<'a> {
+    pub(crate) store: &'a mut Store,
+    pub(crate) db: usize,
+    pub(crate) now: i64,
+}
+
+impl Ctx<'_> {
+    /// The selected database.
+    pub(crate) fn ks(&mut self) -> &mut Keyspace {
+        &mut self.store.dbs[self.db]
+    }
+
+    pub(crate) fn entry(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let now = self.now;
+        self.ks().entry(key, now)
+    }
+
+    pub(crate) fn value(&mut self, key: &[u8]) -> Option<&Value> {
+        let now = self.now;
+        self.ks().value(key, now)
+    }
+
+    pub(crate) fn contains(&mut self, key: &[u8]) -> bool {
+        let now = self.now;
+        self.ks().contains(key, now)
+    }
+
+    /// The value at `key` as type `T` (WRONGTYPE otherwise), if any.
+    pub(crate) fn read<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&T>, CmdError> {
+        let now = self.now;
+        self.ks().read(key, now)
+    }
+
+    /// Mutable access to the value at `key` as type `T`, if any.
+    pub(crate) fn write<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&mut T>, CmdError> {
+        let now = self.now;
+        self.ks().write(key, now)
+    }
+
+    /// Mutable access to the value at `key`, created empty if missing.
+    pub(crate) fn write_or_create<T: Kind>(&mut self, key: &[u8]) -> Result<&mut T, CmdError> {
+        let now = self.now;
+        self.ks().write_or_create(key, now)
+    }
+
+    /// Replaces the value at `key`, clearing its TTL unless `keep_ttl`.
+    pub(crate) fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
+        let now = self.now;
+        self.ks().set(key, value, keep_ttl, now)
+    }
+
+    /// Deletes `key`; returns whether a live key was deleted.
+    pub(crate) fn remove(&mut self, key: &[u8]) -> bool {
+        let now = self.now;
+        let ks = self.ks();
+        ks.expire_if_needed(key, now);
+        ks.remove(key).is_some()
+    }
+
+    /// Marks `key` modified (for WATCH). Call after every change of a value
+    /// made through [`Self::write`] or [`Self::write_or_create`].
+    pub(crate) fn modified(&mut self, key: &[u8]) {
+        self.ks().modified(key)
+    }
+
+    /// Deletes `key` if it holds an empty aggregate.
+    pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
+        self.ks().drop_if_empty(key)
+    }
+}
+
+/// Runs one command (not a transaction-control one) against the store.
+pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let Some(name) = args.first() else {
+        return Err(CmdError::err("empty command"));
+    };
+    let spec = lookup(name).ok_or_else(|| unknown_command(args))?;
+    if !spec.arity_ok(args.len()) {
+        return Err(wrong_arity(spec));
+    }
+    (spec.handler)(ctx, args)
+}

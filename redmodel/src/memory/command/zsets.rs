@@ -1,0 +1,5 @@
+//! zsets commands (being written).
+
+use super::Spec;
+
+pub(super) const COMMANDS: &[Spec] = &[];

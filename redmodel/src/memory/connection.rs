@@ -1,0 +1,126 @@
+//! An in-process client of the engine, usable wherever redis-rs expects an
+//! async connection.
+
+use redis::aio::ConnectionLike;
+use redis::{Arg, Cmd, Pipeline, RedisFuture, Value};
+
+use super::session::Session;
+use super::Engine;
+
+/// One client of an [`Engine`]: its own selected database, MULTI queue and
+/// WATCHed keys, like one TCP connection to a Redis server.
+///
+/// Implements [`redis::aio::ConnectionLike`], so redis-rs's command builders
+/// and its `AsyncCommands` trait run on it unchanged.
+#[derive(Debug)]
+pub struct Connection {
+    engine: Engine,
+    session: Session,
+}
+
+impl Connection {
+    pub(crate) fn new(engine: Engine) -> Self {
+        Connection { engine, session: Session::default() }
+    }
+
+    /// Runs one command given as its arguments (name first) and returns
+    /// the reply, errors included as `Value::ServerError`.
+    pub fn execute(&mut self, args: &[&[u8]]) -> Value {
+        let now = self.engine.now_ms();
+        let mut store = self.engine.shared.store.lock();
+        self.session.execute(&mut store, args, now)
+    }
+
+    /// Runs a redis-rs command.
+    pub fn execute_cmd(&mut self, cmd: &Cmd) -> Value {
+        with_args(cmd, |args| self.execute(args))
+    }
+
+    /// Runs the commands of a pipeline under one lock, wrapped in MULTI/EXEC
+    /// if it is atomic, and returns every reply as a server would send them.
+    fn execute_pipeline(&mut self, pipeline: &Pipeline) -> Vec<Value> {
+        let now = self.engine.now_ms();
+        let mut store = self.engine.shared.store.lock();
+        let atomic = pipeline.is_transaction();
+        let mut replies = Vec::with_capacity(pipeline.len() + 2 * usize::from(atomic));
+        if atomic {
+            replies.push(self.session.execute(&mut store, &[b"MULTI"], now));
+        }
+        for cmd in pipeline.cmd_iter() {
+            let reply = with_args(cmd, |args| self.session.execute(&mut store, args, now));
+            replies.push(reply);
+        }
+        if atomic {
+            replies.push(self.session.execute(&mut store, &[b"EXEC"], now));
+        }
+        replies
+    }
+
+    /// The database this connection has selected.
+    pub fn db(&self) -> usize {
+        self.session.db
+    }
+}
+
+/// Calls `f` with the arguments of `cmd` as byte slices.
+fn with_args<R>(cmd: &Cmd, f: impl FnOnce(&[&[u8]]) -> R) -> R {
+    let mut args: Vec<&[u8]> = Vec::with_capacity(cmd.args_iter().len());
+    let mut has_cursor = false;
+    for arg in cmd.args_iter() {
+        match arg {
+            Arg::Simple(a) => args.push(a),
+            // The cursor, or any future kind of argument: take the slow,
+            // exact path through the packed command.
+            _ => has_cursor = true,
+        }
+    }
+    if !has_cursor {
+        return f(&args);
+    }
+    // The cursor of redis-rs's scan iterators is private to the command;
+    // its packed form is the one place it appears, so read it from there.
+    let packed = cmd.get_packed_command();
+    let owned = match redis::parse_redis_value(&packed) {
+        Ok(Value::Array(items)) => items
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::BulkString(b) => Some(b),
+                _ => None,
+            })
+            .collect::<Vec<_>>(),
+        _ => Vec::new(),
+    };
+    let args: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+    f(&args)
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if self.session.has_watches() {
+            let mut store = self.engine.shared.store.lock();
+            self.session.unwatch_all(&mut store);
+        }
+    }
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let reply = self.execute_cmd(cmd);
+        Box::pin(std::future::ready(Ok(reply)))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let replies = self.execute_pipeline(pipeline);
+        let replies = replies.into_iter().skip(offset).take(count).collect();
+        Box::pin(std::future::ready(Ok(replies)))
+    }
+
+    fn get_db(&self) -> i64 {
+        self.session.db as i64
+    }
+}

@@ -1,0 +1,112 @@
+//! The bundled in-memory Redis engine.
+//!
+//! A small Redis: strings, hashes, lists, sets and sorted sets, key and
+//! expiry commands, MULTI/EXEC/WATCH, with the replies and error texts of
+//! Redis 7. It exists so that applications, examples and tests run with no
+//! server, and switch to a real Redis with no surprise.
+//!
+//! - [`Engine`] owns the data; clone it to share it.
+//! - [`Connection`] is one client of it (selected database, transaction
+//!   state) and implements redis-rs's [`redis::aio::ConnectionLike`], so
+//!   `redis::Cmd::query_async` and `redis::Pipeline::query_async` work on it
+//!   exactly as on a server connection.
+//! - Expiry is passive (an expired key is removed when touched) and active
+//!   (a background cycle samples keys with a TTL, see [`Engine::run_expire_cycle`]).
+//! - [`ManualClock`] lets tests move time instead of sleeping.
+//! - [`serve`] speaks RESP on a TCP port, for redis-cli and other clients.
+//!
+//! ```
+//! use redmodel::memory::Engine;
+//! let engine = Engine::new();
+//! let mut conn = engine.connection();
+//! conn.execute(&[b"SET", b"greeting", b"hello"]);
+//! assert_eq!(conn.execute(&[b"GET", b"greeting"]), redis::Value::BulkString(b"hello".to_vec()));
+//! ```
+
+mod args;
+mod clock;
+mod command;
+mod connection;
+mod error;
+mod expire_cycle;
+mod float;
+mod glob;
+mod keyspace;
+mod reply;
+
+mod session;
+mod store;
+mod value;
+mod zset;
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use connection::Connection;
+pub use expire_cycle::CycleStats;
+
+
+use store::Store;
+
+/// The in-memory Redis engine. Cheap to clone: clones share the data.
+#[derive(Clone)]
+pub struct Engine {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    store: Mutex<Store>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Engine {
+    /// An empty engine on the wall clock, with the active expiry cycle running.
+    pub fn new() -> Self {
+        Self::with_clock(SystemClock)
+    }
+
+    /// An empty engine reading time from `clock` (see [`ManualClock`]).
+    pub fn with_clock(clock: impl Clock) -> Self {
+        let engine = Engine {
+            shared: Arc::new(Shared { store: Mutex::new(Store::default()), clock: Arc::new(clock) }),
+        };
+        expire_cycle::start(&engine);
+        engine
+    }
+
+    /// A new client of this engine, on database 0.
+    pub fn connection(&self) -> Connection {
+        Connection::new(self.clone())
+    }
+
+    /// The engine's current time, in Unix milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.shared.clock.now_ms()
+    }
+
+    /// Runs one active expiry cycle now (the background thread runs one ten
+    /// times a second) and reports what it did.
+    pub fn run_expire_cycle(&self) -> CycleStats {
+        expire_cycle::run_cycle(self, expire_cycle::SLOW_CYCLE_BUDGET)
+    }
+
+    /// Number of keys in database `db`, counting expired keys that have not
+    /// been reclaimed yet (like DBSIZE).
+    pub fn dbsize(&self, db: usize) -> usize {
+        self.shared.store.lock().dbs.get(db).map_or(0, |ks| ks.len())
+    }
+}

@@ -1,0 +1,1 @@
+//! Test support shared by the integration tests, examples and benchmarks.

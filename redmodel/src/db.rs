@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::aio::{
+    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
 use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 
 use crate::error::{Error, Result};
@@ -42,12 +44,17 @@ pub struct Db {
 #[derive(Clone)]
 enum Backend {
     Memory(Engine),
-    Redis { client: redis::Client, manager: ConnectionManager },
+    Redis {
+        client: redis::Client,
+        manager: ConnectionManager,
+    },
 }
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db").field("backend", &self.backend_name()).finish()
+        f.debug_struct("Db")
+            .field("backend", &self.backend_name())
+            .finish()
     }
 }
 
@@ -60,7 +67,9 @@ impl Db {
     /// A handle on an existing memory engine (for instance one built with
     /// a [`ManualClock`](crate::memory::ManualClock)).
     pub fn from_engine(engine: Engine) -> Db {
-        Db { backend: Backend::Memory(engine) }
+        Db {
+            backend: Backend::Memory(engine),
+        }
     }
 
     /// Connects to the Redis server at `url`: `redis://[user:password@]host[:port][/db]`,
@@ -73,15 +82,22 @@ impl Db {
     }
 
     /// Like [`Db::connect`], with explicit connection and response timeouts.
-    pub async fn connect_with_timeouts(url: &str, connect: Duration, response: Duration) -> Result<Db> {
-        let client = redis::Client::open(url).map_err(|e| Error::Config(format!("bad Redis URL: {e}")))?;
+    pub async fn connect_with_timeouts(
+        url: &str,
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Db> {
+        let client =
+            redis::Client::open(url).map_err(|e| Error::Config(format!("bad Redis URL: {e}")))?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(connect))
             .set_response_timeout(Some(response))
             .set_number_of_retries(3)
             .set_max_delay(Duration::from_millis(500));
         let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
-        Ok(Db { backend: Backend::Redis { client, manager } })
+        Ok(Db {
+            backend: Backend::Redis { client, manager },
+        })
     }
 
     /// `REDIS_URL` if set (and not empty), else a new memory engine.
@@ -130,7 +146,11 @@ impl Db {
                 let config = redis::AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(DEFAULT_CONNECTION_TIMEOUT))
                     .set_response_timeout(Some(DEFAULT_RESPONSE_TIMEOUT));
-                Dedicated::Redis(client.get_multiplexed_async_connection_with_config(&config).await?)
+                Dedicated::Redis(
+                    client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await?,
+                )
             }
         };
         Ok(DedicatedConnection { inner })
@@ -184,7 +204,8 @@ enum Dedicated {
 
 impl std::fmt::Debug for DedicatedConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DedicatedConnection").finish_non_exhaustive()
+        f.debug_struct("DedicatedConnection")
+            .finish_non_exhaustive()
     }
 }
 

@@ -65,7 +65,9 @@ impl From<redis::RedisError> for Error {
                 detail: err.detail().unwrap_or_default().to_string(),
             };
         }
-        if err.kind() == redis::ErrorKind::Parse || err.kind() == redis::ErrorKind::UnexpectedReturnType {
+        if err.kind() == redis::ErrorKind::Parse
+            || err.kind() == redis::ErrorKind::UnexpectedReturnType
+        {
             return Error::Reply(err);
         }
         Error::Server(err)

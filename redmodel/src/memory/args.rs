@@ -69,7 +69,17 @@ mod tests {
         assert_eq!(parse_i64(b"-12"), Some(-12));
         assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b"9223372036854775808"[..], b"+1", b"01", b"-0", b" 1", b"1 ", b"", b"-", b"1.0"] {
+        for bad in [
+            &b"9223372036854775808"[..],
+            b"+1",
+            b"01",
+            b"-0",
+            b" 1",
+            b"1 ",
+            b"",
+            b"-",
+            b"1.0",
+        ] {
             assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }

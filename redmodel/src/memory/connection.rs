@@ -20,7 +20,10 @@ pub struct Connection {
 
 impl Connection {
     pub(crate) fn new(engine: Engine) -> Self {
-        Connection { engine, session: Session::default() }
+        Connection {
+            engine,
+            session: Session::default(),
+        }
     }
 
     /// Runs one command given as its arguments (name first) and returns

@@ -78,7 +78,10 @@ impl CmdError {
 /// error from the engine is indistinguishable from one read off the wire.
 pub(crate) fn error_value(text: &str) -> Value {
     // Error lines cannot hold CR or LF; Redis replaces them with spaces.
-    let line: String = text.chars().map(|c| if c == '\r' || c == '\n' { ' ' } else { c }).collect();
+    let line: String = text
+        .chars()
+        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+        .collect();
     let frame = format!("-{line}\r\n");
     match redis::parse_redis_value(frame.as_bytes()) {
         Ok(v) => v,

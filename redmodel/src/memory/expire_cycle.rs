@@ -37,11 +37,13 @@ pub struct CycleStats {
 /// reference and ends once the engine is dropped.
 pub(crate) fn start(engine: &Engine) {
     let weak: Weak<Shared> = Arc::downgrade(&engine.shared);
-    let spawned = std::thread::Builder::new().name("redmodel-expire".into()).spawn(move || loop {
-        std::thread::sleep(PERIOD);
-        let Some(shared) = weak.upgrade() else { return };
-        run_cycle(&Engine { shared }, SLOW_CYCLE_BUDGET);
-    });
+    let spawned = std::thread::Builder::new()
+        .name("redmodel-expire".into())
+        .spawn(move || loop {
+            std::thread::sleep(PERIOD);
+            let Some(shared) = weak.upgrade() else { return };
+            run_cycle(&Engine { shared }, SLOW_CYCLE_BUDGET);
+        });
     // Without a thread the engine still expires keys passively; nothing to
     // report to a caller that only asked for an engine.
     drop(spawned);

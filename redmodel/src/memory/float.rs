@@ -43,7 +43,11 @@ pub(crate) fn format_double(d: f64) -> String {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if d == 0.0 {
-        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if d.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     // Integral values that fit a long long print as integers.
     const MIN: f64 = -4503599627370495.0; // -(2^52 - 1), Redis's bounds

@@ -23,7 +23,13 @@ fn fold(c: u8, nocase: bool) -> u8 {
     }
 }
 
-fn match_impl(mut p: &[u8], mut s: &[u8], nocase: bool, skip_longer: &mut bool, nesting: usize) -> bool {
+fn match_impl(
+    mut p: &[u8],
+    mut s: &[u8],
+    nocase: bool,
+    skip_longer: &mut bool,
+    nesting: usize,
+) -> bool {
     if nesting > MAX_NESTING {
         return false;
     }
@@ -153,7 +159,11 @@ mod tests {
             ("teacher:*", "class:1", false),
         ];
         for (p, s, want) in cases {
-            assert_eq!(glob_match(p.as_bytes(), s.as_bytes(), false), *want, "{p} ~ {s}");
+            assert_eq!(
+                glob_match(p.as_bytes(), s.as_bytes(), false),
+                *want,
+                "{p} ~ {s}"
+            );
         }
     }
 

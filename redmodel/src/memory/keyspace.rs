@@ -130,7 +130,14 @@ impl Keyspace {
         if expire_at.is_some() {
             self.expiring.insert(key.clone());
         }
-        self.entries.insert(key, Entry { value, expire_at, id });
+        self.entries.insert(
+            key,
+            Entry {
+                value,
+                expire_at,
+                id,
+            },
+        );
     }
 
     /// Stores `value` at `key`, replacing whatever was there. The TTL is
@@ -150,7 +157,13 @@ impl Keyspace {
     }
 
     /// Stores a value with an expiry time (RENAME carries the TTL, SET EX sets one).
-    pub(crate) fn set_with_expiry(&mut self, key: &[u8], value: Value, expire_at: Option<i64>, now: i64) {
+    pub(crate) fn set_with_expiry(
+        &mut self,
+        key: &[u8],
+        value: Value,
+        expire_at: Option<i64>,
+        now: i64,
+    ) {
         self.set(key, value, false, now);
         self.set_expire(key, expire_at);
     }
@@ -168,7 +181,11 @@ impl Keyspace {
 
     /// Deletes `key` if it holds an empty aggregate: Redis never keeps one.
     pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
-        if self.entries.get(key).is_some_and(|e| e.value.is_empty_aggregate()) {
+        if self
+            .entries
+            .get(key)
+            .is_some_and(|e| e.value.is_empty_aggregate())
+        {
             self.remove(key);
         }
     }
@@ -241,7 +258,9 @@ impl Keyspace {
                 continue;
             }
             if let Some(t) = type_name {
-                let Some(e) = self.entries.get(&key[..]) else { continue };
+                let Some(e) = self.entries.get(&key[..]) else {
+                    continue;
+                };
                 if !e.value.type_name().as_bytes().eq_ignore_ascii_case(t) {
                     continue;
                 }
@@ -259,12 +278,19 @@ impl Keyspace {
 
     /// One round of the active expiry cycle: samples up to `n` keys with a
     /// TTL at random and deletes the expired ones. Returns (sampled, expired).
-    pub(crate) fn expire_sample(&mut self, n: usize, now: i64, rng: &mut impl rand::Rng) -> (usize, usize) {
+    pub(crate) fn expire_sample(
+        &mut self,
+        n: usize,
+        now: i64,
+        rng: &mut impl rand::Rng,
+    ) -> (usize, usize) {
         let sample = n.min(self.expiring.len());
         let mut expired = 0;
         for _ in 0..sample {
             let i = rng.random_range(0..self.expiring.len());
-            let Some(key) = self.expiring.get_index(i).cloned() else { break };
+            let Some(key) = self.expiring.get_index(i).cloned() else {
+                break;
+            };
             if self.expire_if_needed(&key, now) {
                 expired += 1;
             }
@@ -309,6 +335,8 @@ impl Keyspace {
 
     /// Whether `key` exists but is past its expiry time (not yet reclaimed).
     pub(crate) fn is_logically_expired(&self, key: &[u8], now: i64) -> bool {
-        self.entries.get(key).is_some_and(|e| Self::is_expired(e, now))
+        self.entries
+            .get(key)
+            .is_some_and(|e| Self::is_expired(e, now))
     }
 }

@@ -47,7 +47,6 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
 
-
 use store::Store;
 
 /// The in-memory Redis engine. Cheap to clone: clones share the data.
@@ -82,7 +81,10 @@ impl Engine {
     /// An empty engine reading time from `clock` (see [`ManualClock`]).
     pub fn with_clock(clock: impl Clock) -> Self {
         let engine = Engine {
-            shared: Arc::new(Shared { store: Mutex::new(Store::default()), clock: Arc::new(clock) }),
+            shared: Arc::new(Shared {
+                store: Mutex::new(Store::default()),
+                clock: Arc::new(clock),
+            }),
         };
         expire_cycle::start(&engine);
         engine
@@ -107,6 +109,11 @@ impl Engine {
     /// Number of keys in database `db`, counting expired keys that have not
     /// been reclaimed yet (like DBSIZE).
     pub fn dbsize(&self, db: usize) -> usize {
-        self.shared.store.lock().dbs.get(db).map_or(0, |ks| ks.len())
+        self.shared
+            .store
+            .lock()
+            .dbs
+            .get(db)
+            .map_or(0, |ks| ks.len())
     }
 }

@@ -40,5 +40,10 @@ where
     I: IntoIterator<Item = B>,
     B: Into<Vec<u8>>,
 {
-    Value::Array(items.into_iter().map(|b| Value::BulkString(b.into())).collect())
+    Value::Array(
+        items
+            .into_iter()
+            .map(|b| Value::BulkString(b.into()))
+            .collect(),
+    )
 }

@@ -82,7 +82,9 @@ impl Session {
         }
         if control("unwatch") {
             if args.len() != 1 {
-                return Err(CmdError::err("wrong number of arguments for 'unwatch' command"));
+                return Err(CmdError::err(
+                    "wrong number of arguments for 'unwatch' command",
+                ));
             }
             self.unwatch_all(store);
             return Ok(reply::ok());
@@ -91,7 +93,11 @@ impl Session {
     }
 
     fn run(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
-        let mut ctx = Ctx { store, db: self.db, now };
+        let mut ctx = Ctx {
+            store,
+            db: self.db,
+            now,
+        };
         let result = command::run(&mut ctx, args);
         // SELECT (possibly queued in a transaction) changes the database.
         self.db = ctx.db;
@@ -100,7 +106,9 @@ impl Session {
 
     fn multi(&mut self, args: &[&[u8]]) -> command::CmdResult {
         if args.len() != 1 {
-            return Err(CmdError::err("wrong number of arguments for 'multi' command"));
+            return Err(CmdError::err(
+                "wrong number of arguments for 'multi' command",
+            ));
         }
         if self.multi.is_some() {
             return Err(CmdError::err("MULTI calls can not be nested"));
@@ -112,7 +120,9 @@ impl Session {
 
     fn discard(&mut self, store: &mut Store, args: &[&[u8]]) -> command::CmdResult {
         if args.len() != 1 {
-            return Err(CmdError::err("wrong number of arguments for 'discard' command"));
+            return Err(CmdError::err(
+                "wrong number of arguments for 'discard' command",
+            ));
         }
         if self.multi.take().is_none() {
             return Err(CmdError::err("DISCARD without MULTI"));
@@ -124,37 +134,53 @@ impl Session {
 
     fn watch(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
         if args.len() < 2 {
-            return Err(CmdError::err("wrong number of arguments for 'watch' command"));
+            return Err(CmdError::err(
+                "wrong number of arguments for 'watch' command",
+            ));
         }
         if self.multi.is_some() {
             return Err(CmdError::err("WATCH inside MULTI is not allowed"));
         }
         for key in &args[1..] {
-            if self.watched.iter().any(|w| w.db == self.db && &w.key[..] == *key) {
+            if self
+                .watched
+                .iter()
+                .any(|w| w.db == self.db && &w.key[..] == *key)
+            {
                 continue;
             }
             let ks = &mut store.dbs[self.db];
             let expired_at_watch = ks.is_logically_expired(key, now);
             let epoch = ks.watch(key);
-            self.watched.push(Watched { db: self.db, key: Key::from(*key), epoch, expired_at_watch });
+            self.watched.push(Watched {
+                db: self.db,
+                key: Key::from(*key),
+                epoch,
+                expired_at_watch,
+            });
         }
         Ok(reply::ok())
     }
 
     fn exec(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
         if args.len() != 1 {
-            return Err(CmdError::err("wrong number of arguments for 'exec' command"));
+            return Err(CmdError::err(
+                "wrong number of arguments for 'exec' command",
+            ));
         }
         let Some(queue) = self.multi.take() else {
             return Err(CmdError::err("EXEC without MULTI"));
         };
         if std::mem::take(&mut self.multi_failed) {
             self.unwatch_all(store);
-            return Err(CmdError::raw("EXECABORT Transaction discarded because of previous errors."));
+            return Err(CmdError::raw(
+                "EXECABORT Transaction discarded because of previous errors.",
+            ));
         }
         let dirty = self.watched.iter().any(|w| {
             let ks = &store.dbs[w.db];
-            ks.watch_epoch(&w.key) != w.epoch || (!w.expired_at_watch && ks.is_logically_expired(&w.key, now))
+            ks.watch_epoch(&w.key) != w.epoch
+                || (!w.expired_at_watch && ks.is_logically_expired(&w.key, now))
         });
         self.unwatch_all(store);
         if dirty {

@@ -12,6 +12,8 @@ pub(crate) struct Store {
 
 impl Default for Store {
     fn default() -> Self {
-        Store { dbs: (0..DATABASES).map(|_| Keyspace::default()).collect() }
+        Store {
+            dbs: (0..DATABASES).map(|_| Keyspace::default()).collect(),
+        }
     }
 }

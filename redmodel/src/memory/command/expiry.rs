@@ -8,15 +8,51 @@ use crate::memory::error::CmdError;
 use crate::memory::reply;
 
 pub(super) const COMMANDS: &[Spec] = &[
-    Spec { name: "expire", arity: -3, handler: expire },
-    Spec { name: "pexpire", arity: -3, handler: pexpire },
-    Spec { name: "expireat", arity: -3, handler: expireat },
-    Spec { name: "pexpireat", arity: -3, handler: pexpireat },
-    Spec { name: "ttl", arity: 2, handler: ttl },
-    Spec { name: "pttl", arity: 2, handler: pttl },
-    Spec { name: "expiretime", arity: 2, handler: expiretime },
-    Spec { name: "pexpiretime", arity: 2, handler: pexpiretime },
-    Spec { name: "persist", arity: 2, handler: persist },
+    Spec {
+        name: "expire",
+        arity: -3,
+        handler: expire,
+    },
+    Spec {
+        name: "pexpire",
+        arity: -3,
+        handler: pexpire,
+    },
+    Spec {
+        name: "expireat",
+        arity: -3,
+        handler: expireat,
+    },
+    Spec {
+        name: "pexpireat",
+        arity: -3,
+        handler: pexpireat,
+    },
+    Spec {
+        name: "ttl",
+        arity: 2,
+        handler: ttl,
+    },
+    Spec {
+        name: "pttl",
+        arity: 2,
+        handler: pttl,
+    },
+    Spec {
+        name: "expiretime",
+        arity: 2,
+        handler: expiretime,
+    },
+    Spec {
+        name: "pexpiretime",
+        arity: 2,
+        handler: pexpiretime,
+    },
+    Spec {
+        name: "persist",
+        arity: 2,
+        handler: persist,
+    },
 ];
 
 #[derive(Clone, Copy, PartialEq)]
@@ -50,15 +86,29 @@ pub(crate) fn invalid_expire_time(command: &str) -> CmdError {
 
 /// Converts an expire argument to absolute Unix milliseconds, with Redis's
 /// overflow checks.
-pub(crate) fn absolute_ms(when: i64, unit: Unit, base: i64, command: &str) -> Result<i64, CmdError> {
+pub(crate) fn absolute_ms(
+    when: i64,
+    unit: Unit,
+    base: i64,
+    command: &str,
+) -> Result<i64, CmdError> {
     let when = match unit {
-        Unit::Seconds => when.checked_mul(1000).ok_or_else(|| invalid_expire_time(command))?,
+        Unit::Seconds => when
+            .checked_mul(1000)
+            .ok_or_else(|| invalid_expire_time(command))?,
         Unit::Millis => when,
     };
-    when.checked_add(base).ok_or_else(|| invalid_expire_time(command))
+    when.checked_add(base)
+        .ok_or_else(|| invalid_expire_time(command))
 }
 
-fn expire_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], base: i64, unit: Unit, command: &str) -> CmdResult {
+fn expire_generic(
+    ctx: &mut Ctx<'_>,
+    args: &[&[u8]],
+    base: i64,
+    unit: Unit,
+    command: &str,
+) -> CmdResult {
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in &args[3..] {
         if is(opt, "nx") {
@@ -70,14 +120,21 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], base: i64, unit: Unit, comm
         } else if is(opt, "lt") {
             lt = true;
         } else {
-            return Err(CmdError::err(format!("Unsupported option {}", String::from_utf8_lossy(opt))));
+            return Err(CmdError::err(format!(
+                "Unsupported option {}",
+                String::from_utf8_lossy(opt)
+            )));
         }
     }
     if nx && (xx || gt || lt) {
-        return Err(CmdError::err("NX and XX, GT or LT options at the same time are not compatible"));
+        return Err(CmdError::err(
+            "NX and XX, GT or LT options at the same time are not compatible",
+        ));
     }
     if gt && lt {
-        return Err(CmdError::err("GT and LT options at the same time are not compatible"));
+        return Err(CmdError::err(
+            "GT and LT options at the same time are not compatible",
+        ));
     }
     let when = absolute_ms(int_arg(args[2])?, unit, base, command)?;
     let key = args[1];

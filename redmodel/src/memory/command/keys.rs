@@ -6,14 +6,46 @@ use crate::memory::error::CmdError;
 use crate::memory::reply;
 
 pub(super) const COMMANDS: &[Spec] = &[
-    Spec { name: "del", arity: -2, handler: del },
-    Spec { name: "unlink", arity: -2, handler: del },
-    Spec { name: "exists", arity: -2, handler: exists },
-    Spec { name: "type", arity: 2, handler: type_of },
-    Spec { name: "rename", arity: 3, handler: rename },
-    Spec { name: "renamenx", arity: 3, handler: renamenx },
-    Spec { name: "scan", arity: -2, handler: scan },
-    Spec { name: "keys", arity: 2, handler: keys },
+    Spec {
+        name: "del",
+        arity: -2,
+        handler: del,
+    },
+    Spec {
+        name: "unlink",
+        arity: -2,
+        handler: del,
+    },
+    Spec {
+        name: "exists",
+        arity: -2,
+        handler: exists,
+    },
+    Spec {
+        name: "type",
+        arity: 2,
+        handler: type_of,
+    },
+    Spec {
+        name: "rename",
+        arity: 3,
+        handler: rename,
+    },
+    Spec {
+        name: "renamenx",
+        arity: 3,
+        handler: renamenx,
+    },
+    Spec {
+        name: "scan",
+        arity: -2,
+        handler: scan,
+    },
+    Spec {
+        name: "keys",
+        arity: 2,
+        handler: keys,
+    },
 ];
 
 fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -78,8 +110,15 @@ pub(crate) struct ScanOptions<'a> {
 }
 
 /// Parses `[MATCH pattern] [COUNT n]` (and `[TYPE t]` if `allow_type`).
-pub(crate) fn parse_scan_options<'a>(opts: &[&'a [u8]], allow_type: bool) -> Result<ScanOptions<'a>, CmdError> {
-    let mut out = ScanOptions { pattern: None, count: 10, type_name: None };
+pub(crate) fn parse_scan_options<'a>(
+    opts: &[&'a [u8]],
+    allow_type: bool,
+) -> Result<ScanOptions<'a>, CmdError> {
+    let mut out = ScanOptions {
+        pattern: None,
+        count: 10,
+        type_name: None,
+    };
     let mut i = 0;
     while i < opts.len() {
         let has_value = i + 1 < opts.len();
@@ -107,7 +146,9 @@ fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let cursor = parse_cursor(args[1])?;
     let opts = parse_scan_options(&args[2..], true)?;
     let now = ctx.now;
-    let (next, keys) = ctx.ks().scan(cursor, opts.count, opts.pattern, opts.type_name, now);
+    let (next, keys) = ctx
+        .ks()
+        .scan(cursor, opts.count, opts.pattern, opts.type_name, now);
     Ok(reply::array(vec![
         reply::bulk(next.to_string()),
         reply::bulks(keys.iter().map(|k| k.to_vec())),

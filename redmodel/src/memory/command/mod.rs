@@ -77,12 +77,17 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
     let lower = &mut buf[..name.len()];
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    std::str::from_utf8(lower).ok().and_then(|n| TABLE.get(n).copied())
+    std::str::from_utf8(lower)
+        .ok()
+        .and_then(|n| TABLE.get(n).copied())
 }
 
 /// The error Redis gives for an unknown command.
 pub(crate) fn unknown_command(args: &[&[u8]]) -> CmdError {
-    let name = args.first().map(|n| String::from_utf8_lossy(n)).unwrap_or_default();
+    let name = args
+        .first()
+        .map(|n| String::from_utf8_lossy(n))
+        .unwrap_or_default();
     let mut rest = String::new();
     for a in args.iter().skip(1) {
         let a = String::from_utf8_lossy(a);
@@ -90,12 +95,17 @@ pub(crate) fn unknown_command(args: &[&[u8]]) -> CmdError {
         rest.push_str(&format!("'{a}' "));
     }
     let name: String = name.chars().take(128).collect();
-    CmdError::err(format!("unknown command '{name}', with args beginning with: {rest}"))
+    CmdError::err(format!(
+        "unknown command '{name}', with args beginning with: {rest}"
+    ))
 }
 
 /// The error Redis gives for a wrong argument count.
 pub(crate) fn wrong_arity(spec: &Spec) -> CmdError {
-    CmdError::err(format!("wrong number of arguments for '{}' command", spec.name))
+    CmdError::err(format!(
+        "wrong number of arguments for '{}' command",
+        spec.name
+    ))
 }
 
 /// The world a command sees: the whole store (SELECT, FLUSHALL and MOVE

@@ -7,19 +7,45 @@ use crate::memory::reply;
 use crate::memory::store::DATABASES;
 
 pub(super) const COMMANDS: &[Spec] = &[
-    Spec { name: "ping", arity: -1, handler: ping },
-    Spec { name: "echo", arity: 2, handler: echo },
-    Spec { name: "select", arity: 2, handler: select },
-    Spec { name: "dbsize", arity: 1, handler: dbsize },
-    Spec { name: "flushdb", arity: -1, handler: flushdb },
-    Spec { name: "flushall", arity: -1, handler: flushall },
+    Spec {
+        name: "ping",
+        arity: -1,
+        handler: ping,
+    },
+    Spec {
+        name: "echo",
+        arity: 2,
+        handler: echo,
+    },
+    Spec {
+        name: "select",
+        arity: 2,
+        handler: select,
+    },
+    Spec {
+        name: "dbsize",
+        arity: 1,
+        handler: dbsize,
+    },
+    Spec {
+        name: "flushdb",
+        arity: -1,
+        handler: flushdb,
+    },
+    Spec {
+        name: "flushall",
+        arity: -1,
+        handler: flushall,
+    },
 ];
 
 fn ping(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.len() {
         1 => Ok(reply::simple("PONG")),
         2 => Ok(reply::bulk(args[1])),
-        _ => Err(CmdError::err("wrong number of arguments for 'ping' command")),
+        _ => Err(CmdError::err(
+            "wrong number of arguments for 'ping' command",
+        )),
     }
 }
 

@@ -20,15 +20,30 @@ struct StudentNotes;
 fn plain_pks_give_the_documented_layout() {
     assert_eq!(Teacher::at("A").key(), "teacher:A");
     assert_eq!(Class::at(1).key(), "class:1");
-    assert_eq!(Student::at("a").sub::<Exam>(2024).key(), "student:a:exam:2024");
-    assert_eq!(Student::at("a").sub::<Note>("home").key(), "student:a:note:home");
+    assert_eq!(
+        Student::at("a").sub::<Exam>(2024).key(),
+        "student:a:exam:2024"
+    );
+    assert_eq!(
+        Student::at("a").sub::<Note>("home").key(),
+        "student:a:note:home"
+    );
     assert_eq!(
         Teacher::at("A").relation::<TeacherClasses>().key(),
         "teacher:A:class"
     );
-    assert_eq!(Class::at(1).relation::<ClassTeachers>().key(), "class:1:teacher");
-    assert_eq!(Class::at(2).relation::<ClassStudents>().key(), "class:2:student");
-    assert_eq!(Teacher::at("jane.doe@example.com").key(), "teacher:jane.doe@example.com");
+    assert_eq!(
+        Class::at(1).relation::<ClassTeachers>().key(),
+        "class:1:teacher"
+    );
+    assert_eq!(
+        Class::at(2).relation::<ClassStudents>().key(),
+        "class:2:student"
+    );
+    assert_eq!(
+        Teacher::at("jane.doe@example.com").key(),
+        "teacher:jane.doe@example.com"
+    );
     assert_eq!(Teacher::at("x-1_2").key(), "teacher:x-1_2");
 }
 
@@ -66,7 +81,13 @@ fn parse_rejects_what_encoding_never_produces() {
             "{bad}: {err}"
         );
     }
-    for bad in ["class:01", "class:+1", "class:-1", "class:x", "class:4294967296"] {
+    for bad in [
+        "class:01",
+        "class:+1",
+        "class:-1",
+        "class:x",
+        "class:4294967296",
+    ] {
         assert!(ObjectRef::<Class>::parse(bad).is_err(), "{bad}");
     }
     assert!(ObjectRef::<Exam>::parse("student:a:exam").is_err());
@@ -171,7 +192,10 @@ fn thing() -> impl Strategy<Value = Thing> {
         pk().prop_map(Thing::TeacherClasses),
         any::<u32>().prop_map(Thing::ClassStudents),
         pk().prop_map(Thing::StudentNotes),
-        (prop_oneof![Just("teacher"), Just("student"), Just("class")], pk())
+        (
+            prop_oneof![Just("teacher"), Just("student"), Just("class")],
+            pk()
+        )
             .prop_map(|(t, p)| Thing::Index(t, p)),
     ]
 }

@@ -102,6 +102,14 @@ impl Error {
 
 impl From<redis::RedisError> for Error {
     fn from(err: redis::RedisError) -> Self {
+        // A reply of another shape than asked for is a client-side
+        // conversion error; redis-rs files it under "reconnect", which
+        // would make it look like a connection failure.
+        if err.kind() == redis::ErrorKind::Parse
+            || err.kind() == redis::ErrorKind::UnexpectedReturnType
+        {
+            return Error::Reply(err);
+        }
         if err.is_io_error()
             || err.is_connection_dropped()
             || err.is_connection_refusal()
@@ -116,11 +124,6 @@ impl From<redis::RedisError> for Error {
             return Error::WrongType {
                 detail: err.detail().unwrap_or_default().to_string(),
             };
-        }
-        if err.kind() == redis::ErrorKind::Parse
-            || err.kind() == redis::ErrorKind::UnexpectedReturnType
-        {
-            return Error::Reply(err);
         }
         Error::Server(err)
     }

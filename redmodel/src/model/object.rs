@@ -146,8 +146,21 @@ pub(crate) fn at_key<'a>(key: &'a str, expected: &'static str) -> impl FnOnce(Er
             key: key.to_string(),
             expected,
         },
+        Error::Server(ref redis_err) if holds_wrongtype(redis_err) => Error::UnexpectedType {
+            key: key.to_string(),
+            expected,
+        },
         other => other,
     }
+}
+
+/// Whether a (pipeline or transaction) error includes a WRONGTYPE reply.
+fn holds_wrongtype(err: &redis::RedisError) -> bool {
+    err.code() == Some("WRONGTYPE")
+        || err
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errs| errs.iter().any(|(_, e)| e.code() == "WRONGTYPE"))
 }
 
 /// Converts one reply of an `ignore_errors` pipeline, naming `key` if the
@@ -480,7 +493,8 @@ impl<M: Model> ObjectRef<M> {
         field: Field<M, T, Plain>,
         by: T::By,
     ) -> Result<T::Output> {
-        let reply: Vec<u8> = db
+        // HINCRBY replies with an integer, HINCRBYFLOAT with a bulk string.
+        let reply: Value = db
             .query(
                 redis::cmd(T::COMMAND)
                     .arg(&self.key)
@@ -489,7 +503,11 @@ impl<M: Model> ObjectRef<M> {
             )
             .await
             .map_err(at_key(&self.key, "hash"))?;
-        T::Output::from_text(&reply).map_err(|reason| Error::Decode {
+        let text = match reply {
+            Value::Int(n) => n.to_string().into_bytes(),
+            other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
+        };
+        T::Output::from_text(&text).map_err(|reason| Error::Decode {
             key: self.key.clone(),
             field: field.name().to_string(),
             reason,

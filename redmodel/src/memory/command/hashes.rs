@@ -397,3 +397,447 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn scan_reply(items: Vec<redis::Value>) -> redis::Value {
     reply::array(vec![reply::bulk("0"), reply::array(items)])
 }
+
+/// Expected replies are the ones redis-server 7.0.15 gave to the same
+/// commands (RESP2, read with `redis-cli --no-raw`).
+#[cfg(test)]
+mod tests {
+    use redis::Value;
+
+    use crate::memory::error::error_value;
+    use crate::memory::{Connection, Engine, ManualClock};
+
+    /// Runs a command written as space-separated words.
+    fn run(c: &mut Connection, line: &str) -> Value {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        c.execute(&args)
+    }
+
+    fn int(n: i64) -> Value {
+        Value::Int(n)
+    }
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    fn bulks(items: &[&str]) -> Value {
+        Value::Array(items.iter().map(|s| bulk(s)).collect())
+    }
+
+    fn err(text: &str) -> Value {
+        error_value(text)
+    }
+
+    fn empty() -> Value {
+        Value::Array(Vec::new())
+    }
+
+    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    const NOT_INT: &str = "ERR value is not an integer or out of range";
+
+    /// The bulk strings of an array reply, sorted (for unordered replies).
+    fn sorted(v: Value) -> Vec<String> {
+        let Value::Array(items) = v else {
+            panic!("not an array: {v:?}");
+        };
+        let mut out: Vec<String> = items
+            .into_iter()
+            .map(|i| match i {
+                Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                other => panic!("not a bulk string: {other:?}"),
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A flat field/value array as sorted pairs.
+    fn pairs(v: Value) -> Vec<(String, String)> {
+        let Value::Array(items) = v else {
+            panic!("not an array: {v:?}");
+        };
+        let text = |i: &Value| match i {
+            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            other => panic!("not a bulk string: {other:?}"),
+        };
+        assert_eq!(items.len() % 2, 0, "odd flat array");
+        let mut out: Vec<(String, String)> = items
+            .chunks(2)
+            .map(|p| (text(&p[0]), text(&p[1])))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn owned(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    /// Whether `line`, run between WATCH and EXEC on the same connection,
+    /// aborts the transaction (i.e. it marked `key` modified).
+    fn touches(c: &mut Connection, key: &str, line: &str) -> bool {
+        assert_eq!(run(c, &format!("WATCH {key}")), Value::Okay);
+        run(c, line);
+        run(c, "MULTI");
+        run(c, "PING");
+        run(c, "EXEC") == Value::Nil
+    }
+
+    fn conn() -> Connection {
+        Engine::new().connection()
+    }
+
+    #[test]
+    fn hset_counts_new_fields_and_hmset_says_ok() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HSET h a 1 b 2 a 3"), int(2));
+        assert_eq!(run(&mut c, "HGET h a"), bulk("3"));
+        assert_eq!(run(&mut c, "HSET h a 4 c 5"), int(1));
+        assert_eq!(run(&mut c, "HMSET h c 3"), Value::Okay);
+        assert_eq!(run(&mut c, "hmset h d 4"), Value::Okay);
+        assert_eq!(run(&mut c, "HLEN h"), int(4));
+    }
+
+    #[test]
+    fn hset_arity_errors_name_the_command() {
+        let mut c = conn();
+        let hset = "ERR wrong number of arguments for 'hset' command";
+        assert_eq!(run(&mut c, "HSET h a 1 b"), err(hset));
+        assert_eq!(run(&mut c, "HSET h a"), err(hset));
+        assert_eq!(run(&mut c, "HSET h"), err(hset));
+        assert_eq!(
+            run(&mut c, "HMSET h a 1 b"),
+            err("ERR wrong number of arguments for 'hmset' command")
+        );
+        // The arity error comes before the type check, and writes nothing.
+        run(&mut c, "RPUSH s x");
+        assert_eq!(run(&mut c, "HSET s a 1 b"), err(hset));
+        assert_eq!(run(&mut c, "EXISTS h"), int(0));
+    }
+
+    #[test]
+    fn reads_of_missing_keys_and_fields() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HGET nokey a"), Value::Nil);
+        assert_eq!(run(&mut c, "HMGET nokey a b"), Value::Array(vec![Value::Nil, Value::Nil]));
+        assert_eq!(run(&mut c, "HGETALL nokey"), empty());
+        assert_eq!(run(&mut c, "HKEYS nokey"), empty());
+        assert_eq!(run(&mut c, "HVALS nokey"), empty());
+        assert_eq!(run(&mut c, "HLEN nokey"), int(0));
+        assert_eq!(run(&mut c, "HEXISTS nokey a"), int(0));
+        assert_eq!(run(&mut c, "HSTRLEN nokey a"), int(0));
+        assert_eq!(run(&mut c, "HDEL nokey a"), int(0));
+        run(&mut c, "HSET h a 1 c 333");
+        assert_eq!(
+            run(&mut c, "HMGET h a zz c"),
+            Value::Array(vec![bulk("1"), Value::Nil, bulk("333")])
+        );
+        assert_eq!(run(&mut c, "HEXISTS h a"), int(1));
+        assert_eq!(run(&mut c, "HEXISTS h zz"), int(0));
+        assert_eq!(run(&mut c, "HSTRLEN h c"), int(3));
+        assert_eq!(run(&mut c, "HSTRLEN h zz"), int(0));
+        assert_eq!(run(&mut c, "HGET h zz"), Value::Nil);
+    }
+
+    #[test]
+    fn whole_hash_replies() {
+        let mut c = conn();
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        assert_eq!(
+            pairs(run(&mut c, "HGETALL h")),
+            owned(&[("a", "1"), ("b", "2"), ("c", "3")])
+        );
+        assert_eq!(sorted(run(&mut c, "HKEYS h")), ["a", "b", "c"]);
+        assert_eq!(sorted(run(&mut c, "HVALS h")), ["1", "2", "3"]);
+    }
+
+    #[test]
+    fn every_command_refuses_another_type() {
+        let mut c = conn();
+        run(&mut c, "RPUSH s x");
+        for line in [
+            "HSET s a 1",
+            "HMSET s a 1",
+            "HSETNX s a 1",
+            "HGET s a",
+            "HMGET s a",
+            "HGETALL s",
+            "HKEYS s",
+            "HVALS s",
+            "HDEL s a",
+            "HEXISTS s a",
+            "HLEN s",
+            "HSTRLEN s a",
+            "HINCRBY s a 1",
+            "HINCRBYFLOAT s a 1",
+            "HRANDFIELD s",
+            "HRANDFIELD s 1",
+            "HRANDFIELD s 0",
+            "HSCAN s 0",
+            "HSCAN s 0 COUNT 0",
+        ] {
+            assert_eq!(run(&mut c, line), err(WRONGTYPE), "{line}");
+        }
+        assert_eq!(run(&mut c, "LRANGE s 0 -1"), bulks(&["x"]));
+    }
+
+    #[test]
+    fn hdel_counts_and_deletes_the_emptied_key() {
+        let mut c = conn();
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        assert_eq!(run(&mut c, "HDEL h zz"), int(0));
+        assert_eq!(run(&mut c, "HDEL h a a b"), int(2));
+        assert_eq!(pairs(run(&mut c, "HGETALL h")), owned(&[("c", "3")]));
+        assert_eq!(run(&mut c, "HDEL h c"), int(1));
+        assert_eq!(run(&mut c, "EXISTS h"), int(0));
+    }
+
+    #[test]
+    fn hsetnx_sets_only_new_fields() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HSETNX h a 1"), int(1));
+        assert_eq!(run(&mut c, "HSETNX h a 100"), int(0));
+        assert_eq!(run(&mut c, "HGET h a"), bulk("1"));
+    }
+
+    #[test]
+    fn hincrby_rules() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HINCRBY h f abc"), err(NOT_INT));
+        assert_eq!(run(&mut c, "EXISTS h"), int(0), "a refused HINCRBY leaves no key");
+        run(&mut c, "RPUSH s x");
+        // The increment is parsed before the type is checked.
+        assert_eq!(run(&mut c, "HINCRBY s f abc"), err(NOT_INT));
+        for bad in ["9223372036854775808", "+1", "01", "1.0", ""] {
+            assert_eq!(run(&mut c, &format!("HINCRBY h f {bad}")), err(NOT_INT), "{bad}");
+        }
+        assert_eq!(run(&mut c, "HINCRBY h f 5"), int(5));
+        assert_eq!(run(&mut c, "HINCRBY h f -7"), int(-2));
+        assert_eq!(run(&mut c, "HGET h f"), bulk("-2"));
+        run(&mut c, "HSET h g x");
+        assert_eq!(run(&mut c, "HINCRBY h g 1"), err("ERR hash value is not an integer"));
+        c.execute(&[b"HSET", b"h", b"sp", b" 1"]);
+        assert_eq!(run(&mut c, "HINCRBY h sp 1"), err("ERR hash value is not an integer"));
+        run(&mut c, "HSET h m 9223372036854775807 n -9223372036854775808");
+        let overflow = err("ERR increment or decrement would overflow");
+        assert_eq!(run(&mut c, "HINCRBY h m 1"), overflow);
+        assert_eq!(run(&mut c, "HINCRBY h n -1"), overflow);
+        assert_eq!(run(&mut c, "HINCRBY h m -1"), int(9223372036854775806));
+        assert_eq!(run(&mut c, "HINCRBY h n 9223372036854775807"), int(-1));
+        assert_eq!(run(&mut c, "HGET h m"), bulk("9223372036854775806"));
+    }
+
+    #[test]
+    fn hincrbyfloat_rules() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h new 10.50"), bulk("10.5"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h new 3.0e3"), bulk("3010.5"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h new -3010.5"), bulk("0"));
+        assert_eq!(run(&mut c, "HGET h new"), bulk("0"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h e 5.0e3"), bulk("5000"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h e -0.25"), bulk("4999.75"));
+        run(&mut c, "HSET h a 1");
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h a 1.5"), bulk("2.5"));
+        let not_float = err("ERR value is not a valid float");
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h a abc"), not_float);
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h a nan"), not_float);
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h a "), not_float);
+        assert_eq!(c.execute(&[b"HINCRBYFLOAT", b"h", b"a", b" 1"]), not_float);
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h a inf"), err("ERR value is NaN or Infinity"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT nokey a -inf"), err("ERR value is NaN or Infinity"));
+        assert_eq!(run(&mut c, "EXISTS nokey"), int(0));
+        run(&mut c, "HSET h x hello");
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h x 1"), err("ERR hash value is not a float"));
+        c.execute(&[b"HSET", b"h", b"sp", b" 1"]);
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h sp 1"), err("ERR hash value is not a float"));
+        run(&mut c, "HSET h i inf");
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT h i 1"),
+            err("ERR increment would produce NaN or Infinity")
+        );
+        assert_eq!(run(&mut c, "HGET h i"), bulk("inf"));
+        run(&mut c, "RPUSH s x");
+        assert_eq!(run(&mut c, "HINCRBYFLOAT s a x"), not_float);
+        assert_eq!(run(&mut c, "HINCRBYFLOAT s a 1"), err(WRONGTYPE));
+    }
+
+    /// Sums that only `long double` arithmetic gets right (the replies of
+    /// redis-server on x86-64, where `long double` is 80-bit extended).
+    #[test]
+    #[ignore = "needs the exact LongDouble being written in float.rs; un-ignore on merge"]
+    fn hincrbyfloat_computes_in_long_double() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h f 0.1"), bulk("0.1"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h f 0.2"), bulk("0.3"));
+        assert_eq!(run(&mut c, "HGET h f"), bulk("0.3"));
+        run(&mut c, "HSET h big 1.7e308");
+        let Value::BulkString(sum) = run(&mut c, "HINCRBYFLOAT h big 1.7e308") else {
+            panic!("not a bulk string");
+        };
+        assert!(sum.starts_with(b"340000000000000000006273556050395"));
+        assert_eq!(sum.len(), 309);
+    }
+
+    #[test]
+    fn hrandfield_argument_checks() {
+        let mut c = conn();
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        run(&mut c, "RPUSH s x");
+        assert_eq!(run(&mut c, "HRANDFIELD nokey"), Value::Nil);
+        assert_eq!(run(&mut c, "HRANDFIELD nokey 3"), empty());
+        assert_eq!(run(&mut c, "HRANDFIELD nokey -3 WITHVALUES"), empty());
+        assert_eq!(run(&mut c, "HRANDFIELD nokey 0"), empty());
+        assert_eq!(run(&mut c, "HRANDFIELD nokey x"), err(NOT_INT));
+        assert_eq!(run(&mut c, "HRANDFIELD s x"), err(NOT_INT));
+        assert_eq!(run(&mut c, "HRANDFIELD h WITHVALUES"), err(NOT_INT));
+        let min = err(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        );
+        assert_eq!(run(&mut c, "HRANDFIELD h -9223372036854775808"), min);
+        assert_eq!(run(&mut c, "HRANDFIELD nokey -9223372036854775808"), min);
+        let range = err("ERR value is out of range");
+        assert_eq!(run(&mut c, "HRANDFIELD h 9223372036854775807 WITHVALUES"), range);
+        assert_eq!(run(&mut c, "HRANDFIELD h 4611686018427387904 WITHVALUES"), range);
+        assert_eq!(run(&mut c, "HRANDFIELD h -4611686018427387904 WITHVALUES"), range);
+        assert_eq!(run(&mut c, "HRANDFIELD h 1 WITHVALUE"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HRANDFIELD h 1 WITHVALUES x"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HRANDFIELD nokey 1 WITHVALUE"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HRANDFIELD h 0"), empty());
+        assert_eq!(run(&mut c, "HRANDFIELD h 0 WITHVALUES"), empty());
+    }
+
+    #[test]
+    fn hrandfield_picks() {
+        let mut c = conn();
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        let all = owned(&[("a", "1"), ("b", "2"), ("c", "3")]);
+        // A count at least the size gives the whole hash.
+        assert_eq!(pairs(run(&mut c, "HRANDFIELD h 5 WITHVALUES")), all);
+        assert_eq!(
+            pairs(run(&mut c, "HRANDFIELD h 4611686018427387903 withvalues")),
+            all
+        );
+        assert_eq!(sorted(run(&mut c, "HRANDFIELD h 3")), ["a", "b", "c"]);
+        for _ in 0..20 {
+            // Fewer than the size: distinct fields.
+            let two = sorted(run(&mut c, "HRANDFIELD h 2"));
+            assert_eq!(two.len(), 2);
+            assert_ne!(two[0], two[1]);
+            assert!(two.iter().all(|f| ["a", "b", "c"].contains(&f.as_str())));
+            // Negative: exactly |count| picks, each a real pair.
+            let picks = pairs(run(&mut c, "HRANDFIELD h -5 WITHVALUES"));
+            assert_eq!(picks.len(), 5);
+            assert!(picks.iter().all(|p| all.contains(p)));
+            let one = run(&mut c, "HRANDFIELD h");
+            assert!([bulk("a"), bulk("b"), bulk("c")].contains(&one), "{one:?}");
+        }
+        // Repeats appear with a negative count larger than the hash.
+        let many = sorted(run(&mut c, "HRANDFIELD h -50"));
+        assert_eq!(many.len(), 50);
+        assert_eq!(sorted(run(&mut c, "HRANDFIELD h -1")).len(), 1);
+        // Beyond what an in-process engine will build (Redis runs out of memory).
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h -4611686018427387903 WITHVALUES"),
+            err("ERR value is out of range")
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h -9223372036854775807"),
+            err("ERR value is out of range")
+        );
+    }
+
+    #[test]
+    fn hscan_replies_everything_at_once() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HSCAN nokey 0"), Value::Array(vec![bulk("0"), empty()]));
+        // Options are parsed only once the key is found.
+        assert_eq!(run(&mut c, "HSCAN nokey 0 COUNT 0"), Value::Array(vec![bulk("0"), empty()]));
+        assert_eq!(run(&mut c, "HSCAN nokey 0 blah"), Value::Array(vec![bulk("0"), empty()]));
+        assert_eq!(run(&mut c, "HSCAN nokey abc"), err("ERR invalid cursor"));
+        assert_eq!(c.execute(&[b"HSCAN", b"nokey", b" 1"]), err("ERR invalid cursor"));
+        assert_eq!(run(&mut c, "HSCAN h 18446744073709551616"), err("ERR invalid cursor"));
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        let all = owned(&[("a", "1"), ("b", "2"), ("c", "3")]);
+        for cursor in ["0", "7", "18446744073709551615"] {
+            let Value::Array(reply) = run(&mut c, &format!("HSCAN h {cursor}")) else {
+                panic!("not an array");
+            };
+            assert_eq!(reply[0], bulk("0"));
+            assert_eq!(pairs(reply[1].clone()), all);
+        }
+        let scan = |c: &mut Connection, line: &str| {
+            let Value::Array(mut reply) = run(c, line) else {
+                panic!("not an array");
+            };
+            assert_eq!(reply[0], bulk("0"));
+            pairs(reply.remove(1))
+        };
+        assert_eq!(scan(&mut c, "HSCAN h 0 MATCH a*"), owned(&[("a", "1")]));
+        assert_eq!(
+            scan(&mut c, "HSCAN h 0 match [ab] count 1"),
+            owned(&[("a", "1"), ("b", "2")])
+        );
+        assert_eq!(run(&mut c, "HSCAN h 0 COUNT 0"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HSCAN h 0 COUNT x"), err(NOT_INT));
+        assert_eq!(run(&mut c, "HSCAN h 0 TYPE string"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HSCAN h 0 MATCH"), err("ERR syntax error"));
+        // `*` matches the empty field; any other pattern needs a character.
+        c.execute(&[b"HSET", b"e", b"", b"x"]);
+        assert_eq!(scan(&mut c, "HSCAN e 0 MATCH *"), owned(&[("", "x")]));
+        assert_eq!(scan(&mut c, "HSCAN e 0 MATCH *?"), owned(&[]));
+        assert_eq!(scan(&mut c, "HSCAN e 0 MATCH **"), owned(&[]));
+    }
+
+    #[test]
+    fn field_writes_keep_the_ttl() {
+        let clock = ManualClock::new(1_000_000);
+        let engine = Engine::with_clock(clock.clone());
+        let mut c = engine.connection();
+        run(&mut c, "HSET h a 1");
+        run(&mut c, "EXPIRE h 100");
+        run(&mut c, "HSET h b 2");
+        run(&mut c, "HINCRBY h n 1");
+        run(&mut c, "HINCRBYFLOAT h f 1.5");
+        run(&mut c, "HSETNX h z 1");
+        run(&mut c, "HDEL h a");
+        assert_eq!(run(&mut c, "TTL h"), int(100));
+        clock.advance(std::time::Duration::from_secs(101));
+        assert_eq!(run(&mut c, "HGET h b"), Value::Nil);
+        // A write to an expired hash starts a new one, without TTL.
+        assert_eq!(run(&mut c, "HSET h b 3"), int(1));
+        assert_eq!(run(&mut c, "HLEN h"), int(1));
+        assert_eq!(run(&mut c, "TTL h"), int(-1));
+    }
+
+    #[test]
+    fn writes_touch_watched_keys_only_when_redis_does() {
+        let mut c = conn();
+        run(&mut c, "HSET h f v");
+        // Observed on redis-server: aborts the transaction or not.
+        assert!(touches(&mut c, "h", "HSET h f v"), "HSET with the same value");
+        assert!(touches(&mut c, "h", "HINCRBY h n 0"));
+        assert!(touches(&mut c, "h", "HINCRBYFLOAT h x 0"));
+        assert!(touches(&mut c, "h", "HSETNX h new v"));
+        assert!(touches(&mut c, "h", "HDEL h new"));
+        assert!(!touches(&mut c, "h", "HSETNX h f v"));
+        assert!(!touches(&mut c, "h", "HDEL h zz"));
+        assert!(!touches(&mut c, "h", "HINCRBY h f 1"), "refused: not an integer");
+        assert!(!touches(&mut c, "h", "HGETALL h"));
+        assert!(!touches(&mut c, "m", "HDEL m f"));
+    }
+
+    #[test]
+    fn binary_fields_and_values() {
+        let mut c = conn();
+        let field: &[u8] = &[0xff, 0, b'\r', b'\n'];
+        let value: &[u8] = &[0xfe, 0];
+        assert_eq!(c.execute(&[b"HSET", b"h", field, value]), int(1));
+        assert_eq!(c.execute(&[b"HGET", b"h", field]), Value::BulkString(value.to_vec()));
+        assert_eq!(c.execute(&[b"HSTRLEN", b"h", field]), int(2));
+        assert_eq!(c.execute(&[b"HINCRBY", b"h", field, b"1"]), err("ERR hash value is not an integer"));
+    }
+}

@@ -5,8 +5,8 @@
 //! The order of checks is Redis's, because it decides which error a client
 //! sees when several things are wrong: numeric arguments are parsed before
 //! the key is looked up (so `HINCRBY str f x` is "not an integer", not
-//! WRONGTYPE), except where Redis looks the key up first (HSCAN's options,
-//! HRANDFIELD's key). A key is marked modified (for WATCH) only where Redis
+//! WRONGTYPE); HSCAN alone looks the key up before parsing its MATCH and
+//! COUNT options. A key is marked modified (for WATCH) only where Redis
 //! calls `signalModifiedKey`: HSET always, the others only when a field
 //! really changed.
 //!
@@ -279,7 +279,9 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .ok_or_else(|| CmdError::err("value is NaN or Infinity"))?;
     let hash = ctx.write_or_create::<Hash>(key)?;
     let current = match hash.get(field) {
-        Some(v) => LongDouble::parse(v).ok_or_else(|| CmdError::err("hash value is not a float"))?,
+        Some(v) => {
+            LongDouble::parse(v).ok_or_else(|| CmdError::err("hash value is not a float"))?
+        }
         None => ld_zero()?,
     };
     let sum = current
@@ -332,7 +334,11 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(hash) = ctx.read::<Hash>(args[1])? else {
         return Ok(reply::array(Vec::new()));
     };
-    let parts = if with_values { Parts::Both } else { Parts::Fields };
+    let parts = if with_values {
+        Parts::Both
+    } else {
+        Parts::Fields
+    };
     let entries: Vec<(&Bytes, &Bytes)> = hash.iter().collect();
     let mut rng = rand::rng();
     let picks: Vec<usize> = if count < 0 {
@@ -523,7 +529,10 @@ mod tests {
     fn reads_of_missing_keys_and_fields() {
         let mut c = conn();
         assert_eq!(run(&mut c, "HGET nokey a"), Value::Nil);
-        assert_eq!(run(&mut c, "HMGET nokey a b"), Value::Array(vec![Value::Nil, Value::Nil]));
+        assert_eq!(
+            run(&mut c, "HMGET nokey a b"),
+            Value::Array(vec![Value::Nil, Value::Nil])
+        );
         assert_eq!(run(&mut c, "HGETALL nokey"), empty());
         assert_eq!(run(&mut c, "HKEYS nokey"), empty());
         assert_eq!(run(&mut c, "HVALS nokey"), empty());
@@ -608,21 +617,38 @@ mod tests {
     fn hincrby_rules() {
         let mut c = conn();
         assert_eq!(run(&mut c, "HINCRBY h f abc"), err(NOT_INT));
-        assert_eq!(run(&mut c, "EXISTS h"), int(0), "a refused HINCRBY leaves no key");
+        assert_eq!(
+            run(&mut c, "EXISTS h"),
+            int(0),
+            "a refused HINCRBY leaves no key"
+        );
         run(&mut c, "RPUSH s x");
         // The increment is parsed before the type is checked.
         assert_eq!(run(&mut c, "HINCRBY s f abc"), err(NOT_INT));
         for bad in ["9223372036854775808", "+1", "01", "1.0", ""] {
-            assert_eq!(run(&mut c, &format!("HINCRBY h f {bad}")), err(NOT_INT), "{bad}");
+            assert_eq!(
+                run(&mut c, &format!("HINCRBY h f {bad}")),
+                err(NOT_INT),
+                "{bad}"
+            );
         }
         assert_eq!(run(&mut c, "HINCRBY h f 5"), int(5));
         assert_eq!(run(&mut c, "HINCRBY h f -7"), int(-2));
         assert_eq!(run(&mut c, "HGET h f"), bulk("-2"));
         run(&mut c, "HSET h g x");
-        assert_eq!(run(&mut c, "HINCRBY h g 1"), err("ERR hash value is not an integer"));
+        assert_eq!(
+            run(&mut c, "HINCRBY h g 1"),
+            err("ERR hash value is not an integer")
+        );
         c.execute(&[b"HSET", b"h", b"sp", b" 1"]);
-        assert_eq!(run(&mut c, "HINCRBY h sp 1"), err("ERR hash value is not an integer"));
-        run(&mut c, "HSET h m 9223372036854775807 n -9223372036854775808");
+        assert_eq!(
+            run(&mut c, "HINCRBY h sp 1"),
+            err("ERR hash value is not an integer")
+        );
+        run(
+            &mut c,
+            "HSET h m 9223372036854775807 n -9223372036854775808",
+        );
         let overflow = err("ERR increment or decrement would overflow");
         assert_eq!(run(&mut c, "HINCRBY h m 1"), overflow);
         assert_eq!(run(&mut c, "HINCRBY h n -1"), overflow);
@@ -647,13 +673,25 @@ mod tests {
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a nan"), not_float);
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a "), not_float);
         assert_eq!(c.execute(&[b"HINCRBYFLOAT", b"h", b"a", b" 1"]), not_float);
-        assert_eq!(run(&mut c, "HINCRBYFLOAT h a inf"), err("ERR value is NaN or Infinity"));
-        assert_eq!(run(&mut c, "HINCRBYFLOAT nokey a -inf"), err("ERR value is NaN or Infinity"));
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT h a inf"),
+            err("ERR value is NaN or Infinity")
+        );
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT nokey a -inf"),
+            err("ERR value is NaN or Infinity")
+        );
         assert_eq!(run(&mut c, "EXISTS nokey"), int(0));
         run(&mut c, "HSET h x hello");
-        assert_eq!(run(&mut c, "HINCRBYFLOAT h x 1"), err("ERR hash value is not a float"));
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT h x 1"),
+            err("ERR hash value is not a float")
+        );
         c.execute(&[b"HSET", b"h", b"sp", b" 1"]);
-        assert_eq!(run(&mut c, "HINCRBYFLOAT h sp 1"), err("ERR hash value is not a float"));
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT h sp 1"),
+            err("ERR hash value is not a float")
+        );
         run(&mut c, "HSET h i inf");
         assert_eq!(
             run(&mut c, "HINCRBYFLOAT h i 1"),
@@ -700,12 +738,30 @@ mod tests {
         assert_eq!(run(&mut c, "HRANDFIELD h -9223372036854775808"), min);
         assert_eq!(run(&mut c, "HRANDFIELD nokey -9223372036854775808"), min);
         let range = err("ERR value is out of range");
-        assert_eq!(run(&mut c, "HRANDFIELD h 9223372036854775807 WITHVALUES"), range);
-        assert_eq!(run(&mut c, "HRANDFIELD h 4611686018427387904 WITHVALUES"), range);
-        assert_eq!(run(&mut c, "HRANDFIELD h -4611686018427387904 WITHVALUES"), range);
-        assert_eq!(run(&mut c, "HRANDFIELD h 1 WITHVALUE"), err("ERR syntax error"));
-        assert_eq!(run(&mut c, "HRANDFIELD h 1 WITHVALUES x"), err("ERR syntax error"));
-        assert_eq!(run(&mut c, "HRANDFIELD nokey 1 WITHVALUE"), err("ERR syntax error"));
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h 9223372036854775807 WITHVALUES"),
+            range
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h 4611686018427387904 WITHVALUES"),
+            range
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h -4611686018427387904 WITHVALUES"),
+            range
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h 1 WITHVALUE"),
+            err("ERR syntax error")
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h 1 WITHVALUES x"),
+            err("ERR syntax error")
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD nokey 1 WITHVALUE"),
+            err("ERR syntax error")
+        );
         assert_eq!(run(&mut c, "HRANDFIELD h 0"), empty());
         assert_eq!(run(&mut c, "HRANDFIELD h 0 WITHVALUES"), empty());
     }
@@ -753,13 +809,28 @@ mod tests {
     #[test]
     fn hscan_replies_everything_at_once() {
         let mut c = conn();
-        assert_eq!(run(&mut c, "HSCAN nokey 0"), Value::Array(vec![bulk("0"), empty()]));
+        assert_eq!(
+            run(&mut c, "HSCAN nokey 0"),
+            Value::Array(vec![bulk("0"), empty()])
+        );
         // Options are parsed only once the key is found.
-        assert_eq!(run(&mut c, "HSCAN nokey 0 COUNT 0"), Value::Array(vec![bulk("0"), empty()]));
-        assert_eq!(run(&mut c, "HSCAN nokey 0 blah"), Value::Array(vec![bulk("0"), empty()]));
+        assert_eq!(
+            run(&mut c, "HSCAN nokey 0 COUNT 0"),
+            Value::Array(vec![bulk("0"), empty()])
+        );
+        assert_eq!(
+            run(&mut c, "HSCAN nokey 0 blah"),
+            Value::Array(vec![bulk("0"), empty()])
+        );
         assert_eq!(run(&mut c, "HSCAN nokey abc"), err("ERR invalid cursor"));
-        assert_eq!(c.execute(&[b"HSCAN", b"nokey", b" 1"]), err("ERR invalid cursor"));
-        assert_eq!(run(&mut c, "HSCAN h 18446744073709551616"), err("ERR invalid cursor"));
+        assert_eq!(
+            c.execute(&[b"HSCAN", b"nokey", b" 1"]),
+            err("ERR invalid cursor")
+        );
+        assert_eq!(
+            run(&mut c, "HSCAN h 18446744073709551616"),
+            err("ERR invalid cursor")
+        );
         run(&mut c, "HSET h a 1 b 2 c 3");
         let all = owned(&[("a", "1"), ("b", "2"), ("c", "3")]);
         for cursor in ["0", "7", "18446744073709551615"] {
@@ -783,7 +854,10 @@ mod tests {
         );
         assert_eq!(run(&mut c, "HSCAN h 0 COUNT 0"), err("ERR syntax error"));
         assert_eq!(run(&mut c, "HSCAN h 0 COUNT x"), err(NOT_INT));
-        assert_eq!(run(&mut c, "HSCAN h 0 TYPE string"), err("ERR syntax error"));
+        assert_eq!(
+            run(&mut c, "HSCAN h 0 TYPE string"),
+            err("ERR syntax error")
+        );
         assert_eq!(run(&mut c, "HSCAN h 0 MATCH"), err("ERR syntax error"));
         // `*` matches the empty field; any other pattern needs a character.
         c.execute(&[b"HSET", b"e", b"", b"x"]);
@@ -818,14 +892,20 @@ mod tests {
         let mut c = conn();
         run(&mut c, "HSET h f v");
         // Observed on redis-server: aborts the transaction or not.
-        assert!(touches(&mut c, "h", "HSET h f v"), "HSET with the same value");
+        assert!(
+            touches(&mut c, "h", "HSET h f v"),
+            "HSET with the same value"
+        );
         assert!(touches(&mut c, "h", "HINCRBY h n 0"));
         assert!(touches(&mut c, "h", "HINCRBYFLOAT h x 0"));
         assert!(touches(&mut c, "h", "HSETNX h new v"));
         assert!(touches(&mut c, "h", "HDEL h new"));
         assert!(!touches(&mut c, "h", "HSETNX h f v"));
         assert!(!touches(&mut c, "h", "HDEL h zz"));
-        assert!(!touches(&mut c, "h", "HINCRBY h f 1"), "refused: not an integer");
+        assert!(
+            !touches(&mut c, "h", "HINCRBY h f 1"),
+            "refused: not an integer"
+        );
         assert!(!touches(&mut c, "h", "HGETALL h"));
         assert!(!touches(&mut c, "m", "HDEL m f"));
     }
@@ -836,8 +916,14 @@ mod tests {
         let field: &[u8] = &[0xff, 0, b'\r', b'\n'];
         let value: &[u8] = &[0xfe, 0];
         assert_eq!(c.execute(&[b"HSET", b"h", field, value]), int(1));
-        assert_eq!(c.execute(&[b"HGET", b"h", field]), Value::BulkString(value.to_vec()));
+        assert_eq!(
+            c.execute(&[b"HGET", b"h", field]),
+            Value::BulkString(value.to_vec())
+        );
         assert_eq!(c.execute(&[b"HSTRLEN", b"h", field]), int(2));
-        assert_eq!(c.execute(&[b"HINCRBY", b"h", field, b"1"]), err("ERR hash value is not an integer"));
+        assert_eq!(
+            c.execute(&[b"HINCRBY", b"h", field, b"1"]),
+            err("ERR hash value is not an integer")
+        );
     }
 }

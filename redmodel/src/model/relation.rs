@@ -401,6 +401,10 @@ impl<R: Relation> RelationRef<R> {
     /// inverse list, all in one MULTI/EXEC. Linking twice does not
     /// duplicate a member (it moves it to the tail). Returns whether the
     /// member was not linked before.
+    ///
+    /// If one of the lists' keys holds another Redis type, the error names
+    /// this list's key; as Redis has no rollback, the transaction's other
+    /// commands (the other side) have run.
     pub async fn link(&self, db: &Db, member: impl AsMember<R::Member>) -> Result<bool> {
         Ok(self.link_many(db, [member]).await? == 1)
     }

@@ -73,14 +73,18 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
     let type_checks = object.fields.iter().map(type_check);
     let encodes = object.fields.iter().map(|f| {
         let (field, name, ty, codec) = (f.ident, &f.name, f.ty(), codec(f));
+        // Spanned at the field's type, so that a type that does not fit
+        // its codec is reported there, with the check of `type_check`.
+        let call = quote_spanned!(ty.span()=> ::redmodel::__private::encode_field::<#ty, #codec>);
         quote! {
-            __values.push(::redmodel::__private::encode_field::<#ty, #codec>(__key, #name, &self.#field)?);
+            __values.push(#call(__key, #name, &self.#field)?);
         }
     });
     let decodes = object.fields.iter().map(|f| {
         let (field, name, ty, codec, default) = (f.ident, &f.name, f.ty(), codec(f), default_fn(f));
+        let call = quote_spanned!(ty.span()=> ::redmodel::__private::decode_field::<#ty, #codec>);
         quote! {
-            #field: ::redmodel::__private::decode_field::<#ty, #codec>(__key, #name, __values.next(), #default)?,
+            #field: #call(__key, #name, __values.next(), #default)?,
         }
     });
     let skipped = object.skipped.iter().map(|f| {

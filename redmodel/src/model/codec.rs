@@ -294,6 +294,11 @@ impl<T: Incr> Incr for Option<T> {
 ///
 /// A trait of our own rather than `Into<T>`, so that an integer literal
 /// takes the field's type (`set(Class::SIZE, 30)` on a `u32` field).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a value for a field of type `{T}`",
+    label = "expected a `{T}` here",
+    note = "a field handle fixes the type of the values it reads and writes"
+)]
 pub trait IntoValue<T> {
     /// The value.
     fn into_value(self) -> T;

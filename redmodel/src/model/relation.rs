@@ -55,10 +55,23 @@ impl<R: Relation> InverseOf<R> for NoInverse {
     }
 }
 
+/// `Self` = `T`, with an error message for inverse relations that do not
+/// mirror their relation (a plain associated-type equality would only say
+/// "type mismatch").
+#[diagnostic::on_unimplemented(
+    message = "this inverse relation does not mirror its relation: its (owner, member, inverse) are `{Self}`, they must be `{T}`",
+    label = "not the mirror of this relation",
+    note = "the inverse of a relation from A to B is a relation from B to A that declares this one as its inverse: `#[redmodel(owner = B, member = A, inverse = ...)]`"
+)]
+pub trait Mirrors<T> {}
+
+impl<T> Mirrors<T> for T {}
+
 impl<R, I> InverseOf<R> for I
 where
     R: Relation,
-    I: Relation<Owner = R::Member, Member = R::Owner, Inverse = R>,
+    I: Relation,
+    (I::Owner, I::Member, I::Inverse): Mirrors<(R::Member, R::Owner, R)>,
 {
     fn inverse_key(member_key: &str) -> Option<String> {
         Some(relation_key(member_key, I::TABLE))

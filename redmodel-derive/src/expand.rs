@@ -17,11 +17,14 @@ pub fn expand(model: &Model) -> TokenStream {
     }
 }
 
+/// The field's codec type, spanned at the field's type so that errors
+/// about the type and its codec point there.
 fn codec(field: &DataField) -> TokenStream {
+    let span = field.ty().span();
     if field.json {
-        quote!(::redmodel::__private::Json)
+        quote_spanned!(span=> ::redmodel::__private::Json)
     } else {
-        quote!(::redmodel::__private::Plain)
+        quote_spanned!(span=> ::redmodel::__private::Plain)
     }
 }
 
@@ -75,16 +78,14 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
         let (field, name, ty, codec) = (f.ident, &f.name, f.ty(), codec(f));
         // Spanned at the field's type, so that a type that does not fit
         // its codec is reported there, with the check of `type_check`.
-        let call = quote_spanned!(ty.span()=> ::redmodel::__private::encode_field::<#ty, #codec>);
-        quote! {
-            __values.push(#call(__key, #name, &self.#field)?);
+        quote_spanned! {ty.span()=>
+            __values.push(::redmodel::__private::encode_field::<#ty, #codec>(__key, #name, &self.#field)?);
         }
     });
     let decodes = object.fields.iter().map(|f| {
         let (field, name, ty, codec, default) = (f.ident, &f.name, f.ty(), codec(f), default_fn(f));
-        let call = quote_spanned!(ty.span()=> ::redmodel::__private::decode_field::<#ty, #codec>);
-        quote! {
-            #field: #call(__key, #name, __values.next(), #default)?,
+        quote_spanned! {ty.span()=>
+            #field: ::redmodel::__private::decode_field::<#ty, #codec>(__key, #name, __values.next(), #default)?,
         }
     });
     let skipped = object.skipped.iter().map(|f| {

@@ -15,8 +15,11 @@ use crate::Result;
 /// (`Student::MATH`).
 pub struct Field<M, T, C = Plain> {
     name: &'static str,
-    _marker: PhantomData<fn() -> (M, T, C)>,
+    _marker: Marker<M, T, C>,
 }
+
+/// Ties a handle to its model, value type and codec without owning any.
+type Marker<M, T, C> = PhantomData<fn() -> (M, T, C)>;
 
 impl<M, T, C> Field<M, T, C> {
     /// A handle on the hash field `name`. Generated code calls this; a

@@ -67,6 +67,14 @@ impl IntoPk<String> for &String {
     }
 }
 
+/// An object's fields as written by a full write.
+struct Encoded {
+    /// Fields to set, with their text.
+    set: Vec<(&'static str, Vec<u8>)>,
+    /// `None` fields, to remove.
+    removed: Vec<&'static str>,
+}
+
 /// The time to live of a key ([`ObjectRef::ttl`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ttl {
@@ -516,16 +524,18 @@ impl<M: Model> ObjectRef<M> {
 
     /// Splits the encoded fields of `value` into those to set and those
     /// to remove (its `None` fields).
-    fn encoded(&self, value: &M) -> Result<(Vec<(&'static str, Vec<u8>)>, Vec<&'static str>)> {
-        let mut set = Vec::with_capacity(M::FIELDS.len());
-        let mut removed = Vec::new();
+    fn encoded(&self, value: &M) -> Result<Encoded> {
+        let mut out = Encoded {
+            set: Vec::with_capacity(M::FIELDS.len()),
+            removed: Vec::new(),
+        };
         for (name, text) in M::FIELDS.iter().zip(value.encode_fields(&self.key)?) {
             match text {
-                Some(text) => set.push((*name, text)),
-                None => removed.push(*name),
+                Some(text) => out.set.push((*name, text)),
+                None => out.removed.push(*name),
             }
         }
-        Ok((set, removed))
+        Ok(out)
     }
 
     /// Full write of `value` at this key (the seed's `insert`), in one
@@ -542,8 +552,8 @@ impl<M: Model> ObjectRef<M> {
         if M::STORAGE == Storage::Single {
             return self.set_single(db, value).await;
         }
-        let (set, removed) = self.encoded(value)?;
-        let mut pipe = self.write_pipeline(&set, &removed);
+        let fields = self.encoded(value)?;
+        let mut pipe = self.write_pipeline(&fields.set, &fields.removed);
         pipe.cmd("HINCRBY").arg(&self.key).arg(COUNT_FIELD).arg(1);
         let (count,): (i64,) = db
             .query_pipeline(&pipe)
@@ -567,8 +577,8 @@ impl<M: Model> ObjectRef<M> {
         if M::STORAGE == Storage::Single {
             return self.set_single(db, value).await;
         }
-        let (set, removed) = self.encoded(value)?;
-        let pipe = self.write_pipeline(&set, &removed);
+        let fields = self.encoded(value)?;
+        let pipe = self.write_pipeline(&fields.set, &fields.removed);
         if pipe.is_empty() {
             return Ok(());
         }

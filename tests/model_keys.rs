@@ -235,3 +235,44 @@ proptest! {
         prop_assert!(segment.is_ascii());
     }
 }
+
+/// A pk of the user's own type, through `KeyPart`.
+#[derive(Clone, Debug, PartialEq)]
+struct Isbn(u64);
+
+impl redmodel::model::KeyPart for Isbn {
+    fn to_key_text(&self) -> std::borrow::Cow<'_, str> {
+        format!("isbn-{:013}", self.0).into()
+    }
+
+    fn from_key_text(text: &str) -> Result<Self, String> {
+        let digits = text.strip_prefix("isbn-").ok_or("no isbn- prefix")?;
+        if digits.len() != 13 {
+            return Err(format!("{digits} is not 13 digits"));
+        }
+        digits.parse().map(Isbn).map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Admin, Debug, PartialEq)]
+struct Book {
+    #[redmodel(pk)]
+    isbn: Isbn,
+    title: String,
+}
+
+#[test]
+fn custom_pk_types() {
+    let book = Book::at(Isbn(9781593278281));
+    assert_eq!(book.key(), "book:isbn-9781593278281");
+    assert_eq!(
+        ObjectRef::<Book>::parse("book:isbn-9781593278281").unwrap(),
+        book
+    );
+    assert!(ObjectRef::<Book>::parse("book:isbn-978").is_err());
+    // A text the type's own parser accepts but that is not the canonical
+    // form of its pk (`+` sign) is refused, so it can never alias a key.
+    assert!(ObjectRef::<Book>::parse("book:isbn-0000000000001").is_ok());
+    let err = ObjectRef::<Book>::parse("book:isbn-%2B000000000001").unwrap_err();
+    assert!(err.to_string().contains("canonical"), "{err}");
+}

@@ -661,3 +661,28 @@ async fn parse_keys_back_into_handles() {
         Ok(())
     });
 }
+
+/// Model operations run on spawned tasks: their futures are `Send`.
+#[tokio::test]
+async fn operations_run_on_spawned_tasks() {
+    let db = Db::memory();
+    let task = tokio::spawn({
+        let db = db.clone();
+        async move {
+            teacher_a().insert(&db).await?;
+            Teacher::at("A")
+                .relation::<TeacherClasses>()
+                .link(&db, Class::at(1))
+                .await?;
+            let loaded = Teacher::get(&db, "A").await?;
+            let classes = Teacher::at("A")
+                .relation::<TeacherClasses>()
+                .load_members(&db)
+                .await?;
+            Ok::<_, Error>((loaded, classes))
+        }
+    });
+    let (loaded, classes) = task.await.unwrap().unwrap();
+    assert_eq!(loaded, Some(teacher_a()));
+    assert!(classes.is_empty(), "class:1 was never inserted");
+}

@@ -686,3 +686,40 @@ async fn operations_run_on_spawned_tasks() {
     assert_eq!(loaded, Some(teacher_a()));
     assert!(classes.is_empty(), "class:1 was never inserted");
 }
+
+/// A JSON field whose value cannot be written (a map with non-string keys).
+#[derive(Admin, Debug)]
+struct Board {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(json)]
+    cells: std::collections::HashMap<(u8, u8), u8>,
+}
+
+#[tokio::test]
+async fn values_that_cannot_be_encoded_write_nothing() {
+    on_every_backend!(|db| {
+        let board = Board {
+            id: 1,
+            cells: [((0, 0), 1)].into_iter().collect(),
+        };
+        let err = board.insert(db).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Encode { key, field, .. } if key == "board:1" && field == "cells"),
+            "{err}"
+        );
+        let err = Board::at(1)
+            .set(db, Board::CELLS, board.cells.clone())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Encode { .. }), "{err}");
+        let err = Board::at(1)
+            .set_many(db, [Board::CELLS.to(board.cells.clone())])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Encode { .. }), "{err}");
+        assert!(!Board::exists(db, 1).await?);
+        assert_eq!(Board::get(db, 1).await?.map(|b| b.id), None);
+        Ok(())
+    });
+}

@@ -504,3 +504,18 @@ impl<R: Relation> RelationRef<R> {
         RelationRef::new(owner.clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::page_bounds;
+
+    #[test]
+    fn pages_map_to_lrange_bounds() {
+        assert_eq!(page_bounds(0, 10), Some((0, 9)));
+        assert_eq!(page_bounds(2, 10), Some((20, 29)));
+        assert_eq!(page_bounds(0, 0), None);
+        assert_eq!(page_bounds(u64::MAX, 2), None, "overflow");
+        assert_eq!(page_bounds(1, u64::MAX), None, "start beyond i64");
+        assert_eq!(page_bounds(0, u64::MAX), Some((0, i64::MAX)));
+    }
+}

@@ -253,7 +253,9 @@ impl ZSet {
     /// order and lex bounds can be found by bisection.
     fn lex_ordered(&self) -> bool {
         match (self.order.get(0), self.len().checked_sub(1)) {
-            (Some(first), Some(last)) => self.order.get(last).is_some_and(|l| l.score == first.score),
+            (Some(first), Some(last)) => {
+                self.order.get(last).is_some_and(|l| l.score == first.score)
+            }
             _ => true,
         }
     }
@@ -624,7 +626,11 @@ impl<T: Ord> OrderIndex<T> {
         }
         let mut pos = 0;
         let mut rest = rank;
-        let mut step = self.fenwick.len().checked_ilog2().map_or(0, |b| 1usize << b);
+        let mut step = self
+            .fenwick
+            .len()
+            .checked_ilog2()
+            .map_or(0, |b| 1usize << b);
         while step > 0 {
             if let Some(&n) = self.fenwick.get(pos + step - 1) {
                 if n <= rest {
@@ -733,7 +739,10 @@ impl<T: Ord> OrderIndex<T> {
         }
         if n < MIN_CHUNK {
             let next = self.chunks.get(c + 1).map(Vec::len);
-            let prev = c.checked_sub(1).and_then(|p| self.chunks.get(p)).map(Vec::len);
+            let prev = c
+                .checked_sub(1)
+                .and_then(|p| self.chunks.get(p))
+                .map(Vec::len);
             let merge_at = if next.is_some_and(|m| m + n <= MAX_CHUNK) {
                 Some(c + 1)
             } else if prev.is_some_and(|m| m + n <= MAX_CHUNK) {
@@ -869,11 +878,17 @@ mod tests {
                 assert!(index.iter().eq(model.iter()));
                 for (rank, item) in model.iter().enumerate().step_by(37) {
                     assert_eq!(index.get(rank), Some(item));
-                    assert_eq!(index.partition_point(|e| e < item), model.partition_point(|e| e < item));
+                    assert_eq!(
+                        index.partition_point(|e| e < item),
+                        model.partition_point(|e| e < item)
+                    );
                     assert!(index.iter_from(rank).eq(model[rank..].iter()));
                     assert!(index.iter_rev_from(rank).eq(model[..=rank].iter().rev()));
                 }
-                assert!(index.chunks.iter().all(|c| !c.is_empty() && c.len() <= MAX_CHUNK));
+                assert!(index
+                    .chunks
+                    .iter()
+                    .all(|c| !c.is_empty() && c.len() <= MAX_CHUNK));
             }
         }
         assert_eq!(index.get(model.len()), None);
@@ -908,15 +923,26 @@ mod tests {
         assert_eq!(z.score(b"z").map(f64::to_bits), Some(0f64.to_bits()));
         assert_eq!(
             members(&z),
-            [("z".into(), 0.0), ("a".into(), 1.0), ("ab".into(), 1.0), ("b".into(), 1.0)]
+            [
+                ("z".into(), 0.0),
+                ("a".into(), 1.0),
+                ("ab".into(), 1.0),
+                ("b".into(), 1.0)
+            ]
         );
         assert_eq!(z.rank(b"ab"), Some(2));
         assert_eq!(z.rank(b"nope"), None);
         // Re-scoring moves the member.
         assert!(!z.insert(b"a", 5.0));
         assert_eq!(z.rank(b"a"), Some(3));
-        assert_eq!(z.pop(true).map(|(m, s)| (m.to_vec(), s)), Some((b"a".to_vec(), 5.0)));
-        assert_eq!(z.pop(false).map(|(m, s)| (m.to_vec(), s)), Some((b"z".to_vec(), 0.0)));
+        assert_eq!(
+            z.pop(true).map(|(m, s)| (m.to_vec(), s)),
+            Some((b"a".to_vec(), 5.0))
+        );
+        assert_eq!(
+            z.pop(false).map(|(m, s)| (m.to_vec(), s)),
+            Some((b"z".to_vec(), 0.0))
+        );
         assert_eq!(z.len(), 2);
     }
 
@@ -924,13 +950,30 @@ mod tests {
     fn score_ranges_parse_like_strtod() {
         let r = |min: &[u8], max: &[u8]| ScoreRange::parse(min, max);
         assert_eq!(r(b"", b"").map(|r| (r.min, r.max)), Some((0.0, 0.0)));
-        assert_eq!(r(b"(", b"5").map(|r| (r.min, r.min_exclusive)), Some((0.0, true)));
+        assert_eq!(
+            r(b"(", b"5").map(|r| (r.min, r.min_exclusive)),
+            Some((0.0, true))
+        );
         assert_eq!(r(b" 1", b"0x10").map(|r| (r.min, r.max)), Some((1.0, 16.0)));
-        assert_eq!(r(b"1e400", b"-1e400").map(|r| (r.min, r.max)), Some((f64::INFINITY, f64::NEG_INFINITY)));
+        assert_eq!(
+            r(b"1e400", b"-1e400").map(|r| (r.min, r.max)),
+            Some((f64::INFINITY, f64::NEG_INFINITY))
+        );
         assert_eq!(r(b"1\0abc", b"+inf").map(|r| r.min), Some(1.0));
         assert_eq!(r(b"-0x1.8p1", b"1").map(|r| r.min), Some(-3.0));
         assert_eq!(r(b"\x0b\t1", b"1").map(|r| r.min), Some(1.0));
-        for bad in [&b"nan"[..], b"1 ", b" ", b"\x0b", b"x", b"0x", b"1e", b"--1", b"0x1p", b"(nan"] {
+        for bad in [
+            &b"nan"[..],
+            b"1 ",
+            b" ",
+            b"\x0b",
+            b"x",
+            b"0x",
+            b"1e",
+            b"--1",
+            b"0x1p",
+            b"(nan",
+        ] {
             assert_eq!(r(bad, b"1"), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }

@@ -152,7 +152,12 @@ pub(super) fn scan_reply(items: Vec<redis::Value>) -> redis::Value {
 /// Stores the result of a STORE command as Redis's `setKey` does (the old
 /// value and its TTL are replaced), or deletes `dst` when the result is
 /// empty. Replies with the result's size.
-pub(super) fn store_or_delete(ctx: &mut Ctx<'_>, dst: &[u8], value: Value, len: usize) -> CmdResult {
+pub(super) fn store_or_delete(
+    ctx: &mut Ctx<'_>,
+    dst: &[u8],
+    value: Value,
+    len: usize,
+) -> CmdResult {
     if len == 0 {
         // Deleting marks the key modified, only if it existed: as Redis.
         ctx.remove(dst);
@@ -218,7 +223,9 @@ fn srem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn sismember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let found = ctx.read::<Set>(args[1])?.is_some_and(|s| s.contains(args[2]));
+    let found = ctx
+        .read::<Set>(args[1])?
+        .is_some_and(|s| s.contains(args[2]));
     Ok(reply::int(i64::from(found)))
 }
 
@@ -315,7 +322,7 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .and_then(|n| usize::try_from(n).ok())
         .filter(|&n| n > 0)
         .ok_or_else(|| CmdError::err("numkeys should be greater than 0"))?;
-    let Some(keys) = args.get(2..2 + numkeys) else {
+    let Some(keys) = numkeys.checked_add(2).and_then(|end| args.get(2..end)) else {
         return Err(CmdError::err(
             "Number of keys can't be greater than number of args",
         ));
@@ -458,55 +465,98 @@ fn sscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    //! Replies asserted here were observed from a real Redis 7.0.15.
+    //! [`T`] is shared with the sorted-set tests.
+
     use redis::Value as V;
 
-    use crate::memory::Engine;
+    use crate::memory::value::Value;
+    use crate::memory::{Connection, Engine};
 
-    fn bulk(s: &str) -> V {
+    pub(crate) fn bulk(s: &str) -> V {
         V::BulkString(s.as_bytes().to_vec())
     }
 
-    fn err(text: &str) -> V {
+    pub(crate) fn err(text: &str) -> V {
         crate::memory::error::error_value(text)
     }
 
-    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    pub(crate) const WRONGTYPE: &str =
+        "WRONGTYPE Operation against a key holding the wrong kind of value";
 
-    /// Runs whitespace-separated commands and returns the last reply.
-    struct T {
-        conn: crate::memory::Connection,
+    /// A client of a fresh engine that runs whitespace-separated commands.
+    pub(crate) struct T {
+        pub(crate) engine: Engine,
+        pub(crate) conn: Connection,
     }
 
     impl T {
-        fn new() -> T {
-            T {
-                conn: Engine::new().connection(),
+        pub(crate) fn new() -> T {
+            let engine = Engine::new();
+            let conn = engine.connection();
+            T { engine, conn }
+        }
+
+        /// Stores a string at `key` directly (string commands live in
+        /// another module), for the WRONGTYPE cases of commands that accept
+        /// both sets and sorted sets.
+        pub(crate) fn put_string(&mut self, key: &str) {
+            let mut store = self.engine.shared.store.lock();
+            if let Some(db) = store.dbs.get_mut(0) {
+                db.set(key.as_bytes(), Value::Str(b"x".to_vec()), false, 0);
             }
         }
 
-        fn run(&mut self, line: &str) -> V {
-            let args: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
-            self.conn.execute(&args)
+        pub(crate) fn run(&mut self, line: &str) -> V {
+            run_on(&mut self.conn, line)
         }
 
-        /// The members of an array reply, sorted (set order is undefined).
-        fn sorted(&mut self, line: &str) -> Vec<String> {
-            match self.run(line) {
-                V::Array(items) => {
-                    let mut out: Vec<String> = items
-                        .into_iter()
-                        .map(|v| match v {
-                            V::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-                            other => panic!("not a bulk string: {other:?}"),
-                        })
-                        .collect();
-                    out.sort();
-                    out
-                }
-                other => panic!("not an array: {other:?}"),
-            }
+        /// The bulk strings of an array reply, sorted (set order is undefined).
+        pub(crate) fn sorted(&mut self, line: &str) -> Vec<String> {
+            let mut out = strings(self.run(line));
+            out.sort();
+            out
         }
+
+        /// The bulk strings of an array reply, in reply order.
+        pub(crate) fn strings(&mut self, line: &str) -> Vec<String> {
+            strings(self.run(line))
+        }
+    }
+
+    pub(crate) fn run_on(conn: &mut Connection, line: &str) -> V {
+        let args: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
+        conn.execute(&args)
+    }
+
+    fn strings(reply: V) -> Vec<String> {
+        match reply {
+            V::Array(items) => items
+                .into_iter()
+                .map(|v| match v {
+                    V::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                    other => panic!("not a bulk string: {other:?}"),
+                })
+                .collect(),
+            other => panic!("not an array: {other:?}"),
+        }
+    }
+
+    /// Asserts that `change`, run by another client, aborts (or, if not
+    /// `aborts`, does not abort) a transaction WATCHing `key`.
+    pub(crate) fn assert_watch(setup: &[&str], key: &str, change: &str, aborts: bool) {
+        let engine = Engine::new();
+        let (mut a, mut b) = (engine.connection(), engine.connection());
+        for line in setup {
+            run_on(&mut a, line);
+        }
+        run_on(&mut a, &format!("WATCH {key}"));
+        run_on(&mut b, change);
+        run_on(&mut a, "MULTI");
+        run_on(&mut a, "PING");
+        let exec = run_on(&mut a, "EXEC");
+        assert_eq!(exec == V::Nil, aborts, "{change}: {exec:?}");
     }
 
     #[test]
@@ -522,7 +572,10 @@ mod tests {
             t.run("SMISMEMBER s a z d"),
             V::Array(vec![V::Int(1), V::Int(0), V::Int(1)])
         );
-        assert_eq!(t.run("SMISMEMBER nokey a b"), V::Array(vec![V::Int(0), V::Int(0)]));
+        assert_eq!(
+            t.run("SMISMEMBER nokey a b"),
+            V::Array(vec![V::Int(0), V::Int(0)])
+        );
         assert_eq!(t.run("SREM s a z"), V::Int(1));
         assert_eq!(t.run("SREM nokey a"), V::Int(0));
         assert_eq!(t.sorted("SMEMBERS s"), ["b", "c", "d"]);
@@ -566,7 +619,10 @@ mod tests {
         // A missing source returns before the destination is looked at.
         assert_eq!(t.run("SMOVE nokey str a"), V::Int(0));
         // Errors in arguments come before the type check.
-        assert_eq!(t.run("SPOP str -1"), err("ERR value is out of range, must be positive"));
+        assert_eq!(
+            t.run("SPOP str -1"),
+            err("ERR value is out of range, must be positive")
+        );
         assert_eq!(t.run("ZSCORE str x"), bulk("1"));
     }
 
@@ -682,7 +738,10 @@ mod tests {
             t.run("SRANDMEMBER s -9223372036854775808"),
             err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
         );
-        assert_eq!(t.run("SRANDMEMBER s x"), err("ERR value is not an integer or out of range"));
+        assert_eq!(
+            t.run("SRANDMEMBER s x"),
+            err("ERR value is not an integer or out of range")
+        );
         assert_eq!(t.run("SRANDMEMBER s 1 2"), err("ERR syntax error"));
         assert_eq!(t.run("SRANDMEMBER nokey"), V::Nil);
         assert_eq!(t.run("SRANDMEMBER nokey -3"), V::Array(vec![]));
@@ -696,10 +755,16 @@ mod tests {
         let two = t.sorted("SRANDMEMBER s 2");
         assert_eq!(two.len(), 2);
         assert_ne!(two[0], two[1]);
-        assert_eq!(t.sorted("SRANDMEMBER s 9223372036854775807"), ["a", "b", "c"]);
+        assert_eq!(
+            t.sorted("SRANDMEMBER s 9223372036854775807"),
+            ["a", "b", "c"]
+        );
         assert_eq!(t.run("SCARD s"), V::Int(3));
         // The engine refuses to build a gigantic reply.
-        assert!(matches!(t.run("SRANDMEMBER s -9223372036854775807"), V::ServerError(_)));
+        assert!(matches!(
+            t.run("SRANDMEMBER s -9223372036854775807"),
+            V::ServerError(_)
+        ));
     }
 
     #[test]
@@ -727,28 +792,33 @@ mod tests {
 
     #[test]
     fn watch_sees_only_real_changes() {
-        let engine = Engine::new();
-        let mut a = engine.connection();
-        let mut b = engine.connection();
-        let run = |c: &mut crate::memory::Connection, line: &str| {
-            let args: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
-            c.execute(&args)
-        };
-        run(&mut a, "SADD s x");
-        // No-ops do not touch the key.
-        for noop in ["SADD s x", "SREM s y", "SMOVE s s x", "SPOP s 0", "SMOVE s d nope"] {
-            run(&mut a, "WATCH s");
-            run(&mut b, noop);
-            run(&mut a, "MULTI");
-            run(&mut a, "PING");
-            assert_ne!(run(&mut a, "EXEC"), V::Nil, "{noop}");
+        let setup = ["SADD s x", "SADD other o"];
+        for noop in [
+            "SADD s x",
+            "SREM s y",
+            "SMOVE s s x",
+            "SMOVE s d nope",
+            "SPOP s 0",
+            "SRANDMEMBER s -5",
+        ] {
+            assert_watch(&setup, "s", noop, false);
         }
-        for change in ["SADD s y", "SREM s y", "SMOVE s d x", "SADD s x"] {
-            run(&mut a, "WATCH s");
-            run(&mut b, change);
-            run(&mut a, "MULTI");
-            run(&mut a, "PING");
-            assert_eq!(run(&mut a, "EXEC"), V::Nil, "{change}");
+        for change in [
+            "SADD s y",
+            "SREM s x",
+            "SMOVE s d x",
+            "SPOP s",
+            "SPOP s 5",
+            "SUNIONSTORE s other",
+            "SINTERSTORE s s nokey",
+        ] {
+            assert_watch(&setup, "s", change, true);
         }
+        // An empty result deletes the destination: a change only if it existed.
+        assert_watch(&setup, "s", "SINTERSTORE s nokey other", true);
+        assert_watch(&setup, "d", "SINTERSTORE d nokey other", false);
+        // SMOVE touches the destination only when the member is new there.
+        assert_watch(&["SADD s x", "SADD d x"], "d", "SMOVE s d x", false);
+        assert_watch(&["SADD s x"], "d", "SMOVE s d x", true);
     }
 }

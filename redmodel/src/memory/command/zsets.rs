@@ -197,7 +197,10 @@ fn lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, CmdError> {
 }
 
 /// Member, score pairs as one flat array (RESP2's WITHSCORES shape).
-fn pairs_reply<'a>(pairs: impl IntoIterator<Item = (&'a [u8], f64)>, withscores: bool) -> redis::Value {
+fn pairs_reply<'a>(
+    pairs: impl IntoIterator<Item = (&'a [u8], f64)>,
+    withscores: bool,
+) -> redis::Value {
     let mut items = Vec::new();
     for (member, score) in pairs {
         items.push(reply::bulk(member));
@@ -294,7 +297,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
         first_pair += 1;
     }
     let pairs = &args[first_pair..];
-    if pairs.is_empty() || pairs.len() % 2 != 0 {
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     if f.nx && f.xx {
@@ -302,7 +305,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
             "XX and NX options at the same time are not compatible",
         ));
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Err(CmdError::err(
             "GT, LT, and/or NX options at the same time are not compatible",
         ));
@@ -332,7 +335,9 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
                     break;
                 }
                 Ok(AddOutcome::Nop) => {}
-                Ok(AddOutcome::Added(s)) => (added, processed, last) = (added + 1, processed + 1, s),
+                Ok(AddOutcome::Added(s)) => {
+                    (added, processed, last) = (added + 1, processed + 1, s)
+                }
                 Ok(AddOutcome::Updated(s)) => {
                     (updated, processed, last) = (updated + 1, processed + 1, s)
                 }
@@ -386,7 +391,10 @@ fn zmscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let z = ctx.read::<ZSet>(args[1])?;
     let scores = args[2..]
         .iter()
-        .map(|m| z.and_then(|z| z.score(m)).map_or_else(reply::nil, reply::double))
+        .map(|m| {
+            z.and_then(|z| z.score(m))
+                .map_or_else(reply::nil, reply::double)
+        })
         .collect();
     Ok(reply::array(scores))
 }
@@ -463,8 +471,17 @@ enum Sink<'a> {
 /// ZREMRANGEBYRANK.
 fn rank_span(start: i64, end: i64, len: usize) -> Option<std::ops::Range<usize>> {
     let len = i64::try_from(len).unwrap_or(i64::MAX);
-    let start = if start < 0 { len.saturating_add(start) } else { start }.max(0);
-    let end = if end < 0 { len.saturating_add(end) } else { end };
+    let start = if start < 0 {
+        len.saturating_add(start)
+    } else {
+        start
+    }
+    .max(0);
+    let end = if end < 0 {
+        len.saturating_add(end)
+    } else {
+        end
+    };
     if start > end || start >= len {
         return None;
     }
@@ -608,15 +625,36 @@ fn zrangestore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn zrevrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    zrange_generic(ctx, args, 1, Sink::Client, RangeBy::Rank, Direction::Reverse)
+    zrange_generic(
+        ctx,
+        args,
+        1,
+        Sink::Client,
+        RangeBy::Rank,
+        Direction::Reverse,
+    )
 }
 
 fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    zrange_generic(ctx, args, 1, Sink::Client, RangeBy::Score, Direction::Forward)
+    zrange_generic(
+        ctx,
+        args,
+        1,
+        Sink::Client,
+        RangeBy::Score,
+        Direction::Forward,
+    )
 }
 
 fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    zrange_generic(ctx, args, 1, Sink::Client, RangeBy::Score, Direction::Reverse)
+    zrange_generic(
+        ctx,
+        args,
+        1,
+        Sink::Client,
+        RangeBy::Score,
+        Direction::Reverse,
+    )
 }
 
 fn zrangebylex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -729,12 +767,16 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(pairs_reply(picks, withscores));
     }
     if wanted >= len as u64 {
-        // The whole set, in order, as Redis.
-        return Ok(pairs_reply(z.iter(), withscores));
+        // The whole set, from the highest member down: Redis's set
+        // operation iterator walks sorted sets backwards.
+        return Ok(pairs_reply(z.iter().rev(), withscores));
     }
     let n = usize::try_from(wanted).unwrap_or(usize::MAX);
     let ranks = rand::seq::index::sample(&mut rng, len, n);
-    Ok(pairs_reply(ranks.iter().filter_map(|r| z.get(r)), withscores))
+    Ok(pairs_reply(
+        ranks.iter().filter_map(|r| z.get(r)),
+        withscores,
+    ))
 }
 
 // ------------------------------------------------------ set operations
@@ -842,7 +884,8 @@ fn parse_setop_options(
         let remaining = opts.len() - j;
         if scored && remaining > keys && is(opt, "weights") {
             for (w, arg) in out.weights.iter_mut().zip(&opts[j + 1..]) {
-                *w = parse_double(arg).ok_or_else(|| CmdError::err("weight value is not a float"))?;
+                *w = parse_double(arg)
+                    .ok_or_else(|| CmdError::err("weight value is not a float"))?;
             }
             j += 1 + keys;
         } else if scored && remaining >= 2 && is(opt, "aggregate") {
@@ -965,7 +1008,13 @@ fn setop_generic(
             Some(_) => return Err(CmdError::WrongType),
         }
     }
-    let opts = parse_setop_options(&args[first_key + keys.len()..], keys.len(), op, dst.is_some(), card_only)?;
+    let opts = parse_setop_options(
+        &args[first_key + keys.len()..],
+        keys.len(),
+        op,
+        dst.is_some(),
+        card_only,
+    )?;
     let now = ctx.now;
     let ks = &*ctx.ks();
     let sources: Vec<(Source<'_>, f64)> = keys
@@ -1077,4 +1126,633 @@ fn zscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
     }
     Ok(scan_reply(items))
+}
+
+#[cfg(test)]
+mod tests {
+    //! Replies asserted here were observed from a real Redis 7.0.15.
+
+    use redis::Value as V;
+
+    use crate::memory::command::sets::tests::{assert_watch, bulk, err, T, WRONGTYPE};
+
+    fn ints(values: &[i64]) -> V {
+        V::Array(values.iter().map(|&n| V::Int(n)).collect())
+    }
+
+    fn bulks(items: &[&str]) -> V {
+        V::Array(items.iter().map(|s| bulk(s)).collect())
+    }
+
+    fn nil_or(items: &[Option<&str>]) -> V {
+        V::Array(items.iter().map(|s| s.map_or(V::Nil, bulk)).collect())
+    }
+
+    /// A set with the members a..e scored 1..5 and a tie "cc" at 3.
+    fn ranked() -> T {
+        let mut t = T::new();
+        t.run("ZADD r 1 a 2 b 3 c 4 d 5 e 3 cc");
+        t
+    }
+
+    #[test]
+    fn zadd_option_errors_and_refusals() {
+        let mut t = T::new();
+        let xx_nx = err("ERR XX and NX options at the same time are not compatible");
+        let gt_lt = err("ERR GT, LT, and/or NX options at the same time are not compatible");
+        assert_eq!(t.run("ZADD z nx xx 1 a"), xx_nx);
+        assert_eq!(t.run("ZADD z gt lt 1 a"), gt_lt);
+        assert_eq!(t.run("ZADD z nx gt 1 a"), gt_lt);
+        assert_eq!(t.run("ZADD z NX LT 1 a"), gt_lt);
+        assert_eq!(
+            t.run("ZADD z incr 1 a 2 b"),
+            err("ERR INCR option supports a single increment-element pair")
+        );
+        assert_eq!(t.run("ZADD z 1 a 2"), err("ERR syntax error"));
+        assert_eq!(
+            t.run("ZADD z nx"),
+            err("ERR wrong number of arguments for 'zadd' command")
+        );
+        assert_eq!(t.run("ZADD z x a"), err("ERR value is not a valid float"));
+        assert_eq!(
+            t.run("ZADD z 1 a nan b"),
+            err("ERR value is not a valid float")
+        );
+        // XX on a missing key creates nothing, INCR then replies nil.
+        assert_eq!(t.run("ZADD z xx gt 1 a"), V::Int(0));
+        assert_eq!(t.run("ZADD z incr xx 1 a"), V::Nil);
+        assert_eq!(t.run("EXISTS z"), V::Int(0));
+        // Option errors come before the type check.
+        t.run("SADD s m");
+        assert_eq!(t.run("ZADD s nx xx 1 a"), xx_nx);
+        assert_eq!(t.run("ZADD s x a"), err("ERR value is not a valid float"));
+        assert_eq!(t.run("ZADD s 1 a"), err(WRONGTYPE));
+    }
+
+    #[test]
+    fn zadd_flags() {
+        let mut t = T::new();
+        assert_eq!(t.run("ZADD z 1 a 2 b"), V::Int(2));
+        assert_eq!(t.run("ZADD z incr nx 1 a"), V::Nil);
+        assert_eq!(t.run("ZADD z incr gt -1 a"), V::Nil);
+        assert_eq!(t.run("ZADD z incr lt -1 a"), bulk("0"));
+        assert_eq!(t.run("ZADD z ch gt 5 a 0 b 3 c"), V::Int(2));
+        assert_eq!(
+            t.strings("ZRANGE z 0 -1 WITHSCORES"),
+            ["b", "2", "c", "3", "a", "5"]
+        );
+        assert_eq!(t.run("ZADD z ch lt 5 a 0 b 3 d"), V::Int(2));
+        assert_eq!(t.run("ZADD z xx ch 7 a 7 new"), V::Int(1));
+        assert_eq!(t.run("ZSCORE z new"), V::Nil);
+        assert_eq!(t.run("ZADD z NX Ch 9 a 9 new"), V::Int(1));
+        assert_eq!(t.run("ZADD z 9 a 9 new"), V::Int(0));
+        assert_eq!(t.run("ZADD z xx ch incr 1 new"), bulk("10"));
+    }
+
+    #[test]
+    fn nan_and_signed_zero() {
+        let mut t = T::new();
+        t.run("ZADD z inf a");
+        let nan = err("ERR resulting score is not a number (NaN)");
+        assert_eq!(t.run("ZADD z incr -inf a"), nan);
+        assert_eq!(t.run("ZINCRBY z -inf a"), nan);
+        assert_eq!(t.run("ZSCORE z a"), bulk("inf"));
+        // The reply carries the computed -0, the stored score is 0.
+        assert_eq!(t.run("ZINCRBY zneg -0 a"), bulk("-0"));
+        assert_eq!(t.run("ZSCORE zneg a"), bulk("0"));
+        assert_eq!(t.run("ZADD zneg -0 b"), V::Int(1));
+        assert_eq!(t.run("ZADD zneg 0 b"), V::Int(0));
+        assert_eq!(
+            t.strings("ZRANGE zneg 0 -1 WITHSCORES"),
+            ["a", "0", "b", "0"]
+        );
+        // A set operation replies -0 from its fresh result, stores 0.
+        assert_eq!(
+            t.strings("ZUNION 1 zneg WEIGHTS -1 WITHSCORES"),
+            ["a", "-0", "b", "-0"]
+        );
+        t.run("ZADD zneg 1 c");
+        assert_eq!(
+            t.strings("ZINTER 1 zneg WEIGHTS -1 WITHSCORES"),
+            ["c", "-1", "a", "-0", "b", "-0"]
+        );
+        assert_eq!(t.run("ZUNIONSTORE d 1 zneg WEIGHTS -1"), V::Int(3));
+        assert_eq!(
+            t.strings("ZRANGE d 0 -1 WITHSCORES"),
+            ["c", "-1", "a", "0", "b", "0"]
+        );
+    }
+
+    #[test]
+    fn zincrby() {
+        let mut t = T::new();
+        assert_eq!(t.run("ZINCRBY z 1.5 f"), bulk("1.5"));
+        assert_eq!(t.run("ZINCRBY z 0.1 f"), bulk("1.6000000000000001"));
+        assert_eq!(t.run("ZSCORE z f"), bulk("1.6000000000000001"));
+        // ZINCRBY goes through ZADD's option parser.
+        assert_eq!(t.run("ZINCRBY z nx a"), err("ERR syntax error"));
+        assert_eq!(t.run("ZINCRBY z incr a"), err("ERR syntax error"));
+        assert_eq!(
+            t.run("ZINCRBY z abc a"),
+            err("ERR value is not a valid float")
+        );
+        t.run("SADD s m");
+        assert_eq!(t.run("ZINCRBY s 1 a"), err(WRONGTYPE));
+    }
+
+    #[test]
+    fn reads() {
+        let mut t = ranked();
+        t.run("SADD s m");
+        assert_eq!(t.run("ZCARD r"), V::Int(6));
+        assert_eq!(t.run("ZCARD nokey"), V::Int(0));
+        assert_eq!(t.run("ZSCORE r cc"), bulk("3"));
+        assert_eq!(t.run("ZSCORE r nope"), V::Nil);
+        assert_eq!(t.run("ZSCORE nokey a"), V::Nil);
+        assert_eq!(
+            t.run("ZMSCORE r a nope e"),
+            nil_or(&[Some("1"), None, Some("5")])
+        );
+        assert_eq!(t.run("ZMSCORE nokey a"), nil_or(&[None]));
+        assert_eq!(t.run("ZRANK r cc"), V::Int(3));
+        assert_eq!(t.run("ZREVRANK r cc"), V::Int(2));
+        assert_eq!(t.run("ZRANK r nope"), V::Nil);
+        assert_eq!(t.run("ZRANK nokey a"), V::Nil);
+        assert_eq!(
+            t.run("ZRANK r a withscore"),
+            err("ERR wrong number of arguments for 'zrank' command")
+        );
+        for cmd in [
+            "ZCARD s",
+            "ZSCORE s a",
+            "ZMSCORE s a",
+            "ZRANK s a",
+            "ZREVRANK s a",
+            "ZCOUNT s 0 1",
+            "ZLEXCOUNT s - +",
+            "ZRANGE s 0 -1",
+            "ZREM s a",
+            "ZPOPMIN s 0",
+            "ZRANDMEMBER s 0",
+            "ZREMRANGEBYRANK s 0 1",
+            "ZSCAN s 0",
+        ] {
+            assert_eq!(t.run(cmd), err(WRONGTYPE), "{cmd}");
+        }
+    }
+
+    #[test]
+    fn zrange_by_rank() {
+        let mut t = ranked();
+        assert_eq!(t.strings("ZRANGE r 0 -1"), ["a", "b", "c", "cc", "d", "e"]);
+        assert_eq!(t.strings("ZRANGE r -3 -2"), ["cc", "d"]);
+        assert_eq!(t.strings("ZRANGE r -100 1"), ["a", "b"]);
+        assert_eq!(t.run("ZRANGE r 2 1"), bulks(&[]));
+        assert_eq!(t.run("ZRANGE r 10 20"), bulks(&[]));
+        assert_eq!(
+            t.strings("ZRANGE r 1 2 REV WITHSCORES"),
+            ["d", "4", "cc", "3"]
+        );
+        assert_eq!(
+            t.strings("ZREVRANGE r 0 1 WITHSCORES"),
+            ["e", "5", "d", "4"]
+        );
+        assert_eq!(
+            t.strings("ZRANGE r 0 1 withscores WITHSCORES"),
+            ["a", "1", "b", "2"]
+        );
+        // LIMIT 0 -1 is "no limit", so it is accepted without BYSCORE/BYLEX.
+        assert_eq!(t.strings("ZRANGE r 0 1 LIMIT 0 -1"), ["a", "b"]);
+        let limit = err(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        );
+        assert_eq!(t.run("ZRANGE r 0 -1 LIMIT 0 1"), limit);
+        assert_eq!(t.run("ZREVRANGE r 0 -1 LIMIT 0 1"), limit);
+        assert_eq!(
+            t.run("ZRANGE r 0 -1 LIMIT x 1"),
+            err("ERR value is not an integer or out of range")
+        );
+        for bad in [
+            "ZRANGE r 0 -1 REV REV",
+            "ZRANGE r 0 -1 BYSCORE BYLEX",
+            "ZRANGE r 0 -1 LIMIT 0",
+            "ZRANGE r 0 -1 foo",
+            "ZREVRANGE r 0 1 BYSCORE",
+        ] {
+            assert_eq!(t.run(bad), err("ERR syntax error"), "{bad}");
+        }
+        assert_eq!(
+            t.run("ZRANGE nokey x 1"),
+            err("ERR value is not an integer or out of range")
+        );
+        assert_eq!(t.run("ZRANGE nokey 0 -1"), bulks(&[]));
+    }
+
+    #[test]
+    fn zrange_by_score() {
+        let mut t = ranked();
+        assert_eq!(t.strings("ZRANGEBYSCORE r 2 3"), ["b", "c", "cc"]);
+        assert_eq!(
+            t.strings("ZRANGEBYSCORE r (2 4 WITHSCORES"),
+            ["c", "3", "cc", "3", "d", "4"]
+        );
+        assert_eq!(t.strings("ZRANGEBYSCORE r 2 (4 LIMIT 1 1"), ["c"]);
+        assert_eq!(t.strings("ZRANGE r (1 (3 BYSCORE"), ["b"]);
+        assert_eq!(t.strings("ZRANGE r 3 1 BYSCORE REV"), ["cc", "c", "b", "a"]);
+        assert_eq!(
+            t.strings("ZRANGE r +inf -inf BYSCORE REV LIMIT 1 2 WITHSCORES"),
+            ["d", "4", "cc", "3"]
+        );
+        assert_eq!(t.strings("ZREVRANGEBYSCORE r (4 (2"), ["cc", "c"]);
+        assert_eq!(
+            t.strings("ZREVRANGEBYSCORE r +inf -inf LIMIT 10 2"),
+            Vec::<String>::new()
+        );
+        // A negative offset selects nothing, a negative count everything.
+        assert_eq!(t.run("ZRANGEBYSCORE r -inf +inf LIMIT -1 2"), bulks(&[]));
+        assert_eq!(
+            t.strings("ZRANGEBYSCORE r -inf +inf LIMIT 4 -1"),
+            ["d", "e"]
+        );
+        assert_eq!(t.run("ZRANGEBYSCORE r -inf +inf LIMIT 1 0"), bulks(&[]));
+        assert_eq!(t.strings("ZRANGEBYSCORE r 1 2 LIMIT 0 1 LIMIT 1 1"), ["b"]);
+        // Bounds are read with strtod: blanks before, hex, overflow, "" = 0.
+        let empty = t.conn.execute(&[b"ZRANGEBYSCORE", b"r", b"", b""]);
+        assert_eq!(empty, bulks(&[]));
+        assert_eq!(t.strings("ZRANGEBYSCORE r ( 1"), ["a"]);
+        assert_eq!(t.strings("ZRANGEBYSCORE r 0x1 0x2"), ["a", "b"]);
+        assert_eq!(t.run("ZRANGEBYSCORE r 1e400 inf"), bulks(&[]));
+        assert_eq!(t.strings("ZRANGEBYSCORE r -1e400 1"), ["a"]);
+        let not_float = err("ERR min or max is not a float");
+        assert_eq!(t.run("ZRANGEBYSCORE r nan 1"), not_float);
+        assert_eq!(t.run("ZRANGEBYSCORE r (nan 1"), not_float);
+        assert_eq!(t.run("ZRANGE r x 1 BYSCORE"), not_float);
+        assert_eq!(t.run("ZRANGE nokey x 1 BYSCORE"), not_float);
+        assert_eq!(t.run("ZRANGEBYSCORE r 1 2 REV"), err("ERR syntax error"));
+        assert_eq!(
+            t.run("ZRANGEBYSCORE r 1 2 BYSCORE"),
+            err("ERR syntax error")
+        );
+        assert_eq!(t.run("ZCOUNT r 2 4"), V::Int(4));
+        assert_eq!(t.run("ZCOUNT r (2 (4"), V::Int(2));
+        assert_eq!(t.run("ZCOUNT r 5 1"), V::Int(0));
+        assert_eq!(t.run("ZCOUNT r (3 3"), V::Int(0));
+        assert_eq!(t.run("ZCOUNT nokey x 1"), not_float);
+        assert_eq!(t.run("ZCOUNT nokey 0 1"), V::Int(0));
+    }
+
+    #[test]
+    fn zrange_by_lex() {
+        let mut t = T::new();
+        t.run("ZADD lex 0 a 0 b 0 c 0 d 0 e 0 aa");
+        assert_eq!(
+            t.strings("ZRANGEBYLEX lex - +"),
+            ["a", "aa", "b", "c", "d", "e"]
+        );
+        assert_eq!(t.strings("ZRANGEBYLEX lex [b (d"), ["b", "c"]);
+        assert_eq!(t.strings("ZRANGEBYLEX lex (a [c"), ["aa", "b", "c"]);
+        assert_eq!(t.strings("ZRANGEBYLEX lex [aa [aa"), ["aa"]);
+        assert_eq!(t.run("ZRANGEBYLEX lex (aa [aa"), bulks(&[]));
+        assert_eq!(t.run("ZRANGEBYLEX lex + -"), bulks(&[]));
+        assert_eq!(t.run("ZRANGEBYLEX lex - -"), bulks(&[]));
+        assert_eq!(t.run("ZRANGEBYLEX lex [ ["), bulks(&[]));
+        assert_eq!(t.strings("ZRANGEBYLEX lex - + LIMIT 2 3"), ["b", "c", "d"]);
+        assert_eq!(t.run("ZRANGEBYLEX lex - + LIMIT -1 3"), bulks(&[]));
+        assert_eq!(t.strings("ZREVRANGEBYLEX lex (d [b"), ["c", "b"]);
+        assert_eq!(t.strings("ZREVRANGEBYLEX lex + - LIMIT 1 2"), ["d", "c"]);
+        assert_eq!(t.strings("ZRANGE lex + - BYLEX REV LIMIT 1 2"), ["d", "c"]);
+        assert_eq!(t.run("ZLEXCOUNT lex [b (d"), V::Int(2));
+        assert_eq!(t.run("ZLEXCOUNT lex - +"), V::Int(6));
+        let bad = err("ERR min or max not valid string range item");
+        assert_eq!(t.run("ZRANGEBYLEX lex a b"), bad);
+        assert_eq!(t.run("ZRANGEBYLEX lex -a +"), bad);
+        assert_eq!(t.run("ZLEXCOUNT nokey a b"), bad);
+        assert_eq!(t.run("ZRANGE lex 0 -1 BYLEX REV"), bad);
+        let withscores =
+            err("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+        assert_eq!(t.run("ZRANGEBYLEX lex - + WITHSCORES"), withscores);
+        assert_eq!(t.run("ZRANGE lex a b BYLEX WITHSCORES"), withscores);
+        // Members are binary: "b\0" sorts after "b".
+        t.conn.execute(&[b"ZADD", b"lex", b"0", b"b\0"]);
+        let reply = t.conn.execute(&[b"ZRANGEBYLEX", b"lex", b"[b\0", b"[c"]);
+        assert_eq!(
+            reply,
+            V::Array(vec![V::BulkString(b"b\0".to_vec()), bulk("c")])
+        );
+    }
+
+    #[test]
+    fn lex_ranges_over_mixed_scores_match_the_small_encoding() {
+        let mut t = T::new();
+        t.run("ZADD m 1 c 2 a 3 b 4 d");
+        assert_eq!(t.strings("ZRANGEBYLEX m [b +"), ["c", "a", "b", "d"]);
+        assert_eq!(t.run("ZLEXCOUNT m [b +"), V::Int(4));
+        assert_eq!(t.strings("ZREVRANGEBYLEX m + [b"), ["d", "b"]);
+        assert_eq!(t.run("ZRANGEBYLEX m - [b"), bulks(&[]));
+        assert_eq!(t.run("ZREVRANGEBYLEX m [b -"), bulks(&[]));
+        assert_eq!(t.strings("ZRANGEBYLEX m [a [c"), ["c", "a", "b"]);
+        assert_eq!(t.strings("ZREVRANGEBYLEX m [c [a"), ["b", "a", "c"]);
+        assert_eq!(t.run("ZLEXCOUNT m [a [c"), V::Int(3));
+    }
+
+    #[test]
+    fn zrangestore() {
+        let mut t = ranked();
+        assert_eq!(t.run("ZRANGESTORE d r 0 1"), V::Int(2));
+        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["a", "1", "b", "2"]);
+        assert_eq!(t.run("ZRANGESTORE d r (1 3 BYSCORE LIMIT 1 1"), V::Int(1));
+        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["c", "3"]);
+        assert_eq!(
+            t.run("ZRANGESTORE d r 0 -1 WITHSCORES"),
+            err("ERR syntax error")
+        );
+        assert_eq!(t.run("ZRANGESTORE d r 10 20"), V::Int(0));
+        assert_eq!(t.run("EXISTS d"), V::Int(0));
+        assert_eq!(t.run("ZRANGESTORE d nokey 0 -1"), V::Int(0));
+    }
+
+    #[test]
+    fn removals() {
+        let mut t = ranked();
+        assert_eq!(t.run("ZREM r a nope"), V::Int(1));
+        assert_eq!(t.run("ZREM r nope"), V::Int(0));
+        assert_eq!(t.run("ZREM nokey a"), V::Int(0));
+        assert_eq!(
+            t.run("ZREMRANGEBYRANK r x 1"),
+            err("ERR value is not an integer or out of range")
+        );
+        assert_eq!(t.run("ZREMRANGEBYRANK nokey 0 1"), V::Int(0));
+        assert_eq!(t.run("ZREMRANGEBYRANK r 10 20"), V::Int(0));
+        assert_eq!(t.run("ZREMRANGEBYRANK r -2 -1"), V::Int(2));
+        assert_eq!(t.strings("ZRANGE r 0 -1"), ["b", "c", "cc"]);
+        assert_eq!(t.run("ZREMRANGEBYSCORE r (2 3"), V::Int(2));
+        assert_eq!(
+            t.run("ZREMRANGEBYSCORE nokey x 3"),
+            err("ERR min or max is not a float")
+        );
+        assert_eq!(t.run("ZREMRANGEBYSCORE r -inf +inf"), V::Int(1));
+        assert_eq!(t.run("EXISTS r"), V::Int(0));
+        t.run("ZADD lex 0 a 0 b 0 c 0 d");
+        assert_eq!(t.run("ZREMRANGEBYLEX lex (a [c"), V::Int(2));
+        assert_eq!(t.strings("ZRANGE lex 0 -1"), ["a", "d"]);
+        assert_eq!(
+            t.run("ZREMRANGEBYLEX lex a b"),
+            err("ERR min or max not valid string range item")
+        );
+        assert_eq!(t.run("ZREMRANGEBYLEX lex - +"), V::Int(2));
+        assert_eq!(t.run("EXISTS lex"), V::Int(0));
+        t.run("ZADD one 1 x");
+        assert_eq!(t.run("ZREM one x y"), V::Int(1));
+        assert_eq!(t.run("EXISTS one"), V::Int(0));
+    }
+
+    #[test]
+    fn pops() {
+        let mut t = T::new();
+        t.run("ZADD p 1 a 2 b 3 c 4 d");
+        let positive = err("ERR value is out of range, must be positive");
+        assert_eq!(t.run("ZPOPMIN p -1"), positive);
+        assert_eq!(t.run("ZPOPMIN p x"), positive);
+        assert_eq!(t.run("ZPOPMIN p 1 2"), err("ERR syntax error"));
+        assert_eq!(t.run("ZPOPMIN nokey"), bulks(&[]));
+        assert_eq!(t.run("ZPOPMIN nokey 2"), bulks(&[]));
+        assert_eq!(t.run("ZPOPMIN p 0"), bulks(&[]));
+        assert_eq!(t.strings("ZPOPMIN p"), ["a", "1"]);
+        assert_eq!(t.strings("ZPOPMAX p 2"), ["d", "4", "c", "3"]);
+        assert_eq!(t.strings("ZPOPMAX p 10"), ["b", "2"]);
+        assert_eq!(t.run("EXISTS p"), V::Int(0));
+    }
+
+    #[test]
+    fn zrandmember_shapes() {
+        let mut t = T::new();
+        t.run("ZADD m 1 c 2 a 3 b 4 d");
+        assert_eq!(
+            t.run("ZRANDMEMBER m -9223372036854775808"),
+            err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+        );
+        let range = err("ERR value is out of range");
+        assert_eq!(
+            t.run("ZRANDMEMBER m -4611686018427387904 WITHSCORES"),
+            range
+        );
+        assert_eq!(t.run("ZRANDMEMBER m 4611686018427387904 WITHSCORES"), range);
+        // A count of at least the size: the whole set, from the top.
+        assert_eq!(
+            t.strings("ZRANDMEMBER m 4611686018427387903 WITHSCORES"),
+            ["d", "4", "b", "3", "a", "2", "c", "1"]
+        );
+        assert_eq!(t.strings("ZRANDMEMBER m 4"), ["d", "b", "a", "c"]);
+        assert_eq!(t.run("ZRANDMEMBER m 1 foo"), err("ERR syntax error"));
+        assert_eq!(
+            t.run("ZRANDMEMBER m 1 WITHSCORES x"),
+            err("ERR syntax error")
+        );
+        assert_eq!(t.run("ZRANDMEMBER nokey 5"), bulks(&[]));
+        assert_eq!(t.run("ZRANDMEMBER nokey"), V::Nil);
+        assert_eq!(t.run("ZRANDMEMBER m 0"), bulks(&[]));
+        assert!(matches!(t.run("ZRANDMEMBER m"), V::BulkString(_)));
+        let pairs = t.strings("ZRANDMEMBER m -10 WITHSCORES");
+        assert_eq!(pairs.len(), 20);
+        for pair in pairs.chunks(2) {
+            assert_eq!(t.run(&format!("ZSCORE m {}", pair[0])), bulk(&pair[1]));
+        }
+        let mut three = t.strings("ZRANDMEMBER m 3");
+        three.sort();
+        three.dedup();
+        assert_eq!(three.len(), 3);
+        assert!(matches!(
+            t.run("ZRANDMEMBER m -9223372036854775807"),
+            V::ServerError(_)
+        ));
+    }
+
+    #[test]
+    fn set_operation_errors() {
+        let mut t = T::new();
+        t.run("ZADD z1 1 a");
+        assert_eq!(
+            t.run("ZUNIONSTORE d 0 z1"),
+            err("ERR at least 1 input key is needed for 'zunionstore' command")
+        );
+        assert_eq!(
+            t.run("ZUNION -1 z1"),
+            err("ERR at least 1 input key is needed for 'zunion' command")
+        );
+        assert_eq!(
+            t.run("ZUNIONSTORE d x z1"),
+            err("ERR value is not an integer or out of range")
+        );
+        for bad in [
+            "ZUNIONSTORE d 3 z1 z1",
+            "ZUNIONSTORE d 1 z1 WEIGHTS",
+            "ZUNIONSTORE d 2 z1 z1 WEIGHTS 1",
+            "ZUNIONSTORE d 1 z1 AGGREGATE foo",
+            "ZUNIONSTORE d 1 z1 AGGREGATE",
+            "ZUNIONSTORE d 1 z1 WITHSCORES",
+            "ZUNIONSTORE d 1 z1 LIMIT 1",
+            "ZDIFFSTORE d 1 z1 WEIGHTS 1",
+            "ZDIFF 1 z1 AGGREGATE sum",
+            "ZINTERCARD 1 z1 WEIGHTS 1",
+        ] {
+            assert_eq!(t.run(bad), err("ERR syntax error"), "{bad}");
+        }
+        assert_eq!(
+            t.run("ZUNIONSTORE d 1 z1 WEIGHTS x"),
+            err("ERR weight value is not a float")
+        );
+        assert_eq!(
+            t.run("ZINTERCARD 1 z1 LIMIT -1"),
+            err("ERR LIMIT can't be negative")
+        );
+    }
+
+    #[test]
+    fn set_operations() {
+        let mut t = T::new();
+        t.run("ZADD z1 1 a 2 b 3 c");
+        t.run("ZADD z2 10 b 20 c 30 d");
+        t.run("SADD s c d e");
+        // Plain sets count with score 1.
+        assert_eq!(t.run("ZUNIONSTORE d 2 z1 s"), V::Int(5));
+        assert_eq!(
+            t.strings("ZRANGE d 0 -1 WITHSCORES"),
+            ["a", "1", "d", "1", "e", "1", "b", "2", "c", "4"]
+        );
+        assert_eq!(
+            t.run("ZINTERSTORE d 3 z1 z2 s WEIGHTS 1 2 3 AGGREGATE max"),
+            V::Int(1)
+        );
+        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["c", "40"]);
+        assert_eq!(
+            t.run("ZINTERSTORE d 2 z1 z2 aggregate min weights 2 0.5"),
+            V::Int(2)
+        );
+        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["b", "4", "c", "6"]);
+        // An empty result deletes the destination, whatever it held.
+        assert_eq!(t.run("ZINTERSTORE d 2 z1 nokey"), V::Int(0));
+        assert_eq!(t.run("EXISTS d"), V::Int(0));
+        assert_eq!(t.run("ZUNIONSTORE s 1 z2"), V::Int(3));
+        assert_eq!(t.run("TYPE s"), V::SimpleString("zset".into()));
+        assert_eq!(
+            t.strings("ZUNION 2 z1 z2 WITHSCORES"),
+            ["a", "1", "b", "12", "c", "23", "d", "30"]
+        );
+        assert_eq!(t.strings("ZINTER 2 z1 z2"), ["b", "c"]);
+        assert_eq!(t.run("ZINTER 2 z1 nokey WITHSCORES"), bulks(&[]));
+        assert_eq!(t.strings("ZDIFF 2 z2 z1 WITHSCORES"), ["d", "30"]);
+        assert_eq!(t.run("ZDIFFSTORE d 2 z2 z1"), V::Int(1));
+        assert_eq!(t.run("ZINTERCARD 2 z1 z2"), V::Int(2));
+        assert_eq!(t.run("ZINTERCARD 2 z1 z2 LIMIT 1"), V::Int(1));
+        // The destination may be a source.
+        assert_eq!(t.run("ZUNIONSTORE z1 2 z1 z1"), V::Int(3));
+        assert_eq!(
+            t.strings("ZRANGE z1 0 -1 WITHSCORES"),
+            ["a", "2", "b", "4", "c", "6"]
+        );
+        // inf - inf sums to 0; inf * 0 weighs 0.
+        t.run("ZADD zi inf a");
+        assert_eq!(t.run("ZUNIONSTORE d 2 zi zi WEIGHTS 1 -1"), V::Int(1));
+        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["a", "0"]);
+        assert_eq!(t.run("ZUNIONSTORE d 1 zi WEIGHTS 0"), V::Int(1));
+        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["a", "0"]);
+        // Type errors come before the options are read, even after a
+        // missing key.
+        t.put_string("str");
+        assert_eq!(t.run("ZUNIONSTORE d 1 str WEIGHTS x"), err(WRONGTYPE));
+        assert_eq!(t.run("ZINTERSTORE d 2 nokey str"), err(WRONGTYPE));
+        assert_eq!(t.run("ZINTERCARD 1 str LIMIT -1"), err(WRONGTYPE));
+        assert_eq!(t.run("ZDIFF 2 z1 str"), err(WRONGTYPE));
+    }
+
+    #[test]
+    fn zscan_prints_stored_scores() {
+        let mut t = T::new();
+        t.run("ZADD z 1.6000000000000001 f 2 b 1e17 big inf i");
+        assert_eq!(t.run("ZSCORE z big"), bulk("1e+17"));
+        let reply = t.run("ZSCAN z 0");
+        assert_eq!(
+            reply,
+            V::Array(vec![
+                bulk("0"),
+                bulks(&[
+                    "f",
+                    "1.6000000000000001",
+                    "b",
+                    "2",
+                    "big",
+                    "100000000000000000",
+                    "i",
+                    "inf"
+                ])
+            ])
+        );
+        assert_eq!(
+            t.run("ZSCAN z 0 MATCH b*"),
+            V::Array(vec![
+                bulk("0"),
+                bulks(&["b", "2", "big", "100000000000000000"])
+            ])
+        );
+        assert_eq!(t.run("ZSCAN z 0 COUNT 0"), err("ERR syntax error"));
+        assert_eq!(
+            t.run("ZSCAN nokey 0 COUNT 0"),
+            V::Array(vec![bulk("0"), bulks(&[])])
+        );
+    }
+
+    #[test]
+    fn large_sets_keep_ranks() {
+        let mut t = T::new();
+        for i in 0..1000 {
+            t.run(&format!("ZADD big {} m{i:04}", i % 10));
+        }
+        // Score 0: m0000 m0010 ... m0990; rank of m0123 (score 3) is 300 + 12.
+        assert_eq!(t.run("ZRANK big m0123"), V::Int(312));
+        assert_eq!(t.run("ZREVRANK big m0123"), V::Int(687));
+        assert_eq!(t.strings("ZRANGE big 312 313"), ["m0123", "m0133"]);
+        assert_eq!(t.run("ZCOUNT big (2 4"), V::Int(200));
+        assert_eq!(t.run("ZREMRANGEBYRANK big 100 899"), V::Int(800));
+        assert_eq!(t.run("ZCARD big"), V::Int(200));
+        assert_eq!(t.strings("ZRANGE big 99 100"), ["m0990", "m0009"]);
+        assert_eq!(t.run("ZRANK big m0009"), V::Int(100));
+    }
+
+    #[test]
+    fn watch_sees_only_real_changes() {
+        let setup = ["ZADD z 1 a 2 b", "ZADD other 5 o"];
+        for noop in [
+            "ZADD z 1 a",
+            "ZADD z NX 5 a",
+            "ZADD z XX 5 nope",
+            "ZADD z GT 0 a",
+            "ZINCRBY z 0 a",
+            "ZREM z nope",
+            "ZREMRANGEBYSCORE z 10 20",
+            "ZREMRANGEBYRANK z 5 6",
+            "ZREMRANGEBYLEX z [x [y",
+            "ZPOPMIN z 0",
+        ] {
+            assert_watch(&setup, "z", noop, false);
+        }
+        for change in [
+            "ZADD z 3 a",
+            "ZADD z 1 c",
+            "ZINCRBY z 1 a",
+            "ZREM z a",
+            "ZREMRANGEBYSCORE z 1 1",
+            "ZREMRANGEBYRANK z 0 0",
+            "ZPOPMAX z",
+            "ZUNIONSTORE z 1 other",
+            "ZINTERSTORE z 2 z nokey",
+            "ZRANGESTORE z other 0 -1",
+            // An empty result deletes the destination.
+            "ZINTERSTORE z 2 other nokey",
+            "ZRANGESTORE z nokey 0 -1",
+        ] {
+            assert_watch(&setup, "z", change, true);
+        }
+        // ... but deleting a missing destination changes nothing.
+        assert_watch(&setup, "d", "ZINTERSTORE d 2 other nokey", false);
+    }
 }

@@ -23,14 +23,6 @@ fn class(id: u32) -> Class {
     }
 }
 
-fn teacher(id: &str) -> Teacher {
-    Teacher {
-        id: id.into(),
-        name: format!("Teacher {id}"),
-        subject: "math".into(),
-    }
-}
-
 #[tokio::test]
 async fn link_keeps_the_inverse_in_step() {
     on_every_backend!(|db| {

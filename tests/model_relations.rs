@@ -320,3 +320,33 @@ async fn parse_relation_keys() {
         Ok(())
     });
 }
+
+/// A relation that is its own inverse: friendship.
+#[derive(Relation)]
+#[redmodel(table = "friend", owner = Teacher, member = Teacher, inverse = Friends)]
+struct Friends;
+
+#[tokio::test]
+async fn a_relation_can_be_its_own_inverse() {
+    on_every_backend!(|db| {
+        let a = Teacher::at("A").relation::<Friends>();
+        assert!(a.link(db, Teacher::at("B")).await?);
+        assert_eq!(list(db, "teacher:A:friend").await, ["teacher:B"]);
+        assert_eq!(list(db, "teacher:B:friend").await, ["teacher:A"]);
+        assert!(
+            !Teacher::at("B")
+                .relation::<Friends>()
+                .link(db, Teacher::at("A"))
+                .await?
+        );
+        assert_eq!(list(db, "teacher:A:friend").await, ["teacher:B"]);
+        assert!(
+            Teacher::at("B")
+                .relation::<Friends>()
+                .unlink(db, Teacher::at("A"))
+                .await?
+        );
+        assert_eq!(redmodel::model::dbsize(db).await?, 0);
+        Ok(())
+    });
+}

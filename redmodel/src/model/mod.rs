@@ -94,7 +94,7 @@
 //! | MemAdmin `build_empty_relation` | [`ObjectRef::relation`] |
 //! | MemAdmin `get_leafnames_by_relation` | [`RelationRef::members`] |
 //! | MemAdmin `get_leafs_by_relation` | [`RelationRef::load_members`] |
-//! | MemAdmin `add_leafs_on_relation` | [`RelationRef::append`] |
+//! | MemAdmin `add_leafs_on_relation` | [`MemberList::append`] through [`RelationRef`] |
 //! | MemRelation `count` | [`MemberList::count`] |
 //! | MemRelation `append` (LPUSH) | [`MemberList::prepend`] (LPUSH), [`MemberList::append`] (RPUSH) |
 //! | MemRelation `remove_one(leaf, count)` | [`MemberList::remove`] |

@@ -343,7 +343,10 @@ async fn from_env_child() {
         assert_eq!(pong, "PONG");
         // The command reached that very server: its client list shows us.
         let client = redis::Client::open(url).expect("url");
-        let mut conn = client.get_multiplexed_async_connection().await.expect("connect");
+        let mut conn = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("connect");
         let clients: String = redis::cmd("CLIENT")
             .arg("LIST")
             .query_async(&mut conn)
@@ -370,8 +373,14 @@ fn from_env_honours_redis_url() {
         let out = cmd.output().expect("run the child test");
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
             + &String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "child with REDIS_URL={env:?} failed:\n{text}");
-        assert!(text.contains("1 passed"), "the child test did not run:\n{text}");
+        assert!(
+            out.status.success(),
+            "child with REDIS_URL={env:?} failed:\n{text}"
+        );
+        assert!(
+            text.contains("1 passed"),
+            "the child test did not run:\n{text}"
+        );
     };
     run(None, "memory");
     run(Some(""), "memory");
@@ -389,7 +398,9 @@ async fn unreachable_server_is_a_connection_error() {
     };
     let url = server.url();
     server.kill();
-    let result = Db::connect_with_timeouts(&url, Duration::from_millis(300), Duration::from_millis(300)).await;
+    let result =
+        Db::connect_with_timeouts(&url, Duration::from_millis(300), Duration::from_millis(300))
+            .await;
     let err = result.expect_err("nobody listens");
     assert!(err.is_connection(), "{err:?}");
 }

@@ -287,7 +287,10 @@ where
     let shared_server = ctx.server.is_none() && ctx.url.is_some();
     if shared_server {
         if let Err(e) = ctx.cleanup().await {
-            eprintln!("warning: {test_name}: cleanup of {}* failed: {e}", ctx.prefix);
+            eprintln!(
+                "warning: {test_name}: cleanup of {}* failed: {e}",
+                ctx.prefix
+            );
         }
     }
     match outcome {

@@ -67,9 +67,7 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
             .is_some_and(|a| a.eq_ignore_ascii_case(f.as_bytes()))
     };
     match name.as_str() {
-        "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF" | "HKEYS" | "HVALS" | "KEYS" => {
-            Mode::Unordered
-        }
+        "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF" | "HKEYS" | "HVALS" | "KEYS" => Mode::Unordered,
         "HGETALL" => Mode::UnorderedPairs,
         "TTL" | "EXPIRETIME" => Mode::Ttl(1),
         "PTTL" | "PEXPIRETIME" => Mode::Ttl(1500),
@@ -398,7 +396,11 @@ impl Differ {
             .map(|n| String::from_utf8_lossy(n).to_ascii_uppercase())
             .unwrap_or_default();
         let cursor_at = if name == "SCAN" { 1 } else { 2 };
-        let chunk = if name == "HSCAN" || name == "ZSCAN" { 2 } else { 1 };
+        let chunk = if name == "HSCAN" || name == "ZSCAN" {
+            2
+        } else {
+            1
+        };
         let side = self.side(conn);
         let real = iterate(args, cursor_at, chunk, |a| real_query(&mut side.real, a));
         let engine = iterate(args, cursor_at, chunk, |a| {

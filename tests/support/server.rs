@@ -70,7 +70,9 @@ pub fn check_installed() -> Result<(), ServerError> {
         Ok(status) => Err(ServerError::NotInstalled(format!(
             "`{bin} --version` exited with {status}"
         ))),
-        Err(e) => Err(ServerError::NotInstalled(format!("cannot run `{bin}`: {e}"))),
+        Err(e) => Err(ServerError::NotInstalled(format!(
+            "cannot run `{bin}`: {e}"
+        ))),
     }
 }
 
@@ -108,7 +110,8 @@ impl RedisServerBuilder {
         };
         let mut last_error = String::new();
         for _ in 0..START_ATTEMPTS {
-            server.port = free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?;
+            server.port =
+                free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?;
             match server.spawn_and_wait() {
                 Ok(()) => return Ok(server),
                 Err(e) => last_error = e,
@@ -292,8 +295,7 @@ impl RedisServer {
                 }
             }
             if let Ok(info) = probe(self.addr()) {
-                if info.contains(&format!("process_id:{pid}\r\n"))
-                    && info.contains("loading:0\r\n")
+                if info.contains(&format!("process_id:{pid}\r\n")) && info.contains("loading:0\r\n")
                 {
                     return Ok(());
                 }

@@ -23,6 +23,17 @@ struct Watched {
     expired_at_watch: bool,
 }
 
+/// UNWATCH takes no argument.
+fn check_unwatch_arity(args: &[&[u8]]) -> Result<(), CmdError> {
+    if args.len() == 1 {
+        Ok(())
+    } else {
+        Err(CmdError::err(
+            "wrong number of arguments for 'unwatch' command",
+        ))
+    }
+}
+
 /// Per-client state.
 #[derive(Debug, Default)]
 pub(crate) struct Session {
@@ -64,15 +75,21 @@ impl Session {
         if let Some(queue) = self.multi.as_mut() {
             // Redis checks existence and arity when queueing; a failure
             // there dooms the whole transaction.
-            let checked = command::lookup(name)
-                .ok_or_else(|| command::unknown_command(args))
-                .and_then(|spec| {
-                    if spec.arity_ok(args.len()) {
-                        Ok(())
-                    } else {
-                        Err(command::wrong_arity(spec))
-                    }
-                });
+            // UNWATCH is queued too (it is a no-op by then: EXEC unwatches
+            // everything before it runs the queue).
+            let checked = if control("unwatch") {
+                check_unwatch_arity(args)
+            } else {
+                command::lookup(name)
+                    .ok_or_else(|| command::unknown_command(args))
+                    .and_then(|spec| {
+                        if spec.arity_ok(args.len()) {
+                            Ok(())
+                        } else {
+                            Err(command::wrong_arity(spec))
+                        }
+                    })
+            };
             if let Err(e) = checked {
                 self.multi_failed = true;
                 return Err(e);
@@ -80,19 +97,20 @@ impl Session {
             queue.push(args.iter().map(|a| a.to_vec()).collect());
             return Ok(reply::simple("QUEUED"));
         }
-        if control("unwatch") {
-            if args.len() != 1 {
-                return Err(CmdError::err(
-                    "wrong number of arguments for 'unwatch' command",
-                ));
-            }
-            self.unwatch_all(store);
-            return Ok(reply::ok());
-        }
         self.run(store, args, now)
     }
 
+    /// Runs a command that is not transaction control (UNWATCH included:
+    /// it may come from an EXEC's queue).
     fn run(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
+        if args
+            .first()
+            .is_some_and(|name| name.eq_ignore_ascii_case(b"unwatch"))
+        {
+            check_unwatch_arity(args)?;
+            self.unwatch_all(store);
+            return Ok(reply::ok());
+        }
         let mut ctx = Ctx {
             store,
             db: self.db,
@@ -216,5 +234,42 @@ impl Session {
     /// Whether the session holds state that must be released on the store.
     pub(crate) fn has_watches(&self) -> bool {
         !self.watched.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use redis::Value;
+
+    use crate::memory::Engine;
+
+    fn ok_or_queued(v: &Value) -> bool {
+        matches!(v, Value::Okay) || *v == Value::SimpleString("QUEUED".into())
+    }
+
+    /// Redis 7.0 queues UNWATCH inside MULTI and answers OK for it in EXEC.
+    #[test]
+    fn unwatch_is_queued_inside_multi() {
+        let engine = Engine::new();
+        let mut c = engine.connection();
+        assert_eq!(c.execute(&[b"MULTI"]), Value::Okay);
+        let queued = c.execute(&[b"UNWATCH"]);
+        assert!(ok_or_queued(&queued) && queued != Value::Okay, "{queued:?}");
+        assert_eq!(c.execute(&[b"EXEC"]), Value::Array(vec![Value::Okay]));
+    }
+
+    /// UNWATCH with an argument inside MULTI is refused and dooms EXEC.
+    #[test]
+    fn unwatch_arity_error_inside_multi_aborts_exec() {
+        let engine = Engine::new();
+        let mut c = engine.connection();
+        c.execute(&[b"MULTI"]);
+        let err = c.execute(&[b"UNWATCH", b"k"]);
+        assert!(matches!(err, Value::ServerError(_)), "{err:?}");
+        let exec = c.execute(&[b"EXEC"]);
+        match exec {
+            Value::ServerError(e) => assert_eq!(e.code(), "EXECABORT"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -347,6 +347,20 @@ impl Differ {
         assert_eq!(engine, Value::Okay, "FLUSHALL on the engine");
     }
 
+    /// Whether the real server knows the command `name` (COMMAND INFO).
+    pub fn real_knows(&mut self, name: &str) -> bool {
+        let args = vec![
+            b"COMMAND".to_vec(),
+            b"INFO".to_vec(),
+            name.as_bytes().to_vec(),
+        ];
+        let side = self.side(0);
+        match real_query(&mut side.real, &args) {
+            Value::Array(items) => items.first().is_some_and(|i| *i != Value::Nil),
+            _ => false,
+        }
+    }
+
     /// Runs one command on connection `conn` of both sides; returns the
     /// real server's reply if the engine's agrees with it.
     pub fn run(&mut self, conn: usize, args: &[Vec<u8>]) -> Result<Value, Mismatch> {

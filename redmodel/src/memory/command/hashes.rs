@@ -1,5 +1,929 @@
-//! hashes commands (being written).
+//! Hash commands, following Redis 7.0's `t_hash.c`: HSET HMSET HSETNX HGET
+//! HMGET HGETALL HKEYS HVALS HDEL HEXISTS HLEN HSTRLEN HINCRBY HINCRBYFLOAT
+//! HRANDFIELD HSCAN.
+//!
+//! The order of checks is Redis's, because it decides which error a client
+//! sees when several things are wrong: numeric arguments are parsed before
+//! the key is looked up (so `HINCRBY str f x` is "not an integer", not
+//! WRONGTYPE); HSCAN alone looks the key up before parsing its MATCH and
+//! COUNT options. A key is marked modified (for WATCH) only where Redis
+//! calls `signalModifiedKey`: HSET always, the others only when a field
+//! really changed.
+//!
+//! Small Redis hashes keep insertion order; ours is a `HashMap`, so HGETALL,
+//! HKEYS, HVALS and HSCAN reply in an arbitrary order, which Redis does not
+//! promise either.
 
-use super::Spec;
+use std::collections::HashMap;
 
-pub(super) const COMMANDS: &[Spec] = &[];
+use rand::seq::index;
+use rand::Rng;
+
+use super::keys::{parse_cursor, parse_scan_options};
+use super::{CmdResult, Ctx, Spec};
+use crate::memory::args::{int_arg, is, parse_i64};
+use crate::memory::error::CmdError;
+use crate::memory::float::LongDouble;
+use crate::memory::glob::glob_match;
+use crate::memory::reply;
+use crate::memory::value::Bytes;
+
+/// A hash value as the keyspace stores it.
+type Hash = HashMap<Bytes, Bytes>;
+
+pub(super) const COMMANDS: &[Spec] = &[
+    Spec {
+        name: "hset",
+        arity: -4,
+        handler: hset,
+    },
+    Spec {
+        name: "hmset",
+        arity: -4,
+        handler: hset,
+    },
+    Spec {
+        name: "hsetnx",
+        arity: 4,
+        handler: hsetnx,
+    },
+    Spec {
+        name: "hget",
+        arity: 3,
+        handler: hget,
+    },
+    Spec {
+        name: "hmget",
+        arity: -3,
+        handler: hmget,
+    },
+    Spec {
+        name: "hgetall",
+        arity: 2,
+        handler: hgetall,
+    },
+    Spec {
+        name: "hkeys",
+        arity: 2,
+        handler: hkeys,
+    },
+    Spec {
+        name: "hvals",
+        arity: 2,
+        handler: hvals,
+    },
+    Spec {
+        name: "hdel",
+        arity: -3,
+        handler: hdel,
+    },
+    Spec {
+        name: "hexists",
+        arity: 3,
+        handler: hexists,
+    },
+    Spec {
+        name: "hlen",
+        arity: 2,
+        handler: hlen,
+    },
+    Spec {
+        name: "hstrlen",
+        arity: 3,
+        handler: hstrlen,
+    },
+    Spec {
+        name: "hincrby",
+        arity: 4,
+        handler: hincrby,
+    },
+    Spec {
+        name: "hincrbyfloat",
+        arity: 4,
+        handler: hincrbyfloat,
+    },
+    Spec {
+        name: "hrandfield",
+        arity: -2,
+        handler: hrandfield,
+    },
+    Spec {
+        name: "hscan",
+        arity: -3,
+        handler: hscan,
+    },
+];
+
+/// HSET and HMSET: the table only knows "at least 4 arguments"; an odd
+/// field/value count is the handler's own arity error, with the same text.
+fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if args.len() % 2 == 1 {
+        return Err(super::lookup(args[0]).map_or(CmdError::Syntax, super::wrong_arity));
+    }
+    let key = args[1];
+    let hash = ctx.write_or_create::<Hash>(key)?;
+    let created = args[2..]
+        .chunks_exact(2)
+        .filter(|pair| hash.insert(pair[0].to_vec(), pair[1].to_vec()).is_none())
+        .count();
+    // Redis signals even when every value was already there.
+    ctx.modified(key);
+    // HSET answers how many fields are new; the deprecated HMSET answers OK.
+    Ok(if is(args[0], "hmset") {
+        reply::ok()
+    } else {
+        reply::int(created)
+    })
+}
+
+fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let (key, field) = (args[1], args[2]);
+    let hash = ctx.write_or_create::<Hash>(key)?;
+    if hash.contains_key(field) {
+        return Ok(reply::int(0));
+    }
+    hash.insert(field.to_vec(), args[3].to_vec());
+    ctx.modified(key);
+    Ok(reply::int(1))
+}
+
+fn hget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let value = ctx
+        .read::<Hash>(args[1])?
+        .and_then(|h| h.get(args[2]))
+        .cloned();
+    Ok(value.map_or_else(reply::nil, reply::bulk))
+}
+
+/// A missing key is an empty hash: one nil per field.
+fn hmget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let hash = ctx.read::<Hash>(args[1])?;
+    let values = args[2..]
+        .iter()
+        .map(|f| {
+            hash.and_then(|h| h.get(*f))
+                .map_or_else(reply::nil, |v| reply::bulk(v.clone()))
+        })
+        .collect();
+    Ok(reply::array(values))
+}
+
+/// Which parts of each field HGETALL, HKEYS and HVALS reply with.
+#[derive(Clone, Copy)]
+enum Parts {
+    Fields,
+    Values,
+    Both,
+}
+
+fn hgetall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    dump(ctx, args[1], Parts::Both)
+}
+
+fn hkeys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    dump(ctx, args[1], Parts::Fields)
+}
+
+fn hvals(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    dump(ctx, args[1], Parts::Values)
+}
+
+/// The whole hash as a flat array (RESP2's shape of HGETALL's map).
+fn dump(ctx: &mut Ctx<'_>, key: &[u8], parts: Parts) -> CmdResult {
+    let Some(hash) = ctx.read::<Hash>(key)? else {
+        return Ok(reply::array(Vec::new()));
+    };
+    Ok(reply::array(flatten(hash.iter(), parts)))
+}
+
+/// Field/value pairs as the flat list of bulk strings RESP2 replies with.
+fn flatten<'a>(
+    pairs: impl Iterator<Item = (&'a Bytes, &'a Bytes)>,
+    parts: Parts,
+) -> Vec<redis::Value> {
+    let mut out = Vec::new();
+    for (field, value) in pairs {
+        if matches!(parts, Parts::Fields | Parts::Both) {
+            out.push(reply::bulk(field.clone()));
+        }
+        if matches!(parts, Parts::Values | Parts::Both) {
+            out.push(reply::bulk(value.clone()));
+        }
+    }
+    out
+}
+
+/// Deleting the last field deletes the key.
+fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let key = args[1];
+    let Some(hash) = ctx.write::<Hash>(key)? else {
+        return Ok(reply::int(0));
+    };
+    let deleted = args[2..]
+        .iter()
+        .filter(|f| hash.remove(**f).is_some())
+        .count();
+    if deleted > 0 {
+        ctx.drop_if_empty(key);
+        ctx.modified(key);
+    }
+    Ok(reply::int(deleted))
+}
+
+fn hexists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let found = ctx
+        .read::<Hash>(args[1])?
+        .is_some_and(|h| h.contains_key(args[2]));
+    Ok(reply::int(i64::from(found)))
+}
+
+fn hlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let len = ctx.read::<Hash>(args[1])?.map_or(0, HashMap::len);
+    Ok(reply::int(len))
+}
+
+fn hstrlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let len = ctx
+        .read::<Hash>(args[1])?
+        .and_then(|h| h.get(args[2]))
+        .map_or(0, Vec::len);
+    Ok(reply::int(len))
+}
+
+/// HINCRBY: the increment is checked first, then the type of the key, then
+/// the stored value (which must be a canonical integer, as `string2ll`
+/// reads it), then the overflow.
+fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let (key, field) = (args[1], args[2]);
+    let incr = int_arg(args[3])?;
+    let hash = ctx.write_or_create::<Hash>(key)?;
+    let current = match hash.get(field) {
+        Some(v) => parse_i64(v).ok_or_else(|| CmdError::err("hash value is not an integer"))?,
+        None => 0,
+    };
+    let sum = current.checked_add(incr).ok_or(CmdError::Overflow)?;
+    hash.insert(field.to_vec(), sum.to_string().into_bytes());
+    ctx.modified(key);
+    Ok(reply::int(sum))
+}
+
+/// HINCRBYFLOAT computes in `long double` like Redis and stores the result
+/// as text, so the next HGET returns exactly what this command replied.
+fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let (key, field) = (args[1], args[2]);
+    let incr = LongDouble::parse(args[3]).ok_or(CmdError::NotFloat)?;
+    // Adding the increment to zero is the finiteness test: `string2ld`
+    // accepts "inf", which Redis then refuses with its own message.
+    let incr = ld_zero()?
+        .checked_add(incr)
+        .ok_or_else(|| CmdError::err("value is NaN or Infinity"))?;
+    let hash = ctx.write_or_create::<Hash>(key)?;
+    let current = match hash.get(field) {
+        Some(v) => {
+            LongDouble::parse(v).ok_or_else(|| CmdError::err("hash value is not a float"))?
+        }
+        None => ld_zero()?,
+    };
+    let sum = current
+        .checked_add(incr)
+        .ok_or_else(|| CmdError::err("increment would produce NaN or Infinity"))?;
+    let text = sum.to_human_string().into_bytes();
+    hash.insert(field.to_vec(), text.clone());
+    ctx.modified(key);
+    Ok(reply::bulk(text))
+}
+
+/// The `long double` zero: a missing field counts as 0.
+fn ld_zero() -> Result<LongDouble, CmdError> {
+    LongDouble::parse(b"0").ok_or(CmdError::NotFloat)
+}
+
+/// The most elements HRANDFIELD with a negative count may reply with.
+///
+/// Redis has no limit: `HRANDFIELD h -4611686018427387903 WITHVALUES` makes
+/// it build a reply until the machine runs out of memory (we saw the kernel
+/// kill it). An in-process engine must not take its host down, so a count
+/// whose reply would exceed this many picks gets Redis's own "value is out
+/// of range" error instead. No sensible client asks for more.
+const MAX_RANDOM_PICKS: u64 = 1 << 24;
+
+/// HRANDFIELD key [count [WITHVALUES]].
+///
+/// The count is checked before the key is looked up; a positive count
+/// gives distinct fields (the whole hash if it is not larger), a negative
+/// one `|count|` independent picks, repeats allowed.
+fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let Some(count_arg) = args.get(2) else {
+        return random_field(ctx, args[1]);
+    };
+    let count = int_arg(count_arg)?;
+    if count == i64::MIN {
+        return Err(CmdError::err(
+            "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    let with_values = match &args[3..] {
+        [] => false,
+        [opt] if is(opt, "withvalues") => true,
+        _ => return Err(CmdError::Syntax),
+    };
+    // Redis doubles the count for WITHVALUES, so it caps it at half the range.
+    if with_values && count.unsigned_abs() > (i64::MAX / 2).unsigned_abs() {
+        return Err(CmdError::err("value is out of range"));
+    }
+    let Some(hash) = ctx.read::<Hash>(args[1])? else {
+        return Ok(reply::array(Vec::new()));
+    };
+    let parts = if with_values {
+        Parts::Both
+    } else {
+        Parts::Fields
+    };
+    let entries: Vec<(&Bytes, &Bytes)> = hash.iter().collect();
+    let mut rng = rand::rng();
+    let picks: Vec<usize> = if count < 0 {
+        let n = count.unsigned_abs();
+        if entries.is_empty() {
+            Vec::new()
+        } else if n > MAX_RANDOM_PICKS {
+            return Err(CmdError::err("value is out of range"));
+        } else {
+            (0..n).map(|_| rng.random_range(0..entries.len())).collect()
+        }
+    } else {
+        let n = usize::try_from(count).unwrap_or(usize::MAX);
+        if n >= entries.len() {
+            (0..entries.len()).collect()
+        } else {
+            index::sample(&mut rng, entries.len(), n).into_vec()
+        }
+    };
+    let chosen = picks.into_iter().filter_map(|i| entries.get(i).copied());
+    Ok(reply::array(flatten(chosen, parts)))
+}
+
+/// HRANDFIELD without a count: one field as a bulk string, nil if no key.
+fn random_field(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
+    let Some(hash) = ctx.read::<Hash>(key)? else {
+        return Ok(reply::nil());
+    };
+    let mut rng = rand::rng();
+    let n = rng.random_range(0..hash.len().max(1));
+    Ok(hash
+        .keys()
+        .nth(n)
+        .map_or_else(reply::nil, |f| reply::bulk(f.clone())))
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count].
+///
+/// Redis parses the cursor, then looks the key up, and only then parses
+/// the options: a missing key answers an empty scan whatever the options.
+///
+/// Every call returns all matching fields and the cursor 0, whatever the
+/// cursor and COUNT. Redis does exactly that for hashes small enough to be
+/// stored as a listpack (and COUNT is only a hint anyway); for larger ones
+/// it walks its hash table in steps. One step holding everything keeps
+/// SCAN's guarantees (every field present for the whole iteration is
+/// returned, none twice within a call), while our `HashMap` offers no
+/// cursor that survives a rehash. The reply is never larger than HGETALL's.
+fn hscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    parse_cursor(args[2])?;
+    let Some(hash) = ctx.read::<Hash>(args[1])? else {
+        return Ok(scan_reply(Vec::new()));
+    };
+    let opts = parse_scan_options(&args[3..], false)?;
+    let matching = hash
+        .iter()
+        .filter(|(field, _)| opts.pattern.is_none_or(|p| glob_match(p, field, false)));
+    Ok(scan_reply(flatten(matching, Parts::Both)))
+}
+
+/// A final SCAN-family step: cursor "0" and the items.
+fn scan_reply(items: Vec<redis::Value>) -> redis::Value {
+    reply::array(vec![reply::bulk("0"), reply::array(items)])
+}
+
+/// Expected replies are the ones redis-server 7.0.15 gave to the same
+/// commands (RESP2, read with `redis-cli --no-raw`).
+#[cfg(test)]
+mod tests {
+    use redis::Value;
+
+    use crate::memory::error::error_value;
+    use crate::memory::{Connection, Engine, ManualClock};
+
+    /// Runs a command written as space-separated words.
+    fn run(c: &mut Connection, line: &str) -> Value {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        c.execute(&args)
+    }
+
+    fn int(n: i64) -> Value {
+        Value::Int(n)
+    }
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    fn bulks(items: &[&str]) -> Value {
+        Value::Array(items.iter().map(|s| bulk(s)).collect())
+    }
+
+    fn err(text: &str) -> Value {
+        error_value(text)
+    }
+
+    fn empty() -> Value {
+        Value::Array(Vec::new())
+    }
+
+    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    const NOT_INT: &str = "ERR value is not an integer or out of range";
+
+    /// The bulk strings of an array reply, sorted (for unordered replies).
+    fn sorted(v: Value) -> Vec<String> {
+        let Value::Array(items) = v else {
+            panic!("not an array: {v:?}");
+        };
+        let mut out: Vec<String> = items
+            .into_iter()
+            .map(|i| match i {
+                Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                other => panic!("not a bulk string: {other:?}"),
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A flat field/value array as sorted pairs.
+    fn pairs(v: Value) -> Vec<(String, String)> {
+        let Value::Array(items) = v else {
+            panic!("not an array: {v:?}");
+        };
+        let text = |i: &Value| match i {
+            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            other => panic!("not a bulk string: {other:?}"),
+        };
+        assert_eq!(items.len() % 2, 0, "odd flat array");
+        let mut out: Vec<(String, String)> = items
+            .chunks(2)
+            .map(|p| (text(&p[0]), text(&p[1])))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn owned(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    /// Whether `line`, run between WATCH and EXEC on the same connection,
+    /// aborts the transaction (i.e. it marked `key` modified).
+    fn touches(c: &mut Connection, key: &str, line: &str) -> bool {
+        assert_eq!(run(c, &format!("WATCH {key}")), Value::Okay);
+        run(c, line);
+        run(c, "MULTI");
+        run(c, "PING");
+        run(c, "EXEC") == Value::Nil
+    }
+
+    fn conn() -> Connection {
+        Engine::new().connection()
+    }
+
+    #[test]
+    fn hset_counts_new_fields_and_hmset_says_ok() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HSET h a 1 b 2 a 3"), int(2));
+        assert_eq!(run(&mut c, "HGET h a"), bulk("3"));
+        assert_eq!(run(&mut c, "HSET h a 4 c 5"), int(1));
+        assert_eq!(run(&mut c, "HMSET h c 3"), Value::Okay);
+        assert_eq!(run(&mut c, "hmset h d 4"), Value::Okay);
+        assert_eq!(run(&mut c, "HLEN h"), int(4));
+    }
+
+    #[test]
+    fn hset_arity_errors_name_the_command() {
+        let mut c = conn();
+        let hset = "ERR wrong number of arguments for 'hset' command";
+        assert_eq!(run(&mut c, "HSET h a 1 b"), err(hset));
+        assert_eq!(run(&mut c, "HSET h a"), err(hset));
+        assert_eq!(run(&mut c, "HSET h"), err(hset));
+        assert_eq!(
+            run(&mut c, "HMSET h a 1 b"),
+            err("ERR wrong number of arguments for 'hmset' command")
+        );
+        // The arity error comes before the type check, and writes nothing.
+        run(&mut c, "RPUSH s x");
+        assert_eq!(run(&mut c, "HSET s a 1 b"), err(hset));
+        assert_eq!(run(&mut c, "EXISTS h"), int(0));
+    }
+
+    #[test]
+    fn reads_of_missing_keys_and_fields() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HGET nokey a"), Value::Nil);
+        assert_eq!(
+            run(&mut c, "HMGET nokey a b"),
+            Value::Array(vec![Value::Nil, Value::Nil])
+        );
+        assert_eq!(run(&mut c, "HGETALL nokey"), empty());
+        assert_eq!(run(&mut c, "HKEYS nokey"), empty());
+        assert_eq!(run(&mut c, "HVALS nokey"), empty());
+        assert_eq!(run(&mut c, "HLEN nokey"), int(0));
+        assert_eq!(run(&mut c, "HEXISTS nokey a"), int(0));
+        assert_eq!(run(&mut c, "HSTRLEN nokey a"), int(0));
+        assert_eq!(run(&mut c, "HDEL nokey a"), int(0));
+        run(&mut c, "HSET h a 1 c 333");
+        assert_eq!(
+            run(&mut c, "HMGET h a zz c"),
+            Value::Array(vec![bulk("1"), Value::Nil, bulk("333")])
+        );
+        assert_eq!(run(&mut c, "HEXISTS h a"), int(1));
+        assert_eq!(run(&mut c, "HEXISTS h zz"), int(0));
+        assert_eq!(run(&mut c, "HSTRLEN h c"), int(3));
+        assert_eq!(run(&mut c, "HSTRLEN h zz"), int(0));
+        assert_eq!(run(&mut c, "HGET h zz"), Value::Nil);
+    }
+
+    #[test]
+    fn whole_hash_replies() {
+        let mut c = conn();
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        assert_eq!(
+            pairs(run(&mut c, "HGETALL h")),
+            owned(&[("a", "1"), ("b", "2"), ("c", "3")])
+        );
+        assert_eq!(sorted(run(&mut c, "HKEYS h")), ["a", "b", "c"]);
+        assert_eq!(sorted(run(&mut c, "HVALS h")), ["1", "2", "3"]);
+    }
+
+    #[test]
+    fn every_command_refuses_another_type() {
+        let mut c = conn();
+        run(&mut c, "RPUSH s x");
+        for line in [
+            "HSET s a 1",
+            "HMSET s a 1",
+            "HSETNX s a 1",
+            "HGET s a",
+            "HMGET s a",
+            "HGETALL s",
+            "HKEYS s",
+            "HVALS s",
+            "HDEL s a",
+            "HEXISTS s a",
+            "HLEN s",
+            "HSTRLEN s a",
+            "HINCRBY s a 1",
+            "HINCRBYFLOAT s a 1",
+            "HRANDFIELD s",
+            "HRANDFIELD s 1",
+            "HRANDFIELD s 0",
+            "HSCAN s 0",
+            "HSCAN s 0 COUNT 0",
+        ] {
+            assert_eq!(run(&mut c, line), err(WRONGTYPE), "{line}");
+        }
+        assert_eq!(run(&mut c, "LRANGE s 0 -1"), bulks(&["x"]));
+    }
+
+    #[test]
+    fn hdel_counts_and_deletes_the_emptied_key() {
+        let mut c = conn();
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        assert_eq!(run(&mut c, "HDEL h zz"), int(0));
+        assert_eq!(run(&mut c, "HDEL h a a b"), int(2));
+        assert_eq!(pairs(run(&mut c, "HGETALL h")), owned(&[("c", "3")]));
+        assert_eq!(run(&mut c, "HDEL h c"), int(1));
+        assert_eq!(run(&mut c, "EXISTS h"), int(0));
+    }
+
+    #[test]
+    fn hsetnx_sets_only_new_fields() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HSETNX h a 1"), int(1));
+        assert_eq!(run(&mut c, "HSETNX h a 100"), int(0));
+        assert_eq!(run(&mut c, "HGET h a"), bulk("1"));
+    }
+
+    #[test]
+    fn hincrby_rules() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HINCRBY h f abc"), err(NOT_INT));
+        assert_eq!(
+            run(&mut c, "EXISTS h"),
+            int(0),
+            "a refused HINCRBY leaves no key"
+        );
+        run(&mut c, "RPUSH s x");
+        // The increment is parsed before the type is checked.
+        assert_eq!(run(&mut c, "HINCRBY s f abc"), err(NOT_INT));
+        for bad in ["9223372036854775808", "+1", "01", "1.0", ""] {
+            assert_eq!(
+                run(&mut c, &format!("HINCRBY h f {bad}")),
+                err(NOT_INT),
+                "{bad}"
+            );
+        }
+        assert_eq!(run(&mut c, "HINCRBY h f 5"), int(5));
+        assert_eq!(run(&mut c, "HINCRBY h f -7"), int(-2));
+        assert_eq!(run(&mut c, "HGET h f"), bulk("-2"));
+        run(&mut c, "HSET h g x");
+        assert_eq!(
+            run(&mut c, "HINCRBY h g 1"),
+            err("ERR hash value is not an integer")
+        );
+        c.execute(&[b"HSET", b"h", b"sp", b" 1"]);
+        assert_eq!(
+            run(&mut c, "HINCRBY h sp 1"),
+            err("ERR hash value is not an integer")
+        );
+        run(
+            &mut c,
+            "HSET h m 9223372036854775807 n -9223372036854775808",
+        );
+        let overflow = err("ERR increment or decrement would overflow");
+        assert_eq!(run(&mut c, "HINCRBY h m 1"), overflow);
+        assert_eq!(run(&mut c, "HINCRBY h n -1"), overflow);
+        assert_eq!(run(&mut c, "HINCRBY h m -1"), int(9223372036854775806));
+        assert_eq!(run(&mut c, "HINCRBY h n 9223372036854775807"), int(-1));
+        assert_eq!(run(&mut c, "HGET h m"), bulk("9223372036854775806"));
+    }
+
+    #[test]
+    fn hincrbyfloat_rules() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h new 10.50"), bulk("10.5"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h new 3.0e3"), bulk("3010.5"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h new -3010.5"), bulk("0"));
+        assert_eq!(run(&mut c, "HGET h new"), bulk("0"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h e 5.0e3"), bulk("5000"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h e -0.25"), bulk("4999.75"));
+        run(&mut c, "HSET h a 1");
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h a 1.5"), bulk("2.5"));
+        let not_float = err("ERR value is not a valid float");
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h a abc"), not_float);
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h a nan"), not_float);
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h a "), not_float);
+        assert_eq!(c.execute(&[b"HINCRBYFLOAT", b"h", b"a", b" 1"]), not_float);
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT h a inf"),
+            err("ERR value is NaN or Infinity")
+        );
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT nokey a -inf"),
+            err("ERR value is NaN or Infinity")
+        );
+        assert_eq!(run(&mut c, "EXISTS nokey"), int(0));
+        run(&mut c, "HSET h x hello");
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT h x 1"),
+            err("ERR hash value is not a float")
+        );
+        c.execute(&[b"HSET", b"h", b"sp", b" 1"]);
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT h sp 1"),
+            err("ERR hash value is not a float")
+        );
+        run(&mut c, "HSET h i inf");
+        assert_eq!(
+            run(&mut c, "HINCRBYFLOAT h i 1"),
+            err("ERR increment would produce NaN or Infinity")
+        );
+        assert_eq!(run(&mut c, "HGET h i"), bulk("inf"));
+        run(&mut c, "RPUSH s x");
+        assert_eq!(run(&mut c, "HINCRBYFLOAT s a x"), not_float);
+        assert_eq!(run(&mut c, "HINCRBYFLOAT s a 1"), err(WRONGTYPE));
+    }
+
+    /// Sums that only `long double` arithmetic gets right (the replies of
+    /// redis-server on x86-64, where `long double` is 80-bit extended).
+    #[test]
+    #[ignore = "needs the exact LongDouble being written in float.rs; un-ignore on merge"]
+    fn hincrbyfloat_computes_in_long_double() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h f 0.1"), bulk("0.1"));
+        assert_eq!(run(&mut c, "HINCRBYFLOAT h f 0.2"), bulk("0.3"));
+        assert_eq!(run(&mut c, "HGET h f"), bulk("0.3"));
+        run(&mut c, "HSET h big 1.7e308");
+        let Value::BulkString(sum) = run(&mut c, "HINCRBYFLOAT h big 1.7e308") else {
+            panic!("not a bulk string");
+        };
+        assert!(sum.starts_with(b"340000000000000000006273556050395"));
+        assert_eq!(sum.len(), 309);
+    }
+
+    #[test]
+    fn hrandfield_argument_checks() {
+        let mut c = conn();
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        run(&mut c, "RPUSH s x");
+        assert_eq!(run(&mut c, "HRANDFIELD nokey"), Value::Nil);
+        assert_eq!(run(&mut c, "HRANDFIELD nokey 3"), empty());
+        assert_eq!(run(&mut c, "HRANDFIELD nokey -3 WITHVALUES"), empty());
+        assert_eq!(run(&mut c, "HRANDFIELD nokey 0"), empty());
+        assert_eq!(run(&mut c, "HRANDFIELD nokey x"), err(NOT_INT));
+        assert_eq!(run(&mut c, "HRANDFIELD s x"), err(NOT_INT));
+        assert_eq!(run(&mut c, "HRANDFIELD h WITHVALUES"), err(NOT_INT));
+        let min = err(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        );
+        assert_eq!(run(&mut c, "HRANDFIELD h -9223372036854775808"), min);
+        assert_eq!(run(&mut c, "HRANDFIELD nokey -9223372036854775808"), min);
+        let range = err("ERR value is out of range");
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h 9223372036854775807 WITHVALUES"),
+            range
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h 4611686018427387904 WITHVALUES"),
+            range
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h -4611686018427387904 WITHVALUES"),
+            range
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h 1 WITHVALUE"),
+            err("ERR syntax error")
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h 1 WITHVALUES x"),
+            err("ERR syntax error")
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD nokey 1 WITHVALUE"),
+            err("ERR syntax error")
+        );
+        assert_eq!(run(&mut c, "HRANDFIELD h 0"), empty());
+        assert_eq!(run(&mut c, "HRANDFIELD h 0 WITHVALUES"), empty());
+    }
+
+    #[test]
+    fn hrandfield_picks() {
+        let mut c = conn();
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        let all = owned(&[("a", "1"), ("b", "2"), ("c", "3")]);
+        // A count at least the size gives the whole hash.
+        assert_eq!(pairs(run(&mut c, "HRANDFIELD h 5 WITHVALUES")), all);
+        assert_eq!(
+            pairs(run(&mut c, "HRANDFIELD h 4611686018427387903 withvalues")),
+            all
+        );
+        assert_eq!(sorted(run(&mut c, "HRANDFIELD h 3")), ["a", "b", "c"]);
+        for _ in 0..20 {
+            // Fewer than the size: distinct fields.
+            let two = sorted(run(&mut c, "HRANDFIELD h 2"));
+            assert_eq!(two.len(), 2);
+            assert_ne!(two[0], two[1]);
+            assert!(two.iter().all(|f| ["a", "b", "c"].contains(&f.as_str())));
+            // Negative: exactly |count| picks, each a real pair.
+            let picks = pairs(run(&mut c, "HRANDFIELD h -5 WITHVALUES"));
+            assert_eq!(picks.len(), 5);
+            assert!(picks.iter().all(|p| all.contains(p)));
+            let one = run(&mut c, "HRANDFIELD h");
+            assert!([bulk("a"), bulk("b"), bulk("c")].contains(&one), "{one:?}");
+        }
+        // Repeats appear with a negative count larger than the hash.
+        let many = sorted(run(&mut c, "HRANDFIELD h -50"));
+        assert_eq!(many.len(), 50);
+        assert_eq!(sorted(run(&mut c, "HRANDFIELD h -1")).len(), 1);
+        // Beyond what an in-process engine will build (Redis runs out of memory).
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h -4611686018427387903 WITHVALUES"),
+            err("ERR value is out of range")
+        );
+        assert_eq!(
+            run(&mut c, "HRANDFIELD h -9223372036854775807"),
+            err("ERR value is out of range")
+        );
+    }
+
+    #[test]
+    fn hscan_replies_everything_at_once() {
+        let mut c = conn();
+        assert_eq!(
+            run(&mut c, "HSCAN nokey 0"),
+            Value::Array(vec![bulk("0"), empty()])
+        );
+        // Options are parsed only once the key is found.
+        assert_eq!(
+            run(&mut c, "HSCAN nokey 0 COUNT 0"),
+            Value::Array(vec![bulk("0"), empty()])
+        );
+        assert_eq!(
+            run(&mut c, "HSCAN nokey 0 blah"),
+            Value::Array(vec![bulk("0"), empty()])
+        );
+        assert_eq!(run(&mut c, "HSCAN nokey abc"), err("ERR invalid cursor"));
+        assert_eq!(
+            c.execute(&[b"HSCAN", b"nokey", b" 1"]),
+            err("ERR invalid cursor")
+        );
+        assert_eq!(
+            run(&mut c, "HSCAN h 18446744073709551616"),
+            err("ERR invalid cursor")
+        );
+        run(&mut c, "HSET h a 1 b 2 c 3");
+        let all = owned(&[("a", "1"), ("b", "2"), ("c", "3")]);
+        for cursor in ["0", "7", "18446744073709551615"] {
+            let Value::Array(reply) = run(&mut c, &format!("HSCAN h {cursor}")) else {
+                panic!("not an array");
+            };
+            assert_eq!(reply[0], bulk("0"));
+            assert_eq!(pairs(reply[1].clone()), all);
+        }
+        let scan = |c: &mut Connection, line: &str| {
+            let Value::Array(mut reply) = run(c, line) else {
+                panic!("not an array");
+            };
+            assert_eq!(reply[0], bulk("0"));
+            pairs(reply.remove(1))
+        };
+        assert_eq!(scan(&mut c, "HSCAN h 0 MATCH a*"), owned(&[("a", "1")]));
+        assert_eq!(
+            scan(&mut c, "HSCAN h 0 match [ab] count 1"),
+            owned(&[("a", "1"), ("b", "2")])
+        );
+        assert_eq!(run(&mut c, "HSCAN h 0 COUNT 0"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HSCAN h 0 COUNT x"), err(NOT_INT));
+        assert_eq!(
+            run(&mut c, "HSCAN h 0 TYPE string"),
+            err("ERR syntax error")
+        );
+        assert_eq!(run(&mut c, "HSCAN h 0 MATCH"), err("ERR syntax error"));
+        // `*` matches the empty field; any other pattern needs a character.
+        c.execute(&[b"HSET", b"e", b"", b"x"]);
+        assert_eq!(scan(&mut c, "HSCAN e 0 MATCH *"), owned(&[("", "x")]));
+        assert_eq!(scan(&mut c, "HSCAN e 0 MATCH *?"), owned(&[]));
+        assert_eq!(scan(&mut c, "HSCAN e 0 MATCH **"), owned(&[]));
+    }
+
+    #[test]
+    fn field_writes_keep_the_ttl() {
+        let clock = ManualClock::new(1_000_000);
+        let engine = Engine::with_clock(clock.clone());
+        let mut c = engine.connection();
+        run(&mut c, "HSET h a 1");
+        run(&mut c, "EXPIRE h 100");
+        run(&mut c, "HSET h b 2");
+        run(&mut c, "HINCRBY h n 1");
+        run(&mut c, "HINCRBYFLOAT h f 1.5");
+        run(&mut c, "HSETNX h z 1");
+        run(&mut c, "HDEL h a");
+        assert_eq!(run(&mut c, "TTL h"), int(100));
+        clock.advance(std::time::Duration::from_secs(101));
+        assert_eq!(run(&mut c, "HGET h b"), Value::Nil);
+        // A write to an expired hash starts a new one, without TTL.
+        assert_eq!(run(&mut c, "HSET h b 3"), int(1));
+        assert_eq!(run(&mut c, "HLEN h"), int(1));
+        assert_eq!(run(&mut c, "TTL h"), int(-1));
+    }
+
+    #[test]
+    fn writes_touch_watched_keys_only_when_redis_does() {
+        let mut c = conn();
+        run(&mut c, "HSET h f v");
+        // Observed on redis-server: aborts the transaction or not.
+        assert!(
+            touches(&mut c, "h", "HSET h f v"),
+            "HSET with the same value"
+        );
+        assert!(touches(&mut c, "h", "HINCRBY h n 0"));
+        assert!(touches(&mut c, "h", "HINCRBYFLOAT h x 0"));
+        assert!(touches(&mut c, "h", "HSETNX h new v"));
+        assert!(touches(&mut c, "h", "HDEL h new"));
+        assert!(!touches(&mut c, "h", "HSETNX h f v"));
+        assert!(!touches(&mut c, "h", "HDEL h zz"));
+        assert!(
+            !touches(&mut c, "h", "HINCRBY h f 1"),
+            "refused: not an integer"
+        );
+        assert!(!touches(&mut c, "h", "HGETALL h"));
+        assert!(!touches(&mut c, "m", "HDEL m f"));
+    }
+
+    #[test]
+    fn binary_fields_and_values() {
+        let mut c = conn();
+        let field: &[u8] = &[0xff, 0, b'\r', b'\n'];
+        let value: &[u8] = &[0xfe, 0];
+        assert_eq!(c.execute(&[b"HSET", b"h", field, value]), int(1));
+        assert_eq!(
+            c.execute(&[b"HGET", b"h", field]),
+            Value::BulkString(value.to_vec())
+        );
+        assert_eq!(c.execute(&[b"HSTRLEN", b"h", field]), int(2));
+        assert_eq!(
+            c.execute(&[b"HINCRBY", b"h", field, b"1"]),
+            err("ERR hash value is not an integer")
+        );
+    }
+}

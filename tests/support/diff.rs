@@ -403,12 +403,16 @@ impl Differ {
     /// SCAN, 2 for HSCAN/SSCAN/ZSCAN) to the end of its iteration on each
     /// side, and compares what the iterations returned, as sets (of
     /// field/value pairs for HSCAN and ZSCAN). An error reply of the first
-    /// step is compared exactly.
+    /// step is compared exactly. Inside MULTI it is queued like any command.
     pub fn scan_all(&mut self, conn: usize, args: &[Vec<u8>]) -> Result<Value, Mismatch> {
         let name = args
             .first()
             .map(|n| String::from_utf8_lossy(n).to_ascii_uppercase())
             .unwrap_or_default();
+        if self.side(conn).queued.is_some() {
+            // Inside MULTI a SCAN is queued, and EXEC runs one step of it.
+            return self.run(conn, args);
+        }
         let cursor_at = if name == "SCAN" { 1 } else { 2 };
         let chunk = if name == "HSCAN" || name == "ZSCAN" {
             2

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use redis::{AsyncCommands, Value};
 use redmodel::{Db, Error};
-use redmodel_suite::{backend_tests, private_server_or_skip, RedisServer};
+use redmodel_suite::{backend_tests, private_server_or_skip, redis_server_available, RedisServer};
 
 backend_tests! {
     /// Typed replies: OK, bulk strings, integers, nil as `None`.
@@ -409,7 +409,7 @@ async fn unreachable_server_is_a_connection_error() {
 /// `appendonly yes` and `appendfsync always` the data survives the crash.
 #[tokio::test]
 async fn private_server_kill_and_restart() {
-    if private_server_or_skip("private_server_kill_and_restart").is_none() {
+    if !redis_server_available("private_server_kill_and_restart") {
         return;
     }
     let mut server = RedisServer::builder()

@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use redmodel::Db;
 
-use crate::server::{RedisServer, ServerError};
+use crate::server::{check_installed, RedisServer};
 
 /// Which backend a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,23 +198,35 @@ pub fn redis_url() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// Starts a private server, applying the missing-server policy: `None`
-/// (with a printed note) when redis-server is not installed, outside CI;
-/// a panic with the reason under CI or when an installed server fails.
-pub fn private_server_or_skip(test_name: &str) -> Option<RedisServer> {
-    match RedisServer::start() {
-        Ok(server) => Some(server),
-        Err(ServerError::NotInstalled(why)) if !under_ci() => {
+/// The missing-server policy: `true` if redis-server can be run; `false`
+/// (with a printed note) when it is not installed, outside CI; a panic
+/// saying what to install under `CI=true`.
+pub fn redis_server_available(test_name: &str) -> bool {
+    match check_installed() {
+        Ok(()) => true,
+        Err(why) if !under_ci() => {
             eprintln!(
                 "note: {test_name}: real-Redis half skipped: {why} \
                  (install redis-server, or set REDIS_URL; under CI=true this fails)"
             );
-            None
+            false
         }
-        Err(e @ ServerError::NotInstalled(_)) => panic!(
-            "{test_name}: {e}. CI=true requires a real Redis: install redis-server \
+        Err(why) => panic!(
+            "{test_name}: {why}. CI=true requires a real Redis: install redis-server \
              (or point REDIS_SERVER_BIN at it)"
         ),
+    }
+}
+
+/// Starts a private server with the default options, applying the
+/// missing-server policy of [`redis_server_available`]; an installed
+/// server that fails to start is a panic with its log.
+pub fn private_server_or_skip(test_name: &str) -> Option<RedisServer> {
+    if !redis_server_available(test_name) {
+        return None;
+    }
+    match RedisServer::start() {
+        Ok(server) => Some(server),
         Err(e) => panic!("{test_name}: {e}"),
     }
 }

@@ -363,7 +363,7 @@ impl Differ {
 
     /// Runs one command on connection `conn` of both sides; returns the
     /// real server's reply if the engine's agrees with it.
-    pub fn run(&mut self, conn: usize, args: &[Vec<u8>]) -> Result<Value, Mismatch> {
+    pub fn run(&mut self, conn: usize, args: &[Vec<u8>]) -> Result<Value, Box<Mismatch>> {
         let name = args
             .first()
             .map(|n| String::from_utf8_lossy(n).to_ascii_uppercase())
@@ -390,12 +390,12 @@ impl Differ {
         if agree(&mode, &real, &engine) {
             Ok(real)
         } else {
-            Err(Mismatch {
+            Err(Box::new(Mismatch {
                 conn,
                 command: args.to_vec(),
                 expected: real,
                 got: engine,
-            })
+            }))
         }
     }
 
@@ -404,7 +404,7 @@ impl Differ {
     /// side, and compares what the iterations returned, as sets (of
     /// field/value pairs for HSCAN and ZSCAN). An error reply of the first
     /// step is compared exactly. Inside MULTI it is queued like any command.
-    pub fn scan_all(&mut self, conn: usize, args: &[Vec<u8>]) -> Result<Value, Mismatch> {
+    pub fn scan_all(&mut self, conn: usize, args: &[Vec<u8>]) -> Result<Value, Box<Mismatch>> {
         let name = args
             .first()
             .map(|n| String::from_utf8_lossy(n).to_ascii_uppercase())
@@ -428,12 +428,12 @@ impl Differ {
         if real == engine {
             Ok(real)
         } else {
-            Err(Mismatch {
+            Err(Box::new(Mismatch {
                 conn,
                 command: args.to_vec(),
                 expected: real,
                 got: engine,
-            })
+            }))
         }
     }
 }

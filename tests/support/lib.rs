@@ -70,7 +70,7 @@ pub mod diff;
 mod server;
 
 pub use backend::{
-    for_each_backend, glob_escape, make_ctx, private_server_or_skip, redis_url, run_on, under_ci,
-    unique_prefix, Backend, Scope, TestCtx, TestOutcome,
+    for_each_backend, glob_escape, make_ctx, private_server_or_skip, redis_server_available,
+    redis_url, run_on, under_ci, unique_prefix, Backend, Scope, TestCtx, TestOutcome,
 };
 pub use server::{check_installed, server_binary, RedisServer, RedisServerBuilder, ServerError};

@@ -93,13 +93,42 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdRes
     Ok(if nx { reply::int(1) } else { reply::ok() })
 }
 
-/// Parses a SCAN-family cursor: an unsigned 64-bit decimal.
+/// Parses a SCAN-family cursor as Redis does (C's `strtoul` in base 10,
+/// refusing a leading space, trailing bytes and overflow): an optional
+/// sign, then digits; a negative number wraps around (`-1` is 2^64-1), and
+/// the empty string is cursor 0 (`strtoul` reads nothing and stops at the end).
 pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
-    std::str::from_utf8(arg)
-        .ok()
-        .filter(|s| !s.starts_with('+') && !s.is_empty())
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| CmdError::err("invalid cursor"))
+    let invalid = || CmdError::err("invalid cursor");
+    let Some(&first) = arg.first() else {
+        return Ok(0);
+    };
+    // C's isspace: space, \t, \n, \v, \f, \r.
+    if first == b' ' || (b'\t'..=b'\r').contains(&first) {
+        return Err(invalid());
+    }
+    let (negative, digits) = match first {
+        b'-' => (true, &arg[1..]),
+        b'+' => (false, &arg[1..]),
+        _ => (false, arg),
+    };
+    if digits.is_empty() {
+        return Err(invalid());
+    }
+    let mut value: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return Err(invalid());
+        }
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+            .ok_or_else(invalid)?;
+    }
+    Ok(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 /// The options shared by SCAN, HSCAN, SSCAN and ZSCAN.
@@ -161,4 +190,50 @@ fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let pattern = (args[1] != b"*").then_some(args[1]);
     let keys = ctx.ks().keys(pattern, now);
     Ok(reply::bulks(keys.iter().map(|k| k.to_vec())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cursor;
+
+    /// The cursors redis-server 7.0.15 accepts and refuses.
+    #[test]
+    fn cursor_parsing_follows_strtoul() {
+        let ok: &[(&[u8], u64)] = &[
+            (b"0", 0),
+            (b"", 0),
+            (b"+5", 5),
+            (b"-0", 0),
+            (b"007", 7),
+            (b"-1", u64::MAX),
+            (b"18446744073709551615", u64::MAX),
+            (b"-18446744073709551615", 1),
+        ];
+        for (arg, want) in ok {
+            assert_eq!(
+                parse_cursor(arg),
+                Ok(*want),
+                "{:?}",
+                String::from_utf8_lossy(arg)
+            );
+        }
+        for bad in [
+            &b"x"[..],
+            b" 1",
+            b"\t1",
+            b"1 ",
+            b"+",
+            b"-",
+            b"0x1",
+            b"1.0",
+            b"18446744073709551616",
+            b"-18446744073709551616",
+        ] {
+            assert!(
+                parse_cursor(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 }

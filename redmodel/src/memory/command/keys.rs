@@ -115,7 +115,11 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
             .and_then(|v| v.checked_add(u64::from(d - b'0')))
             .ok_or_else(invalid)?;
     }
-    Ok(if negative { value.wrapping_neg() } else { value })
+    Ok(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 /// The options shared by SCAN, HSCAN, SSCAN and ZSCAN.

@@ -20,6 +20,25 @@ pub enum Error {
         #[source]
         source: redis::RedisError,
     },
+    /// The server refused the credentials (WRONGPASS), or wants some and got
+    /// none (NOAUTH). Retrying will not help: fix the URL.
+    #[error(
+        "Redis refused to authenticate: {source} (check the user and password in the URL: \
+         redis://USER:PASSWORD@HOST:PORT, or redis://:PASSWORD@HOST:PORT for the default user)"
+    )]
+    Auth {
+        /// What the client library or the server reported.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// The ACL user of the connection may not run this command or touch
+    /// this key (NOPERM). The connection itself is fine.
+    #[error("NOPERM {detail} (the ACL user given in the URL lacks this permission)")]
+    NoPermission {
+        /// The server's explanation, such as "this user has no permissions
+        /// to access one of the keys used as arguments".
+        detail: String,
+    },
     /// The server did not answer within the configured time.
     #[error("Redis did not answer within {0:?}")]
     Timeout(Duration),
@@ -50,6 +69,19 @@ impl Error {
 
 impl From<redis::RedisError> for Error {
     fn from(err: redis::RedisError) -> Self {
+        // Before the connection checks: redis-rs counts a refused login as
+        // "reconnect and retry", but no reconnection fixes a wrong password.
+        if is_auth_failure(&err) {
+            return Error::Auth { source: err };
+        }
+        if err.code() == Some("NOPERM") {
+            return Error::NoPermission {
+                detail: err.detail().unwrap_or_default().to_string(),
+            };
+        }
+        if err.kind() == redis::ErrorKind::InvalidClientConfig {
+            return Error::Config(err.to_string());
+        }
         if err.is_io_error()
             || err.is_connection_dropped()
             || err.is_connection_refusal()
@@ -72,4 +104,13 @@ impl From<redis::RedisError> for Error {
         }
         Error::Server(err)
     }
+}
+
+/// Whether the server refused or asked for credentials: redis-rs's own
+/// verdict on the login it sends when connecting, or the server's WRONGPASS /
+/// NOAUTH reply to a command (NOAUTH comes with the first command when the
+/// URL has no password for a server that needs one).
+fn is_auth_failure(err: &redis::RedisError) -> bool {
+    err.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"))
 }

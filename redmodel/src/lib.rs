@@ -15,11 +15,39 @@
 //! assert_eq!(name.as_deref(), Some("Teacher A"));
 //! # Ok(()) }
 //! ```
+//!
+//! # Cargo features
+//!
+//! - `tls` (**on by default**): `rediss://` URLs in [`Db::connect`] and
+//!   [`Db::from_env`], and `Db::connect_with_tls` for a private CA or a
+//!   client certificate. TLS is rustls with the ring crypto provider; the
+//!   server certificate is checked against the system's root certificates.
+//!   It is on by default because hosted Redis services (and any server
+//!   reached over a network one does not trust) are `rediss://`, and a
+//!   `REDIS_URL` that only fails once deployed is worse than the one-time
+//!   cost of compiling rustls and ring (about a minute of CPU on a first
+//!   build, nothing after). Turn it off with `default-features = false`
+//!   when only the memory engine or plain `redis://` is used: a `rediss://`
+//!   URL then gives [`Error::Config`] naming the feature to enable.
+//! - `tls-insecure` (off): also accept `rediss://host/#insecure`, TLS with
+//!   no certificate check, for development servers with self-signed
+//!   certificates.
+//!
+//! # URLs
+//!
+//! `redis://[user:password@]host[:port][/db]` as redis-rs reads it: the user
+//! and password log in through ACL (`AUTH user password`; `:password@`
+//! alone logs in as the `default` user), the db number is selected on every
+//! connection, and refused credentials fail at connect time with
+//! [`Error::Auth`]. A command the ACL user may not run, or on a key outside
+//! its key patterns, fails with [`Error::NoPermission`] (NOPERM), not a
+//! connection error.
 #![warn(missing_docs)]
 
 mod db;
 mod error;
 pub mod memory;
+mod tls;
 
 pub use db::{Db, DedicatedConnection};
 pub use error::{Error, Result};

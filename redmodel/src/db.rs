@@ -1,5 +1,6 @@
 //! `Db`: the one handle applications hold, over interchangeable backends.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{
@@ -45,7 +46,9 @@ pub struct Db {
 enum Backend {
     Memory(Engine),
     Redis {
-        client: redis::Client,
+        /// Shared, not copied, by clones of the Db (every query clones it):
+        /// with TLS its connection info carries the TLS parameters.
+        client: Arc<redis::Client>,
         manager: ConnectionManager,
     },
 }
@@ -119,7 +122,10 @@ impl Db {
             .set_max_delay(Duration::from_millis(500));
         let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(Db {
-            backend: Backend::Redis { client, manager },
+            backend: Backend::Redis {
+                client: Arc::new(client),
+                manager,
+            },
         })
     }
 

@@ -31,6 +31,22 @@ pub enum Error {
         #[source]
         source: redis::RedisError,
     },
+    /// The TLS handshake or the TLS layer failed: the server's certificate
+    /// is not trusted or does not name the host, the server wants a client
+    /// certificate, or what came back is not TLS. Retrying will not help:
+    /// fix the certificates or the URL. (A `rediss://` URL to a plain
+    /// Redis port is a [`Error::Connection`] timeout instead: Redis waits
+    /// for the end of a command line that the TLS greeting never sends.)
+    #[error(
+        "TLS with Redis failed: {source} (check that the port speaks TLS, that a trusted CA \
+         signed the server's certificate for the host in the URL (Db::connect_with_tls takes \
+         a private CA), and the client certificate if the server asks for one)"
+    )]
+    Tls {
+        /// What the client library reported.
+        #[source]
+        source: redis::RedisError,
+    },
     /// The ACL user of the connection may not run this command or touch
     /// this key (NOPERM). The connection itself is fine.
     #[error("NOPERM {detail} (the ACL user given in the URL lacks this permission)")]
@@ -74,10 +90,11 @@ impl From<redis::RedisError> for Error {
         if is_auth_failure(&err) {
             return Error::Auth { source: err };
         }
-        if err.code() == Some("NOPERM") {
-            return Error::NoPermission {
-                detail: err.detail().unwrap_or_default().to_string(),
-            };
+        if crate::tls::is_tls_failure(&err) {
+            return Error::Tls { source: err };
+        }
+        if let Some(detail) = no_permission_detail(&err) {
+            return Error::NoPermission { detail };
         }
         if err.kind() == redis::ErrorKind::InvalidClientConfig {
             return Error::Config(err.to_string());
@@ -113,4 +130,15 @@ impl From<redis::RedisError> for Error {
 fn is_auth_failure(err: &redis::RedisError) -> bool {
     err.kind() == redis::ErrorKind::AuthenticationFailed
         || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"))
+}
+
+/// The server's text of a NOPERM error, whether it answered one command or
+/// one command of a pipeline or transaction (where Redis refuses the
+/// command as it is queued, and EXEC then aborts the whole transaction).
+fn no_permission_detail(err: &redis::RedisError) -> Option<String> {
+    let errors = err.clone().into_server_errors()?;
+    errors
+        .iter()
+        .find(|(_, server_error)| server_error.code() == "NOPERM")
+        .map(|(_, server_error)| server_error.details().unwrap_or_default().to_string())
 }

@@ -88,6 +88,35 @@ fn install_crypto_provider() {
 #[cfg(not(feature = "tls"))]
 fn install_crypto_provider() {}
 
+/// Whether `err` came from the TLS layer (rustls): a refused certificate,
+/// an alert from the server, or bytes that are not TLS.
+///
+/// redis-rs keeps the `std::io::Error` that tokio-rustls made of the
+/// `rustls::Error` behind an `Arc<dyn Error>`; this looks through both.
+/// Should that layout change, the failure is reported as a plain
+/// connection error again, never misreported as TLS.
+#[cfg(feature = "tls")]
+pub(crate) fn is_tls_failure(err: &redis::RedisError) -> bool {
+    use std::error::Error as _;
+    use std::sync::Arc;
+
+    let Some(source) = err.source() else {
+        return false;
+    };
+    let io = match source.downcast_ref::<Arc<dyn std::error::Error + Send + Sync>>() {
+        Some(shared) => shared.downcast_ref::<std::io::Error>(),
+        None => source.downcast_ref::<std::io::Error>(),
+    };
+    io.and_then(std::io::Error::get_ref)
+        .is_some_and(|inner| inner.is::<rustls::Error>())
+}
+
+/// Without TLS support no error comes from TLS.
+#[cfg(not(feature = "tls"))]
+pub(crate) fn is_tls_failure(_err: &redis::RedisError) -> bool {
+    false
+}
+
 #[cfg(feature = "tls")]
 impl Db {
     /// Connects to a `rediss://` URL with explicit TLS material: the
@@ -104,8 +133,9 @@ impl Db {
     /// ```
     ///
     /// A URL that is not `rediss://`, or PEM that does not parse, gives
-    /// [`Error::Config`]; a server whose certificate the CA did not sign
-    /// gives [`Error::Connection`].
+    /// [`Error::Config`]; a server whose certificate the CA did not sign,
+    /// or that wants a client certificate it did not get, gives
+    /// [`Error::Tls`].
     pub async fn connect_with_tls(url: &str, certificates: redis::TlsCertificates) -> Result<Db> {
         check_features(url)?;
         if transport(url) == Transport::Plain {
@@ -143,7 +173,10 @@ mod tests {
         assert_eq!(transport("rediss://u:p@h:6380/2"), Transport::Tls);
         assert_eq!(transport("REDISS://h"), Transport::Tls);
         assert_eq!(transport("valkeys://h"), Transport::Tls);
-        assert_eq!(transport("rediss://h:6380/#insecure"), Transport::TlsInsecure);
+        assert_eq!(
+            transport("rediss://h:6380/#insecure"),
+            Transport::TlsInsecure
+        );
         assert_eq!(transport("not a url"), Transport::Plain);
         assert_eq!(transport(""), Transport::Plain);
     }

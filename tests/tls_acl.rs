@@ -8,7 +8,9 @@
 //! directory. Without redis-server (or openssl) a test prints a note and
 //! passes, except under `CI=true`, where that is a failure.
 //!
-//! These tests need redmodel's `tls` feature, which is on by default.
+//! These tests need redmodel's `tls` feature, which is on by default. The
+//! `#insecure` test checks the refusal by default, and the insecure
+//! connection itself with `cargo test --test tls_acl --features tls-insecure`.
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -89,7 +91,7 @@ fn can_run(test: &str, tls: bool) -> bool {
 struct RedisServer {
     child: Child,
     port: u16,
-    _dir: TempDir,
+    dir: TempDir,
 }
 
 /// How the server listens.
@@ -145,11 +147,7 @@ impl RedisServer {
             let child = cmd
                 .spawn()
                 .unwrap_or_else(|e| panic!("spawn redis-server: {e}"));
-            let mut server = RedisServer {
-                child,
-                port,
-                _dir: dir,
-            };
+            let mut server = RedisServer { child, port, dir };
             match server.wait_ready() {
                 Ok(()) => return server,
                 Err(log) => last_log = log,
@@ -162,7 +160,7 @@ impl RedisServer {
     /// would not tell our server from another process on the port, and a
     /// TLS-only server answers no plain PING). `Err` carries the log.
     fn wait_ready(&mut self) -> Result<(), String> {
-        let log_path = self._dir.path().join("redis.log");
+        let log_path = self.dir.path().join("redis.log");
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();

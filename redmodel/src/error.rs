@@ -142,3 +142,73 @@ fn no_permission_detail(err: &redis::RedisError) -> Option<String> {
         .find(|(_, server_error)| server_error.code() == "NOPERM")
         .map(|(_, server_error)| server_error.details().unwrap_or_default().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error redis-rs makes of a server's error reply `line`.
+    fn server_error(line: &str) -> redis::RedisError {
+        let reply = format!("-{line}\r\n");
+        match redis::parse_redis_value(reply.as_bytes()).and_then(|v| v.extract_error()) {
+            Err(err) => err,
+            Ok(value) => panic!("{line:?} parsed as {value:?}"),
+        }
+    }
+
+    #[test]
+    fn refused_logins_are_auth_errors_not_outages() {
+        for err in [
+            redis::RedisError::from((
+                redis::ErrorKind::AuthenticationFailed,
+                "Password authentication failed",
+            )),
+            server_error("WRONGPASS invalid username-password pair or user is disabled."),
+            server_error("NOAUTH Authentication required."),
+        ] {
+            let err = Error::from(err);
+            assert!(matches!(err, Error::Auth { .. }), "{err:?}");
+            assert!(!err.is_connection());
+            assert!(err
+                .to_string()
+                .contains("check the user and password in the URL"));
+        }
+    }
+
+    #[test]
+    fn noperm_is_a_permission_error_with_the_servers_text() {
+        let err = Error::from(server_error(
+            "NOPERM this user has no permissions to run the 'keys' command",
+        ));
+        match &err {
+            Error::NoPermission { detail } => {
+                assert_eq!(
+                    detail,
+                    "this user has no permissions to run the 'keys' command"
+                );
+            }
+            other => panic!("expected Error::NoPermission, got {other:?}"),
+        }
+        assert!(!err.is_connection());
+        assert!(err.to_string().starts_with("NOPERM this user"));
+    }
+
+    #[test]
+    fn other_refusals_stay_server_errors() {
+        let err = Error::from(server_error("ERR DB index is out of range"));
+        assert!(matches!(err, Error::Server(_)), "{err:?}");
+        let err = Error::from(server_error(
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+        ));
+        assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn a_client_configuration_error_is_a_config_error() {
+        let err = Error::from(redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "Cannot create insecure client without tls-rustls-insecure feature",
+        )));
+        assert!(matches!(err, Error::Config(_)), "{err:?}");
+    }
+}

@@ -126,9 +126,12 @@ impl Db {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), redmodel::Error> {
+    /// use redmodel::redis::TlsCertificates;
+    ///
     /// let ca = std::fs::read("ca.crt").map_err(|e| redmodel::Error::Config(e.to_string()))?;
-    /// let certificates = redis::TlsCertificates { client_tls: None, root_cert: Some(ca) };
-    /// let db = redmodel::Db::connect_with_tls("rediss://app:secret@redis.internal:6380/0", certificates).await?;
+    /// let certificates = TlsCertificates { client_tls: None, root_cert: Some(ca) };
+    /// let url = "rediss://app:secret@redis.internal:6380/0";
+    /// let db = redmodel::Db::connect_with_tls(url, certificates).await?;
     /// # Ok(()) }
     /// ```
     ///

@@ -1,7 +1,5 @@
 //! The one error type of the crate.
 
-use std::time::Duration;
-
 /// The result type of every redmodel operation.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -55,9 +53,6 @@ pub enum Error {
         /// to access one of the keys used as arguments".
         detail: String,
     },
-    /// The server did not answer within the configured time.
-    #[error("Redis did not answer within {0:?}")]
-    Timeout(Duration),
     /// A command was run against a key holding another Redis type.
     #[error("WRONGTYPE: {detail}")]
     WrongType {
@@ -131,7 +126,7 @@ impl Error {
     /// Whether this error means the backend is unreachable (as opposed to a
     /// refused command or a bad reply).
     pub fn is_connection(&self) -> bool {
-        matches!(self, Error::Connection { .. } | Error::Timeout(_))
+        matches!(self, Error::Connection { .. })
     }
 }
 

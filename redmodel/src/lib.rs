@@ -19,10 +19,14 @@
 
 mod db;
 mod error;
+mod lock;
 pub mod memory;
+mod optimistic;
 
 pub use db::{Db, DedicatedConnection};
 pub use error::{Error, Result};
+pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
+pub use optimistic::Transaction;
 
 /// Re-exported so that users (and generated code) name one version of redis-rs.
 pub use redis;

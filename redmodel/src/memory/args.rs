@@ -49,6 +49,26 @@ pub(crate) fn count_arg(bytes: &[u8], msg: &'static str) -> Result<usize, CmdErr
     usize::try_from(n).map_err(|_| CmdError::err(msg))
 }
 
+/// Redis's `getPositiveLongFromObjectOrReply`: a count in 0..=i64::MAX.
+/// Anything else, a non-integer included, gets `msg` (Redis's default is
+/// "value is out of range, must be positive").
+pub(crate) fn positive_arg(bytes: &[u8], msg: &'static str) -> Result<usize, CmdError> {
+    parse_i64(bytes)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| CmdError::err(msg))
+}
+
+/// Redis's `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)`, the count
+/// of SRANDMEMBER, HRANDFIELD and ZRANDMEMBER (negative: repeats allowed).
+pub(crate) fn signed_count_arg(bytes: &[u8]) -> Result<i64, CmdError> {
+    match int_arg(bytes)? {
+        i64::MIN => Err(CmdError::err(
+            "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        )),
+        n => Ok(n),
+    }
+}
+
 /// A float argument, or "value is not a valid float".
 pub(crate) fn float_arg(bytes: &[u8]) -> Result<f64, CmdError> {
     parse_double(bytes).ok_or(CmdError::NotFloat)

@@ -86,6 +86,17 @@ impl Keyspace {
         self.entry(key, now).is_some()
     }
 
+    /// The live value at `key` through a shared borrow, so that a command can
+    /// hold several values at once (SINTER, ZUNIONSTORE). An expired key reads
+    /// as absent but is not reclaimed here: run [`Self::value`] on each key
+    /// first for Redis's passive expiry.
+    pub(crate) fn peek(&self, key: &[u8], now: i64) -> Option<&Value> {
+        self.entries
+            .get(key)
+            .filter(|e| !Self::is_expired(e, now))
+            .map(|e| &e.value)
+    }
+
     /// The value at `key` as type `T`; WRONGTYPE if it holds another type.
     pub(crate) fn read<T: Kind>(&mut self, key: &[u8], now: i64) -> Result<Option<&T>, CmdError> {
         match self.value(key, now) {

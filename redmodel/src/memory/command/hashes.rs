@@ -706,7 +706,6 @@ mod tests {
     /// Sums that only `long double` arithmetic gets right (the replies of
     /// redis-server on x86-64, where `long double` is 80-bit extended).
     #[test]
-    #[ignore = "needs the exact LongDouble being written in float.rs; un-ignore on merge"]
     fn hincrbyfloat_computes_in_long_double() {
         let mut c = conn();
         assert_eq!(run(&mut c, "HINCRBYFLOAT h f 0.1"), bulk("0.1"));

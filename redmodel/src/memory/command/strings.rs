@@ -1,5 +1,1172 @@
-//! strings commands (being written).
+//! String commands, following Redis 7.0.15's `t_string.c` step by step:
+//! GET SET SETNX SETEX PSETEX GETSET GETDEL GETEX APPEND STRLEN GETRANGE
+//! SUBSTR SETRANGE INCR INCRBY DECR DECRBY INCRBYFLOAT MGET MSET MSETNX.
+//!
+//! What a client can observe and is easy to get wrong:
+//! - the order of checks decides which error wins (SET validates its expire
+//!   time before anything else; INCRBY parses its increment before looking
+//!   at the key; GETEX looks at the key before the expire time);
+//! - SET, SETEX, GETSET and MSET clear a TTL (unless SET ... KEEPTTL), while
+//!   INCR, INCRBYFLOAT, APPEND and SETRANGE keep it;
+//! - a key is marked modified (for WATCH) only when Redis signals it.
 
-use super::Spec;
+use redis::Value as Reply;
 
-pub(super) const COMMANDS: &[Spec] = &[];
+use super::expiry::{absolute_ms, invalid_expire_time, Unit};
+use super::{wrong_arity, CmdResult, Ctx, Spec};
+use crate::memory::args::{int_arg, is, parse_i64};
+use crate::memory::error::CmdError;
+use crate::memory::float::LongDouble;
+use crate::memory::reply;
+use crate::memory::value::Value;
+
+/// MSET and MSETNX check their own argument count (pairs), and need their
+/// spec for the error text.
+const MSET: Spec = Spec {
+    name: "mset",
+    arity: -3,
+    handler: mset,
+};
+const MSETNX: Spec = Spec {
+    name: "msetnx",
+    arity: -3,
+    handler: msetnx,
+};
+
+pub(super) const COMMANDS: &[Spec] = &[
+    Spec {
+        name: "get",
+        arity: 2,
+        handler: get,
+    },
+    Spec {
+        name: "set",
+        arity: -3,
+        handler: set,
+    },
+    Spec {
+        name: "setnx",
+        arity: 3,
+        handler: setnx,
+    },
+    Spec {
+        name: "setex",
+        arity: 4,
+        handler: setex,
+    },
+    Spec {
+        name: "psetex",
+        arity: 4,
+        handler: psetex,
+    },
+    Spec {
+        name: "getset",
+        arity: 3,
+        handler: getset,
+    },
+    Spec {
+        name: "getdel",
+        arity: 2,
+        handler: getdel,
+    },
+    Spec {
+        name: "getex",
+        arity: -2,
+        handler: getex,
+    },
+    Spec {
+        name: "append",
+        arity: 3,
+        handler: append,
+    },
+    Spec {
+        name: "strlen",
+        arity: 2,
+        handler: strlen,
+    },
+    Spec {
+        name: "getrange",
+        arity: 4,
+        handler: getrange,
+    },
+    Spec {
+        name: "substr",
+        arity: 4,
+        handler: getrange,
+    },
+    Spec {
+        name: "setrange",
+        arity: 4,
+        handler: setrange,
+    },
+    Spec {
+        name: "incr",
+        arity: 2,
+        handler: incr,
+    },
+    Spec {
+        name: "incrby",
+        arity: 3,
+        handler: incrby,
+    },
+    Spec {
+        name: "decr",
+        arity: 2,
+        handler: decr,
+    },
+    Spec {
+        name: "decrby",
+        arity: 3,
+        handler: decrby,
+    },
+    Spec {
+        name: "incrbyfloat",
+        arity: 3,
+        handler: incrbyfloat,
+    },
+    Spec {
+        name: "mget",
+        arity: -2,
+        handler: mget,
+    },
+    MSET,
+    MSETNX,
+];
+
+/// The largest string Redis builds (`proto-max-bulk-len`, 512MB by default).
+const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
+
+/// Redis's `checkStringLength`: refuses a string that would grow past
+/// [`MAX_STRING_LEN`].
+fn check_string_length(size: u64, append: u64) -> Result<(), CmdError> {
+    match size.checked_add(append) {
+        Some(total) if total <= MAX_STRING_LEN => Ok(()),
+        _ => Err(CmdError::err(
+            "string exceeds maximum allowed size (proto-max-bulk-len)",
+        )),
+    }
+}
+
+/// Stores `bytes` as a string value.
+fn string(bytes: impl Into<Vec<u8>>) -> Value {
+    Value::Str(bytes.into())
+}
+
+/// Redis's `getGenericCommand`: the string at `key` as a bulk reply, nil if
+/// missing, WRONGTYPE if not a string.
+fn string_reply(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
+    Ok(match ctx.read::<Vec<u8>>(key)? {
+        Some(s) => reply::bulk(s.clone()),
+        None => reply::nil(),
+    })
+}
+
+fn get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    string_reply(ctx, args[1])
+}
+
+// ---------------------------------------------------------------------------
+// SET and its options (shared with GETEX)
+// ---------------------------------------------------------------------------
+
+/// How an expire argument of SET / GETEX is to be read.
+#[derive(Clone, Copy, PartialEq)]
+enum ExpireKind {
+    /// EX: seconds from now.
+    Ex,
+    /// PX: milliseconds from now.
+    Px,
+    /// EXAT: a Unix time in seconds.
+    ExAt,
+    /// PXAT: a Unix time in milliseconds.
+    PxAt,
+}
+
+impl ExpireKind {
+    fn from_option(opt: &[u8]) -> Option<ExpireKind> {
+        [
+            ("ex", ExpireKind::Ex),
+            ("px", ExpireKind::Px),
+            ("exat", ExpireKind::ExAt),
+            ("pxat", ExpireKind::PxAt),
+        ]
+        .into_iter()
+        .find_map(|(name, kind)| is(opt, name).then_some(kind))
+    }
+
+    /// The absolute expire time in Unix ms, with Redis's checks
+    /// (`getExpireMillisecondsOrReply`): the number must be positive, and
+    /// neither the conversion to ms nor the addition of now may overflow.
+    fn resolve(self, arg: &[u8], now: i64, command: &str) -> Result<i64, CmdError> {
+        let when = int_arg(arg)?;
+        if when <= 0 {
+            return Err(invalid_expire_time(command));
+        }
+        let (unit, base) = match self {
+            ExpireKind::Ex => (Unit::Seconds, now),
+            ExpireKind::Px => (Unit::Millis, now),
+            ExpireKind::ExAt => (Unit::Seconds, 0),
+            ExpireKind::PxAt => (Unit::Millis, 0),
+        };
+        absolute_ms(when, unit, base, command)
+    }
+}
+
+/// Which command's options are being read: SET takes NX XX GET KEEPTTL,
+/// GETEX takes PERSIST; both take EX PX EXAT PXAT.
+#[derive(Clone, Copy, PartialEq)]
+enum OptionsOf {
+    Set,
+    GetEx,
+}
+
+/// The options of SET or GETEX (`parseExtendedStringArgumentsOrReply`).
+#[derive(Default)]
+struct StringOptions<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keep_ttl: bool,
+    persist: bool,
+    expire: Option<(ExpireKind, &'a [u8])>,
+}
+
+impl<'a> StringOptions<'a> {
+    /// Reads the options; a repeated option is fine (the last expire wins),
+    /// a conflicting or unknown one, or an expire without its value, is a
+    /// syntax error. The expire value itself is checked later, where Redis
+    /// checks it.
+    fn parse(opts: &[&'a [u8]], of: OptionsOf) -> Result<Self, CmdError> {
+        let mut o = StringOptions::default();
+        let mut i = 0;
+        while let Some(&opt) = opts.get(i) {
+            let set = of == OptionsOf::Set;
+            let expire_kind = o.expire.map(|(kind, _)| kind);
+            if set && is(opt, "nx") && !o.xx {
+                o.nx = true;
+            } else if set && is(opt, "xx") && !o.nx {
+                o.xx = true;
+            } else if set && is(opt, "get") {
+                o.get = true;
+            } else if set && is(opt, "keepttl") && !o.persist && o.expire.is_none() {
+                o.keep_ttl = true;
+            } else if !set && is(opt, "persist") && o.expire.is_none() && !o.keep_ttl {
+                o.persist = true;
+            } else if let Some(kind) = ExpireKind::from_option(opt)
+                .filter(|&kind| !o.keep_ttl && !o.persist && expire_kind.is_none_or(|k| k == kind))
+            {
+                let value = *opts.get(i + 1).ok_or(CmdError::Syntax)?;
+                o.expire = Some((kind, value));
+                i += 1;
+            } else {
+                return Err(CmdError::Syntax);
+            }
+            i += 1;
+        }
+        Ok(o)
+    }
+}
+
+/// The replies of a SET-like command when it sets, and when NX / XX stop it.
+struct SetReplies {
+    done: Reply,
+    aborted: Reply,
+}
+
+impl SetReplies {
+    /// SET's own: +OK, or nil.
+    fn ok_or_nil() -> SetReplies {
+        SetReplies {
+            done: reply::ok(),
+            aborted: reply::nil(),
+        }
+    }
+}
+
+/// Redis's `setGenericCommand`, behind SET, SETNX, SETEX and PSETEX.
+fn set_generic(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    value: &[u8],
+    opts: &StringOptions<'_>,
+    command: &str,
+    replies: SetReplies,
+) -> CmdResult {
+    let expire_at = match opts.expire {
+        Some((kind, arg)) => Some(kind.resolve(arg, ctx.now, command)?),
+        None => None,
+    };
+    // SET ... GET: the old value (or WRONGTYPE, and nothing is set).
+    let old = if opts.get {
+        Some(string_reply(ctx, key)?)
+    } else {
+        None
+    };
+    let found = ctx.contains(key);
+    if (opts.nx && found) || (opts.xx && !found) {
+        return Ok(old.unwrap_or(replies.aborted));
+    }
+    ctx.set(key, string(value), opts.keep_ttl);
+    if let Some(at) = expire_at {
+        // A time already past (EXAT 1) leaves the key logically expired,
+        // as in Redis: the next access deletes it.
+        ctx.ks().set_expire(key, Some(at));
+    }
+    Ok(old.unwrap_or(replies.done))
+}
+
+fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let opts = StringOptions::parse(&args[3..], OptionsOf::Set)?;
+    set_generic(ctx, args[1], args[2], &opts, "set", SetReplies::ok_or_nil())
+}
+
+fn setnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let opts = StringOptions {
+        nx: true,
+        ..StringOptions::default()
+    };
+    let replies = SetReplies {
+        done: reply::int(1),
+        aborted: reply::int(0),
+    };
+    set_generic(ctx, args[1], args[2], &opts, "setnx", replies)
+}
+
+/// SETEX and PSETEX: `key ttl value`.
+fn set_with_ttl(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: ExpireKind, command: &str) -> CmdResult {
+    let opts = StringOptions {
+        expire: Some((kind, args[2])),
+        ..StringOptions::default()
+    };
+    set_generic(
+        ctx,
+        args[1],
+        args[3],
+        &opts,
+        command,
+        SetReplies::ok_or_nil(),
+    )
+}
+
+fn setex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    set_with_ttl(ctx, args, ExpireKind::Ex, "setex")
+}
+
+fn psetex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    set_with_ttl(ctx, args, ExpireKind::Px, "psetex")
+}
+
+fn getset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let old = string_reply(ctx, args[1])?;
+    ctx.set(args[1], string(args[2]), false);
+    Ok(old)
+}
+
+fn getdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let old = string_reply(ctx, args[1])?;
+    if old != reply::nil() {
+        ctx.remove(args[1]);
+    }
+    Ok(old)
+}
+
+/// GETEX: GET, then change the TTL. Options are checked first, then the key
+/// (a missing key answers nil whatever the expire value), then the time.
+fn getex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let opts = StringOptions::parse(&args[2..], OptionsOf::GetEx)?;
+    let key = args[1];
+    let Some(value) = ctx.read::<Vec<u8>>(key)?.cloned() else {
+        return Ok(reply::nil());
+    };
+    let expire = match opts.expire {
+        Some((kind, arg)) => Some((kind, kind.resolve(arg, ctx.now, "getex")?)),
+        None => None,
+    };
+    match expire {
+        // An absolute time already reached deletes the key at once.
+        Some((ExpireKind::ExAt | ExpireKind::PxAt, at)) if at <= ctx.now => {
+            ctx.remove(key);
+        }
+        Some((_, at)) => {
+            ctx.ks().set_expire(key, Some(at));
+            ctx.modified(key);
+        }
+        // PERSIST changes (and signals) only a key that has a TTL.
+        None if opts.persist && ctx.entry(key).is_some_and(|e| e.expire_at.is_some()) => {
+            ctx.ks().set_expire(key, None);
+            ctx.modified(key);
+        }
+        None => {}
+    }
+    Ok(reply::bulk(value))
+}
+
+// ---------------------------------------------------------------------------
+// Editing strings
+// ---------------------------------------------------------------------------
+
+fn append(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let (key, tail) = (args[1], args[2]);
+    let len = match ctx.write::<Vec<u8>>(key)? {
+        None => {
+            ctx.set(key, string(tail), false);
+            tail.len()
+        }
+        Some(s) => {
+            check_string_length(s.len() as u64, tail.len() as u64)?;
+            s.extend_from_slice(tail);
+            let len = s.len();
+            ctx.modified(key);
+            len
+        }
+    };
+    Ok(reply::int(len))
+}
+
+fn strlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    Ok(reply::int(
+        ctx.read::<Vec<u8>>(args[1])?.map_or(0, Vec::len),
+    ))
+}
+
+/// GETRANGE (and its old name SUBSTR): inclusive, negative indexes count
+/// from the end, out-of-range indexes are clamped.
+fn getrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let start = int_arg(args[2])?;
+    let end = int_arg(args[3])?;
+    let Some(s) = ctx.read::<Vec<u8>>(args[1])? else {
+        return Ok(reply::bulk(Vec::new()));
+    };
+    let range = substring_range(s.len(), start, end);
+    let bytes = range.and_then(|(from, to)| s.get(from..=to)).unwrap_or(&[]);
+    Ok(reply::bulk(bytes))
+}
+
+/// The byte range GETRANGE returns, `None` for an empty reply.
+fn substring_range(len: usize, mut start: i64, mut end: i64) -> Option<(usize, usize)> {
+    let len = i64::try_from(len).ok()?;
+    if start < 0 && end < 0 && start > end {
+        return None;
+    }
+    if start < 0 {
+        start = start.saturating_add(len);
+    }
+    if end < 0 {
+        end = end.saturating_add(len);
+    }
+    let start = start.max(0);
+    let end = end.max(0).min(len - 1);
+    if start > end || len == 0 {
+        return None;
+    }
+    Some((usize::try_from(start).ok()?, usize::try_from(end).ok()?))
+}
+
+/// SETRANGE: overwrite from `offset`, padding with zero bytes. An empty
+/// value changes nothing (and creates no key) but still answers the length.
+fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let (key, patch) = (args[1], args[3]);
+    let offset = int_arg(args[2])?;
+    let Ok(offset) = u64::try_from(offset) else {
+        return Err(CmdError::err("offset is out of range"));
+    };
+    let len = match ctx.write::<Vec<u8>>(key)? {
+        None => {
+            if patch.is_empty() {
+                return Ok(reply::int(0));
+            }
+            check_string_length(offset, patch.len() as u64)?;
+            let mut s = vec![0u8; offset as usize];
+            s.extend_from_slice(patch);
+            let len = s.len();
+            ctx.set(key, Value::Str(s), false);
+            len
+        }
+        Some(s) => {
+            if patch.is_empty() {
+                return Ok(reply::int(s.len()));
+            }
+            check_string_length(offset, patch.len() as u64)?;
+            let offset = offset as usize;
+            let end = offset + patch.len();
+            if s.len() < end {
+                s.resize(end, 0);
+            }
+            if let Some(window) = s.get_mut(offset..end) {
+                window.copy_from_slice(patch);
+            }
+            let len = s.len();
+            ctx.modified(key);
+            len
+        }
+    };
+    Ok(reply::int(len))
+}
+
+// ---------------------------------------------------------------------------
+// Counters
+// ---------------------------------------------------------------------------
+
+/// Redis's `incrDecrCommand`: adds `delta` to the integer at `key` (0 if
+/// missing), keeping its TTL.
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
+    let current = match ctx.read::<Vec<u8>>(key)? {
+        None => 0,
+        Some(s) => parse_i64(s).ok_or(CmdError::NotInteger)?,
+    };
+    let value = current.checked_add(delta).ok_or(CmdError::Overflow)?;
+    ctx.set(key, string(value.to_string()), true);
+    Ok(reply::int(value))
+}
+
+fn incr(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    incr_by(ctx, args[1], 1)
+}
+
+fn decr(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    incr_by(ctx, args[1], -1)
+}
+
+fn incrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let delta = int_arg(args[2])?;
+    incr_by(ctx, args[1], delta)
+}
+
+fn decrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let delta = int_arg(args[2])?;
+    // -i64::MIN does not exist; Redis has its own message for it.
+    let negated = delta
+        .checked_neg()
+        .ok_or_else(|| CmdError::err("decrement would overflow"))?;
+    incr_by(ctx, args[1], negated)
+}
+
+/// INCRBYFLOAT: in x87 `long double`, printed `%.17Lf` trimmed (see
+/// `float.rs`), keeping the TTL. Type first, then the stored value, then
+/// the increment.
+fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let key = args[1];
+    let current = match ctx.read::<Vec<u8>>(key)? {
+        None => LongDouble::ZERO,
+        Some(s) => LongDouble::parse(s).ok_or(CmdError::NotFloat)?,
+    };
+    let incr = LongDouble::parse(args[2]).ok_or(CmdError::NotFloat)?;
+    let sum = current
+        .checked_add(incr)
+        .ok_or_else(|| CmdError::err("increment would produce NaN or Infinity"))?;
+    let text = sum.to_human_string();
+    ctx.set(key, string(text.as_bytes()), true);
+    Ok(reply::bulk(text))
+}
+
+// ---------------------------------------------------------------------------
+// Many keys
+// ---------------------------------------------------------------------------
+
+/// MGET: nil for a missing key and for a key of another type.
+fn mget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let replies = args[1..]
+        .iter()
+        .map(|key| match ctx.value(key) {
+            Some(Value::Str(s)) => reply::bulk(s.clone()),
+            _ => reply::nil(),
+        })
+        .collect();
+    Ok(reply::array(replies))
+}
+
+/// The key/value pairs of MSET / MSETNX, or the arity error if one value
+/// is missing.
+fn key_value_pairs<'a>(args: &'a [&'a [u8]], spec: &Spec) -> Result<&'a [&'a [u8]], CmdError> {
+    let pairs = &args[1..];
+    if !pairs.len().is_multiple_of(2) {
+        return Err(wrong_arity(spec));
+    }
+    Ok(pairs)
+}
+
+fn set_all(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) {
+    for pair in pairs.chunks_exact(2) {
+        if let [key, value] = pair {
+            ctx.set(key, string(*value), false);
+        }
+    }
+}
+
+fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let pairs = key_value_pairs(args, &MSET)?;
+    set_all(ctx, pairs);
+    Ok(reply::ok())
+}
+
+/// MSETNX: all or nothing; 0 if any key exists.
+fn msetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let pairs = key_value_pairs(args, &MSETNX)?;
+    if pairs.iter().step_by(2).any(|key| ctx.contains(key)) {
+        return Ok(reply::int(0));
+    }
+    set_all(ctx, pairs);
+    Ok(reply::int(1))
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every expected reply below was observed on redis-server 7.0.15.
+
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use redis::Value;
+
+    use crate::memory::value::Value as Stored;
+    use crate::memory::{Connection, Engine, ManualClock};
+
+    /// 2024-01-01T00:00:00Z, so that relative and absolute times differ.
+    const START_MS: i64 = 1_704_067_200_000;
+
+    fn engine() -> (Engine, ManualClock, Connection) {
+        let clock = ManualClock::new(START_MS);
+        let engine = Engine::with_clock(clock.clone());
+        let conn = engine.connection();
+        (engine, clock, conn)
+    }
+
+    /// Stores a hash at `key` straight into the keyspace: a value of another
+    /// type, for the WRONGTYPE cases.
+    fn put_hash(engine: &Engine, key: &str) {
+        let hash = HashMap::from([(b"f".to_vec(), b"v".to_vec())]);
+        let mut store = engine.shared.store.lock();
+        if let Some(db) = store.dbs.get_mut(0) {
+            db.set(key.as_bytes(), Stored::Hash(hash), false, START_MS);
+        }
+    }
+
+    fn run(c: &mut Connection, args: &[&str]) -> Value {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        c.execute(&args)
+    }
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    fn int(n: i64) -> Value {
+        Value::Int(n)
+    }
+
+    /// The text of an error reply, or a panic naming what came instead.
+    fn err(v: Value) -> String {
+        match v {
+            Value::ServerError(e) => match e.details() {
+                Some(details) => format!("{} {details}", e.code()),
+                None => e.code().to_string(),
+            },
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    const SYNTAX: &str = "ERR syntax error";
+    const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+    const NOT_FLOAT: &str = "ERR value is not a valid float";
+
+    #[test]
+    fn set_options_errors() {
+        let (_e, _clock, mut c) = engine();
+        let invalid = "ERR invalid expire time in 'set' command";
+        let cases: &[(&[&str], &str)] = &[
+            (&["SET", "k", "v", "EX", "0"], invalid),
+            (&["SET", "k", "v", "EX", "-1"], invalid),
+            (&["SET", "k", "v", "PX", "0"], invalid),
+            (&["SET", "k", "v", "EXAT", "0"], invalid),
+            (&["SET", "k", "v", "PXAT", "-5"], invalid),
+            (&["SET", "k", "v", "EX", "9223372036854776"], invalid),
+            // Fits in ms, but adding now overflows.
+            (&["SET", "k", "v", "EX", "9223372036854775"], invalid),
+            (&["SET", "k", "v", "PX", "9223372036854775807"], invalid),
+            (&["SET", "k", "v", "EX", "abc"], NOT_INTEGER),
+            (&["SET", "k", "v", "EX", "1.5"], NOT_INTEGER),
+            (&["SET", "k", "v", "NX", "XX"], SYNTAX),
+            (&["SET", "k", "v", "XX", "NX"], SYNTAX),
+            (&["SET", "k", "v", "EX", "10", "PX", "100"], SYNTAX),
+            (&["SET", "k", "v", "KEEPTTL", "EX", "10"], SYNTAX),
+            (&["SET", "k", "v", "EX", "10", "KEEPTTL"], SYNTAX),
+            (&["SET", "k", "v", "EX"], SYNTAX),
+            (&["SET", "k", "v", "foo"], SYNTAX),
+            (&["SET", "k", "v", "PERSIST"], SYNTAX),
+            // Syntax is checked before the expire value.
+            (&["SET", "k", "v", "EX", "abc", "foo"], SYNTAX),
+            (&["SET", "k", "v", "foo", "EX", "abc"], SYNTAX),
+            (
+                &["SETEX", "k", "0", "v"],
+                "ERR invalid expire time in 'setex' command",
+            ),
+            (
+                &["SETEX", "k", "-10", "v"],
+                "ERR invalid expire time in 'setex' command",
+            ),
+            (&["SETEX", "k", "abc", "v"], NOT_INTEGER),
+            (
+                &["PSETEX", "k", "0", "v"],
+                "ERR invalid expire time in 'psetex' command",
+            ),
+            (
+                &["SET", "k"],
+                "ERR wrong number of arguments for 'set' command",
+            ),
+            (
+                &["SETEX", "k", "1"],
+                "ERR wrong number of arguments for 'setex' command",
+            ),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(err(run(&mut c, args)), *expected, "{args:?}");
+        }
+        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
+    }
+
+    #[test]
+    fn set_get_nx_xx() {
+        let (e, _clock, mut c) = engine();
+        assert_eq!(
+            run(&mut c, &["SET", "k", "v", "get", "GET", "nx", "NX"]),
+            Value::Nil
+        );
+        assert_eq!(run(&mut c, &["SET", "k", "v2", "NX", "GET"]), bulk("v"));
+        assert_eq!(run(&mut c, &["GET", "k"]), bulk("v"));
+        assert_eq!(run(&mut c, &["SET", "k", "v3", "XX", "GET"]), bulk("v"));
+        assert_eq!(run(&mut c, &["GET", "k"]), bulk("v3"));
+        assert_eq!(
+            run(&mut c, &["SET", "nokey", "v3", "XX", "GET"]),
+            Value::Nil
+        );
+        assert_eq!(run(&mut c, &["SET", "nokey", "v", "XX"]), Value::Nil);
+        assert_eq!(run(&mut c, &["EXISTS", "nokey"]), int(0));
+        assert_eq!(run(&mut c, &["SET", "k", "v", "NX"]), Value::Nil);
+        assert_eq!(run(&mut c, &["SETNX", "k", "x"]), int(0));
+        assert_eq!(run(&mut c, &["SETNX", "k2", "x"]), int(1));
+        // SET ... GET on another type: WRONGTYPE, and nothing is set.
+        put_hash(&e, "h");
+        for args in [
+            &["SET", "h", "v", "GET"][..],
+            &["SET", "h", "v", "NX", "GET"],
+            &["SET", "h", "v", "XX", "GET"],
+        ] {
+            assert_eq!(err(run(&mut c, args)), WRONGTYPE, "{args:?}");
+        }
+        assert_eq!(
+            run(&mut c, &["TYPE", "h"]),
+            Value::SimpleString("hash".into())
+        );
+        // The expire time is checked even before the type.
+        assert_eq!(
+            err(run(&mut c, &["SET", "h", "v", "EX", "0", "GET"])),
+            "ERR invalid expire time in 'set' command"
+        );
+        // A plain SET replaces any type.
+        assert_eq!(run(&mut c, &["SET", "h", "v"]), Value::Okay);
+        assert_eq!(run(&mut c, &["GET", "h"]), bulk("v"));
+        assert_eq!(run(&mut c, &["GET", "nokey"]), Value::Nil);
+    }
+
+    #[test]
+    fn set_and_ttls() {
+        let (_e, clock, mut c) = engine();
+        assert_eq!(run(&mut c, &["SETEX", "k", "100", "v"]), Value::Okay);
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
+        assert_eq!(run(&mut c, &["SET", "k", "v", "KEEPTTL"]), Value::Okay);
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
+        assert_eq!(run(&mut c, &["SET", "k", "v"]), Value::Okay);
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(-1));
+        // A repeated expire option: the last one wins.
+        assert_eq!(
+            run(&mut c, &["SET", "k", "v", "EX", "10", "EX", "20"]),
+            Value::Okay
+        );
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(20));
+        assert_eq!(run(&mut c, &["PSETEX", "k", "1500", "v"]), Value::Okay);
+        assert_eq!(run(&mut c, &["PTTL", "k"]), int(1500));
+        let at = (START_MS + 5000).to_string();
+        assert_eq!(run(&mut c, &["SET", "k", "v", "PXAT", &at]), Value::Okay);
+        assert_eq!(run(&mut c, &["PTTL", "k"]), int(5000));
+        let at = (START_MS / 1000 + 7).to_string();
+        assert_eq!(run(&mut c, &["SET", "k", "v", "EXAT", &at]), Value::Okay);
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(7));
+        // The largest times are accepted (observed TTLs near 2^63 ms).
+        assert_eq!(
+            run(&mut c, &["SET", "k", "v", "EXAT", "9223372036854775"]),
+            Value::Okay
+        );
+        assert_eq!(
+            run(&mut c, &["PTTL", "k"]),
+            int(9_223_372_036_854_775_000 - START_MS)
+        );
+        assert_eq!(
+            run(&mut c, &["SET", "k", "v", "PXAT", "9223372036854775807"]),
+            Value::Okay
+        );
+        // A time in the past: the key is set and at once gone.
+        assert_eq!(run(&mut c, &["SET", "k", "v", "EXAT", "1"]), Value::Okay);
+        assert_eq!(run(&mut c, &["GET", "k"]), Value::Nil);
+        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
+        // TTLs run out.
+        run(&mut c, &["SET", "k", "v", "PX", "100"]);
+        clock.advance(Duration::from_millis(100));
+        assert_eq!(run(&mut c, &["GET", "k"]), bulk("v"));
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(run(&mut c, &["GET", "k"]), Value::Nil);
+    }
+
+    #[test]
+    fn getset_and_getdel() {
+        let (e, _clock, mut c) = engine();
+        run(&mut c, &["SET", "k", "v", "EX", "100"]);
+        assert_eq!(run(&mut c, &["GETSET", "k", "newv"]), bulk("v"));
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(-1));
+        assert_eq!(run(&mut c, &["GETSET", "nope", "x"]), Value::Nil);
+        assert_eq!(run(&mut c, &["GET", "nope"]), bulk("x"));
+        put_hash(&e, "h");
+        assert_eq!(err(run(&mut c, &["GETSET", "h", "x"])), WRONGTYPE);
+        assert_eq!(run(&mut c, &["GETDEL", "k"]), bulk("newv"));
+        assert_eq!(run(&mut c, &["GETDEL", "k"]), Value::Nil);
+        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
+        assert_eq!(err(run(&mut c, &["GETDEL", "h"])), WRONGTYPE);
+        assert_eq!(run(&mut c, &["EXISTS", "h"]), int(1));
+    }
+
+    #[test]
+    fn getex() {
+        let (e, _clock, mut c) = engine();
+        run(&mut c, &["SET", "k", "hello", "EX", "100"]);
+        assert_eq!(run(&mut c, &["GETEX", "k"]), bulk("hello"));
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
+        assert_eq!(run(&mut c, &["GETEX", "k", "PERSIST"]), bulk("hello"));
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(-1));
+        assert_eq!(run(&mut c, &["GETEX", "k", "persist"]), bulk("hello"));
+        assert_eq!(run(&mut c, &["GETEX", "k", "EX", "50"]), bulk("hello"));
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(50));
+        assert_eq!(run(&mut c, &["GETEX", "k", "PX", "5000"]), bulk("hello"));
+        assert_eq!(run(&mut c, &["PTTL", "k"]), int(5000));
+        assert_eq!(
+            run(&mut c, &["GETEX", "k", "EX", "10", "EX", "20"]),
+            bulk("hello")
+        );
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(20));
+        assert_eq!(
+            run(&mut c, &["GETEX", "k", "EXAT", "9223372036854775"]),
+            bulk("hello")
+        );
+        assert_eq!(
+            err(run(&mut c, &["GETEX", "k", "EX", "9223372036854775"])),
+            "ERR invalid expire time in 'getex' command"
+        );
+        assert_eq!(
+            err(run(&mut c, &["GETEX", "k", "EX", "0"])),
+            "ERR invalid expire time in 'getex' command"
+        );
+        assert_eq!(err(run(&mut c, &["GETEX", "k", "EX", "abc"])), NOT_INTEGER);
+        // An absolute time already past: the value, then the key is deleted.
+        let now = START_MS.to_string();
+        assert_eq!(run(&mut c, &["GETEX", "k", "PXAT", &now]), bulk("hello"));
+        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
+        run(&mut c, &["SET", "k", "hello"]);
+        assert_eq!(run(&mut c, &["GETEX", "k", "EXAT", "1"]), bulk("hello"));
+        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
+        // Options before the key, the key before the expire value.
+        for args in [
+            &["GETEX", "nokey", "foo"][..],
+            &["GETEX", "nokey", "NX"],
+            &["GETEX", "nokey", "KEEPTTL"],
+            &["GETEX", "nokey", "GET"],
+            &["GETEX", "nokey", "PERSIST", "EX", "10"],
+            &["GETEX", "nokey", "EX", "10", "PERSIST"],
+            &["GETEX", "nokey", "EX"],
+        ] {
+            assert_eq!(err(run(&mut c, args)), SYNTAX, "{args:?}");
+        }
+        assert_eq!(run(&mut c, &["GETEX", "nokey", "EX", "0"]), Value::Nil);
+        assert_eq!(run(&mut c, &["GETEX", "nokey", "EX", "abc"]), Value::Nil);
+        assert_eq!(
+            run(&mut c, &["GETEX", "nokey", "PERSIST", "PERSIST"]),
+            Value::Nil
+        );
+        put_hash(&e, "h");
+        assert_eq!(err(run(&mut c, &["GETEX", "h", "EX", "0"])), WRONGTYPE);
+        assert_eq!(err(run(&mut c, &["GETEX", "h", "EX", "abc"])), WRONGTYPE);
+        assert_eq!(
+            err(run(&mut c, &["GETEX"])),
+            "ERR wrong number of arguments for 'getex' command"
+        );
+    }
+
+    #[test]
+    fn append_strlen_getrange() {
+        let (e, _clock, mut c) = engine();
+        run(&mut c, &["SET", "k", "hello", "EX", "100"]);
+        assert_eq!(run(&mut c, &["APPEND", "k", " world"]), int(11));
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
+        assert_eq!(run(&mut c, &["APPEND", "newk", "abc"]), int(3));
+        assert_eq!(run(&mut c, &["APPEND", "empty", ""]), int(0));
+        assert_eq!(run(&mut c, &["EXISTS", "empty"]), int(1));
+        put_hash(&e, "h");
+        assert_eq!(err(run(&mut c, &["APPEND", "h", "x"])), WRONGTYPE);
+        assert_eq!(run(&mut c, &["STRLEN", "k"]), int(11));
+        assert_eq!(run(&mut c, &["STRLEN", "nokey"]), int(0));
+        assert_eq!(err(run(&mut c, &["STRLEN", "h"])), WRONGTYPE);
+        let ranges: &[(&str, &str, &str)] = &[
+            ("0", "-1", "hello world"),
+            ("0", "4", "hello"),
+            ("-3", "-1", "rld"),
+            ("-1", "-3", ""),
+            ("5", "2", ""),
+            ("-100", "100", "hello world"),
+            ("100", "200", ""),
+            ("-9223372036854775808", "9223372036854775807", "hello world"),
+        ];
+        for (start, end, expected) in ranges {
+            assert_eq!(
+                run(&mut c, &["GETRANGE", "k", start, end]),
+                bulk(expected),
+                "{start} {end}"
+            );
+        }
+        assert_eq!(run(&mut c, &["SUBSTR", "k", "0", "2"]), bulk("hel"));
+        assert_eq!(run(&mut c, &["GETRANGE", "nokey", "0", "-1"]), bulk(""));
+        assert_eq!(err(run(&mut c, &["GETRANGE", "h", "0", "-1"])), WRONGTYPE);
+        assert_eq!(err(run(&mut c, &["GETRANGE", "k", "a", "0"])), NOT_INTEGER);
+        assert_eq!(err(run(&mut c, &["GETRANGE", "k", "0", "a"])), NOT_INTEGER);
+        assert_eq!(
+            err(run(&mut c, &["GETRANGE", "nokey", "a", "0"])),
+            NOT_INTEGER
+        );
+        run(&mut c, &["SET", "e", ""]);
+        for (start, end) in [("0", "-1"), ("0", "0"), ("-1", "0")] {
+            assert_eq!(run(&mut c, &["GETRANGE", "e", start, end]), bulk(""));
+        }
+    }
+
+    #[test]
+    fn setrange() {
+        let (e, _clock, mut c) = engine();
+        run(&mut c, &["SET", "k", "hello world", "EX", "100"]);
+        assert_eq!(run(&mut c, &["SETRANGE", "k", "6", "WORLD"]), int(11));
+        assert_eq!(run(&mut c, &["GET", "k"]), bulk("hello WORLD"));
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
+        assert_eq!(run(&mut c, &["SETRANGE", "k", "13", "!"]), int(14));
+        assert_eq!(run(&mut c, &["GET", "k"]), bulk("hello WORLD\0\0!"));
+        let too_big = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+        assert_eq!(
+            err(run(&mut c, &["SETRANGE", "k", "-1", "x"])),
+            "ERR offset is out of range"
+        );
+        assert_eq!(err(run(&mut c, &["SETRANGE", "k", "a", "x"])), NOT_INTEGER);
+        assert_eq!(
+            err(run(&mut c, &["SETRANGE", "k", "536870912", "x"])),
+            too_big
+        );
+        assert_eq!(
+            err(run(&mut c, &["SETRANGE", "k", "9223372036854775807", "x"])),
+            too_big
+        );
+        assert_eq!(
+            err(run(&mut c, &["SETRANGE", "nokey", "536870912", "x"])),
+            too_big
+        );
+        // An empty value: the length, whatever the offset; no key created.
+        assert_eq!(run(&mut c, &["SETRANGE", "k", "536870912", ""]), int(14));
+        assert_eq!(run(&mut c, &["SETRANGE", "nokey", "5", ""]), int(0));
+        assert_eq!(run(&mut c, &["EXISTS", "nokey"]), int(0));
+        assert_eq!(run(&mut c, &["SETRANGE", "new", "3", "ab"]), int(5));
+        assert_eq!(run(&mut c, &["GET", "new"]), bulk("\0\0\0ab"));
+        put_hash(&e, "h");
+        assert_eq!(err(run(&mut c, &["SETRANGE", "h", "0", "x"])), WRONGTYPE);
+        assert_eq!(err(run(&mut c, &["SETRANGE", "h", "0", ""])), WRONGTYPE);
+        assert_eq!(
+            err(run(&mut c, &["SETRANGE", "h", "-1", ""])),
+            "ERR offset is out of range"
+        );
+    }
+
+    #[test]
+    fn integer_counters() {
+        let (e, _clock, mut c) = engine();
+        assert_eq!(run(&mut c, &["INCR", "n"]), int(1));
+        assert_eq!(run(&mut c, &["INCRBY", "n", "10"]), int(11));
+        assert_eq!(run(&mut c, &["DECR", "n"]), int(10));
+        assert_eq!(run(&mut c, &["DECRBY", "n", "5"]), int(5));
+        assert_eq!(run(&mut c, &["GET", "n"]), bulk("5"));
+        assert_eq!(err(run(&mut c, &["INCRBY", "n", "abc"])), NOT_INTEGER);
+        assert_eq!(err(run(&mut c, &["INCRBY", "n", "1.5"])), NOT_INTEGER);
+        assert_eq!(
+            err(run(&mut c, &["DECRBY", "n", "-9223372036854775808"])),
+            "ERR decrement would overflow"
+        );
+        assert_eq!(
+            err(run(&mut c, &["DECRBY", "n", "9223372036854775808"])),
+            NOT_INTEGER
+        );
+        let overflow = "ERR increment or decrement would overflow";
+        run(&mut c, &["SET", "n", "9223372036854775807"]);
+        assert_eq!(err(run(&mut c, &["INCR", "n"])), overflow);
+        assert_eq!(run(&mut c, &["INCRBY", "n", "0"]), int(i64::MAX));
+        run(&mut c, &["SET", "n", "-9223372036854775808"]);
+        assert_eq!(err(run(&mut c, &["DECR", "n"])), overflow);
+        assert_eq!(err(run(&mut c, &["DECRBY", "n", "1"])), overflow);
+        assert_eq!(err(run(&mut c, &["INCRBY", "n", "-1"])), overflow);
+        run(&mut c, &["SET", "n", "0"]);
+        assert_eq!(
+            run(&mut c, &["DECRBY", "n", "-9223372036854775807"]),
+            int(i64::MAX)
+        );
+        // Stored values must be exactly what string2ll accepts.
+        for stored in [
+            " 1",
+            "+1",
+            "01",
+            "1.0",
+            "",
+            "-0",
+            "abc",
+            "12345678901234567890",
+        ] {
+            run(&mut c, &["SET", "n", stored]);
+            assert_eq!(err(run(&mut c, &["INCR", "n"])), NOT_INTEGER, "{stored:?}");
+        }
+        // WRONGTYPE comes after the increment is parsed.
+        put_hash(&e, "h");
+        assert_eq!(err(run(&mut c, &["INCR", "h"])), WRONGTYPE);
+        assert_eq!(err(run(&mut c, &["INCRBY", "h", "abc"])), NOT_INTEGER);
+        assert_eq!(err(run(&mut c, &["INCRBY", "h", "1"])), WRONGTYPE);
+        // INCR keeps the TTL.
+        run(&mut c, &["SET", "n", "5", "EX", "100"]);
+        assert_eq!(run(&mut c, &["INCR", "n"]), int(6));
+        assert_eq!(run(&mut c, &["TTL", "n"]), int(100));
+    }
+
+    #[test]
+    fn incrbyfloat() {
+        let (e, _clock, mut c) = engine();
+        run(&mut c, &["SET", "n", "5", "EX", "100"]);
+        assert_eq!(run(&mut c, &["INCRBYFLOAT", "n", "1.5"]), bulk("6.5"));
+        assert_eq!(run(&mut c, &["TTL", "n"]), int(100));
+        run(&mut c, &["SET", "k", "10.5"]);
+        assert_eq!(run(&mut c, &["INCRBYFLOAT", "k", "0.1"]), bulk("10.6"));
+        assert_eq!(run(&mut c, &["GET", "k"]), bulk("10.6"));
+        for _ in 0..3 {
+            run(&mut c, &["INCRBYFLOAT", "steps", "3.0e-1"]);
+        }
+        assert_eq!(run(&mut c, &["GET", "steps"]), bulk("0.9"));
+        assert_eq!(run(&mut c, &["INCRBYFLOAT", "x", "5.0e3"]), bulk("5000"));
+        assert_eq!(run(&mut c, &["INCRBYFLOAT", "x", "-5000"]), bulk("0"));
+        run(&mut c, &["SET", "hex", "0x1p3"]);
+        assert_eq!(run(&mut c, &["INCRBYFLOAT", "hex", "0"]), bulk("8"));
+        assert_eq!(run(&mut c, &["GET", "hex"]), bulk("8"));
+        // Errors: type first, then the stored value, then the increment.
+        put_hash(&e, "h");
+        assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "h", "abc"])), WRONGTYPE);
+        run(&mut c, &["SET", "s", "abc"]);
+        assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "s", "1"])), NOT_FLOAT);
+        assert_eq!(
+            err(run(&mut c, &["INCRBYFLOAT", "nokey", "abc"])),
+            NOT_FLOAT
+        );
+        assert_eq!(
+            err(run(&mut c, &["INCRBYFLOAT", "nokey", "nan"])),
+            NOT_FLOAT
+        );
+        assert_eq!(
+            err(run(&mut c, &["INCRBYFLOAT", "nokey", "1e5000"])),
+            NOT_FLOAT
+        );
+        assert_eq!(run(&mut c, &["EXISTS", "nokey"]), int(0));
+        for stored in [" 1", "1 "] {
+            run(&mut c, &["SET", "s", stored]);
+            assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "s", "0"])), NOT_FLOAT);
+        }
+        let not_finite = "ERR increment would produce NaN or Infinity";
+        assert_eq!(
+            err(run(&mut c, &["INCRBYFLOAT", "nokey", "inf"])),
+            not_finite
+        );
+        run(&mut c, &["SET", "s", "inf"]);
+        assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "s", "1"])), not_finite);
+        run(&mut c, &["SET", "s", "12"]);
+        assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "s", "-inf"])), not_finite);
+        run(&mut c, &["SET", "s", "1e4932"]);
+        assert_eq!(
+            err(run(&mut c, &["INCRBYFLOAT", "s", "1e4932"])),
+            not_finite
+        );
+        assert_eq!(run(&mut c, &["GET", "s"]), bulk("1e4932"));
+    }
+
+    #[test]
+    fn mget_mset_msetnx() {
+        let (e, _clock, mut c) = engine();
+        run(&mut c, &["SET", "n", "abc"]);
+        put_hash(&e, "h");
+        assert_eq!(
+            run(&mut c, &["MGET", "n", "nokey", "h", "n"]),
+            Value::Array(vec![bulk("abc"), Value::Nil, Value::Nil, bulk("abc")])
+        );
+        assert_eq!(run(&mut c, &["MSET", "a", "1", "b", "2"]), Value::Okay);
+        assert_eq!(
+            err(run(&mut c, &["MSET", "a", "1", "b"])),
+            "ERR wrong number of arguments for 'mset' command"
+        );
+        assert_eq!(
+            err(run(&mut c, &["MSETNX", "a", "1", "b"])),
+            "ERR wrong number of arguments for 'msetnx' command"
+        );
+        assert_eq!(run(&mut c, &["MSETNX", "a", "1", "c", "3"]), int(0));
+        assert_eq!(run(&mut c, &["EXISTS", "c"]), int(0));
+        assert_eq!(run(&mut c, &["MSETNX", "c", "3", "d", "4"]), int(1));
+        assert_eq!(run(&mut c, &["MSETNX", "c", "3", "c", "5"]), int(0));
+        assert_eq!(run(&mut c, &["MSETNX", "x", "1", "x", "2"]), int(1));
+        assert_eq!(
+            run(&mut c, &["MGET", "a", "b", "c", "d", "x"]),
+            Value::Array(vec![bulk("1"), bulk("2"), bulk("3"), bulk("4"), bulk("2")])
+        );
+        assert_eq!(run(&mut c, &["MSETNX", "h", "1"]), int(0));
+        assert_eq!(run(&mut c, &["MSET", "h", "1"]), Value::Okay);
+        assert_eq!(
+            run(&mut c, &["TYPE", "h"]),
+            Value::SimpleString("string".into())
+        );
+        run(&mut c, &["SET", "k", "v", "EX", "100"]);
+        assert_eq!(run(&mut c, &["MSET", "k", "v2"]), Value::Okay);
+        assert_eq!(run(&mut c, &["TTL", "k"]), int(-1));
+    }
+
+    /// Whether a command run by another client between WATCH k and EXEC
+    /// aborts the transaction (Redis's `signalModifiedKey`).
+    fn touches_watched_key(command: &[&str]) -> bool {
+        let (engine, _clock, mut c) = engine();
+        let mut other = engine.connection();
+        run(&mut c, &["SET", "k", "v", "EX", "100"]);
+        run(&mut c, &["WATCH", "k"]);
+        run(&mut other, command);
+        run(&mut c, &["MULTI"]);
+        run(&mut c, &["GET", "k"]);
+        run(&mut c, &["EXEC"]) == Value::Nil
+    }
+
+    #[test]
+    fn watch_sees_only_real_changes() {
+        let cases: &[(&[&str], bool)] = &[
+            (&["SET", "k", "x", "NX"], false),
+            (&["SET", "k", "x", "XX"], true),
+            (&["GETEX", "k"], false),
+            (&["GETEX", "k", "PERSIST"], true),
+            (&["GETEX", "nokey", "PERSIST"], false),
+            (&["SETRANGE", "k", "0", ""], false),
+            (&["APPEND", "k", ""], true),
+            (&["INCRBYFLOAT", "k", "abc"], false),
+            (&["GETDEL", "nokey"], false),
+            (&["MSETNX", "k", "1", "z", "2"], false),
+        ];
+        for (command, touches) in cases {
+            assert_eq!(touches_watched_key(command), *touches, "{command:?}");
+        }
+    }
+}

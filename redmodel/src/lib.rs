@@ -26,7 +26,7 @@ mod optimistic;
 pub use db::{Db, DedicatedConnection};
 pub use error::{Error, Result};
 pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
-pub use optimistic::Transaction;
+pub use optimistic::{OptimisticConnection, Transaction};
 
 /// Re-exported so that users (and generated code) name one version of redis-rs.
 pub use redis;

@@ -9,16 +9,29 @@
 //!
 //! `WATCH` belongs to a connection, so a transaction runs on a
 //! [`DedicatedConnection`]: no other task's command can reach it between
-//! the `WATCH` and the `EXEC`. [`Db::transaction`] opens one per call;
-//! [`DedicatedConnection::transaction`] reuses one for many transactions.
+//! the `WATCH` and the `EXEC`. [`Db::transaction`] opens one per call; an
+//! [`OptimisticConnection`] keeps one for many transactions.
+//!
+//! # Why the step gets an owned handle
+//! The step is a closure returning a future, `|tx| async move { ... }`,
+//! given a [`Transaction`] by value. An `async |tx: &mut _|` closure would
+//! read more naturally, but a future built from one cannot be proven `Send`
+//! by today's compiler ("implementation of `Send` is not general enough"),
+//! which would forbid transactions inside `tokio::spawn`. The owned handle
+//! shares the connection through a mutex and stops working once its step
+//! has returned, so a handle kept by mistake cannot slip commands into a
+//! later transaction.
 //!
 //! Both backends behave the same: the memory engine implements `WATCH`
 //! with Redis 7's rules (a key that expires after being watched also aborts
 //! the `EXEC`).
 
+use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
+use tokio::sync::Mutex;
 
 use crate::db::{Db, DedicatedConnection};
 use crate::error::{Error, Result};
@@ -28,13 +41,25 @@ use crate::error::{Error, Result};
 /// that collided once do not collide again in lockstep.
 const MAX_RETRY_PAUSE_MS: u64 = 10;
 
+/// The connection and the number of the step allowed to use it.
+struct Shared {
+    conn: DedicatedConnection,
+    /// Bumped when a step returns, which retires its [`Transaction`].
+    generation: u64,
+    /// Whether WATCHes may be left over from a transaction whose future
+    /// was dropped midway; the next transaction clears them first, so that
+    /// they cannot abort it for nothing.
+    watching: bool,
+}
+
 /// The reading side of one attempt of an optimistic transaction, handed to
-/// the closure of [`Db::transaction`].
+/// the step of [`Db::transaction`] / [`OptimisticConnection::transaction`].
 ///
 /// Its commands run on the transaction's own connection, after the
 /// `WATCH`; what they read is what the `EXEC` will check. Do not send
 /// `MULTI`, `EXEC`, `DISCARD` or `UNWATCH` through it: return the writes as
-/// the pipeline instead.
+/// the step's pipeline instead. It works only until its step returns;
+/// afterwards its methods fail with [`Error::Misuse`].
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -42,7 +67,7 @@ const MAX_RETRY_PAUSE_MS: u64 = 10;
 /// let db = redmodel::Db::memory();
 /// db.query::<()>(redis::cmd("HSET").arg("cfg").arg("next").arg("cfg2")).await?;
 /// let attempts = db
-///     .transaction(&["cfg"], 5, async |tx| {
+///     .transaction(&["cfg"], 5, |tx| async move {
 ///         // Follow a reference: watch the key it names before reading it.
 ///         let next: String = tx.query(redis::cmd("HGET").arg("cfg").arg("next")).await?;
 ///         tx.watch(&next).await?;
@@ -54,12 +79,13 @@ const MAX_RETRY_PAUSE_MS: u64 = 10;
 /// assert_eq!(attempts, 1);
 /// # Ok(()) }
 /// ```
-pub struct Transaction<'c> {
-    conn: &'c mut DedicatedConnection,
+pub struct Transaction {
+    shared: Arc<Mutex<Shared>>,
+    generation: u64,
     attempt: u32,
 }
 
-impl std::fmt::Debug for Transaction<'_> {
+impl std::fmt::Debug for Transaction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Transaction")
             .field("attempt", &self.attempt)
@@ -67,7 +93,7 @@ impl std::fmt::Debug for Transaction<'_> {
     }
 }
 
-impl Transaction<'_> {
+impl Transaction {
     /// Runs one (reading) command on the transaction's connection.
     ///
     /// ```
@@ -75,7 +101,7 @@ impl Transaction<'_> {
     /// # async fn main() -> Result<(), redmodel::Error> {
     /// let db = redmodel::Db::memory();
     /// let len = db
-    ///     .transaction(&["queue"], 3, async |tx| {
+    ///     .transaction(&["queue"], 3, |tx| async move {
     ///         let len: i64 = tx.query(redis::cmd("LLEN").arg("queue")).await?;
     ///         Ok((redis::pipe(), len))
     ///     })
@@ -83,8 +109,10 @@ impl Transaction<'_> {
     /// assert_eq!(len, 0);
     /// # Ok(()) }
     /// ```
-    pub async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T> {
-        self.conn.query(cmd).await
+    pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
+        let mut shared = self.shared.lock().await;
+        self.check_current(&shared)?;
+        shared.conn.query(cmd).await
     }
 
     /// Runs a batch of (reading) commands in one round trip. The pipeline
@@ -96,7 +124,7 @@ impl Transaction<'_> {
     /// # async fn main() -> Result<(), redmodel::Error> {
     /// let db = redmodel::Db::memory();
     /// let (a, b) = db
-    ///     .transaction(&["a", "b"], 3, async |tx| {
+    ///     .transaction(&["a", "b"], 3, |tx| async move {
     ///         let mut reads = redis::pipe();
     ///         reads.cmd("HGET").arg("a").arg("n").cmd("HGET").arg("b").arg("n");
     ///         let both: (Option<i64>, Option<i64>) = tx.query_pipeline(&reads).await?;
@@ -106,7 +134,7 @@ impl Transaction<'_> {
     /// assert_eq!((a, b), (None, None));
     /// # Ok(()) }
     /// ```
-    pub async fn query_pipeline<T: FromRedisValue>(&mut self, pipeline: &Pipeline) -> Result<T> {
+    pub async fn query_pipeline<T: FromRedisValue>(&self, pipeline: &Pipeline) -> Result<T> {
         if pipeline.is_transaction() {
             return Err(Error::Misuse(
                 "an atomic pipeline cannot read inside an optimistic transaction (its EXEC \
@@ -114,7 +142,9 @@ impl Transaction<'_> {
                     .to_string(),
             ));
         }
-        self.conn.query_pipeline(pipeline).await
+        let mut shared = self.shared.lock().await;
+        self.check_current(&shared)?;
+        shared.conn.query_pipeline(pipeline).await
     }
 
     /// Watches more keys, for keys known only after a first read (a
@@ -125,15 +155,16 @@ impl Transaction<'_> {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), redmodel::Error> {
     /// let db = redmodel::Db::memory();
-    /// db.transaction::<&str, _, _>(&[], 3, async |tx| {
+    /// let no_keys: &[&str] = &[];
+    /// db.transaction(no_keys, 3, |tx| async move {
     ///     tx.watch("late").await?;
     ///     Ok((redis::pipe(), ()))
     /// })
     /// .await?;
     /// # Ok(()) }
     /// ```
-    pub async fn watch<K: ToRedisArgs>(&mut self, keys: K) -> Result<()> {
-        self.conn.query(redis::cmd("WATCH").arg(keys)).await
+    pub async fn watch<K: ToRedisArgs>(&self, keys: K) -> Result<()> {
+        self.query(redis::cmd("WATCH").arg(keys)).await
     }
 
     /// Which attempt this is, from 1.
@@ -142,20 +173,32 @@ impl Transaction<'_> {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), redmodel::Error> {
     /// let db = redmodel::Db::memory();
-    /// let n = db.transaction(&["k"], 3, async |tx| Ok((redis::pipe(), tx.attempt()))).await?;
+    /// let n = db
+    ///     .transaction(&["k"], 3, |tx| async move { Ok((redis::pipe(), tx.attempt())) })
+    ///     .await?;
     /// assert_eq!(n, 1);
     /// # Ok(()) }
     /// ```
     pub fn attempt(&self) -> u32 {
         self.attempt
     }
+
+    fn check_current(&self, shared: &Shared) -> Result<()> {
+        if shared.generation == self.generation {
+            return Ok(());
+        }
+        Err(Error::Misuse(
+            "this Transaction belongs to a step that has already returned; use the \
+             Transaction given to the current step"
+                .to_string(),
+        ))
+    }
 }
 
 impl Db {
-    /// Runs an optimistic read-modify-write on a connection of its own: see
-    /// [`DedicatedConnection::transaction`], which this opens a connection
-    /// for. Use that one directly to run many transactions on one
-    /// connection.
+    /// Runs an optimistic read-modify-write on a connection of its own:
+    /// see [`OptimisticConnection::transaction`]. Use an
+    /// [`OptimisticConnection`] to run many transactions on one connection.
     ///
     /// A transfer between two counters that loses no concurrent update:
     ///
@@ -165,14 +208,15 @@ impl Db {
     /// let db = redmodel::Db::memory();
     /// db.query::<()>(redis::cmd("HSET").arg("acct:a").arg("balance").arg(100)).await?;
     /// let moved = db
-    ///     .transaction(&["acct:a", "acct:b"], 10, async |tx| {
+    ///     .transaction(&["acct:a", "acct:b"], 10, |tx| async move {
     ///         let a: i64 = tx.query(redis::cmd("HGET").arg("acct:a").arg("balance")).await?;
+    ///         let b: Option<i64> = tx.query(redis::cmd("HGET").arg("acct:b").arg("balance")).await?;
     ///         let mut pipe = redis::pipe();
     ///         if a < 30 {
     ///             return Ok((pipe, false)); // commit nothing
     ///         }
-    ///         pipe.cmd("HINCRBY").arg("acct:a").arg("balance").arg(-30)
-    ///             .cmd("HINCRBY").arg("acct:b").arg("balance").arg(30);
+    ///         pipe.cmd("HSET").arg("acct:a").arg("balance").arg(a - 30)
+    ///             .cmd("HSET").arg("acct:b").arg("balance").arg(b.unwrap_or(0) + 30);
     ///         Ok((pipe, true))
     ///     })
     ///     .await?;
@@ -181,17 +225,69 @@ impl Db {
     /// assert_eq!(b, 30);
     /// # Ok(()) }
     /// ```
-    pub async fn transaction<K, T, F>(&self, keys: &[K], max_attempts: u32, step: F) -> Result<T>
+    pub async fn transaction<K, T, F, Fut>(
+        &self,
+        keys: &[K],
+        max_attempts: u32,
+        step: F,
+    ) -> Result<T>
     where
         K: ToRedisArgs,
-        F: AsyncFnMut(&mut Transaction<'_>) -> Result<(Pipeline, T)>,
+        F: FnMut(Transaction) -> Fut,
+        Fut: Future<Output = Result<(Pipeline, T)>>,
     {
-        let mut conn = self.dedicated().await?;
+        let mut conn = OptimisticConnection::from(self.dedicated().await?);
         conn.transaction(keys, max_attempts, step).await
     }
 }
 
-impl DedicatedConnection {
+/// A [`DedicatedConnection`] that runs optimistic transactions one after
+/// the other, so that a task running many of them opens one connection,
+/// not one each. Build it with `From`.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redmodel::Error> {
+/// use redmodel::OptimisticConnection;
+/// let db = redmodel::Db::memory();
+/// let mut conn = OptimisticConnection::from(db.dedicated().await?);
+/// for _ in 0..3 {
+///     conn.transaction(&["hits"], 10, |tx| async move {
+///         let n: Option<i64> = tx.query(redis::cmd("HGET").arg("hits").arg("n")).await?;
+///         let mut pipe = redis::pipe();
+///         pipe.cmd("HSET").arg("hits").arg("n").arg(n.unwrap_or(0) + 1);
+///         Ok((pipe, ()))
+///     })
+///     .await?;
+/// }
+/// let n: i64 = db.query(redis::cmd("HGET").arg("hits").arg("n")).await?;
+/// assert_eq!(n, 3);
+/// # Ok(()) }
+/// ```
+pub struct OptimisticConnection {
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl std::fmt::Debug for OptimisticConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OptimisticConnection")
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<DedicatedConnection> for OptimisticConnection {
+    fn from(conn: DedicatedConnection) -> Self {
+        OptimisticConnection {
+            shared: Arc::new(Mutex::new(Shared {
+                conn,
+                generation: 0,
+                watching: false,
+            })),
+        }
+    }
+}
+
+impl OptimisticConnection {
     /// Runs an optimistic read-modify-write on this connection.
     ///
     /// Each attempt: `WATCH keys`; `step` reads through the [`Transaction`]
@@ -215,27 +311,31 @@ impl DedicatedConnection {
     ///   were applied.
     ///
     /// `step` may run several times: keep side effects out of it until it
-    /// has returned.
+    /// has returned. To use borrowed values inside the step's `async move`
+    /// block, take references first (`let key = &key;`): references are
+    /// copied into each attempt's future.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), redmodel::Error> {
+    /// use redmodel::OptimisticConnection;
     /// let db = redmodel::Db::memory();
-    /// let mut conn = db.dedicated().await?;
-    /// for _ in 0..3 {
-    ///     conn.transaction(&["hits"], 10, async |tx| {
-    ///         let n: Option<i64> = tx.query(redis::cmd("HGET").arg("hits").arg("n")).await?;
+    /// let mut conn = OptimisticConnection::from(db.dedicated().await?);
+    /// let key = String::from("stock:apple");
+    /// let key = &key;
+    /// let left = conn
+    ///     .transaction(&[key], 10, |tx| async move {
+    ///         let n: Option<i64> = tx.query(redis::cmd("HGET").arg(key).arg("n")).await?;
+    ///         let n = n.unwrap_or(5) - 1;
     ///         let mut pipe = redis::pipe();
-    ///         pipe.cmd("HSET").arg("hits").arg("n").arg(n.unwrap_or(0) + 1);
-    ///         Ok((pipe, ()))
+    ///         pipe.cmd("HSET").arg(key).arg("n").arg(n);
+    ///         Ok((pipe, n))
     ///     })
     ///     .await?;
-    /// }
-    /// let n: i64 = db.query(redis::cmd("HGET").arg("hits").arg("n")).await?;
-    /// assert_eq!(n, 3);
+    /// assert_eq!(left, 4);
     /// # Ok(()) }
     /// ```
-    pub async fn transaction<K, T, F>(
+    pub async fn transaction<K, T, F, Fut>(
         &mut self,
         keys: &[K],
         max_attempts: u32,
@@ -243,28 +343,52 @@ impl DedicatedConnection {
     ) -> Result<T>
     where
         K: ToRedisArgs,
-        F: AsyncFnMut(&mut Transaction<'_>) -> Result<(Pipeline, T)>,
+        F: FnMut(Transaction) -> Fut,
+        Fut: Future<Output = Result<(Pipeline, T)>>,
     {
         let attempts = max_attempts.max(1);
         for attempt in 1..=attempts {
-            if !keys.is_empty() {
-                self.query::<()>(redis::cmd("WATCH").arg(keys)).await?;
-            }
-            let decided = step(&mut Transaction {
-                conn: &mut *self,
+            let generation = {
+                let mut shared = self.shared.lock().await;
+                if shared.watching {
+                    shared.conn.query::<()>(&redis::cmd("UNWATCH")).await?;
+                }
+                shared.watching = true;
+                if !keys.is_empty() {
+                    shared
+                        .conn
+                        .query::<()>(redis::cmd("WATCH").arg(keys))
+                        .await?;
+                }
+                shared.generation
+            };
+            let decided = step(Transaction {
+                shared: Arc::clone(&self.shared),
+                generation,
                 attempt,
             })
             .await;
+            let mut shared = self.shared.lock().await;
+            // Retire this attempt's Transaction, wherever it may have gone.
+            shared.generation = shared.generation.wrapping_add(1);
             let (mut writes, value) = match decided {
                 Ok(decided) => decided,
                 Err(e) => {
-                    self.unwatch_quietly().await;
+                    // Do not carry this attempt's WATCHes into the next
+                    // transaction. A failure here means the connection is
+                    // broken, which drops them anyway.
+                    if shared.conn.query::<()>(&redis::cmd("UNWATCH")).await.is_ok() {
+                        shared.watching = false;
+                    }
                     return Err(e);
                 }
             };
             writes.atomic();
             // `EXEC` replies nil (`None`) when a watched key changed.
-            let committed: Option<Value> = self.query_pipeline(&writes).await?;
+            let committed: Option<Value> = shared.conn.query_pipeline(&writes).await?;
+            // EXEC, run or aborted, has dropped every WATCH.
+            shared.watching = false;
+            drop(shared);
             if committed.is_some() {
                 return Ok(value);
             }
@@ -273,13 +397,6 @@ impl DedicatedConnection {
             }
         }
         Err(Error::Conflict { attempts })
-    }
-
-    /// Drops the watches of an abandoned attempt, so that a reused
-    /// connection does not carry them into its next transaction. A failure
-    /// here means the connection is broken, which drops them anyway.
-    async fn unwatch_quietly(&mut self) {
-        let _ = self.query::<()>(&redis::cmd("UNWATCH")).await;
     }
 }
 

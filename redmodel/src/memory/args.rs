@@ -43,12 +43,6 @@ pub(crate) fn int_arg(bytes: &[u8]) -> Result<i64, CmdError> {
     parse_i64(bytes).ok_or(CmdError::NotInteger)
 }
 
-/// A non-negative integer argument (counts); negative values get `msg`.
-pub(crate) fn count_arg(bytes: &[u8], msg: &'static str) -> Result<usize, CmdError> {
-    let n = int_arg(bytes)?;
-    usize::try_from(n).map_err(|_| CmdError::err(msg))
-}
-
 /// Redis's `getPositiveLongFromObjectOrReply`: a count in 0..=i64::MAX.
 /// Anything else, a non-integer included, gets `msg` (Redis's default is
 /// "value is out of range, must be positive").

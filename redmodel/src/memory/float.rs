@@ -75,7 +75,7 @@ pub(crate) fn format_double(d: f64) -> String {
 }
 
 /// C's `%.17g` for a finite double.
-fn format_g17(d: f64) -> String {
+pub(crate) fn format_g17(d: f64) -> String {
     const PRECISION: i32 = 17;
     // Rust's `{:e}` rounds exactly (ties to even, like glibc), so its 17
     // significant digits are the ones printf chooses.

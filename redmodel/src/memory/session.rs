@@ -208,11 +208,6 @@ impl Session {
         }
     }
 
-    /// Whether the client is between MULTI and EXEC.
-    pub(crate) fn in_multi(&self) -> bool {
-        self.multi.is_some()
-    }
-
     /// Whether the session holds state that must be released on the store.
     pub(crate) fn has_watches(&self) -> bool {
         !self.watched.is_empty()

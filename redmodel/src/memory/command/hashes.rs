@@ -272,17 +272,16 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, field) = (args[1], args[2]);
     let incr = LongDouble::parse(args[3]).ok_or(CmdError::NotFloat)?;
-    // Adding the increment to zero is the finiteness test: `string2ld`
-    // accepts "inf", which Redis then refuses with its own message.
-    let incr = ld_zero()?
-        .checked_add(incr)
-        .ok_or_else(|| CmdError::err("value is NaN or Infinity"))?;
+    // `string2ld` accepts "inf", which Redis then refuses with its own message.
+    if !incr.is_finite() {
+        return Err(CmdError::err("value is NaN or Infinity"));
+    }
     let hash = ctx.write_or_create::<Hash>(key)?;
     let current = match hash.get(field) {
         Some(v) => {
             LongDouble::parse(v).ok_or_else(|| CmdError::err("hash value is not a float"))?
         }
-        None => ld_zero()?,
+        None => LongDouble::ZERO,
     };
     let sum = current
         .checked_add(incr)
@@ -294,10 +293,6 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// The `long double` zero: a missing field counts as 0.
-fn ld_zero() -> Result<LongDouble, CmdError> {
-    LongDouble::parse(b"0").ok_or(CmdError::NotFloat)
-}
-
 /// The most elements HRANDFIELD with a negative count may reply with.
 ///
 /// Redis has no limit: `HRANDFIELD h -4611686018427387903 WITHVALUES` makes

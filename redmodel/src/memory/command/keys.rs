@@ -93,13 +93,29 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdRes
     Ok(if nx { reply::int(1) } else { reply::ok() })
 }
 
-/// Parses a SCAN-family cursor: an unsigned 64-bit decimal.
+/// Parses a SCAN-family cursor as Redis does, with C's `strtoul`: an
+/// optional sign (a negative cursor wraps around), decimal digits, nothing
+/// else; the empty string is cursor 0; a leading space or an overflow is
+/// "invalid cursor".
 pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
-    std::str::from_utf8(arg)
-        .ok()
-        .filter(|s| !s.starts_with('+') && !s.is_empty())
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| CmdError::err("invalid cursor"))
+    let invalid = || CmdError::err("invalid cursor");
+    let (negative, digits) = match arg.first() {
+        None => return Ok(0),
+        Some(b'-') => (true, &arg[1..]),
+        Some(b'+') => (false, &arg[1..]),
+        Some(_) => (false, arg),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(invalid());
+    }
+    let mut value: u64 = 0;
+    for &d in digits {
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d - b'0')))
+            .ok_or_else(invalid)?;
+    }
+    Ok(if negative { value.wrapping_neg() } else { value })
 }
 
 /// The options shared by SCAN, HSCAN, SSCAN and ZSCAN.
@@ -165,4 +181,21 @@ fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ks.keys(args[1], now)
     };
     Ok(reply::bulks(keys.iter().map(|k| k.to_vec())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cursor;
+
+    #[test]
+    fn cursors_parse_like_strtoul() {
+        assert_eq!(parse_cursor(b""), Ok(0));
+        assert_eq!(parse_cursor(b"17"), Ok(17));
+        assert_eq!(parse_cursor(b"+5"), Ok(5));
+        assert_eq!(parse_cursor(b"-1"), Ok(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551615"), Ok(u64::MAX));
+        for bad in [&b" 1"[..], b"1 ", b"+", b"-", b"x", b"18446744073709551616"] {
+            assert!(parse_cursor(bad).is_err(), "{bad:?}");
+        }
+    }
 }

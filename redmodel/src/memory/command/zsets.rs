@@ -1136,10 +1136,6 @@ mod tests {
 
     use crate::memory::command::sets::tests::{assert_watch, bulk, err, T, WRONGTYPE};
 
-    fn ints(values: &[i64]) -> V {
-        V::Array(values.iter().map(|&n| V::Int(n)).collect())
-    }
-
     fn bulks(items: &[&str]) -> V {
         V::Array(items.iter().map(|s| bulk(s)).collect())
     }

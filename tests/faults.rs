@@ -91,10 +91,20 @@ async fn acknowledged_writes_survive_a_crash_and_the_db_recovers() {
         .0
         .expect("writer panicked");
     assert!(err.is_connection(), "write {in_flight} failed with {err:?}");
-    assert!(took < OUTAGE_BOUND, "write {in_flight} took {took:?} to fail");
+    assert!(
+        took < OUTAGE_BOUND,
+        "write {in_flight} took {took:?} to fail"
+    );
     let acked: Vec<u64> = acked.lock().expect("not poisoned").clone();
-    eprintln!("crash: {} writes acknowledged, write {in_flight} failed in {took:?}: {err}", acked.len());
-    assert!(acked.len() >= 200, "only {} writes before the crash", acked.len());
+    eprintln!(
+        "crash: {} writes acknowledged, write {in_flight} failed in {took:?}: {err}",
+        acked.len()
+    );
+    assert!(
+        acked.len() >= 200,
+        "only {} writes before the crash",
+        acked.len()
+    );
 
     // While the server is down, every kind of call fails fast and typed.
     for round in 0..3 {
@@ -109,7 +119,11 @@ async fn acknowledged_writes_survive_a_crash_and_the_db_recovers() {
     assert_connection_error("a lock", out);
     let (out, _) = bounded(
         "a transaction",
-        db.transaction(&["students"], 3, |_tx| async move { Ok((redis::pipe(), ())) }),
+        db.transaction(
+            &["students"],
+            3,
+            |_tx| async move { Ok((redis::pipe(), ())) },
+        ),
     )
     .await;
     assert_connection_error("a transaction", out);
@@ -121,7 +135,10 @@ async fn acknowledged_writes_survive_a_crash_and_the_db_recovers() {
         match db.query::<String>(&redis::cmd("PING")).await {
             Ok(pong) => {
                 assert_eq!(pong, "PONG");
-                eprintln!("recovery: the Db answered {:?} after the restart", start.elapsed());
+                eprintln!(
+                    "recovery: the Db answered {:?} after the restart",
+                    start.elapsed()
+                );
                 break;
             }
             Err(e) if start.elapsed() < RECOVERY_BOUND => {

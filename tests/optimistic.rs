@@ -40,7 +40,12 @@ async fn balance(db: &Db, key: &str) -> Result<i64, Error> {
         .unwrap_or(0))
 }
 
-async fn hset(db: &Db, key: &str, field: &str, value: impl redis::ToRedisArgs) -> Result<(), Error> {
+async fn hset(
+    db: &Db,
+    key: &str,
+    field: &str,
+    value: impl redis::ToRedisArgs,
+) -> Result<(), Error> {
     db.query(redis::cmd("HSET").arg(key).arg(field).arg(value))
         .await
 }
@@ -67,11 +72,11 @@ async fn transfers(
         let outcome = conn
             .transaction(&[kf, kt], 10_000, |tx| async move {
                 let mut reads = redis::pipe();
-                reads.cmd("HGET").arg(&kf).arg("balance");
+                reads.cmd("HGET").arg(kf).arg("balance");
                 // Give the other tasks a chance to run between the reads
                 // and the EXEC (the memory engine answers without yielding).
                 tokio::task::yield_now().await;
-                reads.cmd("HGET").arg(&kt).arg("balance");
+                reads.cmd("HGET").arg(kt).arg("balance");
                 let (a, b): (i64, i64) = tx.query_pipeline(&reads).await?;
                 tokio::task::yield_now().await;
                 let mut writes = redis::pipe();
@@ -79,9 +84,17 @@ async fn transfers(
                     return Ok((writes, (false, tx.attempt())));
                 }
                 writes
-                    .cmd("HSET").arg(&kf).arg("balance").arg(a - AMOUNT)
-                    .cmd("HSET").arg(&kt).arg("balance").arg(b + AMOUNT)
-                    .cmd("RPUSH").arg(&log).arg(format!("{task}:{n}:{from}:{to}"));
+                    .cmd("HSET")
+                    .arg(kf)
+                    .arg("balance")
+                    .arg(a - AMOUNT)
+                    .cmd("HSET")
+                    .arg(kt)
+                    .arg("balance")
+                    .arg(b + AMOUNT)
+                    .cmd("RPUSH")
+                    .arg(log)
+                    .arg(format!("{task}:{n}:{from}:{to}"));
                 Ok((writes, (true, tx.attempt())))
             })
             .await;
@@ -154,11 +167,11 @@ backend_tests! {
             .db
             .transaction(&[key], 3, |tx| async move {
                 calls.fetch_add(1, Ordering::SeqCst);
-                let n: Option<i64> = tx.query(redis::cmd("HGET").arg(&key).arg("n")).await?;
+                let n: Option<i64> = tx.query(redis::cmd("HGET").arg(key).arg("n")).await?;
                 // Another client writes the key between the read and EXEC.
-                hset(&db, &key, "other", tx.attempt()).await?;
+                hset(db, key, "other", tx.attempt()).await?;
                 let mut writes = redis::pipe();
-                writes.cmd("HSET").arg(&key).arg("n").arg(n.unwrap_or(0) + 1);
+                writes.cmd("HSET").arg(key).arg("n").arg(n.unwrap_or(0) + 1);
                 Ok((writes, ()))
             })
             .await;
@@ -187,12 +200,12 @@ backend_tests! {
         let (seen, attempt) = ctx
             .db
             .transaction(&[key], 5, |tx| async move {
-                let n: i64 = tx.query(redis::cmd("HGET").arg(&key).arg("n")).await?;
+                let n: i64 = tx.query(redis::cmd("HGET").arg(key).arg("n")).await?;
                 if tx.attempt() == 1 {
-                    hset(&db, &key, "n", 100).await?;
+                    hset(db, key, "n", 100).await?;
                 }
                 let mut writes = redis::pipe();
-                writes.cmd("HSET").arg(&key).arg("n").arg(n + 1);
+                writes.cmd("HSET").arg(key).arg("n").arg(n + 1);
                 Ok((writes, (n, tx.attempt())))
             })
             .await?;
@@ -211,13 +224,13 @@ backend_tests! {
         let (x, y, attempt) = ctx
             .db
             .transaction(&[a, b], 5, |tx| async move {
-                let x: i64 = tx.query(redis::cmd("HGET").arg(&a).arg("v")).await?;
+                let x: i64 = tx.query(redis::cmd("HGET").arg(a).arg("v")).await?;
                 if tx.attempt() == 1 {
                     // Another client moves both between our two reads.
-                    hset(&db, &a, "v", 2).await?;
-                    hset(&db, &b, "v", 2).await?;
+                    hset(db, a, "v", 2).await?;
+                    hset(db, b, "v", 2).await?;
                 }
-                let y: i64 = tx.query(redis::cmd("HGET").arg(&b).arg("v")).await?;
+                let y: i64 = tx.query(redis::cmd("HGET").arg(b).arg("v")).await?;
                 Ok((redis::pipe(), (x, y, tx.attempt())))
             })
             .await?;
@@ -233,11 +246,11 @@ backend_tests! {
         let attempts = ctx
             .db
             .transaction(&[index], 5, |tx| async move {
-                let t: String = tx.query(redis::cmd("HGET").arg(&index).arg("current")).await?;
+                let t: String = tx.query(redis::cmd("HGET").arg(index).arg("current")).await?;
                 tx.watch(&t).await?;
                 let v: Option<i64> = tx.query(redis::cmd("HGET").arg(&t).arg("v")).await?;
                 if tx.attempt() == 1 {
-                    hset(&db, &t, "v", 7).await?;
+                    hset(db, &t, "v", 7).await?;
                 }
                 let mut writes = redis::pipe();
                 writes.cmd("HSET").arg(&t).arg("v").arg(v.unwrap_or(0) * 10);
@@ -272,7 +285,7 @@ backend_tests! {
         let attempt = conn
             .transaction(&[other], 1, |tx| async move {
                 let mut writes = redis::pipe();
-                writes.cmd("HSET").arg(&other).arg("v").arg(1);
+                writes.cmd("HSET").arg(other).arg("v").arg(1);
                 Ok((writes, tx.attempt()))
             })
             .await?;
@@ -293,8 +306,8 @@ backend_tests! {
                 calls.fetch_add(1, Ordering::SeqCst);
                 let mut writes = redis::pipe();
                 writes
-                    .cmd("HSET").arg(&hash).arg("f").arg(1)
-                    .cmd("HSET").arg(&list).arg("f").arg(1);
+                    .cmd("HSET").arg(hash).arg("f").arg(1)
+                    .cmd("HSET").arg(list).arg("f").arg(1);
                 Ok((writes, ()))
             })
             .await;
@@ -313,7 +326,7 @@ backend_tests! {
             .db
             .transaction(&[&key], 5, |tx| async move {
                 let mut reads = redis::pipe();
-                reads.atomic().cmd("HGET").arg(&key).arg("v");
+                reads.atomic().cmd("HGET").arg(key).arg("v");
                 let v: (Option<i64>,) = tx.query_pipeline(&reads).await?;
                 Ok((redis::pipe(), v))
             })
@@ -339,7 +352,7 @@ backend_tests! {
                     tokio::time::sleep(std::time::Duration::from_millis(120)).await;
                 }
                 let mut writes = redis::pipe();
-                writes.cmd("HSET").arg(&key).arg("v").arg(2);
+                writes.cmd("HSET").arg(key).arg("v").arg(2);
                 Ok((writes, tx.attempt()))
             })
             .await?;
@@ -361,7 +374,8 @@ async fn a_transaction_kept_past_its_step_is_refused() {
     .await
     .expect("commits");
     let stale = kept.lock().expect("not poisoned").take().expect("kept");
-    let out: Result<Option<String>, Error> = stale.query(redis::cmd("HGET").arg("k").arg("f")).await;
+    let out: Result<Option<String>, Error> =
+        stale.query(redis::cmd("HGET").arg("k").arg("f")).await;
     match out {
         Err(Error::Misuse(why)) => assert!(why.contains("already returned"), "{why}"),
         other => panic!("expected Misuse, got {other:?}"),

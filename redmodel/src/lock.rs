@@ -189,7 +189,12 @@ impl Db {
     /// held.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn lock_wait(&self, name: &str, ttl: Duration, timeout: Duration) -> Result<LockGuard> {
+    pub async fn lock_wait(
+        &self,
+        name: &str,
+        ttl: Duration,
+        timeout: Duration,
+    ) -> Result<LockGuard> {
         let start = Instant::now();
         let mut backoff = FIRST_BACKOFF;
         loop {

@@ -377,7 +377,12 @@ impl OptimisticConnection {
                     // Do not carry this attempt's WATCHes into the next
                     // transaction. A failure here means the connection is
                     // broken, which drops them anyway.
-                    if shared.conn.query::<()>(&redis::cmd("UNWATCH")).await.is_ok() {
+                    if shared
+                        .conn
+                        .query::<()>(&redis::cmd("UNWATCH"))
+                        .await
+                        .is_ok()
+                    {
                         shared.watching = false;
                     }
                     return Err(e);

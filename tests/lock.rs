@@ -42,37 +42,48 @@ fn is_not_held(e: &Error, expected: &str) -> bool {
 const TASKS: usize = 8;
 const ROUNDS: usize = 5;
 
+/// [`TASKS`] tasks each increment the counter `key` [`ROUNDS`] times with
+/// a read-sleep-write race window, under the lock named `key`: no update
+/// may be lost and no two tasks may ever be inside at once.
+async fn check_exclusive(db: &Db, key: &str, backend: &str) -> Result<(), Error> {
+    let name = key;
+    let inside = Arc::new(AtomicUsize::new(0));
+    let most_inside = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (db, key, name) = (db.clone(), key.to_string(), name.to_string());
+        let (inside, most_inside) = (inside.clone(), most_inside.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..ROUNDS {
+                let guard = db.lock_wait(&name, LONG, Duration::from_secs(20)).await?;
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                most_inside.fetch_max(now, Ordering::SeqCst);
+                slow_increment(&db, &key).await?;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                guard.release().await?;
+            }
+            Ok::<(), Error>(())
+        }));
+    }
+    for task in tasks {
+        task.await.expect("task panicked")?;
+    }
+    assert_eq!(
+        counter(db, key).await?,
+        (TASKS * ROUNDS) as i64,
+        "on {backend}"
+    );
+    assert_eq!(most_inside.load(Ordering::SeqCst), 1, "two holders at once");
+    assert_eq!(stored_token(db, name).await?, None, "released at the end");
+    Ok(())
+}
+
 backend_tests! {
     /// N tasks increment a counter with a read-sleep-write race window. Under
     /// the lock no update is lost and no two tasks are ever inside at once;
     /// without it (the control) updates are lost, so the window is real.
     async fn the_lock_makes_a_racy_increment_exact(ctx) {
-        let key = ctx.key("counter");
-        let name = ctx.key("counter");
-        let inside = Arc::new(AtomicUsize::new(0));
-        let most_inside = Arc::new(AtomicUsize::new(0));
-        let mut tasks = Vec::new();
-        for _ in 0..TASKS {
-            let (db, key, name) = (ctx.db.clone(), key.clone(), name.clone());
-            let (inside, most_inside) = (inside.clone(), most_inside.clone());
-            tasks.push(tokio::spawn(async move {
-                for _ in 0..ROUNDS {
-                    let guard = db.lock_wait(&name, LONG, Duration::from_secs(20)).await?;
-                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                    most_inside.fetch_max(now, Ordering::SeqCst);
-                    slow_increment(&db, &key).await?;
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                    guard.release().await?;
-                }
-                Ok::<(), Error>(())
-            }));
-        }
-        for task in tasks {
-            task.await.expect("task panicked")?;
-        }
-        assert_eq!(counter(&ctx.db, &key).await?, (TASKS * ROUNDS) as i64, "on {}", ctx.backend);
-        assert_eq!(most_inside.load(Ordering::SeqCst), 1, "two holders at once");
-        assert_eq!(stored_token(&ctx.db, &name).await?, None, "released at the end");
+        check_exclusive(&ctx.db, &ctx.key("counter"), ctx.backend).await?;
 
         // Control: the same increments without the lock lose updates.
         let racy = ctx.key("racy");
@@ -276,6 +287,13 @@ backend_tests! {
         }
         Ok(())
     }
+}
+
+/// The same on the memory engine used from several threads at once (the
+/// backend tests run every task on one thread).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_lock_is_exclusive_across_threads() -> Result<(), Error> {
+    check_exclusive(&Db::memory(), "mt:counter", "memory, 4 threads").await
 }
 
 /// Outside any runtime, dropping a memory-engine guard still releases it

@@ -112,48 +112,75 @@ async fn transfers(
     Ok((done, retries))
 }
 
-backend_tests! {
-    /// 64 tasks x 100 transfers between 16 accounts: the total is unchanged,
-    /// every committed transfer is applied exactly once (the log has one
-    /// entry per success) and each balance is what the committed transfers
-    /// make it: no update lost, none applied twice.
-    async fn concurrent_transfers_lose_no_update(ctx) {
-        let mut init = redis::pipe();
-        for i in 0..ACCOUNTS {
-            init.cmd("HSET").arg(account(&ctx.prefix, i)).arg("balance").arg(START_BALANCE);
-        }
-        ctx.db.query_pipeline::<()>(&init).await?;
+/// Runs the transfers of [`TASKS`] tasks and checks that no update was
+/// lost: the total is unchanged, every committed transfer is applied
+/// exactly once (the log has one entry per success) and each balance is
+/// what the committed transfers make it.
+async fn check_transfers(db: &Db, prefix: &str, backend: &str) -> Result<(), Error> {
+    let mut init = redis::pipe();
+    for i in 0..ACCOUNTS {
+        init.cmd("HSET")
+            .arg(account(prefix, i))
+            .arg("balance")
+            .arg(START_BALANCE);
+    }
+    db.query_pipeline::<()>(&init).await?;
 
-        let mut tasks = Vec::new();
-        for task in 0..TASKS {
-            tasks.push(tokio::spawn(transfers(ctx.db.clone(), ctx.prefix.clone(), task)));
+    let mut tasks = Vec::new();
+    for task in 0..TASKS {
+        tasks.push(tokio::spawn(transfers(
+            db.clone(),
+            prefix.to_string(),
+            task,
+        )));
+    }
+    let mut expected = vec![START_BALANCE; ACCOUNTS];
+    let mut committed = 0;
+    let mut retries = 0;
+    for task in tasks {
+        let (done, r) = task.await.expect("task panicked")?;
+        retries += r;
+        committed += done.len();
+        for (from, to) in done {
+            expected[from] -= AMOUNT;
+            expected[to] += AMOUNT;
         }
-        let mut expected = vec![START_BALANCE; ACCOUNTS];
-        let mut committed = 0;
-        let mut retries = 0;
-        for task in tasks {
-            let (done, r) = task.await.expect("task panicked")?;
-            retries += r;
-            committed += done.len();
-            for (from, to) in done {
-                expected[from] -= AMOUNT;
-                expected[to] += AMOUNT;
-            }
-        }
-        let mut actual = Vec::new();
-        for i in 0..ACCOUNTS {
-            actual.push(balance(&ctx.db, &account(&ctx.prefix, i)).await?);
-        }
-        let total: i64 = actual.iter().sum();
-        assert_eq!(total, START_BALANCE * ACCOUNTS as i64, "total changed on {}", ctx.backend);
-        let logged: usize = ctx.db.query(redis::cmd("LLEN").arg(ctx.key("log"))).await?;
-        assert_eq!(logged, committed, "committed vs applied on {}", ctx.backend);
-        assert_eq!(actual, expected, "balances on {}", ctx.backend);
-        assert!(committed > TASKS * TRANSFERS / 2, "only {committed} transfers committed");
-        // The test means something only if transactions really collided.
-        assert!(retries > 0, "no transaction was ever retried on {}", ctx.backend);
-        eprintln!("{}: {committed} transfers, {retries} retries", ctx.backend);
-        Ok(())
+    }
+    let mut actual = Vec::new();
+    for i in 0..ACCOUNTS {
+        actual.push(balance(db, &account(prefix, i)).await?);
+    }
+    let total: i64 = actual.iter().sum();
+    assert_eq!(
+        total,
+        START_BALANCE * ACCOUNTS as i64,
+        "total changed on {}",
+        backend
+    );
+    let logged: usize = db
+        .query(redis::cmd("LLEN").arg(format!("{prefix}log")))
+        .await?;
+    assert_eq!(logged, committed, "committed vs applied on {}", backend);
+    assert_eq!(actual, expected, "balances on {}", backend);
+    assert!(
+        committed > TASKS * TRANSFERS / 2,
+        "only {committed} transfers committed"
+    );
+    // The test means something only if transactions really collided.
+    assert!(
+        retries > 0,
+        "no transaction was ever retried on {}",
+        backend
+    );
+    eprintln!("{}: {committed} transfers, {retries} retries", backend);
+    Ok(())
+}
+
+backend_tests! {
+    /// 64 tasks x 100 transfers between 64 accounts lose no update and
+    /// apply none twice.
+    async fn concurrent_transfers_lose_no_update(ctx) {
+        check_transfers(&ctx.db, &ctx.prefix, ctx.backend).await
     }
 
     /// A watched key changed by another client during every attempt: each
@@ -359,6 +386,13 @@ backend_tests! {
         assert_eq!(attempts, 2);
         Ok(())
     }
+}
+
+/// The same transfers with the memory engine used from several threads at
+/// once (the backend tests run every task on one thread).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_transfers_on_several_threads_lose_no_update() -> Result<(), Error> {
+    check_transfers(&Db::memory(), "mt:", "memory, 4 threads").await
 }
 
 /// A `Transaction` kept past its step cannot run commands any more.

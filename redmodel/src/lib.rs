@@ -6,6 +6,11 @@
 //! [`redis::Cmd`] and [`redis::Pipeline`] values, so code written against the
 //! memory engine runs unchanged against a Redis server.
 //!
+//! For updates that must not collide with other clients': [`Db::lock`] /
+//! [`Db::with_lock`] (a lock with an owner token and a ttl) and
+//! [`Db::transaction`] (optimistic read-modify-write with WATCH, retried on
+//! a concurrent write).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), redmodel::Error> {

@@ -354,7 +354,11 @@ impl LockGuard {
     /// token (the seed's `release()`).
     ///
     /// Fails with [`Error::LockNotHeld`] if the ttl ran out first (the key
-    /// is gone, or another holder took it: their lock is left alone).
+    /// is gone, or another holder took it: their lock is left alone). If
+    /// the server cannot be reached ([`Error::is_connection`]), the lock
+    /// stays until its ttl runs out. [`Error::Conflict`] means the key kept
+    /// changing under the check eight times in a row, which only a storm of
+    /// writes to `_lock:NAME` by others can cause.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

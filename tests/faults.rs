@@ -5,15 +5,13 @@
 //! `appendfsync always` every write the library reported as done survived,
 //! with no object half-written.
 
-mod concurrency_support;
-
 use std::collections::{BTreeSet, HashSet};
 use std::net::{Ipv4Addr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use concurrency_support::RedisServer;
 use redmodel::{Db, Error};
+use redmodel_suite::{under_ci, RedisServer, ServerError};
 
 /// Upper bound on how long any call may take while the server is down.
 const OUTAGE_BOUND: Duration = Duration::from_secs(10);
@@ -58,11 +56,18 @@ fn assert_connection_error<T: std::fmt::Debug>(what: &str, out: Result<T, Error>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_a_crash_and_the_db_recovers() {
-    let mut server = RedisServer::builder()
+    let started = RedisServer::builder()
         .appendonly(true)
         .config("appendfsync always")
-        .start()
-        .expect("private redis-server");
+        .start();
+    let mut server = match started {
+        Ok(server) => server,
+        Err(ServerError::NotInstalled(why)) if !under_ci() => {
+            eprintln!("note: fault test skipped: {why} (under CI=true this fails)");
+            return;
+        }
+        Err(e) => panic!("private redis-server: {e}"),
+    };
     let db = Db::connect(&server.url()).await.expect("connect");
 
     // A writer streams atomic writes and records the ones reported done.

@@ -3,13 +3,12 @@
 //! to the next holder without letting the old one touch it, release on
 //! drop, and the typed errors.
 
-mod concurrency_support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redmodel::{Db, Error};
+use redmodel_suite::backend_tests;
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -96,7 +95,7 @@ backend_tests! {
             task.await.expect("task panicked")?;
         }
         assert!(counter(&ctx.db, &racy).await? < TASKS as i64, "the race window is real");
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// `with_lock` serialises closures the same way and returns their value.
@@ -118,7 +117,7 @@ backend_tests! {
         }
         assert_eq!(counter(&ctx.db, &key).await?, TASKS as i64);
         assert_eq!(stored_token(&ctx.db, &name).await?, None);
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// The lock is `_lock:NAME` holding the guard's random token, with the ttl.
@@ -137,7 +136,7 @@ backend_tests! {
         ga.release().await?;
         gb.release().await?;
         assert!(ctx.db.lock(&a, LONG).await?.is_some(), "free again");
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// After its ttl ran out and another took the lock, the old guard can
@@ -169,7 +168,7 @@ backend_tests! {
 
         new.release().await?;
         other.release().await?;
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// An expired lock that nobody took is not ours either: release says so.
@@ -179,7 +178,7 @@ backend_tests! {
         tokio::time::sleep(Duration::from_millis(80)).await;
         let err = guard.release().await.unwrap_err();
         assert!(is_not_held(&err, &name), "{err:?}");
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// `extend` pushes the expiry back while the guard holds the lock.
@@ -194,7 +193,7 @@ backend_tests! {
         assert!(ctx.db.lock(&name, LONG).await?.is_none());
         assert_eq!(stored_token(&ctx.db, &name).await?.as_deref(), Some(guard.token()));
         guard.release().await?;
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// Dropping a guard releases its lock (long before its ttl).
@@ -217,7 +216,7 @@ backend_tests! {
         assert!(task.await.is_err());
         let again = ctx.db.lock_wait(&name, LONG, Duration::from_secs(5)).await?;
         again.release().await?;
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// `lock_wait` gives up after the timeout with `LockTimeout`, and gets
@@ -265,7 +264,7 @@ backend_tests! {
         let err = ctx.db.lock_wait(&name, LONG, Duration::ZERO).await.unwrap_err();
         assert!(matches!(err, Error::LockTimeout { .. }));
         holder.release().await?;
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// Work that outlives its ttl while another client takes the lock is
@@ -285,7 +284,7 @@ backend_tests! {
             Err(Error::LockNotHeld { name: n }) => assert_eq!(n, name),
             other => panic!("expected LockNotHeld, got {other:?}"),
         }
-        Ok(())
+        Ok::<(), Error>(())
     }
 }
 

@@ -2,12 +2,11 @@
 //! `DedicatedConnection::transaction`) on every backend: concurrent
 //! transfers that must lose no update, and each way an attempt can end.
 
-mod concurrency_support;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use redmodel::{Db, Error, OptimisticConnection};
+use redmodel_suite::backend_tests;
 
 const ACCOUNTS: usize = 64;
 const START_BALANCE: i64 = 1_000;
@@ -215,7 +214,7 @@ backend_tests! {
         // Zero attempts means one.
         let out = ctx.db.transaction(&[key], 0, |tx| async move { Ok((redis::pipe(), tx.attempt())) }).await?;
         assert_eq!(out, 1);
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// A change during the first attempt is retried, and the value returned
@@ -238,7 +237,7 @@ backend_tests! {
             .await?;
         assert_eq!((seen, attempt), (100, 2));
         assert_eq!(balance_of(&ctx.db, key, "n").await?, 101);
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// A read-only step (empty pipeline) still ends in EXEC, so what it
@@ -262,7 +261,7 @@ backend_tests! {
             })
             .await?;
         assert_eq!((x, y, attempt), (2, 2, 2), "the torn read (1, 2) was retried");
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// Keys watched during the step (found by a first read) are checked too.
@@ -286,7 +285,7 @@ backend_tests! {
             .await?;
         assert_eq!(attempts, 2);
         assert_eq!(balance_of(&ctx.db, &target, "v").await?, 70);
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// A step's error ends the transaction at once, with nothing written,
@@ -317,7 +316,7 @@ backend_tests! {
             })
             .await?;
         assert_eq!(attempt, 1);
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// A command of the pipeline refused by the server fails the call (no
@@ -342,7 +341,7 @@ backend_tests! {
         assert!(!out.as_ref().is_err_and(Error::is_connection));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         assert_eq!(balance_of(&ctx.db, hash, "f").await?, 1);
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// Reading with an atomic pipeline would end the WATCH early: refused.
@@ -362,7 +361,7 @@ backend_tests! {
             Err(Error::Misuse(why)) => assert!(why.contains("plain pipeline"), "{why}"),
             other => panic!("expected Misuse, got {other:?}"),
         }
-        Ok(())
+        Ok::<(), Error>(())
     }
 
     /// A watched key that expires before EXEC aborts it (Redis 7's rule,
@@ -384,7 +383,7 @@ backend_tests! {
             })
             .await?;
         assert_eq!(attempts, 2);
-        Ok(())
+        Ok::<(), Error>(())
     }
 }
 

@@ -1,2 +1,75 @@
-//! Derive macros of redmodel. The model derives land with the model layer;
-//! this crate is part of the workspace from the start so the layout is fixed.
+//! Derive macros of redmodel: `#[derive(Admin)]`, `#[derive(SubObject)]`
+//! and `#[derive(Relation)]`. See `redmodel::model` for what they generate
+//! and the attributes they take.
+//!
+//! Built like serde_derive: the input is parsed into an internal
+//! representation ([`ast`]), every attribute is checked with errors that
+//! point at the user's tokens and say what to write instead (all of them
+//! reported at once), and only then is code generated ([`expand`]).
+//! Generated code names the runtime only through `::redmodel::__private`.
+
+mod ast;
+mod attr;
+mod case;
+mod expand;
+
+use proc_macro::TokenStream;
+use syn::{parse_macro_input, DeriveInput};
+
+/// The kind of model a derive produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Admin,
+    SubObject,
+    Relation,
+}
+
+impl Kind {
+    fn derive_name(self) -> &'static str {
+        match self {
+            Kind::Admin => "Admin",
+            Kind::SubObject => "SubObject",
+            Kind::Relation => "Relation",
+        }
+    }
+}
+
+fn derive(input: TokenStream, kind: Kind) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    ast::Model::from_input(&input, kind)
+        .map(|model| expand::expand(&model))
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// An admin model: a struct stored as a hash at `TABLE:PK` (`teacher:A`).
+///
+/// Container attributes: `#[redmodel(table = "teacher")]` (default: the
+/// struct's name in snake_case), `#[redmodel(sync_every = 10)]`.
+/// Field attributes: `pk` (exactly one field), `rename = "name"`, `skip`,
+/// `json`, `default` / `default = "path::to::fn"`.
+#[proc_macro_derive(Admin, attributes(redmodel))]
+pub fn derive_admin(input: TokenStream) -> TokenStream {
+    derive(input, Kind::Admin)
+}
+
+/// A sub-object model owned by an admin model: a hash at
+/// `ADMIN_TABLE:ADMIN_PK:TABLE:PK` (`student:a:exam:2024`), or a string
+/// with `single`.
+///
+/// Container attributes: `owner = Admin` (required), `table`, `single`,
+/// `sync_every`. Field attributes as for `Admin`.
+#[proc_macro_derive(SubObject, attributes(redmodel))]
+pub fn derive_sub_object(input: TokenStream) -> TokenStream {
+    derive(input, Kind::SubObject)
+}
+
+/// A relation owned by an admin model: a list of member keys at
+/// `ADMIN_TABLE:ADMIN_PK:TABLE` (`teacher:A:class`). A unit struct.
+///
+/// Container attributes: `owner = Admin`, `member = Admin` (both
+/// required), `table`, `inverse = OtherRelation`.
+#[proc_macro_derive(Relation, attributes(redmodel))]
+pub fn derive_relation(input: TokenStream) -> TokenStream {
+    derive(input, Kind::Relation)
+}

@@ -1,5 +1,7 @@
 //! `Db`: the one handle applications hold, over interchangeable backends.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{
@@ -9,6 +11,7 @@ use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 
 use crate::error::{Error, Result};
 use crate::memory::{self, Engine};
+use crate::model::SyncEvent;
 
 /// How long a request may wait for a reply before it fails with a
 /// connection error, so that an outage never hangs a caller.
@@ -39,6 +42,16 @@ const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 pub struct Db {
     backend: Backend,
+    /// What clones share besides the backend: the sync hooks and the
+    /// round-trip counter. One Arc, so cloning stays cheap.
+    shared: Arc<Shared>,
+}
+
+/// State shared by a `Db` and its clones.
+#[derive(Default)]
+struct Shared {
+    sync_hooks: crate::model::SyncHooks,
+    round_trips: AtomicU64,
 }
 
 #[derive(Clone)]
@@ -69,6 +82,7 @@ impl Db {
     pub fn from_engine(engine: Engine) -> Db {
         Db {
             backend: Backend::Memory(engine),
+            shared: Arc::default(),
         }
     }
 
@@ -97,6 +111,7 @@ impl Db {
         let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(Db {
             backend: Backend::Redis { client, manager },
+            shared: Arc::default(),
         })
     }
 
@@ -137,6 +152,33 @@ impl Db {
         Ok(pipeline.query_async(&mut conn).await?)
     }
 
+    /// Registers a sync hook (the seed's `syncDB`): called with the key and
+    /// the write count of an object every `sync_every` full writes of its
+    /// model (see [`model`](crate::model)'s sync section), for write-behind
+    /// copying to a persistent store. Clones of this `Db` share the hooks.
+    ///
+    /// The hook runs inline after the write: keep it short, for instance by
+    /// sending the event to a channel that another task drains.
+    pub fn on_sync(&self, hook: impl Fn(&SyncEvent) + Send + Sync + 'static) {
+        self.shared.sync_hooks.register(Arc::new(hook));
+    }
+
+    /// Calls the sync hooks (from the model layer's writes).
+    pub(crate) fn run_sync_hooks(&self, event: &SyncEvent) {
+        self.shared.sync_hooks.run(event);
+    }
+
+    /// How many round trips this `Db` and its clones have made: one per
+    /// command or pipeline sent (a pipeline of any length is one). For
+    /// metrics, and for tests that check an operation's cost.
+    pub fn round_trips(&self) -> u64 {
+        self.shared.round_trips.load(Ordering::Relaxed)
+    }
+
+    fn count_round_trip(&self) {
+        self.shared.round_trips.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A connection of its own, not shared with other tasks' commands: what
     /// WATCH / MULTI / EXEC need, since WATCH belongs to a connection.
     pub async fn dedicated(&self) -> Result<DedicatedConnection> {
@@ -159,6 +201,7 @@ impl Db {
 
 impl ConnectionLike for Db {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.count_round_trip();
         match &mut self.backend {
             Backend::Memory(engine) => {
                 let reply = engine.connection().execute_cmd(cmd);
@@ -174,6 +217,7 @@ impl ConnectionLike for Db {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
+        self.count_round_trip();
         match &mut self.backend {
             Backend::Memory(engine) => Box::pin(async move {
                 let mut conn = engine.connection();

@@ -83,6 +83,58 @@ pub enum Error {
     /// `EXEC` would drop the `WATCH`es). The text says what to do instead.
     #[error("redmodel cannot do this: {0}")]
     Misuse(String),
+    /// A field of a stored object holds text that is not a value of the
+    /// field's type (a non-numeric value in an integer field, bad JSON...).
+    #[error("cannot decode field `{field}` of `{key}`: {reason}")]
+    Decode {
+        /// The object's key.
+        key: String,
+        /// The hash field (its stored name).
+        field: String,
+        /// What is wrong with the stored text.
+        reason: String,
+    },
+    /// A stored object lacks a field that its model requires.
+    #[error(
+        "`{key}` has no field `{field}`, which its model requires \
+         (declare the field as an Option or mark it #[redmodel(default)] to accept objects without it)"
+    )]
+    MissingField {
+        /// The object's key.
+        key: String,
+        /// The missing hash field (its stored name).
+        field: String,
+    },
+    /// A field value could not be written (JSON serialization failed).
+    #[error("cannot encode field `{field}` of `{key}`: {reason}")]
+    Encode {
+        /// The object's key.
+        key: String,
+        /// The hash field (its stored name).
+        field: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A key holds another Redis type than the model keeps there (a hash
+    /// where a relation's list is expected, ...).
+    #[error("`{key}` holds another Redis type than the {expected} its model keeps there")]
+    UnexpectedType {
+        /// The key.
+        key: String,
+        /// The Redis type the model expects: `hash`, `list` or `string`.
+        expected: &'static str,
+    },
+    /// A key (given to a parse, or found in a relation or a reference
+    /// field) is not a key of the expected model.
+    #[error("`{key}` is not a key of model `{model}`: {reason}")]
+    InvalidKey {
+        /// The key, as given or as stored.
+        key: String,
+        /// The table of the model it was parsed as.
+        model: &'static str,
+        /// Why it is not a key of that model.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -95,6 +147,14 @@ impl Error {
 
 impl From<redis::RedisError> for Error {
     fn from(err: redis::RedisError) -> Self {
+        // A reply of another shape than asked for is a client-side
+        // conversion error; redis-rs files it under "reconnect", which
+        // would make it look like a connection failure.
+        if err.kind() == redis::ErrorKind::Parse
+            || err.kind() == redis::ErrorKind::UnexpectedReturnType
+        {
+            return Error::Reply(err);
+        }
         if err.is_io_error()
             || err.is_connection_dropped()
             || err.is_connection_refusal()
@@ -109,11 +169,6 @@ impl From<redis::RedisError> for Error {
             return Error::WrongType {
                 detail: err.detail().unwrap_or_default().to_string(),
             };
-        }
-        if err.kind() == redis::ErrorKind::Parse
-            || err.kind() == redis::ErrorKind::UnexpectedReturnType
-        {
-            return Error::Reply(err);
         }
         Error::Server(err)
     }

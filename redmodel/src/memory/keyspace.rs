@@ -282,9 +282,20 @@ impl Keyspace {
     }
 
     /// All live keys matching `pattern`, in creation order.
-    pub(crate) fn keys(&mut self, pattern: &[u8], now: i64) -> Vec<Key> {
-        let (_, keys) = self.scan(0, usize::MAX, Some(pattern), None, now);
-        keys
+    /// Like Redis's KEYS, this skips expired keys without deleting them
+    /// (so DBSIZE still counts them until they are reclaimed). `None`
+    /// matches every key, the empty one included (KEYS's `*` special case).
+    pub(crate) fn keys(&self, pattern: Option<&[u8]>, now: i64) -> Vec<Key> {
+        self.order
+            .values()
+            .filter(|key| {
+                self.entries
+                    .get(&key[..])
+                    .is_some_and(|e| !Self::is_expired(e, now))
+            })
+            .filter(|key| pattern.is_none_or(|p| glob_match(p, key, false)))
+            .cloned()
+            .collect()
     }
 
     /// One round of the active expiry cycle: samples up to `n` keys with a
@@ -349,5 +360,33 @@ impl Keyspace {
         self.entries
             .get(key)
             .is_some_and(|e| Self::is_expired(e, now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Keyspace;
+    use crate::memory::value::Value;
+
+    /// KEYS skips an expired key but, as in Redis, does not delete it:
+    /// DBSIZE counts it until it is touched or reclaimed.
+    #[test]
+    fn keys_skips_expired_keys_without_deleting_them() {
+        let mut ks = Keyspace::default();
+        ks.set_with_expiry(b"gone", Value::Str(b"v".to_vec()), Some(1_000), 0);
+        ks.set(b"", Value::Str(b"empty key".to_vec()), false, 0);
+        ks.set(b"kept", Value::Str(b"v".to_vec()), false, 0);
+        let names =
+            |keys: Vec<super::Key>| -> Vec<Vec<u8>> { keys.iter().map(|k| k.to_vec()).collect() };
+        assert_eq!(
+            names(ks.keys(None, 500)),
+            vec![b"gone".to_vec(), b"".to_vec(), b"kept".to_vec()]
+        );
+        assert_eq!(
+            names(ks.keys(None, 2_000)),
+            vec![b"".to_vec(), b"kept".to_vec()]
+        );
+        assert_eq!(names(ks.keys(Some(b"k*"), 2_000)), vec![b"kept".to_vec()]);
+        assert_eq!(ks.len(), 3);
     }
 }

@@ -23,6 +23,32 @@ struct Watched {
     expired_at_watch: bool,
 }
 
+/// The arity of the commands the session handles itself, in the command
+/// table's notation (`n` exactly, `-n` at least n).
+fn control_arity(name: &[u8]) -> Option<(&'static str, i32)> {
+    const CONTROL: &[(&str, i32)] = &[
+        ("multi", 1),
+        ("exec", 1),
+        ("discard", 1),
+        ("watch", -2),
+        ("unwatch", 1),
+    ];
+    CONTROL
+        .iter()
+        .copied()
+        .find(|(n, _)| name.eq_ignore_ascii_case(n.as_bytes()))
+}
+
+fn arity_ok(arity: i32, argc: usize) -> bool {
+    let argc = i64::try_from(argc).unwrap_or(i64::MAX);
+    let arity = i64::from(arity);
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
+    }
+}
+
 /// Per-client state.
 #[derive(Debug, Default)]
 pub(crate) struct Session {
@@ -49,21 +75,15 @@ impl Session {
             return Err(CmdError::err("empty command"));
         };
         let control = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
-        if control("multi") {
-            return self.multi(args);
-        }
-        if control("exec") {
-            return self.exec(store, args, now);
-        }
-        if control("discard") {
-            return self.discard(store, args);
-        }
-        if control("watch") {
-            return self.watch(store, args, now);
-        }
-        if let Some(queue) = self.multi.as_mut() {
-            // Redis checks existence and arity when queueing; a failure
-            // there dooms the whole transaction.
+        // Redis checks existence and arity of every command before anything
+        // else; a refusal there dooms an open transaction (and a refused
+        // EXEC discards it).
+        if let Some((cname, arity)) = control_arity(name) {
+            if !arity_ok(arity, args.len()) {
+                let err = format!("wrong number of arguments for '{cname}' command");
+                return Err(self.reject(store, cname == "exec", err));
+            }
+        } else if self.multi.is_some() {
             let checked = command::lookup(name)
                 .ok_or_else(|| command::unknown_command(args))
                 .and_then(|spec| {
@@ -77,22 +97,58 @@ impl Session {
                 self.multi_failed = true;
                 return Err(e);
             }
+        }
+        if control("multi") {
+            return self.multi();
+        }
+        if control("exec") {
+            return self.exec(store, now);
+        }
+        if control("discard") {
+            return self.discard(store);
+        }
+        if control("watch") {
+            return self.watch(store, args, now);
+        }
+        if let Some(queue) = self.multi.as_mut() {
+            // UNWATCH is queued too (it is a no-op by then: EXEC unwatches
+            // everything before it runs the queue).
             queue.push(args.iter().map(|a| a.to_vec()).collect());
             return Ok(reply::simple("QUEUED"));
-        }
-        if control("unwatch") {
-            if args.len() != 1 {
-                return Err(CmdError::err(
-                    "wrong number of arguments for 'unwatch' command",
-                ));
-            }
-            self.unwatch_all(store);
-            return Ok(reply::ok());
         }
         self.run(store, args, now)
     }
 
+    /// Redis's `rejectCommand`: flags an open transaction as failed; a
+    /// refused EXEC discards the transaction (and the WATCHes) and says why.
+    fn reject(&mut self, store: &mut Store, is_exec: bool, msg: String) -> CmdError {
+        if self.multi.is_some() {
+            self.multi_failed = true;
+        }
+        if is_exec {
+            self.discard_transaction(store);
+            return CmdError::raw(format!("EXECABORT Transaction discarded because of: {msg}"));
+        }
+        CmdError::err(msg)
+    }
+
+    /// Redis's `discardTransaction`: no MULTI, no failure flag, no WATCH.
+    fn discard_transaction(&mut self, store: &mut Store) {
+        self.multi = None;
+        self.multi_failed = false;
+        self.unwatch_all(store);
+    }
+
+    /// Runs a command that is not transaction control (UNWATCH included:
+    /// it may come from an EXEC's queue).
     fn run(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
+        if args
+            .first()
+            .is_some_and(|name| name.eq_ignore_ascii_case(b"unwatch"))
+        {
+            self.unwatch_all(store);
+            return Ok(reply::ok());
+        }
         let mut ctx = Ctx {
             store,
             db: self.db,
@@ -104,12 +160,7 @@ impl Session {
         result
     }
 
-    fn multi(&mut self, args: &[&[u8]]) -> command::CmdResult {
-        if args.len() != 1 {
-            return Err(CmdError::err(
-                "wrong number of arguments for 'multi' command",
-            ));
-        }
+    fn multi(&mut self) -> command::CmdResult {
         if self.multi.is_some() {
             return Err(CmdError::err("MULTI calls can not be nested"));
         }
@@ -118,26 +169,15 @@ impl Session {
         Ok(reply::ok())
     }
 
-    fn discard(&mut self, store: &mut Store, args: &[&[u8]]) -> command::CmdResult {
-        if args.len() != 1 {
-            return Err(CmdError::err(
-                "wrong number of arguments for 'discard' command",
-            ));
-        }
-        if self.multi.take().is_none() {
+    fn discard(&mut self, store: &mut Store) -> command::CmdResult {
+        if self.multi.is_none() {
             return Err(CmdError::err("DISCARD without MULTI"));
         }
-        self.multi_failed = false;
-        self.unwatch_all(store);
+        self.discard_transaction(store);
         Ok(reply::ok())
     }
 
     fn watch(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
-        if args.len() < 2 {
-            return Err(CmdError::err(
-                "wrong number of arguments for 'watch' command",
-            ));
-        }
         if self.multi.is_some() {
             return Err(CmdError::err("WATCH inside MULTI is not allowed"));
         }
@@ -162,12 +202,7 @@ impl Session {
         Ok(reply::ok())
     }
 
-    fn exec(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
-        if args.len() != 1 {
-            return Err(CmdError::err(
-                "wrong number of arguments for 'exec' command",
-            ));
-        }
+    fn exec(&mut self, store: &mut Store, now: i64) -> command::CmdResult {
         let Some(queue) = self.multi.take() else {
             return Err(CmdError::err("EXEC without MULTI"));
         };
@@ -211,5 +246,80 @@ impl Session {
     /// Whether the session holds state that must be released on the store.
     pub(crate) fn has_watches(&self) -> bool {
         !self.watched.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use redis::Value;
+
+    use crate::memory::Engine;
+
+    fn ok_or_queued(v: &Value) -> bool {
+        matches!(v, Value::Okay) || *v == Value::SimpleString("QUEUED".into())
+    }
+
+    /// Redis 7.0 queues UNWATCH inside MULTI and answers OK for it in EXEC.
+    #[test]
+    fn unwatch_is_queued_inside_multi() {
+        let engine = Engine::new();
+        let mut c = engine.connection();
+        assert_eq!(c.execute(&[b"MULTI"]), Value::Okay);
+        let queued = c.execute(&[b"UNWATCH"]);
+        assert!(ok_or_queued(&queued) && queued != Value::Okay, "{queued:?}");
+        assert_eq!(c.execute(&[b"EXEC"]), Value::Array(vec![Value::Okay]));
+    }
+
+    /// UNWATCH with an argument inside MULTI is refused and dooms EXEC.
+    #[test]
+    fn unwatch_arity_error_inside_multi_aborts_exec() {
+        let engine = Engine::new();
+        let mut c = engine.connection();
+        c.execute(&[b"MULTI"]);
+        let err = c.execute(&[b"UNWATCH", b"k"]);
+        assert!(matches!(err, Value::ServerError(_)), "{err:?}");
+        let exec = c.execute(&[b"EXEC"]);
+        match exec {
+            Value::ServerError(e) => assert_eq!(e.code(), "EXECABORT"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn error_text(v: &Value) -> String {
+        match v {
+            Value::ServerError(e) => format!("{} {}", e.code(), e.details().unwrap_or("")),
+            other => panic!("not an error: {other:?}"),
+        }
+    }
+
+    /// Redis 7.0.15: an arity error of a transaction-control command inside
+    /// MULTI dooms the transaction; a refused EXEC discards it, saying why.
+    #[test]
+    fn control_arity_errors_flag_the_transaction() {
+        let engine = Engine::new();
+        let mut c = engine.connection();
+        c.execute(&[b"MULTI"]);
+        let err = c.execute(&[b"MULTI", b"x"]);
+        assert_eq!(
+            error_text(&err),
+            "ERR wrong number of arguments for 'multi' command"
+        );
+        assert_eq!(
+            error_text(&c.execute(&[b"EXEC"])),
+            "EXECABORT Transaction discarded because of previous errors."
+        );
+        c.execute(&[b"MULTI"]);
+        assert_eq!(
+            error_text(&c.execute(&[b"EXEC", b"x"])),
+            "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command"
+        );
+        // The transaction is gone.
+        assert_eq!(error_text(&c.execute(&[b"EXEC"])), "ERR EXEC without MULTI");
+        c.execute(&[b"MULTI"]);
+        c.execute(&[b"WATCH"]);
+        assert_eq!(
+            error_text(&c.execute(&[b"EXEC"])).split(' ').next(),
+            Some("EXECABORT")
+        );
     }
 }

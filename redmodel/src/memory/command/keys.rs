@@ -115,7 +115,11 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
             .and_then(|v| v.checked_add(u64::from(d - b'0')))
             .ok_or_else(invalid)?;
     }
-    Ok(if negative { value.wrapping_neg() } else { value })
+    Ok(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
 }
 
 /// The options shared by SCAN, HSCAN, SSCAN and ZSCAN.
@@ -173,13 +177,9 @@ fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let now = ctx.now;
-    let ks = ctx.ks();
-    let keys = if args[1] == b"*" {
-        let (_, keys) = ks.scan(0, usize::MAX, None, None, now);
-        keys
-    } else {
-        ks.keys(args[1], now)
-    };
+    // `*` matches everything, the empty key included (Redis skips matching).
+    let pattern = (args[1] != b"*").then_some(args[1]);
+    let keys = ctx.ks().keys(pattern, now);
     Ok(reply::bulks(keys.iter().map(|k| k.to_vec())))
 }
 

@@ -1,0 +1,222 @@
+//! Code generation from a validated [`Model`]. Generated code names the
+//! runtime only as `::redmodel::__private::...`, so it works whatever the
+//! user has imported.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::ast::{Body, DataField, Model, Object, Relation};
+use crate::attr::DefaultAttr;
+use crate::case::upper_case;
+
+pub fn expand(model: &Model) -> TokenStream {
+    match &model.body {
+        Body::Object(object) => expand_object(model, object),
+        Body::Relation(relation) => expand_relation(model, relation),
+    }
+}
+
+/// The field's codec type, spanned at the field's type so that errors
+/// about the type and its codec point there.
+fn codec(field: &DataField) -> TokenStream {
+    let span = field.ty().span();
+    if field.json {
+        quote_spanned!(span=> ::redmodel::__private::Json)
+    } else {
+        quote_spanned!(span=> ::redmodel::__private::Plain)
+    }
+}
+
+/// A check, at the field's type, that the type fits its codec: its error
+/// message says what to do otherwise.
+fn type_check(field: &DataField) -> TokenStream {
+    let ty = field.ty();
+    if field.json {
+        quote_spanned!(ty.span()=> const _: () = ::redmodel::__private::assert_json::<#ty>();)
+    } else {
+        quote_spanned!(ty.span()=> const _: () = ::redmodel::__private::assert_field_value::<#ty>();)
+    }
+}
+
+fn default_fn(field: &DataField) -> TokenStream {
+    let ty = field.ty();
+    match &field.default {
+        None => quote!(::redmodel::__private::None),
+        Some(DefaultAttr::Trait(span)) => quote_spanned!(*span=>
+            ::redmodel::__private::Some(<#ty as ::redmodel::__private::Default>::default as fn() -> #ty)
+        ),
+        Some(DefaultAttr::Function(path)) => quote_spanned!(path.span()=>
+            ::redmodel::__private::Some(#path as fn() -> #ty)
+        ),
+    }
+}
+
+fn expand_object(model: &Model, object: &Object) -> TokenStream {
+    let ident = model.ident;
+    let table = &model.table;
+    let pk_ident = &object.pk.ident;
+    let pk_ty = &object.pk.ty;
+    let sync_every = object.sync_every;
+    let names: Vec<&String> = object.fields.iter().map(|f| &f.name).collect();
+
+    let owner = match &object.owner {
+        Some(path) => quote_spanned!(path.span()=> #path),
+        None => quote!(::redmodel::__private::NoOwner),
+    };
+    let owner_check = object.owner.as_ref().map(|path| {
+        quote_spanned!(path.span()=> const _: () = ::redmodel::__private::assert_admin::<#path>();)
+    });
+    let storage = if object.single {
+        quote!(::redmodel::__private::Storage::Single)
+    } else {
+        quote!(::redmodel::__private::Storage::Hash)
+    };
+
+    let type_checks = object.fields.iter().map(type_check);
+    let encodes = object.fields.iter().map(|f| {
+        let (field, name, ty, codec) = (f.ident, &f.name, f.ty(), codec(f));
+        // Spanned at the field's type, so that a type that does not fit
+        // its codec is reported there, with the check of `type_check`.
+        quote_spanned! {ty.span()=>
+            __values.push(::redmodel::__private::encode_field::<#ty, #codec>(__key, #name, &self.#field)?);
+        }
+    });
+    let decodes = object.fields.iter().map(|f| {
+        let (field, name, ty, codec, default) = (f.ident, &f.name, f.ty(), codec(f), default_fn(f));
+        quote_spanned! {ty.span()=>
+            #field: ::redmodel::__private::decode_field::<#ty, #codec>(__key, #name, __values.next(), #default)?,
+        }
+    });
+    let skipped = object.skipped.iter().map(|f| {
+        let field = &f.ident;
+        let ty = &f.ty;
+        quote_spanned!(f.ty.span()=> #field: <#ty as ::redmodel::__private::Default>::default(),)
+    });
+    let field_count = object.fields.len();
+
+    let kind_impl = match &object.owner {
+        None => quote! {
+            #[automatically_derived]
+            impl ::redmodel::__private::Admin for #ident {}
+        },
+        Some(_) => quote!(),
+    };
+    let single_impl = if object.single {
+        object.fields.first().map(|f| {
+            let (ty, codec) = (f.ty(), codec(f));
+            quote! {
+                #[automatically_derived]
+                impl ::redmodel::__private::SingleValue for #ident {
+                    type Value = #ty;
+                    type Codec = #codec;
+                }
+            }
+        })
+    } else {
+        None
+    };
+    let handles = if object.single {
+        quote!()
+    } else {
+        field_handles(ident, &object.fields)
+    };
+
+    quote! {
+        const _: () = {
+            #(#type_checks)*
+            #owner_check
+
+            #[automatically_derived]
+            impl ::redmodel::__private::Model for #ident {
+                type Pk = #pk_ty;
+                type Owner = #owner;
+                const TABLE: &'static str = #table;
+                const FIELDS: &'static [&'static str] = &[#(#names),*];
+                const STORAGE: ::redmodel::__private::Storage = #storage;
+                const SYNC_EVERY: u64 = #sync_every;
+
+                fn pk(&self) -> &Self::Pk {
+                    &self.#pk_ident
+                }
+
+                fn encode_fields(
+                    &self,
+                    __key: &str,
+                ) -> ::redmodel::__private::Result<::redmodel::__private::Vec<::redmodel::__private::Option<::redmodel::__private::Vec<u8>>>> {
+                    let mut __values = ::redmodel::__private::Vec::with_capacity(#field_count);
+                    #(#encodes)*
+                    ::redmodel::__private::Ok(__values)
+                }
+
+                fn decode_fields(
+                    __key: &str,
+                    __pk: Self::Pk,
+                    __values: ::redmodel::__private::Vec<::redmodel::__private::Option<::redmodel::__private::Vec<u8>>>,
+                ) -> ::redmodel::__private::Result<Self> {
+                    let mut __values = __values.into_iter();
+                    ::redmodel::__private::Ok(#ident {
+                        #pk_ident: __pk,
+                        #(#decodes)*
+                        #(#skipped)*
+                    })
+                }
+            }
+
+            #kind_impl
+            #single_impl
+        };
+
+        #handles
+    }
+}
+
+/// `pub const NAME: Field<Teacher, String, Plain> = Field::new("name");`
+/// per stored field, with the field's visibility.
+fn field_handles(ident: &Ident, fields: &[DataField]) -> TokenStream {
+    if fields.is_empty() {
+        return quote!();
+    }
+    let consts = fields.iter().map(|f| {
+        let (vis, ty, name, codec) = (f.vis(), f.ty(), &f.name, codec(f));
+        let rust_name = f.ident.to_string();
+        let rust_name = rust_name.strip_prefix("r#").unwrap_or(&rust_name);
+        let constant = format_ident!("{}", upper_case(rust_name), span = f.ident.span());
+        let doc =
+            format!("The field `{rust_name}` (hash field `{name}`), for typed reads and writes.");
+        quote! {
+            #[doc = #doc]
+            #vis const #constant: ::redmodel::__private::Field<#ident, #ty, #codec> =
+                ::redmodel::__private::Field::new(#name);
+        }
+    });
+    quote! {
+        #[automatically_derived]
+        #[allow(dead_code)]
+        impl #ident {
+            #(#consts)*
+        }
+    }
+}
+
+fn expand_relation(model: &Model, relation: &Relation) -> TokenStream {
+    let ident = model.ident;
+    let table = &model.table;
+    let owner = &relation.owner;
+    let member = &relation.member;
+    let owner = quote_spanned!(owner.span()=> #owner);
+    let member = quote_spanned!(member.span()=> #member);
+    let inverse = match &relation.inverse {
+        Some(path) => quote_spanned!(path.span()=> #path),
+        None => quote!(::redmodel::__private::NoInverse),
+    };
+    quote! {
+        #[automatically_derived]
+        impl ::redmodel::__private::Relation for #ident {
+            type Owner = #owner;
+            type Member = #member;
+            type Inverse = #inverse;
+            const TABLE: &'static str = #table;
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! The model layer: plain structs as Redis objects, sub-objects and
+//! relations, after the seed's MemAdmin / MemObject / MemRelation.
+//!
+//! Three derives (re-exported at the crate root) turn structs into models:
+//!
+//! | derive | kind | Redis type | key |
+//! |---|---|---|---|
+//! | [`Admin`](derive@crate::Admin) | admin object | hash | `TABLE:PK` (`teacher:A`) |
+//! | [`SubObject`](derive@crate::SubObject) | sub-object of an admin | hash, or a string with `single` | `ADMIN_TABLE:ADMIN_PK:TABLE:PK` (`student:a:exam:2024`) |
+//! | [`Relation`](derive@crate::Relation) | relation of an admin | list of member keys | `ADMIN_TABLE:ADMIN_PK:TABLE` (`teacher:A:class`) |
+//!
+//! A reference field (`student:a` field `class` = `class:1`) is a field of
+//! type [`Ref<M>`](Ref).
+//!
+//! Objects are addressed by an [`ObjectRef`] (a typed key: `Teacher::at("A")`),
+//! which carries every per-object operation; relations by a [`RelationRef`].
+//! Field operations take the typed field handles the derive generates as
+//! associated constants (`Teacher::NAME`), so a field's value type is checked
+//! at compile time and only numeric fields can be incremented.
+//!
+//! ```
+//! use redmodel::prelude::*;
+//! use redmodel::model::Ref;
+//!
+//! #[derive(Admin, Debug, PartialEq)]
+//! struct Teacher {
+//!     #[redmodel(pk)]
+//!     id: String,
+//!     name: String,
+//!     subject: String,
+//! }
+//!
+//! #[derive(Admin, Debug, PartialEq)]
+//! struct Class {
+//!     #[redmodel(pk)]
+//!     id: u32,
+//!     name: String,
+//! }
+//!
+//! #[derive(Relation)]
+//! #[redmodel(table = "class", owner = Teacher, member = Class, inverse = ClassTeachers)]
+//! struct TeacherClasses;
+//!
+//! #[derive(Relation)]
+//! #[redmodel(table = "teacher", owner = Class, member = Teacher, inverse = TeacherClasses)]
+//! struct ClassTeachers;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), redmodel::Error> {
+//! let db = redmodel::Db::memory();
+//! let a = Teacher { id: "A".into(), name: "Teacher A".into(), subject: "math".into() };
+//! a.insert(&db).await?;
+//! Class { id: 1, name: "Class 1".into() }.insert(&db).await?;
+//!
+//! assert_eq!(Teacher::at("A").key(), "teacher:A");
+//! assert_eq!(Teacher::at("A").get(&db, Teacher::SUBJECT).await?.as_deref(), Some("math"));
+//!
+//! Teacher::at("A").relation::<TeacherClasses>().link(&db, Class::at(1)).await?;
+//! let classes: Vec<Class> = Teacher::at("A").relation::<TeacherClasses>().load_members(&db).await?;
+//! assert_eq!(classes[0].name, "Class 1");
+//! let teachers = Class::at(1).relation::<ClassTeachers>().members(&db).await?;
+//! assert_eq!(teachers, vec![Teacher::at("A")]);
+//! # Ok(()) }
+//! ```
+//!
+//! # The seed's operations
+//!
+//! | seed (MemObject / MemAdmin / MemRelation) | redmodel |
+//! |---|---|
+//! | `key` | [`ObjectRef::key`] |
+//! | `is_exist` | [`ObjectRef::exists`] |
+//! | `get(key, default)` | [`ObjectRef::get`], [`ObjectRef::get_or`] |
+//! | `get_multi(*keys)` | [`ObjectRef::get_fields`] (typed), [`ObjectRef::get_fields_map`] |
+//! | `get_all` | [`ObjectRef::load`], [`Admin::get`] |
+//! | `get_all2dic` | [`ObjectRef::load_map`] |
+//! | `get_one` / `update_one` | [`ObjectRef::get_value`] / [`ObjectRef::set_value`] |
+//! | `update(key, value)` | [`ObjectRef::set`] |
+//! | `update_multi(mapping)` | [`ObjectRef::set_many`] |
+//! | `incr(key, delta)` | [`ObjectRef::incr`] |
+//! | `insert` / `insert_without_sync` | [`Model::insert_at`], [`Admin::insert`] / [`Admin::insert_without_sync`] |
+//! | `syncDB(count)` | [`Db::on_sync`](crate::Db::on_sync) |
+//! | `delete` | [`ObjectRef::delete`] |
+//! | `expire` | [`ObjectRef::expire`], [`ObjectRef::persist`], [`ObjectRef::ttl`] |
+//! | `get_from_dict` / `get_from_list` | [`ObjectRef::build_from_map`] / [`ObjectRef::build_from_values`] |
+//! | `name2object` | [`ObjectRef::parse`], [`RelationRef::parse`] |
+//! | `scan` (class method) | [`ObjectRef::scan`], [`ObjectRef::scan_objects`] |
+//! | `dbsize` | [`dbsize`] |
+//! | `get_many` (not in the seed) | [`ObjectRef::get_many`], [`Admin::get_many`] |
+//! | MemAdmin `build_leaf` / `build_empty_leaf` | [`ObjectRef::sub`] + [`ObjectRef::build_from_map`] |
+//! | MemAdmin `update_leaf` | [`ObjectRef::insert_sub`] |
+//! | MemAdmin `is_leaf_exits` | [`ObjectRef::sub`] + [`ObjectRef::exists`] |
+//! | MemAdmin `get_leaf` / `get_leaf2dic` | [`ObjectRef::sub`] + `load` / `get_fields` / `load_map` |
+//! | MemAdmin `scan_leafnames` / `scan_leafs` | [`ObjectRef::scan_sub_keys`] / [`ObjectRef::scan_subs`] |
+//! | MemAdmin `build_empty_relation` | [`ObjectRef::relation`] |
+//! | MemAdmin `get_leafnames_by_relation` | [`RelationRef::members`] |
+//! | MemAdmin `get_leafs_by_relation` | [`RelationRef::load_members`] |
+//! | MemAdmin `add_leafs_on_relation` | [`MemberList::append`] through [`RelationRef`] |
+//! | MemRelation `count` | [`MemberList::count`] |
+//! | MemRelation `append` (LPUSH) | [`MemberList::prepend`] (LPUSH), [`MemberList::append`] (RPUSH) |
+//! | MemRelation `remove_one(leaf, count)` | [`MemberList::remove`] |
+//! | MemRelation `get_by_index` | [`MemberList::index`] |
+//! | MemRelation `get_leafs_by_relation(start, end)` | [`MemberList::range`] |
+//! | MemRelation `get_all` (capped at 1000) | [`MemberList::members`], [`MemberList::page`] |
+//! | MemRelation `names2leafs` | [`MemberList::load`], [`ObjectRef::get_many`] |
+//! | (many-to-many, kept in step) | [`RelationRef::link`] / [`RelationRef::unlink`] |
+
+pub mod codec;
+mod field;
+pub mod key;
+mod object;
+mod relation;
+mod scan;
+mod sync;
+
+use std::fmt::Debug;
+use std::future::Future;
+
+pub use codec::{Codec, FieldError, FieldValue, Incr, IntoValue, Json, Plain, Scalar};
+pub use field::{Assign, Field, FieldSet};
+pub use key::KeyPart;
+pub use object::{IntoPk, ObjectRef, Ref, Ttl};
+pub use relation::{AsMember, InverseOf, MemberList, NoInverse, Relation, RelationRef};
+pub use sync::SyncEvent;
+pub(crate) use sync::SyncHooks;
+
+use crate::{Db, Result};
+
+/// How a model's object is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// A hash, one field per struct field.
+    Hash,
+    /// A string holding the one data field (`#[redmodel(single)]`).
+    Single,
+}
+
+/// A struct stored as one Redis object. Implemented by
+/// `#[derive(Admin)]` and `#[derive(SubObject)]`; the methods marked hidden
+/// are generated and not meant to be called.
+pub trait Model: Sized + Send + Sync + 'static {
+    /// The pk's type.
+    type Pk: KeyPart + Clone + Debug + Send + Sync + 'static;
+    /// [`NoOwner`] for an admin model; the admin model for a sub-object.
+    type Owner: OwnerKind;
+    /// The table name: the segment before the pk in the key.
+    const TABLE: &'static str;
+    /// The stored names of the data fields (pk and skipped fields excluded),
+    /// in declaration order.
+    const FIELDS: &'static [&'static str];
+    /// Hash or string.
+    const STORAGE: Storage;
+    /// The sync hook runs on every `SYNC_EVERY`-th full write.
+    const SYNC_EVERY: u64;
+
+    /// This object's pk.
+    fn pk(&self) -> &Self::Pk;
+
+    /// The data fields as stored text (`None` = absent), aligned with
+    /// [`FIELDS`](Model::FIELDS). `key` names the object in errors.
+    #[doc(hidden)]
+    fn encode_fields(&self, key: &str) -> Result<Vec<Option<Vec<u8>>>>;
+
+    /// Builds an object from stored text aligned with
+    /// [`FIELDS`](Model::FIELDS) (`None` = absent). `key` names the object
+    /// in errors.
+    #[doc(hidden)]
+    fn decode_fields(key: &str, pk: Self::Pk, values: Vec<Option<Vec<u8>>>) -> Result<Self>;
+
+    /// Writes this object under `owner` (the seed's `insert`): see
+    /// [`ObjectRef::insert`]. For admins, [`Admin::insert`] is shorter.
+    fn insert_at(
+        &self,
+        db: &Db,
+        owner: &<Self::Owner as OwnerKind>::Ref,
+    ) -> impl Future<Output = Result<ObjectRef<Self>>> + Send {
+        async move {
+            let handle = ObjectRef::<Self>::new(owner.clone(), self.pk().clone());
+            handle.insert(db, self).await?;
+            Ok(handle)
+        }
+    }
+}
+
+/// A model whose objects stand alone, at `TABLE:PK`
+/// (`#[derive(Admin)]`). The owner of sub-objects and relations.
+///
+/// These provided methods are shortcuts through [`ObjectRef`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an admin model",
+    label = "not an admin model",
+    note = "derive it with `#[derive(Admin)]`: only admin models own sub-objects and relations, and only they can be relation members"
+)]
+pub trait Admin: Model<Owner = NoOwner> {
+    /// The handle of the object with this pk (no round trip).
+    fn at(pk: impl IntoPk<Self::Pk>) -> ObjectRef<Self> {
+        ObjectRef::new((), pk.into_pk())
+    }
+
+    /// This object's handle.
+    fn handle(&self) -> ObjectRef<Self> {
+        ObjectRef::new((), self.pk().clone())
+    }
+
+    /// Loads the object with this pk; `Ok(None)` if there is none.
+    fn get(
+        db: &Db,
+        pk: impl IntoPk<Self::Pk>,
+    ) -> impl Future<Output = Result<Option<Self>>> + Send {
+        let handle = Self::at(pk);
+        async move { handle.load(db).await }
+    }
+
+    /// Whether an object with this pk exists.
+    fn exists(db: &Db, pk: impl IntoPk<Self::Pk>) -> impl Future<Output = Result<bool>> + Send {
+        let handle = Self::at(pk);
+        async move { handle.exists(db).await }
+    }
+
+    /// Loads the objects with these pks in one round trip, in order
+    /// (`None` where there is none).
+    fn get_many<P: IntoPk<Self::Pk>>(
+        db: &Db,
+        pks: impl IntoIterator<Item = P>,
+    ) -> impl Future<Output = Result<Vec<Option<Self>>>> + Send {
+        let handles: Vec<ObjectRef<Self>> = pks.into_iter().map(Self::at).collect();
+        async move { ObjectRef::get_many(db, &handles).await }
+    }
+
+    /// Full write: the fields, `_count` + 1, and the sync hook every
+    /// [`SYNC_EVERY`](Model::SYNC_EVERY) writes. See [`ObjectRef::insert`].
+    fn insert(&self, db: &Db) -> impl Future<Output = Result<ObjectRef<Self>>> + Send {
+        self.insert_at(db, &())
+    }
+
+    /// Writes the fields, without counting the write or running the hook.
+    fn insert_without_sync(&self, db: &Db) -> impl Future<Output = Result<ObjectRef<Self>>> + Send {
+        async move {
+            let handle = self.handle();
+            handle.insert_without_sync(db, self).await?;
+            Ok(handle)
+        }
+    }
+
+    /// Deletes the object with this pk (not its sub-objects or relations);
+    /// whether it existed.
+    fn delete(db: &Db, pk: impl IntoPk<Self::Pk>) -> impl Future<Output = Result<bool>> + Send {
+        let handle = Self::at(pk);
+        async move { handle.delete(db).await }
+    }
+
+    /// The handles of every object of this model (SCAN, never KEYS).
+    fn scan(db: &Db) -> impl Future<Output = Result<Vec<ObjectRef<Self>>>> + Send {
+        ObjectRef::<Self>::scan(db)
+    }
+}
+
+/// A model kept as a single string value (`#[redmodel(single)]`), read and
+/// written whole with GET and SET.
+pub trait SingleValue: Model {
+    /// The value's type.
+    type Value: Send + Sync;
+    /// The value's codec.
+    type Codec: Codec<Self::Value>;
+}
+
+/// Who owns a model's objects: [`NoOwner`] for admin models, the admin
+/// model for sub-objects. Decides the key prefix.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot own sub-objects",
+    label = "not an admin model",
+    note = "the owner of a sub-object must be a model with `#[derive(Admin)]`"
+)]
+pub trait OwnerKind: 'static {
+    /// The owner's handle: `()` for none, the admin's [`ObjectRef`].
+    type Ref: Clone + Debug + PartialEq + Send + Sync + 'static;
+    /// Appends the owner's part of the key (`""`, or `student:a:`).
+    fn write_prefix(owner: &Self::Ref, out: &mut String);
+    /// Splits the owner's part off `key`: the owner and what follows.
+    fn split_prefix(key: &str) -> std::result::Result<(Self::Ref, &str), String>;
+    /// The SCAN pattern matching the owner part of any owner
+    /// (`""` or `student:*:`).
+    fn any_owner_pattern() -> String;
+}
+
+/// The owner of admin models: none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoOwner;
+
+impl OwnerKind for NoOwner {
+    type Ref = ();
+
+    fn write_prefix(_: &(), _: &mut String) {}
+
+    fn split_prefix(key: &str) -> std::result::Result<((), &str), String> {
+        Ok(((), key))
+    }
+
+    fn any_owner_pattern() -> String {
+        String::new()
+    }
+}
+
+impl<A: Admin> OwnerKind for A {
+    type Ref = ObjectRef<A>;
+
+    fn write_prefix(owner: &ObjectRef<A>, out: &mut String) {
+        out.push_str(owner.key());
+        out.push(':');
+    }
+
+    fn split_prefix(key: &str) -> std::result::Result<(ObjectRef<A>, &str), String> {
+        // The admin part is `TABLE:PK`: two segments, as neither holds a raw `:`.
+        let split = key
+            .match_indices(':')
+            .nth(1)
+            .map(|(i, _)| i)
+            .ok_or_else(|| format!("it does not start with a key of `{}`", A::TABLE))?;
+        let (admin, rest) = key.split_at(split);
+        let rest = rest.strip_prefix(':').unwrap_or(rest);
+        let owner = ObjectRef::<A>::parse(admin).map_err(|e| e.to_string())?;
+        Ok((owner, rest))
+    }
+
+    fn any_owner_pattern() -> String {
+        format!("{}:*:", key::glob_escape(A::TABLE))
+    }
+}
+
+/// The number of keys in the selected database (DBSIZE).
+pub async fn dbsize(db: &Db) -> Result<u64> {
+    db.query(&redis::cmd("DBSIZE")).await
+}
+
+/// What generated code names, by absolute path. Not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
+    pub use super::field::Field;
+    pub use super::relation::{InverseOf, NoInverse, Relation};
+    pub use super::{Admin, Model, NoOwner, OwnerKind, SingleValue, Storage};
+    pub use crate::{Error, Result};
+    pub use std::default::Default;
+    pub use std::option::Option::{self, None, Some};
+    pub use std::result::Result::{Err, Ok};
+    pub use std::vec::Vec;
+
+    /// Encodes one field for `encode_fields`, naming the key and field in
+    /// errors.
+    pub fn encode_field<T, C: Codec<T>>(
+        key: &str,
+        field: &str,
+        value: &T,
+    ) -> crate::Result<Option<Vec<u8>>> {
+        C::encode(value).map_err(|reason| crate::Error::Encode {
+            key: key.to_string(),
+            field: field.to_string(),
+            reason,
+        })
+    }
+
+    /// Decodes one field for `decode_fields`: `raw` is the next stored
+    /// value (`None` past the end counts as absent); `default` replaces an
+    /// absent value when the field declares one.
+    pub fn decode_field<T, C: Codec<T>>(
+        key: &str,
+        field: &str,
+        raw: Option<Option<Vec<u8>>>,
+        default: Option<fn() -> T>,
+    ) -> crate::Result<T> {
+        match (C::decode(raw.flatten().as_deref()), default) {
+            (Ok(value), _) => Ok(value),
+            (Err(FieldError::Missing), Some(default)) => Ok(default()),
+            (Err(err), _) => Err(err.at(key, field)),
+        }
+    }
+
+    /// Compile-time check that a plain field's type can be stored (its
+    /// error message says what to do otherwise).
+    pub const fn assert_field_value<T: FieldValue>() {}
+    /// Compile-time check that a `json` field's type is serde-able.
+    pub const fn assert_json<T: serde::Serialize + serde::de::DeserializeOwned>() {}
+    /// Compile-time check that an owner is an admin model.
+    pub const fn assert_admin<T: Admin>() {}
+}

@@ -1,0 +1,793 @@
+//! [`ObjectRef`]: the typed key of one object, and every per-object
+//! operation (the seed's MemObject and MemAdmin methods).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use redis::{FromRedisValue, Pipeline, Value};
+
+use super::codec::{shown, Codec, Incr, IntoValue, Plain, Scalar};
+use super::field::{Assign, Field, FieldSet};
+use super::key::{decode_pk, encode_segment_into, glob_escape};
+use super::relation::{Relation, RelationRef};
+use super::scan::scan_keys;
+use super::sync::SyncEvent;
+use super::{Admin, KeyPart, Model, OwnerKind, SingleValue, Storage};
+use crate::{Db, Error, Result};
+
+/// The hash field counting full writes (the seed's `_count`).
+pub const COUNT_FIELD: &str = "_count";
+
+/// The owner handle of a model's objects: `()` or the admin's [`ObjectRef`].
+pub(crate) type OwnerRef<M> = <<M as Model>::Owner as OwnerKind>::Ref;
+
+/// A reference field's type: a field of type `Ref<Class>` is stored as the
+/// referenced object's key (`class:1`) and read back as a handle on it,
+/// which [`load`](ObjectRef::load)s the object.
+pub type Ref<M> = ObjectRef<M>;
+
+/// The typed key of one object of model `M`: `teacher:A`, or
+/// `student:a:exam:2024` for a sub-object. Building one costs no round
+/// trip; every operation on the object is a method of it.
+///
+/// Two handles are equal when their keys are: keys are canonical, so this
+/// is the same as equal pks (and owners).
+pub struct ObjectRef<M: Model> {
+    owner: OwnerRef<M>,
+    pk: M::Pk,
+    key: String,
+}
+
+/// What a pk argument accepts: the pk's type, or a `&str` for a `String` pk.
+///
+/// A trait of our own rather than `Into`, so that `Class::at(1)` infers the
+/// pk's integer type.
+pub trait IntoPk<P> {
+    /// The pk.
+    fn into_pk(self) -> P;
+}
+
+impl<P: super::KeyPart> IntoPk<P> for P {
+    fn into_pk(self) -> P {
+        self
+    }
+}
+
+impl IntoPk<String> for &str {
+    fn into_pk(self) -> String {
+        self.to_string()
+    }
+}
+
+impl IntoPk<String> for &String {
+    fn into_pk(self) -> String {
+        self.clone()
+    }
+}
+
+/// An object's fields as written by a full write.
+struct Encoded {
+    /// Fields to set, with their text.
+    set: Vec<(&'static str, Vec<u8>)>,
+    /// `None` fields, to remove.
+    removed: Vec<&'static str>,
+}
+
+/// The time to live of a key ([`ObjectRef::ttl`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ttl {
+    /// There is no such key.
+    Missing,
+    /// The key never expires.
+    Persistent,
+    /// The key expires in this long.
+    Expires(Duration),
+}
+
+impl<M: Model> Clone for ObjectRef<M> {
+    fn clone(&self) -> Self {
+        ObjectRef {
+            owner: self.owner.clone(),
+            pk: self.pk.clone(),
+            key: self.key.clone(),
+        }
+    }
+}
+
+impl<M: Model> fmt::Debug for ObjectRef<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectRef({})", self.key)
+    }
+}
+
+impl<M: Model> fmt::Display for ObjectRef<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.key)
+    }
+}
+
+impl<M: Model> PartialEq for ObjectRef<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl<M: Model> Eq for ObjectRef<M> {}
+
+impl<M: Model> Hash for ObjectRef<M> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+    }
+}
+
+impl<M: Model> PartialOrd for ObjectRef<M> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<M: Model> Ord for ObjectRef<M> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+/// A reference field is stored as the key it points to.
+impl<M: Model> Scalar for ObjectRef<M> {
+    fn to_text(&self) -> Vec<u8> {
+        self.key.as_bytes().to_vec()
+    }
+
+    fn from_text(raw: &[u8]) -> std::result::Result<Self, String> {
+        let key =
+            std::str::from_utf8(raw).map_err(|_| format!("{} is not UTF-8 text", shown(raw)))?;
+        ObjectRef::parse(key).map_err(|e| e.to_string())
+    }
+}
+
+/// Turns a WRONGTYPE error into [`Error::UnexpectedType`] naming `key`.
+pub(crate) fn at_key<'a>(key: &'a str, expected: &'static str) -> impl FnOnce(Error) -> Error + 'a {
+    move |err| match err {
+        Error::WrongType { .. } => Error::UnexpectedType {
+            key: key.to_string(),
+            expected,
+        },
+        Error::Server(ref redis_err) if holds_wrongtype(redis_err) => Error::UnexpectedType {
+            key: key.to_string(),
+            expected,
+        },
+        other => other,
+    }
+}
+
+/// Whether a (pipeline or transaction) error includes a WRONGTYPE reply.
+fn holds_wrongtype(err: &redis::RedisError) -> bool {
+    err.code() == Some("WRONGTYPE")
+        || err
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errs| errs.iter().any(|(_, e)| e.code() == "WRONGTYPE"))
+}
+
+/// Converts one reply of an `ignore_errors` pipeline, naming `key` if the
+/// server refused the command.
+pub(crate) fn reply_at<T: FromRedisValue>(
+    key: &str,
+    expected: &'static str,
+    value: Option<Value>,
+) -> Result<T> {
+    match value {
+        Some(Value::ServerError(err)) => Err(at_key(key, expected)(Error::from(
+            redis::RedisError::from(err),
+        ))),
+        Some(value) => Ok(redis::from_redis_value(value).map_err(redis::RedisError::from)?),
+        None => Err(Error::Reply(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "a pipeline returned fewer replies than commands",
+        )))),
+    }
+}
+
+fn redis_type(storage: Storage) -> &'static str {
+    match storage {
+        Storage::Hash => "hash",
+        Storage::Single => "string",
+    }
+}
+
+impl<M: Model> ObjectRef<M> {
+    /// The handle of the object `pk` owned by `owner` (`()` for admins).
+    pub fn new(owner: OwnerRef<M>, pk: M::Pk) -> Self {
+        let mut key = String::with_capacity(M::TABLE.len() + 16);
+        M::Owner::write_prefix(&owner, &mut key);
+        key.push_str(M::TABLE);
+        key.push(':');
+        encode_segment_into(&mut key, &pk.to_key_text());
+        ObjectRef { owner, pk, key }
+    }
+
+    /// The Redis key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The Redis key, taken.
+    pub fn into_key(self) -> String {
+        self.key
+    }
+
+    /// The pk.
+    pub fn pk(&self) -> &M::Pk {
+        &self.pk
+    }
+
+    /// The owner's handle (`()` for an admin).
+    pub fn owner(&self) -> &OwnerRef<M> {
+        &self.owner
+    }
+
+    /// Parses a key of this model back into a handle (the seed's
+    /// `name2object`). Strict: only keys this model produces parse, so a
+    /// sub-object's, a relation's or another model's key is an
+    /// [`Error::InvalidKey`].
+    pub fn parse(key: &str) -> Result<Self> {
+        Self::parse_inner(key).map_err(|reason| Error::InvalidKey {
+            key: key.to_string(),
+            model: M::TABLE,
+            reason,
+        })
+    }
+
+    fn parse_inner(key: &str) -> std::result::Result<Self, String> {
+        let (owner, rest) = M::Owner::split_prefix(key)?;
+        let segment = rest
+            .strip_prefix(M::TABLE)
+            .and_then(|r| r.strip_prefix(':'))
+            .ok_or_else(|| format!("it does not have the table `{}` where expected", M::TABLE))?;
+        if segment.contains(':') {
+            return Err("it has more segments than a key of this model".to_string());
+        }
+        let pk = decode_pk::<M::Pk>(segment)?;
+        let parsed = ObjectRef::new(owner, pk);
+        // Defence in depth for hand-written KeyPart impls: the key must be
+        // exactly the one the pk produces.
+        if parsed.key != key {
+            return Err(format!("it is not in canonical form (`{}`)", parsed.key));
+        }
+        Ok(parsed)
+    }
+
+    /// Whether the object exists (EXISTS).
+    pub async fn exists(&self, db: &Db) -> Result<bool> {
+        db.query(redis::cmd("EXISTS").arg(&self.key)).await
+    }
+
+    /// One field (HGET); `Ok(None)` if the field or the object is absent.
+    /// For an `Option` field, an absent field is `None`, never `Some(None)`.
+    pub async fn get<T, C: Codec<T>>(&self, db: &Db, field: Field<M, T, C>) -> Result<Option<T>> {
+        let raw: Option<Vec<u8>> = db
+            .query(redis::cmd("HGET").arg(&self.key).arg(field.name()))
+            .await
+            .map_err(at_key(&self.key, "hash"))?;
+        field.decode_present(&self.key, raw)
+    }
+
+    /// One field, or `default` if it or the object is absent (the seed's
+    /// `get(key, default)`).
+    pub async fn get_or<T, C: Codec<T>>(
+        &self,
+        db: &Db,
+        field: Field<M, T, C>,
+        default: impl IntoValue<T>,
+    ) -> Result<T> {
+        Ok(self
+            .get(db, field)
+            .await?
+            .unwrap_or_else(|| default.into_value()))
+    }
+
+    /// Several fields in one HMGET, typed: `fields` is a tuple of handles
+    /// and the result a tuple of `Option`s (the seed's `get_multi`).
+    pub async fn get_fields<S: FieldSet<M>>(&self, db: &Db, fields: S) -> Result<S::Output> {
+        let values = self.hmget(db, &fields.names()).await?;
+        fields.decode(&self.key, values)
+    }
+
+    /// Several fields by name in one HMGET, as text: the present ones only
+    /// (the seed's `get_multi` returning a dict).
+    pub async fn get_fields_map(
+        &self,
+        db: &Db,
+        names: &[&str],
+    ) -> Result<BTreeMap<String, String>> {
+        let values = self.hmget(db, names).await?;
+        self.text_map(names.iter().copied(), values)
+    }
+
+    async fn hmget(&self, db: &Db, names: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        db.query(redis::cmd("HMGET").arg(&self.key).arg(names))
+            .await
+            .map_err(at_key(&self.key, "hash"))
+    }
+
+    fn text_map<'n>(
+        &self,
+        names: impl Iterator<Item = &'n str>,
+        values: Vec<Option<Vec<u8>>>,
+    ) -> Result<BTreeMap<String, String>> {
+        let mut map = BTreeMap::new();
+        for (name, value) in names.zip(values) {
+            if let Some(raw) = value {
+                let text = String::from_utf8(raw).map_err(|e| Error::Decode {
+                    key: self.key.clone(),
+                    field: name.to_string(),
+                    reason: format!("{} is not UTF-8 text", shown(e.as_bytes())),
+                })?;
+                map.insert(name.to_string(), text);
+            }
+        }
+        Ok(map)
+    }
+
+    /// Adds the commands reading this object to `pipe`: EXISTS + HMGET of
+    /// the declared fields for a hash (in one MULTI with the rest of the
+    /// pipeline, so that "exists" and the values agree), GET for a string.
+    fn add_read(&self, pipe: &mut Pipeline) {
+        match M::STORAGE {
+            Storage::Hash => {
+                pipe.cmd("EXISTS").arg(&self.key);
+                if !M::FIELDS.is_empty() {
+                    pipe.cmd("HMGET").arg(&self.key).arg(M::FIELDS);
+                }
+            }
+            Storage::Single => {
+                pipe.cmd("GET").arg(&self.key);
+            }
+        }
+    }
+
+    /// Takes the replies of [`add_read`](Self::add_read): the stored text
+    /// of the fields, or `None` if the object does not exist.
+    fn take_read(
+        &self,
+        replies: &mut impl Iterator<Item = Value>,
+    ) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+        let expected = redis_type(M::STORAGE);
+        match M::STORAGE {
+            Storage::Hash => {
+                let exists: bool = reply_at(&self.key, expected, replies.next())?;
+                let values: Vec<Option<Vec<u8>>> = if M::FIELDS.is_empty() {
+                    Vec::new()
+                } else {
+                    reply_at(&self.key, expected, replies.next())?
+                };
+                Ok(exists.then_some(values))
+            }
+            Storage::Single => {
+                let value: Option<Vec<u8>> = reply_at(&self.key, expected, replies.next())?;
+                Ok(value.map(|v| vec![Some(v)]))
+            }
+        }
+    }
+
+    async fn read_raw(&self, db: &Db) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+        let mut pipe = redis::pipe();
+        pipe.atomic().ignore_errors();
+        self.add_read(&mut pipe);
+        let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
+        self.take_read(&mut replies.into_iter())
+    }
+
+    /// The whole object: HMGET of the declared fields (not HGETALL),
+    /// decoded into the struct (the seed's `get_all`); GET for a
+    /// single-value model. `Ok(None)` if it does not exist.
+    pub async fn load(&self, db: &Db) -> Result<Option<M>> {
+        match self.read_raw(db).await? {
+            Some(values) => M::decode_fields(&self.key, self.pk.clone(), values).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The declared fields that are present, as text (the seed's
+    /// `get_all2dic`). `Ok(None)` if the object does not exist.
+    pub async fn load_map(&self, db: &Db) -> Result<Option<BTreeMap<String, String>>> {
+        match self.read_raw(db).await? {
+            Some(values) => self.text_map(M::FIELDS.iter().copied(), values).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Loads many objects in one round trip (one pipelined MULTI of reads),
+    /// in the order given; `None` where an object does not exist.
+    pub async fn get_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Option<M>>> {
+        if refs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic().ignore_errors();
+        for r in refs {
+            r.add_read(&mut pipe);
+        }
+        let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
+        let mut replies = replies.into_iter();
+        let mut out = Vec::with_capacity(refs.len());
+        for r in refs {
+            out.push(match r.take_read(&mut replies)? {
+                Some(values) => Some(M::decode_fields(&r.key, r.pk.clone(), values)?),
+                None => None,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Sets one field (HSET); setting an `Option` field to `None` removes
+    /// it (HDEL). Keeps the key's TTL, as HSET does.
+    pub async fn set<T, C: Codec<T>>(
+        &self,
+        db: &Db,
+        field: Field<M, T, C>,
+        value: impl IntoValue<T>,
+    ) -> Result<()> {
+        let encoded = field.encode(&self.key, &value.into_value())?;
+        let cmd = match encoded {
+            Some(text) => redis::cmd("HSET")
+                .arg(&self.key)
+                .arg(field.name())
+                .arg(text)
+                .clone(),
+            None => redis::cmd("HDEL").arg(&self.key).arg(field.name()).clone(),
+        };
+        db.query::<()>(&cmd)
+            .await
+            .map_err(at_key(&self.key, "hash"))
+    }
+
+    /// Sets several fields at once, atomically (the seed's `update_multi`):
+    /// `set_many(&db, [Student::MATH.to(95), Student::ENGLISH.to(90)])`.
+    pub async fn set_many(
+        &self,
+        db: &Db,
+        fields: impl IntoIterator<Item = Assign<M>>,
+    ) -> Result<()> {
+        let mut set = Vec::new();
+        let mut removed = Vec::new();
+        for assign in fields {
+            match assign.value {
+                Ok(Some(text)) => set.push((assign.name, text)),
+                Ok(None) => removed.push(assign.name),
+                Err(reason) => {
+                    return Err(Error::Encode {
+                        key: self.key.clone(),
+                        field: assign.name.to_string(),
+                        reason,
+                    })
+                }
+            }
+        }
+        let pipe = self.write_pipeline(&set, &removed);
+        if pipe.is_empty() {
+            return Ok(());
+        }
+        db.query_pipeline::<()>(&pipe)
+            .await
+            .map_err(at_key(&self.key, "hash"))
+    }
+
+    /// An atomic pipeline that removes `removed` and sets `set`.
+    fn write_pipeline(&self, set: &[(&str, Vec<u8>)], removed: &[&str]) -> Pipeline {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        if !removed.is_empty() {
+            pipe.cmd("HDEL").arg(&self.key).arg(removed).ignore();
+        }
+        if !set.is_empty() {
+            pipe.cmd("HSET").arg(&self.key).arg(set).ignore();
+        }
+        pipe
+    }
+
+    /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for
+    /// floats) and returns its new value. An absent field counts from 0.
+    /// Only fields of a numeric type have handles this accepts: it does
+    /// not compile for a `String` field.
+    pub async fn incr<T: Incr>(
+        &self,
+        db: &Db,
+        field: Field<M, T, Plain>,
+        by: T::By,
+    ) -> Result<T::Output> {
+        // HINCRBY replies with an integer, HINCRBYFLOAT with a bulk string.
+        let reply: Value = db
+            .query(
+                redis::cmd(T::COMMAND)
+                    .arg(&self.key)
+                    .arg(field.name())
+                    .arg(by),
+            )
+            .await
+            .map_err(at_key(&self.key, "hash"))?;
+        let text = match reply {
+            Value::Int(n) => n.to_string().into_bytes(),
+            other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
+        };
+        T::Output::from_text(&text).map_err(|reason| Error::Decode {
+            key: self.key.clone(),
+            field: field.name().to_string(),
+            reason,
+        })
+    }
+
+    /// Splits the encoded fields of `value` into those to set and those
+    /// to remove (its `None` fields).
+    fn encoded(&self, value: &M) -> Result<Encoded> {
+        let mut out = Encoded {
+            set: Vec::with_capacity(M::FIELDS.len()),
+            removed: Vec::new(),
+        };
+        for (name, text) in M::FIELDS.iter().zip(value.encode_fields(&self.key)?) {
+            match text {
+                Some(text) => out.set.push((*name, text)),
+                None => out.removed.push(*name),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Full write of `value` at this key (the seed's `insert`), in one
+    /// MULTI/EXEC: its `None` fields are removed, the others set, and the
+    /// hash field `_count` is incremented; when `_count` reaches a multiple
+    /// of the model's `sync_every`, the sync hooks registered with
+    /// [`Db::on_sync`] are called with the key and the count.
+    ///
+    /// Undeclared fields of the hash are left alone, and so is the key's
+    /// TTL (HSET keeps it). `value`'s own pk is not consulted: this
+    /// handle's key is used. A single-value model is written with SET
+    /// (which clears a TTL, as SET does), without a count or a hook.
+    pub async fn insert(&self, db: &Db, value: &M) -> Result<()> {
+        if M::STORAGE == Storage::Single {
+            return self.set_single(db, value).await;
+        }
+        let fields = self.encoded(value)?;
+        let mut pipe = self.write_pipeline(&fields.set, &fields.removed);
+        pipe.cmd("HINCRBY").arg(&self.key).arg(COUNT_FIELD).arg(1);
+        let (count,): (i64,) = db
+            .query_pipeline(&pipe)
+            .await
+            .map_err(at_key(&self.key, "hash"))?;
+        let count = u64::try_from(count).unwrap_or(0);
+        if count > 0 && count % M::SYNC_EVERY.max(1) == 0 {
+            db.run_sync_hooks(&SyncEvent {
+                table: M::TABLE,
+                key: self.key.clone(),
+                count,
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes `value`'s fields like [`insert`](Self::insert), without
+    /// counting the write or calling the sync hooks (the seed's
+    /// `insert_without_sync`).
+    pub async fn insert_without_sync(&self, db: &Db, value: &M) -> Result<()> {
+        if M::STORAGE == Storage::Single {
+            return self.set_single(db, value).await;
+        }
+        let fields = self.encoded(value)?;
+        let pipe = self.write_pipeline(&fields.set, &fields.removed);
+        if pipe.is_empty() {
+            return Ok(());
+        }
+        db.query_pipeline::<()>(&pipe)
+            .await
+            .map_err(at_key(&self.key, "hash"))
+    }
+
+    async fn set_single(&self, db: &Db, value: &M) -> Result<()> {
+        let text = value.encode_fields(&self.key)?.into_iter().next().flatten();
+        let cmd = match text {
+            Some(text) => redis::cmd("SET").arg(&self.key).arg(text).clone(),
+            None => redis::cmd("DEL").arg(&self.key).clone(),
+        };
+        db.query::<()>(&cmd).await
+    }
+
+    /// How many full writes ([`insert`](Self::insert)) the object has had:
+    /// its `_count` field, 0 if absent.
+    pub async fn write_count(&self, db: &Db) -> Result<u64> {
+        let raw: Option<Vec<u8>> = db
+            .query(redis::cmd("HGET").arg(&self.key).arg(COUNT_FIELD))
+            .await
+            .map_err(at_key(&self.key, "hash"))?;
+        match raw {
+            None => Ok(0),
+            Some(raw) => u64::from_text(&raw).map_err(|reason| Error::Decode {
+                key: self.key.clone(),
+                field: COUNT_FIELD.to_string(),
+                reason,
+            }),
+        }
+    }
+
+    /// Deletes the object (DEL; not its sub-objects or relations). Whether
+    /// it existed.
+    pub async fn delete(&self, db: &Db) -> Result<bool> {
+        db.query(redis::cmd("DEL").arg(&self.key)).await
+    }
+
+    /// Sets a time to live (PEXPIRE, so sub-second precision is kept).
+    /// Whether the object exists.
+    pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
+        expire_key(db, &self.key, ttl).await
+    }
+
+    /// Removes the time to live (PERSIST). Whether there was one.
+    pub async fn persist(&self, db: &Db) -> Result<bool> {
+        db.query(redis::cmd("PERSIST").arg(&self.key)).await
+    }
+
+    /// The time to live (PTTL).
+    pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
+        ttl_of(db, &self.key).await
+    }
+
+    /// Builds an object with this handle's pk from a field -> text map, as
+    /// stored (the seed's `get_from_dict`). Absent fields decode as absent
+    /// (`None`, the default, or an [`Error::MissingField`]); undeclared
+    /// entries are ignored.
+    pub fn build_from_map<K, V>(&self, map: impl IntoIterator<Item = (K, V)>) -> Result<M>
+    where
+        K: AsRef<str>,
+        V: AsRef<[u8]>,
+    {
+        let mut map: HashMap<String, Vec<u8>> = map
+            .into_iter()
+            .map(|(k, v)| (k.as_ref().to_string(), v.as_ref().to_vec()))
+            .collect();
+        let values = M::FIELDS.iter().map(|name| map.remove(*name)).collect();
+        M::decode_fields(&self.key, self.pk.clone(), values)
+    }
+
+    /// Builds an object with this handle's pk from the fields' texts in
+    /// declaration order ([`Model::FIELDS`]), `None` for absent (the seed's
+    /// `get_from_list`). Missing trailing values count as absent.
+    pub fn build_from_values<V: AsRef<[u8]>>(
+        &self,
+        values: impl IntoIterator<Item = Option<V>>,
+    ) -> Result<M> {
+        let mut values: Vec<Option<Vec<u8>>> = values
+            .into_iter()
+            .map(|v| v.map(|v| v.as_ref().to_vec()))
+            .collect();
+        values.resize(M::FIELDS.len(), None);
+        M::decode_fields(&self.key, self.pk.clone(), values)
+    }
+
+    /// The handles of every object of this model, in key order: for a
+    /// sub-object model, under every admin (SCAN with a MATCH pattern,
+    /// never KEYS; keys that are not this model's are skipped).
+    pub async fn scan(db: &Db) -> Result<Vec<ObjectRef<M>>> {
+        let pattern = format!(
+            "{}{}:*",
+            M::Owner::any_owner_pattern(),
+            glob_escape(M::TABLE)
+        );
+        Ok(scan_keys(db, &pattern)
+            .await?
+            .iter()
+            .filter_map(|key| ObjectRef::parse(key).ok())
+            .collect())
+    }
+
+    /// Every object of this model: [`scan`](Self::scan), then one batch of
+    /// reads.
+    pub async fn scan_objects(db: &Db) -> Result<Vec<M>> {
+        let refs = Self::scan(db).await?;
+        Ok(Self::get_many(db, &refs)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+}
+
+/// Sets a TTL on `key` (PEXPIRE); whether the key exists.
+pub(crate) async fn expire_key(db: &Db, key: &str, ttl: Duration) -> Result<bool> {
+    let ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    db.query(redis::cmd("PEXPIRE").arg(key).arg(ms)).await
+}
+
+/// The TTL of `key` (PTTL).
+pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
+    let ms: i64 = db.query(redis::cmd("PTTL").arg(key)).await?;
+    Ok(match ms {
+        -2 => Ttl::Missing,
+        ms if ms < 0 => Ttl::Persistent,
+        ms => Ttl::Expires(Duration::from_millis(ms.unsigned_abs())),
+    })
+}
+
+impl<M: SingleValue> ObjectRef<M> {
+    /// The value of a single-value sub-object (GET; the seed's `get_one`).
+    pub async fn get_value(&self, db: &Db) -> Result<Option<M::Value>> {
+        let raw: Option<Vec<u8>> = db
+            .query(redis::cmd("GET").arg(&self.key))
+            .await
+            .map_err(at_key(&self.key, "string"))?;
+        let field = M::FIELDS.first().copied().unwrap_or("value");
+        raw.map(|raw| M::Codec::decode(Some(&raw)).map_err(|e| e.at(&self.key, field)))
+            .transpose()
+    }
+
+    /// Sets the value of a single-value sub-object (SET, which clears a
+    /// TTL; the seed's `update_one`). `None` deletes the key.
+    pub async fn set_value(&self, db: &Db, value: impl IntoValue<M::Value>) -> Result<()> {
+        let field = M::FIELDS.first().copied().unwrap_or("value");
+        let text = M::Codec::encode(&value.into_value()).map_err(|reason| Error::Encode {
+            key: self.key.clone(),
+            field: field.to_string(),
+            reason,
+        })?;
+        let cmd = match text {
+            Some(text) => redis::cmd("SET").arg(&self.key).arg(text).clone(),
+            None => redis::cmd("DEL").arg(&self.key).clone(),
+        };
+        db.query::<()>(&cmd).await
+    }
+}
+
+impl<A: Admin> ObjectRef<A> {
+    /// The handle of this admin's sub-object `pk` (the seed's
+    /// `build_empty_leaf`; no round trip).
+    pub fn sub<S: Model<Owner = A>>(&self, pk: impl IntoPk<S::Pk>) -> ObjectRef<S> {
+        ObjectRef::new(self.clone(), pk.into_pk())
+    }
+
+    /// Writes `sub` under this admin (the seed's `update_leaf`): a full
+    /// write, see [`insert`](Self::insert).
+    pub async fn insert_sub<S: Model<Owner = A>>(&self, db: &Db, sub: &S) -> Result<ObjectRef<S>> {
+        sub.insert_at(db, self).await
+    }
+
+    /// The keys of this admin's sub-objects of model `S`, in key order (the
+    /// seed's `scan_leafnames`; SCAN, never KEYS).
+    pub async fn scan_sub_keys<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<String>> {
+        Ok(self
+            .scan_subs::<S>(db)
+            .await?
+            .into_iter()
+            .map(ObjectRef::into_key)
+            .collect())
+    }
+
+    /// The handles of this admin's sub-objects of model `S` (the seed's
+    /// `scan_leafs`).
+    pub async fn scan_subs<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<ObjectRef<S>>> {
+        let pattern = format!("{}:{}:*", glob_escape(&self.key), glob_escape(S::TABLE));
+        Ok(scan_keys(db, &pattern)
+            .await?
+            .iter()
+            .filter_map(|key| ObjectRef::parse(key).ok())
+            .collect())
+    }
+
+    /// This admin's sub-objects of model `S`, loaded in one batch.
+    pub async fn scan_sub_objects<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<S>> {
+        let refs = self.scan_subs::<S>(db).await?;
+        Ok(ObjectRef::get_many(db, &refs)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    /// This admin's relation `R` (the seed's `build_empty_relation`; no
+    /// round trip).
+    pub fn relation<R: Relation<Owner = A>>(&self) -> RelationRef<R> {
+        RelationRef::new(self.clone())
+    }
+}

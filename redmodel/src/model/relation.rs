@@ -1,0 +1,521 @@
+//! Relations: lists of member keys (the seed's MemRelation).
+//!
+//! [`MemberList`] is a typed list of member keys at any key (a relation's
+//! list, or a standalone one such as a hot list `performance:good`).
+//! [`RelationRef`] is the list of one admin's relation
+//! (`teacher:A:class`), with [`link`](RelationRef::link) /
+//! [`unlink`](RelationRef::unlink) keeping a declared inverse
+//! (`class:1:teacher`) in step in the same MULTI/EXEC.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::time::Duration;
+
+use super::key::glob_escape;
+use super::object::{at_key, expire_key, ttl_of, ObjectRef, Ttl};
+use super::{Admin, Model};
+use crate::{Db, Error, Result};
+
+/// A relation from an admin model to a member model, stored as a list of
+/// member keys at `OWNER_KEY:TABLE`. Implemented by `#[derive(Relation)]`.
+pub trait Relation: Sized + Send + Sync + 'static {
+    /// The admin model that owns the lists.
+    type Owner: Admin;
+    /// The model of the members.
+    type Member: Admin;
+    /// The inverse relation kept in step by [`RelationRef::link`], or
+    /// [`NoInverse`].
+    type Inverse: InverseOf<Self>;
+    /// The last segment of the list's key.
+    const TABLE: &'static str;
+}
+
+/// "This relation has no inverse."
+#[derive(Debug, Clone, Copy)]
+pub struct NoInverse;
+
+/// `Self` is the inverse of relation `R` (or [`NoInverse`]): a relation
+/// from `R`'s member model to `R`'s owner model that names `R` as its
+/// own inverse.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not the inverse of the relation `{R}`",
+    label = "not the inverse of `{R}`",
+    note = "the inverse of a relation from A to B is a relation from B to A that declares this one as its inverse: `#[redmodel(owner = B, member = A, inverse = ...)]`"
+)]
+pub trait InverseOf<R: Relation> {
+    /// The inverse list to update when linking `member_key`: its key, or
+    /// `None` without an inverse.
+    fn inverse_key(member_key: &str) -> Option<String>;
+}
+
+impl<R: Relation> InverseOf<R> for NoInverse {
+    fn inverse_key(_: &str) -> Option<String> {
+        None
+    }
+}
+
+/// `Self` = `T`, with an error message for inverse relations that do not
+/// mirror their relation (a plain associated-type equality would only say
+/// "type mismatch").
+#[diagnostic::on_unimplemented(
+    message = "this inverse relation does not mirror its relation: its (owner, member, inverse) are `{Self}`, they must be `{T}`",
+    label = "not the mirror of this relation",
+    note = "the inverse of a relation from A to B is a relation from B to A that declares this one as its inverse: `#[redmodel(owner = B, member = A, inverse = ...)]`"
+)]
+pub trait Mirrors<T> {}
+
+impl<T> Mirrors<T> for T {}
+
+impl<R, I> InverseOf<R> for I
+where
+    R: Relation,
+    I: Relation,
+    (I::Owner, I::Member, I::Inverse): Mirrors<(R::Member, R::Owner, R)>,
+{
+    fn inverse_key(member_key: &str) -> Option<String> {
+        Some(relation_key(member_key, I::TABLE))
+    }
+}
+
+fn relation_key(owner_key: &str, table: &str) -> String {
+    let mut key = String::with_capacity(owner_key.len() + table.len() + 1);
+    key.push_str(owner_key);
+    key.push(':');
+    key.push_str(table);
+    key
+}
+
+/// Something that names a member of model `M`: its handle, the object
+/// itself, or its key as text (checked to be a key of `M`).
+pub trait AsMember<M: Model> {
+    /// The member's key, or why the text is not a key of `M`.
+    fn member_key(&self) -> Result<String>;
+}
+
+impl<M: Model> AsMember<M> for ObjectRef<M> {
+    fn member_key(&self) -> Result<String> {
+        Ok(self.key().to_string())
+    }
+}
+
+impl<M: Model> AsMember<M> for &ObjectRef<M> {
+    fn member_key(&self) -> Result<String> {
+        Ok(self.key().to_string())
+    }
+}
+
+impl<M: Admin> AsMember<M> for &M {
+    fn member_key(&self) -> Result<String> {
+        Ok(self.handle().into_key())
+    }
+}
+
+impl<M: Model> AsMember<M> for &str {
+    fn member_key(&self) -> Result<String> {
+        Ok(ObjectRef::<M>::parse(self)?.into_key())
+    }
+}
+
+impl<M: Model> AsMember<M> for String {
+    fn member_key(&self) -> Result<String> {
+        Ok(ObjectRef::<M>::parse(self)?.into_key())
+    }
+}
+
+/// A Redis list of keys of model `M`: a relation's list, or a standalone
+/// list (`MemberList::<Student>::at("performance:good")`).
+pub struct MemberList<M: Model> {
+    key: String,
+    _marker: PhantomData<fn() -> M>,
+}
+
+impl<M: Model> Clone for MemberList<M> {
+    fn clone(&self) -> Self {
+        MemberList::at(self.key.clone())
+    }
+}
+
+impl<M: Model> fmt::Debug for MemberList<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MemberList({})", self.key)
+    }
+}
+
+impl<M: Model> PartialEq for MemberList<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+fn member_keys<M: Model, A: AsMember<M>>(
+    members: impl IntoIterator<Item = A>,
+) -> Result<Vec<String>> {
+    members.into_iter().map(|m| m.member_key()).collect()
+}
+
+impl<M: Model> MemberList<M> {
+    /// The list at `key` (no round trip).
+    pub fn at(key: impl Into<String>) -> Self {
+        MemberList {
+            key: key.into(),
+            _marker: PhantomData,
+        }
+    }
+
+    /// The list's key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The number of members (LLEN; the seed's `count`).
+    pub async fn count(&self, db: &Db) -> Result<u64> {
+        db.query(redis::cmd("LLEN").arg(&self.key))
+            .await
+            .map_err(at_key(&self.key, "list"))
+    }
+
+    /// Appends members at the tail, in order (RPUSH); returns the new
+    /// length. Duplicates are kept, as in a Redis list: use
+    /// [`RelationRef::link`] for set-like membership.
+    pub async fn append<A: AsMember<M>>(
+        &self,
+        db: &Db,
+        members: impl IntoIterator<Item = A>,
+    ) -> Result<u64> {
+        self.push_with("RPUSH", db, member_keys(members)?).await
+    }
+
+    /// Appends one member (RPUSH); returns the new length.
+    pub async fn push(&self, db: &Db, member: impl AsMember<M>) -> Result<u64> {
+        self.push_with("RPUSH", db, vec![member.member_key()?])
+            .await
+    }
+
+    /// Pushes members at the head, one after the other (LPUSH, the seed's
+    /// `append`: `[a, b]` ends up as `b, a, ...`); returns the new length.
+    pub async fn prepend<A: AsMember<M>>(
+        &self,
+        db: &Db,
+        members: impl IntoIterator<Item = A>,
+    ) -> Result<u64> {
+        self.push_with("LPUSH", db, member_keys(members)?).await
+    }
+
+    async fn push_with(&self, command: &str, db: &Db, keys: Vec<String>) -> Result<u64> {
+        if keys.is_empty() {
+            return self.count(db).await;
+        }
+        db.query(redis::cmd(command).arg(&self.key).arg(keys))
+            .await
+            .map_err(at_key(&self.key, "list"))
+    }
+
+    /// Removes occurrences of `member` with LREM's count semantics (the
+    /// seed's `remove_one`): `count > 0` removes that many from the head,
+    /// `count < 0` from the tail, `0` all. Returns how many were removed.
+    pub async fn remove(&self, db: &Db, member: impl AsMember<M>, count: i64) -> Result<u64> {
+        db.query(
+            redis::cmd("LREM")
+                .arg(&self.key)
+                .arg(count)
+                .arg(member.member_key()?),
+        )
+        .await
+        .map_err(at_key(&self.key, "list"))
+    }
+
+    /// The member at `index` (LINDEX; negative counts from the tail, the
+    /// seed's `get_by_index`); `None` out of range.
+    pub async fn index(&self, db: &Db, index: i64) -> Result<Option<ObjectRef<M>>> {
+        let key: Option<String> = db
+            .query(redis::cmd("LINDEX").arg(&self.key).arg(index))
+            .await
+            .map_err(at_key(&self.key, "list"))?;
+        key.map(|k| self.parse_member(&k)).transpose()
+    }
+
+    /// The members from `start` to `stop`, both included, negative
+    /// indexes counting from the tail (LRANGE; the seed's
+    /// `get_leafs_by_relation(start, end)`).
+    pub async fn range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<ObjectRef<M>>> {
+        let keys: Vec<String> = db
+            .query(redis::cmd("LRANGE").arg(&self.key).arg(start).arg(stop))
+            .await
+            .map_err(at_key(&self.key, "list"))?;
+        keys.iter().map(|k| self.parse_member(k)).collect()
+    }
+
+    /// Every member (LRANGE 0 -1). For long lists, [`page`](Self::page).
+    pub async fn members(&self, db: &Db) -> Result<Vec<ObjectRef<M>>> {
+        self.range(db, 0, -1).await
+    }
+
+    /// Page `page` (from 0) of `per_page` members: the seed's capped
+    /// `get_all`, made into pages. An empty page past the end.
+    pub async fn page(&self, db: &Db, page: u64, per_page: u64) -> Result<Vec<ObjectRef<M>>> {
+        match page_bounds(page, per_page) {
+            Some((start, stop)) => self.range(db, start, stop).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The member objects from `start` to `stop` (as [`range`](Self::range)),
+    /// loaded in one LRANGE and one pipelined batch of reads, never one
+    /// round trip per member. Members whose object no longer exists are
+    /// left out (the seed's `names2leafs`).
+    pub async fn load(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<M>> {
+        let refs = self.range(db, start, stop).await?;
+        Ok(ObjectRef::get_many(db, &refs)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    /// Every member object, in two round trips (see [`load`](Self::load)).
+    pub async fn load_all(&self, db: &Db) -> Result<Vec<M>> {
+        self.load(db, 0, -1).await
+    }
+
+    /// Page `page` of member objects (see [`page`](Self::page)).
+    pub async fn load_page(&self, db: &Db, page: u64, per_page: u64) -> Result<Vec<M>> {
+        match page_bounds(page, per_page) {
+            Some((start, stop)) => self.load(db, start, stop).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Deletes the list. Whether it existed.
+    pub async fn delete(&self, db: &Db) -> Result<bool> {
+        db.query(redis::cmd("DEL").arg(&self.key)).await
+    }
+
+    /// Sets a time to live (PEXPIRE). Whether the list exists.
+    pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
+        expire_key(db, &self.key, ttl).await
+    }
+
+    /// Removes the time to live (PERSIST). Whether there was one.
+    pub async fn persist(&self, db: &Db) -> Result<bool> {
+        db.query(redis::cmd("PERSIST").arg(&self.key)).await
+    }
+
+    /// The time to live (PTTL).
+    pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
+        ttl_of(db, &self.key).await
+    }
+
+    /// A stored member key as a handle; the error names the list.
+    fn parse_member(&self, member: &str) -> Result<ObjectRef<M>> {
+        ObjectRef::parse(member).map_err(|err| match err {
+            Error::InvalidKey { key, model, reason } => Error::InvalidKey {
+                key,
+                model,
+                reason: format!("{reason} (found in the list `{}`)", self.key),
+            },
+            other => other,
+        })
+    }
+}
+
+/// LRANGE bounds of a page, or `None` if it is empty or beyond `i64`.
+fn page_bounds(page: u64, per_page: u64) -> Option<(i64, i64)> {
+    if per_page == 0 {
+        return None;
+    }
+    let start = page.checked_mul(per_page)?;
+    let stop = start.checked_add(per_page - 1)?;
+    Some((
+        i64::try_from(start).ok()?,
+        i64::try_from(stop).unwrap_or(i64::MAX),
+    ))
+}
+
+/// One admin's list of relation `R` (`teacher:A:class`). Derefs to its
+/// [`MemberList`], which has the list operations; adds linking that keeps
+/// `R`'s inverse in step.
+pub struct RelationRef<R: Relation> {
+    owner: ObjectRef<R::Owner>,
+    list: MemberList<R::Member>,
+}
+
+impl<R: Relation> Clone for RelationRef<R> {
+    fn clone(&self) -> Self {
+        RelationRef {
+            owner: self.owner.clone(),
+            list: self.list.clone(),
+        }
+    }
+}
+
+impl<R: Relation> fmt::Debug for RelationRef<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RelationRef({})", self.list.key)
+    }
+}
+
+impl<R: Relation> PartialEq for RelationRef<R> {
+    fn eq(&self, other: &Self) -> bool {
+        self.list == other.list
+    }
+}
+
+impl<R: Relation> Deref for RelationRef<R> {
+    type Target = MemberList<R::Member>;
+
+    fn deref(&self) -> &MemberList<R::Member> {
+        &self.list
+    }
+}
+
+impl<R: Relation> RelationRef<R> {
+    /// `owner`'s list of this relation (no round trip).
+    pub fn new(owner: ObjectRef<R::Owner>) -> Self {
+        let key = relation_key(owner.key(), R::TABLE);
+        RelationRef {
+            owner,
+            list: MemberList::at(key),
+        }
+    }
+
+    /// The owner's handle.
+    pub fn owner(&self) -> &ObjectRef<R::Owner> {
+        &self.owner
+    }
+
+    /// Parses a key of this relation (`teacher:A:class`) back into a
+    /// handle (the seed's `name2object` for relations).
+    pub fn parse(key: &str) -> Result<Self> {
+        let invalid = |reason: String| Error::InvalidKey {
+            key: key.to_string(),
+            model: R::TABLE,
+            reason,
+        };
+        let owner_key = key
+            .strip_suffix(R::TABLE)
+            .and_then(|k| k.strip_suffix(':'))
+            .ok_or_else(|| invalid(format!("it does not end with `:{}`", R::TABLE)))?;
+        let owner = ObjectRef::<R::Owner>::parse(owner_key).map_err(|e| invalid(e.to_string()))?;
+        Ok(RelationRef::new(owner))
+    }
+
+    /// The SCAN pattern matching this relation's lists of every owner.
+    pub fn scan_pattern() -> String {
+        format!(
+            "{}:*:{}",
+            glob_escape(<R::Owner as Model>::TABLE),
+            glob_escape(R::TABLE)
+        )
+    }
+
+    /// Links `member` to the owner: adds it to this list unless it is
+    /// there, and, if `R` has an inverse, the owner to the member's
+    /// inverse list, all in one MULTI/EXEC. Linking twice does not
+    /// duplicate a member (it moves it to the tail). Returns whether the
+    /// member was not linked before.
+    ///
+    /// If one of the lists' keys holds another Redis type, the error names
+    /// this list's key; as Redis has no rollback, the transaction's other
+    /// commands (the other side) have run.
+    pub async fn link(&self, db: &Db, member: impl AsMember<R::Member>) -> Result<bool> {
+        Ok(self.link_many(db, [member]).await? == 1)
+    }
+
+    /// Links several members (see [`link`](Self::link)) in one MULTI/EXEC;
+    /// returns how many were not linked before.
+    pub async fn link_many<A: AsMember<R::Member>>(
+        &self,
+        db: &Db,
+        members: impl IntoIterator<Item = A>,
+    ) -> Result<u64> {
+        let keys = member_keys(members)?;
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for member in &keys {
+            pipe.cmd("LREM").arg(&self.list.key).arg(0).arg(member);
+            pipe.cmd("RPUSH").arg(&self.list.key).arg(member).ignore();
+            if let Some(inverse) = R::Inverse::inverse_key(member) {
+                pipe.cmd("LREM")
+                    .arg(&inverse)
+                    .arg(0)
+                    .arg(self.owner.key())
+                    .ignore();
+                pipe.cmd("RPUSH")
+                    .arg(&inverse)
+                    .arg(self.owner.key())
+                    .ignore();
+            }
+        }
+        let removed: Vec<u64> = db
+            .query_pipeline(&pipe)
+            .await
+            .map_err(at_key(&self.list.key, "list"))?;
+        // A member is new when LREM found nothing; a member given twice in
+        // one call counts once.
+        let mut seen = std::collections::HashSet::new();
+        Ok(keys
+            .iter()
+            .zip(removed)
+            .filter(|(key, removed)| *removed == 0 && seen.insert(key.as_str()))
+            .count() as u64)
+    }
+
+    /// Unlinks `member`: removes every occurrence of it from this list and
+    /// of the owner from its inverse list, in one MULTI/EXEC. Whether it
+    /// was linked.
+    pub async fn unlink(&self, db: &Db, member: impl AsMember<R::Member>) -> Result<bool> {
+        let member = member.member_key()?;
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        pipe.cmd("LREM").arg(&self.list.key).arg(0).arg(&member);
+        if let Some(inverse) = R::Inverse::inverse_key(&member) {
+            pipe.cmd("LREM")
+                .arg(&inverse)
+                .arg(0)
+                .arg(self.owner.key())
+                .ignore();
+        }
+        let (removed,): (u64,) = db
+            .query_pipeline(&pipe)
+            .await
+            .map_err(at_key(&self.list.key, "list"))?;
+        Ok(removed > 0)
+    }
+
+    /// The member keys as handles (the seed's `get_leafnames_by_relation`).
+    pub async fn members(&self, db: &Db) -> Result<Vec<ObjectRef<R::Member>>> {
+        self.list.members(db).await
+    }
+
+    /// The member objects, in one LRANGE and one pipelined batch (the
+    /// seed's `get_leafs_by_relation`).
+    pub async fn load_members(&self, db: &Db) -> Result<Vec<R::Member>> {
+        self.list.load_all(db).await
+    }
+}
+
+impl<R: Relation> RelationRef<R> {
+    /// The relation of `owner` (same as `owner.relation::<R>()`).
+    pub fn of(owner: &ObjectRef<R::Owner>) -> Self {
+        RelationRef::new(owner.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page_bounds;
+
+    #[test]
+    fn pages_map_to_lrange_bounds() {
+        assert_eq!(page_bounds(0, 10), Some((0, 9)));
+        assert_eq!(page_bounds(2, 10), Some((20, 29)));
+        assert_eq!(page_bounds(0, 0), None);
+        assert_eq!(page_bounds(u64::MAX, 2), None, "overflow");
+        assert_eq!(page_bounds(1, u64::MAX), None, "start beyond i64");
+        assert_eq!(page_bounds(0, u64::MAX), Some((0, i64::MAX)));
+    }
+}

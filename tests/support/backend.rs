@@ -1,0 +1,402 @@
+//! Running one behaviour test on every backend.
+//!
+//! See the crate docs for the API; this module holds the machinery: which
+//! real Redis to use, the unique key prefix of a test, cleaning up after a
+//! test on a shared server, and the policy for a missing `redis-server`.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use redmodel::Db;
+
+use crate::server::{check_installed, RedisServer};
+
+/// Which backend a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The bundled memory engine: a fresh one per test.
+    Memory,
+    /// A real Redis: the server `REDIS_URL` names, or a private one.
+    Redis,
+}
+
+impl Backend {
+    /// Every backend, in the order [`for_each_backend`] runs them.
+    pub const ALL: [Backend; 2] = [Backend::Memory, Backend::Redis];
+
+    /// `"memory"` or `"redis"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Memory => "memory",
+            Backend::Redis => "redis",
+        }
+    }
+}
+
+/// Whether a test shares its database with others (and so must stay
+/// within its key prefix), or needs one to itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Keys under the test's prefix only. On real Redis: the `REDIS_URL`
+    /// server if set (never flushed), else a private server.
+    Shared,
+    /// A whole database (DBSIZE, FLUSHDB, SCAN without a pattern): always a
+    /// fresh memory engine or a private server, even when `REDIS_URL` is set.
+    Exclusive,
+}
+
+/// What a test body gets: the `Db`, its key prefix, and where it runs.
+///
+/// Cheap to clone. Build every key with [`TestCtx::key`], so that a test
+/// on a shared server touches (and cleans up) only its own keys.
+#[derive(Clone)]
+pub struct TestCtx {
+    /// The handle under test.
+    pub db: Db,
+    /// Prefix of every key this test may touch, e.g. `rmt:query:4711.3.998:`.
+    pub prefix: String,
+    /// `"memory"` or `"redis"`.
+    pub backend: &'static str,
+    /// Whether the database belongs to this test alone.
+    pub scope: Scope,
+    /// The test's name (its module path).
+    pub name: String,
+    url: Option<String>,
+    server: Option<Arc<RedisServer>>,
+}
+
+impl Debug for TestCtx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestCtx")
+            .field("backend", &self.backend)
+            .field("prefix", &self.prefix)
+            .field("scope", &self.scope)
+            .field("url", &self.url)
+            .finish()
+    }
+}
+
+impl TestCtx {
+    /// The test's key for `name`: its prefix followed by `name`.
+    pub fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// Whether this is the memory engine.
+    pub fn is_memory(&self) -> bool {
+        self.backend == "memory"
+    }
+
+    /// On the memory engine: whether it lacks any of `commands` (a command
+    /// family not written yet), printing which, so the caller can skip the
+    /// test instead of failing. Always `false` on real Redis.
+    pub fn engine_lacks(&self, commands: &[&str]) -> bool {
+        if !self.is_memory() {
+            return false;
+        }
+        let missing: Vec<&str> = commands
+            .iter()
+            .copied()
+            .filter(|c| !crate::diff::engine_knows(c))
+            .collect();
+        if missing.is_empty() {
+            return false;
+        }
+        eprintln!(
+            "note: {}: skipped on the memory engine, which lacks {}",
+            self.name,
+            missing.join(" ")
+        );
+        true
+    }
+
+    /// The URL of the real server (`None` on the memory engine), for tests
+    /// that open a connection of their own to check what reached it.
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
+    /// The private server this test started, if any (`None` on the memory
+    /// engine and on a `REDIS_URL` server).
+    pub fn server(&self) -> Option<&RedisServer> {
+        self.server.as_deref()
+    }
+
+    /// Deletes every key under this test's prefix (SCAN MATCH + DEL), so a
+    /// shared server is left as it was found.
+    pub async fn cleanup(&self) -> redmodel::Result<()> {
+        let pattern = format!("{}*", glob_escape(&self.prefix));
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<Vec<u8>>) = self
+                .db
+                .query(
+                    redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(1000),
+                )
+                .await?;
+            if !keys.is_empty() {
+                self.db.query::<()>(redis::cmd("DEL").arg(keys)).await?;
+            }
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+}
+
+/// Escapes the glob characters of Redis's matcher (`* ? [ ] \`), so that
+/// `glob_escape(s) + "*"` matches exactly the keys starting with `s`.
+pub fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A key prefix no other test (in this process, another process, or
+/// another machine using the same `REDIS_URL`) uses.
+pub fn unique_prefix(test_name: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let short = test_name.rsplit("::").next().unwrap_or(test_name);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "rmt:{short}:{}.{}.{nanos}:",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Whether we run under CI (`CI=true`), where a missing redis-server fails
+/// the tests instead of skipping the real-Redis half.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// `REDIS_URL` if set and not empty.
+pub fn redis_url() -> Option<String> {
+    std::env::var("REDIS_URL")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The missing-server policy: `true` if redis-server can be run; `false`
+/// (with a printed note) when it is not installed, outside CI; a panic
+/// saying what to install under `CI=true`.
+pub fn redis_server_available(test_name: &str) -> bool {
+    match check_installed() {
+        Ok(()) => true,
+        Err(why) if !under_ci() => {
+            eprintln!(
+                "note: {test_name}: real-Redis half skipped: {why} \
+                 (install redis-server, or set REDIS_URL; under CI=true this fails)"
+            );
+            false
+        }
+        Err(why) => panic!(
+            "{test_name}: {why}. CI=true requires a real Redis: install redis-server \
+             (or point REDIS_SERVER_BIN at it)"
+        ),
+    }
+}
+
+/// Starts a private server with the default options, applying the
+/// missing-server policy of [`redis_server_available`]; an installed
+/// server that fails to start is a panic with its log.
+pub fn private_server_or_skip(test_name: &str) -> Option<RedisServer> {
+    if !redis_server_available(test_name) {
+        return None;
+    }
+    match RedisServer::start() {
+        Ok(server) => Some(server),
+        Err(e) => panic!("{test_name}: {e}"),
+    }
+}
+
+/// Builds the context of one test on one backend; `None` means skipped.
+pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option<TestCtx> {
+    let prefix = unique_prefix(test_name);
+    let (db, url, server) = match backend {
+        Backend::Memory => (Db::memory(), None, None),
+        Backend::Redis => match (scope, redis_url()) {
+            (Scope::Shared, Some(url)) => {
+                let db = Db::connect(&url).await.unwrap_or_else(|e| {
+                    panic!("{test_name}: cannot connect to REDIS_URL={url}: {e}")
+                });
+                (db, Some(url), None)
+            }
+            _ => {
+                let server = private_server_or_skip(test_name)?;
+                let url = server.url();
+                let db = Db::connect(&url).await.unwrap_or_else(|e| {
+                    panic!("{test_name}: cannot connect to the private server {url}: {e}")
+                });
+                (db, Some(url), Some(Arc::new(server)))
+            }
+        },
+    };
+    Some(TestCtx {
+        db,
+        prefix,
+        backend: backend.name(),
+        scope,
+        name: test_name.to_string(),
+        url,
+        server,
+    })
+}
+
+/// What a test body may return: `()` or a `Result` whose error is reported.
+pub trait TestOutcome {
+    /// `Err` with a description if the test failed.
+    fn into_result(self) -> Result<(), String>;
+}
+
+impl TestOutcome for () {
+    fn into_result(self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl<E: Debug> TestOutcome for Result<(), E> {
+    fn into_result(self) -> Result<(), String> {
+        self.map_err(|e| format!("{e:?}"))
+    }
+}
+
+/// Runs `body` on one backend: builds the context, runs the body, cleans
+/// up the test's keys on a shared server (after a failure too), and then
+/// reports the failure, naming the backend.
+pub async fn run_on<F, Fut>(backend: Backend, scope: Scope, test_name: &str, body: F)
+where
+    F: FnOnce(TestCtx) -> Fut,
+    Fut: Future,
+    Fut::Output: TestOutcome,
+{
+    let Some(ctx) = make_ctx(backend, scope, test_name).await else {
+        return;
+    };
+    eprintln!("--- {test_name} on {} ({:?})", ctx.backend, ctx);
+    let outcome = CatchUnwind(Box::pin(body(ctx.clone()))).await;
+    let shared_server = ctx.server.is_none() && ctx.url.is_some();
+    if shared_server {
+        if let Err(e) = ctx.cleanup().await {
+            eprintln!(
+                "warning: {test_name}: cleanup of {}* failed: {e}",
+                ctx.prefix
+            );
+        }
+    }
+    match outcome {
+        Ok(out) => {
+            if let Err(e) = out.into_result() {
+                panic!("{test_name} failed on {}: {e}", ctx.backend);
+            }
+        }
+        Err(panic) => {
+            eprintln!("{test_name} panicked on {}", ctx.backend);
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
+/// Runs `body` on every backend in turn (memory, then real Redis), each
+/// with a fresh [`TestCtx`] of [`Scope::Shared`].
+pub async fn for_each_backend<F, Fut>(test_name: &str, mut body: F)
+where
+    F: FnMut(TestCtx) -> Fut,
+    Fut: Future,
+    Fut::Output: TestOutcome,
+{
+    for backend in Backend::ALL {
+        run_on(backend, Scope::Shared, test_name, &mut body).await;
+    }
+}
+
+/// A future that turns a panic while polling into an `Err`, so that the
+/// runner can clean up before re-raising it.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = std::thread::Result<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let fut = self.get_mut().0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+/// Generates, for each test written inside it, one `#[tokio::test]` per
+/// backend: `NAME::memory` and `NAME::redis`. See the crate docs.
+#[macro_export]
+macro_rules! backend_tests {
+    () => {};
+    (
+        $(#[$meta:meta])*
+        exclusive async fn $name:ident($ctx:ident) $body:block
+        $($rest:tt)*
+    ) => {
+        $crate::backend_tests!(@one [$crate::Scope::Exclusive] $(#[$meta])* $name $ctx $body);
+        $crate::backend_tests!($($rest)*);
+    };
+    (
+        $(#[$meta:meta])*
+        async fn $name:ident($ctx:ident) $body:block
+        $($rest:tt)*
+    ) => {
+        $crate::backend_tests!(@one [$crate::Scope::Shared] $(#[$meta])* $name $ctx $body);
+        $crate::backend_tests!($($rest)*);
+    };
+    (@one [$scope:expr] $(#[$meta:meta])* $name:ident $ctx:ident $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $(#[$meta])*
+            #[::tokio::test]
+            async fn memory() {
+                $crate::run_on(
+                    $crate::Backend::Memory,
+                    $scope,
+                    module_path!(),
+                    |$ctx: $crate::TestCtx| async move $body,
+                )
+                .await;
+            }
+
+            $(#[$meta])*
+            #[::tokio::test]
+            async fn redis() {
+                $crate::run_on(
+                    $crate::Backend::Redis,
+                    $scope,
+                    module_path!(),
+                    |$ctx: $crate::TestCtx| async move $body,
+                )
+                .await;
+            }
+        }
+    };
+}

@@ -1,0 +1,494 @@
+//! Differential testing: the same commands on the memory engine and on a
+//! private real `redis-server`, replies compared as `redis::Value`s.
+//!
+//! The real server is the reference: a [`Mismatch`] says what Redis
+//! replied (`expected`) and what the engine replied (`got`).
+//!
+//! Replies are compared exactly, except where Redis itself defines no
+//! order or no single value ([`Mode`], chosen from the command by
+//! [`mode_of`]): set members and hash fields are compared sorted, random
+//! picks by shape only, TTLs within a small tolerance (the two sides read
+//! the clock a few microseconds apart). A SCAN is compared over a complete
+//! iteration ([`Differ::scan_all`]): which keys come back in which step
+//! is up to each implementation, the set of keys is not.
+//!
+//! Each side has any number of client connections (index 0, 1, ...), for
+//! WATCH tests; [`Differ::run`] remembers what each one queued inside
+//! MULTI so that the replies inside an EXEC are compared with the modes of
+//! the queued commands.
+
+use std::fmt;
+use std::sync::LazyLock;
+
+use redis::{ConnectionLike, Value};
+use redmodel::memory::{self, Engine};
+
+use crate::server::RedisServer;
+
+/// One command: its name and arguments.
+pub type Args = Vec<Vec<u8>>;
+
+/// How two replies are compared.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    /// `==` on the `redis::Value`s.
+    Exact,
+    /// An array whose order Redis does not define: compared sorted.
+    Unordered,
+    /// A flat array of pairs (HGETALL, WITHVALUES) in no defined order:
+    /// compared as sorted pairs.
+    UnorderedPairs,
+    /// A time to live or an expire time: negative values (-1, -2) exactly,
+    /// others within this tolerance.
+    Ttl(i64),
+    /// A random pick: same kind of reply, same number of elements.
+    Shape,
+    /// EXEC: the replies of the queued commands, each with its own mode.
+    Exec(Vec<Mode>),
+}
+
+/// Counts at least this large make SPOP/SRANDMEMBER/HRANDFIELD/ZRANDMEMBER
+/// return the whole collection (our generators use small collections), so
+/// the reply is compared as a set, not just by shape.
+pub const WHOLE_COUNT: i64 = 50;
+
+/// The comparison mode for a command's reply.
+pub fn mode_of(args: &[Vec<u8>]) -> Mode {
+    let Some(name) = args.first() else {
+        return Mode::Exact;
+    };
+    let name = String::from_utf8_lossy(name).to_ascii_uppercase();
+    let count = args
+        .get(2)
+        .and_then(|c| std::str::from_utf8(c).ok())
+        .and_then(|c| c.parse::<i64>().ok());
+    let flag = |f: &str| {
+        args.get(3)
+            .is_some_and(|a| a.eq_ignore_ascii_case(f.as_bytes()))
+    };
+    match name.as_str() {
+        "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF" | "HKEYS" | "HVALS" | "KEYS" => Mode::Unordered,
+        "HGETALL" => Mode::UnorderedPairs,
+        "TTL" | "EXPIRETIME" => Mode::Ttl(1),
+        "PTTL" | "PEXPIRETIME" => Mode::Ttl(1500),
+        "SPOP" | "SRANDMEMBER" => match count {
+            Some(n) if n >= WHOLE_COUNT => Mode::Unordered,
+            _ => Mode::Shape,
+        },
+        "HRANDFIELD" | "ZRANDMEMBER" => match count {
+            Some(n) if n >= WHOLE_COUNT && (flag("WITHVALUES") || flag("WITHSCORES")) => {
+                Mode::UnorderedPairs
+            }
+            Some(n) if n >= WHOLE_COUNT => Mode::Unordered,
+            _ => Mode::Shape,
+        },
+        "SCAN" | "HSCAN" | "SSCAN" | "ZSCAN" | "RANDOMKEY" => Mode::Shape,
+        _ => Mode::Exact,
+    }
+}
+
+/// Whether `real` and `engine` agree under `mode`.
+pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
+    match (mode, real, engine) {
+        (Mode::Exact, r, e) => r == e,
+        (Mode::Unordered, Value::Array(r), Value::Array(e)) => sorted(r, 1) == sorted(e, 1),
+        (Mode::UnorderedPairs, Value::Array(r), Value::Array(e)) => {
+            r.len() % 2 == 0 && sorted(r, 2) == sorted(e, 2)
+        }
+        (Mode::Ttl(tolerance), Value::Int(r), Value::Int(e)) => {
+            if *r < 0 || *e < 0 {
+                r == e
+            } else {
+                r.abs_diff(*e) <= tolerance.unsigned_abs()
+            }
+        }
+        (Mode::Shape, r, e) => same_shape(r, e),
+        (Mode::Exec(modes), Value::Array(r), Value::Array(e)) if r.len() == modes.len() => {
+            e.len() == r.len()
+                && modes
+                    .iter()
+                    .zip(r.iter().zip(e))
+                    .all(|(m, (r, e))| agree(m, r, e))
+        }
+        (_, r, e) => r == e,
+    }
+}
+
+/// The items of an array in a canonical order, taken `chunk` at a time
+/// (2 for field/value pairs, which must stay together).
+fn sorted(items: &[Value], chunk: usize) -> Vec<String> {
+    let mut keys: Vec<String> = items
+        .chunks(chunk)
+        .map(|c| c.iter().map(show).collect::<Vec<_>>().join(" => "))
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn same_shape(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len(),
+        _ => std::mem::discriminant(a) == std::mem::discriminant(b),
+    }
+}
+
+/// A reply in redis-cli's style, on one line: `"text"`, `(integer) 5`,
+/// `(nil)`, `(error) ERR ...`, `OK`, `[a, b]`.
+pub fn show(v: &Value) -> String {
+    match v {
+        Value::Nil => "(nil)".into(),
+        Value::Int(n) => format!("(integer) {n}"),
+        Value::BulkString(b) => quote(b),
+        Value::SimpleString(s) => s.clone(),
+        Value::Okay => "OK".into(),
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(show).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        Value::ServerError(e) => match e.details() {
+            Some(d) => format!("(error) {} {d}", e.code()),
+            None => format!("(error) {}", e.code()),
+        },
+        other => format!("{other:?}"),
+    }
+}
+
+/// A byte string quoted like redis-cli does: printable ASCII as is,
+/// everything else escaped.
+pub fn quote(bytes: &[u8]) -> String {
+    let mut out = String::from("\"");
+    for &b in bytes {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A command as one line that [`parse_line`] reads back.
+pub fn show_cmd(args: &[Vec<u8>]) -> String {
+    args.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.iter()
+                    .all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\\' && b != b'\'');
+            if plain {
+                String::from_utf8_lossy(a).into_owned()
+            } else {
+                quote(a)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Splits a command line into arguments, redis-cli style: spaces separate
+/// arguments; `"..."` quotes one (with `\"`, `\\`, `\n`, `\r`, `\t` and
+/// `\xHH` escapes), so `""` is the empty argument.
+pub fn parse_line(line: &str) -> Result<Args, String> {
+    let bytes = line.as_bytes();
+    let mut args = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b' ' {
+            i += 1;
+            continue;
+        }
+        let mut arg = Vec::new();
+        if bytes[i] == b'"' {
+            i += 1;
+            loop {
+                match bytes.get(i) {
+                    None => return Err(format!("unclosed quote in {line:?}")),
+                    Some(b'"') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(b'\\') => {
+                        let (byte, used) = unescape(&bytes[i + 1..])
+                            .ok_or_else(|| format!("bad escape in {line:?}"))?;
+                        arg.push(byte);
+                        i += 1 + used;
+                    }
+                    Some(&b) => {
+                        arg.push(b);
+                        i += 1;
+                    }
+                }
+            }
+        } else {
+            while i < bytes.len() && bytes[i] != b' ' {
+                arg.push(bytes[i]);
+                i += 1;
+            }
+        }
+        args.push(arg);
+    }
+    Ok(args)
+}
+
+/// The byte an escape (after its backslash) stands for, and how many bytes it used.
+fn unescape(rest: &[u8]) -> Option<(u8, usize)> {
+    match rest.first()? {
+        b'n' => Some((b'\n', 1)),
+        b'r' => Some((b'\r', 1)),
+        b't' => Some((b'\t', 1)),
+        b'x' => {
+            let hex = std::str::from_utf8(rest.get(1..3)?).ok()?;
+            Some((u8::from_str_radix(hex, 16).ok()?, 3))
+        }
+        &c => Some((c, 1)),
+    }
+}
+
+/// RESP encoding of a command, as any client sends it.
+fn pack(args: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Replies that differ.
+#[derive(Debug, Clone)]
+pub struct Mismatch {
+    /// The client connection the command ran on.
+    pub conn: usize,
+    /// The command.
+    pub command: Args,
+    /// What the real redis-server replied.
+    pub expected: Value,
+    /// What the memory engine replied.
+    pub got: Value,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[conn {}] {}\n    redis:  {}\n    engine: {}",
+            self.conn,
+            show_cmd(&self.command),
+            show(&self.expected),
+            show(&self.got)
+        )
+    }
+}
+
+/// One client on each side.
+struct Side {
+    engine: memory::Connection,
+    real: redis::Connection,
+    /// Modes of the commands queued since MULTI, while in MULTI.
+    queued: Option<Vec<Mode>>,
+}
+
+/// The engine and a real server, run in lockstep.
+pub struct Differ {
+    engine: Engine,
+    client: redis::Client,
+    sides: Vec<Side>,
+}
+
+impl Differ {
+    /// A differ against `server` (which must be private: [`Differ::reset`]
+    /// flushes it) and a new engine.
+    pub fn new(server: &RedisServer) -> Result<Differ, String> {
+        Ok(Differ {
+            engine: Engine::new(),
+            client: server.client(),
+            sides: Vec::new(),
+        })
+    }
+
+    /// The engine under test.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn side(&mut self, conn: usize) -> &mut Side {
+        while self.sides.len() <= conn {
+            let real = self
+                .client
+                .get_connection()
+                .unwrap_or_else(|e| panic!("cannot connect to the private redis-server: {e}"));
+            self.sides.push(Side {
+                engine: self.engine.connection(),
+                real,
+                queued: None,
+            });
+        }
+        &mut self.sides[conn]
+    }
+
+    /// Empties both sides (FLUSHALL) and gives every client a fresh state:
+    /// no transaction, no WATCH, database 0.
+    pub fn reset(&mut self) {
+        for side in &mut self.sides {
+            let _ = side.real.req_packed_command(&pack(&[b"RESET".to_vec()]));
+            side.engine = self.engine.connection();
+            side.queued = None;
+        }
+        let flush = vec![b"FLUSHALL".to_vec()];
+        let side = self.side(0);
+        let real = real_query(&mut side.real, &flush);
+        let engine = side.engine.execute(&[b"FLUSHALL"]);
+        assert_eq!(real, Value::Okay, "FLUSHALL on the private server");
+        assert_eq!(engine, Value::Okay, "FLUSHALL on the engine");
+    }
+
+    /// Whether the real server knows the command `name` (COMMAND INFO).
+    pub fn real_knows(&mut self, name: &str) -> bool {
+        let args = vec![
+            b"COMMAND".to_vec(),
+            b"INFO".to_vec(),
+            name.as_bytes().to_vec(),
+        ];
+        let side = self.side(0);
+        match real_query(&mut side.real, &args) {
+            Value::Array(items) => items.first().is_some_and(|i| *i != Value::Nil),
+            _ => false,
+        }
+    }
+
+    /// Runs one command on connection `conn` of both sides; returns the
+    /// real server's reply if the engine's agrees with it.
+    pub fn run(&mut self, conn: usize, args: &[Vec<u8>]) -> Result<Value, Box<Mismatch>> {
+        let name = args
+            .first()
+            .map(|n| String::from_utf8_lossy(n).to_ascii_uppercase())
+            .unwrap_or_default();
+        let side = self.side(conn);
+        let real = real_query(&mut side.real, args);
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let engine = side.engine.execute(&refs);
+        let mode = match name.as_str() {
+            "EXEC" => Mode::Exec(side.queued.take().unwrap_or_default()),
+            _ => mode_of(args),
+        };
+        match name.as_str() {
+            "MULTI" if real == Value::Okay => side.queued = Some(Vec::new()),
+            "DISCARD" if real == Value::Okay => side.queued = None,
+            _ => {
+                if let (Some(queue), Value::SimpleString(s)) = (side.queued.as_mut(), &real) {
+                    if s == "QUEUED" {
+                        queue.push(mode_of(args));
+                    }
+                }
+            }
+        }
+        if agree(&mode, &real, &engine) {
+            Ok(real)
+        } else {
+            Err(Box::new(Mismatch {
+                conn,
+                command: args.to_vec(),
+                expected: real,
+                got: engine,
+            }))
+        }
+    }
+
+    /// Runs a SCAN-family command (cursor `0` in its place: argument 1 for
+    /// SCAN, 2 for HSCAN/SSCAN/ZSCAN) to the end of its iteration on each
+    /// side, and compares what the iterations returned, as sets (of
+    /// field/value pairs for HSCAN and ZSCAN). An error reply of the first
+    /// step is compared exactly. Inside MULTI it is queued like any command.
+    pub fn scan_all(&mut self, conn: usize, args: &[Vec<u8>]) -> Result<Value, Box<Mismatch>> {
+        let name = args
+            .first()
+            .map(|n| String::from_utf8_lossy(n).to_ascii_uppercase())
+            .unwrap_or_default();
+        if self.side(conn).queued.is_some() {
+            // Inside MULTI a SCAN is queued, and EXEC runs one step of it.
+            return self.run(conn, args);
+        }
+        let cursor_at = if name == "SCAN" { 1 } else { 2 };
+        let chunk = if name == "HSCAN" || name == "ZSCAN" {
+            2
+        } else {
+            1
+        };
+        let side = self.side(conn);
+        let real = iterate(args, cursor_at, chunk, |a| real_query(&mut side.real, a));
+        let engine = iterate(args, cursor_at, chunk, |a| {
+            let refs: Vec<&[u8]> = a.iter().map(Vec::as_slice).collect();
+            side.engine.execute(&refs)
+        });
+        if real == engine {
+            Ok(real)
+        } else {
+            Err(Box::new(Mismatch {
+                conn,
+                command: args.to_vec(),
+                expected: real,
+                got: engine,
+            }))
+        }
+    }
+}
+
+/// Runs a full SCAN iteration through `query` and returns the items seen,
+/// deduplicated and sorted, as one array (or the first non-scan reply).
+fn iterate(
+    args: &[Vec<u8>],
+    cursor_at: usize,
+    chunk: usize,
+    mut query: impl FnMut(&[Vec<u8>]) -> Value,
+) -> Value {
+    let mut args = args.to_vec();
+    let mut seen: Vec<Vec<Value>> = Vec::new();
+    for _ in 0..100_000 {
+        let reply = query(&args);
+        let Value::Array(parts) = &reply else {
+            return reply;
+        };
+        let (Some(Value::BulkString(cursor)), Some(Value::Array(items)), 2) =
+            (parts.first(), parts.get(1), parts.len())
+        else {
+            return reply;
+        };
+        seen.extend(items.chunks(chunk).map(<[Value]>::to_vec));
+        if cursor.as_slice() == b"0" {
+            seen.sort_by_key(|c| c.iter().map(show).collect::<Vec<_>>());
+            seen.dedup();
+            return Value::Array(seen.into_iter().flatten().collect());
+        }
+        if let Some(slot) = args.get_mut(cursor_at) {
+            *slot = cursor.clone();
+        }
+    }
+    Value::SimpleString("(scan did not end after 100000 steps)".into())
+}
+
+/// Sends one command to the real server and reads its raw reply (error
+/// replies included as `Value::ServerError`). A broken connection is a
+/// failure of the test's infrastructure, not of the engine: it panics.
+fn real_query(conn: &mut redis::Connection, args: &[Vec<u8>]) -> Value {
+    conn.req_packed_command(&pack(args))
+        .unwrap_or_else(|e| panic!("private redis-server: {} failed: {e}", show_cmd(args)))
+}
+
+/// Whether the engine implements the command `name`. Asked of a scratch
+/// engine with no arguments: a known command answers with an arity error
+/// (or runs harmlessly there), an unknown one with "unknown command".
+pub fn engine_knows(name: &str) -> bool {
+    static SCRATCH: LazyLock<Engine> = LazyLock::new(Engine::new);
+    let reply = SCRATCH.connection().execute(&[name.as_bytes()]);
+    match reply {
+        Value::ServerError(e) => !e
+            .details()
+            .is_some_and(|d| d.starts_with("unknown command")),
+        _ => true,
+    }
+}

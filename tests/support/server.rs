@@ -1,0 +1,382 @@
+//! A private `redis-server` process for one test (or one test binary).
+//!
+//! The server listens on 127.0.0.1 only, on a port found free at start,
+//! keeps its files in a temporary directory of its own, persists nothing
+//! unless asked (`save ""`, `appendonly no`), and is killed when the
+//! [`RedisServer`] is dropped. Fault tests can [`kill`](RedisServer::kill)
+//! it (SIGKILL, no chance to save) and [`restart`](RedisServer::restart) it
+//! on the same port and directory, so an append-only file written before
+//! the crash is loaded again.
+//!
+//! The configuration is written to a file in that directory rather than
+//! passed on the command line, so that any config line (`appendfsync
+//! always`, `maxmemory 1mb`, ...) can be added with
+//! [`RedisServerBuilder::config`].
+
+use std::fmt;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a server may take to answer PING after it was spawned
+/// (loading a large append-only file after a restart included).
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Start attempts with a fresh port, for when another process takes the
+/// port between our probe and the server's bind.
+const START_ATTEMPTS: usize = 5;
+
+/// Why a server could not be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerError {
+    /// The `redis-server` binary is not installed (or `REDIS_SERVER_BIN`
+    /// names nothing runnable).
+    NotInstalled(String),
+    /// It is installed but did not come up; the text carries its log.
+    Failed(String),
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerError::NotInstalled(why) => write!(f, "redis-server is not installed: {why}"),
+            ServerError::Failed(why) => write!(f, "redis-server did not start: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {}
+
+/// The binary to run: `REDIS_SERVER_BIN` if set, else `redis-server` from `PATH`.
+pub fn server_binary() -> String {
+    std::env::var("REDIS_SERVER_BIN")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "redis-server".to_string())
+}
+
+/// Whether the server binary can be run at all; `Err` explains why not.
+pub fn check_installed() -> Result<(), ServerError> {
+    let bin = server_binary();
+    match Command::new(&bin)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(ServerError::NotInstalled(format!(
+            "`{bin} --version` exited with {status}"
+        ))),
+        Err(e) => Err(ServerError::NotInstalled(format!(
+            "cannot run `{bin}`: {e}"
+        ))),
+    }
+}
+
+/// Options of a private server; see [`RedisServer::builder`].
+#[derive(Debug, Clone, Default)]
+pub struct RedisServerBuilder {
+    appendonly: bool,
+    extra: Vec<String>,
+}
+
+impl RedisServerBuilder {
+    /// `appendonly yes`: every write is logged and reloaded after a
+    /// [`RedisServer::restart`] (default: no).
+    pub fn appendonly(mut self, on: bool) -> Self {
+        self.appendonly = on;
+        self
+    }
+
+    /// Adds a line to the server's configuration file, after the defaults
+    /// (so it overrides them), e.g. `"appendfsync always"`.
+    pub fn config(mut self, line: impl Into<String>) -> Self {
+        self.extra.push(line.into());
+        self
+    }
+
+    /// Starts the server and waits until it answers PING.
+    pub fn start(self) -> Result<RedisServer, ServerError> {
+        check_installed()?;
+        let dir = TempDir::new().map_err(|e| ServerError::Failed(format!("temp dir: {e}")))?;
+        let mut server = RedisServer {
+            port: 0,
+            dir,
+            options: self,
+            child: None,
+        };
+        let mut last_error = String::new();
+        for _ in 0..START_ATTEMPTS {
+            server.port =
+                free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?;
+            match server.spawn_and_wait() {
+                Ok(()) => return Ok(server),
+                Err(e) => last_error = e,
+            }
+        }
+        Err(ServerError::Failed(last_error))
+    }
+}
+
+/// A `redis-server` child process, killed on drop.
+pub struct RedisServer {
+    port: u16,
+    dir: TempDir,
+    options: RedisServerBuilder,
+    child: Option<Child>,
+}
+
+impl fmt::Debug for RedisServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisServer")
+            .field("port", &self.port)
+            .field("dir", &self.dir.path)
+            .field("running", &self.child.is_some())
+            .finish()
+    }
+}
+
+impl RedisServer {
+    /// Starts a server with the defaults (no persistence) and waits until
+    /// it answers PING.
+    pub fn start() -> Result<RedisServer, ServerError> {
+        Self::builder().start()
+    }
+
+    /// A builder for a server with other options.
+    pub fn builder() -> RedisServerBuilder {
+        RedisServerBuilder::default()
+    }
+
+    /// The loopback port it listens on (the same across restarts).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its address.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    /// `redis://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A redis-rs client for it.
+    pub fn client(&self) -> redis::Client {
+        match redis::Client::open(self.url()) {
+            Ok(client) => client,
+            // A `redis://127.0.0.1:PORT/` URL always parses.
+            Err(e) => panic!("redis-rs refused the URL {}: {e}", self.url()),
+        }
+    }
+
+    /// The server's working directory (where an AOF or RDB file would be).
+    pub fn dir(&self) -> &Path {
+        &self.dir.path
+    }
+
+    /// What the server has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path.join("redis.log")).unwrap_or_default()
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(child) => matches!(child.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
+    /// Kills the server with SIGKILL (it cannot save anything) and waits
+    /// for the process to end. Clients see their connections drop.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Fails only if it already exited, which is what we want anyway.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again, on the same port, directory and options
+    /// (killing it first if it still runs), and waits until it answers.
+    pub fn restart(&mut self) -> Result<(), ServerError> {
+        self.kill();
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            // The old socket may linger for a moment; retry the bind.
+            match self.spawn_and_wait() {
+                Ok(()) => return Ok(()),
+                Err(e) if Instant::now() > deadline => return Err(ServerError::Failed(e)),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        }
+    }
+
+    fn write_config(&self) -> std::io::Result<PathBuf> {
+        let dir = &self.dir.path;
+        let mut conf = String::new();
+        conf.push_str(&format!("port {}\n", self.port));
+        conf.push_str("bind 127.0.0.1\n");
+        conf.push_str("protected-mode yes\n");
+        conf.push_str("daemonize no\n");
+        conf.push_str(&format!("dir {}\n", quote_config(dir)));
+        conf.push_str(&format!(
+            "logfile {}\n",
+            quote_config(&dir.join("redis.log"))
+        ));
+        conf.push_str("save \"\"\n");
+        conf.push_str(if self.options.appendonly {
+            "appendonly yes\n"
+        } else {
+            "appendonly no\n"
+        });
+        for line in &self.options.extra {
+            conf.push_str(line);
+            conf.push('\n');
+        }
+        let path = dir.join("redis.conf");
+        std::fs::write(&path, conf)?;
+        Ok(path)
+    }
+
+    /// Spawns the process and waits until it answers PING. On failure the
+    /// process is gone and the error carries its log.
+    fn spawn_and_wait(&mut self) -> Result<(), String> {
+        let conf = self.write_config().map_err(|e| format!("config: {e}"))?;
+        let child = Command::new(server_binary())
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("spawn: {e}"))?;
+        self.child = Some(child);
+        match self.wait_ready() {
+            Ok(()) => Ok(()),
+            Err(why) => {
+                let stderr = self.kill_and_read_stderr();
+                Err(format!(
+                    "{why} (port {}); stderr: {stderr}; log:\n{}",
+                    self.port,
+                    self.log()
+                ))
+            }
+        }
+    }
+
+    /// Kills the process (if still running) and returns what it wrote to stderr.
+    fn kill_and_read_stderr(&mut self) -> String {
+        let mut out = String::new();
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            if let Some(mut stderr) = child.stderr.take() {
+                let _ = stderr.read_to_string(&mut out);
+            }
+        }
+        out
+    }
+
+    /// Polls until this very process (not another one that took the port)
+    /// answers PING and is done loading its data.
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let pid = self.child.as_ref().map(Child::id).unwrap_or_default();
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(format!("exited with {status}"));
+                }
+            }
+            if let Ok(info) = probe(self.addr()) {
+                if info.contains(&format!("process_id:{pid}\r\n")) && info.contains("loading:0\r\n")
+                {
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("no answer within {READY_TIMEOUT:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sends `PING` then `INFO` and returns the INFO text, if the server at
+/// `addr` answers both (`-LOADING` and other errors count as no answer).
+fn probe(addr: SocketAddr) -> std::io::Result<String> {
+    let no = |what: &str| std::io::Error::other(what.to_string());
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(200))?;
+    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
+    let mut writer = stream.try_clone()?;
+    writer.write_all(b"PING\r\nINFO\r\n")?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    if line != "+PONG\r\n" {
+        return Err(no("no PONG"));
+    }
+    line.clear();
+    reader.read_line(&mut line)?;
+    let len: usize = line
+        .strip_prefix('$')
+        .and_then(|n| n.trim_end().parse().ok())
+        .ok_or_else(|| no("INFO is not a bulk string"))?;
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body)?;
+    Ok(String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A loopback port nobody listens on right now. Another process may take
+/// it before the server binds it; [`RedisServerBuilder::start`] retries.
+fn free_port() -> std::io::Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// A config-file string literal for a path.
+fn quote_config(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// A directory of our own under the system temp dir, removed on drop.
+#[derive(Debug)]
+struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    fn new() -> std::io::Result<TempDir> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let name = format!(
+            "redmodel-redis-{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = std::env::temp_dir().join(name);
+        std::fs::create_dir(&path)?;
+        Ok(TempDir { path })
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}

@@ -1,0 +1,7 @@
+#[derive(redmodel::Admin)]
+struct Teacher {
+    id: String,
+    name: String,
+}
+
+fn main() {}

@@ -9,15 +9,15 @@ use redis::aio::{
 };
 use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::memory::{self, Engine};
 use crate::model::SyncEvent;
 
 /// How long a request may wait for a reply before it fails with a
 /// connection error, so that an outage never hangs a caller.
-const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one connection attempt may take.
-const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A handle on a Redis database: the bundled memory engine or a Redis server.
 ///
@@ -58,7 +58,9 @@ struct Shared {
 enum Backend {
     Memory(Engine),
     Redis {
-        client: redis::Client,
+        /// Shared, not copied, by clones of the Db (every query clones it):
+        /// with TLS its connection info carries the TLS parameters.
+        client: Arc<redis::Client>,
         manager: ConnectionManager,
     },
 }
@@ -91,6 +93,20 @@ impl Db {
     /// re-established by itself after the server goes away and comes back;
     /// requests made meanwhile fail with [`Error::Connection`] within the
     /// response timeout (5 s) instead of hanging.
+    ///
+    /// - `user:password@` logs in as that ACL user (`:password@` alone as
+    ///   the `default` user, for a server with `requirepass`); credentials
+    ///   the server refuses give [`Error::Auth`] here, at connect time.
+    ///   Percent-encode reserved characters in them (`@` is `%40`).
+    /// - `/db` selects that database number on every (re)connection.
+    /// - `rediss://` verifies the server's certificate against the system's
+    ///   root certificates; see `Db::connect_with_tls` for a private CA or
+    ///   a client certificate. It needs the `tls` feature (on by default):
+    ///   without it a `rediss://` URL gives [`Error::Config`] saying so.
+    ///
+    /// [`Error::Connection`]: crate::Error::Connection
+    /// [`Error::Auth`]: crate::Error::Auth
+    /// [`Error::Config`]: crate::Error::Config
     pub async fn connect(url: &str) -> Result<Db> {
         Self::connect_with_timeouts(url, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT).await
     }
@@ -101,8 +117,17 @@ impl Db {
         connect: Duration,
         response: Duration,
     ) -> Result<Db> {
-        let client =
-            redis::Client::open(url).map_err(|e| Error::Config(format!("bad Redis URL: {e}")))?;
+        let client = crate::tls::open_client(url)?;
+        Self::from_client(client, connect, response).await
+    }
+
+    /// Connects through an already built redis-rs client (the URL
+    /// constructors and [`Db::connect_with_tls`] end here).
+    pub(crate) async fn from_client(
+        client: redis::Client,
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Db> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(connect))
             .set_response_timeout(Some(response))
@@ -110,7 +135,10 @@ impl Db {
             .set_max_delay(Duration::from_millis(500));
         let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
         Ok(Db {
-            backend: Backend::Redis { client, manager },
+            backend: Backend::Redis {
+                client: Arc::new(client),
+                manager,
+            },
             shared: Arc::default(),
         })
     }

@@ -20,6 +20,41 @@ pub enum Error {
         #[source]
         source: redis::RedisError,
     },
+    /// The server refused the credentials (WRONGPASS), or wants some and got
+    /// none (NOAUTH). Retrying will not help: fix the URL.
+    #[error(
+        "Redis refused to authenticate: {source} (check the user and password in the URL: \
+         redis://USER:PASSWORD@HOST:PORT, or redis://:PASSWORD@HOST:PORT for the default user)"
+    )]
+    Auth {
+        /// What the client library or the server reported.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// The TLS handshake or the TLS layer failed: the server's certificate
+    /// is not trusted or does not name the host, the server wants a client
+    /// certificate, or what came back is not TLS. Retrying will not help:
+    /// fix the certificates or the URL. (A `rediss://` URL to a plain
+    /// Redis port is a [`Error::Connection`] timeout instead: Redis waits
+    /// for the end of a command line that the TLS greeting never sends.)
+    #[error(
+        "TLS with Redis failed: {source} (check that the port speaks TLS, that a trusted CA \
+         signed the server's certificate for the host in the URL (Db::connect_with_tls takes \
+         a private CA), and the client certificate if the server asks for one)"
+    )]
+    Tls {
+        /// What the client library reported.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// The ACL user of the connection may not run this command or touch
+    /// this key (NOPERM). The connection itself is fine.
+    #[error("NOPERM {detail} (the ACL user given in the URL lacks this permission)")]
+    NoPermission {
+        /// The server's explanation, such as "this user has no permissions
+        /// to access one of the keys used as arguments".
+        detail: String,
+    },
     /// The server did not answer within the configured time.
     #[error("Redis did not answer within {0:?}")]
     Timeout(Duration),
@@ -155,6 +190,20 @@ impl From<redis::RedisError> for Error {
         {
             return Error::Reply(err);
         }
+        // Before the connection checks: redis-rs counts a refused login as
+        // "reconnect and retry", but no reconnection fixes a wrong password.
+        if is_auth_failure(&err) {
+            return Error::Auth { source: err };
+        }
+        if crate::tls::is_tls_failure(&err) {
+            return Error::Tls { source: err };
+        }
+        if let Some(detail) = no_permission_detail(&err) {
+            return Error::NoPermission { detail };
+        }
+        if err.kind() == redis::ErrorKind::InvalidClientConfig {
+            return Error::Config(err.to_string());
+        }
         if err.is_io_error()
             || err.is_connection_dropped()
             || err.is_connection_refusal()
@@ -171,5 +220,95 @@ impl From<redis::RedisError> for Error {
             };
         }
         Error::Server(err)
+    }
+}
+
+/// Whether the server refused or asked for credentials: redis-rs's own
+/// verdict on the login it sends when connecting, or the server's WRONGPASS /
+/// NOAUTH reply to a command (NOAUTH comes with the first command when the
+/// URL has no password for a server that needs one).
+fn is_auth_failure(err: &redis::RedisError) -> bool {
+    err.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"))
+}
+
+/// The server's text of a NOPERM error, whether it answered one command or
+/// one command of a pipeline or transaction (where Redis refuses the
+/// command as it is queued, and EXEC then aborts the whole transaction).
+fn no_permission_detail(err: &redis::RedisError) -> Option<String> {
+    let errors = err.clone().into_server_errors()?;
+    errors
+        .iter()
+        .find(|(_, server_error)| server_error.code() == "NOPERM")
+        .map(|(_, server_error)| server_error.details().unwrap_or_default().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error redis-rs makes of a server's error reply `line`.
+    fn server_error(line: &str) -> redis::RedisError {
+        let reply = format!("-{line}\r\n");
+        match redis::parse_redis_value(reply.as_bytes()).and_then(|v| v.extract_error()) {
+            Err(err) => err,
+            Ok(value) => panic!("{line:?} parsed as {value:?}"),
+        }
+    }
+
+    #[test]
+    fn refused_logins_are_auth_errors_not_outages() {
+        for err in [
+            redis::RedisError::from((
+                redis::ErrorKind::AuthenticationFailed,
+                "Password authentication failed",
+            )),
+            server_error("WRONGPASS invalid username-password pair or user is disabled."),
+            server_error("NOAUTH Authentication required."),
+        ] {
+            let err = Error::from(err);
+            assert!(matches!(err, Error::Auth { .. }), "{err:?}");
+            assert!(!err.is_connection());
+            assert!(err
+                .to_string()
+                .contains("check the user and password in the URL"));
+        }
+    }
+
+    #[test]
+    fn noperm_is_a_permission_error_with_the_servers_text() {
+        let err = Error::from(server_error(
+            "NOPERM this user has no permissions to run the 'keys' command",
+        ));
+        match &err {
+            Error::NoPermission { detail } => {
+                assert_eq!(
+                    detail,
+                    "this user has no permissions to run the 'keys' command"
+                );
+            }
+            other => panic!("expected Error::NoPermission, got {other:?}"),
+        }
+        assert!(!err.is_connection());
+        assert!(err.to_string().starts_with("NOPERM this user"));
+    }
+
+    #[test]
+    fn other_refusals_stay_server_errors() {
+        let err = Error::from(server_error("ERR DB index is out of range"));
+        assert!(matches!(err, Error::Server(_)), "{err:?}");
+        let err = Error::from(server_error(
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+        ));
+        assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn a_client_configuration_error_is_a_config_error() {
+        let err = Error::from(redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "Cannot create insecure client without tls-rustls-insecure feature",
+        )));
+        assert!(matches!(err, Error::Config(_)), "{err:?}");
     }
 }

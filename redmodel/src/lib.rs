@@ -20,6 +20,35 @@
 //! assert_eq!(name.as_deref(), Some("Teacher A"));
 //! # Ok(()) }
 //! ```
+//!
+//! # Cargo features
+//!
+//! - `tls` (**on by default**): `rediss://` URLs in [`Db::connect`] and
+//!   [`Db::from_env`], and `Db::connect_with_tls` for a private CA or a
+//!   client certificate. TLS is rustls with the ring crypto provider; the
+//!   server's certificate is checked against the system's root
+//!   certificates, and a refused one gives [`Error::Tls`].
+//!
+//!   It is on by default because hosted Redis services (and any server
+//!   reached over a network one does not trust) are `rediss://`, and a
+//!   `REDIS_URL` that fails only once deployed costs more than compiling
+//!   rustls and ring once (about 16 s of a first debug build on 2 cores;
+//!   nothing after). Turn it off with `default-features = false` when only
+//!   the memory engine or plain `redis://` is used: a `rediss://` URL then
+//!   gives [`Error::Config`] naming the feature to enable.
+//! - `tls-insecure` (off): also accept `rediss://host/#insecure`, TLS with
+//!   no certificate check, for development servers with self-signed
+//!   certificates. Without it such a URL gives [`Error::Config`].
+//!
+//! # URLs
+//!
+//! `redis://[user:password@]host[:port][/db]` as redis-rs reads it: the user
+//! and password log in through ACL (`AUTH user password`; `:password@`
+//! alone logs in as the `default` user), the db number is selected on every
+//! connection, and refused credentials fail at connect time with
+//! [`Error::Auth`]. A command the ACL user may not run, or on a key outside
+//! its key patterns, fails with [`Error::NoPermission`] (NOPERM), not a
+//! connection error.
 #![warn(missing_docs)]
 
 mod db;
@@ -28,6 +57,7 @@ mod lock;
 pub mod memory;
 pub mod model;
 mod optimistic;
+mod tls;
 
 pub use db::{Db, DedicatedConnection};
 pub use error::{Error, Result};

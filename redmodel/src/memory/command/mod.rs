@@ -82,21 +82,30 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
         .and_then(|n| TABLE.get(n).copied())
 }
 
-/// The error Redis gives for an unknown command.
+/// The error Redis gives for an unknown command. Like Redis (`%.128s` and
+/// `'%.*s'` in server.c) it quotes the name up to 128 bytes and the
+/// arguments until 128 bytes of them are shown, cutting the last one to
+/// fit; C strings also end at a NUL byte.
 pub(crate) fn unknown_command(args: &[&[u8]]) -> CmdError {
-    let name = args
-        .first()
-        .map(|n| String::from_utf8_lossy(n))
-        .unwrap_or_default();
-    let mut rest = String::new();
-    for a in args.iter().skip(1) {
-        let a = String::from_utf8_lossy(a);
-        let a: String = a.chars().take(128).collect();
-        rest.push_str(&format!("'{a}' "));
+    const LIMIT: usize = 128;
+    fn c_str(bytes: &[u8], max: usize) -> &[u8] {
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        &bytes[..end.min(max)]
     }
-    let name: String = name.chars().take(128).collect();
+    let name = args.first().map_or(&b""[..], |n| c_str(n, LIMIT));
+    let mut quoted: Vec<u8> = Vec::new();
+    for arg in args.iter().skip(1) {
+        if quoted.len() >= LIMIT {
+            break;
+        }
+        quoted.push(b'\'');
+        quoted.extend_from_slice(c_str(arg, LIMIT - quoted.len() + 1));
+        quoted.extend_from_slice(b"' ");
+    }
     CmdError::err(format!(
-        "unknown command '{name}', with args beginning with: {rest}"
+        "unknown command '{}', with args beginning with: {}",
+        String::from_utf8_lossy(name),
+        String::from_utf8_lossy(&quoted)
     ))
 }
 

@@ -68,6 +68,51 @@ pub enum Error {
     /// The URL or the configuration given to a constructor is not usable.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A [`LockGuard`](crate::LockGuard) was released or extended after
+    /// its lock had expired: the key `_lock:NAME` is gone or holds another
+    /// holder's token. The work done under the guard may have overlapped
+    /// with another holder's. Pick a ttl longer than the work, or call
+    /// [`LockGuard::extend`](crate::LockGuard::extend) while working.
+    #[error(
+        "lock `{name}` is no longer held by this guard: its ttl ran out and it may now belong \
+         to someone else (use a ttl longer than the work, or extend the lock while working)"
+    )]
+    LockNotHeld {
+        /// The lock's name, as given to [`Db::lock`](crate::Db::lock).
+        name: String,
+    },
+    /// [`Db::lock_wait`](crate::Db::lock_wait) (or
+    /// [`Db::with_lock`](crate::Db::with_lock)) gave up: another holder kept
+    /// the lock for the whole timeout. Retry later, wait longer, or check
+    /// that the holder is not stuck (its lock frees itself when its ttl ends).
+    #[error(
+        "lock `{name}` is held by someone else: gave up after waiting {waited:?} \
+         (retry later or wait longer; a stuck holder's lock frees itself when its ttl ends)"
+    )]
+    LockTimeout {
+        /// The lock's name.
+        name: String,
+        /// How long the call waited before giving up.
+        waited: std::time::Duration,
+    },
+    /// An optimistic transaction ([`Db::transaction`](crate::Db::transaction))
+    /// found its watched keys changed by another client on every attempt,
+    /// and nothing was written. Retry later or allow more attempts; if one
+    /// key is that hot, a lock ([`Db::with_lock`](crate::Db::with_lock)) may
+    /// serve better.
+    #[error(
+        "transaction aborted: its watched keys were changed by another client on each of \
+         {attempts} attempt(s), nothing was written (retry later or allow more attempts)"
+    )]
+    Conflict {
+        /// How many times the transaction was tried.
+        attempts: u32,
+    },
+    /// An API was called in a way it cannot honour (for instance an atomic
+    /// pipeline used to read inside an optimistic transaction, where its
+    /// `EXEC` would drop the `WATCH`es). The text says what to do instead.
+    #[error("redmodel cannot do this: {0}")]
+    Misuse(String),
     /// A field of a stored object holds text that is not a value of the
     /// field's type (a non-numeric value in an integer field, bad JSON...).
     #[error("cannot decode field `{field}` of `{key}`: {reason}")]

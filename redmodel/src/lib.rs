@@ -6,6 +6,11 @@
 //! [`redis::Cmd`] and [`redis::Pipeline`] values, so code written against the
 //! memory engine runs unchanged against a Redis server.
 //!
+//! For updates that must not collide with other clients': [`Db::lock`] /
+//! [`Db::with_lock`] (a lock with an owner token and a ttl) and
+//! [`Db::transaction`] (optimistic read-modify-write with WATCH, retried on
+//! a concurrent write).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), redmodel::Error> {
@@ -48,12 +53,16 @@
 
 mod db;
 mod error;
+mod lock;
 pub mod memory;
 pub mod model;
+mod optimistic;
 mod tls;
 
 pub use db::{Db, DedicatedConnection};
 pub use error::{Error, Result};
+pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
+pub use optimistic::{OptimisticConnection, Transaction};
 
 /// The derives: `#[derive(Admin)]`, `#[derive(SubObject)]`,
 /// `#[derive(Relation)]` (see [`model`]).

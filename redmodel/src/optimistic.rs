@@ -1,0 +1,415 @@
+//! Optimistic read-modify-write: `WATCH` / read / `MULTI` ... `EXEC`, retried
+//! while another client changes what was read.
+//!
+//! Redis runs each command atomically, but "read a balance, then write a
+//! new one" is two commands, and another client's write can land between
+//! them and be lost. `WATCH` closes that gap without blocking anyone: the
+//! final `EXEC` runs nothing (replies nil) if a watched key changed after it
+//! was watched, and the whole step is simply tried again on fresh values.
+//!
+//! `WATCH` belongs to a connection, so a transaction runs on a
+//! [`DedicatedConnection`]: no other task's command can reach it between
+//! the `WATCH` and the `EXEC`. [`Db::transaction`] opens one per call; an
+//! [`OptimisticConnection`] keeps one for many transactions.
+//!
+//! # Why the step gets an owned handle
+//! The step is a closure returning a future, `|tx| async move { ... }`,
+//! given a [`Transaction`] by value. An `async |tx: &mut _|` closure would
+//! read more naturally, but a future built from one cannot be proven `Send`
+//! by today's compiler ("implementation of `Send` is not general enough"),
+//! which would forbid transactions inside `tokio::spawn`. The owned handle
+//! shares the connection through a mutex and stops working once its step
+//! has returned, so a handle kept by mistake cannot slip commands into a
+//! later transaction.
+//!
+//! Both backends behave the same: the memory engine implements `WATCH`
+//! with Redis 7's rules (a key that expires after being watched also aborts
+//! the `EXEC`).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
+use tokio::sync::Mutex;
+
+use crate::db::{Db, DedicatedConnection};
+use crate::error::{Error, Result};
+
+/// Longest pause between two attempts, in milliseconds. Each pause is drawn
+/// at random up to `min(attempt, MAX_RETRY_PAUSE_MS)` ms, so that clients
+/// that collided once do not collide again in lockstep.
+const MAX_RETRY_PAUSE_MS: u64 = 10;
+
+/// The connection and the number of the step allowed to use it.
+struct Shared {
+    conn: DedicatedConnection,
+    /// Bumped when a step returns, which retires its [`Transaction`].
+    generation: u64,
+    /// Whether WATCHes may be left over from a transaction whose future
+    /// was dropped midway; the next transaction clears them first, so that
+    /// they cannot abort it for nothing.
+    watching: bool,
+}
+
+/// The reading side of one attempt of an optimistic transaction, handed to
+/// the step of [`Db::transaction`] / [`OptimisticConnection::transaction`].
+///
+/// Its commands run on the transaction's own connection, after the
+/// `WATCH`; what they read is what the `EXEC` will check. Do not send
+/// `MULTI`, `EXEC`, `DISCARD` or `UNWATCH` through it: return the writes as
+/// the step's pipeline instead. It works only until its step returns;
+/// afterwards its methods fail with [`Error::Misuse`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redmodel::Error> {
+/// let db = redmodel::Db::memory();
+/// db.query::<()>(redis::cmd("HSET").arg("cfg").arg("next").arg("cfg2")).await?;
+/// let attempts = db
+///     .transaction(&["cfg"], 5, |tx| async move {
+///         // Follow a reference: watch the key it names before reading it.
+///         let next: String = tx.query(redis::cmd("HGET").arg("cfg").arg("next")).await?;
+///         tx.watch(&next).await?;
+///         let mut pipe = redis::pipe();
+///         pipe.cmd("HSET").arg(&next).arg("seen").arg(1);
+///         Ok((pipe, tx.attempt()))
+///     })
+///     .await?;
+/// assert_eq!(attempts, 1);
+/// # Ok(()) }
+/// ```
+pub struct Transaction {
+    shared: Arc<Mutex<Shared>>,
+    generation: u64,
+    attempt: u32,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("attempt", &self.attempt)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Transaction {
+    /// Runs one (reading) command on the transaction's connection.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::memory();
+    /// let len = db
+    ///     .transaction(&["queue"], 3, |tx| async move {
+    ///         let len: i64 = tx.query(redis::cmd("LLEN").arg("queue")).await?;
+    ///         Ok((redis::pipe(), len))
+    ///     })
+    ///     .await?;
+    /// assert_eq!(len, 0);
+    /// # Ok(()) }
+    /// ```
+    pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
+        let mut shared = self.shared.lock().await;
+        self.check_current(&shared)?;
+        shared.conn.query(cmd).await
+    }
+
+    /// Runs a batch of (reading) commands in one round trip. The pipeline
+    /// must not be [atomic](Pipeline::atomic): its `EXEC` would end the
+    /// `WATCH` early (that is refused with [`Error::Misuse`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::memory();
+    /// let (a, b) = db
+    ///     .transaction(&["a", "b"], 3, |tx| async move {
+    ///         let mut reads = redis::pipe();
+    ///         reads.cmd("HGET").arg("a").arg("n").cmd("HGET").arg("b").arg("n");
+    ///         let both: (Option<i64>, Option<i64>) = tx.query_pipeline(&reads).await?;
+    ///         Ok((redis::pipe(), both))
+    ///     })
+    ///     .await?;
+    /// assert_eq!((a, b), (None, None));
+    /// # Ok(()) }
+    /// ```
+    pub async fn query_pipeline<T: FromRedisValue>(&self, pipeline: &Pipeline) -> Result<T> {
+        if pipeline.is_transaction() {
+            return Err(Error::Misuse(
+                "an atomic pipeline cannot read inside an optimistic transaction (its EXEC \
+                 would end the WATCH); read with a plain pipeline and return the writes"
+                    .to_string(),
+            ));
+        }
+        let mut shared = self.shared.lock().await;
+        self.check_current(&shared)?;
+        shared.conn.query_pipeline(pipeline).await
+    }
+
+    /// Watches more keys, for keys known only after a first read (a
+    /// reference field, an index entry). Watch a key *before* reading it:
+    /// a change made between the read and the `WATCH` would go unseen.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::memory();
+    /// let no_keys: &[&str] = &[];
+    /// db.transaction(no_keys, 3, |tx| async move {
+    ///     tx.watch("late").await?;
+    ///     Ok((redis::pipe(), ()))
+    /// })
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn watch<K: ToRedisArgs>(&self, keys: K) -> Result<()> {
+        self.query(redis::cmd("WATCH").arg(keys)).await
+    }
+
+    /// Which attempt this is, from 1.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::memory();
+    /// let n = db
+    ///     .transaction(&["k"], 3, |tx| async move { Ok((redis::pipe(), tx.attempt())) })
+    ///     .await?;
+    /// assert_eq!(n, 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    fn check_current(&self, shared: &Shared) -> Result<()> {
+        if shared.generation == self.generation {
+            return Ok(());
+        }
+        Err(Error::Misuse(
+            "this Transaction belongs to a step that has already returned; use the \
+             Transaction given to the current step"
+                .to_string(),
+        ))
+    }
+}
+
+impl Db {
+    /// Runs an optimistic read-modify-write on a connection of its own:
+    /// see [`OptimisticConnection::transaction`]. Use an
+    /// [`OptimisticConnection`] to run many transactions on one connection.
+    ///
+    /// A transfer between two counters that loses no concurrent update:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::memory();
+    /// db.query::<()>(redis::cmd("HSET").arg("acct:a").arg("balance").arg(100)).await?;
+    /// let moved = db
+    ///     .transaction(&["acct:a", "acct:b"], 10, |tx| async move {
+    ///         let a: i64 = tx.query(redis::cmd("HGET").arg("acct:a").arg("balance")).await?;
+    ///         let b: Option<i64> = tx.query(redis::cmd("HGET").arg("acct:b").arg("balance")).await?;
+    ///         let mut pipe = redis::pipe();
+    ///         if a < 30 {
+    ///             return Ok((pipe, false)); // commit nothing
+    ///         }
+    ///         pipe.cmd("HSET").arg("acct:a").arg("balance").arg(a - 30)
+    ///             .cmd("HSET").arg("acct:b").arg("balance").arg(b.unwrap_or(0) + 30);
+    ///         Ok((pipe, true))
+    ///     })
+    ///     .await?;
+    /// assert!(moved);
+    /// let b: i64 = db.query(redis::cmd("HGET").arg("acct:b").arg("balance")).await?;
+    /// assert_eq!(b, 30);
+    /// # Ok(()) }
+    /// ```
+    pub async fn transaction<K, T, F, Fut>(
+        &self,
+        keys: &[K],
+        max_attempts: u32,
+        step: F,
+    ) -> Result<T>
+    where
+        K: ToRedisArgs,
+        F: FnMut(Transaction) -> Fut,
+        Fut: Future<Output = Result<(Pipeline, T)>>,
+    {
+        let mut conn = OptimisticConnection::from(self.dedicated().await?);
+        conn.transaction(keys, max_attempts, step).await
+    }
+}
+
+/// A [`DedicatedConnection`] that runs optimistic transactions one after
+/// the other, so that a task running many of them opens one connection,
+/// not one each. Build it with `From`.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redmodel::Error> {
+/// use redmodel::OptimisticConnection;
+/// let db = redmodel::Db::memory();
+/// let mut conn = OptimisticConnection::from(db.dedicated().await?);
+/// for _ in 0..3 {
+///     conn.transaction(&["hits"], 10, |tx| async move {
+///         let n: Option<i64> = tx.query(redis::cmd("HGET").arg("hits").arg("n")).await?;
+///         let mut pipe = redis::pipe();
+///         pipe.cmd("HSET").arg("hits").arg("n").arg(n.unwrap_or(0) + 1);
+///         Ok((pipe, ()))
+///     })
+///     .await?;
+/// }
+/// let n: i64 = db.query(redis::cmd("HGET").arg("hits").arg("n")).await?;
+/// assert_eq!(n, 3);
+/// # Ok(()) }
+/// ```
+pub struct OptimisticConnection {
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl std::fmt::Debug for OptimisticConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OptimisticConnection")
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<DedicatedConnection> for OptimisticConnection {
+    fn from(conn: DedicatedConnection) -> Self {
+        OptimisticConnection {
+            shared: Arc::new(Mutex::new(Shared {
+                conn,
+                generation: 0,
+                watching: false,
+            })),
+        }
+    }
+}
+
+impl OptimisticConnection {
+    /// Runs an optimistic read-modify-write on this connection.
+    ///
+    /// Each attempt: `WATCH keys`; `step` reads through the [`Transaction`]
+    /// it is given and returns the writes as a pipeline, with a value; the
+    /// pipeline runs as one `MULTI` / `EXEC`. If a watched key changed
+    /// meanwhile, `EXEC` writes nothing and the attempt is repeated (after a
+    /// short random pause), up to `max_attempts` attempts in all (at least
+    /// one), then [`Error::Conflict`]. On success, the value of the
+    /// attempt that committed is returned.
+    ///
+    /// - An empty pipeline commits nothing but still runs an empty `EXEC`,
+    ///   so that a read-only step, too, returns values read from one
+    ///   consistent state.
+    /// - An error returned by `step` ends the transaction at once, with
+    ///   that error, and nothing written.
+    /// - A command of the pipeline refused by the server fails the call
+    ///   with that error and is not retried; as in Redis, the pipeline's
+    ///   other commands are applied (a transaction does not roll back).
+    /// - If the connection breaks during `EXEC`, the error says so
+    ///   ([`Error::is_connection`]) and it is unknown whether the writes
+    ///   were applied.
+    ///
+    /// `step` may run several times: keep side effects out of it until it
+    /// has returned. To use borrowed values inside the step's `async move`
+    /// block, take references first (`let key = &key;`): references are
+    /// copied into each attempt's future.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// use redmodel::OptimisticConnection;
+    /// let db = redmodel::Db::memory();
+    /// let mut conn = OptimisticConnection::from(db.dedicated().await?);
+    /// let key = String::from("stock:apple");
+    /// let key = &key;
+    /// let left = conn
+    ///     .transaction(&[key], 10, |tx| async move {
+    ///         let n: Option<i64> = tx.query(redis::cmd("HGET").arg(key).arg("n")).await?;
+    ///         let n = n.unwrap_or(5) - 1;
+    ///         let mut pipe = redis::pipe();
+    ///         pipe.cmd("HSET").arg(key).arg("n").arg(n);
+    ///         Ok((pipe, n))
+    ///     })
+    ///     .await?;
+    /// assert_eq!(left, 4);
+    /// # Ok(()) }
+    /// ```
+    pub async fn transaction<K, T, F, Fut>(
+        &mut self,
+        keys: &[K],
+        max_attempts: u32,
+        mut step: F,
+    ) -> Result<T>
+    where
+        K: ToRedisArgs,
+        F: FnMut(Transaction) -> Fut,
+        Fut: Future<Output = Result<(Pipeline, T)>>,
+    {
+        let attempts = max_attempts.max(1);
+        for attempt in 1..=attempts {
+            let generation = {
+                let mut shared = self.shared.lock().await;
+                if shared.watching {
+                    shared.conn.query::<()>(&redis::cmd("UNWATCH")).await?;
+                }
+                shared.watching = true;
+                if !keys.is_empty() {
+                    shared
+                        .conn
+                        .query::<()>(redis::cmd("WATCH").arg(keys))
+                        .await?;
+                }
+                shared.generation
+            };
+            let decided = step(Transaction {
+                shared: Arc::clone(&self.shared),
+                generation,
+                attempt,
+            })
+            .await;
+            let mut shared = self.shared.lock().await;
+            // Retire this attempt's Transaction, wherever it may have gone.
+            shared.generation = shared.generation.wrapping_add(1);
+            let (mut writes, value) = match decided {
+                Ok(decided) => decided,
+                Err(e) => {
+                    // Do not carry this attempt's WATCHes into the next
+                    // transaction. A failure here means the connection is
+                    // broken, which drops them anyway.
+                    if shared
+                        .conn
+                        .query::<()>(&redis::cmd("UNWATCH"))
+                        .await
+                        .is_ok()
+                    {
+                        shared.watching = false;
+                    }
+                    return Err(e);
+                }
+            };
+            writes.atomic();
+            // `EXEC` replies nil (`None`) when a watched key changed.
+            let committed: Option<Value> = shared.conn.query_pipeline(&writes).await?;
+            // EXEC, run or aborted, has dropped every WATCH.
+            shared.watching = false;
+            drop(shared);
+            if committed.is_some() {
+                return Ok(value);
+            }
+            if attempt < attempts {
+                pause_before_retry(attempt).await;
+            }
+        }
+        Err(Error::Conflict { attempts })
+    }
+}
+
+/// Lets the other side of the collision finish before trying again.
+async fn pause_before_retry(attempt: u32) {
+    tokio::task::yield_now().await;
+    let ms = rand::random_range(0..=u64::from(attempt).min(MAX_RETRY_PAUSE_MS));
+    if ms > 0 {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}

@@ -12,7 +12,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The backend could not be reached, or the connection broke mid-request.
     /// Retrying later may succeed; the `Db` reconnects by itself.
-    #[error("connection to Redis failed: {source} (the Db reconnects by itself; retry later)")]
+    #[error(
+        "connection to Redis failed: {source} (check that the server is up and reachable; \
+         an open Db reconnects by itself, so retrying later may succeed)"
+    )]
     Connection {
         /// What the client library reported.
         #[source]

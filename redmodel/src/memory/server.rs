@@ -1,0 +1,327 @@
+//! The engine served over RESP on a TCP port, so that redis-cli,
+//! redis-benchmark and clients in any language can use it.
+//!
+//! [`serve`] binds a listener and serves every accepted connection in a
+//! tokio task of its own, with its own [`Session`] (selected database,
+//! MULTI queue, WATCHed keys, released when the connection goes away).
+//!
+//! # The wire, as Redis 7.0.15 handles it
+//! - Requests are RESP arrays of bulk strings or inline (telnet) lines,
+//!   split with Redis's quoting rules (`request` module). Pipelining: all
+//!   the requests that one read brings are run in order under one lock of
+//!   the store and their replies leave in one write.
+//! - Limits: at most `INT_MAX` arguments, 512 MB per argument, 64 KB for an
+//!   inline request or a header line, 1 GB of query buffer. Nothing is
+//!   allocated on the word of a header: memory grows only with the bytes
+//!   that really arrive.
+//! - A malformed request gets Redis's error ("ERR Protocol error: invalid
+//!   multibulk length", ...) after the replies of the requests before it,
+//!   then the connection is closed. Other connections are not affected.
+//! - QUIT replies OK and closes; a request named `POST` or `Host:` (an HTTP
+//!   request sent to the port) closes the connection without a reply.
+//! - Replies are encoded in RESP2 (`encode` module).
+//!
+//! # Why not redis-rs's parser
+//! redis-rs's public `redis::parse_redis_value` parses one complete frame
+//! of a *reply*: it cannot say "incomplete, wait for more bytes" apart from
+//! "malformed", knows nothing of inline requests, accepts reply types no
+//! request may hold, and has neither Redis's limits nor its error texts.
+//! Its streaming codec is `#[doc(hidden)]`, so not an API to build on. The
+//! request parser is therefore ours, and small; redis-rs's parser is used
+//! where it serves, in the tests, to read back what the encoder wrote.
+//!
+//! # What clients send on connect
+//! redis-rs pipelines `CLIENT SETINFO`, which 7.0.15 does not know either
+//! (same error, ignored by redis-rs); redis-cli asks `COMMAND DOCS` for its
+//! help, gets "unknown command" and falls back to its built-in help;
+//! redis-benchmark asks `CONFIG GET save` and `CONFIG GET appendonly`,
+//! answered truthfully. CLIENT ID/GETNAME/SETNAME and HELLO (RESP2 only)
+//! are answered here with the connection's own state.
+//!
+//! Known differences: a nil inside an EXEC reply is always sent as the
+//! null bulk string (`$-1`), even where Redis sends a null array; CLIENT
+//! and HELLO inside MULTI are queued but fail at EXEC.
+
+mod encode;
+mod request;
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use redis::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::args::is;
+use super::command::{client_command, hello_command, ClientInfo};
+use super::session::Session;
+use super::store::Store;
+use super::Engine;
+use request::Parser;
+
+/// Bytes asked of the socket per read (Redis's `PROTO_IOBUF_LEN`).
+const READ_CHUNK: usize = 16 * 1024;
+/// Stop running requests of a read once this much reply is waiting, and
+/// write it first: a pipeline of big replies must not pile up in memory.
+const OUT_HIGH_WATER: usize = 64 * 1024;
+/// Unparsed input above this closes the connection
+/// (`client-query-buffer-limit`, 1 GB by default).
+const QUERY_BUFFER_LIMIT: usize = 1024 * 1024 * 1024;
+/// Buffers that grew past this for a big request are given back after it.
+const KEEP_BUFFER: usize = 1024 * 1024;
+
+/// A running server. Dropping it stops the server as [`shutdown`] does,
+/// without waiting.
+///
+/// [`shutdown`]: ServerHandle::shutdown
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on (with the real port when it was
+    /// bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A `redis://` URL of the server, for `redis::Client::open`.
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+
+    /// Stops accepting, closes every connection and waits until all are
+    /// gone (their WATCHed keys released).
+    pub async fn shutdown(mut self) {
+        self.stop.send_replace(true);
+        if let Some(task) = self.task.take() {
+            // The accept loop does not panic; if it did, there is nothing
+            // left to stop.
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}
+
+/// Serves `engine` over RESP on `addr` (for instance `"127.0.0.1:0"` for a
+/// free port, see [`ServerHandle::local_addr`]) until the handle is shut
+/// down or dropped. Must be called within a tokio runtime.
+pub async fn serve(engine: Engine, addr: impl ToSocketAddrs) -> io::Result<ServerHandle> {
+    let listener = TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(accept_loop(listener, engine, stopped));
+    Ok(ServerHandle {
+        addr,
+        stop,
+        task: Some(task),
+    })
+}
+
+/// Accepts connections until told to stop, then closes them all.
+async fn accept_loop(listener: TcpListener, engine: Engine, mut stop: watch::Receiver<bool>) {
+    let mut clients = JoinSet::new();
+    let mut last_id = 0u64;
+    let for_clients = stop.clone();
+    loop {
+        tokio::select! {
+            // A dropped sender means the handle is gone: stop too.
+            () = stopped(&mut stop) => break,
+            // Reap finished connections so the set does not grow forever.
+            Some(_) = clients.join_next(), if !clients.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    last_id += 1;
+                    // Replies must not wait for Nagle: Redis sets it too.
+                    let _ = stream.set_nodelay(true);
+                    let client = Client::new(engine.clone(), last_id);
+                    clients.spawn(client.run(stream, for_clients.clone()));
+                }
+                // Out of file descriptors and the like: wait a little
+                // instead of spinning; the listener itself stays usable.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+        }
+    }
+    clients.shutdown().await;
+}
+
+/// Resolves once the server is told to stop, or its handle is dropped.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns must not live across an await.
+    let _ = stop.wait_for(|stopped| *stopped).await.map(drop);
+}
+
+/// What to do after running the requests available so far.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    /// Every complete request has run: read more.
+    Read,
+    /// Replies reached the high-water mark: write them, then run more.
+    Write,
+    /// Write what is pending, then close (QUIT, protocol error).
+    Close,
+    /// Close at once, without a reply.
+    Drop,
+}
+
+/// One connection's state.
+struct Client {
+    engine: Engine,
+    session: Session,
+    info: ClientInfo,
+    parser: Parser,
+}
+
+impl Client {
+    fn new(engine: Engine, id: u64) -> Self {
+        Client {
+            engine,
+            session: Session::default(),
+            info: ClientInfo { id, name: None },
+            parser: Parser::default(),
+        }
+    }
+
+    /// Serves the connection until the client leaves, misbehaves, or the
+    /// server stops.
+    async fn run(mut self, mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
+        let mut input = Vec::with_capacity(READ_CHUNK);
+        let mut output = Vec::new();
+        loop {
+            let next = self.process(&input, &mut output);
+            let consumed = self.parser.consumed();
+            input.drain(..consumed);
+            self.parser.discard(consumed);
+            if next == Next::Drop {
+                return;
+            }
+            if !output.is_empty() {
+                if stream.write_all(&output).await.is_err() {
+                    return;
+                }
+                output.clear();
+                shrink(&mut output);
+            }
+            match next {
+                Next::Close => {
+                    let _ = stream.shutdown().await;
+                    return;
+                }
+                Next::Write => continue,
+                Next::Read | Next::Drop => {}
+            }
+            shrink(&mut input);
+            input.reserve(READ_CHUNK);
+            tokio::select! {
+                read = stream.read_buf(&mut input) => match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                },
+                () = stopped(&mut stop) => return,
+            }
+            if input.len() > QUERY_BUFFER_LIMIT {
+                return;
+            }
+        }
+    }
+
+    /// Runs the complete requests in `input`, appending their replies to
+    /// `output`. The store is locked once for all of them (and not across
+    /// an await: this function is synchronous).
+    fn process(&mut self, input: &[u8], output: &mut Vec<u8>) -> Next {
+        let engine = self.engine.clone();
+        let mut store = None;
+        loop {
+            if output.len() >= OUT_HIGH_WATER {
+                return Next::Write;
+            }
+            let request = match self.parser.next(input) {
+                Ok(Some(request)) => request,
+                Ok(None) => return Next::Read,
+                Err(e) => {
+                    encode::error(output, &e.line());
+                    return Next::Close;
+                }
+            };
+            let args = request.args(input);
+            if args.is_empty() {
+                continue; // `*0` or a blank line: Redis ignores them.
+            }
+            let store = store.get_or_insert_with(|| engine.shared.store.lock());
+            if let Some(next) = self.dispatch(&args, store, output) {
+                return next;
+            }
+        }
+    }
+
+    /// Runs one request. Returns what to do if the connection must end.
+    fn dispatch(
+        &mut self,
+        args: &[&[u8]],
+        store: &mut Store,
+        output: &mut Vec<u8>,
+    ) -> Option<Next> {
+        let name = args[0];
+        if is(name, "quit") {
+            encode::encode(output, &Value::Okay);
+            return Some(Next::Close);
+        }
+        if is(name, "post") || is(name, "host:") {
+            return Some(Next::Drop);
+        }
+        let reply = if is(name, "client") && !self.session.in_multi() {
+            client_command(&mut self.info, args)
+        } else if is(name, "hello") && !self.session.in_multi() {
+            hello_command(&mut self.info, args)
+        } else {
+            let now = self.engine.now_ms();
+            self.session.execute(store, args, now)
+        };
+        if reply == Value::Nil && replies_null_array(args) {
+            encode::null_array(output);
+        } else {
+            encode::encode(output, &reply);
+        }
+        None
+    }
+}
+
+impl Drop for Client {
+    /// A connection that goes away, however it ends, releases its watches.
+    fn drop(&mut self) {
+        if self.session.has_watches() {
+            let mut store = self.engine.shared.store.lock();
+            self.session.unwatch_all(&mut store);
+        }
+    }
+}
+
+/// Whether Redis sends a nil reply of this command as the null array `*-1`
+/// rather than the null bulk string `$-1`.
+fn replies_null_array(args: &[&[u8]]) -> bool {
+    const ARRAY_NIL: &[&str] = &[
+        "exec", "lmpop", "blmpop", "zmpop", "bzmpop", "blpop", "brpop", "bzpopmin", "bzpopmax",
+    ];
+    let name = args[0];
+    ARRAY_NIL.iter().any(|n| is(name, n))
+        || ((is(name, "lpop") || is(name, "rpop")) && args.len() >= 3)
+}
+
+/// Gives back the memory of a buffer that grew for one big request.
+fn shrink(buf: &mut Vec<u8>) {
+    if buf.capacity() > KEEP_BUFFER && buf.len() < KEEP_BUFFER / 2 {
+        buf.shrink_to(READ_CHUNK.max(buf.len()));
+    }
+}

@@ -41,9 +41,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
         match name.as_str() {
             "--port" | "-p" => {
                 let v = value("--port")?;
-                options.port = v
-                    .parse()
-                    .map_err(|_| format!("bad port {v:?}\n{USAGE}"))?;
+                options.port = v.parse().map_err(|_| format!("bad port {v:?}\n{USAGE}"))?;
             }
             "--bind" => options.bind = value("--bind")?,
             "--help" | "-h" => return Err(USAGE.into()),

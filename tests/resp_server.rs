@@ -83,10 +83,7 @@ impl Raw {
             .await
             .expect("reply in time")
             .expect("read reply");
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(want)
-        );
+        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
     }
 
     /// Sends `bytes` and expects `want` back.
@@ -125,17 +122,33 @@ async fn redis_rs_talks_to_it_like_to_redis() {
         .unwrap();
     assert_eq!(binary, b"\x00\xff\r\n");
     assert_eq!(query::<i64>(&mut conn, &["DBSIZE"]).await.unwrap(), 0);
-    assert_eq!(query::<i64>(&mut conn, &["EXISTS", "a", "b"]).await.unwrap(), 0);
-    assert_eq!(query::<String>(&mut conn, &["TYPE", "a"]).await.unwrap(), "none");
+    assert_eq!(
+        query::<i64>(&mut conn, &["EXISTS", "a", "b"])
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        query::<String>(&mut conn, &["TYPE", "a"]).await.unwrap(),
+        "none"
+    );
     assert_eq!(query::<i64>(&mut conn, &["DEL", "a"]).await.unwrap(), 0);
-    assert_eq!(query::<i64>(&mut conn, &["EXPIRE", "a", "10"]).await.unwrap(), 0);
+    assert_eq!(
+        query::<i64>(&mut conn, &["EXPIRE", "a", "10"])
+            .await
+            .unwrap(),
+        0
+    );
     assert_eq!(query::<i64>(&mut conn, &["TTL", "a"]).await.unwrap(), -2);
     let (cursor, keys): (u64, Vec<String>) = query(&mut conn, &["SCAN", "0"]).await.unwrap();
     assert_eq!((cursor, keys), (0, vec![]));
 
     // Errors arrive as server errors with Redis's code and text.
     let err = query::<()>(&mut conn, &["GET"]).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Server(redis::ServerErrorKind::ResponseError));
+    assert_eq!(
+        err.kind(),
+        ErrorKind::Server(redis::ServerErrorKind::ResponseError)
+    );
     let err = query::<()>(&mut conn, &["SELECT", "16"]).await.unwrap_err();
     assert_eq!(err.detail(), Some("DB index is out of range"));
     let err = query::<()>(&mut conn, &["ECHO"]).await.unwrap_err();
@@ -161,7 +174,9 @@ async fn redis_rs_talks_to_it_like_to_redis() {
     assert_eq!((pong.as_str(), size), ("PONG", 0));
 
     // Connection state: the name, the id, HELLO.
-    let _: () = query(&mut conn, &["CLIENT", "SETNAME", "tester"]).await.unwrap();
+    let _: () = query(&mut conn, &["CLIENT", "SETNAME", "tester"])
+        .await
+        .unwrap();
     let name: Option<String> = query(&mut conn, &["CLIENT", "GETNAME"]).await.unwrap();
     assert_eq!(name.as_deref(), Some("tester"));
     let id: i64 = query(&mut conn, &["CLIENT", "ID"]).await.unwrap();
@@ -187,7 +202,9 @@ async fn each_connection_has_its_own_session() {
 
     // A MULTI on one connection does not queue the other's commands.
     let mut raw_a = Raw::connect(&server).await;
-    raw_a.exchange(b"MULTI\r\nPING\r\n", b"+OK\r\n+QUEUED\r\n").await;
+    raw_a
+        .exchange(b"MULTI\r\nPING\r\n", b"+OK\r\n+QUEUED\r\n")
+        .await;
     assert_eq!(query::<String>(&mut b, &["PING"]).await.unwrap(), "PONG");
     raw_a.exchange(b"EXEC\r\n", b"*1\r\n+PONG\r\n").await;
 
@@ -214,7 +231,8 @@ async fn each_connection_has_its_own_session() {
     // A watch of a connection that went away is released: a new watcher
     // sees only its own.
     let mut gone = Raw::connect(&server).await;
-    gone.exchange(b"SELECT 3\r\nWATCH k\r\n", b"+OK\r\n+OK\r\n").await;
+    gone.exchange(b"SELECT 3\r\nWATCH k\r\n", b"+OK\r\n+OK\r\n")
+        .await;
     drop(gone);
     watcher
         .exchange(
@@ -236,14 +254,17 @@ async fn pipelined_and_inline_requests() {
         b"+PONG\r\n+PONG\r\n-ERR wrong number of arguments for 'echo' command\r\n$1\r\nx\r\n$0\r\n\r\n:0\r\n",
     )
     .await;
-    raw.exchange(b"ECHO \"a\\x41 b\"\r\n", b"$4\r\naA b\r\n").await;
+    raw.exchange(b"ECHO \"a\\x41 b\"\r\n", b"$4\r\naA b\r\n")
+        .await;
 
     // 1000 requests in one write.
     let mut many = Vec::new();
     let mut want = Vec::new();
     for i in 0..1000 {
         let arg = i.to_string();
-        many.extend_from_slice(format!("*2\r\n$4\r\nECHO\r\n${}\r\n{arg}\r\n", arg.len()).as_bytes());
+        many.extend_from_slice(
+            format!("*2\r\n$4\r\nECHO\r\n${}\r\n{arg}\r\n", arg.len()).as_bytes(),
+        );
         want.extend_from_slice(format!("${}\r\n{arg}\r\n", arg.len()).as_bytes());
     }
     raw.exchange(&many, &want).await;
@@ -287,14 +308,38 @@ async fn pipelined_and_inline_requests() {
 async fn protocol_errors_close_only_the_offending_connection() {
     let (_engine, server) = start().await;
     let cases: &[(&[u8], &[u8])] = &[
-        (b"*abc\r\n", b"-ERR Protocol error: invalid multibulk length\r\n"),
-        (b"*2147483648\r\n", b"-ERR Protocol error: invalid multibulk length\r\n"),
-        (b"*1\r\n$-1\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
-        (b"*1\r\n$536870913\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
-        (b"*1\r\nx4\r\n", b"-ERR Protocol error: expected '$', got 'x'\r\n"),
-        (b"*1\r\n\r\n", b"-ERR Protocol error: expected '$', got ' '\r\n"),
-        (b"PING \"a\r\n", b"-ERR Protocol error: unbalanced quotes in request\r\n"),
-        (b"PING 'a'b\r\n", b"-ERR Protocol error: unbalanced quotes in request\r\n"),
+        (
+            b"*abc\r\n",
+            b"-ERR Protocol error: invalid multibulk length\r\n",
+        ),
+        (
+            b"*2147483648\r\n",
+            b"-ERR Protocol error: invalid multibulk length\r\n",
+        ),
+        (
+            b"*1\r\n$-1\r\n",
+            b"-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*1\r\n$536870913\r\n",
+            b"-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*1\r\nx4\r\n",
+            b"-ERR Protocol error: expected '$', got 'x'\r\n",
+        ),
+        (
+            b"*1\r\n\r\n",
+            b"-ERR Protocol error: expected '$', got ' '\r\n",
+        ),
+        (
+            b"PING \"a\r\n",
+            b"-ERR Protocol error: unbalanced quotes in request\r\n",
+        ),
+        (
+            b"PING 'a'b\r\n",
+            b"-ERR Protocol error: unbalanced quotes in request\r\n",
+        ),
         (
             b"PING\r\n*1\r\n$4\r\nPING\r\n*x\r\nPING\r\n",
             b"+PONG\r\n+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n",
@@ -307,15 +352,26 @@ async fn protocol_errors_close_only_the_offending_connection() {
         let mut raw = Raw::connect(&server).await;
         raw.exchange(input, want).await;
         raw.expect_closed().await;
-        let echoed: String = query(&mut bystander, &["ECHO", "still here"]).await.unwrap();
+        let echoed: String = query(&mut bystander, &["ECHO", "still here"])
+            .await
+            .unwrap();
         assert_eq!(echoed, "still here");
     }
 
     // Too long a header or inline request.
     for (prefix, want) in [
-        (&b"PING "[..], &b"-ERR Protocol error: too big inline request\r\n"[..]),
-        (b"*1", b"-ERR Protocol error: too big mbulk count string\r\n"),
-        (b"*1\r\n$1", b"-ERR Protocol error: too big bulk count string\r\n"),
+        (
+            &b"PING "[..],
+            &b"-ERR Protocol error: too big inline request\r\n"[..],
+        ),
+        (
+            b"*1",
+            b"-ERR Protocol error: too big mbulk count string\r\n",
+        ),
+        (
+            b"*1\r\n$1",
+            b"-ERR Protocol error: too big bulk count string\r\n",
+        ),
     ] {
         let mut raw = Raw::connect(&server).await;
         let mut input = prefix.to_vec();
@@ -366,11 +422,16 @@ async fn hostile_and_truncated_requests_while_another_client_is_served() {
     // The truncated requests are still waiting for their bytes: completing
     // one runs it.
     let mut waiting = hostile.remove(3);
-    waiting.exchange(b"defghij\r\n", b"$10\r\nabcdefghij\r\n").await;
+    waiting
+        .exchange(b"defghij\r\n", b"$10\r\nabcdefghij\r\n")
+        .await;
     drop(hostile);
 
     let mut after = redis_rs(&server, 0).await;
-    assert_eq!(query::<String>(&mut after, &["PING"]).await.unwrap(), "PONG");
+    assert_eq!(
+        query::<String>(&mut after, &["PING"]).await.unwrap(),
+        "PONG"
+    );
     server.shutdown().await;
 }
 
@@ -458,7 +519,11 @@ async fn redis_cli_can_use_it() {
         "{err}"
     );
     // Commands read from standard input, one per line, on one connection.
-    let out = stdout(&[], "CLIENT SETNAME cli\nCLIENT GETNAME\nSELECT 2\nEXISTS k\nECHO\n").await;
+    let out = stdout(
+        &[],
+        "CLIENT SETNAME cli\nCLIENT GETNAME\nSELECT 2\nEXISTS k\nECHO\n",
+    )
+    .await;
     assert_eq!(
         out,
         "OK\ncli\nOK\n0\nERR wrong number of arguments for 'echo' command\n\n"

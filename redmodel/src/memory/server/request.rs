@@ -571,4 +571,68 @@ mod tests {
             assert_eq!(split_args(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }
+
+    /// Everything the parser yields for `input` fed in pieces cut at
+    /// `cuts`, dropping consumed bytes as the server does.
+    fn parse_chunked(input: &[u8], cuts: &[usize]) -> (Vec<Vec<Vec<u8>>>, Option<ProtocolError>) {
+        let mut parser = Parser::default();
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        let mut from = 0;
+        for &cut in cuts.iter().chain(std::iter::once(&input.len())) {
+            let cut = cut.clamp(from, input.len());
+            buf.extend_from_slice(&input[from..cut]);
+            from = cut;
+            loop {
+                match parser.next(&buf) {
+                    Ok(Some(req)) => out.push(req.args(&buf).iter().map(|a| a.to_vec()).collect()),
+                    Ok(None) => break,
+                    Err(e) => return (out, Some(e)),
+                }
+            }
+            let n = parser.consumed();
+            buf.drain(..n);
+            parser.discard(n);
+        }
+        (out, None)
+    }
+
+    /// Random inputs made of protocol-ish bytes: the parser never panics,
+    /// and the result does not depend on how the bytes were split, except
+    /// where Redis's own limits depend on it (inputs stay far below them).
+    #[test]
+    fn random_inputs_never_panic_and_chunking_does_not_matter() {
+        const ALPHABET: &[u8] = b"*$\r\n\r\n0123-9 \"'\\xaAPING\0\x7f\xff";
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..3000 {
+            let len = (next() % 40) as usize;
+            let mut input: Vec<u8> = (0..len)
+                .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                .collect();
+            // Half of the inputs start like a real request.
+            if next() % 2 == 0 {
+                input.splice(0..0, b"*2\r\n$4\r\nECHO\r\n$".iter().copied());
+            }
+            let whole = parse_all(&input);
+            let cuts: Vec<usize> = {
+                let mut c: Vec<usize> = (0..3)
+                    .map(|_| (next() as usize) % (input.len() + 1))
+                    .collect();
+                c.sort_unstable();
+                c
+            };
+            assert_eq!(
+                parse_chunked(&input, &cuts),
+                whole,
+                "{:?} cut at {cuts:?}",
+                String::from_utf8_lossy(&input)
+            );
+        }
+    }
 }

@@ -116,7 +116,21 @@ impl Drop for ServerHandle {
 
 /// Serves `engine` over RESP on `addr` (for instance `"127.0.0.1:0"` for a
 /// free port, see [`ServerHandle::local_addr`]) until the handle is shut
-/// down or dropped. Must be called within a tokio runtime.
+/// down or dropped. Must be called within a tokio runtime. Fails only if
+/// the address cannot be bound.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use redmodel::memory::{serve, Engine};
+/// let server = serve(Engine::new(), "127.0.0.1:0").await?;
+/// let client = redis::Client::open(server.url())?;
+/// let mut conn = client.get_multiplexed_async_connection().await?;
+/// let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
+/// assert_eq!(pong, "PONG");
+/// server.shutdown().await;
+/// # Ok(()) }
+/// ```
 pub async fn serve(engine: Engine, addr: impl ToSocketAddrs) -> io::Result<ServerHandle> {
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;

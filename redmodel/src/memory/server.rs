@@ -295,9 +295,9 @@ impl Client {
         if is(name, "post") || is(name, "host:") {
             return Some(Next::Drop);
         }
-        let reply = if is(name, "client") && !self.session.in_multi() {
+        let reply = if is(name, "client") && !self.session.in_transaction() {
             client_command(&mut self.info, args)
-        } else if is(name, "hello") && !self.session.in_multi() {
+        } else if is(name, "hello") && !self.session.in_transaction() {
             hello_command(&mut self.info, args)
         } else {
             let now = self.engine.now_ms();

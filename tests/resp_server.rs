@@ -228,8 +228,9 @@ async fn each_connection_has_its_own_session() {
     watcher
         .exchange(b"MULTI\r\nGET k\r\nEXEC\r\n", b"+OK\r\n+QUEUED\r\n*-1\r\n")
         .await;
-    // A watch of a connection that went away is released: a new watcher
-    // sees only its own.
+    // Another connection watching the same key and going away does not
+    // disturb this one's transaction (that its watch is released is
+    // checked by the server's unit test).
     let mut gone = Raw::connect(&server).await;
     gone.exchange(b"SELECT 3\r\nWATCH k\r\n", b"+OK\r\n+OK\r\n")
         .await;

@@ -339,3 +339,64 @@ fn shrink(buf: &mut Vec<u8>) {
         buf.shrink_to(READ_CHUNK.max(buf.len()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use super::serve;
+    use crate::memory::Engine;
+
+    /// Whether `key` of database 0 is watched by anyone, observed through
+    /// its modification epoch: a watched key counts modifications, a key
+    /// nobody watches has no epoch.
+    fn watched(engine: &Engine, key: &[u8]) -> bool {
+        let mut store = engine.shared.store.lock();
+        let ks = &mut store.dbs[0];
+        ks.modified(key);
+        ks.watch_epoch(key) > 0
+    }
+
+    async fn watch(stream: &mut TcpStream, key: &str) {
+        stream
+            .write_all(format!("WATCH {key}\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut reply = [0u8; 5];
+        stream.read_exact(&mut reply).await.unwrap();
+        assert_eq!(&reply, b"+OK\r\n");
+    }
+
+    /// Waits (a bounded time) until `key` is no longer watched.
+    async fn released(engine: &Engine, key: &[u8]) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if !watched(engine, key) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn watches_are_released_when_the_connection_goes_away() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+        watch(&mut stream, "k").await;
+        assert!(watched(&engine, b"k"));
+        drop(stream);
+        assert!(released(&engine, b"k").await);
+
+        // Also when the server stops under a connection.
+        let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+        watch(&mut stream, "j").await;
+        assert!(watched(&engine, b"j"));
+        server.shutdown().await;
+        assert!(!watched(&engine, b"j"));
+    }
+}

@@ -228,6 +228,13 @@ async fn each_connection_has_its_own_session() {
     watcher
         .exchange(b"MULTI\r\nGET k\r\nEXEC\r\n", b"+OK\r\n+QUEUED\r\n*-1\r\n")
         .await;
+    // Nils that Redis sends as null arrays, alone and inside EXEC.
+    watcher
+        .exchange(
+            b"LPOP nolist 2\r\nLPOP nolist\r\nMULTI\r\nLPOP nolist 2\r\nLPOP nolist\r\nEXEC\r\n",
+            b"*-1\r\n$-1\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n*-1\r\n$-1\r\n",
+        )
+        .await;
     // Another connection watching the same key and going away does not
     // disturb this one's transaction (that its watch is released is
     // checked by the server's unit test).

@@ -38,9 +38,12 @@
 //! answered truthfully. CLIENT ID/GETNAME/SETNAME and HELLO (RESP2 only)
 //! are answered here with the connection's own state.
 //!
-//! Known differences: a nil inside an EXEC reply is always sent as the
-//! null bulk string (`$-1`), even where Redis sends a null array; CLIENT
-//! and HELLO inside MULTI are queued but fail at EXEC.
+//! `redis::Value` has one `Nil` for RESP2's two nulls: the null array
+//! (`*-1`) is sent for the commands Redis sends it for (EXEC aborted by
+//! WATCH, LPOP/RPOP with a count, the MPOP family), inside EXEC replies too.
+//!
+//! Known difference: CLIENT and HELLO inside MULTI are queued but fail at
+//! EXEC (the queue runs without the connection's state).
 
 mod encode;
 mod request;
@@ -196,6 +199,9 @@ struct Client {
     session: Session,
     info: ClientInfo,
     parser: Parser,
+    /// For each command queued since MULTI: whether its nil reply is a
+    /// null array, so that EXEC's reply array is sent as Redis sends it.
+    queued_nil_arrays: Vec<bool>,
 }
 
 impl Client {
@@ -205,6 +211,7 @@ impl Client {
             session: Session::default(),
             info: ClientInfo { id, name: None },
             parser: Parser::default(),
+            queued_nil_arrays: Vec::new(),
         }
     }
 
@@ -295,19 +302,34 @@ impl Client {
         if is(name, "post") || is(name, "host:") {
             return Some(Next::Drop);
         }
-        let reply = if is(name, "client") && !self.session.in_transaction() {
+        let queueing = self.session.in_transaction();
+        let reply = if is(name, "client") && !queueing {
             client_command(&mut self.info, args)
-        } else if is(name, "hello") && !self.session.in_transaction() {
+        } else if is(name, "hello") && !queueing {
             hello_command(&mut self.info, args)
         } else {
             let now = self.engine.now_ms();
             self.session.execute(store, args, now)
         };
-        if reply == Value::Nil && replies_null_array(args) {
-            encode::null_array(output);
-        } else {
-            encode::encode(output, &reply);
+        if !queueing && is(name, "multi") {
+            self.queued_nil_arrays.clear();
+        } else if queueing {
+            if matches!(&reply, Value::SimpleString(s) if s == "QUEUED") {
+                self.queued_nil_arrays.push(replies_null_array(args));
+            } else if is(name, "exec") || is(name, "discard") {
+                let nil_arrays = std::mem::take(&mut self.queued_nil_arrays);
+                if let Value::Array(replies) = &reply {
+                    if replies.len() == nil_arrays.len() {
+                        encode::array_header(output, replies.len());
+                        for (reply, &nil_array) in replies.iter().zip(&nil_arrays) {
+                            encode_reply(output, reply, nil_array);
+                        }
+                        return None;
+                    }
+                }
+            }
         }
+        encode_reply(output, &reply, replies_null_array(args));
         None
     }
 }
@@ -319,6 +341,15 @@ impl Drop for Client {
             let mut store = self.engine.shared.store.lock();
             self.session.unwatch_all(&mut store);
         }
+    }
+}
+
+/// Encodes `reply`; a nil as the null array if `nil_array`.
+fn encode_reply(output: &mut Vec<u8>, reply: &Value, nil_array: bool) {
+    if nil_array && *reply == Value::Nil {
+        encode::null_array(output);
+    } else {
+        encode::encode(output, reply);
     }
 }
 

@@ -58,8 +58,13 @@ pub(super) fn error(out: &mut Vec<u8>, text: &[u8]) {
     line(out, b'-', text);
 }
 
+/// Appends the header of an array of `len` replies, to be followed by them.
+pub(super) fn array_header(out: &mut Vec<u8>, len: usize) {
+    header(out, b'*', len_i64(len));
+}
+
 fn array(out: &mut Vec<u8>, items: &[Value]) {
-    header(out, b'*', len_i64(items.len()));
+    array_header(out, items.len());
     for item in items {
         encode(out, item);
     }

@@ -13,7 +13,8 @@
 //! - Expiry is passive (an expired key is removed when touched) and active
 //!   (a background cycle samples keys with a TTL, see [`Engine::run_expire_cycle`]).
 //! - [`ManualClock`] lets tests move time instead of sleeping.
-//! - [`serve`] speaks RESP on a TCP port, for redis-cli and other clients.
+//! - [`serve`] speaks RESP2 on a TCP port, for redis-cli, redis-benchmark
+//!   and clients in any language; each connection is a client of its own.
 //!
 //! ```
 //! use redmodel::memory::Engine;
@@ -33,7 +34,7 @@ mod float;
 mod glob;
 mod keyspace;
 mod reply;
-
+mod server;
 mod session;
 mod store;
 mod value;
@@ -46,6 +47,7 @@ use parking_lot::Mutex;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
+pub use server::{serve, ServerHandle};
 
 use store::Store;
 

@@ -70,6 +70,12 @@ impl Session {
         }
     }
 
+    /// Whether the client is between MULTI and EXEC (the RESP server
+    /// answers CLIENT and HELLO itself only outside a transaction).
+    pub(crate) fn in_transaction(&self) -> bool {
+        self.multi.is_some()
+    }
+
     fn execute_inner(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
         let Some(name) = args.first() else {
             return Err(CmdError::err("empty command"));

@@ -24,6 +24,8 @@ mod sets;
 mod strings;
 mod zsets;
 
+pub(crate) use server::{client_command, hello_command, ClientInfo};
+
 /// What a command returns: a reply, or an error reply.
 pub(crate) type CmdResult = Result<Reply, CmdError>;
 

@@ -1,0 +1,500 @@
+//! Throughput of the memory engine: in-process, over RESP, and a real Redis.
+//!
+//! ```text
+//! cargo run --release --example bench
+//! cargo run --release --example bench -- --reps 7 --millis 300
+//! ```
+//!
+//! For each workload (SET, GET, INCR, HSET, HGETALL, LPUSH, LRANGE), sent
+//! as single commands (one round trip each) and as pipelines of 100, it
+//! measures operations per second of
+//! - (a) the engine in-process, through `redmodel::Db::memory()`;
+//! - (b) redis-rs against our RESP server (`redmodel::memory::serve`);
+//! - (c) redis-rs against a real redis-server started on a free port
+//!   (skipped, with a note, if `redis-server` is not installed);
+//!
+//! and prints the medians of several timed runs (the machine is noisy) with
+//! the ratios. Both servers run in a process of their own (ours is this
+//! program started again with `--serve`), so (b) and (c) pay the same
+//! costs: loopback TCP, a separate process, redis-rs on the client side.
+//! The whole run takes about 35 s with the defaults; `--only SET` runs one
+//! workload.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redmodel::memory::{serve, Engine};
+use redmodel::Db;
+
+const USAGE: &str = "usage: bench [--reps N] [--millis MS] [--only WORKLOAD]";
+/// Commands per pipeline.
+const PIPELINE: usize = 100;
+/// Distinct keys / hashes used by the workloads.
+const KEYS: usize = 1000;
+const HASHES: usize = 100;
+const FIELDS_PER_HASH: usize = 10;
+
+struct Options {
+    /// Timed runs per measurement (the median is reported).
+    reps: usize,
+    /// Length of one timed run.
+    run: Duration,
+    /// Run only the workload of this name (case-insensitive).
+    only: Option<String>,
+}
+
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
+    let mut options = Options {
+        reps: 5,
+        run: Duration::from_millis(150),
+        only: None,
+    };
+    let mut args = args.into_iter();
+    while let Some(flag) = args.next() {
+        let mut number = |flag: &str| -> Result<u64, String> {
+            let v = args
+                .next()
+                .ok_or(format!("{flag} needs a value\n{USAGE}"))?;
+            v.parse::<u64>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or(format!("bad {flag} {v:?}\n{USAGE}"))
+        };
+        match flag.as_str() {
+            "--reps" => options.reps = usize::try_from(number("--reps")?).unwrap_or(usize::MAX),
+            "--millis" => options.run = Duration::from_millis(number("--millis")?),
+            "--only" => options.only = Some(args.next().ok_or(USAGE)?),
+            _ => return Err(USAGE.into()),
+        }
+    }
+    Ok(options)
+}
+
+/// One workload: the commands it cycles through.
+struct Workload {
+    name: &'static str,
+    cmds: Vec<Cmd>,
+}
+
+fn cmd(args: &[&str]) -> Cmd {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c
+}
+
+/// The workloads, `PIPELINE` commands each (cycled for single commands).
+fn workloads() -> Vec<Workload> {
+    let each = |f: &dyn Fn(usize) -> Cmd| (0..PIPELINE).map(f).collect::<Vec<_>>();
+    vec![
+        Workload {
+            name: "SET",
+            cmds: each(&|i| {
+                cmd(&[
+                    "SET",
+                    &format!("bench:key:{}", i * 7 % KEYS),
+                    "value-0123456789",
+                ])
+            }),
+        },
+        Workload {
+            name: "GET",
+            cmds: each(&|i| cmd(&["GET", &format!("bench:key:{}", i * 7 % KEYS)])),
+        },
+        Workload {
+            name: "INCR",
+            cmds: each(&|_| cmd(&["INCR", "bench:counter"])),
+        },
+        Workload {
+            name: "HSET",
+            cmds: each(&|i| {
+                cmd(&[
+                    "HSET",
+                    &format!("bench:hash:{}", i % HASHES),
+                    &format!("f{}", i % FIELDS_PER_HASH),
+                    "value-0123456789",
+                ])
+            }),
+        },
+        Workload {
+            name: "HGETALL",
+            cmds: each(&|i| cmd(&["HGETALL", &format!("bench:hash:{}", i % HASHES)])),
+        },
+        Workload {
+            name: "LPUSH",
+            cmds: each(&|_| cmd(&["LPUSH", "bench:pushed", "value-0123456789"])),
+        },
+        Workload {
+            name: "LRANGE_100",
+            cmds: each(&|_| cmd(&["LRANGE", "bench:list", "0", "99"])),
+        },
+    ]
+}
+
+/// Data the read workloads need: keys, hashes of 10 fields, a list of 100.
+fn fixture() -> Pipeline {
+    let mut p = redis::pipe();
+    for k in 0..KEYS {
+        p.add_command(cmd(&["SET", &format!("bench:key:{k}"), "value-0123456789"]))
+            .ignore();
+    }
+    for h in 0..HASHES {
+        for f in 0..FIELDS_PER_HASH {
+            p.add_command(cmd(&[
+                "HSET",
+                &format!("bench:hash:{h}"),
+                &format!("f{f}"),
+                "value-0123456789",
+            ]))
+            .ignore();
+        }
+    }
+    for _ in 0..100 {
+        p.add_command(cmd(&["RPUSH", "bench:list", "value-0123456789"]))
+            .ignore();
+    }
+    p
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Single,
+    Pipelined,
+}
+
+const MODES: [(Mode, &str); 2] = [(Mode::Single, "single"), (Mode::Pipelined, "pipe100")];
+
+/// What the workloads run against.
+enum Conn {
+    Memory(Db),
+    Server(MultiplexedConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Memory(db) => db.req_packed_command(cmd),
+            Conn::Server(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Memory(db) => db.req_packed_commands(pipeline, offset, count),
+            Conn::Server(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
+/// One of the three columns: a connection, and the server process behind
+/// it, killed when the target is dropped.
+struct Target {
+    label: &'static str,
+    conn: Conn,
+    _process: Option<ServerProcess>,
+}
+
+/// Runs `workload` for `run` and returns operations per second.
+async fn timed_run(
+    conn: &mut Conn,
+    workload: &Workload,
+    pipe: &Pipeline,
+    mode: Mode,
+    run: Duration,
+) -> redis::RedisResult<f64> {
+    let started = Instant::now();
+    let mut ops = 0usize;
+    while started.elapsed() < run {
+        match mode {
+            Mode::Single => {
+                for c in &workload.cmds {
+                    conn.req_packed_command(c).await.and_then(check)?;
+                }
+            }
+            Mode::Pipelined => {
+                let replies = conn.req_packed_commands(pipe, 0, PIPELINE).await?;
+                replies.into_iter().try_for_each(|r| check(r).map(drop))?;
+            }
+        }
+        ops += workload.cmds.len();
+    }
+    Ok(ops as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Turns an error reply into an error (a workload the target cannot run).
+fn check(reply: Value) -> redis::RedisResult<Value> {
+    match reply {
+        Value::ServerError(e) => Err(e.into()),
+        other => Ok(other),
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> Option<f64> {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied()
+}
+
+/// The median rate of every target for one workload and mode. The targets
+/// take turns run after run, so that a burst of load on the machine hits
+/// all of them alike. `None` where a target replied with an error.
+async fn measure(
+    targets: &mut [Option<Target>],
+    workload: &Workload,
+    mode: Mode,
+    options: &Options,
+) -> Vec<Option<f64>> {
+    let mut pipe = redis::pipe();
+    for c in &workload.cmds {
+        pipe.add_command(c.clone());
+    }
+    let mut runs: Vec<Option<Vec<f64>>> = targets
+        .iter()
+        .map(|t| t.as_ref().map(|_| Vec::new()))
+        .collect();
+    for _ in 0..options.reps {
+        for (target, runs) in targets.iter_mut().zip(&mut runs) {
+            let (Some(target), Some(rates)) = (target, runs.as_mut()) else {
+                continue;
+            };
+            match timed_run(&mut target.conn, workload, &pipe, mode, options.run).await {
+                Ok(rate) => rates.push(rate),
+                Err(e) => {
+                    if mode == Mode::Single {
+                        println!(
+                            "note: {} not measured on {}: {e}",
+                            workload.name, target.label
+                        );
+                    }
+                    *runs = None;
+                }
+            }
+        }
+    }
+    runs.into_iter().map(|r| r.and_then(median)).collect()
+}
+
+/// A server process that is killed when dropped.
+struct ServerProcess {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// This program again, serving a fresh engine (see [`serve_until_stdin_closes`]).
+fn start_our_server() -> Result<ServerProcess, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut child = Command::new(exe)
+        .arg("--serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start our server: {e}"))?;
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        BufReader::new(out)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+    }
+    let port = line
+        .trim()
+        .parse()
+        .map_err(|_| format!("our server printed {line:?}, not a port"))?;
+    Ok(ServerProcess { child, port })
+}
+
+/// A private redis-server on a free loopback port, no persistence.
+fn start_redis_server() -> Result<ServerProcess, String> {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| e.to_string())?
+        .port();
+    let child = Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("redis-server could not be started ({e})"))?;
+    Ok(ServerProcess { child, port })
+}
+
+/// Connects redis-rs to a server process, waiting for it to listen.
+async fn connect(label: &'static str, process: ServerProcess) -> Result<Target, String> {
+    let url = format!("redis://127.0.0.1:{}/", process.port);
+    let client = redis::Client::open(url).map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match client.get_multiplexed_async_connection().await {
+            Ok(c) => {
+                return Ok(Target {
+                    label,
+                    conn: Conn::Server(c),
+                    _process: Some(process),
+                })
+            }
+            Err(e) if Instant::now() > deadline => return Err(e.to_string()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}
+
+/// `--serve`: serve a fresh engine on a free port, print the port, stop
+/// when standard input closes (the parent went away).
+async fn serve_until_stdin_closes() -> ExitCode {
+    let server = match serve(Engine::new(), "127.0.0.1:0").await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cannot serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("{}", server.local_addr().port());
+    let parent_gone = tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink)
+    });
+    let _ = parent_gone.await;
+    server.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+fn fmt_rate(r: Option<f64>) -> String {
+    r.map_or_else(|| "n/a".into(), |r| format!("{r:.0}"))
+}
+
+fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+        _ => "-".into(),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("no tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.first().map(String::as_str) == Some("--serve") {
+        return runtime.block_on(serve_until_stdin_closes());
+    }
+    let options = match parse_args(args) {
+        Ok(o) => o,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(bench(options))
+}
+
+/// Starts the three targets; a server that cannot be had is `None`, with a note.
+async fn targets() -> Vec<Option<Target>> {
+    let in_process = Target {
+        label: "(a) in-process",
+        conn: Conn::Memory(Db::memory()),
+        _process: None,
+    };
+    let ours = match start_our_server() {
+        Ok(p) => connect("(b) our server", p).await,
+        Err(e) => Err(e),
+    };
+    let redis = match start_redis_server() {
+        Ok(p) => connect("(c) redis-server", p).await,
+        Err(e) => Err(e),
+    };
+    let mut all = vec![Some(in_process)];
+    for (name, target) in [("(b) our server", ours), ("(c) redis-server", redis)] {
+        match target {
+            Ok(t) => all.push(Some(t)),
+            Err(e) => {
+                println!("note: {name} skipped: {e}");
+                all.push(None);
+            }
+        }
+    }
+    // The data the read workloads need; a target without some of the
+    // commands still runs the workloads it has.
+    for t in all.iter_mut().flatten() {
+        let _ = fixture().query_async::<()>(&mut t.conn).await;
+    }
+    all
+}
+
+async fn bench(options: Options) -> ExitCode {
+    let started = Instant::now();
+    let workloads: Vec<Workload> = workloads()
+        .into_iter()
+        .filter(|w| {
+            options
+                .only
+                .as_ref()
+                .is_none_or(|only| only.eq_ignore_ascii_case(w.name))
+        })
+        .collect();
+    println!(
+        "redmodel bench: ops/s, median of {} runs of {} ms, pipelines of {PIPELINE}",
+        options.reps,
+        options.run.as_millis()
+    );
+    println!("(a) in-process Db::memory()  (b) redis-rs -> our RESP server  (c) redis-rs -> redis-server");
+    println!("(both servers in a process of their own, on loopback)");
+    let mut targets = targets().await;
+    let mut rows = Vec::new();
+    for w in &workloads {
+        for (mode, mode_name) in MODES {
+            let rates = measure(&mut targets, w, mode, &options).await;
+            rows.push((w.name, mode_name, rates));
+        }
+    }
+    drop(targets);
+
+    println!();
+    println!(
+        "{:<11} {:<8} {:>11} {:>11} {:>11} {:>8} {:>8}",
+        "workload", "mode", "(a)", "(b)", "(c)", "(a)/(b)", "(b)/(c)"
+    );
+    for (name, mode, rates) in rows {
+        let rate = |i: usize| rates.get(i).copied().flatten();
+        println!(
+            "{:<11} {:<8} {:>11} {:>11} {:>11} {:>8} {:>8}",
+            name,
+            mode,
+            fmt_rate(rate(0)),
+            fmt_rate(rate(1)),
+            fmt_rate(rate(2)),
+            fmt_ratio(rate(0), rate(1)),
+            fmt_ratio(rate(1), rate(2))
+        );
+    }
+    println!();
+    println!("(a)/(b): the cost of the network and the protocol; (b)/(c): our server against Redis (1.00x: as fast)");
+    println!("total time: {:.1} s", started.elapsed().as_secs_f64());
+    ExitCode::SUCCESS
+}

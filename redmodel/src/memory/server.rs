@@ -1,0 +1,433 @@
+//! The engine served over RESP on a TCP port, so that redis-cli,
+//! redis-benchmark and clients in any language can use it.
+//!
+//! [`serve`] binds a listener and serves every accepted connection in a
+//! tokio task of its own, with its own [`Session`] (selected database,
+//! MULTI queue, WATCHed keys, released when the connection goes away).
+//!
+//! # The wire, as Redis 7.0.15 handles it
+//! - Requests are RESP arrays of bulk strings or inline (telnet) lines,
+//!   split with Redis's quoting rules (`request` module). Pipelining: all
+//!   the requests that one read brings are run in order under one lock of
+//!   the store and their replies leave in one write.
+//! - Limits: at most `INT_MAX` arguments, 512 MB per argument, 64 KB for an
+//!   inline request or a header line, 1 GB of query buffer. Nothing is
+//!   allocated on the word of a header: memory grows only with the bytes
+//!   that really arrive.
+//! - A malformed request gets Redis's error ("ERR Protocol error: invalid
+//!   multibulk length", ...) after the replies of the requests before it,
+//!   then the connection is closed. Other connections are not affected.
+//! - QUIT replies OK and closes; a request named `POST` or `Host:` (an HTTP
+//!   request sent to the port) closes the connection without a reply.
+//! - Replies are encoded in RESP2 (`encode` module).
+//!
+//! # Why not redis-rs's parser
+//! redis-rs's public `redis::parse_redis_value` parses one complete frame
+//! of a *reply*: it cannot say "incomplete, wait for more bytes" apart from
+//! "malformed", knows nothing of inline requests, accepts reply types no
+//! request may hold, and has neither Redis's limits nor its error texts.
+//! Its streaming codec is `#[doc(hidden)]`, so not an API to build on. The
+//! request parser is therefore ours, and small; redis-rs's parser is used
+//! where it serves, in the tests, to read back what the encoder wrote.
+//!
+//! # What clients send on connect
+//! redis-rs pipelines `CLIENT SETINFO`, which 7.0.15 does not know either
+//! (same error, ignored by redis-rs); redis-cli asks `COMMAND DOCS` for its
+//! help, gets "unknown command" and falls back to its built-in help;
+//! redis-benchmark asks `CONFIG GET save` and `CONFIG GET appendonly`,
+//! answered truthfully. CLIENT ID/GETNAME/SETNAME and HELLO (RESP2 only)
+//! are answered here with the connection's own state.
+//!
+//! `redis::Value` has one `Nil` for RESP2's two nulls: the null array
+//! (`*-1`) is sent for the commands Redis sends it for (EXEC aborted by
+//! WATCH, LPOP/RPOP with a count, the MPOP family), inside EXEC replies too.
+//!
+//! Known difference: CLIENT and HELLO inside MULTI are queued but fail at
+//! EXEC (the queue runs without the connection's state).
+
+mod encode;
+mod request;
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use redis::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::args::is;
+use super::command::{client_command, hello_command, ClientInfo};
+use super::session::Session;
+use super::store::Store;
+use super::Engine;
+use request::Parser;
+
+/// Bytes asked of the socket per read (Redis's `PROTO_IOBUF_LEN`).
+const READ_CHUNK: usize = 16 * 1024;
+/// Stop running requests of a read once this much reply is waiting, and
+/// write it first: a pipeline of big replies must not pile up in memory.
+const OUT_HIGH_WATER: usize = 64 * 1024;
+/// Unparsed input above this closes the connection
+/// (`client-query-buffer-limit`, 1 GB by default).
+const QUERY_BUFFER_LIMIT: usize = 1024 * 1024 * 1024;
+/// Buffers that grew past this for a big request are given back after it.
+const KEEP_BUFFER: usize = 1024 * 1024;
+
+/// A running server. Dropping it stops the server as [`shutdown`] does,
+/// without waiting.
+///
+/// [`shutdown`]: ServerHandle::shutdown
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on (with the real port when it was
+    /// bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A `redis://` URL of the server, for `redis::Client::open`.
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.addr)
+    }
+
+    /// Stops accepting, closes every connection and waits until all are
+    /// gone (their WATCHed keys released).
+    pub async fn shutdown(mut self) {
+        self.stop.send_replace(true);
+        if let Some(task) = self.task.take() {
+            // The accept loop does not panic; if it did, there is nothing
+            // left to stop.
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}
+
+/// Serves `engine` over RESP on `addr` (for instance `"127.0.0.1:0"` for a
+/// free port, see [`ServerHandle::local_addr`]) until the handle is shut
+/// down or dropped. Must be called within a tokio runtime. Fails only if
+/// the address cannot be bound.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use redmodel::memory::{serve, Engine};
+/// let server = serve(Engine::new(), "127.0.0.1:0").await?;
+/// let client = redis::Client::open(server.url())?;
+/// let mut conn = client.get_multiplexed_async_connection().await?;
+/// let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
+/// assert_eq!(pong, "PONG");
+/// server.shutdown().await;
+/// # Ok(()) }
+/// ```
+pub async fn serve(engine: Engine, addr: impl ToSocketAddrs) -> io::Result<ServerHandle> {
+    let listener = TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(accept_loop(listener, engine, stopped));
+    Ok(ServerHandle {
+        addr,
+        stop,
+        task: Some(task),
+    })
+}
+
+/// Accepts connections until told to stop, then closes them all.
+async fn accept_loop(listener: TcpListener, engine: Engine, mut stop: watch::Receiver<bool>) {
+    let mut clients = JoinSet::new();
+    let mut last_id = 0u64;
+    let for_clients = stop.clone();
+    loop {
+        tokio::select! {
+            // A dropped sender means the handle is gone: stop too.
+            () = stopped(&mut stop) => break,
+            // Reap finished connections so the set does not grow forever.
+            Some(_) = clients.join_next(), if !clients.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    last_id += 1;
+                    // Replies must not wait for Nagle: Redis sets it too.
+                    let _ = stream.set_nodelay(true);
+                    let client = Client::new(engine.clone(), last_id);
+                    clients.spawn(client.run(stream, for_clients.clone()));
+                }
+                // Out of file descriptors and the like: wait a little
+                // instead of spinning; the listener itself stays usable.
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+        }
+    }
+    clients.shutdown().await;
+}
+
+/// Resolves once the server is told to stop, or its handle is dropped.
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns must not live across an await.
+    let _ = stop.wait_for(|stopped| *stopped).await.map(drop);
+}
+
+/// What to do after running the requests available so far.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    /// Every complete request has run: read more.
+    Read,
+    /// Replies reached the high-water mark: write them, then run more.
+    Write,
+    /// Write what is pending, then close (QUIT, protocol error).
+    Close,
+    /// Close at once, without a reply.
+    Drop,
+}
+
+/// One connection's state.
+struct Client {
+    engine: Engine,
+    session: Session,
+    info: ClientInfo,
+    parser: Parser,
+    /// For each command queued since MULTI: whether its nil reply is a
+    /// null array, so that EXEC's reply array is sent as Redis sends it.
+    queued_nil_arrays: Vec<bool>,
+}
+
+impl Client {
+    fn new(engine: Engine, id: u64) -> Self {
+        Client {
+            engine,
+            session: Session::default(),
+            info: ClientInfo { id, name: None },
+            parser: Parser::default(),
+            queued_nil_arrays: Vec::new(),
+        }
+    }
+
+    /// Serves the connection until the client leaves, misbehaves, or the
+    /// server stops.
+    async fn run(mut self, mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
+        let mut input = Vec::with_capacity(READ_CHUNK);
+        let mut output = Vec::new();
+        loop {
+            let next = self.process(&input, &mut output);
+            let consumed = self.parser.consumed();
+            input.drain(..consumed);
+            self.parser.discard(consumed);
+            if next == Next::Drop {
+                return;
+            }
+            if !output.is_empty() {
+                if stream.write_all(&output).await.is_err() {
+                    return;
+                }
+                output.clear();
+                shrink(&mut output);
+            }
+            match next {
+                Next::Close => {
+                    let _ = stream.shutdown().await;
+                    return;
+                }
+                Next::Write => continue,
+                Next::Read | Next::Drop => {}
+            }
+            shrink(&mut input);
+            input.reserve(READ_CHUNK);
+            tokio::select! {
+                read = stream.read_buf(&mut input) => match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                },
+                () = stopped(&mut stop) => return,
+            }
+            if input.len() > QUERY_BUFFER_LIMIT {
+                return;
+            }
+        }
+    }
+
+    /// Runs the complete requests in `input`, appending their replies to
+    /// `output`. The store is locked once for all of them (and not across
+    /// an await: this function is synchronous).
+    fn process(&mut self, input: &[u8], output: &mut Vec<u8>) -> Next {
+        let engine = self.engine.clone();
+        let mut store = None;
+        loop {
+            if output.len() >= OUT_HIGH_WATER {
+                return Next::Write;
+            }
+            let request = match self.parser.next(input) {
+                Ok(Some(request)) => request,
+                Ok(None) => return Next::Read,
+                Err(e) => {
+                    encode::error(output, &e.line());
+                    return Next::Close;
+                }
+            };
+            let args = request.args(input);
+            if args.is_empty() {
+                continue; // `*0` or a blank line: Redis ignores them.
+            }
+            let store = store.get_or_insert_with(|| engine.shared.store.lock());
+            if let Some(next) = self.dispatch(&args, store, output) {
+                return next;
+            }
+        }
+    }
+
+    /// Runs one request. Returns what to do if the connection must end.
+    fn dispatch(
+        &mut self,
+        args: &[&[u8]],
+        store: &mut Store,
+        output: &mut Vec<u8>,
+    ) -> Option<Next> {
+        let name = args[0];
+        if is(name, "quit") {
+            encode::encode(output, &Value::Okay);
+            return Some(Next::Close);
+        }
+        if is(name, "post") || is(name, "host:") {
+            return Some(Next::Drop);
+        }
+        let queueing = self.session.in_transaction();
+        let reply = if is(name, "client") && !queueing {
+            client_command(&mut self.info, args)
+        } else if is(name, "hello") && !queueing {
+            hello_command(&mut self.info, args)
+        } else {
+            let now = self.engine.now_ms();
+            self.session.execute(store, args, now)
+        };
+        if !queueing && is(name, "multi") {
+            self.queued_nil_arrays.clear();
+        } else if queueing {
+            if matches!(&reply, Value::SimpleString(s) if s == "QUEUED") {
+                self.queued_nil_arrays.push(replies_null_array(args));
+            } else if is(name, "exec") || is(name, "discard") {
+                let nil_arrays = std::mem::take(&mut self.queued_nil_arrays);
+                if let Value::Array(replies) = &reply {
+                    if replies.len() == nil_arrays.len() {
+                        encode::array_header(output, replies.len());
+                        for (reply, &nil_array) in replies.iter().zip(&nil_arrays) {
+                            encode_reply(output, reply, nil_array);
+                        }
+                        return None;
+                    }
+                }
+            }
+        }
+        encode_reply(output, &reply, replies_null_array(args));
+        None
+    }
+}
+
+impl Drop for Client {
+    /// A connection that goes away, however it ends, releases its watches.
+    fn drop(&mut self) {
+        if self.session.has_watches() {
+            let mut store = self.engine.shared.store.lock();
+            self.session.unwatch_all(&mut store);
+        }
+    }
+}
+
+/// Encodes `reply`; a nil as the null array if `nil_array`.
+fn encode_reply(output: &mut Vec<u8>, reply: &Value, nil_array: bool) {
+    if nil_array && *reply == Value::Nil {
+        encode::null_array(output);
+    } else {
+        encode::encode(output, reply);
+    }
+}
+
+/// Whether Redis sends a nil reply of this command as the null array `*-1`
+/// rather than the null bulk string `$-1`.
+fn replies_null_array(args: &[&[u8]]) -> bool {
+    const ARRAY_NIL: &[&str] = &[
+        "exec", "lmpop", "blmpop", "zmpop", "bzmpop", "blpop", "brpop", "bzpopmin", "bzpopmax",
+    ];
+    let name = args[0];
+    ARRAY_NIL.iter().any(|n| is(name, n))
+        || ((is(name, "lpop") || is(name, "rpop")) && args.len() >= 3)
+}
+
+/// Gives back the memory of a buffer that grew for one big request.
+fn shrink(buf: &mut Vec<u8>) {
+    if buf.capacity() > KEEP_BUFFER && buf.len() < KEEP_BUFFER / 2 {
+        buf.shrink_to(READ_CHUNK.max(buf.len()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use super::serve;
+    use crate::memory::Engine;
+
+    /// Whether `key` of database 0 is watched by anyone, observed through
+    /// its modification epoch: a watched key counts modifications, a key
+    /// nobody watches has no epoch.
+    fn watched(engine: &Engine, key: &[u8]) -> bool {
+        let mut store = engine.shared.store.lock();
+        let ks = &mut store.dbs[0];
+        ks.modified(key);
+        ks.watch_epoch(key) > 0
+    }
+
+    async fn watch(stream: &mut TcpStream, key: &str) {
+        stream
+            .write_all(format!("WATCH {key}\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut reply = [0u8; 5];
+        stream.read_exact(&mut reply).await.unwrap();
+        assert_eq!(&reply, b"+OK\r\n");
+    }
+
+    /// Waits (a bounded time) until `key` is no longer watched.
+    async fn released(engine: &Engine, key: &[u8]) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if !watched(engine, key) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn watches_are_released_when_the_connection_goes_away() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+        watch(&mut stream, "k").await;
+        assert!(watched(&engine, b"k"));
+        drop(stream);
+        assert!(released(&engine, b"k").await);
+
+        // Also when the server stops under a connection.
+        let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+        watch(&mut stream, "j").await;
+        assert!(watched(&engine, b"j"));
+        server.shutdown().await;
+        assert!(!watched(&engine, b"j"));
+    }
+}

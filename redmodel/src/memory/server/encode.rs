@@ -1,0 +1,207 @@
+//! Writing replies in RESP2, the protocol Redis 7.0 speaks to a client that
+//! has not sent `HELLO 3`.
+//!
+//! The engine's replies are `redis::Value`s in RESP2 shapes. redis-rs only
+//! parses replies, so encoding is ours. A value that only RESP3 has is sent
+//! as Redis sends it to a RESP2 client: maps flattened into arrays, sets as
+//! arrays, doubles as bulk strings, booleans as `:1`/`:0`.
+
+use redis::Value;
+
+use crate::memory::float::format_double;
+
+/// Appends `value` to `out`.
+pub(super) fn encode(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Nil => out.extend_from_slice(b"$-1\r\n"),
+        Value::Okay => out.extend_from_slice(b"+OK\r\n"),
+        Value::Int(n) => header(out, b':', *n),
+        Value::BulkString(bytes) => bulk(out, bytes),
+        Value::SimpleString(s) => line(out, b'+', s.as_bytes()),
+        Value::Array(items) | Value::Set(items) => array(out, items),
+        Value::Push { data, .. } => array(out, data),
+        Value::Map(pairs) => {
+            header(out, b'*', len_i64(pairs.len().saturating_mul(2)));
+            for (k, v) in pairs {
+                encode(out, k);
+                encode(out, v);
+            }
+        }
+        Value::Attribute { data, .. } => encode(out, data),
+        Value::Double(d) => bulk(out, format_double(*d).as_bytes()),
+        Value::Boolean(b) => header(out, b':', i64::from(*b)),
+        Value::VerbatimString { text, .. } => bulk(out, text.as_bytes()),
+        Value::ServerError(err) => {
+            let mut text = err.code().as_bytes().to_vec();
+            if let Some(details) = err.details() {
+                text.push(b' ');
+                text.extend_from_slice(details.as_bytes());
+            }
+            error(out, &text);
+        }
+        // A big number (its representation depends on redis-rs features)
+        // or a kind of value newer than this code: never produced by the
+        // engine, so say so rather than guess.
+        _ => error(out, b"ERR reply type not representable in RESP2"),
+    }
+}
+
+/// Appends the RESP2 null array `*-1`, which Redis sends where a command
+/// that replies with an array has nothing (EXEC aborted by WATCH, LPOP with
+/// a count on a missing key): `redis::Value` has one `Nil` for both nulls.
+pub(super) fn null_array(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"*-1\r\n");
+}
+
+/// Appends an error reply; `text` starts with the error code.
+pub(super) fn error(out: &mut Vec<u8>, text: &[u8]) {
+    line(out, b'-', text);
+}
+
+/// Appends the header of an array of `len` replies, to be followed by them.
+pub(super) fn array_header(out: &mut Vec<u8>, len: usize) {
+    header(out, b'*', len_i64(len));
+}
+
+fn array(out: &mut Vec<u8>, items: &[Value]) {
+    array_header(out, items.len());
+    for item in items {
+        encode(out, item);
+    }
+}
+
+fn bulk(out: &mut Vec<u8>, bytes: &[u8]) {
+    header(out, b'$', len_i64(bytes.len()));
+    out.extend_from_slice(bytes);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A status or error line. CR and LF cannot appear in one: Redis replaces
+/// them with spaces, so do we.
+fn line(out: &mut Vec<u8>, kind: u8, text: &[u8]) {
+    out.push(kind);
+    out.extend(
+        text.iter()
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `<kind><n>\r\n`, the prefix of integers, bulk strings and arrays.
+fn header(out: &mut Vec<u8>, kind: u8, n: i64) {
+    out.push(kind);
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        i -= 1;
+        // `rest % 10` is below 10: the cast cannot truncate.
+        digits[i] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn len_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::error::error_value;
+
+    fn encoded(v: &Value) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode(&mut out, v);
+        out
+    }
+
+    #[test]
+    fn resp2_bytes() {
+        let cases: Vec<(Value, &[u8])> = vec![
+            (Value::Nil, b"$-1\r\n"),
+            (Value::Okay, b"+OK\r\n"),
+            (Value::Int(0), b":0\r\n"),
+            (Value::Int(i64::MIN), b":-9223372036854775808\r\n"),
+            (Value::Int(i64::MAX), b":9223372036854775807\r\n"),
+            (Value::BulkString(vec![]), b"$0\r\n\r\n"),
+            (
+                Value::BulkString(b"a\r\nb\0".to_vec()),
+                b"$5\r\na\r\nb\0\r\n",
+            ),
+            (Value::SimpleString("PONG".into()), b"+PONG\r\n"),
+            (Value::Array(vec![]), b"*0\r\n"),
+            (
+                Value::Array(vec![Value::Int(1), Value::Array(vec![Value::Nil])]),
+                b"*2\r\n:1\r\n*1\r\n$-1\r\n",
+            ),
+            (
+                Value::Map(vec![(Value::BulkString(b"k".to_vec()), Value::Int(2))]),
+                b"*2\r\n$1\r\nk\r\n:2\r\n",
+            ),
+            (Value::Boolean(true), b":1\r\n"),
+            (Value::Double(1.5), b"$3\r\n1.5\r\n"),
+            (error_value("ERR syntax error"), b"-ERR syntax error\r\n"),
+            (
+                error_value("WRONGTYPE Operation against a key holding the wrong kind of value"),
+                b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+            ),
+            (error_value("NOPROTO"), b"-NOPROTO\r\n"),
+            (
+                error_value("EXECABORT Transaction discarded because of previous errors."),
+                b"-EXECABORT Transaction discarded because of previous errors.\r\n",
+            ),
+        ];
+        for (value, want) in cases {
+            assert_eq!(
+                String::from_utf8_lossy(&encoded(&value)),
+                String::from_utf8_lossy(want),
+                "{value:?}"
+            );
+        }
+    }
+
+    /// redis-rs's own parser reads back exactly what we wrote.
+    #[test]
+    fn round_trips_through_redis_rs() {
+        let values = vec![
+            Value::Nil,
+            Value::Okay,
+            Value::Int(-42),
+            Value::BulkString(b"\xff\x00binary\r\n".to_vec()),
+            Value::SimpleString("QUEUED".into()),
+            Value::Array(vec![
+                Value::BulkString(b"x".to_vec()),
+                Value::Nil,
+                Value::Int(7),
+                Value::Array(vec![]),
+                error_value("ERR value is not an integer or out of range"),
+            ]),
+            error_value("ERR unknown command 'FOO', with args beginning with: 'a b' "),
+            error_value("MYCODE"),
+        ];
+        for value in values {
+            let bytes = encoded(&value);
+            assert_eq!(redis::parse_redis_value(&bytes).ok(), Some(value.clone()));
+        }
+    }
+
+    #[test]
+    fn status_lines_never_break_the_protocol() {
+        let mut out = Vec::new();
+        error(&mut out, b"ERR a\r\nb");
+        assert_eq!(out, b"-ERR a  b\r\n");
+        assert_eq!(encoded(&Value::SimpleString("x\ny".into())), b"+x y\r\n");
+        let mut out = Vec::new();
+        null_array(&mut out);
+        assert_eq!(out, b"*-1\r\n");
+    }
+}

@@ -21,7 +21,6 @@
 //! workload.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,6 +28,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 use redmodel::memory::{serve, Engine};
 use redmodel::Db;
+use redmodel_suite::RedisServer;
 
 const USAGE: &str = "usage: bench [--reps N] [--millis MS] [--only WORKLOAD]";
 /// Commands per pipeline.
@@ -205,7 +205,7 @@ impl ConnectionLike for Conn {
 struct Target {
     label: &'static str,
     conn: Conn,
-    _process: Option<ServerProcess>,
+    _process: Option<Server>,
 }
 
 /// Runs `workload` for `run` and returns operations per second.
@@ -293,6 +293,22 @@ struct ServerProcess {
     port: u16,
 }
 
+/// What keeps a target's server alive: our engine served by a child
+/// process, or a private redis-server from the test support.
+enum Server {
+    Ours(ServerProcess),
+    Redis(RedisServer),
+}
+
+impl Server {
+    fn port(&self) -> u16 {
+        match self {
+            Server::Ours(p) => p.port,
+            Server::Redis(r) => r.port(),
+        }
+    }
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -322,24 +338,9 @@ fn start_our_server() -> Result<ServerProcess, String> {
     Ok(ServerProcess { child, port })
 }
 
-/// A private redis-server on a free loopback port, no persistence.
-fn start_redis_server() -> Result<ServerProcess, String> {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| e.to_string())?
-        .port();
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("redis-server could not be started ({e})"))?;
-    Ok(ServerProcess { child, port })
-}
-
 /// Connects redis-rs to a server process, waiting for it to listen.
-async fn connect(label: &'static str, process: ServerProcess) -> Result<Target, String> {
-    let url = format!("redis://127.0.0.1:{}/", process.port);
+async fn connect(label: &'static str, process: Server) -> Result<Target, String> {
+    let url = format!("redis://127.0.0.1:{}/", process.port());
     let client = redis::Client::open(url).map_err(|e| e.to_string())?;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -422,12 +423,12 @@ async fn targets() -> Vec<Option<Target>> {
         _process: None,
     };
     let ours = match start_our_server() {
-        Ok(p) => connect("(b) our server", p).await,
+        Ok(p) => connect("(b) our server", Server::Ours(p)).await,
         Err(e) => Err(e),
     };
-    let redis = match start_redis_server() {
-        Ok(p) => connect("(c) redis-server", p).await,
-        Err(e) => Err(e),
+    let redis = match RedisServer::start() {
+        Ok(r) => connect("(c) redis-server", Server::Redis(r)).await,
+        Err(e) => Err(e.to_string()),
     };
     let mut all = vec![Some(in_process)];
     for (name, target) in [("(b) our server", ours), ("(c) redis-server", redis)] {

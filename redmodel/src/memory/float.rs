@@ -824,7 +824,7 @@ impl PartialOrd for Big {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::Engine;
+    use crate::memory::command::test_util::{bulk, conn, run};
     use redis::Value;
 
     #[test]
@@ -1143,25 +1143,15 @@ mod tests {
         assert_eq!(format_fixed(false, 3, 4, 2), "48.00");
     }
 
-    fn run(c: &mut crate::memory::Connection, args: &[&str]) -> Value {
-        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        c.execute(&args)
-    }
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
-
     #[test]
     fn incrbyfloat_through_the_engine() {
-        let e = Engine::new();
-        let mut c = e.connection();
-        assert_eq!(run(&mut c, &["SET", "k", "10.5"]), Value::Okay);
-        assert_eq!(run(&mut c, &["INCRBYFLOAT", "k", "0.1"]), bulk("10.6"));
-        assert_eq!(run(&mut c, &["GET", "k"]), bulk("10.6"));
-        assert_eq!(run(&mut c, &["INCRBYFLOAT", "f", "5.0e3"]), bulk("5000"));
-        assert_eq!(run(&mut c, &["SET", "big", "1e308"]), Value::Okay);
-        let Value::BulkString(doubled) = run(&mut c, &["INCRBYFLOAT", "big", "1e308"]) else {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "SET k 10.5"), Value::Okay);
+        assert_eq!(run(&mut c, "INCRBYFLOAT k 0.1"), bulk("10.6"));
+        assert_eq!(run(&mut c, "GET k"), bulk("10.6"));
+        assert_eq!(run(&mut c, "INCRBYFLOAT f 5.0e3"), bulk("5000"));
+        assert_eq!(run(&mut c, "SET big 1e308"), Value::Okay);
+        let Value::BulkString(doubled) = run(&mut c, "INCRBYFLOAT big 1e308") else {
             panic!("not a bulk string");
         };
         assert!(doubled.starts_with(b"199999999999999999993371759311691291321"));

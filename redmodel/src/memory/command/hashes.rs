@@ -405,67 +405,16 @@ fn scan_reply(items: Vec<redis::Value>) -> redis::Value {
 mod tests {
     use redis::Value;
 
-    use crate::memory::error::error_value;
-    use crate::memory::{Connection, Engine, ManualClock};
-
-    /// Runs a command written as space-separated words.
-    fn run(c: &mut Connection, line: &str) -> Value {
-        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        c.execute(&args)
-    }
-
-    fn int(n: i64) -> Value {
-        Value::Int(n)
-    }
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
-
-    fn bulks(items: &[&str]) -> Value {
-        Value::Array(items.iter().map(|s| bulk(s)).collect())
-    }
-
-    fn err(text: &str) -> Value {
-        error_value(text)
-    }
-
-    fn empty() -> Value {
-        Value::Array(Vec::new())
-    }
-
-    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-    const NOT_INT: &str = "ERR value is not an integer or out of range";
-
-    /// The bulk strings of an array reply, sorted (for unordered replies).
-    fn sorted(v: Value) -> Vec<String> {
-        let Value::Array(items) = v else {
-            panic!("not an array: {v:?}");
-        };
-        let mut out: Vec<String> = items
-            .into_iter()
-            .map(|i| match i {
-                Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-                other => panic!("not a bulk string: {other:?}"),
-            })
-            .collect();
-        out.sort();
-        out
-    }
+    use crate::memory::command::test_util::*;
+    use crate::memory::Connection;
 
     /// A flat field/value array as sorted pairs.
     fn pairs(v: Value) -> Vec<(String, String)> {
-        let Value::Array(items) = v else {
-            panic!("not an array: {v:?}");
-        };
-        let text = |i: &Value| match i {
-            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-            other => panic!("not a bulk string: {other:?}"),
-        };
+        let items = strings(v);
         assert_eq!(items.len() % 2, 0, "odd flat array");
         let mut out: Vec<(String, String)> = items
             .chunks(2)
-            .map(|p| (text(&p[0]), text(&p[1])))
+            .map(|p| (p[0].clone(), p[1].clone()))
             .collect();
         out.sort();
         out
@@ -476,20 +425,6 @@ mod tests {
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect()
-    }
-
-    /// Whether `line`, run between WATCH and EXEC on the same connection,
-    /// aborts the transaction (i.e. it marked `key` modified).
-    fn touches(c: &mut Connection, key: &str, line: &str) -> bool {
-        assert_eq!(run(c, &format!("WATCH {key}")), Value::Okay);
-        run(c, line);
-        run(c, "MULTI");
-        run(c, "PING");
-        run(c, "EXEC") == Value::Nil
-    }
-
-    fn conn() -> Connection {
-        Engine::new().connection()
     }
 
     #[test]
@@ -663,7 +598,7 @@ mod tests {
         assert_eq!(run(&mut c, "HINCRBYFLOAT h e -0.25"), bulk("4999.75"));
         run(&mut c, "HSET h a 1");
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a 1.5"), bulk("2.5"));
-        let not_float = err("ERR value is not a valid float");
+        let not_float = err(NOT_FLOAT);
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a abc"), not_float);
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a nan"), not_float);
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a "), not_float);
@@ -744,18 +679,9 @@ mod tests {
             run(&mut c, "HRANDFIELD h -4611686018427387904 WITHVALUES"),
             range
         );
-        assert_eq!(
-            run(&mut c, "HRANDFIELD h 1 WITHVALUE"),
-            err("ERR syntax error")
-        );
-        assert_eq!(
-            run(&mut c, "HRANDFIELD h 1 WITHVALUES x"),
-            err("ERR syntax error")
-        );
-        assert_eq!(
-            run(&mut c, "HRANDFIELD nokey 1 WITHVALUE"),
-            err("ERR syntax error")
-        );
+        assert_eq!(run(&mut c, "HRANDFIELD h 1 WITHVALUE"), err(SYNTAX));
+        assert_eq!(run(&mut c, "HRANDFIELD h 1 WITHVALUES x"), err(SYNTAX));
+        assert_eq!(run(&mut c, "HRANDFIELD nokey 1 WITHVALUE"), err(SYNTAX));
         assert_eq!(run(&mut c, "HRANDFIELD h 0"), empty());
         assert_eq!(run(&mut c, "HRANDFIELD h 0 WITHVALUES"), empty());
     }
@@ -846,13 +772,10 @@ mod tests {
             scan(&mut c, "HSCAN h 0 match [ab] count 1"),
             owned(&[("a", "1"), ("b", "2")])
         );
-        assert_eq!(run(&mut c, "HSCAN h 0 COUNT 0"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HSCAN h 0 COUNT 0"), err(SYNTAX));
         assert_eq!(run(&mut c, "HSCAN h 0 COUNT x"), err(NOT_INT));
-        assert_eq!(
-            run(&mut c, "HSCAN h 0 TYPE string"),
-            err("ERR syntax error")
-        );
-        assert_eq!(run(&mut c, "HSCAN h 0 MATCH"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HSCAN h 0 TYPE string"), err(SYNTAX));
+        assert_eq!(run(&mut c, "HSCAN h 0 MATCH"), err(SYNTAX));
         // `*` matches the empty field; any other pattern needs a character.
         c.execute(&[b"HSET", b"e", b"", b"x"]);
         assert_eq!(scan(&mut c, "HSCAN e 0 MATCH *"), owned(&[("", "x")]));
@@ -862,9 +785,7 @@ mod tests {
 
     #[test]
     fn field_writes_keep_the_ttl() {
-        let clock = ManualClock::new(1_000_000);
-        let engine = Engine::with_clock(clock.clone());
-        let mut c = engine.connection();
+        let (clock, mut c) = clocked(1_000_000);
         run(&mut c, "HSET h a 1");
         run(&mut c, "EXPIRE h 100");
         run(&mut c, "HSET h b 2");

@@ -565,60 +565,12 @@ mod tests {
 
     use redis::Value;
 
-    use crate::memory::error::error_value;
-    use crate::memory::{Connection, Engine, ManualClock};
-
-    /// Runs a command written as space-separated words.
-    fn run(c: &mut Connection, line: &str) -> Value {
-        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        c.execute(&args)
-    }
-
-    fn int(n: i64) -> Value {
-        Value::Int(n)
-    }
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
-
-    fn bulks(items: &[&str]) -> Value {
-        Value::Array(items.iter().map(|s| bulk(s)).collect())
-    }
-
-    fn ints(items: &[i64]) -> Value {
-        Value::Array(items.iter().map(|n| int(*n)).collect())
-    }
-
-    fn err(text: &str) -> Value {
-        error_value(text)
-    }
-
-    fn empty() -> Value {
-        Value::Array(Vec::new())
-    }
-
-    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-    const NOT_INT: &str = "ERR value is not an integer or out of range";
-    const SYNTAX: &str = "ERR syntax error";
-
-    fn conn() -> Connection {
-        Engine::new().connection()
-    }
+    use crate::memory::command::test_util::*;
+    use crate::memory::Connection;
 
     /// The whole list at `key`.
     fn all(c: &mut Connection, key: &str) -> Value {
         run(c, &format!("LRANGE {key} 0 -1"))
-    }
-
-    /// Whether `line`, run between WATCH and EXEC on the same connection,
-    /// aborts the transaction (i.e. it marked `key` modified).
-    fn touches(c: &mut Connection, key: &str, line: &str) -> bool {
-        assert_eq!(run(c, &format!("WATCH {key}")), Value::Okay);
-        run(c, line);
-        run(c, "MULTI");
-        run(c, "PING");
-        run(c, "EXEC") == Value::Nil
     }
 
     #[test]
@@ -988,9 +940,7 @@ mod tests {
 
     #[test]
     fn ttl_is_kept_by_pushes_and_lost_with_the_list() {
-        let clock = ManualClock::new(1_000_000);
-        let engine = Engine::with_clock(clock.clone());
-        let mut c = engine.connection();
+        let (clock, mut c) = clocked(1_000_000);
         run(&mut c, "RPUSH l a b c");
         run(&mut c, "EXPIRE l 100");
         run(&mut c, "LPUSH l z");

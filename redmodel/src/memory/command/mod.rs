@@ -22,6 +22,8 @@ mod lists;
 mod server;
 mod sets;
 mod strings;
+#[cfg(test)]
+pub(crate) mod test_util;
 mod zsets;
 
 /// What a command returns: a reply, or an error reply.

@@ -19,12 +19,12 @@ use std::collections::HashMap;
 use rand::seq::index;
 use rand::Rng;
 
-use super::keys::{parse_cursor, parse_scan_options};
-use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is, parse_i64};
+use super::keys::scan_collection;
+use super::sets::random_reply_len;
+use super::{arity_error, CmdResult, Ctx, Spec};
+use crate::memory::args::{int_arg, is, parse_i64, random_count_with};
 use crate::memory::error::CmdError;
 use crate::memory::float::LongDouble;
-use crate::memory::glob::glob_match;
 use crate::memory::reply;
 use crate::memory::value::Bytes;
 
@@ -118,7 +118,7 @@ pub(super) const COMMANDS: &[Spec] = &[
 /// field/value count is the handler's own arity error, with the same text.
 fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() % 2 == 1 {
-        return Err(super::lookup(args[0]).map_or(CmdError::Syntax, super::wrong_arity));
+        return Err(arity_error(args));
     }
     let key = args[1];
     let hash = ctx.write_or_create::<Hash>(key)?;
@@ -292,40 +292,18 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::bulk(text))
 }
 
-/// The `long double` zero: a missing field counts as 0.
-/// The most elements HRANDFIELD with a negative count may reply with.
-///
-/// Redis has no limit: `HRANDFIELD h -4611686018427387903 WITHVALUES` makes
-/// it build a reply until the machine runs out of memory (we saw the kernel
-/// kill it). An in-process engine must not take its host down, so a count
-/// whose reply would exceed this many picks gets Redis's own "value is out
-/// of range" error instead. No sensible client asks for more.
-const MAX_RANDOM_PICKS: u64 = 1 << 24;
-
 /// HRANDFIELD key [count [WITHVALUES]].
 ///
 /// The count is checked before the key is looked up; a positive count
 /// gives distinct fields (the whole hash if it is not larger), a negative
-/// one `|count|` independent picks, repeats allowed.
+/// one `|count|` independent picks, repeats allowed, up to the engine's
+/// limit (see [`random_reply_len`]; HRANDFIELD says only "value is out of
+/// range" when refused).
 fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(count_arg) = args.get(2) else {
         return random_field(ctx, args[1]);
     };
-    let count = int_arg(count_arg)?;
-    if count == i64::MIN {
-        return Err(CmdError::err(
-            "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        ));
-    }
-    let with_values = match &args[3..] {
-        [] => false,
-        [opt] if is(opt, "withvalues") => true,
-        _ => return Err(CmdError::Syntax),
-    };
-    // Redis doubles the count for WITHVALUES, so it caps it at half the range.
-    if with_values && count.unsigned_abs() > (i64::MAX / 2).unsigned_abs() {
-        return Err(CmdError::err("value is out of range"));
-    }
+    let (count, with_values) = random_count_with(count_arg, &args[3..], "withvalues")?;
     let Some(hash) = ctx.read::<Hash>(args[1])? else {
         return Ok(reply::array(Vec::new()));
     };
@@ -337,12 +315,11 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let entries: Vec<(&Bytes, &Bytes)> = hash.iter().collect();
     let mut rng = rand::rng();
     let picks: Vec<usize> = if count < 0 {
-        let n = count.unsigned_abs();
         if entries.is_empty() {
             Vec::new()
-        } else if n > MAX_RANDOM_PICKS {
-            return Err(CmdError::err("value is out of range"));
         } else {
+            let n = random_reply_len(count.unsigned_abs())
+                .map_err(|_| CmdError::err("value is out of range"))?;
             (0..n).map(|_| rng.random_range(0..entries.len())).collect()
         }
     } else {
@@ -370,33 +347,12 @@ fn random_field(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
         .map_or_else(reply::nil, |f| reply::bulk(f.clone())))
 }
 
-/// HSCAN key cursor [MATCH pattern] [COUNT count].
-///
-/// Redis parses the cursor, then looks the key up, and only then parses
-/// the options: a missing key answers an empty scan whatever the options.
-///
-/// Every call returns all matching fields and the cursor 0, whatever the
-/// cursor and COUNT. Redis does exactly that for hashes small enough to be
-/// stored as a listpack (and COUNT is only a hint anyway); for larger ones
-/// it walks its hash table in steps. One step holding everything keeps
-/// SCAN's guarantees (every field present for the whole iteration is
-/// returned, none twice within a call), while our `HashMap` offers no
-/// cursor that survives a rehash. The reply is never larger than HGETALL's.
+/// HSCAN: every matching field and its value at once (see
+/// [`scan_collection`]).
 fn hscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    parse_cursor(args[2])?;
-    let Some(hash) = ctx.read::<Hash>(args[1])? else {
-        return Ok(scan_reply(Vec::new()));
-    };
-    let opts = parse_scan_options(&args[3..], false)?;
-    let matching = hash
-        .iter()
-        .filter(|(field, _)| opts.pattern.is_none_or(|p| glob_match(p, field, false)));
-    Ok(scan_reply(flatten(matching, Parts::Both)))
-}
-
-/// A final SCAN-family step: cursor "0" and the items.
-fn scan_reply(items: Vec<redis::Value>) -> redis::Value {
-    reply::array(vec![reply::bulk("0"), reply::array(items)])
+    scan_collection::<Hash>(ctx, args, |hash, matches| {
+        flatten(hash.iter().filter(|(field, _)| matches(field)), Parts::Both)
+    })
 }
 
 /// Expected replies are the ones redis-server 7.0.15 gave to the same

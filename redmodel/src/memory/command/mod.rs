@@ -119,6 +119,14 @@ pub(crate) fn wrong_arity(spec: &Spec) -> CmdError {
     ))
 }
 
+/// The arity error of the command in `args`, for the handlers that check
+/// their arguments further than the table can (pairs, an optional count).
+pub(crate) fn arity_error(args: &[&[u8]]) -> CmdError {
+    args.first()
+        .and_then(|name| lookup(name))
+        .map_or(CmdError::Syntax, wrong_arity)
+}
+
 /// The world a command sees: the whole store (SELECT, FLUSHALL and MOVE
 /// need it), the selected database and the time.
 pub(crate) struct Ctx<'a> {

@@ -1,7 +1,7 @@
 //! Connection and server commands: PING ECHO SELECT DBSIZE FLUSHDB FLUSHALL.
 
-use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{is, parse_i64};
+use super::{arity_error, CmdResult, Ctx, Spec};
+use crate::memory::args::{int_arg, is};
 use crate::memory::error::CmdError;
 use crate::memory::reply;
 use crate::memory::store::DATABASES;
@@ -43,9 +43,7 @@ fn ping(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.len() {
         1 => Ok(reply::simple("PONG")),
         2 => Ok(reply::bulk(args[1])),
-        _ => Err(CmdError::err(
-            "wrong number of arguments for 'ping' command",
-        )),
+        _ => Err(arity_error(args)),
     }
 }
 
@@ -54,7 +52,7 @@ fn echo(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn select(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let index = parse_i64(args[1]).ok_or(CmdError::NotInteger)?;
+    let index = int_arg(args[1])?;
     match usize::try_from(index) {
         Ok(i) if i < DATABASES => {
             ctx.db = i;

@@ -11,7 +11,8 @@
 //! - Random draws (SPOP, SRANDMEMBER) are uniform. A set is a std `HashSet`,
 //!   which cannot pick a random element in O(1) as Redis's dict does: one
 //!   draw costs O(n), and a draw of k members is one O(n) pass.
-//! - SSCAN returns every match in one reply with cursor 0, see [`scan_reply`].
+//! - SSCAN returns every match in one reply with cursor 0, see
+//!   [`scan_collection`].
 //!
 //! A few helpers here are shared with the sorted-set commands.
 
@@ -19,11 +20,10 @@ use std::collections::HashSet;
 
 use rand::seq::{IndexedRandom, IteratorRandom};
 
-use super::keys::{parse_cursor, parse_scan_options};
+use super::keys::scan_collection;
 use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{is, parse_i64, positive_arg, signed_count_arg};
+use crate::memory::args::{is, parse_i64, positive_arg, signed_count_arg, NOT_POSITIVE};
 use crate::memory::error::CmdError;
-use crate::memory::glob::glob_match;
 use crate::memory::reply;
 use crate::memory::value::{Bytes, Kind, Value};
 
@@ -117,13 +117,12 @@ pub(super) const COMMANDS: &[Spec] = &[
     },
 ];
 
-/// The error of SPOP, ZPOPMIN and other counts that must not be negative.
-pub(super) const NOT_POSITIVE: &str = "value is out of range, must be positive";
-
-/// The largest reply SRANDMEMBER or ZRANDMEMBER with a negative count may
-/// build. Redis streams such a reply until the client is dropped; the engine
-/// builds replies in memory, so it refuses instead of exhausting it. This is
-/// the one place where the engine's reply differs from Redis's.
+/// The most picks SRANDMEMBER, ZRANDMEMBER or HRANDFIELD with a negative
+/// count may reply with. Redis has no limit: it builds such a reply until
+/// the client is dropped or the machine runs out of memory (the kernel
+/// killed it for `HRANDFIELD h -4611686018427387903 WITHVALUES`). An
+/// in-process engine must not take its host down, so it refuses instead.
+/// This is the one place where the engine's reply differs from Redis's.
 const MAX_RANDOM_REPLY: u64 = 1 << 24;
 
 /// Checks the size of a random reply with repetitions (see [`MAX_RANDOM_REPLY`]).
@@ -136,17 +135,6 @@ pub(super) fn random_reply_len(count: u64) -> Result<usize, CmdError> {
                 "value is out of range: the in-memory engine builds at most {MAX_RANDOM_REPLY} random elements per reply"
             ))
         })
-}
-
-/// A reply of the SCAN family: the next cursor and the elements.
-///
-/// SSCAN and ZSCAN always return every match at once with cursor 0, as Redis
-/// does for its small encodings (intset, listpack), ignoring the cursor and
-/// COUNT. This keeps SCAN's guarantee (every member present for the whole
-/// iteration is returned) with no cursor state, at the price of one large
-/// reply for a large collection.
-pub(super) fn scan_reply(items: Vec<redis::Value>) -> redis::Value {
-    reply::array(vec![reply::bulk("0"), reply::array(items)])
 }
 
 /// Stores the result of a STORE command as Redis's `setKey` does (the old
@@ -448,20 +436,12 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
     Ok(members_reply(set.iter().choose_multiple(&mut rng, n)))
 }
 
-/// SSCAN key cursor [MATCH pattern] [COUNT count]: see [`scan_reply`].
-/// The options are only parsed when the key exists, as in Redis.
+/// SSCAN: every matching member at once (see [`scan_collection`]).
 fn sscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    parse_cursor(args[2])?;
-    let Some(set) = ctx.read::<Set>(args[1])? else {
-        return Ok(scan_reply(Vec::new()));
-    };
-    let opts = parse_scan_options(&args[3..], false)?;
-    let items = set
-        .iter()
-        .filter(|m| opts.pattern.is_none_or(|p| glob_match(p, m, false)))
-        .map(|m| reply::bulk(m.clone()))
-        .collect();
-    Ok(scan_reply(items))
+    scan_collection::<Set>(ctx, args, |set, matches| {
+        let matching = set.iter().filter(|m| matches(m));
+        matching.map(|m| reply::bulk(m.clone())).collect()
+    })
 }
 
 #[cfg(test)]

@@ -12,26 +12,13 @@
 
 use redis::Value as Reply;
 
-use super::expiry::{absolute_ms, invalid_expire_time, Unit};
-use super::{wrong_arity, CmdResult, Ctx, Spec};
+use super::expiry::{absolute_ms, expire_key_at, invalid_expire_time, persist_key, Unit};
+use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::memory::args::{int_arg, is, parse_i64};
 use crate::memory::error::CmdError;
 use crate::memory::float::LongDouble;
 use crate::memory::reply;
 use crate::memory::value::Value;
-
-/// MSET and MSETNX check their own argument count (pairs), and need their
-/// spec for the error text.
-const MSET: Spec = Spec {
-    name: "mset",
-    arity: -3,
-    handler: mset,
-};
-const MSETNX: Spec = Spec {
-    name: "msetnx",
-    arity: -3,
-    handler: msetnx,
-};
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -129,8 +116,16 @@ pub(super) const COMMANDS: &[Spec] = &[
         arity: -2,
         handler: mget,
     },
-    MSET,
-    MSETNX,
+    Spec {
+        name: "mset",
+        arity: -3,
+        handler: mset,
+    },
+    Spec {
+        name: "msetnx",
+        arity: -3,
+        handler: msetnx,
+    },
 ];
 
 /// The largest string Redis builds (`proto-max-bulk-len`, 512MB by default).
@@ -378,23 +373,14 @@ fn getex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(value) = ctx.read::<Vec<u8>>(key)?.cloned() else {
         return Ok(reply::nil());
     };
-    let expire = match opts.expire {
-        Some((kind, arg)) => Some((kind, kind.resolve(arg, ctx.now, "getex")?)),
-        None => None,
-    };
-    match expire {
-        // An absolute time already reached deletes the key at once.
-        Some((ExpireKind::ExAt | ExpireKind::PxAt, at)) if at <= ctx.now => {
-            ctx.remove(key);
+    match opts.expire {
+        // Only an absolute time can be already reached: that deletes the key.
+        Some((kind, arg)) => {
+            let at = kind.resolve(arg, ctx.now, "getex")?;
+            expire_key_at(ctx, key, at);
         }
-        Some((_, at)) => {
-            ctx.ks().set_expire(key, Some(at));
-            ctx.modified(key);
-        }
-        // PERSIST changes (and signals) only a key that has a TTL.
-        None if opts.persist && ctx.entry(key).is_some_and(|e| e.expire_at.is_some()) => {
-            ctx.ks().set_expire(key, None);
-            ctx.modified(key);
+        None if opts.persist => {
+            persist_key(ctx, key);
         }
         None => {}
     }
@@ -577,10 +563,10 @@ fn mget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// The key/value pairs of MSET / MSETNX, or the arity error if one value
 /// is missing.
-fn key_value_pairs<'a>(args: &'a [&'a [u8]], spec: &Spec) -> Result<&'a [&'a [u8]], CmdError> {
+fn key_value_pairs<'a>(args: &'a [&'a [u8]]) -> Result<&'a [&'a [u8]], CmdError> {
     let pairs = &args[1..];
     if !pairs.len().is_multiple_of(2) {
-        return Err(wrong_arity(spec));
+        return Err(arity_error(args));
     }
     Ok(pairs)
 }
@@ -594,14 +580,14 @@ fn set_all(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) {
 }
 
 fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let pairs = key_value_pairs(args, &MSET)?;
+    let pairs = key_value_pairs(args)?;
     set_all(ctx, pairs);
     Ok(reply::ok())
 }
 
 /// MSETNX: all or nothing; 0 if any key exists.
 fn msetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let pairs = key_value_pairs(args, &MSETNX)?;
+    let pairs = key_value_pairs(args)?;
     if pairs.iter().step_by(2).any(|key| ctx.contains(key)) {
         return Ok(reply::int(0));
     }

@@ -16,13 +16,14 @@ use std::collections::{HashMap, HashSet};
 
 use rand::Rng;
 
-use super::keys::{parse_cursor, parse_scan_options};
-use super::sets::{random_reply_len, scan_reply, store_or_delete, NOT_POSITIVE};
+use super::keys::scan_collection;
+use super::sets::{random_reply_len, store_or_delete};
 use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{float_arg, int_arg, is, positive_arg, signed_count_arg};
+use crate::memory::args::{
+    float_arg, index_range, int_arg, is, positive_arg, random_count_with, NOT_POSITIVE,
+};
 use crate::memory::error::CmdError;
 use crate::memory::float::{format_g17, parse_double};
-use crate::memory::glob::glob_match;
 use crate::memory::reply;
 use crate::memory::value::{Bytes, Value};
 use crate::memory::zset::{LexRange, Score, ScoreRange, ZSet};
@@ -466,29 +467,6 @@ enum Sink<'a> {
     Store(&'a [u8]),
 }
 
-/// The clamped ranks `start..end` of an index range (negative indices count
-/// from the end), or `None` if it is empty. Shared by ZRANGE and
-/// ZREMRANGEBYRANK.
-fn rank_span(start: i64, end: i64, len: usize) -> Option<std::ops::Range<usize>> {
-    let len = i64::try_from(len).unwrap_or(i64::MAX);
-    let start = if start < 0 {
-        len.saturating_add(start)
-    } else {
-        start
-    }
-    .max(0);
-    let end = if end < 0 {
-        len.saturating_add(end)
-    } else {
-        end
-    };
-    if start > end || start >= len {
-        return None;
-    }
-    let end = end.min(len - 1);
-    Some(usize::try_from(start).ok()?..usize::try_from(end).ok()? + 1)
-}
-
 /// The members a selection picks, in reply order. `offset` and `limit` are
 /// LIMIT's (a negative offset selects nothing, a negative limit everything).
 fn select<'z>(
@@ -503,7 +481,7 @@ fn select<'z>(
     // range (Redis skips the offset without checking the range).
     let first = match selection {
         Selection::Rank(start, end) => {
-            let Some(span) = rank_span(*start, *end, z.len()) else {
+            let Some(span) = index_range(*start, *end, z.len()) else {
                 return Vec::new();
             };
             return if reverse {
@@ -673,7 +651,7 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, key: &[u8], selection: Selection) -> Cmd
         return Ok(reply::int(0));
     };
     let span = match &selection {
-        Selection::Rank(start, end) => rank_span(*start, *end, z.len()).unwrap_or(0..0),
+        Selection::Rank(start, end) => index_range(*start, *end, z.len()).unwrap_or(0..0),
         Selection::Score(range) => z.score_span(range),
         Selection::Lex(range) => z.lex_span(range),
     };
@@ -745,15 +723,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         let picked = z.get(rand::rng().random_range(0..z.len().max(1)));
         return Ok(picked.map_or_else(reply::nil, |(m, _)| reply::bulk(m)));
     };
-    let count = signed_count_arg(count)?;
-    let withscores = match args.get(3..) {
-        Some([]) | None => false,
-        Some([opt]) if is(opt, "withscores") => true,
-        _ => return Err(CmdError::Syntax),
-    };
-    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return Err(CmdError::err("value is out of range"));
-    }
+    let (count, withscores) = random_count_with(count, &args[3..], "withscores")?;
     let Some(z) = ctx.read::<ZSet>(args[1])? else {
         return Ok(reply::array(Vec::new()));
     };
@@ -1108,24 +1078,19 @@ fn scan_score_text(score: f64, listpack: bool) -> String {
     format_g17(score)
 }
 
-/// ZSCAN key cursor [MATCH pattern] [COUNT count]: every match at once with
-/// cursor 0 (see [`scan_reply`]), in score order.
+/// ZSCAN: every matching member and its score at once (see
+/// [`scan_collection`]), in score order.
 fn zscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    parse_cursor(args[2])?;
-    let Some(z) = ctx.read::<ZSet>(args[1])? else {
-        return Ok(scan_reply(Vec::new()));
-    };
-    let opts = parse_scan_options(&args[3..], false)?;
-    let listpack =
-        z.len() <= LISTPACK_MAX_ENTRIES && z.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
-    let mut items = Vec::new();
-    for (member, score) in z.iter() {
-        if opts.pattern.is_none_or(|p| glob_match(p, member, false)) {
+    scan_collection::<ZSet>(ctx, args, |z, matches| {
+        let listpack =
+            z.len() <= LISTPACK_MAX_ENTRIES && z.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
+        let mut items = Vec::new();
+        for (member, score) in z.iter().filter(|(m, _)| matches(m)) {
             items.push(reply::bulk(member));
             items.push(reply::bulk(scan_score_text(score, listpack)));
         }
-    }
-    Ok(scan_reply(items))
+        items
+    })
 }
 
 #[cfg(test)]

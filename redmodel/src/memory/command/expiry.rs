@@ -210,7 +210,8 @@ fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Removes the TTL of `key`, changing (and signalling) only a key that has
 /// one; whether it had one.
 pub(crate) fn persist_key(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
-    if !ctx.entry(key).is_some_and(|e| e.expire_at.is_some()) {
+    let has_ttl = ctx.entry(key).is_some_and(|e| e.expire_at.is_some());
+    if !has_ttl {
         return false;
     }
     ctx.ks().set_expire(key, None);

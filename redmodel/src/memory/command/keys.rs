@@ -4,7 +4,7 @@
 use redis::Value as Reply;
 
 use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is};
+use crate::memory::args::{int_arg, is, split_sign};
 use crate::memory::error::CmdError;
 use crate::memory::glob::glob_match;
 use crate::memory::reply;
@@ -104,12 +104,10 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdRes
 /// "invalid cursor".
 fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
     let invalid = || CmdError::err("invalid cursor");
-    let (negative, digits) = match arg.first() {
-        None => return Ok(0),
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        Some(_) => (false, arg),
-    };
+    if arg.is_empty() {
+        return Ok(0);
+    }
+    let (negative, digits) = split_sign(arg);
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return Err(invalid());
     }

@@ -162,6 +162,25 @@ impl Ctx<'_> {
         self.ks().read(key, now)
     }
 
+    /// The values at `keys`, for the commands that read several at once
+    /// (SINTER, ZUNIONSTORE...): looked up in argument order as Redis does
+    /// (passive expiry included), WRONGTYPE for the first value `accept`
+    /// refuses even after a missing key, `None` for a missing key.
+    pub(crate) fn read_all(
+        &mut self,
+        keys: &[&[u8]],
+        accept: fn(&Value) -> bool,
+    ) -> Result<Vec<Option<&Value>>, CmdError> {
+        for key in keys {
+            if self.value(key).is_some_and(|v| !accept(v)) {
+                return Err(CmdError::WrongType);
+            }
+        }
+        let now = self.now;
+        let ks = &*self.ks();
+        Ok(keys.iter().map(|key| ks.peek(key, now)).collect())
+    }
+
     /// Mutable access to the value at `key` as type `T`, if any.
     pub(crate) fn write<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&mut T>, CmdError> {
         let now = self.now;

@@ -155,18 +155,10 @@ pub(super) fn store_or_delete(
     Ok(reply::int(len))
 }
 
-/// The sets at `keys`, looked up in order: `None` for a missing key,
-/// WRONGTYPE for the first key holding something else.
+/// The sets at `keys` (see [`Ctx::read_all`]): `None` for a missing key.
 fn read_sets<'c>(ctx: &'c mut Ctx<'_>, keys: &[&[u8]]) -> Result<Vec<Option<&'c Set>>, CmdError> {
-    for key in keys {
-        ctx.read::<Set>(key)?; // passive expiry and the type check, in order
-    }
-    let now = ctx.now;
-    let ks = &*ctx.ks();
-    Ok(keys
-        .iter()
-        .map(|key| ks.peek(key, now).and_then(Set::of))
-        .collect())
+    let values = ctx.read_all(keys, |v| Set::of(v).is_some())?;
+    Ok(values.into_iter().map(|v| v.and_then(Set::of)).collect())
 }
 
 fn members_reply<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> redis::Value {

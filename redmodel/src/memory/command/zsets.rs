@@ -972,12 +972,7 @@ fn setop_generic(
         return Err(CmdError::Syntax);
     };
     // Keys are checked (and expired) in order before any option is read.
-    for key in keys {
-        match ctx.value(key) {
-            None | Some(Value::Set(_) | Value::ZSet(_)) => {}
-            Some(_) => return Err(CmdError::WrongType),
-        }
-    }
+    let values = ctx.read_all(keys, |v| matches!(v, Value::Set(_) | Value::ZSet(_)))?;
     let opts = parse_setop_options(
         &args[first_key + keys.len()..],
         keys.len(),
@@ -985,13 +980,11 @@ fn setop_generic(
         dst.is_some(),
         card_only,
     )?;
-    let now = ctx.now;
-    let ks = &*ctx.ks();
-    let sources: Vec<(Source<'_>, f64)> = keys
-        .iter()
+    let sources: Vec<(Source<'_>, f64)> = values
+        .into_iter()
         .zip(&opts.weights)
-        .map(|(key, &w)| {
-            let src = match ks.peek(key, now) {
+        .map(|(value, &w)| {
+            let src = match value {
                 Some(Value::Set(s)) => Source::Set(s),
                 Some(Value::ZSet(z)) => Source::Sorted(z),
                 _ => Source::Missing,

@@ -21,7 +21,7 @@ use rand::Rng;
 
 use super::keys::scan_collection;
 use super::sets::random_reply_len;
-use super::{arity_error, CmdResult, Ctx, Spec};
+use super::{arity_error, remove_elements, CmdResult, Ctx, Spec};
 use crate::memory::args::{int_arg, is, parse_i64, random_count_with};
 use crate::memory::error::CmdError;
 use crate::memory::float::LongDouble;
@@ -215,19 +215,7 @@ fn flatten<'a>(
 
 /// Deleting the last field deletes the key.
 fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let key = args[1];
-    let Some(hash) = ctx.write::<Hash>(key)? else {
-        return Ok(reply::int(0));
-    };
-    let deleted = args[2..]
-        .iter()
-        .filter(|f| hash.remove(**f).is_some())
-        .count();
-    if deleted > 0 {
-        ctx.drop_if_empty(key);
-        ctx.modified(key);
-    }
-    Ok(reply::int(deleted))
+    remove_elements::<Hash>(ctx, args, |hash, field| hash.remove(field).is_some())
 }
 
 fn hexists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

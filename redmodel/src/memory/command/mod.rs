@@ -12,6 +12,7 @@ use redis::Value as Reply;
 
 use super::error::CmdError;
 use super::keyspace::{Entry, Keyspace};
+use super::reply;
 use super::store::Store;
 use super::value::{Kind, Value};
 
@@ -217,6 +218,27 @@ impl Ctx<'_> {
     pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
         self.ks().drop_if_empty(key)
     }
+}
+
+/// HDEL, SREM and ZREM: removes the elements `args[2..]` from the
+/// collection at `args[1]` with `remove` (which tells whether the element
+/// was there) and replies how many were. Like Redis, deletes a collection
+/// left empty, and marks the key modified only if something was removed.
+pub(crate) fn remove_elements<T: Kind>(
+    ctx: &mut Ctx<'_>,
+    args: &[&[u8]],
+    remove: fn(&mut T, &[u8]) -> bool,
+) -> CmdResult {
+    let key = args[1];
+    let Some(collection) = ctx.write::<T>(key)? else {
+        return Ok(reply::int(0));
+    };
+    let removed = args[2..].iter().filter(|e| remove(collection, e)).count();
+    if removed > 0 {
+        ctx.drop_if_empty(key);
+        ctx.modified(key);
+    }
+    Ok(reply::int(removed))
 }
 
 /// Runs one command (not a transaction-control one) against the store.

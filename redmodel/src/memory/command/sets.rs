@@ -14,14 +14,14 @@
 //! - SSCAN returns every match in one reply with cursor 0, see
 //!   [`scan_collection`].
 //!
-//! A few helpers here are shared with the sorted-set commands.
+//! A few helpers here are shared with the sorted-set and hash commands.
 
 use std::collections::HashSet;
 
 use rand::seq::{IndexedRandom, IteratorRandom};
 
 use super::keys::scan_collection;
-use super::{CmdResult, Ctx, Spec};
+use super::{remove_elements, CmdResult, Ctx, Spec};
 use crate::memory::args::{is, parse_i64, positive_arg, signed_count_arg, NOT_POSITIVE};
 use crate::memory::error::CmdError;
 use crate::memory::reply;
@@ -182,24 +182,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn srem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let key = args[1];
-    let Some(set) = ctx.write::<Set>(key)? else {
-        return Ok(reply::int(0));
-    };
-    let mut removed = 0;
-    for member in &args[2..] {
-        if set.remove(*member) {
-            removed += 1;
-            if set.is_empty() {
-                break;
-            }
-        }
-    }
-    if removed > 0 {
-        ctx.drop_if_empty(key);
-        ctx.modified(key);
-    }
-    Ok(reply::int(removed))
+    remove_elements::<Set>(ctx, args, |set, member| set.remove(member))
 }
 
 fn sismember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

@@ -18,7 +18,7 @@ use rand::Rng;
 
 use super::keys::scan_collection;
 use super::sets::{random_reply_len, store_or_delete};
-use super::{CmdResult, Ctx, Spec};
+use super::{remove_elements, CmdResult, Ctx, Spec};
 use crate::memory::args::{
     float_arg, index_range, int_arg, is, positive_arg, random_count_with, NOT_POSITIVE,
 };
@@ -363,24 +363,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
 // ------------------------------------------------------- simple reads
 
 fn zrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let key = args[1];
-    let Some(z) = ctx.write::<ZSet>(key)? else {
-        return Ok(reply::int(0));
-    };
-    let mut deleted = 0;
-    for member in &args[2..] {
-        if z.remove(member) {
-            deleted += 1;
-        }
-        if z.is_empty() {
-            break;
-        }
-    }
-    if deleted > 0 {
-        ctx.drop_if_empty(key);
-        ctx.modified(key);
-    }
-    Ok(reply::int(deleted))
+    remove_elements::<ZSet>(ctx, args, |z, member| z.remove(member))
 }
 
 fn zscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

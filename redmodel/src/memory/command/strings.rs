@@ -10,11 +10,13 @@
 //!   INCR, INCRBYFLOAT, APPEND and SETRANGE keep it;
 //! - a key is marked modified (for WATCH) only when Redis signals it.
 
+use std::ops::Range;
+
 use redis::Value as Reply;
 
 use super::expiry::{absolute_ms, expire_key_at, invalid_expire_time, persist_key, Unit};
 use super::{arity_error, CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is, parse_i64};
+use crate::memory::args::{index_range, int_arg, is, parse_i64};
 use crate::memory::error::CmdError;
 use crate::memory::float::LongDouble;
 use crate::memory::reply;
@@ -424,28 +426,23 @@ fn getrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(reply::bulk(Vec::new()));
     };
     let range = substring_range(s.len(), start, end);
-    let bytes = range.and_then(|(from, to)| s.get(from..=to)).unwrap_or(&[]);
+    let bytes = range.and_then(|r| s.get(r)).unwrap_or(&[]);
     Ok(reply::bulk(bytes))
 }
 
-/// The byte range GETRANGE returns, `None` for an empty reply.
-fn substring_range(len: usize, mut start: i64, mut end: i64) -> Option<(usize, usize)> {
-    let len = i64::try_from(len).ok()?;
+/// The byte range GETRANGE returns, `None` for an empty reply. LRANGE's
+/// rules, but for two: both ends counted from the end and crossed select
+/// nothing, and an end before the first byte is clamped to it.
+fn substring_range(len: usize, start: i64, end: i64) -> Option<Range<usize>> {
     if start < 0 && end < 0 && start > end {
         return None;
     }
-    if start < 0 {
-        start = start.saturating_add(len);
-    }
-    if end < 0 {
-        end = end.saturating_add(len);
-    }
-    let start = start.max(0);
-    let end = end.max(0).min(len - 1);
-    if start > end || len == 0 {
-        return None;
-    }
-    Some((usize::try_from(start).ok()?, usize::try_from(end).ok()?))
+    let end = if end < 0 {
+        end.saturating_add(i64::try_from(len).ok()?).max(0)
+    } else {
+        end
+    };
+    index_range(start, end, len)
 }
 
 /// SETRANGE: overwrite from `offset`, padding with zero bytes. An empty

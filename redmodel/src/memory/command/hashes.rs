@@ -16,11 +16,10 @@
 
 use std::collections::HashMap;
 
-use rand::seq::index;
 use rand::Rng;
 
 use super::keys::scan_collection;
-use super::sets::random_reply_len;
+use super::sets::RandomPicks;
 use super::{arity_error, remove_elements, CmdResult, Ctx, Spec};
 use crate::memory::args::{int_arg, is, parse_i64, random_count_with};
 use crate::memory::error::CmdError;
@@ -285,7 +284,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// The count is checked before the key is looked up; a positive count
 /// gives distinct fields (the whole hash if it is not larger), a negative
 /// one `|count|` independent picks, repeats allowed, up to the engine's
-/// limit (see [`random_reply_len`]; HRANDFIELD says only "value is out of
+/// limit (see [`RandomPicks`]; HRANDFIELD says only "value is out of
 /// range" when refused).
 fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(count_arg) = args.get(2) else {
@@ -300,26 +299,10 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     } else {
         Parts::Fields
     };
-    let entries: Vec<(&Bytes, &Bytes)> = hash.iter().collect();
-    let mut rng = rand::rng();
-    let picks: Vec<usize> = if count < 0 {
-        if entries.is_empty() {
-            Vec::new()
-        } else {
-            let n = random_reply_len(count.unsigned_abs())
-                .map_err(|_| CmdError::err("value is out of range"))?;
-            (0..n).map(|_| rng.random_range(0..entries.len())).collect()
-        }
-    } else {
-        let n = usize::try_from(count).unwrap_or(usize::MAX);
-        if n >= entries.len() {
-            (0..entries.len()).collect()
-        } else {
-            index::sample(&mut rng, entries.len(), n).into_vec()
-        }
-    };
-    let chosen = picks.into_iter().filter_map(|i| entries.get(i).copied());
-    Ok(reply::array(flatten(chosen, parts)))
+    let picks =
+        RandomPicks::new(count, hash.len()).map_err(|_| CmdError::err("value is out of range"))?;
+    let chosen = picks.select(hash.iter().collect());
+    Ok(reply::array(flatten(chosen.into_iter(), parts)))
 }
 
 /// HRANDFIELD without a count: one field as a bulk string, nil if no key.

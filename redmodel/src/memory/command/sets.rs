@@ -18,7 +18,8 @@
 
 use std::collections::HashSet;
 
-use rand::seq::{IndexedRandom, IteratorRandom};
+use rand::seq::{index, IteratorRandom};
+use rand::Rng;
 
 use super::keys::scan_collection;
 use super::{remove_elements, CmdResult, Ctx, Spec};
@@ -125,16 +126,53 @@ pub(super) const COMMANDS: &[Spec] = &[
 /// This is the one place where the engine's reply differs from Redis's.
 const MAX_RANDOM_REPLY: u64 = 1 << 24;
 
-/// Checks the size of a random reply with repetitions (see [`MAX_RANDOM_REPLY`]).
-pub(super) fn random_reply_len(count: u64) -> Result<usize, CmdError> {
-    usize::try_from(count)
-        .ok()
-        .filter(|_| count <= MAX_RANDOM_REPLY)
-        .ok_or_else(|| {
-            CmdError::err(format!(
-                "value is out of range: the in-memory engine builds at most {MAX_RANDOM_REPLY} random elements per reply"
-            ))
-        })
+/// What SRANDMEMBER, HRANDFIELD and ZRANDMEMBER reply with for a count,
+/// as Redis's `*RandMemberWithCountCommand`s decide it.
+pub(super) enum RandomPicks {
+    /// Every element once, in the collection's own order.
+    All,
+    /// The positions of the picked elements, in reply order.
+    Ranks(Vec<usize>),
+}
+
+impl RandomPicks {
+    /// Picks among `len` elements: a negative `count` makes `|count|`
+    /// independent draws, repeats allowed (refused past
+    /// [`MAX_RANDOM_REPLY`]); a positive one distinct elements, all of them
+    /// if `count` is not smaller than `len`.
+    pub(super) fn new(count: i64, len: usize) -> Result<RandomPicks, CmdError> {
+        let mut rng = rand::rng();
+        if count < 0 {
+            if len == 0 {
+                return Ok(RandomPicks::Ranks(Vec::new()));
+            }
+            let n = count.unsigned_abs();
+            if n > MAX_RANDOM_REPLY {
+                return Err(CmdError::err(format!(
+                    "value is out of range: the in-memory engine builds at most {MAX_RANDOM_REPLY} random elements per reply"
+                )));
+            }
+            let draws = (0..n).map(|_| rng.random_range(0..len));
+            return Ok(RandomPicks::Ranks(draws.collect()));
+        }
+        let n = usize::try_from(count).unwrap_or(usize::MAX);
+        if n >= len {
+            return Ok(RandomPicks::All);
+        }
+        Ok(RandomPicks::Ranks(
+            index::sample(&mut rng, len, n).into_vec(),
+        ))
+    }
+
+    /// The picked elements of `all` (the collection in its own order).
+    pub(super) fn select<T: Copy>(self, all: Vec<T>) -> Vec<T> {
+        match self {
+            RandomPicks::All => all,
+            RandomPicks::Ranks(ranks) => {
+                ranks.iter().filter_map(|&i| all.get(i).copied()).collect()
+            }
+        }
+    }
 }
 
 /// Stores the result of a STORE command as Redis's `setKey` does (the old
@@ -395,20 +433,8 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
     let Some(set) = ctx.read::<Set>(key)? else {
         return Ok(reply::array(Vec::new()));
     };
-    let mut rng = rand::rng();
-    let wanted = count.unsigned_abs();
-    if count < 0 {
-        // Repetitions allowed: independent draws.
-        let n = random_reply_len(wanted)?;
-        let all: Vec<&Bytes> = set.iter().collect();
-        let picks = (0..n).filter_map(|_| all.choose(&mut rng).copied());
-        return Ok(members_reply(picks));
-    }
-    if wanted >= set.len() as u64 {
-        return Ok(members_reply(set));
-    }
-    let n = usize::try_from(wanted).unwrap_or(usize::MAX);
-    Ok(members_reply(set.iter().choose_multiple(&mut rng, n)))
+    let picks = RandomPicks::new(count, set.len())?;
+    Ok(members_reply(picks.select(set.iter().collect())))
 }
 
 /// SSCAN: every matching member at once (see [`scan_collection`]).

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use rand::Rng;
 
 use super::keys::scan_collection;
-use super::sets::{random_reply_len, store_or_delete};
+use super::sets::{store_or_delete, RandomPicks};
 use super::{remove_elements, CmdResult, Ctx, Spec};
 use crate::memory::args::{
     float_arg, index_range, int_arg, is, positive_arg, random_count_with, NOT_POSITIVE,
@@ -710,26 +710,14 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(z) = ctx.read::<ZSet>(args[1])? else {
         return Ok(reply::array(Vec::new()));
     };
-    let mut rng = rand::rng();
-    let wanted = count.unsigned_abs();
-    let len = z.len();
-    if count < 0 {
-        // Repetitions allowed: independent draws.
-        let n = random_reply_len(wanted)?;
-        let picks = (0..n).filter_map(|_| z.get(rng.random_range(0..len.max(1))));
-        return Ok(pairs_reply(picks, withscores));
-    }
-    if wanted >= len as u64 {
+    Ok(match RandomPicks::new(count, z.len())? {
         // The whole set, from the highest member down: Redis's set
         // operation iterator walks sorted sets backwards.
-        return Ok(pairs_reply(z.iter().rev(), withscores));
-    }
-    let n = usize::try_from(wanted).unwrap_or(usize::MAX);
-    let ranks = rand::seq::index::sample(&mut rng, len, n);
-    Ok(pairs_reply(
-        ranks.iter().filter_map(|r| z.get(r)),
-        withscores,
-    ))
+        RandomPicks::All => pairs_reply(z.iter().rev(), withscores),
+        RandomPicks::Ranks(ranks) => {
+            pairs_reply(ranks.into_iter().filter_map(|r| z.get(r)), withscores)
+        }
+    })
 }
 
 // ------------------------------------------------------ set operations

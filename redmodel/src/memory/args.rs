@@ -1,6 +1,8 @@
 //! Parsing of command arguments with Redis's own rules (Redis is stricter
 //! than Rust's `str::parse`: no `+` sign, no leading zeros, no spaces).
 
+use std::ops::Range;
+
 use super::error::CmdError;
 use super::float::parse_double;
 
@@ -38,14 +40,28 @@ pub(crate) fn parse_i64(bytes: &[u8]) -> Option<i64> {
     }
 }
 
+/// An optional sign and what follows it: `(negative, rest)`. Shared by the
+/// number readers that, like C's `strtod` and `strtoul`, accept `+`.
+pub(crate) fn split_sign(bytes: &[u8]) -> (bool, &[u8]) {
+    match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, bytes),
+    }
+}
+
 /// An integer argument, or "value is not an integer or out of range".
 pub(crate) fn int_arg(bytes: &[u8]) -> Result<i64, CmdError> {
     parse_i64(bytes).ok_or(CmdError::NotInteger)
 }
 
+/// Redis's default message for a count that must not be negative (the
+/// count of LPOP, SPOP, ZPOPMIN and others).
+pub(crate) const NOT_POSITIVE: &str = "value is out of range, must be positive";
+
 /// Redis's `getPositiveLongFromObjectOrReply`: a count in 0..=i64::MAX.
 /// Anything else, a non-integer included, gets `msg` (Redis's default is
-/// "value is out of range, must be positive").
+/// [`NOT_POSITIVE`]).
 pub(crate) fn positive_arg(bytes: &[u8], msg: &'static str) -> Result<usize, CmdError> {
     parse_i64(bytes)
         .and_then(|n| usize::try_from(n).ok())
@@ -61,6 +77,44 @@ pub(crate) fn signed_count_arg(bytes: &[u8]) -> Result<i64, CmdError> {
         )),
         n => Ok(n),
     }
+}
+
+/// The `count [WITHVALUES|WITHSCORES]` of HRANDFIELD and ZRANDMEMBER
+/// (`flag` names the option), checked in Redis's order: the count, then
+/// the option, then (with the option) that the doubled reply length still
+/// fits, as Redis caps such a count at half the range. Returns the count
+/// and whether the option was given.
+pub(crate) fn random_count_with(
+    count: &[u8],
+    rest: &[&[u8]],
+    flag: &str,
+) -> Result<(i64, bool), CmdError> {
+    let count = signed_count_arg(count)?;
+    let with = match rest {
+        [] => false,
+        [opt] if is(opt, flag) => true,
+        _ => return Err(CmdError::Syntax),
+    };
+    if with && count.unsigned_abs() > (i64::MAX / 2).unsigned_abs() {
+        return Err(CmdError::err("value is out of range"));
+    }
+    Ok((count, with))
+}
+
+/// The ranks `start..end` that the inclusive index range `start..=stop`
+/// of LRANGE, LTRIM, ZRANGE and ZREMRANGEBYRANK selects in a collection of
+/// `len` elements (negative indices count from the end, -1 being the
+/// last), clamped to the collection; `None` when it selects nothing.
+pub(crate) fn index_range(start: i64, stop: i64, len: usize) -> Option<Range<usize>> {
+    let len = i64::try_from(len).unwrap_or(i64::MAX);
+    let from_end = |i: i64| if i < 0 { len.saturating_add(i) } else { i };
+    let start = from_end(start).max(0);
+    let stop = from_end(stop);
+    if start > stop || start >= len {
+        return None;
+    }
+    let stop = stop.min(len - 1);
+    Some(usize::try_from(start).ok()?..usize::try_from(stop).ok()? + 1)
 }
 
 /// A float argument, or "value is not a valid float".

@@ -29,6 +29,8 @@
 
 use std::cmp::Ordering;
 
+use super::args::split_sign;
+
 // ---------------------------------------------------------------------------
 // Doubles
 // ---------------------------------------------------------------------------
@@ -331,11 +333,7 @@ const EXP_LIMIT: i64 = 1 << 50;
 /// stop early (garbage, a leading space, an empty string) or read a NaN:
 /// Redis refuses all of these alike.
 fn scan(s: &[u8]) -> Option<(bool, Number<'_>)> {
-    let (negative, rest) = match s.first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
+    let (negative, rest) = split_sign(s);
     if rest.eq_ignore_ascii_case(b"inf") || rest.eq_ignore_ascii_case(b"infinity") {
         return Some((negative, Number::Infinite));
     }
@@ -382,11 +380,7 @@ fn scan(s: &[u8]) -> Option<(bool, Number<'_>)> {
 /// The exponent after `e` or `p`: an optional sign and at least one digit,
 /// to the end of the string.
 fn parse_exponent(s: &[u8]) -> Option<i64> {
-    let (negative, digits) = match s.first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
+    let (negative, digits) = split_sign(s);
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
@@ -576,12 +570,15 @@ struct Big {
 }
 
 impl Big {
-    fn from_u128(v: u128) -> Big {
-        let mut big = Big {
-            limbs: vec![v as u64, (v >> 64) as u64],
-        };
+    /// The number with these limbs, zero limbs at the top dropped.
+    fn from_limbs(limbs: Vec<u64>) -> Big {
+        let mut big = Big { limbs };
         big.normalize();
         big
+    }
+
+    fn from_u128(v: u128) -> Big {
+        Big::from_limbs(vec![v as u64, (v >> 64) as u64])
     }
 
     fn normalize(&mut self) {
@@ -715,9 +712,7 @@ impl Big {
             }
         }
         limbs.push(carry);
-        let mut big = Big { limbs };
-        big.normalize();
-        big
+        Big::from_limbs(limbs)
     }
 
     fn shr(&self, n: u64) -> Big {
@@ -733,9 +728,7 @@ impl Big {
                 low | high
             })
             .collect();
-        let mut big = Big { limbs };
-        big.normalize();
-        big
+        Big::from_limbs(limbs)
     }
 
     fn add(&self, other: &Big) -> Big {
@@ -751,9 +744,7 @@ impl Big {
             carry = u64::from(o1) + u64::from(o2);
         }
         limbs.push(carry);
-        let mut big = Big { limbs };
-        big.normalize();
-        big
+        Big::from_limbs(limbs)
     }
 
     /// `self - other`, for `self >= other`.
@@ -767,9 +758,7 @@ impl Big {
             limbs.push(d2);
             borrow = u64::from(o1) + u64::from(o2);
         }
-        let mut big = Big { limbs };
-        big.normalize();
-        big
+        Big::from_limbs(limbs)
     }
 
     /// The quotient `self / divisor` (which must fit 127 bits: callers
@@ -824,7 +813,7 @@ impl PartialOrd for Big {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::Engine;
+    use crate::memory::command::test_util::{bulk, conn, run};
     use redis::Value;
 
     #[test]
@@ -1143,25 +1132,15 @@ mod tests {
         assert_eq!(format_fixed(false, 3, 4, 2), "48.00");
     }
 
-    fn run(c: &mut crate::memory::Connection, args: &[&str]) -> Value {
-        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        c.execute(&args)
-    }
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
-
     #[test]
     fn incrbyfloat_through_the_engine() {
-        let e = Engine::new();
-        let mut c = e.connection();
-        assert_eq!(run(&mut c, &["SET", "k", "10.5"]), Value::Okay);
-        assert_eq!(run(&mut c, &["INCRBYFLOAT", "k", "0.1"]), bulk("10.6"));
-        assert_eq!(run(&mut c, &["GET", "k"]), bulk("10.6"));
-        assert_eq!(run(&mut c, &["INCRBYFLOAT", "f", "5.0e3"]), bulk("5000"));
-        assert_eq!(run(&mut c, &["SET", "big", "1e308"]), Value::Okay);
-        let Value::BulkString(doubled) = run(&mut c, &["INCRBYFLOAT", "big", "1e308"]) else {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "SET k 10.5"), Value::Okay);
+        assert_eq!(run(&mut c, "INCRBYFLOAT k 0.1"), bulk("10.6"));
+        assert_eq!(run(&mut c, "GET k"), bulk("10.6"));
+        assert_eq!(run(&mut c, "INCRBYFLOAT f 5.0e3"), bulk("5000"));
+        assert_eq!(run(&mut c, "SET big 1e308"), Value::Okay);
+        let Value::BulkString(doubled) = run(&mut c, "INCRBYFLOAT big 1e308") else {
             panic!("not a bulk string");
         };
         assert!(doubled.starts_with(b"199999999999999999993371759311691291321"));

@@ -37,6 +37,8 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::args::split_sign;
+
 /// A member's bytes, shared by the two views of a [`ZSet`].
 pub(crate) type Member = Arc<[u8]>;
 
@@ -388,11 +390,7 @@ fn strtod_whole(bytes: &[u8]) -> Option<f64> {
         .iter()
         .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
     let body = text.get(start..).unwrap_or_default();
-    let (negative, unsigned) = match body.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        _ => (false, body),
-    };
+    let (negative, unsigned) = split_sign(body);
     let magnitude = match unsigned {
         [b'0', b'x' | b'X', hex @ ..] => parse_hex_float(hex)?,
         _ => {
@@ -442,11 +440,7 @@ fn parse_hex_float(text: &[u8]) -> Option<f64> {
         return None;
     }
     if let Some(exp) = exponent_text {
-        let (negative, exp_digits) = match exp.split_first() {
-            Some((b'-', rest)) => (true, rest),
-            Some((b'+', rest)) => (false, rest),
-            _ => (false, exp),
-        };
+        let (negative, exp_digits) = split_sign(exp);
         if exp_digits.is_empty() || !exp_digits.iter().all(u8::is_ascii_digit) {
             return None;
         }

@@ -149,14 +149,19 @@ fn expire_generic(
     if refused {
         return Ok(reply::int(0));
     }
+    expire_key_at(ctx, key, when);
+    Ok(reply::int(1))
+}
+
+/// Sets the expire time of an existing key to `when` (Unix ms); a time
+/// already reached deletes the key, as Redis's `checkAlreadyExpired`.
+pub(crate) fn expire_key_at(ctx: &mut Ctx<'_>, key: &[u8], when: i64) {
     if when <= ctx.now {
-        // A time in the past deletes the key, as Redis does.
         ctx.remove(key);
     } else {
         ctx.ks().set_expire(key, Some(when));
         ctx.modified(key);
     }
-    Ok(reply::int(1))
 }
 
 /// Remaining time to live in ms: -2 no key, -1 no expiry.
@@ -199,13 +204,17 @@ fn pexpiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let key = args[1];
-    match ctx.entry(key) {
-        Some(e) if e.expire_at.is_some() => {
-            ctx.ks().set_expire(key, None);
-            ctx.modified(key);
-            Ok(reply::int(1))
-        }
-        _ => Ok(reply::int(0)),
+    Ok(reply::int(i64::from(persist_key(ctx, args[1]))))
+}
+
+/// Removes the TTL of `key`, changing (and signalling) only a key that has
+/// one; whether it had one.
+pub(crate) fn persist_key(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
+    let has_ttl = ctx.entry(key).is_some_and(|e| e.expire_at.is_some());
+    if !has_ttl {
+        return false;
     }
+    ctx.ks().set_expire(key, None);
+    ctx.modified(key);
+    true
 }

@@ -16,15 +16,14 @@
 
 use std::collections::HashMap;
 
-use rand::seq::index;
 use rand::Rng;
 
-use super::keys::{parse_cursor, parse_scan_options};
-use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is, parse_i64};
+use super::keys::scan_collection;
+use super::sets::RandomPicks;
+use super::{arity_error, remove_elements, CmdResult, Ctx, Spec};
+use crate::memory::args::{int_arg, is, parse_i64, random_count_with};
 use crate::memory::error::CmdError;
 use crate::memory::float::LongDouble;
-use crate::memory::glob::glob_match;
 use crate::memory::reply;
 use crate::memory::value::Bytes;
 
@@ -118,7 +117,7 @@ pub(super) const COMMANDS: &[Spec] = &[
 /// field/value count is the handler's own arity error, with the same text.
 fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() % 2 == 1 {
-        return Err(super::lookup(args[0]).map_or(CmdError::Syntax, super::wrong_arity));
+        return Err(arity_error(args));
     }
     let key = args[1];
     let hash = ctx.write_or_create::<Hash>(key)?;
@@ -215,19 +214,7 @@ fn flatten<'a>(
 
 /// Deleting the last field deletes the key.
 fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let key = args[1];
-    let Some(hash) = ctx.write::<Hash>(key)? else {
-        return Ok(reply::int(0));
-    };
-    let deleted = args[2..]
-        .iter()
-        .filter(|f| hash.remove(**f).is_some())
-        .count();
-    if deleted > 0 {
-        ctx.drop_if_empty(key);
-        ctx.modified(key);
-    }
-    Ok(reply::int(deleted))
+    remove_elements::<Hash>(ctx, args, |hash, field| hash.remove(field).is_some())
 }
 
 fn hexists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -292,40 +279,18 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::bulk(text))
 }
 
-/// The `long double` zero: a missing field counts as 0.
-/// The most elements HRANDFIELD with a negative count may reply with.
-///
-/// Redis has no limit: `HRANDFIELD h -4611686018427387903 WITHVALUES` makes
-/// it build a reply until the machine runs out of memory (we saw the kernel
-/// kill it). An in-process engine must not take its host down, so a count
-/// whose reply would exceed this many picks gets Redis's own "value is out
-/// of range" error instead. No sensible client asks for more.
-const MAX_RANDOM_PICKS: u64 = 1 << 24;
-
 /// HRANDFIELD key [count [WITHVALUES]].
 ///
 /// The count is checked before the key is looked up; a positive count
 /// gives distinct fields (the whole hash if it is not larger), a negative
-/// one `|count|` independent picks, repeats allowed.
+/// one `|count|` independent picks, repeats allowed, up to the engine's
+/// limit (see [`RandomPicks`]; HRANDFIELD says only "value is out of
+/// range" when refused).
 fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(count_arg) = args.get(2) else {
         return random_field(ctx, args[1]);
     };
-    let count = int_arg(count_arg)?;
-    if count == i64::MIN {
-        return Err(CmdError::err(
-            "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-        ));
-    }
-    let with_values = match &args[3..] {
-        [] => false,
-        [opt] if is(opt, "withvalues") => true,
-        _ => return Err(CmdError::Syntax),
-    };
-    // Redis doubles the count for WITHVALUES, so it caps it at half the range.
-    if with_values && count.unsigned_abs() > (i64::MAX / 2).unsigned_abs() {
-        return Err(CmdError::err("value is out of range"));
-    }
+    let (count, with_values) = random_count_with(count_arg, &args[3..], "withvalues")?;
     let Some(hash) = ctx.read::<Hash>(args[1])? else {
         return Ok(reply::array(Vec::new()));
     };
@@ -334,27 +299,10 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     } else {
         Parts::Fields
     };
-    let entries: Vec<(&Bytes, &Bytes)> = hash.iter().collect();
-    let mut rng = rand::rng();
-    let picks: Vec<usize> = if count < 0 {
-        let n = count.unsigned_abs();
-        if entries.is_empty() {
-            Vec::new()
-        } else if n > MAX_RANDOM_PICKS {
-            return Err(CmdError::err("value is out of range"));
-        } else {
-            (0..n).map(|_| rng.random_range(0..entries.len())).collect()
-        }
-    } else {
-        let n = usize::try_from(count).unwrap_or(usize::MAX);
-        if n >= entries.len() {
-            (0..entries.len()).collect()
-        } else {
-            index::sample(&mut rng, entries.len(), n).into_vec()
-        }
-    };
-    let chosen = picks.into_iter().filter_map(|i| entries.get(i).copied());
-    Ok(reply::array(flatten(chosen, parts)))
+    let picks =
+        RandomPicks::new(count, hash.len()).map_err(|_| CmdError::err("value is out of range"))?;
+    let chosen = picks.select(hash.iter().collect());
+    Ok(reply::array(flatten(chosen.into_iter(), parts)))
 }
 
 /// HRANDFIELD without a count: one field as a bulk string, nil if no key.
@@ -370,33 +318,12 @@ fn random_field(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
         .map_or_else(reply::nil, |f| reply::bulk(f.clone())))
 }
 
-/// HSCAN key cursor [MATCH pattern] [COUNT count].
-///
-/// Redis parses the cursor, then looks the key up, and only then parses
-/// the options: a missing key answers an empty scan whatever the options.
-///
-/// Every call returns all matching fields and the cursor 0, whatever the
-/// cursor and COUNT. Redis does exactly that for hashes small enough to be
-/// stored as a listpack (and COUNT is only a hint anyway); for larger ones
-/// it walks its hash table in steps. One step holding everything keeps
-/// SCAN's guarantees (every field present for the whole iteration is
-/// returned, none twice within a call), while our `HashMap` offers no
-/// cursor that survives a rehash. The reply is never larger than HGETALL's.
+/// HSCAN: every matching field and its value at once (see
+/// [`scan_collection`]).
 fn hscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    parse_cursor(args[2])?;
-    let Some(hash) = ctx.read::<Hash>(args[1])? else {
-        return Ok(scan_reply(Vec::new()));
-    };
-    let opts = parse_scan_options(&args[3..], false)?;
-    let matching = hash
-        .iter()
-        .filter(|(field, _)| opts.pattern.is_none_or(|p| glob_match(p, field, false)));
-    Ok(scan_reply(flatten(matching, Parts::Both)))
-}
-
-/// A final SCAN-family step: cursor "0" and the items.
-fn scan_reply(items: Vec<redis::Value>) -> redis::Value {
-    reply::array(vec![reply::bulk("0"), reply::array(items)])
+    scan_collection::<Hash>(ctx, args, |hash, matches| {
+        flatten(hash.iter().filter(|(field, _)| matches(field)), Parts::Both)
+    })
 }
 
 /// Expected replies are the ones redis-server 7.0.15 gave to the same
@@ -405,67 +332,16 @@ fn scan_reply(items: Vec<redis::Value>) -> redis::Value {
 mod tests {
     use redis::Value;
 
-    use crate::memory::error::error_value;
-    use crate::memory::{Connection, Engine, ManualClock};
-
-    /// Runs a command written as space-separated words.
-    fn run(c: &mut Connection, line: &str) -> Value {
-        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        c.execute(&args)
-    }
-
-    fn int(n: i64) -> Value {
-        Value::Int(n)
-    }
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
-
-    fn bulks(items: &[&str]) -> Value {
-        Value::Array(items.iter().map(|s| bulk(s)).collect())
-    }
-
-    fn err(text: &str) -> Value {
-        error_value(text)
-    }
-
-    fn empty() -> Value {
-        Value::Array(Vec::new())
-    }
-
-    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-    const NOT_INT: &str = "ERR value is not an integer or out of range";
-
-    /// The bulk strings of an array reply, sorted (for unordered replies).
-    fn sorted(v: Value) -> Vec<String> {
-        let Value::Array(items) = v else {
-            panic!("not an array: {v:?}");
-        };
-        let mut out: Vec<String> = items
-            .into_iter()
-            .map(|i| match i {
-                Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-                other => panic!("not a bulk string: {other:?}"),
-            })
-            .collect();
-        out.sort();
-        out
-    }
+    use crate::memory::command::test_util::*;
+    use crate::memory::Connection;
 
     /// A flat field/value array as sorted pairs.
     fn pairs(v: Value) -> Vec<(String, String)> {
-        let Value::Array(items) = v else {
-            panic!("not an array: {v:?}");
-        };
-        let text = |i: &Value| match i {
-            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-            other => panic!("not a bulk string: {other:?}"),
-        };
+        let items = strings(v);
         assert_eq!(items.len() % 2, 0, "odd flat array");
         let mut out: Vec<(String, String)> = items
             .chunks(2)
-            .map(|p| (text(&p[0]), text(&p[1])))
+            .map(|p| (p[0].clone(), p[1].clone()))
             .collect();
         out.sort();
         out
@@ -476,20 +352,6 @@ mod tests {
             .iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect()
-    }
-
-    /// Whether `line`, run between WATCH and EXEC on the same connection,
-    /// aborts the transaction (i.e. it marked `key` modified).
-    fn touches(c: &mut Connection, key: &str, line: &str) -> bool {
-        assert_eq!(run(c, &format!("WATCH {key}")), Value::Okay);
-        run(c, line);
-        run(c, "MULTI");
-        run(c, "PING");
-        run(c, "EXEC") == Value::Nil
-    }
-
-    fn conn() -> Connection {
-        Engine::new().connection()
     }
 
     #[test]
@@ -663,7 +525,7 @@ mod tests {
         assert_eq!(run(&mut c, "HINCRBYFLOAT h e -0.25"), bulk("4999.75"));
         run(&mut c, "HSET h a 1");
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a 1.5"), bulk("2.5"));
-        let not_float = err("ERR value is not a valid float");
+        let not_float = err(NOT_FLOAT);
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a abc"), not_float);
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a nan"), not_float);
         assert_eq!(run(&mut c, "HINCRBYFLOAT h a "), not_float);
@@ -744,18 +606,9 @@ mod tests {
             run(&mut c, "HRANDFIELD h -4611686018427387904 WITHVALUES"),
             range
         );
-        assert_eq!(
-            run(&mut c, "HRANDFIELD h 1 WITHVALUE"),
-            err("ERR syntax error")
-        );
-        assert_eq!(
-            run(&mut c, "HRANDFIELD h 1 WITHVALUES x"),
-            err("ERR syntax error")
-        );
-        assert_eq!(
-            run(&mut c, "HRANDFIELD nokey 1 WITHVALUE"),
-            err("ERR syntax error")
-        );
+        assert_eq!(run(&mut c, "HRANDFIELD h 1 WITHVALUE"), err(SYNTAX));
+        assert_eq!(run(&mut c, "HRANDFIELD h 1 WITHVALUES x"), err(SYNTAX));
+        assert_eq!(run(&mut c, "HRANDFIELD nokey 1 WITHVALUE"), err(SYNTAX));
         assert_eq!(run(&mut c, "HRANDFIELD h 0"), empty());
         assert_eq!(run(&mut c, "HRANDFIELD h 0 WITHVALUES"), empty());
     }
@@ -846,13 +699,10 @@ mod tests {
             scan(&mut c, "HSCAN h 0 match [ab] count 1"),
             owned(&[("a", "1"), ("b", "2")])
         );
-        assert_eq!(run(&mut c, "HSCAN h 0 COUNT 0"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HSCAN h 0 COUNT 0"), err(SYNTAX));
         assert_eq!(run(&mut c, "HSCAN h 0 COUNT x"), err(NOT_INT));
-        assert_eq!(
-            run(&mut c, "HSCAN h 0 TYPE string"),
-            err("ERR syntax error")
-        );
-        assert_eq!(run(&mut c, "HSCAN h 0 MATCH"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "HSCAN h 0 TYPE string"), err(SYNTAX));
+        assert_eq!(run(&mut c, "HSCAN h 0 MATCH"), err(SYNTAX));
         // `*` matches the empty field; any other pattern needs a character.
         c.execute(&[b"HSET", b"e", b"", b"x"]);
         assert_eq!(scan(&mut c, "HSCAN e 0 MATCH *"), owned(&[("", "x")]));
@@ -862,9 +712,7 @@ mod tests {
 
     #[test]
     fn field_writes_keep_the_ttl() {
-        let clock = ManualClock::new(1_000_000);
-        let engine = Engine::with_clock(clock.clone());
-        let mut c = engine.connection();
+        let (clock, mut c) = clocked(1_000_000);
         run(&mut c, "HSET h a 1");
         run(&mut c, "EXPIRE h 100");
         run(&mut c, "HSET h b 2");

@@ -1,9 +1,14 @@
-//! Generic key commands: DEL UNLINK EXISTS TYPE RENAME RENAMENX SCAN KEYS.
+//! Generic key commands: DEL UNLINK EXISTS TYPE RENAME RENAMENX SCAN KEYS,
+//! and the scan of one collection behind HSCAN, SSCAN and ZSCAN.
+
+use redis::Value as Reply;
 
 use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{is, parse_i64};
+use crate::memory::args::{int_arg, is, split_sign};
 use crate::memory::error::CmdError;
+use crate::memory::glob::glob_match;
 use crate::memory::reply;
+use crate::memory::value::Kind;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -97,14 +102,12 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdRes
 /// optional sign (a negative cursor wraps around), decimal digits, nothing
 /// else; the empty string is cursor 0; a leading space or an overflow is
 /// "invalid cursor".
-pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
+fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
     let invalid = || CmdError::err("invalid cursor");
-    let (negative, digits) = match arg.first() {
-        None => return Ok(0),
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        Some(_) => (false, arg),
-    };
+    if arg.is_empty() {
+        return Ok(0);
+    }
+    let (negative, digits) = split_sign(arg);
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return Err(invalid());
     }
@@ -123,14 +126,14 @@ pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, CmdError> {
 }
 
 /// The options shared by SCAN, HSCAN, SSCAN and ZSCAN.
-pub(crate) struct ScanOptions<'a> {
-    pub(crate) pattern: Option<&'a [u8]>,
-    pub(crate) count: usize,
-    pub(crate) type_name: Option<&'a [u8]>,
+struct ScanOptions<'a> {
+    pattern: Option<&'a [u8]>,
+    count: usize,
+    type_name: Option<&'a [u8]>,
 }
 
 /// Parses `[MATCH pattern] [COUNT n]` (and `[TYPE t]` if `allow_type`).
-pub(crate) fn parse_scan_options<'a>(
+fn parse_scan_options<'a>(
     opts: &[&'a [u8]],
     allow_type: bool,
 ) -> Result<ScanOptions<'a>, CmdError> {
@@ -143,7 +146,7 @@ pub(crate) fn parse_scan_options<'a>(
     while i < opts.len() {
         let has_value = i + 1 < opts.len();
         if is(opts[i], "count") && has_value {
-            let n = parse_i64(opts[i + 1]).ok_or(CmdError::NotInteger)?;
+            let n = int_arg(opts[i + 1])?;
             if n < 1 {
                 return Err(CmdError::Syntax);
             }
@@ -162,6 +165,11 @@ pub(crate) fn parse_scan_options<'a>(
     Ok(out)
 }
 
+/// A reply of the SCAN family: the next cursor and the elements.
+fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
+    reply::array(vec![reply::bulk(cursor.to_string()), reply::array(items)])
+}
+
 fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let cursor = parse_cursor(args[1])?;
     let opts = parse_scan_options(&args[2..], true)?;
@@ -169,10 +177,40 @@ fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (next, keys) = ctx
         .ks()
         .scan(cursor, opts.count, opts.pattern, opts.type_name, now);
-    Ok(reply::array(vec![
-        reply::bulk(next.to_string()),
-        reply::bulks(keys.iter().map(|k| k.to_vec())),
-    ]))
+    Ok(scan_reply(
+        next,
+        keys.iter().map(|k| reply::bulk(&k[..])).collect(),
+    ))
+}
+
+/// HSCAN, SSCAN and ZSCAN: `key cursor [MATCH pattern] [COUNT count]`.
+///
+/// Redis parses the cursor, then looks the key up, and only then parses
+/// the options: a missing key answers an empty scan whatever the options.
+///
+/// Every call returns all matching elements and the cursor 0, whatever the
+/// cursor and COUNT. Redis does exactly that for collections small enough
+/// for its compact encodings (listpack, intset), and COUNT is only a hint
+/// anyway; for larger ones it walks its hash table in steps. One step
+/// holding everything keeps SCAN's guarantees (every element present for
+/// the whole iteration is returned, none twice within a call) with no
+/// cursor state, which our std collections could not keep across a rehash;
+/// the price is one large reply for a large collection.
+///
+/// `items` turns the collection into the reply's elements, keeping those
+/// whose name (field, member) the given predicate accepts.
+pub(super) fn scan_collection<T: Kind>(
+    ctx: &mut Ctx<'_>,
+    args: &[&[u8]],
+    items: impl FnOnce(&T, &dyn Fn(&[u8]) -> bool) -> Vec<Reply>,
+) -> CmdResult {
+    parse_cursor(args[2])?;
+    let Some(collection) = ctx.read::<T>(args[1])? else {
+        return Ok(scan_reply(0, Vec::new()));
+    };
+    let opts = parse_scan_options(&args[3..], false)?;
+    let matches = |name: &[u8]| opts.pattern.is_none_or(|p| glob_match(p, name, false));
+    Ok(scan_reply(0, items(collection, &matches)))
 }
 
 fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

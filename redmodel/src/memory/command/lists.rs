@@ -10,8 +10,8 @@
 
 use std::collections::VecDeque;
 
-use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is, parse_i64};
+use super::{arity_error, CmdResult, Ctx, Spec};
+use crate::memory::args::{index_range, int_arg, is, positive_arg, NOT_POSITIVE};
 use crate::memory::error::CmdError;
 use crate::memory::reply;
 use crate::memory::value::Bytes;
@@ -136,39 +136,15 @@ fn pop(list: &mut List, end: End) -> Option<Bytes> {
     }
 }
 
-/// A list length as Redis's `long`: a list never gets near `i64::MAX`.
-fn len_i64(list: &List) -> i64 {
-    i64::try_from(list.len()).unwrap_or(i64::MAX)
-}
-
 /// The position `index` (negative: from the tail) designates, if it is
 /// inside the list.
 fn resolve_index(list: &List, index: i64) -> Option<usize> {
     let i = if index < 0 {
-        len_i64(list).checked_add(index)?
+        i64::try_from(list.len()).ok()?.checked_add(index)?
     } else {
         index
     };
     usize::try_from(i).ok().filter(|&i| i < list.len())
-}
-
-/// The inclusive range `start..=end` of LRANGE and LTRIM, clipped to the
-/// list, or `None` when it selects nothing (start after end, or past the
-/// tail). The sums cannot overflow: a negative index plus a length stays
-/// within i64.
-fn resolve_range(list: &List, start: i64, end: i64) -> Option<(usize, usize)> {
-    let len = len_i64(list);
-    let start = if start < 0 {
-        (len + start).max(0)
-    } else {
-        start
-    };
-    let end = if end < 0 { len + end } else { end };
-    if start > end || start >= len {
-        return None;
-    }
-    let end = end.min(len - 1);
-    Some((usize::try_from(start).ok()?, usize::try_from(end).ok()?))
 }
 
 fn lpush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -224,17 +200,13 @@ fn rpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// 0 on an existing list is an empty array and changes nothing.
 fn pop_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End) -> CmdResult {
     if args.len() > 3 {
-        return Err(super::lookup(args[0]).map_or(CmdError::Syntax, super::wrong_arity));
+        return Err(arity_error(args));
     }
-    // Redis reads the count with a custom message, which it also gives
-    // for a count that is not a number at all.
+    // Redis gives its "must be positive" message for a count that is not
+    // a number at all too.
     let count = match args.get(2) {
         None => None,
-        Some(arg) => Some(
-            parse_i64(arg)
-                .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(|| CmdError::err("value is out of range, must be positive"))?,
-        ),
+        Some(arg) => Some(positive_arg(arg, NOT_POSITIVE)?),
     };
     let key = args[1];
     let Some(list) = ctx.write::<List>(key)? else {
@@ -264,11 +236,8 @@ fn lrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(list) = ctx.read::<List>(args[1])? else {
         return Ok(reply::array(Vec::new()));
     };
-    let items = match resolve_range(list, start, end) {
-        Some((from, to)) => list.range(from..=to).cloned().collect(),
-        None => Vec::new(),
-    };
-    Ok(reply::bulks(items))
+    let span = index_range(start, end, list.len()).unwrap_or(0..0);
+    Ok(reply::bulks(list.range(span).cloned()))
 }
 
 /// LTRIM keeps `start..=end`; an empty range deletes the key. Redis marks
@@ -280,10 +249,10 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(list) = ctx.write::<List>(key)? else {
         return Ok(reply::ok());
     };
-    match resolve_range(list, start, end) {
-        Some((from, to)) => {
-            list.truncate(to + 1);
-            list.drain(..from);
+    match index_range(start, end, list.len()) {
+        Some(span) => {
+            list.truncate(span.end);
+            list.drain(..span.start);
         }
         None => list.clear(),
     }
@@ -396,9 +365,9 @@ struct LposOptions {
     /// Which match to start from; negative searches from the tail.
     rank: i64,
     /// `None`: reply with one position. `Some(0)`: all matches.
-    count: Option<i64>,
+    count: Option<usize>,
     /// Elements to examine at most; 0 means no limit.
-    maxlen: i64,
+    maxlen: usize,
 }
 
 impl LposOptions {
@@ -424,9 +393,9 @@ impl LposOptions {
                     ));
                 }
             } else if is(name, "count") {
-                out.count = Some(non_negative(value, "COUNT can't be negative")?);
+                out.count = Some(positive_arg(value, "COUNT can't be negative")?);
             } else if is(name, "maxlen") {
-                out.maxlen = non_negative(value, "MAXLEN can't be negative")?;
+                out.maxlen = positive_arg(value, "MAXLEN can't be negative")?;
             } else {
                 return Err(CmdError::Syntax);
             }
@@ -434,14 +403,6 @@ impl LposOptions {
         }
         Ok(out)
     }
-}
-
-/// A non-negative integer option; Redis gives `msg` for anything else,
-/// including a value that is not a number.
-fn non_negative(arg: &[u8], msg: &'static str) -> Result<i64, CmdError> {
-    parse_i64(arg)
-        .filter(|n| *n >= 0)
-        .ok_or_else(|| CmdError::err(msg))
 }
 
 /// LPOS key element [RANK rank] [COUNT num] [MAXLEN len].
@@ -473,14 +434,13 @@ fn lpos(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// -9223372036854775808` means "from the tail, from the first match", and
 /// with COUNT, `matches - rank + 1` wraps negative so COUNT never stops
 /// the search. Wrapping operations reproduce what the server replies.
-fn find_positions(list: &List, element: &[u8], opts: &LposOptions) -> Vec<i64> {
+fn find_positions(list: &List, element: &[u8], opts: &LposOptions) -> Vec<usize> {
     let from_tail = opts.rank < 0;
     let rank = if from_tail {
         opts.rank.wrapping_neg()
     } else {
         opts.rank
     };
-    let len = len_i64(list);
     let in_order: Box<dyn Iterator<Item = &Bytes>> = if from_tail {
         Box::new(list.iter().rev())
     } else {
@@ -488,7 +448,7 @@ fn find_positions(list: &List, element: &[u8], opts: &LposOptions) -> Vec<i64> {
     };
     let mut positions = Vec::new();
     let mut matches: i64 = 0;
-    for (index, value) in (0i64..).zip(in_order) {
+    for (index, value) in in_order.enumerate() {
         if opts.maxlen != 0 && index >= opts.maxlen {
             break;
         }
@@ -499,11 +459,17 @@ fn find_positions(list: &List, element: &[u8], opts: &LposOptions) -> Vec<i64> {
         if matches < rank {
             continue;
         }
-        positions.push(if from_tail { len - index - 1 } else { index });
+        positions.push(if from_tail {
+            list.len() - index - 1
+        } else {
+            index
+        });
         match opts.count {
             None => break,
             Some(count) => {
-                if count != 0 && matches.wrapping_sub(rank).wrapping_add(1) >= count {
+                // A count read from an i64 fits one again.
+                let count_i64 = i64::try_from(count).unwrap_or(i64::MAX);
+                if count != 0 && matches.wrapping_sub(rank).wrapping_add(1) >= count_i64 {
                     break;
                 }
             }
@@ -565,60 +531,12 @@ mod tests {
 
     use redis::Value;
 
-    use crate::memory::error::error_value;
-    use crate::memory::{Connection, Engine, ManualClock};
-
-    /// Runs a command written as space-separated words.
-    fn run(c: &mut Connection, line: &str) -> Value {
-        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-        c.execute(&args)
-    }
-
-    fn int(n: i64) -> Value {
-        Value::Int(n)
-    }
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
-
-    fn bulks(items: &[&str]) -> Value {
-        Value::Array(items.iter().map(|s| bulk(s)).collect())
-    }
-
-    fn ints(items: &[i64]) -> Value {
-        Value::Array(items.iter().map(|n| int(*n)).collect())
-    }
-
-    fn err(text: &str) -> Value {
-        error_value(text)
-    }
-
-    fn empty() -> Value {
-        Value::Array(Vec::new())
-    }
-
-    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-    const NOT_INT: &str = "ERR value is not an integer or out of range";
-    const SYNTAX: &str = "ERR syntax error";
-
-    fn conn() -> Connection {
-        Engine::new().connection()
-    }
+    use crate::memory::command::test_util::*;
+    use crate::memory::Connection;
 
     /// The whole list at `key`.
     fn all(c: &mut Connection, key: &str) -> Value {
         run(c, &format!("LRANGE {key} 0 -1"))
-    }
-
-    /// Whether `line`, run between WATCH and EXEC on the same connection,
-    /// aborts the transaction (i.e. it marked `key` modified).
-    fn touches(c: &mut Connection, key: &str, line: &str) -> bool {
-        assert_eq!(run(c, &format!("WATCH {key}")), Value::Okay);
-        run(c, line);
-        run(c, "MULTI");
-        run(c, "PING");
-        run(c, "EXEC") == Value::Nil
     }
 
     #[test]
@@ -988,9 +906,7 @@ mod tests {
 
     #[test]
     fn ttl_is_kept_by_pushes_and_lost_with_the_list() {
-        let clock = ManualClock::new(1_000_000);
-        let engine = Engine::with_clock(clock.clone());
-        let mut c = engine.connection();
+        let (clock, mut c) = clocked(1_000_000);
         run(&mut c, "RPUSH l a b c");
         run(&mut c, "EXPIRE l 100");
         run(&mut c, "LPUSH l z");

@@ -12,6 +12,7 @@ use redis::Value as Reply;
 
 use super::error::CmdError;
 use super::keyspace::{Entry, Keyspace};
+use super::reply;
 use super::store::Store;
 use super::value::{Kind, Value};
 
@@ -22,6 +23,8 @@ mod lists;
 mod server;
 mod sets;
 mod strings;
+#[cfg(test)]
+pub(crate) mod test_util;
 mod zsets;
 
 pub(crate) use server::{client_command, hello_command, ClientInfo};
@@ -119,6 +122,14 @@ pub(crate) fn wrong_arity(spec: &Spec) -> CmdError {
     ))
 }
 
+/// The arity error of the command in `args`, for the handlers that check
+/// their arguments further than the table can (pairs, an optional count).
+pub(crate) fn arity_error(args: &[&[u8]]) -> CmdError {
+    args.first()
+        .and_then(|name| lookup(name))
+        .map_or(CmdError::Syntax, wrong_arity)
+}
+
 /// The world a command sees: the whole store (SELECT, FLUSHALL and MOVE
 /// need it), the selected database and the time.
 pub(crate) struct Ctx<'a> {
@@ -152,6 +163,25 @@ impl Ctx<'_> {
     pub(crate) fn read<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&T>, CmdError> {
         let now = self.now;
         self.ks().read(key, now)
+    }
+
+    /// The values at `keys`, for the commands that read several at once
+    /// (SINTER, ZUNIONSTORE...): looked up in argument order as Redis does
+    /// (passive expiry included), WRONGTYPE for the first value `accept`
+    /// refuses even after a missing key, `None` for a missing key.
+    pub(crate) fn read_all(
+        &mut self,
+        keys: &[&[u8]],
+        accept: fn(&Value) -> bool,
+    ) -> Result<Vec<Option<&Value>>, CmdError> {
+        for key in keys {
+            if self.value(key).is_some_and(|v| !accept(v)) {
+                return Err(CmdError::WrongType);
+            }
+        }
+        let now = self.now;
+        let ks = &*self.ks();
+        Ok(keys.iter().map(|key| ks.peek(key, now)).collect())
     }
 
     /// Mutable access to the value at `key` as type `T`, if any.
@@ -190,6 +220,27 @@ impl Ctx<'_> {
     pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
         self.ks().drop_if_empty(key)
     }
+}
+
+/// HDEL, SREM and ZREM: removes the elements `args[2..]` from the
+/// collection at `args[1]` with `remove` (which tells whether the element
+/// was there) and replies how many were. Like Redis, deletes a collection
+/// left empty, and marks the key modified only if something was removed.
+pub(crate) fn remove_elements<T: Kind>(
+    ctx: &mut Ctx<'_>,
+    args: &[&[u8]],
+    remove: fn(&mut T, &[u8]) -> bool,
+) -> CmdResult {
+    let key = args[1];
+    let Some(collection) = ctx.write::<T>(key)? else {
+        return Ok(reply::int(0));
+    };
+    let removed = args[2..].iter().filter(|e| remove(collection, e)).count();
+    if removed > 0 {
+        ctx.drop_if_empty(key);
+        ctx.modified(key);
+    }
+    Ok(reply::int(removed))
 }
 
 /// Runs one command (not a transaction-control one) against the store.

@@ -16,8 +16,8 @@
 
 use redis::Value as Reply;
 
-use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{is, parse_i64};
+use super::{arity_error, CmdResult, Ctx, Spec};
+use crate::memory::args::{int_arg, is};
 use crate::memory::error::CmdError;
 use crate::memory::glob::glob_match;
 use crate::memory::reply;
@@ -80,9 +80,7 @@ fn ping(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.len() {
         1 => Ok(reply::simple("PONG")),
         2 => Ok(reply::bulk(args[1])),
-        _ => Err(CmdError::err(
-            "wrong number of arguments for 'ping' command",
-        )),
+        _ => Err(arity_error(args)),
     }
 }
 
@@ -91,7 +89,7 @@ fn echo(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn select(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let index = parse_i64(args[1]).ok_or(CmdError::NotInteger)?;
+    let index = int_arg(args[1])?;
     match usize::try_from(index) {
         Ok(i) if i < DATABASES => {
             ctx.db = i;

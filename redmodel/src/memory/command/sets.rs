@@ -11,19 +11,20 @@
 //! - Random draws (SPOP, SRANDMEMBER) are uniform. A set is a std `HashSet`,
 //!   which cannot pick a random element in O(1) as Redis's dict does: one
 //!   draw costs O(n), and a draw of k members is one O(n) pass.
-//! - SSCAN returns every match in one reply with cursor 0, see [`scan_reply`].
+//! - SSCAN returns every match in one reply with cursor 0, see
+//!   [`scan_collection`].
 //!
-//! A few helpers here are shared with the sorted-set commands.
+//! A few helpers here are shared with the sorted-set and hash commands.
 
 use std::collections::HashSet;
 
-use rand::seq::{IndexedRandom, IteratorRandom};
+use rand::seq::{index, IteratorRandom};
+use rand::Rng;
 
-use super::keys::{parse_cursor, parse_scan_options};
-use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{is, parse_i64, positive_arg, signed_count_arg};
+use super::keys::scan_collection;
+use super::{remove_elements, CmdResult, Ctx, Spec};
+use crate::memory::args::{is, parse_i64, positive_arg, signed_count_arg, NOT_POSITIVE};
 use crate::memory::error::CmdError;
-use crate::memory::glob::glob_match;
 use crate::memory::reply;
 use crate::memory::value::{Bytes, Kind, Value};
 
@@ -117,36 +118,61 @@ pub(super) const COMMANDS: &[Spec] = &[
     },
 ];
 
-/// The error of SPOP, ZPOPMIN and other counts that must not be negative.
-pub(super) const NOT_POSITIVE: &str = "value is out of range, must be positive";
-
-/// The largest reply SRANDMEMBER or ZRANDMEMBER with a negative count may
-/// build. Redis streams such a reply until the client is dropped; the engine
-/// builds replies in memory, so it refuses instead of exhausting it. This is
-/// the one place where the engine's reply differs from Redis's.
+/// The most picks SRANDMEMBER, ZRANDMEMBER or HRANDFIELD with a negative
+/// count may reply with. Redis has no limit: it builds such a reply until
+/// the client is dropped or the machine runs out of memory (the kernel
+/// killed it for `HRANDFIELD h -4611686018427387903 WITHVALUES`). An
+/// in-process engine must not take its host down, so it refuses instead.
+/// This is the one place where the engine's reply differs from Redis's.
 const MAX_RANDOM_REPLY: u64 = 1 << 24;
 
-/// Checks the size of a random reply with repetitions (see [`MAX_RANDOM_REPLY`]).
-pub(super) fn random_reply_len(count: u64) -> Result<usize, CmdError> {
-    usize::try_from(count)
-        .ok()
-        .filter(|_| count <= MAX_RANDOM_REPLY)
-        .ok_or_else(|| {
-            CmdError::err(format!(
-                "value is out of range: the in-memory engine builds at most {MAX_RANDOM_REPLY} random elements per reply"
-            ))
-        })
+/// What SRANDMEMBER, HRANDFIELD and ZRANDMEMBER reply with for a count,
+/// as Redis's `*RandMemberWithCountCommand`s decide it.
+pub(super) enum RandomPicks {
+    /// Every element once, in the collection's own order.
+    All,
+    /// The positions of the picked elements, in reply order.
+    Ranks(Vec<usize>),
 }
 
-/// A reply of the SCAN family: the next cursor and the elements.
-///
-/// SSCAN and ZSCAN always return every match at once with cursor 0, as Redis
-/// does for its small encodings (intset, listpack), ignoring the cursor and
-/// COUNT. This keeps SCAN's guarantee (every member present for the whole
-/// iteration is returned) with no cursor state, at the price of one large
-/// reply for a large collection.
-pub(super) fn scan_reply(items: Vec<redis::Value>) -> redis::Value {
-    reply::array(vec![reply::bulk("0"), reply::array(items)])
+impl RandomPicks {
+    /// Picks among `len` elements: a negative `count` makes `|count|`
+    /// independent draws, repeats allowed (refused past
+    /// [`MAX_RANDOM_REPLY`]); a positive one distinct elements, all of them
+    /// if `count` is not smaller than `len`.
+    pub(super) fn new(count: i64, len: usize) -> Result<RandomPicks, CmdError> {
+        let mut rng = rand::rng();
+        if count < 0 {
+            if len == 0 {
+                return Ok(RandomPicks::Ranks(Vec::new()));
+            }
+            let n = count.unsigned_abs();
+            if n > MAX_RANDOM_REPLY {
+                return Err(CmdError::err(format!(
+                    "value is out of range: the in-memory engine builds at most {MAX_RANDOM_REPLY} random elements per reply"
+                )));
+            }
+            let draws = (0..n).map(|_| rng.random_range(0..len));
+            return Ok(RandomPicks::Ranks(draws.collect()));
+        }
+        let n = usize::try_from(count).unwrap_or(usize::MAX);
+        if n >= len {
+            return Ok(RandomPicks::All);
+        }
+        Ok(RandomPicks::Ranks(
+            index::sample(&mut rng, len, n).into_vec(),
+        ))
+    }
+
+    /// The picked elements of `all` (the collection in its own order).
+    pub(super) fn select<T: Copy>(self, all: Vec<T>) -> Vec<T> {
+        match self {
+            RandomPicks::All => all,
+            RandomPicks::Ranks(ranks) => {
+                ranks.iter().filter_map(|&i| all.get(i).copied()).collect()
+            }
+        }
+    }
 }
 
 /// Stores the result of a STORE command as Redis's `setKey` does (the old
@@ -167,18 +193,10 @@ pub(super) fn store_or_delete(
     Ok(reply::int(len))
 }
 
-/// The sets at `keys`, looked up in order: `None` for a missing key,
-/// WRONGTYPE for the first key holding something else.
+/// The sets at `keys` (see [`Ctx::read_all`]): `None` for a missing key.
 fn read_sets<'c>(ctx: &'c mut Ctx<'_>, keys: &[&[u8]]) -> Result<Vec<Option<&'c Set>>, CmdError> {
-    for key in keys {
-        ctx.read::<Set>(key)?; // passive expiry and the type check, in order
-    }
-    let now = ctx.now;
-    let ks = &*ctx.ks();
-    Ok(keys
-        .iter()
-        .map(|key| ks.peek(key, now).and_then(Set::of))
-        .collect())
+    let values = ctx.read_all(keys, |v| Set::of(v).is_some())?;
+    Ok(values.into_iter().map(|v| v.and_then(Set::of)).collect())
 }
 
 fn members_reply<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> redis::Value {
@@ -202,24 +220,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn srem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let key = args[1];
-    let Some(set) = ctx.write::<Set>(key)? else {
-        return Ok(reply::int(0));
-    };
-    let mut removed = 0;
-    for member in &args[2..] {
-        if set.remove(*member) {
-            removed += 1;
-            if set.is_empty() {
-                break;
-            }
-        }
-    }
-    if removed > 0 {
-        ctx.drop_if_empty(key);
-        ctx.modified(key);
-    }
-    Ok(reply::int(removed))
+    remove_elements::<Set>(ctx, args, |set, member| set.remove(member))
 }
 
 fn sismember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -432,165 +433,58 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
     let Some(set) = ctx.read::<Set>(key)? else {
         return Ok(reply::array(Vec::new()));
     };
-    let mut rng = rand::rng();
-    let wanted = count.unsigned_abs();
-    if count < 0 {
-        // Repetitions allowed: independent draws.
-        let n = random_reply_len(wanted)?;
-        let all: Vec<&Bytes> = set.iter().collect();
-        let picks = (0..n).filter_map(|_| all.choose(&mut rng).copied());
-        return Ok(members_reply(picks));
-    }
-    if wanted >= set.len() as u64 {
-        return Ok(members_reply(set));
-    }
-    let n = usize::try_from(wanted).unwrap_or(usize::MAX);
-    Ok(members_reply(set.iter().choose_multiple(&mut rng, n)))
+    let picks = RandomPicks::new(count, set.len())?;
+    Ok(members_reply(picks.select(set.iter().collect())))
 }
 
-/// SSCAN key cursor [MATCH pattern] [COUNT count]: see [`scan_reply`].
-/// The options are only parsed when the key exists, as in Redis.
+/// SSCAN: every matching member at once (see [`scan_collection`]).
 fn sscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    parse_cursor(args[2])?;
-    let Some(set) = ctx.read::<Set>(args[1])? else {
-        return Ok(scan_reply(Vec::new()));
-    };
-    let opts = parse_scan_options(&args[3..], false)?;
-    let items = set
-        .iter()
-        .filter(|m| opts.pattern.is_none_or(|p| glob_match(p, m, false)))
-        .map(|m| reply::bulk(m.clone()))
-        .collect();
-    Ok(scan_reply(items))
+    scan_collection::<Set>(ctx, args, |set, matches| {
+        let matching = set.iter().filter(|m| matches(m));
+        matching.map(|m| reply::bulk(m.clone())).collect()
+    })
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     //! Replies asserted here were observed from a real Redis 7.0.15.
-    //! [`T`] is shared with the sorted-set tests.
 
     use redis::Value as V;
 
-    use crate::memory::value::Value;
-    use crate::memory::{Connection, Engine};
-
-    pub(crate) fn bulk(s: &str) -> V {
-        V::BulkString(s.as_bytes().to_vec())
-    }
-
-    pub(crate) fn err(text: &str) -> V {
-        crate::memory::error::error_value(text)
-    }
-
-    pub(crate) const WRONGTYPE: &str =
-        "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-    /// A client of a fresh engine that runs whitespace-separated commands.
-    pub(crate) struct T {
-        pub(crate) engine: Engine,
-        pub(crate) conn: Connection,
-    }
-
-    impl T {
-        pub(crate) fn new() -> T {
-            let engine = Engine::new();
-            let conn = engine.connection();
-            T { engine, conn }
-        }
-
-        /// Stores a string at `key` directly (string commands live in
-        /// another module), for the WRONGTYPE cases of commands that accept
-        /// both sets and sorted sets.
-        pub(crate) fn put_string(&mut self, key: &str) {
-            let mut store = self.engine.shared.store.lock();
-            if let Some(db) = store.dbs.get_mut(0) {
-                db.set(key.as_bytes(), Value::Str(b"x".to_vec()), false, 0);
-            }
-        }
-
-        pub(crate) fn run(&mut self, line: &str) -> V {
-            run_on(&mut self.conn, line)
-        }
-
-        /// The bulk strings of an array reply, sorted (set order is undefined).
-        pub(crate) fn sorted(&mut self, line: &str) -> Vec<String> {
-            let mut out = strings(self.run(line));
-            out.sort();
-            out
-        }
-
-        /// The bulk strings of an array reply, in reply order.
-        pub(crate) fn strings(&mut self, line: &str) -> Vec<String> {
-            strings(self.run(line))
-        }
-    }
-
-    pub(crate) fn run_on(conn: &mut Connection, line: &str) -> V {
-        let args: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
-        conn.execute(&args)
-    }
-
-    fn strings(reply: V) -> Vec<String> {
-        match reply {
-            V::Array(items) => items
-                .into_iter()
-                .map(|v| match v {
-                    V::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-                    other => panic!("not a bulk string: {other:?}"),
-                })
-                .collect(),
-            other => panic!("not an array: {other:?}"),
-        }
-    }
-
-    /// Asserts that `change`, run by another client, aborts (or, if not
-    /// `aborts`, does not abort) a transaction WATCHing `key`.
-    pub(crate) fn assert_watch(setup: &[&str], key: &str, change: &str, aborts: bool) {
-        let engine = Engine::new();
-        let (mut a, mut b) = (engine.connection(), engine.connection());
-        for line in setup {
-            run_on(&mut a, line);
-        }
-        run_on(&mut a, &format!("WATCH {key}"));
-        run_on(&mut b, change);
-        run_on(&mut a, "MULTI");
-        run_on(&mut a, "PING");
-        let exec = run_on(&mut a, "EXEC");
-        assert_eq!(exec == V::Nil, aborts, "{change}: {exec:?}");
-    }
+    use crate::memory::command::test_util::*;
 
     #[test]
     fn sadd_srem_scard_sismember() {
-        let mut t = T::new();
-        assert_eq!(t.run("SADD s a b a c"), V::Int(3));
-        assert_eq!(t.run("SADD s a d"), V::Int(1));
-        assert_eq!(t.run("SCARD s"), V::Int(4));
-        assert_eq!(t.run("SISMEMBER s a"), V::Int(1));
-        assert_eq!(t.run("SISMEMBER s z"), V::Int(0));
-        assert_eq!(t.run("SISMEMBER nokey a"), V::Int(0));
+        let mut c = conn();
+        assert_eq!(run(&mut c, "SADD s a b a c"), int(3));
+        assert_eq!(run(&mut c, "SADD s a d"), int(1));
+        assert_eq!(run(&mut c, "SCARD s"), int(4));
+        assert_eq!(run(&mut c, "SISMEMBER s a"), int(1));
+        assert_eq!(run(&mut c, "SISMEMBER s z"), int(0));
+        assert_eq!(run(&mut c, "SISMEMBER nokey a"), int(0));
         assert_eq!(
-            t.run("SMISMEMBER s a z d"),
-            V::Array(vec![V::Int(1), V::Int(0), V::Int(1)])
+            run(&mut c, "SMISMEMBER s a z d"),
+            V::Array(vec![int(1), int(0), int(1)])
         );
         assert_eq!(
-            t.run("SMISMEMBER nokey a b"),
-            V::Array(vec![V::Int(0), V::Int(0)])
+            run(&mut c, "SMISMEMBER nokey a b"),
+            V::Array(vec![int(0), int(0)])
         );
-        assert_eq!(t.run("SREM s a z"), V::Int(1));
-        assert_eq!(t.run("SREM nokey a"), V::Int(0));
-        assert_eq!(t.sorted("SMEMBERS s"), ["b", "c", "d"]);
+        assert_eq!(run(&mut c, "SREM s a z"), int(1));
+        assert_eq!(run(&mut c, "SREM nokey a"), int(0));
+        assert_eq!(sorted(run(&mut c, "SMEMBERS s")), ["b", "c", "d"]);
         // Emptying the set deletes the key.
-        assert_eq!(t.run("SREM s b c d e"), V::Int(3));
-        assert_eq!(t.run("EXISTS s"), V::Int(0));
-        assert_eq!(t.run("SMEMBERS s"), V::Array(vec![]));
-        assert_eq!(t.run("SCARD s"), V::Int(0));
+        assert_eq!(run(&mut c, "SREM s b c d e"), int(3));
+        assert_eq!(run(&mut c, "EXISTS s"), int(0));
+        assert_eq!(run(&mut c, "SMEMBERS s"), empty());
+        assert_eq!(run(&mut c, "SCARD s"), int(0));
     }
 
     #[test]
     fn wrong_type_everywhere() {
-        let mut t = T::new();
-        t.run("ZADD str 1 x"); // strings live in another module: any non-set will do
-        t.run("SADD s a");
+        let mut c = conn();
+        run(&mut c, "ZADD str 1 x"); // strings live in another module: any non-set will do
+        run(&mut c, "SADD s a");
         for cmd in [
             "SADD str a",
             "SREM str a",
@@ -614,164 +508,164 @@ pub(super) mod tests {
             "SRANDMEMBER str -1",
             "SSCAN str 0 COUNT 0",
         ] {
-            assert_eq!(t.run(cmd), err(WRONGTYPE), "{cmd}");
+            assert_eq!(run(&mut c, cmd), err(WRONGTYPE), "{cmd}");
         }
         // A missing source returns before the destination is looked at.
-        assert_eq!(t.run("SMOVE nokey str a"), V::Int(0));
+        assert_eq!(run(&mut c, "SMOVE nokey str a"), int(0));
         // Errors in arguments come before the type check.
         assert_eq!(
-            t.run("SPOP str -1"),
+            run(&mut c, "SPOP str -1"),
             err("ERR value is out of range, must be positive")
         );
-        assert_eq!(t.run("ZSCORE str x"), bulk("1"));
+        assert_eq!(run(&mut c, "ZSCORE str x"), bulk("1"));
     }
 
     #[test]
     fn set_algebra() {
-        let mut t = T::new();
-        t.run("SADD s1 a b c");
-        t.run("SADD s2 b c d");
-        t.run("SADD s3 c d e");
-        assert_eq!(t.sorted("SINTER s1 s2"), ["b", "c"]);
-        assert_eq!(t.sorted("SINTER s1 s2 s3"), ["c"]);
-        assert_eq!(t.sorted("SINTER s1 nokey"), Vec::<String>::new());
-        assert_eq!(t.sorted("SUNION s1 nokey s3"), ["a", "b", "c", "d", "e"]);
-        assert_eq!(t.sorted("SDIFF s1 s2"), ["a"]);
-        assert_eq!(t.sorted("SDIFF s1 nokey"), ["a", "b", "c"]);
-        assert_eq!(t.sorted("SDIFF nokey s1"), Vec::<String>::new());
-        assert_eq!(t.sorted("SDIFF s1 s1"), Vec::<String>::new());
-        assert_eq!(t.run("SINTERCARD 2 s1 s2"), V::Int(2));
-        assert_eq!(t.run("SINTERCARD 2 s1 s2 LIMIT 1"), V::Int(1));
-        assert_eq!(t.run("SINTERCARD 2 s1 s2 limit 0"), V::Int(2));
-        assert_eq!(t.run("SINTERCARD 2 s1 nokey"), V::Int(0));
+        let mut c = conn();
+        run(&mut c, "SADD s1 a b c");
+        run(&mut c, "SADD s2 b c d");
+        run(&mut c, "SADD s3 c d e");
+        assert_eq!(sorted(run(&mut c, "SINTER s1 s2")), ["b", "c"]);
+        assert_eq!(sorted(run(&mut c, "SINTER s1 s2 s3")), ["c"]);
+        assert_eq!(sorted(run(&mut c, "SINTER s1 nokey")), Vec::<String>::new());
+        assert_eq!(
+            sorted(run(&mut c, "SUNION s1 nokey s3")),
+            ["a", "b", "c", "d", "e"]
+        );
+        assert_eq!(sorted(run(&mut c, "SDIFF s1 s2")), ["a"]);
+        assert_eq!(sorted(run(&mut c, "SDIFF s1 nokey")), ["a", "b", "c"]);
+        assert_eq!(sorted(run(&mut c, "SDIFF nokey s1")), Vec::<String>::new());
+        assert_eq!(sorted(run(&mut c, "SDIFF s1 s1")), Vec::<String>::new());
+        assert_eq!(run(&mut c, "SINTERCARD 2 s1 s2"), int(2));
+        assert_eq!(run(&mut c, "SINTERCARD 2 s1 s2 LIMIT 1"), int(1));
+        assert_eq!(run(&mut c, "SINTERCARD 2 s1 s2 limit 0"), int(2));
+        assert_eq!(run(&mut c, "SINTERCARD 2 s1 nokey"), int(0));
     }
 
     #[test]
     fn store_variants() {
-        let mut t = T::new();
-        t.run("SADD s1 a b c");
-        t.run("SADD s2 b c d");
-        t.run("ZADD str 1 x");
-        t.run("EXPIRE str 100");
+        let mut c = conn();
+        run(&mut c, "SADD s1 a b c");
+        run(&mut c, "SADD s2 b c d");
+        run(&mut c, "ZADD str 1 x");
+        run(&mut c, "EXPIRE str 100");
         // The destination's type does not matter; its TTL is dropped.
-        assert_eq!(t.run("SINTERSTORE str s1 s2"), V::Int(2));
-        assert_eq!(t.run("TYPE str"), V::SimpleString("set".into()));
-        assert_eq!(t.run("TTL str"), V::Int(-1));
+        assert_eq!(run(&mut c, "SINTERSTORE str s1 s2"), int(2));
+        assert_eq!(run(&mut c, "TYPE str"), V::SimpleString("set".into()));
+        assert_eq!(run(&mut c, "TTL str"), int(-1));
         // An empty result deletes the destination.
-        assert_eq!(t.run("SINTERSTORE str s1 nokey"), V::Int(0));
-        assert_eq!(t.run("EXISTS str"), V::Int(0));
-        t.run("SADD d x");
-        assert_eq!(t.run("SDIFFSTORE d s1 s1"), V::Int(0));
-        assert_eq!(t.run("EXISTS d"), V::Int(0));
+        assert_eq!(run(&mut c, "SINTERSTORE str s1 nokey"), int(0));
+        assert_eq!(run(&mut c, "EXISTS str"), int(0));
+        run(&mut c, "SADD d x");
+        assert_eq!(run(&mut c, "SDIFFSTORE d s1 s1"), int(0));
+        assert_eq!(run(&mut c, "EXISTS d"), int(0));
         // The destination may be a source.
-        assert_eq!(t.run("SUNIONSTORE s1 s1 s2"), V::Int(4));
-        assert_eq!(t.sorted("SMEMBERS s1"), ["a", "b", "c", "d"]);
-        assert_eq!(t.run("SDIFFSTORE s1 s1 s2"), V::Int(1));
-        assert_eq!(t.sorted("SMEMBERS s1"), ["a"]);
+        assert_eq!(run(&mut c, "SUNIONSTORE s1 s1 s2"), int(4));
+        assert_eq!(sorted(run(&mut c, "SMEMBERS s1")), ["a", "b", "c", "d"]);
+        assert_eq!(run(&mut c, "SDIFFSTORE s1 s1 s2"), int(1));
+        assert_eq!(sorted(run(&mut c, "SMEMBERS s1")), ["a"]);
     }
 
     #[test]
     fn sintercard_errors() {
-        let mut t = T::new();
-        t.run("SADD s1 a");
+        let mut c = conn();
+        run(&mut c, "SADD s1 a");
         let numkeys = err("ERR numkeys should be greater than 0");
-        assert_eq!(t.run("SINTERCARD 0 s1"), numkeys);
-        assert_eq!(t.run("SINTERCARD abc s1"), numkeys);
-        assert_eq!(t.run("SINTERCARD -1 s1"), numkeys);
+        assert_eq!(run(&mut c, "SINTERCARD 0 s1"), numkeys);
+        assert_eq!(run(&mut c, "SINTERCARD abc s1"), numkeys);
+        assert_eq!(run(&mut c, "SINTERCARD -1 s1"), numkeys);
         assert_eq!(
-            t.run("SINTERCARD 3 s1 s1"),
+            run(&mut c, "SINTERCARD 3 s1 s1"),
             err("ERR Number of keys can't be greater than number of args")
         );
-        assert_eq!(t.run("SINTERCARD 1 s1 LIMIT"), err("ERR syntax error"));
-        assert_eq!(t.run("SINTERCARD 1 s1 foo 1"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "SINTERCARD 1 s1 LIMIT"), err(SYNTAX));
+        assert_eq!(run(&mut c, "SINTERCARD 1 s1 foo 1"), err(SYNTAX));
         let limit = err("ERR LIMIT can't be negative");
-        assert_eq!(t.run("SINTERCARD 1 s1 LIMIT -1"), limit);
-        assert_eq!(t.run("SINTERCARD 1 s1 LIMIT abc"), limit);
-        assert_eq!(t.run("SINTERCARD 1 s1 LIMIT 5 LIMIT 1"), V::Int(1));
+        assert_eq!(run(&mut c, "SINTERCARD 1 s1 LIMIT -1"), limit);
+        assert_eq!(run(&mut c, "SINTERCARD 1 s1 LIMIT abc"), limit);
+        assert_eq!(run(&mut c, "SINTERCARD 1 s1 LIMIT 5 LIMIT 1"), int(1));
     }
 
     #[test]
     fn smove() {
-        let mut t = T::new();
-        t.run("SADD s1 a b");
-        t.run("SADD s2 b");
-        assert_eq!(t.run("SMOVE s1 s2 zz"), V::Int(0));
-        assert_eq!(t.run("SMOVE s1 s2 b"), V::Int(1));
-        assert_eq!(t.sorted("SMEMBERS s1"), ["a"]);
-        assert_eq!(t.sorted("SMEMBERS s2"), ["b"]);
+        let mut c = conn();
+        run(&mut c, "SADD s1 a b");
+        run(&mut c, "SADD s2 b");
+        assert_eq!(run(&mut c, "SMOVE s1 s2 zz"), int(0));
+        assert_eq!(run(&mut c, "SMOVE s1 s2 b"), int(1));
+        assert_eq!(sorted(run(&mut c, "SMEMBERS s1")), ["a"]);
+        assert_eq!(sorted(run(&mut c, "SMEMBERS s2")), ["b"]);
         // Same key: membership answer, no change.
-        assert_eq!(t.run("SMOVE s1 s1 a"), V::Int(1));
-        assert_eq!(t.run("SMOVE s1 s1 zz"), V::Int(0));
+        assert_eq!(run(&mut c, "SMOVE s1 s1 a"), int(1));
+        assert_eq!(run(&mut c, "SMOVE s1 s1 zz"), int(0));
         // Moving the last member deletes the source and creates the destination.
-        assert_eq!(t.run("SMOVE s1 new a"), V::Int(1));
-        assert_eq!(t.run("EXISTS s1"), V::Int(0));
-        assert_eq!(t.sorted("SMEMBERS new"), ["a"]);
-        assert_eq!(t.run("SMOVE nokey new a"), V::Int(0));
+        assert_eq!(run(&mut c, "SMOVE s1 new a"), int(1));
+        assert_eq!(run(&mut c, "EXISTS s1"), int(0));
+        assert_eq!(sorted(run(&mut c, "SMEMBERS new")), ["a"]);
+        assert_eq!(run(&mut c, "SMOVE nokey new a"), int(0));
     }
 
     #[test]
     fn spop_shapes() {
-        let mut t = T::new();
-        t.run("SADD s a b c d e");
+        let mut c = conn();
+        run(&mut c, "SADD s a b c d e");
         let out_of_range = err("ERR value is out of range, must be positive");
-        assert_eq!(t.run("SPOP s -1"), out_of_range);
-        assert_eq!(t.run("SPOP s abc"), out_of_range);
-        assert_eq!(t.run("SPOP s 1 2"), err("ERR syntax error"));
-        assert_eq!(t.run("SPOP nokey"), V::Nil);
-        assert_eq!(t.run("SPOP nokey 3"), V::Array(vec![]));
-        assert_eq!(t.run("SPOP s 0"), V::Array(vec![]));
-        assert!(matches!(t.run("SPOP s"), V::BulkString(_)));
-        assert_eq!(t.sorted("SPOP s 2").len(), 2);
-        assert_eq!(t.run("SCARD s"), V::Int(2));
-        assert_eq!(t.sorted("SPOP s 10").len(), 2);
-        assert_eq!(t.run("EXISTS s"), V::Int(0));
-        t.run("SADD one x");
-        assert_eq!(t.run("SPOP one"), bulk("x"));
-        assert_eq!(t.run("EXISTS one"), V::Int(0));
+        assert_eq!(run(&mut c, "SPOP s -1"), out_of_range);
+        assert_eq!(run(&mut c, "SPOP s abc"), out_of_range);
+        assert_eq!(run(&mut c, "SPOP s 1 2"), err(SYNTAX));
+        assert_eq!(run(&mut c, "SPOP nokey"), V::Nil);
+        assert_eq!(run(&mut c, "SPOP nokey 3"), empty());
+        assert_eq!(run(&mut c, "SPOP s 0"), empty());
+        assert!(matches!(run(&mut c, "SPOP s"), V::BulkString(_)));
+        assert_eq!(sorted(run(&mut c, "SPOP s 2")).len(), 2);
+        assert_eq!(run(&mut c, "SCARD s"), int(2));
+        assert_eq!(sorted(run(&mut c, "SPOP s 10")).len(), 2);
+        assert_eq!(run(&mut c, "EXISTS s"), int(0));
+        run(&mut c, "SADD one x");
+        assert_eq!(run(&mut c, "SPOP one"), bulk("x"));
+        assert_eq!(run(&mut c, "EXISTS one"), int(0));
     }
 
     #[test]
     fn srandmember_shapes() {
-        let mut t = T::new();
-        t.run("SADD s a b c");
+        let mut c = conn();
+        run(&mut c, "SADD s a b c");
         assert_eq!(
-            t.run("SRANDMEMBER s -9223372036854775808"),
+            run(&mut c, "SRANDMEMBER s -9223372036854775808"),
             err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
         );
-        assert_eq!(
-            t.run("SRANDMEMBER s x"),
-            err("ERR value is not an integer or out of range")
-        );
-        assert_eq!(t.run("SRANDMEMBER s 1 2"), err("ERR syntax error"));
-        assert_eq!(t.run("SRANDMEMBER nokey"), V::Nil);
-        assert_eq!(t.run("SRANDMEMBER nokey -3"), V::Array(vec![]));
-        assert_eq!(t.run("SRANDMEMBER s 0"), V::Array(vec![]));
-        assert!(matches!(t.run("SRANDMEMBER s"), V::BulkString(_)));
+        assert_eq!(run(&mut c, "SRANDMEMBER s x"), err(NOT_INT));
+        assert_eq!(run(&mut c, "SRANDMEMBER s 1 2"), err(SYNTAX));
+        assert_eq!(run(&mut c, "SRANDMEMBER nokey"), V::Nil);
+        assert_eq!(run(&mut c, "SRANDMEMBER nokey -3"), empty());
+        assert_eq!(run(&mut c, "SRANDMEMBER s 0"), empty());
+        assert!(matches!(run(&mut c, "SRANDMEMBER s"), V::BulkString(_)));
         // Negative: exactly |count| draws, repetitions allowed.
-        let many = t.sorted("SRANDMEMBER s -10");
+        let many = sorted(run(&mut c, "SRANDMEMBER s -10"));
         assert_eq!(many.len(), 10);
         assert!(many.iter().all(|m| ["a", "b", "c"].contains(&m.as_str())));
         // Positive: distinct members, at most the whole set.
-        let two = t.sorted("SRANDMEMBER s 2");
+        let two = sorted(run(&mut c, "SRANDMEMBER s 2"));
         assert_eq!(two.len(), 2);
         assert_ne!(two[0], two[1]);
         assert_eq!(
-            t.sorted("SRANDMEMBER s 9223372036854775807"),
+            sorted(run(&mut c, "SRANDMEMBER s 9223372036854775807")),
             ["a", "b", "c"]
         );
-        assert_eq!(t.run("SCARD s"), V::Int(3));
+        assert_eq!(run(&mut c, "SCARD s"), int(3));
         // The engine refuses to build a gigantic reply.
         assert!(matches!(
-            t.run("SRANDMEMBER s -9223372036854775807"),
+            run(&mut c, "SRANDMEMBER s -9223372036854775807"),
             V::ServerError(_)
         ));
     }
 
     #[test]
     fn sscan_returns_everything_at_once() {
-        let mut t = T::new();
-        t.run("SADD s apple banana avocado");
-        let reply = t.run("SSCAN s 0 MATCH a* COUNT 1");
+        let mut c = conn();
+        run(&mut c, "SADD s apple banana avocado");
+        let reply = run(&mut c, "SSCAN s 0 MATCH a* COUNT 1");
         let V::Array(parts) = reply else {
             panic!("not an array")
         };
@@ -782,12 +676,12 @@ pub(super) mod tests {
         let mut items: Vec<_> = items.clone();
         items.sort_by_key(|v| format!("{v:?}"));
         assert_eq!(items, vec![bulk("apple"), bulk("avocado")]);
-        let empty = V::Array(vec![bulk("0"), V::Array(vec![])]);
+        let no_scan = V::Array(vec![bulk("0"), empty()]);
         // A missing key replies before the options are parsed.
-        assert_eq!(t.run("SSCAN nokey 0 COUNT 0"), empty);
-        assert_eq!(t.run("SSCAN s 0 COUNT 0"), err("ERR syntax error"));
-        assert_eq!(t.run("SSCAN s 0 TYPE set"), err("ERR syntax error"));
-        assert_eq!(t.run("SSCAN nokey abc"), err("ERR invalid cursor"));
+        assert_eq!(run(&mut c, "SSCAN nokey 0 COUNT 0"), no_scan);
+        assert_eq!(run(&mut c, "SSCAN s 0 COUNT 0"), err(SYNTAX));
+        assert_eq!(run(&mut c, "SSCAN s 0 TYPE set"), err(SYNTAX));
+        assert_eq!(run(&mut c, "SSCAN nokey abc"), err("ERR invalid cursor"));
     }
 
     #[test]

@@ -10,28 +10,17 @@
 //!   INCR, INCRBYFLOAT, APPEND and SETRANGE keep it;
 //! - a key is marked modified (for WATCH) only when Redis signals it.
 
+use std::ops::Range;
+
 use redis::Value as Reply;
 
-use super::expiry::{absolute_ms, invalid_expire_time, Unit};
-use super::{wrong_arity, CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is, parse_i64};
+use super::expiry::{absolute_ms, expire_key_at, invalid_expire_time, persist_key, Unit};
+use super::{arity_error, CmdResult, Ctx, Spec};
+use crate::memory::args::{index_range, int_arg, is, parse_i64};
 use crate::memory::error::CmdError;
 use crate::memory::float::LongDouble;
 use crate::memory::reply;
 use crate::memory::value::Value;
-
-/// MSET and MSETNX check their own argument count (pairs), and need their
-/// spec for the error text.
-const MSET: Spec = Spec {
-    name: "mset",
-    arity: -3,
-    handler: mset,
-};
-const MSETNX: Spec = Spec {
-    name: "msetnx",
-    arity: -3,
-    handler: msetnx,
-};
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -129,8 +118,16 @@ pub(super) const COMMANDS: &[Spec] = &[
         arity: -2,
         handler: mget,
     },
-    MSET,
-    MSETNX,
+    Spec {
+        name: "mset",
+        arity: -3,
+        handler: mset,
+    },
+    Spec {
+        name: "msetnx",
+        arity: -3,
+        handler: msetnx,
+    },
 ];
 
 /// The largest string Redis builds (`proto-max-bulk-len`, 512MB by default).
@@ -378,23 +375,14 @@ fn getex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(value) = ctx.read::<Vec<u8>>(key)?.cloned() else {
         return Ok(reply::nil());
     };
-    let expire = match opts.expire {
-        Some((kind, arg)) => Some((kind, kind.resolve(arg, ctx.now, "getex")?)),
-        None => None,
-    };
-    match expire {
-        // An absolute time already reached deletes the key at once.
-        Some((ExpireKind::ExAt | ExpireKind::PxAt, at)) if at <= ctx.now => {
-            ctx.remove(key);
+    match opts.expire {
+        // Only an absolute time can be already reached: that deletes the key.
+        Some((kind, arg)) => {
+            let at = kind.resolve(arg, ctx.now, "getex")?;
+            expire_key_at(ctx, key, at);
         }
-        Some((_, at)) => {
-            ctx.ks().set_expire(key, Some(at));
-            ctx.modified(key);
-        }
-        // PERSIST changes (and signals) only a key that has a TTL.
-        None if opts.persist && ctx.entry(key).is_some_and(|e| e.expire_at.is_some()) => {
-            ctx.ks().set_expire(key, None);
-            ctx.modified(key);
+        None if opts.persist => {
+            persist_key(ctx, key);
         }
         None => {}
     }
@@ -438,28 +426,23 @@ fn getrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(reply::bulk(Vec::new()));
     };
     let range = substring_range(s.len(), start, end);
-    let bytes = range.and_then(|(from, to)| s.get(from..=to)).unwrap_or(&[]);
+    let bytes = range.and_then(|r| s.get(r)).unwrap_or(&[]);
     Ok(reply::bulk(bytes))
 }
 
-/// The byte range GETRANGE returns, `None` for an empty reply.
-fn substring_range(len: usize, mut start: i64, mut end: i64) -> Option<(usize, usize)> {
-    let len = i64::try_from(len).ok()?;
+/// The byte range GETRANGE returns, `None` for an empty reply. LRANGE's
+/// rules, but for two: both ends counted from the end and crossed select
+/// nothing, and an end before the first byte is clamped to it.
+fn substring_range(len: usize, start: i64, end: i64) -> Option<Range<usize>> {
     if start < 0 && end < 0 && start > end {
         return None;
     }
-    if start < 0 {
-        start = start.saturating_add(len);
-    }
-    if end < 0 {
-        end = end.saturating_add(len);
-    }
-    let start = start.max(0);
-    let end = end.max(0).min(len - 1);
-    if start > end || len == 0 {
-        return None;
-    }
-    Some((usize::try_from(start).ok()?, usize::try_from(end).ok()?))
+    let end = if end < 0 {
+        end.saturating_add(i64::try_from(len).ok()?).max(0)
+    } else {
+        end
+    };
+    index_range(start, end, len)
 }
 
 /// SETRANGE: overwrite from `offset`, padding with zero bytes. An empty
@@ -577,10 +560,10 @@ fn mget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// The key/value pairs of MSET / MSETNX, or the arity error if one value
 /// is missing.
-fn key_value_pairs<'a>(args: &'a [&'a [u8]], spec: &Spec) -> Result<&'a [&'a [u8]], CmdError> {
+fn key_value_pairs<'a>(args: &'a [&'a [u8]]) -> Result<&'a [&'a [u8]], CmdError> {
     let pairs = &args[1..];
     if !pairs.len().is_multiple_of(2) {
-        return Err(wrong_arity(spec));
+        return Err(arity_error(args));
     }
     Ok(pairs)
 }
@@ -594,14 +577,14 @@ fn set_all(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) {
 }
 
 fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let pairs = key_value_pairs(args, &MSET)?;
+    let pairs = key_value_pairs(args)?;
     set_all(ctx, pairs);
     Ok(reply::ok())
 }
 
 /// MSETNX: all or nothing; 0 if any key exists.
 fn msetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let pairs = key_value_pairs(args, &MSETNX)?;
+    let pairs = key_value_pairs(args)?;
     if pairs.iter().step_by(2).any(|key| ctx.contains(key)) {
         return Ok(reply::int(0));
     }
@@ -613,66 +596,18 @@ fn msetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 mod tests {
     //! Every expected reply below was observed on redis-server 7.0.15.
 
-    use std::collections::HashMap;
     use std::time::Duration;
 
     use redis::Value;
 
-    use crate::memory::value::Value as Stored;
-    use crate::memory::{Connection, Engine, ManualClock};
+    use crate::memory::command::test_util::*;
 
     /// 2024-01-01T00:00:00Z, so that relative and absolute times differ.
     const START_MS: i64 = 1_704_067_200_000;
 
-    fn engine() -> (Engine, ManualClock, Connection) {
-        let clock = ManualClock::new(START_MS);
-        let engine = Engine::with_clock(clock.clone());
-        let conn = engine.connection();
-        (engine, clock, conn)
-    }
-
-    /// Stores a hash at `key` straight into the keyspace: a value of another
-    /// type, for the WRONGTYPE cases.
-    fn put_hash(engine: &Engine, key: &str) {
-        let hash = HashMap::from([(b"f".to_vec(), b"v".to_vec())]);
-        let mut store = engine.shared.store.lock();
-        if let Some(db) = store.dbs.get_mut(0) {
-            db.set(key.as_bytes(), Stored::Hash(hash), false, START_MS);
-        }
-    }
-
-    fn run(c: &mut Connection, args: &[&str]) -> Value {
-        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        c.execute(&args)
-    }
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
-
-    fn int(n: i64) -> Value {
-        Value::Int(n)
-    }
-
-    /// The text of an error reply, or a panic naming what came instead.
-    fn err(v: Value) -> String {
-        match v {
-            Value::ServerError(e) => match e.details() {
-                Some(details) => format!("{} {details}", e.code()),
-                None => e.code().to_string(),
-            },
-            other => panic!("expected an error, got {other:?}"),
-        }
-    }
-
-    const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-    const SYNTAX: &str = "ERR syntax error";
-    const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-    const NOT_FLOAT: &str = "ERR value is not a valid float";
-
     #[test]
     fn set_options_errors() {
-        let (_e, _clock, mut c) = engine();
+        let (_clock, mut c) = clocked(START_MS);
         let invalid = "ERR invalid expire time in 'set' command";
         let cases: &[(&[&str], &str)] = &[
             (&["SET", "k", "v", "EX", "0"], invalid),
@@ -684,8 +619,8 @@ mod tests {
             // Fits in ms, but adding now overflows.
             (&["SET", "k", "v", "EX", "9223372036854775"], invalid),
             (&["SET", "k", "v", "PX", "9223372036854775807"], invalid),
-            (&["SET", "k", "v", "EX", "abc"], NOT_INTEGER),
-            (&["SET", "k", "v", "EX", "1.5"], NOT_INTEGER),
+            (&["SET", "k", "v", "EX", "abc"], NOT_INT),
+            (&["SET", "k", "v", "EX", "1.5"], NOT_INT),
             (&["SET", "k", "v", "NX", "XX"], SYNTAX),
             (&["SET", "k", "v", "XX", "NX"], SYNTAX),
             (&["SET", "k", "v", "EX", "10", "PX", "100"], SYNTAX),
@@ -705,7 +640,7 @@ mod tests {
                 &["SETEX", "k", "-10", "v"],
                 "ERR invalid expire time in 'setex' command",
             ),
-            (&["SETEX", "k", "abc", "v"], NOT_INTEGER),
+            (&["SETEX", "k", "abc", "v"], NOT_INT),
             (
                 &["PSETEX", "k", "0", "v"],
                 "ERR invalid expire time in 'psetex' command",
@@ -720,158 +655,143 @@ mod tests {
             ),
         ];
         for (args, expected) in cases {
-            assert_eq!(err(run(&mut c, args)), *expected, "{args:?}");
+            assert_eq!(run_args(&mut c, args), err(expected), "{args:?}");
         }
-        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
+        assert_eq!(run(&mut c, "EXISTS k"), int(0));
     }
 
     #[test]
     fn set_get_nx_xx() {
-        let (e, _clock, mut c) = engine();
-        assert_eq!(
-            run(&mut c, &["SET", "k", "v", "get", "GET", "nx", "NX"]),
-            Value::Nil
-        );
-        assert_eq!(run(&mut c, &["SET", "k", "v2", "NX", "GET"]), bulk("v"));
-        assert_eq!(run(&mut c, &["GET", "k"]), bulk("v"));
-        assert_eq!(run(&mut c, &["SET", "k", "v3", "XX", "GET"]), bulk("v"));
-        assert_eq!(run(&mut c, &["GET", "k"]), bulk("v3"));
-        assert_eq!(
-            run(&mut c, &["SET", "nokey", "v3", "XX", "GET"]),
-            Value::Nil
-        );
-        assert_eq!(run(&mut c, &["SET", "nokey", "v", "XX"]), Value::Nil);
-        assert_eq!(run(&mut c, &["EXISTS", "nokey"]), int(0));
-        assert_eq!(run(&mut c, &["SET", "k", "v", "NX"]), Value::Nil);
-        assert_eq!(run(&mut c, &["SETNX", "k", "x"]), int(0));
-        assert_eq!(run(&mut c, &["SETNX", "k2", "x"]), int(1));
+        let (_clock, mut c) = clocked(START_MS);
+        assert_eq!(run(&mut c, "SET k v get GET nx NX"), Value::Nil);
+        assert_eq!(run(&mut c, "SET k v2 NX GET"), bulk("v"));
+        assert_eq!(run(&mut c, "GET k"), bulk("v"));
+        assert_eq!(run(&mut c, "SET k v3 XX GET"), bulk("v"));
+        assert_eq!(run(&mut c, "GET k"), bulk("v3"));
+        assert_eq!(run(&mut c, "SET nokey v3 XX GET"), Value::Nil);
+        assert_eq!(run(&mut c, "SET nokey v XX"), Value::Nil);
+        assert_eq!(run(&mut c, "EXISTS nokey"), int(0));
+        assert_eq!(run(&mut c, "SET k v NX"), Value::Nil);
+        assert_eq!(run(&mut c, "SETNX k x"), int(0));
+        assert_eq!(run(&mut c, "SETNX k2 x"), int(1));
         // SET ... GET on another type: WRONGTYPE, and nothing is set.
-        put_hash(&e, "h");
+        run(&mut c, "HSET h f v");
         for args in [
             &["SET", "h", "v", "GET"][..],
             &["SET", "h", "v", "NX", "GET"],
             &["SET", "h", "v", "XX", "GET"],
         ] {
-            assert_eq!(err(run(&mut c, args)), WRONGTYPE, "{args:?}");
+            assert_eq!(run_args(&mut c, args), err(WRONGTYPE), "{args:?}");
         }
-        assert_eq!(
-            run(&mut c, &["TYPE", "h"]),
-            Value::SimpleString("hash".into())
-        );
+        assert_eq!(run(&mut c, "TYPE h"), Value::SimpleString("hash".into()));
         // The expire time is checked even before the type.
         assert_eq!(
-            err(run(&mut c, &["SET", "h", "v", "EX", "0", "GET"])),
-            "ERR invalid expire time in 'set' command"
+            run(&mut c, "SET h v EX 0 GET"),
+            err("ERR invalid expire time in 'set' command")
         );
         // A plain SET replaces any type.
-        assert_eq!(run(&mut c, &["SET", "h", "v"]), Value::Okay);
-        assert_eq!(run(&mut c, &["GET", "h"]), bulk("v"));
-        assert_eq!(run(&mut c, &["GET", "nokey"]), Value::Nil);
+        assert_eq!(run(&mut c, "SET h v"), Value::Okay);
+        assert_eq!(run(&mut c, "GET h"), bulk("v"));
+        assert_eq!(run(&mut c, "GET nokey"), Value::Nil);
     }
 
     #[test]
     fn set_and_ttls() {
-        let (_e, clock, mut c) = engine();
-        assert_eq!(run(&mut c, &["SETEX", "k", "100", "v"]), Value::Okay);
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
-        assert_eq!(run(&mut c, &["SET", "k", "v", "KEEPTTL"]), Value::Okay);
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
-        assert_eq!(run(&mut c, &["SET", "k", "v"]), Value::Okay);
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(-1));
+        let (clock, mut c) = clocked(START_MS);
+        assert_eq!(run(&mut c, "SETEX k 100 v"), Value::Okay);
+        assert_eq!(run(&mut c, "TTL k"), int(100));
+        assert_eq!(run(&mut c, "SET k v KEEPTTL"), Value::Okay);
+        assert_eq!(run(&mut c, "TTL k"), int(100));
+        assert_eq!(run(&mut c, "SET k v"), Value::Okay);
+        assert_eq!(run(&mut c, "TTL k"), int(-1));
         // A repeated expire option: the last one wins.
-        assert_eq!(
-            run(&mut c, &["SET", "k", "v", "EX", "10", "EX", "20"]),
-            Value::Okay
-        );
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(20));
-        assert_eq!(run(&mut c, &["PSETEX", "k", "1500", "v"]), Value::Okay);
-        assert_eq!(run(&mut c, &["PTTL", "k"]), int(1500));
+        assert_eq!(run(&mut c, "SET k v EX 10 EX 20"), Value::Okay);
+        assert_eq!(run(&mut c, "TTL k"), int(20));
+        assert_eq!(run(&mut c, "PSETEX k 1500 v"), Value::Okay);
+        assert_eq!(run(&mut c, "PTTL k"), int(1500));
         let at = (START_MS + 5000).to_string();
-        assert_eq!(run(&mut c, &["SET", "k", "v", "PXAT", &at]), Value::Okay);
-        assert_eq!(run(&mut c, &["PTTL", "k"]), int(5000));
-        let at = (START_MS / 1000 + 7).to_string();
-        assert_eq!(run(&mut c, &["SET", "k", "v", "EXAT", &at]), Value::Okay);
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(7));
-        // The largest times are accepted (observed TTLs near 2^63 ms).
         assert_eq!(
-            run(&mut c, &["SET", "k", "v", "EXAT", "9223372036854775"]),
+            run_args(&mut c, &["SET", "k", "v", "PXAT", &at]),
             Value::Okay
         );
+        assert_eq!(run(&mut c, "PTTL k"), int(5000));
+        let at = (START_MS / 1000 + 7).to_string();
         assert_eq!(
-            run(&mut c, &["PTTL", "k"]),
+            run_args(&mut c, &["SET", "k", "v", "EXAT", &at]),
+            Value::Okay
+        );
+        assert_eq!(run(&mut c, "TTL k"), int(7));
+        // The largest times are accepted (observed TTLs near 2^63 ms).
+        assert_eq!(run(&mut c, "SET k v EXAT 9223372036854775"), Value::Okay);
+        assert_eq!(
+            run(&mut c, "PTTL k"),
             int(9_223_372_036_854_775_000 - START_MS)
         );
-        assert_eq!(
-            run(&mut c, &["SET", "k", "v", "PXAT", "9223372036854775807"]),
-            Value::Okay
-        );
+        assert_eq!(run(&mut c, "SET k v PXAT 9223372036854775807"), Value::Okay);
         // A time in the past: the key is set and at once gone.
-        assert_eq!(run(&mut c, &["SET", "k", "v", "EXAT", "1"]), Value::Okay);
-        assert_eq!(run(&mut c, &["GET", "k"]), Value::Nil);
-        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
+        assert_eq!(run(&mut c, "SET k v EXAT 1"), Value::Okay);
+        assert_eq!(run(&mut c, "GET k"), Value::Nil);
+        assert_eq!(run(&mut c, "EXISTS k"), int(0));
         // TTLs run out.
-        run(&mut c, &["SET", "k", "v", "PX", "100"]);
+        run(&mut c, "SET k v PX 100");
         clock.advance(Duration::from_millis(100));
-        assert_eq!(run(&mut c, &["GET", "k"]), bulk("v"));
+        assert_eq!(run(&mut c, "GET k"), bulk("v"));
         clock.advance(Duration::from_millis(1));
-        assert_eq!(run(&mut c, &["GET", "k"]), Value::Nil);
+        assert_eq!(run(&mut c, "GET k"), Value::Nil);
     }
 
     #[test]
     fn getset_and_getdel() {
-        let (e, _clock, mut c) = engine();
-        run(&mut c, &["SET", "k", "v", "EX", "100"]);
-        assert_eq!(run(&mut c, &["GETSET", "k", "newv"]), bulk("v"));
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(-1));
-        assert_eq!(run(&mut c, &["GETSET", "nope", "x"]), Value::Nil);
-        assert_eq!(run(&mut c, &["GET", "nope"]), bulk("x"));
-        put_hash(&e, "h");
-        assert_eq!(err(run(&mut c, &["GETSET", "h", "x"])), WRONGTYPE);
-        assert_eq!(run(&mut c, &["GETDEL", "k"]), bulk("newv"));
-        assert_eq!(run(&mut c, &["GETDEL", "k"]), Value::Nil);
-        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
-        assert_eq!(err(run(&mut c, &["GETDEL", "h"])), WRONGTYPE);
-        assert_eq!(run(&mut c, &["EXISTS", "h"]), int(1));
+        let (_clock, mut c) = clocked(START_MS);
+        run(&mut c, "SET k v EX 100");
+        assert_eq!(run(&mut c, "GETSET k newv"), bulk("v"));
+        assert_eq!(run(&mut c, "TTL k"), int(-1));
+        assert_eq!(run(&mut c, "GETSET nope x"), Value::Nil);
+        assert_eq!(run(&mut c, "GET nope"), bulk("x"));
+        run(&mut c, "HSET h f v");
+        assert_eq!(run(&mut c, "GETSET h x"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "GETDEL k"), bulk("newv"));
+        assert_eq!(run(&mut c, "GETDEL k"), Value::Nil);
+        assert_eq!(run(&mut c, "EXISTS k"), int(0));
+        assert_eq!(run(&mut c, "GETDEL h"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "EXISTS h"), int(1));
     }
 
     #[test]
     fn getex() {
-        let (e, _clock, mut c) = engine();
-        run(&mut c, &["SET", "k", "hello", "EX", "100"]);
-        assert_eq!(run(&mut c, &["GETEX", "k"]), bulk("hello"));
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
-        assert_eq!(run(&mut c, &["GETEX", "k", "PERSIST"]), bulk("hello"));
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(-1));
-        assert_eq!(run(&mut c, &["GETEX", "k", "persist"]), bulk("hello"));
-        assert_eq!(run(&mut c, &["GETEX", "k", "EX", "50"]), bulk("hello"));
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(50));
-        assert_eq!(run(&mut c, &["GETEX", "k", "PX", "5000"]), bulk("hello"));
-        assert_eq!(run(&mut c, &["PTTL", "k"]), int(5000));
+        let (_clock, mut c) = clocked(START_MS);
+        run(&mut c, "SET k hello EX 100");
+        assert_eq!(run(&mut c, "GETEX k"), bulk("hello"));
+        assert_eq!(run(&mut c, "TTL k"), int(100));
+        assert_eq!(run(&mut c, "GETEX k PERSIST"), bulk("hello"));
+        assert_eq!(run(&mut c, "TTL k"), int(-1));
+        assert_eq!(run(&mut c, "GETEX k persist"), bulk("hello"));
+        assert_eq!(run(&mut c, "GETEX k EX 50"), bulk("hello"));
+        assert_eq!(run(&mut c, "TTL k"), int(50));
+        assert_eq!(run(&mut c, "GETEX k PX 5000"), bulk("hello"));
+        assert_eq!(run(&mut c, "PTTL k"), int(5000));
+        assert_eq!(run(&mut c, "GETEX k EX 10 EX 20"), bulk("hello"));
+        assert_eq!(run(&mut c, "TTL k"), int(20));
+        assert_eq!(run(&mut c, "GETEX k EXAT 9223372036854775"), bulk("hello"));
         assert_eq!(
-            run(&mut c, &["GETEX", "k", "EX", "10", "EX", "20"]),
-            bulk("hello")
-        );
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(20));
-        assert_eq!(
-            run(&mut c, &["GETEX", "k", "EXAT", "9223372036854775"]),
-            bulk("hello")
+            run(&mut c, "GETEX k EX 9223372036854775"),
+            err("ERR invalid expire time in 'getex' command")
         );
         assert_eq!(
-            err(run(&mut c, &["GETEX", "k", "EX", "9223372036854775"])),
-            "ERR invalid expire time in 'getex' command"
+            run(&mut c, "GETEX k EX 0"),
+            err("ERR invalid expire time in 'getex' command")
         );
-        assert_eq!(
-            err(run(&mut c, &["GETEX", "k", "EX", "0"])),
-            "ERR invalid expire time in 'getex' command"
-        );
-        assert_eq!(err(run(&mut c, &["GETEX", "k", "EX", "abc"])), NOT_INTEGER);
+        assert_eq!(run(&mut c, "GETEX k EX abc"), err(NOT_INT));
         // An absolute time already past: the value, then the key is deleted.
         let now = START_MS.to_string();
-        assert_eq!(run(&mut c, &["GETEX", "k", "PXAT", &now]), bulk("hello"));
-        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
-        run(&mut c, &["SET", "k", "hello"]);
-        assert_eq!(run(&mut c, &["GETEX", "k", "EXAT", "1"]), bulk("hello"));
-        assert_eq!(run(&mut c, &["EXISTS", "k"]), int(0));
+        assert_eq!(
+            run_args(&mut c, &["GETEX", "k", "PXAT", &now]),
+            bulk("hello")
+        );
+        assert_eq!(run(&mut c, "EXISTS k"), int(0));
+        run(&mut c, "SET k hello");
+        assert_eq!(run(&mut c, "GETEX k EXAT 1"), bulk("hello"));
+        assert_eq!(run(&mut c, "EXISTS k"), int(0));
         // Options before the key, the key before the expire value.
         for args in [
             &["GETEX", "nokey", "foo"][..],
@@ -882,37 +802,34 @@ mod tests {
             &["GETEX", "nokey", "EX", "10", "PERSIST"],
             &["GETEX", "nokey", "EX"],
         ] {
-            assert_eq!(err(run(&mut c, args)), SYNTAX, "{args:?}");
+            assert_eq!(run_args(&mut c, args), err(SYNTAX), "{args:?}");
         }
-        assert_eq!(run(&mut c, &["GETEX", "nokey", "EX", "0"]), Value::Nil);
-        assert_eq!(run(&mut c, &["GETEX", "nokey", "EX", "abc"]), Value::Nil);
+        assert_eq!(run(&mut c, "GETEX nokey EX 0"), Value::Nil);
+        assert_eq!(run(&mut c, "GETEX nokey EX abc"), Value::Nil);
+        assert_eq!(run(&mut c, "GETEX nokey PERSIST PERSIST"), Value::Nil);
+        run(&mut c, "HSET h f v");
+        assert_eq!(run(&mut c, "GETEX h EX 0"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "GETEX h EX abc"), err(WRONGTYPE));
         assert_eq!(
-            run(&mut c, &["GETEX", "nokey", "PERSIST", "PERSIST"]),
-            Value::Nil
-        );
-        put_hash(&e, "h");
-        assert_eq!(err(run(&mut c, &["GETEX", "h", "EX", "0"])), WRONGTYPE);
-        assert_eq!(err(run(&mut c, &["GETEX", "h", "EX", "abc"])), WRONGTYPE);
-        assert_eq!(
-            err(run(&mut c, &["GETEX"])),
-            "ERR wrong number of arguments for 'getex' command"
+            run(&mut c, "GETEX"),
+            err("ERR wrong number of arguments for 'getex' command")
         );
     }
 
     #[test]
     fn append_strlen_getrange() {
-        let (e, _clock, mut c) = engine();
-        run(&mut c, &["SET", "k", "hello", "EX", "100"]);
-        assert_eq!(run(&mut c, &["APPEND", "k", " world"]), int(11));
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
-        assert_eq!(run(&mut c, &["APPEND", "newk", "abc"]), int(3));
-        assert_eq!(run(&mut c, &["APPEND", "empty", ""]), int(0));
-        assert_eq!(run(&mut c, &["EXISTS", "empty"]), int(1));
-        put_hash(&e, "h");
-        assert_eq!(err(run(&mut c, &["APPEND", "h", "x"])), WRONGTYPE);
-        assert_eq!(run(&mut c, &["STRLEN", "k"]), int(11));
-        assert_eq!(run(&mut c, &["STRLEN", "nokey"]), int(0));
-        assert_eq!(err(run(&mut c, &["STRLEN", "h"])), WRONGTYPE);
+        let (_clock, mut c) = clocked(START_MS);
+        run(&mut c, "SET k hello EX 100");
+        assert_eq!(run_args(&mut c, &["APPEND", "k", " world"]), int(11));
+        assert_eq!(run(&mut c, "TTL k"), int(100));
+        assert_eq!(run(&mut c, "APPEND newk abc"), int(3));
+        assert_eq!(run_args(&mut c, &["APPEND", "empty", ""]), int(0));
+        assert_eq!(run(&mut c, "EXISTS empty"), int(1));
+        run(&mut c, "HSET h f v");
+        assert_eq!(run(&mut c, "APPEND h x"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "STRLEN k"), int(11));
+        assert_eq!(run(&mut c, "STRLEN nokey"), int(0));
+        assert_eq!(run(&mut c, "STRLEN h"), err(WRONGTYPE));
         let ranges: &[(&str, &str, &str)] = &[
             ("0", "-1", "hello world"),
             ("0", "4", "hello"),
@@ -925,99 +842,90 @@ mod tests {
         ];
         for (start, end, expected) in ranges {
             assert_eq!(
-                run(&mut c, &["GETRANGE", "k", start, end]),
+                run_args(&mut c, &["GETRANGE", "k", start, end]),
                 bulk(expected),
                 "{start} {end}"
             );
         }
-        assert_eq!(run(&mut c, &["SUBSTR", "k", "0", "2"]), bulk("hel"));
-        assert_eq!(run(&mut c, &["GETRANGE", "nokey", "0", "-1"]), bulk(""));
-        assert_eq!(err(run(&mut c, &["GETRANGE", "h", "0", "-1"])), WRONGTYPE);
-        assert_eq!(err(run(&mut c, &["GETRANGE", "k", "a", "0"])), NOT_INTEGER);
-        assert_eq!(err(run(&mut c, &["GETRANGE", "k", "0", "a"])), NOT_INTEGER);
-        assert_eq!(
-            err(run(&mut c, &["GETRANGE", "nokey", "a", "0"])),
-            NOT_INTEGER
-        );
-        run(&mut c, &["SET", "e", ""]);
+        assert_eq!(run(&mut c, "SUBSTR k 0 2"), bulk("hel"));
+        assert_eq!(run(&mut c, "GETRANGE nokey 0 -1"), bulk(""));
+        assert_eq!(run(&mut c, "GETRANGE h 0 -1"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "GETRANGE k a 0"), err(NOT_INT));
+        assert_eq!(run(&mut c, "GETRANGE k 0 a"), err(NOT_INT));
+        assert_eq!(run(&mut c, "GETRANGE nokey a 0"), err(NOT_INT));
+        run_args(&mut c, &["SET", "e", ""]);
         for (start, end) in [("0", "-1"), ("0", "0"), ("-1", "0")] {
-            assert_eq!(run(&mut c, &["GETRANGE", "e", start, end]), bulk(""));
+            assert_eq!(run_args(&mut c, &["GETRANGE", "e", start, end]), bulk(""));
         }
     }
 
     #[test]
     fn setrange() {
-        let (e, _clock, mut c) = engine();
-        run(&mut c, &["SET", "k", "hello world", "EX", "100"]);
-        assert_eq!(run(&mut c, &["SETRANGE", "k", "6", "WORLD"]), int(11));
-        assert_eq!(run(&mut c, &["GET", "k"]), bulk("hello WORLD"));
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(100));
-        assert_eq!(run(&mut c, &["SETRANGE", "k", "13", "!"]), int(14));
-        assert_eq!(run(&mut c, &["GET", "k"]), bulk("hello WORLD\0\0!"));
+        let (_clock, mut c) = clocked(START_MS);
+        run_args(&mut c, &["SET", "k", "hello world", "EX", "100"]);
+        assert_eq!(run(&mut c, "SETRANGE k 6 WORLD"), int(11));
+        assert_eq!(run(&mut c, "GET k"), bulk("hello WORLD"));
+        assert_eq!(run(&mut c, "TTL k"), int(100));
+        assert_eq!(run(&mut c, "SETRANGE k 13 !"), int(14));
+        assert_eq!(run(&mut c, "GET k"), bulk("hello WORLD\0\0!"));
         let too_big = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
         assert_eq!(
-            err(run(&mut c, &["SETRANGE", "k", "-1", "x"])),
-            "ERR offset is out of range"
+            run(&mut c, "SETRANGE k -1 x"),
+            err("ERR offset is out of range")
         );
-        assert_eq!(err(run(&mut c, &["SETRANGE", "k", "a", "x"])), NOT_INTEGER);
+        assert_eq!(run(&mut c, "SETRANGE k a x"), err(NOT_INT));
+        assert_eq!(run(&mut c, "SETRANGE k 536870912 x"), err(too_big));
         assert_eq!(
-            err(run(&mut c, &["SETRANGE", "k", "536870912", "x"])),
-            too_big
+            run(&mut c, "SETRANGE k 9223372036854775807 x"),
+            err(too_big)
         );
-        assert_eq!(
-            err(run(&mut c, &["SETRANGE", "k", "9223372036854775807", "x"])),
-            too_big
-        );
-        assert_eq!(
-            err(run(&mut c, &["SETRANGE", "nokey", "536870912", "x"])),
-            too_big
-        );
+        assert_eq!(run(&mut c, "SETRANGE nokey 536870912 x"), err(too_big));
         // An empty value: the length, whatever the offset; no key created.
-        assert_eq!(run(&mut c, &["SETRANGE", "k", "536870912", ""]), int(14));
-        assert_eq!(run(&mut c, &["SETRANGE", "nokey", "5", ""]), int(0));
-        assert_eq!(run(&mut c, &["EXISTS", "nokey"]), int(0));
-        assert_eq!(run(&mut c, &["SETRANGE", "new", "3", "ab"]), int(5));
-        assert_eq!(run(&mut c, &["GET", "new"]), bulk("\0\0\0ab"));
-        put_hash(&e, "h");
-        assert_eq!(err(run(&mut c, &["SETRANGE", "h", "0", "x"])), WRONGTYPE);
-        assert_eq!(err(run(&mut c, &["SETRANGE", "h", "0", ""])), WRONGTYPE);
         assert_eq!(
-            err(run(&mut c, &["SETRANGE", "h", "-1", ""])),
-            "ERR offset is out of range"
+            run_args(&mut c, &["SETRANGE", "k", "536870912", ""]),
+            int(14)
+        );
+        assert_eq!(run_args(&mut c, &["SETRANGE", "nokey", "5", ""]), int(0));
+        assert_eq!(run(&mut c, "EXISTS nokey"), int(0));
+        assert_eq!(run(&mut c, "SETRANGE new 3 ab"), int(5));
+        assert_eq!(run(&mut c, "GET new"), bulk("\0\0\0ab"));
+        run(&mut c, "HSET h f v");
+        assert_eq!(run(&mut c, "SETRANGE h 0 x"), err(WRONGTYPE));
+        assert_eq!(
+            run_args(&mut c, &["SETRANGE", "h", "0", ""]),
+            err(WRONGTYPE)
+        );
+        assert_eq!(
+            run_args(&mut c, &["SETRANGE", "h", "-1", ""]),
+            err("ERR offset is out of range")
         );
     }
 
     #[test]
     fn integer_counters() {
-        let (e, _clock, mut c) = engine();
-        assert_eq!(run(&mut c, &["INCR", "n"]), int(1));
-        assert_eq!(run(&mut c, &["INCRBY", "n", "10"]), int(11));
-        assert_eq!(run(&mut c, &["DECR", "n"]), int(10));
-        assert_eq!(run(&mut c, &["DECRBY", "n", "5"]), int(5));
-        assert_eq!(run(&mut c, &["GET", "n"]), bulk("5"));
-        assert_eq!(err(run(&mut c, &["INCRBY", "n", "abc"])), NOT_INTEGER);
-        assert_eq!(err(run(&mut c, &["INCRBY", "n", "1.5"])), NOT_INTEGER);
+        let (_clock, mut c) = clocked(START_MS);
+        assert_eq!(run(&mut c, "INCR n"), int(1));
+        assert_eq!(run(&mut c, "INCRBY n 10"), int(11));
+        assert_eq!(run(&mut c, "DECR n"), int(10));
+        assert_eq!(run(&mut c, "DECRBY n 5"), int(5));
+        assert_eq!(run(&mut c, "GET n"), bulk("5"));
+        assert_eq!(run(&mut c, "INCRBY n abc"), err(NOT_INT));
+        assert_eq!(run(&mut c, "INCRBY n 1.5"), err(NOT_INT));
         assert_eq!(
-            err(run(&mut c, &["DECRBY", "n", "-9223372036854775808"])),
-            "ERR decrement would overflow"
+            run(&mut c, "DECRBY n -9223372036854775808"),
+            err("ERR decrement would overflow")
         );
-        assert_eq!(
-            err(run(&mut c, &["DECRBY", "n", "9223372036854775808"])),
-            NOT_INTEGER
-        );
+        assert_eq!(run(&mut c, "DECRBY n 9223372036854775808"), err(NOT_INT));
         let overflow = "ERR increment or decrement would overflow";
-        run(&mut c, &["SET", "n", "9223372036854775807"]);
-        assert_eq!(err(run(&mut c, &["INCR", "n"])), overflow);
-        assert_eq!(run(&mut c, &["INCRBY", "n", "0"]), int(i64::MAX));
-        run(&mut c, &["SET", "n", "-9223372036854775808"]);
-        assert_eq!(err(run(&mut c, &["DECR", "n"])), overflow);
-        assert_eq!(err(run(&mut c, &["DECRBY", "n", "1"])), overflow);
-        assert_eq!(err(run(&mut c, &["INCRBY", "n", "-1"])), overflow);
-        run(&mut c, &["SET", "n", "0"]);
-        assert_eq!(
-            run(&mut c, &["DECRBY", "n", "-9223372036854775807"]),
-            int(i64::MAX)
-        );
+        run(&mut c, "SET n 9223372036854775807");
+        assert_eq!(run(&mut c, "INCR n"), err(overflow));
+        assert_eq!(run(&mut c, "INCRBY n 0"), int(i64::MAX));
+        run(&mut c, "SET n -9223372036854775808");
+        assert_eq!(run(&mut c, "DECR n"), err(overflow));
+        assert_eq!(run(&mut c, "DECRBY n 1"), err(overflow));
+        assert_eq!(run(&mut c, "INCRBY n -1"), err(overflow));
+        run(&mut c, "SET n 0");
+        assert_eq!(run(&mut c, "DECRBY n -9223372036854775807"), int(i64::MAX));
         // Stored values must be exactly what string2ll accepts.
         for stored in [
             " 1",
@@ -1029,144 +937,116 @@ mod tests {
             "abc",
             "12345678901234567890",
         ] {
-            run(&mut c, &["SET", "n", stored]);
-            assert_eq!(err(run(&mut c, &["INCR", "n"])), NOT_INTEGER, "{stored:?}");
+            run_args(&mut c, &["SET", "n", stored]);
+            assert_eq!(run(&mut c, "INCR n"), err(NOT_INT), "{stored:?}");
         }
         // WRONGTYPE comes after the increment is parsed.
-        put_hash(&e, "h");
-        assert_eq!(err(run(&mut c, &["INCR", "h"])), WRONGTYPE);
-        assert_eq!(err(run(&mut c, &["INCRBY", "h", "abc"])), NOT_INTEGER);
-        assert_eq!(err(run(&mut c, &["INCRBY", "h", "1"])), WRONGTYPE);
+        run(&mut c, "HSET h f v");
+        assert_eq!(run(&mut c, "INCR h"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "INCRBY h abc"), err(NOT_INT));
+        assert_eq!(run(&mut c, "INCRBY h 1"), err(WRONGTYPE));
         // INCR keeps the TTL.
-        run(&mut c, &["SET", "n", "5", "EX", "100"]);
-        assert_eq!(run(&mut c, &["INCR", "n"]), int(6));
-        assert_eq!(run(&mut c, &["TTL", "n"]), int(100));
+        run(&mut c, "SET n 5 EX 100");
+        assert_eq!(run(&mut c, "INCR n"), int(6));
+        assert_eq!(run(&mut c, "TTL n"), int(100));
     }
 
     #[test]
     fn incrbyfloat() {
-        let (e, _clock, mut c) = engine();
-        run(&mut c, &["SET", "n", "5", "EX", "100"]);
-        assert_eq!(run(&mut c, &["INCRBYFLOAT", "n", "1.5"]), bulk("6.5"));
-        assert_eq!(run(&mut c, &["TTL", "n"]), int(100));
-        run(&mut c, &["SET", "k", "10.5"]);
-        assert_eq!(run(&mut c, &["INCRBYFLOAT", "k", "0.1"]), bulk("10.6"));
-        assert_eq!(run(&mut c, &["GET", "k"]), bulk("10.6"));
+        let (_clock, mut c) = clocked(START_MS);
+        run(&mut c, "SET n 5 EX 100");
+        assert_eq!(run(&mut c, "INCRBYFLOAT n 1.5"), bulk("6.5"));
+        assert_eq!(run(&mut c, "TTL n"), int(100));
+        run(&mut c, "SET k 10.5");
+        assert_eq!(run(&mut c, "INCRBYFLOAT k 0.1"), bulk("10.6"));
+        assert_eq!(run(&mut c, "GET k"), bulk("10.6"));
         for _ in 0..3 {
-            run(&mut c, &["INCRBYFLOAT", "steps", "3.0e-1"]);
+            run(&mut c, "INCRBYFLOAT steps 3.0e-1");
         }
-        assert_eq!(run(&mut c, &["GET", "steps"]), bulk("0.9"));
-        assert_eq!(run(&mut c, &["INCRBYFLOAT", "x", "5.0e3"]), bulk("5000"));
-        assert_eq!(run(&mut c, &["INCRBYFLOAT", "x", "-5000"]), bulk("0"));
-        run(&mut c, &["SET", "hex", "0x1p3"]);
-        assert_eq!(run(&mut c, &["INCRBYFLOAT", "hex", "0"]), bulk("8"));
-        assert_eq!(run(&mut c, &["GET", "hex"]), bulk("8"));
+        assert_eq!(run(&mut c, "GET steps"), bulk("0.9"));
+        assert_eq!(run(&mut c, "INCRBYFLOAT x 5.0e3"), bulk("5000"));
+        assert_eq!(run(&mut c, "INCRBYFLOAT x -5000"), bulk("0"));
+        run(&mut c, "SET hex 0x1p3");
+        assert_eq!(run(&mut c, "INCRBYFLOAT hex 0"), bulk("8"));
+        assert_eq!(run(&mut c, "GET hex"), bulk("8"));
         // Errors: type first, then the stored value, then the increment.
-        put_hash(&e, "h");
-        assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "h", "abc"])), WRONGTYPE);
-        run(&mut c, &["SET", "s", "abc"]);
-        assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "s", "1"])), NOT_FLOAT);
-        assert_eq!(
-            err(run(&mut c, &["INCRBYFLOAT", "nokey", "abc"])),
-            NOT_FLOAT
-        );
-        assert_eq!(
-            err(run(&mut c, &["INCRBYFLOAT", "nokey", "nan"])),
-            NOT_FLOAT
-        );
-        assert_eq!(
-            err(run(&mut c, &["INCRBYFLOAT", "nokey", "1e5000"])),
-            NOT_FLOAT
-        );
-        assert_eq!(run(&mut c, &["EXISTS", "nokey"]), int(0));
+        run(&mut c, "HSET h f v");
+        assert_eq!(run(&mut c, "INCRBYFLOAT h abc"), err(WRONGTYPE));
+        run(&mut c, "SET s abc");
+        assert_eq!(run(&mut c, "INCRBYFLOAT s 1"), err(NOT_FLOAT));
+        assert_eq!(run(&mut c, "INCRBYFLOAT nokey abc"), err(NOT_FLOAT));
+        assert_eq!(run(&mut c, "INCRBYFLOAT nokey nan"), err(NOT_FLOAT));
+        assert_eq!(run(&mut c, "INCRBYFLOAT nokey 1e5000"), err(NOT_FLOAT));
+        assert_eq!(run(&mut c, "EXISTS nokey"), int(0));
         for stored in [" 1", "1 "] {
-            run(&mut c, &["SET", "s", stored]);
-            assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "s", "0"])), NOT_FLOAT);
+            run_args(&mut c, &["SET", "s", stored]);
+            assert_eq!(run(&mut c, "INCRBYFLOAT s 0"), err(NOT_FLOAT));
         }
         let not_finite = "ERR increment would produce NaN or Infinity";
-        assert_eq!(
-            err(run(&mut c, &["INCRBYFLOAT", "nokey", "inf"])),
-            not_finite
-        );
-        run(&mut c, &["SET", "s", "inf"]);
-        assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "s", "1"])), not_finite);
-        run(&mut c, &["SET", "s", "12"]);
-        assert_eq!(err(run(&mut c, &["INCRBYFLOAT", "s", "-inf"])), not_finite);
-        run(&mut c, &["SET", "s", "1e4932"]);
-        assert_eq!(
-            err(run(&mut c, &["INCRBYFLOAT", "s", "1e4932"])),
-            not_finite
-        );
-        assert_eq!(run(&mut c, &["GET", "s"]), bulk("1e4932"));
+        assert_eq!(run(&mut c, "INCRBYFLOAT nokey inf"), err(not_finite));
+        run(&mut c, "SET s inf");
+        assert_eq!(run(&mut c, "INCRBYFLOAT s 1"), err(not_finite));
+        run(&mut c, "SET s 12");
+        assert_eq!(run(&mut c, "INCRBYFLOAT s -inf"), err(not_finite));
+        run(&mut c, "SET s 1e4932");
+        assert_eq!(run(&mut c, "INCRBYFLOAT s 1e4932"), err(not_finite));
+        assert_eq!(run(&mut c, "GET s"), bulk("1e4932"));
     }
 
     #[test]
     fn mget_mset_msetnx() {
-        let (e, _clock, mut c) = engine();
-        run(&mut c, &["SET", "n", "abc"]);
-        put_hash(&e, "h");
+        let (_clock, mut c) = clocked(START_MS);
+        run(&mut c, "SET n abc");
+        run(&mut c, "HSET h f v");
         assert_eq!(
-            run(&mut c, &["MGET", "n", "nokey", "h", "n"]),
+            run(&mut c, "MGET n nokey h n"),
             Value::Array(vec![bulk("abc"), Value::Nil, Value::Nil, bulk("abc")])
         );
-        assert_eq!(run(&mut c, &["MSET", "a", "1", "b", "2"]), Value::Okay);
+        assert_eq!(run(&mut c, "MSET a 1 b 2"), Value::Okay);
         assert_eq!(
-            err(run(&mut c, &["MSET", "a", "1", "b"])),
-            "ERR wrong number of arguments for 'mset' command"
+            run(&mut c, "MSET a 1 b"),
+            err("ERR wrong number of arguments for 'mset' command")
         );
         assert_eq!(
-            err(run(&mut c, &["MSETNX", "a", "1", "b"])),
-            "ERR wrong number of arguments for 'msetnx' command"
+            run(&mut c, "MSETNX a 1 b"),
+            err("ERR wrong number of arguments for 'msetnx' command")
         );
-        assert_eq!(run(&mut c, &["MSETNX", "a", "1", "c", "3"]), int(0));
-        assert_eq!(run(&mut c, &["EXISTS", "c"]), int(0));
-        assert_eq!(run(&mut c, &["MSETNX", "c", "3", "d", "4"]), int(1));
-        assert_eq!(run(&mut c, &["MSETNX", "c", "3", "c", "5"]), int(0));
-        assert_eq!(run(&mut c, &["MSETNX", "x", "1", "x", "2"]), int(1));
+        assert_eq!(run(&mut c, "MSETNX a 1 c 3"), int(0));
+        assert_eq!(run(&mut c, "EXISTS c"), int(0));
+        assert_eq!(run(&mut c, "MSETNX c 3 d 4"), int(1));
+        assert_eq!(run(&mut c, "MSETNX c 3 c 5"), int(0));
+        assert_eq!(run(&mut c, "MSETNX x 1 x 2"), int(1));
         assert_eq!(
-            run(&mut c, &["MGET", "a", "b", "c", "d", "x"]),
+            run(&mut c, "MGET a b c d x"),
             Value::Array(vec![bulk("1"), bulk("2"), bulk("3"), bulk("4"), bulk("2")])
         );
-        assert_eq!(run(&mut c, &["MSETNX", "h", "1"]), int(0));
-        assert_eq!(run(&mut c, &["MSET", "h", "1"]), Value::Okay);
-        assert_eq!(
-            run(&mut c, &["TYPE", "h"]),
-            Value::SimpleString("string".into())
-        );
-        run(&mut c, &["SET", "k", "v", "EX", "100"]);
-        assert_eq!(run(&mut c, &["MSET", "k", "v2"]), Value::Okay);
-        assert_eq!(run(&mut c, &["TTL", "k"]), int(-1));
+        assert_eq!(run(&mut c, "MSETNX h 1"), int(0));
+        assert_eq!(run(&mut c, "MSET h 1"), Value::Okay);
+        assert_eq!(run(&mut c, "TYPE h"), Value::SimpleString("string".into()));
+        run(&mut c, "SET k v EX 100");
+        assert_eq!(run(&mut c, "MSET k v2"), Value::Okay);
+        assert_eq!(run(&mut c, "TTL k"), int(-1));
     }
 
     /// Whether a command run by another client between WATCH k and EXEC
-    /// aborts the transaction (Redis's `signalModifiedKey`).
-    fn touches_watched_key(command: &[&str]) -> bool {
-        let (engine, _clock, mut c) = engine();
-        let mut other = engine.connection();
-        run(&mut c, &["SET", "k", "v", "EX", "100"]);
-        run(&mut c, &["WATCH", "k"]);
-        run(&mut other, command);
-        run(&mut c, &["MULTI"]);
-        run(&mut c, &["GET", "k"]);
-        run(&mut c, &["EXEC"]) == Value::Nil
-    }
-
+    /// aborts the transaction (Redis's `signalModifiedKey`). A trailing
+    /// space sends an empty last argument.
     #[test]
     fn watch_sees_only_real_changes() {
-        let cases: &[(&[&str], bool)] = &[
-            (&["SET", "k", "x", "NX"], false),
-            (&["SET", "k", "x", "XX"], true),
-            (&["GETEX", "k"], false),
-            (&["GETEX", "k", "PERSIST"], true),
-            (&["GETEX", "nokey", "PERSIST"], false),
-            (&["SETRANGE", "k", "0", ""], false),
-            (&["APPEND", "k", ""], true),
-            (&["INCRBYFLOAT", "k", "abc"], false),
-            (&["GETDEL", "nokey"], false),
-            (&["MSETNX", "k", "1", "z", "2"], false),
-        ];
-        for (command, touches) in cases {
-            assert_eq!(touches_watched_key(command), *touches, "{command:?}");
+        let setup = ["SET k v EX 100"];
+        for (change, touches) in [
+            ("SET k x NX", false),
+            ("SET k x XX", true),
+            ("GETEX k", false),
+            ("GETEX k PERSIST", true),
+            ("GETEX nokey PERSIST", false),
+            ("SETRANGE k 0 ", false),
+            ("APPEND k ", true),
+            ("INCRBYFLOAT k abc", false),
+            ("GETDEL nokey", false),
+            ("MSETNX k 1 z 2", false),
+        ] {
+            assert_watch(&setup, "k", change, touches);
         }
     }
 }

@@ -16,13 +16,14 @@ use std::collections::{HashMap, HashSet};
 
 use rand::Rng;
 
-use super::keys::{parse_cursor, parse_scan_options};
-use super::sets::{random_reply_len, scan_reply, store_or_delete, NOT_POSITIVE};
-use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{float_arg, int_arg, is, positive_arg, signed_count_arg};
+use super::keys::scan_collection;
+use super::sets::{store_or_delete, RandomPicks};
+use super::{remove_elements, CmdResult, Ctx, Spec};
+use crate::memory::args::{
+    float_arg, index_range, int_arg, is, positive_arg, random_count_with, NOT_POSITIVE,
+};
 use crate::memory::error::CmdError;
 use crate::memory::float::{format_g17, parse_double};
-use crate::memory::glob::glob_match;
 use crate::memory::reply;
 use crate::memory::value::{Bytes, Value};
 use crate::memory::zset::{LexRange, Score, ScoreRange, ZSet};
@@ -362,24 +363,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
 // ------------------------------------------------------- simple reads
 
 fn zrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let key = args[1];
-    let Some(z) = ctx.write::<ZSet>(key)? else {
-        return Ok(reply::int(0));
-    };
-    let mut deleted = 0;
-    for member in &args[2..] {
-        if z.remove(member) {
-            deleted += 1;
-        }
-        if z.is_empty() {
-            break;
-        }
-    }
-    if deleted > 0 {
-        ctx.drop_if_empty(key);
-        ctx.modified(key);
-    }
-    Ok(reply::int(deleted))
+    remove_elements::<ZSet>(ctx, args, |z, member| z.remove(member))
 }
 
 fn zscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -466,29 +450,6 @@ enum Sink<'a> {
     Store(&'a [u8]),
 }
 
-/// The clamped ranks `start..end` of an index range (negative indices count
-/// from the end), or `None` if it is empty. Shared by ZRANGE and
-/// ZREMRANGEBYRANK.
-fn rank_span(start: i64, end: i64, len: usize) -> Option<std::ops::Range<usize>> {
-    let len = i64::try_from(len).unwrap_or(i64::MAX);
-    let start = if start < 0 {
-        len.saturating_add(start)
-    } else {
-        start
-    }
-    .max(0);
-    let end = if end < 0 {
-        len.saturating_add(end)
-    } else {
-        end
-    };
-    if start > end || start >= len {
-        return None;
-    }
-    let end = end.min(len - 1);
-    Some(usize::try_from(start).ok()?..usize::try_from(end).ok()? + 1)
-}
-
 /// The members a selection picks, in reply order. `offset` and `limit` are
 /// LIMIT's (a negative offset selects nothing, a negative limit everything).
 fn select<'z>(
@@ -503,7 +464,7 @@ fn select<'z>(
     // range (Redis skips the offset without checking the range).
     let first = match selection {
         Selection::Rank(start, end) => {
-            let Some(span) = rank_span(*start, *end, z.len()) else {
+            let Some(span) = index_range(*start, *end, z.len()) else {
                 return Vec::new();
             };
             return if reverse {
@@ -673,7 +634,7 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, key: &[u8], selection: Selection) -> Cmd
         return Ok(reply::int(0));
     };
     let span = match &selection {
-        Selection::Rank(start, end) => rank_span(*start, *end, z.len()).unwrap_or(0..0),
+        Selection::Rank(start, end) => index_range(*start, *end, z.len()).unwrap_or(0..0),
         Selection::Score(range) => z.score_span(range),
         Selection::Lex(range) => z.lex_span(range),
     };
@@ -745,38 +706,18 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         let picked = z.get(rand::rng().random_range(0..z.len().max(1)));
         return Ok(picked.map_or_else(reply::nil, |(m, _)| reply::bulk(m)));
     };
-    let count = signed_count_arg(count)?;
-    let withscores = match args.get(3..) {
-        Some([]) | None => false,
-        Some([opt]) if is(opt, "withscores") => true,
-        _ => return Err(CmdError::Syntax),
-    };
-    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
-        return Err(CmdError::err("value is out of range"));
-    }
+    let (count, withscores) = random_count_with(count, &args[3..], "withscores")?;
     let Some(z) = ctx.read::<ZSet>(args[1])? else {
         return Ok(reply::array(Vec::new()));
     };
-    let mut rng = rand::rng();
-    let wanted = count.unsigned_abs();
-    let len = z.len();
-    if count < 0 {
-        // Repetitions allowed: independent draws.
-        let n = random_reply_len(wanted)?;
-        let picks = (0..n).filter_map(|_| z.get(rng.random_range(0..len.max(1))));
-        return Ok(pairs_reply(picks, withscores));
-    }
-    if wanted >= len as u64 {
+    Ok(match RandomPicks::new(count, z.len())? {
         // The whole set, from the highest member down: Redis's set
         // operation iterator walks sorted sets backwards.
-        return Ok(pairs_reply(z.iter().rev(), withscores));
-    }
-    let n = usize::try_from(wanted).unwrap_or(usize::MAX);
-    let ranks = rand::seq::index::sample(&mut rng, len, n);
-    Ok(pairs_reply(
-        ranks.iter().filter_map(|r| z.get(r)),
-        withscores,
-    ))
+        RandomPicks::All => pairs_reply(z.iter().rev(), withscores),
+        RandomPicks::Ranks(ranks) => {
+            pairs_reply(ranks.into_iter().filter_map(|r| z.get(r)), withscores)
+        }
+    })
 }
 
 // ------------------------------------------------------ set operations
@@ -1002,12 +943,7 @@ fn setop_generic(
         return Err(CmdError::Syntax);
     };
     // Keys are checked (and expired) in order before any option is read.
-    for key in keys {
-        match ctx.value(key) {
-            None | Some(Value::Set(_) | Value::ZSet(_)) => {}
-            Some(_) => return Err(CmdError::WrongType),
-        }
-    }
+    let values = ctx.read_all(keys, |v| matches!(v, Value::Set(_) | Value::ZSet(_)))?;
     let opts = parse_setop_options(
         &args[first_key + keys.len()..],
         keys.len(),
@@ -1015,13 +951,11 @@ fn setop_generic(
         dst.is_some(),
         card_only,
     )?;
-    let now = ctx.now;
-    let ks = &*ctx.ks();
-    let sources: Vec<(Source<'_>, f64)> = keys
-        .iter()
+    let sources: Vec<(Source<'_>, f64)> = values
+        .into_iter()
         .zip(&opts.weights)
-        .map(|(key, &w)| {
-            let src = match ks.peek(key, now) {
+        .map(|(value, &w)| {
+            let src = match value {
                 Some(Value::Set(s)) => Source::Set(s),
                 Some(Value::ZSet(z)) => Source::Sorted(z),
                 _ => Source::Missing,
@@ -1108,24 +1042,19 @@ fn scan_score_text(score: f64, listpack: bool) -> String {
     format_g17(score)
 }
 
-/// ZSCAN key cursor [MATCH pattern] [COUNT count]: every match at once with
-/// cursor 0 (see [`scan_reply`]), in score order.
+/// ZSCAN: every matching member and its score at once (see
+/// [`scan_collection`]), in score order.
 fn zscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    parse_cursor(args[2])?;
-    let Some(z) = ctx.read::<ZSet>(args[1])? else {
-        return Ok(scan_reply(Vec::new()));
-    };
-    let opts = parse_scan_options(&args[3..], false)?;
-    let listpack =
-        z.len() <= LISTPACK_MAX_ENTRIES && z.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
-    let mut items = Vec::new();
-    for (member, score) in z.iter() {
-        if opts.pattern.is_none_or(|p| glob_match(p, member, false)) {
+    scan_collection::<ZSet>(ctx, args, |z, matches| {
+        let listpack =
+            z.len() <= LISTPACK_MAX_ENTRIES && z.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
+        let mut items = Vec::new();
+        for (member, score) in z.iter().filter(|(m, _)| matches(m)) {
             items.push(reply::bulk(member));
             items.push(reply::bulk(scan_score_text(score, listpack)));
         }
-    }
-    Ok(scan_reply(items))
+        items
+    })
 }
 
 #[cfg(test)]
@@ -1134,148 +1063,139 @@ mod tests {
 
     use redis::Value as V;
 
-    use crate::memory::command::sets::tests::{assert_watch, bulk, err, T, WRONGTYPE};
-
-    fn bulks(items: &[&str]) -> V {
-        V::Array(items.iter().map(|s| bulk(s)).collect())
-    }
+    use crate::memory::command::test_util::*;
+    use crate::memory::Connection;
 
     fn nil_or(items: &[Option<&str>]) -> V {
         V::Array(items.iter().map(|s| s.map_or(V::Nil, bulk)).collect())
     }
 
     /// A set with the members a..e scored 1..5 and a tie "cc" at 3.
-    fn ranked() -> T {
-        let mut t = T::new();
-        t.run("ZADD r 1 a 2 b 3 c 4 d 5 e 3 cc");
-        t
+    fn ranked() -> Connection {
+        let mut c = conn();
+        run(&mut c, "ZADD r 1 a 2 b 3 c 4 d 5 e 3 cc");
+        c
     }
 
     #[test]
     fn zadd_option_errors_and_refusals() {
-        let mut t = T::new();
+        let mut c = conn();
         let xx_nx = err("ERR XX and NX options at the same time are not compatible");
         let gt_lt = err("ERR GT, LT, and/or NX options at the same time are not compatible");
-        assert_eq!(t.run("ZADD z nx xx 1 a"), xx_nx);
-        assert_eq!(t.run("ZADD z gt lt 1 a"), gt_lt);
-        assert_eq!(t.run("ZADD z nx gt 1 a"), gt_lt);
-        assert_eq!(t.run("ZADD z NX LT 1 a"), gt_lt);
+        assert_eq!(run(&mut c, "ZADD z nx xx 1 a"), xx_nx);
+        assert_eq!(run(&mut c, "ZADD z gt lt 1 a"), gt_lt);
+        assert_eq!(run(&mut c, "ZADD z nx gt 1 a"), gt_lt);
+        assert_eq!(run(&mut c, "ZADD z NX LT 1 a"), gt_lt);
         assert_eq!(
-            t.run("ZADD z incr 1 a 2 b"),
+            run(&mut c, "ZADD z incr 1 a 2 b"),
             err("ERR INCR option supports a single increment-element pair")
         );
-        assert_eq!(t.run("ZADD z 1 a 2"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "ZADD z 1 a 2"), err(SYNTAX));
         assert_eq!(
-            t.run("ZADD z nx"),
+            run(&mut c, "ZADD z nx"),
             err("ERR wrong number of arguments for 'zadd' command")
         );
-        assert_eq!(t.run("ZADD z x a"), err("ERR value is not a valid float"));
-        assert_eq!(
-            t.run("ZADD z 1 a nan b"),
-            err("ERR value is not a valid float")
-        );
+        assert_eq!(run(&mut c, "ZADD z x a"), err(NOT_FLOAT));
+        assert_eq!(run(&mut c, "ZADD z 1 a nan b"), err(NOT_FLOAT));
         // XX on a missing key creates nothing, INCR then replies nil.
-        assert_eq!(t.run("ZADD z xx gt 1 a"), V::Int(0));
-        assert_eq!(t.run("ZADD z incr xx 1 a"), V::Nil);
-        assert_eq!(t.run("EXISTS z"), V::Int(0));
+        assert_eq!(run(&mut c, "ZADD z xx gt 1 a"), int(0));
+        assert_eq!(run(&mut c, "ZADD z incr xx 1 a"), V::Nil);
+        assert_eq!(run(&mut c, "EXISTS z"), int(0));
         // Option errors come before the type check.
-        t.run("SADD s m");
-        assert_eq!(t.run("ZADD s nx xx 1 a"), xx_nx);
-        assert_eq!(t.run("ZADD s x a"), err("ERR value is not a valid float"));
-        assert_eq!(t.run("ZADD s 1 a"), err(WRONGTYPE));
+        run(&mut c, "SADD s m");
+        assert_eq!(run(&mut c, "ZADD s nx xx 1 a"), xx_nx);
+        assert_eq!(run(&mut c, "ZADD s x a"), err(NOT_FLOAT));
+        assert_eq!(run(&mut c, "ZADD s 1 a"), err(WRONGTYPE));
     }
 
     #[test]
     fn zadd_flags() {
-        let mut t = T::new();
-        assert_eq!(t.run("ZADD z 1 a 2 b"), V::Int(2));
-        assert_eq!(t.run("ZADD z incr nx 1 a"), V::Nil);
-        assert_eq!(t.run("ZADD z incr gt -1 a"), V::Nil);
-        assert_eq!(t.run("ZADD z incr lt -1 a"), bulk("0"));
-        assert_eq!(t.run("ZADD z ch gt 5 a 0 b 3 c"), V::Int(2));
+        let mut c = conn();
+        assert_eq!(run(&mut c, "ZADD z 1 a 2 b"), int(2));
+        assert_eq!(run(&mut c, "ZADD z incr nx 1 a"), V::Nil);
+        assert_eq!(run(&mut c, "ZADD z incr gt -1 a"), V::Nil);
+        assert_eq!(run(&mut c, "ZADD z incr lt -1 a"), bulk("0"));
+        assert_eq!(run(&mut c, "ZADD z ch gt 5 a 0 b 3 c"), int(2));
         assert_eq!(
-            t.strings("ZRANGE z 0 -1 WITHSCORES"),
+            strings(run(&mut c, "ZRANGE z 0 -1 WITHSCORES")),
             ["b", "2", "c", "3", "a", "5"]
         );
-        assert_eq!(t.run("ZADD z ch lt 5 a 0 b 3 d"), V::Int(2));
-        assert_eq!(t.run("ZADD z xx ch 7 a 7 new"), V::Int(1));
-        assert_eq!(t.run("ZSCORE z new"), V::Nil);
-        assert_eq!(t.run("ZADD z NX Ch 9 a 9 new"), V::Int(1));
-        assert_eq!(t.run("ZADD z 9 a 9 new"), V::Int(0));
-        assert_eq!(t.run("ZADD z xx ch incr 1 new"), bulk("10"));
+        assert_eq!(run(&mut c, "ZADD z ch lt 5 a 0 b 3 d"), int(2));
+        assert_eq!(run(&mut c, "ZADD z xx ch 7 a 7 new"), int(1));
+        assert_eq!(run(&mut c, "ZSCORE z new"), V::Nil);
+        assert_eq!(run(&mut c, "ZADD z NX Ch 9 a 9 new"), int(1));
+        assert_eq!(run(&mut c, "ZADD z 9 a 9 new"), int(0));
+        assert_eq!(run(&mut c, "ZADD z xx ch incr 1 new"), bulk("10"));
     }
 
     #[test]
     fn nan_and_signed_zero() {
-        let mut t = T::new();
-        t.run("ZADD z inf a");
+        let mut c = conn();
+        run(&mut c, "ZADD z inf a");
         let nan = err("ERR resulting score is not a number (NaN)");
-        assert_eq!(t.run("ZADD z incr -inf a"), nan);
-        assert_eq!(t.run("ZINCRBY z -inf a"), nan);
-        assert_eq!(t.run("ZSCORE z a"), bulk("inf"));
+        assert_eq!(run(&mut c, "ZADD z incr -inf a"), nan);
+        assert_eq!(run(&mut c, "ZINCRBY z -inf a"), nan);
+        assert_eq!(run(&mut c, "ZSCORE z a"), bulk("inf"));
         // The reply carries the computed -0, the stored score is 0.
-        assert_eq!(t.run("ZINCRBY zneg -0 a"), bulk("-0"));
-        assert_eq!(t.run("ZSCORE zneg a"), bulk("0"));
-        assert_eq!(t.run("ZADD zneg -0 b"), V::Int(1));
-        assert_eq!(t.run("ZADD zneg 0 b"), V::Int(0));
+        assert_eq!(run(&mut c, "ZINCRBY zneg -0 a"), bulk("-0"));
+        assert_eq!(run(&mut c, "ZSCORE zneg a"), bulk("0"));
+        assert_eq!(run(&mut c, "ZADD zneg -0 b"), int(1));
+        assert_eq!(run(&mut c, "ZADD zneg 0 b"), int(0));
         assert_eq!(
-            t.strings("ZRANGE zneg 0 -1 WITHSCORES"),
+            strings(run(&mut c, "ZRANGE zneg 0 -1 WITHSCORES")),
             ["a", "0", "b", "0"]
         );
         // A set operation replies -0 from its fresh result, stores 0.
         assert_eq!(
-            t.strings("ZUNION 1 zneg WEIGHTS -1 WITHSCORES"),
+            strings(run(&mut c, "ZUNION 1 zneg WEIGHTS -1 WITHSCORES")),
             ["a", "-0", "b", "-0"]
         );
-        t.run("ZADD zneg 1 c");
+        run(&mut c, "ZADD zneg 1 c");
         assert_eq!(
-            t.strings("ZINTER 1 zneg WEIGHTS -1 WITHSCORES"),
+            strings(run(&mut c, "ZINTER 1 zneg WEIGHTS -1 WITHSCORES")),
             ["c", "-1", "a", "-0", "b", "-0"]
         );
-        assert_eq!(t.run("ZUNIONSTORE d 1 zneg WEIGHTS -1"), V::Int(3));
+        assert_eq!(run(&mut c, "ZUNIONSTORE d 1 zneg WEIGHTS -1"), int(3));
         assert_eq!(
-            t.strings("ZRANGE d 0 -1 WITHSCORES"),
+            strings(run(&mut c, "ZRANGE d 0 -1 WITHSCORES")),
             ["c", "-1", "a", "0", "b", "0"]
         );
     }
 
     #[test]
     fn zincrby() {
-        let mut t = T::new();
-        assert_eq!(t.run("ZINCRBY z 1.5 f"), bulk("1.5"));
-        assert_eq!(t.run("ZINCRBY z 0.1 f"), bulk("1.6000000000000001"));
-        assert_eq!(t.run("ZSCORE z f"), bulk("1.6000000000000001"));
+        let mut c = conn();
+        assert_eq!(run(&mut c, "ZINCRBY z 1.5 f"), bulk("1.5"));
+        assert_eq!(run(&mut c, "ZINCRBY z 0.1 f"), bulk("1.6000000000000001"));
+        assert_eq!(run(&mut c, "ZSCORE z f"), bulk("1.6000000000000001"));
         // ZINCRBY goes through ZADD's option parser.
-        assert_eq!(t.run("ZINCRBY z nx a"), err("ERR syntax error"));
-        assert_eq!(t.run("ZINCRBY z incr a"), err("ERR syntax error"));
-        assert_eq!(
-            t.run("ZINCRBY z abc a"),
-            err("ERR value is not a valid float")
-        );
-        t.run("SADD s m");
-        assert_eq!(t.run("ZINCRBY s 1 a"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "ZINCRBY z nx a"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZINCRBY z incr a"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZINCRBY z abc a"), err(NOT_FLOAT));
+        run(&mut c, "SADD s m");
+        assert_eq!(run(&mut c, "ZINCRBY s 1 a"), err(WRONGTYPE));
     }
 
     #[test]
     fn reads() {
-        let mut t = ranked();
-        t.run("SADD s m");
-        assert_eq!(t.run("ZCARD r"), V::Int(6));
-        assert_eq!(t.run("ZCARD nokey"), V::Int(0));
-        assert_eq!(t.run("ZSCORE r cc"), bulk("3"));
-        assert_eq!(t.run("ZSCORE r nope"), V::Nil);
-        assert_eq!(t.run("ZSCORE nokey a"), V::Nil);
+        let mut c = ranked();
+        run(&mut c, "SADD s m");
+        assert_eq!(run(&mut c, "ZCARD r"), int(6));
+        assert_eq!(run(&mut c, "ZCARD nokey"), int(0));
+        assert_eq!(run(&mut c, "ZSCORE r cc"), bulk("3"));
+        assert_eq!(run(&mut c, "ZSCORE r nope"), V::Nil);
+        assert_eq!(run(&mut c, "ZSCORE nokey a"), V::Nil);
         assert_eq!(
-            t.run("ZMSCORE r a nope e"),
+            run(&mut c, "ZMSCORE r a nope e"),
             nil_or(&[Some("1"), None, Some("5")])
         );
-        assert_eq!(t.run("ZMSCORE nokey a"), nil_or(&[None]));
-        assert_eq!(t.run("ZRANK r cc"), V::Int(3));
-        assert_eq!(t.run("ZREVRANK r cc"), V::Int(2));
-        assert_eq!(t.run("ZRANK r nope"), V::Nil);
-        assert_eq!(t.run("ZRANK nokey a"), V::Nil);
+        assert_eq!(run(&mut c, "ZMSCORE nokey a"), nil_or(&[None]));
+        assert_eq!(run(&mut c, "ZRANK r cc"), int(3));
+        assert_eq!(run(&mut c, "ZREVRANK r cc"), int(2));
+        assert_eq!(run(&mut c, "ZRANK r nope"), V::Nil);
+        assert_eq!(run(&mut c, "ZRANK nokey a"), V::Nil);
         assert_eq!(
-            t.run("ZRANK r a withscore"),
+            run(&mut c, "ZRANK r a withscore"),
             err("ERR wrong number of arguments for 'zrank' command")
         );
         for cmd in [
@@ -1293,41 +1213,41 @@ mod tests {
             "ZREMRANGEBYRANK s 0 1",
             "ZSCAN s 0",
         ] {
-            assert_eq!(t.run(cmd), err(WRONGTYPE), "{cmd}");
+            assert_eq!(run(&mut c, cmd), err(WRONGTYPE), "{cmd}");
         }
     }
 
     #[test]
     fn zrange_by_rank() {
-        let mut t = ranked();
-        assert_eq!(t.strings("ZRANGE r 0 -1"), ["a", "b", "c", "cc", "d", "e"]);
-        assert_eq!(t.strings("ZRANGE r -3 -2"), ["cc", "d"]);
-        assert_eq!(t.strings("ZRANGE r -100 1"), ["a", "b"]);
-        assert_eq!(t.run("ZRANGE r 2 1"), bulks(&[]));
-        assert_eq!(t.run("ZRANGE r 10 20"), bulks(&[]));
+        let mut c = ranked();
         assert_eq!(
-            t.strings("ZRANGE r 1 2 REV WITHSCORES"),
+            strings(run(&mut c, "ZRANGE r 0 -1")),
+            ["a", "b", "c", "cc", "d", "e"]
+        );
+        assert_eq!(strings(run(&mut c, "ZRANGE r -3 -2")), ["cc", "d"]);
+        assert_eq!(strings(run(&mut c, "ZRANGE r -100 1")), ["a", "b"]);
+        assert_eq!(run(&mut c, "ZRANGE r 2 1"), empty());
+        assert_eq!(run(&mut c, "ZRANGE r 10 20"), empty());
+        assert_eq!(
+            strings(run(&mut c, "ZRANGE r 1 2 REV WITHSCORES")),
             ["d", "4", "cc", "3"]
         );
         assert_eq!(
-            t.strings("ZREVRANGE r 0 1 WITHSCORES"),
+            strings(run(&mut c, "ZREVRANGE r 0 1 WITHSCORES")),
             ["e", "5", "d", "4"]
         );
         assert_eq!(
-            t.strings("ZRANGE r 0 1 withscores WITHSCORES"),
+            strings(run(&mut c, "ZRANGE r 0 1 withscores WITHSCORES")),
             ["a", "1", "b", "2"]
         );
         // LIMIT 0 -1 is "no limit", so it is accepted without BYSCORE/BYLEX.
-        assert_eq!(t.strings("ZRANGE r 0 1 LIMIT 0 -1"), ["a", "b"]);
+        assert_eq!(strings(run(&mut c, "ZRANGE r 0 1 LIMIT 0 -1")), ["a", "b"]);
         let limit = err(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         );
-        assert_eq!(t.run("ZRANGE r 0 -1 LIMIT 0 1"), limit);
-        assert_eq!(t.run("ZREVRANGE r 0 -1 LIMIT 0 1"), limit);
-        assert_eq!(
-            t.run("ZRANGE r 0 -1 LIMIT x 1"),
-            err("ERR value is not an integer or out of range")
-        );
+        assert_eq!(run(&mut c, "ZRANGE r 0 -1 LIMIT 0 1"), limit);
+        assert_eq!(run(&mut c, "ZREVRANGE r 0 -1 LIMIT 0 1"), limit);
+        assert_eq!(run(&mut c, "ZRANGE r 0 -1 LIMIT x 1"), err(NOT_INT));
         for bad in [
             "ZRANGE r 0 -1 REV REV",
             "ZRANGE r 0 -1 BYSCORE BYLEX",
@@ -1335,102 +1255,126 @@ mod tests {
             "ZRANGE r 0 -1 foo",
             "ZREVRANGE r 0 1 BYSCORE",
         ] {
-            assert_eq!(t.run(bad), err("ERR syntax error"), "{bad}");
+            assert_eq!(run(&mut c, bad), err(SYNTAX), "{bad}");
         }
-        assert_eq!(
-            t.run("ZRANGE nokey x 1"),
-            err("ERR value is not an integer or out of range")
-        );
-        assert_eq!(t.run("ZRANGE nokey 0 -1"), bulks(&[]));
+        assert_eq!(run(&mut c, "ZRANGE nokey x 1"), err(NOT_INT));
+        assert_eq!(run(&mut c, "ZRANGE nokey 0 -1"), empty());
     }
 
     #[test]
     fn zrange_by_score() {
-        let mut t = ranked();
-        assert_eq!(t.strings("ZRANGEBYSCORE r 2 3"), ["b", "c", "cc"]);
+        let mut c = ranked();
         assert_eq!(
-            t.strings("ZRANGEBYSCORE r (2 4 WITHSCORES"),
+            strings(run(&mut c, "ZRANGEBYSCORE r 2 3")),
+            ["b", "c", "cc"]
+        );
+        assert_eq!(
+            strings(run(&mut c, "ZRANGEBYSCORE r (2 4 WITHSCORES")),
             ["c", "3", "cc", "3", "d", "4"]
         );
-        assert_eq!(t.strings("ZRANGEBYSCORE r 2 (4 LIMIT 1 1"), ["c"]);
-        assert_eq!(t.strings("ZRANGE r (1 (3 BYSCORE"), ["b"]);
-        assert_eq!(t.strings("ZRANGE r 3 1 BYSCORE REV"), ["cc", "c", "b", "a"]);
         assert_eq!(
-            t.strings("ZRANGE r +inf -inf BYSCORE REV LIMIT 1 2 WITHSCORES"),
+            strings(run(&mut c, "ZRANGEBYSCORE r 2 (4 LIMIT 1 1")),
+            ["c"]
+        );
+        assert_eq!(strings(run(&mut c, "ZRANGE r (1 (3 BYSCORE")), ["b"]);
+        assert_eq!(
+            strings(run(&mut c, "ZRANGE r 3 1 BYSCORE REV")),
+            ["cc", "c", "b", "a"]
+        );
+        assert_eq!(
+            strings(run(
+                &mut c,
+                "ZRANGE r +inf -inf BYSCORE REV LIMIT 1 2 WITHSCORES"
+            )),
             ["d", "4", "cc", "3"]
         );
-        assert_eq!(t.strings("ZREVRANGEBYSCORE r (4 (2"), ["cc", "c"]);
         assert_eq!(
-            t.strings("ZREVRANGEBYSCORE r +inf -inf LIMIT 10 2"),
+            strings(run(&mut c, "ZREVRANGEBYSCORE r (4 (2")),
+            ["cc", "c"]
+        );
+        assert_eq!(
+            strings(run(&mut c, "ZREVRANGEBYSCORE r +inf -inf LIMIT 10 2")),
             Vec::<String>::new()
         );
         // A negative offset selects nothing, a negative count everything.
-        assert_eq!(t.run("ZRANGEBYSCORE r -inf +inf LIMIT -1 2"), bulks(&[]));
+        assert_eq!(run(&mut c, "ZRANGEBYSCORE r -inf +inf LIMIT -1 2"), empty());
         assert_eq!(
-            t.strings("ZRANGEBYSCORE r -inf +inf LIMIT 4 -1"),
+            strings(run(&mut c, "ZRANGEBYSCORE r -inf +inf LIMIT 4 -1")),
             ["d", "e"]
         );
-        assert_eq!(t.run("ZRANGEBYSCORE r -inf +inf LIMIT 1 0"), bulks(&[]));
-        assert_eq!(t.strings("ZRANGEBYSCORE r 1 2 LIMIT 0 1 LIMIT 1 1"), ["b"]);
-        // Bounds are read with strtod: blanks before, hex, overflow, "" = 0.
-        let empty = t.conn.execute(&[b"ZRANGEBYSCORE", b"r", b"", b""]);
-        assert_eq!(empty, bulks(&[]));
-        assert_eq!(t.strings("ZRANGEBYSCORE r ( 1"), ["a"]);
-        assert_eq!(t.strings("ZRANGEBYSCORE r 0x1 0x2"), ["a", "b"]);
-        assert_eq!(t.run("ZRANGEBYSCORE r 1e400 inf"), bulks(&[]));
-        assert_eq!(t.strings("ZRANGEBYSCORE r -1e400 1"), ["a"]);
-        let not_float = err("ERR min or max is not a float");
-        assert_eq!(t.run("ZRANGEBYSCORE r nan 1"), not_float);
-        assert_eq!(t.run("ZRANGEBYSCORE r (nan 1"), not_float);
-        assert_eq!(t.run("ZRANGE r x 1 BYSCORE"), not_float);
-        assert_eq!(t.run("ZRANGE nokey x 1 BYSCORE"), not_float);
-        assert_eq!(t.run("ZRANGEBYSCORE r 1 2 REV"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "ZRANGEBYSCORE r -inf +inf LIMIT 1 0"), empty());
         assert_eq!(
-            t.run("ZRANGEBYSCORE r 1 2 BYSCORE"),
-            err("ERR syntax error")
+            strings(run(&mut c, "ZRANGEBYSCORE r 1 2 LIMIT 0 1 LIMIT 1 1")),
+            ["b"]
         );
-        assert_eq!(t.run("ZCOUNT r 2 4"), V::Int(4));
-        assert_eq!(t.run("ZCOUNT r (2 (4"), V::Int(2));
-        assert_eq!(t.run("ZCOUNT r 5 1"), V::Int(0));
-        assert_eq!(t.run("ZCOUNT r (3 3"), V::Int(0));
-        assert_eq!(t.run("ZCOUNT nokey x 1"), not_float);
-        assert_eq!(t.run("ZCOUNT nokey 0 1"), V::Int(0));
+        // Bounds are read with strtod: blanks before, hex, overflow, "" = 0.
+        let reply = c.execute(&[b"ZRANGEBYSCORE", b"r", b"", b""]);
+        assert_eq!(reply, empty());
+        assert_eq!(strings(run(&mut c, "ZRANGEBYSCORE r ( 1")), ["a"]);
+        assert_eq!(strings(run(&mut c, "ZRANGEBYSCORE r 0x1 0x2")), ["a", "b"]);
+        assert_eq!(run(&mut c, "ZRANGEBYSCORE r 1e400 inf"), empty());
+        assert_eq!(strings(run(&mut c, "ZRANGEBYSCORE r -1e400 1")), ["a"]);
+        let not_float = err("ERR min or max is not a float");
+        assert_eq!(run(&mut c, "ZRANGEBYSCORE r nan 1"), not_float);
+        assert_eq!(run(&mut c, "ZRANGEBYSCORE r (nan 1"), not_float);
+        assert_eq!(run(&mut c, "ZRANGE r x 1 BYSCORE"), not_float);
+        assert_eq!(run(&mut c, "ZRANGE nokey x 1 BYSCORE"), not_float);
+        assert_eq!(run(&mut c, "ZRANGEBYSCORE r 1 2 REV"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZRANGEBYSCORE r 1 2 BYSCORE"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZCOUNT r 2 4"), int(4));
+        assert_eq!(run(&mut c, "ZCOUNT r (2 (4"), int(2));
+        assert_eq!(run(&mut c, "ZCOUNT r 5 1"), int(0));
+        assert_eq!(run(&mut c, "ZCOUNT r (3 3"), int(0));
+        assert_eq!(run(&mut c, "ZCOUNT nokey x 1"), not_float);
+        assert_eq!(run(&mut c, "ZCOUNT nokey 0 1"), int(0));
     }
 
     #[test]
     fn zrange_by_lex() {
-        let mut t = T::new();
-        t.run("ZADD lex 0 a 0 b 0 c 0 d 0 e 0 aa");
+        let mut c = conn();
+        run(&mut c, "ZADD lex 0 a 0 b 0 c 0 d 0 e 0 aa");
         assert_eq!(
-            t.strings("ZRANGEBYLEX lex - +"),
+            strings(run(&mut c, "ZRANGEBYLEX lex - +")),
             ["a", "aa", "b", "c", "d", "e"]
         );
-        assert_eq!(t.strings("ZRANGEBYLEX lex [b (d"), ["b", "c"]);
-        assert_eq!(t.strings("ZRANGEBYLEX lex (a [c"), ["aa", "b", "c"]);
-        assert_eq!(t.strings("ZRANGEBYLEX lex [aa [aa"), ["aa"]);
-        assert_eq!(t.run("ZRANGEBYLEX lex (aa [aa"), bulks(&[]));
-        assert_eq!(t.run("ZRANGEBYLEX lex + -"), bulks(&[]));
-        assert_eq!(t.run("ZRANGEBYLEX lex - -"), bulks(&[]));
-        assert_eq!(t.run("ZRANGEBYLEX lex [ ["), bulks(&[]));
-        assert_eq!(t.strings("ZRANGEBYLEX lex - + LIMIT 2 3"), ["b", "c", "d"]);
-        assert_eq!(t.run("ZRANGEBYLEX lex - + LIMIT -1 3"), bulks(&[]));
-        assert_eq!(t.strings("ZREVRANGEBYLEX lex (d [b"), ["c", "b"]);
-        assert_eq!(t.strings("ZREVRANGEBYLEX lex + - LIMIT 1 2"), ["d", "c"]);
-        assert_eq!(t.strings("ZRANGE lex + - BYLEX REV LIMIT 1 2"), ["d", "c"]);
-        assert_eq!(t.run("ZLEXCOUNT lex [b (d"), V::Int(2));
-        assert_eq!(t.run("ZLEXCOUNT lex - +"), V::Int(6));
+        assert_eq!(strings(run(&mut c, "ZRANGEBYLEX lex [b (d")), ["b", "c"]);
+        assert_eq!(
+            strings(run(&mut c, "ZRANGEBYLEX lex (a [c")),
+            ["aa", "b", "c"]
+        );
+        assert_eq!(strings(run(&mut c, "ZRANGEBYLEX lex [aa [aa")), ["aa"]);
+        assert_eq!(run(&mut c, "ZRANGEBYLEX lex (aa [aa"), empty());
+        assert_eq!(run(&mut c, "ZRANGEBYLEX lex + -"), empty());
+        assert_eq!(run(&mut c, "ZRANGEBYLEX lex - -"), empty());
+        assert_eq!(run(&mut c, "ZRANGEBYLEX lex [ ["), empty());
+        assert_eq!(
+            strings(run(&mut c, "ZRANGEBYLEX lex - + LIMIT 2 3")),
+            ["b", "c", "d"]
+        );
+        assert_eq!(run(&mut c, "ZRANGEBYLEX lex - + LIMIT -1 3"), empty());
+        assert_eq!(strings(run(&mut c, "ZREVRANGEBYLEX lex (d [b")), ["c", "b"]);
+        assert_eq!(
+            strings(run(&mut c, "ZREVRANGEBYLEX lex + - LIMIT 1 2")),
+            ["d", "c"]
+        );
+        assert_eq!(
+            strings(run(&mut c, "ZRANGE lex + - BYLEX REV LIMIT 1 2")),
+            ["d", "c"]
+        );
+        assert_eq!(run(&mut c, "ZLEXCOUNT lex [b (d"), int(2));
+        assert_eq!(run(&mut c, "ZLEXCOUNT lex - +"), int(6));
         let bad = err("ERR min or max not valid string range item");
-        assert_eq!(t.run("ZRANGEBYLEX lex a b"), bad);
-        assert_eq!(t.run("ZRANGEBYLEX lex -a +"), bad);
-        assert_eq!(t.run("ZLEXCOUNT nokey a b"), bad);
-        assert_eq!(t.run("ZRANGE lex 0 -1 BYLEX REV"), bad);
+        assert_eq!(run(&mut c, "ZRANGEBYLEX lex a b"), bad);
+        assert_eq!(run(&mut c, "ZRANGEBYLEX lex -a +"), bad);
+        assert_eq!(run(&mut c, "ZLEXCOUNT nokey a b"), bad);
+        assert_eq!(run(&mut c, "ZRANGE lex 0 -1 BYLEX REV"), bad);
         let withscores =
             err("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
-        assert_eq!(t.run("ZRANGEBYLEX lex - + WITHSCORES"), withscores);
-        assert_eq!(t.run("ZRANGE lex a b BYLEX WITHSCORES"), withscores);
+        assert_eq!(run(&mut c, "ZRANGEBYLEX lex - + WITHSCORES"), withscores);
+        assert_eq!(run(&mut c, "ZRANGE lex a b BYLEX WITHSCORES"), withscores);
         // Members are binary: "b\0" sorts after "b".
-        t.conn.execute(&[b"ZADD", b"lex", b"0", b"b\0"]);
-        let reply = t.conn.execute(&[b"ZRANGEBYLEX", b"lex", b"[b\0", b"[c"]);
+        c.execute(&[b"ZADD", b"lex", b"0", b"b\0"]);
+        let reply = c.execute(&[b"ZRANGEBYLEX", b"lex", b"[b\0", b"[c"]);
         assert_eq!(
             reply,
             V::Array(vec![V::BulkString(b"b\0".to_vec()), bulk("c")])
@@ -1439,146 +1383,155 @@ mod tests {
 
     #[test]
     fn lex_ranges_over_mixed_scores_match_the_small_encoding() {
-        let mut t = T::new();
-        t.run("ZADD m 1 c 2 a 3 b 4 d");
-        assert_eq!(t.strings("ZRANGEBYLEX m [b +"), ["c", "a", "b", "d"]);
-        assert_eq!(t.run("ZLEXCOUNT m [b +"), V::Int(4));
-        assert_eq!(t.strings("ZREVRANGEBYLEX m + [b"), ["d", "b"]);
-        assert_eq!(t.run("ZRANGEBYLEX m - [b"), bulks(&[]));
-        assert_eq!(t.run("ZREVRANGEBYLEX m [b -"), bulks(&[]));
-        assert_eq!(t.strings("ZRANGEBYLEX m [a [c"), ["c", "a", "b"]);
-        assert_eq!(t.strings("ZREVRANGEBYLEX m [c [a"), ["b", "a", "c"]);
-        assert_eq!(t.run("ZLEXCOUNT m [a [c"), V::Int(3));
+        let mut c = conn();
+        run(&mut c, "ZADD m 1 c 2 a 3 b 4 d");
+        assert_eq!(
+            strings(run(&mut c, "ZRANGEBYLEX m [b +")),
+            ["c", "a", "b", "d"]
+        );
+        assert_eq!(run(&mut c, "ZLEXCOUNT m [b +"), int(4));
+        assert_eq!(strings(run(&mut c, "ZREVRANGEBYLEX m + [b")), ["d", "b"]);
+        assert_eq!(run(&mut c, "ZRANGEBYLEX m - [b"), empty());
+        assert_eq!(run(&mut c, "ZREVRANGEBYLEX m [b -"), empty());
+        assert_eq!(strings(run(&mut c, "ZRANGEBYLEX m [a [c")), ["c", "a", "b"]);
+        assert_eq!(
+            strings(run(&mut c, "ZREVRANGEBYLEX m [c [a")),
+            ["b", "a", "c"]
+        );
+        assert_eq!(run(&mut c, "ZLEXCOUNT m [a [c"), int(3));
     }
 
     #[test]
     fn zrangestore() {
-        let mut t = ranked();
-        assert_eq!(t.run("ZRANGESTORE d r 0 1"), V::Int(2));
-        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["a", "1", "b", "2"]);
-        assert_eq!(t.run("ZRANGESTORE d r (1 3 BYSCORE LIMIT 1 1"), V::Int(1));
-        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["c", "3"]);
+        let mut c = ranked();
+        assert_eq!(run(&mut c, "ZRANGESTORE d r 0 1"), int(2));
         assert_eq!(
-            t.run("ZRANGESTORE d r 0 -1 WITHSCORES"),
-            err("ERR syntax error")
+            strings(run(&mut c, "ZRANGE d 0 -1 WITHSCORES")),
+            ["a", "1", "b", "2"]
         );
-        assert_eq!(t.run("ZRANGESTORE d r 10 20"), V::Int(0));
-        assert_eq!(t.run("EXISTS d"), V::Int(0));
-        assert_eq!(t.run("ZRANGESTORE d nokey 0 -1"), V::Int(0));
+        assert_eq!(
+            run(&mut c, "ZRANGESTORE d r (1 3 BYSCORE LIMIT 1 1"),
+            int(1)
+        );
+        assert_eq!(strings(run(&mut c, "ZRANGE d 0 -1 WITHSCORES")), ["c", "3"]);
+        assert_eq!(run(&mut c, "ZRANGESTORE d r 0 -1 WITHSCORES"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZRANGESTORE d r 10 20"), int(0));
+        assert_eq!(run(&mut c, "EXISTS d"), int(0));
+        assert_eq!(run(&mut c, "ZRANGESTORE d nokey 0 -1"), int(0));
     }
 
     #[test]
     fn removals() {
-        let mut t = ranked();
-        assert_eq!(t.run("ZREM r a nope"), V::Int(1));
-        assert_eq!(t.run("ZREM r nope"), V::Int(0));
-        assert_eq!(t.run("ZREM nokey a"), V::Int(0));
+        let mut c = ranked();
+        assert_eq!(run(&mut c, "ZREM r a nope"), int(1));
+        assert_eq!(run(&mut c, "ZREM r nope"), int(0));
+        assert_eq!(run(&mut c, "ZREM nokey a"), int(0));
+        assert_eq!(run(&mut c, "ZREMRANGEBYRANK r x 1"), err(NOT_INT));
+        assert_eq!(run(&mut c, "ZREMRANGEBYRANK nokey 0 1"), int(0));
+        assert_eq!(run(&mut c, "ZREMRANGEBYRANK r 10 20"), int(0));
+        assert_eq!(run(&mut c, "ZREMRANGEBYRANK r -2 -1"), int(2));
+        assert_eq!(strings(run(&mut c, "ZRANGE r 0 -1")), ["b", "c", "cc"]);
+        assert_eq!(run(&mut c, "ZREMRANGEBYSCORE r (2 3"), int(2));
         assert_eq!(
-            t.run("ZREMRANGEBYRANK r x 1"),
-            err("ERR value is not an integer or out of range")
-        );
-        assert_eq!(t.run("ZREMRANGEBYRANK nokey 0 1"), V::Int(0));
-        assert_eq!(t.run("ZREMRANGEBYRANK r 10 20"), V::Int(0));
-        assert_eq!(t.run("ZREMRANGEBYRANK r -2 -1"), V::Int(2));
-        assert_eq!(t.strings("ZRANGE r 0 -1"), ["b", "c", "cc"]);
-        assert_eq!(t.run("ZREMRANGEBYSCORE r (2 3"), V::Int(2));
-        assert_eq!(
-            t.run("ZREMRANGEBYSCORE nokey x 3"),
+            run(&mut c, "ZREMRANGEBYSCORE nokey x 3"),
             err("ERR min or max is not a float")
         );
-        assert_eq!(t.run("ZREMRANGEBYSCORE r -inf +inf"), V::Int(1));
-        assert_eq!(t.run("EXISTS r"), V::Int(0));
-        t.run("ZADD lex 0 a 0 b 0 c 0 d");
-        assert_eq!(t.run("ZREMRANGEBYLEX lex (a [c"), V::Int(2));
-        assert_eq!(t.strings("ZRANGE lex 0 -1"), ["a", "d"]);
+        assert_eq!(run(&mut c, "ZREMRANGEBYSCORE r -inf +inf"), int(1));
+        assert_eq!(run(&mut c, "EXISTS r"), int(0));
+        run(&mut c, "ZADD lex 0 a 0 b 0 c 0 d");
+        assert_eq!(run(&mut c, "ZREMRANGEBYLEX lex (a [c"), int(2));
+        assert_eq!(strings(run(&mut c, "ZRANGE lex 0 -1")), ["a", "d"]);
         assert_eq!(
-            t.run("ZREMRANGEBYLEX lex a b"),
+            run(&mut c, "ZREMRANGEBYLEX lex a b"),
             err("ERR min or max not valid string range item")
         );
-        assert_eq!(t.run("ZREMRANGEBYLEX lex - +"), V::Int(2));
-        assert_eq!(t.run("EXISTS lex"), V::Int(0));
-        t.run("ZADD one 1 x");
-        assert_eq!(t.run("ZREM one x y"), V::Int(1));
-        assert_eq!(t.run("EXISTS one"), V::Int(0));
+        assert_eq!(run(&mut c, "ZREMRANGEBYLEX lex - +"), int(2));
+        assert_eq!(run(&mut c, "EXISTS lex"), int(0));
+        run(&mut c, "ZADD one 1 x");
+        assert_eq!(run(&mut c, "ZREM one x y"), int(1));
+        assert_eq!(run(&mut c, "EXISTS one"), int(0));
     }
 
     #[test]
     fn pops() {
-        let mut t = T::new();
-        t.run("ZADD p 1 a 2 b 3 c 4 d");
+        let mut c = conn();
+        run(&mut c, "ZADD p 1 a 2 b 3 c 4 d");
         let positive = err("ERR value is out of range, must be positive");
-        assert_eq!(t.run("ZPOPMIN p -1"), positive);
-        assert_eq!(t.run("ZPOPMIN p x"), positive);
-        assert_eq!(t.run("ZPOPMIN p 1 2"), err("ERR syntax error"));
-        assert_eq!(t.run("ZPOPMIN nokey"), bulks(&[]));
-        assert_eq!(t.run("ZPOPMIN nokey 2"), bulks(&[]));
-        assert_eq!(t.run("ZPOPMIN p 0"), bulks(&[]));
-        assert_eq!(t.strings("ZPOPMIN p"), ["a", "1"]);
-        assert_eq!(t.strings("ZPOPMAX p 2"), ["d", "4", "c", "3"]);
-        assert_eq!(t.strings("ZPOPMAX p 10"), ["b", "2"]);
-        assert_eq!(t.run("EXISTS p"), V::Int(0));
+        assert_eq!(run(&mut c, "ZPOPMIN p -1"), positive);
+        assert_eq!(run(&mut c, "ZPOPMIN p x"), positive);
+        assert_eq!(run(&mut c, "ZPOPMIN p 1 2"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZPOPMIN nokey"), empty());
+        assert_eq!(run(&mut c, "ZPOPMIN nokey 2"), empty());
+        assert_eq!(run(&mut c, "ZPOPMIN p 0"), empty());
+        assert_eq!(strings(run(&mut c, "ZPOPMIN p")), ["a", "1"]);
+        assert_eq!(strings(run(&mut c, "ZPOPMAX p 2")), ["d", "4", "c", "3"]);
+        assert_eq!(strings(run(&mut c, "ZPOPMAX p 10")), ["b", "2"]);
+        assert_eq!(run(&mut c, "EXISTS p"), int(0));
     }
 
     #[test]
     fn zrandmember_shapes() {
-        let mut t = T::new();
-        t.run("ZADD m 1 c 2 a 3 b 4 d");
+        let mut c = conn();
+        run(&mut c, "ZADD m 1 c 2 a 3 b 4 d");
         assert_eq!(
-            t.run("ZRANDMEMBER m -9223372036854775808"),
+            run(&mut c, "ZRANDMEMBER m -9223372036854775808"),
             err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
         );
         let range = err("ERR value is out of range");
         assert_eq!(
-            t.run("ZRANDMEMBER m -4611686018427387904 WITHSCORES"),
+            run(&mut c, "ZRANDMEMBER m -4611686018427387904 WITHSCORES"),
             range
         );
-        assert_eq!(t.run("ZRANDMEMBER m 4611686018427387904 WITHSCORES"), range);
+        assert_eq!(
+            run(&mut c, "ZRANDMEMBER m 4611686018427387904 WITHSCORES"),
+            range
+        );
         // A count of at least the size: the whole set, from the top.
         assert_eq!(
-            t.strings("ZRANDMEMBER m 4611686018427387903 WITHSCORES"),
+            strings(run(&mut c, "ZRANDMEMBER m 4611686018427387903 WITHSCORES")),
             ["d", "4", "b", "3", "a", "2", "c", "1"]
         );
-        assert_eq!(t.strings("ZRANDMEMBER m 4"), ["d", "b", "a", "c"]);
-        assert_eq!(t.run("ZRANDMEMBER m 1 foo"), err("ERR syntax error"));
         assert_eq!(
-            t.run("ZRANDMEMBER m 1 WITHSCORES x"),
-            err("ERR syntax error")
+            strings(run(&mut c, "ZRANDMEMBER m 4")),
+            ["d", "b", "a", "c"]
         );
-        assert_eq!(t.run("ZRANDMEMBER nokey 5"), bulks(&[]));
-        assert_eq!(t.run("ZRANDMEMBER nokey"), V::Nil);
-        assert_eq!(t.run("ZRANDMEMBER m 0"), bulks(&[]));
-        assert!(matches!(t.run("ZRANDMEMBER m"), V::BulkString(_)));
-        let pairs = t.strings("ZRANDMEMBER m -10 WITHSCORES");
+        assert_eq!(run(&mut c, "ZRANDMEMBER m 1 foo"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZRANDMEMBER m 1 WITHSCORES x"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZRANDMEMBER nokey 5"), empty());
+        assert_eq!(run(&mut c, "ZRANDMEMBER nokey"), V::Nil);
+        assert_eq!(run(&mut c, "ZRANDMEMBER m 0"), empty());
+        assert!(matches!(run(&mut c, "ZRANDMEMBER m"), V::BulkString(_)));
+        let pairs = strings(run(&mut c, "ZRANDMEMBER m -10 WITHSCORES"));
         assert_eq!(pairs.len(), 20);
         for pair in pairs.chunks(2) {
-            assert_eq!(t.run(&format!("ZSCORE m {}", pair[0])), bulk(&pair[1]));
+            assert_eq!(
+                run(&mut c, &format!("ZSCORE m {}", pair[0])),
+                bulk(&pair[1])
+            );
         }
-        let mut three = t.strings("ZRANDMEMBER m 3");
+        let mut three = strings(run(&mut c, "ZRANDMEMBER m 3"));
         three.sort();
         three.dedup();
         assert_eq!(three.len(), 3);
         assert!(matches!(
-            t.run("ZRANDMEMBER m -9223372036854775807"),
+            run(&mut c, "ZRANDMEMBER m -9223372036854775807"),
             V::ServerError(_)
         ));
     }
 
     #[test]
     fn set_operation_errors() {
-        let mut t = T::new();
-        t.run("ZADD z1 1 a");
+        let mut c = conn();
+        run(&mut c, "ZADD z1 1 a");
         assert_eq!(
-            t.run("ZUNIONSTORE d 0 z1"),
+            run(&mut c, "ZUNIONSTORE d 0 z1"),
             err("ERR at least 1 input key is needed for 'zunionstore' command")
         );
         assert_eq!(
-            t.run("ZUNION -1 z1"),
+            run(&mut c, "ZUNION -1 z1"),
             err("ERR at least 1 input key is needed for 'zunion' command")
         );
-        assert_eq!(
-            t.run("ZUNIONSTORE d x z1"),
-            err("ERR value is not an integer or out of range")
-        );
+        assert_eq!(run(&mut c, "ZUNIONSTORE d x z1"), err(NOT_INT));
         for bad in [
             "ZUNIONSTORE d 3 z1 z1",
             "ZUNIONSTORE d 1 z1 WEIGHTS",
@@ -1591,82 +1544,94 @@ mod tests {
             "ZDIFF 1 z1 AGGREGATE sum",
             "ZINTERCARD 1 z1 WEIGHTS 1",
         ] {
-            assert_eq!(t.run(bad), err("ERR syntax error"), "{bad}");
+            assert_eq!(run(&mut c, bad), err(SYNTAX), "{bad}");
         }
         assert_eq!(
-            t.run("ZUNIONSTORE d 1 z1 WEIGHTS x"),
+            run(&mut c, "ZUNIONSTORE d 1 z1 WEIGHTS x"),
             err("ERR weight value is not a float")
         );
         assert_eq!(
-            t.run("ZINTERCARD 1 z1 LIMIT -1"),
+            run(&mut c, "ZINTERCARD 1 z1 LIMIT -1"),
             err("ERR LIMIT can't be negative")
         );
     }
 
     #[test]
     fn set_operations() {
-        let mut t = T::new();
-        t.run("ZADD z1 1 a 2 b 3 c");
-        t.run("ZADD z2 10 b 20 c 30 d");
-        t.run("SADD s c d e");
+        let mut c = conn();
+        run(&mut c, "ZADD z1 1 a 2 b 3 c");
+        run(&mut c, "ZADD z2 10 b 20 c 30 d");
+        run(&mut c, "SADD s c d e");
         // Plain sets count with score 1.
-        assert_eq!(t.run("ZUNIONSTORE d 2 z1 s"), V::Int(5));
+        assert_eq!(run(&mut c, "ZUNIONSTORE d 2 z1 s"), int(5));
         assert_eq!(
-            t.strings("ZRANGE d 0 -1 WITHSCORES"),
+            strings(run(&mut c, "ZRANGE d 0 -1 WITHSCORES")),
             ["a", "1", "d", "1", "e", "1", "b", "2", "c", "4"]
         );
         assert_eq!(
-            t.run("ZINTERSTORE d 3 z1 z2 s WEIGHTS 1 2 3 AGGREGATE max"),
-            V::Int(1)
+            run(
+                &mut c,
+                "ZINTERSTORE d 3 z1 z2 s WEIGHTS 1 2 3 AGGREGATE max"
+            ),
+            int(1)
         );
-        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["c", "40"]);
         assert_eq!(
-            t.run("ZINTERSTORE d 2 z1 z2 aggregate min weights 2 0.5"),
-            V::Int(2)
+            strings(run(&mut c, "ZRANGE d 0 -1 WITHSCORES")),
+            ["c", "40"]
         );
-        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["b", "4", "c", "6"]);
+        assert_eq!(
+            run(&mut c, "ZINTERSTORE d 2 z1 z2 aggregate min weights 2 0.5"),
+            int(2)
+        );
+        assert_eq!(
+            strings(run(&mut c, "ZRANGE d 0 -1 WITHSCORES")),
+            ["b", "4", "c", "6"]
+        );
         // An empty result deletes the destination, whatever it held.
-        assert_eq!(t.run("ZINTERSTORE d 2 z1 nokey"), V::Int(0));
-        assert_eq!(t.run("EXISTS d"), V::Int(0));
-        assert_eq!(t.run("ZUNIONSTORE s 1 z2"), V::Int(3));
-        assert_eq!(t.run("TYPE s"), V::SimpleString("zset".into()));
+        assert_eq!(run(&mut c, "ZINTERSTORE d 2 z1 nokey"), int(0));
+        assert_eq!(run(&mut c, "EXISTS d"), int(0));
+        assert_eq!(run(&mut c, "ZUNIONSTORE s 1 z2"), int(3));
+        assert_eq!(run(&mut c, "TYPE s"), V::SimpleString("zset".into()));
         assert_eq!(
-            t.strings("ZUNION 2 z1 z2 WITHSCORES"),
+            strings(run(&mut c, "ZUNION 2 z1 z2 WITHSCORES")),
             ["a", "1", "b", "12", "c", "23", "d", "30"]
         );
-        assert_eq!(t.strings("ZINTER 2 z1 z2"), ["b", "c"]);
-        assert_eq!(t.run("ZINTER 2 z1 nokey WITHSCORES"), bulks(&[]));
-        assert_eq!(t.strings("ZDIFF 2 z2 z1 WITHSCORES"), ["d", "30"]);
-        assert_eq!(t.run("ZDIFFSTORE d 2 z2 z1"), V::Int(1));
-        assert_eq!(t.run("ZINTERCARD 2 z1 z2"), V::Int(2));
-        assert_eq!(t.run("ZINTERCARD 2 z1 z2 LIMIT 1"), V::Int(1));
-        // The destination may be a source.
-        assert_eq!(t.run("ZUNIONSTORE z1 2 z1 z1"), V::Int(3));
+        assert_eq!(strings(run(&mut c, "ZINTER 2 z1 z2")), ["b", "c"]);
+        assert_eq!(run(&mut c, "ZINTER 2 z1 nokey WITHSCORES"), empty());
         assert_eq!(
-            t.strings("ZRANGE z1 0 -1 WITHSCORES"),
+            strings(run(&mut c, "ZDIFF 2 z2 z1 WITHSCORES")),
+            ["d", "30"]
+        );
+        assert_eq!(run(&mut c, "ZDIFFSTORE d 2 z2 z1"), int(1));
+        assert_eq!(run(&mut c, "ZINTERCARD 2 z1 z2"), int(2));
+        assert_eq!(run(&mut c, "ZINTERCARD 2 z1 z2 LIMIT 1"), int(1));
+        // The destination may be a source.
+        assert_eq!(run(&mut c, "ZUNIONSTORE z1 2 z1 z1"), int(3));
+        assert_eq!(
+            strings(run(&mut c, "ZRANGE z1 0 -1 WITHSCORES")),
             ["a", "2", "b", "4", "c", "6"]
         );
         // inf - inf sums to 0; inf * 0 weighs 0.
-        t.run("ZADD zi inf a");
-        assert_eq!(t.run("ZUNIONSTORE d 2 zi zi WEIGHTS 1 -1"), V::Int(1));
-        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["a", "0"]);
-        assert_eq!(t.run("ZUNIONSTORE d 1 zi WEIGHTS 0"), V::Int(1));
-        assert_eq!(t.strings("ZRANGE d 0 -1 WITHSCORES"), ["a", "0"]);
+        run(&mut c, "ZADD zi inf a");
+        assert_eq!(run(&mut c, "ZUNIONSTORE d 2 zi zi WEIGHTS 1 -1"), int(1));
+        assert_eq!(strings(run(&mut c, "ZRANGE d 0 -1 WITHSCORES")), ["a", "0"]);
+        assert_eq!(run(&mut c, "ZUNIONSTORE d 1 zi WEIGHTS 0"), int(1));
+        assert_eq!(strings(run(&mut c, "ZRANGE d 0 -1 WITHSCORES")), ["a", "0"]);
         // Type errors come before the options are read, even after a
         // missing key.
-        t.put_string("str");
-        assert_eq!(t.run("ZUNIONSTORE d 1 str WEIGHTS x"), err(WRONGTYPE));
-        assert_eq!(t.run("ZINTERSTORE d 2 nokey str"), err(WRONGTYPE));
-        assert_eq!(t.run("ZINTERCARD 1 str LIMIT -1"), err(WRONGTYPE));
-        assert_eq!(t.run("ZDIFF 2 z1 str"), err(WRONGTYPE));
+        run(&mut c, "SET str x");
+        assert_eq!(run(&mut c, "ZUNIONSTORE d 1 str WEIGHTS x"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "ZINTERSTORE d 2 nokey str"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "ZINTERCARD 1 str LIMIT -1"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "ZDIFF 2 z1 str"), err(WRONGTYPE));
     }
 
     #[test]
     fn zscan_prints_stored_scores() {
-        let mut t = T::new();
-        t.run("ZADD z 1.6000000000000001 f 2 b 1e17 big inf i");
-        assert_eq!(t.run("ZSCORE z big"), bulk("1e+17"));
-        let reply = t.run("ZSCAN z 0");
+        let mut c = conn();
+        run(&mut c, "ZADD z 1.6000000000000001 f 2 b 1e17 big inf i");
+        assert_eq!(run(&mut c, "ZSCORE z big"), bulk("1e+17"));
+        let reply = run(&mut c, "ZSCAN z 0");
         assert_eq!(
             reply,
             V::Array(vec![
@@ -1684,34 +1649,40 @@ mod tests {
             ])
         );
         assert_eq!(
-            t.run("ZSCAN z 0 MATCH b*"),
+            run(&mut c, "ZSCAN z 0 MATCH b*"),
             V::Array(vec![
                 bulk("0"),
                 bulks(&["b", "2", "big", "100000000000000000"])
             ])
         );
-        assert_eq!(t.run("ZSCAN z 0 COUNT 0"), err("ERR syntax error"));
+        assert_eq!(run(&mut c, "ZSCAN z 0 COUNT 0"), err(SYNTAX));
         assert_eq!(
-            t.run("ZSCAN nokey 0 COUNT 0"),
-            V::Array(vec![bulk("0"), bulks(&[])])
+            run(&mut c, "ZSCAN nokey 0 COUNT 0"),
+            V::Array(vec![bulk("0"), empty()])
         );
     }
 
     #[test]
     fn large_sets_keep_ranks() {
-        let mut t = T::new();
+        let mut c = conn();
         for i in 0..1000 {
-            t.run(&format!("ZADD big {} m{i:04}", i % 10));
+            run(&mut c, &format!("ZADD big {} m{i:04}", i % 10));
         }
         // Score 0: m0000 m0010 ... m0990; rank of m0123 (score 3) is 300 + 12.
-        assert_eq!(t.run("ZRANK big m0123"), V::Int(312));
-        assert_eq!(t.run("ZREVRANK big m0123"), V::Int(687));
-        assert_eq!(t.strings("ZRANGE big 312 313"), ["m0123", "m0133"]);
-        assert_eq!(t.run("ZCOUNT big (2 4"), V::Int(200));
-        assert_eq!(t.run("ZREMRANGEBYRANK big 100 899"), V::Int(800));
-        assert_eq!(t.run("ZCARD big"), V::Int(200));
-        assert_eq!(t.strings("ZRANGE big 99 100"), ["m0990", "m0009"]);
-        assert_eq!(t.run("ZRANK big m0009"), V::Int(100));
+        assert_eq!(run(&mut c, "ZRANK big m0123"), int(312));
+        assert_eq!(run(&mut c, "ZREVRANK big m0123"), int(687));
+        assert_eq!(
+            strings(run(&mut c, "ZRANGE big 312 313")),
+            ["m0123", "m0133"]
+        );
+        assert_eq!(run(&mut c, "ZCOUNT big (2 4"), int(200));
+        assert_eq!(run(&mut c, "ZREMRANGEBYRANK big 100 899"), int(800));
+        assert_eq!(run(&mut c, "ZCARD big"), int(200));
+        assert_eq!(
+            strings(run(&mut c, "ZRANGE big 99 100")),
+            ["m0990", "m0009"]
+        );
+        assert_eq!(run(&mut c, "ZRANK big m0009"), int(100));
     }
 
     #[test]

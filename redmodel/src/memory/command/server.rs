@@ -17,7 +17,7 @@
 use redis::Value as Reply;
 
 use super::{arity_error, CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is};
+use crate::memory::args::{int_arg, is, parse_i64};
 use crate::memory::error::CmdError;
 use crate::memory::glob::glob_match;
 use crate::memory::reply;

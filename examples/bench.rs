@@ -28,6 +28,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 use redmodel::memory::{serve, Engine};
 use redmodel::Db;
+use redmodel_suite::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
 use redmodel_suite::RedisServer;
 
 const USAGE: &str = "usage: bench [--reps N] [--millis MS] [--only WORKLOAD]";
@@ -37,42 +38,6 @@ const PIPELINE: usize = 100;
 const KEYS: usize = 1000;
 const HASHES: usize = 100;
 const FIELDS_PER_HASH: usize = 10;
-
-struct Options {
-    /// Timed runs per measurement (the median is reported).
-    reps: usize,
-    /// Length of one timed run.
-    run: Duration,
-    /// Run only the workload of this name (case-insensitive).
-    only: Option<String>,
-}
-
-fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
-    let mut options = Options {
-        reps: 5,
-        run: Duration::from_millis(150),
-        only: None,
-    };
-    let mut args = args.into_iter();
-    while let Some(flag) = args.next() {
-        let mut number = |flag: &str| -> Result<u64, String> {
-            let v = args
-                .next()
-                .ok_or(format!("{flag} needs a value\n{USAGE}"))?;
-            v.parse::<u64>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or(format!("bad {flag} {v:?}\n{USAGE}"))
-        };
-        match flag.as_str() {
-            "--reps" => options.reps = usize::try_from(number("--reps")?).unwrap_or(usize::MAX),
-            "--millis" => options.run = Duration::from_millis(number("--millis")?),
-            "--only" => options.only = Some(args.next().ok_or(USAGE)?),
-            _ => return Err(USAGE.into()),
-        }
-    }
-    Ok(options)
-}
 
 /// One workload: the commands it cycles through.
 struct Workload {
@@ -216,9 +181,7 @@ async fn timed_run(
     mode: Mode,
     run: Duration,
 ) -> redis::RedisResult<f64> {
-    let started = Instant::now();
-    let mut ops = 0usize;
-    while started.elapsed() < run {
+    ops_per_sec(run, async || {
         match mode {
             Mode::Single => {
                 for c in &workload.cmds {
@@ -230,9 +193,9 @@ async fn timed_run(
                 replies.into_iter().try_for_each(|r| check(r).map(drop))?;
             }
         }
-        ops += workload.cmds.len();
-    }
-    Ok(ops as f64 / started.elapsed().as_secs_f64())
+        Ok(workload.cmds.len())
+    })
+    .await
 }
 
 /// Turns an error reply into an error (a workload the target cannot run).
@@ -241,11 +204,6 @@ fn check(reply: Value) -> redis::RedisResult<Value> {
         Value::ServerError(e) => Err(e.into()),
         other => Ok(other),
     }
-}
-
-fn median(mut xs: Vec<f64>) -> Option<f64> {
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied()
 }
 
 /// The median rate of every target for one workload and mode. The targets
@@ -378,24 +336,9 @@ async fn serve_until_stdin_closes() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn fmt_rate(r: Option<f64>) -> String {
-    r.map_or_else(|| "n/a".into(), |r| format!("{r:.0}"))
-}
-
-fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
-        _ => "-".into(),
-    }
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("no tokio runtime: {e}");
@@ -405,7 +348,7 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some("--serve") {
         return runtime.block_on(serve_until_stdin_closes());
     }
-    let options = match parse_args(args) {
+    let options = match Options::new(5, 150).parse(args, USAGE, &mut []) {
         Ok(o) => o,
         Err(msg) => {
             eprintln!("{msg}");
@@ -452,12 +395,7 @@ async fn bench(options: Options) -> ExitCode {
     let started = Instant::now();
     let workloads: Vec<Workload> = workloads()
         .into_iter()
-        .filter(|w| {
-            options
-                .only
-                .as_ref()
-                .is_none_or(|only| only.eq_ignore_ascii_case(w.name))
-        })
+        .filter(|w| options.selects(w.name))
         .collect();
     println!(
         "redmodel bench: ops/s, median of {} runs of {} ms, pipelines of {PIPELINE}",

@@ -64,8 +64,14 @@
 //!
 //! [`diff::Differ`] runs commands on the engine and a private server in
 //! lockstep and reports the first reply that differs ([`diff::Mismatch`]).
+//!
+//! # Benchmarks
+//!
+//! [`bench`] holds what the benchmark examples share: their options, the
+//! timed loop, medians and table cells.
 
 mod backend;
+pub mod bench;
 pub mod diff;
 mod server;
 

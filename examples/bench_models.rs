@@ -1,0 +1,620 @@
+//! What the model layer costs, in speed and memory.
+//!
+//! ```text
+//! cargo run --release --example bench_models
+//! cargo run --release --example bench_models -- --reps 3 --millis 100 --objects 10000
+//! cargo run --example bench_models -- --reps 1 --millis 20 --objects 1000   # smoke run
+//! ```
+//!
+//! On each backend — (a) the engine in process (`Db::memory()`) and (c) a
+//! private redis-server (`Db::connect`, loopback) — it measures operations
+//! per second of school `Student` operations through the model, and of the
+//! raw redis-rs code that does the same work, and prints the ratio
+//! model/raw. Both go through the same `Db`, so the ratio is the cost of the
+//! model layer alone (building keys, encoding, decoding, the commands it
+//! chooses), not of the transport:
+//!
+//! | operation | model | raw redis-rs |
+//! |---|---|---|
+//! | insert | `student.insert`: MULTI HSET + HINCRBY `_count` (no HDEL: `Student` has no `Option` field) | the same MULTI |
+//! | load | `Student::get`: MULTI EXISTS + HMGET, decode | HMGET, parse by hand |
+//! | incr | `Student::at(id).incr(MATH, 1)`: HINCRBY | HINCRBY |
+//! | get_many_100 | `Student::get_many` of 100: MULTI of 100 (EXISTS + HMGET) | pipeline of 100 HMGETs, parsed |
+//! | load_members_100 | `load_members` of a 100-student relation: LRANGE, then the MULTI above | LRANGE, then pipelined HMGETs |
+//! | link | many-to-many `link`: MULTI LREM + RPUSH on both lists | the same MULTI |
+//!
+//! For the batch operations one operation is one call (100 students).
+//! Every figure is the median of several timed runs in which the backends
+//! and the two sides take turns, so a burst of load hits all alike.
+//!
+//! Memory: `--objects` students (100,000 by default), stored as `insert`
+//! stores them, cost so many bytes each in the engine (the growth of this
+//! process's resident set, VmRSS, so approximate: allocator slack
+//! included) and in redis-server (the growth of `INFO memory`'s
+//! `used_memory`). `--only NAME` runs one operation, or `memory`.
+//!
+//! The whole run takes about 35 s with the defaults (9 runs of 150 ms).
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use redis::Pipeline;
+use redmodel::model::Ref;
+use redmodel::prelude::*;
+use redmodel_suite::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
+use redmodel_suite::RedisServer;
+
+const USAGE: &str =
+    "usage: bench_models [--reps N] [--millis MS] [--only OPERATION|memory] [--objects N]";
+/// Students of the speed fixture; the operations cycle through them.
+const STUDENTS: usize = 1000;
+/// Students per batch operation (`get_many`, `load_members`).
+const BATCH: usize = 100;
+/// Teachers, and classes, that `link` pairs up (so lists stay short).
+const LINKED: usize = 10;
+/// Operations per timed step, so that reading the clock costs little.
+const STEP: usize = 10;
+/// Students per pipeline when storing many.
+const CHUNK: usize = 1000;
+/// `Student`'s stored fields, as raw code names them.
+const STUDENT_FIELDS: [&str; 4] = ["class", "chinese", "english", "math"];
+
+type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+// The school's models (as in examples/school.rs).
+
+/// `teacher:A` = {name, subject}
+#[derive(Admin)]
+struct Teacher {
+    #[redmodel(pk)]
+    id: String,
+    name: String,
+    subject: String,
+}
+
+/// `class:1` = {name}
+#[derive(Admin)]
+struct Class {
+    #[redmodel(pk)]
+    id: u32,
+    name: String,
+}
+
+/// `student:s1` = {class, chinese, english, math}
+#[derive(Admin)]
+struct Student {
+    #[redmodel(pk)]
+    id: String,
+    class: Ref<Class>,
+    chinese: i64,
+    english: i64,
+    math: i64,
+}
+
+/// `teacher:t1:class` = [class:3, ...], kept in step with `class:3:teacher`.
+#[derive(Relation)]
+#[redmodel(table = "class", owner = Teacher, member = Class, inverse = ClassTeachers)]
+struct TeacherClasses;
+
+/// `class:3:teacher` = [teacher:t1, ...].
+#[derive(Relation)]
+#[redmodel(table = "teacher", owner = Class, member = Teacher, inverse = TeacherClasses)]
+struct ClassTeachers;
+
+/// `class:1:student` = [student:s0, ...].
+#[derive(Relation)]
+#[redmodel(table = "student", owner = Class, member = Student)]
+struct ClassStudents;
+
+/// Student number `i`: `student:s{i}`, in one of ten classes.
+fn student(i: usize) -> Student {
+    let mark = |salt: usize| ((i * salt) % 41 + 60) as i64;
+    Student {
+        id: format!("s{i}"),
+        class: Class::at((i % 10) as u32),
+        chinese: mark(7),
+        english: mark(13),
+        math: mark(31),
+    }
+}
+
+/// What raw code parses a student's HMGET into.
+#[allow(dead_code)] // built to be measured, never read
+struct RawStudent {
+    id: String,
+    class: String,
+    chinese: i64,
+    english: i64,
+    math: i64,
+}
+
+/// Parses the reply of `HMGET student:ID class chinese english math`.
+fn parse_student(id: &str, values: Vec<Option<String>>) -> BenchResult<RawStudent> {
+    let mut values = values.into_iter();
+    let mut next = || {
+        values
+            .next()
+            .flatten()
+            .ok_or_else(|| format!("student:{id} lacks a field"))
+    };
+    Ok(RawStudent {
+        id: id.to_string(),
+        class: next()?,
+        chinese: next()?.parse()?,
+        english: next()?.parse()?,
+        math: next()?.parse()?,
+    })
+}
+
+/// A pipeline of `HMGET`s of `STUDENT_FIELDS`, parsed.
+async fn raw_get_many<'a>(
+    conn: &mut Db,
+    ids: impl Iterator<Item = &'a str> + Clone,
+) -> BenchResult<Vec<RawStudent>> {
+    let mut pipe = redis::pipe();
+    for id in ids.clone() {
+        pipe.cmd("HMGET")
+            .arg(format!("student:{id}"))
+            .arg(&STUDENT_FIELDS);
+    }
+    let rows: Vec<Vec<Option<String>>> = pipe.query_async(conn).await?;
+    ids.zip(rows)
+        .map(|(id, row)| parse_student(id, row))
+        .collect()
+}
+
+/// Adds what `insert` sends for `s` (without MULTI): HSET of its fields
+/// and HINCRBY of `_count`.
+fn add_insert(pipe: &mut Pipeline, s: &Student) {
+    let key = format!("student:{}", s.id);
+    pipe.cmd("HSET")
+        .arg(&key)
+        .arg("class")
+        .arg(s.class.key())
+        .arg("chinese")
+        .arg(s.chinese)
+        .arg("english")
+        .arg(s.english)
+        .arg("math")
+        .arg(s.math)
+        .ignore();
+    pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1);
+}
+
+/// Stores `students` as `insert` stores them, in one pipeline.
+async fn store(db: &Db, students: &[Student]) -> BenchResult<()> {
+    let mut pipe = redis::pipe();
+    for s in students {
+        add_insert(&mut pipe, s);
+    }
+    db.query_pipeline::<()>(&pipe).await?;
+    Ok(())
+}
+
+fn ensure(ok: bool, what: &str) -> BenchResult<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what.into())
+    }
+}
+
+/// The `k`-th batch of `BATCH` students.
+fn batch(students: &[Student], k: usize) -> &[Student] {
+    let start = k % (students.len() / BATCH).max(1) * BATCH;
+    students.get(start..start + BATCH).unwrap_or_default()
+}
+
+/// The `k`-th (teacher, class) pair that `link` links.
+fn pair(k: usize) -> (String, u32) {
+    (format!("t{}", k % LINKED), (k / LINKED % LINKED) as u32)
+}
+
+/// The list `load_members` reads: class 1's students, the first `BATCH`.
+fn relation() -> redmodel::model::RelationRef<ClassStudents> {
+    Class::at(1).relation::<ClassStudents>()
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Insert,
+    Load,
+    Incr,
+    GetMany,
+    LoadMembers,
+    Link,
+}
+
+#[derive(Clone, Copy)]
+enum Side {
+    Model,
+    Raw,
+}
+
+impl Op {
+    const ALL: [Op; 6] = [
+        Op::Insert,
+        Op::Load,
+        Op::Incr,
+        Op::GetMany,
+        Op::LoadMembers,
+        Op::Link,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::Insert => "insert",
+            Op::Load => "load",
+            Op::Incr => "incr",
+            Op::GetMany => "get_many_100",
+            Op::LoadMembers => "load_members_100",
+            Op::Link => "link",
+        }
+    }
+
+    /// The `k`-th operation through the model.
+    async fn model(self, db: &Db, students: &[Student], k: usize) -> BenchResult<()> {
+        let s = &students[k % students.len()];
+        match self {
+            Op::Insert => {
+                s.insert(db).await?;
+            }
+            Op::Load => ensure(Student::get(db, &s.id).await?.is_some(), "no student")?,
+            Op::Incr => {
+                Student::at(&s.id).incr(db, Student::MATH, 1).await?;
+            }
+            Op::GetMany => {
+                let ids = batch(students, k).iter().map(|s| &s.id);
+                let got = Student::get_many(db, ids).await?;
+                ensure(got.iter().flatten().count() == BATCH, "get_many")?;
+            }
+            Op::LoadMembers => {
+                let got = relation().load_members(db).await?;
+                ensure(got.len() == BATCH, "load_members")?;
+            }
+            Op::Link => {
+                let (teacher, class) = pair(k);
+                let rel = Teacher::at(teacher).relation::<TeacherClasses>();
+                rel.link(db, Class::at(class)).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `k`-th operation in raw redis-rs, on `conn`.
+    async fn raw(self, conn: &mut Db, students: &[Student], k: usize) -> BenchResult<()> {
+        let s = &students[k % students.len()];
+        match self {
+            Op::Insert => {
+                let mut pipe = redis::pipe();
+                pipe.atomic();
+                add_insert(&mut pipe, s);
+                let (_count,): (i64,) = pipe.query_async(conn).await?;
+            }
+            Op::Load => {
+                let values: Vec<Option<String>> = redis::cmd("HMGET")
+                    .arg(format!("student:{}", s.id))
+                    .arg(&STUDENT_FIELDS)
+                    .query_async(conn)
+                    .await?;
+                parse_student(&s.id, values)?;
+            }
+            Op::Incr => {
+                let _: i64 = redis::cmd("HINCRBY")
+                    .arg(format!("student:{}", s.id))
+                    .arg("math")
+                    .arg(1)
+                    .query_async(conn)
+                    .await?;
+            }
+            Op::GetMany => {
+                let ids = batch(students, k).iter().map(|s| s.id.as_str());
+                let got = raw_get_many(conn, ids).await?;
+                ensure(got.len() == BATCH, "raw get_many")?;
+            }
+            Op::LoadMembers => {
+                let keys: Vec<String> = redis::cmd("LRANGE")
+                    .arg("class:1:student")
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(conn)
+                    .await?;
+                let ids = keys.iter().filter_map(|k| k.strip_prefix("student:"));
+                let got = raw_get_many(conn, ids).await?;
+                ensure(got.len() == BATCH, "raw load_members")?;
+            }
+            Op::Link => {
+                let (teacher, class) = pair(k);
+                let (teacher, class) = (format!("teacher:{teacher}"), format!("class:{class}"));
+                let (_removed,): (i64,) = redis::pipe()
+                    .atomic()
+                    .cmd("LREM")
+                    .arg(format!("{teacher}:class"))
+                    .arg(0)
+                    .arg(&class)
+                    .cmd("RPUSH")
+                    .arg(format!("{teacher}:class"))
+                    .arg(&class)
+                    .ignore()
+                    .cmd("LREM")
+                    .arg(format!("{class}:teacher"))
+                    .arg(0)
+                    .arg(&teacher)
+                    .ignore()
+                    .cmd("RPUSH")
+                    .arg(format!("{class}:teacher"))
+                    .arg(&teacher)
+                    .ignore()
+                    .query_async(conn)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One backend: the `Db` the model uses, a clone of it for the raw
+/// commands, and the server behind it (killed on drop).
+struct Target {
+    label: &'static str,
+    db: Db,
+    conn: Db,
+    _server: Option<RedisServer>,
+}
+
+impl Target {
+    fn new(label: &'static str, db: Db, server: Option<RedisServer>) -> Target {
+        Target {
+            label,
+            conn: db.clone(),
+            db,
+            _server: server,
+        }
+    }
+
+    /// Operations per second of `op` on `side` during `run`.
+    async fn rate(
+        &mut self,
+        students: &[Student],
+        op: Op,
+        side: Side,
+        run: Duration,
+    ) -> BenchResult<f64> {
+        let mut k = 0;
+        ops_per_sec(run, async || {
+            for _ in 0..STEP {
+                match side {
+                    Side::Model => op.model(&self.db, students, k).await?,
+                    Side::Raw => op.raw(&mut self.conn, students, k).await?,
+                }
+                k += 1;
+            }
+            Ok(STEP)
+        })
+        .await
+    }
+}
+
+/// (a) always; (c) if a redis-server can be started (else a note).
+async fn targets() -> Vec<Target> {
+    let mut all = vec![Target::new("(a)", Db::memory(), None)];
+    let redis = match RedisServer::start() {
+        Ok(server) => match Db::connect(&server.url()).await {
+            Ok(db) => Ok(Target::new("(c)", db, Some(server))),
+            Err(e) => Err(e.to_string()),
+        },
+        Err(e) => Err(e.to_string()),
+    };
+    match redis {
+        Ok(t) => all.push(t),
+        Err(e) => println!("note: (c) redis-server skipped: {e}"),
+    }
+    all
+}
+
+/// Median rates of `op`, `[model, raw]` per target; `None` where it failed.
+async fn measure(
+    targets: &mut [Target],
+    students: &[Student],
+    op: Op,
+    options: &Options,
+) -> Vec<[Option<f64>; 2]> {
+    let mut runs: Vec<[Option<Vec<f64>>; 2]> = targets
+        .iter()
+        .map(|_| [Some(Vec::new()), Some(Vec::new())])
+        .collect();
+    for _ in 0..options.reps {
+        for (target, runs) in targets.iter_mut().zip(&mut runs) {
+            for (side, rates) in [Side::Model, Side::Raw].into_iter().zip(runs.iter_mut()) {
+                let Some(list) = rates.as_mut() else { continue };
+                match target.rate(students, op, side, options.run).await {
+                    Ok(rate) => list.push(rate),
+                    Err(e) => {
+                        println!("note: {} not measured on {}: {e}", op.name(), target.label);
+                        *rates = None;
+                    }
+                }
+            }
+        }
+    }
+    runs.into_iter()
+        .map(|sides| sides.map(|r| r.and_then(median)))
+        .collect()
+}
+
+/// This process's resident set (VmRSS of /proc/self/status, the same
+/// count as /proc/self/statm's, in kB rather than pages); `None` without
+/// /proc.
+fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+    let kb: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// `used_memory` of the server behind `db`, in bytes.
+async fn used_memory(db: &Db) -> BenchResult<u64> {
+    let info: String = db.query(redis::cmd("INFO").arg("memory")).await?;
+    let value = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .ok_or("INFO memory has no used_memory")?;
+    Ok(value.trim().parse()?)
+}
+
+/// Stores students `0..n` on `db`, in pipelines of `CHUNK`.
+async fn store_many(db: &Db, n: usize) -> BenchResult<()> {
+    for start in (0..n).step_by(CHUNK) {
+        let chunk: Vec<Student> = (start..(start + CHUNK).min(n)).map(student).collect();
+        store(db, &chunk).await?;
+    }
+    Ok(())
+}
+
+/// Bytes per student in a fresh engine: this process's RSS growth.
+async fn engine_bytes_per_object(n: usize) -> BenchResult<f64> {
+    let db = Db::memory();
+    let before = rss_bytes().ok_or("no /proc/self/status")?;
+    store_many(&db, n).await?;
+    let after = rss_bytes().ok_or("no /proc/self/status")?;
+    drop(db); // only now, after measuring
+    Ok(after.saturating_sub(before) as f64 / n as f64)
+}
+
+/// Bytes per student in redis-server: `used_memory` growth. Empties the
+/// (private) server afterwards.
+async fn redis_bytes_per_object(db: &Db, n: usize) -> BenchResult<f64> {
+    let before = used_memory(db).await?;
+    store_many(db, n).await?;
+    let after = used_memory(db).await?;
+    db.query::<()>(&redis::cmd("FLUSHALL")).await?;
+    Ok(after.saturating_sub(before) as f64 / n as f64)
+}
+
+/// Prints `label`: the figure, or why there is none.
+fn show_bytes(label: &str, bytes: &BenchResult<f64>) -> Option<f64> {
+    match bytes {
+        Ok(b) => println!("{label:<46} {b:>7.0} bytes/student"),
+        Err(e) => println!("{label:<46}     n/a ({e})"),
+    }
+    bytes.as_ref().ok().copied()
+}
+
+async fn memory(targets: &[Target], n: usize) {
+    println!();
+    println!("memory, {n} students stored as insert stores them (4 fields + _count):");
+    let engine = engine_bytes_per_object(n).await;
+    let redis = match targets.iter().find(|t| t.label == "(c)") {
+        Some(t) => redis_bytes_per_object(&t.db, n).await,
+        None => Err("no redis-server".into()),
+    };
+    let engine = show_bytes("(a) engine: process RSS growth (approximate)", &engine);
+    let redis = show_bytes("(c) redis-server: used_memory growth", &redis);
+    println!("{:<46} {:>7}", "(a)/(c)", fmt_ratio(engine, redis));
+}
+
+fn print_table(rows: &[(Op, Vec<[Option<f64>; 2]>)]) {
+    println!();
+    println!(
+        "{:<17} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8}",
+        "operation",
+        "(a) model",
+        "(a) raw",
+        "model/raw",
+        "(c) model",
+        "(c) raw",
+        "model/raw",
+        "(a)/(c)"
+    );
+    for (op, rates) in rows {
+        let at = |target: usize, side: usize| rates.get(target).and_then(|r| r[side]);
+        println!(
+            "{:<17} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8}",
+            op.name(),
+            fmt_rate(at(0, 0)),
+            fmt_rate(at(0, 1)),
+            fmt_ratio(at(0, 0), at(0, 1)),
+            fmt_rate(at(1, 0)),
+            fmt_rate(at(1, 1)),
+            fmt_ratio(at(1, 0), at(1, 1)),
+            fmt_ratio(at(0, 0), at(1, 0)),
+        );
+    }
+    println!();
+    println!(
+        "model/raw: the model's speed over raw redis-rs doing the same work on the same backend"
+    );
+    println!(
+        "(1.00x: the model layer costs nothing; 0.80x: it takes 25% longer); (a)/(c): the model"
+    );
+    println!("on the in-process engine against the model on redis-server");
+}
+
+async fn bench(options: Options, objects: usize) -> ExitCode {
+    let started = Instant::now();
+    println!(
+        "redmodel bench_models: ops/s, median of {} interleaved runs of {} ms",
+        options.reps,
+        options.run.as_millis()
+    );
+    println!("(a) Db::memory() in process  (c) Db::connect -> private redis-server (loopback)");
+    println!(
+        "model: the school's Student through redmodel; raw: redis-rs commands doing the same,"
+    );
+    println!("on the same Db; *_100: one op = one call for 100 students");
+    let mut targets = targets().await;
+    if options.selects("memory") {
+        memory(&targets, objects).await;
+    }
+    let ops: Vec<Op> = Op::ALL
+        .into_iter()
+        .filter(|op| options.selects(op.name()))
+        .collect();
+    if !ops.is_empty() {
+        let students: Vec<Student> = (0..STUDENTS).map(student).collect();
+        for t in &targets {
+            let ready = async {
+                store(&t.db, &students).await?;
+                relation()
+                    .append(&t.db, students.iter().take(BATCH))
+                    .await?;
+                BenchResult::Ok(())
+            };
+            if let Err(e) = ready.await {
+                eprintln!("cannot store the fixture on {}: {e}", t.label);
+                return ExitCode::FAILURE;
+            }
+        }
+        let mut rows = Vec::new();
+        for op in ops {
+            rows.push((op, measure(&mut targets, &students, op, &options).await));
+        }
+        print_table(&rows);
+    }
+    drop(targets);
+    println!("total time: {:.1} s", started.elapsed().as_secs_f64());
+    ExitCode::SUCCESS
+}
+
+fn main() -> ExitCode {
+    let mut objects = 100_000;
+    let options = match Options::new(9, 150).parse(
+        std::env::args().skip(1),
+        USAGE,
+        &mut [("--objects", &mut objects)],
+    ) {
+        Ok(o) => o,
+        Err(msg) => {
+            eprintln!("{msg}");
+            return ExitCode::from(2);
+        }
+    };
+    let objects = usize::try_from(objects).unwrap_or(usize::MAX);
+    match runtime() {
+        Ok(runtime) => runtime.block_on(bench(options, objects)),
+        Err(e) => {
+            eprintln!("no tokio runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

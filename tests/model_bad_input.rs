@@ -1238,6 +1238,9 @@ fn other_type(not: &'static str) -> BoxedStrategy<Shape> {
     Union::new(shapes).prop_map(Shape::normalized).boxed()
 }
 
+/// A hash field and its value, or nothing.
+type NamedValue = Option<(Vec<u8>, Vec<u8>)>;
+
 /// An object's hash: all declared fields valid, or all but one (changed
 /// to a hostile atom, or removed), or each field at random; plus unknown
 /// fields and a `_count`. (With fields corrupted independently, a model of
@@ -1250,11 +1253,11 @@ fn object_hash(tag: Tag) -> BoxedStrategy<Shape> {
             .prop_map(move |v| v.map(|v| (name.as_bytes().to_vec(), v)))
             .boxed()
     };
-    let clean: Vec<BoxedStrategy<Option<(Vec<u8>, Vec<u8>)>>> = spec
+    let clean: Vec<BoxedStrategy<NamedValue>> = spec
         .iter()
         .map(|s| named(valid(s.kind).prop_map(Some).boxed(), s.name))
         .collect();
-    let random: Vec<BoxedStrategy<Option<(Vec<u8>, Vec<u8>)>>> = spec
+    let random: Vec<BoxedStrategy<NamedValue>> = spec
         .iter()
         .map(|s| {
             named(
@@ -2336,6 +2339,42 @@ where
     check_member_objects(world, key, items.as_deref(), &rel.load_members(db).await)
 }
 
+/// `get_or`: the default when the field or the object is absent, else as
+/// `get`.
+async fn check_get_or(db: &Db, world: &World) -> Check {
+    let cases: [(&str, &str, Val); 2] = [
+        ("profile:p", "age", Val::Int(7)),
+        ("teacher:A", "name", Val::Str("nobody".into())),
+    ];
+    for (key, name, default) in cases {
+        let got = match key {
+            "profile:p" => Profile::at("p")
+                .get_or(db, Profile::AGE, 7)
+                .await
+                .map(|v| v.to_val()),
+            _ => Teacher::at("A")
+                .get_or(db, Teacher::NAME, "nobody")
+                .await
+                .map(|v| v.to_val()),
+        };
+        let view = world.view(key, Storage::Hash);
+        let spec: Vec<FieldSpec> = TAGS
+            .iter()
+            .filter(|t| t.is_key(key))
+            .flat_map(|t| t.spec())
+            .collect();
+        let got = got.as_ref().map(|v| vec![v.clone()]);
+        match view.raw(name) {
+            None if !matches!(view, View::WrongType(_)) => ensure!(
+                matches!(&got, Ok(v) if *v == vec![default.clone()]),
+                "{key} `{name}` is absent: get_or gave {got:?}, expected the default"
+            ),
+            _ => check_fields(key, &view, &spec, &[name], got)?,
+        }
+    }
+    Ok(())
+}
+
 /// Following reference fields: the referenced object loads as its key's
 /// content says.
 async fn check_references(db: &Db, world: &World) -> Check {
@@ -2501,10 +2540,8 @@ where
                     Width::F32 => 1e-6,
                     Width::F64 => 1e-12,
                 } * want.abs().max(1.0);
-                ensure!(
-                    (v - want).abs() <= tolerance,
-                    "{context}: expected about {want}, got {v}"
-                );
+                let close = (v - want).abs() <= tolerance;
+                ensure!(close, "{context}: expected about {want}, got {v}");
             }
         }
         Err(Error::Decode {
@@ -2586,6 +2623,9 @@ async fn run_case(db: &Db, case: &Case) -> Check {
     check_admin::<Teacher>(db, &world).await?;
     check_admin::<Student>(db, &world).await?;
     check_admin::<Gauge>(db, &world).await?;
+    check_admin::<Class>(db, &world).await?;
+    check_admin::<Profile>(db, &world).await?;
+    check_get_or(db, &world).await?;
 
     check_subs::<Student, Exam>(db, &world, "student:a").await?;
     check_subs::<Student, Exam>(db, &world, "student:").await?;

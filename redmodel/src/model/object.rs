@@ -519,6 +519,12 @@ impl<M: Model> ObjectRef<M> {
     /// floats) and returns its new value. An absent field counts from 0.
     /// Only fields of a numeric type have handles this accepts: it does
     /// not compile for a `String` field.
+    ///
+    /// If the stored field is not a number Redis can increment, or the new
+    /// value does not fit the field's type (`255 + 1` in a `u8`, which
+    /// Redis has then stored), the error is an [`Error::Decode`] naming the
+    /// key and field; an `i64` overflow is Redis's own refusal
+    /// ([`Error::Server`]), and nothing is written.
     pub async fn incr<T: Incr>(
         &self,
         db: &Db,

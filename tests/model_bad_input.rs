@@ -42,7 +42,7 @@ use proptest::strategy::Union;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use redmodel::model::key::encode_segment;
 use redmodel::model::{
-    Field, Incr, MemberList, ObjectRef, Plain, Ref, RelationRef, Scalar, Storage,
+    Codec, Field, Incr, MemberList, ObjectRef, Plain, Ref, RelationRef, Scalar, Storage,
 };
 use redmodel::prelude::*;
 use redmodel::{Error, Result};
@@ -1687,10 +1687,6 @@ impl<'w> Exp<'w> {
     }
 }
 
-fn spec_of(tag: Tag) -> Vec<FieldSpec> {
-    tag.spec()
-}
-
 /// Decoded values (or the error) against the fields' expectations, which
 /// are decoded in order: the error must come from the first field that
 /// cannot be decoded.
@@ -1881,7 +1877,7 @@ fn check_many<M: Probe>(
     got: std::result::Result<Vec<Option<Vec<Val>>>, &Error>,
     present_only: bool,
 ) -> Check {
-    let spec = spec_of(M::TAG);
+    let spec = M::TAG.spec();
     let views: Vec<(&str, View<'_>)> = keys
         .iter()
         .map(|k| (k.as_str(), world.view(k, M::STORAGE)))
@@ -1945,7 +1941,7 @@ fn handle<M: Model>(key: &str) -> std::result::Result<ObjectRef<M>, String> {
 /// Every per-object read of every object of model `M` in the universe,
 /// the batch reads, and the scans.
 async fn check_model<M: Probe>(db: &Db, world: &World) -> Check {
-    let spec = spec_of(M::TAG);
+    let spec = M::TAG.spec();
     let keys: Vec<String> = keys_with(Role::Object(M::TAG))
         .map(str::to_string)
         .collect();
@@ -2066,7 +2062,7 @@ async fn check_hash_only<M: Probe>(db: &Db, world: &World, h: &ObjectRef<M>) -> 
             .iter()
             .filter_map(|(k, v)| Some((std::str::from_utf8(k).ok()?, v)))
             .collect();
-        let spec = spec_of(M::TAG);
+        let spec = M::TAG.spec();
         let got = h.build_from_map(entries);
         check_load(key, &view, &spec, got.as_ref().map(|m| Some(m.vals())))?;
         let values: Vec<Option<&Vec<u8>>> =
@@ -2079,7 +2075,7 @@ async fn check_hash_only<M: Probe>(db: &Db, world: &World, h: &ObjectRef<M>) -> 
 
 /// The wrappers of admin models: get / exists / get_many by pk, scan.
 async fn check_admin<M: Probe + Admin>(db: &Db, world: &World) -> Check {
-    let spec = spec_of(M::TAG);
+    let spec = M::TAG.spec();
     let handles: Vec<ObjectRef<M>> = keys_with(Role::Object(M::TAG))
         .map(handle::<M>)
         .collect::<std::result::Result<_, _>>()?;
@@ -2341,36 +2337,23 @@ where
 
 /// `get_or`: the default when the field or the object is absent, else as
 /// `get`.
-async fn check_get_or(db: &Db, world: &World) -> Check {
-    let cases: [(&str, &str, Val); 2] = [
-        ("profile:p", "age", Val::Int(7)),
-        ("teacher:A", "name", Val::Str("nobody".into())),
-    ];
-    for (key, name, default) in cases {
-        let got = match key {
-            "profile:p" => Profile::at("p")
-                .get_or(db, Profile::AGE, 7)
-                .await
-                .map(|v| v.to_val()),
-            _ => Teacher::at("A")
-                .get_or(db, Teacher::NAME, "nobody")
-                .await
-                .map(|v| v.to_val()),
-        };
-        let view = world.view(key, Storage::Hash);
-        let spec: Vec<FieldSpec> = TAGS
-            .iter()
-            .filter(|t| t.is_key(key))
-            .flat_map(|t| t.spec())
-            .collect();
-        let got = got.as_ref().map(|v| vec![v.clone()]);
-        match view.raw(name) {
-            None if !matches!(view, View::WrongType(_)) => ensure!(
-                matches!(&got, Ok(v) if *v == vec![default.clone()]),
-                "{key} `{name}` is absent: get_or gave {got:?}, expected the default"
-            ),
-            _ => check_fields(key, &view, &spec, &[name], got)?,
-        }
+async fn check_get_or<M: Probe, T: ToVal + Clone, C: Codec<T>>(
+    db: &Db,
+    world: &World,
+    key: &str,
+    field: Field<M, T, C>,
+    default: T,
+) -> Check {
+    let got = handle::<M>(key)?.get_or(db, field, default.clone()).await;
+    let got = got.as_ref().map(|v| vec![v.to_val()]);
+    let view = world.view(key, Storage::Hash);
+    match view.raw(field.name()) {
+        None if !matches!(view, View::WrongType(_)) => ensure!(
+            matches!(&got, Ok(v) if *v == vec![default.to_val()]),
+            "{key} `{}` is absent: get_or gave {got:?}, expected the default",
+            field.name()
+        ),
+        _ => check_fields(key, &view, &M::TAG.spec(), &[field.name()], got)?,
     }
     Ok(())
 }
@@ -2378,8 +2361,8 @@ async fn check_get_or(db: &Db, world: &World) -> Check {
 /// Following reference fields: the referenced object loads as its key's
 /// content says.
 async fn check_references(db: &Db, world: &World) -> Check {
-    let class_spec = spec_of(Tag::Class);
-    let teacher_spec = spec_of(Tag::Teacher);
+    let class_spec = Tag::Class.spec();
+    let teacher_spec = Tag::Teacher.spec();
     for key in keys_with(Role::Object(Tag::Student)) {
         let h = handle::<Student>(key)?;
         if let Ok(Some(class)) = h.get(db, Student::CLASS).await {
@@ -2625,7 +2608,9 @@ async fn run_case(db: &Db, case: &Case) -> Check {
     check_admin::<Gauge>(db, &world).await?;
     check_admin::<Class>(db, &world).await?;
     check_admin::<Profile>(db, &world).await?;
-    check_get_or(db, &world).await?;
+    check_get_or(db, &world, "profile:p", Profile::AGE, 7).await?;
+    check_get_or(db, &world, "profile:q", Profile::TAGS, vec!["t".into()]).await?;
+    check_get_or(db, &world, "teacher:A", Teacher::NAME, "nobody".into()).await?;
 
     check_subs::<Student, Exam>(db, &world, "student:a").await?;
     check_subs::<Student, Exam>(db, &world, "student:").await?;

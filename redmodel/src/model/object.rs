@@ -523,8 +523,8 @@ impl<M: Model> ObjectRef<M> {
     /// If the stored field is not a number Redis can increment, or the new
     /// value does not fit the field's type (`255 + 1` in a `u8`, which
     /// Redis has then stored), the error is an [`Error::Decode`] naming the
-    /// key and field; an `i64` overflow is Redis's own refusal
-    /// ([`Error::Server`]), and nothing is written.
+    /// key and field. A result Redis itself refuses (an `i64` overflow, an
+    /// infinite float) is [`Error::Server`], and nothing is written.
     pub async fn incr<T: Incr>(
         &self,
         db: &Db,

@@ -145,14 +145,35 @@ macro_rules! float_scalar {
 
             /// Accepts what Redis writes (`10.5`, `3.0000000000000004`,
             /// `inf`, `-inf`, `1e+20`) and the usual decimal forms.
+            ///
+            /// A finite number beyond the type's range is refused: Rust's
+            /// parser rounds it to infinity, but Redis's long doubles hold
+            /// such numbers (`HINCRBYFLOAT` can store `1e999`, or a sum
+            /// past `f32::MAX` in an `f32` field), and only the word `inf`
+            /// means infinity.
             fn from_text(raw: &[u8]) -> Result<Self, String> {
-                let text = utf8(raw)?;
-                text.trim().parse::<$t>().map_err(|_| {
+                let text = utf8(raw)?.trim();
+                let value = text.parse::<$t>().map_err(|_| {
                     format!("{} is not a number ({})", shown(raw), stringify!($t))
-                })
+                })?;
+                if value.is_infinite() && !names_infinity(text) {
+                    return Err(format!(
+                        "{} is out of range for {}",
+                        shown(raw),
+                        stringify!($t)
+                    ));
+                }
+                Ok(value)
             }
         }
     )*};
+}
+
+/// Whether `text` spells infinity (`inf`, `-Infinity`...) rather than a
+/// finite number too large for the type.
+fn names_infinity(text: &str) -> bool {
+    let word = text.strip_prefix(['+', '-']).unwrap_or(text);
+    word.eq_ignore_ascii_case("inf") || word.eq_ignore_ascii_case("infinity")
 }
 
 float_scalar!(f32, f64);
@@ -360,6 +381,23 @@ mod tests {
         assert!(u8::from_text(b"300").unwrap_err().contains("out of range"));
         assert!(String::from_text(&[0xff]).unwrap_err().contains("UTF-8"));
         assert!(bool::from_text(b"yes").is_err());
+    }
+
+    #[test]
+    fn floats_beyond_range_are_not_infinity() {
+        assert!(f64::from_text(b"1e999")
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(f64::from_text(b"-1e999").is_err());
+        assert!(f32::from_text(b"1e39")
+            .unwrap_err()
+            .contains("out of range"));
+        assert_eq!(f32::from_text(b"3.4028235e38"), Ok(f32::MAX));
+        assert_eq!(f64::from_text(b"-inf"), Ok(f64::NEG_INFINITY));
+        assert_eq!(f64::from_text(b"+Infinity"), Ok(f64::INFINITY));
+        assert_eq!(f32::from_text(b"inf"), Ok(f32::INFINITY));
+        // Underflow rounds to zero, as any decimal rounds to the nearest float.
+        assert_eq!(f64::from_text(b"1e-999"), Ok(0.0));
     }
 
     #[test]

@@ -162,6 +162,30 @@ pub(crate) fn at_key<'a>(key: &'a str, expected: &'static str) -> impl FnOnce(Er
     }
 }
 
+/// Like [`at_key`] for an increment of `field`: a refusal because the
+/// stored text is not a number (HINCRBY's "hash value is not an integer",
+/// HINCRBYFLOAT's "... not a float") is bad data in that field, so it is an
+/// [`Error::Decode`] naming the key and the field.
+fn incr_error<'a>(key: &'a str, field: &'a str) -> impl FnOnce(Error) -> Error + 'a {
+    move |err| match err {
+        Error::Server(ref redis_err)
+            if redis_err
+                .detail()
+                .is_some_and(|d| d.starts_with("hash value is not")) =>
+        {
+            Error::Decode {
+                key: key.to_string(),
+                field: field.to_string(),
+                reason: format!(
+                    "Redis cannot increment it: {}",
+                    redis_err.detail().unwrap_or_default()
+                ),
+            }
+        }
+        other => at_key(key, "hash")(other),
+    }
+}
+
 /// Whether a (pipeline or transaction) error includes a WRONGTYPE reply.
 fn holds_wrongtype(err: &redis::RedisError) -> bool {
     err.code() == Some("WRONGTYPE")
@@ -495,6 +519,12 @@ impl<M: Model> ObjectRef<M> {
     /// floats) and returns its new value. An absent field counts from 0.
     /// Only fields of a numeric type have handles this accepts: it does
     /// not compile for a `String` field.
+    ///
+    /// If the stored field is not a number Redis can increment, or the new
+    /// value does not fit the field's type (`255 + 1` in a `u8`, which
+    /// Redis has then stored), the error is an [`Error::Decode`] naming the
+    /// key and field. A result Redis itself refuses (an `i64` overflow, an
+    /// infinite float) is [`Error::Server`], and nothing is written.
     pub async fn incr<T: Incr>(
         &self,
         db: &Db,
@@ -510,7 +540,7 @@ impl<M: Model> ObjectRef<M> {
                     .arg(by),
             )
             .await
-            .map_err(at_key(&self.key, "hash"))?;
+            .map_err(incr_error(&self.key, field.name()))?;
         let text = match reply {
             Value::Int(n) => n.to_string().into_bytes(),
             other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,

@@ -228,7 +228,7 @@ impl<M: Model> MemberList<M> {
     /// The member at `index` (LINDEX; negative counts from the tail, the
     /// seed's `get_by_index`); `None` out of range.
     pub async fn index(&self, db: &Db, index: i64) -> Result<Option<ObjectRef<M>>> {
-        let key: Option<String> = db
+        let key: Option<Vec<u8>> = db
             .query(redis::cmd("LINDEX").arg(&self.key).arg(index))
             .await
             .map_err(at_key(&self.key, "list"))?;
@@ -239,7 +239,7 @@ impl<M: Model> MemberList<M> {
     /// indexes counting from the tail (LRANGE; the seed's
     /// `get_leafs_by_relation(start, end)`).
     pub async fn range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<ObjectRef<M>>> {
-        let keys: Vec<String> = db
+        let keys: Vec<Vec<u8>> = db
             .query(redis::cmd("LRANGE").arg(&self.key).arg(start).arg(stop))
             .await
             .map_err(at_key(&self.key, "list"))?;
@@ -306,9 +306,19 @@ impl<M: Model> MemberList<M> {
         ttl_of(db, &self.key).await
     }
 
-    /// A stored member key as a handle; the error names the list.
-    fn parse_member(&self, member: &str) -> Result<ObjectRef<M>> {
-        ObjectRef::parse(member).map_err(|err| match err {
+    /// A stored member key as a handle; the error names the list. Read as
+    /// bytes, so that a member that is not UTF-8 (no key of any model) is
+    /// an [`Error::InvalidKey`] like any other bad member.
+    fn parse_member(&self, member: &[u8]) -> Result<ObjectRef<M>> {
+        let parsed = match std::str::from_utf8(member) {
+            Ok(text) => ObjectRef::parse(text),
+            Err(_) => Err(Error::InvalidKey {
+                key: String::from_utf8_lossy(member).into_owned(),
+                model: M::TABLE,
+                reason: "it is not UTF-8 text".to_string(),
+            }),
+        };
+        parsed.map_err(|err| match err {
             Error::InvalidKey { key, model, reason } => Error::InvalidKey {
                 key,
                 model,

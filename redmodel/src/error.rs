@@ -125,6 +125,41 @@ pub enum Error {
         /// Why it is not a key of that model.
         reason: String,
     },
+    /// A write would give a unique field a value another object holds
+    /// (`#[redmodel(unique)]`). Nothing of the refused write was stored.
+    #[error("`{value}` is already the `{field}` of `{holder}` (the field is unique in `{model}`); nothing was written")]
+    Unique {
+        /// The model's table.
+        model: &'static str,
+        /// The unique field (its stored name).
+        field: &'static str,
+        /// The value, as stored text.
+        value: String,
+        /// The key of the object that holds the value.
+        holder: String,
+    },
+    /// A number does not fit where it must go: an integer beyond the
+    /// 2^53 that a sorted set's double score holds exactly, a NaN score, or
+    /// a part of a composite score wider than its declared width.
+    #[error("{value} does not fit `{name}`: {reason}")]
+    ScoreOverflow {
+        /// The sorted field, or the dimension of a composite score.
+        name: String,
+        /// The value that does not fit.
+        value: String,
+        /// What it must fit in.
+        reason: String,
+    },
+    /// An optimistic transaction (WATCH / MULTI / EXEC) was aborted by
+    /// concurrent writes to the same keys on every one of its attempts.
+    /// Nothing of it was stored; retrying later may succeed.
+    #[error("concurrent writes to `{key}` aborted the transaction {attempts} times; nothing was written (retry later)")]
+    Conflict {
+        /// The key the transaction was about.
+        key: String,
+        /// How many times it was tried.
+        attempts: u32,
+    },
 }
 
 impl Error {

@@ -106,6 +106,7 @@
 
 pub mod codec;
 mod field;
+pub mod index;
 pub mod key;
 mod object;
 mod relation;
@@ -117,6 +118,9 @@ use std::future::Future;
 
 pub use codec::{Codec, FieldError, FieldValue, Incr, IntoValue, Json, Plain, Scalar};
 pub use field::{Assign, Field, FieldSet};
+pub use index::{
+    IndexKind, IndexSpec, RecentList, Score, Sortable, SortedIndex, TagIndex, TagSet, UniqueIndex,
+};
 pub use key::KeyPart;
 pub use object::{IntoPk, ObjectRef, Ref, Ttl};
 pub use relation::{AsMember, InverseOf, MemberList, NoInverse, Relation, RelationRef};
@@ -151,6 +155,10 @@ pub trait Model: Sized + Send + Sync + 'static {
     const STORAGE: Storage;
     /// The sync hook runs on every `SYNC_EVERY`-th full write.
     const SYNC_EVERY: u64;
+    /// The indexes declared on the fields (`#[redmodel(unique)]`,
+    /// `sorted`, `tags`, `recent = N`): see [`index`]. Only admin models
+    /// have any.
+    const INDEXES: &'static [IndexSpec] = &[];
 
     /// This object's pk.
     fn pk(&self) -> &Self::Pk;
@@ -336,6 +344,10 @@ pub async fn dbsize(db: &Db) -> Result<u64> {
 pub mod __private {
     pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
     pub use super::field::Field;
+    pub use super::index::{
+        score_of, tags_of, IndexKind, IndexSpec, RecentList, SortedIndex, TagIndex, TagSet,
+        UniqueIndex,
+    };
     pub use super::relation::{InverseOf, NoInverse, Relation};
     pub use super::{Admin, Model, NoOwner, OwnerKind, SingleValue, Storage};
     pub use crate::{Error, Result};
@@ -381,4 +393,8 @@ pub mod __private {
     pub const fn assert_json<T: serde::Serialize + serde::de::DeserializeOwned>() {}
     /// Compile-time check that an owner is an admin model.
     pub const fn assert_admin<T: Admin>() {}
+    /// Compile-time check that a sorted field's type can be a score.
+    pub const fn assert_sortable<T: super::index::Sortable>() {}
+    /// Compile-time check that a tags field's type is a collection of tags.
+    pub const fn assert_tags<T: TagSet + serde::Serialize + serde::de::DeserializeOwned>() {}
 }

@@ -9,6 +9,10 @@ use std::time::Duration;
 use redis::{FromRedisValue, Pipeline, Value};
 
 use super::codec::{shown, Codec, Incr, IntoValue, Plain, Scalar};
+use super::index::{
+    self,
+    write::{self, touches_index, Changes},
+};
 use super::field::{Assign, Field, FieldSet};
 use super::key::{decode_pk, encode_segment_into, glob_escape};
 use super::relation::{Relation, RelationRef};
@@ -66,6 +70,11 @@ impl IntoPk<String> for &String {
         self.clone()
     }
 }
+
+/// The stored text of an object's declared fields (aligned with
+/// [`Model::FIELDS`], `None` = absent), or `None` if the object does not
+/// exist.
+pub(crate) type RawFields = Option<Vec<Option<Vec<u8>>>>;
 
 /// An object's fields as written by a full write.
 struct Encoded {
@@ -353,10 +362,7 @@ impl<M: Model> ObjectRef<M> {
 
     /// Takes the replies of [`add_read`](Self::add_read): the stored text
     /// of the fields, or `None` if the object does not exist.
-    fn take_read(
-        &self,
-        replies: &mut impl Iterator<Item = Value>,
-    ) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+    fn take_read(&self, replies: &mut impl Iterator<Item = Value>) -> Result<RawFields> {
         let expected = redis_type(M::STORAGE);
         match M::STORAGE {
             Storage::Hash => {
@@ -375,7 +381,7 @@ impl<M: Model> ObjectRef<M> {
         }
     }
 
-    async fn read_raw(&self, db: &Db) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+    async fn read_raw(&self, db: &Db) -> Result<RawFields> {
         let mut pipe = redis::pipe();
         pipe.atomic().ignore_errors();
         self.add_read(&mut pipe);
@@ -405,6 +411,17 @@ impl<M: Model> ObjectRef<M> {
     /// Loads many objects in one round trip (one pipelined MULTI of reads),
     /// in the order given; `None` where an object does not exist.
     pub async fn get_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Option<M>>> {
+        Self::read_many_raw(db, refs)
+            .await?
+            .into_iter()
+            .zip(refs)
+            .map(|(values, r)| values.map(|v| r.decode(v)).transpose())
+            .collect()
+    }
+
+    /// The stored text of the declared fields of each of `refs` (`None`
+    /// where an object does not exist), in one round trip.
+    pub(crate) async fn read_many_raw(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<RawFields>> {
         if refs.is_empty() {
             return Ok(Vec::new());
         }
@@ -415,14 +432,13 @@ impl<M: Model> ObjectRef<M> {
         }
         let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
         let mut replies = replies.into_iter();
-        let mut out = Vec::with_capacity(refs.len());
-        for r in refs {
-            out.push(match r.take_read(&mut replies)? {
-                Some(values) => Some(M::decode_fields(&r.key, r.pk.clone(), values)?),
-                None => None,
-            });
-        }
-        Ok(out)
+        refs.iter().map(|r| r.take_read(&mut replies)).collect()
+    }
+
+    /// Decodes stored field texts (aligned with [`Model::FIELDS`]) into an
+    /// object with this handle's pk.
+    pub(crate) fn decode(&self, values: Vec<Option<Vec<u8>>>) -> Result<M> {
+        M::decode_fields(&self.key, self.pk.clone(), values)
     }
 
     /// Sets one field (HSET); setting an `Option` field to `None` removes
@@ -434,6 +450,15 @@ impl<M: Model> ObjectRef<M> {
         value: impl IntoValue<T>,
     ) -> Result<()> {
         let encoded = field.encode(&self.key, &value.into_value())?;
+        if touches_index::<M>(&[field.name()]) {
+            let set: Vec<(&str, Vec<u8>)> = encoded.iter().map(|t| (field.name(), t.clone())).collect();
+            let removed: Vec<&str> = if encoded.is_none() { vec![field.name()] } else { Vec::new() };
+            let pipe = self.write_pipeline(&set, &removed);
+            let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
+            return write::run::<M, ()>(db, &self.key, &pipe, &changes)
+                .await
+                .map_err(at_key(&self.key, "hash"));
+        }
         let cmd = match encoded {
             Some(text) => redis::cmd("HSET")
                 .arg(&self.key)
@@ -473,7 +498,8 @@ impl<M: Model> ObjectRef<M> {
         if pipe.is_empty() {
             return Ok(());
         }
-        db.query_pipeline::<()>(&pipe)
+        let changes = Changes::Fields(changed_fields(&set, &removed));
+        write::run::<M, ()>(db, &self.key, &pipe, &changes)
             .await
             .map_err(at_key(&self.key, "hash"))
     }
@@ -501,19 +527,21 @@ impl<M: Model> ObjectRef<M> {
         field: Field<M, T, Plain>,
         by: T::By,
     ) -> Result<T::Output> {
-        // HINCRBY replies with an integer, HINCRBYFLOAT with a bulk string.
-        let reply: Value = db
-            .query(
-                redis::cmd(T::COMMAND)
-                    .arg(&self.key)
-                    .arg(field.name())
-                    .arg(by),
-            )
-            .await
-            .map_err(at_key(&self.key, "hash"))?;
-        let text = match reply {
-            Value::Int(n) => n.to_string().into_bytes(),
-            other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
+        let text = if touches_index::<M>(&[field.name()]) {
+            index::incr_indexed::<M>(db, &self.key, field.name(), T::COMMAND, &by)
+                .await
+                .map_err(at_key(&self.key, "hash"))?
+        } else {
+            let reply: Value = db
+                .query(
+                    redis::cmd(T::COMMAND)
+                        .arg(&self.key)
+                        .arg(field.name())
+                        .arg(by),
+                )
+                .await
+                .map_err(at_key(&self.key, "hash"))?;
+            number_text(reply)?
         };
         T::Output::from_text(&text).map_err(|reason| Error::Decode {
             key: self.key.clone(),
@@ -555,8 +583,8 @@ impl<M: Model> ObjectRef<M> {
         let fields = self.encoded(value)?;
         let mut pipe = self.write_pipeline(&fields.set, &fields.removed);
         pipe.cmd("HINCRBY").arg(&self.key).arg(COUNT_FIELD).arg(1);
-        let (count,): (i64,) = db
-            .query_pipeline(&pipe)
+        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
+        let (count,): (i64,) = write::run::<M, _>(db, &self.key, &pipe, &changes)
             .await
             .map_err(at_key(&self.key, "hash"))?;
         let count = u64::try_from(count).unwrap_or(0);
@@ -582,7 +610,8 @@ impl<M: Model> ObjectRef<M> {
         if pipe.is_empty() {
             return Ok(());
         }
-        db.query_pipeline::<()>(&pipe)
+        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
+        write::run::<M, ()>(db, &self.key, &pipe, &changes)
             .await
             .map_err(at_key(&self.key, "hash"))
     }
@@ -613,10 +642,19 @@ impl<M: Model> ObjectRef<M> {
         }
     }
 
-    /// Deletes the object (DEL; not its sub-objects or relations). Whether
-    /// it existed.
+    /// Deletes the object (DEL; not its sub-objects or relations), and its
+    /// entries in the model's indexes, in one MULTI/EXEC. Whether it
+    /// existed.
     pub async fn delete(&self, db: &Db) -> Result<bool> {
-        db.query(redis::cmd("DEL").arg(&self.key)).await
+        if M::INDEXES.is_empty() {
+            return db.query(redis::cmd("DEL").arg(&self.key)).await;
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("DEL").arg(&self.key);
+        let (existed,): (bool,) = write::run::<M, _>(db, &self.key, &pipe, &Changes::Delete)
+            .await
+            .map_err(at_key(&self.key, "hash"))?;
+        Ok(existed)
     }
 
     /// Sets a time to live (PEXPIRE, so sub-second precision is kept).
@@ -693,6 +731,22 @@ impl<M: Model> ObjectRef<M> {
             .flatten()
             .collect())
     }
+}
+
+/// The stored fields a write sets or removes, with their new text.
+fn changed_fields<'a>(set: &'a [(&'static str, Vec<u8>)], removed: &[&'static str]) -> Vec<(&'static str, Option<&'a [u8]>)> {
+    set.iter()
+        .map(|(name, text)| (*name, Some(text.as_slice())))
+        .chain(removed.iter().map(|name| (*name, None)))
+        .collect()
+}
+
+/// The text of a HINCRBY (integer) or HINCRBYFLOAT (bulk string) reply.
+pub(crate) fn number_text(reply: Value) -> Result<Vec<u8>> {
+    Ok(match reply {
+        Value::Int(n) => n.to_string().into_bytes(),
+        other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
+    })
 }
 
 /// Sets a TTL on `key` (PEXPIRE); whether the key exists.

@@ -12,6 +12,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::time::Duration;
 
+use super::index::{load_live, Entry};
 use super::key::glob_escape;
 use super::object::{at_key, expire_key, ttl_of, ObjectRef, Ttl};
 use super::{Admin, Model};
@@ -262,14 +263,18 @@ impl<M: Model> MemberList<M> {
 
     /// The member objects from `start` to `stop` (as [`range`](Self::range)),
     /// loaded in one LRANGE and one pipelined batch of reads, never one
-    /// round trip per member. Members whose object no longer exists are
-    /// left out (the seed's `names2leafs`).
+    /// round trip per member (the seed's `names2leafs`). Members whose
+    /// object no longer exists (it expired, or was deleted) are left out,
+    /// and removed from the list in a checked transaction that never
+    /// removes a member whose object exists (see
+    /// [`index`](crate::model::index)).
     pub async fn load(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<M>> {
         let refs = self.range(db, start, stop).await?;
-        Ok(ObjectRef::get_many(db, &refs)
+        let list = self.key.clone();
+        Ok(load_live(db, refs, |_| Entry::List(list.clone()))
             .await?
             .into_iter()
-            .flatten()
+            .map(|(_, object)| object)
             .collect())
     }
 

@@ -59,6 +59,7 @@ pub use unique::UniqueIndex;
 
 pub(crate) use prune::{prune, Entry, Stale, Test};
 
+
 use super::codec::{Codec, FieldError};
 use super::key::reserved_key;
 use super::Model;

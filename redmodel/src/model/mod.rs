@@ -105,6 +105,7 @@
 //! | (many-to-many, kept in step) | [`RelationRef::link`] / [`RelationRef::unlink`] |
 
 pub mod codec;
+pub mod composite;
 mod field;
 pub mod index;
 pub mod key;
@@ -116,6 +117,7 @@ mod sync;
 use std::fmt::Debug;
 use std::future::Future;
 
+pub use composite::{Composite, Dim};
 pub use codec::{Codec, FieldError, FieldValue, Incr, IntoValue, Json, Plain, Scalar};
 pub use field::{Assign, Field, FieldSet};
 pub use index::{

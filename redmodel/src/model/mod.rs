@@ -106,6 +106,7 @@
 
 pub mod codec;
 pub mod composite;
+pub mod expiry;
 mod field;
 pub mod index;
 pub mod key;
@@ -124,7 +125,8 @@ pub use index::{
     IndexKind, IndexSpec, RecentList, Score, Sortable, SortedIndex, TagIndex, TagSet, UniqueIndex,
 };
 pub use key::KeyPart;
-pub use object::{IntoPk, ObjectRef, Ref, Ttl};
+pub use expiry::Ttl;
+pub use object::{IntoPk, ObjectRef, Ref};
 pub use relation::{AsMember, InverseOf, MemberList, NoInverse, Relation, RelationRef};
 pub use sync::SyncEvent;
 pub(crate) use sync::SyncHooks;

@@ -4,11 +4,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use redis::{FromRedisValue, Pipeline, Value};
 
 use super::codec::{shown, Codec, Incr, IntoValue, Plain, Scalar};
+use super::expiry::{self, Ttl};
 use super::index::{
     self,
     write::{self, touches_index, Changes},
@@ -82,17 +83,6 @@ struct Encoded {
     set: Vec<(&'static str, Vec<u8>)>,
     /// `None` fields, to remove.
     removed: Vec<&'static str>,
-}
-
-/// The time to live of a key ([`ObjectRef::ttl`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ttl {
-    /// There is no such key.
-    Missing,
-    /// The key never expires.
-    Persistent,
-    /// The key expires in this long.
-    Expires(Duration),
 }
 
 impl<M: Model> Clone for ObjectRef<M> {
@@ -657,20 +647,28 @@ impl<M: Model> ObjectRef<M> {
         Ok(existed)
     }
 
-    /// Sets a time to live (PEXPIRE, so sub-second precision is kept).
-    /// Whether the object exists.
+    /// Sets a time to live (PEXPIRE, so sub-second precision is kept: the
+    /// seed's `expire`, Redis's EXPIRE and PEXPIRE). Whether the object
+    /// exists. Which later writes keep the TTL: see [`expiry`](super::expiry).
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
-        expire_key(db, &self.key, ttl).await
+        expiry::expire_key(db, &self.key, ttl).await
+    }
+
+    /// Makes the object expire at `when` (PEXPIREAT; Redis's EXPIREAT too).
+    /// A time in the past deletes it. Whether the object existed.
+    pub async fn expire_at(&self, db: &Db, when: SystemTime) -> Result<bool> {
+        expiry::expire_key_at(db, &self.key, when).await
     }
 
     /// Removes the time to live (PERSIST). Whether there was one.
     pub async fn persist(&self, db: &Db) -> Result<bool> {
-        db.query(redis::cmd("PERSIST").arg(&self.key)).await
+        expiry::persist_key(db, &self.key).await
     }
 
-    /// The time to live (PTTL).
+    /// The time to live (PTTL, to the millisecond; [`Ttl::secs`] gives
+    /// what TTL would say).
     pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
-        ttl_of(db, &self.key).await
+        expiry::ttl_of(db, &self.key).await
     }
 
     /// Builds an object with this handle's pk from a field -> text map, as
@@ -746,22 +744,6 @@ pub(crate) fn number_text(reply: Value) -> Result<Vec<u8>> {
     Ok(match reply {
         Value::Int(n) => n.to_string().into_bytes(),
         other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
-    })
-}
-
-/// Sets a TTL on `key` (PEXPIRE); whether the key exists.
-pub(crate) async fn expire_key(db: &Db, key: &str, ttl: Duration) -> Result<bool> {
-    let ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-    db.query(redis::cmd("PEXPIRE").arg(key).arg(ms)).await
-}
-
-/// The TTL of `key` (PTTL).
-pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
-    let ms: i64 = db.query(redis::cmd("PTTL").arg(key)).await?;
-    Ok(match ms {
-        -2 => Ttl::Missing,
-        ms if ms < 0 => Ttl::Persistent,
-        ms => Ttl::Expires(Duration::from_millis(ms.unsigned_abs())),
     })
 }
 

@@ -10,11 +10,12 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Deref;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::index::{load_live, Entry};
 use super::key::glob_escape;
-use super::object::{at_key, expire_key, ttl_of, ObjectRef, Ttl};
+use super::expiry::{self, Ttl};
+use super::object::{at_key, ObjectRef};
 use super::{Admin, Model};
 use crate::{Db, Error, Result};
 
@@ -296,19 +297,27 @@ impl<M: Model> MemberList<M> {
         db.query(redis::cmd("DEL").arg(&self.key)).await
     }
 
-    /// Sets a time to live (PEXPIRE). Whether the list exists.
+    /// Sets a time to live (PEXPIRE). Whether the list exists. The list
+    /// keeps it through pushes and removals, and loses it if it is ever
+    /// emptied (Redis deletes an empty list): see
+    /// [`expiry`](super::expiry).
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
-        expire_key(db, &self.key, ttl).await
+        expiry::expire_key(db, &self.key, ttl).await
+    }
+
+    /// Makes the list expire at `when` (PEXPIREAT). Whether it existed.
+    pub async fn expire_at(&self, db: &Db, when: SystemTime) -> Result<bool> {
+        expiry::expire_key_at(db, &self.key, when).await
     }
 
     /// Removes the time to live (PERSIST). Whether there was one.
     pub async fn persist(&self, db: &Db) -> Result<bool> {
-        db.query(redis::cmd("PERSIST").arg(&self.key)).await
+        expiry::persist_key(db, &self.key).await
     }
 
     /// The time to live (PTTL).
     pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
-        ttl_of(db, &self.key).await
+        expiry::ttl_of(db, &self.key).await
     }
 
     /// A stored member key as a handle; the error names the list.

@@ -12,7 +12,7 @@
 
 use redis::Value;
 
-use crate::{Db, Result};
+use crate::{Db, DedicatedConnection, Result};
 
 /// An index or list entry that a read found dead.
 #[derive(Debug, Clone)]
@@ -78,12 +78,31 @@ impl Test {
 /// Removes the entries of `stale` that are still dead, in one optimistic
 /// transaction; returns how many were removed (0 if a concurrent write
 /// aborted it).
-pub(crate) async fn prune(db: &Db, mut stale: Vec<Stale>) -> Result<u64> {
-    stale.sort_by(|a, b| (&a.entry, &a.object).cmp(&(&b.entry, &b.object)));
-    stale.dedup_by(|a, b| a.entry == b.entry && a.object == b.object);
+pub(crate) async fn prune(db: &Db, stale: Vec<Stale>) -> Result<u64> {
     if stale.is_empty() {
         return Ok(0);
     }
+    let mut conn = db.dedicated().await?;
+    let Some((remove, count)) = check(&mut conn, stale).await? else {
+        return Ok(0);
+    };
+    // As in a watched write: let other tasks run between the check and the
+    // EXEC on the memory engine too (see `write`).
+    tokio::task::yield_now().await;
+    let done: Option<()> = conn.query_pipeline(&remove).await?;
+    Ok(if done.is_some() { count } else { 0 })
+}
+
+/// The first half of [`prune`]: WATCHes the objects (and unique entries)
+/// of `stale`, checks each entry again, and returns the MULTI/EXEC that
+/// removes those still dead, with their number (`None`, and no WATCH
+/// left, if none is).
+async fn check(
+    conn: &mut DedicatedConnection,
+    mut stale: Vec<Stale>,
+) -> Result<Option<(redis::Pipeline, u64)>> {
+    stale.sort_by(|a, b| (&a.entry, &a.object).cmp(&(&b.entry, &b.object)));
+    stale.dedup_by(|a, b| a.entry == b.entry && a.object == b.object);
     let mut watched: Vec<&str> = stale.iter().map(|s| s.object.as_str()).collect();
     for s in &stale {
         if let Entry::Unique(key) = &s.entry {
@@ -107,7 +126,6 @@ pub(crate) async fn prune(db: &Db, mut stale: Vec<Stale>) -> Result<u64> {
             check.cmd("GET").arg(key);
         }
     }
-    let mut conn = db.dedicated().await?;
     let replies: Vec<Value> = conn.query_pipeline(&check).await?;
     let mut replies = replies.into_iter();
     let mut remove = redis::pipe();
@@ -136,8 +154,118 @@ pub(crate) async fn prune(db: &Db, mut stale: Vec<Stale>) -> Result<u64> {
     }
     if count == 0 {
         conn.query::<()>(&redis::cmd("UNWATCH")).await?;
-        return Ok(0);
+        return Ok(None);
     }
-    let done: Option<()> = conn.query_pipeline(&remove).await?;
-    Ok(if done.is_some() { count } else { 0 })
+    Ok(Some((remove, count)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gone(object: &str, zset: &str) -> Stale {
+        Stale {
+            object: object.to_string(),
+            test: Test::Gone,
+            entry: Entry::Sorted(zset.to_string()),
+        }
+    }
+
+    async fn zcard(db: &Db) -> u64 {
+        db.query(redis::cmd("ZCARD").arg("t:_sorted:f")).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn removes_only_what_is_still_dead() {
+        let db = Db::memory();
+        db.query::<()>(redis::cmd("ZADD").arg("t:_sorted:f").arg(1).arg("t:1").arg(2).arg("t:2"))
+            .await
+            .unwrap();
+        db.query::<()>(redis::cmd("HSET").arg("t:2").arg("f").arg(2))
+            .await
+            .unwrap();
+        // t:2 exists: a reader that thought it gone must not remove it.
+        let n = prune(&db, vec![gone("t:1", "t:_sorted:f"), gone("t:2", "t:_sorted:f")])
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+        let left: Vec<String> = db
+            .query(redis::cmd("ZRANGE").arg("t:_sorted:f").arg(0).arg(-1))
+            .await
+            .unwrap();
+        assert_eq!(left, ["t:2"]);
+        assert_eq!(prune(&db, Vec::new()).await.unwrap(), 0);
+    }
+
+    /// The race a pruning reader must lose: the object is re-created (and
+    /// its entry written again) between the check and the EXEC. WATCH
+    /// makes the EXEC do nothing, so the entry of the existing object
+    /// stays.
+    #[tokio::test]
+    async fn a_recreated_object_keeps_its_entry() {
+        let db = Db::memory();
+        db.query::<()>(redis::cmd("ZADD").arg("t:_sorted:f").arg(1).arg("t:1"))
+            .await
+            .unwrap();
+        let mut conn = db.dedicated().await.unwrap();
+        let (remove, count) = check(&mut conn, vec![gone("t:1", "t:_sorted:f")])
+            .await
+            .unwrap()
+            .expect("t:1 is gone");
+        assert_eq!(count, 1);
+        // Another client re-creates t:1 and writes its entry.
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("HSET")
+            .arg("t:1")
+            .arg("f")
+            .arg(5)
+            .cmd("ZADD")
+            .arg("t:_sorted:f")
+            .arg(5)
+            .arg("t:1");
+        db.query_pipeline::<()>(&pipe).await.unwrap();
+        let done: Option<()> = conn.query_pipeline(&remove).await.unwrap();
+        assert_eq!(done, None, "EXEC aborted");
+        assert_eq!(zcard(&db).await, 1, "the entry of the existing object stays");
+    }
+
+    /// A unique entry is removed only while it still names the dead
+    /// object: not once someone else has claimed the value.
+    #[tokio::test]
+    async fn a_unique_entry_claimed_by_another_stays() {
+        let db = Db::memory();
+        db.query::<()>(redis::cmd("SET").arg("t:_unique:f:v").arg("t:1"))
+            .await
+            .unwrap();
+        db.query::<()>(redis::cmd("HSET").arg("t:2").arg("f").arg("v"))
+            .await
+            .unwrap();
+        let stale = |object: &str| Stale {
+            object: object.to_string(),
+            test: Test::NotEqual {
+                field: "f",
+                text: b"v".to_vec(),
+            },
+            entry: Entry::Unique("t:_unique:f:v".to_string()),
+        };
+        let mut conn = db.dedicated().await.unwrap();
+        let (remove, _) = check(&mut conn, vec![stale("t:1")])
+            .await
+            .unwrap()
+            .expect("t:1 does not hold v");
+        db.query::<()>(redis::cmd("SET").arg("t:_unique:f:v").arg("t:2"))
+            .await
+            .unwrap();
+        let done: Option<()> = conn.query_pipeline(&remove).await.unwrap();
+        assert_eq!(done, None, "EXEC aborted");
+        let holder: String = db
+            .query(redis::cmd("GET").arg("t:_unique:f:v"))
+            .await
+            .unwrap();
+        assert_eq!(holder, "t:2");
+        // And a check that finds the entry no longer naming the object
+        // removes nothing.
+        assert_eq!(prune(&db, vec![stale("t:1")]).await.unwrap(), 0);
+    }
 }

@@ -110,6 +110,7 @@ pub mod expiry;
 mod field;
 pub mod index;
 pub mod key;
+pub mod migrate;
 mod object;
 mod relation;
 mod scan;

@@ -140,15 +140,16 @@ pub(crate) fn recent_key(table: &str, field: &str) -> String {
     reserved_key(table, "recent", &[field])
 }
 
-/// Every key the index `spec` of `table` may hold, as one SCAN pattern
-/// (or the single key): for dropping an index.
-pub(crate) fn key_pattern(table: &str, spec: &IndexSpec) -> String {
+/// Every key an index of `kind` on the stored field `field` of `table`
+/// may hold, as one SCAN pattern (the single key for sorted and recent
+/// indexes): for dropping an index.
+pub(crate) fn key_pattern(table: &str, field: &str, kind: &IndexKind) -> String {
     use super::key::glob_escape;
-    match spec.kind {
-        IndexKind::Unique => format!("{}*", glob_escape(&unique_key(table, spec.field, ""))),
-        IndexKind::Tags { .. } => format!("{}*", glob_escape(&tag_key(table, spec.field, ""))),
-        IndexKind::Sorted { .. } => glob_escape(&sorted_key(table, spec.field)).into_owned(),
-        IndexKind::Recent { .. } => glob_escape(&recent_key(table, spec.field)).into_owned(),
+    match kind {
+        IndexKind::Unique => format!("{}*", glob_escape(&unique_key(table, field, ""))),
+        IndexKind::Tags { .. } => format!("{}*", glob_escape(&tag_key(table, field, ""))),
+        IndexKind::Sorted { .. } => glob_escape(&sorted_key(table, field)).into_owned(),
+        IndexKind::Recent { .. } => glob_escape(&recent_key(table, field)).into_owned(),
     }
 }
 

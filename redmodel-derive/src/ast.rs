@@ -542,6 +542,8 @@ fn field_indexes(fa: &attr::FieldAttrs, kind: Kind, errors: &mut Errors) -> Vec<
                 );
             }
         }
+        // Only the tags index, so that the conflict is reported once.
+        out.retain(|i| matches!(i.kind, IndexKind::Tags | IndexKind::Recent(_)));
     }
     out
 }

@@ -27,23 +27,16 @@ fn codec(field: &DataField) -> TokenStream {
     }
 }
 
-/// A check, at the field's type, that the type fits its codec and its
-/// indexes: its error message says what to do otherwise.
+/// A check, at the field's type, that the type fits its codec: its error
+/// message says what to do otherwise. (A sorted or tags field's type is
+/// checked by its index's functions in `INDEXES`, at the same span.)
 fn type_check(field: &DataField) -> TokenStream {
     let ty = field.ty();
-    let codec = if field.indexes.iter().any(|i| i.kind == IndexKind::Tags) {
-        quote_spanned!(ty.span()=> const _: () = ::redmodel::__private::assert_tags::<#ty>();)
-    } else if field.json {
+    if field.json {
         quote_spanned!(ty.span()=> const _: () = ::redmodel::__private::assert_json::<#ty>();)
     } else {
         quote_spanned!(ty.span()=> const _: () = ::redmodel::__private::assert_field_value::<#ty>();)
-    };
-    let sorted = field
-        .indexes
-        .iter()
-        .any(|i| i.kind == IndexKind::Sorted)
-        .then(|| quote_spanned!(ty.span()=> const _: () = ::redmodel::__private::assert_sortable::<#ty>();));
-    quote!(#codec #sorted)
+    }
 }
 
 /// The `IndexSpec`s of the model's indexes, in field order.
@@ -236,7 +229,7 @@ fn field_handles(ident: &Ident, fields: &[DataField]) -> TokenStream {
                 ),
                 IndexKind::Tags => (
                     format!("The tag index on `{rust_name}`: objects by tag, intersections, unions, differences."),
-                    quote!(::redmodel::__private::TagIndex<#ident, <#ty as ::redmodel::__private::TagSet>::Tag>),
+                    quote!(::redmodel::__private::TagIndex<#ident, #ty>),
                 ),
                 IndexKind::Recent(cap) => (
                     format!("The {cap} objects whose `{rust_name}` was written last, newest first."),

@@ -342,7 +342,7 @@ async fn prune_all<M: Admin>(db: &Db) -> Result<u64> {
                     .await?
             }
             IndexKind::Sorted { .. } => SortedIndex::<M, u64>::new(spec.field).prune(db).await?,
-            IndexKind::Tags { .. } => TagIndex::<M, String>::new(spec.field).prune(db).await?,
+            IndexKind::Tags { .. } => TagIndex::<M, Vec<String>>::new(spec.field).prune(db).await?,
             IndexKind::Recent { cap } => RecentList::<M>::new(spec.field, cap).prune(db).await?,
         };
     }

@@ -350,8 +350,7 @@ pub mod __private {
     pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
     pub use super::field::Field;
     pub use super::index::{
-        score_of, tags_of, IndexKind, IndexSpec, RecentList, SortedIndex, TagIndex, TagSet,
-        UniqueIndex,
+        score_of, tags_of, IndexKind, IndexSpec, RecentList, SortedIndex, TagIndex, UniqueIndex,
     };
     pub use super::relation::{InverseOf, NoInverse, Relation};
     pub use super::{Admin, Model, NoOwner, OwnerKind, SingleValue, Storage};
@@ -398,8 +397,5 @@ pub mod __private {
     pub const fn assert_json<T: serde::Serialize + serde::de::DeserializeOwned>() {}
     /// Compile-time check that an owner is an admin model.
     pub const fn assert_admin<T: Admin>() {}
-    /// Compile-time check that a sorted field's type can be a score.
-    pub const fn assert_sortable<T: super::index::Sortable>() {}
-    /// Compile-time check that a tags field's type is a collection of tags.
-    pub const fn assert_tags<T: TagSet + serde::Serialize + serde::de::DeserializeOwned>() {}
+
 }

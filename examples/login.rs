@@ -156,7 +156,12 @@ pub async fn run(db: &Db) -> Result<Shown, Error> {
             .rank_from_top(db, user.handle())
             .await?
             .unwrap_or_default();
-        println!("  #{} {} ({} logins)", rank + 1, user.name, user.login_times);
+        println!(
+            "  #{} {} ({} logins)",
+            rank + 1,
+            user.name,
+            user.login_times
+        );
         top.push((user.name, user.login_times));
     }
     Ok(Shown {

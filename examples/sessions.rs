@@ -201,7 +201,14 @@ pub async fn run(db: &Db) -> Result<Shown, Error> {
         show_ttl(Session::at("guest").sub::<Cart>("main").ttl(db).await?)
     );
     // Using it now fails: the user must log in again.
-    println!("using session:guest: {}", if touch(db, "guest").await? { "ok" } else { "expired, log in again" });
+    println!(
+        "using session:guest: {}",
+        if touch(db, "guest").await? {
+            "ok"
+        } else {
+            "expired, log in again"
+        }
+    );
 
     // The recently-active list never shows the expired session.
     let recent: Vec<String> = Session::LAST_SEEN_RECENT

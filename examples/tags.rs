@@ -31,7 +31,12 @@ pub struct Book {
 
 /// The seed's books and tags.
 const BOOKS: [(u32, &str, &str, &[&str]); 3] = [
-    (1, "The Ruby Programming Language", "Mark Pilgrim", &["ruby"]),
+    (
+        1,
+        "The Ruby Programming Language",
+        "Mark Pilgrim",
+        &["ruby"],
+    ),
     (2, "Ruby on rail", "David Flanagan", &["ruby", "web"]),
     (3, "Programming Erlang", "Joe Armstrong", &["erlang"]),
 ];
@@ -88,9 +93,18 @@ pub async fn run(db: &Db) -> Result<Shown, Error> {
         ruby_or_web: titles(by_tag.union(db, ["ruby", "web"]).await?),
         counts: by_tag.counts(db).await?,
     };
-    println!("\nruby and web (SINTER):     {}", shown.ruby_and_web.join("; "));
-    println!("ruby but not web (SDIFF):  {}", shown.ruby_not_web.join("; "));
-    println!("ruby or web (SUNION):      {}", shown.ruby_or_web.join("; "));
+    println!(
+        "\nruby and web (SINTER):     {}",
+        shown.ruby_and_web.join("; ")
+    );
+    println!(
+        "ruby but not web (SDIFF):  {}",
+        shown.ruby_not_web.join("; ")
+    );
+    println!(
+        "ruby or web (SUNION):      {}",
+        shown.ruby_or_web.join("; ")
+    );
     let counts: Vec<String> = shown
         .counts
         .iter()

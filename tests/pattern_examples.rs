@@ -1,6 +1,10 @@
 //! The four pattern examples run on every backend, twice (each starts by
 //! deleting what it writes), and show what they say they show.
 
+// Each example brings the shared key printer (`examples/common/mod.rs`)
+// as its own module, as it does when built alone.
+#![allow(clippy::duplicate_mod)]
+
 #[allow(dead_code)]
 #[path = "../examples/login.rs"]
 mod login;

@@ -130,8 +130,14 @@ fn thing() -> impl Strategy<Value = Thing> {
 
 #[test]
 fn the_documented_layout() {
-    assert_eq!(User::BY_NAME.key("ken thompson").unwrap().unwrap(), "user:_unique:name:ken%20thompson");
-    assert_eq!(User::BY_EMAIL.key("a@b.c").unwrap().unwrap(), "user:_unique:e%3Amail_:a@b.c");
+    assert_eq!(
+        User::BY_NAME.key("ken thompson").unwrap().unwrap(),
+        "user:_unique:name:ken%20thompson"
+    );
+    assert_eq!(
+        User::BY_EMAIL.key("a@b.c").unwrap().unwrap(),
+        "user:_unique:e%3Amail_:a@b.c"
+    );
     assert_eq!(User::SCORE_RANK.key(), "user:_sorted:score");
     assert_eq!(User::BY_TAGS.key("c++").unwrap(), "user:_tag:tags:c%2B%2B");
     assert_eq!(User::SEEN_RECENT.key(), "user:_recent:seen");

@@ -78,7 +78,7 @@ fn v1(id: u32) -> MemberV1 {
         id,
         nick: format!("m{id}"),
         score: id * 10,
-        tags: vec![if id % 2 == 0 { "even" } else { "odd" }.to_string()],
+        tags: vec![if id.is_multiple_of(2) { "even" } else { "odd" }.to_string()],
         legacy: "x".into(),
     }
 }

@@ -34,9 +34,13 @@ fn book(id: u32, name: &str, tags: &[&str]) -> Book {
 
 /// The seed's three books.
 async fn seed(db: &Db) -> Result<(), Error> {
-    book(1, "The Ruby Programming Language", &["ruby"]).insert(db).await?;
+    book(1, "The Ruby Programming Language", &["ruby"])
+        .insert(db)
+        .await?;
     book(2, "Ruby on rail", &["ruby", "web"]).insert(db).await?;
-    book(3, "Programming Erlang", &["erlang"]).insert(db).await?;
+    book(3, "Programming Erlang", &["erlang"])
+        .insert(db)
+        .await?;
     Ok(())
 }
 

@@ -234,6 +234,10 @@ async fn fifty_threads_race_on_the_memory_engine() {
             won += u32::from(task.await.expect("task"));
         }
         assert_eq!(won, 1, "round {round}");
-        assert_eq!(redmodel::model::dbsize(&db).await.unwrap(), 2, "round {round}");
+        assert_eq!(
+            redmodel::model::dbsize(&db).await.unwrap(),
+            2,
+            "round {round}"
+        );
     }
 }

@@ -554,11 +554,19 @@ fn check_handle_names(fields: &[DataField], errors: &mut Errors) {
     let mut seen: Vec<(String, String)> = Vec::new();
     for f in fields {
         let handle = f.handle_name();
-        let mut names = vec![(handle.clone(), format!("the field `{}`", unraw(f.ident)), f.ident.span())];
+        let mut names = vec![(
+            handle.clone(),
+            format!("the field `{}`", unraw(f.ident)),
+            f.ident.span(),
+        )];
         for index in &f.indexes {
             names.push((
                 index.handle_name(&handle),
-                format!("the `{}` index on `{}`", index.kind.attr_name(), unraw(f.ident)),
+                format!(
+                    "the `{}` index on `{}`",
+                    index.kind.attr_name(),
+                    unraw(f.ident)
+                ),
                 index.span,
             ));
         }

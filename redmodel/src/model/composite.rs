@@ -272,7 +272,9 @@ mod tests {
         );
         assert_eq!(DAY_TYPE.span(&[]).unwrap(), 0..=999_999_999);
         assert_eq!(
-            DAY_TYPE.between(&[15, 200, 1000], &[15, 200, 4000]).unwrap(),
+            DAY_TYPE
+                .between(&[15, 200, 1000], &[15, 200, 4000])
+                .unwrap(),
             152001000..=152004000
         );
     }
@@ -307,7 +309,10 @@ mod tests {
         let widest = Composite::new([Dim::bits("a", 26), Dim::bits("b", 27)]);
         assert_eq!(widest.max_score(), (1 << 53) - 1);
         let top = widest.encode([(1 << 26) - 1, (1 << 27) - 1]).unwrap();
-        assert_eq!(widest.decode_score(top as f64).unwrap(), [(1 << 26) - 1, (1 << 27) - 1]);
+        assert_eq!(
+            widest.decode_score(top as f64).unwrap(),
+            [(1 << 26) - 1, (1 << 27) - 1]
+        );
     }
 
     #[test]

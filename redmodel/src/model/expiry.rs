@@ -181,9 +181,6 @@ mod tests {
     fn arguments_saturate() {
         assert_eq!(millis(Duration::MAX), i64::MAX);
         assert_eq!(unix_millis(UNIX_EPOCH), 0);
-        assert_eq!(
-            unix_millis(UNIX_EPOCH + Duration::from_millis(1234)),
-            1234
-        );
+        assert_eq!(unix_millis(UNIX_EPOCH + Duration::from_millis(1234)), 1234);
     }
 }

@@ -259,8 +259,12 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
     let mut deleted = 0;
     for kind in [
         IndexKind::Unique,
-        IndexKind::Sorted { score: |_| Ok(None) },
-        IndexKind::Tags { tags: |_| Ok(Vec::new()) },
+        IndexKind::Sorted {
+            score: |_| Ok(None),
+        },
+        IndexKind::Tags {
+            tags: |_| Ok(Vec::new()),
+        },
         IndexKind::Recent { cap: 1 },
     ] {
         let keys = scan_keys(db, &key_pattern(table, field, &kind)).await?;
@@ -336,13 +340,13 @@ async fn prune_all<M: Admin>(db: &Db) -> Result<u64> {
     let mut pruned = 0;
     for spec in M::INDEXES {
         pruned += match spec.kind {
-            IndexKind::Unique => {
-                UniqueIndex::<M, String>::new(spec.field)
+            IndexKind::Unique => UniqueIndex::<M, String>::new(spec.field).prune(db).await?,
+            IndexKind::Sorted { .. } => SortedIndex::<M, u64>::new(spec.field).prune(db).await?,
+            IndexKind::Tags { .. } => {
+                TagIndex::<M, Vec<String>>::new(spec.field)
                     .prune(db)
                     .await?
             }
-            IndexKind::Sorted { .. } => SortedIndex::<M, u64>::new(spec.field).prune(db).await?,
-            IndexKind::Tags { .. } => TagIndex::<M, Vec<String>>::new(spec.field).prune(db).await?,
             IndexKind::Recent { cap } => RecentList::<M>::new(spec.field, cap).prune(db).await?,
         };
     }
@@ -476,14 +480,17 @@ async fn index_batch<M: Admin>(
                         let index = sorted_key(M::TABLE, spec.field);
                         let score = text.map(score).transpose().map(Option::flatten);
                         match score.map(|s| s.map(|s| checked_score(spec.field, s)).transpose()) {
-                            Ok(Ok(Some(s))) => write.cmd("ZADD").arg(index).arg(score_arg(s)).arg(*key),
+                            Ok(Ok(Some(s))) => {
+                                write.cmd("ZADD").arg(index).arg(score_arg(s)).arg(*key)
+                            }
                             Ok(Ok(None)) => write.cmd("ZREM").arg(index).arg(*key),
                             Ok(Err(err)) => {
                                 failed.push((key.to_string(), err.to_string()));
                                 write.cmd("ZREM").arg(index).arg(*key)
                             }
                             Err(reason) => {
-                                failed.push((key.to_string(), format!("`{}`: {reason}", spec.field)));
+                                failed
+                                    .push((key.to_string(), format!("`{}`: {reason}", spec.field)));
                                 write.cmd("ZREM").arg(index).arg(*key)
                             }
                         }
@@ -492,10 +499,16 @@ async fn index_batch<M: Admin>(
                     IndexKind::Tags { tags } => match text.map(tags).transpose() {
                         Ok(list) => {
                             for tag in list.unwrap_or_default() {
-                                write.cmd("SADD").arg(tag_key(M::TABLE, spec.field, &tag)).arg(*key).ignore();
+                                write
+                                    .cmd("SADD")
+                                    .arg(tag_key(M::TABLE, spec.field, &tag))
+                                    .arg(*key)
+                                    .ignore();
                             }
                         }
-                        Err(reason) => failed.push((key.to_string(), format!("`{}`: {reason}", spec.field))),
+                        Err(reason) => {
+                            failed.push((key.to_string(), format!("`{}`: {reason}", spec.field)))
+                        }
                     },
                     IndexKind::Unique => {
                         let Some(text) = text else { continue };
@@ -506,7 +519,10 @@ async fn index_batch<M: Admin>(
                                 value.to_string(),
                                 key,
                             )),
-                            Err(_) => failed.push((key.to_string(), format!("`{}` is not UTF-8 text", spec.field))),
+                            Err(_) => failed.push((
+                                key.to_string(),
+                                format!("`{}` is not UTF-8 text", spec.field),
+                            )),
                         }
                     }
                     IndexKind::Recent { .. } => {}
@@ -546,12 +562,15 @@ async fn index_batch<M: Admin>(
                 }
                 let values: Vec<Value> = conn.query_pipeline(&check).await?;
                 for ((i, _), value) in rivals.iter().zip(values) {
-                    live[*i] = matches!(value, Value::BulkString(v) if v == claims[*i].2.as_bytes());
+                    live[*i] =
+                        matches!(value, Value::BulkString(v) if v == claims[*i].2.as_bytes());
                 }
             }
             // Within the batch, the first claimant of a value keeps it.
             let mut taken: HashMap<&str, &str> = HashMap::new();
-            for ((i, (entry, field, value, claimant)), holder) in claims.iter().enumerate().zip(&holders) {
+            for ((i, (entry, field, value, claimant)), holder) in
+                claims.iter().enumerate().zip(&holders)
+            {
                 let holder = if live[i] { holder.as_deref() } else { None };
                 let holder = holder.or_else(|| taken.get(entry.as_str()).copied());
                 match holder {

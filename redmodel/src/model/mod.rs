@@ -119,14 +119,14 @@ mod sync;
 use std::fmt::Debug;
 use std::future::Future;
 
-pub use composite::{Composite, Dim};
 pub use codec::{Codec, FieldError, FieldValue, Incr, IntoValue, Json, Plain, Scalar};
+pub use composite::{Composite, Dim};
+pub use expiry::Ttl;
 pub use field::{Assign, Field, FieldSet};
 pub use index::{
     IndexKind, IndexSpec, RecentList, Score, Sortable, SortedIndex, TagIndex, TagSet, UniqueIndex,
 };
 pub use key::KeyPart;
-pub use expiry::Ttl;
 pub use object::{IntoPk, ObjectRef, Ref};
 pub use relation::{AsMember, InverseOf, MemberList, NoInverse, Relation, RelationRef};
 pub use sync::SyncEvent;
@@ -397,5 +397,4 @@ pub mod __private {
     pub const fn assert_json<T: serde::Serialize + serde::de::DeserializeOwned>() {}
     /// Compile-time check that an owner is an admin model.
     pub const fn assert_admin<T: Admin>() {}
-
 }

@@ -10,11 +10,11 @@ use redis::{FromRedisValue, Pipeline, Value};
 
 use super::codec::{shown, Codec, Incr, IntoValue, Plain, Scalar};
 use super::expiry::{self, Ttl};
+use super::field::{Assign, Field, FieldSet};
 use super::index::{
     self,
     write::{self, touches_index, Changes},
 };
-use super::field::{Assign, Field, FieldSet};
 use super::key::{decode_pk, encode_segment_into, glob_escape};
 use super::relation::{Relation, RelationRef};
 use super::scan::scan_keys;
@@ -441,8 +441,13 @@ impl<M: Model> ObjectRef<M> {
     ) -> Result<()> {
         let encoded = field.encode(&self.key, &value.into_value())?;
         if touches_index::<M>(&[field.name()]) {
-            let set: Vec<(&str, Vec<u8>)> = encoded.iter().map(|t| (field.name(), t.clone())).collect();
-            let removed: Vec<&str> = if encoded.is_none() { vec![field.name()] } else { Vec::new() };
+            let set: Vec<(&str, Vec<u8>)> =
+                encoded.iter().map(|t| (field.name(), t.clone())).collect();
+            let removed: Vec<&str> = if encoded.is_none() {
+                vec![field.name()]
+            } else {
+                Vec::new()
+            };
             let pipe = self.write_pipeline(&set, &removed);
             let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
             return write::run::<M, ()>(db, &self.key, &pipe, &changes)
@@ -732,7 +737,10 @@ impl<M: Model> ObjectRef<M> {
 }
 
 /// The stored fields a write sets or removes, with their new text.
-fn changed_fields<'a>(set: &'a [(&'static str, Vec<u8>)], removed: &[&'static str]) -> Vec<(&'static str, Option<&'a [u8]>)> {
+fn changed_fields<'a>(
+    set: &'a [(&'static str, Vec<u8>)],
+    removed: &[&'static str],
+) -> Vec<(&'static str, Option<&'a [u8]>)> {
     set.iter()
         .map(|(name, text)| (*name, Some(text.as_slice())))
         .chain(removed.iter().map(|name| (*name, None)))

@@ -12,9 +12,9 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::time::{Duration, SystemTime};
 
+use super::expiry::{self, Ttl};
 use super::index::{load_live, Entry};
 use super::key::glob_escape;
-use super::expiry::{self, Ttl};
 use super::object::{at_key, ObjectRef};
 use super::{Admin, Model};
 use crate::{Db, Error, Result};

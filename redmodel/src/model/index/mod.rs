@@ -59,7 +59,6 @@ pub use unique::UniqueIndex;
 
 pub(crate) use prune::{prune, Entry, Stale, Test};
 
-
 use super::codec::{Codec, FieldError};
 use super::key::reserved_key;
 use super::Model;
@@ -282,7 +281,10 @@ pub(crate) async fn prune_gone(
 
 /// Parses a key found in an index as a key of `M`; the error names the
 /// index.
-pub(crate) fn parse_member<M: Model>(member: &str, index: &str) -> crate::Result<super::ObjectRef<M>> {
+pub(crate) fn parse_member<M: Model>(
+    member: &str,
+    index: &str,
+) -> crate::Result<super::ObjectRef<M>> {
     super::ObjectRef::parse(member).map_err(|err| match err {
         crate::Error::InvalidKey { key, model, reason } => crate::Error::InvalidKey {
             key,

@@ -172,22 +172,34 @@ mod tests {
     }
 
     async fn zcard(db: &Db) -> u64 {
-        db.query(redis::cmd("ZCARD").arg("t:_sorted:f")).await.unwrap()
+        db.query(redis::cmd("ZCARD").arg("t:_sorted:f"))
+            .await
+            .unwrap()
     }
 
     #[tokio::test]
     async fn removes_only_what_is_still_dead() {
         let db = Db::memory();
-        db.query::<()>(redis::cmd("ZADD").arg("t:_sorted:f").arg(1).arg("t:1").arg(2).arg("t:2"))
-            .await
-            .unwrap();
+        db.query::<()>(
+            redis::cmd("ZADD")
+                .arg("t:_sorted:f")
+                .arg(1)
+                .arg("t:1")
+                .arg(2)
+                .arg("t:2"),
+        )
+        .await
+        .unwrap();
         db.query::<()>(redis::cmd("HSET").arg("t:2").arg("f").arg(2))
             .await
             .unwrap();
         // t:2 exists: a reader that thought it gone must not remove it.
-        let n = prune(&db, vec![gone("t:1", "t:_sorted:f"), gone("t:2", "t:_sorted:f")])
-            .await
-            .unwrap();
+        let n = prune(
+            &db,
+            vec![gone("t:1", "t:_sorted:f"), gone("t:2", "t:_sorted:f")],
+        )
+        .await
+        .unwrap();
         assert_eq!(n, 1);
         let left: Vec<String> = db
             .query(redis::cmd("ZRANGE").arg("t:_sorted:f").arg(0).arg(-1))
@@ -227,7 +239,11 @@ mod tests {
         db.query_pipeline::<()>(&pipe).await.unwrap();
         let done: Option<()> = conn.query_pipeline(&remove).await.unwrap();
         assert_eq!(done, None, "EXEC aborted");
-        assert_eq!(zcard(&db).await, 1, "the entry of the existing object stays");
+        assert_eq!(
+            zcard(&db).await,
+            1,
+            "the entry of the existing object stays"
+        );
     }
 
     /// A unique entry is removed only while it still names the dead

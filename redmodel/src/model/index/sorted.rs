@@ -247,7 +247,11 @@ impl<M: Model, T> SortedIndex<M, T> {
             let keys: Vec<String> = db.query(&cmd).await?;
             let fetched = keys.len() as u64;
             let objects = self.load_keys(db, keys, &mut stale).await?;
-            out.extend(objects.into_iter().take(usize::try_from(want).unwrap_or(usize::MAX)));
+            out.extend(
+                objects
+                    .into_iter()
+                    .take(usize::try_from(want).unwrap_or(usize::MAX)),
+            );
             if fetched < window {
                 break;
             }
@@ -266,11 +270,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     }
 
     /// The objects whose score is within `range`, highest first.
-    pub async fn range_rev<S: Score>(
-        &self,
-        db: &Db,
-        range: impl RangeBounds<S>,
-    ) -> Result<Vec<M>> {
+    pub async fn range_rev<S: Score>(&self, db: &Db, range: impl RangeBounds<S>) -> Result<Vec<M>> {
         self.by_score(db, &range, true).await
     }
 
@@ -347,11 +347,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     }
 
     /// The position of `member` from the lowest score (0 = lowest).
-    pub async fn rank_from_bottom(
-        &self,
-        db: &Db,
-        member: impl AsMember<M>,
-    ) -> Result<Option<u64>> {
+    pub async fn rank_from_bottom(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<u64>> {
         self.rank(db, member.member_key()?, End::Lowest).await
     }
 
@@ -483,12 +479,8 @@ pub(crate) async fn incr_indexed<M: Model>(
             Ok(Some(expected)) if Some(expected) == stored => {}
             Ok(_) => resync_score::<M>(db, key, spec).await?,
             Err(reason) => {
-                db.query::<()>(
-                    redis::cmd("ZREM")
-                        .arg(sorted_key(M::TABLE, field))
-                        .arg(key),
-                )
-                .await?;
+                db.query::<()>(redis::cmd("ZREM").arg(sorted_key(M::TABLE, field)).arg(key))
+                    .await?;
                 return Err(Error::ScoreOverflow {
                     name: field.to_string(),
                     value: String::from_utf8_lossy(&text).into_owned(),

@@ -254,7 +254,10 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
             let has: Vec<String> = match values {
                 None => Vec::new(),
                 Some(values) => {
-                    match position.and_then(|p| values.get(p)).and_then(|v| v.as_deref()) {
+                    match position
+                        .and_then(|p| values.get(p))
+                        .and_then(|v| v.as_deref())
+                    {
                         None => Vec::new(),
                         // Bad data: keep the object, so that decoding it
                         // reports the error.

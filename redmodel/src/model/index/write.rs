@@ -417,5 +417,5 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
             }
         }
     }
-    Ok(conn.query_pipeline::<Option<T>>(&txn).await?)
+    conn.query_pipeline::<Option<T>>(&txn).await
 }

@@ -36,7 +36,7 @@ use std::ops::ControlFlow;
 use redis::Value;
 
 use super::index::write::{backoff, checked_score, score_arg, MAX_ATTEMPTS};
-use super::index::{key_pattern, sorted_key, tag_key, unique_key, IndexKind};
+use super::index::{key_pattern, sorted_key, tag_key, unique_key, IndexKind, IndexSpec};
 use super::key::glob_escape;
 use super::scan::scan_keys;
 use super::{Admin, ObjectRef};
@@ -435,6 +435,16 @@ async fn migrate_batch<M: Admin>(
     })
 }
 
+/// A unique value an object of a batch claims.
+struct Claim<'k> {
+    /// The entry's key.
+    entry: String,
+    field: &'static str,
+    value: String,
+    /// The claiming object's key.
+    claimant: &'k str,
+}
+
 /// Writes the index entries of one batch of objects: ZADD of their
 /// scores, SADD to their tags' sets, their unique entries (claiming
 /// values no live object holds); one WATCH / read / MULTI-EXEC, retried on
@@ -444,7 +454,7 @@ async fn index_batch<M: Admin>(
     refs: &[ObjectRef<M>],
     report: &mut Report,
 ) -> Result<()> {
-    let specs: Vec<_> = M::INDEXES
+    let specs: Vec<&IndexSpec> = M::INDEXES
         .iter()
         .filter(|s| !matches!(s.kind, IndexKind::Recent { .. }))
         .collect();
@@ -453,7 +463,7 @@ async fn index_batch<M: Admin>(
     }
     let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
     let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
-    'attempt: for attempt in 0..MAX_ATTEMPTS {
+    for attempt in 0..MAX_ATTEMPTS {
         // Round 1: watch and read the objects' indexed fields.
         let mut read = redis::pipe();
         read.ignore_errors();
@@ -461,8 +471,9 @@ async fn index_batch<M: Admin>(
         for key in &keys {
             read.cmd("HMGET").arg(*key).arg(&fields);
         }
-        let rows: Vec<Value> = conn.query_pipeline(&read).await?;
-        let rows: Vec<Vec<Option<Vec<u8>>>> = rows
+        let rows: Vec<Vec<Option<Vec<u8>>>> = conn
+            .query_pipeline::<Vec<Value>>(&read)
+            .await?
             .into_iter()
             .map(|v| redis::from_redis_value(v).unwrap_or_default())
             .collect();
@@ -470,128 +481,22 @@ async fn index_batch<M: Admin>(
         let mut write = redis::pipe();
         write.atomic();
         let mut failed = Vec::new();
-        // (entry key, field, value, claimant)
-        let mut claims: Vec<(String, &'static str, String, &str)> = Vec::new();
+        let mut claims = Vec::new();
         for (key, row) in keys.iter().zip(&rows) {
             for (spec, text) in specs.iter().zip(row) {
-                let text = text.as_deref();
-                match spec.kind {
-                    IndexKind::Sorted { score } => {
-                        let index = sorted_key(M::TABLE, spec.field);
-                        let score = text.map(score).transpose().map(Option::flatten);
-                        match score.map(|s| s.map(|s| checked_score(spec.field, s)).transpose()) {
-                            Ok(Ok(Some(s))) => {
-                                write.cmd("ZADD").arg(index).arg(score_arg(s)).arg(*key)
-                            }
-                            Ok(Ok(None)) => write.cmd("ZREM").arg(index).arg(*key),
-                            Ok(Err(err)) => {
-                                failed.push((key.to_string(), err.to_string()));
-                                write.cmd("ZREM").arg(index).arg(*key)
-                            }
-                            Err(reason) => {
-                                failed
-                                    .push((key.to_string(), format!("`{}`: {reason}", spec.field)));
-                                write.cmd("ZREM").arg(index).arg(*key)
-                            }
-                        }
-                        .ignore();
-                    }
-                    IndexKind::Tags { tags } => match text.map(tags).transpose() {
-                        Ok(list) => {
-                            for tag in list.unwrap_or_default() {
-                                write
-                                    .cmd("SADD")
-                                    .arg(tag_key(M::TABLE, spec.field, &tag))
-                                    .arg(*key)
-                                    .ignore();
-                            }
-                        }
-                        Err(reason) => {
-                            failed.push((key.to_string(), format!("`{}`: {reason}", spec.field)))
-                        }
-                    },
-                    IndexKind::Unique => {
-                        let Some(text) = text else { continue };
-                        match std::str::from_utf8(text) {
-                            Ok(value) => claims.push((
-                                unique_key(M::TABLE, spec.field, value),
-                                spec.field,
-                                value.to_string(),
-                                key,
-                            )),
-                            Err(_) => failed.push((
-                                key.to_string(),
-                                format!("`{}` is not UTF-8 text", spec.field),
-                            )),
-                        }
-                    }
-                    IndexKind::Recent { .. } => {}
+                if let Some(claim) =
+                    plan_entry::<M>(spec, key, text.as_deref(), &mut write, &mut failed)
+                {
+                    claims.push(claim);
                 }
             }
         }
-
-        // Round 2: watch the unique entries and read their holders, and
-        // the holders' values.
-        let mut conflicts = Vec::new();
-        if !claims.is_empty() {
-            let entries: Vec<&String> = claims.iter().map(|c| &c.0).collect();
-            let mut read = redis::pipe();
-            read.ignore_errors();
-            read.cmd("WATCH").arg(&entries).ignore();
-            for entry in &entries {
-                read.cmd("GET").arg(*entry);
-            }
-            let holders: Vec<Option<String>> = conn
-                .query_pipeline::<Vec<Value>>(&read)
-                .await?
-                .into_iter()
-                .map(|v| redis::from_redis_value(v).ok().flatten())
-                .collect();
-            let rivals: Vec<(usize, &String)> = claims
-                .iter()
-                .zip(&holders)
-                .enumerate()
-                .filter_map(|(i, (c, h))| h.as_ref().filter(|h| h.as_str() != c.3).map(|h| (i, h)))
-                .collect();
-            let mut live = vec![false; claims.len()];
-            if !rivals.is_empty() {
-                let mut check = redis::pipe();
-                check.ignore_errors();
-                for (i, holder) in &rivals {
-                    check.cmd("HGET").arg(*holder).arg(claims[*i].1);
-                }
-                let values: Vec<Value> = conn.query_pipeline(&check).await?;
-                for ((i, _), value) in rivals.iter().zip(values) {
-                    live[*i] =
-                        matches!(value, Value::BulkString(v) if v == claims[*i].2.as_bytes());
-                }
-            }
-            // Within the batch, the first claimant of a value keeps it.
-            let mut taken: HashMap<&str, &str> = HashMap::new();
-            for ((i, (entry, field, value, claimant)), holder) in
-                claims.iter().enumerate().zip(&holders)
-            {
-                let holder = if live[i] { holder.as_deref() } else { None };
-                let holder = holder.or_else(|| taken.get(entry.as_str()).copied());
-                match holder {
-                    Some(h) if h != *claimant => conflicts.push(UniqueConflict {
-                        key: claimant.to_string(),
-                        field,
-                        value: value.clone(),
-                        holder: h.to_string(),
-                    }),
-                    _ => {
-                        taken.insert(entry, claimant);
-                        write.cmd("SET").arg(entry).arg(*claimant).ignore();
-                    }
-                }
-            }
-        }
+        let conflicts = settle_claims(conn, &claims, &mut write).await?;
         if write.is_empty() {
             conn.query::<()>(&redis::cmd("UNWATCH")).await?;
         } else if conn.query_pipeline::<Option<()>>(&write).await?.is_none() {
             backoff(attempt).await;
-            continue 'attempt;
+            continue;
         }
         report.failed.extend(failed);
         report.conflicts.extend(conflicts);
@@ -601,6 +506,136 @@ async fn index_batch<M: Admin>(
         key: keys.first().map_or_else(String::new, |k| k.to_string()),
         attempts: MAX_ATTEMPTS,
     })
+}
+
+/// Adds to `write` the entry of the object `key` in the index `spec`,
+/// given its field's stored text; a unique value is returned as a claim
+/// to settle. What cannot be indexed goes to `failed`.
+fn plan_entry<'k, M: Admin>(
+    spec: &IndexSpec,
+    key: &'k str,
+    text: Option<&[u8]>,
+    write: &mut redis::Pipeline,
+    failed: &mut Vec<(String, String)>,
+) -> Option<Claim<'k>> {
+    let field = spec.field;
+    let mut fail = |reason: String| failed.push((key.to_string(), format!("`{field}`: {reason}")));
+    match spec.kind {
+        IndexKind::Sorted { score } => {
+            let index = sorted_key(M::TABLE, field);
+            let score = text
+                .map(score)
+                .transpose()
+                .map(Option::flatten)
+                .and_then(|s| {
+                    s.map(|s| checked_score(field, s).map_err(|e| e.to_string()))
+                        .transpose()
+                });
+            match score {
+                Ok(Some(s)) => write.cmd("ZADD").arg(index).arg(score_arg(s)).arg(key),
+                Ok(None) => write.cmd("ZREM").arg(index).arg(key),
+                Err(reason) => {
+                    fail(reason);
+                    write.cmd("ZREM").arg(index).arg(key)
+                }
+            }
+            .ignore();
+            None
+        }
+        IndexKind::Tags { tags } => {
+            match text.map(tags).transpose() {
+                Ok(list) => {
+                    for tag in list.unwrap_or_default() {
+                        write
+                            .cmd("SADD")
+                            .arg(tag_key(M::TABLE, field, &tag))
+                            .arg(key)
+                            .ignore();
+                    }
+                }
+                Err(reason) => fail(reason),
+            }
+            None
+        }
+        IndexKind::Unique => match std::str::from_utf8(text?) {
+            Ok(value) => Some(Claim {
+                entry: unique_key(M::TABLE, field, value),
+                field,
+                value: value.to_string(),
+                claimant: key,
+            }),
+            Err(_) => {
+                fail("the value is not UTF-8 text".to_string());
+                None
+            }
+        },
+        IndexKind::Recent { .. } => None,
+    }
+}
+
+/// Round 2 of an index batch: WATCH the claimed unique entries, read their
+/// holders and whether those still hold the value, and add a SET for each
+/// claim that no other live object holds (within the batch, the first
+/// claimant of a value keeps it). Returns the claims refused.
+async fn settle_claims(
+    conn: &mut DedicatedConnection,
+    claims: &[Claim<'_>],
+    write: &mut redis::Pipeline,
+) -> Result<Vec<UniqueConflict>> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let entries: Vec<&String> = claims.iter().map(|c| &c.entry).collect();
+    let mut read = redis::pipe();
+    read.cmd("WATCH").arg(&entries).ignore();
+    read.cmd("MGET").arg(&entries);
+    let (holders,): (Vec<Option<String>>,) = conn.query_pipeline(&read).await?;
+    let rivals: Vec<(&Claim, &String)> = claims
+        .iter()
+        .zip(&holders)
+        .filter_map(|(c, h)| {
+            h.as_ref()
+                .filter(|h| h.as_str() != c.claimant)
+                .map(|h| (c, h))
+        })
+        .collect();
+    let mut live: HashMap<&str, bool> = HashMap::new();
+    if !rivals.is_empty() {
+        let mut check = redis::pipe();
+        check.ignore_errors();
+        for (claim, holder) in &rivals {
+            check.cmd("HGET").arg(*holder).arg(claim.field);
+        }
+        let values: Vec<Value> = conn.query_pipeline(&check).await?;
+        for ((claim, _), value) in rivals.iter().zip(values) {
+            let holds = matches!(value, Value::BulkString(v) if v == claim.value.as_bytes());
+            live.insert(claim.entry.as_str(), holds);
+        }
+    }
+    let mut taken: HashMap<&str, &str> = HashMap::new();
+    let mut conflicts = Vec::new();
+    for (claim, holder) in claims.iter().zip(&holders) {
+        let live_holder = holder
+            .as_deref()
+            .filter(|h| *h != claim.claimant && live.get(claim.entry.as_str()) == Some(&true));
+        match live_holder.or_else(|| taken.get(claim.entry.as_str()).copied()) {
+            Some(h) if h != claim.claimant => conflicts.push(UniqueConflict {
+                key: claim.claimant.to_string(),
+                field: claim.field,
+                value: claim.value.clone(),
+                holder: h.to_string(),
+            }),
+            _ => {
+                taken.insert(&claim.entry, claim.claimant);
+                write
+                    .cmd("SET")
+                    .arg(&claim.entry)
+                    .arg(claim.claimant)
+                    .ignore();
+            }
+        }
+    }
+    Ok(conflicts)
 }
 
 #[cfg(test)]

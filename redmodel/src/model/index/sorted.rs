@@ -36,7 +36,7 @@ pub const MAX_EXACT_SCORE: u64 = 1 << 53;
 
 /// A number that can be a sorted set's score: integers up to 2^53 in
 /// magnitude (which a double holds exactly), and floats (not NaN).
-pub trait Score {
+pub trait Score: fmt::Debug {
     /// The score, or why this value cannot be one.
     fn to_score(&self) -> std::result::Result<f64, String>;
 }
@@ -137,8 +137,8 @@ impl<M, T> fmt::Debug for SortedIndex<M, T> {
 fn bound_arg<S: Score>(bound: Bound<&S>, unbounded: &str) -> Result<String> {
     let arg = |s: &S, prefix: &str| -> Result<String> {
         let score = s.to_score().map_err(|reason| Error::ScoreOverflow {
-            name: "range bound".to_string(),
-            value: "the bound".to_string(),
+            name: "a bound of the score range".to_string(),
+            value: format!("{s:?}"),
             reason,
         })?;
         Ok(format!("{prefix}{}", score_arg(score)))

@@ -155,10 +155,15 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
             return Ok(None);
         };
         let holder = parse_member::<M>(&holder, &entry)?;
-        let stored: Option<Vec<u8>> = db
+        let stored: Option<Vec<u8>> = match db
             .query(redis::cmd("HGET").arg(holder.key()).arg(self.field))
             .await
-            .unwrap_or(None);
+        {
+            Ok(stored) => stored,
+            // The entry names a key that is not a hash: not a holder.
+            Err(Error::WrongType { .. }) => None,
+            Err(other) => return Err(other),
+        };
         if stored.as_deref() == Some(text.as_bytes()) {
             return Ok(Some(holder));
         }

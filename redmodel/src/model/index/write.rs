@@ -250,11 +250,24 @@ pub(crate) async fn backoff(attempt: u32) {
 /// One unique step, with what the attempt learned.
 struct UniqueState<'s> {
     field: &'static str,
+    /// The value to hold, if any.
     new: Option<&'s str>,
     /// The key of the new value's entry, and who holds it now.
     new_entry: Option<(String, Option<String>)>,
-    /// The key of the old value's entry, if the old value is released.
-    old_entry: Option<String>,
+    /// The key of the old value's entry, if the write gives the old value
+    /// up; and whether this object holds it (only then is it released).
+    old_entry: Option<(String, bool)>,
+}
+
+/// The fields whose old value a watched write reads.
+fn old_fields(steps: &[Step]) -> Vec<&'static str> {
+    steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Unique { field, .. } | Step::Tags { field, .. } => Some(*field),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One attempt of a watched write: `None` if a concurrent write aborted it.
@@ -264,8 +277,7 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
     write: &Pipeline,
     steps: &[Step],
 ) -> Result<Option<T>> {
-    // Round 1: watch the object and the entries to claim; read the old
-    // values and the entries' holders.
+    let fields = old_fields(steps);
     let mut uniques: Vec<UniqueState> = steps
         .iter()
         .filter_map(|s| match s {
@@ -280,101 +292,18 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
             _ => None,
         })
         .collect();
-    let old_fields: Vec<&'static str> = steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Unique { field, .. } | Step::Tags { field, .. } => Some(*field),
-            _ => None,
-        })
-        .collect();
-    let mut read = redis::pipe();
-    let claimed: Vec<&String> = uniques
-        .iter()
-        .filter_map(|u| u.new_entry.as_ref().map(|(k, _)| k))
-        .collect();
-    read.cmd("WATCH").arg(key).arg(&claimed).ignore();
-    read.cmd("HMGET").arg(key).arg(&old_fields);
-    for entry in &claimed {
-        read.cmd("GET").arg(*entry);
-    }
-    let (old, holders): (Vec<Option<Vec<u8>>>, Vec<Option<String>>) = {
-        let mut replies: Vec<Value> = conn.query_pipeline(&read).await?;
-        let rest = replies.split_off(1.min(replies.len()));
-        let old = match replies.pop() {
-            Some(v) => redis::from_redis_value(v).map_err(redis::RedisError::from)?,
-            None => Vec::new(),
-        };
-        let holders = rest
-            .into_iter()
-            .map(|v| redis::from_redis_value(v).map_err(redis::RedisError::from))
-            .collect::<std::result::Result<_, _>>()?;
-        (old, holders)
-    };
+    let old = read_old(conn, key, &fields, &mut uniques).await?;
     let old_of = |field: &str| -> Option<&[u8]> {
-        old_fields
-            .iter()
-            .position(|f| *f == field)
-            .and_then(|i| old.get(i))
-            .and_then(|v| v.as_deref())
+        let i = fields.iter().position(|f| *f == field)?;
+        old.get(i)?.as_deref()
     };
-    let mut holders = holders.into_iter();
     for u in uniques.iter_mut() {
-        if let Some((_, holder)) = u.new_entry.as_mut() {
-            *holder = holders.next().flatten();
-        }
         let old_text = old_of(u.field).and_then(|t| std::str::from_utf8(t).ok());
-        if let Some(old_text) = old_text {
-            if Some(old_text) != u.new {
-                u.old_entry = Some(unique_key(M::TABLE, u.field, old_text));
-            }
+        if let Some(old_text) = old_text.filter(|t| Some(*t) != u.new) {
+            u.old_entry = Some((unique_key(M::TABLE, u.field, old_text), false));
         }
     }
-
-    // Round 2: watch the entries to release and read who holds them; read
-    // the unique field of the other holders of the values to claim.
-    let releases: Vec<&String> = uniques
-        .iter()
-        .filter_map(|u| u.old_entry.as_ref())
-        .collect();
-    let rivals: Vec<(usize, &str)> = uniques
-        .iter()
-        .enumerate()
-        .filter_map(|(i, u)| match &u.new_entry {
-            Some((_, Some(holder))) if holder != key => Some((i, holder.as_str())),
-            _ => None,
-        })
-        .collect();
-    let mut released_ours = vec![false; releases.len()];
-    if !releases.is_empty() || !rivals.is_empty() {
-        let mut check = redis::pipe();
-        check.ignore_errors();
-        if !releases.is_empty() {
-            check.cmd("WATCH").arg(&releases).ignore();
-        }
-        for entry in &releases {
-            check.cmd("GET").arg(*entry);
-        }
-        for (i, holder) in &rivals {
-            check.cmd("HGET").arg(*holder).arg(uniques[*i].field);
-        }
-        let replies: Vec<Value> = conn.query_pipeline(&check).await?;
-        let mut replies = replies.into_iter();
-        for ours in released_ours.iter_mut() {
-            *ours = matches!(replies.next(), Some(Value::BulkString(h)) if h == key.as_bytes());
-        }
-        for (i, holder) in &rivals {
-            let u = &uniques[*i];
-            let holds = matches!(replies.next(), Some(Value::BulkString(v)) if Some(v.as_slice()) == u.new.map(str::as_bytes));
-            if holds {
-                return Err(Error::Unique {
-                    model: M::TABLE,
-                    field: u.field,
-                    value: u.new.unwrap_or_default().to_string(),
-                    holder: holder.to_string(),
-                });
-            }
-        }
-    }
+    check_entries::<M>(conn, key, &mut uniques).await?;
 
     // The memory engine answers at once: let other tasks run between the
     // reads and the EXEC, as they would while a server's replies travel,
@@ -390,10 +319,8 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
                 txn.cmd("SET").arg(entry).arg(key).ignore();
             }
         }
-    }
-    for (entry, ours) in releases.iter().zip(&released_ours) {
-        if *ours {
-            txn.cmd("DEL").arg(*entry).ignore();
+        if let Some((entry, true)) = &u.old_entry {
+            txn.cmd("DEL").arg(entry).ignore();
         }
     }
     for s in steps {
@@ -418,4 +345,96 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
         }
     }
     conn.query_pipeline::<Option<T>>(&txn).await
+}
+
+/// Round 1: WATCH the object and the unique entries to claim; read the
+/// old values of `fields` (HMGET) and the entries' holders (MGET).
+async fn read_old(
+    conn: &mut DedicatedConnection,
+    key: &str,
+    fields: &[&str],
+    uniques: &mut [UniqueState<'_>],
+) -> Result<Vec<Option<Vec<u8>>>> {
+    let claimed: Vec<&String> = uniques
+        .iter()
+        .filter_map(|u| u.new_entry.as_ref().map(|(k, _)| k))
+        .collect();
+    let mut read = redis::pipe();
+    read.cmd("WATCH").arg(key).arg(&claimed).ignore();
+    read.cmd("HMGET").arg(key).arg(fields);
+    if claimed.is_empty() {
+        let (old,): (Vec<Option<Vec<u8>>>,) = conn.query_pipeline(&read).await?;
+        return Ok(old);
+    }
+    read.cmd("MGET").arg(&claimed);
+    let (old, holders): (Vec<Option<Vec<u8>>>, Vec<Option<String>>) =
+        conn.query_pipeline(&read).await?;
+    let mut holders = holders.into_iter();
+    for u in uniques.iter_mut() {
+        if let Some((_, holder)) = u.new_entry.as_mut() {
+            *holder = holders.next().flatten();
+        }
+    }
+    Ok(old)
+}
+
+/// Round 2: WATCH the entries of the values given up and read whether
+/// this object holds them; refuse a value to claim whose holder (another
+/// object) exists and holds it ([`Error::Unique`]). A holder that is
+/// gone, or whose field no longer holds the value, is stale: its entry is
+/// taken over.
+async fn check_entries<M: Model>(
+    conn: &mut DedicatedConnection,
+    key: &str,
+    uniques: &mut [UniqueState<'_>],
+) -> Result<()> {
+    let releases: Vec<String> = uniques
+        .iter()
+        .filter_map(|u| u.old_entry.as_ref().map(|(k, _)| k.clone()))
+        .collect();
+    let rivals: Vec<(usize, String)> = uniques
+        .iter()
+        .enumerate()
+        .filter_map(|(i, u)| match &u.new_entry {
+            Some((_, Some(holder))) if holder != key => Some((i, holder.clone())),
+            _ => None,
+        })
+        .collect();
+    if releases.is_empty() && rivals.is_empty() {
+        return Ok(());
+    }
+    let mut check = redis::pipe();
+    check.ignore_errors();
+    if !releases.is_empty() {
+        check.cmd("WATCH").arg(&releases).ignore();
+    }
+    for entry in &releases {
+        check.cmd("GET").arg(entry);
+    }
+    for (i, holder) in &rivals {
+        check.cmd("HGET").arg(holder).arg(uniques[*i].field);
+    }
+    let replies: Vec<Value> = conn.query_pipeline(&check).await?;
+    let mut replies = replies.into_iter();
+    for u in uniques.iter_mut() {
+        if let Some((_, ours)) = u.old_entry.as_mut() {
+            *ours = matches!(replies.next(), Some(Value::BulkString(h)) if h == key.as_bytes());
+        }
+    }
+    for (i, holder) in rivals {
+        let u = &uniques[i];
+        let holds = matches!(
+            replies.next(),
+            Some(Value::BulkString(v)) if Some(v.as_slice()) == u.new.map(str::as_bytes)
+        );
+        if holds {
+            return Err(Error::Unique {
+                model: M::TABLE,
+                field: u.field,
+                value: u.new.unwrap_or_default().to_string(),
+                holder,
+            });
+        }
+    }
+    Ok(())
 }

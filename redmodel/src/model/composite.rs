@@ -140,7 +140,7 @@ impl<const N: usize> Composite<N> {
 
     /// Packs `parts` (one per dimension, major first) into a score. A part
     /// larger than its dimension holds is an
-    /// [`Error::ScoreOverflow`](crate::Error::ScoreOverflow).
+    /// [`Error::ScoreOverflow`].
     pub fn encode(&self, parts: [u64; N]) -> Result<u64> {
         let mut score: u64 = 0;
         for (dim, part) in self.dims.iter().zip(parts) {

@@ -103,6 +103,15 @@
 //! | MemRelation `get_all` (capped at 1000) | [`MemberList::members`], [`MemberList::page`] |
 //! | MemRelation `names2leafs` | [`MemberList::load`], [`ObjectRef::get_many`] |
 //! | (many-to-many, kept in step) | [`RelationRef::link`] / [`RelationRef::unlink`] |
+//!
+//! # The other seeds' patterns, declared
+//!
+//! Seeds 001, 003 and 004 are declared on the model and kept by the
+//! library in the object's own MULTI/EXEC: unique lookups, sorted indexes
+//! (leaderboards, score ranges), tags and recent-N lists ([`index`]),
+//! composite scores ([`composite`]), expiry of objects, lists and whole
+//! admin subtrees ([`expiry`]), and passes that build indexes on existing
+//! data or rewrite objects after a schema change ([`migrate`]).
 
 pub mod codec;
 pub mod composite;

@@ -12,7 +12,7 @@
 //! | `#[redmodel(recent = 10)]` | `LAST_LOGIN_RECENT`: [`RecentList`] | list of object keys, newest first, capped | `user:_recent:last_login` |
 //!
 //! All index keys live in the model's reserved namespace `TABLE:_KIND:...`
-//! ([`reserved_key`](super::key::reserved_key)): an encoded pk never starts
+//! ([`super::key::reserved_key`]): an encoded pk never starts
 //! with `_`, so they can never collide with an object, a sub-object or a
 //! relation, whatever the pks and values.
 //!

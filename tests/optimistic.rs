@@ -104,7 +104,7 @@ async fn transfers(
                     done.push((from, to));
                 }
             }
-            Err(Error::Conflict { attempts }) => retries += attempts,
+            Err(Error::Conflict { attempts, .. }) => retries += attempts,
             Err(e) => return Err(e),
         }
     }
@@ -202,13 +202,13 @@ backend_tests! {
             })
             .await;
         match out {
-            Err(Error::Conflict { attempts }) => assert_eq!(attempts, 3),
+            Err(Error::Conflict { attempts, .. }) => assert_eq!(attempts, 3),
             other => panic!("expected Conflict, got {other:?}"),
         }
         assert_eq!(calls.load(Ordering::SeqCst), 3);
         let n: Option<i64> = ctx.db.query(redis::cmd("HGET").arg(key).arg("n")).await?;
         assert_eq!(n, None, "an aborted EXEC wrote nothing");
-        let err = Error::Conflict { attempts: 3 };
+        let err = Error::Conflict { attempts: 3, key: None };
         assert!(err.to_string().contains("3 attempt"), "{err}");
 
         // Zero attempts means one.

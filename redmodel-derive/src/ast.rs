@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, Ident, Path, Type, Visibility};
 
 use crate::attr::{self, DefaultAttr, Errors};
-use crate::case::snake_case;
+use crate::case::{snake_case, upper_case};
 use crate::Kind;
 
 /// The write count field every hash model keeps.
@@ -46,11 +46,57 @@ pub struct DataField<'a> {
     pub name: String,
     pub json: bool,
     pub default: Option<DefaultAttr>,
+    /// The indexes declared on the field.
+    pub indexes: Vec<Index>,
+}
+
+/// An index declared on a field.
+pub struct Index {
+    pub kind: IndexKind,
+    /// Where the attribute was written.
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum IndexKind {
+    Unique,
+    Sorted,
+    Tags,
+    Recent(u32),
+}
+
+impl IndexKind {
+    pub fn attr_name(self) -> &'static str {
+        match self {
+            IndexKind::Unique => "unique",
+            IndexKind::Sorted => "sorted",
+            IndexKind::Tags => "tags",
+            IndexKind::Recent(_) => "recent",
+        }
+    }
+}
+
+impl Index {
+    /// The name of the index's handle constant on the model
+    /// (`BY_NAME`, `LOGINS_RANK`, `BY_TAGS`, `LAST_LOGIN_RECENT`), from the
+    /// field's handle name.
+    pub fn handle_name(&self, field_handle: &str) -> String {
+        match self.kind {
+            IndexKind::Unique | IndexKind::Tags => format!("BY_{field_handle}"),
+            IndexKind::Sorted => format!("{field_handle}_RANK"),
+            IndexKind::Recent(_) => format!("{field_handle}_RECENT"),
+        }
+    }
 }
 
 impl DataField<'_> {
     pub fn ty(&self) -> &Type {
         &self.field.ty
+    }
+
+    /// The name of the field's handle constant (`MATH` for `math`).
+    pub fn handle_name(&self) -> String {
+        upper_case(&unraw(self.ident))
     }
 
     pub fn vis(&self) -> &Visibility {
@@ -311,6 +357,12 @@ fn object<'a>(
                     );
                 }
             }
+            for (name, other) in index_spans(&fa) {
+                errors.spanned(
+                    other,
+                    format!("the pk is the object's key, which already finds the object and is unique: remove `{name}` from the pk field"),
+                );
+            }
             if pk.is_some() {
                 errors.spanned(
                     span,
@@ -322,11 +374,15 @@ fn object<'a>(
             continue;
         }
         if let Some(span) = fa.skip {
+            let indexes = index_spans(&fa);
             for (name, other) in [
                 ("json", fa.json),
                 ("rename", fa.rename.as_ref().map(|l| l.span())),
                 ("default", fa.default.as_ref().map(DefaultAttr::span)),
-            ] {
+            ]
+            .into_iter()
+            .chain(indexes.into_iter().map(|(n, s)| (n, Some(s))))
+            {
                 if other.is_some() {
                     errors.spanned(
                         span,
@@ -372,14 +428,18 @@ fn object<'a>(
                 ),
             );
         }
+        let indexes = field_indexes(&fa, kind, errors);
         data.push(DataField {
             field,
             ident,
             name,
-            json: fa.json.is_some(),
+            // A tags field is stored as JSON.
+            json: fa.json.is_some() || fa.tags.is_some(),
             default: fa.default,
+            indexes,
         });
     }
+    check_handle_names(&data, errors);
 
     let Some(pk) = pk else {
         errors.spanned(
@@ -413,4 +473,112 @@ fn object<'a>(
         single,
         sync_every,
     })
+}
+
+/// The index attributes of a field, with where they were written.
+fn index_spans(fa: &attr::FieldAttrs) -> Vec<(&'static str, Span)> {
+    [
+        ("unique", fa.unique),
+        ("sorted", fa.sorted),
+        ("tags", fa.tags),
+        ("recent", fa.recent.as_ref().map(|l| l.span())),
+    ]
+    .into_iter()
+    .filter_map(|(name, span)| span.map(|s| (name, s)))
+    .collect()
+}
+
+/// Checks the index attributes of a stored field.
+fn field_indexes(fa: &attr::FieldAttrs, kind: Kind, errors: &mut Errors) -> Vec<Index> {
+    let mut out = Vec::new();
+    for (flag, kind) in [
+        (fa.unique, IndexKind::Unique),
+        (fa.sorted, IndexKind::Sorted),
+        (fa.tags, IndexKind::Tags),
+    ] {
+        if let Some(span) = flag {
+            out.push(Index { kind, span });
+        }
+    }
+    if let Some(lit) = &fa.recent {
+        match lit.base10_parse::<u32>() {
+            Ok(cap) if cap >= 1 => out.push(Index {
+                kind: IndexKind::Recent(cap),
+                span: lit.span(),
+            }),
+            _ => errors.spanned(
+                lit.span(),
+                format!(
+                    "`recent` is how many objects the list keeps, from 1 to {}: write e.g. `recent = 10`",
+                    u32::MAX
+                ),
+            ),
+        }
+    }
+    if kind != Kind::Admin {
+        for index in &out {
+            errors.spanned(
+                index.span,
+                format!(
+                    "`{}` applies to fields of #[derive(Admin)] models: an index lists the objects of one model, and a sub-object lives under its admin",
+                    index.kind.attr_name()
+                ),
+            );
+        }
+        return Vec::new();
+    }
+    if let Some(tags) = fa.tags {
+        if let Some(json) = fa.json {
+            errors.spanned(
+                json,
+                "a `tags` field is stored as JSON already: remove `json`",
+            );
+        }
+        for (name, other) in [("unique", fa.unique), ("sorted", fa.sorted)] {
+            if other.is_some() {
+                errors.spanned(
+                    tags,
+                    format!("a `tags` field holds several values, each with its own set: it cannot also be `{name}`"),
+                );
+            }
+        }
+        // Only the tags index, so that the conflict is reported once.
+        out.retain(|i| matches!(i.kind, IndexKind::Tags | IndexKind::Recent(_)));
+    }
+    out
+}
+
+/// Reports two handle constants with the same name (a field's and an
+/// index's, such as field `by_name` and the unique index on `name`).
+fn check_handle_names(fields: &[DataField], errors: &mut Errors) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for f in fields {
+        let handle = f.handle_name();
+        let mut names = vec![(
+            handle.clone(),
+            format!("the field `{}`", unraw(f.ident)),
+            f.ident.span(),
+        )];
+        for index in &f.indexes {
+            names.push((
+                index.handle_name(&handle),
+                format!(
+                    "the `{}` index on `{}`",
+                    index.kind.attr_name(),
+                    unraw(f.ident)
+                ),
+                index.span,
+            ));
+        }
+        for (name, what, span) in names {
+            if let Some((_, other)) = seen.iter().find(|(n, _)| *n == name) {
+                errors.spanned(
+                    span,
+                    format!("the handle `{name}` of {what} has the same name as the handle of {other}: rename one of the fields"),
+                );
+            } else {
+                seen.push((name, what));
+            }
+        }
+    }
 }

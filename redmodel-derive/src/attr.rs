@@ -69,6 +69,10 @@ pub struct FieldAttrs {
     pub json: Flag,
     pub default: Option<DefaultAttr>,
     pub rename: Option<LitStr>,
+    pub unique: Flag,
+    pub sorted: Flag,
+    pub tags: Flag,
+    pub recent: Option<LitInt>,
 }
 
 /// The container attribute names, for "expected one of" messages.
@@ -81,7 +85,9 @@ pub const CONTAINER_NAMES: &[&str] = &[
     "single",
 ];
 /// The field attribute names.
-pub const FIELD_NAMES: &[&str] = &["pk", "rename", "skip", "json", "default"];
+pub const FIELD_NAMES: &[&str] = &[
+    "pk", "rename", "skip", "json", "default", "unique", "sorted", "tags", "recent",
+];
 
 fn name_of(meta: &ParseNestedMeta) -> String {
     let path = &meta.path;
@@ -241,6 +247,22 @@ pub fn field(attrs: &[Attribute], errors: &mut Errors) -> FieldAttrs {
             } else if meta.path.is_ident("default") {
                 let parsed = default_attr(&meta)?;
                 set(&meta, &mut out.default, parsed)
+            } else if meta.path.is_ident("unique") {
+                flag(&meta, &mut out.unique)
+            } else if meta.path.is_ident("sorted") {
+                flag(&meta, &mut out.sorted)
+            } else if meta.path.is_ident("tags") {
+                flag(&meta, &mut out.tags)
+            } else if meta.path.is_ident("recent") {
+                let example = "recent = 10";
+                let input = value(&meta, example)?;
+                let lit = input.parse::<LitInt>().map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        format!("expected how many objects the list keeps: write `{example}`"),
+                    )
+                })?;
+                set(&meta, &mut out.recent, lit)
             } else if CONTAINER_NAMES.iter().any(|n| meta.path.is_ident(n)) {
                 Err(meta.error(format!(
                     "`{}` is a struct attribute: put it on the struct, not on a field",

@@ -6,9 +6,8 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::ast::{Body, DataField, Model, Object, Relation};
+use crate::ast::{Body, DataField, IndexKind, Model, Object, Relation};
 use crate::attr::DefaultAttr;
-use crate::case::upper_case;
 
 pub fn expand(model: &Model) -> TokenStream {
     match &model.body {
@@ -29,7 +28,8 @@ fn codec(field: &DataField) -> TokenStream {
 }
 
 /// A check, at the field's type, that the type fits its codec: its error
-/// message says what to do otherwise.
+/// message says what to do otherwise. (A sorted or tags field's type is
+/// checked by its index's functions in `INDEXES`, at the same span.)
 fn type_check(field: &DataField) -> TokenStream {
     let ty = field.ty();
     if field.json {
@@ -37,6 +37,35 @@ fn type_check(field: &DataField) -> TokenStream {
     } else {
         quote_spanned!(ty.span()=> const _: () = ::redmodel::__private::assert_field_value::<#ty>();)
     }
+}
+
+/// The `IndexSpec`s of the model's indexes, in field order.
+fn index_specs(fields: &[DataField]) -> TokenStream {
+    let specs = fields.iter().flat_map(|f| {
+        let (name, ty, codec) = (&f.name, f.ty(), codec(f));
+        f.indexes.iter().map(move |index| {
+            let kind = match index.kind {
+                IndexKind::Unique => quote!(::redmodel::__private::IndexKind::Unique),
+                IndexKind::Sorted => quote_spanned!(ty.span()=>
+                    ::redmodel::__private::IndexKind::Sorted {
+                        score: ::redmodel::__private::score_of::<#ty, #codec>,
+                    }
+                ),
+                IndexKind::Tags => quote_spanned!(ty.span()=>
+                    ::redmodel::__private::IndexKind::Tags {
+                        tags: ::redmodel::__private::tags_of::<#ty>,
+                    }
+                ),
+                IndexKind::Recent(cap) => {
+                    quote!(::redmodel::__private::IndexKind::Recent { cap: #cap })
+                }
+            };
+            quote! {
+                ::redmodel::__private::IndexSpec { field: #name, kind: #kind },
+            }
+        })
+    });
+    quote!(&[#(#specs)*])
 }
 
 fn default_fn(field: &DataField) -> TokenStream {
@@ -94,6 +123,7 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
         quote_spanned!(f.ty.span()=> #field: <#ty as ::redmodel::__private::Default>::default(),)
     });
     let field_count = object.fields.len();
+    let indexes = index_specs(&object.fields);
 
     let kind_impl = match &object.owner {
         None => quote! {
@@ -135,6 +165,7 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
                 const FIELDS: &'static [&'static str] = &[#(#names),*];
                 const STORAGE: ::redmodel::__private::Storage = #storage;
                 const SYNC_EVERY: u64 = #sync_every;
+                const INDEXES: &'static [::redmodel::__private::IndexSpec] = #indexes;
 
                 fn pk(&self) -> &Self::Pk {
                     &self.#pk_ident
@@ -181,13 +212,46 @@ fn field_handles(ident: &Ident, fields: &[DataField]) -> TokenStream {
         let (vis, ty, name, codec) = (f.vis(), f.ty(), &f.name, codec(f));
         let rust_name = f.ident.to_string();
         let rust_name = rust_name.strip_prefix("r#").unwrap_or(&rust_name);
-        let constant = format_ident!("{}", upper_case(rust_name), span = f.ident.span());
+        let handle = f.handle_name();
+        let constant = format_ident!("{}", handle, span = f.ident.span());
         let doc =
             format!("The field `{rust_name}` (hash field `{name}`), for typed reads and writes.");
+        let indexes = f.indexes.iter().map(|index| {
+            let constant = format_ident!("{}", index.handle_name(&handle), span = index.span);
+            let (doc, ty) = match index.kind {
+                IndexKind::Unique => (
+                    format!("The unique index on `{rust_name}`: find an object by its `{rust_name}`."),
+                    quote!(::redmodel::__private::UniqueIndex<#ident, #ty, #codec>),
+                ),
+                IndexKind::Sorted => (
+                    format!("The sorted index on `{rust_name}`: top, bottom, rank, score ranges."),
+                    quote!(::redmodel::__private::SortedIndex<#ident, #ty>),
+                ),
+                IndexKind::Tags => (
+                    format!("The tag index on `{rust_name}`: objects by tag, intersections, unions, differences."),
+                    quote!(::redmodel::__private::TagIndex<#ident, #ty>),
+                ),
+                IndexKind::Recent(cap) => (
+                    format!("The {cap} objects whose `{rust_name}` was written last, newest first."),
+                    quote!(::redmodel::__private::RecentList<#ident>),
+                ),
+            };
+            let init = match index.kind {
+                IndexKind::Unique => quote!(::redmodel::__private::UniqueIndex::new(#name)),
+                IndexKind::Sorted => quote!(::redmodel::__private::SortedIndex::new(#name)),
+                IndexKind::Tags => quote!(::redmodel::__private::TagIndex::new(#name)),
+                IndexKind::Recent(cap) => quote!(::redmodel::__private::RecentList::new(#name, #cap)),
+            };
+            quote! {
+                #[doc = #doc]
+                #vis const #constant: #ty = #init;
+            }
+        });
         quote! {
             #[doc = #doc]
             #vis const #constant: ::redmodel::__private::Field<#ident, #ty, #codec> =
                 ::redmodel::__private::Field::new(#name);
+            #(#indexes)*
         }
     });
     quote! {

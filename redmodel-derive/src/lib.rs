@@ -47,7 +47,10 @@ fn derive(input: TokenStream, kind: Kind) -> TokenStream {
 /// Container attributes: `#[redmodel(table = "teacher")]` (default: the
 /// struct's name in snake_case), `#[redmodel(sync_every = 10)]`.
 /// Field attributes: `pk` (exactly one field), `rename = "name"`, `skip`,
-/// `json`, `default` / `default = "path::to::fn"`.
+/// `json`, `default` / `default = "path::to::fn"`, and the indexes kept in
+/// step with every write: `unique`, `sorted`, `tags`, `recent = N` (see
+/// `redmodel::model::index`). Each index adds a handle next to the field's
+/// (`BY_NAME`, `LOGINS_RANK`, `BY_TAGS`, `LAST_LOGIN_RECENT`).
 #[proc_macro_derive(Admin, attributes(redmodel))]
 pub fn derive_admin(input: TokenStream) -> TokenStream {
     derive(input, Kind::Admin)

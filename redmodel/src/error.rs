@@ -98,18 +98,21 @@ pub enum Error {
         /// How long the call waited before giving up.
         waited: std::time::Duration,
     },
-    /// An optimistic transaction ([`Db::transaction`](crate::Db::transaction))
-    /// found its watched keys changed by another client on every attempt,
-    /// and nothing was written. Retry later or allow more attempts; if one
-    /// key is that hot, a lock ([`Db::with_lock`](crate::Db::with_lock)) may
-    /// serve better.
+    /// An optimistic transaction (WATCH / MULTI / EXEC: [`Db::transaction`](crate::Db::transaction),
+    /// or a model write that keeps a unique or tag index in step) found its
+    /// watched keys changed by another client on every attempt, and nothing
+    /// was written. Retry later or allow more attempts; if one key is that
+    /// hot, a lock ([`Db::with_lock`](crate::Db::with_lock)) may serve better.
     #[error(
-        "transaction aborted: its watched keys were changed by another client on each of \
-         {attempts} attempt(s), nothing was written (retry later or allow more attempts)"
+        "transaction aborted: {} changed by another client on each of {attempts} attempt(s); \
+         nothing was written (retry later or allow more attempts)",
+        conflict_subject(.key)
     )]
     Conflict {
         /// How many times the transaction was tried.
         attempts: u32,
+        /// The key the transaction was about, when there is one to name.
+        key: Option<String>,
     },
     /// An API was called in a way it cannot honour (for instance an atomic
     /// pipeline used to read inside an optimistic transaction, where its
@@ -168,6 +171,39 @@ pub enum Error {
         /// Why it is not a key of that model.
         reason: String,
     },
+    /// A write would give a unique field a value another object holds
+    /// (`#[redmodel(unique)]`). Nothing of the refused write was stored.
+    #[error("`{value}` is already the `{field}` of `{holder}` (the field is unique in `{model}`); nothing was written")]
+    Unique {
+        /// The model's table.
+        model: &'static str,
+        /// The unique field (its stored name).
+        field: &'static str,
+        /// The value, as stored text.
+        value: String,
+        /// The key of the object that holds the value.
+        holder: String,
+    },
+    /// A number does not fit where it must go: an integer beyond the
+    /// 2^53 that a sorted set's double score holds exactly, a NaN score, or
+    /// a part of a composite score wider than its declared width.
+    #[error("{value} does not fit `{name}`: {reason}")]
+    ScoreOverflow {
+        /// The sorted field, or the dimension of a composite score.
+        name: String,
+        /// The value that does not fit.
+        value: String,
+        /// What it must fit in.
+        reason: String,
+    },
+}
+
+/// How a [`Error::Conflict`] names what changed.
+fn conflict_subject(key: &Option<String>) -> String {
+    match key {
+        Some(key) => format!("`{key}` was"),
+        None => "its watched keys were".to_string(),
+    }
 }
 
 impl Error {

@@ -112,6 +112,7 @@ async fn if_holder(
     }
     Err(Error::Conflict {
         attempts: COMPARE_ATTEMPTS,
+        key: Some(key.to_string()),
     })
 }
 

@@ -401,7 +401,10 @@ impl OptimisticConnection {
                 pause_before_retry(attempt).await;
             }
         }
-        Err(Error::Conflict { attempts })
+        Err(Error::Conflict {
+            attempts,
+            key: None,
+        })
     }
 }
 

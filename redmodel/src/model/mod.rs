@@ -103,10 +103,23 @@
 //! | MemRelation `get_all` (capped at 1000) | [`MemberList::members`], [`MemberList::page`] |
 //! | MemRelation `names2leafs` | [`MemberList::load`], [`ObjectRef::get_many`] |
 //! | (many-to-many, kept in step) | [`RelationRef::link`] / [`RelationRef::unlink`] |
+//!
+//! # The other seeds' patterns, declared
+//!
+//! Seeds 001, 003 and 004 are declared on the model and kept by the
+//! library in the object's own MULTI/EXEC: unique lookups, sorted indexes
+//! (leaderboards, score ranges), tags and recent-N lists ([`index`]),
+//! composite scores ([`composite`]), expiry of objects, lists and whole
+//! admin subtrees ([`expiry`]), and passes that build indexes on existing
+//! data or rewrite objects after a schema change ([`migrate`]).
 
 pub mod codec;
+pub mod composite;
+pub mod expiry;
 mod field;
+pub mod index;
 pub mod key;
+pub mod migrate;
 mod object;
 mod relation;
 mod scan;
@@ -116,9 +129,14 @@ use std::fmt::Debug;
 use std::future::Future;
 
 pub use codec::{Codec, FieldError, FieldValue, Incr, IntoValue, Json, Plain, Scalar};
+pub use composite::{Composite, Dim};
+pub use expiry::Ttl;
 pub use field::{Assign, Field, FieldSet};
+pub use index::{
+    IndexKind, IndexSpec, RecentList, Score, Sortable, SortedIndex, TagIndex, TagSet, UniqueIndex,
+};
 pub use key::KeyPart;
-pub use object::{IntoPk, ObjectRef, Ref, Ttl};
+pub use object::{IntoPk, ObjectRef, Ref};
 pub use relation::{AsMember, InverseOf, MemberList, NoInverse, Relation, RelationRef};
 pub use sync::SyncEvent;
 pub(crate) use sync::SyncHooks;
@@ -151,6 +169,10 @@ pub trait Model: Sized + Send + Sync + 'static {
     const STORAGE: Storage;
     /// The sync hook runs on every `SYNC_EVERY`-th full write.
     const SYNC_EVERY: u64;
+    /// The indexes declared on the fields (`#[redmodel(unique)]`,
+    /// `sorted`, `tags`, `recent = N`): see [`index`]. Only admin models
+    /// have any.
+    const INDEXES: &'static [IndexSpec] = &[];
 
     /// This object's pk.
     fn pk(&self) -> &Self::Pk;
@@ -336,6 +358,9 @@ pub async fn dbsize(db: &Db) -> Result<u64> {
 pub mod __private {
     pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
     pub use super::field::Field;
+    pub use super::index::{
+        score_of, tags_of, IndexKind, IndexSpec, RecentList, SortedIndex, TagIndex, UniqueIndex,
+    };
     pub use super::relation::{InverseOf, NoInverse, Relation};
     pub use super::{Admin, Model, NoOwner, OwnerKind, SingleValue, Storage};
     pub use crate::{Error, Result};

@@ -4,12 +4,17 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use redis::{FromRedisValue, Pipeline, Value};
 
 use super::codec::{shown, Codec, Incr, IntoValue, Plain, Scalar};
+use super::expiry::{self, Ttl};
 use super::field::{Assign, Field, FieldSet};
+use super::index::{
+    self,
+    write::{self, touches_index, Changes},
+};
 use super::key::{decode_pk, encode_segment_into, glob_escape};
 use super::relation::{Relation, RelationRef};
 use super::scan::scan_keys;
@@ -67,23 +72,17 @@ impl IntoPk<String> for &String {
     }
 }
 
+/// The stored text of an object's declared fields (aligned with
+/// [`Model::FIELDS`], `None` = absent), or `None` if the object does not
+/// exist.
+pub(crate) type RawFields = Option<Vec<Option<Vec<u8>>>>;
+
 /// An object's fields as written by a full write.
 struct Encoded {
     /// Fields to set, with their text.
     set: Vec<(&'static str, Vec<u8>)>,
     /// `None` fields, to remove.
     removed: Vec<&'static str>,
-}
-
-/// The time to live of a key ([`ObjectRef::ttl`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ttl {
-    /// There is no such key.
-    Missing,
-    /// The key never expires.
-    Persistent,
-    /// The key expires in this long.
-    Expires(Duration),
 }
 
 impl<M: Model> Clone for ObjectRef<M> {
@@ -377,10 +376,7 @@ impl<M: Model> ObjectRef<M> {
 
     /// Takes the replies of [`add_read`](Self::add_read): the stored text
     /// of the fields, or `None` if the object does not exist.
-    fn take_read(
-        &self,
-        replies: &mut impl Iterator<Item = Value>,
-    ) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+    fn take_read(&self, replies: &mut impl Iterator<Item = Value>) -> Result<RawFields> {
         let expected = redis_type(M::STORAGE);
         match M::STORAGE {
             Storage::Hash => {
@@ -399,7 +395,7 @@ impl<M: Model> ObjectRef<M> {
         }
     }
 
-    async fn read_raw(&self, db: &Db) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+    async fn read_raw(&self, db: &Db) -> Result<RawFields> {
         let mut pipe = redis::pipe();
         pipe.atomic().ignore_errors();
         self.add_read(&mut pipe);
@@ -429,6 +425,17 @@ impl<M: Model> ObjectRef<M> {
     /// Loads many objects in one round trip (one pipelined MULTI of reads),
     /// in the order given; `None` where an object does not exist.
     pub async fn get_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Option<M>>> {
+        Self::read_many_raw(db, refs)
+            .await?
+            .into_iter()
+            .zip(refs)
+            .map(|(values, r)| values.map(|v| r.decode(v)).transpose())
+            .collect()
+    }
+
+    /// The stored text of the declared fields of each of `refs` (`None`
+    /// where an object does not exist), in one round trip.
+    pub(crate) async fn read_many_raw(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<RawFields>> {
         if refs.is_empty() {
             return Ok(Vec::new());
         }
@@ -439,14 +446,13 @@ impl<M: Model> ObjectRef<M> {
         }
         let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
         let mut replies = replies.into_iter();
-        let mut out = Vec::with_capacity(refs.len());
-        for r in refs {
-            out.push(match r.take_read(&mut replies)? {
-                Some(values) => Some(M::decode_fields(&r.key, r.pk.clone(), values)?),
-                None => None,
-            });
-        }
-        Ok(out)
+        refs.iter().map(|r| r.take_read(&mut replies)).collect()
+    }
+
+    /// Decodes stored field texts (aligned with [`Model::FIELDS`]) into an
+    /// object with this handle's pk.
+    pub(crate) fn decode(&self, values: Vec<Option<Vec<u8>>>) -> Result<M> {
+        M::decode_fields(&self.key, self.pk.clone(), values)
     }
 
     /// Sets one field (HSET); setting an `Option` field to `None` removes
@@ -458,6 +464,20 @@ impl<M: Model> ObjectRef<M> {
         value: impl IntoValue<T>,
     ) -> Result<()> {
         let encoded = field.encode(&self.key, &value.into_value())?;
+        if touches_index::<M>(&[field.name()]) {
+            let set: Vec<(&str, Vec<u8>)> =
+                encoded.iter().map(|t| (field.name(), t.clone())).collect();
+            let removed: Vec<&str> = if encoded.is_none() {
+                vec![field.name()]
+            } else {
+                Vec::new()
+            };
+            let pipe = self.write_pipeline(&set, &removed);
+            let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
+            return write::run::<M, ()>(db, &self.key, &pipe, &changes)
+                .await
+                .map_err(at_key(&self.key, "hash"));
+        }
         let cmd = match encoded {
             Some(text) => redis::cmd("HSET")
                 .arg(&self.key)
@@ -497,7 +517,8 @@ impl<M: Model> ObjectRef<M> {
         if pipe.is_empty() {
             return Ok(());
         }
-        db.query_pipeline::<()>(&pipe)
+        let changes = Changes::Fields(changed_fields(&set, &removed));
+        write::run::<M, ()>(db, &self.key, &pipe, &changes)
             .await
             .map_err(at_key(&self.key, "hash"))
     }
@@ -531,19 +552,21 @@ impl<M: Model> ObjectRef<M> {
         field: Field<M, T, Plain>,
         by: T::By,
     ) -> Result<T::Output> {
-        // HINCRBY replies with an integer, HINCRBYFLOAT with a bulk string.
-        let reply: Value = db
-            .query(
-                redis::cmd(T::COMMAND)
-                    .arg(&self.key)
-                    .arg(field.name())
-                    .arg(by),
-            )
-            .await
-            .map_err(incr_error(&self.key, field.name()))?;
-        let text = match reply {
-            Value::Int(n) => n.to_string().into_bytes(),
-            other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
+        let text = if touches_index::<M>(&[field.name()]) {
+            index::incr_indexed::<M>(db, &self.key, field.name(), T::COMMAND, &by)
+                .await
+                .map_err(incr_error(&self.key, field.name()))?
+        } else {
+            let reply: Value = db
+                .query(
+                    redis::cmd(T::COMMAND)
+                        .arg(&self.key)
+                        .arg(field.name())
+                        .arg(by),
+                )
+                .await
+                .map_err(incr_error(&self.key, field.name()))?;
+            number_text(reply)?
         };
         T::Output::from_text(&text).map_err(|reason| Error::Decode {
             key: self.key.clone(),
@@ -585,8 +608,8 @@ impl<M: Model> ObjectRef<M> {
         let fields = self.encoded(value)?;
         let mut pipe = self.write_pipeline(&fields.set, &fields.removed);
         pipe.cmd("HINCRBY").arg(&self.key).arg(COUNT_FIELD).arg(1);
-        let (count,): (i64,) = db
-            .query_pipeline(&pipe)
+        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
+        let (count,): (i64,) = write::run::<M, _>(db, &self.key, &pipe, &changes)
             .await
             .map_err(at_key(&self.key, "hash"))?;
         let count = u64::try_from(count).unwrap_or(0);
@@ -612,7 +635,8 @@ impl<M: Model> ObjectRef<M> {
         if pipe.is_empty() {
             return Ok(());
         }
-        db.query_pipeline::<()>(&pipe)
+        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
+        write::run::<M, ()>(db, &self.key, &pipe, &changes)
             .await
             .map_err(at_key(&self.key, "hash"))
     }
@@ -643,26 +667,43 @@ impl<M: Model> ObjectRef<M> {
         }
     }
 
-    /// Deletes the object (DEL; not its sub-objects or relations). Whether
-    /// it existed.
+    /// Deletes the object (DEL; not its sub-objects or relations), and its
+    /// entries in the model's indexes, in one MULTI/EXEC. Whether it
+    /// existed.
     pub async fn delete(&self, db: &Db) -> Result<bool> {
-        db.query(redis::cmd("DEL").arg(&self.key)).await
+        if M::INDEXES.is_empty() {
+            return db.query(redis::cmd("DEL").arg(&self.key)).await;
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("DEL").arg(&self.key);
+        let (existed,): (bool,) = write::run::<M, _>(db, &self.key, &pipe, &Changes::Delete)
+            .await
+            .map_err(at_key(&self.key, "hash"))?;
+        Ok(existed)
     }
 
-    /// Sets a time to live (PEXPIRE, so sub-second precision is kept).
-    /// Whether the object exists.
+    /// Sets a time to live (PEXPIRE, so sub-second precision is kept: the
+    /// seed's `expire`, Redis's EXPIRE and PEXPIRE). Whether the object
+    /// exists. Which later writes keep the TTL: see [`expiry`](super::expiry).
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
-        expire_key(db, &self.key, ttl).await
+        expiry::expire_key(db, &self.key, ttl).await
+    }
+
+    /// Makes the object expire at `when` (PEXPIREAT; Redis's EXPIREAT too).
+    /// A time in the past deletes it. Whether the object existed.
+    pub async fn expire_at(&self, db: &Db, when: SystemTime) -> Result<bool> {
+        expiry::expire_key_at(db, &self.key, when).await
     }
 
     /// Removes the time to live (PERSIST). Whether there was one.
     pub async fn persist(&self, db: &Db) -> Result<bool> {
-        db.query(redis::cmd("PERSIST").arg(&self.key)).await
+        expiry::persist_key(db, &self.key).await
     }
 
-    /// The time to live (PTTL).
+    /// The time to live (PTTL, to the millisecond; [`Ttl::secs`] gives
+    /// what TTL would say).
     pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
-        ttl_of(db, &self.key).await
+        expiry::ttl_of(db, &self.key).await
     }
 
     /// Builds an object with this handle's pk from a field -> text map, as
@@ -725,19 +766,22 @@ impl<M: Model> ObjectRef<M> {
     }
 }
 
-/// Sets a TTL on `key` (PEXPIRE); whether the key exists.
-pub(crate) async fn expire_key(db: &Db, key: &str, ttl: Duration) -> Result<bool> {
-    let ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
-    db.query(redis::cmd("PEXPIRE").arg(key).arg(ms)).await
+/// The stored fields a write sets or removes, with their new text.
+fn changed_fields<'a>(
+    set: &'a [(&'static str, Vec<u8>)],
+    removed: &[&'static str],
+) -> Vec<(&'static str, Option<&'a [u8]>)> {
+    set.iter()
+        .map(|(name, text)| (*name, Some(text.as_slice())))
+        .chain(removed.iter().map(|name| (*name, None)))
+        .collect()
 }
 
-/// The TTL of `key` (PTTL).
-pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
-    let ms: i64 = db.query(redis::cmd("PTTL").arg(key)).await?;
-    Ok(match ms {
-        -2 => Ttl::Missing,
-        ms if ms < 0 => Ttl::Persistent,
-        ms => Ttl::Expires(Duration::from_millis(ms.unsigned_abs())),
+/// The text of a HINCRBY (integer) or HINCRBYFLOAT (bulk string) reply.
+pub(crate) fn number_text(reply: Value) -> Result<Vec<u8>> {
+    Ok(match reply {
+        Value::Int(n) => n.to_string().into_bytes(),
+        other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
     })
 }
 

@@ -10,10 +10,12 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Deref;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use super::expiry::{self, Ttl};
+use super::index::{load_live, Entry};
 use super::key::glob_escape;
-use super::object::{at_key, expire_key, ttl_of, ObjectRef, Ttl};
+use super::object::{at_key, ObjectRef};
 use super::{Admin, Model};
 use crate::{Db, Error, Result};
 
@@ -262,14 +264,18 @@ impl<M: Model> MemberList<M> {
 
     /// The member objects from `start` to `stop` (as [`range`](Self::range)),
     /// loaded in one LRANGE and one pipelined batch of reads, never one
-    /// round trip per member. Members whose object no longer exists are
-    /// left out (the seed's `names2leafs`).
+    /// round trip per member (the seed's `names2leafs`). Members whose
+    /// object no longer exists (it expired, or was deleted) are left out,
+    /// and removed from the list in a checked transaction that never
+    /// removes a member whose object exists (see
+    /// [`index`](crate::model::index)).
     pub async fn load(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<M>> {
         let refs = self.range(db, start, stop).await?;
-        Ok(ObjectRef::get_many(db, &refs)
+        let list = self.key.clone();
+        Ok(load_live(db, refs, |_| Entry::List(list.clone()))
             .await?
             .into_iter()
-            .flatten()
+            .map(|(_, object)| object)
             .collect())
     }
 
@@ -291,19 +297,27 @@ impl<M: Model> MemberList<M> {
         db.query(redis::cmd("DEL").arg(&self.key)).await
     }
 
-    /// Sets a time to live (PEXPIRE). Whether the list exists.
+    /// Sets a time to live (PEXPIRE). Whether the list exists. The list
+    /// keeps it through pushes and removals, and loses it if it is ever
+    /// emptied (Redis deletes an empty list): see
+    /// [`expiry`](super::expiry).
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
-        expire_key(db, &self.key, ttl).await
+        expiry::expire_key(db, &self.key, ttl).await
+    }
+
+    /// Makes the list expire at `when` (PEXPIREAT). Whether it existed.
+    pub async fn expire_at(&self, db: &Db, when: SystemTime) -> Result<bool> {
+        expiry::expire_key_at(db, &self.key, when).await
     }
 
     /// Removes the time to live (PERSIST). Whether there was one.
     pub async fn persist(&self, db: &Db) -> Result<bool> {
-        db.query(redis::cmd("PERSIST").arg(&self.key)).await
+        expiry::persist_key(db, &self.key).await
     }
 
     /// The time to live (PTTL).
     pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
-        ttl_of(db, &self.key).await
+        expiry::ttl_of(db, &self.key).await
     }
 
     /// A stored member key as a handle; the error names the list. Read as

@@ -1,0 +1,287 @@
+//! Pruning index and list entries whose object is gone (expired, or
+//! deleted outside the library) or no longer holds the indexed value.
+//!
+//! A read that finds such entries has already left them out of its
+//! answer; [`prune`] then removes them, as an optimistic transaction so
+//! that it never removes the entry of an object that exists: it `WATCH`es
+//! every object (and every unique entry) concerned, checks each again,
+//! and removes in one `MULTI`/`EXEC` only those still dead. If a watched
+//! key changed meanwhile (the object was re-created, the value claimed by
+//! someone else), EXEC does nothing: the entries stay, and the next read
+//! prunes them if they are still dead.
+
+use redis::Value;
+
+use crate::{Db, DedicatedConnection, Result};
+
+/// An index or list entry that a read found dead.
+#[derive(Debug, Clone)]
+pub(crate) struct Stale {
+    /// The key of the object the entry points at.
+    pub object: String,
+    /// When the entry is dead, given the object's current state.
+    pub test: Test,
+    /// Where the entry is.
+    pub entry: Entry,
+}
+
+/// How to check, under WATCH, that an entry is still dead.
+#[derive(Debug, Clone)]
+pub(crate) enum Test {
+    /// Dead if the object does not exist (EXISTS).
+    Gone,
+    /// Dead if the object's field does not hold `text` (HGET), which
+    /// includes the object being gone.
+    NotEqual { field: &'static str, text: Vec<u8> },
+    /// Dead if the object's tag field does not include `tag` (HGET).
+    LacksTag {
+        field: &'static str,
+        parse: fn(&[u8]) -> std::result::Result<Vec<String>, String>,
+        tag: String,
+    },
+}
+
+/// The entry to remove.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Entry {
+    /// A member of the sorted set at this key.
+    Sorted(String),
+    /// A member of the set at this key.
+    Set(String),
+    /// Every occurrence in the list at this key.
+    List(String),
+    /// The unique entry (a string) at this key, if it still names the
+    /// object.
+    Unique(String),
+}
+
+impl Test {
+    /// Whether the reply of the check command shows the entry dead; an
+    /// error reply (the key holds another type) keeps the entry.
+    fn dead(&self, reply: &Value) -> bool {
+        match (self, reply) {
+            (_, Value::ServerError(_)) => false,
+            (Test::Gone, Value::Int(n)) => *n == 0,
+            (Test::Gone, _) => false,
+            (Test::NotEqual { text, .. }, Value::BulkString(v)) => v != text,
+            (Test::LacksTag { parse, tag, .. }, Value::BulkString(v)) => match parse(v) {
+                Ok(tags) => !tags.contains(tag),
+                // Bad data: leave it to the reader's decode error.
+                Err(_) => false,
+            },
+            (Test::NotEqual { .. } | Test::LacksTag { .. }, Value::Nil) => true,
+            (Test::NotEqual { .. } | Test::LacksTag { .. }, _) => false,
+        }
+    }
+}
+
+/// Removes the entries of `stale` that are still dead, in one optimistic
+/// transaction; returns how many were removed (0 if a concurrent write
+/// aborted it).
+pub(crate) async fn prune(db: &Db, stale: Vec<Stale>) -> Result<u64> {
+    if stale.is_empty() {
+        return Ok(0);
+    }
+    let mut conn = db.dedicated().await?;
+    let Some((remove, count)) = check(&mut conn, stale).await? else {
+        return Ok(0);
+    };
+    // As in a watched write: let other tasks run between the check and the
+    // EXEC on the memory engine too (see `write`).
+    tokio::task::yield_now().await;
+    let done: Option<()> = conn.query_pipeline(&remove).await?;
+    Ok(if done.is_some() { count } else { 0 })
+}
+
+/// The first half of [`prune`]: WATCHes the objects (and unique entries)
+/// of `stale`, checks each entry again, and returns the MULTI/EXEC that
+/// removes those still dead, with their number (`None`, and no WATCH
+/// left, if none is).
+async fn check(
+    conn: &mut DedicatedConnection,
+    mut stale: Vec<Stale>,
+) -> Result<Option<(redis::Pipeline, u64)>> {
+    stale.sort_by(|a, b| (&a.entry, &a.object).cmp(&(&b.entry, &b.object)));
+    stale.dedup_by(|a, b| a.entry == b.entry && a.object == b.object);
+    let mut watched: Vec<&str> = stale.iter().map(|s| s.object.as_str()).collect();
+    for s in &stale {
+        if let Entry::Unique(key) = &s.entry {
+            watched.push(key);
+        }
+    }
+    watched.sort_unstable();
+    watched.dedup();
+
+    let mut check = redis::pipe();
+    check.ignore_errors();
+    check.cmd("WATCH").arg(&watched).ignore();
+    for s in &stale {
+        match &s.test {
+            Test::Gone => check.cmd("EXISTS").arg(&s.object),
+            Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => {
+                check.cmd("HGET").arg(&s.object).arg(*field)
+            }
+        };
+        if let Entry::Unique(key) = &s.entry {
+            check.cmd("GET").arg(key);
+        }
+    }
+    let replies: Vec<Value> = conn.query_pipeline(&check).await?;
+    let mut replies = replies.into_iter();
+    let mut remove = redis::pipe();
+    remove.atomic();
+    let mut count = 0u64;
+    for s in &stale {
+        let dead = replies.next().is_some_and(|r| s.test.dead(&r));
+        let still_ours = match &s.entry {
+            Entry::Unique(_) => matches!(
+                replies.next(),
+                Some(Value::BulkString(h)) if h == s.object.as_bytes()
+            ),
+            _ => true,
+        };
+        if !(dead && still_ours) {
+            continue;
+        }
+        count += 1;
+        match &s.entry {
+            Entry::Sorted(key) => remove.cmd("ZREM").arg(key).arg(&s.object),
+            Entry::Set(key) => remove.cmd("SREM").arg(key).arg(&s.object),
+            Entry::List(key) => remove.cmd("LREM").arg(key).arg(0).arg(&s.object),
+            Entry::Unique(key) => remove.cmd("DEL").arg(key),
+        }
+        .ignore();
+    }
+    if count == 0 {
+        conn.query::<()>(&redis::cmd("UNWATCH")).await?;
+        return Ok(None);
+    }
+    Ok(Some((remove, count)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gone(object: &str, zset: &str) -> Stale {
+        Stale {
+            object: object.to_string(),
+            test: Test::Gone,
+            entry: Entry::Sorted(zset.to_string()),
+        }
+    }
+
+    async fn zcard(db: &Db) -> u64 {
+        db.query(redis::cmd("ZCARD").arg("t:_sorted:f"))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn removes_only_what_is_still_dead() {
+        let db = Db::memory();
+        db.query::<()>(
+            redis::cmd("ZADD")
+                .arg("t:_sorted:f")
+                .arg(1)
+                .arg("t:1")
+                .arg(2)
+                .arg("t:2"),
+        )
+        .await
+        .unwrap();
+        db.query::<()>(redis::cmd("HSET").arg("t:2").arg("f").arg(2))
+            .await
+            .unwrap();
+        // t:2 exists: a reader that thought it gone must not remove it.
+        let n = prune(
+            &db,
+            vec![gone("t:1", "t:_sorted:f"), gone("t:2", "t:_sorted:f")],
+        )
+        .await
+        .unwrap();
+        assert_eq!(n, 1);
+        let left: Vec<String> = db
+            .query(redis::cmd("ZRANGE").arg("t:_sorted:f").arg(0).arg(-1))
+            .await
+            .unwrap();
+        assert_eq!(left, ["t:2"]);
+        assert_eq!(prune(&db, Vec::new()).await.unwrap(), 0);
+    }
+
+    /// The race a pruning reader must lose: the object is re-created (and
+    /// its entry written again) between the check and the EXEC. WATCH
+    /// makes the EXEC do nothing, so the entry of the existing object
+    /// stays.
+    #[tokio::test]
+    async fn a_recreated_object_keeps_its_entry() {
+        let db = Db::memory();
+        db.query::<()>(redis::cmd("ZADD").arg("t:_sorted:f").arg(1).arg("t:1"))
+            .await
+            .unwrap();
+        let mut conn = db.dedicated().await.unwrap();
+        let (remove, count) = check(&mut conn, vec![gone("t:1", "t:_sorted:f")])
+            .await
+            .unwrap()
+            .expect("t:1 is gone");
+        assert_eq!(count, 1);
+        // Another client re-creates t:1 and writes its entry.
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("HSET")
+            .arg("t:1")
+            .arg("f")
+            .arg(5)
+            .cmd("ZADD")
+            .arg("t:_sorted:f")
+            .arg(5)
+            .arg("t:1");
+        db.query_pipeline::<()>(&pipe).await.unwrap();
+        let done: Option<()> = conn.query_pipeline(&remove).await.unwrap();
+        assert_eq!(done, None, "EXEC aborted");
+        assert_eq!(
+            zcard(&db).await,
+            1,
+            "the entry of the existing object stays"
+        );
+    }
+
+    /// A unique entry is removed only while it still names the dead
+    /// object: not once someone else has claimed the value.
+    #[tokio::test]
+    async fn a_unique_entry_claimed_by_another_stays() {
+        let db = Db::memory();
+        db.query::<()>(redis::cmd("SET").arg("t:_unique:f:v").arg("t:1"))
+            .await
+            .unwrap();
+        db.query::<()>(redis::cmd("HSET").arg("t:2").arg("f").arg("v"))
+            .await
+            .unwrap();
+        let stale = |object: &str| Stale {
+            object: object.to_string(),
+            test: Test::NotEqual {
+                field: "f",
+                text: b"v".to_vec(),
+            },
+            entry: Entry::Unique("t:_unique:f:v".to_string()),
+        };
+        let mut conn = db.dedicated().await.unwrap();
+        let (remove, _) = check(&mut conn, vec![stale("t:1")])
+            .await
+            .unwrap()
+            .expect("t:1 does not hold v");
+        db.query::<()>(redis::cmd("SET").arg("t:_unique:f:v").arg("t:2"))
+            .await
+            .unwrap();
+        let done: Option<()> = conn.query_pipeline(&remove).await.unwrap();
+        assert_eq!(done, None, "EXEC aborted");
+        let holder: String = db
+            .query(redis::cmd("GET").arg("t:_unique:f:v"))
+            .await
+            .unwrap();
+        assert_eq!(holder, "t:2");
+        // And a check that finds the entry no longer naming the object
+        // removes nothing.
+        assert_eq!(prune(&db, vec![stale("t:1")]).await.unwrap(), 0);
+    }
+}

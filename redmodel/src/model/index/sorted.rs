@@ -1,0 +1,572 @@
+//! Sorted index / leaderboard (seed 001: who logs in most; seed 003: users
+//! aged 18 to 35).
+//!
+//! `#[redmodel(sorted)] logins: u64` keeps the sorted set
+//! `user:_sorted:logins` of object keys scored by the field (the seed's
+//! `zadd login:login_times 5 1`). Every write of the field updates the
+//! score in the same MULTI/EXEC; [`ObjectRef::incr`] increments the field
+//! and the score together (`HINCRBY` + `ZINCRBY`, the seed's
+//! `r.zincrby("login:login_times", 1, uid)`).
+//!
+//! A score is a double, which holds integers exactly up to 2^53: a larger
+//! integer (or a NaN) is refused with
+//! [`Error::ScoreOverflow`](crate::Error::ScoreOverflow), never stored as
+//! a rounded score. Composite scores ([`Composite`](crate::model::Composite))
+//! pack several dimensions within that limit.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use redis::{ToRedisArgs, Value};
+
+use super::write::{backoff, checked_score, score_arg, MAX_ATTEMPTS};
+use super::{
+    existing, load_judged, parse_member, prune, prune_gone, recent_key, sorted_key, Entry,
+    IndexKind, IndexSpec, Stale, Test,
+};
+use crate::model::object::number_text;
+use crate::model::relation::AsMember;
+use crate::model::Model;
+use crate::{Db, Error, Result};
+
+/// The largest integer a double holds exactly, and so the largest score
+/// magnitude an integer field may have: 2^53.
+pub const MAX_EXACT_SCORE: u64 = 1 << 53;
+
+/// A number that can be a sorted set's score: integers up to 2^53 in
+/// magnitude (which a double holds exactly), and floats (not NaN).
+pub trait Score: fmt::Debug {
+    /// The score, or why this value cannot be one.
+    fn to_score(&self) -> std::result::Result<f64, String>;
+}
+
+macro_rules! small_int_score {
+    ($($t:ty),*) => {$(
+        impl Score for $t {
+            fn to_score(&self) -> std::result::Result<f64, String> {
+                Ok(f64::from(*self))
+            }
+        }
+    )*};
+}
+
+small_int_score!(i8, i16, i32, u8, u16, u32);
+
+macro_rules! wide_int_score {
+    ($($t:ty),*) => {$(
+        impl Score for $t {
+            fn to_score(&self) -> std::result::Result<f64, String> {
+                let magnitude = i128::try_from(*self).map(i128::unsigned_abs).unwrap_or(u128::MAX);
+                if magnitude > u128::from(MAX_EXACT_SCORE) {
+                    return Err(format!(
+                        "a score holds integers exactly only up to 2^53 = {MAX_EXACT_SCORE} in magnitude"
+                    ));
+                }
+                // Exact: the magnitude is at most 2^53.
+                Ok(*self as f64)
+            }
+        }
+    )*};
+}
+
+wide_int_score!(i64, isize, u64, usize, i128, u128);
+
+impl Score for f64 {
+    fn to_score(&self) -> std::result::Result<f64, String> {
+        if self.is_nan() {
+            Err("a score cannot be NaN".to_string())
+        } else {
+            Ok(*self)
+        }
+    }
+}
+
+impl Score for f32 {
+    fn to_score(&self) -> std::result::Result<f64, String> {
+        f64::from(*self).to_score()
+    }
+}
+
+/// A field type a sorted index accepts: a [`Score`], or an `Option` of
+/// one (`None`: the object is not in the index).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the score of a sorted index",
+    label = "not a number",
+    note = "`#[redmodel(sorted)]` needs an integer or float field (or an Option of one); for several dimensions in one score, store an integer built with `redmodel::model::Composite`"
+)]
+pub trait Sortable {
+    /// The score (`None`: not in the index), or why the value cannot be one.
+    fn score(&self) -> std::result::Result<Option<f64>, String>;
+}
+
+impl<T: Score> Sortable for T {
+    fn score(&self) -> std::result::Result<Option<f64>, String> {
+        self.to_score().map(Some)
+    }
+}
+
+impl<T: Score> Sortable for Option<T> {
+    fn score(&self) -> std::result::Result<Option<f64>, String> {
+        self.as_ref().map(Score::to_score).transpose()
+    }
+}
+
+/// The sorted index of a numeric field of `M` (field type `T`): generated
+/// by `#[redmodel(sorted)]` as `Model::FIELD_RANK`.
+pub struct SortedIndex<M, T> {
+    field: &'static str,
+    _marker: PhantomData<fn() -> (M, T)>,
+}
+
+impl<M, T> Clone for SortedIndex<M, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<M, T> Copy for SortedIndex<M, T> {}
+
+impl<M, T> fmt::Debug for SortedIndex<M, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SortedIndex({})", self.field)
+    }
+}
+
+/// A bound of a score range as ZRANGE BYSCORE takes it.
+fn bound_arg<S: Score>(bound: Bound<&S>, unbounded: &str) -> Result<String> {
+    let arg = |s: &S, prefix: &str| -> Result<String> {
+        let score = s.to_score().map_err(|reason| Error::ScoreOverflow {
+            name: "a bound of the score range".to_string(),
+            value: format!("{s:?}"),
+            reason,
+        })?;
+        Ok(format!("{prefix}{}", score_arg(score)))
+    };
+    match bound {
+        Bound::Included(s) => arg(s, ""),
+        Bound::Excluded(s) => arg(s, "("),
+        Bound::Unbounded => Ok(unbounded.to_string()),
+    }
+}
+
+/// ZRANGE BYSCORE's min and max for `range`.
+fn score_bounds<S: Score>(range: &impl RangeBounds<S>) -> Result<(String, String)> {
+    Ok((
+        bound_arg(range.start_bound(), "-inf")?,
+        bound_arg(range.end_bound(), "+inf")?,
+    ))
+}
+
+/// Which end of the index a walk by rank starts from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Lowest,
+    Highest,
+}
+
+impl<M, T> SortedIndex<M, T> {
+    /// The index of the stored field `field` (generated code calls this).
+    pub const fn new(field: &'static str) -> Self {
+        SortedIndex {
+            field,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The field's stored name.
+    pub const fn field(&self) -> &'static str {
+        self.field
+    }
+}
+
+impl<M: Model, T> SortedIndex<M, T> {
+    /// The sorted set's key (`user:_sorted:logins`).
+    pub fn key(&self) -> String {
+        sorted_key(M::TABLE, self.field)
+    }
+
+    fn entry(&self) -> impl Fn(&str) -> Entry + '_ {
+        move |_| Entry::Sorted(self.key())
+    }
+
+    /// Loads the objects at `keys`, noting the gone ones in `stale`.
+    async fn load_keys(
+        &self,
+        db: &Db,
+        keys: Vec<String>,
+        stale: &mut Vec<Stale>,
+    ) -> Result<Vec<M>> {
+        let index = self.key();
+        let refs = keys
+            .iter()
+            .map(|k| parse_member::<M>(k, &index))
+            .collect::<Result<Vec<_>>>()?;
+        let loaded = load_judged(db, refs, stale, |r, values, stale| {
+            if values.is_none() {
+                stale.push(Stale {
+                    object: r.key().to_string(),
+                    test: Test::Gone,
+                    entry: Entry::Sorted(index.clone()),
+                });
+            }
+            values.is_some()
+        })
+        .await?;
+        Ok(loaded.into_iter().map(|(_, object)| object).collect())
+    }
+
+    /// The `n` objects with the highest scores, highest first (the seed's
+    /// `zrevrange login:login_times 0 N-1`, loaded in one batch).
+    pub async fn top(&self, db: &Db, n: u64) -> Result<Vec<M>> {
+        self.walk(db, End::Highest, n).await
+    }
+
+    /// The `n` objects with the lowest scores, lowest first.
+    pub async fn bottom(&self, db: &Db, n: u64) -> Result<Vec<M>> {
+        self.walk(db, End::Lowest, n).await
+    }
+
+    /// The first `n` live objects from one end: reads windows by rank
+    /// (normally one), skipping the entries of gone objects, then prunes
+    /// those.
+    async fn walk(&self, db: &Db, end: End, n: u64) -> Result<Vec<M>> {
+        let key = self.key();
+        let mut out = Vec::new();
+        let mut stale = Vec::new();
+        let mut start: u64 = 0;
+        while (out.len() as u64) < n {
+            let want = n - out.len() as u64;
+            let window = want.saturating_add(stale.len() as u64).min(i64::MAX as u64);
+            let stop = start.saturating_add(window - 1).min(i64::MAX as u64);
+            let mut cmd = redis::cmd("ZRANGE");
+            cmd.arg(&key).arg(start).arg(stop);
+            if end == End::Highest {
+                cmd.arg("REV");
+            }
+            let keys: Vec<String> = db.query(&cmd).await?;
+            let fetched = keys.len() as u64;
+            let objects = self.load_keys(db, keys, &mut stale).await?;
+            out.extend(
+                objects
+                    .into_iter()
+                    .take(usize::try_from(want).unwrap_or(usize::MAX)),
+            );
+            if fetched < window {
+                break;
+            }
+            start = start.saturating_add(fetched);
+        }
+        prune(db, stale).await?;
+        Ok(out)
+    }
+
+    /// The objects whose score is within `range`, lowest first
+    /// (`range(&db, 18..=35)`: the seed 003's `ZRANGEBYSCORE user 18 35`).
+    /// Exclusive bounds (`18..35`) and open ends (`18..`) are ZRANGE's
+    /// `(35` and `+inf`.
+    pub async fn range<S: Score>(&self, db: &Db, range: impl RangeBounds<S>) -> Result<Vec<M>> {
+        self.by_score(db, &range, false).await
+    }
+
+    /// The objects whose score is within `range`, highest first.
+    pub async fn range_rev<S: Score>(&self, db: &Db, range: impl RangeBounds<S>) -> Result<Vec<M>> {
+        self.by_score(db, &range, true).await
+    }
+
+    async fn by_score<S: Score>(
+        &self,
+        db: &Db,
+        range: &impl RangeBounds<S>,
+        rev: bool,
+    ) -> Result<Vec<M>> {
+        let keys = self.keys_by_score(db, range, rev).await?;
+        let mut stale = Vec::new();
+        let objects = self.load_keys(db, keys, &mut stale).await?;
+        prune(db, stale).await?;
+        Ok(objects)
+    }
+
+    async fn keys_by_score<S: Score>(
+        &self,
+        db: &Db,
+        range: &impl RangeBounds<S>,
+        rev: bool,
+    ) -> Result<Vec<String>> {
+        let (min, max) = score_bounds(range)?;
+        let mut cmd = redis::cmd("ZRANGE");
+        cmd.arg(self.key());
+        if rev {
+            cmd.arg(max).arg(min).arg("BYSCORE").arg("REV");
+        } else {
+            cmd.arg(min).arg(max).arg("BYSCORE");
+        }
+        db.query(&cmd).await
+    }
+
+    /// How many live objects have a score within `range` (the members in
+    /// the range, checked to exist; entries of gone objects are pruned).
+    pub async fn count<S: Score>(&self, db: &Db, range: impl RangeBounds<S>) -> Result<u64> {
+        let keys = self.keys_by_score(db, &range, false).await?;
+        self.count_live(db, keys).await
+    }
+
+    /// How many live objects the index holds.
+    pub async fn len(&self, db: &Db) -> Result<u64> {
+        let keys: Vec<String> = db
+            .query(redis::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .await?;
+        self.count_live(db, keys).await
+    }
+
+    /// Whether the index holds no live object.
+    pub async fn is_empty(&self, db: &Db) -> Result<bool> {
+        Ok(self.top(db, 1).await?.is_empty())
+    }
+
+    async fn count_live(&self, db: &Db, keys: Vec<String>) -> Result<u64> {
+        let live = existing(db, &keys).await?;
+        let alive = live.iter().filter(|l| **l).count() as u64;
+        if alive < keys.len() as u64 {
+            let gone: Vec<String> = keys
+                .into_iter()
+                .zip(live)
+                .filter(|(_, l)| !l)
+                .map(|(k, _)| k)
+                .collect();
+            prune_gone(db, &gone, self.entry()).await?;
+        }
+        Ok(alive)
+    }
+
+    /// The position of `member` from the highest score (0 = first on the
+    /// leaderboard); `None` if it is not in the index (or gone). Entries
+    /// of gone objects ranked above it are not counted (and are pruned).
+    pub async fn rank_from_top(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<u64>> {
+        self.rank(db, member.member_key()?, End::Highest).await
+    }
+
+    /// The position of `member` from the lowest score (0 = lowest).
+    pub async fn rank_from_bottom(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<u64>> {
+        self.rank(db, member.member_key()?, End::Lowest).await
+    }
+
+    async fn rank(&self, db: &Db, member: String, end: End) -> Result<Option<u64>> {
+        let key = self.key();
+        let command = if end == End::Highest {
+            "ZREVRANK"
+        } else {
+            "ZRANK"
+        };
+        let mut pipe = redis::pipe();
+        pipe.cmd(command).arg(&key).arg(&member);
+        pipe.cmd("EXISTS").arg(&member);
+        let (rank, exists): (Option<u64>, bool) = db.query_pipeline(&pipe).await?;
+        let Some(rank) = rank else {
+            return Ok(None);
+        };
+        if !exists {
+            prune_gone(db, &[member], self.entry()).await?;
+            return Ok(None);
+        }
+        if rank == 0 {
+            return Ok(Some(0));
+        }
+        let mut cmd = redis::cmd("ZRANGE");
+        cmd.arg(&key).arg(0).arg(rank - 1);
+        if end == End::Highest {
+            cmd.arg("REV");
+        }
+        let above: Vec<String> = db.query(&cmd).await?;
+        let live = existing(db, &above).await?;
+        let alive = live.iter().filter(|l| **l).count() as u64;
+        if alive < above.len() as u64 {
+            let gone: Vec<String> = above
+                .into_iter()
+                .zip(live)
+                .filter(|(_, l)| !l)
+                .map(|(k, _)| k)
+                .collect();
+            prune_gone(db, &gone, self.entry()).await?;
+        }
+        Ok(Some(alive))
+    }
+
+    /// The score of `member` (ZSCORE); `None` if it is not in the index
+    /// (or gone, whose entry is then pruned).
+    pub async fn score(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<f64>> {
+        let member = member.member_key()?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZSCORE").arg(self.key()).arg(&member);
+        pipe.cmd("EXISTS").arg(&member);
+        let (score, exists): (Option<f64>, bool) = db.query_pipeline(&pipe).await?;
+        if score.is_some() && !exists {
+            prune_gone(db, &[member], self.entry()).await?;
+            return Ok(None);
+        }
+        Ok(score)
+    }
+
+    /// Removes the entries of every gone object (a full pass). Returns how
+    /// many were removed.
+    pub async fn prune(&self, db: &Db) -> Result<u64> {
+        let keys: Vec<String> = db
+            .query(redis::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .await?;
+        prune_gone(db, &keys, self.entry()).await
+    }
+}
+
+/// [`ObjectRef::incr`] of a field with a sorted or recent index:
+/// `HINCRBY` (or `HINCRBYFLOAT`) and `ZINCRBY` by the same amount, and the
+/// recent list's push, in one MULTI/EXEC. Returns the field's new text.
+///
+/// If the two results disagree (the score was missing, or float
+/// arithmetic differs: HINCRBYFLOAT computes in long double), the score is
+/// set from the field under WATCH. If the new value cannot be a score (an
+/// integer past 2^53), the field keeps it but the object leaves the index,
+/// and the error says so: never a rounded score.
+pub(crate) async fn incr_indexed<M: Model>(
+    db: &Db,
+    key: &str,
+    field: &'static str,
+    command: &str,
+    by: &impl ToRedisArgs,
+) -> Result<Vec<u8>> {
+    let specs: Vec<&IndexSpec> = M::INDEXES.iter().filter(|s| s.field == field).collect();
+    if specs.iter().any(|s| matches!(s.kind, IndexKind::Unique)) {
+        return Err(Error::Encode {
+            key: key.to_string(),
+            field: field.to_string(),
+            reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
+        });
+    }
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    pipe.cmd(command).arg(key).arg(field).arg(by);
+    for spec in &specs {
+        match spec.kind {
+            IndexKind::Sorted { .. } => {
+                pipe.cmd("ZINCRBY")
+                    .arg(sorted_key(M::TABLE, field))
+                    .arg(by)
+                    .arg(key);
+            }
+            IndexKind::Recent { cap } => {
+                let list = recent_key(M::TABLE, field);
+                pipe.cmd("LREM").arg(&list).arg(0).arg(key).ignore();
+                pipe.cmd("LPUSH").arg(&list).arg(key).ignore();
+                pipe.cmd("LTRIM")
+                    .arg(&list)
+                    .arg(0)
+                    .arg(i64::from(cap) - 1)
+                    .ignore();
+            }
+            IndexKind::Unique | IndexKind::Tags { .. } => {}
+        }
+    }
+    let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
+    let mut replies = replies.into_iter();
+    let text = number_text(replies.next().unwrap_or(Value::Nil))?;
+    for spec in specs {
+        let IndexKind::Sorted { score } = spec.kind else {
+            continue;
+        };
+        let stored: Option<f64> = replies
+            .next()
+            .and_then(|v| redis::from_redis_value::<f64>(v).ok());
+        match score(&text) {
+            Ok(Some(expected)) if Some(expected) == stored => {}
+            Ok(_) => resync_score::<M>(db, key, spec).await?,
+            Err(reason) => {
+                db.query::<()>(redis::cmd("ZREM").arg(sorted_key(M::TABLE, field)).arg(key))
+                    .await?;
+                return Err(Error::ScoreOverflow {
+                    name: field.to_string(),
+                    value: String::from_utf8_lossy(&text).into_owned(),
+                    reason: format!("{reason}; the field holds it, but `{key}` left the index"),
+                });
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// Sets the score of `key` in the sorted index `spec` from the field's
+/// current value, under WATCH so that a concurrent write cannot be
+/// overwritten by an older value.
+async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<()> {
+    let IndexKind::Sorted { score } = spec.kind else {
+        return Ok(());
+    };
+    let index = sorted_key(M::TABLE, spec.field);
+    let mut conn = db.dedicated().await?;
+    for attempt in 0..MAX_ATTEMPTS {
+        conn.query::<()>(redis::cmd("WATCH").arg(key)).await?;
+        let text: Option<Vec<u8>> = conn
+            .query(redis::cmd("HGET").arg(key).arg(spec.field))
+            .await?;
+        let value = text.as_deref().map(score).transpose();
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        match value {
+            Ok(Some(Some(s))) => {
+                let s = checked_score(spec.field, s)?;
+                pipe.cmd("ZADD").arg(&index).arg(score_arg(s)).arg(key)
+            }
+            _ => pipe.cmd("ZREM").arg(&index).arg(key),
+        }
+        .ignore();
+        if conn.query_pipeline::<Option<()>>(&pipe).await?.is_some() {
+            return Ok(());
+        }
+        backoff(attempt).await;
+    }
+    Err(Error::Conflict {
+        key: Some(key.to_string()),
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_scores_stop_at_two_to_the_53() {
+        assert_eq!((1i64 << 53).to_score(), Ok(9007199254740992.0));
+        assert_eq!((-(1i64 << 53)).to_score(), Ok(-9007199254740992.0));
+        assert!(((1i64 << 53) + 1).to_score().is_err());
+        assert!(u64::MAX.to_score().is_err());
+        assert!(i64::MIN.to_score().is_err());
+        assert_eq!(u8::MAX.to_score(), Ok(255.0));
+        assert!(f64::NAN.to_score().is_err());
+        assert_eq!(f64::INFINITY.to_score(), Ok(f64::INFINITY));
+        assert_eq!(None::<i64>.score(), Ok(None));
+        assert_eq!(Some(5u32).score(), Ok(Some(5.0)));
+    }
+
+    #[test]
+    fn range_bounds_are_zrange_arguments() {
+        assert_eq!(
+            score_bounds(&(18..=35)).unwrap(),
+            ("18".to_string(), "35".to_string())
+        );
+        assert_eq!(
+            score_bounds(&(18..35)).unwrap(),
+            ("18".to_string(), "(35".to_string())
+        );
+        assert_eq!(
+            score_bounds(&(1.5..)).unwrap(),
+            ("1.5".to_string(), "+inf".to_string())
+        );
+        assert_eq!(
+            score_bounds(&(..=152003456u64)).unwrap(),
+            ("-inf".to_string(), "152003456".to_string())
+        );
+        assert!(score_bounds(&(0..=u64::MAX)).is_err());
+        assert_eq!(score_arg(f64::NEG_INFINITY), "-inf");
+        assert_eq!(score_arg(0.1), "0.1");
+        assert_eq!(score_arg(-3.0), "-3");
+    }
+}

@@ -1,0 +1,440 @@
+//! Keeping the indexes in step with an object's writes, in the same
+//! MULTI/EXEC as the write itself.
+//!
+//! The caller builds the object's own commands as an atomic pipeline (the
+//! replies it wants not ignored) and says which stored fields the write
+//! changes ([`Changes`]). [`run`] appends the index commands (ignored, so
+//! the caller's replies keep their shape) and runs everything as one
+//! transaction:
+//!
+//! - no declared index among the changed fields: the pipeline as it is;
+//! - only sorted and recent indexes: one pipelined MULTI/EXEC, as their
+//!   commands do not depend on the old value (`ZADD`/`ZREM`,
+//!   `LREM`+`LPUSH`+`LTRIM`);
+//! - a unique or a tag index: an optimistic transaction on a connection of
+//!   its own. It `WATCH`es the object and the unique entries it will
+//!   claim, reads the old values and the current holders, refuses a value
+//!   another live object holds ([`Error::Unique`]), then runs the write and
+//!   the index commands in `MULTI`/`EXEC`. If a concurrent write touched a
+//!   watched key, EXEC does nothing and the whole attempt is repeated
+//!   (at most [`MAX_ATTEMPTS`] times).
+//!
+//! Why WATCH rather than claiming the unique value first (`SET NX`) and
+//! writing the object next: a claim made outside the object's transaction
+//! is a second step that can be left half done, and taking over a claim
+//! whose holder has expired needs a compare-and-set anyway. With WATCH, the
+//! claim, the release of the old value and the object's write are one
+//! EXEC; a refused or conflicting write stores nothing at all.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use redis::{FromRedisValue, Pipeline, Value};
+
+use super::{recent_key, sorted_key, tag_key, unique_key, IndexKind, IndexSpec};
+use crate::model::Model;
+use crate::{Db, DedicatedConnection, Error, Result};
+
+/// How many times an optimistic transaction is tried before giving up
+/// with [`Error::Conflict`].
+pub(crate) const MAX_ATTEMPTS: u32 = 32;
+
+/// What a write does to an object's stored fields.
+pub(crate) enum Changes<'a> {
+    /// These fields get these texts (`None`: the field is removed).
+    Fields(Vec<(&'static str, Option<&'a [u8]>)>),
+    /// The object is deleted.
+    Delete,
+}
+
+/// The new state of one indexed field.
+#[derive(Clone, Copy)]
+enum New<'a> {
+    Value(&'a [u8]),
+    Absent,
+    Deleted,
+}
+
+impl<'a> New<'a> {
+    fn value(self) -> Option<&'a [u8]> {
+        match self {
+            New::Value(v) => Some(v),
+            New::Absent | New::Deleted => None,
+        }
+    }
+}
+
+/// One index's part of a write, with everything computed that can fail
+/// before anything is sent.
+enum Step {
+    /// `ZADD` with this score, or `ZREM` (`None`).
+    Sorted { key: String, score: Option<f64> },
+    /// Push to the head (and trim), or just remove.
+    Recent { key: String, cap: u32, push: bool },
+    /// Claim this value (`None`: hold none) and release the old one.
+    Unique {
+        field: &'static str,
+        new: Option<String>,
+    },
+    /// Be in these tags' sets (and leave the old ones').
+    Tags {
+        field: &'static str,
+        parse: fn(&[u8]) -> std::result::Result<Vec<String>, String>,
+        new: Vec<String>,
+    },
+}
+
+/// The indexed fields `changes` touches, with their new state.
+fn touched<'a, M: Model>(changes: &Changes<'a>) -> Vec<(&'static IndexSpec, New<'a>)> {
+    M::INDEXES
+        .iter()
+        .filter_map(|spec| match changes {
+            Changes::Delete => Some((spec, New::Deleted)),
+            Changes::Fields(fields) => fields
+                .iter()
+                .find(|(name, _)| *name == spec.field)
+                .map(|(_, text)| (spec, text.map_or(New::Absent, New::Value))),
+        })
+        .collect()
+}
+
+/// Whether a write of the stored fields `names` touches an index of `M`.
+pub(crate) fn touches_index<M: Model>(names: &[&str]) -> bool {
+    M::INDEXES.iter().any(|spec| names.contains(&spec.field))
+}
+
+/// Checks a score: finite or infinite, never NaN.
+pub(crate) fn checked_score(name: &str, score: f64) -> Result<f64> {
+    if score.is_nan() {
+        return Err(Error::ScoreOverflow {
+            name: name.to_string(),
+            value: "NaN".to_string(),
+            reason: "a sorted set's score cannot be NaN".to_string(),
+        });
+    }
+    Ok(score)
+}
+
+fn step<M: Model>(spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
+    let field = spec.field;
+    let invalid = |reason: String| Error::Encode {
+        key: key.to_string(),
+        field: field.to_string(),
+        reason,
+    };
+    Ok(match spec.kind {
+        IndexKind::Sorted { score } => {
+            let score = match new.value() {
+                Some(text) => score(text).map_err(|reason| Error::ScoreOverflow {
+                    name: field.to_string(),
+                    value: String::from_utf8_lossy(text).into_owned(),
+                    reason,
+                })?,
+                None => None,
+            };
+            Step::Sorted {
+                key: sorted_key(M::TABLE, field),
+                score: score.map(|s| checked_score(field, s)).transpose()?,
+            }
+        }
+        IndexKind::Recent { cap } => Step::Recent {
+            key: recent_key(M::TABLE, field),
+            cap,
+            push: new.value().is_some(),
+        },
+        IndexKind::Unique => Step::Unique {
+            field,
+            new: new
+                .value()
+                .map(|text| super::key_text(text).map(str::to_string))
+                .transpose()
+                .map_err(invalid)?,
+        },
+        IndexKind::Tags { tags } => Step::Tags {
+            field,
+            parse: tags,
+            new: match new.value() {
+                Some(text) => tags(text).map_err(invalid)?,
+                None => Vec::new(),
+            },
+        },
+    })
+}
+
+/// Adds the commands of the steps that need no old value.
+fn add_blind(pipe: &mut Pipeline, member: &str, steps: &[Step]) {
+    for step in steps {
+        match step {
+            Step::Sorted {
+                key,
+                score: Some(score),
+            } => {
+                pipe.cmd("ZADD")
+                    .arg(key)
+                    .arg(score_arg(*score))
+                    .arg(member)
+                    .ignore();
+            }
+            Step::Sorted { key, score: None } => {
+                pipe.cmd("ZREM").arg(key).arg(member).ignore();
+            }
+            Step::Recent { key, cap, push } => {
+                pipe.cmd("LREM").arg(key).arg(0).arg(member).ignore();
+                if *push {
+                    pipe.cmd("LPUSH").arg(key).arg(member).ignore();
+                    pipe.cmd("LTRIM")
+                        .arg(key)
+                        .arg(0)
+                        .arg(i64::from(*cap) - 1)
+                        .ignore();
+                }
+            }
+            Step::Unique { .. } | Step::Tags { .. } => {}
+        }
+    }
+}
+
+/// A score as a command argument: integers exactly (`152003456`), other
+/// numbers in Rust's shortest round-trip form, which Redis parses back to
+/// the same double (`inf` and `-inf` included).
+pub(crate) fn score_arg(score: f64) -> String {
+    if score.is_infinite() {
+        return if score > 0.0 { "+inf" } else { "-inf" }.to_string();
+    }
+    format!("{score}")
+}
+
+/// Runs `pipe` (an atomic pipeline: the object's own commands) with the
+/// index commands that `changes` calls for, as one transaction, and
+/// returns the replies of `pipe`'s commands that are not ignored.
+pub(crate) async fn run<M: Model, T: FromRedisValue>(
+    db: &Db,
+    key: &str,
+    pipe: &Pipeline,
+    changes: &Changes<'_>,
+) -> Result<T> {
+    let touched = touched::<M>(changes);
+    if touched.is_empty() {
+        return db.query_pipeline(pipe).await;
+    }
+    let steps = touched
+        .iter()
+        .map(|(spec, new)| step::<M>(spec, *new, key))
+        .collect::<Result<Vec<Step>>>()?;
+    let mut pipe = pipe.clone();
+    add_blind(&mut pipe, key, &steps);
+    if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
+        return db.query_pipeline(&pipe).await;
+    }
+    let mut conn = db.dedicated().await?;
+    for attempt in 0..MAX_ATTEMPTS {
+        if let Some(out) = attempt_watched::<M, T>(&mut conn, key, &pipe, &steps).await? {
+            return Ok(out);
+        }
+        backoff(attempt).await;
+    }
+    Err(Error::Conflict {
+        key: Some(key.to_string()),
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// A short random pause after an aborted attempt, growing with the
+/// attempt number, so that racing writers spread out.
+pub(crate) async fn backoff(attempt: u32) {
+    let cap_ms = 1u64 << attempt.min(5);
+    let ms = rand::random_range(0..=cap_ms);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}
+
+/// One unique step, with what the attempt learned.
+struct UniqueState<'s> {
+    field: &'static str,
+    /// The value to hold, if any.
+    new: Option<&'s str>,
+    /// The key of the new value's entry, and who holds it now.
+    new_entry: Option<(String, Option<String>)>,
+    /// The key of the old value's entry, if the write gives the old value
+    /// up; and whether this object holds it (only then is it released).
+    old_entry: Option<(String, bool)>,
+}
+
+/// The fields whose old value a watched write reads.
+fn old_fields(steps: &[Step]) -> Vec<&'static str> {
+    steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Unique { field, .. } | Step::Tags { field, .. } => Some(*field),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One attempt of a watched write: `None` if a concurrent write aborted it.
+async fn attempt_watched<M: Model, T: FromRedisValue>(
+    conn: &mut DedicatedConnection,
+    key: &str,
+    write: &Pipeline,
+    steps: &[Step],
+) -> Result<Option<T>> {
+    let fields = old_fields(steps);
+    let mut uniques: Vec<UniqueState> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Unique { field, new } => Some(UniqueState {
+                field,
+                new: new.as_deref(),
+                new_entry: new
+                    .as_deref()
+                    .map(|v| (unique_key(M::TABLE, field, v), None)),
+                old_entry: None,
+            }),
+            _ => None,
+        })
+        .collect();
+    let old = read_old(conn, key, &fields, &mut uniques).await?;
+    let old_of = |field: &str| -> Option<&[u8]> {
+        let i = fields.iter().position(|f| *f == field)?;
+        old.get(i)?.as_deref()
+    };
+    for u in uniques.iter_mut() {
+        let old_text = old_of(u.field).and_then(|t| std::str::from_utf8(t).ok());
+        if let Some(old_text) = old_text.filter(|t| Some(*t) != u.new) {
+            u.old_entry = Some((unique_key(M::TABLE, u.field, old_text), false));
+        }
+    }
+    check_entries::<M>(conn, key, &mut uniques).await?;
+
+    // The memory engine answers at once: let other tasks run between the
+    // reads and the EXEC, as they would while a server's replies travel,
+    // so that it sees the same interleavings (and WATCH aborts) a server
+    // does.
+    tokio::task::yield_now().await;
+
+    // Round 3: the write and every index command, in one MULTI/EXEC.
+    let mut txn = write.clone();
+    for u in &uniques {
+        if let Some((entry, holder)) = &u.new_entry {
+            if holder.as_deref() != Some(key) {
+                txn.cmd("SET").arg(entry).arg(key).ignore();
+            }
+        }
+        if let Some((entry, true)) = &u.old_entry {
+            txn.cmd("DEL").arg(entry).ignore();
+        }
+    }
+    for s in steps {
+        if let Step::Tags { field, parse, new } = s {
+            let old: BTreeSet<String> = old_of(field)
+                .and_then(|t| parse(t).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            for tag in old.iter().filter(|t| !new.contains(t)) {
+                txn.cmd("SREM")
+                    .arg(tag_key(M::TABLE, field, tag))
+                    .arg(key)
+                    .ignore();
+            }
+            for tag in new {
+                txn.cmd("SADD")
+                    .arg(tag_key(M::TABLE, field, tag))
+                    .arg(key)
+                    .ignore();
+            }
+        }
+    }
+    conn.query_pipeline::<Option<T>>(&txn).await
+}
+
+/// Round 1: WATCH the object and the unique entries to claim; read the
+/// old values of `fields` (HMGET) and the entries' holders (MGET).
+async fn read_old(
+    conn: &mut DedicatedConnection,
+    key: &str,
+    fields: &[&str],
+    uniques: &mut [UniqueState<'_>],
+) -> Result<Vec<Option<Vec<u8>>>> {
+    let claimed: Vec<&String> = uniques
+        .iter()
+        .filter_map(|u| u.new_entry.as_ref().map(|(k, _)| k))
+        .collect();
+    let mut read = redis::pipe();
+    read.cmd("WATCH").arg(key).arg(&claimed).ignore();
+    read.cmd("HMGET").arg(key).arg(fields);
+    if claimed.is_empty() {
+        let (old,): (Vec<Option<Vec<u8>>>,) = conn.query_pipeline(&read).await?;
+        return Ok(old);
+    }
+    read.cmd("MGET").arg(&claimed);
+    let (old, holders): (Vec<Option<Vec<u8>>>, Vec<Option<String>>) =
+        conn.query_pipeline(&read).await?;
+    let mut holders = holders.into_iter();
+    for u in uniques.iter_mut() {
+        if let Some((_, holder)) = u.new_entry.as_mut() {
+            *holder = holders.next().flatten();
+        }
+    }
+    Ok(old)
+}
+
+/// Round 2: WATCH the entries of the values given up and read whether
+/// this object holds them; refuse a value to claim whose holder (another
+/// object) exists and holds it ([`Error::Unique`]). A holder that is
+/// gone, or whose field no longer holds the value, is stale: its entry is
+/// taken over.
+async fn check_entries<M: Model>(
+    conn: &mut DedicatedConnection,
+    key: &str,
+    uniques: &mut [UniqueState<'_>],
+) -> Result<()> {
+    let releases: Vec<String> = uniques
+        .iter()
+        .filter_map(|u| u.old_entry.as_ref().map(|(k, _)| k.clone()))
+        .collect();
+    let rivals: Vec<(usize, String)> = uniques
+        .iter()
+        .enumerate()
+        .filter_map(|(i, u)| match &u.new_entry {
+            Some((_, Some(holder))) if holder != key => Some((i, holder.clone())),
+            _ => None,
+        })
+        .collect();
+    if releases.is_empty() && rivals.is_empty() {
+        return Ok(());
+    }
+    let mut check = redis::pipe();
+    check.ignore_errors();
+    if !releases.is_empty() {
+        check.cmd("WATCH").arg(&releases).ignore();
+    }
+    for entry in &releases {
+        check.cmd("GET").arg(entry);
+    }
+    for (i, holder) in &rivals {
+        check.cmd("HGET").arg(holder).arg(uniques[*i].field);
+    }
+    let replies: Vec<Value> = conn.query_pipeline(&check).await?;
+    let mut replies = replies.into_iter();
+    for u in uniques.iter_mut() {
+        if let Some((_, ours)) = u.old_entry.as_mut() {
+            *ours = matches!(replies.next(), Some(Value::BulkString(h)) if h == key.as_bytes());
+        }
+    }
+    for (i, holder) in rivals {
+        let u = &uniques[i];
+        let holds = matches!(
+            replies.next(),
+            Some(Value::BulkString(v)) if Some(v.as_slice()) == u.new.map(str::as_bytes)
+        );
+        if holds {
+            return Err(Error::Unique {
+                model: M::TABLE,
+                field: u.field,
+                value: u.new.unwrap_or_default().to_string(),
+                holder,
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,690 @@
+//! Passes over every object of a model, for data that was written before
+//! a declaration changed:
+//!
+//! - [`rebuild_indexes`]: an index was added to a model that already has
+//!   objects (or an index must be repaired): SCAN the model's objects and
+//!   write their entries, in pipelined batches, then prune the entries of
+//!   objects that no longer hold their value;
+//! - [`migrate`]: the model's fields changed (a field added with a
+//!   default, renamed, or removed): SCAN the objects and rewrite each as
+//!   the model now declares it, then update its index entries;
+//! - [`drop_field_indexes`]: delete the index keys of a field that is no
+//!   longer indexed (or no longer exists).
+//!
+//! Both passes walk the keyspace with SCAN (never KEYS), one batch per
+//! SCAN call. Each batch is one optimistic transaction: its objects are
+//! WATCHed, read, and written back in one MULTI/EXEC, and the batch is
+//! retried if a concurrent write touched one of them, so a pass never
+//! overwrites a newer write with older data. After each batch the
+//! `progress` callback gets a [`Progress`] (objects done, an estimate of
+//! the total, and the SCAN cursor to resume from); returning
+//! `ControlFlow::Break(())` stops the pass, and [`PassOptions::resume`]
+//! with the last cursor continues it later, in this process or another.
+//! SCAN guarantees that every object present for the whole pass is seen
+//! at least once; one may be seen twice, which both passes allow.
+//!
+//! Reading old data never needs a migration to *work*: a field missing
+//! from a stored object decodes to its default when it has one
+//! (`#[serde(default)]` or `#[redmodel(default)]`), so adding a field with
+//! a default never breaks reading; [`migrate`] writes the default into
+//! every object so that other programs (and redis-cli) see it too.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::ops::ControlFlow;
+
+use redis::Value;
+
+use super::index::write::{backoff, checked_score, score_arg, MAX_ATTEMPTS};
+use super::index::{key_pattern, sorted_key, tag_key, unique_key, IndexKind, IndexSpec};
+use super::key::glob_escape;
+use super::scan::scan_keys;
+use super::{Admin, ObjectRef};
+use crate::{Db, DedicatedConnection, Error, Result};
+
+/// Where a pass starts and how much it takes at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassOptions {
+    /// The SCAN cursor to start from: 0 for a new pass, or the `cursor`
+    /// of the last [`Progress`] to resume one.
+    pub cursor: u64,
+    /// The COUNT hint of each SCAN call: about how many keys one batch
+    /// looks at.
+    pub batch_size: u32,
+}
+
+impl Default for PassOptions {
+    fn default() -> Self {
+        PassOptions {
+            cursor: 0,
+            batch_size: 500,
+        }
+    }
+}
+
+impl PassOptions {
+    /// A pass that resumes at `cursor` (from a [`Progress`] or a
+    /// [`Report`]).
+    pub fn resume(cursor: u64) -> Self {
+        PassOptions {
+            cursor,
+            ..PassOptions::default()
+        }
+    }
+
+    /// The same pass with batches of about `batch_size` keys.
+    pub fn batch_size(self, batch_size: u32) -> Self {
+        PassOptions {
+            batch_size: batch_size.max(1),
+            ..self
+        }
+    }
+}
+
+/// How far a pass is, after a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Objects handled so far in this run (a resumed run counts from 0).
+    pub done: u64,
+    /// An estimate of how many there are in all: the number of keys in the
+    /// database when the pass started (DBSIZE), an upper bound, since the
+    /// model's objects are a part of them. Never below `done`.
+    pub total_estimate: u64,
+    /// The SCAN cursor to resume from ([`PassOptions::resume`]); 0 once
+    /// the pass is over.
+    pub cursor: u64,
+}
+
+/// What a callback returns: `()` (go on), or a `ControlFlow` to stop the
+/// pass after this batch.
+pub trait Proceed {
+    /// Whether to go on.
+    fn proceed(self) -> bool;
+}
+
+impl Proceed for () {
+    fn proceed(self) -> bool {
+        true
+    }
+}
+
+impl Proceed for ControlFlow<()> {
+    fn proceed(self) -> bool {
+        self.is_continue()
+    }
+}
+
+/// A unique value that two objects hold, found by a pass: the first keeps
+/// the entry, the other is reported (and has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UniqueConflict {
+    /// The object left without an entry.
+    pub key: String,
+    /// The unique field.
+    pub field: &'static str,
+    /// The value, as stored text.
+    pub value: String,
+    /// The object that holds the value.
+    pub holder: String,
+}
+
+/// What a pass did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    /// Objects handled.
+    pub objects: u64,
+    /// Objects [`migrate`] rewrote (others were already as declared).
+    pub rewritten: u64,
+    /// Batches (SCAN calls).
+    pub batches: u64,
+    /// Unique values held by more than one object.
+    pub conflicts: Vec<UniqueConflict>,
+    /// Objects that could not be handled (a value that does not decode, a
+    /// score that does not fit), with why; the pass went on without them.
+    pub failed: Vec<(String, String)>,
+    /// Entries removed by the final prune of each index.
+    pub pruned: u64,
+    /// The cursor to resume from; 0 when `finished`.
+    pub cursor: u64,
+    /// Whether the pass went through the whole keyspace (not stopped by
+    /// the callback).
+    pub finished: bool,
+}
+
+/// A change of a model's fields for [`migrate`]: renamed and removed
+/// stored fields, and any other edit of the stored text.
+#[derive(Default)]
+pub struct Migration {
+    renames: Vec<(String, String)>,
+    removals: Vec<String>,
+    edits: Vec<Edit>,
+}
+
+type Edit = Box<dyn Fn(&mut BTreeMap<String, Vec<u8>>) + Send + Sync>;
+
+impl fmt::Debug for Migration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Migration")
+            .field("renames", &self.renames)
+            .field("removals", &self.removals)
+            .field("edits", &self.edits.len())
+            .finish()
+    }
+}
+
+impl Migration {
+    /// No change but the declared fields: objects are rewritten as the
+    /// model declares them (missing fields with a default get it).
+    pub fn new() -> Self {
+        Migration::default()
+    }
+
+    /// The stored field `from` is now `to`: its text moves over (unless
+    /// the object already has `to`).
+    pub fn rename(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
+        self.renames.push((from.into(), to.into()));
+        self
+    }
+
+    /// The stored field `name` is no longer declared: it is deleted.
+    pub fn remove(mut self, name: impl Into<String>) -> Self {
+        self.removals.push(name.into());
+        self
+    }
+
+    /// Any other change, on the object's stored hash (field -> text),
+    /// applied after renames and removals (convert a value's format, split
+    /// a field, ...).
+    pub fn edit(
+        mut self,
+        edit: impl Fn(&mut BTreeMap<String, Vec<u8>>) + Send + Sync + 'static,
+    ) -> Self {
+        self.edits.push(Box::new(edit));
+        self
+    }
+
+    fn apply(&self, hash: &mut BTreeMap<String, Vec<u8>>) {
+        for (from, to) in &self.renames {
+            if let Some(text) = hash.remove(from) {
+                hash.entry(to.clone()).or_insert(text);
+            }
+        }
+        for name in &self.removals {
+            hash.remove(name);
+        }
+        for edit in &self.edits {
+            edit(hash);
+        }
+    }
+}
+
+/// Builds (or repairs) every declared index of `M` from the objects
+/// stored: see the [module](self) docs. Recent lists are not rebuilt:
+/// their order is that of writes, which stored objects do not record.
+///
+/// Entries are added and scores corrected batch by batch; when the pass
+/// finishes, each index is pruned of entries whose object is gone or no
+/// longer holds the value. A unique value held by two objects is kept by
+/// the first one seen and reported in [`Report::conflicts`].
+pub async fn rebuild_indexes<M: Admin, P: Proceed>(
+    db: &Db,
+    options: PassOptions,
+    progress: impl FnMut(&Progress) -> P,
+) -> Result<Report> {
+    pass::<M, P>(db, options, None, progress).await
+}
+
+/// Rewrites every object of `M` as the model now declares it, after
+/// `migration`'s renames, removals and edits, and updates its index
+/// entries: see the [module](self) docs. An object that does not decode
+/// after the migration is left as it is and reported in
+/// [`Report::failed`]. Undeclared fields the migration does not name are
+/// left alone, and writes keep the objects' TTLs (HSET, HDEL). The
+/// write count (`_count`) is not changed, and sync hooks are not called.
+pub async fn migrate<M: Admin, P: Proceed>(
+    db: &Db,
+    migration: &Migration,
+    options: PassOptions,
+    progress: impl FnMut(&Progress) -> P,
+) -> Result<Report> {
+    pass::<M, P>(db, options, Some(migration), progress).await
+}
+
+/// Deletes every index key of the stored field `field` of the model with
+/// table `table`, of every kind (`TABLE:_unique:FIELD:*`,
+/// `TABLE:_sorted:FIELD`, `TABLE:_tag:FIELD:*`, `TABLE:_recent:FIELD`):
+/// for a field that lost its index, or was renamed or removed. Returns
+/// how many keys were deleted.
+pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64> {
+    let mut deleted = 0;
+    for kind in [
+        IndexKind::Unique,
+        IndexKind::Sorted {
+            score: |_| Ok(None),
+        },
+        IndexKind::Tags {
+            tags: |_| Ok(Vec::new()),
+        },
+        IndexKind::Recent { cap: 1 },
+    ] {
+        let keys = scan_keys(db, &key_pattern(table, field, &kind)).await?;
+        for batch in keys.chunks(500) {
+            deleted += db.query::<u64>(redis::cmd("DEL").arg(batch)).await?;
+        }
+    }
+    Ok(deleted)
+}
+
+/// The shared walk: SCAN the model's hashes batch by batch, migrate each
+/// batch if asked, index it, report progress.
+async fn pass<M: Admin, P: Proceed>(
+    db: &Db,
+    options: PassOptions,
+    migration: Option<&Migration>,
+    mut progress: impl FnMut(&Progress) -> P,
+) -> Result<Report> {
+    let total: u64 = db.query(&redis::cmd("DBSIZE")).await?;
+    let pattern = format!("{}:*", glob_escape(M::TABLE));
+    let mut conn = db.dedicated().await?;
+    let mut report = Report::default();
+    let mut cursor = options.cursor;
+    loop {
+        let (next, keys): (u64, Vec<Vec<u8>>) = db
+            .query(
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(options.batch_size)
+                    .arg("TYPE")
+                    .arg("hash"),
+            )
+            .await?;
+        let mut refs: Vec<ObjectRef<M>> = keys
+            .iter()
+            .filter_map(|k| std::str::from_utf8(k).ok())
+            .filter_map(|k| ObjectRef::parse(k).ok())
+            .collect();
+        refs.sort();
+        refs.dedup();
+        if let Some(migration) = migration {
+            report.rewritten += migrate_batch(&mut conn, &refs, migration, &mut report).await?;
+        }
+        index_batch(&mut conn, &refs, &mut report).await?;
+        report.objects += refs.len() as u64;
+        report.batches += 1;
+        report.cursor = next;
+        let go_on = progress(&Progress {
+            done: report.objects,
+            total_estimate: total.max(report.objects),
+            cursor: next,
+        })
+        .proceed();
+        if next == 0 {
+            report.finished = true;
+            break;
+        }
+        if !go_on {
+            return Ok(report);
+        }
+        cursor = next;
+    }
+    report.pruned = prune_all::<M>(db).await?;
+    Ok(report)
+}
+
+/// Prunes every index of `M` (a full pass each).
+async fn prune_all<M: Admin>(db: &Db) -> Result<u64> {
+    use super::index::{RecentList, SortedIndex, TagIndex, UniqueIndex};
+    let mut pruned = 0;
+    for spec in M::INDEXES {
+        pruned += match spec.kind {
+            IndexKind::Unique => UniqueIndex::<M, String>::new(spec.field).prune(db).await?,
+            IndexKind::Sorted { .. } => SortedIndex::<M, u64>::new(spec.field).prune(db).await?,
+            IndexKind::Tags { .. } => {
+                TagIndex::<M, Vec<String>>::new(spec.field)
+                    .prune(db)
+                    .await?
+            }
+            IndexKind::Recent { cap } => RecentList::<M>::new(spec.field, cap).prune(db).await?,
+        };
+    }
+    Ok(pruned)
+}
+
+/// Rewrites one batch of objects as `M` declares them, after the
+/// migration: one WATCH / read / MULTI-EXEC, retried on conflict. Returns
+/// how many objects changed.
+async fn migrate_batch<M: Admin>(
+    conn: &mut DedicatedConnection,
+    refs: &[ObjectRef<M>],
+    migration: &Migration,
+    report: &mut Report,
+) -> Result<u64> {
+    if refs.is_empty() {
+        return Ok(0);
+    }
+    let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
+    for attempt in 0..MAX_ATTEMPTS {
+        let mut read = redis::pipe();
+        read.ignore_errors();
+        read.cmd("WATCH").arg(&keys).ignore();
+        for key in &keys {
+            read.cmd("HGETALL").arg(*key);
+        }
+        let hashes: Vec<Value> = conn.query_pipeline(&read).await?;
+        let mut write = redis::pipe();
+        write.atomic();
+        let mut rewritten = 0;
+        let mut failed = Vec::new();
+        for (r, hash) in refs.iter().zip(hashes) {
+            let Ok(before) = redis::from_redis_value::<BTreeMap<String, Vec<u8>>>(hash) else {
+                continue;
+            };
+            if before.is_empty() {
+                continue;
+            }
+            let mut after = before.clone();
+            migration.apply(&mut after);
+            let values = M::FIELDS.iter().map(|f| after.get(*f).cloned()).collect();
+            let object = match r.decode(values) {
+                Ok(object) => object,
+                Err(err) => {
+                    failed.push((r.key().to_string(), err.to_string()));
+                    continue;
+                }
+            };
+            let encoded = object.encode_fields(r.key())?;
+            for (name, text) in M::FIELDS.iter().zip(encoded) {
+                match text {
+                    Some(text) => after.insert(name.to_string(), text),
+                    None => after.remove(*name),
+                };
+            }
+            if after == before {
+                continue;
+            }
+            rewritten += 1;
+            let gone: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
+            if !gone.is_empty() {
+                write.cmd("HDEL").arg(r.key()).arg(gone).ignore();
+            }
+            let changed: Vec<(&String, &Vec<u8>)> = after
+                .iter()
+                .filter(|(k, v)| before.get(*k) != Some(*v))
+                .collect();
+            if !changed.is_empty() {
+                write.cmd("HSET").arg(r.key()).arg(changed).ignore();
+            }
+        }
+        if write.is_empty() {
+            conn.query::<()>(&redis::cmd("UNWATCH")).await?;
+            report.failed.extend(failed);
+            return Ok(0);
+        }
+        if conn.query_pipeline::<Option<()>>(&write).await?.is_some() {
+            report.failed.extend(failed);
+            return Ok(rewritten);
+        }
+        backoff(attempt).await;
+    }
+    Err(Error::Conflict {
+        key: keys.first().map(|k| k.to_string()),
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// A unique value an object of a batch claims.
+struct Claim<'k> {
+    /// The entry's key.
+    entry: String,
+    field: &'static str,
+    value: String,
+    /// The claiming object's key.
+    claimant: &'k str,
+}
+
+/// Writes the index entries of one batch of objects: ZADD of their
+/// scores, SADD to their tags' sets, their unique entries (claiming
+/// values no live object holds); one WATCH / read / MULTI-EXEC, retried on
+/// conflict.
+async fn index_batch<M: Admin>(
+    conn: &mut DedicatedConnection,
+    refs: &[ObjectRef<M>],
+    report: &mut Report,
+) -> Result<()> {
+    let specs: Vec<&IndexSpec> = M::INDEXES
+        .iter()
+        .filter(|s| !matches!(s.kind, IndexKind::Recent { .. }))
+        .collect();
+    if refs.is_empty() || specs.is_empty() {
+        return Ok(());
+    }
+    let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
+    let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
+    for attempt in 0..MAX_ATTEMPTS {
+        // Round 1: watch and read the objects' indexed fields.
+        let mut read = redis::pipe();
+        read.ignore_errors();
+        read.cmd("WATCH").arg(&keys).ignore();
+        for key in &keys {
+            read.cmd("HMGET").arg(*key).arg(&fields);
+        }
+        let rows: Vec<Vec<Option<Vec<u8>>>> = conn
+            .query_pipeline::<Vec<Value>>(&read)
+            .await?
+            .into_iter()
+            .map(|v| redis::from_redis_value(v).unwrap_or_default())
+            .collect();
+
+        let mut write = redis::pipe();
+        write.atomic();
+        let mut failed = Vec::new();
+        let mut claims = Vec::new();
+        for (key, row) in keys.iter().zip(&rows) {
+            for (spec, text) in specs.iter().zip(row) {
+                if let Some(claim) =
+                    plan_entry::<M>(spec, key, text.as_deref(), &mut write, &mut failed)
+                {
+                    claims.push(claim);
+                }
+            }
+        }
+        let conflicts = settle_claims(conn, &claims, &mut write).await?;
+        if write.is_empty() {
+            conn.query::<()>(&redis::cmd("UNWATCH")).await?;
+        } else if conn.query_pipeline::<Option<()>>(&write).await?.is_none() {
+            backoff(attempt).await;
+            continue;
+        }
+        report.failed.extend(failed);
+        report.conflicts.extend(conflicts);
+        return Ok(());
+    }
+    Err(Error::Conflict {
+        key: keys.first().map(|k| k.to_string()),
+        attempts: MAX_ATTEMPTS,
+    })
+}
+
+/// Adds to `write` the entry of the object `key` in the index `spec`,
+/// given its field's stored text; a unique value is returned as a claim
+/// to settle. What cannot be indexed goes to `failed`.
+fn plan_entry<'k, M: Admin>(
+    spec: &IndexSpec,
+    key: &'k str,
+    text: Option<&[u8]>,
+    write: &mut redis::Pipeline,
+    failed: &mut Vec<(String, String)>,
+) -> Option<Claim<'k>> {
+    let field = spec.field;
+    let mut fail = |reason: String| failed.push((key.to_string(), format!("`{field}`: {reason}")));
+    match spec.kind {
+        IndexKind::Sorted { score } => {
+            let index = sorted_key(M::TABLE, field);
+            let score = text
+                .map(score)
+                .transpose()
+                .map(Option::flatten)
+                .and_then(|s| {
+                    s.map(|s| checked_score(field, s).map_err(|e| e.to_string()))
+                        .transpose()
+                });
+            match score {
+                Ok(Some(s)) => write.cmd("ZADD").arg(index).arg(score_arg(s)).arg(key),
+                Ok(None) => write.cmd("ZREM").arg(index).arg(key),
+                Err(reason) => {
+                    fail(reason);
+                    write.cmd("ZREM").arg(index).arg(key)
+                }
+            }
+            .ignore();
+            None
+        }
+        IndexKind::Tags { tags } => {
+            match text.map(tags).transpose() {
+                Ok(list) => {
+                    for tag in list.unwrap_or_default() {
+                        write
+                            .cmd("SADD")
+                            .arg(tag_key(M::TABLE, field, &tag))
+                            .arg(key)
+                            .ignore();
+                    }
+                }
+                Err(reason) => fail(reason),
+            }
+            None
+        }
+        IndexKind::Unique => match std::str::from_utf8(text?) {
+            Ok(value) => Some(Claim {
+                entry: unique_key(M::TABLE, field, value),
+                field,
+                value: value.to_string(),
+                claimant: key,
+            }),
+            Err(_) => {
+                fail("the value is not UTF-8 text".to_string());
+                None
+            }
+        },
+        IndexKind::Recent { .. } => None,
+    }
+}
+
+/// Round 2 of an index batch: WATCH the claimed unique entries, read their
+/// holders and whether those still hold the value, and add a SET for each
+/// claim that no other live object holds (within the batch, the first
+/// claimant of a value keeps it). Returns the claims refused.
+async fn settle_claims(
+    conn: &mut DedicatedConnection,
+    claims: &[Claim<'_>],
+    write: &mut redis::Pipeline,
+) -> Result<Vec<UniqueConflict>> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let entries: Vec<&String> = claims.iter().map(|c| &c.entry).collect();
+    let mut read = redis::pipe();
+    read.cmd("WATCH").arg(&entries).ignore();
+    read.cmd("MGET").arg(&entries);
+    let (holders,): (Vec<Option<String>>,) = conn.query_pipeline(&read).await?;
+    let rivals: Vec<(&Claim, &String)> = claims
+        .iter()
+        .zip(&holders)
+        .filter_map(|(c, h)| {
+            h.as_ref()
+                .filter(|h| h.as_str() != c.claimant)
+                .map(|h| (c, h))
+        })
+        .collect();
+    let mut live: HashMap<&str, bool> = HashMap::new();
+    if !rivals.is_empty() {
+        let mut check = redis::pipe();
+        check.ignore_errors();
+        for (claim, holder) in &rivals {
+            check.cmd("HGET").arg(*holder).arg(claim.field);
+        }
+        let values: Vec<Value> = conn.query_pipeline(&check).await?;
+        for ((claim, _), value) in rivals.iter().zip(values) {
+            let holds = matches!(value, Value::BulkString(v) if v == claim.value.as_bytes());
+            live.insert(claim.entry.as_str(), holds);
+        }
+    }
+    let mut taken: HashMap<&str, &str> = HashMap::new();
+    let mut conflicts = Vec::new();
+    for (claim, holder) in claims.iter().zip(&holders) {
+        let live_holder = holder
+            .as_deref()
+            .filter(|h| *h != claim.claimant && live.get(claim.entry.as_str()) == Some(&true));
+        match live_holder.or_else(|| taken.get(claim.entry.as_str()).copied()) {
+            Some(h) if h != claim.claimant => conflicts.push(UniqueConflict {
+                key: claim.claimant.to_string(),
+                field: claim.field,
+                value: claim.value.clone(),
+                holder: h.to_string(),
+            }),
+            _ => {
+                taken.insert(&claim.entry, claim.claimant);
+                write
+                    .cmd("SET")
+                    .arg(&claim.entry)
+                    .arg(claim.claimant)
+                    .ignore();
+            }
+        }
+    }
+    Ok(conflicts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_migration_renames_removes_and_edits() {
+        let m = Migration::new()
+            .rename("nick", "name")
+            .rename("old", "kept")
+            .remove("legacy")
+            .edit(|h| {
+                if let Some(v) = h.get_mut("name") {
+                    v.make_ascii_uppercase();
+                }
+            });
+        let mut hash: BTreeMap<String, Vec<u8>> = [
+            ("nick", "ken"),
+            ("old", "x"),
+            ("kept", "y"),
+            ("legacy", "z"),
+            ("other", "w"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+        .collect();
+        m.apply(&mut hash);
+        let shown: Vec<(String, String)> = hash
+            .into_iter()
+            .map(|(k, v)| (k, String::from_utf8(v).unwrap()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("kept".to_string(), "y".to_string()),
+                ("name".to_string(), "KEN".to_string()),
+                ("other".to_string(), "w".to_string()),
+            ]
+        );
+        assert!(format!("{m:?}").contains("nick"));
+    }
+
+    #[test]
+    fn options() {
+        assert_eq!(PassOptions::default().cursor, 0);
+        assert_eq!(PassOptions::resume(42).cursor, 42);
+        assert_eq!(PassOptions::default().batch_size(0).batch_size, 1);
+        assert!(().proceed());
+        assert!(!ControlFlow::Break(()).proceed());
+    }
+}

@@ -2259,6 +2259,7 @@ async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case: &Case) ->
     }
     check_members(key, M::TAG, items, keys_of(&list.members(db).await))?;
     check_member_objects(world, key, items, &list.load_all(db).await)?;
+    restore_list(db, key, items).await?;
     for &(start, stop) in &case.ranges {
         let part = items.map(|items| {
             items
@@ -2272,6 +2273,7 @@ async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case: &Case) ->
             keys_of(&list.range(db, start, stop).await),
         )?;
         check_member_objects(world, key, part, &list.load(db, start, stop).await)?;
+        restore_list(db, key, items).await?;
     }
     for &(page, per_page) in &case.pages {
         let part = items.map(|items| match page_bounds(page, per_page) {
@@ -2290,6 +2292,7 @@ async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case: &Case) ->
         } else {
             check_members(key, M::TAG, part, keys_of(&got))?;
             check_member_objects(world, key, part, &list.load_page(db, page, per_page).await)?;
+            restore_list(db, key, items).await?;
         }
     }
     for &index in &case.indexes {
@@ -2332,7 +2335,25 @@ where
         items.as_deref(),
         keys_of(&rel.members(db).await),
     )?;
-    check_member_objects(world, key, items.as_deref(), &rel.load_members(db).await)
+    check_member_objects(world, key, items.as_deref(), &rel.load_members(db).await)?;
+    restore_list(db, key, items.as_deref()).await
+}
+
+/// Loading members prunes the entries of objects that are gone (issue 5:
+/// reads leave no trace of deleted objects), so after a load the list is
+/// put back as the world wrote it: every check reads the same world.
+async fn restore_list(db: &Db, key: &str, items: Option<&[&[u8]]>) -> Check {
+    let Some(items) = items else {
+        return Ok(());
+    };
+    let mut pipe = redis::pipe();
+    pipe.atomic().cmd("DEL").arg(key).ignore();
+    if !items.is_empty() {
+        pipe.cmd("RPUSH").arg(key).arg(items).ignore();
+    }
+    db.query_pipeline::<()>(&pipe)
+        .await
+        .map_err(|e| format!("{key}: could not restore the list: {e}"))
 }
 
 /// `get_or`: the default when the field or the object is absent, else as

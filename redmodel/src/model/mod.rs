@@ -113,6 +113,7 @@
 //! admin subtrees ([`expiry`]), and passes that build indexes on existing
 //! data or rewrite objects after a schema change ([`migrate`]).
 
+pub mod cascade;
 pub mod codec;
 pub mod composite;
 pub mod expiry;
@@ -356,6 +357,7 @@ pub async fn dbsize(db: &Db) -> Result<u64> {
 /// What generated code names, by absolute path. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    pub use super::cascade::{is_object_of, object_pattern, OnDelete, Referrer, ReferrerKind};
     pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
     pub use super::field::Field;
     pub use super::index::{

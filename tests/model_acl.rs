@@ -69,22 +69,47 @@ async fn model_operations_stay_inside_the_acl_key_patterns() -> Result<(), Error
         teacher(id).insert(&db).await?;
     }
     for id in [1, 2] {
-        Class { id, name: format!("Class {id}") }.insert(&db).await?;
+        Class {
+            id,
+            name: format!("Class {id}"),
+        }
+        .insert(&db)
+        .await?;
     }
     for (id, class) in [("a", 1), ("b", 2), ("c", 2)] {
         let handle = student(id, class).insert(&db).await?;
         handle
-            .insert_sub(&db, &Exam { year: 2024, chinese: 1, english: 2, math: 3 })
+            .insert_sub(
+                &db,
+                &Exam {
+                    year: 2024,
+                    chinese: 1,
+                    english: 2,
+                    math: 3,
+                },
+            )
             .await?;
-        Class::at(class).relation::<ClassStudents>().link(&db, &handle).await?;
+        Class::at(class)
+            .relation::<ClassStudents>()
+            .link(&db, &handle)
+            .await?;
     }
-    Teacher::at("A").relation::<TeacherClasses>().link_many(&db, [Class::at(1), Class::at(2)]).await?;
-    Teacher::at("B").relation::<TeacherClasses>().link(&db, Class::at(2)).await?;
+    Teacher::at("A")
+        .relation::<TeacherClasses>()
+        .link_many(&db, [Class::at(1), Class::at(2)])
+        .await?;
+    Teacher::at("B")
+        .relation::<TeacherClasses>()
+        .link(&db, Class::at(2))
+        .await?;
     assert_eq!(Teacher::get(&db, "A").await?, Some(teacher("A")));
     assert_eq!(Student::at("b").incr(&db, Student::MATH, 5).await?, 8);
     assert_eq!(Teacher::scan(&db).await?.len(), 2);
     assert_eq!(Student::at("a").scan_subs::<Exam>(&db).await?.len(), 1);
-    let teachers = Class::at(2).relation::<ClassTeachers>().load_members(&db).await?;
+    let teachers = Class::at(2)
+        .relation::<ClassTeachers>()
+        .load_members(&db)
+        .await?;
     assert_eq!(teachers.len(), 2);
 
     // Pks that look like other keys or patterns stay in their table.
@@ -98,7 +123,10 @@ async fn model_operations_stay_inside_the_acl_key_patterns() -> Result<(), Error
     assert!(Teacher::at("A").delete_cascade(&db).await?);
     assert!(Class::at(2).delete_cascade(&db).await?);
     assert_eq!(
-        Class::at(2).relation::<ClassTeachers>().members(&db).await?,
+        Class::at(2)
+            .relation::<ClassTeachers>()
+            .members(&db)
+            .await?,
         vec![]
     );
     assert_eq!(Student::at("b").get(&db, Student::CLASS).await?, None);

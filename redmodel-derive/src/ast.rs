@@ -462,7 +462,8 @@ fn object<'a>(
             );
         }
         let indexes = field_indexes(&fa, kind, errors);
-        let ref_target = ref_target(&field.ty);
+        // A `json` field stores JSON text, never a bare key: not a referrer.
+        let ref_target = ref_target(&field.ty).filter(|_| fa.json.is_none());
         if let (Some(on_delete), None) = (fa.on_delete, &ref_target) {
             errors.spanned(
                 on_delete.span,

@@ -33,10 +33,10 @@
 //!
 //! # Atomicity
 //!
-//! On a connection of its own, the cascade WATCHes the admin and every
-//! list its own relations may hold (existing or not), reads what to clean,
-//! WATCHes every key it will change, and runs all the deletions in one
-//! MULTI/EXEC. If a watched key changes meanwhile (a concurrent `link`
+//! On a connection of its own, the cascade WATCHes the admin, its subtree
+//! and every list its own relations may hold (existing or not), reads what
+//! to clean, WATCHes every other key it will change, and runs all the
+//! deletions in one MULTI/EXEC. If a watched key changes meanwhile (a concurrent `link`
 //! writes the admin's own inverse list), EXEC does nothing and the whole
 //! attempt is repeated, up to 32 times, then [`Error::Conflict`].
 //! A `restrict` referrer that still holds the admin makes the delete fail
@@ -119,6 +119,25 @@ pub fn referrers_of(target: &str) -> Vec<&'static Referrer> {
         .copied()
         .filter(|r| r.target == target)
         .collect()
+}
+
+/// The keys of the lists `owner_key` (an object of the model `owner_table`)
+/// holds for every registered relation it owns, whether they exist or not.
+fn own_lists(owner_table: &str, owner_key: &str) -> Vec<String> {
+    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let mut keys: Vec<String> = registry
+        .iter()
+        .filter_map(|r| match r.kind {
+            ReferrerKind::List {
+                owner_table: owner,
+                table,
+            } if owner == owner_table => Some(format!("{owner_key}:{table}")),
+            _ => None,
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 /// The SCAN pattern of a model's objects, for a field referrer.
@@ -209,11 +228,12 @@ impl<A: Admin> ObjectRef<A> {
 
     /// One attempt: `None` if a concurrent write aborted it.
     ///
-    /// The admin and its subtree (its own relation lists among them) are
-    /// WATCHed before the referrers are read, so a concurrent `link` of a
-    /// relation with an inverse (which writes the admin's own list) aborts
-    /// the EXEC; the subtree is listed again after the last WATCH, so a
-    /// list created meanwhile (unwatched) makes the attempt start over.
+    /// The admin, its subtree and the keys of its own relation lists
+    /// (existing or not: WATCH sees a key being created) are WATCHed
+    /// before the referrers are read, so a concurrent `link` of a relation
+    /// with an inverse (which writes the admin's own list) aborts the EXEC.
+    /// The subtree is listed again after that WATCH: a sub-object created
+    /// in between (unwatched) makes the attempt start over.
     async fn attempt_cascade(
         &self,
         db: &Db,
@@ -222,7 +242,9 @@ impl<A: Admin> ObjectRef<A> {
     ) -> Result<Option<bool>> {
         let key = self.key();
         let tree = self.tree_keys(db).await?;
-        conn.query::<()>(redis::cmd("WATCH").arg(&tree)).await?;
+        let own = own_lists(A::TABLE, key);
+        conn.query::<()>(redis::cmd("WATCH").arg(&tree).arg(&own))
+            .await?;
         let mut plan = Plan {
             delete: self.tree_keys(db).await?,
             ..Plan::default()
@@ -301,9 +323,10 @@ impl<A: Admin> ObjectRef<A> {
             let known = plan.delete.contains(&candidate)
                 || match &referrer.kind {
                     ReferrerKind::List { .. } => plan.lists.contains(&candidate),
-                    ReferrerKind::Field { field, .. } => {
-                        plan.fields.iter().any(|(h, f)| *h == candidate && f == field)
-                    }
+                    ReferrerKind::Field { field, .. } => plan
+                        .fields
+                        .iter()
+                        .any(|(h, f)| *h == candidate && f == field),
                 };
             if !holds || known {
                 continue;

@@ -625,3 +625,27 @@ fn check_handle_names(fields: &[DataField], errors: &mut Errors) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ref_target;
+    use quote::ToTokens;
+
+    fn target(ty: &str) -> Option<String> {
+        let ty: syn::Type = syn::parse_str(ty).unwrap();
+        ref_target(&ty).map(|t| t.to_token_stream().to_string())
+    }
+
+    #[test]
+    fn reference_fields_are_found_by_their_spelling() {
+        assert_eq!(target("Ref<Class>").as_deref(), Some("Class"));
+        assert_eq!(
+            target("redmodel::model::ObjectRef<a::Class>").as_deref(),
+            Some("a :: Class")
+        );
+        assert_eq!(target("Option<Ref<Class>>").as_deref(), Some("Class"));
+        assert_eq!(target("String"), None);
+        assert_eq!(target("Option<String>"), None);
+        assert_eq!(target("Vec<Ref<Class>>"), None);
+    }
+}

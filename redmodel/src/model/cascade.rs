@@ -356,3 +356,31 @@ fn add_plan(txn: &mut Pipeline, key: &str, plan: &Plan) {
         txn.cmd("HDEL").arg(hash).arg(*field).ignore();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static LIST: Referrer = Referrer {
+        target: "unit_member",
+        on_delete: OnDelete::Cascade,
+        kind: ReferrerKind::List {
+            owner_table: "unit_owner",
+            table: "members",
+        },
+    };
+
+    #[test]
+    fn the_registry_finds_referrers_by_target_and_own_lists_by_owner() {
+        register(&LIST);
+        register(&LIST);
+        assert_eq!(referrers_of("unit_member").len(), 2);
+        assert!(referrers_of("unit_owner").is_empty());
+        // Registered twice, listed once.
+        assert_eq!(
+            own_lists("unit_owner", "unit_owner:1"),
+            vec!["unit_owner:1:members"]
+        );
+        assert!(own_lists("unit_member", "unit_member:1").is_empty());
+    }
+}

@@ -48,6 +48,11 @@ pub struct DataField<'a> {
     pub default: Option<DefaultAttr>,
     /// The indexes declared on the field.
     pub indexes: Vec<Index>,
+    /// For a reference field (`Ref<M>`, `ObjectRef<M>`, or an `Option` of
+    /// one): the model pointed at.
+    pub ref_target: Option<Type>,
+    /// `on_delete = "restrict"` on a reference field.
+    pub restrict: bool,
 }
 
 /// An index declared on a field.
@@ -108,6 +113,26 @@ pub struct Relation {
     pub owner: Path,
     pub member: Path,
     pub inverse: Option<Path>,
+    /// `on_delete = "restrict"`.
+    pub restrict: bool,
+}
+
+/// The model a reference field points at: `T` in `Ref<T>`, `ObjectRef<T>`,
+/// `Option<Ref<T>>` (by the type's spelling, as a derive sees no more).
+pub fn ref_target(ty: &Type) -> Option<Type> {
+    let Type::Path(path) = ty else { return None };
+    let last = path.path.segments.last()?;
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let Some(syn::GenericArgument::Type(inner)) = args.args.first() else {
+        return None;
+    };
+    match last.ident.to_string().as_str() {
+        "Ref" | "ObjectRef" if args.args.len() == 1 => Some(inner.clone()),
+        "Option" => ref_target(inner),
+        _ => None,
+    }
 }
 
 /// The name of a field as Rust writes it, without `r#`.
@@ -259,6 +284,7 @@ fn relation(
         owner: owner?,
         member: member?,
         inverse: attrs.inverse,
+        restrict: attrs.on_delete.is_some_and(|o| o.restrict),
     })
 }
 
@@ -275,6 +301,13 @@ fn object<'a>(
         "`member` and `inverse` declare a relation: use `#[derive(Relation)]` on a unit struct";
     not_for(errors, member_span, "member", kind, instead);
     not_for(errors, inverse_span, "inverse", kind, instead);
+    not_for(
+        errors,
+        attrs.on_delete.map(|o| o.span),
+        "on_delete",
+        kind,
+        "`on_delete` goes on a relation (`#[derive(Relation)]`) or on a reference field (`Ref<Model>`)",
+    );
     if kind == Kind::Admin {
         not_for(
             errors,
@@ -429,6 +462,14 @@ fn object<'a>(
             );
         }
         let indexes = field_indexes(&fa, kind, errors);
+        // A `json` field stores JSON text, never a bare key: not a referrer.
+        let ref_target = ref_target(&field.ty).filter(|_| fa.json.is_none());
+        if let (Some(on_delete), None) = (fa.on_delete, &ref_target) {
+            errors.spanned(
+                on_delete.span,
+                "`on_delete` applies to a reference field (`Ref<Model>` or `Option<Ref<Model>>`); this field holds no reference: remove it",
+            );
+        }
         data.push(DataField {
             field,
             ident,
@@ -437,6 +478,8 @@ fn object<'a>(
             json: fa.json.is_some() || fa.tags.is_some(),
             default: fa.default,
             indexes,
+            ref_target,
+            restrict: fa.on_delete.is_some_and(|o| o.restrict),
         });
     }
     check_handle_names(&data, errors);
@@ -580,5 +623,29 @@ fn check_handle_names(fields: &[DataField], errors: &mut Errors) {
                 seen.push((name, what));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ref_target;
+    use quote::ToTokens;
+
+    fn target(ty: &str) -> Option<String> {
+        let ty: syn::Type = syn::parse_str(ty).unwrap();
+        ref_target(&ty).map(|t| t.to_token_stream().to_string())
+    }
+
+    #[test]
+    fn reference_fields_are_found_by_their_spelling() {
+        assert_eq!(target("Ref<Class>").as_deref(), Some("Class"));
+        assert_eq!(
+            target("redmodel::model::ObjectRef<a::Class>").as_deref(),
+            Some("a :: Class")
+        );
+        assert_eq!(target("Option<Ref<Class>>").as_deref(), Some("Class"));
+        assert_eq!(target("String"), None);
+        assert_eq!(target("Option<String>"), None);
+        assert_eq!(target("Vec<Ref<Class>>"), None);
     }
 }

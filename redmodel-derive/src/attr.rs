@@ -44,6 +44,15 @@ pub struct ContainerAttrs {
     pub inverse: Option<Path>,
     pub sync_every: Option<LitInt>,
     pub single: Flag,
+    pub on_delete: Option<OnDelete>,
+}
+
+/// `on_delete = "cascade"` or `on_delete = "restrict"`, where it was
+/// written.
+#[derive(Clone, Copy)]
+pub struct OnDelete {
+    pub restrict: bool,
+    pub span: Span,
 }
 
 /// `default`, or `default = "path::to::fn"`.
@@ -73,6 +82,7 @@ pub struct FieldAttrs {
     pub sorted: Flag,
     pub tags: Flag,
     pub recent: Option<LitInt>,
+    pub on_delete: Option<OnDelete>,
 }
 
 /// The container attribute names, for "expected one of" messages.
@@ -83,11 +93,41 @@ pub const CONTAINER_NAMES: &[&str] = &[
     "inverse",
     "sync_every",
     "single",
+    "on_delete",
 ];
 /// The field attribute names.
 pub const FIELD_NAMES: &[&str] = &[
-    "pk", "rename", "skip", "json", "default", "unique", "sorted", "tags", "recent",
+    "pk",
+    "rename",
+    "skip",
+    "json",
+    "default",
+    "unique",
+    "sorted",
+    "tags",
+    "recent",
+    "on_delete",
 ];
+
+/// Parses `on_delete = "cascade" | "restrict"`.
+fn on_delete(meta: &ParseNestedMeta) -> syn::Result<OnDelete> {
+    let example = "on_delete = \"restrict\"";
+    let lit = string(meta, example)?;
+    let restrict = match lit.value().as_str() {
+        "cascade" => false,
+        "restrict" => true,
+        other => {
+            return Err(syn::Error::new(
+                lit.span(),
+                format!("unknown on_delete action `{other}`: write `on_delete = \"cascade\"` (the default) or `on_delete = \"restrict\"`"),
+            ))
+        }
+    };
+    Ok(OnDelete {
+        restrict,
+        span: meta.path_span(),
+    })
+}
 
 fn name_of(meta: &ParseNestedMeta) -> String {
     let path = &meta.path;
@@ -213,6 +253,9 @@ pub fn container(attrs: &[Attribute], errors: &mut Errors) -> ContainerAttrs {
                 set(&meta, &mut out.sync_every, lit)
             } else if meta.path.is_ident("single") {
                 flag(&meta, &mut out.single)
+            } else if meta.path.is_ident("on_delete") {
+                let parsed = on_delete(&meta)?;
+                set(&meta, &mut out.on_delete, parsed)
             } else if FIELD_NAMES.iter().any(|n| meta.path.is_ident(n)) {
                 Err(meta.error(format!(
                     "`{}` is a field attribute: put it on a field, not on the struct",
@@ -263,6 +306,9 @@ pub fn field(attrs: &[Attribute], errors: &mut Errors) -> FieldAttrs {
                     )
                 })?;
                 set(&meta, &mut out.recent, lit)
+            } else if meta.path.is_ident("on_delete") {
+                let parsed = on_delete(&meta)?;
+                set(&meta, &mut out.on_delete, parsed)
             } else if CONTAINER_NAMES.iter().any(|n| meta.path.is_ident(n)) {
                 Err(meta.error(format!(
                     "`{}` is a struct attribute: put it on the struct, not on a field",

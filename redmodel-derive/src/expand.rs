@@ -124,6 +124,11 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
     });
     let field_count = object.fields.len();
     let indexes = index_specs(&object.fields);
+    let referrers = if object.single {
+        Vec::new()
+    } else {
+        field_referrers(ident, &object.fields)
+    };
 
     let kind_impl = match &object.owner {
         None => quote! {
@@ -199,7 +204,47 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
         };
 
         #handles
+        #(#referrers)*
     }
+}
+
+/// Registers a referrer at program start (see `redmodel::model::cascade`).
+fn register(target: TokenStream, restrict: bool, kind: TokenStream) -> TokenStream {
+    let on_delete = if restrict {
+        quote!(::redmodel::__private::OnDelete::Restrict)
+    } else {
+        quote!(::redmodel::__private::OnDelete::Cascade)
+    };
+    quote! {
+        ::redmodel::__register_referrer!(::redmodel::__private::Referrer {
+            target: <#target as ::redmodel::__private::Model>::TABLE,
+            on_delete: #on_delete,
+            kind: #kind,
+        });
+    }
+}
+
+/// The referrer registrations of a model's reference fields.
+fn field_referrers(ident: &Ident, fields: &[DataField]) -> Vec<TokenStream> {
+    fields
+        .iter()
+        .filter_map(|f| {
+            let target = f.ref_target.as_ref()?;
+            let name = &f.name;
+            let target = quote_spanned!(target.span()=> #target);
+            Some(register(
+                target,
+                f.restrict,
+                quote! {
+                    ::redmodel::__private::ReferrerKind::Field {
+                        field: #name,
+                        pattern: ::redmodel::__private::object_pattern::<#ident>,
+                        is_object: ::redmodel::__private::is_object_of::<#ident>,
+                    }
+                },
+            ))
+        })
+        .collect()
 }
 
 /// `pub const NAME: Field<Teacher, String, Plain> = Field::new("name");`
@@ -274,6 +319,16 @@ fn expand_relation(model: &Model, relation: &Relation) -> TokenStream {
         Some(path) => quote_spanned!(path.span()=> #path),
         None => quote!(::redmodel::__private::NoInverse),
     };
+    let referrer = register(
+        member.clone(),
+        relation.restrict,
+        quote! {
+            ::redmodel::__private::ReferrerKind::List {
+                owner_table: <#owner as ::redmodel::__private::Model>::TABLE,
+                table: #table,
+            }
+        },
+    );
     quote! {
         #[automatically_derived]
         impl ::redmodel::__private::Relation for #ident {
@@ -282,5 +337,6 @@ fn expand_relation(model: &Model, relation: &Relation) -> TokenStream {
             type Inverse = #inverse;
             const TABLE: &'static str = #table;
         }
+        #referrer
     }
 }

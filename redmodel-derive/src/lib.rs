@@ -51,6 +51,10 @@ fn derive(input: TokenStream, kind: Kind) -> TokenStream {
 /// step with every write: `unique`, `sorted`, `tags`, `recent = N` (see
 /// `redmodel::model::index`). Each index adds a handle next to the field's
 /// (`BY_NAME`, `LOGINS_RANK`, `BY_TAGS`, `LAST_LOGIN_RECENT`).
+/// A reference field (`Ref<M>`, `Option<Ref<M>>`) takes
+/// `on_delete = "restrict"` (refuse to delete `M`'s object while the field
+/// points at it) or `"cascade"` (the default: the delete clears the field);
+/// it is registered for `redmodel::model::cascade`.
 #[proc_macro_derive(Admin, attributes(redmodel))]
 pub fn derive_admin(input: TokenStream) -> TokenStream {
     derive(input, Kind::Admin)
@@ -71,7 +75,10 @@ pub fn derive_sub_object(input: TokenStream) -> TokenStream {
 /// `ADMIN_TABLE:ADMIN_PK:TABLE` (`teacher:A:class`). A unit struct.
 ///
 /// Container attributes: `owner = Admin`, `member = Admin` (both
-/// required), `table`, `inverse = OtherRelation`.
+/// required), `table`, `inverse = OtherRelation`, `on_delete = "restrict"`
+/// (refuse to delete a member still in a list) or `"cascade"` (the
+/// default: the delete removes it from the lists). Each relation is
+/// registered for `redmodel::model::cascade`.
 #[proc_macro_derive(Relation, attributes(redmodel))]
 pub fn derive_relation(input: TokenStream) -> TokenStream {
     derive(input, Kind::Relation)

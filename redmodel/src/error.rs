@@ -184,6 +184,16 @@ pub enum Error {
         /// The key of the object that holds the value.
         holder: String,
     },
+    /// A cascading delete was refused: a relation list or a reference
+    /// field declared `on_delete = "restrict"` still points at the object.
+    /// Nothing was written. Unlink it or clear the reference first.
+    #[error("cannot delete `{key}`: `{by}` still points at it (declared on_delete = \"restrict\"); nothing was written")]
+    Restricted {
+        /// The object whose delete was refused.
+        key: String,
+        /// The key of the list or hash that still points at it.
+        by: String,
+    },
     /// A number does not fit where it must go: an integer beyond the
     /// 2^53 that a sorted set's double score holds exactly, a NaN score, or
     /// a part of a composite score wider than its declared width.

@@ -79,7 +79,7 @@
 //! | `incr(key, delta)` | [`ObjectRef::incr`] |
 //! | `insert` / `insert_without_sync` | [`Model::insert_at`], [`Admin::insert`] / [`Admin::insert_without_sync`] |
 //! | `syncDB(count)` | [`Db::on_sync`](crate::Db::on_sync) |
-//! | `delete` | [`ObjectRef::delete`] |
+//! | `delete` | [`ObjectRef::delete`]; with sub-objects, relations and references: [`ObjectRef::delete_cascade`] ([`cascade`]) |
 //! | `expire` | [`ObjectRef::expire`], [`ObjectRef::persist`], [`ObjectRef::ttl`] |
 //! | `get_from_dict` / `get_from_list` | [`ObjectRef::build_from_map`] / [`ObjectRef::build_from_values`] |
 //! | `name2object` | [`ObjectRef::parse`], [`RelationRef::parse`] |
@@ -113,6 +113,7 @@
 //! admin subtrees ([`expiry`]), and passes that build indexes on existing
 //! data or rewrite objects after a schema change ([`migrate`]).
 
+pub mod cascade;
 pub mod codec;
 pub mod composite;
 pub mod expiry;
@@ -263,11 +264,22 @@ pub trait Admin: Model<Owner = NoOwner> {
         }
     }
 
-    /// Deletes the object with this pk (not its sub-objects or relations);
-    /// whether it existed.
+    /// Deletes the object with this pk and its index entries (not its
+    /// sub-objects, relations or the references to it: see
+    /// [`delete_cascade`](Admin::delete_cascade)); whether it existed.
     fn delete(db: &Db, pk: impl IntoPk<Self::Pk>) -> impl Future<Output = Result<bool>> + Send {
         let handle = Self::at(pk);
         async move { handle.delete(db).await }
+    }
+
+    /// Deletes the object with this pk and every reference to it, in one
+    /// MULTI/EXEC: see [`ObjectRef::delete_cascade`]. Whether it existed.
+    fn delete_cascade(
+        db: &Db,
+        pk: impl IntoPk<Self::Pk>,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        let handle = Self::at(pk);
+        async move { handle.delete_cascade(db).await }
     }
 
     /// The handles of every object of this model (SCAN, never KEYS).
@@ -356,6 +368,7 @@ pub async fn dbsize(db: &Db) -> Result<u64> {
 /// What generated code names, by absolute path. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    pub use super::cascade::{is_object_of, object_pattern, OnDelete, Referrer, ReferrerKind};
     pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
     pub use super::field::Field;
     pub use super::index::{

@@ -313,7 +313,20 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
 
     // Round 3: the write and every index command, in one MULTI/EXEC.
     let mut txn = write.clone();
-    for u in &uniques {
+    add_watched::<M>(&mut txn, key, steps, &uniques, &old_of);
+    conn.query_pipeline::<Option<T>>(&txn).await
+}
+
+/// Adds the unique and tag commands of a watched write to `txn`, from the
+/// old values (`old_of`) and the entries' holders learned under WATCH.
+fn add_watched<'o, M: Model>(
+    txn: &mut Pipeline,
+    key: &str,
+    steps: &[Step],
+    uniques: &[UniqueState<'_>],
+    old_of: &dyn Fn(&str) -> Option<&'o [u8]>,
+) {
+    for u in uniques {
         if let Some((entry, holder)) = &u.new_entry {
             if holder.as_deref() != Some(key) {
                 txn.cmd("SET").arg(entry).arg(key).ignore();
@@ -344,7 +357,54 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
             }
         }
     }
-    conn.query_pipeline::<Option<T>>(&txn).await
+}
+
+/// Adds to `txn` the commands that take the object at `key` out of every
+/// index of `M` (a delete), reading on `conn`, where the caller has
+/// already WATCHed `key`: the old unique and tag values are read there,
+/// and the unique entries this object holds are WATCHed too, so the
+/// caller's EXEC fails if any of it changes meanwhile. Used by the
+/// cascading delete, whose transaction holds more than the object.
+pub(crate) async fn add_delete_entries<M: Model>(
+    conn: &mut DedicatedConnection,
+    key: &str,
+    txn: &mut Pipeline,
+) -> Result<()> {
+    let touched = touched::<M>(&Changes::Delete);
+    let steps = touched
+        .iter()
+        .map(|(spec, new)| step::<M>(spec, *new, key))
+        .collect::<Result<Vec<Step>>>()?;
+    add_blind(txn, key, &steps);
+    if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
+        return Ok(());
+    }
+    let fields = old_fields(&steps);
+    let mut uniques: Vec<UniqueState> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Unique { field, .. } => Some(UniqueState {
+                field,
+                new: None,
+                new_entry: None,
+                old_entry: None,
+            }),
+            _ => None,
+        })
+        .collect();
+    let old = read_old(conn, key, &fields, &mut uniques).await?;
+    let old_of = |field: &str| -> Option<&[u8]> {
+        let i = fields.iter().position(|f| *f == field)?;
+        old.get(i)?.as_deref()
+    };
+    for u in uniques.iter_mut() {
+        if let Some(text) = old_of(u.field).and_then(|t| std::str::from_utf8(t).ok()) {
+            u.old_entry = Some((unique_key(M::TABLE, u.field, text), false));
+        }
+    }
+    check_entries::<M>(conn, key, &mut uniques).await?;
+    add_watched::<M>(txn, key, &steps, &uniques, &old_of);
+    Ok(())
 }
 
 /// Round 1: WATCH the object and the unique entries to claim; read the

@@ -1,0 +1,386 @@
+//! Cascading deletes: deleting an admin removes every trace of it, in one
+//! MULTI/EXEC, or refuses when a `restrict` declaration says so.
+//!
+//! [`ObjectRef::delete_cascade`] removes the admin's hash, its sub-objects
+//! and its relation lists (its subtree, every key under `teacher:A:`), its
+//! entries in its model's indexes, its key from every relation list that
+//! holds it (the inverse lists of the objects it was linked to, and lists
+//! of relations without an inverse), and clears (HDEL) the reference
+//! fields (`Ref<M>`) that point at it. Afterwards no key names it.
+//!
+//! # Finding what points at an admin: a registry of referrers
+//!
+//! An admin alone cannot tell who points at it: relations of other owners
+//! name it as their member, and other models hold `Ref<M>` fields. Each
+//! `#[derive(Relation)]` and each `Ref<M>` field of a derived model
+//! therefore registers a [`Referrer`] ("lists `class:*:student` may hold
+//! `student` keys", "field `class` of the hashes `student:*` may hold a
+//! `class` key") in a process-wide registry, at program start (a
+//! constructor in the platform's init section, as the `ctor` crate does;
+//! no code to call). The cascade reads the registry entries whose target
+//! is the admin's model, and for each one SCANs (MATCH with escaped
+//! patterns, never KEYS) the referring keys and checks them in one
+//! pipelined batch (`LPOS`, `HGET`).
+//!
+//! Why SCAN rather than a reverse index (a `TABLE:_refs:PK` set kept in
+//! step by every link and reference write): a reverse index would make
+//! every `append`, `link` and every write of a reference field a watched
+//! transaction (three round trips instead of one), and would itself go
+//! stale when another program writes the lists. The SCAN is exact (it
+//! reads what is stored) and costs only the rare delete: one SCAN pass per
+//! referring relation or field (the server walks the whole keyspace for
+//! each, returning only the matching keys) plus one batch of checks.
+//!
+//! # Atomicity
+//!
+//! On a connection of its own, the cascade WATCHes the admin, its subtree
+//! and every list its own relations may hold (existing or not), reads what
+//! to clean, WATCHes every other key it will change, and runs all the
+//! deletions in one MULTI/EXEC. If a watched key changes meanwhile (a concurrent `link`
+//! writes the admin's own inverse list), EXEC does nothing and the whole
+//! attempt is repeated, up to 32 times, then [`Error::Conflict`].
+//! A `restrict` referrer that still holds the admin makes the delete fail
+//! with [`Error::Restricted`] naming the key, before anything is written.
+//!
+//! One window stays open: a reference created after the SCAN in a key the
+//! SCAN did not see (a new list of a relation without inverse, a new
+//! object with a reference field) is not watched. Such an entry is a
+//! dangling reference, which the reads prune (see [`index`](super::index))
+//! like the entries of an expired object. Relations with an inverse have no
+//! such window: their `link` writes the admin's own list, which is watched.
+
+use std::sync::Mutex;
+
+use redis::Pipeline;
+
+use super::index::write::{add_delete_entries, backoff, MAX_ATTEMPTS};
+use super::key::glob_escape;
+use super::object::ObjectRef;
+use super::scan::scan_keys;
+use super::{Admin, Model, OwnerKind};
+use crate::{Db, DedicatedConnection, Error, Result};
+
+/// What `on_delete` says about a referrer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDelete {
+    /// Deleting the target removes the reference (the default).
+    Cascade,
+    /// Deleting a target that is still referred to is refused.
+    Restrict,
+}
+
+/// Where references to a model's objects may be stored.
+#[derive(Debug)]
+pub enum ReferrerKind {
+    /// The lists of a relation (`member = Target`).
+    List {
+        /// The relation's owner table.
+        owner_table: &'static str,
+        /// The relation's table.
+        table: &'static str,
+    },
+    /// A reference field of a model.
+    Field {
+        /// The hash field.
+        field: &'static str,
+        /// The SCAN pattern of the model's objects.
+        pattern: fn() -> String,
+        /// Whether a key is an object key of the model.
+        is_object: fn(&str) -> bool,
+    },
+}
+
+/// One place that can point at objects of the model `target`, registered
+/// by the derives.
+#[derive(Debug)]
+pub struct Referrer {
+    /// The table of the model pointed at.
+    pub target: &'static str,
+    /// Cascade or restrict.
+    pub on_delete: OnDelete,
+    /// Where the references are.
+    pub kind: ReferrerKind,
+}
+
+static REGISTRY: Mutex<Vec<&'static Referrer>> = Mutex::new(Vec::new());
+
+/// Adds a referrer to the registry (called by the derives' constructors).
+#[doc(hidden)]
+pub fn register(referrer: &'static Referrer) {
+    let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    registry.push(referrer);
+}
+
+/// The registered referrers of the model with table `target`.
+pub fn referrers_of(target: &str) -> Vec<&'static Referrer> {
+    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    registry
+        .iter()
+        .copied()
+        .filter(|r| r.target == target)
+        .collect()
+}
+
+/// The keys of the lists `owner_key` (an object of the model `owner_table`)
+/// holds for every registered relation it owns, whether they exist or not.
+fn own_lists(owner_table: &str, owner_key: &str) -> Vec<String> {
+    let registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let mut keys: Vec<String> = registry
+        .iter()
+        .filter_map(|r| match r.kind {
+            ReferrerKind::List {
+                owner_table: owner,
+                table,
+            } if owner == owner_table => Some(format!("{owner_key}:{table}")),
+            _ => None,
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// The SCAN pattern of a model's objects, for a field referrer.
+#[doc(hidden)]
+pub fn object_pattern<M: Model>() -> String {
+    format!(
+        "{}{}:*",
+        M::Owner::any_owner_pattern(),
+        glob_escape(M::TABLE)
+    )
+}
+
+/// Whether `key` is an object key of `M`, for a field referrer.
+#[doc(hidden)]
+pub fn is_object_of<M: Model>(key: &str) -> bool {
+    ObjectRef::<M>::parse(key).is_ok()
+}
+
+/// Registers a [`Referrer`] at program start: a function pointer in the
+/// platform's init section (`.init_array`, `__mod_init_func`, `.CRT$XCU`),
+/// as the `ctor` crate does. Generated by the derives.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __register_referrer {
+    ($referrer:expr) => {
+        const _: () = {
+            static REFERRER: $crate::model::cascade::Referrer = $referrer;
+            extern "C" fn register_referrer() {
+                $crate::model::cascade::register(&REFERRER);
+            }
+            #[used]
+            #[cfg_attr(
+                any(
+                    target_os = "linux",
+                    target_os = "android",
+                    target_os = "freebsd",
+                    target_os = "netbsd",
+                    target_os = "openbsd",
+                    target_os = "dragonfly",
+                    target_os = "illumos"
+                ),
+                link_section = ".init_array"
+            )]
+            #[cfg_attr(
+                any(target_os = "macos", target_os = "ios"),
+                link_section = "__DATA,__mod_init_func"
+            )]
+            #[cfg_attr(windows, link_section = ".CRT$XCU")]
+            static CONSTRUCTOR: extern "C" fn() = register_referrer;
+        };
+    };
+}
+
+/// What one attempt found to clean.
+#[derive(Default)]
+struct Plan {
+    /// Keys to DEL: the subtree.
+    delete: Vec<String>,
+    /// Lists to LREM the admin's key from.
+    lists: Vec<String>,
+    /// (hash, field) pairs to HDEL.
+    fields: Vec<(String, &'static str)>,
+}
+
+impl<A: Admin> ObjectRef<A> {
+    /// Deletes this admin and every reference to it, atomically (see
+    /// [`cascade`](super::cascade)): its hash, sub-objects and relation
+    /// lists, its index entries, its key in every relation list, and the
+    /// reference fields pointing at it (HDEL). Whether the admin existed.
+    ///
+    /// [`Error::Restricted`] (nothing written) if a referrer declared
+    /// `on_delete = "restrict"` still holds it; [`Error::Conflict`] if
+    /// concurrent writes aborted every attempt.
+    pub async fn delete_cascade(&self, db: &Db) -> Result<bool> {
+        let referrers = referrers_of(A::TABLE);
+        let mut conn = db.dedicated().await?;
+        for attempt in 0..MAX_ATTEMPTS {
+            if let Some(existed) = self.attempt_cascade(db, &mut conn, &referrers).await? {
+                return Ok(existed);
+            }
+            backoff(attempt).await;
+        }
+        Err(Error::Conflict {
+            key: Some(self.key().to_string()),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    /// One attempt: `None` if a concurrent write aborted it.
+    ///
+    /// The admin, its subtree and the keys of its own relation lists
+    /// (existing or not: WATCH sees a key being created) are WATCHed
+    /// before the referrers are read, so a concurrent `link` of a relation
+    /// with an inverse (which writes the admin's own list) aborts the EXEC.
+    /// The subtree is listed again after that WATCH: a sub-object created
+    /// in between (unwatched) makes the attempt start over.
+    async fn attempt_cascade(
+        &self,
+        db: &Db,
+        conn: &mut DedicatedConnection,
+        referrers: &[&'static Referrer],
+    ) -> Result<Option<bool>> {
+        let key = self.key();
+        let tree = self.tree_keys(db).await?;
+        let own = own_lists(A::TABLE, key);
+        conn.query::<()>(redis::cmd("WATCH").arg(&tree).arg(&own))
+            .await?;
+        let mut plan = Plan {
+            delete: self.tree_keys(db).await?,
+            ..Plan::default()
+        };
+        if plan.delete != tree {
+            conn.query::<()>(&redis::cmd("UNWATCH")).await?;
+            return Ok(None);
+        }
+        for referrer in referrers {
+            if let Err(err) = self.find_references(db, referrer, &mut plan).await {
+                conn.query::<()>(&redis::cmd("UNWATCH")).await?;
+                return Err(err);
+            }
+        }
+        let mut watch = redis::cmd("WATCH");
+        watch.arg(key).arg(&plan.lists);
+        for (hash, _) in &plan.fields {
+            watch.arg(hash);
+        }
+        conn.query::<()>(&watch).await?;
+
+        let mut txn = redis::pipe();
+        txn.atomic();
+        txn.cmd("EXISTS").arg(key);
+        add_delete_entries::<A>(conn, key, &mut txn).await?;
+        add_plan(&mut txn, key, &plan);
+        tokio::task::yield_now().await;
+        let done: Option<(bool,)> = conn.query_pipeline(&txn).await?;
+        Ok(done.map(|(existed,)| existed))
+    }
+
+    /// Adds to `plan` the references `referrer` holds to this admin;
+    /// [`Error::Restricted`] if it is a restrict referrer holding one.
+    async fn find_references(&self, db: &Db, referrer: &Referrer, plan: &mut Plan) -> Result<()> {
+        let key = self.key();
+        let (candidates, mut check) = match &referrer.kind {
+            ReferrerKind::List { owner_table, table } => {
+                let pattern = format!("{}:*:{}", glob_escape(owner_table), glob_escape(table));
+                let lists = scan_keys(db, &pattern).await?;
+                let mut check = redis::pipe();
+                for list in &lists {
+                    check.cmd("LPOS").arg(list).arg(key);
+                }
+                (lists, check)
+            }
+            ReferrerKind::Field {
+                field,
+                pattern,
+                is_object,
+            } => {
+                let hashes: Vec<String> = scan_keys(db, &pattern())
+                    .await?
+                    .into_iter()
+                    .filter(|k| is_object(k))
+                    .collect();
+                let mut check = redis::pipe();
+                for hash in &hashes {
+                    check.cmd("HGET").arg(hash).arg(*field);
+                }
+                (hashes, check)
+            }
+        };
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        check.ignore_errors();
+        let replies: Vec<redis::Value> = db.query_pipeline(&check).await?;
+        for (candidate, reply) in candidates.into_iter().zip(replies) {
+            let holds = match (&referrer.kind, reply) {
+                (ReferrerKind::List { .. }, redis::Value::Int(_)) => true,
+                (ReferrerKind::Field { .. }, redis::Value::BulkString(v)) => v == key.as_bytes(),
+                _ => false,
+            };
+            // The same place may be registered twice (a model declared in
+            // two modules of one program): count it once.
+            let known = plan.delete.contains(&candidate)
+                || match &referrer.kind {
+                    ReferrerKind::List { .. } => plan.lists.contains(&candidate),
+                    ReferrerKind::Field { field, .. } => plan
+                        .fields
+                        .iter()
+                        .any(|(h, f)| *h == candidate && f == field),
+                };
+            if !holds || known {
+                continue;
+            }
+            if referrer.on_delete == OnDelete::Restrict {
+                return Err(Error::Restricted {
+                    key: key.to_string(),
+                    by: candidate,
+                });
+            }
+            match &referrer.kind {
+                ReferrerKind::List { .. } => plan.lists.push(candidate),
+                ReferrerKind::Field { field, .. } => plan.fields.push((candidate, field)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Adds the plan's deletions to the transaction.
+fn add_plan(txn: &mut Pipeline, key: &str, plan: &Plan) {
+    txn.cmd("DEL").arg(&plan.delete).ignore();
+    for list in &plan.lists {
+        txn.cmd("LREM").arg(list).arg(0).arg(key).ignore();
+    }
+    for (hash, field) in &plan.fields {
+        txn.cmd("HDEL").arg(hash).arg(*field).ignore();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static LIST: Referrer = Referrer {
+        target: "unit_member",
+        on_delete: OnDelete::Cascade,
+        kind: ReferrerKind::List {
+            owner_table: "unit_owner",
+            table: "members",
+        },
+    };
+
+    #[test]
+    fn the_registry_finds_referrers_by_target_and_own_lists_by_owner() {
+        register(&LIST);
+        register(&LIST);
+        assert_eq!(referrers_of("unit_member").len(), 2);
+        assert!(referrers_of("unit_owner").is_empty());
+        // Registered twice, listed once.
+        assert_eq!(
+            own_lists("unit_owner", "unit_owner:1"),
+            vec!["unit_owner:1:members"]
+        );
+        assert!(own_lists("unit_member", "unit_member:1").is_empty());
+    }
+}

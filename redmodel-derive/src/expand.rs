@@ -216,11 +216,13 @@ fn register(target: TokenStream, restrict: bool, kind: TokenStream) -> TokenStre
         quote!(::redmodel::__private::OnDelete::Cascade)
     };
     quote! {
-        ::redmodel::__register_referrer!(::redmodel::__private::Referrer {
-            target: <#target as ::redmodel::__private::Model>::TABLE,
-            on_delete: #on_delete,
-            kind: #kind,
-        });
+        ::redmodel::__private::inventory::submit! {
+            ::redmodel::__private::Referrer {
+                target: <#target as ::redmodel::__private::Model>::TABLE,
+                on_delete: #on_delete,
+                kind: #kind,
+            }
+        }
     }
 }
 

@@ -87,6 +87,7 @@ extern crate self as redmodel;
 pub mod __private {
     pub use crate::model::__private::*;
     pub use crate::model::key::is_valid_table;
+    pub use inventory;
 }
 
 /// Re-exported so that users (and generated code) name one version of redis-rs.

@@ -316,19 +316,24 @@ fn add_plan(txn: &mut Pipeline, key: &str, plan: &Plan) {
 mod tests {
     use super::*;
 
-    static LIST: Referrer = Referrer {
-        target: "unit_member",
-        on_delete: OnDelete::Cascade,
-        kind: ReferrerKind::List {
-            owner_table: "unit_owner",
-            table: "members",
-        },
-    };
+    // Submitted twice, as two derives naming the same relation would.
+    inventory::submit! {
+        Referrer {
+            target: "unit_member",
+            on_delete: OnDelete::Cascade,
+            kind: ReferrerKind::List { owner_table: "unit_owner", table: "members" },
+        }
+    }
+    inventory::submit! {
+        Referrer {
+            target: "unit_member",
+            on_delete: OnDelete::Cascade,
+            kind: ReferrerKind::List { owner_table: "unit_owner", table: "members" },
+        }
+    }
 
     #[test]
     fn the_registry_finds_referrers_by_target_and_own_lists_by_owner() {
-        register(&LIST);
-        register(&LIST);
         assert_eq!(referrers_of("unit_member").len(), 2);
         assert!(referrers_of("unit_owner").is_empty());
         // Registered twice, listed once.

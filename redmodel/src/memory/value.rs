@@ -1,7 +1,8 @@
 //! The values a key can hold, one variant per Redis type.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 
+use super::hash::HashValue;
 use super::zset::ZSet;
 
 /// Bytes as Redis stores them: binary safe.
@@ -11,7 +12,7 @@ pub(crate) type Bytes = Vec<u8>;
 #[derive(Debug, Clone)]
 pub(crate) enum Value {
     Str(Bytes),
-    Hash(HashMap<Bytes, Bytes>),
+    Hash(HashValue),
     List(VecDeque<Bytes>),
     Set(HashSet<Bytes>),
     ZSet(ZSet),
@@ -72,7 +73,7 @@ macro_rules! kind {
 }
 
 kind!(Str, Bytes);
-kind!(Hash, HashMap<Bytes, Bytes>);
+kind!(Hash, HashValue);
 kind!(List, VecDeque<Bytes>);
 kind!(Set, HashSet<Bytes>);
 kind!(ZSet, ZSet);

@@ -20,12 +20,17 @@ pub(crate) const MAX_COMPACT_ENTRIES: usize = 128;
 /// Being below 256, one byte encodes each length.
 pub(crate) const MAX_COMPACT_LEN: usize = 64;
 
+/// The encoding of a hash that outgrew the compact one.
+type Table = HashMap<Box<[u8]>, Box<[u8]>>;
+
 /// A hash value: the map operations the hash commands use, whatever the
-/// encoding. The table is boxed so that the common case stays small.
+/// encoding. The table is boxed on purpose (one more pointer hop for big
+/// hashes) so that the common, compact case stays at 24 bytes.
 #[derive(Debug, Clone)]
+#[allow(clippy::box_collection)]
 pub(crate) enum HashValue {
     Compact(Compact),
-    Table(Box<HashMap<Box<[u8]>, Box<[u8]>>>),
+    Table(Box<Table>),
 }
 
 impl Default for HashValue {
@@ -107,8 +112,7 @@ impl HashValue {
 
     fn convert_to_table(&mut self) {
         if let HashValue::Compact(c) = self {
-            let table: HashMap<Box<[u8]>, Box<[u8]>> =
-                c.iter().map(|(f, v)| (f.into(), v.into())).collect();
+            let table: Table = c.iter().map(|(f, v)| (f.into(), v.into())).collect();
             *self = HashValue::Table(Box::new(table));
         }
     }
@@ -182,7 +186,15 @@ impl Compact {
     }
 
     /// Replaces the value at `slot` in place, keeping the field's position.
+    /// A value of the same length (a counter's usual update) is overwritten
+    /// without moving or reallocating anything.
     fn replace_value(&mut self, slot: Slot, value: &[u8]) {
+        if let Some(old) = self.buf.get_mut(slot.value_len_at + 1..slot.end) {
+            if old.len() == value.len() {
+                old.copy_from_slice(value);
+                return;
+            }
+        }
         let mut encoded = Vec::with_capacity(1 + value.len());
         Self::put(&mut encoded, value);
         self.buf.splice(slot.value_len_at..slot.end, encoded);
@@ -252,6 +264,7 @@ mod tests {
         assert!(h.insert(b"c", b"3"));
         assert!(!h.insert(b"a", b"longer value"));
         assert!(!h.insert(b"", b"x"));
+        assert!(!h.insert(b"c", b"4"), "same length: overwritten in place");
         assert_eq!(h.get(b"a"), Some(&b"longer value"[..]));
         assert_eq!(h.get(b""), Some(&b"x"[..]));
         assert_eq!(h.get(b"b"), None);
@@ -260,7 +273,7 @@ mod tests {
             vec![
                 (b"a".to_vec(), b"longer value".to_vec()),
                 (b"".to_vec(), b"x".to_vec()),
-                (b"c".to_vec(), b"3".to_vec()),
+                (b"c".to_vec(), b"4".to_vec()),
             ]
         );
         assert!(h.remove(b""));

@@ -12,6 +12,7 @@ pub(crate) type Bytes = Vec<u8>;
 /// as large as its largest variant, and most keys hold strings or small
 /// hashes (a `ZSet` inline made every value 104 bytes; boxed, 32).
 #[derive(Debug, Clone)]
+#[allow(clippy::box_collection)]
 pub(crate) enum Value {
     Str(Bytes),
     Hash(HashValue),

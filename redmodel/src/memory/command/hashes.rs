@@ -158,7 +158,7 @@ fn hmget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let values = args[2..]
         .iter()
         .map(|f| {
-            hash.and_then(|h| h.get(*f))
+            hash.and_then(|h| h.get(f))
                 .map_or_else(reply::nil, reply::bulk)
         })
         .collect();

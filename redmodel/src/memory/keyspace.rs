@@ -3,13 +3,18 @@
 //! Three structures share the key (an `Arc<[u8]>`, so each key is stored
 //! once):
 //! - `entries`: key -> value and expiry, for lookups;
-//! - `order`: a stable id per key, in creation order, so that SCAN's cursor
-//!   is simply "the next id": a key present for the whole scan keeps its id
-//!   and is returned exactly once, whatever is added or removed meanwhile;
+//! - `slots`: a vector in which each key has a stable position, so that
+//!   SCAN's cursor is simply "the next position": a key present for the
+//!   whole scan keeps its position and is returned exactly once, whatever
+//!   is added or removed meanwhile. A deleted key leaves a hole that the
+//!   next new key fills (`free` lists the holes), so the vector stays as
+//!   long as the most keys ever held at once, at one pointer per key (a
+//!   B-tree of ids cost three times that). A key deleted and created again
+//!   during a scan may come back twice, as Redis allows;
 //! - `expiring`: the keys that have a TTL, in a vector-backed set, so that
 //!   the active expiry cycle can sample them at random in O(1).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use indexmap::IndexSet;
@@ -25,7 +30,8 @@ pub(crate) struct Entry {
     pub(crate) value: Value,
     /// Unix milliseconds after which the key is gone (`now > expire_at`).
     pub(crate) expire_at: Option<i64>,
-    id: u64,
+    /// The key's position in `Keyspace::slots`.
+    slot: usize,
 }
 
 /// What WATCH remembers of a key: how many sessions watch it, and a counter
@@ -39,8 +45,9 @@ struct Watch {
 #[derive(Debug, Default)]
 pub(crate) struct Keyspace {
     entries: HashMap<Key, Entry>,
-    order: BTreeMap<u64, Key>,
-    next_id: u64,
+    slots: Vec<Option<Key>>,
+    /// The holes in `slots`, refilled last-freed first.
+    free: Vec<usize>,
     expiring: IndexSet<Key>,
     watched: HashMap<Key, Watch>,
 }
@@ -135,9 +142,16 @@ impl Keyspace {
     }
 
     fn insert_new(&mut self, key: Key, value: Value, expire_at: Option<i64>) {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.order.insert(id, key.clone());
+        let slot = match self.free.pop() {
+            Some(hole) => hole,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        };
+        if let Some(place) = self.slots.get_mut(slot) {
+            *place = Some(key.clone());
+        }
         if expire_at.is_some() {
             self.expiring.insert(key.clone());
         }
@@ -146,7 +160,7 @@ impl Keyspace {
             Entry {
                 value,
                 expire_at,
-                id,
+                slot,
             },
         );
     }
@@ -182,12 +196,29 @@ impl Keyspace {
     /// Deletes `key` (live or expired). Marks it modified.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let (key, entry) = self.entries.remove_entry(key)?;
-        self.order.remove(&entry.id);
+        self.free_slot(entry.slot);
         if entry.expire_at.is_some() {
             self.expiring.swap_remove(&key);
         }
         self.modified(&key);
         Some(entry)
+    }
+
+    /// Empties a key's slot for a later key. Trailing holes are dropped
+    /// instead, so that a keyspace that shrinks gives its slots back.
+    fn free_slot(&mut self, slot: usize) {
+        if let Some(place) = self.slots.get_mut(slot) {
+            *place = None;
+        }
+        if slot + 1 == self.slots.len() {
+            while self.slots.last().is_some_and(Option::is_none) {
+                self.slots.pop();
+            }
+            let len = self.slots.len();
+            self.free.retain(|&hole| hole < len);
+        } else {
+            self.free.push(slot);
+        }
     }
 
     /// Deletes `key` if it holds an empty aggregate: Redis never keeps one.
@@ -233,7 +264,8 @@ impl Keyspace {
             .cloned()
             .collect();
         self.entries.clear();
-        self.order.clear();
+        self.slots = Vec::new();
+        self.free = Vec::new();
         self.expiring.clear();
         for key in watched {
             self.modified(&key);
@@ -250,14 +282,19 @@ impl Keyspace {
         type_name: Option<&[u8]>,
         now: i64,
     ) -> (u64, Vec<Key>) {
-        let visited: Vec<(u64, Key)> = self
-            .order
-            .range(cursor..)
+        let from = usize::try_from(cursor).unwrap_or(usize::MAX);
+        let visited: Vec<(usize, Key)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .skip(from)
+            .filter_map(|(slot, key)| Some((slot, key.clone()?)))
             .take(count.max(1))
-            .map(|(id, k)| (*id, k.clone()))
             .collect();
         let next = match visited.last() {
-            Some((last, _)) if self.order.range(last + 1..).next().is_some() => last + 1,
+            Some(&(last, _)) if self.slots.iter().skip(last + 1).any(Option::is_some) => {
+                u64::try_from(last + 1).unwrap_or(0)
+            }
             _ => 0,
         };
         let mut keys = Vec::with_capacity(visited.len());
@@ -281,13 +318,15 @@ impl Keyspace {
         (next, keys)
     }
 
-    /// All live keys matching `pattern`, in creation order.
+    /// All live keys matching `pattern`, in slot order (creation order
+    /// until a deletion leaves a hole that a new key fills).
     /// Like Redis's KEYS, this skips expired keys without deleting them
     /// (so DBSIZE still counts them until they are reclaimed). `None`
     /// matches every key, the empty one included (KEYS's `*` special case).
     pub(crate) fn keys(&self, pattern: Option<&[u8]>, now: i64) -> Vec<Key> {
-        self.order
-            .values()
+        self.slots
+            .iter()
+            .flatten()
             .filter(|key| {
                 self.entries
                     .get(&key[..])
@@ -388,5 +427,87 @@ mod tests {
         );
         assert_eq!(names(ks.keys(Some(b"k*"), 2_000)), vec![b"kept".to_vec()]);
         assert_eq!(ks.len(), 3);
+    }
+
+    fn scan_all(
+        ks: &mut Keyspace,
+        count: usize,
+        between: &mut dyn FnMut(&mut Keyspace),
+    ) -> Vec<Vec<u8>> {
+        let mut seen = Vec::new();
+        let mut cursor = 0;
+        loop {
+            let (next, keys) = ks.scan(cursor, count, None, None, 0);
+            seen.extend(keys.iter().map(|k| k.to_vec()));
+            if next == 0 {
+                return seen;
+            }
+            between(ks);
+            cursor = next;
+        }
+    }
+
+    /// A key present for the whole scan is returned exactly once, however
+    /// many keys are deleted and created meanwhile (refilling holes).
+    #[test]
+    fn scan_returns_every_key_present_throughout_once() {
+        let mut ks = Keyspace::default();
+        for i in 0..100 {
+            ks.set(
+                format!("k{i}").as_bytes(),
+                Value::Str(b"v".to_vec()),
+                false,
+                0,
+            );
+        }
+        let mut step = 0;
+        let mut churn = |ks: &mut Keyspace| {
+            // Delete two keys scattered over the space, create three.
+            ks.remove(format!("k{}", (step * 7) % 50 * 2 + 1).as_bytes());
+            ks.remove(format!("k{}", 99 - step).as_bytes());
+            for j in 0..3 {
+                ks.set(
+                    format!("new{step}.{j}").as_bytes(),
+                    Value::Str(b"v".to_vec()),
+                    false,
+                    0,
+                );
+            }
+            step += 1;
+        };
+        let seen = scan_all(&mut ks, 3, &mut churn);
+        // Even keys below 50 are never deleted.
+        for i in (0..50).step_by(2) {
+            let key = format!("k{i}").into_bytes();
+            assert_eq!(seen.iter().filter(|k| **k == key).count(), 1, "k{i}");
+        }
+        assert!(ks.free.is_empty() || ks.free.iter().all(|&h| h < ks.slots.len()));
+    }
+
+    /// Holes are refilled, and trailing ones given back.
+    #[test]
+    fn slots_are_reused_and_trimmed() {
+        let mut ks = Keyspace::default();
+        for key in [&b"a"[..], b"b", b"c"] {
+            ks.set(key, Value::Str(b"v".to_vec()), false, 0);
+        }
+        ks.remove(b"a");
+        ks.set(b"d", Value::Str(b"v".to_vec()), false, 0);
+        assert_eq!(ks.slots.len(), 3);
+        let names = |ks: &Keyspace| -> Vec<Vec<u8>> {
+            ks.keys(None, 0).iter().map(|k| k.to_vec()).collect()
+        };
+        assert_eq!(
+            names(&ks),
+            vec![b"d".to_vec(), b"b".to_vec(), b"c".to_vec()]
+        );
+        ks.remove(b"b");
+        ks.remove(b"c");
+        assert_eq!(ks.slots.len(), 1);
+        assert!(ks.free.is_empty());
+        assert_eq!(scan_all(&mut ks, 1, &mut |_| {}), vec![b"d".to_vec()]);
+        ks.remove(b"d");
+        assert!(ks.slots.is_empty());
+        assert_eq!(ks.scan(0, 10, None, None, 0), (0, Vec::new()));
     }
 }

@@ -32,6 +32,7 @@ mod error;
 mod expire_cycle;
 mod float;
 mod glob;
+mod hash;
 mod keyspace;
 mod reply;
 mod server;

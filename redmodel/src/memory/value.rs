@@ -1,20 +1,24 @@
 //! The values a key can hold, one variant per Redis type.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 
+use super::hash::HashValue;
 use super::zset::ZSet;
 
 /// Bytes as Redis stores them: binary safe.
 pub(crate) type Bytes = Vec<u8>;
 
-/// The value stored under a key.
+/// The value stored under a key. The sets are boxed: a keyspace entry is
+/// as large as its largest variant, and most keys hold strings or small
+/// hashes (a `ZSet` inline made every value 104 bytes; boxed, 32).
 #[derive(Debug, Clone)]
+#[allow(clippy::box_collection)]
 pub(crate) enum Value {
     Str(Bytes),
-    Hash(HashMap<Bytes, Bytes>),
+    Hash(HashValue),
     List(VecDeque<Bytes>),
-    Set(HashSet<Bytes>),
-    ZSet(ZSet),
+    Set(Box<HashSet<Bytes>>),
+    ZSet(Box<ZSet>),
 }
 
 impl Value {
@@ -49,7 +53,28 @@ pub(crate) trait Kind: Sized + Default {
     fn wrap(self) -> Value;
 }
 
+/// `kind!(Variant, Type)` for a variant holding `Type` itself;
+/// `kind!(Variant, Box<Type>)` for one holding it boxed.
 macro_rules! kind {
+    ($variant:ident, Box<$ty:ty>) => {
+        impl Kind for $ty {
+            fn of(value: &Value) -> Option<&Self> {
+                match value {
+                    Value::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn of_mut(value: &mut Value) -> Option<&mut Self> {
+                match value {
+                    Value::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn wrap(self) -> Value {
+                Value::$variant(Box::new(self))
+            }
+        }
+    };
     ($variant:ident, $ty:ty) => {
         impl Kind for $ty {
             fn of(value: &Value) -> Option<&Self> {
@@ -72,7 +97,7 @@ macro_rules! kind {
 }
 
 kind!(Str, Bytes);
-kind!(Hash, HashMap<Bytes, Bytes>);
+kind!(Hash, HashValue);
 kind!(List, VecDeque<Bytes>);
-kind!(Set, HashSet<Bytes>);
-kind!(ZSet, ZSet);
+kind!(Set, Box<HashSet<Bytes>>);
+kind!(ZSet, Box<ZSet>);

@@ -10,11 +10,9 @@
 //! calls `signalModifiedKey`: HSET always, the others only when a field
 //! really changed.
 //!
-//! Small Redis hashes keep insertion order; ours is a `HashMap`, so HGETALL,
-//! HKEYS, HVALS and HSCAN reply in an arbitrary order, which Redis does not
-//! promise either.
-
-use std::collections::HashMap;
+//! The value is a [`HashValue`]: small hashes keep insertion order as in
+//! Redis (so HGETALL, HKEYS, HVALS and HSCAN reply in Redis's order); big
+//! ones reply in an arbitrary order, which Redis does not promise either.
 
 use rand::Rng;
 
@@ -24,11 +22,11 @@ use super::{arity_error, remove_elements, CmdResult, Ctx, Spec};
 use crate::memory::args::{int_arg, is, parse_i64, random_count_with};
 use crate::memory::error::CmdError;
 use crate::memory::float::LongDouble;
+use crate::memory::hash::HashValue;
 use crate::memory::reply;
-use crate::memory::value::Bytes;
 
 /// A hash value as the keyspace stores it.
-type Hash = HashMap<Bytes, Bytes>;
+type Hash = HashValue;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -123,7 +121,7 @@ fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let hash = ctx.write_or_create::<Hash>(key)?;
     let created = args[2..]
         .chunks_exact(2)
-        .filter(|pair| hash.insert(pair[0].to_vec(), pair[1].to_vec()).is_none())
+        .filter(|pair| hash.insert(pair[0], pair[1]))
         .count();
     // Redis signals even when every value was already there.
     ctx.modified(key);
@@ -141,7 +139,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if hash.contains_key(field) {
         return Ok(reply::int(0));
     }
-    hash.insert(field.to_vec(), args[3].to_vec());
+    hash.insert(field, args[3]);
     ctx.modified(key);
     Ok(reply::int(1))
 }
@@ -150,7 +148,7 @@ fn hget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let value = ctx
         .read::<Hash>(args[1])?
         .and_then(|h| h.get(args[2]))
-        .cloned();
+        .map(<[u8]>::to_vec);
     Ok(value.map_or_else(reply::nil, reply::bulk))
 }
 
@@ -160,8 +158,8 @@ fn hmget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let values = args[2..]
         .iter()
         .map(|f| {
-            hash.and_then(|h| h.get(*f))
-                .map_or_else(reply::nil, |v| reply::bulk(v.clone()))
+            hash.and_then(|h| h.get(f))
+                .map_or_else(reply::nil, reply::bulk)
         })
         .collect();
     Ok(reply::array(values))
@@ -197,16 +195,16 @@ fn dump(ctx: &mut Ctx<'_>, key: &[u8], parts: Parts) -> CmdResult {
 
 /// Field/value pairs as the flat list of bulk strings RESP2 replies with.
 fn flatten<'a>(
-    pairs: impl Iterator<Item = (&'a Bytes, &'a Bytes)>,
+    pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>,
     parts: Parts,
 ) -> Vec<redis::Value> {
     let mut out = Vec::new();
     for (field, value) in pairs {
         if matches!(parts, Parts::Fields | Parts::Both) {
-            out.push(reply::bulk(field.clone()));
+            out.push(reply::bulk(field));
         }
         if matches!(parts, Parts::Values | Parts::Both) {
-            out.push(reply::bulk(value.clone()));
+            out.push(reply::bulk(value));
         }
     }
     out
@@ -214,7 +212,7 @@ fn flatten<'a>(
 
 /// Deleting the last field deletes the key.
 fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    remove_elements::<Hash>(ctx, args, |hash, field| hash.remove(field).is_some())
+    remove_elements::<Hash>(ctx, args, |hash, field| hash.remove(field))
 }
 
 fn hexists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -225,7 +223,7 @@ fn hexists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn hlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let len = ctx.read::<Hash>(args[1])?.map_or(0, HashMap::len);
+    let len = ctx.read::<Hash>(args[1])?.map_or(0, HashValue::len);
     Ok(reply::int(len))
 }
 
@@ -233,7 +231,7 @@ fn hstrlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let len = ctx
         .read::<Hash>(args[1])?
         .and_then(|h| h.get(args[2]))
-        .map_or(0, Vec::len);
+        .map_or(0, <[u8]>::len);
     Ok(reply::int(len))
 }
 
@@ -249,7 +247,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         None => 0,
     };
     let sum = current.checked_add(incr).ok_or(CmdError::Overflow)?;
-    hash.insert(field.to_vec(), sum.to_string().into_bytes());
+    hash.insert(field, sum.to_string().as_bytes());
     ctx.modified(key);
     Ok(reply::int(sum))
 }
@@ -274,7 +272,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .checked_add(incr)
         .ok_or_else(|| CmdError::err("increment would produce NaN or Infinity"))?;
     let text = sum.to_human_string().into_bytes();
-    hash.insert(field.to_vec(), text.clone());
+    hash.insert(field, &text);
     ctx.modified(key);
     Ok(reply::bulk(text))
 }
@@ -313,9 +311,9 @@ fn random_field(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
     let mut rng = rand::rng();
     let n = rng.random_range(0..hash.len().max(1));
     Ok(hash
-        .keys()
+        .iter()
         .nth(n)
-        .map_or_else(reply::nil, |f| reply::bulk(f.clone())))
+        .map_or_else(reply::nil, |(f, _)| reply::bulk(f)))
 }
 
 /// HSCAN: every matching field and its value at once (see

@@ -302,7 +302,7 @@ fn store_op(
     let sets = read_sets(ctx, &args[2..])?;
     let result: Set = op(&sets).into_iter().cloned().collect();
     let len = result.len();
-    store_or_delete(ctx, args[1], Value::Set(result), len)
+    store_or_delete(ctx, args[1], Value::Set(Box::new(result)), len)
 }
 
 fn sinterstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

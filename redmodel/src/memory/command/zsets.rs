@@ -571,7 +571,7 @@ fn zrange_generic(
                     .map(|(m, s)| (m.to_vec(), s)),
             );
             let len = result.len();
-            store_or_delete(ctx, dst, Value::ZSet(result), len)
+            store_or_delete(ctx, dst, Value::ZSet(Box::new(result)), len)
         }
     }
 }
@@ -972,7 +972,7 @@ fn setop_generic(
         Some(dst) => {
             let z = ZSet::from_pairs(result);
             let len = z.len();
-            store_or_delete(ctx, dst, Value::ZSet(z), len)
+            store_or_delete(ctx, dst, Value::ZSet(Box::new(z)), len)
         }
         None => {
             // The reply comes from a fresh skiplist in Redis: ordered with

@@ -23,7 +23,7 @@ use redmodel::Error;
 mod common;
 
 /// `login:1` = {name, login_times, last_login_time}, plus the indexes
-/// `login:_unique:name:ken%20thompson` = `login:1`,
+/// `login:_unique:name:ken%20thompson` = \[`login:1`\] (a one-element list),
 /// `login:_sorted:login_times` and `login:_recent:last_login_time`.
 #[derive(Admin, Debug, Clone, PartialEq)]
 #[redmodel(table = "login")]

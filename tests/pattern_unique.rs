@@ -9,7 +9,7 @@ use redmodel::prelude::*;
 use redmodel::Error;
 use redmodel_suite::backend_tests;
 
-/// `user:1` = {name, email}; `user:_unique:name:ken%20thompson` = `user:1`.
+/// `user:1` = {name, email}; `user:_unique:name:ken%20thompson` = [`user:1`].
 #[derive(Admin, Debug, Clone, PartialEq)]
 struct User {
     #[redmodel(pk)]
@@ -30,8 +30,13 @@ fn user(id: u32, name: &str) -> User {
     }
 }
 
+/// The holder a unique entry names: the entry is a list of one element.
 async fn get(db: &Db, key: &str) -> Option<String> {
-    db.query(redis::cmd("GET").arg(key)).await.unwrap()
+    let len: u64 = db.query(redis::cmd("LLEN").arg(key)).await.unwrap();
+    assert!(len <= 1, "{key} names {len} holders");
+    db.query(redis::cmd("LINDEX").arg(key).arg(0))
+        .await
+        .unwrap()
 }
 
 async fn exists(db: &Db, key: &str) -> bool {
@@ -73,6 +78,65 @@ backend_tests! {
         // An Option field with None holds no value.
         assert_eq!(User::BY_EMAIL.key(None::<String>)?, None);
         assert_eq!(User::BY_EMAIL.find(db, None::<String>).await?, None);
+        Ok::<(), Error>(())
+    }
+
+    /// `find`, `find_with_handle` and `holder` are one round trip (one
+    /// SORT reading the entry, the holder's key and its fields), hit or
+    /// miss; only a dead entry costs more, to prune it.
+    exclusive async fn find_is_one_round_trip(ctx) {
+        let db = &ctx.db;
+        let mut ken = user(1, "ken");
+        ken.email = Some("ken@bell-labs.com".into());
+        ken.insert(db).await?;
+        let before = db.round_trips();
+        assert_eq!(User::BY_NAME.find(db, "ken").await?, Some(ken.clone()));
+        assert_eq!(db.round_trips() - before, 1, "find of a held value");
+
+        let before = db.round_trips();
+        let (handle, found) = User::BY_EMAIL
+            .find_with_handle(db, "ken@bell-labs.com")
+            .await?
+            .expect("found");
+        assert_eq!((handle, found), (User::at(1), ken.clone()));
+        assert_eq!(db.round_trips() - before, 1, "find_with_handle");
+
+        let before = db.round_trips();
+        assert_eq!(User::BY_NAME.holder(db, "ken").await?, Some(User::at(1)));
+        assert_eq!(db.round_trips() - before, 1, "holder");
+
+        let before = db.round_trips();
+        assert_eq!(User::BY_NAME.find(db, "nobody").await?, None);
+        assert_eq!(db.round_trips() - before, 1, "find of a free value");
+
+        // A dead entry: the read is still one SORT; the prune runs on a
+        // dedicated connection of its own (not counted by `round_trips`).
+        db.query::<()>(redis::cmd("DEL").arg("user:1")).await?;
+        let before = db.round_trips();
+        assert_eq!(User::BY_NAME.find(db, "ken").await?, None);
+        assert_eq!(db.round_trips() - before, 1, "the read of a dead entry");
+        assert!(!exists(db, "user:_unique:name:ken").await, "pruned");
+        Ok::<(), Error>(())
+    }
+
+    /// The holder's fields come back from the same SORT: an object whose
+    /// optional fields are all absent is found whole, and a holder whose
+    /// hash is gone, or that is not a hash, is not a holder.
+    exclusive async fn find_decodes_absent_fields_and_refuses_non_holders(ctx) {
+        let db = &ctx.db;
+        user(1, "ken").insert(db).await?;
+        // Another program strips every field but the unique one.
+        db.query::<()>(redis::cmd("HDEL").arg("user:1").arg("city").arg("_count")).await?;
+        let err = User::BY_NAME.find(db, "ken").await.unwrap_err();
+        assert!(err.to_string().contains("city"), "{err}");
+        assert_eq!(User::BY_NAME.holder(db, "ken").await?, Some(User::at(1)));
+
+        // The entry names a key that is a string, not a hash: not a holder,
+        // and the prune (which sees WRONGTYPE) leaves the entry alone.
+        db.query::<()>(redis::cmd("DEL").arg("user:1")).await?;
+        db.query::<()>(redis::cmd("SET").arg("user:1").arg("x")).await?;
+        assert_eq!(User::BY_NAME.find(db, "ken").await?, None);
+        assert_eq!(User::BY_NAME.holder(db, "ken").await?, None);
         Ok::<(), Error>(())
     }
 

@@ -83,8 +83,21 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
             _ => Mode::Shape,
         },
         "SCAN" | "HSCAN" | "SSCAN" | "ZSCAN" | "RANDOMKEY" => Mode::Shape,
+        // A set `BY nosort` comes in its iteration order (but for STORE,
+        // which sorts it).
+        "SORT" | "SORT_RO" if unsorted(args) => Mode::Shape,
         _ => Mode::Exact,
     }
+}
+
+/// Whether a SORT says `BY` a pattern without `*` and does not STORE: a
+/// set is then returned in no defined order.
+fn unsorted(args: &[Vec<u8>]) -> bool {
+    let is = |a: &[u8], s: &str| a.eq_ignore_ascii_case(s.as_bytes());
+    let by_constant = args
+        .windows(2)
+        .any(|w| is(&w[0], "BY") && !w[1].contains(&b'*'));
+    by_constant && !args.iter().any(|a| is(a, "STORE"))
 }
 
 /// Whether `real` and `engine` agree under `mode`.

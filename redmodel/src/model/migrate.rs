@@ -36,7 +36,10 @@ use std::ops::ControlFlow;
 use redis::Value;
 
 use super::index::write::{backoff, checked_score, score_arg, MAX_ATTEMPTS};
-use super::index::{key_pattern, sorted_key, tag_key, unique_key, IndexKind, IndexSpec};
+use super::index::{
+    claim_commands, holder_command, key_pattern, sorted_key, tag_key, unique_key, IndexKind,
+    IndexSpec,
+};
 use super::key::glob_escape;
 use super::scan::scan_keys;
 use super::{Admin, ObjectRef};
@@ -574,7 +577,7 @@ fn plan_entry<'k, M: Admin>(
 }
 
 /// Round 2 of an index batch: WATCH the claimed unique entries, read their
-/// holders and whether those still hold the value, and add a SET for each
+/// holders and whether those still hold the value, and add a claim for each
 /// claim that no other live object holds (within the batch, the first
 /// claimant of a value keeps it). Returns the claims refused.
 async fn settle_claims(
@@ -588,8 +591,10 @@ async fn settle_claims(
     let entries: Vec<&String> = claims.iter().map(|c| &c.entry).collect();
     let mut read = redis::pipe();
     read.cmd("WATCH").arg(&entries).ignore();
-    read.cmd("MGET").arg(&entries);
-    let (holders,): (Vec<Option<String>>,) = conn.query_pipeline(&read).await?;
+    for entry in &entries {
+        holder_command(&mut read, entry);
+    }
+    let holders: Vec<Option<String>> = conn.query_pipeline(&read).await?;
     let rivals: Vec<(&Claim, &String)> = claims
         .iter()
         .zip(&holders)
@@ -627,11 +632,7 @@ async fn settle_claims(
             }),
             _ => {
                 taken.insert(&claim.entry, claim.claimant);
-                write
-                    .cmd("SET")
-                    .arg(&claim.entry)
-                    .arg(claim.claimant)
-                    .ignore();
+                claim_commands(write, &claim.entry, claim.claimant);
             }
         }
     }

@@ -22,6 +22,7 @@ mod keys;
 mod lists;
 mod server;
 mod sets;
+mod sort;
 mod strings;
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -64,6 +65,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         lists::COMMANDS,
         server::COMMANDS,
         sets::COMMANDS,
+        sort::COMMANDS,
         strings::COMMANDS,
         zsets::COMMANDS,
     ]

@@ -6,7 +6,7 @@
 //!
 //! | attribute | handle | Redis | key |
 //! |---|---|---|---|
-//! | `#[redmodel(unique)]` | `BY_NAME`: [`UniqueIndex`] | one string per value, holding the holder's key | `user:_unique:name:ken%20thompson` = `user:1` |
+//! | `#[redmodel(unique)]` | `BY_NAME`: [`UniqueIndex`] | one list per value, holding the holder's key alone | `user:_unique:name:ken%20thompson` = \[`user:1`\] |
 //! | `#[redmodel(sorted)]` | `LOGINS_RANK`: [`SortedIndex`] | sorted set of object keys, scored by the field | `user:_sorted:logins` |
 //! | `#[redmodel(tags)]` | `BY_TAGS`: [`TagIndex`] | one set of object keys per tag value | `book:_tag:tags:ruby` |
 //! | `#[redmodel(recent = 10)]` | `LAST_LOGIN_RECENT`: [`RecentList`] | list of object keys, newest first, capped | `user:_recent:last_login` |
@@ -122,6 +122,21 @@ impl IndexKind {
 /// The key of a unique entry: `TABLE:_unique:FIELD:VALUE`.
 pub(crate) fn unique_key(table: &str, field: &str, value: &str) -> String {
     reserved_key(table, IndexKind::Unique.name(), &[field, value])
+}
+
+/// Adds to `pipe` the command that reads the holder named by the unique
+/// entry `entry` (a list of one element): `LINDEX entry 0`, which replies
+/// like a GET (the key, or nil).
+pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
+    pipe.cmd("LINDEX").arg(entry).arg(0);
+}
+
+/// Adds to `pipe` (a MULTI/EXEC) the commands that make the unique entry
+/// `entry` name `holder` alone: DEL (the entry may name a dead holder
+/// being taken over) and RPUSH, both ignored.
+pub(crate) fn claim_commands(pipe: &mut redis::Pipeline, entry: &str, holder: &str) {
+    pipe.cmd("DEL").arg(entry).ignore();
+    pipe.cmd("RPUSH").arg(entry).arg(holder).ignore();
 }
 
 /// The key of a sorted index: `TABLE:_sorted:FIELD`.

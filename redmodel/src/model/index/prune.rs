@@ -50,8 +50,8 @@ pub(crate) enum Entry {
     Set(String),
     /// Every occurrence in the list at this key.
     List(String),
-    /// The unique entry (a string) at this key, if it still names the
-    /// object.
+    /// The unique entry (a one-element list) at this key, if it still
+    /// names the object.
     Unique(String),
 }
 
@@ -123,7 +123,7 @@ async fn check(
             }
         };
         if let Entry::Unique(key) = &s.entry {
-            check.cmd("GET").arg(key);
+            super::holder_command(&mut check, key);
         }
     }
     let replies: Vec<Value> = conn.query_pipeline(&check).await?;
@@ -251,7 +251,7 @@ mod tests {
     #[tokio::test]
     async fn a_unique_entry_claimed_by_another_stays() {
         let db = Db::memory();
-        db.query::<()>(redis::cmd("SET").arg("t:_unique:f:v").arg("t:1"))
+        db.query::<()>(redis::cmd("RPUSH").arg("t:_unique:f:v").arg("t:1"))
             .await
             .unwrap();
         db.query::<()>(redis::cmd("HSET").arg("t:2").arg("f").arg("v"))
@@ -270,13 +270,13 @@ mod tests {
             .await
             .unwrap()
             .expect("t:1 does not hold v");
-        db.query::<()>(redis::cmd("SET").arg("t:_unique:f:v").arg("t:2"))
+        db.query::<()>(redis::cmd("LSET").arg("t:_unique:f:v").arg(0).arg("t:2"))
             .await
             .unwrap();
         let done: Option<()> = conn.query_pipeline(&remove).await.unwrap();
         assert_eq!(done, None, "EXEC aborted");
         let holder: String = db
-            .query(redis::cmd("GET").arg("t:_unique:f:v"))
+            .query(redis::cmd("LINDEX").arg("t:_unique:f:v").arg(0))
             .await
             .unwrap();
         assert_eq!(holder, "t:2");

@@ -1,8 +1,11 @@
 //! Unique lookup (seed 001: the user knows the name, not the id).
 //!
-//! `#[redmodel(unique)] name: String` keeps one string per value,
-//! `user:_unique:name:ken%20thompson` = `user:1` (the seed's
-//! `set "login:ken thompson:id" 1`, in the model's reserved namespace).
+//! `#[redmodel(unique)] name: String` keeps one entry per value, a list
+//! of one element, the holder's key: `user:_unique:name:ken%20thompson` =
+//! \[`user:1`\] (the seed's `set "login:ken thompson:id" 1`, in the model's
+//! reserved namespace). A list rather than the seed's string so that one
+//! `SORT ... BY nosort GET # GET *->field ...` reads the holder and its
+//! fields in a single round trip ([`read_holder`]).
 //! Writes claim the new value and release the old one in the object's own
 //! MULTI/EXEC, and refuse a value another live object holds with
 //! [`Error::Unique`](crate::Error::Unique).
@@ -10,11 +13,11 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{key_text, load_judged, parse_member, prune, unique_key, Entry, Stale, Test};
+use super::{holder_command, key_text, parse_member, prune, unique_key, Entry, Stale, Test};
 use crate::model::codec::{Codec, IntoValue, Plain};
 use crate::model::key::{decode_segment, glob_escape};
 use crate::model::scan::scan_keys;
-use crate::model::{Model, ObjectRef};
+use crate::model::{Model, ObjectRef, Storage};
 use crate::{Db, Error, Result};
 
 /// The unique index of a field of `M` whose values are `T` (written with
@@ -87,10 +90,12 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     }
 
     /// The object whose field holds `value` (the seed's
-    /// `uid = r.get("login:%s:id" % name)` followed by reading the user):
-    /// a GET of the entry, then one batch reading the holder, which must
-    /// exist and still hold the value; an entry left by an object that
-    /// expired or was changed outside the library is pruned.
+    /// `uid = r.get("login:%s:id" % name)` followed by reading the user),
+    /// in one round trip, one command: `SORT entry BY nosort LIMIT 0 1
+    /// GET # GET *->field ...` returns the holder's key and its fields.
+    /// The holder must still hold the value; an entry left by an object
+    /// that expired or was changed outside the library is pruned (which
+    /// costs more round trips, only then).
     pub async fn find(&self, db: &Db, value: impl IntoValue<T>) -> Result<Option<M>> {
         Ok(self
             .find_with_handle(db, value)
@@ -104,71 +109,52 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
         db: &Db,
         value: impl IntoValue<T>,
     ) -> Result<Option<(ObjectRef<M>, M)>> {
-        let Some(text) = self.text(value.into_value())? else {
+        let Some((holder, values)) = self.read(db, value, M::FIELDS).await? else {
             return Ok(None);
         };
-        let entry = unique_key(M::TABLE, self.field, &text);
-        let Some(holder) = db
-            .query::<Option<String>>(redis::cmd("GET").arg(&entry))
-            .await?
-        else {
-            return Ok(None);
-        };
-        let holder = parse_member::<M>(&holder, &entry)?;
-        let position = super::field_position::<M>(self.field);
-        let field = self.field;
-        let mut stale = Vec::new();
-        let loaded = load_judged(db, vec![holder], &mut stale, |r, values, stale| {
-            let holds = values
-                .and_then(|v| v.get(position?))
-                .and_then(|v| v.as_deref())
-                == Some(text.as_bytes());
-            if !holds {
-                stale.push(Stale {
-                    object: r.key().to_string(),
-                    test: Test::NotEqual {
-                        field,
-                        text: text.as_bytes().to_vec(),
-                    },
-                    entry: Entry::Unique(entry.clone()),
-                });
-            }
-            holds
-        })
-        .await?;
-        prune(db, stale).await?;
-        Ok(loaded.into_iter().next())
+        let object = holder.decode(values)?;
+        Ok(Some((holder, object)))
     }
 
     /// The handle of the object whose field holds `value`, checked as
-    /// [`find`](Self::find) does (a GET, then an HGET of the holder's
-    /// field), without loading the object.
+    /// [`find`](Self::find) does, in one round trip, reading only that
+    /// field of the holder.
     pub async fn holder(&self, db: &Db, value: impl IntoValue<T>) -> Result<Option<ObjectRef<M>>> {
+        let fields = [self.field];
+        Ok(self
+            .read(db, value, &fields)
+            .await?
+            .map(|(holder, _)| holder))
+    }
+
+    /// Reads the holder of `value` and its `fields` with [`read_holder`];
+    /// `None` if no live object holds the value (a dead entry is pruned).
+    async fn read(
+        &self,
+        db: &Db,
+        value: impl IntoValue<T>,
+        fields: &[&str],
+    ) -> Result<Option<(ObjectRef<M>, RawValues)>> {
         let Some(text) = self.text(value.into_value())? else {
             return Ok(None);
         };
         let entry = unique_key(M::TABLE, self.field, &text);
-        let Some(holder) = db
-            .query::<Option<String>>(redis::cmd("GET").arg(&entry))
-            .await?
-        else {
+        let Some((holder, values)) = read_holder::<M>(db, &entry, fields).await? else {
             return Ok(None);
         };
-        let holder = parse_member::<M>(&holder, &entry)?;
-        let stored: Option<Vec<u8>> = match db
-            .query(redis::cmd("HGET").arg(holder.key()).arg(self.field))
-            .await
-        {
-            Ok(stored) => stored,
-            // The entry names a key that is not a hash: not a holder.
-            Err(Error::WrongType { .. }) => None,
-            Err(other) => return Err(other),
+        let held = match M::STORAGE {
+            Storage::Hash => fields
+                .iter()
+                .position(|f| *f == self.field)
+                .and_then(|i| values.get(i)),
+            Storage::Single => values.first(),
         };
-        if stored.as_deref() == Some(text.as_bytes()) {
-            return Ok(Some(holder));
+        if held.and_then(Option::as_deref) == Some(text.as_bytes()) {
+            let holder = parse_member::<M>(&holder, &entry)?;
+            return Ok(Some((holder, values)));
         }
         let stale = Stale {
-            object: holder.into_key(),
+            object: holder,
             test: Test::NotEqual {
                 field: self.field,
                 text: text.into_bytes(),
@@ -190,7 +176,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
             let mut pipe = redis::pipe();
             pipe.ignore_errors();
             for entry in batch {
-                pipe.cmd("GET").arg(entry);
+                holder_command(&mut pipe, entry);
             }
             let holders: Vec<redis::Value> = db.query_pipeline(&pipe).await?;
             let stale = batch
@@ -220,3 +206,65 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
 
 /// How many entries a full prune checks per transaction.
 pub(crate) const PRUNE_BATCH: usize = 256;
+
+/// Stored field texts, in the order they were asked for.
+type RawValues = Vec<Option<Vec<u8>>>;
+
+/// Reads the holder named by the unique entry `entry` and the stored
+/// texts of its `fields`, in one command:
+///
+/// ```text
+/// SORT user:_unique:name:ken BY nosort LIMIT 0 1 GET # GET *->name GET *->email ...
+/// ```
+///
+/// The entry is a one-element list, so "sorting" it with `BY nosort` just
+/// returns its element (`GET #`: the holder's key) and, through the
+/// `*->field` patterns, the holder's hash fields, all read at one instant
+/// (a single-value model's value is `GET *`). `None` if there is no entry.
+///
+/// Nothing here tells a holder that is gone from one whose fields are all
+/// absent (both read as nils); nothing needs to: a caller accepts a holder
+/// only when the unique field came back equal to the value, which a gone
+/// object cannot do, and any other answer means the entry is dead.
+///
+/// In Redis Cluster, SORT refuses GET patterns (they may name keys in
+/// other slots). Cluster mode does not exist here yet; when it does, this
+/// is where it falls back to two round trips: `LINDEX entry 0`, then
+/// `HMGET` of the holder.
+async fn read_holder<M: Model>(
+    db: &Db,
+    entry: &str,
+    fields: &[&str],
+) -> Result<Option<(String, RawValues)>> {
+    let mut sort = redis::cmd("SORT");
+    sort.arg(entry)
+        .arg("BY")
+        .arg("nosort")
+        .arg("LIMIT")
+        .arg(0)
+        .arg(1)
+        .arg("GET")
+        .arg("#");
+    match M::STORAGE {
+        Storage::Hash => {
+            for field in fields {
+                sort.arg("GET").arg(format!("*->{field}"));
+            }
+        }
+        Storage::Single => {
+            sort.arg("GET").arg("*");
+        }
+    }
+    let mut replies: Vec<Option<Vec<u8>>> = db.query(&sort).await?;
+    if replies.is_empty() {
+        return Ok(None);
+    }
+    let values = replies.split_off(1);
+    let holder = replies.pop().flatten().unwrap_or_default();
+    let holder = String::from_utf8(holder).map_err(|e| Error::InvalidKey {
+        key: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        model: M::TABLE,
+        reason: format!("it is not UTF-8 text (found in the index `{entry}`)"),
+    })?;
+    Ok(Some((holder, values)))
+}

@@ -31,7 +31,10 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, Pipeline, Value};
 
-use super::{recent_key, sorted_key, tag_key, unique_key, IndexKind, IndexSpec};
+use super::{
+    claim_commands, holder_command, recent_key, sorted_key, tag_key, unique_key, IndexKind,
+    IndexSpec,
+};
 use crate::model::Model;
 use crate::{Db, DedicatedConnection, Error, Result};
 
@@ -329,7 +332,7 @@ fn add_watched<'o, M: Model>(
     for u in uniques {
         if let Some((entry, holder)) = &u.new_entry {
             if holder.as_deref() != Some(key) {
-                txn.cmd("SET").arg(entry).arg(key).ignore();
+                claim_commands(&mut txn, entry, key);
             }
         }
         if let Some((entry, true)) = &u.old_entry {
@@ -408,7 +411,7 @@ pub(crate) async fn add_delete_entries<M: Model>(
 }
 
 /// Round 1: WATCH the object and the unique entries to claim; read the
-/// old values of `fields` (HMGET) and the entries' holders (MGET).
+/// old values of `fields` (HMGET) and the entries' holders (LINDEX).
 async fn read_old(
     conn: &mut DedicatedConnection,
     key: &str,
@@ -422,17 +425,21 @@ async fn read_old(
     let mut read = redis::pipe();
     read.cmd("WATCH").arg(key).arg(&claimed).ignore();
     read.cmd("HMGET").arg(key).arg(fields);
-    if claimed.is_empty() {
-        let (old,): (Vec<Option<Vec<u8>>>,) = conn.query_pipeline(&read).await?;
-        return Ok(old);
+    for entry in &claimed {
+        holder_command(&mut read, entry);
     }
-    read.cmd("MGET").arg(&claimed);
-    let (old, holders): (Vec<Option<Vec<u8>>>, Vec<Option<String>>) =
-        conn.query_pipeline(&read).await?;
-    let mut holders = holders.into_iter();
+    let replies: Vec<Value> = conn.query_pipeline(&read).await?;
+    let mut replies = replies.into_iter();
+    let old = redis::from_redis_value(replies.next().unwrap_or(Value::Nil))
+        .map_err(redis::RedisError::from)?;
     for u in uniques.iter_mut() {
         if let Some((_, holder)) = u.new_entry.as_mut() {
-            *holder = holders.next().flatten();
+            *holder = replies
+                .next()
+                .map(redis::from_redis_value::<Option<String>>)
+                .transpose()
+                .map_err(redis::RedisError::from)?
+                .flatten();
         }
     }
     Ok(old)
@@ -469,7 +476,7 @@ async fn check_entries<M: Model>(
         check.cmd("WATCH").arg(&releases).ignore();
     }
     for entry in &releases {
-        check.cmd("GET").arg(entry);
+        holder_command(&mut check, entry);
     }
     for (i, holder) in &rivals {
         check.cmd("HGET").arg(holder).arg(uniques[*i].field);

@@ -332,7 +332,7 @@ fn add_watched<'o, M: Model>(
     for u in uniques {
         if let Some((entry, holder)) = &u.new_entry {
             if holder.as_deref() != Some(key) {
-                claim_commands(&mut txn, entry, key);
+                claim_commands(txn, entry, key);
             }
         }
         if let Some((entry, true)) = &u.old_entry {

@@ -12,25 +12,18 @@
 //! `#insecure` test checks the refusal by default, and the insecure
 //! connection itself with `cargo test --test tls_acl --features tls-insecure`.
 
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use redis::{ClientTlsConfig, TlsCertificates};
 use redmodel::{Db, Error};
+use redmodel_suite::{RedisServer, TlsFiles};
 
 /// Short timeouts: every failure these tests provoke is local and fast.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
-
-// ---------------------------------------------------------------------------
-// A private redis-server. This should move to the shared test support
-// (`redmodel_suite`, tests/support) once its `RedisServer` can take extra
-// arguments and wait for a TLS-only server (which answers no plain PING);
-// it was not on main when this file was written.
-// ---------------------------------------------------------------------------
 
 /// A temporary directory, removed on drop.
 struct TempDir(PathBuf);
@@ -87,111 +80,27 @@ fn can_run(test: &str, tls: bool) -> bool {
     available("redis-server", "--version", test) && (!tls || available("openssl", "version", test))
 }
 
-/// A redis-server child process on 127.0.0.1, killed on drop.
-struct RedisServer {
-    child: Child,
-    port: u16,
-    dir: TempDir,
+/// A private redis-server (the suite's) listening with TLS only.
+fn tls_server(certs: &Certs, auth_clients: bool) -> RedisServer {
+    let files = TlsFiles {
+        cert: certs.file("server.crt"),
+        key: certs.file("server.key"),
+        ca: certs.file("ca.crt"),
+        auth_clients,
+    };
+    RedisServer::builder()
+        .tls(files)
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// How the server listens.
-enum Listen<'a> {
-    /// A plain port.
-    Plain,
-    /// A TLS port only (`--port 0`), with these certificates.
-    Tls {
-        certs: &'a Certs,
-        auth_clients: bool,
-    },
-}
-
-impl RedisServer {
-    /// Starts a server (persisting nothing, in a directory of its own) and
-    /// waits until it is ready. `extra` are more `--name value` arguments.
-    fn start(listen: Listen<'_>, extra: &[&str]) -> RedisServer {
-        let mut last_log = String::new();
-        // A port found free may be taken before redis binds it: try again.
-        for _ in 0..5 {
-            let dir = TempDir::new("redis");
-            let port = free_port();
-            let mut cmd = Command::new("redis-server");
-            cmd.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(dir.path())
-                .arg("--logfile")
-                .arg(dir.path().join("redis.log"))
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            match &listen {
-                Listen::Plain => {
-                    cmd.args(["--port", &port.to_string()]);
-                }
-                Listen::Tls {
-                    certs,
-                    auth_clients,
-                } => {
-                    cmd.args(["--port", "0", "--tls-port", &port.to_string()])
-                        .arg("--tls-cert-file")
-                        .arg(certs.file("server.crt"))
-                        .arg("--tls-key-file")
-                        .arg(certs.file("server.key"))
-                        .arg("--tls-ca-cert-file")
-                        .arg(certs.file("ca.crt"))
-                        .args([
-                            "--tls-auth-clients",
-                            if *auth_clients { "yes" } else { "no" },
-                        ]);
-                }
-            }
-            cmd.args(extra);
-            let child = cmd
-                .spawn()
-                .unwrap_or_else(|e| panic!("spawn redis-server: {e}"));
-            let mut server = RedisServer { child, port, dir };
-            match server.wait_ready() {
-                Ok(()) => return server,
-                Err(log) => last_log = log,
-            }
-        }
-        panic!("redis-server did not start; its last log:\n{last_log}");
-    }
-
-    /// Waits for "Ready to accept connections" in the log (a TCP probe
-    /// would not tell our server from another process on the port, and a
-    /// TLS-only server answers no plain PING). `Err` carries the log.
-    fn wait_ready(&mut self) -> Result<(), String> {
-        let log_path = self.dir.path().join("redis.log");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            if log.contains("Ready to accept connections") {
-                return Ok(());
-            }
-            let exited = matches!(self.child.try_wait(), Ok(Some(_)));
-            if exited || Instant::now() > deadline {
-                return Err(log);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn url(&self, scheme: &str, credentials: &str, db: u32) -> String {
-        format!("{scheme}://{credentials}127.0.0.1:{}/{db}", self.port)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|addr| addr.port())
-        .unwrap_or_else(|e| panic!("no free port on 127.0.0.1: {e}"))
+/// A private redis-server (the suite's) on a plain port, with extra config lines.
+fn plain_server(config: &[&str]) -> RedisServer {
+    config
+        .iter()
+        .fold(RedisServer::builder(), |b, line| b.config(*line))
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A throwaway CA, server and client certificate (see the script).
@@ -291,14 +200,8 @@ async fn rediss_with_a_private_ca_writes_and_reads_back() {
         return;
     }
     let certs = Certs::make();
-    let server = RedisServer::start(
-        Listen::Tls {
-            certs: &certs,
-            auth_clients: false,
-        },
-        &[],
-    );
-    let url = server.url("rediss", "", 0);
+    let server = tls_server(&certs, false);
+    let url = server.url_with("rediss", "", 0);
     let db = Db::connect_with_tls(&url, certs.tls(false))
         .await
         .unwrap_or_else(|e| panic!("{url}: {e}"));
@@ -340,14 +243,8 @@ async fn rediss_insecure_accepts_any_certificate_only_with_its_feature() {
         return;
     }
     let certs = Certs::make();
-    let server = RedisServer::start(
-        Listen::Tls {
-            certs: &certs,
-            auth_clients: false,
-        },
-        &[],
-    );
-    let url = format!("{}#insecure", server.url("rediss", "", 0));
+    let server = tls_server(&certs, false);
+    let url = format!("{}#insecure", server.url_with("rediss", "", 0));
     let connected = connect(&url).await;
     if cfg!(feature = "tls-insecure") {
         let db = connected.unwrap_or_else(|e| panic!("{url}: {e}"));
@@ -367,14 +264,8 @@ async fn plain_redis_url_to_a_tls_port_is_a_connection_error() {
         return;
     }
     let certs = Certs::make();
-    let server = RedisServer::start(
-        Listen::Tls {
-            certs: &certs,
-            auth_clients: false,
-        },
-        &[],
-    );
-    let url = server.url("redis", "", 0);
+    let server = tls_server(&certs, false);
+    let url = server.url_with("redis", "", 0);
     let err = first_error(&url).await;
     assert!(
         err.is_connection(),
@@ -396,14 +287,8 @@ async fn rediss_to_a_server_signed_by_an_unknown_ca_is_refused() {
     }
     let certs = Certs::make();
     let other_ca = Certs::make();
-    let server = RedisServer::start(
-        Listen::Tls {
-            certs: &certs,
-            auth_clients: false,
-        },
-        &[],
-    );
-    let url = server.url("rediss", "", 0);
+    let server = tls_server(&certs, false);
+    let url = server.url_with("rediss", "", 0);
     // Trusting the system roots only (Db::connect), and trusting a CA that
     // did not sign the server's certificate: both refuse the server.
     let (with_system_roots, with_other_ca) = tokio::join!(first_error(&url), async {
@@ -433,14 +318,8 @@ async fn rediss_with_a_client_certificate() {
         return;
     }
     let certs = Certs::make();
-    let server = RedisServer::start(
-        Listen::Tls {
-            certs: &certs,
-            auth_clients: true,
-        },
-        &[],
-    );
-    let url = server.url("rediss", "", 0);
+    let server = tls_server(&certs, true);
+    let url = server.url_with("rediss", "", 0);
     let db = Db::connect_with_tls(&url, certs.tls(true))
         .await
         .unwrap_or_else(|e| panic!("{url} with a client certificate: {e}"));
@@ -470,18 +349,12 @@ async fn rediss_with_an_acl_user_and_a_db_number() {
         return;
     }
     let certs = Certs::make();
-    let server = RedisServer::start(
-        Listen::Tls {
-            certs: &certs,
-            auth_clients: false,
-        },
-        &[],
-    );
-    let admin = Db::connect_with_tls(&server.url("rediss", "", 0), certs.tls(false))
+    let server = tls_server(&certs, false);
+    let admin = Db::connect_with_tls(&server.url_with("rediss", "", 0), certs.tls(false))
         .await
         .unwrap();
     create_app_user(&admin).await;
-    let url = server.url("rediss", "app:secret@", 2);
+    let url = server.url_with("rediss", "app:secret@", 2);
     let app = Db::connect_with_tls(&url, certs.tls(false)).await.unwrap();
     set(&app, "app:1", "x").await.unwrap();
     let whoami: String = app.query(redis::cmd("ACL").arg("WHOAMI")).await.unwrap();
@@ -492,7 +365,7 @@ async fn rediss_with_an_acl_user_and_a_db_number() {
     ));
     // The write went to db 2, not db 0.
     assert_eq!(get(&admin, "app:1").await.unwrap(), None);
-    let admin2 = Db::connect_with_tls(&server.url("rediss", "", 2), certs.tls(false))
+    let admin2 = Db::connect_with_tls(&server.url_with("rediss", "", 2), certs.tls(false))
         .await
         .unwrap();
     assert_eq!(get(&admin2, "app:1").await.unwrap().as_deref(), Some("x"));
@@ -507,10 +380,10 @@ async fn acl_user_in_the_url_is_limited_to_its_key_patterns() {
     if !can_run("acl_user_in_the_url_is_limited_to_its_key_patterns", false) {
         return;
     }
-    let server = RedisServer::start(Listen::Plain, &[]);
-    let admin = connect(&server.url("redis", "", 0)).await.unwrap();
+    let server = plain_server(&[]);
+    let admin = connect(&server.url_with("redis", "", 0)).await.unwrap();
     create_app_user(&admin).await;
-    let app = connect(&server.url("redis", "app:secret@", 0))
+    let app = connect(&server.url_with("redis", "app:secret@", 0))
         .await
         .unwrap();
 
@@ -580,12 +453,12 @@ async fn wrong_credentials_fail_at_connect_time() {
     if !can_run("wrong_credentials_fail_at_connect_time", false) {
         return;
     }
-    let server = RedisServer::start(Listen::Plain, &[]);
-    let admin = connect(&server.url("redis", "", 0)).await.unwrap();
+    let server = plain_server(&[]);
+    let admin = connect(&server.url_with("redis", "", 0)).await.unwrap();
     create_app_user(&admin).await;
 
     for credentials in ["app:wrong@", "nobody:secret@"] {
-        let url = server.url("redis", credentials, 0);
+        let url = server.url_with("redis", credentials, 0);
         let started = Instant::now();
         let err = connect(&url).await.unwrap_err();
         assert!(
@@ -613,22 +486,24 @@ async fn requirepass_server_with_password_only_urls() {
     if !can_run("requirepass_server_with_password_only_urls", false) {
         return;
     }
-    let server = RedisServer::start(Listen::Plain, &["--requirepass", "s3cret"]);
+    let server = plain_server(&["requirepass s3cret"]);
 
     // `:password@` logs in as the default user.
-    let db = connect(&server.url("redis", ":s3cret@", 0)).await.unwrap();
+    let db = connect(&server.url_with("redis", ":s3cret@", 0))
+        .await
+        .unwrap();
     set(&db, "k", "v").await.unwrap();
     let whoami: String = db.query(redis::cmd("ACL").arg("WHOAMI")).await.unwrap();
     assert_eq!(whoami, "default");
 
     // A wrong one is refused at connect time.
-    let err = connect(&server.url("redis", ":nope@", 0))
+    let err = connect(&server.url_with("redis", ":nope@", 0))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Auth { .. }), "{err:?}");
 
     // No password at all: the server says NOAUTH, which is an Error::Auth too.
-    let err = first_error(&server.url("redis", "", 0)).await;
+    let err = first_error(&server.url_with("redis", "", 0)).await;
     assert!(matches!(err, Error::Auth { .. }), "{err:?}");
     assert!(err.to_string().contains("NOAUTH"), "{err}");
 }
@@ -642,9 +517,9 @@ async fn db_number_in_the_url_selects_that_database() {
     if !can_run("db_number_in_the_url_selects_that_database", false) {
         return;
     }
-    let server = RedisServer::start(Listen::Plain, &[]);
-    let db3 = connect(&server.url("redis", "", 3)).await.unwrap();
-    let db0 = connect(&server.url("redis", "", 0)).await.unwrap();
+    let server = plain_server(&[]);
+    let db3 = connect(&server.url_with("redis", "", 3)).await.unwrap();
+    let db0 = connect(&server.url_with("redis", "", 0)).await.unwrap();
     set(&db3, "k", "in three").await.unwrap();
     set(&db0, "k", "in zero").await.unwrap();
 
@@ -684,7 +559,9 @@ async fn db_number_in_the_url_selects_that_database() {
     assert_eq!(after.as_deref(), Some("in three"));
 
     // A db number the server does not have is refused at connect time.
-    let err = connect(&server.url("redis", "", 99)).await.unwrap_err();
+    let err = connect(&server.url_with("redis", "", 99))
+        .await
+        .unwrap_err();
     assert!(!err.is_connection(), "{err:?}");
     assert!(
         err.to_string().contains("DB index is out of range"),

@@ -14,8 +14,8 @@
 //! [`RedisServerBuilder::config`].
 
 use std::fmt;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::io::Read;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -80,7 +80,21 @@ pub fn check_installed() -> Result<(), ServerError> {
 #[derive(Debug, Clone, Default)]
 pub struct RedisServerBuilder {
     appendonly: bool,
+    tls: Option<TlsFiles>,
     extra: Vec<String>,
+}
+
+/// The certificate files of a TLS-only server (see [`RedisServerBuilder::tls`]).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The server's certificate (PEM).
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// The CA that signed it, also used to check client certificates.
+    pub ca: PathBuf,
+    /// `tls-auth-clients yes`: clients must present a certificate.
+    pub auth_clients: bool,
 }
 
 impl RedisServerBuilder {
@@ -91,6 +105,12 @@ impl RedisServerBuilder {
         self
     }
 
+    /// Listens with TLS only: the port speaks TLS and no plain port is open.
+    pub fn tls(mut self, files: TlsFiles) -> Self {
+        self.tls = Some(files);
+        self
+    }
+
     /// Adds a line to the server's configuration file, after the defaults
     /// (so it overrides them), e.g. `"appendfsync always"`.
     pub fn config(mut self, line: impl Into<String>) -> Self {
@@ -98,7 +118,7 @@ impl RedisServerBuilder {
         self
     }
 
-    /// Starts the server and waits until it answers PING.
+    /// Starts the server and waits until it is ready.
     pub fn start(self) -> Result<RedisServer, ServerError> {
         check_installed()?;
         let dir = TempDir::new().map_err(|e| ServerError::Failed(format!("temp dir: {e}")))?;
@@ -166,6 +186,12 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
+    /// `SCHEME://CREDENTIALS127.0.0.1:PORT/DB`, e.g. `url_with("rediss",
+    /// "app:secret@", 2)`.
+    pub fn url_with(&self, scheme: &str, credentials: &str, db: u32) -> String {
+        format!("{scheme}://{credentials}127.0.0.1:{}/{db}", self.port)
+    }
+
     /// A redis-rs client for it.
     pub fn client(&self) -> redis::Client {
         match redis::Client::open(self.url()) {
@@ -221,7 +247,18 @@ impl RedisServer {
     fn write_config(&self) -> std::io::Result<PathBuf> {
         let dir = &self.dir.path;
         let mut conf = String::new();
-        conf.push_str(&format!("port {}\n", self.port));
+        match &self.options.tls {
+            None => conf.push_str(&format!("port {}\n", self.port)),
+            Some(tls) => {
+                conf.push_str("port 0\n");
+                conf.push_str(&format!("tls-port {}\n", self.port));
+                conf.push_str(&format!("tls-cert-file {}\n", quote_config(&tls.cert)));
+                conf.push_str(&format!("tls-key-file {}\n", quote_config(&tls.key)));
+                conf.push_str(&format!("tls-ca-cert-file {}\n", quote_config(&tls.ca)));
+                let auth = if tls.auth_clients { "yes" } else { "no" };
+                conf.push_str(&format!("tls-auth-clients {auth}\n"));
+            }
+        }
         conf.push_str("bind 127.0.0.1\n");
         conf.push_str("protected-mode yes\n");
         conf.push_str("daemonize no\n");
@@ -245,10 +282,12 @@ impl RedisServer {
         Ok(path)
     }
 
-    /// Spawns the process and waits until it answers PING. On failure the
+    /// Spawns the process and waits until it is ready. On failure the
     /// process is gone and the error carries its log.
     fn spawn_and_wait(&mut self) -> Result<(), String> {
         let conf = self.write_config().map_err(|e| format!("config: {e}"))?;
+        // The log tells when this very process is ready: start it empty.
+        let _ = std::fs::remove_file(self.dir.path.join("redis.log"));
         let child = Command::new(server_binary())
             .arg(&conf)
             .stdin(Stdio::null())
@@ -283,25 +322,25 @@ impl RedisServer {
         out
     }
 
-    /// Polls until this very process (not another one that took the port)
-    /// answers PING and is done loading its data.
+    /// Waits until this very process logs "Ready to accept connections",
+    /// which Redis does once it listens and has loaded its data. The log
+    /// (in the server's own directory, emptied before the spawn) names no
+    /// other process, and works where a PING cannot: a TLS-only port, a
+    /// server with `requirepass`. A process that exits (its port was taken
+    /// meanwhile) fails at once, and the caller retries on another port.
     fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + READY_TIMEOUT;
-        let pid = self.child.as_ref().map(Child::id).unwrap_or_default();
         loop {
             if let Some(child) = self.child.as_mut() {
                 if let Ok(Some(status)) = child.try_wait() {
                     return Err(format!("exited with {status}"));
                 }
             }
-            if let Ok(info) = probe(self.addr()) {
-                if info.contains(&format!("process_id:{pid}\r\n")) && info.contains("loading:0\r\n")
-                {
-                    return Ok(());
-                }
+            if self.log().contains("Ready to accept connections") {
+                return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(format!("no answer within {READY_TIMEOUT:?}"));
+                return Err(format!("not ready within {READY_TIMEOUT:?}"));
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -312,31 +351,6 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// Sends `PING` then `INFO` and returns the INFO text, if the server at
-/// `addr` answers both (`-LOADING` and other errors count as no answer).
-fn probe(addr: SocketAddr) -> std::io::Result<String> {
-    let no = |what: &str| std::io::Error::other(what.to_string());
-    let stream = TcpStream::connect_timeout(&addr, Duration::from_millis(200))?;
-    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
-    let mut writer = stream.try_clone()?;
-    writer.write_all(b"PING\r\nINFO\r\n")?;
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    if line != "+PONG\r\n" {
-        return Err(no("no PONG"));
-    }
-    line.clear();
-    reader.read_line(&mut line)?;
-    let len: usize = line
-        .strip_prefix('$')
-        .and_then(|n| n.trim_end().parse().ok())
-        .ok_or_else(|| no("INFO is not a bulk string"))?;
-    let mut body = vec![0; len];
-    reader.read_exact(&mut body)?;
-    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// A loopback port nobody listens on right now. Another process may take

@@ -324,6 +324,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         Ok(self.top(db, 1).await?.is_empty())
     }
 
+    /// How many of `keys` are live objects; the entries of the others are pruned.
     async fn count_live(&self, db: &Db, keys: Vec<String>) -> Result<u64> {
         let live = existing(db, &keys).await?;
         let alive = live.iter().filter(|l| **l).count() as u64;
@@ -378,18 +379,7 @@ impl<M: Model, T> SortedIndex<M, T> {
             cmd.arg("REV");
         }
         let above: Vec<String> = db.query(&cmd).await?;
-        let live = existing(db, &above).await?;
-        let alive = live.iter().filter(|l| **l).count() as u64;
-        if alive < above.len() as u64 {
-            let gone: Vec<String> = above
-                .into_iter()
-                .zip(live)
-                .filter(|(_, l)| !l)
-                .map(|(k, _)| k)
-                .collect();
-            prune_gone(db, &gone, self.entry()).await?;
-        }
-        Ok(Some(alive))
+        Ok(Some(self.count_live(db, above).await?))
     }
 
     /// The score of `member` (ZSCORE); `None` if it is not in the index

@@ -54,7 +54,6 @@
 mod db;
 mod error;
 mod lock;
-pub mod memory;
 pub mod model;
 mod optimistic;
 mod tls;
@@ -92,3 +91,6 @@ pub mod __private {
 
 /// Re-exported so that users (and generated code) name one version of redis-rs.
 pub use redis;
+
+/// The bundled in-memory Redis engine (the `redmodel-memory` crate).
+pub use redmodel_memory as memory;

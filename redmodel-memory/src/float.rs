@@ -813,7 +813,7 @@ impl PartialOrd for Big {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::command::test_util::{bulk, conn, run};
+    use crate::command::test_util::{bulk, conn, run};
     use redis::Value;
 
     #[test]

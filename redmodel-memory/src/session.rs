@@ -72,6 +72,7 @@ impl Session {
 
     /// Whether the client is between MULTI and EXEC (the RESP server
     /// answers CLIENT and HELLO itself only outside a transaction).
+    #[cfg(feature = "server")]
     pub(crate) fn in_transaction(&self) -> bool {
         self.multi.is_some()
     }
@@ -259,7 +260,7 @@ impl Session {
 mod tests {
     use redis::Value;
 
-    use crate::memory::Engine;
+    use crate::Engine;
 
     fn ok_or_queued(v: &Value) -> bool {
         matches!(v, Value::Okay) || *v == Value::SimpleString("QUEUED".into())

@@ -45,6 +45,7 @@
 //! Known difference: CLIENT and HELLO inside MULTI are queued but fail at
 //! EXEC (the queue runs without the connection's state).
 
+mod client;
 mod encode;
 mod request;
 
@@ -58,11 +59,12 @@ use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::args::is;
-use super::command::{client_command, hello_command, ClientInfo};
-use super::session::Session;
-use super::store::Store;
-use super::Engine;
+use crate::args::is;
+
+use crate::session::Session;
+use crate::store::Store;
+use crate::Engine;
+use client::{client_command, hello_command, ClientInfo};
 use request::Parser;
 
 /// Bytes asked of the socket per read (Redis's `PROTO_IOBUF_LEN`).
@@ -125,7 +127,7 @@ impl Drop for ServerHandle {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use redmodel::memory::{serve, Engine};
+/// use redmodel_memory::{serve, Engine};
 /// let server = serve(Engine::new(), "127.0.0.1:0").await?;
 /// let client = redis::Client::open(server.url())?;
 /// let mut conn = client.get_multiplexed_async_connection().await?;
@@ -379,7 +381,7 @@ mod tests {
     use tokio::net::TcpStream;
 
     use super::serve;
-    use crate::memory::Engine;
+    use crate::Engine;
 
     /// Whether `key` of database 0 is watched by anyone, observed through
     /// its modification epoch: a watched key counts modifications, a key

@@ -23,10 +23,10 @@ use rand::Rng;
 
 use super::keys::scan_collection;
 use super::{remove_elements, CmdResult, Ctx, Spec};
-use crate::memory::args::{is, parse_i64, positive_arg, signed_count_arg, NOT_POSITIVE};
-use crate::memory::error::CmdError;
-use crate::memory::reply;
-use crate::memory::value::{Bytes, Kind, Value};
+use crate::args::{is, parse_i64, positive_arg, signed_count_arg, NOT_POSITIVE};
+use crate::error::CmdError;
+use crate::reply;
+use crate::value::{Bytes, Kind, Value};
 
 type Set = HashSet<Bytes>;
 
@@ -451,7 +451,7 @@ mod tests {
 
     use redis::Value as V;
 
-    use crate::memory::command::test_util::*;
+    use crate::command::test_util::*;
 
     #[test]
     fn sadd_srem_scard_sismember() {

@@ -16,11 +16,11 @@ use super::reply;
 use super::store::Store;
 use super::value::{Kind, Value};
 
+mod connection;
 mod expiry;
 mod hashes;
 mod keys;
 mod lists;
-mod server;
 mod sets;
 mod sort;
 mod strings;
@@ -28,7 +28,8 @@ mod strings;
 pub(crate) mod test_util;
 mod zsets;
 
-pub(crate) use server::{client_command, hello_command, ClientInfo};
+#[cfg(feature = "server")]
+pub(crate) use connection::{authenticate, subcommand_arity, unknown_subcommand};
 
 /// What a command returns: a reply, or an error reply.
 pub(crate) type CmdResult = Result<Reply, CmdError>;
@@ -63,7 +64,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         hashes::COMMANDS,
         keys::COMMANDS,
         lists::COMMANDS,
-        server::COMMANDS,
+        connection::COMMANDS,
         sets::COMMANDS,
         sort::COMMANDS,
         strings::COMMANDS,

@@ -405,7 +405,7 @@ impl Keyspace {
 #[cfg(test)]
 mod tests {
     use super::Keyspace;
-    use crate::memory::value::Value;
+    use crate::value::Value;
 
     /// KEYS skips an expired key but, as in Redis, does not delete it:
     /// DBSIZE counts it until it is touched or reclaimed.

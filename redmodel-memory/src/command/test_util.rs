@@ -7,8 +7,8 @@
 
 use redis::Value;
 
-use crate::memory::error::error_value;
-use crate::memory::{Connection, Engine, ManualClock};
+use crate::error::error_value;
+use crate::{Connection, Engine, ManualClock};
 
 pub(crate) const WRONGTYPE: &str =
     "WRONGTYPE Operation against a key holding the wrong kind of value";

@@ -13,11 +13,11 @@
 //! - Expiry is passive (an expired key is removed when touched) and active
 //!   (a background cycle samples keys with a TTL, see [`Engine::run_expire_cycle`]).
 //! - [`ManualClock`] lets tests move time instead of sleeping.
-//! - [`serve`] speaks RESP2 on a TCP port, for redis-cli, redis-benchmark
+//! - `serve` (the `server` feature) speaks RESP2 on a TCP port, for redis-cli, redis-benchmark
 //!   and clients in any language; each connection is a client of its own.
 //!
 //! ```
-//! use redmodel::memory::Engine;
+//! use redmodel_memory::Engine;
 //! let engine = Engine::new();
 //! let mut conn = engine.connection();
 //! conn.execute(&[b"SET", b"greeting", b"hello"]);
@@ -32,14 +32,13 @@ mod error;
 mod expire_cycle;
 mod float;
 mod glob;
-mod hash;
 mod keyspace;
 mod reply;
-mod server;
+#[cfg(feature = "server")]
+mod resp;
 mod session;
 mod store;
 mod value;
-mod zset;
 
 use std::sync::Arc;
 
@@ -48,7 +47,8 @@ use parking_lot::Mutex;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
-pub use server::{serve, ServerHandle};
+#[cfg(feature = "server")]
+pub use resp::{serve, ServerHandle};
 
 use store::Store;
 

@@ -19,11 +19,11 @@ use rand::Rng;
 use super::keys::scan_collection;
 use super::sets::RandomPicks;
 use super::{arity_error, remove_elements, CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is, parse_i64, random_count_with};
-use crate::memory::error::CmdError;
-use crate::memory::float::LongDouble;
-use crate::memory::hash::HashValue;
-use crate::memory::reply;
+use crate::args::{int_arg, is, parse_i64, random_count_with};
+use crate::error::CmdError;
+use crate::float::LongDouble;
+use crate::reply;
+use crate::value::hash::HashValue;
 
 /// A hash value as the keyspace stores it.
 type Hash = HashValue;
@@ -330,8 +330,8 @@ fn hscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 mod tests {
     use redis::Value;
 
-    use crate::memory::command::test_util::*;
-    use crate::memory::Connection;
+    use crate::command::test_util::*;
+    use crate::Connection;
 
     /// A flat field/value array as sorted pairs.
     fn pairs(v: Value) -> Vec<(String, String)> {

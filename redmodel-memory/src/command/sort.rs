@@ -34,11 +34,11 @@
 use std::cmp::Ordering;
 
 use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is};
-use crate::memory::error::CmdError;
-use crate::memory::float::parse_double;
-use crate::memory::reply;
-use crate::memory::value::{Bytes, Value};
+use crate::args::{int_arg, is};
+use crate::error::CmdError;
+use crate::float::parse_double;
+use crate::reply;
+use crate::value::{Bytes, Value};
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {

@@ -4,11 +4,11 @@
 use redis::Value as Reply;
 
 use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is, split_sign};
-use crate::memory::error::CmdError;
-use crate::memory::glob::glob_match;
-use crate::memory::reply;
-use crate::memory::value::Kind;
+use crate::args::{int_arg, is, split_sign};
+use crate::error::CmdError;
+use crate::glob::glob_match;
+use crate::reply;
+use crate::value::Kind;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {

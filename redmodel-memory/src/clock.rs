@@ -27,7 +27,7 @@ impl Clock for SystemClock {
 /// A clock that only moves when told to. Clones share the same time.
 ///
 /// ```
-/// use redmodel::memory::{Clock, ManualClock};
+/// use redmodel_memory::{Clock, ManualClock};
 /// use std::time::Duration;
 /// let clock = ManualClock::new(1_000);
 /// clock.advance(Duration::from_secs(2));

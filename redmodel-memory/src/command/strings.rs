@@ -16,11 +16,11 @@ use redis::Value as Reply;
 
 use super::expiry::{absolute_ms, expire_key_at, invalid_expire_time, persist_key, Unit};
 use super::{arity_error, CmdResult, Ctx, Spec};
-use crate::memory::args::{index_range, int_arg, is, parse_i64};
-use crate::memory::error::CmdError;
-use crate::memory::float::LongDouble;
-use crate::memory::reply;
-use crate::memory::value::Value;
+use crate::args::{index_range, int_arg, is, parse_i64};
+use crate::error::CmdError;
+use crate::float::LongDouble;
+use crate::reply;
+use crate::value::Value;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -600,7 +600,7 @@ mod tests {
 
     use redis::Value;
 
-    use crate::memory::command::test_util::*;
+    use crate::command::test_util::*;
 
     /// 2024-01-01T00:00:00Z, so that relative and absolute times differ.
     const START_MS: i64 = 1_704_067_200_000;

@@ -8,7 +8,7 @@
 
 use redis::Value;
 
-use crate::memory::float::format_double;
+use crate::float::format_double;
 
 /// Appends `value` to `out`.
 pub(super) fn encode(out: &mut Vec<u8>, value: &Value) {
@@ -116,7 +116,7 @@ fn len_i64(n: usize) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::error::error_value;
+    use crate::error::error_value;
 
     fn encoded(v: &Value) -> Vec<u8> {
         let mut out = Vec::new();

@@ -9,7 +9,7 @@
 //! Arguments are checked in Redis's order (options, then ranges, then the
 //! key), so a refused command never creates or changes a key. Scores in
 //! replies go through [`reply::double`]. The data structure and its costs
-//! are described in [`crate::memory::zset`].
+//! are described in [`crate::value::zset`].
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, HashSet};
@@ -19,14 +19,14 @@ use rand::Rng;
 use super::keys::scan_collection;
 use super::sets::{store_or_delete, RandomPicks};
 use super::{remove_elements, CmdResult, Ctx, Spec};
-use crate::memory::args::{
+use crate::args::{
     float_arg, index_range, int_arg, is, positive_arg, random_count_with, NOT_POSITIVE,
 };
-use crate::memory::error::CmdError;
-use crate::memory::float::{format_g17, parse_double};
-use crate::memory::reply;
-use crate::memory::value::{Bytes, Value};
-use crate::memory::zset::{LexRange, Score, ScoreRange, ZSet};
+use crate::error::CmdError;
+use crate::float::{format_g17, parse_double};
+use crate::reply;
+use crate::value::zset::{LexRange, Score, ScoreRange, ZSet};
+use crate::value::{Bytes, Value};
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -1063,8 +1063,8 @@ mod tests {
 
     use redis::Value as V;
 
-    use crate::memory::command::test_util::*;
-    use crate::memory::Connection;
+    use crate::command::test_util::*;
+    use crate::Connection;
 
     fn nil_or(items: &[Option<&str>]) -> V {
         V::Array(items.iter().map(|s| s.map_or(V::Nil, bulk)).collect())

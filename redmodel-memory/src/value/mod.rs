@@ -2,8 +2,11 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use super::hash::HashValue;
-use super::zset::ZSet;
+pub(crate) mod hash;
+pub(crate) mod zset;
+
+use hash::HashValue;
+use zset::ZSet;
 
 /// Bytes as Redis stores them: binary safe.
 pub(crate) type Bytes = Vec<u8>;

@@ -37,7 +37,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::args::split_sign;
+use crate::args::split_sign;
 
 /// A member's bytes, shared by the two views of a [`ZSet`].
 pub(crate) type Member = Arc<[u8]>;

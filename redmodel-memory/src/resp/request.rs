@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use crate::memory::args::parse_i64;
+use crate::args::parse_i64;
 
 /// Longest inline request, and longest `*`/`$` header line, Redis waits for
 /// (`PROTO_INLINE_MAX_SIZE`).

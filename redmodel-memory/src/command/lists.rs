@@ -11,10 +11,10 @@
 use std::collections::VecDeque;
 
 use super::{arity_error, CmdResult, Ctx, Spec};
-use crate::memory::args::{index_range, int_arg, is, positive_arg, NOT_POSITIVE};
-use crate::memory::error::CmdError;
-use crate::memory::reply;
-use crate::memory::value::Bytes;
+use crate::args::{index_range, int_arg, is, positive_arg, NOT_POSITIVE};
+use crate::error::CmdError;
+use crate::reply;
+use crate::value::Bytes;
 
 /// A list value as the keyspace stores it.
 type List = VecDeque<Bytes>;
@@ -531,8 +531,8 @@ mod tests {
 
     use redis::Value;
 
-    use crate::memory::command::test_util::*;
-    use crate::memory::Connection;
+    use crate::command::test_util::*;
+    use crate::Connection;
 
     /// The whole list at `key`.
     fn all(c: &mut Connection, key: &str) -> Value {

@@ -3,9 +3,9 @@
 //! `expireGenericCommand` step by step.
 
 use super::{CmdResult, Ctx, Spec};
-use crate::memory::args::{int_arg, is};
-use crate::memory::error::CmdError;
-use crate::memory::reply;
+use crate::args::{int_arg, is};
+use crate::error::CmdError;
+use crate::reply;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {

@@ -239,7 +239,7 @@ impl From<redis::RedisError> for Error {
         if is_auth_failure(&err) {
             return Error::Auth { source: err };
         }
-        if crate::tls::is_tls_failure(&err) {
+        if is_tls_failure(&err) {
             return Error::Tls { source: err };
         }
         if let Some(detail) = no_permission_detail(&err) {
@@ -285,6 +285,35 @@ fn no_permission_detail(err: &redis::RedisError) -> Option<String> {
         .iter()
         .find(|(_, server_error)| server_error.code() == "NOPERM")
         .map(|(_, server_error)| server_error.details().unwrap_or_default().to_string())
+}
+
+/// Whether `err` came from the TLS layer (rustls): a refused certificate,
+/// an alert from the server, or bytes that are not TLS.
+///
+/// redis-rs keeps the `std::io::Error` that tokio-rustls made of the
+/// `rustls::Error` behind an `Arc<dyn Error>`; this looks through both.
+/// Should that layout change, the failure is reported as a plain
+/// connection error again, never misreported as TLS.
+#[cfg(feature = "tls")]
+pub(crate) fn is_tls_failure(err: &redis::RedisError) -> bool {
+    use std::error::Error as _;
+    use std::sync::Arc;
+
+    let Some(source) = err.source() else {
+        return false;
+    };
+    let io = match source.downcast_ref::<Arc<dyn std::error::Error + Send + Sync>>() {
+        Some(shared) => shared.downcast_ref::<std::io::Error>(),
+        None => source.downcast_ref::<std::io::Error>(),
+    };
+    io.and_then(std::io::Error::get_ref)
+        .is_some_and(|inner| inner.is::<rustls::Error>())
+}
+
+/// Without TLS support no error comes from TLS.
+#[cfg(not(feature = "tls"))]
+pub(crate) fn is_tls_failure(_err: &redis::RedisError) -> bool {
+    false
 }
 
 #[cfg(test)]

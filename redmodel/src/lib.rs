@@ -56,7 +56,6 @@ mod error;
 mod lock;
 pub mod model;
 mod optimistic;
-mod tls;
 
 pub use db::{Db, DedicatedConnection};
 pub use error::{Error, Result};

@@ -1,4 +1,5 @@
-//! TLS (`rediss://`) for [`Db`], behind the `tls` cargo feature.
+//! Connecting a [`Db`] to a server: URLs, TLS (`rediss://`, behind the
+//! `tls` cargo feature), ACL users and timeouts.
 //!
 //! redis-rs does the TLS itself (rustls, through its `tokio-rustls-comp`
 //! feature); this module decides what a URL needs before redis-rs sees it,
@@ -7,9 +8,67 @@
 //! directly), and it adds [`Db::connect_with_tls`] for servers whose
 //! certificate a private CA signed, or that ask for a client certificate.
 
-#[cfg(feature = "tls")]
-use crate::db::{Db, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
+use std::time::Duration;
+
+use super::server::ServerBackend;
+use super::Db;
 use crate::error::{Error, Result};
+
+/// How long a request may wait for a reply before it fails with a
+/// connection error, so that an outage never hangs a caller.
+const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one connection attempt may take.
+const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl Db {
+    /// Connects to the Redis server at `url`: `redis://[user:password@]host[:port][/db]`,
+    /// or `rediss://` for TLS, or `redis+unix:///path`. The connection is
+    /// re-established by itself after the server goes away and comes back;
+    /// requests made meanwhile fail with [`Error::Connection`] within the
+    /// response timeout (5 s) instead of hanging.
+    ///
+    /// - `user:password@` logs in as that ACL user (`:password@` alone as
+    ///   the `default` user, for a server with `requirepass`); credentials
+    ///   the server refuses give [`Error::Auth`] here, at connect time.
+    ///   Percent-encode reserved characters in them (`@` is `%40`).
+    /// - `/db` selects that database number on every (re)connection.
+    /// - `rediss://` verifies the server's certificate against the system's
+    ///   root certificates; see `Db::connect_with_tls` for a private CA or
+    ///   a client certificate. It needs the `tls` feature (on by default):
+    ///   without it a `rediss://` URL gives [`Error::Config`] saying so.
+    pub async fn connect(url: &str) -> Result<Db> {
+        Self::connect_with_timeouts(url, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT).await
+    }
+
+    /// Like [`Db::connect`], with explicit connection and response timeouts.
+    pub async fn connect_with_timeouts(
+        url: &str,
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Db> {
+        let client = open_client(url)?;
+        Self::from_client(client, connect, response).await
+    }
+
+    /// `REDIS_URL` if set (and not empty), else a new memory engine.
+    pub async fn from_env() -> Result<Db> {
+        match std::env::var("REDIS_URL") {
+            Ok(url) if !url.trim().is_empty() => Db::connect(url.trim()).await,
+            _ => Ok(Db::memory()),
+        }
+    }
+
+    /// Connects through an already built redis-rs client (the URL
+    /// constructors and `Db::connect_with_tls` end here).
+    async fn from_client(
+        client: redis::Client,
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Db> {
+        let backend = ServerBackend::connect(client, connect, response).await?;
+        Ok(Db::from_backend(backend))
+    }
+}
 
 /// How a URL asks to be reached, as far as TLS is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +121,7 @@ fn check_features(url: &str) -> Result<()> {
 
 /// Builds the redis-rs client for `url`, after checking that this build
 /// supports the URL's transport.
-pub(crate) fn open_client(url: &str) -> Result<redis::Client> {
+fn open_client(url: &str) -> Result<redis::Client> {
     check_features(url)?;
     if transport(url) != Transport::Plain {
         install_crypto_provider();
@@ -87,35 +146,6 @@ fn install_crypto_provider() {
 
 #[cfg(not(feature = "tls"))]
 fn install_crypto_provider() {}
-
-/// Whether `err` came from the TLS layer (rustls): a refused certificate,
-/// an alert from the server, or bytes that are not TLS.
-///
-/// redis-rs keeps the `std::io::Error` that tokio-rustls made of the
-/// `rustls::Error` behind an `Arc<dyn Error>`; this looks through both.
-/// Should that layout change, the failure is reported as a plain
-/// connection error again, never misreported as TLS.
-#[cfg(feature = "tls")]
-pub(crate) fn is_tls_failure(err: &redis::RedisError) -> bool {
-    use std::error::Error as _;
-    use std::sync::Arc;
-
-    let Some(source) = err.source() else {
-        return false;
-    };
-    let io = match source.downcast_ref::<Arc<dyn std::error::Error + Send + Sync>>() {
-        Some(shared) => shared.downcast_ref::<std::io::Error>(),
-        None => source.downcast_ref::<std::io::Error>(),
-    };
-    io.and_then(std::io::Error::get_ref)
-        .is_some_and(|inner| inner.is::<rustls::Error>())
-}
-
-/// Without TLS support no error comes from TLS.
-#[cfg(not(feature = "tls"))]
-pub(crate) fn is_tls_failure(_err: &redis::RedisError) -> bool {
-    false
-}
 
 #[cfg(feature = "tls")]
 impl Db {

@@ -1,0 +1,67 @@
+//! The backend seam: what a `Db` needs from whatever executes its commands.
+//!
+//! # Why a trait object and not an enum
+//! `Db` holds a `Box<dyn Backend>`. With an enum, every backend would be
+//! named in every method of `Db`, `DedicatedConnection` and their
+//! `ConnectionLike` impls (nine matches when this was written); a new
+//! backend, such as Redis Cluster, would edit all of them. With the trait,
+//! a backend is one file that implements it plus one constructor on `Db`.
+//!
+//! The price is one virtual call per request, against a network round
+//! trip (tens of microseconds) or an engine command (hundreds of
+//! nanoseconds behind a mutex): not measurable in the benchmarks. The
+//! futures were already boxed by redis-rs's `RedisFuture`.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use crate::error::Result;
+use crate::memory::Engine;
+
+/// A boxed, sendable future: what the seam's async methods return, so that
+/// the trait stays object safe.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Something that runs Redis commands for a [`Db`](super::Db).
+///
+/// Requests through `send` and `send_pipeline` may share a connection with
+/// other tasks (a multiplexed connection); anything that needs connection
+/// state of its own (WATCH, MULTI typed in by hand) asks for an
+/// [`exclusive`](Backend::exclusive) link.
+pub(crate) trait Backend: Send + Sync + 'static {
+    /// `"memory"`, `"redis"`, ...: for messages and tests.
+    fn name(&self) -> &'static str;
+
+    /// Runs one command on the shared connection.
+    fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value>;
+
+    /// Runs `count` replies' worth of a pipeline, skipping `offset`
+    /// replies, as redis-rs's [`ConnectionLike::req_packed_commands`].
+    fn send_pipeline<'a>(
+        &'a self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>>;
+
+    /// The database number requests run on.
+    fn db_number(&self) -> i64;
+
+    /// A link no other task uses until it is dropped: from a pool on a
+    /// server, a fresh client on the engine. It comes without WATCHes or
+    /// an open MULTI.
+    fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>>;
+
+    /// The memory engine, for a backend that is one.
+    fn engine(&self) -> Option<&Engine> {
+        None
+    }
+}
+
+/// An exclusive connection lent by a backend (see [`Backend::exclusive`]).
+pub(crate) trait Link: ConnectionLike + Send {}
+
+impl<T: ConnectionLike + Send> Link for T {}

@@ -1,0 +1,67 @@
+//! `DedicatedConnection`: an exclusive link, counted like every request.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
+
+use super::backend::Link;
+use crate::error::Result;
+
+/// A connection used by one task at a time (see [`Db::dedicated`](crate::Db::dedicated)).
+/// Its WATCHed keys and MULTI state are its own. Dropping it gives it
+/// back to the `Db`'s pool.
+pub struct DedicatedConnection {
+    link: Box<dyn Link>,
+    /// The `Db`'s round-trip counter, shared by its clones.
+    round_trips: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for DedicatedConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DedicatedConnection")
+            .finish_non_exhaustive()
+    }
+}
+
+impl DedicatedConnection {
+    pub(super) fn new(link: Box<dyn Link>, round_trips: Arc<AtomicU64>) -> Self {
+        DedicatedConnection { link, round_trips }
+    }
+
+    /// Runs one command on this connection and converts its reply.
+    pub async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T> {
+        Ok(cmd.query_async(self).await?)
+    }
+
+    /// Runs a pipeline on this connection and converts its replies.
+    pub async fn query_pipeline<T: FromRedisValue>(&mut self, pipeline: &Pipeline) -> Result<T> {
+        Ok(pipeline.query_async(self).await?)
+    }
+
+    fn count_round_trip(&self) {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl ConnectionLike for DedicatedConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.count_round_trip();
+        self.link.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.count_round_trip();
+        self.link.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.link.get_db()
+    }
+}

@@ -1,0 +1,59 @@
+//! The memory backend: the bundled engine, in process.
+//!
+//! A client of the engine is a plain struct (its selected database and
+//! transaction state), so an exclusive link is simply a new one: nothing to
+//! pool, and nothing left behind when it is dropped.
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use super::backend::{Backend, BoxFuture, Link};
+use crate::error::Result;
+use crate::memory::Engine;
+
+/// The engine behind a `Db::memory()`.
+pub(crate) struct MemoryBackend {
+    engine: Engine,
+}
+
+impl MemoryBackend {
+    pub(crate) fn new(engine: Engine) -> Self {
+        MemoryBackend { engine }
+    }
+}
+
+impl Backend for MemoryBackend {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let reply = self.engine.connection().execute_cmd(cmd);
+        Box::pin(std::future::ready(Ok(reply)))
+    }
+
+    fn send_pipeline<'a>(
+        &'a self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let mut conn = self.engine.connection();
+            conn.req_packed_commands(pipeline, offset, count).await
+        })
+    }
+
+    fn db_number(&self) -> i64 {
+        0
+    }
+
+    fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>> {
+        let link: Box<dyn Link> = Box::new(self.engine.connection());
+        Box::pin(std::future::ready(Ok(link)))
+    }
+
+    fn engine(&self) -> Option<&Engine> {
+        Some(&self.engine)
+    }
+}

@@ -1,0 +1,203 @@
+//! `Db`: the one handle applications hold, over interchangeable backends.
+//!
+//! - [`backend`]: the seam every backend implements (the one place that
+//!   says what a backend must do).
+//! - [`memory`] and [`server`]: the two backends, one file each.
+//! - [`connect`]: turning URLs (TLS, ACL users, timeouts) into a server
+//!   backend; the constructors `Db::connect*` and `Db::from_env`.
+//! - [`dedicated`]: exclusive connections (what WATCH needs), taken from
+//!   the backend's pool and counted like every other round trip.
+
+mod backend;
+mod connect;
+mod dedicated;
+mod memory;
+mod pool;
+mod server;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
+
+use crate::error::Result;
+use crate::memory::Engine;
+use crate::model::SyncEvent;
+
+use backend::Backend;
+pub use dedicated::DedicatedConnection;
+
+/// A handle on a Redis database: the bundled memory engine or a Redis server.
+///
+/// Cheap to clone (clones share the backend) and safe to use from many
+/// tokio tasks at once. Every backend runs the same Redis commands, given
+/// as [`redis::Cmd`] or [`redis::Pipeline`]; an atomic pipeline
+/// ([`Pipeline::atomic`]) runs as one MULTI/EXEC transaction.
+///
+/// `Db` also implements redis-rs's [`ConnectionLike`], so redis-rs's
+/// `AsyncCommands` work on it:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redmodel::Error> {
+/// use redis::AsyncCommands;
+/// let mut db = redmodel::Db::memory();
+/// let _: () = db.set("visits", 1).await.map_err(redmodel::Error::from)?;
+/// let n: i64 = db.incr("visits", 2).await.map_err(redmodel::Error::from)?;
+/// assert_eq!(n, 3);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Db {
+    /// The backend and what clones share besides it, behind one Arc so
+    /// that cloning a `Db` is one reference-count increment.
+    shared: Arc<Shared>,
+}
+
+/// State shared by a `Db` and its clones.
+struct Shared {
+    backend: Box<dyn Backend>,
+    sync_hooks: crate::model::SyncHooks,
+    /// Round trips of the Db, its clones and every connection they lent.
+    round_trips: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("backend", &self.backend_name())
+            .finish()
+    }
+}
+
+impl Db {
+    /// A new, empty memory engine.
+    ///
+    /// ```
+    /// let db = redmodel::Db::memory();
+    /// assert_eq!(db.backend_name(), "memory");
+    /// ```
+    pub fn memory() -> Db {
+        Db::from_engine(Engine::new())
+    }
+
+    /// A handle on an existing memory engine (for instance one built with
+    /// a [`ManualClock`](crate::memory::ManualClock)).
+    pub fn from_engine(engine: Engine) -> Db {
+        Db::from_backend(memory::MemoryBackend::new(engine))
+    }
+
+    /// Wraps a backend: every constructor ends here.
+    fn from_backend(backend: impl Backend) -> Db {
+        Db {
+            shared: Arc::new(Shared {
+                backend: Box::new(backend),
+                sync_hooks: Default::default(),
+                round_trips: Arc::default(),
+            }),
+        }
+    }
+
+    fn backend(&self) -> &dyn Backend {
+        &*self.shared.backend
+    }
+
+    /// `"memory"` or `"redis"`.
+    pub fn backend_name(&self) -> &'static str {
+        self.backend().name()
+    }
+
+    /// The memory engine behind this handle, if it is one.
+    pub fn engine(&self) -> Option<&Engine> {
+        self.backend().engine()
+    }
+
+    /// Runs one command and converts its reply.
+    pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
+        let mut conn = self.clone();
+        Ok(cmd.query_async(&mut conn).await?)
+    }
+
+    /// Runs a pipeline (in one round trip; atomically if it is
+    /// [`atomic`](Pipeline::atomic)) and converts its replies.
+    pub async fn query_pipeline<T: FromRedisValue>(&self, pipeline: &Pipeline) -> Result<T> {
+        let mut conn = self.clone();
+        Ok(pipeline.query_async(&mut conn).await?)
+    }
+
+    /// Registers a sync hook (the seed's `syncDB`): called with the key and
+    /// the write count of an object every `sync_every` full writes of its
+    /// model (see [`model`](crate::model)'s sync section), for write-behind
+    /// copying to a persistent store. Clones of this `Db` share the hooks.
+    ///
+    /// The hook runs inline after the write: keep it short, for instance by
+    /// sending the event to a channel that another task drains.
+    pub fn on_sync(&self, hook: impl Fn(&SyncEvent) + Send + Sync + 'static) {
+        self.shared.sync_hooks.register(Arc::new(hook));
+    }
+
+    /// Calls the sync hooks (from the model layer's writes).
+    pub(crate) fn run_sync_hooks(&self, event: &SyncEvent) {
+        self.shared.sync_hooks.run(event);
+    }
+
+    /// How many round trips this `Db`, its clones and the connections they
+    /// lent ([`Db::dedicated`], the optimistic paths) have made: one per
+    /// command or pipeline sent (a pipeline of any length is one). For
+    /// metrics, and for tests that check an operation's cost.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::memory();
+    /// let before = db.round_trips();
+    /// db.query::<()>(redis::cmd("SET").arg("k").arg(1)).await?;
+    /// db.query_pipeline::<()>(redis::pipe().cmd("INCR").arg("k").cmd("INCR").arg("k")).await?;
+    /// assert_eq!(db.round_trips() - before, 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn round_trips(&self) -> u64 {
+        self.shared.round_trips.load(Ordering::Relaxed)
+    }
+
+    fn count_round_trip(&self) {
+        self.shared.round_trips.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection of its own, not shared with other tasks' commands: what
+    /// WATCH / MULTI / EXEC need, since WATCH belongs to a connection.
+    ///
+    /// On a server it comes from a pool (at most 16 connections, opened
+    /// when first needed) and goes back when dropped; one left WATCHing or
+    /// inside MULTI is cleaned (DISCARD / UNWATCH) before its next use, and
+    /// one whose request was abandoned midway is closed instead.
+    pub async fn dedicated(&self) -> Result<DedicatedConnection> {
+        let link = self.backend().exclusive().await?;
+        Ok(DedicatedConnection::new(
+            link,
+            Arc::clone(&self.shared.round_trips),
+        ))
+    }
+}
+
+impl ConnectionLike for Db {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.count_round_trip();
+        self.shared.backend.send(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.count_round_trip();
+        self.shared.backend.send_pipeline(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.backend().db_number()
+    }
+}

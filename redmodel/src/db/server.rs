@@ -1,0 +1,126 @@
+//! The server backend: one Redis server (or a replica set's master).
+//!
+//! Ordinary requests share one multiplexed connection, re-established by
+//! redis-rs's `ConnectionManager` after the server goes away; exclusive
+//! links come from a small pool (see [`pool`](super::pool)).
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use super::backend::{Backend, BoxFuture, Link};
+use super::pool::{self, Manager};
+use crate::error::{Error, Result};
+
+/// A Redis server behind a `Db`.
+pub(crate) struct ServerBackend {
+    manager: ConnectionManager,
+    pool: bb8::Pool<Manager>,
+    /// How long a borrower waits for a pooled connection.
+    wait: Duration,
+}
+
+impl ServerBackend {
+    /// Connects the shared connection (so that a bad address or refused
+    /// credentials fail here) and prepares the pool.
+    pub(crate) async fn connect(
+        client: redis::Client,
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Self> {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(connect))
+            .set_response_timeout(Some(response))
+            .set_number_of_retries(3)
+            .set_max_delay(Duration::from_millis(500));
+        let manager = ConnectionManager::new_with_config(client.clone(), config).await?;
+        let exclusive = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(connect))
+            .set_response_timeout(Some(response));
+        // A borrower may wait for a free connection as long as a request
+        // may wait for its reply: past that it is an outage, not a queue.
+        let wait = connect + response;
+        let pool = pool::build(
+            Manager {
+                client,
+                config: exclusive,
+            },
+            wait,
+        );
+        Ok(ServerBackend {
+            manager,
+            pool,
+            wait,
+        })
+    }
+}
+
+impl Backend for ServerBackend {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
+    fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        // A clone of the manager is a few reference counts; it needs `&mut`.
+        let mut manager = self.manager.clone();
+        Box::pin(async move { manager.req_packed_command(cmd).await })
+    }
+
+    fn send_pipeline<'a>(
+        &'a self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let mut manager = self.manager.clone();
+        Box::pin(async move { manager.req_packed_commands(pipeline, offset, count).await })
+    }
+
+    fn db_number(&self) -> i64 {
+        self.manager.get_db()
+    }
+
+    fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>> {
+        Box::pin(async move {
+            match self.pool.get_owned().await {
+                Ok(conn) => Ok(Box::new(Pooled(conn)) as Box<dyn Link>),
+                Err(bb8::RunError::User(err)) => Err(Error::from(err)),
+                Err(bb8::RunError::TimedOut) => Err(Error::Connection {
+                    source: redis::RedisError::from((
+                        redis::ErrorKind::Io,
+                        "no pooled connection became free in time",
+                        format!(
+                            "all {} exclusive connections stayed busy, or could not be \
+                             opened, for {:?}",
+                            pool::POOL_SIZE,
+                            self.wait
+                        ),
+                    )),
+                }),
+            }
+        })
+    }
+}
+
+/// A connection borrowed from the pool; it goes back when dropped.
+struct Pooled(bb8::PooledConnection<'static, Manager>);
+
+impl ConnectionLike for Pooled {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.0.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.0.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+}

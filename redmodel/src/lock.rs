@@ -28,14 +28,14 @@
 //! [`LockGuard::extend`] while working.
 
 use std::future::Future;
-use std::pin::pin;
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 use redis::{Pipeline, Value};
 
-use crate::db::{Db, DedicatedConnection};
+use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::optimistic::watched;
 
 /// The prefix of every lock key. Names starting with `_` are reserved by the
 /// model layer, so no model key can collide with a lock.
@@ -46,11 +46,6 @@ pub const LOCK_KEY_PREFIX: &str = "_lock:";
 /// waiters started together do not retry in lockstep.
 const FIRST_BACKOFF: Duration = Duration::from_millis(2);
 const MAX_BACKOFF: Duration = Duration::from_millis(100);
-
-/// How many times a compare-and-act retries when its `EXEC` is aborted.
-/// Only expiry or another client can abort it, and the next `GET` then sees
-/// that change, so a second round nearly always settles it.
-const COMPARE_ATTEMPTS: u32 = 8;
 
 /// The Redis key of the lock named `name`: `_lock:NAME`.
 ///
@@ -91,45 +86,25 @@ async fn try_acquire(db: &Db, key: &str, token: &str, ttl: Duration) -> Result<b
 
 /// Runs the atomic `action` only if `key` holds `token`, and says whether
 /// it ran. `WATCH` makes the `GET` and the `EXEC` one atomic step: if the
-/// key changes in between, `EXEC` runs nothing and we look again.
-async fn if_holder(
-    conn: &mut DedicatedConnection,
-    key: &str,
-    token: &str,
-    action: &Pipeline,
-) -> Result<bool> {
-    for _ in 0..COMPARE_ATTEMPTS {
-        conn.query::<()>(redis::cmd("WATCH").arg(key)).await?;
-        let current: Option<Vec<u8>> = conn.query(redis::cmd("GET").arg(key)).await?;
+/// key changes in between (expiry, another client), `EXEC` runs nothing
+/// and we look again.
+async fn if_holder(db: &Db, key: &str, token: &str, action: &Pipeline) -> Result<bool> {
+    watched(db, key, |tx| async move {
+        tx.watch(key).await?;
+        let current: Option<Vec<u8>> = tx.query(redis::cmd("GET").arg(key)).await?;
         if current.as_deref() != Some(token.as_bytes()) {
-            conn.query::<()>(&redis::cmd("UNWATCH")).await?;
-            return Ok(false);
+            return Ok(Some(false));
         }
-        let applied: Option<Value> = conn.query_pipeline(action).await?;
-        if applied.is_some() {
-            return Ok(true);
-        }
-    }
-    Err(Error::Conflict {
-        attempts: COMPARE_ATTEMPTS,
-        key: Some(key.to_string()),
+        Ok(tx.exec::<Value>(action).await?.map(|_| true))
     })
+    .await
 }
 
 /// Deletes `key` if it still holds `token`.
-async fn release_token(
-    db: &Db,
-    conn: Option<DedicatedConnection>,
-    key: &str,
-    token: &str,
-) -> Result<bool> {
-    let mut conn = match conn {
-        Some(conn) => conn,
-        None => db.dedicated().await?,
-    };
+async fn release_token(db: &Db, key: &str, token: &str) -> Result<bool> {
     let mut del = redis::pipe();
     del.atomic().cmd("DEL").arg(key);
-    if_holder(&mut conn, key, token, &del).await
+    if_holder(db, key, token, &del).await
 }
 
 impl Db {
@@ -164,7 +139,6 @@ impl Db {
             name: name.to_string(),
             key,
             token,
-            conn: None,
             held: true,
         }))
     }
@@ -290,9 +264,6 @@ pub struct LockGuard {
     name: String,
     key: String,
     token: String,
-    /// Made on first use by `release` / `extend` and kept for the next
-    /// ones (WATCH needs a connection of its own).
-    conn: Option<DedicatedConnection>,
     /// Whether dropping the guard should still release the lock.
     held: bool,
 }
@@ -375,8 +346,7 @@ impl LockGuard {
     /// # Ok(()) }
     /// ```
     pub async fn release(mut self) -> Result<()> {
-        let conn = self.conn.take();
-        let released = release_token(&self.db, conn, &self.key, &self.token).await;
+        let released = release_token(&self.db, &self.key, &self.token).await;
         // Success or failure, it is settled: nothing left for `drop` to do.
         // (If this future is dropped before here, `drop` releases instead.)
         self.held = false;
@@ -413,15 +383,7 @@ impl LockGuard {
             .cmd("PEXPIRE")
             .arg(&self.key)
             .arg(ttl_ms(ttl));
-        let conn = match self.conn.as_mut() {
-            Some(conn) => conn,
-            None => self.conn.insert(self.db.dedicated().await?),
-        };
-        let extended = if_holder(conn, &self.key, &self.token, &pexpire).await;
-        if matches!(&extended, Err(e) if e.is_connection()) {
-            // A broken connection stays broken: make a new one next time.
-            self.conn = None;
-        }
+        let extended = if_holder(&self.db, &self.key, &self.token, &pexpire).await;
         if matches!(extended, Ok(false)) {
             self.held = false;
         }
@@ -445,24 +407,28 @@ impl Drop for LockGuard {
             return;
         }
         let db = self.db.clone();
-        let conn = self.conn.take();
         let key = std::mem::take(&mut self.key);
         let token = std::mem::take(&mut self.token);
         let release = async move {
             // Nobody is left to hear the outcome: a lock already lost to
             // expiry, or an unreachable server, both leave the ttl to
             // free the key.
-            let _ = release_token(&db, conn, &key, &token).await;
+            let _ = release_token(&db, &key, &token).await;
         };
+        let mut release = Box::pin(release);
         if self.db.engine().is_some() {
-            // The memory engine answers every command at once, so the whole
-            // release completes in a single poll, right here, with or
-            // without a runtime.
-            let mut release = pin!(release);
-            let _ = release
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()));
-        } else if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            // The memory engine answers every command at once: the release
+            // completes within a few polls (it only yields, to let other
+            // tasks in before its EXEC), right here, with or without a
+            // runtime.
+            let mut cx = Context::from_waker(Waker::noop());
+            for _ in 0..16 {
+                if release.as_mut().poll(&mut cx).is_ready() {
+                    return;
+                }
+            }
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(release);
         }
         // Otherwise: no runtime to talk to the server; the ttl frees the key.

@@ -36,10 +36,13 @@ use tokio::sync::Mutex;
 use crate::db::{Db, DedicatedConnection};
 use crate::error::{Error, Result};
 
-/// Longest pause between two attempts, in milliseconds. Each pause is drawn
-/// at random up to `min(attempt, MAX_RETRY_PAUSE_MS)` ms, so that clients
-/// that collided once do not collide again in lockstep.
-const MAX_RETRY_PAUSE_MS: u64 = 10;
+/// How many attempts the library's own optimistic writes (index upkeep,
+/// sorted increments, cascades, migrations, lock release) make before
+/// giving up with [`Error::Conflict`].
+pub(crate) const MAX_ATTEMPTS: u32 = 32;
+
+/// Longest pause between two attempts, in milliseconds.
+const MAX_RETRY_PAUSE_MS: u64 = 32;
 
 /// The connection and the number of the step allowed to use it.
 struct Shared {
@@ -181,6 +184,36 @@ impl Transaction {
     /// ```
     pub fn attempt(&self) -> u32 {
         self.attempt
+    }
+
+    /// Another handle on the same attempt (retired with it).
+    fn handle(&self) -> Transaction {
+        Transaction {
+            shared: Arc::clone(&self.shared),
+            generation: self.generation,
+            attempt: self.attempt,
+        }
+    }
+
+    /// Runs the attempt's writes, `writes` being an atomic pipeline: its
+    /// replies, or `None` if a watched key changed and nothing was written.
+    pub(crate) async fn exec<T: FromRedisValue>(&self, writes: &Pipeline) -> Result<Option<T>> {
+        if !writes.is_transaction() {
+            return Err(Error::Misuse(
+                "the writes of an optimistic transaction must be an atomic pipeline".to_string(),
+            ));
+        }
+        // The memory engine answers at once: let other tasks run between
+        // the reads and the EXEC, as they would while a server's replies
+        // travel, so that it sees the same interleavings (and WATCH
+        // aborts) a server does.
+        tokio::task::yield_now().await;
+        let mut shared = self.shared.lock().await;
+        self.check_current(&shared)?;
+        let result = shared.conn.query_pipeline::<Option<T>>(writes).await;
+        // EXEC, run or aborted, has dropped every WATCH.
+        shared.watching = false;
+        result
     }
 
     fn check_current(&self, shared: &Shared) -> Result<()> {
@@ -346,13 +379,46 @@ impl OptimisticConnection {
         F: FnMut(Transaction) -> Fut,
         Fut: Future<Output = Result<(Pipeline, T)>>,
     {
+        self.run(keys, max_attempts, None, |tx| {
+            let decided = step(tx.handle());
+            async move {
+                let (mut writes, value) = decided.await?;
+                writes.atomic();
+                Ok(tx.exec::<Value>(&writes).await?.map(|_| value))
+            }
+        })
+        .await
+    }
+
+    /// The one WATCH retry loop, under [`Db::transaction`] and every
+    /// optimistic write of the library: WATCH `keys`, run `step` (which
+    /// reads, may WATCH more, and usually ends with [`Transaction::exec`]),
+    /// and start over after a pause while it returns `None` (a watched key
+    /// changed). [`Error::Conflict`] naming `conflict_key` after
+    /// `max_attempts`.
+    pub(crate) async fn run<K, T, F, Fut>(
+        &mut self,
+        keys: &[K],
+        max_attempts: u32,
+        conflict_key: Option<&str>,
+        mut step: F,
+    ) -> Result<T>
+    where
+        K: ToRedisArgs,
+        F: FnMut(Transaction) -> Fut,
+        Fut: Future<Output = Result<Option<T>>>,
+    {
         let attempts = max_attempts.max(1);
         for attempt in 1..=attempts {
             let generation = {
                 let mut shared = self.shared.lock().await;
+                // WATCHes left by an earlier step that committed nothing
+                // (or failed, or was dropped midway) would abort this one.
                 if shared.watching {
                     shared.conn.query::<()>(&redis::cmd("UNWATCH")).await?;
+                    shared.watching = false;
                 }
+                // The step may WATCH more; only its EXEC is sure to clear them.
                 shared.watching = true;
                 if !keys.is_empty() {
                     shared
@@ -362,39 +428,18 @@ impl OptimisticConnection {
                 }
                 shared.generation
             };
-            let decided = step(Transaction {
+            let outcome = step(Transaction {
                 shared: Arc::clone(&self.shared),
                 generation,
                 attempt,
             })
             .await;
-            let mut shared = self.shared.lock().await;
             // Retire this attempt's Transaction, wherever it may have gone.
-            shared.generation = shared.generation.wrapping_add(1);
-            let (mut writes, value) = match decided {
-                Ok(decided) => decided,
-                Err(e) => {
-                    // Do not carry this attempt's WATCHes into the next
-                    // transaction. A failure here means the connection is
-                    // broken, which drops them anyway.
-                    if shared
-                        .conn
-                        .query::<()>(&redis::cmd("UNWATCH"))
-                        .await
-                        .is_ok()
-                    {
-                        shared.watching = false;
-                    }
-                    return Err(e);
-                }
-            };
-            writes.atomic();
-            // `EXEC` replies nil (`None`) when a watched key changed.
-            let committed: Option<Value> = shared.conn.query_pipeline(&writes).await?;
-            // EXEC, run or aborted, has dropped every WATCH.
-            shared.watching = false;
-            drop(shared);
-            if committed.is_some() {
+            {
+                let mut shared = self.shared.lock().await;
+                shared.generation = shared.generation.wrapping_add(1);
+            }
+            if let Some(value) = outcome? {
                 return Ok(value);
             }
             if attempt < attempts {
@@ -403,16 +448,35 @@ impl OptimisticConnection {
         }
         Err(Error::Conflict {
             attempts,
-            key: None,
+            key: conflict_key.map(str::to_string),
         })
     }
 }
 
-/// Lets the other side of the collision finish before trying again.
+/// Runs `step` as an optimistic transaction on a pooled connection of
+/// `db`, with the library's attempt limit: see [`OptimisticConnection::run`].
+pub(crate) async fn watched<T, F, Fut>(db: &Db, conflict_key: &str, step: F) -> Result<T>
+where
+    F: FnMut(Transaction) -> Fut,
+    Fut: Future<Output = Result<Option<T>>>,
+{
+    let mut conn = OptimisticConnection::from(db.dedicated().await?);
+    let no_keys: &[&str] = &[];
+    conn.run(no_keys, MAX_ATTEMPTS, Some(conflict_key), step)
+        .await
+}
+
+/// The one backoff policy: let the writer we collided with finish (on the
+/// memory engine it runs on this thread), then a random pause that grows
+/// with the attempt number (up to [`MAX_RETRY_PAUSE_MS`]), so that clients
+/// that collided once do not collide again in lockstep.
 async fn pause_before_retry(attempt: u32) {
     tokio::task::yield_now().await;
-    let ms = rand::random_range(0..=u64::from(attempt).min(MAX_RETRY_PAUSE_MS));
-    if ms > 0 {
+    let cap_ms = (1u64 << attempt.min(6)).min(MAX_RETRY_PAUSE_MS);
+    let ms = rand::random_range(0..=cap_ms);
+    // Outside a runtime (a lock released from `drop`) there is no timer:
+    // yielding has to do.
+    if ms > 0 && tokio::runtime::Handle::try_current().is_ok() {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
 }

@@ -1,12 +1,12 @@
 //! `DedicatedConnection`: an exclusive link, counted like every request.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 
 use super::backend::Link;
+use super::counters::Counters;
 use crate::error::Result;
 
 /// A connection used by one task at a time (see [`Db::dedicated`](crate::Db::dedicated)).
@@ -14,8 +14,8 @@ use crate::error::Result;
 /// back to the `Db`'s pool.
 pub struct DedicatedConnection {
     link: Box<dyn Link>,
-    /// The `Db`'s round-trip counter, shared by its clones.
-    round_trips: Arc<AtomicU64>,
+    /// The `Db`'s request counters, shared by its clones.
+    counters: Arc<Counters>,
 }
 
 impl std::fmt::Debug for DedicatedConnection {
@@ -26,8 +26,8 @@ impl std::fmt::Debug for DedicatedConnection {
 }
 
 impl DedicatedConnection {
-    pub(super) fn new(link: Box<dyn Link>, round_trips: Arc<AtomicU64>) -> Self {
-        DedicatedConnection { link, round_trips }
+    pub(super) fn new(link: Box<dyn Link>, counters: Arc<Counters>) -> Self {
+        DedicatedConnection { link, counters }
     }
 
     /// Runs one command on this connection and converts its reply.
@@ -39,15 +39,11 @@ impl DedicatedConnection {
     pub async fn query_pipeline<T: FromRedisValue>(&mut self, pipeline: &Pipeline) -> Result<T> {
         Ok(pipeline.query_async(self).await?)
     }
-
-    fn count_round_trip(&self) {
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 impl ConnectionLike for DedicatedConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        self.count_round_trip();
+        self.counters.command();
         self.link.req_packed_command(cmd)
     }
 
@@ -57,7 +53,7 @@ impl ConnectionLike for DedicatedConnection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        self.count_round_trip();
+        self.counters.pipeline(pipeline);
         self.link.req_packed_commands(pipeline, offset, count)
     }
 

@@ -10,12 +10,12 @@
 
 mod backend;
 mod connect;
+mod counters;
 mod dedicated;
 mod memory;
 mod pool;
 mod server;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use redis::aio::ConnectionLike;
@@ -26,6 +26,7 @@ use crate::memory::Engine;
 use crate::model::SyncEvent;
 
 use backend::Backend;
+use counters::Counters;
 pub use dedicated::DedicatedConnection;
 
 /// A handle on a Redis database: the bundled memory engine or a Redis server.
@@ -59,8 +60,8 @@ pub struct Db {
 struct Shared {
     backend: Box<dyn Backend>,
     sync_hooks: crate::model::SyncHooks,
-    /// Round trips of the Db, its clones and every connection they lent.
-    round_trips: Arc<AtomicU64>,
+    /// Requests of the Db, its clones and every connection they lent.
+    counters: Arc<Counters>,
 }
 
 impl std::fmt::Debug for Db {
@@ -94,7 +95,7 @@ impl Db {
             shared: Arc::new(Shared {
                 backend: Box::new(backend),
                 sync_hooks: Default::default(),
-                round_trips: Arc::default(),
+                counters: Arc::default(),
             }),
         }
     }
@@ -158,11 +159,26 @@ impl Db {
     /// # Ok(()) }
     /// ```
     pub fn round_trips(&self) -> u64 {
-        self.shared.round_trips.load(Ordering::Relaxed)
+        self.shared.counters.round_trips()
     }
 
-    fn count_round_trip(&self) {
-        self.shared.round_trips.fetch_add(1, Ordering::Relaxed);
+    /// How many commands those round trips carried: one per command, and
+    /// for an atomic pipeline its MULTI and EXEC too (what a server counts
+    /// in `INFO stats` `total_commands_processed`, when no EXEC is
+    /// aborted).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::memory();
+    /// let mut pipe = redis::pipe();
+    /// pipe.atomic().cmd("INCR").arg("a").cmd("INCR").arg("b");
+    /// db.query_pipeline::<()>(&pipe).await?;
+    /// assert_eq!((db.round_trips(), db.commands_sent()), (1, 4));
+    /// # Ok(()) }
+    /// ```
+    pub fn commands_sent(&self) -> u64 {
+        self.shared.counters.commands()
     }
 
     /// A connection of its own, not shared with other tasks' commands: what
@@ -176,14 +192,14 @@ impl Db {
         let link = self.backend().exclusive().await?;
         Ok(DedicatedConnection::new(
             link,
-            Arc::clone(&self.shared.round_trips),
+            Arc::clone(&self.shared.counters),
         ))
     }
 }
 
 impl ConnectionLike for Db {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        self.count_round_trip();
+        self.shared.counters.command();
         self.shared.backend.send(cmd)
     }
 
@@ -193,7 +209,7 @@ impl ConnectionLike for Db {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        self.count_round_trip();
+        self.shared.counters.pipeline(pipeline);
         self.shared.backend.send_pipeline(pipeline, offset, count)
     }
 

@@ -50,12 +50,13 @@
 
 use redis::Pipeline;
 
-use super::index::write::{add_delete_entries, backoff, MAX_ATTEMPTS};
+use super::index::write::add_delete_entries;
 use super::key::glob_escape;
 use super::object::ObjectRef;
 use super::scan::scan_keys;
 use super::{Admin, Model, OwnerKind};
-use crate::{Db, DedicatedConnection, Error, Result};
+use crate::optimistic::{watched, Transaction};
+use crate::{Db, Error, Result};
 
 /// What `on_delete` says about a referrer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,17 +169,11 @@ impl<A: Admin> ObjectRef<A> {
     /// concurrent writes aborted every attempt.
     pub async fn delete_cascade(&self, db: &Db) -> Result<bool> {
         let referrers = referrers_of(A::TABLE);
-        let mut conn = db.dedicated().await?;
-        for attempt in 0..MAX_ATTEMPTS {
-            if let Some(existed) = self.attempt_cascade(db, &mut conn, &referrers).await? {
-                return Ok(existed);
-            }
-            backoff(attempt).await;
-        }
-        Err(Error::Conflict {
-            key: Some(self.key().to_string()),
-            attempts: MAX_ATTEMPTS,
+        let referrers = &referrers;
+        watched(db, self.key(), |tx| async move {
+            self.attempt_cascade(db, &tx, referrers).await
         })
+        .await
     }
 
     /// One attempt: `None` if a concurrent write aborted it.
@@ -192,42 +187,36 @@ impl<A: Admin> ObjectRef<A> {
     async fn attempt_cascade(
         &self,
         db: &Db,
-        conn: &mut DedicatedConnection,
+        tx: &Transaction,
         referrers: &[&'static Referrer],
     ) -> Result<Option<bool>> {
         let key = self.key();
         let tree = self.tree_keys(db).await?;
         let own = own_lists(A::TABLE, key);
-        conn.query::<()>(redis::cmd("WATCH").arg(&tree).arg(&own))
-            .await?;
+        tx.watch((&tree, &own)).await?;
         let mut plan = Plan {
             delete: self.tree_keys(db).await?,
             ..Plan::default()
         };
         if plan.delete != tree {
-            conn.query::<()>(&redis::cmd("UNWATCH")).await?;
             return Ok(None);
         }
         for referrer in referrers {
-            if let Err(err) = self.find_references(db, referrer, &mut plan).await {
-                conn.query::<()>(&redis::cmd("UNWATCH")).await?;
-                return Err(err);
-            }
+            self.find_references(db, referrer, &mut plan).await?;
         }
         let mut watch = redis::cmd("WATCH");
         watch.arg(key).arg(&plan.lists);
         for (hash, _) in &plan.fields {
             watch.arg(hash);
         }
-        conn.query::<()>(&watch).await?;
+        tx.query::<()>(&watch).await?;
 
         let mut txn = redis::pipe();
         txn.atomic();
         txn.cmd("EXISTS").arg(key);
-        add_delete_entries::<A>(conn, key, &mut txn).await?;
+        add_delete_entries::<A>(tx, key, &mut txn).await?;
         add_plan(&mut txn, key, &plan);
-        tokio::task::yield_now().await;
-        let done: Option<(bool,)> = conn.query_pipeline(&txn).await?;
+        let done: Option<(bool,)> = tx.exec(&txn).await?;
         Ok(done.map(|(existed,)| existed))
     }
 

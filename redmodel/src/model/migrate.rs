@@ -35,7 +35,7 @@ use std::ops::ControlFlow;
 
 use redis::Value;
 
-use super::index::write::{backoff, checked_score, score_arg, MAX_ATTEMPTS};
+use super::index::write::{checked_score, score_arg};
 use super::index::{
     claim_commands, holder_command, key_pattern, sorted_key, tag_key, unique_key, IndexKind,
     IndexSpec,
@@ -43,7 +43,11 @@ use super::index::{
 use super::key::glob_escape;
 use super::scan::scan_keys;
 use super::{Admin, ObjectRef};
-use crate::{Db, DedicatedConnection, Error, Result};
+use crate::optimistic::{watched, Transaction};
+use crate::{Db, Result};
+
+/// Objects a batch could not handle: their keys, and why.
+type Failed = Vec<(String, String)>;
 
 /// Where a pass starts and how much it takes at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,7 +292,6 @@ async fn pass<M: Admin, P: Proceed>(
 ) -> Result<Report> {
     let total: u64 = db.query(&redis::cmd("DBSIZE")).await?;
     let pattern = format!("{}:*", glob_escape(M::TABLE));
-    let mut conn = db.dedicated().await?;
     let mut report = Report::default();
     let mut cursor = options.cursor;
     loop {
@@ -312,9 +315,13 @@ async fn pass<M: Admin, P: Proceed>(
         refs.sort();
         refs.dedup();
         if let Some(migration) = migration {
-            report.rewritten += migrate_batch(&mut conn, &refs, migration, &mut report).await?;
+            let (rewritten, failed) = migrate_batch(db, &refs, migration).await?;
+            report.rewritten += rewritten;
+            report.failed.extend(failed);
         }
-        index_batch(&mut conn, &refs, &mut report).await?;
+        let (failed, conflicts) = index_batch(db, &refs).await?;
+        report.failed.extend(failed);
+        report.conflicts.extend(conflicts);
         report.objects += refs.len() as u64;
         report.batches += 1;
         report.cursor = next;
@@ -360,23 +367,23 @@ async fn prune_all<M: Admin>(db: &Db) -> Result<u64> {
 /// migration: one WATCH / read / MULTI-EXEC, retried on conflict. Returns
 /// how many objects changed.
 async fn migrate_batch<M: Admin>(
-    conn: &mut DedicatedConnection,
+    db: &Db,
     refs: &[ObjectRef<M>],
     migration: &Migration,
-    report: &mut Report,
-) -> Result<u64> {
-    if refs.is_empty() {
-        return Ok(0);
-    }
+) -> Result<(u64, Failed)> {
+    let Some(first) = refs.first() else {
+        return Ok((0, Vec::new()));
+    };
     let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
-    for attempt in 0..MAX_ATTEMPTS {
+    let keys = &keys;
+    watched(db, first.key(), |tx| async move {
         let mut read = redis::pipe();
         read.ignore_errors();
-        read.cmd("WATCH").arg(&keys).ignore();
-        for key in &keys {
+        read.cmd("WATCH").arg(keys).ignore();
+        for key in keys {
             read.cmd("HGETALL").arg(*key);
         }
-        let hashes: Vec<Value> = conn.query_pipeline(&read).await?;
+        let hashes: Vec<Value> = tx.query_pipeline(&read).await?;
         let mut write = redis::pipe();
         write.atomic();
         let mut rewritten = 0;
@@ -422,20 +429,11 @@ async fn migrate_batch<M: Admin>(
             }
         }
         if write.is_empty() {
-            conn.query::<()>(&redis::cmd("UNWATCH")).await?;
-            report.failed.extend(failed);
-            return Ok(0);
+            return Ok(Some((0, failed)));
         }
-        if conn.query_pipeline::<Option<()>>(&write).await?.is_some() {
-            report.failed.extend(failed);
-            return Ok(rewritten);
-        }
-        backoff(attempt).await;
-    }
-    Err(Error::Conflict {
-        key: keys.first().map(|k| k.to_string()),
-        attempts: MAX_ATTEMPTS,
+        Ok(tx.exec::<()>(&write).await?.map(|()| (rewritten, failed)))
     })
+    .await
 }
 
 /// A unique value an object of a batch claims.
@@ -453,28 +451,28 @@ struct Claim<'k> {
 /// values no live object holds); one WATCH / read / MULTI-EXEC, retried on
 /// conflict.
 async fn index_batch<M: Admin>(
-    conn: &mut DedicatedConnection,
+    db: &Db,
     refs: &[ObjectRef<M>],
-    report: &mut Report,
-) -> Result<()> {
+) -> Result<(Failed, Vec<UniqueConflict>)> {
     let specs: Vec<&IndexSpec> = M::INDEXES
         .iter()
         .filter(|s| !matches!(s.kind, IndexKind::Recent { .. }))
         .collect();
-    if refs.is_empty() || specs.is_empty() {
-        return Ok(());
-    }
+    let Some(first) = refs.first().filter(|_| !specs.is_empty()) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
     let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
     let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
-    for attempt in 0..MAX_ATTEMPTS {
+    let (specs, fields, keys) = (&specs, &fields, &keys);
+    watched(db, first.key(), |tx| async move {
         // Round 1: watch and read the objects' indexed fields.
         let mut read = redis::pipe();
         read.ignore_errors();
-        read.cmd("WATCH").arg(&keys).ignore();
-        for key in &keys {
-            read.cmd("HMGET").arg(*key).arg(&fields);
+        read.cmd("WATCH").arg(keys).ignore();
+        for key in keys {
+            read.cmd("HMGET").arg(*key).arg(fields);
         }
-        let rows: Vec<Vec<Option<Vec<u8>>>> = conn
+        let rows: Vec<Vec<Option<Vec<u8>>>> = tx
             .query_pipeline::<Vec<Value>>(&read)
             .await?
             .into_iter()
@@ -494,21 +492,13 @@ async fn index_batch<M: Admin>(
                 }
             }
         }
-        let conflicts = settle_claims(conn, &claims, &mut write).await?;
+        let conflicts = settle_claims(&tx, &claims, &mut write).await?;
         if write.is_empty() {
-            conn.query::<()>(&redis::cmd("UNWATCH")).await?;
-        } else if conn.query_pipeline::<Option<()>>(&write).await?.is_none() {
-            backoff(attempt).await;
-            continue;
+            return Ok(Some((failed, conflicts)));
         }
-        report.failed.extend(failed);
-        report.conflicts.extend(conflicts);
-        return Ok(());
-    }
-    Err(Error::Conflict {
-        key: keys.first().map(|k| k.to_string()),
-        attempts: MAX_ATTEMPTS,
+        Ok(tx.exec::<()>(&write).await?.map(|()| (failed, conflicts)))
     })
+    .await
 }
 
 /// Adds to `write` the entry of the object `key` in the index `spec`,
@@ -581,7 +571,7 @@ fn plan_entry<'k, M: Admin>(
 /// claim that no other live object holds (within the batch, the first
 /// claimant of a value keeps it). Returns the claims refused.
 async fn settle_claims(
-    conn: &mut DedicatedConnection,
+    tx: &Transaction,
     claims: &[Claim<'_>],
     write: &mut redis::Pipeline,
 ) -> Result<Vec<UniqueConflict>> {
@@ -594,7 +584,7 @@ async fn settle_claims(
     for entry in &entries {
         holder_command(&mut read, entry);
     }
-    let holders: Vec<Option<String>> = conn.query_pipeline(&read).await?;
+    let holders: Vec<Option<String>> = tx.query_pipeline(&read).await?;
     let rivals: Vec<(&Claim, &String)> = claims
         .iter()
         .zip(&holders)
@@ -611,7 +601,7 @@ async fn settle_claims(
         for (claim, holder) in &rivals {
             check.cmd("HGET").arg(*holder).arg(claim.field);
         }
-        let values: Vec<Value> = conn.query_pipeline(&check).await?;
+        let values: Vec<Value> = tx.query_pipeline(&check).await?;
         for ((claim, _), value) in rivals.iter().zip(values) {
             let holds = matches!(value, Value::BulkString(v) if v == claim.value.as_bytes());
             live.insert(claim.entry.as_str(), holds);

@@ -12,7 +12,8 @@
 
 use redis::Value;
 
-use crate::{Db, DedicatedConnection, Result};
+use crate::optimistic::{watched, Transaction};
+use crate::{Db, Result};
 
 /// An index or list entry that a read found dead.
 #[derive(Debug, Clone)]
@@ -76,35 +77,31 @@ impl Test {
 }
 
 /// Removes the entries of `stale` that are still dead, in one optimistic
-/// transaction; returns how many were removed (0 if a concurrent write
-/// aborted it).
-pub(crate) async fn prune(db: &Db, stale: Vec<Stale>) -> Result<u64> {
-    if stale.is_empty() {
-        return Ok(0);
-    }
-    let mut conn = db.dedicated().await?;
-    let Some((remove, count)) = check(&mut conn, stale).await? else {
+/// transaction (checked again, and retried, if a concurrent write changes
+/// one of them meanwhile); returns how many were removed.
+pub(crate) async fn prune(db: &Db, mut stale: Vec<Stale>) -> Result<u64> {
+    stale.sort_by(|a, b| (&a.entry, &a.object).cmp(&(&b.entry, &b.object)));
+    stale.dedup_by(|a, b| a.entry == b.entry && a.object == b.object);
+    let Some(first) = stale.first() else {
         return Ok(0);
     };
-    // As in a watched write: let other tasks run between the check and the
-    // EXEC on the memory engine too (see `write`).
-    tokio::task::yield_now().await;
-    let done: Option<()> = conn.query_pipeline(&remove).await?;
-    Ok(if done.is_some() { count } else { 0 })
+    let stale = &stale;
+    watched(db, &first.object, |tx| async move {
+        match check(&tx, stale).await? {
+            None => Ok(Some(0)),
+            Some((remove, count)) => Ok(tx.exec::<()>(&remove).await?.map(|()| count)),
+        }
+    })
+    .await
 }
 
 /// The first half of [`prune`]: WATCHes the objects (and unique entries)
-/// of `stale`, checks each entry again, and returns the MULTI/EXEC that
-/// removes those still dead, with their number (`None`, and no WATCH
-/// left, if none is).
-async fn check(
-    conn: &mut DedicatedConnection,
-    mut stale: Vec<Stale>,
-) -> Result<Option<(redis::Pipeline, u64)>> {
-    stale.sort_by(|a, b| (&a.entry, &a.object).cmp(&(&b.entry, &b.object)));
-    stale.dedup_by(|a, b| a.entry == b.entry && a.object == b.object);
+/// of `stale` (sorted, without repeats), checks each entry again, and
+/// returns the MULTI/EXEC that removes those still dead, with their
+/// number (`None` if none is).
+async fn check(tx: &Transaction, stale: &[Stale]) -> Result<Option<(redis::Pipeline, u64)>> {
     let mut watched: Vec<&str> = stale.iter().map(|s| s.object.as_str()).collect();
-    for s in &stale {
+    for s in stale {
         if let Entry::Unique(key) = &s.entry {
             watched.push(key);
         }
@@ -115,7 +112,7 @@ async fn check(
     let mut check = redis::pipe();
     check.ignore_errors();
     check.cmd("WATCH").arg(&watched).ignore();
-    for s in &stale {
+    for s in stale {
         match &s.test {
             Test::Gone => check.cmd("EXISTS").arg(&s.object),
             Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => {
@@ -126,12 +123,12 @@ async fn check(
             super::holder_command(&mut check, key);
         }
     }
-    let replies: Vec<Value> = conn.query_pipeline(&check).await?;
+    let replies: Vec<Value> = tx.query_pipeline(&check).await?;
     let mut replies = replies.into_iter();
     let mut remove = redis::pipe();
     remove.atomic();
     let mut count = 0u64;
-    for s in &stale {
+    for s in stale {
         let dead = replies.next().is_some_and(|r| s.test.dead(&r));
         let still_ours = match &s.entry {
             Entry::Unique(_) => matches!(
@@ -153,7 +150,6 @@ async fn check(
         .ignore();
     }
     if count == 0 {
-        conn.query::<()>(&redis::cmd("UNWATCH")).await?;
         return Ok(None);
     }
     Ok(Some((remove, count)))
@@ -162,6 +158,30 @@ async fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Error, OptimisticConnection};
+
+    /// Runs `check` and, between it and the EXEC, `meanwhile` (another
+    /// client's write), in one attempt: whether the EXEC ran.
+    async fn check_then<F: std::future::Future<Output = ()>>(
+        db: &Db,
+        stale: Vec<Stale>,
+        meanwhile: F,
+    ) -> Result<u64> {
+        let mut conn = OptimisticConnection::from(db.dedicated().await?);
+        let no_keys: &[&str] = &[];
+        let (stale, mut meanwhile) = (&stale, Some(meanwhile));
+        conn.run(no_keys, 1, None, |tx| {
+            let meanwhile = meanwhile.take();
+            async move {
+                let (remove, count) = check(&tx, stale).await?.expect("an entry is dead");
+                if let Some(write) = meanwhile {
+                    write.await;
+                }
+                Ok(tx.exec::<()>(&remove).await?.map(|()| count))
+            }
+        })
+        .await
+    }
 
     fn gone(object: &str, zset: &str) -> Stale {
         Stale {
@@ -219,12 +239,6 @@ mod tests {
         db.query::<()>(redis::cmd("ZADD").arg("t:_sorted:f").arg(1).arg("t:1"))
             .await
             .unwrap();
-        let mut conn = db.dedicated().await.unwrap();
-        let (remove, count) = check(&mut conn, vec![gone("t:1", "t:_sorted:f")])
-            .await
-            .unwrap()
-            .expect("t:1 is gone");
-        assert_eq!(count, 1);
         // Another client re-creates t:1 and writes its entry.
         let mut pipe = redis::pipe();
         pipe.atomic()
@@ -236,9 +250,12 @@ mod tests {
             .arg("t:_sorted:f")
             .arg(5)
             .arg("t:1");
-        db.query_pipeline::<()>(&pipe).await.unwrap();
-        let done: Option<()> = conn.query_pipeline(&remove).await.unwrap();
-        assert_eq!(done, None, "EXEC aborted");
+        let recreate = async { db.query_pipeline::<()>(&pipe).await.unwrap() };
+        let done = check_then(&db, vec![gone("t:1", "t:_sorted:f")], recreate).await;
+        assert!(
+            matches!(done, Err(Error::Conflict { .. })),
+            "EXEC aborted: {done:?}"
+        );
         assert_eq!(
             zcard(&db).await,
             1,
@@ -265,16 +282,16 @@ mod tests {
             },
             entry: Entry::Unique("t:_unique:f:v".to_string()),
         };
-        let mut conn = db.dedicated().await.unwrap();
-        let (remove, _) = check(&mut conn, vec![stale("t:1")])
-            .await
-            .unwrap()
-            .expect("t:1 does not hold v");
-        db.query::<()>(redis::cmd("LSET").arg("t:_unique:f:v").arg(0).arg("t:2"))
-            .await
-            .unwrap();
-        let done: Option<()> = conn.query_pipeline(&remove).await.unwrap();
-        assert_eq!(done, None, "EXEC aborted");
+        let claim = async {
+            db.query::<()>(redis::cmd("LSET").arg("t:_unique:f:v").arg(0).arg("t:2"))
+                .await
+                .unwrap()
+        };
+        let done = check_then(&db, vec![stale("t:1")], claim).await;
+        assert!(
+            matches!(done, Err(Error::Conflict { .. })),
+            "EXEC aborted: {done:?}"
+        );
         let holder: String = db
             .query(redis::cmd("LINDEX").arg("t:_unique:f:v").arg(0))
             .await

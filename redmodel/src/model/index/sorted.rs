@@ -20,7 +20,7 @@ use std::ops::{Bound, RangeBounds};
 
 use redis::{ToRedisArgs, Value};
 
-use super::write::{backoff, checked_score, score_arg, MAX_ATTEMPTS};
+use super::write::{checked_score, score_arg};
 use super::{
     existing, load_judged, parse_member, prune, prune_gone, recent_key, sorted_key, Entry,
     IndexKind, IndexSpec, Stale, Test,
@@ -28,6 +28,7 @@ use super::{
 use crate::model::object::number_text;
 use crate::model::relation::AsMember;
 use crate::model::Model;
+use crate::optimistic::watched;
 use crate::{Db, Error, Result};
 
 /// The largest integer a double holds exactly, and so the largest score
@@ -490,10 +491,10 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
         return Ok(());
     };
     let index = sorted_key(M::TABLE, spec.field);
-    let mut conn = db.dedicated().await?;
-    for attempt in 0..MAX_ATTEMPTS {
-        conn.query::<()>(redis::cmd("WATCH").arg(key)).await?;
-        let text: Option<Vec<u8>> = conn
+    let index = &index;
+    watched(db, key, |tx| async move {
+        tx.watch(key).await?;
+        let text: Option<Vec<u8>> = tx
             .query(redis::cmd("HGET").arg(key).arg(spec.field))
             .await?;
         let value = text.as_deref().map(score).transpose();
@@ -502,20 +503,14 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
         match value {
             Ok(Some(Some(s))) => {
                 let s = checked_score(spec.field, s)?;
-                pipe.cmd("ZADD").arg(&index).arg(score_arg(s)).arg(key)
+                pipe.cmd("ZADD").arg(index).arg(score_arg(s)).arg(key)
             }
-            _ => pipe.cmd("ZREM").arg(&index).arg(key),
+            _ => pipe.cmd("ZREM").arg(index).arg(key),
         }
         .ignore();
-        if conn.query_pipeline::<Option<()>>(&pipe).await?.is_some() {
-            return Ok(());
-        }
-        backoff(attempt).await;
-    }
-    Err(Error::Conflict {
-        key: Some(key.to_string()),
-        attempts: MAX_ATTEMPTS,
+        tx.exec::<()>(&pipe).await
     })
+    .await
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 //!   another live object holds ([`Error::Unique`]), then runs the write and
 //!   the index commands in `MULTI`/`EXEC`. If a concurrent write touched a
 //!   watched key, EXEC does nothing and the whole attempt is repeated
-//!   (at most [`MAX_ATTEMPTS`] times).
+//!   (the one retry policy of [`crate::optimistic`]).
 //!
 //! Why WATCH rather than claiming the unique value first (`SET NX`) and
 //! writing the object next: a claim made outside the object's transaction
@@ -27,7 +27,6 @@
 //! EXEC; a refused or conflicting write stores nothing at all.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use redis::{FromRedisValue, Pipeline, Value};
 
@@ -36,11 +35,8 @@ use super::{
     IndexSpec,
 };
 use crate::model::Model;
-use crate::{Db, DedicatedConnection, Error, Result};
-
-/// How many times an optimistic transaction is tried before giving up
-/// with [`Error::Conflict`].
-pub(crate) const MAX_ATTEMPTS: u32 = 32;
+use crate::optimistic::{watched, Transaction};
+use crate::{Db, Error, Result};
 
 /// What a write does to an object's stored fields.
 pub(crate) enum Changes<'a> {
@@ -229,25 +225,11 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         return db.query_pipeline(&pipe).await;
     }
-    let mut conn = db.dedicated().await?;
-    for attempt in 0..MAX_ATTEMPTS {
-        if let Some(out) = attempt_watched::<M, T>(&mut conn, key, &pipe, &steps).await? {
-            return Ok(out);
-        }
-        backoff(attempt).await;
-    }
-    Err(Error::Conflict {
-        key: Some(key.to_string()),
-        attempts: MAX_ATTEMPTS,
+    let (pipe, steps) = (&pipe, &steps);
+    watched(db, key, |tx| async move {
+        attempt_watched::<M, T>(&tx, key, pipe, steps).await
     })
-}
-
-/// A short random pause after an aborted attempt, growing with the
-/// attempt number, so that racing writers spread out.
-pub(crate) async fn backoff(attempt: u32) {
-    let cap_ms = 1u64 << attempt.min(5);
-    let ms = rand::random_range(0..=cap_ms);
-    tokio::time::sleep(Duration::from_millis(ms)).await;
+    .await
 }
 
 /// One unique step, with what the attempt learned.
@@ -275,7 +257,7 @@ fn old_fields(steps: &[Step]) -> Vec<&'static str> {
 
 /// One attempt of a watched write: `None` if a concurrent write aborted it.
 async fn attempt_watched<M: Model, T: FromRedisValue>(
-    conn: &mut DedicatedConnection,
+    tx: &Transaction,
     key: &str,
     write: &Pipeline,
     steps: &[Step],
@@ -295,7 +277,7 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
             _ => None,
         })
         .collect();
-    let old = read_old(conn, key, &fields, &mut uniques).await?;
+    let old = read_old(tx, key, &fields, &mut uniques).await?;
     let old_of = |field: &str| -> Option<&[u8]> {
         let i = fields.iter().position(|f| *f == field)?;
         old.get(i)?.as_deref()
@@ -306,18 +288,12 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
             u.old_entry = Some((unique_key(M::TABLE, u.field, old_text), false));
         }
     }
-    check_entries::<M>(conn, key, &mut uniques).await?;
-
-    // The memory engine answers at once: let other tasks run between the
-    // reads and the EXEC, as they would while a server's replies travel,
-    // so that it sees the same interleavings (and WATCH aborts) a server
-    // does.
-    tokio::task::yield_now().await;
+    check_entries::<M>(tx, key, &mut uniques).await?;
 
     // Round 3: the write and every index command, in one MULTI/EXEC.
     let mut txn = write.clone();
     add_watched::<M>(&mut txn, key, steps, &uniques, &old_of);
-    conn.query_pipeline::<Option<T>>(&txn).await
+    tx.exec(&txn).await
 }
 
 /// Adds the unique and tag commands of a watched write to `txn`, from the
@@ -363,13 +339,13 @@ fn add_watched<'o, M: Model>(
 }
 
 /// Adds to `txn` the commands that take the object at `key` out of every
-/// index of `M` (a delete), reading on `conn`, where the caller has
+/// index of `M` (a delete), reading through `tx`, where the caller has
 /// already WATCHed `key`: the old unique and tag values are read there,
 /// and the unique entries this object holds are WATCHed too, so the
 /// caller's EXEC fails if any of it changes meanwhile. Used by the
 /// cascading delete, whose transaction holds more than the object.
 pub(crate) async fn add_delete_entries<M: Model>(
-    conn: &mut DedicatedConnection,
+    tx: &Transaction,
     key: &str,
     txn: &mut Pipeline,
 ) -> Result<()> {
@@ -395,7 +371,7 @@ pub(crate) async fn add_delete_entries<M: Model>(
             _ => None,
         })
         .collect();
-    let old = read_old(conn, key, &fields, &mut uniques).await?;
+    let old = read_old(tx, key, &fields, &mut uniques).await?;
     let old_of = |field: &str| -> Option<&[u8]> {
         let i = fields.iter().position(|f| *f == field)?;
         old.get(i)?.as_deref()
@@ -405,7 +381,7 @@ pub(crate) async fn add_delete_entries<M: Model>(
             u.old_entry = Some((unique_key(M::TABLE, u.field, text), false));
         }
     }
-    check_entries::<M>(conn, key, &mut uniques).await?;
+    check_entries::<M>(tx, key, &mut uniques).await?;
     add_watched::<M>(txn, key, &steps, &uniques, &old_of);
     Ok(())
 }
@@ -413,7 +389,7 @@ pub(crate) async fn add_delete_entries<M: Model>(
 /// Round 1: WATCH the object and the unique entries to claim; read the
 /// old values of `fields` (HMGET) and the entries' holders (LINDEX).
 async fn read_old(
-    conn: &mut DedicatedConnection,
+    tx: &Transaction,
     key: &str,
     fields: &[&str],
     uniques: &mut [UniqueState<'_>],
@@ -428,7 +404,7 @@ async fn read_old(
     for entry in &claimed {
         holder_command(&mut read, entry);
     }
-    let replies: Vec<Value> = conn.query_pipeline(&read).await?;
+    let replies: Vec<Value> = tx.query_pipeline(&read).await?;
     let mut replies = replies.into_iter();
     let old = redis::from_redis_value(replies.next().unwrap_or(Value::Nil))
         .map_err(redis::RedisError::from)?;
@@ -451,7 +427,7 @@ async fn read_old(
 /// gone, or whose field no longer holds the value, is stale: its entry is
 /// taken over.
 async fn check_entries<M: Model>(
-    conn: &mut DedicatedConnection,
+    tx: &Transaction,
     key: &str,
     uniques: &mut [UniqueState<'_>],
 ) -> Result<()> {
@@ -481,7 +457,7 @@ async fn check_entries<M: Model>(
     for (i, holder) in &rivals {
         check.cmd("HGET").arg(holder).arg(uniques[*i].field);
     }
-    let replies: Vec<Value> = conn.query_pipeline(&check).await?;
+    let replies: Vec<Value> = tx.query_pipeline(&check).await?;
     let mut replies = replies.into_iter();
     for u in uniques.iter_mut() {
         if let Some((_, ours)) = u.old_entry.as_mut() {

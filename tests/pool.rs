@@ -1,0 +1,92 @@
+//! Exclusive connections come from a pool: guarded writes (here, inserts
+//! that claim a unique value, each a WATCH / read / MULTI..EXEC) open no
+//! connection per write, and every request they send is counted by
+//! `Db::round_trips` and `Db::commands_sent`, as the server counts them.
+
+use redmodel::prelude::*;
+use redmodel_suite::private_server_or_skip;
+
+#[derive(Admin, Debug, Clone, PartialEq)]
+struct Member {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(unique)]
+    email: String,
+}
+
+fn member(id: u32) -> Member {
+    Member {
+        id,
+        email: format!("m{id}@example.org"),
+    }
+}
+
+/// A field of `INFO stats`.
+async fn stat(info_db: &Db, name: &str) -> u64 {
+    let info: String = info_db
+        .query(redis::cmd("INFO").arg("stats"))
+        .await
+        .expect("INFO stats");
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO stats"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guarded_writes_reuse_pooled_connections_and_are_counted() {
+    let Some(server) = private_server_or_skip("pool") else {
+        return;
+    };
+    let db = Db::connect(&server.url()).await.expect("connect");
+    // INFO through a Db of its own, so that it is not counted as ours.
+    let info_db = Db::connect(&server.url()).await.expect("connect");
+
+    // 1,000 inserts from 32 tasks at once: the pool opens at most its size.
+    let connections_before = stat(&info_db, "total_connections_received").await;
+    let tasks: Vec<_> = (0..32u32)
+        .map(|t| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                for id in (t..1000).step_by(32) {
+                    member(id).insert(&db).await?;
+                }
+                Ok::<(), redmodel::Error>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("task").expect("insert");
+    }
+    let opened = stat(&info_db, "total_connections_received").await - connections_before;
+    assert!(
+        opened <= 16,
+        "1,000 unique-field inserts opened {opened} connections; the pool holds 16"
+    );
+    let stored: u64 = info_db.query(&redis::cmd("DBSIZE")).await.expect("DBSIZE");
+    assert_eq!(stored, 2000, "1,000 members and their unique entries");
+
+    // One task, in steady state: no new connection, and the server
+    // processed exactly the commands the Db counted.
+    let connections_before = stat(&info_db, "total_connections_received").await;
+    let commands_before = stat(&info_db, "total_commands_processed").await;
+    let (trips_before, sent_before) = (db.round_trips(), db.commands_sent());
+    for id in 100_000..100_100 {
+        member(id).insert(&db).await.expect("insert");
+    }
+    let trips = db.round_trips() - trips_before;
+    let sent = db.commands_sent() - sent_before;
+    // The INFO that reads the total counts itself once processed.
+    let processed = stat(&info_db, "total_commands_processed").await - commands_before - 1;
+    assert_eq!(
+        stat(&info_db, "total_connections_received").await,
+        connections_before,
+        "no connection opened in steady state"
+    );
+    assert_eq!(
+        sent, processed,
+        "commands counted vs processed by the server"
+    );
+    // Each insert: WATCH + reads, then MULTI..EXEC (the value is free).
+    assert_eq!(trips, 100 * 2, "round trips of 100 guarded inserts");
+}

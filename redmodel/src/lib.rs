@@ -1,10 +1,11 @@
 //! redmodel: a schema-driven object mapper for Redis.
 //!
-//! The crate talks to a real Redis (one node or a cluster) or to the bundled
-//! in-memory Redis engine ([`memory`]), through one cheap-to-clone handle,
-//! [`Db`]. Every backend executes the same Redis commands, built as
-//! [`redis::Cmd`] and [`redis::Pipeline`] values, so code written against the
-//! memory engine runs unchanged against a Redis server.
+//! The crate talks to a Redis server or to the bundled in-memory Redis
+//! engine ([`memory`], the `redmodel-memory` crate), through one
+//! cheap-to-clone handle, [`Db`]. Every backend executes the same Redis
+//! commands, built as [`redis::Cmd`] and [`redis::Pipeline`] values, so
+//! code written against the memory engine runs unchanged against a Redis
+//! server.
 //!
 //! For updates that must not collide with other clients': [`Db::lock`] /
 //! [`Db::with_lock`] (a lock with an owner token and a ttl) and
@@ -36,6 +37,9 @@
 //!   nothing after). Turn it off with `default-features = false` when only
 //!   the memory engine or plain `redis://` is used: a `rediss://` URL then
 //!   gives [`Error::Config`] naming the feature to enable.
+//! - `memory-server` (off): `redmodel::memory::serve`, the memory engine
+//!   over RESP on a TCP port (for redis-cli, redis-benchmark, other
+//!   languages' clients).
 //! - `tls-insecure` (off): also accept `rediss://host/#insecure`, TLS with
 //!   no certificate check, for development servers with self-signed
 //!   certificates. Without it such a URL gives [`Error::Config`].

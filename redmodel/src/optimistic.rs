@@ -9,8 +9,19 @@
 //!
 //! `WATCH` belongs to a connection, so a transaction runs on a
 //! [`DedicatedConnection`]: no other task's command can reach it between
-//! the `WATCH` and the `EXEC`. [`Db::transaction`] opens one per call; an
-//! [`OptimisticConnection`] keeps one for many transactions.
+//! the `WATCH` and the `EXEC`. [`Db::transaction`] borrows one from the
+//! `Db`'s pool per call; an [`OptimisticConnection`] keeps one for many
+//! transactions.
+//!
+//! # One mechanism
+//! This module holds the only WATCH retry loop of the crate
+//! ([`OptimisticConnection::run`]) and its one backoff policy. Every
+//! optimistic path runs through it: [`Db::transaction`], the writes that
+//! keep unique and tag indexes, the sorted-score resync, the cascading
+//! delete, migration batches, pruning of dead index entries, and lock
+//! release / extend. A path supplies one attempt (read under WATCH, then
+//! [`Transaction::exec`]); the loop supplies the connection, the retries,
+//! the pauses and the [`Error::Conflict`] at the end.
 //!
 //! # Why the step gets an owned handle
 //! The step is a closure returning a future, `|tx| async move { ... }`,
@@ -49,9 +60,10 @@ struct Shared {
     conn: DedicatedConnection,
     /// Bumped when a step returns, which retires its [`Transaction`].
     generation: u64,
-    /// Whether WATCHes may be left over from a transaction whose future
-    /// was dropped midway; the next transaction clears them first, so that
-    /// they cannot abort it for nothing.
+    /// Whether WATCHes may be left over from an attempt that ended without
+    /// an EXEC (it committed nothing, failed, or its future was dropped);
+    /// the next attempt clears them first, so that they cannot abort it
+    /// for nothing.
     watching: bool,
 }
 

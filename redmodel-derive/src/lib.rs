@@ -3,9 +3,9 @@
 //! and the attributes they take.
 //!
 //! Built like serde_derive: the input is parsed into an internal
-//! representation ([`ast`]), every attribute is checked with errors that
+//! representation (the `ast` module), every attribute is checked with errors that
 //! point at the user's tokens and say what to write instead (all of them
-//! reported at once), and only then is code generated ([`expand`]).
+//! reported at once), and only then is code generated (the `expand` module).
 //! Generated code names the runtime only through `::redmodel::__private`.
 
 mod ast;

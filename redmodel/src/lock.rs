@@ -1,5 +1,5 @@
-//! Locks with an owner and an expiry: the seed's `lock()` / `release()`
-//! made real.
+//! Locks with an owner and an expiry (the design's `lock()` / `release()`,
+//! which its original Python left as stubs).
 //!
 //! A lock named `NAME` is the string key `_lock:NAME` (see [`lock_key`])
 //! holding a random token, written with `SET key token NX PX ttl`: only one
@@ -115,7 +115,9 @@ impl Db {
     /// token; it frees itself after `ttl` (rounded up to whole milliseconds)
     /// unless [extended](LockGuard::extend). Release it with
     /// [`LockGuard::release`]; dropping the guard releases it too (see
-    /// [`LockGuard`]). This is the seed's `lock()`.
+    /// [`LockGuard`]).
+    ///
+    /// Seed name: `lock()`.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -323,7 +325,9 @@ impl LockGuard {
     }
 
     /// Releases the lock: deletes its key if it still holds this guard's
-    /// token (the seed's `release()`).
+    /// token.
+    ///
+    /// Seed name: `release()`.
     ///
     /// Fails with [`Error::LockNotHeld`] if the ttl ran out first (the key
     /// is gone, or another holder took it: their lock is left alone). If

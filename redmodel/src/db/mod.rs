@@ -127,13 +127,15 @@ impl Db {
         Ok(pipeline.query_async(&mut conn).await?)
     }
 
-    /// Registers a sync hook (the seed's `syncDB`): called with the key and
-    /// the write count of an object every `sync_every` full writes of its
-    /// model (see [`model`](crate::model)'s sync section), for write-behind
-    /// copying to a persistent store. Clones of this `Db` share the hooks.
+    /// Registers a sync hook: called with the key and the write count of an
+    /// object every `sync_every` full writes of its model (see
+    /// [`model`](crate::model)'s sync section), for write-behind copying to
+    /// a persistent store. Clones of this `Db` share the hooks.
     ///
     /// The hook runs inline after the write: keep it short, for instance by
     /// sending the event to a channel that another task drains.
+    ///
+    /// Seed name: `syncDB`.
     pub fn on_sync(&self, hook: impl Fn(&SyncEvent) + Send + Sync + 'static) {
         self.shared.sync_hooks.register(Arc::new(hook));
     }

@@ -21,6 +21,19 @@ pub enum Error {
         #[source]
         source: redis::RedisError,
     },
+    /// The server is up but cannot serve this request right now: it is
+    /// loading its dataset (LOADING), a failover or resharding is under way
+    /// (TRYAGAIN, CLUSTERDOWN, MASTERDOWN), or the node was just demoted to
+    /// a replica (READONLY). Nothing was written by the refused command;
+    /// retrying shortly may succeed ([`Error::is_transient`]).
+    #[error(
+        "Redis cannot serve right now: {source} (a passing state: loading data, a failover or          resharding; retrying shortly may succeed)"
+    )]
+    Unavailable {
+        /// What the server replied.
+        #[source]
+        source: redis::RedisError,
+    },
     /// The server refused the credentials (WRONGPASS), or wants some and got
     /// none (NOAUTH). Retrying will not help: fix the URL.
     #[error(
@@ -222,6 +235,19 @@ impl Error {
     pub fn is_connection(&self) -> bool {
         matches!(self, Error::Connection { .. })
     }
+
+    /// Whether retrying the same request later may succeed: the backend is
+    /// unreachable ([`Error::Connection`]) or in a passing state
+    /// ([`Error::Unavailable`]). Refused commands, bad data and conflicts
+    /// are not transient: the same request would fail the same way.
+    ///
+    /// ```
+    /// let err = redmodel::Error::Config("bad URL".into());
+    /// assert!(!err.is_transient());
+    /// ```
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Connection { .. } | Error::Unavailable { .. })
+    }
 }
 
 impl From<redis::RedisError> for Error {
@@ -258,6 +284,9 @@ impl From<redis::RedisError> for Error {
         if err.is_timeout() {
             return Error::Connection { source: err };
         }
+        if is_passing_state(&err) {
+            return Error::Unavailable { source: err };
+        }
         if err.code() == Some("WRONGTYPE") {
             return Error::WrongType {
                 detail: err.detail().unwrap_or_default().to_string(),
@@ -265,6 +294,26 @@ impl From<redis::RedisError> for Error {
         }
         Error::Server(err)
     }
+}
+
+/// The error codes of a server that cannot serve for a while, on its own
+/// or inside a pipeline or transaction.
+const PASSING_STATES: [&str; 5] = [
+    "LOADING",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "MASTERDOWN",
+    "READONLY",
+];
+
+fn is_passing_state(err: &redis::RedisError) -> bool {
+    err.code()
+        .is_some_and(|code| PASSING_STATES.contains(&code))
+        || err.clone().into_server_errors().is_some_and(|errors| {
+            errors
+                .iter()
+                .any(|(_, e)| PASSING_STATES.contains(&e.code()))
+        })
 }
 
 /// Whether the server refused or asked for credentials: redis-rs's own
@@ -326,6 +375,24 @@ mod tests {
         match redis::parse_redis_value(reply.as_bytes()).and_then(|v| v.extract_error()) {
             Err(err) => err,
             Ok(value) => panic!("{line:?} parsed as {value:?}"),
+        }
+    }
+
+    #[test]
+    fn passing_server_states_are_transient_not_refusals() {
+        for line in [
+            "LOADING Redis is loading the dataset in memory",
+            "TRYAGAIN Multiple keys request during rehashing of slot",
+            "CLUSTERDOWN The cluster is down",
+            "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            "READONLY You can't write against a read only replica.",
+        ] {
+            let err = Error::from(server_error(line));
+            assert!(matches!(err, Error::Unavailable { .. }), "{line}: {err:?}");
+            assert!(err.is_transient() && !err.is_connection(), "{line}");
+        }
+        for line in ["ERR syntax error", "WRONGTYPE Operation against a key"] {
+            assert!(!Error::from(server_error(line)).is_transient(), "{line}");
         }
     }
 

@@ -76,8 +76,8 @@ pub use model::{Admin, Model, Relation};
 
 /// The names most programs need: `use redmodel::prelude::*;`.
 pub mod prelude {
-    pub use crate::model::{IntoPk as _, MemberList, ObjectRef, Ref, RelationRef};
-    pub use crate::{Admin, Db, Model, Relation, SubObject};
+    pub use crate::model::{IntoPk as _, MemberList, ObjectRef, Ref, RelationRef, Ttl};
+    pub use crate::{Admin, Db, Error, Model, Relation, SubObject};
 }
 
 // Lets generated code name `::redmodel` inside this crate's own tests.

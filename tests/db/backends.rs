@@ -364,7 +364,13 @@ fn from_env_honours_redis_url() {
     let exe = std::env::current_exe().expect("test binary path");
     let run = |env: Option<&str>, expect: &str| {
         let mut cmd = std::process::Command::new(&exe);
-        cmd.args(["--exact", "from_env_child", "--ignored", "--nocapture"])
+        // The test's name as libtest knows it: its module path without the
+        // crate (the binary) name.
+        let child = format!(
+            "{}::from_env_child",
+            module_path!().split_once("::").map_or("", |(_, path)| path)
+        );
+        cmd.args(["--exact", child.as_str(), "--ignored", "--nocapture"])
             .env(CHILD_MARK, expect);
         match env {
             Some(url) => cmd.env("REDIS_URL", url),

@@ -6,16 +6,16 @@
 #![allow(clippy::duplicate_mod)]
 
 #[allow(dead_code)]
-#[path = "../examples/login.rs"]
+#[path = "../../../examples/login.rs"]
 mod login;
 #[allow(dead_code)]
-#[path = "../examples/scores_by_date.rs"]
+#[path = "../../../examples/scores_by_date.rs"]
 mod scores_by_date;
 #[allow(dead_code)]
-#[path = "../examples/sessions.rs"]
+#[path = "../../../examples/sessions.rs"]
 mod sessions;
 #[allow(dead_code)]
-#[path = "../examples/tags.rs"]
+#[path = "../../../examples/tags.rs"]
 mod tags;
 
 use redmodel::prelude::*;

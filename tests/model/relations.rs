@@ -1,14 +1,13 @@
 //! Relations and member lists: every list operation, linking with an
 //! inverse, and the cost of loading members, on every backend.
 
-mod model_support;
-
 use std::time::Duration;
 
-use model_support::models::*;
+use crate::models::*;
 use redmodel::model::{MemberList, ObjectRef, RelationRef, Ttl};
 use redmodel::prelude::*;
 use redmodel::Error;
+use redmodel_suite::backend_tests;
 
 async fn list(db: &Db, key: &str) -> Vec<String> {
     db.query(redis::cmd("LRANGE").arg(key).arg(0).arg(-1))
@@ -23,9 +22,9 @@ fn class(id: u32) -> Class {
     }
 }
 
-#[tokio::test]
-async fn link_keeps_the_inverse_in_step() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn link_keeps_the_inverse_in_step(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let a = Teacher::at("A").relation::<TeacherClasses>();
         let b = Teacher::at("B").relation::<TeacherClasses>();
         assert!(a.link(db, Class::at(1)).await?);
@@ -80,12 +79,12 @@ async fn link_keeps_the_inverse_in_step() {
         assert_eq!(list(db, "class:1:student").await, ["student:a"]);
         assert_eq!(redmodel::model::dbsize(db).await?, 8);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn appending_members_as_keys_objects_or_handles() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn appending_members_as_keys_objects_or_handles(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let rel = Teacher::at("A").relation::<TeacherClasses>();
         assert_eq!(rel.push(db, Class::at(1)).await?, 1);
         assert_eq!(rel.append(db, [class(2), class(3)].iter()).await?, 3);
@@ -114,12 +113,12 @@ async fn appending_members_as_keys_objects_or_handles() {
         );
         assert_eq!(rel.count(db).await?, 8);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn remove_with_lrem_count_semantics() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn remove_with_lrem_count_semantics(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let rel = Teacher::at("A").relation::<TeacherClasses>();
         let m = |n| Class::at(n);
         rel.append(db, [m(1), m(2), m(1), m(3), m(1), m(2), m(1)])
@@ -138,12 +137,12 @@ async fn remove_with_lrem_count_semantics() {
         assert_eq!(rel.remove(db, m(9), 0).await?, 0);
         assert_eq!(list(db, "teacher:A:class").await, ["class:2", "class:3"]);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn index_range_and_pages() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn index_range_and_pages(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let rel = Teacher::at("A").relation::<TeacherClasses>();
         rel.append(db, (1..=25).map(Class::at)).await?;
         assert_eq!(rel.index(db, 0).await?, Some(Class::at(1)));
@@ -177,12 +176,12 @@ async fn index_range_and_pages() {
         assert_eq!(empty.index(db, 0).await?, None);
         assert_eq!(empty.load_members(db).await?, vec![]);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn member_objects_in_one_batch() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn member_objects_in_one_batch(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         for id in 1..=4 {
             class(id).insert(db).await?;
         }
@@ -197,13 +196,13 @@ async fn member_objects_in_one_batch() {
         assert_eq!(rel.load_page(db, 1, 2).await?, vec![class(1)]);
         assert_eq!(rel.load_page(db, 0, 0).await?, vec![]);
         Ok(())
-    });
+    }
 }
 
-/// Loading 1,000 members costs the same round trips as loading 3.
-#[tokio::test]
-async fn loading_members_takes_a_constant_number_of_round_trips() {
-    on_every_backend!(|db| {
+backend_tests! {
+    /// Loading 1,000 members costs the same round trips as loading 3.
+    exclusive async fn loading_members_takes_a_constant_number_of_round_trips(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let mut costs = Vec::new();
         for (owner, n) in [("small", 3u32), ("big", 1000)] {
             let mut pipe = redis::pipe();
@@ -230,12 +229,12 @@ async fn loading_members_takes_a_constant_number_of_round_trips() {
         }
         assert_eq!(costs, [2, 2], "one LRANGE and one pipelined batch");
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn standalone_member_lists() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn standalone_member_lists(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let good = MemberList::<Student>::at("performance:good");
         good.append(db, [Student::at("b"), Student::at("c")])
             .await?;
@@ -253,12 +252,12 @@ async fn standalone_member_lists() {
         assert_eq!(good.ttl(db).await?, Ttl::Missing);
         assert!(!good.delete(db).await?);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn bad_data_in_lists() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn bad_data_in_lists(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let rel = Teacher::at("A").relation::<TeacherClasses>();
         // A key that is not a class, stored by another program.
         db.query::<()>(
@@ -301,12 +300,11 @@ async fn bad_data_in_lists() {
         // failed link's transaction, and emptied by the failed unlink's.
         assert_eq!(list(db, "class:1:teacher").await, Vec::<String>::new());
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn parse_relation_keys() {
-    on_every_backend!(|_db| {
+backend_tests! {
+    exclusive async fn parse_relation_keys(ctx) -> redmodel::Result<()> {
         let rel = RelationRef::<ClassStudents>::parse("class:2:student")?;
         assert_eq!(rel, Class::at(2).relation::<ClassStudents>());
         assert_eq!(rel.owner(), &Class::at(2));
@@ -318,7 +316,7 @@ async fn parse_relation_keys() {
         );
         assert_eq!(RelationRef::<ClassStudents>::of(&Class::at(2)), rel);
         Ok(())
-    });
+    }
 }
 
 /// A relation that is its own inverse: friendship.
@@ -326,9 +324,9 @@ async fn parse_relation_keys() {
 #[redmodel(table = "friend", owner = Teacher, member = Teacher, inverse = Friends)]
 struct Friends;
 
-#[tokio::test]
-async fn a_relation_can_be_its_own_inverse() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn a_relation_can_be_its_own_inverse(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let a = Teacher::at("A").relation::<Friends>();
         assert!(a.link(db, Teacher::at("B")).await?);
         assert_eq!(list(db, "teacher:A:friend").await, ["teacher:B"]);
@@ -348,5 +346,5 @@ async fn a_relation_can_be_its_own_inverse() {
         );
         assert_eq!(redmodel::model::dbsize(db).await?, 0);
         Ok(())
-    });
+    }
 }

@@ -7,9 +7,7 @@
 //!
 //! Skipped with a note if redis-server is missing (a failure under CI=true).
 
-mod model_support;
-
-use model_support::models::{
+use crate::models::{
     Class, ClassStudents, ClassTeachers, Exam, Profile, Student, Teacher, TeacherClasses,
 };
 use redmodel::prelude::*;

@@ -1,15 +1,14 @@
 //! Admin objects and sub-objects: every per-object operation, on every
 //! backend, with its error cases.
 
-mod model_support;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use model_support::models::*;
+use crate::models::*;
 use redmodel::model::{ObjectRef, Ttl};
 use redmodel::prelude::*;
 use redmodel::Error;
+use redmodel_suite::backend_tests;
 
 fn teacher_a() -> Teacher {
     Teacher {
@@ -34,9 +33,9 @@ async fn raw_hash(db: &Db, key: &str) -> BTreeMap<String, String> {
     db.query(redis::cmd("HGETALL").arg(key)).await.unwrap()
 }
 
-#[tokio::test]
-async fn insert_and_load_an_admin() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn insert_and_load_an_admin(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let a = teacher_a();
         let handle = a.insert(db).await?;
         assert_eq!(handle.key(), "teacher:A");
@@ -56,12 +55,12 @@ async fn insert_and_load_an_admin() {
             ])
         );
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn single_fields_typed() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn single_fields_typed(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         teacher_a().insert(db).await?;
         let a = Teacher::at("A");
         assert_eq!(
@@ -99,12 +98,12 @@ async fn single_fields_typed() {
         assert_eq!(map["subject"], "physics");
         assert_eq!(Teacher::at("Z").load_map(db).await?, None);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn set_many_and_option_fields() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn set_many_and_option_fields(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         Profile::sample("jo").insert(db).await?;
         let jo = Profile::at("jo");
         jo.set_many(
@@ -130,12 +129,12 @@ async fn set_many_and_option_fields() {
         assert_eq!(jo.get(db, Profile::NICKNAME).await?, None);
         jo.set_many(db, []).await?;
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn increments() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn increments(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         student("a", 1, [100, 100, 50]).insert(db).await?;
         let a = Student::at("a");
         assert_eq!(a.incr(db, Student::MATH, 5).await?, 55);
@@ -164,12 +163,12 @@ async fn increments() {
             "{err}"
         );
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn the_codec_stores_readable_text() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn the_codec_stores_readable_text(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let jo = Profile::sample("jo");
         jo.insert(db).await?;
         let raw = raw_hash(db, "profile:jo").await;
@@ -211,12 +210,12 @@ async fn the_codec_stores_readable_text() {
             "skipped fields load as default"
         );
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn defaults_and_missing_fields() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn defaults_and_missing_fields(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         Profile::sample("jo").insert(db).await?;
         db.query::<()>(
             redis::cmd("HDEL")
@@ -258,12 +257,12 @@ async fn defaults_and_missing_fields() {
         let err = Teacher::get(db, "only").await.unwrap_err();
         assert!(matches!(err, Error::MissingField { .. }), "{err}");
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn bad_data_gives_typed_errors_naming_key_and_field() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn bad_data_gives_typed_errors_naming_key_and_field(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         student("a", 1, [100, 100, 50]).insert(db).await?;
         let hset = |key: &str, field: &str, value: &str| {
             redis::cmd("HSET").arg(key).arg(field).arg(value).clone()
@@ -358,7 +357,7 @@ async fn bad_data_gives_typed_errors_naming_key_and_field() {
             "{err}"
         );
         Ok(())
-    });
+    }
 }
 
 fn teacher_named(id: &str) -> Teacher {
@@ -369,9 +368,9 @@ fn teacher_named(id: &str) -> Teacher {
     }
 }
 
-#[tokio::test]
-async fn references_resolve_to_the_object() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn references_resolve_to_the_object(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         Class {
             id: 1,
             name: "Class 1".into(),
@@ -393,12 +392,12 @@ async fn references_resolve_to_the_object() {
         let b = Student::get(db, "b").await?.expect("exists");
         assert_eq!(b.class.load(db).await?, None);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn write_count_insert_without_sync_and_delete() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn write_count_insert_without_sync_and_delete(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let a = teacher_a();
         a.insert(db).await?;
         a.insert(db).await?;
@@ -421,12 +420,12 @@ async fn write_count_insert_without_sync_and_delete() {
         assert!(!Teacher::at("B").delete(db).await.map(|_| false)?);
         assert_eq!(Teacher::get(db, "A").await?, None);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn expiry() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn expiry(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let a = teacher_a().insert(db).await?;
         assert_eq!(a.ttl(db).await?, Ttl::Persistent);
         assert_eq!(Teacher::at("Z").ttl(db).await?, Ttl::Missing);
@@ -446,38 +445,37 @@ async fn expiry() {
         assert_eq!(a.ttl(db).await?, Ttl::Persistent);
         assert!(!Teacher::at("Z").expire(db, Duration::from_secs(1)).await?);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn build_from_map_and_values() {
-    on_every_backend!(|_db| {
-        let a = Teacher::at("A");
-        let t = a.build_from_map([("name", "Teacher A"), ("subject", "math"), ("other", "x")])?;
-        assert_eq!(t, teacher_a());
-        let t = a.build_from_values([Some("Teacher A"), Some("math")])?;
-        assert_eq!(t, teacher_a());
-        let err = a.build_from_values([Some("Teacher A")]).unwrap_err();
-        assert!(
-            matches!(&err, Error::MissingField { field, key } if field == "subject" && key == "teacher:A")
-        );
-        let err = a.build_from_map([("name", "x")]).unwrap_err();
-        assert!(matches!(err, Error::MissingField { .. }));
-        let s = Student::at("a").build_from_map([
-            ("class", "class:1"),
-            ("chinese", "1"),
-            ("english", "2"),
-            ("math", "x"),
-        ]);
-        assert!(matches!(s, Err(Error::Decode { .. })));
-        assert_eq!(<Teacher as redmodel::Model>::FIELDS, &["name", "subject"]);
-        Ok(())
-    });
+/// Building from a map or values needs no round trip, so no backend.
+#[test]
+fn build_from_map_and_values() -> redmodel::Result<()> {
+    let a = Teacher::at("A");
+    let t = a.build_from_map([("name", "Teacher A"), ("subject", "math"), ("other", "x")])?;
+    assert_eq!(t, teacher_a());
+    let t = a.build_from_values([Some("Teacher A"), Some("math")])?;
+    assert_eq!(t, teacher_a());
+    let err = a.build_from_values([Some("Teacher A")]).unwrap_err();
+    assert!(
+        matches!(&err, Error::MissingField { field, key } if field == "subject" && key == "teacher:A")
+    );
+    let err = a.build_from_map([("name", "x")]).unwrap_err();
+    assert!(matches!(err, Error::MissingField { .. }));
+    let s = Student::at("a").build_from_map([
+        ("class", "class:1"),
+        ("chinese", "1"),
+        ("english", "2"),
+        ("math", "x"),
+    ]);
+    assert!(matches!(s, Err(Error::Decode { .. })));
+    assert_eq!(<Teacher as redmodel::Model>::FIELDS, &["name", "subject"]);
+    Ok(())
 }
 
-#[tokio::test]
-async fn get_many_in_one_round_trip() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn get_many_in_one_round_trip(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         for id in ["A", "B", "C"] {
             teacher_named(id).insert(db).await?;
         }
@@ -492,12 +490,12 @@ async fn get_many_in_one_round_trip() {
             .await?
             .is_empty());
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn scan_all_objects_of_a_model() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn scan_all_objects_of_a_model(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let ids = ["A", "B", "a*b", "x:y", "", "[z]", "é"];
         for id in ids {
             teacher_named(id).insert(db).await?;
@@ -521,7 +519,7 @@ async fn scan_all_objects_of_a_model() {
         assert_eq!(objects, want);
         assert_eq!(redmodel::model::dbsize(db).await?, ids.len() as u64 + 3);
         Ok(())
-    });
+    }
 }
 
 fn exam(year: u32, marks: [i64; 3]) -> Exam {
@@ -533,9 +531,9 @@ fn exam(year: u32, marks: [i64; 3]) -> Exam {
     }
 }
 
-#[tokio::test]
-async fn sub_objects() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn sub_objects(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let a = Student::at("a");
         let b = Student::at("b*");
         let handle = a.insert_sub(db, &exam(2024, [100, 100, 50])).await?;
@@ -580,12 +578,12 @@ async fn sub_objects() {
         assert!(a.sub::<Exam>(2024).delete(db).await?);
         assert_eq!(a.scan_sub_keys::<Exam>(db).await?.len(), 1);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn single_value_sub_objects() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn single_value_sub_objects(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let a = Student::at("a");
         let note = a.sub::<Note>("home");
         assert_eq!(note.key(), "student:a:note:home");
@@ -646,12 +644,11 @@ async fn single_value_sub_objects() {
             "{err}"
         );
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn parse_keys_back_into_handles() {
-    on_every_backend!(|_db| {
+backend_tests! {
+    exclusive async fn parse_keys_back_into_handles(ctx) -> redmodel::Result<()> {
         let t = ObjectRef::<Teacher>::parse("teacher:A")?;
         assert_eq!(t, Teacher::at("A"));
         assert_eq!(t.pk(), "A");
@@ -663,7 +660,7 @@ async fn parse_keys_back_into_handles() {
         let c = ObjectRef::<Class>::parse("class:7")?;
         assert_eq!(*c.pk(), 7);
         Ok(())
-    });
+    }
 }
 
 /// Model operations run on spawned tasks: their futures are `Send`.
@@ -700,9 +697,9 @@ struct Board {
     cells: std::collections::HashMap<(u8, u8), u8>,
 }
 
-#[tokio::test]
-async fn values_that_cannot_be_encoded_write_nothing() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn values_that_cannot_be_encoded_write_nothing(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let board = Board {
             id: 1,
             cells: [((0, 0), 1)].into_iter().collect(),
@@ -725,5 +722,5 @@ async fn values_that_cannot_be_encoded_write_nothing() {
         assert!(!Board::exists(db, 1).await?);
         assert_eq!(Board::get(db, 1).await?.map(|b| b.id), None);
         Ok(())
-    });
+    }
 }

@@ -1,11 +1,9 @@
 //! The school demo leaves exactly the seed's keys, with the same data, on
 //! every backend, and a second run changes nothing.
 
-mod model_support;
+use crate::school_example as school;
 
-#[allow(dead_code)]
-#[path = "../examples/school.rs"]
-mod school;
+use redmodel_suite::backend_tests;
 
 const EXPECTED: &[(&str, &str, &str)] = &[
     ("class:1", "hash", "{_count: 1, name: Class 1}"),
@@ -59,9 +57,9 @@ const EXPECTED: &[(&str, &str, &str)] = &[
     ("teacher:B:class", "list", "[class:2]"),
 ];
 
-#[tokio::test]
-async fn the_demo_leaves_the_seed_layout_and_is_repeatable() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn the_demo_leaves_the_seed_layout_and_is_repeatable(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         for run in 1..=2 {
             school::reset(db).await?;
             school::build(db).await?;
@@ -75,5 +73,5 @@ async fn the_demo_leaves_the_seed_layout_and_is_repeatable() {
             assert_eq!(redmodel::model::dbsize(db).await?, EXPECTED.len() as u64);
         }
         Ok(())
-    });
+    }
 }

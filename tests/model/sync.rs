@@ -1,13 +1,12 @@
 //! The sync hook (the seed's `syncDB`): called with the key and the write
 //! count every N full writes of a model.
 
-mod model_support;
-
 use std::sync::{Arc, Mutex};
 
-use model_support::models::*;
+use crate::models::*;
 use redmodel::model::SyncEvent;
 use redmodel::prelude::*;
+use redmodel_suite::backend_tests;
 
 fn recorder(db: &Db) -> Arc<Mutex<Vec<SyncEvent>>> {
     let events = Arc::new(Mutex::new(Vec::new()));
@@ -24,9 +23,9 @@ fn teacher(id: &str) -> Teacher {
     }
 }
 
-#[tokio::test]
-async fn every_tenth_write_by_default() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn every_tenth_write_by_default(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let events = recorder(db);
         for _ in 0..25 {
             teacher("A").insert(db).await?;
@@ -45,12 +44,12 @@ async fn every_tenth_write_by_default() {
             .collect();
         assert_eq!(got, want);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn declared_interval_and_writes_without_sync() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn declared_interval_and_writes_without_sync(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let events = recorder(db);
         let jo = Profile::sample("jo");
         for _ in 0..4 {
@@ -63,12 +62,12 @@ async fn declared_interval_and_writes_without_sync() {
         assert_eq!(counts, [3]);
         assert_eq!(Profile::at("jo").write_count(db).await?, 4);
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn sub_objects_sync_too_and_clones_share_hooks() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn sub_objects_sync_too_and_clones_share_hooks(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         let clone = db.clone();
         let events = recorder(&clone);
         let second = recorder(db);
@@ -96,7 +95,7 @@ async fn sub_objects_sync_too_and_clones_share_hooks() {
         let none = recorder(&other);
         assert!(none.lock().unwrap().is_empty());
         Ok(())
-    });
+    }
 }
 
 #[tokio::test]

@@ -4,16 +4,13 @@
 //! refuses the delete and nothing is written; a link racing the delete
 //! leaves no dangling entry.
 
-mod model_support;
+use crate::school_example as school;
 
-#[allow(dead_code)]
-#[path = "../examples/school.rs"]
-mod school;
-
-use model_support::models;
+use crate::models;
 use redmodel::model::Ref;
 use redmodel::prelude::*;
 use redmodel::{Db, Error};
+use redmodel_suite::backend_tests;
 
 /// Every key with every stored string (list elements, hash fields and
 /// values, set members, zset members), from a full SCAN.
@@ -54,9 +51,9 @@ fn names(text: &str, key: &str) -> bool {
     text == key || text.starts_with(&format!("{key}:"))
 }
 
-#[tokio::test]
-async fn deleting_teacher_a_and_class_2_leaves_no_trace() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn deleting_teacher_a_and_class_2_leaves_no_trace(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         school::reset(db).await?;
         school::build(db).await?;
         let before = everything(db).await?;
@@ -93,7 +90,7 @@ async fn deleting_teacher_a_and_class_2_leaves_no_trace() {
             Some(95)
         );
         Ok(())
-    });
+    }
 }
 
 #[derive(Admin, Debug, Clone, PartialEq)]
@@ -126,9 +123,9 @@ struct Author {
 #[redmodel(table = "author", owner = Book, member = Author, on_delete = "restrict")]
 struct BookAuthors;
 
-#[tokio::test]
-async fn restrict_refuses_and_writes_nothing() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn restrict_refuses_and_writes_nothing(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         Shelf {
             id: 1,
             name: "top".into(),
@@ -182,12 +179,12 @@ async fn restrict_refuses_and_writes_nothing() {
             assert!(!key.contains("knuth"), "unique entry {key} is left");
         }
         Ok(())
-    });
+    }
 }
 
-#[tokio::test]
-async fn a_link_racing_the_delete_leaves_no_dangling_entry() {
-    on_every_backend!(|db| {
+backend_tests! {
+    exclusive async fn a_link_racing_the_delete_leaves_no_dangling_entry(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
         school::reset(db).await?;
         school::build(db).await?;
         for round in 0..20u32 {
@@ -252,5 +249,5 @@ async fn a_link_racing_the_delete_leaves_no_dangling_entry() {
             );
         }
         Ok(())
-    });
+    }
 }

@@ -2,9 +2,7 @@
 //! key -> parse -> same pk, and no two different things (objects of two
 //! models, a sub-object, a relation, an index key) ever share a key.
 
-mod model_support;
-
-use model_support::models::*;
+use crate::models::*;
 use proptest::prelude::*;
 use redmodel::model::key::{glob_escape, reserved_key};
 use redmodel::model::{ObjectRef, RelationRef};

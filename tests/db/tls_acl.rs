@@ -8,9 +8,10 @@
 //! directory. Without redis-server (or openssl) a test prints a note and
 //! passes, except under `CI=true`, where that is a failure.
 //!
-//! These tests need redmodel's `tls` feature, which is on by default. The
-//! `#insecure` test checks the refusal by default, and the insecure
-//! connection itself with `cargo test --test tls_acl --features tls-insecure`.
+//! These tests need redmodel's `tls` feature, which the suite's
+//! dev-dependency on redmodel turns on. The `#insecure` test checks the
+//! refusal by default, and the insecure connection itself with
+//! `cargo test -p redmodel-suite --test db --features tls-insecure tls_acl`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

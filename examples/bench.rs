@@ -28,7 +28,7 @@ use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 use redmodel::memory::{serve, Engine};
 use redmodel::Db;
-use redmodel_suite::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
+use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
 use redmodel_suite::RedisServer;
 
 const USAGE: &str = "usage: bench [--reps N] [--millis MS] [--only WORKLOAD]";

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use redis::Pipeline;
 use redmodel::model::Ref;
 use redmodel::prelude::*;
-use redmodel_suite::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
+use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
 use redmodel_suite::RedisServer;
 
 const USAGE: &str =

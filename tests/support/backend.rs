@@ -17,27 +17,59 @@ use redmodel::Db;
 
 use crate::server::{check_installed, RedisServer};
 
-/// Which backend a test runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// The bundled memory engine: a fresh one per test.
-    Memory,
-    /// A real Redis: the server `REDIS_URL` names, or a private one.
-    Redis,
-}
-
-impl Backend {
-    /// Every backend, in the order [`for_each_backend`] runs them.
-    pub const ALL: [Backend; 2] = [Backend::Memory, Backend::Redis];
-
-    /// `"memory"` or `"redis"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Memory => "memory",
-            Backend::Redis => "redis",
+/// The one list of backends. Everything that enumerates backends is
+/// generated from it: the [`Backend`] enum, [`Backend::ALL`] and
+/// [`Backend::name`], and the per-backend tests of [`backend_tests!`].
+///
+/// Adding a backend (a Redis Cluster, say) is one line here, `Cluster
+/// cluster,`, plus its start-up code in [`make_ctx`] (whose `match` the
+/// compiler then refuses to build without it); every behaviour test then
+/// gets a `NAME::cluster` twin by itself.
+///
+/// Calls the macro `$callback` of this crate with `$args`, then `@backends`
+/// and one `Variant test_name,` per backend (each with its doc comment).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_backends {
+    ($callback:ident ! { $($args:tt)* }) => {
+        $crate::$callback! {
+            $($args)*
+            @backends
+            /// The bundled memory engine: a fresh one per test.
+            Memory memory,
+            /// A real Redis: the server `REDIS_URL` names, or a private one.
+            Redis redis,
         }
-    }
+    };
 }
+
+/// Declares [`Backend`] from the list in [`__with_backends!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __declare_backend_enum {
+    (@backends $( $(#[$doc:meta])* $variant:ident $name:ident, )*) => {
+        /// Which backend a test runs on.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Backend {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Backend {
+            /// Every backend, in the order [`for_each_backend`] runs them.
+            pub const ALL: &'static [Backend] = &[$(Backend::$variant),*];
+
+            /// The backend's name in test names and messages: `"memory"`,
+            /// `"redis"`, ...
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Backend::$variant => stringify!($name),)*
+                }
+            }
+        }
+    };
+}
+
+crate::__with_backends!(__declare_backend_enum! {});
 
 /// Whether a test shares its database with others (and so must stay
 /// within its key prefix), or needs one to itself.
@@ -61,8 +93,10 @@ pub struct TestCtx {
     pub db: Db,
     /// Prefix of every key this test may touch, e.g. `rmt:query:4711.3.998:`.
     pub prefix: String,
-    /// `"memory"` or `"redis"`.
+    /// The backend's name: `"memory"`, `"redis"` ([`Backend::name`]).
     pub backend: &'static str,
+    /// The backend itself.
+    pub kind: Backend,
     /// Whether the database belongs to this test alone.
     pub scope: Scope,
     /// The test's name (its module path).
@@ -90,7 +124,7 @@ impl TestCtx {
 
     /// Whether this is the memory engine.
     pub fn is_memory(&self) -> bool {
-        self.backend == "memory"
+        self.kind == Backend::Memory
     }
 
     /// On the memory engine: whether it lacks any of `commands` (a command
@@ -232,6 +266,9 @@ pub fn private_server_or_skip(test_name: &str) -> Option<RedisServer> {
 }
 
 /// Builds the context of one test on one backend; `None` means skipped.
+///
+/// This is where each backend is started: a new backend adds its arm here
+/// (and its line in [`__with_backends!`]).
 pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option<TestCtx> {
     let prefix = unique_prefix(test_name);
     let (db, url, server) = match backend {
@@ -257,6 +294,7 @@ pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option
         db,
         prefix,
         backend: backend.name(),
+        kind: backend,
         scope,
         name: test_name.to_string(),
         url,
@@ -326,7 +364,7 @@ where
     Fut: Future,
     Fut::Output: TestOutcome,
 {
-    for backend in Backend::ALL {
+    for &backend in Backend::ALL {
         run_on(backend, Scope::Shared, test_name, &mut body).await;
     }
 }
@@ -348,55 +386,109 @@ impl<F: Future> Future for CatchUnwind<F> {
     }
 }
 
-/// Generates, for each test written inside it, one `#[tokio::test]` per
-/// backend: `NAME::memory` and `NAME::redis`. See the crate docs.
+/// Generates, for each test written inside it, one test per backend:
+/// `NAME::memory`, `NAME::redis`, ... (one per line of
+/// [`__with_backends!`]). See the crate docs for the forms it takes.
 #[macro_export]
 macro_rules! backend_tests {
     () => {};
     (
         $(#[$meta:meta])*
-        exclusive async fn $name:ident($ctx:ident) $body:block
+        exclusive async fn $name:ident($ctx:ident) $(-> $ret:ty)? $body:block
         $($rest:tt)*
     ) => {
-        $crate::backend_tests!(@one [$crate::Scope::Exclusive] $(#[$meta])* $name $ctx $body);
+        $crate::backend_tests!(@module [$crate::Scope::Exclusive] [$(#[$meta])*] $name $ctx [$($ret)?] $body);
         $crate::backend_tests!($($rest)*);
     };
     (
         $(#[$meta:meta])*
-        async fn $name:ident($ctx:ident) $body:block
+        async fn $name:ident($ctx:ident) $(-> $ret:ty)? $body:block
         $($rest:tt)*
     ) => {
-        $crate::backend_tests!(@one [$crate::Scope::Shared] $(#[$meta])* $name $ctx $body);
+        $crate::backend_tests!(@module [$crate::Scope::Shared] [$(#[$meta])*] $name $ctx [$($ret)?] $body);
         $crate::backend_tests!($($rest)*);
     };
-    (@one [$scope:expr] $(#[$meta:meta])* $name:ident $ctx:ident $body:block) => {
+    (
+        $(#[$meta:meta])*
+        fn $name:ident($backend:ident) $body:block
+        $($rest:tt)*
+    ) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
 
-            $(#[$meta])*
-            #[::tokio::test]
-            async fn memory() {
-                $crate::run_on(
-                    $crate::Backend::Memory,
-                    $scope,
-                    module_path!(),
-                    |$ctx: $crate::TestCtx| async move $body,
-                )
-                .await;
-            }
+            $crate::__with_backends!(backend_tests! {
+                @blocking [$(#[$meta])*] $backend $body
+            });
+        }
+        $crate::backend_tests!($($rest)*);
+    };
 
-            $(#[$meta])*
-            #[::tokio::test]
-            async fn redis() {
-                $crate::run_on(
-                    $crate::Backend::Redis,
-                    $scope,
-                    module_path!(),
-                    |$ctx: $crate::TestCtx| async move $body,
-                )
-                .await;
-            }
+    // One module per test, holding one test per backend. The backends are
+    // taken one at a time (recursively) because a test's own attributes
+    // cannot be repeated inside the repetition over the backends.
+    (@module [$scope:expr] $metas:tt $name:ident $ctx:ident $ret:tt $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $crate::__with_backends!(backend_tests! {
+                @async [$scope] $metas $ctx $ret $body
+            });
+        }
+    };
+    (@async $scope:tt $metas:tt $ctx:ident $ret:tt $body:block @backends) => {};
+    (
+        @async $scope:tt $metas:tt $ctx:ident $ret:tt $body:block
+        @backends $(#[$doc:meta])* $variant:ident $backend_name:ident, $($backends:tt)*
+    ) => {
+        $crate::backend_tests!(@async_one $scope $metas $ctx $ret $body $variant $backend_name);
+        $crate::backend_tests!(@async $scope $metas $ctx $ret $body @backends $($backends)*);
+    };
+    (@async_one [$scope:expr] [$(#[$meta:meta])*] $ctx:ident [] $body:block $variant:ident $backend_name:ident) => {
+        $(#[$meta])*
+        #[::tokio::test]
+        async fn $backend_name() {
+            $crate::run_on(
+                $crate::Backend::$variant,
+                $scope,
+                module_path!(),
+                |$ctx: $crate::TestCtx| async move $body,
+            )
+            .await;
+        }
+    };
+    (@async_one [$scope:expr] [$(#[$meta:meta])*] $ctx:ident [$ret:ty] $body:block $variant:ident $backend_name:ident) => {
+        $(#[$meta])*
+        #[::tokio::test]
+        async fn $backend_name() {
+            $crate::run_on(
+                $crate::Backend::$variant,
+                $scope,
+                module_path!(),
+                |$ctx: $crate::TestCtx| async move {
+                    // The declared return type lets `?` work in the body.
+                    let outcome: $ret = async move $body.await;
+                    outcome
+                },
+            )
+            .await;
+        }
+    };
+    (@blocking $metas:tt $backend:ident $body:block @backends) => {};
+    (
+        @blocking $metas:tt $backend:ident $body:block
+        @backends $(#[$doc:meta])* $variant:ident $backend_name:ident, $($backends:tt)*
+    ) => {
+        $crate::backend_tests!(@blocking_one $metas $backend $body $variant $backend_name);
+        $crate::backend_tests!(@blocking $metas $backend $body @backends $($backends)*);
+    };
+    (@blocking_one [$(#[$meta:meta])*] $backend:ident $body:block $variant:ident $backend_name:ident) => {
+        $(#[$meta])*
+        #[test]
+        fn $backend_name() {
+            let $backend: $crate::Backend = $crate::Backend::$variant;
+            $body
         }
     };
 }

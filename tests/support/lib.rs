@@ -1,11 +1,14 @@
-//! Test support shared by the integration tests, examples and benchmarks
+//! Test support shared by the integration tests and the benchmark examples
 //! of redmodel (the library `redmodel_suite` of the root package).
 //!
 //! # Every behaviour test on every backend
 //!
-//! A behaviour test is written once and runs on the memory engine and on a
-//! real Redis. [`backend_tests!`] turns each `async fn` inside it into two
-//! `#[tokio::test]`s, `NAME::memory` and `NAME::redis`:
+//! A behaviour test is written once and runs on every backend: the memory
+//! engine and a real Redis. [`backend_tests!`] (the one runner) turns each
+//! `async fn` inside it into one `#[tokio::test]` per backend, `NAME::memory`
+//! and `NAME::redis`. The backends are listed once, in
+//! [`__with_backends!`]: a new backend added there (and started in
+//! [`make_ctx`]) runs every behaviour test with no test edited.
 //!
 //! ```no_run
 //! use redmodel_suite::backend_tests;
@@ -25,6 +28,19 @@
 //!         let n: i64 = ctx.db.query(&redis::cmd("DBSIZE")).await.unwrap();
 //!         assert_eq!(n, 0);
 //!     }
+//!
+//!     /// A declared return type lets the body end with a plain `Ok(())`.
+//!     exclusive async fn with_a_return_type(ctx) -> redmodel::Result<()> {
+//!         let db = &ctx.db;
+//!         db.query::<()>(redis::cmd("SET").arg("teacher:A").arg("x")).await?;
+//!         Ok(())
+//!     }
+//!
+//!     /// A plain `fn` gets the backend itself and runs on the test thread,
+//!     /// for a test that drives its own runtime (with [`make_ctx`]).
+//!     fn blocking(backend) {
+//!         assert!(!backend.name().is_empty());
+//!     }
 //! }
 //! # fn main() {}
 //! ```
@@ -34,7 +50,8 @@
 //! test), `ctx.backend` (`"memory"` or `"redis"`), `ctx.url()` (the real
 //! server's URL, to check what reached it with a client of one's own) and
 //! `ctx.server()` (the private server, for fault tests). It may return `()`
-//! or a `Result<(), E: Debug>`. Where a macro does not fit (examples,
+//! or a `Result<(), E: Debug>` (name the type after `->`, or in the final
+//! `Ok::<(), E>(())`). Where a macro does not fit (examples,
 //! benchmarks), [`for_each_backend`] runs a closure on each backend in turn,
 //! and [`run_on`] on one.
 //!
@@ -64,14 +81,8 @@
 //!
 //! [`diff::Differ`] runs commands on the engine and a private server in
 //! lockstep and reports the first reply that differs ([`diff::Mismatch`]).
-//!
-//! # Benchmarks
-//!
-//! [`bench`] holds what the benchmark examples share: their options, the
-//! timed loop, medians and table cells.
 
 mod backend;
-pub mod bench;
 pub mod diff;
 mod server;
 
@@ -82,3 +93,36 @@ pub use backend::{
 pub use server::{
     check_installed, server_binary, RedisServer, RedisServerBuilder, ServerError, TlsFiles,
 };
+
+/// Declares the test `redis_server_available` of a test binary (each of
+/// `tests/*/main.rs` calls it once), so that a skipped real-Redis half
+/// shows in `cargo test`'s summary, not only as a note under
+/// `--nocapture`.
+///
+/// When the build found no runnable `redis-server` (outside `CI=true`), the
+/// suite's build script sets the cfg `redmodel_no_redis_server` and this
+/// test is `#[ignore]`d, so every binary reports `1 ignored` and names it,
+/// with the reason. Otherwise it runs, and fails if the server cannot be
+/// run after all (removed since the build, or a `REDIS_SERVER_BIN` that
+/// names nothing runnable); under `CI=true` it is never ignored.
+#[macro_export]
+macro_rules! redis_server_test {
+    () => {
+        /// Whether this binary's real-Redis half runs (see
+        /// `redmodel_suite::redis_server_test!`).
+        #[test]
+        #[cfg_attr(
+            redmodel_no_redis_server,
+            ignore = "SKIPPED: no redis-server at build time, so this binary's real-Redis \
+                      tests are skipped (install redis-server; under CI=true this fails)"
+        )]
+        fn redis_server_available() {
+            if let Err(why) = $crate::check_installed() {
+                panic!(
+                    "{why}: this binary's real-Redis tests cannot run; install redis-server \
+                     or point REDIS_SERVER_BIN at it"
+                );
+            }
+        }
+    };
+}

@@ -1,0 +1,11 @@
+//! The memory engine's tests, one test binary: differential tests against
+//! a private redis-server (random sequences in `differential`, hand-written
+//! trap scripts in `traps`, read from `tests/engine/traps/*.txt`), expiry
+//! with a manual clock (`expiry`) and the RESP server (`resp_server`).
+
+mod differential;
+mod expiry;
+mod resp_server;
+mod traps;
+
+redmodel_suite::redis_server_test!();

@@ -1,0 +1,228 @@
+//! Differential test, hand-written: command sequences aimed at the places
+//! where a Redis clone usually goes wrong, run on the memory engine and on
+//! a private redis-server, every reply compared.
+//!
+//! The scripts are data: `tests/engine/traps/*.txt`, one file per family
+//! and one test per file, in the format `tests/engine/traps/README.md`
+//! describes (`== name` starts a script, then one command per line in
+//! redis-cli syntax, `@N ` for another connection, `~` for a whole SCAN
+//! iteration). The real server is the reference, so a script needs no
+//! expected replies.
+//!
+//! A script that uses a command the engine does not implement yet (a
+//! family still being written) is skipped, and the test prints which: it
+//! gets stronger by itself as the families land.
+
+use redmodel_suite::diff::{engine_knows, parse_line, show, Args, Differ};
+use redmodel_suite::private_server_or_skip;
+
+/// A named script: its name and its command lines.
+type Trap = (&'static str, Vec<&'static str>);
+
+/// Reads the scripts of a trap file (`tests/engine/traps/README.md`). A
+/// malformed file is a panic naming the file and line: a typo must not
+/// quietly drop a script.
+fn parse_traps(file: &str, text: &'static str) -> Vec<Trap> {
+    let mut traps: Vec<Trap> = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix("==") {
+            let name = name.trim();
+            assert!(
+                !name.is_empty(),
+                "{file}:{}: a script needs a name",
+                number + 1
+            );
+            traps.push((name, Vec::new()));
+            continue;
+        }
+        match traps.last_mut() {
+            Some((_, lines)) => lines.push(line),
+            None => panic!(
+                "{file}:{}: command before the first `== name` line: {line:?}",
+                number + 1
+            ),
+        }
+    }
+    assert!(!traps.is_empty(), "{file}: no script");
+    for (name, lines) in &traps {
+        assert!(!lines.is_empty(), "{file}: script `{name}` has no command");
+    }
+    traps
+}
+
+/// Scripts whose name starts with this run line by line: each line stands
+/// alone, so a line whose command the engine lacks is skipped by itself
+/// rather than the whole script.
+const INDEPENDENT: &str = "each line: ";
+
+/// One parsed line of a script.
+struct Line {
+    text: &'static str,
+    conn: usize,
+    whole_scan: bool,
+    args: Args,
+}
+
+fn parse_script(lines: &[&'static str]) -> Vec<Line> {
+    lines
+        .iter()
+        .map(|&text| {
+            let mut rest = text.trim();
+            let mut conn = 0;
+            if let Some(after) = rest.strip_prefix('@') {
+                let (n, tail) = after.split_once(' ').unwrap_or((after, ""));
+                conn = n
+                    .parse()
+                    .unwrap_or_else(|_| panic!("bad connection in {text:?}"));
+                rest = tail.trim_start();
+            }
+            let whole_scan = rest.starts_with('~');
+            let rest = rest.trim_start_matches('~');
+            let args = parse_line(rest).unwrap_or_else(|e| panic!("bad trap line: {e}"));
+            Line {
+                text,
+                conn,
+                whole_scan,
+                args,
+            }
+        })
+        .collect()
+}
+
+/// Runs every trap; fails listing every script where the engine and Redis
+/// differ, each with its full transcript.
+fn run_traps(test: &str, file: &str, text: &'static str) {
+    // Parse first: a malformed file fails even where no server runs.
+    let traps = parse_traps(file, text);
+    let Some(server) = private_server_or_skip(test) else {
+        return;
+    };
+    let mut differ = Differ::new(&server).expect("differ");
+    let mut failures = Vec::new();
+    let mut skipped = Vec::new();
+    let mut ran = 0;
+    for (name, script) in &traps {
+        let lines = parse_script(script);
+        let mut lacking: Vec<String> = Vec::new();
+        for line in &lines {
+            let Some(cmd) = line.args.first() else {
+                continue;
+            };
+            let cmd = String::from_utf8_lossy(cmd).to_ascii_uppercase();
+            if !lacking.contains(&cmd) && differ.real_knows(&cmd) && !engine_knows(&cmd) {
+                lacking.push(cmd);
+            }
+        }
+        let independent = name.starts_with(INDEPENDENT);
+        if !lacking.is_empty() {
+            skipped.push(format!("{name} (engine lacks {})", lacking.join(" ")));
+            if !independent {
+                continue;
+            }
+        }
+        ran += 1;
+        differ.reset();
+        let mut transcript = String::new();
+        let mut mismatches = 0;
+        for line in &lines {
+            let lacks = line.args.first().is_some_and(|c| {
+                lacking.contains(&String::from_utf8_lossy(c).to_ascii_uppercase())
+            });
+            if lacks {
+                transcript.push_str(&format!("     (skipped) {}\n", line.text));
+                continue;
+            }
+            let result = if line.whole_scan {
+                differ.scan_all(line.conn, &line.args)
+            } else {
+                differ.run(line.conn, &line.args)
+            };
+            match result {
+                Ok(reply) => {
+                    transcript.push_str(&format!("     {}  ->  {}\n", line.text, show(&reply)))
+                }
+                Err(m) => {
+                    mismatches += 1;
+                    transcript.push_str(&format!(
+                        "  !! {}\n       redis:  {}\n       engine: {}\n",
+                        line.text,
+                        show(&m.expected),
+                        show(&m.got)
+                    ));
+                }
+            }
+        }
+        if mismatches > 0 {
+            failures.push(format!(
+                "trap `{name}`: {mismatches} difference(s)\n{transcript}"
+            ));
+        }
+    }
+    eprintln!("{test}: ran {ran} of {} traps", traps.len());
+    if !skipped.is_empty() {
+        eprintln!(
+            "note: {test}: skipped {}:\n  {}",
+            skipped.len(),
+            skipped.join("\n  ")
+        );
+    }
+    if !failures.is_empty() {
+        panic!(
+            "{test}: the engine differs from redis-server in {} trap(s):\n\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+}
+
+// One test per file of `tests/engine/traps/`.
+macro_rules! trap_tests {
+    ($($test:ident: $file:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                run_traps(
+                    stringify!($test),
+                    concat!("tests/engine/traps/", $file),
+                    include_str!(concat!("traps/", $file)),
+                );
+            }
+        )*
+
+        /// Every trap file is parsed by some test above, and every file
+        /// parses: a file added without its line here would never run.
+        #[test]
+        fn every_trap_file_runs() {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/engine/traps");
+            let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                .filter(|name| name.ends_with(".txt"))
+                .collect();
+            on_disk.sort();
+            let mut listed = vec![$($file.to_string()),*];
+            listed.sort();
+            assert_eq!(on_disk, listed, "the files of {} and the trap tests", dir.display());
+            $( parse_traps($file, include_str!(concat!("traps/", $file))); )*
+        }
+    };
+}
+
+trap_tests! {
+    traps_wrongtype: "wrongtype.txt",
+    traps_empty_aggregates: "empty_aggregates.txt",
+    traps_integer_edges: "integer_edges.txt",
+    traps_floats: "floats.txt",
+    traps_ttl_rules: "ttl_rules.txt",
+    traps_transactions: "transactions.txt",
+    traps_watch: "watch.txt",
+    traps_select: "select.txt",
+    traps_scan_and_glob: "scan_and_glob.txt",
+    traps_arity: "arity.txt",
+    traps_unknown_commands: "unknown_commands.txt",
+    traps_sort: "sort.txt",
+}

@@ -1,0 +1,253 @@
+//! Cascading deletes (`ObjectRef::delete_cascade`), on both backends: after
+//! deleting teacher A and class 2 of the school, a full SCAN and a read of
+//! every value find no key or element naming them; a `restrict` referrer
+//! refuses the delete and nothing is written; a link racing the delete
+//! leaves no dangling entry.
+
+use crate::school_example as school;
+
+use crate::models;
+use redmodel::model::Ref;
+use redmodel::prelude::*;
+use redmodel::{Db, Error};
+use redmodel_suite::backend_tests;
+
+/// Every key with every stored string (list elements, hash fields and
+/// values, set members, zset members), from a full SCAN.
+async fn everything(db: &Db) -> Result<Vec<(String, Vec<String>)>, Error> {
+    let mut out = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = db
+            .query(redis::cmd("SCAN").arg(cursor).arg("COUNT").arg(100))
+            .await?;
+        for key in keys {
+            let kind: String = db.query(redis::cmd("TYPE").arg(&key)).await?;
+            let values: Vec<String> = match kind.as_str() {
+                "string" => vec![db.query(redis::cmd("GET").arg(&key)).await?],
+                "list" => {
+                    db.query(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
+                        .await?
+                }
+                "hash" => db.query(redis::cmd("HGETALL").arg(&key)).await?,
+                "set" => db.query(redis::cmd("SMEMBERS").arg(&key)).await?,
+                "zset" => {
+                    db.query(redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1))
+                        .await?
+                }
+                other => panic!("unexpected type {other} at {key}"),
+            };
+            out.push((key, values));
+        }
+        if next == 0 {
+            return Ok(out);
+        }
+        cursor = next;
+    }
+}
+
+/// Whether `text` names `key` (the key itself, or a key under it).
+fn names(text: &str, key: &str) -> bool {
+    text == key || text.starts_with(&format!("{key}:"))
+}
+
+backend_tests! {
+    exclusive async fn deleting_teacher_a_and_class_2_leaves_no_trace(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        school::reset(db).await?;
+        school::build(db).await?;
+        let before = everything(db).await?;
+        assert!(
+            before
+                .iter()
+                .any(|(k, v)| names(k, "class:2") || v.iter().any(|e| e == "class:2")),
+            "the school mentions class:2 before the delete"
+        );
+        assert!(models::Teacher::at("A").delete_cascade(db).await?);
+        assert!(models::Class::at(2).delete_cascade(db).await?);
+        assert!(
+            !models::Class::at(2).delete_cascade(db).await?,
+            "already gone"
+        );
+        for (key, values) in everything(db).await? {
+            for gone in ["teacher:A", "class:2"] {
+                assert!(!names(&key, gone), "{key} is left");
+                assert!(
+                    !values.iter().any(|v| v == gone),
+                    "{key} still holds {gone}: {values:?}"
+                );
+            }
+        }
+        // What does not point at them is untouched.
+        let b = models::Teacher::at("B").relation::<models::TeacherClasses>();
+        assert_eq!(b.members(db).await?, vec![], "teacher B's only class was 2");
+        let one = models::Class::at(1).relation::<models::ClassStudents>();
+        assert_eq!(one.members(db).await?, vec![models::Student::at("a")]);
+        assert_eq!(
+            models::Student::at("b")
+                .get(db, models::Student::MATH)
+                .await?,
+            Some(95)
+        );
+        Ok(())
+    }
+}
+
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "shelf")]
+struct Shelf {
+    #[redmodel(pk)]
+    id: u32,
+    name: String,
+}
+
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "book")]
+struct Book {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(on_delete = "restrict")]
+    shelf: Option<Ref<Shelf>>,
+}
+
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "author")]
+struct Author {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(unique)]
+    name: String,
+}
+
+#[derive(Relation)]
+#[redmodel(table = "author", owner = Book, member = Author, on_delete = "restrict")]
+struct BookAuthors;
+
+backend_tests! {
+    exclusive async fn restrict_refuses_and_writes_nothing(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        Shelf {
+            id: 1,
+            name: "top".into(),
+        }
+        .insert(db)
+        .await?;
+        Book {
+            id: 7,
+            shelf: Some(Shelf::at(1)),
+        }
+        .insert(db)
+        .await?;
+        Author {
+            id: 3,
+            name: "knuth".into(),
+        }
+        .insert(db)
+        .await?;
+        Book::at(7)
+            .relation::<BookAuthors>()
+            .append(db, [Author::at(3)])
+            .await?;
+        let before = everything(db).await?;
+
+        let err = Shelf::at(1).delete_cascade(db).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Restricted { key, by } if key == "shelf:1" && by == "book:7"),
+            "{err:?}"
+        );
+        let err = Author::at(3).delete_cascade(db).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Restricted { key, by } if key == "author:3" && by == "book:7:author"),
+            "{err:?}"
+        );
+        let mut after = everything(db).await?;
+        let mut before = before;
+        before.sort();
+        after.sort();
+        assert_eq!(before, after, "a refused delete writes nothing");
+
+        // Once nothing points at them, they go, index entries included.
+        Book::at(7).set(db, Book::SHELF, None).await?;
+        Book::at(7)
+            .relation::<BookAuthors>()
+            .remove(db, Author::at(3), 0)
+            .await?;
+        assert!(Shelf::at(1).delete_cascade(db).await?);
+        assert!(Author::at(3).delete_cascade(db).await?);
+        for (key, values) in everything(db).await? {
+            assert!(!values.iter().any(|v| v == "author:3"), "{key}: {values:?}");
+            assert!(!key.contains("knuth"), "unique entry {key} is left");
+        }
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn a_link_racing_the_delete_leaves_no_dangling_entry(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        school::reset(db).await?;
+        school::build(db).await?;
+        for round in 0..20u32 {
+            let id = format!("T{round}");
+            models::Teacher {
+                id: id.clone(),
+                name: "t".into(),
+                subject: "x".into(),
+            }
+            .insert(db)
+            .await?;
+            let teacher = models::Teacher::at(id.as_str());
+            // Odd rounds: the teacher has no list of its own yet, so the
+            // racing link creates it.
+            if round % 2 == 0 {
+                teacher
+                    .relation::<models::TeacherClasses>()
+                    .link(db, models::Class::at(1))
+                    .await?;
+            }
+            let linker = {
+                let db = db.clone();
+                let teacher = teacher.clone();
+                tokio::spawn(async move {
+                    teacher
+                        .relation::<models::TeacherClasses>()
+                        .link(&db, models::Class::at(2))
+                        .await
+                })
+            };
+            teacher.delete_cascade(db).await?;
+            linker.await.expect("the linking task")?;
+            // A link after the delete may re-create the teacher's list,
+            // with the inverse entry: both or none, never one side alone.
+            let list: Vec<String> = db
+                .query(redis::cmd("LRANGE").arg("class:2:teacher").arg(0).arg(-1))
+                .await?;
+            let own: bool = db
+                .query(redis::cmd("EXISTS").arg(format!("teacher:{id}:class")))
+                .await?;
+            let dangling_inverse = list.contains(&teacher.key().to_string()) && !own;
+            if own {
+                // The link came after the delete: both sides, and only it.
+                let mine = teacher.relation::<models::TeacherClasses>();
+                assert_eq!(
+                    mine.members(db).await?,
+                    vec![models::Class::at(2)],
+                    "round {round}"
+                );
+                assert!(list.contains(&teacher.key().to_string()), "round {round}");
+            }
+            assert!(
+                !dangling_inverse,
+                "round {round}: class:2:teacher holds a deleted teacher"
+            );
+            let one: Vec<String> = db
+                .query(redis::cmd("LRANGE").arg("class:1:teacher").arg(0).arg(-1))
+                .await?;
+            assert!(
+                !one.contains(&teacher.key().to_string()),
+                "round {round}: class:1"
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,726 @@
+//! Admin objects and sub-objects: every per-object operation, on every
+//! backend, with its error cases.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::models::*;
+use redmodel::model::{ObjectRef, Ttl};
+use redmodel::prelude::*;
+use redmodel::Error;
+use redmodel_suite::backend_tests;
+
+fn teacher_a() -> Teacher {
+    Teacher {
+        id: "A".into(),
+        name: "Teacher A".into(),
+        subject: "math".into(),
+    }
+}
+
+fn student(id: &str, class: u32, marks: [i64; 3]) -> Student {
+    Student {
+        id: id.into(),
+        class: Class::at(class),
+        chinese: marks[0],
+        english: marks[1],
+        math: marks[2],
+    }
+}
+
+/// Raw HGETALL of a key, sorted, for checking what redis-cli would show.
+async fn raw_hash(db: &Db, key: &str) -> BTreeMap<String, String> {
+    db.query(redis::cmd("HGETALL").arg(key)).await.unwrap()
+}
+
+backend_tests! {
+    exclusive async fn insert_and_load_an_admin(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let a = teacher_a();
+        let handle = a.insert(db).await?;
+        assert_eq!(handle.key(), "teacher:A");
+        assert_eq!(Teacher::get(db, "A").await?, Some(a.clone()));
+        assert_eq!(Teacher::at("A").load(db).await?, Some(a.clone()));
+        assert_eq!(Teacher::get(db, "B").await?, None);
+        assert!(Teacher::exists(db, "A").await?);
+        assert!(!Teacher::exists(db, "B").await?);
+        // The hash is exactly the declared fields (pk in the key) and `_count`.
+        let raw = raw_hash(db, "teacher:A").await;
+        assert_eq!(
+            raw,
+            BTreeMap::from([
+                ("name".to_string(), "Teacher A".to_string()),
+                ("subject".to_string(), "math".to_string()),
+                ("_count".to_string(), "1".to_string()),
+            ])
+        );
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn single_fields_typed(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        teacher_a().insert(db).await?;
+        let a = Teacher::at("A");
+        assert_eq!(
+            a.get(db, Teacher::NAME).await?.as_deref(),
+            Some("Teacher A")
+        );
+        assert_eq!(Teacher::at("Z").get(db, Teacher::NAME).await?, None);
+        assert_eq!(
+            Teacher::at("Z").get_or(db, Teacher::NAME, "nobody").await?,
+            "nobody"
+        );
+        assert_eq!(a.get_or(db, Teacher::NAME, "nobody").await?, "Teacher A");
+
+        a.set(db, Teacher::SUBJECT, "physics").await?;
+        assert_eq!(
+            a.get(db, Teacher::SUBJECT).await?.as_deref(),
+            Some("physics")
+        );
+
+        let (name, subject) = a.get_fields(db, (Teacher::NAME, Teacher::SUBJECT)).await?;
+        assert_eq!(name.as_deref(), Some("Teacher A"));
+        assert_eq!(subject.as_deref(), Some("physics"));
+        let (missing,) = Teacher::at("Z").get_fields(db, (Teacher::NAME,)).await?;
+        assert_eq!(missing, None);
+
+        let map = a.get_fields_map(db, &["name", "nope"]).await?;
+        assert_eq!(
+            map,
+            BTreeMap::from([("name".to_string(), "Teacher A".to_string())])
+        );
+        assert!(a.get_fields_map(db, &[]).await?.is_empty());
+
+        let map = a.load_map(db).await?.expect("exists");
+        assert_eq!(map.len(), 2, "declared fields only, not _count: {map:?}");
+        assert_eq!(map["subject"], "physics");
+        assert_eq!(Teacher::at("Z").load_map(db).await?, None);
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn set_many_and_option_fields(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        Profile::sample("jo").insert(db).await?;
+        let jo = Profile::at("jo");
+        jo.set_many(
+            db,
+            [
+                Profile::AGE.to(31),
+                Profile::NICKNAME.to(None),
+                Profile::TAGS.to(vec!["z".to_string()]),
+            ],
+        )
+        .await?;
+        let raw = raw_hash(db, "profile:jo").await;
+        assert_eq!(raw["age"], "31");
+        assert!(!raw.contains_key("nickname"), "None removes the field");
+        assert_eq!(raw["tags"], r#"["z"]"#);
+        assert_eq!(jo.get(db, Profile::NICKNAME).await?, None);
+        jo.set(db, Profile::NICKNAME, "joe").await?;
+        assert_eq!(
+            jo.get(db, Profile::NICKNAME).await?,
+            Some(Some("joe".to_string()))
+        );
+        jo.set(db, Profile::NICKNAME, None).await?;
+        assert_eq!(jo.get(db, Profile::NICKNAME).await?, None);
+        jo.set_many(db, []).await?;
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn increments(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        student("a", 1, [100, 100, 50]).insert(db).await?;
+        let a = Student::at("a");
+        assert_eq!(a.incr(db, Student::MATH, 5).await?, 55);
+        assert_eq!(a.incr(db, Student::MATH, -10).await?, 45);
+        assert_eq!(a.get(db, Student::MATH).await?, Some(45));
+
+        Profile::sample("jo").insert(db).await?;
+        let jo = Profile::at("jo");
+        // Redis adds in long double and writes the shortest text: 0.3.
+        assert_eq!(jo.incr(db, Profile::SCORE, 0.2).await?, 0.3);
+        assert_eq!(jo.incr(db, Profile::VISITS, 1).await?, 3);
+        // u8 field: Redis goes past 255, the typed result says so.
+        jo.set(db, Profile::AGE, 255).await?;
+        let err = jo.incr(db, Profile::AGE, 1).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Decode { key, field, .. } if key == "profile:jo" && field == "age"),
+            "{err}"
+        );
+        // A non-numeric stored value: Redis refuses the increment, which
+        // is bad data in that field (tests/model_bad_input.rs).
+        db.query::<()>(redis::cmd("HSET").arg("student:a").arg("math").arg("lots"))
+            .await?;
+        let err = a.incr(db, Student::MATH, 1).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Decode { key, field, .. } if key == "student:a" && field == "math"),
+            "{err}"
+        );
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn the_codec_stores_readable_text(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let jo = Profile::sample("jo");
+        jo.insert(db).await?;
+        let raw = raw_hash(db, "profile:jo").await;
+        let expected: BTreeMap<String, String> = [
+            ("age", "30"),
+            ("score", "0.1"),
+            ("active", "true"),
+            ("nickname", "jo"),
+            ("mail", "jo@example.com"),
+            ("tags", r#"["a","b c"]"#),
+            ("address", r#"{"city":"Paris","zip":null}"#),
+            ("extra", r#"{"x":1}"#),
+            ("visits", "2"),
+            ("level", "3"),
+            ("_count", "1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(raw, expected);
+        let loaded = Profile::get(db, "jo").await?.expect("exists");
+        assert_eq!(loaded, jo);
+
+        // None fields are absent, and a full write removes them.
+        let mut jo2 = Profile::sample("jo");
+        jo2.nickname = None;
+        jo2.address = None;
+        jo2.cache = vec![1, 2, 3];
+        jo2.insert(db).await?;
+        let raw = raw_hash(db, "profile:jo").await;
+        assert!(!raw.contains_key("nickname") && !raw.contains_key("address"));
+        assert!(!raw.contains_key("cache"), "skipped fields are not stored");
+        let loaded = Profile::get(db, "jo").await?.expect("exists");
+        assert_eq!(loaded.nickname, None);
+        assert_eq!(loaded.address, None);
+        assert_eq!(
+            loaded.cache,
+            Vec::<u8>::new(),
+            "skipped fields load as default"
+        );
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn defaults_and_missing_fields(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        Profile::sample("jo").insert(db).await?;
+        db.query::<()>(
+            redis::cmd("HDEL")
+                .arg("profile:jo")
+                .arg("visits")
+                .arg("level"),
+        )
+        .await?;
+        let jo = Profile::get(db, "jo").await?.expect("exists");
+        assert_eq!(jo.visits, 0, "#[redmodel(default)]");
+        assert_eq!(jo.level, 1, "#[redmodel(default = \"default_level\")]");
+
+        db.query::<()>(redis::cmd("HDEL").arg("profile:jo").arg("age"))
+            .await?;
+        let err = Profile::get(db, "jo").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::MissingField { key, field } if key == "profile:jo" && field == "age"),
+            "{err}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("profile:jo") && text.contains("`age`"),
+            "{text}"
+        );
+
+        // A renamed field is missing under its stored name.
+        Profile::sample("jo").insert(db).await?;
+        db.query::<()>(redis::cmd("HDEL").arg("profile:jo").arg("mail"))
+            .await?;
+        let err = Profile::get(db, "jo").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::MissingField { field, .. } if field == "mail"),
+            "{err}"
+        );
+
+        // A hash with only `_count` exists, and lacks the required fields.
+        db.query::<()>(redis::cmd("HSET").arg("teacher:only").arg("_count").arg(1))
+            .await?;
+        let err = Teacher::get(db, "only").await.unwrap_err();
+        assert!(matches!(err, Error::MissingField { .. }), "{err}");
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn bad_data_gives_typed_errors_naming_key_and_field(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        student("a", 1, [100, 100, 50]).insert(db).await?;
+        let hset = |key: &str, field: &str, value: &str| {
+            redis::cmd("HSET").arg(key).arg(field).arg(value).clone()
+        };
+        let cases = [
+            ("math", "fifty", "not an integer"),
+            ("class", "teacher:A", "not a key of model `class`"),
+            ("class", "class:01", "canonical"),
+        ];
+        for (field, value, why) in cases {
+            student("a", 1, [100, 100, 50]).insert(db).await?;
+            db.query::<()>(&hset("student:a", field, value)).await?;
+            let err = Student::get(db, "a").await.unwrap_err();
+            match &err {
+                Error::Decode {
+                    key,
+                    field: f,
+                    reason,
+                } => {
+                    assert_eq!((key.as_str(), f.as_str()), ("student:a", field));
+                    assert!(reason.contains(why), "{reason}");
+                }
+                other => panic!("{field}={value}: {other}"),
+            }
+        }
+        // One field read alone fails the same way.
+        let err = Student::at("a").get(db, Student::CLASS).await.unwrap_err();
+        assert!(matches!(err, Error::Decode { .. }), "{err}");
+
+        Profile::sample("jo").insert(db).await?;
+        for (field, value, why) in [
+            ("age", "300", "out of range"),
+            ("age", "-1", "not an integer"),
+            ("active", "maybe", "not a bool"),
+            ("score", "high", "not a number"),
+            ("tags", "[1,", "not valid JSON"),
+            ("address", "{\"town\":1}", "not valid JSON"),
+        ] {
+            Profile::sample("jo").insert(db).await?;
+            db.query::<()>(&hset("profile:jo", field, value)).await?;
+            let err = Profile::get(db, "jo").await.unwrap_err();
+            assert!(
+                matches!(&err, Error::Decode { key, field: f, reason }
+                    if key == "profile:jo" && f == field && reason.contains(why)),
+                "{field}={value}: {err}"
+            );
+        }
+
+        // Non-UTF-8 text in a String field.
+        db.query::<()>(
+            redis::cmd("HSET")
+                .arg("teacher:A")
+                .arg("name")
+                .arg(&[0xffu8, 0xfe][..]),
+        )
+        .await?;
+        db.query::<()>(redis::cmd("HSET").arg("teacher:A").arg("subject").arg("x"))
+            .await?;
+        let err = Teacher::get(db, "A").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Decode { field, .. } if field == "name"),
+            "{err}"
+        );
+        let err = Teacher::at("A").load_map(db).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Decode { field, .. } if field == "name"),
+            "{err}"
+        );
+
+        // Another Redis type where a hash is expected.
+        db.query::<()>(redis::cmd("RPUSH").arg("teacher:L").arg("x"))
+            .await?;
+        for err in [
+            Teacher::get(db, "L").await.unwrap_err(),
+            Teacher::at("L").get(db, Teacher::NAME).await.unwrap_err(),
+            Teacher::at("L")
+                .set(db, Teacher::NAME, "x")
+                .await
+                .unwrap_err(),
+            Teacher::at("L").load_map(db).await.unwrap_err(),
+            teacher_named("L").insert(db).await.unwrap_err(),
+        ] {
+            assert!(
+                matches!(&err, Error::UnexpectedType { key, expected: "hash" } if key == "teacher:L"),
+                "{err}"
+            );
+        }
+        teacher_named("G").insert(db).await?;
+        let err = Teacher::get_many(db, ["G", "L"]).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::UnexpectedType { key, .. } if key == "teacher:L"),
+            "{err}"
+        );
+        Ok(())
+    }
+}
+
+fn teacher_named(id: &str) -> Teacher {
+    Teacher {
+        id: id.into(),
+        name: format!("Teacher {id}"),
+        subject: "art".into(),
+    }
+}
+
+backend_tests! {
+    exclusive async fn references_resolve_to_the_object(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        Class {
+            id: 1,
+            name: "Class 1".into(),
+        }
+        .insert(db)
+        .await?;
+        student("a", 1, [100, 100, 50]).insert(db).await?;
+        assert_eq!(
+            db.query::<String>(redis::cmd("HGET").arg("student:a").arg("class"))
+                .await?,
+            "class:1"
+        );
+        let a = Student::get(db, "a").await?.expect("exists");
+        assert_eq!(a.class, Class::at(1));
+        let class = a.class.load(db).await?.expect("class exists");
+        assert_eq!(class.name, "Class 1");
+        // A dangling reference resolves to nothing.
+        student("b", 9, [1, 2, 3]).insert(db).await?;
+        let b = Student::get(db, "b").await?.expect("exists");
+        assert_eq!(b.class.load(db).await?, None);
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn write_count_insert_without_sync_and_delete(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let a = teacher_a();
+        a.insert(db).await?;
+        a.insert(db).await?;
+        assert_eq!(Teacher::at("A").write_count(db).await?, 2);
+        a.insert_without_sync(db).await?;
+        assert_eq!(Teacher::at("A").write_count(db).await?, 2);
+        assert_eq!(Teacher::at("B").write_count(db).await?, 0);
+        teacher_named("B").insert_without_sync(db).await?;
+        assert!(!raw_hash(db, "teacher:B").await.contains_key("_count"));
+        assert_eq!(Teacher::get(db, "B").await?, Some(teacher_named("B")));
+
+        // Undeclared fields survive a full write.
+        db.query::<()>(redis::cmd("HSET").arg("teacher:A").arg("note").arg("x"))
+            .await?;
+        a.insert(db).await?;
+        assert_eq!(raw_hash(db, "teacher:A").await["note"], "x");
+
+        assert!(Teacher::delete(db, "A").await?);
+        assert!(!Teacher::delete(db, "A").await?);
+        assert!(!Teacher::at("B").delete(db).await.map(|_| false)?);
+        assert_eq!(Teacher::get(db, "A").await?, None);
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn expiry(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let a = teacher_a().insert(db).await?;
+        assert_eq!(a.ttl(db).await?, Ttl::Persistent);
+        assert_eq!(Teacher::at("Z").ttl(db).await?, Ttl::Missing);
+        assert!(a.expire(db, Duration::from_secs(100)).await?);
+        match a.ttl(db).await? {
+            Ttl::Expires(d) => {
+                assert!(d > Duration::from_secs(90) && d <= Duration::from_secs(100))
+            }
+            other => panic!("{other:?}"),
+        }
+        // Field updates keep the TTL (HSET), as in Redis.
+        a.set(db, Teacher::NAME, "x").await?;
+        teacher_a().insert(db).await?;
+        assert!(matches!(a.ttl(db).await?, Ttl::Expires(_)));
+        assert!(a.persist(db).await?);
+        assert!(!a.persist(db).await?);
+        assert_eq!(a.ttl(db).await?, Ttl::Persistent);
+        assert!(!Teacher::at("Z").expire(db, Duration::from_secs(1)).await?);
+        Ok(())
+    }
+}
+
+/// Building from a map or values needs no round trip, so no backend.
+#[test]
+fn build_from_map_and_values() -> redmodel::Result<()> {
+    let a = Teacher::at("A");
+    let t = a.build_from_map([("name", "Teacher A"), ("subject", "math"), ("other", "x")])?;
+    assert_eq!(t, teacher_a());
+    let t = a.build_from_values([Some("Teacher A"), Some("math")])?;
+    assert_eq!(t, teacher_a());
+    let err = a.build_from_values([Some("Teacher A")]).unwrap_err();
+    assert!(
+        matches!(&err, Error::MissingField { field, key } if field == "subject" && key == "teacher:A")
+    );
+    let err = a.build_from_map([("name", "x")]).unwrap_err();
+    assert!(matches!(err, Error::MissingField { .. }));
+    let s = Student::at("a").build_from_map([
+        ("class", "class:1"),
+        ("chinese", "1"),
+        ("english", "2"),
+        ("math", "x"),
+    ]);
+    assert!(matches!(s, Err(Error::Decode { .. })));
+    assert_eq!(<Teacher as redmodel::Model>::FIELDS, &["name", "subject"]);
+    Ok(())
+}
+
+backend_tests! {
+    exclusive async fn get_many_in_one_round_trip(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        for id in ["A", "B", "C"] {
+            teacher_named(id).insert(db).await?;
+        }
+        let before = db.round_trips();
+        let got = Teacher::get_many(db, ["C", "missing", "A"]).await?;
+        assert_eq!(db.round_trips() - before, 1);
+        assert_eq!(
+            got,
+            vec![Some(teacher_named("C")), None, Some(teacher_named("A"))]
+        );
+        assert!(Teacher::get_many(db, Vec::<String>::new())
+            .await?
+            .is_empty());
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn scan_all_objects_of_a_model(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let ids = ["A", "B", "a*b", "x:y", "", "[z]", "é"];
+        for id in ids {
+            teacher_named(id).insert(db).await?;
+        }
+        // Keys that look alike but are not teachers.
+        Teacher::at("A")
+            .relation::<TeacherClasses>()
+            .push(db, Class::at(1))
+            .await?;
+        db.query::<()>(redis::cmd("SET").arg("teacherx:1").arg("x"))
+            .await?;
+        db.query::<()>(redis::cmd("SET").arg("teacher:_unique:x").arg("x"))
+            .await?;
+        let mut expected: Vec<ObjectRef<Teacher>> = ids.iter().map(|id| Teacher::at(*id)).collect();
+        expected.sort();
+        assert_eq!(Teacher::scan(db).await?, expected);
+        let mut objects = ObjectRef::<Teacher>::scan_objects(db).await?;
+        objects.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut want: Vec<Teacher> = ids.iter().map(|id| teacher_named(id)).collect();
+        want.sort_by(|a, b| a.id.cmp(&b.id));
+        assert_eq!(objects, want);
+        assert_eq!(redmodel::model::dbsize(db).await?, ids.len() as u64 + 3);
+        Ok(())
+    }
+}
+
+fn exam(year: u32, marks: [i64; 3]) -> Exam {
+    Exam {
+        year,
+        chinese: marks[0],
+        english: marks[1],
+        math: marks[2],
+    }
+}
+
+backend_tests! {
+    exclusive async fn sub_objects(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let a = Student::at("a");
+        let b = Student::at("b*");
+        let handle = a.insert_sub(db, &exam(2024, [100, 100, 50])).await?;
+        assert_eq!(handle.key(), "student:a:exam:2024");
+        a.insert_sub(db, &exam(2023, [90, 90, 40])).await?;
+        exam(2024, [1, 2, 3]).insert_at(db, &b).await?;
+
+        assert!(a.sub::<Exam>(2024).exists(db).await?);
+        assert!(!a.sub::<Exam>(2020).exists(db).await?);
+        assert_eq!(
+            a.sub::<Exam>(2024).load(db).await?,
+            Some(exam(2024, [100, 100, 50]))
+        );
+        assert_eq!(a.sub::<Exam>(2020).load(db).await?, None);
+        assert_eq!(a.sub::<Exam>(2024).get(db, Exam::MATH).await?, Some(50));
+        let (c, m) = a
+            .sub::<Exam>(2023)
+            .get_fields(db, (Exam::CHINESE, Exam::MATH))
+            .await?;
+        assert_eq!((c, m), (Some(90), Some(40)));
+        assert_eq!(
+            a.sub::<Exam>(2023).load_map(db).await?.map(|m| m.len()),
+            Some(3)
+        );
+        assert_eq!(a.sub::<Exam>(2024).incr(db, Exam::MATH, 1).await?, 51);
+        assert_eq!(a.sub::<Exam>(2024).write_count(db).await?, 1);
+
+        assert_eq!(
+            a.scan_sub_keys::<Exam>(db).await?,
+            vec!["student:a:exam:2023", "student:a:exam:2024"]
+        );
+        assert_eq!(b.scan_subs::<Exam>(db).await?, vec![b.sub::<Exam>(2024)]);
+        let objects = a.scan_sub_objects::<Exam>(db).await?;
+        assert_eq!(objects.len(), 2);
+        // Every exam under every student.
+        assert_eq!(ObjectRef::<Exam>::scan(db).await?.len(), 3);
+        // The student itself does not exist: sub-objects stand alone.
+        assert_eq!(Student::get(db, "a").await?, None);
+
+        let parsed = ObjectRef::<Exam>::parse("student:b%2A:exam:2024")?;
+        assert_eq!(parsed, b.sub::<Exam>(2024));
+        assert!(a.sub::<Exam>(2024).delete(db).await?);
+        assert_eq!(a.scan_sub_keys::<Exam>(db).await?.len(), 1);
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn single_value_sub_objects(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let a = Student::at("a");
+        let note = a.sub::<Note>("home");
+        assert_eq!(note.key(), "student:a:note:home");
+        assert_eq!(note.get_value(db).await?, None);
+        note.set_value(db, "call parents").await?;
+        assert_eq!(
+            db.query::<String>(redis::cmd("GET").arg("student:a:note:home"))
+                .await?,
+            "call parents"
+        );
+        assert_eq!(note.get_value(db).await?.as_deref(), Some("call parents"));
+        assert_eq!(
+            note.load(db).await?,
+            Some(Note {
+                topic: "home".into(),
+                text: "call parents".into()
+            })
+        );
+        a.insert_sub(
+            db,
+            &Note {
+                topic: "school".into(),
+                text: "ok".into(),
+            },
+        )
+        .await?;
+        assert_eq!(a.scan_sub_keys::<Note>(db).await?.len(), 2);
+        assert_eq!(
+            note.load_map(db).await?,
+            Some(BTreeMap::from([(
+                "text".to_string(),
+                "call parents".to_string()
+            )]))
+        );
+        // A hash where the string is expected.
+        db.query::<()>(redis::cmd("HSET").arg("student:a:note:h").arg("f").arg("v"))
+            .await?;
+        let err = a.sub::<Note>("h").get_value(db).await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::UnexpectedType {
+                    expected: "string",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = a.sub::<Note>("h").load(db).await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                Error::UnexpectedType {
+                    expected: "string",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        Ok(())
+    }
+}
+
+backend_tests! {
+    exclusive async fn parse_keys_back_into_handles(ctx) -> redmodel::Result<()> {
+        let t = ObjectRef::<Teacher>::parse("teacher:A")?;
+        assert_eq!(t, Teacher::at("A"));
+        assert_eq!(t.pk(), "A");
+        let err = ObjectRef::<Teacher>::parse("class:1").unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidKey { key, model: "teacher", .. } if key == "class:1"),
+            "{err}"
+        );
+        let c = ObjectRef::<Class>::parse("class:7")?;
+        assert_eq!(*c.pk(), 7);
+        Ok(())
+    }
+}
+
+/// Model operations run on spawned tasks: their futures are `Send`.
+#[tokio::test]
+async fn operations_run_on_spawned_tasks() {
+    let db = Db::memory();
+    let task = tokio::spawn({
+        let db = db.clone();
+        async move {
+            teacher_a().insert(&db).await?;
+            Teacher::at("A")
+                .relation::<TeacherClasses>()
+                .link(&db, Class::at(1))
+                .await?;
+            let loaded = Teacher::get(&db, "A").await?;
+            let classes = Teacher::at("A")
+                .relation::<TeacherClasses>()
+                .load_members(&db)
+                .await?;
+            Ok::<_, Error>((loaded, classes))
+        }
+    });
+    let (loaded, classes) = task.await.unwrap().unwrap();
+    assert_eq!(loaded, Some(teacher_a()));
+    assert!(classes.is_empty(), "class:1 was never inserted");
+}
+
+/// A JSON field whose value cannot be written (a map with non-string keys).
+#[derive(Admin, Debug)]
+struct Board {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(json)]
+    cells: std::collections::HashMap<(u8, u8), u8>,
+}
+
+backend_tests! {
+    exclusive async fn values_that_cannot_be_encoded_write_nothing(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let board = Board {
+            id: 1,
+            cells: [((0, 0), 1)].into_iter().collect(),
+        };
+        let err = board.insert(db).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Encode { key, field, .. } if key == "board:1" && field == "cells"),
+            "{err}"
+        );
+        let err = Board::at(1)
+            .set(db, Board::CELLS, board.cells.clone())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Encode { .. }), "{err}");
+        let err = Board::at(1)
+            .set_many(db, [Board::CELLS.to(board.cells.clone())])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Encode { .. }), "{err}");
+        assert!(!Board::exists(db, 1).await?);
+        assert_eq!(Board::get(db, 1).await?.map(|b| b.id), None);
+        Ok(())
+    }
+}

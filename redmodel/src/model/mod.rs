@@ -120,11 +120,15 @@ pub mod expiry;
 mod field;
 pub mod index;
 pub mod key;
+mod live;
+mod member;
 pub mod migrate;
 mod object;
 mod relation;
+mod reply;
 mod scan;
 mod sync;
+mod write;
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -137,8 +141,9 @@ pub use index::{
     IndexKind, IndexSpec, RecentList, Score, Sortable, SortedIndex, TagIndex, TagSet, UniqueIndex,
 };
 pub use key::KeyPart;
+pub use member::AsMember;
 pub use object::{IntoPk, ObjectRef, Ref};
-pub use relation::{AsMember, InverseOf, MemberList, NoInverse, Relation, RelationRef};
+pub use relation::{InverseOf, MemberList, NoInverse, Relation, RelationRef};
 pub use sync::SyncEvent;
 pub(crate) use sync::SyncHooks;
 

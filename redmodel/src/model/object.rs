@@ -4,21 +4,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::time::{Duration, SystemTime};
 
-use redis::{FromRedisValue, Pipeline, Value};
+use redis::{Pipeline, Value};
 
-use super::codec::{shown, Codec, Incr, IntoValue, Plain, Scalar};
-use super::expiry::{self, Ttl};
-use super::field::{Assign, Field, FieldSet};
-use super::index::{
-    self,
-    write::{self, touches_index, Changes},
-};
+use super::codec::{shown, Codec, IntoValue, Scalar};
+use super::field::{Field, FieldSet};
 use super::key::{decode_pk, encode_segment_into, glob_escape};
-use super::relation::{Relation, RelationRef};
+use super::reply::{at_key, redis_type, reply_at};
 use super::scan::scan_keys;
-use super::sync::SyncEvent;
 use super::{Admin, KeyPart, Model, OwnerKind, SingleValue, Storage};
 use crate::{Db, Error, Result};
 
@@ -76,14 +69,6 @@ impl IntoPk<String> for &String {
 /// [`Model::FIELDS`], `None` = absent), or `None` if the object does not
 /// exist.
 pub(crate) type RawFields = Option<Vec<Option<Vec<u8>>>>;
-
-/// An object's fields as written by a full write.
-struct Encoded {
-    /// Fields to set, with their text.
-    set: Vec<(&'static str, Vec<u8>)>,
-    /// `None` fields, to remove.
-    removed: Vec<&'static str>,
-}
 
 impl<M: Model> Clone for ObjectRef<M> {
     fn clone(&self) -> Self {
@@ -143,80 +128,6 @@ impl<M: Model> Scalar for ObjectRef<M> {
         let key =
             std::str::from_utf8(raw).map_err(|_| format!("{} is not UTF-8 text", shown(raw)))?;
         ObjectRef::parse(key).map_err(|e| e.to_string())
-    }
-}
-
-/// Turns a WRONGTYPE error into [`Error::UnexpectedType`] naming `key`.
-pub(crate) fn at_key<'a>(key: &'a str, expected: &'static str) -> impl FnOnce(Error) -> Error + 'a {
-    move |err| match err {
-        Error::WrongType { .. } => Error::UnexpectedType {
-            key: key.to_string(),
-            expected,
-        },
-        Error::Server(ref redis_err) if holds_wrongtype(redis_err) => Error::UnexpectedType {
-            key: key.to_string(),
-            expected,
-        },
-        other => other,
-    }
-}
-
-/// Like [`at_key`] for an increment of `field`: a refusal because the
-/// stored text is not a number (HINCRBY's "hash value is not an integer",
-/// HINCRBYFLOAT's "... not a float") is bad data in that field, so it is an
-/// [`Error::Decode`] naming the key and the field.
-fn incr_error<'a>(key: &'a str, field: &'a str) -> impl FnOnce(Error) -> Error + 'a {
-    move |err| match err {
-        Error::Server(ref redis_err)
-            if redis_err
-                .detail()
-                .is_some_and(|d| d.starts_with("hash value is not")) =>
-        {
-            Error::Decode {
-                key: key.to_string(),
-                field: field.to_string(),
-                reason: format!(
-                    "Redis cannot increment it: {}",
-                    redis_err.detail().unwrap_or_default()
-                ),
-            }
-        }
-        other => at_key(key, "hash")(other),
-    }
-}
-
-/// Whether a (pipeline or transaction) error includes a WRONGTYPE reply.
-fn holds_wrongtype(err: &redis::RedisError) -> bool {
-    err.code() == Some("WRONGTYPE")
-        || err
-            .clone()
-            .into_server_errors()
-            .is_some_and(|errs| errs.iter().any(|(_, e)| e.code() == "WRONGTYPE"))
-}
-
-/// Converts one reply of an `ignore_errors` pipeline, naming `key` if the
-/// server refused the command.
-pub(crate) fn reply_at<T: FromRedisValue>(
-    key: &str,
-    expected: &'static str,
-    value: Option<Value>,
-) -> Result<T> {
-    match value {
-        Some(Value::ServerError(err)) => Err(at_key(key, expected)(Error::from(
-            redis::RedisError::from(err),
-        ))),
-        Some(value) => Ok(redis::from_redis_value(value).map_err(redis::RedisError::from)?),
-        None => Err(Error::Reply(redis::RedisError::from((
-            redis::ErrorKind::UnexpectedReturnType,
-            "a pipeline returned fewer replies than commands",
-        )))),
-    }
-}
-
-fn redis_type(storage: Storage) -> &'static str {
-    match storage {
-        Storage::Hash => "hash",
-        Storage::Single => "string",
     }
 }
 
@@ -455,201 +366,6 @@ impl<M: Model> ObjectRef<M> {
         M::decode_fields(&self.key, self.pk.clone(), values)
     }
 
-    /// Sets one field (HSET); setting an `Option` field to `None` removes
-    /// it (HDEL). Keeps the key's TTL, as HSET does.
-    pub async fn set<T, C: Codec<T>>(
-        &self,
-        db: &Db,
-        field: Field<M, T, C>,
-        value: impl IntoValue<T>,
-    ) -> Result<()> {
-        let encoded = field.encode(&self.key, &value.into_value())?;
-        if touches_index::<M>(&[field.name()]) {
-            let set: Vec<(&str, Vec<u8>)> =
-                encoded.iter().map(|t| (field.name(), t.clone())).collect();
-            let removed: Vec<&str> = if encoded.is_none() {
-                vec![field.name()]
-            } else {
-                Vec::new()
-            };
-            let pipe = self.write_pipeline(&set, &removed);
-            let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
-            return write::run::<M, ()>(db, &self.key, &pipe, &changes)
-                .await
-                .map_err(at_key(&self.key, "hash"));
-        }
-        let cmd = match encoded {
-            Some(text) => redis::cmd("HSET")
-                .arg(&self.key)
-                .arg(field.name())
-                .arg(text)
-                .clone(),
-            None => redis::cmd("HDEL").arg(&self.key).arg(field.name()).clone(),
-        };
-        db.query::<()>(&cmd)
-            .await
-            .map_err(at_key(&self.key, "hash"))
-    }
-
-    /// Sets several fields at once, atomically (the seed's `update_multi`):
-    /// `set_many(&db, [Student::MATH.to(95), Student::ENGLISH.to(90)])`.
-    pub async fn set_many(
-        &self,
-        db: &Db,
-        fields: impl IntoIterator<Item = Assign<M>>,
-    ) -> Result<()> {
-        let mut set = Vec::new();
-        let mut removed = Vec::new();
-        for assign in fields {
-            match assign.value {
-                Ok(Some(text)) => set.push((assign.name, text)),
-                Ok(None) => removed.push(assign.name),
-                Err(reason) => {
-                    return Err(Error::Encode {
-                        key: self.key.clone(),
-                        field: assign.name.to_string(),
-                        reason,
-                    })
-                }
-            }
-        }
-        let pipe = self.write_pipeline(&set, &removed);
-        if pipe.is_empty() {
-            return Ok(());
-        }
-        let changes = Changes::Fields(changed_fields(&set, &removed));
-        write::run::<M, ()>(db, &self.key, &pipe, &changes)
-            .await
-            .map_err(at_key(&self.key, "hash"))
-    }
-
-    /// An atomic pipeline that removes `removed` and sets `set`.
-    fn write_pipeline(&self, set: &[(&str, Vec<u8>)], removed: &[&str]) -> Pipeline {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        if !removed.is_empty() {
-            pipe.cmd("HDEL").arg(&self.key).arg(removed).ignore();
-        }
-        if !set.is_empty() {
-            pipe.cmd("HSET").arg(&self.key).arg(set).ignore();
-        }
-        pipe
-    }
-
-    /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for
-    /// floats) and returns its new value. An absent field counts from 0.
-    /// Only fields of a numeric type have handles this accepts: it does
-    /// not compile for a `String` field.
-    ///
-    /// If the stored field is not a number Redis can increment, or the new
-    /// value does not fit the field's type (`255 + 1` in a `u8`, which
-    /// Redis has then stored), the error is an [`Error::Decode`] naming the
-    /// key and field. A result Redis itself refuses (an `i64` overflow, an
-    /// infinite float) is [`Error::Server`], and nothing is written.
-    pub async fn incr<T: Incr>(
-        &self,
-        db: &Db,
-        field: Field<M, T, Plain>,
-        by: T::By,
-    ) -> Result<T::Output> {
-        let text = if touches_index::<M>(&[field.name()]) {
-            index::incr_indexed::<M>(db, &self.key, field.name(), T::COMMAND, &by)
-                .await
-                .map_err(incr_error(&self.key, field.name()))?
-        } else {
-            let reply: Value = db
-                .query(
-                    redis::cmd(T::COMMAND)
-                        .arg(&self.key)
-                        .arg(field.name())
-                        .arg(by),
-                )
-                .await
-                .map_err(incr_error(&self.key, field.name()))?;
-            number_text(reply)?
-        };
-        T::Output::from_text(&text).map_err(|reason| Error::Decode {
-            key: self.key.clone(),
-            field: field.name().to_string(),
-            reason,
-        })
-    }
-
-    /// Splits the encoded fields of `value` into those to set and those
-    /// to remove (its `None` fields).
-    fn encoded(&self, value: &M) -> Result<Encoded> {
-        let mut out = Encoded {
-            set: Vec::with_capacity(M::FIELDS.len()),
-            removed: Vec::new(),
-        };
-        for (name, text) in M::FIELDS.iter().zip(value.encode_fields(&self.key)?) {
-            match text {
-                Some(text) => out.set.push((*name, text)),
-                None => out.removed.push(*name),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Full write of `value` at this key (the seed's `insert`), in one
-    /// MULTI/EXEC: its `None` fields are removed, the others set, and the
-    /// hash field `_count` is incremented; when `_count` reaches a multiple
-    /// of the model's `sync_every`, the sync hooks registered with
-    /// [`Db::on_sync`] are called with the key and the count.
-    ///
-    /// Undeclared fields of the hash are left alone, and so is the key's
-    /// TTL (HSET keeps it). `value`'s own pk is not consulted: this
-    /// handle's key is used. A single-value model is written with SET
-    /// (which clears a TTL, as SET does), without a count or a hook.
-    pub async fn insert(&self, db: &Db, value: &M) -> Result<()> {
-        if M::STORAGE == Storage::Single {
-            return self.set_single(db, value).await;
-        }
-        let fields = self.encoded(value)?;
-        let mut pipe = self.write_pipeline(&fields.set, &fields.removed);
-        pipe.cmd("HINCRBY").arg(&self.key).arg(COUNT_FIELD).arg(1);
-        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        let (count,): (i64,) = write::run::<M, _>(db, &self.key, &pipe, &changes)
-            .await
-            .map_err(at_key(&self.key, "hash"))?;
-        let count = u64::try_from(count).unwrap_or(0);
-        if count > 0 && count % M::SYNC_EVERY.max(1) == 0 {
-            db.run_sync_hooks(&SyncEvent {
-                table: M::TABLE,
-                key: self.key.clone(),
-                count,
-            });
-        }
-        Ok(())
-    }
-
-    /// Writes `value`'s fields like [`insert`](Self::insert), without
-    /// counting the write or calling the sync hooks (the seed's
-    /// `insert_without_sync`).
-    pub async fn insert_without_sync(&self, db: &Db, value: &M) -> Result<()> {
-        if M::STORAGE == Storage::Single {
-            return self.set_single(db, value).await;
-        }
-        let fields = self.encoded(value)?;
-        let pipe = self.write_pipeline(&fields.set, &fields.removed);
-        if pipe.is_empty() {
-            return Ok(());
-        }
-        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        write::run::<M, ()>(db, &self.key, &pipe, &changes)
-            .await
-            .map_err(at_key(&self.key, "hash"))
-    }
-
-    async fn set_single(&self, db: &Db, value: &M) -> Result<()> {
-        let text = value.encode_fields(&self.key)?.into_iter().next().flatten();
-        let cmd = match text {
-            Some(text) => redis::cmd("SET").arg(&self.key).arg(text).clone(),
-            None => redis::cmd("DEL").arg(&self.key).clone(),
-        };
-        db.query::<()>(&cmd).await
-    }
-
     /// How many full writes ([`insert`](Self::insert)) the object has had:
     /// its `_count` field, 0 if absent.
     pub async fn write_count(&self, db: &Db) -> Result<u64> {
@@ -665,45 +381,6 @@ impl<M: Model> ObjectRef<M> {
                 reason,
             }),
         }
-    }
-
-    /// Deletes the object (DEL; not its sub-objects or relations), and its
-    /// entries in the model's indexes, in one MULTI/EXEC. Whether it
-    /// existed.
-    pub async fn delete(&self, db: &Db) -> Result<bool> {
-        if M::INDEXES.is_empty() {
-            return db.query(redis::cmd("DEL").arg(&self.key)).await;
-        }
-        let mut pipe = redis::pipe();
-        pipe.atomic().cmd("DEL").arg(&self.key);
-        let (existed,): (bool,) = write::run::<M, _>(db, &self.key, &pipe, &Changes::Delete)
-            .await
-            .map_err(at_key(&self.key, "hash"))?;
-        Ok(existed)
-    }
-
-    /// Sets a time to live (PEXPIRE, so sub-second precision is kept: the
-    /// seed's `expire`, Redis's EXPIRE and PEXPIRE). Whether the object
-    /// exists. Which later writes keep the TTL: see [`expiry`](super::expiry).
-    pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
-        expiry::expire_key(db, &self.key, ttl).await
-    }
-
-    /// Makes the object expire at `when` (PEXPIREAT; Redis's EXPIREAT too).
-    /// A time in the past deletes it. Whether the object existed.
-    pub async fn expire_at(&self, db: &Db, when: SystemTime) -> Result<bool> {
-        expiry::expire_key_at(db, &self.key, when).await
-    }
-
-    /// Removes the time to live (PERSIST). Whether there was one.
-    pub async fn persist(&self, db: &Db) -> Result<bool> {
-        expiry::persist_key(db, &self.key).await
-    }
-
-    /// The time to live (PTTL, to the millisecond; [`Ttl::secs`] gives
-    /// what TTL would say).
-    pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
-        expiry::ttl_of(db, &self.key).await
     }
 
     /// Builds an object with this handle's pk from a field -> text map, as
@@ -766,25 +443,6 @@ impl<M: Model> ObjectRef<M> {
     }
 }
 
-/// The stored fields a write sets or removes, with their new text.
-fn changed_fields<'a>(
-    set: &'a [(&'static str, Vec<u8>)],
-    removed: &[&'static str],
-) -> Vec<(&'static str, Option<&'a [u8]>)> {
-    set.iter()
-        .map(|(name, text)| (*name, Some(text.as_slice())))
-        .chain(removed.iter().map(|name| (*name, None)))
-        .collect()
-}
-
-/// The text of a HINCRBY (integer) or HINCRBYFLOAT (bulk string) reply.
-pub(crate) fn number_text(reply: Value) -> Result<Vec<u8>> {
-    Ok(match reply {
-        Value::Int(n) => n.to_string().into_bytes(),
-        other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
-    })
-}
-
 impl<M: SingleValue> ObjectRef<M> {
     /// The value of a single-value sub-object (GET; the seed's `get_one`).
     pub async fn get_value(&self, db: &Db) -> Result<Option<M::Value>> {
@@ -795,22 +453,6 @@ impl<M: SingleValue> ObjectRef<M> {
         let field = M::FIELDS.first().copied().unwrap_or("value");
         raw.map(|raw| M::Codec::decode(Some(&raw)).map_err(|e| e.at(&self.key, field)))
             .transpose()
-    }
-
-    /// Sets the value of a single-value sub-object (SET, which clears a
-    /// TTL; the seed's `update_one`). `None` deletes the key.
-    pub async fn set_value(&self, db: &Db, value: impl IntoValue<M::Value>) -> Result<()> {
-        let field = M::FIELDS.first().copied().unwrap_or("value");
-        let text = M::Codec::encode(&value.into_value()).map_err(|reason| Error::Encode {
-            key: self.key.clone(),
-            field: field.to_string(),
-            reason,
-        })?;
-        let cmd = match text {
-            Some(text) => redis::cmd("SET").arg(&self.key).arg(text).clone(),
-            None => redis::cmd("DEL").arg(&self.key).clone(),
-        };
-        db.query::<()>(&cmd).await
     }
 }
 
@@ -857,11 +499,5 @@ impl<A: Admin> ObjectRef<A> {
             .into_iter()
             .flatten()
             .collect())
-    }
-
-    /// This admin's relation `R` (the seed's `build_empty_relation`; no
-    /// round trip).
-    pub fn relation<R: Relation<Owner = A>>(&self) -> RelationRef<R> {
-        RelationRef::new(self.clone())
     }
 }

@@ -13,9 +13,11 @@ use std::ops::Deref;
 use std::time::{Duration, SystemTime};
 
 use super::expiry::{self, Ttl};
-use super::index::{load_live, Entry};
 use super::key::glob_escape;
-use super::object::{at_key, ObjectRef};
+use super::live::{load_live, Entry};
+use super::member::AsMember;
+use super::object::ObjectRef;
+use super::reply::at_key;
 use super::{Admin, Model};
 use crate::{Db, Error, Result};
 
@@ -86,43 +88,6 @@ fn relation_key(owner_key: &str, table: &str) -> String {
     key.push(':');
     key.push_str(table);
     key
-}
-
-/// Something that names a member of model `M`: its handle, the object
-/// itself, or its key as text (checked to be a key of `M`).
-pub trait AsMember<M: Model> {
-    /// The member's key, or why the text is not a key of `M`.
-    fn member_key(&self) -> Result<String>;
-}
-
-impl<M: Model> AsMember<M> for ObjectRef<M> {
-    fn member_key(&self) -> Result<String> {
-        Ok(self.key().to_string())
-    }
-}
-
-impl<M: Model> AsMember<M> for &ObjectRef<M> {
-    fn member_key(&self) -> Result<String> {
-        Ok(self.key().to_string())
-    }
-}
-
-impl<M: Admin> AsMember<M> for &M {
-    fn member_key(&self) -> Result<String> {
-        Ok(self.handle().into_key())
-    }
-}
-
-impl<M: Model> AsMember<M> for &str {
-    fn member_key(&self) -> Result<String> {
-        Ok(ObjectRef::<M>::parse(self)?.into_key())
-    }
-}
-
-impl<M: Model> AsMember<M> for String {
-    fn member_key(&self) -> Result<String> {
-        Ok(ObjectRef::<M>::parse(self)?.into_key())
-    }
 }
 
 /// A Redis list of keys of model `M`: a relation's list, or a standalone
@@ -519,6 +484,14 @@ impl<R: Relation> RelationRef<R> {
     /// seed's `get_leafs_by_relation`).
     pub async fn load_members(&self, db: &Db) -> Result<Vec<R::Member>> {
         self.list.load_all(db).await
+    }
+}
+
+impl<A: Admin> ObjectRef<A> {
+    /// This admin's relation `R` (the seed's `build_empty_relation`; no
+    /// round trip).
+    pub fn relation<R: Relation<Owner = A>>(&self) -> RelationRef<R> {
+        RelationRef::new(self.clone())
     }
 }
 

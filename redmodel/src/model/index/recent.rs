@@ -12,7 +12,8 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{existing, load_live, parse_member, prune_gone, recent_key, Entry};
+use crate::model::key::recent_key;
+use crate::model::live::{existing, load_live, parse_member, prune_gone, Entry};
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Result};
 

@@ -13,9 +13,10 @@ use std::fmt;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
 
-use super::{key_text, load_judged, parse_member, prune, tag_key, Entry, IndexKind, Stale, Test};
+use super::IndexKind;
 use crate::model::codec::{IntoValue, Scalar};
-use crate::model::key::{decode_segment, glob_escape};
+use crate::model::key::{decode_segment, glob_escape, tag_key};
+use crate::model::live::{key_text, load_judged, parse_member, prune, Entry, Stale, Test};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Error, Result};

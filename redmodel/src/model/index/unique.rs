@@ -13,9 +13,9 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{holder_command, key_text, parse_member, prune, unique_key, Entry, Stale, Test};
 use crate::model::codec::{Codec, IntoValue, Plain};
-use crate::model::key::{decode_segment, glob_escape};
+use crate::model::key::{decode_segment, glob_escape, unique_key};
+use crate::model::live::{key_text, parse_member, prune, Entry, Stale, Test, PRUNE_BATCH};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef, Storage};
 use crate::{Db, Error, Result};
@@ -204,8 +204,20 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     }
 }
 
-/// How many entries a full prune checks per transaction.
-pub(crate) const PRUNE_BATCH: usize = 256;
+/// Adds to `pipe` the command that reads the holder named by the unique
+/// entry `entry` (a list of one element): `LINDEX entry 0`, which replies
+/// like a GET (the key, or nil).
+pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
+    pipe.cmd("LINDEX").arg(entry).arg(0);
+}
+
+/// Adds to `pipe` (a MULTI/EXEC) the commands that make the unique entry
+/// `entry` name `holder` alone: DEL (the entry may name a dead holder
+/// being taken over) and RPUSH, both ignored.
+pub(crate) fn claim_commands(pipe: &mut redis::Pipeline, entry: &str, holder: &str) {
+    pipe.cmd("DEL").arg(entry).ignore();
+    pipe.cmd("RPUSH").arg(entry).arg(holder).ignore();
+}
 
 /// Stored field texts, in the order they were asked for.
 type RawValues = Vec<Option<Vec<u8>>>;

@@ -1,4 +1,4 @@
-//! Expiry (seed 004): times to live on objects, sub-objects, relation
+//! Expiry: times to live on objects, sub-objects, relation
 //! lists, and on an admin's whole subtree at once.
 //!
 //! | Redis | objects and sub-objects ([`ObjectRef`]) | relation lists ([`MemberList`](super::MemberList)) | an admin's subtree |
@@ -116,9 +116,11 @@ pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
 }
 
 impl<M: Model> ObjectRef<M> {
-    /// Sets a time to live (PEXPIRE, so sub-second precision is kept: the
-    /// seed's `expire`, Redis's EXPIRE and PEXPIRE). Whether the object
-    /// exists. Which later writes keep the TTL: see [`expiry`](super::expiry).
+    /// Sets a time to live (PEXPIRE, so sub-second precision is kept:
+    /// Redis's EXPIRE and PEXPIRE). Whether the object exists. Which later
+    /// writes keep the TTL: see [`expiry`](super::expiry).
+    ///
+    /// Seed name: `expire`.
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
         expire_key(db, self.key(), ttl).await
     }

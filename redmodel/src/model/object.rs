@@ -1,5 +1,7 @@
-//! [`ObjectRef`]: the typed key of one object, and every per-object
-//! operation (the seed's MemObject and MemAdmin methods).
+//! [`ObjectRef`]: the typed key of one object, and the operations that
+//! read it. The other per-object operations are methods of `ObjectRef` too,
+//! each in the module of its concern: writes in `write`, expiry in
+//! `expiry`, the cascading delete in `cascade`, relations in `relation`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -15,7 +17,7 @@ use super::scan::scan_keys;
 use super::{Admin, KeyPart, Model, OwnerKind, SingleValue, Storage};
 use crate::{Db, Error, Result};
 
-/// The hash field counting full writes (the seed's `_count`).
+/// The hash field counting full writes.
 pub const COUNT_FIELD: &str = "_count";
 
 /// The owner handle of a model's objects: `()` or the admin's [`ObjectRef`].
@@ -143,6 +145,8 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// The Redis key.
+    ///
+    /// Seed name: `key`.
     pub fn key(&self) -> &str {
         &self.key
     }
@@ -162,10 +166,11 @@ impl<M: Model> ObjectRef<M> {
         &self.owner
     }
 
-    /// Parses a key of this model back into a handle (the seed's
-    /// `name2object`). Strict: only keys this model produces parse, so a
-    /// sub-object's, a relation's or another model's key is an
-    /// [`Error::InvalidKey`].
+    /// Parses a key of this model back into a handle. Strict: only keys
+    /// this model produces parse, so a sub-object's, a relation's or
+    /// another model's key is an [`Error::InvalidKey`].
+    ///
+    /// Seed name: `name2object`.
     pub fn parse(key: &str) -> Result<Self> {
         Self::parse_inner(key).map_err(|reason| Error::InvalidKey {
             key: key.to_string(),
@@ -194,12 +199,16 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Whether the object exists (EXISTS).
+    ///
+    /// Seed name: `is_exist`.
     pub async fn exists(&self, db: &Db) -> Result<bool> {
         db.query(redis::cmd("EXISTS").arg(&self.key)).await
     }
 
     /// One field (HGET); `Ok(None)` if the field or the object is absent.
     /// For an `Option` field, an absent field is `None`, never `Some(None)`.
+    ///
+    /// Seed name: `get(key)`.
     pub async fn get<T, C: Codec<T>>(&self, db: &Db, field: Field<M, T, C>) -> Result<Option<T>> {
         let raw: Option<Vec<u8>> = db
             .query(redis::cmd("HGET").arg(&self.key).arg(field.name()))
@@ -208,8 +217,9 @@ impl<M: Model> ObjectRef<M> {
         field.decode_present(&self.key, raw)
     }
 
-    /// One field, or `default` if it or the object is absent (the seed's
-    /// `get(key, default)`).
+    /// One field, or `default` if it or the object is absent.
+    ///
+    /// Seed name: `get(key, default)`.
     pub async fn get_or<T, C: Codec<T>>(
         &self,
         db: &Db,
@@ -223,14 +233,17 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Several fields in one HMGET, typed: `fields` is a tuple of handles
-    /// and the result a tuple of `Option`s (the seed's `get_multi`).
+    /// and the result a tuple of `Option`s.
+    ///
+    /// Seed name: `get_multi`.
     pub async fn get_fields<S: FieldSet<M>>(&self, db: &Db, fields: S) -> Result<S::Output> {
         let values = self.hmget(db, &fields.names()).await?;
         fields.decode(&self.key, values)
     }
 
-    /// Several fields by name in one HMGET, as text: the present ones only
-    /// (the seed's `get_multi` returning a dict).
+    /// Several fields by name in one HMGET, as text: the present ones only.
+    ///
+    /// Seed name: `get_multi`.
     pub async fn get_fields_map(
         &self,
         db: &Db,
@@ -315,8 +328,10 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// The whole object: HMGET of the declared fields (not HGETALL),
-    /// decoded into the struct (the seed's `get_all`); GET for a
-    /// single-value model. `Ok(None)` if it does not exist.
+    /// decoded into the struct; GET for a single-value model. `Ok(None)`
+    /// if it does not exist.
+    ///
+    /// Seed name: `get_all`.
     pub async fn load(&self, db: &Db) -> Result<Option<M>> {
         match self.read_raw(db).await? {
             Some(values) => M::decode_fields(&self.key, self.pk.clone(), values).map(Some),
@@ -324,8 +339,10 @@ impl<M: Model> ObjectRef<M> {
         }
     }
 
-    /// The declared fields that are present, as text (the seed's
-    /// `get_all2dic`). `Ok(None)` if the object does not exist.
+    /// The declared fields that are present, as text. `Ok(None)` if the
+    /// object does not exist.
+    ///
+    /// Seed name: `get_all2dic`.
     pub async fn load_map(&self, db: &Db) -> Result<Option<BTreeMap<String, String>>> {
         match self.read_raw(db).await? {
             Some(values) => self.text_map(M::FIELDS.iter().copied(), values).map(Some),
@@ -384,9 +401,10 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Builds an object with this handle's pk from a field -> text map, as
-    /// stored (the seed's `get_from_dict`). Absent fields decode as absent
-    /// (`None`, the default, or an [`Error::MissingField`]); undeclared
-    /// entries are ignored.
+    /// stored. Absent fields decode as absent (`None`, the default, or an
+    /// [`Error::MissingField`]); undeclared entries are ignored.
+    ///
+    /// Seed name: `get_from_dict`.
     pub fn build_from_map<K, V>(&self, map: impl IntoIterator<Item = (K, V)>) -> Result<M>
     where
         K: AsRef<str>,
@@ -401,8 +419,10 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Builds an object with this handle's pk from the fields' texts in
-    /// declaration order ([`Model::FIELDS`]), `None` for absent (the seed's
-    /// `get_from_list`). Missing trailing values count as absent.
+    /// declaration order ([`Model::FIELDS`]), `None` for absent. Missing
+    /// trailing values count as absent.
+    ///
+    /// Seed name: `get_from_list`.
     pub fn build_from_values<V: AsRef<[u8]>>(
         &self,
         values: impl IntoIterator<Item = Option<V>>,
@@ -418,6 +438,8 @@ impl<M: Model> ObjectRef<M> {
     /// The handles of every object of this model, in key order: for a
     /// sub-object model, under every admin (SCAN with a MATCH pattern,
     /// never KEYS; keys that are not this model's are skipped).
+    ///
+    /// Seed name: `scan`.
     pub async fn scan(db: &Db) -> Result<Vec<ObjectRef<M>>> {
         let pattern = format!(
             "{}{}:*",
@@ -444,7 +466,9 @@ impl<M: Model> ObjectRef<M> {
 }
 
 impl<M: SingleValue> ObjectRef<M> {
-    /// The value of a single-value sub-object (GET; the seed's `get_one`).
+    /// The value of a single-value sub-object (GET).
+    ///
+    /// Seed name: `get_one`.
     pub async fn get_value(&self, db: &Db) -> Result<Option<M::Value>> {
         let raw: Option<Vec<u8>> = db
             .query(redis::cmd("GET").arg(&self.key))
@@ -457,20 +481,27 @@ impl<M: SingleValue> ObjectRef<M> {
 }
 
 impl<A: Admin> ObjectRef<A> {
-    /// The handle of this admin's sub-object `pk` (the seed's
-    /// `build_empty_leaf`; no round trip).
+    /// The handle of this admin's sub-object `pk` (no round trip).
+    ///
+    /// Seed names: `build_empty_leaf`; `build_leaf`, `is_leaf_exits`,
+    /// `get_leaf` and `get_leaf2dic` are this handle's `build_from_map`,
+    /// `exists`, `load` and `load_map`.
     pub fn sub<S: Model<Owner = A>>(&self, pk: impl IntoPk<S::Pk>) -> ObjectRef<S> {
         ObjectRef::new(self.clone(), pk.into_pk())
     }
 
-    /// Writes `sub` under this admin (the seed's `update_leaf`): a full
-    /// write, see [`insert`](Self::insert).
+    /// Writes `sub` under this admin: a full write, see
+    /// [`insert`](Self::insert).
+    ///
+    /// Seed name: `update_leaf`.
     pub async fn insert_sub<S: Model<Owner = A>>(&self, db: &Db, sub: &S) -> Result<ObjectRef<S>> {
         sub.insert_at(db, self).await
     }
 
-    /// The keys of this admin's sub-objects of model `S`, in key order (the
-    /// seed's `scan_leafnames`; SCAN, never KEYS).
+    /// The keys of this admin's sub-objects of model `S`, in key order
+    /// (SCAN, never KEYS).
+    ///
+    /// Seed name: `scan_leafnames`.
     pub async fn scan_sub_keys<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<String>> {
         Ok(self
             .scan_subs::<S>(db)
@@ -480,8 +511,9 @@ impl<A: Admin> ObjectRef<A> {
             .collect())
     }
 
-    /// The handles of this admin's sub-objects of model `S` (the seed's
-    /// `scan_leafs`).
+    /// The handles of this admin's sub-objects of model `S`.
+    ///
+    /// Seed name: `scan_leafs`.
     pub async fn scan_subs<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<ObjectRef<S>>> {
         let pattern = format!("{}:{}:*", glob_escape(&self.key), glob_escape(S::TABLE));
         Ok(scan_keys(db, &pattern)

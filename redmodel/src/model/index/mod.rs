@@ -1,5 +1,6 @@
-//! Declared indexes: the seed's hand-written Redis patterns (seed 001 and
-//! 003) as features of a model, kept in step with the object's own writes.
+//! Declared indexes: Redis patterns usually written by hand (a lookup by
+//! a unique value, a leaderboard, tags, the last N written) as features of
+//! a model, kept in step with the object's own writes.
 //!
 //! A field attribute declares an index; the derive lists it in
 //! [`Model::INDEXES`] and generates a typed handle for its queries:

@@ -1,12 +1,10 @@
-//! Sorted index / leaderboard (seed 001: who logs in most; seed 003: users
-//! aged 18 to 35).
+//! Sorted index / leaderboard: who logs in most, users aged 18 to 35.
 //!
 //! `#[redmodel(sorted)] logins: u64` keeps the sorted set
-//! `user:_sorted:logins` of object keys scored by the field (the seed's
-//! `zadd login:login_times 5 1`). Every write of the field updates the
-//! score in the same MULTI/EXEC; [`ObjectRef::incr`] increments the field
-//! and the score together (`HINCRBY` + `ZINCRBY`, the seed's
-//! `r.zincrby("login:login_times", 1, uid)`).
+//! `user:_sorted:logins` of object keys scored by the field. Every write
+//! of the field updates the score in the same MULTI/EXEC;
+//! [`ObjectRef::incr`](crate::model::ObjectRef::incr) increments the field
+//! and the score together (`HINCRBY` + `ZINCRBY`).
 //!
 //! A score is a double, which holds integers exactly up to 2^53: a larger
 //! integer (or a NaN) is refused with
@@ -212,8 +210,10 @@ impl<M: Model, T> SortedIndex<M, T> {
         Ok(loaded.into_iter().map(|(_, object)| object).collect())
     }
 
-    /// The `n` objects with the highest scores, highest first (the seed's
-    /// `zrevrange login:login_times 0 N-1`, loaded in one batch).
+    /// The `n` objects with the highest scores, highest first, loaded in
+    /// one batch.
+    ///
+    /// Seed name: `zrevrange login:login_times 0 N-1` (001).
     pub async fn top(&self, db: &Db, n: u64) -> Result<Vec<M>> {
         self.walk(db, End::Highest, n).await
     }
@@ -258,9 +258,10 @@ impl<M: Model, T> SortedIndex<M, T> {
     }
 
     /// The objects whose score is within `range`, lowest first
-    /// (`range(&db, 18..=35)`: the seed 003's `ZRANGEBYSCORE user 18 35`).
-    /// Exclusive bounds (`18..35`) and open ends (`18..`) are ZRANGE's
-    /// `(35` and `+inf`.
+    /// (`range(&db, 18..=35)`). Exclusive bounds (`18..35`) and open ends
+    /// (`18..`) are ZRANGE's `(35` and `+inf`.
+    ///
+    /// Seed name: `ZRANGEBYSCORE user 18 35` (003).
     pub async fn range<S: Score>(&self, db: &Db, range: impl RangeBounds<S>) -> Result<Vec<M>> {
         self.by_score(db, &range, false).await
     }

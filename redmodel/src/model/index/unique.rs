@@ -1,9 +1,9 @@
-//! Unique lookup (seed 001: the user knows the name, not the id).
+//! Unique lookup: the user knows the name, not the id.
 //!
 //! `#[redmodel(unique)] name: String` keeps one entry per value, a list
 //! of one element, the holder's key: `user:_unique:name:ken%20thompson` =
-//! \[`user:1`\] (the seed's `set "login:ken thompson:id" 1`, in the model's
-//! reserved namespace). A list rather than the seed's string so that one
+//! \[`user:1`\], in the model's reserved namespace. A list rather than a
+//! string (`SET "login:ken thompson:id" 1`, as written by hand) so that one
 //! `SORT ... BY nosort GET # GET *->field ...` reads the holder and its
 //! fields in a single round trip ([`read_holder`]).
 //! Writes claim the new value and release the old one in the object's own
@@ -89,13 +89,15 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
             .map(|text| unique_key(M::TABLE, self.field, &text)))
     }
 
-    /// The object whose field holds `value` (the seed's
-    /// `uid = r.get("login:%s:id" % name)` followed by reading the user),
-    /// in one round trip, one command: `SORT entry BY nosort LIMIT 0 1
+    /// The object whose field holds `value`, in one round trip, one
+    /// command: `SORT entry BY nosort LIMIT 0 1
     /// GET # GET *->field ...` returns the holder's key and its fields.
     /// The holder must still hold the value; an entry left by an object
     /// that expired or was changed outside the library is pruned (which
     /// costs more round trips, only then).
+    ///
+    /// Seed name: `uid = r.get("login:%s:id" % name)`, then reading the
+    /// user (001).
     pub async fn find(&self, db: &Db, value: impl IntoValue<T>) -> Result<Option<M>> {
         Ok(self
             .find_with_handle(db, value)

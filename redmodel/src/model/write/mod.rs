@@ -26,6 +26,8 @@ struct Encoded {
 impl<M: Model> ObjectRef<M> {
     /// Sets one field (HSET); setting an `Option` field to `None` removes
     /// it (HDEL). Keeps the key's TTL, as HSET does.
+    ///
+    /// Seed name: `update(key, value)`.
     pub async fn set<T, C: Codec<T>>(
         &self,
         db: &Db,
@@ -60,8 +62,10 @@ impl<M: Model> ObjectRef<M> {
             .map_err(at_key(self.key(), "hash"))
     }
 
-    /// Sets several fields at once, atomically (the seed's `update_multi`):
+    /// Sets several fields at once, atomically:
     /// `set_many(&db, [Student::MATH.to(95), Student::ENGLISH.to(90)])`.
+    ///
+    /// Seed name: `update_multi`.
     pub async fn set_many(
         &self,
         db: &Db,
@@ -115,6 +119,8 @@ impl<M: Model> ObjectRef<M> {
     /// Redis has then stored), the error is an [`Error::Decode`] naming the
     /// key and field. A result Redis itself refuses (an `i64` overflow, an
     /// infinite float) is [`Error::Server`], and nothing is written.
+    ///
+    /// Seed name: `incr(key, delta)`.
     pub async fn incr<T: Incr>(
         &self,
         db: &Db,
@@ -160,8 +166,7 @@ impl<M: Model> ObjectRef<M> {
         Ok(out)
     }
 
-    /// Full write of `value` at this key (the seed's `insert`), in one
-    /// MULTI/EXEC: its `None` fields are removed, the others set, and the
+    /// Full write of `value` at this key, in one MULTI/EXEC: its `None` fields are removed, the others set, and the
     /// hash field `_count` is incremented; when `_count` reaches a multiple
     /// of the model's `sync_every`, the sync hooks registered with
     /// [`Db::on_sync`] are called with the key and the count.
@@ -170,6 +175,8 @@ impl<M: Model> ObjectRef<M> {
     /// TTL (HSET keeps it). `value`'s own pk is not consulted: this
     /// handle's key is used. A single-value model is written with SET
     /// (which clears a TTL, as SET does), without a count or a hook.
+    ///
+    /// Seed name: `insert`.
     pub async fn insert(&self, db: &Db, value: &M) -> Result<()> {
         if M::STORAGE == Storage::Single {
             return self.set_single(db, value).await;
@@ -193,8 +200,9 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Writes `value`'s fields like [`insert`](Self::insert), without
-    /// counting the write or calling the sync hooks (the seed's
-    /// `insert_without_sync`).
+    /// counting the write or calling the sync hooks.
+    ///
+    /// Seed name: `insert_without_sync`.
     pub async fn insert_without_sync(&self, db: &Db, value: &M) -> Result<()> {
         if M::STORAGE == Storage::Single {
             return self.set_single(db, value).await;
@@ -226,6 +234,8 @@ impl<M: Model> ObjectRef<M> {
     /// Deletes the object (DEL; not its sub-objects or relations), and its
     /// entries in the model's indexes, in one MULTI/EXEC. Whether it
     /// existed.
+    ///
+    /// Seed name: `delete`.
     pub async fn delete(&self, db: &Db) -> Result<bool> {
         if M::INDEXES.is_empty() {
             return db.query(redis::cmd("DEL").arg(self.key())).await;
@@ -260,7 +270,9 @@ pub(crate) fn number_text(reply: Value) -> Result<Vec<u8>> {
 
 impl<M: SingleValue> ObjectRef<M> {
     /// Sets the value of a single-value sub-object (SET, which clears a
-    /// TTL; the seed's `update_one`). `None` deletes the key.
+    /// TTL). `None` deletes the key.
+    ///
+    /// Seed name: `update_one`.
     pub async fn set_value(&self, db: &Db, value: impl IntoValue<M::Value>) -> Result<()> {
         let field = M::FIELDS.first().copied().unwrap_or("value");
         let text = M::Codec::encode(&value.into_value()).map_err(|reason| Error::Encode {

@@ -1,9 +1,11 @@
-//! An object's write path: every operation that changes an object, and
-//! the index entries that change with it ([`index`]), in one MULTI/EXEC.
+//! An object's write path: every operation that changes an object's
+//! fields or deletes it (methods of [`ObjectRef`], defined here), and the
+//! index entries that change with it, in the same MULTI/EXEC ([`index`]).
 
 mod index;
 
-pub(crate) use index::{add_delete_entries, touches_index, Changes};
+pub(crate) use index::add_delete_entries;
+use index::{touches_index, Changes};
 
 use redis::{Pipeline, Value};
 
@@ -261,7 +263,7 @@ fn changed_fields<'a>(
 }
 
 /// The text of a HINCRBY (integer) or HINCRBYFLOAT (bulk string) reply.
-pub(crate) fn number_text(reply: Value) -> Result<Vec<u8>> {
+fn number_text(reply: Value) -> Result<Vec<u8>> {
     Ok(match reply {
         Value::Int(n) => n.to_string().into_bytes(),
         other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,

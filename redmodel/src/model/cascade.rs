@@ -50,10 +50,10 @@
 
 use redis::Pipeline;
 
-use super::index::write::add_delete_entries;
 use super::key::glob_escape;
 use super::object::ObjectRef;
 use super::scan::scan_keys;
+use super::write::add_delete_entries;
 use super::{Admin, Model, OwnerKind};
 use crate::optimistic::{watched, Transaction};
 use crate::{Db, Error, Result};

@@ -1,8 +1,8 @@
-//! Composite scores (seed 003): several ordered dimensions packed into one
+//! Composite scores: several ordered dimensions packed into one
 //! integer score, so that one ZRANGEBYSCORE answers a query on a prefix of
 //! them.
 //!
-//! The seed packs a date and a type into decimal digits: 2 for the year,
+//! For example, a date and a type packed into decimal digits: 2 for the year,
 //! 3 for the day of the year, 4 for a type code, so that `152003456` is
 //! type 3456 on day 200 of 2015. Then `ZRANGEBYSCORE 151900000 152009999`
 //! is ten days of every type, `152003578 152003578` one day and one type,
@@ -52,7 +52,7 @@ pub struct Dim {
 
 impl Dim {
     /// A dimension of `n` decimal digits: values `0..10^n`, readable in
-    /// the score as in the seed (`15|200|3456`).
+    /// the score (`15|200|3456`).
     pub const fn digits(name: &'static str, n: u32) -> Dim {
         match 10u64.checked_pow(n) {
             Some(size) => Dim { name, size },
@@ -255,7 +255,7 @@ mod tests {
     ]);
 
     #[test]
-    fn the_seeds_scores() {
+    fn date_and_type_scores() {
         assert_eq!(DAY_TYPE.encode([15, 200, 3456]).unwrap(), 152003456);
         assert_eq!(DAY_TYPE.encode([15, 19, 0]).unwrap(), 150190000);
         assert_eq!(DAY_TYPE.encode([0, 0, 0]).unwrap(), 0);

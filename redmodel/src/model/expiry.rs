@@ -1,4 +1,4 @@
-//! Expiry (seed 004): times to live on objects, sub-objects, relation
+//! Expiry: times to live on objects, sub-objects, relation
 //! lists, and on an admin's whole subtree at once.
 //!
 //! | Redis | objects and sub-objects ([`ObjectRef`]) | relation lists ([`MemberList`](super::MemberList)) | an admin's subtree |
@@ -42,7 +42,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::key::glob_escape;
 use super::scan::scan_keys;
-use super::{Admin, ObjectRef};
+use super::{Admin, Model, ObjectRef};
 use crate::{Db, Result};
 
 /// The time to live of a key ([`ObjectRef::ttl`]).
@@ -113,6 +113,34 @@ pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
         ms if ms < 0 => Ttl::Persistent,
         ms => Ttl::Expires(Duration::from_millis(ms.unsigned_abs())),
     })
+}
+
+impl<M: Model> ObjectRef<M> {
+    /// Sets a time to live (PEXPIRE, so sub-second precision is kept:
+    /// Redis's EXPIRE and PEXPIRE). Whether the object exists. Which later
+    /// writes keep the TTL: see [`expiry`](super::expiry).
+    ///
+    /// Seed name: `expire`.
+    pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
+        expire_key(db, self.key(), ttl).await
+    }
+
+    /// Makes the object expire at `when` (PEXPIREAT; Redis's EXPIREAT too).
+    /// A time in the past deletes it. Whether the object existed.
+    pub async fn expire_at(&self, db: &Db, when: SystemTime) -> Result<bool> {
+        expire_key_at(db, self.key(), when).await
+    }
+
+    /// Removes the time to live (PERSIST). Whether there was one.
+    pub async fn persist(&self, db: &Db) -> Result<bool> {
+        persist_key(db, self.key()).await
+    }
+
+    /// The time to live (PTTL, to the millisecond; [`Ttl::secs`] gives
+    /// what TTL would say).
+    pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
+        ttl_of(db, self.key()).await
+    }
 }
 
 impl<A: Admin> ObjectRef<A> {

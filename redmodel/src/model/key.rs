@@ -1,5 +1,26 @@
-//! Key encoding: how a pk becomes one `:`-separated segment of a Redis key,
-//! and back.
+//! Keys: the layout of every key the model writes, and how a pk becomes
+//! one `:`-separated segment of a key, and back.
+//!
+//! # Key layout
+//!
+//! | key | Redis type | holds | example |
+//! |---|---|---|---|
+//! | `TABLE:PK` | hash (a string for a `single` model) | an admin object | `teacher:A` |
+//! | `ADMIN_TABLE:ADMIN_PK:TABLE:PK` | hash or string | a sub-object of that admin | `student:a:exam:2024` |
+//! | `OWNER_TABLE:OWNER_PK:TABLE` | list of member keys | one admin's list of a relation | `teacher:A:class` |
+//! | `TABLE:_unique:FIELD:VALUE` | list of one key | the object holding a unique value | `user:_unique:name:ken%20thompson` = \[`user:1`\] |
+//! | `TABLE:_sorted:FIELD` | sorted set of object keys | a sorted index, scored by the field | `user:_sorted:logins` |
+//! | `TABLE:_tag:FIELD:TAG` | set of object keys | the objects with one tag | `book:_tag:tags:ruby` |
+//! | `TABLE:_recent:FIELD` | list of object keys, newest first, capped | a recent list | `user:_recent:last_login` |
+//!
+//! A [`MemberList`](super::MemberList) may also live at any key its user
+//! picks (`performance:good`), and locks at `_lock:NAME`
+//! ([`lock_key`](crate::lock_key)). `PK`, `VALUE`, `TAG` and `FIELD` are
+//! encoded segments (below); `TABLE` is a declared table name
+//! ([`is_valid_table`]). The keys `TABLE:_...` are the model's reserved
+//! namespace ([`reserved_key`]).
+//!
+//! # Segments
 //!
 //! The layout (`teacher:A`, `student:a:exam:2024`, `teacher:A:class`) tells
 //! the kind of a key by its number of segments, so the whole scheme rests on
@@ -247,6 +268,48 @@ pub fn reserved_key(table: &str, name: &str, parts: &[&str]) -> String {
     key
 }
 
+/// The segment after `TABLE:_` in the keys of each kind of index (what
+/// [`IndexKind::name`](super::IndexKind::name) says).
+pub(crate) const UNIQUE: &str = "unique";
+/// See [`UNIQUE`].
+pub(crate) const SORTED: &str = "sorted";
+/// See [`UNIQUE`].
+pub(crate) const TAG: &str = "tag";
+/// See [`UNIQUE`].
+pub(crate) const RECENT: &str = "recent";
+
+/// The key of a unique entry: `TABLE:_unique:FIELD:VALUE`.
+pub(crate) fn unique_key(table: &str, field: &str, value: &str) -> String {
+    reserved_key(table, UNIQUE, &[field, value])
+}
+
+/// The key of a sorted index: `TABLE:_sorted:FIELD`.
+pub(crate) fn sorted_key(table: &str, field: &str) -> String {
+    reserved_key(table, SORTED, &[field])
+}
+
+/// The key of one tag's set: `TABLE:_tag:FIELD:TAG`.
+pub(crate) fn tag_key(table: &str, field: &str, tag: &str) -> String {
+    reserved_key(table, TAG, &[field, tag])
+}
+
+/// The key of a recent list: `TABLE:_recent:FIELD`.
+pub(crate) fn recent_key(table: &str, field: &str) -> String {
+    reserved_key(table, RECENT, &[field])
+}
+
+/// Every key an index of kind `kind` (one of the names above) on the
+/// stored field `field` of `table` may hold, as one SCAN pattern: the
+/// entries of every value for unique and tag indexes, the single key for
+/// sorted and recent indexes. For dropping an index.
+pub(crate) fn key_pattern(table: &str, field: &str, kind: &str) -> String {
+    match kind {
+        UNIQUE => format!("{}*", glob_escape(&unique_key(table, field, ""))),
+        TAG => format!("{}*", glob_escape(&tag_key(table, field, ""))),
+        _ => glob_escape(&reserved_key(table, kind, &[field])).into_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,5 +365,20 @@ mod tests {
         assert!(!is_valid_table("_hidden"));
         assert!(!is_valid_table("a:b"));
         assert!(!is_valid_table(""));
+    }
+
+    #[test]
+    fn index_keys_follow_the_layout() {
+        assert_eq!(
+            unique_key("user", "name", "ken thompson"),
+            "user:_unique:name:ken%20thompson"
+        );
+        assert_eq!(sorted_key("user", "logins"), "user:_sorted:logins");
+        assert_eq!(tag_key("book", "tags", "c++"), "book:_tag:tags:c%2B%2B");
+        assert_eq!(recent_key("user", "last_login"), "user:_recent:last_login");
+        assert_eq!(key_pattern("user", "name", UNIQUE), "user:_unique:name:*");
+        assert_eq!(key_pattern("book", "tags", TAG), "book:_tag:tags:*");
+        assert_eq!(key_pattern("user", "logins", SORTED), "user:_sorted:logins");
+        assert_eq!(key_pattern("user", "at", RECENT), "user:_recent:at");
     }
 }

@@ -35,12 +35,9 @@ use std::ops::ControlFlow;
 
 use redis::Value;
 
-use super::index::write::{checked_score, score_arg};
-use super::index::{
-    claim_commands, holder_command, key_pattern, sorted_key, tag_key, unique_key, IndexKind,
-    IndexSpec,
-};
-use super::key::glob_escape;
+use super::index::unique::{claim_commands, holder_command};
+use super::index::{checked_score, score_arg, IndexKind, IndexSpec};
+use super::key::{glob_escape, key_pattern, sorted_key, tag_key, unique_key};
 use super::scan::scan_keys;
 use super::{Admin, ObjectRef};
 use crate::optimistic::{watched, Transaction};
@@ -274,7 +271,7 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
         },
         IndexKind::Recent { cap: 1 },
     ] {
-        let keys = scan_keys(db, &key_pattern(table, field, &kind)).await?;
+        let keys = scan_keys(db, &key_pattern(table, field, kind.name())).await?;
         for batch in keys.chunks(500) {
             deleted += db.query::<u64>(redis::cmd("DEL").arg(batch)).await?;
         }

@@ -1,5 +1,11 @@
 //! The model layer: plain structs as Redis objects, sub-objects and
-//! relations, after the seed's MemAdmin / MemObject / MemRelation.
+//! relations.
+//!
+//! An *admin object* is a top-level object, with its own hash at
+//! `TABLE:PK` (`teacher:A`). It owns sub-objects (hashes under its key,
+//! `student:a:exam:2024`) and relation lists (`teacher:A:class`). The
+//! pattern comes from one of the design documents this library
+//! generalises, "the seeds" ([below](#the-seeds)).
 //!
 //! Three derives (re-exported at the crate root) turn structs into models:
 //!
@@ -63,55 +69,59 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # The seed's operations
+//! # The seeds
 //!
-//! | seed (MemObject / MemAdmin / MemRelation) | redmodel |
-//! |---|---|
-//! | `key` | [`ObjectRef::key`] |
-//! | `is_exist` | [`ObjectRef::exists`] |
-//! | `get(key, default)` | [`ObjectRef::get`], [`ObjectRef::get_or`] |
-//! | `get_multi(*keys)` | [`ObjectRef::get_fields`] (typed), [`ObjectRef::get_fields_map`] |
-//! | `get_all` | [`ObjectRef::load`], [`Admin::get`] |
-//! | `get_all2dic` | [`ObjectRef::load_map`] |
-//! | `get_one` / `update_one` | [`ObjectRef::get_value`] / [`ObjectRef::set_value`] |
-//! | `update(key, value)` | [`ObjectRef::set`] |
-//! | `update_multi(mapping)` | [`ObjectRef::set_many`] |
-//! | `incr(key, delta)` | [`ObjectRef::incr`] |
-//! | `insert` / `insert_without_sync` | [`Model::insert_at`], [`Admin::insert`] / [`Admin::insert_without_sync`] |
-//! | `syncDB(count)` | [`Db::on_sync`](crate::Db::on_sync) |
-//! | `delete` | [`ObjectRef::delete`]; with sub-objects, relations and references: [`ObjectRef::delete_cascade`] ([`cascade`]) |
-//! | `expire` | [`ObjectRef::expire`], [`ObjectRef::persist`], [`ObjectRef::ttl`] |
-//! | `get_from_dict` / `get_from_list` | [`ObjectRef::build_from_map`] / [`ObjectRef::build_from_values`] |
-//! | `name2object` | [`ObjectRef::parse`], [`RelationRef::parse`] |
-//! | `scan` (class method) | [`ObjectRef::scan`], [`ObjectRef::scan_objects`] |
-//! | `dbsize` | [`dbsize`] |
-//! | `get_many` (not in the seed) | [`ObjectRef::get_many`], [`Admin::get_many`] |
-//! | MemAdmin `build_leaf` / `build_empty_leaf` | [`ObjectRef::sub`] + [`ObjectRef::build_from_map`] |
-//! | MemAdmin `update_leaf` | [`ObjectRef::insert_sub`] |
-//! | MemAdmin `is_leaf_exits` | [`ObjectRef::sub`] + [`ObjectRef::exists`] |
-//! | MemAdmin `get_leaf` / `get_leaf2dic` | [`ObjectRef::sub`] + `load` / `get_fields` / `load_map` |
-//! | MemAdmin `scan_leafnames` / `scan_leafs` | [`ObjectRef::scan_sub_keys`] / [`ObjectRef::scan_subs`] |
-//! | MemAdmin `build_empty_relation` | [`ObjectRef::relation`] |
-//! | MemAdmin `get_leafnames_by_relation` | [`RelationRef::members`] |
-//! | MemAdmin `get_leafs_by_relation` | [`RelationRef::load_members`] |
-//! | MemAdmin `add_leafs_on_relation` | [`MemberList::append`] through [`RelationRef`] |
-//! | MemRelation `count` | [`MemberList::count`] |
-//! | MemRelation `append` (LPUSH) | [`MemberList::prepend`] (LPUSH), [`MemberList::append`] (RPUSH) |
-//! | MemRelation `remove_one(leaf, count)` | [`MemberList::remove`] |
-//! | MemRelation `get_by_index` | [`MemberList::index`] |
-//! | MemRelation `get_leafs_by_relation(start, end)` | [`MemberList::range`] |
-//! | MemRelation `get_all` (capped at 1000) | [`MemberList::members`], [`MemberList::page`] |
-//! | MemRelation `names2leafs` | [`MemberList::load`], [`ObjectRef::get_many`] |
-//! | (many-to-many, kept in step) | [`RelationRef::link`] / [`RelationRef::unlink`] |
+//! redmodel generalises four design documents, each solving one problem
+//! with hand-written Redis commands; the code calls them "the seeds":
 //!
-//! # The other seeds' patterns, declared
+//! - **002**, the MemObject / MemAdmin / MemRelation pattern: objects as
+//!   hashes, admin objects that own sub-objects and relation lists (this
+//!   module);
+//! - **001**, key design: a login found by name, who logs in most, the
+//!   last N logins, books by tag ([`index`]);
+//! - **003**, sorted-set scores: ranges of scores, several dimensions
+//!   packed into one score ([`index`], [`composite`]);
+//! - **004**, key expiry ([`expiry`]).
 //!
-//! Seeds 001, 003 and 004 are declared on the model and kept by the
-//! library in the object's own MULTI/EXEC: unique lookups, sorted indexes
-//! (leaderboards, score ranges), tags and recent-N lists ([`index`]),
-//! composite scores ([`composite`]), expiry of objects, lists and whole
-//! admin subtrees ([`expiry`]), and passes that build indexes on existing
-//! data or rewrite objects after a schema change ([`migrate`]).
+//! Here these patterns are declared on the model and kept by the library
+//! in the object's own MULTI/EXEC: unique lookups, sorted indexes, tags
+//! and recent-N lists ([`index`]), composite scores ([`composite`]),
+//! expiry of objects, lists and whole admin subtrees ([`expiry`]), and
+//! passes that build indexes on existing data or rewrite objects after a
+//! schema change ([`migrate`]). A public operation that does what a seed
+//! does says so in one line of its documentation, `Seed name: ...`: the
+//! seed's method name (002), or the command it writes by hand (001, 003,
+//! 004, with the seed's number).
+//!
+//! # Module map
+//!
+//! One module per concept. Each uses only modules of the layers below
+//! it, and the traits of this module (`Model`, `Admin`, `OwnerKind`),
+//! which every one of them needs; no two modules import each other,
+//! directly or not:
+//!
+//! 0. `codec` (field values as stored text), [`key`] (the key layout, pk
+//!    segments), `reply` (server errors and replies, named by key),
+//!    `scan` (SCAN), `sync` (the sync hook): none
+//! 1. `field` (typed field handles): codec
+//! 2. `object` ([`ObjectRef`] and its reads): codec, field, key, reply,
+//!    scan
+//! 3. [`expiry`] (times to live): key, object, scan; `live` (reads that
+//!    leave out and prune the entries of gone objects): codec, object;
+//!    `member` ([`AsMember`]): object
+//! 4. [`index`] (declared indexes and their queries): codec, key, live,
+//!    member, object, scan; `relation` ([`MemberList`], [`RelationRef`]):
+//!    expiry, key, live, member, object, reply
+//! 5. `write` (an object's write path: `set`, `set_many`, `incr`,
+//!    `insert`, `set_value`, `delete`, and the index entries each write
+//!    changes): codec, field, index, key, live, object, reply, sync;
+//!    [`composite`]: index; [`migrate`]: index, key, object, scan
+//! 6. [`cascade`] (deleting an admin and every reference to it): key,
+//!    object, scan, write
+//!
+//! The methods of [`ObjectRef`] are defined in the module of their
+//! concern (reads in `object`, writes in `write`, `expire` in `expiry`,
+//! `relation` in `relation`, `delete_cascade` in `cascade`).
 
 pub mod cascade;
 pub mod codec;
@@ -120,11 +130,15 @@ pub mod expiry;
 mod field;
 pub mod index;
 pub mod key;
+mod live;
+mod member;
 pub mod migrate;
 mod object;
 mod relation;
+mod reply;
 mod scan;
 mod sync;
+mod write;
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -137,8 +151,9 @@ pub use index::{
     IndexKind, IndexSpec, RecentList, Score, Sortable, SortedIndex, TagIndex, TagSet, UniqueIndex,
 };
 pub use key::KeyPart;
+pub use member::AsMember;
 pub use object::{IntoPk, ObjectRef, Ref};
-pub use relation::{AsMember, InverseOf, MemberList, NoInverse, Relation, RelationRef};
+pub use relation::{InverseOf, MemberList, NoInverse, Relation, RelationRef};
 pub use sync::SyncEvent;
 pub(crate) use sync::SyncHooks;
 
@@ -189,8 +204,10 @@ pub trait Model: Sized + Send + Sync + 'static {
     #[doc(hidden)]
     fn decode_fields(key: &str, pk: Self::Pk, values: Vec<Option<Vec<u8>>>) -> Result<Self>;
 
-    /// Writes this object under `owner` (the seed's `insert`): see
-    /// [`ObjectRef::insert`]. For admins, [`Admin::insert`] is shorter.
+    /// Writes this object under `owner`: see [`ObjectRef::insert`]. For
+    /// admins, [`Admin::insert`] is shorter.
+    ///
+    /// Seed name: `insert`.
     fn insert_at(
         &self,
         db: &Db,
@@ -225,6 +242,8 @@ pub trait Admin: Model<Owner = NoOwner> {
     }
 
     /// Loads the object with this pk; `Ok(None)` if there is none.
+    ///
+    /// Seed name: `get_all`.
     fn get(
         db: &Db,
         pk: impl IntoPk<Self::Pk>,
@@ -234,6 +253,8 @@ pub trait Admin: Model<Owner = NoOwner> {
     }
 
     /// Whether an object with this pk exists.
+    ///
+    /// Seed name: `is_exist`.
     fn exists(db: &Db, pk: impl IntoPk<Self::Pk>) -> impl Future<Output = Result<bool>> + Send {
         let handle = Self::at(pk);
         async move { handle.exists(db).await }
@@ -251,11 +272,15 @@ pub trait Admin: Model<Owner = NoOwner> {
 
     /// Full write: the fields, `_count` + 1, and the sync hook every
     /// [`SYNC_EVERY`](Model::SYNC_EVERY) writes. See [`ObjectRef::insert`].
+    ///
+    /// Seed name: `insert`.
     fn insert(&self, db: &Db) -> impl Future<Output = Result<ObjectRef<Self>>> + Send {
         self.insert_at(db, &())
     }
 
     /// Writes the fields, without counting the write or running the hook.
+    ///
+    /// Seed name: `insert_without_sync`.
     fn insert_without_sync(&self, db: &Db) -> impl Future<Output = Result<ObjectRef<Self>>> + Send {
         async move {
             let handle = self.handle();
@@ -283,6 +308,8 @@ pub trait Admin: Model<Owner = NoOwner> {
     }
 
     /// The handles of every object of this model (SCAN, never KEYS).
+    ///
+    /// Seed name: `scan`.
     fn scan(db: &Db) -> impl Future<Output = Result<Vec<ObjectRef<Self>>>> + Send {
         ObjectRef::<Self>::scan(db)
     }
@@ -361,6 +388,8 @@ impl<A: Admin> OwnerKind for A {
 }
 
 /// The number of keys in the selected database (DBSIZE).
+///
+/// Seed name: `dbsize`.
 pub async fn dbsize(db: &Db) -> Result<u64> {
     db.query(&redis::cmd("DBSIZE")).await
 }

@@ -1,28 +1,23 @@
-//! [`ObjectRef`]: the typed key of one object, and every per-object
-//! operation (the seed's MemObject and MemAdmin methods).
+//! [`ObjectRef`]: the typed key of one object, and the operations that
+//! read it. The other per-object operations are methods of `ObjectRef` too,
+//! each in the module of its concern: writes in `write`, expiry in
+//! `expiry`, the cascading delete in `cascade`, relations in `relation`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::time::{Duration, SystemTime};
 
-use redis::{FromRedisValue, Pipeline, Value};
+use redis::{Pipeline, Value};
 
-use super::codec::{shown, Codec, Incr, IntoValue, Plain, Scalar};
-use super::expiry::{self, Ttl};
-use super::field::{Assign, Field, FieldSet};
-use super::index::{
-    self,
-    write::{self, touches_index, Changes},
-};
+use super::codec::{shown, Codec, IntoValue, Scalar};
+use super::field::{Field, FieldSet};
 use super::key::{decode_pk, encode_segment_into, glob_escape};
-use super::relation::{Relation, RelationRef};
+use super::reply::{at_key, redis_type, reply_at};
 use super::scan::scan_keys;
-use super::sync::SyncEvent;
 use super::{Admin, KeyPart, Model, OwnerKind, SingleValue, Storage};
 use crate::{Db, Error, Result};
 
-/// The hash field counting full writes (the seed's `_count`).
+/// The hash field counting full writes.
 pub const COUNT_FIELD: &str = "_count";
 
 /// The owner handle of a model's objects: `()` or the admin's [`ObjectRef`].
@@ -76,14 +71,6 @@ impl IntoPk<String> for &String {
 /// [`Model::FIELDS`], `None` = absent), or `None` if the object does not
 /// exist.
 pub(crate) type RawFields = Option<Vec<Option<Vec<u8>>>>;
-
-/// An object's fields as written by a full write.
-struct Encoded {
-    /// Fields to set, with their text.
-    set: Vec<(&'static str, Vec<u8>)>,
-    /// `None` fields, to remove.
-    removed: Vec<&'static str>,
-}
 
 impl<M: Model> Clone for ObjectRef<M> {
     fn clone(&self) -> Self {
@@ -146,80 +133,6 @@ impl<M: Model> Scalar for ObjectRef<M> {
     }
 }
 
-/// Turns a WRONGTYPE error into [`Error::UnexpectedType`] naming `key`.
-pub(crate) fn at_key<'a>(key: &'a str, expected: &'static str) -> impl FnOnce(Error) -> Error + 'a {
-    move |err| match err {
-        Error::WrongType { .. } => Error::UnexpectedType {
-            key: key.to_string(),
-            expected,
-        },
-        Error::Server(ref redis_err) if holds_wrongtype(redis_err) => Error::UnexpectedType {
-            key: key.to_string(),
-            expected,
-        },
-        other => other,
-    }
-}
-
-/// Like [`at_key`] for an increment of `field`: a refusal because the
-/// stored text is not a number (HINCRBY's "hash value is not an integer",
-/// HINCRBYFLOAT's "... not a float") is bad data in that field, so it is an
-/// [`Error::Decode`] naming the key and the field.
-fn incr_error<'a>(key: &'a str, field: &'a str) -> impl FnOnce(Error) -> Error + 'a {
-    move |err| match err {
-        Error::Server(ref redis_err)
-            if redis_err
-                .detail()
-                .is_some_and(|d| d.starts_with("hash value is not")) =>
-        {
-            Error::Decode {
-                key: key.to_string(),
-                field: field.to_string(),
-                reason: format!(
-                    "Redis cannot increment it: {}",
-                    redis_err.detail().unwrap_or_default()
-                ),
-            }
-        }
-        other => at_key(key, "hash")(other),
-    }
-}
-
-/// Whether a (pipeline or transaction) error includes a WRONGTYPE reply.
-fn holds_wrongtype(err: &redis::RedisError) -> bool {
-    err.code() == Some("WRONGTYPE")
-        || err
-            .clone()
-            .into_server_errors()
-            .is_some_and(|errs| errs.iter().any(|(_, e)| e.code() == "WRONGTYPE"))
-}
-
-/// Converts one reply of an `ignore_errors` pipeline, naming `key` if the
-/// server refused the command.
-pub(crate) fn reply_at<T: FromRedisValue>(
-    key: &str,
-    expected: &'static str,
-    value: Option<Value>,
-) -> Result<T> {
-    match value {
-        Some(Value::ServerError(err)) => Err(at_key(key, expected)(Error::from(
-            redis::RedisError::from(err),
-        ))),
-        Some(value) => Ok(redis::from_redis_value(value).map_err(redis::RedisError::from)?),
-        None => Err(Error::Reply(redis::RedisError::from((
-            redis::ErrorKind::UnexpectedReturnType,
-            "a pipeline returned fewer replies than commands",
-        )))),
-    }
-}
-
-fn redis_type(storage: Storage) -> &'static str {
-    match storage {
-        Storage::Hash => "hash",
-        Storage::Single => "string",
-    }
-}
-
 impl<M: Model> ObjectRef<M> {
     /// The handle of the object `pk` owned by `owner` (`()` for admins).
     pub fn new(owner: OwnerRef<M>, pk: M::Pk) -> Self {
@@ -232,6 +145,8 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// The Redis key.
+    ///
+    /// Seed name: `key`.
     pub fn key(&self) -> &str {
         &self.key
     }
@@ -251,10 +166,11 @@ impl<M: Model> ObjectRef<M> {
         &self.owner
     }
 
-    /// Parses a key of this model back into a handle (the seed's
-    /// `name2object`). Strict: only keys this model produces parse, so a
-    /// sub-object's, a relation's or another model's key is an
-    /// [`Error::InvalidKey`].
+    /// Parses a key of this model back into a handle. Strict: only keys
+    /// this model produces parse, so a sub-object's, a relation's or
+    /// another model's key is an [`Error::InvalidKey`].
+    ///
+    /// Seed name: `name2object`.
     pub fn parse(key: &str) -> Result<Self> {
         Self::parse_inner(key).map_err(|reason| Error::InvalidKey {
             key: key.to_string(),
@@ -283,12 +199,16 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Whether the object exists (EXISTS).
+    ///
+    /// Seed name: `is_exist`.
     pub async fn exists(&self, db: &Db) -> Result<bool> {
         db.query(redis::cmd("EXISTS").arg(&self.key)).await
     }
 
     /// One field (HGET); `Ok(None)` if the field or the object is absent.
     /// For an `Option` field, an absent field is `None`, never `Some(None)`.
+    ///
+    /// Seed name: `get(key)`.
     pub async fn get<T, C: Codec<T>>(&self, db: &Db, field: Field<M, T, C>) -> Result<Option<T>> {
         let raw: Option<Vec<u8>> = db
             .query(redis::cmd("HGET").arg(&self.key).arg(field.name()))
@@ -297,8 +217,9 @@ impl<M: Model> ObjectRef<M> {
         field.decode_present(&self.key, raw)
     }
 
-    /// One field, or `default` if it or the object is absent (the seed's
-    /// `get(key, default)`).
+    /// One field, or `default` if it or the object is absent.
+    ///
+    /// Seed name: `get(key, default)`.
     pub async fn get_or<T, C: Codec<T>>(
         &self,
         db: &Db,
@@ -312,14 +233,17 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Several fields in one HMGET, typed: `fields` is a tuple of handles
-    /// and the result a tuple of `Option`s (the seed's `get_multi`).
+    /// and the result a tuple of `Option`s.
+    ///
+    /// Seed name: `get_multi`.
     pub async fn get_fields<S: FieldSet<M>>(&self, db: &Db, fields: S) -> Result<S::Output> {
         let values = self.hmget(db, &fields.names()).await?;
         fields.decode(&self.key, values)
     }
 
-    /// Several fields by name in one HMGET, as text: the present ones only
-    /// (the seed's `get_multi` returning a dict).
+    /// Several fields by name in one HMGET, as text: the present ones only.
+    ///
+    /// Seed name: `get_multi`.
     pub async fn get_fields_map(
         &self,
         db: &Db,
@@ -404,8 +328,10 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// The whole object: HMGET of the declared fields (not HGETALL),
-    /// decoded into the struct (the seed's `get_all`); GET for a
-    /// single-value model. `Ok(None)` if it does not exist.
+    /// decoded into the struct; GET for a single-value model. `Ok(None)`
+    /// if it does not exist.
+    ///
+    /// Seed name: `get_all`.
     pub async fn load(&self, db: &Db) -> Result<Option<M>> {
         match self.read_raw(db).await? {
             Some(values) => M::decode_fields(&self.key, self.pk.clone(), values).map(Some),
@@ -413,8 +339,10 @@ impl<M: Model> ObjectRef<M> {
         }
     }
 
-    /// The declared fields that are present, as text (the seed's
-    /// `get_all2dic`). `Ok(None)` if the object does not exist.
+    /// The declared fields that are present, as text. `Ok(None)` if the
+    /// object does not exist.
+    ///
+    /// Seed name: `get_all2dic`.
     pub async fn load_map(&self, db: &Db) -> Result<Option<BTreeMap<String, String>>> {
         match self.read_raw(db).await? {
             Some(values) => self.text_map(M::FIELDS.iter().copied(), values).map(Some),
@@ -455,201 +383,6 @@ impl<M: Model> ObjectRef<M> {
         M::decode_fields(&self.key, self.pk.clone(), values)
     }
 
-    /// Sets one field (HSET); setting an `Option` field to `None` removes
-    /// it (HDEL). Keeps the key's TTL, as HSET does.
-    pub async fn set<T, C: Codec<T>>(
-        &self,
-        db: &Db,
-        field: Field<M, T, C>,
-        value: impl IntoValue<T>,
-    ) -> Result<()> {
-        let encoded = field.encode(&self.key, &value.into_value())?;
-        if touches_index::<M>(&[field.name()]) {
-            let set: Vec<(&str, Vec<u8>)> =
-                encoded.iter().map(|t| (field.name(), t.clone())).collect();
-            let removed: Vec<&str> = if encoded.is_none() {
-                vec![field.name()]
-            } else {
-                Vec::new()
-            };
-            let pipe = self.write_pipeline(&set, &removed);
-            let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
-            return write::run::<M, ()>(db, &self.key, &pipe, &changes)
-                .await
-                .map_err(at_key(&self.key, "hash"));
-        }
-        let cmd = match encoded {
-            Some(text) => redis::cmd("HSET")
-                .arg(&self.key)
-                .arg(field.name())
-                .arg(text)
-                .clone(),
-            None => redis::cmd("HDEL").arg(&self.key).arg(field.name()).clone(),
-        };
-        db.query::<()>(&cmd)
-            .await
-            .map_err(at_key(&self.key, "hash"))
-    }
-
-    /// Sets several fields at once, atomically (the seed's `update_multi`):
-    /// `set_many(&db, [Student::MATH.to(95), Student::ENGLISH.to(90)])`.
-    pub async fn set_many(
-        &self,
-        db: &Db,
-        fields: impl IntoIterator<Item = Assign<M>>,
-    ) -> Result<()> {
-        let mut set = Vec::new();
-        let mut removed = Vec::new();
-        for assign in fields {
-            match assign.value {
-                Ok(Some(text)) => set.push((assign.name, text)),
-                Ok(None) => removed.push(assign.name),
-                Err(reason) => {
-                    return Err(Error::Encode {
-                        key: self.key.clone(),
-                        field: assign.name.to_string(),
-                        reason,
-                    })
-                }
-            }
-        }
-        let pipe = self.write_pipeline(&set, &removed);
-        if pipe.is_empty() {
-            return Ok(());
-        }
-        let changes = Changes::Fields(changed_fields(&set, &removed));
-        write::run::<M, ()>(db, &self.key, &pipe, &changes)
-            .await
-            .map_err(at_key(&self.key, "hash"))
-    }
-
-    /// An atomic pipeline that removes `removed` and sets `set`.
-    fn write_pipeline(&self, set: &[(&str, Vec<u8>)], removed: &[&str]) -> Pipeline {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        if !removed.is_empty() {
-            pipe.cmd("HDEL").arg(&self.key).arg(removed).ignore();
-        }
-        if !set.is_empty() {
-            pipe.cmd("HSET").arg(&self.key).arg(set).ignore();
-        }
-        pipe
-    }
-
-    /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for
-    /// floats) and returns its new value. An absent field counts from 0.
-    /// Only fields of a numeric type have handles this accepts: it does
-    /// not compile for a `String` field.
-    ///
-    /// If the stored field is not a number Redis can increment, or the new
-    /// value does not fit the field's type (`255 + 1` in a `u8`, which
-    /// Redis has then stored), the error is an [`Error::Decode`] naming the
-    /// key and field. A result Redis itself refuses (an `i64` overflow, an
-    /// infinite float) is [`Error::Server`], and nothing is written.
-    pub async fn incr<T: Incr>(
-        &self,
-        db: &Db,
-        field: Field<M, T, Plain>,
-        by: T::By,
-    ) -> Result<T::Output> {
-        let text = if touches_index::<M>(&[field.name()]) {
-            index::incr_indexed::<M>(db, &self.key, field.name(), T::COMMAND, &by)
-                .await
-                .map_err(incr_error(&self.key, field.name()))?
-        } else {
-            let reply: Value = db
-                .query(
-                    redis::cmd(T::COMMAND)
-                        .arg(&self.key)
-                        .arg(field.name())
-                        .arg(by),
-                )
-                .await
-                .map_err(incr_error(&self.key, field.name()))?;
-            number_text(reply)?
-        };
-        T::Output::from_text(&text).map_err(|reason| Error::Decode {
-            key: self.key.clone(),
-            field: field.name().to_string(),
-            reason,
-        })
-    }
-
-    /// Splits the encoded fields of `value` into those to set and those
-    /// to remove (its `None` fields).
-    fn encoded(&self, value: &M) -> Result<Encoded> {
-        let mut out = Encoded {
-            set: Vec::with_capacity(M::FIELDS.len()),
-            removed: Vec::new(),
-        };
-        for (name, text) in M::FIELDS.iter().zip(value.encode_fields(&self.key)?) {
-            match text {
-                Some(text) => out.set.push((*name, text)),
-                None => out.removed.push(*name),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Full write of `value` at this key (the seed's `insert`), in one
-    /// MULTI/EXEC: its `None` fields are removed, the others set, and the
-    /// hash field `_count` is incremented; when `_count` reaches a multiple
-    /// of the model's `sync_every`, the sync hooks registered with
-    /// [`Db::on_sync`] are called with the key and the count.
-    ///
-    /// Undeclared fields of the hash are left alone, and so is the key's
-    /// TTL (HSET keeps it). `value`'s own pk is not consulted: this
-    /// handle's key is used. A single-value model is written with SET
-    /// (which clears a TTL, as SET does), without a count or a hook.
-    pub async fn insert(&self, db: &Db, value: &M) -> Result<()> {
-        if M::STORAGE == Storage::Single {
-            return self.set_single(db, value).await;
-        }
-        let fields = self.encoded(value)?;
-        let mut pipe = self.write_pipeline(&fields.set, &fields.removed);
-        pipe.cmd("HINCRBY").arg(&self.key).arg(COUNT_FIELD).arg(1);
-        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        let (count,): (i64,) = write::run::<M, _>(db, &self.key, &pipe, &changes)
-            .await
-            .map_err(at_key(&self.key, "hash"))?;
-        let count = u64::try_from(count).unwrap_or(0);
-        if count > 0 && count % M::SYNC_EVERY.max(1) == 0 {
-            db.run_sync_hooks(&SyncEvent {
-                table: M::TABLE,
-                key: self.key.clone(),
-                count,
-            });
-        }
-        Ok(())
-    }
-
-    /// Writes `value`'s fields like [`insert`](Self::insert), without
-    /// counting the write or calling the sync hooks (the seed's
-    /// `insert_without_sync`).
-    pub async fn insert_without_sync(&self, db: &Db, value: &M) -> Result<()> {
-        if M::STORAGE == Storage::Single {
-            return self.set_single(db, value).await;
-        }
-        let fields = self.encoded(value)?;
-        let pipe = self.write_pipeline(&fields.set, &fields.removed);
-        if pipe.is_empty() {
-            return Ok(());
-        }
-        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        write::run::<M, ()>(db, &self.key, &pipe, &changes)
-            .await
-            .map_err(at_key(&self.key, "hash"))
-    }
-
-    async fn set_single(&self, db: &Db, value: &M) -> Result<()> {
-        let text = value.encode_fields(&self.key)?.into_iter().next().flatten();
-        let cmd = match text {
-            Some(text) => redis::cmd("SET").arg(&self.key).arg(text).clone(),
-            None => redis::cmd("DEL").arg(&self.key).clone(),
-        };
-        db.query::<()>(&cmd).await
-    }
-
     /// How many full writes ([`insert`](Self::insert)) the object has had:
     /// its `_count` field, 0 if absent.
     pub async fn write_count(&self, db: &Db) -> Result<u64> {
@@ -667,49 +400,11 @@ impl<M: Model> ObjectRef<M> {
         }
     }
 
-    /// Deletes the object (DEL; not its sub-objects or relations), and its
-    /// entries in the model's indexes, in one MULTI/EXEC. Whether it
-    /// existed.
-    pub async fn delete(&self, db: &Db) -> Result<bool> {
-        if M::INDEXES.is_empty() {
-            return db.query(redis::cmd("DEL").arg(&self.key)).await;
-        }
-        let mut pipe = redis::pipe();
-        pipe.atomic().cmd("DEL").arg(&self.key);
-        let (existed,): (bool,) = write::run::<M, _>(db, &self.key, &pipe, &Changes::Delete)
-            .await
-            .map_err(at_key(&self.key, "hash"))?;
-        Ok(existed)
-    }
-
-    /// Sets a time to live (PEXPIRE, so sub-second precision is kept: the
-    /// seed's `expire`, Redis's EXPIRE and PEXPIRE). Whether the object
-    /// exists. Which later writes keep the TTL: see [`expiry`](super::expiry).
-    pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
-        expiry::expire_key(db, &self.key, ttl).await
-    }
-
-    /// Makes the object expire at `when` (PEXPIREAT; Redis's EXPIREAT too).
-    /// A time in the past deletes it. Whether the object existed.
-    pub async fn expire_at(&self, db: &Db, when: SystemTime) -> Result<bool> {
-        expiry::expire_key_at(db, &self.key, when).await
-    }
-
-    /// Removes the time to live (PERSIST). Whether there was one.
-    pub async fn persist(&self, db: &Db) -> Result<bool> {
-        expiry::persist_key(db, &self.key).await
-    }
-
-    /// The time to live (PTTL, to the millisecond; [`Ttl::secs`] gives
-    /// what TTL would say).
-    pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
-        expiry::ttl_of(db, &self.key).await
-    }
-
     /// Builds an object with this handle's pk from a field -> text map, as
-    /// stored (the seed's `get_from_dict`). Absent fields decode as absent
-    /// (`None`, the default, or an [`Error::MissingField`]); undeclared
-    /// entries are ignored.
+    /// stored. Absent fields decode as absent (`None`, the default, or an
+    /// [`Error::MissingField`]); undeclared entries are ignored.
+    ///
+    /// Seed name: `get_from_dict`.
     pub fn build_from_map<K, V>(&self, map: impl IntoIterator<Item = (K, V)>) -> Result<M>
     where
         K: AsRef<str>,
@@ -724,8 +419,10 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Builds an object with this handle's pk from the fields' texts in
-    /// declaration order ([`Model::FIELDS`]), `None` for absent (the seed's
-    /// `get_from_list`). Missing trailing values count as absent.
+    /// declaration order ([`Model::FIELDS`]), `None` for absent. Missing
+    /// trailing values count as absent.
+    ///
+    /// Seed name: `get_from_list`.
     pub fn build_from_values<V: AsRef<[u8]>>(
         &self,
         values: impl IntoIterator<Item = Option<V>>,
@@ -741,6 +438,8 @@ impl<M: Model> ObjectRef<M> {
     /// The handles of every object of this model, in key order: for a
     /// sub-object model, under every admin (SCAN with a MATCH pattern,
     /// never KEYS; keys that are not this model's are skipped).
+    ///
+    /// Seed name: `scan`.
     pub async fn scan(db: &Db) -> Result<Vec<ObjectRef<M>>> {
         let pattern = format!(
             "{}{}:*",
@@ -766,27 +465,10 @@ impl<M: Model> ObjectRef<M> {
     }
 }
 
-/// The stored fields a write sets or removes, with their new text.
-fn changed_fields<'a>(
-    set: &'a [(&'static str, Vec<u8>)],
-    removed: &[&'static str],
-) -> Vec<(&'static str, Option<&'a [u8]>)> {
-    set.iter()
-        .map(|(name, text)| (*name, Some(text.as_slice())))
-        .chain(removed.iter().map(|name| (*name, None)))
-        .collect()
-}
-
-/// The text of a HINCRBY (integer) or HINCRBYFLOAT (bulk string) reply.
-pub(crate) fn number_text(reply: Value) -> Result<Vec<u8>> {
-    Ok(match reply {
-        Value::Int(n) => n.to_string().into_bytes(),
-        other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
-    })
-}
-
 impl<M: SingleValue> ObjectRef<M> {
-    /// The value of a single-value sub-object (GET; the seed's `get_one`).
+    /// The value of a single-value sub-object (GET).
+    ///
+    /// Seed name: `get_one`.
     pub async fn get_value(&self, db: &Db) -> Result<Option<M::Value>> {
         let raw: Option<Vec<u8>> = db
             .query(redis::cmd("GET").arg(&self.key))
@@ -796,39 +478,30 @@ impl<M: SingleValue> ObjectRef<M> {
         raw.map(|raw| M::Codec::decode(Some(&raw)).map_err(|e| e.at(&self.key, field)))
             .transpose()
     }
-
-    /// Sets the value of a single-value sub-object (SET, which clears a
-    /// TTL; the seed's `update_one`). `None` deletes the key.
-    pub async fn set_value(&self, db: &Db, value: impl IntoValue<M::Value>) -> Result<()> {
-        let field = M::FIELDS.first().copied().unwrap_or("value");
-        let text = M::Codec::encode(&value.into_value()).map_err(|reason| Error::Encode {
-            key: self.key.clone(),
-            field: field.to_string(),
-            reason,
-        })?;
-        let cmd = match text {
-            Some(text) => redis::cmd("SET").arg(&self.key).arg(text).clone(),
-            None => redis::cmd("DEL").arg(&self.key).clone(),
-        };
-        db.query::<()>(&cmd).await
-    }
 }
 
 impl<A: Admin> ObjectRef<A> {
-    /// The handle of this admin's sub-object `pk` (the seed's
-    /// `build_empty_leaf`; no round trip).
+    /// The handle of this admin's sub-object `pk` (no round trip).
+    ///
+    /// Seed names: `build_empty_leaf`; `build_leaf`, `is_leaf_exits`,
+    /// `get_leaf` and `get_leaf2dic` are this handle's `build_from_map`,
+    /// `exists`, `load` and `load_map`.
     pub fn sub<S: Model<Owner = A>>(&self, pk: impl IntoPk<S::Pk>) -> ObjectRef<S> {
         ObjectRef::new(self.clone(), pk.into_pk())
     }
 
-    /// Writes `sub` under this admin (the seed's `update_leaf`): a full
-    /// write, see [`insert`](Self::insert).
+    /// Writes `sub` under this admin: a full write, see
+    /// [`insert`](Self::insert).
+    ///
+    /// Seed name: `update_leaf`.
     pub async fn insert_sub<S: Model<Owner = A>>(&self, db: &Db, sub: &S) -> Result<ObjectRef<S>> {
         sub.insert_at(db, self).await
     }
 
-    /// The keys of this admin's sub-objects of model `S`, in key order (the
-    /// seed's `scan_leafnames`; SCAN, never KEYS).
+    /// The keys of this admin's sub-objects of model `S`, in key order
+    /// (SCAN, never KEYS).
+    ///
+    /// Seed name: `scan_leafnames`.
     pub async fn scan_sub_keys<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<String>> {
         Ok(self
             .scan_subs::<S>(db)
@@ -838,8 +511,9 @@ impl<A: Admin> ObjectRef<A> {
             .collect())
     }
 
-    /// The handles of this admin's sub-objects of model `S` (the seed's
-    /// `scan_leafs`).
+    /// The handles of this admin's sub-objects of model `S`.
+    ///
+    /// Seed name: `scan_leafs`.
     pub async fn scan_subs<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<ObjectRef<S>>> {
         let pattern = format!("{}:{}:*", glob_escape(&self.key), glob_escape(S::TABLE));
         Ok(scan_keys(db, &pattern)
@@ -857,11 +531,5 @@ impl<A: Admin> ObjectRef<A> {
             .into_iter()
             .flatten()
             .collect())
-    }
-
-    /// This admin's relation `R` (the seed's `build_empty_relation`; no
-    /// round trip).
-    pub fn relation<R: Relation<Owner = A>>(&self) -> RelationRef<R> {
-        RelationRef::new(self.clone())
     }
 }

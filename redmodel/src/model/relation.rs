@@ -1,4 +1,4 @@
-//! Relations: lists of member keys (the seed's MemRelation).
+//! Relations: lists of member keys.
 //!
 //! [`MemberList`] is a typed list of member keys at any key (a relation's
 //! list, or a standalone one such as a hot list `performance:good`).
@@ -13,9 +13,11 @@ use std::ops::Deref;
 use std::time::{Duration, SystemTime};
 
 use super::expiry::{self, Ttl};
-use super::index::{load_live, Entry};
 use super::key::glob_escape;
-use super::object::{at_key, ObjectRef};
+use super::live::{load_live, Entry};
+use super::member::AsMember;
+use super::object::ObjectRef;
+use super::reply::at_key;
 use super::{Admin, Model};
 use crate::{Db, Error, Result};
 
@@ -88,43 +90,6 @@ fn relation_key(owner_key: &str, table: &str) -> String {
     key
 }
 
-/// Something that names a member of model `M`: its handle, the object
-/// itself, or its key as text (checked to be a key of `M`).
-pub trait AsMember<M: Model> {
-    /// The member's key, or why the text is not a key of `M`.
-    fn member_key(&self) -> Result<String>;
-}
-
-impl<M: Model> AsMember<M> for ObjectRef<M> {
-    fn member_key(&self) -> Result<String> {
-        Ok(self.key().to_string())
-    }
-}
-
-impl<M: Model> AsMember<M> for &ObjectRef<M> {
-    fn member_key(&self) -> Result<String> {
-        Ok(self.key().to_string())
-    }
-}
-
-impl<M: Admin> AsMember<M> for &M {
-    fn member_key(&self) -> Result<String> {
-        Ok(self.handle().into_key())
-    }
-}
-
-impl<M: Model> AsMember<M> for &str {
-    fn member_key(&self) -> Result<String> {
-        Ok(ObjectRef::<M>::parse(self)?.into_key())
-    }
-}
-
-impl<M: Model> AsMember<M> for String {
-    fn member_key(&self) -> Result<String> {
-        Ok(ObjectRef::<M>::parse(self)?.into_key())
-    }
-}
-
 /// A Redis list of keys of model `M`: a relation's list, or a standalone
 /// list (`MemberList::<Student>::at("performance:good")`).
 pub struct MemberList<M: Model> {
@@ -170,7 +135,9 @@ impl<M: Model> MemberList<M> {
         &self.key
     }
 
-    /// The number of members (LLEN; the seed's `count`).
+    /// The number of members (LLEN).
+    ///
+    /// Seed name: `count`.
     pub async fn count(&self, db: &Db) -> Result<u64> {
         db.query(redis::cmd("LLEN").arg(&self.key))
             .await
@@ -180,6 +147,8 @@ impl<M: Model> MemberList<M> {
     /// Appends members at the tail, in order (RPUSH); returns the new
     /// length. Duplicates are kept, as in a Redis list: use
     /// [`RelationRef::link`] for set-like membership.
+    ///
+    /// Seed name: `add_leafs_on_relation`.
     pub async fn append<A: AsMember<M>>(
         &self,
         db: &Db,
@@ -194,8 +163,10 @@ impl<M: Model> MemberList<M> {
             .await
     }
 
-    /// Pushes members at the head, one after the other (LPUSH, the seed's
-    /// `append`: `[a, b]` ends up as `b, a, ...`); returns the new length.
+    /// Pushes members at the head, one after the other (LPUSH: `[a, b]`
+    /// ends up as `b, a, ...`); returns the new length.
+    ///
+    /// Seed name: `append` (MemRelation's, which is an LPUSH).
     pub async fn prepend<A: AsMember<M>>(
         &self,
         db: &Db,
@@ -213,9 +184,11 @@ impl<M: Model> MemberList<M> {
             .map_err(at_key(&self.key, "list"))
     }
 
-    /// Removes occurrences of `member` with LREM's count semantics (the
-    /// seed's `remove_one`): `count > 0` removes that many from the head,
-    /// `count < 0` from the tail, `0` all. Returns how many were removed.
+    /// Removes occurrences of `member` with LREM's count semantics:
+    /// `count > 0` removes that many from the head, `count < 0` from the
+    /// tail, `0` all. Returns how many were removed.
+    ///
+    /// Seed name: `remove_one(leaf, count)`.
     pub async fn remove(&self, db: &Db, member: impl AsMember<M>, count: i64) -> Result<u64> {
         db.query(
             redis::cmd("LREM")
@@ -227,8 +200,10 @@ impl<M: Model> MemberList<M> {
         .map_err(at_key(&self.key, "list"))
     }
 
-    /// The member at `index` (LINDEX; negative counts from the tail, the
-    /// seed's `get_by_index`); `None` out of range.
+    /// The member at `index` (LINDEX; negative counts from the tail);
+    /// `None` out of range.
+    ///
+    /// Seed name: `get_by_index`.
     pub async fn index(&self, db: &Db, index: i64) -> Result<Option<ObjectRef<M>>> {
         let key: Option<Vec<u8>> = db
             .query(redis::cmd("LINDEX").arg(&self.key).arg(index))
@@ -238,8 +213,9 @@ impl<M: Model> MemberList<M> {
     }
 
     /// The members from `start` to `stop`, both included, negative
-    /// indexes counting from the tail (LRANGE; the seed's
-    /// `get_leafs_by_relation(start, end)`).
+    /// indexes counting from the tail (LRANGE).
+    ///
+    /// Seed name: `get_leafs_by_relation(start, end)`.
     pub async fn range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<ObjectRef<M>>> {
         let keys: Vec<Vec<u8>> = db
             .query(redis::cmd("LRANGE").arg(&self.key).arg(start).arg(stop))
@@ -249,12 +225,17 @@ impl<M: Model> MemberList<M> {
     }
 
     /// Every member (LRANGE 0 -1). For long lists, [`page`](Self::page).
+    ///
+    /// Seed name: `get_all` (MemRelation's, capped at 1000 members).
     pub async fn members(&self, db: &Db) -> Result<Vec<ObjectRef<M>>> {
         self.range(db, 0, -1).await
     }
 
-    /// Page `page` (from 0) of `per_page` members: the seed's capped
-    /// `get_all`, made into pages. An empty page past the end.
+    /// Page `page` (from 0) of `per_page` members. An empty page past the
+    /// end.
+    ///
+    /// Seed name: `get_all` (MemRelation's, capped at 1000 members; here
+    /// made into pages).
     pub async fn page(&self, db: &Db, page: u64, per_page: u64) -> Result<Vec<ObjectRef<M>>> {
         match page_bounds(page, per_page) {
             Some((start, stop)) => self.range(db, start, stop).await,
@@ -264,11 +245,13 @@ impl<M: Model> MemberList<M> {
 
     /// The member objects from `start` to `stop` (as [`range`](Self::range)),
     /// loaded in one LRANGE and one pipelined batch of reads, never one
-    /// round trip per member (the seed's `names2leafs`). Members whose
+    /// round trip per member. Members whose
     /// object no longer exists (it expired, or was deleted) are left out,
     /// and removed from the list in a checked transaction that never
     /// removes a member whose object exists (see
     /// [`index`](crate::model::index)).
+    ///
+    /// Seed name: `names2leafs`.
     pub async fn load(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<M>> {
         let refs = self.range(db, start, stop).await?;
         let list = self.key.clone();
@@ -409,7 +392,9 @@ impl<R: Relation> RelationRef<R> {
     }
 
     /// Parses a key of this relation (`teacher:A:class`) back into a
-    /// handle (the seed's `name2object` for relations).
+    /// handle.
+    ///
+    /// Seed name: `name2object`.
     pub fn parse(key: &str) -> Result<Self> {
         let invalid = |reason: String| Error::InvalidKey {
             key: key.to_string(),
@@ -510,15 +495,27 @@ impl<R: Relation> RelationRef<R> {
         Ok(removed > 0)
     }
 
-    /// The member keys as handles (the seed's `get_leafnames_by_relation`).
+    /// The member keys as handles.
+    ///
+    /// Seed name: `get_leafnames_by_relation`.
     pub async fn members(&self, db: &Db) -> Result<Vec<ObjectRef<R::Member>>> {
         self.list.members(db).await
     }
 
-    /// The member objects, in one LRANGE and one pipelined batch (the
-    /// seed's `get_leafs_by_relation`).
+    /// The member objects, in one LRANGE and one pipelined batch.
+    ///
+    /// Seed name: `get_leafs_by_relation`.
     pub async fn load_members(&self, db: &Db) -> Result<Vec<R::Member>> {
         self.list.load_all(db).await
+    }
+}
+
+impl<A: Admin> ObjectRef<A> {
+    /// This admin's relation `R` (no round trip).
+    ///
+    /// Seed name: `build_empty_relation`.
+    pub fn relation<R: Relation<Owner = A>>(&self) -> RelationRef<R> {
+        RelationRef::new(self.clone())
     }
 }
 

@@ -1,4 +1,4 @@
-//! The sync hook (the seed's `syncDB`): write-behind copying of hot Redis
+//! The sync hook: write-behind copying of hot Redis
 //! objects to a persistent store.
 //!
 //! Every full write of an object ([`ObjectRef::insert`](super::ObjectRef::insert))

@@ -1,5 +1,6 @@
-//! Declared indexes: the seed's hand-written Redis patterns (seed 001 and
-//! 003) as features of a model, kept in step with the object's own writes.
+//! Declared indexes: Redis patterns usually written by hand (a lookup by
+//! a unique value, a leaderboard, tags, the last N written) as features of
+//! a model, kept in step with the object's own writes.
 //!
 //! A field attribute declares an index; the derive lists it in
 //! [`Model::INDEXES`] and generates a typed handle for its queries:
@@ -42,25 +43,21 @@
 //! exists: if one is re-created meanwhile, the prune is abandoned (the
 //! read had already left the entry out; the next read prunes it).
 
-mod prune;
 mod recent;
 mod sorted;
 mod tags;
-mod unique;
-pub(crate) mod write;
+pub(crate) mod unique;
 
 use std::fmt;
 
 pub use recent::RecentList;
-pub(crate) use sorted::incr_indexed;
+pub(crate) use sorted::{checked_score, score_arg};
 pub use sorted::{Score, Sortable, SortedIndex, MAX_EXACT_SCORE};
 pub use tags::{TagIndex, TagSet};
 pub use unique::UniqueIndex;
 
-pub(crate) use prune::{prune, Entry, Stale, Test};
-
 use super::codec::{Codec, FieldError};
-use super::key::reserved_key;
+use super::key;
 use super::Model;
 
 /// One index declared on a model: which field, which kind.
@@ -106,10 +103,10 @@ impl IndexKind {
     /// The segment after `TABLE:_` in the index's keys.
     pub const fn name(&self) -> &'static str {
         match self {
-            IndexKind::Unique => "unique",
-            IndexKind::Sorted { .. } => "sorted",
-            IndexKind::Tags { .. } => "tag",
-            IndexKind::Recent { .. } => "recent",
+            IndexKind::Unique => key::UNIQUE,
+            IndexKind::Sorted { .. } => key::SORTED,
+            IndexKind::Tags { .. } => key::TAG,
+            IndexKind::Recent { .. } => key::RECENT,
         }
     }
 
@@ -119,67 +116,9 @@ impl IndexKind {
     }
 }
 
-/// The key of a unique entry: `TABLE:_unique:FIELD:VALUE`.
-pub(crate) fn unique_key(table: &str, field: &str, value: &str) -> String {
-    reserved_key(table, IndexKind::Unique.name(), &[field, value])
-}
-
-/// Adds to `pipe` the command that reads the holder named by the unique
-/// entry `entry` (a list of one element): `LINDEX entry 0`, which replies
-/// like a GET (the key, or nil).
-pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
-    pipe.cmd("LINDEX").arg(entry).arg(0);
-}
-
-/// Adds to `pipe` (a MULTI/EXEC) the commands that make the unique entry
-/// `entry` name `holder` alone: DEL (the entry may name a dead holder
-/// being taken over) and RPUSH, both ignored.
-pub(crate) fn claim_commands(pipe: &mut redis::Pipeline, entry: &str, holder: &str) {
-    pipe.cmd("DEL").arg(entry).ignore();
-    pipe.cmd("RPUSH").arg(entry).arg(holder).ignore();
-}
-
-/// The key of a sorted index: `TABLE:_sorted:FIELD`.
-pub(crate) fn sorted_key(table: &str, field: &str) -> String {
-    reserved_key(table, "sorted", &[field])
-}
-
-/// The key of one tag's set: `TABLE:_tag:FIELD:TAG`.
-pub(crate) fn tag_key(table: &str, field: &str, tag: &str) -> String {
-    reserved_key(table, "tag", &[field, tag])
-}
-
-/// The key of a recent list: `TABLE:_recent:FIELD`.
-pub(crate) fn recent_key(table: &str, field: &str) -> String {
-    reserved_key(table, "recent", &[field])
-}
-
-/// Every key an index of `kind` on the stored field `field` of `table`
-/// may hold, as one SCAN pattern (the single key for sorted and recent
-/// indexes): for dropping an index.
-pub(crate) fn key_pattern(table: &str, field: &str, kind: &IndexKind) -> String {
-    use super::key::glob_escape;
-    match kind {
-        IndexKind::Unique => format!("{}*", glob_escape(&unique_key(table, field, ""))),
-        IndexKind::Tags { .. } => format!("{}*", glob_escape(&tag_key(table, field, ""))),
-        IndexKind::Sorted { .. } => glob_escape(&sorted_key(table, field)).into_owned(),
-        IndexKind::Recent { .. } => glob_escape(&recent_key(table, field)).into_owned(),
-    }
-}
-
 /// The position of the stored field `name` in `M::FIELDS`.
 pub(crate) fn field_position<M: Model>(name: &str) -> Option<usize> {
     M::FIELDS.iter().position(|f| *f == name)
-}
-
-/// Stored field text as UTF-8, for a key segment; the error says why not.
-pub(crate) fn key_text(raw: &[u8]) -> Result<&str, String> {
-    std::str::from_utf8(raw).map_err(|_| {
-        format!(
-            "{} is not UTF-8 text, which an index key needs",
-            super::codec::shown(raw)
-        )
-    })
 }
 
 /// Decodes a present field text with its codec, for the generated index
@@ -204,108 +143,4 @@ where
     super::codec::Json: Codec<T>,
 {
     decode_text::<T, super::codec::Json>(raw)?.tag_texts()
-}
-
-/// Loads the objects at `refs` in one pipelined batch, keeping those that
-/// `judge` accepts, in order.
-///
-/// `judge` sees each handle with its stored field texts (`None` if the
-/// object is gone) and returns whether to keep it, pushing the entries
-/// that the read shows dead onto `stale`, for the caller to [`prune`]
-/// once its read is over (pruning in the middle of a walk by rank would
-/// shift the ranks still to read).
-pub(crate) async fn load_judged<M: Model>(
-    db: &crate::Db,
-    refs: Vec<super::ObjectRef<M>>,
-    stale: &mut Vec<Stale>,
-    mut judge: impl FnMut(&super::ObjectRef<M>, Option<&[Option<Vec<u8>>]>, &mut Vec<Stale>) -> bool,
-) -> crate::Result<Vec<(super::ObjectRef<M>, M)>> {
-    let raw = super::ObjectRef::read_many_raw(db, &refs).await?;
-    let mut out = Vec::with_capacity(refs.len());
-    for (r, values) in refs.into_iter().zip(raw) {
-        if judge(&r, values.as_deref(), stale) {
-            if let Some(values) = values {
-                let object = r.decode(values)?;
-                out.push((r, object));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// [`load_judged`] where the only test is that the object exists: the
-/// entries of gone objects are `entry(key)`; they are pruned before the
-/// objects are returned.
-pub(crate) async fn load_live<M: Model>(
-    db: &crate::Db,
-    refs: Vec<super::ObjectRef<M>>,
-    entry: impl Fn(&str) -> Entry,
-) -> crate::Result<Vec<(super::ObjectRef<M>, M)>> {
-    let mut stale = Vec::new();
-    let out = load_judged(db, refs, &mut stale, |r, values, stale| {
-        if values.is_none() {
-            stale.push(Stale {
-                object: r.key().to_string(),
-                test: Test::Gone,
-                entry: entry(r.key()),
-            });
-        }
-        values.is_some()
-    })
-    .await?;
-    prune(db, stale).await?;
-    Ok(out)
-}
-
-/// Which of `keys` exist, in one pipelined round trip of EXISTS.
-pub(crate) async fn existing(db: &crate::Db, keys: &[String]) -> crate::Result<Vec<bool>> {
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    for key in keys {
-        pipe.cmd("EXISTS").arg(key);
-    }
-    db.query_pipeline(&pipe).await
-}
-
-/// Prunes the entries (`entry(key)`) of the gone objects among `keys`,
-/// in batches; returns how many were removed.
-pub(crate) async fn prune_gone(
-    db: &crate::Db,
-    keys: &[String],
-    entry: impl Fn(&str) -> Entry,
-) -> crate::Result<u64> {
-    let mut removed = 0;
-    for batch in keys.chunks(unique::PRUNE_BATCH) {
-        let live = existing(db, batch).await?;
-        let stale = batch
-            .iter()
-            .zip(live)
-            .filter(|(_, live)| !live)
-            .map(|(key, _)| Stale {
-                object: key.clone(),
-                test: Test::Gone,
-                entry: entry(key),
-            })
-            .collect();
-        removed += prune(db, stale).await?;
-    }
-    Ok(removed)
-}
-
-/// Parses a key found in an index as a key of `M`; the error names the
-/// index.
-pub(crate) fn parse_member<M: Model>(
-    member: &str,
-    index: &str,
-) -> crate::Result<super::ObjectRef<M>> {
-    super::ObjectRef::parse(member).map_err(|err| match err {
-        crate::Error::InvalidKey { key, model, reason } => crate::Error::InvalidKey {
-            key,
-            model,
-            reason: format!("{reason} (found in the index `{index}`)"),
-        },
-        other => other,
-    })
 }

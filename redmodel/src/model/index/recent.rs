@@ -1,18 +1,19 @@
-//! Recent-N list (seed 001: the N users who logged in last).
+//! Recent-N list: the N users who logged in last.
 //!
 //! `#[redmodel(recent = 10)] last_login: Option<u64>` keeps the list
 //! `user:_recent:last_login` of object keys: every write that gives the
 //! field a value (`set`, `set_many`, `incr`, `insert`) moves the object to
 //! the head, and the list is trimmed to its cap, in the write's own
-//! MULTI/EXEC (the seed's `lpush` + `ltrim`, with an `LREM` first so that
-//! an object appears once: the list answers "which N objects were written
-//! last", the seed's `order by last_login_time desc limit N`). Removing the
+//! MULTI/EXEC (`LPUSH` + `LTRIM`, with an `LREM` first so that an object
+//! appears once: the list answers "which N objects were written last",
+//! SQL's `order by last_login_time desc limit N`). Removing the
 //! field's value or deleting the object takes it out of the list.
 
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{existing, load_live, parse_member, prune_gone, recent_key, Entry};
+use crate::model::key::recent_key;
+use crate::model::live::{existing, load_live, parse_member, prune_gone, Entry};
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Result};
 
@@ -79,9 +80,10 @@ impl<M: Model> RecentList<M> {
         members.iter().map(|m| parse_member::<M>(m, &key)).collect()
     }
 
-    /// The objects, newest first (the seed's
-    /// `lrange login:last_login_times 0 N-1`), in one LRANGE and one
-    /// batch; objects that are gone are left out and pruned.
+    /// The objects, newest first, in one LRANGE and one batch; objects
+    /// that are gone are left out and pruned.
+    ///
+    /// Seed name: `lrange login:last_login_times 0 N-1` (001).
     pub async fn load(&self, db: &Db) -> Result<Vec<M>> {
         let refs = self.keys(db).await?;
         Ok(load_live(db, refs, self.entry())

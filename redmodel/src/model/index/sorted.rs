@@ -1,12 +1,10 @@
-//! Sorted index / leaderboard (seed 001: who logs in most; seed 003: users
-//! aged 18 to 35).
+//! Sorted index / leaderboard: who logs in most, users aged 18 to 35.
 //!
 //! `#[redmodel(sorted)] logins: u64` keeps the sorted set
-//! `user:_sorted:logins` of object keys scored by the field (the seed's
-//! `zadd login:login_times 5 1`). Every write of the field updates the
-//! score in the same MULTI/EXEC; [`ObjectRef::incr`] increments the field
-//! and the score together (`HINCRBY` + `ZINCRBY`, the seed's
-//! `r.zincrby("login:login_times", 1, uid)`).
+//! `user:_sorted:logins` of object keys scored by the field. Every write
+//! of the field updates the score in the same MULTI/EXEC;
+//! [`ObjectRef::incr`](crate::model::ObjectRef::incr) increments the field
+//! and the score together (`HINCRBY` + `ZINCRBY`).
 //!
 //! A score is a double, which holds integers exactly up to 2^53: a larger
 //! integer (or a NaN) is refused with
@@ -18,17 +16,12 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
-use redis::{ToRedisArgs, Value};
-
-use super::write::{checked_score, score_arg};
-use super::{
-    existing, load_judged, parse_member, prune, prune_gone, recent_key, sorted_key, Entry,
-    IndexKind, IndexSpec, Stale, Test,
+use crate::model::key::sorted_key;
+use crate::model::live::{
+    existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
 };
-use crate::model::object::number_text;
-use crate::model::relation::AsMember;
+use crate::model::member::AsMember;
 use crate::model::Model;
-use crate::optimistic::watched;
 use crate::{Db, Error, Result};
 
 /// The largest integer a double holds exactly, and so the largest score
@@ -217,8 +210,10 @@ impl<M: Model, T> SortedIndex<M, T> {
         Ok(loaded.into_iter().map(|(_, object)| object).collect())
     }
 
-    /// The `n` objects with the highest scores, highest first (the seed's
-    /// `zrevrange login:login_times 0 N-1`, loaded in one batch).
+    /// The `n` objects with the highest scores, highest first, loaded in
+    /// one batch.
+    ///
+    /// Seed name: `zrevrange login:login_times 0 N-1` (001).
     pub async fn top(&self, db: &Db, n: u64) -> Result<Vec<M>> {
         self.walk(db, End::Highest, n).await
     }
@@ -263,9 +258,10 @@ impl<M: Model, T> SortedIndex<M, T> {
     }
 
     /// The objects whose score is within `range`, lowest first
-    /// (`range(&db, 18..=35)`: the seed 003's `ZRANGEBYSCORE user 18 35`).
-    /// Exclusive bounds (`18..35`) and open ends (`18..`) are ZRANGE's
-    /// `(35` and `+inf`.
+    /// (`range(&db, 18..=35)`). Exclusive bounds (`18..35`) and open ends
+    /// (`18..`) are ZRANGE's `(35` and `+inf`.
+    ///
+    /// Seed name: `ZRANGEBYSCORE user 18 35` (003).
     pub async fn range<S: Score>(&self, db: &Db, range: impl RangeBounds<S>) -> Result<Vec<M>> {
         self.by_score(db, &range, false).await
     }
@@ -408,109 +404,26 @@ impl<M: Model, T> SortedIndex<M, T> {
     }
 }
 
-/// [`ObjectRef::incr`] of a field with a sorted or recent index:
-/// `HINCRBY` (or `HINCRBYFLOAT`) and `ZINCRBY` by the same amount, and the
-/// recent list's push, in one MULTI/EXEC. Returns the field's new text.
-///
-/// If the two results disagree (the score was missing, or float
-/// arithmetic differs: HINCRBYFLOAT computes in long double), the score is
-/// set from the field under WATCH. If the new value cannot be a score (an
-/// integer past 2^53), the field keeps it but the object leaves the index,
-/// and the error says so: never a rounded score.
-pub(crate) async fn incr_indexed<M: Model>(
-    db: &Db,
-    key: &str,
-    field: &'static str,
-    command: &str,
-    by: &impl ToRedisArgs,
-) -> Result<Vec<u8>> {
-    let specs: Vec<&IndexSpec> = M::INDEXES.iter().filter(|s| s.field == field).collect();
-    if specs.iter().any(|s| matches!(s.kind, IndexKind::Unique)) {
-        return Err(Error::Encode {
-            key: key.to_string(),
-            field: field.to_string(),
-            reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
+/// Checks a score: finite or infinite, never NaN.
+pub(crate) fn checked_score(name: &str, score: f64) -> Result<f64> {
+    if score.is_nan() {
+        return Err(Error::ScoreOverflow {
+            name: name.to_string(),
+            value: "NaN".to_string(),
+            reason: "a sorted set's score cannot be NaN".to_string(),
         });
     }
-    let mut pipe = redis::pipe();
-    pipe.atomic();
-    pipe.cmd(command).arg(key).arg(field).arg(by);
-    for spec in &specs {
-        match spec.kind {
-            IndexKind::Sorted { .. } => {
-                pipe.cmd("ZINCRBY")
-                    .arg(sorted_key(M::TABLE, field))
-                    .arg(by)
-                    .arg(key);
-            }
-            IndexKind::Recent { cap } => {
-                let list = recent_key(M::TABLE, field);
-                pipe.cmd("LREM").arg(&list).arg(0).arg(key).ignore();
-                pipe.cmd("LPUSH").arg(&list).arg(key).ignore();
-                pipe.cmd("LTRIM")
-                    .arg(&list)
-                    .arg(0)
-                    .arg(i64::from(cap) - 1)
-                    .ignore();
-            }
-            IndexKind::Unique | IndexKind::Tags { .. } => {}
-        }
-    }
-    let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
-    let mut replies = replies.into_iter();
-    let text = number_text(replies.next().unwrap_or(Value::Nil))?;
-    for spec in specs {
-        let IndexKind::Sorted { score } = spec.kind else {
-            continue;
-        };
-        let stored: Option<f64> = replies
-            .next()
-            .and_then(|v| redis::from_redis_value::<f64>(v).ok());
-        match score(&text) {
-            Ok(Some(expected)) if Some(expected) == stored => {}
-            Ok(_) => resync_score::<M>(db, key, spec).await?,
-            Err(reason) => {
-                db.query::<()>(redis::cmd("ZREM").arg(sorted_key(M::TABLE, field)).arg(key))
-                    .await?;
-                return Err(Error::ScoreOverflow {
-                    name: field.to_string(),
-                    value: String::from_utf8_lossy(&text).into_owned(),
-                    reason: format!("{reason}; the field holds it, but `{key}` left the index"),
-                });
-            }
-        }
-    }
-    Ok(text)
+    Ok(score)
 }
 
-/// Sets the score of `key` in the sorted index `spec` from the field's
-/// current value, under WATCH so that a concurrent write cannot be
-/// overwritten by an older value.
-async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<()> {
-    let IndexKind::Sorted { score } = spec.kind else {
-        return Ok(());
-    };
-    let index = sorted_key(M::TABLE, spec.field);
-    let index = &index;
-    watched(db, key, |tx| async move {
-        tx.watch(key).await?;
-        let text: Option<Vec<u8>> = tx
-            .query(redis::cmd("HGET").arg(key).arg(spec.field))
-            .await?;
-        let value = text.as_deref().map(score).transpose();
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        match value {
-            Ok(Some(Some(s))) => {
-                let s = checked_score(spec.field, s)?;
-                pipe.cmd("ZADD").arg(index).arg(score_arg(s)).arg(key)
-            }
-            _ => pipe.cmd("ZREM").arg(index).arg(key),
-        }
-        .ignore();
-        tx.exec::<()>(&pipe).await
-    })
-    .await
+/// A score as a command argument: integers exactly (`152003456`), other
+/// numbers in Rust's shortest round-trip form, which Redis parses back to
+/// the same double (`inf` and `-inf` included).
+pub(crate) fn score_arg(score: f64) -> String {
+    if score.is_infinite() {
+        return if score > 0.0 { "+inf" } else { "-inf" }.to_string();
+    }
+    format!("{score}")
 }
 
 #[cfg(test)]

@@ -1,21 +1,20 @@
-//! Tags (seed 001: books that are ruby and web, ruby but not web, ruby or
-//! web).
+//! Tags: books that are ruby and web, ruby but not web, ruby or web.
 //!
 //! `#[redmodel(tags)] tags: Vec<String>` stores the field as JSON in the
 //! object's hash and keeps one set of object keys per tag value,
-//! `book:_tag:tags:ruby` = {`book:1`, `book:2`} (the seed's
-//! `sadd tag:ruby 1`). A write that changes the field leaves the old tags'
-//! sets and joins the new ones in its own MULTI/EXEC. Queries are the
-//! seed's SINTER / SDIFF / SUNION, and return the objects.
+//! `book:_tag:tags:ruby` = {`book:1`, `book:2`}. A write that changes the field leaves the old tags'
+//! sets and joins the new ones in its own MULTI/EXEC. Queries are
+//! SINTER / SDIFF / SUNION, and return the objects.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::hash::BuildHasher;
 use std::marker::PhantomData;
 
-use super::{key_text, load_judged, parse_member, prune, tag_key, Entry, IndexKind, Stale, Test};
+use super::IndexKind;
 use crate::model::codec::{IntoValue, Scalar};
-use crate::model::key::{decode_segment, glob_escape};
+use crate::model::key::{decode_segment, glob_escape, tag_key};
+use crate::model::live::{key_text, load_judged, parse_member, prune, Entry, Stale, Test};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Error, Result};
@@ -193,8 +192,8 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         self.query(db, Op::Any, tags).await
     }
 
-    /// The objects with every one of these tags (SINTER: the seed's books
-    /// that are ruby and web), in key order.
+    /// The objects with every one of these tags (SINTER: books that are
+    /// ruby and web), in key order.
     pub async fn intersection<I: IntoValue<T::Tag>>(
         &self,
         db: &Db,

@@ -1,9 +1,9 @@
-//! Unique lookup (seed 001: the user knows the name, not the id).
+//! Unique lookup: the user knows the name, not the id.
 //!
 //! `#[redmodel(unique)] name: String` keeps one entry per value, a list
 //! of one element, the holder's key: `user:_unique:name:ken%20thompson` =
-//! \[`user:1`\] (the seed's `set "login:ken thompson:id" 1`, in the model's
-//! reserved namespace). A list rather than the seed's string so that one
+//! \[`user:1`\], in the model's reserved namespace. A list rather than a
+//! string (`SET "login:ken thompson:id" 1`, as written by hand) so that one
 //! `SORT ... BY nosort GET # GET *->field ...` reads the holder and its
 //! fields in a single round trip ([`read_holder`]).
 //! Writes claim the new value and release the old one in the object's own
@@ -13,9 +13,9 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::{holder_command, key_text, parse_member, prune, unique_key, Entry, Stale, Test};
 use crate::model::codec::{Codec, IntoValue, Plain};
-use crate::model::key::{decode_segment, glob_escape};
+use crate::model::key::{decode_segment, glob_escape, unique_key};
+use crate::model::live::{key_text, parse_member, prune, Entry, Stale, Test, PRUNE_BATCH};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef, Storage};
 use crate::{Db, Error, Result};
@@ -89,13 +89,15 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
             .map(|text| unique_key(M::TABLE, self.field, &text)))
     }
 
-    /// The object whose field holds `value` (the seed's
-    /// `uid = r.get("login:%s:id" % name)` followed by reading the user),
-    /// in one round trip, one command: `SORT entry BY nosort LIMIT 0 1
+    /// The object whose field holds `value`, in one round trip, one
+    /// command: `SORT entry BY nosort LIMIT 0 1
     /// GET # GET *->field ...` returns the holder's key and its fields.
     /// The holder must still hold the value; an entry left by an object
     /// that expired or was changed outside the library is pruned (which
     /// costs more round trips, only then).
+    ///
+    /// Seed name: `uid = r.get("login:%s:id" % name)`, then reading the
+    /// user (001).
     pub async fn find(&self, db: &Db, value: impl IntoValue<T>) -> Result<Option<M>> {
         Ok(self
             .find_with_handle(db, value)
@@ -204,8 +206,20 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     }
 }
 
-/// How many entries a full prune checks per transaction.
-pub(crate) const PRUNE_BATCH: usize = 256;
+/// Adds to `pipe` the command that reads the holder named by the unique
+/// entry `entry` (a list of one element): `LINDEX entry 0`, which replies
+/// like a GET (the key, or nil).
+pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
+    pipe.cmd("LINDEX").arg(entry).arg(0);
+}
+
+/// Adds to `pipe` (a MULTI/EXEC) the commands that make the unique entry
+/// `entry` name `holder` alone: DEL (the entry may name a dead holder
+/// being taken over) and RPUSH, both ignored.
+pub(crate) fn claim_commands(pipe: &mut redis::Pipeline, entry: &str, holder: &str) {
+    pipe.cmd("DEL").arg(entry).ignore();
+    pipe.cmd("RPUSH").arg(entry).arg(holder).ignore();
+}
 
 /// Stored field texts, in the order they were asked for.
 type RawValues = Vec<Option<Vec<u8>>>;

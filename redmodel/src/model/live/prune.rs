@@ -120,7 +120,11 @@ async fn check(tx: &Transaction, stale: &[Stale]) -> Result<Option<(redis::Pipel
             }
         };
         if let Entry::Unique(key) = &s.entry {
-            super::holder_command(&mut check, key);
+            // Who the entry names now (a unique entry is a list of one
+            // key: see the key layout in `model::key`). The indexes read
+            // it with the same command, `index::unique::holder_command`,
+            // which this lower layer does not import.
+            check.cmd("LINDEX").arg(key).arg(0);
         }
     }
     let replies: Vec<Value> = tx.query_pipeline(&check).await?;

@@ -28,12 +28,13 @@
 
 use std::collections::BTreeSet;
 
-use redis::{FromRedisValue, Pipeline, Value};
+use redis::{FromRedisValue, Pipeline, ToRedisArgs, Value};
 
-use super::{
-    claim_commands, holder_command, recent_key, sorted_key, tag_key, unique_key, IndexKind,
-    IndexSpec,
-};
+use super::number_text;
+use crate::model::index::unique::{claim_commands, holder_command};
+use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
+use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
+use crate::model::live::key_text;
 use crate::model::Model;
 use crate::optimistic::{watched, Transaction};
 use crate::{Db, Error, Result};
@@ -102,18 +103,6 @@ pub(crate) fn touches_index<M: Model>(names: &[&str]) -> bool {
     M::INDEXES.iter().any(|spec| names.contains(&spec.field))
 }
 
-/// Checks a score: finite or infinite, never NaN.
-pub(crate) fn checked_score(name: &str, score: f64) -> Result<f64> {
-    if score.is_nan() {
-        return Err(Error::ScoreOverflow {
-            name: name.to_string(),
-            value: "NaN".to_string(),
-            reason: "a sorted set's score cannot be NaN".to_string(),
-        });
-    }
-    Ok(score)
-}
-
 fn step<M: Model>(spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
     let field = spec.field;
     let invalid = |reason: String| Error::Encode {
@@ -145,7 +134,7 @@ fn step<M: Model>(spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
             field,
             new: new
                 .value()
-                .map(|text| super::key_text(text).map(str::to_string))
+                .map(|text| key_text(text).map(str::to_string))
                 .transpose()
                 .map_err(invalid)?,
         },
@@ -191,16 +180,6 @@ fn add_blind(pipe: &mut Pipeline, member: &str, steps: &[Step]) {
             Step::Unique { .. } | Step::Tags { .. } => {}
         }
     }
-}
-
-/// A score as a command argument: integers exactly (`152003456`), other
-/// numbers in Rust's shortest round-trip form, which Redis parses back to
-/// the same double (`inf` and `-inf` included).
-pub(crate) fn score_arg(score: f64) -> String {
-    if score.is_infinite() {
-        return if score > 0.0 { "+inf" } else { "-inf" }.to_string();
-    }
-    format!("{score}")
 }
 
 /// Runs `pipe` (an atomic pipeline: the object's own commands) with the
@@ -480,4 +459,109 @@ async fn check_entries<M: Model>(
         }
     }
     Ok(())
+}
+
+/// [`ObjectRef::incr`] of a field with a sorted or recent index:
+/// `HINCRBY` (or `HINCRBYFLOAT`) and `ZINCRBY` by the same amount, and the
+/// recent list's push, in one MULTI/EXEC. Returns the field's new text.
+///
+/// If the two results disagree (the score was missing, or float
+/// arithmetic differs: HINCRBYFLOAT computes in long double), the score is
+/// set from the field under WATCH. If the new value cannot be a score (an
+/// integer past 2^53), the field keeps it but the object leaves the index,
+/// and the error says so: never a rounded score.
+pub(crate) async fn incr_indexed<M: Model>(
+    db: &Db,
+    key: &str,
+    field: &'static str,
+    command: &str,
+    by: &impl ToRedisArgs,
+) -> Result<Vec<u8>> {
+    let specs: Vec<&IndexSpec> = M::INDEXES.iter().filter(|s| s.field == field).collect();
+    if specs.iter().any(|s| matches!(s.kind, IndexKind::Unique)) {
+        return Err(Error::Encode {
+            key: key.to_string(),
+            field: field.to_string(),
+            reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
+        });
+    }
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    pipe.cmd(command).arg(key).arg(field).arg(by);
+    for spec in &specs {
+        match spec.kind {
+            IndexKind::Sorted { .. } => {
+                pipe.cmd("ZINCRBY")
+                    .arg(sorted_key(M::TABLE, field))
+                    .arg(by)
+                    .arg(key);
+            }
+            IndexKind::Recent { cap } => {
+                let list = recent_key(M::TABLE, field);
+                pipe.cmd("LREM").arg(&list).arg(0).arg(key).ignore();
+                pipe.cmd("LPUSH").arg(&list).arg(key).ignore();
+                pipe.cmd("LTRIM")
+                    .arg(&list)
+                    .arg(0)
+                    .arg(i64::from(cap) - 1)
+                    .ignore();
+            }
+            IndexKind::Unique | IndexKind::Tags { .. } => {}
+        }
+    }
+    let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
+    let mut replies = replies.into_iter();
+    let text = number_text(replies.next().unwrap_or(Value::Nil))?;
+    for spec in specs {
+        let IndexKind::Sorted { score } = spec.kind else {
+            continue;
+        };
+        let stored: Option<f64> = replies
+            .next()
+            .and_then(|v| redis::from_redis_value::<f64>(v).ok());
+        match score(&text) {
+            Ok(Some(expected)) if Some(expected) == stored => {}
+            Ok(_) => resync_score::<M>(db, key, spec).await?,
+            Err(reason) => {
+                db.query::<()>(redis::cmd("ZREM").arg(sorted_key(M::TABLE, field)).arg(key))
+                    .await?;
+                return Err(Error::ScoreOverflow {
+                    name: field.to_string(),
+                    value: String::from_utf8_lossy(&text).into_owned(),
+                    reason: format!("{reason}; the field holds it, but `{key}` left the index"),
+                });
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// Sets the score of `key` in the sorted index `spec` from the field's
+/// current value, under WATCH so that a concurrent write cannot be
+/// overwritten by an older value.
+async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<()> {
+    let IndexKind::Sorted { score } = spec.kind else {
+        return Ok(());
+    };
+    let index = sorted_key(M::TABLE, spec.field);
+    let index = &index;
+    watched(db, key, |tx| async move {
+        tx.watch(key).await?;
+        let text: Option<Vec<u8>> = tx
+            .query(redis::cmd("HGET").arg(key).arg(spec.field))
+            .await?;
+        let value = text.as_deref().map(score).transpose();
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        match value {
+            Ok(Some(Some(s))) => {
+                let s = checked_score(spec.field, s)?;
+                pipe.cmd("ZADD").arg(index).arg(score_arg(s)).arg(key)
+            }
+            _ => pipe.cmd("ZREM").arg(index).arg(key),
+        }
+        .ignore();
+        tx.exec::<()>(&pipe).await
+    })
+    .await
 }

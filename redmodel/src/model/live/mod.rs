@@ -1,0 +1,124 @@
+//! Reading through an index or a list never shows a dead entry: the
+//! objects an entry names are loaded (or checked to exist), those that are
+//! gone or no longer hold the indexed value are left out, and their
+//! entries are pruned ([`prune`]). Shared by the indexes and the relation
+//! lists.
+
+mod prune;
+
+pub(crate) use prune::{prune, Entry, Stale, Test};
+
+use super::codec::shown;
+use super::object::ObjectRef;
+use super::Model;
+use crate::{Db, Error, Result};
+
+/// How many entries a full prune checks per transaction.
+pub(crate) const PRUNE_BATCH: usize = 256;
+
+/// Loads the objects at `refs` in one pipelined batch, keeping those that
+/// `judge` accepts, in order.
+///
+/// `judge` sees each handle with its stored field texts (`None` if the
+/// object is gone) and returns whether to keep it, pushing the entries
+/// that the read shows dead onto `stale`, for the caller to [`prune`]
+/// once its read is over (pruning in the middle of a walk by rank would
+/// shift the ranks still to read).
+pub(crate) async fn load_judged<M: Model>(
+    db: &Db,
+    refs: Vec<ObjectRef<M>>,
+    stale: &mut Vec<Stale>,
+    mut judge: impl FnMut(&ObjectRef<M>, Option<&[Option<Vec<u8>>]>, &mut Vec<Stale>) -> bool,
+) -> Result<Vec<(ObjectRef<M>, M)>> {
+    let raw = ObjectRef::read_many_raw(db, &refs).await?;
+    let mut out = Vec::with_capacity(refs.len());
+    for (r, values) in refs.into_iter().zip(raw) {
+        if judge(&r, values.as_deref(), stale) {
+            if let Some(values) = values {
+                let object = r.decode(values)?;
+                out.push((r, object));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// [`load_judged`] where the only test is that the object exists: the
+/// entries of gone objects are `entry(key)`; they are pruned before the
+/// objects are returned.
+pub(crate) async fn load_live<M: Model>(
+    db: &Db,
+    refs: Vec<ObjectRef<M>>,
+    entry: impl Fn(&str) -> Entry,
+) -> Result<Vec<(ObjectRef<M>, M)>> {
+    let mut stale = Vec::new();
+    let out = load_judged(db, refs, &mut stale, |r, values, stale| {
+        if values.is_none() {
+            stale.push(Stale {
+                object: r.key().to_string(),
+                test: Test::Gone,
+                entry: entry(r.key()),
+            });
+        }
+        values.is_some()
+    })
+    .await?;
+    prune(db, stale).await?;
+    Ok(out)
+}
+
+/// Which of `keys` exist, in one pipelined round trip of EXISTS.
+pub(crate) async fn existing(db: &Db, keys: &[String]) -> Result<Vec<bool>> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for key in keys {
+        pipe.cmd("EXISTS").arg(key);
+    }
+    db.query_pipeline(&pipe).await
+}
+
+/// Prunes the entries (`entry(key)`) of the gone objects among `keys`,
+/// in batches; returns how many were removed.
+pub(crate) async fn prune_gone(
+    db: &Db,
+    keys: &[String],
+    entry: impl Fn(&str) -> Entry,
+) -> Result<u64> {
+    let mut removed = 0;
+    for batch in keys.chunks(PRUNE_BATCH) {
+        let live = existing(db, batch).await?;
+        let stale = batch
+            .iter()
+            .zip(live)
+            .filter(|(_, live)| !live)
+            .map(|(key, _)| Stale {
+                object: key.clone(),
+                test: Test::Gone,
+                entry: entry(key),
+            })
+            .collect();
+        removed += prune(db, stale).await?;
+    }
+    Ok(removed)
+}
+
+/// Parses a key found in an index as a key of `M`; the error names the
+/// index.
+pub(crate) fn parse_member<M: Model>(member: &str, index: &str) -> Result<ObjectRef<M>> {
+    ObjectRef::parse(member).map_err(|err| match err {
+        Error::InvalidKey { key, model, reason } => Error::InvalidKey {
+            key,
+            model,
+            reason: format!("{reason} (found in the index `{index}`)"),
+        },
+        other => other,
+    })
+}
+
+/// Stored field text as UTF-8, for a key segment; the error says why not.
+pub(crate) fn key_text(raw: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(raw)
+        .map_err(|_| format!("{} is not UTF-8 text, which an index key needs", shown(raw)))
+}

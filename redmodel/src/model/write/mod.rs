@@ -1,0 +1,291 @@
+//! An object's write path: every operation that changes an object's
+//! fields or deletes it (methods of [`ObjectRef`], defined here), and the
+//! index entries that change with it, in the same MULTI/EXEC ([`index`]).
+
+mod index;
+
+pub(crate) use index::add_delete_entries;
+use index::{touches_index, Changes};
+
+use redis::{Pipeline, Value};
+
+use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
+use super::field::{Assign, Field};
+use super::object::{ObjectRef, COUNT_FIELD};
+use super::reply::{at_key, incr_error};
+use super::sync::SyncEvent;
+use super::{Model, SingleValue, Storage};
+use crate::{Db, Error, Result};
+
+/// An object's fields as written by a full write.
+struct Encoded {
+    /// Fields to set, with their text.
+    set: Vec<(&'static str, Vec<u8>)>,
+    /// `None` fields, to remove.
+    removed: Vec<&'static str>,
+}
+
+impl<M: Model> ObjectRef<M> {
+    /// Sets one field (HSET); setting an `Option` field to `None` removes
+    /// it (HDEL). Keeps the key's TTL, as HSET does.
+    ///
+    /// Seed name: `update(key, value)`.
+    pub async fn set<T, C: Codec<T>>(
+        &self,
+        db: &Db,
+        field: Field<M, T, C>,
+        value: impl IntoValue<T>,
+    ) -> Result<()> {
+        let encoded = field.encode(self.key(), &value.into_value())?;
+        if touches_index::<M>(&[field.name()]) {
+            let set: Vec<(&str, Vec<u8>)> =
+                encoded.iter().map(|t| (field.name(), t.clone())).collect();
+            let removed: Vec<&str> = if encoded.is_none() {
+                vec![field.name()]
+            } else {
+                Vec::new()
+            };
+            let pipe = self.write_pipeline(&set, &removed);
+            let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
+            return index::run::<M, ()>(db, self.key(), &pipe, &changes)
+                .await
+                .map_err(at_key(self.key(), "hash"));
+        }
+        let cmd = match encoded {
+            Some(text) => redis::cmd("HSET")
+                .arg(self.key())
+                .arg(field.name())
+                .arg(text)
+                .clone(),
+            None => redis::cmd("HDEL").arg(self.key()).arg(field.name()).clone(),
+        };
+        db.query::<()>(&cmd)
+            .await
+            .map_err(at_key(self.key(), "hash"))
+    }
+
+    /// Sets several fields at once, atomically:
+    /// `set_many(&db, [Student::MATH.to(95), Student::ENGLISH.to(90)])`.
+    ///
+    /// Seed name: `update_multi`.
+    pub async fn set_many(
+        &self,
+        db: &Db,
+        fields: impl IntoIterator<Item = Assign<M>>,
+    ) -> Result<()> {
+        let mut set = Vec::new();
+        let mut removed = Vec::new();
+        for assign in fields {
+            match assign.value {
+                Ok(Some(text)) => set.push((assign.name, text)),
+                Ok(None) => removed.push(assign.name),
+                Err(reason) => {
+                    return Err(Error::Encode {
+                        key: self.key().to_string(),
+                        field: assign.name.to_string(),
+                        reason,
+                    })
+                }
+            }
+        }
+        let pipe = self.write_pipeline(&set, &removed);
+        if pipe.is_empty() {
+            return Ok(());
+        }
+        let changes = Changes::Fields(changed_fields(&set, &removed));
+        index::run::<M, ()>(db, self.key(), &pipe, &changes)
+            .await
+            .map_err(at_key(self.key(), "hash"))
+    }
+
+    /// An atomic pipeline that removes `removed` and sets `set`.
+    fn write_pipeline(&self, set: &[(&str, Vec<u8>)], removed: &[&str]) -> Pipeline {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        if !removed.is_empty() {
+            pipe.cmd("HDEL").arg(self.key()).arg(removed).ignore();
+        }
+        if !set.is_empty() {
+            pipe.cmd("HSET").arg(self.key()).arg(set).ignore();
+        }
+        pipe
+    }
+
+    /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for
+    /// floats) and returns its new value. An absent field counts from 0.
+    /// Only fields of a numeric type have handles this accepts: it does
+    /// not compile for a `String` field.
+    ///
+    /// If the stored field is not a number Redis can increment, or the new
+    /// value does not fit the field's type (`255 + 1` in a `u8`, which
+    /// Redis has then stored), the error is an [`Error::Decode`] naming the
+    /// key and field. A result Redis itself refuses (an `i64` overflow, an
+    /// infinite float) is [`Error::Server`], and nothing is written.
+    ///
+    /// Seed name: `incr(key, delta)`.
+    pub async fn incr<T: Incr>(
+        &self,
+        db: &Db,
+        field: Field<M, T, Plain>,
+        by: T::By,
+    ) -> Result<T::Output> {
+        let text = if touches_index::<M>(&[field.name()]) {
+            index::incr_indexed::<M>(db, self.key(), field.name(), T::COMMAND, &by)
+                .await
+                .map_err(incr_error(self.key(), field.name()))?
+        } else {
+            let reply: Value = db
+                .query(
+                    redis::cmd(T::COMMAND)
+                        .arg(self.key())
+                        .arg(field.name())
+                        .arg(by),
+                )
+                .await
+                .map_err(incr_error(self.key(), field.name()))?;
+            number_text(reply)?
+        };
+        T::Output::from_text(&text).map_err(|reason| Error::Decode {
+            key: self.key().to_string(),
+            field: field.name().to_string(),
+            reason,
+        })
+    }
+
+    /// Splits the encoded fields of `value` into those to set and those
+    /// to remove (its `None` fields).
+    fn encoded(&self, value: &M) -> Result<Encoded> {
+        let mut out = Encoded {
+            set: Vec::with_capacity(M::FIELDS.len()),
+            removed: Vec::new(),
+        };
+        for (name, text) in M::FIELDS.iter().zip(value.encode_fields(self.key())?) {
+            match text {
+                Some(text) => out.set.push((*name, text)),
+                None => out.removed.push(*name),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Full write of `value` at this key, in one MULTI/EXEC: its `None` fields are removed, the others set, and the
+    /// hash field `_count` is incremented; when `_count` reaches a multiple
+    /// of the model's `sync_every`, the sync hooks registered with
+    /// [`Db::on_sync`] are called with the key and the count.
+    ///
+    /// Undeclared fields of the hash are left alone, and so is the key's
+    /// TTL (HSET keeps it). `value`'s own pk is not consulted: this
+    /// handle's key is used. A single-value model is written with SET
+    /// (which clears a TTL, as SET does), without a count or a hook.
+    ///
+    /// Seed name: `insert`.
+    pub async fn insert(&self, db: &Db, value: &M) -> Result<()> {
+        if M::STORAGE == Storage::Single {
+            return self.set_single(db, value).await;
+        }
+        let fields = self.encoded(value)?;
+        let mut pipe = self.write_pipeline(&fields.set, &fields.removed);
+        pipe.cmd("HINCRBY").arg(self.key()).arg(COUNT_FIELD).arg(1);
+        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
+        let (count,): (i64,) = index::run::<M, _>(db, self.key(), &pipe, &changes)
+            .await
+            .map_err(at_key(self.key(), "hash"))?;
+        let count = u64::try_from(count).unwrap_or(0);
+        if count > 0 && count % M::SYNC_EVERY.max(1) == 0 {
+            db.run_sync_hooks(&SyncEvent {
+                table: M::TABLE,
+                key: self.key().to_string(),
+                count,
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes `value`'s fields like [`insert`](Self::insert), without
+    /// counting the write or calling the sync hooks.
+    ///
+    /// Seed name: `insert_without_sync`.
+    pub async fn insert_without_sync(&self, db: &Db, value: &M) -> Result<()> {
+        if M::STORAGE == Storage::Single {
+            return self.set_single(db, value).await;
+        }
+        let fields = self.encoded(value)?;
+        let pipe = self.write_pipeline(&fields.set, &fields.removed);
+        if pipe.is_empty() {
+            return Ok(());
+        }
+        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
+        index::run::<M, ()>(db, self.key(), &pipe, &changes)
+            .await
+            .map_err(at_key(self.key(), "hash"))
+    }
+
+    async fn set_single(&self, db: &Db, value: &M) -> Result<()> {
+        let text = value
+            .encode_fields(self.key())?
+            .into_iter()
+            .next()
+            .flatten();
+        let cmd = match text {
+            Some(text) => redis::cmd("SET").arg(self.key()).arg(text).clone(),
+            None => redis::cmd("DEL").arg(self.key()).clone(),
+        };
+        db.query::<()>(&cmd).await
+    }
+
+    /// Deletes the object (DEL; not its sub-objects or relations), and its
+    /// entries in the model's indexes, in one MULTI/EXEC. Whether it
+    /// existed.
+    ///
+    /// Seed name: `delete`.
+    pub async fn delete(&self, db: &Db) -> Result<bool> {
+        if M::INDEXES.is_empty() {
+            return db.query(redis::cmd("DEL").arg(self.key())).await;
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("DEL").arg(self.key());
+        let (existed,): (bool,) = index::run::<M, _>(db, self.key(), &pipe, &Changes::Delete)
+            .await
+            .map_err(at_key(self.key(), "hash"))?;
+        Ok(existed)
+    }
+}
+
+/// The stored fields a write sets or removes, with their new text.
+fn changed_fields<'a>(
+    set: &'a [(&'static str, Vec<u8>)],
+    removed: &[&'static str],
+) -> Vec<(&'static str, Option<&'a [u8]>)> {
+    set.iter()
+        .map(|(name, text)| (*name, Some(text.as_slice())))
+        .chain(removed.iter().map(|name| (*name, None)))
+        .collect()
+}
+
+/// The text of a HINCRBY (integer) or HINCRBYFLOAT (bulk string) reply.
+fn number_text(reply: Value) -> Result<Vec<u8>> {
+    Ok(match reply {
+        Value::Int(n) => n.to_string().into_bytes(),
+        other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
+    })
+}
+
+impl<M: SingleValue> ObjectRef<M> {
+    /// Sets the value of a single-value sub-object (SET, which clears a
+    /// TTL). `None` deletes the key.
+    ///
+    /// Seed name: `update_one`.
+    pub async fn set_value(&self, db: &Db, value: impl IntoValue<M::Value>) -> Result<()> {
+        let field = M::FIELDS.first().copied().unwrap_or("value");
+        let text = M::Codec::encode(&value.into_value()).map_err(|reason| Error::Encode {
+            key: self.key().to_string(),
+            field: field.to_string(),
+            reason,
+        })?;
+        let cmd = match text {
+            Some(text) => redis::cmd("SET").arg(self.key()).arg(text).clone(),
+            None => redis::cmd("DEL").arg(self.key()).clone(),
+        };
+        db.query::<()>(&cmd).await
+    }
+}

@@ -241,6 +241,22 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
     write: &Pipeline,
     steps: &[Step],
 ) -> Result<Option<T>> {
+    // Round 3: the write and every index command, in one MULTI/EXEC.
+    let mut txn = write.clone();
+    add_watched_steps::<M>(tx, key, steps, &mut txn).await?;
+    tx.exec(&txn).await
+}
+
+/// Rounds 1 and 2 of a watched write (read the old values and the unique
+/// entries' holders under WATCH, refuse a value another live object
+/// holds), then the unique and tag commands those reads call for, added
+/// to `txn`.
+async fn add_watched_steps<M: Model>(
+    tx: &Transaction,
+    key: &str,
+    steps: &[Step],
+    txn: &mut Pipeline,
+) -> Result<()> {
     let fields = old_fields(steps);
     let mut uniques: Vec<UniqueState> = steps
         .iter()
@@ -268,11 +284,8 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
         }
     }
     check_entries::<M>(tx, key, &mut uniques).await?;
-
-    // Round 3: the write and every index command, in one MULTI/EXEC.
-    let mut txn = write.clone();
-    add_watched::<M>(&mut txn, key, steps, &uniques, &old_of);
-    tx.exec(&txn).await
+    add_watched::<M>(txn, key, steps, &uniques, &old_of);
+    Ok(())
 }
 
 /// Adds the unique and tag commands of a watched write to `txn`, from the
@@ -337,32 +350,8 @@ pub(crate) async fn add_delete_entries<M: Model>(
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         return Ok(());
     }
-    let fields = old_fields(&steps);
-    let mut uniques: Vec<UniqueState> = steps
-        .iter()
-        .filter_map(|s| match s {
-            Step::Unique { field, .. } => Some(UniqueState {
-                field,
-                new: None,
-                new_entry: None,
-                old_entry: None,
-            }),
-            _ => None,
-        })
-        .collect();
-    let old = read_old(tx, key, &fields, &mut uniques).await?;
-    let old_of = |field: &str| -> Option<&[u8]> {
-        let i = fields.iter().position(|f| *f == field)?;
-        old.get(i)?.as_deref()
-    };
-    for u in uniques.iter_mut() {
-        if let Some(text) = old_of(u.field).and_then(|t| std::str::from_utf8(t).ok()) {
-            u.old_entry = Some((unique_key(M::TABLE, u.field, text), false));
-        }
-    }
-    check_entries::<M>(tx, key, &mut uniques).await?;
-    add_watched::<M>(txn, key, &steps, &uniques, &old_of);
-    Ok(())
+    // A delete is a write whose unique steps claim nothing.
+    add_watched_steps::<M>(tx, key, &steps, txn).await
 }
 
 /// Round 1: WATCH the object and the unique entries to claim; read the

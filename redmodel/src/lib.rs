@@ -60,6 +60,7 @@ mod error;
 mod lock;
 pub mod model;
 mod optimistic;
+mod sync_hook;
 
 pub use db::{Db, DedicatedConnection};
 pub use error::{Error, Result};

@@ -23,7 +23,7 @@ use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 
 use crate::error::Result;
 use crate::memory::Engine;
-use crate::model::SyncEvent;
+use crate::sync_hook::{SyncEvent, SyncHooks};
 
 use backend::Backend;
 use counters::Counters;
@@ -59,7 +59,7 @@ pub struct Db {
 /// State shared by a `Db` and its clones.
 struct Shared {
     backend: Box<dyn Backend>,
-    sync_hooks: crate::model::SyncHooks,
+    sync_hooks: SyncHooks,
     /// Requests of the Db, its clones and every connection they lent.
     counters: Arc<Counters>,
 }

@@ -102,7 +102,7 @@
 //!
 //! 0. `codec` (field values as stored text), [`key`] (the key layout, pk
 //!    segments), `reply` (server errors and replies, named by key),
-//!    `scan` (SCAN), `sync` (the sync hook): none
+//!    `scan` (SCAN): none
 //! 1. `field` (typed field handles): codec
 //! 2. `object` ([`ObjectRef`] and its reads): codec, field, key, reply,
 //!    scan
@@ -114,10 +114,14 @@
 //!    expiry, key, live, member, object, reply
 //! 5. `write` (an object's write path: `set`, `set_many`, `incr`,
 //!    `insert`, `set_value`, `delete`, and the index entries each write
-//!    changes): codec, field, index, key, live, object, reply, sync;
+//!    changes): codec, field, index, key, live, object, reply;
 //!    [`composite`]: index; [`migrate`]: index, key, object, scan
 //! 6. [`cascade`] (deleting an admin and every reference to it): key,
 //!    object, scan, write
+//!
+//! Outside `model`, the sync hooks (`crate::sync_hook`) sit below both
+//! `db` and `model`, and the retry loop (`crate::optimistic`) below
+//! `model`: `model` imports `db`, never the reverse.
 //!
 //! The methods of [`ObjectRef`] are defined in the module of their
 //! concern (reads in `object`, writes in `write`, `expire` in `expiry`,
@@ -137,12 +141,12 @@ mod object;
 mod relation;
 mod reply;
 mod scan;
-mod sync;
 mod write;
 
 use std::fmt::Debug;
 use std::future::Future;
 
+pub use crate::sync_hook::SyncEvent;
 pub use codec::{Codec, FieldError, FieldValue, Incr, IntoValue, Json, Plain, Scalar};
 pub use composite::{Composite, Dim};
 pub use expiry::Ttl;
@@ -154,8 +158,6 @@ pub use key::KeyPart;
 pub use member::AsMember;
 pub use object::{IntoPk, ObjectRef, Ref};
 pub use relation::{InverseOf, MemberList, NoInverse, Relation, RelationRef};
-pub use sync::SyncEvent;
-pub(crate) use sync::SyncHooks;
 
 use crate::{Db, Result};
 

@@ -13,8 +13,8 @@ use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
-use super::sync::SyncEvent;
 use super::{Model, SingleValue, Storage};
+use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
 
 /// An object's fields as written by a full write.

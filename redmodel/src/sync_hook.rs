@@ -1,7 +1,10 @@
 //! The sync hook: write-behind copying of hot Redis
 //! objects to a persistent store.
 //!
-//! Every full write of an object ([`ObjectRef::insert`](super::ObjectRef::insert))
+//! Below both `db` (which holds the hooks) and `model` (whose writes call
+//! them), so that neither imports the other for it.
+//!
+//! Every full write of an object ([`ObjectRef::insert`](crate::model::ObjectRef::insert))
 //! increments its `_count` field; when the count reaches a multiple of the
 //! model's `sync_every` (10 unless declared), every hook registered with
 //! [`Db::on_sync`](crate::Db::on_sync) is called with a [`SyncEvent`].

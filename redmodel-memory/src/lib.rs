@@ -27,6 +27,7 @@
 mod args;
 mod clock;
 mod command;
+mod config;
 mod connection;
 mod error;
 mod expire_cycle;
@@ -83,9 +84,11 @@ impl Engine {
 
     /// An empty engine reading time from `clock` (see [`ManualClock`]).
     pub fn with_clock(clock: impl Clock) -> Self {
+        let mut store = Store::default();
+        store.started_ms = clock.now_ms();
         let engine = Engine {
             shared: Arc::new(Shared {
-                store: Mutex::new(Store::default()),
+                store: Mutex::new(store),
                 clock: Arc::new(clock),
             }),
         };

@@ -242,6 +242,13 @@ fn parse_value(param: &Param, value: &[u8]) -> Result<String, String> {
                 Err("argument must be 'yes' or 'no'".into())
             }
         }
+        // `hz` is clamped to 1..=500 rather than refused (Redis's CONFIG_MIN_HZ
+        // and CONFIG_MAX_HZ).
+        Kind::Number(n) if param.name == "hz" => {
+            let shown = parse_number(&n, value)?;
+            let hz: i64 = shown.parse().unwrap_or(1);
+            Ok(hz.clamp(1, 500).to_string())
+        }
         Kind::Number(n) => parse_number(&n, value),
         Kind::Enum(choices) => {
             // A multi-word parameter takes several of its choices at once.
@@ -271,6 +278,7 @@ fn parse_value(param: &Param, value: &[u8]) -> Result<String, String> {
         Kind::Special => match param.name {
             "save" => parse_save(value),
             "notify-keyspace-events" => parse_notify_flags(value),
+            "oom-score-adj-values" => parse_oom_values(value),
             _ => Ok(text.into_owned()),
         },
     }
@@ -389,6 +397,27 @@ fn parse_save(value: &[u8]) -> Result<String, String> {
             return Err(invalid());
         }
         shown.push(n.to_string());
+    }
+    Ok(shown.join(" "))
+}
+
+/// `oom-score-adj-values`: three integers in -2000..=2000.
+fn parse_oom_values(value: &[u8]) -> Result<String, String> {
+    let words: Vec<&[u8]> = value.split(|&b| b == b' ').collect();
+    if words.len() != 3 {
+        return Err("wrong number of arguments".into());
+    }
+    let mut shown = Vec::with_capacity(3);
+    for word in words {
+        match strtoll(word) {
+            Some(n) if (-2000..=2000).contains(&n) => shown.push(n.to_string()),
+            _ => {
+                return Err(
+                    "Invalid oom-score-adj-values, elements must be between -2000 and 2000."
+                        .into(),
+                )
+            }
+        }
     }
     Ok(shown.join(" "))
 }

@@ -15,11 +15,11 @@
 //! `appendonly no`), 16 databases. A subcommand we do not implement gets
 //! Redis's own "unknown subcommand" error.
 
+use super::databases::db_index;
 use super::{arity_error, CmdResult, Ctx, Spec};
-use crate::args::{int_arg, is};
+use crate::args::is;
 use crate::error::CmdError;
 use crate::reply;
-use crate::store::DATABASES;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -82,14 +82,8 @@ fn echo(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn select(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let index = int_arg(args[1])?;
-    match usize::try_from(index) {
-        Ok(i) if i < DATABASES => {
-            ctx.db = i;
-            Ok(reply::ok())
-        }
-        _ => Err(CmdError::err("DB index is out of range")),
-    }
+    ctx.db = db_index(args[1])?;
+    Ok(reply::ok())
 }
 
 fn dbsize(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {

@@ -28,15 +28,23 @@ pub(super) const COMMANDS: &[Spec] = &[
 ];
 
 /// Redis's `getIntFromObjectOrReply`: an integer that fits C's `int`.
-fn int32_arg(arg: &[u8], error: CmdError) -> Result<i64, CmdError> {
-    parse_i64(arg)
-        .filter(|n| i32::try_from(*n).is_ok())
-        .ok_or(error)
+/// `msg` replaces both of Redis's default errors (not an integer; out of
+/// the `int` range).
+fn int32_arg(arg: &[u8], msg: Option<&'static str>) -> Result<i64, CmdError> {
+    let Some(n) = parse_i64(arg) else {
+        return Err(msg.map_or(CmdError::NotInteger, CmdError::err));
+    };
+    if i32::try_from(n).is_err() {
+        return Err(CmdError::err(msg.unwrap_or(
+            "value is out of range, value must between -2147483648 and 2147483647",
+        )));
+    }
+    Ok(n)
 }
 
 /// A database number argument: an `int`, then an existing database.
-pub(crate) fn db_index(arg: &[u8], not_int: CmdError) -> Result<usize, CmdError> {
-    let n = int32_arg(arg, not_int)?;
+pub(crate) fn db_index(arg: &[u8]) -> Result<usize, CmdError> {
+    let n = int32_arg(arg, None)?;
     usize::try_from(n)
         .ok()
         .filter(|&i| i < DATABASES)
@@ -71,7 +79,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if is(opt, "replace") {
             replace = true;
         } else if is(opt, "db") && i + 1 < args.len() {
-            dst_db = db_index(args[i + 1], CmdError::NotInteger)?;
+            dst_db = db_index(args[i + 1])?;
             i += 1;
         } else {
             return Err(CmdError::Syntax);
@@ -102,7 +110,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// see the key modified.
 fn move_key(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (src_db, now) = (ctx.db, ctx.now);
-    let dst_db = db_index(args[2], CmdError::NotInteger)?;
+    let dst_db = db_index(args[2])?;
     if src_db == dst_db {
         return Err(same_object());
     }
@@ -123,8 +131,8 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// keys stay with their database number (Redis 7.0 touches the watched
 /// keys that exist on either side).
 fn swapdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let first = int32_arg(args[1], CmdError::err("invalid first DB index"))?;
-    let second = int32_arg(args[2], CmdError::err("invalid second DB index"))?;
+    let first = int32_arg(args[1], Some("invalid first DB index"))?;
+    let second = int32_arg(args[2], Some("invalid second DB index"))?;
     let index = |n: i64| usize::try_from(n).ok().filter(|&i| i < DATABASES);
     let (Some(a), Some(b)) = (index(first), index(second)) else {
         return Err(CmdError::err("DB index is out of range"));
@@ -160,7 +168,10 @@ mod tests {
         assert_eq!(run(&mut c, "COPY a b DB 16"), range);
         assert_eq!(run(&mut c, "COPY a b DB -1"), range);
         assert_eq!(run(&mut c, "COPY a b DB x"), err(NOT_INT));
-        assert_eq!(run(&mut c, "COPY a b DB 4294967296"), err(NOT_INT));
+        assert_eq!(
+            run(&mut c, "COPY a b DB 4294967296"),
+            err("ERR value is out of range, value must between -2147483648 and 2147483647")
+        );
         assert_eq!(run(&mut c, "COPY a b DB"), err(SYNTAX));
         assert_eq!(run(&mut c, "COPY a b foo"), err(SYNTAX));
         assert_eq!(run(&mut c, "COPY a c DB 1 DB 2"), int(1));

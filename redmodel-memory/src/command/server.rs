@@ -188,21 +188,25 @@ fn function_flush(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]: options checked as
 /// Redis does, then the (always empty) list of libraries.
 fn function_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let (mut with_code, mut library_name) = (false, false);
     let mut i = 2;
     while let Some(&opt) = args.get(i) {
-        if is(opt, "withcode") {
-            i += 1;
-        } else if is(opt, "libraryname") {
-            if args.get(i + 1).is_none() {
+        // Each option once: a repeated one is an unknown argument.
+        if !with_code && is(opt, "withcode") {
+            with_code = true;
+        } else if !library_name && is(opt, "libraryname") {
+            if i + 1 >= args.len() {
                 return Err(CmdError::err("library name argument was not given"));
             }
-            i += 2;
+            library_name = true;
+            i += 1;
         } else {
             return Err(CmdError::err(format!(
                 "Unknown argument {}",
                 String::from_utf8_lossy(opt)
             )));
         }
+        i += 1;
     }
     Ok(reply::array(Vec::new()))
 }

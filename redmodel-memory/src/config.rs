@@ -179,7 +179,7 @@ impl Config {
     /// CONFIG SET name value [name value ...]: all or nothing, checked in
     /// Redis's order (every name first, then every value).
     pub(crate) fn set(&mut self, pairs: &[&[u8]]) -> Result<(), CmdError> {
-        if pairs.len() % 2 != 0 {
+        if !pairs.len().is_multiple_of(2) {
             return Err(CmdError::Syntax);
         }
         let failed = |name: &[u8], why: &str| {
@@ -217,8 +217,8 @@ impl Config {
         let mut parsed = Vec::with_capacity(chosen.len());
         for (&i, pair) in chosen.iter().zip(pairs.chunks_exact(2)) {
             let param = &PARAMS[i];
-            let value = parse_value(param, pair[1])
-                .map_err(|why| failed(param.name.as_bytes(), &why))?;
+            let value =
+                parse_value(param, pair[1]).map_err(|why| failed(param.name.as_bytes(), &why))?;
             parsed.push((i, value));
         }
         for (i, value) in parsed {
@@ -387,7 +387,7 @@ fn parse_save(value: &[u8]) -> Result<String, String> {
         return Ok(String::new());
     }
     let words: Vec<&[u8]> = value.split(|&b| b == b' ').collect();
-    if words.len() % 2 != 0 {
+    if !words.len().is_multiple_of(2) {
         return Err(invalid());
     }
     let mut shown = Vec::with_capacity(words.len());
@@ -413,8 +413,7 @@ fn parse_oom_values(value: &[u8]) -> Result<String, String> {
             Some(n) if (-2000..=2000).contains(&n) => shown.push(n.to_string()),
             _ => {
                 return Err(
-                    "Invalid oom-score-adj-values, elements must be between -2000 and 2000."
-                        .into(),
+                    "Invalid oom-score-adj-values, elements must be between -2000 and 2000.".into(),
                 )
             }
         }

@@ -163,6 +163,12 @@ impl Keyspace {
         &self.limits
     }
 
+    /// The entry stored at `key`, even if its time has passed (MEMORY
+    /// USAGE looks at the dictionary directly).
+    pub(crate) fn stored(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
     /// The encoding thresholds now in force (CONFIG SET changes them).
     pub(crate) fn set_limits(&mut self, limits: Limits) {
         self.limits = limits;
@@ -500,18 +506,18 @@ impl Keyspace {
         if self.watched.is_empty() {
             return;
         }
-        let state = |ks: &Keyspace, key: &[u8]| {
-            ks.entries.get(key).map(|e| Self::is_expired(e, now))
-        };
+        let state =
+            |ks: &Keyspace, key: &[u8]| ks.entries.get(key).map(|e| Self::is_expired(e, now));
         let touched: Vec<Key> = self
             .watched
             .keys()
             .filter(|key| {
-                match (state(self, key), state(replaced_with, key)) {
-                    (None, None) => false,
-                    (Some(true), None | Some(true)) | (None, Some(true)) => false,
-                    _ => true,
-                }
+                // Absent on both sides, or stale here and absent or
+                // stale there, or absent here and stale there: no change.
+                !matches!(
+                    (state(self, key), state(replaced_with, key)),
+                    (None, None) | (Some(true), None | Some(true)) | (None, Some(true))
+                )
             })
             .cloned()
             .collect();

@@ -84,8 +84,10 @@ impl Engine {
 
     /// An empty engine reading time from `clock` (see [`ManualClock`]).
     pub fn with_clock(clock: impl Clock) -> Self {
-        let mut store = Store::default();
-        store.started_ms = clock.now_ms();
+        let store = Store {
+            started_ms: clock.now_ms(),
+            ..Store::default()
+        };
         let engine = Engine {
             shared: Arc::new(Shared {
                 store: Mutex::new(store),

@@ -397,12 +397,15 @@ impl Client {
         peer.multi = self
             .session
             .in_transaction()
-            .then(|| self.queued_nil_arrays.len());
+            .then_some(self.queued_nil_arrays.len());
         let mut cmd = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
         // Container commands are shown with their subcommand, as in Redis.
-        const CONTAINERS: &[&str] = &["client", "config", "object", "function", "command"];
+        const CONTAINERS: &[&str] = &["client", "config", "object", "function", "command", "memory"];
         if let (true, Some(sub)) = (CONTAINERS.contains(&cmd.as_str()), args.get(1)) {
-            cmd = format!("{cmd}|{}", String::from_utf8_lossy(sub).to_ascii_lowercase());
+            cmd = format!(
+                "{cmd}|{}",
+                String::from_utf8_lossy(sub).to_ascii_lowercase()
+            );
         }
         peer.cmd = cmd;
     }

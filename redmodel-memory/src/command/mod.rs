@@ -165,7 +165,10 @@ pub(crate) fn run_subcommand(ctx: &mut Ctx<'_>, args: &[&[u8]], subs: &[Sub]) ->
     let Some(&name) = args.get(1) else {
         return Err(arity_error(args));
     };
-    let Some(sub) = subs.iter().find(|s| name.eq_ignore_ascii_case(s.name.as_bytes())) else {
+    let Some(sub) = subs
+        .iter()
+        .find(|s| name.eq_ignore_ascii_case(s.name.as_bytes()))
+    else {
         return Err(unknown_subcommand(&container, name));
     };
     let spec = Spec {

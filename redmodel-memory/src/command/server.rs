@@ -39,6 +39,11 @@ pub(super) const COMMANDS: &[Spec] = &[
         handler: command,
     },
     Spec {
+        name: "memory",
+        arity: -2,
+        handler: memory,
+    },
+    Spec {
         name: "lastsave",
         arity: 1,
         handler: lastsave,
@@ -455,7 +460,10 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
                 "total_connections_received",
                 store.connections_received.to_string(),
             ),
-            ("total_commands_processed", store.commands_processed.to_string()),
+            (
+                "total_commands_processed",
+                store.commands_processed.to_string(),
+            ),
             ("instantaneous_ops_per_sec", "0".into()),
             ("rejected_connections", "0".into()),
             (
@@ -518,29 +526,84 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// An estimate of the memory the data takes: the bytes of every key and
-/// element, plus a small overhead per key and per element (no allocator
-/// to ask). A walk over all the data: INFO is not a hot command.
-fn used_memory(store: &crate::store::Store) -> u64 {
-    const PER_KEY: usize = 64;
+/// An estimate of the bytes a key and its value take: the bytes of the
+/// key and of every element, plus Redis-like overheads (a 24-byte dict
+/// entry and a 16-byte object header per key, 16 bytes per element). The
+/// engine has no allocator to ask, so this is an estimate, not Redis's
+/// `objectComputeSize`.
+fn key_size(key: &[u8], v: &Value) -> usize {
+    const PER_KEY: usize = 24 + 16;
     const PER_ELEMENT: usize = 16;
-    let value_size = |v: &Value| -> usize {
-        match v {
-            Value::Str(s) => s.len(),
-            Value::List(l) => l.iter().map(|e| e.len() + PER_ELEMENT).sum(),
-            Value::Set(s) => s.iter().map(|e| e.len() + PER_ELEMENT).sum(),
-            Value::Hash(h) => h.iter().map(|(f, v)| f.len() + v.len() + PER_ELEMENT).sum(),
-            Value::ZSet(z) => z.iter().map(|(m, _)| m.len() + 8 + PER_ELEMENT).sum(),
-        }
+    let value = match v {
+        Value::Str(s) => s.len(),
+        Value::List(l) => l.iter().map(|e| e.len() + PER_ELEMENT).sum(),
+        Value::Set(s) => s.iter().map(|e| e.len() + PER_ELEMENT).sum(),
+        Value::Hash(h) => h
+            .iter()
+            .map(|(f, v)| f.len() + v.len() + PER_ELEMENT)
+            .sum(),
+        Value::ZSet(z) => z.iter().map(|(m, _)| m.len() + 8 + PER_ELEMENT).sum(),
     };
-    let data: usize = store
-        .dbs
-        .iter()
-        .map(|ks| ks.sizes(|key, v| key.len() + value_size(v) + PER_KEY))
-        .sum();
+    // Keys and small strings are rounded up to the allocator's 8 bytes.
+    PER_KEY + (key.len() + 4).next_multiple_of(8) + value.next_multiple_of(8)
+}
+
+/// The estimated memory of all the data (see [`key_size`]). A walk over
+/// every key: INFO is not a hot command.
+fn used_memory(store: &crate::store::Store) -> u64 {
+    let data: usize = store.dbs.iter().map(|ks| ks.sizes(key_size)).sum();
     // What an empty Redis reports, so an empty engine looks like one.
     const BASELINE: usize = 870_000;
     (BASELINE + data) as u64
+}
+
+/// MEMORY USAGE key [SAMPLES count] | HELP. USAGE reports the estimate of
+/// [`key_size`]; like Redis it looks at the stored key even if its time
+/// has passed, and reads every element whatever SAMPLES says.
+fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    const SUBS: &[Sub] = &[
+        Sub {
+            name: "usage",
+            arity: -3,
+            handler: memory_usage,
+        },
+        Sub {
+            name: "help",
+            arity: 2,
+            handler: memory_help,
+        },
+    ];
+    run_subcommand(ctx, args, SUBS)
+}
+
+fn memory_usage(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let mut j = 3;
+    while let Some(&opt) = args.get(j) {
+        if is(opt, "samples") && j + 1 < args.len() {
+            if crate::args::int_arg(args[j + 1])? < 0 {
+                return Err(CmdError::Syntax);
+            }
+            j += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let key = args[2];
+    Ok(ctx
+        .ks()
+        .stored(key)
+        .map_or_else(reply::nil, |e| reply::int(key_size(key, &e.value))))
+}
+
+fn memory_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(help_reply(
+        "memory",
+        &[
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+        ],
+    ))
 }
 
 /// Redis's `bytesToHuman`: `B`, `K`, `M`, `G`... with two decimals.
@@ -571,6 +634,26 @@ mod tests {
     use redis::Value;
 
     use crate::command::test_util::*;
+
+    #[test]
+    fn memory_usage_replies() {
+        let mut c = conn();
+        run(&mut c, "HSET h a b");
+        assert!(matches!(run(&mut c, "MEMORY USAGE h"), Value::Int(n) if n > 0));
+        assert!(matches!(run(&mut c, "MEMORY USAGE h SAMPLES 0"), Value::Int(n) if n > 0));
+        assert_eq!(run(&mut c, "MEMORY USAGE nokey"), Value::Nil);
+        assert_eq!(run(&mut c, "MEMORY USAGE h SAMPLES x"), err(NOT_INT));
+        assert_eq!(run(&mut c, "MEMORY USAGE h SAMPLES -1"), err(SYNTAX));
+        assert_eq!(run(&mut c, "MEMORY USAGE h foo"), err(SYNTAX));
+        assert_eq!(
+            run(&mut c, "MEMORY foo"),
+            err("ERR unknown subcommand 'foo'. Try MEMORY HELP.")
+        );
+        assert_eq!(
+            run(&mut c, "MEMORY USAGE"),
+            err("ERR wrong number of arguments for 'memory|usage' command")
+        );
+    }
 
     fn set_failed(arg: &str, why: &str) -> Value {
         err(&format!(

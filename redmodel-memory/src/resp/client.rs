@@ -74,7 +74,11 @@ impl Peer {
             (now - self.created_ms).max(0) / 1000,
             (now - self.last_ms).max(0) / 1000,
             self.db,
-            if self.cmd.is_empty() { "NULL" } else { &self.cmd },
+            if self.cmd.is_empty() {
+                "NULL"
+            } else {
+                &self.cmd
+            },
         )
     }
 }

@@ -512,4 +512,62 @@ mod tests {
         server.shutdown().await;
         assert!(!watched(&engine, b"j"));
     }
+
+    /// CLIENT LIST shows every connection with Redis's fields; CLIENT KILL
+    /// closes another connection (new form: the count) and, in the old
+    /// form, may close the caller after its reply.
+    #[tokio::test]
+    async fn client_list_and_kill() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let client = redis::Client::open(server.url()).unwrap();
+        let mut a = client.get_multiplexed_async_connection().await.unwrap();
+        let mut b = client.get_multiplexed_async_connection().await.unwrap();
+        let _: () = redis::cmd("CLIENT")
+            .arg("SETNAME")
+            .arg("bee")
+            .query_async(&mut b)
+            .await
+            .unwrap();
+        let b_id: i64 = redis::cmd("CLIENT").arg("ID").query_async(&mut b).await.unwrap();
+        let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut a).await.unwrap();
+        assert_eq!(list.lines().count(), 2, "{list}");
+        let b_line = list
+            .lines()
+            .find(|l| l.starts_with(&format!("id={b_id} ")))
+            .unwrap();
+        assert!(b_line.contains(" name=bee "), "{b_line}");
+        assert!(b_line.contains(" db=0 "), "{b_line}");
+        assert!(b_line.ends_with(" user=default redir=-1 resp=2"), "{b_line}");
+        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut a).await.unwrap();
+        assert!(info.contains("connected_clients:2\r\n"), "{info}");
+
+        let killed: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("ID")
+            .arg(b_id)
+            .query_async(&mut a)
+            .await
+            .unwrap();
+        assert_eq!(killed, 1);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut a).await.unwrap();
+            if list.lines().count() == 1 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "B was not closed: {list}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // SKIPME yes by default: the caller survives its own filter.
+        let killed: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("normal")
+            .query_async(&mut a)
+            .await
+            .unwrap();
+        assert_eq!(killed, 0);
+        server.shutdown().await;
+    }
 }

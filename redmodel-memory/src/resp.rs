@@ -400,7 +400,9 @@ impl Client {
             .then_some(self.queued_nil_arrays.len());
         let mut cmd = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
         // Container commands are shown with their subcommand, as in Redis.
-        const CONTAINERS: &[&str] = &["client", "config", "object", "function", "command", "memory"];
+        const CONTAINERS: &[&str] = &[
+            "client", "config", "object", "function", "command", "memory",
+        ];
         if let (true, Some(sub)) = (CONTAINERS.contains(&cmd.as_str()), args.get(1)) {
             cmd = format!(
                 "{cmd}|{}",
@@ -529,8 +531,16 @@ mod tests {
             .query_async(&mut b)
             .await
             .unwrap();
-        let b_id: i64 = redis::cmd("CLIENT").arg("ID").query_async(&mut b).await.unwrap();
-        let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut a).await.unwrap();
+        let b_id: i64 = redis::cmd("CLIENT")
+            .arg("ID")
+            .query_async(&mut b)
+            .await
+            .unwrap();
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query_async(&mut a)
+            .await
+            .unwrap();
         assert_eq!(list.lines().count(), 2, "{list}");
         let b_line = list
             .lines()
@@ -538,8 +548,15 @@ mod tests {
             .unwrap();
         assert!(b_line.contains(" name=bee "), "{b_line}");
         assert!(b_line.contains(" db=0 "), "{b_line}");
-        assert!(b_line.ends_with(" user=default redir=-1 resp=2"), "{b_line}");
-        let info: String = redis::cmd("INFO").arg("clients").query_async(&mut a).await.unwrap();
+        assert!(
+            b_line.ends_with(" user=default redir=-1 resp=2"),
+            "{b_line}"
+        );
+        let info: String = redis::cmd("INFO")
+            .arg("clients")
+            .query_async(&mut a)
+            .await
+            .unwrap();
         assert!(info.contains("connected_clients:2\r\n"), "{info}");
 
         let killed: i64 = redis::cmd("CLIENT")
@@ -552,7 +569,11 @@ mod tests {
         assert_eq!(killed, 1);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let list: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut a).await.unwrap();
+            let list: String = redis::cmd("CLIENT")
+                .arg("LIST")
+                .query_async(&mut a)
+                .await
+                .unwrap();
             if list.lines().count() == 1 {
                 break;
             }

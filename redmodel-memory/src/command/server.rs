@@ -538,10 +538,7 @@ fn key_size(key: &[u8], v: &Value) -> usize {
         Value::Str(s) => s.len(),
         Value::List(l) => l.iter().map(|e| e.len() + PER_ELEMENT).sum(),
         Value::Set(s) => s.iter().map(|e| e.len() + PER_ELEMENT).sum(),
-        Value::Hash(h) => h
-            .iter()
-            .map(|(f, v)| f.len() + v.len() + PER_ELEMENT)
-            .sum(),
+        Value::Hash(h) => h.iter().map(|(f, v)| f.len() + v.len() + PER_ELEMENT).sum(),
         Value::ZSet(z) => z.iter().map(|(m, _)| m.len() + 8 + PER_ELEMENT).sum(),
     };
     // Keys and small strings are rounded up to the allocator's 8 bytes.

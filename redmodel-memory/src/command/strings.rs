@@ -1036,6 +1036,28 @@ mod tests {
         assert_eq!(run(&mut c, "TTL k"), int(-1));
     }
 
+    /// SETRANGE, APPEND and INCR edit the value and keep the TTL; the
+    /// 512MB limit follows `proto-max-bulk-len`.
+    #[test]
+    fn edits_keep_ttl_and_obey_proto_max_bulk_len() {
+        let mut c = conn();
+        run(&mut c, "SET k hello EX 100");
+        assert_eq!(run(&mut c, "SETRANGE k 1 a"), int(5));
+        assert_eq!(run(&mut c, "APPEND k !"), int(6));
+        assert_eq!(run(&mut c, "TTL k"), int(100));
+        assert_eq!(run(&mut c, "GET k"), bulk("hallo!"));
+        let too_big = err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        assert_eq!(run(&mut c, "SETRANGE k 536870912 x"), too_big);
+        assert_eq!(run(&mut c, "SETRANGE k 536870911 xy"), too_big);
+        assert_eq!(
+            run(&mut c, "SETRANGE k -1 x"),
+            err("ERR offset is out of range")
+        );
+        run(&mut c, "CONFIG SET proto-max-bulk-len 1048576");
+        assert_eq!(run(&mut c, "SETRANGE k 1048576 x"), too_big);
+        assert_eq!(run(&mut c, "SETRANGE new 1048575 x"), int(1048576));
+    }
+
     /// Whether a command run by another client between WATCH k and EXEC
     /// aborts the transaction (Redis's `signalModifiedKey`). A trailing
     /// space sends an empty last argument.
@@ -1052,7 +1074,16 @@ mod tests {
             ("APPEND k ", true),
             ("INCRBYFLOAT k abc", false),
             ("GETDEL nokey", false),
+            ("GETDEL k", true),
+            ("GETEX k EX 10", true),
+            ("GETEX k PXAT 1", true),
+            ("SETRANGE k 1 x", true),
             ("MSETNX k 1 z 2", false),
+            // Reading commands never touch.
+            ("TOUCH k", false),
+            ("OBJECT ENCODING k", false),
+            ("COPY k k2", false),
+            ("LCS k k", false),
         ] {
             assert_watch(&setup, "k", change, touches);
         }

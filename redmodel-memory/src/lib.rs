@@ -1,8 +1,9 @@
 //! The bundled in-memory Redis engine.
 //!
 //! A small Redis: strings, hashes, lists, sets and sorted sets, key and
-//! expiry commands, MULTI/EXEC/WATCH, with the replies and error texts of
-//! Redis 7. It exists so that applications, examples and tests run with no
+//! expiry commands, MULTI/EXEC/WATCH, and the server commands clients and
+//! tools use (CONFIG, INFO, OBJECT, CLIENT, COPY, MOVE, SWAPDB...), with the
+//! replies and error texts of Redis 7.0.15. It exists so that applications, examples and tests run with no
 //! server, and switch to a real Redis with no surprise.
 //!
 //! - [`Engine`] owns the data; clone it to share it.

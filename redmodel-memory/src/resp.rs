@@ -33,10 +33,11 @@
 //! # What clients send on connect
 //! redis-rs pipelines `CLIENT SETINFO`, which 7.0.15 does not know either
 //! (same error, ignored by redis-rs); redis-cli asks `COMMAND DOCS` for its
-//! help, gets "unknown command" and falls back to its built-in help;
+//! help, gets no docs and falls back to its built-in help;
 //! redis-benchmark asks `CONFIG GET save` and `CONFIG GET appendonly`,
-//! answered truthfully. CLIENT ID/GETNAME/SETNAME and HELLO (RESP2 only)
-//! are answered here with the connection's own state.
+//! answered truthfully. CLIENT ID/GETNAME/SETNAME/INFO/LIST/KILL and HELLO
+//! (RESP2 only) are answered here with the connections' own state; every
+//! connection is listed in the server's registry (`client` module).
 //!
 //! `redis::Value` has one `Nil` for RESP2's two nulls: the null array
 //! (`*-1`) is sent for the commands Redis sends it for (EXEC aborted by

@@ -19,8 +19,10 @@ use std::sync::Arc;
 
 use indexmap::IndexSet;
 
+use super::config::Limits;
 use super::error::CmdError;
 use super::glob::glob_match;
+use super::value::encoding::{outgrows, History};
 use super::value::{Kind, Value};
 
 pub(crate) type Key = Arc<[u8]>;
@@ -32,6 +34,11 @@ pub(crate) struct Entry {
     pub(crate) expire_at: Option<i64>,
     /// The key's position in `Keyspace::slots`.
     slot: usize,
+    /// What the value's Redis encoding depends on beyond its data (OBJECT
+    /// ENCODING).
+    pub(crate) history: History,
+    /// When the key was last looked up, in Unix ms (OBJECT IDLETIME).
+    pub(crate) accessed: i64,
 }
 
 /// What WATCH remembers of a key: how many sessions watch it, and a counter
@@ -50,12 +57,69 @@ pub(crate) struct Keyspace {
     free: Vec<usize>,
     expiring: IndexSet<Key>,
     watched: HashMap<Key, Watch>,
+    /// The configured encoding thresholds, against which every modified
+    /// value is checked (see [`Self::modified`]).
+    limits: Limits,
+    /// Keys deleted because their time had passed (INFO's `expired_keys`),
+    /// since the start or CONFIG RESETSTAT.
+    pub(crate) expired_count: u64,
 }
 
 impl Keyspace {
     /// Number of keys, counting expired keys not yet reclaimed (as DBSIZE does).
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The mean remaining TTL of the keys that have one, in ms (INFO's
+    /// `avg_ttl`; Redis estimates it from samples, this is exact).
+    pub(crate) fn average_ttl(&self, now: i64) -> i64 {
+        let ttls: Vec<i64> = self
+            .expiring
+            .iter()
+            .filter_map(|k| self.entries.get(k)?.expire_at)
+            .map(|at| (at - now).max(0))
+            .collect();
+        if ttls.is_empty() {
+            return 0;
+        }
+        let sum: i128 = ttls.iter().map(|&t| i128::from(t)).sum();
+        i64::try_from(sum / ttls.len() as i128).unwrap_or(i64::MAX)
+    }
+
+    /// The sum of `size(key, value)` over every key (INFO memory's estimate).
+    pub(crate) fn sizes(&self, size: impl Fn(&[u8], &Value) -> usize) -> usize {
+        self.entries.iter().map(|(k, e)| size(k, &e.value)).sum()
+    }
+
+    /// A random live key (RANDOMKEY), reclaiming the expired keys it
+    /// meets as Redis's `dbRandomKey` does; `None` if there is none left.
+    pub(crate) fn random_key(&mut self, now: i64, rng: &mut impl rand::Rng) -> Option<Key> {
+        loop {
+            if self.entries.is_empty() {
+                return None;
+            }
+            // Slots are mostly full, so a few draws find a key; if holes
+            // dominate, pick among the entries instead.
+            let mut drawn = None;
+            for _ in 0..64 {
+                let i = rng.random_range(0..self.slots.len().max(1));
+                if let Some(Some(key)) = self.slots.get(i) {
+                    drawn = Some(key.clone());
+                    break;
+                }
+            }
+            let key = match drawn {
+                Some(key) => key,
+                None => {
+                    let n = rng.random_range(0..self.entries.len());
+                    self.entries.keys().nth(n)?.clone()
+                }
+            };
+            if !self.expire_if_needed(&key, now) {
+                return Some(key);
+            }
+        }
     }
 
     /// Number of keys that carry a TTL.
@@ -72,6 +136,7 @@ impl Keyspace {
         match self.entries.get(key) {
             Some(entry) if Self::is_expired(entry, now) => {
                 self.remove(key);
+                self.expired_count += 1;
                 true
             }
             _ => false,
@@ -81,7 +146,40 @@ impl Keyspace {
     /// The live entry at `key`, if any.
     pub(crate) fn entry(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
         self.expire_if_needed(key, now);
-        self.entries.get_mut(key)
+        let entry = self.entries.get_mut(key)?;
+        entry.accessed = now;
+        Some(entry)
+    }
+
+    /// The live entry at `key` without counting an access (OBJECT, which
+    /// Redis looks up with `LOOKUP_NOTOUCH`). Expired keys are reclaimed.
+    pub(crate) fn entry_untouched(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
+        self.expire_if_needed(key, now);
+        self.entries.get(key)
+    }
+
+    /// The configured limits this keyspace obeys.
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The entry stored at `key`, even if its time has passed (MEMORY
+    /// USAGE looks at the dictionary directly).
+    pub(crate) fn stored(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
+    /// The encoding thresholds now in force (CONFIG SET changes them).
+    pub(crate) fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Records how a string was made, for OBJECT ENCODING: a string built
+    /// as text (INCRBYFLOAT) or edited in place (APPEND, SETRANGE).
+    pub(crate) fn set_history(&mut self, key: &[u8], history: History) {
+        if let Some(e) = self.entries.get_mut(key) {
+            e.history = history;
+        }
     }
 
     /// The live value at `key`, if any.
@@ -133,7 +231,7 @@ impl Keyspace {
         now: i64,
     ) -> Result<&mut T, CmdError> {
         if !self.contains(key, now) {
-            self.insert_new(Arc::from(key), T::default().wrap(), None);
+            self.insert_new(Arc::from(key), T::default().wrap(), None, History::Fresh);
         }
         match self.entries.get_mut(key) {
             Some(e) => T::of_mut(&mut e.value).ok_or(CmdError::WrongType),
@@ -141,7 +239,7 @@ impl Keyspace {
         }
     }
 
-    fn insert_new(&mut self, key: Key, value: Value, expire_at: Option<i64>) {
+    fn insert_new(&mut self, key: Key, value: Value, expire_at: Option<i64>, history: History) {
         let slot = match self.free.pop() {
             Some(hole) => hole,
             None => {
@@ -161,6 +259,8 @@ impl Keyspace {
                 value,
                 expire_at,
                 slot,
+                history,
+                accessed: 0,
             },
         );
     }
@@ -168,20 +268,41 @@ impl Keyspace {
     /// Stores `value` at `key`, replacing whatever was there. The TTL is
     /// cleared unless `keep_ttl` (SET ... KEEPTTL). Marks the key modified.
     pub(crate) fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool, now: i64) {
+        self.set_with_history(key, value, keep_ttl, History::Fresh, now);
+    }
+
+    /// [`Self::set`] for a value that carries its encoding history with it
+    /// (RENAME, MOVE and COPY keep the object, or a copy of it, as is).
+    pub(crate) fn set_with_history(
+        &mut self,
+        key: &[u8],
+        value: Value,
+        keep_ttl: bool,
+        history: History,
+        now: i64,
+    ) {
         self.expire_if_needed(key, now);
         match self.entries.get_mut(key) {
             Some(entry) => {
                 entry.value = value;
+                entry.history = history;
+                entry.accessed = now;
                 if !keep_ttl && entry.expire_at.take().is_some() {
                     self.expiring.swap_remove(key);
                 }
             }
-            None => self.insert_new(Arc::from(key), value, None),
+            None => {
+                self.insert_new(Arc::from(key), value, None, history);
+                if let Some(e) = self.entries.get_mut(key) {
+                    e.accessed = now;
+                }
+            }
         }
         self.modified(key);
     }
 
-    /// Stores a value with an expiry time (RENAME carries the TTL, SET EX sets one).
+    /// Stores a value with an expiry time.
+    #[cfg(test)]
     pub(crate) fn set_with_expiry(
         &mut self,
         key: &[u8],
@@ -362,8 +483,60 @@ impl Keyspace {
         (sample, expired)
     }
 
-    /// Records a modification of `key`, for WATCH.
+    /// SWAPDB: `a` and `b` exchange their keys; each keeps its watchers,
+    /// whose keys are touched first as Redis 7.0's
+    /// `touchAllWatchedKeysInDb` does (see [`Self::touch_for_swap`]).
+    pub(crate) fn swap_data(a: &mut Keyspace, b: &mut Keyspace, now: i64) {
+        a.touch_for_swap(b, now);
+        b.touch_for_swap(a, now);
+        std::mem::swap(&mut a.entries, &mut b.entries);
+        std::mem::swap(&mut a.slots, &mut b.slots);
+        std::mem::swap(&mut a.free, &mut b.free);
+        std::mem::swap(&mut a.expiring, &mut b.expiring);
+    }
+
+    /// Touches the watched keys of `self` that exist in it or in
+    /// `replaced_with`, the keys about to take its place. Like Redis, a
+    /// key that is stale on both sides, or stale here and absent there, or
+    /// absent here and stale there, is no logical change and is not
+    /// touched. (Redis then flags the watchers of the last kind as having
+    /// watched a stale key; the engine's sessions keep that flag from the
+    /// time of WATCH, so such a watcher's EXEC still fails.)
+    fn touch_for_swap(&mut self, replaced_with: &Keyspace, now: i64) {
+        if self.watched.is_empty() {
+            return;
+        }
+        let state =
+            |ks: &Keyspace, key: &[u8]| ks.entries.get(key).map(|e| Self::is_expired(e, now));
+        let touched: Vec<Key> = self
+            .watched
+            .keys()
+            .filter(|key| {
+                // Absent on both sides, or stale here and absent or
+                // stale there, or absent here and stale there: no change.
+                !matches!(
+                    (state(self, key), state(replaced_with, key)),
+                    (None, None) | (Some(true), None | Some(true)) | (None, Some(true))
+                )
+            })
+            .cloned()
+            .collect();
+        for key in touched {
+            if let Some(w) = self.watched.get_mut(&key) {
+                w.epoch += 1;
+            }
+        }
+    }
+
+    /// Records a modification of `key`, for WATCH, and for OBJECT
+    /// ENCODING: an aggregate that now outgrows the thresholds has been
+    /// converted for good, as Redis converts it when it grows.
     pub(crate) fn modified(&mut self, key: &[u8]) {
+        if let Some(e) = self.entries.get_mut(key) {
+            if e.history == History::Fresh && outgrows(&e.value, &self.limits) {
+                e.history = History::Converted;
+            }
+        }
         if self.watched.is_empty() {
             return;
         }

@@ -1,8 +1,9 @@
 //! The bundled in-memory Redis engine.
 //!
 //! A small Redis: strings, hashes, lists, sets and sorted sets, key and
-//! expiry commands, MULTI/EXEC/WATCH, with the replies and error texts of
-//! Redis 7. It exists so that applications, examples and tests run with no
+//! expiry commands, MULTI/EXEC/WATCH, and the server commands clients and
+//! tools use (CONFIG, INFO, OBJECT, CLIENT, COPY, MOVE, SWAPDB...), with the
+//! replies and error texts of Redis 7.0.15. It exists so that applications, examples and tests run with no
 //! server, and switch to a real Redis with no surprise.
 //!
 //! - [`Engine`] owns the data; clone it to share it.
@@ -27,6 +28,7 @@
 mod args;
 mod clock;
 mod command;
+mod config;
 mod connection;
 mod error;
 mod expire_cycle;
@@ -83,9 +85,13 @@ impl Engine {
 
     /// An empty engine reading time from `clock` (see [`ManualClock`]).
     pub fn with_clock(clock: impl Clock) -> Self {
+        let store = Store {
+            started_ms: clock.now_ms(),
+            ..Store::default()
+        };
         let engine = Engine {
             shared: Arc::new(Shared {
-                store: Mutex::new(Store::default()),
+                store: Mutex::new(store),
                 clock: Arc::new(clock),
             }),
         };

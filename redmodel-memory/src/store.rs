@@ -1,5 +1,6 @@
-//! All numbered databases of one engine.
+//! All numbered databases of one engine, and its configuration.
 
+use super::config::Config;
 use super::keyspace::Keyspace;
 
 /// The number of databases, as Redis's default `databases 16`.
@@ -8,12 +9,53 @@ pub(crate) const DATABASES: usize = 16;
 #[derive(Debug)]
 pub(crate) struct Store {
     pub(crate) dbs: Vec<Keyspace>,
+    /// CONFIG GET / SET's parameters. Change them through
+    /// [`Store::set_config`] so that the keyspaces see the new limits.
+    pub(crate) config: Config,
+    /// When the engine started, in Unix ms (INFO's uptime).
+    pub(crate) started_ms: i64,
+    /// Commands run since the start or CONFIG RESETSTAT (INFO stats).
+    pub(crate) commands_processed: u64,
+    /// RESP connections open now, and ever accepted (INFO).
+    pub(crate) connected_clients: usize,
+    pub(crate) connections_received: u64,
+    /// 40 random hex digits naming this engine's run (INFO's `run_id`).
+    pub(crate) run_id: String,
 }
 
 impl Default for Store {
     fn default() -> Self {
+        let config = Config::default();
+        let limits = config.limits();
         Store {
-            dbs: (0..DATABASES).map(|_| Keyspace::default()).collect(),
+            dbs: (0..DATABASES)
+                .map(|_| {
+                    let mut ks = Keyspace::default();
+                    ks.set_limits(limits);
+                    ks
+                })
+                .collect(),
+            config,
+            started_ms: 0,
+            commands_processed: 0,
+            connected_clients: 0,
+            connections_received: 0,
+            run_id: (0..40)
+                .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+                .collect(),
         }
+    }
+}
+
+impl Store {
+    /// CONFIG SET: validates and stores the pairs, then hands the new
+    /// limits to every keyspace.
+    pub(crate) fn set_config(&mut self, pairs: &[&[u8]]) -> Result<(), crate::error::CmdError> {
+        self.config.set(pairs)?;
+        let limits = self.config.limits();
+        for ks in &mut self.dbs {
+            ks.set_limits(limits);
+        }
+        Ok(())
     }
 }

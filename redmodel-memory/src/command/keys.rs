@@ -1,5 +1,5 @@
-//! Generic key commands: DEL UNLINK EXISTS TYPE RENAME RENAMENX SCAN KEYS,
-//! and the scan of one collection behind HSCAN, SSCAN and ZSCAN.
+//! Generic key commands: DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX
+//! RANDOMKEY SCAN KEYS, and the scan of one collection behind HSCAN, SSCAN and ZSCAN.
 
 use redis::Value as Reply;
 
@@ -27,9 +27,19 @@ pub(super) const COMMANDS: &[Spec] = &[
         handler: exists,
     },
     Spec {
+        name: "touch",
+        arity: -2,
+        handler: exists,
+    },
+    Spec {
         name: "type",
         arity: 2,
         handler: type_of,
+    },
+    Spec {
+        name: "randomkey",
+        arity: 1,
+        handler: randomkey,
     },
     Spec {
         name: "rename",
@@ -58,9 +68,18 @@ fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::int(removed))
 }
 
+/// EXISTS, and TOUCH (which Redis implements the same way: a lookup
+/// counts as an access, for OBJECT IDLETIME).
 fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let found = args[1..].iter().filter(|k| ctx.contains(k)).count();
     Ok(reply::int(found))
+}
+
+/// RANDOMKEY: a random live key, or nil in an empty database.
+fn randomkey(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    let now = ctx.now;
+    let key = ctx.ks().random_key(now, &mut rand::rng());
+    Ok(key.map_or_else(reply::nil, |k| reply::bulk(&k[..])))
 }
 
 fn type_of(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -94,7 +113,9 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdRes
         return Err(CmdError::NoSuchKey);
     };
     ks.remove(dst);
-    ks.set_with_expiry(dst, entry.value, entry.expire_at, now);
+    // The object moves as is: its encoding history goes with it.
+    ks.set_with_history(dst, entry.value, false, entry.history, now);
+    ks.set_expire(dst, entry.expire_at);
     Ok(if nx { reply::int(1) } else { reply::ok() })
 }
 
@@ -223,7 +244,40 @@ fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
+    use redis::Value;
+
     use super::parse_cursor;
+    use crate::command::test_util::*;
+
+    /// Replies observed on redis-server 7.0.15.
+    #[test]
+    fn randomkey_and_touch() {
+        let (clock, mut c) = clocked(1_000_000);
+        assert_eq!(run(&mut c, "RANDOMKEY"), Value::Nil);
+        run(&mut c, "SET a 1");
+        run(&mut c, "SET b 1");
+        assert_eq!(run(&mut c, "TOUCH a b nokey"), int(2));
+        assert_eq!(
+            run(&mut c, "TOUCH"),
+            err("ERR wrong number of arguments for 'touch' command")
+        );
+        assert_eq!(
+            run(&mut c, "RANDOMKEY x"),
+            err("ERR wrong number of arguments for 'randomkey' command")
+        );
+        let got = run(&mut c, "RANDOMKEY");
+        assert!(got == bulk("a") || got == bulk("b"), "{got:?}");
+        // Expired keys are reclaimed, never returned.
+        run(&mut c, "PEXPIRE a 10");
+        run(&mut c, "PEXPIRE b 10");
+        clock.advance(std::time::Duration::from_millis(20));
+        assert_eq!(run(&mut c, "RANDOMKEY"), Value::Nil);
+        assert_eq!(run(&mut c, "DBSIZE"), int(0));
+        run(&mut c, "SET k v");
+        clock.advance(std::time::Duration::from_secs(5));
+        run(&mut c, "TOUCH k");
+        assert_eq!(run(&mut c, "OBJECT IDLETIME k"), int(0));
+    }
 
     #[test]
     fn cursors_parse_like_strtoul() {

@@ -17,10 +17,14 @@ use super::store::Store;
 use super::value::{Kind, Value};
 
 mod connection;
+mod databases;
 mod expiry;
 mod hashes;
 mod keys;
+mod lcs;
 mod lists;
+mod object;
+mod server;
 mod sets;
 mod sort;
 mod strings;
@@ -29,7 +33,8 @@ pub(crate) mod test_util;
 mod zsets;
 
 #[cfg(feature = "server")]
-pub(crate) use connection::{authenticate, subcommand_arity, unknown_subcommand};
+pub(crate) use connection::authenticate;
+pub(crate) use connection::{subcommand_arity, unknown_subcommand};
 
 /// What a command returns: a reply, or an error reply.
 pub(crate) type CmdResult = Result<Reply, CmdError>;
@@ -65,6 +70,10 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         keys::COMMANDS,
         lists::COMMANDS,
         connection::COMMANDS,
+        databases::COMMANDS,
+        lcs::COMMANDS,
+        object::COMMANDS,
+        server::COMMANDS,
         sets::COMMANDS,
         sort::COMMANDS,
         strings::COMMANDS,
@@ -75,6 +84,11 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
     .map(|spec| (spec.name, spec))
     .collect()
 });
+
+/// Every command of the table (COMMAND, COMMAND COUNT), in no order.
+pub(crate) fn all_specs() -> impl Iterator<Item = &'static Spec> {
+    TABLE.values().copied()
+}
 
 /// Finds a command by name, case-insensitively, without allocating.
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
@@ -131,6 +145,56 @@ pub(crate) fn arity_error(args: &[&[u8]]) -> CmdError {
     args.first()
         .and_then(|name| lookup(name))
         .map_or(CmdError::Syntax, wrong_arity)
+}
+
+/// One subcommand of a container command (CONFIG GET, OBJECT ENCODING...),
+/// with its own arity as Redis 7 declares it (`config|get` is `-3`).
+pub(crate) struct Sub {
+    /// Lower-case name.
+    pub(crate) name: &'static str,
+    pub(crate) arity: i32,
+    pub(crate) handler: Handler,
+}
+
+/// Runs the subcommand `args[1]` of the container `args[0]` found in
+/// `subs`, with Redis 7's errors: "unknown subcommand 'x'. Try OBJECT
+/// HELP." and "wrong number of arguments for 'object|encoding' command".
+/// The container's own arity is checked by the table.
+pub(crate) fn run_subcommand(ctx: &mut Ctx<'_>, args: &[&[u8]], subs: &[Sub]) -> CmdResult {
+    let container = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
+    let Some(&name) = args.get(1) else {
+        return Err(arity_error(args));
+    };
+    let Some(sub) = subs
+        .iter()
+        .find(|s| name.eq_ignore_ascii_case(s.name.as_bytes()))
+    else {
+        return Err(unknown_subcommand(&container, name));
+    };
+    let spec = Spec {
+        name: sub.name,
+        arity: sub.arity,
+        handler: sub.handler,
+    };
+    if !spec.arity_ok(args.len()) {
+        return Err(subcommand_arity(&container, sub.name));
+    }
+    (sub.handler)(ctx, args)
+}
+
+/// The reply of a HELP subcommand, as Redis's `addReplyHelp` builds it: a
+/// first line naming the container, the given lines, then HELP's own, all
+/// as simple strings.
+pub(crate) fn help_reply(container: &str, lines: &[&str]) -> Reply {
+    let first = format!(
+        "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        container.to_ascii_uppercase()
+    );
+    let mut items = vec![reply::simple(&first)];
+    items.extend(lines.iter().map(|l| reply::simple(l)));
+    items.push(reply::simple("HELP"));
+    items.push(reply::simple("    Prints this help."));
+    reply::array(items)
 }
 
 /// The world a command sees: the whole store (SELECT, FLUSHALL and MOVE
@@ -255,5 +319,6 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !spec.arity_ok(args.len()) {
         return Err(wrong_arity(spec));
     }
+    ctx.store.commands_processed += 1;
     (spec.handler)(ctx, args)
 }

@@ -20,6 +20,7 @@ use crate::args::{index_range, int_arg, is, parse_i64};
 use crate::error::CmdError;
 use crate::float::LongDouble;
 use crate::reply;
+use crate::value::encoding::History;
 use crate::value::Value;
 
 pub(super) const COMMANDS: &[Spec] = &[
@@ -130,14 +131,11 @@ pub(super) const COMMANDS: &[Spec] = &[
     },
 ];
 
-/// The largest string Redis builds (`proto-max-bulk-len`, 512MB by default).
-const MAX_STRING_LEN: u64 = 512 * 1024 * 1024;
-
 /// Redis's `checkStringLength`: refuses a string that would grow past
-/// [`MAX_STRING_LEN`].
-fn check_string_length(size: u64, append: u64) -> Result<(), CmdError> {
+/// `max`, the configured `proto-max-bulk-len` (512MB by default).
+fn check_string_length(size: u64, append: u64, max: u64) -> Result<(), CmdError> {
     match size.checked_add(append) {
-        Some(total) if total <= MAX_STRING_LEN => Ok(()),
+        Some(total) if total <= max => Ok(()),
         _ => Err(CmdError::err(
             "string exceeds maximum allowed size (proto-max-bulk-len)",
         )),
@@ -393,17 +391,21 @@ fn getex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 // Editing strings
 // ---------------------------------------------------------------------------
 
+/// APPEND: a new key is set whole (so "12" is an `int`); an existing
+/// string is edited in place, which makes it `raw` in Redis.
 fn append(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, tail) = (args[1], args[2]);
+    let max = ctx.ks().limits().proto_max_bulk_len;
     let len = match ctx.write::<Vec<u8>>(key)? {
         None => {
             ctx.set(key, string(tail), false);
             tail.len()
         }
         Some(s) => {
-            check_string_length(s.len() as u64, tail.len() as u64)?;
+            check_string_length(s.len() as u64, tail.len() as u64, max)?;
             s.extend_from_slice(tail);
             let len = s.len();
+            ctx.ks().set_history(key, History::Converted);
             ctx.modified(key);
             len
         }
@@ -445,10 +447,12 @@ fn substring_range(len: usize, start: i64, end: i64) -> Option<Range<usize>> {
     index_range(start, end, len)
 }
 
-/// SETRANGE: overwrite from `offset`, padding with zero bytes. An empty
-/// value changes nothing (and creates no key) but still answers the length.
+/// SETRANGE: overwrite from `offset`, padding with zero bytes, keeping
+/// the TTL. An empty value changes nothing (and creates no key) but still
+/// answers the length. The string is `raw` afterwards, new or not.
 fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, patch) = (args[1], args[3]);
+    let max = ctx.ks().limits().proto_max_bulk_len;
     let offset = int_arg(args[2])?;
     let Ok(offset) = u64::try_from(offset) else {
         return Err(CmdError::err("offset is out of range"));
@@ -458,18 +462,19 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             if patch.is_empty() {
                 return Ok(reply::int(0));
             }
-            check_string_length(offset, patch.len() as u64)?;
+            check_string_length(offset, patch.len() as u64, max)?;
             let mut s = vec![0u8; offset as usize];
             s.extend_from_slice(patch);
             let len = s.len();
             ctx.set(key, Value::Str(s), false);
+            ctx.ks().set_history(key, History::Converted);
             len
         }
         Some(s) => {
             if patch.is_empty() {
                 return Ok(reply::int(s.len()));
             }
-            check_string_length(offset, patch.len() as u64)?;
+            check_string_length(offset, patch.len() as u64, max)?;
             let offset = offset as usize;
             let end = offset + patch.len();
             if s.len() < end {
@@ -479,6 +484,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 window.copy_from_slice(patch);
             }
             let len = s.len();
+            ctx.ks().set_history(key, History::Converted);
             ctx.modified(key);
             len
         }
@@ -539,6 +545,8 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .ok_or_else(|| CmdError::err("increment would produce NaN or Infinity"))?;
     let text = sum.to_human_string();
     ctx.set(key, string(text.as_bytes()), true);
+    // Redis stores the text as a string object, never as an `int`.
+    ctx.ks().set_history(key, History::Text);
     Ok(reply::bulk(text))
 }
 
@@ -1028,6 +1036,28 @@ mod tests {
         assert_eq!(run(&mut c, "TTL k"), int(-1));
     }
 
+    /// SETRANGE, APPEND and INCR edit the value and keep the TTL; the
+    /// 512MB limit follows `proto-max-bulk-len`.
+    #[test]
+    fn edits_keep_ttl_and_obey_proto_max_bulk_len() {
+        let mut c = conn();
+        run(&mut c, "SET k hello EX 100");
+        assert_eq!(run(&mut c, "SETRANGE k 1 a"), int(5));
+        assert_eq!(run(&mut c, "APPEND k !"), int(6));
+        assert_eq!(run(&mut c, "TTL k"), int(100));
+        assert_eq!(run(&mut c, "GET k"), bulk("hallo!"));
+        let too_big = err("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        assert_eq!(run(&mut c, "SETRANGE k 536870912 x"), too_big);
+        assert_eq!(run(&mut c, "SETRANGE k 536870911 xy"), too_big);
+        assert_eq!(
+            run(&mut c, "SETRANGE k -1 x"),
+            err("ERR offset is out of range")
+        );
+        run(&mut c, "CONFIG SET proto-max-bulk-len 1048576");
+        assert_eq!(run(&mut c, "SETRANGE k 1048576 x"), too_big);
+        assert_eq!(run(&mut c, "SETRANGE new 1048575 x"), int(1048576));
+    }
+
     /// Whether a command run by another client between WATCH k and EXEC
     /// aborts the transaction (Redis's `signalModifiedKey`). A trailing
     /// space sends an empty last argument.
@@ -1044,7 +1074,16 @@ mod tests {
             ("APPEND k ", true),
             ("INCRBYFLOAT k abc", false),
             ("GETDEL nokey", false),
+            ("GETDEL k", true),
+            ("GETEX k EX 10", true),
+            ("GETEX k PXAT 1", true),
+            ("SETRANGE k 1 x", true),
             ("MSETNX k 1 z 2", false),
+            // Reading commands never touch.
+            ("TOUCH k", false),
+            ("OBJECT ENCODING k", false),
+            ("COPY k k2", false),
+            ("LCS k k", false),
         ] {
             assert_watch(&setup, "k", change, touches);
         }

@@ -1,10 +1,19 @@
-//! CLIENT and HELLO, which read and change the state of a RESP connection
-//! itself (its id, its name): a command of the engine's table cannot reach
-//! that state, so the RESP server answers these two here. The table keeps
-//! entries for both so that MULTI queues them as Redis does, and so that
-//! an in-process client gets an error that says why it cannot run them.
+//! CLIENT and HELLO, which read and change the state of RESP connections
+//! (their ids, names, addresses; CLIENT KILL closes them): a command of
+//! the engine's table cannot reach that state, so the RESP server answers
+//! these two here. The table keeps entries for both so that MULTI queues
+//! them as Redis does, and so that an in-process client gets an error that
+//! says why it cannot run them.
+//!
+//! Every connection of a server is listed in its [`Registry`], which
+//! CLIENT LIST and CLIENT KILL read.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use redis::Value as Reply;
+use tokio::sync::Notify;
 
 use crate::args::{is, parse_i64};
 use crate::command::{authenticate, subcommand_arity, unknown_subcommand};
@@ -20,6 +29,77 @@ pub(crate) struct ClientInfo {
     pub(crate) name: Option<Vec<u8>>,
 }
 
+/// What CLIENT LIST shows of one connection, kept up to date by the
+/// connection after each command.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Peer {
+    /// The client's address (`ip:port`) and ours.
+    pub(crate) addr: String,
+    pub(crate) laddr: String,
+    /// The socket's file descriptor, -1 where there is none to show.
+    pub(crate) fd: i64,
+    pub(crate) name: Option<Vec<u8>>,
+    /// Unix ms of the connection and of its last command.
+    pub(crate) created_ms: i64,
+    pub(crate) last_ms: i64,
+    pub(crate) db: usize,
+    /// Commands queued since MULTI, if in a transaction.
+    pub(crate) multi: Option<usize>,
+    /// The last command, `client|list` style.
+    pub(crate) cmd: String,
+    /// Wakes the connection up to close it (CLIENT KILL).
+    pub(crate) kill: Arc<Notify>,
+}
+
+impl Peer {
+    /// One line of CLIENT LIST, with Redis 7.0.15's fields in its order.
+    /// What the engine does not measure (buffers, memory) reads 0.
+    fn line(&self, id: u64, now: i64) -> String {
+        let name = self
+            .name
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let (flags, multi) = match self.multi {
+            Some(n) => ("x", n as i64),
+            None => ("N", -1),
+        };
+        format!(
+            "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} \
+             sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
+             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp=2\n",
+            self.addr,
+            self.laddr,
+            self.fd,
+            (now - self.created_ms).max(0) / 1000,
+            (now - self.last_ms).max(0) / 1000,
+            self.db,
+            if self.cmd.is_empty() {
+                "NULL"
+            } else {
+                &self.cmd
+            },
+        )
+    }
+}
+
+/// The connections of one server, by id.
+pub(crate) type Registry = Arc<Mutex<BTreeMap<u64, Peer>>>;
+
+/// What CLIENT needs besides the connection's own [`ClientInfo`].
+pub(crate) struct ClientCtx<'a> {
+    pub(crate) registry: &'a Registry,
+    pub(crate) now: i64,
+}
+
+/// What the connection must do after a CLIENT command.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum After {
+    Continue,
+    /// CLIENT KILL killed this very connection: reply, then close.
+    Close,
+}
+
 impl ClientInfo {
     /// Redis's `clientSetName`: printable ASCII with no spaces; empty clears.
     fn set_name(&mut self, name: &[u8]) -> Result<(), CmdError> {
@@ -33,36 +113,195 @@ impl ClientInfo {
     }
 }
 
-/// CLIENT ID | GETNAME | SETNAME name, for a RESP server connection.
-pub(crate) fn client_command(info: &mut ClientInfo, args: &[&[u8]]) -> Reply {
+/// CLIENT ID | GETNAME | SETNAME | INFO | LIST | KILL, for a RESP server
+/// connection, with Redis 7.0.15's arities and errors.
+pub(crate) fn client_command(
+    info: &mut ClientInfo,
+    cx: &ClientCtx<'_>,
+    args: &[&[u8]],
+) -> (Reply, After) {
     let result = (|| {
         let [_, sub, rest @ ..] = args else {
             return Err(CmdError::err(
                 "wrong number of arguments for 'client' command",
             ));
         };
-        let (name, arity) = if is(sub, "id") {
-            ("id", 0)
-        } else if is(sub, "getname") {
-            ("getname", 0)
-        } else if is(sub, "setname") {
-            ("setname", 1)
-        } else {
+        // name, and arity in Redis's notation counting CLIENT and the
+        // subcommand (`-3`: at least one argument after them).
+        const SUBS: &[(&str, i32)] = &[
+            ("id", 2),
+            ("getname", 2),
+            ("setname", 3),
+            ("info", 2),
+            ("list", -2),
+            ("kill", -3),
+        ];
+        let Some(&(name, arity)) = SUBS.iter().find(|(n, _)| is(sub, n)) else {
             return Err(unknown_subcommand("client", sub));
         };
-        if rest.len() != arity {
+        let argc = args.len() as i32;
+        if (arity >= 0 && argc != arity) || (arity < 0 && argc < -arity) {
             return Err(subcommand_arity("client", name));
         }
-        Ok(match rest {
-            [new_name] => {
-                info.set_name(new_name)?;
-                reply::ok()
+        Ok(match name {
+            "id" => (reply::int(info.id), After::Continue),
+            "getname" => (
+                info.name.clone().map_or_else(reply::nil, reply::bulk),
+                After::Continue,
+            ),
+            "setname" => {
+                info.set_name(rest[0])?;
+                if let Some(peer) = cx.registry.lock().get_mut(&info.id) {
+                    peer.name = info.name.clone();
+                }
+                (reply::ok(), After::Continue)
             }
-            _ if name == "id" => reply::int(info.id),
-            _ => info.name.clone().map_or_else(reply::nil, reply::bulk),
+            "info" => {
+                let line = cx
+                    .registry
+                    .lock()
+                    .get(&info.id)
+                    .map(|p| p.line(info.id, cx.now))
+                    .unwrap_or_default();
+                (reply::bulk(line), After::Continue)
+            }
+            "list" => (client_list(cx, rest)?, After::Continue),
+            _ => client_kill(info, cx, rest)?,
         })
     })();
-    result.unwrap_or_else(|e| e.to_value())
+    result.unwrap_or_else(|e| (e.to_value(), After::Continue))
+}
+
+/// CLIENT LIST [TYPE type] | [ID id ...]. Every connection is a normal
+/// one; the other types exist but list nobody.
+fn client_list(cx: &ClientCtx<'_>, opts: &[&[u8]]) -> Result<Reply, CmdError> {
+    let registry = cx.registry.lock();
+    let lines = |ids: &mut dyn Iterator<Item = u64>| -> String {
+        ids.filter_map(|id| Some(registry.get(&id)?.line(id, cx.now)))
+            .collect()
+    };
+    let text = match opts {
+        [] => lines(&mut registry.keys().copied()),
+        [opt, kind] if is(opt, "type") => {
+            if is(kind, "normal") {
+                lines(&mut registry.keys().copied())
+            } else if ["master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|t| is(kind, t))
+            {
+                String::new()
+            } else {
+                return Err(CmdError::err(format!(
+                    "Unknown client type '{}'",
+                    String::from_utf8_lossy(kind)
+                )));
+            }
+        }
+        [opt, ids @ ..] if is(opt, "id") && !ids.is_empty() => {
+            let mut wanted = Vec::with_capacity(ids.len());
+            for id in ids {
+                let id = parse_i64(id).ok_or_else(|| CmdError::err("Invalid client ID"))?;
+                wanted.push(id);
+            }
+            lines(&mut wanted.into_iter().filter_map(|id| u64::try_from(id).ok()))
+        }
+        _ => return Err(CmdError::Syntax),
+    };
+    Ok(reply::bulk(text))
+}
+
+/// CLIENT KILL addr (old form: OK, or "No such client"; may kill the
+/// caller) or CLIENT KILL [ID id] [TYPE t] [ADDR a] [LADDR a] [USER u]
+/// [SKIPME yes|no] (new form: the number killed; skips the caller unless
+/// SKIPME no).
+fn client_kill(
+    info: &ClientInfo,
+    cx: &ClientCtx<'_>,
+    opts: &[&[u8]],
+) -> Result<(Reply, After), CmdError> {
+    let old_form = opts.len() == 1;
+    let (mut addr, mut laddr, mut id, mut skip_me) = (None, None, 0u64, !old_form);
+    let mut normal_only_type: Option<bool> = None;
+    if old_form {
+        addr = Some(opts[0]);
+    } else {
+        for pair in opts.chunks(2) {
+            let [opt, value] = pair else {
+                return Err(CmdError::Syntax);
+            };
+            if is(opt, "id") {
+                id = parse_i64(value)
+                    .filter(|&n| n >= 1)
+                    .and_then(|n| u64::try_from(n).ok())
+                    .ok_or_else(|| CmdError::err("client-id should be greater than 0"))?;
+            } else if is(opt, "type") {
+                if is(value, "normal") {
+                    normal_only_type = Some(true);
+                } else if ["master", "replica", "slave", "pubsub"]
+                    .iter()
+                    .any(|t| is(value, t))
+                {
+                    normal_only_type = Some(false);
+                } else {
+                    return Err(CmdError::err(format!(
+                        "Unknown client type '{}'",
+                        String::from_utf8_lossy(value)
+                    )));
+                }
+            } else if is(opt, "addr") {
+                addr = Some(value);
+            } else if is(opt, "laddr") {
+                laddr = Some(value);
+            } else if is(opt, "user") {
+                if *value != b"default" {
+                    return Err(CmdError::err(format!(
+                        "No such user '{}'",
+                        String::from_utf8_lossy(value)
+                    )));
+                }
+            } else if is(opt, "skipme") {
+                if is(value, "yes") {
+                    skip_me = true;
+                } else if is(value, "no") {
+                    skip_me = false;
+                } else {
+                    return Err(CmdError::Syntax);
+                }
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
+    }
+    let mut killed = 0usize;
+    let mut close_self = false;
+    for (&peer_id, peer) in cx.registry.lock().iter() {
+        if addr.is_some_and(|a| a != peer.addr.as_bytes())
+            || laddr.is_some_and(|a| *a != peer.laddr.as_bytes())
+            || normal_only_type == Some(false)
+            || (id != 0 && peer_id != id)
+            || (peer_id == info.id && skip_me)
+        {
+            continue;
+        }
+        if peer_id == info.id {
+            close_self = true;
+        } else {
+            peer.kill.notify_one();
+        }
+        killed += 1;
+    }
+    let after = if close_self {
+        After::Close
+    } else {
+        After::Continue
+    };
+    if old_form {
+        if killed == 0 {
+            return Err(CmdError::err("No such client"));
+        }
+        return Ok((reply::ok(), after));
+    }
+    Ok((reply::int(killed), after))
 }
 
 /// HELLO [protover [AUTH username password] [SETNAME name]], for a RESP
@@ -125,7 +364,7 @@ pub(crate) fn hello_command(info: &mut ClientInfo, args: &[&[u8]]) -> Reply {
 mod tests {
     use redis::Value;
 
-    use super::{client_command, hello_command, ClientInfo};
+    use super::{client_command, hello_command, ClientCtx, ClientInfo, Registry};
     use crate::error::error_value;
 
     fn bulk(s: &str) -> Value {
@@ -139,7 +378,12 @@ mod tests {
     #[test]
     fn client_subcommands() {
         let mut info = ClientInfo { id: 56, name: None };
-        let mut run = |args: &[&[u8]]| client_command(&mut info, args);
+        let registry = Registry::default();
+        let cx = ClientCtx {
+            registry: &registry,
+            now: 0,
+        };
+        let mut run = |args: &[&[u8]]| client_command(&mut info, &cx, args).0;
         assert_eq!(run(&[b"CLIENT", b"ID"]), Value::Int(56));
         assert_eq!(run(&[b"CLIENT", b"GETNAME"]), Value::Nil);
         assert_eq!(run(&[b"client", b"Setname", b"abc"]), Value::Okay);

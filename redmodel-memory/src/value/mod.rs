@@ -2,6 +2,7 @@
 
 use std::collections::{HashSet, VecDeque};
 
+pub(crate) mod encoding;
 pub(crate) mod hash;
 pub(crate) mod zset;
 

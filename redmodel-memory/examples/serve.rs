@@ -1,0 +1,23 @@
+//! Serves a fresh engine over RESP on 127.0.0.1 until killed, for
+//! redis-cli and Redis's own test suite (`runtest --host 127.0.0.1 --port N`).
+//!
+//! ```text
+//! cargo run -p redmodel-memory --features server --release --example serve -- 6390
+//! ```
+
+use redmodel_memory::{serve, Engine};
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let port: u16 = match std::env::args().nth(1) {
+        Some(p) => p.parse().map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "usage: serve PORT")
+        })?,
+        None => 6390,
+    };
+    let server = serve(Engine::new(), ("127.0.0.1", port)).await?;
+    eprintln!("serving on {}", server.local_addr());
+    // Run until the process is killed.
+    std::future::pending::<()>().await;
+    Ok(())
+}

@@ -1,0 +1,878 @@
+//! Server commands: CONFIG, INFO, TIME, FUNCTION, COMMAND, with Redis
+//! 7.0.15's replies and error texts.
+//!
+//! What they report is true of the engine: no persistence, no
+//! replication, no Lua (FUNCTION LIST is always empty), 16 databases.
+
+use redis::Value as Reply;
+
+use super::{all_specs, help_reply, lookup, run_subcommand, CmdResult, Ctx, Spec, Sub};
+use crate::args::is;
+use crate::error::CmdError;
+use crate::reply;
+use crate::value::Value;
+
+pub(super) const COMMANDS: &[Spec] = &[
+    Spec {
+        name: "config",
+        arity: -2,
+        handler: config,
+    },
+    Spec {
+        name: "info",
+        arity: -1,
+        handler: info,
+    },
+    Spec {
+        name: "time",
+        arity: 1,
+        handler: time,
+    },
+    Spec {
+        name: "function",
+        arity: -2,
+        handler: function,
+    },
+    Spec {
+        name: "command",
+        arity: -1,
+        handler: command,
+    },
+    Spec {
+        name: "memory",
+        arity: -2,
+        handler: memory,
+    },
+    Spec {
+        name: "lastsave",
+        arity: 1,
+        handler: lastsave,
+    },
+];
+
+// ---------------------------------------------------------------------------
+// CONFIG
+// ---------------------------------------------------------------------------
+
+fn config(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    const SUBS: &[Sub] = &[
+        Sub {
+            name: "get",
+            arity: -3,
+            handler: config_get,
+        },
+        Sub {
+            name: "set",
+            arity: -4,
+            handler: config_set,
+        },
+        Sub {
+            name: "resetstat",
+            arity: 2,
+            handler: config_resetstat,
+        },
+        Sub {
+            name: "rewrite",
+            arity: 2,
+            handler: config_rewrite,
+        },
+        Sub {
+            name: "help",
+            arity: 2,
+            handler: config_help,
+        },
+    ];
+    run_subcommand(ctx, args, SUBS)
+}
+
+fn config_get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let found = ctx.store.config.get_matching(&args[2..]);
+    Ok(reply::array(
+        found
+            .into_iter()
+            .flat_map(|(name, value)| [reply::bulk(name), reply::bulk(value)])
+            .collect(),
+    ))
+}
+
+fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    ctx.store.set_config(&args[2..])?;
+    Ok(reply::ok())
+}
+
+/// Resets what INFO's stats count.
+fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    ctx.store.commands_processed = 0;
+    for ks in &mut ctx.store.dbs {
+        ks.expired_count = 0;
+    }
+    Ok(reply::ok())
+}
+
+/// The engine is never started from a configuration file.
+fn config_rewrite(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Err(CmdError::err("The server is running without a config file"))
+}
+
+fn config_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(help_reply(
+        "config",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// TIME, LASTSAVE
+// ---------------------------------------------------------------------------
+
+/// TIME: Unix seconds and the microseconds within, as two bulk strings.
+/// The engine's clock counts milliseconds.
+fn time(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    let (secs, ms) = (ctx.now.div_euclid(1000), ctx.now.rem_euclid(1000));
+    Ok(reply::array(vec![
+        reply::bulk(secs.to_string()),
+        reply::bulk((ms * 1000).to_string()),
+    ]))
+}
+
+/// LASTSAVE: nothing is ever saved; Redis reports its start time then.
+fn lastsave(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(reply::int(ctx.store.started_ms / 1000))
+}
+
+// ---------------------------------------------------------------------------
+// FUNCTION
+// ---------------------------------------------------------------------------
+
+/// FUNCTION: the engine has no Lua, so there are never libraries: FLUSH
+/// and LIST answer as Redis does with none loaded; LOAD and the others are
+/// not implemented (unknown subcommand).
+fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    const SUBS: &[Sub] = &[
+        Sub {
+            name: "flush",
+            arity: -2,
+            handler: function_flush,
+        },
+        Sub {
+            name: "list",
+            arity: -2,
+            handler: function_list,
+        },
+        Sub {
+            name: "help",
+            arity: 2,
+            handler: function_help,
+        },
+    ];
+    run_subcommand(ctx, args, SUBS)
+}
+
+fn function_flush(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    match args {
+        [_, _] => Ok(reply::ok()),
+        [_, _, mode] if is(mode, "sync") || is(mode, "async") => Ok(reply::ok()),
+        [_, _, _] => Err(CmdError::err(
+            "FUNCTION FLUSH only supports SYNC|ASYNC option",
+        )),
+        _ => Err(CmdError::err(
+            "unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
+        )),
+    }
+}
+
+/// FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]: options checked as
+/// Redis does, then the (always empty) list of libraries.
+fn function_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let (mut with_code, mut library_name) = (false, false);
+    let mut i = 2;
+    while let Some(&opt) = args.get(i) {
+        // Each option once: a repeated one is an unknown argument.
+        if !with_code && is(opt, "withcode") {
+            with_code = true;
+        } else if !library_name && is(opt, "libraryname") {
+            if i + 1 >= args.len() {
+                return Err(CmdError::err("library name argument was not given"));
+            }
+            library_name = true;
+            i += 1;
+        } else {
+            return Err(CmdError::err(format!(
+                "Unknown argument {}",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+        i += 1;
+    }
+    Ok(reply::array(Vec::new()))
+}
+
+fn function_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(help_reply(
+        "function",
+        &[
+            "LIST [WITHCODE] [LIBRARYNAME PATTERN]",
+            "    Return general information on all the libraries:",
+            "    * Library name",
+            "    * The engine used to run the Library",
+            "    * Library description",
+            "    * Functions list",
+            "    * Library code (if WITHCODE is given)",
+            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the libraries.",
+            "    * SYNC: Synchronously flush the libraries.",
+        ],
+    ))
+}
+
+// ---------------------------------------------------------------------------
+// COMMAND
+// ---------------------------------------------------------------------------
+
+/// COMMAND [COUNT | LIST | INFO name... | DOCS name...]. The engine knows
+/// each command's name and arity, not Redis's flags and key
+/// specifications: INFO gives the name and arity with empty flags and no
+/// key positions; DOCS gives nothing (redis-cli then uses its built-in
+/// help).
+fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    const SUBS: &[Sub] = &[
+        Sub {
+            name: "count",
+            arity: 2,
+            handler: command_count,
+        },
+        Sub {
+            name: "list",
+            arity: -2,
+            handler: command_list,
+        },
+        Sub {
+            name: "info",
+            arity: -2,
+            handler: command_info,
+        },
+        Sub {
+            name: "docs",
+            arity: -2,
+            handler: command_docs,
+        },
+    ];
+    if args.len() == 1 {
+        return Ok(reply::array(all_specs().map(spec_info).collect()));
+    }
+    run_subcommand(ctx, args, SUBS)
+}
+
+fn command_count(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(reply::int(all_specs().count()))
+}
+
+/// COMMAND LIST (its FILTERBY options are not supported: syntax error).
+fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if args.len() > 2 {
+        return Err(CmdError::Syntax);
+    }
+    Ok(reply::bulks(all_specs().map(|s| s.name)))
+}
+
+/// One entry of COMMAND / COMMAND INFO: name, arity, flags, first key,
+/// last key, key step, ACL categories, tips, key specs, subcommands.
+fn spec_info(spec: &Spec) -> Reply {
+    reply::array(vec![
+        reply::bulk(spec.name),
+        reply::int(spec.arity),
+        reply::array(Vec::new()),
+        reply::int(0),
+        reply::int(0),
+        reply::int(0),
+        reply::array(Vec::new()),
+        reply::array(Vec::new()),
+        reply::array(Vec::new()),
+        reply::array(Vec::new()),
+    ])
+}
+
+fn command_info(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if args.len() == 2 {
+        return Ok(reply::array(all_specs().map(spec_info).collect()));
+    }
+    Ok(reply::array(
+        args[2..]
+            .iter()
+            .map(|name| lookup(name).map_or_else(reply::nil, spec_info))
+            .collect(),
+    ))
+}
+
+fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(reply::array(Vec::new()))
+}
+
+// ---------------------------------------------------------------------------
+// INFO
+// ---------------------------------------------------------------------------
+
+/// INFO's sections, in the order Redis prints them, and whether INFO with
+/// no argument (or `default`) shows them.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("modules", true),
+    ("commandstats", false),
+    ("errorstats", true),
+    ("latencystats", false),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+/// INFO [section ...]: `default`, `all` and `everything` as in Redis 7,
+/// unknown sections ignored. Fields are the ones clients and tools read;
+/// what the engine does not have (persistence, replicas, forks) reads as
+/// a server that has none.
+fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let mut wanted: Vec<&str> = Vec::new();
+    let mut add = |name: &'static str| {
+        if !wanted.contains(&name) {
+            wanted.push(name);
+        }
+    };
+    if args.len() == 1 {
+        SECTIONS.iter().filter(|s| s.1).for_each(|s| add(s.0));
+    }
+    for arg in &args[1..] {
+        if is(arg, "default") {
+            SECTIONS.iter().filter(|s| s.1).for_each(|s| add(s.0));
+        } else if is(arg, "all") || is(arg, "everything") {
+            SECTIONS.iter().for_each(|s| add(s.0));
+        } else if let Some(&(name, _)) = SECTIONS.iter().find(|s| is(arg, s.0)) {
+            add(name);
+        }
+    }
+    let mut out = String::new();
+    for &(name, _) in SECTIONS {
+        if !wanted.contains(&name) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        let mut title = name.to_string();
+        if let Some(first) = title.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
+        out.push_str(&format!("# {title}\r\n"));
+        for (field, value) in section(ctx, name) {
+            out.push_str(&format!("{field}:{value}\r\n"));
+        }
+    }
+    Ok(reply::bulk(out))
+}
+
+/// The fields of one INFO section.
+fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
+    let now = ctx.now;
+    let store = &*ctx.store;
+    let config = &store.config;
+    let uptime = (now - store.started_ms).max(0) / 1000;
+    let fields: Vec<(&str, String)> = match name {
+        "server" => vec![
+            ("redis_version", "7.0.15".into()),
+            ("redis_git_sha1", "00000000".into()),
+            ("redis_git_dirty", "0".into()),
+            ("redis_build_id", "0".into()),
+            ("redis_mode", "standalone".into()),
+            (
+                "os",
+                format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+            ),
+            ("arch_bits", (usize::BITS).to_string()),
+            ("multiplexing_api", "tokio".into()),
+            ("process_id", std::process::id().to_string()),
+            ("run_id", store.run_id.clone()),
+            ("tcp_port", config.get("port").into()),
+            ("server_time_usec", (now.saturating_mul(1000)).to_string()),
+            ("uptime_in_seconds", uptime.to_string()),
+            ("uptime_in_days", (uptime / 86_400).to_string()),
+            ("hz", config.get("hz").into()),
+            ("configured_hz", config.get("hz").into()),
+            ("executable", String::new()),
+            ("config_file", String::new()),
+            ("io_threads_active", "0".into()),
+        ],
+        "clients" => vec![
+            ("connected_clients", store.connected_clients.to_string()),
+            ("cluster_connections", "0".into()),
+            ("maxclients", config.get("maxclients").into()),
+            ("blocked_clients", "0".into()),
+            ("tracking_clients", "0".into()),
+            ("clients_in_timeout_table", "0".into()),
+        ],
+        "memory" => {
+            let used = used_memory(store);
+            let maxmemory: u64 = config.get("maxmemory").parse().unwrap_or(0);
+            vec![
+                ("used_memory", used.to_string()),
+                ("used_memory_human", human_bytes(used)),
+                ("used_memory_peak", used.to_string()),
+                ("used_memory_peak_human", human_bytes(used)),
+                ("maxmemory", maxmemory.to_string()),
+                ("maxmemory_human", human_bytes(maxmemory)),
+                ("maxmemory_policy", config.get("maxmemory-policy").into()),
+                ("mem_allocator", "rust".into()),
+                ("lazyfree_pending_objects", "0".into()),
+            ]
+        }
+        "persistence" => vec![
+            ("loading", "0".into()),
+            ("async_loading", "0".into()),
+            ("rdb_changes_since_last_save", "0".into()),
+            ("rdb_bgsave_in_progress", "0".into()),
+            ("rdb_last_save_time", (store.started_ms / 1000).to_string()),
+            ("rdb_last_bgsave_status", "ok".into()),
+            ("rdb_saves", "0".into()),
+            ("aof_enabled", "0".into()),
+            ("aof_rewrite_in_progress", "0".into()),
+            ("aof_rewrite_scheduled", "0".into()),
+            ("aof_last_bgrewrite_status", "ok".into()),
+            ("aof_rewrites", "0".into()),
+            ("aof_last_write_status", "ok".into()),
+        ],
+        "stats" => vec![
+            (
+                "total_connections_received",
+                store.connections_received.to_string(),
+            ),
+            (
+                "total_commands_processed",
+                store.commands_processed.to_string(),
+            ),
+            ("instantaneous_ops_per_sec", "0".into()),
+            ("rejected_connections", "0".into()),
+            (
+                "expired_keys",
+                store
+                    .dbs
+                    .iter()
+                    .map(|ks| ks.expired_count)
+                    .sum::<u64>()
+                    .to_string(),
+            ),
+            ("evicted_keys", "0".into()),
+            ("keyspace_hits", "0".into()),
+            ("keyspace_misses", "0".into()),
+            ("pubsub_channels", "0".into()),
+            ("pubsub_patterns", "0".into()),
+            ("latest_fork_usec", "0".into()),
+            ("total_forks", "0".into()),
+        ],
+        "replication" => vec![
+            ("role", "master".into()),
+            ("connected_slaves", "0".into()),
+            ("master_failover_state", "no-failover".into()),
+            ("master_replid", store.run_id.clone()),
+            ("master_replid2", "0".repeat(40)),
+            ("master_repl_offset", "0".into()),
+            ("second_repl_offset", "-1".into()),
+            ("repl_backlog_active", "0".into()),
+            ("repl_backlog_size", config.get("repl-backlog-size").into()),
+            ("repl_backlog_first_byte_offset", "0".into()),
+            ("repl_backlog_histlen", "0".into()),
+        ],
+        "cluster" => vec![("cluster_enabled", "0".into())],
+        "keyspace" => {
+            return store
+                .dbs
+                .iter()
+                .enumerate()
+                .filter(|(_, ks)| ks.len() > 0)
+                .map(|(i, ks)| {
+                    (
+                        format!("db{i}"),
+                        format!(
+                            "keys={},expires={},avg_ttl={}",
+                            ks.len(),
+                            ks.expiring_len(),
+                            ks.average_ttl(now)
+                        ),
+                    )
+                })
+                .collect()
+        }
+        // cpu, modules, commandstats, errorstats, latencystats: nothing
+        // the engine measures.
+        _ => Vec::new(),
+    };
+    fields
+        .into_iter()
+        .map(|(f, v)| (f.to_string(), v))
+        .collect()
+}
+
+/// An estimate of the bytes a key and its value take: the bytes of the
+/// key and of every element, plus Redis-like overheads (a 24-byte dict
+/// entry and a 16-byte object header per key, 16 bytes per element). The
+/// engine has no allocator to ask, so this is an estimate, not Redis's
+/// `objectComputeSize`.
+fn key_size(key: &[u8], v: &Value) -> usize {
+    const PER_KEY: usize = 24 + 16;
+    const PER_ELEMENT: usize = 16;
+    let value = match v {
+        Value::Str(s) => s.len(),
+        Value::List(l) => l.iter().map(|e| e.len() + PER_ELEMENT).sum(),
+        Value::Set(s) => s.iter().map(|e| e.len() + PER_ELEMENT).sum(),
+        Value::Hash(h) => h.iter().map(|(f, v)| f.len() + v.len() + PER_ELEMENT).sum(),
+        Value::ZSet(z) => z.iter().map(|(m, _)| m.len() + 8 + PER_ELEMENT).sum(),
+    };
+    // Keys and small strings are rounded up to the allocator's 8 bytes.
+    PER_KEY + (key.len() + 4).next_multiple_of(8) + value.next_multiple_of(8)
+}
+
+/// The estimated memory of all the data (see [`key_size`]). A walk over
+/// every key: INFO is not a hot command.
+fn used_memory(store: &crate::store::Store) -> u64 {
+    let data: usize = store.dbs.iter().map(|ks| ks.sizes(key_size)).sum();
+    // What an empty Redis reports, so an empty engine looks like one.
+    const BASELINE: usize = 870_000;
+    (BASELINE + data) as u64
+}
+
+/// MEMORY USAGE key [SAMPLES count] | HELP. USAGE reports the estimate of
+/// [`key_size`]; like Redis it looks at the stored key even if its time
+/// has passed, and reads every element whatever SAMPLES says.
+fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    const SUBS: &[Sub] = &[
+        Sub {
+            name: "usage",
+            arity: -3,
+            handler: memory_usage,
+        },
+        Sub {
+            name: "help",
+            arity: 2,
+            handler: memory_help,
+        },
+    ];
+    run_subcommand(ctx, args, SUBS)
+}
+
+fn memory_usage(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let mut j = 3;
+    while let Some(&opt) = args.get(j) {
+        if is(opt, "samples") && j + 1 < args.len() {
+            if crate::args::int_arg(args[j + 1])? < 0 {
+                return Err(CmdError::Syntax);
+            }
+            j += 2;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let key = args[2];
+    Ok(ctx
+        .ks()
+        .stored(key)
+        .map_or_else(reply::nil, |e| reply::int(key_size(key, &e.value))))
+}
+
+fn memory_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(help_reply(
+        "memory",
+        &[
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+        ],
+    ))
+}
+
+/// Redis's `bytesToHuman`: `B`, `K`, `M`, `G`... with two decimals.
+fn human_bytes(n: u64) -> String {
+    let d = n as f64;
+    const UNITS: &[(f64, &str)] = &[
+        (1024.0 * 1024.0 * 1024.0 * 1024.0 * 1024.0, "P"),
+        (1024.0 * 1024.0 * 1024.0 * 1024.0, "T"),
+        (1024.0 * 1024.0 * 1024.0, "G"),
+        (1024.0 * 1024.0, "M"),
+        (1024.0, "K"),
+    ];
+    if n < 1024 {
+        return format!("{n}B");
+    }
+    for &(size, unit) in UNITS {
+        if d >= size {
+            return format!("{:.2}{unit}", d / size);
+        }
+    }
+    format!("{n}B")
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every expected reply below was observed on redis-server 7.0.15.
+
+    use redis::Value;
+
+    use crate::command::test_util::*;
+
+    #[test]
+    fn memory_usage_replies() {
+        let mut c = conn();
+        run(&mut c, "HSET h a b");
+        assert!(matches!(run(&mut c, "MEMORY USAGE h"), Value::Int(n) if n > 0));
+        assert!(matches!(run(&mut c, "MEMORY USAGE h SAMPLES 0"), Value::Int(n) if n > 0));
+        assert_eq!(run(&mut c, "MEMORY USAGE nokey"), Value::Nil);
+        assert_eq!(run(&mut c, "MEMORY USAGE h SAMPLES x"), err(NOT_INT));
+        assert_eq!(run(&mut c, "MEMORY USAGE h SAMPLES -1"), err(SYNTAX));
+        assert_eq!(run(&mut c, "MEMORY USAGE h foo"), err(SYNTAX));
+        assert_eq!(
+            run(&mut c, "MEMORY foo"),
+            err("ERR unknown subcommand 'foo'. Try MEMORY HELP.")
+        );
+        assert_eq!(
+            run(&mut c, "MEMORY USAGE"),
+            err("ERR wrong number of arguments for 'memory|usage' command")
+        );
+    }
+
+    fn set_failed(arg: &str, why: &str) -> Value {
+        err(&format!(
+            "ERR CONFIG SET failed (possibly related to argument '{arg}') - {why}"
+        ))
+    }
+
+    #[test]
+    fn config_set_errors() {
+        let mut c = conn();
+        assert_eq!(
+            run(&mut c, "CONFIG SET maxmemory bla"),
+            set_failed("maxmemory", "argument must be a memory value")
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG SET nosuch 1"),
+            err("ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'")
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG SET hash-max-listpack-entries -1"),
+            set_failed(
+                "hash-max-listpack-entries",
+                "argument must be between 0 and 9223372036854775807 inclusive"
+            )
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG SET hash-max-listpack-entries abc"),
+            set_failed(
+                "hash-max-listpack-entries",
+                "argument couldn't be parsed into an integer"
+            )
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG SET appendonly maybe"),
+            set_failed("appendonly", "argument must be 'yes' or 'no'")
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG SET maxmemory-policy foo"),
+            set_failed(
+                "maxmemory-policy",
+                "argument(s) must be one of the following: volatile-lru, volatile-lfu, \
+                 volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
+            )
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG SET daemonize yes"),
+            set_failed("daemonize", "can't set immutable config")
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG SET dir /tmp"),
+            set_failed("dir", "can't set protected config")
+        );
+        assert_eq!(
+            run(
+                &mut c,
+                "CONFIG SET hash-max-listpack-entries 10 hash-max-ziplist-entries 20"
+            ),
+            set_failed("hash-max-ziplist-entries", "duplicate parameter")
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG SET proto-max-bulk-len 10"),
+            set_failed(
+                "proto-max-bulk-len",
+                "argument must be between 1048576 and 9223372036854775807 inclusive"
+            )
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG SET notify-keyspace-events Q"),
+            set_failed(
+                "notify-keyspace-events",
+                "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+            )
+        );
+        assert_eq!(
+            run_args(&mut c, &["CONFIG", "SET", "save", "10 1 20"]),
+            set_failed("save", "Invalid save parameters")
+        );
+        let arity = err("ERR wrong number of arguments for 'config|set' command");
+        assert_eq!(run(&mut c, "CONFIG SET"), arity);
+        assert_eq!(run(&mut c, "CONFIG SET a"), arity);
+        assert_eq!(run(&mut c, "CONFIG SET a b c"), err(SYNTAX));
+        // A failed CONFIG SET changes nothing, not even the valid pairs.
+        assert_eq!(
+            run(&mut c, "CONFIG SET lua-time-limit 10 appendonly maybe"),
+            set_failed("appendonly", "argument must be 'yes' or 'no'")
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG GET lua-time-limit"),
+            bulks(&["lua-time-limit", "5000"])
+        );
+    }
+
+    #[test]
+    fn config_set_then_get() {
+        let mut c = conn();
+        let ok = |c: &mut crate::Connection, line: &str| assert_eq!(run(c, line), Value::Okay);
+        ok(&mut c, "CONFIG SET hash-max-ziplist-entries 10");
+        assert_eq!(
+            run(&mut c, "CONFIG GET hash-max-listpack-entries"),
+            bulks(&["hash-max-listpack-entries", "10"])
+        );
+        assert_eq!(
+            sorted(run(&mut c, "CONFIG GET hash-max-*")),
+            [
+                "10",
+                "10",
+                "64",
+                "64",
+                "hash-max-listpack-entries",
+                "hash-max-listpack-value",
+                "hash-max-ziplist-entries",
+                "hash-max-ziplist-value"
+            ]
+        );
+        ok(&mut c, "CONFIG SET maxmemory 1mb");
+        assert_eq!(
+            run(&mut c, "CONFIG GET maxmemory"),
+            bulks(&["maxmemory", "1048576"])
+        );
+        ok(&mut c, "CONFIG SET maxmemory-clients 5%");
+        assert_eq!(
+            run(&mut c, "CONFIG GET maxmemory-clients"),
+            bulks(&["maxmemory-clients", "5%"])
+        );
+        ok(&mut c, "CONFIG SET appendonly YES");
+        assert_eq!(
+            run(&mut c, "CONFIG GET appendonly"),
+            bulks(&["appendonly", "yes"])
+        );
+        ok(&mut c, "CONFIG SET maxmemory-policy ALLKEYS-LFU");
+        assert_eq!(
+            run(&mut c, "CONFIG GET maxmemory-policy"),
+            bulks(&["maxmemory-policy", "allkeys-lfu"])
+        );
+        ok(&mut c, "CONFIG SET notify-keyspace-events KEA");
+        assert_eq!(
+            run(&mut c, "CONFIG GET notify-keyspace-events"),
+            bulks(&["notify-keyspace-events", "AKE"])
+        );
+        assert_eq!(
+            run_args(&mut c, &["CONFIG", "SET", "save", "10 1"]),
+            Value::Okay
+        );
+        assert_eq!(run(&mut c, "CONFIG GET save"), bulks(&["save", "10 1"]));
+        assert_eq!(
+            run_args(&mut c, &["CONFIG", "SET", "shutdown-on-sigint", "save now"]),
+            Value::Okay
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG GET shutdown-on-sigint"),
+            bulks(&["shutdown-on-sigint", "save now"])
+        );
+        ok(&mut c, "CONFIG SET list-max-ziplist-size -6");
+        ok(&mut c, "CONFIG RESETSTAT");
+        assert_eq!(
+            run(&mut c, "CONFIG RESETSTAT x"),
+            err("ERR wrong number of arguments for 'config|resetstat' command")
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG REWRITE"),
+            err("ERR The server is running without a config file")
+        );
+        assert_eq!(
+            run(&mut c, "CONFIG GET"),
+            err("ERR wrong number of arguments for 'config|get' command")
+        );
+    }
+
+    #[test]
+    fn function_flush_and_list() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "FUNCTION FLUSH"), Value::Okay);
+        assert_eq!(run(&mut c, "FUNCTION FLUSH async"), Value::Okay);
+        assert_eq!(run(&mut c, "FUNCTION FLUSH SYNC"), Value::Okay);
+        assert_eq!(
+            run(&mut c, "FUNCTION FLUSH x"),
+            err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+        );
+        assert_eq!(
+            run(&mut c, "FUNCTION FLUSH a b"),
+            err("ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.")
+        );
+        assert_eq!(run(&mut c, "FUNCTION LIST"), empty());
+        assert_eq!(run(&mut c, "FUNCTION LIST WITHCODE"), empty());
+        assert_eq!(
+            run(&mut c, "FUNCTION LIST foo"),
+            err("ERR Unknown argument foo")
+        );
+        assert_eq!(
+            run(&mut c, "FUNCTION LIST LIBRARYNAME"),
+            err("ERR library name argument was not given")
+        );
+        assert_eq!(
+            run(&mut c, "FUNCTION foo"),
+            err("ERR unknown subcommand 'foo'. Try FUNCTION HELP.")
+        );
+    }
+
+    #[test]
+    fn time_and_info() {
+        let (_clock, mut c) = clocked(1_700_000_000_123);
+        assert_eq!(run(&mut c, "TIME"), bulks(&["1700000000", "123000"]));
+        assert_eq!(
+            run(&mut c, "TIME x"),
+            err("ERR wrong number of arguments for 'time' command")
+        );
+        run(&mut c, "SET a 1");
+        run(&mut c, "SET b 1 EX 100");
+        let Value::BulkString(info) = run(&mut c, "INFO keyspace") else {
+            panic!("INFO is a bulk string");
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&info),
+            "# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=100000\r\n"
+        );
+        assert_eq!(run(&mut c, "INFO foo"), bulk(""));
+        let Value::BulkString(info) = run(&mut c, "INFO") else {
+            panic!("INFO is a bulk string");
+        };
+        let info = String::from_utf8_lossy(&info).into_owned();
+        assert!(info.starts_with("# Server\r\nredis_version:7.0.15\r\n"));
+        assert!(info.contains("\r\n\r\n# Clients\r\n"));
+        assert!(info.ends_with("\r\n"));
+    }
+}

@@ -1,0 +1,97 @@
+//! The encoding Redis 7.0.15 would use for a value, for OBJECT ENCODING.
+//!
+//! The engine stores values its own way, so the encoding is worked out
+//! from the data, the configured thresholds ([`Limits`]) and the value's
+//! history, which Redis's encodings depend on:
+//! - aggregates convert one way: a hash, set or sorted set that once
+//!   outgrew its compact encoding (listpack, intset) keeps the big one
+//!   (hashtable, skiplist) even after shrinking, until a new value
+//!   replaces it. So the keyspace checks after every modification whether
+//!   the value outgrew the thresholds *then* (see `Keyspace::modified`),
+//!   and remembers it in [`History`];
+//! - lists are always `quicklist` in 7.0 (listpack lists came with 7.2);
+//! - strings are `int`, `embstr` or `raw` by their bytes when set whole
+//!   (SET, MSET, INCR...), `embstr`/`raw` by length when built as text
+//!   (INCRBYFLOAT), and `raw` once edited in place (APPEND, SETRANGE).
+
+use super::Value;
+use crate::args::parse_i64;
+use crate::config::Limits;
+
+/// Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`: longer strings are `raw`.
+const EMBSTR_SIZE_LIMIT: usize = 44;
+
+/// What Redis's encoding of a value depends on beyond its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum History {
+    /// A value set whole: a string encoded by its bytes, an aggregate
+    /// compact while it fits the thresholds.
+    #[default]
+    Fresh,
+    /// A string made from a number's text (INCRBYFLOAT): never `int`.
+    Text,
+    /// An aggregate that outgrew its compact encoding, or a string edited
+    /// in place: the big encoding, for good.
+    Converted,
+}
+
+/// Whether `value`, as it is now, is past the compact encoding's limits
+/// (an aggregate Redis would have converted). Strings and lists never are.
+pub(crate) fn outgrows(value: &Value, limits: &Limits) -> bool {
+    let longer = |bytes: &[u8], max: u64| bytes.len() as u64 > max;
+    match value {
+        Value::Str(_) | Value::List(_) => false,
+        Value::Hash(h) => {
+            h.len() as u64 > limits.hash_max_listpack_entries
+                || h.iter().any(|(f, v)| {
+                    longer(f, limits.hash_max_listpack_value)
+                        || longer(v, limits.hash_max_listpack_value)
+                })
+        }
+        Value::Set(s) => {
+            s.len() as u64 > limits.set_max_intset_entries
+                || s.iter().any(|m| parse_i64(m).is_none())
+        }
+        Value::ZSet(z) => {
+            z.len() as u64 > limits.zset_max_listpack_entries
+                || z.iter()
+                    .any(|(m, _)| longer(m, limits.zset_max_listpack_value))
+        }
+    }
+}
+
+/// The name OBJECT ENCODING gives for `value` with this history.
+pub(crate) fn encoding_name(value: &Value, history: History) -> &'static str {
+    let converted = history == History::Converted;
+    match value {
+        Value::Str(s) => {
+            if converted {
+                "raw"
+            } else if history == History::Fresh && s.len() <= 20 && parse_i64(s).is_some() {
+                "int"
+            } else if s.len() <= EMBSTR_SIZE_LIMIT {
+                "embstr"
+            } else {
+                "raw"
+            }
+        }
+        Value::List(_) => "quicklist",
+        Value::Hash(_) if converted => "hashtable",
+        Value::Hash(_) => "listpack",
+        Value::Set(_) if converted => "hashtable",
+        Value::Set(_) => "intset",
+        Value::ZSet(_) if converted => "skiplist",
+        Value::ZSet(_) => "listpack",
+    }
+}
+
+/// Whether a string value is one of Redis's shared integers (0..10000),
+/// whose OBJECT REFCOUNT is `INT_MAX`.
+pub(crate) fn is_shared_integer(value: &Value, history: History) -> bool {
+    match value {
+        Value::Str(s) if history == History::Fresh => {
+            parse_i64(s).is_some_and(|n| (0..10_000).contains(&n))
+        }
+        _ => false,
+    }
+}

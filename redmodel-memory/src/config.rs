@@ -217,8 +217,8 @@ impl Config {
         let mut parsed = Vec::with_capacity(chosen.len());
         for (&i, pair) in chosen.iter().zip(pairs.chunks_exact(2)) {
             let param = &PARAMS[i];
-            let value = parse_value(param, pair[1])
-                .map_err(|why| failed(param.name.as_bytes(), &why))?;
+            let value =
+                parse_value(param, pair[1]).map_err(|why| failed(param.name.as_bytes(), &why))?;
             parsed.push((i, value));
         }
         for (i, value) in parsed {

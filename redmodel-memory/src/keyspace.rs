@@ -500,18 +500,15 @@ impl Keyspace {
         if self.watched.is_empty() {
             return;
         }
-        let state = |ks: &Keyspace, key: &[u8]| {
-            ks.entries.get(key).map(|e| Self::is_expired(e, now))
-        };
+        let state =
+            |ks: &Keyspace, key: &[u8]| ks.entries.get(key).map(|e| Self::is_expired(e, now));
         let touched: Vec<Key> = self
             .watched
             .keys()
-            .filter(|key| {
-                match (state(self, key), state(replaced_with, key)) {
-                    (None, None) => false,
-                    (Some(true), None | Some(true)) | (None, Some(true)) => false,
-                    _ => true,
-                }
+            .filter(|key| match (state(self, key), state(replaced_with, key)) {
+                (None, None) => false,
+                (Some(true), None | Some(true)) | (None, Some(true)) => false,
+                _ => true,
             })
             .cloned()
             .collect();

@@ -227,10 +227,7 @@ mod tests {
         let range = err("ERR DB index is out of range");
         assert_eq!(run(&mut c, "SWAPDB 0 16"), range);
         assert_eq!(run(&mut c, "SWAPDB -1 0"), range);
-        assert_eq!(
-            run(&mut c, "SWAPDB x 1"),
-            err("ERR invalid first DB index")
-        );
+        assert_eq!(run(&mut c, "SWAPDB x 1"), err("ERR invalid first DB index"));
         assert_eq!(
             run(&mut c, "SWAPDB 0 x"),
             err("ERR invalid second DB index")
@@ -245,7 +242,12 @@ mod tests {
         assert_watch(&["SET x v"], "x", "COPY x y", false);
         assert_watch(&["SET x v"], "x", "MOVE x 1", true);
         assert_watch(&["SET x v"], "x", "SWAPDB 0 1", true);
-        assert_watch(&["SELECT 1", "SET x v", "SELECT 0"], "x", "SWAPDB 0 1", true);
+        assert_watch(
+            &["SELECT 1", "SET x v", "SELECT 0"],
+            "x",
+            "SWAPDB 0 1",
+            true,
+        );
         // Neither database has the key: nothing to touch.
         assert_watch(&["SET y v"], "x", "SWAPDB 0 1", false);
     }

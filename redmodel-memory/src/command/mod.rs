@@ -24,6 +24,7 @@ mod keys;
 mod lcs;
 mod lists;
 mod object;
+mod scripting;
 mod server;
 mod sets;
 mod sort;
@@ -73,6 +74,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         databases::COMMANDS,
         lcs::COMMANDS,
         object::COMMANDS,
+        scripting::COMMANDS,
         server::COMMANDS,
         sets::COMMANDS,
         sort::COMMANDS,
@@ -165,7 +167,10 @@ pub(crate) fn run_subcommand(ctx: &mut Ctx<'_>, args: &[&[u8]], subs: &[Sub]) ->
     let Some(&name) = args.get(1) else {
         return Err(arity_error(args));
     };
-    let Some(sub) = subs.iter().find(|s| name.eq_ignore_ascii_case(s.name.as_bytes())) else {
+    let Some(sub) = subs
+        .iter()
+        .find(|s| name.eq_ignore_ascii_case(s.name.as_bytes()))
+    else {
         return Err(unknown_subcommand(&container, name));
     };
     let spec = Spec {

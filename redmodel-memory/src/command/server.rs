@@ -451,7 +451,10 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
                 "total_connections_received",
                 store.connections_received.to_string(),
             ),
-            ("total_commands_processed", store.commands_processed.to_string()),
+            (
+                "total_commands_processed",
+                store.commands_processed.to_string(),
+            ),
             ("instantaneous_ops_per_sec", "0".into()),
             ("rejected_connections", "0".into()),
             (

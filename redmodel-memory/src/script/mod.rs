@@ -203,3 +203,5 @@ fn strings(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
     }
     Ok(t)
 }
+#[cfg(test)]
+mod tests;

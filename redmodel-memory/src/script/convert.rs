@@ -87,7 +87,7 @@ fn table_to_reply(t: &Table) -> mlua::Result<Reply> {
 /// NaN give the minimum (Redis replies `:-9223372036854775808` to
 /// `return 1e20`).
 fn truncate(n: f64) -> i64 {
-    if n.is_finite() && n >= -9.223_372_036_854_776e18 && n < 9.223_372_036_854_776e18 {
+    if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
         n as i64
     } else {
         i64::MIN

@@ -145,7 +145,7 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
                 },
                 v => match lua.coerce_string(v.clone())? {
                     Some(s) => s.to_string_lossy(),
-                    None => format!("{}", v.type_name()),
+                    None => v.type_name().to_string(),
                 },
             };
             let t = lua.create_table()?;

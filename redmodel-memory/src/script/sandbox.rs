@@ -266,6 +266,14 @@ const NOSCRIPT: &[&str] = &[
     "sunsubscribe",
     "slaveof",
     "replicaof",
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "blmove",
+    "blmpop",
+    "bzpopmin",
+    "bzpopmax",
+    "bzmpop",
 ];
 
 /// The session's own commands, with their arity (they are not in the table).

@@ -38,6 +38,7 @@ mod keyspace;
 mod reply;
 #[cfg(feature = "server")]
 mod resp;
+mod script;
 mod session;
 mod store;
 mod value;

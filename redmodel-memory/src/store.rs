@@ -21,6 +21,8 @@ pub(crate) struct Store {
     pub(crate) connections_received: u64,
     /// 40 random hex digits naming this engine's run (INFO's `run_id`).
     pub(crate) run_id: String,
+    /// EVAL's Lua state and script cache.
+    pub(crate) scripts: crate::script::Scripts,
 }
 
 impl Default for Store {
@@ -43,6 +45,7 @@ impl Default for Store {
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
+            scripts: Default::default(),
         }
     }
 }

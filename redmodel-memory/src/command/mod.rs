@@ -24,6 +24,7 @@ mod keys;
 mod lcs;
 mod lists;
 mod object;
+mod scripting;
 mod server;
 mod sets;
 mod sort;
@@ -73,6 +74,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         databases::COMMANDS,
         lcs::COMMANDS,
         object::COMMANDS,
+        scripting::COMMANDS,
         server::COMMANDS,
         sets::COMMANDS,
         sort::COMMANDS,

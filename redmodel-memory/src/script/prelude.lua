@@ -1,0 +1,97 @@
+-- Builds the `redis` and `cjson` libraries and the sandbox of user
+-- scripts, as Redis 7.0 does in script_lua.c and eval.c. Runs once per Lua
+-- state, with the Rust primitives as arguments; returns the environment
+-- user scripts run in.
+local raw_call, call, sha1hex, log, raw_encode, raw_decode, json_null = ...
+local G = _G
+local error, type, select, setmetatable, rawget, tostring, tonumber =
+    error, type, select, setmetatable, rawget, tostring, tonumber
+
+local function readonly(t)
+  return setmetatable({}, {
+    __index = t,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end,
+    __metatable = false,
+  })
+end
+
+local redis = {}
+-- redis.call, sha1hex and log are C functions as in Redis: a Lua wrapper
+-- called in tail position would hide the line of the caller from errors.
+redis.call = call
+redis.pcall = function(...)
+  local _, r = raw_call(false, ...)
+  return r
+end
+redis.sha1hex = sha1hex
+local function one_string(n, v)
+  return n == 1 and (type(v) == 'string' or type(v) == 'number')
+end
+redis.error_reply = function(...)
+  local e = ...
+  if not one_string(select('#', ...), e) then
+    return {err = 'ERR wrong number or type of arguments'}
+  end
+  e = tostring(e)
+  if e:sub(1, 1) == '-' then e = e:sub(2) end
+  return {err = e}
+end
+redis.status_reply = function(...)
+  local s = ...
+  if not one_string(select('#', ...), s) then
+    return {err = 'ERR wrong number or type of arguments'}
+  end
+  return {ok = tostring(s)}
+end
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.log = log
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+redis.set_repl = function() end
+redis.replicate_commands = function() return true end
+redis.setresp = function(...)
+  local v = ...
+  if select('#', ...) ~= 1 then
+    error({err = 'ERR redis.setresp() requires one argument.'})
+  end
+  if v == 2 then return end
+  if v == 3 then
+    error({err = 'ERR RESP3 replies in scripts are not supported by this engine'})
+  end
+  error({err = 'ERR RESP version must be 2 or 3.'})
+end
+redis.REDIS_VERSION = '7.0.15'
+redis.REDIS_VERSION_NUM = 458767
+
+local cjson = {}
+cjson.encode = function(...)
+  if select('#', ...) ~= 1 then error('bad argument #1 to \'encode\' (expected 1 argument)', 2) end
+  local s, e = raw_encode(...)
+  if s == nil then error(e, 2) end
+  return s
+end
+cjson.decode = function(...)
+  if select('#', ...) ~= 1 then error('bad argument #1 to \'decode\' (expected 1 argument)', 2) end
+  local ok, v = raw_decode(...)
+  if not ok then error(v, 2) end
+  return v
+end
+cjson.null = json_null
+
+G.redis = readonly(redis)
+G.cjson = readonly(cjson)
+-- Redis 7.0 loads no os, io, package or debug library and removes these.
+G.print, G.dofile, G.loadfile = nil, nil, nil
+
+local env = setmetatable({}, {
+  __index = function(_, k)
+    local v = rawget(G, k)
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    return v
+  end,
+  __newindex = function() error('Attempt to modify a readonly table', 2) end,
+  __metatable = false,
+})
+G._G = env
+return env

@@ -27,7 +27,7 @@ pub enum Error {
     /// a replica (READONLY). Nothing was written by the refused command;
     /// retrying shortly may succeed ([`Error::is_transient`]).
     #[error(
-        "Redis cannot serve right now: {source} (a passing state: loading data, a failover or          resharding; retrying shortly may succeed)"
+        "Redis cannot serve right now: {source} (a passing state: loading data, a failover or resharding; retrying shortly may succeed)"
     )]
     Unavailable {
         /// What the server replied.

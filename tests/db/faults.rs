@@ -238,3 +238,70 @@ async fn connecting_where_nothing_listens_is_a_connection_error() {
     assert!(took < OUTAGE_BOUND, "took {took:?}");
     eprintln!("connect to a closed port failed in {took:?}");
 }
+
+/// A server reloading its data answers LOADING: that is
+/// `Error::Unavailable` (transient, "retry shortly"), not a refused
+/// command, and the same `Db` reads the reloaded data once it is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loading_server_is_unavailable_not_refusing() {
+    // 20,000 keys loaded 100 µs apart: about two seconds of LOADING.
+    let started = RedisServer::builder()
+        .appendonly(true)
+        .config("key-load-delay 100")
+        .start();
+    let mut server = match started {
+        Ok(server) => server,
+        Err(ServerError::NotInstalled(why)) if !under_ci() => {
+            eprintln!("note: loading test skipped: {why} (under CI=true this fails)");
+            return;
+        }
+        Err(e) => panic!("private redis-server: {e}"),
+    };
+    let db = Db::connect(&server.url()).await.expect("connect");
+    for chunk in 0..20u64 {
+        let mut pipe = redis::pipe();
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            pipe.cmd("SET").arg(format!("k{i}")).arg(i).ignore();
+        }
+        db.query_pipeline::<()>(&pipe).await.expect("fill");
+    }
+
+    // Restart in the background (it returns once loading is done) and
+    // read meanwhile.
+    server.kill();
+    let restart = std::thread::spawn(move || {
+        server.restart().expect("restart");
+        server
+    });
+    let deadline = Instant::now() + RECOVERY_BOUND * 2;
+    let (mut unavailable, mut unreachable) = (0, 0);
+    let value = loop {
+        assert!(Instant::now() < deadline, "the server never served again");
+        match db
+            .query::<Option<u64>>(redis::cmd("GET").arg("k19999"))
+            .await
+        {
+            Ok(value) => break value,
+            Err(err @ Error::Unavailable { .. }) => {
+                assert!(
+                    err.is_transient() && err.to_string().contains("loading"),
+                    "{err}"
+                );
+                unavailable += 1;
+            }
+            Err(err @ Error::Connection { .. }) => {
+                assert!(err.is_transient());
+                unreachable += 1;
+            }
+            Err(other) => panic!("neither transient nor a reply: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let _server = restart.join().expect("restart thread");
+    assert_eq!(value, Some(19999), "the reloaded data");
+    assert!(
+        unavailable > 0,
+        "no LOADING reply seen while the server reloaded \
+         ({unreachable} connection errors)"
+    );
+}

@@ -60,11 +60,6 @@ struct Shared {
     conn: DedicatedConnection,
     /// Bumped when a step returns, which retires its [`Transaction`].
     generation: u64,
-    /// Whether WATCHes may be left over from an attempt that ended without
-    /// an EXEC (it committed nothing, failed, or its future was dropped);
-    /// the next attempt clears them first, so that they cannot abort it
-    /// for nothing.
-    watching: bool,
 }
 
 /// The reading side of one attempt of an optimistic transaction, handed to
@@ -222,10 +217,7 @@ impl Transaction {
         tokio::task::yield_now().await;
         let mut shared = self.shared.lock().await;
         self.check_current(&shared)?;
-        let result = shared.conn.query_pipeline::<Option<T>>(writes).await;
-        // EXEC, run or aborted, has dropped every WATCH.
-        shared.watching = false;
-        result
+        shared.conn.query_pipeline::<Option<T>>(writes).await
     }
 
     fn check_current(&self, shared: &Shared) -> Result<()> {
@@ -326,7 +318,6 @@ impl From<DedicatedConnection> for OptimisticConnection {
             shared: Arc::new(Mutex::new(Shared {
                 conn,
                 generation: 0,
-                watching: false,
             })),
         }
     }
@@ -426,12 +417,7 @@ impl OptimisticConnection {
                 let mut shared = self.shared.lock().await;
                 // WATCHes left by an earlier step that committed nothing
                 // (or failed, or was dropped midway) would abort this one.
-                if shared.watching {
-                    shared.conn.query::<()>(&redis::cmd("UNWATCH")).await?;
-                    shared.watching = false;
-                }
-                // The step may WATCH more; only its EXEC is sure to clear them.
-                shared.watching = true;
+                shared.conn.clean_up().await?;
                 if !keys.is_empty() {
                     shared
                         .conn

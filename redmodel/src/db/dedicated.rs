@@ -6,6 +6,7 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 
 use super::backend::Link;
+use super::conn_state::ConnState;
 use super::counters::Counters;
 use crate::error::Result;
 
@@ -16,6 +17,8 @@ pub struct DedicatedConnection {
     link: Box<dyn Link>,
     /// The `Db`'s request counters, shared by its clones.
     counters: Arc<Counters>,
+    /// WATCHes or a MULTI left by the commands sent so far.
+    state: ConnState,
 }
 
 impl std::fmt::Debug for DedicatedConnection {
@@ -27,7 +30,11 @@ impl std::fmt::Debug for DedicatedConnection {
 
 impl DedicatedConnection {
     pub(super) fn new(link: Box<dyn Link>, counters: Arc<Counters>) -> Self {
-        DedicatedConnection { link, counters }
+        DedicatedConnection {
+            link,
+            counters,
+            state: ConnState::default(),
+        }
     }
 
     /// Runs one command on this connection and converts its reply.
@@ -39,11 +46,21 @@ impl DedicatedConnection {
     pub async fn query_pipeline<T: FromRedisValue>(&mut self, pipeline: &Pipeline) -> Result<T> {
         Ok(pipeline.query_async(self).await?)
     }
+
+    /// Drops what earlier commands left on the connection (an open MULTI,
+    /// WATCHes), in one round trip, or none when nothing is left.
+    pub(crate) async fn clean_up(&mut self) -> Result<()> {
+        match self.state.clean_up() {
+            Some(cmd) => self.query(&cmd).await,
+            None => Ok(()),
+        }
+    }
 }
 
 impl ConnectionLike for DedicatedConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         self.counters.command();
+        self.state.sending(cmd);
         self.link.req_packed_command(cmd)
     }
 
@@ -54,6 +71,7 @@ impl ConnectionLike for DedicatedConnection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         self.counters.pipeline(pipeline);
+        self.state.sending_pipeline(pipeline);
         self.link.req_packed_commands(pipeline, offset, count)
     }
 

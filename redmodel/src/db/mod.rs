@@ -9,6 +9,7 @@
 //!   the backend's pool and counted like every other round trip.
 
 mod backend;
+mod conn_state;
 mod connect;
 mod counters;
 mod dedicated;

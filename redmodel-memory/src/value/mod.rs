@@ -61,25 +61,12 @@ pub(crate) trait Kind: Sized + Default {
 /// `kind!(Variant, Box<Type>)` for one holding it boxed.
 macro_rules! kind {
     ($variant:ident, Box<$ty:ty>) => {
-        impl Kind for $ty {
-            fn of(value: &Value) -> Option<&Self> {
-                match value {
-                    Value::$variant(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn of_mut(value: &mut Value) -> Option<&mut Self> {
-                match value {
-                    Value::$variant(v) => Some(v),
-                    _ => None,
-                }
-            }
-            fn wrap(self) -> Value {
-                Value::$variant(Box::new(self))
-            }
-        }
+        kind!(@impl $variant, $ty, |v| Value::$variant(Box::new(v)));
     };
     ($variant:ident, $ty:ty) => {
+        kind!(@impl $variant, $ty, Value::$variant);
+    };
+    (@impl $variant:ident, $ty:ty, $wrap:expr) => {
         impl Kind for $ty {
             fn of(value: &Value) -> Option<&Self> {
                 match value {
@@ -94,7 +81,7 @@ macro_rules! kind {
                 }
             }
             fn wrap(self) -> Value {
-                Value::$variant(self)
+                ($wrap)(self)
             }
         }
     };

@@ -90,8 +90,11 @@ async fn try_acquire(db: &Db, key: &str, token: &str, ttl: Duration) -> Result<b
 /// and we look again.
 async fn if_holder(db: &Db, key: &str, token: &str, action: &Pipeline) -> Result<bool> {
     watched(db, key, |tx| async move {
-        tx.watch(key).await?;
-        let current: Option<Vec<u8>> = tx.query(redis::cmd("GET").arg(key)).await?;
+        // WATCH and GET in one round trip: the WATCH is in force before the
+        // GET runs, as the server runs them in order.
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(key).ignore().cmd("GET").arg(key);
+        let (current,): (Option<Vec<u8>>,) = tx.query_pipeline(&read).await?;
         if current.as_deref() != Some(token.as_bytes()) {
             return Ok(Some(false));
         }

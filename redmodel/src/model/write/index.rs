@@ -535,10 +535,15 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
     let index = sorted_key(M::TABLE, spec.field);
     let index = &index;
     watched(db, key, |tx| async move {
-        tx.watch(key).await?;
-        let text: Option<Vec<u8>> = tx
-            .query(redis::cmd("HGET").arg(key).arg(spec.field))
-            .await?;
+        // WATCH and HGET in one round trip (run in this order).
+        let mut read = redis::pipe();
+        read.cmd("WATCH")
+            .arg(key)
+            .ignore()
+            .cmd("HGET")
+            .arg(key)
+            .arg(spec.field);
+        let (text,): (Option<Vec<u8>>,) = tx.query_pipeline(&read).await?;
         let value = text.as_deref().map(score).transpose();
         let mut pipe = redis::pipe();
         pipe.atomic();

@@ -100,24 +100,24 @@ async fn main() -> Result<(), Error> {
 
 /// Every key the demo writes, so that a second run starts clean.
 pub async fn reset(db: &Db) -> Result<(), Error> {
+    // Raw commands name keys as the database stores them (`key_in`): on a
+    // Redis Cluster, keys under an admin carry its hash tag.
     let mut keys: Vec<String> = vec![GOOD_STUDENTS.to_string()];
     for (id, ..) in TEACHERS {
-        keys.push(Teacher::at(id).into_key());
-        keys.push(
-            Teacher::at(id)
-                .relation::<TeacherClasses>()
-                .key()
-                .to_string(),
-        );
+        let teacher = Teacher::at(id);
+        keys.push(teacher.key_in(db).into_owned());
+        keys.push(teacher.relation::<TeacherClasses>().key_in(db).into_owned());
     }
     for (id, _) in CLASSES {
-        keys.push(Class::at(id).into_key());
-        keys.push(Class::at(id).relation::<ClassTeachers>().key().to_string());
-        keys.push(Class::at(id).relation::<ClassStudents>().key().to_string());
+        let class = Class::at(id);
+        keys.push(class.key_in(db).into_owned());
+        keys.push(class.relation::<ClassTeachers>().key_in(db).into_owned());
+        keys.push(class.relation::<ClassStudents>().key_in(db).into_owned());
     }
     for (id, ..) in STUDENTS {
-        keys.push(Student::at(id).into_key());
-        keys.push(Student::at(id).sub::<Exam>(EXAM_YEAR).into_key());
+        let student = Student::at(id);
+        keys.push(student.key_in(db).into_owned());
+        keys.push(student.sub::<Exam>(EXAM_YEAR).key_in(db).into_owned());
     }
     let mut pipe = redis::pipe();
     for key in &keys {
@@ -245,7 +245,8 @@ pub async fn read_back(db: &Db) -> Result<(), Error> {
 /// its Redis type and content, read in two pipelined round trips.
 pub async fn key_tree(db: &Db) -> Result<Vec<(String, String, String)>, Error> {
     let mut keys = Vec::new();
-    for pattern in ["teacher:*", "class:*", "student:*", "performance:*"] {
+    // A leading `*` also matches the keys that start with a hash tag.
+    for pattern in ["*teacher:*", "*class:*", "*student:*", "*performance:*"] {
         let mut cursor = 0u64;
         loop {
             let (next, batch): (u64, Vec<String>) = db

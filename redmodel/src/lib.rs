@@ -57,6 +57,7 @@
 
 mod db;
 mod error;
+mod layout;
 mod lock;
 pub mod model;
 mod optimistic;
@@ -64,6 +65,7 @@ mod sync_hook;
 
 pub use db::{Db, DedicatedConnection};
 pub use error::{Error, Result};
+pub use layout::KeyLayout;
 pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
 pub use optimistic::{OptimisticConnection, Transaction};
 

@@ -29,8 +29,10 @@ fn student(id: &str, class: u32, marks: [i64; 3]) -> Student {
 }
 
 /// Raw HGETALL of a key, sorted, for checking what redis-cli would show.
+/// The raw hash at the model key `key` (plain form), as `db` stores it.
 async fn raw_hash(db: &Db, key: &str) -> BTreeMap<String, String> {
-    db.query(redis::cmd("HGETALL").arg(key)).await.unwrap()
+    let key = db.key_layout().stored(key);
+    db.query(redis::cmd("HGETALL").arg(&*key)).await.unwrap()
 }
 
 backend_tests! {
@@ -590,7 +592,7 @@ backend_tests! {
         assert_eq!(note.get_value(db).await?, None);
         note.set_value(db, "call parents").await?;
         assert_eq!(
-            db.query::<String>(redis::cmd("GET").arg("student:a:note:home"))
+            db.query::<String>(redis::cmd("GET").arg(ctx.stored("student:a:note:home")))
                 .await?,
             "call parents"
         );
@@ -619,7 +621,7 @@ backend_tests! {
             )]))
         );
         // A hash where the string is expected.
-        db.query::<()>(redis::cmd("HSET").arg("student:a:note:h").arg("f").arg("v"))
+        db.query::<()>(redis::cmd("HSET").arg(ctx.stored("student:a:note:h")).arg("f").arg("v"))
             .await?;
         let err = a.sub::<Note>("h").get_value(db).await.unwrap_err();
         assert!(

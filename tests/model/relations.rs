@@ -9,8 +9,10 @@ use redmodel::prelude::*;
 use redmodel::Error;
 use redmodel_suite::backend_tests;
 
+/// The raw list at the model key `key` (plain form), as `db` stores it.
 async fn list(db: &Db, key: &str) -> Vec<String> {
-    db.query(redis::cmd("LRANGE").arg(key).arg(0).arg(-1))
+    let key = db.key_layout().stored(key);
+    db.query(redis::cmd("LRANGE").arg(&*key).arg(0).arg(-1))
         .await
         .unwrap()
 }
@@ -262,7 +264,7 @@ backend_tests! {
         // A key that is not a class, stored by another program.
         db.query::<()>(
             redis::cmd("RPUSH")
-                .arg("teacher:A:class")
+                .arg(ctx.stored("teacher:A:class"))
                 .arg("class:1")
                 .arg("klass:2"),
         )
@@ -279,7 +281,7 @@ backend_tests! {
         assert_eq!(rel.index(db, 0).await?, Some(Class::at(1)));
 
         // A hash where the list is expected.
-        db.query::<()>(redis::cmd("HSET").arg("teacher:B:class").arg("f").arg("v"))
+        db.query::<()>(redis::cmd("HSET").arg(ctx.stored("teacher:B:class")).arg("f").arg("v"))
             .await?;
         let rel = Teacher::at("B").relation::<TeacherClasses>();
         for err in [

@@ -37,6 +37,9 @@ macro_rules! __with_backends {
             @backends
             /// The bundled memory engine: a fresh one per test.
             Memory memory,
+            /// The memory engine with the cluster key layout: every model
+            /// operation takes its cluster path (single-slot steps).
+            MemoryCluster memory_cluster,
             /// A real Redis: the server `REDIS_URL` names, or a private one.
             Redis redis,
         }
@@ -122,9 +125,16 @@ impl TestCtx {
         format!("{}{name}", self.prefix)
     }
 
-    /// Whether this is the memory engine.
+    /// Whether this is the memory engine (in either key layout).
     pub fn is_memory(&self) -> bool {
-        self.kind == Backend::Memory
+        self.db.engine().is_some()
+    }
+
+    /// A model key (plain form, `teacher:A:class`) as this test's database
+    /// stores it (`{teacher:A}:class` in the cluster layout): what a test
+    /// reading raw keys must use.
+    pub fn stored(&self, plain: &str) -> String {
+        self.db.key_layout().stored(plain).into_owned()
     }
 
     /// On the memory engine: whether it lacks any of `commands` (a command
@@ -273,6 +283,11 @@ pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option
     let prefix = unique_prefix(test_name);
     let (db, url, server) = match backend {
         Backend::Memory => (Db::memory(), None, None),
+        Backend::MemoryCluster => (
+            Db::memory().with_key_layout(redmodel::KeyLayout::Cluster),
+            None,
+            None,
+        ),
         Backend::Redis => match (scope, redis_url()) {
             (Scope::Shared, Some(url)) => {
                 let db = Db::connect(&url).await.unwrap_or_else(|e| {

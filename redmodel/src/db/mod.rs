@@ -17,12 +17,14 @@ mod memory;
 mod pool;
 mod server;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 
 use crate::error::Result;
+use crate::layout::KeyLayout;
 use crate::memory::Engine;
 use crate::sync_hook::{SyncEvent, SyncHooks};
 
@@ -55,6 +57,8 @@ pub struct Db {
     /// The backend and what clones share besides it, behind one Arc so
     /// that cloning a `Db` is one reference-count increment.
     shared: Arc<Shared>,
+    /// How this handle lays out model keys.
+    layout: KeyLayout,
 }
 
 /// State shared by a `Db` and its clones.
@@ -98,7 +102,40 @@ impl Db {
                 sync_hooks: Default::default(),
                 counters: Arc::default(),
             }),
+            layout: KeyLayout::Plain,
         }
+    }
+
+    /// How this handle lays out model keys: [`KeyLayout::Cluster`] on Redis
+    /// Cluster, else [`KeyLayout::Plain`] unless set with
+    /// [`with_key_layout`](Db::with_key_layout).
+    pub fn key_layout(&self) -> KeyLayout {
+        self.layout
+    }
+
+    /// A handle on the same database (clones share everything else) that
+    /// lays out model keys in `layout`: the cluster layout on one server,
+    /// to store data in the form a cluster wants before moving it there,
+    /// or to run cluster code paths on one node.
+    ///
+    /// Data written in one layout is not read in the other: pick one per
+    /// database.
+    ///
+    /// ```
+    /// use redmodel::{Db, KeyLayout};
+    /// let db = Db::memory().with_key_layout(KeyLayout::Cluster);
+    /// assert_eq!(db.key_layout(), KeyLayout::Cluster);
+    /// ```
+    pub fn with_key_layout(&self, layout: KeyLayout) -> Db {
+        Db {
+            shared: Arc::clone(&self.shared),
+            layout,
+        }
+    }
+
+    /// A model key (plain form) as this database stores it.
+    pub(crate) fn stored<'a>(&self, plain: &'a str) -> Cow<'a, str> {
+        self.layout.stored(plain)
     }
 
     fn backend(&self) -> &dyn Backend {

@@ -41,6 +41,27 @@
 //! A `restrict` referrer that still holds the admin makes the delete fail
 //! with [`Error::Restricted`] naming the key, before anything is written.
 //!
+//! # Cluster layout
+//!
+//! In the [cluster layout](crate::KeyLayout::Cluster) the admin's subtree is
+//! one slot, but its index entries and the lists and hashes that point at
+//! it are in others, so no transaction holds them all. The cascade is then
+//! a sequence of steps, each atomic in its slot:
+//!
+//! 1. the `restrict` referrers are checked ([`Error::Restricted`], nothing
+//!    written);
+//! 2. the admin, its sub-objects and its own relation lists are deleted in
+//!    one MULTI/EXEC (WATCHing the subtree, as above), reading its indexed
+//!    fields on the way;
+//! 3. its index entries are removed (see `write::stepped`);
+//! 4. its key is removed from every relation list that holds it (LREM) and
+//!    every reference field that names it (HDEL if it still does).
+//!
+//! A crash after step 2 leaves entries that name a gone object: every read
+//! skips and prunes those, and running the delete again (idempotent)
+//! finishes the job. A `restrict` reference created between steps 1 and 2
+//! is not seen.
+//!
 //! One window stays open: a reference created after the SCAN in a key the
 //! SCAN did not see (a new list of a relation without inverse, a new
 //! object with a reference field) is not watched. Such an entry is a
@@ -53,10 +74,10 @@ use redis::Pipeline;
 use super::key::glob_escape;
 use super::object::ObjectRef;
 use super::scan::scan_keys;
-use super::write::add_delete_entries;
+use super::write::{add_delete_entries, unindex, Texts};
 use super::{Admin, Model, OwnerKind};
 use crate::optimistic::{watched, Transaction};
-use crate::{Db, Error, Result};
+use crate::{Db, Error, KeyLayout, Result};
 
 /// What `on_delete` says about a referrer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,14 +136,16 @@ pub fn referrers_of(target: &str) -> Vec<&'static Referrer> {
 
 /// The keys of the lists `owner_key` (an object of the model `owner_table`)
 /// holds for every registered relation it owns, whether they exist or not.
-fn own_lists(owner_table: &str, owner_key: &str) -> Vec<String> {
+fn own_lists(db: &Db, owner_table: &str, owner_key: &str) -> Vec<String> {
     let mut keys: Vec<String> = inventory::iter::<Referrer>
         .into_iter()
         .filter_map(|r| match r.kind {
             ReferrerKind::List {
                 owner_table: owner,
                 table,
-            } if owner == owner_table => Some(format!("{owner_key}:{table}")),
+            } if owner == owner_table => {
+                Some(db.stored(&format!("{owner_key}:{table}")).into_owned())
+            }
             _ => None,
         })
         .collect();
@@ -169,8 +192,11 @@ impl<A: Admin> ObjectRef<A> {
     /// concurrent writes aborted every attempt.
     pub async fn delete_cascade(&self, db: &Db) -> Result<bool> {
         let referrers = referrers_of(A::TABLE);
+        if db.key_layout() == KeyLayout::Cluster {
+            return self.cascade_in_steps(db, &referrers).await;
+        }
         let referrers = &referrers;
-        watched(db, self.key(), |tx| async move {
+        watched(db, &self.key_in(db), |tx| async move {
             self.attempt_cascade(db, &tx, referrers).await
         })
         .await
@@ -190,9 +216,9 @@ impl<A: Admin> ObjectRef<A> {
         tx: &Transaction,
         referrers: &[&'static Referrer],
     ) -> Result<Option<bool>> {
-        let key = self.key();
+        let key = &*self.key_in(db);
         let tree = self.tree_keys(db).await?;
-        let own = own_lists(A::TABLE, key);
+        let own = own_lists(db, A::TABLE, self.key());
         tx.watch((&tree, &own)).await?;
         let mut plan = Plan {
             delete: self.tree_keys(db).await?,
@@ -214,7 +240,7 @@ impl<A: Admin> ObjectRef<A> {
         let mut txn = redis::pipe();
         txn.atomic();
         txn.cmd("EXISTS").arg(key);
-        add_delete_entries::<A>(tx, key, &mut txn).await?;
+        add_delete_entries::<A>(tx, db.key_layout(), key, &mut txn).await?;
         add_plan(&mut txn, key, &plan);
         let done: Option<(bool,)> = tx.exec(&txn).await?;
         Ok(done.map(|(existed,)| existed))
@@ -223,11 +249,11 @@ impl<A: Admin> ObjectRef<A> {
     /// Adds to `plan` the references `referrer` holds to this admin;
     /// [`Error::Restricted`] if it is a restrict referrer holding one.
     async fn find_references(&self, db: &Db, referrer: &Referrer, plan: &mut Plan) -> Result<()> {
-        let key = self.key();
+        let key = &*self.key_in(db);
         let (candidates, mut check) = match &referrer.kind {
             ReferrerKind::List { owner_table, table } => {
                 let pattern = format!("{}:*:{}", glob_escape(owner_table), glob_escape(table));
-                let lists = scan_keys(db, &pattern).await?;
+                let lists = scan_keys(db, &db.stored(&pattern)).await?;
                 let mut check = redis::pipe();
                 for list in &lists {
                     check.cmd("LPOS").arg(list).arg(key);
@@ -239,7 +265,7 @@ impl<A: Admin> ObjectRef<A> {
                 pattern,
                 is_object,
             } => {
-                let hashes: Vec<String> = scan_keys(db, &pattern())
+                let hashes: Vec<String> = scan_keys(db, &db.stored(&pattern()))
                     .await?
                     .into_iter()
                     .filter(|k| is_object(k))
@@ -277,8 +303,9 @@ impl<A: Admin> ObjectRef<A> {
             }
             if referrer.on_delete == OnDelete::Restrict {
                 return Err(Error::Restricted {
-                    key: key.to_string(),
-                    by: candidate,
+                    key: self.key().to_string(),
+                    by: KeyLayout::parse(&candidate)
+                        .map_or_else(|| candidate.clone(), |(_, plain)| plain.into_owned()),
                 });
             }
             match &referrer.kind {
@@ -288,6 +315,90 @@ impl<A: Admin> ObjectRef<A> {
         }
         Ok(())
     }
+}
+
+impl<A: Admin> ObjectRef<A> {
+    /// [`delete_cascade`](Self::delete_cascade) in the cluster layout,
+    /// where the referrers are in other slots than the admin: see
+    /// [Cluster layout](self#cluster-layout).
+    async fn cascade_in_steps(&self, db: &Db, referrers: &[&'static Referrer]) -> Result<bool> {
+        let key = &*self.key_in(db);
+        let (restrict, cascade): (Vec<&Referrer>, Vec<&Referrer>) = referrers
+            .iter()
+            .partition(|r| r.on_delete == OnDelete::Restrict);
+        let mut plan = Plan::default();
+        for referrer in restrict {
+            self.find_references(db, referrer, &mut plan).await?;
+        }
+        let fields: Vec<&str> = A::INDEXES.iter().map(|s| s.field).collect();
+        let fields = &fields;
+        let (existed, old) = watched(db, key, |tx| async move {
+            let tree = self.tree_keys(db).await?;
+            tx.watch(&tree).await?;
+            if self.tree_keys(db).await? != tree {
+                return Ok(None);
+            }
+            let mut txn = redis::pipe();
+            txn.atomic();
+            txn.cmd("EXISTS").arg(key);
+            if !fields.is_empty() {
+                txn.cmd("HMGET").arg(key).arg(fields);
+            }
+            txn.cmd("DEL").arg(&tree).ignore();
+            let done: Option<Vec<redis::Value>> = tx.exec(&txn).await?;
+            let Some(replies) = done else {
+                return Ok(None);
+            };
+            let mut replies = replies.into_iter();
+            let existed: bool =
+                redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil))
+                    .map_err(redis::RedisError::from)?;
+            let old: Texts = match replies.next() {
+                Some(v) => redis::from_redis_value(v).map_err(redis::RedisError::from)?,
+                None => Vec::new(),
+            };
+            Ok(Some((existed, old)))
+        })
+        .await?;
+        unindex::<A>(db, key, old).await?;
+        let mut plan = Plan::default();
+        for referrer in cascade {
+            self.find_references(db, referrer, &mut plan).await?;
+        }
+        if !plan.lists.is_empty() {
+            let mut pipe = redis::pipe();
+            for list in &plan.lists {
+                pipe.cmd("LREM").arg(list).arg(0).arg(key).ignore();
+            }
+            db.query_pipeline::<()>(&pipe).await?;
+        }
+        for (hash, field) in &plan.fields {
+            clear_reference(db, hash, field, key).await?;
+        }
+        Ok(existed)
+    }
+}
+
+/// Removes the reference field `field` of `hash` if it still names `key`
+/// (a compare-and-delete on the hash alone).
+async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str) -> Result<()> {
+    watched(db, hash, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH")
+            .arg(hash)
+            .ignore()
+            .cmd("HGET")
+            .arg(hash)
+            .arg(field);
+        let (named,): (Option<String>,) = tx.query_pipeline(&read).await?;
+        if named.as_deref() != Some(key) {
+            return Ok(Some(()));
+        }
+        let mut del = redis::pipe();
+        del.atomic().cmd("HDEL").arg(hash).arg(field).ignore();
+        tx.exec::<()>(&del).await
+    })
+    .await
 }
 
 /// Adds the plan's deletions to the transaction.
@@ -327,9 +438,14 @@ mod tests {
         assert!(referrers_of("unit_owner").is_empty());
         // Registered twice, listed once.
         assert_eq!(
-            own_lists("unit_owner", "unit_owner:1"),
+            own_lists(&Db::memory(), "unit_owner", "unit_owner:1"),
             vec!["unit_owner:1:members"]
         );
-        assert!(own_lists("unit_member", "unit_member:1").is_empty());
+        let cluster = Db::memory().with_key_layout(crate::KeyLayout::Cluster);
+        assert_eq!(
+            own_lists(&cluster, "unit_owner", "unit_owner:1"),
+            vec!["{unit_owner:1}:members"]
+        );
+        assert!(own_lists(&Db::memory(), "unit_member", "unit_member:1").is_empty());
     }
 }

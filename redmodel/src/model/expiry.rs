@@ -122,35 +122,36 @@ impl<M: Model> ObjectRef<M> {
     ///
     /// Seed name: `expire`.
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
-        expire_key(db, self.key(), ttl).await
+        expire_key(db, &self.key_in(db), ttl).await
     }
 
     /// Makes the object expire at `when` (PEXPIREAT; Redis's EXPIREAT too).
     /// A time in the past deletes it. Whether the object existed.
     pub async fn expire_at(&self, db: &Db, when: SystemTime) -> Result<bool> {
-        expire_key_at(db, self.key(), when).await
+        expire_key_at(db, &self.key_in(db), when).await
     }
 
     /// Removes the time to live (PERSIST). Whether there was one.
     pub async fn persist(&self, db: &Db) -> Result<bool> {
-        persist_key(db, self.key()).await
+        persist_key(db, &self.key_in(db)).await
     }
 
     /// The time to live (PTTL, to the millisecond; [`Ttl::secs`] gives
     /// what TTL would say).
     pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
-        ttl_of(db, self.key()).await
+        ttl_of(db, &self.key_in(db)).await
     }
 }
 
 impl<A: Admin> ObjectRef<A> {
-    /// The keys of this admin's subtree: its own key (whether it exists or
-    /// not) and every key under it, its sub-objects and relation lists
-    /// (SCAN, never KEYS), in key order.
+    /// The keys of this admin's subtree, as `db` stores them: its own key
+    /// (whether it exists or not) and every key under it, its sub-objects
+    /// and relation lists (SCAN, never KEYS), in key order. In the
+    /// [cluster layout](crate::KeyLayout::Cluster) they all share one slot.
     pub async fn tree_keys(&self, db: &Db) -> Result<Vec<String>> {
         let pattern = format!("{}:*", glob_escape(self.key()));
-        let mut keys = vec![self.key().to_string()];
-        keys.extend(scan_keys(db, &pattern).await?);
+        let mut keys = vec![self.key_in(db).into_owned()];
+        keys.extend(scan_keys(db, &db.stored(&pattern)).await?);
         Ok(keys)
     }
 

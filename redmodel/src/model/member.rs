@@ -3,7 +3,7 @@
 
 use super::object::ObjectRef;
 use super::{Admin, Model};
-use crate::Result;
+use crate::{Db, Result};
 
 /// Something that names a member of model `M`: its handle, the object
 /// itself, or its key as text (checked to be a key of `M`).
@@ -40,4 +40,9 @@ impl<M: Model> AsMember<M> for String {
     fn member_key(&self) -> Result<String> {
         Ok(ObjectRef::<M>::parse(self)?.into_key())
     }
+}
+
+/// `member`'s key as `db` stores it (what index and list entries hold).
+pub(crate) fn stored_member<M: Model>(db: &Db, member: impl AsMember<M>) -> Result<String> {
+    Ok(db.stored(&member.member_key()?).into_owned())
 }

@@ -39,9 +39,10 @@ use super::index::unique::{claim_commands, holder_command};
 use super::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use super::key::{glob_escape, key_pattern, sorted_key, tag_key, unique_key};
 use super::scan::scan_keys;
+use super::write::{claim_held, sync, Texts};
 use super::{Admin, ObjectRef};
 use crate::optimistic::{watched, Transaction};
-use crate::{Db, Result};
+use crate::{Db, Error, KeyLayout, Result};
 
 /// Objects a batch could not handle: their keys, and why.
 type Failed = Vec<(String, String)>;
@@ -271,7 +272,7 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
         },
         IndexKind::Recent { cap: 1 },
     ] {
-        let keys = scan_keys(db, &key_pattern(table, field, kind.name())).await?;
+        let keys = scan_keys(db, &db.stored(&key_pattern(table, field, kind.name()))).await?;
         for batch in keys.chunks(500) {
             deleted += db.query::<u64>(redis::cmd("DEL").arg(batch)).await?;
         }
@@ -311,12 +312,23 @@ async fn pass<M: Admin, P: Proceed>(
             .collect();
         refs.sort();
         refs.dedup();
+        // In the cluster layout, objects are in different slots: no batch
+        // transaction can hold two of them.
+        let batch = match db.key_layout() {
+            KeyLayout::Plain => refs.len().max(1),
+            KeyLayout::Cluster => 1,
+        };
         if let Some(migration) = migration {
-            let (rewritten, failed) = migrate_batch(db, &refs, migration).await?;
-            report.rewritten += rewritten;
-            report.failed.extend(failed);
+            for chunk in refs.chunks(batch) {
+                let (rewritten, failed) = migrate_batch(db, chunk, migration).await?;
+                report.rewritten += rewritten;
+                report.failed.extend(failed);
+            }
         }
-        let (failed, conflicts) = index_batch(db, &refs).await?;
+        let (failed, conflicts) = match db.key_layout() {
+            KeyLayout::Plain => index_batch(db, &refs).await?,
+            KeyLayout::Cluster => index_apart(db, &refs).await?,
+        };
         report.failed.extend(failed);
         report.conflicts.extend(conflicts);
         report.objects += refs.len() as u64;
@@ -460,7 +472,7 @@ async fn index_batch<M: Admin>(
     };
     let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
     let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
-    let (specs, fields, keys) = (&specs, &fields, &keys);
+    let (specs, fields, keys, layout) = (&specs, &fields, &keys, db.key_layout());
     watched(db, first.key(), |tx| async move {
         // Round 1: watch and read the objects' indexed fields.
         let mut read = redis::pipe();
@@ -483,7 +495,7 @@ async fn index_batch<M: Admin>(
         for (key, row) in keys.iter().zip(&rows) {
             for (spec, text) in specs.iter().zip(row) {
                 if let Some(claim) =
-                    plan_entry::<M>(spec, key, text.as_deref(), &mut write, &mut failed)
+                    plan_entry::<M>(layout, spec, key, text.as_deref(), &mut write, &mut failed)
                 {
                     claims.push(claim);
                 }
@@ -498,10 +510,63 @@ async fn index_batch<M: Admin>(
     .await
 }
 
+/// [`index_batch`] in the cluster layout, object by object, where each
+/// object's entries are in other slots than the object: its indexed fields
+/// are read, its unique values claimed (each entry on its own) and its
+/// sorted and tag entries brought in step (see `write::stepped`).
+async fn index_apart<M: Admin>(
+    db: &Db,
+    refs: &[ObjectRef<M>],
+) -> Result<(Failed, Vec<UniqueConflict>)> {
+    let specs: Vec<&'static IndexSpec> = M::INDEXES
+        .iter()
+        .filter(|s| !matches!(s.kind, IndexKind::Recent { .. }))
+        .collect();
+    let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
+    let mut failed = Vec::new();
+    let mut conflicts = Vec::new();
+    if specs.is_empty() {
+        return Ok((failed, conflicts));
+    }
+    for r in refs {
+        let key = r.key_in(db);
+        let texts: Texts = db
+            .query(redis::cmd("HMGET").arg(&*key).arg(&fields))
+            .await?;
+        let mut scratch = redis::pipe();
+        for (spec, text) in specs.iter().zip(&texts) {
+            let claim = plan_entry::<M>(
+                db.key_layout(),
+                spec,
+                &key,
+                text.as_deref(),
+                &mut scratch,
+                &mut failed,
+            );
+            let Some(claim) = claim else {
+                continue;
+            };
+            match claim_held::<M>(db, &claim.entry, &key, claim.field, &claim.value).await {
+                Ok(()) => {}
+                Err(Error::Unique { holder, .. }) => conflicts.push(UniqueConflict {
+                    key: key.to_string(),
+                    field: claim.field,
+                    value: claim.value,
+                    holder,
+                }),
+                Err(other) => return Err(other),
+            }
+        }
+        sync::<M>(db, &key, &specs, texts.clone(), texts).await?;
+    }
+    Ok((failed, conflicts))
+}
+
 /// Adds to `write` the entry of the object `key` in the index `spec`,
 /// given its field's stored text; a unique value is returned as a claim
 /// to settle. What cannot be indexed goes to `failed`.
 fn plan_entry<'k, M: Admin>(
+    layout: KeyLayout,
     spec: &IndexSpec,
     key: &'k str,
     text: Option<&[u8]>,
@@ -538,7 +603,7 @@ fn plan_entry<'k, M: Admin>(
                     for tag in list.unwrap_or_default() {
                         write
                             .cmd("SADD")
-                            .arg(tag_key(M::TABLE, field, &tag))
+                            .arg(layout.stored(&tag_key(M::TABLE, field, &tag)))
                             .arg(key)
                             .ignore();
                     }

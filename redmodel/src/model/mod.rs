@@ -102,7 +102,8 @@
 //!
 //! 0. `codec` (field values as stored text), [`key`] (the key layout, pk
 //!    segments), `reply` (server errors and replies, named by key),
-//!    `scan` (SCAN): none
+//!    `scan` (SCAN), `steps` (a write of single-slot groups: one
+//!    MULTI/EXEC, or ordered steps in the cluster layout): none
 //! 1. `field` (typed field handles): codec
 //! 2. `object` ([`ObjectRef`] and its reads): codec, field, key, reply,
 //!    scan
@@ -111,13 +112,28 @@
 //!    `member` ([`AsMember`]): object
 //! 4. [`index`] (declared indexes and their queries): codec, key, live,
 //!    member, object, scan; `relation` ([`MemberList`], [`RelationRef`]):
-//!    expiry, key, live, member, object, reply
+//!    expiry, key, live, member, object, reply, steps
 //! 5. `write` (an object's write path: `set`, `set_many`, `incr`,
 //!    `insert`, `set_value`, `delete`, and the index entries each write
-//!    changes): codec, field, index, key, live, object, reply;
-//!    [`composite`]: index; [`migrate`]: index, key, object, scan
+//!    changes; `write::stepped`, the same in the cluster layout): codec,
+//!    field, index, key, live, object, reply; [`composite`]: index;
+//!    [`migrate`]: index, key, object, scan, write
 //! 6. [`cascade`] (deleting an admin and every reference to it): key,
 //!    object, scan, write
+//!
+//! # Key layouts
+//!
+//! Every key is built in its plain form (`teacher:A:class`); a [`Db`]
+//! stores it in its [`KeyLayout`](crate::KeyLayout), which on Redis
+//! Cluster puts the admin's hash tag on the keys under it
+//! (`{teacher:A}:class`), so an admin and its subtree share a slot. In
+//! that layout an object and its index entries, or the two sides of a
+//! link, are in different slots: the operations that span them run as
+//! ordered single-slot steps (`write::stepped`, `steps`, the cascade's
+//! cluster path), each idempotent, in an order where a crash between two
+//! steps leaves only entries the reads skip and prune, or that
+//! [`migrate::rebuild_indexes`] repairs. The README's table lists, per
+//! operation, its steps and round trips in each layout.
 //!
 //! Outside `model`, the sync hooks (`crate::sync_hook`) sit below both
 //! `db` and `model`, and the retry loop (`crate::optimistic`) below
@@ -141,6 +157,8 @@ mod object;
 mod relation;
 mod reply;
 mod scan;
+mod steps;
+mod steps;
 mod write;
 
 use std::fmt::Debug;

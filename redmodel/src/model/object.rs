@@ -3,6 +3,7 @@
 //! each in the module of its concern: writes in `write`, expiry in
 //! `expiry`, the cascading delete in `cascade`, relations in `relation`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -15,7 +16,7 @@ use super::key::{decode_pk, encode_segment_into, glob_escape};
 use super::reply::{at_key, redis_type, reply_at};
 use super::scan::scan_keys;
 use super::{Admin, KeyPart, Model, OwnerKind, SingleValue, Storage};
-use crate::{Db, Error, Result};
+use crate::{Db, Error, KeyLayout, Result};
 
 /// The hash field counting full writes.
 pub const COUNT_FIELD: &str = "_count";
@@ -144,16 +145,39 @@ impl<M: Model> ObjectRef<M> {
         ObjectRef { owner, pk, key }
     }
 
-    /// The Redis key.
+    /// The object's key in plain form (`student:a:exam:2024`): its
+    /// identity, and its Redis key in a database of the
+    /// [plain layout](KeyLayout::Plain). For the key as a given database
+    /// stores it, see [`key_in`](Self::key_in).
     ///
     /// Seed name: `key`.
     pub fn key(&self) -> &str {
         &self.key
     }
 
-    /// The Redis key, taken.
+    /// The plain key, taken.
     pub fn into_key(self) -> String {
         self.key
+    }
+
+    /// The Redis key of this object in `db`, in its
+    /// [key layout](Db::key_layout): what raw commands must use.
+    ///
+    /// ```
+    /// # use redmodel::prelude::*;
+    /// # #[derive(redmodel::Admin)]
+    /// # struct Student { #[redmodel(pk)] id: String }
+    /// # #[derive(redmodel::SubObject)]
+    /// # #[redmodel(owner = Student)]
+    /// # struct Exam { #[redmodel(pk)] year: u32 }
+    /// use redmodel::KeyLayout;
+    /// let exam = Student::at("a").sub::<Exam>(2024);
+    /// let cluster = Db::memory().with_key_layout(KeyLayout::Cluster);
+    /// assert_eq!(exam.key_in(&Db::memory()), "student:a:exam:2024");
+    /// assert_eq!(exam.key_in(&cluster), "{student:a}:exam:2024");
+    /// ```
+    pub fn key_in<'a>(&'a self, db: &Db) -> Cow<'a, str> {
+        db.stored(&self.key)
     }
 
     /// The pk.
@@ -166,13 +190,18 @@ impl<M: Model> ObjectRef<M> {
         &self.owner
     }
 
-    /// Parses a key of this model back into a handle. Strict: only keys
-    /// this model produces parse, so a sub-object's, a relation's or
-    /// another model's key is an [`Error::InvalidKey`].
+    /// Parses a key of this model back into a handle, in either
+    /// [`KeyLayout`] (`student:a:exam:2024` or `{student:a}:exam:2024`).
+    /// Strict: only keys this model produces parse, so a sub-object's, a
+    /// relation's or another model's key is an [`Error::InvalidKey`].
     ///
     /// Seed name: `name2object`.
     pub fn parse(key: &str) -> Result<Self> {
-        Self::parse_inner(key).map_err(|reason| Error::InvalidKey {
+        let parsed = match KeyLayout::parse(key) {
+            Some((_, plain)) => Self::parse_inner(&plain),
+            None => Err("its hash-tag braces are not where a key layout puts them".to_string()),
+        };
+        parsed.map_err(|reason| Error::InvalidKey {
             key: key.to_string(),
             model: M::TABLE,
             reason,
@@ -202,7 +231,7 @@ impl<M: Model> ObjectRef<M> {
     ///
     /// Seed name: `is_exist`.
     pub async fn exists(&self, db: &Db) -> Result<bool> {
-        db.query(redis::cmd("EXISTS").arg(&self.key)).await
+        db.query(redis::cmd("EXISTS").arg(self.key_in(db))).await
     }
 
     /// One field (HGET); `Ok(None)` if the field or the object is absent.
@@ -211,7 +240,7 @@ impl<M: Model> ObjectRef<M> {
     /// Seed name: `get(key)`.
     pub async fn get<T, C: Codec<T>>(&self, db: &Db, field: Field<M, T, C>) -> Result<Option<T>> {
         let raw: Option<Vec<u8>> = db
-            .query(redis::cmd("HGET").arg(&self.key).arg(field.name()))
+            .query(redis::cmd("HGET").arg(self.key_in(db)).arg(field.name()))
             .await
             .map_err(at_key(&self.key, "hash"))?;
         field.decode_present(&self.key, raw)
@@ -257,7 +286,7 @@ impl<M: Model> ObjectRef<M> {
         if names.is_empty() {
             return Ok(Vec::new());
         }
-        db.query(redis::cmd("HMGET").arg(&self.key).arg(names))
+        db.query(redis::cmd("HMGET").arg(self.key_in(db)).arg(names))
             .await
             .map_err(at_key(&self.key, "hash"))
     }
@@ -284,16 +313,16 @@ impl<M: Model> ObjectRef<M> {
     /// Adds the commands reading this object to `pipe`: EXISTS + HMGET of
     /// the declared fields for a hash (in one MULTI with the rest of the
     /// pipeline, so that "exists" and the values agree), GET for a string.
-    fn add_read(&self, pipe: &mut Pipeline) {
+    fn add_read(&self, db: &Db, pipe: &mut Pipeline) {
         match M::STORAGE {
             Storage::Hash => {
-                pipe.cmd("EXISTS").arg(&self.key);
+                pipe.cmd("EXISTS").arg(self.key_in(db));
                 if !M::FIELDS.is_empty() {
-                    pipe.cmd("HMGET").arg(&self.key).arg(M::FIELDS);
+                    pipe.cmd("HMGET").arg(self.key_in(db)).arg(M::FIELDS);
                 }
             }
             Storage::Single => {
-                pipe.cmd("GET").arg(&self.key);
+                pipe.cmd("GET").arg(self.key_in(db));
             }
         }
     }
@@ -322,7 +351,7 @@ impl<M: Model> ObjectRef<M> {
     async fn read_raw(&self, db: &Db) -> Result<RawFields> {
         let mut pipe = redis::pipe();
         pipe.atomic().ignore_errors();
-        self.add_read(&mut pipe);
+        self.add_read(db, &mut pipe);
         let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
         self.take_read(&mut replies.into_iter())
     }
@@ -367,14 +396,52 @@ impl<M: Model> ObjectRef<M> {
         if refs.is_empty() {
             return Ok(Vec::new());
         }
+        if db.key_layout() == KeyLayout::Cluster {
+            return Self::read_many_apart(db, refs).await;
+        }
         let mut pipe = redis::pipe();
         pipe.atomic().ignore_errors();
         for r in refs {
-            r.add_read(&mut pipe);
+            r.add_read(db, &mut pipe);
         }
         let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
         let mut replies = replies.into_iter();
         refs.iter().map(|r| r.take_read(&mut replies)).collect()
+    }
+
+    /// [`read_many_raw`](Self::read_many_raw) in the cluster layout, where
+    /// the objects are in many slots and no MULTI can hold them: one
+    /// pipeline (not a transaction) of one command per object, so that each
+    /// object is still read at one instant: HGETALL for a hash (an empty
+    /// reply is a missing object, as Redis has no empty hashes), GET for a
+    /// string.
+    async fn read_many_apart(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<RawFields>> {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for r in refs {
+            let cmd = match M::STORAGE {
+                Storage::Hash => "HGETALL",
+                Storage::Single => "GET",
+            };
+            pipe.cmd(cmd).arg(r.key_in(db));
+        }
+        let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
+        let expected = redis_type(M::STORAGE);
+        refs.iter()
+            .zip(replies)
+            .map(|(r, reply)| match M::STORAGE {
+                Storage::Hash => {
+                    let mut map: HashMap<Vec<u8>, Vec<u8>> =
+                        reply_at(&r.key, expected, Some(reply))?;
+                    Ok((!map.is_empty())
+                        .then(|| M::FIELDS.iter().map(|f| map.remove(f.as_bytes())).collect()))
+                }
+                Storage::Single => {
+                    let value: Option<Vec<u8>> = reply_at(&r.key, expected, Some(reply))?;
+                    Ok(value.map(|v| vec![Some(v)]))
+                }
+            })
+            .collect()
     }
 
     /// Decodes stored field texts (aligned with [`Model::FIELDS`]) into an
@@ -387,7 +454,7 @@ impl<M: Model> ObjectRef<M> {
     /// its `_count` field, 0 if absent.
     pub async fn write_count(&self, db: &Db) -> Result<u64> {
         let raw: Option<Vec<u8>> = db
-            .query(redis::cmd("HGET").arg(&self.key).arg(COUNT_FIELD))
+            .query(redis::cmd("HGET").arg(self.key_in(db)).arg(COUNT_FIELD))
             .await
             .map_err(at_key(&self.key, "hash"))?;
         match raw {
@@ -446,11 +513,7 @@ impl<M: Model> ObjectRef<M> {
             M::Owner::any_owner_pattern(),
             glob_escape(M::TABLE)
         );
-        Ok(scan_keys(db, &pattern)
-            .await?
-            .iter()
-            .filter_map(|key| ObjectRef::parse(key).ok())
-            .collect())
+        scan_refs(db, &pattern).await
     }
 
     /// Every object of this model: [`scan`](Self::scan), then one batch of
@@ -471,7 +534,7 @@ impl<M: SingleValue> ObjectRef<M> {
     /// Seed name: `get_one`.
     pub async fn get_value(&self, db: &Db) -> Result<Option<M::Value>> {
         let raw: Option<Vec<u8>> = db
-            .query(redis::cmd("GET").arg(&self.key))
+            .query(redis::cmd("GET").arg(self.key_in(db)))
             .await
             .map_err(at_key(&self.key, "string"))?;
         let field = M::FIELDS.first().copied().unwrap_or("value");
@@ -516,11 +579,7 @@ impl<A: Admin> ObjectRef<A> {
     /// Seed name: `scan_leafs`.
     pub async fn scan_subs<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<ObjectRef<S>>> {
         let pattern = format!("{}:{}:*", glob_escape(&self.key), glob_escape(S::TABLE));
-        Ok(scan_keys(db, &pattern)
-            .await?
-            .iter()
-            .filter_map(|key| ObjectRef::parse(key).ok())
-            .collect())
+        scan_refs(db, &pattern).await
     }
 
     /// This admin's sub-objects of model `S`, loaded in one batch.
@@ -532,4 +591,17 @@ impl<A: Admin> ObjectRef<A> {
             .flatten()
             .collect())
     }
+}
+
+/// The handles of the objects of `M` whose keys match the plain-form glob
+/// `pattern` (stored in `db`'s layout), in the order of their plain keys
+/// whatever the layout; keys that are not `M`'s are skipped.
+async fn scan_refs<M: Model>(db: &Db, pattern: &str) -> Result<Vec<ObjectRef<M>>> {
+    let mut refs: Vec<ObjectRef<M>> = scan_keys(db, &db.stored(pattern))
+        .await?
+        .iter()
+        .filter_map(|key| ObjectRef::parse(key).ok())
+        .collect();
+    refs.sort();
+    Ok(refs)
 }

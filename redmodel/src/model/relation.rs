@@ -18,6 +18,7 @@ use super::live::{load_live, Entry};
 use super::member::AsMember;
 use super::object::ObjectRef;
 use super::reply::at_key;
+use super::steps::Steps;
 use super::{Admin, Model};
 use crate::{Db, Error, Result};
 
@@ -94,12 +95,20 @@ fn relation_key(owner_key: &str, table: &str) -> String {
 /// list (`MemberList::<Student>::at("performance:good")`).
 pub struct MemberList<M: Model> {
     key: String,
+    /// Whether `key` is a model key (a relation's list), stored in the
+    /// db's [`KeyLayout`](crate::KeyLayout), rather than a key the user
+    /// picked, used as given.
+    model_key: bool,
     _marker: PhantomData<fn() -> M>,
 }
 
 impl<M: Model> Clone for MemberList<M> {
     fn clone(&self) -> Self {
-        MemberList::at(self.key.clone())
+        MemberList {
+            key: self.key.clone(),
+            model_key: self.model_key,
+            _marker: PhantomData,
+        }
     }
 }
 
@@ -115,6 +124,7 @@ impl<M: Model> PartialEq for MemberList<M> {
     }
 }
 
+/// The members' keys, in plain form.
 fn member_keys<M: Model, A: AsMember<M>>(
     members: impl IntoIterator<Item = A>,
 ) -> Result<Vec<String>> {
@@ -122,15 +132,38 @@ fn member_keys<M: Model, A: AsMember<M>>(
 }
 
 impl<M: Model> MemberList<M> {
-    /// The list at `key` (no round trip).
+    /// The list at `key`, used as given in every [`KeyLayout`](crate::KeyLayout)
+    /// (no round trip).
     pub fn at(key: impl Into<String>) -> Self {
         MemberList {
             key: key.into(),
+            model_key: false,
             _marker: PhantomData,
         }
     }
 
-    /// The list's key.
+    /// A relation's list at the model key `key` (plain form).
+    fn of_model(key: String) -> Self {
+        MemberList {
+            key,
+            model_key: true,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The list's key in `db`: a relation's list in the db's
+    /// [key layout](Db::key_layout) (`{teacher:A}:class` on a cluster), a
+    /// list made with [`at`](Self::at) as given.
+    pub fn key_in<'a>(&'a self, db: &Db) -> std::borrow::Cow<'a, str> {
+        if self.model_key {
+            db.stored(&self.key)
+        } else {
+            std::borrow::Cow::Borrowed(&self.key)
+        }
+    }
+
+    /// The list's key: as given to [`at`](Self::at), or for a relation's
+    /// list its plain form (see [`key_in`](Self::key_in)).
     pub fn key(&self) -> &str {
         &self.key
     }
@@ -139,7 +172,7 @@ impl<M: Model> MemberList<M> {
     ///
     /// Seed name: `count`.
     pub async fn count(&self, db: &Db) -> Result<u64> {
-        db.query(redis::cmd("LLEN").arg(&self.key))
+        db.query(redis::cmd("LLEN").arg(self.key_in(db)))
             .await
             .map_err(at_key(&self.key, "list"))
     }
@@ -175,13 +208,17 @@ impl<M: Model> MemberList<M> {
         self.push_with("LPUSH", db, member_keys(members)?).await
     }
 
+    /// Pushes the members with the plain keys `keys`, as `db` stores them.
     async fn push_with(&self, command: &str, db: &Db, keys: Vec<String>) -> Result<u64> {
         if keys.is_empty() {
             return self.count(db).await;
         }
-        db.query(redis::cmd(command).arg(&self.key).arg(keys))
-            .await
-            .map_err(at_key(&self.key, "list"))
+        let mut cmd = redis::cmd(command);
+        cmd.arg(self.key_in(db));
+        for key in &keys {
+            cmd.arg(db.stored(key));
+        }
+        db.query(&cmd).await.map_err(at_key(&self.key, "list"))
     }
 
     /// Removes occurrences of `member` with LREM's count semantics:
@@ -192,9 +229,9 @@ impl<M: Model> MemberList<M> {
     pub async fn remove(&self, db: &Db, member: impl AsMember<M>, count: i64) -> Result<u64> {
         db.query(
             redis::cmd("LREM")
-                .arg(&self.key)
+                .arg(self.key_in(db))
                 .arg(count)
-                .arg(member.member_key()?),
+                .arg(db.stored(&member.member_key()?)),
         )
         .await
         .map_err(at_key(&self.key, "list"))
@@ -206,7 +243,7 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `get_by_index`.
     pub async fn index(&self, db: &Db, index: i64) -> Result<Option<ObjectRef<M>>> {
         let key: Option<Vec<u8>> = db
-            .query(redis::cmd("LINDEX").arg(&self.key).arg(index))
+            .query(redis::cmd("LINDEX").arg(self.key_in(db)).arg(index))
             .await
             .map_err(at_key(&self.key, "list"))?;
         key.map(|k| self.parse_member(&k)).transpose()
@@ -218,7 +255,12 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `get_leafs_by_relation(start, end)`.
     pub async fn range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<ObjectRef<M>>> {
         let keys: Vec<Vec<u8>> = db
-            .query(redis::cmd("LRANGE").arg(&self.key).arg(start).arg(stop))
+            .query(
+                redis::cmd("LRANGE")
+                    .arg(self.key_in(db))
+                    .arg(start)
+                    .arg(stop),
+            )
             .await
             .map_err(at_key(&self.key, "list"))?;
         keys.iter().map(|k| self.parse_member(k)).collect()
@@ -254,7 +296,7 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `names2leafs`.
     pub async fn load(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<M>> {
         let refs = self.range(db, start, stop).await?;
-        let list = self.key.clone();
+        let list = self.key_in(db).into_owned();
         Ok(load_live(db, refs, |_| Entry::List(list.clone()))
             .await?
             .into_iter()
@@ -277,7 +319,7 @@ impl<M: Model> MemberList<M> {
 
     /// Deletes the list. Whether it existed.
     pub async fn delete(&self, db: &Db) -> Result<bool> {
-        db.query(redis::cmd("DEL").arg(&self.key)).await
+        db.query(redis::cmd("DEL").arg(self.key_in(db))).await
     }
 
     /// Sets a time to live (PEXPIRE). Whether the list exists. The list
@@ -285,22 +327,22 @@ impl<M: Model> MemberList<M> {
     /// emptied (Redis deletes an empty list): see
     /// [`expiry`](super::expiry).
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
-        expiry::expire_key(db, &self.key, ttl).await
+        expiry::expire_key(db, &self.key_in(db), ttl).await
     }
 
     /// Makes the list expire at `when` (PEXPIREAT). Whether it existed.
     pub async fn expire_at(&self, db: &Db, when: SystemTime) -> Result<bool> {
-        expiry::expire_key_at(db, &self.key, when).await
+        expiry::expire_key_at(db, &self.key_in(db), when).await
     }
 
     /// Removes the time to live (PERSIST). Whether there was one.
     pub async fn persist(&self, db: &Db) -> Result<bool> {
-        expiry::persist_key(db, &self.key).await
+        expiry::persist_key(db, &self.key_in(db)).await
     }
 
     /// The time to live (PTTL).
     pub async fn ttl(&self, db: &Db) -> Result<Ttl> {
-        expiry::ttl_of(db, &self.key).await
+        expiry::ttl_of(db, &self.key_in(db)).await
     }
 
     /// A stored member key as a handle; the error names the list. Read as
@@ -382,7 +424,7 @@ impl<R: Relation> RelationRef<R> {
         let key = relation_key(owner.key(), R::TABLE);
         RelationRef {
             owner,
-            list: MemberList::at(key),
+            list: MemberList::of_model(key),
         }
     }
 
@@ -401,7 +443,12 @@ impl<R: Relation> RelationRef<R> {
             model: R::TABLE,
             reason,
         };
-        let owner_key = key
+        let plain = crate::KeyLayout::parse(key)
+            .ok_or_else(|| {
+                invalid("its hash-tag braces are not where a key layout puts them".to_string())
+            })?
+            .1;
+        let owner_key = plain
             .strip_suffix(R::TABLE)
             .and_then(|k| k.strip_suffix(':'))
             .ok_or_else(|| invalid(format!("it does not end with `:{}`", R::TABLE)))?;
@@ -442,25 +489,27 @@ impl<R: Relation> RelationRef<R> {
         if keys.is_empty() {
             return Ok(0);
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic();
+        let list = self.list.key_in(db);
+        let owner = self.owner.key_in(db);
+        // The owner's list first, then each member's inverse list (one slot
+        // each in the cluster layout): a crash in between leaves only the
+        // owner's side, which the next `link` (idempotent) completes.
+        let mut steps = Steps::new();
         for member in &keys {
-            pipe.cmd("LREM").arg(&self.list.key).arg(0).arg(member);
-            pipe.cmd("RPUSH").arg(&self.list.key).arg(member).ignore();
+            let stored = db.stored(member);
+            steps.add(redis::cmd("LREM").arg(&list).arg(0).arg(&stored).clone());
+            steps.add_ignored(redis::cmd("RPUSH").arg(&list).arg(&stored).clone());
+        }
+        for member in &keys {
             if let Some(inverse) = R::Inverse::inverse_key(member) {
-                pipe.cmd("LREM")
-                    .arg(&inverse)
-                    .arg(0)
-                    .arg(self.owner.key())
-                    .ignore();
-                pipe.cmd("RPUSH")
-                    .arg(&inverse)
-                    .arg(self.owner.key())
-                    .ignore();
+                let inverse = db.stored(&inverse);
+                steps.step();
+                steps.add_ignored(redis::cmd("LREM").arg(&inverse).arg(0).arg(&owner).clone());
+                steps.add_ignored(redis::cmd("RPUSH").arg(&inverse).arg(&owner).clone());
             }
         }
-        let removed: Vec<u64> = db
-            .query_pipeline(&pipe)
+        let removed: Vec<u64> = steps
+            .run(db)
             .await
             .map_err(at_key(&self.list.key, "list"))?;
         // A member is new when LREM found nothing; a member given twice in
@@ -478,18 +527,25 @@ impl<R: Relation> RelationRef<R> {
     /// was linked.
     pub async fn unlink(&self, db: &Db, member: impl AsMember<R::Member>) -> Result<bool> {
         let member = member.member_key()?;
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        pipe.cmd("LREM").arg(&self.list.key).arg(0).arg(&member);
-        if let Some(inverse) = R::Inverse::inverse_key(&member) {
-            pipe.cmd("LREM")
-                .arg(&inverse)
+        let mut steps = Steps::new();
+        steps.add(
+            redis::cmd("LREM")
+                .arg(self.list.key_in(db))
                 .arg(0)
-                .arg(self.owner.key())
-                .ignore();
+                .arg(db.stored(&member))
+                .clone(),
+        );
+        if let Some(inverse) = R::Inverse::inverse_key(&member) {
+            steps.step().add_ignored(
+                redis::cmd("LREM")
+                    .arg(db.stored(&inverse))
+                    .arg(0)
+                    .arg(self.owner.key_in(db))
+                    .clone(),
+            );
         }
-        let (removed,): (u64,) = db
-            .query_pipeline(&pipe)
+        let (removed,): (u64,) = steps
+            .run(db)
             .await
             .map_err(at_key(&self.list.key, "list"))?;
         Ok(removed > 0)

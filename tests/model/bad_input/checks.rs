@@ -639,7 +639,10 @@ pub(crate) fn check_member_objects<M: Probe>(
 
 /// Every read of the list of `M` keys at `key`.
 pub(crate) async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case: &Case) -> Check {
-    let list = MemberList::<M>::at(key);
+    // The list where the world wrote it: at the key as the layout stores it.
+    let list_key = db.key_layout().stored(key).into_owned();
+    let list = MemberList::<M>::at(list_key.clone());
+    let list_key = list_key.as_str();
     let items = world.list(key);
     let items = items.as_deref();
     let got = list.count(db).await;
@@ -649,10 +652,10 @@ pub(crate) async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case
             "{key}: count gave {got:?} for {} items",
             items.len()
         ),
-        None => check_wrong_type(key, "list", got.as_ref())?,
+        None => check_wrong_type(list_key, "list", got.as_ref())?,
     }
-    check_members(key, M::TAG, items, keys_of(&list.members(db).await))?;
-    check_member_objects(world, key, items, &list.load_all(db).await)?;
+    check_members(list_key, M::TAG, items, keys_of(&list.members(db).await))?;
+    check_member_objects(world, list_key, items, &list.load_all(db).await)?;
     restore_list(db, key, items).await?;
     for &(start, stop) in &case.ranges {
         let part = items.map(|items| {
@@ -661,12 +664,12 @@ pub(crate) async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case
                 .unwrap_or_default()
         });
         check_members(
-            key,
+            list_key,
             M::TAG,
             part,
             keys_of(&list.range(db, start, stop).await),
         )?;
-        check_member_objects(world, key, part, &list.load(db, start, stop).await)?;
+        check_member_objects(world, list_key, part, &list.load(db, start, stop).await)?;
         restore_list(db, key, items).await?;
     }
     for &(page, per_page) in &case.pages {
@@ -684,8 +687,13 @@ pub(crate) async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case
                 "{key}: empty page gave {got:?}"
             );
         } else {
-            check_members(key, M::TAG, part, keys_of(&got))?;
-            check_member_objects(world, key, part, &list.load_page(db, page, per_page).await)?;
+            check_members(list_key, M::TAG, part, keys_of(&got))?;
+            check_member_objects(
+                world,
+                list_key,
+                part,
+                &list.load_page(db, page, per_page).await,
+            )?;
             restore_list(db, key, items).await?;
         }
     }
@@ -704,7 +712,7 @@ pub(crate) async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case
         });
         let got = list.index(db, index).await;
         check_members(
-            key,
+            list_key,
             M::TAG,
             part,
             got.as_ref()
@@ -740,10 +748,11 @@ pub(crate) async fn restore_list(db: &Db, key: &str, items: Option<&[&[u8]]>) ->
     let Some(items) = items else {
         return Ok(());
     };
+    let stored = db.key_layout().stored(key);
     let mut pipe = redis::pipe();
-    pipe.atomic().cmd("DEL").arg(key).ignore();
+    pipe.atomic().cmd("DEL").arg(&*stored).ignore();
     if !items.is_empty() {
-        pipe.cmd("RPUSH").arg(key).arg(items).ignore();
+        pipe.cmd("RPUSH").arg(&*stored).arg(items).ignore();
     }
     db.query_pipeline::<()>(&pipe)
         .await
@@ -859,7 +868,11 @@ where
                 "{context}: expected Ok({new}), got {got:?}"
             );
             let stored: Option<String> = db
-                .query(redis::cmd("HGET").arg(key).arg(name))
+                .query(
+                    redis::cmd("HGET")
+                        .arg(db.key_layout().stored(key))
+                        .arg(name),
+                )
                 .await
                 .map_err(|e| format!("{context}: HGET: {e}"))?;
             ensure!(
@@ -920,7 +933,11 @@ where
                 "{context}: Redis stores finite numbers only, yet incr gave {v}"
             );
             let stored: Option<Vec<u8>> = db
-                .query(redis::cmd("HGET").arg(key).arg(name))
+                .query(
+                    redis::cmd("HGET")
+                        .arg(db.key_layout().stored(key))
+                        .arg(name),
+                )
                 .await
                 .map_err(|e| format!("{context}: HGET: {e}"))?;
             let reread = stored.as_deref().map(|s| Kind::Float(width).expect(s));

@@ -98,7 +98,7 @@ backend_tests! {
     /// not an unexpected reply.
     exclusive async fn non_utf8_list_members_name_the_list(ctx) {
         let db = &ctx.db;
-        db.query::<()>(redis::cmd("RPUSH").arg("teacher:A:class").arg("class:1").arg(&b"class:\xff"[..])).await?;
+        db.query::<()>(redis::cmd("RPUSH").arg(ctx.stored("teacher:A:class")).arg("class:1").arg(&b"class:\xff"[..])).await?;
         let rel = Teacher::at("A").relation::<TeacherClasses>();
         for got in [rel.members(db).await, rel.range(db, 1, 1).await] {
             match got {

@@ -288,11 +288,17 @@ impl World {
     }
 
     /// Writes the world with raw commands, in one round trip, after
-    /// FLUSHDB.
+    /// FLUSHDB. Its keys are model keys in plain form, written as `db`'s
+    /// key layout stores them.
     pub(crate) async fn write(&self, db: &Db) -> Result<()> {
         let mut pipe = redis::pipe();
         pipe.cmd("FLUSHDB").ignore();
         for (key, shape) in &self.keys {
+            // Junk keys (not UTF-8) are written as they are.
+            let stored = std::str::from_utf8(key)
+                .map(|k| db.key_layout().stored(k).into_owned().into_bytes())
+                .unwrap_or_else(|_| key.clone());
+            let key = &stored;
             match shape {
                 Shape::Absent => {}
                 Shape::Str(v) => {

@@ -42,8 +42,10 @@ fn login(id: u32, name: &str) -> Login {
     }
 }
 
+/// The raw list at the model key `key` (plain form), as `db` stores it.
 async fn list(db: &Db, key: &str) -> Vec<String> {
-    db.query(redis::cmd("LRANGE").arg(key).arg(0).arg(-1))
+    let key = db.key_layout().stored(key);
+    db.query(redis::cmd("LRANGE").arg(&*key).arg(0).arg(-1))
         .await
         .unwrap()
 }

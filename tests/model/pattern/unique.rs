@@ -86,12 +86,15 @@ backend_tests! {
     /// miss; only a dead entry costs more, to prune it.
     exclusive async fn find_is_one_round_trip(ctx) {
         let db = &ctx.db;
+        // In the cluster layout SORT cannot read another slot's hash: a
+        // held value costs a second round trip there (a free one does not).
+        let held = if db.key_layout() == redmodel::KeyLayout::Cluster { 2 } else { 1 };
         let mut ken = user(1, "ken");
         ken.email = Some("ken@bell-labs.com".into());
         ken.insert(db).await?;
         let before = db.round_trips();
         assert_eq!(User::BY_NAME.find(db, "ken").await?, Some(ken.clone()));
-        assert_eq!(db.round_trips() - before, 1, "find of a held value");
+        assert_eq!(db.round_trips() - before, held, "find of a held value");
 
         let before = db.round_trips();
         let (handle, found) = User::BY_EMAIL
@@ -99,11 +102,11 @@ backend_tests! {
             .await?
             .expect("found");
         assert_eq!((handle, found), (User::at(1), ken.clone()));
-        assert_eq!(db.round_trips() - before, 1, "find_with_handle");
+        assert_eq!(db.round_trips() - before, held, "find_with_handle");
 
         let before = db.round_trips();
         assert_eq!(User::BY_NAME.holder(db, "ken").await?, Some(User::at(1)));
-        assert_eq!(db.round_trips() - before, 1, "holder");
+        assert_eq!(db.round_trips() - before, held, "holder");
 
         let before = db.round_trips();
         assert_eq!(User::BY_NAME.find(db, "nobody").await?, None);
@@ -115,7 +118,11 @@ backend_tests! {
         db.query::<()>(redis::cmd("DEL").arg("user:1")).await?;
         let before = db.round_trips();
         assert_eq!(User::BY_NAME.find(db, "ken").await?, None);
-        assert_eq!(db.round_trips() - before, 3, "the read and prune of a dead entry");
+        // In the cluster layout: the two reads, the check of the holder,
+        // the entry's compare-and-delete (WATCH + read, EXEC) and the
+        // check again.
+        let dead = if held == 1 { 3 } else { 6 };
+        assert_eq!(db.round_trips() - before, dead, "the read and prune of a dead entry");
         assert!(!exists(db, "user:_unique:name:ken").await, "pruned");
         Ok::<(), Error>(())
     }

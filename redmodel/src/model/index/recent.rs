@@ -97,7 +97,7 @@ impl<M: Model> RecentList<M> {
     /// and pruned.
     pub async fn members(&self, db: &Db) -> Result<Vec<ObjectRef<M>>> {
         let refs = self.keys(db).await?;
-        let keys: Vec<String> = refs.iter().map(|r| r.key().to_string()).collect();
+        let keys: Vec<String> = refs.iter().map(|r| r.key_in(db).into_owned()).collect();
         let live = existing(db, &keys).await?;
         if live.iter().any(|l| !l) {
             let gone: Vec<String> = keys

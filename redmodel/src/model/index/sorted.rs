@@ -20,7 +20,7 @@ use crate::model::key::sorted_key;
 use crate::model::live::{
     existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
 };
-use crate::model::member::AsMember;
+use crate::model::member::{stored_member, AsMember};
 use crate::model::Model;
 use crate::{Db, Error, Result};
 
@@ -199,7 +199,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         let loaded = load_judged(db, refs, stale, |r, values, stale| {
             if values.is_none() {
                 stale.push(Stale {
-                    object: r.key().to_string(),
+                    object: r.key_in(db).into_owned(),
                     test: Test::Gone,
                     entry: Entry::Sorted(index.clone()),
                 });
@@ -341,12 +341,13 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// leaderboard); `None` if it is not in the index (or gone). Entries
     /// of gone objects ranked above it are not counted (and are pruned).
     pub async fn rank_from_top(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<u64>> {
-        self.rank(db, member.member_key()?, End::Highest).await
+        self.rank(db, stored_member(db, member)?, End::Highest)
+            .await
     }
 
     /// The position of `member` from the lowest score (0 = lowest).
     pub async fn rank_from_bottom(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<u64>> {
-        self.rank(db, member.member_key()?, End::Lowest).await
+        self.rank(db, stored_member(db, member)?, End::Lowest).await
     }
 
     async fn rank(&self, db: &Db, member: String, end: End) -> Result<Option<u64>> {
@@ -382,7 +383,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// The score of `member` (ZSCORE); `None` if it is not in the index
     /// (or gone, whose entry is then pruned).
     pub async fn score(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<f64>> {
-        let member = member.member_key()?;
+        let member = stored_member(db, member)?;
         let mut pipe = redis::pipe();
         pipe.cmd("ZSCORE").arg(self.key()).arg(&member);
         pipe.cmd("EXISTS").arg(&member);

@@ -170,9 +170,21 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
             .collect()
     }
 
-    /// The key of one tag's set (`book:_tag:tags:ruby`).
+    /// The key of one tag's set, in plain form (`book:_tag:tags:ruby`).
     pub fn key(&self, tag: impl IntoValue<T::Tag>) -> Result<String> {
         Ok(tag_key(M::TABLE, self.field, &self.text(tag.into_value())?))
+    }
+
+    /// The key of one tag's set as `db` stores it (`{book:_tag:tags}:ruby`
+    /// in the [cluster layout](crate::KeyLayout::Cluster), where all the
+    /// sets of one field share a slot).
+    pub fn key_in(&self, db: &Db, tag: impl IntoValue<T::Tag>) -> Result<String> {
+        Ok(self.set_key(db, &self.text(tag.into_value())?))
+    }
+
+    /// The stored key of the set of the tag text `tag`.
+    fn set_key(&self, db: &Db, tag: &str) -> String {
+        db.stored(&tag_key(M::TABLE, self.field, tag)).into_owned()
     }
 
     /// The field's tag parser, from the model's declaration.
@@ -235,10 +247,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         if tags.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: Vec<String> = tags
-            .iter()
-            .map(|t| tag_key(M::TABLE, self.field, t))
-            .collect();
+        let keys: Vec<String> = tags.iter().map(|t| self.set_key(db, t)).collect();
         let mut members: Vec<String> = db.query(redis::cmd(op.command()).arg(&keys)).await?;
         members.sort_unstable();
         let refs = members
@@ -270,13 +279,13 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
             for tag in op.sources(&tags) {
                 if !has.contains(tag) {
                     stale.push(Stale {
-                        object: r.key().to_string(),
+                        object: r.key_in(db).into_owned(),
                         test: Test::LacksTag {
                             field,
                             parse,
                             tag: tag.clone(),
                         },
-                        entry: Entry::Set(tag_key(M::TABLE, field, tag)),
+                        entry: Entry::Set(self.set_key(db, tag)),
                     });
                 }
             }
@@ -296,7 +305,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
     /// order: a SCAN of the tag sets, one batch of SMEMBERS, one batch
     /// reading the members (entries of gone objects are pruned).
     pub async fn counts(&self, db: &Db) -> Result<Vec<(T::Tag, u64)>> {
-        let prefix = tag_key(M::TABLE, self.field, "");
+        let prefix = self.set_key(db, "");
         let set_keys = scan_keys(db, &format!("{}*", glob_escape(&prefix))).await?;
         if set_keys.is_empty() {
             return Ok(Vec::new());
@@ -344,7 +353,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
                             parse,
                             tag: tag.clone(),
                         },
-                        entry: Entry::Set(tag_key(M::TABLE, self.field, &tag)),
+                        entry: Entry::Set(self.set_key(db, &tag)),
                     });
                 }
             }
@@ -374,7 +383,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
 
     /// How many entries the tag sets hold, dead ones included (SCARD).
     async fn raw_entries(&self, db: &Db) -> Result<u64> {
-        let prefix = tag_key(M::TABLE, self.field, "");
+        let prefix = self.set_key(db, "");
         let set_keys = scan_keys(db, &format!("{}*", glob_escape(&prefix))).await?;
         if set_keys.is_empty() {
             return Ok(0);

@@ -6,7 +6,7 @@
 
 mod prune;
 
-pub(crate) use prune::{prune, Entry, Stale, Test};
+pub(crate) use prune::{prune, release_unique, Entry, Stale, Test};
 
 use super::codec::shown;
 use super::object::ObjectRef;
@@ -54,10 +54,11 @@ pub(crate) async fn load_live<M: Model>(
     let mut stale = Vec::new();
     let out = load_judged(db, refs, &mut stale, |r, values, stale| {
         if values.is_none() {
+            let object = r.key_in(db).into_owned();
             stale.push(Stale {
-                object: r.key().to_string(),
+                entry: entry(&object),
+                object,
                 test: Test::Gone,
-                entry: entry(r.key()),
             });
         }
         values.is_some()

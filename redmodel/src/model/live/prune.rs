@@ -13,7 +13,7 @@
 use redis::Value;
 
 use crate::optimistic::{watched, Transaction};
-use crate::{Db, Result};
+use crate::{Db, KeyLayout, Result};
 
 /// An index or list entry that a read found dead.
 #[derive(Debug, Clone)]
@@ -82,6 +82,9 @@ impl Test {
 pub(crate) async fn prune(db: &Db, mut stale: Vec<Stale>) -> Result<u64> {
     stale.sort_by(|a, b| (&a.entry, &a.object).cmp(&(&b.entry, &b.object)));
     stale.dedup_by(|a, b| a.entry == b.entry && a.object == b.object);
+    if db.key_layout() == KeyLayout::Cluster {
+        return prune_apart(db, &stale).await;
+    }
     let Some(first) = stale.first() else {
         return Ok(0);
     };
@@ -91,6 +94,101 @@ pub(crate) async fn prune(db: &Db, mut stale: Vec<Stale>) -> Result<u64> {
             None => Ok(Some(0)),
             Some((remove, count)) => Ok(tx.exec::<()>(&remove).await?.map(|()| count)),
         }
+    })
+    .await
+}
+
+/// [`prune`] in the cluster layout, where an entry and its object are in
+/// different slots and no transaction holds both: check the objects, remove
+/// the entries still dead (a unique entry only if it still names the
+/// object), then check the objects once more and put back the set and list
+/// entries of an object that came back meanwhile. A sorted entry removed
+/// that way comes back with the object's next write, or
+/// [`rebuild_indexes`](crate::model::migrate::rebuild_indexes).
+async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
+    if stale.is_empty() {
+        return Ok(0);
+    }
+    let dead = still_dead(db, stale.iter()).await?;
+    let gone: Vec<&Stale> = stale
+        .iter()
+        .zip(dead)
+        .filter(|(_, d)| *d)
+        .map(|(s, _)| s)
+        .collect();
+    let mut removed = 0u64;
+    let mut remove = redis::pipe();
+    for s in &gone {
+        match &s.entry {
+            Entry::Sorted(key) => remove.cmd("ZREM").arg(key).arg(&s.object),
+            Entry::Set(key) => remove.cmd("SREM").arg(key).arg(&s.object),
+            Entry::List(key) => remove.cmd("LREM").arg(key).arg(0).arg(&s.object),
+            Entry::Unique(key) => {
+                removed += u64::from(release_unique(db, key, &s.object).await?);
+                continue;
+            }
+        };
+    }
+    if !remove.is_empty() {
+        let counts: Vec<u64> = db.query_pipeline(&remove).await?;
+        removed += counts.iter().filter(|n| **n > 0).count() as u64;
+    }
+    let dead = still_dead(db, gone.iter().copied()).await?;
+    let mut restore = redis::pipe();
+    for (s, dead) in gone.iter().zip(dead) {
+        if dead {
+            continue;
+        }
+        match &s.entry {
+            Entry::Set(key) => restore.cmd("SADD").arg(key).arg(&s.object),
+            Entry::List(key) => restore.cmd("RPUSH").arg(key).arg(&s.object),
+            Entry::Sorted(_) | Entry::Unique(_) => continue,
+        }
+        .ignore();
+        removed = removed.saturating_sub(1);
+    }
+    if !restore.is_empty() {
+        db.query_pipeline::<()>(&restore).await?;
+    }
+    Ok(removed)
+}
+
+/// Whether each entry of `stale` is dead now, by its test: one pipeline
+/// of single-key reads (no transaction, so any slots).
+async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Result<Vec<bool>> {
+    let stale: Vec<&Stale> = stale.collect();
+    let mut check = redis::pipe();
+    check.ignore_errors();
+    for s in &stale {
+        match &s.test {
+            Test::Gone => check.cmd("EXISTS").arg(&s.object),
+            Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => {
+                check.cmd("HGET").arg(&s.object).arg(*field)
+            }
+        };
+    }
+    let replies: Vec<Value> = db.query_pipeline(&check).await?;
+    Ok(stale
+        .iter()
+        .zip(replies)
+        .map(|(s, r)| s.test.dead(&r))
+        .collect())
+}
+
+/// Deletes the unique entry `entry` if it names `holder` (a
+/// compare-and-delete on the entry's own key). Whether it did.
+pub(crate) async fn release_unique(db: &Db, entry: &str, holder: &str) -> Result<bool> {
+    watched(db, entry, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(entry).ignore();
+        read.cmd("LINDEX").arg(entry).arg(0);
+        let (named,): (Option<String>,) = tx.query_pipeline(&read).await?;
+        if named.as_deref() != Some(holder) {
+            return Ok(Some(false));
+        }
+        let mut del = redis::pipe();
+        del.atomic().cmd("DEL").arg(entry).ignore();
+        Ok(tx.exec::<()>(&del).await?.map(|()| true))
     })
     .await
 }

@@ -31,13 +31,14 @@ use std::collections::BTreeSet;
 use redis::{FromRedisValue, Pipeline, ToRedisArgs, Value};
 
 use super::number_text;
+use super::stepped;
 use crate::model::index::unique::{claim_commands, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::key_text;
 use crate::model::Model;
 use crate::optimistic::{watched, Transaction};
-use crate::{Db, Error, Result};
+use crate::{Db, Error, KeyLayout, Result};
 
 /// What a write does to an object's stored fields.
 pub(crate) enum Changes<'a> {
@@ -182,31 +183,52 @@ fn add_blind(pipe: &mut Pipeline, member: &str, steps: &[Step]) {
     }
 }
 
-/// Runs `pipe` (an atomic pipeline: the object's own commands) with the
-/// index commands that `changes` calls for, as one transaction, and
-/// returns the replies of `pipe`'s commands that are not ignored.
+/// Runs the object's own commands (what `write` adds to an atomic
+/// pipeline) with the index commands that `changes` calls for, as one
+/// transaction, and returns the replies of the object's commands that are
+/// not ignored. `key` is the object's key as `db` stores it (also what
+/// index entries hold). In the cluster layout, where the object and its
+/// index entries are in different slots, this is a sequence of steps
+/// instead ([`stepped`]).
 pub(crate) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
-    pipe: &Pipeline,
+    write: &(dyn Fn(&mut Pipeline) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
     let touched = touched::<M>(changes);
     if touched.is_empty() {
-        return db.query_pipeline(pipe).await;
+        write(&mut pipe);
+        return db.query_pipeline(&pipe).await;
     }
     let steps = touched
         .iter()
         .map(|(spec, new)| step::<M>(spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
-    let mut pipe = pipe.clone();
+    if db.key_layout() == KeyLayout::Cluster {
+        let specs: Vec<&'static IndexSpec> = touched.iter().map(|(spec, _)| *spec).collect();
+        let claims: Vec<(&'static str, &str)> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Unique {
+                    field,
+                    new: Some(value),
+                } => Some((*field, value.as_str())),
+                _ => None,
+            })
+            .collect();
+        return stepped::run::<M, T>(db, key, write, &specs, &claims).await;
+    }
+    write(&mut pipe);
     add_blind(&mut pipe, key, &steps);
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         return db.query_pipeline(&pipe).await;
     }
-    let (pipe, steps) = (&pipe, &steps);
+    let (pipe, steps, layout) = (&pipe, &steps, db.key_layout());
     watched(db, key, |tx| async move {
-        attempt_watched::<M, T>(&tx, key, pipe, steps).await
+        attempt_watched::<M, T>(&tx, layout, key, pipe, steps).await
     })
     .await
 }
@@ -237,13 +259,14 @@ fn old_fields(steps: &[Step]) -> Vec<&'static str> {
 /// One attempt of a watched write: `None` if a concurrent write aborted it.
 async fn attempt_watched<M: Model, T: FromRedisValue>(
     tx: &Transaction,
+    layout: KeyLayout,
     key: &str,
     write: &Pipeline,
     steps: &[Step],
 ) -> Result<Option<T>> {
     // Round 3: the write and every index command, in one MULTI/EXEC.
     let mut txn = write.clone();
-    add_watched_steps::<M>(tx, key, steps, &mut txn).await?;
+    add_watched_steps::<M>(tx, layout, key, steps, &mut txn).await?;
     tx.exec(&txn).await
 }
 
@@ -253,6 +276,7 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
 /// to `txn`.
 async fn add_watched_steps<M: Model>(
     tx: &Transaction,
+    layout: KeyLayout,
     key: &str,
     steps: &[Step],
     txn: &mut Pipeline,
@@ -284,7 +308,7 @@ async fn add_watched_steps<M: Model>(
         }
     }
     check_entries::<M>(tx, key, &mut uniques).await?;
-    add_watched::<M>(txn, key, steps, &uniques, &old_of);
+    add_watched::<M>(txn, layout, key, steps, &uniques, &old_of);
     Ok(())
 }
 
@@ -292,6 +316,7 @@ async fn add_watched_steps<M: Model>(
 /// old values (`old_of`) and the entries' holders learned under WATCH.
 fn add_watched<'o, M: Model>(
     txn: &mut Pipeline,
+    layout: KeyLayout,
     key: &str,
     steps: &[Step],
     uniques: &[UniqueState<'_>],
@@ -316,13 +341,13 @@ fn add_watched<'o, M: Model>(
                 .collect();
             for tag in old.iter().filter(|t| !new.contains(t)) {
                 txn.cmd("SREM")
-                    .arg(tag_key(M::TABLE, field, tag))
+                    .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
             }
             for tag in new {
                 txn.cmd("SADD")
-                    .arg(tag_key(M::TABLE, field, tag))
+                    .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
             }
@@ -338,6 +363,7 @@ fn add_watched<'o, M: Model>(
 /// cascading delete, whose transaction holds more than the object.
 pub(crate) async fn add_delete_entries<M: Model>(
     tx: &Transaction,
+    layout: KeyLayout,
     key: &str,
     txn: &mut Pipeline,
 ) -> Result<()> {
@@ -351,7 +377,7 @@ pub(crate) async fn add_delete_entries<M: Model>(
         return Ok(());
     }
     // A delete is a write whose unique steps claim nothing.
-    add_watched_steps::<M>(tx, key, &steps, txn).await
+    add_watched_steps::<M>(tx, layout, key, &steps, txn).await
 }
 
 /// Round 1: WATCH the object and the unique entries to claim; read the
@@ -443,7 +469,8 @@ async fn check_entries<M: Model>(
                 model: M::TABLE,
                 field: u.field,
                 value: u.new.unwrap_or_default().to_string(),
-                holder,
+                holder: KeyLayout::parse(&holder)
+                    .map_or(holder.clone(), |(_, plain)| plain.into_owned()),
             });
         }
     }
@@ -464,15 +491,34 @@ pub(crate) async fn incr_indexed<M: Model>(
     key: &str,
     field: &'static str,
     command: &str,
-    by: &impl ToRedisArgs,
+    by: &(impl ToRedisArgs + Sync),
 ) -> Result<Vec<u8>> {
-    let specs: Vec<&IndexSpec> = M::INDEXES.iter().filter(|s| s.field == field).collect();
+    let specs: Vec<&'static IndexSpec> = M::INDEXES.iter().filter(|s| s.field == field).collect();
     if specs.iter().any(|s| matches!(s.kind, IndexKind::Unique)) {
         return Err(Error::Encode {
             key: key.to_string(),
             field: field.to_string(),
             reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
         });
+    }
+    if db.key_layout() == KeyLayout::Cluster {
+        let write = |pipe: &mut Pipeline| {
+            pipe.cmd(command).arg(key).arg(field).arg(by);
+        };
+        let (reply,): (Value,) = stepped::run::<M, _>(db, key, &write, &specs, &[]).await?;
+        let text = number_text(reply)?;
+        for spec in &specs {
+            if let IndexKind::Sorted { score } = spec.kind {
+                if let Err(reason) = score(&text) {
+                    return Err(Error::ScoreOverflow {
+                        name: field.to_string(),
+                        value: String::from_utf8_lossy(&text).into_owned(),
+                        reason: format!("{reason}; the field holds it, but `{key}` left the index"),
+                    });
+                }
+            }
+        }
+        return Ok(text);
     }
     let mut pipe = redis::pipe();
     pipe.atomic();

@@ -3,9 +3,11 @@
 //! index entries that change with it, in the same MULTI/EXEC ([`index`]).
 
 mod index;
+mod stepped;
 
 pub(crate) use index::add_delete_entries;
 use index::{touches_index, Changes};
+pub(crate) use stepped::{claim_held, sync, unindex, Texts};
 
 use redis::{Pipeline, Value};
 
@@ -45,19 +47,23 @@ impl<M: Model> ObjectRef<M> {
             } else {
                 Vec::new()
             };
-            let pipe = self.write_pipeline(&set, &removed);
+            let key = self.key_in(db);
             let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
-            return index::run::<M, ()>(db, self.key(), &pipe, &changes)
+            let write = |pipe: &mut Pipeline| add_write(pipe, &key, &set, &removed);
+            return index::run::<M, ()>(db, &key, &write, &changes)
                 .await
                 .map_err(at_key(self.key(), "hash"));
         }
         let cmd = match encoded {
             Some(text) => redis::cmd("HSET")
-                .arg(self.key())
+                .arg(self.key_in(db))
                 .arg(field.name())
                 .arg(text)
                 .clone(),
-            None => redis::cmd("HDEL").arg(self.key()).arg(field.name()).clone(),
+            None => redis::cmd("HDEL")
+                .arg(self.key_in(db))
+                .arg(field.name())
+                .clone(),
         };
         db.query::<()>(&cmd)
             .await
@@ -88,27 +94,15 @@ impl<M: Model> ObjectRef<M> {
                 }
             }
         }
-        let pipe = self.write_pipeline(&set, &removed);
-        if pipe.is_empty() {
+        if set.is_empty() && removed.is_empty() {
             return Ok(());
         }
+        let key = self.key_in(db);
         let changes = Changes::Fields(changed_fields(&set, &removed));
-        index::run::<M, ()>(db, self.key(), &pipe, &changes)
+        let write = |pipe: &mut Pipeline| add_write(pipe, &key, &set, &removed);
+        index::run::<M, ()>(db, &key, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))
-    }
-
-    /// An atomic pipeline that removes `removed` and sets `set`.
-    fn write_pipeline(&self, set: &[(&str, Vec<u8>)], removed: &[&str]) -> Pipeline {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        if !removed.is_empty() {
-            pipe.cmd("HDEL").arg(self.key()).arg(removed).ignore();
-        }
-        if !set.is_empty() {
-            pipe.cmd("HSET").arg(self.key()).arg(set).ignore();
-        }
-        pipe
     }
 
     /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for
@@ -130,14 +124,14 @@ impl<M: Model> ObjectRef<M> {
         by: T::By,
     ) -> Result<T::Output> {
         let text = if touches_index::<M>(&[field.name()]) {
-            index::incr_indexed::<M>(db, self.key(), field.name(), T::COMMAND, &by)
+            index::incr_indexed::<M>(db, &self.key_in(db), field.name(), T::COMMAND, &by)
                 .await
                 .map_err(incr_error(self.key(), field.name()))?
         } else {
             let reply: Value = db
                 .query(
                     redis::cmd(T::COMMAND)
-                        .arg(self.key())
+                        .arg(self.key_in(db))
                         .arg(field.name())
                         .arg(by),
                 )
@@ -184,10 +178,13 @@ impl<M: Model> ObjectRef<M> {
             return self.set_single(db, value).await;
         }
         let fields = self.encoded(value)?;
-        let mut pipe = self.write_pipeline(&fields.set, &fields.removed);
-        pipe.cmd("HINCRBY").arg(self.key()).arg(COUNT_FIELD).arg(1);
+        let key = self.key_in(db);
+        let write = |pipe: &mut Pipeline| {
+            add_write(pipe, &key, &fields.set, &fields.removed);
+            pipe.cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1);
+        };
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        let (count,): (i64,) = index::run::<M, _>(db, self.key(), &pipe, &changes)
+        let (count,): (i64,) = index::run::<M, _>(db, &key, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
         let count = u64::try_from(count).unwrap_or(0);
@@ -210,12 +207,13 @@ impl<M: Model> ObjectRef<M> {
             return self.set_single(db, value).await;
         }
         let fields = self.encoded(value)?;
-        let pipe = self.write_pipeline(&fields.set, &fields.removed);
-        if pipe.is_empty() {
+        if fields.set.is_empty() && fields.removed.is_empty() {
             return Ok(());
         }
+        let key = self.key_in(db);
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        index::run::<M, ()>(db, self.key(), &pipe, &changes)
+        let write = |pipe: &mut Pipeline| add_write(pipe, &key, &fields.set, &fields.removed);
+        index::run::<M, ()>(db, &key, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))
     }
@@ -227,8 +225,8 @@ impl<M: Model> ObjectRef<M> {
             .next()
             .flatten();
         let cmd = match text {
-            Some(text) => redis::cmd("SET").arg(self.key()).arg(text).clone(),
-            None => redis::cmd("DEL").arg(self.key()).clone(),
+            Some(text) => redis::cmd("SET").arg(self.key_in(db)).arg(text).clone(),
+            None => redis::cmd("DEL").arg(self.key_in(db)).clone(),
         };
         db.query::<()>(&cmd).await
     }
@@ -239,15 +237,28 @@ impl<M: Model> ObjectRef<M> {
     ///
     /// Seed name: `delete`.
     pub async fn delete(&self, db: &Db) -> Result<bool> {
+        let key = self.key_in(db);
         if M::INDEXES.is_empty() {
-            return db.query(redis::cmd("DEL").arg(self.key())).await;
+            return db.query(redis::cmd("DEL").arg(&key)).await;
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic().cmd("DEL").arg(self.key());
-        let (existed,): (bool,) = index::run::<M, _>(db, self.key(), &pipe, &Changes::Delete)
+        let write = |pipe: &mut Pipeline| {
+            pipe.cmd("DEL").arg(&key);
+        };
+        let (existed,): (bool,) = index::run::<M, _>(db, &key, &write, &Changes::Delete)
             .await
             .map_err(at_key(self.key(), "hash"))?;
         Ok(existed)
+    }
+}
+
+/// Adds the commands that remove `removed` from the hash `key` and set
+/// `set` (both ignored).
+fn add_write(pipe: &mut Pipeline, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
+    if !removed.is_empty() {
+        pipe.cmd("HDEL").arg(key).arg(removed).ignore();
+    }
+    if !set.is_empty() {
+        pipe.cmd("HSET").arg(key).arg(set).ignore();
     }
 }
 
@@ -283,8 +294,8 @@ impl<M: SingleValue> ObjectRef<M> {
             reason,
         })?;
         let cmd = match text {
-            Some(text) => redis::cmd("SET").arg(self.key()).arg(text).clone(),
-            None => redis::cmd("DEL").arg(self.key()).clone(),
+            Some(text) => redis::cmd("SET").arg(self.key_in(db)).arg(text).clone(),
+            None => redis::cmd("DEL").arg(self.key_in(db)).clone(),
         };
         db.query::<()>(&cmd).await
     }

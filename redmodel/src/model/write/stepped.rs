@@ -1,0 +1,380 @@
+//! The write path in the cluster layout: an object and its index entries
+//! live in different slots, so a write that keeps indexes is a sequence of
+//! steps, each atomic in its own slot, in an order chosen so that a crash
+//! between two steps leaves only what the reads already skip and prune, or
+//! what a reindex pass ([`rebuild_indexes`](crate::model::migrate::rebuild_indexes))
+//! repairs. Every step is idempotent, so a write retried after an error
+//! converges.
+//!
+//! 1. **Claim** each new unique value, in the entry's slot (WATCH, read,
+//!    MULTI/EXEC on the entry alone): the entry is made to name this
+//!    object, with a lease (a TTL of [`CLAIM_LEASE`]) that marks the claim
+//!    as pending. A value whose entry names another object that holds it,
+//!    or that another object is claiming (an entry with a TTL), is refused
+//!    with [`Error::Unique`] before anything else is written.
+//! 2. **The object's write**, in its slot, in one MULTI/EXEC that reads the
+//!    indexed fields before and after the write. If it fails, the claims of
+//!    step 1 are released.
+//! 3. **Confirm** the claims (PERSIST the entry if it still names this
+//!    object) and **release** the unique values the write gave up (DEL the
+//!    entry if it still names this object).
+//! 4. **Index entries** (sorted set, recent list, the tag sets of a field:
+//!    one slot each), from the values the object step read back; then the
+//!    indexed fields are read again, and if a concurrent write changed them
+//!    meanwhile the entries are applied again from the new values (at most
+//!    [`MAX_SYNC_ROUNDS`] times). Whichever write applies last reads the
+//!    fields after its own entries are in, so racing writes leave the
+//!    entries equal to the fields.
+//!
+//! What a crash between steps can leave: after 1, a pending entry naming an
+//! object that does not hold the value (lookups check the holder's field
+//! and prune it; once its lease ends the value is free); after 2, an entry
+//! still pending (it lapses, and the value's entry is then missing until a
+//! reindex) or an old value's entry still naming the object (lookups prune
+//! it, claims take it over); during 4, sorted, recent and tag entries that
+//! lag the fields (tag reads check the field and prune; a reindex repairs
+//! the rest).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use redis::{FromRedisValue, Pipeline, Value};
+
+use crate::model::index::unique::{claim_commands, holder_command};
+use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
+use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
+use crate::model::live::release_unique;
+use crate::model::Model;
+use crate::optimistic::watched;
+use crate::{Db, Error, KeyLayout, Result};
+
+/// How long a unique claim stays pending before it lapses, if the writer
+/// dies before confirming it.
+pub(crate) const CLAIM_LEASE: Duration = Duration::from_secs(30);
+
+/// How many times the index step applies entries again after seeing a
+/// concurrent change of the fields.
+pub(crate) const MAX_SYNC_ROUNDS: usize = 8;
+
+/// Stored texts of some fields (`None`: absent), in a given order.
+pub(crate) type Texts = Vec<Option<Vec<u8>>>;
+
+/// Runs a write of the object at `key` (stored form) that changes the
+/// indexed fields of `specs`: the steps of the [module doc](self). `write`
+/// adds the object's own commands; their non-ignored replies are returned.
+/// `claims` are the unique values the write gives the object, by field.
+pub(super) async fn run<M: Model, T: FromRedisValue>(
+    db: &Db,
+    key: &str,
+    write: &(dyn Fn(&mut Pipeline) + Sync),
+    specs: &[&'static IndexSpec],
+    claims: &[(&'static str, &str)],
+) -> Result<T> {
+    let mut claimed = Vec::new();
+    for (field, value) in claims {
+        let entry = unique_key(M::TABLE, field, value);
+        match claim::<M>(db, &entry, key, field, value).await {
+            Ok(true) => claimed.push(entry),
+            Ok(false) => {}
+            Err(err) => {
+                release_all(db, &claimed, key).await;
+                return Err(err);
+            }
+        }
+    }
+    let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    pipe.cmd("HMGET").arg(key).arg(&fields);
+    write(&mut pipe);
+    pipe.cmd("HMGET").arg(key).arg(&fields);
+    let mut replies: Vec<Value> = match db.query_pipeline(&pipe).await {
+        Ok(replies) => replies,
+        Err(err) => {
+            release_all(db, &claimed, key).await;
+            return Err(err);
+        }
+    };
+    let new: Texts = texts(replies.pop())?;
+    let old: Texts = if replies.is_empty() {
+        Vec::new()
+    } else {
+        texts(Some(replies.remove(0)))?
+    };
+    let out = T::from_redis_value(Value::Array(replies)).map_err(redis::RedisError::from)?;
+
+    settle::<M>(db, key, specs, &claimed, old, new).await?;
+    Ok(out)
+}
+
+/// Steps 3 and 4 for the object at `key` after a write (or a delete) that
+/// took the indexed fields of `specs` from `old` to `new`: confirms the
+/// `claimed` entries, releases the unique values given up, and brings the
+/// other entries in step.
+async fn settle<M: Model>(
+    db: &Db,
+    key: &str,
+    specs: &[&'static IndexSpec],
+    claimed: &[String],
+    old: Texts,
+    new: Texts,
+) -> Result<()> {
+    for entry in claimed {
+        confirm(db, entry, key).await?;
+    }
+    for (spec, (old, new)) in specs.iter().zip(old.iter().zip(&new)) {
+        if let (IndexKind::Unique, Some(old)) = (spec.kind, old) {
+            if Some(old) != new.as_ref() {
+                let Ok(old) = std::str::from_utf8(old) else {
+                    continue;
+                };
+                release(db, &unique_key(M::TABLE, spec.field, old), key).await?;
+            }
+        }
+    }
+    sync::<M>(db, key, specs, old, new).await
+}
+
+/// Takes the object at `key`, just deleted with the indexed fields
+/// `old` (in the order of [`Model::INDEXES`]), out of every index of `M`:
+/// the index steps of a delete, for a caller (the cascade) that deleted
+/// the object itself.
+pub(crate) async fn unindex<M: Model>(db: &Db, key: &str, old: Texts) -> Result<()> {
+    let specs: Vec<&'static IndexSpec> = M::INDEXES.iter().collect();
+    let gone = vec![None; specs.len()];
+    settle::<M>(db, key, &specs, &[], old, gone).await
+}
+
+/// The texts of an HMGET reply.
+fn texts(reply: Option<Value>) -> Result<Texts> {
+    Ok(redis::from_redis_value(reply.unwrap_or(Value::Nil)).map_err(redis::RedisError::from)?)
+}
+
+/// Step 4: applies the sorted, recent and tag entries of `specs` for the
+/// object at `key`, going from `applied` (what the entries reflect now) to
+/// `current` (the fields' texts), then reads the fields again and repeats
+/// while a concurrent write keeps changing them.
+pub(crate) async fn sync<M: Model>(
+    db: &Db,
+    key: &str,
+    specs: &[&'static IndexSpec],
+    mut applied: Texts,
+    mut current: Texts,
+) -> Result<()> {
+    let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
+    if !specs.iter().any(|s| !matches!(s.kind, IndexKind::Unique)) {
+        return Ok(());
+    }
+    for round in 0..MAX_SYNC_ROUNDS {
+        for (i, spec) in specs.iter().enumerate() {
+            let (old, new) = (
+                applied.get(i).cloned().flatten(),
+                current.get(i).cloned().flatten(),
+            );
+            // The first round applies every entry, which also repairs one
+            // a crashed write left behind; later rounds only what changed.
+            if round == 0 || old != new {
+                apply::<M>(db, key, spec, old.as_deref(), new.as_deref()).await?;
+            }
+        }
+        let now: Texts = db.query(redis::cmd("HMGET").arg(key).arg(&fields)).await?;
+        if now == current {
+            return Ok(());
+        }
+        applied = std::mem::replace(&mut current, now);
+    }
+    Ok(())
+}
+
+/// Makes one index's entries for the object at `key` go from the field's
+/// text `old` to `new`, in one MULTI/EXEC in the index's slot.
+async fn apply<M: Model>(
+    db: &Db,
+    key: &str,
+    spec: &IndexSpec,
+    old: Option<&[u8]>,
+    new: Option<&[u8]>,
+) -> Result<()> {
+    let layout = db.key_layout();
+    let field = spec.field;
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    match spec.kind {
+        IndexKind::Sorted { score } => {
+            let index = sorted_key(M::TABLE, field);
+            // A value that cannot be a score leaves the index, as a write
+            // refuses it before anything is sent; here it was written by
+            // someone else.
+            let score = new
+                .map(score)
+                .and_then(|s| s.ok())
+                .flatten()
+                .and_then(|s| checked_score(field, s).ok());
+            match score {
+                Some(s) => pipe.cmd("ZADD").arg(&index).arg(score_arg(s)).arg(key),
+                None => pipe.cmd("ZREM").arg(&index).arg(key),
+            }
+            .ignore();
+        }
+        IndexKind::Recent { cap } => {
+            let list = recent_key(M::TABLE, field);
+            pipe.cmd("LREM").arg(&list).arg(0).arg(key).ignore();
+            if new.is_some() {
+                pipe.cmd("LPUSH").arg(&list).arg(key).ignore();
+                pipe.cmd("LTRIM")
+                    .arg(&list)
+                    .arg(0)
+                    .arg(i64::from(cap) - 1)
+                    .ignore();
+            }
+        }
+        IndexKind::Tags { tags } => {
+            let parse = |text: Option<&[u8]>| -> BTreeSet<String> {
+                text.and_then(|t| tags(t).ok())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect()
+            };
+            let (old, new) = (parse(old), parse(new));
+            for tag in old.difference(&new) {
+                pipe.cmd("SREM")
+                    .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
+                    .arg(key)
+                    .ignore();
+            }
+            for tag in &new {
+                pipe.cmd("SADD")
+                    .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
+                    .arg(key)
+                    .ignore();
+            }
+        }
+        IndexKind::Unique => {}
+    }
+    if pipe.is_empty() {
+        return Ok(());
+    }
+    db.query_pipeline::<()>(&pipe).await
+}
+
+/// Step 1: makes the unique entry `entry` name `key`, pending (with the
+/// lease), unless another object holds or is claiming `value`. `Ok(false)`
+/// if the entry already names `key` (nothing to confirm).
+async fn claim<M: Model>(
+    db: &Db,
+    entry: &str,
+    key: &str,
+    field: &'static str,
+    value: &str,
+) -> Result<bool> {
+    watched(db, entry, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(entry).ignore();
+        holder_command(&mut read, entry);
+        read.cmd("PTTL").arg(entry);
+        let (holder, ttl): (Option<String>, i64) = tx.query_pipeline(&read).await?;
+        if let Some(holder) = holder {
+            if holder == key {
+                return Ok(Some(false));
+            }
+            // A TTL marks a claim still pending: its object is being
+            // written, so its field cannot show the value yet.
+            let pending = ttl >= 0;
+            let holds = pending || {
+                let held: Option<Vec<u8>> =
+                    db.query(redis::cmd("HGET").arg(&holder).arg(field)).await?;
+                held.as_deref() == Some(value.as_bytes())
+            };
+            if holds {
+                return Err(Error::Unique {
+                    model: M::TABLE,
+                    field,
+                    value: value.to_string(),
+                    holder: plain(&holder),
+                });
+            }
+        }
+        let mut txn = redis::pipe();
+        txn.atomic();
+        claim_commands(&mut txn, entry, key);
+        txn.cmd("PEXPIRE")
+            .arg(entry)
+            .arg(CLAIM_LEASE.as_millis() as u64)
+            .ignore();
+        Ok(tx.exec::<()>(&txn).await?.map(|()| true))
+    })
+    .await
+}
+
+/// Makes the unique entry `entry` name `key` for good, unless another
+/// object holds or is claiming `value` ([`Error::Unique`]): a claim and its
+/// confirmation, for an object that already holds the value (a reindex).
+pub(crate) async fn claim_held<M: Model>(
+    db: &Db,
+    entry: &str,
+    key: &str,
+    field: &'static str,
+    value: &str,
+) -> Result<()> {
+    if claim::<M>(db, entry, key, field, value).await? {
+        confirm(db, entry, key).await?;
+    }
+    Ok(())
+}
+
+/// Step 3: makes a pending claim of `key` permanent. If the lease lapsed
+/// meanwhile and the entry is gone, it is made again; if another object
+/// took it over, it is left to that object (a reindex reports the clash).
+async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
+    on_entry(db, entry, |txn, holder| match holder {
+        Some(holder) if holder == key => {
+            txn.cmd("PERSIST").arg(entry).ignore();
+        }
+        Some(_) => {}
+        None => claim_commands(txn, entry, key),
+    })
+    .await
+}
+
+/// Removes the unique entry `entry` if it names `key`.
+async fn release(db: &Db, entry: &str, key: &str) -> Result<()> {
+    release_unique(db, entry, key).await.map(drop)
+}
+
+/// Releases the claims of a write that failed, as well as it can: the
+/// write's own error is what the caller reports, and a claim left behind
+/// lapses with its lease.
+async fn release_all(db: &Db, entries: &[String], key: &str) {
+    for entry in entries {
+        let _ = release(db, entry, key).await;
+    }
+}
+
+/// One compare-and-set on a unique entry: WATCH it, read its holder, and
+/// run what `decide` adds (nothing: no write) in MULTI/EXEC.
+async fn on_entry(
+    db: &Db,
+    entry: &str,
+    decide: impl Fn(&mut Pipeline, Option<&str>) + Sync,
+) -> Result<()> {
+    let decide = &decide;
+    watched(db, entry, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(entry).ignore();
+        holder_command(&mut read, entry);
+        let (holder,): (Option<String>,) = tx.query_pipeline(&read).await?;
+        let mut txn = redis::pipe();
+        txn.atomic();
+        decide(&mut txn, holder.as_deref());
+        if txn.is_empty() {
+            return Ok(Some(()));
+        }
+        tx.exec::<()>(&txn).await
+    })
+    .await
+}
+
+/// A stored key in plain form, for messages.
+fn plain(stored: &str) -> String {
+    KeyLayout::parse(stored).map_or_else(|| stored.to_string(), |(_, p)| p.into_owned())
+}

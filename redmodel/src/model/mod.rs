@@ -158,7 +158,6 @@ mod relation;
 mod reply;
 mod scan;
 mod steps;
-mod steps;
 mod write;
 
 use std::fmt::Debug;

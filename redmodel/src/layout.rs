@@ -1,38 +1,38 @@
 //! Key layouts: where a model key's hash tag goes, so that on Redis
 //! Cluster an admin object and everything that hangs under it share a
-//! slot.
-//!
-//! The model builds every key in its *plain* form (`teacher:A`,
-//! `teacher:A:class`, `student:a:exam:2024`): that text is an object's
-//! identity ([`ObjectRef::key`](crate::model::ObjectRef::key)) whatever the
-//! database. A [`Db`](crate::Db) stores it in its [`KeyLayout`]:
-//!
-//! | plain | [`KeyLayout::Plain`] | [`KeyLayout::Cluster`] |
-//! |---|---|---|
-//! | `teacher:A` (admin) | `teacher:A` | `teacher:A` |
-//! | `teacher:A:class` (relation list) | `teacher:A:class` | `{teacher:A}:class` |
-//! | `student:a:exam:2024` (sub-object) | `student:a:exam:2024` | `{student:a}:exam:2024` |
-//! | `user:_unique:email:VALUE` | same | same |
-//! | `user:_sorted:logins`, `user:_recent:at` | same | same |
-//! | `book:_tag:tags:TAG` | `book:_tag:tags:TAG` | `{book:_tag:tags}:TAG` |
-//!
-//! Why the admin's own key keeps no braces: Redis hashes a key with a tag
-//! by the tag's text, and one without by its whole text, so `teacher:A`
-//! and `{teacher:A}:class` are already in the same slot. Admin keys, and
-//! the member entries that name admins, are then the same in both
-//! layouts; only the keys *under* an admin carry the tag. The tag sets of
-//! one field share the tag `{TABLE:_tag:FIELD}`, so that SINTER / SUNION /
-//! SDIFF across tags are single-slot; a unique entry, a sorted index and a
-//! recent list are one key each and need none.
-//!
-//! The rule reads the plain key's segments only; encoded pks never hold a
-//! raw `:`, `{` or `}` (see [`model::key`](crate::model::key)), so a plain
-//! model key never has an accidental tag and the cluster form parses back
-//! unambiguously.
+//! slot. See [`KeyLayout`].
 
 use std::borrow::Cow;
 
-/// How a database lays out model keys (see the [module doc](self)).
+/// How a database lays out model keys.
+///
+/// The model builds every key in its *plain* form (`teacher:A`,
+/// `teacher:A:class`, `student:a:exam:2024`): that text is an object's
+/// identity ([`ObjectRef::key`](crate::model::ObjectRef::key)) whatever the
+/// database. A [`Db`](crate::Db) stores it in its [`KeyLayout`]:
+///
+/// | plain | [`KeyLayout::Plain`] | [`KeyLayout::Cluster`] |
+/// |---|---|---|
+/// | `teacher:A` (admin) | `teacher:A` | `teacher:A` |
+/// | `teacher:A:class` (relation list) | `teacher:A:class` | `{teacher:A}:class` |
+/// | `student:a:exam:2024` (sub-object) | `student:a:exam:2024` | `{student:a}:exam:2024` |
+/// | `user:_unique:email:VALUE` | same | same |
+/// | `user:_sorted:logins`, `user:_recent:at` | same | same |
+/// | `book:_tag:tags:TAG` | `book:_tag:tags:TAG` | `{book:_tag:tags}:TAG` |
+///
+/// Why the admin's own key keeps no braces: Redis hashes a key with a tag
+/// by the tag's text, and one without by its whole text, so `teacher:A`
+/// and `{teacher:A}:class` are already in the same slot. Admin keys, and
+/// the member entries that name admins, are then the same in both
+/// layouts; only the keys *under* an admin carry the tag. The tag sets of
+/// one field share the tag `{TABLE:_tag:FIELD}`, so that SINTER / SUNION /
+/// SDIFF across tags are single-slot; a unique entry, a sorted index and a
+/// recent list are one key each and need none.
+///
+/// The rule reads the plain key's segments only; encoded pks never hold a
+/// raw `:`, `{` or `}` (see [`model::key`](crate::model::key)), so a plain
+/// model key never has an accidental tag and the cluster form parses back
+/// unambiguously.
 ///
 /// A `Db` on Redis Cluster always uses [`KeyLayout::Cluster`]; one on the
 /// memory engine or a single server uses [`KeyLayout::Plain`] unless told

@@ -220,12 +220,28 @@ backend_tests! {
             // A link after the delete may re-create the teacher's list,
             // with the inverse entry: both or none, never one side alone.
             let list: Vec<String> = db
-                .query(redis::cmd("LRANGE").arg("class:2:teacher").arg(0).arg(-1))
+                .query(redis::cmd("LRANGE").arg(ctx.stored("class:2:teacher")).arg(0).arg(-1))
                 .await?;
             let own: bool = db
-                .query(redis::cmd("EXISTS").arg(format!("teacher:{id}:class")))
+                .query(redis::cmd("EXISTS").arg(ctx.stored(&format!("teacher:{id}:class"))))
                 .await?;
-            let dangling_inverse = list.contains(&teacher.key().to_string()) && !own;
+            let mut dangling_inverse = list.contains(&teacher.key().to_string()) && !own;
+            if dangling_inverse && db.key_layout() == redmodel::KeyLayout::Cluster {
+                // In the cluster layout the cascade and the link are steps
+                // in two slots: a link whose own side the cascade deleted
+                // may add its inverse entry after the cascade's sweep. That
+                // entry names a gone object: reads leave it out and prune it.
+                let class_teachers = models::Class::at(2).relation::<models::ClassTeachers>();
+                let shown = class_teachers.load_members(db).await?;
+                assert!(
+                    shown.iter().all(|t| t.id != id),
+                    "round {round}: a read shows the deleted teacher"
+                );
+                let left: Vec<String> = db
+                    .query(redis::cmd("LRANGE").arg(ctx.stored("class:2:teacher")).arg(0).arg(-1))
+                    .await?;
+                dangling_inverse = left.contains(&teacher.key().to_string());
+            }
             if own {
                 // The link came after the delete: both sides, and only it.
                 let mine = teacher.relation::<models::TeacherClasses>();
@@ -241,7 +257,7 @@ backend_tests! {
                 "round {round}: class:2:teacher holds a deleted teacher"
             );
             let one: Vec<String> = db
-                .query(redis::cmd("LRANGE").arg("class:1:teacher").arg(0).arg(-1))
+                .query(redis::cmd("LRANGE").arg(ctx.stored("class:1:teacher")).arg(0).arg(-1))
                 .await?;
             assert!(
                 !one.contains(&teacher.key().to_string()),

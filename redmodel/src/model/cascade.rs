@@ -59,7 +59,9 @@
 //!
 //! A crash after step 2 leaves entries that name a gone object: every read
 //! skips and prunes those, and running the delete again (idempotent)
-//! finishes the job. A `restrict` reference created between steps 1 and 2
+//! finishes the job. A write racing the steps may re-create a key under the
+//! deleted admin (a `link` whose own list lands after step 2): the cascade
+//! then sweeps again, while the admin stays deleted, up to four times. A `restrict` reference created between steps 1 and 2
 //! is not seen.
 //!
 //! One window stays open: a reference created after the SCAN in a key the
@@ -78,6 +80,10 @@ use super::write::{add_delete_entries, unindex, Texts};
 use super::{Admin, Model, OwnerKind};
 use crate::optimistic::{watched, Transaction};
 use crate::{Db, Error, KeyLayout, Result};
+
+/// How many times the cluster path of a cascade sweeps an admin's subtree
+/// that racing writes keep re-creating.
+const MAX_SWEEPS: usize = 4;
 
 /// What `on_delete` says about a referrer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -322,6 +328,23 @@ impl<A: Admin> ObjectRef<A> {
     /// where the referrers are in other slots than the admin: see
     /// [Cluster layout](self#cluster-layout).
     async fn cascade_in_steps(&self, db: &Db, referrers: &[&'static Referrer]) -> Result<bool> {
+        let existed = self.cascade_steps_once(db, referrers).await?;
+        // A write racing the steps (a `link` whose own side lands after the
+        // subtree is gone) can leave keys under the deleted admin: sweep
+        // again while the admin is absent and such keys exist.
+        for _ in 1..MAX_SWEEPS {
+            let tree = self.tree_keys(db).await?;
+            let orphans = tree.len() > 1 && !self.exists(db).await?;
+            if !orphans {
+                break;
+            }
+            self.cascade_steps_once(db, referrers).await?;
+        }
+        Ok(existed)
+    }
+
+    /// One pass of [`cascade_in_steps`](Self::cascade_in_steps).
+    async fn cascade_steps_once(&self, db: &Db, referrers: &[&'static Referrer]) -> Result<bool> {
         let key = &*self.key_in(db);
         let (restrict, cascade): (Vec<&Referrer>, Vec<&Referrer>) = referrers
             .iter()

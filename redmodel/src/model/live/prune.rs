@@ -124,7 +124,7 @@ async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
             Entry::Set(key) => remove.cmd("SREM").arg(key).arg(&s.object),
             Entry::List(key) => remove.cmd("LREM").arg(key).arg(0).arg(&s.object),
             Entry::Unique(key) => {
-                removed += u64::from(release_unique(db, key, &s.object).await?);
+                removed += u64::from(release_unique(db, key, &s.object, false).await?);
                 continue;
             }
         };
@@ -157,6 +157,9 @@ async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
 /// of single-key reads (no transaction, so any slots).
 async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Result<Vec<bool>> {
     let stale: Vec<&Stale> = stale.collect();
+    if stale.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut check = redis::pipe();
     check.ignore_errors();
     for s in &stale {
@@ -177,13 +180,24 @@ async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Resu
 
 /// Deletes the unique entry `entry` if it names `holder` (a
 /// compare-and-delete on the entry's own key). Whether it did.
-pub(crate) async fn release_unique(db: &Db, entry: &str, holder: &str) -> Result<bool> {
+///
+/// In the cluster layout a claim is pending while it has a TTL (its
+/// object is being written: see `write::stepped`); `pending` says whether
+/// such an entry may go too, which only its own writer may decide: a
+/// prune leaves it (its holder cannot show the value yet).
+pub(crate) async fn release_unique(
+    db: &Db,
+    entry: &str,
+    holder: &str,
+    pending: bool,
+) -> Result<bool> {
     watched(db, entry, |tx| async move {
         let mut read = redis::pipe();
         read.cmd("WATCH").arg(entry).ignore();
         read.cmd("LINDEX").arg(entry).arg(0);
-        let (named,): (Option<String>,) = tx.query_pipeline(&read).await?;
-        if named.as_deref() != Some(holder) {
+        read.cmd("PTTL").arg(entry);
+        let (named, ttl): (Option<String>, i64) = tx.query_pipeline(&read).await?;
+        if named.as_deref() != Some(holder) || (ttl >= 0 && !pending) {
             return Ok(Some(false));
         }
         let mut del = redis::pipe();

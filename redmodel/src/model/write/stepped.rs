@@ -338,7 +338,7 @@ async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
 
 /// Removes the unique entry `entry` if it names `key`.
 async fn release(db: &Db, entry: &str, key: &str) -> Result<()> {
-    release_unique(db, entry, key).await.map(drop)
+    release_unique(db, entry, key, true).await.map(drop)
 }
 
 /// Releases the claims of a write that failed, as well as it can: the

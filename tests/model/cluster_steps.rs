@@ -1,0 +1,168 @@
+//! The cluster layout's ordered steps (`write::stepped`): what a crash
+//! between two steps leaves, and races that the steps must settle. Each
+//! test runs on every backend with the cluster layout forced on the test's
+//! database (a cluster backend has it already), so the steps are the ones
+//! a Redis Cluster runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redmodel::prelude::*;
+use redmodel::{Error, KeyLayout};
+use redmodel_suite::backend_tests;
+
+/// `racer:1` = {name (unique), points (sorted), tags, seen (recent)}.
+#[derive(Admin, Debug, Clone, PartialEq)]
+struct Racer {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(unique)]
+    name: String,
+    #[redmodel(sorted)]
+    points: i64,
+    #[redmodel(tags)]
+    tags: Vec<String>,
+    #[redmodel(recent = 10)]
+    seen: Option<u64>,
+}
+
+fn racer(id: u32, name: &str, points: i64, tags: &[&str]) -> Racer {
+    Racer {
+        id,
+        name: name.into(),
+        points,
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        seen: Some(u64::from(id)),
+    }
+}
+
+/// The test's database in the cluster layout.
+fn cluster_db(db: &Db) -> Db {
+    db.with_key_layout(KeyLayout::Cluster)
+}
+
+async fn zscore(db: &Db, member: &str) -> Option<f64> {
+    db.query(redis::cmd("ZSCORE").arg("racer:_sorted:points").arg(member))
+        .await
+        .unwrap()
+}
+
+async fn tag_members(db: &Db, tag: &str) -> Vec<String> {
+    let key = Racer::BY_TAGS.key_in(db, tag).unwrap_or_default();
+    let mut members: Vec<String> = db.query(redis::cmd("SMEMBERS").arg(key)).await.unwrap();
+    members.sort();
+    members
+}
+
+backend_tests! {
+    /// A claim left pending by a writer that died before writing its
+    /// object (an entry with a TTL naming an object that does not hold the
+    /// value): another object is refused while the lease runs, reads do
+    /// not show the claimant and do not prune the claim, and once the
+    /// lease lapses the value is free.
+    exclusive async fn a_pending_claim_blocks_until_its_lease_lapses(ctx) -> redmodel::Result<()> {
+        let db = &cluster_db(&ctx.db);
+        let entry = "racer:_unique:name:ada";
+        db.query::<()>(redis::cmd("RPUSH").arg(entry).arg("racer:9")).await?;
+        db.query::<()>(redis::cmd("PEXPIRE").arg(entry).arg(30_000)).await?;
+
+        let err = racer(1, "ada", 0, &[]).insert(db).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Unique { holder, .. } if holder == "racer:9"),
+            "{err}"
+        );
+        assert!(!Racer::at(1).exists(db).await?, "nothing written");
+        assert_eq!(Racer::BY_NAME.find(db, "ada").await?, None);
+        let still: Option<String> = db.query(redis::cmd("LINDEX").arg(entry).arg(0)).await?;
+        assert_eq!(still.as_deref(), Some("racer:9"), "a read leaves a pending claim");
+
+        db.query::<()>(redis::cmd("PEXPIRE").arg(entry).arg(1)).await?;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        racer(1, "ada", 0, &[]).insert(db).await?;
+        assert_eq!(Racer::BY_NAME.holder(db, "ada").await?, Some(Racer::at(1)));
+        let ttl: i64 = db.query(redis::cmd("PTTL").arg(entry)).await?;
+        assert_eq!(ttl, -1, "the claim is confirmed: no lease left");
+        Ok(())
+    }
+
+    /// A crash between the object's write and its index entries (the hash
+    /// written, nothing else): the tag read checks the field, and
+    /// `rebuild_indexes` puts every entry back.
+    exclusive async fn a_crash_after_the_object_step_is_repaired_by_a_reindex(ctx) -> redmodel::Result<()> {
+        let db = &cluster_db(&ctx.db);
+        db.query::<()>(
+            redis::cmd("HSET")
+                .arg("racer:1")
+                .arg("name")
+                .arg("bo")
+                .arg("points")
+                .arg(7)
+                .arg("tags")
+                .arg(r#"["x"]"#),
+        )
+        .await?;
+        assert_eq!(Racer::BY_NAME.find(db, "bo").await?, None);
+        assert!(Racer::BY_TAGS.with(db, "x").await?.is_empty());
+
+        let report = redmodel::model::migrate::rebuild_indexes::<Racer, _>(
+            db,
+            redmodel::model::migrate::PassOptions::default(),
+            |_| std::ops::ControlFlow::<()>::Continue(()),
+        )
+        .await?;
+        assert!(report.finished && report.conflicts.is_empty(), "{report:?}");
+        assert_eq!(Racer::BY_NAME.holder(db, "bo").await?, Some(Racer::at(1)));
+        assert_eq!(zscore(db, "racer:1").await, Some(7.0));
+        assert_eq!(tag_members(db, "x").await, ["racer:1"]);
+        Ok(())
+    }
+
+    /// 32 tasks set one object's sorted and tag fields at once: whatever
+    /// order their steps interleave in, the sorted score and the tag sets
+    /// end equal to the stored fields.
+    exclusive async fn racing_writes_leave_the_entries_equal_to_the_fields(ctx) -> redmodel::Result<()> {
+        let db = Arc::new(cluster_db(&ctx.db));
+        racer(1, "cy", 0, &["t0"]).insert(&db).await?;
+        let tasks: Vec<_> = (1..=32i64)
+            .map(|n| {
+                let db = Arc::clone(&db);
+                tokio::spawn(async move {
+                    let handle = Racer::at(1);
+                    handle.set(&db, Racer::POINTS, n).await?;
+                    handle
+                        .set(&db, Racer::TAGS, vec![format!("t{}", n % 4)])
+                        .await
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("task")?;
+        }
+        let stored = Racer::at(1).load(&db).await?.expect("racer:1");
+        assert_eq!(zscore(&db, "racer:1").await, Some(stored.points as f64));
+        for tag in ["t0", "t1", "t2", "t3"] {
+            let holds = stored.tags.iter().any(|t| t == tag);
+            assert_eq!(
+                tag_members(&db, tag).await == ["racer:1"],
+                holds,
+                "tag {tag}, field {:?}",
+                stored.tags
+            );
+        }
+        Ok(())
+    }
+
+    /// A failed write releases the claim it made: the value is free again
+    /// at once.
+    exclusive async fn a_failed_write_releases_its_claim(ctx) -> redmodel::Result<()> {
+        let db = &cluster_db(&ctx.db);
+        // racer:2 is not a hash: its write fails after the claim.
+        db.query::<()>(redis::cmd("SET").arg("racer:2").arg("x")).await?;
+        let err = racer(2, "dee", 0, &[]).insert(db).await.unwrap_err();
+        assert!(matches!(err, Error::WrongType { .. } | Error::UnexpectedType { .. }), "{err}");
+        let entry: i64 = db.query(redis::cmd("EXISTS").arg("racer:_unique:name:dee")).await?;
+        assert_eq!(entry, 0, "the claim is released");
+        racer(3, "dee", 0, &[]).insert(db).await?;
+        Ok(())
+    }
+}

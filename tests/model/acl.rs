@@ -142,3 +142,69 @@ async fn model_operations_stay_inside_the_acl_key_patterns() -> Result<(), Error
     assert_eq!(none, None);
     Ok(())
 }
+
+/// `acl_score:1` = {points (sorted), seen (recent)}: a model whose
+/// increments take the script path.
+#[derive(redmodel::Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "acl_score")]
+struct AclScore {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(sorted)]
+    points: i64,
+    #[redmodel(recent = 3)]
+    seen: Option<u64>,
+}
+
+/// A user whose ACL denies scripting gets the same results from the
+/// operations that use a script where it may (an indexed increment): they
+/// fall back to the path without scripts. `NOPERM` is not an error the
+/// caller sees.
+#[tokio::test]
+async fn a_user_without_scripting_gets_the_same_results() -> Result<(), Error> {
+    let Some(server) = private_server_or_skip("a_user_without_scripting_gets_the_same_results")
+    else {
+        return Ok(());
+    };
+    let admin = Db::connect(&server.url()).await?;
+    admin
+        .query::<()>(
+            redis::cmd("ACL")
+                .arg("SETUSER")
+                .arg("noscript")
+                .arg("on")
+                .arg(">s3cret")
+                .arg("~*")
+                .arg("+@all")
+                .arg("-@scripting"),
+        )
+        .await?;
+    let url = format!("redis://noscript:s3cret@127.0.0.1:{}/", server.port());
+    let db = Db::connect(&url).await?;
+    let refused = db
+        .query::<i64>(redis::cmd("EVAL").arg("return 1").arg(0))
+        .await;
+    assert!(refused.is_err(), "the ACL refuses scripts: {refused:?}");
+
+    let score = AclScore {
+        id: 1,
+        points: 5,
+        seen: Some(1),
+    }
+    .insert(&db)
+    .await?;
+    assert_eq!(score.incr(&db, AclScore::POINTS, 3).await?, 8);
+    let zscore: Option<f64> = db
+        .query(
+            redis::cmd("ZSCORE")
+                .arg("acl_score:_sorted:points")
+                .arg("acl_score:1"),
+        )
+        .await?;
+    assert_eq!(zscore, Some(8.0));
+    db.query::<()>(redis::cmd("HSET").arg("acl_score:1").arg("points").arg("x"))
+        .await?;
+    let err = score.incr(&db, AclScore::POINTS, 1).await.unwrap_err();
+    assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+    Ok(())
+}

@@ -28,22 +28,34 @@ pub(crate) fn at_key<'a>(key: &'a str, expected: &'static str) -> impl FnOnce(Er
 /// [`Error::Decode`] naming the key and the field.
 pub(crate) fn incr_error<'a>(key: &'a str, field: &'a str) -> impl FnOnce(Error) -> Error + 'a {
     move |err| match err {
-        Error::Server(ref redis_err)
-            if redis_err
-                .detail()
-                .is_some_and(|d| d.starts_with("hash value is not")) =>
-        {
-            Error::Decode {
+        Error::Server(ref redis_err) => match not_a_number(redis_err) {
+            Some(detail) => Error::Decode {
                 key: key.to_string(),
                 field: field.to_string(),
-                reason: format!(
-                    "Redis cannot increment it: {}",
-                    redis_err.detail().unwrap_or_default()
-                ),
-            }
-        }
+                reason: format!("Redis cannot increment it: {detail}"),
+            },
+            None => at_key(key, "hash")(err),
+        },
         other => at_key(key, "hash")(other),
     }
+}
+
+/// Redis's "hash value is not an integer / a float" refusal in `err`: the
+/// reply of a command, of a script (where Redis appends the script's
+/// name), or one reply of a transaction.
+fn not_a_number(err: &redis::RedisError) -> Option<String> {
+    let refused = |detail: &str| detail.starts_with("hash value is not");
+    let trim = |detail: &str| match detail.find(" script: ") {
+        Some(end) => detail[..end].to_string(),
+        None => detail.to_string(),
+    };
+    if let Some(detail) = err.detail().filter(|d| refused(d)) {
+        return Some(trim(detail));
+    }
+    err.clone()
+        .into_server_errors()?
+        .iter()
+        .find_map(|(_, e)| e.details().filter(|d| refused(d)).map(trim))
 }
 
 /// Whether a (pipeline or transaction) error includes a WRONGTYPE reply.

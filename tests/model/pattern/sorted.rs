@@ -53,6 +53,33 @@ async fn zscore(db: &Db, key: &str, member: &str) -> Option<f64> {
 }
 
 backend_tests! {
+    /// An increment Redis refuses moves nothing (issue 11): a stored value
+    /// that is not a number gives `Decode`, as on a field without an index,
+    /// an overflow gives Redis's own error, and the score stays put.
+    exclusive async fn a_refused_increment_moves_nothing(ctx) {
+        let db = &ctx.db;
+        player(1, "ann", 5, None).insert(db).await?;
+        db.query::<()>(redis::cmd("HSET").arg("player:1").arg("logins").arg("many")).await?;
+        let err = Player::at(1).incr(db, Player::LOGINS, 1).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Decode { key, field, .. } if key == "player:1" && field == "logins"),
+            "{err:?}"
+        );
+        assert_eq!(zscore(db, "player:_sorted:logins", "player:1").await, Some(5.0));
+
+        db.query::<()>(redis::cmd("HSET").arg("player:1").arg("logins").arg(i64::MAX)).await?;
+        let err = Player::at(1).incr(db, Player::LOGINS, 1).await.unwrap_err();
+        assert!(matches!(&err, Error::Server(e) if e.to_string().contains("overflow")), "{err:?}");
+        assert_eq!(zscore(db, "player:_sorted:logins", "player:1").await, Some(5.0));
+        let raw: String = db.query(redis::cmd("HGET").arg("player:1").arg("logins")).await?;
+        assert_eq!(raw, i64::MAX.to_string(), "the field is not moved either");
+
+        db.query::<()>(redis::cmd("HSET").arg("player:1").arg("logins").arg(5)).await?;
+        assert_eq!(Player::at(1).incr(db, Player::LOGINS, 2).await?, 7);
+        assert_eq!(zscore(db, "player:_sorted:logins", "player:1").await, Some(7.0));
+        Ok::<(), Error>(())
+    }
+
     /// The seed's `zrevrange login:login_times 0 N-1`, ranks and scores.
     exclusive async fn leaderboard(ctx) {
         let db = &ctx.db;

@@ -27,8 +27,9 @@
 //! EXEC; a refused or conflicting write stores nothing at all.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
-use redis::{FromRedisValue, Pipeline, ToRedisArgs, Value};
+use redis::{FromRedisValue, Pipeline, Script, ToRedisArgs, Value};
 
 use super::number_text;
 use super::stepped;
@@ -477,15 +478,19 @@ async fn check_entries<M: Model>(
     Ok(())
 }
 
-/// [`ObjectRef::incr`] of a field with a sorted or recent index:
-/// `HINCRBY` (or `HINCRBYFLOAT`) and `ZINCRBY` by the same amount, and the
-/// recent list's push, in one MULTI/EXEC. Returns the field's new text.
+/// [`ObjectRef::incr`] of a field with a sorted or recent index: `HINCRBY`
+/// (or `HINCRBYFLOAT`), the new value as the score, and the recent list's
+/// push, in one script ([`INCR_INDEXED`], one round trip). Returns the
+/// field's new text. An increment Redis refuses moves nothing: not the
+/// field, not the score.
 ///
-/// If the two results disagree (the score was missing, or float
-/// arithmetic differs: HINCRBYFLOAT computes in long double), the score is
+/// If the score Redis stored differs from the one the field's codec gives
+/// (float arithmetic: HINCRBYFLOAT computes in long double), the score is
 /// set from the field under WATCH. If the new value cannot be a score (an
 /// integer past 2^53), the field keeps it but the object leaves the index,
-/// and the error says so: never a rounded score.
+/// and the error says so: never a rounded score. In the cluster layout, or
+/// on a server that refuses scripts, the steps of `stepped` do the same in
+/// more round trips.
 pub(crate) async fn incr_indexed<M: Model>(
     db: &Db,
     key: &str,
@@ -501,74 +506,133 @@ pub(crate) async fn incr_indexed<M: Model>(
             reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
         });
     }
-    if db.key_layout() == KeyLayout::Cluster {
-        let write = |pipe: &mut Pipeline| {
-            pipe.cmd(command).arg(key).arg(field).arg(by);
-        };
-        let (reply,): (Value,) = stepped::run::<M, _>(db, key, &write, &specs, &[]).await?;
-        let text = number_text(reply)?;
-        for spec in &specs {
-            if let IndexKind::Sorted { score } = spec.kind {
-                if let Err(reason) = score(&text) {
-                    return Err(Error::ScoreOverflow {
-                        name: field.to_string(),
-                        value: String::from_utf8_lossy(&text).into_owned(),
-                        reason: format!("{reason}; the field holds it, but `{key}` left the index"),
-                    });
-                }
-            }
+    if db.key_layout() == KeyLayout::Plain {
+        if let Some(text) = incr_by_script::<M>(db, key, field, command, by, &specs).await? {
+            return Ok(text);
         }
-        return Ok(text);
     }
-    let mut pipe = redis::pipe();
-    pipe.atomic();
-    pipe.cmd(command).arg(key).arg(field).arg(by);
+    // The cluster layout (the object and its indexes are in different
+    // slots), or a server that refuses scripts: the object's step, then
+    // the entries from the value it read back (see `stepped`).
+    let write = |pipe: &mut Pipeline| {
+        pipe.cmd(command).arg(key).arg(field).arg(by);
+    };
+    let (reply,): (Value,) = stepped::run::<M, _>(db, key, &write, &specs, &[]).await?;
+    let text = number_text(reply)?;
     for spec in &specs {
-        match spec.kind {
-            IndexKind::Sorted { .. } => {
-                pipe.cmd("ZINCRBY")
-                    .arg(sorted_key(M::TABLE, field))
-                    .arg(by)
-                    .arg(key);
+        if let IndexKind::Sorted { score } = spec.kind {
+            if let Err(reason) = score(&text) {
+                return Err(overflow(key, field, &text, &reason));
             }
-            IndexKind::Recent { cap } => {
-                let list = recent_key(M::TABLE, field);
-                pipe.cmd("LREM").arg(&list).arg(0).arg(key).ignore();
-                pipe.cmd("LPUSH").arg(&list).arg(key).ignore();
-                pipe.cmd("LTRIM")
-                    .arg(&list)
-                    .arg(0)
-                    .arg(i64::from(cap) - 1)
-                    .ignore();
-            }
-            IndexKind::Unique | IndexKind::Tags { .. } => {}
         }
     }
-    let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
-    let mut replies = replies.into_iter();
-    let text = number_text(replies.next().unwrap_or(Value::Nil))?;
+    Ok(text)
+}
+
+/// The increment of a field with sorted or recent indexes, in one script:
+/// the increment, then the field's new text (exact, where a Lua number
+/// would round a large integer) as the score in every sorted index and a
+/// push to every recent list. If the increment fails (the field is not a
+/// number, the result overflows) the script stops there and nothing moves.
+static INCR_INDEXED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+-- KEYS[1]: the object; KEYS[2 .. n+1]: its sorted indexes; the rest: its
+-- recent lists. ARGV: the increment command, the field, the increment,
+-- n, then each recent list's cap.
+redis.call(ARGV[1], KEYS[1], ARGV[2], ARGV[3])
+local text = redis.call('HGET', KEYS[1], ARGV[2])
+local n = tonumber(ARGV[4])
+local out = {text}
+for i = 2, n + 1 do
+  redis.call('ZADD', KEYS[i], text, KEYS[1])
+  out[#out + 1] = redis.call('ZSCORE', KEYS[i], KEYS[1])
+end
+for i = n + 2, #KEYS do
+  redis.call('LREM', KEYS[i], 0, KEYS[1])
+  redis.call('LPUSH', KEYS[i], KEYS[1])
+  redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[i + 3 - n]) - 1)
+end
+return out
+",
+    )
+});
+
+/// Runs [`INCR_INDEXED`] (one round trip; EVALSHA, loading the script on
+/// NOSCRIPT). `None` if the server refuses scripting (an ACL user without
+/// `@scripting`, scripting disabled): the caller takes the path without.
+async fn incr_by_script<M: Model>(
+    db: &Db,
+    key: &str,
+    field: &'static str,
+    command: &str,
+    by: &(impl ToRedisArgs + Sync),
+    specs: &[&'static IndexSpec],
+) -> Result<Option<Vec<u8>>> {
+    let sorted: Vec<&IndexSpec> = specs
+        .iter()
+        .copied()
+        .filter(|s| matches!(s.kind, IndexKind::Sorted { .. }))
+        .collect();
+    let mut invocation = INCR_INDEXED.key(key);
+    for _ in &sorted {
+        invocation.key(sorted_key(M::TABLE, field));
+    }
+    invocation.arg(command).arg(field).arg(by).arg(sorted.len());
     for spec in specs {
+        if let IndexKind::Recent { cap } = spec.kind {
+            invocation.key(recent_key(M::TABLE, field)).arg(cap);
+        }
+    }
+    let mut conn = db.clone();
+    let replies: Vec<Option<Vec<u8>>> = match invocation.invoke_async(&mut conn).await {
+        Ok(replies) => replies,
+        Err(err) if scripting_refused(&err) => return Ok(None),
+        Err(err) => return Err(err.into()),
+    };
+    let mut replies = replies.into_iter();
+    let text = replies.next().flatten().unwrap_or_default();
+    for spec in sorted {
         let IndexKind::Sorted { score } = spec.kind else {
             continue;
         };
         let stored: Option<f64> = replies
             .next()
-            .and_then(|v| redis::from_redis_value::<f64>(v).ok());
+            .flatten()
+            .and_then(|s| std::str::from_utf8(&s).ok()?.parse().ok());
         match score(&text) {
             Ok(Some(expected)) if Some(expected) == stored => {}
+            // Redis parsed the text as a score differently from the
+            // field's codec (a float HINCRBYFLOAT wrote in long double):
+            // the codec's score wins.
             Ok(_) => resync_score::<M>(db, key, spec).await?,
             Err(reason) => {
                 db.query::<()>(redis::cmd("ZREM").arg(sorted_key(M::TABLE, field)).arg(key))
                     .await?;
-                return Err(Error::ScoreOverflow {
-                    name: field.to_string(),
-                    value: String::from_utf8_lossy(&text).into_owned(),
-                    reason: format!("{reason}; the field holds it, but `{key}` left the index"),
-                });
+                return Err(overflow(key, field, &text, &reason));
             }
         }
     }
-    Ok(text)
+    Ok(Some(text))
+}
+
+/// Whether `err` says the server runs no scripts for us: the ACL denies
+/// EVALSHA, or the command does not exist there.
+fn scripting_refused(err: &redis::RedisError) -> bool {
+    err.code() == Some("NOPERM")
+        || err
+            .detail()
+            .is_some_and(|d| d.starts_with("unknown command"))
+}
+
+/// The error of an increment whose result cannot be a score: the field
+/// holds it, the object left the index.
+fn overflow(key: &str, field: &str, text: &[u8], reason: &str) -> Error {
+    Error::ScoreOverflow {
+        name: field.to_string(),
+        value: String::from_utf8_lossy(text).into_owned(),
+        reason: format!("{reason}; the field holds it, but `{key}` left the index"),
+    }
 }
 
 /// Sets the score of `key` in the sorted index `spec` from the field's

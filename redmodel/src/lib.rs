@@ -61,6 +61,7 @@ mod layout;
 mod lock;
 pub mod model;
 mod optimistic;
+mod script;
 mod sync_hook;
 
 pub use db::{Db, DedicatedConnection};

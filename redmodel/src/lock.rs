@@ -7,13 +7,14 @@
 //! crashed holder cannot block everyone forever.
 //!
 //! Releasing and extending must only touch the lock while it still holds
-//! *our* token: after our ttl ran out, someone else may hold it. Redis's
-//! usual answer is a Lua script, but the memory engine has no Lua, so the
-//! check and the write are made atomic with optimistic locking instead, on
-//! a connection of our own: `WATCH key`, `GET key`, and if it is our token,
-//! `MULTI` / `DEL` (or `PEXPIRE`) / `EXEC`. If the key changed between the
-//! `GET` and the `EXEC` (another client, or its expiry), `EXEC` does
-//! nothing and we look again.
+//! *our* token: after our ttl ran out, someone else may hold it. That
+//! compare-and-act is one Lua script (one round trip, on every backend:
+//! the memory engine runs Lua as Redis does). On a server that refuses
+//! scripts (an ACL user without `@scripting`) it is an optimistic
+//! transaction instead, on a connection of our own: `WATCH key`, `GET
+//! key`, and if it is our token, `MULTI` / `DEL` (or `PEXPIRE`) / `EXEC`;
+//! if the key changed between the `GET` and the `EXEC` (another client, or
+//! its expiry), `EXEC` does nothing and we look again.
 //!
 //! # Why `_lock:`
 //! The model layer escapes primary keys and reserves table names that
@@ -28,14 +29,16 @@
 //! [`LockGuard::extend`] while working.
 
 use std::future::Future;
+use std::sync::LazyLock;
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
-use redis::{Pipeline, Value};
+use redis::{Script, Value};
 
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::optimistic::watched;
+use crate::script;
 
 /// The prefix of every lock key. Names starting with `_` are reserved by the
 /// model layer, so no model key can collide with a lock.
@@ -84,11 +87,53 @@ async fn try_acquire(db: &Db, key: &str, token: &str, ttl: Duration) -> Result<b
     Ok(matches!(reply, Value::Okay | Value::SimpleString(_)))
 }
 
-/// Runs the atomic `action` only if `key` holds `token`, and says whether
-/// it ran. `WATCH` makes the `GET` and the `EXEC` one atomic step: if the
-/// key changes in between (expiry, another client), `EXEC` runs nothing
-/// and we look again.
-async fn if_holder(db: &Db, key: &str, token: &str, action: &Pipeline) -> Result<bool> {
+/// What a holder does to its lock.
+#[derive(Clone, Copy)]
+enum Action {
+    /// DEL the key.
+    Release,
+    /// PEXPIRE the key, in milliseconds.
+    Extend(u64),
+}
+
+/// Does `action` only if the key holds the token (compare-and-act), in
+/// one round trip: `1` if it did, `0` if the key holds something else.
+static IF_HOLDER: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == 'release' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+",
+    )
+});
+
+/// Does `action` only if `key` holds `token`, and says whether it did:
+/// one script ([`IF_HOLDER`]), or, on a server that refuses scripts, a
+/// WATCH transaction: `WATCH` makes the `GET` and the `EXEC` one atomic
+/// step; if the key changes in between (expiry, another client), `EXEC`
+/// runs nothing and we look again.
+async fn if_holder(db: &Db, key: &str, token: &str, action: Action) -> Result<bool> {
+    let mut invocation = IF_HOLDER.key(key);
+    invocation.arg(token);
+    match action {
+        Action::Release => invocation.arg("release"),
+        Action::Extend(ms) => invocation.arg("extend").arg(ms),
+    };
+    if let Some(done) = script::invoke::<i64>(db, &invocation).await? {
+        return Ok(done == 1);
+    }
+    let mut write = redis::pipe();
+    write.atomic();
+    match action {
+        Action::Release => write.cmd("DEL").arg(key),
+        Action::Extend(ms) => write.cmd("PEXPIRE").arg(key).arg(ms),
+    };
+    let write = &write;
     watched(db, key, |tx| async move {
         // WATCH and GET in one round trip: the WATCH is in force before the
         // GET runs, as the server runs them in order.
@@ -98,16 +143,14 @@ async fn if_holder(db: &Db, key: &str, token: &str, action: &Pipeline) -> Result
         if current.as_deref() != Some(token.as_bytes()) {
             return Ok(Some(false));
         }
-        Ok(tx.exec::<Value>(action).await?.map(|_| true))
+        Ok(tx.exec::<Value>(write).await?.map(|_| true))
     })
     .await
 }
 
 /// Deletes `key` if it still holds `token`.
 async fn release_token(db: &Db, key: &str, token: &str) -> Result<bool> {
-    let mut del = redis::pipe();
-    del.atomic().cmd("DEL").arg(key);
-    if_holder(db, key, token, &del).await
+    if_holder(db, key, token, Action::Release).await
 }
 
 impl Db {
@@ -384,13 +427,8 @@ impl LockGuard {
                 name: self.name.clone(),
             });
         }
-        let mut pexpire = redis::pipe();
-        pexpire
-            .atomic()
-            .cmd("PEXPIRE")
-            .arg(&self.key)
-            .arg(ttl_ms(ttl));
-        let extended = if_holder(&self.db, &self.key, &self.token, &pexpire).await;
+        let extend = Action::Extend(ttl_ms(ttl));
+        let extended = if_holder(&self.db, &self.key, &self.token, extend).await;
         if matches!(extended, Ok(false)) {
             self.held = false;
         }

@@ -39,6 +39,7 @@ use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::key_text;
 use crate::model::Model;
 use crate::optimistic::{watched, Transaction};
+use crate::script;
 use crate::{Db, Error, KeyLayout, Result};
 
 /// What a write does to an object's stored fields.
@@ -584,11 +585,8 @@ async fn incr_by_script<M: Model>(
             invocation.key(recent_key(M::TABLE, field)).arg(cap);
         }
     }
-    let mut conn = db.clone();
-    let replies: Vec<Option<Vec<u8>>> = match invocation.invoke_async(&mut conn).await {
-        Ok(replies) => replies,
-        Err(err) if scripting_refused(&err) => return Ok(None),
-        Err(err) => return Err(err.into()),
+    let Some(replies) = script::invoke::<Vec<Option<Vec<u8>>>>(db, &invocation).await? else {
+        return Ok(None);
     };
     let mut replies = replies.into_iter();
     let text = replies.next().flatten().unwrap_or_default();
@@ -614,15 +612,6 @@ async fn incr_by_script<M: Model>(
         }
     }
     Ok(Some(text))
-}
-
-/// Whether `err` says the server runs no scripts for us: the ACL denies
-/// EVALSHA, or the command does not exist there.
-fn scripting_refused(err: &redis::RedisError) -> bool {
-    err.code() == Some("NOPERM")
-        || err
-            .detail()
-            .is_some_and(|d| d.starts_with("unknown command"))
 }
 
 /// The error of an increment whose result cannot be a score: the field

@@ -206,5 +206,14 @@ async fn a_user_without_scripting_gets_the_same_results() -> Result<(), Error> {
         .await?;
     let err = score.incr(&db, AclScore::POINTS, 1).await.unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+
+    // Locks: release and extend check the token without a script too.
+    let ttl = std::time::Duration::from_secs(10);
+    let mut guard = db.lock("job", ttl).await?.expect("free");
+    guard.extend(ttl * 2).await?;
+    let left: i64 = db.query(redis::cmd("PTTL").arg(guard.key())).await?;
+    assert!(left > 10_000, "extended: {left} ms");
+    guard.release().await?;
+    assert!(db.lock("job", ttl).await?.is_some(), "released");
     Ok(())
 }

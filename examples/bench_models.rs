@@ -21,7 +21,7 @@
 //! | incr | `Student::at(id).incr(MATH, 1)`: HINCRBY | HINCRBY |
 //! | get_many_100 | `Student::get_many` of 100: MULTI of 100 (EXISTS + HMGET) | pipeline of 100 HMGETs, parsed |
 //! | load_members_100 | `load_members` of a 100-student relation: LRANGE, then the MULTI above | LRANGE, then pipelined HMGETs |
-//! | link | many-to-many `link`: MULTI LREM + RPUSH on both lists | the same MULTI |
+//! | link | many-to-many `link`: one script checking both objects exist, then LREM + RPUSH on both lists | MULTI LREM + RPUSH on both lists (no existence check) |
 //!
 //! For the batch operations one operation is one call (100 students).
 //! Every figure is the median of several timed runs in which the backends
@@ -181,11 +181,26 @@ fn add_insert(pipe: &mut Pipeline, s: &Student) {
     pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1);
 }
 
-/// Stores `students` as `insert` stores them, in one pipeline.
+/// Stores `students` as `insert` stores them, in one pipeline, and the
+/// teachers and classes that `link` pairs up (a link needs both objects).
 async fn store(db: &Db, students: &[Student]) -> BenchResult<()> {
     let mut pipe = redis::pipe();
     for s in students {
         add_insert(&mut pipe, s);
+    }
+    for k in 0..LINKED {
+        pipe.cmd("HSET")
+            .arg(format!("teacher:t{k}"))
+            .arg("name")
+            .arg("t")
+            .arg("subject")
+            .arg("x")
+            .ignore();
+        pipe.cmd("HSET")
+            .arg(format!("class:{k}"))
+            .arg("name")
+            .arg("c")
+            .ignore();
     }
     db.query_pipeline::<()>(&pipe).await?;
     Ok(())

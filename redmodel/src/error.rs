@@ -197,6 +197,16 @@ pub enum Error {
         /// The key of the object that holds the value.
         holder: String,
     },
+    /// A write names an object that does not exist: a sub-object written
+    /// under a missing admin, a link to or from a missing object. Writes
+    /// land only on objects that exist at that moment (checked atomically
+    /// with the write); `insert` of an admin creates it. Nothing was
+    /// written.
+    #[error("`{key}` does not exist, and the write needs it; nothing was written")]
+    NotFound {
+        /// The missing object's key.
+        key: String,
+    },
     /// A cascading delete was refused: a relation list or a reference
     /// field declared `on_delete = "restrict"` still points at the object.
     /// Nothing was written. Unlink it or clear the reference first.

@@ -673,21 +673,25 @@ async fn operations_run_on_spawned_tasks() {
         let db = db.clone();
         async move {
             teacher_a().insert(&db).await?;
-            Teacher::at("A")
+            let link = Teacher::at("A")
                 .relation::<TeacherClasses>()
                 .link(&db, Class::at(1))
-                .await?;
+                .await;
             let loaded = Teacher::get(&db, "A").await?;
             let classes = Teacher::at("A")
                 .relation::<TeacherClasses>()
                 .load_members(&db)
                 .await?;
-            Ok::<_, Error>((loaded, classes))
+            Ok::<_, Error>((loaded, link, classes))
         }
     });
-    let (loaded, classes) = task.await.unwrap().unwrap();
+    let (loaded, link, classes) = task.await.unwrap().unwrap();
     assert_eq!(loaded, Some(teacher_a()));
-    assert!(classes.is_empty(), "class:1 was never inserted");
+    assert!(
+        matches!(&link, Err(Error::NotFound { key }) if key == "class:1"),
+        "class:1 was never inserted: {link:?}"
+    );
+    assert!(classes.is_empty());
 }
 
 /// A JSON field whose value cannot be written (a map with non-string keys).

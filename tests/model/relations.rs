@@ -17,6 +17,15 @@ async fn list(db: &Db, key: &str) -> Vec<String> {
         .unwrap()
 }
 
+/// Makes the admins at `keys` exist (a link needs both of its objects).
+async fn exist(db: &Db, keys: &[&str]) {
+    for key in keys {
+        db.query::<()>(redis::cmd("HSET").arg(*key).arg("name").arg(*key))
+            .await
+            .unwrap();
+    }
+}
+
 fn class(id: u32) -> Class {
     Class {
         id,
@@ -27,6 +36,11 @@ fn class(id: u32) -> Class {
 backend_tests! {
     exclusive async fn link_keeps_the_inverse_in_step(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
+        let objects = [
+            "teacher:A", "teacher:B", "class:1", "class:2", "class:3", "class:5", "class:6",
+            "student:a",
+        ];
+        exist(db, &objects).await;
         let a = Teacher::at("A").relation::<TeacherClasses>();
         let b = Teacher::at("B").relation::<TeacherClasses>();
         assert!(a.link(db, Class::at(1)).await?);
@@ -79,7 +93,21 @@ backend_tests! {
         let students = Class::at(1).relation::<ClassStudents>();
         students.link(db, Student::at("a")).await?;
         assert_eq!(list(db, "class:1:student").await, ["student:a"]);
-        assert_eq!(redmodel::model::dbsize(db).await?, 8);
+        assert_eq!(redmodel::model::dbsize(db).await?, 8 + objects.len() as u64);
+
+        // A link lands only if both objects exist, and then on both sides:
+        // a missing member, or a missing owner, is refused and nothing is
+        // written.
+        for (got, missing) in [
+            (a.link(db, Class::at(9)).await, "class:9"),
+            (Teacher::at("Z").relation::<TeacherClasses>().link(db, Class::at(1)).await, "teacher:Z"),
+        ] {
+            assert!(matches!(&got, Err(Error::NotFound { key }) if key == missing), "{got:?}");
+        }
+        assert_eq!(list(db, "teacher:A:class").await, ["class:1", "class:3"]);
+        assert!(list(db, "class:9:teacher").await.is_empty());
+        assert!(list(db, "teacher:Z:class").await.is_empty());
+        assert_eq!(list(db, "class:1:teacher").await, ["teacher:A"]);
         Ok(())
     }
 }
@@ -283,6 +311,7 @@ backend_tests! {
         // A hash where the list is expected.
         db.query::<()>(redis::cmd("HSET").arg(ctx.stored("teacher:B:class")).arg("f").arg("v"))
             .await?;
+        exist(db, &["teacher:B", "class:1"]).await;
         let rel = Teacher::at("B").relation::<TeacherClasses>();
         for err in [
             rel.count(db).await.unwrap_err(),
@@ -298,8 +327,9 @@ backend_tests! {
                 "{err}"
             );
         }
-        // Redis has no rollback: the inverse list was written by the
-        // failed link's transaction, and emptied by the failed unlink's.
+        // The failed link stopped at its first command (its script, or, in
+        // the cluster layout, its first step): the inverse list was never
+        // written.
         assert_eq!(list(db, "class:1:teacher").await, Vec::<String>::new());
         Ok(())
     }
@@ -329,6 +359,7 @@ struct Friends;
 backend_tests! {
     exclusive async fn a_relation_can_be_its_own_inverse(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
+        exist(db, &["teacher:A", "teacher:B"]).await;
         let a = Teacher::at("A").relation::<Friends>();
         assert!(a.link(db, Teacher::at("B")).await?);
         assert_eq!(list(db, "teacher:A:friend").await, ["teacher:B"]);
@@ -346,7 +377,7 @@ backend_tests! {
                 .unlink(db, Teacher::at("A"))
                 .await?
         );
-        assert_eq!(redmodel::model::dbsize(db).await?, 0);
+        assert_eq!(redmodel::model::dbsize(db).await?, 2, "the two teachers");
         Ok(())
     }
 }

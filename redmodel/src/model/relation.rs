@@ -20,7 +20,7 @@ use super::object::ObjectRef;
 use super::reply::at_key;
 use super::steps::Steps;
 use super::{Admin, Model};
-use crate::{Db, Error, Result};
+use crate::{Db, Error, KeyLayout, Result};
 
 /// A relation from an admin model to a member model, stored as a list of
 /// member keys at `OWNER_KEY:TABLE`. Implemented by `#[derive(Relation)]`.
@@ -491,27 +491,37 @@ impl<R: Relation> RelationRef<R> {
         }
         let list = self.list.key_in(db);
         let owner = self.owner.key_in(db);
-        // The owner's list first, then each member's inverse list (one slot
-        // each in the cluster layout): a crash in between leaves only the
-        // owner's side, which the next `link` (idempotent) completes.
+        // Both sides must exist when the link lands: the owner guards its
+        // list, each member its inverse list (and itself, without one).
+        // In the cluster layout these are steps in their own slots, the
+        // owner's list first: a crash in between leaves only the owner's
+        // side, which the next `link` (idempotent) completes.
         let mut steps = Steps::new();
+        steps.guard(owner.as_ref());
         for member in &keys {
             let stored = db.stored(member);
             steps.add(redis::cmd("LREM").arg(&list).arg(0).arg(&stored).clone());
             steps.add_ignored(redis::cmd("RPUSH").arg(&list).arg(&stored).clone());
         }
         for member in &keys {
+            steps.step().guard(db.stored(member));
             if let Some(inverse) = R::Inverse::inverse_key(member) {
                 let inverse = db.stored(&inverse);
-                steps.step();
                 steps.add_ignored(redis::cmd("LREM").arg(&inverse).arg(0).arg(&owner).clone());
                 steps.add_ignored(redis::cmd("RPUSH").arg(&inverse).arg(&owner).clone());
             }
         }
-        let removed: Vec<u64> = steps
-            .run(db)
-            .await
-            .map_err(at_key(&self.list.key, "list"))?;
+        let removed: Vec<u64> = match steps.run(db).await {
+            Ok(removed) => removed,
+            Err(err) => {
+                if db.key_layout() == KeyLayout::Cluster {
+                    // A later step found its object gone: take back what
+                    // the earlier ones linked (idempotent), as best we can.
+                    let _ = self.unlink_many(db, &keys).await;
+                }
+                return Err(at_key(&self.list.key, "list")(err));
+            }
+        };
         // A member is new when LREM found nothing; a member given twice in
         // one call counts once.
         let mut seen = std::collections::HashSet::new();
@@ -527,28 +537,39 @@ impl<R: Relation> RelationRef<R> {
     /// was linked.
     pub async fn unlink(&self, db: &Db, member: impl AsMember<R::Member>) -> Result<bool> {
         let member = member.member_key()?;
+        Ok(self.unlink_many(db, std::slice::from_ref(&member)).await? > 0)
+    }
+
+    /// Removes the members with the plain keys `members` from this list and
+    /// the owner from their inverse lists; how many occurrences left this
+    /// list.
+    async fn unlink_many(&self, db: &Db, members: &[String]) -> Result<u64> {
         let mut steps = Steps::new();
-        steps.add(
-            redis::cmd("LREM")
-                .arg(self.list.key_in(db))
-                .arg(0)
-                .arg(db.stored(&member))
-                .clone(),
-        );
-        if let Some(inverse) = R::Inverse::inverse_key(&member) {
-            steps.step().add_ignored(
+        for member in members {
+            steps.add(
                 redis::cmd("LREM")
-                    .arg(db.stored(&inverse))
+                    .arg(self.list.key_in(db))
                     .arg(0)
-                    .arg(self.owner.key_in(db))
+                    .arg(db.stored(member))
                     .clone(),
             );
         }
-        let (removed,): (u64,) = steps
+        for member in members {
+            if let Some(inverse) = R::Inverse::inverse_key(member) {
+                steps.step().add_ignored(
+                    redis::cmd("LREM")
+                        .arg(db.stored(&inverse))
+                        .arg(0)
+                        .arg(self.owner.key_in(db))
+                        .clone(),
+                );
+            }
+        }
+        let removed: Vec<u64> = steps
             .run(db)
             .await
             .map_err(at_key(&self.list.key, "list"))?;
-        Ok(removed > 0)
+        Ok(removed.iter().sum())
     }
 
     /// The member keys as handles.

@@ -1,21 +1,38 @@
-//! Writes made of single-slot groups of commands: one MULTI/EXEC in the
+//! Writes made of single-slot groups of commands: one atomic unit in the
 //! plain layout; in the cluster layout, where the groups are in different
-//! slots and no transaction can hold them all, one MULTI/EXEC per group,
-//! run in the order they were added.
+//! slots and nothing atomic can hold them all, one unit per group, run in
+//! the order they were added.
+//!
+//! A group may be *guarded*: it runs only if some keys of its slot exist
+//! (the object a write names, the admin a sub-object hangs under), checked
+//! in the same atomic unit, so no write lands on an object deleted a
+//! moment before. A guarded unit is one Lua script ([`GUARDED`]); on a
+//! server that refuses scripts, a WATCH transaction (the guards WATCHed,
+//! checked, then MULTI/EXEC). An unguarded unit is a MULTI/EXEC.
 //!
 //! The caller picks the order so that a crash between two groups leaves
 //! only what the reads skip and prune (an entry naming a gone object) and
 //! makes every group idempotent, so that the write can be retried whole.
 
-use redis::{Cmd, FromRedisValue, Value};
+use std::sync::LazyLock;
 
-use crate::{Db, KeyLayout, Result};
+use redis::{Arg, Cmd, FromRedisValue, Script, Value};
+
+use crate::optimistic::watched;
+use crate::{script, Db, Error, KeyLayout, Result};
 
 /// An ordered list of groups of commands, each group within one slot.
 #[derive(Default)]
 pub(crate) struct Steps {
-    /// The groups; each command with whether its reply is kept.
-    groups: Vec<Vec<(Cmd, bool)>>,
+    groups: Vec<Group>,
+}
+
+/// One group: its guards and its commands (each with whether its reply is
+/// kept).
+#[derive(Default)]
+struct Group {
+    guards: Vec<String>,
+    cmds: Vec<(Cmd, bool)>,
 }
 
 impl Steps {
@@ -24,60 +41,188 @@ impl Steps {
         Self::default()
     }
 
-    /// Starts a new group: the commands added until the next `step` must
-    /// all be in one slot.
+    /// Starts a new group: the commands (and guards) added until the next
+    /// `step` must all be in one slot.
     pub(crate) fn step(&mut self) -> &mut Self {
-        self.groups.push(Vec::new());
+        self.groups.push(Group::default());
+        self
+    }
+
+    /// The current group runs only if `key` (as stored) exists; otherwise
+    /// nothing of it runs and [`run`](Self::run) fails with
+    /// [`Error::NotFound`].
+    pub(crate) fn guard(&mut self, key: impl Into<String>) -> &mut Self {
+        self.current().guards.push(key.into());
         self
     }
 
     /// Adds a command whose reply [`run`](Self::run) returns.
     pub(crate) fn add(&mut self, cmd: Cmd) -> &mut Self {
-        self.push(cmd, true)
+        self.current().cmds.push((cmd, true));
+        self
     }
 
     /// Adds a command whose reply is dropped.
     pub(crate) fn add_ignored(&mut self, cmd: Cmd) -> &mut Self {
-        self.push(cmd, false)
-    }
-
-    fn push(&mut self, cmd: Cmd, keep: bool) -> &mut Self {
-        if self.groups.is_empty() {
-            self.groups.push(Vec::new());
-        }
-        if let Some(group) = self.groups.last_mut() {
-            group.push((cmd, keep));
-        }
+        self.current().cmds.push((cmd, false));
         self
     }
 
-    /// Runs the groups as the layout of `db` allows and returns the kept
-    /// replies, in the order their commands were added.
-    pub(crate) async fn run<T: FromRedisValue>(&self, db: &Db) -> Result<T> {
-        if db.key_layout() == KeyLayout::Plain {
-            let mut pipe = redis::pipe();
-            pipe.atomic();
-            for (cmd, keep) in self.groups.iter().flatten() {
-                pipe.add_command(cmd.clone());
-                if !keep {
-                    pipe.ignore();
-                }
-            }
-            return db.query_pipeline(&pipe).await;
+    fn current(&mut self) -> &mut Group {
+        if self.groups.is_empty() {
+            self.groups.push(Group::default());
         }
+        let last = self.groups.len() - 1;
+        &mut self.groups[last]
+    }
+
+    /// Runs the groups as the layout of `db` allows (all as one unit in the
+    /// plain layout, one unit per group in order in the cluster layout) and
+    /// returns the kept replies, in the order their commands were added.
+    pub(crate) async fn run<T: FromRedisValue>(&self, db: &Db) -> Result<T> {
         let mut kept = Vec::new();
-        for group in self.groups.iter().filter(|g| !g.is_empty()) {
-            let mut pipe = redis::pipe();
-            pipe.atomic();
-            for (cmd, keep) in group {
-                pipe.add_command(cmd.clone());
-                if !keep {
-                    pipe.ignore();
-                }
+        if db.key_layout() == KeyLayout::Plain {
+            let all = Group {
+                guards: self.groups.iter().flat_map(|g| g.guards.clone()).collect(),
+                cmds: self.groups.iter().flat_map(|g| g.cmds.clone()).collect(),
+            };
+            kept = all.run(db).await?;
+        } else {
+            for group in &self.groups {
+                kept.extend(group.run(db).await?);
             }
-            let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
-            kept.extend(replies);
         }
         Ok(T::from_redis_value(Value::Array(kept)).map_err(redis::RedisError::from)?)
     }
+}
+
+/// Runs its commands only if every key of `KEYS` exists, else replies the
+/// error `NOTFOUND <key>` having run nothing. `ARGV` holds the commands,
+/// each as its argument count then its arguments. A command's error stops
+/// the script there (what ran before it stays, as in MULTI).
+static GUARDED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    return redis.error_reply('NOTFOUND ' .. KEYS[i])
+  end
+end
+local out = {}
+local i = 1
+while i <= #ARGV do
+  local argc = tonumber(ARGV[i])
+  out[#out + 1] = redis.call(unpack(ARGV, i + 1, i + argc))
+  i = i + argc + 1
+end
+return out
+",
+    )
+});
+
+impl Group {
+    /// Runs the group as one atomic unit; its kept replies.
+    async fn run(&self, db: &Db) -> Result<Vec<Value>> {
+        if self.cmds.is_empty() && self.guards.is_empty() {
+            return Ok(Vec::new());
+        }
+        let replies = if self.guards.is_empty() {
+            db.query_pipeline(&self.pipeline()).await?
+        } else {
+            self.run_guarded(db).await?
+        };
+        Ok(replies)
+    }
+
+    /// The commands as an atomic pipeline (the ignored ones ignored).
+    fn pipeline(&self) -> redis::Pipeline {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for (cmd, keep) in &self.cmds {
+            pipe.add_command(cmd.clone());
+            if !keep {
+                pipe.ignore();
+            }
+        }
+        pipe
+    }
+
+    /// The guarded unit: [`GUARDED`], or a WATCH transaction where scripts
+    /// are refused.
+    async fn run_guarded(&self, db: &Db) -> Result<Vec<Value>> {
+        let mut invocation = GUARDED.prepare_invoke();
+        for guard in &self.guards {
+            invocation.key(guard);
+        }
+        for (cmd, _) in &self.cmds {
+            let args: Vec<&[u8]> = cmd
+                .args_iter()
+                .filter_map(|a| match a {
+                    Arg::Simple(bytes) => Some(bytes),
+                    _ => None,
+                })
+                .collect();
+            invocation.arg(args.len());
+            for arg in args {
+                invocation.arg(arg);
+            }
+        }
+        match script::invoke::<Vec<Value>>(db, &invocation).await {
+            Ok(Some(all)) => Ok(self.kept(all)),
+            Ok(None) => self.run_watched(db).await,
+            Err(err) => Err(not_found(err)),
+        }
+    }
+
+    /// The guarded unit without a script: WATCH the guards, check they
+    /// exist, MULTI/EXEC the commands; again if a guard changed meanwhile.
+    async fn run_watched(&self, db: &Db) -> Result<Vec<Value>> {
+        let first = self.guards.first().map(String::as_str).unwrap_or_default();
+        let pipe = self.pipeline();
+        let pipe = &pipe;
+        watched(db, first, |tx| async move {
+            let mut read = redis::pipe();
+            read.cmd("WATCH").arg(&self.guards).ignore();
+            for guard in &self.guards {
+                read.cmd("EXISTS").arg(guard);
+            }
+            let exists: Vec<bool> = tx.query_pipeline(&read).await?;
+            if let Some((guard, _)) = self.guards.iter().zip(&exists).find(|(_, e)| !**e) {
+                return Err(Error::NotFound { key: plain(guard) });
+            }
+            tx.exec::<Vec<Value>>(pipe).await
+        })
+        .await
+    }
+
+    /// The replies of the kept commands, out of all of them.
+    fn kept(&self, all: Vec<Value>) -> Vec<Value> {
+        all.into_iter()
+            .zip(&self.cmds)
+            .filter(|(_, (_, keep))| *keep)
+            .map(|(v, _)| v)
+            .collect()
+    }
+}
+
+/// The script's `NOTFOUND key` refusal as [`Error::NotFound`]; any other
+/// error as it is.
+fn not_found(err: Error) -> Error {
+    match &err {
+        Error::Server(e) if e.code() == Some("NOTFOUND") => Error::NotFound {
+            key: plain(
+                e.detail()
+                    .unwrap_or_default()
+                    .split(' ')
+                    .next()
+                    .unwrap_or_default(),
+            ),
+        },
+        _ => err,
+    }
+}
+
+/// A stored key in plain form, for messages.
+fn plain(stored: &str) -> String {
+    KeyLayout::parse(stored).map_or_else(|| stored.to_string(), |(_, p)| p.into_owned())
 }

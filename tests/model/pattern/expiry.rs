@@ -152,6 +152,9 @@ backend_tests! {
         // A relation list keeps it through pushes and removals, and loses
         // it with its last member (Redis deletes an empty list).
         let groups = a.relation::<AccountGroups>();
+        for id in ["g1", "g2"] {
+            Group { id: id.into(), name: id.into() }.insert(db).await?;
+        }
         groups.link(db, Group::at("g1")).await?;
         groups.expire(db, HOUR).await?;
         groups.link(db, Group::at("g2")).await?;
@@ -175,6 +178,7 @@ backend_tests! {
         a.insert_sub(db, &Session { id: "s1".into(), agent: "curl".into() }).await?;
         a.insert_sub(db, &Session { id: "s2".into(), agent: "wget".into() }).await?;
         a.sub::<Note>("home").set_value(db, "hi").await?;
+        Group { id: "g".into(), name: "g".into() }.insert(db).await?;
         a.relation::<AccountGroups>().link(db, Group::at("g")).await?;
         ab.insert_sub(db, &Session { id: "s1".into(), agent: "curl".into() }).await?;
 

@@ -538,6 +538,12 @@ backend_tests! {
         let db = &ctx.db;
         let a = Student::at("a");
         let b = Student::at("b*");
+        // A sub-object is written only under an admin that exists.
+        let err = a.insert_sub(db, &exam(2024, [100, 100, 50])).await.unwrap_err();
+        assert!(matches!(&err, Error::NotFound { key } if key == "student:a"), "{err:?}");
+        assert!(!a.sub::<Exam>(2024).exists(db).await?, "nothing written");
+        student("a", 1, [1, 1, 1]).insert(db).await?;
+        student("b*", 1, [1, 1, 1]).insert(db).await?;
         let handle = a.insert_sub(db, &exam(2024, [100, 100, 50])).await?;
         assert_eq!(handle.key(), "student:a:exam:2024");
         a.insert_sub(db, &exam(2023, [90, 90, 40])).await?;
@@ -572,8 +578,8 @@ backend_tests! {
         assert_eq!(objects.len(), 2);
         // Every exam under every student.
         assert_eq!(ObjectRef::<Exam>::scan(db).await?.len(), 3);
-        // The student itself does not exist: sub-objects stand alone.
-        assert_eq!(Student::get(db, "a").await?, None);
+        // Sub-objects are their own keys: the student's hash holds none.
+        assert_eq!(Student::get(db, "a").await?, Some(student("a", 1, [1, 1, 1])));
 
         let parsed = ObjectRef::<Exam>::parse("student:b%2A:exam:2024")?;
         assert_eq!(parsed, b.sub::<Exam>(2024));
@@ -589,6 +595,9 @@ backend_tests! {
         let a = Student::at("a");
         let note = a.sub::<Note>("home");
         assert_eq!(note.key(), "student:a:note:home");
+        let err = note.set_value(db, "no admin").await.unwrap_err();
+        assert!(matches!(&err, Error::NotFound { key } if key == "student:a"), "{err:?}");
+        student("a", 1, [1, 1, 1]).insert(db).await?;
         assert_eq!(note.get_value(db).await?, None);
         note.set_value(db, "call parents").await?;
         assert_eq!(

@@ -81,8 +81,8 @@ use super::{Admin, Model, OwnerKind};
 use crate::optimistic::{watched, Transaction};
 use crate::{Db, Error, KeyLayout, Result};
 
-/// How many times the cluster path of a cascade sweeps an admin's subtree
-/// that racing writes keep re-creating.
+/// How many times a cascade sweeps an admin's subtree that racing writes
+/// keep re-creating.
 const MAX_SWEEPS: usize = 4;
 
 /// What `on_delete` says about a referrer.
@@ -198,10 +198,29 @@ impl<A: Admin> ObjectRef<A> {
     /// concurrent writes aborted every attempt.
     pub async fn delete_cascade(&self, db: &Db) -> Result<bool> {
         let referrers = referrers_of(A::TABLE);
-        if db.key_layout() == KeyLayout::Cluster {
-            return self.cascade_in_steps(db, &referrers).await;
+        let existed = self.cascade_once(db, &referrers).await?;
+        // A write that lands between the cascade's listing of the subtree
+        // and its delete (a sub-object inserted while the admin still
+        // existed, a link's own side in the cluster layout) is not in what
+        // the delete removed. Once the admin is gone no such write lands
+        // (they need it to exist), so sweeping again while the admin is
+        // absent and keys remain under it leaves nothing behind.
+        for _ in 1..MAX_SWEEPS {
+            let orphans = self.tree_keys(db).await?.len() > 1 && !self.exists(db).await?;
+            if !orphans {
+                break;
+            }
+            self.cascade_once(db, &referrers).await?;
         }
-        let referrers = &referrers;
+        Ok(existed)
+    }
+
+    /// One cascade: one optimistic transaction in the plain layout, the
+    /// steps of the cluster layout.
+    async fn cascade_once(&self, db: &Db, referrers: &[&'static Referrer]) -> Result<bool> {
+        if db.key_layout() == KeyLayout::Cluster {
+            return self.cascade_steps_once(db, referrers).await;
+        }
         watched(db, &self.key_in(db), |tx| async move {
             self.attempt_cascade(db, &tx, referrers).await
         })
@@ -327,23 +346,6 @@ impl<A: Admin> ObjectRef<A> {
     /// [`delete_cascade`](Self::delete_cascade) in the cluster layout,
     /// where the referrers are in other slots than the admin: see
     /// [Cluster layout](self#cluster-layout).
-    async fn cascade_in_steps(&self, db: &Db, referrers: &[&'static Referrer]) -> Result<bool> {
-        let existed = self.cascade_steps_once(db, referrers).await?;
-        // A write racing the steps (a `link` whose own side lands after the
-        // subtree is gone) can leave keys under the deleted admin: sweep
-        // again while the admin is absent and such keys exist.
-        for _ in 1..MAX_SWEEPS {
-            let tree = self.tree_keys(db).await?;
-            let orphans = tree.len() > 1 && !self.exists(db).await?;
-            if !orphans {
-                break;
-            }
-            self.cascade_steps_once(db, referrers).await?;
-        }
-        Ok(existed)
-    }
-
-    /// One pass of [`cascade_in_steps`](Self::cascade_in_steps).
     async fn cascade_steps_once(&self, db: &Db, referrers: &[&'static Referrer]) -> Result<bool> {
         let key = &*self.key_in(db);
         let (restrict, cascade): (Vec<&Referrer>, Vec<&Referrer>) = referrers

@@ -68,6 +68,28 @@ impl Steps {
         self
     }
 
+    /// Adds every command of `pipe`, their replies dropped.
+    pub(crate) fn extend_ignored(&mut self, pipe: &redis::Pipeline) -> &mut Self {
+        for cmd in pipe.cmd_iter() {
+            self.add_ignored(cmd.clone());
+        }
+        self
+    }
+
+    /// Every command as one atomic pipeline, without the guards: for a
+    /// caller that checks them itself, under its own WATCH.
+    pub(crate) fn pipeline(&self) -> redis::Pipeline {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for (cmd, keep) in self.groups.iter().flat_map(|g| &g.cmds) {
+            pipe.add_command(cmd.clone());
+            if !keep {
+                pipe.ignore();
+            }
+        }
+        pipe
+    }
+
     fn current(&mut self) -> &mut Group {
         if self.groups.is_empty() {
             self.groups.push(Group::default());

@@ -37,6 +37,7 @@ use crate::model::index::unique::{claim_commands, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::key_text;
+use crate::model::steps::Steps;
 use crate::model::Model;
 use crate::optimistic::{watched, Transaction};
 use crate::script;
@@ -185,25 +186,29 @@ fn add_blind(pipe: &mut Pipeline, member: &str, steps: &[Step]) {
     }
 }
 
-/// Runs the object's own commands (what `write` adds to an atomic
-/// pipeline) with the index commands that `changes` calls for, as one
-/// transaction, and returns the replies of the object's commands that are
-/// not ignored. `key` is the object's key as `db` stores it (also what
-/// index entries hold). In the cluster layout, where the object and its
-/// index entries are in different slots, this is a sequence of steps
-/// instead ([`stepped`]).
+/// Runs the object's own commands (what `write` adds) with the index
+/// commands that `changes` calls for, as one atomic unit, and returns the
+/// replies of the object's commands that are not ignored. `key` is the
+/// object's key as `db` stores it (also what index entries hold). With a
+/// `guard` (a key of the object's slot: the admin of a sub-object), nothing
+/// is written unless it exists ([`Error::NotFound`]). In the cluster
+/// layout, where the object and its index entries are in different slots,
+/// this is a sequence of steps instead ([`stepped`]).
 pub(crate) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
-    write: &(dyn Fn(&mut Pipeline) + Sync),
+    guard: Option<&str>,
+    write: &(dyn Fn(&mut Steps) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
-    let mut pipe = redis::pipe();
-    pipe.atomic();
+    let mut unit = Steps::new();
+    if let Some(guard) = guard {
+        unit.guard(guard);
+    }
     let touched = touched::<M>(changes);
     if touched.is_empty() {
-        write(&mut pipe);
-        return db.query_pipeline(&pipe).await;
+        write(&mut unit);
+        return unit.run(db).await;
     }
     let steps = touched
         .iter()
@@ -221,16 +226,19 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
                 _ => None,
             })
             .collect();
-        return stepped::run::<M, T>(db, key, write, &specs, &claims).await;
+        return stepped::run::<M, T>(db, key, guard, write, &specs, &claims).await;
     }
-    write(&mut pipe);
-    add_blind(&mut pipe, key, &steps);
+    write(&mut unit);
+    let mut blind = redis::pipe();
+    add_blind(&mut blind, key, &steps);
+    unit.extend_ignored(&blind);
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
-        return db.query_pipeline(&pipe).await;
+        return unit.run(db).await;
     }
-    let (pipe, steps, layout) = (&pipe, &steps, db.key_layout());
+    let pipe = unit.pipeline();
+    let (pipe, steps, layout, guard) = (&pipe, &steps, db.key_layout(), &guard);
     watched(db, key, |tx| async move {
-        attempt_watched::<M, T>(&tx, layout, key, pipe, steps).await
+        attempt_watched::<M, T>(&tx, layout, key, *guard, pipe, steps).await
     })
     .await
 }
@@ -263,9 +271,27 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
     tx: &Transaction,
     layout: KeyLayout,
     key: &str,
+    guard: Option<&str>,
     write: &Pipeline,
     steps: &[Step],
 ) -> Result<Option<T>> {
+    if let Some(guard) = guard {
+        // The guard is WATCHed with the rest: deleted before the EXEC, it
+        // aborts the attempt, and the next one sees it gone.
+        let mut read = redis::pipe();
+        read.cmd("WATCH")
+            .arg(guard)
+            .ignore()
+            .cmd("EXISTS")
+            .arg(guard);
+        let (exists,): (bool,) = tx.query_pipeline(&read).await?;
+        if !exists {
+            return Err(Error::NotFound {
+                key: KeyLayout::parse(guard)
+                    .map_or_else(|| guard.to_string(), |(_, plain)| plain.into_owned()),
+            });
+        }
+    }
     // Round 3: the write and every index command, in one MULTI/EXEC.
     let mut txn = write.clone();
     add_watched_steps::<M>(tx, layout, key, steps, &mut txn).await?;
@@ -515,10 +541,10 @@ pub(crate) async fn incr_indexed<M: Model>(
     // The cluster layout (the object and its indexes are in different
     // slots), or a server that refuses scripts: the object's step, then
     // the entries from the value it read back (see `stepped`).
-    let write = |pipe: &mut Pipeline| {
-        pipe.cmd(command).arg(key).arg(field).arg(by);
+    let write = |steps: &mut Steps| {
+        steps.add(redis::cmd(command).arg(key).arg(field).arg(by).clone());
     };
-    let (reply,): (Value,) = stepped::run::<M, _>(db, key, &write, &specs, &[]).await?;
+    let (reply,): (Value,) = stepped::run::<M, _>(db, key, None, &write, &specs, &[]).await?;
     let text = number_text(reply)?;
     for spec in &specs {
         if let IndexKind::Sorted { score } = spec.kind {

@@ -9,13 +9,14 @@ pub(crate) use index::add_delete_entries;
 use index::{touches_index, Changes};
 pub(crate) use stepped::{claim_held, sync, unindex, Texts};
 
-use redis::{Pipeline, Value};
+use redis::Value;
 
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
-use super::{Model, SingleValue, Storage};
+use super::steps::Steps;
+use super::{Model, OwnerKind, SingleValue, Storage};
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
 
@@ -49,8 +50,8 @@ impl<M: Model> ObjectRef<M> {
             };
             let key = self.key_in(db);
             let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
-            let write = |pipe: &mut Pipeline| add_write(pipe, &key, &set, &removed);
-            return index::run::<M, ()>(db, &key, &write, &changes)
+            let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
+            return index::run::<M, ()>(db, &key, None, &write, &changes)
                 .await
                 .map_err(at_key(self.key(), "hash"));
         }
@@ -99,8 +100,8 @@ impl<M: Model> ObjectRef<M> {
         }
         let key = self.key_in(db);
         let changes = Changes::Fields(changed_fields(&set, &removed));
-        let write = |pipe: &mut Pipeline| add_write(pipe, &key, &set, &removed);
-        index::run::<M, ()>(db, &key, &write, &changes)
+        let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
+        index::run::<M, ()>(db, &key, None, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))
     }
@@ -179,12 +180,19 @@ impl<M: Model> ObjectRef<M> {
         }
         let fields = self.encoded(value)?;
         let key = self.key_in(db);
-        let write = |pipe: &mut Pipeline| {
-            add_write(pipe, &key, &fields.set, &fields.removed);
-            pipe.cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1);
+        let write = |steps: &mut Steps| {
+            add_write(steps, &key, &fields.set, &fields.removed);
+            steps.add(
+                redis::cmd("HINCRBY")
+                    .arg(&key)
+                    .arg(COUNT_FIELD)
+                    .arg(1)
+                    .clone(),
+            );
         };
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        let (count,): (i64,) = index::run::<M, _>(db, &key, &write, &changes)
+        let guard = self.owner_key_in(db);
+        let (count,): (i64,) = index::run::<M, _>(db, &key, guard.as_deref(), &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
         let count = u64::try_from(count).unwrap_or(0);
@@ -212,8 +220,9 @@ impl<M: Model> ObjectRef<M> {
         }
         let key = self.key_in(db);
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        let write = |pipe: &mut Pipeline| add_write(pipe, &key, &fields.set, &fields.removed);
-        index::run::<M, ()>(db, &key, &write, &changes)
+        let write = |steps: &mut Steps| add_write(steps, &key, &fields.set, &fields.removed);
+        let guard = self.owner_key_in(db);
+        index::run::<M, ()>(db, &key, guard.as_deref(), &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))
     }
@@ -224,11 +233,7 @@ impl<M: Model> ObjectRef<M> {
             .into_iter()
             .next()
             .flatten();
-        let cmd = match text {
-            Some(text) => redis::cmd("SET").arg(self.key_in(db)).arg(text).clone(),
-            None => redis::cmd("DEL").arg(self.key_in(db)).clone(),
-        };
-        db.query::<()>(&cmd).await
+        self.write_single(db, text).await
     }
 
     /// Deletes the object (DEL; not its sub-objects or relations), and its
@@ -241,10 +246,10 @@ impl<M: Model> ObjectRef<M> {
         if M::INDEXES.is_empty() {
             return db.query(redis::cmd("DEL").arg(&key)).await;
         }
-        let write = |pipe: &mut Pipeline| {
-            pipe.cmd("DEL").arg(&key);
+        let write = |steps: &mut Steps| {
+            steps.add(redis::cmd("DEL").arg(&key).clone());
         };
-        let (existed,): (bool,) = index::run::<M, _>(db, &key, &write, &Changes::Delete)
+        let (existed,): (bool,) = index::run::<M, _>(db, &key, None, &write, &Changes::Delete)
             .await
             .map_err(at_key(self.key(), "hash"))?;
         Ok(existed)
@@ -253,12 +258,40 @@ impl<M: Model> ObjectRef<M> {
 
 /// Adds the commands that remove `removed` from the hash `key` and set
 /// `set` (both ignored).
-fn add_write(pipe: &mut Pipeline, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
+fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
     if !removed.is_empty() {
-        pipe.cmd("HDEL").arg(key).arg(removed).ignore();
+        steps.add_ignored(redis::cmd("HDEL").arg(key).arg(removed).clone());
     }
     if !set.is_empty() {
-        pipe.cmd("HSET").arg(key).arg(set).ignore();
+        steps.add_ignored(redis::cmd("HSET").arg(key).arg(set).clone());
+    }
+}
+
+impl<M: Model> ObjectRef<M> {
+    /// Writes a single-value object: SET `text`, or DEL for `None`; under
+    /// an admin, only if the admin exists.
+    async fn write_single(&self, db: &Db, text: Option<Vec<u8>>) -> Result<()> {
+        let key = self.key_in(db);
+        let mut steps = Steps::new();
+        if let Some(owner) = self.owner_key_in(db) {
+            steps.guard(owner);
+        }
+        let cmd = match text {
+            Some(text) => redis::cmd("SET").arg(&key).arg(text).clone(),
+            None => redis::cmd("DEL").arg(&key).clone(),
+        };
+        steps.add_ignored(cmd);
+        steps.run::<()>(db).await
+    }
+
+    /// The key of the admin this object hangs under, as `db` stores it
+    /// (`None` for an admin): what a full write of a sub-object needs to
+    /// exist.
+    fn owner_key_in(&self, db: &Db) -> Option<String> {
+        let mut prefix = String::new();
+        M::Owner::write_prefix(self.owner(), &mut prefix);
+        let owner = prefix.strip_suffix(':')?;
+        Some(db.stored(owner).into_owned())
     }
 }
 
@@ -293,10 +326,6 @@ impl<M: SingleValue> ObjectRef<M> {
             field: field.to_string(),
             reason,
         })?;
-        let cmd = match text {
-            Some(text) => redis::cmd("SET").arg(self.key_in(db)).arg(text).clone(),
-            None => redis::cmd("DEL").arg(self.key_in(db)).clone(),
-        };
-        db.query::<()>(&cmd).await
+        self.write_single(db, text).await
     }
 }

@@ -12,8 +12,9 @@
 //!    as pending. A value whose entry names another object that holds it,
 //!    or that another object is claiming (an entry with a TTL), is refused
 //!    with [`Error::Unique`] before anything else is written.
-//! 2. **The object's write**, in its slot, in one MULTI/EXEC that reads the
-//!    indexed fields before and after the write. If it fails, the claims of
+//! 2. **The object's write**, in its slot, in one atomic unit that reads
+//!    the indexed fields before and after the write (and checks the
+//!    sub-object's admin exists, if it is one). If it fails, the claims of
 //!    step 1 are released.
 //! 3. **Confirm** the claims (PERSIST the entry if it still names this
 //!    object) and **release** the unique values the write gave up (DEL the
@@ -44,6 +45,7 @@ use crate::model::index::unique::{claim_commands, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::release_unique;
+use crate::model::steps::Steps;
 use crate::model::Model;
 use crate::optimistic::watched;
 use crate::{Db, Error, KeyLayout, Result};
@@ -66,7 +68,8 @@ pub(crate) type Texts = Vec<Option<Vec<u8>>>;
 pub(super) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
-    write: &(dyn Fn(&mut Pipeline) + Sync),
+    guard: Option<&str>,
+    write: &(dyn Fn(&mut Steps) + Sync),
     specs: &[&'static IndexSpec],
     claims: &[(&'static str, &str)],
 ) -> Result<T> {
@@ -83,12 +86,14 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
         }
     }
     let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
-    let mut pipe = redis::pipe();
-    pipe.atomic();
-    pipe.cmd("HMGET").arg(key).arg(&fields);
-    write(&mut pipe);
-    pipe.cmd("HMGET").arg(key).arg(&fields);
-    let mut replies: Vec<Value> = match db.query_pipeline(&pipe).await {
+    let mut object = Steps::new();
+    if let Some(guard) = guard {
+        object.guard(guard);
+    }
+    object.add(redis::cmd("HMGET").arg(key).arg(&fields).clone());
+    write(&mut object);
+    object.add(redis::cmd("HMGET").arg(key).arg(&fields).clone());
+    let mut replies: Vec<Value> = match object.run(db).await {
         Ok(replies) => replies,
         Err(err) => {
             release_all(db, &claimed, key).await;

@@ -122,6 +122,10 @@ impl Steps {
 /// error `NOTFOUND <key>` having run nothing. `ARGV` holds the commands,
 /// each as its argument count then its arguments. A command's error stops
 /// the script there (what ran before it stays, as in MULTI).
+///
+/// The replies pass through Lua, where an integer is a double: one of
+/// 2^53 or more comes back rounded. A caller that needs such a number
+/// exactly reads it back as text (HGET after HINCRBY).
 static GUARDED: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -229,7 +233,7 @@ impl Group {
 
 /// The script's `NOTFOUND key` refusal as [`Error::NotFound`]; any other
 /// error as it is.
-fn not_found(err: Error) -> Error {
+pub(crate) fn not_found(err: Error) -> Error {
     match &err {
         Error::Server(e) if e.code() == Some("NOTFOUND") => Error::NotFound {
             key: plain(

@@ -149,6 +149,25 @@ pub(crate) fn check_wrong_type<T: fmt::Debug>(
     }
 }
 
+/// A write to the object at `key`, which does not exist: refused with
+/// NotFound naming it, and nothing written (the key still does not exist).
+pub(crate) async fn check_not_found<T: fmt::Debug>(
+    db: &Db,
+    key: &str,
+    got: std::result::Result<T, &Error>,
+) -> Check {
+    ensure!(
+        matches!(got, Err(Error::NotFound { key: k }) if k == key),
+        "{key} does not exist: expected NotFound naming it, got {got:?}"
+    );
+    let exists: bool = db
+        .query(redis::cmd("EXISTS").arg(db.key_layout().stored(key)))
+        .await
+        .map_err(|e| format!("{key}: EXISTS: {e}"))?;
+    ensure!(!exists, "{key}: a refused write created it");
+    Ok(())
+}
+
 /// A load (`load`, `get_many`, `Admin::get`...) of the object at `key`.
 pub(crate) fn check_load(
     key: &str,
@@ -845,6 +864,7 @@ where
     let got = h.incr(db, field, by).await;
     let raw = match world.view(key, Storage::Hash) {
         View::WrongType(expected) => return check_wrong_type(key, expected, got.as_ref()),
+        View::Absent => return check_not_found(db, key, got.as_ref()).await,
         view => view.raw(name).map(<[u8]>::to_vec),
     };
     let old = raw.as_deref().map_or(Some(0), redis_int);
@@ -908,6 +928,7 @@ where
     let got = h.incr(db, field, by).await;
     let raw = match world.view(key, Storage::Hash) {
         View::WrongType(expected) => return check_wrong_type(key, expected, got.as_ref()),
+        View::Absent => return check_not_found(db, key, got.as_ref()).await,
         view => view.raw(name).map(<[u8]>::to_vec),
     };
     let context = format!(

@@ -37,7 +37,7 @@ use crate::model::index::unique::{claim_commands, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::key_text;
-use crate::model::steps::Steps;
+use crate::model::steps::{not_found, Steps};
 use crate::model::Model;
 use crate::optimistic::{watched, Transaction};
 use crate::script;
@@ -509,7 +509,8 @@ async fn check_entries<M: Model>(
 /// (or `HINCRBYFLOAT`), the new value as the score, and the recent list's
 /// push, in one script ([`INCR_INDEXED`], one round trip). Returns the
 /// field's new text. An increment Redis refuses moves nothing: not the
-/// field, not the score.
+/// field, not the score; nor does one of an object that does not exist
+/// ([`Error::NotFound`]).
 ///
 /// If the score Redis stored differs from the one the field's codec gives
 /// (float arithmetic: HINCRBYFLOAT computes in long double), the score is
@@ -541,10 +542,13 @@ pub(crate) async fn incr_indexed<M: Model>(
     // The cluster layout (the object and its indexes are in different
     // slots), or a server that refuses scripts: the object's step, then
     // the entries from the value it read back (see `stepped`).
+    // The new value read back as text (see `ObjectRef::incr`).
     let write = |steps: &mut Steps| {
-        steps.add(redis::cmd(command).arg(key).arg(field).arg(by).clone());
+        steps
+            .add_ignored(redis::cmd(command).arg(key).arg(field).arg(by).clone())
+            .add(redis::cmd("HGET").arg(key).arg(field).clone());
     };
-    let (reply,): (Value,) = stepped::run::<M, _>(db, key, None, &write, &specs, &[]).await?;
+    let (reply,): (Value,) = stepped::run::<M, _>(db, key, Some(key), &write, &specs, &[]).await?;
     let text = number_text(reply)?;
     for spec in &specs {
         if let IndexKind::Sorted { score } = spec.kind {
@@ -567,6 +571,9 @@ static INCR_INDEXED: LazyLock<Script> = LazyLock::new(|| {
 -- KEYS[1]: the object; KEYS[2 .. n+1]: its sorted indexes; the rest: its
 -- recent lists. ARGV: the increment command, the field, the increment,
 -- n, then each recent list's cap.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return redis.error_reply('NOTFOUND ' .. KEYS[1])
+end
 redis.call(ARGV[1], KEYS[1], ARGV[2], ARGV[3])
 local text = redis.call('HGET', KEYS[1], ARGV[2])
 local n = tonumber(ARGV[4])
@@ -611,7 +618,10 @@ async fn incr_by_script<M: Model>(
             invocation.key(recent_key(M::TABLE, field)).arg(cap);
         }
     }
-    let Some(replies) = script::invoke::<Vec<Option<Vec<u8>>>>(db, &invocation).await? else {
+    let replies = script::invoke::<Vec<Option<Vec<u8>>>>(db, &invocation)
+        .await
+        .map_err(not_found)?;
+    let Some(replies) = replies else {
         return Ok(None);
     };
     let mut replies = replies.into_iter();

@@ -32,6 +32,11 @@ impl<M: Model> ObjectRef<M> {
     /// Sets one field (HSET); setting an `Option` field to `None` removes
     /// it (HDEL). Keeps the key's TTL, as HSET does.
     ///
+    /// The object must exist: a field write never creates one (that is
+    /// [`insert`](Self::insert)'s job), so a write racing a delete cannot
+    /// leave a partial object behind. [`Error::NotFound`], and nothing
+    /// written, if it does not (checked in the write's atomic unit).
+    ///
     /// Seed name: `update(key, value)`.
     pub async fn set<T, C: Codec<T>>(
         &self,
@@ -40,39 +45,23 @@ impl<M: Model> ObjectRef<M> {
         value: impl IntoValue<T>,
     ) -> Result<()> {
         let encoded = field.encode(self.key(), &value.into_value())?;
-        if touches_index::<M>(&[field.name()]) {
-            let set: Vec<(&str, Vec<u8>)> =
-                encoded.iter().map(|t| (field.name(), t.clone())).collect();
-            let removed: Vec<&str> = if encoded.is_none() {
-                vec![field.name()]
-            } else {
-                Vec::new()
-            };
-            let key = self.key_in(db);
-            let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
-            let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
-            return index::run::<M, ()>(db, &key, None, &write, &changes)
-                .await
-                .map_err(at_key(self.key(), "hash"));
-        }
-        let cmd = match encoded {
-            Some(text) => redis::cmd("HSET")
-                .arg(self.key_in(db))
-                .arg(field.name())
-                .arg(text)
-                .clone(),
-            None => redis::cmd("HDEL")
-                .arg(self.key_in(db))
-                .arg(field.name())
-                .clone(),
+        let set: Vec<(&str, Vec<u8>)> = encoded.iter().map(|t| (field.name(), t.clone())).collect();
+        let removed: Vec<&str> = if encoded.is_none() {
+            vec![field.name()]
+        } else {
+            Vec::new()
         };
-        db.query::<()>(&cmd)
+        let key = self.key_in(db);
+        let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
+        let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
+        index::run::<M, ()>(db, &key, Some(&key), &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))
     }
 
     /// Sets several fields at once, atomically:
     /// `set_many(&db, [Student::MATH.to(95), Student::ENGLISH.to(90)])`.
+    /// The object must exist, as for [`set`](Self::set).
     ///
     /// Seed name: `update_multi`.
     pub async fn set_many(
@@ -101,7 +90,7 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         let changes = Changes::Fields(changed_fields(&set, &removed));
         let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
-        index::run::<M, ()>(db, &key, None, &write, &changes)
+        index::run::<M, ()>(db, &key, Some(&key), &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))
     }
@@ -115,7 +104,8 @@ impl<M: Model> ObjectRef<M> {
     /// value does not fit the field's type (`255 + 1` in a `u8`, which
     /// Redis has then stored), the error is an [`Error::Decode`] naming the
     /// key and field. A result Redis itself refuses (an `i64` overflow, an
-    /// infinite float) is [`Error::Server`], and nothing is written.
+    /// infinite float) is [`Error::Server`], and nothing is written. The
+    /// object must exist, as for [`set`](Self::set).
     ///
     /// Seed name: `incr(key, delta)`.
     pub async fn incr<T: Incr>(
@@ -129,13 +119,23 @@ impl<M: Model> ObjectRef<M> {
                 .await
                 .map_err(incr_error(self.key(), field.name()))?
         } else {
-            let reply: Value = db
-                .query(
+            let key = self.key_in(db);
+            let mut steps = Steps::new();
+            // The new value read back as text: a guarded unit may be a Lua
+            // script, where an integer reply becomes a double (2^53 and up
+            // would round).
+            steps
+                .guard(key.as_ref())
+                .add_ignored(
                     redis::cmd(T::COMMAND)
-                        .arg(self.key_in(db))
+                        .arg(&key)
                         .arg(field.name())
-                        .arg(by),
+                        .arg(by)
+                        .clone(),
                 )
+                .add(redis::cmd("HGET").arg(&key).arg(field.name()).clone());
+            let (reply,): (Value,) = steps
+                .run(db)
                 .await
                 .map_err(incr_error(self.key(), field.name()))?;
             number_text(reply)?

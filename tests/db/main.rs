@@ -4,6 +4,7 @@
 //! and TLS/ACL against private servers.
 
 mod backends;
+mod cluster;
 mod faults;
 mod lock;
 mod optimistic;

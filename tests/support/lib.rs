@@ -83,6 +83,7 @@
 //! lockstep and reports the first reply that differs ([`diff::Mismatch`]).
 
 mod backend;
+mod cluster;
 pub mod diff;
 mod server;
 
@@ -90,6 +91,7 @@ pub use backend::{
     for_each_backend, glob_escape, make_ctx, private_server_or_skip, redis_server_available,
     redis_url, run_on, under_ci, unique_prefix, Backend, Scope, TestCtx, TestOutcome,
 };
+pub use cluster::RedisCluster;
 pub use server::{
     check_installed, server_binary, RedisServer, RedisServerBuilder, ServerError, TlsFiles,
 };

@@ -355,7 +355,7 @@ impl Drop for RedisServer {
 
 /// A loopback port nobody listens on right now. Another process may take
 /// it before the server binds it; [`RedisServerBuilder::start`] retries.
-fn free_port() -> std::io::Result<u16> {
+pub(crate) fn free_port() -> std::io::Result<u16> {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
     Ok(listener.local_addr()?.port())
 }

@@ -59,6 +59,38 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn engine(&self) -> Option<&Engine> {
         None
     }
+
+    /// Whether this is a Redis Cluster: the `Db` then uses the cluster key
+    /// layout, always.
+    fn is_cluster(&self) -> bool {
+        false
+    }
+
+    /// Every key matching the glob `pattern` (SCAN, `count` keys looked at
+    /// per call), possibly with repeats, in no order. A cluster scans each
+    /// master with its own cursor.
+    fn scan<'a>(&'a self, pattern: &'a str, count: u64) -> BoxFuture<'a, Result<Vec<Vec<u8>>>> {
+        Box::pin(async move {
+            let mut keys = Vec::new();
+            let mut cursor: u64 = 0;
+            loop {
+                let mut cmd = redis::cmd("SCAN");
+                cmd.arg(cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(count);
+                let reply = self.send(&cmd).await?;
+                let (next, batch): (u64, Vec<Vec<u8>>) =
+                    redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
+                keys.extend(batch);
+                if next == 0 {
+                    return Ok(keys);
+                }
+                cursor = next;
+            }
+        })
+    }
 }
 
 /// An exclusive connection lent by a backend (see [`Backend::exclusive`]).

@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use super::cluster::ClusterBackend;
 use super::server::ServerBackend;
 use super::Db;
 use crate::error::{Error, Result};
@@ -50,8 +51,69 @@ impl Db {
         Self::from_client(client, connect, response).await
     }
 
-    /// `REDIS_URL` if set (and not empty), else a new memory engine.
+    /// A Redis Cluster, reached through `seeds`: the URLs of some of its
+    /// nodes (one that answers is enough; it tells where the rest are).
+    /// The URL rules of [`Db::connect`] apply to each (an ACL user, TLS
+    /// with `rediss://`); a database number other than 0 is refused, as a
+    /// cluster has only database 0.
+    ///
+    /// Requests are routed to the master of their key's slot; MOVED and
+    /// ASK are followed and the slot map refreshed when the topology
+    /// changes. The `Db` uses the cluster [key layout](crate::KeyLayout), where an
+    /// admin and everything under it share a slot.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::connect_cluster(["redis://127.0.0.1:7000", "redis://127.0.0.1:7001"]).await?;
+    /// assert!(db.is_cluster());
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_cluster<S: AsRef<str>>(seeds: impl IntoIterator<Item = S>) -> Result<Db> {
+        Self::connect_cluster_with_timeouts(
+            seeds,
+            DEFAULT_CONNECTION_TIMEOUT,
+            DEFAULT_RESPONSE_TIMEOUT,
+        )
+        .await
+    }
+
+    /// Like [`Db::connect_cluster`], with explicit connection and response
+    /// timeouts.
+    pub async fn connect_cluster_with_timeouts<S: AsRef<str>>(
+        seeds: impl IntoIterator<Item = S>,
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Db> {
+        let seeds: Vec<String> = seeds
+            .into_iter()
+            .map(|s| s.as_ref().trim().to_string())
+            .collect();
+        if seeds.is_empty() {
+            return Err(Error::Config(
+                "connect_cluster needs at least one seed URL".to_string(),
+            ));
+        }
+        for seed in &seeds {
+            check_features(seed)?;
+        }
+        let backend = ClusterBackend::connect(seeds, connect, response).await?;
+        Ok(Db::from_backend(backend))
+    }
+
+    /// The database the environment names: a Redis Cluster if
+    /// `REDIS_CLUSTER_URLS` holds comma-separated seed URLs, else the server
+    /// of `REDIS_URL` if set (and not empty), else a new memory engine.
     pub async fn from_env() -> Result<Db> {
+        if let Ok(urls) = std::env::var("REDIS_CLUSTER_URLS") {
+            let seeds: Vec<&str> = urls
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            if !seeds.is_empty() {
+                return Db::connect_cluster(seeds).await;
+            }
+        }
         match std::env::var("REDIS_URL") {
             Ok(url) if !url.trim().is_empty() => Db::connect(url.trim()).await,
             _ => Ok(Db::memory()),

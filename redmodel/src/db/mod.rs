@@ -9,6 +9,7 @@
 //!   the backend's pool and counted like every other round trip.
 
 mod backend;
+mod cluster;
 mod conn_state;
 mod connect;
 mod counters;
@@ -32,7 +33,11 @@ use backend::Backend;
 use counters::Counters;
 pub use dedicated::DedicatedConnection;
 
-/// A handle on a Redis database: the bundled memory engine or a Redis server.
+/// How many keys one SCAN call asks the server to look at.
+const SCAN_COUNT: u64 = 1000;
+
+/// A handle on a Redis database: the bundled memory engine, a Redis server,
+/// or a Redis Cluster.
 ///
 /// Cheap to clone (clones share the backend) and safe to use from many
 /// tokio tasks at once. Every backend runs the same Redis commands, given
@@ -96,13 +101,18 @@ impl Db {
 
     /// Wraps a backend: every constructor ends here.
     fn from_backend(backend: impl Backend) -> Db {
+        let layout = if backend.is_cluster() {
+            KeyLayout::Cluster
+        } else {
+            KeyLayout::Plain
+        };
         Db {
             shared: Arc::new(Shared {
                 backend: Box::new(backend),
                 sync_hooks: Default::default(),
                 counters: Arc::default(),
             }),
-            layout: KeyLayout::Plain,
+            layout,
         }
     }
 
@@ -129,8 +139,41 @@ impl Db {
     pub fn with_key_layout(&self, layout: KeyLayout) -> Db {
         Db {
             shared: Arc::clone(&self.shared),
-            layout,
+            // A cluster cannot hold the plain layout's multi-key writes.
+            layout: if self.backend().is_cluster() {
+                KeyLayout::Cluster
+            } else {
+                layout
+            },
         }
+    }
+
+    /// Whether this handle is on a Redis Cluster ([`Db::connect_cluster`]).
+    pub fn is_cluster(&self) -> bool {
+        self.backend().is_cluster()
+    }
+
+    /// Every key matching the glob `pattern`, without repeats, in byte
+    /// order: SCAN (never KEYS), on every master of a cluster, each with
+    /// its own cursor. Keys that are not UTF-8 are left out. Escape the
+    /// literal parts of a pattern with
+    /// [`model::key::glob_escape`](crate::model::key::glob_escape).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::memory();
+    /// db.query::<()>(redis::cmd("MSET").arg("a:1").arg(1).arg("a:2").arg(2).arg("b").arg(3)).await?;
+    /// assert_eq!(db.scan_keys("a:*").await?, ["a:1", "a:2"]);
+    /// # Ok(()) }
+    /// ```
+    pub async fn scan_keys(&self, pattern: &str) -> Result<Vec<String>> {
+        let keys = self.backend().scan(pattern, SCAN_COUNT).await?;
+        let keys: std::collections::BTreeSet<String> = keys
+            .into_iter()
+            .filter_map(|k| String::from_utf8(k).ok())
+            .collect();
+        Ok(keys.into_iter().collect())
     }
 
     /// A model key (plain form) as this database stores it.

@@ -15,7 +15,9 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
+use super::backend::Link;
 use super::conn_state::ConnState;
+use crate::error::{Error, Result};
 
 /// How many exclusive connections one `Db` (and its clones) may hold open.
 pub(crate) const POOL_SIZE: u32 = 16;
@@ -26,9 +28,11 @@ pub(crate) struct Manager {
     pub(crate) config: redis::AsyncConnectionConfig,
 }
 
-/// A pooled connection and the state the commands sent on it left.
-pub(crate) struct Tracked {
-    conn: MultiplexedConnection,
+/// A pooled connection and the state the commands sent on it left: a
+/// connection to one server, or (for Redis Cluster) a cluster connection
+/// of its own.
+pub(crate) struct Tracked<C = MultiplexedConnection> {
+    conn: C,
     state: ConnState,
     /// A request was sent and its reply not yet read: set before sending,
     /// cleared after, so it stays set if the request's future is dropped.
@@ -46,31 +50,23 @@ impl bb8::ManageConnection for Manager {
             .client
             .get_multiplexed_async_connection_with_config(&self.config)
             .await?;
-        Ok(Tracked {
-            conn,
-            state: ConnState::default(),
-            in_flight: false,
-            broken: false,
-        })
+        Ok(Tracked::new(conn))
     }
 
     /// Called on check-out: costs nothing for a clean connection, one
     /// round trip to clean a dirty one.
     async fn is_valid(&self, conn: &mut Tracked) -> Result<(), redis::RedisError> {
-        if let Some(clean_up) = conn.state.clean_up() {
-            conn.req_packed_command(&clean_up).await?;
-        }
-        Ok(())
+        conn.clean_up().await
     }
 
     fn has_broken(&self, conn: &mut Tracked) -> bool {
-        conn.broken || conn.in_flight
+        conn.has_broken()
     }
 }
 
 /// Builds the pool: lazily, so that connecting a `Db` opens only its
 /// shared connection, and WATCH users pay for the connections they use.
-pub(crate) fn build(manager: Manager, wait: Duration) -> bb8::Pool<Manager> {
+pub(crate) fn build<M: bb8::ManageConnection>(manager: M, wait: Duration) -> bb8::Pool<M> {
     bb8::Pool::builder()
         .max_size(POOL_SIZE)
         .min_idle(None)
@@ -79,7 +75,31 @@ pub(crate) fn build(manager: Manager, wait: Duration) -> bb8::Pool<Manager> {
         .build_unchecked(manager)
 }
 
-impl Tracked {
+impl<C: ConnectionLike + Send> Tracked<C> {
+    /// A fresh connection, clean.
+    pub(crate) fn new(conn: C) -> Self {
+        Tracked {
+            conn,
+            state: ConnState::default(),
+            in_flight: false,
+            broken: false,
+        }
+    }
+
+    /// Called on check-out: costs nothing for a clean connection, one
+    /// round trip to clean a dirty one.
+    pub(crate) async fn clean_up(&mut self) -> Result<(), redis::RedisError> {
+        if let Some(clean_up) = self.state.clean_up() {
+            self.req_packed_command(&clean_up).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether the connection must not be reused.
+    pub(crate) fn has_broken(&self) -> bool {
+        self.broken || self.in_flight
+    }
+
     fn finished<T>(&mut self, result: &redis::RedisResult<T>) {
         self.in_flight = false;
         if let Err(err) = result {
@@ -90,7 +110,7 @@ impl Tracked {
     }
 }
 
-impl ConnectionLike for Tracked {
+impl<C: ConnectionLike + Send> ConnectionLike for Tracked<C> {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
             self.in_flight = true;
@@ -118,5 +138,54 @@ impl ConnectionLike for Tracked {
 
     fn get_db(&self) -> i64 {
         self.conn.get_db()
+    }
+}
+
+/// Borrows a connection from `pool` as an exclusive link, waiting at most
+/// `wait` for one to be free.
+pub(crate) async fn checkout<M>(pool: &bb8::Pool<M>, wait: Duration) -> Result<Box<dyn Link>>
+where
+    M: bb8::ManageConnection<Error = redis::RedisError>,
+    M::Connection: ConnectionLike + Send,
+{
+    match pool.get_owned().await {
+        Ok(conn) => Ok(Box::new(Pooled(conn)) as Box<dyn Link>),
+        Err(bb8::RunError::User(err)) => Err(Error::from(err)),
+        Err(bb8::RunError::TimedOut) => Err(Error::Connection {
+            source: redis::RedisError::from((
+                redis::ErrorKind::Io,
+                "no pooled connection became free in time",
+                format!(
+                    "all {POOL_SIZE} exclusive connections stayed busy, or could not be \
+                     opened, for {wait:?}"
+                ),
+            )),
+        }),
+    }
+}
+
+/// A connection borrowed from a pool; it goes back when dropped.
+struct Pooled<M: bb8::ManageConnection>(bb8::PooledConnection<'static, M>);
+
+impl<M> ConnectionLike for Pooled<M>
+where
+    M: bb8::ManageConnection,
+    M::Connection: ConnectionLike + Send,
+{
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.0.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.0.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
     }
 }

@@ -11,7 +11,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use super::backend::{Backend, BoxFuture, Link};
 use super::pool::{self, Manager};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// A Redis server behind a `Db`.
 pub(crate) struct ServerBackend {
@@ -82,45 +82,6 @@ impl Backend for ServerBackend {
     }
 
     fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>> {
-        Box::pin(async move {
-            match self.pool.get_owned().await {
-                Ok(conn) => Ok(Box::new(Pooled(conn)) as Box<dyn Link>),
-                Err(bb8::RunError::User(err)) => Err(Error::from(err)),
-                Err(bb8::RunError::TimedOut) => Err(Error::Connection {
-                    source: redis::RedisError::from((
-                        redis::ErrorKind::Io,
-                        "no pooled connection became free in time",
-                        format!(
-                            "all {} exclusive connections stayed busy, or could not be \
-                             opened, for {:?}",
-                            pool::POOL_SIZE,
-                            self.wait
-                        ),
-                    )),
-                }),
-            }
-        })
-    }
-}
-
-/// A connection borrowed from the pool; it goes back when dropped.
-struct Pooled(bb8::PooledConnection<'static, Manager>);
-
-impl ConnectionLike for Pooled {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        self.0.req_packed_command(cmd)
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        self.0.req_packed_commands(pipeline, offset, count)
-    }
-
-    fn get_db(&self) -> i64 {
-        self.0.get_db()
+        Box::pin(pool::checkout(&self.pool, self.wait))
     }
 }

@@ -1,0 +1,206 @@
+//! The Redis Cluster backend, over redis-rs's cluster-async client.
+//!
+//! - Ordinary requests share one cluster connection: redis-rs routes each
+//!   command to the master of its key's slot, follows MOVED and ASK, and
+//!   refreshes the slot map when the topology changes.
+//! - A pipeline goes to one node, so redis-rs refuses one whose keys span
+//!   slots. An atomic pipeline (MULTI/EXEC) must stay in one slot, and the
+//!   model layer's cluster layout sees to that; a plain pipeline whose
+//!   commands are in several slots (a batch read of many objects) is sent
+//!   as its commands, concurrently, each routed on its own, and the
+//!   replies put back in order.
+//! - WATCH belongs to a connection, and clones of a cluster connection
+//!   share their sockets: an exclusive link is a cluster connection of its
+//!   own, from a small pool (see [`pool`](super::pool)). It routes WATCH,
+//!   the reads and the EXEC by their keys, all in one slot, hence to one
+//!   node.
+//! - SCAN runs on every master, each with its own cursor ([`scan_masters`]).
+
+use std::time::Duration;
+
+use redis::aio::ConnectionLike;
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use super::backend::{Backend, BoxFuture, Link};
+use super::pool::{self, Tracked};
+use crate::error::{Error, Result};
+
+/// A Redis Cluster behind a `Db`.
+pub(crate) struct ClusterBackend {
+    conn: ClusterConnection,
+    pool: bb8::Pool<ClusterManager>,
+    /// How long a borrower waits for a pooled connection.
+    wait: Duration,
+}
+
+/// Opens exclusive cluster connections.
+pub(crate) struct ClusterManager {
+    client: ClusterClient,
+}
+
+impl bb8::ManageConnection for ClusterManager {
+    type Connection = Tracked<ClusterConnection>;
+    type Error = redis::RedisError;
+
+    async fn connect(&self) -> std::result::Result<Self::Connection, redis::RedisError> {
+        Ok(Tracked::new(self.client.get_async_connection().await?))
+    }
+
+    async fn is_valid(
+        &self,
+        conn: &mut Self::Connection,
+    ) -> std::result::Result<(), redis::RedisError> {
+        conn.clean_up().await
+    }
+
+    fn has_broken(&self, conn: &mut Self::Connection) -> bool {
+        conn.has_broken()
+    }
+}
+
+impl ClusterBackend {
+    /// Connects to the cluster through `seeds` (one reachable node is
+    /// enough: it tells where the others are).
+    pub(crate) async fn connect(
+        seeds: Vec<String>,
+        connect: Duration,
+        response: Duration,
+    ) -> Result<Self> {
+        let client = ClusterClient::builder(seeds)
+            .connection_timeout(connect)
+            .response_timeout(response)
+            .retries(8)
+            .build()?;
+        let conn = client.get_async_connection().await?;
+        let wait = connect + response;
+        let pool = pool::build(ClusterManager { client }, wait);
+        Ok(ClusterBackend { conn, pool, wait })
+    }
+}
+
+impl Backend for ClusterBackend {
+    fn name(&self) -> &'static str {
+        "cluster"
+    }
+
+    fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let mut conn = self.conn.clone();
+        Box::pin(async move { conn.req_packed_command(cmd).await })
+    }
+
+    fn send_pipeline<'a>(
+        &'a self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let mut conn = self.conn.clone();
+        Box::pin(async move {
+            match conn.req_packed_commands(pipeline, offset, count).await {
+                Err(err) if crossed_slots(&err) && !pipeline.is_transaction() => {
+                    // Refused before anything was sent: send the commands
+                    // one by one, concurrently (each routed on its own).
+                    let requests = pipeline.cmd_iter().map(|cmd| {
+                        let mut conn = self.conn.clone();
+                        async move { conn.req_packed_command(cmd).await }
+                    });
+                    let replies = futures_util::future::join_all(requests).await;
+                    replies.into_iter().collect()
+                }
+                other => other,
+            }
+        })
+    }
+
+    fn db_number(&self) -> i64 {
+        0
+    }
+
+    fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>> {
+        Box::pin(pool::checkout(&self.pool, self.wait))
+    }
+
+    fn is_cluster(&self) -> bool {
+        true
+    }
+
+    fn scan<'a>(&'a self, pattern: &'a str, count: u64) -> BoxFuture<'a, Result<Vec<Vec<u8>>>> {
+        Box::pin(scan_masters(self.conn.clone(), pattern, count))
+    }
+}
+
+/// Whether redis-rs refused a pipeline for spanning slots (before sending
+/// it).
+fn crossed_slots(err: &redis::RedisError) -> bool {
+    err.code() == Some("CROSSSLOT") || err.to_string().contains("crossed slots")
+}
+
+/// Every key matching `pattern` on every master: SCAN on each, with its own
+/// cursor, until each says 0. The masters come from CLUSTER SLOTS.
+async fn scan_masters(
+    mut conn: ClusterConnection,
+    pattern: &str,
+    count: u64,
+) -> Result<Vec<Vec<u8>>> {
+    let mut keys = Vec::new();
+    for (host, port) in masters(&mut conn).await? {
+        let mut cursor: u64 = 0;
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(count);
+            let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                host: host.clone(),
+                port,
+            });
+            let reply = conn.route_command(cmd, route).await?;
+            let (next, batch): (u64, Vec<Vec<u8>>) =
+                redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
+            keys.extend(batch);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+    }
+    Ok(keys)
+}
+
+/// The masters' addresses, from CLUSTER SLOTS (each slot range's first
+/// node is its master), without repeats.
+async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>> {
+    let reply = conn
+        .req_packed_command(&redis::cmd("CLUSTER").arg("SLOTS").clone())
+        .await?;
+    let Value::Array(ranges) = reply else {
+        return Err(Error::Reply(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "CLUSTER SLOTS did not reply an array",
+        ))));
+    };
+    let mut out: Vec<(String, u16)> = Vec::new();
+    for range in ranges {
+        let Value::Array(parts) = range else { continue };
+        let Some(Value::Array(master)) = parts.get(2) else {
+            continue;
+        };
+        let host = master
+            .first()
+            .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok());
+        let port = master
+            .get(1)
+            .and_then(|v| redis::from_redis_value::<u16>(v.clone()).ok());
+        if let (Some(host), Some(port)) = (host, port) {
+            if !out.contains(&(host.clone(), port)) {
+                out.push((host, port));
+            }
+        }
+    }
+    Ok(out)
+}

@@ -60,6 +60,10 @@ struct Shared {
     conn: DedicatedConnection,
     /// Bumped when a step returns, which retires its [`Transaction`].
     generation: u64,
+    /// The first key WATCHed, which routes an EXEC that writes nothing: on
+    /// a cluster connection a MULTI/EXEC without keys would go to any node
+    /// and check nobody's WATCH.
+    route: Option<Vec<u8>>,
 }
 
 /// The reading side of one attempt of an optimistic transaction, handed to
@@ -217,6 +221,13 @@ impl Transaction {
         tokio::task::yield_now().await;
         let mut shared = self.shared.lock().await;
         self.check_current(&shared)?;
+        if writes.is_empty() {
+            if let Some(route) = shared.route.clone() {
+                let mut check = redis::pipe();
+                check.atomic().cmd("EXISTS").arg(route).ignore();
+                return shared.conn.query_pipeline::<Option<T>>(&check).await;
+            }
+        }
         shared.conn.query_pipeline::<Option<T>>(writes).await
     }
 
@@ -273,7 +284,7 @@ impl Db {
         F: FnMut(Transaction) -> Fut,
         Fut: Future<Output = Result<(Pipeline, T)>>,
     {
-        let mut conn = OptimisticConnection::from(self.dedicated().await?);
+        let mut conn = OptimisticConnection::from(self.exclusive().await?);
         conn.transaction(keys, max_attempts, step).await
     }
 }
@@ -318,6 +329,7 @@ impl From<DedicatedConnection> for OptimisticConnection {
             shared: Arc::new(Mutex::new(Shared {
                 conn,
                 generation: 0,
+                route: None,
             })),
         }
     }
@@ -424,6 +436,9 @@ impl OptimisticConnection {
                         .query::<()>(redis::cmd("WATCH").arg(keys))
                         .await?;
                 }
+                shared.route = keys
+                    .first()
+                    .and_then(|k| k.to_redis_args().into_iter().next());
                 shared.generation
             };
             let outcome = step(Transaction {
@@ -458,7 +473,7 @@ where
     F: FnMut(Transaction) -> Fut,
     Fut: Future<Output = Result<Option<T>>>,
 {
-    let mut conn = OptimisticConnection::from(db.dedicated().await?);
+    let mut conn = OptimisticConnection::from(db.exclusive().await?);
     let no_keys: &[&str] = &[];
     conn.run(no_keys, MAX_ATTEMPTS, Some(conflict_key), step)
         .await

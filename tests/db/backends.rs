@@ -179,6 +179,13 @@ backend_tests! {
         let mut conn = ctx.db.dedicated().await?;
         conn.query::<()>(redis::cmd("WATCH").arg(&k)).await?;
         ctx.db.query::<()>(redis::cmd("SET").arg(&k).arg("other")).await?;
+        if ctx.db.is_cluster() {
+            // A cluster connection routes by key: a MULTI of its own is
+            // refused, not sent to some node.
+            let err = conn.query::<Value>(&redis::cmd("MULTI")).await.unwrap_err();
+            assert!(err.to_string().contains("cannot be routed"), "{err}");
+            return Ok(());
+        }
         let ok: Value = conn.query(&redis::cmd("MULTI")).await?;
         assert_eq!(ok, Value::Okay);
         let queued: Value = conn.query(redis::cmd("SET").arg(&k).arg("mine")).await?;
@@ -272,6 +279,12 @@ backend_tests! {
         }
         ctx.db.query::<()>(redis::cmd("SET").arg(&k).arg("written by Db")).await?;
         ctx.db.query::<()>(redis::cmd("EXPIRE").arg(&k).arg(1000)).await?;
+        if let Some(urls) = ctx.cluster_urls() {
+            let own = Db::connect_cluster(urls).await?;
+            let v: String = own.query(redis::cmd("GET").arg(&k)).await?;
+            assert_eq!(v, "written by Db");
+            return Ok(());
+        }
         match ctx.url() {
             Some(url) => {
                 let client = redis::Client::open(url).expect("valid URL");
@@ -297,6 +310,12 @@ backend_tests! {
         }
         let k = ctx.key("k");
         let mut conn = ctx.db.dedicated().await?;
+        if ctx.db.is_cluster() {
+            // A cluster has database 0 only: Redis refuses SELECT.
+            let err = conn.query::<()>(redis::cmd("SELECT").arg(1)).await.unwrap_err();
+            assert!(err.to_string().contains("not allowed in cluster mode"), "{err}");
+            return Ok(());
+        }
         conn.query::<()>(redis::cmd("SELECT").arg(1)).await?;
         conn.query::<()>(redis::cmd("SET").arg(&k).arg("in db 1")).await?;
         let in0: Option<String> = ctx.db.query(redis::cmd("GET").arg(&k)).await?;

@@ -42,6 +42,9 @@ macro_rules! __with_backends {
             MemoryCluster memory_cluster,
             /// A real Redis: the server `REDIS_URL` names, or a private one.
             Redis redis,
+            /// A real Redis Cluster: the one `REDIS_CLUSTER_URLS` names, or
+            /// the test binary's private one (three masters).
+            Cluster cluster,
         }
     };
 }
@@ -106,6 +109,9 @@ pub struct TestCtx {
     pub name: String,
     url: Option<String>,
     server: Option<Arc<RedisServer>>,
+    /// This test's turn on the shared private cluster, held to its end.
+    _turn: Option<Arc<tokio::sync::OwnedMutexGuard<()>>>,
+    cluster: Option<Vec<String>>,
 }
 
 impl Debug for TestCtx {
@@ -166,6 +172,12 @@ impl TestCtx {
         self.url.as_deref()
     }
 
+    /// The seed URLs of the cluster (`None` off a cluster), for tests that
+    /// open a connection of their own.
+    pub fn cluster_urls(&self) -> Option<&[String]> {
+        self.cluster.as_deref()
+    }
+
     /// The private server this test started, if any (`None` on the memory
     /// engine and on a `REDIS_URL` server).
     pub fn server(&self) -> Option<&RedisServer> {
@@ -176,27 +188,15 @@ impl TestCtx {
     /// shared server is left as it was found.
     pub async fn cleanup(&self) -> redmodel::Result<()> {
         let pattern = format!("{}*", glob_escape(&self.prefix));
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<Vec<u8>>) = self
-                .db
-                .query(
-                    redis::cmd("SCAN")
-                        .arg(cursor)
-                        .arg("MATCH")
-                        .arg(&pattern)
-                        .arg("COUNT")
-                        .arg(1000),
-                )
-                .await?;
-            if !keys.is_empty() {
-                self.db.query::<()>(redis::cmd("DEL").arg(keys)).await?;
+        for keys in self.db.scan_keys(&pattern).await?.chunks(1000) {
+            // One DEL per key: on a cluster, keys of several slots.
+            let mut pipe = redis::pipe();
+            for key in keys {
+                pipe.cmd("DEL").arg(key).ignore();
             }
-            if next == 0 {
-                return Ok(());
-            }
-            cursor = next;
+            self.db.query_pipeline::<()>(&pipe).await?;
         }
+        Ok(())
     }
 }
 
@@ -232,6 +232,17 @@ pub fn unique_prefix(test_name: &str) -> String {
 /// the tests instead of skipping the real-Redis half.
 pub fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// The seed URLs of `REDIS_CLUSTER_URLS` (comma-separated), if any.
+pub fn cluster_urls() -> Option<Vec<String>> {
+    let urls: Vec<String> = std::env::var("REDIS_CLUSTER_URLS")
+        .ok()?
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    (!urls.is_empty()).then_some(urls)
 }
 
 /// `REDIS_URL` if set and not empty.
@@ -280,7 +291,9 @@ pub fn private_server_or_skip(test_name: &str) -> Option<RedisServer> {
 /// This is where each backend is started: a new backend adds its arm here
 /// (and its line in [`__with_backends!`]).
 pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option<TestCtx> {
-    let prefix = unique_prefix(test_name);
+    let mut prefix = unique_prefix(test_name);
+    let mut turn = None;
+    let mut cluster = None;
     let (db, url, server) = match backend {
         Backend::Memory => (Db::memory(), None, None),
         Backend::MemoryCluster => (
@@ -304,8 +317,41 @@ pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option
                 (db, Some(url), Some(Arc::new(server)))
             }
         },
+        Backend::Cluster => {
+            // A hash tag keeps all of a test's raw keys in one slot, so its
+            // multi-key commands work as on one server.
+            prefix = format!("{{{}}}:", prefix.trim_end_matches(':'));
+            let urls = match (scope, cluster_urls()) {
+                (Scope::Shared, Some(urls)) => urls,
+                _ => {
+                    if !redis_server_available(test_name) {
+                        return None;
+                    }
+                    let urls = crate::shared_cluster()
+                        .unwrap_or_else(|e| panic!("{test_name}: the test cluster: {e}"));
+                    turn = Some(Arc::new(crate::CLUSTER_TURN.clone().lock_owned().await));
+                    urls
+                }
+            };
+            let db = Db::connect_cluster(&urls).await.unwrap_or_else(|e| {
+                panic!("{test_name}: cannot connect to the cluster {urls:?}: {e}")
+            });
+            if turn.is_some() {
+                // The private cluster is this test's alone now: start empty.
+                db.query::<()>(&redis::cmd("FLUSHALL"))
+                    .await
+                    .unwrap_or_else(|e| panic!("{test_name}: FLUSHALL: {e}"));
+                db.query::<()>(redis::cmd("SCRIPT").arg("FLUSH"))
+                    .await
+                    .unwrap_or_else(|e| panic!("{test_name}: SCRIPT FLUSH: {e}"));
+            }
+            cluster = Some(urls);
+            (db, None, None)
+        }
     };
     Some(TestCtx {
+        _turn: turn,
+        cluster,
         db,
         prefix,
         backend: backend.name(),
@@ -349,7 +395,9 @@ where
     };
     eprintln!("--- {test_name} on {} ({:?})", ctx.backend, ctx);
     let outcome = CatchUnwind(Box::pin(body(ctx.clone()))).await;
-    let shared_server = ctx.server.is_none() && ctx.url.is_some();
+    // A server or cluster the test does not own (REDIS_URL,
+    // REDIS_CLUSTER_URLS): its keys are cleaned up, nothing else touched.
+    let shared_server = ctx.server.is_none() && !ctx.is_memory() && ctx._turn.is_none();
     if shared_server {
         if let Err(e) = ctx.cleanup().await {
             eprintln!(

@@ -3,11 +3,12 @@
 //! [`RedisCluster::start`] runs `masters` redis-server processes with
 //! `cluster-enabled yes` (each a [`RedisServer`]: a free loopback port, a
 //! temp dir, no persistence, killed on drop), gives them equal ranges of
-//! the 16,384 slots (CLUSTER ADDSLOTSRANGE), introduces them (CLUSTER
-//! MEET, with the cluster bus on a port found free too, so it need not be
+//! the 16,384 slots (CLUSTER ADDSLOTSRANGE), introduces each to every
+//! other (CLUSTER MEET, with the cluster bus on a port found free too, so it need not be
 //! port + 10000), and waits until every node reports `cluster_state:ok`
 //! and knows every master.
 
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use crate::server::{free_port, RedisServer, ServerError};
@@ -26,13 +27,23 @@ impl RedisCluster {
     /// Starts `masters` nodes and joins them into one cluster owning every
     /// slot; returns once every node says the cluster is ok.
     pub fn start(masters: usize) -> Result<RedisCluster, ServerError> {
+        Self::start_with(masters, false)
+    }
+
+    /// [`start`](Self::start), with nodes that die with the thread that
+    /// started them when `die_with_parent` (see [`shared_cluster`]).
+    fn start_with(masters: usize, die_with_parent: bool) -> Result<RedisCluster, ServerError> {
         let failed =
             |what: &str, e: &dyn std::fmt::Display| ServerError::Failed(format!("{what}: {e}"));
         let mut nodes = Vec::with_capacity(masters);
         let mut buses = Vec::with_capacity(masters);
         for _ in 0..masters {
             let bus = free_port().map_err(|e| failed("free bus port", &e))?;
-            let node = RedisServer::builder()
+            let mut builder = RedisServer::builder();
+            if die_with_parent {
+                builder = builder.die_with_parent();
+            }
+            let node = builder
                 .config("cluster-enabled yes")
                 .config("cluster-config-file nodes.conf")
                 .config(format!("cluster-port {bus}"))
@@ -58,12 +69,17 @@ impl RedisCluster {
                 .query::<()>(&mut conn)
                 .map_err(|e| failed("CLUSTER ADDSLOTSRANGE", &e))?;
         }
-        if let Some(first) = cluster.nodes.first() {
-            let mut conn = first
+        // Every node meets every other: the cluster agrees at once instead
+        // of waiting for gossip to spread the news.
+        for (i, from) in cluster.nodes.iter().enumerate() {
+            let mut conn = from
                 .client()
                 .get_connection()
                 .map_err(|e| failed("connect", &e))?;
-            for (node, bus) in cluster.nodes.iter().zip(&buses).skip(1) {
+            for (j, (node, bus)) in cluster.nodes.iter().zip(&buses).enumerate() {
+                if i == j {
+                    continue;
+                }
                 redis::cmd("CLUSTER")
                     .arg("MEET")
                     .arg("127.0.0.1")
@@ -119,3 +135,42 @@ impl RedisCluster {
         &mut self.nodes
     }
 }
+
+/// The test binary's own private cluster (3 masters), started on first use
+/// and kept until the process exits: a cluster needs two seconds to come
+/// up, too long to start one per test. Its nodes run under a thread that
+/// never ends, so they die with the process (PR_SET_PDEATHSIG), never
+/// before. Tests take turns on it ([`CLUSTER_TURN`]).
+pub fn shared_cluster() -> Result<Vec<String>, ServerError> {
+    static URLS: LazyLock<Result<Vec<String>, ServerError>> = LazyLock::new(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let keeper = std::thread::Builder::new()
+            .name("test-cluster".into())
+            .spawn(move || match RedisCluster::start_with(3, true) {
+                Ok(cluster) => {
+                    let _ = tx.send(Ok(cluster.urls()));
+                    // Hold the cluster (and be its nodes' parent) for good.
+                    loop {
+                        std::thread::park();
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            });
+        match keeper {
+            Ok(_) => rx
+                .recv()
+                .unwrap_or_else(|_| Err(ServerError::Failed("the cluster thread died".into()))),
+            Err(e) => Err(ServerError::Failed(format!(
+                "spawn the cluster thread: {e}"
+            ))),
+        }
+    });
+    URLS.clone()
+}
+
+/// Whose turn it is on the [`shared_cluster`]: a test holds it for its
+/// whole run (a tokio mutex: tests run on runtimes of their own).
+pub static CLUSTER_TURN: LazyLock<Arc<tokio::sync::Mutex<()>>> =
+    LazyLock::new(|| Arc::new(tokio::sync::Mutex::new(())));

@@ -91,7 +91,7 @@ pub use backend::{
     for_each_backend, glob_escape, make_ctx, private_server_or_skip, redis_server_available,
     redis_url, run_on, under_ci, unique_prefix, Backend, Scope, TestCtx, TestOutcome,
 };
-pub use cluster::RedisCluster;
+pub use cluster::{shared_cluster, RedisCluster, CLUSTER_TURN};
 pub use server::{
     check_installed, server_binary, RedisServer, RedisServerBuilder, ServerError, TlsFiles,
 };

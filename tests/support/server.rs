@@ -82,6 +82,7 @@ pub struct RedisServerBuilder {
     appendonly: bool,
     tls: Option<TlsFiles>,
     extra: Vec<String>,
+    die_with_parent: bool,
 }
 
 /// The certificate files of a TLS-only server (see [`RedisServerBuilder::tls`]).
@@ -115,6 +116,14 @@ impl RedisServerBuilder {
     /// (so it overrides them), e.g. `"appendfsync always"`.
     pub fn config(mut self, line: impl Into<String>) -> Self {
         self.extra.push(line.into());
+        self
+    }
+
+    /// The server gets SIGKILL when the process that started it exits
+    /// (PR_SET_PDEATHSIG, Linux): for servers kept in a static for a whole
+    /// test binary, which is never dropped.
+    pub fn die_with_parent(mut self) -> Self {
+        self.die_with_parent = true;
         self
     }
 
@@ -288,13 +297,27 @@ impl RedisServer {
         let conf = self.write_config().map_err(|e| format!("config: {e}"))?;
         // The log tells when this very process is ready: start it empty.
         let _ = std::fs::remove_file(self.dir.path.join("redis.log"));
-        let child = Command::new(server_binary())
+        let mut command = Command::new(server_binary());
+        command
             .arg(&conf)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("spawn: {e}"))?;
+            .stderr(Stdio::piped());
+        if self.options.die_with_parent {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: prctl is async-signal-safe and touches no memory of
+            // the parent; it runs in the child between fork and exec.
+            unsafe {
+                command.pre_exec(|| {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        let child = command.spawn().map_err(|e| format!("spawn: {e}"))?;
         self.child = Some(child);
         match self.wait_ready() {
             Ok(()) => Ok(()),

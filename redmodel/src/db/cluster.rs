@@ -14,7 +14,8 @@
 //!   own, from a small pool (see [`pool`](super::pool)). It routes WATCH,
 //!   the reads and the EXEC by their keys, all in one slot, hence to one
 //!   node.
-//! - SCAN runs on every master, each with its own cursor ([`scan_masters`]).
+//! - SCAN runs on every master, each with its own cursor ([`scan_masters`]);
+//!   a SCAN sent by hand walks them all with one cursor ([`scan_step`]).
 
 use std::time::Duration;
 
@@ -88,6 +89,9 @@ impl Backend for ClusterBackend {
 
     fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let mut conn = self.conn.clone();
+        if is_scan(cmd) {
+            return Box::pin(async move { scan_step(&mut conn, cmd).await });
+        }
         Box::pin(async move { conn.req_packed_command(cmd).await })
     }
 
@@ -130,6 +134,90 @@ impl Backend for ClusterBackend {
     fn scan<'a>(&'a self, pattern: &'a str, count: u64) -> BoxFuture<'a, Result<Vec<Vec<u8>>>> {
         Box::pin(scan_masters(self.conn.clone(), pattern, count))
     }
+}
+
+/// Where a cluster-wide SCAN cursor keeps the index of the master it is
+/// on: the bits above this (a node's own cursor stays below 2^52, as its
+/// hash table is far smaller than that).
+const NODE_SHIFT: u32 = 52;
+
+fn is_scan(cmd: &Cmd) -> bool {
+    matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name)) if name.eq_ignore_ascii_case(b"SCAN"))
+}
+
+/// One SCAN call over the whole cluster, so that a caller's cursor loop
+/// (redis-rs's `scan_match` on a `Db`, say) sees every master's keys: the
+/// cursor names a master (its high bits, an index into the masters in
+/// address order) and that master's own cursor (the low bits). When a
+/// master's cursor comes back 0 the next master's scan begins; 0 after the
+/// last master. As with SCAN on one server, keys may come twice, and a
+/// topology change during the walk can hide or repeat some.
+async fn scan_step(conn: &mut ClusterConnection, cmd: &Cmd) -> redis::RedisResult<Value> {
+    // The packed form, where a cursor given by `cursor_arg` (redis-rs's
+    // scan iterators) has its value.
+    let args = unpack(&cmd.get_packed_command());
+    let cursor: u64 = args
+        .get(1)
+        .and_then(|c| std::str::from_utf8(c).ok()?.parse().ok())
+        .ok_or_else(|| {
+            redis::RedisError::from((redis::ErrorKind::Client, "SCAN needs a numeric cursor"))
+        })?;
+    let masters = masters(conn).await.map_err(|e| match e {
+        Error::Server(e) | Error::Reply(e) | Error::Connection { source: e } => e,
+        other => {
+            redis::RedisError::from((redis::ErrorKind::Client, "CLUSTER SLOTS", other.to_string()))
+        }
+    })?;
+    let node = usize::try_from(cursor >> NODE_SHIFT).unwrap_or(usize::MAX);
+    let Some((host, port)) = masters.get(node).cloned() else {
+        return Ok(Value::Array(vec![
+            Value::BulkString(b"0".to_vec()),
+            Value::Array(Vec::new()),
+        ]));
+    };
+    let mut own = redis::cmd("SCAN");
+    own.arg(cursor & ((1 << NODE_SHIFT) - 1));
+    for arg in args.iter().skip(2) {
+        own.arg(arg.as_slice());
+    }
+    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
+    let reply = conn.route_command(own, route).await?;
+    let (next, keys): (u64, Value) = redis::from_redis_value(reply)?;
+    let next = match next {
+        0 if node + 1 < masters.len() => ((node + 1) as u64) << NODE_SHIFT,
+        0 => 0,
+        next => ((node as u64) << NODE_SHIFT) | next,
+    };
+    Ok(Value::Array(vec![
+        Value::BulkString(next.to_string().into_bytes()),
+        keys,
+    ]))
+}
+
+/// The arguments of a packed command (a RESP array of bulk strings).
+fn unpack(packed: &[u8]) -> Vec<Vec<u8>> {
+    let mut args = Vec::new();
+    let mut rest = packed;
+    // Skips `*N\r\n`, then reads each `$LEN\r\nBYTES\r\n`.
+    fn line(r: &[u8]) -> Option<(&[u8], &[u8])> {
+        let i = r.iter().position(|&b| b == b'\n')?;
+        Some((&r[..i.saturating_sub(1)], &r[i + 1..]))
+    }
+    if let Some((_, after)) = line(rest) {
+        rest = after;
+    }
+    while let Some((header, after)) = line(rest) {
+        let Some(len) = header
+            .strip_prefix(b"$")
+            .and_then(|l| std::str::from_utf8(l).ok()?.parse::<usize>().ok())
+        else {
+            break;
+        };
+        let Some(arg) = after.get(..len) else { break };
+        args.push(arg.to_vec());
+        rest = after.get(len + 2..).unwrap_or_default();
+    }
+    args
 }
 
 /// Whether redis-rs refused a pipeline for spanning slots (before sending
@@ -202,5 +290,7 @@ async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>> {
             }
         }
     }
+    // Address order: a cluster-wide SCAN cursor names masters by index.
+    out.sort();
     Ok(out)
 }

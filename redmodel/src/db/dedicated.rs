@@ -19,6 +19,9 @@ pub struct DedicatedConnection {
     counters: Arc<Counters>,
     /// WATCHes or a MULTI left by the commands sent so far.
     state: ConnState,
+    /// A cluster connection: it routes by key, so MULTI / EXEC / DISCARD
+    /// sent on their own are refused.
+    cluster: bool,
 }
 
 impl std::fmt::Debug for DedicatedConnection {
@@ -29,11 +32,12 @@ impl std::fmt::Debug for DedicatedConnection {
 }
 
 impl DedicatedConnection {
-    pub(super) fn new(link: Box<dyn Link>, counters: Arc<Counters>) -> Self {
+    pub(super) fn new(link: Box<dyn Link>, counters: Arc<Counters>, cluster: bool) -> Self {
         DedicatedConnection {
             link,
             counters,
             state: ConnState::default(),
+            cluster,
         }
     }
 
@@ -59,6 +63,15 @@ impl DedicatedConnection {
 
 impl ConnectionLike for DedicatedConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        if self.cluster && is_transaction_verb(cmd) {
+            return Box::pin(std::future::ready(Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "MULTI, EXEC and DISCARD have no key",
+                "on a Redis Cluster they cannot be routed: send the transaction as an \
+                 atomic pipeline (its keys in one slot), or use Db::transaction"
+                    .to_string(),
+            )))));
+        }
         self.counters.command();
         self.state.sending(cmd);
         self.link.req_packed_command(cmd)
@@ -78,4 +91,10 @@ impl ConnectionLike for DedicatedConnection {
     fn get_db(&self) -> i64 {
         self.link.get_db()
     }
+}
+
+/// MULTI, EXEC or DISCARD: commands a cluster connection cannot route.
+fn is_transaction_verb(cmd: &Cmd) -> bool {
+    matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name))
+        if [&b"MULTI"[..], b"EXEC", b"DISCARD"].iter().any(|v| name.eq_ignore_ascii_case(v)))
 }

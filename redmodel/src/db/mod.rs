@@ -271,11 +271,26 @@ impl Db {
     /// when first needed) and goes back when dropped; one left WATCHing or
     /// inside MULTI is cleaned (DISCARD / UNWATCH) before its next use, and
     /// one whose request was abandoned midway is closed instead.
+    ///
+    /// On a Redis Cluster it is a cluster connection of its own, which
+    /// routes each command by its key: WATCH, reads, and atomic pipelines
+    /// whose keys share a slot (what [`OptimisticConnection`](crate::OptimisticConnection)
+    /// sends) work; a MULTI, EXEC or DISCARD typed as a command of its own
+    /// has no key to be routed by and is refused
+    /// ([`Error::Misuse`](crate::Error::Misuse)): send the transaction as an
+    /// atomic pipeline.
     pub async fn dedicated(&self) -> Result<DedicatedConnection> {
+        self.exclusive().await
+    }
+
+    /// An exclusive link, on every backend (on a cluster, a cluster
+    /// connection of its own): what the optimistic transactions use.
+    pub(crate) async fn exclusive(&self) -> Result<DedicatedConnection> {
         let link = self.backend().exclusive().await?;
         Ok(DedicatedConnection::new(
             link,
             Arc::clone(&self.shared.counters),
+            self.is_cluster(),
         ))
     }
 }

@@ -106,13 +106,8 @@ impl Backend for ClusterBackend {
             match conn.req_packed_commands(pipeline, offset, count).await {
                 Err(err) if crossed_slots(&err) && !pipeline.is_transaction() => {
                     // Refused before anything was sent: send the commands
-                    // one by one, concurrently (each routed on its own).
-                    let requests = pipeline.cmd_iter().map(|cmd| {
-                        let mut conn = self.conn.clone();
-                        async move { conn.req_packed_command(cmd).await }
-                    });
-                    let replies = futures_util::future::join_all(requests).await;
-                    replies.into_iter().collect()
+                    // on their own, each routed by its key.
+                    self.send_apart(pipeline).await
                 }
                 other => other,
             }
@@ -218,6 +213,68 @@ fn unpack(packed: &[u8]) -> Vec<Vec<u8>> {
         rest = after.get(len + 2..).unwrap_or_default();
     }
     args
+}
+
+impl ClusterBackend {
+    /// A plain pipeline whose commands span slots, sent as its commands:
+    /// concurrently, so that it costs about one round trip per node, each
+    /// command routed on its own; the replies in the pipeline's order. A
+    /// command without a key (FLUSHDB, which goes to every master) is a
+    /// barrier: the commands before it are answered before it is sent, and
+    /// the ones after it are sent after its reply, as a pipeline keeps them
+    /// in order.
+    async fn send_apart(&self, pipeline: &Pipeline) -> redis::RedisResult<Vec<Value>> {
+        let mut replies = Vec::with_capacity(pipeline.len());
+        let mut batch: Vec<&Cmd> = Vec::new();
+        for cmd in pipeline.cmd_iter() {
+            if is_keyless(cmd) {
+                replies.extend(self.send_batch(&batch).await?);
+                batch.clear();
+                replies.extend(self.send_batch(&[cmd]).await?);
+            } else {
+                batch.push(cmd);
+            }
+        }
+        replies.extend(self.send_batch(&batch).await?);
+        Ok(replies)
+    }
+
+    /// Sends `cmds` concurrently; their replies in order.
+    async fn send_batch(&self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
+        let requests = cmds.iter().map(|cmd| {
+            let mut conn = self.conn.clone();
+            async move { conn.req_packed_command(cmd).await }
+        });
+        futures_util::future::join_all(requests)
+            .await
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Commands with no key, which redis-rs sends to some or every node: the
+/// barriers of [`ClusterBackend::send_apart`].
+fn is_keyless(cmd: &Cmd) -> bool {
+    const KEYLESS: [&[u8]; 16] = [
+        b"FLUSHALL",
+        b"FLUSHDB",
+        b"SCRIPT",
+        b"FUNCTION",
+        b"CONFIG",
+        b"DBSIZE",
+        b"KEYS",
+        b"RANDOMKEY",
+        b"PING",
+        b"INFO",
+        b"TIME",
+        b"WAIT",
+        b"CLIENT",
+        b"CLUSTER",
+        b"SCAN",
+        b"SAVE",
+    ];
+    matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name))
+        if KEYLESS.iter().any(|k| name.eq_ignore_ascii_case(k)))
 }
 
 /// Whether redis-rs refused a pipeline for spanning slots (before sending

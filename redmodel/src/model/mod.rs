@@ -84,7 +84,7 @@
 //! - **004**, key expiry ([`expiry`]).
 //!
 //! Here these patterns are declared on the model and kept by the library
-//! in the object's own MULTI/EXEC: unique lookups, sorted indexes, tags
+//! with the object's own writes: unique lookups, sorted indexes, tags
 //! and recent-N lists ([`index`]), composite scores ([`composite`]),
 //! expiry of objects, lists and whole admin subtrees ([`expiry`]), and
 //! passes that build indexes on existing data or rewrite objects after a

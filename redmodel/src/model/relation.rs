@@ -5,7 +5,8 @@
 //! [`RelationRef`] is the list of one admin's relation
 //! (`teacher:A:class`), with [`link`](RelationRef::link) /
 //! [`unlink`](RelationRef::unlink) keeping a declared inverse
-//! (`class:1:teacher`) in step in the same MULTI/EXEC.
+//! (`class:1:teacher`) in step in the same atomic unit (ordered steps in
+//! the cluster layout, where the two lists are in different slots).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -467,19 +468,21 @@ impl<R: Relation> RelationRef<R> {
 
     /// Links `member` to the owner: adds it to this list unless it is
     /// there, and, if `R` has an inverse, the owner to the member's
-    /// inverse list, all in one MULTI/EXEC. Linking twice does not
+    /// inverse list, all in one atomic unit (one script; in the cluster
+    /// layout, the owner's side then the member's). Linking twice does not
     /// duplicate a member (it moves it to the tail). Returns whether the
     /// member was not linked before.
     ///
-    /// If one of the lists' keys holds another Redis type, the error names
-    /// this list's key; as Redis has no rollback, the transaction's other
-    /// commands (the other side) have run.
+    /// Both objects must exist: otherwise [`Error::NotFound`] names the
+    /// missing one and nothing is linked. If one of the lists' keys holds
+    /// another Redis type, the error names this list's key, and the link
+    /// stops at that command.
     pub async fn link(&self, db: &Db, member: impl AsMember<R::Member>) -> Result<bool> {
         Ok(self.link_many(db, [member]).await? == 1)
     }
 
-    /// Links several members (see [`link`](Self::link)) in one MULTI/EXEC;
-    /// returns how many were not linked before.
+    /// Links several members (see [`link`](Self::link)) in one atomic
+    /// unit; returns how many were not linked before.
     pub async fn link_many<A: AsMember<R::Member>>(
         &self,
         db: &Db,
@@ -533,7 +536,8 @@ impl<R: Relation> RelationRef<R> {
     }
 
     /// Unlinks `member`: removes every occurrence of it from this list and
-    /// of the owner from its inverse list, in one MULTI/EXEC. Whether it
+    /// of the owner from its inverse list, in one MULTI/EXEC (one per side
+    /// in the cluster layout). Whether it
     /// was linked.
     pub async fn unlink(&self, db: &Db, member: impl AsMember<R::Member>) -> Result<bool> {
         let member = member.member_key()?;

@@ -1,6 +1,7 @@
 //! An object's write path: every operation that changes an object's
 //! fields or deletes it (methods of [`ObjectRef`], defined here), and the
-//! index entries that change with it, in the same MULTI/EXEC ([`index`]).
+//! index entries that change with it, in the same atomic unit ([`index`];
+//! ordered single-slot steps in the cluster layout, [`stepped`]).
 
 mod index;
 mod stepped;
@@ -163,10 +164,15 @@ impl<M: Model> ObjectRef<M> {
         Ok(out)
     }
 
-    /// Full write of `value` at this key, in one MULTI/EXEC: its `None` fields are removed, the others set, and the
-    /// hash field `_count` is incremented; when `_count` reaches a multiple
-    /// of the model's `sync_every`, the sync hooks registered with
-    /// [`Db::on_sync`] are called with the key and the count.
+    /// Full write of `value` at this key, in one atomic unit: its `None`
+    /// fields are removed, the others set, and the hash field `_count` is
+    /// incremented; when `_count` reaches a multiple of the model's
+    /// `sync_every`, the sync hooks registered with [`Db::on_sync`] are
+    /// called with the key and the count.
+    ///
+    /// An admin's insert creates it or overwrites it (an upsert). A
+    /// sub-object's needs its admin to exist ([`Error::NotFound`],
+    /// nothing written, otherwise), so that none is left without one.
     ///
     /// Undeclared fields of the hash are left alone, and so is the key's
     /// TTL (HSET keeps it). `value`'s own pk is not consulted: this

@@ -70,26 +70,32 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// per call), possibly with repeats, in no order. A cluster scans each
     /// master with its own cursor.
     fn scan<'a>(&'a self, pattern: &'a str, count: u64) -> BoxFuture<'a, Result<Vec<Vec<u8>>>> {
-        Box::pin(async move {
-            let mut keys = Vec::new();
-            let mut cursor: u64 = 0;
-            loop {
-                let mut cmd = redis::cmd("SCAN");
-                cmd.arg(cursor)
-                    .arg("MATCH")
-                    .arg(pattern)
-                    .arg("COUNT")
-                    .arg(count);
-                let reply = self.send(&cmd).await?;
-                let (next, batch): (u64, Vec<Vec<u8>>) =
-                    redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
-                keys.extend(batch);
-                if next == 0 {
-                    return Ok(keys);
-                }
-                cursor = next;
-            }
-        })
+        Box::pin(scan_all(pattern, count, move |cmd| async move {
+            Ok(self.send(&cmd).await?)
+        }))
+    }
+}
+
+/// The SCAN loop of one node: `send` runs each SCAN call (on whichever
+/// node the caller routes it to) until the cursor comes back 0; every key
+/// it returned, possibly with repeats.
+pub(crate) async fn scan_all<F, Fut>(pattern: &str, count: u64, mut send: F) -> Result<Vec<Vec<u8>>>
+where
+    F: FnMut(Cmd) -> Fut,
+    Fut: Future<Output = Result<Value>>,
+{
+    let mut keys = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let mut cmd = redis::cmd("SCAN");
+        cmd.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(count);
+        let (next, batch): (u64, Vec<Vec<u8>>) =
+            redis::from_redis_value(send(cmd).await?).map_err(redis::RedisError::from)?;
+        keys.extend(batch);
+        if next == 0 {
+            return Ok(keys);
+        }
+        cursor = next;
     }
 }
 

@@ -25,7 +25,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-use super::backend::{Backend, BoxFuture, Link};
+use super::backend::{scan_all, Backend, BoxFuture, Link};
 use super::pool::{self, Tracked};
 use crate::error::{Error, Result};
 
@@ -292,27 +292,18 @@ async fn scan_masters(
 ) -> Result<Vec<Vec<u8>>> {
     let mut keys = Vec::new();
     for (host, port) in masters(&mut conn).await? {
-        let mut cursor: u64 = 0;
-        loop {
-            let mut cmd = redis::cmd("SCAN");
-            cmd.arg(cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(count);
-            let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
-                host: host.clone(),
-                port,
-            });
-            let reply = conn.route_command(cmd, route).await?;
-            let (next, batch): (u64, Vec<Vec<u8>>) =
-                redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
-            keys.extend(batch);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+        let conn = &conn;
+        let host = &host;
+        keys.extend(
+            scan_all(pattern, count, |cmd| async move {
+                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                    host: host.clone(),
+                    port,
+                });
+                Ok(conn.clone().route_command(cmd, route).await?)
+            })
+            .await?,
+        );
     }
     Ok(keys)
 }

@@ -88,7 +88,11 @@ where
     let mut cursor: u64 = 0;
     loop {
         let mut cmd = redis::cmd("SCAN");
-        cmd.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(count);
+        cmd.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(count);
         let (next, batch): (u64, Vec<Vec<u8>>) =
             redis::from_redis_value(send(cmd).await?).map_err(redis::RedisError::from)?;
         keys.extend(batch);

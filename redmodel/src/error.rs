@@ -207,6 +207,15 @@ pub enum Error {
         /// The missing object's key.
         key: String,
     },
+    /// On a Redis Cluster, an optimistic transaction named keys in more
+    /// than one slot: WATCH and EXEC run on one node, so they must share a
+    /// slot (give them a hash tag: `{acct}:a`, `{acct}:b`). Refused before
+    /// anything was sent.
+    #[error("the keys {keys:?} of one transaction are in different cluster slots (give them a common hash tag, as in `{{acct}}:a`); nothing was sent")]
+    CrossSlot {
+        /// The keys of the transaction.
+        keys: Vec<String>,
+    },
     /// A cascading delete was refused: a relation list or a reference
     /// field declared `on_delete = "restrict"` still points at the object.
     /// Nothing was written. Unlink it or clear the reference first.

@@ -424,6 +424,7 @@ impl OptimisticConnection {
         Fut: Future<Output = Result<Option<T>>>,
     {
         let attempts = max_attempts.max(1);
+        self.refuse_cross_slot(keys).await?;
         for attempt in 1..=attempts {
             let generation = {
                 let mut shared = self.shared.lock().await;
@@ -452,8 +453,15 @@ impl OptimisticConnection {
                 let mut shared = self.shared.lock().await;
                 shared.generation = shared.generation.wrapping_add(1);
             }
-            if let Some(value) = outcome? {
-                return Ok(value);
+            let cluster = self.shared.lock().await.conn.is_cluster();
+            match outcome {
+                Ok(Some(value)) => return Ok(value),
+                Ok(None) => {}
+                // The slot moved or its node is failing over: redis-rs
+                // refreshes its slot map on the redirection; the next
+                // attempt WATCHes on the slot's new master.
+                Err(err) if cluster && redirected(&err) && attempt < attempts => {}
+                Err(err) => return Err(err),
             }
             if attempt < attempts {
                 pause_before_retry(attempt).await;
@@ -464,6 +472,40 @@ impl OptimisticConnection {
             key: conflict_key.map(str::to_string),
         })
     }
+}
+
+impl OptimisticConnection {
+    /// On a cluster connection, [`Error::CrossSlot`] if `keys` are in more
+    /// than one slot (WATCH and EXEC run on one node).
+    async fn refuse_cross_slot<K: ToRedisArgs>(&self, keys: &[K]) -> Result<()> {
+        if !self.shared.lock().await.conn.is_cluster() {
+            return Ok(());
+        }
+        let keys: Vec<Vec<u8>> = keys.iter().flat_map(|k| k.to_redis_args()).collect();
+        let slot = |k: &[u8]| redis::cluster_routing::Slot::for_key(k);
+        if keys.windows(2).all(|w| slot(&w[0]) == slot(&w[1])) {
+            return Ok(());
+        }
+        Err(Error::CrossSlot {
+            keys: keys
+                .iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect(),
+        })
+    }
+}
+
+/// Whether `err` is a cluster redirection or a transient cluster state met
+/// inside a transaction (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, or an EXEC
+/// aborted by one of them), after which a new attempt can succeed.
+fn redirected(err: &Error) -> bool {
+    let text = match err {
+        Error::Server(e) | Error::Unavailable { source: e } => e.to_string(),
+        _ => return false,
+    };
+    ["MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "EXECABORT"]
+        .iter()
+        .any(|code| text.contains(code))
 }
 
 /// Runs `step` as an optimistic transaction on a pooled connection of

@@ -111,3 +111,144 @@ async fn optimistic_transactions_lose_no_update() -> Result<(), Error> {
     assert_eq!((a, b), (32, 32), "every transfer landed once");
     Ok(())
 }
+
+#[tokio::test]
+async fn a_transaction_across_slots_is_refused_before_anything_is_sent() -> Result<(), Error> {
+    let Some(cluster) =
+        cluster_or_skip("a_transaction_across_slots_is_refused_before_anything_is_sent")
+    else {
+        return Ok(());
+    };
+    let db = Db::connect_cluster(cluster.urls()).await?;
+    let before = db.round_trips();
+    let err = db
+        .transaction(&["{a}:x", "{b}:y"], 3, |_tx| async move {
+            Ok((redis::pipe(), ()))
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::CrossSlot { keys } if keys == &["{a}:x", "{b}:y"]),
+        "{err:?}"
+    );
+    assert_eq!(db.round_trips() - before, 0, "nothing was sent");
+    Ok(())
+}
+
+/// Moves the slot of `{mv}` to another master (CLUSTER SETSLOT IMPORTING /
+/// MIGRATING, MIGRATE, SETSLOT NODE), the way a resharding does, between
+/// transactions on its keys: they go on working at the slot's new master.
+#[tokio::test]
+async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Error> {
+    let Some(cluster) = cluster_or_skip("transactions_follow_a_slot_moved_to_another_master")
+    else {
+        return Ok(());
+    };
+    let db = Db::connect_cluster(cluster.urls()).await?;
+    let incr = |db: Db| async move {
+        db.transaction(&["{mv}:n"], 16, |tx| async move {
+            let n: Option<i64> = tx.query(redis::cmd("GET").arg("{mv}:n")).await?;
+            let mut pipe = redis::pipe();
+            pipe.cmd("SET")
+                .arg("{mv}:n")
+                .arg(n.unwrap_or(0) + 1)
+                .ignore();
+            Ok((pipe, ()))
+        })
+        .await
+    };
+    for _ in 0..5 {
+        incr(db.clone()).await?;
+    }
+
+    // Who owns the slot, and who takes it.
+    let nodes: Vec<Db> = {
+        let mut nodes = Vec::new();
+        for url in cluster.urls() {
+            nodes.push(Db::connect(&url).await?);
+        }
+        nodes
+    };
+    let slot: i64 = nodes[0]
+        .query(redis::cmd("CLUSTER").arg("KEYSLOT").arg("{mv}:n"))
+        .await?;
+    let mut owner = None;
+    for (i, node) in nodes.iter().enumerate() {
+        let n: i64 = node
+            .query(redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot))
+            .await?;
+        if n > 0 {
+            owner = Some(i);
+        }
+    }
+    let from = owner.expect("a master holds the key");
+    let to = (from + 1) % nodes.len();
+    let id = |i: usize| {
+        let node = nodes[i].clone();
+        async move {
+            node.query::<String>(redis::cmd("CLUSTER").arg("MYID"))
+                .await
+        }
+    };
+    let (from_id, to_id) = (id(from).await?, id(to).await?);
+    let to_port: u16 = cluster.urls()[to]
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port");
+    nodes[to]
+        .query::<()>(
+            redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg("IMPORTING")
+                .arg(&from_id),
+        )
+        .await?;
+    nodes[from]
+        .query::<()>(
+            redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg("MIGRATING")
+                .arg(&to_id),
+        )
+        .await?;
+    nodes[from]
+        .query::<()>(
+            redis::cmd("MIGRATE")
+                .arg("127.0.0.1")
+                .arg(to_port)
+                .arg("")
+                .arg(0)
+                .arg(5000)
+                .arg("KEYS")
+                .arg("{mv}:n"),
+        )
+        .await?;
+    for node in &nodes {
+        node.query::<()>(
+            redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg("NODE")
+                .arg(&to_id),
+        )
+        .await?;
+    }
+
+    for _ in 0..5 {
+        incr(db.clone()).await?;
+    }
+    let n: i64 = db.query(redis::cmd("GET").arg("{mv}:n")).await?;
+    assert_eq!(
+        n, 10,
+        "every transaction landed once, before and after the move"
+    );
+    let moved: i64 = nodes[to]
+        .query(redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot))
+        .await?;
+    assert_eq!(moved, 1, "the key lives on its new master");
+    Ok(())
+}

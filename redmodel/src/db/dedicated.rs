@@ -41,6 +41,11 @@ impl DedicatedConnection {
         }
     }
 
+    /// Whether this is a cluster connection (which routes by key).
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.cluster
+    }
+
     /// Runs one command on this connection and converts its reply.
     pub async fn query<T: FromRedisValue>(&mut self, cmd: &Cmd) -> Result<T> {
         Ok(cmd.query_async(self).await?)

@@ -252,3 +252,59 @@ async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Erro
     assert_eq!(moved, 1, "the key lives on its new master");
     Ok(())
 }
+
+/// A master dies (SIGKILL) with a replica standing by: while the cluster
+/// fails over, requests fail with transient errors only
+/// (`Error::is_transient`), and once the replica has taken over every key
+/// written before the crash is read back through the same `Db`.
+#[tokio::test]
+async fn a_killed_master_fails_over_to_its_replica() -> Result<(), Error> {
+    if !redis_server_available("a_killed_master_fails_over_to_its_replica") {
+        return Ok(());
+    }
+    let mut cluster = RedisCluster::start_with_replicas(3)
+        .unwrap_or_else(|e| panic!("a_killed_master_fails_over_to_its_replica: {e}"));
+    let urls = cluster.urls();
+    let db = Db::connect_cluster(&urls).await?;
+    let mut pipe = redis::pipe();
+    for i in 0..200 {
+        pipe.cmd("SET").arg(format!("k:{i}")).arg(i).ignore();
+    }
+    db.query_pipeline::<()>(&pipe).await?;
+    // Every master's writes reached its replica before the crash.
+    for url in &urls[..3] {
+        let acked: i64 = Db::connect(url)
+            .await?
+            .query(redis::cmd("WAIT").arg(1).arg(5000))
+            .await?;
+        assert_eq!(acked, 1, "{url}: its replica acknowledged");
+    }
+
+    cluster.nodes()[0].kill();
+    let mut read = redis::pipe();
+    for i in 0..200 {
+        read.cmd("GET").arg(format!("k:{i}"));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    let mut failures = Vec::new();
+    let values: Vec<i64> = loop {
+        match db.query_pipeline(&read).await {
+            Ok(values) => break values,
+            Err(err) => {
+                assert!(
+                    err.is_transient(),
+                    "a failover error must be transient: {err:?}"
+                );
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "no failover: {failures:?}"
+                );
+                failures.push(err.to_string());
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+        }
+    };
+    assert_eq!(values, (0..200).collect::<Vec<i64>>());
+    assert!(!failures.is_empty(), "the dead master was noticed");
+    Ok(())
+}

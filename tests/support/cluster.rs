@@ -27,17 +27,29 @@ impl RedisCluster {
     /// Starts `masters` nodes and joins them into one cluster owning every
     /// slot; returns once every node says the cluster is ok.
     pub fn start(masters: usize) -> Result<RedisCluster, ServerError> {
-        Self::start_with(masters, false)
+        Self::start_with(masters, 0, false)
     }
 
-    /// [`start`](Self::start), with nodes that die with the thread that
-    /// started them when `die_with_parent` (see [`shared_cluster`]).
-    fn start_with(masters: usize, die_with_parent: bool) -> Result<RedisCluster, ServerError> {
+    /// Starts `masters` masters and one replica for each, for failover
+    /// tests: [`nodes`](Self::nodes) lists the masters first, then their
+    /// replicas in the same order.
+    pub fn start_with_replicas(masters: usize) -> Result<RedisCluster, ServerError> {
+        Self::start_with(masters, masters, false)
+    }
+
+    /// [`start`](Self::start), with `replicas` more nodes (replica `i` of
+    /// master `i`), and with nodes that die with the thread that started
+    /// them when `die_with_parent` (see [`shared_cluster`]).
+    fn start_with(
+        masters: usize,
+        replicas: usize,
+        die_with_parent: bool,
+    ) -> Result<RedisCluster, ServerError> {
         let failed =
             |what: &str, e: &dyn std::fmt::Display| ServerError::Failed(format!("{what}: {e}"));
-        let mut nodes = Vec::with_capacity(masters);
-        let mut buses = Vec::with_capacity(masters);
-        for _ in 0..masters {
+        let mut nodes = Vec::with_capacity(masters + replicas);
+        let mut buses = Vec::with_capacity(masters + replicas);
+        for _ in 0..masters + replicas {
             let bus = free_port().map_err(|e| failed("free bus port", &e))?;
             let mut builder = RedisServer::builder();
             if die_with_parent {
@@ -55,7 +67,7 @@ impl RedisCluster {
         }
         let cluster = RedisCluster { nodes };
         let n = masters as u32;
-        for (i, node) in cluster.nodes.iter().enumerate() {
+        for (i, node) in cluster.nodes.iter().take(masters).enumerate() {
             let i = i as u32;
             let (first, last) = (i * SLOTS / n, (i + 1) * SLOTS / n - 1);
             let mut conn = node
@@ -90,7 +102,59 @@ impl RedisCluster {
             }
         }
         cluster.wait_agreed(masters)?;
+        for i in 0..replicas {
+            let master = &cluster.nodes[i % masters];
+            let id: String = redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query(
+                    &mut master
+                        .client()
+                        .get_connection()
+                        .map_err(|e| failed("connect", &e))?,
+                )
+                .map_err(|e| failed("CLUSTER MYID", &e))?;
+            let replica = &cluster.nodes[masters + i];
+            redis::cmd("CLUSTER")
+                .arg("REPLICATE")
+                .arg(&id)
+                .query::<()>(
+                    &mut replica
+                        .client()
+                        .get_connection()
+                        .map_err(|e| failed("connect", &e))?,
+                )
+                .map_err(|e| failed("CLUSTER REPLICATE", &e))?;
+        }
+        if replicas > 0 {
+            cluster.wait_replicas(masters + replicas)?;
+        }
         Ok(cluster)
+    }
+
+    /// Waits until every replica reports its link to its master up.
+    fn wait_replicas(&self, all: usize) -> Result<(), ServerError> {
+        let deadline = Instant::now() + AGREE_TIMEOUT;
+        loop {
+            let linked = self.nodes.iter().skip(all / 2).all(|node| {
+                let Ok(mut conn) = node.client().get_connection() else {
+                    return false;
+                };
+                let info: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query(&mut conn)
+                    .unwrap_or_default();
+                info.contains("master_link_status:up")
+            });
+            if linked {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(ServerError::Failed(format!(
+                    "the replicas did not sync within {AGREE_TIMEOUT:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until every node reports `cluster_state:ok` and `masters`
@@ -146,7 +210,7 @@ pub fn shared_cluster() -> Result<Vec<String>, ServerError> {
         let (tx, rx) = std::sync::mpsc::channel();
         let keeper = std::thread::Builder::new()
             .name("test-cluster".into())
-            .spawn(move || match RedisCluster::start_with(3, true) {
+            .spawn(move || match RedisCluster::start_with(3, 0, true) {
                 Ok(cluster) => {
                     let _ = tx.send(Ok(cluster.urls()));
                     // Hold the cluster (and be its nodes' parent) for good.

@@ -17,7 +17,9 @@
 //! - SCAN runs on every master, each with its own cursor ([`scan_masters`]);
 //!   a SCAN sent by hand walks them all with one cursor ([`scan_step`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
 
 use redis::aio::ConnectionLike;
 use redis::cluster::ClusterClient;
@@ -31,7 +33,13 @@ use crate::error::{Error, Result};
 
 /// A Redis Cluster behind a `Db`.
 pub(crate) struct ClusterBackend {
-    conn: ClusterConnection,
+    /// The shared connection, replaced by a new one (a new slot map) when
+    /// a node stops answering: see [`ClusterBackend::reconnect`].
+    conn: RwLock<ClusterConnection>,
+    client: ClusterClient,
+    /// When the shared connection was last replaced, to replace it at most
+    /// once per [`RECONNECT_EVERY`].
+    reconnected: Mutex<Option<Instant>>,
     pool: bb8::Pool<ClusterManager>,
     /// How long a borrower waits for a pooled connection.
     wait: Duration,
@@ -77,10 +85,60 @@ impl ClusterBackend {
             .build()?;
         let conn = client.get_async_connection().await?;
         let wait = connect + response;
-        let pool = pool::build(ClusterManager { client }, wait);
-        Ok(ClusterBackend { conn, pool, wait })
+        let pool = pool::build(
+            ClusterManager {
+                client: client.clone(),
+            },
+            wait,
+        );
+        Ok(ClusterBackend {
+            conn: RwLock::new(conn),
+            client,
+            reconnected: Mutex::new(None),
+            pool,
+            wait,
+        })
+    }
+
+    /// A handle on the shared connection (clones share its sockets).
+    fn conn(&self) -> ClusterConnection {
+        self.conn.read().clone()
+    }
+
+    /// After a node stopped answering (killed, or failing over), opens a
+    /// new shared connection, which reads the slot map again: redis-rs
+    /// follows MOVED by itself, but keeps sending a dead master's slots to
+    /// it until a redirection says otherwise, which a dead node never
+    /// sends. At most once per [`RECONNECT_EVERY`]; the failing request
+    /// still fails (transient), and the next ones go where the slots now
+    /// are.
+    async fn reconnect_after<T>(&self, result: redis::RedisResult<T>) -> redis::RedisResult<T> {
+        let Err(err) = &result else {
+            return result;
+        };
+        if !(err.is_io_error()
+            || err.is_timeout()
+            || err.is_connection_dropped()
+            || err.is_connection_refusal())
+        {
+            return result;
+        }
+        {
+            let mut last = self.reconnected.lock();
+            if last.is_some_and(|at| at.elapsed() < RECONNECT_EVERY) {
+                return result;
+            }
+            *last = Some(Instant::now());
+        }
+        if let Ok(conn) = self.client.get_async_connection().await {
+            *self.conn.write() = conn;
+        }
+        result
     }
 }
+
+/// The shortest time between two replacements of the shared connection.
+const RECONNECT_EVERY: Duration = Duration::from_millis(500);
 
 impl Backend for ClusterBackend {
     fn name(&self) -> &'static str {
@@ -88,11 +146,15 @@ impl Backend for ClusterBackend {
     }
 
     fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let mut conn = self.conn.clone();
-        if is_scan(cmd) {
-            return Box::pin(async move { scan_step(&mut conn, cmd).await });
-        }
-        Box::pin(async move { conn.req_packed_command(cmd).await })
+        let mut conn = self.conn();
+        Box::pin(async move {
+            let result = if is_scan(cmd) {
+                scan_step(&mut conn, cmd).await
+            } else {
+                conn.req_packed_command(cmd).await
+            };
+            self.reconnect_after(result).await
+        })
     }
 
     fn send_pipeline<'a>(
@@ -101,16 +163,17 @@ impl Backend for ClusterBackend {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        let mut conn = self.conn.clone();
+        let mut conn = self.conn();
         Box::pin(async move {
-            match conn.req_packed_commands(pipeline, offset, count).await {
+            let result = match conn.req_packed_commands(pipeline, offset, count).await {
                 Err(err) if crossed_slots(&err) && !pipeline.is_transaction() => {
                     // Refused before anything was sent: send the commands
                     // on their own, each routed by its key.
                     self.send_apart(pipeline).await
                 }
                 other => other,
-            }
+            };
+            self.reconnect_after(result).await
         })
     }
 
@@ -127,7 +190,7 @@ impl Backend for ClusterBackend {
     }
 
     fn scan<'a>(&'a self, pattern: &'a str, count: u64) -> BoxFuture<'a, Result<Vec<Vec<u8>>>> {
-        Box::pin(scan_masters(self.conn.clone(), pattern, count))
+        Box::pin(scan_masters(self.conn(), pattern, count))
     }
 }
 
@@ -242,7 +305,7 @@ impl ClusterBackend {
     /// Sends `cmds` concurrently; their replies in order.
     async fn send_batch(&self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
         let requests = cmds.iter().map(|cmd| {
-            let mut conn = self.conn.clone();
+            let mut conn = self.conn();
             async move { conn.req_packed_command(cmd).await }
         });
         futures_util::future::join_all(requests)

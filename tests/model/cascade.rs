@@ -309,3 +309,47 @@ backend_tests! {
         Ok(())
     }
 }
+
+backend_tests! {
+    /// A reference field set while a cascade deletes its target (issue 11):
+    /// whichever way they interleave, no reference to the deleted object is
+    /// left. The write lands before the delete (and the cascade clears it)
+    /// or is refused (`NotFound`: the target is gone).
+    exclusive async fn a_reference_racing_the_delete_is_not_left_behind(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        for round in 0..12u32 {
+            let class = models::Class { id: 100 + round, name: "c".into() }.insert(db).await?;
+            let student = models::Student {
+                id: format!("s{round}"),
+                class: models::Class::at(1),
+                chinese: 1,
+                english: 1,
+                math: 1,
+            };
+            models::Class { id: 1, name: "c1".into() }.insert(db).await?;
+            let student = student.insert(db).await?;
+            let cascade = {
+                let (db, class) = (db.clone(), class.clone());
+                tokio::spawn(async move { class.delete_cascade(&db).await })
+            };
+            for _ in 0..round {
+                tokio::task::yield_now().await;
+            }
+            let set = student.set(db, models::Student::CLASS, class.clone()).await;
+            assert!(cascade.await.expect("the cascade task")?, "round {round}");
+            match set {
+                Ok(()) | Err(Error::NotFound { .. }) => {}
+                Err(other) => return Err(other),
+            }
+            let held: Option<String> = db
+                .query(redis::cmd("HGET").arg(student.key_in(db).as_ref()).arg("class"))
+                .await?;
+            assert_ne!(
+                held.as_deref(),
+                Some(class.key()),
+                "round {round}: a reference to the deleted class is left"
+            );
+        }
+        Ok(())
+    }
+}

@@ -29,6 +29,20 @@ fn student(id: &str, class: u32, marks: [i64; 3]) -> Student {
 }
 
 /// Raw HGETALL of a key, sorted, for checking what redis-cli would show.
+/// Inserts the classes `ids` (a student's `class` reference needs its
+/// class to exist).
+async fn classes(db: &Db, ids: &[u32]) -> redmodel::Result<()> {
+    for &id in ids {
+        Class {
+            id,
+            name: format!("Class {id}"),
+        }
+        .insert(db)
+        .await?;
+    }
+    Ok(())
+}
+
 /// The raw hash at the model key `key` (plain form), as `db` stores it.
 async fn raw_hash(db: &Db, key: &str) -> BTreeMap<String, String> {
     let key = db.key_layout().stored(key);
@@ -137,6 +151,7 @@ backend_tests! {
 backend_tests! {
     exclusive async fn increments(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
+        classes(db, &[1, 2]).await?;
         student("a", 1, [100, 100, 50]).insert(db).await?;
         let a = Student::at("a");
         assert_eq!(a.incr(db, Student::MATH, 5).await?, 55);
@@ -265,6 +280,7 @@ backend_tests! {
 backend_tests! {
     exclusive async fn bad_data_gives_typed_errors_naming_key_and_field(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
+        classes(db, &[1, 2]).await?;
         student("a", 1, [100, 100, 50]).insert(db).await?;
         let hset = |key: &str, field: &str, value: &str| {
             redis::cmd("HSET").arg(key).arg(field).arg(value).clone()
@@ -389,10 +405,15 @@ backend_tests! {
         assert_eq!(a.class, Class::at(1));
         let class = a.class.load(db).await?.expect("class exists");
         assert_eq!(class.name, "Class 1");
-        // A dangling reference resolves to nothing.
-        student("b", 9, [1, 2, 3]).insert(db).await?;
-        let b = Student::get(db, "b").await?.expect("exists");
-        assert_eq!(b.class.load(db).await?, None);
+        // A reference to an object that does not exist is refused: nothing
+        // written (issue 11: no write leaves a dangling reference).
+        let err = student("b", 9, [1, 2, 3]).insert(db).await.unwrap_err();
+        assert!(matches!(&err, Error::NotFound { key } if key == "class:9"), "{err:?}");
+        assert!(!Student::at("b").exists(db).await?);
+        // One that dangles anyway (the class deleted without a cascade)
+        // resolves to nothing.
+        db.query::<()>(redis::cmd("DEL").arg("class:1")).await?;
+        assert_eq!(a.class.load(db).await?, None);
         Ok(())
     }
 }
@@ -536,6 +557,7 @@ fn exam(year: u32, marks: [i64; 3]) -> Exam {
 backend_tests! {
     exclusive async fn sub_objects(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
+        classes(db, &[1, 2]).await?;
         let a = Student::at("a");
         let b = Student::at("b*");
         // A sub-object is written only under an admin that exists.
@@ -592,6 +614,7 @@ backend_tests! {
 backend_tests! {
     exclusive async fn single_value_sub_objects(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
+        classes(db, &[1, 2]).await?;
         let a = Student::at("a");
         let note = a.sub::<Note>("home");
         assert_eq!(note.key(), "student:a:note:home");

@@ -75,70 +75,16 @@ use redis::Pipeline;
 
 use super::key::glob_escape;
 use super::object::ObjectRef;
+pub use super::referrer::{referrers_of, OnDelete, Referrer, ReferrerKind};
 use super::scan::scan_keys;
 use super::write::{add_delete_entries, unindex, Texts};
-use super::{Admin, Model, OwnerKind};
+use super::Admin;
 use crate::optimistic::{watched, Transaction};
 use crate::{Db, Error, KeyLayout, Result};
 
 /// How many times a cascade sweeps an admin's subtree that racing writes
 /// keep re-creating.
 const MAX_SWEEPS: usize = 4;
-
-/// What `on_delete` says about a referrer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnDelete {
-    /// Deleting the target removes the reference (the default).
-    Cascade,
-    /// Deleting a target that is still referred to is refused.
-    Restrict,
-}
-
-/// Where references to a model's objects may be stored.
-#[derive(Debug)]
-pub enum ReferrerKind {
-    /// The lists of a relation (`member = Target`).
-    List {
-        /// The relation's owner table.
-        owner_table: &'static str,
-        /// The relation's table.
-        table: &'static str,
-    },
-    /// A reference field of a model.
-    Field {
-        /// The hash field.
-        field: &'static str,
-        /// The SCAN pattern of the model's objects.
-        pattern: fn() -> String,
-        /// Whether a key is an object key of the model.
-        is_object: fn(&str) -> bool,
-    },
-}
-
-/// One place that can point at objects of the model `target`, registered
-/// by the derives.
-#[derive(Debug)]
-pub struct Referrer {
-    /// The table of the model pointed at.
-    pub target: &'static str,
-    /// Cascade or restrict.
-    pub on_delete: OnDelete,
-    /// Where the references are.
-    pub kind: ReferrerKind,
-}
-
-// The derives submit one `Referrer` per relation and reference field; the
-// `inventory` crate gathers them across the program at start-up, so a
-// model defined anywhere is known to the delete of the model it points at.
-inventory::collect!(Referrer);
-
-/// The registered referrers of the model with table `target`.
-pub fn referrers_of(target: &str) -> Vec<&'static Referrer> {
-    inventory::iter::<Referrer>
-        .into_iter()
-        .filter(|r| r.target == target)
-        .collect()
-}
 
 /// The keys of the lists `owner_key` (an object of the model `owner_table`)
 /// holds for every registered relation it owns, whether they exist or not.
@@ -158,22 +104,6 @@ fn own_lists(db: &Db, owner_table: &str, owner_key: &str) -> Vec<String> {
     keys.sort();
     keys.dedup();
     keys
-}
-
-/// The SCAN pattern of a model's objects, for a field referrer.
-#[doc(hidden)]
-pub fn object_pattern<M: Model>() -> String {
-    format!(
-        "{}{}:*",
-        M::Owner::any_owner_pattern(),
-        glob_escape(M::TABLE)
-    )
-}
-
-/// Whether `key` is an object key of `M`, for a field referrer.
-#[doc(hidden)]
-pub fn is_object_of<M: Model>(key: &str) -> bool {
-    ObjectRef::<M>::parse(key).is_ok()
 }
 
 /// What one attempt found to clean.
@@ -211,6 +141,18 @@ impl<A: Admin> ObjectRef<A> {
                 break;
             }
             self.cascade_once(db, &referrers).await?;
+        }
+        // A reference written between the transaction's SCAN of the
+        // referrers and its EXEC (its target still existed) is not in what
+        // the EXEC removed; none can be written after (a reference needs
+        // its target to exist), so one more sweep finds them all.
+        if db.key_layout() == KeyLayout::Plain && !self.exists(db).await? {
+            let cascade: Vec<&Referrer> = referrers
+                .iter()
+                .copied()
+                .filter(|r| r.on_delete == OnDelete::Cascade)
+                .collect();
+            self.sweep_references(db, &cascade).await?;
         }
         Ok(existed)
     }
@@ -386,6 +328,15 @@ impl<A: Admin> ObjectRef<A> {
         })
         .await?;
         unindex::<A>(db, key, old).await?;
+        self.sweep_references(db, &cascade).await?;
+        Ok(existed)
+    }
+
+    /// Removes this (deleted) admin's key from every relation list of the
+    /// `cascade` referrers that holds it (LREM) and every reference field
+    /// that names it (HDEL if it still does), each on its own key.
+    async fn sweep_references(&self, db: &Db, cascade: &[&Referrer]) -> Result<()> {
+        let key = &*self.key_in(db);
         let mut plan = Plan::default();
         for referrer in cascade {
             self.find_references(db, referrer, &mut plan).await?;
@@ -400,7 +351,7 @@ impl<A: Admin> ObjectRef<A> {
         for (hash, field) in &plan.fields {
             clear_reference(db, hash, field, key).await?;
         }
-        Ok(existed)
+        Ok(())
     }
 }
 

@@ -109,17 +109,18 @@
 //!    scan
 //! 3. [`expiry`] (times to live): key, object, scan; `live` (reads that
 //!    leave out and prune the entries of gone objects): codec, object;
-//!    `member` ([`AsMember`]): object
+//!    `member` ([`AsMember`]): object; `referrer` (the registry of where
+//!    references to a model are stored): key, object
 //! 4. [`index`] (declared indexes and their queries): codec, key, live,
 //!    member, object, scan; `relation` ([`MemberList`], [`RelationRef`]):
 //!    expiry, key, live, member, object, reply, steps
 //! 5. `write` (an object's write path: `set`, `set_many`, `incr`,
 //!    `insert`, `set_value`, `delete`, and the index entries each write
 //!    changes; `write::stepped`, the same in the cluster layout): codec,
-//!    field, index, key, live, object, reply; [`composite`]: index;
+//!    field, index, key, live, object, referrer, reply; [`composite`]: index;
 //!    [`migrate`]: index, key, object, scan, write
 //! 6. [`cascade`] (deleting an admin and every reference to it): key,
-//!    object, scan, write
+//!    object, referrer, scan, write
 //!
 //! # Key layouts
 //!
@@ -154,6 +155,7 @@ mod live;
 mod member;
 pub mod migrate;
 mod object;
+mod referrer;
 mod relation;
 mod reply;
 mod scan;
@@ -416,12 +418,12 @@ pub async fn dbsize(db: &Db) -> Result<u64> {
 /// What generated code names, by absolute path. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    pub use super::cascade::{is_object_of, object_pattern, OnDelete, Referrer, ReferrerKind};
     pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
     pub use super::field::Field;
     pub use super::index::{
         score_of, tags_of, IndexKind, IndexSpec, RecentList, SortedIndex, TagIndex, UniqueIndex,
     };
+    pub use super::referrer::{is_object_of, object_pattern, OnDelete, Referrer, ReferrerKind};
     pub use super::relation::{InverseOf, NoInverse, Relation};
     pub use super::{Admin, Model, NoOwner, OwnerKind, SingleValue, Storage};
     pub use crate::{Error, Result};

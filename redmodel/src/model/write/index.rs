@@ -190,21 +190,19 @@ fn add_blind(pipe: &mut Pipeline, member: &str, steps: &[Step]) {
 /// commands that `changes` calls for, as one atomic unit, and returns the
 /// replies of the object's commands that are not ignored. `key` is the
 /// object's key as `db` stores it (also what index entries hold). With a
-/// `guard` (a key of the object's slot: the admin of a sub-object), nothing
+/// `guards` (keys that must exist: the object itself, a sub-object's admin,
+/// the objects its reference fields name), nothing
 /// is written unless it exists ([`Error::NotFound`]). In the cluster
 /// layout, where the object and its index entries are in different slots,
 /// this is a sequence of steps instead ([`stepped`]).
 pub(crate) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
-    guard: Option<&str>,
+    guards: &[String],
     write: &(dyn Fn(&mut Steps) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
-    let mut unit = Steps::new();
-    if let Some(guard) = guard {
-        unit.guard(guard);
-    }
+    let mut unit = guarded_unit(key, guards);
     let touched = touched::<M>(changes);
     if touched.is_empty() {
         write(&mut unit);
@@ -226,7 +224,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
                 _ => None,
             })
             .collect();
-        return stepped::run::<M, T>(db, key, guard, write, &specs, &claims).await;
+        return stepped::run::<M, T>(db, key, guards, write, &specs, &claims).await;
     }
     write(&mut unit);
     let mut blind = redis::pipe();
@@ -236,11 +234,29 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
         return unit.run(db).await;
     }
     let pipe = unit.pipeline();
-    let (pipe, steps, layout, guard) = (&pipe, &steps, db.key_layout(), &guard);
+    let (pipe, steps, layout) = (&pipe, &steps, db.key_layout());
     watched(db, key, |tx| async move {
-        attempt_watched::<M, T>(&tx, layout, key, *guard, pipe, steps).await
+        attempt_watched::<M, T>(&tx, layout, key, guards, pipe, steps).await
     })
     .await
+}
+
+/// The start of a write of the object at `key` that needs `guards` to
+/// exist: those in `key`'s slot guard the write's own group; each of the
+/// others (a reference field's target) gets a group of its own, checked
+/// first. One atomic unit in the plain layout; in the cluster layout the
+/// far checks come just before the write, not with it.
+pub(super) fn guarded_unit(key: &str, guards: &[String]) -> Steps {
+    let slot = |k: &str| redis::cluster_routing::Slot::for_key(k.as_bytes());
+    let mut unit = Steps::new();
+    for guard in guards.iter().filter(|g| slot(g) != slot(key)) {
+        unit.step().guard(guard.as_str());
+    }
+    unit.step();
+    for guard in guards.iter().filter(|g| slot(g) == slot(key)) {
+        unit.guard(guard.as_str());
+    }
+    unit
 }
 
 /// One unique step, with what the attempt learned.
@@ -271,21 +287,20 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
     tx: &Transaction,
     layout: KeyLayout,
     key: &str,
-    guard: Option<&str>,
+    guards: &[String],
     write: &Pipeline,
     steps: &[Step],
 ) -> Result<Option<T>> {
-    if let Some(guard) = guard {
-        // The guard is WATCHed with the rest: deleted before the EXEC, it
-        // aborts the attempt, and the next one sees it gone.
+    if !guards.is_empty() {
+        // The guards are WATCHed with the rest: one deleted before the
+        // EXEC aborts the attempt, and the next one sees it gone.
         let mut read = redis::pipe();
-        read.cmd("WATCH")
-            .arg(guard)
-            .ignore()
-            .cmd("EXISTS")
-            .arg(guard);
-        let (exists,): (bool,) = tx.query_pipeline(&read).await?;
-        if !exists {
+        read.cmd("WATCH").arg(guards).ignore();
+        for guard in guards {
+            read.cmd("EXISTS").arg(guard);
+        }
+        let exists: Vec<bool> = tx.query_pipeline(&read).await?;
+        if let Some((guard, _)) = guards.iter().zip(&exists).find(|(_, e)| !**e) {
             return Err(Error::NotFound {
                 key: KeyLayout::parse(guard)
                     .map_or_else(|| guard.to_string(), |(_, plain)| plain.into_owned()),
@@ -548,7 +563,8 @@ pub(crate) async fn incr_indexed<M: Model>(
             .add_ignored(redis::cmd(command).arg(key).arg(field).arg(by).clone())
             .add(redis::cmd("HGET").arg(key).arg(field).clone());
     };
-    let (reply,): (Value,) = stepped::run::<M, _>(db, key, Some(key), &write, &specs, &[]).await?;
+    let guards = [key.to_string()];
+    let (reply,): (Value,) = stepped::run::<M, _>(db, key, &guards, &write, &specs, &[]).await?;
     let text = number_text(reply)?;
     for spec in &specs {
         if let IndexKind::Sorted { score } = spec.kind {

@@ -15,6 +15,7 @@ use redis::Value;
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
+use super::referrer::reference_fields;
 use super::reply::{at_key, incr_error};
 use super::steps::Steps;
 use super::{Model, OwnerKind, SingleValue, Storage};
@@ -53,9 +54,10 @@ impl<M: Model> ObjectRef<M> {
             Vec::new()
         };
         let key = self.key_in(db);
+        let guards = self.guards(db, true, &set);
         let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
         let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
-        index::run::<M, ()>(db, &key, Some(&key), &write, &changes)
+        index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))
     }
@@ -89,9 +91,10 @@ impl<M: Model> ObjectRef<M> {
             return Ok(());
         }
         let key = self.key_in(db);
+        let guards = self.guards(db, true, &set);
         let changes = Changes::Fields(changed_fields(&set, &removed));
         let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
-        index::run::<M, ()>(db, &key, Some(&key), &write, &changes)
+        index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))
     }
@@ -197,8 +200,8 @@ impl<M: Model> ObjectRef<M> {
             );
         };
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        let guard = self.owner_key_in(db);
-        let (count,): (i64,) = index::run::<M, _>(db, &key, guard.as_deref(), &write, &changes)
+        let guards = self.guards(db, false, &fields.set);
+        let (count,): (i64,) = index::run::<M, _>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
         let count = u64::try_from(count).unwrap_or(0);
@@ -227,8 +230,8 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
         let write = |steps: &mut Steps| add_write(steps, &key, &fields.set, &fields.removed);
-        let guard = self.owner_key_in(db);
-        index::run::<M, ()>(db, &key, guard.as_deref(), &write, &changes)
+        let guards = self.guards(db, false, &fields.set);
+        index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))
     }
@@ -255,7 +258,7 @@ impl<M: Model> ObjectRef<M> {
         let write = |steps: &mut Steps| {
             steps.add(redis::cmd("DEL").arg(&key).clone());
         };
-        let (existed,): (bool,) = index::run::<M, _>(db, &key, None, &write, &Changes::Delete)
+        let (existed,): (bool,) = index::run::<M, _>(db, &key, &[], &write, &Changes::Delete)
             .await
             .map_err(at_key(self.key(), "hash"))?;
         Ok(existed)
@@ -288,6 +291,27 @@ impl<M: Model> ObjectRef<M> {
         };
         steps.add_ignored(cmd);
         steps.run::<()>(db).await
+    }
+
+    /// The keys a write of `set` must find existing, as `db` stores them:
+    /// the object itself for a field write (`existing`), else its admin
+    /// for a sub-object; and the object every reference field in `set`
+    /// names (a `Ref` field pointing at a deleted object would dangle).
+    fn guards(&self, db: &Db, existing: bool, set: &[(&str, Vec<u8>)]) -> Vec<String> {
+        let mut guards: Vec<String> = if existing {
+            vec![self.key_in(db).into_owned()]
+        } else {
+            self.owner_key_in(db).into_iter().collect()
+        };
+        let references = reference_fields::<M>();
+        for (name, text) in set {
+            if references.contains(name) {
+                if let Ok(target) = std::str::from_utf8(text) {
+                    guards.push(db.stored(target).into_owned());
+                }
+            }
+        }
+        guards
     }
 
     /// The key of the admin this object hangs under, as `db` stores it

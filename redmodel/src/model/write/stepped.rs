@@ -41,6 +41,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, Pipeline, Value};
 
+use super::index::guarded_unit;
 use crate::model::index::unique::{claim_commands, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
@@ -68,7 +69,7 @@ pub(crate) type Texts = Vec<Option<Vec<u8>>>;
 pub(super) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
-    guard: Option<&str>,
+    guards: &[String],
     write: &(dyn Fn(&mut Steps) + Sync),
     specs: &[&'static IndexSpec],
     claims: &[(&'static str, &str)],
@@ -86,10 +87,9 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
         }
     }
     let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
-    let mut object = Steps::new();
-    if let Some(guard) = guard {
-        object.guard(guard);
-    }
+    // Guards in other slots (the objects reference fields name) are
+    // checked just before the object's unit, not in it.
+    let mut object = guarded_unit(key, guards);
     object.add(redis::cmd("HMGET").arg(key).arg(&fields).clone());
     write(&mut object);
     object.add(redis::cmd("HMGET").arg(key).arg(&fields).clone());

@@ -118,6 +118,15 @@ impl ConnectionLike for Connection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
+        // As redis-rs's own connections do, before sending anything: a
+        // pipeline with nothing to send (empty, and not a MULTI/EXEC) is
+        // the caller's mistake, not an empty reply.
+        if pipeline.is_empty() && !pipeline.is_transaction() {
+            return Box::pin(std::future::ready(Err(redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "empty command",
+            )))));
+        }
         let replies = self.execute_pipeline(pipeline);
         let replies = replies.into_iter().skip(offset).take(count).collect();
         Box::pin(std::future::ready(Ok(replies)))

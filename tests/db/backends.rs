@@ -9,6 +9,19 @@ use redmodel::{Db, Error};
 use redmodel_suite::{backend_tests, private_server_or_skip, redis_server_available, RedisServer};
 
 backend_tests! {
+    /// A pipeline with nothing to send is refused on every backend (as
+    /// redis-rs refuses it before sending), where the engine once answered
+    /// an empty reply; an empty MULTI/EXEC is a transaction of nothing.
+    async fn an_empty_pipeline_is_refused_everywhere(ctx) {
+        let got = ctx.db.query_pipeline::<Vec<Value>>(&redis::pipe()).await;
+        assert!(got.is_err(), "{got:?}");
+        let mut empty_tx = redis::pipe();
+        empty_tx.atomic();
+        let got: Vec<Value> = ctx.db.query_pipeline(&empty_tx).await?;
+        assert!(got.is_empty());
+        Ok::<(), Error>(())
+    }
+
     /// Typed replies: OK, bulk strings, integers, nil as `None`.
     async fn query_converts_replies(ctx) {
         if ctx.engine_lacks(&["SET", "GET", "INCRBY"]) {

@@ -255,8 +255,8 @@ async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Erro
 
 /// A master dies (SIGKILL) with a replica standing by: while the cluster
 /// fails over, requests fail with transient errors only
-/// (`Error::is_transient`), and once the replica has taken over every key
-/// written before the crash is read back through the same `Db`.
+/// (`Error::is_transient`), if at all, and once the replica has taken over
+/// every key written before the crash is read back through the same `Db`.
 #[tokio::test]
 async fn a_killed_master_fails_over_to_its_replica() -> Result<(), Error> {
     if !redis_server_available("a_killed_master_fails_over_to_its_replica") {
@@ -305,6 +305,9 @@ async fn a_killed_master_fails_over_to_its_replica() -> Result<(), Error> {
         }
     };
     assert_eq!(values, (0..200).collect::<Vec<i64>>());
-    assert!(!failures.is_empty(), "the dead master was noticed");
+    // Whether any request failed meanwhile depends on timing: redis-rs
+    // retries a dead node's requests itself for a while, and may outlast
+    // the failover. The master is gone either way.
+    assert!(!cluster.nodes()[0].is_running(), "the master stays dead");
     Ok(())
 }

@@ -278,6 +278,38 @@ backend_tests! {
 }
 
 backend_tests! {
+    /// One bad object does not sink a batch read (issue 11 item 8):
+    /// `get_many_each` gives each object its own result, where `get_many`
+    /// fails whole.
+    exclusive async fn a_batch_read_gives_each_object_its_result(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        for id in ["A", "B", "C"] {
+            teacher_named(id).insert(db).await?;
+        }
+        // B is corrupted (a required field gone), C is another type.
+        db.query::<()>(redis::cmd("HDEL").arg("teacher:B").arg("name")).await?;
+        db.query::<()>(redis::cmd("DEL").arg("teacher:C")).await?;
+        db.query::<()>(redis::cmd("SET").arg("teacher:C").arg("x")).await?;
+        assert!(Teacher::get_many(db, ["A", "B", "C", "D"]).await.is_err());
+        let each = Teacher::get_many_each(db, ["A", "B", "C", "D"]).await?;
+        assert_eq!(each.len(), 4);
+        assert!(matches!(&each[0], Ok(Some(t)) if *t == teacher_named("A")), "{:?}", each[0]);
+        assert!(
+            matches!(&each[1], Err(Error::MissingField { key, field }) if key == "teacher:B" && field == "name"),
+            "{:?}",
+            each[1]
+        );
+        assert!(
+            matches!(&each[2], Err(Error::UnexpectedType { key, .. }) if key == "teacher:C"),
+            "{:?}",
+            each[2]
+        );
+        assert!(matches!(&each[3], Ok(None)), "{:?}", each[3]);
+        Ok(())
+    }
+}
+
+backend_tests! {
     exclusive async fn bad_data_gives_typed_errors_naming_key_and_field(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
         classes(db, &[1, 2]).await?;

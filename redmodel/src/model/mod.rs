@@ -291,6 +291,18 @@ pub trait Admin: Model<Owner = NoOwner> {
         async move { ObjectRef::get_many(db, &handles).await }
     }
 
+    /// Like [`get_many`](Admin::get_many), one result per object: one that
+    /// does not decode is an error in its own place, the others load (see
+    /// [`ObjectRef::get_many_each`]).
+    #[allow(clippy::type_complexity)]
+    fn get_many_each<P: IntoPk<Self::Pk>>(
+        db: &Db,
+        pks: impl IntoIterator<Item = P>,
+    ) -> impl Future<Output = Result<Vec<Result<Option<Self>>>>> + Send {
+        let handles: Vec<ObjectRef<Self>> = pks.into_iter().map(Self::at).collect();
+        async move { ObjectRef::get_many_each(db, &handles).await }
+    }
+
     /// Full write: the fields, `_count` + 1, and the sync hook every
     /// [`SYNC_EVERY`](Model::SYNC_EVERY) writes. See [`ObjectRef::insert`].
     ///

@@ -390,9 +390,43 @@ impl<M: Model> ObjectRef<M> {
             .collect()
     }
 
+    /// Like [`get_many`](Self::get_many), with one result per object: an
+    /// object that does not decode (bad data, another Redis type at its
+    /// key) is an error in its own place, and the others load. The outer
+    /// error is the request's (the connection, the server).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// # use redmodel::prelude::*;
+    /// # #[derive(redmodel::Admin, Debug, PartialEq)]
+    /// # struct Counter { #[redmodel(pk)] id: u32, n: i64 }
+    /// let db = Db::memory();
+    /// Counter { id: 1, n: 5 }.insert(&db).await?;
+    /// db.query::<()>(redis::cmd("HSET").arg("counter:2").arg("n").arg("five")).await?;
+    /// let got = ObjectRef::get_many_each(&db, &[Counter::at(1), Counter::at(2), Counter::at(3)]).await?;
+    /// assert!(matches!(got[0], Ok(Some(Counter { n: 5, .. }))));
+    /// assert!(matches!(got[1], Err(redmodel::Error::Decode { .. })));
+    /// assert!(matches!(got[2], Ok(None)));
+    /// # Ok(()) }
+    /// ```
+    pub async fn get_many_each(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<Option<M>>>> {
+        Ok(Self::read_many_each(db, refs)
+            .await?
+            .into_iter()
+            .zip(refs)
+            .map(|(values, r)| values?.map(|v| r.decode(v)).transpose())
+            .collect())
+    }
+
     /// The stored text of the declared fields of each of `refs` (`None`
     /// where an object does not exist), in one round trip.
     pub(crate) async fn read_many_raw(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<RawFields>> {
+        Self::read_many_each(db, refs).await?.into_iter().collect()
+    }
+
+    /// [`read_many_raw`](Self::read_many_raw), one result per object.
+    async fn read_many_each(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
         if refs.is_empty() {
             return Ok(Vec::new());
         }
@@ -406,7 +440,7 @@ impl<M: Model> ObjectRef<M> {
         }
         let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
         let mut replies = replies.into_iter();
-        refs.iter().map(|r| r.take_read(&mut replies)).collect()
+        Ok(refs.iter().map(|r| r.take_read(&mut replies)).collect())
     }
 
     /// [`read_many_raw`](Self::read_many_raw) in the cluster layout, where
@@ -415,7 +449,7 @@ impl<M: Model> ObjectRef<M> {
     /// object is still read at one instant: HGETALL for a hash (an empty
     /// reply is a missing object, as Redis has no empty hashes), GET for a
     /// string.
-    async fn read_many_apart(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<RawFields>> {
+    async fn read_many_apart(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for r in refs {
@@ -427,7 +461,8 @@ impl<M: Model> ObjectRef<M> {
         }
         let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
         let expected = redis_type(M::STORAGE);
-        refs.iter()
+        Ok(refs
+            .iter()
             .zip(replies)
             .map(|(r, reply)| match M::STORAGE {
                 Storage::Hash => {
@@ -441,7 +476,7 @@ impl<M: Model> ObjectRef<M> {
                     Ok(value.map(|v| vec![Some(v)]))
                 }
             })
-            .collect()
+            .collect())
     }
 
     /// Decodes stored field texts (aligned with [`Model::FIELDS`]) into an

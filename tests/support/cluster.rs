@@ -133,54 +133,55 @@ impl RedisCluster {
 
     /// Waits until every replica reports its link to its master up.
     fn wait_replicas(&self, all: usize) -> Result<(), ServerError> {
-        let deadline = Instant::now() + AGREE_TIMEOUT;
-        loop {
-            let linked = self.nodes.iter().skip(all / 2).all(|node| {
-                let Ok(mut conn) = node.client().get_connection() else {
-                    return false;
-                };
-                let info: String = redis::cmd("INFO")
-                    .arg("replication")
-                    .query(&mut conn)
-                    .unwrap_or_default();
-                info.contains("master_link_status:up")
-            });
-            if linked {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(ServerError::Failed(format!(
-                    "the replicas did not sync within {AGREE_TIMEOUT:?}"
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.wait_until(
+            "the replicas to sync",
+            all / 2,
+            &["INFO", "replication"],
+            |info| info.contains("master_link_status:up"),
+        )
     }
 
     /// Waits until every node reports `cluster_state:ok` and `masters`
     /// known masters with slots.
     fn wait_agreed(&self, masters: usize) -> Result<(), ServerError> {
+        let (size, known) = (
+            format!("cluster_size:{masters}"),
+            format!("cluster_known_nodes:{}", self.nodes.len()),
+        );
+        self.wait_until("the cluster to agree", 0, &["CLUSTER", "INFO"], |info| {
+            info.contains("cluster_state:ok") && info.contains(&size) && info.contains(&known)
+        })
+    }
+
+    /// Polls `command` on every node from the `skip`-th on until `ready`
+    /// accepts every reply, for at most [`AGREE_TIMEOUT`]; the error names
+    /// `what` and carries the nodes' logs.
+    fn wait_until(
+        &self,
+        what: &str,
+        skip: usize,
+        command: &[&str],
+        ready: impl Fn(&str) -> bool,
+    ) -> Result<(), ServerError> {
         let deadline = Instant::now() + AGREE_TIMEOUT;
         loop {
-            let agreed = self.nodes.iter().all(|node| {
+            let done = self.nodes.iter().skip(skip).all(|node| {
                 let Ok(mut conn) = node.client().get_connection() else {
                     return false;
                 };
-                let info: String = redis::cmd("CLUSTER")
-                    .arg("INFO")
-                    .query(&mut conn)
-                    .unwrap_or_default();
-                info.contains("cluster_state:ok")
-                    && info.contains(&format!("cluster_size:{masters}"))
-                    && info.contains(&format!("cluster_known_nodes:{}", self.nodes.len()))
+                let mut cmd = redis::cmd(command[0]);
+                for arg in &command[1..] {
+                    cmd.arg(*arg);
+                }
+                ready(&cmd.query::<String>(&mut conn).unwrap_or_default())
             });
-            if agreed {
+            if done {
                 return Ok(());
             }
             if Instant::now() > deadline {
                 let logs: Vec<String> = self.nodes.iter().map(RedisServer::log).collect();
                 return Err(ServerError::Failed(format!(
-                    "the cluster did not agree within {AGREE_TIMEOUT:?}; logs:\n{}",
+                    "waited {AGREE_TIMEOUT:?} for {what}; logs:\n{}",
                     logs.join("\n---\n")
                 )));
             }

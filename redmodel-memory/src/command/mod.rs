@@ -321,6 +321,11 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !spec.arity_ok(args.len()) {
         return Err(wrong_arity(spec));
     }
+    run_spec(ctx, spec, args)
+}
+
+/// Runs the command of `spec`, its arguments checked.
+pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &Spec, args: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed += 1;
     (spec.handler)(ctx, args)
 }

@@ -6,12 +6,17 @@
 //! [`Store`](crate::store::Store); each script is compiled once per SHA1 of
 //! its body and cached until SCRIPT FLUSH.
 
+mod call;
 mod convert;
 mod sandbox;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use mlua::{Function, Lua, MultiValue, Table, Value};
+
+use call::Client;
+use sandbox::State;
 
 use crate::command::{CmdResult, Ctx};
 use crate::error::CmdError;
@@ -19,7 +24,7 @@ use crate::error::CmdError;
 /// The scripting state of an engine: the Lua state and the compiled scripts.
 #[derive(Default)]
 pub(crate) struct Scripts {
-    lua: Option<Lua>,
+    state: Option<Arc<State>>,
     /// SHA1 (lower-case hex) -> the compiled script.
     cache: HashMap<String, Function>,
 }
@@ -42,13 +47,13 @@ fn internal(e: &mlua::Error) -> CmdError {
 }
 
 impl Scripts {
-    fn state(&mut self) -> Result<Lua, CmdError> {
-        if let Some(lua) = &self.lua {
-            return Ok(lua.clone());
+    fn state(&mut self) -> Result<Arc<State>, CmdError> {
+        if let Some(state) = &self.state {
+            return Ok(Arc::clone(state));
         }
-        let lua = sandbox::new_state().map_err(|e| internal(&e))?;
-        self.lua = Some(lua.clone());
-        Ok(lua)
+        let state = Arc::new(sandbox::new_state().map_err(|e| internal(&e))?);
+        self.state = Some(Arc::clone(&state));
+        Ok(state)
     }
 
     /// Compiles `body` unless a script of the same SHA1 is cached; returns
@@ -59,11 +64,10 @@ impl Scripts {
         if let Some(f) = self.cache.get(&sha) {
             return Ok((sha, f.clone()));
         }
-        let lua = self.state()?;
-        let env: Table = lua
-            .named_registry_value(sandbox::ENV)
-            .map_err(|e| internal(&e))?;
-        let function = lua
+        let state = self.state()?;
+        let env = state.env.clone();
+        let function = state
+            .lua
             .load(body)
             .set_name(sandbox::USER_SCRIPT)
             .set_mode(mlua::chunk::ChunkMode::Text)
@@ -86,15 +90,21 @@ impl Scripts {
     }
 
     fn get(&self, sha: &[u8]) -> Option<Function> {
-        let sha = std::str::from_utf8(sha).ok()?.to_ascii_lowercase();
-        self.cache.get(&sha).cloned()
+        let sha = std::str::from_utf8(sha).ok()?;
+        match self.cache.get(sha) {
+            Some(f) => Some(f.clone()),
+            None if sha.bytes().any(|b| b.is_ascii_uppercase()) => {
+                self.cache.get(&sha.to_ascii_lowercase()).cloned()
+            }
+            None => None,
+        }
     }
 
     /// SCRIPT FLUSH: forgets every script and starts a new Lua state, as
     /// Redis does.
     pub(crate) fn flush(&mut self) {
         self.cache.clear();
-        self.lua = None;
+        self.state = None;
     }
 }
 
@@ -124,8 +134,8 @@ pub(crate) fn eval(
             }
         },
     };
-    let lua = ctx.store.scripts.state()?;
-    let outcome = run(&lua, ctx, function, keys, argv, read_only).map_err(|e| internal(&e))?;
+    let state = ctx.store.scripts.state()?;
+    let outcome = run(&state, ctx, function, keys, argv, read_only).map_err(|e| internal(&e))?;
     match outcome {
         Ok(reply) => Ok(reply),
         Err(err) => Err(error_reply(&err, &sha)),
@@ -149,59 +159,72 @@ fn error_reply(err: &Table, sha: &str) -> CmdError {
     }
 }
 
-/// Calls the script under the error handler with `redis.call` bound to a
-/// client of `ctx`'s store; the reply, or the error table.
+/// Calls the script under the error handler with `redis.call` running
+/// as a client of `ctx`'s store; the reply, or the error table.
 fn run(
-    lua: &Lua,
+    state: &State,
     ctx: &mut Ctx<'_>,
     function: Function,
     keys: &[&[u8]],
     argv: &[&[u8]],
     read_only: bool,
 ) -> mlua::Result<Result<redis::Value, Table>> {
-    let globals = lua.globals();
-    globals.raw_set("KEYS", strings(lua, keys)?)?;
-    globals.raw_set("ARGV", strings(lua, argv)?)?;
+    let lua = &state.lua;
+    set_arguments(lua, keys, argv)?;
     // The script's client: SELECT inside the script does not change the
     // caller's database; the time is frozen at the script's start.
-    let mut client = Ctx {
-        store: &mut *ctx.store,
-        db: ctx.db,
-        now: ctx.now,
+    let mut client = Client {
+        ctx: Ctx {
+            store: &mut *ctx.store,
+            db: ctx.db,
+            now: ctx.now,
+        },
+        read_only,
     };
-    lua.scope(|scope| {
-        let dispatch = scope.create_function_mut(|lua, args: MultiValue| {
-            sandbox::dispatch(lua, &mut client, read_only, args)
-        })?;
-        lua.set_named_registry_value(sandbox::DISPATCH, dispatch)?;
-        let xpcall: Function = lua.named_registry_value(sandbox::XPCALL)?;
-        let handler: Function = lua.named_registry_value(sandbox::HANDLER)?;
-        let mut ret = xpcall.call::<MultiValue>((function, handler))?.into_iter();
-        let ok = matches!(ret.next(), Some(Value::Boolean(true)));
-        let value = ret.next().unwrap_or(Value::Nil);
-        let result = if ok {
-            Ok(convert::lua_to_reply(&value)?)
-        } else {
-            match value {
-                Value::Table(t) => Err(t),
-                other => {
-                    let t = lua.create_table()?;
-                    t.raw_set("err", format!("ERR {other:?}"))?;
-                    Err(t)
-                }
-            }
-        };
-        lua.unset_named_registry_value(sandbox::DISPATCH)?;
-        Ok(result)
-    })
+    let returned = call::enter(&mut client, || {
+        state.xpcall.call::<MultiValue>((function, &state.handler))
+    })?;
+    let mut ret = returned.into_iter();
+    let ok = matches!(ret.next(), Some(Value::Boolean(true)));
+    let value = ret.next().unwrap_or(Value::Nil);
+    if ok {
+        return Ok(Ok(convert::lua_to_reply(&value)?));
+    }
+    match value {
+        Value::Table(t) => Ok(Err(t)),
+        other => {
+            let t = lua.create_table()?;
+            t.raw_set("err", format!("ERR {other:?}"))?;
+            Ok(Err(t))
+        }
+    }
 }
 
-fn strings(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(items.len(), 0)?;
-    for (i, item) in items.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(item)?)?;
+/// Sets the globals `KEYS` and `ARGV` to new tables of the strings.
+///
+/// The strings go straight onto Lua's stack: through mlua's safe API each
+/// one costs a handle, created and dropped, which took longer than the
+/// commands of a small script.
+fn set_arguments(lua: &Lua, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<()> {
+    use mlua::ffi;
+    // SAFETY: the closure runs in a protected call on the stack `exec_raw`
+    // prepares (a memory error raised inside is caught and returned); it
+    // leaves the stack as it found it: each table is pushed, filled and
+    // popped by the store into the globals; the pointers and lengths come
+    // from live slices.
+    unsafe {
+        lua.exec_raw::<()>((), |state| {
+            for (name, items) in [(c"KEYS", keys), (c"ARGV", argv)] {
+                ffi::lua_createtable(state, items.len().try_into().unwrap_or(0), 0);
+                for (i, item) in (1..).zip(items) {
+                    ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                    ffi::lua_rawseti(state, -2, i);
+                }
+                ffi::lua_setfield(state, ffi::LUA_GLOBALSINDEX, name.as_ptr());
+            }
+        })
     }
-    Ok(t)
 }
+
 #[cfg(test)]
 mod tests;

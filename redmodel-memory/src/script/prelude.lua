@@ -2,10 +2,10 @@
 -- scripts, as Redis 7.0 does in script_lua.c and eval.c. Runs once per Lua
 -- state, with the Rust primitives as arguments; returns the environment
 -- user scripts run in.
-local raw_call, call, sha1hex, log, raw_encode, raw_decode, json_null = ...
+local call, pcall, sha1hex, log, raw_encode, raw_decode, json_null = ...
 local G = _G
-local error, type, select, setmetatable, rawget, tostring, tonumber =
-    error, type, select, setmetatable, rawget, tostring, tonumber
+local error, type, select, setmetatable, tostring =
+    error, type, select, setmetatable, tostring
 
 local function readonly(t)
   return setmetatable({}, {
@@ -16,13 +16,11 @@ local function readonly(t)
 end
 
 local redis = {}
--- redis.call, sha1hex and log are C functions as in Redis: a Lua wrapper
--- called in tail position would hide the line of the caller from errors.
+-- redis.call, pcall, sha1hex and log are C functions as in Redis: a Lua
+-- wrapper called in tail position would hide the line of the caller from
+-- errors.
 redis.call = call
-redis.pcall = function(...)
-  local _, r = raw_call(false, ...)
-  return r
-end
+redis.pcall = pcall
 redis.sha1hex = sha1hex
 local function one_string(n, v)
   return n == 1 and (type(v) == 'string' or type(v) == 'number')
@@ -82,14 +80,16 @@ G.cjson = readonly(cjson)
 -- Redis 7.0 loads no os, io, package or debug library and removes these.
 G.print, G.dofile, G.loadfile = nil, nil, nil
 
-local env = setmetatable({}, {
+-- A script reads globals through `env`, which finds them in G by a plain
+-- table lookup (a Lua function per global read cost more than the commands
+-- of a small script); a name G lacks reaches G's own __index, the error.
+setmetatable(G, {
   __index = function(_, k)
-    local v = rawget(G, k)
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-    end
-    return v
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
   end,
+})
+local env = setmetatable({}, {
+  __index = G,
   __newindex = function() error('Attempt to modify a readonly table', 2) end,
   __metatable = false,
 })

@@ -1,51 +1,33 @@
 //! The Lua state of an engine: Redis 7.0's libraries and sandbox (see
 //! `prelude.lua`), the error handler that gives errors Redis's shape, the
-//! `cjson` primitives and the command dispatch behind `redis.call`.
+//! `cjson` primitives (`redis.call` is in `call.rs`).
 
 use mlua::{Function, LightUserData, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
-
-use super::convert::reply_to_lua;
-use crate::command::{self, Ctx};
-
-/// Registry names of the values the engine keeps in its Lua state.
-pub(super) const ENV: &str = "redmodel.env";
-pub(super) const HANDLER: &str = "redmodel.handler";
-pub(super) const XPCALL: &str = "redmodel.xpcall";
-pub(super) const DISPATCH: &str = "redmodel.dispatch";
 
 /// The chunk name of user scripts, as Redis 7.0 names it.
 pub(super) const USER_SCRIPT: &str = "@user_script";
 
+/// A Lua state of an engine, with the values each EVAL uses.
+pub(super) struct State {
+    pub(super) lua: Lua,
+    /// The sandboxed environment user scripts run in.
+    pub(super) env: Table,
+    /// Lua's `xpcall`, and the error handler scripts run under.
+    pub(super) xpcall: Function,
+    pub(super) handler: Function,
+}
+
 /// A new Lua 5.1 state with Redis's libraries (base, table, string, math;
-/// no os, io, package or debug) and the sandboxed environment of scripts
-/// stored in the registry.
-pub(super) fn new_state() -> mlua::Result<Lua> {
+/// no os, io, package or debug) and the sandboxed environment of scripts.
+pub(super) fn new_state() -> mlua::Result<State> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::default(),
     )?;
-    let globals = lua.globals();
-    lua.set_named_registry_value(XPCALL, globals.raw_get::<Function>("xpcall")?)?;
-    lua.set_named_registry_value(HANDLER, lua.create_function(error_handler)?)?;
-    let raw_call = lua.create_function(|lua, args: MultiValue| {
-        let dispatch: Function = lua.named_registry_value(DISPATCH)?;
-        dispatch.call::<MultiValue>(args)
-    })?;
-    let call = lua.create_function(|lua, args: MultiValue| {
-        let dispatch: Function = lua.named_registry_value(DISPATCH)?;
-        let mut with_flag = MultiValue::new();
-        with_flag.push_back(Value::Boolean(true));
-        with_flag.extend(args);
-        let (ok, v): (bool, Value) = dispatch.call(with_flag)?;
-        if ok {
-            return Ok(v);
-        }
-        let text = match &v {
-            Value::Table(t) => t.raw_get::<String>("err")?,
-            _ => String::new(),
-        };
-        Err(mlua::Error::external(Raised(text)))
-    })?;
+    let xpcall = lua.globals().raw_get::<Function>("xpcall")?;
+    let handler = lua.create_function(error_handler)?;
+    let call = lua.create_function(super::call::call)?;
+    let pcall = lua.create_function(super::call::pcall)?;
     let sha1hex = lua.create_function(|lua, args: MultiValue| {
         if args.len() != 1 {
             return Err(raise("ERR wrong number of arguments"));
@@ -87,9 +69,13 @@ pub(super) fn new_state() -> mlua::Result<Lua> {
     let env: Table = lua
         .load(include_str!("prelude.lua"))
         .set_name("=redmodel")
-        .call((raw_call, call, sha1hex, log, raw_encode, raw_decode, null()))?;
-    lua.set_named_registry_value(ENV, env)?;
-    Ok(lua)
+        .call((call, pcall, sha1hex, log, raw_encode, raw_decode, null()))?;
+    Ok(State {
+        lua,
+        env,
+        xpcall,
+        handler,
+    })
 }
 
 /// An error reply raised by a library function of `redis` (the `err` of
@@ -105,7 +91,7 @@ impl std::fmt::Display for Raised {
 
 impl std::error::Error for Raised {}
 
-fn raise(text: &str) -> mlua::Error {
+pub(super) fn raise(text: &str) -> mlua::Error {
     mlua::Error::external(Raised(text.to_string()))
 }
 
@@ -172,256 +158,6 @@ fn locate(lua: &Lua, table: Table) -> mlua::Result<Table> {
         }
     }
     Ok(table)
-}
-
-/// `redis.call` (`raise`) and `redis.pcall`: runs `args` on the store as
-/// the script's client. Returns `(true, reply)`, or for a refused or failed
-/// command `(false, {err=...})` when raising, `(true, {err=...})` otherwise.
-pub(super) fn dispatch(
-    lua: &Lua,
-    ctx: &mut Ctx<'_>,
-    read_only: bool,
-    args: MultiValue,
-) -> mlua::Result<(bool, Value)> {
-    let mut it = args.into_iter();
-    let raise = matches!(it.next(), Some(Value::Boolean(true)));
-    let result = match command_args(lua, it) {
-        Ok(argv) => {
-            let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
-            run(ctx, read_only, &argv)
-        }
-        Err(msg) => Err(msg.to_string()),
-    };
-    match result {
-        Ok(reply) => Ok((true, reply_to_lua(lua, &reply)?)),
-        Err(text) => {
-            let t = lua.create_table()?;
-            t.raw_set("err", text)?;
-            Ok((!raise, Value::Table(t)))
-        }
-    }
-}
-
-/// The command's arguments: strings, and numbers as Lua prints them.
-fn command_args(
-    lua: &Lua,
-    values: impl Iterator<Item = Value>,
-) -> Result<Vec<Vec<u8>>, &'static str> {
-    let mut argv = Vec::new();
-    for v in values {
-        let bytes = match v {
-            Value::String(s) => s.as_bytes().to_vec(),
-            v @ (Value::Integer(_) | Value::Number(_)) => match lua.coerce_string(v) {
-                Ok(Some(s)) => s.as_bytes().to_vec(),
-                _ => return Err(ARG_TYPE),
-            },
-            _ => return Err(ARG_TYPE),
-        };
-        argv.push(bytes);
-    }
-    if argv.is_empty() {
-        return Err("ERR Please specify at least one argument for this redis lib call");
-    }
-    Ok(argv)
-}
-
-const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";
-
-/// Commands Redis 7.0 flags `noscript`, and the commands the session or
-/// the RESP server answer themselves.
-const NOSCRIPT: &[&str] = &[
-    "multi",
-    "exec",
-    "discard",
-    "watch",
-    "unwatch",
-    "eval",
-    "evalsha",
-    "eval_ro",
-    "evalsha_ro",
-    "fcall",
-    "fcall_ro",
-    "script",
-    "function",
-    "config",
-    "client",
-    "hello",
-    "save",
-    "bgsave",
-    "bgrewriteaof",
-    "reset",
-    "quit",
-    "shutdown",
-    "role",
-    "failover",
-    "monitor",
-    "sync",
-    "psync",
-    "replconf",
-    "subscribe",
-    "psubscribe",
-    "ssubscribe",
-    "unsubscribe",
-    "punsubscribe",
-    "sunsubscribe",
-    "slaveof",
-    "replicaof",
-    "blpop",
-    "brpop",
-    "brpoplpush",
-    "blmove",
-    "blmpop",
-    "bzpopmin",
-    "bzpopmax",
-    "bzmpop",
-];
-
-/// The session's own commands, with their arity (they are not in the table).
-const CONTROL: &[(&str, i32)] = &[
-    ("multi", 1),
-    ("exec", 1),
-    ("discard", 1),
-    ("watch", -2),
-    ("unwatch", 1),
-];
-
-/// Commands with Redis 7.0's `write` flag among the engine's, refused by
-/// EVAL_RO and EVALSHA_RO.
-const WRITE: &[&str] = &[
-    "set",
-    "setnx",
-    "setex",
-    "psetex",
-    "append",
-    "incr",
-    "decr",
-    "incrby",
-    "decrby",
-    "incrbyfloat",
-    "getset",
-    "getdel",
-    "getex",
-    "mset",
-    "msetnx",
-    "setrange",
-    "setbit",
-    "bitop",
-    "bitfield",
-    "del",
-    "unlink",
-    "expire",
-    "pexpire",
-    "expireat",
-    "pexpireat",
-    "persist",
-    "rename",
-    "renamenx",
-    "move",
-    "copy",
-    "restore",
-    "hset",
-    "hsetnx",
-    "hmset",
-    "hdel",
-    "hincrby",
-    "hincrbyfloat",
-    "lpush",
-    "rpush",
-    "lpushx",
-    "rpushx",
-    "lpop",
-    "rpop",
-    "linsert",
-    "lset",
-    "lrem",
-    "ltrim",
-    "rpoplpush",
-    "lmove",
-    "blpop",
-    "brpop",
-    "blmove",
-    "brpoplpush",
-    "lmpop",
-    "blmpop",
-    "sadd",
-    "srem",
-    "spop",
-    "smove",
-    "sinterstore",
-    "sunionstore",
-    "sdiffstore",
-    "zadd",
-    "zincrby",
-    "zrem",
-    "zremrangebyscore",
-    "zremrangebyrank",
-    "zremrangebylex",
-    "zpopmin",
-    "zpopmax",
-    "bzpopmin",
-    "bzpopmax",
-    "zmpop",
-    "bzmpop",
-    "zunionstore",
-    "zinterstore",
-    "zdiffstore",
-    "zrangestore",
-    "flushdb",
-    "flushall",
-    "swapdb",
-    "sort",
-    "pfadd",
-    "pfmerge",
-    "pfdebug",
-    "geoadd",
-    "georadius",
-    "georadiusbymember",
-    "geosearchstore",
-    "xadd",
-    "xdel",
-    "xtrim",
-    "xgroup",
-    "xack",
-    "xclaim",
-    "xautoclaim",
-    "xreadgroup",
-    "xsetid",
-];
-
-fn named(name: &[u8], list: &[&str]) -> bool {
-    list.iter().any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
-}
-
-/// Redis 7.0's `scriptCall` checks, in its order, then the command.
-fn run(ctx: &mut Ctx<'_>, read_only: bool, argv: &[&[u8]]) -> Result<redis::Value, String> {
-    const UNKNOWN: &str = "ERR Unknown Redis command called from script";
-    const ARITY: &str = "ERR Wrong number of args calling Redis command from script";
-    let name = argv[0];
-    let arity = match CONTROL
-        .iter()
-        .find(|(n, _)| name.eq_ignore_ascii_case(n.as_bytes()))
-    {
-        Some((_, arity)) => Some(*arity),
-        None => command::lookup(name).map(|spec| spec.arity),
-    };
-    let Some(arity) = arity else {
-        if named(name, NOSCRIPT) {
-            return Err("ERR This Redis command is not allowed from script".into());
-        }
-        return Err(UNKNOWN.into());
-    };
-    let argc = argv.len() as i64;
-    let arity = i64::from(arity);
-    if (arity >= 0 && argc != arity) || argc < -arity {
-        return Err(ARITY.into());
-    }
-    if named(name, NOSCRIPT) {
-        return Err("ERR This Redis command is not allowed from script".into());
-    }
-    if read_only && named(name, WRITE) {
-        return Err("ERR Write commands are not allowed from read-only scripts.".into());
-    }
-    command::run(ctx, argv).map_err(|e| e.text().to_string())
 }
 
 /// lua-cjson's encoder with its default settings (sparse arrays up to a

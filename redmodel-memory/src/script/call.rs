@@ -1,0 +1,321 @@
+//! `redis.call` and `redis.pcall`: a running script's commands, run on the
+//! store as the script's own client.
+//!
+//! The two functions are created once per Lua state. The client they run
+//! as exists only while a script runs, borrowed from the EVAL that runs it,
+//! so it is lent to them through [`enter`] and [`with`]: a pointer in a
+//! thread-local slot, set for the length of the script. mlua's safe tool
+//! for lending a borrow to Lua, `Lua::scope`, creates and destroys a Rust
+//! function per EVAL: it was a third of the cost of a small script in
+//! process (measured in `bench_models`' `incr`), where a whole script
+//! should cost a few commands.
+
+use std::cell::Cell;
+use std::ptr;
+
+use mlua::{BorrowedBytes, Lua, LuaString, MultiValue, Value};
+
+use super::convert::reply_to_lua;
+use crate::command::{self, Ctx};
+
+/// The client a script runs its commands as.
+pub(super) struct Client<'a> {
+    pub(super) ctx: Ctx<'a>,
+    /// EVAL_RO and EVALSHA_RO: write commands are refused.
+    pub(super) read_only: bool,
+}
+
+thread_local! {
+    /// The running script's client, type-erased; null when no script runs
+    /// on this thread, or while a command of it is running.
+    static CURRENT: Cell<*mut ()> = const { Cell::new(ptr::null_mut()) };
+}
+
+/// Puts back the slot's previous value on the way out, unwinding included.
+struct Restore(*mut ());
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        CURRENT.set(self.0);
+    }
+}
+
+/// Runs `f` (the script) with `client` lent to the script's commands.
+pub(super) fn enter<R>(client: &mut Client<'_>, f: impl FnOnce() -> R) -> R {
+    let erased = (client as *mut Client<'_>).cast::<()>();
+    let _restore = Restore(CURRENT.replace(erased));
+    f()
+}
+
+/// Runs `f` with the running script's client; `None` if no script runs.
+fn with<R>(f: impl FnOnce(&mut Client<'_>) -> R) -> Option<R> {
+    // The slot is emptied while `f` runs, so that no second `&mut` to the
+    // client can be made from it, even by a command that ran a script.
+    let current = CURRENT.replace(ptr::null_mut());
+    if current.is_null() {
+        return None;
+    }
+    let _restore = Restore(current);
+    // SAFETY: `current` was set by `enter` on this thread from a `&mut
+    // Client` that `enter` holds, unused, until the slot is restored (the
+    // `Restore` guards run in reverse order of their creation, unwinding
+    // included); the slot is null while this borrow lives, so it is the
+    // only one; `f` is generic over the client's lifetime and cannot keep
+    // the borrow past its return.
+    let client = unsafe { &mut *current.cast::<Client<'_>>() };
+    Some(f(client))
+}
+
+/// `redis.call`: the command's reply, or the command's error raised as a
+/// Lua error (the error handler gives it back Redis's shape).
+pub(super) fn call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
+    match with(|client| run_args(client, lua, args)) {
+        Some(Ok(reply)) => reply_to_lua(lua, &reply),
+        Some(Err(text)) => Err(super::sandbox::raise(&text)),
+        None => Err(super::sandbox::raise(NO_SCRIPT)),
+    }
+}
+
+/// `redis.pcall`: the command's reply, or its error as an `{err=...}`
+/// table.
+pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
+    let text = match with(|client| run_args(client, lua, args)) {
+        Some(Ok(reply)) => return reply_to_lua(lua, &reply),
+        Some(Err(text)) => text,
+        None => NO_SCRIPT.to_string(),
+    };
+    let t = lua.create_table()?;
+    t.raw_set("err", text)?;
+    Ok(Value::Table(t))
+}
+
+const NO_SCRIPT: &str = "ERR redis.call outside of a running script";
+
+/// Converts the arguments, then runs them; an error is the reply's text.
+fn run_args(client: &mut Client<'_>, lua: &Lua, args: MultiValue) -> Result<redis::Value, String> {
+    let strings = command_args(lua, args)?;
+    // The bytes are borrowed from Lua's strings, not copied.
+    let bytes: Vec<BorrowedBytes> = strings.iter().map(LuaString::as_bytes).collect();
+    let argv: Vec<&[u8]> = bytes.iter().map(|b| &**b).collect();
+    run(client, &argv)
+}
+
+/// The command's arguments: strings, and numbers as Lua prints them.
+fn command_args(lua: &Lua, values: MultiValue) -> Result<Vec<LuaString>, String> {
+    let mut argv = Vec::with_capacity(values.len());
+    for v in values {
+        let s = match v {
+            Value::String(s) => s,
+            v @ (Value::Integer(_) | Value::Number(_)) => match lua.coerce_string(v) {
+                Ok(Some(s)) => s,
+                _ => return Err(ARG_TYPE.into()),
+            },
+            _ => return Err(ARG_TYPE.into()),
+        };
+        argv.push(s);
+    }
+    if argv.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call".into());
+    }
+    Ok(argv)
+}
+
+const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";
+
+/// Commands Redis 7.0 flags `noscript`, and the commands the session or
+/// the RESP server answer themselves.
+const NOSCRIPT: &[&str] = &[
+    "multi",
+    "exec",
+    "discard",
+    "watch",
+    "unwatch",
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+    "script",
+    "function",
+    "config",
+    "client",
+    "hello",
+    "save",
+    "bgsave",
+    "bgrewriteaof",
+    "reset",
+    "quit",
+    "shutdown",
+    "role",
+    "failover",
+    "monitor",
+    "sync",
+    "psync",
+    "replconf",
+    "subscribe",
+    "psubscribe",
+    "ssubscribe",
+    "unsubscribe",
+    "punsubscribe",
+    "sunsubscribe",
+    "slaveof",
+    "replicaof",
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "blmove",
+    "blmpop",
+    "bzpopmin",
+    "bzpopmax",
+    "bzmpop",
+];
+
+/// The session's own commands, with their arity (they are not in the table).
+const CONTROL: &[(&str, i32)] = &[
+    ("multi", 1),
+    ("exec", 1),
+    ("discard", 1),
+    ("watch", -2),
+    ("unwatch", 1),
+];
+
+/// Commands with Redis 7.0's `write` flag among the engine's, refused by
+/// EVAL_RO and EVALSHA_RO.
+const WRITE: &[&str] = &[
+    "set",
+    "setnx",
+    "setex",
+    "psetex",
+    "append",
+    "incr",
+    "decr",
+    "incrby",
+    "decrby",
+    "incrbyfloat",
+    "getset",
+    "getdel",
+    "getex",
+    "mset",
+    "msetnx",
+    "setrange",
+    "setbit",
+    "bitop",
+    "bitfield",
+    "del",
+    "unlink",
+    "expire",
+    "pexpire",
+    "expireat",
+    "pexpireat",
+    "persist",
+    "rename",
+    "renamenx",
+    "move",
+    "copy",
+    "restore",
+    "hset",
+    "hsetnx",
+    "hmset",
+    "hdel",
+    "hincrby",
+    "hincrbyfloat",
+    "lpush",
+    "rpush",
+    "lpushx",
+    "rpushx",
+    "lpop",
+    "rpop",
+    "linsert",
+    "lset",
+    "lrem",
+    "ltrim",
+    "rpoplpush",
+    "lmove",
+    "blpop",
+    "brpop",
+    "blmove",
+    "brpoplpush",
+    "lmpop",
+    "blmpop",
+    "sadd",
+    "srem",
+    "spop",
+    "smove",
+    "sinterstore",
+    "sunionstore",
+    "sdiffstore",
+    "zadd",
+    "zincrby",
+    "zrem",
+    "zremrangebyscore",
+    "zremrangebyrank",
+    "zremrangebylex",
+    "zpopmin",
+    "zpopmax",
+    "bzpopmin",
+    "bzpopmax",
+    "zmpop",
+    "bzmpop",
+    "zunionstore",
+    "zinterstore",
+    "zdiffstore",
+    "zrangestore",
+    "flushdb",
+    "flushall",
+    "swapdb",
+    "sort",
+    "pfadd",
+    "pfmerge",
+    "pfdebug",
+    "geoadd",
+    "georadius",
+    "georadiusbymember",
+    "geosearchstore",
+    "xadd",
+    "xdel",
+    "xtrim",
+    "xgroup",
+    "xack",
+    "xclaim",
+    "xautoclaim",
+    "xreadgroup",
+    "xsetid",
+];
+
+fn named(name: &[u8], list: &[&str]) -> bool {
+    list.iter().any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+}
+
+/// Redis 7.0's `scriptCall` checks, in its order, then the command.
+fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> {
+    const UNKNOWN: &str = "ERR Unknown Redis command called from script";
+    const ARITY: &str = "ERR Wrong number of args calling Redis command from script";
+    const REFUSED: &str = "ERR This Redis command is not allowed from script";
+    let name = argv[0];
+    let spec = command::lookup(name);
+    let arity = match spec {
+        Some(spec) => spec.arity,
+        None => match CONTROL
+            .iter()
+            .find(|(n, _)| name.eq_ignore_ascii_case(n.as_bytes()))
+        {
+            Some((_, arity)) => *arity,
+            None if named(name, NOSCRIPT) => return Err(REFUSED.into()),
+            None => return Err(UNKNOWN.into()),
+        },
+    };
+    let argc = argv.len() as i64;
+    let arity = i64::from(arity);
+    if (arity >= 0 && argc != arity) || argc < -arity {
+        return Err(ARITY.into());
+    }
+    let Some(spec) = spec.filter(|_| !named(name, NOSCRIPT)) else {
+        // Every command outside the table is a NOSCRIPT one.
+        return Err(REFUSED.into());
+    };
+    if client.read_only && named(name, WRITE) {
+        return Err("ERR Write commands are not allowed from read-only scripts.".into());
+    }
+    command::run_spec(&mut client.ctx, spec, argv).map_err(|e| e.text().to_string())
+}

@@ -13,10 +13,11 @@
 use std::cell::Cell;
 use std::ptr;
 
-use mlua::{BorrowedBytes, Lua, LuaString, MultiValue, Value};
+use mlua::{Lua, MultiValue, Value};
 
 use super::convert::reply_to_lua;
 use crate::command::{self, Ctx};
+use crate::float::format_double;
 
 /// The client a script runs its commands as.
 pub(super) struct Client<'a> {
@@ -69,7 +70,7 @@ fn with<R>(f: impl FnOnce(&mut Client<'_>) -> R) -> Option<R> {
 /// `redis.call`: the command's reply, or the command's error raised as a
 /// Lua error (the error handler gives it back Redis's shape).
 pub(super) fn call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    match with(|client| run_args(client, lua, args)) {
+    match with(|client| run_args(client, args)) {
         Some(Ok(reply)) => reply_to_lua(lua, &reply),
         Some(Err(text)) => Err(super::sandbox::raise(&text)),
         None => Err(super::sandbox::raise(NO_SCRIPT)),
@@ -79,7 +80,7 @@ pub(super) fn call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
 /// `redis.pcall`: the command's reply, or its error as an `{err=...}`
 /// table.
 pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    let text = match with(|client| run_args(client, lua, args)) {
+    let text = match with(|client| run_args(client, args)) {
         Some(Ok(reply)) => return reply_to_lua(lua, &reply),
         Some(Err(text)) => text,
         None => NO_SCRIPT.to_string(),
@@ -92,32 +93,38 @@ pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
 const NO_SCRIPT: &str = "ERR redis.call outside of a running script";
 
 /// Converts the arguments, then runs them; an error is the reply's text.
-fn run_args(client: &mut Client<'_>, lua: &Lua, args: MultiValue) -> Result<redis::Value, String> {
-    let strings = command_args(lua, args)?;
-    // The bytes are borrowed from Lua's strings, not copied.
-    let bytes: Vec<BorrowedBytes> = strings.iter().map(LuaString::as_bytes).collect();
-    let argv: Vec<&[u8]> = bytes.iter().map(|b| &**b).collect();
+fn run_args(client: &mut Client<'_>, args: MultiValue) -> Result<redis::Value, String> {
+    let (bytes, ends) = command_args(args)?;
+    let argv: Vec<&[u8]> = ends
+        .iter()
+        .scan(0, |start, &end| {
+            let arg = &bytes[*start..end];
+            *start = end;
+            Some(arg)
+        })
+        .collect();
     run(client, &argv)
 }
 
-/// The command's arguments: strings, and numbers as Lua prints them.
-fn command_args(lua: &Lua, values: MultiValue) -> Result<Vec<LuaString>, String> {
-    let mut argv = Vec::with_capacity(values.len());
-    for v in values {
-        let s = match v {
-            Value::String(s) => s,
-            v @ (Value::Integer(_) | Value::Number(_)) => match lua.coerce_string(v) {
-                Ok(Some(s)) => s,
-                _ => return Err(ARG_TYPE.into()),
-            },
-            _ => return Err(ARG_TYPE.into()),
-        };
-        argv.push(s);
-    }
-    if argv.is_empty() {
+/// The command's arguments, one after the other in one buffer, and where
+/// each ends: strings as they are, numbers as Redis 7.0 prints them
+/// (`%.17g`, where Lua's own conversion would give `%.14g`).
+fn command_args(values: MultiValue) -> Result<(Vec<u8>, Vec<usize>), String> {
+    if values.is_empty() {
         return Err("ERR Please specify at least one argument for this redis lib call".into());
     }
-    Ok(argv)
+    let mut bytes = Vec::new();
+    let mut ends = Vec::with_capacity(values.len());
+    for v in values {
+        match v {
+            Value::String(s) => bytes.extend_from_slice(&s.as_bytes()),
+            Value::Integer(n) => bytes.extend_from_slice(format_double(n as f64).as_bytes()),
+            Value::Number(n) => bytes.extend_from_slice(format_double(n).as_bytes()),
+            _ => return Err(ARG_TYPE.into()),
+        }
+        ends.push(bytes.len());
+    }
+    Ok((bytes, ends))
 }
 
 const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";

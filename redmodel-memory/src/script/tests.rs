@@ -354,3 +354,28 @@ fn script_writes_abort_a_watching_exec() {
     eval(&mut b, "return redis.call('get','k')");
     assert_eq!(run(&mut a, "EXEC"), Value::Array(vec![]));
 }
+
+#[test]
+fn numbers_as_command_arguments_print_as_redis_prints_them() {
+    // luaArgsToRedisArgv: "%.17g", not Lua's own "%.14g" (texts from
+    // redis-server 7.0.15).
+    let mut c = conn();
+    for (number, text) in [
+        ("0.1", "0.10000000000000001"),
+        ("3", "3"),
+        ("1e20", "1e+20"),
+        ("123456789012345678", "1.2345678901234568e+17"),
+        ("-0.5e-300", "-5.0000000000000001e-301"),
+        ("1/0", "inf"),
+    ] {
+        let script = format!("redis.call('set', 'x', {number}) return redis.call('get', 'x')");
+        assert_eq!(eval(&mut c, &script), bulk(text), "{number}");
+    }
+    assert_eq!(
+        eval(
+            &mut c,
+            "redis.call('set', 'y', 10) return redis.call('incrby', 'y', 7.0)"
+        ),
+        int(17)
+    );
+}

@@ -17,9 +17,9 @@
 //! | operation | model | raw redis-rs |
 //! |---|---|---|
 //! | insert | `student.insert`: MULTI HSET + HINCRBY `_count` (no HDEL: `Student` has no `Option` field) | the same MULTI |
-//! | load | `Student::get`: MULTI EXISTS + HMGET, decode | HMGET, parse by hand |
+//! | load | `Student::get`: HGETALL, decode | HMGET, parse by hand |
 //! | incr | `Student::at(id).incr(MATH, 1)`: HINCRBY | HINCRBY |
-//! | get_many_100 | `Student::get_many` of 100: MULTI of 100 (EXISTS + HMGET) | pipeline of 100 HMGETs, parsed |
+//! | get_many_100 | `Student::get_many` of 100: MULTI of 100 HGETALLs | pipeline of 100 HMGETs, parsed |
 //! | load_members_100 | `load_members` of a 100-student relation: LRANGE, then the MULTI above | LRANGE, then pipelined HMGETs |
 //! | link | many-to-many `link`: one script checking both objects exist, then LREM + RPUSH on both lists | MULTI LREM + RPUSH on both lists (no existence check) |
 //!

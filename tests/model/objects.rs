@@ -794,3 +794,45 @@ backend_tests! {
         Ok(())
     }
 }
+
+/// A model whose every field may be absent: a stored object may have none.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "memo")]
+struct Memo {
+    #[redmodel(pk)]
+    id: String,
+    text: Option<String>,
+}
+
+backend_tests! {
+    exclusive async fn an_object_with_no_value_is_not_a_missing_one(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let blank = |id: &str| Memo { id: id.into(), text: None };
+        // Stored by redmodel with no value (the hash holds `_count`).
+        blank("kept").insert(db).await?;
+        // Written by hand: with a declared field, and with none.
+        db.query::<()>(redis::cmd("HSET").arg(ctx.stored("memo:text")).arg("text").arg("hi"))
+            .await?;
+        db.query::<()>(redis::cmd("HSET").arg(ctx.stored("memo:other")).arg("other").arg("1"))
+            .await?;
+        let before = db.round_trips();
+        assert_eq!(Memo::at("kept").load(db).await?, Some(blank("kept")));
+        let got = Memo::at("text").load(db).await?;
+        assert_eq!(got.and_then(|n| n.text).as_deref(), Some("hi"));
+        assert_eq!(Memo::at("other").load(db).await?, Some(blank("other")));
+        assert_eq!(Memo::at("missing").load(db).await?, None);
+        assert_eq!(db.round_trips() - before, 4);
+        assert_eq!(
+            Memo::get_many(db, ["missing", "other", "kept", "text"]).await?,
+            vec![
+                None,
+                Some(blank("other")),
+                Some(blank("kept")),
+                Some(Memo { id: "text".into(), text: Some("hi".into()) }),
+            ]
+        );
+        let each = ObjectRef::get_many_each(db, &[Memo::at("other"), Memo::at("missing")]).await?;
+        assert!(matches!(&each[..], [Ok(Some(_)), Ok(None)]));
+        Ok(())
+    }
+}

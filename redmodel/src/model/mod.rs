@@ -155,6 +155,7 @@ mod live;
 mod member;
 pub mod migrate;
 mod object;
+mod read;
 mod referrer;
 mod relation;
 mod reply;

@@ -8,14 +8,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-use redis::{Pipeline, Value};
-
 use super::codec::{shown, Codec, IntoValue, Scalar};
 use super::field::{Field, FieldSet};
 use super::key::{decode_pk, encode_segment_into, glob_escape};
-use super::reply::{at_key, redis_type, reply_at};
+use super::reply::at_key;
 use super::scan::scan_keys;
-use super::{Admin, KeyPart, Model, OwnerKind, SingleValue, Storage};
+use super::{Admin, KeyPart, Model, OwnerKind, SingleValue};
 use crate::{Db, Error, KeyLayout, Result};
 
 /// The hash field counting full writes.
@@ -310,55 +308,9 @@ impl<M: Model> ObjectRef<M> {
         Ok(map)
     }
 
-    /// Adds the commands reading this object to `pipe`: EXISTS + HMGET of
-    /// the declared fields for a hash (in one MULTI with the rest of the
-    /// pipeline, so that "exists" and the values agree), GET for a string.
-    fn add_read(&self, db: &Db, pipe: &mut Pipeline) {
-        match M::STORAGE {
-            Storage::Hash => {
-                pipe.cmd("EXISTS").arg(self.key_in(db));
-                if !M::FIELDS.is_empty() {
-                    pipe.cmd("HMGET").arg(self.key_in(db)).arg(M::FIELDS);
-                }
-            }
-            Storage::Single => {
-                pipe.cmd("GET").arg(self.key_in(db));
-            }
-        }
-    }
-
-    /// Takes the replies of [`add_read`](Self::add_read): the stored text
-    /// of the fields, or `None` if the object does not exist.
-    fn take_read(&self, replies: &mut impl Iterator<Item = Value>) -> Result<RawFields> {
-        let expected = redis_type(M::STORAGE);
-        match M::STORAGE {
-            Storage::Hash => {
-                let exists: bool = reply_at(&self.key, expected, replies.next())?;
-                let values: Vec<Option<Vec<u8>>> = if M::FIELDS.is_empty() {
-                    Vec::new()
-                } else {
-                    reply_at(&self.key, expected, replies.next())?
-                };
-                Ok(exists.then_some(values))
-            }
-            Storage::Single => {
-                let value: Option<Vec<u8>> = reply_at(&self.key, expected, replies.next())?;
-                Ok(value.map(|v| vec![Some(v)]))
-            }
-        }
-    }
-
-    async fn read_raw(&self, db: &Db) -> Result<RawFields> {
-        let mut pipe = redis::pipe();
-        pipe.atomic().ignore_errors();
-        self.add_read(db, &mut pipe);
-        let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
-        self.take_read(&mut replies.into_iter())
-    }
-
-    /// The whole object: HMGET of the declared fields (not HGETALL),
-    /// decoded into the struct; GET for a single-value model. `Ok(None)`
-    /// if it does not exist.
+    /// The whole object: HGETALL (an empty reply is a missing object),
+    /// its declared fields decoded into the struct; GET for a single-value
+    /// model. `Ok(None)` if it does not exist.
     ///
     /// Seed name: `get_all`.
     pub async fn load(&self, db: &Db) -> Result<Option<M>> {
@@ -379,7 +331,8 @@ impl<M: Model> ObjectRef<M> {
         }
     }
 
-    /// Loads many objects in one round trip (one pipelined MULTI of reads),
+    /// Loads many objects in one round trip (one MULTI of reads, the
+    /// objects as of one instant; in the cluster layout a pipeline),
     /// in the order given; `None` where an object does not exist.
     pub async fn get_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Option<M>>> {
         Self::read_many_raw(db, refs)
@@ -411,7 +364,7 @@ impl<M: Model> ObjectRef<M> {
     /// # Ok(()) }
     /// ```
     pub async fn get_many_each(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<Option<M>>>> {
-        Ok(Self::read_many_each(db, refs)
+        Ok(Self::read_many(db, refs)
             .await?
             .into_iter()
             .zip(refs)
@@ -422,61 +375,7 @@ impl<M: Model> ObjectRef<M> {
     /// The stored text of the declared fields of each of `refs` (`None`
     /// where an object does not exist), in one round trip.
     pub(crate) async fn read_many_raw(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<RawFields>> {
-        Self::read_many_each(db, refs).await?.into_iter().collect()
-    }
-
-    /// [`read_many_raw`](Self::read_many_raw), one result per object.
-    async fn read_many_each(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
-        if refs.is_empty() {
-            return Ok(Vec::new());
-        }
-        if db.key_layout() == KeyLayout::Cluster {
-            return Self::read_many_apart(db, refs).await;
-        }
-        let mut pipe = redis::pipe();
-        pipe.atomic().ignore_errors();
-        for r in refs {
-            r.add_read(db, &mut pipe);
-        }
-        let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
-        let mut replies = replies.into_iter();
-        Ok(refs.iter().map(|r| r.take_read(&mut replies)).collect())
-    }
-
-    /// [`read_many_raw`](Self::read_many_raw) in the cluster layout, where
-    /// the objects are in many slots and no MULTI can hold them: one
-    /// pipeline (not a transaction) of one command per object, so that each
-    /// object is still read at one instant: HGETALL for a hash (an empty
-    /// reply is a missing object, as Redis has no empty hashes), GET for a
-    /// string.
-    async fn read_many_apart(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for r in refs {
-            let cmd = match M::STORAGE {
-                Storage::Hash => "HGETALL",
-                Storage::Single => "GET",
-            };
-            pipe.cmd(cmd).arg(r.key_in(db));
-        }
-        let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
-        let expected = redis_type(M::STORAGE);
-        Ok(refs
-            .iter()
-            .zip(replies)
-            .map(|(r, reply)| match M::STORAGE {
-                Storage::Hash => {
-                    let mut map: HashMap<Vec<u8>, Vec<u8>> =
-                        reply_at(&r.key, expected, Some(reply))?;
-                    Ok((!map.is_empty())
-                        .then(|| M::FIELDS.iter().map(|f| map.remove(f.as_bytes())).collect()))
-                }
-                Storage::Single => {
-                    let value: Option<Vec<u8>> = reply_at(&r.key, expected, Some(reply))?;
-                    Ok(value.map(|v| vec![Some(v)]))
-                }
-            })
-            .collect())
+        Self::read_many(db, refs).await?.into_iter().collect()
     }
 
     /// Decodes stored field texts (aligned with [`Model::FIELDS`]) into an

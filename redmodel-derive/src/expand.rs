@@ -157,6 +157,11 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
         field_handles(ident, &object.fields)
     };
 
+    let declared = declare(
+        ident,
+        "model",
+        quote!(::redmodel::__private::model_namespace::<#ident>),
+    );
     quote! {
         const _: () = {
             #(#type_checks)*
@@ -205,6 +210,21 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
 
         #handles
         #(#referrers)*
+        #declared
+    }
+}
+
+/// Registers a model or relation at program start, with its keys (see
+/// `redmodel::model::declared`).
+fn declare(ident: &Ident, kind: &str, namespace: TokenStream) -> TokenStream {
+    quote! {
+        ::redmodel::__private::inventory::submit! {
+            ::redmodel::__private::Declared {
+                rust_name: ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#ident)),
+                kind: #kind,
+                namespace: #namespace,
+            }
+        }
     }
 }
 
@@ -331,6 +351,11 @@ fn expand_relation(model: &Model, relation: &Relation) -> TokenStream {
             }
         },
     );
+    let declared = declare(
+        ident,
+        "relation",
+        quote!(::redmodel::__private::relation_namespace::<#ident>),
+    );
     quote! {
         #[automatically_derived]
         impl ::redmodel::__private::Relation for #ident {
@@ -340,5 +365,6 @@ fn expand_relation(model: &Model, relation: &Relation) -> TokenStream {
             const TABLE: &'static str = #table;
         }
         #referrer
+        #declared
     }
 }

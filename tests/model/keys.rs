@@ -274,3 +274,38 @@ fn custom_pk_types() {
     let err = ObjectRef::<Book>::parse("book:isbn-%2B000000000001").unwrap_err();
     assert!(err.to_string().contains("canonical"), "{err}");
 }
+
+/// This binary gathers the models of many modules and example programs,
+/// so it holds tables declared twice (each test keeps to its own
+/// database); the registry finds every one of them.
+#[test]
+fn declarations_claiming_the_same_keys_are_found() {
+    let conflicts = redmodel::model::conflicting_declarations();
+    let keys: std::collections::BTreeSet<&str> =
+        conflicts.iter().map(|c| c.keys.as_str()).collect();
+    let expected = [
+        "book",
+        "class",
+        "class:*:student",
+        "class:*:teacher",
+        "item",
+        "login",
+        "member",
+        "student",
+        "student:*:exam",
+        "student:*:note",
+        "teacher",
+        "teacher:*:class",
+        "user",
+    ];
+    assert_eq!(keys, expected.into_iter().collect());
+    // A relation and a sub-object with one name under one admin.
+    let notes = conflicts
+        .iter()
+        .find(|c| c.keys == "student:*:note")
+        .expect("the note conflict");
+    assert_eq!(
+        notes.to_string(),
+        "the relation `model::keys::StudentNotes` and the model `model::models::Note` both store their keys at `student:*:note`"
+    );
+}

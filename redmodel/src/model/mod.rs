@@ -147,6 +147,7 @@
 pub mod cascade;
 pub mod codec;
 pub mod composite;
+mod declared;
 pub mod expiry;
 mod field;
 pub mod index;
@@ -162,6 +163,8 @@ mod reply;
 mod scan;
 mod steps;
 mod write;
+
+pub use declared::{conflicting_declarations, DeclarationConflict};
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -432,6 +435,7 @@ pub async fn dbsize(db: &Db) -> Result<u64> {
 #[doc(hidden)]
 pub mod __private {
     pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
+    pub use super::declared::{model_namespace, relation_namespace, Declared};
     pub use super::field::Field;
     pub use super::index::{
         score_of, tags_of, IndexKind, IndexSpec, RecentList, SortedIndex, TagIndex, UniqueIndex,

@@ -22,10 +22,17 @@
 //! 4. **Index entries** (sorted set, recent list, the tag sets of a field:
 //!    one slot each), from the values the object step read back; then the
 //!    indexed fields are read again, and if a concurrent write changed them
-//!    meanwhile the entries are applied again from the new values (at most
-//!    [`MAX_SYNC_ROUNDS`] times). Whichever write applies last reads the
-//!    fields after its own entries are in, so racing writes leave the
-//!    entries equal to the fields.
+//!    meanwhile the entries are applied again from the new values, until a
+//!    read shows no change. Each writer stops only once the fields are what
+//!    it applied last, so whichever apply lands last, its writer reads the
+//!    fields after it and corrects it: racing writes leave the entries
+//!    equal to the fields. The bound, [`MAX_SYNC_ROUNDS`], is for an object
+//!    written without pause: a writer that sees that many changes during
+//!    its own sync stops, and an apply it made from a value already
+//!    overwritten may then outlast the others (the entries lag the field
+//!    until a read prunes them or a reindex). With 8 rounds, 16 tasks
+//!    writing one object on a loaded machine got there (tests/model/
+//!    cluster_steps.rs, about one run in five with 2 rounds).
 //!
 //! What a crash between steps can leave: after 1, a pending entry naming an
 //! object that does not hold the value (lookups check the holder's field
@@ -56,8 +63,9 @@ use crate::{Db, Error, KeyLayout, Result};
 pub(crate) const CLAIM_LEASE: Duration = Duration::from_secs(30);
 
 /// How many times the index step applies entries again after seeing a
-/// concurrent change of the fields.
-pub(crate) const MAX_SYNC_ROUNDS: usize = 8;
+/// concurrent change of the fields (each round means another write of the
+/// object's indexed fields landed meanwhile).
+pub(crate) const MAX_SYNC_ROUNDS: usize = 64;
 
 /// Stored texts of some fields (`None`: absent), in a given order.
 pub(crate) type Texts = Vec<Option<Vec<u8>>>;

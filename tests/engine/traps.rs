@@ -225,4 +225,5 @@ trap_tests! {
     traps_arity: "arity.txt",
     traps_unknown_commands: "unknown_commands.txt",
     traps_sort: "sort.txt",
+    traps_command_meta: "command_meta.txt",
 }

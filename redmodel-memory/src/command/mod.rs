@@ -23,12 +23,14 @@ mod hashes;
 mod keys;
 mod lcs;
 mod lists;
+pub(crate) mod meta;
 mod object;
 mod scripting;
 mod server;
 mod sets;
 mod sort;
 mod strings;
+mod table;
 #[cfg(test)]
 pub(crate) mod test_util;
 mod zsets;

@@ -6,6 +6,7 @@
 
 use redis::Value as Reply;
 
+use super::meta::{self, Meta};
 use super::{all_specs, help_reply, lookup, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::args::is;
 use crate::error::CmdError;
@@ -242,11 +243,11 @@ fn function_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 // COMMAND
 // ---------------------------------------------------------------------------
 
-/// COMMAND [COUNT | LIST | INFO name... | DOCS name...]. The engine knows
-/// each command's name and arity, not Redis's flags and key
-/// specifications: INFO gives the name and arity with empty flags and no
-/// key positions; DOCS gives nothing (redis-cli then uses its built-in
-/// help).
+/// COMMAND [COUNT | LIST | INFO name... | GETKEYS command arg... | DOCS
+/// name...]. INFO describes the engine's commands as Redis 7.0.15 does
+/// (flags, key positions, key specs, ACL categories: see `meta`), without
+/// the subcommands of container commands; DOCS gives nothing (redis-cli
+/// then uses its built-in help).
 fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     const SUBS: &[Sub] = &[
         Sub {
@@ -263,6 +264,11 @@ fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             name: "info",
             arity: -2,
             handler: command_info,
+        },
+        Sub {
+            name: "getkeys",
+            arity: -4,
+            handler: command_getkeys,
         },
         Sub {
             name: "docs",
@@ -288,21 +294,34 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::bulks(all_specs().map(|s| s.name)))
 }
 
-/// One entry of COMMAND / COMMAND INFO: name, arity, flags, first key,
-/// last key, key step, ACL categories, tips, key specs, subcommands.
+/// One entry of COMMAND / COMMAND INFO, as Redis describes the command.
 fn spec_info(spec: &Spec) -> Reply {
-    reply::array(vec![
-        reply::bulk(spec.name),
-        reply::int(spec.arity),
-        reply::array(Vec::new()),
-        reply::int(0),
-        reply::int(0),
-        reply::int(0),
-        reply::array(Vec::new()),
-        reply::array(Vec::new()),
-        reply::array(Vec::new()),
-        reply::array(Vec::new()),
-    ])
+    meta::meta(spec.name).map_or_else(reply::nil, Meta::info)
+}
+
+/// COMMAND GETKEYS: the keys of a command line, found as Redis finds them.
+fn command_getkeys(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let argv = &args[2..];
+    let Some(meta) = meta::of_line(argv) else {
+        return Err(CmdError::err("Invalid command specified"));
+    };
+    if meta.keys.is_empty() {
+        return Err(CmdError::err("The command has no key arguments"));
+    }
+    let argc = argv.len() as i64;
+    let arity = i64::from(meta.arity);
+    if (arity > 0 && arity != argc) || argc < -arity {
+        return Err(CmdError::err(
+            "Invalid number of arguments specified for command",
+        ));
+    }
+    match meta.key_positions(argv) {
+        Some(keys) if !keys.is_empty() => Ok(reply::array(
+            keys.into_iter().map(|i| reply::bulk(argv[i])).collect(),
+        )),
+        _ if meta.has_flag("no_mandatory_keys") => Ok(reply::array(Vec::new())),
+        _ => Err(CmdError::err("Invalid arguments specified for command")),
+    }
 }
 
 fn command_info(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -312,9 +331,21 @@ fn command_info(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::array(
         args[2..]
             .iter()
-            .map(|name| lookup(name).map_or_else(reply::nil, spec_info))
+            .map(|name| named_info(name).unwrap_or_else(reply::nil))
             .collect(),
     ))
+}
+
+/// COMMAND INFO of one name: a command of the engine's, or a subcommand
+/// (`config|get`) of one of its containers.
+fn named_info(name: &[u8]) -> Option<Reply> {
+    if let Some(spec) = lookup(name) {
+        return Some(spec_info(spec));
+    }
+    let name = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+    let (container, _) = name.split_once('|')?;
+    lookup(container.as_bytes())?;
+    meta::meta(&name).map(Meta::info)
 }
 
 fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {

@@ -16,7 +16,7 @@ use std::ptr;
 use mlua::{Lua, MultiValue, Value};
 
 use super::convert::reply_to_lua;
-use crate::command::{self, Ctx};
+use crate::command::{self, meta, Ctx};
 use crate::float::format_double;
 
 /// The client a script runs its commands as.
@@ -129,200 +129,26 @@ fn command_args(values: MultiValue) -> Result<(Vec<u8>, Vec<usize>), String> {
 
 const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";
 
-/// Commands Redis 7.0 flags `noscript`, and the commands the session or
-/// the RESP server answer themselves.
-const NOSCRIPT: &[&str] = &[
-    "multi",
-    "exec",
-    "discard",
-    "watch",
-    "unwatch",
-    "eval",
-    "evalsha",
-    "eval_ro",
-    "evalsha_ro",
-    "fcall",
-    "fcall_ro",
-    "script",
-    "function",
-    "config",
-    "client",
-    "hello",
-    "save",
-    "bgsave",
-    "bgrewriteaof",
-    "reset",
-    "quit",
-    "shutdown",
-    "role",
-    "failover",
-    "monitor",
-    "sync",
-    "psync",
-    "replconf",
-    "subscribe",
-    "psubscribe",
-    "ssubscribe",
-    "unsubscribe",
-    "punsubscribe",
-    "sunsubscribe",
-    "slaveof",
-    "replicaof",
-    "blpop",
-    "brpop",
-    "brpoplpush",
-    "blmove",
-    "blmpop",
-    "bzpopmin",
-    "bzpopmax",
-    "bzmpop",
-];
-
-/// The session's own commands, with their arity (they are not in the table).
-const CONTROL: &[(&str, i32)] = &[
-    ("multi", 1),
-    ("exec", 1),
-    ("discard", 1),
-    ("watch", -2),
-    ("unwatch", 1),
-];
-
-/// Commands with Redis 7.0's `write` flag among the engine's, refused by
-/// EVAL_RO and EVALSHA_RO.
-const WRITE: &[&str] = &[
-    "set",
-    "setnx",
-    "setex",
-    "psetex",
-    "append",
-    "incr",
-    "decr",
-    "incrby",
-    "decrby",
-    "incrbyfloat",
-    "getset",
-    "getdel",
-    "getex",
-    "mset",
-    "msetnx",
-    "setrange",
-    "setbit",
-    "bitop",
-    "bitfield",
-    "del",
-    "unlink",
-    "expire",
-    "pexpire",
-    "expireat",
-    "pexpireat",
-    "persist",
-    "rename",
-    "renamenx",
-    "move",
-    "copy",
-    "restore",
-    "hset",
-    "hsetnx",
-    "hmset",
-    "hdel",
-    "hincrby",
-    "hincrbyfloat",
-    "lpush",
-    "rpush",
-    "lpushx",
-    "rpushx",
-    "lpop",
-    "rpop",
-    "linsert",
-    "lset",
-    "lrem",
-    "ltrim",
-    "rpoplpush",
-    "lmove",
-    "blpop",
-    "brpop",
-    "blmove",
-    "brpoplpush",
-    "lmpop",
-    "blmpop",
-    "sadd",
-    "srem",
-    "spop",
-    "smove",
-    "sinterstore",
-    "sunionstore",
-    "sdiffstore",
-    "zadd",
-    "zincrby",
-    "zrem",
-    "zremrangebyscore",
-    "zremrangebyrank",
-    "zremrangebylex",
-    "zpopmin",
-    "zpopmax",
-    "bzpopmin",
-    "bzpopmax",
-    "zmpop",
-    "bzmpop",
-    "zunionstore",
-    "zinterstore",
-    "zdiffstore",
-    "zrangestore",
-    "flushdb",
-    "flushall",
-    "swapdb",
-    "sort",
-    "pfadd",
-    "pfmerge",
-    "pfdebug",
-    "geoadd",
-    "georadius",
-    "georadiusbymember",
-    "geosearchstore",
-    "xadd",
-    "xdel",
-    "xtrim",
-    "xgroup",
-    "xack",
-    "xclaim",
-    "xautoclaim",
-    "xreadgroup",
-    "xsetid",
-];
-
-fn named(name: &[u8], list: &[&str]) -> bool {
-    list.iter().any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
-}
-
 /// Redis 7.0's `scriptCall` checks, in its order, then the command.
 fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> {
-    const UNKNOWN: &str = "ERR Unknown Redis command called from script";
-    const ARITY: &str = "ERR Wrong number of args calling Redis command from script";
-    const REFUSED: &str = "ERR This Redis command is not allowed from script";
     let name = argv[0];
-    let spec = command::lookup(name);
-    let arity = match spec {
-        Some(spec) => spec.arity,
-        None => match CONTROL
-            .iter()
-            .find(|(n, _)| name.eq_ignore_ascii_case(n.as_bytes()))
-        {
-            Some((_, arity)) => *arity,
-            None if named(name, NOSCRIPT) => return Err(REFUSED.into()),
-            None => return Err(UNKNOWN.into()),
-        },
+    // Redis knows every command; the engine runs those it has.
+    let Some(meta) = meta::of_line(argv) else {
+        return Err("ERR Unknown Redis command called from script".into());
     };
     let argc = argv.len() as i64;
-    let arity = i64::from(arity);
+    let arity = i64::from(meta.arity);
     if (arity >= 0 && argc != arity) || argc < -arity {
-        return Err(ARITY.into());
+        return Err("ERR Wrong number of args calling Redis command from script".into());
     }
-    let Some(spec) = spec.filter(|_| !named(name, NOSCRIPT)) else {
-        // Every command outside the table is a NOSCRIPT one.
-        return Err(REFUSED.into());
-    };
-    if client.read_only && named(name, WRITE) {
+    if meta.has_flag("noscript") {
+        return Err("ERR This Redis command is not allowed from script".into());
+    }
+    if client.read_only && meta.has_flag("write") {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }
+    let Some(spec) = command::lookup(name) else {
+        return Err("ERR Unknown Redis command called from script".into());
+    };
     command::run_spec(&mut client.ctx, spec, argv).map_err(|e| e.text().to_string())
 }

@@ -1,0 +1,373 @@
+//! What Redis 7.0.15 says about each command beyond its arity: flags
+//! (`write`, `noscript`, ...), where its keys are (the legacy first / last
+//! / step and the key specifications), ACL categories and tips. The table
+//! itself (`table.rs`) is generated from a real server's COMMAND reply by
+//! `tools/command_table.py`, so the engine describes its commands exactly
+//! as Redis does (COMMAND INFO, COMMAND GETKEYS) and finds their keys the
+//! way Redis does (the cluster mode's slot checks).
+
+use redis::Value as Reply;
+
+use super::table::TABLE;
+use crate::reply;
+
+/// One command's description.
+#[derive(Debug)]
+pub(crate) struct Meta {
+    pub(crate) name: &'static str,
+    pub(crate) arity: i32,
+    pub(crate) flags: &'static [&'static str],
+    /// The legacy key positions: first key, last key (negative: from the
+    /// end), step.
+    pub(crate) first: i32,
+    pub(crate) last: i32,
+    pub(crate) step: i32,
+    pub(crate) acl: &'static [&'static str],
+    pub(crate) tips: &'static [&'static str],
+    pub(crate) keys: &'static [KeySpec],
+    /// A container's subcommands (CONFIG: `config|get`, ...), each
+    /// described by a row of its own, in the order Redis lists them.
+    pub(crate) subcommands: &'static [&'static str],
+}
+
+/// A key specification: where a run of keys begins, and how far it goes.
+#[derive(Debug)]
+pub(crate) struct KeySpec {
+    /// Redis's note on the spec; empty if it has none.
+    pub(crate) notes: &'static str,
+    pub(crate) flags: &'static [&'static str],
+    pub(crate) begin: Begin,
+    pub(crate) find: Find,
+}
+
+/// Where the keys of a spec begin.
+#[derive(Debug)]
+pub(crate) enum Begin {
+    /// At this argument.
+    Index(i32),
+    /// After this keyword, searched from `startfrom` (negative: from the
+    /// end, backwards).
+    Keyword(&'static str, i32),
+    /// Only the command knows (SORT's BY and GET patterns).
+    Unknown,
+}
+
+/// How far the keys of a spec go, from where they begin.
+#[derive(Debug)]
+pub(crate) enum Find {
+    /// To `last` (negative: from the end; with a `limit` above 1, a
+    /// `1/limit` share of the rest), every `step`.
+    Range {
+        last: i32,
+        step: i32,
+        limit: i32,
+    },
+    /// As many as the argument at `index` says, starting `first` after it,
+    /// every `step`.
+    Keynum {
+        index: i32,
+        first: i32,
+        step: i32,
+    },
+    Unknown,
+}
+
+/// The description of the command `name` (lower case).
+pub(crate) fn meta(name: &str) -> Option<&'static Meta> {
+    TABLE
+        .binary_search_by(|m| m.name.cmp(name))
+        .ok()
+        .map(|i| &TABLE[i])
+}
+
+/// The description of the command `name`, in any case.
+pub(crate) fn lookup(name: &[u8]) -> Option<&'static Meta> {
+    let mut buf = [0u8; 32];
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    meta(std::str::from_utf8(lower).ok()?)
+}
+
+/// The description of the command a command line runs: the subcommand's
+/// for a container (`CONFIG GET` is `config|get`). `None` for a command,
+/// or a container's subcommand, that Redis does not have.
+pub(crate) fn of_line(argv: &[&[u8]]) -> Option<&'static Meta> {
+    let top = lookup(argv.first()?)?;
+    if top.subcommands.is_empty() {
+        return Some(top);
+    }
+    let sub = std::str::from_utf8(argv.get(1)?).ok()?.to_ascii_lowercase();
+    meta(&format!("{}|{sub}", top.name))
+}
+
+impl Meta {
+    pub(crate) fn has_flag(&self, flag: &str) -> bool {
+        self.flags.contains(&flag)
+    }
+
+    /// COMMAND INFO's entry: name, arity, flags, first key, last key, step,
+    /// ACL categories, tips, key specs, subcommands (Redis's, whether or
+    /// not the engine has them all).
+    pub(crate) fn info(&self) -> Reply {
+        reply::array(vec![
+            reply::bulk(self.name),
+            reply::int(self.arity),
+            reply::array(self.flags.iter().map(|f| status(f)).collect()),
+            reply::int(self.first),
+            reply::int(self.last),
+            reply::int(self.step),
+            reply::array(self.acl.iter().map(|c| status(c)).collect()),
+            reply::bulks(self.tips.iter().copied()),
+            reply::array(self.keys.iter().map(KeySpec::info).collect()),
+            reply::array(
+                self.subcommands
+                    .iter()
+                    .filter_map(|name| meta(name))
+                    .map(Meta::info)
+                    .collect(),
+            ),
+        ])
+    }
+
+    /// The positions of the keys in `argv` (the command name at 0), as
+    /// Redis finds them: from the key specs, in their order; for a command
+    /// with a spec only the command can read (SORT), Redis's own rule.
+    /// `None` when the arguments do not hold what a spec needs (a key
+    /// count that is missing, negative, zero or past the end): what Redis
+    /// calls an invalid spec.
+    pub(crate) fn key_positions(&self, argv: &[&[u8]]) -> Option<Vec<usize>> {
+        if matches!(self.name, "sort" | "sort_ro") {
+            return Some(sort_keys(argv));
+        }
+        let argc = i64::try_from(argv.len()).ok()?;
+        let mut out = Vec::new();
+        for spec in self.keys {
+            let first = match spec.begin {
+                Begin::Index(i) => i64::from(i),
+                Begin::Keyword(word, from) => {
+                    let from = i64::from(from);
+                    let (start, end, dir) = if from > 0 {
+                        (from, argc - 1, 1)
+                    } else {
+                        (argc + from, 1, -1)
+                    };
+                    let mut i = start;
+                    let mut found = None;
+                    while i >= 1 && i < argc && (dir > 0 && i <= end || dir < 0 && i >= end) {
+                        if argv[i as usize].eq_ignore_ascii_case(word.as_bytes()) {
+                            found = Some(i + 1);
+                            break;
+                        }
+                        i += dir;
+                    }
+                    match found {
+                        Some(first) => first,
+                        None => continue,
+                    }
+                }
+                Begin::Unknown => return None,
+            };
+            let (first, last, step) = match spec.find {
+                Find::Range { last, step, limit } => {
+                    let (last, limit) = (i64::from(last), i64::from(limit));
+                    let last = if last >= 0 {
+                        first + last
+                    } else if limit <= 1 {
+                        argc + last
+                    } else {
+                        first + ((argc - first) / limit + last)
+                    };
+                    (first, last, i64::from(step))
+                }
+                Find::Keynum {
+                    index,
+                    first: after,
+                    step,
+                } => {
+                    let at = usize::try_from(first + i64::from(index)).ok()?;
+                    let count: i64 = std::str::from_utf8(argv.get(at)?).ok()?.parse().ok()?;
+                    if count < 0 {
+                        return None;
+                    }
+                    let begin = first + i64::from(after);
+                    let step = i64::from(step);
+                    (begin, begin + (count - 1) * step, step)
+                }
+                Find::Unknown => return None,
+            };
+            // Out of the arguments: a syntax error the command reports.
+            if last >= argc || last < first || first >= argc || step <= 0 {
+                return None;
+            }
+            let mut i = first;
+            while i <= last {
+                out.push(i as usize);
+                i += step;
+            }
+        }
+        Some(out)
+    }
+}
+
+impl KeySpec {
+    fn info(&self) -> Reply {
+        let mut items = Vec::new();
+        if !self.notes.is_empty() {
+            items.push(reply::bulk("notes"));
+            items.push(reply::bulk(self.notes));
+        }
+        items.push(reply::bulk("flags"));
+        items.push(reply::array(self.flags.iter().map(|f| status(f)).collect()));
+        items.push(reply::bulk("begin_search"));
+        items.push(match self.begin {
+            Begin::Index(i) => search("index", vec![("index", reply::int(i))]),
+            Begin::Keyword(word, from) => search(
+                "keyword",
+                vec![
+                    ("keyword", reply::bulk(word)),
+                    ("startfrom", reply::int(from)),
+                ],
+            ),
+            Begin::Unknown => search("unknown", Vec::new()),
+        });
+        items.push(reply::bulk("find_keys"));
+        items.push(match self.find {
+            Find::Range { last, step, limit } => search(
+                "range",
+                vec![
+                    ("lastkey", reply::int(last)),
+                    ("keystep", reply::int(step)),
+                    ("limit", reply::int(limit)),
+                ],
+            ),
+            Find::Keynum { index, first, step } => search(
+                "keynum",
+                vec![
+                    ("keynumidx", reply::int(index)),
+                    ("firstkey", reply::int(first)),
+                    ("keystep", reply::int(step)),
+                ],
+            ),
+            Find::Unknown => search("unknown", Vec::new()),
+        });
+        reply::array(items)
+    }
+}
+
+/// `["type", kind, "spec", [name, value, ...]]`.
+fn search(kind: &str, spec: Vec<(&str, Reply)>) -> Reply {
+    let spec = spec
+        .into_iter()
+        .flat_map(|(name, value)| [reply::bulk(name), value])
+        .collect();
+    reply::array(vec![
+        reply::bulk("type"),
+        reply::bulk(kind),
+        reply::bulk("spec"),
+        reply::array(spec),
+    ])
+}
+
+fn status(text: &str) -> Reply {
+    Reply::SimpleString(text.to_string())
+}
+
+/// SORT's keys as Redis's `sortGetKeys` finds them: the sorted key, and
+/// the destination after the last STORE (skipping the arguments of LIMIT,
+/// GET and BY, which could read "store").
+fn sort_keys(argv: &[&[u8]]) -> Vec<usize> {
+    let mut out = vec![1];
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let arg = argv[i];
+        let skip = if arg.eq_ignore_ascii_case(b"limit") {
+            2
+        } else if arg.eq_ignore_ascii_case(b"get") || arg.eq_ignore_ascii_case(b"by") {
+            1
+        } else if arg.eq_ignore_ascii_case(b"store") {
+            store = Some(i + 1);
+            1
+        } else {
+            0
+        };
+        i += skip + 1;
+    }
+    out.extend(store.filter(|&i| i < argv.len()));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(argv: &[&str]) -> Option<Vec<usize>> {
+        let argv: Vec<&[u8]> = argv.iter().map(|a| a.as_bytes()).collect();
+        of_line(&argv)
+            .expect("a Redis command")
+            .key_positions(&argv)
+    }
+
+    /// Against COMMAND GETKEYS of redis-server 7.0.15.
+    #[test]
+    fn keys_as_redis_finds_them() {
+        assert_eq!(keys(&["GET", "a"]), Some(vec![1]));
+        assert_eq!(keys(&["MSET", "a", "1", "b", "2"]), Some(vec![1, 3]));
+        assert_eq!(keys(&["DEL", "a", "b", "c"]), Some(vec![1, 2, 3]));
+        assert_eq!(keys(&["EVAL", "s", "2", "a", "b", "x"]), Some(vec![3, 4]));
+        assert_eq!(keys(&["EVAL", "s", "0", "x"]), None);
+        assert_eq!(keys(&["EVAL", "s", "5", "a"]), None);
+        assert_eq!(keys(&["EVAL", "s", "x"]), None);
+        assert_eq!(
+            keys(&["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"]),
+            Some(vec![1, 3, 4])
+        );
+        assert_eq!(
+            keys(&["XREAD", "COUNT", "2", "STREAMS", "a", "b", "0", "0"]),
+            Some(vec![4, 5])
+        );
+        assert_eq!(
+            keys(&["SORT", "a", "BY", "w_*", "STORE", "d"]),
+            Some(vec![1, 5])
+        );
+        assert_eq!(
+            keys(&["SORT", "a", "GET", "store", "LIMIT", "0", "1"]),
+            Some(vec![1])
+        );
+        assert_eq!(
+            keys(&["LMOVE", "a", "b", "LEFT", "RIGHT"]),
+            Some(vec![1, 2])
+        );
+        assert_eq!(
+            keys(&["BLMPOP", "0", "2", "a", "b", "LEFT"]),
+            Some(vec![3, 4])
+        );
+        assert_eq!(keys(&["PING"]), Some(vec![]));
+        assert_eq!(keys(&["OBJECT", "ENCODING", "a"]), Some(vec![2]));
+        assert_eq!(
+            keys(&["GEORADIUS", "a", "0", "0", "1", "km", "STORE", "b"]),
+            Some(vec![1, 7])
+        );
+    }
+
+    #[test]
+    fn the_table_is_sorted_for_binary_search() {
+        assert!(TABLE.windows(2).all(|w| w[0].name < w[1].name));
+        assert_eq!(TABLE.iter().filter(|m| !m.name.contains('|')).count(), 240);
+        for m in TABLE {
+            for sub in m.subcommands {
+                assert!(meta(sub).is_some(), "{sub}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_engine_command_is_described() {
+        for spec in super::super::all_specs() {
+            let meta =
+                meta(spec.name).unwrap_or_else(|| panic!("{} is not in the table", spec.name));
+            assert_eq!(meta.arity, spec.arity, "{}", spec.name);
+        }
+    }
+}

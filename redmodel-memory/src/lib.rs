@@ -27,6 +27,7 @@
 
 mod args;
 mod clock;
+mod cluster;
 mod command;
 mod config;
 mod connection;
@@ -98,6 +99,29 @@ impl Engine {
         };
         expire_cycle::start(&engine);
         engine
+    }
+
+    /// This engine in cluster mode: one Redis Cluster node serving every
+    /// slot, which refuses a command, a transaction or a script whose keys
+    /// are in more than one slot (`CROSSSLOT`), numbered databases, and
+    /// SORT's BY and GET patterns, as a cluster node does. Code meant for
+    /// Redis Cluster can then be tested in process.
+    ///
+    /// ```
+    /// use redmodel_memory::Engine;
+    /// let engine = Engine::new().with_cluster_mode();
+    /// let mut c = engine.connection();
+    /// let err = c.execute(&[b"MSET", b"a", b"1", b"b", b"2"]);
+    /// assert!(format!("{err:?}").contains("CROSSSLOT"));
+    /// ```
+    pub fn with_cluster_mode(self) -> Self {
+        self.shared.store.lock().cluster_enabled = true;
+        self
+    }
+
+    /// Whether the engine is in cluster mode ([`with_cluster_mode`](Self::with_cluster_mode)).
+    pub fn is_cluster_mode(&self) -> bool {
+        self.shared.store.lock().cluster_enabled
     }
 
     /// A new client of this engine, on database 0.

@@ -105,6 +105,9 @@ impl Session {
                 return Err(e);
             }
         }
+        if store.cluster_enabled {
+            self.check_slots(store, args, control("exec"))?;
+        }
         if control("multi") {
             return self.multi();
         }
@@ -124,6 +127,36 @@ impl Session {
             return Ok(reply::simple("QUEUED"));
         }
         self.run(store, args, now)
+    }
+
+    /// Cluster mode: the keys of this command, or for EXEC of every queued
+    /// one, must be in one slot. A refused command dooms the transaction;
+    /// a refused EXEC discards it.
+    fn check_slots(
+        &mut self,
+        store: &mut Store,
+        args: &[&[u8]],
+        is_exec: bool,
+    ) -> Result<(), CmdError> {
+        let result = match (&self.multi, is_exec) {
+            (Some(queue), true) => {
+                let lines: Vec<Vec<&[u8]>> = queue
+                    .iter()
+                    .map(|cmd| cmd.iter().map(Vec::as_slice).collect())
+                    .collect();
+                crate::cluster::slot_of(lines.iter().map(Vec::as_slice))
+            }
+            _ => crate::cluster::slot_of([args]),
+        };
+        let Err(err) = result else {
+            return Ok(());
+        };
+        if is_exec && self.multi.is_some() {
+            self.discard_transaction(store);
+        } else if self.multi.is_some() {
+            self.multi_failed = true;
+        }
+        Err(err)
     }
 
     /// Redis's `rejectCommand`: flags an open transaction as failed; a

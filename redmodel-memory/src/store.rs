@@ -23,6 +23,9 @@ pub(crate) struct Store {
     pub(crate) run_id: String,
     /// EVAL's Lua state and script cache.
     pub(crate) scripts: crate::script::Scripts,
+    /// Cluster mode (`cluster-enabled yes`): one node serving every slot,
+    /// refusing what a cluster node refuses (see `cluster`).
+    pub(crate) cluster_enabled: bool,
 }
 
 impl Default for Store {
@@ -46,6 +49,7 @@ impl Default for Store {
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
             scripts: Default::default(),
+            cluster_enabled: false,
         }
     }
 }

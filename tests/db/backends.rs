@@ -323,7 +323,7 @@ backend_tests! {
         }
         let k = ctx.key("k");
         let mut conn = ctx.db.dedicated().await?;
-        if ctx.db.is_cluster() {
+        if ctx.is_cluster_mode() {
             // A cluster has database 0 only: Redis refuses SELECT.
             let err = conn.query::<()>(redis::cmd("SELECT").arg(1)).await.unwrap_err();
             assert!(err.to_string().contains("not allowed in cluster mode"), "{err}");

@@ -13,8 +13,39 @@
 //! family still being written) is skipped, and the test prints which: it
 //! gets stronger by itself as the families land.
 
+use redmodel::memory::Engine;
 use redmodel_suite::diff::{engine_knows, parse_line, show, Args, Differ};
-use redmodel_suite::private_server_or_skip;
+use redmodel_suite::{redis_server_available, RedisServer};
+
+/// A private redis-server in cluster mode that serves every slot itself.
+fn one_node_cluster() -> Result<RedisServer, String> {
+    let server = RedisServer::builder()
+        .config("cluster-enabled yes")
+        .config("cluster-config-file nodes.conf")
+        .start()
+        .map_err(|e| e.to_string())?;
+    let mut conn = server
+        .client()
+        .get_connection()
+        .map_err(|e| e.to_string())?;
+    redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(16383)
+        .query::<()>(&mut conn)
+        .map_err(|e| e.to_string())?;
+    for _ in 0..100 {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut conn)
+            .map_err(|e| e.to_string())?;
+        if info.contains("cluster_state:ok") {
+            return Ok(server);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Err("the one-node cluster did not reach cluster_state:ok".into())
+}
 
 /// A named script: its name and its command lines.
 type Trap = (&'static str, Vec<&'static str>);
@@ -98,10 +129,24 @@ fn parse_script(lines: &[&'static str]) -> Vec<Line> {
 fn run_traps(test: &str, file: &str, text: &'static str) {
     // Parse first: a malformed file fails even where no server runs.
     let traps = parse_traps(file, text);
-    let Some(server) = private_server_or_skip(test) else {
+    // `cluster_*.txt`: a one-node cluster against the engine in cluster mode.
+    let cluster = file
+        .rsplit('/')
+        .next()
+        .is_some_and(|f| f.starts_with("cluster_"));
+    if !redis_server_available(test) {
         return;
+    }
+    let (server, mut differ) = if cluster {
+        let server = one_node_cluster().unwrap_or_else(|e| panic!("{test}: {e}"));
+        let differ = Differ::with_engine(&server, Engine::new().with_cluster_mode());
+        (server, differ)
+    } else {
+        let server = RedisServer::start().unwrap_or_else(|e| panic!("{test}: {e}"));
+        let differ = Differ::new(&server).expect("differ");
+        (server, differ)
     };
-    let mut differ = Differ::new(&server).expect("differ");
+    let _keep = &server;
     let mut failures = Vec::new();
     let mut skipped = Vec::new();
     let mut ran = 0;
@@ -226,4 +271,5 @@ trap_tests! {
     traps_unknown_commands: "unknown_commands.txt",
     traps_sort: "sort.txt",
     traps_command_meta: "command_meta.txt",
+    traps_cluster_mode: "cluster_mode.txt",
 }

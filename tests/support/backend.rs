@@ -37,8 +37,9 @@ macro_rules! __with_backends {
             @backends
             /// The bundled memory engine: a fresh one per test.
             Memory memory,
-            /// The memory engine with the cluster key layout: every model
-            /// operation takes its cluster path (single-slot steps).
+            /// The memory engine in cluster mode (`Db::memory_cluster`):
+            /// the cluster key layout, so every model operation takes its
+            /// cluster path, and CROSSSLOT refusals, as on Redis Cluster.
             MemoryCluster memory_cluster,
             /// A real Redis: the server `REDIS_URL` names, or a private one.
             Redis redis,
@@ -129,6 +130,12 @@ impl TestCtx {
     /// The test's key for `name`: its prefix followed by `name`.
     pub fn key(&self, name: &str) -> String {
         format!("{}{name}", self.prefix)
+    }
+
+    /// Whether the backend is a cluster: Redis Cluster, or the memory
+    /// engine in cluster mode (database 0 only, CROSSSLOT refusals).
+    pub fn is_cluster_mode(&self) -> bool {
+        self.db.is_cluster() || self.db.engine().is_some_and(|e| e.is_cluster_mode())
     }
 
     /// Whether this is the memory engine (in either key layout).
@@ -296,11 +303,12 @@ pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option
     let mut cluster = None;
     let (db, url, server) = match backend {
         Backend::Memory => (Db::memory(), None, None),
-        Backend::MemoryCluster => (
-            Db::memory().with_key_layout(redmodel::KeyLayout::Cluster),
-            None,
-            None,
-        ),
+        Backend::MemoryCluster => {
+            // As on a real cluster, a hash tag keeps the test's raw keys in
+            // one slot: the engine in cluster mode refuses CROSSSLOT too.
+            prefix = format!("{{{}}}:", prefix.trim_end_matches(':'));
+            (Db::memory_cluster(), None, None)
+        }
         Backend::Redis => match (scope, redis_url()) {
             (Scope::Shared, Some(url)) => {
                 let db = Db::connect(&url).await.unwrap_or_else(|e| {

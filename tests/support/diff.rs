@@ -317,11 +317,17 @@ impl Differ {
     /// A differ against `server` (which must be private: [`Differ::reset`]
     /// flushes it) and a new engine.
     pub fn new(server: &RedisServer) -> Result<Differ, String> {
-        Ok(Differ {
-            engine: Engine::new(),
+        Ok(Differ::with_engine(server, Engine::new()))
+    }
+
+    /// A differ against `server` and `engine` (an engine in cluster mode,
+    /// against a one-node cluster).
+    pub fn with_engine(server: &RedisServer, engine: Engine) -> Differ {
+        Differ {
+            engine,
             client: server.client(),
             sides: Vec::new(),
-        })
+        }
     }
 
     /// The engine under test.

@@ -15,7 +15,7 @@
 //! `appendonly no`), 16 databases. A subcommand we do not implement gets
 //! Redis's own "unknown subcommand" error.
 
-use super::databases::db_index;
+use super::databases::{db_index, int32_arg};
 use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::args::is;
 use crate::error::CmdError;
@@ -82,6 +82,9 @@ fn echo(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn select(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if ctx.store.cluster_enabled && int32_arg(args[1], None)? != 0 {
+        return Err(CmdError::err("SELECT is not allowed in cluster mode"));
+    }
     ctx.db = db_index(args[1])?;
     Ok(reply::ok())
 }

@@ -30,7 +30,7 @@ pub(super) const COMMANDS: &[Spec] = &[
 /// Redis's `getIntFromObjectOrReply`: an integer that fits C's `int`.
 /// `msg` replaces both of Redis's default errors (not an integer; out of
 /// the `int` range).
-fn int32_arg(arg: &[u8], msg: Option<&'static str>) -> Result<i64, CmdError> {
+pub(crate) fn int32_arg(arg: &[u8], msg: Option<&'static str>) -> Result<i64, CmdError> {
     let Some(n) = parse_i64(arg) else {
         return Err(msg.map_or(CmdError::NotInteger, CmdError::err));
     };
@@ -86,6 +86,11 @@ fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         i += 1;
     }
+    if ctx.store.cluster_enabled && (src_db != 0 || dst_db != 0) {
+        return Err(CmdError::err(
+            "Copying to another database is not allowed in cluster mode",
+        ));
+    }
     let (key, new_key) = (args[1], args[2]);
     if src_db == dst_db && key == new_key {
         return Err(same_object());
@@ -109,6 +114,9 @@ fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// MOVE key db: the key keeps its value, TTL and encoding; both databases
 /// see the key modified.
 fn move_key(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if ctx.store.cluster_enabled {
+        return Err(CmdError::err("MOVE is not allowed in cluster mode"));
+    }
     let (src_db, now) = (ctx.db, ctx.now);
     let dst_db = db_index(args[2])?;
     if src_db == dst_db {
@@ -131,6 +139,9 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// keys stay with their database number (Redis 7.0 touches the watched
 /// keys that exist on either side).
 fn swapdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if ctx.store.cluster_enabled {
+        return Err(CmdError::err("SWAPDB is not allowed in cluster mode"));
+    }
     let first = int32_arg(args[1], Some("invalid first DB index"))?;
     let second = int32_arg(args[2], Some("invalid second DB index"))?;
     let index = |n: i64| usize::try_from(n).ok().filter(|&i| i < DATABASES);

@@ -67,8 +67,9 @@ struct Options<'a> {
 }
 
 /// Parses `args[2..]` as sortCommandGeneric does: an option whose
-/// arguments are missing is a syntax error.
-fn parse<'a>(args: &[&'a [u8]], readonly: bool) -> Result<Options<'a>, CmdError> {
+/// arguments are missing is a syntax error. In cluster mode, BY with a
+/// pattern and GET (which read other keys, in any slot) are refused.
+fn parse<'a>(args: &[&'a [u8]], readonly: bool, cluster: bool) -> Result<Options<'a>, CmdError> {
     let mut o = Options {
         desc: false,
         alpha: false,
@@ -93,9 +94,15 @@ fn parse<'a>(args: &[&'a [u8]], readonly: bool) -> Result<Options<'a>, CmdError>
             o.store = Some(args[j + 1]);
             j += 1;
         } else if is(arg, "by") && left >= 1 {
+            if cluster && args[j + 1].contains(&b'*') {
+                return Err(CmdError::err("BY option of SORT denied in Cluster mode."));
+            }
             o.by = Some(args[j + 1]);
             j += 1;
         } else if is(arg, "get") && left >= 1 {
+            if cluster {
+                return Err(CmdError::err("GET option of SORT denied in Cluster mode."));
+            }
             o.gets.push(args[j + 1]);
             j += 1;
         } else {
@@ -154,7 +161,7 @@ fn window(limit: Option<(i64, i64)>, len: usize) -> std::ops::Range<usize> {
 }
 
 fn run(ctx: &mut Ctx<'_>, args: &[&[u8]], readonly: bool) -> CmdResult {
-    let mut o = parse(args, readonly)?;
+    let mut o = parse(args, readonly, ctx.store.cluster_enabled)?;
     let (source, mut items) = elements(ctx, args[1])?;
     let mut dontsort = o.by.is_some_and(|p| !p.contains(&b'*'));
     if dontsort && source == Source::Set && o.store.is_some() {

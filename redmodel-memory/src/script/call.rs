@@ -147,6 +147,12 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
     if client.read_only && meta.has_flag("write") {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }
+    // Cluster mode: Redis's `scriptVerifyClusterState` on a node that owns
+    // every slot. A script without a shebang (the engine runs no other
+    // kind) may touch keys of several slots, one command at a time.
+    if client.ctx.store.cluster_enabled && crate::cluster::slot_of([argv]).is_err() {
+        return Err("ERR Script attempted to access a non local key in a cluster node".into());
+    }
     let Some(spec) = command::lookup(name) else {
         return Err("ERR Unknown Redis command called from script".into());
     };

@@ -93,10 +93,31 @@ impl Db {
         Db::from_engine(Engine::new())
     }
 
+    /// A new, empty memory engine in cluster mode, with the cluster key
+    /// layout: the code paths of Redis Cluster in process. The engine
+    /// refuses a command, transaction or script whose keys are in more
+    /// than one slot with Redis's `CROSSSLOT`, as a cluster does
+    /// ([`Engine::with_cluster_mode`]).
+    ///
+    /// ```
+    /// let db = redmodel::Db::memory_cluster();
+    /// assert_eq!(db.key_layout(), redmodel::KeyLayout::Cluster);
+    /// ```
+    pub fn memory_cluster() -> Db {
+        Db::from_engine(Engine::new().with_cluster_mode())
+    }
+
     /// A handle on an existing memory engine (for instance one built with
-    /// a [`ManualClock`](crate::memory::ManualClock)).
+    /// a [`ManualClock`](crate::memory::ManualClock)); in the cluster key
+    /// layout if the engine is in cluster mode.
     pub fn from_engine(engine: Engine) -> Db {
-        Db::from_backend(memory::MemoryBackend::new(engine))
+        let cluster = engine.is_cluster_mode();
+        let db = Db::from_backend(memory::MemoryBackend::new(engine));
+        if cluster {
+            db.with_key_layout(KeyLayout::Cluster)
+        } else {
+            db
+        }
     }
 
     /// Wraps a backend: every constructor ends here.

@@ -274,7 +274,18 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
     ] {
         let keys = scan_keys(db, &db.stored(&key_pattern(table, field, kind.name()))).await?;
         for batch in keys.chunks(500) {
-            deleted += db.query::<u64>(redis::cmd("DEL").arg(batch)).await?;
+            deleted += match db.key_layout() {
+                KeyLayout::Plain => db.query::<u64>(redis::cmd("DEL").arg(batch)).await?,
+                // The keys are in many slots, and one DEL may not span
+                // slots: one DEL per key, pipelined.
+                KeyLayout::Cluster => {
+                    let mut pipe = redis::pipe();
+                    for key in batch {
+                        pipe.cmd("DEL").arg(key);
+                    }
+                    db.query_pipeline::<Vec<u64>>(&pipe).await?.iter().sum()
+                }
+            };
         }
     }
     Ok(deleted)

@@ -304,7 +304,8 @@ async fn print_key_tree(db: &Db) -> Result<(), Error> {
     println!("\nkeys ({}):", tree.len());
     let mut groups: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (key, kind, shown) in &tree {
-        let model = key.split(':').next().unwrap_or(key);
+        // A key of the cluster layout starts with its hash tag: `{teacher:A}:class`.
+        let model = key.trim_start_matches('{').split(':').next().unwrap_or(key);
         groups
             .entry(model)
             .or_default()

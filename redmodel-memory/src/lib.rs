@@ -119,6 +119,13 @@ impl Engine {
         self
     }
 
+    /// The address CLUSTER SLOTS, SHARDS and NODES give for this node (the
+    /// RESP server's).
+    #[cfg(feature = "server")]
+    pub(crate) fn announce(&self, ip: String, port: u16) {
+        self.shared.store.lock().announced = Some((ip, port));
+    }
+
     /// Whether the engine is in cluster mode ([`with_cluster_mode`](Self::with_cluster_mode)).
     pub fn is_cluster_mode(&self) -> bool {
         self.shared.store.lock().cluster_enabled

@@ -141,6 +141,15 @@ impl Drop for ServerHandle {
 pub async fn serve(engine: Engine, addr: impl ToSocketAddrs) -> io::Result<ServerHandle> {
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
+    // A cluster node tells clients where to find it (CLUSTER SLOTS); an
+    // unspecified IP is left empty, which clients read as "the address
+    // you reached me at", as Redis does before it learns its own.
+    let ip = if addr.ip().is_unspecified() {
+        String::new()
+    } else {
+        addr.ip().to_string()
+    };
+    engine.announce(ip, addr.port());
     let (stop, stopped) = watch::channel(false);
     let task = tokio::spawn(accept_loop(listener, engine, stopped));
     Ok(ServerHandle {

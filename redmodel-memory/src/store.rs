@@ -26,6 +26,9 @@ pub(crate) struct Store {
     /// Cluster mode (`cluster-enabled yes`): one node serving every slot,
     /// refusing what a cluster node refuses (see `cluster`).
     pub(crate) cluster_enabled: bool,
+    /// The IP and port the RESP server announces in CLUSTER SLOTS, SHARDS
+    /// and NODES (cluster mode, served over RESP).
+    pub(crate) announced: Option<(String, u16)>,
 }
 
 impl Default for Store {
@@ -50,6 +53,7 @@ impl Default for Store {
                 .collect(),
             scripts: Default::default(),
             cluster_enabled: false,
+            announced: None,
         }
     }
 }

@@ -549,3 +549,78 @@ async fn redis_cli_can_use_it() {
     }
     server.shutdown().await;
 }
+
+/// In cluster mode, served over RESP, the engine is a one-node cluster
+/// that cluster clients use as they would Redis Cluster: redis-rs's cluster
+/// client, redmodel's cluster backend and `redis-cli -c`.
+#[tokio::test]
+async fn a_cluster_mode_engine_serves_cluster_clients() -> redmodel::Result<()> {
+    let engine = Engine::new().with_cluster_mode();
+    let server = serve(engine.clone(), "127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let url = server.url();
+    let port = server.local_addr().port();
+
+    // CLUSTER SLOTS names this node at the address it listens on.
+    let mut conn = redis_rs(&server, 0).await;
+    let slots: Value = query(&mut conn, &["CLUSTER", "SLOTS"]).await?;
+    let Value::Array(ranges) = &slots else {
+        panic!("CLUSTER SLOTS: {slots:?}");
+    };
+    let Value::Array(range) = &ranges[0] else {
+        panic!("CLUSTER SLOTS: {slots:?}");
+    };
+    assert_eq!(range[..2], [Value::Int(0), Value::Int(16383)]);
+    assert!(
+        matches!(&range[2], Value::Array(node) if node[0] == bulk("127.0.0.1") && node[1] == Value::Int(port.into())),
+        "{slots:?}"
+    );
+
+    // redis-rs's cluster client: keys of many slots, one command each.
+    let client = redis::cluster::ClusterClient::new(vec![url.clone()])?;
+    let mut cluster = timeout(PATIENCE, client.get_async_connection())
+        .await
+        .expect("connect in time")?;
+    for key in ["a", "b", "c", "{t}a"] {
+        redis::cmd("SET")
+            .arg(key)
+            .arg(key)
+            .query_async::<()>(&mut cluster)
+            .await?;
+    }
+    let b: String = redis::cmd("GET").arg("b").query_async(&mut cluster).await?;
+    assert_eq!(b, "b");
+    let err = redis::cmd("MSET")
+        .arg("a")
+        .arg(1)
+        .arg("b")
+        .arg(2)
+        .query_async::<()>(&mut redis_rs(&server, 0).await)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some("CROSSSLOT"), "{err}");
+
+    // redmodel's cluster backend over it: the cluster key layout, ordered
+    // single-slot steps.
+    let db = redmodel::Db::connect_cluster(&[url.as_str()]).await?;
+    assert_eq!(db.key_layout(), redmodel::KeyLayout::Cluster);
+    db.query::<()>(redis::cmd("SET").arg("x").arg(1)).await?;
+    let keys = db.scan_keys("*").await?;
+    assert!(
+        keys.contains(&"x".to_string()) && keys.contains(&"{t}a".to_string()),
+        "{keys:?}"
+    );
+
+    // redis-cli -c gets its replies (off the runtime that runs the server).
+    let cli = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("redis-cli")
+            .args(["-c", "-h", "127.0.0.1", "-p", &port.to_string(), "GET", "c"])
+            .output()
+    });
+    if let Ok(out) = cli.await.expect("redis-cli task") {
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "c\n");
+    }
+    server.shutdown().await;
+    Ok(())
+}

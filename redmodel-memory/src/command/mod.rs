@@ -16,6 +16,7 @@ use super::reply;
 use super::store::Store;
 use super::value::{Kind, Value};
 
+mod cluster;
 mod connection;
 mod databases;
 mod expiry;
@@ -68,6 +69,7 @@ impl Spec {
 
 static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| {
     [
+        cluster::COMMANDS,
         expiry::COMMANDS,
         hashes::COMMANDS,
         keys::COMMANDS,

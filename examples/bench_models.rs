@@ -10,7 +10,9 @@
 //! private redis-server (`Db::connect`, loopback) — it measures operations
 //! per second of school `Student` operations through the model, and of the
 //! raw redis-rs code that does the same work, and prints the ratio
-//! model/raw. Both go through the same `Db`, so the ratio is the cost of the
+//! model/raw. On (d), a private 3-master Redis Cluster (`Db::connect_cluster`,
+//! the cluster key layout), it measures the model only, for the ratio of
+//! the model on the cluster to the model on one server, (d)/(c). Both go through the same `Db`, so the ratio is the cost of the
 //! model layer alone (building keys, encoding, decoding, the commands it
 //! chooses), not of the transport:
 //!
@@ -42,7 +44,7 @@ use redis::Pipeline;
 use redmodel::model::Ref;
 use redmodel::prelude::*;
 use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
-use redmodel_suite::RedisServer;
+use redmodel_suite::{RedisCluster, RedisServer};
 
 const USAGE: &str =
     "usage: bench_models [--reps N] [--millis MS] [--only OPERATION|memory] [--objects N]";
@@ -369,21 +371,24 @@ impl Op {
 }
 
 /// One backend: the `Db` the model uses, a clone of it for the raw
-/// commands, and the server behind it (killed on drop).
+/// commands (none on the cluster, whose raw code would differ), and the
+/// servers behind it (killed on drop).
 struct Target {
     label: &'static str,
     db: Db,
-    conn: Db,
+    conn: Option<Db>,
     _server: Option<RedisServer>,
+    _cluster: Option<RedisCluster>,
 }
 
 impl Target {
     fn new(label: &'static str, db: Db, server: Option<RedisServer>) -> Target {
         Target {
             label,
-            conn: db.clone(),
+            conn: Some(db.clone()),
             db,
             _server: server,
+            _cluster: None,
         }
     }
 
@@ -398,9 +403,10 @@ impl Target {
         let mut k = 0;
         ops_per_sec(run, async || {
             for _ in 0..STEP {
-                match side {
-                    Side::Model => op.model(&self.db, students, k).await?,
-                    Side::Raw => op.raw(&mut self.conn, students, k).await?,
+                match (side, self.conn.as_mut()) {
+                    (Side::Model, _) => op.model(&self.db, students, k).await?,
+                    (Side::Raw, Some(conn)) => op.raw(conn, students, k).await?,
+                    (Side::Raw, None) => return Err("no raw side".into()),
                 }
                 k += 1;
             }
@@ -424,6 +430,27 @@ async fn targets() -> Vec<Target> {
         Ok(t) => all.push(t),
         Err(e) => println!("note: (c) redis-server skipped: {e}"),
     }
+    let cluster = match RedisCluster::start(3) {
+        Ok(cluster) => {
+            let seeds = cluster.urls();
+            let seeds: Vec<&str> = seeds.iter().map(String::as_str).collect();
+            match Db::connect_cluster(&seeds).await {
+                Ok(db) => Ok(Target {
+                    label: "(d)",
+                    db,
+                    conn: None,
+                    _server: None,
+                    _cluster: Some(cluster),
+                }),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    match cluster {
+        Ok(t) => all.push(t),
+        Err(e) => println!("note: (d) Redis Cluster skipped: {e}"),
+    }
     all
 }
 
@@ -438,6 +465,11 @@ async fn measure(
         .iter()
         .map(|_| [Some(Vec::new()), Some(Vec::new())])
         .collect();
+    for (target, runs) in targets.iter().zip(&mut runs) {
+        if target.conn.is_none() {
+            runs[1] = None;
+        }
+    }
     for _ in 0..options.reps {
         for (target, runs) in targets.iter_mut().zip(&mut runs) {
             for (side, rates) in [Side::Model, Side::Raw].into_iter().zip(runs.iter_mut()) {
@@ -531,7 +563,7 @@ async fn memory(targets: &[Target], n: usize) {
 fn print_table(rows: &[(Op, Vec<[Option<f64>; 2]>)]) {
     println!();
     println!(
-        "{:<17} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8}",
+        "{:<17} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8} {:>10} {:>8}",
         "operation",
         "(a) model",
         "(a) raw",
@@ -539,12 +571,14 @@ fn print_table(rows: &[(Op, Vec<[Option<f64>; 2]>)]) {
         "(c) model",
         "(c) raw",
         "model/raw",
-        "(a)/(c)"
+        "(a)/(c)",
+        "(d) model",
+        "(d)/(c)"
     );
     for (op, rates) in rows {
         let at = |target: usize, side: usize| rates.get(target).and_then(|r| r[side]);
         println!(
-            "{:<17} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8}",
+            "{:<17} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8} {:>10} {:>8}",
             op.name(),
             fmt_rate(at(0, 0)),
             fmt_rate(at(0, 1)),
@@ -553,6 +587,8 @@ fn print_table(rows: &[(Op, Vec<[Option<f64>; 2]>)]) {
             fmt_rate(at(1, 1)),
             fmt_ratio(at(1, 0), at(1, 1)),
             fmt_ratio(at(0, 0), at(1, 0)),
+            fmt_rate(at(2, 0)),
+            fmt_ratio(at(2, 0), at(1, 0)),
         );
     }
     println!();
@@ -562,7 +598,8 @@ fn print_table(rows: &[(Op, Vec<[Option<f64>; 2]>)]) {
     println!(
         "(1.00x: the model layer costs nothing; 0.80x: it takes 25% longer); (a)/(c): the model"
     );
-    println!("on the in-process engine against the model on redis-server");
+    println!("on the in-process engine against the model on redis-server; (d)/(c): the model on");
+    println!("a 3-master Redis Cluster (cluster key layout) against the model on one redis-server");
 }
 
 async fn bench(options: Options, objects: usize) -> ExitCode {
@@ -573,6 +610,7 @@ async fn bench(options: Options, objects: usize) -> ExitCode {
         options.run.as_millis()
     );
     println!("(a) Db::memory() in process  (c) Db::connect -> private redis-server (loopback)");
+    println!("(d) Db::connect_cluster -> private 3-master Redis Cluster (loopback; model only)");
     println!(
         "model: the school's Student through redmodel; raw: redis-rs commands doing the same,"
     );

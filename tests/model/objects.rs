@@ -836,3 +836,70 @@ backend_tests! {
         Ok(())
     }
 }
+
+/// A model with every kind of index, for the per-item batch reads.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "badge")]
+struct Badge {
+    #[redmodel(pk)]
+    id: u32,
+    name: String,
+    #[redmodel(sorted)]
+    points: u64,
+    #[redmodel(tags)]
+    kinds: Vec<String>,
+    #[redmodel(recent = 10)]
+    seen: Option<u64>,
+}
+
+/// `teacher:A:badge` = [badge:1, ...]
+#[derive(Relation)]
+#[redmodel(table = "badge", owner = Teacher, member = Badge)]
+struct TeacherBadges;
+
+backend_tests! {
+    /// Every batch read through an index or a relation has a per-item
+    /// form (issue 11 item 5): one corrupted object is an error in its own
+    /// place, where the all-or-nothing form fails whole.
+    exclusive async fn index_and_relation_reads_give_each_object_its_result(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        teacher_named("A").insert(db).await?;
+        for id in 1..=3u32 {
+            let badge = Badge {
+                id,
+                name: format!("b{id}"),
+                points: u64::from(id) * 10,
+                kinds: vec!["x".into()],
+                seen: Some(u64::from(id)),
+            };
+            badge.insert(db).await?;
+            Teacher::at("A").relation::<TeacherBadges>().link(db, Badge::at(id)).await?;
+        }
+        // badge:2 loses a required field.
+        db.query::<()>(redis::cmd("HDEL").arg(ctx.stored("badge:2")).arg("name")).await?;
+        let ok = |r: &redmodel::Result<Badge>, id: u32| matches!(r, Ok(b) if b.id == id);
+        let bad = |r: &redmodel::Result<Badge>| {
+            matches!(r, Err(Error::MissingField { key, field }) if key == "badge:2" && field == "name")
+        };
+
+        assert!(Badge::POINTS_RANK.top(db, 3).await.is_err());
+        let top = Badge::POINTS_RANK.top_each(db, 3).await?;
+        assert!(top.len() == 3 && ok(&top[0], 3) && bad(&top[1]) && ok(&top[2], 1), "{top:?}");
+        let bottom = Badge::POINTS_RANK.bottom_each(db, 2).await?;
+        assert!(bottom.len() == 2 && ok(&bottom[0], 1) && bad(&bottom[1]), "{bottom:?}");
+
+        assert!(Badge::BY_KINDS.with(db, "x").await.is_err());
+        let tagged = Badge::BY_KINDS.with_each(db, "x").await?;
+        assert!(tagged.len() == 3 && ok(&tagged[0], 1) && bad(&tagged[1]) && ok(&tagged[2], 3), "{tagged:?}");
+
+        assert!(Badge::SEEN_RECENT.load(db).await.is_err());
+        let recent = Badge::SEEN_RECENT.load_each(db).await?;
+        assert!(recent.len() == 3 && ok(&recent[0], 3) && bad(&recent[1]) && ok(&recent[2], 1), "{recent:?}");
+
+        let badges = Teacher::at("A").relation::<TeacherBadges>();
+        assert!(badges.load_members(db).await.is_err());
+        let members = badges.load_members_each(db).await?;
+        assert!(members.len() == 3 && ok(&members[0], 1) && bad(&members[1]) && ok(&members[2], 3), "{members:?}");
+        Ok(())
+    }
+}

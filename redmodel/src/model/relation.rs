@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use super::expiry::{self, Ttl};
 use super::key::glob_escape;
-use super::live::{load_live, Entry};
+use super::live::{each, load_live, Entry};
 use super::member::AsMember;
 use super::object::ObjectRef;
 use super::reply::at_key;
@@ -296,13 +296,18 @@ impl<M: Model> MemberList<M> {
     ///
     /// Seed name: `names2leafs`.
     pub async fn load(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<M>> {
+        self.load_each(db, start, stop).await?.into_iter().collect()
+    }
+
+    /// Like [`load`](Self::load), with one result per member: an object
+    /// that does not decode (bad data) is an error in its own place, and
+    /// the others load. The outer error is the request's.
+    pub async fn load_each(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<Result<M>>> {
         let refs = self.range(db, start, stop).await?;
         let list = self.key_in(db).into_owned();
-        Ok(load_live(db, refs, |_| Entry::List(list.clone()))
-            .await?
-            .into_iter()
-            .map(|(_, object)| object)
-            .collect())
+        Ok(each(
+            load_live(db, refs, |_| Entry::List(list.clone())).await?,
+        ))
     }
 
     /// Every member object, in two round trips (see [`load`](Self::load)).
@@ -588,6 +593,12 @@ impl<R: Relation> RelationRef<R> {
     /// Seed name: `get_leafs_by_relation`.
     pub async fn load_members(&self, db: &Db) -> Result<Vec<R::Member>> {
         self.list.load_all(db).await
+    }
+
+    /// Like [`load_members`](Self::load_members), with one result per
+    /// member: one that does not decode is an error in its own place.
+    pub async fn load_members_each(&self, db: &Db) -> Result<Vec<Result<R::Member>>> {
+        self.list.load_each(db, 0, -1).await
     }
 }
 

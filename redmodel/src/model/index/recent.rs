@@ -13,7 +13,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::model::key::recent_key;
-use crate::model::live::{existing, load_live, parse_member, prune_gone, Entry};
+use crate::model::live::{all, each, existing, load_live, parse_member, prune_gone, Entry};
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Result};
 
@@ -86,11 +86,15 @@ impl<M: Model> RecentList<M> {
     /// Seed name: `lrange login:last_login_times 0 N-1` (001).
     pub async fn load(&self, db: &Db) -> Result<Vec<M>> {
         let refs = self.keys(db).await?;
-        Ok(load_live(db, refs, self.entry())
-            .await?
-            .into_iter()
-            .map(|(_, object)| object)
-            .collect())
+        all(load_live(db, refs, self.entry()).await?)
+    }
+
+    /// Like [`load`](Self::load), with one result per object: an object
+    /// that does not decode (bad data) is an error in its own place, and
+    /// the others load. The outer error is the request's.
+    pub async fn load_each(&self, db: &Db) -> Result<Vec<Result<M>>> {
+        let refs = self.keys(db).await?;
+        Ok(each(load_live(db, refs, self.entry()).await?))
     }
 
     /// The handles, newest first; handles of gone objects are left out

@@ -18,7 +18,7 @@ use std::ops::{Bound, RangeBounds};
 
 use crate::model::key::sorted_key;
 use crate::model::live::{
-    existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
+    each, existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
 };
 use crate::model::member::{stored_member, AsMember};
 use crate::model::Model;
@@ -190,7 +190,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         db: &Db,
         keys: Vec<String>,
         stale: &mut Vec<Stale>,
-    ) -> Result<Vec<M>> {
+    ) -> Result<Vec<Result<M>>> {
         let index = self.key();
         let refs = keys
             .iter()
@@ -207,26 +207,39 @@ impl<M: Model, T> SortedIndex<M, T> {
             values.is_some()
         })
         .await?;
-        Ok(loaded.into_iter().map(|(_, object)| object).collect())
+        Ok(each(loaded))
     }
 
     /// The `n` objects with the highest scores, highest first, loaded in
-    /// one batch.
+    /// one batch. One that does not decode (bad data) fails the read: see
+    /// [`top_each`](Self::top_each) for the others.
     ///
     /// Seed name: `zrevrange login:login_times 0 N-1` (001).
     pub async fn top(&self, db: &Db, n: u64) -> Result<Vec<M>> {
+        self.walk(db, End::Highest, n).await?.into_iter().collect()
+    }
+
+    /// Like [`top`](Self::top), with one result per object: an object
+    /// that does not decode is an error in its own place, and the others
+    /// load. The outer error is the request's.
+    pub async fn top_each(&self, db: &Db, n: u64) -> Result<Vec<Result<M>>> {
         self.walk(db, End::Highest, n).await
     }
 
     /// The `n` objects with the lowest scores, lowest first.
     pub async fn bottom(&self, db: &Db, n: u64) -> Result<Vec<M>> {
+        self.walk(db, End::Lowest, n).await?.into_iter().collect()
+    }
+
+    /// Like [`bottom`](Self::bottom), with one result per object.
+    pub async fn bottom_each(&self, db: &Db, n: u64) -> Result<Vec<Result<M>>> {
         self.walk(db, End::Lowest, n).await
     }
 
     /// The first `n` live objects from one end: reads windows by rank
     /// (normally one), skipping the entries of gone objects, then prunes
     /// those.
-    async fn walk(&self, db: &Db, end: End, n: u64) -> Result<Vec<M>> {
+    async fn walk(&self, db: &Db, end: End, n: u64) -> Result<Vec<Result<M>>> {
         let key = self.key();
         let mut out = Vec::new();
         let mut stale = Vec::new();
@@ -263,12 +276,15 @@ impl<M: Model, T> SortedIndex<M, T> {
     ///
     /// Seed name: `ZRANGEBYSCORE user 18 35` (003).
     pub async fn range<S: Score>(&self, db: &Db, range: impl RangeBounds<S>) -> Result<Vec<M>> {
-        self.by_score(db, &range, false).await
+        self.by_score(db, &range, false)
+            .await?
+            .into_iter()
+            .collect()
     }
 
     /// The objects whose score is within `range`, highest first.
     pub async fn range_rev<S: Score>(&self, db: &Db, range: impl RangeBounds<S>) -> Result<Vec<M>> {
-        self.by_score(db, &range, true).await
+        self.by_score(db, &range, true).await?.into_iter().collect()
     }
 
     async fn by_score<S: Score>(
@@ -276,7 +292,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         db: &Db,
         range: &impl RangeBounds<S>,
         rev: bool,
-    ) -> Result<Vec<M>> {
+    ) -> Result<Vec<Result<M>>> {
         let keys = self.keys_by_score(db, range, rev).await?;
         let mut stale = Vec::new();
         let objects = self.load_keys(db, keys, &mut stale).await?;

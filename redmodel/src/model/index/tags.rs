@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 use super::IndexKind;
 use crate::model::codec::{IntoValue, Scalar};
 use crate::model::key::{decode_segment, glob_escape, tag_key};
-use crate::model::live::{key_text, load_judged, parse_member, prune, Entry, Stale, Test};
+use crate::model::live::{each, key_text, load_judged, parse_member, prune, Entry, Stale, Test};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Error, Result};
@@ -198,8 +198,17 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
             .unwrap_or(|_| Ok(Vec::new()))
     }
 
-    /// The objects with this tag (SMEMBERS), in key order.
+    /// The objects with this tag (SMEMBERS), in key order. One that does
+    /// not decode (bad data) fails the read: see
+    /// [`with_each`](Self::with_each) for the others.
     pub async fn with(&self, db: &Db, tag: impl IntoValue<T::Tag>) -> Result<Vec<M>> {
+        self.with_each(db, tag).await?.into_iter().collect()
+    }
+
+    /// Like [`with`](Self::with), with one result per object: an object
+    /// that does not decode is an error in its own place, and the others
+    /// load. The outer error is the request's.
+    pub async fn with_each(&self, db: &Db, tag: impl IntoValue<T::Tag>) -> Result<Vec<Result<M>>> {
         let tags = vec![self.text(tag.into_value())?];
         self.query(db, Op::Any, tags).await
     }
@@ -212,7 +221,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         tags: impl IntoIterator<Item = I>,
     ) -> Result<Vec<M>> {
         let tags = self.texts(tags)?;
-        self.query(db, Op::All, tags).await
+        self.query(db, Op::All, tags).await?.into_iter().collect()
     }
 
     /// The objects with at least one of these tags (SUNION: ruby or web),
@@ -223,7 +232,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         tags: impl IntoIterator<Item = I>,
     ) -> Result<Vec<M>> {
         let tags = self.texts(tags)?;
-        self.query(db, Op::Any, tags).await
+        self.query(db, Op::Any, tags).await?.into_iter().collect()
     }
 
     /// The objects with the tag `tag` and none of `excluded` (SDIFF: ruby
@@ -236,14 +245,17 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
     ) -> Result<Vec<M>> {
         let mut tags = vec![self.text(tag.into_value())?];
         tags.extend(self.texts(excluded)?);
-        self.query(db, Op::FirstButNotOthers, tags).await
+        self.query(db, Op::FirstButNotOthers, tags)
+            .await?
+            .into_iter()
+            .collect()
     }
 
     /// Runs one set operation and loads its answer in one batch, checking
     /// each object against its own tags: an object that is gone, or whose
     /// field no longer has a tag whose set holds it, is left out and its
     /// entries pruned.
-    async fn query(&self, db: &Db, op: Op, tags: Vec<String>) -> Result<Vec<M>> {
+    async fn query(&self, db: &Db, op: Op, tags: Vec<String>) -> Result<Vec<Result<M>>> {
         if tags.is_empty() {
             return Ok(Vec::new());
         }
@@ -293,7 +305,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         })
         .await?;
         prune(db, stale).await?;
-        Ok(loaded.into_iter().map(|(_, object)| object).collect())
+        Ok(each(loaded))
     }
 
     /// How many live objects have `tag`.

@@ -16,6 +16,22 @@ use crate::{Db, Error, Result};
 /// How many entries a full prune checks per transaction.
 pub(crate) const PRUNE_BATCH: usize = 256;
 
+/// One loaded object: its handle, and the object or why it did not decode
+/// (bad data stays in its own place; the caller collects all-or-nothing,
+/// or hands each result on: the `_each` reads).
+pub(crate) type Loaded<M> = (ObjectRef<M>, Result<M>);
+
+/// Collects loaded objects all-or-nothing: the first that did not decode
+/// fails the whole read.
+pub(crate) fn all<M: Model>(loaded: Vec<Loaded<M>>) -> Result<Vec<M>> {
+    loaded.into_iter().map(|(_, object)| object).collect()
+}
+
+/// Each loaded object's own result.
+pub(crate) fn each<M: Model>(loaded: Vec<Loaded<M>>) -> Vec<Result<M>> {
+    loaded.into_iter().map(|(_, object)| object).collect()
+}
+
 /// Loads the objects at `refs` in one pipelined batch, keeping those that
 /// `judge` accepts, in order.
 ///
@@ -29,13 +45,22 @@ pub(crate) async fn load_judged<M: Model>(
     refs: Vec<ObjectRef<M>>,
     stale: &mut Vec<Stale>,
     mut judge: impl FnMut(&ObjectRef<M>, Option<&[Option<Vec<u8>>]>, &mut Vec<Stale>) -> bool,
-) -> Result<Vec<(ObjectRef<M>, M)>> {
-    let raw = ObjectRef::read_many_raw(db, &refs).await?;
+) -> Result<Vec<Loaded<M>>> {
+    let raw = ObjectRef::read_many(db, &refs).await?;
     let mut out = Vec::with_capacity(refs.len());
     for (r, values) in refs.into_iter().zip(raw) {
+        // A read that failed for this object alone (another Redis type at
+        // its key) is its result, as a decoding error is.
+        let values = match values {
+            Ok(values) => values,
+            Err(err) => {
+                out.push((r, Err(err)));
+                continue;
+            }
+        };
         if judge(&r, values.as_deref(), stale) {
             if let Some(values) = values {
-                let object = r.decode(values)?;
+                let object = r.decode(values);
                 out.push((r, object));
             }
         }
@@ -50,7 +75,7 @@ pub(crate) async fn load_live<M: Model>(
     db: &Db,
     refs: Vec<ObjectRef<M>>,
     entry: impl Fn(&str) -> Entry,
-) -> Result<Vec<(ObjectRef<M>, M)>> {
+) -> Result<Vec<Loaded<M>>> {
     let mut stale = Vec::new();
     let out = load_judged(db, refs, &mut stale, |r, values, stale| {
         if values.is_none() {

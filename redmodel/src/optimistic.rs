@@ -464,6 +464,12 @@ impl OptimisticConnection {
                 Err(err) => return Err(err),
             }
             if attempt < attempts {
+                tracing::debug!(
+                    target: "redmodel::retry",
+                    attempt,
+                    key = conflict_key,
+                    "a watched key changed: the transaction runs again"
+                );
                 pause_before_retry(attempt).await;
             }
         }

@@ -26,5 +26,6 @@ mod school;
 #[path = "../../examples/school.rs"]
 mod school_example;
 mod sync;
+mod traced;
 
 redmodel_suite::redis_server_test!();

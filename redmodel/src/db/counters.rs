@@ -17,6 +17,7 @@ impl Counters {
     pub(crate) fn command(&self) {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         self.commands.fetch_add(1, Ordering::Relaxed);
+        tracing::trace!(target: "redmodel::round_trip", commands = 1);
     }
 
     /// A pipeline sent in one round trip (an atomic one adds MULTI and EXEC).
@@ -25,6 +26,11 @@ impl Counters {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         self.commands
             .fetch_add(pipeline.len() as u64 + wrapper, Ordering::Relaxed);
+        tracing::trace!(
+            target: "redmodel::round_trip",
+            commands = pipeline.len() as u64 + wrapper,
+            atomic = pipeline.is_transaction()
+        );
     }
 
     pub(crate) fn round_trips(&self) -> u64 {

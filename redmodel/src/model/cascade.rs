@@ -126,6 +126,7 @@ impl<A: Admin> ObjectRef<A> {
     /// [`Error::Restricted`] (nothing written) if a referrer declared
     /// `on_delete = "restrict"` still holds it; [`Error::Conflict`] if
     /// concurrent writes aborted every attempt.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = A::TABLE, op = "delete_cascade", key = %self.key()))]
     pub async fn delete_cascade(&self, db: &Db) -> Result<bool> {
         let referrers = referrers_of(A::TABLE);
         let existed = self.cascade_once(db, &referrers).await?;

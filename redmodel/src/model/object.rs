@@ -228,6 +228,7 @@ impl<M: Model> ObjectRef<M> {
     /// Whether the object exists (EXISTS).
     ///
     /// Seed name: `is_exist`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "exists", key = %self.key))]
     pub async fn exists(&self, db: &Db) -> Result<bool> {
         db.query(redis::cmd("EXISTS").arg(self.key_in(db))).await
     }
@@ -236,6 +237,7 @@ impl<M: Model> ObjectRef<M> {
     /// For an `Option` field, an absent field is `None`, never `Some(None)`.
     ///
     /// Seed name: `get(key)`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get", key = %self.key))]
     pub async fn get<T, C: Codec<T>>(&self, db: &Db, field: Field<M, T, C>) -> Result<Option<T>> {
         let raw: Option<Vec<u8>> = db
             .query(redis::cmd("HGET").arg(self.key_in(db)).arg(field.name()))
@@ -263,6 +265,7 @@ impl<M: Model> ObjectRef<M> {
     /// and the result a tuple of `Option`s.
     ///
     /// Seed name: `get_multi`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_fields", key = %self.key))]
     pub async fn get_fields<S: FieldSet<M>>(&self, db: &Db, fields: S) -> Result<S::Output> {
         let values = self.hmget(db, &fields.names()).await?;
         fields.decode(&self.key, values)
@@ -271,6 +274,7 @@ impl<M: Model> ObjectRef<M> {
     /// Several fields by name in one HMGET, as text: the present ones only.
     ///
     /// Seed name: `get_multi`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_fields_map", key = %self.key))]
     pub async fn get_fields_map(
         &self,
         db: &Db,
@@ -313,6 +317,7 @@ impl<M: Model> ObjectRef<M> {
     /// model. `Ok(None)` if it does not exist.
     ///
     /// Seed name: `get_all`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load", key = %self.key))]
     pub async fn load(&self, db: &Db) -> Result<Option<M>> {
         match self.read_raw(db).await? {
             Some(values) => M::decode_fields(&self.key, self.pk.clone(), values).map(Some),
@@ -324,6 +329,7 @@ impl<M: Model> ObjectRef<M> {
     /// object does not exist.
     ///
     /// Seed name: `get_all2dic`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_map", key = %self.key))]
     pub async fn load_map(&self, db: &Db) -> Result<Option<BTreeMap<String, String>>> {
         match self.read_raw(db).await? {
             Some(values) => self.text_map(M::FIELDS.iter().copied(), values).map(Some),
@@ -334,6 +340,7 @@ impl<M: Model> ObjectRef<M> {
     /// Loads many objects in one round trip (one MULTI of reads, the
     /// objects as of one instant; in the cluster layout a pipeline),
     /// in the order given; `None` where an object does not exist.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_many", count = refs.len()))]
     pub async fn get_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Option<M>>> {
         Self::read_many_raw(db, refs)
             .await?
@@ -363,6 +370,7 @@ impl<M: Model> ObjectRef<M> {
     /// assert!(matches!(got[2], Ok(None)));
     /// # Ok(()) }
     /// ```
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_many_each", count = refs.len()))]
     pub async fn get_many_each(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<Option<M>>>> {
         Ok(Self::read_many(db, refs)
             .await?
@@ -441,6 +449,7 @@ impl<M: Model> ObjectRef<M> {
     /// never KEYS; keys that are not this model's are skipped).
     ///
     /// Seed name: `scan`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "scan"))]
     pub async fn scan(db: &Db) -> Result<Vec<ObjectRef<M>>> {
         let pattern = format!(
             "{}{}:*",
@@ -452,6 +461,7 @@ impl<M: Model> ObjectRef<M> {
 
     /// Every object of this model: [`scan`](Self::scan), then one batch of
     /// reads.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "scan_objects"))]
     pub async fn scan_objects(db: &Db) -> Result<Vec<M>> {
         let refs = Self::scan(db).await?;
         Ok(Self::get_many(db, &refs)
@@ -466,6 +476,7 @@ impl<M: SingleValue> ObjectRef<M> {
     /// The value of a single-value sub-object (GET).
     ///
     /// Seed name: `get_one`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_value", key = %self.key))]
     pub async fn get_value(&self, db: &Db) -> Result<Option<M::Value>> {
         let raw: Option<Vec<u8>> = db
             .query(redis::cmd("GET").arg(self.key_in(db)))

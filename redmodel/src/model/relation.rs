@@ -302,6 +302,7 @@ impl<M: Model> MemberList<M> {
     /// Like [`load`](Self::load), with one result per member: an object
     /// that does not decode (bad data) is an error in its own place, and
     /// the others load. The outer error is the request's.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "list_load", key = %self.key))]
     pub async fn load_each(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<Result<M>>> {
         let refs = self.range(db, start, stop).await?;
         let list = self.key_in(db).into_owned();
@@ -482,12 +483,14 @@ impl<R: Relation> RelationRef<R> {
     /// missing one and nothing is linked. If one of the lists' keys holds
     /// another Redis type, the error names this list's key, and the link
     /// stops at that command.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = <R::Member as Model>::TABLE, op = "link", key = %self.list.key))]
     pub async fn link(&self, db: &Db, member: impl AsMember<R::Member>) -> Result<bool> {
         Ok(self.link_many(db, [member]).await? == 1)
     }
 
     /// Links several members (see [`link`](Self::link)) in one atomic
     /// unit; returns how many were not linked before.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = <R::Member as Model>::TABLE, op = "link_many", key = %self.list.key))]
     pub async fn link_many<A: AsMember<R::Member>>(
         &self,
         db: &Db,
@@ -544,6 +547,7 @@ impl<R: Relation> RelationRef<R> {
     /// of the owner from its inverse list, in one MULTI/EXEC (one per side
     /// in the cluster layout). Whether it
     /// was linked.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = <R::Member as Model>::TABLE, op = "unlink", key = %self.list.key))]
     pub async fn unlink(&self, db: &Db, member: impl AsMember<R::Member>) -> Result<bool> {
         let member = member.member_key()?;
         Ok(self.unlink_many(db, std::slice::from_ref(&member)).await? > 0)

@@ -92,6 +92,7 @@ impl<M: Model> RecentList<M> {
     /// Like [`load`](Self::load), with one result per object: an object
     /// that does not decode (bad data) is an error in its own place, and
     /// the others load. The outer error is the request's.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "recent_load", index = self.field))]
     pub async fn load_each(&self, db: &Db) -> Result<Vec<Result<M>>> {
         let refs = self.keys(db).await?;
         Ok(each(load_live(db, refs, self.entry()).await?))

@@ -239,6 +239,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// The first `n` live objects from one end: reads windows by rank
     /// (normally one), skipping the entries of gone objects, then prunes
     /// those.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "sorted_walk", index = self.field))]
     async fn walk(&self, db: &Db, end: End, n: u64) -> Result<Vec<Result<M>>> {
         let key = self.key();
         let mut out = Vec::new();
@@ -287,6 +288,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         self.by_score(db, &range, true).await?.into_iter().collect()
     }
 
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "sorted_range", index = self.field))]
     async fn by_score<S: Score>(
         &self,
         db: &Db,

@@ -255,6 +255,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
     /// each object against its own tags: an object that is gone, or whose
     /// field no longer has a tag whose set holds it, is left out and its
     /// entries pruned.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "tags", index = self.field))]
     async fn query(&self, db: &Db, op: Op, tags: Vec<String>) -> Result<Vec<Result<M>>> {
         if tags.is_empty() {
             return Ok(Vec::new());

@@ -108,6 +108,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     }
 
     /// Like [`find`](Self::find), with the object's handle.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "find", index = self.field))]
     pub async fn find_with_handle(
         &self,
         db: &Db,
@@ -123,6 +124,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     /// The handle of the object whose field holds `value`, checked as
     /// [`find`](Self::find) does, in one round trip, reading only that
     /// field of the holder.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "holder", index = self.field))]
     pub async fn holder(&self, db: &Db, value: impl IntoValue<T>) -> Result<Option<ObjectRef<M>>> {
         let fields = [self.field];
         Ok(self

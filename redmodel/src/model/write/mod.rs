@@ -40,6 +40,7 @@ impl<M: Model> ObjectRef<M> {
     /// written, if it does not (checked in the write's atomic unit).
     ///
     /// Seed name: `update(key, value)`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "set", key = %self.key()))]
     pub async fn set<T, C: Codec<T>>(
         &self,
         db: &Db,
@@ -67,6 +68,7 @@ impl<M: Model> ObjectRef<M> {
     /// The object must exist, as for [`set`](Self::set).
     ///
     /// Seed name: `update_multi`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "set_many", key = %self.key()))]
     pub async fn set_many(
         &self,
         db: &Db,
@@ -112,6 +114,7 @@ impl<M: Model> ObjectRef<M> {
     /// object must exist, as for [`set`](Self::set).
     ///
     /// Seed name: `incr(key, delta)`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "incr", key = %self.key()))]
     pub async fn incr<T: Incr>(
         &self,
         db: &Db,
@@ -183,6 +186,7 @@ impl<M: Model> ObjectRef<M> {
     /// (which clears a TTL, as SET does), without a count or a hook.
     ///
     /// Seed name: `insert`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "insert", key = %self.key()))]
     pub async fn insert(&self, db: &Db, value: &M) -> Result<()> {
         if M::STORAGE == Storage::Single {
             return self.set_single(db, value).await;
@@ -219,6 +223,7 @@ impl<M: Model> ObjectRef<M> {
     /// counting the write or calling the sync hooks.
     ///
     /// Seed name: `insert_without_sync`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "insert_without_sync", key = %self.key()))]
     pub async fn insert_without_sync(&self, db: &Db, value: &M) -> Result<()> {
         if M::STORAGE == Storage::Single {
             return self.set_single(db, value).await;
@@ -250,6 +255,7 @@ impl<M: Model> ObjectRef<M> {
     /// existed.
     ///
     /// Seed name: `delete`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "delete", key = %self.key()))]
     pub async fn delete(&self, db: &Db) -> Result<bool> {
         let key = self.key_in(db);
         if M::INDEXES.is_empty() {
@@ -349,6 +355,7 @@ impl<M: SingleValue> ObjectRef<M> {
     /// TTL). `None` deletes the key.
     ///
     /// Seed name: `update_one`.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "set_value", key = %self.key()))]
     pub async fn set_value(&self, db: &Db, value: impl IntoValue<M::Value>) -> Result<()> {
         let field = M::FIELDS.first().copied().unwrap_or("value");
         let text = M::Codec::encode(&value.into_value()).map_err(|reason| Error::Encode {

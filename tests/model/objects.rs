@@ -903,3 +903,24 @@ backend_tests! {
         Ok(())
     }
 }
+
+backend_tests! {
+    /// One error for one mistake (issue 14 item 3): an increment of a
+    /// field that holds no number is a `Decode` naming the key and the
+    /// field, whether the field is indexed (here `sorted`) or not, and
+    /// moves nothing.
+    exclusive async fn incr_of_a_non_number_is_the_same_error_on_an_indexed_field(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        Badge { id: 1, name: "b".into(), points: 10, kinds: vec![], seen: None }.insert(db).await?;
+        db.query::<()>(redis::cmd("HSET").arg(ctx.stored("badge:1")).arg("points").arg("lots")).await?;
+        let got = Badge::at(1).incr(db, Badge::POINTS, 5).await;
+        assert!(
+            matches!(&got, Err(Error::Decode { key, field, .. }) if key == "badge:1" && field == "points"),
+            "{got:?}"
+        );
+        let raw: String = db.query(redis::cmd("HGET").arg(ctx.stored("badge:1")).arg("points")).await?;
+        assert_eq!(raw, "lots");
+        assert_eq!(Badge::POINTS_RANK.score(db, Badge::at(1)).await?, Some(10.0));
+        Ok(())
+    }
+}

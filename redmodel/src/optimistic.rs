@@ -505,13 +505,12 @@ impl OptimisticConnection {
 /// inside a transaction (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, or an EXEC
 /// aborted by one of them), after which a new attempt can succeed.
 fn redirected(err: &Error) -> bool {
-    let text = match err {
-        Error::Server(e) | Error::Unavailable { source: e } => e.to_string(),
-        _ => return false,
-    };
-    ["MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "EXECABORT"]
-        .iter()
-        .any(|code| text.contains(code))
+    match err {
+        Error::Server(e) | Error::Unavailable { source: e } => {
+            crate::db::is_redirection(e) || e.to_string().contains("EXECABORT")
+        }
+        _ => false,
+    }
 }
 
 /// Runs `step` as an optimistic transaction on a pooled connection of

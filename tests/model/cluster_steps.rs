@@ -180,3 +180,125 @@ backend_tests! {
         Ok(())
     }
 }
+
+/// `redis-cli --cluster reshard` moves 1,500 slots from one master
+/// to another while 4 tasks insert racers and increment their sorted field
+/// (issue 10 item 7): every write the Db acknowledged is there afterwards,
+/// every sorted score equals its field and every tag set holds its racers;
+/// the same Db goes on working. Writes refused during the move (a
+/// transient error) are counted and reported, not lost: they were never
+/// acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel::Result<()> {
+    if !redmodel_suite::redis_server_available("reshard under live traffic") {
+        return Ok(());
+    }
+    let cluster = redmodel_suite::RedisCluster::start(3).expect("a private 3-master cluster");
+    let urls = cluster.urls();
+    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let db = Arc::new(Db::connect_cluster(&seeds).await?);
+    let port = |url: &str| {
+        url.rsplit(':')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches('/')
+            .to_string()
+    };
+    let (from, to) = (port(&urls[0]), port(&urls[1]));
+    let id_of = |port: &str| -> String {
+        let out = std::process::Command::new("redis-cli")
+            .args(["-p", port, "CLUSTER", "MYID"])
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let (from_id, to_id) = (id_of(&from), id_of(&to));
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..4u32)
+        .map(|w| {
+            let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let (mut acked, mut refused) = (Vec::new(), 0u32);
+                let mut n = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 400 {
+                    let id = w * 10_000 + n;
+                    let tag = format!("t{}", id % 3);
+                    let written = async {
+                        racer(id, &format!("r{id}"), 0, &[&tag])
+                            .insert(&db)
+                            .await?;
+                        Racer::at(id).incr(&db, Racer::POINTS, i64::from(id)).await
+                    }
+                    .await;
+                    match written {
+                        Ok(_) => acked.push(id),
+                        Err(e) if e.is_transient() => refused += 1,
+                        Err(e) => return Err(e),
+                    }
+                    n += 1;
+                }
+                Ok::<_, Error>((acked, refused))
+            })
+        })
+        .collect();
+
+    let reshard = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("redis-cli")
+            .args([
+                "--cluster",
+                "reshard",
+                &format!("127.0.0.1:{from}"),
+                "--cluster-from",
+                &from_id,
+                "--cluster-to",
+                &to_id,
+                "--cluster-slots",
+                "1500",
+                "--cluster-yes",
+            ])
+            .output()
+            .expect("redis-cli --cluster reshard")
+    });
+    let out = reshard.await.expect("the reshard task");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+
+    let (mut acked, mut refused) = (Vec::new(), 0);
+    for writer in writers {
+        let (a, r) = writer.await.expect("a writer")?;
+        acked.extend(a);
+        refused += r;
+    }
+    println!(
+        "reshard of 1500 slots under traffic: {} writes acknowledged, {refused} refused as transient",
+        acked.len()
+    );
+    assert!(!acked.is_empty());
+    for &id in &acked {
+        let member = format!("racer:{id}");
+        let stored = Racer::at(id)
+            .load(&db)
+            .await?
+            .unwrap_or_else(|| panic!("{member} is gone"));
+        assert_eq!(stored.points, i64::from(id), "{member}");
+        assert_eq!(zscore(&db, &member).await, Some(f64::from(id)), "{member}");
+        let tag = format!("t{}", id % 3);
+        assert!(
+            tag_members(&db, &tag).await.contains(&member),
+            "{member} not in {tag}"
+        );
+    }
+    // The same Db, after the move.
+    racer(99_999, "after", 1, &[]).insert(&db).await?;
+    assert_eq!(
+        Racer::BY_NAME.holder(&db, "after").await?,
+        Some(Racer::at(99_999))
+    );
+    drop(cluster);
+    Ok(())
+}

@@ -163,17 +163,37 @@ impl Backend for ClusterBackend {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        let mut conn = self.conn();
         Box::pin(async move {
-            let result = match conn.req_packed_commands(pipeline, offset, count).await {
-                Err(err) if crossed_slots(&err) && !pipeline.is_transaction() => {
-                    // Refused before anything was sent: send the commands
-                    // on their own, each routed by its key.
-                    self.send_apart(pipeline).await
+            let mut attempt = 0;
+            loop {
+                let mut conn = self.conn();
+                let result = match conn.req_packed_commands(pipeline, offset, count).await {
+                    Err(err) if crossed_slots(&err) && !pipeline.is_transaction() => {
+                        // Refused before anything was sent: send the
+                        // commands on their own, each routed by its key.
+                        self.send_apart(pipeline).await
+                    }
+                    other => other,
+                };
+                // A MULTI whose slot moved (or is moving) comes back as an
+                // aborted transaction, which redis-rs does not follow: the
+                // server ran none of it, so it is sent again, after the
+                // slot map is read anew, until the slot has settled.
+                match &result {
+                    Err(err)
+                        if pipeline.is_transaction()
+                            && is_redirection(err)
+                            && attempt < TRANSACTION_REDIRECTS =>
+                    {
+                        attempt += 1;
+                        tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
+                        if let Ok(conn) = self.client.get_async_connection().await {
+                            *self.conn.write() = conn;
+                        }
+                    }
+                    _ => return self.reconnect_after(result).await,
                 }
-                other => other,
-            };
-            self.reconnect_after(result).await
+            }
         })
     }
 
@@ -342,6 +362,30 @@ fn is_keyless(cmd: &Cmd) -> bool {
 
 /// Whether redis-rs refused a pipeline for spanning slots (before sending
 /// it).
+/// How many times an atomic pipeline aborted by a slot's move is sent
+/// again (with a growing pause: about 3 s in all) before the error is the
+/// caller's.
+const TRANSACTION_REDIRECTS: u32 = 24;
+
+/// Whether `err` is a redirection or a transient state of a slot (MOVED,
+/// ASK, TRYAGAIN, CLUSTERDOWN), alone or inside an aborted transaction
+/// (where redis-rs spells them `Moved:`, `Ask:`): the request ran nowhere,
+/// and can run again once the slot has settled.
+pub(crate) fn is_redirection(err: &redis::RedisError) -> bool {
+    let text = err.to_string().to_ascii_uppercase();
+    [
+        "MOVED",
+        "ASK ",
+        "ASK:",
+        "TRYAGAIN",
+        "TRY AGAIN",
+        "CLUSTERDOWN",
+        "CLUSTER DOWN",
+    ]
+    .iter()
+    .any(|code| text.contains(code))
+}
+
 fn crossed_slots(err: &redis::RedisError) -> bool {
     err.code() == Some("CROSSSLOT") || err.to_string().contains("crossed slots")
 }

@@ -10,6 +10,7 @@
 
 mod backend;
 mod cluster;
+pub(crate) use cluster::is_redirection;
 mod conn_state;
 mod connect;
 mod counters;

@@ -225,9 +225,7 @@ async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel:
                     let id = w * 10_000 + n;
                     let tag = format!("t{}", id % 3);
                     let written = async {
-                        racer(id, &format!("r{id}"), 0, &[&tag])
-                            .insert(&db)
-                            .await?;
+                        racer(id, &format!("r{id}"), 0, &[&tag]).insert(&db).await?;
                         Racer::at(id).incr(&db, Racer::POINTS, i64::from(id)).await
                     }
                     .await;

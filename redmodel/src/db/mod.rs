@@ -94,6 +94,35 @@ impl Db {
         Db::from_engine(Engine::new())
     }
 
+    /// A new, empty memory engine reading time from `clock`: TTL tests move
+    /// a [`ManualClock`](crate::memory::ManualClock) forward instead of
+    /// sleeping. (The engine sees the clock's time; client-side times such
+    /// as an `expire_at` argument are the caller's.)
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// use std::time::Duration;
+    /// use redmodel::memory::ManualClock;
+    /// use redmodel::prelude::*;
+    /// #[derive(redmodel::Admin, Debug)]
+    /// struct Session { #[redmodel(pk)] id: String, user: String }
+    ///
+    /// let clock = ManualClock::starting_now();
+    /// let db = Db::memory_with_clock(clock.clone());
+    /// Session { id: "s1".into(), user: "ken".into() }.insert(&db).await?;
+    /// Session::at("s1").expire(&db, Duration::from_secs(30 * 60)).await?;
+    ///
+    /// clock.advance(Duration::from_secs(29 * 60));
+    /// assert!(Session::at("s1").load(&db).await?.is_some());
+    /// clock.advance(Duration::from_secs(2 * 60));
+    /// assert!(Session::at("s1").load(&db).await?.is_none());
+    /// # Ok(()) }
+    /// ```
+    pub fn memory_with_clock(clock: impl crate::memory::Clock) -> Db {
+        Db::from_engine(Engine::with_clock(clock))
+    }
+
     /// A new, empty memory engine in cluster mode, with the cluster key
     /// layout: the code paths of Redis Cluster in process. The engine
     /// refuses a command, transaction or script whose keys are in more

@@ -474,3 +474,34 @@ async fn private_server_kill_and_restart() {
         .expect("LRANGE");
     assert_eq!(items, ["a", "b"]);
 }
+
+backend_tests! {
+    /// `dedicated_for(key)`: a transaction typed command by command runs on
+    /// every backend, a Redis Cluster included (where the plain
+    /// `dedicated` refuses a MULTI of its own), and a concurrent write to a
+    /// WATCHed key still aborts it.
+    async fn a_connection_for_a_key_runs_a_typed_transaction(ctx) {
+        if ctx.engine_lacks(&["SET", "GET"]) {
+            return Ok(());
+        }
+        let (k, other) = (ctx.key("for"), ctx.key("for2"));
+        let mut conn = ctx.db.dedicated_for(&k).await?;
+        conn.query::<()>(redis::cmd("WATCH").arg(&k)).await?;
+        assert_eq!(conn.query::<Value>(&redis::cmd("MULTI")).await?, Value::Okay);
+        conn.query::<Value>(redis::cmd("SET").arg(&k).arg("mine")).await?;
+        conn.query::<Value>(redis::cmd("SET").arg(&other).arg("too")).await?;
+        let done: Value = conn.query(&redis::cmd("EXEC")).await?;
+        assert_eq!(done, Value::Array(vec![Value::Okay, Value::Okay]));
+        let both: Vec<String> = ctx.db.query(redis::cmd("MGET").arg(&k).arg(&other)).await?;
+        assert_eq!(both, ["mine", "too"]);
+
+        conn.query::<()>(redis::cmd("WATCH").arg(&k)).await?;
+        ctx.db.query::<()>(redis::cmd("SET").arg(&k).arg("theirs")).await?;
+        conn.query::<Value>(&redis::cmd("MULTI")).await?;
+        conn.query::<Value>(redis::cmd("SET").arg(&k).arg("late")).await?;
+        assert_eq!(conn.query::<Value>(&redis::cmd("EXEC")).await?, Value::Nil);
+        let now: String = ctx.db.query(redis::cmd("GET").arg(&k)).await?;
+        assert_eq!(now, "theirs");
+        Ok::<(), Error>(())
+    }
+}

@@ -55,6 +55,14 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// an open MULTI.
     fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>>;
 
+    /// An exclusive link that sends every command to the node serving
+    /// `key`: on a cluster, the master of its slot, where a MULTI / EXEC
+    /// typed command by command can run; elsewhere [`exclusive`](Self::exclusive).
+    fn exclusive_for<'a>(&'a self, key: &'a [u8]) -> BoxFuture<'a, Result<Box<dyn Link>>> {
+        let _ = key;
+        self.exclusive()
+    }
+
     /// The memory engine, for a backend that is one.
     fn engine(&self) -> Option<&Engine> {
         None

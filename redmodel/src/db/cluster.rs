@@ -24,7 +24,7 @@ use parking_lot::{Mutex, RwLock};
 use redis::aio::ConnectionLike;
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use super::backend::{scan_all, Backend, BoxFuture, Link};
@@ -137,6 +137,37 @@ impl ClusterBackend {
     }
 }
 
+/// A cluster connection of its own whose every command and pipeline goes
+/// to one slot's master ([`Db::dedicated_for`](crate::Db::dedicated_for)).
+struct SlotLink {
+    conn: ClusterConnection,
+    route: SingleNodeRoutingInfo,
+}
+
+impl ConnectionLike for SlotLink {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let route = RoutingInfo::SingleNode(self.route.clone());
+        Box::pin(self.conn.route_command(cmd.clone(), route))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        let route = self.route.clone();
+        Box::pin(
+            self.conn
+                .route_pipeline(pipeline.clone(), offset, count, route),
+        )
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
 /// The shortest time between two replacements of the shared connection.
 const RECONNECT_EVERY: Duration = Duration::from_millis(500);
 
@@ -203,6 +234,17 @@ impl Backend for ClusterBackend {
 
     fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>> {
         Box::pin(pool::checkout(&self.pool, self.wait))
+    }
+
+    fn exclusive_for<'a>(&'a self, key: &'a [u8]) -> BoxFuture<'a, Result<Box<dyn Link>>> {
+        let route = SingleNodeRoutingInfo::SpecificNode(Route::with_key(key, SlotAddr::Master));
+        Box::pin(async move {
+            // A new connection, not a pooled one: whatever WATCH or MULTI
+            // the caller leaves open is on that node's socket, and goes
+            // with it when the link is dropped.
+            let conn = self.client.get_async_connection().await?;
+            Ok(Box::new(SlotLink { conn, route }) as Box<dyn Link>)
+        })
     }
 
     fn is_cluster(&self) -> bool {

@@ -334,6 +334,36 @@ impl Db {
         self.exclusive().await
     }
 
+    /// A connection of its own that sends everything to the node serving
+    /// `key`: on a Redis Cluster, the master of `key`'s slot (a new cluster
+    /// connection, closed when dropped), so that a transaction typed
+    /// command by command (WATCH, MULTI, ..., EXEC) runs there, on keys of
+    /// that slot (give them `key`'s hash tag). If the slot moves meanwhile,
+    /// its commands get the node's MOVED refusals. On one server or the
+    /// memory engine, the same as [`dedicated`](Self::dedicated).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// let db = redmodel::Db::memory();
+    /// let mut conn = db.dedicated_for("{acct}:a").await?;
+    /// conn.query::<()>(&redmodel::redis::cmd("MULTI")).await?;
+    /// conn.query::<()>(redmodel::redis::cmd("SET").arg("{acct}:a").arg(1)).await?;
+    /// conn.query::<()>(redmodel::redis::cmd("SET").arg("{acct}:b").arg(2)).await?;
+    /// let done: Vec<String> = conn.query(&redmodel::redis::cmd("EXEC")).await?;
+    /// assert_eq!(done, ["OK", "OK"]);
+    /// # Ok(()) }
+    /// ```
+    pub async fn dedicated_for(&self, key: &str) -> Result<DedicatedConnection> {
+        let link = self.backend().exclusive_for(key.as_bytes()).await?;
+        // Routed to one node, it takes MULTI / EXEC like a plain connection.
+        Ok(DedicatedConnection::new(
+            link,
+            Arc::clone(&self.shared.counters),
+            false,
+        ))
+    }
+
     /// An exclusive link, on every backend (on a cluster, a cluster
     /// connection of its own): what the optimistic transactions use.
     pub(crate) async fn exclusive(&self) -> Result<DedicatedConnection> {

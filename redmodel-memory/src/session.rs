@@ -4,7 +4,7 @@
 
 use redis::Value as Reply;
 
-use super::command::{self, Ctx};
+use super::command::{self, arity_ok, Ctx};
 use super::error::CmdError;
 use super::keyspace::Key;
 use super::reply;
@@ -37,16 +37,6 @@ fn control_arity(name: &[u8]) -> Option<(&'static str, i32)> {
         .iter()
         .copied()
         .find(|(n, _)| name.eq_ignore_ascii_case(n.as_bytes()))
-}
-
-fn arity_ok(arity: i32, argc: usize) -> bool {
-    let argc = i64::try_from(argc).unwrap_or(i64::MAX);
-    let arity = i64::from(arity);
-    if arity >= 0 {
-        argc == arity
-    } else {
-        argc >= -arity
-    }
 }
 
 /// Per-client state.

@@ -137,7 +137,7 @@ fn run_traps(test: &str, file: &str, text: &'static str) {
     if !redis_server_available(test) {
         return;
     }
-    let (server, mut differ) = if cluster {
+    let (_server, mut differ) = if cluster {
         let server = one_node_cluster().unwrap_or_else(|e| panic!("{test}: {e}"));
         let differ = Differ::with_engine(&server, Engine::new().with_cluster_mode());
         (server, differ)
@@ -146,7 +146,6 @@ fn run_traps(test: &str, file: &str, text: &'static str) {
         let differ = Differ::new(&server).expect("differ");
         (server, differ)
     };
-    let _keep = &server;
     let mut failures = Vec::new();
     let mut skipped = Vec::new();
     let mut ran = 0;

@@ -146,23 +146,16 @@ impl Meta {
             let first = match spec.begin {
                 Begin::Index(i) => i64::from(i),
                 Begin::Keyword(word, from) => {
+                    // Forwards from `from`, or backwards from the end.
                     let from = i64::from(from);
-                    let (start, end, dir) = if from > 0 {
-                        (from, argc - 1, 1)
+                    let is_word = |i: &i64| argv[*i as usize].eq_ignore_ascii_case(word.as_bytes());
+                    let found = if from > 0 {
+                        (from..argc).find(is_word)
                     } else {
-                        (argc + from, 1, -1)
+                        (1..=argc + from).rev().find(is_word)
                     };
-                    let mut i = start;
-                    let mut found = None;
-                    while i >= 1 && i < argc && (dir > 0 && i <= end || dir < 0 && i >= end) {
-                        if argv[i as usize].eq_ignore_ascii_case(word.as_bytes()) {
-                            found = Some(i + 1);
-                            break;
-                        }
-                        i += dir;
-                    }
                     match found {
-                        Some(first) => first,
+                        Some(at) => at + 1,
                         None => continue,
                     }
                 }

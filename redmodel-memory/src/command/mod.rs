@@ -57,13 +57,19 @@ pub(crate) struct Spec {
 
 impl Spec {
     pub(crate) fn arity_ok(&self, argc: usize) -> bool {
-        let argc = argc as i64;
-        let arity = i64::from(self.arity);
-        if arity >= 0 {
-            argc == arity
-        } else {
-            argc >= -arity
-        }
+        arity_ok(self.arity, argc)
+    }
+}
+
+/// Whether `argc` arguments (the name included) fit Redis's `arity`: `n`
+/// exactly n, `-n` at least n.
+pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
+    let argc = i64::try_from(argc).unwrap_or(i64::MAX);
+    let arity = i64::from(arity);
+    if arity >= 0 {
+        argc == arity
+    } else {
+        argc >= -arity
     }
 }
 

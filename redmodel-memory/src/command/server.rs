@@ -245,9 +245,8 @@ fn function_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 
 /// COMMAND [COUNT | LIST | INFO name... | GETKEYS command arg... | DOCS
 /// name...]. INFO describes the engine's commands as Redis 7.0.15 does
-/// (flags, key positions, key specs, ACL categories: see `meta`), without
-/// the subcommands of container commands; DOCS gives nothing (redis-cli
-/// then uses its built-in help).
+/// (flags, key positions, key specs, ACL categories, subcommands: see
+/// `meta`); DOCS gives nothing (redis-cli then uses its built-in help).
 fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     const SUBS: &[Sub] = &[
         Sub {
@@ -308,9 +307,7 @@ fn command_getkeys(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if meta.keys.is_empty() {
         return Err(CmdError::err("The command has no key arguments"));
     }
-    let argc = argv.len() as i64;
-    let arity = i64::from(meta.arity);
-    if (arity > 0 && arity != argc) || argc < -arity {
+    if !super::arity_ok(meta.arity, argv.len()) {
         return Err(CmdError::err(
             "Invalid number of arguments specified for command",
         ));

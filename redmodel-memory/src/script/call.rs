@@ -136,9 +136,7 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
     let Some(meta) = meta::of_line(argv) else {
         return Err("ERR Unknown Redis command called from script".into());
     };
-    let argc = argv.len() as i64;
-    let arity = i64::from(meta.arity);
-    if (arity >= 0 && argc != arity) || argc < -arity {
+    if !command::arity_ok(meta.arity, argv.len()) {
         return Err("ERR Wrong number of args calling Redis command from script".into());
     }
     if meta.has_flag("noscript") {

@@ -116,24 +116,30 @@ impl ClusterBackend {
         let Err(err) = &result else {
             return result;
         };
-        if !(err.is_io_error()
+        if err.is_io_error()
             || err.is_timeout()
             || err.is_connection_dropped()
-            || err.is_connection_refusal())
+            || err.is_connection_refusal()
         {
-            return result;
+            self.refresh().await;
         }
+        result
+    }
+
+    /// Replaces the shared connection by a new one, which reads the slot
+    /// map again; at most once per [`RECONNECT_EVERY`], however many
+    /// requests ask at once.
+    async fn refresh(&self) {
         {
             let mut last = self.reconnected.lock();
             if last.is_some_and(|at| at.elapsed() < RECONNECT_EVERY) {
-                return result;
+                return;
             }
             *last = Some(Instant::now());
         }
         if let Ok(conn) = self.client.get_async_connection().await {
             *self.conn.write() = conn;
         }
-        result
     }
 }
 
@@ -218,9 +224,7 @@ impl Backend for ClusterBackend {
                     {
                         attempt += 1;
                         tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
-                        if let Ok(conn) = self.client.get_async_connection().await {
-                            *self.conn.write() = conn;
-                        }
+                        self.refresh().await;
                     }
                     _ => return self.reconnect_after(result).await,
                 }
@@ -402,8 +406,6 @@ fn is_keyless(cmd: &Cmd) -> bool {
         if KEYLESS.iter().any(|k| name.eq_ignore_ascii_case(k)))
 }
 
-/// Whether redis-rs refused a pipeline for spanning slots (before sending
-/// it).
 /// How many times an atomic pipeline aborted by a slot's move is sent
 /// again (with a growing pause: about 3 s in all) before the error is the
 /// caller's.
@@ -428,6 +430,8 @@ pub(crate) fn is_redirection(err: &redis::RedisError) -> bool {
     .any(|code| text.contains(code))
 }
 
+/// Whether redis-rs refused a pipeline for spanning slots (before sending
+/// it).
 fn crossed_slots(err: &redis::RedisError) -> bool {
     err.code() == Some("CROSSSLOT") || err.to_string().contains("crossed slots")
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use super::expiry::{self, Ttl};
 use super::key::glob_escape;
-use super::live::{each, load_live, Entry};
+use super::live::{load_live, Entry};
 use super::member::AsMember;
 use super::object::ObjectRef;
 use super::reply::at_key;
@@ -306,9 +306,7 @@ impl<M: Model> MemberList<M> {
     pub async fn load_each(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<Result<M>>> {
         let refs = self.range(db, start, stop).await?;
         let list = self.key_in(db).into_owned();
-        Ok(each(
-            load_live(db, refs, |_| Entry::List(list.clone())).await?,
-        ))
+        load_live(db, refs, |_| Entry::List(list.clone())).await
     }
 
     /// Every member object, in two round trips (see [`load`](Self::load)).

@@ -13,7 +13,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::model::key::recent_key;
-use crate::model::live::{all, each, existing, load_live, parse_member, prune_gone, Entry};
+use crate::model::live::{existing, load_live, parse_member, prune_gone, Entry};
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Result};
 
@@ -85,8 +85,7 @@ impl<M: Model> RecentList<M> {
     ///
     /// Seed name: `lrange login:last_login_times 0 N-1` (001).
     pub async fn load(&self, db: &Db) -> Result<Vec<M>> {
-        let refs = self.keys(db).await?;
-        all(load_live(db, refs, self.entry()).await?)
+        self.load_each(db).await?.into_iter().collect()
     }
 
     /// Like [`load`](Self::load), with one result per object: an object
@@ -95,7 +94,7 @@ impl<M: Model> RecentList<M> {
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "recent_load", index = self.field))]
     pub async fn load_each(&self, db: &Db) -> Result<Vec<Result<M>>> {
         let refs = self.keys(db).await?;
-        Ok(each(load_live(db, refs, self.entry()).await?))
+        load_live(db, refs, self.entry()).await
     }
 
     /// The handles, newest first; handles of gone objects are left out

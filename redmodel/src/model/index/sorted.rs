@@ -18,7 +18,7 @@ use std::ops::{Bound, RangeBounds};
 
 use crate::model::key::sorted_key;
 use crate::model::live::{
-    each, existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
+    existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
 };
 use crate::model::member::{stored_member, AsMember};
 use crate::model::Model;
@@ -196,7 +196,7 @@ impl<M: Model, T> SortedIndex<M, T> {
             .iter()
             .map(|k| parse_member::<M>(k, &index))
             .collect::<Result<Vec<_>>>()?;
-        let loaded = load_judged(db, refs, stale, |r, values, stale| {
+        load_judged(db, refs, stale, |r, values, stale| {
             if values.is_none() {
                 stale.push(Stale {
                     object: r.key_in(db).into_owned(),
@@ -206,8 +206,7 @@ impl<M: Model, T> SortedIndex<M, T> {
             }
             values.is_some()
         })
-        .await?;
-        Ok(each(loaded))
+        .await
     }
 
     /// The `n` objects with the highest scores, highest first, loaded in

@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 use super::IndexKind;
 use crate::model::codec::{IntoValue, Scalar};
 use crate::model::key::{decode_segment, glob_escape, tag_key};
-use crate::model::live::{each, key_text, load_judged, parse_member, prune, Entry, Stale, Test};
+use crate::model::live::{key_text, load_judged, parse_member, prune, Entry, Stale, Test};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Error, Result};
@@ -306,7 +306,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         })
         .await?;
         prune(db, stale).await?;
-        Ok(each(loaded))
+        Ok(loaded)
     }
 
     /// How many live objects have `tag`.

@@ -16,24 +16,10 @@ use crate::{Db, Error, Result};
 /// How many entries a full prune checks per transaction.
 pub(crate) const PRUNE_BATCH: usize = 256;
 
-/// One loaded object: its handle, and the object or why it did not decode
-/// (bad data stays in its own place; the caller collects all-or-nothing,
-/// or hands each result on: the `_each` reads).
-pub(crate) type Loaded<M> = (ObjectRef<M>, Result<M>);
-
-/// Collects loaded objects all-or-nothing: the first that did not decode
-/// fails the whole read.
-pub(crate) fn all<M: Model>(loaded: Vec<Loaded<M>>) -> Result<Vec<M>> {
-    loaded.into_iter().map(|(_, object)| object).collect()
-}
-
-/// Each loaded object's own result.
-pub(crate) fn each<M: Model>(loaded: Vec<Loaded<M>>) -> Vec<Result<M>> {
-    loaded.into_iter().map(|(_, object)| object).collect()
-}
-
 /// Loads the objects at `refs` in one pipelined batch, keeping those that
-/// `judge` accepts, in order.
+/// `judge` accepts, in order: each kept object's own result, so bad data
+/// stays in its own place (the all-or-nothing reads collect them, the
+/// `_each` reads hand them on).
 ///
 /// `judge` sees each handle with its stored field texts (`None` if the
 /// object is gone) and returns whether to keep it, pushing the entries
@@ -45,7 +31,7 @@ pub(crate) async fn load_judged<M: Model>(
     refs: Vec<ObjectRef<M>>,
     stale: &mut Vec<Stale>,
     mut judge: impl FnMut(&ObjectRef<M>, Option<&[Option<Vec<u8>>]>, &mut Vec<Stale>) -> bool,
-) -> Result<Vec<Loaded<M>>> {
+) -> Result<Vec<Result<M>>> {
     let raw = ObjectRef::read_many(db, &refs).await?;
     let mut out = Vec::with_capacity(refs.len());
     for (r, values) in refs.into_iter().zip(raw) {
@@ -54,14 +40,13 @@ pub(crate) async fn load_judged<M: Model>(
         let values = match values {
             Ok(values) => values,
             Err(err) => {
-                out.push((r, Err(err)));
+                out.push(Err(err));
                 continue;
             }
         };
         if judge(&r, values.as_deref(), stale) {
             if let Some(values) = values {
-                let object = r.decode(values);
-                out.push((r, object));
+                out.push(r.decode(values));
             }
         }
     }
@@ -75,7 +60,7 @@ pub(crate) async fn load_live<M: Model>(
     db: &Db,
     refs: Vec<ObjectRef<M>>,
     entry: impl Fn(&str) -> Entry,
-) -> Result<Vec<Loaded<M>>> {
+) -> Result<Vec<Result<M>>> {
     let mut stale = Vec::new();
     let out = load_judged(db, refs, &mut stale, |r, values, stale| {
         if values.is_none() {

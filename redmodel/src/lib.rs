@@ -9,7 +9,7 @@
 //!
 //! For updates that must not collide with other clients': [`Db::lock`] /
 //! [`Db::with_lock`] (a lock with an owner token and a ttl) and
-//! [`Db::transaction`] (optimistic read-modify-write with WATCH, retried on
+//! [`Db::raw_transaction`] (optimistic read-modify-write with WATCH, retried on
 //! a concurrent write).
 //!
 //! ```
@@ -68,7 +68,8 @@ pub use db::{Db, DedicatedConnection};
 pub use error::{Error, Result};
 pub use layout::KeyLayout;
 pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
-pub use optimistic::{OptimisticConnection, Transaction};
+pub use model::Transaction;
+pub use optimistic::{OptimisticConnection, RawTransaction};
 
 /// The derives: `#[derive(Admin)]`, `#[derive(SubObject)]`,
 /// `#[derive(Relation)]` (see [`model`]).

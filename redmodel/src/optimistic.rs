@@ -9,23 +9,23 @@
 //!
 //! `WATCH` belongs to a connection, so a transaction runs on a
 //! [`DedicatedConnection`]: no other task's command can reach it between
-//! the `WATCH` and the `EXEC`. [`Db::transaction`] borrows one from the
+//! the `WATCH` and the `EXEC`. [`Db::raw_transaction`] borrows one from the
 //! `Db`'s pool per call; an [`OptimisticConnection`] keeps one for many
 //! transactions.
 //!
 //! # One mechanism
 //! This module holds the only WATCH retry loop of the crate
 //! ([`OptimisticConnection::run`]) and its one backoff policy. Every
-//! optimistic path runs through it: [`Db::transaction`], the writes that
+//! optimistic path runs through it: [`Db::raw_transaction`], the writes that
 //! keep unique and tag indexes, the sorted-score resync, the cascading
 //! delete, migration batches, pruning of dead index entries, and lock
 //! release / extend. A path supplies one attempt (read under WATCH, then
-//! [`Transaction::exec`]); the loop supplies the connection, the retries,
+//! [`RawTransaction::exec`]); the loop supplies the connection, the retries,
 //! the pauses and the [`Error::Conflict`] at the end.
 //!
 //! # Why the step gets an owned handle
 //! The step is a closure returning a future, `|tx| async move { ... }`,
-//! given a [`Transaction`] by value. An `async |tx: &mut _|` closure would
+//! given a [`RawTransaction`] by value. An `async |tx: &mut _|` closure would
 //! read more naturally, but a future built from one cannot be proven `Send`
 //! by today's compiler ("implementation of `Send` is not general enough"),
 //! which would forbid transactions inside `tokio::spawn`. The owned handle
@@ -58,7 +58,7 @@ const MAX_RETRY_PAUSE_MS: u64 = 32;
 /// The connection and the number of the step allowed to use it.
 struct Shared {
     conn: DedicatedConnection,
-    /// Bumped when a step returns, which retires its [`Transaction`].
+    /// Bumped when a step returns, which retires its [`RawTransaction`].
     generation: u64,
     /// The first key WATCHed, which routes an EXEC that writes nothing: on
     /// a cluster connection a MULTI/EXEC without keys would go to any node
@@ -67,7 +67,7 @@ struct Shared {
 }
 
 /// The reading side of one attempt of an optimistic transaction, handed to
-/// the step of [`Db::transaction`] / [`OptimisticConnection::transaction`].
+/// the step of [`Db::raw_transaction`] / [`OptimisticConnection::raw_transaction`].
 ///
 /// Its commands run on the transaction's own connection, after the
 /// `WATCH`; what they read is what the `EXEC` will check. Do not send
@@ -81,7 +81,7 @@ struct Shared {
 /// let db = redmodel::Db::memory();
 /// db.query::<()>(redis::cmd("HSET").arg("cfg").arg("next").arg("cfg2")).await?;
 /// let attempts = db
-///     .transaction(&["cfg"], 5, |tx| async move {
+///     .raw_transaction(&["cfg"], 5, |tx| async move {
 ///         // Follow a reference: watch the key it names before reading it.
 ///         let next: String = tx.query(redis::cmd("HGET").arg("cfg").arg("next")).await?;
 ///         tx.watch(&next).await?;
@@ -93,21 +93,21 @@ struct Shared {
 /// assert_eq!(attempts, 1);
 /// # Ok(()) }
 /// ```
-pub struct Transaction {
+pub struct RawTransaction {
     shared: Arc<Mutex<Shared>>,
     generation: u64,
     attempt: u32,
 }
 
-impl std::fmt::Debug for Transaction {
+impl std::fmt::Debug for RawTransaction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Transaction")
+        f.debug_struct("RawTransaction")
             .field("attempt", &self.attempt)
             .finish_non_exhaustive()
     }
 }
 
-impl Transaction {
+impl RawTransaction {
     /// Runs one (reading) command on the transaction's connection.
     ///
     /// ```
@@ -115,7 +115,7 @@ impl Transaction {
     /// # async fn main() -> Result<(), redmodel::Error> {
     /// let db = redmodel::Db::memory();
     /// let len = db
-    ///     .transaction(&["queue"], 3, |tx| async move {
+    ///     .raw_transaction(&["queue"], 3, |tx| async move {
     ///         let len: i64 = tx.query(redis::cmd("LLEN").arg("queue")).await?;
     ///         Ok((redis::pipe(), len))
     ///     })
@@ -138,7 +138,7 @@ impl Transaction {
     /// # async fn main() -> Result<(), redmodel::Error> {
     /// let db = redmodel::Db::memory();
     /// let (a, b) = db
-    ///     .transaction(&["a", "b"], 3, |tx| async move {
+    ///     .raw_transaction(&["a", "b"], 3, |tx| async move {
     ///         let mut reads = redis::pipe();
     ///         reads.cmd("HGET").arg("a").arg("n").cmd("HGET").arg("b").arg("n");
     ///         let both: (Option<i64>, Option<i64>) = tx.query_pipeline(&reads).await?;
@@ -170,7 +170,7 @@ impl Transaction {
     /// # async fn main() -> Result<(), redmodel::Error> {
     /// let db = redmodel::Db::memory();
     /// let no_keys: &[&str] = &[];
-    /// db.transaction(no_keys, 3, |tx| async move {
+    /// db.raw_transaction(no_keys, 3, |tx| async move {
     ///     tx.watch("late").await?;
     ///     Ok((redis::pipe(), ()))
     /// })
@@ -188,7 +188,7 @@ impl Transaction {
     /// # async fn main() -> Result<(), redmodel::Error> {
     /// let db = redmodel::Db::memory();
     /// let n = db
-    ///     .transaction(&["k"], 3, |tx| async move { Ok((redis::pipe(), tx.attempt())) })
+    ///     .raw_transaction(&["k"], 3, |tx| async move { Ok((redis::pipe(), tx.attempt())) })
     ///     .await?;
     /// assert_eq!(n, 1);
     /// # Ok(()) }
@@ -198,11 +198,20 @@ impl Transaction {
     }
 
     /// Another handle on the same attempt (retired with it).
-    fn handle(&self) -> Transaction {
-        Transaction {
+    pub(crate) fn handle(&self) -> RawTransaction {
+        RawTransaction {
             shared: Arc::clone(&self.shared),
             generation: self.generation,
             attempt: self.attempt,
+        }
+    }
+
+    /// Makes `key` (its first WATCHed key) what routes an EXEC that
+    /// writes nothing, unless the attempt has one already.
+    pub(crate) async fn route_by(&self, key: &str) {
+        let mut shared = self.shared.lock().await;
+        if shared.route.is_none() {
+            shared.route = Some(key.as_bytes().to_vec());
         }
     }
 
@@ -236,8 +245,8 @@ impl Transaction {
             return Ok(());
         }
         Err(Error::Misuse(
-            "this Transaction belongs to a step that has already returned; use the \
-             Transaction given to the current step"
+            "this RawTransaction belongs to a step that has already returned; use the \
+             RawTransaction given to the current step"
                 .to_string(),
         ))
     }
@@ -245,7 +254,7 @@ impl Transaction {
 
 impl Db {
     /// Runs an optimistic read-modify-write on a connection of its own:
-    /// see [`OptimisticConnection::transaction`]. Use an
+    /// see [`OptimisticConnection::raw_transaction`]. Use an
     /// [`OptimisticConnection`] to run many transactions on one connection.
     ///
     /// A transfer between two counters that loses no concurrent update:
@@ -256,7 +265,7 @@ impl Db {
     /// let db = redmodel::Db::memory();
     /// db.query::<()>(redis::cmd("HSET").arg("acct:a").arg("balance").arg(100)).await?;
     /// let moved = db
-    ///     .transaction(&["acct:a", "acct:b"], 10, |tx| async move {
+    ///     .raw_transaction(&["acct:a", "acct:b"], 10, |tx| async move {
     ///         let a: i64 = tx.query(redis::cmd("HGET").arg("acct:a").arg("balance")).await?;
     ///         let b: Option<i64> = tx.query(redis::cmd("HGET").arg("acct:b").arg("balance")).await?;
     ///         let mut pipe = redis::pipe();
@@ -273,7 +282,7 @@ impl Db {
     /// assert_eq!(b, 30);
     /// # Ok(()) }
     /// ```
-    pub async fn transaction<K, T, F, Fut>(
+    pub async fn raw_transaction<K, T, F, Fut>(
         &self,
         keys: &[K],
         max_attempts: u32,
@@ -281,11 +290,11 @@ impl Db {
     ) -> Result<T>
     where
         K: ToRedisArgs,
-        F: FnMut(Transaction) -> Fut,
+        F: FnMut(RawTransaction) -> Fut,
         Fut: Future<Output = Result<(Pipeline, T)>>,
     {
         let mut conn = OptimisticConnection::from(self.exclusive().await?);
-        conn.transaction(keys, max_attempts, step).await
+        conn.raw_transaction(keys, max_attempts, step).await
     }
 }
 
@@ -300,7 +309,7 @@ impl Db {
 /// let db = redmodel::Db::memory();
 /// let mut conn = OptimisticConnection::from(db.dedicated().await?);
 /// for _ in 0..3 {
-///     conn.transaction(&["hits"], 10, |tx| async move {
+///     conn.raw_transaction(&["hits"], 10, |tx| async move {
 ///         let n: Option<i64> = tx.query(redis::cmd("HGET").arg("hits").arg("n")).await?;
 ///         let mut pipe = redis::pipe();
 ///         pipe.cmd("HSET").arg("hits").arg("n").arg(n.unwrap_or(0) + 1);
@@ -338,7 +347,7 @@ impl From<DedicatedConnection> for OptimisticConnection {
 impl OptimisticConnection {
     /// Runs an optimistic read-modify-write on this connection.
     ///
-    /// Each attempt: `WATCH keys`; `step` reads through the [`Transaction`]
+    /// Each attempt: `WATCH keys`; `step` reads through the [`RawTransaction`]
     /// it is given and returns the writes as a pipeline, with a value; the
     /// pipeline runs as one `MULTI` / `EXEC`. If a watched key changed
     /// meanwhile, `EXEC` writes nothing and the attempt is repeated (after a
@@ -372,7 +381,7 @@ impl OptimisticConnection {
     /// let key = String::from("stock:apple");
     /// let key = &key;
     /// let left = conn
-    ///     .transaction(&[key], 10, |tx| async move {
+    ///     .raw_transaction(&[key], 10, |tx| async move {
     ///         let n: Option<i64> = tx.query(redis::cmd("HGET").arg(key).arg("n")).await?;
     ///         let n = n.unwrap_or(5) - 1;
     ///         let mut pipe = redis::pipe();
@@ -383,7 +392,7 @@ impl OptimisticConnection {
     /// assert_eq!(left, 4);
     /// # Ok(()) }
     /// ```
-    pub async fn transaction<K, T, F, Fut>(
+    pub async fn raw_transaction<K, T, F, Fut>(
         &mut self,
         keys: &[K],
         max_attempts: u32,
@@ -391,7 +400,7 @@ impl OptimisticConnection {
     ) -> Result<T>
     where
         K: ToRedisArgs,
-        F: FnMut(Transaction) -> Fut,
+        F: FnMut(RawTransaction) -> Fut,
         Fut: Future<Output = Result<(Pipeline, T)>>,
     {
         self.run(keys, max_attempts, None, |tx| {
@@ -405,9 +414,9 @@ impl OptimisticConnection {
         .await
     }
 
-    /// The one WATCH retry loop, under [`Db::transaction`] and every
+    /// The one WATCH retry loop, under [`Db::raw_transaction`] and every
     /// optimistic write of the library: WATCH `keys`, run `step` (which
-    /// reads, may WATCH more, and usually ends with [`Transaction::exec`]),
+    /// reads, may WATCH more, and usually ends with [`RawTransaction::exec`]),
     /// and start over after a pause while it returns `None` (a watched key
     /// changed). [`Error::Conflict`] naming `conflict_key` after
     /// `max_attempts`.
@@ -420,7 +429,7 @@ impl OptimisticConnection {
     ) -> Result<T>
     where
         K: ToRedisArgs,
-        F: FnMut(Transaction) -> Fut,
+        F: FnMut(RawTransaction) -> Fut,
         Fut: Future<Output = Result<Option<T>>>,
     {
         let attempts = max_attempts.max(1);
@@ -442,13 +451,13 @@ impl OptimisticConnection {
                     .and_then(|k| k.to_redis_args().into_iter().next());
                 shared.generation
             };
-            let outcome = step(Transaction {
+            let outcome = step(RawTransaction {
                 shared: Arc::clone(&self.shared),
                 generation,
                 attempt,
             })
             .await;
-            // Retire this attempt's Transaction, wherever it may have gone.
+            // Retire this attempt's RawTransaction, wherever it may have gone.
             {
                 let mut shared = self.shared.lock().await;
                 shared.generation = shared.generation.wrapping_add(1);
@@ -517,7 +526,7 @@ fn redirected(err: &Error) -> bool {
 /// `db`, with the library's attempt limit: see [`OptimisticConnection::run`].
 pub(crate) async fn watched<T, F, Fut>(db: &Db, conflict_key: &str, step: F) -> Result<T>
 where
-    F: FnMut(Transaction) -> Fut,
+    F: FnMut(RawTransaction) -> Fut,
     Fut: Future<Output = Result<Option<T>>>,
 {
     let mut conn = OptimisticConnection::from(db.exclusive().await?);

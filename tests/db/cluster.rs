@@ -86,7 +86,7 @@ async fn optimistic_transactions_lose_no_update() -> Result<(), Error> {
         .map(|_| {
             let db = Arc::clone(&db);
             tokio::spawn(async move {
-                db.transaction(&["{acct}:a", "{acct}:b"], 64, |tx| async move {
+                db.raw_transaction(&["{acct}:a", "{acct}:b"], 64, |tx| async move {
                     let a: Option<i64> = tx.query(redis::cmd("GET").arg("{acct}:a")).await?;
                     let mut pipe = redis::pipe();
                     pipe.cmd("SET")
@@ -122,7 +122,7 @@ async fn a_transaction_across_slots_is_refused_before_anything_is_sent() -> Resu
     let db = Db::connect_cluster(cluster.urls()).await?;
     let before = db.round_trips();
     let err = db
-        .transaction(&["{a}:x", "{b}:y"], 3, |_tx| async move {
+        .raw_transaction(&["{a}:x", "{b}:y"], 3, |_tx| async move {
             Ok((redis::pipe(), ()))
         })
         .await
@@ -146,7 +146,7 @@ async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Erro
     };
     let db = Db::connect_cluster(cluster.urls()).await?;
     let incr = |db: Db| async move {
-        db.transaction(&["{mv}:n"], 16, |tx| async move {
+        db.raw_transaction(&["{mv}:n"], 16, |tx| async move {
             let n: Option<i64> = tx.query(redis::cmd("GET").arg("{mv}:n")).await?;
             let mut pipe = redis::pipe();
             pipe.cmd("SET")

@@ -124,7 +124,7 @@ async fn acknowledged_writes_survive_a_crash_and_the_db_recovers() {
     assert_connection_error("a lock", out);
     let (out, _) = bounded(
         "a transaction",
-        db.transaction(
+        db.raw_transaction(
             &["students"],
             3,
             |_tx| async move { Ok((redis::pipe(), ())) },
@@ -209,7 +209,7 @@ async fn acknowledged_writes_survive_a_crash_and_the_db_recovers() {
         .expect("free");
     guard.release().await.expect("release after recovery");
     let len = db
-        .transaction(&["students"], 3, |tx| async move {
+        .raw_transaction(&["students"], 3, |tx| async move {
             let len: usize = tx.query(redis::cmd("LLEN").arg("students")).await?;
             Ok((redis::pipe(), len))
         })

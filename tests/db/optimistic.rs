@@ -69,7 +69,7 @@ async fn transfers(
         let (kf, kt) = (account(&prefix, from), account(&prefix, to));
         let (kf, kt, log) = (&kf, &kt, &log);
         let outcome = conn
-            .transaction(&[kf, kt], 10_000, |tx| async move {
+            .raw_transaction(&[kf, kt], 10_000, |tx| async move {
                 let mut reads = redis::pipe();
                 reads.cmd("HGET").arg(kf).arg("balance");
                 // Give the other tasks a chance to run between the reads
@@ -191,7 +191,7 @@ backend_tests! {
         let (key, calls, db) = (&key, &calls, &ctx.db);
         let out = ctx
             .db
-            .transaction(&[key], 3, |tx| async move {
+            .raw_transaction(&[key], 3, |tx| async move {
                 calls.fetch_add(1, Ordering::SeqCst);
                 let n: Option<i64> = tx.query(redis::cmd("HGET").arg(key).arg("n")).await?;
                 // Another client writes the key between the read and EXEC.
@@ -212,7 +212,7 @@ backend_tests! {
         assert!(err.to_string().contains("3 attempt"), "{err}");
 
         // Zero attempts means one.
-        let out = ctx.db.transaction(&[key], 0, |tx| async move { Ok((redis::pipe(), tx.attempt())) }).await?;
+        let out = ctx.db.raw_transaction(&[key], 0, |tx| async move { Ok((redis::pipe(), tx.attempt())) }).await?;
         assert_eq!(out, 1);
         Ok::<(), Error>(())
     }
@@ -225,7 +225,7 @@ backend_tests! {
         let (key, db) = (&key, &ctx.db);
         let (seen, attempt) = ctx
             .db
-            .transaction(&[key], 5, |tx| async move {
+            .raw_transaction(&[key], 5, |tx| async move {
                 let n: i64 = tx.query(redis::cmd("HGET").arg(key).arg("n")).await?;
                 if tx.attempt() == 1 {
                     hset(db, key, "n", 100).await?;
@@ -249,7 +249,7 @@ backend_tests! {
         let (a, b, db) = (&a, &b, &ctx.db);
         let (x, y, attempt) = ctx
             .db
-            .transaction(&[a, b], 5, |tx| async move {
+            .raw_transaction(&[a, b], 5, |tx| async move {
                 let x: i64 = tx.query(redis::cmd("HGET").arg(a).arg("v")).await?;
                 if tx.attempt() == 1 {
                     // Another client moves both between our two reads.
@@ -271,7 +271,7 @@ backend_tests! {
         let (index, db) = (&index, &ctx.db);
         let attempts = ctx
             .db
-            .transaction(&[index], 5, |tx| async move {
+            .raw_transaction(&[index], 5, |tx| async move {
                 let t: String = tx.query(redis::cmd("HGET").arg(index).arg("current")).await?;
                 tx.watch(&t).await?;
                 let v: Option<i64> = tx.query(redis::cmd("HGET").arg(&t).arg("v")).await?;
@@ -296,7 +296,7 @@ backend_tests! {
         let calls = AtomicU32::new(0);
         let calls = &calls;
         let out: Result<(), Error> = conn
-            .transaction(&[&key], 5, |_tx| async move {
+            .raw_transaction(&[&key], 5, |_tx| async move {
                 calls.fetch_add(1, Ordering::SeqCst);
                 Err(Error::Misuse("the step gave up".into()))
             })
@@ -309,7 +309,7 @@ backend_tests! {
         let other = ctx.key("other");
         let other = &other;
         let attempt = conn
-            .transaction(&[other], 1, |tx| async move {
+            .raw_transaction(&[other], 1, |tx| async move {
                 let mut writes = redis::pipe();
                 writes.cmd("HSET").arg(other).arg("v").arg(1);
                 Ok((writes, tx.attempt()))
@@ -328,7 +328,7 @@ backend_tests! {
         let (list, hash, calls) = (&list, &hash, &calls);
         let out = ctx
             .db
-            .transaction(&[list], 5, |_tx| async move {
+            .raw_transaction(&[list], 5, |_tx| async move {
                 calls.fetch_add(1, Ordering::SeqCst);
                 let mut writes = redis::pipe();
                 writes
@@ -350,7 +350,7 @@ backend_tests! {
         let key = &key;
         let out = ctx
             .db
-            .transaction(&[&key], 5, |tx| async move {
+            .raw_transaction(&[&key], 5, |tx| async move {
                 let mut reads = redis::pipe();
                 reads.atomic().cmd("HGET").arg(key).arg("v");
                 let v: (Option<i64>,) = tx.query_pipeline(&reads).await?;
@@ -373,7 +373,7 @@ backend_tests! {
         let key = &key;
         let attempts = ctx
             .db
-            .transaction(&[&key], 5, |tx| async move {
+            .raw_transaction(&[&key], 5, |tx| async move {
                 if tx.attempt() == 1 {
                     tokio::time::sleep(std::time::Duration::from_millis(120)).await;
                 }
@@ -394,13 +394,13 @@ async fn concurrent_transfers_on_several_threads_lose_no_update() -> Result<(), 
     check_transfers(&Db::memory(), "mt:", "memory, 4 threads").await
 }
 
-/// A `Transaction` kept past its step cannot run commands any more.
+/// A `RawTransaction` kept past its step cannot run commands any more.
 #[tokio::test]
 async fn a_transaction_kept_past_its_step_is_refused() {
     let db = Db::memory();
     let kept = Mutex::new(None);
     let kept_ref = &kept;
-    db.transaction(&["k"], 1, |tx| async move {
+    db.raw_transaction(&["k"], 1, |tx| async move {
         *kept_ref.lock().expect("not poisoned") = Some(tx);
         Ok((redis::pipe(), ()))
     })

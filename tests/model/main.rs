@@ -27,5 +27,6 @@ mod school;
 mod school_example;
 mod sync;
 mod traced;
+mod transaction;
 
 redmodel_suite::redis_server_test!();

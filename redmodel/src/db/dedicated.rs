@@ -73,7 +73,7 @@ impl ConnectionLike for DedicatedConnection {
                 redis::ErrorKind::Client,
                 "MULTI, EXEC and DISCARD have no key",
                 "on a Redis Cluster they cannot be routed: send the transaction as an \
-                 atomic pipeline (its keys in one slot), or use Db::transaction"
+                 atomic pipeline (its keys in one slot), or use Db::raw_transaction"
                     .to_string(),
             )))));
         }

@@ -77,9 +77,9 @@ use super::key::glob_escape;
 use super::object::ObjectRef;
 pub use super::referrer::{referrers_of, OnDelete, Referrer, ReferrerKind};
 use super::scan::scan_keys;
-use super::write::{add_delete_entries, unindex, Texts};
+use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
-use crate::optimistic::{watched, Transaction};
+use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
 
 /// How many times a cascade sweeps an admin's subtree that racing writes
@@ -181,7 +181,7 @@ impl<A: Admin> ObjectRef<A> {
     async fn attempt_cascade(
         &self,
         db: &Db,
-        tx: &Transaction,
+        tx: &RawTransaction,
         referrers: &[&'static Referrer],
     ) -> Result<Option<bool>> {
         let key = &*self.key_in(db);
@@ -208,7 +208,7 @@ impl<A: Admin> ObjectRef<A> {
         let mut txn = redis::pipe();
         txn.atomic();
         txn.cmd("EXISTS").arg(key);
-        add_delete_entries::<A>(tx, db.key_layout(), key, &mut txn).await?;
+        add_entries::<A>(tx, db.key_layout(), key, &Changes::Delete, &mut txn).await?;
         add_plan(&mut txn, key, &plan);
         let done: Option<(bool,)> = tx.exec(&txn).await?;
         Ok(done.map(|(existed,)| existed))

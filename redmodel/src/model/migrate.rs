@@ -41,7 +41,7 @@ use super::key::{glob_escape, key_pattern, sorted_key, tag_key, unique_key};
 use super::scan::scan_keys;
 use super::write::{claim_held, sync, Texts};
 use super::{Admin, ObjectRef};
-use crate::optimistic::{watched, Transaction};
+use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
 
 /// Objects a batch could not handle: their keys, and why.
@@ -644,7 +644,7 @@ fn plan_entry<'k, M: Admin>(
 /// claim that no other live object holds (within the batch, the first
 /// claimant of a value keeps it). Returns the claims refused.
 async fn settle_claims(
-    tx: &Transaction,
+    tx: &RawTransaction,
     claims: &[Claim<'_>],
     write: &mut redis::Pipeline,
 ) -> Result<Vec<UniqueConflict>> {

@@ -162,6 +162,7 @@ mod relation;
 mod reply;
 mod scan;
 mod steps;
+mod transaction;
 mod write;
 
 pub use declared::{conflicting_declarations, DeclarationConflict};
@@ -181,6 +182,7 @@ pub use key::KeyPart;
 pub use member::AsMember;
 pub use object::{IntoPk, ObjectRef, Ref};
 pub use relation::{InverseOf, MemberList, NoInverse, Relation, RelationRef};
+pub use transaction::Transaction;
 
 use crate::{Db, Result};
 

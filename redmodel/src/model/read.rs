@@ -49,7 +49,7 @@ impl<M: Model> ObjectRef<M> {
         Ok(refs.iter().map(|r| r.take_read(replies.next())).collect())
     }
 
-    fn add_read(&self, db: &Db, pipe: &mut Pipeline) {
+    pub(crate) fn add_read(&self, db: &Db, pipe: &mut Pipeline) {
         let command = match M::STORAGE {
             Storage::Hash => "HGETALL",
             Storage::Single => "GET",
@@ -58,7 +58,7 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// The stored fields in a reply of [`add_read`](Self::add_read).
-    fn take_read(&self, reply: Option<Value>) -> Result<RawFields> {
+    pub(crate) fn take_read(&self, reply: Option<Value>) -> Result<RawFields> {
         let expected = redis_type(M::STORAGE);
         match M::STORAGE {
             Storage::Hash => {

@@ -12,7 +12,7 @@
 
 use redis::Value;
 
-use crate::optimistic::{watched, Transaction};
+use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, KeyLayout, Result};
 
 /// An index or list entry that a read found dead.
@@ -211,7 +211,7 @@ pub(crate) async fn release_unique(
 /// of `stale` (sorted, without repeats), checks each entry again, and
 /// returns the MULTI/EXEC that removes those still dead, with their
 /// number (`None` if none is).
-async fn check(tx: &Transaction, stale: &[Stale]) -> Result<Option<(redis::Pipeline, u64)>> {
+async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pipeline, u64)>> {
     let mut watched: Vec<&str> = stale.iter().map(|s| s.object.as_str()).collect();
     for s in stale {
         if let Entry::Unique(key) = &s.entry {

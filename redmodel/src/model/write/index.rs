@@ -39,7 +39,7 @@ use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::key_text;
 use crate::model::steps::{not_found, Steps};
 use crate::model::Model;
-use crate::optimistic::{watched, Transaction};
+use crate::optimistic::{watched, RawTransaction};
 use crate::script;
 use crate::{Db, Error, KeyLayout, Result};
 
@@ -284,7 +284,7 @@ fn old_fields(steps: &[Step]) -> Vec<&'static str> {
 
 /// One attempt of a watched write: `None` if a concurrent write aborted it.
 async fn attempt_watched<M: Model, T: FromRedisValue>(
-    tx: &Transaction,
+    tx: &RawTransaction,
     layout: KeyLayout,
     key: &str,
     guards: &[String],
@@ -318,7 +318,7 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
 /// holds), then the unique and tag commands those reads call for, added
 /// to `txn`.
 async fn add_watched_steps<M: Model>(
-    tx: &Transaction,
+    tx: &RawTransaction,
     layout: KeyLayout,
     key: &str,
     steps: &[Step],
@@ -398,19 +398,21 @@ fn add_watched<'o, M: Model>(
     }
 }
 
-/// Adds to `txn` the commands that take the object at `key` out of every
-/// index of `M` (a delete), reading through `tx`, where the caller has
-/// already WATCHed `key`: the old unique and tag values are read there,
-/// and the unique entries this object holds are WATCHed too, so the
-/// caller's EXEC fails if any of it changes meanwhile. Used by the
-/// cascading delete, whose transaction holds more than the object.
-pub(crate) async fn add_delete_entries<M: Model>(
-    tx: &Transaction,
+/// Adds to `txn` the index commands of a write that makes `changes` to
+/// the object at `key`, reading through `tx`, where the caller's
+/// transaction runs: the old unique and tag values are read there (the
+/// object WATCHed first), and the unique entries the write claims or gives
+/// up are WATCHed too, so the caller's EXEC fails if any of it changes
+/// meanwhile. Used by the writes whose transaction holds more than one
+/// object's commands: the cascading delete and typed transactions.
+pub(crate) async fn add_entries<M: Model>(
+    tx: &RawTransaction,
     layout: KeyLayout,
     key: &str,
+    changes: &Changes<'_>,
     txn: &mut Pipeline,
 ) -> Result<()> {
-    let touched = touched::<M>(&Changes::Delete);
+    let touched = touched::<M>(changes);
     let steps = touched
         .iter()
         .map(|(spec, new)| step::<M>(spec, *new, key))
@@ -419,14 +421,35 @@ pub(crate) async fn add_delete_entries<M: Model>(
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         return Ok(());
     }
-    // A delete is a write whose unique steps claim nothing.
     add_watched_steps::<M>(tx, layout, key, &steps, txn).await
+}
+
+/// The indexes a write touches, and the unique values it claims, by field.
+pub(crate) type Plan = (Vec<&'static IndexSpec>, Vec<(&'static str, String)>);
+
+/// The index part of a write of `changes` to the object at `key`, checked
+/// before anything is sent: the indexes it touches, and the unique values
+/// it claims, by field (a value that cannot be a key is an
+/// [`Error::Encode`]; one that cannot be a score, [`Error::ScoreOverflow`]).
+pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<Plan> {
+    let touched = touched::<M>(changes);
+    let mut claims = Vec::new();
+    for (spec, new) in &touched {
+        if let Step::Unique {
+            field,
+            new: Some(value),
+        } = step::<M>(spec, *new, key)?
+        {
+            claims.push((field, value));
+        }
+    }
+    Ok((touched.into_iter().map(|(spec, _)| spec).collect(), claims))
 }
 
 /// Round 1: WATCH the object and the unique entries to claim; read the
 /// old values of `fields` (HMGET) and the entries' holders (LINDEX).
 async fn read_old(
-    tx: &Transaction,
+    tx: &RawTransaction,
     key: &str,
     fields: &[&str],
     uniques: &mut [UniqueState<'_>],
@@ -464,7 +487,7 @@ async fn read_old(
 /// gone, or whose field no longer holds the value, is stale: its entry is
 /// taken over.
 async fn check_entries<M: Model>(
-    tx: &Transaction,
+    tx: &RawTransaction,
     key: &str,
     uniques: &mut [UniqueState<'_>],
 ) -> Result<()> {

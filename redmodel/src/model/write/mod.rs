@@ -6,9 +6,9 @@
 mod index;
 mod stepped;
 
-pub(crate) use index::add_delete_entries;
-use index::{touches_index, Changes};
-pub(crate) use stepped::{claim_held, sync, unindex, Texts};
+use index::touches_index;
+pub(crate) use index::{add_entries, plan, Changes, Plan};
+pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Texts};
 
 use redis::Value;
 
@@ -23,11 +23,11 @@ use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
 
 /// An object's fields as written by a full write.
-struct Encoded {
+pub(crate) struct Encoded {
     /// Fields to set, with their text.
-    set: Vec<(&'static str, Vec<u8>)>,
+    pub(crate) set: Vec<(&'static str, Vec<u8>)>,
     /// `None` fields, to remove.
-    removed: Vec<&'static str>,
+    pub(crate) removed: Vec<&'static str>,
 }
 
 impl<M: Model> ObjectRef<M> {
@@ -156,7 +156,7 @@ impl<M: Model> ObjectRef<M> {
 
     /// Splits the encoded fields of `value` into those to set and those
     /// to remove (its `None` fields).
-    fn encoded(&self, value: &M) -> Result<Encoded> {
+    pub(crate) fn encoded(&self, value: &M) -> Result<Encoded> {
         let mut out = Encoded {
             set: Vec::with_capacity(M::FIELDS.len()),
             removed: Vec::new(),
@@ -273,7 +273,7 @@ impl<M: Model> ObjectRef<M> {
 
 /// Adds the commands that remove `removed` from the hash `key` and set
 /// `set` (both ignored).
-fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
+pub(crate) fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
     if !removed.is_empty() {
         steps.add_ignored(redis::cmd("HDEL").arg(key).arg(removed).clone());
     }
@@ -309,21 +309,14 @@ impl<M: Model> ObjectRef<M> {
         } else {
             self.owner_key_in(db).into_iter().collect()
         };
-        let references = reference_fields::<M>();
-        for (name, text) in set {
-            if references.contains(name) {
-                if let Ok(target) = std::str::from_utf8(text) {
-                    guards.push(db.stored(target).into_owned());
-                }
-            }
-        }
+        guards.extend(reference_guards::<M>(db, set));
         guards
     }
 
     /// The key of the admin this object hangs under, as `db` stores it
     /// (`None` for an admin): what a full write of a sub-object needs to
     /// exist.
-    fn owner_key_in(&self, db: &Db) -> Option<String> {
+    pub(crate) fn owner_key_in(&self, db: &Db) -> Option<String> {
         let mut prefix = String::new();
         M::Owner::write_prefix(self.owner(), &mut prefix);
         let owner = prefix.strip_suffix(':')?;
@@ -331,8 +324,19 @@ impl<M: Model> ObjectRef<M> {
     }
 }
 
+/// The objects the reference fields among `set` name, as `db` stores
+/// them: what a write of those fields needs to exist.
+pub(crate) fn reference_guards<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<String> {
+    let references = reference_fields::<M>();
+    set.iter()
+        .filter(|(name, _)| references.contains(name))
+        .filter_map(|(_, text)| std::str::from_utf8(text).ok())
+        .map(|target| db.stored(target).into_owned())
+        .collect()
+}
+
 /// The stored fields a write sets or removes, with their new text.
-fn changed_fields<'a>(
+pub(crate) fn changed_fields<'a>(
     set: &'a [(&'static str, Vec<u8>)],
     removed: &[&'static str],
 ) -> Vec<(&'static str, Option<&'a [u8]>)> {

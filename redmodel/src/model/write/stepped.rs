@@ -82,18 +82,7 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
     specs: &[&'static IndexSpec],
     claims: &[(&'static str, &str)],
 ) -> Result<T> {
-    let mut claimed = Vec::new();
-    for (field, value) in claims {
-        let entry = unique_key(M::TABLE, field, value);
-        match claim::<M>(db, &entry, key, field, value).await {
-            Ok(true) => claimed.push(entry),
-            Ok(false) => {}
-            Err(err) => {
-                release_all(db, &claimed, key).await;
-                return Err(err);
-            }
-        }
-    }
+    let claimed = claim_all::<M, &str>(db, key, claims).await?;
     let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
     // Guards in other slots (the objects reference fields name) are
     // checked just before the object's unit, not in it.
@@ -120,11 +109,35 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
     Ok(out)
 }
 
+/// Step 1 for every value of `claims` (by field): the entries claimed
+/// (pending), to confirm or release. If one is refused, those already
+/// claimed are released and the error returned.
+pub(crate) async fn claim_all<M: Model, V: AsRef<str>>(
+    db: &Db,
+    key: &str,
+    claims: &[(&'static str, V)],
+) -> Result<Vec<String>> {
+    let mut claimed = Vec::new();
+    for (field, value) in claims {
+        let value = value.as_ref();
+        let entry = unique_key(M::TABLE, field, value);
+        match claim::<M>(db, &entry, key, field, value).await {
+            Ok(true) => claimed.push(entry),
+            Ok(false) => {}
+            Err(err) => {
+                release_all(db, &claimed, key).await;
+                return Err(err);
+            }
+        }
+    }
+    Ok(claimed)
+}
+
 /// Steps 3 and 4 for the object at `key` after a write (or a delete) that
 /// took the indexed fields of `specs` from `old` to `new`: confirms the
 /// `claimed` entries, releases the unique values given up, and brings the
 /// other entries in step.
-async fn settle<M: Model>(
+pub(crate) async fn settle<M: Model>(
     db: &Db,
     key: &str,
     specs: &[&'static IndexSpec],
@@ -357,7 +370,7 @@ async fn release(db: &Db, entry: &str, key: &str) -> Result<()> {
 /// Releases the claims of a write that failed, as well as it can: the
 /// write's own error is what the caller reports, and a claim left behind
 /// lapses with its lease.
-async fn release_all(db: &Db, entries: &[String], key: &str) {
+pub(crate) async fn release_all(db: &Db, entries: &[String], key: &str) {
     for entry in entries {
         let _ = release(db, entry, key).await;
     }

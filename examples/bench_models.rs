@@ -21,8 +21,8 @@
 //! | insert | `student.insert`: MULTI HSET + HINCRBY `_count` (no HDEL: `Student` has no `Option` field) | the same MULTI |
 //! | load | `Student::get`: HGETALL, decode | HMGET, parse by hand |
 //! | incr | `Student::at(id).incr(MATH, 1)`: HINCRBY | HINCRBY |
-//! | get_many_100 | `Student::get_many` of 100: MULTI of 100 HGETALLs | pipeline of 100 HMGETs, parsed |
-//! | load_members_100 | `load_members` of a 100-student relation: LRANGE, then the MULTI above | LRANGE, then pipelined HMGETs |
+//! | get_many_100 | `Student::load_many` of 100: MULTI of 100 HGETALLs | pipeline of 100 HMGETs, parsed |
+//! | relation_load_100 | `rel.load` of a 100-student relation: LRANGE, then the MULTI above | LRANGE, then pipelined HMGETs |
 //! | link | many-to-many `link`: one script checking both objects exist, then LREM + RPUSH on both lists | MULTI LREM + RPUSH on both lists (no existence check) |
 //!
 //! For the batch operations one operation is one call (100 students).
@@ -50,7 +50,7 @@ const USAGE: &str =
     "usage: bench_models [--reps N] [--millis MS] [--only OPERATION|memory] [--objects N]";
 /// Students of the speed fixture; the operations cycle through them.
 const STUDENTS: usize = 1000;
-/// Students per batch operation (`get_many`, `load_members`).
+/// Students per batch operation (`load_many`, `rel.load`).
 const BATCH: usize = 100;
 /// Teachers, and classes, that `link` pairs up (so lists stay short).
 const LINKED: usize = 10;
@@ -227,7 +227,7 @@ fn pair(k: usize) -> (String, u32) {
     (format!("t{}", k % LINKED), (k / LINKED % LINKED) as u32)
 }
 
-/// The list `load_members` reads: class 1's students, the first `BATCH`.
+/// The list `rel.load` reads: class 1's students, the first `BATCH`.
 fn relation() -> redmodel::model::RelationRef<ClassStudents> {
     Class::at(1).relation::<ClassStudents>()
 }
@@ -264,7 +264,7 @@ impl Op {
             Op::Load => "load",
             Op::Incr => "incr",
             Op::GetMany => "get_many_100",
-            Op::LoadMembers => "load_members_100",
+            Op::LoadMembers => "relation_load_100",
             Op::Link => "link",
         }
     }
@@ -276,18 +276,18 @@ impl Op {
             Op::Insert => {
                 s.insert(db).await?;
             }
-            Op::Load => ensure(Student::get(db, &s.id).await?.is_some(), "no student")?,
+            Op::Load => ensure(Student::load(db, &s.id).await?.is_some(), "no student")?,
             Op::Incr => {
                 Student::at(&s.id).incr(db, Student::MATH, 1).await?;
             }
             Op::GetMany => {
                 let ids = batch(students, k).iter().map(|s| &s.id);
-                let got = Student::get_many(db, ids).await?;
-                ensure(got.iter().flatten().count() == BATCH, "get_many")?;
+                let got = Student::load_many(db, ids).await?;
+                ensure(got.iter().flatten().count() == BATCH, "load_many")?;
             }
             Op::LoadMembers => {
-                let got = relation().load_members(db).await?;
-                ensure(got.len() == BATCH, "load_members")?;
+                let got = relation().load(db).await?;
+                ensure(got.len() == BATCH, "rel.load")?;
             }
             Op::Link => {
                 let (teacher, class) = pair(k);
@@ -327,7 +327,7 @@ impl Op {
             Op::GetMany => {
                 let ids = batch(students, k).iter().map(|s| s.id.as_str());
                 let got = raw_get_many(conn, ids).await?;
-                ensure(got.len() == BATCH, "raw get_many")?;
+                ensure(got.len() == BATCH, "raw load_many")?;
             }
             Op::LoadMembers => {
                 let keys: Vec<String> = redis::cmd("LRANGE")
@@ -338,7 +338,7 @@ impl Op {
                     .await?;
                 let ids = keys.iter().filter_map(|k| k.strip_prefix("student:"));
                 let got = raw_get_many(conn, ids).await?;
-                ensure(got.len() == BATCH, "raw load_members")?;
+                ensure(got.len() == BATCH, "raw rel.load")?;
             }
             Op::Link => {
                 let (teacher, class) = pair(k);

@@ -82,7 +82,7 @@ pub struct Shown {
 /// move the user to the head of the recent list). The new login count, or
 /// `None` if no user has that name.
 pub async fn login(db: &Db, name: &str, at: u64) -> Result<Option<u64>, Error> {
-    let Some(user) = User::BY_NAME.holder(db, name).await? else {
+    let Some(user) = User::NAME_UNIQUE.holder(db, name).await? else {
         return Ok(None);
     };
     let times = user.incr(db, User::LOGIN_TIMES, 1).await?;
@@ -118,7 +118,7 @@ pub async fn run(db: &Db) -> Result<Shown, Error> {
     println!("user 4 refused: {refused}");
 
     // The user knows the name, not the id.
-    let ken = User::BY_NAME.find(db, "ken thompson").await?;
+    let ken = User::NAME_UNIQUE.find(db, "ken thompson").await?;
     println!("find by name \"ken thompson\": {ken:?}");
 
     let now = SystemTime::now()
@@ -151,8 +151,8 @@ pub async fn run(db: &Db) -> Result<Shown, Error> {
 
     println!("\nwho logs in most:");
     let mut top = Vec::new();
-    for user in User::LOGIN_TIMES_RANK.top(db, 10).await? {
-        let rank = User::LOGIN_TIMES_RANK
+    for user in User::LOGIN_TIMES_SORTED.top(db, 10).await? {
+        let rank = User::LOGIN_TIMES_SORTED
             .rank_from_top(db, user.handle())
             .await?
             .unwrap_or_default();

@@ -181,7 +181,7 @@ pub async fn build(db: &Db) -> Result<(), Error> {
     // The hot list: students with math >= 90, read in one batch.
     let mut students = Student::scan(db).await?;
     students.sort();
-    let good: Vec<Student> = redmodel::model::ObjectRef::get_many(db, &students)
+    let good: Vec<Student> = redmodel::model::ObjectRef::load_many(db, &students)
         .await?
         .into_iter()
         .flatten()
@@ -197,12 +197,12 @@ pub async fn build(db: &Db) -> Result<(), Error> {
 pub async fn read_back(db: &Db) -> Result<(), Error> {
     println!();
     let class2 = Class::at(2);
-    let teachers = class2.relation::<ClassTeachers>().load_members(db).await?;
+    let teachers = class2.relation::<ClassTeachers>().load(db).await?;
     println!("class:2 is taught by:");
     for t in &teachers {
         println!("  {} ({}, {})", t.id, t.name, t.subject);
     }
-    let students = class2.relation::<ClassStudents>().load_members(db).await?;
+    let students = class2.relation::<ClassStudents>().load(db).await?;
     println!("class:2 has students:");
     for s in &students {
         println!(
@@ -212,12 +212,12 @@ pub async fn read_back(db: &Db) -> Result<(), Error> {
     }
     let classes = Teacher::at("A")
         .relation::<TeacherClasses>()
-        .load_members(db)
+        .load(db)
         .await?;
     let names: Vec<&str> = classes.iter().map(|c| c.name.as_str()).collect();
     println!("teacher:A teaches: {}", names.join(", "));
 
-    if let Some(a) = Student::get(db, "a").await? {
+    if let Some(a) = Student::load(db, "a").await? {
         let class = a.class.load(db).await?;
         println!(
             "student:a is in {} (through its `class` field = {})",

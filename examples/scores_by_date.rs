@@ -114,7 +114,7 @@ pub async fn run(db: &Db) -> Result<Shown, Error> {
     }
 
     let (year, day) = TODAY;
-    let by_score = Item::SCORE_RANK;
+    let by_score = Item::SCORE_SORTED;
     let ten_days = DAY_TYPE.between(&[year, day - 10], &[year, day])?;
     let one_day = DAY_TYPE.span(&[year, day])?;
     let types = DAY_TYPE.between(&[year, day, 1000], &[year, day, 4000])?;

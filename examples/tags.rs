@@ -86,7 +86,7 @@ pub async fn run(db: &Db) -> Result<Shown, Error> {
         println!("book:{id} {name:?} tagged {}", tags.join(", "));
     }
 
-    let by_tag = Book::BY_TAGS;
+    let by_tag = Book::TAGS_TAGS;
     let shown = Shown {
         ruby_and_web: titles(by_tag.intersection(db, ["ruby", "web"]).await?),
         ruby_not_web: titles(by_tag.difference(db, "ruby", ["web"]).await?),

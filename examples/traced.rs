@@ -62,7 +62,7 @@ async fn main() -> Result<(), Error> {
     .insert(&db)
     .await?;
     Student::at("a").incr(&db, Student::MATH, 5).await?;
-    let top = Student::MATH_RANK.top(&db, 3).await?;
+    let top = Student::MATH_SORTED.top(&db, 3).await?;
     println!("top: {:?}", top.iter().map(|s| s.math).collect::<Vec<_>>());
     Student::at("a").delete(&db).await?;
     Ok(())

@@ -82,15 +82,13 @@ impl IndexKind {
 }
 
 impl Index {
-    /// The name of the index's handle constant on the model
-    /// (`BY_NAME`, `LOGINS_RANK`, `BY_TAGS`, `LAST_LOGIN_RECENT`), from the
-    /// field's handle name.
+    /// The name of the index's handle constant on the model: the field's
+    /// handle, then the attribute in upper case (`NAME_UNIQUE`,
+    /// `LOGINS_SORTED`, `TAGS_TAGS`, `LAST_LOGIN_RECENT`). One rule, so that
+    /// the name follows from the declaration, and a field may carry two
+    /// indexes (`sorted, recent = 10`).
     pub fn handle_name(&self, field_handle: &str) -> String {
-        match self.kind {
-            IndexKind::Unique | IndexKind::Tags => format!("BY_{field_handle}"),
-            IndexKind::Sorted => format!("{field_handle}_RANK"),
-            IndexKind::Recent(_) => format!("{field_handle}_RECENT"),
-        }
+        format!("{field_handle}_{}", self.kind.attr_name().to_uppercase())
     }
 }
 

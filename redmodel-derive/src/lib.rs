@@ -50,7 +50,7 @@ fn derive(input: TokenStream, kind: Kind) -> TokenStream {
 /// `json`, `default` / `default = "path::to::fn"`, and the indexes kept in
 /// step with every write: `unique`, `sorted`, `tags`, `recent = N` (see
 /// `redmodel::model::index`). Each index adds a handle next to the field's
-/// (`BY_NAME`, `LOGINS_RANK`, `BY_TAGS`, `LAST_LOGIN_RECENT`).
+/// (`NAME_UNIQUE`, `LOGINS_SORTED`, `TAGS_TAGS`, `LAST_LOGIN_RECENT`).
 /// A reference field (`Ref<M>`, `Option<Ref<M>>`) takes
 /// `on_delete = "restrict"` (refuse to delete `M`'s object while the field
 /// points at it) or `"cascade"` (the default: the delete clears the field);

@@ -111,7 +111,8 @@ pub enum Error {
         /// How long the call waited before giving up.
         waited: std::time::Duration,
     },
-    /// An optimistic transaction (WATCH / MULTI / EXEC: [`Db::raw_transaction`](crate::Db::transaction),
+    /// An optimistic transaction (WATCH / MULTI / EXEC: [`Db::transaction`](crate::Db::transaction),
+    /// [`Db::raw_transaction`](crate::Db::raw_transaction),
     /// or a model write that keeps a unique or tag index in step) found its
     /// watched keys changed by another client on every attempt, and nothing
     /// was written. Retry later or allow more attempts; if one key is that

@@ -8,9 +8,10 @@
 //! server.
 //!
 //! For updates that must not collide with other clients': [`Db::lock`] /
-//! [`Db::with_lock`] (a lock with an owner token and a ttl) and
-//! [`Db::raw_transaction`] (optimistic read-modify-write with WATCH, retried on
-//! a concurrent write).
+//! [`Db::with_lock`] (a lock with an owner token and a ttl),
+//! [`Db::transaction`] (a typed optimistic read-modify-write over model
+//! objects, retried on a concurrent write) and [`Db::raw_transaction`] (the
+//! same over raw commands).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -102,3 +103,14 @@ pub use redis;
 
 /// The bundled in-memory Redis engine (the `redmodel-memory` crate).
 pub use redmodel_memory as memory;
+
+/// The README's and the model guide's Rust examples, compiled and run as
+/// doctests so that they cannot drift from the API.
+#[cfg(doctest)]
+mod readme {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+
+    #[doc = include_str!("../../docs/models.md")]
+    struct ModelsGuide;
+}

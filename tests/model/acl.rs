@@ -100,20 +100,17 @@ async fn model_operations_stay_inside_the_acl_key_patterns() -> Result<(), Error
         .relation::<TeacherClasses>()
         .link(&db, Class::at(2))
         .await?;
-    assert_eq!(Teacher::get(&db, "A").await?, Some(teacher("A")));
+    assert_eq!(Teacher::load(&db, "A").await?, Some(teacher("A")));
     assert_eq!(Student::at("b").incr(&db, Student::MATH, 5).await?, 8);
     assert_eq!(Teacher::scan(&db).await?.len(), 2);
     assert_eq!(Student::at("a").scan_subs::<Exam>(&db).await?.len(), 1);
-    let teachers = Class::at(2)
-        .relation::<ClassTeachers>()
-        .load_members(&db)
-        .await?;
+    let teachers = Class::at(2).relation::<ClassTeachers>().load(&db).await?;
     assert_eq!(teachers.len(), 2);
 
     // Pks that look like other keys or patterns stay in their table.
     for pk in ["../profile:x", "profile:x", "*", "a b:{c}"] {
         teacher(pk).insert(&db).await?;
-        assert_eq!(Teacher::get(&db, pk).await?, Some(teacher(pk)));
+        assert_eq!(Teacher::load(&db, pk).await?, Some(teacher(pk)));
         assert!(Teacher::at(pk).delete_cascade(&db).await?);
     }
 
@@ -130,7 +127,7 @@ async fn model_operations_stay_inside_the_acl_key_patterns() -> Result<(), Error
     assert_eq!(Student::at("b").get(&db, Student::CLASS).await?, None);
 
     // Another namespace is refused, through the model layer and directly.
-    let err = Profile::get(&db, "x").await.unwrap_err();
+    let err = Profile::load(&db, "x").await.unwrap_err();
     assert!(matches!(err, Error::NoPermission { .. }), "{err:?}");
     let err = db
         .query::<Option<String>>(redis::cmd("GET").arg("profile:x"))

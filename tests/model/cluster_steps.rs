@@ -48,7 +48,7 @@ async fn zscore(db: &Db, member: &str) -> Option<f64> {
 }
 
 async fn tag_members(db: &Db, tag: &str) -> Vec<String> {
-    let key = Racer::BY_TAGS.key_in(db, tag).unwrap_or_default();
+    let key = Racer::TAGS_TAGS.key_in(db, tag).unwrap_or_default();
     let mut members: Vec<String> = db.query(redis::cmd("SMEMBERS").arg(key)).await.unwrap();
     members.sort();
     members
@@ -72,14 +72,14 @@ backend_tests! {
             "{err}"
         );
         assert!(!Racer::at(1).exists(db).await?, "nothing written");
-        assert_eq!(Racer::BY_NAME.find(db, "ada").await?, None);
+        assert_eq!(Racer::NAME_UNIQUE.find(db, "ada").await?, None);
         let still: Option<String> = db.query(redis::cmd("LINDEX").arg(entry).arg(0)).await?;
         assert_eq!(still.as_deref(), Some("racer:9"), "a read leaves a pending claim");
 
         db.query::<()>(redis::cmd("PEXPIRE").arg(entry).arg(1)).await?;
         tokio::time::sleep(Duration::from_millis(20)).await;
         racer(1, "ada", 0, &[]).insert(db).await?;
-        assert_eq!(Racer::BY_NAME.holder(db, "ada").await?, Some(Racer::at(1)));
+        assert_eq!(Racer::NAME_UNIQUE.holder(db, "ada").await?, Some(Racer::at(1)));
         let ttl: i64 = db.query(redis::cmd("PTTL").arg(entry)).await?;
         assert_eq!(ttl, -1, "the claim is confirmed: no lease left");
         Ok(())
@@ -101,8 +101,8 @@ backend_tests! {
                 .arg(r#"["x"]"#),
         )
         .await?;
-        assert_eq!(Racer::BY_NAME.find(db, "bo").await?, None);
-        assert!(Racer::BY_TAGS.with(db, "x").await?.is_empty());
+        assert_eq!(Racer::NAME_UNIQUE.find(db, "bo").await?, None);
+        assert!(Racer::TAGS_TAGS.with(db, "x").await?.is_empty());
 
         let report = redmodel::model::migrate::rebuild_indexes::<Racer, _>(
             db,
@@ -111,7 +111,7 @@ backend_tests! {
         )
         .await?;
         assert!(report.finished && report.conflicts.is_empty(), "{report:?}");
-        assert_eq!(Racer::BY_NAME.holder(db, "bo").await?, Some(Racer::at(1)));
+        assert_eq!(Racer::NAME_UNIQUE.holder(db, "bo").await?, Some(Racer::at(1)));
         assert_eq!(zscore(db, "racer:1").await, Some(7.0));
         assert_eq!(tag_members(db, "x").await, ["racer:1"]);
         Ok(())
@@ -294,7 +294,7 @@ async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel:
     // The same Db, after the move.
     racer(99_999, "after", 1, &[]).insert(&db).await?;
     assert_eq!(
-        Racer::BY_NAME.holder(&db, "after").await?,
+        Racer::NAME_UNIQUE.holder(&db, "after").await?,
         Some(Racer::at(99_999))
     );
     drop(cluster);

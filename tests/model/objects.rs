@@ -55,9 +55,9 @@ backend_tests! {
         let a = teacher_a();
         let handle = a.insert(db).await?;
         assert_eq!(handle.key(), "teacher:A");
-        assert_eq!(Teacher::get(db, "A").await?, Some(a.clone()));
+        assert_eq!(Teacher::load(db, "A").await?, Some(a.clone()));
         assert_eq!(Teacher::at("A").load(db).await?, Some(a.clone()));
-        assert_eq!(Teacher::get(db, "B").await?, None);
+        assert_eq!(Teacher::load(db, "B").await?, None);
         assert!(Teacher::exists(db, "A").await?);
         assert!(!Teacher::exists(db, "B").await?);
         // The hash is exactly the declared fields (pk in the key) and `_count`.
@@ -206,7 +206,7 @@ backend_tests! {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         assert_eq!(raw, expected);
-        let loaded = Profile::get(db, "jo").await?.expect("exists");
+        let loaded = Profile::load(db, "jo").await?.expect("exists");
         assert_eq!(loaded, jo);
 
         // None fields are absent, and a full write removes them.
@@ -218,7 +218,7 @@ backend_tests! {
         let raw = raw_hash(db, "profile:jo").await;
         assert!(!raw.contains_key("nickname") && !raw.contains_key("address"));
         assert!(!raw.contains_key("cache"), "skipped fields are not stored");
-        let loaded = Profile::get(db, "jo").await?.expect("exists");
+        let loaded = Profile::load(db, "jo").await?.expect("exists");
         assert_eq!(loaded.nickname, None);
         assert_eq!(loaded.address, None);
         assert_eq!(
@@ -241,13 +241,13 @@ backend_tests! {
                 .arg("level"),
         )
         .await?;
-        let jo = Profile::get(db, "jo").await?.expect("exists");
+        let jo = Profile::load(db, "jo").await?.expect("exists");
         assert_eq!(jo.visits, 0, "#[redmodel(default)]");
         assert_eq!(jo.level, 1, "#[redmodel(default = \"default_level\")]");
 
         db.query::<()>(redis::cmd("HDEL").arg("profile:jo").arg("age"))
             .await?;
-        let err = Profile::get(db, "jo").await.unwrap_err();
+        let err = Profile::load(db, "jo").await.unwrap_err();
         assert!(
             matches!(&err, Error::MissingField { key, field } if key == "profile:jo" && field == "age"),
             "{err}"
@@ -262,7 +262,7 @@ backend_tests! {
         Profile::sample("jo").insert(db).await?;
         db.query::<()>(redis::cmd("HDEL").arg("profile:jo").arg("mail"))
             .await?;
-        let err = Profile::get(db, "jo").await.unwrap_err();
+        let err = Profile::load(db, "jo").await.unwrap_err();
         assert!(
             matches!(&err, Error::MissingField { field, .. } if field == "mail"),
             "{err}"
@@ -271,7 +271,7 @@ backend_tests! {
         // A hash with only `_count` exists, and lacks the required fields.
         db.query::<()>(redis::cmd("HSET").arg("teacher:only").arg("_count").arg(1))
             .await?;
-        let err = Teacher::get(db, "only").await.unwrap_err();
+        let err = Teacher::load(db, "only").await.unwrap_err();
         assert!(matches!(err, Error::MissingField { .. }), "{err}");
         Ok(())
     }
@@ -279,7 +279,7 @@ backend_tests! {
 
 backend_tests! {
     /// One bad object does not sink a batch read (issue 11 item 8):
-    /// `get_many_each` gives each object its own result, where `get_many`
+    /// `load_many_each` gives each object its own result, where `load_many`
     /// fails whole.
     exclusive async fn a_batch_read_gives_each_object_its_result(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
@@ -290,8 +290,8 @@ backend_tests! {
         db.query::<()>(redis::cmd("HDEL").arg("teacher:B").arg("name")).await?;
         db.query::<()>(redis::cmd("DEL").arg("teacher:C")).await?;
         db.query::<()>(redis::cmd("SET").arg("teacher:C").arg("x")).await?;
-        assert!(Teacher::get_many(db, ["A", "B", "C", "D"]).await.is_err());
-        let each = Teacher::get_many_each(db, ["A", "B", "C", "D"]).await?;
+        assert!(Teacher::load_many(db, ["A", "B", "C", "D"]).await.is_err());
+        let each = Teacher::load_many_each(db, ["A", "B", "C", "D"]).await?;
         assert_eq!(each.len(), 4);
         assert!(matches!(&each[0], Ok(Some(t)) if *t == teacher_named("A")), "{:?}", each[0]);
         assert!(
@@ -325,7 +325,7 @@ backend_tests! {
         for (field, value, why) in cases {
             student("a", 1, [100, 100, 50]).insert(db).await?;
             db.query::<()>(&hset("student:a", field, value)).await?;
-            let err = Student::get(db, "a").await.unwrap_err();
+            let err = Student::load(db, "a").await.unwrap_err();
             match &err {
                 Error::Decode {
                     key,
@@ -353,7 +353,7 @@ backend_tests! {
         ] {
             Profile::sample("jo").insert(db).await?;
             db.query::<()>(&hset("profile:jo", field, value)).await?;
-            let err = Profile::get(db, "jo").await.unwrap_err();
+            let err = Profile::load(db, "jo").await.unwrap_err();
             assert!(
                 matches!(&err, Error::Decode { key, field: f, reason }
                     if key == "profile:jo" && f == field && reason.contains(why)),
@@ -371,7 +371,7 @@ backend_tests! {
         .await?;
         db.query::<()>(redis::cmd("HSET").arg("teacher:A").arg("subject").arg("x"))
             .await?;
-        let err = Teacher::get(db, "A").await.unwrap_err();
+        let err = Teacher::load(db, "A").await.unwrap_err();
         assert!(
             matches!(&err, Error::Decode { field, .. } if field == "name"),
             "{err}"
@@ -386,7 +386,7 @@ backend_tests! {
         db.query::<()>(redis::cmd("RPUSH").arg("teacher:L").arg("x"))
             .await?;
         for err in [
-            Teacher::get(db, "L").await.unwrap_err(),
+            Teacher::load(db, "L").await.unwrap_err(),
             Teacher::at("L").get(db, Teacher::NAME).await.unwrap_err(),
             Teacher::at("L")
                 .set(db, Teacher::NAME, "x")
@@ -401,7 +401,7 @@ backend_tests! {
             );
         }
         teacher_named("G").insert(db).await?;
-        let err = Teacher::get_many(db, ["G", "L"]).await.unwrap_err();
+        let err = Teacher::load_many(db, ["G", "L"]).await.unwrap_err();
         assert!(
             matches!(&err, Error::UnexpectedType { key, .. } if key == "teacher:L"),
             "{err}"
@@ -433,7 +433,7 @@ backend_tests! {
                 .await?,
             "class:1"
         );
-        let a = Student::get(db, "a").await?.expect("exists");
+        let a = Student::load(db, "a").await?.expect("exists");
         assert_eq!(a.class, Class::at(1));
         let class = a.class.load(db).await?.expect("class exists");
         assert_eq!(class.name, "Class 1");
@@ -462,7 +462,7 @@ backend_tests! {
         assert_eq!(Teacher::at("B").write_count(db).await?, 0);
         teacher_named("B").insert_without_sync(db).await?;
         assert!(!raw_hash(db, "teacher:B").await.contains_key("_count"));
-        assert_eq!(Teacher::get(db, "B").await?, Some(teacher_named("B")));
+        assert_eq!(Teacher::load(db, "B").await?, Some(teacher_named("B")));
 
         // Undeclared fields survive a full write.
         db.query::<()>(redis::cmd("HSET").arg("teacher:A").arg("note").arg("x"))
@@ -473,7 +473,7 @@ backend_tests! {
         assert!(Teacher::delete(db, "A").await?);
         assert!(!Teacher::delete(db, "A").await?);
         assert!(!Teacher::at("B").delete(db).await.map(|_| false)?);
-        assert_eq!(Teacher::get(db, "A").await?, None);
+        assert_eq!(Teacher::load(db, "A").await?, None);
         Ok(())
     }
 }
@@ -535,13 +535,13 @@ backend_tests! {
             teacher_named(id).insert(db).await?;
         }
         let before = db.round_trips();
-        let got = Teacher::get_many(db, ["C", "missing", "A"]).await?;
+        let got = Teacher::load_many(db, ["C", "missing", "A"]).await?;
         assert_eq!(db.round_trips() - before, 1);
         assert_eq!(
             got,
             vec![Some(teacher_named("C")), None, Some(teacher_named("A"))]
         );
-        assert!(Teacher::get_many(db, Vec::<String>::new())
+        assert!(Teacher::load_many(db, Vec::<String>::new())
             .await?
             .is_empty());
         Ok(())
@@ -567,7 +567,7 @@ backend_tests! {
         let mut expected: Vec<ObjectRef<Teacher>> = ids.iter().map(|id| Teacher::at(*id)).collect();
         expected.sort();
         assert_eq!(Teacher::scan(db).await?, expected);
-        let mut objects = ObjectRef::<Teacher>::scan_objects(db).await?;
+        let mut objects = ObjectRef::<Teacher>::load_all(db).await?;
         objects.sort_by(|a, b| a.id.cmp(&b.id));
         let mut want: Vec<Teacher> = ids.iter().map(|id| teacher_named(id)).collect();
         want.sort_by(|a, b| a.id.cmp(&b.id));
@@ -628,12 +628,12 @@ backend_tests! {
             vec!["student:a:exam:2023", "student:a:exam:2024"]
         );
         assert_eq!(b.scan_subs::<Exam>(db).await?, vec![b.sub::<Exam>(2024)]);
-        let objects = a.scan_sub_objects::<Exam>(db).await?;
+        let objects = a.load_subs::<Exam>(db).await?;
         assert_eq!(objects.len(), 2);
         // Every exam under every student.
         assert_eq!(ObjectRef::<Exam>::scan(db).await?.len(), 3);
         // Sub-objects are their own keys: the student's hash holds none.
-        assert_eq!(Student::get(db, "a").await?, Some(student("a", 1, [1, 1, 1])));
+        assert_eq!(Student::load(db, "a").await?, Some(student("a", 1, [1, 1, 1])));
 
         let parsed = ObjectRef::<Exam>::parse("student:b%2A:exam:2024")?;
         assert_eq!(parsed, b.sub::<Exam>(2024));
@@ -741,10 +741,10 @@ async fn operations_run_on_spawned_tasks() {
                 .relation::<TeacherClasses>()
                 .link(&db, Class::at(1))
                 .await;
-            let loaded = Teacher::get(&db, "A").await?;
+            let loaded = Teacher::load(&db, "A").await?;
             let classes = Teacher::at("A")
                 .relation::<TeacherClasses>()
-                .load_members(&db)
+                .load(&db)
                 .await?;
             Ok::<_, Error>((loaded, link, classes))
         }
@@ -790,7 +790,7 @@ backend_tests! {
             .unwrap_err();
         assert!(matches!(err, Error::Encode { .. }), "{err}");
         assert!(!Board::exists(db, 1).await?);
-        assert_eq!(Board::get(db, 1).await?.map(|b| b.id), None);
+        assert_eq!(Board::load(db, 1).await?.map(|b| b.id), None);
         Ok(())
     }
 }
@@ -823,7 +823,7 @@ backend_tests! {
         assert_eq!(Memo::at("missing").load(db).await?, None);
         assert_eq!(db.round_trips() - before, 4);
         assert_eq!(
-            Memo::get_many(db, ["missing", "other", "kept", "text"]).await?,
+            Memo::load_many(db, ["missing", "other", "kept", "text"]).await?,
             vec![
                 None,
                 Some(blank("other")),
@@ -831,7 +831,7 @@ backend_tests! {
                 Some(Memo { id: "text".into(), text: Some("hi".into()) }),
             ]
         );
-        let each = ObjectRef::get_many_each(db, &[Memo::at("other"), Memo::at("missing")]).await?;
+        let each = ObjectRef::load_many_each(db, &[Memo::at("other"), Memo::at("missing")]).await?;
         assert!(matches!(&each[..], [Ok(Some(_)), Ok(None)]));
         Ok(())
     }
@@ -882,14 +882,14 @@ backend_tests! {
             matches!(r, Err(Error::MissingField { key, field }) if key == "badge:2" && field == "name")
         };
 
-        assert!(Badge::POINTS_RANK.top(db, 3).await.is_err());
-        let top = Badge::POINTS_RANK.top_each(db, 3).await?;
+        assert!(Badge::POINTS_SORTED.top(db, 3).await.is_err());
+        let top = Badge::POINTS_SORTED.top_each(db, 3).await?;
         assert!(top.len() == 3 && ok(&top[0], 3) && bad(&top[1]) && ok(&top[2], 1), "{top:?}");
-        let bottom = Badge::POINTS_RANK.bottom_each(db, 2).await?;
+        let bottom = Badge::POINTS_SORTED.bottom_each(db, 2).await?;
         assert!(bottom.len() == 2 && ok(&bottom[0], 1) && bad(&bottom[1]), "{bottom:?}");
 
-        assert!(Badge::BY_KINDS.with(db, "x").await.is_err());
-        let tagged = Badge::BY_KINDS.with_each(db, "x").await?;
+        assert!(Badge::KINDS_TAGS.with(db, "x").await.is_err());
+        let tagged = Badge::KINDS_TAGS.with_each(db, "x").await?;
         assert!(tagged.len() == 3 && ok(&tagged[0], 1) && bad(&tagged[1]) && ok(&tagged[2], 3), "{tagged:?}");
 
         assert!(Badge::SEEN_RECENT.load(db).await.is_err());
@@ -897,8 +897,8 @@ backend_tests! {
         assert!(recent.len() == 3 && ok(&recent[0], 3) && bad(&recent[1]) && ok(&recent[2], 1), "{recent:?}");
 
         let badges = Teacher::at("A").relation::<TeacherBadges>();
-        assert!(badges.load_members(db).await.is_err());
-        let members = badges.load_members_each(db).await?;
+        assert!(badges.load(db).await.is_err());
+        let members = badges.load_each(db).await?;
         assert!(members.len() == 3 && ok(&members[0], 1) && bad(&members[1]) && ok(&members[2], 3), "{members:?}");
         Ok(())
     }
@@ -920,7 +920,7 @@ backend_tests! {
         );
         let raw: String = db.query(redis::cmd("HGET").arg(ctx.stored("badge:1")).arg("points")).await?;
         assert_eq!(raw, "lots");
-        assert_eq!(Badge::POINTS_RANK.score(db, Badge::at(1)).await?, Some(10.0));
+        assert_eq!(Badge::POINTS_SORTED.score(db, Badge::at(1)).await?, Some(10.0));
         Ok(())
     }
 }

@@ -204,7 +204,7 @@ backend_tests! {
         assert_eq!(empty.count(db).await?, 0);
         assert_eq!(empty.members(db).await?, vec![]);
         assert_eq!(empty.index(db, 0).await?, None);
-        assert_eq!(empty.load_members(db).await?, vec![]);
+        assert_eq!(empty.load(db).await?, vec![]);
         Ok(())
     }
 }
@@ -219,10 +219,10 @@ backend_tests! {
         rel.append(db, [4, 2, 99, 1].map(Class::at)).await?;
         // Dangling members (class:99 does not exist) are left out.
         assert_eq!(
-            rel.load_members(db).await?,
+            rel.load(db).await?,
             vec![class(4), class(2), class(1)]
         );
-        assert_eq!(rel.load(db, 0, 1).await?, vec![class(4), class(2)]);
+        assert_eq!(rel.load_range(db, 0, 1).await?, vec![class(4), class(2)]);
         assert_eq!(rel.load_page(db, 1, 2).await?, vec![class(1)]);
         assert_eq!(rel.load_page(db, 0, 0).await?, vec![]);
         Ok(())
@@ -252,7 +252,7 @@ backend_tests! {
                 .await?;
 
             let before = db.round_trips();
-            let teachers = rel.load_members(db).await?;
+            let teachers = rel.load(db).await?;
             costs.push(db.round_trips() - before);
             assert_eq!(teachers.len(), n as usize);
             assert_eq!(teachers[0].id, format!("{owner}0"));
@@ -305,7 +305,7 @@ backend_tests! {
             }
             other => panic!("{other}"),
         }
-        assert!(rel.load_members(db).await.is_err());
+        assert!(rel.load(db).await.is_err());
         assert_eq!(rel.index(db, 0).await?, Some(Class::at(1)));
 
         // A hash where the list is expected.

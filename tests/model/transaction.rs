@@ -149,7 +149,7 @@ backend_tests! {
                 started.elapsed()
             );
             assert!(committed > (TASKS * TRANSFERS / 2) as u32, "only {committed} committed");
-            assert_eq!(Wallet::POINTS_RANK.len(&db).await?, WALLETS as u64);
+            assert_eq!(Wallet::POINTS_SORTED.len(&db).await?, WALLETS as u64);
         }
         Ok(())
     }
@@ -168,8 +168,8 @@ backend_tests! {
             })
             .await?;
             assert_eq!(w.write_count(&db).await?, 1);
-            assert_eq!(Wallet::BY_NICK.find(&db, "ada").await?.map(|w| w.id), Some(1));
-            assert_eq!(Wallet::BY_TAGS.with(&db, "red").await?.len(), 1);
+            assert_eq!(Wallet::NICK_UNIQUE.find(&db, "ada").await?.map(|w| w.id), Some(1));
+            assert_eq!(Wallet::TAGS_TAGS.with(&db, "red").await?.len(), 1);
 
             db.transaction(|tx| async move {
                 let n = tx.get(w, Wallet::POINTS).await?.unwrap_or(0);
@@ -178,10 +178,10 @@ backend_tests! {
                 Ok(())
             })
             .await?;
-            assert_eq!(Wallet::BY_NICK.find(&db, "ada").await?, None, "old value released");
-            assert_eq!(Wallet::BY_NICK.find(&db, "bob").await?.map(|w| w.points), Some(6));
-            assert!(Wallet::BY_TAGS.with(&db, "red").await?.is_empty());
-            assert_eq!(Wallet::BY_TAGS.with(&db, "blue").await?.len(), 1);
+            assert_eq!(Wallet::NICK_UNIQUE.find(&db, "ada").await?, None, "old value released");
+            assert_eq!(Wallet::NICK_UNIQUE.find(&db, "bob").await?.map(|w| w.points), Some(6));
+            assert!(Wallet::TAGS_TAGS.with(&db, "red").await?.is_empty());
+            assert_eq!(Wallet::TAGS_TAGS.with(&db, "blue").await?.len(), 1);
             assert_eq!(zscore(&db, 1).await?, Some(6.0));
 
             db.transaction(|tx| async move {
@@ -193,7 +193,7 @@ backend_tests! {
             assert_eq!(zscore(&db, 1).await?, None);
             let holder: Option<String> = db.query(redis::cmd("LINDEX").arg("wallet:_unique:nick:bob").arg(0)).await?;
             assert_eq!(holder, None, "unique entry released");
-            let n: u64 = db.query(redis::cmd("SCARD").arg(Wallet::BY_TAGS.key_in(&db, "blue").unwrap())).await?;
+            let n: u64 = db.query(redis::cmd("SCARD").arg(Wallet::TAGS_TAGS.key_in(&db, "blue").unwrap())).await?;
             assert_eq!(n, 0, "tag entry removed");
         }
         Ok(())
@@ -255,7 +255,7 @@ backend_tests! {
             assert_eq!(a.load(&db).await?.map(|w| w.points), Some(1), "{:?} layout", db.key_layout());
             assert_eq!(b.load(&db).await?, Some(wallet(ids[1], 2)));
             assert!(!c.exists(&db).await?);
-            assert_eq!(Wallet::BY_NICK.find(&db, "cy").await?, None);
+            assert_eq!(Wallet::NICK_UNIQUE.find(&db, "cy").await?, None);
             assert_eq!(zscore(&db, ids[0]).await?, Some(1.0));
         }
         Ok(())

@@ -18,7 +18,7 @@ struct User {
     email: String,
     #[redmodel(unique)]
     name: String,
-    by_name: String,
+    name_unique: String,
 }
 
 #[derive(redmodel::SubObject)]

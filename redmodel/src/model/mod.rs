@@ -62,7 +62,7 @@
 //! assert_eq!(Teacher::at("A").get(&db, Teacher::SUBJECT).await?.as_deref(), Some("math"));
 //!
 //! Teacher::at("A").relation::<TeacherClasses>().link(&db, Class::at(1)).await?;
-//! let classes: Vec<Class> = Teacher::at("A").relation::<TeacherClasses>().load_members(&db).await?;
+//! let classes: Vec<Class> = Teacher::at("A").relation::<TeacherClasses>().load(&db).await?;
 //! assert_eq!(classes[0].name, "Class 1");
 //! let teachers = Class::at(1).relation::<ClassTeachers>().members(&db).await?;
 //! assert_eq!(teachers, vec![Teacher::at("A")]);
@@ -268,10 +268,11 @@ pub trait Admin: Model<Owner = NoOwner> {
         ObjectRef::new((), self.pk().clone())
     }
 
-    /// Loads the object with this pk; `Ok(None)` if there is none.
+    /// Loads the object with this pk (`Self::at(pk).load(db)`); `Ok(None)`
+    /// if there is none.
     ///
     /// Seed name: `get_all`.
-    fn get(
+    fn load(
         db: &Db,
         pk: impl IntoPk<Self::Pk>,
     ) -> impl Future<Output = Result<Option<Self>>> + Send {
@@ -289,24 +290,24 @@ pub trait Admin: Model<Owner = NoOwner> {
 
     /// Loads the objects with these pks in one round trip, in order
     /// (`None` where there is none).
-    fn get_many<P: IntoPk<Self::Pk>>(
+    fn load_many<P: IntoPk<Self::Pk>>(
         db: &Db,
         pks: impl IntoIterator<Item = P>,
     ) -> impl Future<Output = Result<Vec<Option<Self>>>> + Send {
         let handles: Vec<ObjectRef<Self>> = pks.into_iter().map(Self::at).collect();
-        async move { ObjectRef::get_many(db, &handles).await }
+        async move { ObjectRef::load_many(db, &handles).await }
     }
 
-    /// Like [`get_many`](Admin::get_many), one result per object: one that
+    /// Like [`load_many`](Admin::load_many), one result per object: one that
     /// does not decode is an error in its own place, the others load (see
-    /// [`ObjectRef::get_many_each`]).
+    /// [`ObjectRef::load_many_each`]).
     #[allow(clippy::type_complexity)]
-    fn get_many_each<P: IntoPk<Self::Pk>>(
+    fn load_many_each<P: IntoPk<Self::Pk>>(
         db: &Db,
         pks: impl IntoIterator<Item = P>,
     ) -> impl Future<Output = Result<Vec<Result<Option<Self>>>>> + Send {
         let handles: Vec<ObjectRef<Self>> = pks.into_iter().map(Self::at).collect();
-        async move { ObjectRef::get_many_each(db, &handles).await }
+        async move { ObjectRef::load_many_each(db, &handles).await }
     }
 
     /// Full write: the fields, `_count` + 1, and the sync hook every
@@ -351,6 +352,12 @@ pub trait Admin: Model<Owner = NoOwner> {
     /// Seed name: `scan`.
     fn scan(db: &Db) -> impl Future<Output = Result<Vec<ObjectRef<Self>>>> + Send {
         ObjectRef::<Self>::scan(db)
+    }
+
+    /// Every object of this model: [`scan`](Admin::scan), then one batch
+    /// of reads (see [`ObjectRef::load_all`]).
+    fn load_all(db: &Db) -> impl Future<Output = Result<Vec<Self>>> + Send {
+        ObjectRef::<Self>::load_all(db)
     }
 }
 

@@ -340,8 +340,8 @@ impl<M: Model> ObjectRef<M> {
     /// Loads many objects in one round trip (one MULTI of reads, the
     /// objects as of one instant; in the cluster layout a pipeline),
     /// in the order given; `None` where an object does not exist.
-    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_many", count = refs.len()))]
-    pub async fn get_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Option<M>>> {
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_many", count = refs.len()))]
+    pub async fn load_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Option<M>>> {
         Self::read_many_raw(db, refs)
             .await?
             .into_iter()
@@ -350,7 +350,7 @@ impl<M: Model> ObjectRef<M> {
             .collect()
     }
 
-    /// Like [`get_many`](Self::get_many), with one result per object: an
+    /// Like [`load_many`](Self::load_many), with one result per object: an
     /// object that does not decode (bad data, another Redis type at its
     /// key) is an error in its own place, and the others load. The outer
     /// error is the request's (the connection, the server).
@@ -364,14 +364,14 @@ impl<M: Model> ObjectRef<M> {
     /// let db = Db::memory();
     /// Counter { id: 1, n: 5 }.insert(&db).await?;
     /// db.query::<()>(redis::cmd("HSET").arg("counter:2").arg("n").arg("five")).await?;
-    /// let got = ObjectRef::get_many_each(&db, &[Counter::at(1), Counter::at(2), Counter::at(3)]).await?;
+    /// let got = ObjectRef::load_many_each(&db, &[Counter::at(1), Counter::at(2), Counter::at(3)]).await?;
     /// assert!(matches!(got[0], Ok(Some(Counter { n: 5, .. }))));
     /// assert!(matches!(got[1], Err(redmodel::Error::Decode { .. })));
     /// assert!(matches!(got[2], Ok(None)));
     /// # Ok(()) }
     /// ```
-    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_many_each", count = refs.len()))]
-    pub async fn get_many_each(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<Option<M>>>> {
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_many_each", count = refs.len()))]
+    pub async fn load_many_each(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<Option<M>>>> {
         Ok(Self::read_many(db, refs)
             .await?
             .into_iter()
@@ -461,10 +461,10 @@ impl<M: Model> ObjectRef<M> {
 
     /// Every object of this model: [`scan`](Self::scan), then one batch of
     /// reads.
-    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "scan_objects"))]
-    pub async fn scan_objects(db: &Db) -> Result<Vec<M>> {
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_all"))]
+    pub async fn load_all(db: &Db) -> Result<Vec<M>> {
         let refs = Self::scan(db).await?;
-        Ok(Self::get_many(db, &refs)
+        Ok(Self::load_many(db, &refs)
             .await?
             .into_iter()
             .flatten()
@@ -528,9 +528,9 @@ impl<A: Admin> ObjectRef<A> {
     }
 
     /// This admin's sub-objects of model `S`, loaded in one batch.
-    pub async fn scan_sub_objects<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<S>> {
+    pub async fn load_subs<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<S>> {
         let refs = self.scan_subs::<S>(db).await?;
-        Ok(ObjectRef::get_many(db, &refs)
+        Ok(ObjectRef::load_many(db, &refs)
             .await?
             .into_iter()
             .flatten()

@@ -286,38 +286,47 @@ impl<M: Model> MemberList<M> {
         }
     }
 
-    /// The member objects from `start` to `stop` (as [`range`](Self::range)),
-    /// loaded in one LRANGE and one pipelined batch of reads, never one
-    /// round trip per member. Members whose
-    /// object no longer exists (it expired, or was deleted) are left out,
-    /// and removed from the list in a checked transaction that never
-    /// removes a member whose object exists (see
-    /// [`index`](crate::model::index)).
+    /// Every member object, in one LRANGE and one pipelined batch of
+    /// reads, never one round trip per member. Members whose object no
+    /// longer exists (it expired, or was deleted) are left out, and
+    /// removed from the list in a checked transaction that never removes a
+    /// member whose object exists (see [`index`](crate::model::index)).
+    /// The handles alone: [`members`](Self::members).
     ///
-    /// Seed name: `names2leafs`.
-    pub async fn load(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<M>> {
-        self.load_each(db, start, stop).await?.into_iter().collect()
+    /// Seed names: `names2leafs`, `get_leafs_by_relation`.
+    pub async fn load(&self, db: &Db) -> Result<Vec<M>> {
+        self.load_range(db, 0, -1).await
     }
 
     /// Like [`load`](Self::load), with one result per member: an object
     /// that does not decode (bad data) is an error in its own place, and
     /// the others load. The outer error is the request's.
+    pub async fn load_each(&self, db: &Db) -> Result<Vec<Result<M>>> {
+        self.load_range_each(db, 0, -1).await
+    }
+
+    /// The member objects from `start` to `stop` (as [`range`](Self::range)),
+    /// loaded as [`load`](Self::load) loads them.
+    pub async fn load_range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<M>> {
+        self.load_range_each(db, start, stop)
+            .await?
+            .into_iter()
+            .collect()
+    }
+
+    /// Like [`load_range`](Self::load_range), with one result per member
+    /// (see [`load_each`](Self::load_each)).
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "list_load", key = %self.key))]
-    pub async fn load_each(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<Result<M>>> {
+    pub async fn load_range_each(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<Result<M>>> {
         let refs = self.range(db, start, stop).await?;
         let list = self.key_in(db).into_owned();
         load_live(db, refs, |_| Entry::List(list.clone())).await
     }
 
-    /// Every member object, in two round trips (see [`load`](Self::load)).
-    pub async fn load_all(&self, db: &Db) -> Result<Vec<M>> {
-        self.load(db, 0, -1).await
-    }
-
     /// Page `page` of member objects (see [`page`](Self::page)).
     pub async fn load_page(&self, db: &Db, page: u64, per_page: u64) -> Result<Vec<M>> {
         match page_bounds(page, per_page) {
-            Some((start, stop)) => self.load(db, start, stop).await,
+            Some((start, stop)) => self.load_range(db, start, stop).await,
             None => Ok(Vec::new()),
         }
     }
@@ -581,26 +590,6 @@ impl<R: Relation> RelationRef<R> {
             .await
             .map_err(at_key(&self.list.key, "list"))?;
         Ok(removed.iter().sum())
-    }
-
-    /// The member keys as handles.
-    ///
-    /// Seed name: `get_leafnames_by_relation`.
-    pub async fn members(&self, db: &Db) -> Result<Vec<ObjectRef<R::Member>>> {
-        self.list.members(db).await
-    }
-
-    /// The member objects, in one LRANGE and one pipelined batch.
-    ///
-    /// Seed name: `get_leafs_by_relation`.
-    pub async fn load_members(&self, db: &Db) -> Result<Vec<R::Member>> {
-        self.list.load_all(db).await
-    }
-
-    /// Like [`load_members`](Self::load_members), with one result per
-    /// member: one that does not decode is an error in its own place.
-    pub async fn load_members_each(&self, db: &Db) -> Result<Vec<Result<R::Member>>> {
-        self.list.load_each(db, 0, -1).await
     }
 }
 

@@ -1,70 +1,5 @@
-//! Typed optimistic transactions: read objects and fields through their
-//! handles, write through the model, commit everything at once, and run
-//! the whole step again if another client changed what was read.
-//!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), redmodel::Error> {
-//! use redmodel::prelude::*;
-//!
-//! #[derive(Admin, Debug)]
-//! struct Player {
-//!     #[redmodel(pk)]
-//!     id: u32,
-//!     #[redmodel(sorted)]
-//!     points: i64,
-//! }
-//!
-//! let db = Db::memory();
-//! Player { id: 1, points: 100 }.insert(&db).await?;
-//! Player { id: 2, points: 0 }.insert(&db).await?;
-//! let moved = db
-//!     .transaction(|tx| async move {
-//!         let (Some(a), Some(b)) = (tx.load(&Player::at(1)).await?, tx.load(&Player::at(2)).await?)
-//!         else {
-//!             return Ok(false);
-//!         };
-//!         if a.points < 30 {
-//!             return Ok(false); // commits nothing
-//!         }
-//!         tx.set(&Player::at(1), Player::POINTS, a.points - 30);
-//!         tx.set(&Player::at(2), Player::POINTS, b.points + 30);
-//!         Ok(true)
-//!     })
-//!     .await?;
-//! assert!(moved);
-//! // The leaderboard moved with the fields.
-//! let top = Player::POINTS_SORTED.top(&db, 1).await?;
-//! assert_eq!(top[0].points, 70);
-//! # Ok(()) }
-//! ```
-//!
-//! # How a step commits
-//! Each read WATCHes the key it reads, on a connection of the
-//! transaction's own, before reading it. Writes are queued, not sent:
-//! they are checked and encoded at once (a value that cannot be encoded
-//! fails the commit before anything is sent), and several writes of one
-//! object merge into one. When the step returns `Ok`, the queued writes run
-//! as one `MULTI` / `EXEC` with everything the model keeps beside the
-//! object: the `_count` of a full write, the index entries (the unique
-//! and tag values read under the same WATCH), and the existence checks
-//! (a field write needs its object, a sub-object its admin, a reference
-//! field the object it names: [`Error::NotFound`] otherwise, and nothing
-//! written). If a watched key changed meanwhile, `EXEC` writes nothing and
-//! the step runs again on fresh values.
-//!
-//! Reads see the database as the transaction's `WATCH` found it, not the
-//! writes the step has queued (as in Redis, where a `MULTI` queues its
-//! commands until `EXEC`).
-//!
-//! # On a Redis Cluster
-//! `WATCH` and `EXEC` run on one node: every object a transaction reads or
-//! writes must be in one slot, which in the cluster layout means one admin
-//! and its sub-objects (`{bank:1}`, `{bank:1}:account:a`). A key in another
-//! slot is refused with [`Error::CrossSlot`] before anything is sent. The
-//! index entries, in other slots, follow the `EXEC` as the ordered steps of
-//! every cluster-layout write (unique values claimed before it, the other
-//! entries brought in step after it).
+//! Typed optimistic transactions: [`Db::transaction`] and its
+//! [`Transaction`].
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -86,7 +21,7 @@ use crate::{Db, Error, KeyLayout, Result};
 
 impl Db {
     /// Runs `step` as an optimistic transaction over model objects: see
-    /// [`Transaction`] and the [module doc](self). Retried (up to 32
+    /// [`Transaction`]. Retried (up to 32
     /// attempts, then [`Error::Conflict`]) while another client changes
     /// what the step read; the value of the attempt that committed is
     /// returned. An error returned by the step ends it at once, with
@@ -157,10 +92,73 @@ impl Db {
 /// One attempt of a typed optimistic transaction, handed to the step of
 /// [`Db::transaction`]: reads through model handles (each WATCHes what it
 /// reads), writes queued through the model and committed together when
-/// the step returns. See the [module doc](self).
+/// the step returns. It works only during its step; afterwards its reads
+/// fail with [`Error::Misuse`] and its writes are not committed.
 ///
-/// It works only during its step; afterwards its reads fail with
-/// [`Error::Misuse`] and its writes are not committed.
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redmodel::Error> {
+/// use redmodel::prelude::*;
+///
+/// #[derive(Admin, Debug)]
+/// struct Player {
+///     #[redmodel(pk)]
+///     id: u32,
+///     #[redmodel(sorted)]
+///     points: i64,
+/// }
+///
+/// let db = Db::memory();
+/// Player { id: 1, points: 100 }.insert(&db).await?;
+/// Player { id: 2, points: 0 }.insert(&db).await?;
+/// let moved = db
+///     .transaction(|tx| async move {
+///         let (Some(a), Some(b)) = (tx.load(&Player::at(1)).await?, tx.load(&Player::at(2)).await?)
+///         else {
+///             return Ok(false);
+///         };
+///         if a.points < 30 {
+///             return Ok(false); // commits nothing
+///         }
+///         tx.set(&Player::at(1), Player::POINTS, a.points - 30);
+///         tx.set(&Player::at(2), Player::POINTS, b.points + 30);
+///         Ok(true)
+///     })
+///     .await?;
+/// assert!(moved);
+/// // The leaderboard moved with the fields.
+/// let top = Player::POINTS_SORTED.top(&db, 1).await?;
+/// assert_eq!(top[0].points, 70);
+/// # Ok(()) }
+/// ```
+///
+/// # How a step commits
+/// Each read WATCHes the key it reads, on a connection of the
+/// transaction's own, before reading it. Writes are queued, not sent:
+/// they are checked and encoded at once (a value that cannot be encoded
+/// fails the commit before anything is sent), and several writes of one
+/// object merge into one. When the step returns `Ok`, the queued writes run
+/// as one `MULTI` / `EXEC` with everything the model keeps beside the
+/// object: the `_count` of a full write, the index entries (the unique
+/// and tag values read under the same WATCH), and the existence checks
+/// (a field write needs its object, a sub-object its admin, a reference
+/// field the object it names: [`Error::NotFound`] otherwise, and nothing
+/// written). If a watched key changed meanwhile, `EXEC` writes nothing and
+/// the step runs again on fresh values.
+///
+/// Reads see the database as the transaction's `WATCH` found it, not the
+/// writes the step has queued (as in Redis, where a `MULTI` queues its
+/// commands until `EXEC`).
+///
+/// # On a Redis Cluster
+/// `WATCH` and `EXEC` run on one node: every object a transaction reads or
+/// writes must be in one slot, which in the cluster layout means one admin
+/// and its sub-objects (`{bank:1}`, `{bank:1}:account:a`). A key in another
+/// slot is refused with [`Error::CrossSlot`] before anything is sent. The
+/// index entries, in other slots, follow the `EXEC` as the ordered steps of
+/// every cluster-layout write (unique values claimed before it, the other
+/// entries brought in step after it).
+///
 pub struct Transaction {
     raw: RawTransaction,
     db: Db,

@@ -168,7 +168,7 @@ pub(crate) async fn check_not_found<T: fmt::Debug>(
     Ok(())
 }
 
-/// A load (`load`, `get_many`, `Admin::get`...) of the object at `key`.
+/// A load (`load`, `load_many`, `Admin::get`...) of the object at `key`.
 pub(crate) fn check_load(
     key: &str,
     view: &View<'_>,
@@ -281,7 +281,7 @@ pub(crate) fn check_text_map(
 }
 
 /// A batch load of `keys`, in order; `present_only`: absent objects are
-/// left out of the result (`scan_objects`, relation loads) rather than `None`.
+/// left out of the result (`load_all`, relation loads) rather than `None`.
 pub(crate) fn check_many<M: Probe>(
     world: &World,
     keys: &[String],
@@ -411,13 +411,13 @@ pub(crate) async fn check_model<M: Probe>(db: &Db, world: &World) -> Check {
     check_many::<M>(
         world,
         &batch_keys,
-        many_vals(&ObjectRef::get_many(db, &batch).await),
+        many_vals(&ObjectRef::load_many(db, &batch).await),
         false,
     )?;
-    let got = ObjectRef::<M>::get_many(db, &[]).await;
+    let got = ObjectRef::<M>::load_many(db, &[]).await;
     ensure!(
         matches!(&got, Ok(v) if v.is_empty()),
-        "get_many of nothing gave {got:?}"
+        "load_many of nothing gave {got:?}"
     );
 
     let scanned = world.existing_keys(|k| M::TAG.is_key(k));
@@ -431,7 +431,7 @@ pub(crate) async fn check_model<M: Probe>(db: &Db, world: &World) -> Check {
     check_many::<M>(
         world,
         &scanned,
-        present_vals(&ObjectRef::<M>::scan_objects(db).await),
+        present_vals(&ObjectRef::<M>::load_all(db).await),
         true,
     )
 }
@@ -486,7 +486,7 @@ pub(crate) async fn check_hash_only<M: Probe>(db: &Db, world: &World, h: &Object
     Ok(())
 }
 
-/// The wrappers of admin models: get / exists / get_many by pk, scan.
+/// The wrappers of admin models: get / exists / load_many by pk, scan.
 pub(crate) async fn check_admin<M: Probe + Admin>(db: &Db, world: &World) -> Check {
     let spec = M::TAG.spec();
     let handles: Vec<ObjectRef<M>> = keys_with(Role::Object(M::TAG))
@@ -498,7 +498,7 @@ pub(crate) async fn check_admin<M: Probe + Admin>(db: &Db, world: &World) -> Che
             key,
             &world.view(key, Storage::Hash),
             &spec,
-            loaded(&M::get(db, h.pk().clone()).await),
+            loaded(&M::load(db, h.pk().clone()).await),
         )?;
         let exists = M::exists(db, h.pk().clone()).await;
         ensure!(
@@ -507,7 +507,7 @@ pub(crate) async fn check_admin<M: Probe + Admin>(db: &Db, world: &World) -> Che
         );
     }
     let keys: Vec<String> = handles.iter().map(|h| h.key().to_string()).collect();
-    let got = M::get_many(db, handles.iter().map(|h| h.pk().clone())).await;
+    let got = M::load_many(db, handles.iter().map(|h| h.pk().clone())).await;
     check_many::<M>(world, &keys, many_vals(&got), false)?;
     let got = M::scan(db).await;
     let scanned = world.existing_keys(|k| M::TAG.is_key(k));
@@ -545,7 +545,7 @@ pub(crate) async fn check_subs<A: Admin, S: Probe + Model<Owner = A>>(
     check_many::<S>(
         world,
         &want,
-        present_vals(&owner.scan_sub_objects::<S>(db).await),
+        present_vals(&owner.load_subs::<S>(db).await),
         true,
     )
 }
@@ -674,7 +674,7 @@ pub(crate) async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case
         None => check_wrong_type(list_key, "list", got.as_ref())?,
     }
     check_members(list_key, M::TAG, items, keys_of(&list.members(db).await))?;
-    check_member_objects(world, list_key, items, &list.load_all(db).await)?;
+    check_member_objects(world, list_key, items, &list.load(db).await)?;
     restore_list(db, key, items).await?;
     for &(start, stop) in &case.ranges {
         let part = items.map(|items| {
@@ -688,7 +688,12 @@ pub(crate) async fn check_list<M: Probe>(db: &Db, world: &World, key: &str, case
             part,
             keys_of(&list.range(db, start, stop).await),
         )?;
-        check_member_objects(world, list_key, part, &list.load(db, start, stop).await)?;
+        check_member_objects(
+            world,
+            list_key,
+            part,
+            &list.load_range(db, start, stop).await,
+        )?;
         restore_list(db, key, items).await?;
     }
     for &(page, per_page) in &case.pages {
@@ -756,7 +761,7 @@ where
         items.as_deref(),
         keys_of(&rel.members(db).await),
     )?;
-    check_member_objects(world, key, items.as_deref(), &rel.load_members(db).await)?;
+    check_member_objects(world, key, items.as_deref(), &rel.load(db).await)?;
     restore_list(db, key, items.as_deref()).await
 }
 

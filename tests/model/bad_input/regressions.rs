@@ -46,7 +46,7 @@ backend_tests! {
         hset(db, "student:a", &[("class", "class:1"), ("chinese", "1.5"), ("english", "1"), ("math", "1")]).await?;
         assert_decode_error(Profile::at("p").load(db).await, "profile:p", "age");
         assert_decode_error(Profile::at("p").get(db, Profile::AGE).await, "profile:p", "age");
-        assert_decode_error(Profile::get_many(db, ["p"]).await, "profile:p", "age");
+        assert_decode_error(Profile::load_many(db, ["p"]).await, "profile:p", "age");
         assert_decode_error(Student::at("a").load(db).await, "student:a", "chinese");
         assert_decode_error(Student::at("a").get(db, Student::CHINESE).await, "student:a", "chinese");
         Ok::<(), Error>(())
@@ -108,7 +108,7 @@ backend_tests! {
         }
         assert!(matches!(rel.index(db, 1).await, Err(Error::InvalidKey { .. })));
         assert_eq!(rel.index(db, 0).await?, Some(Class::at(1)));
-        assert!(matches!(rel.load_members(db).await, Err(Error::InvalidKey { .. })));
+        assert!(matches!(rel.load(db).await, Err(Error::InvalidKey { .. })));
         Ok::<(), Error>(())
     }
 }

@@ -51,11 +51,11 @@ backend_tests! {
         add(db, 7, [15, 201, 2000]).await?;
         add(db, 8, [16, 1, 2000]).await?;
         let stored: Option<f64> = db
-            .query(redis::cmd("ZSCORE").arg(Item::SCORE_RANK.key()).arg("item:5"))
+            .query(redis::cmd("ZSCORE").arg(Item::SCORE_SORTED.key()).arg("item:5"))
             .await?;
         assert_eq!(stored, Some(152003578.0));
 
-        let by_score = Item::SCORE_RANK;
+        let by_score = Item::SCORE_SORTED;
         let last_ten_days = DAY_TYPE.between(&[15, 190], &[15, 200])?;
         assert_eq!(ids(&by_score.range(db, last_ten_days).await?), [2, 3, 4, 5, 6]);
         let one_day = DAY_TYPE.span(&[15, 200])?;

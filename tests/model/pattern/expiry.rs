@@ -216,12 +216,12 @@ backend_tests! {
         a.expire_tree(db, Duration::from_millis(5)).await?;
         tokio::time::sleep(Duration::from_millis(30)).await;
 
-        assert_eq!(Account::BY_EMAIL.find(db, "a@example.com").await?, None);
+        assert_eq!(Account::EMAIL_UNIQUE.find(db, "a@example.com").await?, None);
         let ids = |accounts: Vec<Account>| accounts.into_iter().map(|a| a.id).collect::<Vec<_>>();
-        assert_eq!(ids(Account::VISITS_RANK.top(db, 10).await?), ["b"]);
-        assert_eq!(ids(Account::BY_ROLES.with(db, "user").await?), ["b"]);
+        assert_eq!(ids(Account::VISITS_SORTED.top(db, 10).await?), ["b"]);
+        assert_eq!(ids(Account::ROLES_TAGS.with(db, "user").await?), ["b"]);
         assert_eq!(ids(Account::SEEN_RECENT.load(db).await?), ["b"]);
-        assert_eq!(ids(members.load_members(db).await?), ["b"]);
+        assert_eq!(ids(members.load(db).await?), ["b"]);
         assert_eq!(members.count(db).await?, 1, "pruned from the relation list");
 
         // Every index key now holds only account:b.

@@ -66,10 +66,10 @@ impl Thing {
             Thing::Other(pk) => Other::at(pk).into_key(),
             Thing::Sub(owner, pk) => User::at(owner).sub::<Unique>(pk).into_key(),
             Thing::Rel(owner) => User::at(owner).relation::<Sorted>().key().to_string(),
-            Thing::ByName(v) => User::BY_NAME.key(v).unwrap().unwrap(),
-            Thing::ByEmail(v) => User::BY_EMAIL.key(v).unwrap().unwrap(),
-            Thing::ScoreRank => User::SCORE_RANK.key(),
-            Thing::Tag(t) => User::BY_TAGS.key(t).unwrap(),
+            Thing::ByName(v) => User::NAME_UNIQUE.key(v).unwrap().unwrap(),
+            Thing::ByEmail(v) => User::EMAIL_UNIQUE.key(v).unwrap().unwrap(),
+            Thing::ScoreRank => User::SCORE_SORTED.key(),
+            Thing::Tag(t) => User::TAGS_TAGS.key(t).unwrap(),
             Thing::SeenRecent => User::SEEN_RECENT.key(),
         }
     }
@@ -131,15 +131,18 @@ fn thing() -> impl Strategy<Value = Thing> {
 #[test]
 fn the_documented_layout() {
     assert_eq!(
-        User::BY_NAME.key("ken thompson").unwrap().unwrap(),
+        User::NAME_UNIQUE.key("ken thompson").unwrap().unwrap(),
         "user:_unique:name:ken%20thompson"
     );
     assert_eq!(
-        User::BY_EMAIL.key("a@b.c").unwrap().unwrap(),
+        User::EMAIL_UNIQUE.key("a@b.c").unwrap().unwrap(),
         "user:_unique:e%3Amail_:a@b.c"
     );
-    assert_eq!(User::SCORE_RANK.key(), "user:_sorted:score");
-    assert_eq!(User::BY_TAGS.key("c++").unwrap(), "user:_tag:tags:c%2B%2B");
+    assert_eq!(User::SCORE_SORTED.key(), "user:_sorted:score");
+    assert_eq!(
+        User::TAGS_TAGS.key("c++").unwrap(),
+        "user:_tag:tags:c%2B%2B"
+    );
     assert_eq!(User::SEEN_RECENT.key(), "user:_recent:seen");
     assert_eq!(User::at("_unique").key(), "user:%5Funique");
 }

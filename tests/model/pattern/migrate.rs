@@ -104,8 +104,8 @@ backend_tests! {
         let mut dup = v1(30);
         dup.nick = "m3".into();
         dup.insert(db).await?;
-        assert!(MemberV2::SCORE_RANK.top(db, 1).await?.is_empty(), "no index yet");
-        assert_eq!(MemberV2::BY_NICK.find(db, "m3").await?, None);
+        assert!(MemberV2::SCORE_SORTED.top(db, 1).await?.is_empty(), "no index yet");
+        assert_eq!(MemberV2::NICK_UNIQUE.find(db, "m3").await?, None);
 
         let mut seen: Vec<Progress> = Vec::new();
         let report = rebuild_indexes::<MemberV2, _>(db, PassOptions::default().batch_size(5), |p| {
@@ -127,13 +127,13 @@ backend_tests! {
         let keys = [conflict.key.as_str(), conflict.holder.as_str()];
         assert!(keys.contains(&"member:3") && keys.contains(&"member:30"), "{keys:?}");
 
-        assert_eq!(MemberV2::SCORE_RANK.top(db, 1).await?[0].id, 30);
-        assert_eq!(MemberV2::SCORE_RANK.len(db).await?, 31);
-        assert_eq!(MemberV2::BY_NICK.find(db, "m7").await?.map(|m| m.id), Some(7));
-        assert_eq!(MemberV2::BY_TAGS.count(db, "even").await?, 16);
+        assert_eq!(MemberV2::SCORE_SORTED.top(db, 1).await?[0].id, 30);
+        assert_eq!(MemberV2::SCORE_SORTED.len(db).await?, 31);
+        assert_eq!(MemberV2::NICK_UNIQUE.find(db, "m7").await?.map(|m| m.id), Some(7));
+        assert_eq!(MemberV2::TAGS_TAGS.count(db, "even").await?, 16);
         // Writes keep the rebuilt index in step from now on.
         MemberV2::at(7).set(db, MemberV2::NICK, "seven").await?;
-        assert_eq!(MemberV2::BY_NICK.find(db, "m7").await?, None);
+        assert_eq!(MemberV2::NICK_UNIQUE.find(db, "m7").await?, None);
         Ok::<(), Error>(())
     }
 
@@ -146,12 +146,12 @@ backend_tests! {
         assert!(!first.finished);
         assert_ne!(first.cursor, 0);
         assert!(first.objects < 40, "stopped after one batch: {}", first.objects);
-        let indexed = MemberV2::SCORE_RANK.len(db).await?;
+        let indexed = MemberV2::SCORE_SORTED.len(db).await?;
         assert_eq!(indexed, first.objects);
 
         let rest = rebuild_indexes::<MemberV2, _>(db, PassOptions::resume(first.cursor).batch_size(4), |_| ()).await?;
         assert!(rest.finished);
-        assert_eq!(MemberV2::SCORE_RANK.len(db).await?, 40);
+        assert_eq!(MemberV2::SCORE_SORTED.len(db).await?, 40);
         assert!(first.objects + rest.objects >= 40);
         Ok::<(), Error>(())
     }
@@ -168,7 +168,7 @@ backend_tests! {
         db.query::<()>(redis::cmd("HSET").arg("member:2").arg("extra").arg("kept")).await?;
 
         // Before the migration `name` is missing: a required field.
-        let err = MemberV3::get(db, 1).await.unwrap_err();
+        let err = MemberV3::load(db, 1).await.unwrap_err();
         assert!(matches!(err, Error::MissingField { ref field, .. } if field == "name"), "{err:?}");
 
         let migration = Migration::new().rename("nick", "name").remove("legacy");
@@ -192,7 +192,7 @@ backend_tests! {
         .collect();
         assert_eq!(stored, expected);
         assert!(matches!(MemberV1::at(1).ttl(db).await?, Ttl::Expires(_)), "TTL kept");
-        assert_eq!(MemberV3::BY_NAME.find(db, "m5").await?.map(|m| m.country), Some("unknown".to_string()));
+        assert_eq!(MemberV3::NAME_UNIQUE.find(db, "m5").await?.map(|m| m.country), Some("unknown".to_string()));
 
         // A second pass has nothing to change.
         let again = migrate::<MemberV3, _>(db, &migration, PassOptions::default(), |_| ()).await?;
@@ -213,7 +213,7 @@ backend_tests! {
             redis::cmd("HSET").arg("member:1").arg("name").arg("ken").arg("score").arg(5).arg("tags").arg("[]"),
         )
         .await?;
-        let m = MemberV3::get(db, 1).await?.expect("stored");
+        let m = MemberV3::load(db, 1).await?.expect("stored");
         assert_eq!(m.country, "unknown");
         assert_eq!(m.plan, Plan::Free);
         Ok::<(), Error>(())

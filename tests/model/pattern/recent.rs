@@ -89,7 +89,7 @@ backend_tests! {
         Login::at(4).incr(db, Login::LOGINS, 1).await?;
         Login::at(3).incr(db, Login::LOGINS, 1).await?;
         assert_eq!(ids(&Login::LOGINS_RECENT.load(db).await?), [3, 4]);
-        assert_eq!(ids(&Login::LOGINS_RANK.top(db, 1).await?), [3]);
+        assert_eq!(ids(&Login::LOGINS_SORTED.top(db, 1).await?), [3]);
         Ok::<(), Error>(())
     }
 
@@ -129,7 +129,7 @@ backend_tests! {
 
         assert_eq!(ids(&Login::LAST_LOGIN_RECENT.load(db).await?), [1]);
         assert_eq!(list(db, &Login::LAST_LOGIN_RECENT.key()).await, ["login:1"]);
-        assert_eq!(ids(&team.load_members(db).await?), [1]);
+        assert_eq!(ids(&team.load(db).await?), [1]);
         assert_eq!(list(db, team.key()).await, ["login:1"], "relation list pruned");
 
         // members() checks too; prune() is a full pass.

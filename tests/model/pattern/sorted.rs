@@ -84,7 +84,7 @@ backend_tests! {
     exclusive async fn leaderboard(ctx) {
         let db = &ctx.db;
         seed(db).await?;
-        let rank = Player::LOGINS_RANK;
+        let rank = Player::LOGINS_SORTED;
         assert_eq!(rank.key(), "player:_sorted:logins");
         assert_eq!(zscore(db, "player:_sorted:logins", "player:1").await, Some(5.0));
         assert_eq!(names(&rank.top(db, 2).await?), ["ken thompson", "Joe Armstrong"]);
@@ -107,7 +107,7 @@ backend_tests! {
         let db = &ctx.db;
         seed(db).await?;
         player(4, "no age", 0, None).insert(db).await?;
-        let age = Player::AGE_RANK;
+        let age = Player::AGE_SORTED;
         assert_eq!(names(&age.range(db, 18..=35).await?), ["Joe Armstrong", "dennis ritchie"]);
         assert_eq!(names(&age.range_rev(db, 18..=35).await?), ["dennis ritchie", "Joe Armstrong"]);
         assert_eq!(names(&age.range(db, 18..30).await?), ["Joe Armstrong"], "exclusive end");
@@ -130,14 +130,14 @@ backend_tests! {
         assert_eq!(dennis.incr(db, Player::LOGINS, 1).await?, 2);
         assert_eq!(dennis.incr(db, Player::LOGINS, 5).await?, 7);
         assert_eq!(dennis.get(db, Player::LOGINS).await?, Some(7));
-        assert_eq!(Player::LOGINS_RANK.score(db, &dennis).await?, Some(7.0));
-        assert_eq!(names(&Player::LOGINS_RANK.top(db, 1).await?), ["dennis ritchie"]);
+        assert_eq!(Player::LOGINS_SORTED.score(db, &dennis).await?, Some(7.0));
+        assert_eq!(names(&Player::LOGINS_SORTED.top(db, 1).await?), ["dennis ritchie"]);
 
         // A float field: HINCRBYFLOAT computes in long double, ZINCRBY in
         // double; the score follows the field.
         dennis.incr(db, Player::RATING, 0.1).await?;
         let rating = dennis.incr(db, Player::RATING, 0.2).await?;
-        assert_eq!(Player::RATING_RANK.score(db, &dennis).await?, Some(rating));
+        assert_eq!(Player::RATING_SORTED.score(db, &dennis).await?, Some(rating));
 
         // An object written outside the library (no score yet) gets the
         // field's value as its score, not the increment.
@@ -209,16 +209,16 @@ backend_tests! {
         db.query::<()>(redis::cmd("DEL").arg("player:3")).await?;
         tokio::time::sleep(Duration::from_millis(20)).await;
 
-        let rank = Player::LOGINS_RANK;
+        let rank = Player::LOGINS_SORTED;
         assert_eq!(rank.rank_from_top(db, Player::at(2)).await?, Some(1), "dead above are not counted");
         assert_eq!(names(&rank.top(db, 2).await?), ["ken thompson", "dennis ritchie"]);
         let members: Vec<String> = db.query(redis::cmd("ZRANGE").arg(rank.key()).arg(0).arg(-1)).await?;
         assert_eq!(members, ["player:2", "player:1"], "pruned");
 
-        assert_eq!(Player::AGE_RANK.count(db, 18..=35).await?, 1);
-        assert_eq!(Player::AGE_RANK.prune(db).await?, 0, "count pruned them already");
-        assert_eq!(Player::RATING_RANK.prune(db).await?, 2);
-        assert_eq!(Player::RATING_RANK.len(db).await?, 2);
+        assert_eq!(Player::AGE_SORTED.count(db, 18..=35).await?, 1);
+        assert_eq!(Player::AGE_SORTED.prune(db).await?, 0, "count pruned them already");
+        assert_eq!(Player::RATING_SORTED.prune(db).await?, 2);
+        assert_eq!(Player::RATING_SORTED.len(db).await?, 2);
         Ok::<(), Error>(())
     }
 }

@@ -63,7 +63,7 @@ backend_tests! {
     exclusive async fn and_or_and_not(ctx) {
         let db = &ctx.db;
         seed(db).await?;
-        let by_tag = Book::BY_TAGS;
+        let by_tag = Book::TAGS_TAGS;
         assert_eq!(by_tag.key("ruby")?, "book:_tag:tags:ruby");
         assert_eq!(members(db, "book:_tag:tags:ruby").await, set(&["book:1", "book:2"]));
         let stored: String = db.query(redis::cmd("HGET").arg("book:2").arg("tags")).await?;
@@ -93,10 +93,10 @@ backend_tests! {
         b.editions = Some(BTreeSet::from([1978, 1988]));
         b.insert(db).await?;
         assert_eq!(members(db, "book:_tag:years:1988").await, set(&["book:1"]));
-        assert_eq!(names(&Book::BY_EDITIONS.with(db, 1978).await?), ["K&R"]);
-        assert_eq!(Book::BY_EDITIONS.counts(db).await?, [(1978, 1), (1988, 1)]);
+        assert_eq!(names(&Book::EDITIONS_TAGS.with(db, 1978).await?), ["K&R"]);
+        assert_eq!(Book::EDITIONS_TAGS.counts(db).await?, [(1978, 1), (1988, 1)]);
         Book::at(1).set(db, Book::EDITIONS, None).await?;
-        assert!(Book::BY_EDITIONS.counts(db).await?.is_empty());
+        assert!(Book::EDITIONS_TAGS.counts(db).await?.is_empty());
         Ok::<(), Error>(())
     }
 
@@ -127,15 +127,15 @@ backend_tests! {
         seed(db).await?;
         db.query::<()>(redis::cmd("DEL").arg("book:1")).await?;
         db.query::<()>(redis::cmd("HSET").arg("book:2").arg("tags").arg(r#"["web"]"#)).await?;
-        assert!(Book::BY_TAGS.with(db, "ruby").await?.is_empty());
+        assert!(Book::TAGS_TAGS.with(db, "ruby").await?.is_empty());
         assert!(members(db, "book:_tag:tags:ruby").await.is_empty(), "pruned");
-        assert_eq!(names(&Book::BY_TAGS.with(db, "web").await?), ["Ruby on rail"]);
+        assert_eq!(names(&Book::TAGS_TAGS.with(db, "web").await?), ["Ruby on rail"]);
 
         db.query::<()>(redis::cmd("DEL").arg("book:3")).await?;
-        assert_eq!(Book::BY_TAGS.counts(db).await?, [("web".to_string(), 1)]);
+        assert_eq!(Book::TAGS_TAGS.counts(db).await?, [("web".to_string(), 1)]);
         book(4, "x", &["go"]).insert(db).await?;
         db.query::<()>(redis::cmd("DEL").arg("book:4")).await?;
-        assert_eq!(Book::BY_TAGS.prune(db).await?, 1);
+        assert_eq!(Book::TAGS_TAGS.prune(db).await?, 1);
         let keys: Vec<String> = db.query(redis::cmd("KEYS").arg("*book:_tag:*")).await?;
         assert_eq!(keys, [ctx.stored("book:_tag:tags:web")]);
         Ok::<(), Error>(())

@@ -67,17 +67,17 @@ backend_tests! {
         user(1, "ken thompson").insert(db).await?;
         user(2, "dennis ritchie").insert(db).await?;
 
-        let key = User::BY_NAME.key("ken thompson")?.expect("a value");
+        let key = User::NAME_UNIQUE.key("ken thompson")?.expect("a value");
         assert_eq!(key, "user:_unique:name:ken%20thompson");
         assert_eq!(get(db, &key).await.as_deref(), Some("user:1"));
 
-        assert_eq!(User::BY_NAME.find(db, "ken thompson").await?, Some(user(1, "ken thompson")));
-        assert_eq!(User::BY_NAME.holder(db, "dennis ritchie").await?, Some(User::at(2)));
-        assert_eq!(User::BY_NAME.find(db, "Joe Armstrong").await?, None);
-        assert_eq!(User::BY_NAME.holder(db, "Joe Armstrong").await?, None);
+        assert_eq!(User::NAME_UNIQUE.find(db, "ken thompson").await?, Some(user(1, "ken thompson")));
+        assert_eq!(User::NAME_UNIQUE.holder(db, "dennis ritchie").await?, Some(User::at(2)));
+        assert_eq!(User::NAME_UNIQUE.find(db, "Joe Armstrong").await?, None);
+        assert_eq!(User::NAME_UNIQUE.holder(db, "Joe Armstrong").await?, None);
         // An Option field with None holds no value.
-        assert_eq!(User::BY_EMAIL.key(None::<String>)?, None);
-        assert_eq!(User::BY_EMAIL.find(db, None::<String>).await?, None);
+        assert_eq!(User::EMAIL_UNIQUE.key(None::<String>)?, None);
+        assert_eq!(User::EMAIL_UNIQUE.find(db, None::<String>).await?, None);
         Ok::<(), Error>(())
     }
 
@@ -93,11 +93,11 @@ backend_tests! {
         ken.email = Some("ken@bell-labs.com".into());
         ken.insert(db).await?;
         let before = db.round_trips();
-        assert_eq!(User::BY_NAME.find(db, "ken").await?, Some(ken.clone()));
+        assert_eq!(User::NAME_UNIQUE.find(db, "ken").await?, Some(ken.clone()));
         assert_eq!(db.round_trips() - before, held, "find of a held value");
 
         let before = db.round_trips();
-        let (handle, found) = User::BY_EMAIL
+        let (handle, found) = User::EMAIL_UNIQUE
             .find_with_handle(db, "ken@bell-labs.com")
             .await?
             .expect("found");
@@ -105,11 +105,11 @@ backend_tests! {
         assert_eq!(db.round_trips() - before, held, "find_with_handle");
 
         let before = db.round_trips();
-        assert_eq!(User::BY_NAME.holder(db, "ken").await?, Some(User::at(1)));
+        assert_eq!(User::NAME_UNIQUE.holder(db, "ken").await?, Some(User::at(1)));
         assert_eq!(db.round_trips() - before, held, "holder");
 
         let before = db.round_trips();
-        assert_eq!(User::BY_NAME.find(db, "nobody").await?, None);
+        assert_eq!(User::NAME_UNIQUE.find(db, "nobody").await?, None);
         assert_eq!(db.round_trips() - before, 1, "find of a free value");
 
         // A dead entry: the read is still one SORT, then the prune's
@@ -117,7 +117,7 @@ backend_tests! {
         // (counted by `round_trips` like every request).
         db.query::<()>(redis::cmd("DEL").arg("user:1")).await?;
         let before = db.round_trips();
-        assert_eq!(User::BY_NAME.find(db, "ken").await?, None);
+        assert_eq!(User::NAME_UNIQUE.find(db, "ken").await?, None);
         // In the cluster layout: the two reads, the check of the holder,
         // the entry's compare-and-delete (WATCH + read, EXEC) and the
         // check again.
@@ -135,16 +135,16 @@ backend_tests! {
         user(1, "ken").insert(db).await?;
         // Another program strips every field but the unique one.
         db.query::<()>(redis::cmd("HDEL").arg("user:1").arg("city").arg("_count")).await?;
-        let err = User::BY_NAME.find(db, "ken").await.unwrap_err();
+        let err = User::NAME_UNIQUE.find(db, "ken").await.unwrap_err();
         assert!(err.to_string().contains("city"), "{err}");
-        assert_eq!(User::BY_NAME.holder(db, "ken").await?, Some(User::at(1)));
+        assert_eq!(User::NAME_UNIQUE.holder(db, "ken").await?, Some(User::at(1)));
 
         // The entry names a key that is a string, not a hash: not a holder,
         // and the prune (which sees WRONGTYPE) leaves the entry alone.
         db.query::<()>(redis::cmd("DEL").arg("user:1")).await?;
         db.query::<()>(redis::cmd("SET").arg("user:1").arg("x")).await?;
-        assert_eq!(User::BY_NAME.find(db, "ken").await?, None);
-        assert_eq!(User::BY_NAME.holder(db, "ken").await?, None);
+        assert_eq!(User::NAME_UNIQUE.find(db, "ken").await?, None);
+        assert_eq!(User::NAME_UNIQUE.holder(db, "ken").await?, None);
         Ok::<(), Error>(())
     }
 
@@ -167,13 +167,13 @@ backend_tests! {
             .await
             .unwrap_err();
         assert_unique_error(err, "ken", "user:1");
-        assert_eq!(User::get(db, 2).await?, Some(user(2, "dennis")));
+        assert_eq!(User::load(db, 2).await?, Some(user(2, "dennis")));
         assert_eq!(get(db, "user:_unique:name:dennis").await.as_deref(), Some("user:2"));
 
         // The holder may write its own value again.
         user(1, "ken").insert(db).await?;
         User::at(1).set(db, User::NAME, "ken").await?;
-        assert_eq!(User::BY_NAME.holder(db, "ken").await?, Some(User::at(1)));
+        assert_eq!(User::NAME_UNIQUE.holder(db, "ken").await?, Some(User::at(1)));
         // A unique field cannot be incremented: nothing to claim before.
         Ok::<(), Error>(())
     }
@@ -186,20 +186,20 @@ backend_tests! {
         User::at(1).set(db, User::NAME, "ken thompson").await?;
         assert!(!exists(db, "user:_unique:name:ken").await, "the old entry is gone");
         assert_eq!(get(db, "user:_unique:name:ken%20thompson").await.as_deref(), Some("user:1"));
-        assert_eq!(User::BY_NAME.find(db, "ken").await?, None);
+        assert_eq!(User::NAME_UNIQUE.find(db, "ken").await?, None);
 
         user(2, "ken").insert(db).await?;
-        assert_eq!(User::BY_NAME.holder(db, "ken").await?, Some(User::at(2)));
+        assert_eq!(User::NAME_UNIQUE.holder(db, "ken").await?, Some(User::at(2)));
 
         // A full write with a new value, and an Option field set and cleared.
         let mut u1 = user(1, "kt");
         u1.email = Some("ken@bell-labs.com".into());
         u1.insert(db).await?;
         assert!(!exists(db, "user:_unique:name:ken%20thompson").await);
-        assert_eq!(User::BY_EMAIL.holder(db, "ken@bell-labs.com").await?, Some(User::at(1)));
+        assert_eq!(User::EMAIL_UNIQUE.holder(db, "ken@bell-labs.com").await?, Some(User::at(1)));
         User::at(1).set(db, User::EMAIL, None).await?;
         assert!(!exists(db, "user:_unique:email:ken@bell-labs.com").await);
-        assert_eq!(User::BY_EMAIL.find(db, "ken@bell-labs.com").await?, None);
+        assert_eq!(User::EMAIL_UNIQUE.find(db, "ken@bell-labs.com").await?, None);
         Ok::<(), Error>(())
     }
 
@@ -214,7 +214,7 @@ backend_tests! {
         assert!(keys.is_empty(), "left behind: {keys:?}");
         assert!(!User::delete(db, 1).await?);
         user(2, "ken").insert(db).await?;
-        assert_eq!(User::BY_NAME.holder(db, "ken").await?, Some(User::at(2)));
+        assert_eq!(User::NAME_UNIQUE.holder(db, "ken").await?, Some(User::at(2)));
         Ok::<(), Error>(())
     }
 
@@ -226,11 +226,11 @@ backend_tests! {
         user(2, "rob").insert(db).await?;
         // Another program deletes user:1.
         db.query::<()>(redis::cmd("DEL").arg("user:1")).await?;
-        assert_eq!(User::BY_NAME.find(db, "ken").await?, None);
+        assert_eq!(User::NAME_UNIQUE.find(db, "ken").await?, None);
         assert!(!exists(db, "user:_unique:name:ken").await, "pruned");
         // Another program renames user:2 behind the library's back.
         db.query::<()>(redis::cmd("HSET").arg("user:2").arg("name").arg("robert")).await?;
-        assert_eq!(User::BY_NAME.holder(db, "rob").await?, None);
+        assert_eq!(User::NAME_UNIQUE.holder(db, "rob").await?, None);
         assert!(!exists(db, "user:_unique:name:rob").await, "pruned");
 
         // A stale entry does not block a new claim.
@@ -238,14 +238,14 @@ backend_tests! {
         db.query::<()>(redis::cmd("PEXPIRE").arg("user:3").arg(1)).await?;
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         user(4, "dmr").insert(db).await?;
-        assert_eq!(User::BY_NAME.find(db, "dmr").await?, Some(user(4, "dmr")));
+        assert_eq!(User::NAME_UNIQUE.find(db, "dmr").await?, Some(user(4, "dmr")));
 
         // A full pass prunes what no read has touched.
         user(5, "bwk").insert(db).await?;
         db.query::<()>(redis::cmd("DEL").arg("user:5")).await?;
-        assert_eq!(User::BY_NAME.prune(db).await?, 1);
+        assert_eq!(User::NAME_UNIQUE.prune(db).await?, 1);
         assert!(!exists(db, "user:_unique:name:bwk").await);
-        assert_eq!(User::BY_NAME.prune(db).await?, 0);
+        assert_eq!(User::NAME_UNIQUE.prune(db).await?, 0);
         Ok::<(), Error>(())
     }
 

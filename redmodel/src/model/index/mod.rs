@@ -7,9 +7,9 @@
 //!
 //! | attribute | handle | Redis | key |
 //! |---|---|---|---|
-//! | `#[redmodel(unique)]` | `BY_NAME`: [`UniqueIndex`] | one list per value, holding the holder's key alone | `user:_unique:name:ken%20thompson` = \[`user:1`\] |
-//! | `#[redmodel(sorted)]` | `LOGINS_RANK`: [`SortedIndex`] | sorted set of object keys, scored by the field | `user:_sorted:logins` |
-//! | `#[redmodel(tags)]` | `BY_TAGS`: [`TagIndex`] | one set of object keys per tag value | `book:_tag:tags:ruby` |
+//! | `#[redmodel(unique)]` | `NAME_UNIQUE`: [`UniqueIndex`] | one list per value, holding the holder's key alone | `user:_unique:name:ken%20thompson` = \[`user:1`\] |
+//! | `#[redmodel(sorted)]` | `LOGINS_SORTED`: [`SortedIndex`] | sorted set of object keys, scored by the field | `user:_sorted:logins` |
+//! | `#[redmodel(tags)]` | `TAGS_TAGS`: [`TagIndex`] | one set of object keys per tag value | `book:_tag:tags:ruby` |
 //! | `#[redmodel(recent = 10)]` | `LAST_LOGIN_RECENT`: [`RecentList`] | list of object keys, newest first, capped | `user:_recent:last_login` |
 //!
 //! All index keys live in the model's reserved namespace `TABLE:_KIND:...`

@@ -107,7 +107,7 @@ impl<T: Score> Sortable for Option<T> {
 }
 
 /// The sorted index of a numeric field of `M` (field type `T`): generated
-/// by `#[redmodel(sorted)]` as `Model::FIELD_RANK`.
+/// by `#[redmodel(sorted)]` as `Model::FIELD_SORTED`.
 pub struct SortedIndex<M, T> {
     field: &'static str,
     _marker: PhantomData<fn() -> (M, T)>,

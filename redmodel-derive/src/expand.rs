@@ -161,6 +161,7 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
         ident,
         "model",
         quote!(::redmodel::__private::model_namespace::<#ident>),
+        quote!(::redmodel::__private::model_checker::<#ident>),
     );
     quote! {
         const _: () = {
@@ -216,13 +217,14 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
 
 /// Registers a model or relation at program start, with its keys (see
 /// `redmodel::model::declared`).
-fn declare(ident: &Ident, kind: &str, namespace: TokenStream) -> TokenStream {
+fn declare(ident: &Ident, kind: &str, namespace: TokenStream, checker: TokenStream) -> TokenStream {
     quote! {
         ::redmodel::__private::inventory::submit! {
             ::redmodel::__private::Declared {
                 rust_name: ::core::concat!(::core::module_path!(), "::", ::core::stringify!(#ident)),
                 kind: #kind,
                 namespace: #namespace,
+                checker: #checker,
             }
         }
     }
@@ -355,6 +357,7 @@ fn expand_relation(model: &Model, relation: &Relation) -> TokenStream {
         ident,
         "relation",
         quote!(::redmodel::__private::relation_namespace::<#ident>),
+        quote!(::redmodel::__private::relation_checker::<#ident>),
     );
     quote! {
         #[automatically_derived]

@@ -96,6 +96,12 @@ impl KeyLayout {
     }
 }
 
+/// A key in plain form, for messages: `stored` without its hash-tag braces
+/// (as given if it has braces no layout writes).
+pub(crate) fn plain_key(stored: &str) -> String {
+    KeyLayout::parse(stored).map_or_else(|| stored.to_string(), |(_, p)| p.into_owned())
+}
+
 /// Where the hash tag of a plain model key ends (the tag is `key[..end]`),
 /// or `None` for a key that is hashed whole in every layout.
 fn tag_end(plain: &str) -> Option<usize> {

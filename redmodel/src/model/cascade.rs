@@ -272,8 +272,7 @@ impl<A: Admin> ObjectRef<A> {
             if referrer.on_delete == OnDelete::Restrict {
                 return Err(Error::Restricted {
                     key: self.key().to_string(),
-                    by: KeyLayout::parse(&candidate)
-                        .map_or_else(|| candidate.clone(), |(_, plain)| plain.into_owned()),
+                    by: crate::layout::plain_key(&candidate),
                 });
             }
             match &referrer.kind {
@@ -358,7 +357,7 @@ impl<A: Admin> ObjectRef<A> {
 
 /// Removes the reference field `field` of `hash` if it still names `key`
 /// (a compare-and-delete on the hash alone).
-async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str) -> Result<()> {
+pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str) -> Result<()> {
     watched(db, hash, |tx| async move {
         let mut read = redis::pipe();
         read.cmd("WATCH")

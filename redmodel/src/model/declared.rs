@@ -25,6 +25,8 @@ pub struct Declared {
     /// `teacher:*:class`), minus a final `:*`: two declarations conflict
     /// when these are equal.
     pub namespace: fn() -> String,
+    /// Its consistency check ([`check`](super::check)).
+    pub checker: fn() -> Box<dyn super::check::Checker>,
 }
 
 inventory::collect!(Declared);

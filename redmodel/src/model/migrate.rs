@@ -40,7 +40,7 @@ use super::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use super::key::{glob_escape, key_pattern, sorted_key, tag_key, unique_key};
 use super::scan::scan_keys;
 use super::write::{claim_held, sync, Texts};
-use super::{Admin, ObjectRef};
+use super::{Admin, Model, ObjectRef};
 use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
 
@@ -239,6 +239,19 @@ pub async fn rebuild_indexes<M: Admin, P: Proceed>(
     pass::<M, P>(db, options, None, progress).await
 }
 
+/// [`rebuild_indexes`] for any model (the consistency repair reaches
+/// models through the registry, where only [`Model`] is known; a
+/// sub-object model has no indexes, and this does nothing for it).
+pub(crate) async fn rebuild_indexes_of<M: Model>(db: &Db) -> Result<Report> {
+    if M::INDEXES.is_empty() {
+        return Ok(Report {
+            finished: true,
+            ..Report::default()
+        });
+    }
+    pass::<M, ()>(db, PassOptions::default(), None, |_| ()).await
+}
+
 /// Rewrites every object of `M` as the model now declares it, after
 /// `migration`'s renames, removals and edits, and updates its index
 /// entries: see the [module](self) docs. An object that does not decode
@@ -293,7 +306,7 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
 
 /// The shared walk: SCAN the model's hashes batch by batch, migrate each
 /// batch if asked, index it, report progress.
-async fn pass<M: Admin, P: Proceed>(
+async fn pass<M: Model, P: Proceed>(
     db: &Db,
     options: PassOptions,
     migration: Option<&Migration>,
@@ -365,7 +378,7 @@ async fn pass<M: Admin, P: Proceed>(
 }
 
 /// Prunes every index of `M` (a full pass each).
-async fn prune_all<M: Admin>(db: &Db) -> Result<u64> {
+async fn prune_all<M: Model>(db: &Db) -> Result<u64> {
     use super::index::{RecentList, SortedIndex, TagIndex, UniqueIndex};
     let mut pruned = 0;
     for spec in M::INDEXES {
@@ -386,7 +399,7 @@ async fn prune_all<M: Admin>(db: &Db) -> Result<u64> {
 /// Rewrites one batch of objects as `M` declares them, after the
 /// migration: one WATCH / read / MULTI-EXEC, retried on conflict. Returns
 /// how many objects changed.
-async fn migrate_batch<M: Admin>(
+async fn migrate_batch<M: Model>(
     db: &Db,
     refs: &[ObjectRef<M>],
     migration: &Migration,
@@ -470,7 +483,7 @@ struct Claim<'k> {
 /// scores, SADD to their tags' sets, their unique entries (claiming
 /// values no live object holds); one WATCH / read / MULTI-EXEC, retried on
 /// conflict.
-async fn index_batch<M: Admin>(
+async fn index_batch<M: Model>(
     db: &Db,
     refs: &[ObjectRef<M>],
 ) -> Result<(Failed, Vec<UniqueConflict>)> {
@@ -525,7 +538,7 @@ async fn index_batch<M: Admin>(
 /// object's entries are in other slots than the object: its indexed fields
 /// are read, its unique values claimed (each entry on its own) and its
 /// sorted and tag entries brought in step (see `write::stepped`).
-async fn index_apart<M: Admin>(
+async fn index_apart<M: Model>(
     db: &Db,
     refs: &[ObjectRef<M>],
 ) -> Result<(Failed, Vec<UniqueConflict>)> {
@@ -576,7 +589,7 @@ async fn index_apart<M: Admin>(
 /// Adds to `write` the entry of the object `key` in the index `spec`,
 /// given its field's stored text; a unique value is returned as a claim
 /// to settle. What cannot be indexed goes to `failed`.
-fn plan_entry<'k, M: Admin>(
+fn plan_entry<'k, M: Model>(
     layout: KeyLayout,
     spec: &IndexSpec,
     key: &'k str,

@@ -145,6 +145,7 @@
 //! `relation` in `relation`, `delete_cascade` in `cascade`).
 
 pub mod cascade;
+pub mod check;
 pub mod codec;
 pub mod composite;
 mod declared;
@@ -443,6 +444,7 @@ pub async fn dbsize(db: &Db) -> Result<u64> {
 /// What generated code names, by absolute path. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    pub use super::check::{model_checker, relation_checker};
     pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
     pub use super::declared::{model_namespace, relation_namespace, Declared};
     pub use super::field::Field;

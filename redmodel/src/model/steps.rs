@@ -18,6 +18,7 @@ use std::sync::LazyLock;
 
 use redis::{Arg, Cmd, FromRedisValue, Script, Value};
 
+use crate::layout::plain_key;
 use crate::optimistic::watched;
 use crate::{script, Db, Error, KeyLayout, Result};
 
@@ -214,7 +215,9 @@ impl Group {
             }
             let exists: Vec<bool> = tx.query_pipeline(&read).await?;
             if let Some((guard, _)) = self.guards.iter().zip(&exists).find(|(_, e)| !**e) {
-                return Err(Error::NotFound { key: plain(guard) });
+                return Err(Error::NotFound {
+                    key: plain_key(guard),
+                });
             }
             tx.exec::<Vec<Value>>(pipe).await
         })
@@ -236,7 +239,7 @@ impl Group {
 pub(crate) fn not_found(err: Error) -> Error {
     match &err {
         Error::Server(e) if e.code() == Some("NOTFOUND") => Error::NotFound {
-            key: plain(
+            key: plain_key(
                 e.detail()
                     .unwrap_or_default()
                     .split(' ')
@@ -246,9 +249,4 @@ pub(crate) fn not_found(err: Error) -> Error {
         },
         _ => err,
     }
-}
-
-/// A stored key in plain form, for messages.
-fn plain(stored: &str) -> String {
-    KeyLayout::parse(stored).map_or_else(|| stored.to_string(), |(_, p)| p.into_owned())
 }

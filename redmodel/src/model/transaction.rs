@@ -15,6 +15,7 @@ use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{redis_type, reply_at};
 use super::write::{self, Changes, Plan, Texts};
 use super::{Model, Storage};
+use crate::layout::plain_key;
 use crate::optimistic::{OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, KeyLayout, Result};
@@ -705,7 +706,7 @@ impl Pending {
                 settle(&write.key, &write.plain, true)?;
             }
             for guard in &write.guards {
-                settle(guard, &plain(guard), false)?;
+                settle(guard, &plain_key(guard), false)?;
             }
         }
         unknown.sort_unstable();
@@ -733,7 +734,9 @@ impl Pending {
             exists.push((key, found));
         }
         match exists.into_iter().find(|(_, e)| !e) {
-            Some((key, _)) => Err(Error::NotFound { key: plain(&key) }),
+            Some((key, _)) => Err(Error::NotFound {
+                key: plain_key(&key),
+            }),
             None => Ok(()),
         }
     }
@@ -798,11 +801,6 @@ fn add_cmds(txn: &mut Pipeline, cmds: &[(Cmd, bool)]) {
 /// The texts of an HMGET reply.
 fn texts(reply: Option<Value>) -> Result<Texts> {
     Ok(redis::from_redis_value(reply.unwrap_or(Value::Nil)).map_err(redis::RedisError::from)?)
-}
-
-/// A stored key in plain form, for messages.
-fn plain(stored: &str) -> String {
-    KeyLayout::parse(stored).map_or_else(|| stored.to_string(), |(_, p)| p.into_owned())
 }
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;

@@ -302,8 +302,7 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
         let exists: Vec<bool> = tx.query_pipeline(&read).await?;
         if let Some((guard, _)) = guards.iter().zip(&exists).find(|(_, e)| !**e) {
             return Err(Error::NotFound {
-                key: KeyLayout::parse(guard)
-                    .map_or_else(|| guard.to_string(), |(_, plain)| plain.into_owned()),
+                key: crate::layout::plain_key(guard),
             });
         }
     }
@@ -535,8 +534,7 @@ async fn check_entries<M: Model>(
                 model: M::TABLE,
                 field: u.field,
                 value: u.new.unwrap_or_default().to_string(),
-                holder: KeyLayout::parse(&holder)
-                    .map_or(holder.clone(), |(_, plain)| plain.into_owned()),
+                holder: crate::layout::plain_key(&holder),
             });
         }
     }

@@ -49,6 +49,7 @@ use std::time::Duration;
 use redis::{FromRedisValue, Pipeline, Value};
 
 use super::index::guarded_unit;
+use crate::layout::plain_key;
 use crate::model::index::unique::{claim_commands, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
@@ -56,7 +57,7 @@ use crate::model::live::release_unique;
 use crate::model::steps::Steps;
 use crate::model::Model;
 use crate::optimistic::watched;
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 /// How long a unique claim stays pending before it lapses, if the writer
 /// dies before confirming it.
@@ -316,7 +317,7 @@ async fn claim<M: Model>(
                     model: M::TABLE,
                     field,
                     value: value.to_string(),
-                    holder: plain(&holder),
+                    holder: plain_key(&holder),
                 });
             }
         }
@@ -398,9 +399,4 @@ async fn on_entry(
         tx.exec::<()>(&txn).await
     })
     .await
-}
-
-/// A stored key in plain form, for messages.
-fn plain(stored: &str) -> String {
-    KeyLayout::parse(stored).map_or_else(|| stored.to_string(), |(_, p)| p.into_owned())
 }

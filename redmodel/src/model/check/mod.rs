@@ -1,0 +1,281 @@
+//! A consistency check, and its repair, over every model and relation the
+//! program declares (the derives register each one at start, as they do
+//! for cascades).
+//!
+//! The write paths keep the data consistent (atomic units, existence
+//! checks, ordered steps in the cluster layout), and the reads skip and
+//! prune what a crash between two cluster-layout steps can leave. What a
+//! write path cannot rule out — data written by another program or by an
+//! older version, a crash image, a slot lost in a failover, keys that
+//! expired under a relation — [`check`] finds and [`repair`] fixes, kind by
+//! kind:
+//!
+//! | kind | what it is | repair |
+//! |---|---|---|
+//! | [`Kind::PartialObject`] | a hash of a model missing a required field and never fully written (no `_count`): what a field write racing a delete left before writes checked existence | deleted, if it is still partial (under WATCH) |
+//! | [`Kind::Undecodable`] | an object that does not decode otherwise (a field of the wrong form, a required field missing from a counted object) | none: reported, as it needs a migration or a hand |
+//! | [`Kind::OrphanedSubObject`] | a sub-object whose admin does not exist | deleted, if the admin is still missing (under WATCH) |
+//! | [`Kind::DanglingReference`] | a reference field naming an object that does not exist | the field removed, if it still names it (what a cascading delete does) |
+//! | [`Kind::OrphanedList`] | a relation list whose owner does not exist | deleted, if the owner is still missing |
+//! | [`Kind::DeadMember`] | a relation member whose object does not exist | removed from the list, if still gone |
+//! | [`Kind::OneSidedLink`] | a member whose inverse list lacks the owner, both existing | the missing side added (as `link` would have) |
+//! | [`Kind::MissingIndexEntry`] | an object's unique value, score or tag not in its index | the model's indexes rebuilt ([`rebuild_indexes`](super::migrate::rebuild_indexes)) |
+//! | [`Kind::StaleIndexEntry`] | an index entry naming a gone object, or a value, score or tag the object no longer has | the same rebuild, whose prune removes it |
+//!
+//! Every repair re-checks under WATCH what it fixes, so an object written
+//! meanwhile is left alone. Both walk the keyspace with SCAN (every master
+//! on a cluster), never KEYS. [`repair`] ends with a second check, whose
+//! report says what is left ([`Repair::after`]).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), redmodel::Error> {
+//! use redmodel::model::check::{check, repair, Kind};
+//! use redmodel::prelude::*;
+//!
+//! #[derive(Admin)]
+//! struct Player { #[redmodel(pk)] id: u32, #[redmodel(sorted)] points: i64 }
+//!
+//! let db = Db::memory();
+//! Player { id: 1, points: 5 }.insert(&db).await?;
+//! // Another program moved the score without the field.
+//! db.query::<()>(redis::cmd("ZADD").arg("player:_sorted:points").arg(9).arg("player:1")).await?;
+//!
+//! let report = check(&db, |_| ()).await?;
+//! assert_eq!(report.count(Kind::StaleIndexEntry), 1);
+//! let fixed = repair(&db, |_| ()).await?;
+//! assert!(fixed.after.is_clean());
+//! # Ok(()) }
+//! ```
+
+mod models;
+mod relations;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::{Db, Result};
+
+/// The kinds of inconsistency a check finds: see the [module](self) docs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A hash missing a required field, never fully written.
+    PartialObject,
+    /// An object that does not decode (reported, not repaired).
+    Undecodable,
+    /// A sub-object whose admin does not exist.
+    OrphanedSubObject,
+    /// A reference field naming an object that does not exist.
+    DanglingReference,
+    /// A relation list whose owner does not exist.
+    OrphanedList,
+    /// A relation member whose object does not exist.
+    DeadMember,
+    /// A relation member whose inverse list lacks the owner.
+    OneSidedLink,
+    /// An object's value missing from its index, or with a wrong score.
+    MissingIndexEntry,
+    /// An index entry naming a gone object or a value it no longer has.
+    StaleIndexEntry,
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Kind::PartialObject => "partial object",
+            Kind::Undecodable => "undecodable object",
+            Kind::OrphanedSubObject => "orphaned sub-object",
+            Kind::DanglingReference => "dangling reference",
+            Kind::OrphanedList => "orphaned relation list",
+            Kind::DeadMember => "dead relation member",
+            Kind::OneSidedLink => "one-sided link",
+            Kind::MissingIndexEntry => "missing index entry",
+            Kind::StaleIndexEntry => "stale index entry",
+        };
+        f.write_str(name)
+    }
+}
+
+/// One inconsistency found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// What kind it is.
+    pub kind: Kind,
+    /// The key it concerns, in plain form (the object, the list, the
+    /// index entry).
+    pub key: String,
+    /// What is wrong, for a person.
+    pub detail: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at `{}`: {}", self.kind, self.key, self.detail)
+    }
+}
+
+/// How many examples of each kind a report keeps.
+pub const EXAMPLES_PER_KIND: usize = 10;
+
+/// What a check found: counts by kind, and the first examples of each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Keys looked at (objects and lists).
+    pub scanned: u64,
+    /// How many of each kind.
+    pub counts: BTreeMap<Kind, u64>,
+    /// Up to [`EXAMPLES_PER_KIND`] findings of each kind.
+    pub examples: Vec<Finding>,
+}
+
+impl Report {
+    /// How many findings of `kind`.
+    pub fn count(&self, kind: Kind) -> u64 {
+        self.counts.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// Whether nothing was found.
+    pub fn is_clean(&self) -> bool {
+        self.counts.values().all(|n| *n == 0)
+    }
+
+    pub(crate) fn found(&mut self, kind: Kind, key: &str, detail: impl Into<String>) {
+        let n = self.counts.entry(kind).or_insert(0);
+        *n += 1;
+        if *n as usize <= EXAMPLES_PER_KIND {
+            self.examples.push(Finding {
+                kind,
+                key: crate::layout::plain_key(key),
+                detail: detail.into(),
+            });
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_clean() {
+            return write!(f, "{} keys checked: consistent", self.scanned);
+        }
+        write!(f, "{} keys checked:", self.scanned)?;
+        for (kind, n) in &self.counts {
+            write!(f, " {n} {kind};")?;
+        }
+        Ok(())
+    }
+}
+
+/// What [`repair`] did: the findings it acted on, how many of each kind it
+/// fixed, and the check that followed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Repair {
+    /// The check the repair worked from.
+    pub before: Report,
+    /// How many findings of each kind were fixed (a finding fixed by a
+    /// concurrent write meanwhile is not counted).
+    pub repaired: BTreeMap<Kind, u64>,
+    /// A check after the repair: what is left (undecodable objects, and
+    /// whatever concurrent writes did meanwhile).
+    pub after: Report,
+}
+
+/// Where a pass is, after each declared model or relation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// The Rust name of the declaration just checked.
+    pub declaration: &'static str,
+    /// How many declarations are done, out of `total`.
+    pub done: usize,
+    /// How many declarations the program has.
+    pub total: usize,
+    /// Keys looked at so far.
+    pub scanned: u64,
+}
+
+/// Checks every declared model and relation: see the [module](self) docs.
+/// Reads only. `progress` is called after each declaration.
+pub async fn check(db: &Db, progress: impl FnMut(&Progress)) -> Result<Report> {
+    let mut report = Report::default();
+    walk(db, None, &mut report, progress).await?;
+    Ok(report)
+}
+
+/// Checks and repairs every declared model and relation, by the rules of
+/// the [module](self) docs, then checks again.
+pub async fn repair(db: &Db, mut progress: impl FnMut(&Progress)) -> Result<Repair> {
+    let mut out = Repair::default();
+    walk(db, Some(&mut out.repaired), &mut out.before, &mut progress).await?;
+    walk(db, None, &mut out.after, &mut progress).await?;
+    Ok(out)
+}
+
+/// One pass over the declarations, repairing if `repaired` is given.
+async fn walk(
+    db: &Db,
+    mut repaired: Option<&mut BTreeMap<Kind, u64>>,
+    report: &mut Report,
+    mut progress: impl FnMut(&Progress),
+) -> Result<()> {
+    let mut all: Vec<&'static super::declared::Declared> =
+        inventory::iter::<super::declared::Declared>
+            .into_iter()
+            .collect();
+    // Objects before the lists and indexes that name them, so that a
+    // repair deletes a partial object before its entries are checked.
+    all.sort_by_key(|d| (d.kind != "model", d.rust_name));
+    let total = all.len();
+    for (i, declared) in all.into_iter().enumerate() {
+        let checker = (declared.checker)();
+        let mut pass = Pass {
+            db,
+            report,
+            repaired: repaired.as_deref_mut(),
+        };
+        checker.run(&mut pass).await?;
+        progress(&Progress {
+            declaration: declared.rust_name,
+            done: i + 1,
+            total,
+            scanned: report.scanned,
+        });
+    }
+    Ok(())
+}
+
+/// What a checker works with: the db, the report, and whether to repair.
+pub(crate) struct Pass<'a> {
+    pub(crate) db: &'a Db,
+    pub(crate) report: &'a mut Report,
+    repaired: Option<&'a mut BTreeMap<Kind, u64>>,
+}
+
+impl Pass<'_> {
+    pub(crate) fn repairing(&self) -> bool {
+        self.repaired.is_some()
+    }
+
+    /// Counts `n` findings of `kind` fixed.
+    pub(crate) fn fixed(&mut self, kind: Kind, n: u64) {
+        if let Some(repaired) = self.repaired.as_deref_mut() {
+            *repaired.entry(kind).or_insert(0) += n;
+        }
+    }
+}
+
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// The check of one declared model or relation, reached through the
+/// registry (the derives register [`models::checker`] /
+/// [`relations::checker`] for each type).
+#[doc(hidden)]
+pub trait Checker: Send + Sync {
+    /// Checks (and repairs, if the pass does) this declaration's keys.
+    #[allow(private_interfaces)]
+    fn run<'a>(&'a self, pass: &'a mut Pass<'_>) -> BoxFuture<'a, ()>;
+}
+
+pub use models::checker as model_checker;
+pub use relations::checker as relation_checker;

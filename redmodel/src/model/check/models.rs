@@ -1,0 +1,446 @@
+//! The check of one model: its objects (partial, undecodable, orphaned,
+//! with dangling references) and its index entries, both ways (each
+//! object's values in the indexes; each entry naming an object that holds
+//! its value).
+
+use std::collections::BTreeSet;
+use std::marker::PhantomData;
+
+use redis::Value;
+
+use super::{BoxFuture, Checker, Kind, Pass};
+use crate::layout::plain_key;
+use crate::model::index::{checked_score, IndexKind, IndexSpec};
+use crate::model::key::{key_pattern, recent_key, sorted_key, tag_key, unique_key};
+use crate::model::live::{existing, key_text};
+use crate::model::migrate::rebuild_indexes_of;
+use crate::model::object::{ObjectRef, COUNT_FIELD};
+use crate::model::referrer::reference_fields;
+use crate::model::scan::scan_keys;
+use crate::model::Model;
+use crate::optimistic::watched;
+use crate::{Db, Error, Result};
+
+/// Objects read per round trip.
+const BATCH: usize = 200;
+
+/// The checker of model `M`, for the registry.
+#[doc(hidden)]
+pub fn checker<M: Model>() -> Box<dyn Checker> {
+    Box::new(ModelCheck::<M>(PhantomData))
+}
+
+struct ModelCheck<M>(PhantomData<fn() -> M>);
+
+impl<M: Model> Checker for ModelCheck<M> {
+    fn run<'a>(&'a self, pass: &'a mut Pass<'_>) -> BoxFuture<'a, ()> {
+        Box::pin(check_model::<M>(pass))
+    }
+}
+
+/// One object that was read: its handle and stored field texts.
+struct Read<M: Model> {
+    object: ObjectRef<M>,
+    values: Vec<Option<Vec<u8>>>,
+}
+
+async fn check_model<M: Model>(pass: &mut Pass<'_>) -> Result<()> {
+    let db = pass.db;
+    let refs = ObjectRef::<M>::scan(db).await?;
+    pass.report.scanned += refs.len() as u64;
+    let mut live: Vec<Read<M>> = Vec::new();
+    for batch in refs.chunks(BATCH) {
+        live.extend(check_objects(pass, batch).await?);
+    }
+    if !M::INDEXES.is_empty() {
+        let before = index_findings(pass);
+        for spec in M::INDEXES {
+            check_forward::<M>(pass, spec, &live).await?;
+            check_backward::<M>(pass, spec).await?;
+        }
+        let found = index_findings(pass) - before;
+        if found > 0 && pass.repairing() {
+            rebuild_indexes_of::<M>(db).await?;
+            pass.fixed(Kind::MissingIndexEntry, found);
+        }
+    }
+    Ok(())
+}
+
+fn index_findings(pass: &Pass<'_>) -> u64 {
+    pass.report.count(Kind::MissingIndexEntry) + pass.report.count(Kind::StaleIndexEntry)
+}
+
+/// Reads a batch of objects and checks each one's form, owner and
+/// references; returns those that are sound enough to check the indexes
+/// against (present and not repaired away).
+async fn check_objects<M: Model>(
+    pass: &mut Pass<'_>,
+    batch: &[ObjectRef<M>],
+) -> Result<Vec<Read<M>>> {
+    let db = pass.db;
+    let raws = ObjectRef::<M>::read_many(db, batch).await?;
+    let owners: Vec<Option<String>> = batch.iter().map(|r| r.owner_key_in(db)).collect();
+    let owner_keys: Vec<String> = owners.iter().flatten().cloned().collect();
+    let mut owner_alive = existing(db, &owner_keys).await?.into_iter();
+    let references = reference_fields::<M>();
+    let mut targets: Vec<(usize, &'static str, String)> = Vec::new();
+    let mut out = Vec::new();
+    for ((object, raw), owner) in batch.iter().zip(raws).zip(&owners) {
+        let alive = owner.as_ref().map(|_| owner_alive.next().unwrap_or(true));
+        let values = match raw {
+            Ok(Some(values)) => values,
+            Ok(None) => continue, // deleted since the SCAN
+            Err(err) => {
+                pass.report
+                    .found(Kind::Undecodable, object.key(), err.to_string());
+                continue;
+            }
+        };
+        if let (Some(owner), Some(false)) = (owner, alive) {
+            pass.report.found(
+                Kind::OrphanedSubObject,
+                object.key(),
+                format!("its admin `{}` does not exist", plain_key(owner)),
+            );
+            if pass.repairing() && delete_orphan(db, &object.key_in(db), owner).await? {
+                pass.fixed(Kind::OrphanedSubObject, 1);
+            }
+            continue;
+        }
+        let decoded = object.decode(values.clone());
+        let partial = match &decoded {
+            Err(Error::MissingField { .. }) => !counted(db, object).await?,
+            _ => false,
+        };
+        match decoded {
+            Ok(_) => {}
+            Err(err) if partial => {
+                pass.report.found(
+                    Kind::PartialObject,
+                    object.key(),
+                    format!("{err}, and it was never written whole (no `{COUNT_FIELD}`)"),
+                );
+                if pass.repairing() && delete_partial(db, object).await? {
+                    pass.fixed(Kind::PartialObject, 1);
+                }
+                continue;
+            }
+            Err(err) => pass
+                .report
+                .found(Kind::Undecodable, object.key(), err.to_string()),
+        }
+        for (name, value) in M::FIELDS.iter().zip(&values) {
+            if let (true, Some(text)) = (references.contains(name), value) {
+                if let Ok(text) = std::str::from_utf8(text) {
+                    targets.push((out.len(), name, text.to_string()));
+                }
+            }
+        }
+        out.push(Read {
+            object: object.clone(),
+            values,
+        });
+    }
+    let stored: Vec<String> = targets
+        .iter()
+        .map(|(_, _, t)| db.stored(t).into_owned())
+        .collect();
+    for ((i, field, target), exists) in targets.iter().zip(existing(db, &stored).await?) {
+        if exists {
+            continue;
+        }
+        let object = &out[*i].object;
+        pass.report.found(
+            Kind::DanglingReference,
+            object.key(),
+            format!("its field `{field}` names `{target}`, which does not exist"),
+        );
+        if pass.repairing() {
+            crate::model::cascade::clear_reference(db, &object.key_in(db), field, target).await?;
+            pass.fixed(Kind::DanglingReference, 1);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the object's hash holds `_count` (it had a full write).
+async fn counted<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool> {
+    db.query(
+        redis::cmd("HEXISTS")
+            .arg(object.key_in(db))
+            .arg(COUNT_FIELD),
+    )
+    .await
+}
+
+/// Deletes the sub-object at `key` if its admin `owner` is still missing
+/// (both WATCHed: one slot in either layout). Whether it did.
+async fn delete_orphan(db: &Db, key: &str, owner: &str) -> Result<bool> {
+    watched(db, key, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(key).arg(owner).ignore();
+        read.cmd("EXISTS").arg(owner);
+        let (alive,): (bool,) = tx.query_pipeline(&read).await?;
+        if alive {
+            return Ok(Some(false));
+        }
+        let mut del = redis::pipe();
+        del.atomic().cmd("DEL").arg(key).ignore();
+        Ok(tx.exec::<()>(&del).await?.map(|()| true))
+    })
+    .await
+}
+
+/// Deletes the object if it is still partial: a required field missing
+/// and no `_count` (read again under WATCH). Its index entries go with
+/// the index check that follows. Whether it did.
+async fn delete_partial<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool> {
+    let key = object.key_in(db).into_owned();
+    let key = &key;
+    watched(db, key, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(key).ignore();
+        read.cmd("HEXISTS").arg(key).arg(COUNT_FIELD);
+        read.cmd("HMGET").arg(key).arg(M::FIELDS);
+        let (counted, values): (bool, Vec<Option<Vec<u8>>>) = tx.query_pipeline(&read).await?;
+        let partial = !counted
+            && values.iter().any(Option::is_some)
+            && matches!(object.decode(values), Err(Error::MissingField { .. }));
+        if !partial {
+            return Ok(Some(false));
+        }
+        let mut del = redis::pipe();
+        del.atomic().cmd("DEL").arg(key).ignore();
+        Ok(tx.exec::<()>(&del).await?.map(|()| true))
+    })
+    .await
+}
+
+/// Each object's value of `spec`'s field is in the index (with its score,
+/// for a sorted one). Recent lists keep the latest writes only: an object
+/// missing from one is not a finding.
+async fn check_forward<M: Model>(
+    pass: &mut Pass<'_>,
+    spec: &IndexSpec,
+    live: &[Read<M>],
+) -> Result<()> {
+    let db = pass.db;
+    let Some(field) = M::FIELDS.iter().position(|f| *f == spec.field) else {
+        return Ok(());
+    };
+    for batch in live.chunks(BATCH) {
+        // (object, what is expected, the command that reads it)
+        let mut expected: Vec<(&ObjectRef<M>, String, Expect)> = Vec::new();
+        let mut pipe = redis::pipe();
+        for read in batch {
+            let Some(text) = read.values.get(field).and_then(Option::as_deref) else {
+                continue;
+            };
+            let member = read.object.key_in(db).into_owned();
+            match spec.kind {
+                IndexKind::Sorted { score } => {
+                    let Ok(Some(score)) = score(text) else {
+                        continue;
+                    };
+                    let Ok(score) = checked_score(spec.field, score) else {
+                        continue;
+                    };
+                    pipe.cmd("ZSCORE")
+                        .arg(db.stored(&sorted_key(M::TABLE, spec.field)).as_ref())
+                        .arg(&member);
+                    expected.push((&read.object, format!("score {score}"), Expect::Score(score)));
+                }
+                IndexKind::Unique => {
+                    let Ok(value) = key_text(text) else { continue };
+                    pipe.cmd("LINDEX")
+                        .arg(db.stored(&unique_key(M::TABLE, spec.field, value)).as_ref())
+                        .arg(0);
+                    expected.push((
+                        &read.object,
+                        format!("the entry of `{value}`"),
+                        Expect::Holder(member),
+                    ));
+                }
+                IndexKind::Tags { tags } => {
+                    for tag in tags(text).unwrap_or_default() {
+                        pipe.cmd("SISMEMBER")
+                            .arg(db.stored(&tag_key(M::TABLE, spec.field, &tag)).as_ref())
+                            .arg(&member);
+                        expected.push((
+                            &read.object,
+                            format!("the set of tag `{tag}`"),
+                            Expect::Member,
+                        ));
+                    }
+                }
+                IndexKind::Recent { .. } => {}
+            }
+        }
+        if expected.is_empty() {
+            continue;
+        }
+        let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
+        for ((object, what, expect), reply) in expected.into_iter().zip(replies) {
+            if !expect.met(&reply) {
+                pass.report.found(
+                    Kind::MissingIndexEntry,
+                    object.key(),
+                    format!("its `{}` is not in its index as {what}", spec.field),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What an index read should give for an object.
+enum Expect {
+    Score(f64),
+    Holder(String),
+    Member,
+}
+
+impl Expect {
+    fn met(&self, reply: &Value) -> bool {
+        match self {
+            Expect::Score(score) => {
+                redis::from_redis_value::<Option<f64>>(reply.clone())
+                    .ok()
+                    .flatten()
+                    == Some(*score)
+            }
+            Expect::Holder(key) => matches!(reply, Value::BulkString(h) if h == key.as_bytes()),
+            Expect::Member => matches!(reply, Value::Int(1)),
+        }
+    }
+}
+
+/// Each entry of `spec`'s index names an object that exists and holds
+/// that value (score, unique value, tag).
+async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Result<()> {
+    let db = pass.db;
+    // (index key, member as stored, what the entry says of it)
+    let mut entries: Vec<(String, String, Claim)> = Vec::new();
+    match spec.kind {
+        IndexKind::Sorted { .. } => {
+            let key = db.stored(&sorted_key(M::TABLE, spec.field)).into_owned();
+            let members: Vec<(String, f64)> = db
+                .query(
+                    redis::cmd("ZRANGE")
+                        .arg(&key)
+                        .arg(0)
+                        .arg(-1)
+                        .arg("WITHSCORES"),
+                )
+                .await?;
+            entries.extend(
+                members
+                    .into_iter()
+                    .map(|(m, s)| (key.clone(), m, Claim::Score(s))),
+            );
+        }
+        IndexKind::Recent { .. } => {
+            let key = db.stored(&recent_key(M::TABLE, spec.field)).into_owned();
+            let members: Vec<String> = db
+                .query(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
+                .await?;
+            entries.extend(members.into_iter().map(|m| (key.clone(), m, Claim::Exists)));
+        }
+        IndexKind::Unique | IndexKind::Tags { .. } => {
+            let pattern = key_pattern(M::TABLE, spec.field, spec.kind.name());
+            for key in scan_keys(db, &db.stored(&pattern)).await? {
+                let members: Vec<String> = match spec.kind {
+                    IndexKind::Unique => {
+                        db.query(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
+                            .await?
+                    }
+                    _ => db.query(redis::cmd("SMEMBERS").arg(&key)).await?,
+                };
+                entries.extend(members.into_iter().map(|m| (key.clone(), m, Claim::Key)));
+            }
+        }
+    }
+    for batch in entries.chunks(BATCH) {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for (_, member, _) in batch {
+            pipe.cmd("HGET").arg(member).arg(spec.field);
+        }
+        let texts: Vec<Value> = db.query_pipeline(&pipe).await?;
+        let live = existing(
+            db,
+            &batch.iter().map(|(_, m, _)| m.clone()).collect::<Vec<_>>(),
+        )
+        .await?;
+        for (((index, member, claim), text), alive) in batch.iter().zip(texts).zip(live) {
+            let text = redis::from_redis_value::<Option<Vec<u8>>>(text)
+                .ok()
+                .flatten();
+            let why = if !alive {
+                Some(format!(
+                    "names `{}`, which does not exist",
+                    plain_key(member)
+                ))
+            } else {
+                claim.broken::<M>(db, spec, index, text.as_deref())
+            };
+            if let Some(why) = why {
+                pass.report.found(Kind::StaleIndexEntry, index, why);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What an index entry says of the object it names.
+enum Claim {
+    /// A sorted set member with this score.
+    Score(f64),
+    /// A unique entry or a tag set: the key (of the entry or the set) is
+    /// one the object's value makes.
+    Key,
+    /// A recent list member: only that the object exists.
+    Exists,
+}
+
+impl Claim {
+    /// Why the entry at `index` does not match the field's `text`, if it
+    /// does not.
+    fn broken<M: Model>(
+        &self,
+        db: &Db,
+        spec: &IndexSpec,
+        index: &str,
+        text: Option<&[u8]>,
+    ) -> Option<String> {
+        let field = spec.field;
+        match (self, spec.kind) {
+            (Claim::Exists, _) => None,
+            (Claim::Score(stored), IndexKind::Sorted { score }) => {
+                let want = text.and_then(|t| score(t).ok().flatten());
+                (want != Some(*stored)).then(|| match want {
+                    Some(want) => format!("scores it {stored}, its `{field}` makes {want}"),
+                    None => format!("scores it {stored}, its `{field}` is not a score"),
+                })
+            }
+            (Claim::Key, IndexKind::Unique) => {
+                let want = text
+                    .and_then(|t| key_text(t).ok())
+                    .map(|v| db.stored(&unique_key(M::TABLE, field, v)).into_owned());
+                (want.as_deref() != Some(index))
+                    .then(|| format!("its `{field}` no longer holds this value"))
+            }
+            (Claim::Key, IndexKind::Tags { tags }) => {
+                let want: BTreeSet<String> = text
+                    .and_then(|t| tags(t).ok())
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|tag| db.stored(&tag_key(M::TABLE, field, tag)).into_owned())
+                    .collect();
+                (!want.contains(index)).then(|| format!("its `{field}` no longer has this tag"))
+            }
+            _ => None,
+        }
+    }
+}

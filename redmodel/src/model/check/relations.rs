@@ -1,0 +1,148 @@
+//! The check of one relation: its lists (an owner that exists), their
+//! members (objects that exist) and, with an inverse, both sides of each
+//! link.
+
+use std::marker::PhantomData;
+
+use super::{BoxFuture, Checker, Kind, Pass};
+use crate::layout::plain_key;
+use crate::model::live::{existing, prune_gone, Entry};
+use crate::model::relation::{InverseOf, Relation, RelationRef};
+use crate::model::scan::scan_keys;
+use crate::optimistic::watched;
+use crate::{Db, Result};
+
+/// The checker of relation `R`, for the registry.
+#[doc(hidden)]
+pub fn checker<R: Relation>() -> Box<dyn Checker> {
+    Box::new(RelationCheck::<R>(PhantomData))
+}
+
+struct RelationCheck<R>(PhantomData<fn() -> R>);
+
+impl<R: Relation> Checker for RelationCheck<R> {
+    fn run<'a>(&'a self, pass: &'a mut Pass<'_>) -> BoxFuture<'a, ()> {
+        Box::pin(check_relation::<R>(pass))
+    }
+}
+
+async fn check_relation<R: Relation>(pass: &mut Pass<'_>) -> Result<()> {
+    let db = pass.db;
+    let lists: Vec<(String, RelationRef<R>)> =
+        scan_keys(db, &db.stored(&RelationRef::<R>::scan_pattern()))
+            .await?
+            .into_iter()
+            .filter_map(|key| Some((RelationRef::<R>::parse(&key).ok()?, key)))
+            .map(|(rel, key)| (key, rel))
+            .collect();
+    pass.report.scanned += lists.len() as u64;
+    let owners: Vec<String> = lists
+        .iter()
+        .map(|(_, rel)| rel.owner().key_in(db).into_owned())
+        .collect();
+    let alive = existing(db, &owners).await?;
+    for ((list, rel), (owner, alive)) in lists.iter().zip(owners.iter().zip(alive)) {
+        if !alive {
+            pass.report.found(
+                Kind::OrphanedList,
+                list,
+                format!("its owner `{}` does not exist", rel.owner().key()),
+            );
+            if pass.repairing() && delete_orphan(db, list, owner).await? {
+                pass.fixed(Kind::OrphanedList, 1);
+            }
+            continue;
+        }
+        check_members::<R>(pass, list, owner).await?;
+    }
+    Ok(())
+}
+
+/// The members of the list at `list` (of the existing `owner`): dead ones,
+/// and links missing their inverse side.
+async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str) -> Result<()> {
+    let db = pass.db;
+    let mut members: Vec<String> = db
+        .query(redis::cmd("LRANGE").arg(list).arg(0).arg(-1))
+        .await?;
+    members.sort();
+    members.dedup();
+    let alive = existing(db, &members).await?;
+    let (live, dead): (Vec<_>, Vec<_>) = members.into_iter().zip(alive).partition(|(_, a)| *a);
+    let dead: Vec<String> = dead.into_iter().map(|(m, _)| m).collect();
+    for member in &dead {
+        pass.report.found(
+            Kind::DeadMember,
+            list,
+            format!("its member `{}` does not exist", plain_key(member)),
+        );
+    }
+    if pass.repairing() && !dead.is_empty() {
+        let removed = prune_gone(db, &dead, |_| Entry::List(list.to_string())).await?;
+        pass.fixed(Kind::DeadMember, removed.min(dead.len() as u64));
+    }
+    for (member, _) in live {
+        let Some(inverse) = R::Inverse::inverse_key(&plain_key(&member)) else {
+            continue;
+        };
+        let inverse = db.stored(&inverse).into_owned();
+        let position: Option<i64> = db
+            .query(redis::cmd("LPOS").arg(&inverse).arg(owner))
+            .await?;
+        if position.is_some() {
+            continue;
+        }
+        pass.report.found(
+            Kind::OneSidedLink,
+            list,
+            format!(
+                "holds `{}`, whose list `{}` lacks the owner",
+                plain_key(&member),
+                plain_key(&inverse)
+            ),
+        );
+        if pass.repairing() && add_side(db, &inverse, &member, owner).await? {
+            pass.fixed(Kind::OneSidedLink, 1);
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the list at `list` if its owner is still missing (both
+/// WATCHed: one slot in either layout). Whether it did.
+async fn delete_orphan(db: &Db, list: &str, owner: &str) -> Result<bool> {
+    watched(db, list, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(list).arg(owner).ignore();
+        read.cmd("EXISTS").arg(owner);
+        let (alive,): (bool,) = tx.query_pipeline(&read).await?;
+        if alive {
+            return Ok(Some(false));
+        }
+        let mut del = redis::pipe();
+        del.atomic().cmd("DEL").arg(list).ignore();
+        Ok(tx.exec::<()>(&del).await?.map(|()| true))
+    })
+    .await
+}
+
+/// Adds `owner` to the tail of `member`'s inverse list `inverse` if the
+/// member still exists and the list still lacks it (the two WATCHed, in
+/// one slot: the member's). The owner's existence was checked just
+/// before, as a cluster-layout link checks the far side. Whether it did.
+async fn add_side(db: &Db, inverse: &str, member: &str, owner: &str) -> Result<bool> {
+    watched(db, inverse, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(inverse).arg(member).ignore();
+        read.cmd("EXISTS").arg(member);
+        read.cmd("LPOS").arg(inverse).arg(owner);
+        let (alive, position): (bool, Option<i64>) = tx.query_pipeline(&read).await?;
+        if !alive || position.is_some() {
+            return Ok(Some(false));
+        }
+        let mut add = redis::pipe();
+        add.atomic().cmd("RPUSH").arg(inverse).arg(owner).ignore();
+        Ok(tx.exec::<()>(&add).await?.map(|()| true))
+    })
+    .await
+}

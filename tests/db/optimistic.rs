@@ -6,27 +6,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use redmodel::{Db, Error, OptimisticConnection};
-use redmodel_suite::backend_tests;
+use redmodel_suite::{backend_tests, Rng};
 
 const ACCOUNTS: usize = 64;
 const START_BALANCE: i64 = 1_000;
 const TASKS: usize = 64;
 const TRANSFERS: usize = 100;
 const AMOUNT: i64 = 10;
-
-/// A small deterministic generator (xorshift64*), one per task, so that a
-/// failing run can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let x = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (x % n as u64) as usize
-    }
-}
 
 fn account(ctx_prefix: &str, i: usize) -> String {
     format!("{ctx_prefix}acct:{i}")
@@ -62,7 +48,7 @@ async fn transfers(
     let log = format!("{prefix}log");
     let mut done = Vec::new();
     let mut retries = 0;
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (task as u64 + 1));
+    let mut rng = Rng::for_task(task);
     for n in 0..TRANSFERS {
         let from = rng.below(ACCOUNTS);
         let to = (from + 1 + rng.below(ACCOUNTS - 1)) % ACCOUNTS;

@@ -7,7 +7,7 @@
 use redmodel::prelude::*;
 use redmodel::redis::cluster_routing::Slot;
 use redmodel::{Error, KeyLayout};
-use redmodel_suite::backend_tests;
+use redmodel_suite::{backend_tests, Rng};
 
 /// `wallet:1` = {points (sorted), nick (unique), tags (tags)}.
 #[derive(Admin, Debug, Clone, PartialEq)]
@@ -69,23 +69,11 @@ async fn zscore(db: &Db, id: u32) -> redmodel::Result<Option<f64>> {
     .await
 }
 
-/// A small deterministic generator (xorshift64*), one per task.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
-    }
-}
-
 /// One task's typed transfers: load both wallets, write both new totals
 /// as absolute values (so that without WATCH a concurrent transfer would
 /// be lost, and the leaderboard would drift from the fields).
 async fn transfers(db: Db, ids: Vec<u32>, task: usize) -> redmodel::Result<u32> {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (task as u64 + 1));
+    let mut rng = Rng::for_task(task);
     let mut committed = 0;
     for _ in 0..TRANSFERS {
         let from = rng.below(ids.len());

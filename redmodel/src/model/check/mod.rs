@@ -265,6 +265,25 @@ impl Pass<'_> {
     }
 }
 
+/// Deletes `key` (a sub-object, a relation list) if its `owner` is still
+/// missing, both WATCHed (one slot in either layout: the owner's). Whether
+/// it did.
+async fn delete_orphan(db: &Db, key: &str, owner: &str) -> Result<bool> {
+    crate::optimistic::watched(db, key, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(key).arg(owner).ignore();
+        read.cmd("EXISTS").arg(owner);
+        let (alive,): (bool,) = tx.query_pipeline(&read).await?;
+        if alive {
+            return Ok(Some(false));
+        }
+        let mut del = redis::pipe();
+        del.atomic().cmd("DEL").arg(key).ignore();
+        Ok(tx.exec::<()>(&del).await?.map(|()| true))
+    })
+    .await
+}
+
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
 /// The check of one declared model or relation, reached through the

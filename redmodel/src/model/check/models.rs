@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 
 use redis::Value;
 
-use super::{BoxFuture, Checker, Kind, Pass};
+use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
 use crate::layout::plain_key;
 use crate::model::index::{checked_score, IndexKind, IndexSpec};
 use crate::model::key::{key_pattern, recent_key, sorted_key, tag_key, unique_key};
@@ -171,24 +171,6 @@ async fn counted<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool> {
             .arg(object.key_in(db))
             .arg(COUNT_FIELD),
     )
-    .await
-}
-
-/// Deletes the sub-object at `key` if its admin `owner` is still missing
-/// (both WATCHed: one slot in either layout). Whether it did.
-async fn delete_orphan(db: &Db, key: &str, owner: &str) -> Result<bool> {
-    watched(db, key, |tx| async move {
-        let mut read = redis::pipe();
-        read.cmd("WATCH").arg(key).arg(owner).ignore();
-        read.cmd("EXISTS").arg(owner);
-        let (alive,): (bool,) = tx.query_pipeline(&read).await?;
-        if alive {
-            return Ok(Some(false));
-        }
-        let mut del = redis::pipe();
-        del.atomic().cmd("DEL").arg(key).ignore();
-        Ok(tx.exec::<()>(&del).await?.map(|()| true))
-    })
     .await
 }
 

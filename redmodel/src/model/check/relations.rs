@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use super::{BoxFuture, Checker, Kind, Pass};
+use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
 use crate::layout::plain_key;
 use crate::model::live::{existing, prune_gone, Entry};
 use crate::model::relation::{InverseOf, Relation, RelationRef};
@@ -106,24 +106,6 @@ async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str
         }
     }
     Ok(())
-}
-
-/// Deletes the list at `list` if its owner is still missing (both
-/// WATCHed: one slot in either layout). Whether it did.
-async fn delete_orphan(db: &Db, list: &str, owner: &str) -> Result<bool> {
-    watched(db, list, |tx| async move {
-        let mut read = redis::pipe();
-        read.cmd("WATCH").arg(list).arg(owner).ignore();
-        read.cmd("EXISTS").arg(owner);
-        let (alive,): (bool,) = tx.query_pipeline(&read).await?;
-        if alive {
-            return Ok(Some(false));
-        }
-        let mut del = redis::pipe();
-        del.atomic().cmd("DEL").arg(list).ignore();
-        Ok(tx.exec::<()>(&del).await?.map(|()| true))
-    })
-    .await
 }
 
 /// Adds `owner` to the tail of `member`'s inverse list `inverse` if the

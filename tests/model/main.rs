@@ -13,6 +13,7 @@
 mod acl;
 mod bad_input;
 mod cascade;
+mod chaos;
 mod check;
 mod cluster_steps;
 mod keys;

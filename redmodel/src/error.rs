@@ -23,8 +23,9 @@ pub enum Error {
     },
     /// The server is up but cannot serve this request right now: it is
     /// loading its dataset (LOADING), a failover or resharding is under way
-    /// (TRYAGAIN, CLUSTERDOWN, MASTERDOWN), or the node was just demoted to
-    /// a replica (READONLY). Nothing was written by the refused command;
+    /// (TRYAGAIN, CLUSTERDOWN, MASTERDOWN), the node was just demoted to
+    /// a replica (READONLY), or a script is running (BUSY). The model's
+    /// reads wait such a state out for a while before giving up with it. Nothing was written by the refused command;
     /// retrying shortly may succeed ([`Error::is_transient`]).
     #[error(
         "Redis cannot serve right now: {source} (a passing state: loading data, a failover or resharding; retrying shortly may succeed)"
@@ -318,13 +319,19 @@ impl From<redis::RedisError> for Error {
 
 /// The error codes of a server that cannot serve for a while, on its own
 /// or inside a pipeline or transaction.
-const PASSING_STATES: [&str; 5] = [
+const PASSING_STATES: [&str; 6] = [
+    "BUSY",
     "LOADING",
     "TRYAGAIN",
     "CLUSTERDOWN",
     "MASTERDOWN",
     "READONLY",
 ];
+
+/// Whether a server error code is one of a passing state.
+pub(crate) fn is_passing_code(code: &str) -> bool {
+    PASSING_STATES.contains(&code)
+}
 
 fn is_passing_state(err: &redis::RedisError) -> bool {
     err.code()

@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use redmodel::{Db, Error};
+use redmodel::{Admin, Db, Error};
 use redmodel_suite::{under_ci, RedisServer, ServerError};
 
 /// Upper bound on how long any call may take while the server is down.
@@ -239,9 +239,20 @@ async fn connecting_where_nothing_listens_is_a_connection_error() {
     eprintln!("connect to a closed port failed in {took:?}");
 }
 
+/// An object, written last, so that it is reloaded last.
+#[derive(Admin, Debug, PartialEq)]
+#[redmodel(table = "loaded")]
+struct Loaded {
+    #[redmodel(pk)]
+    id: u32,
+    n: u64,
+}
+
 /// A server reloading its data answers LOADING: that is
 /// `Error::Unavailable` (transient, "retry shortly"), not a refused
-/// command, and the same `Db` reads the reloaded data once it is done.
+/// command, and the same `Db` reads the reloaded data once it is done. A
+/// model read meanwhile waits the loading out (it is sent again while the
+/// server answers LOADING, up to a bound) and returns the object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loading_server_is_unavailable_not_refusing() {
     // 20,000 keys loaded 100 µs apart: about two seconds of LOADING. Every
@@ -270,6 +281,8 @@ async fn a_loading_server_is_unavailable_not_refusing() {
         db.query_pipeline::<()>(&pipe).await.expect("fill");
     }
 
+    Loaded { id: 1, n: 7 }.insert(&db).await.expect("object");
+
     // Restart in the background (it returns once loading is done) and
     // read meanwhile.
     server.kill();
@@ -279,6 +292,7 @@ async fn a_loading_server_is_unavailable_not_refusing() {
     });
     let deadline = Instant::now() + RECOVERY_BOUND * 2;
     let (mut unavailable, mut unreachable) = (0, 0);
+    let mut model_read = None;
     let value = loop {
         assert!(Instant::now() < deadline, "the server never served again");
         match db
@@ -292,6 +306,12 @@ async fn a_loading_server_is_unavailable_not_refusing() {
                     "{err}"
                 );
                 unavailable += 1;
+                if model_read.is_none() {
+                    // Loading: the model's read waits until it is over.
+                    let started = Instant::now();
+                    let loaded = Loaded::at(1).load(&db).await;
+                    model_read = Some((loaded, started.elapsed()));
+                }
             }
             Err(err @ Error::Connection { .. }) => {
                 assert!(err.is_transient());
@@ -308,4 +328,18 @@ async fn a_loading_server_is_unavailable_not_refusing() {
         "no LOADING reply seen while the server reloaded \
          ({unreachable} connection errors)"
     );
+    let (loaded, waited) = model_read.expect("a model read during the loading");
+    eprintln!("the model read waited {waited:?} for the loading to end");
+    match loaded {
+        Ok(loaded) => assert_eq!(loaded, Some(Loaded { id: 1, n: 7 })),
+        // A loading longer than the read's patience (5 s; about 3.5 s here
+        // on an idle machine) ends it with the passing state, not sooner.
+        Err(err @ Error::Unavailable { .. }) => {
+            assert!(
+                waited >= Duration::from_millis(4500),
+                "gave up after {waited:?}: {err}"
+            )
+        }
+        Err(other) => panic!("the model read during the loading: {other:?}"),
+    }
 }

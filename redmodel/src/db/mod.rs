@@ -16,6 +16,7 @@ mod connect;
 mod counters;
 mod dedicated;
 mod memory;
+mod patient;
 mod pool;
 mod server;
 

@@ -107,7 +107,7 @@ pub(crate) async fn persist_key(db: &Db, key: &str) -> Result<bool> {
 
 /// The TTL of `key` (PTTL).
 pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
-    let ms: i64 = db.query(redis::cmd("PTTL").arg(key)).await?;
+    let ms: i64 = db.read(redis::cmd("PTTL").arg(key)).await?;
     Ok(match ms {
         -2 => Ttl::Missing,
         ms if ms < 0 => Ttl::Persistent,

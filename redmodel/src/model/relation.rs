@@ -173,7 +173,7 @@ impl<M: Model> MemberList<M> {
     ///
     /// Seed name: `count`.
     pub async fn count(&self, db: &Db) -> Result<u64> {
-        db.query(redis::cmd("LLEN").arg(self.key_in(db)))
+        db.read(redis::cmd("LLEN").arg(self.key_in(db)))
             .await
             .map_err(at_key(&self.key, "list"))
     }
@@ -244,7 +244,7 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `get_by_index`.
     pub async fn index(&self, db: &Db, index: i64) -> Result<Option<ObjectRef<M>>> {
         let key: Option<Vec<u8>> = db
-            .query(redis::cmd("LINDEX").arg(self.key_in(db)).arg(index))
+            .read(redis::cmd("LINDEX").arg(self.key_in(db)).arg(index))
             .await
             .map_err(at_key(&self.key, "list"))?;
         key.map(|k| self.parse_member(&k)).transpose()
@@ -256,7 +256,7 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `get_leafs_by_relation(start, end)`.
     pub async fn range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<ObjectRef<M>>> {
         let keys: Vec<Vec<u8>> = db
-            .query(
+            .read(
                 redis::cmd("LRANGE")
                     .arg(self.key_in(db))
                     .arg(start)

@@ -253,7 +253,7 @@ impl<M: Model, T> SortedIndex<M, T> {
             if end == End::Highest {
                 cmd.arg("REV");
             }
-            let keys: Vec<String> = db.query(&cmd).await?;
+            let keys: Vec<String> = db.read(&cmd).await?;
             let fetched = keys.len() as u64;
             let objects = self.load_keys(db, keys, &mut stale).await?;
             out.extend(
@@ -315,7 +315,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         } else {
             cmd.arg(min).arg(max).arg("BYSCORE");
         }
-        db.query(&cmd).await
+        db.read(&cmd).await
     }
 
     /// How many live objects have a score within `range` (the members in
@@ -328,7 +328,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// How many live objects the index holds.
     pub async fn len(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .query(redis::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(redis::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
         self.count_live(db, keys).await
     }
@@ -377,7 +377,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         let mut pipe = redis::pipe();
         pipe.cmd(command).arg(&key).arg(&member);
         pipe.cmd("EXISTS").arg(&member);
-        let (rank, exists): (Option<u64>, bool) = db.query_pipeline(&pipe).await?;
+        let (rank, exists): (Option<u64>, bool) = db.read_pipeline(&pipe).await?;
         let Some(rank) = rank else {
             return Ok(None);
         };
@@ -393,7 +393,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         if end == End::Highest {
             cmd.arg("REV");
         }
-        let above: Vec<String> = db.query(&cmd).await?;
+        let above: Vec<String> = db.read(&cmd).await?;
         Ok(Some(self.count_live(db, above).await?))
     }
 
@@ -404,7 +404,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         let mut pipe = redis::pipe();
         pipe.cmd("ZSCORE").arg(self.key()).arg(&member);
         pipe.cmd("EXISTS").arg(&member);
-        let (score, exists): (Option<f64>, bool) = db.query_pipeline(&pipe).await?;
+        let (score, exists): (Option<f64>, bool) = db.read_pipeline(&pipe).await?;
         if score.is_some() && !exists {
             prune_gone(db, &[member], self.entry()).await?;
             return Ok(None);
@@ -416,7 +416,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// many were removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .query(redis::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(redis::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
         prune_gone(db, &keys, self.entry()).await
     }

@@ -261,7 +261,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
             return Ok(Vec::new());
         }
         let keys: Vec<String> = tags.iter().map(|t| self.set_key(db, t)).collect();
-        let mut members: Vec<String> = db.query(redis::cmd(op.command()).arg(&keys)).await?;
+        let mut members: Vec<String> = db.read(redis::cmd(op.command()).arg(&keys)).await?;
         members.sort_unstable();
         let refs = members
             .iter()
@@ -327,7 +327,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         for key in &set_keys {
             pipe.cmd("SMEMBERS").arg(key);
         }
-        let sets: Vec<Vec<String>> = db.query_pipeline(&pipe).await?;
+        let sets: Vec<Vec<String>> = db.read_pipeline(&pipe).await?;
         let mut tags_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (key, members) in set_keys.iter().zip(sets) {
             let tag = key
@@ -405,7 +405,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         for key in &set_keys {
             pipe.cmd("SCARD").arg(key);
         }
-        let sizes: Vec<u64> = db.query_pipeline(&pipe).await?;
+        let sizes: Vec<u64> = db.read_pipeline(&pipe).await?;
         Ok(sizes.iter().sum())
     }
 }

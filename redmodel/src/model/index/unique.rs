@@ -184,7 +184,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
             for entry in batch {
                 holder_command(&mut pipe, entry);
             }
-            let holders: Vec<redis::Value> = db.query_pipeline(&pipe).await?;
+            let holders: Vec<redis::Value> = db.read_pipeline(&pipe).await?;
             let stale = batch
                 .iter()
                 .zip(holders)
@@ -277,7 +277,7 @@ async fn read_holder<M: Model>(
             sort.arg("GET").arg("*");
         }
     }
-    let mut replies: Vec<Option<Vec<u8>>> = db.query(&sort).await?;
+    let mut replies: Vec<Option<Vec<u8>>> = db.read(&sort).await?;
     if replies.is_empty() {
         return Ok(None);
     }
@@ -292,7 +292,7 @@ async fn read_holder_in_two<M: Model>(
     entry: &str,
     fields: &[&str],
 ) -> Result<Option<(String, RawValues)>> {
-    let holder: Option<Vec<u8>> = db.query(redis::cmd("LINDEX").arg(entry).arg(0)).await?;
+    let holder: Option<Vec<u8>> = db.read(redis::cmd("LINDEX").arg(entry).arg(0)).await?;
     let Some(holder) = holder else {
         return Ok(None);
     };
@@ -304,7 +304,7 @@ async fn read_holder_in_two<M: Model>(
     };
     // As SORT's GET patterns do, a holder of another type reads as absent
     // fields (and so as a non-holder): never an error of this lookup.
-    let values: RawValues = match db.query::<Value>(&read).await {
+    let values: RawValues = match db.read::<Value>(&read).await {
         Ok(Value::Array(values)) => values
             .into_iter()
             .map(|v| redis::from_redis_value(v).unwrap_or(None))

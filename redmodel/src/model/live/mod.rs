@@ -87,7 +87,7 @@ pub(crate) async fn existing(db: &Db, keys: &[String]) -> Result<Vec<bool>> {
     for key in keys {
         pipe.cmd("EXISTS").arg(key);
     }
-    db.query_pipeline(&pipe).await
+    db.read_pipeline(&pipe).await
 }
 
 /// Prunes the entries (`entry(key)`) of the gone objects among `keys`,

@@ -1,0 +1,81 @@
+//! Reads that wait out a passing server state.
+//!
+//! A server loading its data, a cluster failing over or resharding, a node
+//! just demoted, a script running: the server refuses the command without
+//! running it ([`Error::Unavailable`]), and the same command succeeds a
+//! moment later. A read changes nothing, so the model's reads send it
+//! again, with growing pauses, for up to [`READ_PATIENCE`], then give up
+//! with the error. Writes are not retried here: their own paths decide
+//! (an optimistic transaction retries on a redirection; a caller retries
+//! an idempotent write).
+
+use std::time::{Duration, Instant};
+
+use redis::{Cmd, FromRedisValue, Pipeline, Value};
+
+use super::Db;
+use crate::error::{is_passing_code, Error, Result};
+
+/// How long a read waits out a passing state before returning it.
+pub(crate) const READ_PATIENCE: Duration = Duration::from_secs(5);
+
+/// The first pause; each next one doubles, up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(20);
+const MAX_PAUSE: Duration = Duration::from_millis(500);
+
+impl Db {
+    /// Runs a reading command, sent again while the server is in a
+    /// passing state (up to [`READ_PATIENCE`]).
+    pub(crate) async fn read<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
+        let value: Value = self.patiently(|| self.query(cmd)).await?;
+        Ok(T::from_redis_value(value).map_err(redis::RedisError::from)?)
+    }
+
+    /// Runs a pipeline of reads the same way. A pipeline that keeps its
+    /// commands' errors as replies (`ignore_errors`) counts as refused if
+    /// one of them is a passing state's.
+    pub(crate) async fn read_pipeline<T: FromRedisValue>(&self, pipe: &Pipeline) -> Result<T> {
+        let replies: Vec<Value> = self
+            .patiently(|| async {
+                let replies: Vec<Value> = self.query_pipeline(pipe).await?;
+                match replies.iter().find_map(passing_state) {
+                    Some(err) => Err(Error::Unavailable { source: err }),
+                    None => Ok(replies),
+                }
+            })
+            .await?;
+        Ok(T::from_redis_value(Value::Array(replies)).map_err(redis::RedisError::from)?)
+    }
+
+    async fn patiently<T, Fut>(&self, mut attempt: impl FnMut() -> Fut) -> Result<T>
+    where
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let started = Instant::now();
+        let mut pause = FIRST_PAUSE;
+        loop {
+            match attempt().await {
+                Err(Error::Unavailable { source }) if started.elapsed() + pause < READ_PATIENCE => {
+                    tracing::debug!(
+                        target: "redmodel::retry",
+                        error = %source,
+                        "the server is in a passing state: the read runs again"
+                    );
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_PAUSE);
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+}
+
+/// A reply that is a passing state's refusal, as an error.
+fn passing_state(reply: &Value) -> Option<redis::RedisError> {
+    match reply {
+        Value::ServerError(err) if is_passing_code(err.code()) => {
+            Some(redis::RedisError::from(err.clone()))
+        }
+        _ => None,
+    }
+}

@@ -24,8 +24,11 @@
 //!
 //! Every repair re-checks under WATCH what it fixes, so an object written
 //! meanwhile is left alone. Both walk the keyspace with SCAN (every master
-//! on a cluster), never KEYS. [`repair`] ends with a second check, whose
-//! report says what is left ([`Repair::after`]).
+//! on a cluster), never KEYS, batch by batch: the progress callback can
+//! stop a pass after any batch, and [`check_from`] / [`repair_from`]
+//! resume it there. A key may be seen twice by one pass (SCAN's rule), and
+//! counted twice. [`repair`] ends with a second check, whose report says
+//! what is left ([`Repair::after`]).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -56,6 +59,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
+use super::migrate::Proceed;
 use crate::{Db, Result};
 
 /// The kinds of inconsistency a check finds: see the [module](self) docs.
@@ -129,6 +133,9 @@ pub struct Report {
     pub counts: BTreeMap<Kind, u64>,
     /// Up to [`EXAMPLES_PER_KIND`] findings of each kind.
     pub examples: Vec<Finding>,
+    /// Where to resume, if the pass was stopped by its callback; `None`
+    /// once it went through every declaration.
+    pub resume: Option<Resume>,
 }
 
 impl Report {
@@ -182,73 +189,156 @@ pub struct Repair {
     pub after: Report,
 }
 
-/// Where a pass is, after each declared model or relation.
+/// Where a pass is: which declaration, and the SCAN cursor within it. A
+/// pass stopped by its callback says where to [`check_from`] /
+/// [`repair_from`] again ([`Report::resume`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Resume {
+    /// The number of the declaration (in the order passes take them).
+    pub declaration: usize,
+    /// The SCAN cursor within it (0: from its start).
+    pub cursor: u64,
+}
+
+/// Where a pass is, after each SCAN batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {
-    /// The Rust name of the declaration just checked.
+    /// The Rust name of the declaration being checked.
     pub declaration: &'static str,
     /// How many declarations are done, out of `total`.
     pub done: usize,
     /// How many declarations the program has.
     pub total: usize,
-    /// Keys looked at so far.
+    /// Keys looked at so far in this run.
     pub scanned: u64,
+    /// Where to resume from, if the pass stops here.
+    pub resume: Resume,
 }
 
 /// Checks every declared model and relation: see the [module](self) docs.
-/// Reads only. `progress` is called after each declaration.
-pub async fn check(db: &Db, progress: impl FnMut(&Progress)) -> Result<Report> {
+/// Reads only. `progress` is called after each SCAN batch; it returns `()`
+/// to go on, or a [`ControlFlow`](std::ops::ControlFlow) to stop (the
+/// report then says where to resume).
+pub async fn check<P: Proceed>(db: &Db, progress: impl FnMut(&Progress) -> P) -> Result<Report> {
+    check_from(db, Resume::default(), progress).await
+}
+
+/// [`check`] from where an earlier pass stopped.
+pub async fn check_from<P: Proceed>(
+    db: &Db,
+    from: Resume,
+    mut progress: impl FnMut(&Progress) -> P,
+) -> Result<Report> {
     let mut report = Report::default();
-    walk(db, None, &mut report, progress).await?;
+    walk(db, from, None, &mut report, &mut progress).await?;
     Ok(report)
 }
 
 /// Checks and repairs every declared model and relation, by the rules of
-/// the [module](self) docs, then checks again.
-pub async fn repair(db: &Db, mut progress: impl FnMut(&Progress)) -> Result<Repair> {
+/// the [module](self) docs, then checks again (unless `progress` stopped
+/// the repair, which [`Repair::before`]'s `resume` then says).
+pub async fn repair<P: Proceed>(db: &Db, progress: impl FnMut(&Progress) -> P) -> Result<Repair> {
+    repair_from(db, Resume::default(), progress).await
+}
+
+/// [`repair`] from where an earlier pass stopped.
+pub async fn repair_from<P: Proceed>(
+    db: &Db,
+    from: Resume,
+    mut progress: impl FnMut(&Progress) -> P,
+) -> Result<Repair> {
     let mut out = Repair::default();
-    walk(db, Some(&mut out.repaired), &mut out.before, &mut progress).await?;
-    walk(db, None, &mut out.after, &mut progress).await?;
+    walk(
+        db,
+        from,
+        Some(&mut out.repaired),
+        &mut out.before,
+        &mut progress,
+    )
+    .await?;
+    if out.before.resume.is_none() {
+        walk(db, from, None, &mut out.after, &mut progress).await?;
+    }
     Ok(out)
 }
 
-/// One pass over the declarations, repairing if `repaired` is given.
-async fn walk(
+/// One pass over the declarations from `from`, repairing if `repaired` is
+/// given.
+async fn walk<P: Proceed>(
     db: &Db,
+    from: Resume,
     mut repaired: Option<&mut BTreeMap<Kind, u64>>,
     report: &mut Report,
-    mut progress: impl FnMut(&Progress),
+    progress: &mut impl FnMut(&Progress) -> P,
 ) -> Result<()> {
+    let all = declarations();
+    let total = all.len();
+    let mut cursor = from.cursor;
+    for (i, declared) in all.into_iter().enumerate().skip(from.declaration) {
+        let checker = (declared.checker)();
+        let mut pass = Pass {
+            db,
+            baseline: index_findings(report),
+            report,
+            repaired: repaired.as_deref_mut(),
+        };
+        loop {
+            cursor = checker.batch(&mut pass, cursor).await?;
+            if cursor == 0 {
+                checker.finish(&mut pass).await?;
+            }
+            let at = Progress {
+                declaration: declared.rust_name,
+                done: i + usize::from(cursor == 0),
+                total,
+                scanned: pass.report.scanned,
+                resume: match cursor {
+                    0 => Resume {
+                        declaration: i + 1,
+                        cursor: 0,
+                    },
+                    cursor => Resume {
+                        declaration: i,
+                        cursor,
+                    },
+                },
+            };
+            if !progress(&at).proceed() {
+                if at.resume.declaration < total {
+                    pass.report.resume = Some(at.resume);
+                }
+                return Ok(());
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The declarations, in the order passes take them: objects before the
+/// lists that name them, so that a repair deletes a partial object before
+/// its entries are checked; by name within each.
+fn declarations() -> Vec<&'static super::declared::Declared> {
     let mut all: Vec<&'static super::declared::Declared> =
         inventory::iter::<super::declared::Declared>
             .into_iter()
             .collect();
-    // Objects before the lists and indexes that name them, so that a
-    // repair deletes a partial object before its entries are checked.
     all.sort_by_key(|d| (d.kind != "model", d.rust_name));
-    let total = all.len();
-    for (i, declared) in all.into_iter().enumerate() {
-        let checker = (declared.checker)();
-        let mut pass = Pass {
-            db,
-            report,
-            repaired: repaired.as_deref_mut(),
-        };
-        checker.run(&mut pass).await?;
-        progress(&Progress {
-            declaration: declared.rust_name,
-            done: i + 1,
-            total,
-            scanned: report.scanned,
-        });
-    }
-    Ok(())
+    all
+}
+
+fn index_findings(report: &Report) -> u64 {
+    report.count(Kind::MissingIndexEntry) + report.count(Kind::StaleIndexEntry)
 }
 
 /// What a checker works with: the db, the report, and whether to repair.
 pub(crate) struct Pass<'a> {
     pub(crate) db: &'a Db,
     pub(crate) report: &'a mut Report,
+    /// The index findings when this declaration's pass began.
+    baseline: u64,
     repaired: Option<&'a mut BTreeMap<Kind, u64>>,
 }
 
@@ -263,7 +353,37 @@ impl Pass<'_> {
             *repaired.entry(kind).or_insert(0) += n;
         }
     }
+
+    /// Index findings since this declaration's pass began.
+    pub(crate) fn new_index_findings(&self) -> u64 {
+        index_findings(self.report) - self.baseline
+    }
+
+    /// One SCAN batch of `pattern` (a glob on plain keys) from `cursor`:
+    /// the next cursor (0 at the end) and the keys.
+    pub(crate) async fn scan(&mut self, pattern: &str, cursor: u64) -> Result<(u64, Vec<String>)> {
+        let (next, keys): (u64, Vec<Vec<u8>>) = self
+            .db
+            .query(
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(self.db.stored(pattern).as_ref())
+                    .arg("COUNT")
+                    .arg(SCAN_BATCH),
+            )
+            .await?;
+        let keys: Vec<String> = keys
+            .into_iter()
+            .filter_map(|k| String::from_utf8(k).ok())
+            .collect();
+        self.report.scanned += keys.len() as u64;
+        Ok((next, keys))
+    }
 }
+
+/// The COUNT hint of each SCAN call.
+const SCAN_BATCH: u32 = 500;
 
 /// Deletes `key` (a sub-object, a relation list) if its `owner` is still
 /// missing, both WATCHed (one slot in either layout: the owner's). Whether
@@ -290,10 +410,13 @@ pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send
 /// registry (the derives register [`models::checker`] /
 /// [`relations::checker`] for each type).
 #[doc(hidden)]
+#[allow(private_interfaces)]
 pub trait Checker: Send + Sync {
-    /// Checks (and repairs, if the pass does) this declaration's keys.
-    #[allow(private_interfaces)]
-    fn run<'a>(&'a self, pass: &'a mut Pass<'_>) -> BoxFuture<'a, ()>;
+    /// Checks (and repairs, if the pass does) one SCAN batch of this
+    /// declaration's keys from `cursor`: the next cursor, 0 at the end.
+    fn batch<'a>(&'a self, pass: &'a mut Pass<'_>, cursor: u64) -> BoxFuture<'a, u64>;
+    /// What follows the last batch (the index entries' side).
+    fn finish<'a>(&'a self, pass: &'a mut Pass<'_>) -> BoxFuture<'a, ()>;
 }
 
 pub use models::checker as model_checker;

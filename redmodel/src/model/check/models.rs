@@ -15,7 +15,7 @@ use crate::model::key::{key_pattern, recent_key, sorted_key, tag_key, unique_key
 use crate::model::live::{existing, key_text};
 use crate::model::migrate::rebuild_indexes_of;
 use crate::model::object::{ObjectRef, COUNT_FIELD};
-use crate::model::referrer::reference_fields;
+use crate::model::referrer::{object_pattern, reference_fields};
 use crate::model::scan::scan_keys;
 use crate::model::Model;
 use crate::optimistic::watched;
@@ -33,42 +33,53 @@ pub fn checker<M: Model>() -> Box<dyn Checker> {
 struct ModelCheck<M>(PhantomData<fn() -> M>);
 
 impl<M: Model> Checker for ModelCheck<M> {
-    fn run<'a>(&'a self, pass: &'a mut Pass<'_>) -> BoxFuture<'a, ()> {
-        Box::pin(check_model::<M>(pass))
+    fn batch<'a>(&'a self, pass: &'a mut Pass<'_>, cursor: u64) -> BoxFuture<'a, u64> {
+        Box::pin(check_batch::<M>(pass, cursor))
+    }
+
+    fn finish<'a>(&'a self, pass: &'a mut Pass<'_>) -> BoxFuture<'a, ()> {
+        Box::pin(finish::<M>(pass))
     }
 }
 
-/// One object that was read: its handle and stored field texts.
+/// One object of a batch that was read: its handle and stored field
+/// texts.
 struct Read<M: Model> {
     object: ObjectRef<M>,
     values: Vec<Option<Vec<u8>>>,
 }
 
-async fn check_model<M: Model>(pass: &mut Pass<'_>) -> Result<()> {
-    let db = pass.db;
-    let refs = ObjectRef::<M>::scan(db).await?;
-    pass.report.scanned += refs.len() as u64;
-    let mut live: Vec<Read<M>> = Vec::new();
+/// One SCAN batch of the model's keys: the objects, then their values in
+/// the indexes.
+async fn check_batch<M: Model>(pass: &mut Pass<'_>, cursor: u64) -> Result<u64> {
+    let (next, keys) = pass.scan(&object_pattern::<M>(), cursor).await?;
+    let mut refs: Vec<ObjectRef<M>> = keys
+        .iter()
+        .filter_map(|k| ObjectRef::parse(k).ok())
+        .collect();
+    refs.sort();
+    refs.dedup();
     for batch in refs.chunks(BATCH) {
-        live.extend(check_objects(pass, batch).await?);
-    }
-    if !M::INDEXES.is_empty() {
-        let before = index_findings(pass);
+        let live = check_objects(pass, batch).await?;
         for spec in M::INDEXES {
             check_forward::<M>(pass, spec, &live).await?;
-            check_backward::<M>(pass, spec).await?;
-        }
-        let found = index_findings(pass) - before;
-        if found > 0 && pass.repairing() {
-            rebuild_indexes_of::<M>(db).await?;
-            pass.fixed(Kind::MissingIndexEntry, found);
         }
     }
-    Ok(())
+    Ok(next)
 }
 
-fn index_findings(pass: &Pass<'_>) -> u64 {
-    pass.report.count(Kind::MissingIndexEntry) + pass.report.count(Kind::StaleIndexEntry)
+/// After the objects: each index's entries, and the repair of the indexes
+/// if this pass found anything wrong with them.
+async fn finish<M: Model>(pass: &mut Pass<'_>) -> Result<()> {
+    for spec in M::INDEXES {
+        check_backward::<M>(pass, spec).await?;
+    }
+    let found = pass.new_index_findings();
+    if found > 0 && pass.repairing() {
+        rebuild_indexes_of::<M>(pass.db).await?;
+        pass.fixed(Kind::MissingIndexEntry, found);
+    }
+    Ok(())
 }
 
 /// Reads a batch of objects and checks each one's form, owner and

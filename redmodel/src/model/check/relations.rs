@@ -8,7 +8,6 @@ use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
 use crate::layout::plain_key;
 use crate::model::live::{existing, prune_gone, Entry};
 use crate::model::relation::{InverseOf, Relation, RelationRef};
-use crate::model::scan::scan_keys;
 use crate::optimistic::watched;
 use crate::{Db, Result};
 
@@ -21,21 +20,26 @@ pub fn checker<R: Relation>() -> Box<dyn Checker> {
 struct RelationCheck<R>(PhantomData<fn() -> R>);
 
 impl<R: Relation> Checker for RelationCheck<R> {
-    fn run<'a>(&'a self, pass: &'a mut Pass<'_>) -> BoxFuture<'a, ()> {
-        Box::pin(check_relation::<R>(pass))
+    fn batch<'a>(&'a self, pass: &'a mut Pass<'_>, cursor: u64) -> BoxFuture<'a, u64> {
+        Box::pin(check_batch::<R>(pass, cursor))
+    }
+
+    fn finish<'a>(&'a self, _: &'a mut Pass<'_>) -> BoxFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
     }
 }
 
-async fn check_relation<R: Relation>(pass: &mut Pass<'_>) -> Result<()> {
+/// One SCAN batch of the relation's lists: owners, members, inverses.
+async fn check_batch<R: Relation>(pass: &mut Pass<'_>, cursor: u64) -> Result<u64> {
     let db = pass.db;
-    let lists: Vec<(String, RelationRef<R>)> =
-        scan_keys(db, &db.stored(&RelationRef::<R>::scan_pattern()))
-            .await?
-            .into_iter()
-            .filter_map(|key| Some((RelationRef::<R>::parse(&key).ok()?, key)))
-            .map(|(rel, key)| (key, rel))
-            .collect();
-    pass.report.scanned += lists.len() as u64;
+    let (next, keys) = pass.scan(&RelationRef::<R>::scan_pattern(), cursor).await?;
+    let mut lists: Vec<(String, RelationRef<R>)> = keys
+        .into_iter()
+        .filter_map(|key| Some((RelationRef::<R>::parse(&key).ok()?, key)))
+        .map(|(rel, key)| (key, rel))
+        .collect();
+    lists.sort_by(|a, b| a.0.cmp(&b.0));
+    lists.dedup_by(|a, b| a.0 == b.0);
     let owners: Vec<String> = lists
         .iter()
         .map(|(_, rel)| rel.owner().key_in(db).into_owned())
@@ -55,7 +59,7 @@ async fn check_relation<R: Relation>(pass: &mut Pass<'_>) -> Result<()> {
         }
         check_members::<R>(pass, list, owner).await?;
     }
-    Ok(())
+    Ok(next)
 }
 
 /// The members of the list at `list` (of the existing `owner`): dead ones,

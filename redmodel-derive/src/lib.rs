@@ -8,6 +8,8 @@
 //! reported at once), and only then is code generated (the `expand` module).
 //! Generated code names the runtime only through `::redmodel::__private`.
 
+#![warn(missing_docs)]
+
 mod ast;
 mod attr;
 mod case;

@@ -25,6 +25,8 @@
 //! assert_eq!(conn.execute(&[b"GET", b"greeting"]), redis::Value::BulkString(b"hello".to_vec()));
 //! ```
 
+#![warn(missing_docs)]
+
 mod args;
 mod clock;
 mod cluster;

@@ -15,11 +15,14 @@
 //!
 //! # One mechanism
 //! This module holds the only WATCH retry loop of the crate
-//! ([`OptimisticConnection::run`]) and its one backoff policy. Every
-//! optimistic path runs through it: [`Db::raw_transaction`], the writes that
-//! keep unique and tag indexes, the sorted-score resync, the cascading
-//! delete, migration batches, pruning of dead index entries, and lock
-//! release / extend. A path supplies one attempt (read under WATCH, then
+//! ([`OptimisticConnection::run`]) and its one backoff policy
+//! ([`pause_before_retry`], [`MAX_ATTEMPTS`]). Every WATCH path runs
+//! through it: [`Db::transaction`], [`Db::raw_transaction`], the writes
+//! that keep unique and tag indexes on a server without scripts, the
+//! sorted-score resync, the cascading delete, migration batches, pruning
+//! of dead index entries, and lock release / extend. The one optimistic
+//! path without WATCH, the checked script of unique and tag writes
+//! (`model/write/checked.rs`), retries with the same policy. A path supplies one attempt (read under WATCH, then
 //! [`RawTransaction::exec`]); the loop supplies the connection, the retries,
 //! the pauses and the [`Error::Conflict`] at the end.
 //!
@@ -539,7 +542,7 @@ where
 /// memory engine it runs on this thread), then a random pause that grows
 /// with the attempt number (up to [`MAX_RETRY_PAUSE_MS`]), so that clients
 /// that collided once do not collide again in lockstep.
-async fn pause_before_retry(attempt: u32) {
+pub(crate) async fn pause_before_retry(attempt: u32) {
     tokio::task::yield_now().await;
     let cap_ms = (1u64 << attempt.min(6)).min(MAX_RETRY_PAUSE_MS);
     let ms = rand::random_range(0..=cap_ms);

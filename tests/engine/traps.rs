@@ -271,4 +271,5 @@ trap_tests! {
     traps_sort: "sort.txt",
     traps_command_meta: "command_meta.txt",
     traps_cluster_mode: "cluster_mode.txt",
+    traps_scripts: "scripts.txt",
 }

@@ -23,7 +23,7 @@ redis.call = call
 redis.pcall = pcall
 redis.sha1hex = sha1hex
 local function one_string(n, v)
-  return n == 1 and (type(v) == 'string' or type(v) == 'number')
+  return n == 1 and type(v) == 'string'
 end
 redis.error_reply = function(...)
   local e = ...
@@ -32,7 +32,9 @@ redis.error_reply = function(...)
   end
   e = tostring(e)
   if e:sub(1, 1) == '-' then e = e:sub(2) end
-  return {err = e}
+  -- As Redis: a message without a code (no space) gets ERR's.
+  if not e:find(' ', 1, true) then e = 'ERR ' .. e end
+  return {err = (e:gsub('[\r\n]+$', ''))}
 end
 redis.status_reply = function(...)
   local s = ...

@@ -45,6 +45,15 @@ fn reply_conversion_lua_to_redis() {
         eval(&mut c, "return redis.error_reply('My Error')"),
         err("My Error")
     );
+    // A message without a code gets ERR's, as Redis 7.0 gives it.
+    assert_eq!(
+        eval(&mut c, "return redis.error_reply('CHANGED')"),
+        err("ERR CHANGED")
+    );
+    assert_eq!(
+        eval(&mut c, "return redis.error_reply('-CHANGED')"),
+        err("ERR CHANGED")
+    );
     assert_eq!(
         eval(&mut c, "return redis.status_reply('FINE')"),
         Value::SimpleString("FINE".into())

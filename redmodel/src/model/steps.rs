@@ -91,6 +91,12 @@ impl Steps {
         pipe
     }
 
+    /// Every command, each with whether its reply is kept, without the
+    /// guards: for a caller that checks them itself.
+    pub(crate) fn commands(&self) -> Vec<(Cmd, bool)> {
+        self.groups.iter().flat_map(|g| g.cmds.clone()).collect()
+    }
+
     fn current(&mut self) -> &mut Group {
         if self.groups.is_empty() {
             self.groups.push(Group::default());

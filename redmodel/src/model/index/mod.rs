@@ -24,11 +24,11 @@
 //! object itself: one atomic step, or nothing. Sorted and recent indexes
 //! need no read first, so their writes stay one pipelined transaction.
 //! Unique and tag indexes need the field's old value (to release the old
-//! unique value, to leave the old tags' sets): their writes run as an
-//! optimistic transaction on a connection of their own (`WATCH` the
-//! object and the unique entries, read, `MULTI` ... `EXEC`), retried a
-//! bounded number of times when a concurrent write gets in between
-//! ([`Error::Conflict`](crate::Error::Conflict) after that).
+//! unique value, to leave the old tags' sets): their writes read it, then
+//! write with one script that checks the reads still hold (an optimistic
+//! compare-and-set; under `WATCH` on a server that refuses scripts),
+//! retried a bounded number of times when a concurrent write gets in
+//! between ([`Error::Conflict`](crate::Error::Conflict) after that).
 //!
 //! # Reads never show a dead entry
 //!

@@ -11,26 +11,28 @@
 //! - only sorted and recent indexes: one pipelined MULTI/EXEC, as their
 //!   commands do not depend on the old value (`ZADD`/`ZREM`,
 //!   `LREM`+`LPUSH`+`LTRIM`);
-//! - a unique or a tag index: an optimistic transaction on a connection of
-//!   its own. It `WATCH`es the object and the unique entries it will
-//!   claim, reads the old values and the current holders, refuses a value
-//!   another live object holds ([`Error::Unique`]), then runs the write and
-//!   the index commands in `MULTI`/`EXEC`. If a concurrent write touched a
-//!   watched key, EXEC does nothing and the whole attempt is repeated
-//!   (the one retry policy of [`crate::optimistic`]).
+//! - a unique or a tag index: the old values and the unique entries'
+//!   holders are read, a value another live object holds is refused
+//!   ([`Error::Unique`]), and the write and the index commands go as one
+//!   script that checks those reads still hold ([`checked`](super::checked):
+//!   an optimistic compare-and-set in one round trip, repeated if a read
+//!   changed, by the one retry policy of [`crate::optimistic`]). On a
+//!   server that refuses scripts, the same reads and decisions run under
+//!   `WATCH` on a connection of their own, then `MULTI`/`EXEC`.
 //!
-//! Why WATCH rather than claiming the unique value first (`SET NX`) and
-//! writing the object next: a claim made outside the object's transaction
-//! is a second step that can be left half done, and taking over a claim
-//! whose holder has expired needs a compare-and-set anyway. With WATCH, the
-//! claim, the release of the old value and the object's write are one
-//! EXEC; a refused or conflicting write stores nothing at all.
+//! Why not claim the unique value first (`SET NX`) and write the object
+//! next: a claim made outside the object's write is a second step that can
+//! be left half done, and taking over a claim whose holder has expired
+//! needs a compare-and-set anyway. Here the claim, the release of the old
+//! value and the object's write are one atomic unit; a refused or
+//! conflicting write stores nothing at all.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use redis::{FromRedisValue, Pipeline, Script, ToRedisArgs, Value};
 
+use super::checked::{Checked, Reader, Recorder};
 use super::number_text;
 use super::stepped;
 use crate::model::index::unique::{claim_commands, holder_command};
@@ -39,7 +41,7 @@ use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::key_text;
 use crate::model::steps::{not_found, Steps};
 use crate::model::Model;
-use crate::optimistic::{watched, RawTransaction};
+use crate::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
 use crate::script;
 use crate::{Db, Error, KeyLayout, Result};
 
@@ -233,8 +235,31 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         return unit.run(db).await;
     }
+    let layout = db.key_layout();
+    let base = unit.commands();
+    for attempt in 1..=MAX_ATTEMPTS {
+        // Read on the shared connection, decide, and write with one script
+        // that checks the reads still hold (see `checked`).
+        let recorder = Recorder::new(db);
+        let mut entries = redis::pipe();
+        add_watched_steps::<M, _>(&recorder, layout, key, &steps, &mut entries).await?;
+        let mut writes = base.clone();
+        writes.extend(entries.cmd_iter().map(|cmd| (cmd.clone(), false)));
+        match recorder.commit::<T>(guards, &writes).await? {
+            Checked::Done(out) => return Ok(out),
+            Checked::Unsupported => break,
+            Checked::Changed if attempt == MAX_ATTEMPTS => {
+                return Err(Error::Conflict {
+                    attempts: MAX_ATTEMPTS,
+                    key: Some(crate::layout::plain_key(key)),
+                })
+            }
+            Checked::Changed => pause_before_retry(attempt).await,
+        }
+    }
+    // A server that refuses scripts: the same decisions under WATCH.
     let pipe = unit.pipeline();
-    let (pipe, steps, layout) = (&pipe, &steps, db.key_layout());
+    let (pipe, steps) = (&pipe, &steps);
     watched(db, key, |tx| async move {
         attempt_watched::<M, T>(&tx, layout, key, guards, pipe, steps).await
     })
@@ -308,7 +333,7 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
     }
     // Round 3: the write and every index command, in one MULTI/EXEC.
     let mut txn = write.clone();
-    add_watched_steps::<M>(tx, layout, key, steps, &mut txn).await?;
+    add_watched_steps::<M, _>(tx, layout, key, steps, &mut txn).await?;
     tx.exec(&txn).await
 }
 
@@ -316,8 +341,8 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
 /// entries' holders under WATCH, refuse a value another live object
 /// holds), then the unique and tag commands those reads call for, added
 /// to `txn`.
-async fn add_watched_steps<M: Model>(
-    tx: &RawTransaction,
+async fn add_watched_steps<M: Model, R: Reader>(
+    tx: &R,
     layout: KeyLayout,
     key: &str,
     steps: &[Step],
@@ -349,7 +374,7 @@ async fn add_watched_steps<M: Model>(
             u.old_entry = Some((unique_key(M::TABLE, u.field, old_text), false));
         }
     }
-    check_entries::<M>(tx, key, &mut uniques).await?;
+    check_entries::<M, _>(tx, key, &mut uniques).await?;
     add_watched::<M>(txn, layout, key, steps, &uniques, &old_of);
     Ok(())
 }
@@ -420,7 +445,7 @@ pub(crate) async fn add_entries<M: Model>(
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         return Ok(());
     }
-    add_watched_steps::<M>(tx, layout, key, &steps, txn).await
+    add_watched_steps::<M, _>(tx, layout, key, &steps, txn).await
 }
 
 /// The indexes a write touches, and the unique values it claims, by field.
@@ -447,8 +472,8 @@ pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<Plan> {
 
 /// Round 1: WATCH the object and the unique entries to claim; read the
 /// old values of `fields` (HMGET) and the entries' holders (LINDEX).
-async fn read_old(
-    tx: &RawTransaction,
+async fn read_old<R: Reader>(
+    tx: &R,
     key: &str,
     fields: &[&str],
     uniques: &mut [UniqueState<'_>],
@@ -463,7 +488,7 @@ async fn read_old(
     for entry in &claimed {
         holder_command(&mut read, entry);
     }
-    let replies: Vec<Value> = tx.query_pipeline(&read).await?;
+    let replies: Vec<Value> = tx.read(&read).await?;
     let mut replies = replies.into_iter();
     let old = redis::from_redis_value(replies.next().unwrap_or(Value::Nil))
         .map_err(redis::RedisError::from)?;
@@ -485,8 +510,8 @@ async fn read_old(
 /// object) exists and holds it ([`Error::Unique`]). A holder that is
 /// gone, or whose field no longer holds the value, is stale: its entry is
 /// taken over.
-async fn check_entries<M: Model>(
-    tx: &RawTransaction,
+async fn check_entries<M: Model, R: Reader>(
+    tx: &R,
     key: &str,
     uniques: &mut [UniqueState<'_>],
 ) -> Result<()> {
@@ -516,7 +541,7 @@ async fn check_entries<M: Model>(
     for (i, holder) in &rivals {
         check.cmd("HGET").arg(holder).arg(uniques[*i].field);
     }
-    let replies: Vec<Value> = tx.query_pipeline(&check).await?;
+    let replies: Vec<Value> = tx.read(&check).await?;
     let mut replies = replies.into_iter();
     for u in uniques.iter_mut() {
         if let Some((_, ours)) = u.old_entry.as_mut() {

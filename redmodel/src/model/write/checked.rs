@@ -1,0 +1,227 @@
+//! A write that depends on what it read, without WATCH: read with plain
+//! commands on the shared connection, decide, then send one script that
+//! re-runs those reads, and applies the write only if every reply is the
+//! same as before ([`CHECKED`]): an optimistic compare-and-set in one
+//! atomic round trip.
+//!
+//! The WATCH transaction it replaces needs a connection of its own per
+//! write (WATCH belongs to a connection), three round trips on it, and
+//! under contention every loser starts over on that connection. Here the
+//! reads and the script go through the `Db`'s shared connection, so racing
+//! writers cost no connections and no UNWATCH, and a loser learns it lost
+//! from the script's `CHANGED` reply, in the same round trip that would
+//! have written. The write paths decide with the same code either way:
+//! they read through a [`Reader`], which is the WATCH transaction on the
+//! fallback path (a server that refuses scripts) and a [`Recorder`] here.
+
+use std::future::Future;
+use std::sync::{LazyLock, Mutex};
+
+use redis::{Arg, Cmd, FromRedisValue, Pipeline, Script, Value};
+
+use crate::model::steps::not_found;
+use crate::optimistic::RawTransaction;
+use crate::{script, Db, Error, Result};
+
+/// What the write paths read through: the commands of `pipe` (WATCHes
+/// included: on the WATCH path they are sent, here they are dropped), and
+/// the replies of those not ignored.
+pub(crate) trait Reader: Sync {
+    fn read(&self, pipe: &Pipeline) -> impl Future<Output = Result<Vec<Value>>> + Send;
+}
+
+impl Reader for RawTransaction {
+    fn read(&self, pipe: &Pipeline) -> impl Future<Output = Result<Vec<Value>>> + Send {
+        self.query_pipeline(pipe)
+    }
+}
+
+/// Reads on the `Db`'s shared connection and records each read with its
+/// reply, the conditions of the [`CHECKED`] script.
+pub(crate) struct Recorder<'a> {
+    db: &'a Db,
+    conditions: Mutex<Vec<(Cmd, Value)>>,
+}
+
+impl<'a> Recorder<'a> {
+    pub(crate) fn new(db: &'a Db) -> Self {
+        Recorder {
+            db,
+            conditions: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Reader for Recorder<'_> {
+    fn read(&self, pipe: &Pipeline) -> impl Future<Output = Result<Vec<Value>>> + Send {
+        let mut reads = redis::pipe();
+        reads.ignore_errors();
+        let mut cmds = Vec::new();
+        for cmd in pipe.cmd_iter() {
+            let watch = matches!(cmd.args_iter().next(), Some(Arg::Simple(name)) if name.eq_ignore_ascii_case(b"WATCH"));
+            if !watch {
+                reads.add_command(cmd.clone());
+                cmds.push(cmd.clone());
+            }
+        }
+        async move {
+            let replies: Vec<Value> = if cmds.is_empty() {
+                Vec::new()
+            } else {
+                self.db.read_pipeline(&reads).await?
+            };
+            let mut conditions = self
+                .conditions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            conditions.extend(cmds.into_iter().zip(replies.iter().cloned()));
+            Ok(replies)
+        }
+    }
+}
+
+/// Runs `guards` (keys that must exist, else `NOTFOUND key`), then the
+/// recorded reads: if any reply differs from the recorded one, replies
+/// `CHANGED` having written nothing; else runs the commands and returns
+/// their replies.
+///
+/// `ARGV`: the number of reads; each read as its argument count, its
+/// arguments, its number of values and the values (`=text`, or `-` for
+/// nil); then the commands, each as its argument count and arguments.
+static CHECKED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for g = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[g]) == 0 then
+    return redis.error_reply('NOTFOUND ' .. KEYS[g])
+  end
+end
+local i = 2
+for _ = 1, tonumber(ARGV[1]) do
+  local argc = tonumber(ARGV[i])
+  local reply = redis.call(unpack(ARGV, i + 1, i + argc))
+  i = i + argc + 1
+  if type(reply) ~= 'table' then reply = {reply} end
+  local n = tonumber(ARGV[i])
+  i = i + 1
+  for k = 1, n do
+    local want, got = ARGV[i + k - 1], reply[k]
+    local same
+    if want == '-' then
+      same = got == false
+    else
+      same = type(got) == 'string' and got == string.sub(want, 2)
+    end
+    if not same then return redis.error_reply('CHANGED a read no longer holds') end
+  end
+  i = i + n
+end
+local out = {}
+while i <= #ARGV do
+  local argc = tonumber(ARGV[i])
+  out[#out + 1] = redis.call(unpack(ARGV, i + 1, i + argc))
+  i = i + argc + 1
+end
+return out
+",
+    )
+});
+
+/// What a [`CHECKED`] run came to.
+pub(crate) enum Checked<T> {
+    /// The write was applied: the replies of its kept commands.
+    Done(T),
+    /// A read came back different: nothing written; decide again.
+    Changed,
+    /// This write cannot go as a script (the server refuses scripts, or a
+    /// read's reply is not one the script compares): take the WATCH path.
+    Unsupported,
+}
+
+impl Recorder<'_> {
+    /// Sends `writes` (each command with whether its reply is kept) as one
+    /// [`CHECKED`] script, guarded by `guards` and conditioned on every
+    /// read recorded.
+    pub(crate) async fn commit<T: FromRedisValue>(
+        self,
+        guards: &[String],
+        writes: &[(Cmd, bool)],
+    ) -> Result<Checked<T>> {
+        let conditions = self
+            .conditions
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut invocation = CHECKED.prepare_invoke();
+        for guard in guards {
+            invocation.key(guard);
+        }
+        invocation.arg(conditions.len());
+        for (cmd, reply) in &conditions {
+            let Some(values) = expected(reply) else {
+                return Ok(Checked::Unsupported);
+            };
+            add_command(&mut invocation, cmd);
+            invocation.arg(values.len());
+            for value in values {
+                invocation.arg(value);
+            }
+        }
+        let mut kept = Vec::new();
+        for (cmd, keep) in writes {
+            add_command(&mut invocation, cmd);
+            kept.push(*keep);
+        }
+        match script::invoke::<Vec<Value>>(self.db, &invocation).await {
+            Ok(Some(all)) => {
+                let replies: Vec<Value> = all
+                    .into_iter()
+                    .zip(kept)
+                    .filter(|(_, keep)| *keep)
+                    .map(|(v, _)| v)
+                    .collect();
+                let out =
+                    T::from_redis_value(Value::Array(replies)).map_err(redis::RedisError::from)?;
+                Ok(Checked::Done(out))
+            }
+            Ok(None) => Ok(Checked::Unsupported),
+            Err(Error::Server(e)) if e.code() == Some("CHANGED") => Ok(Checked::Changed),
+            Err(err) => Err(not_found(err)),
+        }
+    }
+}
+
+/// A recorded reply as the script's expected values: `=text` for a
+/// string, `-` for nil, an array of those for an array; `None` for any
+/// other reply (an integer, an error), which the script does not compare.
+fn expected(reply: &Value) -> Option<Vec<Vec<u8>>> {
+    let one = |v: &Value| match v {
+        Value::Nil => Some(b"-".to_vec()),
+        Value::BulkString(text) => {
+            let mut out = Vec::with_capacity(text.len() + 1);
+            out.push(b'=');
+            out.extend_from_slice(text);
+            Some(out)
+        }
+        _ => None,
+    };
+    match reply {
+        Value::Array(values) => values.iter().map(one).collect(),
+        other => one(other).map(|v| vec![v]),
+    }
+}
+
+/// Adds one command to the script's `ARGV`: its argument count, then its
+/// arguments.
+fn add_command(invocation: &mut redis::ScriptInvocation<'_>, cmd: &Cmd) {
+    let args: Vec<&[u8]> = cmd
+        .args_iter()
+        .filter_map(|a| match a {
+            Arg::Simple(bytes) => Some(bytes),
+            _ => None,
+        })
+        .collect();
+    invocation.arg(args.len());
+    for arg in args {
+        invocation.arg(arg);
+    }
+}

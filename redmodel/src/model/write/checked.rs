@@ -151,6 +151,10 @@ impl Recorder<'_> {
             .conditions
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The memory engine answers at once: let other tasks run between
+        // the reads and the script, as they would while a server's replies
+        // travel, so that it sees the races a server does.
+        tokio::task::yield_now().await;
         let mut invocation = CHECKED.prepare_invoke();
         for guard in guards {
             invocation.key(guard);

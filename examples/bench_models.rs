@@ -19,7 +19,7 @@
 //! | operation | model | raw redis-rs |
 //! |---|---|---|
 //! | insert | `student.insert`: MULTI HSET + HINCRBY `_count` (no HDEL: `Student` has no `Option` field) | the same MULTI |
-//! | load | `Student::get`: HGETALL, decode | HMGET, parse by hand |
+//! | load | `Student::load`: HGETALL, decode | HMGET, parse by hand |
 //! | incr | `Student::at(id).incr(MATH, 1)`: HINCRBY | HINCRBY |
 //! | get_many_100 | `Student::load_many` of 100: MULTI of 100 HGETALLs | pipeline of 100 HMGETs, parsed |
 //! | relation_load_100 | `rel.load` of a 100-student relation: LRANGE, then the MULTI above | LRANGE, then pipelined HMGETs |

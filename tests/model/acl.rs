@@ -140,6 +140,19 @@ async fn model_operations_stay_inside_the_acl_key_patterns() -> Result<(), Error
     Ok(())
 }
 
+/// `acl_name:1` = {name (unique), tags}: a model whose writes take the
+/// checked-script path where scripts run.
+#[derive(redmodel::Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "acl_name")]
+struct AclName {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(unique)]
+    name: String,
+    #[redmodel(tags)]
+    tags: Vec<String>,
+}
+
 /// `acl_score:1` = {points (sorted), seen (recent)}: a model whose
 /// increments take the script path.
 #[derive(redmodel::Admin, Debug, Clone, PartialEq)]
@@ -203,6 +216,46 @@ async fn a_user_without_scripting_gets_the_same_results() -> Result<(), Error> {
         .await?;
     let err = score.incr(&db, AclScore::POINTS, 1).await.unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err:?}");
+
+    // Unique and tag writes: the same decisions under WATCH.
+    AclName {
+        id: 1,
+        name: "ada".into(),
+        tags: vec!["x".into()],
+    }
+    .insert(&db)
+    .await?;
+    AclName {
+        id: 2,
+        name: "bob".into(),
+        tags: vec![],
+    }
+    .insert(&db)
+    .await?;
+    let taken = AclName::at(2)
+        .set(&db, AclName::NAME, "ada".to_string())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&taken, Error::Unique { holder, .. } if holder == "acl_name:1"),
+        "{taken:?}"
+    );
+    AclName::at(1)
+        .set_many(
+            &db,
+            [
+                AclName::NAME.to("cy".to_string()),
+                AclName::TAGS.to(vec!["y".to_string()]),
+            ],
+        )
+        .await?;
+    assert_eq!(
+        AclName::NAME_UNIQUE.find(&db, "cy").await?.map(|n| n.id),
+        Some(1)
+    );
+    assert_eq!(AclName::NAME_UNIQUE.find(&db, "ada").await?, None);
+    assert!(AclName::TAGS_TAGS.with(&db, "x").await?.is_empty());
+    assert_eq!(AclName::TAGS_TAGS.with(&db, "y").await?.len(), 1);
 
     // Locks: release and extend check the token without a script too.
     let ttl = std::time::Duration::from_secs(10);

@@ -353,3 +353,55 @@ backend_tests! {
         Ok(())
     }
 }
+
+backend_tests! {
+    /// An admin created again while its cascade is still sweeping (issue
+    /// 11, found by the chaos test): the sweeps leave the new object's
+    /// links and references alone, whichever way they interleave. Either
+    /// the cascade's own delete came after the new writes (and nothing of
+    /// the class is left), or the class exists with both sides of its link
+    /// and the reference to it.
+    exclusive async fn an_admin_created_again_during_the_sweeps_keeps_its_links(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let teacher = models::Teacher { id: "T".into(), name: "t".into(), subject: "s".into() }.insert(db).await?;
+        for round in 0..60u32 {
+            let class = models::Class { id: 200 + round, name: "c".into() };
+            let handle = class.insert(db).await?;
+            teacher.relation::<models::TeacherClasses>().link(db, &handle).await?;
+            let student = models::Student {
+                id: format!("r{round}"),
+                class: handle.clone(),
+                chinese: 1,
+                english: 1,
+                math: 1,
+            }
+            .insert(db)
+            .await?;
+            let cascade = {
+                let (db, handle) = (db.clone(), handle.clone());
+                tokio::spawn(async move { handle.delete_cascade(&db).await })
+            };
+            for _ in 0..round {
+                tokio::task::yield_now().await;
+            }
+            // The class again, linked and referred to again.
+            class.insert(db).await?;
+            let linked = teacher.relation::<models::TeacherClasses>().link(db, &handle).await;
+            let referred = student.set(db, models::Student::CLASS, handle.clone()).await;
+            cascade.await.expect("the cascade task")?;
+            for outcome in [linked.map(drop), referred] {
+                match outcome {
+                    Ok(()) | Err(Error::NotFound { .. }) => {}
+                    Err(other) => return Err(other),
+                }
+            }
+            let exists = handle.exists(db).await?;
+            let forward = teacher.relation::<models::TeacherClasses>().members(db).await?.contains(&handle);
+            let back = handle.relation::<models::ClassTeachers>().members(db).await?.contains(&teacher);
+            let held = student.get(db, models::Student::CLASS).await?;
+            assert_eq!((forward, back), (exists, exists), "round {round}: the link, with the class existing: {exists}");
+            assert_eq!(held.as_ref() == Some(&handle), exists, "round {round}: the reference, with the class existing: {exists}");
+        }
+        Ok(())
+    }
+}

@@ -64,6 +64,12 @@
 //! then sweeps again, while the admin stays deleted, up to four times. A `restrict` reference created between steps 1 and 2
 //! is not seen.
 //!
+//! Every sweep (in either layout) acts only while the admin is absent: an
+//! admin inserted again meanwhile is a new object, and its links and the
+//! references to it are left alone (checked under WATCH with each list or
+//! hash in the plain layout; just before, in the cluster layout, where they
+//! are in other slots).
+//!
 //! One window stays open: a reference created after the SCAN in a key the
 //! SCAN did not see (a new list of a relation without inverse, a new
 //! object with a reference field) is not watched. Such an entry is a
@@ -129,7 +135,7 @@ impl<A: Admin> ObjectRef<A> {
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = A::TABLE, op = "delete_cascade", key = %self.key()))]
     pub async fn delete_cascade(&self, db: &Db) -> Result<bool> {
         let referrers = referrers_of(A::TABLE);
-        let existed = self.cascade_once(db, &referrers).await?;
+        let existed = self.cascade_once(db, &referrers, false).await?;
         // A write that lands between the cascade's listing of the subtree
         // and its delete (a sub-object inserted while the admin still
         // existed, a link's own side in the cluster layout) is not in what
@@ -141,7 +147,9 @@ impl<A: Admin> ObjectRef<A> {
             if !orphans {
                 break;
             }
-            self.cascade_once(db, &referrers).await?;
+            // Only while the admin is still absent: one re-created
+            // meanwhile is a new object, not a leftover.
+            self.cascade_once(db, &referrers, true).await?;
         }
         // A reference written between the transaction's SCAN of the
         // referrers and its EXEC (its target still existed) is not in what
@@ -160,14 +168,35 @@ impl<A: Admin> ObjectRef<A> {
 
     /// One cascade: one optimistic transaction in the plain layout, the
     /// steps of the cluster layout.
-    async fn cascade_once(&self, db: &Db, referrers: &[&'static Referrer]) -> Result<bool> {
+    /// A `sweep` (after the first cascade) does nothing if the admin
+    /// exists again, checked under WATCH with its own deletions.
+    async fn cascade_once(
+        &self,
+        db: &Db,
+        referrers: &[&'static Referrer],
+        sweep: bool,
+    ) -> Result<bool> {
         if db.key_layout() == KeyLayout::Cluster {
-            return self.cascade_steps_once(db, referrers).await;
+            return self.cascade_steps_once(db, referrers, sweep).await;
         }
         watched(db, &self.key_in(db), |tx| async move {
-            self.attempt_cascade(db, &tx, referrers).await
+            self.attempt_cascade(db, &tx, referrers, sweep).await
         })
         .await
+    }
+
+    /// In a sweep, whether the admin exists again (WATCHed first, so that
+    /// one re-created before the EXEC aborts it).
+    async fn recreated(&self, db: &Db, tx: &RawTransaction, sweep: bool) -> Result<bool> {
+        if !sweep {
+            return Ok(false);
+        }
+        let key = self.key_in(db);
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(key.as_ref()).ignore();
+        read.cmd("EXISTS").arg(key.as_ref());
+        let (exists,): (bool,) = tx.query_pipeline(&read).await?;
+        Ok(exists)
     }
 
     /// One attempt: `None` if a concurrent write aborted it.
@@ -183,7 +212,11 @@ impl<A: Admin> ObjectRef<A> {
         db: &Db,
         tx: &RawTransaction,
         referrers: &[&'static Referrer],
+        sweep: bool,
     ) -> Result<Option<bool>> {
+        if self.recreated(db, tx, sweep).await? {
+            return Ok(Some(false));
+        }
         let key = &*self.key_in(db);
         let tree = self.tree_keys(db).await?;
         let own = own_lists(db, A::TABLE, self.key());
@@ -288,7 +321,12 @@ impl<A: Admin> ObjectRef<A> {
     /// [`delete_cascade`](Self::delete_cascade) in the cluster layout,
     /// where the referrers are in other slots than the admin: see
     /// [Cluster layout](self#cluster-layout).
-    async fn cascade_steps_once(&self, db: &Db, referrers: &[&'static Referrer]) -> Result<bool> {
+    async fn cascade_steps_once(
+        &self,
+        db: &Db,
+        referrers: &[&'static Referrer],
+        sweep: bool,
+    ) -> Result<bool> {
         let key = &*self.key_in(db);
         let (restrict, cascade): (Vec<&Referrer>, Vec<&Referrer>) = referrers
             .iter()
@@ -300,6 +338,9 @@ impl<A: Admin> ObjectRef<A> {
         let fields: Vec<&str> = A::INDEXES.iter().map(|s| s.field).collect();
         let fields = &fields;
         let (existed, old) = watched(db, key, |tx| async move {
+            if self.recreated(db, &tx, sweep).await? {
+                return Ok(Some((false, None)));
+            }
             let tree = self.tree_keys(db).await?;
             tx.watch(&tree).await?;
             if self.tree_keys(db).await? != tree {
@@ -324,9 +365,12 @@ impl<A: Admin> ObjectRef<A> {
                 Some(v) => redis::from_redis_value(v).map_err(redis::RedisError::from)?,
                 None => Vec::new(),
             };
-            Ok(Some((existed, old)))
+            Ok(Some((existed, Some(old))))
         })
         .await?;
+        let Some(old) = old else {
+            return Ok(false); // a sweep found the admin re-created
+        };
         unindex::<A>(db, key, old).await?;
         self.sweep_references(db, &cascade).await?;
         Ok(existed)
@@ -341,12 +385,8 @@ impl<A: Admin> ObjectRef<A> {
         for referrer in cascade {
             self.find_references(db, referrer, &mut plan).await?;
         }
-        if !plan.lists.is_empty() {
-            let mut pipe = redis::pipe();
-            for list in &plan.lists {
-                pipe.cmd("LREM").arg(list).arg(0).arg(key).ignore();
-            }
-            db.query_pipeline::<()>(&pipe).await?;
+        for list in &plan.lists {
+            remove_member(db, list, key).await?;
         }
         for (hash, field) in &plan.fields {
             clear_reference(db, hash, field, key).await?;
@@ -355,24 +395,61 @@ impl<A: Admin> ObjectRef<A> {
     }
 }
 
+/// Removes every occurrence of the object `key` from the list `list`, if
+/// the object does not exist: a reference to an object created again
+/// meanwhile is a new, valid one. In the plain layout the two are WATCHed
+/// together; in the cluster layout they are in different slots, and the
+/// object is checked just before.
+async fn remove_member(db: &Db, list: &str, key: &str) -> Result<()> {
+    if_absent(db, list, key, |tx| async move {
+        let mut del = redis::pipe();
+        del.atomic().cmd("LREM").arg(list).arg(0).arg(key).ignore();
+        tx.exec::<()>(&del).await
+    })
+    .await
+}
+
 /// Removes the reference field `field` of `hash` if it still names `key`
-/// (a compare-and-delete on the hash alone).
+/// and the object `key` does not exist (as [`remove_member`]).
 pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str) -> Result<()> {
-    watched(db, hash, |tx| async move {
-        let mut read = redis::pipe();
-        read.cmd("WATCH")
-            .arg(hash)
-            .ignore()
-            .cmd("HGET")
-            .arg(hash)
-            .arg(field);
-        let (named,): (Option<String>,) = tx.query_pipeline(&read).await?;
+    if_absent(db, hash, key, |tx| async move {
+        let (named,): (Option<String>,) = tx
+            .query_pipeline(redis::pipe().cmd("HGET").arg(hash).arg(field))
+            .await?;
         if named.as_deref() != Some(key) {
             return Ok(Some(()));
         }
         let mut del = redis::pipe();
         del.atomic().cmd("HDEL").arg(hash).arg(field).ignore();
         tx.exec::<()>(&del).await
+    })
+    .await
+}
+
+/// Runs `write` (which ends with its EXEC) on `holder`, WATCHed, if the
+/// object `key` does not exist: WATCHed with it in the plain layout, read
+/// just before in the cluster layout (another slot).
+async fn if_absent<F, Fut>(db: &Db, holder: &str, key: &str, write: F) -> Result<()>
+where
+    F: Fn(RawTransaction) -> Fut,
+    Fut: std::future::Future<Output = Result<Option<()>>>,
+{
+    let write = &write;
+    watched(db, holder, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(holder).ignore();
+        let exists: bool = if db.key_layout() == KeyLayout::Plain {
+            read.cmd("WATCH").arg(key).ignore().cmd("EXISTS").arg(key);
+            let (exists,): (bool,) = tx.query_pipeline(&read).await?;
+            exists
+        } else {
+            tx.query_pipeline::<()>(&read).await?;
+            db.query(redis::cmd("EXISTS").arg(key)).await?
+        };
+        if exists {
+            return Ok(Some(()));
+        }
+        write(tx).await
     })
     .await
 }

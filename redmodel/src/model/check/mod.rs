@@ -20,7 +20,7 @@
 //! | [`Kind::DeadMember`] | a relation member whose object does not exist | removed from the list, if still gone |
 //! | [`Kind::OneSidedLink`] | a member whose inverse list lacks the owner, both existing | the missing side added (as `link` would have) |
 //! | [`Kind::MissingIndexEntry`] | an object's unique value, score or tag not in its index | the model's indexes rebuilt ([`rebuild_indexes`](super::migrate::rebuild_indexes)) |
-//! | [`Kind::StaleIndexEntry`] | an index entry naming a gone object, or a value, score or tag the object no longer has | the same rebuild, whose prune removes it |
+//! | [`Kind::StaleIndexEntry`] | an index entry naming a gone object, or a value, score or tag the object no longer has (a unique claim still pending, with its lease, is not one: it lapses unless its write confirms it) | the same rebuild, whose prune removes it |
 //!
 //! Every repair re-checks under WATCH what it fixes, so an object written
 //! meanwhile is left alone. Both walk the keyspace with SCAN (every master

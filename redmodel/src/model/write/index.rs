@@ -254,7 +254,10 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
                     key: Some(crate::layout::plain_key(key)),
                 })
             }
-            Checked::Changed => pause_before_retry(attempt).await,
+            // A loser usually finds the winner's write at once when it
+            // reads again: retry without a pause, until collisions repeat.
+            Checked::Changed if attempt <= 8 => tokio::task::yield_now().await,
+            Checked::Changed => pause_before_retry(attempt - 8).await,
         }
     }
     // A server that refuses scripts: the same decisions under WATCH.

@@ -305,7 +305,10 @@ impl From<redis::RedisError> for Error {
         if err.is_timeout() {
             return Error::Connection { source: err };
         }
-        if is_passing_state(&err) {
+        // A redirection that reached the caller (a transaction aborted by
+        // a slot still moving after the retries): transient, like the
+        // failover or resharding it comes from.
+        if is_passing_state(&err) || crate::db::is_redirection(&err) {
             return Error::Unavailable { source: err };
         }
         if err.code() == Some("WRONGTYPE") {

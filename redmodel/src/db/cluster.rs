@@ -201,7 +201,7 @@ impl Backend for ClusterBackend {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let mut attempt = 0;
+            let (started, mut attempt) = (Instant::now(), 0u64);
             loop {
                 let mut conn = self.conn();
                 let result = match conn.req_packed_commands(pipeline, offset, count).await {
@@ -220,10 +220,10 @@ impl Backend for ClusterBackend {
                     Err(err)
                         if pipeline.is_transaction()
                             && is_redirection(err)
-                            && attempt < TRANSACTION_REDIRECTS =>
+                            && started.elapsed() < TRANSACTION_REDIRECTS =>
                     {
                         attempt += 1;
-                        tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
+                        tokio::time::sleep(Duration::from_millis((10 * attempt).min(250))).await;
                         self.refresh().await;
                     }
                     _ => return self.reconnect_after(result).await,
@@ -406,10 +406,10 @@ fn is_keyless(cmd: &Cmd) -> bool {
         if KEYLESS.iter().any(|k| name.eq_ignore_ascii_case(k)))
 }
 
-/// How many times an atomic pipeline aborted by a slot's move is sent
-/// again (with a growing pause: about 3 s in all) before the error is the
-/// caller's.
-const TRANSACTION_REDIRECTS: u32 = 24;
+/// How long an atomic pipeline aborted by a slot's move (or by a failover:
+/// the slot map settles a few seconds after a master dies) is sent again,
+/// with a growing pause, before the error is the caller's.
+const TRANSACTION_REDIRECTS: Duration = Duration::from_secs(8);
 
 /// Whether `err` is a redirection or a transient state of a slot (MOVED,
 /// ASK, TRYAGAIN, CLUSTERDOWN), alone or inside an aborted transaction

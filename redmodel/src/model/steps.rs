@@ -6,7 +6,7 @@
 //! A group may be *guarded*: it runs only if some keys of its slot exist
 //! (the object a write names, the admin a sub-object hangs under), checked
 //! in the same atomic unit, so no write lands on an object deleted a
-//! moment before. A guarded unit is one Lua script ([`GUARDED`]); on a
+//! moment before. A guarded unit is one Lua script (`write::checked`); on a
 //! server that refuses scripts, a WATCH transaction (the guards WATCHed,
 //! checked, then MULTI/EXEC). An unguarded unit is a MULTI/EXEC.
 //!
@@ -14,13 +14,12 @@
 //! only what the reads skip and prune (an entry naming a gone object) and
 //! makes every group idempotent, so that the write can be retried whole.
 
-use std::sync::LazyLock;
+use redis::{Cmd, FromRedisValue, Value};
 
-use redis::{Arg, Cmd, FromRedisValue, Script, Value};
-
+use super::write::guarded;
 use crate::layout::plain_key;
 use crate::optimistic::watched;
-use crate::{script, Db, Error, KeyLayout, Result};
+use crate::{Db, Error, KeyLayout, Result};
 
 /// An ordered list of groups of commands, each group within one slot.
 #[derive(Default)]
@@ -125,34 +124,6 @@ impl Steps {
     }
 }
 
-/// Runs its commands only if every key of `KEYS` exists, else replies the
-/// error `NOTFOUND <key>` having run nothing. `ARGV` holds the commands,
-/// each as its argument count then its arguments. A command's error stops
-/// the script there (what ran before it stays, as in MULTI).
-///
-/// The replies pass through Lua, where an integer is a double: one of
-/// 2^53 or more comes back rounded. A caller that needs such a number
-/// exactly reads it back as text (HGET after HINCRBY).
-static GUARDED: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 0 then
-    return redis.error_reply('NOTFOUND ' .. KEYS[i])
-  end
-end
-local out = {}
-local i = 1
-while i <= #ARGV do
-  local argc = tonumber(ARGV[i])
-  out[#out + 1] = redis.call(unpack(ARGV, i + 1, i + argc))
-  i = i + argc + 1
-end
-return out
-",
-    )
-});
-
 impl Group {
     /// Runs the group as one atomic unit; its kept replies.
     async fn run(&self, db: &Db) -> Result<Vec<Value>> {
@@ -180,30 +151,13 @@ impl Group {
         pipe
     }
 
-    /// The guarded unit: [`GUARDED`], or a WATCH transaction where scripts
-    /// are refused.
+    /// The guarded unit: one script ([`checked`](super::write::checked),
+    /// with no read to check), or a WATCH transaction where scripts are
+    /// refused.
     async fn run_guarded(&self, db: &Db) -> Result<Vec<Value>> {
-        let mut invocation = GUARDED.prepare_invoke();
-        for guard in &self.guards {
-            invocation.key(guard);
-        }
-        for (cmd, _) in &self.cmds {
-            let args: Vec<&[u8]> = cmd
-                .args_iter()
-                .filter_map(|a| match a {
-                    Arg::Simple(bytes) => Some(bytes),
-                    _ => None,
-                })
-                .collect();
-            invocation.arg(args.len());
-            for arg in args {
-                invocation.arg(arg);
-            }
-        }
-        match script::invoke::<Vec<Value>>(db, &invocation).await {
-            Ok(Some(all)) => Ok(self.kept(all)),
-            Ok(None) => self.run_watched(db).await,
-            Err(err) => Err(not_found(err)),
+        match guarded(db, &self.guards, &self.cmds).await? {
+            Some(kept) => Ok(kept),
+            None => self.run_watched(db).await,
         }
     }
 
@@ -228,15 +182,6 @@ impl Group {
             tx.exec::<Vec<Value>>(pipe).await
         })
         .await
-    }
-
-    /// The replies of the kept commands, out of all of them.
-    fn kept(&self, all: Vec<Value>) -> Vec<Value> {
-        all.into_iter()
-            .zip(&self.cmds)
-            .filter(|(_, (_, keep))| *keep)
-            .map(|(v, _)| v)
-            .collect()
     }
 }
 

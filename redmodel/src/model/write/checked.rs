@@ -80,10 +80,13 @@ impl Reader for Recorder<'_> {
     }
 }
 
-/// Runs `guards` (keys that must exist, else `NOTFOUND key`), then the
+/// Checks `guards` (keys that must exist, else `NOTFOUND key`), then the
 /// recorded reads: if any reply differs from the recorded one, replies
 /// `CHANGED` having written nothing; else runs the commands and returns
-/// their replies.
+/// their replies. A command's error stops the script there (what ran
+/// before it stays, as in MULTI). The replies pass through Lua, where an
+/// integer is a double: one of 2^53 or more comes back rounded (a caller
+/// that needs such a number exactly reads it back as text).
 ///
 /// `ARGV`: the number of reads; each read as its argument count, its
 /// arguments, its number of values and the values (`=text`, or `-` for
@@ -154,7 +157,9 @@ impl Recorder<'_> {
         // The memory engine answers at once: let other tasks run between
         // the reads and the script, as they would while a server's replies
         // travel, so that it sees the races a server does.
-        tokio::task::yield_now().await;
+        if !conditions.is_empty() {
+            tokio::task::yield_now().await;
+        }
         let mut invocation = CHECKED.prepare_invoke();
         for guard in guards {
             invocation.key(guard);
@@ -191,6 +196,22 @@ impl Recorder<'_> {
             Err(Error::Server(e)) if e.code() == Some("CHANGED") => Ok(Checked::Changed),
             Err(err) => Err(not_found(err)),
         }
+    }
+}
+
+/// Runs `cmds` (each with whether its reply is kept) as one atomic script
+/// if every key of `guards` exists ([`Error::NotFound`] otherwise, nothing
+/// written): a checked write with no read to check. `None` if the server
+/// refuses scripts.
+pub(crate) async fn guarded(
+    db: &Db,
+    guards: &[String],
+    cmds: &[(Cmd, bool)],
+) -> Result<Option<Vec<Value>>> {
+    match Recorder::new(db).commit::<Vec<Value>>(guards, cmds).await? {
+        Checked::Done(kept) => Ok(Some(kept)),
+        // No read was recorded, so none can have changed.
+        Checked::Changed | Checked::Unsupported => Ok(None),
     }
 }
 

@@ -3,10 +3,11 @@
 //! index entries that change with it, in the same atomic unit ([`index`];
 //! ordered single-slot steps in the cluster layout, [`stepped`]).
 
-mod checked;
+pub(crate) mod checked;
 mod index;
 mod stepped;
 
+pub(crate) use checked::guarded;
 use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, Plan};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Texts};
@@ -61,7 +62,8 @@ impl<M: Model> ObjectRef<M> {
         let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
-            .map_err(at_key(self.key(), "hash"))
+            .map_err(at_key(self.key(), "hash"))?;
+        recheck_references::<M>(db, &key, &set).await
     }
 
     /// Sets several fields at once, atomically:
@@ -99,7 +101,8 @@ impl<M: Model> ObjectRef<M> {
         let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
-            .map_err(at_key(self.key(), "hash"))
+            .map_err(at_key(self.key(), "hash"))?;
+        recheck_references::<M>(db, &key, &set).await
     }
 
     /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for
@@ -209,6 +212,7 @@ impl<M: Model> ObjectRef<M> {
         let (count,): (i64,) = index::run::<M, _>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
+        recheck_references::<M>(db, &key, &fields.set).await?;
         let count = u64::try_from(count).unwrap_or(0);
         if count > 0 && count % M::SYNC_EVERY.max(1) == 0 {
             db.run_sync_hooks(&SyncEvent {
@@ -239,7 +243,8 @@ impl<M: Model> ObjectRef<M> {
         let guards = self.guards(db, false, &fields.set);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
-            .map_err(at_key(self.key(), "hash"))
+            .map_err(at_key(self.key(), "hash"))?;
+        recheck_references::<M>(db, &key, &fields.set).await
     }
 
     async fn set_single(&self, db: &Db, value: &M) -> Result<()> {
@@ -334,6 +339,36 @@ pub(crate) fn reference_guards<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Ve
         .filter_map(|(_, text)| std::str::from_utf8(text).ok())
         .map(|target| db.stored(target).into_owned())
         .collect()
+}
+
+/// In the cluster layout, the objects that reference fields name are in
+/// other slots: each is checked just before the write, not with it, and a
+/// cascade can delete one (and sweep its references) in between. So they
+/// are checked again after the write: a reference to one gone meanwhile is
+/// cleared (if it still names it and the object is still gone) and the
+/// write fails with [`Error::NotFound`], as if the object had been gone
+/// before. Whichever of the cascade's sweep and this check comes last
+/// removes the reference.
+async fn recheck_references<M: Model>(db: &Db, key: &str, set: &[(&str, Vec<u8>)]) -> Result<()> {
+    if db.key_layout() == crate::KeyLayout::Plain {
+        return Ok(());
+    }
+    let references = reference_fields::<M>();
+    for (name, text) in set.iter().filter(|(name, _)| references.contains(name)) {
+        let Ok(target) = std::str::from_utf8(text) else {
+            continue;
+        };
+        let exists: bool = db
+            .query(redis::cmd("EXISTS").arg(db.stored(target).as_ref()))
+            .await?;
+        if !exists {
+            super::cascade::clear_reference(db, key, name, target).await?;
+            return Err(Error::NotFound {
+                key: target.to_string(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The stored fields a write sets or removes, with their new text.

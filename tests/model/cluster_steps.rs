@@ -214,32 +214,7 @@ async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel:
     };
     let (from_id, to_id) = (id_of(&from), id_of(&to));
 
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writers: Vec<_> = (0..4u32)
-        .map(|w| {
-            let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
-            tokio::spawn(async move {
-                let (mut acked, mut refused) = (Vec::new(), 0u32);
-                let mut n = 0u32;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 400 {
-                    let id = w * 10_000 + n;
-                    let tag = format!("t{}", id % 3);
-                    let written = async {
-                        racer(id, &format!("r{id}"), 0, &[&tag]).insert(&db).await?;
-                        Racer::at(id).incr(&db, Racer::POINTS, i64::from(id)).await
-                    }
-                    .await;
-                    match written {
-                        Ok(_) => acked.push(id),
-                        Err(e) if e.is_transient() => refused += 1,
-                        Err(e) => return Err(e),
-                    }
-                    n += 1;
-                }
-                Ok::<_, Error>((acked, refused))
-            })
-        })
-        .collect();
+    let writers = Writers::start(&db, 400);
 
     let reshard = tokio::task::spawn_blocking(move || {
         std::process::Command::new("redis-cli")
@@ -264,14 +239,8 @@ async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel:
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-
-    let (mut acked, mut refused) = (Vec::new(), 0);
-    for writer in writers {
-        let (a, r) = writer.await.expect("a writer")?;
-        acked.extend(a);
-        refused += r;
-    }
+    let (acked, refused) = writers.stop().await?;
+    let acked: Vec<u32> = acked.into_iter().map(|(id, _)| id).collect();
     println!(
         "reshard of 1500 slots under traffic: {} writes acknowledged, {refused} refused as transient",
         acked.len()
@@ -332,55 +301,16 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
     let seeds: Vec<&str> = urls[..3].iter().map(String::as_str).collect();
     let db = Arc::new(Db::connect_cluster(&seeds).await?);
 
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let after_kill = Arc::new(std::sync::atomic::AtomicU32::new(0));
-    let writers: Vec<_> = (0..4u32)
-        .map(|w| {
-            let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
-            let (killed, after_kill) = (Arc::clone(&killed), Arc::clone(&after_kill));
-            tokio::spawn(async move {
-                let (mut acked, mut refused) = (Vec::new(), 0u32);
-                let mut n = 0u32;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let id = w * 100_000 + n;
-                    n += 1;
-                    let written = async {
-                        racer(id, &format!("r{id}"), 0, &[]).insert(&db).await?;
-                        Racer::at(id).incr(&db, Racer::POINTS, i64::from(id)).await
-                    }
-                    .await;
-                    match written {
-                        Ok(_) => {
-                            acked.push(id);
-                            if killed.load(std::sync::atomic::Ordering::Relaxed) {
-                                after_kill.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            }
-                        }
-                        Err(e) if e.is_transient() => {
-                            refused += 1;
-                            tokio::time::sleep(Duration::from_millis(20)).await;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok::<_, Error>((acked, refused))
-            })
-        })
-        .collect();
+    let writers = Writers::start(&db, u32::MAX);
     tokio::time::sleep(Duration::from_millis(700)).await;
     cluster.nodes()[0].kill();
-    killed.store(true, std::sync::atomic::Ordering::Relaxed);
+    writers.mark();
     // The failover takes a few seconds (cluster-node-timeout 2000), then
     // traffic goes on against the promoted replica.
     tokio::time::sleep(Duration::from_secs(7)).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let (mut acked, mut refused) = (Vec::new(), 0);
-    for writer in writers {
-        let (a, r) = writer.await.expect("a writer")?;
-        acked.extend(a);
-        refused += r;
-    }
+    let (acked, refused) = writers.stop().await?;
+    let after_kill = acked.iter().filter(|(_, after)| *after).count();
+    let acked: Vec<u32> = acked.into_iter().map(|(id, _)| id).collect();
     let mut lost = 0;
     for &id in &acked {
         match Racer::at(id).load(&db).await? {
@@ -393,7 +323,6 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
             _ => lost += 1,
         }
     }
-    let after_kill = after_kill.load(std::sync::atomic::Ordering::Relaxed);
     println!(
         "a master killed under traffic: {} writes acknowledged ({after_kill} after the kill), {lost} \
          of them lost with the master (asynchronous replication), {refused} refused as transient \
@@ -423,4 +352,78 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
     racer(99_998, "after-failover", 1, &[]).insert(&db).await?;
     drop(cluster);
     Ok(())
+}
+
+/// What the writers did: each acknowledged write (its id, and whether it
+/// came after [`Writers::mark`]), and how many were refused as transient.
+type Acknowledged = (Vec<(u32, bool)>, u32);
+
+/// Four tasks writing racers (an insert with a tag, then an indexed
+/// increment), each at most `max` times, until stopped: the live traffic
+/// of the reshard and failover tests.
+struct Writers {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    marked: Arc<std::sync::atomic::AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<redmodel::Result<Acknowledged>>>,
+}
+
+impl Writers {
+    fn start(db: &Arc<Db>, max: u32) -> Writers {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let marked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let tasks = (0..4u32)
+            .map(|w| {
+                let (db, stop, marked) = (Arc::clone(db), Arc::clone(&stop), Arc::clone(&marked));
+                tokio::spawn(async move {
+                    let (mut acked, mut refused) = (Vec::new(), 0u32);
+                    for n in 0..max {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
+                        let id = w * 100_000 + n;
+                        let tag = format!("t{}", id % 3);
+                        let written = async {
+                            racer(id, &format!("r{id}"), 0, &[&tag]).insert(&db).await?;
+                            Racer::at(id).incr(&db, Racer::POINTS, i64::from(id)).await
+                        }
+                        .await;
+                        match written {
+                            Ok(_) => {
+                                acked.push((id, marked.load(std::sync::atomic::Ordering::Relaxed)))
+                            }
+                            Err(e) if e.is_transient() => {
+                                refused += 1;
+                                tokio::time::sleep(Duration::from_millis(20)).await;
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    Ok((acked, refused))
+                })
+            })
+            .collect();
+        Writers {
+            stop,
+            marked,
+            tasks,
+        }
+    }
+
+    /// From now on, acknowledged writes are marked (as after a fault).
+    fn mark(&self) {
+        self.marked
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Stops the tasks: what they did.
+    async fn stop(self) -> redmodel::Result<Acknowledged> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (mut acked, mut refused) = (Vec::new(), 0);
+        for task in self.tasks {
+            let (a, r) = task.await.expect("a writer")?;
+            acked.extend(a);
+            refused += r;
+        }
+        Ok((acked, refused))
+    }
 }

@@ -635,12 +635,18 @@ impl Pending {
                 (Some(step), Some(old)) => Some((step, old, texts(replies.next())?)),
                 _ => None,
             };
+            let set = write
+                .fields
+                .into_iter()
+                .filter_map(|(name, text)| Some((name, text?)))
+                .collect();
             done.push(Done {
                 key: write.key,
                 plain: write.plain,
                 upkeep: write.upkeep,
                 settle,
                 count,
+                set,
             });
         }
         Ok(Some(Committed(done)))
@@ -764,6 +770,9 @@ struct Done {
     settle: Option<(Stepped, Texts, Texts)>,
     /// The `_count` a full write left.
     count: Option<u64>,
+    /// The fields written with a value (for the cluster layout's second
+    /// check of reference fields).
+    set: Vec<(&'static str, Vec<u8>)>,
 }
 
 impl Committed {
@@ -774,6 +783,9 @@ impl Committed {
                     .settle(db, &done.key, &step.specs, &step.claimed, old, new)
                     .await?;
             }
+            // A reference's target in another slot was checked before the
+            // EXEC, not with it (see `ObjectRef::set`).
+            done.upkeep.recheck(db, &done.key, &done.set).await?;
             let every = done.upkeep.sync_every().max(1);
             if let Some(count) = done.count.filter(|c| *c > 0 && c % every == 0) {
                 db.run_sync_hooks(&SyncEvent {
@@ -829,6 +841,14 @@ trait Upkeep: Send + Sync {
         key: &'a str,
         claims: &'a [(&'static str, String)],
     ) -> BoxFuture<'a, Vec<String>>;
+    /// The cluster layout: the reference fields among `set` checked again
+    /// after the EXEC.
+    fn recheck<'a>(
+        &'a self,
+        db: &'a Db,
+        key: &'a str,
+        set: &'a [(&'static str, Vec<u8>)],
+    ) -> BoxFuture<'a, ()>;
     /// The cluster layout: the index steps after the EXEC.
     fn settle<'a>(
         &'a self,
@@ -874,6 +894,15 @@ impl<M: Model> Upkeep for UpkeepOf<M> {
         claims: &'a [(&'static str, String)],
     ) -> BoxFuture<'a, Vec<String>> {
         Box::pin(write::claim_all::<M, String>(db, key, claims))
+    }
+
+    fn recheck<'a>(
+        &'a self,
+        db: &'a Db,
+        key: &'a str,
+        set: &'a [(&'static str, Vec<u8>)],
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(write::recheck_references::<M>(db, key, set))
     }
 
     fn settle<'a>(

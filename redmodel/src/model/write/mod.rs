@@ -349,7 +349,11 @@ pub(crate) fn reference_guards<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Ve
 /// write fails with [`Error::NotFound`], as if the object had been gone
 /// before. Whichever of the cascade's sweep and this check comes last
 /// removes the reference.
-async fn recheck_references<M: Model>(db: &Db, key: &str, set: &[(&str, Vec<u8>)]) -> Result<()> {
+pub(crate) async fn recheck_references<M: Model>(
+    db: &Db,
+    key: &str,
+    set: &[(&str, Vec<u8>)],
+) -> Result<()> {
     if db.key_layout() == crate::KeyLayout::Plain {
         return Ok(());
     }

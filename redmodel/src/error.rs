@@ -23,10 +23,11 @@ pub enum Error {
     },
     /// The server is up but cannot serve this request right now: it is
     /// loading its dataset (LOADING), a failover or resharding is under way
-    /// (TRYAGAIN, CLUSTERDOWN, MASTERDOWN), the node was just demoted to
-    /// a replica (READONLY), or a script is running (BUSY). The model's
-    /// reads wait such a state out for a while before giving up with it. Nothing was written by the refused command;
-    /// retrying shortly may succeed ([`Error::is_transient`]).
+    /// (TRYAGAIN, CLUSTERDOWN, MASTERDOWN, or a slot still moving), the node
+    /// was just demoted to a replica (READONLY), or a script is running
+    /// (BUSY). Nothing was written by the refused command; retrying shortly
+    /// may succeed ([`Error::is_transient`]). The model's reads wait such a
+    /// state out for a while before giving up with it.
     #[error(
         "Redis cannot serve right now: {source} (a passing state: loading data, a failover or resharding; retrying shortly may succeed)"
     )]

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use redmodel::{Admin, Db, Error};
-use redmodel_suite::{under_ci, RedisServer, ServerError};
+use redmodel_suite::{configured_server_or_skip, RedisServer};
 
 /// Upper bound on how long any call may take while the server is down.
 const OUTAGE_BOUND: Duration = Duration::from_secs(10);
@@ -56,17 +56,13 @@ fn assert_connection_error<T: std::fmt::Debug>(what: &str, out: Result<T, Error>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_a_crash_and_the_db_recovers() {
-    let started = RedisServer::builder()
-        .appendonly(true)
-        .config("appendfsync always")
-        .start();
-    let mut server = match started {
-        Ok(server) => server,
-        Err(ServerError::NotInstalled(why)) if !under_ci() => {
-            eprintln!("note: fault test skipped: {why} (under CI=true this fails)");
-            return;
-        }
-        Err(e) => panic!("private redis-server: {e}"),
+    let Some(mut server) = configured_server_or_skip(
+        "fault test",
+        RedisServer::builder()
+            .appendonly(true)
+            .config("appendfsync always"),
+    ) else {
+        return;
     };
     let db = Db::connect(&server.url()).await.expect("connect");
 
@@ -259,18 +255,14 @@ async fn a_loading_server_is_unavailable_not_refusing() {
     // write is fsynced before its reply: with `everysec`, a busy machine
     // makes Redis postpone the AOF write past the reply, and the SIGKILL
     // below then loses the last writes (seen once in CI).
-    let started = RedisServer::builder()
-        .appendonly(true)
-        .config("appendfsync always")
-        .config("key-load-delay 100")
-        .start();
-    let mut server = match started {
-        Ok(server) => server,
-        Err(ServerError::NotInstalled(why)) if !under_ci() => {
-            eprintln!("note: loading test skipped: {why} (under CI=true this fails)");
-            return;
-        }
-        Err(e) => panic!("private redis-server: {e}"),
+    let Some(mut server) = configured_server_or_skip(
+        "loading test",
+        RedisServer::builder()
+            .appendonly(true)
+            .config("appendfsync always")
+            .config("key-load-delay 100"),
+    ) else {
+        return;
     };
     let db = Db::connect(&server.url()).await.expect("connect");
     for chunk in 0..20u64 {

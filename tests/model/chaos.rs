@@ -16,7 +16,7 @@ use std::time::Duration;
 use redmodel::model::check::{check, repair, Kind};
 use redmodel::prelude::*;
 use redmodel::KeyLayout;
-use redmodel_suite::{backend_tests, under_ci, RedisServer, Rng, ServerError};
+use redmodel_suite::{backend_tests, configured_server_or_skip, RedisServer, Rng};
 
 #[derive(Admin, Debug, Clone, PartialEq)]
 #[redmodel(table = "chaosuser")]
@@ -226,17 +226,13 @@ backend_tests! {
 /// layout there was no half-applied write to repair.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crashes_leave_nothing_the_repair_cannot_fix() {
-    let started = RedisServer::builder()
-        .appendonly(true)
-        .config("appendfsync always")
-        .start();
-    let server = match started {
-        Ok(server) => server,
-        Err(ServerError::NotInstalled(why)) if !under_ci() => {
-            eprintln!("note: chaos crash test skipped: {why} (under CI=true this fails)");
-            return;
-        }
-        Err(e) => panic!("private redis-server: {e}"),
+    let Some(server) = configured_server_or_skip(
+        "chaos crash test",
+        RedisServer::builder()
+            .appendonly(true)
+            .config("appendfsync always"),
+    ) else {
+        return;
     };
     let plain = Db::connect(&server.url()).await.expect("connect");
     let mut server = Some(server);

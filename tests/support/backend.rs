@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use redmodel::Db;
 
-use crate::server::{check_installed, RedisServer};
+use crate::server::{check_installed, RedisServer, RedisServerBuilder};
 
 /// The one list of backends. Everything that enumerates backends is
 /// generated from it: the [`Backend`] enum, [`Backend::ALL`] and
@@ -284,10 +284,19 @@ pub fn redis_server_available(test_name: &str) -> bool {
 /// missing-server policy of [`redis_server_available`]; an installed
 /// server that fails to start is a panic with its log.
 pub fn private_server_or_skip(test_name: &str) -> Option<RedisServer> {
+    configured_server_or_skip(test_name, RedisServer::builder())
+}
+
+/// [`private_server_or_skip`] with the options of `builder` (AOF, config
+/// lines), for the fault tests.
+pub fn configured_server_or_skip(
+    test_name: &str,
+    builder: RedisServerBuilder,
+) -> Option<RedisServer> {
     if !redis_server_available(test_name) {
         return None;
     }
-    match RedisServer::start() {
+    match builder.start() {
         Ok(server) => Some(server),
         Err(e) => panic!("{test_name}: {e}"),
     }

@@ -88,8 +88,9 @@ pub mod diff;
 mod server;
 
 pub use backend::{
-    for_each_backend, glob_escape, make_ctx, private_server_or_skip, redis_server_available,
-    redis_url, run_on, under_ci, unique_prefix, Backend, Scope, TestCtx, TestOutcome,
+    configured_server_or_skip, for_each_backend, glob_escape, make_ctx, private_server_or_skip,
+    redis_server_available, redis_url, run_on, under_ci, unique_prefix, Backend, Scope, TestCtx,
+    TestOutcome,
 };
 pub use cluster::{shared_cluster, RedisCluster, CLUSTER_TURN};
 pub use server::{

@@ -342,42 +342,62 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
         }
         IndexKind::Unique | IndexKind::Tags { .. } => {
             let pattern = key_pattern(M::TABLE, spec.field, spec.kind.name());
-            for key in scan_keys(db, &db.stored(&pattern)).await? {
-                let members: Vec<String> = match spec.kind {
-                    IndexKind::Unique => {
-                        // A claim still pending (the cluster layout's
-                        // first step, with a lease) names an object not
-                        // written yet: not a finding; it lapses unless
-                        // confirmed.
-                        let pending: i64 = db.query(redis::cmd("PTTL").arg(&key)).await?;
-                        if pending >= 0 {
-                            continue;
-                        }
-                        db.query(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
-                            .await?
+            let unique = matches!(spec.kind, IndexKind::Unique);
+            let keys = scan_keys(db, &db.stored(&pattern)).await?;
+            for keys in keys.chunks(BATCH) {
+                // Each entry's members (and, for a unique entry, its TTL)
+                // in one round trip per batch.
+                let mut pipe = redis::pipe();
+                for key in keys {
+                    if unique {
+                        pipe.cmd("PTTL")
+                            .arg(key)
+                            .cmd("LRANGE")
+                            .arg(key)
+                            .arg(0)
+                            .arg(-1);
+                    } else {
+                        pipe.cmd("SMEMBERS").arg(key);
                     }
-                    _ => db.query(redis::cmd("SMEMBERS").arg(&key)).await?,
-                };
-                entries.extend(members.into_iter().map(|m| (key.clone(), m, Claim::Key)));
+                }
+                let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
+                let mut replies = replies.into_iter();
+                for key in keys {
+                    // A claim still pending (the cluster layout's first
+                    // step, with a lease) names an object not written yet:
+                    // not a finding; it lapses unless confirmed.
+                    let pending = unique
+                        && redis::from_redis_value::<i64>(replies.next().unwrap_or(Value::Nil))
+                            .is_ok_and(|ttl| ttl >= 0);
+                    let members: Vec<String> =
+                        redis::from_redis_value(replies.next().unwrap_or(Value::Nil))
+                            .map_err(redis::RedisError::from)?;
+                    if !pending {
+                        entries.extend(members.into_iter().map(|m| (key.clone(), m, Claim::Key)));
+                    }
+                }
             }
         }
     }
     for batch in entries.chunks(BATCH) {
+        // Each member's existence and field, in one round trip.
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for (_, member, _) in batch {
-            pipe.cmd("HGET").arg(member).arg(spec.field);
+            pipe.cmd("EXISTS")
+                .arg(member)
+                .cmd("HGET")
+                .arg(member)
+                .arg(spec.field);
         }
-        let texts: Vec<Value> = db.query_pipeline(&pipe).await?;
-        let live = existing(
-            db,
-            &batch.iter().map(|(_, m, _)| m.clone()).collect::<Vec<_>>(),
-        )
-        .await?;
-        for (((index, member, claim), text), alive) in batch.iter().zip(texts).zip(live) {
-            let text = redis::from_redis_value::<Option<Vec<u8>>>(text)
-                .ok()
-                .flatten();
+        let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
+        let mut replies = replies.into_iter();
+        for (index, member, claim) in batch {
+            let alive = matches!(replies.next(), Some(Value::Int(1)));
+            let text =
+                redis::from_redis_value::<Option<Vec<u8>>>(replies.next().unwrap_or(Value::Nil))
+                    .ok()
+                    .flatten();
             let why = if !alive {
                 Some(format!(
                     "names `{}`, which does not exist",

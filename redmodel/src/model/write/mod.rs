@@ -279,7 +279,7 @@ impl<M: Model> ObjectRef<M> {
 
 /// Adds the commands that remove `removed` from the hash `key` and set
 /// `set` (both ignored).
-pub(crate) fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
+fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
     if !removed.is_empty() {
         steps.add_ignored(redis::cmd("HDEL").arg(key).arg(removed).clone());
     }
@@ -376,7 +376,7 @@ pub(crate) async fn recheck_references<M: Model>(
 }
 
 /// The stored fields a write sets or removes, with their new text.
-pub(crate) fn changed_fields<'a>(
+fn changed_fields<'a>(
     set: &'a [(&'static str, Vec<u8>)],
     removed: &[&'static str],
 ) -> Vec<(&'static str, Option<&'a [u8]>)> {

@@ -58,6 +58,26 @@ pub use resp::{serve, ServerHandle};
 
 use store::Store;
 
+/// Whether Redis 7.0.15 may change data when it runs `argv` (the command
+/// name first): its command table flags it `write`, or it runs a script or
+/// a function (EVAL, EVALSHA, FCALL, not their `_RO` forms), or it is the
+/// EXEC of a transaction. Clients use it to tell writes from reads, for
+/// instance to follow only writes with WAIT.
+///
+/// ```
+/// use redmodel_memory::may_write;
+/// assert!(may_write(&[b"HSET", b"k", b"f", b"v"]));
+/// assert!(may_write(&[b"evalsha", b"0123", b"1", b"k"]));
+/// assert!(!may_write(&[b"HGETALL", b"k"]));
+/// assert!(!may_write(&[b"EVAL_RO", b"return 1", b"0"]));
+/// ```
+pub fn may_write(argv: &[&[u8]]) -> bool {
+    let Some(meta) = command::meta::of_line(argv) else {
+        return false;
+    };
+    meta.has_flag("write") || matches!(meta.name, "eval" | "evalsha" | "fcall" | "exec")
+}
+
 /// The in-memory Redis engine. Cheap to clone: clones share the data.
 #[derive(Clone)]
 pub struct Engine {

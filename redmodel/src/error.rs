@@ -241,6 +241,20 @@ pub enum Error {
         /// What it must fit in.
         reason: String,
     },
+    /// A write done on the master, but acknowledged by fewer replicas than
+    /// [`Db::with_replica_acks`](crate::Db::with_replica_acks) asked for
+    /// within its timeout. The write is not undone: a failover before the
+    /// replicas catch up may lose it. Not transient: running the write
+    /// again would apply it twice.
+    #[error(
+        "the write is done on the master, but {acked} of {wanted} replicas acknowledged it in time"
+    )]
+    NotReplicated {
+        /// How many replicas acknowledged the write.
+        acked: u32,
+        /// How many were asked for.
+        wanted: u32,
+    },
 }
 
 /// How a [`Error::Conflict`] names what changed.
@@ -289,6 +303,9 @@ impl From<redis::RedisError> for Error {
         }
         if is_tls_failure(&err) {
             return Error::Tls { source: err };
+        }
+        if let Some((acked, wanted)) = crate::db::not_replicated(&err) {
+            return Error::NotReplicated { acked, wanted };
         }
         if let Some(detail) = no_permission_detail(&err) {
             return Error::NoPermission { detail };

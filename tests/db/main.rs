@@ -3,6 +3,7 @@
 //! optimistic transactions, faults (a redis-server killed and restarted)
 //! and TLS/ACL against private servers.
 
+mod acks;
 mod backends;
 mod cluster;
 mod faults;

@@ -214,7 +214,7 @@ async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel:
     };
     let (from_id, to_id) = (id_of(&from), id_of(&to));
 
-    let writers = Writers::start(&db, 400);
+    let writers = Writers::start(&db, 400, 0);
 
     let reshard = tokio::task::spawn_blocking(move || {
         std::process::Command::new("redis-cli")
@@ -301,33 +301,44 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
     let seeds: Vec<&str> = urls[..3].iter().map(String::as_str).collect();
     let db = Arc::new(Db::connect_cluster(&seeds).await?);
 
-    let writers = Writers::start(&db, u32::MAX);
+    let writers = Writers::start(&db, u32::MAX, 0);
+    // Beside them, writers whose every write waits for its replica
+    // (WAIT 1): none of theirs that returned Ok may be lost.
+    let replicated = Writers::start(
+        &Arc::new(db.with_replica_acks(1, Duration::from_secs(1))),
+        u32::MAX,
+        4,
+    );
     tokio::time::sleep(Duration::from_millis(700)).await;
     cluster.nodes()[0].kill();
     writers.mark();
+    replicated.mark();
     // The failover takes a few seconds (cluster-node-timeout 2000), then
     // traffic goes on against the promoted replica.
     tokio::time::sleep(Duration::from_secs(7)).await;
     let (acked, refused) = writers.stop().await?;
+    let (acked_replicated, refused_replicated) = replicated.stop().await?;
     let after_kill = acked.iter().filter(|(_, after)| *after).count();
     let acked: Vec<u32> = acked.into_iter().map(|(id, _)| id).collect();
-    let mut lost = 0;
-    for &id in &acked {
-        match Racer::at(id).load(&db).await? {
-            Some(stored) if stored.points == i64::from(id) => {
-                let member = format!("racer:{id}");
-                assert_eq!(zscore(&db, &member).await, Some(f64::from(id)), "{member}");
-            }
-            // Acknowledged by the dead master, not replicated in time:
-            // gone, or there without its increment.
-            _ => lost += 1,
-        }
-    }
+    let lost = lost_of(&db, &acked).await?;
+    let acked_replicated: Vec<u32> = acked_replicated.into_iter().map(|(id, _)| id).collect();
+    let lost_replicated = lost_of(&db, &acked_replicated).await?;
     println!(
         "a master killed under traffic: {} writes acknowledged ({after_kill} after the kill), {lost} \
          of them lost with the master (asynchronous replication), {refused} refused as transient \
-         during the failover",
-        acked.len()
+         during the failover; with WAIT 1: {} acknowledged, {lost_replicated} lost, \
+         {refused_replicated} refused (transient or not replicated in time)",
+        acked.len(),
+        acked_replicated.len()
+    );
+    assert_eq!(
+        lost_replicated, 0,
+        "a write acknowledged by its replica was lost"
+    );
+    assert!(
+        acked_replicated.len() > 50,
+        "{} replicated writes",
+        acked_replicated.len()
     );
     assert!(
         acked.len() > 100,
@@ -354,13 +365,33 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
     Ok(())
 }
 
+/// How many of the racers `acked` are gone, or there without their
+/// increment or its score: acknowledged by a master that died before
+/// replicating them.
+async fn lost_of(db: &Db, acked: &[u32]) -> redmodel::Result<usize> {
+    let mut lost = 0;
+    for &id in acked {
+        match Racer::at(id).load(db).await? {
+            Some(stored) if stored.points == i64::from(id) => {
+                let member = format!("racer:{id}");
+                assert_eq!(zscore(db, &member).await, Some(f64::from(id)), "{member}");
+            }
+            _ => lost += 1,
+        }
+    }
+    Ok(lost)
+}
+
 /// What the writers did: each acknowledged write (its id, and whether it
 /// came after [`Writers::mark`]), and how many were refused as transient.
 type Acknowledged = (Vec<(u32, bool)>, u32);
 
 /// Four tasks writing racers (an insert with a tag, then an indexed
 /// increment), each at most `max` times, until stopped: the live traffic
-/// of the reshard and failover tests.
+/// of the reshard and failover tests. Task `w` writes the ids from
+/// `(first + w) * 100_000` on. A write refused as transient, or done
+/// but not replicated in time ([`Db::with_replica_acks`]), is counted as
+/// refused, not acknowledged.
 struct Writers {
     stop: Arc<std::sync::atomic::AtomicBool>,
     marked: Arc<std::sync::atomic::AtomicBool>,
@@ -368,7 +399,7 @@ struct Writers {
 }
 
 impl Writers {
-    fn start(db: &Arc<Db>, max: u32) -> Writers {
+    fn start(db: &Arc<Db>, max: u32, first: u32) -> Writers {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let marked = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let tasks = (0..4u32)
@@ -380,7 +411,7 @@ impl Writers {
                         if stop.load(std::sync::atomic::Ordering::Relaxed) {
                             break;
                         }
-                        let id = w * 100_000 + n;
+                        let id = (first + w) * 100_000 + n;
                         let tag = format!("t{}", id % 3);
                         let written = async {
                             racer(id, &format!("r{id}"), 0, &[&tag]).insert(&db).await?;
@@ -391,7 +422,10 @@ impl Writers {
                             Ok(_) => {
                                 acked.push((id, marked.load(std::sync::atomic::Ordering::Relaxed)))
                             }
-                            Err(e) if e.is_transient() => {
+                            Err(e)
+                                if e.is_transient()
+                                    || matches!(e, redmodel::Error::NotReplicated { .. }) =>
+                            {
                                 refused += 1;
                                 tokio::time::sleep(Duration::from_millis(20)).await;
                             }

@@ -49,7 +49,26 @@ pub(super) const COMMANDS: &[Spec] = &[
         arity: 1,
         handler: lastsave,
     },
+    Spec {
+        name: "wait",
+        arity: 3,
+        handler: wait,
+    },
 ];
+
+/// WAIT numreplicas timeout: how many replicas acknowledged this client's
+/// writes. The engine has no replicas, so 0, once the arguments parse as
+/// Redis parses them. (Redis, asked for more than it has, blocks until the
+/// timeout first; the engine answers at once.)
+fn wait(_ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    crate::args::int_arg(args[1])?;
+    let timeout = crate::args::parse_i64(args[2])
+        .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(CmdError::err("timeout is negative"));
+    }
+    Ok(reply::int(0))
+}
 
 // ---------------------------------------------------------------------------
 // CONFIG

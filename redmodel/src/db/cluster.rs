@@ -205,7 +205,7 @@ impl Backend for ClusterBackend {
             loop {
                 let mut conn = self.conn();
                 let result = match conn.req_packed_commands(pipeline, offset, count).await {
-                    Err(err) if crossed_slots(&err) && !pipeline.is_transaction() => {
+                    Err(err) if crossed_slots(&err) && !holds_a_transaction(pipeline) => {
                         // Refused before anything was sent: send the
                         // commands on their own, each routed by its key.
                         self.send_apart(pipeline).await
@@ -258,6 +258,16 @@ impl Backend for ClusterBackend {
     fn scan<'a>(&'a self, pattern: &'a str, count: u64) -> BoxFuture<'a, Result<Vec<Vec<u8>>>> {
         Box::pin(scan_masters(self.conn(), pattern, count))
     }
+}
+
+/// Whether `pipeline` is a transaction, atomic or spelled out (MULTI ...
+/// EXEC as commands, as a `Db` with replica acks sends one): never to be
+/// split into commands routed apart.
+fn holds_a_transaction(pipeline: &Pipeline) -> bool {
+    pipeline.is_transaction()
+        || pipeline.cmd_iter().any(|cmd| {
+            matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name)) if name.eq_ignore_ascii_case(b"MULTI"))
+        })
 }
 
 /// Where a cluster-wide SCAN cursor keeps the index of the master it is

@@ -45,6 +45,12 @@ impl ConnState {
         }
     }
 
+    /// Whether a MULTI sent on its own is still open: the commands sent
+    /// now are only queued.
+    pub(crate) fn in_multi(&self) -> bool {
+        self.in_multi
+    }
+
     /// The command that brings the connection back to a clean state, if it
     /// needs one: DISCARD (which also drops the WATCHes) or UNWATCH.
     pub(crate) fn clean_up(&self) -> Option<Cmd> {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 
+use super::acks::Acks;
 use super::backend::Link;
 use super::conn_state::ConnState;
 use super::counters::Counters;
@@ -22,6 +23,8 @@ pub struct DedicatedConnection {
     /// A cluster connection: it routes by key, so MULTI / EXEC / DISCARD
     /// sent on their own are refused.
     cluster: bool,
+    /// The replica acknowledgements writes wait for ([`Db::with_replica_acks`](crate::Db::with_replica_acks)).
+    acks: Option<Acks>,
 }
 
 impl std::fmt::Debug for DedicatedConnection {
@@ -32,12 +35,18 @@ impl std::fmt::Debug for DedicatedConnection {
 }
 
 impl DedicatedConnection {
-    pub(super) fn new(link: Box<dyn Link>, counters: Arc<Counters>, cluster: bool) -> Self {
+    pub(super) fn new(
+        link: Box<dyn Link>,
+        counters: Arc<Counters>,
+        cluster: bool,
+        acks: Option<Acks>,
+    ) -> Self {
         DedicatedConnection {
             link,
             counters,
             state: ConnState::default(),
             cluster,
+            acks,
         }
     }
 
@@ -77,9 +86,25 @@ impl ConnectionLike for DedicatedConnection {
                     .to_string(),
             )))));
         }
-        self.counters.command();
         self.state.sending(cmd);
-        self.link.req_packed_command(cmd)
+        // A command queued inside MULTI writes nothing yet: its EXEC does,
+        // and WAIT follows that.
+        match self
+            .acks
+            .filter(|_| !self.state.in_multi() && Acks::wanted_for(cmd))
+        {
+            None => {
+                self.counters.command();
+                self.link.req_packed_command(cmd)
+            }
+            Some(acks) => Box::pin(async move {
+                let wrapped = acks.wrap(cmd);
+                self.counters.pipeline(&wrapped);
+                let replies = self.link.req_packed_commands(&wrapped, 0, 2).await?;
+                let mut asked = acks.unwrap(replies, 0, 1)?;
+                Ok(asked.pop().unwrap_or(Value::Nil))
+            }),
+        }
     }
 
     fn req_packed_commands<'a>(
@@ -88,9 +113,26 @@ impl ConnectionLike for DedicatedConnection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        self.counters.pipeline(pipeline);
         self.state.sending_pipeline(pipeline);
-        self.link.req_packed_commands(pipeline, offset, count)
+        // As for a command: not while a MULTI stays open after it.
+        match self
+            .acks
+            .filter(|_| !self.state.in_multi() && Acks::wanted_for_pipeline(pipeline))
+        {
+            None => {
+                self.counters.pipeline(pipeline);
+                self.link.req_packed_commands(pipeline, offset, count)
+            }
+            Some(acks) => Box::pin(async move {
+                let wrapped = acks.wrap_pipeline(pipeline);
+                self.counters.pipeline(&wrapped);
+                let replies = self
+                    .link
+                    .req_packed_commands(&wrapped, 0, wrapped.len())
+                    .await?;
+                acks.unwrap(replies, offset, count)
+            }),
+        }
     }
 
     fn get_db(&self) -> i64 {

@@ -8,6 +8,8 @@
 //! - [`dedicated`]: exclusive connections (what WATCH needs), taken from
 //!   the backend's pool and counted like every other round trip.
 
+mod acks;
+pub(crate) use acks::not_replicated;
 mod backend;
 mod cluster;
 pub(crate) use cluster::is_redirection;
@@ -22,6 +24,7 @@ mod server;
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
@@ -31,6 +34,7 @@ use crate::layout::KeyLayout;
 use crate::memory::Engine;
 use crate::sync_hook::{SyncEvent, SyncHooks};
 
+use acks::Acks;
 use backend::Backend;
 use counters::Counters;
 pub use dedicated::DedicatedConnection;
@@ -66,6 +70,9 @@ pub struct Db {
     shared: Arc<Shared>,
     /// How this handle lays out model keys.
     layout: KeyLayout,
+    /// The replica acknowledgements its writes wait for, if any
+    /// ([`Db::with_replica_acks`]).
+    acks: Option<Acks>,
 }
 
 /// State shared by a `Db` and its clones.
@@ -165,6 +172,7 @@ impl Db {
                 counters: Arc::default(),
             }),
             layout,
+            acks: None,
         }
     }
 
@@ -197,6 +205,53 @@ impl Db {
             } else {
                 layout
             },
+            acks: self.acks,
+        }
+    }
+
+    /// A handle on the same database (clones share everything else) whose
+    /// every request that may write (a model write, a transaction's EXEC, a
+    /// script, a write command sent through it or through its dedicated
+    /// connections) is followed by Redis's `WAIT replicas timeout`, in the
+    /// same round trip and on the same connection: it returns once
+    /// `replicas` replicas hold the write, or fails with
+    /// [`Error::NotReplicated`](crate::Error::NotReplicated) after
+    /// `timeout` (a zero timeout waits as long as it takes, as WAIT 0 does).
+    ///
+    /// Redis replicates asynchronously: without this, a write the master
+    /// acknowledged just before a failover can be lost. With it, a write
+    /// that returned `Ok` is on `replicas` replicas too, and a failover
+    /// (which promotes a replica) loses it only if every one of them is
+    /// lost as well. A `NotReplicated` write is done on the master, only
+    /// its copies are missing: do not blindly run it again (an increment
+    /// would count twice). Reads are sent as before.
+    ///
+    /// The price is the replication delay on every write (well under a
+    /// millisecond on a local network) and, on the shared connection, the
+    /// wait holds up the requests queued behind it. On a server without
+    /// replicas (the memory engine has none) a count above zero fails
+    /// every write after `timeout`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// use std::time::Duration;
+    /// let db = redmodel::Db::memory();
+    /// // Zero replicas: nothing to wait for (the engine has none).
+    /// let acked = db.with_replica_acks(0, Duration::from_millis(100));
+    /// acked.query::<()>(redis::cmd("SET").arg("k").arg(1)).await?;
+    /// let one = db.with_replica_acks(1, Duration::from_millis(20));
+    /// let err = one.query::<()>(redis::cmd("SET").arg("k").arg(2)).await.unwrap_err();
+    /// assert!(matches!(err, redmodel::Error::NotReplicated { acked: 0, wanted: 1 }));
+    /// // The write itself was done.
+    /// assert_eq!(db.query::<i64>(redis::cmd("GET").arg("k")).await?, 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_replica_acks(&self, replicas: u32, timeout: Duration) -> Db {
+        Db {
+            shared: Arc::clone(&self.shared),
+            layout: self.layout,
+            acks: Some(Acks { replicas, timeout }),
         }
     }
 
@@ -362,6 +417,7 @@ impl Db {
             link,
             Arc::clone(&self.shared.counters),
             false,
+            self.acks,
         ))
     }
 
@@ -373,14 +429,26 @@ impl Db {
             link,
             Arc::clone(&self.shared.counters),
             self.is_cluster(),
+            self.acks,
         ))
     }
 }
 
 impl ConnectionLike for Db {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        self.shared.counters.command();
-        self.shared.backend.send(cmd)
+        match self.acks.filter(|_| Acks::wanted_for(cmd)) {
+            None => {
+                self.shared.counters.command();
+                self.shared.backend.send(cmd)
+            }
+            Some(acks) => Box::pin(async move {
+                let wrapped = acks.wrap(cmd);
+                self.shared.counters.pipeline(&wrapped);
+                let replies = self.shared.backend.send_pipeline(&wrapped, 0, 2).await?;
+                let mut asked = acks.unwrap(replies, 0, 1)?;
+                Ok(asked.pop().unwrap_or(Value::Nil))
+            }),
+        }
     }
 
     fn req_packed_commands<'a>(
@@ -389,8 +457,22 @@ impl ConnectionLike for Db {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        self.shared.counters.pipeline(pipeline);
-        self.shared.backend.send_pipeline(pipeline, offset, count)
+        match self.acks.filter(|_| Acks::wanted_for_pipeline(pipeline)) {
+            None => {
+                self.shared.counters.pipeline(pipeline);
+                self.shared.backend.send_pipeline(pipeline, offset, count)
+            }
+            Some(acks) => Box::pin(async move {
+                let wrapped = acks.wrap_pipeline(pipeline);
+                self.shared.counters.pipeline(&wrapped);
+                let replies = self
+                    .shared
+                    .backend
+                    .send_pipeline(&wrapped, 0, wrapped.len())
+                    .await?;
+                acks.unwrap(replies, offset, count)
+            }),
+        }
     }
 
     fn get_db(&self) -> i64 {

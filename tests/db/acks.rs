@@ -1,0 +1,146 @@
+//! `Db::with_replica_acks`: every request that writes is followed by WAIT
+//! in the same round trip; too few acknowledgements are
+//! `Error::NotReplicated`, with the write done.
+
+use std::time::Duration;
+
+use redis::Value;
+use redmodel::{Db, Error};
+use redmodel_suite::{backend_tests, redis_server_available, RedisServer};
+
+backend_tests! {
+    /// Asking for no replica changes nothing a caller sees: the same
+    /// replies, one round trip per request; a write carries one command
+    /// more (its WAIT), a read none.
+    async fn zero_replica_acks_keep_replies_and_round_trips(ctx) {
+        let db = ctx.db.with_replica_acks(0, Duration::from_millis(500));
+        let (a, b) = (ctx.key("{acks}:a"), ctx.key("{acks}:b"));
+
+        let (trips, sent) = (db.round_trips(), db.commands_sent());
+        db.query::<()>(redis::cmd("SET").arg(&a).arg(41)).await?;
+        assert_eq!((db.round_trips() - trips, db.commands_sent() - sent), (1, 2));
+
+        let (trips, sent) = (db.round_trips(), db.commands_sent());
+        let got: i64 = db.query(redis::cmd("GET").arg(&a)).await?;
+        assert_eq!(got, 41);
+        assert_eq!((db.round_trips() - trips, db.commands_sent() - sent), (1, 1));
+
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("INCR").arg(&a).cmd("INCRBY").arg(&b).arg(5).cmd("GET").arg(&a);
+        let (trips, sent) = (db.round_trips(), db.commands_sent());
+        let got: (i64, i64, i64) = db.query_pipeline(&pipe).await?;
+        assert_eq!(got, (42, 5, 42));
+        assert_eq!((db.round_trips() - trips, db.commands_sent() - sent), (1, 6));
+
+        let mut plain = redis::pipe();
+        plain.cmd("INCR").arg(&a).cmd("GET").arg(&b);
+        let got: (i64, i64) = db.query_pipeline(&plain).await?;
+        assert_eq!(got, (43, 5));
+
+        // A refused command is refused as without WAIT.
+        let err = db.query::<()>(redis::cmd("LPUSH").arg(&a).arg(1)).await.unwrap_err();
+        assert!(matches!(err, Error::WrongType { .. }), "{err:?}");
+
+        // A transaction on a dedicated connection: its EXEC waits.
+        db.raw_transaction(&[a.as_str()], 4, |tx| {
+            let a = a.clone();
+            async move {
+                let n: i64 = tx.query(redis::cmd("GET").arg(&a)).await?;
+                let mut pipe = redis::pipe();
+                pipe.cmd("SET").arg(&a).arg(n * 2).ignore();
+                Ok((pipe, ()))
+            }
+        })
+        .await?;
+        let got: i64 = ctx.db.query(redis::cmd("GET").arg(&a)).await?;
+        assert_eq!(got, 86);
+        Ok::<(), Error>(())
+    }
+
+    /// More replicas than there are (none here: the engine has none, the
+    /// test servers and cluster masters have none): the write is done and
+    /// the caller is told how many acknowledged it.
+    async fn too_few_replicas_is_not_replicated_with_the_write_done(ctx) {
+        let db = ctx.db.with_replica_acks(1, Duration::from_millis(30));
+        let k = ctx.key("{acks}:k");
+        let err = db.query::<()>(redis::cmd("SET").arg(&k).arg("v")).await.unwrap_err();
+        assert!(matches!(err, Error::NotReplicated { acked: 0, wanted: 1 }), "{err:?}");
+        assert!(!err.is_transient());
+        let got: Option<String> = ctx.db.query(redis::cmd("GET").arg(&k)).await?;
+        assert_eq!(got.as_deref(), Some("v"));
+
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("APPEND").arg(&k).arg("w");
+        let err = db.query_pipeline::<Value>(&pipe).await.unwrap_err();
+        assert!(matches!(err, Error::NotReplicated { .. }), "{err:?}");
+        let got: Option<String> = ctx.db.query(redis::cmd("GET").arg(&k)).await?;
+        assert_eq!(got.as_deref(), Some("vw"));
+
+        // Reads are not held up.
+        let got: Option<String> = db.query(redis::cmd("GET").arg(&k)).await?;
+        assert_eq!(got.as_deref(), Some("vw"));
+        Ok::<(), Error>(())
+    }
+}
+
+/// On a master with one replica, a write that returned `Ok` is already on
+/// the replica (read there right after, every time); with the replica gone
+/// the same writes fail with `NotReplicated` after the timeout, done on
+/// the master. Without the WAIT the second half cannot fail, and the
+/// first can (replication is asynchronous).
+#[tokio::test]
+async fn an_acknowledged_write_is_on_the_replica() -> Result<(), Error> {
+    if !redis_server_available("an_acknowledged_write_is_on_the_replica") {
+        return Ok(());
+    }
+    let master = RedisServer::start().expect("a master");
+    let replica = RedisServer::builder()
+        .config(format!("replicaof 127.0.0.1 {}", master.port()))
+        .start()
+        .expect("a replica");
+    let mut on_replica = replica.client().get_multiplexed_async_connection().await?;
+    let db = Db::connect(&master.url()).await?;
+    // The replica's first sync: WAIT 1 succeeds once it is online.
+    for _ in 0..100 {
+        let acked: i64 = db.query(redis::cmd("WAIT").arg(1).arg(100)).await?;
+        if acked == 1 {
+            break;
+        }
+    }
+    let acked_db = db.with_replica_acks(1, Duration::from_secs(2));
+    for i in 0..200 {
+        let key = format!("acks:{i}");
+        acked_db
+            .query::<()>(redis::cmd("SET").arg(&key).arg(i))
+            .await?;
+        let seen: Option<i64> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut on_replica)
+            .await?;
+        assert_eq!(seen, Some(i), "{key} acknowledged but not on the replica");
+    }
+
+    redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query_async::<()>(&mut on_replica)
+        .await?;
+    let lonely = db.with_replica_acks(1, Duration::from_millis(100));
+    let err = lonely
+        .query::<()>(redis::cmd("SET").arg("acks:alone").arg(1))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotReplicated {
+                acked: 0,
+                wanted: 1
+            }
+        ),
+        "{err:?}"
+    );
+    let on_master: Option<i64> = db.query(redis::cmd("GET").arg("acks:alone")).await?;
+    assert_eq!(on_master, Some(1));
+    Ok(())
+}

@@ -217,6 +217,22 @@ async fn a_user_without_scripting_gets_the_same_results() -> Result<(), Error> {
     let err = score.incr(&db, AclScore::POINTS, 1).await.unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err:?}");
 
+    // The refusal is remembered: the writes that follow try no script
+    // (the ACL log counts every refused EVALSHA).
+    let refused_before = refused_scripts(&admin).await?;
+    assert!(refused_before > 0, "the first write tried a script");
+    let other = AclScore {
+        id: 2,
+        points: 0,
+        seen: None,
+    }
+    .insert(&db)
+    .await?;
+    for n in 1..=5 {
+        assert_eq!(other.incr(&db, AclScore::POINTS, 1).await?, n);
+    }
+    assert_eq!(refused_scripts(&admin).await?, refused_before);
+
     // Unique and tag writes: the same decisions under WATCH.
     AclName {
         id: 1,
@@ -266,4 +282,21 @@ async fn a_user_without_scripting_gets_the_same_results() -> Result<(), Error> {
     guard.release().await?;
     assert!(db.lock("job", ttl).await?.is_some(), "released");
     Ok(())
+}
+
+/// How many times the ACL refused EVALSHA (ACL LOG, whose entries for
+/// the same refusal add up in their `count`).
+async fn refused_scripts(admin: &Db) -> Result<i64, Error> {
+    let entries: Vec<std::collections::HashMap<String, redis::Value>> =
+        admin.query(redis::cmd("ACL").arg("LOG")).await?;
+    Ok(entries
+        .iter()
+        .filter(|e| {
+            matches!(e.get("object"), Some(redis::Value::BulkString(o)) if o.as_slice() == b"evalsha")
+        })
+        .map(|e| match e.get("count") {
+            Some(redis::Value::Int(n)) => *n,
+            _ => 0,
+        })
+        .sum())
 }

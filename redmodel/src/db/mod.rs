@@ -81,6 +81,8 @@ struct Shared {
     sync_hooks: SyncHooks,
     /// Requests of the Db, its clones and every connection they lent.
     counters: Arc<Counters>,
+    /// Whether the server refused a script lately ([`crate::script`]).
+    scripts: crate::script::Refusals,
 }
 
 impl std::fmt::Debug for Db {
@@ -169,6 +171,7 @@ impl Db {
             shared: Arc::new(Shared {
                 backend: Box::new(backend),
                 sync_hooks: Default::default(),
+                scripts: Default::default(),
                 counters: Arc::default(),
             }),
             layout,
@@ -326,6 +329,11 @@ impl Db {
     /// Seed name: `syncDB`.
     pub fn on_sync(&self, hook: impl Fn(&SyncEvent) + Send + Sync + 'static) {
         self.shared.sync_hooks.register(Arc::new(hook));
+    }
+
+    /// Whether scripts were refused lately, shared by the clones.
+    pub(crate) fn script_refusals(&self) -> &crate::script::Refusals {
+        &self.shared.scripts
     }
 
     /// Calls the sync hooks (from the model layer's writes).

@@ -286,9 +286,7 @@ fn find_bit(s: &[u8], first: u64, last: u64, bit: bool) -> Option<u64> {
         (b != 0).then(|| base + i as u64 * 8 + u64::from(b.leading_zeros()))
     };
     // The edges by themselves, the middle a word at a time.
-    let Some(&lead) = bytes.first() else {
-        return None;
-    };
+    let &lead = bytes.first()?;
     if let Some(pos) = at(0, lead) {
         return Some(pos);
     }
@@ -418,7 +416,6 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         })
         .collect();
     let result = combine(op, &sources);
-    drop(values);
     let len = result.len();
     if len > 0 {
         ctx.set(dest, Value::Str(result), false);
@@ -444,7 +441,7 @@ fn combine(op: BitOp, sources: &[&[u8]]) -> Vec<u8> {
         return out;
     }
     for src in rest {
-        let (covered, past) = out.split_at_mut(src.len());
+        let (covered, past) = out.split_at_mut(src.len().min(len));
         for (o, s) in covered.iter_mut().zip(src.iter()) {
             match op {
                 BitOp::And => *o &= s,

@@ -203,7 +203,11 @@ fn apply(s: &mut [u8], op: &Op) -> (redis::Value, Option<bool>) {
             Some(Some(limit)) => limit,
             Some(None) => return (reply::nil(), None),
         };
-        let shown = if matches!(op.action, Action::Set(_)) { old } else { new };
+        let shown = if matches!(op.action, Action::Set(_)) {
+            old
+        } else {
+            new
+        };
         (old as u64, new as u64, shown)
     } else {
         let (value, incr) = match op.action {
@@ -216,7 +220,11 @@ fn apply(s: &mut [u8], op: &Op) -> (redis::Value, Option<bool>) {
             Some(Some(limit)) => limit,
             Some(None) => return (reply::nil(), None),
         };
-        let shown = if matches!(op.action, Action::Set(_)) { raw } else { new };
+        let shown = if matches!(op.action, Action::Set(_)) {
+            raw
+        } else {
+            new
+        };
         (raw, new, shown as i64)
     };
     write_bits(s, op.offset, bits, new);

@@ -14,7 +14,7 @@
 //! OVERFLOW SAT stores 255.
 
 use super::{bit_offset, edit_bits, max_len};
-use crate::args::{int_arg, is};
+use crate::args::{int_arg, is, parse_i64};
 use crate::command::{CmdResult, Ctx};
 use crate::error::CmdError;
 use crate::reply;
@@ -64,7 +64,7 @@ impl Field {
         };
         let width = width.split(|&b| b == 0).next().unwrap_or(&[]);
         let max = if signed { 64 } else { 63 };
-        let bits = crate::args::parse_i64(width)
+        let bits = parse_i64(width)
             .filter(|b| (1..=max).contains(b))
             .ok_or_else(error)?;
         Ok(Field {

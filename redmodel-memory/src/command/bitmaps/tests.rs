@@ -1,4 +1,7 @@
-//! Every expected reply below was observed on redis-server 7.0.15.
+//! The expected replies below were observed on redis-server 7.0.15, but
+//! for a string beyond the machine's memory (where Redis would die) and the
+//! last two tests, which check the scans and the overflow rules against
+//! plain models.
 
 use rand::{Rng, SeedableRng};
 use redis::Value;
@@ -92,6 +95,22 @@ fn offsets_obey_proto_max_bulk_len() {
         ints(&[i64::MIN])
     );
     assert_eq!(run(&mut c, "STRLEN k"), int(1_048_584));
+}
+
+/// With the limit configured beyond any memory, a bit far out is refused
+/// with an error rather than aborting the process, and no key is left.
+#[test]
+fn a_string_beyond_memory_is_refused() {
+    let mut c = conn();
+    run(&mut c, "CONFIG SET proto-max-bulk-len 9223372036854775807");
+    let oom = err("ERR out of memory growing the string");
+    assert_eq!(run(&mut c, "SETBIT k 9223372036854775807 1"), oom);
+    assert_eq!(run(&mut c, "BITFIELD k SET i64 #144115188075855871 1"), oom);
+    assert_eq!(run(&mut c, "EXISTS k"), int(0));
+    assert_eq!(run(&mut c, "GETBIT k 9223372036854775807"), int(0));
+    run(&mut c, "SET k x");
+    assert_eq!(run(&mut c, "SETBIT k 9223372036854775807 1"), oom);
+    assert_eq!(run(&mut c, "GET k"), bulk("x"));
 }
 
 #[test]

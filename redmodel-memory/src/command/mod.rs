@@ -16,6 +16,7 @@ use super::reply;
 use super::store::Store;
 use super::value::{Kind, Value};
 
+mod bitmaps;
 mod cluster;
 mod connection;
 mod databases;
@@ -75,6 +76,7 @@ pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
 
 static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| {
     [
+        bitmaps::COMMANDS,
         cluster::COMMANDS,
         expiry::COMMANDS,
         hashes::COMMANDS,

@@ -133,7 +133,7 @@ pub(super) const COMMANDS: &[Spec] = &[
 
 /// Redis's `checkStringLength`: refuses a string that would grow past
 /// `max`, the configured `proto-max-bulk-len` (512MB by default).
-fn check_string_length(size: u64, append: u64, max: u64) -> Result<(), CmdError> {
+pub(super) fn check_string_length(size: u64, append: u64, max: u64) -> Result<(), CmdError> {
     match size.checked_add(append) {
         Some(total) if total <= max => Ok(()),
         _ => Err(CmdError::err(

@@ -63,6 +63,8 @@ pub(crate) struct Keyspace {
     /// Keys deleted because their time had passed (INFO's `expired_keys`),
     /// since the start or CONFIG RESETSTAT.
     pub(crate) expired_count: u64,
+    /// Changes recorded by [`Self::modified`] ([`Self::changes`]).
+    dirty: u64,
 }
 
 impl Keyspace {
@@ -532,6 +534,7 @@ impl Keyspace {
     /// ENCODING: an aggregate that now outgrows the thresholds has been
     /// converted for good, as Redis converts it when it grows.
     pub(crate) fn modified(&mut self, key: &[u8]) {
+        self.dirty += 1;
         if let Some(e) = self.entries.get_mut(key) {
             if e.history == History::Fresh && outgrows(&e.value, &self.limits) {
                 e.history = History::Converted;
@@ -543,6 +546,13 @@ impl Keyspace {
         if let Some(w) = self.watched.get_mut(key) {
             w.epoch += 1;
         }
+    }
+
+    /// How many changes this database has seen (INFO's
+    /// `rdb_changes_since_last_save`, summed over the databases: the engine
+    /// never saves).
+    pub(crate) fn changes(&self) -> u64 {
+        self.dirty
     }
 
     /// Starts watching `key`; returns its current epoch.

@@ -24,6 +24,15 @@
 //! | get_many_100 | `Student::load_many` of 100: MULTI of 100 HGETALLs | pipeline of 100 HMGETs, parsed |
 //! | relation_load_100 | `rel.load` of a 100-student relation: LRANGE, then the MULTI above | LRANGE, then pipelined HMGETs |
 //! | link | many-to-many `link`: one script checking both objects exist, then LREM + RPUSH on both lists | MULTI LREM + RPUSH on both lists (no existence check) |
+//! | indexed_insert | `player.insert` of a new `Player` (unique name, sorted score, tags): the checked script | one hand-written script: refuse a taken name, HSET, claim the name, ZADD, SADD |
+//! | unique_change | `set(NAME, fresh)`: claim the new name, release the old | one script: HGET the old name, refuse a taken one, move the entry, HSET |
+//! | sorted_incr | `incr(SCORE, 1)`: the field and its score together | one script: HINCRBY, ZADD |
+//! | tag_change | `set(TAGS, [..])`: move the player between tag sets | one script: HGET the old tags, SREM / SADD, HSET |
+//!
+//! The hand-written side of the indexed operations is what a careful
+//! redis-rs user writes for the same guarantee (no two holders of a name,
+//! index entries equal to the fields, whatever runs concurrently): one Lua
+//! script each, loaded once, one round trip.
 //!
 //! For the batch operations one operation is one call (100 students).
 //! Every figure is the median of several timed runs in which the backends
@@ -107,6 +116,113 @@ struct ClassTeachers;
 #[derive(Relation)]
 #[redmodel(table = "student", owner = Class, member = Student)]
 struct ClassStudents;
+
+/// `player:7` = {name, score, tags}, with a unique name, a sorted score and
+/// tag sets: the indexed operations' model.
+#[derive(Admin)]
+struct Player {
+    #[redmodel(pk)]
+    id: u64,
+    #[redmodel(unique)]
+    name: String,
+    #[redmodel(sorted)]
+    score: i64,
+    #[redmodel(tags)]
+    tags: Vec<String>,
+}
+
+/// Players of the indexed operations' fixture, per side: the model's are
+/// `0..PLAYERS`, the raw side's `PLAYERS..2 * PLAYERS`.
+const PLAYERS: u64 = 1000;
+
+/// Player number `i`, as the fixture stores it.
+fn player(i: u64) -> Player {
+    Player {
+        id: i,
+        name: format!("p{i}"),
+        score: i64::try_from(i).unwrap_or(0),
+        tags: vec![format!("t{}", i % 5)],
+    }
+}
+
+/// A number no operation has used yet (fresh player ids and names): the
+/// timed loops restart their counters at every run.
+fn fresh() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(10 * PLAYERS);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The hand-written scripts of the indexed operations (see the module
+/// docs). KEYS and ARGV as each one says.
+mod scripts {
+    use std::sync::LazyLock;
+
+    /// KEYS: player, name entry, sorted set, tag set. ARGV: key, name,
+    /// score, tags JSON.
+    pub(super) static INSERT: LazyLock<redis::Script> = LazyLock::new(|| {
+        redis::Script::new(
+            r"
+            if redis.call('EXISTS', KEYS[2]) == 1 then
+              return redis.error_reply('UNIQUE name taken')
+            end
+            redis.call('HSET', KEYS[1], 'name', ARGV[2], 'score', ARGV[3], 'tags', ARGV[4])
+            redis.call('HINCRBY', KEYS[1], '_count', 1)
+            redis.call('RPUSH', KEYS[2], ARGV[1])
+            redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+            redis.call('SADD', KEYS[4], ARGV[1])
+            return 1",
+        )
+    });
+
+    /// KEYS: player, new name entry. ARGV: key, new name, the entry prefix.
+    pub(super) static RENAME: LazyLock<redis::Script> = LazyLock::new(|| {
+        redis::Script::new(
+            r"
+            if redis.call('EXISTS', KEYS[2]) == 1 then
+              return redis.error_reply('UNIQUE name taken')
+            end
+            local old = redis.call('HGET', KEYS[1], 'name')
+            if not old then return redis.error_reply('NOTFOUND no player') end
+            redis.call('DEL', ARGV[3] .. old)
+            redis.call('RPUSH', KEYS[2], ARGV[1])
+            redis.call('HSET', KEYS[1], 'name', ARGV[2])
+            redis.call('HINCRBY', KEYS[1], '_count', 1)
+            return 1",
+        )
+    });
+
+    /// KEYS: player, sorted set. ARGV: key.
+    pub(super) static INCR: LazyLock<redis::Script> = LazyLock::new(|| {
+        redis::Script::new(
+            r"
+            if redis.call('EXISTS', KEYS[1]) == 0 then
+              return redis.error_reply('NOTFOUND no player')
+            end
+            local score = redis.call('HINCRBY', KEYS[1], 'score', 1)
+            redis.call('ZADD', KEYS[2], score, ARGV[1])
+            return score",
+        )
+    });
+
+    /// KEYS: player. ARGV: key, new tags JSON, the tag set prefix, the new
+    /// tags.
+    pub(super) static RETAG: LazyLock<redis::Script> = LazyLock::new(|| {
+        redis::Script::new(
+            r"
+            local old = redis.call('HGET', KEYS[1], 'tags')
+            if not old then return redis.error_reply('NOTFOUND no player') end
+            for _, tag in ipairs(cjson.decode(old)) do
+              redis.call('SREM', ARGV[3] .. tag, ARGV[1])
+            end
+            for i = 4, #ARGV do
+              redis.call('SADD', ARGV[3] .. ARGV[i], ARGV[1])
+            end
+            redis.call('HSET', KEYS[1], 'tags', ARGV[2])
+            redis.call('HINCRBY', KEYS[1], '_count', 1)
+            return 1",
+        )
+    });
+}
 
 /// Student number `i`: `student:s{i}`, in one of ten classes.
 fn student(i: usize) -> Student {
@@ -240,6 +356,10 @@ enum Op {
     GetMany,
     LoadMembers,
     Link,
+    IndexedInsert,
+    UniqueChange,
+    SortedIncr,
+    TagChange,
 }
 
 #[derive(Clone, Copy)]
@@ -249,13 +369,17 @@ enum Side {
 }
 
 impl Op {
-    const ALL: [Op; 6] = [
+    const ALL: [Op; 10] = [
         Op::Insert,
         Op::Load,
         Op::Incr,
         Op::GetMany,
         Op::LoadMembers,
         Op::Link,
+        Op::IndexedInsert,
+        Op::UniqueChange,
+        Op::SortedIncr,
+        Op::TagChange,
     ];
 
     fn name(self) -> &'static str {
@@ -266,6 +390,10 @@ impl Op {
             Op::GetMany => "get_many_100",
             Op::LoadMembers => "relation_load_100",
             Op::Link => "link",
+            Op::IndexedInsert => "indexed_insert",
+            Op::UniqueChange => "unique_change",
+            Op::SortedIncr => "sorted_incr",
+            Op::TagChange => "tag_change",
         }
     }
 
@@ -293,6 +421,32 @@ impl Op {
                 let (teacher, class) = pair(k);
                 let rel = Teacher::at(teacher).relation::<TeacherClasses>();
                 rel.link(db, Class::at(class)).await?;
+            }
+            Op::IndexedInsert => {
+                let n = fresh();
+                Player {
+                    name: format!("n{n}"),
+                    ..player(n)
+                }
+                .insert(db)
+                .await?;
+            }
+            Op::UniqueChange => {
+                let id = k as u64 % PLAYERS;
+                Player::at(id)
+                    .set(db, Player::NAME, format!("n{}", fresh()))
+                    .await?;
+            }
+            Op::SortedIncr => {
+                Player::at(k as u64 % PLAYERS)
+                    .incr(db, Player::SCORE, 1)
+                    .await?;
+            }
+            Op::TagChange => {
+                let tags = vec![format!("t{}", k % 5), format!("u{}", k % 3)];
+                Player::at(k as u64 % PLAYERS)
+                    .set(db, Player::TAGS, tags)
+                    .await?;
             }
         }
         Ok(())
@@ -363,6 +517,55 @@ impl Op {
                     .arg(&teacher)
                     .ignore()
                     .query_async(conn)
+                    .await?;
+            }
+            Op::IndexedInsert => {
+                let n = fresh();
+                let (key, name) = (format!("player:{n}"), format!("n{n}"));
+                let tag = format!("t{}", n % 5);
+                let _: i64 = scripts::INSERT
+                    .key(&key)
+                    .key(format!("player:_unique:name:{name}"))
+                    .key("player:_sorted:score")
+                    .key(format!("player:_tag:tags:{tag}"))
+                    .arg(&key)
+                    .arg(&name)
+                    .arg(n)
+                    .arg(format!("[\"{tag}\"]"))
+                    .invoke_async(conn)
+                    .await?;
+            }
+            Op::UniqueChange => {
+                let key = format!("player:{}", PLAYERS + k as u64 % PLAYERS);
+                let name = format!("n{}", fresh());
+                let _: i64 = scripts::RENAME
+                    .key(&key)
+                    .key(format!("player:_unique:name:{name}"))
+                    .arg(&key)
+                    .arg(&name)
+                    .arg("player:_unique:name:")
+                    .invoke_async(conn)
+                    .await?;
+            }
+            Op::SortedIncr => {
+                let key = format!("player:{}", PLAYERS + k as u64 % PLAYERS);
+                let _: i64 = scripts::INCR
+                    .key(&key)
+                    .key("player:_sorted:score")
+                    .arg(&key)
+                    .invoke_async(conn)
+                    .await?;
+            }
+            Op::TagChange => {
+                let key = format!("player:{}", PLAYERS + k as u64 % PLAYERS);
+                let tags = [format!("t{}", k % 5), format!("u{}", k % 3)];
+                let _: i64 = scripts::RETAG
+                    .key(&key)
+                    .arg(&key)
+                    .arg(format!("[\"{}\",\"{}\"]", tags[0], tags[1]))
+                    .arg("player:_tag:tags:")
+                    .arg(&tags)
+                    .invoke_async(conn)
                     .await?;
             }
         }
@@ -631,6 +834,9 @@ async fn bench(options: Options, objects: usize) -> ExitCode {
                 relation()
                     .append(&t.db, students.iter().take(BATCH))
                     .await?;
+                for i in 0..2 * PLAYERS {
+                    player(i).insert(&t.db).await?;
+                }
                 BenchResult::Ok(())
             };
             if let Err(e) = ready.await {

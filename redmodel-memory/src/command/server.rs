@@ -492,7 +492,12 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
             ("async_loading", "0".into()),
             (
                 "rdb_changes_since_last_save",
-                store.dbs.iter().map(|ks| ks.changes()).sum::<u64>().to_string(),
+                store
+                    .dbs
+                    .iter()
+                    .map(|ks| ks.changes())
+                    .sum::<u64>()
+                    .to_string(),
             ),
             ("rdb_bgsave_in_progress", "0".into()),
             ("rdb_last_save_time", (store.started_ms / 1000).to_string()),

@@ -63,6 +63,9 @@ pub(crate) struct Keyspace {
     /// Keys deleted because their time had passed (INFO's `expired_keys`),
     /// since the start or CONFIG RESETSTAT.
     pub(crate) expired_count: u64,
+    /// The keyspace events raised here (`new`, `expired`), waiting for the
+    /// store to publish them; logged only if their class is enabled.
+    events: Vec<crate::notify::Logged>,
 }
 
 impl Keyspace {
@@ -135,6 +138,9 @@ impl Keyspace {
     pub(crate) fn expire_if_needed(&mut self, key: &[u8], now: i64) -> bool {
         match self.entries.get(key) {
             Some(entry) if Self::is_expired(entry, now) => {
+                if let Some((key, _)) = self.entries.get_key_value(key) {
+                    self.log_event(crate::notify::class::EXPIRED, "expired", key.clone());
+                }
                 self.remove(key);
                 self.expired_count += 1;
                 true
@@ -156,6 +162,18 @@ impl Keyspace {
     pub(crate) fn entry_untouched(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
         self.expire_if_needed(key, now);
         self.entries.get(key)
+    }
+
+    /// Logs a keyspace event raised here, if its class is enabled.
+    fn log_event(&mut self, class: u32, event: &'static str, key: Key) {
+        if crate::notify::enabled(self.limits.notify, class) {
+            self.events.push((event, key));
+        }
+    }
+
+    /// The logged events, oldest first (see `Store::flush_notifications`).
+    pub(crate) fn take_events(&mut self) -> Vec<crate::notify::Logged> {
+        std::mem::take(&mut self.events)
     }
 
     /// The configured limits this keyspace obeys.
@@ -240,6 +258,7 @@ impl Keyspace {
     }
 
     fn insert_new(&mut self, key: Key, value: Value, expire_at: Option<i64>, history: History) {
+        self.log_event(crate::notify::class::NEW, "new", key.clone());
         let slot = match self.free.pop() {
             Some(hole) => hole,
             None => {

@@ -38,6 +38,8 @@ mod expire_cycle;
 mod float;
 mod glob;
 mod keyspace;
+mod notify;
+mod pubsub;
 mod reply;
 #[cfg(feature = "server")]
 mod resp;
@@ -53,6 +55,7 @@ use parking_lot::Mutex;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
+pub use pubsub::{Message, PubSub};
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};
 

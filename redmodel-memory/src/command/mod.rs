@@ -26,6 +26,7 @@ mod lcs;
 mod lists;
 pub(crate) mod meta;
 mod object;
+mod pubsub;
 mod scripting;
 mod server;
 mod sets;
@@ -84,6 +85,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         databases::COMMANDS,
         lcs::COMMANDS,
         object::COMMANDS,
+        pubsub::COMMANDS,
         scripting::COMMANDS,
         server::COMMANDS,
         sets::COMMANDS,
@@ -337,5 +339,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Runs the command of `spec`, its arguments checked.
 pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &Spec, args: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed += 1;
-    (spec.handler)(ctx, args)
+    let result = (spec.handler)(ctx, args);
+    // The `new` and `expired` events the command raised and did not
+    // publish through a `notify` of its own.
+    ctx.store.flush_notifications();
+    result
 }

@@ -27,6 +27,10 @@ pub(crate) struct ClientInfo {
     pub(crate) id: u64,
     /// The name given by CLIENT SETNAME or HELLO SETNAME.
     pub(crate) name: Option<Vec<u8>>,
+    /// CLIENT REPLY OFF: no reply is sent (pushes still are).
+    pub(crate) reply_off: bool,
+    /// CLIENT REPLY SKIP: the next command's reply is not sent.
+    pub(crate) skip_next: bool,
 }
 
 /// What CLIENT LIST shows of one connection, kept up to date by the
@@ -135,6 +139,7 @@ pub(crate) fn client_command(
             ("info", 2),
             ("list", -2),
             ("kill", -3),
+            ("reply", 3),
         ];
         let Some(&(name, arity)) = SUBS.iter().find(|(n, _)| is(sub, n)) else {
             return Err(unknown_subcommand("client", sub));
@@ -166,6 +171,22 @@ pub(crate) fn client_command(
                 (reply::bulk(line), After::Continue)
             }
             "list" => (client_list(cx, rest)?, After::Continue),
+            "reply" => {
+                // Redis's CLIENT REPLY ON|OFF|SKIP; the OK of ON is the
+                // only reply (the connection silences the others).
+                let mode = rest[0];
+                if is(mode, "on") {
+                    info.reply_off = false;
+                    info.skip_next = false;
+                } else if is(mode, "off") {
+                    info.reply_off = true;
+                } else if is(mode, "skip") {
+                    info.skip_next = !info.reply_off;
+                } else {
+                    return Err(CmdError::Syntax);
+                }
+                (reply::ok(), After::Continue)
+            }
             _ => client_kill(info, cx, rest)?,
         })
     })();
@@ -377,7 +398,10 @@ mod tests {
 
     #[test]
     fn client_subcommands() {
-        let mut info = ClientInfo { id: 56, name: None };
+        let mut info = ClientInfo {
+            id: 56,
+            ..ClientInfo::default()
+        };
         let registry = Registry::default();
         let cx = ClientCtx {
             registry: &registry,
@@ -420,7 +444,10 @@ mod tests {
 
     #[test]
     fn hello_speaks_resp2_only() {
-        let mut info = ClientInfo { id: 7, name: None };
+        let mut info = ClientInfo {
+            id: 7,
+            ..ClientInfo::default()
+        };
         let mut run = |args: &[&[u8]]| hello_command(&mut info, args);
         let Value::Array(fields) = run(&[b"HELLO"]) else {
             panic!("HELLO did not reply with an array");

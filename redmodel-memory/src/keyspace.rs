@@ -171,6 +171,11 @@ impl Keyspace {
         }
     }
 
+    /// Whether `key` is stored, expired or not, without expiring it.
+    pub(crate) fn exists_raw(&self, key: &[u8]) -> bool {
+        self.entries.contains_key(key)
+    }
+
     /// The logged events, oldest first (see `Store::flush_notifications`).
     pub(crate) fn take_events(&mut self) -> Vec<crate::notify::Logged> {
         std::mem::take(&mut self.events)

@@ -130,13 +130,13 @@ impl Ctx<'_> {
     /// `"del"`, ...) of class `class` (see [`class`]) for `key` of the
     /// selected database, as configured by `notify-keyspace-events`. Call
     /// it after the change, where Redis calls `notifyKeyspaceEvent`.
-    pub(crate) fn notify(&mut self, class: u32, event: &'static str, key: &[u8]) {
+    pub(crate) fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
         let db = self.db;
         self.store.notify(db, class, event, key);
     }
 
     /// [`Self::notify`] for a key of another database (MOVE, COPY ... DB).
-    pub(crate) fn notify_in(&mut self, db: usize, class: u32, event: &'static str, key: &[u8]) {
+    pub(crate) fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
         self.store.notify(db, class, event, key);
     }
 }

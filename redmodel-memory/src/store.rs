@@ -86,7 +86,7 @@ impl Store {
 
     /// Publishes a keyspace event of `key` in `db` (see `notify`), after
     /// the events the keyspaces logged themselves before it.
-    pub(crate) fn notify(&mut self, db: usize, class: u32, event: &'static str, key: &[u8]) {
+    pub(crate) fn notify(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
         if !crate::notify::enabled(self.notify_flags, class) {
             return;
         }

@@ -94,12 +94,16 @@ impl Default for Limits {
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     values: Vec<String>,
+    /// `notify-keyspace-events` as set: its shown form drops `n` when
+    /// `A` is there (as Redis shows it), but the class stays on.
+    notify: u32,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             values: PARAMS.iter().map(|p| p.default.to_string()).collect(),
+            notify: 0,
         }
     }
 }
@@ -137,8 +141,7 @@ impl Config {
             zset_max_listpack_value: self.number("zset-max-listpack-value"),
             proto_max_bulk_len: self.number("proto-max-bulk-len"),
             lfu: self.get("maxmemory-policy").ends_with("lfu"),
-            notify: crate::notify::parse_flags(self.get("notify-keyspace-events").as_bytes())
-                .unwrap_or(0),
+            notify: self.notify,
             pubsub_limit: pubsub_hard_limit(self.get("client-output-buffer-limit")),
         }
     }
@@ -222,8 +225,12 @@ impl Config {
             return Err(e);
         }
         let mut parsed = Vec::with_capacity(chosen.len());
+        let mut notify = self.notify;
         for (&i, pair) in chosen.iter().zip(pairs.chunks_exact(2)) {
             let param = &PARAMS[i];
+            if param.name == "notify-keyspace-events" {
+                notify = crate::notify::parse_flags(pair[1]).unwrap_or(0);
+            }
             let value =
                 parse_value(param, pair[1]).map_err(|why| failed(param.name.as_bytes(), &why))?;
             parsed.push((i, value));
@@ -231,6 +238,7 @@ impl Config {
         for (i, value) in parsed {
             self.values[i] = value;
         }
+        self.notify = notify;
         Ok(())
     }
 }

@@ -283,6 +283,7 @@ impl Registry {
     }
 
     /// Whether `id` has any subscription (Redis's subscribed mode).
+    #[cfg(feature = "server")]
     pub(crate) fn is_subscribed(&self, id: SubscriberId) -> bool {
         self.subscribers.get(&id).is_some_and(|s| {
             !s.channels.is_empty() || !s.patterns.is_empty() || !s.shard_channels.is_empty()

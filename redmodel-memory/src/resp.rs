@@ -372,7 +372,8 @@ impl Client {
             return Some(Next::Drop);
         }
         let now = self.engine.now_ms();
-        let silent = std::mem::take(&mut self.skip_this) || self.info.reply_off;
+        let skip_this = std::mem::take(&mut self.skip_this);
+        let silent = skip_this || self.info.reply_off;
         if self.subscriber.is_subscribed(store) {
             if let Some(refused) = subscriber::refusal(args) {
                 self.record(args, now);
@@ -430,7 +431,9 @@ impl Client {
         };
         self.record(args, now);
         // CLIENT REPLY OFF silences this very command's reply.
-        let silent = silent || self.info.reply_off || self.info.skip_next;
+        // Read after the command: CLIENT REPLY OFF silences its own reply,
+        // ON does not, SKIP has none.
+        let silent = skip_this || self.info.reply_off || self.info.skip_next;
         self.after_command();
         if after == After::Close {
             self.send(output, &reply, false, silent);

@@ -217,3 +217,175 @@ pub(super) fn refusal(args: &[&[u8]]) -> Option<CmdError> {
         "Can't execute '{full}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufReader, Write};
+    use std::net::TcpStream;
+    use std::time::{Duration, Instant};
+
+    use redis::Value;
+
+    use crate::error::error_value;
+    use crate::resp::serve;
+    use crate::Engine;
+
+    /// A blocking RESP client: writes inline commands, reads replies one
+    /// by one with redis-rs's parser.
+    struct Client {
+        writer: TcpStream,
+        reader: BufReader<TcpStream>,
+        /// One parser for the connection: it keeps what it read ahead.
+        parser: redis::Parser,
+    }
+
+    impl Client {
+        fn connect(addr: std::net::SocketAddr) -> Client {
+            let writer = TcpStream::connect(addr).unwrap();
+            writer
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let reader = BufReader::new(writer.try_clone().unwrap());
+            Client {
+                writer,
+                reader,
+                parser: redis::Parser::new(),
+            }
+        }
+
+        fn send(&mut self, line: &str) {
+            self.writer
+                .write_all(format!("{line}\r\n").as_bytes())
+                .unwrap();
+        }
+
+        fn read(&mut self) -> Value {
+            self.parser.parse_value(&mut self.reader).unwrap()
+        }
+
+        fn call(&mut self, line: &str) -> Value {
+            self.send(line);
+            self.read()
+        }
+    }
+
+    fn v(items: &[&str]) -> Value {
+        Value::Array(
+            items
+                .iter()
+                .map(|s| match s.strip_prefix(':') {
+                    Some(n) => Value::Int(n.parse().unwrap()),
+                    None if *s == "nil" => Value::Nil,
+                    None => Value::BulkString(s.as_bytes().to_vec()),
+                })
+                .collect(),
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_clients_subscribe_and_publish() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let addr = server.local_addr();
+        let engine2 = engine.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut a = Client::connect(addr);
+            let mut b = Client::connect(addr);
+            a.send("SUBSCRIBE chan other");
+            assert_eq!(a.read(), v(&["subscribe", "chan", ":1"]));
+            assert_eq!(a.read(), v(&["subscribe", "other", ":2"]));
+            assert_eq!(a.call("PSUBSCRIBE ch*"), v(&["psubscribe", "ch*", ":3"]));
+
+            // Subscribed mode: Redis 7.0's refusal, PING as an array.
+            assert_eq!(
+                a.call("GET x"),
+                error_value("ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+            );
+            assert_eq!(
+                a.call("CONFIG GET x"),
+                error_value("ERR Can't execute 'config|get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+            );
+            assert_eq!(
+                a.call("GET"),
+                error_value("ERR wrong number of arguments for 'get' command")
+            );
+            assert_eq!(a.call("PING"), v(&["pong", ""]));
+            assert_eq!(a.call("PING hi"), v(&["pong", "hi"]));
+
+            // One channel delivery and one pattern delivery.
+            assert_eq!(b.call("PUBLISH chan hello"), Value::Int(2));
+            // A message published before a command precedes its reply.
+            assert_eq!(b.call("PUBLISH other x"), Value::Int(1));
+            a.send("PING");
+            assert_eq!(a.read(), v(&["message", "chan", "hello"]));
+            assert_eq!(a.read(), v(&["pmessage", "ch*", "chan", "hello"]));
+            assert_eq!(a.read(), v(&["message", "other", "x"]));
+            assert_eq!(a.read(), v(&["pong", ""]));
+
+            // In-process publishers reach RESP subscribers too.
+            engine2
+                .connection()
+                .execute(&[b"PUBLISH", b"other", b"from inside"]);
+            assert_eq!(a.read(), v(&["message", "other", "from inside"]));
+
+            a.send("UNSUBSCRIBE");
+            assert_eq!(a.read(), v(&["unsubscribe", "chan", ":2"]));
+            assert_eq!(a.read(), v(&["unsubscribe", "other", ":1"]));
+            assert_eq!(a.call("PUNSUBSCRIBE"), v(&["punsubscribe", "ch*", ":0"]));
+            assert_eq!(a.call("PUNSUBSCRIBE"), v(&["punsubscribe", "nil", ":0"]));
+            // Out of subscribed mode.
+            assert_eq!(a.call("PING"), Value::SimpleString("PONG".into()));
+            assert_eq!(a.call("GET x"), Value::Nil);
+
+            // RESET leaves every subscription, silently.
+            a.send("SUBSCRIBE c1");
+            a.read();
+            assert_eq!(a.call("SSUBSCRIBE s1"), v(&["ssubscribe", "s1", ":1"]));
+            assert_eq!(b.call("SPUBLISH s1 m"), Value::Int(1));
+            assert_eq!(a.read(), v(&["smessage", "s1", "m"]));
+            assert_eq!(a.call("RESET"), Value::SimpleString("RESET".into()));
+            assert_eq!(b.call("PUBLISH c1 m"), Value::Int(0));
+            assert_eq!(b.call("SPUBLISH s1 m"), Value::Int(0));
+
+            // A subscriber that goes away leaves the registry.
+            a.call("SUBSCRIBE gone");
+            assert_eq!(b.call("PUBSUB NUMSUB gone"), v(&["gone", ":1"]));
+            drop(a);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while b.call("PUBSUB NUMSUB gone") != v(&["gone", ":0"]) {
+                assert!(Instant::now() < deadline, "the subscriber stayed");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+        .await
+        .unwrap();
+        server.shutdown().await;
+    }
+
+    /// CLIENT REPLY OFF and SKIP silence replies, not confirmations or
+    /// messages (Redis sends those as pushes).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn client_reply_modes() {
+        let server = serve(Engine::new(), "127.0.0.1:0").await.unwrap();
+        let addr = server.local_addr();
+        tokio::task::spawn_blocking(move || {
+            let mut a = Client::connect(addr);
+            let mut b = Client::connect(addr);
+            a.send("CLIENT REPLY SKIP");
+            a.send("SET k 1");
+            assert_eq!(a.call("GET k"), Value::BulkString(b"1".to_vec()));
+            a.send("CLIENT REPLY OFF");
+            a.send("SET k 2");
+            assert_eq!(a.call("SUBSCRIBE c"), v(&["subscribe", "c", ":1"]));
+            assert_eq!(b.call("PUBLISH c hi"), Value::Int(1));
+            assert_eq!(a.read(), v(&["message", "c", "hi"]));
+            a.send("UNSUBSCRIBE");
+            assert_eq!(a.read(), v(&["unsubscribe", "c", ":0"]));
+            assert_eq!(a.call("CLIENT REPLY ON"), Value::Okay);
+            assert_eq!(a.call("GET k"), Value::BulkString(b"2".to_vec()));
+        })
+        .await
+        .unwrap();
+        server.shutdown().await;
+    }
+}

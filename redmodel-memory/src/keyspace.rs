@@ -138,9 +138,7 @@ impl Keyspace {
     pub(crate) fn expire_if_needed(&mut self, key: &[u8], now: i64) -> bool {
         match self.entries.get(key) {
             Some(entry) if Self::is_expired(entry, now) => {
-                if let Some((key, _)) = self.entries.get_key_value(key) {
-                    self.log_event(crate::notify::class::EXPIRED, "expired", key.clone());
-                }
+                self.log_event(crate::notify::class::EXPIRED, "expired", key);
                 self.remove(key);
                 self.expired_count += 1;
                 true
@@ -164,10 +162,11 @@ impl Keyspace {
         self.entries.get(key)
     }
 
-    /// Logs a keyspace event raised here, if its class is enabled.
-    fn log_event(&mut self, class: u32, event: &'static str, key: Key) {
+    /// Logs a keyspace event raised here, if its class is enabled (the
+    /// key is copied only then: this runs for every new or expired key).
+    fn log_event(&mut self, class: u32, event: &'static str, key: &[u8]) {
         if crate::notify::enabled(self.limits.notify, class) {
-            self.events.push((event, key));
+            self.events.push((event, Arc::from(key)));
         }
     }
 
@@ -263,7 +262,7 @@ impl Keyspace {
     }
 
     fn insert_new(&mut self, key: Key, value: Value, expire_at: Option<i64>, history: History) {
-        self.log_event(crate::notify::class::NEW, "new", key.clone());
+        self.log_event(crate::notify::class::NEW, "new", &key);
         let slot = match self.free.pop() {
             Some(hole) => hole,
             None => {

@@ -12,12 +12,26 @@
 //! ctx.notify(class::LIST, "lpush", key);
 //! ```
 //!
-//! It costs one comparison when notifications are off (the default). Two
-//! events are raised by the keyspace itself, so no command calls them:
-//! `new` (class `n`, a key is created) and `expired` (class `x`, passive
-//! or active expiry). They are logged by the keyspace and published before
-//! the next event of the command, or when the command ends, so their order
-//! is Redis's (`expired`, then `new`, then the command's own event).
+//! - Call it after the change is made (the key created, modified or
+//!   deleted), once per key and event, in Redis's order: for a command
+//!   that empties a key, the command's event first, then
+//!   [`Ctx::notify_deleted`](crate::command::Ctx::notify_deleted) (`del`
+//!   if the key is gone); for a key of another database (MOVE, COPY ...
+//!   DB), `Ctx::notify_in`.
+//! - Only when something changed: Redis raises no event for a no-op (SADD
+//!   of members already there, LPUSHX on a missing key, a pop of 0).
+//! - Class: the family's (`class::LIST`, `class::STREAM`, ...) for its own
+//!   events, `class::GENERIC` for `del`, `expire`, `rename_*`, ...
+//! - It costs one comparison when notifications are off (the default).
+//!
+//! Two events are raised by the keyspace itself, so no command calls
+//! them: `new` (class `n`, whenever a key is created) and `expired` (class
+//! `x`, passive or active expiry). They are logged by the keyspace and
+//! published before the next event of the command, or when the command
+//! ends, so their order is Redis's (`expired`, then `new`, then the
+//! command's own event).
+//!
+//! Not raised: `evicted` (the engine never evicts) and `keymiss`.
 
 use crate::command::Ctx;
 
@@ -42,11 +56,12 @@ pub(crate) mod class {
     pub(crate) const ZSET: u32 = 1 << 7;
     /// `x`: a key expired.
     pub(crate) const EXPIRED: u32 = 1 << 8;
-    /// `e`: a key was evicted (the engine does not evict).
+    /// `e`: a key was evicted (the engine does not evict: never raised).
     pub(crate) const EVICTED: u32 = 1 << 9;
     /// `t`: stream commands.
     pub(crate) const STREAM: u32 = 1 << 10;
-    /// `m`: a key was looked up and missing (never published, as Redis).
+    /// `m`: a key was looked up and missing. Accepted and shown, but the
+    /// engine raises no `keymiss` event.
     pub(crate) const KEY_MISS: u32 = 1 << 11;
     /// `d`: module events.
     pub(crate) const MODULE: u32 = 1 << 13;

@@ -273,6 +273,16 @@ impl Registry {
         })
     }
 
+    /// How many names `id` is subscribed to in `scope`.
+    #[cfg(feature = "server")]
+    pub(crate) fn len(&self, id: SubscriberId, scope: Scope) -> usize {
+        self.subscribers.get(&id).map_or(0, |s| match scope {
+            Scope::Channel => s.channels.len(),
+            Scope::Pattern => s.patterns.len(),
+            Scope::Shard => s.shard_channels.len(),
+        })
+    }
+
     /// The count Redis's confirmations show: channels plus patterns (for
     /// SUBSCRIBE, PSUBSCRIBE and their opposites) or shard channels.
     pub(crate) fn count(&self, id: SubscriberId, scope: Scope) -> usize {
@@ -370,6 +380,14 @@ impl Registry {
             _ => &self.channels,
         };
         index.get(channel).map_or(0, IndexSet::len)
+    }
+
+    /// The channels (or shard channels) with a subscriber (INFO).
+    pub(crate) fn channel_count(&self, scope: Scope) -> usize {
+        match scope {
+            Scope::Shard => self.shard_channels.len(),
+            _ => self.channels.len(),
+        }
     }
 
     /// PUBSUB NUMPAT: the patterns with a subscriber.

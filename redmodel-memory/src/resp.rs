@@ -376,7 +376,7 @@ impl Client {
         let silent = skip_this || self.info.reply_off;
         if self.subscriber.is_subscribed(store) {
             if let Some(refused) = subscriber::refusal(args) {
-                self.record(args, now);
+                self.record(args, now, store);
                 self.after_command();
                 self.send(output, &refused.to_value(), false, silent);
                 return None;
@@ -398,7 +398,7 @@ impl Client {
                 // Confirmations are pushes: CLIENT REPLY does not silence them.
                 _ => self.subscriber.run(store, args, output),
             }
-            self.record(args, now);
+            self.record(args, now, store);
             self.after_command();
             return None;
         }
@@ -429,7 +429,7 @@ impl Client {
         } else {
             self.session.execute(store, args, now)
         };
-        self.record(args, now);
+        self.record(args, now, store);
         // CLIENT REPLY OFF silences this very command's reply.
         // Read after the command: CLIENT REPLY OFF silences its own reply,
         // ON does not, SKIP has none.
@@ -479,13 +479,15 @@ impl Client {
 
 impl Client {
     /// Updates what CLIENT LIST shows of this connection after a command.
-    fn record(&self, args: &[&[u8]], now: i64) {
+    fn record(&self, args: &[&[u8]], now: i64, store: &Store) {
+        let subscriptions = self.subscriber.counts(store);
         let mut registry = self.registry.lock();
         let Some(peer) = registry.get_mut(&self.info.id) else {
             return;
         };
         peer.last_ms = now;
         peer.db = self.session.db;
+        peer.subscriptions = subscriptions;
         peer.name = self.info.name.clone();
         peer.multi = self
             .session

@@ -68,6 +68,14 @@ impl Subscriber {
         self.id.is_some_and(|id| store.pubsub.is_subscribed(id))
     }
 
+    /// Channels, patterns and shard channels subscribed to (CLIENT LIST).
+    pub(super) fn counts(&self, store: &Store) -> [usize; 3] {
+        let Some(id) = self.id else {
+            return [0; 3];
+        };
+        [Scope::Channel, Scope::Pattern, Scope::Shard].map(|s| store.pubsub.len(id, s))
+    }
+
     /// Runs SUBSCRIBE & co. (arity already checked) and writes one
     /// confirmation per name, or one with a nil name for an unsubscription
     /// from everything when there was nothing.

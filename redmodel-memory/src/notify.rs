@@ -124,9 +124,19 @@ pub(crate) fn flags_to_string(flags: u32) -> String {
     if flags & class::ALL == class::ALL {
         out.push('A');
     } else {
-        out.extend(CLASSES.iter().filter(|(b, _)| flags & b != 0).map(|&(_, c)| c));
+        out.extend(
+            CLASSES
+                .iter()
+                .filter(|(b, _)| flags & b != 0)
+                .map(|&(_, c)| c),
+        );
     }
-    out.extend(CHANNELS.iter().filter(|(b, _)| flags & b != 0).map(|&(_, c)| c));
+    out.extend(
+        CHANNELS
+            .iter()
+            .filter(|(b, _)| flags & b != 0)
+            .map(|&(_, c)| c),
+    );
     out
 }
 

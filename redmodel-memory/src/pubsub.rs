@@ -138,7 +138,9 @@ impl Inbox {
     }
 
     fn taken(&self, push: &Push) {
-        self.shared.pending.fetch_sub(push.size(), Ordering::Relaxed);
+        self.shared
+            .pending
+            .fetch_sub(push.size(), Ordering::Relaxed);
     }
 
     /// Whether the registry dropped this subscriber for falling behind.

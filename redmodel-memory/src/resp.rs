@@ -227,9 +227,6 @@ struct Client {
     kill: Arc<Notify>,
     /// Its Pub/Sub subscriptions and the messages waiting for it.
     subscriber: Subscriber,
-    /// CLIENT REPLY SKIP was the previous command: this one's reply is
-    /// not sent.
-    skip_this: bool,
 }
 
 impl Client {
@@ -264,15 +261,14 @@ impl Client {
             engine,
             session: Session::default(),
             info: ClientInfo {
-            id,
-            ..ClientInfo::default()
-        },
+                id,
+                ..ClientInfo::default()
+            },
             parser: Parser::default(),
             queued_nil_arrays: Vec::new(),
             registry,
             kill,
             subscriber: Subscriber::default(),
-            skip_this: false,
         }
     }
 
@@ -372,8 +368,7 @@ impl Client {
             return Some(Next::Drop);
         }
         let now = self.engine.now_ms();
-        let skip_this = std::mem::take(&mut self.skip_this);
-        let silent = skip_this || self.info.reply_off;
+        let silent = self.info.skip_this || self.info.reply_off;
         if self.subscriber.is_subscribed(store) {
             if let Some(refused) = subscriber::refusal(args) {
                 self.record(args, now, store);
@@ -393,7 +388,12 @@ impl Client {
         if !queueing && subscriber::is_subscription_command(name) {
             match command::lookup(name) {
                 Some(spec) if !spec.arity_ok(args.len()) => {
-                    self.send(output, &command::wrong_arity(spec).to_value(), false, silent);
+                    self.send(
+                        output,
+                        &command::wrong_arity(spec).to_value(),
+                        false,
+                        silent,
+                    );
                 }
                 // Confirmations are pushes: CLIENT REPLY does not silence them.
                 _ => self.subscriber.run(store, args, output),
@@ -410,7 +410,8 @@ impl Client {
         }
         let mut after = After::Continue;
         let reply = if is(name, "ping") && !queueing && self.subscriber.is_subscribed(store) {
-            // Redis 7.0 answers PING in subscribed mode (RESP2) as a push.
+            // Redis 7.0 answers PING in subscribed mode (RESP2) with an
+            // array, so that it reads like the messages around it.
             match args {
                 [_] => reply::bulks([&b"pong"[..], b""]),
                 [_, message] => reply::bulks([&b"pong"[..], message]),
@@ -433,7 +434,7 @@ impl Client {
         // CLIENT REPLY OFF silences this very command's reply.
         // Read after the command: CLIENT REPLY OFF silences its own reply,
         // ON does not, SKIP has none.
-        let silent = skip_this || self.info.reply_off || self.info.skip_next;
+        let silent = self.info.skip_this || self.info.reply_off || self.info.skip_next;
         self.after_command();
         if after == After::Close {
             self.send(output, &reply, false, silent);
@@ -473,7 +474,7 @@ impl Client {
 
     /// CLIENT REPLY SKIP applies to the command after it.
     fn after_command(&mut self) {
-        self.skip_this = std::mem::take(&mut self.info.skip_next);
+        self.info.skip_this = std::mem::take(&mut self.info.skip_next);
     }
 }
 

@@ -5,8 +5,8 @@
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64};
 use crate::error::CmdError;
-use crate::notify::class;
 use crate::keyspace::Keyspace;
+use crate::notify::class;
 use crate::reply;
 use crate::store::DATABASES;
 

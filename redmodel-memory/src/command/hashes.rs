@@ -21,8 +21,8 @@ use super::sets::RandomPicks;
 use super::{arity_error, remove_elements, CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is, parse_i64, random_count_with};
 use crate::error::CmdError;
-use crate::notify::class;
 use crate::float::LongDouble;
+use crate::notify::class;
 use crate::reply;
 use crate::value::hash::HashValue;
 

@@ -6,8 +6,8 @@ use redis::Value as Reply;
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is, split_sign};
 use crate::error::CmdError;
-use crate::notify::class;
 use crate::glob::glob_match;
+use crate::notify::class;
 use crate::reply;
 use crate::value::Kind;
 

@@ -36,8 +36,8 @@ use std::cmp::Ordering;
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is};
 use crate::error::CmdError;
-use crate::notify::class;
 use crate::float::parse_double;
+use crate::notify::class;
 use crate::reply;
 use crate::value::{Bytes, Value};
 

@@ -18,8 +18,8 @@ use super::expiry::{absolute_ms, expire_key_at, invalid_expire_time, persist_key
 use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::args::{index_range, int_arg, is, parse_i64};
 use crate::error::CmdError;
-use crate::notify::class;
 use crate::float::LongDouble;
+use crate::notify::class;
 use crate::reply;
 use crate::value::encoding::History;
 use crate::value::Value;

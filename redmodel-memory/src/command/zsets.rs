@@ -23,8 +23,8 @@ use crate::args::{
     float_arg, index_range, int_arg, is, positive_arg, random_count_with, NOT_POSITIVE,
 };
 use crate::error::CmdError;
-use crate::notify::class;
 use crate::float::{format_g17, parse_double};
+use crate::notify::class;
 use crate::reply;
 use crate::value::zset::{LexRange, Score, ScoreRange, ZSet};
 use crate::value::{Bytes, Value};
@@ -365,7 +365,9 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
 // ------------------------------------------------------- simple reads
 
 fn zrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    remove_elements::<ZSet>(ctx, args, (class::ZSET, "zrem"), |z, member| z.remove(member))
+    remove_elements::<ZSet>(ctx, args, (class::ZSET, "zrem"), |z, member| {
+        z.remove(member)
+    })
 }
 
 fn zscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

@@ -47,7 +47,10 @@ fn publish_reaches_channel_and_pattern_subscribers() {
     );
     assert_eq!(
         drain(&mut b),
-        vec![pmessage("n*", "news", "hello"), pmessage("x?z", "xyz", "bye")]
+        vec![
+            pmessage("n*", "news", "hello"),
+            pmessage("x?z", "xyz", "bye")
+        ]
     );
 
     assert_eq!(a.unsubscribe("news"), 1);
@@ -130,7 +133,10 @@ fn pubsub_errors() {
     let Value::ServerError(e) = run(&mut c, "SUBSCRIBE a") else {
         panic!("SUBSCRIBE was accepted");
     };
-    assert!(e.details().unwrap_or("").contains("Engine::pubsub"), "{e:?}");
+    assert!(
+        e.details().unwrap_or("").contains("Engine::pubsub"),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -170,7 +176,9 @@ async fn recv_waits_and_stream_yields() {
     assert_eq!(m.payload, b"\xff");
     task.await.unwrap();
 
-    engine.connection().execute(&[b"PUBLISH", b"bin\x00ary", b"2"]);
+    engine
+        .connection()
+        .execute(&[b"PUBLISH", b"bin\x00ary", b"2"]);
     let next = std::future::poll_fn(|cx| Pin::new(&mut sub).poll_next(cx)).await;
     assert_eq!(next.map(|m| m.payload), Some(b"2".to_vec()));
 }
@@ -198,7 +206,10 @@ fn a_slow_subscriber_is_dropped_at_the_limit() {
         assert!(fast.try_recv().is_some());
     }
     // The slow one got what was queued before the limit, then nothing.
-    assert_eq!(run(&mut c, "PUBSUB NUMSUB c"), Value::Array(vec![bulk("c"), int(1)]));
+    assert_eq!(
+        run(&mut c, "PUBSUB NUMSUB c"),
+        Value::Array(vec![bulk("c"), int(1)])
+    );
     assert_eq!(drain(&mut slow).len(), 4);
     assert_eq!(slow.subscribe("c"), 0, "a dropped subscriber stays dropped");
 }

@@ -31,6 +31,9 @@ pub(crate) struct ClientInfo {
     pub(crate) reply_off: bool,
     /// CLIENT REPLY SKIP: the next command's reply is not sent.
     pub(crate) skip_next: bool,
+    /// The previous command was CLIENT REPLY SKIP: this one's reply is
+    /// not sent (unless it is CLIENT REPLY ON).
+    pub(crate) skip_this: bool,
 }
 
 /// What CLIENT LIST shows of one connection, kept up to date by the
@@ -76,7 +79,11 @@ impl Peer {
             .as_deref()
             .map(String::from_utf8_lossy)
             .unwrap_or_default();
-        let pubsub = if self.client_type() == "pubsub" { "P" } else { "" };
+        let pubsub = if self.client_type() == "pubsub" {
+            "P"
+        } else {
+            ""
+        };
         let (flags, multi) = match self.multi {
             Some(n) => (format!("{pubsub}x"), n as i64),
             None if pubsub.is_empty() => ("N".to_string(), -1),
@@ -193,6 +200,7 @@ pub(crate) fn client_command(
                 if is(mode, "on") {
                     info.reply_off = false;
                     info.skip_next = false;
+                    info.skip_this = false;
                 } else if is(mode, "off") {
                     info.reply_off = true;
                 } else if is(mode, "skip") {

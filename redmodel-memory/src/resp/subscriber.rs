@@ -210,7 +210,10 @@ pub(super) fn refusal(args: &[&[u8]]) -> Option<CmdError> {
     if !spec.arity_ok(args.len()) {
         return Some(command::wrong_arity(spec));
     }
-    if ALLOWED.iter().any(|a| name.eq_ignore_ascii_case(a.as_bytes())) {
+    if ALLOWED
+        .iter()
+        .any(|a| name.eq_ignore_ascii_case(a.as_bytes()))
+    {
         return None;
     }
     let top = meta::lookup(name);
@@ -391,6 +394,10 @@ mod tests {
             assert_eq!(a.read(), v(&["unsubscribe", "c", ":0"]));
             assert_eq!(a.call("CLIENT REPLY ON"), Value::Okay);
             assert_eq!(a.call("GET k"), Value::BulkString(b"2".to_vec()));
+            // ON answers even right after SKIP, and ends it.
+            a.send("CLIENT REPLY SKIP");
+            assert_eq!(a.call("CLIENT REPLY ON"), Value::Okay);
+            assert_eq!(a.call("PING"), Value::SimpleString("PONG".into()));
         })
         .await
         .unwrap();

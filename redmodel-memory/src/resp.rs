@@ -43,8 +43,18 @@
 //! (`*-1`) is sent for the commands Redis sends it for (EXEC aborted by
 //! WATCH, LPOP/RPOP with a count, the MPOP family), inside EXEC replies too.
 //!
-//! Known difference: CLIENT and HELLO inside MULTI are queued but fail at
-//! EXEC (the queue runs without the connection's state).
+//! # Pub/Sub
+//! SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE and their opposites are run here
+//! (`subscriber` module): the connection registers as a subscriber of the
+//! engine's registry, receives `message` / `pmessage` / `smessage` arrays
+//! between its replies, and in subscribed mode accepts only what Redis 7.0
+//! accepts from a RESP2 client. RESET, CLIENT REPLY ON|OFF|SKIP are
+//! answered here too (confirmations and messages are pushes: CLIENT REPLY
+//! does not silence them).
+//!
+//! Known differences: CLIENT, HELLO and the subscription commands inside
+//! MULTI are queued but fail at EXEC (the queue runs without the
+//! connection's state).
 
 mod client;
 mod encode;

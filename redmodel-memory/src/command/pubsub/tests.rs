@@ -401,3 +401,26 @@ fn expired_events() {
         ["__keyspace@0__:d expire", "__keyevent@0__:expire d"]
     );
 }
+
+/// A key that expired and is written again: `expired`, then `new`, then
+/// the command's event, as Redis orders them.
+#[test]
+fn expired_then_new_then_the_event() {
+    let clock = ManualClock::new(1_000_000);
+    let (_e, mut c, mut sub) = setup_with(Engine::with_clock(clock.clone()), "KAn");
+    run(&mut c, "PSETEX k 100 1");
+    assert_eq!(keyspace(&mut sub), ["k new", "k set", "k expire"]);
+    clock.advance(std::time::Duration::from_millis(200));
+    run(&mut c, "LPUSH k a");
+    assert_eq!(keyspace(&mut sub), ["k expired", "k new", "k lpush"]);
+    // Inside MULTI/EXEC and scripts alike.
+    run(&mut c, "MULTI");
+    run(&mut c, "DEL k");
+    run(&mut c, "SADD k m");
+    run(&mut c, "EXEC");
+    run_args(&mut c, &["EVAL", "redis.call('INCR', KEYS[1])", "1", "n"]);
+    assert_eq!(
+        keyspace(&mut sub),
+        ["k del", "k new", "k sadd", "n new", "n incrby"]
+    );
+}

@@ -441,7 +441,6 @@ impl Client {
             self.session.execute(store, args, now)
         };
         self.record(args, now, store);
-        // CLIENT REPLY OFF silences this very command's reply.
         // Read after the command: CLIENT REPLY OFF silences its own reply,
         // ON does not, SKIP has none.
         let silent = self.info.skip_this || self.info.reply_off || self.info.skip_next;

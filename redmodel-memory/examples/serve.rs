@@ -7,7 +7,11 @@
 
 use redmodel_memory::{serve, Engine};
 
-#[tokio::main]
+// One thread, as Redis: connections are served in the order their
+// requests arrive. A multi-thread runtime runs the connection woken last
+// first (its LIFO slot), so a PUBLISH could overtake an UNSUBSCRIBE sent
+// before it on another connection, which Redis's own tests rely on.
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> std::io::Result<()> {
     let port: u16 = match std::env::args().nth(1) {
         Some(p) => p.parse().map_err(|_| {

@@ -77,6 +77,10 @@ pub(crate) struct Limits {
     pub(crate) proto_max_bulk_len: u64,
     /// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ needs it).
     pub(crate) lfu: bool,
+    /// `notify-keyspace-events` as `notify::class` bits.
+    pub(crate) notify: u32,
+    /// How far a subscriber may fall behind, in bytes (0: no limit).
+    pub(crate) pubsub_limit: u64,
 }
 
 impl Default for Limits {
@@ -90,12 +94,16 @@ impl Default for Limits {
 #[derive(Debug, Clone)]
 pub(crate) struct Config {
     values: Vec<String>,
+    /// `notify-keyspace-events` as set: its shown form drops `n` when
+    /// `A` is there (as Redis shows it), but the class stays on.
+    notify: u32,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             values: PARAMS.iter().map(|p| p.default.to_string()).collect(),
+            notify: 0,
         }
     }
 }
@@ -133,6 +141,8 @@ impl Config {
             zset_max_listpack_value: self.number("zset-max-listpack-value"),
             proto_max_bulk_len: self.number("proto-max-bulk-len"),
             lfu: self.get("maxmemory-policy").ends_with("lfu"),
+            notify: self.notify,
+            pubsub_limit: pubsub_hard_limit(self.get("client-output-buffer-limit")),
         }
     }
 
@@ -215,8 +225,12 @@ impl Config {
             return Err(e);
         }
         let mut parsed = Vec::with_capacity(chosen.len());
+        let mut notify = self.notify;
         for (&i, pair) in chosen.iter().zip(pairs.chunks_exact(2)) {
             let param = &PARAMS[i];
+            if param.name == "notify-keyspace-events" {
+                notify = crate::notify::parse_flags(pair[1]).unwrap_or(0);
+            }
             let value =
                 parse_value(param, pair[1]).map_err(|why| failed(param.name.as_bytes(), &why))?;
             parsed.push((i, value));
@@ -224,6 +238,7 @@ impl Config {
         for (i, value) in parsed {
             self.values[i] = value;
         }
+        self.notify = notify;
         Ok(())
     }
 }
@@ -448,39 +463,24 @@ fn strtoll(word: &[u8]) -> Option<i64> {
 /// `notify-keyspace-events`: Redis's `keyspaceEventsStringToFlags` and
 /// back (`keyspaceEventsFlagsToString`), so `KEA` reads back as `AKE`.
 fn parse_notify_flags(value: &[u8]) -> Result<String, String> {
-    // Classes in the order Redis prints them; `A` is all of these.
-    const CLASSES: &[u8] = b"g$lshzxetdn";
-    const ALL: &[u8] = b"g$lshzxetd";
-    let mut set: Vec<u8> = Vec::new();
-    for &c in value {
-        match c {
-            b'A' => set.extend_from_slice(ALL),
-            b'g' | b'$' | b'l' | b's' | b'h' | b'z' | b'x' | b'e' | b'K' | b'E' | b't' | b'm'
-            | b'd' | b'n' => set.push(c),
-            _ => return Err("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
+    crate::notify::parse_flags(value)
+        .map(crate::notify::flags_to_string)
+        .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into())
+}
+
+/// The hard limit of the `pubsub` class in `client-output-buffer-limit`
+/// (`normal 0 0 0 slave ... pubsub 33554432 8388608 60`), in bytes.
+fn pubsub_hard_limit(value: &str) -> u64 {
+    let mut words = value.split(' ');
+    while let Some(word) = words.next() {
+        if word.eq_ignore_ascii_case("pubsub") {
+            return words
+                .next()
+                .and_then(|w| memtoull(w.as_bytes()))
+                .unwrap_or(0);
         }
     }
-    let mut out = String::new();
-    if ALL.iter().all(|c| set.contains(c)) {
-        out.push('A');
-        if set.contains(&b'n') {
-            out.push('n');
-        }
-    } else {
-        out.extend(
-            CLASSES
-                .iter()
-                .filter(|c| set.contains(c))
-                .map(|&c| char::from(c)),
-        );
-    }
-    out.extend(
-        b"KEm"
-            .iter()
-            .filter(|c| set.contains(c))
-            .map(|&c| char::from(c)),
-    );
-    Ok(out)
+    0
 }
 
 #[cfg(test)]
@@ -512,6 +512,7 @@ mod tests {
         assert!(parse_save(b"10 1 20").is_err());
         assert!(parse_save(b"0 1").is_err());
         assert_eq!(parse_notify_flags(b"KEA").as_deref(), Ok("AKE"));
+        assert_eq!(parse_notify_flags(b"KEAn").as_deref(), Ok("AKE"));
         assert_eq!(parse_notify_flags(b"Ex").as_deref(), Ok("xE"));
         assert_eq!(parse_notify_flags(b"").as_deref(), Ok(""));
         assert!(parse_notify_flags(b"Q").is_err());

@@ -63,7 +63,10 @@ pub(crate) fn run_cycle(engine: &Engine, budget: Duration) -> CycleStats {
                 if ks.expiring_len() == 0 {
                     break;
                 }
-                ks.expire_sample(KEYS_PER_LOOP, now, &mut rng)
+                let done = ks.expire_sample(KEYS_PER_LOOP, now, &mut rng);
+                // Their `expired` events.
+                store.flush_notifications();
+                done
             };
             stats.sampled += sampled;
             stats.expired += expired;

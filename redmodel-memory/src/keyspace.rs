@@ -65,6 +65,9 @@ pub(crate) struct Keyspace {
     pub(crate) expired_count: u64,
     /// Changes recorded by [`Self::modified`] ([`Self::changes`]).
     dirty: u64,
+    /// The keyspace events raised here (`new`, `expired`), waiting for the
+    /// store to publish them; logged only if their class is enabled.
+    events: Vec<crate::notify::Logged>,
 }
 
 impl Keyspace {
@@ -137,6 +140,7 @@ impl Keyspace {
     pub(crate) fn expire_if_needed(&mut self, key: &[u8], now: i64) -> bool {
         match self.entries.get(key) {
             Some(entry) if Self::is_expired(entry, now) => {
+                self.log_event(crate::notify::class::EXPIRED, "expired", key);
                 self.remove(key);
                 self.expired_count += 1;
                 true
@@ -158,6 +162,24 @@ impl Keyspace {
     pub(crate) fn entry_untouched(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
         self.expire_if_needed(key, now);
         self.entries.get(key)
+    }
+
+    /// Logs a keyspace event raised here, if its class is enabled (the
+    /// key is copied only then: this runs for every new or expired key).
+    fn log_event(&mut self, class: u32, event: &'static str, key: &[u8]) {
+        if crate::notify::enabled(self.limits.notify, class) {
+            self.events.push((event, Arc::from(key)));
+        }
+    }
+
+    /// Whether `key` is stored, expired or not, without expiring it.
+    pub(crate) fn exists_raw(&self, key: &[u8]) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    /// The logged events, oldest first (see `Store::flush_notifications`).
+    pub(crate) fn take_events(&mut self) -> Vec<crate::notify::Logged> {
+        std::mem::take(&mut self.events)
     }
 
     /// The configured limits this keyspace obeys.
@@ -242,6 +264,7 @@ impl Keyspace {
     }
 
     fn insert_new(&mut self, key: Key, value: Value, expire_at: Option<i64>, history: History) {
+        self.log_event(crate::notify::class::NEW, "new", &key);
         let slot = match self.free.pop() {
             Some(hole) => hole,
             None => {

@@ -14,6 +14,9 @@
 //! - Expiry is passive (an expired key is removed when touched) and active
 //!   (a background cycle samples keys with a TTL, see [`Engine::run_expire_cycle`]).
 //! - [`ManualClock`] lets tests move time instead of sleeping.
+//! - Pub/Sub: PUBLISH from any client reaches RESP subscribers and the
+//!   in-process subscribers of [`Engine::pubsub`] ([`PubSub`]); keyspace
+//!   notifications (`notify-keyspace-events`) are published as Redis does.
 //! - `serve` (the `server` feature) speaks RESP2 on a TCP port, for redis-cli, redis-benchmark
 //!   and clients in any language; each connection is a client of its own.
 //!
@@ -38,6 +41,8 @@ mod expire_cycle;
 mod float;
 mod glob;
 mod keyspace;
+mod notify;
+mod pubsub;
 mod reply;
 #[cfg(feature = "server")]
 mod resp;
@@ -53,6 +58,7 @@ use parking_lot::Mutex;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
+pub use pubsub::{Message, PubSub};
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};
 

@@ -43,12 +43,23 @@
 //! (`*-1`) is sent for the commands Redis sends it for (EXEC aborted by
 //! WATCH, LPOP/RPOP with a count, the MPOP family), inside EXEC replies too.
 //!
-//! Known difference: CLIENT and HELLO inside MULTI are queued but fail at
-//! EXEC (the queue runs without the connection's state).
+//! # Pub/Sub
+//! SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE and their opposites are run here
+//! (`subscriber` module): the connection registers as a subscriber of the
+//! engine's registry, receives `message` / `pmessage` / `smessage` arrays
+//! between its replies, and in subscribed mode accepts only what Redis 7.0
+//! accepts from a RESP2 client. RESET, CLIENT REPLY ON|OFF|SKIP are
+//! answered here too (confirmations and messages are pushes: CLIENT REPLY
+//! does not silence them).
+//!
+//! Known differences: CLIENT, HELLO and the subscription commands inside
+//! MULTI are queued but fail at EXEC (the queue runs without the
+//! connection's state).
 
 mod client;
 mod encode;
 mod request;
+mod subscriber;
 
 use std::io;
 use std::net::SocketAddr;
@@ -62,12 +73,15 @@ use tokio::sync::{watch, Notify};
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::args::is;
+use crate::command;
+use crate::reply;
 
 use crate::session::Session;
 use crate::store::Store;
 use crate::Engine;
 use client::{client_command, hello_command, After, ClientCtx, ClientInfo, Peer, Registry};
 use request::Parser;
+use subscriber::Subscriber;
 
 /// Bytes asked of the socket per read (Redis's `PROTO_IOBUF_LEN`).
 const READ_CHUNK: usize = 16 * 1024;
@@ -221,6 +235,8 @@ struct Client {
     registry: Registry,
     /// Notified when CLIENT KILL picks this connection.
     kill: Arc<Notify>,
+    /// Its Pub/Sub subscriptions and the messages waiting for it.
+    subscriber: Subscriber,
 }
 
 impl Client {
@@ -254,11 +270,15 @@ impl Client {
         Client {
             engine,
             session: Session::default(),
-            info: ClientInfo { id, name: None },
+            info: ClientInfo {
+                id,
+                ..ClientInfo::default()
+            },
             parser: Parser::default(),
             queued_nil_arrays: Vec::new(),
             registry,
             kill,
+            subscriber: Subscriber::default(),
         }
     }
 
@@ -299,6 +319,16 @@ impl Client {
                 },
                 () = stopped(&mut stop) => return,
                 () = self.kill.notified() => return,
+                push = self.subscriber.next() => {
+                    // A message published by another client: write it with
+                    // any that followed it.
+                    let Some(push) = push else { return };
+                    subscriber::write_push(&mut output, &push);
+                    if !self.subscriber.drain(&mut output) {
+                        return;
+                    }
+                    continue;
+                }
             }
             if input.len() > QUERY_BUFFER_LIMIT {
                 return;
@@ -343,6 +373,20 @@ impl Client {
         output: &mut Vec<u8>,
     ) -> Option<Next> {
         let name = args[0];
+        // Messages published before this command precede its reply.
+        if !self.subscriber.drain(output) {
+            return Some(Next::Drop);
+        }
+        let now = self.engine.now_ms();
+        let silent = self.info.skip_this || self.info.reply_off;
+        if self.subscriber.is_subscribed(store) {
+            if let Some(refused) = subscriber::refusal(args) {
+                self.record(args, now, store);
+                self.after_command();
+                self.send(output, &refused.to_value(), false, silent);
+                return None;
+            }
+        }
         if is(name, "quit") {
             encode::encode(output, &Value::Okay);
             return Some(Next::Close);
@@ -351,9 +395,39 @@ impl Client {
             return Some(Next::Drop);
         }
         let queueing = self.session.in_transaction();
-        let now = self.engine.now_ms();
+        if !queueing && subscriber::is_subscription_command(name) {
+            match command::lookup(name) {
+                Some(spec) if !spec.arity_ok(args.len()) => {
+                    self.send(
+                        output,
+                        &command::wrong_arity(spec).to_value(),
+                        false,
+                        silent,
+                    );
+                }
+                // Confirmations are pushes: CLIENT REPLY does not silence them.
+                _ => self.subscriber.run(store, args, output),
+            }
+            self.record(args, now, store);
+            self.after_command();
+            return None;
+        }
+        if is(name, "reset") {
+            self.subscriber.reset(store);
+            self.info.name = None;
+            self.info.reply_off = false;
+            self.info.skip_next = false;
+        }
         let mut after = After::Continue;
-        let reply = if is(name, "client") && !queueing {
+        let reply = if is(name, "ping") && !queueing && self.subscriber.is_subscribed(store) {
+            // Redis 7.0 answers PING in subscribed mode (RESP2) with an
+            // array, so that it reads like the messages around it.
+            match args {
+                [_] => reply::bulks([&b"pong"[..], b""]),
+                [_, message] => reply::bulks([&b"pong"[..], message]),
+                _ => command::arity_error(args).to_value(),
+            }
+        } else if is(name, "client") && !queueing {
             let cx = ClientCtx {
                 registry: &self.registry,
                 now,
@@ -366,9 +440,13 @@ impl Client {
         } else {
             self.session.execute(store, args, now)
         };
-        self.record(args, now);
+        self.record(args, now, store);
+        // Read after the command: CLIENT REPLY OFF silences its own reply,
+        // ON does not, SKIP has none.
+        let silent = self.info.skip_this || self.info.reply_off || self.info.skip_next;
+        self.after_command();
         if after == After::Close {
-            encode::encode(output, &reply);
+            self.send(output, &reply, false, silent);
             return Some(Next::Close);
         }
         if !queueing && is(name, "multi") {
@@ -380,6 +458,9 @@ impl Client {
                 let nil_arrays = std::mem::take(&mut self.queued_nil_arrays);
                 if let Value::Array(replies) = &reply {
                     if replies.len() == nil_arrays.len() {
+                        if silent {
+                            return None;
+                        }
                         encode::array_header(output, replies.len());
                         for (reply, &nil_array) in replies.iter().zip(&nil_arrays) {
                             encode_reply(output, reply, nil_array);
@@ -389,20 +470,34 @@ impl Client {
                 }
             }
         }
-        encode_reply(output, &reply, replies_null_array(args));
+        self.send(output, &reply, replies_null_array(args), silent);
         None
+    }
+
+    /// Writes a reply unless CLIENT REPLY silences it.
+    fn send(&self, output: &mut Vec<u8>, reply: &Value, nil_array: bool, silent: bool) {
+        if !silent {
+            encode_reply(output, reply, nil_array);
+        }
+    }
+
+    /// CLIENT REPLY SKIP applies to the command after it.
+    fn after_command(&mut self) {
+        self.info.skip_this = std::mem::take(&mut self.info.skip_next);
     }
 }
 
 impl Client {
     /// Updates what CLIENT LIST shows of this connection after a command.
-    fn record(&self, args: &[&[u8]], now: i64) {
+    fn record(&self, args: &[&[u8]], now: i64, store: &Store) {
+        let subscriptions = self.subscriber.counts(store);
         let mut registry = self.registry.lock();
         let Some(peer) = registry.get_mut(&self.info.id) else {
             return;
         };
         peer.last_ms = now;
         peer.db = self.session.db;
+        peer.subscriptions = subscriptions;
         peer.name = self.info.name.clone();
         peer.multi = self
             .session
@@ -432,6 +527,7 @@ impl Drop for Client {
             if self.session.has_watches() {
                 self.session.unwatch_all(&mut store);
             }
+            self.subscriber.leave(&mut store);
             store.connected_clients = store.connected_clients.saturating_sub(1);
         }
         self.registry.lock().remove(&self.info.id);

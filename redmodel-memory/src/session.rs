@@ -32,6 +32,7 @@ fn control_arity(name: &[u8]) -> Option<(&'static str, i32)> {
         ("discard", 1),
         ("watch", -2),
         ("unwatch", 1),
+        ("reset", 1),
     ];
     CONTROL
         .iter()
@@ -54,10 +55,13 @@ impl Session {
     /// (MULTI/EXEC/DISCARD/WATCH) is handled here; everything else goes
     /// through the command table.
     pub(crate) fn execute(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> Reply {
-        match self.execute_inner(store, args, now) {
+        let reply = match self.execute_inner(store, args, now) {
             Ok(r) => r,
             Err(e) => e.to_value(),
-        }
+        };
+        // Keys the command expired outside the command table (WATCH, EXEC).
+        store.flush_notifications();
+        reply
     }
 
     /// Whether the client is between MULTI and EXEC (the RESP server
@@ -97,6 +101,11 @@ impl Session {
         }
         if store.cluster_enabled {
             self.check_slots(store, args, control("exec"))?;
+        }
+        if control("reset") {
+            // Never queued: RESET ends a transaction too.
+            self.reset(store);
+            return Ok(reply::simple("RESET"));
         }
         if control("multi") {
             return self.multi();
@@ -262,6 +271,14 @@ impl Session {
             })
             .collect();
         Ok(reply::array(replies))
+    }
+
+    /// RESET's part of the session (Redis's `clearClientConnectionState`):
+    /// database 0, no transaction, no WATCH. The RESP server clears the
+    /// rest (name, subscriptions, reply mode).
+    fn reset(&mut self, store: &mut Store) {
+        self.discard_transaction(store);
+        self.db = 0;
     }
 
     /// Forgets every watched key (UNWATCH, EXEC, DISCARD, disconnect).

@@ -29,6 +29,10 @@ pub(crate) struct Store {
     /// The IP and port the RESP server announces in CLUSTER SLOTS, SHARDS
     /// and NODES (cluster mode, served over RESP).
     pub(crate) announced: Option<(String, u16)>,
+    /// Pub/Sub's subscribers and what they listen to.
+    pub(crate) pubsub: crate::pubsub::Registry,
+    /// `notify-keyspace-events` (`notify::class` bits), 0 when off.
+    pub(crate) notify_flags: u32,
 }
 
 impl Default for Store {
@@ -54,6 +58,12 @@ impl Default for Store {
             scripts: Default::default(),
             cluster_enabled: false,
             announced: None,
+            pubsub: {
+                let mut registry = crate::pubsub::Registry::default();
+                registry.set_limit(limits.pubsub_limit);
+                registry
+            },
+            notify_flags: limits.notify,
         }
     }
 }
@@ -66,7 +76,39 @@ impl Store {
         let limits = self.config.limits();
         for ks in &mut self.dbs {
             ks.set_limits(limits);
+            // Events logged under the old flags are not published late.
+            ks.take_events();
         }
+        self.pubsub.set_limit(limits.pubsub_limit);
+        self.notify_flags = limits.notify;
         Ok(())
+    }
+
+    /// Publishes a keyspace event of `key` in `db` (see `notify`), after
+    /// the events the keyspaces logged themselves before it.
+    pub(crate) fn notify(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        if !crate::notify::enabled(self.notify_flags, class) {
+            return;
+        }
+        self.flush_notifications();
+        self.publish_event(db, event, key);
+    }
+
+    /// Publishes the events the keyspaces logged (`new`, `expired`).
+    pub(crate) fn flush_notifications(&mut self) {
+        if self.notify_flags == 0 {
+            return;
+        }
+        for db in 0..self.dbs.len() {
+            for (event, key) in self.dbs[db].take_events() {
+                self.publish_event(db, event, &key);
+            }
+        }
+    }
+
+    fn publish_event(&mut self, db: usize, event: &str, key: &[u8]) {
+        for (channel, payload) in crate::notify::messages(self.notify_flags, db, event, key) {
+            self.pubsub.publish(&channel, &payload);
+        }
     }
 }

@@ -6,6 +6,7 @@ use super::{CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64};
 use crate::error::CmdError;
 use crate::keyspace::Keyspace;
+use crate::notify::class;
 use crate::reply;
 use crate::store::DATABASES;
 
@@ -108,6 +109,7 @@ fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     dst.set_with_history(new_key, value, false, history, now);
     dst.set_expire(new_key, expire_at);
+    ctx.notify_in(dst_db, class::GENERIC, "copy_to", new_key);
     Ok(reply::int(1))
 }
 
@@ -132,6 +134,8 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     dst.set_with_history(key, entry.value, false, entry.history, now);
     dst.set_expire(key, entry.expire_at);
+    ctx.notify_in(src_db, class::GENERIC, "move_from", key);
+    ctx.notify_in(dst_db, class::GENERIC, "move_to", key);
     Ok(reply::int(1))
 }
 

@@ -5,6 +5,7 @@
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is};
 use crate::error::CmdError;
+use crate::notify::class;
 use crate::reply;
 
 pub(super) const COMMANDS: &[Spec] = &[
@@ -158,9 +159,11 @@ fn expire_generic(
 pub(crate) fn expire_key_at(ctx: &mut Ctx<'_>, key: &[u8], when: i64) {
     if when <= ctx.now {
         ctx.remove(key);
+        ctx.notify(class::GENERIC, "del", key);
     } else {
         ctx.ks().set_expire(key, Some(when));
         ctx.modified(key);
+        ctx.notify(class::GENERIC, "expire", key);
     }
 }
 
@@ -216,5 +219,6 @@ pub(crate) fn persist_key(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
     }
     ctx.ks().set_expire(key, None);
     ctx.modified(key);
+    ctx.notify(class::GENERIC, "persist", key);
     true
 }

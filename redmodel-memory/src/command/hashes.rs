@@ -22,6 +22,7 @@ use super::{arity_error, remove_elements, CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is, parse_i64, random_count_with};
 use crate::error::CmdError;
 use crate::float::LongDouble;
+use crate::notify::class;
 use crate::reply;
 use crate::value::hash::HashValue;
 
@@ -125,6 +126,7 @@ fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .count();
     // Redis signals even when every value was already there.
     ctx.modified(key);
+    ctx.notify(class::HASH, "hset", key);
     // HSET answers how many fields are new; the deprecated HMSET answers OK.
     Ok(if is(args[0], "hmset") {
         reply::ok()
@@ -141,6 +143,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     hash.insert(field, args[3]);
     ctx.modified(key);
+    ctx.notify(class::HASH, "hset", key);
     Ok(reply::int(1))
 }
 
@@ -212,7 +215,9 @@ fn flatten<'a>(
 
 /// Deleting the last field deletes the key.
 fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    remove_elements::<Hash>(ctx, args, |hash, field| hash.remove(field))
+    remove_elements::<Hash>(ctx, args, (class::HASH, "hdel"), |hash, field| {
+        hash.remove(field)
+    })
 }
 
 fn hexists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -249,6 +254,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sum = current.checked_add(incr).ok_or(CmdError::Overflow)?;
     hash.insert(field, sum.to_string().as_bytes());
     ctx.modified(key);
+    ctx.notify(class::HASH, "hincrby", key);
     Ok(reply::int(sum))
 }
 
@@ -274,6 +280,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let text = sum.to_human_string().into_bytes();
     hash.insert(field, &text);
     ctx.modified(key);
+    ctx.notify(class::HASH, "hincrbyfloat", key);
     Ok(reply::bulk(text))
 }
 

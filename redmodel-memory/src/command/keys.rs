@@ -7,6 +7,7 @@ use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is, split_sign};
 use crate::error::CmdError;
 use crate::glob::glob_match;
+use crate::notify::class;
 use crate::reply;
 use crate::value::Kind;
 
@@ -64,7 +65,13 @@ pub(super) const COMMANDS: &[Spec] = &[
 ];
 
 fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let removed = args[1..].iter().filter(|k| ctx.remove(k)).count();
+    let mut removed = 0;
+    for key in &args[1..] {
+        if ctx.remove(key) {
+            removed += 1;
+            ctx.notify(class::GENERIC, "del", key);
+        }
+    }
     Ok(reply::int(removed))
 }
 
@@ -116,6 +123,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdRes
     // The object moves as is: its encoding history goes with it.
     ks.set_with_history(dst, entry.value, false, entry.history, now);
     ks.set_expire(dst, entry.expire_at);
+    ctx.notify(class::GENERIC, "rename_from", src);
+    ctx.notify(class::GENERIC, "rename_to", dst);
     Ok(if nx { reply::int(1) } else { reply::ok() })
 }
 

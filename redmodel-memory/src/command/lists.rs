@@ -13,6 +13,7 @@ use std::collections::VecDeque;
 use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::args::{index_range, int_arg, is, positive_arg, NOT_POSITIVE};
 use crate::error::CmdError;
+use crate::notify::class;
 use crate::reply;
 use crate::value::Bytes;
 
@@ -181,7 +182,24 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End, only_existing: bool
     }
     let len = list.len();
     ctx.modified(key);
+    ctx.notify(class::LIST, push_event(end), key);
     Ok(reply::int(len))
+}
+
+/// The event of a push at `end`.
+fn push_event(end: End) -> &'static str {
+    match end {
+        End::Head => "lpush",
+        End::Tail => "rpush",
+    }
+}
+
+/// The event of a pop at `end`.
+fn pop_event(end: End) -> &'static str {
+    match end {
+        End::Head => "lpop",
+        End::Tail => "rpop",
+    }
 }
 
 fn lpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -224,7 +242,9 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End) -> CmdResult {
             reply::bulks(popped)
         }
     };
+    ctx.notify(class::LIST, pop_event(end), key);
     ctx.drop_if_empty(key);
+    ctx.notify_deleted(key);
     ctx.modified(key);
     Ok(reply)
 }
@@ -256,7 +276,9 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         None => list.clear(),
     }
+    ctx.notify(class::LIST, "ltrim", key);
     ctx.drop_if_empty(key);
+    ctx.notify_deleted(key);
     ctx.modified(key);
     Ok(reply::ok())
 }
@@ -290,8 +312,12 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let removed = remove_matches(list, element, count);
     if removed > 0 {
         ctx.modified(key);
+        ctx.notify(class::LIST, "lrem", key);
     }
     ctx.drop_if_empty(key);
+    if removed > 0 {
+        ctx.notify_deleted(key);
+    }
     Ok(reply::int(removed))
 }
 
@@ -334,6 +360,7 @@ fn lset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .ok_or(CmdError::IndexOutOfRange)?;
     *slot = args[3].to_vec();
     ctx.modified(key);
+    ctx.notify(class::LIST, "lset", key);
     Ok(reply::ok())
 }
 
@@ -357,6 +384,7 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     list.insert(pos + usize::from(after), args[4].to_vec());
     let len = list.len();
     ctx.modified(key);
+    ctx.notify(class::LIST, "linsert", key);
     Ok(reply::int(len))
 }
 
@@ -509,6 +537,8 @@ fn move_element(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
         };
         push(list, to, value.clone());
         ctx.modified(src);
+        ctx.notify(class::LIST, push_event(to), src);
+        ctx.notify(class::LIST, pop_event(from), src);
         return Ok(reply::bulk(value));
     }
     // Checked before popping, so that a refused move changes nothing.
@@ -520,6 +550,10 @@ fn move_element(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
     push(ctx.write_or_create::<List>(dst)?, to, value.clone());
     ctx.modified(dst);
     ctx.modified(src);
+    // Redis's order: the push, then the pop and the source's deletion.
+    ctx.notify(class::LIST, push_event(to), dst);
+    ctx.notify(class::LIST, pop_event(from), src);
+    ctx.notify_deleted(src);
     Ok(reply::bulk(value))
 }
 

@@ -27,6 +27,7 @@ mod lcs;
 mod lists;
 pub(crate) mod meta;
 mod object;
+mod pubsub;
 mod scripting;
 mod server;
 mod sets;
@@ -86,6 +87,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         databases::COMMANDS,
         lcs::COMMANDS,
         object::COMMANDS,
+        pubsub::COMMANDS,
         scripting::COMMANDS,
         server::COMMANDS,
         sets::COMMANDS,
@@ -301,15 +303,27 @@ impl Ctx<'_> {
     pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
         self.ks().drop_if_empty(key)
     }
+
+    /// Raises `del` for `key` if it is gone: after an element removal
+    /// that may have emptied it, as Redis does after its own event.
+    pub(crate) fn notify_deleted(&mut self, key: &[u8]) {
+        if crate::notify::enabled(self.store.notify_flags, crate::notify::class::GENERIC)
+            && !self.ks().exists_raw(key)
+        {
+            self.notify(crate::notify::class::GENERIC, "del", key);
+        }
+    }
 }
 
 /// HDEL, SREM and ZREM: removes the elements `args[2..]` from the
 /// collection at `args[1]` with `remove` (which tells whether the element
 /// was there) and replies how many were. Like Redis, deletes a collection
-/// left empty, and marks the key modified only if something was removed.
+/// left empty, and marks the key modified and raises `event` (then `del`
+/// if the key went) only if something was removed.
 pub(crate) fn remove_elements<T: Kind>(
     ctx: &mut Ctx<'_>,
     args: &[&[u8]],
+    event: (u32, &'static str),
     remove: fn(&mut T, &[u8]) -> bool,
 ) -> CmdResult {
     let key = args[1];
@@ -320,6 +334,8 @@ pub(crate) fn remove_elements<T: Kind>(
     if removed > 0 {
         ctx.drop_if_empty(key);
         ctx.modified(key);
+        ctx.notify(event.0, event.1, key);
+        ctx.notify_deleted(key);
     }
     Ok(reply::int(removed))
 }
@@ -339,5 +355,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Runs the command of `spec`, its arguments checked.
 pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &Spec, args: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed += 1;
-    (spec.handler)(ctx, args)
+    let result = (spec.handler)(ctx, args);
+    // The `new` and `expired` events the command raised and did not
+    // publish through a `notify` of its own.
+    ctx.store.flush_notifications();
+    result
 }

@@ -10,6 +10,7 @@ use super::meta::{self, Meta};
 use super::{all_specs, help_reply, lookup, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::args::is;
 use crate::error::CmdError;
+use crate::pubsub::Scope;
 use crate::reply;
 use crate::value::Value;
 
@@ -533,8 +534,15 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
             ("evicted_keys", "0".into()),
             ("keyspace_hits", "0".into()),
             ("keyspace_misses", "0".into()),
-            ("pubsub_channels", "0".into()),
-            ("pubsub_patterns", "0".into()),
+            (
+                "pubsub_channels",
+                store.pubsub.channel_count(Scope::Channel).to_string(),
+            ),
+            ("pubsub_patterns", store.pubsub.numpat().to_string()),
+            (
+                "pubsubshard_channels",
+                store.pubsub.channel_count(Scope::Shard).to_string(),
+            ),
             ("latest_fork_usec", "0".into()),
             ("total_forks", "0".into()),
         ],

@@ -25,6 +25,7 @@ use super::keys::scan_collection;
 use super::{remove_elements, CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64, positive_arg, signed_count_arg, NOT_POSITIVE};
 use crate::error::CmdError;
+use crate::notify::class;
 use crate::reply;
 use crate::value::{Bytes, Kind, Value};
 
@@ -177,18 +178,23 @@ impl RandomPicks {
 
 /// Stores the result of a STORE command as Redis's `setKey` does (the old
 /// value and its TTL are replaced), or deletes `dst` when the result is
-/// empty. Replies with the result's size.
+/// empty. Replies with the result's size. Raises `event` (class `class`)
+/// for a stored result, `del` for a deleted key.
 pub(super) fn store_or_delete(
     ctx: &mut Ctx<'_>,
     dst: &[u8],
     value: Value,
     len: usize,
+    (class, event): (u32, &str),
 ) -> CmdResult {
     if len == 0 {
         // Deleting marks the key modified, only if it existed: as Redis.
-        ctx.remove(dst);
+        if ctx.remove(dst) {
+            ctx.notify(class::GENERIC, "del", dst);
+        }
     } else {
         ctx.set(dst, value, false);
+        ctx.notify(class, event, dst);
     }
     Ok(reply::int(len))
 }
@@ -215,12 +221,15 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     if added > 0 {
         ctx.modified(key);
+        ctx.notify(class::SET, "sadd", key);
     }
     Ok(reply::int(added))
 }
 
 fn srem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    remove_elements::<Set>(ctx, args, |set, member| set.remove(member))
+    remove_elements::<Set>(ctx, args, (class::SET, "srem"), |set, member| {
+        set.remove(member)
+    })
 }
 
 fn sismember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -302,7 +311,14 @@ fn store_op(
     let sets = read_sets(ctx, &args[2..])?;
     let result: Set = op(&sets).into_iter().cloned().collect();
     let len = result.len();
-    store_or_delete(ctx, args[1], Value::Set(Box::new(result)), len)
+    let event = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
+    store_or_delete(
+        ctx,
+        args[1],
+        Value::Set(Box::new(result)),
+        len,
+        (class::SET, &event),
+    )
 }
 
 fn sinterstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -360,10 +376,13 @@ fn smove(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !removed {
         return Ok(reply::int(0));
     }
+    ctx.notify(class::SET, "srem", src);
     ctx.drop_if_empty(src);
+    ctx.notify_deleted(src);
     ctx.modified(src);
     if ctx.write_or_create::<Set>(dst)?.insert(member.to_vec()) {
         ctx.modified(dst);
+        ctx.notify(class::SET, "sadd", dst);
     }
     Ok(reply::int(1))
 }
@@ -384,7 +403,9 @@ fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
         return Ok(reply::nil());
     };
     set.remove(&member);
+    ctx.notify(class::SET, "spop", key);
     ctx.drop_if_empty(key);
+    ctx.notify_deleted(key);
     ctx.modified(key);
     Ok(reply::bulk(member))
 }
@@ -411,7 +432,9 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
         }
         chosen
     };
+    ctx.notify(class::SET, "spop", key);
     ctx.drop_if_empty(key);
+    ctx.notify_deleted(key);
     ctx.modified(key);
     Ok(reply::bulks(popped))
 }

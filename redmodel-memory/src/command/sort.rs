@@ -37,6 +37,7 @@ use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is};
 use crate::error::CmdError;
 use crate::float::parse_double;
+use crate::notify::class;
 use crate::reply;
 use crate::value::{Bytes, Value};
 
@@ -192,8 +193,10 @@ fn run(ctx: &mut Ctx<'_>, args: &[&[u8]], readonly: bool) -> CmdResult {
             let n = stored.len();
             if n > 0 {
                 ctx.set(dest, Value::List(stored), false);
+                ctx.notify(class::LIST, "sortstore", dest);
             } else if ctx.remove(dest) {
                 ctx.modified(dest);
+                ctx.notify(class::GENERIC, "del", dest);
             }
             Ok(reply::int(n))
         }

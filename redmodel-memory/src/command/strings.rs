@@ -19,6 +19,7 @@ use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::args::{index_range, int_arg, is, parse_i64};
 use crate::error::CmdError;
 use crate::float::LongDouble;
+use crate::notify::class;
 use crate::reply;
 use crate::value::encoding::History;
 use crate::value::Value;
@@ -302,10 +303,12 @@ fn set_generic(
         return Ok(old.unwrap_or(replies.aborted));
     }
     ctx.set(key, string(value), opts.keep_ttl);
+    ctx.notify(class::STRING, "set", key);
     if let Some(at) = expire_at {
         // A time already past (EXAT 1) leaves the key logically expired,
         // as in Redis: the next access deletes it.
         ctx.ks().set_expire(key, Some(at));
+        ctx.notify(class::GENERIC, "expire", key);
     }
     Ok(old.unwrap_or(replies.done))
 }
@@ -354,6 +357,7 @@ fn psetex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn getset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let old = string_reply(ctx, args[1])?;
     ctx.set(args[1], string(args[2]), false);
+    ctx.notify(class::STRING, "set", args[1]);
     Ok(old)
 }
 
@@ -361,6 +365,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let old = string_reply(ctx, args[1])?;
     if old != reply::nil() {
         ctx.remove(args[1]);
+        ctx.notify(class::GENERIC, "del", args[1]);
     }
     Ok(old)
 }
@@ -399,6 +404,7 @@ fn append(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let len = match ctx.write::<Vec<u8>>(key)? {
         None => {
             ctx.set(key, string(tail), false);
+            ctx.notify(class::STRING, "append", key);
             tail.len()
         }
         Some(s) => {
@@ -407,6 +413,7 @@ fn append(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             let len = s.len();
             ctx.ks().set_history(key, History::Converted);
             ctx.modified(key);
+            ctx.notify(class::STRING, "append", key);
             len
         }
     };
@@ -468,6 +475,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             let len = s.len();
             ctx.set(key, Value::Str(s), false);
             ctx.ks().set_history(key, History::Converted);
+            ctx.notify(class::STRING, "setrange", key);
             len
         }
         Some(s) => {
@@ -486,6 +494,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             let len = s.len();
             ctx.ks().set_history(key, History::Converted);
             ctx.modified(key);
+            ctx.notify(class::STRING, "setrange", key);
             len
         }
     };
@@ -505,6 +514,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
     };
     let value = current.checked_add(delta).ok_or(CmdError::Overflow)?;
     ctx.set(key, string(value.to_string()), true);
+    ctx.notify(class::STRING, "incrby", key);
     Ok(reply::int(value))
 }
 
@@ -547,6 +557,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ctx.set(key, string(text.as_bytes()), true);
     // Redis stores the text as a string object, never as an `int`.
     ctx.ks().set_history(key, History::Text);
+    ctx.notify(class::STRING, "incrbyfloat", key);
     Ok(reply::bulk(text))
 }
 
@@ -580,6 +591,7 @@ fn set_all(ctx: &mut Ctx<'_>, pairs: &[&[u8]]) {
     for pair in pairs.chunks_exact(2) {
         if let [key, value] = pair {
             ctx.set(key, string(*value), false);
+            ctx.notify(class::STRING, "set", key);
         }
     }
 }

@@ -24,6 +24,7 @@ use crate::args::{
 };
 use crate::error::CmdError;
 use crate::float::{format_g17, parse_double};
+use crate::notify::class;
 use crate::reply;
 use crate::value::zset::{LexRange, Score, ScoreRange, ZSet};
 use crate::value::{Bytes, Value};
@@ -347,6 +348,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
         }
         if added + updated > 0 {
             ctx.modified(key);
+            ctx.notify(class::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
         }
     }
     if nan {
@@ -363,7 +365,9 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
 // ------------------------------------------------------- simple reads
 
 fn zrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    remove_elements::<ZSet>(ctx, args, |z, member| z.remove(member))
+    remove_elements::<ZSet>(ctx, args, (class::ZSET, "zrem"), |z, member| {
+        z.remove(member)
+    })
 }
 
 fn zscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -571,7 +575,13 @@ fn zrange_generic(
                     .map(|(m, s)| (m.to_vec(), s)),
             );
             let len = result.len();
-            store_or_delete(ctx, dst, Value::ZSet(Box::new(result)), len)
+            store_or_delete(
+                ctx,
+                dst,
+                Value::ZSet(Box::new(result)),
+                len,
+                (class::ZSET, "zrangestore"),
+            )
         }
     }
 }
@@ -642,6 +652,13 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, key: &[u8], selection: Selection) -> Cmd
     if deleted > 0 {
         ctx.drop_if_empty(key);
         ctx.modified(key);
+        let event = match selection {
+            Selection::Rank(..) => "zremrangebyrank",
+            Selection::Score(_) => "zremrangebyscore",
+            Selection::Lex(_) => "zremrangebylex",
+        };
+        ctx.notify(class::ZSET, event, key);
+        ctx.notify_deleted(key);
     }
     Ok(reply::int(deleted))
 }
@@ -685,6 +702,8 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
     if !items.is_empty() {
         ctx.drop_if_empty(key);
         ctx.modified(key);
+        ctx.notify(class::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        ctx.notify_deleted(key);
     }
     Ok(reply::array(items))
 }
@@ -972,7 +991,14 @@ fn setop_generic(
         Some(dst) => {
             let z = ZSet::from_pairs(result);
             let len = z.len();
-            store_or_delete(ctx, dst, Value::ZSet(Box::new(z)), len)
+            let event = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
+            store_or_delete(
+                ctx,
+                dst,
+                Value::ZSet(Box::new(z)),
+                len,
+                (class::ZSET, &event),
+            )
         }
         None => {
             // The reply comes from a fresh skiplist in Redis: ordered with

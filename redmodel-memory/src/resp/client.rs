@@ -27,6 +27,13 @@ pub(crate) struct ClientInfo {
     pub(crate) id: u64,
     /// The name given by CLIENT SETNAME or HELLO SETNAME.
     pub(crate) name: Option<Vec<u8>>,
+    /// CLIENT REPLY OFF: no reply is sent (pushes still are).
+    pub(crate) reply_off: bool,
+    /// CLIENT REPLY SKIP: the next command's reply is not sent.
+    pub(crate) skip_next: bool,
+    /// The previous command was CLIENT REPLY SKIP: this one's reply is
+    /// not sent (unless it is CLIENT REPLY ON).
+    pub(crate) skip_this: bool,
 }
 
 /// What CLIENT LIST shows of one connection, kept up to date by the
@@ -47,11 +54,23 @@ pub(crate) struct Peer {
     pub(crate) multi: Option<usize>,
     /// The last command, `client|list` style.
     pub(crate) cmd: String,
+    /// Channels, patterns and shard channels subscribed to.
+    pub(crate) subscriptions: [usize; 3],
     /// Wakes the connection up to close it (CLIENT KILL).
     pub(crate) kill: Arc<Notify>,
 }
 
 impl Peer {
+    /// Redis's client type: `pubsub` in subscribed mode, else `normal`
+    /// (the engine has no replica or master connections).
+    fn client_type(&self) -> &'static str {
+        if self.subscriptions.iter().any(|&n| n > 0) {
+            "pubsub"
+        } else {
+            "normal"
+        }
+    }
+
     /// One line of CLIENT LIST, with Redis 7.0.15's fields in its order.
     /// What the engine does not measure (buffers, memory) reads 0.
     fn line(&self, id: u64, now: i64) -> String {
@@ -60,13 +79,20 @@ impl Peer {
             .as_deref()
             .map(String::from_utf8_lossy)
             .unwrap_or_default();
-        let (flags, multi) = match self.multi {
-            Some(n) => ("x", n as i64),
-            None => ("N", -1),
+        let pubsub = if self.client_type() == "pubsub" {
+            "P"
+        } else {
+            ""
         };
+        let (flags, multi) = match self.multi {
+            Some(n) => (format!("{pubsub}x"), n as i64),
+            None if pubsub.is_empty() => ("N".to_string(), -1),
+            None => (pubsub.to_string(), -1),
+        };
+        let [sub, psub, ssub] = self.subscriptions;
         format!(
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} \
-             sub=0 psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
+             sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
              rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp=2\n",
             self.addr,
             self.laddr,
@@ -135,6 +161,7 @@ pub(crate) fn client_command(
             ("info", 2),
             ("list", -2),
             ("kill", -3),
+            ("reply", 3),
         ];
         let Some(&(name, arity)) = SUBS.iter().find(|(n, _)| is(sub, n)) else {
             return Err(unknown_subcommand("client", sub));
@@ -166,14 +193,32 @@ pub(crate) fn client_command(
                 (reply::bulk(line), After::Continue)
             }
             "list" => (client_list(cx, rest)?, After::Continue),
+            "reply" => {
+                // Redis's CLIENT REPLY ON|OFF|SKIP; the OK of ON is the
+                // only reply (the connection silences the others).
+                let mode = rest[0];
+                if is(mode, "on") {
+                    info.reply_off = false;
+                    info.skip_next = false;
+                    info.skip_this = false;
+                } else if is(mode, "off") {
+                    info.reply_off = true;
+                } else if is(mode, "skip") {
+                    info.skip_next = !info.reply_off;
+                } else {
+                    return Err(CmdError::Syntax);
+                }
+                (reply::ok(), After::Continue)
+            }
             _ => client_kill(info, cx, rest)?,
         })
     })();
     result.unwrap_or_else(|e| (e.to_value(), After::Continue))
 }
 
-/// CLIENT LIST [TYPE type] | [ID id ...]. Every connection is a normal
-/// one; the other types exist but list nobody.
+/// CLIENT LIST [TYPE type] | [ID id ...]. A connection is a `pubsub` one
+/// in subscribed mode, else a `normal` one; the other types exist but list
+/// nobody.
 fn client_list(cx: &ClientCtx<'_>, opts: &[&[u8]]) -> Result<Reply, CmdError> {
     let registry = cx.registry.lock();
     let lines = |ids: &mut dyn Iterator<Item = u64>| -> String {
@@ -183,12 +228,13 @@ fn client_list(cx: &ClientCtx<'_>, opts: &[&[u8]]) -> Result<Reply, CmdError> {
     let text = match opts {
         [] => lines(&mut registry.keys().copied()),
         [opt, kind] if is(opt, "type") => {
-            if is(kind, "normal") {
-                lines(&mut registry.keys().copied())
-            } else if ["master", "replica", "slave", "pubsub"]
-                .iter()
-                .any(|t| is(kind, t))
-            {
+            if is(kind, "normal") || is(kind, "pubsub") {
+                let mut of_type = registry
+                    .iter()
+                    .filter(|(_, p)| is(kind, p.client_type()))
+                    .map(|(&id, _)| id);
+                lines(&mut of_type)
+            } else if ["master", "replica", "slave"].iter().any(|t| is(kind, t)) {
                 String::new()
             } else {
                 return Err(CmdError::err(format!(
@@ -221,7 +267,8 @@ fn client_kill(
 ) -> Result<(Reply, After), CmdError> {
     let old_form = opts.len() == 1;
     let (mut addr, mut laddr, mut id, mut skip_me) = (None, None, 0u64, !old_form);
-    let mut normal_only_type: Option<bool> = None;
+    // The type asked for; `Some("")` for a type no connection has.
+    let mut wanted_type: Option<&str> = None;
     if old_form {
         addr = Some(opts[0]);
     } else {
@@ -236,12 +283,11 @@ fn client_kill(
                     .ok_or_else(|| CmdError::err("client-id should be greater than 0"))?;
             } else if is(opt, "type") {
                 if is(value, "normal") {
-                    normal_only_type = Some(true);
-                } else if ["master", "replica", "slave", "pubsub"]
-                    .iter()
-                    .any(|t| is(value, t))
-                {
-                    normal_only_type = Some(false);
+                    wanted_type = Some("normal");
+                } else if is(value, "pubsub") {
+                    wanted_type = Some("pubsub");
+                } else if ["master", "replica", "slave"].iter().any(|t| is(value, t)) {
+                    wanted_type = Some("");
                 } else {
                     return Err(CmdError::err(format!(
                         "Unknown client type '{}'",
@@ -277,7 +323,7 @@ fn client_kill(
     for (&peer_id, peer) in cx.registry.lock().iter() {
         if addr.is_some_and(|a| a != peer.addr.as_bytes())
             || laddr.is_some_and(|a| *a != peer.laddr.as_bytes())
-            || normal_only_type == Some(false)
+            || wanted_type.is_some_and(|t| t != peer.client_type())
             || (id != 0 && peer_id != id)
             || (peer_id == info.id && skip_me)
         {
@@ -377,7 +423,10 @@ mod tests {
 
     #[test]
     fn client_subcommands() {
-        let mut info = ClientInfo { id: 56, name: None };
+        let mut info = ClientInfo {
+            id: 56,
+            ..ClientInfo::default()
+        };
         let registry = Registry::default();
         let cx = ClientCtx {
             registry: &registry,
@@ -420,7 +469,10 @@ mod tests {
 
     #[test]
     fn hello_speaks_resp2_only() {
-        let mut info = ClientInfo { id: 7, name: None };
+        let mut info = ClientInfo {
+            id: 7,
+            ..ClientInfo::default()
+        };
         let mut run = |args: &[&[u8]]| hello_command(&mut info, args);
         let Value::Array(fields) = run(&[b"HELLO"]) else {
             panic!("HELLO did not reply with an array");

@@ -70,7 +70,8 @@ fn array(out: &mut Vec<u8>, items: &[Value]) {
     }
 }
 
-fn bulk(out: &mut Vec<u8>, bytes: &[u8]) {
+/// Appends a bulk string.
+pub(super) fn bulk(out: &mut Vec<u8>, bytes: &[u8]) {
     header(out, b'$', len_i64(bytes.len()));
     out.extend_from_slice(bytes);
     out.extend_from_slice(b"\r\n");

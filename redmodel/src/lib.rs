@@ -65,7 +65,7 @@ mod optimistic;
 mod script;
 mod sync_hook;
 
-pub use db::{Db, DedicatedConnection};
+pub use db::{Db, DedicatedConnection, Message, Subscriber};
 pub use error::{Error, Result};
 pub use layout::KeyLayout;
 pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};

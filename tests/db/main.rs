@@ -10,6 +10,7 @@ mod faults;
 mod lock;
 mod optimistic;
 mod pool;
+mod pubsub;
 mod tls_acl;
 
 redmodel_suite::redis_server_test!();

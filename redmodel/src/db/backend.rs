@@ -63,6 +63,9 @@ pub(crate) trait Backend: Send + Sync + 'static {
         self.exclusive()
     }
 
+    /// A connection in subscribed mode of its own (see [`Subscriber`](super::pubsub::Subscriber)).
+    fn subscriber(&self) -> super::pubsub::Opening<'_>;
+
     /// The memory engine, for a backend that is one.
     fn engine(&self) -> Option<&Engine> {
         None

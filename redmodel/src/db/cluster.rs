@@ -37,6 +37,9 @@ pub(crate) struct ClusterBackend {
     /// a node stops answering: see [`ClusterBackend::reconnect`].
     conn: RwLock<ClusterConnection>,
     client: ClusterClient,
+    /// The seed URLs, through which subscribers connect (to the first
+    /// that answers).
+    seeds: Vec<String>,
     /// When the shared connection was last replaced, to replace it at most
     /// once per [`RECONNECT_EVERY`].
     reconnected: Mutex<Option<Instant>>,
@@ -78,7 +81,7 @@ impl ClusterBackend {
         connect: Duration,
         response: Duration,
     ) -> Result<Self> {
-        let client = ClusterClient::builder(seeds)
+        let client = ClusterClient::builder(seeds.clone())
             .connection_timeout(connect)
             .response_timeout(response)
             .retries(8)
@@ -94,6 +97,7 @@ impl ClusterBackend {
         Ok(ClusterBackend {
             conn: RwLock::new(conn),
             client,
+            seeds,
             reconnected: Mutex::new(None),
             pool,
             wait,
@@ -253,6 +257,24 @@ impl Backend for ClusterBackend {
 
     fn is_cluster(&self) -> bool {
         true
+    }
+
+    /// A Pub/Sub connection to the first seed node that answers: a
+    /// message published on any node reaches every node's subscribers.
+    fn subscriber(&self) -> super::pubsub::Opening<'_> {
+        Box::pin(async move {
+            let mut last = None;
+            for seed in &self.seeds {
+                match super::connect::open_client(seed)?.get_async_pubsub().await {
+                    Ok(conn) => return Ok(super::pubsub::Link::Redis(conn)),
+                    Err(err) => last = Some(err),
+                }
+            }
+            Err(last.map_or_else(
+                || Error::Config("a cluster without seed URLs".to_string()),
+                Error::from,
+            ))
+        })
     }
 
     fn scan<'a>(&'a self, pattern: &'a str, count: u64) -> BoxFuture<'a, Result<Vec<Vec<u8>>>> {

@@ -183,7 +183,7 @@ fn check_features(url: &str) -> Result<()> {
 
 /// Builds the redis-rs client for `url`, after checking that this build
 /// supports the URL's transport.
-fn open_client(url: &str) -> Result<redis::Client> {
+pub(super) fn open_client(url: &str) -> Result<redis::Client> {
     check_features(url)?;
     if transport(url) != Transport::Plain {
         install_crypto_provider();

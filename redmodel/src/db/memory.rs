@@ -53,6 +53,11 @@ impl Backend for MemoryBackend {
         Box::pin(std::future::ready(Ok(link)))
     }
 
+    fn subscriber(&self) -> super::pubsub::Opening<'_> {
+        let link = super::pubsub::Link::Memory(self.engine.pubsub());
+        Box::pin(std::future::ready(Ok(link)))
+    }
+
     fn engine(&self) -> Option<&Engine> {
         Some(&self.engine)
     }

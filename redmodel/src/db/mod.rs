@@ -20,6 +20,7 @@ mod dedicated;
 mod memory;
 mod patient;
 mod pool;
+mod pubsub;
 mod server;
 
 use std::borrow::Cow;
@@ -38,6 +39,7 @@ use acks::Acks;
 use backend::Backend;
 use counters::Counters;
 pub use dedicated::DedicatedConnection;
+pub use pubsub::{Message, Subscriber};
 
 /// How many keys one SCAN call asks the server to look at.
 const SCAN_COUNT: u64 = 1000;

@@ -11,11 +11,14 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use super::backend::{Backend, BoxFuture, Link};
 use super::pool::{self, Manager};
+use super::pubsub::{self, Opening};
 use crate::error::Result;
 
 /// A Redis server behind a `Db`.
 pub(crate) struct ServerBackend {
     manager: ConnectionManager,
+    /// Opens the subscribers' connections (TLS and credentials included).
+    client: redis::Client,
     pool: bb8::Pool<Manager>,
     /// How long a borrower waits for a pooled connection.
     wait: Duration,
@@ -43,13 +46,14 @@ impl ServerBackend {
         let wait = connect + response;
         let pool = pool::build(
             Manager {
-                client,
+                client: client.clone(),
                 config: exclusive,
             },
             wait,
         );
         Ok(ServerBackend {
             manager,
+            client,
             pool,
             wait,
         })
@@ -83,5 +87,9 @@ impl Backend for ServerBackend {
 
     fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>> {
         Box::pin(pool::checkout(&self.pool, self.wait))
+    }
+
+    fn subscriber(&self) -> Opening<'_> {
+        Box::pin(async move { Ok(pubsub::Link::Redis(self.client.get_async_pubsub().await?)) })
     }
 }

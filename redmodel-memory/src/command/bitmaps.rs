@@ -21,6 +21,7 @@ use super::strings::check_string_length;
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is, parse_i64};
 use crate::error::CmdError;
+use crate::notify::class;
 use crate::reply;
 use crate::value::encoding::History;
 use crate::value::Value;
@@ -178,6 +179,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     })?;
     if changed {
         ctx.modified(key);
+        ctx.notify(class::STRING, "setbit", key);
     }
     Ok(reply::int(i64::from(was)))
 }
@@ -422,8 +424,9 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         // Redis stores the result as a plain sds string: `raw` however
         // short.
         ctx.ks().set_history(dest, History::Converted);
-    } else {
-        ctx.remove(dest);
+        ctx.notify(class::STRING, "set", dest);
+    } else if ctx.remove(dest) {
+        ctx.notify(class::GENERIC, "del", dest);
     }
     Ok(reply::int(len))
 }

@@ -180,6 +180,7 @@ fn run(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResult {
     })?;
     if changed {
         ctx.modified(key);
+        ctx.notify(crate::notify::class::STRING, "setbit", key);
     }
     Ok(reply::array(replies))
 }

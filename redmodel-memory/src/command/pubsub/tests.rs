@@ -165,6 +165,28 @@ fn string_events() {
 }
 
 #[test]
+fn bitmap_events() {
+    let (_e, mut c, mut sub) = setup("KA");
+    for line in [
+        "SETBIT b 7 1",
+        "SETBIT b 7 1",
+        "SETBIT b 100 0",
+        "BITOP OR d b",
+        "BITOP AND d nokey",
+        "BITOP AND d nokey",
+        "BITFIELD f SET u8 0 255",
+        "BITFIELD f GET u8 0",
+        "BITFIELD f SET u8 0 255",
+    ] {
+        run(&mut c, line);
+    }
+    assert_eq!(
+        keyspace(&mut sub),
+        ["b setbit", "b setbit", "d set", "d del", "f setbit"]
+    );
+}
+
+#[test]
 fn generic_events() {
     let (_e, mut c, mut sub) = setup("Kg");
     for line in [

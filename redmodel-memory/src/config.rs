@@ -77,6 +77,10 @@ pub(crate) struct Limits {
     pub(crate) proto_max_bulk_len: u64,
     /// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ needs it).
     pub(crate) lfu: bool,
+    /// The size and entry limits of a stream's nodes, which decide what
+    /// approximate trimming removes.
+    pub(crate) stream_node_max_bytes: u64,
+    pub(crate) stream_node_max_entries: u64,
 }
 
 impl Default for Limits {
@@ -133,6 +137,8 @@ impl Config {
             zset_max_listpack_value: self.number("zset-max-listpack-value"),
             proto_max_bulk_len: self.number("proto-max-bulk-len"),
             lfu: self.get("maxmemory-policy").ends_with("lfu"),
+            stream_node_max_bytes: self.number("stream-node-max-bytes"),
+            stream_node_max_entries: self.number("stream-node-max-entries"),
         }
     }
 

@@ -30,6 +30,7 @@ mod scripting;
 mod server;
 mod sets;
 mod sort;
+mod streams;
 mod strings;
 mod table;
 #[cfg(test)]
@@ -88,6 +89,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         server::COMMANDS,
         sets::COMMANDS,
         sort::COMMANDS,
+        streams::COMMANDS,
         strings::COMMANDS,
         zsets::COMMANDS,
     ]

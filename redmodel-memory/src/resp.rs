@@ -451,8 +451,19 @@ fn encode_reply(output: &mut Vec<u8>, reply: &Value, nil_array: bool) {
 /// rather than the null bulk string `$-1`.
 fn replies_null_array(args: &[&[u8]]) -> bool {
     const ARRAY_NIL: &[&str] = &[
-        "exec", "lmpop", "blmpop", "zmpop", "bzmpop", "blpop", "brpop", "bzpopmin", "bzpopmax",
-        "xread", "xreadgroup", "xrange", "xrevrange",
+        "exec",
+        "lmpop",
+        "blmpop",
+        "zmpop",
+        "bzmpop",
+        "blpop",
+        "brpop",
+        "bzpopmin",
+        "bzpopmax",
+        "xread",
+        "xreadgroup",
+        "xrange",
+        "xrevrange",
     ];
     let name = args[0];
     ARRAY_NIL.iter().any(|n| is(name, n))

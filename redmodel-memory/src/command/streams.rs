@@ -173,7 +173,11 @@ struct AddTrimArgs {
 }
 
 /// Redis's `streamParseAddOrTrimArgsOrReply`, errors in its order.
-fn parse_add_trim(args: &[&[u8]], xadd: bool, node_max_entries: u64) -> Result<AddTrimArgs, CmdError> {
+fn parse_add_trim(
+    args: &[&[u8]],
+    xadd: bool,
+    node_max_entries: u64,
+) -> Result<AddTrimArgs, CmdError> {
     let mut out = AddTrimArgs {
         trim: None,
         approx: false,
@@ -248,7 +252,11 @@ fn parse_add_trim(args: &[&[u8]], xadd: bool, node_max_entries: u64) -> Result<A
     } else if out.approx {
         // Redis bounds an approximate trim's work to 100 nodes.
         let limit = node_max_entries.saturating_mul(100);
-        out.limit = if limit == 0 { 10_000 } else { limit.min(1_000_000) };
+        out.limit = if limit == 0 {
+            10_000
+        } else {
+            limit.min(1_000_000)
+        };
     } else {
         out.limit = 0;
     }

@@ -153,7 +153,9 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             return Ok(reply::ok());
         };
         if stream.groups.contains_key(name) {
-            return Err(CmdError::raw("BUSYGROUP Consumer Group name already exists"));
+            return Err(CmdError::raw(
+                "BUSYGROUP Consumer Group name already exists",
+            ));
         }
         stream
             .groups
@@ -277,7 +279,12 @@ pub(in crate::command) fn xpending(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResu
             .consumers
             .iter()
             .filter(|(_, c)| !c.pel.is_empty())
-            .map(|(n, c)| reply::array(vec![reply::bulk(n.clone()), reply::bulk(c.pel.len().to_string())]))
+            .map(|(n, c)| {
+                reply::array(vec![
+                    reply::bulk(n.clone()),
+                    reply::bulk(c.pel.len().to_string()),
+                ])
+            })
             .collect();
         return Ok(reply::array(vec![
             reply::int(group.pel.len()),
@@ -359,7 +366,10 @@ pub(in crate::command) fn xclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult
             delivery_time = Some(now.wrapping_sub(idle));
         } else if is(opt, "time") && more > 0 {
             j += 1;
-            delivery_time = Some(int_with(args[j], "Invalid TIME option argument for XCLAIM")?);
+            delivery_time = Some(int_with(
+                args[j],
+                "Invalid TIME option argument for XCLAIM",
+            )?);
         } else if is(opt, "retrycount") && more > 0 {
             j += 1;
             retry_count = int_with(args[j], "Invalid RETRYCOUNT option argument for XCLAIM")?;

@@ -64,8 +64,7 @@ fn map(pairs: Vec<(&str, Reply)>) -> Reply {
 /// The stream at `args[2]`, or "no such key" (looked up before anything
 /// else is checked).
 fn stream_of<'a>(ctx: &'a mut Ctx<'_>, args: &[&[u8]]) -> Result<&'a Stream, CmdError> {
-    ctx.read::<Stream>(args[2])?
-        .ok_or(CmdError::NoSuchKey)
+    ctx.read::<Stream>(args[2])?.ok_or(CmdError::NoSuchKey)
 }
 
 fn entries_read(group: &Group) -> Reply {
@@ -110,7 +109,9 @@ fn stream_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ];
     let everything = || stream.range(StreamId::MIN, StreamId::MAX, false);
     if !full {
-        let first = everything().next().map_or_else(reply::nil, |(id, f)| entry_reply(*id, f));
+        let first = everything()
+            .next()
+            .map_or_else(reply::nil, |(id, f)| entry_reply(*id, f));
         let last = stream
             .range(StreamId::MIN, StreamId::MAX, true)
             .next()

@@ -159,7 +159,12 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResul
 
 /// The entries one stream gives this read, or `None` if it has nothing
 /// to give now (Redis's "serve synchronously" test).
-fn serve(ctx: &mut Ctx<'_>, key: &[u8], after: After, opts: &ReadArgs<'_>) -> Result<Option<Reply>, CmdError> {
+fn serve(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    after: After,
+    opts: &ReadArgs<'_>,
+) -> Result<Option<Reply>, CmdError> {
     let now = ctx.now;
     let Some(stream) = ctx.write::<Stream>(key)? else {
         return Ok(None);

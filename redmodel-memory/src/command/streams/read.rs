@@ -70,7 +70,7 @@ fn parse<'a>(args: &'a [&'a [u8]], group_mode: bool) -> Result<ReadArgs<'a>, Cmd
             out.count = usize::try_from(int_arg(args[i])?).unwrap_or(0);
         } else if is(opt, "streams") && more > 0 {
             let rest = args.len() - (i + 1);
-            if rest % 2 != 0 {
+            if !rest.is_multiple_of(2) {
                 return Err(CmdError::err(
                     "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
                 ));
@@ -178,7 +178,7 @@ fn serve(
         let After::Id(gt) = after else {
             return Ok(None);
         };
-        if !stream.last_valid_id().is_some_and(|max| max > gt) {
+        if stream.last_valid_id().is_none_or(|max| max <= gt) {
             return Ok(None);
         }
         let start = gt.next().unwrap_or(StreamId::MIN);
@@ -222,7 +222,7 @@ fn serve(
         }
         After::GroupLast => {
             let last = group.last_id;
-            if !stream.last_valid_id().is_some_and(|max| max > last) {
+            if stream.last_valid_id().is_none_or(|max| max <= last) {
                 return Ok(None);
             }
             if let Some(group) = stream.groups.get_mut(group_name) {
@@ -246,25 +246,26 @@ fn serve(
                 let Some(group) = stream.groups.get_mut(group_name) else {
                     continue;
                 };
-                if group.pel.contains_key(&id) {
-                    // Pending already (the group's ID was set back):
-                    // delivered again, to this consumer, as a first time.
-                    group.assign(id, consumer);
-                    if let Some(nack) = group.pel.get_mut(&id) {
+                match group.pel.get_mut(&id) {
+                    Some(nack) => {
+                        // Pending already (the group's ID was set back):
+                        // delivered again, to this consumer, as a first time.
                         nack.delivery_time = now;
                         nack.delivery_count = 1;
+                        group.assign(id, consumer);
                     }
-                } else {
-                    group.pel.insert(
-                        id,
-                        Nack {
-                            consumer: consumer.to_vec(),
-                            delivery_time: now,
-                            delivery_count: 1,
-                        },
-                    );
-                    if let Some(c) = group.consumers.get_mut(consumer) {
-                        c.pel.insert(id);
+                    None => {
+                        group.pel.insert(
+                            id,
+                            Nack {
+                                consumer: consumer.to_vec(),
+                                delivery_time: now,
+                                delivery_count: 1,
+                            },
+                        );
+                        if let Some(c) = group.consumers.get_mut(consumer) {
+                            c.pel.insert(id);
+                        }
                     }
                 }
             }

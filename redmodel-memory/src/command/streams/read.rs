@@ -169,6 +169,19 @@ fn serve(
     let Some(stream) = ctx.write::<Stream>(key)? else {
         return Ok(None);
     };
+    serve_from(stream, after, opts, now, false)
+}
+
+/// [`serve`] on the stream at hand; `woken` skips the test of whether
+/// there is anything to serve (a woken client was tested on the
+/// stream's last ID instead, as Redis does).
+fn serve_from(
+    stream: &mut Stream,
+    after: After,
+    opts: &ReadArgs<'_>,
+    now: i64,
+    woken: bool,
+) -> Result<Option<Reply>, CmdError> {
     let limit = if opts.count == 0 {
         usize::MAX
     } else {
@@ -178,7 +191,7 @@ fn serve(
         let After::Id(gt) = after else {
             return Ok(None);
         };
-        if stream.last_valid_id().is_none_or(|max| max <= gt) {
+        if !woken && stream.last_valid_id().is_none_or(|max| max <= gt) {
             return Ok(None);
         }
         let start = gt.next().unwrap_or(StreamId::MIN);
@@ -222,7 +235,7 @@ fn serve(
         }
         After::GroupLast => {
             let last = group.last_id;
-            if stream.last_valid_id().is_none_or(|max| max <= last) {
+            if !woken && stream.last_valid_id().is_none_or(|max| max <= last) {
                 return Ok(None);
             }
             if let Some(group) = stream.groups.get_mut(group_name) {
@@ -275,21 +288,237 @@ fn serve(
 }
 
 /// XREAD / XREADGROUP with BLOCK `timeout_ms` (0: forever) found nothing
-/// to serve in any of `opts.keys` after `afters`: the client should now
-/// wait until one of the streams gets an entry past its ID (or its group
-/// is destroyed), at most `timeout_ms`, then be served as [`serve`]
-/// serves it (with COUNT defaulting to 1000 as in Redis), or get the
-/// null array on timeout.
+/// to serve in any of `opts.keys`: the client should now wait, as the
+/// [`StreamWait`] this builds describes, until one of the streams can
+/// serve it (see [`StreamWait::on_ready`]) or the timeout passes (then
+/// the reply is the null array).
 ///
 /// NOT WIRED YET: the engine's blocking mechanism is being built
 /// separately. Until it is merged this replies as Redis does where a
 /// client may not block (inside MULTI or a script): the null array, as
-/// on a timeout.
+/// on a timeout. To wire it, hand the wait to the mechanism instead.
 fn block_for_streams(
     _ctx: &mut Ctx<'_>,
-    _opts: &ReadArgs<'_>,
-    _afters: &[After],
-    _timeout_ms: i64,
+    opts: &ReadArgs<'_>,
+    afters: &[After],
+    timeout_ms: i64,
 ) -> CmdResult {
+    let _wait = StreamWait::new(opts, afters, timeout_ms);
     Ok(reply::nil())
+}
+
+/// Redis's default COUNT for a client served after blocking.
+const BLOCKED_DEFAULT_COUNT: usize = 1000;
+
+/// What a client blocked in XREAD / XREADGROUP waits for (Redis's `bpop`
+/// state of a `BLOCKED_STREAM` client).
+#[derive(Debug, Clone)]
+#[allow(dead_code)] // Used once the blocking mechanism is merged.
+pub(crate) struct StreamWait {
+    /// The keys, in the command's order, each with the ID past which an
+    /// entry serves the client (`$` already resolved; for XREADGROUP the
+    /// group's last ID, read again on every wake-up).
+    pub(crate) keys: Vec<(Vec<u8>, StreamId)>,
+    /// XREADGROUP's group and consumer.
+    group: Option<(Vec<u8>, Vec<u8>)>,
+    noack: bool,
+    /// COUNT, or 1000 if none was given.
+    count: usize,
+    /// BLOCK's timeout in ms, 0 for none.
+    pub(crate) timeout_ms: i64,
+}
+
+#[allow(dead_code)] // Used once the blocking mechanism is merged.
+impl StreamWait {
+    fn new(opts: &ReadArgs<'_>, afters: &[After], timeout_ms: i64) -> Self {
+        StreamWait {
+            keys: opts
+                .keys
+                .iter()
+                .zip(afters)
+                .map(|(k, a)| {
+                    let id = match a {
+                        After::Id(id) => *id,
+                        After::GroupLast => StreamId::MAX,
+                    };
+                    (k.to_vec(), id)
+                })
+                .collect(),
+            group: opts.group.map(|(g, c)| (g.to_vec(), c.to_vec())),
+            noack: opts.noack,
+            count: if opts.count == 0 {
+                BLOCKED_DEFAULT_COUNT
+            } else {
+                opts.count
+            },
+            timeout_ms,
+        }
+    }
+
+    /// `key` (one of [`Self::keys`]) was signalled ready (an XADD, an
+    /// XGROUP DESTROY, a deletion or an overwrite of the key): the reply
+    /// that unblocks the client, or `None` to keep waiting. As Redis's
+    /// `serveClientsBlockedOnStreamKey` and
+    /// `unblockDeletedStreamReadgroupClients`: an XREADGROUP client gets
+    /// an error when its key is gone or no longer a stream, or its group
+    /// was destroyed; an XREAD client waits on; a client served gets that
+    /// one stream's entries past its ID.
+    pub(crate) fn on_ready(&mut self, ctx: &mut Ctx<'_>, key: &[u8]) -> Option<CmdResult> {
+        let now = ctx.now;
+        let position = self.keys.iter().position(|(k, _)| k == key)?;
+        let is_stream = matches!(ctx.value(key), Some(crate::value::Value::Stream(_)));
+        if !is_stream {
+            return self
+                .group
+                .as_ref()
+                .map(|_| Err(CmdError::raw("UNBLOCKED the stream key no longer exists")));
+        }
+        let Ok(Some(stream)) = ctx.write::<Stream>(key) else {
+            return None;
+        };
+        let gt =
+            match &self.group {
+                Some((group, _)) => match stream.groups.get(group) {
+                    Some(g) => g.last_id,
+                    None => return Some(Err(CmdError::raw(
+                        "NOGROUP the consumer group this client was blocked on no longer exists",
+                    ))),
+                },
+                None => self.keys[position].1,
+            };
+        if stream.last_id <= gt {
+            return None;
+        }
+        let opts = ReadArgs {
+            block: None,
+            count: self.count,
+            group: self
+                .group
+                .as_ref()
+                .map(|(g, c)| (g.as_slice(), c.as_slice())),
+            noack: self.noack,
+            keys: &[],
+            id_args: &[],
+        };
+        let after = match self.group {
+            Some(_) => After::GroupLast,
+            None => After::Id(gt),
+        };
+        // Served even when the entries past the ID were deleted since.
+        let items = match serve_from(stream, after, &opts, now, true) {
+            Ok(items) => items.unwrap_or_else(|| reply::array(Vec::new())),
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(reply::array(vec![reply::array(vec![
+            reply::bulk(key.to_vec()),
+            items,
+        ])])))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::run;
+    use crate::store::Store;
+
+    fn exec(ctx: &mut Ctx<'_>, line: &str) -> CmdResult {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        run(ctx, &args)
+    }
+
+    /// The wait a blocking read would leave, for the lead's wiring.
+    fn wait_of(line: &str) -> StreamWait {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        let group_mode = line.starts_with("XREADGROUP");
+        let opts = parse(&args, group_mode).expect("valid");
+        let afters: Vec<After> = opts
+            .id_args
+            .iter()
+            .map(|a| match *a {
+                b">" => After::GroupLast,
+                b"$" => After::Id(StreamId::new(2, 0)),
+                id => After::Id(strict_id(id).expect("valid id")),
+            })
+            .collect();
+        StreamWait::new(&opts, &afters, opts.block.unwrap_or(0))
+    }
+
+    #[test]
+    fn a_woken_xread_gets_what_is_past_its_id() {
+        let mut store = Store::default();
+        let mut ctx = Ctx {
+            store: &mut store,
+            db: 0,
+            now: 1_000,
+        };
+        exec(&mut ctx, "XADD s 2-0 f v").expect("added");
+        let mut wait = wait_of("XREAD BLOCK 0 STREAMS s $");
+        assert_eq!(wait.timeout_ms, 0);
+        assert!(wait.on_ready(&mut ctx, b"s").is_none());
+        exec(&mut ctx, "XADD s 3-0 g w").expect("added");
+        let served = wait.on_ready(&mut ctx, b"s").expect("served").expect("ok");
+        assert_eq!(
+            served,
+            reply::array(vec![reply::array(vec![
+                reply::bulk("s"),
+                reply::array(vec![reply::array(vec![
+                    reply::bulk("3-0"),
+                    reply::bulks(["g", "w"]),
+                ])]),
+            ])])
+        );
+        // Deleted: an XREAD client waits on.
+        exec(&mut ctx, "DEL s").expect("deleted");
+        assert!(wait.on_ready(&mut ctx, b"s").is_none());
+    }
+
+    #[test]
+    fn a_woken_xreadgroup_reads_past_the_group_or_fails() {
+        let mut store = Store::default();
+        let mut ctx = Ctx {
+            store: &mut store,
+            db: 0,
+            now: 1_000,
+        };
+        exec(&mut ctx, "XGROUP CREATE s g $ MKSTREAM").expect("created");
+        let mut wait = wait_of("XREADGROUP GROUP g c BLOCK 10 COUNT 1 STREAMS s >");
+        assert!(wait.on_ready(&mut ctx, b"s").is_none());
+        exec(&mut ctx, "XADD s 1-0 f v").expect("added");
+        exec(&mut ctx, "XADD s 2-0 f v").expect("added");
+        let served = wait.on_ready(&mut ctx, b"s").expect("served").expect("ok");
+        assert_eq!(
+            served,
+            reply::array(vec![reply::array(vec![
+                reply::bulk("s"),
+                reply::array(vec![reply::array(vec![
+                    reply::bulk("1-0"),
+                    reply::bulks(["f", "v"]),
+                ])]),
+            ])])
+        );
+        assert_eq!(
+            exec(&mut ctx, "XPENDING s g").expect("pending"),
+            reply::array(vec![
+                reply::int(1),
+                reply::bulk("1-0"),
+                reply::bulk("1-0"),
+                reply::array(vec![reply::array(vec![reply::bulk("c"), reply::bulk("1")])]),
+            ])
+        );
+        exec(&mut ctx, "XGROUP DESTROY s g").expect("destroyed");
+        assert_eq!(
+            wait.on_ready(&mut ctx, b"s"),
+            Some(Err(CmdError::raw(
+                "NOGROUP the consumer group this client was blocked on no longer exists"
+            )))
+        );
+        exec(&mut ctx, "SET s x").expect("set");
+        assert_eq!(
+            wait.on_ready(&mut ctx, b"s"),
+            Some(Err(CmdError::raw(
+                "UNBLOCKED the stream key no longer exists"
+            )))
+        );
+    }
 }

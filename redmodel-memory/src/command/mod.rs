@@ -40,6 +40,7 @@ mod zsets;
 #[cfg(feature = "server")]
 pub(crate) use connection::authenticate;
 pub(crate) use connection::{subcommand_arity, unknown_subcommand};
+pub(crate) use streams::block_from_script;
 
 /// What a command returns: a reply, or an error reply.
 pub(crate) type CmdResult = Result<Reply, CmdError>;

@@ -18,6 +18,8 @@ mod groups;
 mod info;
 mod read;
 
+pub(crate) use read::block_from_script;
+
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
         name: "xadd",

@@ -414,3 +414,57 @@ fn writes_touch_watched_keys_only_when_redis_does() {
     assert_watch(&setup, "s", "XRANGE s - +", false);
     assert_watch(&[], "s", "XGROUP CREATE s g $ MKSTREAM", true);
 }
+
+#[test]
+fn scripts_may_not_block_on_streams() {
+    let mut c = conn();
+    run(&mut c, "XGROUP CREATE s g $ MKSTREAM");
+    assert_eq!(
+        run_args(
+            &mut c,
+            &[
+                "EVAL",
+                "return redis.pcall('xread','STREAMS','s','$')",
+                "1",
+                "s"
+            ]
+        ),
+        Value::Nil
+    );
+    assert_eq!(
+        run_args(
+            &mut c,
+            &[
+                "EVAL",
+                "return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')",
+                "1",
+                "s"
+            ]
+        ),
+        err("ERR xread command is not allowed with BLOCK option from scripts")
+    );
+    assert_eq!(
+        run_args(
+            &mut c,
+            &[
+                "EVAL",
+                "return redis.pcall('XREADGROUP','group','g','c','BLOCK',0,'STREAMS','s','>')",
+                "1",
+                "s"
+            ]
+        ),
+        err("ERR XREADGROUP command is not allowed with BLOCK option from scripts")
+    );
+    // An earlier error is the command's own.
+    assert_eq!(
+        run_args(
+            &mut c,
+            &[
+                "EVAL",
+                "return redis.pcall('xread','COUNT','x','BLOCK',0,'STREAMS','s','$')",
+                "0"
+            ]
+        ),
+        err(NOT_INT)
+    );
+}

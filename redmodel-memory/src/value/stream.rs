@@ -416,17 +416,15 @@ impl Stream {
     /// (counted in whole nodes). Returns how many entries went.
     pub(crate) fn trim(&mut self, trim: Trim, approx: bool, limit: u64) -> u64 {
         let mut deleted: u64 = 0;
-        let masters: Vec<StreamId> = self.nodes.keys().copied().collect();
-        for (i, master) in masters.iter().enumerate() {
+        // Trimming works from the head: the first node goes whole or is
+        // where trimming stops.
+        while let Some((&master, node)) = self.nodes.iter().next() {
             let len = self.entries.len() as u64;
             if let Trim::MaxLen(max) = trim {
                 if len <= max {
                     break;
                 }
             }
-            let Some(node) = self.nodes.get(master) else {
-                continue;
-            };
             let live = node.live;
             if limit != 0 && deleted + live > limit {
                 break;
@@ -435,16 +433,16 @@ impl Stream {
                 Trim::MaxLen(max) => len - live >= max,
                 Trim::MinId(min) => node.last < min,
             };
-            let node_end = masters.get(i + 1).copied();
+            let node_end = self.nodes.keys().nth(1).copied();
             let in_node: Vec<StreamId> = match node_end {
-                Some(end) => self.entries.range(*master..end).map(|(k, _)| *k).collect(),
-                None => self.entries.range(*master..).map(|(k, _)| *k).collect(),
+                Some(end) => self.entries.range(master..end).map(|(k, _)| *k).collect(),
+                None => self.entries.range(master..).map(|(k, _)| *k).collect(),
             };
             if remove_node {
                 for id in &in_node {
                     self.entries.remove(id);
                 }
-                self.nodes.remove(master);
+                self.nodes.remove(&master);
                 deleted += live;
                 continue;
             }
@@ -463,7 +461,7 @@ impl Stream {
                 self.entries.remove(&id);
                 from_node += 1;
             }
-            if let Some(node) = self.nodes.get_mut(master) {
+            if let Some(node) = self.nodes.get_mut(&master) {
                 node.live -= from_node;
                 node.deleted += from_node;
             }

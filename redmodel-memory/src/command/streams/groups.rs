@@ -293,18 +293,17 @@ pub(in crate::command) fn xpending(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResu
             reply::array(consumers),
         ]));
     };
+    let mut items = Vec::new();
     let ids: Vec<StreamId> = match consumer_name {
         Some(c) => match group.consumers.get(c) {
-            Some(consumer) => consumer.pel.iter().copied().collect(),
-            None => return Ok(reply::array(Vec::new())),
+            Some(_) if start > end => return Ok(reply::array(items)),
+            Some(consumer) => consumer.pel.range(start..=end).copied().collect(),
+            None => return Ok(reply::array(items)),
         },
-        None => group.pel.keys().copied().collect(),
+        None if start > end => return Ok(reply::array(items)),
+        None => group.pel.range(start..=end).map(|(id, _)| *id).collect(),
     };
-    let mut items = Vec::new();
-    if start > end {
-        return Ok(reply::array(items));
-    }
-    for id in ids.into_iter().filter(|id| *id >= start && *id <= end) {
+    for id in ids {
         if items.len() >= count {
             break;
         }
@@ -483,11 +482,20 @@ pub(in crate::command) fn xautoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdRe
     let Some(stream) = group_of(ctx, key, name)? else {
         return Err(no_key_or_group(key, name));
     };
+    let mut attempts = count.saturating_mul(10);
+    // The IDs the scan may look at, and the one after them (the cursor).
+    let window = usize::try_from(attempts)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
     let pending: Vec<StreamId> = match stream.groups.get(name) {
-        Some(group) => group.pel.range(start..).map(|(id, _)| *id).collect(),
+        Some(group) => group
+            .pel
+            .range(start..)
+            .take(window)
+            .map(|(id, _)| *id)
+            .collect(),
         None => Vec::new(),
     };
-    let mut attempts = count.saturating_mul(10);
     let mut claimed = Vec::new();
     let mut deleted = Vec::new();
     let mut consumer_ready = false;

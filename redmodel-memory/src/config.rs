@@ -81,6 +81,10 @@ pub(crate) struct Limits {
     pub(crate) notify: u32,
     /// How far a subscriber may fall behind, in bytes (0: no limit).
     pub(crate) pubsub_limit: u64,
+    /// The size and entry limits of a stream's nodes, which decide what
+    /// approximate trimming removes.
+    pub(crate) stream_node_max_bytes: u64,
+    pub(crate) stream_node_max_entries: u64,
 }
 
 impl Default for Limits {
@@ -143,6 +147,8 @@ impl Config {
             lfu: self.get("maxmemory-policy").ends_with("lfu"),
             notify: self.notify,
             pubsub_limit: pubsub_hard_limit(self.get("client-output-buffer-limit")),
+            stream_node_max_bytes: self.number("stream-node-max-bytes"),
+            stream_node_max_entries: self.number("stream-node-max-entries"),
         }
     }
 

@@ -549,8 +549,13 @@ fn replies_null_array(args: &[&[u8]]) -> bool {
     const ARRAY_NIL: &[&str] = &[
         "exec", "lmpop", "blmpop", "zmpop", "bzmpop", "blpop", "brpop", "bzpopmin", "bzpopmax",
     ];
+    // XREAD and XREADGROUP with nothing to serve, XRANGE with COUNT 0.
+    const STREAM_ARRAY_NIL: &[&str] = &["xread", "xreadgroup", "xrange", "xrevrange"];
     let name = args[0];
-    ARRAY_NIL.iter().any(|n| is(name, n))
+    ARRAY_NIL
+        .iter()
+        .chain(STREAM_ARRAY_NIL)
+        .any(|n| is(name, n))
         || ((is(name, "lpop") || is(name, "rpop")) && args.len() >= 3)
 }
 

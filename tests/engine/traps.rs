@@ -274,4 +274,5 @@ trap_tests! {
     traps_scripts: "scripts.txt",
     traps_bitmaps: "bitmaps.txt",
     traps_pubsub: "pubsub.txt",
+    traps_streams: "streams.txt",
 }

@@ -32,6 +32,7 @@ mod scripting;
 mod server;
 mod sets;
 mod sort;
+mod streams;
 mod strings;
 mod table;
 #[cfg(test)]
@@ -41,6 +42,7 @@ mod zsets;
 #[cfg(feature = "server")]
 pub(crate) use connection::authenticate;
 pub(crate) use connection::{subcommand_arity, unknown_subcommand};
+pub(crate) use streams::block_from_script;
 
 /// What a command returns: a reply, or an error reply.
 pub(crate) type CmdResult = Result<Reply, CmdError>;
@@ -92,6 +94,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         server::COMMANDS,
         sets::COMMANDS,
         sort::COMMANDS,
+        streams::COMMANDS,
         strings::COMMANDS,
         zsets::COMMANDS,
     ]

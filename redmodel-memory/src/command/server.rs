@@ -603,6 +603,7 @@ fn key_size(key: &[u8], v: &Value) -> usize {
         Value::Set(s) => s.iter().map(|e| e.len() + PER_ELEMENT).sum(),
         Value::Hash(h) => h.iter().map(|(f, v)| f.len() + v.len() + PER_ELEMENT).sum(),
         Value::ZSet(z) => z.iter().map(|(m, _)| m.len() + 8 + PER_ELEMENT).sum(),
+        Value::Stream(s) => s.data_bytes(),
     };
     // Keys and small strings are rounded up to the allocator's 8 bytes.
     PER_KEY + (key.len() + 4).next_multiple_of(8) + value.next_multiple_of(8)

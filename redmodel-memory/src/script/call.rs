@@ -154,5 +154,8 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
     let Some(spec) = command::lookup(name) else {
         return Err("ERR Unknown Redis command called from script".into());
     };
+    if let Some(e) = command::block_from_script(argv) {
+        return Err(e.text().to_string());
+    }
     command::run_spec(&mut client.ctx, spec, argv).map_err(|e| e.text().to_string())
 }

@@ -40,7 +40,7 @@ pub(crate) enum History {
 pub(crate) fn outgrows(value: &Value, limits: &Limits) -> bool {
     let longer = |bytes: &[u8], max: u64| bytes.len() as u64 > max;
     match value {
-        Value::Str(_) | Value::List(_) => false,
+        Value::Str(_) | Value::List(_) | Value::Stream(_) => false,
         Value::Hash(h) => {
             h.len() as u64 > limits.hash_max_listpack_entries
                 || h.iter().any(|(f, v)| {
@@ -82,6 +82,7 @@ pub(crate) fn encoding_name(value: &Value, history: History) -> &'static str {
         Value::Set(_) => "intset",
         Value::ZSet(_) if converted => "skiplist",
         Value::ZSet(_) => "listpack",
+        Value::Stream(_) => "stream",
     }
 }
 

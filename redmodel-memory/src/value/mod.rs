@@ -4,9 +4,11 @@ use std::collections::{HashSet, VecDeque};
 
 pub(crate) mod encoding;
 pub(crate) mod hash;
+pub(crate) mod stream;
 pub(crate) mod zset;
 
 use hash::HashValue;
+use stream::Stream;
 use zset::ZSet;
 
 /// Bytes as Redis stores them: binary safe.
@@ -23,6 +25,7 @@ pub(crate) enum Value {
     List(VecDeque<Bytes>),
     Set(Box<HashSet<Bytes>>),
     ZSet(Box<ZSet>),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -34,6 +37,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -45,6 +49,9 @@ impl Value {
             Value::List(l) => l.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            // A stream stays when its last entry goes (its groups and
+            // counters live on), as in Redis.
+            Value::Stream(_) => false,
         }
     }
 }
@@ -92,3 +99,4 @@ kind!(Hash, HashValue);
 kind!(List, VecDeque<Bytes>);
 kind!(Set, Box<HashSet<Bytes>>);
 kind!(ZSet, Box<ZSet>);
+kind!(Stream, Box<Stream>);

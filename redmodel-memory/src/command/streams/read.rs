@@ -1,0 +1,560 @@
+//! XREAD and XREADGROUP (Redis's `xreadCommand`, which serves both): the
+//! options, the IDs (`$`, `>`), and serving every stream that has
+//! something to give. BLOCK is parsed and checked; when nothing can be
+//! served and BLOCK was given, [`block_for_streams`] is where the engine's
+//! blocking mechanism takes over.
+
+use redis::Value as Reply;
+
+use super::{entry_reply, id_reply, strict_id};
+use crate::args::{int_arg, is, parse_i64};
+use crate::command::{CmdResult, Ctx};
+use crate::error::CmdError;
+use crate::reply;
+use crate::value::stream::{Nack, Stream, StreamId};
+
+/// The options of one XREAD / XREADGROUP call.
+struct ReadArgs<'a> {
+    /// BLOCK's timeout in ms (0: forever), if given.
+    block: Option<i64>,
+    /// COUNT, 0 for no limit.
+    count: usize,
+    /// GROUP's group and consumer names (XREADGROUP).
+    group: Option<(&'a [u8], &'a [u8])>,
+    noack: bool,
+    keys: &'a [&'a [u8]],
+    id_args: &'a [&'a [u8]],
+}
+
+/// Where each stream's read starts: after an ID, or (XREADGROUP's `>`)
+/// after the group's last delivered ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum After {
+    Id(StreamId),
+    GroupLast,
+}
+
+pub(in crate::command) fn xread(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    read_generic(ctx, args, false)
+}
+
+pub(in crate::command) fn xreadgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    read_generic(ctx, args, true)
+}
+
+/// Parses the options in Redis's order (the first bad one wins).
+fn parse<'a>(args: &'a [&'a [u8]], group_mode: bool) -> Result<ReadArgs<'a>, CmdError> {
+    let mut out = ReadArgs {
+        block: None,
+        count: 0,
+        group: None,
+        noack: false,
+        keys: &[],
+        id_args: &[],
+    };
+    let mut streams_at = None;
+    let mut i = 1;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        let opt = args[i];
+        if is(opt, "block") && more > 0 {
+            i += 1;
+            let timeout = parse_i64(args[i])
+                .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
+            if timeout < 0 {
+                return Err(CmdError::err("timeout is negative"));
+            }
+            out.block = Some(timeout);
+        } else if is(opt, "count") && more > 0 {
+            i += 1;
+            out.count = usize::try_from(int_arg(args[i])?).unwrap_or(0);
+        } else if is(opt, "streams") && more > 0 {
+            let rest = args.len() - (i + 1);
+            if !rest.is_multiple_of(2) {
+                return Err(CmdError::err(
+                    "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
+                ));
+            }
+            streams_at = Some((i + 1, rest / 2));
+            break;
+        } else if is(opt, "group") && more >= 2 {
+            if !group_mode {
+                return Err(CmdError::err(
+                    "The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            out.group = Some((args[i + 1], args[i + 2]));
+            i += 2;
+        } else if is(opt, "noack") {
+            if !group_mode {
+                return Err(CmdError::err(
+                    "The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
+            }
+            out.noack = true;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    let Some((at, n)) = streams_at else {
+        return Err(CmdError::Syntax);
+    };
+    if group_mode && out.group.is_none() {
+        return Err(CmdError::err("Missing GROUP option for XREADGROUP"));
+    }
+    out.keys = &args[at..at + n];
+    out.id_args = &args[at + n..];
+    Ok(out)
+}
+
+/// The error XREAD and XREADGROUP give a script that passes BLOCK, if
+/// `args` is one of them with BLOCK met before any other error: Redis
+/// refuses BLOCK from scripts while parsing the options (for the
+/// `CLIENT_SCRIPT` flag, which the engine's commands do not see, so the
+/// script runner asks before running the command).
+pub(crate) fn block_from_script(args: &[&[u8]]) -> Option<CmdError> {
+    let name = args.first()?;
+    let group_mode = is(name, "xreadgroup");
+    if !group_mode && !is(name, "xread") {
+        return None;
+    }
+    let mut i = 1;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        let opt = args[i];
+        if is(opt, "block") && more > 0 {
+            return Some(CmdError::err(format!(
+                "{} command is not allowed with BLOCK option from scripts",
+                String::from_utf8_lossy(name)
+            )));
+        } else if is(opt, "count") && more > 0 {
+            int_arg(args[i + 1]).ok()?;
+            i += 2;
+        } else if is(opt, "group") && more >= 2 && group_mode {
+            i += 3;
+        } else if is(opt, "noack") && group_mode {
+            i += 1;
+        } else {
+            // STREAMS ends the options; anything else is the command's
+            // own error.
+            return None;
+        }
+    }
+    None
+}
+
+fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResult {
+    let opts = parse(args, group_mode)?;
+    // Resolve every key, group and ID before serving anything.
+    let mut afters = Vec::with_capacity(opts.keys.len());
+    for (key, id_arg) in opts.keys.iter().zip(opts.id_args) {
+        let stream = ctx.read::<Stream>(key)?;
+        if let Some((group, _)) = opts.group {
+            if !stream.is_some_and(|s| s.groups.contains_key(group)) {
+                return Err(CmdError::raw(format!(
+                    "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(group)
+                )));
+            }
+        }
+        let after = if *id_arg == b"$" {
+            if group_mode {
+                return Err(CmdError::err(
+                    "The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.",
+                ));
+            }
+            After::Id(stream.map_or(StreamId::MIN, |s| s.last_id))
+        } else if *id_arg == b">" {
+            if !group_mode {
+                return Err(CmdError::err(
+                    "The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.",
+                ));
+            }
+            After::GroupLast
+        } else {
+            After::Id(strict_id(id_arg)?)
+        };
+        afters.push(after);
+    }
+    let mut served = Vec::new();
+    for (key, after) in opts.keys.iter().zip(&afters) {
+        if let Some(items) = serve(ctx, key, *after, &opts)? {
+            served.push(reply::array(vec![reply::bulk(key.to_vec()), items]));
+        }
+    }
+    if !served.is_empty() {
+        return Ok(reply::array(served));
+    }
+    match opts.block {
+        Some(timeout) => block_for_streams(ctx, &opts, &afters, timeout),
+        None => Ok(reply::nil()),
+    }
+}
+
+/// The entries one stream gives this read, or `None` if it has nothing
+/// to give now (Redis's "serve synchronously" test).
+fn serve(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    after: After,
+    opts: &ReadArgs<'_>,
+) -> Result<Option<Reply>, CmdError> {
+    let now = ctx.now;
+    let Some(stream) = ctx.write::<Stream>(key)? else {
+        return Ok(None);
+    };
+    serve_from(stream, after, opts, now, false)
+}
+
+/// [`serve`] on the stream at hand; `woken` skips the test of whether
+/// there is anything to serve (a woken client was tested on the
+/// stream's last ID instead, as Redis does).
+fn serve_from(
+    stream: &mut Stream,
+    after: After,
+    opts: &ReadArgs<'_>,
+    now: i64,
+    woken: bool,
+) -> Result<Option<Reply>, CmdError> {
+    let limit = if opts.count == 0 {
+        usize::MAX
+    } else {
+        opts.count
+    };
+    let Some((group_name, consumer)) = opts.group else {
+        let After::Id(gt) = after else {
+            return Ok(None);
+        };
+        if !woken && stream.last_valid_id().is_none_or(|max| max <= gt) {
+            return Ok(None);
+        }
+        let start = gt.next().unwrap_or(StreamId::MIN);
+        let items = stream
+            .range(start, StreamId::MAX, false)
+            .take(limit)
+            .map(|(id, fields)| entry_reply(*id, fields))
+            .collect();
+        return Ok(Some(reply::array(items)));
+    };
+    let Some(group) = stream.groups.get_mut(group_name) else {
+        return Ok(None);
+    };
+    match after {
+        After::Id(gt) => {
+            // The consumer's own history: its pending entries after `gt`.
+            group.touch_consumer(consumer, now);
+            let start = gt.next().unwrap_or(StreamId::MIN);
+            let ids: Vec<StreamId> = group
+                .consumers
+                .get(consumer)
+                .map(|c| c.pel.range(start..).take(limit).copied().collect())
+                .unwrap_or_default();
+            let mut items = Vec::with_capacity(ids.len());
+            for id in ids {
+                match stream.get(&id) {
+                    Some(fields) => {
+                        items.push(entry_reply(id, fields));
+                        if let Some(group) = stream.groups.get_mut(group_name) {
+                            if let Some(nack) = group.pel.get_mut(&id) {
+                                nack.delivery_time = now;
+                                nack.delivery_count += 1;
+                            }
+                        }
+                    }
+                    // Deleted from the stream but still pending.
+                    None => items.push(reply::array(vec![id_reply(id), reply::nil()])),
+                }
+            }
+            Ok(Some(reply::array(items)))
+        }
+        After::GroupLast => {
+            let last = group.last_id;
+            if !woken && stream.last_valid_id().is_none_or(|max| max <= last) {
+                return Ok(None);
+            }
+            if let Some(group) = stream.groups.get_mut(group_name) {
+                group.touch_consumer(consumer, now);
+            }
+            let start = last.next().unwrap_or(StreamId::MIN);
+            let ids: Vec<StreamId> = stream
+                .range(start, StreamId::MAX, false)
+                .take(limit)
+                .map(|(id, _)| *id)
+                .collect();
+            let mut items = Vec::with_capacity(ids.len());
+            for id in ids {
+                stream.advance_group(group_name, id);
+                if let Some(fields) = stream.get(&id) {
+                    items.push(entry_reply(id, fields));
+                }
+                if opts.noack {
+                    continue;
+                }
+                let Some(group) = stream.groups.get_mut(group_name) else {
+                    continue;
+                };
+                match group.pel.get_mut(&id) {
+                    Some(nack) => {
+                        // Pending already (the group's ID was set back):
+                        // delivered again, to this consumer, as a first time.
+                        nack.delivery_time = now;
+                        nack.delivery_count = 1;
+                        group.assign(id, consumer);
+                    }
+                    None => {
+                        group.pel.insert(
+                            id,
+                            Nack {
+                                consumer: consumer.to_vec(),
+                                delivery_time: now,
+                                delivery_count: 1,
+                            },
+                        );
+                        if let Some(c) = group.consumers.get_mut(consumer) {
+                            c.pel.insert(id);
+                        }
+                    }
+                }
+            }
+            Ok(Some(reply::array(items)))
+        }
+    }
+}
+
+/// XREAD / XREADGROUP with BLOCK `timeout_ms` (0: forever) found nothing
+/// to serve in any of `opts.keys`: the client should now wait, as the
+/// [`StreamWait`] this builds describes, until one of the streams can
+/// serve it (see [`StreamWait::on_ready`]) or the timeout passes (then
+/// the reply is the null array).
+///
+/// NOT WIRED YET: the engine's blocking mechanism is being built
+/// separately. Until it is merged this replies as Redis does where a
+/// client may not block (inside MULTI or a script): the null array, as
+/// on a timeout. To wire it, hand the wait to the mechanism instead.
+fn block_for_streams(
+    _ctx: &mut Ctx<'_>,
+    opts: &ReadArgs<'_>,
+    afters: &[After],
+    timeout_ms: i64,
+) -> CmdResult {
+    let _wait = StreamWait::new(opts, afters, timeout_ms);
+    Ok(reply::nil())
+}
+
+/// Redis's default COUNT for a client served after blocking.
+const BLOCKED_DEFAULT_COUNT: usize = 1000;
+
+/// What a client blocked in XREAD / XREADGROUP waits for (Redis's `bpop`
+/// state of a `BLOCKED_STREAM` client).
+#[derive(Debug, Clone)]
+#[allow(dead_code)] // Used once the blocking mechanism is merged.
+pub(crate) struct StreamWait {
+    /// The keys, in the command's order, each with the ID past which an
+    /// entry serves the client (`$` already resolved; for XREADGROUP the
+    /// group's last ID, read again on every wake-up).
+    pub(crate) keys: Vec<(Vec<u8>, StreamId)>,
+    /// XREADGROUP's group and consumer.
+    group: Option<(Vec<u8>, Vec<u8>)>,
+    noack: bool,
+    /// COUNT, or 1000 if none was given.
+    count: usize,
+    /// BLOCK's timeout in ms, 0 for none.
+    pub(crate) timeout_ms: i64,
+}
+
+#[allow(dead_code)] // Used once the blocking mechanism is merged.
+impl StreamWait {
+    fn new(opts: &ReadArgs<'_>, afters: &[After], timeout_ms: i64) -> Self {
+        StreamWait {
+            keys: opts
+                .keys
+                .iter()
+                .zip(afters)
+                .map(|(k, a)| {
+                    let id = match a {
+                        After::Id(id) => *id,
+                        After::GroupLast => StreamId::MAX,
+                    };
+                    (k.to_vec(), id)
+                })
+                .collect(),
+            group: opts.group.map(|(g, c)| (g.to_vec(), c.to_vec())),
+            noack: opts.noack,
+            count: if opts.count == 0 {
+                BLOCKED_DEFAULT_COUNT
+            } else {
+                opts.count
+            },
+            timeout_ms,
+        }
+    }
+
+    /// `key` (one of [`Self::keys`]) was signalled ready (an XADD, an
+    /// XGROUP DESTROY, a deletion or an overwrite of the key): the reply
+    /// that unblocks the client, or `None` to keep waiting. As Redis's
+    /// `serveClientsBlockedOnStreamKey` and
+    /// `unblockDeletedStreamReadgroupClients`: an XREADGROUP client gets
+    /// an error when its key is gone or no longer a stream, or its group
+    /// was destroyed; an XREAD client waits on; a client served gets that
+    /// one stream's entries past its ID.
+    pub(crate) fn on_ready(&mut self, ctx: &mut Ctx<'_>, key: &[u8]) -> Option<CmdResult> {
+        let now = ctx.now;
+        let position = self.keys.iter().position(|(k, _)| k == key)?;
+        let is_stream = matches!(ctx.value(key), Some(crate::value::Value::Stream(_)));
+        if !is_stream {
+            return self
+                .group
+                .as_ref()
+                .map(|_| Err(CmdError::raw("UNBLOCKED the stream key no longer exists")));
+        }
+        let Ok(Some(stream)) = ctx.write::<Stream>(key) else {
+            return None;
+        };
+        let gt =
+            match &self.group {
+                Some((group, _)) => match stream.groups.get(group) {
+                    Some(g) => g.last_id,
+                    None => return Some(Err(CmdError::raw(
+                        "NOGROUP the consumer group this client was blocked on no longer exists",
+                    ))),
+                },
+                None => self.keys[position].1,
+            };
+        if stream.last_id <= gt {
+            return None;
+        }
+        let opts = ReadArgs {
+            block: None,
+            count: self.count,
+            group: self
+                .group
+                .as_ref()
+                .map(|(g, c)| (g.as_slice(), c.as_slice())),
+            noack: self.noack,
+            keys: &[],
+            id_args: &[],
+        };
+        let after = match self.group {
+            Some(_) => After::GroupLast,
+            None => After::Id(gt),
+        };
+        // Served even when the entries past the ID were deleted since.
+        let items = match serve_from(stream, after, &opts, now, true) {
+            Ok(items) => items.unwrap_or_else(|| reply::array(Vec::new())),
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(reply::array(vec![reply::array(vec![
+            reply::bulk(key.to_vec()),
+            items,
+        ])])))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::run;
+    use crate::store::Store;
+
+    fn exec(ctx: &mut Ctx<'_>, line: &str) -> CmdResult {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        run(ctx, &args)
+    }
+
+    /// The wait a blocking read would leave, for the lead's wiring.
+    fn wait_of(line: &str) -> StreamWait {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        let group_mode = line.starts_with("XREADGROUP");
+        let opts = parse(&args, group_mode).expect("valid");
+        let afters: Vec<After> = opts
+            .id_args
+            .iter()
+            .map(|a| match *a {
+                b">" => After::GroupLast,
+                b"$" => After::Id(StreamId::new(2, 0)),
+                id => After::Id(strict_id(id).expect("valid id")),
+            })
+            .collect();
+        StreamWait::new(&opts, &afters, opts.block.unwrap_or(0))
+    }
+
+    #[test]
+    fn a_woken_xread_gets_what_is_past_its_id() {
+        let mut store = Store::default();
+        let mut ctx = Ctx {
+            store: &mut store,
+            db: 0,
+            now: 1_000,
+        };
+        exec(&mut ctx, "XADD s 2-0 f v").expect("added");
+        let mut wait = wait_of("XREAD BLOCK 0 STREAMS s $");
+        assert_eq!(wait.timeout_ms, 0);
+        assert!(wait.on_ready(&mut ctx, b"s").is_none());
+        exec(&mut ctx, "XADD s 3-0 g w").expect("added");
+        let served = wait.on_ready(&mut ctx, b"s").expect("served").expect("ok");
+        assert_eq!(
+            served,
+            reply::array(vec![reply::array(vec![
+                reply::bulk("s"),
+                reply::array(vec![reply::array(vec![
+                    reply::bulk("3-0"),
+                    reply::bulks(["g", "w"]),
+                ])]),
+            ])])
+        );
+        // Deleted: an XREAD client waits on.
+        exec(&mut ctx, "DEL s").expect("deleted");
+        assert!(wait.on_ready(&mut ctx, b"s").is_none());
+    }
+
+    #[test]
+    fn a_woken_xreadgroup_reads_past_the_group_or_fails() {
+        let mut store = Store::default();
+        let mut ctx = Ctx {
+            store: &mut store,
+            db: 0,
+            now: 1_000,
+        };
+        exec(&mut ctx, "XGROUP CREATE s g $ MKSTREAM").expect("created");
+        let mut wait = wait_of("XREADGROUP GROUP g c BLOCK 10 COUNT 1 STREAMS s >");
+        assert!(wait.on_ready(&mut ctx, b"s").is_none());
+        exec(&mut ctx, "XADD s 1-0 f v").expect("added");
+        exec(&mut ctx, "XADD s 2-0 f v").expect("added");
+        let served = wait.on_ready(&mut ctx, b"s").expect("served").expect("ok");
+        assert_eq!(
+            served,
+            reply::array(vec![reply::array(vec![
+                reply::bulk("s"),
+                reply::array(vec![reply::array(vec![
+                    reply::bulk("1-0"),
+                    reply::bulks(["f", "v"]),
+                ])]),
+            ])])
+        );
+        assert_eq!(
+            exec(&mut ctx, "XPENDING s g").expect("pending"),
+            reply::array(vec![
+                reply::int(1),
+                reply::bulk("1-0"),
+                reply::bulk("1-0"),
+                reply::array(vec![reply::array(vec![reply::bulk("c"), reply::bulk("1")])]),
+            ])
+        );
+        exec(&mut ctx, "XGROUP DESTROY s g").expect("destroyed");
+        assert_eq!(
+            wait.on_ready(&mut ctx, b"s"),
+            Some(Err(CmdError::raw(
+                "NOGROUP the consumer group this client was blocked on no longer exists"
+            )))
+        );
+        exec(&mut ctx, "SET s x").expect("set");
+        assert_eq!(
+            wait.on_ready(&mut ctx, b"s"),
+            Some(Err(CmdError::raw(
+                "UNBLOCKED the stream key no longer exists"
+            )))
+        );
+    }
+}

@@ -10,6 +10,7 @@
 use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is};
 use crate::error::CmdError;
+use crate::notify::class;
 use crate::reply;
 use crate::value::stream::{parse_id, NodeLimits, Stream, StreamId, Trim};
 use crate::value::{Bytes, Value};
@@ -295,18 +296,24 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             added
         }
     };
+    let (added, trimmed) = added;
     ctx.modified(key);
+    ctx.notify(class::STREAM, "xadd", key);
+    if trimmed {
+        ctx.notify(class::STREAM, "xtrim", key);
+    }
     Ok(id_reply(added))
 }
 
-/// Appends an entry to `stream` for XADD, then trims it; returns the ID.
+/// Appends an entry to `stream` for XADD, then trims it; returns the ID
+/// and whether the trim removed anything.
 fn add(
     stream: &mut Stream,
     opts: &AddTrimArgs,
     fields: Vec<Bytes>,
     now: i64,
     limits: NodeLimits,
-) -> Result<StreamId, CmdError> {
+) -> Result<(StreamId, bool), CmdError> {
     let last = stream.last_id;
     if last == StreamId::MAX {
         return Err(CmdError::err(
@@ -345,10 +352,10 @@ fn add(
         return Err(too_large());
     }
     stream.append(id, fields, limits);
-    if let Some(trim) = opts.trim {
-        stream.trim(trim, opts.approx, opts.limit);
-    }
-    Ok(id)
+    let trimmed = opts
+        .trim
+        .is_some_and(|trim| stream.trim(trim, opts.approx, opts.limit) > 0);
+    Ok((id, trimmed))
 }
 
 fn xrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -431,6 +438,7 @@ fn xdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             stream.refresh_first_id();
         }
         ctx.modified(key);
+        ctx.notify(class::STREAM, "xdel", key);
     }
     Ok(reply::int(deleted))
 }
@@ -449,6 +457,7 @@ fn xtrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let deleted = stream.trim(trim, opts.approx, opts.limit);
     if deleted > 0 {
         ctx.modified(key);
+        ctx.notify(class::STREAM, "xtrim", key);
     }
     Ok(reply::int(deleted))
 }
@@ -501,6 +510,7 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !max_deleted.is_zero() {
         stream.max_deleted_id = max_deleted;
     }
+    ctx.notify(class::STREAM, "xsetid", args[1]);
     Ok(reply::ok())
 }
 

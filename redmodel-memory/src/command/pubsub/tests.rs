@@ -187,6 +187,59 @@ fn bitmap_events() {
 }
 
 #[test]
+fn stream_events() {
+    let (_e, mut c, mut sub) = setup("KA");
+    for line in [
+        "XADD s 1-1 a 1",
+        "XADD s MAXLEN 1 2-1 b 2",
+        "XADD s MAXLEN 5 3-1 c 3",
+        "XDEL s 9-9",
+        "XDEL s 2-1",
+        "XTRIM s MAXLEN 0",
+        "XTRIM s MAXLEN 0",
+        "XSETID s 10-0",
+        "XGROUP CREATE s g $",
+        "XGROUP CREATE t g $ MKSTREAM",
+        "XGROUP SETID s g 0",
+        "XGROUP CREATECONSUMER s g alice",
+        "XGROUP CREATECONSUMER s g alice",
+        "XADD s 11-0 d 4",
+        "XREADGROUP GROUP g bob STREAMS s >",
+        "XREADGROUP GROUP g carol STREAMS s >",
+        "XCLAIM s g dave 0 11-0",
+        "XAUTOCLAIM s g erin 0 0",
+        "XGROUP DELCONSUMER s g alice",
+        "XGROUP DELCONSUMER s g zed",
+        "XGROUP DESTROY s g",
+        "XGROUP DESTROY s g",
+    ] {
+        run(&mut c, line);
+    }
+    assert_eq!(
+        keyspace(&mut sub),
+        [
+            "s xadd",
+            "s xadd",
+            "s xtrim",
+            "s xadd",
+            "s xdel",
+            "s xtrim",
+            "s xsetid",
+            "s xgroup-create",
+            "t xgroup-create",
+            "s xgroup-setid",
+            "s xgroup-createconsumer",
+            "s xadd",
+            "s xgroup-createconsumer",
+            "s xgroup-createconsumer",
+            "s xgroup-createconsumer",
+            "s xgroup-delconsumer",
+            "s xgroup-destroy",
+        ]
+    );
+}
+
+#[test]
 fn generic_events() {
     let (_e, mut c, mut sub) = setup("Kg");
     for line in [

@@ -7,6 +7,7 @@ use super::{entry_reply, id_reply, range_end, range_start, strict_id};
 use crate::args::{int_arg, is, parse_i64};
 use crate::command::{help_reply, run_subcommand, CmdResult, Ctx, Sub};
 use crate::error::CmdError;
+use crate::notify::class;
 use crate::reply;
 use crate::value::stream::{parse_id, Group, Nack, Stream, StreamId, INVALID_ENTRIES_READ};
 use crate::value::Value;
@@ -160,6 +161,7 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         stream
             .groups
             .insert(name.to_vec(), Group::new(id, entries_read));
+        ctx.notify(class::STREAM, "xgroup-create", key);
         return Ok(reply::ok());
     }
     let Some(stream) = ctx.write::<Stream>(key)? else {
@@ -177,10 +179,15 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             group.last_id = id;
             group.entries_read = entries_read;
         }
+        ctx.notify(class::STREAM, "xgroup-setid", key);
         return Ok(reply::ok());
     }
     if is(sub, "destroy") && argc == 4 {
-        return Ok(reply::int(i64::from(stream.groups.remove(name).is_some())));
+        let destroyed = stream.groups.remove(name).is_some();
+        if destroyed {
+            ctx.notify(class::STREAM, "xgroup-destroy", key);
+        }
+        return Ok(reply::int(i64::from(destroyed)));
     }
     let Some(group) = stream.groups.get_mut(name) else {
         return Err(sub_syntax(args));
@@ -190,6 +197,7 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             return Ok(reply::int(0));
         }
         group.touch_consumer(args[4], now);
+        ctx.notify(class::STREAM, "xgroup-createconsumer", key);
         return Ok(reply::int(1));
     }
     if is(sub, "delconsumer") && argc == 5 {
@@ -199,9 +207,33 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         for id in &consumer.pel {
             group.pel.remove(id);
         }
+        ctx.notify(class::STREAM, "xgroup-delconsumer", key);
         return Ok(reply::int(consumer.pel.len()));
     }
     Err(sub_syntax(args))
+}
+
+/// Whether the group `name` of the stream at `key` has the consumer
+/// `consumer` (false if the stream or the group is missing).
+pub(super) fn has_consumer(ctx: &mut Ctx<'_>, key: &[u8], name: &[u8], consumer: &[u8]) -> bool {
+    matches!(ctx.write::<Stream>(key), Ok(Some(s))
+        if s.groups.get(name).is_some_and(|g| g.consumers.contains_key(consumer)))
+}
+
+/// Runs `command`, then raises `xgroup-createconsumer` if it created the
+/// consumer (XREADGROUP, XCLAIM and XAUTOCLAIM create the consumer they
+/// name, as Redis's `streamCreateConsumer` with its notification).
+pub(super) fn creating_consumer(
+    ctx: &mut Ctx<'_>,
+    (key, name, consumer): (&[u8], &[u8], &[u8]),
+    command: impl FnOnce(&mut Ctx<'_>) -> CmdResult,
+) -> CmdResult {
+    let had = has_consumer(ctx, key, name, consumer);
+    let result = command(ctx);
+    if !had && has_consumer(ctx, key, name, consumer) {
+        ctx.notify(class::STREAM, "xgroup-createconsumer", key);
+    }
+    result
 }
 
 /// The stream at `key` and its group `name`, for the commands that read
@@ -332,6 +364,10 @@ fn int_with(arg: &[u8], msg: &'static str) -> Result<i64, CmdError> {
 /// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms]
 /// [TIME unix-ms] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID id].
 pub(in crate::command) fn xclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    creating_consumer(ctx, (args[1], args[2], args[3]), |ctx| claim(ctx, args))
+}
+
+fn claim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, name, claimant) = (args[1], args[2], args[3]);
     if group_of(ctx, key, name)?.is_none() {
         return Err(no_key_or_group(key, name));
@@ -456,6 +492,10 @@ pub(in crate::command) fn xclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult
 
 /// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID].
 pub(in crate::command) fn xautoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    creating_consumer(ctx, (args[1], args[2], args[3]), |ctx| autoclaim(ctx, args))
+}
+
+fn autoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, name, claimant) = (args[1], args[2], args[3]);
     let min_idle = int_with(args[4], "Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
     let start = range_start(args[5])?;

@@ -6,10 +6,12 @@
 
 use redis::Value as Reply;
 
+use super::groups::has_consumer;
 use super::{entry_reply, id_reply, strict_id};
 use crate::args::{int_arg, is, parse_i64};
 use crate::command::{CmdResult, Ctx};
 use crate::error::CmdError;
+use crate::notify::class;
 use crate::reply;
 use crate::value::stream::{Nack, Stream, StreamId};
 
@@ -180,7 +182,16 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResul
     }
     let mut served = Vec::new();
     for (key, after) in opts.keys.iter().zip(&afters) {
-        if let Some(items) = serve(ctx, key, *after, &opts)? {
+        let had = opts
+            .group
+            .is_none_or(|(group, consumer)| has_consumer(ctx, key, group, consumer));
+        let served_here = serve(ctx, key, *after, &opts)?;
+        if let (false, Some((group, consumer))) = (had, opts.group) {
+            if has_consumer(ctx, key, group, consumer) {
+                ctx.notify(class::STREAM, "xgroup-createconsumer", key);
+            }
+        }
+        if let Some(items) = served_here {
             served.push(reply::array(vec![reply::bulk(key.to_vec()), items]));
         }
     }
@@ -409,6 +420,10 @@ impl StreamWait {
                 .as_ref()
                 .map(|_| Err(CmdError::raw("UNBLOCKED the stream key no longer exists")));
         }
+        let had = self
+            .group
+            .as_ref()
+            .is_none_or(|(group, consumer)| has_consumer(ctx, key, group, consumer));
         let Ok(Some(stream)) = ctx.write::<Stream>(key) else {
             return None;
         };
@@ -445,6 +460,11 @@ impl StreamWait {
             Ok(items) => items.unwrap_or_else(|| reply::array(Vec::new())),
             Err(e) => return Some(Err(e)),
         };
+        if let (false, Some((group, consumer))) = (had, &self.group) {
+            if has_consumer(ctx, key, group, consumer) {
+                ctx.notify(class::STREAM, "xgroup-createconsumer", key);
+            }
+        }
         Some(Ok(reply::array(vec![reply::array(vec![
             reply::bulk(key.to_vec()),
             items,

@@ -272,11 +272,7 @@ fn histogram(bytes: &[u8], encoding: Encoding, past_end: u8) -> Result<Histogram
     let mut histo: Histogram = [0; 64];
     match encoding {
         Encoding::Dense => {
-            let registers = &bytes[HEADER_LEN.min(bytes.len())..];
-            for index in 0..REGISTERS {
-                let r = usize::from(get_register(registers, index));
-                histo[r] += 1;
-            }
+            for_each_register(bytes, |_, r| histo[usize::from(r)] += 1);
         }
         Encoding::Sparse => {
             // `hllSparseRegHisto`: no bound check while summing, only at
@@ -394,10 +390,11 @@ pub(crate) fn merge_into(
 ) -> Result<(), Corrupt> {
     match encoding {
         Encoding::Dense => {
-            let registers = &bytes[HEADER_LEN.min(bytes.len())..];
-            for (i, m) in max.iter_mut().enumerate() {
-                *m = (*m).max(get_register(registers, i));
-            }
+            for_each_register(bytes, |i, r| {
+                if let Some(m) = max.get_mut(i) {
+                    *m = (*m).max(r);
+                }
+            });
         }
         Encoding::Sparse => {
             let mut i: i32 = 0;
@@ -427,10 +424,24 @@ pub(crate) fn merge_into(
 
 /// The registers of a dense HLL, one per entry (PFDEBUG GETREG).
 pub(crate) fn dense_registers(bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![0u8; REGISTERS];
+    for_each_register(bytes, |i, r| out[i] = r);
+    out
+}
+
+/// Calls `f(index, value)` for every register of the dense HLL `bytes`
+/// (of [`DENSE_LEN`] bytes), in order: four registers per three bytes, as
+/// Redis's unrolled `hllDenseRegHisto` reads them, which is the same as
+/// reading them one by one.
+fn for_each_register(bytes: &[u8], mut f: impl FnMut(usize, u8)) {
     let registers = &bytes[HEADER_LEN.min(bytes.len())..];
-    (0..REGISTERS)
-        .map(|i| get_register(registers, i))
-        .collect()
+    for (group, b) in registers.chunks_exact(3).take(REGISTERS / 4).enumerate() {
+        let i = group * 4;
+        f(i, b[0] & 63);
+        f(i + 1, ((b[0] >> 6) | (b[1] << 2)) & 63);
+        f(i + 2, ((b[1] >> 4) | (b[2] << 4)) & 63);
+        f(i + 3, b[2] >> 2);
+    }
 }
 
 /// The opcodes of a sparse HLL as PFDEBUG DECODE writes them:
@@ -853,13 +864,16 @@ mod tests {
 
     #[test]
     fn dense_registers_round_trip() {
-        let mut regs = vec![0u8; DENSE_LEN - HEADER_LEN];
+        let mut dense = vec![0u8; DENSE_LEN];
+        let regs = &mut dense[HEADER_LEN..];
         for i in 0..REGISTERS {
-            set_register(&mut regs, i, (i % 64) as u8);
+            set_register(regs, i, ((i * 7) % 64) as u8);
         }
         for i in 0..REGISTERS {
-            assert_eq!(get_register(&regs, i), (i % 64) as u8, "{i}");
+            assert_eq!(get_register(regs, i), ((i * 7) % 64) as u8, "{i}");
         }
+        let unpacked = dense_registers(&dense);
+        assert!((0..REGISTERS).all(|i| unpacked[i] == ((i * 7) % 64) as u8));
     }
 
     /// Splits and merges give Redis's opcodes (the example of the comment

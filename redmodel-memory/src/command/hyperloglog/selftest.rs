@@ -6,7 +6,9 @@
 
 use rand::Rng;
 
-use super::repr::{count, dense_registers, new_sparse, Editor, Encoding, DENSE_LEN, REGISTERS};
+use super::repr::{
+    count, dense_registers, new_sparse, Editor, Encoding, DENSE_LEN, HEADER_LEN, REGISTERS,
+};
 
 /// Rounds of random register writes.
 const CYCLES: usize = 1000;
@@ -28,10 +30,15 @@ fn registers_keep_their_values(rng: &mut impl Rng) -> Result<(), String> {
     for _ in 0..CYCLES {
         {
             let mut hll = Editor::open(&mut dense);
-            for (index, slot) in expected.iter_mut().enumerate() {
-                let value = rng.random_range(0..64u8);
-                *slot = value;
-                hll.put_register(index, value);
+            // Ten random 6-bit values from each random word.
+            for (chunk, slots) in expected.chunks_mut(10).enumerate() {
+                let mut bits: u64 = rng.random();
+                for (k, slot) in slots.iter_mut().enumerate() {
+                    let value = (bits & 63) as u8;
+                    bits >>= 6;
+                    *slot = value;
+                    hll.put_register(chunk * 10 + k, value);
+                }
             }
         }
         let registers = dense_registers(&dense);
@@ -64,11 +71,23 @@ fn estimates_are_close(rng: &mut impl Rng, sparse_max: u64) -> Result<(), String
     let mut checkpoint: u64 = 1;
     let mut dense_hll = Editor::open(&mut dense);
     let mut sparse_hll = Editor::open(&mut sparse);
+    // Once the sparse HLL has turned dense with the same registers as the
+    // dense one, the two stay equal: it is no longer fed (Redis feeds both
+    // to the end, twice the work for the same answers).
+    let mut sparse_fed = true;
     for j in 1..=ELEMENTS {
         let element = (j ^ seed).to_le_bytes();
         // Errors cannot happen on HLLs built here.
         let _ = dense_hll.add(&element, sparse_max);
-        let _ = sparse_hll.add(&element, sparse_max);
+        if sparse_fed {
+            let _ = sparse_hll.add(&element, sparse_max);
+            if sparse_hll.encoding() == Encoding::Dense {
+                if sparse_hll.bytes()[HEADER_LEN..] != dense_hll.bytes()[HEADER_LEN..] {
+                    return Err("dense/sparse disagree".into());
+                }
+                sparse_fed = false;
+            }
+        }
         if j != checkpoint {
             continue;
         }
@@ -76,7 +95,11 @@ fn estimates_are_close(rng: &mut impl Rng, sparse_max: u64) -> Result<(), String
             return Err("sparse encoding not used".into());
         }
         let dense_count = count(dense_hll.bytes(), Encoding::Dense).unwrap_or(0);
-        let sparse_count = count(sparse_hll.bytes(), sparse_hll.encoding()).unwrap_or(0);
+        let sparse_count = if sparse_fed {
+            count(sparse_hll.bytes(), sparse_hll.encoding()).unwrap_or(0)
+        } else {
+            dense_count
+        };
         if dense_count != sparse_count {
             return Err("dense/sparse disagree".into());
         }
@@ -95,4 +118,14 @@ fn estimates_are_close(rng: &mut impl Rng, sparse_max: u64) -> Result<(), String
         checkpoint *= 10;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Ten million additions: seconds in an unoptimized build.
+    #[test]
+    #[ignore = "slow unoptimized; run with --ignored or in release"]
+    fn passes() {
+        assert_eq!(super::run(3000), Ok(()));
+    }
 }

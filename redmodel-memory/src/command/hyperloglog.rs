@@ -190,7 +190,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     {
         let mut hll = Editor::open(string_at(ctx, dest)?);
         if any_dense {
-            hll.to_dense().map_err(corrupted)?;
+            hll.make_dense().map_err(corrupted)?;
         }
         for (index, &m) in max.iter().enumerate() {
             if m != 0 {
@@ -231,9 +231,11 @@ fn pfdebug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let bytes = string_at(ctx, key)?;
     let mut hll = Editor::open(bytes);
     if sub.eq_ignore_ascii_case(b"getreg") {
-        hll.to_dense().map_err(corrupted)?;
+        hll.make_dense().map_err(corrupted)?;
         let registers = dense_registers(hll.bytes());
-        Ok(reply::array(registers.into_iter().map(reply::int).collect()))
+        Ok(reply::array(
+            registers.into_iter().map(reply::int).collect(),
+        ))
     } else if sub.eq_ignore_ascii_case(b"decode") {
         if hll.encoding() != Encoding::Sparse {
             return Err(CmdError::err("HLL encoding is not sparse"));
@@ -242,7 +244,7 @@ fn pfdebug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     } else if sub.eq_ignore_ascii_case(b"encoding") {
         Ok(reply::simple(hll.encoding().name()))
     } else if sub.eq_ignore_ascii_case(b"todense") {
-        let converted = hll.to_dense().map_err(corrupted)?;
+        let converted = hll.make_dense().map_err(corrupted)?;
         Ok(reply::int(i64::from(converted)))
     } else {
         Err(CmdError::err(format!(
@@ -259,24 +261,250 @@ mod tests {
     use redis::Value;
 
     use crate::command::test_util::*;
+    use crate::Connection;
 
     const NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
     const INVALID: &str = "INVALIDOBJ Corrupted HLL object detected";
+
+    /// The bytes of the string at `key`.
+    fn raw(c: &mut Connection, key: &str) -> Vec<u8> {
+        match run(c, &format!("GET {key}")) {
+            Value::BulkString(b) => b,
+            other => panic!("not a string: {other:?}"),
+        }
+    }
+
+    /// Sets `key` to these bytes.
+    fn set_raw(c: &mut Connection, key: &str, bytes: &[u8]) -> Value {
+        c.execute(&[b"SET", key.as_bytes(), bytes])
+    }
+
+    /// A sparse header with a stale cache, then `code`.
+    fn sparse(code: &[u8]) -> Vec<u8> {
+        let mut s = b"HYLL\x01\0\0\0\0\0\0\0\0\0\0\x80".to_vec();
+        s.extend_from_slice(code);
+        s
+    }
+
+    fn status(s: &str) -> Value {
+        Value::SimpleString(s.into())
+    }
 
     #[test]
     fn add_and_count() {
         let mut c = conn();
         assert_eq!(run(&mut c, "PFADD hll"), int(1));
+        assert_eq!(raw(&mut c, "hll"), sparse(&[0x7f, 0xff]));
         assert_eq!(run(&mut c, "PFADD hll"), int(0));
         assert_eq!(run(&mut c, "PFCOUNT hll"), int(0));
         assert_eq!(run(&mut c, "PFADD hll a b c"), int(1));
         assert_eq!(run(&mut c, "PFADD hll a b c"), int(0));
         assert_eq!(run(&mut c, "PFCOUNT hll"), int(3));
+        // The count is cached, valid, in the header.
+        assert_eq!(
+            raw(&mut c, "hll"),
+            b"HYLL\x01\0\0\0\x03\0\0\0\0\0\0\0\x60\xf3\x80\x50\xb1\x84\x4b\xfb\x80\x42\x5a"
+        );
+        assert_eq!(
+            run(&mut c, "PFDEBUG DECODE hll"),
+            bulk("Z:8436 v:1,1 Z:4274 v:2,1 Z:3068 v:1,1 Z:603")
+        );
         assert_eq!(run(&mut c, "PFCOUNT nokey"), int(0));
         assert_eq!(run(&mut c, "PFCOUNT nokey hll nokey2"), int(3));
+        assert_eq!(run(&mut c, "OBJECT ENCODING hll"), bulk("raw"));
+        assert_eq!(run(&mut c, "PFADD e "), int(1));
         assert_eq!(
-            run(&mut c, "OBJECT ENCODING hll"),
-            Value::BulkString(b"raw".to_vec())
+            run(&mut c, "PFDEBUG DECODE e"),
+            bulk("Z:5938 v:2,1 Z:10445")
         );
+        let hundred: Vec<String> = (1..=100).map(|i| i.to_string()).collect();
+        let mut args = vec!["PFADD", "h"];
+        args.extend(hundred.iter().map(String::as_str));
+        assert_eq!(run_args(&mut c, &args), int(1));
+        assert_eq!(run(&mut c, "PFCOUNT h"), int(100));
+        let decoded = strings(Value::Array(vec![run(&mut c, "PFDEBUG DECODE h")])).remove(0);
+        assert!(
+            decoded.starts_with("Z:375 v:4,1 Z:119 v:2,1 Z:155 v:5,1 Z:202 v:1,1 Z:257 v:1,1 z:29")
+        );
+    }
+
+    #[test]
+    fn dense_past_the_sparse_limit() {
+        let mut c = conn();
+        let many: Vec<String> = (1..=5000).map(|i| i.to_string()).collect();
+        let mut args = vec!["PFADD", "k"];
+        args.extend(many.iter().map(String::as_str));
+        assert_eq!(run_args(&mut c, &args), int(1));
+        assert_eq!(run(&mut c, "PFDEBUG ENCODING k"), status("dense"));
+        assert_eq!(raw(&mut c, "k").len(), 12304);
+        assert_eq!(run(&mut c, "PFCOUNT k"), int(4985));
+        assert_eq!(run(&mut c, "PFCOUNT k nokey"), int(4985));
+        assert_eq!(
+            run(&mut c, "PFDEBUG DECODE k"),
+            err("ERR HLL encoding is not sparse")
+        );
+        // The limit is read from CONFIG.
+        run(&mut c, "CONFIG SET hll-sparse-max-bytes 0");
+        assert_eq!(run(&mut c, "PFADD z"), int(1));
+        assert_eq!(run(&mut c, "PFDEBUG ENCODING z"), status("sparse"));
+        assert_eq!(run(&mut c, "PFADD z a"), int(1));
+        assert_eq!(run(&mut c, "PFDEBUG ENCODING z"), status("dense"));
+        assert_eq!(run(&mut c, "PFCOUNT z"), int(1));
+    }
+
+    #[test]
+    fn pfdebug() {
+        let mut c = conn();
+        assert_eq!(
+            run(&mut c, "PFDEBUG ENCODING nokey"),
+            err("ERR The specified key does not exist")
+        );
+        run(&mut c, "SET s short");
+        assert_eq!(run(&mut c, "PFDEBUG FOO s"), err(NOT_HLL));
+        run(&mut c, "PFADD h a");
+        assert_eq!(
+            run(&mut c, "PFDEBUG FOO h"),
+            err("ERR Unknown PFDEBUG subcommand 'FOO'")
+        );
+        assert_eq!(
+            run(&mut c, "PFDEBUG getreg"),
+            err("ERR wrong number of arguments for 'pfdebug' command")
+        );
+        assert_eq!(run(&mut c, "PFDEBUG encoding h"), status("sparse"));
+        let Value::Array(regs) = run(&mut c, "PFDEBUG GETREG h") else {
+            panic!("not an array");
+        };
+        assert_eq!(regs.len(), 16384);
+        assert_eq!(regs[12711], int(2));
+        assert_eq!(regs.iter().filter(|r| **r != int(0)).count(), 1);
+        // GETREG turned it dense.
+        assert_eq!(run(&mut c, "PFDEBUG ENCODING h"), status("dense"));
+        assert_eq!(run(&mut c, "PFDEBUG TODENSE h"), int(0));
+        run(&mut c, "PFADD h2 a");
+        assert_eq!(run(&mut c, "PFDEBUG TODENSE h2"), int(1));
+        assert_eq!(raw(&mut c, "h"), raw(&mut c, "h2"));
+        run(&mut c, "HSET hash f v");
+        assert_eq!(run(&mut c, "PFDEBUG ENCODING hash"), err(WRONGTYPE));
+    }
+
+    #[test]
+    fn not_hlls() {
+        let mut c = conn();
+        run(&mut c, "HSET hash f v");
+        run(&mut c, "SET s short");
+        for line in [
+            "PFADD hash a",
+            "PFCOUNT hash",
+            "PFCOUNT nokey hash",
+            "PFMERGE hash",
+            "PFMERGE d hash",
+        ] {
+            assert_eq!(run(&mut c, line), err(WRONGTYPE), "{line}");
+        }
+        for line in [
+            "PFADD s a",
+            "PFCOUNT s",
+            "PFCOUNT s hash",
+            "PFMERGE s",
+            "PFMERGE d s",
+        ] {
+            assert_eq!(run(&mut c, line), err(NOT_HLL), "{line}");
+        }
+        assert_eq!(run(&mut c, "EXISTS d"), int(0));
+        let mut bad_magic = sparse(&[0x7f, 0xff]);
+        bad_magic[3] = b'X';
+        let mut bad_encoding = sparse(&[0x7f, 0xff]);
+        bad_encoding[4] = 2;
+        let mut short_dense = sparse(&[0x7f, 0xff]);
+        short_dense[4] = 0;
+        for bytes in [
+            bad_magic,
+            bad_encoding,
+            short_dense,
+            sparse(&[])[..15].to_vec(),
+        ] {
+            set_raw(&mut c, "s", &bytes);
+            assert_eq!(run(&mut c, "PFCOUNT s"), err(NOT_HLL), "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn corrupt_sparse_codes() {
+        let mut c = conn();
+        run(&mut c, "PFADD h a b c");
+        run(&mut c, "APPEND h hello");
+        assert_eq!(run(&mut c, "PFCOUNT h"), err(INVALID));
+        assert_eq!(run(&mut c, "PFCOUNT h h"), err(INVALID));
+        assert_eq!(run(&mut c, "PFMERGE d h"), err(INVALID));
+        assert_eq!(run(&mut c, "PFDEBUG TODENSE h"), err(INVALID));
+        // A register already high enough needs no walk past the fault.
+        assert_eq!(run(&mut c, "PFADD h a"), int(0));
+        // A valid cache is trusted without reading the registers.
+        set_raw(&mut c, "h", b"HYLL\x01\0\0\0\x39\x30\0\0\0\0\0\0\x7f\xfe");
+        assert_eq!(run(&mut c, "PFCOUNT h"), int(12345));
+        assert_eq!(run(&mut c, "PFCOUNT h nokey"), err(INVALID));
+        // Registers 0..8191 only: x46480 (register 100) is added, then
+        // x19895 (register 9000) fails; the first change stays.
+        set_raw(&mut c, "h", &sparse(&[0x5f, 0xff]));
+        assert_eq!(run(&mut c, "PFADD h x46480 x19895 x197"), err(INVALID));
+        assert_eq!(raw(&mut c, "h"), sparse(&[0x40, 0x63, 0x84, 0x5f, 0x9a]));
+        // An XZERO cut short at the end reads a zero second byte.
+        set_raw(&mut c, "h", &sparse(&[0x7f, 0xfe, 0x40]));
+        assert_eq!(run(&mut c, "PFCOUNT h"), int(0));
+        assert_eq!(run(&mut c, "PFADD h e1674"), int(1));
+        assert_eq!(raw(&mut c, "h"), sparse(&[0x7f, 0xfe]));
+        assert_eq!(run(&mut c, "PFCOUNT h"), err(INVALID));
+    }
+
+    #[test]
+    fn merge() {
+        let mut c = conn();
+        run(&mut c, "PFADD a a b c");
+        run(&mut c, "PFADD b b c d");
+        run(&mut c, "PFADD c c d e");
+        assert_eq!(run(&mut c, "PFMERGE d a b c"), Value::Okay);
+        assert_eq!(run(&mut c, "PFCOUNT d"), int(5));
+        assert_eq!(run(&mut c, "PFCOUNT a b c"), int(5));
+        assert_eq!(run(&mut c, "PFMERGE e"), Value::Okay);
+        assert_eq!(raw(&mut c, "e"), sparse(&[0x7f, 0xff]));
+        run(&mut c, "PFDEBUG TODENSE c");
+        assert_eq!(run(&mut c, "PFMERGE a c"), Value::Okay);
+        assert_eq!(run(&mut c, "PFDEBUG ENCODING a"), status("dense"));
+        assert_eq!(run(&mut c, "PFCOUNT a"), int(5));
+    }
+
+    /// In place: the TTL stays, the string is `raw` afterwards.
+    #[test]
+    fn ttl_and_encoding() {
+        let mut c = conn();
+        run(&mut c, "PFADD h a");
+        run(&mut c, "EXPIRE h 100");
+        for line in ["PFADD h b", "PFCOUNT h", "PFMERGE h", "PFDEBUG TODENSE h"] {
+            run(&mut c, line);
+            assert_eq!(run(&mut c, "TTL h"), int(100), "{line}");
+        }
+        set_raw(&mut c, "e", &sparse(&[0x7f, 0xff]));
+        assert_eq!(run(&mut c, "OBJECT ENCODING e"), bulk("embstr"));
+        assert_eq!(run(&mut c, "PFCOUNT e nokey"), int(0));
+        assert_eq!(run(&mut c, "OBJECT ENCODING e"), bulk("embstr"));
+        assert_eq!(run(&mut c, "PFCOUNT e"), int(0));
+        assert_eq!(run(&mut c, "OBJECT ENCODING e"), bulk("raw"));
+    }
+
+    #[test]
+    fn watch_sees_what_redis_signals() {
+        for (setup, change, touches) in [
+            (&["PFADD h a b c"][..], "PFCOUNT h", true),
+            (&["PFADD h a b c", "PFCOUNT h"], "PFCOUNT h", false),
+            (&["PFADD h a b c"], "PFCOUNT h nokey", false),
+            (&["PFADD h a b c"], "PFADD h a", false),
+            (&["PFADD h a b c"], "PFADD h zz", true),
+            (&["PFADD h a b c"], "PFDEBUG TODENSE h", false),
+            (&["PFADD h a b c"], "PFMERGE h", true),
+            (&["PFADD h a b c"], "PFMERGE other h", false),
+            (&[], "PFADD h", true),
+        ] {
+            assert_watch(setup, "h", change, touches);
+        }
     }
 }

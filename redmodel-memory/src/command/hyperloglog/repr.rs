@@ -582,7 +582,7 @@ impl<'a> Editor<'a> {
 
     /// Converts a sparse HLL to dense; whether it converted. On a corrupt
     /// one, nothing changes.
-    pub(crate) fn to_dense(&mut self) -> Result<bool, Corrupt> {
+    pub(crate) fn make_dense(&mut self) -> Result<bool, Corrupt> {
         if self.encoding() == Encoding::Dense {
             return Ok(false);
         }
@@ -611,7 +611,12 @@ impl<'a> Editor<'a> {
 
     /// Raises register `index` to `count` in either encoding; whether it
     /// rose.
-    pub(crate) fn set(&mut self, index: usize, count: u8, sparse_max: u64) -> Result<bool, Corrupt> {
+    pub(crate) fn set(
+        &mut self,
+        index: usize,
+        count: u8,
+        sparse_max: u64,
+    ) -> Result<bool, Corrupt> {
         match self.encoding() {
             Encoding::Dense => {
                 let end = self.len;
@@ -680,7 +685,14 @@ impl<'a> Editor<'a> {
                 next_mark = mark_offset(&self.marks, insert_at);
                 walked = 0;
             } else if walked >= MARK_EVERY && p < end {
-                self.marks.insert(insert_at, Mark { offset: p, first, prev });
+                self.marks.insert(
+                    insert_at,
+                    Mark {
+                        offset: p,
+                        first,
+                        prev,
+                    },
+                );
                 insert_at += 1;
                 walked = 0;
             }
@@ -791,7 +803,11 @@ impl<'a> Editor<'a> {
             p += 1;
         }
         self.invalidate_cache();
-        self.shift_marks(edited_from, edited_to + EDIT_REACH, self.len as i64 - old_len as i64);
+        self.shift_marks(
+            edited_from,
+            edited_to + EDIT_REACH,
+            self.len as i64 - old_len as i64,
+        );
         Ok(true)
     }
 
@@ -815,7 +831,7 @@ impl<'a> Editor<'a> {
     /// there (it always rises: a sparse register is at most 32, or was
     /// found below `count`).
     fn promote(&mut self, index: usize, count: u8) -> Result<bool, Corrupt> {
-        self.to_dense()?;
+        self.make_dense()?;
         let end = self.len;
         let registers = &mut self.buf[HEADER_LEN.min(end)..end];
         Ok(dense_set(registers, index, count))
@@ -893,7 +909,7 @@ mod tests {
         let mut dense = s.clone();
         {
             let mut e = Editor::open(&mut dense);
-            assert_eq!(e.to_dense(), Ok(true));
+            assert_eq!(e.make_dense(), Ok(true));
         }
         assert_eq!(dense.len(), DENSE_LEN);
         assert_eq!(count(&s, Encoding::Sparse), count(&dense, Encoding::Dense));
@@ -935,7 +951,11 @@ mod tests {
             let mut marked = new_sparse();
             let mut fresh = new_sparse();
             // Some rounds crowd a few registers, for VAL runs and merges.
-            let spread = if round % 2 == 0 { REGISTERS as u64 } else { 300 };
+            let spread = if round % 2 == 0 {
+                REGISTERS as u64
+            } else {
+                300
+            };
             let mut editor = Editor::open(&mut marked);
             for step in 0..3000 {
                 let index = (next() % spread) as usize;
@@ -946,8 +966,36 @@ mod tests {
                 assert_eq!(a, b, "round {round} step {step}");
                 assert_eq!(editor.bytes(), &fresh[..], "round {round} step {step}");
             }
-            assert_eq!(editor.encoding(), if round % 4 == 2 { Encoding::Dense } else { Encoding::Sparse });
+            assert_eq!(
+                editor.encoding(),
+                if round % 4 == 2 {
+                    Encoding::Dense
+                } else {
+                    Encoding::Sparse
+                }
+            );
         }
+    }
+
+    /// Hand-made dense registers beyond any real count: the estimate
+    /// overflows `llroundl` and Redis answers `LLONG_MIN`'s bits (observed:
+    /// PFCOUNT replies -9223372036854775808 for all registers at 63 or 50).
+    #[test]
+    fn estimates_past_a_long_long() {
+        let mut histo: Histogram = [0; 64];
+        histo[63] = REGISTERS as i32;
+        assert_eq!(estimate(&histo), 1 << 63);
+        histo[63] = 0;
+        histo[50] = REGISTERS as i32;
+        assert_eq!(estimate(&histo), 1 << 63);
+        // Registers of 0b110011 / 0b001100 (bytes 0x33 and 0xcc) count
+        // 96817625 on Redis.
+        let mut dense = vec![0u8; DENSE_LEN];
+        dense[..4].copy_from_slice(b"HYLL");
+        dense[HEADER_LEN..].fill(0xcc);
+        assert_eq!(count(&dense, Encoding::Dense), Ok(96_817_625));
+        dense[HEADER_LEN..].fill(0x33);
+        assert_eq!(count(&dense, Encoding::Dense), Ok(96_817_625));
     }
 
     /// Corrupt sparse strings: errors, never a panic.
@@ -988,7 +1036,7 @@ mod tests {
             for i in 0..20 {
                 let _ = e.set((x as usize + i * 977) % REGISTERS, (i % 40) as u8 + 1, 40);
             }
-            let _ = e.to_dense();
+            let _ = e.make_dense();
         }
     }
 }

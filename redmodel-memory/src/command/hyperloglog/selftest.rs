@@ -44,9 +44,7 @@ fn registers_keep_their_values(rng: &mut impl Rng) -> Result<(), String> {
         let registers = dense_registers(&dense);
         for (index, (&got, &want)) in registers.iter().zip(&expected).enumerate() {
             if got != want {
-                return Err(format!(
-                    "Register {index} should be {want} but is {got}"
-                ));
+                return Err(format!("Register {index} should be {want} but is {got}"));
             }
         }
     }
@@ -111,9 +109,7 @@ fn estimates_are_close(rng: &mut impl Rng, sparse_max: u64) -> Result<(), String
             (relerr * 6.0 * checkpoint as f64).ceil() as u64
         };
         if abserr > maxerr {
-            return Err(format!(
-                "Too big error. card:{checkpoint} abserr:{abserr}"
-            ));
+            return Err(format!("Too big error. card:{checkpoint} abserr:{abserr}"));
         }
         checkpoint *= 10;
     }

@@ -275,4 +275,5 @@ trap_tests! {
     traps_bitmaps: "bitmaps.txt",
     traps_pubsub: "pubsub.txt",
     traps_streams: "streams.txt",
+    traps_hyperloglog: "hyperloglog.txt",
 }

@@ -22,6 +22,7 @@ mod connection;
 mod databases;
 mod expiry;
 mod hashes;
+mod hyperloglog;
 mod keys;
 mod lcs;
 mod lists;
@@ -83,6 +84,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         cluster::COMMANDS,
         expiry::COMMANDS,
         hashes::COMMANDS,
+        hyperloglog::COMMANDS,
         keys::COMMANDS,
         lists::COMMANDS,
         connection::COMMANDS,

@@ -17,6 +17,7 @@
 
 use super::{CmdResult, Ctx, Spec};
 use crate::error::CmdError;
+use crate::notify::class;
 use crate::reply;
 use crate::value::encoding::History;
 use crate::value::Value;
@@ -133,6 +134,7 @@ fn pfadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     if updated {
         ctx.modified(key);
+        ctx.notify(class::STRING, "pfadd", key);
     }
     Ok(reply::int(i64::from(updated)))
 }
@@ -202,6 +204,8 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         hll.invalidate_cache();
     }
     ctx.modified(dest);
+    // As Redis: a merge is an add of many elements.
+    ctx.notify(class::STRING, "pfadd", dest);
     Ok(reply::ok())
 }
 

@@ -187,6 +187,21 @@ fn bitmap_events() {
 }
 
 #[test]
+fn hyperloglog_events() {
+    let (_e, mut c, mut sub) = setup("KA");
+    for line in [
+        "PFADD h a b",
+        "PFADD h a",
+        "PFCOUNT h",
+        "PFMERGE m h",
+        "PFMERGE m",
+    ] {
+        run(&mut c, line);
+    }
+    assert_eq!(keyspace(&mut sub), ["h pfadd", "m pfadd", "m pfadd"]);
+}
+
+#[test]
 fn stream_events() {
     let (_e, mut c, mut sub) = setup("KA");
     for line in [

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod args;
+mod blocking;
 mod clock;
 mod cluster;
 mod command;

@@ -63,7 +63,8 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::args::is;
 
-use crate::session::Session;
+use crate::blocking::{Parked, Wake};
+use crate::session::{Outcome, Session};
 use crate::store::Store;
 use crate::Engine;
 use client::{client_command, hello_command, After, ClientCtx, ClientInfo, Peer, Registry};
@@ -205,6 +206,9 @@ enum Next {
     Close,
     /// Close at once, without a reply.
     Drop,
+    /// The last command blocked (BLPOP...): write the replies before it,
+    /// then wait for its reply before running anything else.
+    Block,
 }
 
 /// One connection's state.
@@ -221,6 +225,9 @@ struct Client {
     registry: Registry,
     /// Notified when CLIENT KILL picks this connection.
     kill: Arc<Notify>,
+    /// The command that just blocked: its waiter, and whether its nil
+    /// reply is a null array.
+    parked: Option<(Parked, bool)>,
 }
 
 impl Client {
@@ -259,6 +266,7 @@ impl Client {
             queued_nil_arrays: Vec::new(),
             registry,
             kill,
+            parked: None,
         }
     }
 
@@ -288,6 +296,42 @@ impl Client {
                     return;
                 }
                 Next::Write => continue,
+                Next::Block => {
+                    let Some((parked, nil_array)) = self.parked.take() else {
+                        continue;
+                    };
+                    let mut ticket = parked.ticket(&self.engine);
+                    // Input that arrives meanwhile waits in the buffer, as
+                    // in Redis; the end of the connection ends the wait
+                    // (dropping the ticket takes the client out of the
+                    // queues).
+                    let wake = {
+                        let wait = ticket.wait();
+                        tokio::pin!(wait);
+                        loop {
+                            tokio::select! {
+                                wake = &mut wait => break wake,
+                                read = stream.read_buf(&mut input) => match read {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(_) if input.len() > QUERY_BUFFER_LIMIT => return,
+                                    Ok(_) => {}
+                                },
+                                () = stopped(&mut stop) => return,
+                                () = self.kill.notified() => return,
+                            }
+                        }
+                    };
+                    if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
+                        peer.blocked = None;
+                    }
+                    match wake {
+                        // Redis answers every timed-out blocked client
+                        // with the null array.
+                        Wake::TimedOut => encode::null_array(&mut output),
+                        Wake::Served(reply) => encode_reply(&mut output, &reply, nil_array),
+                    }
+                    continue;
+                }
                 Next::Read | Next::Drop => {}
             }
             shrink(&mut input);
@@ -354,17 +398,28 @@ impl Client {
         let now = self.engine.now_ms();
         let mut after = After::Continue;
         let reply = if is(name, "client") && !queueing {
-            let cx = ClientCtx {
+            let mut cx = ClientCtx {
                 registry: &self.registry,
                 now,
+                store: &mut *store,
             };
-            let (reply, then) = client_command(&mut self.info, &cx, args);
+            let (reply, then) = client_command(&mut self.info, &mut cx, args);
             after = then;
             reply
         } else if is(name, "hello") && !queueing {
             hello_command(&mut self.info, args)
         } else {
-            self.session.execute(store, args, now)
+            match self.session.execute_or_block(store, args, now, true) {
+                Outcome::Reply(reply) => reply,
+                Outcome::Blocked(parked) => {
+                    self.record(args, now);
+                    if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
+                        peer.blocked = Some(parked.id());
+                    }
+                    self.parked = Some((parked, replies_null_array(args)));
+                    return Some(Next::Block);
+                }
+            }
         };
         self.record(args, now);
         if after == After::Close {

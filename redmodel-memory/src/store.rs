@@ -29,6 +29,8 @@ pub(crate) struct Store {
     /// The IP and port the RESP server announces in CLUSTER SLOTS, SHARDS
     /// and NODES (cluster mode, served over RESP).
     pub(crate) announced: Option<(String, u16)>,
+    /// The clients blocked on keys (BLPOP...): see `crate::blocking`.
+    pub(crate) waiters: crate::blocking::Waiters,
 }
 
 impl Default for Store {
@@ -54,6 +56,7 @@ impl Default for Store {
             scripts: Default::default(),
             cluster_enabled: false,
             announced: None,
+            waiters: Default::default(),
         }
     }
 }

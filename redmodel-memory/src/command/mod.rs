@@ -26,6 +26,7 @@ mod lcs;
 mod lists;
 pub(crate) mod meta;
 mod object;
+mod pops;
 mod scripting;
 mod server;
 mod sets;
@@ -84,6 +85,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         databases::COMMANDS,
         lcs::COMMANDS,
         object::COMMANDS,
+        pops::COMMANDS,
         scripting::COMMANDS,
         server::COMMANDS,
         sets::COMMANDS,
@@ -215,6 +217,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) store: &'a mut Store,
     pub(crate) db: usize,
     pub(crate) now: i64,
+    /// Whether the command may block (BLPOP...), and whether it did: see
+    /// [`crate::blocking`].
+    pub(crate) block: crate::blocking::BlockSlot,
 }
 
 impl Ctx<'_> {

@@ -656,4 +656,110 @@ mod tests {
         assert_eq!(killed, 0);
         server.shutdown().await;
     }
+
+    /// The number of clients blocked on keys.
+    fn blocked(engine: &Engine) -> usize {
+        engine.shared.store.lock().waiters.len()
+    }
+
+    async fn until_blocked(engine: &Engine, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while blocked(engine) != n {
+            assert!(
+                Instant::now() < deadline,
+                "{} blocked, not {n}",
+                blocked(engine)
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    async fn read_reply(stream: &mut TcpStream, expected: &[u8]) {
+        let mut reply = vec![0u8; expected.len()];
+        tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut reply))
+            .await
+            .expect("no reply")
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&reply),
+            String::from_utf8_lossy(expected)
+        );
+    }
+
+    /// A blocked connection waits without stopping the others; the
+    /// requests pipelined after its blocking command run once it is
+    /// served; one that goes away while blocked leaves the queues.
+    #[tokio::test]
+    async fn blocked_connections() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let mut waiter = TcpStream::connect(server.local_addr()).await.unwrap();
+        waiter.write_all(b"BLPOP k 0\r\nPING\r\n").await.unwrap();
+        until_blocked(&engine, 1).await;
+        let mut pusher = TcpStream::connect(server.local_addr()).await.unwrap();
+        pusher.write_all(b"RPUSH k v\r\n").await.unwrap();
+        read_reply(&mut pusher, b":1\r\n").await;
+        read_reply(&mut waiter, b"*2\r\n$1\r\nk\r\n$1\r\nv\r\n+PONG\r\n").await;
+
+        // Gone while blocked: out of the queues, the push stays.
+        let mut gone = TcpStream::connect(server.local_addr()).await.unwrap();
+        gone.write_all(b"BRPOPLPUSH k d 0\r\n").await.unwrap();
+        until_blocked(&engine, 1).await;
+        drop(gone);
+        until_blocked(&engine, 0).await;
+        pusher.write_all(b"RPUSH k w\r\nLLEN k\r\n").await.unwrap();
+        read_reply(&mut pusher, b":1\r\n:1\r\n").await;
+
+        // Timed out, BLMOVE too, the null array as Redis sends it; in
+        // MULTI, BLMOVE's nil is the null bulk string.
+        waiter
+            .write_all(b"BLMOVE nokey d LEFT LEFT 0.01\r\nMULTI\r\nBLMOVE nokey d LEFT LEFT 0\r\nBLPOP nokey 0\r\nEXEC\r\n")
+            .await
+            .unwrap();
+        read_reply(
+            &mut waiter,
+            b"*-1\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n$-1\r\n*-1\r\n",
+        )
+        .await;
+        server.shutdown().await;
+    }
+
+    /// CLIENT UNBLOCK ends a wait as a timeout or with an error; CLIENT
+    /// LIST flags the blocked client `b`.
+    #[tokio::test]
+    async fn client_unblock() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let mut waiter = TcpStream::connect(server.local_addr()).await.unwrap();
+        waiter.write_all(b"CLIENT ID\r\n").await.unwrap();
+        read_reply(&mut waiter, b":1\r\n").await;
+        let mut other = TcpStream::connect(server.local_addr()).await.unwrap();
+        for (reason, reply) in [
+            ("", &b"*-1\r\n"[..]),
+            ("TIMEOUT", b"*-1\r\n"),
+            (
+                "ERROR",
+                b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n",
+            ),
+        ] {
+            waiter.write_all(b"BZPOPMIN z 0\r\n").await.unwrap();
+            until_blocked(&engine, 1).await;
+            other
+                .write_all(format!("CLIENT UNBLOCK 1 {reason}\r\n").as_bytes())
+                .await
+                .unwrap();
+            read_reply(&mut other, b":1\r\n").await;
+            read_reply(&mut waiter, reply).await;
+        }
+        other
+            .write_all(b"CLIENT UNBLOCK 1\r\nCLIENT UNBLOCK 1 x\r\n")
+            .await
+            .unwrap();
+        read_reply(
+            &mut other,
+            b":0\r\n-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n",
+        )
+        .await;
+        server.shutdown().await;
+    }
 }

@@ -3,8 +3,9 @@
 //!
 //! # How a command blocks
 //! A command that finds nothing to take calls [`block`] with the keys it
-//! waits on, its timeout and a *serve* function, and returns what that call
-//! returns. [`block`] decides:
+//! waits on, its timeout ([`parse_timeout`] reads seconds as BLPOP does,
+//! [`parse_timeout_ms`] milliseconds as XREAD's BLOCK) and a *serve*
+//! function, and returns what that call returns. [`block`] decides:
 //! - when blocking is denied (inside MULTI/EXEC, inside a script, or while
 //!   serving another waiter), the command answers at once as if it had
 //!   timed out: nil, as Redis's `CLIENT_DENY_BLOCKING` does;
@@ -130,6 +131,20 @@ pub(crate) fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
     let seconds = LongDouble::parse(arg)
         .ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
     let ms = seconds.mul_ceil_to_i64(1000);
+    match u64::try_from(ms) {
+        Err(_) => Err(CmdError::err("timeout is negative")),
+        Ok(0) => Ok(None),
+        Ok(ms) => Ok(Some(Duration::from_millis(ms))),
+    }
+}
+
+/// Reads a timeout given in milliseconds (XREAD and XREADGROUP's BLOCK), as
+/// `getTimeoutFromObjectOrReply` with `UNIT_MILLISECONDS` does: an integer,
+/// 0 meaning forever (`None`).
+#[cfg_attr(not(test), allow(dead_code))] // for the streams' BLOCK option
+pub(crate) fn parse_timeout_ms(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
+    let ms = crate::args::parse_i64(arg)
+        .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
     match u64::try_from(ms) {
         Err(_) => Err(CmdError::err("timeout is negative")),
         Ok(0) => Ok(None),
@@ -417,7 +432,23 @@ impl Drop for Ticket {
 mod tests {
     use std::time::Duration;
 
-    use super::parse_timeout;
+    use super::{parse_timeout, parse_timeout_ms};
+
+    #[test]
+    fn timeouts_in_milliseconds() {
+        assert_eq!(parse_timeout_ms(b"0"), Ok(None));
+        assert_eq!(parse_timeout_ms(b"15"), Ok(Some(Duration::from_millis(15))));
+        assert_eq!(
+            parse_timeout_ms(b"-1"),
+            Err(crate::error::CmdError::err("timeout is negative"))
+        );
+        assert_eq!(
+            parse_timeout_ms(b"1.5"),
+            Err(crate::error::CmdError::err(
+                "timeout is not an integer or out of range"
+            ))
+        );
+    }
 
     /// Timeouts as redis-server 7.0.15 reads them.
     #[test]

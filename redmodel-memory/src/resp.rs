@@ -484,6 +484,11 @@ impl Drop for Client {
     fn drop(&mut self) {
         {
             let mut store = self.engine.shared.store.lock();
+            // Gone between blocking and waiting (its earlier replies could
+            // not be written): out of the queues.
+            if let Some((parked, _)) = self.parked.take() {
+                crate::blocking::cancel(&mut store, parked.id());
+            }
             if self.session.has_watches() {
                 self.session.unwatch_all(&mut store);
             }

@@ -79,6 +79,9 @@ pub(super) const COMMANDS: &[Spec] = &[
     },
 ];
 
+/// Members popped from a sorted set, with their scores, in pop order.
+type Pairs = Vec<(Bytes, f64)>;
+
 // ------------------------------------------------------------ taking
 
 /// Pops up to `count` elements from the list at `key`, in pop order, if it
@@ -96,9 +99,9 @@ fn take_list(ctx: &mut Ctx<'_>, key: &[u8], end: End, count: usize) -> Option<Ve
 
 /// Pops up to `count` members from the sorted set at `key` (`max`: the
 /// highest first), if it holds one (else `None`, nothing changed).
-fn take_zset(ctx: &mut Ctx<'_>, key: &[u8], max: bool, count: usize) -> Option<Vec<(Bytes, f64)>> {
+fn take_zset(ctx: &mut Ctx<'_>, key: &[u8], max: bool, count: usize) -> Option<Pairs> {
     let z = ctx.write::<ZSet>(key).ok()??;
-    let taken: Vec<(Bytes, f64)> = (0..count)
+    let taken: Pairs = (0..count)
         .map_while(|_| z.pop(max).map(|(m, s)| (m.to_vec(), s)))
         .collect();
     if taken.is_empty() {
@@ -128,7 +131,7 @@ fn key_and_elements(key: &[u8], taken: Vec<Bytes>) -> CmdResult {
 }
 
 /// BZPOPMIN / BZPOPMAX: `[key, member, score]`.
-fn key_member_score(key: &[u8], taken: Vec<(Bytes, f64)>) -> CmdResult {
+fn key_member_score(key: &[u8], taken: Pairs) -> CmdResult {
     let mut items = vec![reply::bulk(key)];
     for (member, score) in taken {
         items.push(reply::bulk(member));
@@ -138,7 +141,7 @@ fn key_member_score(key: &[u8], taken: Vec<(Bytes, f64)>) -> CmdResult {
 }
 
 /// ZMPOP / BZMPOP: `[key, [[member, score]...]]`.
-fn key_and_pairs(key: &[u8], taken: Vec<(Bytes, f64)>) -> CmdResult {
+fn key_and_pairs(key: &[u8], taken: Pairs) -> CmdResult {
     let pairs = taken
         .into_iter()
         .map(|(m, s)| reply::array(vec![reply::bulk(m), reply::double(s)]))
@@ -344,7 +347,7 @@ fn zset_pop_or_block(
     max: bool,
     count: usize,
     timeout: Option<Duration>,
-    shape: fn(&[u8], Vec<(Bytes, f64)>) -> CmdResult,
+    shape: fn(&[u8], Pairs) -> CmdResult,
 ) -> CmdResult {
     for key in keys {
         if holds::<ZSet>(ctx, key)? {
@@ -359,4 +362,90 @@ fn zset_pop_or_block(
         timeout,
         Box::new(move |ctx, key| Some(shape(key, take_zset(ctx, key, max, count)?))),
     )
+}
+
+/// Expected replies are the ones redis-server 7.0.15 gave to the same
+/// commands (the waits themselves are tested in `crate::blocking`).
+#[cfg(test)]
+mod tests {
+    use redis::Value;
+
+    use crate::command::test_util::*;
+
+    #[test]
+    fn mpop_replies() {
+        let mut c = conn();
+        run(&mut c, "RPUSH l a b c d");
+        assert_eq!(
+            run(&mut c, "LMPOP 2 nokey l RIGHT COUNT 3"),
+            Value::Array(vec![bulk("l"), bulks(&["d", "c", "b"])])
+        );
+        assert_eq!(
+            run(&mut c, "LMPOP 1 l left count 9"),
+            Value::Array(vec![bulk("l"), bulks(&["a"])])
+        );
+        assert_eq!(run(&mut c, "LMPOP 1 l LEFT"), Value::Nil);
+        assert_eq!(run(&mut c, "EXISTS l"), int(0));
+        run(&mut c, "ZADD z 1 a 2 b 3 c");
+        assert_eq!(
+            run(&mut c, "ZMPOP 1 z MAX COUNT 2"),
+            Value::Array(vec![
+                bulk("z"),
+                Value::Array(vec![bulks(&["c", "3"]), bulks(&["b", "2"])])
+            ])
+        );
+        assert_eq!(
+            run(&mut c, "ZMPOP 1 z MIN"),
+            Value::Array(vec![bulk("z"), Value::Array(vec![bulks(&["a", "1"])])])
+        );
+        assert_eq!(run(&mut c, "ZMPOP 1 z MIN"), Value::Nil);
+    }
+
+    #[test]
+    fn mpop_argument_errors_in_redis_order() {
+        let mut c = conn();
+        let numkeys = err("ERR numkeys should be greater than 0");
+        assert_eq!(run(&mut c, "LMPOP 0 l LEFT"), numkeys);
+        assert_eq!(run(&mut c, "LMPOP x l LEFT"), numkeys);
+        assert_eq!(run(&mut c, "BLMPOP x 0 l LEFT"), numkeys);
+        assert_eq!(run(&mut c, "LMPOP 1 l MIDDLE"), err(SYNTAX));
+        assert_eq!(run(&mut c, "LMPOP 2 l LEFT"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZMPOP 1 z LEFT"), err(SYNTAX));
+        assert_eq!(
+            run(&mut c, "LMPOP 1 l LEFT COUNT 0"),
+            err("ERR count should be greater than 0")
+        );
+        assert_eq!(run(&mut c, "LMPOP 1 l LEFT COUNT 1 COUNT 1"), err(SYNTAX));
+        assert_eq!(run(&mut c, "ZMPOP 1 z MIN COUNT"), err(SYNTAX));
+        // The timeout is read after the rest.
+        assert_eq!(
+            run(&mut c, "BLMPOP x 1 l LEFT"),
+            err("ERR timeout is not a float or out of range")
+        );
+        assert_eq!(
+            run(&mut c, "BZMPOP -1 1 z MIN"),
+            err("ERR timeout is negative")
+        );
+        run(&mut c, "SET s x");
+        assert_eq!(run(&mut c, "LMPOP 2 nokey s LEFT"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "ZMPOP 1 s MIN"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "BZPOPMIN nokey s 0"), err(WRONGTYPE));
+        assert_eq!(run(&mut c, "BLMOVE s d LEFT LEFT 0"), err(WRONGTYPE));
+    }
+
+    #[test]
+    fn blocking_forms_pop_at_once_when_they_can() {
+        let mut c = conn();
+        run(&mut c, "RPUSH l a b c");
+        assert_eq!(run(&mut c, "BLPOP nokey l 0"), bulks(&["l", "a"]));
+        assert_eq!(run(&mut c, "BRPOP l 0"), bulks(&["l", "c"]));
+        assert_eq!(run(&mut c, "BRPOPLPUSH l d 0"), bulk("b"));
+        assert_eq!(run(&mut c, "BLMOVE d d LEFT RIGHT 0"), bulk("b"));
+        run(&mut c, "ZADD z 1 a 2 b");
+        assert_eq!(run(&mut c, "BZPOPMAX nokey z 0"), bulks(&["z", "b", "2"]));
+        assert_eq!(run(&mut c, "BZPOPMIN z 0"), bulks(&["z", "a", "1"]));
+        // A pop by a blocking form touches WATCH as its plain form does.
+        run(&mut c, "RPUSH w x");
+        assert!(touches(&mut c, "w", "BLPOP w 0"));
+    }
 }

@@ -13,6 +13,12 @@ use super::Engine;
 ///
 /// Implements [`redis::aio::ConnectionLike`], so redis-rs's command builders
 /// and its `AsyncCommands` trait run on it unchanged.
+///
+/// A blocking command (BLPOP, BLMOVE, BZPOPMIN...) that finds nothing to
+/// take makes the future wait, without holding the engine's lock or the
+/// thread, until another client serves it or its timeout passes (a timeout
+/// uses tokio's timer). Dropping the future before that gives up the wait,
+/// as a client that disconnects: the client takes nothing afterwards.
 #[derive(Debug)]
 pub struct Connection {
     engine: Engine,

@@ -233,6 +233,7 @@ pub(crate) struct Parked {
 
 impl Parked {
     /// The waiter's id (CLIENT UNBLOCK finds it by it).
+    #[cfg(feature = "server")]
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
@@ -290,6 +291,7 @@ pub(crate) fn cancel(store: &mut Store, id: u64) -> bool {
 
 /// CLIENT UNBLOCK: ends waiter `id`'s wait with `wake`; false if it is not
 /// blocked.
+#[cfg(feature = "server")]
 pub(crate) fn unblock(store: &mut Store, id: u64, wake: Wake) -> bool {
     match unregister(store, id) {
         Some(waiter) => {

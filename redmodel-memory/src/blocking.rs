@@ -47,6 +47,9 @@
 //! pushed for a blocked client. Keys made ready while serving (BLMOVE's
 //! destination) are offered in a next round, until none is left.
 //!
+//! Keys the active expiry cycle deletes are offered at the next command
+//! any client runs (Redis also serves after its event loop's cycle).
+//!
 //! The reply of a waiter that times out is nil (the RESP server sends it
 //! as the null array `*-1`, as Redis does for every blocked client).
 //!

@@ -4,7 +4,8 @@
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, Pipeline, RedisFuture, Value};
 
-use super::session::Session;
+use super::blocking::Ticket;
+use super::session::{Outcome, Session};
 use super::Engine;
 
 /// One client of an [`Engine`]: its own selected database, MULTI queue and
@@ -12,6 +13,12 @@ use super::Engine;
 ///
 /// Implements [`redis::aio::ConnectionLike`], so redis-rs's command builders
 /// and its `AsyncCommands` trait run on it unchanged.
+///
+/// A blocking command (BLPOP, BLMOVE, BZPOPMIN...) that finds nothing to
+/// take makes the future wait, without holding the engine's lock or the
+/// thread, until another client serves it or its timeout passes (a timeout
+/// uses tokio's timer). Dropping the future before that gives up the wait,
+/// as a client that disconnects: the client takes nothing afterwards.
 #[derive(Debug)]
 pub struct Connection {
     engine: Engine,
@@ -28,35 +35,74 @@ impl Connection {
 
     /// Runs one command given as its arguments (name first) and returns
     /// the reply, errors included as `Value::ServerError`.
+    ///
+    /// A blocking command (BLPOP...) that finds nothing to take blocks the
+    /// calling thread until another client serves it or its timeout
+    /// passes, as on a synchronous connection to a server. In async code,
+    /// run it through [`redis::aio::ConnectionLike`] instead, whose future
+    /// waits without blocking the thread.
     pub fn execute(&mut self, args: &[&[u8]]) -> Value {
-        let now = self.engine.now_ms();
-        let mut store = self.engine.shared.store.lock();
-        self.session.execute(&mut store, args, now)
+        match self.start(args) {
+            Ok(reply) => reply,
+            Err(mut ticket) => ticket.wait_blocking().into_reply(),
+        }
     }
 
-    /// Runs a redis-rs command.
+    /// Runs a redis-rs command (see [`Self::execute`] for the blocking
+    /// commands).
     pub fn execute_cmd(&mut self, cmd: &Cmd) -> Value {
         with_args(cmd, |args| self.execute(args))
     }
 
-    /// Runs the commands of a pipeline under one lock, wrapped in MULTI/EXEC
-    /// if it is atomic, and returns every reply as a server would send them.
-    fn execute_pipeline(&mut self, pipeline: &Pipeline) -> Vec<Value> {
+    /// Runs one command: its reply, or the ticket to wait on if it blocked.
+    fn start(&mut self, args: &[&[u8]]) -> Result<Value, Ticket> {
         let now = self.engine.now_ms();
         let mut store = self.engine.shared.store.lock();
+        match self.session.execute_or_block(&mut store, args, now, true) {
+            Outcome::Reply(reply) => Ok(reply),
+            Outcome::Blocked(parked) => Err(parked.ticket(&self.engine)),
+        }
+    }
+
+    /// Runs the commands of a pipeline, wrapped in MULTI/EXEC if it is
+    /// atomic, and returns every reply as a server would send them. The
+    /// engine is locked once for all of them, unless a command blocks: its
+    /// reply is awaited, unlocked, before the next command runs (as a
+    /// server runs a pipeline).
+    async fn execute_pipeline(&mut self, pipeline: &Pipeline) -> Vec<Value> {
         let atomic = pipeline.is_transaction();
         let mut replies = Vec::with_capacity(pipeline.len() + 2 * usize::from(atomic));
-        if atomic {
-            replies.push(self.session.execute(&mut store, &[b"MULTI"], now));
+        let mut commands = pipeline.cmd_iter().peekable();
+        loop {
+            let ticket = {
+                let now = self.engine.now_ms();
+                let mut store = self.engine.shared.store.lock();
+                if atomic && replies.is_empty() {
+                    replies.push(self.session.execute(&mut store, &[b"MULTI"], now));
+                }
+                let mut blocked = None;
+                for cmd in commands.by_ref() {
+                    let outcome = with_args(cmd, |args| {
+                        self.session.execute_or_block(&mut store, args, now, true)
+                    });
+                    match outcome {
+                        Outcome::Reply(reply) => replies.push(reply),
+                        Outcome::Blocked(parked) => {
+                            blocked = Some(parked.ticket(&self.engine));
+                            break;
+                        }
+                    }
+                }
+                if blocked.is_none() && atomic {
+                    replies.push(self.session.execute(&mut store, &[b"EXEC"], now));
+                }
+                blocked
+            };
+            let Some(mut ticket) = ticket else {
+                return replies;
+            };
+            replies.push(ticket.wait().await.into_reply());
         }
-        for cmd in pipeline.cmd_iter() {
-            let reply = with_args(cmd, |args| self.session.execute(&mut store, args, now));
-            replies.push(reply);
-        }
-        if atomic {
-            replies.push(self.session.execute(&mut store, &[b"EXEC"], now));
-        }
-        replies
     }
 
     /// The database this connection has selected.
@@ -108,8 +154,11 @@ impl Drop for Connection {
 
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let reply = self.execute_cmd(cmd);
-        Box::pin(std::future::ready(Ok(reply)))
+        match with_args(cmd, |args| self.start(args)) {
+            Ok(reply) => Box::pin(std::future::ready(Ok(reply))),
+            // Dropping the future before it ends unblocks the client.
+            Err(mut ticket) => Box::pin(async move { Ok(ticket.wait().await.into_reply()) }),
+        }
     }
 
     fn req_packed_commands<'a>(
@@ -127,9 +176,10 @@ impl ConnectionLike for Connection {
                 "empty command",
             )))));
         }
-        let replies = self.execute_pipeline(pipeline);
-        let replies = replies.into_iter().skip(offset).take(count).collect();
-        Box::pin(std::future::ready(Ok(replies)))
+        Box::pin(async move {
+            let replies = self.execute_pipeline(pipeline).await;
+            Ok(replies.into_iter().skip(offset).take(count).collect())
+        })
     }
 
     fn get_db(&self) -> i64 {

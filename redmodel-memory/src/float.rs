@@ -259,6 +259,55 @@ impl LongDouble {
         })
     }
 
+    /// C's `(long long) ceill(x * factor)` on x86-64: the product rounded
+    /// to the x87's 64-bit mantissa (ties to even), its ceiling, and the
+    /// conversion's "integer indefinite" `i64::MIN` for what does not fit
+    /// (infinity included). The blocking commands read their timeouts so
+    /// (`getTimeoutFromObjectOrReply`: seconds times 1000).
+    pub(crate) fn mul_ceil_to_i64(self, factor: u64) -> i64 {
+        let Magnitude::Finite { mantissa, exp } = self.magnitude else {
+            return i64::MIN;
+        };
+        let mut product = u128::from(mantissa) * u128::from(factor);
+        if product == 0 {
+            return 0;
+        }
+        let mut exp = exp;
+        let bits = 128 - product.leading_zeros();
+        if bits > 64 {
+            let shift = bits - 64;
+            let rest = product & ((1u128 << shift) - 1);
+            let half = 1u128 << (shift - 1);
+            product >>= shift;
+            exp += i64::from(shift);
+            if rest > half || (rest == half && product & 1 == 1) {
+                product += 1;
+            }
+        }
+        // The magnitude's integer part, and whether a fraction is left.
+        let (int, fraction) = if exp >= 0 {
+            if exp > 64 || (product << exp) >> exp != product {
+                return i64::MIN;
+            }
+            (product << exp, false)
+        } else if exp <= -128 {
+            (0, true)
+        } else {
+            let shift = exp.unsigned_abs() as u32;
+            (product >> shift, product & ((1u128 << shift) - 1) != 0)
+        };
+        let Ok(int) = i128::try_from(int) else {
+            return i64::MIN;
+        };
+        let ceiling = if self.negative {
+            // ceil(-v) is -floor(v); -2^63 is i64::MIN either way.
+            -int
+        } else {
+            int + i128::from(fraction)
+        };
+        i64::try_from(ceiling).unwrap_or(i64::MIN)
+    }
+
     /// `ld2string(LD_STR_HUMAN)`: `%.17Lf` with trailing zeros (and a
     /// trailing dot) removed, and "-0" printed as "0".
     pub(crate) fn to_human_string(self) -> String {

@@ -14,7 +14,7 @@
 //! - `expiring`: the keys that have a TTL, in a vector-backed set, so that
 //!   the active expiry cycle can sample them at random in O(1).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use indexmap::IndexSet;
@@ -68,6 +68,13 @@ pub(crate) struct Keyspace {
     /// The keyspace events raised here (`new`, `expired`), waiting for the
     /// store to publish them; logged only if their class is enabled.
     events: Vec<crate::notify::Logged>,
+    /// The clients blocked on each key (BLPOP...), by waiter id, first
+    /// blocked first (Redis's `db->blocking_keys`; see `crate::blocking`).
+    blocked: HashMap<Key, VecDeque<u64>>,
+    /// The keys of `blocked` modified since the blocked clients were last
+    /// offered them, in the order of their first modification (Redis's
+    /// ready keys).
+    ready: IndexSet<Key>,
 }
 
 impl Keyspace {
@@ -416,6 +423,7 @@ impl Keyspace {
         for key in watched {
             self.modified(&key);
         }
+        self.signal_all_blocked();
     }
 
     /// One step of SCAN: visits up to `count` keys from `cursor` and returns
@@ -518,6 +526,10 @@ impl Keyspace {
         std::mem::swap(&mut a.slots, &mut b.slots);
         std::mem::swap(&mut a.free, &mut b.free);
         std::mem::swap(&mut a.expiring, &mut b.expiring);
+        // Blocked clients stay with their database, which now holds
+        // other keys: offer them all (Redis's `scanDatabaseForReadyKeys`).
+        a.signal_all_blocked();
+        b.signal_all_blocked();
     }
 
     /// Touches the watched keys of `self` that exist in it or in
@@ -558,6 +570,9 @@ impl Keyspace {
     /// converted for good, as Redis converts it when it grows.
     pub(crate) fn modified(&mut self, key: &[u8]) {
         self.dirty += 1;
+        if !self.blocked.is_empty() {
+            self.signal_ready(key);
+        }
         if let Some(e) = self.entries.get_mut(key) {
             if e.history == History::Fresh && outgrows(&e.value, &self.limits) {
                 e.history = History::Converted;
@@ -576,6 +591,55 @@ impl Keyspace {
     /// never saves).
     pub(crate) fn changes(&self) -> u64 {
         self.dirty
+    }
+
+    /// Queues `key` for its blocked clients, if it has any.
+    fn signal_ready(&mut self, key: &[u8]) {
+        if let Some((k, _)) = self.blocked.get_key_value(key) {
+            if !self.ready.contains(key) {
+                self.ready.insert(k.clone());
+            }
+        }
+    }
+
+    /// Queues every key that has blocked clients (FLUSHDB, SWAPDB: the
+    /// keys changed wholesale; Redis's `scanDatabaseForReadyKeys`).
+    fn signal_all_blocked(&mut self) {
+        let keys: Vec<Key> = self.blocked.keys().cloned().collect();
+        self.ready.extend(keys);
+    }
+
+    /// Puts waiter `id` last in the queue of the clients blocked on `key`.
+    pub(crate) fn add_blocked(&mut self, key: Key, id: u64) {
+        self.blocked.entry(key).or_default().push_back(id);
+    }
+
+    /// Takes waiter `id` out of the queue of `key`.
+    pub(crate) fn remove_blocked(&mut self, key: &[u8], id: u64) {
+        if let Some(queue) = self.blocked.get_mut(key) {
+            queue.retain(|&w| w != id);
+            if queue.is_empty() {
+                self.blocked.remove(key);
+            }
+        }
+    }
+
+    /// The waiters blocked on `key`, first blocked first.
+    pub(crate) fn blocked_on(&self, key: &[u8]) -> Vec<u64> {
+        self.blocked
+            .get(key)
+            .map(|q| q.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether some key of this database is ready for its blocked clients.
+    pub(crate) fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Takes the ready keys, in order, leaving none.
+    pub(crate) fn take_ready(&mut self) -> IndexSet<Key> {
+        std::mem::take(&mut self.ready)
     }
 
     /// Starts watching `key`; returns its current epoch.

@@ -11,6 +11,10 @@
 //!   state) and implements redis-rs's [`redis::aio::ConnectionLike`], so
 //!   `redis::Cmd::query_async` and `redis::Pipeline::query_async` work on it
 //!   exactly as on a server connection.
+//! - Blocking commands (BLPOP, BLMOVE, BZPOPMIN...) block the client that
+//!   runs them, not the engine: the [`Connection`]'s future waits until
+//!   another client serves it or its timeout passes, and blocked clients
+//!   are served first-come first-served, as Redis serves them.
 //! - Expiry is passive (an expired key is removed when touched) and active
 //!   (a background cycle samples keys with a TTL, see [`Engine::run_expire_cycle`]).
 //! - [`ManualClock`] lets tests move time instead of sleeping.
@@ -31,6 +35,7 @@
 #![warn(missing_docs)]
 
 mod args;
+mod blocking;
 mod clock;
 mod cluster;
 mod command;

@@ -76,7 +76,8 @@ use crate::args::is;
 use crate::command;
 use crate::reply;
 
-use crate::session::Session;
+use crate::blocking::{Parked, Wake};
+use crate::session::{Outcome, Session};
 use crate::store::Store;
 use crate::Engine;
 use client::{client_command, hello_command, After, ClientCtx, ClientInfo, Peer, Registry};
@@ -219,6 +220,9 @@ enum Next {
     Close,
     /// Close at once, without a reply.
     Drop,
+    /// The last command blocked (BLPOP...): write the replies before it,
+    /// then wait for its reply before running anything else.
+    Block,
 }
 
 /// One connection's state.
@@ -237,6 +241,9 @@ struct Client {
     kill: Arc<Notify>,
     /// Its Pub/Sub subscriptions and the messages waiting for it.
     subscriber: Subscriber,
+    /// The command that just blocked: its waiter, and whether its nil
+    /// reply is a null array.
+    parked: Option<(Parked, bool)>,
 }
 
 impl Client {
@@ -279,6 +286,7 @@ impl Client {
             registry,
             kill,
             subscriber: Subscriber::default(),
+            parked: None,
         }
     }
 
@@ -308,6 +316,42 @@ impl Client {
                     return;
                 }
                 Next::Write => continue,
+                Next::Block => {
+                    let Some((parked, nil_array)) = self.parked.take() else {
+                        continue;
+                    };
+                    let mut ticket = parked.ticket(&self.engine);
+                    // Input that arrives meanwhile waits in the buffer, as
+                    // in Redis; the end of the connection ends the wait
+                    // (dropping the ticket takes the client out of the
+                    // queues).
+                    let wake = {
+                        let wait = ticket.wait();
+                        tokio::pin!(wait);
+                        loop {
+                            tokio::select! {
+                                wake = &mut wait => break wake,
+                                read = stream.read_buf(&mut input) => match read {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(_) if input.len() > QUERY_BUFFER_LIMIT => return,
+                                    Ok(_) => {}
+                                },
+                                () = stopped(&mut stop) => return,
+                                () = self.kill.notified() => return,
+                            }
+                        }
+                    };
+                    if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
+                        peer.blocked = None;
+                    }
+                    match wake {
+                        // Redis answers every timed-out blocked client
+                        // with the null array.
+                        Wake::TimedOut => encode::null_array(&mut output),
+                        Wake::Served(reply) => encode_reply(&mut output, &reply, nil_array),
+                    }
+                    continue;
+                }
                 Next::Read | Next::Drop => {}
             }
             shrink(&mut input);
@@ -428,17 +472,28 @@ impl Client {
                 _ => command::arity_error(args).to_value(),
             }
         } else if is(name, "client") && !queueing {
-            let cx = ClientCtx {
+            let mut cx = ClientCtx {
                 registry: &self.registry,
                 now,
+                store: &mut *store,
             };
-            let (reply, then) = client_command(&mut self.info, &cx, args);
+            let (reply, then) = client_command(&mut self.info, &mut cx, args);
             after = then;
             reply
         } else if is(name, "hello") && !queueing {
             hello_command(&mut self.info, args)
         } else {
-            self.session.execute(store, args, now)
+            match self.session.execute_or_block(store, args, now, true) {
+                Outcome::Reply(reply) => reply,
+                Outcome::Blocked(parked) => {
+                    self.record(args, now, store);
+                    if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
+                        peer.blocked = Some(parked.id());
+                    }
+                    self.parked = Some((parked, replies_null_array(args)));
+                    return Some(Next::Block);
+                }
+            }
         };
         self.record(args, now, store);
         // Read after the command: CLIENT REPLY OFF silences its own reply,
@@ -524,6 +579,11 @@ impl Drop for Client {
     fn drop(&mut self) {
         {
             let mut store = self.engine.shared.store.lock();
+            // Gone between blocking and waiting (its earlier replies could
+            // not be written): out of the queues.
+            if let Some((parked, _)) = self.parked.take() {
+                crate::blocking::cancel(&mut store, parked.id());
+            }
             if self.session.has_watches() {
                 self.session.unwatch_all(&mut store);
             }
@@ -700,6 +760,112 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(killed, 0);
+        server.shutdown().await;
+    }
+
+    /// The number of clients blocked on keys.
+    fn blocked(engine: &Engine) -> usize {
+        engine.shared.store.lock().waiters.len()
+    }
+
+    async fn until_blocked(engine: &Engine, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while blocked(engine) != n {
+            assert!(
+                Instant::now() < deadline,
+                "{} blocked, not {n}",
+                blocked(engine)
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
+    async fn read_reply(stream: &mut TcpStream, expected: &[u8]) {
+        let mut reply = vec![0u8; expected.len()];
+        tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut reply))
+            .await
+            .expect("no reply")
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&reply),
+            String::from_utf8_lossy(expected)
+        );
+    }
+
+    /// A blocked connection waits without stopping the others; the
+    /// requests pipelined after its blocking command run once it is
+    /// served; one that goes away while blocked leaves the queues.
+    #[tokio::test]
+    async fn blocked_connections() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let mut waiter = TcpStream::connect(server.local_addr()).await.unwrap();
+        waiter.write_all(b"BLPOP k 0\r\nPING\r\n").await.unwrap();
+        until_blocked(&engine, 1).await;
+        let mut pusher = TcpStream::connect(server.local_addr()).await.unwrap();
+        pusher.write_all(b"RPUSH k v\r\n").await.unwrap();
+        read_reply(&mut pusher, b":1\r\n").await;
+        read_reply(&mut waiter, b"*2\r\n$1\r\nk\r\n$1\r\nv\r\n+PONG\r\n").await;
+
+        // Gone while blocked: out of the queues, the push stays.
+        let mut gone = TcpStream::connect(server.local_addr()).await.unwrap();
+        gone.write_all(b"BRPOPLPUSH k d 0\r\n").await.unwrap();
+        until_blocked(&engine, 1).await;
+        drop(gone);
+        until_blocked(&engine, 0).await;
+        pusher.write_all(b"RPUSH k w\r\nLLEN k\r\n").await.unwrap();
+        read_reply(&mut pusher, b":1\r\n:1\r\n").await;
+
+        // Timed out, BLMOVE too, the null array as Redis sends it; in
+        // MULTI, BLMOVE's nil is the null bulk string.
+        waiter
+            .write_all(b"BLMOVE nokey d LEFT LEFT 0.01\r\nMULTI\r\nBLMOVE nokey d LEFT LEFT 0\r\nBLPOP nokey 0\r\nEXEC\r\n")
+            .await
+            .unwrap();
+        read_reply(
+            &mut waiter,
+            b"*-1\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n$-1\r\n*-1\r\n",
+        )
+        .await;
+        server.shutdown().await;
+    }
+
+    /// CLIENT UNBLOCK ends a wait as a timeout or with an error; CLIENT
+    /// LIST flags the blocked client `b`.
+    #[tokio::test]
+    async fn client_unblock() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let mut waiter = TcpStream::connect(server.local_addr()).await.unwrap();
+        waiter.write_all(b"CLIENT ID\r\n").await.unwrap();
+        read_reply(&mut waiter, b":1\r\n").await;
+        let mut other = TcpStream::connect(server.local_addr()).await.unwrap();
+        for (reason, reply) in [
+            ("", &b"*-1\r\n"[..]),
+            ("TIMEOUT", b"*-1\r\n"),
+            (
+                "ERROR",
+                b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n",
+            ),
+        ] {
+            waiter.write_all(b"BZPOPMIN z 0\r\n").await.unwrap();
+            until_blocked(&engine, 1).await;
+            other
+                .write_all(format!("CLIENT UNBLOCK 1 {reason}\r\n").as_bytes())
+                .await
+                .unwrap();
+            read_reply(&mut other, b":1\r\n").await;
+            read_reply(&mut waiter, reply).await;
+        }
+        other
+            .write_all(b"CLIENT UNBLOCK 1\r\nCLIENT UNBLOCK 1 x\r\n")
+            .await
+            .unwrap();
+        read_reply(
+            &mut other,
+            b":0\r\n-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n",
+        )
+        .await;
         server.shutdown().await;
     }
 }

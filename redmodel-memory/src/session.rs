@@ -4,6 +4,7 @@
 
 use redis::Value as Reply;
 
+use super::blocking::{self, BlockSlot, Parked};
 use super::command::{self, arity_ok, Ctx};
 use super::error::CmdError;
 use super::keyspace::Key;
@@ -48,20 +49,61 @@ pub(crate) struct Session {
     /// A command was refused while queueing: EXEC must abort.
     multi_failed: bool,
     watched: Vec<Watched>,
+    /// Whether the command being run may block (a top-level command of a
+    /// client that can wait).
+    may_block: bool,
+    /// The command just run blocked: its waiter.
+    parked: Option<Parked>,
+}
+
+/// What a command run by a client that can wait came to.
+pub(crate) enum Outcome {
+    /// The reply, to send now.
+    Reply(Reply),
+    /// The command blocked (BLPOP on empty lists...): the client waits for
+    /// its reply on the waiter (see [`crate::blocking`]).
+    Blocked(Parked),
 }
 
 impl Session {
     /// Executes one command with the store locked. Transaction control
     /// (MULTI/EXEC/DISCARD/WATCH) is handled here; everything else goes
-    /// through the command table.
+    /// through the command table. A blocking command does not block here:
+    /// it answers as if it had timed out, as inside MULTI.
     pub(crate) fn execute(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> Reply {
+        match self.execute_or_block(store, args, now, false) {
+            Outcome::Reply(reply) => reply,
+            // Not allowed to block: no waiter was registered.
+            Outcome::Blocked(_) => Reply::Nil,
+        }
+    }
+
+    /// [`Self::execute`] for a client that can wait: a blocking command
+    /// that finds nothing to take parks the client (if `may_block`). Then,
+    /// as Redis after every command, serves the clients blocked on the keys
+    /// this command made ready.
+    pub(crate) fn execute_or_block(
+        &mut self,
+        store: &mut Store,
+        args: &[&[u8]],
+        now: i64,
+        may_block: bool,
+    ) -> Outcome {
+        self.may_block = may_block;
         let reply = match self.execute_inner(store, args, now) {
             Ok(r) => r,
             Err(e) => e.to_value(),
         };
         // Keys the command expired outside the command table (WATCH, EXEC).
         store.flush_notifications();
-        reply
+        self.may_block = false;
+        blocking::serve_ready(store, now);
+        // What the served clients' pops raised.
+        store.flush_notifications();
+        match self.parked.take() {
+            Some(parked) => Outcome::Blocked(parked),
+            None => Outcome::Reply(reply),
+        }
     }
 
     /// Whether the client is between MULTI and EXEC (the RESP server
@@ -192,10 +234,18 @@ impl Session {
             store,
             db: self.db,
             now,
+            block: if self.may_block {
+                BlockSlot::Allowed
+            } else {
+                BlockSlot::Denied
+            },
         };
         let result = command::run(&mut ctx, args);
         // SELECT (possibly queued in a transaction) changes the database.
         self.db = ctx.db;
+        if let BlockSlot::Requested(block) = ctx.block {
+            self.parked = Some(blocking::park(ctx.store, self.db, block));
+        }
         result
     }
 
@@ -260,6 +310,8 @@ impl Session {
         if dirty {
             return Ok(reply::nil());
         }
+        // Redis denies blocking inside EXEC (`CLIENT_DENY_BLOCKING`).
+        self.may_block = false;
         let replies = queue
             .iter()
             .map(|cmd| {

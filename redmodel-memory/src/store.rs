@@ -33,6 +33,8 @@ pub(crate) struct Store {
     pub(crate) pubsub: crate::pubsub::Registry,
     /// `notify-keyspace-events` (`notify::class` bits), 0 when off.
     pub(crate) notify_flags: u32,
+    /// The clients blocked on keys (BLPOP...): see `crate::blocking`.
+    pub(crate) waiters: crate::blocking::Waiters,
 }
 
 impl Default for Store {
@@ -64,6 +66,7 @@ impl Default for Store {
                 registry
             },
             notify_flags: limits.notify,
+            waiters: Default::default(),
         }
     }
 }

@@ -90,11 +90,24 @@ fn parse_traps(file: &str, text: &'static str) -> Vec<Trap> {
 /// rather than the whole script.
 const INDEPENDENT: &str = "each line: ";
 
+/// What a line does.
+#[derive(PartialEq)]
+enum Kind {
+    /// Runs the command and compares its reply.
+    Run,
+    /// `~`: runs a SCAN-family command through a whole iteration.
+    WholeScan,
+    /// `&N`: sends a command that blocks, its reply read later.
+    Send,
+    /// `?N`: reads and compares the reply of the command sent on N.
+    Receive,
+}
+
 /// One parsed line of a script.
 struct Line {
     text: &'static str,
     conn: usize,
-    whole_scan: bool,
+    kind: Kind,
     args: Args,
 }
 
@@ -104,20 +117,31 @@ fn parse_script(lines: &[&'static str]) -> Vec<Line> {
         .map(|&text| {
             let mut rest = text.trim();
             let mut conn = 0;
-            if let Some(after) = rest.strip_prefix('@') {
-                let (n, tail) = after.split_once(' ').unwrap_or((after, ""));
-                conn = n
-                    .parse()
-                    .unwrap_or_else(|_| panic!("bad connection in {text:?}"));
-                rest = tail.trim_start();
+            let mut kind = Kind::Run;
+            for (prefix, prefix_kind) in [('@', Kind::Run), ('&', Kind::Send), ('?', Kind::Receive)]
+            {
+                if let Some(after) = rest.strip_prefix(prefix) {
+                    let (n, tail) = after.split_once(' ').unwrap_or((after, ""));
+                    conn = n
+                        .parse()
+                        .unwrap_or_else(|_| panic!("bad connection in {text:?}"));
+                    rest = tail.trim_start();
+                    kind = prefix_kind;
+                    break;
+                }
             }
-            let whole_scan = rest.starts_with('~');
+            if kind == Kind::Receive {
+                assert!(rest.is_empty(), "`?N` takes no command: {text:?}");
+            }
+            if rest.starts_with('~') {
+                kind = Kind::WholeScan;
+            }
             let rest = rest.trim_start_matches('~');
             let args = parse_line(rest).unwrap_or_else(|e| panic!("bad trap line: {e}"));
             Line {
                 text,
                 conn,
-                whole_scan,
+                kind,
                 args,
             }
         })
@@ -180,10 +204,15 @@ fn run_traps(test: &str, file: &str, text: &'static str) {
                 transcript.push_str(&format!("     (skipped) {}\n", line.text));
                 continue;
             }
-            let result = if line.whole_scan {
-                differ.scan_all(line.conn, &line.args)
-            } else {
-                differ.run(line.conn, &line.args)
+            let result = match line.kind {
+                Kind::WholeScan => differ.scan_all(line.conn, &line.args),
+                Kind::Run => differ.run(line.conn, &line.args),
+                Kind::Send => {
+                    differ.send(line.conn, &line.args);
+                    transcript.push_str(&format!("     {}  ->  (sent)\n", line.text));
+                    continue;
+                }
+                Kind::Receive => differ.receive(line.conn),
             };
             match result {
                 Ok(reply) => {
@@ -276,4 +305,5 @@ trap_tests! {
     traps_pubsub: "pubsub.txt",
     traps_streams: "streams.txt",
     traps_hyperloglog: "hyperloglog.txt",
+    traps_blocking: "blocking.txt",
 }

@@ -15,10 +15,14 @@
 //! Each side has any number of client connections (index 0, 1, ...), for
 //! WATCH tests; [`Differ::run`] remembers what each one queued inside
 //! MULTI so that the replies inside an EXEC are compared with the modes of
-//! the queued commands.
+//! the queued commands. A command that blocks (BLPOP...) is sent with
+//! [`Differ::send`] and its reply read later with [`Differ::receive`],
+//! once other connections have run what serves it.
 
 use std::fmt;
 use std::sync::LazyLock;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use redis::{ConnectionLike, Value};
 use redmodel::memory::{self, Engine};
@@ -304,13 +308,32 @@ struct Side {
     real: redis::Connection,
     /// Modes of the commands queued since MULTI, while in MULTI.
     queued: Option<Vec<Mode>>,
+    /// A command sent by [`Differ::send`] whose reply is not read yet: the
+    /// engine's connection runs it on a thread of its own, meanwhile
+    /// `engine` is a stand-in.
+    pending: Option<Pending>,
 }
+
+struct Pending {
+    args: Args,
+    engine: JoinHandle<(memory::Connection, Value)>,
+}
+
+/// How long [`Differ::send`] waits for a sent command to block, and
+/// [`Differ::receive`] for its reply.
+const SETTLE: Duration = Duration::from_secs(1);
+const REPLY_WAIT: Duration = Duration::from_secs(5);
+/// What [`Differ::receive`] reports for a client still blocked.
+const STILL_BLOCKED: &str = "(no reply: still blocked)";
 
 /// The engine and a real server, run in lockstep.
 pub struct Differ {
     engine: Engine,
     client: redis::Client,
     sides: Vec<Side>,
+    /// A connection to the real server for the test's own questions
+    /// (how many clients are blocked), opened on first use.
+    control: Option<redis::Connection>,
 }
 
 impl Differ {
@@ -327,6 +350,7 @@ impl Differ {
             engine,
             client: server.client(),
             sides: Vec::new(),
+            control: None,
         }
     }
 
@@ -345,6 +369,7 @@ impl Differ {
                 engine: self.engine.connection(),
                 real,
                 queued: None,
+                pending: None,
             });
         }
         &mut self.sides[conn]
@@ -353,6 +378,30 @@ impl Differ {
     /// Empties both sides (FLUSHALL) and gives every client a fresh state:
     /// no transaction, no WATCH, database 0.
     pub fn reset(&mut self) {
+        // A client still blocked from the last script: the real one goes
+        // with its connection; the engine's thread cannot be stopped, so
+        // the engine is replaced (its waiter would take later pushes).
+        let mut stuck = false;
+        for side in &mut self.sides {
+            if let Some(pending) = side.pending.take() {
+                if pending.engine.is_finished() {
+                    let _ = pending.engine.join();
+                } else {
+                    stuck = true;
+                }
+                side.real = self
+                    .client
+                    .get_connection()
+                    .unwrap_or_else(|e| panic!("cannot connect to the private redis-server: {e}"));
+            }
+        }
+        if stuck {
+            let cluster = self.engine.is_cluster_mode();
+            self.engine = Engine::new();
+            if cluster {
+                self.engine = self.engine.clone().with_cluster_mode();
+            }
+        }
         for side in &mut self.sides {
             let _ = side.real.req_packed_command(&pack(&[b"RESET".to_vec()]));
             side.engine = self.engine.connection();
@@ -380,6 +429,131 @@ impl Differ {
         }
     }
 
+    /// Sends a command that blocks (BLPOP...) on connection `conn` of both
+    /// sides without reading its reply, and waits (at most a second) until
+    /// each side has it blocked, or done. Its reply is read and compared by
+    /// [`Self::receive`]; until then the connection takes no other command.
+    pub fn send(&mut self, conn: usize, args: &[Vec<u8>]) {
+        let (real_before, engine_before) = (self.real_blocked(), self.engine_blocked());
+        let stand_in = self.engine.connection();
+        let side = self.side(conn);
+        assert!(
+            side.pending.is_none(),
+            "connection {conn} already waits for a reply: read it first"
+        );
+        side.real
+            .send_packed_command(&pack(args))
+            .unwrap_or_else(|e| panic!("private redis-server: {} failed: {e}", show_cmd(args)));
+        let mut engine = std::mem::replace(&mut side.engine, stand_in);
+        let owned = args.to_vec();
+        let handle = std::thread::spawn(move || {
+            let refs: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+            let reply = engine.execute(&refs);
+            (engine, reply)
+        });
+        side.pending = Some(Pending {
+            args: args.to_vec(),
+            engine: handle,
+        });
+        let deadline = Instant::now() + SETTLE;
+        while Instant::now() < deadline {
+            let engine_settled = self.sides[conn]
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.engine.is_finished())
+                || self.engine_blocked() > engine_before;
+            if engine_settled && self.real_blocked() > real_before {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Reads the reply of the command [`Self::send`] sent on connection
+    /// `conn` (waiting at most five seconds on each side) and compares it.
+    pub fn receive(&mut self, conn: usize) -> Result<Value, Box<Mismatch>> {
+        let client = self.client.clone();
+        let side = self.side(conn);
+        let Some(pending) = side.pending.take() else {
+            panic!("connection {conn} has no command sent to read the reply of");
+        };
+        let still_blocked = || Value::SimpleString(STILL_BLOCKED.into());
+        let _ = side.real.set_read_timeout(Some(REPLY_WAIT));
+        let real = match side.real.recv_response() {
+            Ok(reply) => {
+                let _ = side.real.set_read_timeout(None);
+                reply
+            }
+            Err(e) if e.is_timeout() => {
+                // The connection is unusable mid-command: replace it.
+                side.real = client
+                    .get_connection()
+                    .unwrap_or_else(|e| panic!("cannot connect to the private redis-server: {e}"));
+                still_blocked()
+            }
+            Err(e) => panic!(
+                "private redis-server: {} failed: {e}",
+                show_cmd(&pending.args)
+            ),
+        };
+        let deadline = Instant::now() + REPLY_WAIT;
+        while !pending.engine.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let engine = if pending.engine.is_finished() {
+            let (connection, reply) = pending
+                .engine
+                .join()
+                .unwrap_or_else(|_| panic!("the engine panicked on {}", show_cmd(&pending.args)));
+            side.engine = connection;
+            reply
+        } else {
+            // Left blocked (`reset` replaces the engine): right if the
+            // real client is still blocked too.
+            let args = pending.args.clone();
+            side.pending = Some(pending);
+            if real == still_blocked() {
+                return Ok(real);
+            }
+            return Err(Box::new(Mismatch {
+                conn,
+                command: args,
+                expected: real,
+                got: still_blocked(),
+            }));
+        };
+        if agree(&mode_of(&pending.args), &real, &engine) {
+            Ok(real)
+        } else {
+            Err(Box::new(Mismatch {
+                conn,
+                command: pending.args,
+                expected: real,
+                got: engine,
+            }))
+        }
+    }
+
+    /// Clients blocked on the real server (INFO's `blocked_clients`), asked
+    /// on a connection of its own.
+    fn real_blocked(&mut self) -> usize {
+        let client = &self.client;
+        let control = self.control.get_or_insert_with(|| {
+            client
+                .get_connection()
+                .unwrap_or_else(|e| panic!("cannot connect to the private redis-server: {e}"))
+        });
+        blocked_clients(&real_query(
+            control,
+            &[b"INFO".to_vec(), b"clients".to_vec()],
+        ))
+    }
+
+    /// Clients blocked in the engine.
+    fn engine_blocked(&self) -> usize {
+        blocked_clients(&self.engine.connection().execute(&[b"INFO", b"clients"]))
+    }
+
     /// Runs one command on connection `conn` of both sides; returns the
     /// real server's reply if the engine's agrees with it.
     pub fn run(&mut self, conn: usize, args: &[Vec<u8>]) -> Result<Value, Box<Mismatch>> {
@@ -388,6 +562,10 @@ impl Differ {
             .map(|n| String::from_utf8_lossy(n).to_ascii_uppercase())
             .unwrap_or_default();
         let side = self.side(conn);
+        assert!(
+            side.pending.is_none(),
+            "connection {conn} waits for the reply of a command sent: read it first"
+        );
         let real = real_query(&mut side.real, args);
         let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let engine = side.engine.execute(&refs);
@@ -488,6 +666,19 @@ fn iterate(
         }
     }
     Value::SimpleString("(scan did not end after 100000 steps)".into())
+}
+
+/// INFO's `blocked_clients`, 0 if absent.
+fn blocked_clients(info: &Value) -> usize {
+    let text = match info {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::VerbatimString { text, .. } => text.clone(),
+        _ => String::new(),
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// Sends one command to the real server and reads its raw reply (error

@@ -18,7 +18,7 @@ use crate::reply;
 use crate::value::Bytes;
 
 /// A list value as the keyspace stores it.
-type List = VecDeque<Bytes>;
+pub(super) type List = VecDeque<Bytes>;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -105,14 +105,14 @@ pub(super) const COMMANDS: &[Spec] = &[
 
 /// One end of a list.
 #[derive(Clone, Copy, PartialEq)]
-enum End {
+pub(super) enum End {
     Head,
     Tail,
 }
 
 impl End {
     /// LMOVE's LEFT / RIGHT.
-    fn parse(arg: &[u8]) -> Result<End, CmdError> {
+    pub(super) fn parse(arg: &[u8]) -> Result<End, CmdError> {
         if is(arg, "left") {
             Ok(End::Head)
         } else if is(arg, "right") {
@@ -130,7 +130,7 @@ fn push(list: &mut List, end: End, value: Bytes) {
     }
 }
 
-fn pop(list: &mut List, end: End) -> Option<Bytes> {
+pub(super) fn pop(list: &mut List, end: End) -> Option<Bytes> {
     match end {
         End::Head => list.pop_front(),
         End::Tail => list.pop_back(),
@@ -524,7 +524,13 @@ fn rpoplpush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// destination of another type is WRONGTYPE and nothing moves. When source
 /// and destination are the same key the list rotates in place (and keeps
 /// its TTL). An emptied source is deleted; a new destination has no TTL.
-fn move_element(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -> CmdResult {
+pub(super) fn move_element(
+    ctx: &mut Ctx<'_>,
+    src: &[u8],
+    dst: &[u8],
+    from: End,
+    to: End,
+) -> CmdResult {
     if ctx.read::<List>(src)?.is_none() {
         return Ok(reply::nil());
     }

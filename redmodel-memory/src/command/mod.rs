@@ -28,6 +28,7 @@ mod lcs;
 mod lists;
 pub(crate) mod meta;
 mod object;
+mod pops;
 mod pubsub;
 mod scripting;
 mod server;
@@ -92,6 +93,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         lcs::COMMANDS,
         object::COMMANDS,
         pubsub::COMMANDS,
+        pops::COMMANDS,
         scripting::COMMANDS,
         server::COMMANDS,
         sets::COMMANDS,
@@ -224,6 +226,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) store: &'a mut Store,
     pub(crate) db: usize,
     pub(crate) now: i64,
+    /// Whether the command may block (BLPOP...), and whether it did: see
+    /// [`crate::blocking`].
+    pub(crate) block: crate::blocking::BlockSlot,
 }
 
 impl Ctx<'_> {

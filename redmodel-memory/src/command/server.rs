@@ -469,7 +469,7 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
             ("connected_clients", store.connected_clients.to_string()),
             ("cluster_connections", "0".into()),
             ("maxclients", config.get("maxclients").into()),
-            ("blocked_clients", "0".into()),
+            ("blocked_clients", store.waiters.len().to_string()),
             ("tracking_clients", "0".into()),
             ("clients_in_timeout_table", "0".into()),
         ],

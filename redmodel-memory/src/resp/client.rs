@@ -15,10 +15,12 @@ use parking_lot::Mutex;
 use redis::Value as Reply;
 use tokio::sync::Notify;
 
-use crate::args::{is, parse_i64};
+use crate::args::{int_arg, is, parse_i64};
+use crate::blocking::{self, Wake};
 use crate::command::{authenticate, subcommand_arity, unknown_subcommand};
 use crate::error::CmdError;
 use crate::reply;
+use crate::store::Store;
 
 /// What a RESP server connection knows about itself.
 #[derive(Debug, Default)]
@@ -56,6 +58,8 @@ pub(crate) struct Peer {
     pub(crate) cmd: String,
     /// Channels, patterns and shard channels subscribed to.
     pub(crate) subscriptions: [usize; 3],
+    /// The waiter of the blocking command it waits on (BLPOP...), if any.
+    pub(crate) blocked: Option<u64>,
     /// Wakes the connection up to close it (CLIENT KILL).
     pub(crate) kill: Arc<Notify>,
 }
@@ -79,16 +83,21 @@ impl Peer {
             .as_deref()
             .map(String::from_utf8_lossy)
             .unwrap_or_default();
-        let pubsub = if self.client_type() == "pubsub" {
-            "P"
-        } else {
-            ""
-        };
-        let (flags, multi) = match self.multi {
-            Some(n) => (format!("{pubsub}x"), n as i64),
-            None if pubsub.is_empty() => ("N".to_string(), -1),
-            None => (pubsub.to_string(), -1),
-        };
+        // Redis's order: P(ub/sub), x (MULTI), b(locked); N for none.
+        let mut flags = String::new();
+        if self.client_type() == "pubsub" {
+            flags.push('P');
+        }
+        if self.multi.is_some() {
+            flags.push('x');
+        }
+        if self.blocked.is_some() {
+            flags.push('b');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        let multi = self.multi.map_or(-1, |n| n as i64);
         let [sub, psub, ssub] = self.subscriptions;
         format!(
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} \
@@ -116,6 +125,9 @@ pub(crate) type Registry = Arc<Mutex<BTreeMap<u64, Peer>>>;
 pub(crate) struct ClientCtx<'a> {
     pub(crate) registry: &'a Registry,
     pub(crate) now: i64,
+    /// The engine's data, locked (CLIENT UNBLOCK ends a blocked client's
+    /// wait).
+    pub(crate) store: &'a mut Store,
 }
 
 /// What the connection must do after a CLIENT command.
@@ -143,7 +155,7 @@ impl ClientInfo {
 /// connection, with Redis 7.0.15's arities and errors.
 pub(crate) fn client_command(
     info: &mut ClientInfo,
-    cx: &ClientCtx<'_>,
+    cx: &mut ClientCtx<'_>,
     args: &[&[u8]],
 ) -> (Reply, After) {
     let result = (|| {
@@ -162,6 +174,7 @@ pub(crate) fn client_command(
             ("list", -2),
             ("kill", -3),
             ("reply", 3),
+            ("unblock", -3),
         ];
         let Some(&(name, arity)) = SUBS.iter().find(|(n, _)| is(sub, n)) else {
             return Err(unknown_subcommand("client", sub));
@@ -210,10 +223,39 @@ pub(crate) fn client_command(
                 }
                 (reply::ok(), After::Continue)
             }
+            "unblock" => (client_unblock(cx, rest)?, After::Continue),
             _ => client_kill(info, cx, rest)?,
         })
     })();
     result.unwrap_or_else(|e| (e.to_value(), After::Continue))
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends the wait of a client blocked
+/// on keys, as if it had timed out (nil) or with an UNBLOCKED error; 1 if
+/// the client was blocked, else 0.
+fn client_unblock(cx: &mut ClientCtx<'_>, opts: &[&[u8]]) -> Result<Reply, CmdError> {
+    let wake =
+        match opts {
+            [_] => Wake::TimedOut,
+            [_, reason] if is(reason, "timeout") => Wake::TimedOut,
+            [_, reason] if is(reason, "error") => Wake::Served(
+                CmdError::raw("UNBLOCKED client unblocked via CLIENT UNBLOCK").to_value(),
+            ),
+            [_, _] => {
+                return Err(CmdError::err(
+                    "CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+                ))
+            }
+            _ => return Err(CmdError::err(
+                "unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
+            )),
+        };
+    let id = int_arg(opts[0])?;
+    let waiter = u64::try_from(id)
+        .ok()
+        .and_then(|id| cx.registry.lock().get(&id)?.blocked);
+    let unblocked = waiter.is_some_and(|w| blocking::unblock(cx.store, w, wake));
+    Ok(reply::int(i64::from(unblocked)))
 }
 
 /// CLIENT LIST [TYPE type] | [ID id ...]. A connection is a `pubsub` one
@@ -412,6 +454,7 @@ mod tests {
 
     use super::{client_command, hello_command, ClientCtx, ClientInfo, Registry};
     use crate::error::error_value;
+    use crate::store::Store;
 
     fn bulk(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())
@@ -428,11 +471,13 @@ mod tests {
             ..ClientInfo::default()
         };
         let registry = Registry::default();
-        let cx = ClientCtx {
+        let mut store = Store::default();
+        let mut cx = ClientCtx {
             registry: &registry,
             now: 0,
+            store: &mut store,
         };
-        let mut run = |args: &[&[u8]]| client_command(&mut info, &cx, args).0;
+        let mut run = |args: &[&[u8]]| client_command(&mut info, &mut cx, args).0;
         assert_eq!(run(&[b"CLIENT", b"ID"]), Value::Int(56));
         assert_eq!(run(&[b"CLIENT", b"GETNAME"]), Value::Nil);
         assert_eq!(run(&[b"client", b"Setname", b"abc"]), Value::Okay);

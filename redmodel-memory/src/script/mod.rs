@@ -178,6 +178,8 @@ fn run(
             store: &mut *ctx.store,
             db: ctx.db,
             now: ctx.now,
+            // Redis runs scripts with CLIENT_DENY_BLOCKING.
+            block: crate::blocking::BlockSlot::Denied,
         },
         read_only,
     };

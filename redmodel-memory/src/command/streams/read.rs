@@ -8,7 +8,7 @@ use redis::Value as Reply;
 
 use super::groups::has_consumer;
 use super::{entry_reply, id_reply, strict_id};
-use crate::args::{int_arg, is, parse_i64};
+use crate::args::{int_arg, is};
 use crate::command::{CmdResult, Ctx};
 use crate::error::CmdError;
 use crate::notify::class;
@@ -18,7 +18,8 @@ use crate::value::stream::{Nack, Stream, StreamId};
 /// The options of one XREAD / XREADGROUP call.
 struct ReadArgs<'a> {
     /// BLOCK's timeout in ms (0: forever), if given.
-    block: Option<i64>,
+    /// BLOCK's timeout, if BLOCK was given (`Some(None)`: forever).
+    block: Option<Option<std::time::Duration>>,
     /// COUNT, 0 for no limit.
     count: usize,
     /// GROUP's group and consumer names (XREADGROUP).
@@ -61,12 +62,7 @@ fn parse<'a>(args: &'a [&'a [u8]], group_mode: bool) -> Result<ReadArgs<'a>, Cmd
         let opt = args[i];
         if is(opt, "block") && more > 0 {
             i += 1;
-            let timeout = parse_i64(args[i])
-                .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
-            if timeout < 0 {
-                return Err(CmdError::err("timeout is negative"));
-            }
-            out.block = Some(timeout);
+            out.block = Some(crate::blocking::parse_timeout_ms(args[i])?);
         } else if is(opt, "count") && more > 0 {
             i += 1;
             out.count = usize::try_from(int_arg(args[i])?).unwrap_or(0);
@@ -334,24 +330,25 @@ fn serve_from(
     }
 }
 
-/// XREAD / XREADGROUP with BLOCK `timeout_ms` (0: forever) found nothing
-/// to serve in any of `opts.keys`: the client should now wait, as the
+/// XREAD / XREADGROUP with BLOCK `timeout` (`None`: forever) found nothing
+/// to serve in any of `opts.keys`: the client waits, as the
 /// [`StreamWait`] this builds describes, until one of the streams can
 /// serve it (see [`StreamWait::on_ready`]) or the timeout passes (then
-/// the reply is the null array).
-///
-/// NOT WIRED YET: the engine's blocking mechanism is being built
-/// separately. Until it is merged this replies as Redis does where a
-/// client may not block (inside MULTI or a script): the null array, as
-/// on a timeout. To wire it, hand the wait to the mechanism instead.
+/// the reply is the null array). Where blocking is denied (inside MULTI
+/// or a script) the reply is that null array at once, as in Redis.
 fn block_for_streams(
-    _ctx: &mut Ctx<'_>,
+    ctx: &mut Ctx<'_>,
     opts: &ReadArgs<'_>,
     afters: &[After],
-    timeout_ms: i64,
+    timeout: Option<std::time::Duration>,
 ) -> CmdResult {
-    let _wait = StreamWait::new(opts, afters, timeout_ms);
-    Ok(reply::nil())
+    let mut wait = StreamWait::new(opts, afters);
+    crate::blocking::block(
+        ctx,
+        opts.keys,
+        timeout,
+        Box::new(move |ctx, key| wait.on_ready(ctx, key)),
+    )
 }
 
 /// Redis's default COUNT for a client served after blocking.
@@ -360,7 +357,6 @@ const BLOCKED_DEFAULT_COUNT: usize = 1000;
 /// What a client blocked in XREAD / XREADGROUP waits for (Redis's `bpop`
 /// state of a `BLOCKED_STREAM` client).
 #[derive(Debug, Clone)]
-#[allow(dead_code)] // Used once the blocking mechanism is merged.
 pub(crate) struct StreamWait {
     /// The keys, in the command's order, each with the ID past which an
     /// entry serves the client (`$` already resolved; for XREADGROUP the
@@ -371,13 +367,10 @@ pub(crate) struct StreamWait {
     noack: bool,
     /// COUNT, or 1000 if none was given.
     count: usize,
-    /// BLOCK's timeout in ms, 0 for none.
-    pub(crate) timeout_ms: i64,
 }
 
-#[allow(dead_code)] // Used once the blocking mechanism is merged.
 impl StreamWait {
-    fn new(opts: &ReadArgs<'_>, afters: &[After], timeout_ms: i64) -> Self {
+    fn new(opts: &ReadArgs<'_>, afters: &[After]) -> Self {
         StreamWait {
             keys: opts
                 .keys
@@ -398,7 +391,6 @@ impl StreamWait {
             } else {
                 opts.count
             },
-            timeout_ms,
         }
     }
 
@@ -497,7 +489,7 @@ mod tests {
                 id => After::Id(strict_id(id).expect("valid id")),
             })
             .collect();
-        StreamWait::new(&opts, &afters, opts.block.unwrap_or(0))
+        StreamWait::new(&opts, &afters)
     }
 
     #[test]
@@ -507,10 +499,10 @@ mod tests {
             store: &mut store,
             db: 0,
             now: 1_000,
+            block: crate::blocking::BlockSlot::Denied,
         };
         exec(&mut ctx, "XADD s 2-0 f v").expect("added");
         let mut wait = wait_of("XREAD BLOCK 0 STREAMS s $");
-        assert_eq!(wait.timeout_ms, 0);
         assert!(wait.on_ready(&mut ctx, b"s").is_none());
         exec(&mut ctx, "XADD s 3-0 g w").expect("added");
         let served = wait.on_ready(&mut ctx, b"s").expect("served").expect("ok");
@@ -536,6 +528,7 @@ mod tests {
             store: &mut store,
             db: 0,
             now: 1_000,
+            block: crate::blocking::BlockSlot::Denied,
         };
         exec(&mut ctx, "XGROUP CREATE s g $ MKSTREAM").expect("created");
         let mut wait = wait_of("XREADGROUP GROUP g c BLOCK 10 COUNT 1 STREAMS s >");

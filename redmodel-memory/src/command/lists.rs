@@ -195,7 +195,7 @@ fn push_event(end: End) -> &'static str {
 }
 
 /// The event of a pop at `end`.
-fn pop_event(end: End) -> &'static str {
+pub(super) fn pop_event(end: End) -> &'static str {
     match end {
         End::Head => "lpop",
         End::Tail => "rpop",

@@ -17,11 +17,12 @@
 
 use std::time::Duration;
 
-use super::lists::{move_element, pop, End, List};
+use super::lists::{move_element, pop, pop_event, End, List};
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64};
 use crate::blocking::{block, parse_timeout};
 use crate::error::CmdError;
+use crate::notify::class;
 use crate::reply;
 use crate::value::zset::ZSet;
 use crate::value::Bytes;
@@ -92,7 +93,9 @@ fn take_list(ctx: &mut Ctx<'_>, key: &[u8], end: End, count: usize) -> Option<Ve
     if taken.is_empty() {
         return None;
     }
+    ctx.notify(class::LIST, pop_event(end), key);
     ctx.drop_if_empty(key);
+    ctx.notify_deleted(key);
     ctx.modified(key);
     Some(taken)
 }
@@ -107,7 +110,9 @@ fn take_zset(ctx: &mut Ctx<'_>, key: &[u8], max: bool, count: usize) -> Option<P
     if taken.is_empty() {
         return None;
     }
+    ctx.notify(class::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
     ctx.drop_if_empty(key);
+    ctx.notify_deleted(key);
     ctx.modified(key);
     Some(taken)
 }

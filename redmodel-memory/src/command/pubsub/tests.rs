@@ -187,6 +187,40 @@ fn bitmap_events() {
 }
 
 #[test]
+fn pop_events_of_the_multi_key_and_blocking_pops() {
+    let (_e, mut c, mut sub) = setup("KA");
+    for line in [
+        "RPUSH l a b c",
+        "LMPOP 1 l LEFT COUNT 2",
+        "BLPOP l 1",
+        "ZADD z 1 a 2 b",
+        "ZMPOP 1 z MAX",
+        "BZPOPMIN z 1",
+        "RPUSH s x",
+        "BLMOVE s d LEFT RIGHT 1",
+    ] {
+        run(&mut c, line);
+    }
+    assert_eq!(
+        keyspace(&mut sub),
+        [
+            "l rpush",
+            "l lpop",
+            "l lpop",
+            "l del",
+            "z zadd",
+            "z zpopmax",
+            "z zpopmin",
+            "z del",
+            "s rpush",
+            "d rpush",
+            "s lpop",
+            "s del",
+        ]
+    );
+}
+
+#[test]
 fn hyperloglog_events() {
     let (_e, mut c, mut sub) = setup("KA");
     for line in [

@@ -89,6 +89,32 @@ pub fn may_write(argv: &[&[u8]]) -> bool {
     meta.has_flag("write") || matches!(meta.name, "eval" | "evalsha" | "fcall" | "exec")
 }
 
+/// Whether `argv` may block its connection until another client acts:
+/// Redis 7.0.15's table flags the command `blocking` (BLPOP, BZPOPMIN,
+/// BLMOVE, ...), except XREAD and XREADGROUP without their BLOCK option,
+/// which answer at once. Clients use it to keep such commands off a
+/// connection other requests share.
+///
+/// ```
+/// use redmodel_memory::may_block;
+/// assert!(may_block(&[b"BLPOP", b"jobs", b"5"]));
+/// assert!(may_block(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$"]));
+/// assert!(!may_block(&[b"XREAD", b"STREAMS", b"s", b"0"]));
+/// assert!(!may_block(&[b"LPOP", b"jobs"]));
+/// ```
+pub fn may_block(argv: &[&[u8]]) -> bool {
+    let Some(meta) = command::meta::of_line(argv) else {
+        return false;
+    };
+    if !meta.has_flag("blocking") {
+        return false;
+    }
+    match meta.name {
+        "xread" | "xreadgroup" => argv.iter().any(|a| a.eq_ignore_ascii_case(b"block")),
+        _ => true,
+    }
+}
+
 /// The in-memory Redis engine. Cheap to clone: clones share the data.
 #[derive(Clone)]
 pub struct Engine {

@@ -505,3 +505,29 @@ backend_tests! {
         Ok::<(), Error>(())
     }
 }
+
+backend_tests! {
+    /// A blocking command waits for another task's push without holding up
+    /// that task (on the engine in process too), and times out with nil.
+    async fn a_blocking_pop_waits_for_another_tasks_push(ctx) {
+        if ctx.engine_lacks(&["BLPOP"]) {
+            return Ok(());
+        }
+        let key = ctx.key("queue");
+        let waiter = {
+            let (db, key) = (ctx.db.clone(), key.clone());
+            tokio::spawn(async move {
+                db.query::<Option<(String, String)>>(redis::cmd("BLPOP").arg(&key).arg(3))
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        ctx.db.query::<()>(redis::cmd("RPUSH").arg(&key).arg("job")).await?;
+        let got = waiter.await.expect("the waiting task")?;
+        assert_eq!(got, Some((key.clone(), "job".to_string())));
+        let none: Option<(String, String)> =
+            ctx.db.query(redis::cmd("BLPOP").arg(&key).arg(0.05)).await?;
+        assert_eq!(none, None);
+        Ok::<(), Error>(())
+    }
+}

@@ -28,8 +28,13 @@ impl Backend for MemoryBackend {
     }
 
     fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let reply = self.engine.connection().execute_cmd(cmd);
-        Box::pin(std::future::ready(Ok(reply)))
+        // Through the async path: a blocking command (BLPOP...) waits
+        // without holding the thread, which the task that would serve it
+        // may need.
+        Box::pin(async move {
+            let mut conn = self.engine.connection();
+            conn.req_packed_command(cmd).await
+        })
     }
 
     fn send_pipeline<'a>(

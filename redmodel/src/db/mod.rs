@@ -41,6 +41,34 @@ use counters::Counters;
 pub use dedicated::DedicatedConnection;
 pub use pubsub::{Message, Subscriber};
 
+/// Whether `cmd` may wait for another client (BLPOP, XREAD BLOCK, ...).
+fn blocks(cmd: &Cmd) -> bool {
+    let mut head: Vec<&[u8]> = Vec::with_capacity(8);
+    for arg in cmd.args_iter() {
+        match arg {
+            redis::Arg::Simple(a) => head.push(a),
+            // A SCAN cursor: no blocking command takes one.
+            _ => return false,
+        }
+    }
+    redmodel_memory::may_block(&head)
+}
+
+/// A redmodel error as the redis-rs error a `ConnectionLike` returns.
+fn into_redis_error(err: crate::Error) -> redis::RedisError {
+    match err {
+        crate::Error::Connection { source }
+        | crate::Error::Unavailable { source }
+        | crate::Error::Server(source)
+        | crate::Error::Reply(source) => source,
+        other => redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "no connection for a blocking command",
+            other.to_string(),
+        )),
+    }
+}
+
 /// How many keys one SCAN call asks the server to look at.
 const SCAN_COUNT: u64 = 1000;
 
@@ -446,6 +474,15 @@ impl Db {
 
 impl ConnectionLike for Db {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        if blocks(cmd) {
+            // On the shared connection a BLPOP would hold up every request
+            // queued behind it until it is served: it gets a connection of
+            // its own (WAIT, if asked for, follows it there).
+            return Box::pin(async move {
+                let mut conn = self.exclusive().await.map_err(into_redis_error)?;
+                conn.req_packed_command(cmd).await
+            });
+        }
         match self.acks.filter(|_| Acks::wanted_for(cmd)) {
             None => {
                 self.shared.counters.command();

@@ -4,7 +4,11 @@
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, Pipeline, RedisFuture, Value};
 
+use super::args::is;
+use super::command::connection::hello;
+use super::reply;
 use super::session::Session;
+use super::store::Store;
 use super::Engine;
 
 /// One client of an [`Engine`]: its own selected database, MULTI queue and
@@ -16,6 +20,8 @@ use super::Engine;
 pub struct Connection {
     engine: Engine,
     session: Session,
+    /// The name given by `HELLO ... SETNAME` (CLIENT is a RESP server's).
+    name: Option<Vec<u8>>,
 }
 
 impl Connection {
@@ -23,15 +29,45 @@ impl Connection {
         Connection {
             engine,
             session: Session::default(),
+            name: None,
         }
     }
 
     /// Runs one command given as its arguments (name first) and returns
     /// the reply, errors included as `Value::ServerError`.
+    ///
+    /// The connection speaks RESP2, as redis-rs does unless told otherwise:
+    /// maps come as flat arrays, sets as arrays, doubles as bulk strings.
+    /// After `HELLO 3` replies keep their RESP3 types
+    /// (`Value::Map`, `Value::Set`, `Value::Double`...).
     pub fn execute(&mut self, args: &[&[u8]]) -> Value {
         let now = self.engine.now_ms();
         let mut store = self.engine.shared.store.lock();
-        self.session.execute(&mut store, args, now)
+        Self::run(&mut self.session, &mut self.name, &mut store, args, now)
+    }
+
+    /// One command with the store locked: HELLO outside a transaction is
+    /// the connection's own; the reply is lowered for a RESP2 client.
+    fn run(
+        session: &mut Session,
+        client_name: &mut Option<Vec<u8>>,
+        store: &mut Store,
+        args: &[&[u8]],
+        now: i64,
+    ) -> Value {
+        let mut reply = match args.first() {
+            Some(name) if is(name, "hello") && !session.in_transaction() => {
+                let mut resp = session.resp();
+                let reply = hello(0, client_name, &mut resp, args);
+                session.set_resp(resp);
+                reply
+            }
+            _ => session.execute(store, args, now),
+        };
+        if session.resp() < 3 {
+            reply::to_resp2(&mut reply);
+        }
+        reply
     }
 
     /// Runs a redis-rs command.
@@ -47,14 +83,14 @@ impl Connection {
         let atomic = pipeline.is_transaction();
         let mut replies = Vec::with_capacity(pipeline.len() + 2 * usize::from(atomic));
         if atomic {
-            replies.push(self.session.execute(&mut store, &[b"MULTI"], now));
+            replies.push(Self::run(&mut self.session, &mut self.name, &mut store, &[b"MULTI"], now));
         }
         for cmd in pipeline.cmd_iter() {
-            let reply = with_args(cmd, |args| self.session.execute(&mut store, args, now));
+            let reply = with_args(cmd, |args| Self::run(&mut self.session, &mut self.name, &mut store, args, now));
             replies.push(reply);
         }
         if atomic {
-            replies.push(self.session.execute(&mut store, &[b"EXEC"], now));
+            replies.push(Self::run(&mut self.session, &mut self.name, &mut store, &[b"EXEC"], now));
         }
         replies
     }

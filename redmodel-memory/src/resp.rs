@@ -19,7 +19,9 @@
 //!   then the connection is closed. Other connections are not affected.
 //! - QUIT replies OK and closes; a request named `POST` or `Host:` (an HTTP
 //!   request sent to the port) closes the connection without a reply.
-//! - Replies are encoded in RESP2 (`encode` module).
+//! - Replies are encoded in RESP2, or in RESP3 after `HELLO 3` (`encode`
+//!   module). Commands build typed replies (maps, sets, doubles) and the
+//!   protocol decides how they go out, as in Redis.
 //!
 //! # Why not redis-rs's parser
 //! redis-rs's public `redis::parse_redis_value` parses one complete frame
@@ -36,7 +38,7 @@
 //! help, gets no docs and falls back to its built-in help;
 //! redis-benchmark asks `CONFIG GET save` and `CONFIG GET appendonly`,
 //! answered truthfully. CLIENT ID/GETNAME/SETNAME/INFO/LIST/KILL and HELLO
-//! (RESP2 only) are answered here with the connections' own state; every
+//! (RESP2 and RESP3) are answered here with the connections' own state; every
 //! connection is listed in the server's registry (`client` module).
 //!
 //! `redis::Value` has one `Nil` for RESP2's two nulls: the null array
@@ -362,13 +364,17 @@ impl Client {
             after = then;
             reply
         } else if is(name, "hello") && !queueing {
-            hello_command(&mut self.info, args)
+            let mut resp = self.session.resp();
+            let reply = hello_command(&mut self.info, &mut resp, args);
+            self.session.set_resp(resp);
+            reply
         } else {
             self.session.execute(store, args, now)
         };
         self.record(args, now);
+        let resp = self.session.resp();
         if after == After::Close {
-            encode::encode(output, &reply);
+            encode::encode_in(output, &reply, resp);
             return Some(Next::Close);
         }
         if !queueing && is(name, "multi") {
@@ -382,14 +388,14 @@ impl Client {
                     if replies.len() == nil_arrays.len() {
                         encode::array_header(output, replies.len());
                         for (reply, &nil_array) in replies.iter().zip(&nil_arrays) {
-                            encode_reply(output, reply, nil_array);
+                            encode_reply(output, reply, nil_array, resp);
                         }
                         return None;
                     }
                 }
             }
         }
-        encode_reply(output, &reply, replies_null_array(args));
+        encode_reply(output, &reply, replies_null_array(args), resp);
         None
     }
 }
@@ -403,6 +409,7 @@ impl Client {
         };
         peer.last_ms = now;
         peer.db = self.session.db;
+        peer.resp = self.session.resp();
         peer.name = self.info.name.clone();
         peer.multi = self
             .session
@@ -438,12 +445,13 @@ impl Drop for Client {
     }
 }
 
-/// Encodes `reply`; a nil as the null array if `nil_array`.
-fn encode_reply(output: &mut Vec<u8>, reply: &Value, nil_array: bool) {
-    if nil_array && *reply == Value::Nil {
+/// Encodes `reply` in the protocol `resp`; in RESP2 a nil as the null
+/// array if `nil_array` (RESP3 has one null).
+fn encode_reply(output: &mut Vec<u8>, reply: &Value, nil_array: bool, resp: u8) {
+    if nil_array && resp < 3 && *reply == Value::Nil {
         encode::null_array(output);
     } else {
-        encode::encode(output, reply);
+        encode::encode_in(output, reply, resp);
     }
 }
 

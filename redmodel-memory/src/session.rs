@@ -47,6 +47,9 @@ pub(crate) struct Session {
     /// A command was refused while queueing: EXEC must abort.
     multi_failed: bool,
     watched: Vec<Watched>,
+    /// The protocol the client speaks: 2 until `HELLO 3` (0 is read as 2,
+    /// for `Default`).
+    resp: u8,
 }
 
 impl Session {
@@ -60,9 +63,18 @@ impl Session {
         }
     }
 
+    /// The protocol the client speaks, 2 or 3.
+    pub(crate) fn resp(&self) -> u8 {
+        self.resp.max(2)
+    }
+
+    /// Switches the protocol (HELLO).
+    pub(crate) fn set_resp(&mut self, resp: u8) {
+        self.resp = resp;
+    }
+
     /// Whether the client is between MULTI and EXEC (the RESP server
     /// answers CLIENT and HELLO itself only outside a transaction).
-    #[cfg(feature = "server")]
     pub(crate) fn in_transaction(&self) -> bool {
         self.multi.is_some()
     }
@@ -183,6 +195,7 @@ impl Session {
             store,
             db: self.db,
             now,
+            resp: self.resp(),
         };
         let result = command::run(&mut ctx, args);
         // SELECT (possibly queued in a transaction) changes the database.

@@ -17,9 +17,10 @@
 
 use super::databases::{db_index, int32_arg};
 use super::{arity_error, CmdResult, Ctx, Spec};
-use crate::args::is;
+use crate::args::{is, parse_i64};
 use crate::error::CmdError;
 use crate::reply;
+use redis::Value as Reply;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -155,6 +156,84 @@ fn auth(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         [_, user, password] => authenticate(user, password).map(|()| reply::ok()),
         _ => Err(CmdError::Syntax),
     }
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME name]], for a client
+/// with its own state (a RESP server connection, the in-process
+/// `Connection`): switches `resp` to 2 or 3 once every option was
+/// accepted, and replies with the server's description, a map.
+pub(crate) fn hello(
+    id: u64,
+    name: &mut Option<Vec<u8>>,
+    resp: &mut u8,
+    args: &[&[u8]],
+) -> Reply {
+    let result = (|| {
+        let mut options = args.get(1..).unwrap_or_default();
+        let mut protocol = None;
+        if let [version, rest @ ..] = options {
+            let version = parse_i64(version).ok_or_else(|| {
+                CmdError::err("Protocol version is not an integer or out of range")
+            })?;
+            if version != 2 && version != 3 {
+                return Err(CmdError::raw("NOPROTO unsupported protocol version"));
+            }
+            protocol = Some(version as u8);
+            options = rest;
+        }
+        // Options apply one by one, as in Redis: a SETNAME before a bad
+        // option has taken effect.
+        loop {
+            match options {
+                [] => break,
+                [opt, user, password, rest @ ..] if is(opt, "auth") => {
+                    authenticate(user, password)?;
+                    options = rest;
+                }
+                [opt, client_name_arg, rest @ ..] if is(opt, "setname") => {
+                    set_client_name(name, client_name_arg)?;
+                    options = rest;
+                }
+                [opt, ..] => {
+                    return Err(CmdError::err(format!(
+                        "Syntax error in HELLO option '{}'",
+                        String::from_utf8_lossy(opt)
+                    )))
+                }
+            }
+        }
+        // Redis switches only once every option was accepted.
+        if let Some(version) = protocol {
+            *resp = version;
+        }
+        let field = |name: &str, value: Reply| (reply::bulk(name), value);
+        Ok(reply::map(
+            [
+                field("server", reply::bulk("redmodel")),
+                // The Redis version whose behaviour the engine follows.
+                field("version", reply::bulk("7.0.15")),
+                field("proto", reply::int(*resp)),
+                field("id", reply::int(id)),
+                field("mode", reply::bulk("standalone")),
+                field("role", reply::bulk("master")),
+                field("modules", reply::array(Vec::new())),
+            ]
+            .into_iter()
+            .collect(),
+        ))
+    })();
+    result.unwrap_or_else(|e| e.to_value())
+}
+
+/// Redis's `clientSetName`: printable ASCII with no spaces; empty clears.
+pub(crate) fn set_client_name(slot: &mut Option<Vec<u8>>, name: &[u8]) -> Result<(), CmdError> {
+    if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(CmdError::err(
+            "Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    *slot = (!name.is_empty()).then(|| name.to_vec());
+    Ok(())
 }
 
 /// CLIENT and HELLO outside a RESP server connection (see the module doc).

@@ -18,7 +18,7 @@ use super::value::{Kind, Value};
 
 mod bitmaps;
 mod cluster;
-mod connection;
+pub(crate) mod connection;
 mod databases;
 mod expiry;
 mod hashes;
@@ -38,7 +38,6 @@ pub(crate) mod test_util;
 mod zsets;
 
 #[cfg(feature = "server")]
-pub(crate) use connection::authenticate;
 pub(crate) use connection::{subcommand_arity, unknown_subcommand};
 
 /// What a command returns: a reply, or an error reply.
@@ -217,6 +216,18 @@ pub(crate) struct Ctx<'a> {
     pub(crate) store: &'a mut Store,
     pub(crate) db: usize,
     pub(crate) now: i64,
+    /// The client's protocol, 2 or 3 (HELLO). Replies are built typed
+    /// (maps, sets, doubles) whatever it is and lowered to RESP2 in one
+    /// place; a command reads it only where Redis's own command does
+    /// (`c->resp > 2`): the [member, score] pairs of WITHSCORES replies.
+    pub(crate) resp: u8,
+}
+
+impl Ctx<'_> {
+    /// Whether the client speaks RESP3.
+    pub(crate) fn resp3(&self) -> bool {
+        self.resp >= 3
+    }
 }
 
 impl Ctx<'_> {

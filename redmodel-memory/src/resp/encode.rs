@@ -1,16 +1,71 @@
 //! Writing replies in RESP2, the protocol Redis 7.0 speaks to a client that
-//! has not sent `HELLO 3`.
+//! has not sent `HELLO 3`, and in RESP3 for one that has.
 //!
-//! The engine's replies are `redis::Value`s in RESP2 shapes. redis-rs only
-//! parses replies, so encoding is ours. A value that only RESP3 has is sent
-//! as Redis sends it to a RESP2 client: maps flattened into arrays, sets as
-//! arrays, doubles as bulk strings, booleans as `:1`/`:0`.
+//! The engine's replies are typed `redis::Value`s (maps, sets, doubles...).
+//! redis-rs only parses replies, so encoding is ours. In RESP2 a value that
+//! only RESP3 has is sent as Redis sends it to a RESP2 client (the rules of
+//! [`crate::reply::to_resp2`], applied while writing, without a copy):
+//! maps flattened into arrays, sets as arrays, doubles as bulk strings,
+//! booleans as `:1`/`:0`, verbatim strings as bulk strings.
 
-use redis::Value;
+use redis::{Value, VerbatimFormat};
 
 use crate::float::format_double;
 
-/// Appends `value` to `out`.
+/// Appends `value` to `out` in the protocol `resp` (2 or 3).
+pub(super) fn encode_in(out: &mut Vec<u8>, value: &Value, resp: u8) {
+    if resp >= 3 {
+        encode3(out, value);
+    } else {
+        encode(out, value);
+    }
+}
+
+/// Appends `value` to `out` in RESP3.
+pub(super) fn encode3(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Nil => out.extend_from_slice(b"_\r\n"),
+        Value::Array(items) => {
+            array_header(out, items.len());
+            items.iter().for_each(|item| encode3(out, item));
+        }
+        Value::Set(items) => {
+            header(out, b'~', len_i64(items.len()));
+            items.iter().for_each(|item| encode3(out, item));
+        }
+        Value::Push { data, .. } => {
+            header(out, b'>', len_i64(data.len()));
+            data.iter().for_each(|item| encode3(out, item));
+        }
+        Value::Map(pairs) => {
+            header(out, b'%', len_i64(pairs.len()));
+            for (k, v) in pairs {
+                encode3(out, k);
+                encode3(out, v);
+            }
+        }
+        Value::Attribute { data, .. } => encode3(out, data),
+        // Redis: `,%.17g`, and `inf` / `-inf` spelled so.
+        Value::Double(d) => line(out, b',', format_double(*d).as_bytes()),
+        Value::Boolean(b) => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+        Value::VerbatimString { format, text } => {
+            let format = match format {
+                VerbatimFormat::Markdown => "mkd",
+                VerbatimFormat::Unknown(f) if f.len() == 3 => f.as_str(),
+                _ => "txt",
+            };
+            header(out, b'=', len_i64(text.len().saturating_add(4)));
+            out.extend_from_slice(format.as_bytes());
+            out.push(b':');
+            out.extend_from_slice(text.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        // The rest is written as in RESP2.
+        _ => encode(out, value),
+    }
+}
+
+/// Appends `value` to `out` in RESP2.
 pub(super) fn encode(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Nil => out.extend_from_slice(b"$-1\r\n"),

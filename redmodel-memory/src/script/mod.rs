@@ -178,6 +178,9 @@ fn run(
             store: &mut *ctx.store,
             db: ctx.db,
             now: ctx.now,
+            // A script's client speaks RESP2 until `redis.setresp(3)`,
+            // whatever its caller speaks.
+            resp: 2,
         },
         read_only,
     };

@@ -107,10 +107,10 @@ fn config(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn config_get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let found = ctx.store.config.get_matching(&args[2..]);
-    Ok(reply::array(
+    Ok(reply::map(
         found
             .into_iter()
-            .flat_map(|(name, value)| [reply::bulk(name), reply::bulk(value)])
+            .map(|(name, value)| (reply::bulk(name), reply::bulk(value)))
             .collect(),
     ))
 }
@@ -365,7 +365,7 @@ fn named_info(name: &[u8]) -> Option<Reply> {
 }
 
 fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(reply::array(Vec::new()))
+    Ok(reply::map(Vec::new()))
 }
 
 // ---------------------------------------------------------------------------
@@ -430,7 +430,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             out.push_str(&format!("{field}:{value}\r\n"));
         }
     }
-    Ok(reply::bulk(out))
+    Ok(reply::verbatim(out))
 }
 
 /// The fields of one INFO section.

@@ -273,4 +273,5 @@ trap_tests! {
     traps_cluster_mode: "cluster_mode.txt",
     traps_scripts: "scripts.txt",
     traps_bitmaps: "bitmaps.txt",
+    traps_resp3: "resp3.txt",
 }

@@ -533,6 +533,65 @@ mod tests {
         assert!(!watched(&engine, b"j"));
     }
 
+    /// Reads from `stream` until `want` bytes arrived (bounded time).
+    async fn read_n(stream: &mut TcpStream, want: usize) -> Vec<u8> {
+        let mut out = vec![0u8; want];
+        tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut out))
+            .await
+            .expect("reply in time")
+            .expect("reply");
+        out
+    }
+
+    /// HELLO 3 switches the connection to RESP3 (its reply already a map),
+    /// CLIENT INFO says so in a verbatim string, RESP3 has one null; HELLO
+    /// 2 goes back (bytes as redis-server 7.0.15 sends them).
+    #[tokio::test]
+    async fn hello_switches_the_wire_protocol() {
+        let server = serve(Engine::new(), "127.0.0.1:0").await.unwrap();
+        let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+        stream.write_all(b"HELLO 3\r\n").await.unwrap();
+        let head = read_n(&mut stream, 3).await;
+        assert_eq!(head, b"%7\r");
+        let mut rest = Vec::new();
+        while !rest.ends_with(b"modules\r\n*0\r\n") {
+            rest.extend(read_n(&mut stream, 1).await);
+        }
+        let rest = String::from_utf8(rest).unwrap();
+        assert!(rest.contains("$5\r\nproto\r\n:3\r\n"), "{rest}");
+        stream
+            .write_all(b"LPOP nolist 2\r\nZADD z 0.1 m\r\nZSCORE z m\r\nCLIENT INFO\r\n")
+            .await
+            .unwrap();
+        assert_eq!(read_n(&mut stream, 3).await, b"_\r\n");
+        assert_eq!(read_n(&mut stream, 4).await, b":1\r\n");
+        assert_eq!(
+            read_n(&mut stream, 22).await,
+            b",0.10000000000000001\r\n"
+        );
+        let mut info = Vec::new();
+        while !info.ends_with(b"\n\r\n") {
+            info.extend(read_n(&mut stream, 1).await);
+        }
+        let info = String::from_utf8(info).unwrap();
+        assert!(info.starts_with('=') && info.contains("\r\ntxt:id="), "{info}");
+        assert!(info.ends_with(" resp=3\n\r\n"), "{info}");
+        stream
+            .write_all(b"HELLO 2\r\nLPOP nolist 2\r\nGET nokey\r\nZSCORE z m\r\n")
+            .await
+            .unwrap();
+        assert_eq!(read_n(&mut stream, 4).await, b"*14\r");
+        let mut rest = Vec::new();
+        while !rest.ends_with(b"modules\r\n*0\r\n") {
+            rest.extend(read_n(&mut stream, 1).await);
+        }
+        assert_eq!(
+            read_n(&mut stream, 10 + 26).await,
+            b"*-1\r\n$-1\r\n$19\r\n0.10000000000000001\r\n"
+        );
+        server.shutdown().await;
+    }
+
     /// CLIENT LIST shows every connection with Redis's fields; CLIENT KILL
     /// closes another connection (new form: the count) and, in the old
     /// form, may close the caller after its reply.

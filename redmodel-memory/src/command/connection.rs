@@ -259,6 +259,54 @@ mod tests {
         error_value(s)
     }
 
+    /// HELLO on the in-process connection: RESP3 replies keep their
+    /// types (as redis-server 7.0.15 sends them after `HELLO 3`), HELLO 2
+    /// goes back to RESP2 shapes; inside MULTI HELLO is queued and fails.
+    #[test]
+    fn hello_switches_the_in_process_connection() {
+        let e = Engine::new();
+        let mut c = e.connection();
+        let run = |c: &mut crate::Connection, line: &str| {
+            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            c.execute(&args)
+        };
+        run(&mut c, "HSET h a 1");
+        run(&mut c, "ZADD z 0.1 m");
+        assert_eq!(
+            run(&mut c, "HGETALL h"),
+            Value::Array(vec![bulk("a"), bulk("1")])
+        );
+        assert_eq!(run(&mut c, "ZSCORE z m"), bulk("0.10000000000000001"));
+        let Value::Map(hello) = run(&mut c, "HELLO 3") else {
+            panic!("HELLO 3 did not reply with a map");
+        };
+        assert_eq!(hello[2], (bulk("proto"), Value::Int(3)));
+        assert_eq!(run(&mut c, "HGETALL h"), Value::Map(vec![(bulk("a"), bulk("1"))]));
+        assert_eq!(run(&mut c, "ZSCORE z m"), Value::Double(0.1));
+        assert_eq!(
+            run(&mut c, "ZRANGE z 0 -1 WITHSCORES"),
+            Value::Array(vec![Value::Array(vec![bulk("m"), Value::Double(0.1)])])
+        );
+        assert_eq!(run(&mut c, "SMEMBERS nokey"), Value::Set(vec![]));
+        assert_eq!(
+            run(&mut c, "HELLO 4"),
+            err("NOPROTO unsupported protocol version")
+        );
+        assert_eq!(run(&mut c, "MULTI"), Value::Okay);
+        assert_eq!(run(&mut c, "HELLO 2"), Value::SimpleString("QUEUED".into()));
+        assert_eq!(run(&mut c, "ZSCORE z m"), Value::SimpleString("QUEUED".into()));
+        let Value::Array(replies) = run(&mut c, "EXEC") else {
+            panic!("EXEC did not reply with an array");
+        };
+        assert!(matches!(replies[0], Value::ServerError(_)));
+        assert_eq!(replies[1], Value::Double(0.1));
+        let Value::Array(hello) = run(&mut c, "HELLO 2 SETNAME me") else {
+            panic!("HELLO 2 did not reply with an array");
+        };
+        assert_eq!(hello[4..6], [bulk("proto"), Value::Int(2)]);
+        assert_eq!(run(&mut c, "ZSCORE z m"), bulk("0.10000000000000001"));
+    }
+
     /// Replies observed from redis-server 7.0.15 (with no password set).
     #[test]
     fn auth_and_config_get() {

@@ -249,6 +249,84 @@ mod tests {
         }
     }
 
+    /// RESP3 bytes as redis-server 7.0.15 sends them (`HELLO 3`, then
+    /// HGETALL, SMEMBERS, ZSCORE of 0.1 and of inf, GET of a missing key,
+    /// LOLWUT's verbatim text, a script's booleans).
+    #[test]
+    fn resp3_bytes() {
+        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let cases: Vec<(Value, &[u8])> = vec![
+            (Value::Nil, b"_\r\n"),
+            (Value::Okay, b"+OK\r\n"),
+            (Value::Int(-3), b":-3\r\n"),
+            (b("x"), b"$1\r\nx\r\n"),
+            (
+                Value::Map(vec![(b("a"), b("1")), (b("b"), Value::Nil)]),
+                b"%2\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n_\r\n",
+            ),
+            (Value::Map(vec![]), b"%0\r\n"),
+            (
+                Value::Set(vec![b("y"), b("x")]),
+                b"~2\r\n$1\r\ny\r\n$1\r\nx\r\n",
+            ),
+            (Value::Double(0.1), b",0.10000000000000001\r\n"),
+            (Value::Double(1.5), b",1.5\r\n"),
+            (Value::Double(f64::INFINITY), b",inf\r\n"),
+            (Value::Double(f64::NEG_INFINITY), b",-inf\r\n"),
+            (Value::Boolean(true), b"#t\r\n"),
+            (Value::Boolean(false), b"#f\r\n"),
+            (
+                crate::reply::verbatim("hi\n"),
+                b"=7\r\ntxt:hi\n\r\n",
+            ),
+            (
+                Value::Array(vec![Value::Array(vec![b("a"), Value::Double(2.0)])]),
+                b"*1\r\n*2\r\n$1\r\na\r\n,2\r\n",
+            ),
+        ];
+        for (value, want) in cases {
+            let mut out = Vec::new();
+            encode_in(&mut out, &value, 3);
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(want),
+                "{value:?}"
+            );
+            // redis-rs reads back what was written.
+            assert_eq!(redis::parse_redis_value(&out).ok(), Some(value));
+        }
+    }
+
+    /// The RESP2 encoder applies the same rules as `reply::to_resp2`.
+    #[test]
+    fn resp2_encoding_matches_the_lowering() {
+        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let typed = Value::Array(vec![
+            Value::Map(vec![(b("k"), Value::Set(vec![Value::Double(0.1)]))]),
+            Value::Boolean(true),
+            crate::reply::verbatim("t"),
+            Value::Nil,
+        ]);
+        let mut lowered = typed.clone();
+        crate::reply::to_resp2(&mut lowered);
+        assert_eq!(
+            lowered,
+            Value::Array(vec![
+                Value::Array(vec![
+                    b("k"),
+                    Value::Array(vec![b("0.10000000000000001")])
+                ]),
+                Value::Int(1),
+                b("t"),
+                Value::Nil,
+            ])
+        );
+        assert_eq!(encoded(&typed), encoded(&lowered));
+        let mut out = Vec::new();
+        encode_in(&mut out, &typed, 2);
+        assert_eq!(out, encoded(&lowered));
+    }
+
     #[test]
     fn status_lines_never_break_the_protocol() {
         let mut out = Vec::new();

@@ -83,14 +83,28 @@ impl Connection {
         let atomic = pipeline.is_transaction();
         let mut replies = Vec::with_capacity(pipeline.len() + 2 * usize::from(atomic));
         if atomic {
-            replies.push(Self::run(&mut self.session, &mut self.name, &mut store, &[b"MULTI"], now));
+            replies.push(Self::run(
+                &mut self.session,
+                &mut self.name,
+                &mut store,
+                &[b"MULTI"],
+                now,
+            ));
         }
         for cmd in pipeline.cmd_iter() {
-            let reply = with_args(cmd, |args| Self::run(&mut self.session, &mut self.name, &mut store, args, now));
+            let reply = with_args(cmd, |args| {
+                Self::run(&mut self.session, &mut self.name, &mut store, args, now)
+            });
             replies.push(reply);
         }
         if atomic {
-            replies.push(Self::run(&mut self.session, &mut self.name, &mut store, &[b"EXEC"], now));
+            replies.push(Self::run(
+                &mut self.session,
+                &mut self.name,
+                &mut store,
+                &[b"EXEC"],
+                now,
+            ));
         }
         replies
     }

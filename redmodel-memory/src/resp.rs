@@ -565,16 +565,16 @@ mod tests {
             .unwrap();
         assert_eq!(read_n(&mut stream, 3).await, b"_\r\n");
         assert_eq!(read_n(&mut stream, 4).await, b":1\r\n");
-        assert_eq!(
-            read_n(&mut stream, 22).await,
-            b",0.10000000000000001\r\n"
-        );
+        assert_eq!(read_n(&mut stream, 22).await, b",0.10000000000000001\r\n");
         let mut info = Vec::new();
         while !info.ends_with(b"\n\r\n") {
             info.extend(read_n(&mut stream, 1).await);
         }
         let info = String::from_utf8(info).unwrap();
-        assert!(info.starts_with('=') && info.contains("\r\ntxt:id="), "{info}");
+        assert!(
+            info.starts_with('=') && info.contains("\r\ntxt:id="),
+            "{info}"
+        );
         assert!(info.ends_with(" resp=3\n\r\n"), "{info}");
         stream
             .write_all(b"HELLO 2\r\nLPOP nolist 2\r\nGET nokey\r\nZSCORE z m\r\n")

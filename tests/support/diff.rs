@@ -133,7 +133,9 @@ pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
         (Mode::Hello, Value::Map(r), Value::Map(e)) => {
             let kept = |m: &[(Value, Value)]| -> Vec<(Value, Value)> {
                 m.iter()
-                    .filter(|(k, _)| !matches!(k, Value::BulkString(b) if b == b"server" || b == b"id"))
+                    .filter(
+                        |(k, _)| !matches!(k, Value::BulkString(b) if b == b"server" || b == b"id"),
+                    )
                     .cloned()
                     .collect()
             };
@@ -142,7 +144,9 @@ pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
         (Mode::Hello, Value::Array(r), Value::Array(e)) => {
             let kept = |a: &[Value]| -> Vec<Value> {
                 a.chunks(2)
-                    .filter(|p| !matches!(&p[0], Value::BulkString(b) if b == b"server" || b == b"id"))
+                    .filter(
+                        |p| !matches!(&p[0], Value::BulkString(b) if b == b"server" || b == b"id"),
+                    )
                     .flatten()
                     .cloned()
                     .collect()

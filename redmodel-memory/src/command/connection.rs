@@ -162,12 +162,7 @@ fn auth(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// with its own state (a RESP server connection, the in-process
 /// `Connection`): switches `resp` to 2 or 3 once every option was
 /// accepted, and replies with the server's description, a map.
-pub(crate) fn hello(
-    id: u64,
-    name: &mut Option<Vec<u8>>,
-    resp: &mut u8,
-    args: &[&[u8]],
-) -> Reply {
+pub(crate) fn hello(id: u64, name: &mut Option<Vec<u8>>, resp: &mut u8, args: &[&[u8]]) -> Reply {
     let result = (|| {
         let mut options = args.get(1..).unwrap_or_default();
         let mut protocol = None;
@@ -281,7 +276,10 @@ mod tests {
             panic!("HELLO 3 did not reply with a map");
         };
         assert_eq!(hello[2], (bulk("proto"), Value::Int(3)));
-        assert_eq!(run(&mut c, "HGETALL h"), Value::Map(vec![(bulk("a"), bulk("1"))]));
+        assert_eq!(
+            run(&mut c, "HGETALL h"),
+            Value::Map(vec![(bulk("a"), bulk("1"))])
+        );
         assert_eq!(run(&mut c, "ZSCORE z m"), Value::Double(0.1));
         assert_eq!(
             run(&mut c, "ZRANGE z 0 -1 WITHSCORES"),
@@ -294,7 +292,10 @@ mod tests {
         );
         assert_eq!(run(&mut c, "MULTI"), Value::Okay);
         assert_eq!(run(&mut c, "HELLO 2"), Value::SimpleString("QUEUED".into()));
-        assert_eq!(run(&mut c, "ZSCORE z m"), Value::SimpleString("QUEUED".into()));
+        assert_eq!(
+            run(&mut c, "ZSCORE z m"),
+            Value::SimpleString("QUEUED".into())
+        );
         let Value::Array(replies) = run(&mut c, "EXEC") else {
             panic!("EXEC did not reply with an array");
         };

@@ -31,6 +31,7 @@ mod scripting;
 mod server;
 mod sets;
 mod sort;
+pub(crate) mod stats;
 mod strings;
 mod table;
 #[cfg(test)]
@@ -348,7 +349,9 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// Runs the command of `spec`, its arguments checked.
-pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &Spec, args: &[&[u8]]) -> CmdResult {
+pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed += 1;
-    (spec.handler)(ctx, args)
+    let result = (spec.handler)(ctx, args);
+    ctx.store.command_stats.record(spec, result.is_err());
+    result
 }

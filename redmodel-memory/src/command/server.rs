@@ -123,6 +123,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Resets what INFO's stats count.
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed = 0;
+    ctx.store.command_stats.clear();
     for ks in &mut ctx.store.dbs {
         ks.expired_count = 0;
     }
@@ -446,7 +447,12 @@ fn cpu_seconds() -> (f64, f64) {
         .map_or("", |(_, rest)| rest)
         .split_whitespace()
         .collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // Fields 14 and 15 of the line are 11 and 12 after the name.
     (ticks(11) / 100.0, ticks(12) / 100.0)
 }
@@ -562,6 +568,22 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
             ("repl_backlog_histlen", "0".into()),
         ],
         "cluster" => vec![("cluster_enabled", "0".into())],
+        "commandstats" => {
+            return store
+                .command_stats
+                .by_name()
+                .into_iter()
+                .map(|(name, c)| {
+                    (
+                        format!("cmdstat_{name}"),
+                        format!(
+                            "calls={},usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls={}",
+                            c.calls, c.failed
+                        ),
+                    )
+                })
+                .collect();
+        }
         "cpu" => {
             let (user, sys) = cpu_seconds();
             vec![
@@ -949,6 +971,31 @@ mod tests {
         let info = String::from_utf8_lossy(&info).into_owned();
         assert!(info.starts_with("# Server\r\nredis_version:7.0.15\r\n"));
         assert!(info.contains("\r\n\r\n# Clients\r\n"));
+        assert!(info.contains("\r\n\r\n# Cpu\r\nused_cpu_sys:"));
+        assert!(!info.contains("# Commandstats"));
         assert!(info.ends_with("\r\n"));
+        // Calls counted per command; failed ones too; RESETSTAT clears.
+        run(&mut c, "GET a");
+        run(&mut c, "INCR a x");
+        run(&mut c, "HSET a f v");
+        let Value::BulkString(stats) = run(&mut c, "INFO commandstats") else {
+            panic!("INFO is a bulk string");
+        };
+        let stats = String::from_utf8_lossy(&stats).into_owned();
+        assert!(stats.starts_with("# Commandstats\r\n"), "{stats}");
+        assert!(
+            stats.contains("\r\ncmdstat_get:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"),
+            "{stats}"
+        );
+        assert!(stats.contains("\r\ncmdstat_set:calls=2,"), "{stats}");
+        assert!(stats.contains("\r\ncmdstat_hset:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=1\r\n"), "{stats}");
+        run(&mut c, "CONFIG RESETSTAT");
+        let Value::BulkString(stats) = run(&mut c, "INFO commandstats") else {
+            panic!("INFO is a bulk string");
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&stats),
+            "# Commandstats\r\ncmdstat_config:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"
+        );
     }
 }

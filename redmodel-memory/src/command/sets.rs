@@ -442,7 +442,9 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
     };
     let picks = RandomPicks::new(count, set.len())?;
     // An array, not a set: a negative count may repeat members.
-    Ok(reply::bulks(picks.select(set.iter().collect()).into_iter().cloned()))
+    Ok(reply::bulks(
+        picks.select(set.iter().collect()).into_iter().cloned(),
+    ))
 }
 
 /// SSCAN: every matching member at once (see [`scan_collection`]).

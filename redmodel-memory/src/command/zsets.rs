@@ -573,11 +573,7 @@ fn zrange_generic(
     let z = ctx.read::<ZSet>(args[key_at])?;
     let picked = z.map(|z| select(z, &selection, reverse, offset, limit));
     match sink {
-        Sink::Client => Ok(pairs_reply(
-            picked.unwrap_or_default(),
-            withscores,
-            resp3,
-        )),
+        Sink::Client => Ok(pairs_reply(picked.unwrap_or_default(), withscores, resp3)),
         Sink::Store(dst) => {
             let result = ZSet::from_pairs(
                 picked

@@ -275,10 +275,7 @@ mod tests {
             (Value::Double(f64::NEG_INFINITY), b",-inf\r\n"),
             (Value::Boolean(true), b"#t\r\n"),
             (Value::Boolean(false), b"#f\r\n"),
-            (
-                crate::reply::verbatim("hi\n"),
-                b"=7\r\ntxt:hi\n\r\n",
-            ),
+            (crate::reply::verbatim("hi\n"), b"=7\r\ntxt:hi\n\r\n"),
             (
                 Value::Array(vec![Value::Array(vec![b("a"), Value::Double(2.0)])]),
                 b"*1\r\n*2\r\n$1\r\na\r\n,2\r\n",
@@ -312,10 +309,7 @@ mod tests {
         assert_eq!(
             lowered,
             Value::Array(vec![
-                Value::Array(vec![
-                    b("k"),
-                    Value::Array(vec![b("0.10000000000000001")])
-                ]),
+                Value::Array(vec![b("k"), Value::Array(vec![b("0.10000000000000001")])]),
                 Value::Int(1),
                 b("t"),
                 Value::Nil,

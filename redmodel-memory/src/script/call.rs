@@ -165,7 +165,8 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
     let Some(spec) = command::lookup(name) else {
         return Err("ERR Unknown Redis command called from script".into());
     };
-    let mut reply = command::run_spec(&mut client.ctx, spec, argv).map_err(|e| e.text().to_string())?;
+    let mut reply =
+        command::run_spec(&mut client.ctx, spec, argv).map_err(|e| e.text().to_string())?;
     // The script sees the reply as its client's protocol shapes it.
     if !client.ctx.resp3() {
         crate::reply::to_resp2(&mut reply);

@@ -3,12 +3,13 @@
 //! lives in `server.rs`).
 //!
 //! CLIENT and HELLO read and change state of the connection itself (its
-//! id, its name), which a command of the table cannot reach: the RESP
-//! server answers them through [`client_command`] and [`hello_command`]
-//! with the connection's [`ClientInfo`]. Their table entries exist so that
-//! MULTI queues them as Redis does and so that a client without a
-//! connection of its own (the in-process `Connection`, or inside a
-//! transaction) gets an error that says so instead of "unknown command".
+//! id, its name, its protocol), which a command of the table cannot reach:
+//! the RESP server answers them with the connection's state (`resp::client`),
+//! and the in-process `Connection` answers HELLO ([`hello`], shared by both).
+//! Their table entries exist so that MULTI queues them as Redis does and
+//! so that a client without a connection of its own (CLIENT on the
+//! in-process `Connection`, either inside a transaction) gets an error
+//! that says so instead of "unknown command".
 //!
 //! What we answer is true of the engine: no password (the default user
 //! has none, like a fresh redis-server), no persistence (`save ""`,

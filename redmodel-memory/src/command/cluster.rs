@@ -141,7 +141,7 @@ fn info(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ];
     let mut text = lines.join("\r\n");
     text.push_str("\r\n");
-    Ok(reply::bulk(text))
+    Ok(reply::verbatim(text))
 }
 
 /// This node's announced IP and port ("" and 0 in process).
@@ -152,7 +152,7 @@ fn address(ctx: &Ctx<'_>) -> (String, u16) {
 fn nodes(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     let (ip, port) = address(ctx);
     let bus = u32::from(port) + 10000;
-    Ok(reply::bulk(format!(
+    Ok(reply::verbatim(format!(
         "{} {ip}:{port}@{bus} myself,master - 0 0 0 connected 0-{}\n",
         ctx.store.run_id,
         SLOTS - 1

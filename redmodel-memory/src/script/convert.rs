@@ -98,18 +98,34 @@ fn single(lua: &Lua, key: &str, text: &str) -> mlua::Result<Lua_> {
 /// to its first nil. A script that called `redis.setresp(3)` (`resp3`)
 /// returns booleans as booleans.
 pub(crate) fn lua_to_reply(value: &Lua_, resp3: bool) -> mlua::Result<Reply> {
+    nested_reply(value, resp3, 0)
+}
+
+/// How deep tables may nest in a script's reply. Redis stops where Lua's
+/// C stack ends (`lua_checkstack` fails: "reached lua stack limit", the
+/// error ending the reply), thousands of levels down; here the conversion
+/// and the reply's encoding recurse on the thread's own stack (2 MB for a
+/// tokio worker, several KB a level in a debug build: 500 levels overflowed
+/// it), so the limit is lower. A table that contains itself ends there.
+const MAX_DEPTH: usize = 128;
+
+/// [`lua_to_reply`] of a value `depth` tables deep.
+fn nested_reply(value: &Lua_, resp3: bool, depth: usize) -> mlua::Result<Reply> {
+    if depth >= MAX_DEPTH {
+        return Ok(error_value("ERR reached lua stack limit"));
+    }
     Ok(match value {
         Lua_::Integer(n) => Reply::Int(*n),
         Lua_::Number(n) => Reply::Int(truncate(*n)),
         Lua_::String(s) => Reply::BulkString(s.as_bytes().to_vec()),
         Lua_::Boolean(b) if resp3 => Reply::Boolean(*b),
         Lua_::Boolean(true) => Reply::Int(1),
-        Lua_::Table(t) => table_to_reply(t, resp3)?,
+        Lua_::Table(t) => table_to_reply(t, resp3, depth + 1)?,
         _ => Reply::Nil,
     })
 }
 
-fn table_to_reply(t: &Table, resp3: bool) -> mlua::Result<Reply> {
+fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> mlua::Result<Reply> {
     if let Lua_::String(err) = t.raw_get::<Lua_>("err")? {
         return Ok(error_value(&err.to_string_lossy()));
     }
@@ -137,7 +153,10 @@ fn table_to_reply(t: &Table, resp3: bool) -> mlua::Result<Reply> {
         let mut pairs = Vec::new();
         for pair in map.pairs::<Lua_, Lua_>() {
             let (k, v) = pair?;
-            pairs.push((lua_to_reply(&k, resp3)?, lua_to_reply(&v, resp3)?));
+            pairs.push((
+                nested_reply(&k, resp3, depth)?,
+                nested_reply(&v, resp3, depth)?,
+            ));
         }
         return Ok(Reply::Map(pairs));
     }
@@ -145,7 +164,7 @@ fn table_to_reply(t: &Table, resp3: bool) -> mlua::Result<Reply> {
         let mut items = Vec::new();
         for pair in set.pairs::<Lua_, Lua_>() {
             let (k, _) = pair?;
-            items.push(lua_to_reply(&k, resp3)?);
+            items.push(nested_reply(&k, resp3, depth)?);
         }
         return Ok(Reply::Set(items));
     }
@@ -155,7 +174,7 @@ fn table_to_reply(t: &Table, resp3: bool) -> mlua::Result<Reply> {
         if item.is_nil() {
             break;
         }
-        items.push(lua_to_reply(&item, resp3)?);
+        items.push(nested_reply(&item, resp3, depth)?);
     }
     Ok(Reply::Array(items))
 }

@@ -14,8 +14,10 @@
 //! - Expiry is passive (an expired key is removed when touched) and active
 //!   (a background cycle samples keys with a TTL, see [`Engine::run_expire_cycle`]).
 //! - [`ManualClock`] lets tests move time instead of sleeping.
-//! - `serve` (the `server` feature) speaks RESP2 on a TCP port, for redis-cli, redis-benchmark
-//!   and clients in any language; each connection is a client of its own.
+//! - `serve` (the `server` feature) speaks RESP2, and RESP3 after `HELLO 3`, on a TCP port,
+//!   for redis-cli, redis-benchmark and clients in any language; each connection is a
+//!   client of its own. The in-process [`Connection`] speaks RESP2 too (what redis-rs
+//!   expects by default) until it is sent `HELLO 3`.
 //!
 //! ```
 //! use redmodel_memory::Engine;

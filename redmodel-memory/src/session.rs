@@ -57,10 +57,15 @@ impl Session {
     /// (MULTI/EXEC/DISCARD/WATCH) is handled here; everything else goes
     /// through the command table.
     pub(crate) fn execute(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> Reply {
-        match self.execute_inner(store, args, now) {
+        let reply = match self.execute_inner(store, args, now) {
             Ok(r) => r,
             Err(e) => e.to_value(),
-        }
+        };
+        let exec = args
+            .first()
+            .is_some_and(|n| n.eq_ignore_ascii_case(b"exec"));
+        store.command_stats.record_errors(&reply, exec);
+        reply
     }
 
     /// The protocol the client speaks, 2 or 3.

@@ -568,6 +568,13 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
             ("repl_backlog_histlen", "0".into()),
         ],
         "cluster" => vec![("cluster_enabled", "0".into())],
+        "errorstats" => {
+            return store
+                .command_stats
+                .errors()
+                .map(|(code, n)| (format!("errorstat_{code}"), format!("count={n}")))
+                .collect();
+        }
         "commandstats" => {
             return store
                 .command_stats
@@ -978,10 +985,16 @@ mod tests {
         run(&mut c, "GET a");
         run(&mut c, "INCR a x");
         run(&mut c, "HSET a f v");
-        let Value::BulkString(stats) = run(&mut c, "INFO commandstats") else {
+        let Value::BulkString(stats) = run(&mut c, "INFO commandstats errorstats") else {
             panic!("INFO is a bulk string");
         };
         let stats = String::from_utf8_lossy(&stats).into_owned();
+        assert!(
+            stats.ends_with(
+                "\r\n# Errorstats\r\nerrorstat_ERR:count=2\r\nerrorstat_WRONGTYPE:count=1\r\n"
+            ),
+            "{stats}"
+        );
         assert!(stats.starts_with("# Commandstats\r\n"), "{stats}");
         assert!(
             stats.contains("\r\ncmdstat_get:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"),

@@ -1,10 +1,11 @@
-//! Per-command call counts, for INFO's `commandstats` section.
+//! Per-command call counts and per-code error counts, for INFO's
+//! `commandstats` and `errorstats` sections.
 //!
 //! Counted on every command run (`run_spec`), so kept cheap: the table is
 //! keyed by the address of the command's static [`Spec`], hashed by an
 //! identity hasher, instead of by its name.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use super::Spec;
@@ -20,6 +21,8 @@ pub(crate) struct Calls {
 #[derive(Debug, Default)]
 pub(crate) struct CommandStats {
     by_spec: HashMap<usize, (&'static str, Calls), BuildHasherDefault<AddressHasher>>,
+    /// Error replies sent, by their code (`ERR`, `WRONGTYPE`...).
+    errors: BTreeMap<String, u64>,
 }
 
 impl CommandStats {
@@ -40,8 +43,31 @@ impl CommandStats {
         all
     }
 
+    /// Counts the error replies in `reply`: the reply itself, or the
+    /// replies of the commands an EXEC ran (`exec`), as Redis counts each
+    /// error reply it adds.
+    pub(crate) fn record_errors(&mut self, reply: &redis::Value, exec: bool) {
+        match reply {
+            redis::Value::ServerError(e) => {
+                *self.errors.entry(e.code().to_string()).or_default() += 1;
+            }
+            redis::Value::Array(items) if exec => {
+                for item in items {
+                    self.record_errors(item, false);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every error code replied, with its count.
+    pub(crate) fn errors(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.errors.iter().map(|(code, n)| (code.as_str(), *n))
+    }
+
     pub(crate) fn clear(&mut self) {
         self.by_spec.clear();
+        self.errors.clear();
     }
 }
 

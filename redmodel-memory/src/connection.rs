@@ -62,6 +62,13 @@ impl Connection {
                 session.set_resp(resp);
                 reply
             }
+            Some(name) if is(name, "reset") => {
+                let reply = session.execute(store, args, now);
+                if matches!(&reply, Value::SimpleString(s) if s == "RESET") {
+                    *client_name = None;
+                }
+                reply
+            }
             _ => session.execute(store, args, now),
         };
         if session.resp() < 3 {

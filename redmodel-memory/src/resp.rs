@@ -369,7 +369,11 @@ impl Client {
             self.session.set_resp(resp);
             reply
         } else {
-            self.session.execute(store, args, now)
+            let reply = self.session.execute(store, args, now);
+            if is(name, "reset") && matches!(&reply, Value::SimpleString(s) if s == "RESET") {
+                self.info.name = None;
+            }
+            reply
         };
         self.record(args, now);
         let resp = self.session.resp();

@@ -32,6 +32,7 @@ fn control_arity(name: &[u8]) -> Option<(&'static str, i32)> {
         ("discard", 1),
         ("watch", -2),
         ("unwatch", 1),
+        ("reset", 1),
     ];
     CONTROL
         .iter()
@@ -115,6 +116,9 @@ impl Session {
         if store.cluster_enabled {
             self.check_slots(store, args, control("exec"))?;
         }
+        if control("reset") {
+            return Ok(self.reset(store));
+        }
         if control("multi") {
             return self.multi();
         }
@@ -177,6 +181,15 @@ impl Session {
             return CmdError::raw(format!("EXECABORT Transaction discarded because of: {msg}"));
         }
         CmdError::err(msg)
+    }
+
+    /// RESET, run at once even inside MULTI: no transaction, no WATCH,
+    /// database 0, RESP2 (the connection's name is its owner's to clear).
+    fn reset(&mut self, store: &mut Store) -> Reply {
+        self.discard_transaction(store);
+        self.db = 0;
+        self.resp = 2;
+        reply::simple("RESET")
     }
 
     /// Redis's `discardTransaction`: no MULTI, no failure flag, no WATCH.

@@ -255,6 +255,42 @@ mod tests {
         error_value(s)
     }
 
+    /// RESET (replies from redis-server 7.0.15): run at once inside MULTI,
+    /// it discards the transaction and the WATCHes, selects database 0 and
+    /// goes back to RESP2.
+    #[test]
+    fn reset_clears_the_connection_state() {
+        let e = Engine::new();
+        let mut c = e.connection();
+        let mut other = e.connection();
+        let run = |c: &mut crate::Connection, line: &str| {
+            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            c.execute(&args)
+        };
+        let reset = Value::SimpleString("RESET".into());
+        run(&mut c, "HELLO 3");
+        run(&mut c, "WATCH k");
+        run(&mut c, "SELECT 2");
+        run(&mut c, "MULTI");
+        run(&mut c, "SET k 1");
+        assert_eq!(run(&mut c, "RESET"), reset);
+        assert_eq!(run(&mut c, "EXEC"), err("ERR EXEC without MULTI"));
+        assert_eq!(c.db(), 0);
+        run(&mut c, "HSET h a 1");
+        assert_eq!(
+            run(&mut c, "HGETALL h"),
+            Value::Array(vec![bulk("a"), bulk("1")])
+        );
+        // The WATCH is gone too: another client's write does not abort.
+        run(&mut c, "MULTI");
+        run(&mut other, "SET k 2");
+        assert_eq!(run(&mut c, "EXEC"), Value::Array(vec![]));
+        assert_eq!(
+            run(&mut c, "RESET x"),
+            err("ERR wrong number of arguments for 'reset' command")
+        );
+    }
+
     /// HELLO on the in-process connection: RESP3 replies keep their
     /// types (as redis-server 7.0.15 sends them after `HELLO 3`), HELLO 2
     /// goes back to RESP2 shapes; inside MULTI HELLO is queued and fails.

@@ -331,6 +331,10 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                 db,
                 now,
                 block: BlockSlot::Denied,
+                // The reply is built typed and shaped by the waiter's
+                // client when it is sent; no blocking command's reply
+                // changes its shape with the protocol.
+                resp: 2,
             };
             (waiter.serve)(&mut ctx, key)
         };

@@ -4,8 +4,12 @@
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, Pipeline, RedisFuture, Value};
 
+use super::args::is;
 use super::blocking::Ticket;
+use super::command::connection::hello;
+use super::reply;
 use super::session::{Outcome, Session};
+use super::store::Store;
 use super::Engine;
 
 /// One client of an [`Engine`]: its own selected database, MULTI queue and
@@ -23,6 +27,8 @@ use super::Engine;
 pub struct Connection {
     engine: Engine,
     session: Session,
+    /// The name given by `HELLO ... SETNAME` (CLIENT is a RESP server's).
+    name: Option<Vec<u8>>,
 }
 
 impl Connection {
@@ -30,11 +36,17 @@ impl Connection {
         Connection {
             engine,
             session: Session::default(),
+            name: None,
         }
     }
 
     /// Runs one command given as its arguments (name first) and returns
     /// the reply, errors included as `Value::ServerError`.
+    ///
+    /// The connection speaks RESP2, as redis-rs does unless told otherwise:
+    /// maps come as flat arrays, sets as arrays, doubles as bulk strings.
+    /// After `HELLO 3` replies keep their RESP3 types
+    /// (`Value::Map`, `Value::Set`, `Value::Double`...).
     ///
     /// A blocking command (BLPOP...) that finds nothing to take blocks the
     /// calling thread until another client serves it or its timeout
@@ -44,8 +56,52 @@ impl Connection {
     pub fn execute(&mut self, args: &[&[u8]]) -> Value {
         match self.start(args) {
             Ok(reply) => reply,
-            Err(mut ticket) => ticket.wait_blocking().into_reply(),
+            Err(mut ticket) => self.lowered(ticket.wait_blocking().into_reply()),
         }
+    }
+
+    /// One command with the store locked: HELLO outside a transaction is
+    /// the connection's own; the reply is lowered for a RESP2 client.
+    fn run(
+        session: &mut Session,
+        client_name: &mut Option<Vec<u8>>,
+        store: &mut Store,
+        args: &[&[u8]],
+        now: i64,
+    ) -> Outcome {
+        let outcome = match args.first() {
+            Some(name) if is(name, "hello") && !session.in_transaction() => {
+                let mut resp = session.resp();
+                let reply = hello(0, client_name, &mut resp, args);
+                session.set_resp(resp);
+                Outcome::Reply(reply)
+            }
+            Some(name) if is(name, "reset") => {
+                let reply = session.execute(store, args, now);
+                if matches!(&reply, Value::SimpleString(s) if s == "RESET") {
+                    *client_name = None;
+                }
+                Outcome::Reply(reply)
+            }
+            _ => session.execute_or_block(store, args, now, true),
+        };
+        match outcome {
+            Outcome::Reply(mut reply) => {
+                if session.resp() < 3 {
+                    reply::to_resp2(&mut reply);
+                }
+                Outcome::Reply(reply)
+            }
+            blocked => blocked,
+        }
+    }
+
+    /// A blocked command's reply, as this client's protocol shapes it.
+    fn lowered(&self, mut reply: Value) -> Value {
+        if self.session.resp() < 3 {
+            reply::to_resp2(&mut reply);
+        }
+        reply
     }
 
     /// Runs a redis-rs command (see [`Self::execute`] for the blocking
@@ -58,7 +114,7 @@ impl Connection {
     fn start(&mut self, args: &[&[u8]]) -> Result<Value, Ticket> {
         let now = self.engine.now_ms();
         let mut store = self.engine.shared.store.lock();
-        match self.session.execute_or_block(&mut store, args, now, true) {
+        match Self::run(&mut self.session, &mut self.name, &mut store, args, now) {
             Outcome::Reply(reply) => Ok(reply),
             Outcome::Blocked(parked) => Err(parked.ticket(&self.engine)),
         }
@@ -77,31 +133,35 @@ impl Connection {
             let ticket = {
                 let now = self.engine.now_ms();
                 let mut store = self.engine.shared.store.lock();
+                let (session, name) = (&mut self.session, &mut self.name);
+                let mut run = |args: &[&[u8]]| Self::run(session, name, &mut store, args, now);
                 if atomic && replies.is_empty() {
-                    replies.push(self.session.execute(&mut store, &[b"MULTI"], now));
+                    if let Outcome::Reply(reply) = run(&[b"MULTI"]) {
+                        replies.push(reply);
+                    }
                 }
                 let mut blocked = None;
                 for cmd in commands.by_ref() {
-                    let outcome = with_args(cmd, |args| {
-                        self.session.execute_or_block(&mut store, args, now, true)
-                    });
-                    match outcome {
+                    match with_args(cmd, &mut run) {
                         Outcome::Reply(reply) => replies.push(reply),
                         Outcome::Blocked(parked) => {
-                            blocked = Some(parked.ticket(&self.engine));
+                            blocked = Some(parked);
                             break;
                         }
                     }
                 }
                 if blocked.is_none() && atomic {
-                    replies.push(self.session.execute(&mut store, &[b"EXEC"], now));
+                    if let Outcome::Reply(reply) = run(&[b"EXEC"]) {
+                        replies.push(reply);
+                    }
                 }
-                blocked
+                blocked.map(|parked| parked.ticket(&self.engine))
             };
             let Some(mut ticket) = ticket else {
                 return replies;
             };
-            replies.push(ticket.wait().await.into_reply());
+            let reply = ticket.wait().await.into_reply();
+            replies.push(self.lowered(reply));
         }
     }
 
@@ -157,7 +217,10 @@ impl ConnectionLike for Connection {
         match with_args(cmd, |args| self.start(args)) {
             Ok(reply) => Box::pin(std::future::ready(Ok(reply))),
             // Dropping the future before it ends unblocks the client.
-            Err(mut ticket) => Box::pin(async move { Ok(ticket.wait().await.into_reply()) }),
+            Err(mut ticket) => Box::pin(async move {
+                let reply = ticket.wait().await.into_reply();
+                Ok(self.lowered(reply))
+            }),
         }
     }
 

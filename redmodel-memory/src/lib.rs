@@ -21,8 +21,10 @@
 //! - Pub/Sub: PUBLISH from any client reaches RESP subscribers and the
 //!   in-process subscribers of [`Engine::pubsub`] ([`PubSub`]); keyspace
 //!   notifications (`notify-keyspace-events`) are published as Redis does.
-//! - `serve` (the `server` feature) speaks RESP2 on a TCP port, for redis-cli, redis-benchmark
-//!   and clients in any language; each connection is a client of its own.
+//! - `serve` (the `server` feature) speaks RESP2, and RESP3 after `HELLO 3`, on a TCP port,
+//!   for redis-cli, redis-benchmark and clients in any language; each connection is a
+//!   client of its own. The in-process [`Connection`] speaks RESP2 too (what redis-rs
+//!   expects by default) until it is sent `HELLO 3`.
 //!
 //! ```
 //! use redmodel_memory::Engine;

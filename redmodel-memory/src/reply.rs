@@ -1,6 +1,14 @@
-//! Shorthands for building replies, so command code reads like Redis's.
+//! Shorthands for building replies, so command code reads like Redis's,
+//! and the one place where a reply is lowered to RESP2.
+//!
+//! As in Redis (`addReplyMapLen`, `addReplySetLen`, `addReplyDouble`...),
+//! a command builds its reply once, typed: maps, sets, doubles, verbatim
+//! strings are the `redis::Value` variants of RESP3. What a RESP2 client
+//! receives is decided afterwards, by [`to_resp2`] (the in-process
+//! connection, scripts) or by the RESP2 encoder of the server, which
+//! applies the same rules while it writes.
 
-use redis::Value;
+use redis::{Value, VerbatimFormat};
 
 use super::float::format_double;
 
@@ -28,10 +36,82 @@ pub(crate) fn array(items: Vec<Value>) -> Value {
     Value::Array(items)
 }
 
-/// A double as a bulk string, formatted as Redis 7.0 formats replies of
-/// ZSCORE, ZINCRBY and friends.
+/// A double (ZSCORE, ZINCRBY and friends): RESP3's `,` type; a bulk
+/// string in Redis's `%.17g` formatting for a RESP2 client.
 pub(crate) fn double(d: f64) -> Value {
-    Value::BulkString(format_double(d).into_bytes())
+    Value::Double(d)
+}
+
+/// A map (HGETALL, CONFIG GET, HELLO...): a flat array of keys and values
+/// for a RESP2 client.
+pub(crate) fn map(pairs: Vec<(Value, Value)>) -> Value {
+    Value::Map(pairs)
+}
+
+/// A set (SMEMBERS, SINTER...): an array for a RESP2 client.
+pub(crate) fn set(items: Vec<Value>) -> Value {
+    Value::Set(items)
+}
+
+/// A verbatim text (INFO, CLIENT LIST, LOLWUT...): a bulk string for a
+/// RESP2 client. Text that is not UTF-8 (a client name cannot hold any,
+/// so this does not happen) would be sent as a plain bulk string.
+pub(crate) fn verbatim(text: impl Into<Vec<u8>>) -> Value {
+    match String::from_utf8(text.into()) {
+        Ok(text) => Value::VerbatimString {
+            format: VerbatimFormat::Text,
+            text,
+        },
+        Err(e) => Value::BulkString(e.into_bytes()),
+    }
+}
+
+/// Lowers a typed reply to what Redis sends a RESP2 client, in place: a
+/// map becomes the flat array of its keys and values, a set an array, a
+/// double a bulk string (`%.17g`), a boolean `:1`/`:0`, a verbatim string
+/// a bulk string of its text, a push an array. (RESP2's two nulls are one
+/// `Nil`; which one goes out is the encoder's business.)
+///
+/// Cheap when there is nothing to do: a scalar is one match; an array is
+/// walked, but its items are only rewritten where they need it.
+pub(crate) fn to_resp2(value: &mut Value) {
+    match value {
+        Value::Array(items) => items.iter_mut().for_each(to_resp2),
+        Value::Nil
+        | Value::Int(_)
+        | Value::BulkString(_)
+        | Value::SimpleString(_)
+        | Value::Okay
+        | Value::ServerError(_) => {}
+        Value::Map(pairs) => {
+            let mut flat = Vec::with_capacity(pairs.len().saturating_mul(2));
+            for (mut k, mut v) in std::mem::take(pairs) {
+                to_resp2(&mut k);
+                to_resp2(&mut v);
+                flat.push(k);
+                flat.push(v);
+            }
+            *value = Value::Array(flat);
+        }
+        Value::Set(items) | Value::Push { data: items, .. } => {
+            let mut items = std::mem::take(items);
+            items.iter_mut().for_each(to_resp2);
+            *value = Value::Array(items);
+        }
+        Value::Double(d) => *value = Value::BulkString(format_double(*d).into_bytes()),
+        Value::Boolean(b) => *value = Value::Int(i64::from(*b)),
+        Value::VerbatimString { text, .. } => {
+            *value = Value::BulkString(std::mem::take(text).into_bytes());
+        }
+        Value::Attribute { data, .. } => {
+            let mut data = std::mem::replace(&mut **data, Value::Nil);
+            to_resp2(&mut data);
+            *value = data;
+        }
+        // Big numbers (never built by the engine) and kinds newer than
+        // this code are left as they are.
+        _ => {}
+    }
 }
 
 /// A list of byte strings as an array of bulk strings.

@@ -19,7 +19,9 @@
 //!   then the connection is closed. Other connections are not affected.
 //! - QUIT replies OK and closes; a request named `POST` or `Host:` (an HTTP
 //!   request sent to the port) closes the connection without a reply.
-//! - Replies are encoded in RESP2 (`encode` module).
+//! - Replies are encoded in RESP2, or in RESP3 after `HELLO 3` (`encode`
+//!   module). Commands build typed replies (maps, sets, doubles) and the
+//!   protocol decides how they go out, as in Redis.
 //!
 //! # Why not redis-rs's parser
 //! redis-rs's public `redis::parse_redis_value` parses one complete frame
@@ -36,7 +38,7 @@
 //! help, gets no docs and falls back to its built-in help;
 //! redis-benchmark asks `CONFIG GET save` and `CONFIG GET appendonly`,
 //! answered truthfully. CLIENT ID/GETNAME/SETNAME/INFO/LIST/KILL and HELLO
-//! (RESP2 only) are answered here with the connections' own state; every
+//! (RESP2 and RESP3) are answered here with the connections' own state; every
 //! connection is listed in the server's registry (`client` module).
 //!
 //! `redis::Value` has one `Nil` for RESP2's two nulls: the null array
@@ -348,7 +350,9 @@ impl Client {
                         // Redis answers every timed-out blocked client
                         // with the null array.
                         Wake::TimedOut => encode::null_array(&mut output),
-                        Wake::Served(reply) => encode_reply(&mut output, &reply, nil_array),
+                        Wake::Served(reply) => {
+                            encode_reply(&mut output, &reply, nil_array, self.session.resp())
+                        }
                     }
                     continue;
                 }
@@ -481,7 +485,10 @@ impl Client {
             after = then;
             reply
         } else if is(name, "hello") && !queueing {
-            hello_command(&mut self.info, args)
+            let mut resp = self.session.resp();
+            let reply = hello_command(&mut self.info, &mut resp, args);
+            self.session.set_resp(resp);
+            reply
         } else {
             match self.session.execute_or_block(store, args, now, true) {
                 Outcome::Reply(reply) => reply,
@@ -518,7 +525,7 @@ impl Client {
                         }
                         encode::array_header(output, replies.len());
                         for (reply, &nil_array) in replies.iter().zip(&nil_arrays) {
-                            encode_reply(output, reply, nil_array);
+                            encode_reply(output, reply, nil_array, self.session.resp());
                         }
                         return None;
                     }
@@ -532,7 +539,7 @@ impl Client {
     /// Writes a reply unless CLIENT REPLY silences it.
     fn send(&self, output: &mut Vec<u8>, reply: &Value, nil_array: bool, silent: bool) {
         if !silent {
-            encode_reply(output, reply, nil_array);
+            encode_reply(output, reply, nil_array, self.session.resp());
         }
     }
 
@@ -553,6 +560,7 @@ impl Client {
         peer.last_ms = now;
         peer.db = self.session.db;
         peer.subscriptions = subscriptions;
+        peer.resp = self.session.resp();
         peer.name = self.info.name.clone();
         peer.multi = self
             .session
@@ -594,12 +602,13 @@ impl Drop for Client {
     }
 }
 
-/// Encodes `reply`; a nil as the null array if `nil_array`.
-fn encode_reply(output: &mut Vec<u8>, reply: &Value, nil_array: bool) {
-    if nil_array && *reply == Value::Nil {
+/// Encodes `reply` in the protocol `resp`; in RESP2 a nil as the null
+/// array if `nil_array` (RESP3 has one null).
+fn encode_reply(output: &mut Vec<u8>, reply: &Value, nil_array: bool, resp: u8) {
+    if nil_array && resp < 3 && *reply == Value::Nil {
         encode::null_array(output);
     } else {
-        encode::encode(output, reply);
+        encode::encode_in(output, reply, resp);
     }
 }
 
@@ -684,6 +693,65 @@ mod tests {
         assert!(watched(&engine, b"j"));
         server.shutdown().await;
         assert!(!watched(&engine, b"j"));
+    }
+
+    /// Reads from `stream` until `want` bytes arrived (bounded time).
+    async fn read_n(stream: &mut TcpStream, want: usize) -> Vec<u8> {
+        let mut out = vec![0u8; want];
+        tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut out))
+            .await
+            .expect("reply in time")
+            .expect("reply");
+        out
+    }
+
+    /// HELLO 3 switches the connection to RESP3 (its reply already a map),
+    /// CLIENT INFO says so in a verbatim string, RESP3 has one null; HELLO
+    /// 2 goes back (bytes as redis-server 7.0.15 sends them).
+    #[tokio::test]
+    async fn hello_switches_the_wire_protocol() {
+        let server = serve(Engine::new(), "127.0.0.1:0").await.unwrap();
+        let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+        stream.write_all(b"HELLO 3\r\n").await.unwrap();
+        let head = read_n(&mut stream, 3).await;
+        assert_eq!(head, b"%7\r");
+        let mut rest = Vec::new();
+        while !rest.ends_with(b"modules\r\n*0\r\n") {
+            rest.extend(read_n(&mut stream, 1).await);
+        }
+        let rest = String::from_utf8(rest).unwrap();
+        assert!(rest.contains("$5\r\nproto\r\n:3\r\n"), "{rest}");
+        stream
+            .write_all(b"LPOP nolist 2\r\nZADD z 0.1 m\r\nZSCORE z m\r\nCLIENT INFO\r\n")
+            .await
+            .unwrap();
+        assert_eq!(read_n(&mut stream, 3).await, b"_\r\n");
+        assert_eq!(read_n(&mut stream, 4).await, b":1\r\n");
+        assert_eq!(read_n(&mut stream, 22).await, b",0.10000000000000001\r\n");
+        let mut info = Vec::new();
+        while !info.ends_with(b"\n\r\n") {
+            info.extend(read_n(&mut stream, 1).await);
+        }
+        let info = String::from_utf8(info).unwrap();
+        assert!(
+            info.starts_with('=') && info.contains("\r\ntxt:id="),
+            "{info}"
+        );
+        assert!(info.ends_with(" resp=3\n\r\n"), "{info}");
+        stream
+            .write_all(b"HELLO 2\r\nLPOP nolist 2\r\nGET nokey\r\nZSCORE z m\r\n")
+            .await
+            .unwrap();
+        assert_eq!(read_n(&mut stream, 4).await, b"*14\r");
+        let mut rest = Vec::new();
+        while !rest.ends_with(b"modules\r\n*0\r\n") {
+            rest.extend(read_n(&mut stream, 1).await);
+        }
+        assert_eq!(
+            read_n(&mut stream, 10 + 26).await,
+            b"*-1\r\n$-1\r\n$19\r\n0.10000000000000001\r\n"
+        );
+        server.shutdown().await;
     }
 
     /// CLIENT LIST shows every connection with Redis's fields; CLIENT KILL

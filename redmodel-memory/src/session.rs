@@ -49,6 +49,9 @@ pub(crate) struct Session {
     /// A command was refused while queueing: EXEC must abort.
     multi_failed: bool,
     watched: Vec<Watched>,
+    /// The protocol the client speaks: 2 until `HELLO 3` (0 is read as 2,
+    /// for `Default`).
+    resp: u8,
     /// Whether the command being run may block (a top-level command of a
     /// client that can wait).
     may_block: bool,
@@ -94,6 +97,10 @@ impl Session {
             Ok(r) => r,
             Err(e) => e.to_value(),
         };
+        let exec = args
+            .first()
+            .is_some_and(|n| n.eq_ignore_ascii_case(b"exec"));
+        store.command_stats.record_errors(&reply, exec);
         // Keys the command expired outside the command table (WATCH, EXEC).
         store.flush_notifications();
         self.may_block = false;
@@ -106,9 +113,18 @@ impl Session {
         }
     }
 
+    /// The protocol the client speaks, 2 or 3.
+    pub(crate) fn resp(&self) -> u8 {
+        self.resp.max(2)
+    }
+
+    /// Switches the protocol (HELLO).
+    pub(crate) fn set_resp(&mut self, resp: u8) {
+        self.resp = resp;
+    }
+
     /// Whether the client is between MULTI and EXEC (the RESP server
     /// answers CLIENT and HELLO itself only outside a transaction).
-    #[cfg(feature = "server")]
     pub(crate) fn in_transaction(&self) -> bool {
         self.multi.is_some()
     }
@@ -145,9 +161,7 @@ impl Session {
             self.check_slots(store, args, control("exec"))?;
         }
         if control("reset") {
-            // Never queued: RESET ends a transaction too.
-            self.reset(store);
-            return Ok(reply::simple("RESET"));
+            return Ok(self.reset(store));
         }
         if control("multi") {
             return self.multi();
@@ -213,6 +227,15 @@ impl Session {
         CmdError::err(msg)
     }
 
+    /// RESET, run at once even inside MULTI: no transaction, no WATCH,
+    /// database 0, RESP2 (the connection's name is its owner's to clear).
+    fn reset(&mut self, store: &mut Store) -> Reply {
+        self.discard_transaction(store);
+        self.db = 0;
+        self.resp = 2;
+        reply::simple("RESET")
+    }
+
     /// Redis's `discardTransaction`: no MULTI, no failure flag, no WATCH.
     fn discard_transaction(&mut self, store: &mut Store) {
         self.multi = None;
@@ -239,6 +262,7 @@ impl Session {
             } else {
                 BlockSlot::Denied
             },
+            resp: self.resp(),
         };
         let result = command::run(&mut ctx, args);
         // SELECT (possibly queued in a transaction) changes the database.
@@ -323,14 +347,6 @@ impl Session {
             })
             .collect();
         Ok(reply::array(replies))
-    }
-
-    /// RESET's part of the session (Redis's `clearClientConnectionState`):
-    /// database 0, no transaction, no WATCH. The RESP server clears the
-    /// rest (name, subscriptions, reply mode).
-    fn reset(&mut self, store: &mut Store) {
-        self.discard_transaction(store);
-        self.db = 0;
     }
 
     /// Forgets every watched key (UNWATCH, EXEC, DISCARD, disconnect).

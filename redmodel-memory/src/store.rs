@@ -16,6 +16,8 @@ pub(crate) struct Store {
     pub(crate) started_ms: i64,
     /// Commands run since the start or CONFIG RESETSTAT (INFO stats).
     pub(crate) commands_processed: u64,
+    /// Calls per command (INFO commandstats), reset with the above.
+    pub(crate) command_stats: crate::command::stats::CommandStats,
     /// RESP connections open now, and ever accepted (INFO).
     pub(crate) connected_clients: usize,
     pub(crate) connections_received: u64,
@@ -52,6 +54,7 @@ impl Default for Store {
             config,
             started_ms: 0,
             commands_processed: 0,
+            command_stats: Default::default(),
             connected_clients: 0,
             connections_received: 0,
             run_id: (0..40)

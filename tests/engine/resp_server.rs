@@ -182,8 +182,22 @@ async fn redis_rs_talks_to_it_like_to_redis() {
     let id: i64 = query(&mut conn, &["CLIENT", "ID"]).await.unwrap();
     let hello: Vec<Value> = query(&mut conn, &["HELLO", "2"]).await.unwrap();
     assert_eq!(hello[6..8], [bulk("id"), Value::Int(id)]);
-    let err = query::<()>(&mut conn, &["HELLO", "3"]).await.unwrap_err();
+    let err = query::<()>(&mut conn, &["HELLO", "4"]).await.unwrap_err();
     assert_eq!(err.code(), Some("NOPROTO"));
+    // HELLO 3: the connection speaks RESP3 from the reply on.
+    let Value::Map(hello) = query(&mut conn, &["HELLO", "3"]).await.unwrap() else {
+        panic!("HELLO 3 did not reply with a map");
+    };
+    assert_eq!(hello[2], (bulk("proto"), Value::Int(3)));
+    let info: Value = query(&mut conn, &["CLIENT", "INFO"]).await.unwrap();
+    let Value::VerbatimString { text, .. } = info else {
+        panic!("CLIENT INFO is not verbatim in RESP3: {info:?}");
+    };
+    assert!(text.ends_with(" resp=3\n"), "{text}");
+    let echoed: Value = query(&mut conn, &["CONFIG", "GET", "maxmemory"])
+        .await
+        .unwrap();
+    assert_eq!(echoed, Value::Map(vec![(bulk("maxmemory"), bulk("0"))]));
 
     server.shutdown().await;
 }

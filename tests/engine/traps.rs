@@ -306,4 +306,5 @@ trap_tests! {
     traps_streams: "streams.txt",
     traps_hyperloglog: "hyperloglog.txt",
     traps_blocking: "blocking.txt",
+    traps_resp3: "resp3.txt",
 }

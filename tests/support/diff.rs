@@ -49,6 +49,9 @@ pub enum Mode {
     Shape,
     /// EXEC: the replies of the queued commands, each with its own mode.
     Exec(Vec<Mode>),
+    /// HELLO: the server's description, but for its `server` name and the
+    /// connection's `id`, which differ by design.
+    Hello,
 }
 
 /// Counts at least this large make SPOP/SRANDMEMBER/HRANDFIELD/ZRANDMEMBER
@@ -73,6 +76,7 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
     match name.as_str() {
         "SMEMBERS" | "SINTER" | "SUNION" | "SDIFF" | "HKEYS" | "HVALS" | "KEYS" => Mode::Unordered,
         "HGETALL" => Mode::UnorderedPairs,
+        "HELLO" => Mode::Hello,
         "TTL" | "EXPIRETIME" => Mode::Ttl(1),
         "PTTL" | "PEXPIRETIME" => Mode::Ttl(1500),
         "SPOP" | "SRANDMEMBER" => match count {
@@ -108,9 +112,50 @@ fn unsorted(args: &[Vec<u8>]) -> bool {
 pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
     match (mode, real, engine) {
         (Mode::Exact, r, e) => r == e,
-        (Mode::Unordered, Value::Array(r), Value::Array(e)) => sorted(r, 1) == sorted(e, 1),
+        (Mode::Unordered, Value::Array(r), Value::Array(e))
+        | (Mode::Unordered, Value::Set(r), Value::Set(e)) => sorted(r, 1) == sorted(e, 1),
+        // RESP3: a map (HGETALL), or [field, value] pairs (WITHVALUES).
+        (Mode::UnorderedPairs, Value::Map(r), Value::Map(e)) => {
+            let pairs = |m: &[(Value, Value)]| {
+                let mut v: Vec<String> = m
+                    .iter()
+                    .map(|(k, v)| format!("{} => {}", show(k), show(v)))
+                    .collect();
+                v.sort();
+                v
+            };
+            pairs(r) == pairs(e)
+        }
+        (Mode::UnorderedPairs, Value::Array(r), Value::Array(e))
+            if r.first().is_some_and(|p| matches!(p, Value::Array(_))) =>
+        {
+            sorted(r, 1) == sorted(e, 1)
+        }
         (Mode::UnorderedPairs, Value::Array(r), Value::Array(e)) => {
             r.len() % 2 == 0 && sorted(r, 2) == sorted(e, 2)
+        }
+        (Mode::Hello, Value::Map(r), Value::Map(e)) => {
+            let kept = |m: &[(Value, Value)]| -> Vec<(Value, Value)> {
+                m.iter()
+                    .filter(
+                        |(k, _)| !matches!(k, Value::BulkString(b) if b == b"server" || b == b"id"),
+                    )
+                    .cloned()
+                    .collect()
+            };
+            kept(r) == kept(e)
+        }
+        (Mode::Hello, Value::Array(r), Value::Array(e)) => {
+            let kept = |a: &[Value]| -> Vec<Value> {
+                a.chunks(2)
+                    .filter(
+                        |p| !matches!(&p[0], Value::BulkString(b) if b == b"server" || b == b"id"),
+                    )
+                    .flatten()
+                    .cloned()
+                    .collect()
+            };
+            kept(r) == kept(e)
         }
         (Mode::Ttl(tolerance), Value::Int(r), Value::Int(e)) => {
             if *r < 0 || *e < 0 {
@@ -166,6 +211,18 @@ pub fn show(v: &Value) -> String {
             Some(d) => format!("(error) {} {d}", e.code()),
             None => format!("(error) {}", e.code()),
         },
+        Value::Set(items) => {
+            let inner: Vec<String> = items.iter().map(show).collect();
+            format!("~[{}]", inner.join(", "))
+        }
+        Value::Map(pairs) => {
+            let inner: Vec<String> = pairs
+                .iter()
+                .map(|(k, v)| format!("{} => {}", show(k), show(v)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        Value::Double(d) => format!("(double) {d:?}"),
         other => format!("{other:?}"),
     }
 }

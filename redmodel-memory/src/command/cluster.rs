@@ -141,7 +141,7 @@ fn info(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ];
     let mut text = lines.join("\r\n");
     text.push_str("\r\n");
-    Ok(reply::bulk(text))
+    Ok(reply::verbatim(text))
 }
 
 /// This node's announced IP and port ("" and 0 in process).
@@ -152,7 +152,7 @@ fn address(ctx: &Ctx<'_>) -> (String, u16) {
 fn nodes(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     let (ip, port) = address(ctx);
     let bus = u32::from(port) + 10000;
-    Ok(reply::bulk(format!(
+    Ok(reply::verbatim(format!(
         "{} {ip}:{port}@{bus} myself,master - 0 0 0 connected 0-{}\n",
         ctx.store.run_id,
         SLOTS - 1
@@ -175,27 +175,22 @@ fn slots(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 
 fn shards(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     let (ip, port) = address(ctx);
-    let node = reply::array(vec![
-        reply::bulk("id"),
-        reply::bulk(ctx.store.run_id.clone()),
-        reply::bulk("port"),
-        reply::int(port),
-        reply::bulk("ip"),
-        reply::bulk(ip.clone()),
-        reply::bulk("endpoint"),
-        reply::bulk(ip),
-        reply::bulk("role"),
-        reply::bulk("master"),
-        reply::bulk("replication-offset"),
-        reply::int(0),
-        reply::bulk("health"),
-        reply::bulk("online"),
+    let field = |name: &str, value| (reply::bulk(name), value);
+    let node = reply::map(vec![
+        field("id", reply::bulk(ctx.store.run_id.clone())),
+        field("port", reply::int(port)),
+        field("ip", reply::bulk(ip.clone())),
+        field("endpoint", reply::bulk(ip)),
+        field("role", reply::bulk("master")),
+        field("replication-offset", reply::int(0)),
+        field("health", reply::bulk("online")),
     ]);
-    Ok(reply::array(vec![reply::array(vec![
-        reply::bulk("slots"),
-        reply::array(vec![reply::int(0), reply::int(SLOTS - 1)]),
-        reply::bulk("nodes"),
-        reply::array(vec![node]),
+    Ok(reply::array(vec![reply::map(vec![
+        field(
+            "slots",
+            reply::array(vec![reply::int(0), reply::int(SLOTS - 1)]),
+        ),
+        field("nodes", reply::array(vec![node])),
     ])]))
 }
 

@@ -3,12 +3,13 @@
 //! lives in `server.rs`).
 //!
 //! CLIENT and HELLO read and change state of the connection itself (its
-//! id, its name), which a command of the table cannot reach: the RESP
-//! server answers them through [`client_command`] and [`hello_command`]
-//! with the connection's [`ClientInfo`]. Their table entries exist so that
-//! MULTI queues them as Redis does and so that a client without a
-//! connection of its own (the in-process `Connection`, or inside a
-//! transaction) gets an error that says so instead of "unknown command".
+//! id, its name, its protocol), which a command of the table cannot reach:
+//! the RESP server answers them with the connection's state (`resp::client`),
+//! and the in-process `Connection` answers HELLO ([`hello`], shared by both).
+//! Their table entries exist so that MULTI queues them as Redis does and
+//! so that a client without a connection of its own (CLIENT on the
+//! in-process `Connection`, either inside a transaction) gets an error
+//! that says so instead of "unknown command".
 //!
 //! What we answer is true of the engine: no password (the default user
 //! has none, like a fresh redis-server), no persistence (`save ""`,
@@ -17,9 +18,10 @@
 
 use super::databases::{db_index, int32_arg};
 use super::{arity_error, CmdResult, Ctx, Spec};
-use crate::args::is;
+use crate::args::{is, parse_i64};
 use crate::error::CmdError;
 use crate::reply;
+use redis::Value as Reply;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -157,6 +159,79 @@ fn auth(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
 }
 
+/// HELLO [protover [AUTH username password] [SETNAME name]], for a client
+/// with its own state (a RESP server connection, the in-process
+/// `Connection`): switches `resp` to 2 or 3 once every option was
+/// accepted, and replies with the server's description, a map.
+pub(crate) fn hello(id: u64, name: &mut Option<Vec<u8>>, resp: &mut u8, args: &[&[u8]]) -> Reply {
+    let result = (|| {
+        let mut options = args.get(1..).unwrap_or_default();
+        let mut protocol = None;
+        if let [version, rest @ ..] = options {
+            let version = parse_i64(version).ok_or_else(|| {
+                CmdError::err("Protocol version is not an integer or out of range")
+            })?;
+            if version != 2 && version != 3 {
+                return Err(CmdError::raw("NOPROTO unsupported protocol version"));
+            }
+            protocol = Some(version as u8);
+            options = rest;
+        }
+        // Options apply one by one, as in Redis: a SETNAME before a bad
+        // option has taken effect.
+        loop {
+            match options {
+                [] => break,
+                [opt, user, password, rest @ ..] if is(opt, "auth") => {
+                    authenticate(user, password)?;
+                    options = rest;
+                }
+                [opt, client_name_arg, rest @ ..] if is(opt, "setname") => {
+                    set_client_name(name, client_name_arg)?;
+                    options = rest;
+                }
+                [opt, ..] => {
+                    return Err(CmdError::err(format!(
+                        "Syntax error in HELLO option '{}'",
+                        String::from_utf8_lossy(opt)
+                    )))
+                }
+            }
+        }
+        // Redis switches only once every option was accepted.
+        if let Some(version) = protocol {
+            *resp = version;
+        }
+        let field = |name: &str, value: Reply| (reply::bulk(name), value);
+        Ok(reply::map(
+            [
+                field("server", reply::bulk("redmodel")),
+                // The Redis version whose behaviour the engine follows.
+                field("version", reply::bulk("7.0.15")),
+                field("proto", reply::int(*resp)),
+                field("id", reply::int(id)),
+                field("mode", reply::bulk("standalone")),
+                field("role", reply::bulk("master")),
+                field("modules", reply::array(Vec::new())),
+            ]
+            .into_iter()
+            .collect(),
+        ))
+    })();
+    result.unwrap_or_else(|e| e.to_value())
+}
+
+/// Redis's `clientSetName`: printable ASCII with no spaces; empty clears.
+pub(crate) fn set_client_name(slot: &mut Option<Vec<u8>>, name: &[u8]) -> Result<(), CmdError> {
+    if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(CmdError::err(
+            "Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    *slot = (!name.is_empty()).then(|| name.to_vec());
+    Ok(())
+}
+
 /// CLIENT and HELLO outside a RESP server connection (see the module doc).
 fn needs_connection(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let name = String::from_utf8_lossy(args[0]).to_ascii_uppercase();
@@ -178,6 +253,96 @@ mod tests {
 
     fn err(s: &str) -> Value {
         error_value(s)
+    }
+
+    /// RESET (replies from redis-server 7.0.15): run at once inside MULTI,
+    /// it discards the transaction and the WATCHes, selects database 0 and
+    /// goes back to RESP2.
+    #[test]
+    fn reset_clears_the_connection_state() {
+        let e = Engine::new();
+        let mut c = e.connection();
+        let mut other = e.connection();
+        let run = |c: &mut crate::Connection, line: &str| {
+            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            c.execute(&args)
+        };
+        let reset = Value::SimpleString("RESET".into());
+        run(&mut c, "HELLO 3");
+        run(&mut c, "WATCH k");
+        run(&mut c, "SELECT 2");
+        run(&mut c, "MULTI");
+        run(&mut c, "SET k 1");
+        assert_eq!(run(&mut c, "RESET"), reset);
+        assert_eq!(run(&mut c, "EXEC"), err("ERR EXEC without MULTI"));
+        assert_eq!(c.db(), 0);
+        run(&mut c, "HSET h a 1");
+        assert_eq!(
+            run(&mut c, "HGETALL h"),
+            Value::Array(vec![bulk("a"), bulk("1")])
+        );
+        // The WATCH is gone too: another client's write does not abort.
+        run(&mut c, "MULTI");
+        run(&mut other, "SET k 2");
+        assert_eq!(run(&mut c, "EXEC"), Value::Array(vec![]));
+        assert_eq!(
+            run(&mut c, "RESET x"),
+            err("ERR wrong number of arguments for 'reset' command")
+        );
+    }
+
+    /// HELLO on the in-process connection: RESP3 replies keep their
+    /// types (as redis-server 7.0.15 sends them after `HELLO 3`), HELLO 2
+    /// goes back to RESP2 shapes; inside MULTI HELLO is queued and fails.
+    #[test]
+    fn hello_switches_the_in_process_connection() {
+        let e = Engine::new();
+        let mut c = e.connection();
+        let run = |c: &mut crate::Connection, line: &str| {
+            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            c.execute(&args)
+        };
+        run(&mut c, "HSET h a 1");
+        run(&mut c, "ZADD z 0.1 m");
+        assert_eq!(
+            run(&mut c, "HGETALL h"),
+            Value::Array(vec![bulk("a"), bulk("1")])
+        );
+        assert_eq!(run(&mut c, "ZSCORE z m"), bulk("0.10000000000000001"));
+        let Value::Map(hello) = run(&mut c, "HELLO 3") else {
+            panic!("HELLO 3 did not reply with a map");
+        };
+        assert_eq!(hello[2], (bulk("proto"), Value::Int(3)));
+        assert_eq!(
+            run(&mut c, "HGETALL h"),
+            Value::Map(vec![(bulk("a"), bulk("1"))])
+        );
+        assert_eq!(run(&mut c, "ZSCORE z m"), Value::Double(0.1));
+        assert_eq!(
+            run(&mut c, "ZRANGE z 0 -1 WITHSCORES"),
+            Value::Array(vec![Value::Array(vec![bulk("m"), Value::Double(0.1)])])
+        );
+        assert_eq!(run(&mut c, "SMEMBERS nokey"), Value::Set(vec![]));
+        assert_eq!(
+            run(&mut c, "HELLO 4"),
+            err("NOPROTO unsupported protocol version")
+        );
+        assert_eq!(run(&mut c, "MULTI"), Value::Okay);
+        assert_eq!(run(&mut c, "HELLO 2"), Value::SimpleString("QUEUED".into()));
+        assert_eq!(
+            run(&mut c, "ZSCORE z m"),
+            Value::SimpleString("QUEUED".into())
+        );
+        let Value::Array(replies) = run(&mut c, "EXEC") else {
+            panic!("EXEC did not reply with an array");
+        };
+        assert!(matches!(replies[0], Value::ServerError(_)));
+        assert_eq!(replies[1], Value::Double(0.1));
+        let Value::Array(hello) = run(&mut c, "HELLO 2 SETNAME me") else {
+            panic!("HELLO 2 did not reply with an array");
+        };
+        assert_eq!(hello[4..6], [bulk("proto"), Value::Int(2)]);
+        assert_eq!(run(&mut c, "ZSCORE z m"), bulk("0.10000000000000001"));
     }
 
     /// Replies observed from redis-server 7.0.15 (with no password set).

@@ -188,9 +188,19 @@ fn hvals(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     dump(ctx, args[1], Parts::Values)
 }
 
-/// The whole hash as a flat array (RESP2's shape of HGETALL's map).
+/// The whole hash: HGETALL's map (a flat array in RESP2), or the array of
+/// its fields or values.
 fn dump(ctx: &mut Ctx<'_>, key: &[u8], parts: Parts) -> CmdResult {
-    let Some(hash) = ctx.read::<Hash>(key)? else {
+    let hash = ctx.read::<Hash>(key)?;
+    if let Parts::Both = parts {
+        let pairs = hash.into_iter().flat_map(|h| h.iter());
+        return Ok(reply::map(
+            pairs
+                .map(|(field, value)| (reply::bulk(field), reply::bulk(value)))
+                .collect(),
+        ));
+    }
+    let Some(hash) = hash else {
         return Ok(reply::array(Vec::new()));
     };
     Ok(reply::array(flatten(hash.iter(), parts)))
@@ -296,6 +306,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return random_field(ctx, args[1]);
     };
     let (count, with_values) = random_count_with(count_arg, &args[3..], "withvalues")?;
+    let resp3 = ctx.resp3();
     let Some(hash) = ctx.read::<Hash>(args[1])? else {
         return Ok(reply::array(Vec::new()));
     };
@@ -307,6 +318,15 @@ fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let picks =
         RandomPicks::new(count, hash.len()).map_err(|_| CmdError::err("value is out of range"))?;
     let chosen = picks.select(hash.iter().collect());
+    // RESP3: [field, value] pairs, as Redis does for `c->resp > 2`.
+    if with_values && resp3 {
+        return Ok(reply::array(
+            chosen
+                .into_iter()
+                .map(|(f, v)| reply::array(vec![reply::bulk(f), reply::bulk(v)]))
+                .collect(),
+        ));
+    }
     Ok(reply::array(flatten(chosen.into_iter(), parts)))
 }
 

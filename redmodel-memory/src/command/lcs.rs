@@ -126,11 +126,9 @@ fn lcs(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
     }
     Ok(if get_idx {
-        reply::array(vec![
-            reply::bulk("matches"),
-            reply::array(ranges),
-            reply::bulk("len"),
-            reply::int(total),
+        reply::map(vec![
+            (reply::bulk("matches"), reply::array(ranges)),
+            (reply::bulk("len"), reply::int(total)),
         ])
     } else if get_len {
         reply::int(total)

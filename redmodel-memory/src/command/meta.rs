@@ -113,14 +113,14 @@ impl Meta {
         reply::array(vec![
             reply::bulk(self.name),
             reply::int(self.arity),
-            reply::array(self.flags.iter().map(|f| status(f)).collect()),
+            reply::set(self.flags.iter().map(|f| status(f)).collect()),
             reply::int(self.first),
             reply::int(self.last),
             reply::int(self.step),
-            reply::array(self.acl.iter().map(|c| status(c)).collect()),
-            reply::bulks(self.tips.iter().copied()),
-            reply::array(self.keys.iter().map(KeySpec::info).collect()),
-            reply::array(
+            reply::set(self.acl.iter().map(|c| status(c)).collect()),
+            reply::set(self.tips.iter().map(|t| reply::bulk(*t)).collect()),
+            reply::set(self.keys.iter().map(KeySpec::info).collect()),
+            reply::set(
                 self.subcommands
                     .iter()
                     .filter_map(|name| meta(name))
@@ -207,13 +207,13 @@ impl KeySpec {
     fn info(&self) -> Reply {
         let mut items = Vec::new();
         if !self.notes.is_empty() {
-            items.push(reply::bulk("notes"));
-            items.push(reply::bulk(self.notes));
+            items.push((reply::bulk("notes"), reply::bulk(self.notes)));
         }
-        items.push(reply::bulk("flags"));
-        items.push(reply::array(self.flags.iter().map(|f| status(f)).collect()));
-        items.push(reply::bulk("begin_search"));
-        items.push(match self.begin {
+        items.push((
+            reply::bulk("flags"),
+            reply::set(self.flags.iter().map(|f| status(f)).collect()),
+        ));
+        let begin = match self.begin {
             Begin::Index(i) => search("index", vec![("index", reply::int(i))]),
             Begin::Keyword(word, from) => search(
                 "keyword",
@@ -223,9 +223,9 @@ impl KeySpec {
                 ],
             ),
             Begin::Unknown => search("unknown", Vec::new()),
-        });
-        items.push(reply::bulk("find_keys"));
-        items.push(match self.find {
+        };
+        items.push((reply::bulk("begin_search"), begin));
+        let find = match self.find {
             Find::Range { last, step, limit } => search(
                 "range",
                 vec![
@@ -243,22 +243,21 @@ impl KeySpec {
                 ],
             ),
             Find::Unknown => search("unknown", Vec::new()),
-        });
-        reply::array(items)
+        };
+        items.push((reply::bulk("find_keys"), find));
+        reply::map(items)
     }
 }
 
-/// `["type", kind, "spec", [name, value, ...]]`.
+/// `{type: kind, spec: {name: value, ...}}`.
 fn search(kind: &str, spec: Vec<(&str, Reply)>) -> Reply {
     let spec = spec
         .into_iter()
-        .flat_map(|(name, value)| [reply::bulk(name), value])
+        .map(|(name, value)| (reply::bulk(name), value))
         .collect();
-    reply::array(vec![
-        reply::bulk("type"),
-        reply::bulk(kind),
-        reply::bulk("spec"),
-        reply::array(spec),
+    reply::map(vec![
+        (reply::bulk("type"), reply::bulk(kind)),
+        (reply::bulk("spec"), reply::map(spec)),
     ])
 }
 

@@ -18,7 +18,7 @@ use super::value::{Kind, Value};
 
 mod bitmaps;
 mod cluster;
-mod connection;
+pub(crate) mod connection;
 mod databases;
 mod expiry;
 mod hashes;
@@ -34,6 +34,7 @@ mod scripting;
 mod server;
 mod sets;
 mod sort;
+pub(crate) mod stats;
 mod streams;
 mod strings;
 mod table;
@@ -42,7 +43,6 @@ pub(crate) mod test_util;
 mod zsets;
 
 #[cfg(feature = "server")]
-pub(crate) use connection::authenticate;
 pub(crate) use connection::{subcommand_arity, unknown_subcommand};
 pub(crate) use streams::block_from_script;
 
@@ -229,6 +229,18 @@ pub(crate) struct Ctx<'a> {
     /// Whether the command may block (BLPOP...), and whether it did: see
     /// [`crate::blocking`].
     pub(crate) block: crate::blocking::BlockSlot,
+    /// The client's protocol, 2 or 3 (HELLO). Replies are built typed
+    /// (maps, sets, doubles) whatever it is and lowered to RESP2 in one
+    /// place; a command reads it only where Redis's own command does
+    /// (`c->resp > 2`): the [member, score] pairs of WITHSCORES replies.
+    pub(crate) resp: u8,
+}
+
+impl Ctx<'_> {
+    /// Whether the client speaks RESP3.
+    pub(crate) fn resp3(&self) -> bool {
+        self.resp >= 3
+    }
 }
 
 impl Ctx<'_> {
@@ -363,11 +375,12 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// Runs the command of `spec`, its arguments checked.
-pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &Spec, args: &[&[u8]]) -> CmdResult {
+pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed += 1;
     let result = (spec.handler)(ctx, args);
     // The `new` and `expired` events the command raised and did not
     // publish through a `notify` of its own.
     ctx.store.flush_notifications();
+    ctx.store.command_stats.record(spec, result.is_err());
     result
 }

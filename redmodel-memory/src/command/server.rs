@@ -108,10 +108,10 @@ fn config(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn config_get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let found = ctx.store.config.get_matching(&args[2..]);
-    Ok(reply::array(
+    Ok(reply::map(
         found
             .into_iter()
-            .flat_map(|(name, value)| [reply::bulk(name), reply::bulk(value)])
+            .map(|(name, value)| (reply::bulk(name), reply::bulk(value)))
             .collect(),
     ))
 }
@@ -124,6 +124,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Resets what INFO's stats count.
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed = 0;
+    ctx.store.command_stats.clear();
     for ks in &mut ctx.store.dbs {
         ks.expired_count = 0;
     }
@@ -366,7 +367,7 @@ fn named_info(name: &[u8]) -> Option<Reply> {
 }
 
 fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(reply::array(Vec::new()))
+    Ok(reply::map(Vec::new()))
 }
 
 // ---------------------------------------------------------------------------
@@ -431,7 +432,30 @@ fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             out.push_str(&format!("{field}:{value}\r\n"));
         }
     }
-    Ok(reply::bulk(out))
+    Ok(reply::verbatim(out))
+}
+
+/// The process's user and system CPU time in seconds, read from
+/// `/proc/self/stat` (its 14th and 15th fields, in clock ticks of 1/100 s
+/// on Linux); zero where there is no such file.
+fn cpu_seconds() -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
+    };
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // Fields 14 and 15 of the line are 11 and 12 after the name.
+    (ticks(11) / 100.0, ticks(12) / 100.0)
 }
 
 /// The fields of one INFO section.
@@ -560,6 +584,40 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
             ("repl_backlog_histlen", "0".into()),
         ],
         "cluster" => vec![("cluster_enabled", "0".into())],
+        "errorstats" => {
+            return store
+                .command_stats
+                .errors()
+                .map(|(code, n)| (format!("errorstat_{code}"), format!("count={n}")))
+                .collect();
+        }
+        "commandstats" => {
+            return store
+                .command_stats
+                .by_name()
+                .into_iter()
+                .map(|(name, c)| {
+                    (
+                        format!("cmdstat_{name}"),
+                        format!(
+                            "calls={},usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls={}",
+                            c.calls, c.failed
+                        ),
+                    )
+                })
+                .collect();
+        }
+        "cpu" => {
+            let (user, sys) = cpu_seconds();
+            vec![
+                ("used_cpu_sys", format!("{sys:.6}")),
+                ("used_cpu_user", format!("{user:.6}")),
+                ("used_cpu_sys_children", "0.000000".into()),
+                ("used_cpu_user_children", "0.000000".into()),
+                ("used_cpu_sys_main_thread", format!("{sys:.6}")),
+                ("used_cpu_user_main_thread", format!("{user:.6}")),
+            ]
+        }
         "keyspace" => {
             return store
                 .dbs
@@ -937,6 +995,37 @@ mod tests {
         let info = String::from_utf8_lossy(&info).into_owned();
         assert!(info.starts_with("# Server\r\nredis_version:7.0.15\r\n"));
         assert!(info.contains("\r\n\r\n# Clients\r\n"));
+        assert!(info.contains("\r\n\r\n# Cpu\r\nused_cpu_sys:"));
+        assert!(!info.contains("# Commandstats"));
         assert!(info.ends_with("\r\n"));
+        // Calls counted per command; failed ones too; RESETSTAT clears.
+        run(&mut c, "GET a");
+        run(&mut c, "INCR a x");
+        run(&mut c, "HSET a f v");
+        let Value::BulkString(stats) = run(&mut c, "INFO commandstats errorstats") else {
+            panic!("INFO is a bulk string");
+        };
+        let stats = String::from_utf8_lossy(&stats).into_owned();
+        assert!(
+            stats.ends_with(
+                "\r\n# Errorstats\r\nerrorstat_ERR:count=2\r\nerrorstat_WRONGTYPE:count=1\r\n"
+            ),
+            "{stats}"
+        );
+        assert!(stats.starts_with("# Commandstats\r\n"), "{stats}");
+        assert!(
+            stats.contains("\r\ncmdstat_get:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"),
+            "{stats}"
+        );
+        assert!(stats.contains("\r\ncmdstat_set:calls=2,"), "{stats}");
+        assert!(stats.contains("\r\ncmdstat_hset:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=1\r\n"), "{stats}");
+        run(&mut c, "CONFIG RESETSTAT");
+        let Value::BulkString(stats) = run(&mut c, "INFO commandstats") else {
+            panic!("INFO is a bulk string");
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&stats),
+            "# Commandstats\r\ncmdstat_config:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"
+        );
     }
 }

@@ -205,8 +205,15 @@ fn read_sets<'c>(ctx: &'c mut Ctx<'_>, keys: &[&[u8]]) -> Result<Vec<Option<&'c 
     Ok(values.into_iter().map(|v| v.and_then(Set::of)).collect())
 }
 
+/// Members as a set reply (SMEMBERS, SINTER, SUNION, SDIFF, SPOP with a
+/// count): an array in RESP2.
 fn members_reply<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> redis::Value {
-    reply::bulks(members.into_iter().cloned())
+    reply::set(
+        members
+            .into_iter()
+            .map(|m| reply::bulk(m.clone()))
+            .collect(),
+    )
 }
 
 fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -413,10 +420,10 @@ fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
 fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
     let count = positive_arg(count, NOT_POSITIVE)?;
     let Some(set) = ctx.write::<Set>(key)? else {
-        return Ok(reply::array(Vec::new()));
+        return Ok(reply::set(Vec::new()));
     };
     if count == 0 {
-        return Ok(reply::array(Vec::new()));
+        return Ok(reply::set(Vec::new()));
     }
     let popped: Vec<Bytes> = if count >= set.len() {
         std::mem::take(set).into_iter().collect()
@@ -436,7 +443,7 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
     ctx.drop_if_empty(key);
     ctx.notify_deleted(key);
     ctx.modified(key);
-    Ok(reply::bulks(popped))
+    Ok(reply::set(popped.into_iter().map(reply::bulk).collect()))
 }
 
 fn srandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -457,7 +464,10 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
         return Ok(reply::array(Vec::new()));
     };
     let picks = RandomPicks::new(count, set.len())?;
-    Ok(members_reply(picks.select(set.iter().collect())))
+    // An array, not a set: a negative count may repeat members.
+    Ok(reply::bulks(
+        picks.select(set.iter().collect()).into_iter().cloned(),
+    ))
 }
 
 /// SSCAN: every matching member at once (see [`scan_collection`]).

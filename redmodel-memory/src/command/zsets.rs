@@ -198,13 +198,23 @@ fn lex_range(min: &[u8], max: &[u8]) -> Result<LexRange, CmdError> {
     LexRange::parse(min, max).ok_or_else(|| CmdError::err(NOT_A_LEX_RANGE))
 }
 
-/// Member, score pairs as one flat array (RESP2's WITHSCORES shape).
+/// Members, with their scores if `withscores`: one flat array of member,
+/// score, member... or, if `nested` (a RESP3 client, as Redis decides
+/// with `c->resp > 2`), an array of [member, score] pairs.
 fn pairs_reply<'a>(
     pairs: impl IntoIterator<Item = (&'a [u8], f64)>,
     withscores: bool,
+    nested: bool,
 ) -> redis::Value {
     let mut items = Vec::new();
     for (member, score) in pairs {
+        if withscores && nested {
+            items.push(reply::array(vec![
+                reply::bulk(member),
+                reply::double(score),
+            ]));
+            continue;
+        }
         items.push(reply::bulk(member));
         if withscores {
             items.push(reply::double(score));
@@ -563,10 +573,11 @@ fn zrange_generic(
         RangeBy::Lex => Selection::Lex(lex_range(min, max)?),
         RangeBy::Rank | RangeBy::Auto => Selection::Rank(int_arg(min)?, int_arg(max)?),
     };
+    let resp3 = ctx.resp3();
     let z = ctx.read::<ZSet>(args[key_at])?;
     let picked = z.map(|z| select(z, &selection, reverse, offset, limit));
     match sink {
-        Sink::Client => Ok(pairs_reply(picked.unwrap_or_default(), withscores)),
+        Sink::Client => Ok(pairs_reply(picked.unwrap_or_default(), withscores, resp3)),
         Sink::Store(dst) => {
             let result = ZSet::from_pairs(
                 picked
@@ -680,13 +691,15 @@ fn zremrangebylex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 // ------------------------------------------------------ pops and random
 
-/// ZPOPMIN / ZPOPMAX key [count]: a flat array of member, score pairs.
+/// ZPOPMIN / ZPOPMAX key [count]: a flat array of member, score pairs;
+/// in RESP3, with a count (even 1), an array of [member, score] pairs.
 fn zpop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
     let count = match args.len() {
         2 => 1,
         3 => positive_arg(args[2], NOT_POSITIVE)?,
         _ => return Err(CmdError::Syntax),
     };
+    let nested = ctx.resp3() && args.len() == 3;
     let key = args[1];
     let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(reply::array(Vec::new()));
@@ -696,8 +709,15 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
         let Some((member, score)) = z.pop(max) else {
             break;
         };
-        items.push(reply::bulk(&member[..]));
-        items.push(reply::double(score));
+        if nested {
+            items.push(reply::array(vec![
+                reply::bulk(&member[..]),
+                reply::double(score),
+            ]));
+        } else {
+            items.push(reply::bulk(&member[..]));
+            items.push(reply::double(score));
+        }
     }
     if !items.is_empty() {
         ctx.drop_if_empty(key);
@@ -726,16 +746,19 @@ fn zrandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(picked.map_or_else(reply::nil, |(m, _)| reply::bulk(m)));
     };
     let (count, withscores) = random_count_with(count, &args[3..], "withscores")?;
+    let resp3 = ctx.resp3();
     let Some(z) = ctx.read::<ZSet>(args[1])? else {
         return Ok(reply::array(Vec::new()));
     };
     Ok(match RandomPicks::new(count, z.len())? {
         // The whole set, from the highest member down: Redis's set
         // operation iterator walks sorted sets backwards.
-        RandomPicks::All => pairs_reply(z.iter().rev(), withscores),
-        RandomPicks::Ranks(ranks) => {
-            pairs_reply(ranks.into_iter().filter_map(|r| z.get(r)), withscores)
-        }
+        RandomPicks::All => pairs_reply(z.iter().rev(), withscores, resp3),
+        RandomPicks::Ranks(ranks) => pairs_reply(
+            ranks.into_iter().filter_map(|r| z.get(r)),
+            withscores,
+            resp3,
+        ),
     })
 }
 
@@ -1012,6 +1035,7 @@ fn setop_generic(
             Ok(pairs_reply(
                 result.iter().map(|(m, s)| (m.as_slice(), *s)),
                 opts.withscores,
+                ctx.resp3(),
             ))
         }
     }

@@ -17,7 +17,8 @@ use tokio::sync::Notify;
 
 use crate::args::{int_arg, is, parse_i64};
 use crate::blocking::{self, Wake};
-use crate::command::{authenticate, subcommand_arity, unknown_subcommand};
+use crate::command::connection::{hello, set_client_name};
+use crate::command::{subcommand_arity, unknown_subcommand};
 use crate::error::CmdError;
 use crate::reply;
 use crate::store::Store;
@@ -60,6 +61,8 @@ pub(crate) struct Peer {
     pub(crate) subscriptions: [usize; 3],
     /// The waiter of the blocking command it waits on (BLPOP...), if any.
     pub(crate) blocked: Option<u64>,
+    /// The protocol the connection speaks (HELLO); 0 is read as 2.
+    pub(crate) resp: u8,
     /// Wakes the connection up to close it (CLIENT KILL).
     pub(crate) kill: Arc<Notify>,
 }
@@ -102,7 +105,7 @@ impl Peer {
         format!(
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} \
              sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
-             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp=2\n",
+             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}\n",
             self.addr,
             self.laddr,
             self.fd,
@@ -114,6 +117,7 @@ impl Peer {
             } else {
                 &self.cmd
             },
+            self.resp.max(2),
         )
     }
 }
@@ -141,13 +145,7 @@ pub(crate) enum After {
 impl ClientInfo {
     /// Redis's `clientSetName`: printable ASCII with no spaces; empty clears.
     fn set_name(&mut self, name: &[u8]) -> Result<(), CmdError> {
-        if name.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
-            return Err(CmdError::err(
-                "Client names cannot contain spaces, newlines or special characters.",
-            ));
-        }
-        self.name = (!name.is_empty()).then(|| name.to_vec());
-        Ok(())
+        set_client_name(&mut self.name, name)
     }
 }
 
@@ -203,7 +201,7 @@ pub(crate) fn client_command(
                     .get(&info.id)
                     .map(|p| p.line(info.id, cx.now))
                     .unwrap_or_default();
-                (reply::bulk(line), After::Continue)
+                (reply::verbatim(line), After::Continue)
             }
             "list" => (client_list(cx, rest)?, After::Continue),
             "reply" => {
@@ -295,7 +293,7 @@ fn client_list(cx: &ClientCtx<'_>, opts: &[&[u8]]) -> Result<Reply, CmdError> {
         }
         _ => return Err(CmdError::Syntax),
     };
-    Ok(reply::bulk(text))
+    Ok(reply::verbatim(text))
 }
 
 /// CLIENT KILL addr (old form: OK, or "No such client"; may kill the
@@ -392,60 +390,9 @@ fn client_kill(
     Ok((reply::int(killed), after))
 }
 
-/// HELLO [protover [AUTH username password] [SETNAME name]], for a RESP
-/// server connection. Only RESP2 is spoken: `HELLO 3` gets Redis's
-/// NOPROTO error, which clients take as "stay on RESP2".
-pub(crate) fn hello_command(info: &mut ClientInfo, args: &[&[u8]]) -> Reply {
-    let result = (|| {
-        let mut options = args.get(1..).unwrap_or_default();
-        if let [version, rest @ ..] = options {
-            let version = parse_i64(version).ok_or_else(|| {
-                CmdError::err("Protocol version is not an integer or out of range")
-            })?;
-            if version != 2 {
-                return Err(CmdError::raw("NOPROTO unsupported protocol version"));
-            }
-            options = rest;
-        }
-        // Options apply one by one, as in Redis: a SETNAME before a bad
-        // option has taken effect.
-        loop {
-            match options {
-                [] => break,
-                [opt, user, password, rest @ ..] if is(opt, "auth") => {
-                    authenticate(user, password)?;
-                    options = rest;
-                }
-                [opt, name, rest @ ..] if is(opt, "setname") => {
-                    info.set_name(name)?;
-                    options = rest;
-                }
-                [opt, ..] => {
-                    return Err(CmdError::err(format!(
-                        "Syntax error in HELLO option '{}'",
-                        String::from_utf8_lossy(opt)
-                    )))
-                }
-            }
-        }
-        let field = |name: &str, value: Reply| [reply::bulk(name), value];
-        Ok(reply::array(
-            [
-                field("server", reply::bulk("redmodel")),
-                // The Redis version whose behaviour the engine follows.
-                field("version", reply::bulk("7.0.15")),
-                field("proto", reply::int(2)),
-                field("id", reply::int(info.id)),
-                field("mode", reply::bulk("standalone")),
-                field("role", reply::bulk("master")),
-                field("modules", reply::array(Vec::new())),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-        ))
-    })();
-    result.unwrap_or_else(|e| e.to_value())
+/// HELLO for a RESP server connection (see [`hello`]).
+pub(crate) fn hello_command(info: &mut ClientInfo, resp: &mut u8, args: &[&[u8]]) -> Reply {
+    hello(info.id, &mut info.name, resp, args)
 }
 
 #[cfg(test)]
@@ -513,32 +460,48 @@ mod tests {
     }
 
     #[test]
-    fn hello_speaks_resp2_only() {
+    fn hello_switches_between_resp2_and_resp3() {
         let mut info = ClientInfo {
             id: 7,
             ..ClientInfo::default()
         };
-        let mut run = |args: &[&[u8]]| hello_command(&mut info, args);
-        let Value::Array(fields) = run(&[b"HELLO"]) else {
-            panic!("HELLO did not reply with an array");
+        let mut resp = 2;
+        let mut run = |args: &[&[u8]]| {
+            let reply = hello_command(&mut info, &mut resp, args);
+            (reply, resp)
         };
-        assert_eq!(fields.len(), 14);
+        let (Value::Map(fields), 2) = run(&[b"HELLO"]) else {
+            panic!("HELLO did not reply with a map");
+        };
+        assert_eq!(fields.len(), 7);
         assert_eq!(
-            fields[4..8],
-            [bulk("proto"), Value::Int(2), bulk("id"), Value::Int(7)]
+            fields[2..4],
+            [(bulk("proto"), Value::Int(2)), (bulk("id"), Value::Int(7))]
         );
-        assert_eq!(fields[12..], [bulk("modules"), Value::Array(vec![])]);
+        assert_eq!(fields[6], (bulk("modules"), Value::Array(vec![])));
+        let (Value::Map(fields), 3) = run(&[b"HELLO", b"3"]) else {
+            panic!("HELLO 3 did not switch");
+        };
+        assert_eq!(fields[2], (bulk("proto"), Value::Int(3)));
+        // A refused HELLO leaves the protocol as it was.
         let noproto = err("NOPROTO unsupported protocol version");
-        assert_eq!(run(&[b"HELLO", b"3"]), noproto);
-        assert_eq!(run(&[b"HELLO", b"1"]), noproto);
-        assert_eq!(run(&[b"HELLO", b"-1"]), noproto);
+        assert_eq!(run(&[b"HELLO", b"1"]), (noproto.clone(), 3));
+        assert_eq!(run(&[b"HELLO", b"4"]), (noproto.clone(), 3));
+        assert_eq!(run(&[b"HELLO", b"-1"]), (noproto, 3));
+        assert_eq!(
+            run(&[b"HELLO", b"2", b"SETNAME", b"a b"]).1,
+            3,
+            "a bad option does not switch"
+        );
+        assert_eq!(run(&[b"HELLO", b"2"]).1, 2);
+        let mut run = |args: &[&[u8]]| hello_command(&mut info, &mut resp, args);
         assert_eq!(
             run(&[b"HELLO", b"3x"]),
             err("ERR Protocol version is not an integer or out of range")
         );
         assert!(matches!(
             run(&[b"HELLO", b"2", b"AUTH", b"default", b"x"]),
-            Value::Array(_)
+            Value::Map(_)
         ));
         assert_eq!(
             run(&[b"HELLO", b"2", b"AUTH", b"bob", b"x"]),

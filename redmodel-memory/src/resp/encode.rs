@@ -1,16 +1,71 @@
 //! Writing replies in RESP2, the protocol Redis 7.0 speaks to a client that
-//! has not sent `HELLO 3`.
+//! has not sent `HELLO 3`, and in RESP3 for one that has.
 //!
-//! The engine's replies are `redis::Value`s in RESP2 shapes. redis-rs only
-//! parses replies, so encoding is ours. A value that only RESP3 has is sent
-//! as Redis sends it to a RESP2 client: maps flattened into arrays, sets as
-//! arrays, doubles as bulk strings, booleans as `:1`/`:0`.
+//! The engine's replies are typed `redis::Value`s (maps, sets, doubles...).
+//! redis-rs only parses replies, so encoding is ours. In RESP2 a value that
+//! only RESP3 has is sent as Redis sends it to a RESP2 client (the rules of
+//! [`crate::reply::to_resp2`], applied while writing, without a copy):
+//! maps flattened into arrays, sets as arrays, doubles as bulk strings,
+//! booleans as `:1`/`:0`, verbatim strings as bulk strings.
 
-use redis::Value;
+use redis::{Value, VerbatimFormat};
 
 use crate::float::format_double;
 
-/// Appends `value` to `out`.
+/// Appends `value` to `out` in the protocol `resp` (2 or 3).
+pub(super) fn encode_in(out: &mut Vec<u8>, value: &Value, resp: u8) {
+    if resp >= 3 {
+        encode3(out, value);
+    } else {
+        encode(out, value);
+    }
+}
+
+/// Appends `value` to `out` in RESP3.
+pub(super) fn encode3(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Nil => out.extend_from_slice(b"_\r\n"),
+        Value::Array(items) => {
+            array_header(out, items.len());
+            items.iter().for_each(|item| encode3(out, item));
+        }
+        Value::Set(items) => {
+            header(out, b'~', len_i64(items.len()));
+            items.iter().for_each(|item| encode3(out, item));
+        }
+        Value::Push { data, .. } => {
+            header(out, b'>', len_i64(data.len()));
+            data.iter().for_each(|item| encode3(out, item));
+        }
+        Value::Map(pairs) => {
+            header(out, b'%', len_i64(pairs.len()));
+            for (k, v) in pairs {
+                encode3(out, k);
+                encode3(out, v);
+            }
+        }
+        Value::Attribute { data, .. } => encode3(out, data),
+        // Redis: `,%.17g`, and `inf` / `-inf` spelled so.
+        Value::Double(d) => line(out, b',', format_double(*d).as_bytes()),
+        Value::Boolean(b) => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+        Value::VerbatimString { format, text } => {
+            let format = match format {
+                VerbatimFormat::Markdown => "mkd",
+                VerbatimFormat::Unknown(f) if f.len() == 3 => f.as_str(),
+                _ => "txt",
+            };
+            header(out, b'=', len_i64(text.len().saturating_add(4)));
+            out.extend_from_slice(format.as_bytes());
+            out.push(b':');
+            out.extend_from_slice(text.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        // The rest is written as in RESP2.
+        _ => encode(out, value),
+    }
+}
+
+/// Appends `value` to `out` in RESP2.
 pub(super) fn encode(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Nil => out.extend_from_slice(b"$-1\r\n"),
@@ -193,6 +248,78 @@ mod tests {
             let bytes = encoded(&value);
             assert_eq!(redis::parse_redis_value(&bytes).ok(), Some(value.clone()));
         }
+    }
+
+    /// RESP3 bytes as redis-server 7.0.15 sends them (`HELLO 3`, then
+    /// HGETALL, SMEMBERS, ZSCORE of 0.1 and of inf, GET of a missing key,
+    /// LOLWUT's verbatim text, a script's booleans).
+    #[test]
+    fn resp3_bytes() {
+        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let cases: Vec<(Value, &[u8])> = vec![
+            (Value::Nil, b"_\r\n"),
+            (Value::Okay, b"+OK\r\n"),
+            (Value::Int(-3), b":-3\r\n"),
+            (b("x"), b"$1\r\nx\r\n"),
+            (
+                Value::Map(vec![(b("a"), b("1")), (b("b"), Value::Nil)]),
+                b"%2\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n_\r\n",
+            ),
+            (Value::Map(vec![]), b"%0\r\n"),
+            (
+                Value::Set(vec![b("y"), b("x")]),
+                b"~2\r\n$1\r\ny\r\n$1\r\nx\r\n",
+            ),
+            (Value::Double(0.1), b",0.10000000000000001\r\n"),
+            (Value::Double(1.5), b",1.5\r\n"),
+            (Value::Double(f64::INFINITY), b",inf\r\n"),
+            (Value::Double(f64::NEG_INFINITY), b",-inf\r\n"),
+            (Value::Boolean(true), b"#t\r\n"),
+            (Value::Boolean(false), b"#f\r\n"),
+            (crate::reply::verbatim("hi\n"), b"=7\r\ntxt:hi\n\r\n"),
+            (
+                Value::Array(vec![Value::Array(vec![b("a"), Value::Double(2.0)])]),
+                b"*1\r\n*2\r\n$1\r\na\r\n,2\r\n",
+            ),
+        ];
+        for (value, want) in cases {
+            let mut out = Vec::new();
+            encode_in(&mut out, &value, 3);
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(want),
+                "{value:?}"
+            );
+            // redis-rs reads back what was written.
+            assert_eq!(redis::parse_redis_value(&out).ok(), Some(value));
+        }
+    }
+
+    /// The RESP2 encoder applies the same rules as `reply::to_resp2`.
+    #[test]
+    fn resp2_encoding_matches_the_lowering() {
+        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let typed = Value::Array(vec![
+            Value::Map(vec![(b("k"), Value::Set(vec![Value::Double(0.1)]))]),
+            Value::Boolean(true),
+            crate::reply::verbatim("t"),
+            Value::Nil,
+        ]);
+        let mut lowered = typed.clone();
+        crate::reply::to_resp2(&mut lowered);
+        assert_eq!(
+            lowered,
+            Value::Array(vec![
+                Value::Array(vec![b("k"), Value::Array(vec![b("0.10000000000000001")])]),
+                Value::Int(1),
+                b("t"),
+                Value::Nil,
+            ])
+        );
+        assert_eq!(encoded(&typed), encoded(&lowered));
+        let mut out = Vec::new();
+        encode_in(&mut out, &typed, 2);
+        assert_eq!(out, encoded(&lowered));
     }
 
     #[test]

@@ -70,8 +70,8 @@ fn with<R>(f: impl FnOnce(&mut Client<'_>) -> R) -> Option<R> {
 /// `redis.call`: the command's reply, or the command's error raised as a
 /// Lua error (the error handler gives it back Redis's shape).
 pub(super) fn call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    match with(|client| run_args(client, args)) {
-        Some(Ok(reply)) => reply_to_lua(lua, &reply),
+    match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
+        Some(Ok((reply, resp3))) => reply_to_lua(lua, &reply, resp3),
         Some(Err(text)) => Err(super::sandbox::raise(&text)),
         None => Err(super::sandbox::raise(NO_SCRIPT)),
     }
@@ -80,14 +80,25 @@ pub(super) fn call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
 /// `redis.pcall`: the command's reply, or its error as an `{err=...}`
 /// table.
 pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    let text = match with(|client| run_args(client, args)) {
-        Some(Ok(reply)) => return reply_to_lua(lua, &reply),
+    let text = match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
+        Some(Ok((reply, resp3))) => return reply_to_lua(lua, &reply, resp3),
         Some(Err(text)) => text,
         None => NO_SCRIPT.to_string(),
     };
     let t = lua.create_table()?;
     t.raw_set("err", text)?;
     Ok(Value::Table(t))
+}
+
+/// The primitive under `redis.setresp` (which checks its argument): the
+/// protocol the script's commands reply in, and how its booleans return.
+pub(super) fn set_resp(_: &Lua, resp: u8) -> mlua::Result<()> {
+    match with(|client| client.ctx.resp = resp) {
+        Some(()) => Ok(()),
+        None => Err(super::sandbox::raise(
+            "ERR redis.setresp can only be called inside a script invocation",
+        )),
+    }
 }
 
 const NO_SCRIPT: &str = "ERR redis.call outside of a running script";
@@ -157,5 +168,11 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
     if let Some(e) = command::block_from_script(argv) {
         return Err(e.text().to_string());
     }
-    command::run_spec(&mut client.ctx, spec, argv).map_err(|e| e.text().to_string())
+    let mut reply =
+        command::run_spec(&mut client.ctx, spec, argv).map_err(|e| e.text().to_string())?;
+    // The script sees the reply as its client's protocol shapes it.
+    if !client.ctx.resp3() {
+        crate::reply::to_resp2(&mut reply);
+    }
+    Ok(reply)
 }

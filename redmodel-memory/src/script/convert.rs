@@ -1,5 +1,6 @@
-//! Reply conversion between Lua and Redis, as Redis 7.0 documents it for
-//! RESP2 ("Conversion between Lua and Redis data types").
+//! Reply conversion between Lua and Redis, as Redis 7.0 documents it
+//! ("Conversion between Lua and Redis data types"), for RESP2 and, after
+//! `redis.setresp(3)`, RESP3.
 
 use mlua::{Lua, Table, Value as Lua_};
 use redis::Value as Reply;
@@ -8,9 +9,14 @@ use crate::error::error_value;
 
 /// Redis reply -> Lua value, for what `redis.call` / `redis.pcall` return:
 /// integer -> number, bulk -> string, nil -> false, array -> table, status
-/// -> `{ok=...}`, error -> `{err=...}`.
-pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Lua_> {
+/// -> `{ok=...}`, error -> `{err=...}`. The script's client speaks RESP2
+/// unless `resp3` (then the reply was not lowered): map -> `{map={k=v}}`,
+/// set -> `{set={member=true}}`, double -> `{double=n}`, boolean ->
+/// boolean, verbatim -> `{verbatim_string={format=..., string=...}}`,
+/// null -> nil.
+pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<Lua_> {
     Ok(match reply {
+        Reply::Nil if resp3 => Lua_::Nil,
         Reply::Nil => Lua_::Boolean(false),
         Reply::Int(n) => Lua_::Number(*n as f64),
         Reply::BulkString(b) => Lua_::String(lua.create_string(b)?),
@@ -23,20 +29,59 @@ pub(crate) fn reply_to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Lua_> {
             };
             single(lua, "err", &text)?
         }
-        Reply::Array(items) | Reply::Set(items) | Reply::Push { data: items, .. } => {
+        Reply::Array(items) | Reply::Push { data: items, .. } => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, reply_to_lua(lua, item)?)?;
+                t.raw_set(i + 1, reply_to_lua(lua, item, resp3)?)?;
             }
             Lua_::Table(t)
         }
-        Reply::Double(d) => Lua_::Number(*d),
+        Reply::Map(pairs) => {
+            let inner = lua.create_table_with_capacity(0, pairs.len())?;
+            for (k, v) in pairs {
+                let k = reply_to_lua(lua, k, resp3)?;
+                if !k.is_nil() {
+                    inner.raw_set(k, reply_to_lua(lua, v, resp3)?)?;
+                }
+            }
+            wrap(lua, "map", Lua_::Table(inner))?
+        }
+        Reply::Set(items) => {
+            let inner = lua.create_table_with_capacity(0, items.len())?;
+            for item in items {
+                let k = reply_to_lua(lua, item, resp3)?;
+                if !k.is_nil() {
+                    inner.raw_set(k, true)?;
+                }
+            }
+            wrap(lua, "set", Lua_::Table(inner))?
+        }
+        Reply::Double(d) => wrap(lua, "double", Lua_::Number(*d))?,
         Reply::Boolean(b) => Lua_::Boolean(*b),
+        Reply::VerbatimString { format, text } => {
+            let inner = lua.create_table()?;
+            let format = match format {
+                redis::VerbatimFormat::Markdown => "mkd".to_string(),
+                redis::VerbatimFormat::Unknown(f) => f.clone(),
+                _ => "txt".to_string(),
+            };
+            inner.raw_set("format", format)?;
+            inner.raw_set("string", lua.create_string(text)?)?;
+            wrap(lua, "verbatim_string", Lua_::Table(inner))?
+        }
+        Reply::Attribute { data, .. } => reply_to_lua(lua, data, resp3)?,
         other => {
-            // RESP3-only shapes never come out of the engine's RESP2 commands.
+            // Big numbers never come out of the engine's commands.
             Lua_::String(lua.create_string(format!("{other:?}"))?)
         }
     })
+}
+
+/// `{name = value}`.
+fn wrap(lua: &Lua, name: &str, value: Lua_) -> mlua::Result<Lua_> {
+    let t = lua.create_table_with_capacity(0, 1)?;
+    t.raw_set(name, value)?;
+    Ok(Lua_::Table(t))
 }
 
 fn single(lua: &Lua, key: &str, text: &str) -> mlua::Result<Lua_> {
@@ -47,20 +92,40 @@ fn single(lua: &Lua, key: &str, text: &str) -> mlua::Result<Lua_> {
 
 /// Lua value -> Redis reply, for what a script returns: number -> integer
 /// (truncated), string -> bulk, `true` -> 1, `false`/nil -> nil, table
-/// with a string `err` -> error, with a string `ok` -> status, other table
-/// -> array up to its first nil.
-pub(crate) fn lua_to_reply(value: &Lua_) -> mlua::Result<Reply> {
+/// with a string `err` -> error, with a string `ok` -> status, with a
+/// number `double`, a table `map` or `set`, a table `verbatim_string` ->
+/// those RESP3 types (lowered for a RESP2 caller), other table -> array up
+/// to its first nil. A script that called `redis.setresp(3)` (`resp3`)
+/// returns booleans as booleans.
+pub(crate) fn lua_to_reply(value: &Lua_, resp3: bool) -> mlua::Result<Reply> {
+    nested_reply(value, resp3, 0)
+}
+
+/// How deep tables may nest in a script's reply. Redis stops where Lua's
+/// C stack ends (`lua_checkstack` fails: "reached lua stack limit", the
+/// error ending the reply), thousands of levels down; here the conversion
+/// and the reply's encoding recurse on the thread's own stack (2 MB for a
+/// tokio worker, several KB a level in a debug build: 500 levels overflowed
+/// it), so the limit is lower. A table that contains itself ends there.
+const MAX_DEPTH: usize = 128;
+
+/// [`lua_to_reply`] of a value `depth` tables deep.
+fn nested_reply(value: &Lua_, resp3: bool, depth: usize) -> mlua::Result<Reply> {
+    if depth >= MAX_DEPTH {
+        return Ok(error_value("ERR reached lua stack limit"));
+    }
     Ok(match value {
         Lua_::Integer(n) => Reply::Int(*n),
         Lua_::Number(n) => Reply::Int(truncate(*n)),
         Lua_::String(s) => Reply::BulkString(s.as_bytes().to_vec()),
+        Lua_::Boolean(b) if resp3 => Reply::Boolean(*b),
         Lua_::Boolean(true) => Reply::Int(1),
-        Lua_::Table(t) => table_to_reply(t)?,
+        Lua_::Table(t) => table_to_reply(t, resp3, depth + 1)?,
         _ => Reply::Nil,
     })
 }
 
-fn table_to_reply(t: &Table) -> mlua::Result<Reply> {
+fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> mlua::Result<Reply> {
     if let Lua_::String(err) = t.raw_get::<Lua_>("err")? {
         return Ok(error_value(&err.to_string_lossy()));
     }
@@ -72,13 +137,44 @@ fn table_to_reply(t: &Table) -> mlua::Result<Reply> {
             Reply::SimpleString(ok)
         });
     }
+    match t.raw_get::<Lua_>("double")? {
+        Lua_::Number(d) => return Ok(Reply::Double(d)),
+        Lua_::Integer(d) => return Ok(Reply::Double(d as f64)),
+        _ => {}
+    }
+    if let Lua_::Table(v) = t.raw_get::<Lua_>("verbatim_string")? {
+        if let (Lua_::String(_), Lua_::String(text)) =
+            (v.raw_get::<Lua_>("format")?, v.raw_get::<Lua_>("string")?)
+        {
+            return Ok(crate::reply::verbatim(text.as_bytes().to_vec()));
+        }
+    }
+    if let Lua_::Table(map) = t.raw_get::<Lua_>("map")? {
+        let mut pairs = Vec::new();
+        for pair in map.pairs::<Lua_, Lua_>() {
+            let (k, v) = pair?;
+            pairs.push((
+                nested_reply(&k, resp3, depth)?,
+                nested_reply(&v, resp3, depth)?,
+            ));
+        }
+        return Ok(Reply::Map(pairs));
+    }
+    if let Lua_::Table(set) = t.raw_get::<Lua_>("set")? {
+        let mut items = Vec::new();
+        for pair in set.pairs::<Lua_, Lua_>() {
+            let (k, _) = pair?;
+            items.push(nested_reply(&k, resp3, depth)?);
+        }
+        return Ok(Reply::Set(items));
+    }
     let mut items = Vec::new();
     for i in 1.. {
         let item: Lua_ = t.raw_get(i)?;
         if item.is_nil() {
             break;
         }
-        items.push(lua_to_reply(&item)?);
+        items.push(nested_reply(&item, resp3, depth)?);
     }
     Ok(Reply::Array(items))
 }

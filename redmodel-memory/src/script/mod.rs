@@ -180,6 +180,9 @@ fn run(
             now: ctx.now,
             // Redis runs scripts with CLIENT_DENY_BLOCKING.
             block: crate::blocking::BlockSlot::Denied,
+            // A script's client speaks RESP2 until `redis.setresp(3)`,
+            // whatever its caller speaks.
+            resp: 2,
         },
         read_only,
     };
@@ -190,7 +193,7 @@ fn run(
     let ok = matches!(ret.next(), Some(Value::Boolean(true)));
     let value = ret.next().unwrap_or(Value::Nil);
     if ok {
-        return Ok(Ok(convert::lua_to_reply(&value)?));
+        return Ok(Ok(convert::lua_to_reply(&value, client.ctx.resp3())?));
     }
     match value {
         Value::Table(t) => Ok(Err(t)),

@@ -2,7 +2,7 @@
 -- scripts, as Redis 7.0 does in script_lua.c and eval.c. Runs once per Lua
 -- state, with the Rust primitives as arguments; returns the environment
 -- user scripts run in.
-local call, pcall, sha1hex, log, raw_encode, raw_decode, json_null = ...
+local call, pcall, sha1hex, log, raw_encode, raw_decode, json_null, set_resp = ...
 local G = _G
 local error, type, select, setmetatable, tostring =
     error, type, select, setmetatable, tostring
@@ -53,9 +53,15 @@ redis.setresp = function(...)
   if select('#', ...) ~= 1 then
     error({err = 'ERR redis.setresp() requires one argument.'})
   end
-  if v == 2 then return end
-  if v == 3 then
-    error({err = 'ERR RESP3 replies in scripts are not supported by this engine'})
+  -- Redis reads the argument with lua_tonumber, truncated to an int.
+  local n = tonumber(v)
+  if n == 2 or n == 3 then
+    set_resp(n)
+    return
+  end
+  if n and n >= 2 and n < 4 then
+    set_resp(math.floor(n))
+    return
   end
   error({err = 'ERR RESP version must be 2 or 3.'})
 end

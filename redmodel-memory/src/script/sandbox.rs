@@ -28,6 +28,7 @@ pub(super) fn new_state() -> mlua::Result<State> {
     let handler = lua.create_function(error_handler)?;
     let call = lua.create_function(super::call::call)?;
     let pcall = lua.create_function(super::call::pcall)?;
+    let set_resp = lua.create_function(super::call::set_resp)?;
     let sha1hex = lua.create_function(|lua, args: MultiValue| {
         if args.len() != 1 {
             return Err(raise("ERR wrong number of arguments"));
@@ -69,7 +70,16 @@ pub(super) fn new_state() -> mlua::Result<State> {
     let env: Table = lua
         .load(include_str!("prelude.lua"))
         .set_name("=redmodel")
-        .call((call, pcall, sha1hex, log, raw_encode, raw_decode, null()))?;
+        .call((
+            call,
+            pcall,
+            sha1hex,
+            log,
+            raw_encode,
+            raw_decode,
+            null(),
+            set_resp,
+        ))?;
     Ok(State {
         lua,
         env,

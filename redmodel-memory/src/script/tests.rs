@@ -388,3 +388,93 @@ fn numbers_as_command_arguments_print_as_redis_prints_them() {
         int(17)
     );
 }
+
+/// `redis.setresp(3)`: the script's commands reply in RESP3 and are
+/// converted as Redis 7.0.15 converts them; the RESP3 tables a script
+/// returns reach a RESP2 caller lowered (replies checked on redis-server
+/// 7.0.15, in both protocols).
+#[test]
+fn resp3_conversions() {
+    let mut c = conn();
+    run(&mut c, "HSET h a 1");
+    run(&mut c, "SADD s x");
+    run(&mut c, "ZADD z 1.5 a");
+    let resp3 =
+        |c: &mut crate::Connection, body: &str| eval(c, &format!("redis.setresp(3); {body}"));
+    assert_eq!(
+        resp3(&mut c, "return redis.call('hgetall', 'h')['map']['a']"),
+        bulk("1")
+    );
+    assert_eq!(
+        resp3(&mut c, "return redis.call('smembers', 's')['set']['x']"),
+        int(1)
+    );
+    assert_eq!(
+        resp3(
+            &mut c,
+            "return tostring(redis.call('zscore', 'z', 'a')['double'])"
+        ),
+        bulk("1.5")
+    );
+    assert_eq!(
+        resp3(&mut c, "return type(redis.call('get', 'nokey'))"),
+        bulk("nil")
+    );
+    assert_eq!(
+        eval(&mut c, "return type(redis.call('get', 'nokey'))"),
+        bulk("boolean")
+    );
+    // Lowered for this RESP2 caller.
+    assert_eq!(
+        resp3(&mut c, "return redis.call('hgetall', 'h')"),
+        bulks(&["a", "1"])
+    );
+    assert_eq!(eval(&mut c, "return {double=3.5}"), bulk("3.5"));
+    assert_eq!(eval(&mut c, "return {set={a=true}}"), bulks(&["a"]));
+    assert_eq!(resp3(&mut c, "return true"), int(1));
+    assert_eq!(resp3(&mut c, "return false"), int(0));
+    assert_eq!(eval(&mut c, "return false"), Value::Nil);
+    assert_eq!(
+        eval(
+            &mut c,
+            "redis.setresp(2.5); return redis.call('zscore', 'z', 'a')"
+        ),
+        bulk("1.5")
+    );
+    assert!(
+        matches!(eval(&mut c, "redis.setresp(4)"), Value::ServerError(e)
+        if e.details().is_some_and(|d| d.starts_with("RESP version must be 2 or 3.")))
+    );
+    // A RESP3 caller gets the types.
+    run(&mut c, "HELLO 3");
+    assert_eq!(eval(&mut c, "return {double=3.5}"), Value::Double(3.5));
+    assert_eq!(
+        eval(&mut c, "return {map={a=1}}"),
+        Value::Map(vec![(bulk("a"), int(1))])
+    );
+    assert_eq!(eval(&mut c, "return false"), Value::Nil);
+    assert_eq!(resp3(&mut c, "return false"), Value::Boolean(false));
+    assert_eq!(
+        resp3(
+            &mut c,
+            "return redis.call('zrange', 'z', 0, -1, 'withscores')"
+        ),
+        Value::Array(vec![Value::Array(vec![bulk("a"), Value::Double(1.5)])])
+    );
+}
+
+/// A table that contains itself: nested arrays ending in Redis's error,
+/// not a stack overflow.
+#[test]
+fn recursive_tables_end_in_an_error() {
+    let mut c = conn();
+    let mut reply = eval(&mut c, "local a = {}; local b = {a}; a[1] = b; return a");
+    let mut depth = 0;
+    while let Value::Array(mut items) = reply {
+        assert_eq!(items.len(), 1);
+        reply = items.remove(0);
+        depth += 1;
+    }
+    assert_eq!(reply, err("ERR reached lua stack limit"));
+    assert!(depth > 100, "{depth}");
+}

@@ -500,6 +500,7 @@ mod tests {
             db: 0,
             now: 1_000,
             block: crate::blocking::BlockSlot::Denied,
+            resp: 2,
         };
         exec(&mut ctx, "XADD s 2-0 f v").expect("added");
         let mut wait = wait_of("XREAD BLOCK 0 STREAMS s $");
@@ -529,6 +530,7 @@ mod tests {
             db: 0,
             now: 1_000,
             block: crate::blocking::BlockSlot::Denied,
+            resp: 2,
         };
         exec(&mut ctx, "XGROUP CREATE s g $ MKSTREAM").expect("created");
         let mut wait = wait_of("XREADGROUP GROUP g c BLOCK 10 COUNT 1 STREAMS s >");

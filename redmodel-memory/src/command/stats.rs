@@ -1,0 +1,92 @@
+//! Per-command call counts and per-code error counts, for INFO's
+//! `commandstats` and `errorstats` sections.
+//!
+//! Counted on every command run (`run_spec`), so kept cheap: the table is
+//! keyed by the address of the command's static [`Spec`], hashed by an
+//! identity hasher, instead of by its name.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::Spec;
+
+/// Calls and failed calls of one command.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Calls {
+    pub(crate) calls: u64,
+    pub(crate) failed: u64,
+}
+
+/// The counts of every command run since the start or CONFIG RESETSTAT.
+#[derive(Debug, Default)]
+pub(crate) struct CommandStats {
+    by_spec: HashMap<usize, (&'static str, Calls), BuildHasherDefault<AddressHasher>>,
+    /// Error replies sent, by their code (`ERR`, `WRONGTYPE`...).
+    errors: BTreeMap<String, u64>,
+}
+
+impl CommandStats {
+    /// Counts one call of `spec`, failed (an error reply) or not.
+    pub(crate) fn record(&mut self, spec: &'static Spec, failed: bool) {
+        let entry = self
+            .by_spec
+            .entry(std::ptr::from_ref(spec) as usize)
+            .or_insert((spec.name, Calls::default()));
+        entry.1.calls += 1;
+        entry.1.failed += u64::from(failed);
+    }
+
+    /// Every command called, by name.
+    pub(crate) fn by_name(&self) -> Vec<(&'static str, Calls)> {
+        let mut all: Vec<_> = self.by_spec.values().copied().collect();
+        all.sort_by_key(|(name, _)| *name);
+        all
+    }
+
+    /// Counts the error replies in `reply`: the reply itself, or the
+    /// replies of the commands an EXEC ran (`exec`), as Redis counts each
+    /// error reply it adds.
+    pub(crate) fn record_errors(&mut self, reply: &redis::Value, exec: bool) {
+        match reply {
+            redis::Value::ServerError(e) => {
+                *self.errors.entry(e.code().to_string()).or_default() += 1;
+            }
+            redis::Value::Array(items) if exec => {
+                for item in items {
+                    self.record_errors(item, false);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every error code replied, with its count.
+    pub(crate) fn errors(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.errors.iter().map(|(code, n)| (code.as_str(), *n))
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.by_spec.clear();
+        self.errors.clear();
+    }
+}
+
+/// Hashes an address: the bits above the alignment, spread by a multiply.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}

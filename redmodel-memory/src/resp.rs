@@ -371,7 +371,8 @@ impl Client {
                     // A message published by another client: write it with
                     // any that followed it.
                     let Some(push) = push else { return };
-                    subscriber::write_push(&mut output, &push);
+                    self.subscriber.resp = self.session.resp();
+                    subscriber::write_push(&mut output, &push, self.subscriber.resp);
                     if !self.subscriber.drain(&mut output) {
                         return;
                     }
@@ -421,13 +422,16 @@ impl Client {
         output: &mut Vec<u8>,
     ) -> Option<Next> {
         let name = args[0];
+        self.subscriber.resp = self.session.resp();
         // Messages published before this command precede its reply.
         if !self.subscriber.drain(output) {
             return Some(Next::Drop);
         }
         let now = self.engine.now_ms();
         let silent = self.info.skip_this || self.info.reply_off;
-        if self.subscriber.is_subscribed(store) {
+        // In RESP3 a subscriber may run any command (its pushes are typed
+        // apart from replies); in RESP2 only the subscription commands.
+        if self.session.resp() < 3 && self.subscriber.is_subscribed(store) {
             if let Some(refused) = subscriber::refusal(args) {
                 self.record(args, now, store);
                 self.after_command();
@@ -467,7 +471,11 @@ impl Client {
             self.info.skip_next = false;
         }
         let mut after = After::Continue;
-        let reply = if is(name, "ping") && !queueing && self.subscriber.is_subscribed(store) {
+        let reply = if is(name, "ping")
+            && !queueing
+            && self.session.resp() < 3
+            && self.subscriber.is_subscribed(store)
+        {
             // Redis 7.0 answers PING in subscribed mode (RESP2) with an
             // array, so that it reads like the messages around it.
             match args {

@@ -42,7 +42,6 @@ mod table;
 pub(crate) mod test_util;
 mod zsets;
 
-#[cfg(feature = "server")]
 pub(crate) use connection::{subcommand_arity, unknown_subcommand};
 pub(crate) use streams::block_from_script;
 

@@ -114,6 +114,12 @@ pub(super) fn error(out: &mut Vec<u8>, text: &[u8]) {
 }
 
 /// Appends the header of an array of `len` replies, to be followed by them.
+/// The header of a push reply of `len` items (Pub/Sub's messages and
+/// confirmations): `>` in RESP3, an array in RESP2.
+pub(super) fn push_header(out: &mut Vec<u8>, len: usize, resp: u8) {
+    header(out, if resp >= 3 { b'>' } else { b'*' }, len_i64(len));
+}
+
 pub(super) fn array_header(out: &mut Vec<u8>, len: usize) {
     header(out, b'*', len_i64(len));
 }

@@ -49,6 +49,10 @@ pub(super) fn is_subscription_command(name: &[u8]) -> bool {
 pub(super) struct Subscriber {
     id: Option<SubscriberId>,
     inbox: Option<Inbox>,
+    /// The connection's protocol (HELLO), which its owner keeps current:
+    /// confirmations and messages are push replies (`>`) in RESP3,
+    /// arrays in RESP2.
+    pub(super) resp: u8,
 }
 
 impl Subscriber {
@@ -93,8 +97,9 @@ impl Subscriber {
             (Scope::Shard, false) => b"sunsubscribe",
         };
         let registry = &mut store.pubsub;
+        let resp = self.resp;
         let confirm = |out: &mut Vec<u8>, name: Option<&[u8]>, count: usize| {
-            encode::array_header(out, 3);
+            encode::push_header(out, 3, resp);
             encode::bulk(out, kind);
             match name {
                 Some(name) => encode::bulk(out, name),
@@ -149,7 +154,7 @@ impl Subscriber {
             return true;
         };
         while let Some(push) = inbox.try_next() {
-            write_push(out, &push);
+            write_push(out, &push, self.resp);
         }
         !inbox.dropped()
     }
@@ -165,10 +170,10 @@ impl Subscriber {
 }
 
 /// Writes one message as Redis sends it to a RESP2 client.
-pub(super) fn write_push(out: &mut Vec<u8>, push: &Push) {
+pub(super) fn write_push(out: &mut Vec<u8>, push: &Push, resp: u8) {
     match &push.kind {
         PushKind::Message | PushKind::SMessage => {
-            encode::array_header(out, 3);
+            encode::push_header(out, 3, resp);
             let kind: &[u8] = if matches!(push.kind, PushKind::Message) {
                 b"message"
             } else {
@@ -177,7 +182,7 @@ pub(super) fn write_push(out: &mut Vec<u8>, push: &Push) {
             encode::bulk(out, kind);
         }
         PushKind::PMessage(pattern) => {
-            encode::array_header(out, 4);
+            encode::push_header(out, 4, resp);
             encode::bulk(out, b"pmessage");
             encode::bulk(out, pattern);
         }

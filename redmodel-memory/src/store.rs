@@ -23,6 +23,8 @@ pub(crate) struct Store {
     pub(crate) run_id: String,
     /// EVAL's Lua state and script cache.
     pub(crate) scripts: crate::script::Scripts,
+    /// FUNCTION's libraries (server state: FLUSHALL leaves them).
+    pub(crate) functions: crate::script::library::Functions,
     /// Cluster mode (`cluster-enabled yes`): one node serving every slot,
     /// refusing what a cluster node refuses (see `cluster`).
     pub(crate) cluster_enabled: bool,
@@ -52,6 +54,7 @@ impl Default for Store {
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
             scripts: Default::default(),
+            functions: Default::default(),
             cluster_enabled: false,
             announced: None,
         }

@@ -20,6 +20,7 @@ mod cluster;
 mod connection;
 mod databases;
 mod expiry;
+mod functions;
 mod hashes;
 mod keys;
 mod lcs;
@@ -77,6 +78,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
     [
         cluster::COMMANDS,
         expiry::COMMANDS,
+        functions::COMMANDS,
         hashes::COMMANDS,
         keys::COMMANDS,
         lists::COMMANDS,

@@ -2,7 +2,8 @@
 -- scripts, as Redis 7.0 does in script_lua.c and eval.c. Runs once per Lua
 -- state, with the Rust primitives as arguments; returns the environment
 -- user scripts run in.
-local call, pcall, sha1hex, log, raw_encode, raw_decode, json_null = ...
+local call, pcall, sha1hex, log, raw_encode, raw_decode, json_null,
+  register_function, libs = ...
 local G = _G
 local error, type, select, setmetatable, tostring =
     error, type, select, setmetatable, tostring
@@ -79,6 +80,10 @@ cjson.null = json_null
 
 G.redis = readonly(redis)
 G.cjson = readonly(cjson)
+-- The libraries Redis embeds besides cjson (see libs.rs).
+for name, lib in G.pairs(libs) do
+  G[name] = readonly(lib)
+end
 -- Redis 7.0 loads no os, io, package or debug library and removes these.
 G.print, G.dofile, G.loadfile = nil, nil, nil
 
@@ -96,4 +101,50 @@ local env = setmetatable({}, {
   __metatable = false,
 })
 G._G = env
-return env
+
+-- Functions (FCALL) get KEYS and ARGV as arguments, and Lua 5.1's xpcall
+-- passes none.
+local xpcall = G.xpcall
+local function call_with(f, handler, keys, argv)
+  return xpcall(function() return f(keys, argv) end, handler)
+end
+
+if register_function == nil then
+  return env, nil, nil, nil, call_with
+end
+
+-- A function library is loaded with nothing but the library API in
+-- sight: `redis` with register_function, log and the version; any other
+-- name, in it or global, is an error (Redis's error metatable), and
+-- nothing can be assigned.
+local function strict(t, what)
+  return setmetatable({}, {
+    __index = function(_, k)
+      local v = t[k]
+      if v == nil then
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+      end
+      return v
+    end,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end,
+    __metatable = false,
+  })
+end
+local api = {
+  register_function = register_function,
+  log = log,
+  LOG_DEBUG = redis.LOG_DEBUG, LOG_VERBOSE = redis.LOG_VERBOSE,
+  LOG_NOTICE = redis.LOG_NOTICE, LOG_WARNING = redis.LOG_WARNING,
+  REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+}
+local load_api = strict({redis = strict(api)})
+-- Libraries' environment: reads go to `env` when their functions run
+-- and to `load_api` while the library loads (the Rust side swaps
+-- `__index`); writes always fail.
+local library_mt = {
+  __index = env,
+  __newindex = function() error('Attempt to modify a readonly table', 2) end,
+  __metatable = false,
+}
+local library_env = setmetatable({}, library_mt)
+return env, load_api, library_env, library_mt, call_with

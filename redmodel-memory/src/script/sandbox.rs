@@ -6,6 +6,26 @@ use mlua::{Function, LightUserData, Lua, LuaOptions, MultiValue, StdLib, Table, 
 
 /// The chunk name of user scripts, as Redis 7.0 names it.
 pub(super) const USER_SCRIPT: &str = "@user_script";
+/// The chunk name of function libraries.
+pub(super) const USER_FUNCTION: &str = "@user_function";
+
+/// What a Lua state runs: EVAL's scripts or FUNCTION's libraries (Redis
+/// 7.0 gives each its own state).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Eval,
+    Functions,
+}
+
+impl Kind {
+    /// The chunk name of the user's code, which errors are located in.
+    pub(super) fn chunk(self) -> &'static str {
+        match self {
+            Kind::Eval => USER_SCRIPT,
+            Kind::Functions => USER_FUNCTION,
+        }
+    }
+}
 
 /// A Lua state of an engine, with the values each EVAL uses.
 pub(super) struct State {
@@ -15,17 +35,24 @@ pub(super) struct State {
     /// Lua's `xpcall`, and the error handler scripts run under.
     pub(super) xpcall: Function,
     pub(super) handler: Function,
+    pub(super) kind: Kind,
+    /// Functions only: the environment libraries are loaded and run in,
+    /// and its metatable, whose `__index` is the library API while a
+    /// library loads and `env` otherwise.
+    pub(super) library_env: Option<(Table, Table, Table)>,
+    /// Calls a function with its KEYS and ARGV tables under the handler.
+    pub(super) call_with: Function,
 }
 
 /// A new Lua 5.1 state with Redis's libraries (base, table, string, math;
 /// no os, io, package or debug) and the sandboxed environment of scripts.
-pub(super) fn new_state() -> mlua::Result<State> {
+pub(super) fn new_state(kind: Kind) -> mlua::Result<State> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::default(),
     )?;
     let xpcall = lua.globals().raw_get::<Function>("xpcall")?;
-    let handler = lua.create_function(error_handler)?;
+    let handler = lua.create_function(move |lua, err| error_handler(lua, err, kind.chunk()))?;
     let call = lua.create_function(super::call::call)?;
     let pcall = lua.create_function(super::call::pcall)?;
     let sha1hex = lua.create_function(|lua, args: MultiValue| {
@@ -66,15 +93,43 @@ pub(super) fn new_state() -> mlua::Result<State> {
             Err(e) => Ok((false, Value::String(lua.create_string(e.to_string())?))),
         }
     })?;
-    let env: Table = lua
+    let register = match kind {
+        Kind::Eval => Value::Nil,
+        Kind::Functions => Value::Function(lua.create_function(super::library::register_function)?),
+    };
+    let libs = super::libs::create(&lua)?;
+    let (env, load_api, library_env, library_mt, call_with): (
+        Table,
+        Value,
+        Value,
+        Value,
+        Function,
+    ) = lua
         .load(include_str!("prelude.lua"))
         .set_name("=redmodel")
-        .call((call, pcall, sha1hex, log, raw_encode, raw_decode, null()))?;
+        .call((
+            call,
+            pcall,
+            sha1hex,
+            log,
+            raw_encode,
+            raw_decode,
+            null(),
+            register,
+            libs,
+        ))?;
+    let library_env = match (load_api, library_env, library_mt) {
+        (Value::Table(api), Value::Table(env), Value::Table(mt)) => Some((env, mt, api)),
+        _ => None,
+    };
     Ok(State {
         lua,
         env,
         xpcall,
         handler,
+        kind,
+        library_env,
+        call_with,
     })
 }
 
@@ -91,7 +146,7 @@ impl std::fmt::Display for Raised {
 
 impl std::error::Error for Raised {}
 
-pub(super) fn raise(text: &str) -> mlua::Error {
+pub(crate) fn raise(text: &str) -> mlua::Error {
     mlua::Error::external(Raised(text.to_string()))
 }
 
@@ -113,7 +168,7 @@ fn null() -> Value {
 /// The message handler scripts run under (Redis 7.0's
 /// `__redis__err__handler`): a string error becomes `{err='ERR ' .. msg}`,
 /// and the error learns the line of the user script it came from.
-fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
+fn error_handler(lua: &Lua, err: Value, chunk: &str) -> mlua::Result<Table> {
     let table = match err {
         Value::Table(t) => t,
         other => {
@@ -121,7 +176,7 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
                 if let Some(text) = raised_text(e) {
                     let t = lua.create_table()?;
                     t.raw_set("err", text)?;
-                    return locate(lua, t);
+                    return locate(lua, t, chunk);
                 }
             }
             let msg = match other {
@@ -139,18 +194,18 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
             t
         }
     };
-    locate(lua, table)
+    locate(lua, table, chunk)
 }
 
 /// Adds to an error table where in the user script it was raised.
-fn locate(lua: &Lua, table: Table) -> mlua::Result<Table> {
+fn locate(lua: &Lua, table: Table, chunk: &str) -> mlua::Result<Table> {
     if table.raw_get::<Value>("source")?.is_nil() {
         let mut level = 1;
         while let Some(found) = lua.inspect_stack(level, |d| {
-            (d.source().source.as_deref() == Some(USER_SCRIPT)).then(|| d.current_line())
+            (d.source().source.as_deref() == Some(chunk)).then(|| d.current_line())
         }) {
             if let Some(line) = found {
-                table.raw_set("source", USER_SCRIPT)?;
+                table.raw_set("source", chunk)?;
                 table.raw_set("line", line.map_or(-1, |l| l as i64))?;
                 break;
             }

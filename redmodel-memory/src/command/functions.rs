@@ -1,0 +1,304 @@
+//! Redis Functions: FUNCTION (LOAD, DELETE, FLUSH, LIST, DUMP, RESTORE,
+//! STATS, KILL, HELP), FCALL and FCALL_RO (see [`crate::script::library`]).
+
+use super::{help_reply, run_subcommand, CmdResult, Ctx, Spec, Sub};
+use crate::args::{int_arg, is};
+use crate::error::CmdError;
+use crate::glob::glob_match;
+use crate::reply;
+use crate::script::{self, library::Policy};
+
+pub(super) const COMMANDS: &[Spec] = &[
+    Spec {
+        name: "function",
+        arity: -2,
+        handler: function,
+    },
+    Spec {
+        name: "fcall",
+        arity: -3,
+        handler: fcall,
+    },
+    Spec {
+        name: "fcall_ro",
+        arity: -3,
+        handler: fcall_ro,
+    },
+];
+
+fn fcall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    fcall_generic(ctx, args, false)
+}
+
+fn fcall_ro(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    fcall_generic(ctx, args, true)
+}
+
+/// `FCALL function numkeys [key ...] [arg ...]`: the function is looked
+/// up first, then numkeys, as Redis does.
+fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResult {
+    if ctx.store.functions.function(args[1]).is_none() {
+        return Err(CmdError::err("Function not found"));
+    }
+    let numkeys = int_arg(args[2]).map_err(|_| CmdError::err("Bad number of keys provided"))?;
+    let rest = &args[3..];
+    if numkeys > rest.len() as i64 {
+        return Err(CmdError::err(
+            "Number of keys can't be greater than number of args",
+        ));
+    }
+    let Ok(numkeys) = usize::try_from(numkeys) else {
+        return Err(CmdError::err("Number of keys can't be negative"));
+    };
+    let (keys, argv) = rest.split_at(numkeys);
+    script::fcall(ctx, args[1], keys, argv, read_only)
+}
+
+fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    const SUBS: &[Sub] = &[
+        Sub {
+            name: "load",
+            arity: -3,
+            handler: function_load,
+        },
+        Sub {
+            name: "delete",
+            arity: 3,
+            handler: function_delete,
+        },
+        Sub {
+            name: "flush",
+            arity: -2,
+            handler: function_flush,
+        },
+        Sub {
+            name: "list",
+            arity: -2,
+            handler: function_list,
+        },
+        Sub {
+            name: "dump",
+            arity: 2,
+            handler: function_dump,
+        },
+        Sub {
+            name: "restore",
+            arity: -3,
+            handler: function_restore,
+        },
+        Sub {
+            name: "stats",
+            arity: 2,
+            handler: function_stats,
+        },
+        Sub {
+            name: "kill",
+            arity: 2,
+            handler: function_kill,
+        },
+        Sub {
+            name: "help",
+            arity: 2,
+            handler: function_help,
+        },
+    ];
+    run_subcommand(ctx, args, SUBS)
+}
+
+/// Redis's `addReplySubcommandSyntaxError`.
+fn syntax_error(args: &[&[u8]]) -> CmdError {
+    CmdError::err(format!(
+        "unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+        String::from_utf8_lossy(args[1])
+    ))
+}
+
+/// FUNCTION LOAD [REPLACE] code: the library's name.
+fn function_load(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let mut replace = false;
+    let mut i = 2;
+    while i < args.len() - 1 {
+        if is(args[i], "replace") {
+            replace = true;
+            i += 1;
+            continue;
+        }
+        return Err(CmdError::err(format!(
+            "Unknown option given: {}",
+            String::from_utf8_lossy(args[i])
+        )));
+    }
+    let name = ctx.store.functions.load(args[i], replace)?;
+    Ok(reply::bulk(name))
+}
+
+fn function_delete(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    ctx.store.functions.delete(args[2])?;
+    Ok(reply::ok())
+}
+
+fn function_flush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    match args {
+        [_, _] => {}
+        [_, _, mode] if is(mode, "sync") || is(mode, "async") => {}
+        [_, _, _] => {
+            return Err(CmdError::err(
+                "FUNCTION FLUSH only supports SYNC|ASYNC option",
+            ))
+        }
+        _ => return Err(syntax_error(args)),
+    }
+    ctx.store.functions.flush();
+    Ok(reply::ok())
+}
+
+/// FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]: each option once (a
+/// repeated one is an unknown argument).
+fn function_list(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let (mut with_code, mut pattern) = (false, None);
+    let mut i = 2;
+    while let Some(&opt) = args.get(i) {
+        if !with_code && is(opt, "withcode") {
+            with_code = true;
+        } else if pattern.is_none() && is(opt, "libraryname") {
+            let Some(&p) = args.get(i + 1) else {
+                return Err(CmdError::err("library name argument was not given"));
+            };
+            pattern = Some(p);
+            i += 1;
+        } else {
+            return Err(CmdError::err(format!(
+                "Unknown argument {}",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+        i += 1;
+    }
+    let libraries = ctx
+        .store
+        .functions
+        .libraries()
+        .filter(|l| pattern.is_none_or(|p| glob_match(p, l.name.as_bytes(), true)))
+        .map(|l| {
+            let functions = l
+                .functions
+                .iter()
+                .map(|f| {
+                    reply::array(vec![
+                        reply::bulk("name"),
+                        reply::bulk(f.name.as_str()),
+                        reply::bulk("description"),
+                        f.description.clone().map_or_else(reply::nil, reply::bulk),
+                        reply::bulk("flags"),
+                        reply::array(f.flags.names().map(reply::simple).collect()),
+                    ])
+                })
+                .collect();
+            let mut items = vec![
+                reply::bulk("library_name"),
+                reply::bulk(l.name.as_str()),
+                reply::bulk("engine"),
+                reply::bulk("LUA"),
+                reply::bulk("functions"),
+                reply::array(functions),
+            ];
+            if with_code {
+                items.push(reply::bulk("library_code"));
+                items.push(reply::bulk(l.code.clone()));
+            }
+            reply::array(items)
+        })
+        .collect();
+    Ok(reply::array(libraries))
+}
+
+fn function_dump(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(reply::bulk(ctx.store.functions.dump()))
+}
+
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE] (APPEND by default).
+fn function_restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let policy = match args {
+        [_, _, _] => Policy::Append,
+        [_, _, _, p] if is(p, "append") => Policy::Append,
+        [_, _, _, p] if is(p, "replace") => Policy::Replace,
+        [_, _, _, p] if is(p, "flush") => Policy::Flush,
+        [_, _, _, _] => {
+            return Err(CmdError::err(
+                "Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            ))
+        }
+        _ => return Err(syntax_error(args)),
+    };
+    ctx.store.functions.restore(args[2], policy)?;
+    Ok(reply::ok())
+}
+
+/// FUNCTION STATS: no script is ever running while a command is served
+/// (scripts hold the store's lock); the Lua engine's counts.
+fn function_stats(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    let functions = &ctx.store.functions;
+    Ok(reply::array(vec![
+        reply::bulk("running_script"),
+        reply::nil(),
+        reply::bulk("engines"),
+        reply::array(vec![
+            reply::bulk("LUA"),
+            reply::array(vec![
+                reply::bulk("libraries_count"),
+                reply::int(functions.libraries().count() as i64),
+                reply::bulk("functions_count"),
+                reply::int(functions.function_count() as i64),
+            ]),
+        ]),
+    ]))
+}
+
+fn function_kill(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Err(CmdError::raw("NOTBUSY No scripts in execution right now."))
+}
+
+fn function_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(help_reply(
+        "function",
+        &[
+            "LOAD [REPLACE] <FUNCTION CODE>",
+            "    Create a new library with the given library name and code.",
+            "DELETE <LIBRARY NAME>",
+            "    Delete the given library.",
+            "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+            "    Return general information on all the libraries:",
+            "    * Library name",
+            "    * The engine used to run the Library",
+            "    * Library description",
+            "    * Functions list",
+            "    * Library code (if WITHCODE is given)",
+            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+            "STATS",
+            "    Return information about the current function running:",
+            "    * Function name",
+            "    * Command used to run the function",
+            "    * Duration in MS that the function is running",
+            "    If no function is running, return nil",
+            "    In addition, returns a list of available engines.",
+            "KILL",
+            "    Kill the current running function.",
+            "FLUSH [ASYNC|SYNC]",
+            "    Delete all the libraries.",
+            "    When called without the optional mode argument, the behavior is determined by the",
+            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+            "    * ASYNC: Asynchronously flush the libraries.",
+            "    * SYNC: Synchronously flush the libraries.",
+            "DUMP",
+            "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+            "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+            "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+            "    control how to handle existing libraries (default APPEND):",
+            "    * FLUSH: delete all existing libraries.",
+            "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+            "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+            "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+            "      in case of functions name collision with another library).",
+        ],
+    ))
+}

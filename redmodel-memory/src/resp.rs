@@ -165,6 +165,9 @@ async fn accept_loop(listener: TcpListener, engine: Engine, mut stop: watch::Rec
     let registry = Registry::default();
     let mut last_id = 0u64;
     let for_clients = stop.clone();
+    // Taken once: a connection accepted while a script runs must not wait
+    // for the store's lock.
+    let busy = Arc::clone(&engine.shared.store.lock().busy);
     loop {
         tokio::select! {
             // A dropped sender means the handle is gone: stop too.
@@ -176,7 +179,7 @@ async fn accept_loop(listener: TcpListener, engine: Engine, mut stop: watch::Rec
                     last_id += 1;
                     // Replies must not wait for Nagle: Redis sets it too.
                     let _ = stream.set_nodelay(true);
-                    let client = Client::new(engine.clone(), last_id, &stream, registry.clone());
+                    let client = Client::new(engine.clone(), last_id, &stream, registry.clone(), &busy);
                     clients.spawn(client.run(stream, for_clients.clone()));
                 }
                 // Out of file descriptors and the like: wait a little
@@ -192,6 +195,20 @@ async fn accept_loop(listener: TcpListener, engine: Engine, mut stop: watch::Rec
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     // The guard `wait_for` returns must not live across an await.
     let _ = stop.wait_for(|stopped| *stopped).await.map(drop);
+}
+
+/// Whether the command runs a Lua script.
+fn runs_script(name: &[u8]) -> bool {
+    ["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "exec"]
+        .iter()
+        .any(|n| is(name, n))
+}
+
+/// Whether the runtime can move tasks off a blocked worker
+/// (`block_in_place` panics on a current-thread runtime).
+fn multi_thread() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 /// What to do after running the requests available so far.
@@ -221,12 +238,29 @@ struct Client {
     registry: Registry,
     /// Notified when CLIENT KILL picks this connection.
     kill: Arc<Notify>,
+    /// The running script: past `busy-reply-threshold` this connection
+    /// answers BUSY instead of waiting for the store's lock.
+    busy: Arc<crate::script::busy::Busy>,
+    /// Counted in INFO's `connected_clients`.
+    counted: bool,
+}
+
+/// A connection arrives (INFO's counts).
+fn count_in(store: &mut Store) {
+    store.connected_clients += 1;
+    store.connections_received += 1;
 }
 
 impl Client {
     /// A new connection: listed in the registry and counted in INFO until
     /// it is dropped.
-    fn new(engine: Engine, id: u64, stream: &TcpStream, registry: Registry) -> Self {
+    fn new(
+        engine: Engine,
+        id: u64,
+        stream: &TcpStream,
+        registry: Registry,
+        busy: &Arc<crate::script::busy::Busy>,
+    ) -> Self {
         let now = engine.now_ms();
         let kill = Arc::new(Notify::new());
         let address = |a: io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
@@ -246,11 +280,15 @@ impl Client {
                 ..Peer::default()
             },
         );
-        {
-            let mut store = engine.shared.store.lock();
-            store.connected_clients += 1;
-            store.connections_received += 1;
-        }
+        // Counted in INFO now, or (a script holding the lock) with the
+        // first command.
+        let counted = match engine.shared.store.try_lock() {
+            Some(mut store) => {
+                count_in(&mut store);
+                true
+            }
+            None => false,
+        };
         Client {
             engine,
             session: Session::default(),
@@ -259,6 +297,8 @@ impl Client {
             queued_nil_arrays: Vec::new(),
             registry,
             kill,
+            busy: Arc::clone(busy),
+            counted,
         }
     }
 
@@ -328,8 +368,43 @@ impl Client {
             if args.is_empty() {
                 continue; // `*0` or a blank line: Redis ignores them.
             }
-            let store = store.get_or_insert_with(|| engine.shared.store.lock());
-            if let Some(next) = self.dispatch(&args, store, output) {
+            if store.is_none() {
+                // A script holds the lock: past its threshold, BUSY (or
+                // the kill) instead of waiting.
+                loop {
+                    if let Some(guard) = engine
+                        .shared
+                        .store
+                        .try_lock_for(Duration::from_millis(5))
+                    {
+                        store = Some(guard);
+                        break;
+                    }
+                    if self.busy.timed_out().is_some() {
+                        break;
+                    }
+                }
+            }
+            let Some(store) = store.as_mut() else {
+                match self.busy.answer(&args) {
+                    Ok(reply) => encode::encode(output, &reply),
+                    Err(e) => encode::error(output, e.as_bytes()),
+                }
+                continue;
+            };
+            if !self.counted {
+                count_in(store);
+                self.counted = true;
+            }
+            // A script may run long: its worker hands its other tasks
+            // (connections that would answer BUSY, the accept loop) to
+            // another thread while it runs.
+            let next = if runs_script(args[0]) && multi_thread() {
+                tokio::task::block_in_place(|| self.dispatch(&args, store, output))
+            } else {
+                self.dispatch(&args, store, output)
+            };
+            if let Some(next) = next {
                 return next;
             }
         }
@@ -427,12 +502,26 @@ impl Drop for Client {
     /// A connection that goes away, however it ends, releases its watches
     /// and leaves the registry.
     fn drop(&mut self) {
-        {
-            let mut store = self.engine.shared.store.lock();
-            if self.session.has_watches() {
-                self.session.unwatch_all(&mut store);
+        fn release(store: &mut Store, session: &mut Session, counted: bool) {
+            if session.has_watches() {
+                session.unwatch_all(store);
             }
-            store.connected_clients = store.connected_clients.saturating_sub(1);
+            if counted {
+                store.connected_clients = store.connected_clients.saturating_sub(1);
+            }
+        }
+        let counted = self.counted;
+        match self.engine.shared.store.try_lock() {
+            Some(mut store) => release(&mut store, &mut self.session, counted),
+            None => {
+                // A script holds the lock, maybe for long: a worker of the
+                // runtime must not wait for it.
+                let engine = self.engine.clone();
+                let mut session = std::mem::take(&mut self.session);
+                std::thread::spawn(move || {
+                    release(&mut engine.shared.store.lock(), &mut session, counted);
+                });
+            }
         }
         self.registry.lock().remove(&self.info.id);
     }

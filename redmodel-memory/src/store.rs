@@ -21,6 +21,8 @@ pub(crate) struct Store {
     pub(crate) connections_received: u64,
     /// 40 random hex digits naming this engine's run (INFO's `run_id`).
     pub(crate) run_id: String,
+    /// The running script, as other connections see it.
+    pub(crate) busy: std::sync::Arc<crate::script::busy::Busy>,
     /// EVAL's Lua state and script cache.
     pub(crate) scripts: crate::script::Scripts,
     /// FUNCTION's libraries (server state: FLUSHALL leaves them).
@@ -37,6 +39,7 @@ impl Default for Store {
     fn default() -> Self {
         let config = Config::default();
         let limits = config.limits();
+        let busy = std::sync::Arc::new(crate::script::busy::Busy::default());
         Store {
             dbs: (0..DATABASES)
                 .map(|_| {
@@ -53,8 +56,9 @@ impl Default for Store {
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
-            scripts: Default::default(),
-            functions: Default::default(),
+            scripts: crate::script::Scripts::new(busy.clone()),
+            functions: crate::script::library::Functions::new(busy.clone()),
+            busy,
             cluster_enabled: false,
             announced: None,
         }

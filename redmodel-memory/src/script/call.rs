@@ -148,8 +148,12 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
     if meta.has_flag("noscript") {
         return Err("ERR This Redis command is not allowed from script".into());
     }
-    if client.read_only && meta.has_flag("write") {
+    if client.read_only && (meta.has_flag("write") || meta.has_flag("may_replicate")) {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
+    }
+    if meta.has_flag("write") {
+        // A script that wrote cannot be killed.
+        client.ctx.store.busy.wrote();
     }
     // Cluster mode: Redis's `scriptVerifyClusterState` on a node that owns
     // every slot. A script without a shebang, or flagged

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
 
+use super::busy::Busy;
 use super::flags::{words, Flags};
 use super::sandbox::{self, raise, Kind, State};
 use crate::error::CmdError;
@@ -41,6 +42,7 @@ struct Pending(Vec<Func>);
 #[derive(Default)]
 pub(crate) struct Functions {
     state: Option<Arc<State>>,
+    busy: Arc<Busy>,
     libraries: BTreeMap<String, Library>,
     /// Lower-case function name -> its library (function names are
     /// case-insensitive for FCALL and for collisions, as Redis's dict).
@@ -113,11 +115,19 @@ fn metadata(code: &[u8]) -> Result<(String, String, usize), String> {
 }
 
 impl Functions {
+    /// No libraries; scripts report to `busy`.
+    pub(crate) fn new(busy: Arc<Busy>) -> Self {
+        Functions {
+            busy,
+            ..Functions::default()
+        }
+    }
+
     fn state(&mut self) -> Result<Arc<State>, CmdError> {
         if let Some(state) = &self.state {
             return Ok(Arc::clone(state));
         }
-        let state = Arc::new(sandbox::new_state(Kind::Functions).map_err(|e| super::internal(&e))?);
+        let state = Arc::new(sandbox::new_state(Kind::Functions, &self.busy).map_err(|e| super::internal(&e))?);
         self.state = Some(Arc::clone(&state));
         Ok(state)
     }
@@ -223,7 +233,7 @@ impl Functions {
             return Err(CmdError::err(BAD_NAME));
         }
         let state = self.state()?;
-        let functions = run_library(&state, &code[start..])?;
+        let functions = run_library(&state, &code[start..], &self.busy)?;
         if functions.is_empty() {
             return Err(CmdError::err("No functions registered"));
         }
@@ -274,7 +284,7 @@ impl Functions {
         }
         // The payload's libraries are made first, apart (a library whose
         // code fails fails the whole restore), then joined.
-        let mut new = Functions::default();
+        let mut new = Functions::new(Arc::clone(&self.busy));
         for code in codes {
             let library = self.create(code)?;
             if new.libraries.contains_key(&library.name) {
@@ -361,7 +371,7 @@ fn crc64(bytes: &[u8]) -> u64 {
 /// Compiles the library's code (from its shebang's newline on) and runs
 /// it with only the library API in sight, under the load time limit; the
 /// functions it registered.
-fn run_library(state: &State, code: &[u8]) -> Result<Vec<Func>, CmdError> {
+fn run_library(state: &State, code: &[u8], busy: &Arc<Busy>) -> Result<Vec<Func>, CmdError> {
     let lua = &state.lua;
     let Some((env, mt, api)) = &state.library_env else {
         return Err(CmdError::err("Lua engine failure: no library environment"));
@@ -397,9 +407,10 @@ fn run_library(state: &State, code: &[u8]) -> Result<Vec<Func>, CmdError> {
             .xpcall
             .call::<MultiValue>((function, &state.handler))
     });
-    lua.remove_hook();
+    let rehooked = sandbox::install_hook(lua, Arc::clone(busy), false);
     let pending = lua.remove_app_data::<Pending>();
     mt.raw_set("__index", state.env.clone()).map_err(internal)?;
+    rehooked.map_err(internal)?;
     let returned = outcome.map_err(internal)?;
     let mut ret = returned.into_iter();
     if !matches!(ret.next(), Some(Value::Boolean(true))) {

@@ -6,6 +6,7 @@
 //! [`Store`](crate::store::Store); each script is compiled once per SHA1 of
 //! its body and cached until SCRIPT FLUSH.
 
+pub(crate) mod busy;
 mod call;
 mod convert;
 pub(crate) mod flags;
@@ -29,6 +30,7 @@ use crate::error::CmdError;
 #[derive(Default)]
 pub(crate) struct Scripts {
     state: Option<Arc<State>>,
+    busy: Arc<busy::Busy>,
     /// SHA1 (lower-case hex) -> the compiled script and its shebang's
     /// flags.
     cache: HashMap<String, (Function, Flags)>,
@@ -52,11 +54,19 @@ pub(crate) fn internal(e: &mlua::Error) -> CmdError {
 }
 
 impl Scripts {
+    /// No scripts; scripts report to `busy`.
+    pub(crate) fn new(busy: Arc<busy::Busy>) -> Self {
+        Scripts {
+            busy,
+            ..Scripts::default()
+        }
+    }
+
     fn state(&mut self) -> Result<Arc<State>, CmdError> {
         if let Some(state) = &self.state {
             return Ok(Arc::clone(state));
         }
-        let state = Arc::new(sandbox::new_state(Kind::Eval).map_err(|e| internal(&e))?);
+        let state = Arc::new(sandbox::new_state(Kind::Eval, &self.busy).map_err(|e| internal(&e))?);
         self.state = Some(Arc::clone(&state));
         Ok(state)
     }
@@ -216,8 +226,32 @@ fn run_script(
     } else {
         None
     };
-    let outcome = run(state, ctx, script.function, keys, argv, RunAs { read_only, cross_slot, slot })
-        .map_err(|e| internal(&e))?;
+    let busy = Arc::clone(&ctx.store.busy);
+    let threshold = ctx
+        .store
+        .config
+        .get("busy-reply-threshold")
+        .parse()
+        .unwrap_or(5000);
+    let eval = state.kind == Kind::Eval;
+    // FUNCTION STATS shows a running function's command.
+    let command = if eval {
+        Vec::new()
+    } else {
+        let mut command = vec![b"fcall".to_vec(), script.name.as_bytes().to_vec()];
+        command.push(keys.len().to_string().into_bytes());
+        command.extend(keys.iter().chain(argv).map(|a| a.to_vec()));
+        command
+    };
+    busy.start(eval, threshold, script.name, command);
+    let how = RunAs {
+        read_only,
+        cross_slot,
+        slot,
+    };
+    let outcome = run(state, ctx, script.function, keys, argv, how);
+    busy.end();
+    let outcome = outcome.map_err(|e| internal(&e))?;
     match outcome {
         Ok(reply) => Ok(reply),
         Err(err) => Err(error_reply(&err, script.name)),
@@ -285,6 +319,10 @@ fn run(
             state.call_with.call::<MultiValue>((function, &state.handler, keys, argv))
         }
     })?;
+    if ctx.store.busy.killed() {
+        // The hook went to every line to stop the script; back to normal.
+        sandbox::install_hook(lua, Arc::clone(&ctx.store.busy), false)?;
+    }
     let mut ret = returned.into_iter();
     let ok = matches!(ret.next(), Some(Value::Boolean(true)));
     let value = ret.next().unwrap_or(Value::Nil);

@@ -2,7 +2,14 @@
 //! `prelude.lua`), the error handler that gives errors Redis's shape, the
 //! `cjson` primitives (`redis.call` is in `call.rs`).
 
-use mlua::{Function, LightUserData, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use std::sync::Arc;
+
+use mlua::{
+    Function, HookTriggers, LightUserData, Lua, LuaOptions, MultiValue, StdLib, Table, Value,
+    VmState,
+};
+
+use super::busy::Busy;
 
 /// The chunk name of user scripts, as Redis 7.0 names it.
 pub(super) const USER_SCRIPT: &str = "@user_script";
@@ -46,11 +53,12 @@ pub(super) struct State {
 
 /// A new Lua 5.1 state with Redis's libraries (base, table, string, math;
 /// no os, io, package or debug) and the sandboxed environment of scripts.
-pub(super) fn new_state(kind: Kind) -> mlua::Result<State> {
+pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::default(),
     )?;
+    install_hook(&lua, Arc::clone(busy), false)?;
     let xpcall = lua.globals().raw_get::<Function>("xpcall")?;
     let handler = lua.create_function(move |lua, err| error_handler(lua, err, kind.chunk()))?;
     let call = lua.create_function(super::call::call)?;
@@ -130,6 +138,28 @@ pub(super) fn new_state(kind: Kind) -> mlua::Result<State> {
         kind,
         library_env,
         call_with,
+    })
+}
+
+/// The hook every script runs under: every 100000 instructions it looks
+/// whether SCRIPT KILL or FUNCTION KILL asked the script to stop; once
+/// asked, it runs on every line, so that a `pcall` cannot keep the script
+/// alive (as Redis's `luaMaskCountHook`).
+pub(super) fn install_hook(lua: &Lua, busy: Arc<Busy>, every_line: bool) -> mlua::Result<()> {
+    let triggers = if every_line {
+        HookTriggers::EVERY_LINE
+    } else {
+        HookTriggers::new().every_nth_instruction(100_000)
+    };
+    let hook_busy = Arc::clone(&busy);
+    lua.set_hook(triggers, move |lua, _| {
+        if !hook_busy.killed() {
+            return Ok(VmState::Continue);
+        }
+        if !every_line {
+            install_hook(lua, Arc::clone(&hook_busy), true)?;
+        }
+        Err(raise("ERR Script killed by user with SCRIPT KILL..."))
     })
 }
 

@@ -20,6 +20,9 @@ pub(crate) struct Busy {
     /// The script has run a write command: it cannot be killed.
     dirty: AtomicBool,
     threshold_ms: AtomicU64,
+    /// The numbers of libraries and functions (FUNCTION STATS).
+    libraries: AtomicU64,
+    functions: AtomicU64,
     /// When the script started, its name and command (FUNCTION STATS).
     started: Mutex<Option<(Instant, String, Vec<Vec<u8>>)>>,
 }
@@ -32,6 +35,8 @@ impl Default for Busy {
             killed: AtomicBool::new(false),
             dirty: AtomicBool::new(false),
             threshold_ms: AtomicU64::new(5000),
+            libraries: AtomicU64::new(0),
+            functions: AtomicU64::new(0),
             started: Mutex::new(None),
         }
     }
@@ -52,6 +57,13 @@ impl Busy {
         self.dirty.store(false, Ordering::SeqCst);
         self.threshold_ms.store(threshold_ms, Ordering::SeqCst);
         self.running.store(true, Ordering::SeqCst);
+    }
+
+    /// The numbers of libraries and functions FUNCTION STATS reports
+    /// while a script runs.
+    pub(crate) fn set_counts(&self, libraries: usize, functions: usize) {
+        self.libraries.store(libraries as u64, Ordering::SeqCst);
+        self.functions.store(functions as u64, Ordering::SeqCst);
     }
 
     pub(crate) fn end(&self) {
@@ -133,7 +145,15 @@ impl Busy {
                 redis::Value::BulkString(b"running_script".to_vec()),
                 running,
                 redis::Value::BulkString(b"engines".to_vec()),
-                redis::Value::Array(vec![redis::Value::BulkString(b"LUA".to_vec())]),
+                redis::Value::Array(vec![
+                    redis::Value::BulkString(b"LUA".to_vec()),
+                    redis::Value::Array(vec![
+                        redis::Value::BulkString(b"libraries_count".to_vec()),
+                        redis::Value::Int(self.libraries.load(Ordering::SeqCst) as i64),
+                        redis::Value::BulkString(b"functions_count".to_vec()),
+                        redis::Value::Int(self.functions.load(Ordering::SeqCst) as i64),
+                    ]),
+                ]),
             ]));
         }
         Err(busy.to_string())

@@ -89,8 +89,8 @@ fn metadata(code: &[u8]) -> Result<(String, String, usize), String> {
     };
     let line = &code[..end];
     let line = line.split(|&b| b == 0).next().unwrap_or(line);
-    let parts = words(line);
-    let Some(first) = parts.first() else {
+    let parts = words(line).unwrap_or_default();
+    let Some(first) = parts.first().filter(|w| w.len() >= 2) else {
         return Err("Invalid library metadata".into());
     };
     let engine = String::from_utf8_lossy(&first[2..]).into_owned();

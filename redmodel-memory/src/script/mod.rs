@@ -238,6 +238,8 @@ fn run_script(
     let command = if eval {
         Vec::new()
     } else {
+        let functions = &ctx.store.functions;
+        busy.set_counts(functions.libraries().count(), functions.function_count());
         let mut command = vec![b"fcall".to_vec(), script.name.as_bytes().to_vec()];
         command.push(keys.len().to_string().into_bytes());
         command.extend(keys.iter().chain(argv).map(|a| a.to_vec()));

@@ -64,15 +64,43 @@ redis.REDIS_VERSION = '7.0.15'
 redis.REDIS_VERSION_NUM = 458767
 
 local cjson = {}
+-- lua-cjson's settings this state keeps (Redis's scripts may change them).
+local encode_max_depth, decode_max_depth, encode_invalid_numbers = 1000, 1000, false
+local function depth_setting(name, current, v)
+  if v == nil then return current end
+  v = G.tonumber(v)
+  if v == nil or v < 1 or v > 2147483647 or v % 1 ~= 0 then
+    error("bad argument #1 to '" .. name .. "' (expected integer between 1 and 2147483647)", 3)
+  end
+  return v
+end
+cjson.encode_max_depth = function(v)
+  encode_max_depth = depth_setting('encode_max_depth', encode_max_depth, v)
+  return encode_max_depth
+end
+cjson.decode_max_depth = function(v)
+  decode_max_depth = depth_setting('decode_max_depth', decode_max_depth, v)
+  return decode_max_depth
+end
+cjson.encode_invalid_numbers = function(v)
+  if v ~= nil then encode_invalid_numbers = v and v ~= 'off' end
+  return encode_invalid_numbers
+end
+-- Settings without effect here: the buffer is never kept, numbers are
+-- read as lua-cjson's defaults read them.
+cjson.encode_keep_buffer = function(v) if v == nil then return true end return v end
+cjson.decode_invalid_numbers = function(v) if v == nil then return true end return v end
+cjson.encode_number_precision = function(v) return v or 14 end
+cjson.encode_sparse_array = function() return false, 2, 10 end
 cjson.encode = function(...)
   if select('#', ...) ~= 1 then error('bad argument #1 to \'encode\' (expected 1 argument)', 2) end
-  local s, e = raw_encode(...)
+  local s, e = raw_encode(..., encode_max_depth, encode_invalid_numbers)
   if s == nil then error(e, 2) end
   return s
 end
 cjson.decode = function(...)
   if select('#', ...) ~= 1 then error('bad argument #1 to \'decode\' (expected 1 argument)', 2) end
-  local ok, v = raw_decode(...)
+  local ok, v = raw_decode(..., decode_max_depth)
   if not ok then error(v, 2) end
   return v
 end

@@ -82,14 +82,15 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
         }
         Ok(())
     })?;
-    let raw_encode = lua.create_function(|lua, v: Value| {
+    let raw_encode = lua.create_function(|lua, (v, max_depth, invalid): (Value, usize, bool)| {
         let mut out = Vec::new();
-        match encode(lua, &v, &mut out, 0) {
+        let settings = Encoding { max_depth, invalid };
+        match encode(lua, &v, &mut out, 0, settings) {
             Ok(()) => Ok((Some(lua.create_string(&out)?), None)),
             Err(msg) => Ok((None, Some(msg))),
         }
     })?;
-    let raw_decode = lua.create_function(|lua, v: Value| {
+    let raw_decode = lua.create_function(|lua, (v, max_depth): (Value, usize)| {
         let Some(s) = lua.coerce_string(v)? else {
             return Ok((
                 false,
@@ -97,6 +98,13 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
             ));
         };
         match serde_json::from_slice::<serde_json::Value>(&s.as_bytes()) {
+            Ok(json) if nesting(&json) > max_depth => Ok((
+                false,
+                Value::String(lua.create_string(format!(
+                    "Found too many nested data structures ({}) at character 1",
+                    max_depth + 1
+                ))?),
+            )),
             Ok(json) => Ok((true, decode(lua, &json)?)),
             Err(e) => Ok((false, Value::String(lua.create_string(e.to_string())?))),
         }
@@ -245,12 +253,33 @@ fn locate(lua: &Lua, table: Table, chunk: &str) -> mlua::Result<Table> {
     Ok(table)
 }
 
+/// How deep a decoded JSON value nests (a scalar: 0).
+fn nesting(json: &serde_json::Value) -> usize {
+    match json {
+        serde_json::Value::Array(items) => 1 + items.iter().map(nesting).max().unwrap_or(0),
+        serde_json::Value::Object(map) => 1 + map.values().map(nesting).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// The encoder's settings a script can change.
+#[derive(Clone, Copy)]
+struct Encoding {
+    /// `cjson.encode_max_depth`: tables nested deeper are an error.
+    max_depth: usize,
+    /// `cjson.encode_invalid_numbers`: NaN and infinities are encoded.
+    invalid: bool,
+}
+
 /// lua-cjson's encoder with its default settings (sparse arrays up to a
 /// ratio of 2 past 10 items, `/` escaped, numbers as `%.14g`).
-fn encode(lua: &Lua, v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
-    if depth > 1000 {
-        return Err("Cannot serialise, excessive nesting (1001)".into());
-    }
+fn encode(
+    lua: &Lua,
+    v: &Value,
+    out: &mut Vec<u8>,
+    depth: usize,
+    settings: Encoding,
+) -> Result<(), String> {
     match v {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
@@ -258,7 +287,18 @@ fn encode(lua: &Lua, v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), S
         Value::Integer(_) | Value::Number(_) => {
             if let Value::Number(n) = v {
                 if !n.is_finite() {
-                    return Err("Cannot serialise number: must not be NaN or Inf".into());
+                    if !settings.invalid {
+                        return Err("Cannot serialise number: must not be NaN or Inf".into());
+                    }
+                    let text: &[u8] = if n.is_nan() {
+                        b"nan"
+                    } else if *n > 0.0 {
+                        b"inf"
+                    } else {
+                        b"-inf"
+                    };
+                    out.extend_from_slice(text);
+                    return Ok(());
                 }
             }
             let s = lua
@@ -270,7 +310,7 @@ fn encode(lua: &Lua, v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), S
             out.extend_from_slice(&s);
         }
         Value::String(s) => encode_string(&s.as_bytes(), out),
-        Value::Table(t) => encode_table(lua, t, out, depth)?,
+        Value::Table(t) => encode_table(lua, t, out, depth + 1, settings)?,
         other => {
             return Err(format!(
                 "Cannot serialise {}: type not supported",
@@ -300,7 +340,17 @@ fn encode_string(s: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-fn encode_table(lua: &Lua, t: &Table, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
+/// A table at nesting `depth` (the outermost: 1).
+fn encode_table(
+    lua: &Lua,
+    t: &Table,
+    out: &mut Vec<u8>,
+    depth: usize,
+    settings: Encoding,
+) -> Result<(), String> {
+    if depth > settings.max_depth {
+        return Err(format!("Cannot serialise, excessive nesting ({depth})"));
+    }
     let pairs: Vec<(Value, Value)> = t
         .pairs::<Value, Value>()
         .collect::<mlua::Result<_>>()
@@ -333,7 +383,7 @@ fn encode_table(lua: &Lua, t: &Table, out: &mut Vec<u8>, depth: usize) -> Result
                 out.push(b',');
             }
             let item: Value = t.raw_get(i).map_err(|e| e.to_string())?;
-            encode(lua, &item, out, depth + 1)?;
+            encode(lua, &item, out, depth, settings)?;
         }
         out.push(b']');
         return Ok(());
@@ -357,7 +407,7 @@ fn encode_table(lua: &Lua, t: &Table, out: &mut Vec<u8>, depth: usize) -> Result
             _ => return Err("Cannot serialise table: table key must be a number or string".into()),
         }
         out.push(b':');
-        encode(lua, item, out, depth + 1)?;
+        encode(lua, item, out, depth, settings)?;
     }
     out.push(b'}');
     Ok(())

@@ -50,17 +50,28 @@ fn single(lua: &Lua, key: &str, text: &str) -> mlua::Result<Lua_> {
 /// with a string `err` -> error, with a string `ok` -> status, other table
 /// -> array up to its first nil.
 pub(crate) fn lua_to_reply(value: &Lua_) -> mlua::Result<Reply> {
+    to_reply(value, 0)
+}
+
+/// How deep a returned table may nest: deeper, the reply holds Redis's
+/// "reached lua stack limit" error there (Redis runs out of Lua stack
+/// near 8000 levels; a table that contains itself must not overflow the
+/// engine's own stack, some 2 MB on a runtime's worker).
+const MAX_NESTING: usize = 256;
+
+fn to_reply(value: &Lua_, depth: usize) -> mlua::Result<Reply> {
     Ok(match value {
         Lua_::Integer(n) => Reply::Int(*n),
         Lua_::Number(n) => Reply::Int(truncate(*n)),
         Lua_::String(s) => Reply::BulkString(s.as_bytes().to_vec()),
         Lua_::Boolean(true) => Reply::Int(1),
-        Lua_::Table(t) => table_to_reply(t)?,
+        Lua_::Table(_) if depth >= MAX_NESTING => error_value("ERR reached lua stack limit"),
+        Lua_::Table(t) => table_to_reply(t, depth)?,
         _ => Reply::Nil,
     })
 }
 
-fn table_to_reply(t: &Table) -> mlua::Result<Reply> {
+fn table_to_reply(t: &Table, depth: usize) -> mlua::Result<Reply> {
     if let Lua_::String(err) = t.raw_get::<Lua_>("err")? {
         return Ok(error_value(&err.to_string_lossy()));
     }
@@ -78,7 +89,7 @@ fn table_to_reply(t: &Table) -> mlua::Result<Reply> {
         if item.is_nil() {
             break;
         }
-        items.push(lua_to_reply(&item)?);
+        items.push(to_reply(&item, depth + 1)?);
     }
     Ok(Reply::Array(items))
 }

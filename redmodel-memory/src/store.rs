@@ -23,6 +23,9 @@ pub(crate) struct Store {
     pub(crate) run_id: String,
     /// The running script, as other connections see it.
     pub(crate) busy: std::sync::Arc<crate::script::busy::Busy>,
+    /// A script is running: SORT BY a constant sorts sets, as Redis does
+    /// for scripts.
+    pub(crate) in_script: bool,
     /// EVAL's Lua state and script cache.
     pub(crate) scripts: crate::script::Scripts,
     /// FUNCTION's libraries (server state: FLUSHALL leaves them).
@@ -56,6 +59,7 @@ impl Default for Store {
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
+            in_script: false,
             scripts: crate::script::Scripts::new(busy.clone()),
             functions: crate::script::library::Functions::new(busy.clone()),
             busy,

@@ -387,6 +387,12 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
                 ("used_memory_human", human_bytes(used)),
                 ("used_memory_peak", used.to_string()),
                 ("used_memory_peak_human", human_bytes(used)),
+                ("number_of_cached_scripts", store.scripts.count().to_string()),
+                ("number_of_functions", store.functions.function_count().to_string()),
+                (
+                    "number_of_libraries",
+                    store.functions.libraries().count().to_string(),
+                ),
                 ("maxmemory", maxmemory.to_string()),
                 ("maxmemory_human", human_bytes(maxmemory)),
                 ("maxmemory_policy", config.get("maxmemory-policy").into()),

@@ -102,6 +102,11 @@ impl Scripts {
         Ok((sha, function, flags))
     }
 
+    /// How many scripts are cached (INFO's `number_of_cached_scripts`).
+    pub(crate) fn count(&self) -> usize {
+        self.cache.len()
+    }
+
     /// Whether the script of this SHA1 (any case) is cached.
     pub(crate) fn exists(&self, sha: &[u8]) -> bool {
         self.get(sha).is_some()
@@ -313,6 +318,7 @@ fn run(
         cross_slot: how.cross_slot,
         slot: how.slot,
     };
+    let was_in_script = std::mem::replace(&mut client.ctx.store.in_script, true);
     let returned = call::enter(&mut client, || match state.kind {
         Kind::Eval => state.xpcall.call::<MultiValue>((function, &state.handler)),
         Kind::Functions => {
@@ -320,7 +326,9 @@ fn run(
             let argv = lua.create_sequence_from(argv.iter().map(|a| lua.create_string(a)).collect::<mlua::Result<Vec<_>>>()?)?;
             state.call_with.call::<MultiValue>((function, &state.handler, keys, argv))
         }
-    })?;
+    });
+    client.ctx.store.in_script = was_in_script;
+    let returned = returned?;
     if ctx.store.busy.killed() {
         // The hook went to every line to stop the script; back to normal.
         sandbox::install_hook(lua, Arc::clone(&ctx.store.busy), false)?;

@@ -8,12 +8,20 @@ local G = _G
 local error, type, select, setmetatable, tostring =
     error, type, select, setmetatable, tostring
 
+local function refuse() error('Attempt to modify a readonly table', 2) end
+-- What getmetatable gives for a protected table: a table that refuses
+-- writes, so that a script changing it gets Redis's error.
+local locked = setmetatable({}, {__newindex = refuse, __metatable = false})
+-- The protected tables: setmetatable refuses them with Redis's error.
+local protected = setmetatable({}, {__mode = 'k'})
 local function readonly(t)
-  return setmetatable({}, {
+  local proxy = setmetatable({}, {
     __index = t,
-    __newindex = function() error('Attempt to modify a readonly table', 2) end,
-    __metatable = false,
+    __newindex = refuse,
+    __metatable = locked,
   })
+  protected[proxy] = true
+  return proxy
 end
 
 local redis = {}
@@ -125,10 +133,24 @@ setmetatable(G, {
 })
 local env = setmetatable({}, {
   __index = G,
-  __newindex = function() error('Attempt to modify a readonly table', 2) end,
-  __metatable = false,
+  __newindex = refuse,
+  __metatable = locked,
 })
+protected[env] = true
 G._G = env
+local raw_setmetatable = setmetatable
+G.setmetatable = function(t, mt)
+  if protected[t] then refuse() end
+  return raw_setmetatable(t, mt)
+end
+-- Redis's Lua loads no precompiled (binary) chunk.
+local raw_loadstring = G.loadstring
+G.loadstring = function(s, name)
+  if type(s) == 'string' and s:byte(1) == 27 then
+    return nil, 'binary chunks are not allowed'
+  end
+  return raw_loadstring(s, name)
+end
 
 -- Functions (FCALL) get KEYS and ARGV as arguments, and Lua 5.1's xpcall
 -- passes none.
@@ -171,8 +193,9 @@ local load_api = strict({redis = strict(api)})
 -- `__index`); writes always fail.
 local library_mt = {
   __index = env,
-  __newindex = function() error('Attempt to modify a readonly table', 2) end,
-  __metatable = false,
+  __newindex = refuse,
+  __metatable = locked,
 }
-local library_env = setmetatable({}, library_mt)
+local library_env = raw_setmetatable({}, library_mt)
+protected[library_env] = true
 return env, load_api, library_env, library_mt, call_with

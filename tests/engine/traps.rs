@@ -272,4 +272,5 @@ trap_tests! {
     traps_command_meta: "command_meta.txt",
     traps_cluster_mode: "cluster_mode.txt",
     traps_scripts: "scripts.txt",
+    traps_functions: "functions.txt",
 }

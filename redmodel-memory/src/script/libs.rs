@@ -29,7 +29,22 @@ fn check_number(lua: &Lua, v: Option<&mlua::Value>, arg: usize, fname: &str) -> 
             v.type_name().to_string()
         }
     };
-    Err(mlua::Error::RuntimeError(format!(
-        "bad argument #{arg} to '{fname}' (number expected, got {got})"
-    )))
+    Err(lua_error(
+        lua,
+        &format!("bad argument #{arg} to '{fname}' (number expected, got {got})"),
+    ))
+}
+
+/// An error raised as a C library's `luaL_error` raises it: the message
+/// after where the calling Lua code is (`user_script:1: `).
+fn lua_error(lua: &Lua, msg: &str) -> mlua::Error {
+    let place = lua
+        .inspect_stack(1, |d| {
+            let line = d.current_line()?;
+            let source = d.source().short_src?.into_owned();
+            Some(format!("{source}:{line}: "))
+        })
+        .flatten()
+        .unwrap_or_default();
+    mlua::Error::RuntimeError(format!("{place}{msg}"))
 }

@@ -140,7 +140,8 @@ protected[env] = true
 G._G = env
 local raw_setmetatable = setmetatable
 G.setmetatable = function(t, mt)
-  if protected[t] then refuse() end
+  -- Redis's error here has no position.
+  if protected[t] then error('Attempt to modify a readonly table', 0) end
   return raw_setmetatable(t, mt)
 end
 -- Redis's Lua loads no precompiled (binary) chunk.

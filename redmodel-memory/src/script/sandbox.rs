@@ -198,6 +198,15 @@ fn raised_text(e: &mlua::Error) -> Option<String> {
     }
 }
 
+/// The error a Rust function raised, under the callback's wrapping.
+fn innermost(e: &mlua::Error) -> &mlua::Error {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => innermost(cause),
+        mlua::Error::WithContext { cause, .. } => innermost(cause),
+        e => e,
+    }
+}
+
 /// `cjson.null`: a NULL light userdata, as lua-cjson's.
 fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
@@ -218,8 +227,8 @@ fn error_handler(lua: &Lua, err: Value, chunk: &str) -> mlua::Result<Table> {
                 }
             }
             let msg = match other {
-                Value::Error(e) => match *e {
-                    mlua::Error::RuntimeError(s) => s,
+                Value::Error(e) => match innermost(&e) {
+                    mlua::Error::RuntimeError(s) => s.clone(),
                     e => e.to_string(),
                 },
                 v => match lua.coerce_string(v.clone())? {

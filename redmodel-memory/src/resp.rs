@@ -199,9 +199,17 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
 
 /// Whether the command runs a Lua script.
 fn runs_script(name: &[u8]) -> bool {
-    ["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "exec"]
-        .iter()
-        .any(|n| is(name, n))
+    [
+        "eval",
+        "evalsha",
+        "eval_ro",
+        "evalsha_ro",
+        "fcall",
+        "fcall_ro",
+        "exec",
+    ]
+    .iter()
+    .any(|n| is(name, n))
 }
 
 /// Whether the runtime can move tasks off a blocked worker
@@ -372,10 +380,7 @@ impl Client {
                 // A script holds the lock: past its threshold, BUSY (or
                 // the kill) instead of waiting.
                 loop {
-                    if let Some(guard) = engine
-                        .shared
-                        .store
-                        .try_lock_for(Duration::from_millis(5))
+                    if let Some(guard) = engine.shared.store.try_lock_for(Duration::from_millis(5))
                     {
                         store = Some(guard);
                         break;

@@ -302,3 +302,235 @@ fn function_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
         ],
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use redis::Value;
+
+    use crate::command::test_util::*;
+    use crate::Connection;
+
+    const LIB: &str = "#!lua name=lib1\nredis.register_function('f1', function(keys, args) return redis.call('set', keys[1], args[1]) end)\nredis.register_function{function_name='ro', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}, description='reads'}";
+
+    fn load(c: &mut Connection, code: &str) -> Value {
+        run_args(c, &["FUNCTION", "LOAD", code])
+    }
+
+    #[test]
+    fn load_call_and_delete() {
+        let mut c = conn();
+        assert_eq!(load(&mut c, LIB), bulk("lib1"));
+        assert_eq!(load(&mut c, LIB), err("ERR Library 'lib1' already exists"));
+        assert_eq!(run(&mut c, "FCALL f1 1 k v"), Value::Okay);
+        assert_eq!(run(&mut c, "FCALL F1 1 k w"), Value::Okay);
+        assert_eq!(run(&mut c, "FCALL_RO ro 1 k"), bulk("w"));
+        assert_eq!(
+            run(&mut c, "FCALL_RO f1 1 k v"),
+            err("ERR Can not execute a script with write flag using *_ro command.")
+        );
+        assert_eq!(run(&mut c, "FCALL nosuch 0"), err("ERR Function not found"));
+        assert_eq!(
+            run(&mut c, "FCALL f1 x"),
+            err("ERR Bad number of keys provided")
+        );
+        assert_eq!(
+            run(&mut c, "FCALL f1 2 k"),
+            err("ERR Number of keys can't be greater than number of args")
+        );
+        // Libraries are server state.
+        assert_eq!(run(&mut c, "FLUSHALL"), Value::Okay);
+        assert_eq!(run(&mut c, "SCRIPT FLUSH"), Value::Okay);
+        assert_eq!(run(&mut c, "FCALL_RO ro 1 k"), Value::Nil);
+        assert_eq!(run(&mut c, "FUNCTION DELETE lib1"), Value::Okay);
+        assert_eq!(
+            run(&mut c, "FUNCTION DELETE lib1"),
+            err("ERR Library not found")
+        );
+        assert_eq!(run(&mut c, "FCALL f1 0"), err("ERR Function not found"));
+    }
+
+    #[test]
+    fn load_errors() {
+        let mut c = conn();
+        assert_eq!(
+            load(&mut c, "return 1"),
+            err("ERR Missing library metadata")
+        );
+        assert_eq!(
+            load(&mut c, "#!lua name=a-b\nreturn 1"),
+            err("ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long")
+        );
+        assert_eq!(
+            load(&mut c, "#!js name=a\nreturn 1"),
+            err("ERR Engine 'js' not found")
+        );
+        assert_eq!(
+            load(&mut c, "#!lua name=a\nreturn 1"),
+            err("ERR No functions registered")
+        );
+        assert_eq!(
+            load(&mut c, "#!lua name=a\nlocal x = math.pi"),
+            err("ERR Error registering functions: ERR user_function:2: Script attempted to access nonexistent global variable 'math'")
+        );
+        assert_eq!(
+            load(&mut c, "#!lua name=a\na = 1"),
+            err("ERR Error registering functions: ERR user_function:2: Attempt to modify a readonly table")
+        );
+        assert_eq!(
+            load(&mut c, "#!lua name=a\nredis.register_function{function_name='f', callback=function() end, flags={'x'}}"),
+            err("ERR Error registering functions: ERR unknown flag given")
+        );
+        assert_eq!(
+            load(&mut c, "#!lua name=a\nfoo("),
+            err("ERR Error compiling function: user_function:2: unexpected symbol near '<eof>'")
+        );
+        assert_eq!(
+            run_args(&mut c, &["FUNCTION", "LOAD", "x", "#!lua name=a\n"]),
+            err("ERR Unknown option given: x")
+        );
+        assert_eq!(
+            load(&mut c, "#!lua name=a\nwhile true do end"),
+            err("ERR Error registering functions: ERR FUNCTION LOAD timeout")
+        );
+    }
+
+    #[test]
+    fn replace_and_collisions() {
+        let mut c = conn();
+        load(&mut c, LIB);
+        assert_eq!(
+            load(
+                &mut c,
+                "#!lua name=lib2\nredis.register_function('F1', function() return 1 end)"
+            ),
+            err("ERR Function F1 already exists")
+        );
+        let code = "#!lua name=lib1\nredis.register_function('f2', function() return 2 end)";
+        assert_eq!(
+            run_args(&mut c, &["FUNCTION", "LOAD", "REPLACE", code]),
+            bulk("lib1")
+        );
+        assert_eq!(run(&mut c, "FCALL f2 0"), int(2));
+        assert_eq!(run(&mut c, "FCALL f1 0"), err("ERR Function not found"));
+    }
+
+    #[test]
+    fn dump_and_restore() {
+        let mut c = conn();
+        load(&mut c, LIB);
+        let Value::BulkString(payload) = run(&mut c, "FUNCTION DUMP") else {
+            panic!("FUNCTION DUMP is a bulk string");
+        };
+        let mut restore = |policy: Option<&str>| {
+            let mut args: Vec<&[u8]> = vec![b"FUNCTION", b"RESTORE", &payload];
+            if let Some(p) = policy {
+                args.push(p.as_bytes());
+            }
+            c.execute(&args)
+        };
+        assert_eq!(restore(None), err("ERR Library lib1 already exists"));
+        assert_eq!(restore(Some("REPLACE")), Value::Okay);
+        assert_eq!(restore(Some("FLUSH")), Value::Okay);
+        assert_eq!(
+            restore(Some("BAD")),
+            err("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+        );
+        assert_eq!(run(&mut c, "FCALL_RO ro 1 k"), Value::Nil);
+        assert_eq!(run(&mut c, "FUNCTION FLUSH"), Value::Okay);
+        assert_eq!(
+            run(&mut c, "FUNCTION RESTORE bad"),
+            err("ERR DUMP payload version or checksum are wrong")
+        );
+    }
+
+    #[test]
+    fn list_and_stats() {
+        let mut c = conn();
+        load(&mut c, LIB);
+        let listed = run(&mut c, "FUNCTION LIST LIBRARYNAME lib*");
+        let Value::Array(libraries) = listed else {
+            panic!("FUNCTION LIST is an array");
+        };
+        assert_eq!(libraries.len(), 1);
+        assert_eq!(run(&mut c, "FUNCTION LIST LIBRARYNAME x*"), empty());
+        assert_eq!(
+            run(&mut c, "FUNCTION LIST WITHCODE WITHCODE"),
+            err("ERR Unknown argument WITHCODE")
+        );
+        assert_eq!(
+            run(&mut c, "FUNCTION LIST LIBRARYNAME"),
+            err("ERR library name argument was not given")
+        );
+        assert_eq!(
+            run(&mut c, "FUNCTION STATS"),
+            Value::Array(vec![
+                bulk("running_script"),
+                Value::Nil,
+                bulk("engines"),
+                Value::Array(vec![
+                    bulk("LUA"),
+                    Value::Array(vec![
+                        bulk("libraries_count"),
+                        int(1),
+                        bulk("functions_count"),
+                        int(2),
+                    ]),
+                ]),
+            ])
+        );
+        assert_eq!(
+            run(&mut c, "FUNCTION KILL"),
+            err("NOTBUSY No scripts in execution right now.")
+        );
+    }
+
+    #[test]
+    fn flush_options() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "FUNCTION FLUSH"), Value::Okay);
+        assert_eq!(run(&mut c, "FUNCTION FLUSH async"), Value::Okay);
+        assert_eq!(run(&mut c, "FUNCTION FLUSH SYNC"), Value::Okay);
+        assert_eq!(
+            run(&mut c, "FUNCTION FLUSH x"),
+            err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+        );
+        assert_eq!(
+            run(&mut c, "FUNCTION FLUSH a b"),
+            err("ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.")
+        );
+        assert_eq!(
+            run(&mut c, "FUNCTION foo"),
+            err("ERR unknown subcommand 'foo'. Try FUNCTION HELP.")
+        );
+    }
+
+    #[test]
+    fn eval_shebang_flags() {
+        let mut c = conn();
+        let writes = "#!lua flags=no-writes\nreturn redis.call('set', 'x', 1)";
+        assert_eq!(
+            run_args(&mut c, &["EVAL", writes, "0"]),
+            err(&format!(
+                "ERR Write commands are not allowed from read-only scripts. script: {}, on @user_script:2.",
+                crate::script::sha1hex(writes.as_bytes())
+            ))
+        );
+        assert_eq!(
+            run_args(&mut c, &["EVAL_RO", "#!lua\nreturn 1", "0"]),
+            err("ERR Can not execute a script with write flag using *_ro command.")
+        );
+        assert_eq!(
+            run_args(&mut c, &["EVAL", "#!lua flags=x\nreturn 1", "0"]),
+            err("ERR Unexpected flag in script shebang: x")
+        );
+        // The shebang line keeps its number.
+        let two = "#!lua\nerror('two')";
+        assert_eq!(
+            run_args(&mut c, &["EVAL", two, "0"]),
+            err(&format!(
+                "ERR user_script:2: two script: {}, on @user_script:2.",
+                crate::script::sha1hex(two.as_bytes())
+            ))
+        );
+    }
+}

@@ -164,7 +164,6 @@ fn lastsave(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(reply::int(ctx.store.started_ms / 1000))
 }
 
-
 // ---------------------------------------------------------------------------
 // COMMAND
 // ---------------------------------------------------------------------------
@@ -387,8 +386,14 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
                 ("used_memory_human", human_bytes(used)),
                 ("used_memory_peak", used.to_string()),
                 ("used_memory_peak_human", human_bytes(used)),
-                ("number_of_cached_scripts", store.scripts.count().to_string()),
-                ("number_of_functions", store.functions.function_count().to_string()),
+                (
+                    "number_of_cached_scripts",
+                    store.scripts.count().to_string(),
+                ),
+                (
+                    "number_of_functions",
+                    store.functions.function_count().to_string(),
+                ),
                 (
                     "number_of_libraries",
                     store.functions.libraries().count().to_string(),

@@ -10,6 +10,9 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+/// When a script started, its name and its command.
+type Started = (Instant, String, Vec<Vec<u8>>);
+
 /// The running script, as other connections see it.
 #[derive(Debug)]
 pub(crate) struct Busy {
@@ -24,7 +27,7 @@ pub(crate) struct Busy {
     libraries: AtomicU64,
     functions: AtomicU64,
     /// When the script started, its name and command (FUNCTION STATS).
-    started: Mutex<Option<(Instant, String, Vec<Vec<u8>>)>>,
+    started: Mutex<Option<Started>>,
 }
 
 impl Default for Busy {

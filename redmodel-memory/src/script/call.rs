@@ -169,7 +169,10 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
             Ok(Some(slot)) if !client.cross_slot => match client.slot {
                 None => client.slot = Some(slot),
                 Some(s) if s != slot => {
-                    return Err("ERR Script attempted to access keys that do not hash to the same slot".into())
+                    return Err(
+                        "ERR Script attempted to access keys that do not hash to the same slot"
+                            .into(),
+                    )
                 }
                 Some(_) => {}
             },

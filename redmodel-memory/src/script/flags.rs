@@ -62,7 +62,11 @@ impl Flags {
 pub(crate) fn words(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     let at = |i: usize| line.get(i).copied().unwrap_or(0);
     let space = |b: u8| b" \t\r\n\x0b\x0c".contains(&b);
-    let hex = |b: u8| char::from(b).to_digit(16).and_then(|d| u8::try_from(d).ok());
+    let hex = |b: u8| {
+        char::from(b)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    };
     let mut words = Vec::new();
     let mut p = 0;
     loop {

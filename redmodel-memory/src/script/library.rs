@@ -72,10 +72,7 @@ const BAD_NAME: &str = "Library names can only contain letters, numbers, or unde
 
 /// Redis's `functionsVerifyName`: `[a-zA-Z0-9_]+`.
 fn valid_name(name: &[u8]) -> bool {
-    !name.is_empty()
-        && name
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    !name.is_empty() && name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// A library's shebang: its engine, its name, and where its code starts
@@ -127,7 +124,9 @@ impl Functions {
         if let Some(state) = &self.state {
             return Ok(Arc::clone(state));
         }
-        let state = Arc::new(sandbox::new_state(Kind::Functions, &self.busy).map_err(|e| super::internal(&e))?);
+        let state = Arc::new(
+            sandbox::new_state(Kind::Functions, &self.busy).map_err(|e| super::internal(&e))?,
+        );
         self.state = Some(Arc::clone(&state));
         Ok(state)
     }
@@ -402,11 +401,7 @@ fn run_library(state: &State, code: &[u8], busy: &Arc<Busy>) -> Result<Vec<Func>
             Ok(VmState::Continue)
         },
     );
-    let outcome = hooked.and_then(|()| {
-        state
-            .xpcall
-            .call::<MultiValue>((function, &state.handler))
-    });
+    let outcome = hooked.and_then(|()| state.xpcall.call::<MultiValue>((function, &state.handler)));
     let rehooked = sandbox::install_hook(lua, Arc::clone(busy), false);
     let pending = lua.remove_app_data::<Pending>();
     mt.raw_set("__index", state.env.clone()).map_err(internal)?;
@@ -473,7 +468,8 @@ fn read_args(lua: &Lua, args: MultiValue) -> Result<Func, &'static str> {
     match args.as_slice() {
         [named] => read_named(lua, named),
         [name, callback] => {
-            let name = string_of(lua, name).ok_or("first argument to redis.register_function must be a string")?;
+            let name = string_of(lua, name)
+                .ok_or("first argument to redis.register_function must be a string")?;
             let Value::Function(callback) = callback else {
                 return Err("second argument to redis.register_function must be a function");
             };
@@ -563,9 +559,18 @@ mod tests {
 
     #[test]
     fn metadata_errors() {
-        assert_eq!(metadata(b"return 1").unwrap_err(), "Missing library metadata");
-        assert_eq!(metadata(b"#!lua name=x").unwrap_err(), "Invalid library metadata");
-        assert_eq!(metadata(b"#!lua\n").unwrap_err(), "Library name was not given");
+        assert_eq!(
+            metadata(b"return 1").unwrap_err(),
+            "Missing library metadata"
+        );
+        assert_eq!(
+            metadata(b"#!lua name=x").unwrap_err(),
+            "Invalid library metadata"
+        );
+        assert_eq!(
+            metadata(b"#!lua\n").unwrap_err(),
+            "Library name was not given"
+        );
         assert_eq!(
             metadata(b"#!lua name=a name=b\n").unwrap_err(),
             "Invalid metadata value, name argument was given multiple times"

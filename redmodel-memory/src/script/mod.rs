@@ -322,9 +322,19 @@ fn run(
     let returned = call::enter(&mut client, || match state.kind {
         Kind::Eval => state.xpcall.call::<MultiValue>((function, &state.handler)),
         Kind::Functions => {
-            let keys = lua.create_sequence_from(keys.iter().map(|k| lua.create_string(k)).collect::<mlua::Result<Vec<_>>>()?)?;
-            let argv = lua.create_sequence_from(argv.iter().map(|a| lua.create_string(a)).collect::<mlua::Result<Vec<_>>>()?)?;
-            state.call_with.call::<MultiValue>((function, &state.handler, keys, argv))
+            let keys = lua.create_sequence_from(
+                keys.iter()
+                    .map(|k| lua.create_string(k))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?;
+            let argv = lua.create_sequence_from(
+                argv.iter()
+                    .map(|a| lua.create_string(a))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?;
+            state
+                .call_with
+                .call::<MultiValue>((function, &state.handler, keys, argv))
         }
     });
     client.ctx.store.in_script = was_in_script;

@@ -82,14 +82,15 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
         }
         Ok(())
     })?;
-    let raw_encode = lua.create_function(|lua, (v, max_depth, invalid): (Value, usize, bool)| {
-        let mut out = Vec::new();
-        let settings = Encoding { max_depth, invalid };
-        match encode(lua, &v, &mut out, 0, settings) {
-            Ok(()) => Ok((Some(lua.create_string(&out)?), None)),
-            Err(msg) => Ok((None, Some(msg))),
-        }
-    })?;
+    let raw_encode =
+        lua.create_function(|lua, (v, max_depth, invalid): (Value, usize, bool)| {
+            let mut out = Vec::new();
+            let settings = Encoding { max_depth, invalid };
+            match encode(lua, &v, &mut out, 0, settings) {
+                Ok(()) => Ok((Some(lua.create_string(&out)?), None)),
+                Err(msg) => Ok((None, Some(msg))),
+            }
+        })?;
     let raw_decode = lua.create_function(|lua, (v, max_depth): (Value, usize)| {
         let Some(s) = lua.coerce_string(v)? else {
             return Ok((

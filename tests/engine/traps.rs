@@ -271,6 +271,7 @@ trap_tests! {
     traps_sort: "sort.txt",
     traps_command_meta: "command_meta.txt",
     traps_cluster_mode: "cluster_mode.txt",
+    traps_cluster_script_flags: "cluster_script_flags.txt",
     traps_scripts: "scripts.txt",
     traps_functions: "functions.txt",
 }

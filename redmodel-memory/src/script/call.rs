@@ -30,6 +30,11 @@ pub(super) struct Client<'a> {
     pub(super) cross_slot: bool,
     /// Cluster mode: the slot of the keys touched so far.
     pub(super) slot: Option<u16>,
+    /// `min-replicas-to-write` is not met: the first write is refused.
+    pub(super) no_replicas: bool,
+    /// The script has run a write command (it cannot be stopped halfway
+    /// any more).
+    pub(super) wrote: bool,
 }
 
 thread_local! {
@@ -152,6 +157,10 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }
     if meta.has_flag("write") {
+        if client.no_replicas && !client.wrote {
+            return Err(super::NO_REPLICAS.into());
+        }
+        client.wrote = true;
         // A script that wrote cannot be killed.
         client.ctx.store.busy.wrote();
     }

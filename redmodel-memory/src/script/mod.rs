@@ -222,6 +222,21 @@ fn run_script(
             ));
         }
     }
+    // `min-replicas-to-write` on a server without replicas: a script
+    // declared to write is refused at once, one without a shebang at its
+    // first write.
+    let config = &ctx.store.config;
+    let no_replicas = config
+        .get("min-replicas-to-write")
+        .parse::<i64>()
+        .is_ok_and(|n| n > 0)
+        && config
+            .get("min-replicas-max-lag")
+            .parse::<i64>()
+            .is_ok_and(|n| n > 0);
+    if no_replicas && !compat && !flags.contains(Flags::NO_WRITES) {
+        return Err(CmdError::raw(NO_REPLICAS));
+    }
     let read_only = script.read_only || (!compat && flags.contains(Flags::NO_WRITES));
     let cross_slot = compat || flags.contains(Flags::ALLOW_CROSS_SLOT);
     // The slot of the declared keys (the caller's CROSSSLOT check has
@@ -262,6 +277,7 @@ fn run_script(
         read_only,
         cross_slot,
         slot,
+        no_replicas,
     };
     let outcome = run(state, ctx, script.function, keys, argv, how);
     busy.end();
@@ -280,7 +296,12 @@ struct RunAs {
     cross_slot: bool,
     /// The slot the script's keys so far hash to (cluster mode).
     slot: Option<u16>,
+    /// Writes are refused for want of replicas (`min-replicas-to-write`).
+    no_replicas: bool,
 }
+
+/// Redis's reply when `min-replicas-to-write` replicas are not there.
+pub(crate) const NO_REPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// An error raised by a script as Redis 7.0 replies it: the `err` text,
 /// then where it came from.
@@ -324,6 +345,8 @@ fn run(
         read_only: how.read_only,
         cross_slot: how.cross_slot,
         slot: how.slot,
+        no_replicas: how.no_replicas,
+        wrote: false,
     };
     let was_in_script = std::mem::replace(&mut client.ctx.store.in_script, true);
     let returned = call::enter(&mut client, || match state.kind {

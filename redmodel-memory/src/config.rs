@@ -77,6 +77,12 @@ pub(crate) struct Limits {
     pub(crate) proto_max_bulk_len: u64,
     /// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ needs it).
     pub(crate) lfu: bool,
+    /// `busy-reply-threshold`: how long a script runs before other
+    /// clients get BUSY.
+    pub(crate) busy_reply_threshold: u64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` are both set:
+    /// with no replicas, writes are refused (scripts check it).
+    pub(crate) min_replicas: bool,
 }
 
 impl Default for Limits {
@@ -133,6 +139,9 @@ impl Config {
             zset_max_listpack_value: self.number("zset-max-listpack-value"),
             proto_max_bulk_len: self.number("proto-max-bulk-len"),
             lfu: self.get("maxmemory-policy").ends_with("lfu"),
+            busy_reply_threshold: self.number("busy-reply-threshold"),
+            min_replicas: self.number("min-replicas-to-write") > 0
+                && self.number("min-replicas-max-lag") > 0,
         }
     }
 

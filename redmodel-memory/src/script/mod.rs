@@ -225,15 +225,10 @@ fn run_script(
     // `min-replicas-to-write` on a server without replicas: a script
     // declared to write is refused at once, one without a shebang at its
     // first write.
-    let config = &ctx.store.config;
-    let no_replicas = config
-        .get("min-replicas-to-write")
-        .parse::<i64>()
-        .is_ok_and(|n| n > 0)
-        && config
-            .get("min-replicas-max-lag")
-            .parse::<i64>()
-            .is_ok_and(|n| n > 0);
+    // (The settings are read from the keyspace's copy: CONFIG SET keeps
+    // it, and reading it costs no lookup by name.)
+    let limits = ctx.store.dbs[ctx.db].limits();
+    let (no_replicas, threshold) = (limits.min_replicas, limits.busy_reply_threshold);
     if no_replicas && !compat && !flags.contains(Flags::NO_WRITES) {
         return Err(CmdError::raw(NO_REPLICAS));
     }
@@ -247,12 +242,6 @@ fn run_script(
         None
     };
     let busy = Arc::clone(&ctx.store.busy);
-    let threshold = ctx
-        .store
-        .config
-        .get("busy-reply-threshold")
-        .parse()
-        .unwrap_or(5000);
     let eval = state.kind == Kind::Eval;
     // FUNCTION STATS shows a running function's command.
     let command = if eval {

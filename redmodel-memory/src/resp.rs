@@ -695,4 +695,55 @@ mod tests {
         assert_eq!(killed, 0);
         server.shutdown().await;
     }
+
+    /// A script past `busy-reply-threshold`: other connections (new ones
+    /// too) get BUSY, FUNCTION KILL is refused for an EVAL, SCRIPT KILL
+    /// stops it, and the store is served again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn busy_script_is_killed() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let client = redis::Client::open(server.url()).unwrap();
+        let mut a = client.get_multiplexed_async_connection().await.unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("busy-reply-threshold")
+            .arg(10)
+            .query_async(&mut a)
+            .await
+            .unwrap();
+        let looping = tokio::spawn(async move {
+            redis::cmd("EVAL")
+                .arg("while true do end")
+                .arg(0)
+                .query_async::<redis::Value>(&mut a)
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut b = client.get_multiplexed_async_connection().await.unwrap();
+        let busy = redis::cmd("PING")
+            .query_async::<String>(&mut b)
+            .await
+            .unwrap_err();
+        assert_eq!(busy.code(), Some("BUSY"), "{busy}");
+        let refused = redis::cmd("FUNCTION")
+            .arg("KILL")
+            .query_async::<()>(&mut b)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), Some("BUSY"), "{refused}");
+        let _: () = redis::cmd("SCRIPT")
+            .arg("KILL")
+            .query_async(&mut b)
+            .await
+            .unwrap();
+        let killed = looping.await.unwrap().unwrap_err();
+        assert!(
+            killed.to_string().contains("Script killed by user"),
+            "{killed}"
+        );
+        let pong: String = redis::cmd("PING").query_async(&mut b).await.unwrap();
+        assert_eq!(pong, "PONG");
+        server.shutdown().await;
+    }
 }

@@ -197,28 +197,6 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stopped| *stopped).await.map(drop);
 }
 
-/// Whether the command runs a Lua script.
-fn runs_script(name: &[u8]) -> bool {
-    [
-        "eval",
-        "evalsha",
-        "eval_ro",
-        "evalsha_ro",
-        "fcall",
-        "fcall_ro",
-        "exec",
-    ]
-    .iter()
-    .any(|n| is(name, n))
-}
-
-/// Whether the runtime can move tasks off a blocked worker
-/// (`block_in_place` panics on a current-thread runtime).
-fn multi_thread() -> bool {
-    tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
-}
-
 /// What to do after running the requests available so far.
 #[derive(Debug, PartialEq, Eq)]
 enum Next {
@@ -401,14 +379,7 @@ impl Client {
                 count_in(store);
                 self.counted = true;
             }
-            // A script may run long: its worker hands its other tasks
-            // (connections that would answer BUSY, the accept loop) to
-            // another thread while it runs.
-            let next = if runs_script(args[0]) && multi_thread() {
-                tokio::task::block_in_place(|| self.dispatch(&args, store, output))
-            } else {
-                self.dispatch(&args, store, output)
-            };
+            let next = self.dispatch(&args, store, output);
             if let Some(next) = next {
                 return next;
             }
@@ -698,8 +669,9 @@ mod tests {
 
     /// A script past `busy-reply-threshold`: other connections (new ones
     /// too) get BUSY, FUNCTION KILL is refused for an EVAL, SCRIPT KILL
-    /// stops it, and the store is served again.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    /// stops it, and the store is served again. One worker: the script's
+    /// hook must hand it over for anything else to run.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn busy_script_is_killed() {
         let engine = Engine::new();
         let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();

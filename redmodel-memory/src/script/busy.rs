@@ -22,6 +22,8 @@ pub(crate) struct Busy {
     killed: AtomicBool,
     /// The script has run a write command: it cannot be killed.
     dirty: AtomicBool,
+    /// The script's hook has run once (see `sandbox::install_hook`).
+    checked: AtomicBool,
     threshold_ms: AtomicU64,
     /// The numbers of libraries and functions (FUNCTION STATS).
     libraries: AtomicU64,
@@ -37,6 +39,7 @@ impl Default for Busy {
             eval: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             dirty: AtomicBool::new(false),
+            checked: AtomicBool::new(false),
             threshold_ms: AtomicU64::new(5000),
             libraries: AtomicU64::new(0),
             functions: AtomicU64::new(0),
@@ -46,8 +49,10 @@ impl Default for Busy {
 }
 
 /// What a connection that cannot run its command answers.
+#[cfg(feature = "server")]
 pub(crate) const BUSY_EVAL: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+#[cfg(feature = "server")]
 pub(crate) const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
@@ -58,6 +63,7 @@ impl Busy {
         self.eval.store(eval, Ordering::SeqCst);
         self.killed.store(false, Ordering::SeqCst);
         self.dirty.store(false, Ordering::SeqCst);
+        self.checked.store(false, Ordering::SeqCst);
         self.threshold_ms.store(threshold_ms, Ordering::SeqCst);
         self.running.store(true, Ordering::SeqCst);
     }
@@ -80,12 +86,18 @@ impl Busy {
         self.dirty.store(true, Ordering::SeqCst);
     }
 
+    /// Whether this is the first time the running script's hook runs.
+    pub(crate) fn first_check(&self) -> bool {
+        !self.checked.swap(true, Ordering::SeqCst)
+    }
+
     /// Whether a kill was asked for (checked by the script's hook).
     pub(crate) fn killed(&self) -> bool {
         self.killed.load(Ordering::SeqCst)
     }
 
     /// Whether a script has run past the threshold: `Some(is_eval)`.
+    #[cfg(feature = "server")]
     pub(crate) fn timed_out(&self) -> Option<bool> {
         if !self.running.load(Ordering::SeqCst) {
             return None;
@@ -99,6 +111,7 @@ impl Busy {
 
     /// The reply to a command from another connection while the script
     /// is timed out (Redis's `processCommand` and `scriptKill`).
+    #[cfg(feature = "server")]
     pub(crate) fn answer(&self, args: &[&[u8]]) -> Result<redis::Value, String> {
         let eval = self.eval.load(Ordering::SeqCst);
         let sub = |name: &str, sub: &str| {

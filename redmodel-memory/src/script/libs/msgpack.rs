@@ -14,8 +14,9 @@ pub(super) fn create(lua: &Lua) -> mlua::Result<Table> {
         "pack",
         lua.create_function(|lua, args: MultiValue| {
             if args.is_empty() {
-                return Err(mlua::Error::RuntimeError(
-                    "bad argument #0 to 'pack' (MessagePack pack needs input.)".into(),
+                return Err(super::lua_error(
+                    lua,
+                    "bad argument #0 to 'pack' (MessagePack pack needs input.)",
                 ));
             }
             let mut out = Vec::new();
@@ -176,25 +177,37 @@ fn lua_err(msg: &str) -> mlua::Error {
 /// unless every object was asked for.
 fn unpack(lua: &Lua, s: &[u8], limit: i64, offset: i64) -> mlua::Result<MultiValue> {
     if offset < 0 || limit < 0 {
-        return Err(lua_err(&format!(
-            "Invalid request to unpack with offset of {offset} and limit of {}.",
-            s.len()
-        )));
+        return Err(super::lua_error(
+            lua,
+            &format!(
+                "Invalid request to unpack with offset of {offset} and limit of {}.",
+                s.len()
+            ),
+        ));
     }
     let Ok(start) = usize::try_from(offset) else {
         return Err(lua_err("Invalid offset"));
     };
     if start > s.len() {
-        return Err(lua_err(&format!(
-            "Start offset {offset} greater than input length {}.",
-            s.len()
-        )));
+        return Err(super::lua_error(
+            lua,
+            &format!(
+                "Start offset {offset} greater than input length {}.",
+                s.len()
+            ),
+        ));
     }
     let all = limit == 0 && offset == 0;
     let mut decoder = Decoder { s, pos: start };
     let mut values = Vec::new();
     while decoder.pos < s.len() && (limit == 0 || (values.len() as i64) < limit) {
-        values.push(decoder.value(lua)?);
+        // The decoder's errors take the caller's position, as
+        // `luaL_error`'s do.
+        let value = decoder.value(lua).map_err(|e| match e {
+            mlua::Error::RuntimeError(msg) => super::lua_error(lua, &msg),
+            e => e,
+        })?;
+        values.push(value);
     }
     if !all {
         let next = if decoder.pos == s.len() {

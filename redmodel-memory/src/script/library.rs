@@ -243,13 +243,15 @@ impl Functions {
         })
     }
 
-    /// FUNCTION DUMP: each library's code, length-prefixed, then Redis's
-    /// trailer (RDB version, CRC64 of all before it).
+    /// FUNCTION DUMP: Redis's payload: each library's code as an RDB
+    /// string (uncompressed) after the `RDB_OPCODE_FUNCTION2` tag, then the
+    /// RDB version and the CRC64 of all before it. A real server restores
+    /// it.
     pub(crate) fn dump(&self) -> Vec<u8> {
         let mut out = Vec::new();
         for library in self.libraries.values() {
             out.push(DUMP_LIBRARY);
-            out.extend_from_slice(&(library.code.len() as u64).to_le_bytes());
+            rdb::put_length(&mut out, library.code.len());
             out.extend_from_slice(&library.code);
         }
         out.extend_from_slice(&RDB_VERSION.to_le_bytes());
@@ -258,34 +260,27 @@ impl Functions {
         out
     }
 
-    /// FUNCTION RESTORE payload [policy].
+    /// FUNCTION RESTORE payload [policy]: the engine's payloads and a real
+    /// server's (whose long codes are LZF-compressed).
     pub(crate) fn restore(&mut self, payload: &[u8], policy: Policy) -> Result<(), CmdError> {
         let body = verify_payload(payload)
             .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
         let mut codes = Vec::new();
         let mut rest = body;
-        while !rest.is_empty() {
-            let Some((&kind, tail)) = rest.split_first() else {
-                break;
-            };
+        while let Some((&kind, tail)) = rest.split_first() {
             if kind != DUMP_LIBRARY {
                 return Err(CmdError::err("given type is not a function"));
             }
-            let len = tail
-                .get(..8)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_le_bytes)
-                .and_then(|n| usize::try_from(n).ok())
-                .filter(|&n| n <= tail.len() - 8)
+            let (code, tail) = rdb::string(tail)
                 .ok_or_else(|| CmdError::err("failed loading the given functions payload"))?;
-            codes.push(&tail[8..8 + len]);
-            rest = &tail[8 + len..];
+            codes.push(code);
+            rest = tail;
         }
         // The payload's libraries are made first, apart (a library whose
         // code fails fails the whole restore), then joined.
         let mut new = Functions::new(Arc::clone(&self.busy));
         for code in codes {
-            let library = self.create(code)?;
+            let library = self.create(&code)?;
             if new.libraries.contains_key(&library.name) {
                 return Err(CmdError::err(format!(
                     "Library '{}' already exists",
@@ -348,6 +343,98 @@ fn verify_payload(payload: &[u8]) -> Option<&[u8]> {
         return None;
     }
     Some(&data[..data.len() - 2])
+}
+
+/// The RDB encodings a function payload uses.
+mod rdb {
+    /// RDB's length encoding: 6 bits, 14 bits, or a 32-bit or 64-bit
+    /// big-endian length after a tag byte.
+    pub(super) fn put_length(out: &mut Vec<u8>, len: usize) {
+        if len < 1 << 6 {
+            out.push(len as u8);
+        } else if len < 1 << 14 {
+            out.extend_from_slice(&[0x40 | (len >> 8) as u8, len as u8]);
+        } else if let Ok(len) = u32::try_from(len) {
+            out.push(0x80);
+            out.extend_from_slice(&len.to_be_bytes());
+        } else {
+            out.push(0x81);
+            out.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+    }
+
+    /// A length, or an encoded value's tag (`Err`), and the rest.
+    fn length(bytes: &[u8]) -> Option<(Result<usize, u8>, &[u8])> {
+        let (&first, rest) = bytes.split_first()?;
+        match first >> 6 {
+            0 => Some((Ok(usize::from(first & 0x3f)), rest)),
+            1 => {
+                let (&second, rest) = rest.split_first()?;
+                Some((
+                    Ok(usize::from(first & 0x3f) << 8 | usize::from(second)),
+                    rest,
+                ))
+            }
+            2 if first == 0x80 => {
+                let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+                Some((Ok(usize::try_from(n).ok()?), &rest[4..]))
+            }
+            2 if first == 0x81 => {
+                let n = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+                Some((Ok(usize::try_from(n).ok()?), &rest[8..]))
+            }
+            3 => Some((Err(first & 0x3f), rest)),
+            _ => None,
+        }
+    }
+
+    /// An RDB string (raw or LZF-compressed) and the rest.
+    pub(super) fn string(bytes: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+        match length(bytes)? {
+            (Ok(len), rest) => Some((rest.get(..len)?.to_vec(), &rest[len..])),
+            // RDB_ENC_LZF: compressed length, length, then the data.
+            (Err(3), rest) => {
+                let (Ok(clen), rest) = length(rest)? else {
+                    return None;
+                };
+                let (Ok(len), rest) = length(rest)? else {
+                    return None;
+                };
+                let data = lzf_decompress(rest.get(..clen)?, len)?;
+                Some((data, &rest[clen..]))
+            }
+            _ => None,
+        }
+    }
+
+    /// LZF decompression (liblzf's format): literal runs and back
+    /// references; `None` if the data does not give exactly `len` bytes.
+    fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        let mut i = 0;
+        while i < input.len() {
+            let ctrl = usize::from(input[i]);
+            i += 1;
+            if ctrl < 32 {
+                let run = ctrl + 1;
+                out.extend_from_slice(input.get(i..i + run)?);
+                i += run;
+            } else {
+                let mut run = ctrl >> 5;
+                if run == 7 {
+                    run += usize::from(*input.get(i)?);
+                    i += 1;
+                }
+                let back = ((ctrl & 0x1f) << 8) + usize::from(*input.get(i)?) + 1;
+                i += 1;
+                let start = out.len().checked_sub(back)?;
+                for k in 0..run + 2 {
+                    out.push(out[start + k]);
+                }
+            }
+        }
+        (out.len() == len).then_some(out)
+    }
 }
 
 /// Redis's CRC64 (Jones polynomial, reflected, as `crc64` in crc64.c).

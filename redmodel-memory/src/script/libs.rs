@@ -37,7 +37,7 @@ fn check_number(lua: &Lua, v: Option<&mlua::Value>, arg: usize, fname: &str) -> 
 
 /// An error raised as a C library's `luaL_error` raises it: the message
 /// after where the calling Lua code is (`user_script:1: `).
-fn lua_error(lua: &Lua, msg: &str) -> mlua::Error {
+pub(super) fn lua_error(lua: &Lua, msg: &str) -> mlua::Error {
     let place = lua
         .inspect_stack(1, |d| {
             let line = d.current_line()?;

@@ -134,6 +134,8 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
             null(),
             register,
             libs,
+            lua.create_function(guarded_setmetatable)?,
+            lua.create_function(guarded_loadstring)?,
         ))?;
     let library_env = match (load_api, library_env, library_mt) {
         (Value::Table(api), Value::Table(env), Value::Table(mt)) => Some((env, mt, api)),
@@ -226,6 +228,89 @@ fn raised_text(e: &mlua::Error) -> Option<String> {
         mlua::Error::WithContext { cause, .. } => raised_text(cause),
         _ => None,
     }
+}
+
+/// `guarded_setmetatable(protected)`: Lua's setmetatable, refusing the
+/// tables of `protected` with Redis's error.
+fn guarded_setmetatable(lua: &Lua, protected: Table) -> mlua::Result<Function> {
+    lua.create_function(move |lua, args: MultiValue| {
+        let target = args.front().cloned();
+        if let Some(t @ Value::Table(_)) = &target {
+            if protected.raw_get::<bool>(t.clone()).unwrap_or(false) {
+                // Redis's error here has no position.
+                return Err(mlua::Error::RuntimeError(
+                    "Attempt to modify a readonly table".into(),
+                ));
+            }
+        }
+        let Some(Value::Table(t)) = target else {
+            let got = args.front().map_or("no value", Value::type_name);
+            return Err(super::libs::lua_error(
+                lua,
+                &format!("bad argument #1 to 'setmetatable' (table expected, got {got})"),
+            ));
+        };
+        let mt = match args.get(1) {
+            Some(Value::Nil) => None,
+            Some(Value::Table(mt)) => Some(mt.clone()),
+            _ => {
+                return Err(super::libs::lua_error(
+                    lua,
+                    "bad argument #2 to 'setmetatable' (nil or table expected)",
+                ))
+            }
+        };
+        let locked = t.metatable().is_some_and(|m| {
+            !m.raw_get::<Value>("__metatable")
+                .unwrap_or(Value::Nil)
+                .is_nil()
+        });
+        if locked {
+            return Err(super::libs::lua_error(
+                lua,
+                "cannot change a protected metatable",
+            ));
+        }
+        t.set_metatable(mt)?;
+        Ok(t)
+    })
+}
+
+/// `guarded_loadstring(loadstring)`: Lua's loadstring, refusing binary
+/// (precompiled) chunks as Redis's Lua does.
+fn guarded_loadstring(lua: &Lua, loadstring: Function) -> mlua::Result<Function> {
+    lua.create_function(move |lua, args: MultiValue| {
+        let stringish =
+            |v: &Value| matches!(v, Value::String(_) | Value::Integer(_) | Value::Number(_));
+        match args.front() {
+            Some(v) if stringish(v) => {}
+            other => {
+                let got = other.map_or("no value", Value::type_name);
+                return Err(super::libs::lua_error(
+                    lua,
+                    &format!("bad argument #1 to 'loadstring' (string expected, got {got})"),
+                ));
+            }
+        }
+        if let Some(v) = args.get(1).filter(|v| !v.is_nil() && !stringish(v)) {
+            return Err(super::libs::lua_error(
+                lua,
+                &format!(
+                    "bad argument #2 to 'loadstring' (string expected, got {})",
+                    v.type_name()
+                ),
+            ));
+        }
+        if let Some(Value::String(s)) = args.front() {
+            if s.as_bytes().first() == Some(&27) {
+                return Ok(MultiValue::from_iter([
+                    Value::Nil,
+                    Value::String(lua.create_string("binary chunks are not allowed")?),
+                ]));
+            }
+        }
+        loadstring.call::<MultiValue>(args)
+    })
 }
 
 /// The error a Rust function raised, under the callback's wrapping.

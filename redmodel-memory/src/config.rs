@@ -85,6 +85,12 @@ pub(crate) struct Limits {
     /// approximate trimming removes.
     pub(crate) stream_node_max_bytes: u64,
     pub(crate) stream_node_max_entries: u64,
+    /// `busy-reply-threshold`: how long a script runs before other
+    /// clients get BUSY.
+    pub(crate) busy_reply_threshold: u64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` are both set:
+    /// with no replicas, writes are refused (scripts check it).
+    pub(crate) min_replicas: bool,
 }
 
 impl Default for Limits {
@@ -149,6 +155,9 @@ impl Config {
             pubsub_limit: pubsub_hard_limit(self.get("client-output-buffer-limit")),
             stream_node_max_bytes: self.number("stream-node-max-bytes"),
             stream_node_max_entries: self.number("stream-node-max-entries"),
+            busy_reply_threshold: self.number("busy-reply-threshold"),
+            min_replicas: self.number("min-replicas-to-write") > 0
+                && self.number("min-replicas-max-lag") > 0,
         }
     }
 

@@ -182,6 +182,9 @@ async fn accept_loop(listener: TcpListener, engine: Engine, mut stop: watch::Rec
     let registry = Registry::default();
     let mut last_id = 0u64;
     let for_clients = stop.clone();
+    // Taken once: a connection accepted while a script runs must not wait
+    // for the store's lock.
+    let busy = Arc::clone(&engine.shared.store.lock().busy);
     loop {
         tokio::select! {
             // A dropped sender means the handle is gone: stop too.
@@ -193,7 +196,7 @@ async fn accept_loop(listener: TcpListener, engine: Engine, mut stop: watch::Rec
                     last_id += 1;
                     // Replies must not wait for Nagle: Redis sets it too.
                     let _ = stream.set_nodelay(true);
-                    let client = Client::new(engine.clone(), last_id, &stream, registry.clone());
+                    let client = Client::new(engine.clone(), last_id, &stream, registry.clone(), &busy);
                     clients.spawn(client.run(stream, for_clients.clone()));
                 }
                 // Out of file descriptors and the like: wait a little
@@ -246,12 +249,29 @@ struct Client {
     /// The command that just blocked: its waiter, and whether its nil
     /// reply is a null array.
     parked: Option<(Parked, bool)>,
+    /// The running script: past `busy-reply-threshold` this connection
+    /// answers BUSY instead of waiting for the store's lock.
+    busy: Arc<crate::script::busy::Busy>,
+    /// Counted in INFO's `connected_clients`.
+    counted: bool,
+}
+
+/// A connection arrives (INFO's counts).
+fn count_in(store: &mut Store) {
+    store.connected_clients += 1;
+    store.connections_received += 1;
 }
 
 impl Client {
     /// A new connection: listed in the registry and counted in INFO until
     /// it is dropped.
-    fn new(engine: Engine, id: u64, stream: &TcpStream, registry: Registry) -> Self {
+    fn new(
+        engine: Engine,
+        id: u64,
+        stream: &TcpStream,
+        registry: Registry,
+        busy: &Arc<crate::script::busy::Busy>,
+    ) -> Self {
         let now = engine.now_ms();
         let kill = Arc::new(Notify::new());
         let address = |a: io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
@@ -271,11 +291,15 @@ impl Client {
                 ..Peer::default()
             },
         );
-        {
-            let mut store = engine.shared.store.lock();
-            store.connected_clients += 1;
-            store.connections_received += 1;
-        }
+        // Counted in INFO now, or (a script holding the lock) with the
+        // first command.
+        let counted = match engine.shared.store.try_lock() {
+            Some(mut store) => {
+                count_in(&mut store);
+                true
+            }
+            None => false,
+        };
         Client {
             engine,
             session: Session::default(),
@@ -289,6 +313,8 @@ impl Client {
             kill,
             subscriber: Subscriber::default(),
             parked: None,
+            busy: Arc::clone(busy),
+            counted,
         }
     }
 
@@ -407,8 +433,33 @@ impl Client {
             if args.is_empty() {
                 continue; // `*0` or a blank line: Redis ignores them.
             }
-            let store = store.get_or_insert_with(|| engine.shared.store.lock());
-            if let Some(next) = self.dispatch(&args, store, output) {
+            if store.is_none() {
+                // A script holds the lock: past its threshold, BUSY (or
+                // the kill) instead of waiting.
+                loop {
+                    if let Some(guard) = engine.shared.store.try_lock_for(Duration::from_millis(5))
+                    {
+                        store = Some(guard);
+                        break;
+                    }
+                    if self.busy.timed_out().is_some() {
+                        break;
+                    }
+                }
+            }
+            let Some(store) = store.as_mut() else {
+                match self.busy.answer(&args) {
+                    Ok(reply) => encode::encode(output, &reply),
+                    Err(e) => encode::error(output, e.as_bytes()),
+                }
+                continue;
+            };
+            if !self.counted {
+                count_in(store);
+                self.counted = true;
+            }
+            let next = self.dispatch(&args, store, output);
+            if let Some(next) = next {
                 return next;
             }
         }
@@ -593,21 +644,47 @@ impl Drop for Client {
     /// A connection that goes away, however it ends, releases its watches
     /// and leaves the registry.
     fn drop(&mut self) {
-        {
-            let mut store = self.engine.shared.store.lock();
-            // Gone between blocking and waiting (its earlier replies could
-            // not be written): out of the queues.
-            if let Some((parked, _)) = self.parked.take() {
-                crate::blocking::cancel(&mut store, parked.id());
+        /// What a connection leaves in the store: its watches, its wait
+        /// (gone between blocking and waiting, its earlier replies could
+        /// not be written), its subscriptions and its count.
+        fn release(store: &mut Store, mut left: Left, counted: bool) {
+            if let Some((parked, _)) = left.parked.take() {
+                crate::blocking::cancel(store, parked.id());
             }
-            if self.session.has_watches() {
-                self.session.unwatch_all(&mut store);
+            if left.session.has_watches() {
+                left.session.unwatch_all(store);
             }
-            self.subscriber.leave(&mut store);
-            store.connected_clients = store.connected_clients.saturating_sub(1);
+            left.subscriber.leave(store);
+            if counted {
+                store.connected_clients = store.connected_clients.saturating_sub(1);
+            }
+        }
+        let left = Left {
+            session: std::mem::take(&mut self.session),
+            parked: self.parked.take(),
+            subscriber: std::mem::take(&mut self.subscriber),
+        };
+        let counted = self.counted;
+        match self.engine.shared.store.try_lock() {
+            Some(mut store) => release(&mut store, left, counted),
+            None => {
+                // A script holds the lock, maybe for long: a worker of the
+                // runtime must not wait for it.
+                let engine = self.engine.clone();
+                std::thread::spawn(move || {
+                    release(&mut engine.shared.store.lock(), left, counted);
+                });
+            }
         }
         self.registry.lock().remove(&self.info.id);
     }
+}
+
+/// What a closed connection leaves to release in the store.
+struct Left {
+    session: Session,
+    parked: Option<(Parked, bool)>,
+    subscriber: Subscriber,
 }
 
 /// Encodes `reply` in the protocol `resp`; in RESP2 a nil as the null
@@ -942,6 +1019,57 @@ mod tests {
             b":0\r\n-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n",
         )
         .await;
+    }
+
+    /// A script past `busy-reply-threshold`: other connections (new ones
+    /// too) get BUSY, FUNCTION KILL is refused for an EVAL, SCRIPT KILL
+    /// stops it, and the store is served again. One worker: the script's
+    /// hook must hand it over for anything else to run.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn busy_script_is_killed() {
+        let engine = Engine::new();
+        let server = serve(engine.clone(), "127.0.0.1:0").await.unwrap();
+        let client = redis::Client::open(server.url()).unwrap();
+        let mut a = client.get_multiplexed_async_connection().await.unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("busy-reply-threshold")
+            .arg(10)
+            .query_async(&mut a)
+            .await
+            .unwrap();
+        let looping = tokio::spawn(async move {
+            redis::cmd("EVAL")
+                .arg("while true do end")
+                .arg(0)
+                .query_async::<redis::Value>(&mut a)
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut b = client.get_multiplexed_async_connection().await.unwrap();
+        let busy = redis::cmd("PING")
+            .query_async::<String>(&mut b)
+            .await
+            .unwrap_err();
+        assert_eq!(busy.code(), Some("BUSY"), "{busy}");
+        let refused = redis::cmd("FUNCTION")
+            .arg("KILL")
+            .query_async::<()>(&mut b)
+            .await
+            .unwrap_err();
+        assert_eq!(refused.code(), Some("BUSY"), "{refused}");
+        let _: () = redis::cmd("SCRIPT")
+            .arg("KILL")
+            .query_async(&mut b)
+            .await
+            .unwrap();
+        let killed = looping.await.unwrap().unwrap_err();
+        assert!(
+            killed.to_string().contains("Script killed by user"),
+            "{killed}"
+        );
+        let pong: String = redis::cmd("PING").query_async(&mut b).await.unwrap();
+        assert_eq!(pong, "PONG");
         server.shutdown().await;
     }
 }

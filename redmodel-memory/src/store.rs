@@ -23,8 +23,15 @@ pub(crate) struct Store {
     pub(crate) connections_received: u64,
     /// 40 random hex digits naming this engine's run (INFO's `run_id`).
     pub(crate) run_id: String,
+    /// The running script, as other connections see it.
+    pub(crate) busy: std::sync::Arc<crate::script::busy::Busy>,
+    /// A script is running: SORT BY a constant sorts sets, as Redis does
+    /// for scripts.
+    pub(crate) in_script: bool,
     /// EVAL's Lua state and script cache.
     pub(crate) scripts: crate::script::Scripts,
+    /// FUNCTION's libraries (server state: FLUSHALL leaves them).
+    pub(crate) functions: crate::script::library::Functions,
     /// Cluster mode (`cluster-enabled yes`): one node serving every slot,
     /// refusing what a cluster node refuses (see `cluster`).
     pub(crate) cluster_enabled: bool,
@@ -43,6 +50,7 @@ impl Default for Store {
     fn default() -> Self {
         let config = Config::default();
         let limits = config.limits();
+        let busy = std::sync::Arc::new(crate::script::busy::Busy::default());
         Store {
             dbs: (0..DATABASES)
                 .map(|_| {
@@ -60,7 +68,10 @@ impl Default for Store {
             run_id: (0..40)
                 .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
                 .collect(),
-            scripts: Default::default(),
+            in_script: false,
+            scripts: crate::script::Scripts::new(busy.clone()),
+            functions: crate::script::library::Functions::new(busy.clone()),
+            busy,
             cluster_enabled: false,
             announced: None,
             pubsub: {

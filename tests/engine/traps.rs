@@ -300,6 +300,7 @@ trap_tests! {
     traps_sort: "sort.txt",
     traps_command_meta: "command_meta.txt",
     traps_cluster_mode: "cluster_mode.txt",
+    traps_cluster_script_flags: "cluster_script_flags.txt",
     traps_scripts: "scripts.txt",
     traps_bitmaps: "bitmaps.txt",
     traps_pubsub: "pubsub.txt",
@@ -307,4 +308,5 @@ trap_tests! {
     traps_hyperloglog: "hyperloglog.txt",
     traps_blocking: "blocking.txt",
     traps_resp3: "resp3.txt",
+    traps_functions: "functions.txt",
 }

@@ -21,6 +21,7 @@ mod cluster;
 pub(crate) mod connection;
 mod databases;
 mod expiry;
+mod functions;
 mod hashes;
 mod hyperloglog;
 mod keys;
@@ -83,6 +84,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         bitmaps::COMMANDS,
         cluster::COMMANDS,
         expiry::COMMANDS,
+        functions::COMMANDS,
         hashes::COMMANDS,
         hyperloglog::COMMANDS,
         keys::COMMANDS,

@@ -104,7 +104,7 @@ fn script_command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn script_load(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let (sha, _) = ctx.store.scripts.load(args[2])?;
+    let (sha, _, _) = ctx.store.scripts.load(args[2])?;
     Ok(reply::bulk(sha))
 }
 

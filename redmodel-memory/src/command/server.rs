@@ -1,8 +1,8 @@
-//! Server commands: CONFIG, INFO, TIME, FUNCTION, COMMAND, with Redis
-//! 7.0.15's replies and error texts.
+//! Server commands: CONFIG, INFO, TIME, COMMAND, with Redis 7.0.15's
+//! replies and error texts (FUNCTION is in `functions.rs`).
 //!
 //! What they report is true of the engine: no persistence, no
-//! replication, no Lua (FUNCTION LIST is always empty), 16 databases.
+//! replication, 16 databases.
 
 use redis::Value as Reply;
 
@@ -29,11 +29,6 @@ pub(super) const COMMANDS: &[Spec] = &[
         name: "time",
         arity: 1,
         handler: time,
-    },
-    Spec {
-        name: "function",
-        arity: -2,
-        handler: function,
     },
     Spec {
         name: "command",
@@ -169,95 +164,6 @@ fn time(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 /// LASTSAVE: nothing is ever saved; Redis reports its start time then.
 fn lastsave(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(reply::int(ctx.store.started_ms / 1000))
-}
-
-// ---------------------------------------------------------------------------
-// FUNCTION
-// ---------------------------------------------------------------------------
-
-/// FUNCTION: the engine has no Lua, so there are never libraries: FLUSH
-/// and LIST answer as Redis does with none loaded; LOAD and the others are
-/// not implemented (unknown subcommand).
-fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "flush",
-            arity: -2,
-            handler: function_flush,
-        },
-        Sub {
-            name: "list",
-            arity: -2,
-            handler: function_list,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: function_help,
-        },
-    ];
-    run_subcommand(ctx, args, SUBS)
-}
-
-fn function_flush(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    match args {
-        [_, _] => Ok(reply::ok()),
-        [_, _, mode] if is(mode, "sync") || is(mode, "async") => Ok(reply::ok()),
-        [_, _, _] => Err(CmdError::err(
-            "FUNCTION FLUSH only supports SYNC|ASYNC option",
-        )),
-        _ => Err(CmdError::err(
-            "unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.",
-        )),
-    }
-}
-
-/// FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]: options checked as
-/// Redis does, then the (always empty) list of libraries.
-fn function_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let (mut with_code, mut library_name) = (false, false);
-    let mut i = 2;
-    while let Some(&opt) = args.get(i) {
-        // Each option once: a repeated one is an unknown argument.
-        if !with_code && is(opt, "withcode") {
-            with_code = true;
-        } else if !library_name && is(opt, "libraryname") {
-            if i + 1 >= args.len() {
-                return Err(CmdError::err("library name argument was not given"));
-            }
-            library_name = true;
-            i += 1;
-        } else {
-            return Err(CmdError::err(format!(
-                "Unknown argument {}",
-                String::from_utf8_lossy(opt)
-            )));
-        }
-        i += 1;
-    }
-    Ok(reply::array(Vec::new()))
-}
-
-fn function_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(help_reply(
-        "function",
-        &[
-            "LIST [WITHCODE] [LIBRARYNAME PATTERN]",
-            "    Return general information on all the libraries:",
-            "    * Library name",
-            "    * The engine used to run the Library",
-            "    * Library description",
-            "    * Functions list",
-            "    * Library code (if WITHCODE is given)",
-            "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
-            "FLUSH [ASYNC|SYNC]",
-            "    Delete all the libraries.",
-            "    When called without the optional mode argument, the behavior is determined by the",
-            "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-            "    * ASYNC: Asynchronously flush the libraries.",
-            "    * SYNC: Synchronously flush the libraries.",
-        ],
-    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -505,6 +411,18 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
                 ("used_memory_human", human_bytes(used)),
                 ("used_memory_peak", used.to_string()),
                 ("used_memory_peak_human", human_bytes(used)),
+                (
+                    "number_of_cached_scripts",
+                    store.scripts.count().to_string(),
+                ),
+                (
+                    "number_of_functions",
+                    store.functions.function_count().to_string(),
+                ),
+                (
+                    "number_of_libraries",
+                    store.functions.libraries().count().to_string(),
+                ),
                 ("maxmemory", maxmemory.to_string()),
                 ("maxmemory_human", human_bytes(maxmemory)),
                 ("maxmemory_policy", config.get("maxmemory-policy").into()),
@@ -938,36 +856,6 @@ mod tests {
         assert_eq!(
             run(&mut c, "CONFIG GET"),
             err("ERR wrong number of arguments for 'config|get' command")
-        );
-    }
-
-    #[test]
-    fn function_flush_and_list() {
-        let mut c = conn();
-        assert_eq!(run(&mut c, "FUNCTION FLUSH"), Value::Okay);
-        assert_eq!(run(&mut c, "FUNCTION FLUSH async"), Value::Okay);
-        assert_eq!(run(&mut c, "FUNCTION FLUSH SYNC"), Value::Okay);
-        assert_eq!(
-            run(&mut c, "FUNCTION FLUSH x"),
-            err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-        );
-        assert_eq!(
-            run(&mut c, "FUNCTION FLUSH a b"),
-            err("ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.")
-        );
-        assert_eq!(run(&mut c, "FUNCTION LIST"), empty());
-        assert_eq!(run(&mut c, "FUNCTION LIST WITHCODE"), empty());
-        assert_eq!(
-            run(&mut c, "FUNCTION LIST foo"),
-            err("ERR Unknown argument foo")
-        );
-        assert_eq!(
-            run(&mut c, "FUNCTION LIST LIBRARYNAME"),
-            err("ERR library name argument was not given")
-        );
-        assert_eq!(
-            run(&mut c, "FUNCTION foo"),
-            err("ERR unknown subcommand 'foo'. Try FUNCTION HELP.")
         );
     }
 

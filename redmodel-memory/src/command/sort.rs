@@ -165,7 +165,9 @@ fn run(ctx: &mut Ctx<'_>, args: &[&[u8]], readonly: bool) -> CmdResult {
     let mut o = parse(args, readonly, ctx.store.cluster_enabled)?;
     let (source, mut items) = elements(ctx, args[1])?;
     let mut dontsort = o.by.is_some_and(|p| !p.contains(&b'*'));
-    if dontsort && source == Source::Set && o.store.is_some() {
+    // Redis sorts a set anyway where its order must be the same
+    // everywhere: stored, or returned to a script.
+    if dontsort && source == Source::Set && (o.store.is_some() || ctx.store.in_script) {
         dontsort = false;
         o.alpha = true;
         o.by = None;

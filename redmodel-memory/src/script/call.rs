@@ -22,8 +22,19 @@ use crate::float::format_double;
 /// The client a script runs its commands as.
 pub(super) struct Client<'a> {
     pub(super) ctx: Ctx<'a>,
-    /// EVAL_RO and EVALSHA_RO: write commands are refused.
+    /// EVAL_RO, EVALSHA_RO, FCALL_RO and `no-writes` scripts: write
+    /// commands are refused.
     pub(super) read_only: bool,
+    /// Cluster mode: the script may touch keys of several slots (no
+    /// shebang, or `allow-cross-slot-keys`).
+    pub(super) cross_slot: bool,
+    /// Cluster mode: the slot of the keys touched so far.
+    pub(super) slot: Option<u16>,
+    /// `min-replicas-to-write` is not met: the first write is refused.
+    pub(super) no_replicas: bool,
+    /// The script has run a write command (it cannot be stopped halfway
+    /// any more).
+    pub(super) wrote: bool,
 }
 
 thread_local! {
@@ -153,14 +164,40 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
     if meta.has_flag("noscript") {
         return Err("ERR This Redis command is not allowed from script".into());
     }
-    if client.read_only && meta.has_flag("write") {
+    if client.read_only && (meta.has_flag("write") || meta.has_flag("may_replicate")) {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }
+    if meta.has_flag("write") {
+        if client.no_replicas && !client.wrote {
+            return Err(super::NO_REPLICAS.into());
+        }
+        client.wrote = true;
+        // A script that wrote cannot be killed.
+        client.ctx.store.busy.wrote();
+    }
     // Cluster mode: Redis's `scriptVerifyClusterState` on a node that owns
-    // every slot. A script without a shebang (the engine runs no other
-    // kind) may touch keys of several slots, one command at a time.
-    if client.ctx.store.cluster_enabled && crate::cluster::slot_of([argv]).is_err() {
-        return Err("ERR Script attempted to access a non local key in a cluster node".into());
+    // every slot. A script without a shebang, or flagged
+    // `allow-cross-slot-keys`, may touch keys of several slots, one
+    // command at a time; others keep to the slot of their first key.
+    if client.ctx.store.cluster_enabled {
+        match crate::cluster::slot_of([argv]) {
+            Err(_) => {
+                return Err(
+                    "ERR Script attempted to access a non local key in a cluster node".into(),
+                )
+            }
+            Ok(Some(slot)) if !client.cross_slot => match client.slot {
+                None => client.slot = Some(slot),
+                Some(s) if s != slot => {
+                    return Err(
+                        "ERR Script attempted to access keys that do not hash to the same slot"
+                            .into(),
+                    )
+                }
+                Some(_) => {}
+            },
+            Ok(_) => {}
+        }
     }
     let Some(spec) = command::lookup(name) else {
         return Err("ERR Unknown Redis command called from script".into());

@@ -6,8 +6,12 @@
 //! [`Store`](crate::store::Store); each script is compiled once per SHA1 of
 //! its body and cached until SCRIPT FLUSH.
 
+pub(crate) mod busy;
 mod call;
 mod convert;
+pub(crate) mod flags;
+pub(crate) mod library;
+mod libs;
 mod sandbox;
 
 use std::collections::HashMap;
@@ -16,7 +20,8 @@ use std::sync::Arc;
 use mlua::{Function, Lua, MultiValue, Table, Value};
 
 use call::Client;
-use sandbox::State;
+use flags::Flags;
+use sandbox::{Kind, State};
 
 use crate::command::{CmdResult, Ctx};
 use crate::error::CmdError;
@@ -25,8 +30,10 @@ use crate::error::CmdError;
 #[derive(Default)]
 pub(crate) struct Scripts {
     state: Option<Arc<State>>,
-    /// SHA1 (lower-case hex) -> the compiled script.
-    cache: HashMap<String, Function>,
+    busy: Arc<busy::Busy>,
+    /// SHA1 (lower-case hex) -> the compiled script and its shebang's
+    /// flags.
+    cache: HashMap<String, (Function, Flags)>,
 }
 
 impl std::fmt::Debug for Scripts {
@@ -42,33 +49,44 @@ pub(crate) fn sha1hex(bytes: &[u8]) -> String {
     sha1_smol::Sha1::from(bytes).digest().to_string()
 }
 
-fn internal(e: &mlua::Error) -> CmdError {
+pub(crate) fn internal(e: &mlua::Error) -> CmdError {
     CmdError::err(format!("Lua engine failure: {e}"))
 }
 
 impl Scripts {
+    /// No scripts; scripts report to `busy`.
+    pub(crate) fn new(busy: Arc<busy::Busy>) -> Self {
+        Scripts {
+            busy,
+            ..Scripts::default()
+        }
+    }
+
     fn state(&mut self) -> Result<Arc<State>, CmdError> {
         if let Some(state) = &self.state {
             return Ok(Arc::clone(state));
         }
-        let state = Arc::new(sandbox::new_state().map_err(|e| internal(&e))?);
+        let state = Arc::new(sandbox::new_state(Kind::Eval, &self.busy).map_err(|e| internal(&e))?);
         self.state = Some(Arc::clone(&state));
         Ok(state)
     }
 
     /// Compiles `body` unless a script of the same SHA1 is cached; returns
-    /// the SHA1 and the compiled function. A syntax error is Redis's
-    /// "Error compiling script" error.
-    pub(crate) fn load(&mut self, body: &[u8]) -> Result<(String, Function), CmdError> {
+    /// the SHA1, the compiled function and its flags. A bad shebang or a
+    /// syntax error is Redis's error.
+    pub(crate) fn load(&mut self, body: &[u8]) -> Result<(String, Function, Flags), CmdError> {
         let sha = sha1hex(body);
-        if let Some(f) = self.cache.get(&sha) {
-            return Ok((sha, f.clone()));
+        if let Some((f, flags)) = self.cache.get(&sha) {
+            return Ok((sha, f.clone(), *flags));
         }
+        let (flags, shebang) = flags::from_shebang(body).map_err(CmdError::err)?;
         let state = self.state()?;
         let env = state.env.clone();
+        // The shebang line is left out, its newline kept: the lines keep
+        // their numbers.
         let function = state
             .lua
-            .load(body)
+            .load(&body[shebang..])
             .set_name(sandbox::USER_SCRIPT)
             .set_mode(mlua::chunk::ChunkMode::Text)
             .set_environment(env)
@@ -80,8 +98,13 @@ impl Scripts {
                 };
                 CmdError::err(format!("Error compiling script (new function): {msg}"))
             })?;
-        self.cache.insert(sha.clone(), function.clone());
-        Ok((sha, function))
+        self.cache.insert(sha.clone(), (function.clone(), flags));
+        Ok((sha, function, flags))
+    }
+
+    /// How many scripts are cached (INFO's `number_of_cached_scripts`).
+    pub(crate) fn count(&self) -> usize {
+        self.cache.len()
     }
 
     /// Whether the script of this SHA1 (any case) is cached.
@@ -89,7 +112,7 @@ impl Scripts {
         self.get(sha).is_some()
     }
 
-    fn get(&self, sha: &[u8]) -> Option<Function> {
+    fn get(&self, sha: &[u8]) -> Option<(Function, Flags)> {
         let sha = std::str::from_utf8(sha).ok()?;
         match self.cache.get(sha) {
             Some(f) => Some(f.clone()),
@@ -123,10 +146,10 @@ pub(crate) fn eval(
     argv: &[&[u8]],
     read_only: bool,
 ) -> CmdResult {
-    let (sha, function) = match source {
+    let (sha, function, flags) = match source {
         Source::Body(body) => ctx.store.scripts.load(body)?,
         Source::Sha(sha) => match ctx.store.scripts.get(sha) {
-            Some(f) => (String::from_utf8_lossy(sha).to_ascii_lowercase(), f),
+            Some((f, flags)) => (String::from_utf8_lossy(sha).to_ascii_lowercase(), f, flags),
             None => {
                 return Err(CmdError::raw(
                     "NOSCRIPT No matching script. Please use EVAL.",
@@ -135,12 +158,139 @@ pub(crate) fn eval(
         },
     };
     let state = ctx.store.scripts.state()?;
-    let outcome = run(&state, ctx, function, keys, argv, read_only).map_err(|e| internal(&e))?;
+    let script = Script {
+        name: &sha,
+        function,
+        flags,
+        read_only,
+    };
+    run_script(ctx, &state, script, keys, argv)
+}
+
+/// FCALL and FCALL_RO: runs the function of this name.
+pub(crate) fn fcall(
+    ctx: &mut Ctx<'_>,
+    name: &[u8],
+    keys: &[&[u8]],
+    argv: &[&[u8]],
+    read_only: bool,
+) -> CmdResult {
+    let Some(func) = ctx.store.functions.function(name) else {
+        return Err(CmdError::err("Function not found"));
+    };
+    let (fname, function, flags) = (func.name.clone(), func.callback.clone(), func.flags);
+    let state = ctx.store.functions.lua_state()?;
+    let script = Script {
+        name: &fname,
+        function,
+        flags,
+        read_only,
+    };
+    run_script(ctx, &state, script, keys, argv)
+}
+
+/// A script or function about to run.
+struct Script<'a> {
+    /// The SHA1 of a script, the name of a function (in errors).
+    name: &'a str,
+    function: Function,
+    flags: Flags,
+    /// Called by EVAL_RO, EVALSHA_RO or FCALL_RO.
+    read_only: bool,
+}
+
+/// Redis's `scriptPrepareForRun` checks for the script's flags, then the
+/// run.
+fn run_script(
+    ctx: &mut Ctx<'_>,
+    state: &State,
+    script: Script<'_>,
+    keys: &[&[u8]],
+    argv: &[&[u8]],
+) -> CmdResult {
+    let flags = script.flags;
+    let compat = flags.contains(Flags::EVAL_COMPAT);
+    if !compat {
+        if flags.contains(Flags::NO_CLUSTER) && ctx.store.cluster_enabled {
+            return Err(CmdError::err(
+                "Can not run script on cluster, 'no-cluster' flag is set.",
+            ));
+        }
+        if !flags.contains(Flags::NO_WRITES) && script.read_only {
+            return Err(CmdError::err(
+                "Can not execute a script with write flag using *_ro command.",
+            ));
+        }
+    }
+    // `min-replicas-to-write` on a server without replicas: a script
+    // declared to write is refused at once, one without a shebang at its
+    // first write.
+    // (The settings are read from the keyspace's copy: CONFIG SET keeps
+    // it, and reading it costs no lookup by name.)
+    let limits = ctx.store.dbs[ctx.db].limits();
+    let (no_replicas, threshold) = (limits.min_replicas, limits.busy_reply_threshold);
+    if no_replicas && !compat && !flags.contains(Flags::NO_WRITES) {
+        return Err(CmdError::raw(NO_REPLICAS));
+    }
+    let read_only = script.read_only || (!compat && flags.contains(Flags::NO_WRITES));
+    let cross_slot = compat || flags.contains(Flags::ALLOW_CROSS_SLOT);
+    // The slot of the declared keys (the caller's CROSSSLOT check has
+    // made them one).
+    let slot = if ctx.store.cluster_enabled && !keys.is_empty() {
+        Some(crate::cluster::slot(keys[0]))
+    } else {
+        None
+    };
+    let busy = Arc::clone(&ctx.store.busy);
+    let eval = state.kind == Kind::Eval;
+    // FUNCTION STATS shows a running function's command.
+    let command = if eval {
+        Vec::new()
+    } else {
+        let functions = &ctx.store.functions;
+        busy.set_counts(functions.libraries().count(), functions.function_count());
+        let mut command = vec![b"fcall".to_vec(), script.name.as_bytes().to_vec()];
+        command.push(keys.len().to_string().into_bytes());
+        command.extend(keys.iter().chain(argv).map(|a| a.to_vec()));
+        command
+    };
+    // FUNCTION STATS names a running function; a script's SHA is not
+    // shown anywhere, so EVAL does not pay for copying it.
+    busy.start(
+        eval,
+        threshold,
+        if eval { "" } else { script.name },
+        command,
+    );
+    let how = RunAs {
+        read_only,
+        cross_slot,
+        slot,
+        no_replicas,
+    };
+    let outcome = run(state, ctx, script.function, keys, argv, how);
+    busy.end();
+    let outcome = outcome.map_err(|e| internal(&e))?;
     match outcome {
         Ok(reply) => Ok(reply),
-        Err(err) => Err(error_reply(&err, &sha)),
+        Err(err) => Err(error_reply(&err, script.name)),
     }
 }
+
+/// How a script's commands are checked.
+#[derive(Clone, Copy)]
+struct RunAs {
+    read_only: bool,
+    /// May touch keys of several slots (cluster mode).
+    cross_slot: bool,
+    /// The slot the script's keys so far hash to (cluster mode).
+    slot: Option<u16>,
+    /// Writes are refused for want of replicas (`min-replicas-to-write`).
+    no_replicas: bool,
+}
+
+/// Redis's reply when `min-replicas-to-write` replicas are not there.
+pub(crate) const NO_REPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 
 /// An error raised by a script as Redis 7.0 replies it: the `err` text,
 /// then where it came from.
@@ -167,10 +317,12 @@ fn run(
     function: Function,
     keys: &[&[u8]],
     argv: &[&[u8]],
-    read_only: bool,
+    how: RunAs,
 ) -> mlua::Result<Result<redis::Value, Table>> {
     let lua = &state.lua;
-    set_arguments(lua, keys, argv)?;
+    if state.kind == Kind::Eval {
+        set_arguments(lua, keys, argv)?;
+    }
     // The script's client: SELECT inside the script does not change the
     // caller's database; the time is frozen at the script's start.
     let mut client = Client {
@@ -184,11 +336,37 @@ fn run(
             // whatever its caller speaks.
             resp: 2,
         },
-        read_only,
+        read_only: how.read_only,
+        cross_slot: how.cross_slot,
+        slot: how.slot,
+        no_replicas: how.no_replicas,
+        wrote: false,
     };
-    let returned = call::enter(&mut client, || {
-        state.xpcall.call::<MultiValue>((function, &state.handler))
-    })?;
+    let was_in_script = std::mem::replace(&mut client.ctx.store.in_script, true);
+    let returned = call::enter(&mut client, || match state.kind {
+        Kind::Eval => state.xpcall.call::<MultiValue>((function, &state.handler)),
+        Kind::Functions => {
+            let keys = lua.create_sequence_from(
+                keys.iter()
+                    .map(|k| lua.create_string(k))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?;
+            let argv = lua.create_sequence_from(
+                argv.iter()
+                    .map(|a| lua.create_string(a))
+                    .collect::<mlua::Result<Vec<_>>>()?,
+            )?;
+            state
+                .call_with
+                .call::<MultiValue>((function, &state.handler, keys, argv))
+        }
+    });
+    client.ctx.store.in_script = was_in_script;
+    let returned = returned?;
+    if client.ctx.store.busy.killed() {
+        // The hook went to every line to stop the script; back to normal.
+        sandbox::install_hook(lua, Arc::clone(&client.ctx.store.busy), false)?;
+    }
     let mut ret = returned.into_iter();
     let ok = matches!(ret.next(), Some(Value::Boolean(true)));
     let value = ret.next().unwrap_or(Value::Nil);

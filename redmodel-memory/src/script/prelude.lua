@@ -2,17 +2,26 @@
 -- scripts, as Redis 7.0 does in script_lua.c and eval.c. Runs once per Lua
 -- state, with the Rust primitives as arguments; returns the environment
 -- user scripts run in.
-local call, pcall, sha1hex, log, raw_encode, raw_decode, json_null, set_resp = ...
+local call, pcall, sha1hex, log, raw_encode, raw_decode, json_null, set_resp,
+  register_function, libs, guarded_setmetatable, guarded_loadstring = ...
 local G = _G
 local error, type, select, setmetatable, tostring =
     error, type, select, setmetatable, tostring
 
+local function refuse() error('Attempt to modify a readonly table', 2) end
+-- What getmetatable gives for a protected table: a table that refuses
+-- writes, so that a script changing it gets Redis's error.
+local locked = setmetatable({}, {__newindex = refuse, __metatable = false})
+-- The protected tables: setmetatable refuses them with Redis's error.
+local protected = setmetatable({}, {__mode = 'k'})
 local function readonly(t)
-  return setmetatable({}, {
+  local proxy = setmetatable({}, {
     __index = t,
-    __newindex = function() error('Attempt to modify a readonly table', 2) end,
-    __metatable = false,
+    __newindex = refuse,
+    __metatable = locked,
   })
+  protected[proxy] = true
+  return proxy
 end
 
 local redis = {}
@@ -69,15 +78,43 @@ redis.REDIS_VERSION = '7.0.15'
 redis.REDIS_VERSION_NUM = 458767
 
 local cjson = {}
+-- lua-cjson's settings this state keeps (Redis's scripts may change them).
+local encode_max_depth, decode_max_depth, encode_invalid_numbers = 1000, 1000, false
+local function depth_setting(name, current, v)
+  if v == nil then return current end
+  v = G.tonumber(v)
+  if v == nil or v < 1 or v > 2147483647 or v % 1 ~= 0 then
+    error("bad argument #1 to '" .. name .. "' (expected integer between 1 and 2147483647)", 3)
+  end
+  return v
+end
+cjson.encode_max_depth = function(v)
+  encode_max_depth = depth_setting('encode_max_depth', encode_max_depth, v)
+  return encode_max_depth
+end
+cjson.decode_max_depth = function(v)
+  decode_max_depth = depth_setting('decode_max_depth', decode_max_depth, v)
+  return decode_max_depth
+end
+cjson.encode_invalid_numbers = function(v)
+  if v ~= nil then encode_invalid_numbers = v and v ~= 'off' end
+  return encode_invalid_numbers
+end
+-- Settings without effect here: the buffer is never kept, numbers are
+-- read as lua-cjson's defaults read them.
+cjson.encode_keep_buffer = function(v) if v == nil then return true end return v end
+cjson.decode_invalid_numbers = function(v) if v == nil then return true end return v end
+cjson.encode_number_precision = function(v) return v or 14 end
+cjson.encode_sparse_array = function() return false, 2, 10 end
 cjson.encode = function(...)
   if select('#', ...) ~= 1 then error('bad argument #1 to \'encode\' (expected 1 argument)', 2) end
-  local s, e = raw_encode(...)
+  local s, e = raw_encode(..., encode_max_depth, encode_invalid_numbers)
   if s == nil then error(e, 2) end
   return s
 end
 cjson.decode = function(...)
   if select('#', ...) ~= 1 then error('bad argument #1 to \'decode\' (expected 1 argument)', 2) end
-  local ok, v = raw_decode(...)
+  local ok, v = raw_decode(..., decode_max_depth)
   if not ok then error(v, 2) end
   return v
 end
@@ -85,6 +122,10 @@ cjson.null = json_null
 
 G.redis = readonly(redis)
 G.cjson = readonly(cjson)
+-- The libraries Redis embeds besides cjson (see libs.rs).
+for name, lib in G.pairs(libs) do
+  G[name] = readonly(lib)
+end
 -- Redis 7.0 loads no os, io, package or debug library and removes these.
 G.print, G.dofile, G.loadfile = nil, nil, nil
 
@@ -98,8 +139,62 @@ setmetatable(G, {
 })
 local env = setmetatable({}, {
   __index = G,
-  __newindex = function() error('Attempt to modify a readonly table', 2) end,
-  __metatable = false,
+  __newindex = refuse,
+  __metatable = locked,
 })
+protected[env] = true
 G._G = env
-return env
+local raw_setmetatable = setmetatable
+-- setmetatable refusing protected tables, and loadstring refusing binary
+-- chunks, are Rust functions (see sandbox.rs): a Lua wrapper called in
+-- tail position would hide the caller's line from errors.
+G.setmetatable = guarded_setmetatable(protected)
+G.loadstring = guarded_loadstring(G.loadstring)
+
+-- Functions (FCALL) get KEYS and ARGV as arguments, and Lua 5.1's xpcall
+-- passes none.
+local xpcall = G.xpcall
+local function call_with(f, handler, keys, argv)
+  return xpcall(function() return f(keys, argv) end, handler)
+end
+
+if register_function == nil then
+  return env, nil, nil, nil, call_with
+end
+
+-- A function library is loaded with nothing but the library API in
+-- sight: `redis` with register_function, log and the version; any other
+-- name, in it or global, is an error (Redis's error metatable), and
+-- nothing can be assigned.
+local function strict(t, what)
+  return setmetatable({}, {
+    __index = function(_, k)
+      local v = t[k]
+      if v == nil then
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+      end
+      return v
+    end,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end,
+    __metatable = false,
+  })
+end
+local api = {
+  register_function = register_function,
+  log = log,
+  LOG_DEBUG = redis.LOG_DEBUG, LOG_VERBOSE = redis.LOG_VERBOSE,
+  LOG_NOTICE = redis.LOG_NOTICE, LOG_WARNING = redis.LOG_WARNING,
+  REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+}
+local load_api = strict({redis = strict(api)})
+-- Libraries' environment: reads go to `env` when their functions run
+-- and to `load_api` while the library loads (the Rust side swaps
+-- `__index`); writes always fail.
+local library_mt = {
+  __index = env,
+  __newindex = refuse,
+  __metatable = locked,
+}
+local library_env = raw_setmetatable({}, library_mt)
+protected[library_env] = true
+return env, load_api, library_env, library_mt, call_with

@@ -2,10 +2,37 @@
 //! `prelude.lua`), the error handler that gives errors Redis's shape, the
 //! `cjson` primitives (`redis.call` is in `call.rs`).
 
-use mlua::{Function, LightUserData, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use std::sync::Arc;
+
+use mlua::{
+    Function, HookTriggers, LightUserData, Lua, LuaOptions, MultiValue, StdLib, Table, Value,
+    VmState,
+};
+
+use super::busy::Busy;
 
 /// The chunk name of user scripts, as Redis 7.0 names it.
 pub(super) const USER_SCRIPT: &str = "@user_script";
+/// The chunk name of function libraries.
+pub(super) const USER_FUNCTION: &str = "@user_function";
+
+/// What a Lua state runs: EVAL's scripts or FUNCTION's libraries (Redis
+/// 7.0 gives each its own state).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Eval,
+    Functions,
+}
+
+impl Kind {
+    /// The chunk name of the user's code, which errors are located in.
+    pub(super) fn chunk(self) -> &'static str {
+        match self {
+            Kind::Eval => USER_SCRIPT,
+            Kind::Functions => USER_FUNCTION,
+        }
+    }
+}
 
 /// A Lua state of an engine, with the values each EVAL uses.
 pub(super) struct State {
@@ -15,17 +42,25 @@ pub(super) struct State {
     /// Lua's `xpcall`, and the error handler scripts run under.
     pub(super) xpcall: Function,
     pub(super) handler: Function,
+    pub(super) kind: Kind,
+    /// Functions only: the environment libraries are loaded and run in,
+    /// and its metatable, whose `__index` is the library API while a
+    /// library loads and `env` otherwise.
+    pub(super) library_env: Option<(Table, Table, Table)>,
+    /// Calls a function with its KEYS and ARGV tables under the handler.
+    pub(super) call_with: Function,
 }
 
 /// A new Lua 5.1 state with Redis's libraries (base, table, string, math;
 /// no os, io, package or debug) and the sandboxed environment of scripts.
-pub(super) fn new_state() -> mlua::Result<State> {
+pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::default(),
     )?;
+    install_hook(&lua, Arc::clone(busy), false)?;
     let xpcall = lua.globals().raw_get::<Function>("xpcall")?;
-    let handler = lua.create_function(error_handler)?;
+    let handler = lua.create_function(move |lua, err| error_handler(lua, err, kind.chunk()))?;
     let call = lua.create_function(super::call::call)?;
     let pcall = lua.create_function(super::call::pcall)?;
     let set_resp = lua.create_function(super::call::set_resp)?;
@@ -48,14 +83,16 @@ pub(super) fn new_state() -> mlua::Result<State> {
         }
         Ok(())
     })?;
-    let raw_encode = lua.create_function(|lua, v: Value| {
-        let mut out = Vec::new();
-        match encode(lua, &v, &mut out, 0) {
-            Ok(()) => Ok((Some(lua.create_string(&out)?), None)),
-            Err(msg) => Ok((None, Some(msg))),
-        }
-    })?;
-    let raw_decode = lua.create_function(|lua, v: Value| {
+    let raw_encode =
+        lua.create_function(|lua, (v, max_depth, invalid): (Value, usize, bool)| {
+            let mut out = Vec::new();
+            let settings = Encoding { max_depth, invalid };
+            match encode(lua, &v, &mut out, 0, settings) {
+                Ok(()) => Ok((Some(lua.create_string(&out)?), None)),
+                Err(msg) => Ok((None, Some(msg))),
+            }
+        })?;
+    let raw_decode = lua.create_function(|lua, (v, max_depth): (Value, usize)| {
         let Some(s) = lua.coerce_string(v)? else {
             return Ok((
                 false,
@@ -63,11 +100,29 @@ pub(super) fn new_state() -> mlua::Result<State> {
             ));
         };
         match serde_json::from_slice::<serde_json::Value>(&s.as_bytes()) {
+            Ok(json) if nesting(&json) > max_depth => Ok((
+                false,
+                Value::String(lua.create_string(format!(
+                    "Found too many nested data structures ({}) at character 1",
+                    max_depth + 1
+                ))?),
+            )),
             Ok(json) => Ok((true, decode(lua, &json)?)),
             Err(e) => Ok((false, Value::String(lua.create_string(e.to_string())?))),
         }
     })?;
-    let env: Table = lua
+    let register = match kind {
+        Kind::Eval => Value::Nil,
+        Kind::Functions => Value::Function(lua.create_function(super::library::register_function)?),
+    };
+    let libs = super::libs::create(&lua)?;
+    let (env, load_api, library_env, library_mt, call_with): (
+        Table,
+        Value,
+        Value,
+        Value,
+        Function,
+    ) = lua
         .load(include_str!("prelude.lua"))
         .set_name("=redmodel")
         .call((
@@ -79,14 +134,76 @@ pub(super) fn new_state() -> mlua::Result<State> {
             raw_decode,
             null(),
             set_resp,
+            register,
+            libs,
+            lua.create_function(guarded_setmetatable)?,
+            lua.create_function(guarded_loadstring)?,
         ))?;
+    let library_env = match (load_api, library_env, library_mt) {
+        (Value::Table(api), Value::Table(env), Value::Table(mt)) => Some((env, mt, api)),
+        _ => None,
+    };
     Ok(State {
         lua,
         env,
         xpcall,
         handler,
+        kind,
+        library_env,
+        call_with,
     })
 }
+
+/// The hook every script runs under: every 100000 instructions it looks
+/// whether SCRIPT KILL or FUNCTION KILL asked the script to stop; once
+/// asked, it runs on every line, so that a `pcall` cannot keep the script
+/// alive (as Redis's `luaMaskCountHook`).
+pub(super) fn install_hook(lua: &Lua, busy: Arc<Busy>, every_line: bool) -> mlua::Result<()> {
+    let triggers = if every_line {
+        HookTriggers::EVERY_LINE
+    } else {
+        HookTriggers::new().every_nth_instruction(100_000)
+    };
+    let hook_busy = Arc::clone(&busy);
+    lua.set_hook(triggers, move |lua, _| {
+        if hook_busy.first_check() {
+            leave_runtime_worker();
+        }
+        if !hook_busy.killed() {
+            return Ok(VmState::Continue);
+        }
+        if !every_line {
+            install_hook(lua, Arc::clone(&hook_busy), true)?;
+        }
+        Err(raise("ERR Script killed by user with SCRIPT KILL..."))
+    })
+}
+
+/// A script that runs long on a worker of a multi-thread tokio runtime
+/// (the RESP server's) hands the worker's other tasks to another thread,
+/// so that other connections are served (BUSY, SCRIPT KILL) while it
+/// runs. Only scripts that reach the hook pay for it: doing so for every
+/// script halved EVAL's throughput over RESP.
+#[cfg(feature = "server")]
+fn leave_runtime_worker() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi_thread =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if multi_thread {
+        // The worker's core goes to a new thread while this one sleeps; a
+        // moment gives that thread the time to take it, for good. Where
+        // tokio refuses (a `LocalSet`, another executor's `block_on`), it
+        // panics before moving anything: the script just goes on.
+        let _ = std::panic::catch_unwind(|| {
+            tokio::task::block_in_place(|| {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            });
+        });
+    }
+}
+
+#[cfg(not(feature = "server"))]
+fn leave_runtime_worker() {}
 
 /// An error reply raised by a library function of `redis` (the `err` of
 /// the table Redis raises); the error handler turns it back into one.
@@ -101,7 +218,7 @@ impl std::fmt::Display for Raised {
 
 impl std::error::Error for Raised {}
 
-pub(super) fn raise(text: &str) -> mlua::Error {
+pub(crate) fn raise(text: &str) -> mlua::Error {
     mlua::Error::external(Raised(text.to_string()))
 }
 
@@ -115,6 +232,98 @@ fn raised_text(e: &mlua::Error) -> Option<String> {
     }
 }
 
+/// `guarded_setmetatable(protected)`: Lua's setmetatable, refusing the
+/// tables of `protected` with Redis's error.
+fn guarded_setmetatable(lua: &Lua, protected: Table) -> mlua::Result<Function> {
+    lua.create_function(move |lua, args: MultiValue| {
+        let target = args.front().cloned();
+        if let Some(t @ Value::Table(_)) = &target {
+            if protected.raw_get::<bool>(t.clone()).unwrap_or(false) {
+                // Redis's error here has no position.
+                return Err(mlua::Error::RuntimeError(
+                    "Attempt to modify a readonly table".into(),
+                ));
+            }
+        }
+        let Some(Value::Table(t)) = target else {
+            let got = args.front().map_or("no value", Value::type_name);
+            return Err(super::libs::lua_error(
+                lua,
+                &format!("bad argument #1 to 'setmetatable' (table expected, got {got})"),
+            ));
+        };
+        let mt = match args.get(1) {
+            Some(Value::Nil) => None,
+            Some(Value::Table(mt)) => Some(mt.clone()),
+            _ => {
+                return Err(super::libs::lua_error(
+                    lua,
+                    "bad argument #2 to 'setmetatable' (nil or table expected)",
+                ))
+            }
+        };
+        let locked = t.metatable().is_some_and(|m| {
+            !m.raw_get::<Value>("__metatable")
+                .unwrap_or(Value::Nil)
+                .is_nil()
+        });
+        if locked {
+            return Err(super::libs::lua_error(
+                lua,
+                "cannot change a protected metatable",
+            ));
+        }
+        t.set_metatable(mt)?;
+        Ok(t)
+    })
+}
+
+/// `guarded_loadstring(loadstring)`: Lua's loadstring, refusing binary
+/// (precompiled) chunks as Redis's Lua does.
+fn guarded_loadstring(lua: &Lua, loadstring: Function) -> mlua::Result<Function> {
+    lua.create_function(move |lua, args: MultiValue| {
+        let stringish =
+            |v: &Value| matches!(v, Value::String(_) | Value::Integer(_) | Value::Number(_));
+        match args.front() {
+            Some(v) if stringish(v) => {}
+            other => {
+                let got = other.map_or("no value", Value::type_name);
+                return Err(super::libs::lua_error(
+                    lua,
+                    &format!("bad argument #1 to 'loadstring' (string expected, got {got})"),
+                ));
+            }
+        }
+        if let Some(v) = args.get(1).filter(|v| !v.is_nil() && !stringish(v)) {
+            return Err(super::libs::lua_error(
+                lua,
+                &format!(
+                    "bad argument #2 to 'loadstring' (string expected, got {})",
+                    v.type_name()
+                ),
+            ));
+        }
+        if let Some(Value::String(s)) = args.front() {
+            if s.as_bytes().first() == Some(&27) {
+                return Ok(MultiValue::from_iter([
+                    Value::Nil,
+                    Value::String(lua.create_string("binary chunks are not allowed")?),
+                ]));
+            }
+        }
+        loadstring.call::<MultiValue>(args)
+    })
+}
+
+/// The error a Rust function raised, under the callback's wrapping.
+fn innermost(e: &mlua::Error) -> &mlua::Error {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => innermost(cause),
+        mlua::Error::WithContext { cause, .. } => innermost(cause),
+        e => e,
+    }
+}
+
 /// `cjson.null`: a NULL light userdata, as lua-cjson's.
 fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
@@ -123,7 +332,7 @@ fn null() -> Value {
 /// The message handler scripts run under (Redis 7.0's
 /// `__redis__err__handler`): a string error becomes `{err='ERR ' .. msg}`,
 /// and the error learns the line of the user script it came from.
-fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
+fn error_handler(lua: &Lua, err: Value, chunk: &str) -> mlua::Result<Table> {
     let table = match err {
         Value::Table(t) => t,
         other => {
@@ -131,12 +340,12 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
                 if let Some(text) = raised_text(e) {
                     let t = lua.create_table()?;
                     t.raw_set("err", text)?;
-                    return locate(lua, t);
+                    return locate(lua, t, chunk);
                 }
             }
             let msg = match other {
-                Value::Error(e) => match *e {
-                    mlua::Error::RuntimeError(s) => s,
+                Value::Error(e) => match innermost(&e) {
+                    mlua::Error::RuntimeError(s) => s.clone(),
                     e => e.to_string(),
                 },
                 v => match lua.coerce_string(v.clone())? {
@@ -149,18 +358,18 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
             t
         }
     };
-    locate(lua, table)
+    locate(lua, table, chunk)
 }
 
 /// Adds to an error table where in the user script it was raised.
-fn locate(lua: &Lua, table: Table) -> mlua::Result<Table> {
+fn locate(lua: &Lua, table: Table, chunk: &str) -> mlua::Result<Table> {
     if table.raw_get::<Value>("source")?.is_nil() {
         let mut level = 1;
         while let Some(found) = lua.inspect_stack(level, |d| {
-            (d.source().source.as_deref() == Some(USER_SCRIPT)).then(|| d.current_line())
+            (d.source().source.as_deref() == Some(chunk)).then(|| d.current_line())
         }) {
             if let Some(line) = found {
-                table.raw_set("source", USER_SCRIPT)?;
+                table.raw_set("source", chunk)?;
                 table.raw_set("line", line.map_or(-1, |l| l as i64))?;
                 break;
             }
@@ -170,12 +379,33 @@ fn locate(lua: &Lua, table: Table) -> mlua::Result<Table> {
     Ok(table)
 }
 
+/// How deep a decoded JSON value nests (a scalar: 0).
+fn nesting(json: &serde_json::Value) -> usize {
+    match json {
+        serde_json::Value::Array(items) => 1 + items.iter().map(nesting).max().unwrap_or(0),
+        serde_json::Value::Object(map) => 1 + map.values().map(nesting).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// The encoder's settings a script can change.
+#[derive(Clone, Copy)]
+struct Encoding {
+    /// `cjson.encode_max_depth`: tables nested deeper are an error.
+    max_depth: usize,
+    /// `cjson.encode_invalid_numbers`: NaN and infinities are encoded.
+    invalid: bool,
+}
+
 /// lua-cjson's encoder with its default settings (sparse arrays up to a
 /// ratio of 2 past 10 items, `/` escaped, numbers as `%.14g`).
-fn encode(lua: &Lua, v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
-    if depth > 1000 {
-        return Err("Cannot serialise, excessive nesting (1001)".into());
-    }
+fn encode(
+    lua: &Lua,
+    v: &Value,
+    out: &mut Vec<u8>,
+    depth: usize,
+    settings: Encoding,
+) -> Result<(), String> {
     match v {
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
@@ -183,7 +413,18 @@ fn encode(lua: &Lua, v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), S
         Value::Integer(_) | Value::Number(_) => {
             if let Value::Number(n) = v {
                 if !n.is_finite() {
-                    return Err("Cannot serialise number: must not be NaN or Inf".into());
+                    if !settings.invalid {
+                        return Err("Cannot serialise number: must not be NaN or Inf".into());
+                    }
+                    let text: &[u8] = if n.is_nan() {
+                        b"nan"
+                    } else if *n > 0.0 {
+                        b"inf"
+                    } else {
+                        b"-inf"
+                    };
+                    out.extend_from_slice(text);
+                    return Ok(());
                 }
             }
             let s = lua
@@ -195,7 +436,7 @@ fn encode(lua: &Lua, v: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), S
             out.extend_from_slice(&s);
         }
         Value::String(s) => encode_string(&s.as_bytes(), out),
-        Value::Table(t) => encode_table(lua, t, out, depth)?,
+        Value::Table(t) => encode_table(lua, t, out, depth + 1, settings)?,
         other => {
             return Err(format!(
                 "Cannot serialise {}: type not supported",
@@ -225,7 +466,17 @@ fn encode_string(s: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
-fn encode_table(lua: &Lua, t: &Table, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
+/// A table at nesting `depth` (the outermost: 1).
+fn encode_table(
+    lua: &Lua,
+    t: &Table,
+    out: &mut Vec<u8>,
+    depth: usize,
+    settings: Encoding,
+) -> Result<(), String> {
+    if depth > settings.max_depth {
+        return Err(format!("Cannot serialise, excessive nesting ({depth})"));
+    }
     let pairs: Vec<(Value, Value)> = t
         .pairs::<Value, Value>()
         .collect::<mlua::Result<_>>()
@@ -258,7 +509,7 @@ fn encode_table(lua: &Lua, t: &Table, out: &mut Vec<u8>, depth: usize) -> Result
                 out.push(b',');
             }
             let item: Value = t.raw_get(i).map_err(|e| e.to_string())?;
-            encode(lua, &item, out, depth + 1)?;
+            encode(lua, &item, out, depth, settings)?;
         }
         out.push(b']');
         return Ok(());
@@ -282,7 +533,7 @@ fn encode_table(lua: &Lua, t: &Table, out: &mut Vec<u8>, depth: usize) -> Result
             _ => return Err("Cannot serialise table: table key must be a number or string".into()),
         }
         out.push(b':');
-        encode(lua, item, out, depth + 1)?;
+        encode(lua, item, out, depth, settings)?;
     }
     out.push(b'}');
     Ok(())

@@ -478,3 +478,60 @@ fn recursive_tables_end_in_an_error() {
     assert_eq!(reply, err("ERR reached lua stack limit"));
     assert!(depth > 100, "{depth}");
 }
+
+/// The hex of what a script packs (the replies of redis-server 7.0.15).
+fn packed_hex(c: &mut crate::Connection, pack: &str) -> Value {
+    eval(
+        c,
+        &format!(
+            "local e = {pack} local h = '' for i = 1, #e do h = h .. string.format('%02x', string.byte(e, i)) end return h"
+        ),
+    )
+}
+
+#[test]
+fn embedded_libraries() {
+    let mut c = conn();
+    assert_eq!(
+        eval(
+            &mut c,
+            "return {bit.tobit(4294967295), bit.bor(1, 2, 4), bit.lshift(1, 31), bit.rshift(-1, 28), bit.arshift(-256, 4)}"
+        ),
+        ints(&[-1, 7, -2_147_483_648, 15, -16])
+    );
+    assert_eq!(
+        eval(&mut c, "return {bit.tohex(65535), bit.tohex(255, -4)}"),
+        bulks(&["0000ffff", "00FF"])
+    );
+    assert_eq!(
+        packed_hex(&mut c, "cmsgpack.pack(0.1)"),
+        bulk("cb3fb999999999999a")
+    );
+    assert_eq!(
+        packed_hex(&mut c, "cmsgpack.pack(-1099511627776)"),
+        bulk("d3ffffff0000000000")
+    );
+    assert_eq!(
+        eval(
+            &mut c,
+            "local off, a = cmsgpack.unpack_one(cmsgpack.pack(1, 2), 0) return {off, a}"
+        ),
+        ints(&[1, 1])
+    );
+    assert_eq!(
+        packed_hex(&mut c, "struct.pack('>iBhd', 1, 255, -2, 1.5)"),
+        bulk("00000001fffffe3ff8000000000000")
+    );
+    assert_eq!(
+        eval(
+            &mut c,
+            "return {struct.unpack('<I2s', struct.pack('<I2s', 513, 'hi'))}"
+        ),
+        Value::Array(vec![int(513), bulk("hi"), int(6)])
+    );
+    assert_eq!(eval(&mut c, "return struct.size('!8bd')"), int(16));
+    assert_eq!(
+        eval(&mut c, "cjson.encode_max_depth(1) local ok = pcall(cjson.encode, {{1}}) cjson.encode_max_depth(1000) return ok"),
+        Value::Nil
+    );
+}

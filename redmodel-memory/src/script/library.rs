@@ -1,0 +1,672 @@
+//! Redis Functions' library registry (Redis 7.0's functions.c and
+//! function_lua.c): FUNCTION LOAD runs a library's code in a Lua state of
+//! its own, where the code can only register functions; FCALL runs them.
+//!
+//! Libraries are server state, not keyspace: FLUSHALL and SCRIPT FLUSH
+//! leave them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
+
+use super::busy::Busy;
+use super::flags::{words, Flags};
+use super::sandbox::{self, raise, Kind, State};
+use crate::error::CmdError;
+
+/// A registered function.
+#[derive(Clone)]
+pub(crate) struct Func {
+    pub(crate) name: String,
+    pub(crate) description: Option<Vec<u8>>,
+    pub(crate) flags: Flags,
+    pub(crate) callback: Function,
+}
+
+/// A loaded library: its name, its whole code (shebang included, as
+/// FUNCTION LIST WITHCODE and DUMP give it back) and its functions.
+#[derive(Clone)]
+pub(crate) struct Library {
+    pub(crate) name: String,
+    pub(crate) code: Vec<u8>,
+    pub(crate) functions: Vec<Func>,
+}
+
+/// The functions a library registers while it loads (Lua app data: its
+/// presence is what lets `redis.register_function` run).
+struct Pending(Vec<Func>);
+
+/// The libraries of an engine and the Lua state their functions run in.
+#[derive(Default)]
+pub(crate) struct Functions {
+    state: Option<Arc<State>>,
+    busy: Arc<Busy>,
+    libraries: BTreeMap<String, Library>,
+    /// Lower-case function name -> its library (function names are
+    /// case-insensitive for FCALL and for collisions, as Redis's dict).
+    index: HashMap<String, String>,
+}
+
+impl std::fmt::Debug for Functions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Functions")
+            .field("libraries", &self.libraries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How FUNCTION RESTORE treats the libraries already loaded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Policy {
+    Flush,
+    Append,
+    Replace,
+}
+
+/// FUNCTION LOAD's time limit for running a library's code.
+const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
+
+const BAD_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+
+/// Redis's `functionsVerifyName`: `[a-zA-Z0-9_]+`.
+fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A library's shebang: its engine, its name, and where its code starts
+/// (at the shebang's newline, keeping the line numbers).
+fn metadata(code: &[u8]) -> Result<(String, String, usize), String> {
+    if !code.starts_with(b"#!") {
+        return Err("Missing library metadata".into());
+    }
+    let Some(end) = code.iter().position(|&b| b == b'\n') else {
+        return Err("Invalid library metadata".into());
+    };
+    let line = &code[..end];
+    let line = line.split(|&b| b == 0).next().unwrap_or(line);
+    let parts = words(line).unwrap_or_default();
+    let Some(first) = parts.first().filter(|w| w.len() >= 2) else {
+        return Err("Invalid library metadata".into());
+    };
+    let engine = String::from_utf8_lossy(&first[2..]).into_owned();
+    let mut name = None;
+    for part in &parts[1..] {
+        if part.len() >= 5 && part[..5].eq_ignore_ascii_case(b"name=") {
+            if name.is_some() {
+                return Err(
+                    "Invalid metadata value, name argument was given multiple times".into(),
+                );
+            }
+            name = Some(String::from_utf8_lossy(&part[5..]).into_owned());
+            continue;
+        }
+        return Err(format!(
+            "Invalid metadata value given: {}",
+            String::from_utf8_lossy(part)
+        ));
+    }
+    let name = name.ok_or_else(|| "Library name was not given".to_string())?;
+    Ok((engine, name, end))
+}
+
+impl Functions {
+    /// No libraries; scripts report to `busy`.
+    pub(crate) fn new(busy: Arc<Busy>) -> Self {
+        Functions {
+            busy,
+            ..Functions::default()
+        }
+    }
+
+    fn state(&mut self) -> Result<Arc<State>, CmdError> {
+        if let Some(state) = &self.state {
+            return Ok(Arc::clone(state));
+        }
+        let state = Arc::new(
+            sandbox::new_state(Kind::Functions, &self.busy).map_err(|e| super::internal(&e))?,
+        );
+        self.state = Some(Arc::clone(&state));
+        Ok(state)
+    }
+
+    /// The Lua state functions run in (for FCALL).
+    pub(super) fn lua_state(&mut self) -> Result<Arc<State>, CmdError> {
+        self.state()
+    }
+
+    /// The libraries, by name.
+    pub(crate) fn libraries(&self) -> impl Iterator<Item = &Library> {
+        self.libraries.values()
+    }
+
+    /// The number of functions loaded.
+    pub(crate) fn function_count(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The function of this name (case-insensitive).
+    pub(crate) fn function(&self, name: &[u8]) -> Option<&Func> {
+        let name = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+        let library = self.libraries.get(self.index.get(&name)?)?;
+        library
+            .functions
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(&name))
+    }
+
+    /// FUNCTION FLUSH.
+    pub(crate) fn flush(&mut self) {
+        self.libraries.clear();
+        self.index.clear();
+    }
+
+    /// FUNCTION DELETE.
+    pub(crate) fn delete(&mut self, name: &[u8]) -> Result<(), CmdError> {
+        let name = String::from_utf8_lossy(name);
+        match self.libraries.remove(name.as_ref()) {
+            Some(library) => {
+                self.unindex(&library);
+                Ok(())
+            }
+            None => Err(CmdError::err("Library not found")),
+        }
+    }
+
+    fn unindex(&mut self, library: &Library) {
+        for f in &library.functions {
+            self.index.remove(&f.name.to_ascii_lowercase());
+        }
+    }
+
+    fn link(&mut self, library: Library) {
+        for f in &library.functions {
+            self.index
+                .insert(f.name.to_ascii_lowercase(), library.name.clone());
+        }
+        self.libraries.insert(library.name.clone(), library);
+    }
+
+    /// The first of `library`'s functions that another library has.
+    fn collision<'l>(&self, library: &'l Library) -> Option<&'l str> {
+        library
+            .functions
+            .iter()
+            .find(|f| self.index.contains_key(&f.name.to_ascii_lowercase()))
+            .map(|f| f.name.as_str())
+    }
+
+    /// FUNCTION LOAD [REPLACE]: the library's name.
+    pub(crate) fn load(&mut self, code: &[u8], replace: bool) -> Result<String, CmdError> {
+        let (engine, name, _) = metadata(code).map_err(CmdError::err)?;
+        if !valid_name(name.as_bytes()) {
+            return Err(CmdError::err(BAD_NAME));
+        }
+        if !engine.eq_ignore_ascii_case("lua") {
+            return Err(CmdError::err(format!("Engine '{engine}' not found")));
+        }
+        if self.libraries.contains_key(&name) && !replace {
+            return Err(CmdError::err(format!("Library '{name}' already exists")));
+        }
+        let library = self.create(code)?;
+        let old = self.libraries.remove(&name);
+        if let Some(old) = &old {
+            self.unindex(old);
+        }
+        if let Some(f) = self.collision(&library) {
+            let err = CmdError::err(format!("Function {f} already exists"));
+            if let Some(old) = old {
+                self.link(old);
+            }
+            return Err(err);
+        }
+        self.link(library);
+        Ok(name)
+    }
+
+    /// Compiles and runs a library's code, which registers its functions.
+    fn create(&mut self, code: &[u8]) -> Result<Library, CmdError> {
+        let (_, name, start) = metadata(code).map_err(CmdError::err)?;
+        if !valid_name(name.as_bytes()) {
+            return Err(CmdError::err(BAD_NAME));
+        }
+        let state = self.state()?;
+        let functions = run_library(&state, &code[start..], &self.busy)?;
+        if functions.is_empty() {
+            return Err(CmdError::err("No functions registered"));
+        }
+        Ok(Library {
+            name,
+            code: code.to_vec(),
+            functions,
+        })
+    }
+
+    /// FUNCTION DUMP: Redis's payload: each library's code as an RDB
+    /// string (uncompressed) after the `RDB_OPCODE_FUNCTION2` tag, then the
+    /// RDB version and the CRC64 of all before it. A real server restores
+    /// it.
+    pub(crate) fn dump(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for library in self.libraries.values() {
+            out.push(DUMP_LIBRARY);
+            rdb::put_length(&mut out, library.code.len());
+            out.extend_from_slice(&library.code);
+        }
+        out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+        let crc = crc64(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// FUNCTION RESTORE payload [policy]: the engine's payloads and a real
+    /// server's (whose long codes are LZF-compressed).
+    pub(crate) fn restore(&mut self, payload: &[u8], policy: Policy) -> Result<(), CmdError> {
+        let body = verify_payload(payload)
+            .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
+        let mut codes = Vec::new();
+        let mut rest = body;
+        while let Some((&kind, tail)) = rest.split_first() {
+            if kind != DUMP_LIBRARY {
+                return Err(CmdError::err("given type is not a function"));
+            }
+            let (code, tail) = rdb::string(tail)
+                .ok_or_else(|| CmdError::err("failed loading the given functions payload"))?;
+            codes.push(code);
+            rest = tail;
+        }
+        // The payload's libraries are made first, apart (a library whose
+        // code fails fails the whole restore), then joined.
+        let mut new = Functions::new(Arc::clone(&self.busy));
+        for code in codes {
+            let library = self.create(&code)?;
+            if new.libraries.contains_key(&library.name) {
+                return Err(CmdError::err(format!(
+                    "Library '{}' already exists",
+                    library.name
+                )));
+            }
+            if let Some(f) = new.collision(&library) {
+                return Err(CmdError::err(format!("Function {f} already exists")));
+            }
+            new.link(library);
+        }
+        if policy == Policy::Flush {
+            self.flush();
+        }
+        let mut replaced = Vec::new();
+        for name in new.libraries.keys() {
+            if let Some(old) = self.libraries.get(name) {
+                if policy != Policy::Replace {
+                    return Err(CmdError::err(format!("Library {name} already exists")));
+                }
+                replaced.push(old.clone());
+            }
+        }
+        for old in &replaced {
+            self.libraries.remove(&old.name);
+            self.unindex(old);
+        }
+        let collision = new
+            .libraries
+            .values()
+            .find_map(|l| self.collision(l).map(str::to_string));
+        if let Some(f) = collision {
+            for old in replaced {
+                self.link(old);
+            }
+            return Err(CmdError::err(format!("Function {f} already exists")));
+        }
+        for (_, library) in std::mem::take(&mut new.libraries) {
+            self.link(library);
+        }
+        Ok(())
+    }
+}
+
+/// The tag of a library in FUNCTION DUMP's payload (RDB's
+/// `RDB_OPCODE_FUNCTION2`).
+const DUMP_LIBRARY: u8 = 245;
+/// Redis 7.0's RDB version, which a payload ends with.
+const RDB_VERSION: u16 = 10;
+
+/// The payload without its trailer, if the trailer's version and CRC64
+/// are right (Redis's `verifyDumpPayload`).
+fn verify_payload(payload: &[u8]) -> Option<&[u8]> {
+    if payload.len() < 10 {
+        return None;
+    }
+    let (data, crc) = payload.split_at(payload.len() - 8);
+    let version = u16::from_le_bytes([data[data.len() - 2], data[data.len() - 1]]);
+    if version > RDB_VERSION || crc64(data).to_le_bytes() != crc {
+        return None;
+    }
+    Some(&data[..data.len() - 2])
+}
+
+/// The RDB encodings a function payload uses.
+mod rdb {
+    /// RDB's length encoding: 6 bits, 14 bits, or a 32-bit or 64-bit
+    /// big-endian length after a tag byte.
+    pub(super) fn put_length(out: &mut Vec<u8>, len: usize) {
+        if len < 1 << 6 {
+            out.push(len as u8);
+        } else if len < 1 << 14 {
+            out.extend_from_slice(&[0x40 | (len >> 8) as u8, len as u8]);
+        } else if let Ok(len) = u32::try_from(len) {
+            out.push(0x80);
+            out.extend_from_slice(&len.to_be_bytes());
+        } else {
+            out.push(0x81);
+            out.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+    }
+
+    /// A length, or an encoded value's tag (`Err`), and the rest.
+    fn length(bytes: &[u8]) -> Option<(Result<usize, u8>, &[u8])> {
+        let (&first, rest) = bytes.split_first()?;
+        match first >> 6 {
+            0 => Some((Ok(usize::from(first & 0x3f)), rest)),
+            1 => {
+                let (&second, rest) = rest.split_first()?;
+                Some((
+                    Ok(usize::from(first & 0x3f) << 8 | usize::from(second)),
+                    rest,
+                ))
+            }
+            2 if first == 0x80 => {
+                let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+                Some((Ok(usize::try_from(n).ok()?), &rest[4..]))
+            }
+            2 if first == 0x81 => {
+                let n = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+                Some((Ok(usize::try_from(n).ok()?), &rest[8..]))
+            }
+            3 => Some((Err(first & 0x3f), rest)),
+            _ => None,
+        }
+    }
+
+    /// An RDB string (raw or LZF-compressed) and the rest.
+    pub(super) fn string(bytes: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+        match length(bytes)? {
+            (Ok(len), rest) => Some((rest.get(..len)?.to_vec(), &rest[len..])),
+            // RDB_ENC_LZF: compressed length, length, then the data.
+            (Err(3), rest) => {
+                let (Ok(clen), rest) = length(rest)? else {
+                    return None;
+                };
+                let (Ok(len), rest) = length(rest)? else {
+                    return None;
+                };
+                let data = lzf_decompress(rest.get(..clen)?, len)?;
+                Some((data, &rest[clen..]))
+            }
+            _ => None,
+        }
+    }
+
+    /// LZF decompression (liblzf's format): literal runs and back
+    /// references; `None` if the data does not give exactly `len` bytes.
+    fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        let mut i = 0;
+        while i < input.len() {
+            let ctrl = usize::from(input[i]);
+            i += 1;
+            if ctrl < 32 {
+                let run = ctrl + 1;
+                out.extend_from_slice(input.get(i..i + run)?);
+                i += run;
+            } else {
+                let mut run = ctrl >> 5;
+                if run == 7 {
+                    run += usize::from(*input.get(i)?);
+                    i += 1;
+                }
+                let back = ((ctrl & 0x1f) << 8) + usize::from(*input.get(i)?) + 1;
+                i += 1;
+                let start = out.len().checked_sub(back)?;
+                for k in 0..run + 2 {
+                    out.push(out[start + k]);
+                }
+            }
+        }
+        (out.len() == len).then_some(out)
+    }
+}
+
+/// Redis's CRC64 (Jones polynomial, reflected, as `crc64` in crc64.c).
+fn crc64(bytes: &[u8]) -> u64 {
+    const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
+    let mut crc = 0u64;
+    for &b in bytes {
+        crc ^= u64::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ POLY
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    crc
+}
+
+/// Compiles the library's code (from its shebang's newline on) and runs
+/// it with only the library API in sight, under the load time limit; the
+/// functions it registered.
+fn run_library(state: &State, code: &[u8], busy: &Arc<Busy>) -> Result<Vec<Func>, CmdError> {
+    let lua = &state.lua;
+    let Some((env, mt, api)) = &state.library_env else {
+        return Err(CmdError::err("Lua engine failure: no library environment"));
+    };
+    let function = lua
+        .load(code)
+        .set_name(sandbox::USER_FUNCTION)
+        .set_mode(mlua::chunk::ChunkMode::Text)
+        .set_environment(env.clone())
+        .into_function()
+        .map_err(|e| {
+            let msg = match e {
+                mlua::Error::SyntaxError { message, .. } => message,
+                e => e.to_string(),
+            };
+            CmdError::err(format!("Error compiling function: {msg}"))
+        })?;
+    let internal = |e: mlua::Error| super::internal(&e);
+    mt.raw_set("__index", api.clone()).map_err(internal)?;
+    lua.set_app_data(Pending(Vec::new()));
+    let start = Instant::now();
+    let hooked = lua.set_hook(
+        HookTriggers::new().every_nth_instruction(100_000),
+        move |_, _| {
+            if start.elapsed() > LOAD_TIMEOUT {
+                return Err(raise("ERR FUNCTION LOAD timeout"));
+            }
+            Ok(VmState::Continue)
+        },
+    );
+    let outcome = hooked.and_then(|()| state.xpcall.call::<MultiValue>((function, &state.handler)));
+    let rehooked = sandbox::install_hook(lua, Arc::clone(busy), false);
+    let pending = lua.remove_app_data::<Pending>();
+    mt.raw_set("__index", state.env.clone()).map_err(internal)?;
+    rehooked.map_err(internal)?;
+    let returned = outcome.map_err(internal)?;
+    let mut ret = returned.into_iter();
+    if !matches!(ret.next(), Some(Value::Boolean(true))) {
+        let msg = match ret.next() {
+            Some(Value::Table(t)) => err_text(&t),
+            Some(other) => format!("{other:?}"),
+            None => "unknown error".into(),
+        };
+        return Err(CmdError::err(format!("Error registering functions: {msg}")));
+    }
+    Ok(pending.map(|p| p.0).unwrap_or_default())
+}
+
+fn err_text(t: &Table) -> String {
+    match t.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => s.to_string_lossy(),
+        _ => "unknown error".into(),
+    }
+}
+
+/// `redis.register_function(name, callback)` or
+/// `redis.register_function{function_name=..., callback=..., flags=...,
+/// description=...}`, during FUNCTION LOAD only.
+pub(super) fn register_function(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
+    if lua.app_data_ref::<Pending>().is_none() {
+        return Err(raise(
+            "ERR redis.register_function can only be called on FUNCTION LOAD command",
+        ));
+    }
+    let func = read_args(lua, args).map_err(|e| raise(&format!("ERR {e}")))?;
+    if !valid_name(func.name.as_bytes()) {
+        return Err(raise(&format!("ERR {BAD_NAME}")));
+    }
+    let Some(mut pending) = lua.app_data_mut::<Pending>() else {
+        return Err(raise(
+            "ERR redis.register_function can only be called on FUNCTION LOAD command",
+        ));
+    };
+    if pending.0.iter().any(|f| f.name == func.name) {
+        return Err(raise("ERR Function already exists in the library"));
+    }
+    pending.0.push(func);
+    Ok(())
+}
+
+/// A string argument as `luaGetStringSds` takes it: a string or a number.
+fn string_of(lua: &Lua, v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::String(_) | Value::Integer(_) | Value::Number(_) => lua
+            .coerce_string(v.clone())
+            .ok()
+            .flatten()
+            .map(|s| s.as_bytes().to_vec()),
+        _ => None,
+    }
+}
+
+fn read_args(lua: &Lua, args: MultiValue) -> Result<Func, &'static str> {
+    let args: Vec<Value> = args.into_iter().collect();
+    match args.as_slice() {
+        [named] => read_named(lua, named),
+        [name, callback] => {
+            let name = string_of(lua, name)
+                .ok_or("first argument to redis.register_function must be a string")?;
+            let Value::Function(callback) = callback else {
+                return Err("second argument to redis.register_function must be a function");
+            };
+            Ok(Func {
+                name: String::from_utf8_lossy(&name).into_owned(),
+                description: None,
+                flags: Flags::default(),
+                callback: callback.clone(),
+            })
+        }
+        _ => Err("wrong number of arguments to redis.register_function"),
+    }
+}
+
+fn read_named(lua: &Lua, named: &Value) -> Result<Func, &'static str> {
+    let Value::Table(t) = named else {
+        return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).");
+    };
+    let (mut name, mut description, mut callback, mut flags) = (None, None, None, Flags::default());
+    for pair in t.pairs::<Value, Value>() {
+        let Ok((k, v)) = pair else {
+            return Err("named argument key given to redis.register_function is not a string");
+        };
+        let key = string_of(lua, &k)
+            .ok_or("named argument key given to redis.register_function is not a string")?;
+        let key = String::from_utf8_lossy(&key).to_ascii_lowercase();
+        match key.as_str() {
+            "function_name" => {
+                name = Some(string_of(lua, &v).ok_or(
+                    "function_name argument given to redis.register_function must be a string",
+                )?);
+            }
+            "description" => {
+                description = Some(string_of(lua, &v).ok_or(
+                    "description argument given to redis.register_function must be a string",
+                )?);
+            }
+            "callback" => {
+                let Value::Function(f) = v else {
+                    return Err(
+                        "callback argument given to redis.register_function must be a function",
+                    );
+                };
+                callback = Some(f);
+            }
+            "flags" => {
+                let Value::Table(list) = v else {
+                    return Err("flags argument to redis.register_function must be a table representing function flags");
+                };
+                flags = read_flags(lua, &list).ok_or("unknown flag given")?;
+            }
+            _ => return Err("unknown argument given to redis.register_function"),
+        }
+    }
+    let name = name.ok_or("redis.register_function must get a function name argument")?;
+    let callback = callback.ok_or("redis.register_function must get a callback argument")?;
+    Ok(Func {
+        name: String::from_utf8_lossy(&name).into_owned(),
+        description,
+        flags,
+        callback,
+    })
+}
+
+/// The flags of a `flags={...}` list (case-insensitive names).
+fn read_flags(lua: &Lua, list: &Table) -> Option<Flags> {
+    let mut flags = Flags::default();
+    for i in 1.. {
+        let v: Value = list.get(i).ok()?;
+        if v.is_nil() {
+            break;
+        }
+        let name = string_of(lua, &v)?;
+        flags.insert(Flags::named(&name, false)?);
+    }
+    Some(flags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc64_like_redis() {
+        assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
+    }
+
+    #[test]
+    fn metadata_errors() {
+        assert_eq!(
+            metadata(b"return 1").unwrap_err(),
+            "Missing library metadata"
+        );
+        assert_eq!(
+            metadata(b"#!lua name=x").unwrap_err(),
+            "Invalid library metadata"
+        );
+        assert_eq!(
+            metadata(b"#!lua\n").unwrap_err(),
+            "Library name was not given"
+        );
+        assert_eq!(
+            metadata(b"#!lua name=a name=b\n").unwrap_err(),
+            "Invalid metadata value, name argument was given multiple times"
+        );
+        assert_eq!(
+            metadata(b"#!lua name=a foo=bar\n").unwrap_err(),
+            "Invalid metadata value given: foo=bar"
+        );
+        let (engine, name, start) = metadata(b"#!LUA name=lib\nx").unwrap();
+        assert_eq!((engine.as_str(), name.as_str(), start), ("LUA", "lib", 14));
+    }
+}

@@ -152,3 +152,98 @@ mod tests {
         }
     }
 }
+
+/// `isspace` in the C locale.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    char::from(b)
+        .to_digit(16)
+        .and_then(|d| u8::try_from(d).ok())
+}
+
+/// Redis's `sdssplitargs`: splits an inline request (or a script's
+/// shebang line) into arguments.
+/// `"..."` takes the escapes `\n \r \t \b \a \xHH` (any other escaped
+/// character stands for itself), `'...'` only `\'`; a closing quote must
+/// be followed by a space or the end of the line. `None` for unbalanced
+/// quotes.
+pub(crate) fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    // Past the end reads as NUL, like the C string it was.
+    let at = |i: usize| line.get(i).copied().unwrap_or(0);
+    let mut args = Vec::new();
+    let mut p = 0;
+    loop {
+        while at(p) != 0 && is_space(at(p)) {
+            p += 1;
+        }
+        if at(p) == 0 {
+            return Some(args);
+        }
+        let mut current = Vec::new();
+        let (mut in_double, mut in_single) = (false, false);
+        loop {
+            let c = at(p);
+            if in_double {
+                let hex = (c == b'\\' && at(p + 1) == b'x')
+                    .then(|| Some(hex_value(at(p + 2))? * 16 + hex_value(at(p + 3))?))
+                    .flatten();
+                if let Some(byte) = hex {
+                    current.push(byte);
+                    p += 3;
+                } else if c == b'\\' && at(p + 1) != 0 {
+                    p += 1;
+                    current.push(match at(p) {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if at(p + 1) != 0 && !is_space(at(p + 1)) {
+                        return None;
+                    }
+                    p += 1;
+                    break;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    current.push(c);
+                }
+            } else if in_single {
+                if c == b'\\' && at(p + 1) == b'\'' {
+                    p += 1;
+                    current.push(b'\'');
+                } else if c == b'\'' {
+                    if at(p + 1) != 0 && !is_space(at(p + 1)) {
+                        return None;
+                    }
+                    p += 1;
+                    break;
+                } else if c == 0 {
+                    return None;
+                } else {
+                    current.push(c);
+                }
+            } else {
+                match c {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
+                        if c != 0 {
+                            p += 1;
+                        }
+                        break;
+                    }
+                    b'"' => in_double = true,
+                    b'\'' => in_single = true,
+                    _ => current.push(c),
+                }
+            }
+            p += 1;
+        }
+        args.push(current);
+    }
+}

@@ -41,16 +41,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResul
         return Err(CmdError::err("Function not found"));
     }
     let numkeys = int_arg(args[2]).map_err(|_| CmdError::err("Bad number of keys provided"))?;
-    let rest = &args[3..];
-    if numkeys > rest.len() as i64 {
-        return Err(CmdError::err(
-            "Number of keys can't be greater than number of args",
-        ));
-    }
-    let Ok(numkeys) = usize::try_from(numkeys) else {
-        return Err(CmdError::err("Number of keys can't be negative"));
-    };
-    let (keys, argv) = rest.split_at(numkeys);
+    let (keys, argv) = super::scripting::split_keys(numkeys, &args[3..])?;
     script::fcall(ctx, args[1], keys, argv, read_only)
 }
 

@@ -53,8 +53,21 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// `EVAL script numkeys [key ...] [arg ...]`: numkeys is checked first,
 /// with Redis's texts, then the script is found or compiled and run.
 fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool) -> CmdResult {
-    let numkeys = int_arg(args[2])?;
-    let rest = &args[3..];
+    let (keys, argv) = split_keys(int_arg(args[2])?, &args[3..])?;
+    let source = if by_sha {
+        Source::Sha(args[1])
+    } else {
+        Source::Body(args[1])
+    };
+    script::eval(ctx, source, keys, argv, read_only)
+}
+
+/// EVAL's and FCALL's `numkeys key... arg...`: the keys and the
+/// arguments, with Redis's errors for a count out of range.
+pub(super) fn split_keys<'a>(
+    numkeys: i64,
+    rest: &'a [&'a [u8]],
+) -> Result<(&'a [&'a [u8]], &'a [&'a [u8]]), CmdError> {
     if numkeys > rest.len() as i64 {
         return Err(CmdError::err(
             "Number of keys can't be greater than number of args",
@@ -63,13 +76,7 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
     let Ok(numkeys) = usize::try_from(numkeys) else {
         return Err(CmdError::err("Number of keys can't be negative"));
     };
-    let (keys, argv) = rest.split_at(numkeys);
-    let source = if by_sha {
-        Source::Sha(args[1])
-    } else {
-        Source::Body(args[1])
-    };
-    script::eval(ctx, source, keys, argv, read_only)
+    Ok(rest.split_at(numkeys))
 }
 
 fn script_command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

@@ -56,92 +56,6 @@ impl Flags {
     }
 }
 
-/// Splits a shebang line into its words as Redis's `sdssplitargs` does:
-/// `"..."` takes the escapes `\n \r \t \b \a \xHH`, `'...'` only `\'`;
-/// a closing quote must end the word. `None` for unbalanced quotes.
-pub(crate) fn words(line: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let at = |i: usize| line.get(i).copied().unwrap_or(0);
-    let space = |b: u8| b" \t\r\n\x0b\x0c".contains(&b);
-    let hex = |b: u8| {
-        char::from(b)
-            .to_digit(16)
-            .and_then(|d| u8::try_from(d).ok())
-    };
-    let mut words = Vec::new();
-    let mut p = 0;
-    loop {
-        while at(p) != 0 && space(at(p)) {
-            p += 1;
-        }
-        if at(p) == 0 {
-            return Some(words);
-        }
-        let mut word = Vec::new();
-        let (mut double, mut single) = (false, false);
-        loop {
-            let c = at(p);
-            if double {
-                let escaped_hex = (c == b'\\' && at(p + 1) == b'x')
-                    .then(|| Some(hex(at(p + 2))? * 16 + hex(at(p + 3))?))
-                    .flatten();
-                if let Some(b) = escaped_hex {
-                    word.push(b);
-                    p += 3;
-                } else if c == b'\\' && at(p + 1) != 0 {
-                    p += 1;
-                    word.push(match at(p) {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 0x08,
-                        b'a' => 0x07,
-                        other => other,
-                    });
-                } else if c == b'"' {
-                    if at(p + 1) != 0 && !space(at(p + 1)) {
-                        return None;
-                    }
-                    p += 1;
-                    break;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    word.push(c);
-                }
-            } else if single {
-                if c == b'\\' && at(p + 1) == b'\'' {
-                    p += 1;
-                    word.push(b'\'');
-                } else if c == b'\'' {
-                    if at(p + 1) != 0 && !space(at(p + 1)) {
-                        return None;
-                    }
-                    p += 1;
-                    break;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    word.push(c);
-                }
-            } else {
-                match c {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => {
-                        if c != 0 {
-                            p += 1;
-                        }
-                        break;
-                    }
-                    b'"' => double = true,
-                    b'\'' => single = true,
-                    _ => word.push(c),
-                }
-            }
-            p += 1;
-        }
-        words.push(word);
-    }
-}
-
 /// An EVAL script's flags from its shebang (Redis's
 /// `evalExtractShebangFlags`), and the length of the shebang line (the
 /// newline excluded, so that the body compiled keeps its line numbers).
@@ -156,7 +70,7 @@ pub(crate) fn from_shebang(body: &[u8]) -> Result<(Flags, usize), String> {
     // C reads the shebang as a C string: a NUL ends it.
     let line = &body[..end];
     let line = line.split(|&b| b == 0).next().unwrap_or(line);
-    let parts = words(line).unwrap_or_default();
+    let parts = crate::args::split_args(line).unwrap_or_default();
     let Some(engine) = parts.first() else {
         return Err("Invalid engine in script shebang".into());
     };

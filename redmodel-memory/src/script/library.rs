@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
 
 use super::busy::Busy;
-use super::flags::{words, Flags};
+use super::flags::Flags;
 use super::sandbox::{self, raise, Kind, State};
 use crate::error::CmdError;
 
@@ -86,7 +86,7 @@ fn metadata(code: &[u8]) -> Result<(String, String, usize), String> {
     };
     let line = &code[..end];
     let line = line.split(|&b| b == 0).next().unwrap_or(line);
-    let parts = words(line).unwrap_or_default();
+    let parts = crate::args::split_args(line).unwrap_or_default();
     let Some(first) = parts.first().filter(|w| w.len() >= 2) else {
         return Err("Invalid library metadata".into());
     };

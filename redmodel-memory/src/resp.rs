@@ -374,8 +374,10 @@ impl Client {
                     }
                     match wake {
                         // Redis answers every timed-out blocked client
-                        // with the null array.
-                        Wake::TimedOut => encode::null_array(&mut output),
+                        // with the null array (RESP3's one null).
+                        Wake::TimedOut => {
+                            encode_reply(&mut output, &Value::Nil, true, self.session.resp())
+                        }
                         Wake::Served(reply) => {
                             encode_reply(&mut output, &reply, nil_array, self.session.resp())
                         }
@@ -448,9 +450,17 @@ impl Client {
                 }
             }
             let Some(store) = store.as_mut() else {
+                if let Some(reply) = self.session.control_unlocked(&args) {
+                    encode::encode(output, &reply);
+                    continue;
+                }
                 match self.busy.answer(&args) {
                     Ok(reply) => encode::encode(output, &reply),
-                    Err(e) => encode::error(output, e.as_bytes()),
+                    Err(e) => {
+                        let exec = is(args[0], "exec");
+                        let e = self.session.refused_unlocked(exec, &e);
+                        encode::error(output, e.as_bytes());
+                    }
                 }
                 continue;
             };

@@ -49,6 +49,9 @@ pub(crate) struct Session {
     /// A command was refused while queueing: EXEC must abort.
     multi_failed: bool,
     watched: Vec<Watched>,
+    /// A transaction was discarded while a script held the store (EXEC
+    /// refused BUSY): its watches go at the next command.
+    unwatch_pending: bool,
     /// The protocol the client speaks: 2 until `HELLO 3` (0 is read as 2,
     /// for `Default`).
     resp: u8,
@@ -123,6 +126,49 @@ impl Session {
         self.resp = resp;
     }
 
+    /// A command refused without the store (BUSY: a script holds it), as
+    /// Redis's `rejectCommand`: inside MULTI it dooms the transaction, and
+    /// a refused EXEC discards it with EXECABORT and the refusal.
+    #[cfg(feature = "server")]
+    pub(crate) fn refused_unlocked(&mut self, is_exec: bool, refusal: &str) -> String {
+        if self.multi.is_none() {
+            return refusal.to_string();
+        }
+        if is_exec {
+            self.multi = None;
+            self.multi_failed = false;
+            self.unwatch_pending = true;
+            return format!("EXECABORT Transaction discarded because of: {refusal}");
+        }
+        self.multi_failed = true;
+        refusal.to_string()
+    }
+
+    /// MULTI and DISCARD while a script holds the store: Redis lets them
+    /// through (`allow_busy`), as they need no data. `None` for any other
+    /// command.
+    #[cfg(feature = "server")]
+    pub(crate) fn control_unlocked(&mut self, args: &[&[u8]]) -> Option<Reply> {
+        let [name] = args else {
+            return None;
+        };
+        let result = if name.eq_ignore_ascii_case(b"multi") {
+            self.multi()
+        } else if name.eq_ignore_ascii_case(b"discard") {
+            if self.multi.is_none() {
+                Err(CmdError::err("DISCARD without MULTI"))
+            } else {
+                self.multi = None;
+                self.multi_failed = false;
+                self.unwatch_pending = true;
+                Ok(reply::ok())
+            }
+        } else {
+            return None;
+        };
+        Some(result.unwrap_or_else(|e| e.to_value()))
+    }
+
     /// Whether the client is between MULTI and EXEC (the RESP server
     /// answers CLIENT and HELLO itself only outside a transaction).
     pub(crate) fn in_transaction(&self) -> bool {
@@ -130,6 +176,9 @@ impl Session {
     }
 
     fn execute_inner(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
+        if std::mem::take(&mut self.unwatch_pending) {
+            self.unwatch_all(store);
+        }
         let Some(name) = args.first() else {
             return Err(CmdError::err("empty command"));
         };

@@ -62,12 +62,15 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], by_sha: bool, read_only: bool
     script::eval(ctx, source, keys, argv, read_only)
 }
 
+/// A script call's keys, then its other arguments.
+pub(super) type KeysAndArgs<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+
 /// EVAL's and FCALL's `numkeys key... arg...`: the keys and the
 /// arguments, with Redis's errors for a count out of range.
 pub(super) fn split_keys<'a>(
     numkeys: i64,
     rest: &'a [&'a [u8]],
-) -> Result<(&'a [&'a [u8]], &'a [&'a [u8]]), CmdError> {
+) -> Result<KeysAndArgs<'a>, CmdError> {
     if numkeys > rest.len() as i64 {
         return Err(CmdError::err(
             "Number of keys can't be greater than number of args",

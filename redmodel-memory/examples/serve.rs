@@ -7,13 +7,15 @@
 
 use redmodel_memory::{serve, Engine};
 
-// One worker, as Redis has one thread: connections are served about in the
-// order their requests arrive (more workers let a PUBLISH overtake an
-// UNSUBSCRIBE sent before it on another connection, which Redis's own tests
-// rely on). A multi-thread runtime all the same: a script running past
-// busy-reply-threshold hands the worker over (block_in_place), so that
-// other connections get BUSY and may SCRIPT KILL it.
-#[tokio::main(flavor = "multi_thread", worker_threads = 1)]
+// One thread, as Redis: connections are served in the order their
+// requests arrive. A multi-thread runtime, even of one worker, runs the
+// connection woken last first (its LIFO slot), so a PUBLISH could overtake
+// an UNSUBSCRIBE sent before it on another connection, or a BRPOPLPUSH
+// block after another sent later, which Redis's own tests rely on. The
+// price: a script looping past busy-reply-threshold holds the only thread,
+// so other connections wait instead of getting BUSY (the BUSY replies and
+// SCRIPT KILL need a multi-thread runtime: the `memory_server` example).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> std::io::Result<()> {
     let port: u16 = match std::env::args().nth(1) {
         Some(p) => p.parse().map_err(|_| {

@@ -594,7 +594,7 @@ impl Keyspace {
     }
 
     /// Queues `key` for its blocked clients, if it has any.
-    fn signal_ready(&mut self, key: &[u8]) {
+    pub(crate) fn signal_ready(&mut self, key: &[u8]) {
         if let Some((k, _)) = self.blocked.get_key_value(key) {
             if !self.ready.contains(key) {
                 self.ready.insert(k.clone());

@@ -186,6 +186,9 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         let destroyed = stream.groups.remove(name).is_some();
         if destroyed {
             ctx.notify(class::STREAM, "xgroup-destroy", key);
+            // Its blocked XREADGROUP clients get NOGROUP (Redis's
+            // signalKeyAsReady: no WATCH is touched).
+            ctx.ks().signal_ready(key);
         }
         return Ok(reply::int(i64::from(destroyed)));
     }

@@ -1,10 +1,12 @@
 //! The bundled in-memory Redis engine.
 //!
-//! A small Redis: strings, hashes, lists, sets and sorted sets, key and
-//! expiry commands, MULTI/EXEC/WATCH, and the server commands clients and
-//! tools use (CONFIG, INFO, OBJECT, CLIENT, COPY, MOVE, SWAPDB...), with the
-//! replies and error texts of Redis 7.0.15. It exists so that applications, examples and tests run with no
-//! server, and switch to a real Redis with no surprise.
+//! A small Redis: strings, bitmaps, HyperLogLog, hashes, lists, sets,
+//! sorted sets and streams, key and expiry commands, MULTI/EXEC/WATCH, Lua
+//! scripts and Redis Functions, Pub/Sub, and the server commands clients
+//! and tools use (CONFIG, INFO, OBJECT, CLIENT, COPY, MOVE, SWAPDB...),
+//! with the replies and error texts of Redis 7.0.15. It exists so that
+//! applications, examples and tests run with no server, and switch to a
+//! real Redis with no surprise.
 //!
 //! - [`Engine`] owns the data; clone it to share it.
 //! - [`Connection`] is one client of it (selected database, transaction

@@ -192,8 +192,15 @@ impl Session {
                 return Err(self.reject(store, cname == "exec", err));
             }
         } else if self.multi.is_some() {
+            // SAVE, SHUTDOWN, SYNC, PSYNC: Redis refuses them in a
+            // transaction (`no_multi`) whether or not the engine has them.
+            let no_multi = command::meta::lookup(name)
+                .filter(|m| m.has_flag("no_multi") && arity_ok(m.arity, args.len()));
             let checked = command::lookup(name)
-                .ok_or_else(|| command::unknown_command(args))
+                .ok_or_else(|| match no_multi {
+                    Some(_) => CmdError::err("Command not allowed inside a transaction"),
+                    None => command::unknown_command(args),
+                })
                 .and_then(|spec| {
                     if spec.arity_ok(args.len()) {
                         Ok(())

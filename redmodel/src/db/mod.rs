@@ -43,6 +43,12 @@ pub use pubsub::{Message, Subscriber};
 
 /// Whether `cmd` may wait for another client (BLPOP, XREAD BLOCK, ...).
 fn blocks(cmd: &Cmd) -> bool {
+    // Every blocking command's name starts with B or X (BLPOP, BZPOPMIN,
+    // XREAD...): the others, nearly all requests, are told at one byte.
+    match cmd.args_iter().next() {
+        Some(redis::Arg::Simple([b'B' | b'b' | b'X' | b'x', ..])) => {}
+        _ => return false,
+    }
     let mut head: Vec<&[u8]> = Vec::with_capacity(8);
     for arg in cmd.args_iter() {
         match arg {

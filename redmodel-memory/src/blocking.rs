@@ -100,6 +100,9 @@ pub(crate) struct Block {
     keys: Vec<Key>,
     timeout: Option<Duration>,
     serve: Serve,
+    /// The client's protocol, which the serve function's replies follow
+    /// (XREAD's is a map in RESP3).
+    resp: u8,
 }
 
 /// Blocks the running command on `keys` for `timeout` (`None`: forever)
@@ -122,6 +125,7 @@ pub(crate) fn block(
             keys: unique,
             timeout,
             serve,
+            resp: ctx.resp,
         });
     }
     Ok(reply::nil())
@@ -181,6 +185,7 @@ struct Waiter {
     db: usize,
     keys: Vec<Key>,
     serve: Serve,
+    resp: u8,
     mailbox: Arc<Mailbox>,
 }
 
@@ -266,6 +271,7 @@ pub(crate) fn park(store: &mut Store, db: usize, block: Block) -> Parked {
             db,
             keys: block.keys,
             serve: block.serve,
+            resp: block.resp,
             mailbox: mailbox.clone(),
         },
     );
@@ -331,10 +337,9 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                 db,
                 now,
                 block: BlockSlot::Denied,
-                // The reply is built typed and shaped by the waiter's
-                // client when it is sent; no blocking command's reply
-                // changes its shape with the protocol.
-                resp: 2,
+                // The reply is built typed (lowered by the waiter's
+                // client when sent), in the waiter's protocol's shape.
+                resp: waiter.resp,
             };
             (waiter.serve)(&mut ctx, key)
         };

@@ -51,12 +51,12 @@ fn help(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     ))
 }
 
-/// A map reply in RESP2: names and values, flattened.
+/// A map reply of named fields (in RESP2, names and values flattened).
 fn map(pairs: Vec<(&str, Reply)>) -> Reply {
-    reply::array(
+    reply::map(
         pairs
             .into_iter()
-            .flat_map(|(k, v)| [reply::bulk(k), v])
+            .map(|(k, v)| (reply::bulk(k), v))
             .collect(),
     )
 }

@@ -188,15 +188,30 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResul
             }
         }
         if let Some(items) = served_here {
-            served.push(reply::array(vec![reply::bulk(key.to_vec()), items]));
+            served.push((reply::bulk(key.to_vec()), items));
         }
     }
     if !served.is_empty() {
-        return Ok(reply::array(served));
+        return Ok(streams_reply(ctx.resp3(), served));
     }
     match opts.block {
         Some(timeout) => block_for_streams(ctx, &opts, &afters, timeout),
         None => Ok(reply::nil()),
+    }
+}
+
+/// XREAD's reply: per stream served, its name and its entries; a map in
+/// RESP3, an array of [name, entries] pairs in RESP2 (as Redis).
+fn streams_reply(resp3: bool, served: Vec<(Reply, Reply)>) -> Reply {
+    if resp3 {
+        reply::map(served)
+    } else {
+        reply::array(
+            served
+                .into_iter()
+                .map(|(name, items)| reply::array(vec![name, items]))
+                .collect(),
+        )
     }
 }
 
@@ -457,10 +472,10 @@ impl StreamWait {
                 ctx.notify(class::STREAM, "xgroup-createconsumer", key);
             }
         }
-        Some(Ok(reply::array(vec![reply::array(vec![
-            reply::bulk(key.to_vec()),
-            items,
-        ])])))
+        Some(Ok(streams_reply(
+            ctx.resp3(),
+            vec![(reply::bulk(key.to_vec()), items)],
+        )))
     }
 }
 

@@ -441,6 +441,27 @@ impl Drop for Ticket {
     }
 }
 
+/// The number of blocked clients (tests of this module and of the RESP
+/// server).
+#[cfg(test)]
+pub(crate) fn blocked(engine: &Engine) -> usize {
+    engine.shared.store.lock().waiters.len()
+}
+
+/// Waits (a bounded time) until `n` clients are blocked.
+#[cfg(test)]
+pub(crate) async fn until_blocked(engine: &Engine, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while blocked(engine) != n {
+        assert!(
+            Instant::now() < deadline,
+            "{} blocked, not {n}",
+            blocked(engine)
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -510,6 +531,8 @@ mod wait_tests {
     use crate::command::test_util::{bulk, bulks, int, run};
     use crate::{Connection, Engine};
 
+    use super::{blocked, until_blocked};
+
     /// Runs `line` on a new client of `engine` in a task of its own.
     fn spawn(engine: &Engine, line: &str) -> tokio::task::JoinHandle<Value> {
         let mut c = engine.connection();
@@ -523,24 +546,6 @@ mod wait_tests {
                 .await
                 .unwrap_or_else(|e| panic!("{e}"))
         })
-    }
-
-    /// The number of blocked clients.
-    fn blocked(engine: &Engine) -> usize {
-        engine.shared.store.lock().waiters.len()
-    }
-
-    /// Waits (a bounded time) until `n` clients are blocked.
-    async fn until_blocked(engine: &Engine, n: usize) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while blocked(engine) != n {
-            assert!(
-                Instant::now() < deadline,
-                "{} blocked, not {n}",
-                blocked(engine)
-            );
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
     }
 
     /// Spawns `line` and waits until its client is the `n`th blocked.

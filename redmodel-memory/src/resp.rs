@@ -926,22 +926,7 @@ mod tests {
         server.shutdown().await;
     }
 
-    /// The number of clients blocked on keys.
-    fn blocked(engine: &Engine) -> usize {
-        engine.shared.store.lock().waiters.len()
-    }
-
-    async fn until_blocked(engine: &Engine, n: usize) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while blocked(engine) != n {
-            assert!(
-                Instant::now() < deadline,
-                "{} blocked, not {n}",
-                blocked(engine)
-            );
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    }
+    use crate::blocking::until_blocked;
 
     async fn read_reply(stream: &mut TcpStream, expected: &[u8]) {
         let mut reply = vec![0u8; expected.len()];

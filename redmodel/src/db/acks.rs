@@ -131,6 +131,12 @@ impl Acks {
         }
         Ok(replies.into_iter().skip(offset).take(count).collect())
     }
+
+    /// The reply of the one command a [`wrap`](Self::wrap)ped request
+    /// carried, once WAIT's says enough replicas acknowledged it.
+    pub(crate) fn unwrap_one(self, replies: Vec<Value>) -> RedisResult<Value> {
+        Ok(self.unwrap(replies, 0, 1)?.pop().unwrap_or(Value::Nil))
+    }
 }
 
 /// The replica counts an error with [`NOT_REPLICATED`] carries: how many

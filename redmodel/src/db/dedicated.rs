@@ -101,8 +101,7 @@ impl ConnectionLike for DedicatedConnection {
                 let wrapped = acks.wrap(cmd);
                 self.counters.pipeline(&wrapped);
                 let replies = self.link.req_packed_commands(&wrapped, 0, 2).await?;
-                let mut asked = acks.unwrap(replies, 0, 1)?;
-                Ok(asked.pop().unwrap_or(Value::Nil))
+                acks.unwrap_one(replies)
             }),
         }
     }

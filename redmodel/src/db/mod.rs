@@ -498,8 +498,7 @@ impl ConnectionLike for Db {
                 let wrapped = acks.wrap(cmd);
                 self.shared.counters.pipeline(&wrapped);
                 let replies = self.shared.backend.send_pipeline(&wrapped, 0, 2).await?;
-                let mut asked = acks.unwrap(replies, 0, 1)?;
-                Ok(asked.pop().unwrap_or(Value::Nil))
+                acks.unwrap_one(replies)
             }),
         }
     }

@@ -45,6 +45,15 @@ pub(crate) enum Link {
     Memory(redmodel_memory::PubSub),
 }
 
+/// What [`Subscriber::change`] does.
+#[derive(Clone, Copy)]
+enum Change {
+    Subscribe,
+    PSubscribe,
+    Unsubscribe,
+    PUnsubscribe,
+}
+
 /// A subscription of its own to channels and patterns
 /// ([`Db::subscriber`]): subscribe, then read the messages in order.
 ///
@@ -80,54 +89,49 @@ impl Subscriber {
 
     /// Subscribes to one channel or several (`"a"`, `["a", "b"]`).
     pub async fn subscribe(&mut self, channels: impl ToRedisArgs) -> Result<()> {
-        match &mut self.link {
-            Link::Redis(p) => Ok(p.subscribe(channels).await?),
-            Link::Memory(p) => {
-                for name in channels.to_redis_args() {
-                    p.subscribe(name);
-                }
-                Ok(())
-            }
-        }
+        self.change(Change::Subscribe, channels.to_redis_args())
+            .await
     }
 
     /// Subscribes to one glob pattern or several (`"news:*"`).
     pub async fn psubscribe(&mut self, patterns: impl ToRedisArgs) -> Result<()> {
-        match &mut self.link {
-            Link::Redis(p) => Ok(p.psubscribe(patterns).await?),
-            Link::Memory(p) => {
-                for name in patterns.to_redis_args() {
-                    p.psubscribe(name);
-                }
-                Ok(())
-            }
-        }
+        self.change(Change::PSubscribe, patterns.to_redis_args())
+            .await
     }
 
     /// Ends the subscription to these channels.
     pub async fn unsubscribe(&mut self, channels: impl ToRedisArgs) -> Result<()> {
-        match &mut self.link {
-            Link::Redis(p) => Ok(p.unsubscribe(channels).await?),
-            Link::Memory(p) => {
-                for name in channels.to_redis_args() {
-                    p.unsubscribe(name);
-                }
-                Ok(())
-            }
-        }
+        self.change(Change::Unsubscribe, channels.to_redis_args())
+            .await
     }
 
     /// Ends the subscription to these patterns.
     pub async fn punsubscribe(&mut self, patterns: impl ToRedisArgs) -> Result<()> {
+        self.change(Change::PUnsubscribe, patterns.to_redis_args())
+            .await
+    }
+
+    /// One change of the subscriptions, on whichever link this is.
+    async fn change(&mut self, change: Change, names: Vec<Vec<u8>>) -> Result<()> {
         match &mut self.link {
-            Link::Redis(p) => Ok(p.punsubscribe(patterns).await?),
+            Link::Redis(p) => match change {
+                Change::Subscribe => p.subscribe(names).await?,
+                Change::PSubscribe => p.psubscribe(names).await?,
+                Change::Unsubscribe => p.unsubscribe(names).await?,
+                Change::PUnsubscribe => p.punsubscribe(names).await?,
+            },
             Link::Memory(p) => {
-                for name in patterns.to_redis_args() {
-                    p.punsubscribe(name);
+                for name in names {
+                    match change {
+                        Change::Subscribe => p.subscribe(name),
+                        Change::PSubscribe => p.psubscribe(name),
+                        Change::Unsubscribe => p.unsubscribe(name),
+                        Change::PUnsubscribe => p.punsubscribe(name),
+                    };
                 }
-                Ok(())
             }
         }
+        Ok(())
     }
 
     /// The next message, waiting for one; `None` once the connection is

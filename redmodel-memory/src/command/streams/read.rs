@@ -507,16 +507,21 @@ mod tests {
         StreamWait::new(&opts, &afters)
     }
 
-    #[test]
-    fn a_woken_xread_gets_what_is_past_its_id() {
-        let mut store = Store::default();
-        let mut ctx = Ctx {
-            store: &mut store,
+    /// A RESP2 client of `store`'s database 0 at time 1000, not blocking.
+    fn ctx_at_1000(store: &mut Store) -> Ctx<'_> {
+        Ctx {
+            store,
             db: 0,
             now: 1_000,
             block: crate::blocking::BlockSlot::Denied,
             resp: 2,
-        };
+        }
+    }
+
+    #[test]
+    fn a_woken_xread_gets_what_is_past_its_id() {
+        let mut store = Store::default();
+        let mut ctx = ctx_at_1000(&mut store);
         exec(&mut ctx, "XADD s 2-0 f v").expect("added");
         let mut wait = wait_of("XREAD BLOCK 0 STREAMS s $");
         assert!(wait.on_ready(&mut ctx, b"s").is_none());
@@ -540,13 +545,7 @@ mod tests {
     #[test]
     fn a_woken_xreadgroup_reads_past_the_group_or_fails() {
         let mut store = Store::default();
-        let mut ctx = Ctx {
-            store: &mut store,
-            db: 0,
-            now: 1_000,
-            block: crate::blocking::BlockSlot::Denied,
-            resp: 2,
-        };
+        let mut ctx = ctx_at_1000(&mut store);
         exec(&mut ctx, "XGROUP CREATE s g $ MKSTREAM").expect("created");
         let mut wait = wait_of("XREADGROUP GROUP g c BLOCK 10 COUNT 1 STREAMS s >");
         assert!(wait.on_ready(&mut ctx, b"s").is_none());

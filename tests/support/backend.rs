@@ -185,6 +185,23 @@ impl TestCtx {
         self.cluster.as_deref()
     }
 
+    /// Another handle on this test's database that shares nothing with
+    /// `db` but the data (no connection, no cache): what another process
+    /// would have.
+    pub async fn another_db(&self) -> Db {
+        let db = match (self.db.engine(), &self.url, &self.cluster) {
+            (Some(engine), _, _) => Db::from_engine(engine.clone()),
+            (None, Some(url), _) => Db::connect(url)
+                .await
+                .unwrap_or_else(|e| panic!("{}: cannot connect to {url}: {e}", self.name)),
+            (None, None, Some(urls)) => Db::connect_cluster(urls)
+                .await
+                .unwrap_or_else(|e| panic!("{}: cannot connect to {urls:?}: {e}", self.name)),
+            (None, None, None) => panic!("{}: a backend with no address", self.name),
+        };
+        db.with_key_layout(self.db.key_layout())
+    }
+
     /// The private server this test started, if any (`None` on the memory
     /// engine and on a `REDIS_URL` server).
     pub fn server(&self) -> Option<&RedisServer> {

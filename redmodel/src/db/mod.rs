@@ -119,6 +119,8 @@ struct Shared {
     counters: Arc<Counters>,
     /// Whether the server refused a script lately ([`crate::script`]).
     scripts: crate::script::Refusals,
+    /// What the checked writes last read ([`crate::model::write::recall`]).
+    recall: crate::model::write::recall::Recall,
 }
 
 impl std::fmt::Debug for Db {
@@ -208,6 +210,7 @@ impl Db {
                 backend: Box::new(backend),
                 sync_hooks: Default::default(),
                 scripts: Default::default(),
+                recall: Default::default(),
                 counters: Arc::default(),
             }),
             layout,
@@ -370,6 +373,11 @@ impl Db {
     /// Whether scripts were refused lately, shared by the clones.
     pub(crate) fn script_refusals(&self) -> &crate::script::Refusals {
         &self.shared.scripts
+    }
+
+    /// What the checked writes last read, shared by the clones.
+    pub(crate) fn recall(&self) -> &crate::model::write::recall::Recall {
+        &self.shared.recall
     }
 
     /// Calls the sync hooks (from the model layer's writes).

@@ -164,7 +164,7 @@ mod reply;
 mod scan;
 mod steps;
 mod transaction;
-mod write;
+pub(crate) mod write;
 
 pub use declared::{conflicting_declarations, DeclarationConflict};
 

@@ -203,6 +203,64 @@ backend_tests! {
         Ok::<(), Error>(())
     }
 
+    /// A `Db` remembers what its unique writes read (the old value, the
+    /// entries' holders) and sends the next write at once, guessing from
+    /// that: an insert of a new object, or a change of a value this `Db`
+    /// wrote, is one round trip. The script checks every guess, so what
+    /// another handle changed meanwhile costs a round trip more (it
+    /// replies the actual values), never a wrong entry.
+    exclusive async fn unique_writes_guess_their_reads_and_check_them(ctx) {
+        let db = &ctx.db;
+        let plain = db.key_layout() == redmodel::KeyLayout::Plain;
+        user(9, "warm-up").insert(db).await?; // loads the script
+        let cost = |before: u64| db.round_trips() - before;
+
+        let before = db.round_trips();
+        user(1, "ken").insert(db).await?;
+        if plain {
+            assert_eq!(cost(before), 1, "insert of a new object");
+        }
+        let before = db.round_trips();
+        User::at(1).set(db, User::NAME, "ken thompson").await?;
+        if plain {
+            assert_eq!(cost(before), 1, "change of a value this Db wrote");
+        }
+
+        // Another process renames user 1: this Db's memory is stale.
+        let other = ctx.another_db().await;
+        User::at(1).set(&other, User::NAME, "dmr").await?;
+        let before = db.round_trips();
+        User::at(1).set(db, User::NAME, "rob").await?;
+        if plain {
+            // The guessed write (refused by its script, which replies the
+            // actual name), the holder of that name's entry, the write.
+            assert_eq!(cost(before), 3, "change after another handle's");
+        }
+        for gone in ["ken", "ken%20thompson", "dmr"] {
+            let entry = format!("user:_unique:name:{gone}");
+            assert!(!exists(db, &entry).await, "{entry} left behind");
+        }
+        assert_eq!(get(db, "user:_unique:name:rob").await.as_deref(), Some("user:1"));
+        assert_eq!(User::load(db, 1).await?.map(|u| u.name), Some("rob".to_string()));
+        Ok::<(), Error>(())
+    }
+
+    /// A refusal ends a write without a script to check what it rests on,
+    /// so it is never decided on what the `Db` remembers: here this `Db`
+    /// last saw "x" held by user 2, another handle has freed it since, and
+    /// the claim succeeds.
+    exclusive async fn a_refusal_never_rests_on_a_remembered_holder(ctx) {
+        let db = &ctx.db;
+        user(1, "a").insert(db).await?;
+        user(2, "x").insert(db).await?;
+        let other = ctx.another_db().await;
+        User::at(2).set(&other, User::NAME, "y").await?;
+        User::at(1).set(db, User::NAME, "x").await?;
+        assert_eq!(User::NAME_UNIQUE.holder(db, "x").await?, Some(User::at(1)));
+        assert_eq!(User::NAME_UNIQUE.holder(db, "y").await?, Some(User::at(2)));
+        Ok::<(), Error>(())
+    }
+
     /// Deleting the object deletes its entries, and frees the values.
     exclusive async fn delete_leaves_nothing(ctx) {
         let db = &ctx.db;

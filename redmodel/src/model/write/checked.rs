@@ -1,24 +1,28 @@
 //! A write that depends on what it read, without WATCH: read with plain
-//! commands on the shared connection, decide, then send one script that
-//! re-runs those reads, and applies the write only if every reply is the
-//! same as before ([`CHECKED`]): an optimistic compare-and-set in one
-//! atomic round trip.
+//! commands on the shared connection (or guess the replies from what the
+//! `Db` saw last, [`recall`](super::recall)), decide, then send one script
+//! that re-runs those reads, and applies the write only if every reply is
+//! the same as recorded ([`CHECKED`]): an optimistic compare-and-set in
+//! one atomic round trip, the whole write when every guess holds.
 //!
 //! The WATCH transaction it replaces needs a connection of its own per
 //! write (WATCH belongs to a connection), three round trips on it, and
 //! under contention every loser starts over on that connection. Here the
 //! reads and the script go through the `Db`'s shared connection, so racing
 //! writers cost no connections and no UNWATCH, and a loser learns it lost
-//! from the script's `CHANGED` reply, in the same round trip that would
-//! have written. The write paths decide with the same code either way:
-//! they read through a [`Reader`], which is the WATCH transaction on the
-//! fallback path (a server that refuses scripts) and a [`Recorder`] here.
+//! from the script's reply, in the same round trip that would have
+//! written, with the values it should have read. The write paths decide
+//! with the same code either way: they read through a [`Reader`], which is
+//! the WATCH transaction on the fallback path (a server that refuses
+//! scripts) and a [`Recorder`] here.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 use redis::{Arg, Cmd, FromRedisValue, Pipeline, Script, Value};
 
+use super::recall::Guess;
 use crate::model::steps::not_found;
 use crate::optimistic::RawTransaction;
 use crate::{script, Db, Error, Result};
@@ -36,40 +40,75 @@ impl Reader for RawTransaction {
     }
 }
 
-/// Reads on the `Db`'s shared connection and records each read with its
-/// reply, the conditions of the [`CHECKED`] script.
+/// Reads on the `Db`'s shared connection, or guesses what it would read
+/// ([`recall`](super::recall)), and records each read with its reply, the
+/// conditions of the [`CHECKED`] script.
 pub(crate) struct Recorder<'a> {
     db: &'a Db,
+    guess: Guess,
+    /// Whether a reply was guessed rather than read.
+    guessed: AtomicBool,
     conditions: Mutex<Vec<(Cmd, Value)>>,
 }
 
 impl<'a> Recorder<'a> {
-    pub(crate) fn new(db: &'a Db) -> Self {
+    pub(crate) fn new(db: &'a Db, guess: Guess) -> Self {
         Recorder {
             db,
+            guess,
+            guessed: AtomicBool::new(false),
             conditions: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Whether a decision made on these reads rests on a guess: one that
+    /// ends the write without writing (a refusal) must be made again on
+    /// real reads, since no script will check it.
+    pub(crate) fn guessed(&self) -> bool {
+        self.guessed.load(Ordering::Relaxed)
     }
 }
 
 impl Reader for Recorder<'_> {
     fn read(&self, pipe: &Pipeline) -> impl Future<Output = Result<Vec<Value>>> + Send {
+        let recall = self.db.recall();
         let mut reads = redis::pipe();
         reads.ignore_errors();
         let mut cmds = Vec::new();
+        let mut guesses = Vec::new();
         for cmd in pipe.cmd_iter() {
             let watch = matches!(cmd.args_iter().next(), Some(Arg::Simple(name)) if name.eq_ignore_ascii_case(b"WATCH"));
-            if !watch {
-                reads.add_command(cmd.clone());
-                cmds.push(cmd.clone());
+            if watch {
+                continue;
             }
+            let guess = recall.guess(cmd, self.guess);
+            match guess {
+                Some(_) => self.guessed.store(true, Ordering::Relaxed),
+                None => {
+                    reads.add_command(cmd.clone());
+                }
+            }
+            guesses.push(guess);
+            cmds.push(cmd.clone());
         }
         async move {
-            let replies: Vec<Value> = if cmds.is_empty() {
+            let read: Vec<Value> = if reads.cmd_iter().next().is_none() {
                 Vec::new()
             } else {
                 self.db.read_pipeline(&reads).await?
             };
+            let mut read = read.into_iter();
+            let replies: Vec<Value> = guesses
+                .into_iter()
+                .zip(&cmds)
+                .map(|(guess, cmd)| {
+                    guess.unwrap_or_else(|| {
+                        let reply = read.next().unwrap_or(Value::Nil);
+                        recall.saw(cmd, &reply);
+                        reply
+                    })
+                })
+                .collect();
             let mut conditions = self
                 .conditions
                 .lock()
@@ -82,11 +121,14 @@ impl Reader for Recorder<'_> {
 
 /// Checks `guards` (keys that must exist, else `NOTFOUND key`), then the
 /// recorded reads: if any reply differs from the recorded one, replies
-/// `CHANGED` having written nothing; else runs the commands and returns
-/// their replies. A command's error stops the script there (what ran
-/// before it stays, as in MULTI). The replies pass through Lua, where an
-/// integer is a double: one of 2^53 or more comes back rounded (a caller
-/// that needs such a number exactly reads it back as text).
+/// `{0, replies}` having written nothing, the reads' actual replies (an
+/// error as 0: the caller then reads for itself); else runs the commands
+/// and replies `{1, their replies, the reads' replies after them}` (what
+/// [`recall`](super::recall) remembers). A command's error stops the
+/// script there (what ran before it stays, as in MULTI). The replies pass
+/// through Lua, where an integer is a double: one of 2^53 or more comes
+/// back rounded (a caller that needs such a number exactly reads it back
+/// as text).
 ///
 /// `ARGV`: the number of reads; each read as its argument count, its
 /// arguments, its number of values and the values (`=text`, or `-` for
@@ -99,33 +141,42 @@ for g = 1, #KEYS do
     return redis.error_reply('NOTFOUND ' .. KEYS[g])
   end
 end
+local function read(first, last)
+  local reply = redis.pcall(unpack(ARGV, first, last))
+  if type(reply) == 'table' and reply.err then return 0 end
+  return reply
+end
+local reads, seen, changed = {}, {}, false
 local i = 2
-for _ = 1, tonumber(ARGV[1]) do
+for r = 1, tonumber(ARGV[1]) do
   local argc = tonumber(ARGV[i])
-  local reply = redis.call(unpack(ARGV, i + 1, i + argc))
+  reads[r] = {i + 1, i + argc}
+  local reply = read(i + 1, i + argc)
+  seen[r] = reply
   i = i + argc + 1
   if type(reply) ~= 'table' then reply = {reply} end
   local n = tonumber(ARGV[i])
   i = i + 1
   for k = 1, n do
     local want, got = ARGV[i + k - 1], reply[k]
-    local same
     if want == '-' then
-      same = got == false
+      changed = changed or got ~= false
     else
-      same = type(got) == 'string' and got == string.sub(want, 2)
+      changed = changed or type(got) ~= 'string' or got ~= string.sub(want, 2)
     end
-    if not same then return redis.error_reply('CHANGED a read no longer holds') end
   end
   i = i + n
 end
+if changed then return {0, seen} end
 local out = {}
 while i <= #ARGV do
   local argc = tonumber(ARGV[i])
   out[#out + 1] = redis.call(unpack(ARGV, i + 1, i + argc))
   i = i + argc + 1
 end
-return out
+local after = {}
+for r = 1, #reads do after[r] = read(reads[r][1], reads[r][2]) end
+return {1, out, after}
 ",
     )
 });
@@ -180,22 +231,44 @@ impl Recorder<'_> {
             add_command(&mut invocation, cmd);
             kept.push(*keep);
         }
-        match script::invoke::<Vec<Value>>(self.db, &invocation).await {
-            Ok(Some(all)) => {
-                let replies: Vec<Value> = all
-                    .into_iter()
-                    .zip(kept)
-                    .filter(|(_, keep)| *keep)
-                    .map(|(v, _)| v)
-                    .collect();
-                let out =
-                    T::from_redis_value(Value::Array(replies)).map_err(redis::RedisError::from)?;
-                Ok(Checked::Done(out))
-            }
-            Ok(None) => Ok(Checked::Unsupported),
-            Err(Error::Server(e)) if e.code() == Some("CHANGED") => Ok(Checked::Changed),
-            Err(err) => Err(not_found(err)),
+        let reply = match script::invoke::<Vec<Value>>(self.db, &invocation).await {
+            Ok(Some(reply)) => reply,
+            Ok(None) => return Ok(Checked::Unsupported),
+            Err(err) => return Err(not_found(err)),
+        };
+        let malformed = || {
+            Error::from(redis::RedisError::from((
+                redis::ErrorKind::UnexpectedReturnType,
+                "the checked write's script replied in an unknown shape",
+            )))
+        };
+        let mut reply = reply.into_iter();
+        let (Some(Value::Int(done)), Some(Value::Array(first))) = (reply.next(), reply.next())
+        else {
+            return Err(malformed());
+        };
+        // The reads' replies, as they are now: after the write if it was
+        // done, instead of the guesses if it was not.
+        let (out, seen) = match (done, reply.next()) {
+            (1, Some(Value::Array(after))) => (first, after),
+            (0, None) => (Vec::new(), first),
+            _ => return Err(malformed()),
+        };
+        let recall = self.db.recall();
+        for ((cmd, _), reply) in conditions.iter().zip(&seen) {
+            recall.saw(cmd, reply);
         }
+        if done != 1 {
+            return Ok(Checked::Changed);
+        }
+        let replies: Vec<Value> = out
+            .into_iter()
+            .zip(kept)
+            .filter(|(_, keep)| *keep)
+            .map(|(v, _)| v)
+            .collect();
+        let out = T::from_redis_value(Value::Array(replies)).map_err(redis::RedisError::from)?;
+        Ok(Checked::Done(out))
     }
 }
 
@@ -208,7 +281,7 @@ pub(crate) async fn guarded(
     guards: &[String],
     cmds: &[(Cmd, bool)],
 ) -> Result<Option<Vec<Value>>> {
-    match Recorder::new(db).commit::<Vec<Value>>(guards, cmds).await? {
+    match Recorder::new(db, Guess::Nothing).commit::<Vec<Value>>(guards, cmds).await? {
         Checked::Done(kept) => Ok(Some(kept)),
         // No read was recorded, so none can have changed.
         Checked::Changed | Checked::Unsupported => Ok(None),

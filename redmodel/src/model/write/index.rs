@@ -33,6 +33,7 @@ use std::sync::LazyLock;
 use redis::{FromRedisValue, Pipeline, Script, ToRedisArgs, Value};
 
 use super::checked::{Checked, Reader, Recorder};
+use super::recall::Guess;
 use super::number_text;
 use super::stepped;
 use crate::model::index::unique::{claim_commands, holder_command};
@@ -237,12 +238,26 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     }
     let layout = db.key_layout();
     let base = unit.commands();
+    // A first attempt guesses what it would read (see `recall`); one
+    // after a wrong guess knows what it should have read.
+    let mut guess = Guess::Absent;
     for attempt in 1..=MAX_ATTEMPTS {
-        // Read on the shared connection, decide, and write with one script
-        // that checks the reads still hold (see `checked`).
-        let recorder = Recorder::new(db);
+        // Read on the shared connection (or guess), decide, and write with
+        // one script that checks the reads still hold (see `checked`).
+        let recorder = Recorder::new(db, guess);
         let mut entries = redis::pipe();
-        add_watched_steps::<M, _>(&recorder, layout, key, &steps, &mut entries).await?;
+        let decided =
+            add_watched_steps::<M, _>(&recorder, layout, key, &steps, &mut entries).await;
+        match decided {
+            // A refusal (a value another object holds) ends the write
+            // unwritten, so no script checks what it rests on: decide
+            // again on real reads.
+            Err(_) if recorder.guessed() => {
+                guess = Guess::Nothing;
+                continue;
+            }
+            decided => decided?,
+        }
         let mut writes = base.clone();
         writes.extend(entries.cmd_iter().map(|cmd| (cmd.clone(), false)));
         match recorder.commit::<T>(guards, &writes).await? {
@@ -256,8 +271,14 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
             }
             // A loser usually finds the winner's write at once when it
             // reads again: retry without a pause, until collisions repeat.
-            Checked::Changed if attempt <= 8 => tokio::task::yield_now().await,
-            Checked::Changed => pause_before_retry(attempt - 8).await,
+            Checked::Changed if attempt <= 8 => {
+                guess = Guess::Seen;
+                tokio::task::yield_now().await
+            }
+            Checked::Changed => {
+                guess = Guess::Seen;
+                pause_before_retry(attempt - 8).await
+            }
         }
     }
     // A server that refuses scripts: the same decisions under WATCH.

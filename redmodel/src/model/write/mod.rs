@@ -5,6 +5,7 @@
 
 pub(crate) mod checked;
 mod index;
+pub(crate) mod recall;
 mod stepped;
 
 pub(crate) use checked::guarded;

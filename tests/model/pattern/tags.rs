@@ -59,6 +59,22 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 }
 
 backend_tests! {
+    /// A tag change of an object this `Db` wrote is one round trip: the
+    /// old tags are guessed from what the `Db` saw, and checked by the
+    /// write's script (`tests/model/pattern/unique.rs` has the stale case).
+    exclusive async fn a_tag_change_is_one_round_trip(ctx) {
+        let db = &ctx.db;
+        seed(db).await?;
+        let before = db.round_trips();
+        Book::at(2).set(db, Book::TAGS, vec!["rails".to_string()]).await?;
+        if db.key_layout() == redmodel::KeyLayout::Plain {
+            assert_eq!(db.round_trips() - before, 1);
+        }
+        assert_eq!(members(db, "book:_tag:tags:ruby").await, set(&["book:1"]));
+        assert_eq!(members(db, "book:_tag:tags:rails").await, set(&["book:2"]));
+        Ok::<(), Error>(())
+    }
+
     /// The seed's `sinter`, `sdiff` and `sunion`, returning the books.
     exclusive async fn and_or_and_not(ctx) {
         let db = &ctx.db;

@@ -20,15 +20,14 @@
 //! The whole run takes about 35 s with the defaults; `--only SET` runs one
 //! workload.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
-use redmodel::memory::{serve, Engine};
 use redmodel::Db;
 use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
+use redmodel_examples::child::{serve_until_stdin_closes, EngineProcess, SERVE_FLAG};
 use redmodel_suite::RedisServer;
 
 const USAGE: &str = "usage: bench [--reps N] [--millis MS] [--only WORKLOAD]";
@@ -245,55 +244,20 @@ async fn measure(
     runs.into_iter().map(|r| r.and_then(median)).collect()
 }
 
-/// A server process that is killed when dropped.
-struct ServerProcess {
-    child: Child,
-    port: u16,
-}
-
 /// What keeps a target's server alive: our engine served by a child
 /// process, or a private redis-server from the test support.
 enum Server {
-    Ours(ServerProcess),
+    Ours(EngineProcess),
     Redis(RedisServer),
 }
 
 impl Server {
     fn port(&self) -> u16 {
         match self {
-            Server::Ours(p) => p.port,
+            Server::Ours(p) => p.port(),
             Server::Redis(r) => r.port(),
         }
     }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// This program again, serving a fresh engine (see [`serve_until_stdin_closes`]).
-fn start_our_server() -> Result<ServerProcess, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut child = Command::new(exe)
-        .arg("--serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start our server: {e}"))?;
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        BufReader::new(out)
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
-    }
-    let port = line
-        .trim()
-        .parse()
-        .map_err(|_| format!("our server printed {line:?}, not a port"))?;
-    Ok(ServerProcess { child, port })
 }
 
 /// Connects redis-rs to a server process, waiting for it to listen.
@@ -316,26 +280,6 @@ async fn connect(label: &'static str, process: Server) -> Result<Target, String>
     }
 }
 
-/// `--serve`: serve a fresh engine on a free port, print the port, stop
-/// when standard input closes (the parent went away).
-async fn serve_until_stdin_closes() -> ExitCode {
-    let server = match serve(Engine::new(), "127.0.0.1:0").await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("cannot serve: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    println!("{}", server.local_addr().port());
-    let parent_gone = tokio::task::spawn_blocking(|| {
-        let mut sink = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink)
-    });
-    let _ = parent_gone.await;
-    server.shutdown().await;
-    ExitCode::SUCCESS
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let runtime = match runtime() {
@@ -345,7 +289,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if args.first().map(String::as_str) == Some("--serve") {
+    if args.first().map(String::as_str) == Some(SERVE_FLAG) {
         return runtime.block_on(serve_until_stdin_closes());
     }
     let options = match Options::new(5, 150).parse(args, USAGE, &mut []) {
@@ -365,7 +309,7 @@ async fn targets() -> Vec<Option<Target>> {
         conn: Conn::Memory(Db::memory()),
         _process: None,
     };
-    let ours = match start_our_server() {
+    let ours = match EngineProcess::start() {
         Ok(p) => connect("(b) our server", Server::Ours(p)).await,
         Err(e) => Err(e),
     };

@@ -3,3 +3,4 @@
 //! examples build without the tests' dev-dependencies.
 
 pub mod bench;
+pub mod child;

@@ -90,7 +90,9 @@ fn redis_benchmark(port: u16, shape: &[&str], requests: u64) -> Result<Vec<(Stri
 /// medians and the ratios.
 fn benchmark(servers: &Servers, reps: usize, requests: u64) -> Result<(), String> {
     println!();
-    println!("redis-benchmark -t {TESTS} -r 100000 -n {requests}: requests/s, median of {reps} rounds");
+    println!(
+        "redis-benchmark -t {TESTS} -r 100000 -n {requests}: requests/s, median of {reps} rounds"
+    );
     println!(
         "{:<7} {:<11} {:>12} {:>12} {:>10}",
         "shape", "test", "our server", "redis-server", "ours/redis"
@@ -183,8 +185,8 @@ async fn expiry(servers: &Servers, reps: usize, keys: u64) -> Result<(), String>
     println!("expiry: {keys} keys with a 1 s TTL, never read; seconds, median of {reps} runs");
     let mut conns = Vec::new();
     for (label, port) in servers.ports() {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .map_err(|e| e.to_string())?;
+        let client =
+            redis::Client::open(format!("redis://127.0.0.1:{port}/")).map_err(|e| e.to_string())?;
         let conn = client
             .get_multiplexed_async_connection()
             .await

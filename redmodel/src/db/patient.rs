@@ -35,16 +35,22 @@ impl Db {
     /// commands' errors as replies (`ignore_errors`) counts as refused if
     /// one of them is a passing state's.
     pub(crate) async fn read_pipeline<T: FromRedisValue>(&self, pipe: &Pipeline) -> Result<T> {
-        let replies: Vec<Value> = self
-            .patiently(|| async {
-                let replies: Vec<Value> = self.query_pipeline(pipe).await?;
-                match replies.iter().find_map(passing_state) {
-                    Some(err) => Err(Error::Unavailable { source: err }),
-                    None => Ok(replies),
-                }
-            })
-            .await?;
+        let replies = self.read_replies(pipe).await?;
         Ok(T::from_redis_value(Value::Array(replies)).map_err(redis::RedisError::from)?)
+    }
+
+    /// [`read_pipeline`](Self::read_pipeline)'s replies as they came, one
+    /// per command not ignored (no conversion: the model's reads take
+    /// each reply apart themselves).
+    pub(crate) async fn read_replies(&self, pipe: &Pipeline) -> Result<Vec<Value>> {
+        self.patiently(|| async {
+            let replies: Vec<Value> = self.query_pipeline(pipe).await?;
+            match replies.iter().find_map(passing_state) {
+                Some(err) => Err(Error::Unavailable { source: err }),
+                None => Ok(replies),
+            }
+        })
+        .await
     }
 
     async fn patiently<T, Fut>(&self, mut attempt: impl FnMut() -> Fut) -> Result<T>

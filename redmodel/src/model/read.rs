@@ -21,7 +21,7 @@ impl<M: Model> ObjectRef<M> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         self.add_read(db, &mut pipe);
-        let replies: Vec<Value> = db.read_pipeline(&pipe).await?;
+        let replies = db.read_replies(&pipe).await?;
         self.take_read(replies.into_iter().next())
     }
 
@@ -44,7 +44,7 @@ impl<M: Model> ObjectRef<M> {
         for r in refs {
             r.add_read(db, &mut pipe);
         }
-        let replies: Vec<Value> = db.read_pipeline(&pipe).await?;
+        let replies = db.read_replies(&pipe).await?;
         let mut replies = replies.into_iter();
         Ok(refs.iter().map(|r| r.take_read(replies.next())).collect())
     }

@@ -22,7 +22,7 @@ use std::sync::{LazyLock, Mutex};
 
 use redis::{Arg, Cmd, FromRedisValue, Pipeline, Script, Value};
 
-use super::recall::Guess;
+use super::recall::{Facts, Guess};
 use crate::model::steps::not_found;
 use crate::optimistic::RawTransaction;
 use crate::{script, Db, Error, Result};
@@ -61,9 +61,10 @@ impl<'a> Recorder<'a> {
         }
     }
 
-    /// Whether a decision made on these reads rests on a guess: one that
-    /// ends the write without writing (a refusal) must be made again on
-    /// real reads, since no script will check it.
+    /// Whether a decision made on these reads rests on a guess from what
+    /// the `Db` remembers: one that ends the write without writing (a
+    /// refusal) must be made again on real reads, since no script will
+    /// check it.
     pub(crate) fn guessed(&self) -> bool {
         self.guessed.load(Ordering::Relaxed)
     }
@@ -81,9 +82,16 @@ impl Reader for Recorder<'_> {
             if watch {
                 continue;
             }
-            let guess = recall.guess(cmd, self.guess);
+            let guess = match &self.guess {
+                Guess::Absent => recall.guess(cmd),
+                Guess::Replied(facts) => facts.answer(cmd),
+                Guess::Nothing => None,
+            };
             match guess {
-                Some(_) => self.guessed.store(true, Ordering::Relaxed),
+                Some(_) if matches!(self.guess, Guess::Absent) => {
+                    self.guessed.store(true, Ordering::Relaxed)
+                }
+                Some(_) => {}
                 None => {
                     reads.add_command(cmd.clone());
                 }
@@ -95,7 +103,7 @@ impl Reader for Recorder<'_> {
             let read: Vec<Value> = if reads.cmd_iter().next().is_none() {
                 Vec::new()
             } else {
-                self.db.read_pipeline(&reads).await?
+                self.db.read_replies(&reads).await?
             };
             let mut read = read.into_iter();
             let replies: Vec<Value> = guesses
@@ -185,8 +193,9 @@ return {1, out, after}
 pub(crate) enum Checked<T> {
     /// The write was applied: the replies of its kept commands.
     Done(T),
-    /// A read came back different: nothing written; decide again.
-    Changed,
+    /// A read came back different: nothing written; decide again, on
+    /// the actual values the script replied.
+    Changed(Facts),
     /// This write cannot go as a script (the server refuses scripts, or a
     /// read's reply is not one the script compares): take the WATCH path.
     Unsupported,
@@ -259,7 +268,8 @@ impl Recorder<'_> {
             recall.saw(cmd, reply);
         }
         if done != 1 {
-            return Ok(Checked::Changed);
+            let reads = conditions.iter().map(|(cmd, _)| cmd).zip(&seen);
+            return Ok(Checked::Changed(Facts::of(reads)));
         }
         let replies: Vec<Value> = out
             .into_iter()
@@ -281,10 +291,13 @@ pub(crate) async fn guarded(
     guards: &[String],
     cmds: &[(Cmd, bool)],
 ) -> Result<Option<Vec<Value>>> {
-    match Recorder::new(db, Guess::Nothing).commit::<Vec<Value>>(guards, cmds).await? {
+    match Recorder::new(db, Guess::Nothing)
+        .commit::<Vec<Value>>(guards, cmds)
+        .await?
+    {
         Checked::Done(kept) => Ok(Some(kept)),
         // No read was recorded, so none can have changed.
-        Checked::Changed | Checked::Unsupported => Ok(None),
+        Checked::Changed(_) | Checked::Unsupported => Ok(None),
     }
 }
 

@@ -33,8 +33,8 @@ use std::sync::LazyLock;
 use redis::{FromRedisValue, Pipeline, Script, ToRedisArgs, Value};
 
 use super::checked::{Checked, Reader, Recorder};
-use super::recall::Guess;
 use super::number_text;
+use super::recall::Guess;
 use super::stepped;
 use crate::model::index::unique::{claim_commands, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
@@ -239,15 +239,14 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     let layout = db.key_layout();
     let base = unit.commands();
     // A first attempt guesses what it would read (see `recall`); one
-    // after a wrong guess knows what it should have read.
+    // after a wrong guess knows what it should have read from the reply.
     let mut guess = Guess::Absent;
     for attempt in 1..=MAX_ATTEMPTS {
         // Read on the shared connection (or guess), decide, and write with
         // one script that checks the reads still hold (see `checked`).
-        let recorder = Recorder::new(db, guess);
+        let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));
         let mut entries = redis::pipe();
-        let decided =
-            add_watched_steps::<M, _>(&recorder, layout, key, &steps, &mut entries).await;
+        let decided = add_watched_steps::<M, _>(&recorder, layout, key, &steps, &mut entries).await;
         match decided {
             // A refusal (a value another object holds) ends the write
             // unwritten, so no script checks what it rests on: decide
@@ -263,21 +262,21 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
         match recorder.commit::<T>(guards, &writes).await? {
             Checked::Done(out) => return Ok(out),
             Checked::Unsupported => break,
-            Checked::Changed if attempt == MAX_ATTEMPTS => {
+            Checked::Changed(_) if attempt == MAX_ATTEMPTS => {
                 return Err(Error::Conflict {
                     attempts: MAX_ATTEMPTS,
                     key: Some(crate::layout::plain_key(key)),
                 })
             }
-            // A loser usually finds the winner's write at once when it
-            // reads again: retry without a pause, until collisions repeat.
-            Checked::Changed if attempt <= 8 => {
-                guess = Guess::Seen;
-                tokio::task::yield_now().await
-            }
-            Checked::Changed => {
-                guess = Guess::Seen;
-                pause_before_retry(attempt - 8).await
+            // The reply told the loser what the winner wrote: retry at
+            // once on that, without a pause until collisions repeat.
+            Checked::Changed(facts) => {
+                guess = Guess::Replied(facts);
+                if attempt <= 8 {
+                    tokio::task::yield_now().await
+                } else {
+                    pause_before_retry(attempt - 8).await
+                }
             }
         }
     }

@@ -18,6 +18,7 @@
 //! round trip. What is remembered is small (one entry per field or entry
 //! key) and bounded ([`CAPACITY`], least recently used out first).
 
+use std::collections::HashMap;
 use std::num::NonZeroUsize;
 
 use lru::LruCache;
@@ -51,77 +52,116 @@ impl Default for Recall {
     }
 }
 
-/// How a reader answers reads it has not seen.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+/// Where a checked write's reads are answered from.
 pub(crate) enum Guess {
-    /// From what was seen, else as absent: a first attempt.
+    /// From what the `Db` remembers, else as absent: a first attempt.
+    /// Guesses: the script checks them, but a decision that ends the
+    /// write without a script (a refusal) must not rest on them.
     Absent,
-    /// From what was seen, else by reading: an attempt after a wrong
-    /// guess, which has just seen what its first attempt read.
-    Seen,
-    /// Nothing guessed, everything read: where a decision would end the
-    /// write without writing (a refusal), which must not rest on a guess.
+    /// From what the script of the previous attempt replied instead of
+    /// writing (the actual values of its reads), else by reading: as good
+    /// as reads.
+    Replied(Facts),
+    /// Everything read.
     Nothing,
 }
 
+/// Values as of one moment: what a checked write's script replied.
+#[derive(Default)]
+pub(crate) struct Facts(HashMap<Fact, Option<Vec<u8>>>);
+
+impl Facts {
+    /// The values in the replies of `reads`.
+    pub(crate) fn of<'r>(reads: impl IntoIterator<Item = (&'r Cmd, &'r Value)>) -> Facts {
+        let mut facts = Facts::default();
+        for (cmd, reply) in reads {
+            learn(cmd, reply, |fact, value| match value {
+                Some(value) => {
+                    facts.0.insert(fact, value);
+                }
+                None => {
+                    facts.0.remove(&fact);
+                }
+            });
+        }
+        facts
+    }
+
+    /// The reply `cmd` gets from these values, or `None` where it must be
+    /// read.
+    pub(crate) fn answer(&self, cmd: &Cmd) -> Option<Value> {
+        answer(cmd, |fact| self.0.get(fact).cloned(), false)
+    }
+}
+
 impl Recall {
-    /// The reply `cmd` is guessed to get, or `None` where it must be read:
-    /// a read this module knows, each value from what was seen, else
-    /// absent if `guess` allows it.
-    pub(crate) fn guess(&self, cmd: &Cmd, guess: Guess) -> Option<Value> {
-        if guess == Guess::Nothing {
-            return None;
-        }
+    /// The reply `cmd` is guessed to get: each value from what was seen,
+    /// else absent; `None` for a read this module does not know.
+    pub(crate) fn guess(&self, cmd: &Cmd) -> Option<Value> {
         let mut seen = self.seen.lock();
-        let mut one = |fact: Fact| match seen.get(&fact) {
-            Some(Some(text)) => Some(Value::BulkString(text.clone())),
-            Some(None) => Some(Value::Nil),
-            None if guess == Guess::Absent => Some(Value::Nil),
-            None => None,
-        };
-        match parse(cmd)? {
-            Read::Fields(key, fields) => {
-                let values: Option<Vec<Value>> = fields
-                    .into_iter()
-                    .map(|f| one(Fact::Field(key.to_vec(), f.to_vec())))
-                    .collect();
-                values.map(Value::Array)
-            }
-            Read::Field(key, field) => one(Fact::Field(key.to_vec(), field.to_vec())),
-            Read::Head(key) => one(Fact::Head(key.to_vec())),
-        }
+        answer(cmd, |fact| seen.get(fact).cloned(), true)
     }
 
     /// Remembers what `cmd` replied (`reply`), if it is a read this
     /// module knows and the reply is one of its values (an error or an
     /// unexpected shape forgets what was seen instead).
     pub(crate) fn saw(&self, cmd: &Cmd, reply: &Value) {
-        let Some(read) = parse(cmd) else { return };
         let mut seen = self.seen.lock();
-        let mut put = |fact: Fact, value: Option<&Value>| match value.and_then(text) {
-            Some(text) => {
-                seen.put(fact, text);
+        learn(cmd, reply, |fact, value| match value {
+            Some(value) => {
+                seen.put(fact, value);
             }
             None => {
                 seen.pop(&fact);
             }
-        };
-        match (read, reply) {
-            (Read::Fields(key, fields), Value::Array(values)) if values.len() == fields.len() => {
-                for (field, value) in fields.into_iter().zip(values) {
-                    put(Fact::Field(key.to_vec(), field.to_vec()), Some(value));
-                }
+        });
+    }
+}
+
+/// The reply of `cmd` from `known` values: a value not known is absent if
+/// `unknown_absent`, else the whole reply is `None` (to be read), as for
+/// a read this module does not know.
+fn answer(
+    cmd: &Cmd,
+    mut known: impl FnMut(&Fact) -> Option<Option<Vec<u8>>>,
+    unknown_absent: bool,
+) -> Option<Value> {
+    let mut one = |fact: Fact| match known(&fact) {
+        Some(value) => Some(value.map_or(Value::Nil, Value::BulkString)),
+        None if unknown_absent => Some(Value::Nil),
+        None => None,
+    };
+    match parse(cmd)? {
+        Read::Fields(key, fields) => fields
+            .into_iter()
+            .map(|f| one(Fact::Field(key.to_vec(), f.to_vec())))
+            .collect::<Option<Vec<Value>>>()
+            .map(Value::Array),
+        Read::Field(key, field) => one(Fact::Field(key.to_vec(), field.to_vec())),
+        Read::Head(key) => one(Fact::Head(key.to_vec())),
+    }
+}
+
+/// Calls `put` with each value `reply` gives of the read `cmd`: `Some`
+/// value (`Some(None)`: absent), or `None` where the reply is not a value
+/// (an error), which unlearns it.
+fn learn(cmd: &Cmd, reply: &Value, mut put: impl FnMut(Fact, Option<Option<Vec<u8>>>)) {
+    let Some(read) = parse(cmd) else { return };
+    match (read, reply) {
+        (Read::Fields(key, fields), Value::Array(values)) if values.len() == fields.len() => {
+            for (field, value) in fields.into_iter().zip(values) {
+                put(Fact::Field(key.to_vec(), field.to_vec()), text(value));
             }
-            (Read::Fields(key, fields), _) => {
-                for field in fields {
-                    put(Fact::Field(key.to_vec(), field.to_vec()), None);
-                }
-            }
-            (Read::Field(key, field), value) => {
-                put(Fact::Field(key.to_vec(), field.to_vec()), Some(value))
-            }
-            (Read::Head(key), value) => put(Fact::Head(key.to_vec()), Some(value)),
         }
+        (Read::Fields(key, fields), _) => {
+            for field in fields {
+                put(Fact::Field(key.to_vec(), field.to_vec()), None);
+            }
+        }
+        (Read::Field(key, field), value) => {
+            put(Fact::Field(key.to_vec(), field.to_vec()), text(value))
+        }
+        (Read::Head(key), value) => put(Fact::Head(key.to_vec()), text(value)),
     }
 }
 
@@ -167,47 +207,64 @@ mod tests {
     use super::*;
 
     fn hmget() -> Cmd {
-        redis::cmd("HMGET").arg("p:1").arg("name").arg("tags").clone()
+        redis::cmd("HMGET")
+            .arg("p:1")
+            .arg("name")
+            .arg("tags")
+            .clone()
     }
 
     #[test]
-    fn unseen_values_are_guessed_absent_only_on_a_first_attempt() {
+    fn unseen_values_are_guessed_absent() {
         let recall = Recall::default();
         assert_eq!(
-            recall.guess(&hmget(), Guess::Absent),
+            recall.guess(&hmget()),
             Some(Value::Array(vec![Value::Nil, Value::Nil]))
         );
-        assert_eq!(recall.guess(&hmget(), Guess::Seen), None);
-        assert_eq!(recall.guess(&hmget(), Guess::Nothing), None);
         let other = redis::cmd("SMEMBERS").arg("s").clone();
-        assert_eq!(recall.guess(&other, Guess::Absent), None);
+        assert_eq!(recall.guess(&other), None);
     }
 
     #[test]
     fn seen_values_answer_later_reads_field_by_field() {
         let recall = Recall::default();
-        recall.saw(
-            &hmget(),
-            &Value::Array(vec![Value::BulkString(b"ann".to_vec()), Value::Nil]),
-        );
+        let ann = Value::Array(vec![Value::BulkString(b"ann".to_vec()), Value::Nil]);
+        recall.saw(&hmget(), &ann);
         let name = redis::cmd("HGET").arg("p:1").arg("name").clone();
         assert_eq!(
-            recall.guess(&name, Guess::Seen),
+            recall.guess(&name),
             Some(Value::BulkString(b"ann".to_vec()))
         );
         let tags = redis::cmd("HMGET").arg("p:1").arg("tags").clone();
-        assert_eq!(
-            recall.guess(&tags, Guess::Seen),
-            Some(Value::Array(vec![Value::Nil]))
-        );
-        let head = redis::cmd("LINDEX").arg("p:_unique:name:ann").arg(0).clone();
+        assert_eq!(recall.guess(&tags), Some(Value::Array(vec![Value::Nil])));
+        let head = redis::cmd("LINDEX")
+            .arg("p:_unique:name:ann")
+            .arg(0)
+            .clone();
         recall.saw(&head, &Value::BulkString(b"p:1".to_vec()));
         assert_eq!(
-            recall.guess(&head, Guess::Seen),
+            recall.guess(&head),
             Some(Value::BulkString(b"p:1".to_vec()))
         );
-        // An error forgets: the next attempt reads.
+        // An error forgets: the value is guessed absent again.
         recall.saw(&name, &Value::Int(3));
-        assert_eq!(recall.guess(&name, Guess::Seen), None);
+        assert_eq!(recall.guess(&name), Some(Value::Nil));
+    }
+
+    #[test]
+    fn replied_facts_answer_only_what_they_hold() {
+        let ann = Value::Array(vec![Value::BulkString(b"ann".to_vec()), Value::Nil]);
+        let facts = Facts::of([(&hmget(), &ann)]);
+        let name = redis::cmd("HGET").arg("p:1").arg("name").clone();
+        assert_eq!(
+            facts.answer(&name),
+            Some(Value::BulkString(b"ann".to_vec()))
+        );
+        let other = redis::cmd("HMGET")
+            .arg("p:1")
+            .arg("name")
+            .arg("city")
+            .clone();
+        assert_eq!(facts.answer(&other), None, "city must be read");
     }
 }

@@ -170,9 +170,10 @@ async fn run(options: &Options, tasks: u32) -> Result<(), String> {
         for _ in 0..options.reps {
             for (side, db) in [&scripts, &without].into_iter().enumerate() {
                 fixture(db, tasks).await.map_err(|e| e.to_string())?;
+                let path = ["script", "without scripts"][side];
                 let (rate, mut latencies) = race(db, kind, tasks, options.run)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| format!("{} race, {path}: {e}", kind.name()))?;
                 rates[side].push(rate);
                 p99s[side].extend(quantile_ms(&mut latencies, 0.99));
             }

@@ -217,6 +217,26 @@ pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
     pipe.cmd("LINDEX").arg(entry).arg(0);
 }
 
+/// Adds to `pipe` the read of who holds the unique entry `entry` and that
+/// holder's `field`, at one instant (`SORT entry BY nosort LIMIT 0 1 GET #
+/// GET *->field`): an empty reply for a free value, else the holder and
+/// its field (nil if it has none). One command, so the two agree: read in
+/// two, a value that changes hands between them looks held by no one.
+/// Plain layout only (SORT's GET patterns may name other slots).
+pub(crate) fn holder_and_field_command(pipe: &mut redis::Pipeline, entry: &str, field: &str) {
+    pipe.cmd("SORT")
+        .arg(entry)
+        .arg("BY")
+        .arg("nosort")
+        .arg("LIMIT")
+        .arg(0)
+        .arg(1)
+        .arg("GET")
+        .arg("#")
+        .arg("GET")
+        .arg(format!("*->{field}"));
+}
+
 /// Adds to `pipe` (a MULTI/EXEC) the commands that make the unique entry
 /// `entry` name `holder` alone: DEL (the entry may name a dead holder
 /// being taken over) and RPUSH, both ignored.

@@ -165,6 +165,7 @@ for r = 1, tonumber(ARGV[1]) do
   if type(reply) ~= 'table' then reply = {reply} end
   local n = tonumber(ARGV[i])
   i = i + 1
+  changed = changed or #reply ~= n
   for k = 1, n do
     local want, got = ARGV[i + k - 1], reply[k]
     if want == '-' then

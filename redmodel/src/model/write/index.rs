@@ -36,7 +36,7 @@ use super::checked::{Checked, Reader, Recorder};
 use super::number_text;
 use super::recall::Guess;
 use super::stepped;
-use crate::model::index::unique::{claim_commands, holder_command};
+use crate::model::index::unique::{claim_commands, holder_and_field_command, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::key_text;
@@ -312,8 +312,10 @@ struct UniqueState<'s> {
     field: &'static str,
     /// The value to hold, if any.
     new: Option<&'s str>,
-    /// The key of the new value's entry, and who holds it now.
-    new_entry: Option<(String, Option<String>)>,
+    /// The key of the new value's entry, and who holds it now, with
+    /// whether that holder's field holds the value (else the entry is
+    /// stale: its holder is gone or moved on without releasing it).
+    new_entry: Option<(String, Option<(String, bool)>)>,
     /// The key of the old value's entry, if the write gives the old value
     /// up; and whether this object holds it (only then is it released).
     old_entry: Option<(String, bool)>,
@@ -414,7 +416,7 @@ fn add_watched<'o, M: Model>(
 ) {
     for u in uniques {
         if let Some((entry, holder)) = &u.new_entry {
-            if holder.as_deref() != Some(key) {
+            if holder.as_ref().map(|(h, _)| h.as_str()) != Some(key) {
                 claim_commands(txn, entry, key);
             }
         }
@@ -494,7 +496,8 @@ pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<Plan> {
 }
 
 /// Round 1: WATCH the object and the unique entries to claim; read the
-/// old values of `fields` (HMGET) and the entries' holders (LINDEX).
+/// old values of `fields` (HMGET) and, for each entry, its holder and
+/// whether that holder holds the value (one SORT, so the two agree).
 async fn read_old<R: Reader>(
     tx: &R,
     key: &str,
@@ -508,8 +511,10 @@ async fn read_old<R: Reader>(
     let mut read = redis::pipe();
     read.cmd("WATCH").arg(key).arg(&claimed).ignore();
     read.cmd("HMGET").arg(key).arg(fields);
-    for entry in &claimed {
-        holder_command(&mut read, entry);
+    for u in uniques.iter() {
+        if let Some((entry, _)) = &u.new_entry {
+            holder_and_field_command(&mut read, entry, u.field);
+        }
     }
     let replies: Vec<Value> = tx.read(&read).await?;
     let mut replies = replies.into_iter();
@@ -517,73 +522,62 @@ async fn read_old<R: Reader>(
         .map_err(redis::RedisError::from)?;
     for u in uniques.iter_mut() {
         if let Some((_, holder)) = u.new_entry.as_mut() {
-            *holder = replies
+            let reply: Vec<Option<String>> = replies
                 .next()
-                .map(redis::from_redis_value::<Option<String>>)
+                .map(redis::from_redis_value)
                 .transpose()
                 .map_err(redis::RedisError::from)?
-                .flatten();
+                .unwrap_or_default();
+            *holder = match reply.as_slice() {
+                [Some(h), value, ..] => Some((h.clone(), value.as_deref() == u.new)),
+                [Some(h)] => Some((h.clone(), false)),
+                _ => None,
+            };
         }
     }
     Ok(old)
 }
 
-/// Round 2: WATCH the entries of the values given up and read whether
-/// this object holds them; refuse a value to claim whose holder (another
-/// object) exists and holds it ([`Error::Unique`]). A holder that is
-/// gone, or whose field no longer holds the value, is stale: its entry is
-/// taken over.
+/// Round 2: refuse a value to claim whose holder (another object) holds
+/// it ([`Error::Unique`]); an entry whose holder is gone, or whose field
+/// no longer holds the value, is stale and is taken over. Then WATCH the
+/// entries of the values given up and read whether this object holds
+/// them (only then are they released).
 async fn check_entries<M: Model, R: Reader>(
     tx: &R,
     key: &str,
     uniques: &mut [UniqueState<'_>],
 ) -> Result<()> {
+    for u in uniques.iter() {
+        if let Some((_, Some((holder, true)))) = &u.new_entry {
+            if holder != key {
+                return Err(Error::Unique {
+                    model: M::TABLE,
+                    field: u.field,
+                    value: u.new.unwrap_or_default().to_string(),
+                    holder: crate::layout::plain_key(holder),
+                });
+            }
+        }
+    }
     let releases: Vec<String> = uniques
         .iter()
         .filter_map(|u| u.old_entry.as_ref().map(|(k, _)| k.clone()))
         .collect();
-    let rivals: Vec<(usize, String)> = uniques
-        .iter()
-        .enumerate()
-        .filter_map(|(i, u)| match &u.new_entry {
-            Some((_, Some(holder))) if holder != key => Some((i, holder.clone())),
-            _ => None,
-        })
-        .collect();
-    if releases.is_empty() && rivals.is_empty() {
+    if releases.is_empty() {
         return Ok(());
     }
     let mut check = redis::pipe();
     check.ignore_errors();
-    if !releases.is_empty() {
-        check.cmd("WATCH").arg(&releases).ignore();
-    }
+    check.cmd("WATCH").arg(&releases).ignore();
     for entry in &releases {
         holder_command(&mut check, entry);
-    }
-    for (i, holder) in &rivals {
-        check.cmd("HGET").arg(holder).arg(uniques[*i].field);
     }
     let replies: Vec<Value> = tx.read(&check).await?;
     let mut replies = replies.into_iter();
     for u in uniques.iter_mut() {
         if let Some((_, ours)) = u.old_entry.as_mut() {
             *ours = matches!(replies.next(), Some(Value::BulkString(h)) if h == key.as_bytes());
-        }
-    }
-    for (i, holder) in rivals {
-        let u = &uniques[i];
-        let holds = matches!(
-            replies.next(),
-            Some(Value::BulkString(v)) if Some(v.as_slice()) == u.new.map(str::as_bytes)
-        );
-        if holds {
-            return Err(Error::Unique {
-                model: M::TABLE,
-                field: u.field,
-                value: u.new.unwrap_or_default().to_string(),
-                holder: crate::layout::plain_key(&holder),
-            });
         }
     }
     Ok(())

@@ -139,6 +139,15 @@ fn answer(
             .map(Value::Array),
         Read::Field(key, field) => one(Fact::Field(key.to_vec(), field.to_vec())),
         Read::Head(key) => one(Fact::Head(key.to_vec())),
+        // The entry's holder, then the holder's field: an empty reply
+        // for a free value.
+        Read::Holder(key, field) => match one(Fact::Head(key.to_vec()))? {
+            Value::BulkString(holder) => {
+                let value = one(Fact::Field(holder.clone(), field.to_vec()))?;
+                Some(Value::Array(vec![Value::BulkString(holder), value]))
+            }
+            _ => Some(Value::Array(Vec::new())),
+        },
     }
 }
 
@@ -162,6 +171,15 @@ fn learn(cmd: &Cmd, reply: &Value, mut put: impl FnMut(Fact, Option<Option<Vec<u
             put(Fact::Field(key.to_vec(), field.to_vec()), text(value))
         }
         (Read::Head(key), value) => put(Fact::Head(key.to_vec()), text(value)),
+        (Read::Holder(key, field), Value::Array(values)) => match values.as_slice() {
+            [] => put(Fact::Head(key.to_vec()), Some(None)),
+            [Value::BulkString(holder), value] => {
+                put(Fact::Head(key.to_vec()), Some(Some(holder.clone())));
+                put(Fact::Field(holder.clone(), field.to_vec()), text(value));
+            }
+            _ => put(Fact::Head(key.to_vec()), None),
+        },
+        (Read::Holder(key, _), _) => put(Fact::Head(key.to_vec()), None),
     }
 }
 
@@ -177,9 +195,15 @@ fn text(reply: &Value) -> Option<Option<Vec<u8>>> {
 
 /// The reads this module remembers.
 enum Read<'a> {
+    /// `HMGET key field...`
     Fields(&'a [u8], Vec<&'a [u8]>),
+    /// `HGET key field`
     Field(&'a [u8], &'a [u8]),
+    /// `LINDEX key 0`
     Head(&'a [u8]),
+    /// `SORT key BY nosort LIMIT 0 1 GET # GET *->field`: the list's head
+    /// and that hash's field (a unique entry's holder and its value).
+    Holder(&'a [u8], &'a [u8]),
 }
 
 fn parse(cmd: &Cmd) -> Option<Read<'_>> {
@@ -197,6 +221,13 @@ fn parse(cmd: &Cmd) -> Option<Read<'_>> {
         Some(Read::Field(key, rest[0]))
     } else if name.eq_ignore_ascii_case(b"LINDEX") && rest == [b"0"] {
         Some(Read::Head(key))
+    } else if name.eq_ignore_ascii_case(b"SORT") {
+        match rest.as_slice() {
+            [b"BY", b"nosort", b"LIMIT", b"0", b"1", b"GET", b"#", b"GET", pattern] => pattern
+                .strip_prefix(b"*->")
+                .map(|field| Read::Holder(key, field)),
+            _ => None,
+        }
     } else {
         None
     }
@@ -249,6 +280,43 @@ mod tests {
         // An error forgets: the value is guessed absent again.
         recall.saw(&name, &Value::Int(3));
         assert_eq!(recall.guess(&name), Some(Value::Nil));
+    }
+
+    #[test]
+    fn an_entry_and_its_holder_are_remembered_together() {
+        let recall = Recall::default();
+        let mut pipe = redis::pipe();
+        crate::model::index::unique::holder_and_field_command(
+            &mut pipe,
+            "p:_unique:name:ann",
+            "name",
+        );
+        let sort = pipe.cmd_iter().next().cloned().expect("a command");
+        assert_eq!(
+            recall.guess(&sort),
+            Some(Value::Array(vec![])),
+            "free, as guessed"
+        );
+        let held = Value::Array(vec![
+            Value::BulkString(b"p:1".to_vec()),
+            Value::BulkString(b"ann".to_vec()),
+        ]);
+        recall.saw(&sort, &held);
+        assert_eq!(recall.guess(&sort), Some(held));
+        let name = redis::cmd("HGET").arg("p:1").arg("name").clone();
+        assert_eq!(
+            recall.guess(&name),
+            Some(Value::BulkString(b"ann".to_vec()))
+        );
+        // The holder moved on: the entry's read follows.
+        recall.saw(&name, &Value::BulkString(b"bob".to_vec()));
+        assert_eq!(
+            recall.guess(&sort),
+            Some(Value::Array(vec![
+                Value::BulkString(b"p:1".to_vec()),
+                Value::BulkString(b"bob".to_vec())
+            ]))
+        );
     }
 
     #[test]

@@ -52,6 +52,7 @@ mod glob;
 mod keyspace;
 mod notify;
 mod pubsub;
+mod rdb;
 mod reply;
 #[cfg(feature = "server")]
 mod resp;

@@ -1,0 +1,389 @@
+//! Whole values to the body of a DUMP payload and back: the object type
+//! byte and the object (`rdbSaveObjectType` + `rdbSaveObject`, and
+//! `rdbLoadObjectType` + `rdbLoadObject`).
+//!
+//! DUMP writes what Redis 7.0.15 writes for the encoding OBJECT ENCODING
+//! names: a listpack hash or sorted set as one listpack, an intset set as
+//! an intset, a list as a quicklist of listpacks, the big encodings
+//! element by element. RESTORE reads all of that, and the encodings of
+//! older versions that Redis 7 still loads (ziplists, zipmaps, text
+//! scores, plain lists, quicklists of ziplists, version 1 streams), and
+//! works out the encoding Redis would give the restored value (its
+//! [`History`]) from the same thresholds Redis applies while loading.
+//!
+//! The values are read and built only through their types' ordinary
+//! methods (iteration, insertion), in the few helpers at the end of this
+//! file, so that a change of their representation touches only those.
+
+use std::borrow::Cow;
+use std::collections::{HashSet, VecDeque};
+
+use super::{intset, kind, listpack, put_binary_double, put_length, put_string, stream, ziplist};
+use super::{zipmap, Elem, Reader};
+use crate::args::parse_i64;
+use crate::config::Limits;
+use crate::float::{format_double, parse_double};
+use crate::value::encoding::{encoding_name, History};
+use crate::value::hash::HashValue;
+use crate::value::zset::ZSet;
+use crate::value::{Bytes, Value};
+
+/// A quicklist node's container (`QUICKLIST_NODE_CONTAINER_*`).
+const CONTAINER_PLAIN: u64 = 1;
+const CONTAINER_PACKED: u64 = 2;
+
+/// The size a list's listpack nodes stop growing at: Redis's default
+/// `list-max-listpack-size -2` (8 kB), with its per-element estimate
+/// (`SIZE_ESTIMATE_OVERHEAD`).
+const LIST_NODE_BYTES: usize = 8192;
+const LIST_ELEMENT_OVERHEAD: usize = 8;
+
+/// The type byte and object of `value`, whose encoding is the one
+/// `history` gives it.
+pub(crate) fn encode(value: &Value, history: History) -> Vec<u8> {
+    let mut out = Vec::new();
+    let encoding = encoding_name(value, history);
+    match value {
+        Value::Str(s) => {
+            out.push(kind::STRING);
+            put_string(&mut out, s);
+        }
+        Value::List(_) => {
+            out.push(kind::LIST_QUICKLIST_2);
+            let nodes = list_nodes(list_items(value));
+            put_length(&mut out, nodes.len() as u64);
+            for node in nodes {
+                put_length(&mut out, CONTAINER_PACKED);
+                put_string(&mut out, &node);
+            }
+        }
+        Value::Set(_) => {
+            let ints: Option<Vec<i64>> = set_members(value).map(parse_i64).collect();
+            match ints {
+                Some(mut ints) if encoding == "intset" => {
+                    ints.sort_unstable();
+                    out.push(kind::SET_INTSET);
+                    put_string(&mut out, &intset::encode(&ints));
+                }
+                _ => {
+                    out.push(kind::SET);
+                    let members: Vec<&[u8]> = set_members(value).collect();
+                    put_length(&mut out, members.len() as u64);
+                    for m in members {
+                        put_string(&mut out, m);
+                    }
+                }
+            }
+        }
+        Value::ZSet(z) if encoding == "listpack" => {
+            out.push(kind::ZSET_LISTPACK);
+            let mut lp = listpack::Builder::default();
+            for (member, score) in z.iter() {
+                lp.push(member);
+                lp.push(format_double(score).as_bytes());
+            }
+            put_string(&mut out, &lp.finish());
+        }
+        Value::ZSet(z) => {
+            // Greatest first, as Redis walks its skiplist from the tail.
+            out.push(kind::ZSET_2);
+            put_length(&mut out, z.len() as u64);
+            for (member, score) in z.iter().rev() {
+                put_string(&mut out, member);
+                put_binary_double(&mut out, score);
+            }
+        }
+        Value::Hash(h) if encoding == "listpack" => {
+            out.push(kind::HASH_LISTPACK);
+            let mut lp = listpack::Builder::default();
+            for (field, value) in h.iter() {
+                lp.push(field);
+                lp.push(value);
+            }
+            put_string(&mut out, &lp.finish());
+        }
+        Value::Hash(h) => {
+            out.push(kind::HASH);
+            put_length(&mut out, h.len() as u64);
+            for (field, value) in h.iter() {
+                put_string(&mut out, field);
+                put_string(&mut out, value);
+            }
+        }
+        Value::Stream(s) => {
+            out.push(kind::STREAM_LISTPACKS_2);
+            stream::encode(&mut out, s);
+        }
+    }
+    out
+}
+
+/// A list's elements in listpacks of about 8 kB, as Redis's quicklist
+/// fills its nodes.
+fn list_nodes<'a>(items: impl Iterator<Item = &'a [u8]>) -> Vec<Vec<u8>> {
+    let mut nodes = Vec::new();
+    let mut lp = listpack::Builder::default();
+    for item in items {
+        if lp.len() > 0 && lp.bytes() + item.len() + LIST_ELEMENT_OVERHEAD > LIST_NODE_BYTES {
+            nodes.push(std::mem::take(&mut lp).finish());
+        }
+        lp.push(item);
+    }
+    if lp.len() > 0 {
+        nodes.push(lp.finish());
+    }
+    nodes
+}
+
+/// The value of a payload's body (footer removed), with the history that
+/// gives it the encoding Redis would load it in under `limits`; `None`
+/// for anything Redis answers "Bad data format" to, and for the
+/// inconsistencies only its deep sanitization would catch (the engine
+/// always checks). Bytes after the object are ignored, as Redis ignores
+/// them.
+pub(crate) fn decode(body: &[u8], limits: &Limits) -> Option<(Value, History)> {
+    let mut r = Reader::new(body);
+    let tag = r.byte()?;
+    let compact = |fits: bool| {
+        if fits {
+            History::Fresh
+        } else {
+            History::Converted
+        }
+    };
+    match tag {
+        kind::STRING => Some((Value::Str(r.bytes()?), History::Fresh)),
+        kind::LIST => {
+            let n = non_empty(r.count()?)?;
+            let mut items = Vec::new();
+            for _ in 0..n {
+                items.push(r.bytes()?);
+            }
+            Some((list_from(items), History::Fresh))
+        }
+        kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => {
+            let items = read_quicklist(&mut r, tag == kind::LIST_QUICKLIST_2)?;
+            non_empty(items.len())?;
+            Some((list_from(items), History::Fresh))
+        }
+        kind::LIST_ZIPLIST => {
+            let blob = r.string()?;
+            let items: Vec<Bytes> = ziplist::elements(&blob)?
+                .into_iter()
+                .map(Elem::to_bytes)
+                .collect();
+            non_empty(items.len())?;
+            Some((list_from(items), History::Fresh))
+        }
+        kind::SET => {
+            let n = non_empty(r.count()?)?;
+            let mut members = Vec::new();
+            for _ in 0..n {
+                members.push(r.bytes()?);
+            }
+            let max = limits.set_max_intset_entries.min(1 << 30);
+            let fits = n as u64 <= max && members.iter().all(|m| parse_i64(m).is_some());
+            Some((set_from(members)?, compact(fits)))
+        }
+        kind::SET_INTSET => {
+            let blob = r.string()?;
+            let ints = intset::members(&blob)?;
+            let fits = ints.len() as u64 <= limits.set_max_intset_entries;
+            let members = ints.iter().map(|v| v.to_string().into_bytes()).collect();
+            Some((set_from(members)?, compact(fits)))
+        }
+        kind::ZSET | kind::ZSET_2 => {
+            let n = non_empty(r.count()?)?;
+            let mut pairs = Vec::new();
+            for _ in 0..n {
+                let member = r.bytes()?;
+                let score = if tag == kind::ZSET_2 {
+                    r.binary_double()?
+                } else {
+                    r.text_double()?
+                };
+                if score.is_nan() {
+                    return None;
+                }
+                pairs.push((member, score));
+            }
+            let fits = n as u64 <= limits.zset_max_listpack_entries
+                && pairs
+                    .iter()
+                    .all(|(m, _)| m.len() as u64 <= limits.zset_max_listpack_value);
+            Some((zset_from(pairs)?, compact(fits)))
+        }
+        kind::ZSET_ZIPLIST | kind::ZSET_LISTPACK => {
+            let blob = r.string()?;
+            let elems = if tag == kind::ZSET_ZIPLIST {
+                ziplist::elements(&blob)?
+            } else {
+                listpack::elements(&blob)?
+            };
+            let mut pairs = Vec::new();
+            for pair in even_pairs(&elems)? {
+                let score = match pair[1] {
+                    Elem::Int(v) => v as f64,
+                    Elem::Str(s) => parse_double(s)?,
+                };
+                pairs.push((pair[0].to_bytes(), score));
+            }
+            let fits = non_empty(pairs.len())? as u64 <= limits.zset_max_listpack_entries;
+            Some((zset_from(pairs)?, compact(fits)))
+        }
+        kind::HASH => {
+            let n = non_empty(r.count()?)?;
+            let mut pairs = Vec::new();
+            for _ in 0..n {
+                let field = r.string()?;
+                let value = r.string()?;
+                pairs.push((field, value));
+            }
+            let max = limits.hash_max_listpack_value;
+            let fits = n as u64 <= limits.hash_max_listpack_entries
+                && pairs
+                    .iter()
+                    .all(|(f, v)| f.len() as u64 <= max && v.len() as u64 <= max);
+            Some((hash_from(pairs)?, compact(fits)))
+        }
+        kind::HASH_ZIPLIST | kind::HASH_LISTPACK => {
+            let blob = r.string()?;
+            let elems = if tag == kind::HASH_ZIPLIST {
+                ziplist::elements(&blob)?
+            } else {
+                listpack::elements(&blob)?
+            };
+            let pairs: Vec<(Cow<'_, [u8]>, Cow<'_, [u8]>)> = even_pairs(&elems)?
+                .map(|p| (elem_bytes(p[0]), elem_bytes(p[1])))
+                .collect();
+            let fits = non_empty(pairs.len())? as u64 <= limits.hash_max_listpack_entries;
+            Some((hash_from(pairs)?, compact(fits)))
+        }
+        kind::HASH_ZIPMAP => {
+            let blob = r.string()?;
+            let pairs = zipmap::pairs(&blob)?;
+            let max = limits.hash_max_listpack_value;
+            let fits = pairs.len() as u64 <= limits.hash_max_listpack_entries
+                && pairs
+                    .iter()
+                    .all(|(f, v)| f.len() as u64 <= max && v.len() as u64 <= max);
+            let pairs = pairs
+                .into_iter()
+                .map(|(f, v)| (Cow::Borrowed(f), Cow::Borrowed(v)))
+                .collect();
+            Some((hash_from(pairs)?, compact(fits)))
+        }
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
+            let s = stream::decode(&mut r, tag == kind::STREAM_LISTPACKS_2)?;
+            Some((Value::Stream(Box::new(s)), History::Fresh))
+        }
+        // A module's value needs its module, which the engine has not.
+        kind::MODULE | kind::MODULE_2 => None,
+        // Types of later versions (7.2's listpack sets and lists), and
+        // bytes that are no type: Redis 7.0 knows none of them.
+        _ => None,
+    }
+}
+
+/// `n` unless it is zero: Redis refuses an empty aggregate.
+fn non_empty(n: usize) -> Option<usize> {
+    (n > 0).then_some(n)
+}
+
+/// The elements two by two; `None` for an odd count.
+fn even_pairs<'e, 'a>(elems: &'e [Elem<'a>]) -> Option<std::slice::ChunksExact<'e, Elem<'a>>> {
+    (elems.len() % 2 == 0).then(|| elems.chunks_exact(2))
+}
+
+fn elem_bytes<'a>(e: Elem<'a>) -> Cow<'a, [u8]> {
+    match e {
+        Elem::Str(s) => Cow::Borrowed(s),
+        Elem::Int(_) => Cow::Owned(e.to_bytes()),
+    }
+}
+
+/// The elements of a quicklist (`LIST_QUICKLIST`: ziplist nodes;
+/// `LIST_QUICKLIST_2`: each node a listpack or one plain element).
+fn read_quicklist(r: &mut Reader<'_>, version2: bool) -> Option<Vec<Bytes>> {
+    let nodes = non_empty(r.count()?)?;
+    let mut items = Vec::new();
+    for _ in 0..nodes {
+        let container = if version2 {
+            r.length()?
+        } else {
+            CONTAINER_PACKED
+        };
+        if container != CONTAINER_PACKED && container != CONTAINER_PLAIN {
+            return None;
+        }
+        let data = r.string()?;
+        if data.is_empty() {
+            return None;
+        }
+        if container == CONTAINER_PLAIN {
+            items.push(data.into_owned());
+            continue;
+        }
+        // An empty node is skipped, as Redis skips it.
+        let elems = if version2 {
+            listpack::elements(&data)?
+        } else {
+            ziplist::elements(&data)?
+        };
+        items.extend(elems.into_iter().map(Elem::to_bytes));
+    }
+    Some(items)
+}
+
+// The value types, read and built through their ordinary methods only.
+
+/// The elements of a list, head first.
+fn list_items(value: &Value) -> impl Iterator<Item = &[u8]> {
+    let list = match value {
+        Value::List(l) => Some(l),
+        _ => None,
+    };
+    list.into_iter().flat_map(|l| l.iter().map(Vec::as_slice))
+}
+
+/// The members of a set.
+fn set_members(value: &Value) -> impl Iterator<Item = &[u8]> {
+    let set = match value {
+        Value::Set(s) => Some(s),
+        _ => None,
+    };
+    set.into_iter().flat_map(|s| s.iter().map(Vec::as_slice))
+}
+
+fn list_from(items: Vec<Bytes>) -> Value {
+    Value::List(VecDeque::from(items))
+}
+
+/// A set of `members`; `None` if one is repeated.
+fn set_from(members: Vec<Bytes>) -> Option<Value> {
+    let mut set = HashSet::with_capacity(members.len());
+    for m in members {
+        if !set.insert(m) {
+            return None;
+        }
+    }
+    Some(Value::Set(Box::new(set)))
+}
+
+/// A sorted set of `pairs`; `None` if a member is repeated.
+fn zset_from(pairs: Vec<(Bytes, f64)>) -> Option<Value> {
+    let n = pairs.len();
+    let z = ZSet::from_pairs(pairs);
+    (z.len() == n).then(|| Value::ZSet(Box::new(z)))
+}
+
+/// A hash of `pairs`; `None` if a field is repeated.
+fn hash_from(pairs: Vec<(Cow<'_, [u8]>, Cow<'_, [u8]>)>) -> Option<Value> {
+    let mut h = HashValue::default();
+    for (field, value) in pairs {
+        if !h.insert(&field, &value) {
+            return None;
+        }
+    }
+    Some(Value::Hash(h))
+}

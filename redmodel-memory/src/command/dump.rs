@@ -97,11 +97,14 @@ fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if ttl < 0 {
         return Err(CmdError::err("Invalid TTL value, must be >= 0"));
     }
-    let body = rdb::open(args[3])
-        .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
+    if rdb::open(args[3]).is_none() {
+        return Err(CmdError::err("DUMP payload version or checksum are wrong"));
+    }
+    // Redis reads the object from the whole payload, footer included: an
+    // object that runs into the footer's bytes still loads.
     let limits = *ctx.ks().limits();
     let (value, history) =
-        rdb::value::decode(body, &limits).ok_or_else(|| CmdError::err("Bad data format"))?;
+        rdb::value::decode(args[3], &limits).ok_or_else(|| CmdError::err("Bad data format"))?;
 
     let now = ctx.now;
     let deleted = opts.replace && ctx.remove(key);

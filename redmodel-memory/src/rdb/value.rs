@@ -135,14 +135,15 @@ fn list_nodes<'a>(items: impl Iterator<Item = &'a [u8]>) -> Vec<Vec<u8>> {
     nodes
 }
 
-/// The value of a payload's body (footer removed), with the history that
-/// gives it the encoding Redis would load it in under `limits`; `None`
-/// for anything Redis answers "Bad data format" to, and for the
+/// The value at the start of `payload`, with the history that gives it
+/// the encoding Redis would load it in under `limits`; `None` for
+/// anything Redis answers "Bad data format" to, and for the
 /// inconsistencies only its deep sanitization would catch (the engine
-/// always checks). Bytes after the object are ignored, as Redis ignores
-/// them.
-pub(crate) fn decode(body: &[u8], limits: &Limits) -> Option<(Value, History)> {
-    let mut r = Reader::new(body);
+/// always checks: a hash or set with a repeated field or member, a stream
+/// entry out of order). Bytes after the object are ignored, as Redis
+/// ignores them.
+pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)> {
+    let mut r = Reader::new(payload);
     let tag = r.byte()?;
     let compact = |fits: bool| {
         if fits {

@@ -23,6 +23,14 @@ pub(super) const COMMANDS: &[Spec] = &[
         arity: -4,
         handler: restore,
     },
+    // What MIGRATE sends a cluster node importing the slot: RESTORE
+    // itself, allowed on a slot being imported (the engine's cluster is a
+    // single node that serves every slot).
+    Spec {
+        name: "restore-asking",
+        arity: -4,
+        handler: restore,
+    },
 ];
 
 /// DUMP key: nil for a missing key. The lookup counts as an access.

@@ -39,7 +39,9 @@ pub(crate) fn id_from_key(key: &[u8; 16]) -> StreamId {
 
 /// Appends the stream `s` in the `STREAM_LISTPACKS_2` layout.
 pub(crate) fn encode(out: &mut Vec<u8>, s: &Stream) {
-    let nodes: Vec<NodeView<'_>> = s.nodes().collect();
+    // A node with no live entry is never kept (Redis frees it), so none
+    // is written either.
+    let nodes: Vec<NodeView<'_>> = s.nodes().filter(|n| !n.entries.is_empty()).collect();
     put_length(out, nodes.len() as u64);
     for node in &nodes {
         put_string(out, &id_key(node.master));

@@ -28,6 +28,9 @@ use crate::value::hash::HashValue;
 use crate::value::zset::ZSet;
 use crate::value::{Bytes, Value};
 
+/// A hash's field and value, borrowed from the payload or decoded.
+type Pair<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
+
 /// A quicklist node's container (`QUICKLIST_NODE_CONTAINER_*`).
 const CONTAINER_PLAIN: u64 = 1;
 const CONTAINER_PACKED: u64 = 2;
@@ -254,7 +257,7 @@ pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)
             } else {
                 listpack::elements(&blob)?
             };
-            let pairs: Vec<(Cow<'_, [u8]>, Cow<'_, [u8]>)> = even_pairs(&elems)?
+            let pairs: Vec<Pair<'_>> = even_pairs(&elems)?
                 .map(|p| (elem_bytes(p[0]), elem_bytes(p[1])))
                 .collect();
             let fits = non_empty(pairs.len())? as u64 <= limits.hash_max_listpack_entries;
@@ -293,7 +296,7 @@ fn non_empty(n: usize) -> Option<usize> {
 
 /// The elements two by two; `None` for an odd count.
 fn even_pairs<'e, 'a>(elems: &'e [Elem<'a>]) -> Option<std::slice::ChunksExact<'e, Elem<'a>>> {
-    (elems.len() % 2 == 0).then(|| elems.chunks_exact(2))
+    elems.len().is_multiple_of(2).then(|| elems.chunks_exact(2))
 }
 
 fn elem_bytes<'a>(e: Elem<'a>) -> Cow<'a, [u8]> {
@@ -379,7 +382,7 @@ fn zset_from(pairs: Vec<(Bytes, f64)>) -> Option<Value> {
 }
 
 /// A hash of `pairs`; `None` if a field is repeated.
-fn hash_from(pairs: Vec<(Cow<'_, [u8]>, Cow<'_, [u8]>)>) -> Option<Value> {
+fn hash_from(pairs: Vec<Pair<'_>>) -> Option<Value> {
     let mut h = HashValue::default();
     for (field, value) in pairs {
         if !h.insert(&field, &value) {

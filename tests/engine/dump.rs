@@ -181,7 +181,7 @@ fn cases() -> Vec<Case> {
                 "XLEN k",
                 "XINFO STREAM k FULL",
                 "XINFO GROUPS k",
-                "XPENDING k g1 - + 10",
+                "XPENDING k g1",
             ],
         ),
         case(

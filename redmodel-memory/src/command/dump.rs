@@ -34,11 +34,14 @@ pub(super) const COMMANDS: &[Spec] = &[
 ];
 
 /// DUMP key: nil for a missing key. The lookup counts as an access.
+/// Strings in the payload are LZF-compressed as Redis compresses them
+/// while `rdbcompression` is on.
 fn dump(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let compress = ctx.store.config.get("rdbcompression") == "yes";
     let Some(entry) = ctx.entry(args[1]) else {
         return Ok(reply::nil());
     };
-    let body = rdb::value::encode(&entry.value, entry.history);
+    let body = rdb::value::encode(&entry.value, entry.history, compress);
     Ok(reply::bulk(rdb::seal(body)))
 }
 

@@ -262,42 +262,84 @@ pub(crate) fn put_length(out: &mut Vec<u8>, len: u64) {
     }
 }
 
-/// Appends a string (`rdbSaveRawString`): a short decimal integer that
-/// fits 32 bits in its integer encoding, anything else verbatim. (Redis
-/// also LZF-compresses strings over 20 bytes when `rdbcompression` is on;
-/// both forms load the same, and compression is a size trade-off only.)
-pub(crate) fn put_string(out: &mut Vec<u8>, s: &[u8]) {
-    if s.len() <= 11 {
-        if let Some(v) = crate::args::parse_i64(s) {
-            if let Ok(v) = i8::try_from(v) {
-                out.push(0xc0 | ENC_INT8);
-                out.extend_from_slice(&v.to_le_bytes());
-                return;
+/// Writes a payload's body. Strings go as `rdbSaveRawString` writes
+/// them: a short decimal integer that fits 32 bits in its integer
+/// encoding; with `compress` (the `rdbcompression` setting, on by default)
+/// a string over 20 bytes LZF-compressed if that saves at least 4 bytes;
+/// anything else verbatim.
+pub(crate) struct Writer {
+    out: Vec<u8>,
+    compress: bool,
+}
+
+impl Writer {
+    pub(crate) fn new(compress: bool) -> Self {
+        Writer {
+            out: Vec::new(),
+            compress,
+        }
+    }
+
+    /// The bytes written.
+    pub(crate) fn finish(self) -> Vec<u8> {
+        self.out
+    }
+
+    pub(crate) fn byte(&mut self, b: u8) {
+        self.out.push(b);
+    }
+
+    /// Bytes as they are (the raw stream IDs of a group's PEL).
+    pub(crate) fn raw(&mut self, bytes: &[u8]) {
+        self.out.extend_from_slice(bytes);
+    }
+
+    pub(crate) fn length(&mut self, n: u64) {
+        put_length(&mut self.out, n);
+    }
+
+    pub(crate) fn string(&mut self, s: &[u8]) {
+        if s.len() <= 11 {
+            if let Some(v) = crate::args::parse_i64(s) {
+                if let Ok(v) = i8::try_from(v) {
+                    self.out.push(0xc0 | ENC_INT8);
+                    self.out.extend_from_slice(&v.to_le_bytes());
+                    return;
+                }
+                if let Ok(v) = i16::try_from(v) {
+                    self.out.push(0xc0 | ENC_INT16);
+                    self.out.extend_from_slice(&v.to_le_bytes());
+                    return;
+                }
+                if let Ok(v) = i32::try_from(v) {
+                    self.out.push(0xc0 | ENC_INT32);
+                    self.out.extend_from_slice(&v.to_le_bytes());
+                    return;
+                }
             }
-            if let Ok(v) = i16::try_from(v) {
-                out.push(0xc0 | ENC_INT16);
-                out.extend_from_slice(&v.to_le_bytes());
-                return;
-            }
-            if let Ok(v) = i32::try_from(v) {
-                out.push(0xc0 | ENC_INT32);
-                out.extend_from_slice(&v.to_le_bytes());
+        }
+        if self.compress && s.len() > 20 {
+            if let Some(compressed) = lzf::compress(s, s.len() - 4) {
+                self.out.push(0xc0 | ENC_LZF);
+                self.length(compressed.len() as u64);
+                self.length(s.len() as u64);
+                self.out.extend_from_slice(&compressed);
                 return;
             }
         }
+        self.length(s.len() as u64);
+        self.out.extend_from_slice(s);
     }
-    put_length(out, s.len() as u64);
-    out.extend_from_slice(s);
-}
 
-/// Appends a time in Unix milliseconds (`rdbSaveMillisecondTime`).
-pub(crate) fn put_ms_time(out: &mut Vec<u8>, ms: i64) {
-    out.extend_from_slice(&ms.to_le_bytes());
-}
+    /// A time in Unix milliseconds (`rdbSaveMillisecondTime`).
+    pub(crate) fn ms_time(&mut self, ms: i64) {
+        self.out.extend_from_slice(&ms.to_le_bytes());
+    }
 
-/// Appends a binary double (`rdbSaveBinaryDoubleValue`).
-pub(crate) fn put_binary_double(out: &mut Vec<u8>, v: f64) {
-    out.extend_from_slice(&v.to_le_bytes());
+    /// A binary double (`rdbSaveBinaryDoubleValue`).
+    pub(crate) fn binary_double(&mut self, v: f64) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
 }
 
 /// An element of a listpack or ziplist: both store integers apart from

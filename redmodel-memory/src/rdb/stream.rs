@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{listpack, put_length, put_ms_time, put_string, Elem, Reader};
+use super::{listpack, Elem, Reader, Writer};
 use crate::value::stream::{Consumer, Group, LoadedNode, Nack, NodeView, Stream, StreamId};
 use crate::value::Bytes;
 
@@ -38,41 +38,41 @@ pub(crate) fn id_from_key(key: &[u8; 16]) -> StreamId {
 }
 
 /// Appends the stream `s` in the `STREAM_LISTPACKS_2` layout.
-pub(crate) fn encode(out: &mut Vec<u8>, s: &Stream) {
+pub(crate) fn encode(w: &mut Writer, s: &Stream) {
     // A node with no live entry is never kept (Redis frees it), so none
     // is written either.
     let nodes: Vec<NodeView<'_>> = s.nodes().filter(|n| !n.entries.is_empty()).collect();
-    put_length(out, nodes.len() as u64);
+    w.length(nodes.len() as u64);
     for node in &nodes {
-        put_string(out, &id_key(node.master));
-        put_string(out, &node_listpack(node));
+        w.string(&id_key(node.master));
+        w.string(&node_listpack(node));
     }
-    put_length(out, s.len() as u64);
+    w.length(s.len() as u64);
     for id in [s.last_id, s.first_id, s.max_deleted_id] {
-        put_length(out, id.ms);
-        put_length(out, id.seq);
+        w.length(id.ms);
+        w.length(id.seq);
     }
-    put_length(out, s.entries_added);
-    put_length(out, s.groups.len() as u64);
+    w.length(s.entries_added);
+    w.length(s.groups.len() as u64);
     for (name, group) in &s.groups {
-        put_string(out, name);
-        put_length(out, group.last_id.ms);
-        put_length(out, group.last_id.seq);
+        w.string(name);
+        w.length(group.last_id.ms);
+        w.length(group.last_id.seq);
         // An unknown counter (-1) is stored as its 64-bit pattern.
-        put_length(out, group.entries_read as u64);
-        put_length(out, group.pel.len() as u64);
+        w.length(group.entries_read as u64);
+        w.length(group.pel.len() as u64);
         for (id, nack) in &group.pel {
-            out.extend_from_slice(&id_key(*id));
-            put_ms_time(out, nack.delivery_time);
-            put_length(out, nack.delivery_count);
+            w.raw(&id_key(*id));
+            w.ms_time(nack.delivery_time);
+            w.length(nack.delivery_count);
         }
-        put_length(out, group.consumers.len() as u64);
+        w.length(group.consumers.len() as u64);
         for (name, consumer) in &group.consumers {
-            put_string(out, name);
-            put_ms_time(out, consumer.seen_time);
-            put_length(out, consumer.pel.len() as u64);
+            w.string(name);
+            w.ms_time(consumer.seen_time);
+            w.length(consumer.pel.len() as u64);
             for id in &consumer.pel {
-                out.extend_from_slice(&id_key(*id));
+                w.raw(&id_key(*id));
             }
         }
     }

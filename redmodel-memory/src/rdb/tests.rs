@@ -66,10 +66,18 @@ fn lengths_and_strings() {
         b"01",
         b"hello",
     ] {
-        let mut out = Vec::new();
-        put_string(&mut out, s);
-        assert_eq!(Reader::new(&out).bytes().as_deref(), Some(s));
+        for compress in [false, true] {
+            let mut w = Writer::new(compress);
+            w.string(s);
+            assert_eq!(Reader::new(&w.finish()).bytes().as_deref(), Some(s));
+        }
     }
+    let text = b"compress me, compress me, compress me".to_vec();
+    let mut w = Writer::new(true);
+    w.string(&text);
+    let out = w.finish();
+    assert_eq!(out[0], 0xc3, "LZF-compressed");
+    assert_eq!(Reader::new(&out).bytes(), Some(text));
     // A length the bytes cannot hold.
     let mut out = Vec::new();
     put_length(&mut out, 1 << 40);

@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 use std::collections::{HashSet, VecDeque};
 
-use super::{intset, kind, listpack, put_binary_double, put_length, put_string, stream, ziplist};
+use super::{intset, kind, listpack, stream, ziplist, Writer};
 use super::{zipmap, Elem, Reader};
 use crate::args::parse_i64;
 use crate::config::Limits;
@@ -42,22 +42,22 @@ const LIST_NODE_BYTES: usize = 8192;
 const LIST_ELEMENT_OVERHEAD: usize = 8;
 
 /// The type byte and object of `value`, whose encoding is the one
-/// `history` gives it.
-pub(crate) fn encode(value: &Value, history: History) -> Vec<u8> {
-    let mut out = Vec::new();
+/// `history` gives it; strings LZF-compressed if `compress`.
+pub(crate) fn encode(value: &Value, history: History, compress: bool) -> Vec<u8> {
+    let mut w = Writer::new(compress);
     let encoding = encoding_name(value, history);
     match value {
         Value::Str(s) => {
-            out.push(kind::STRING);
-            put_string(&mut out, s);
+            w.byte(kind::STRING);
+            w.string(s);
         }
         Value::List(_) => {
-            out.push(kind::LIST_QUICKLIST_2);
+            w.byte(kind::LIST_QUICKLIST_2);
             let nodes = list_nodes(list_items(value));
-            put_length(&mut out, nodes.len() as u64);
+            w.length(nodes.len() as u64);
             for node in nodes {
-                put_length(&mut out, CONTAINER_PACKED);
-                put_string(&mut out, &node);
+                w.length(CONTAINER_PACKED);
+                w.string(&node);
             }
         }
         Value::Set(_) => {
@@ -65,60 +65,60 @@ pub(crate) fn encode(value: &Value, history: History) -> Vec<u8> {
             match ints {
                 Some(mut ints) if encoding == "intset" => {
                     ints.sort_unstable();
-                    out.push(kind::SET_INTSET);
-                    put_string(&mut out, &intset::encode(&ints));
+                    w.byte(kind::SET_INTSET);
+                    w.string(&intset::encode(&ints));
                 }
                 _ => {
-                    out.push(kind::SET);
+                    w.byte(kind::SET);
                     let members: Vec<&[u8]> = set_members(value).collect();
-                    put_length(&mut out, members.len() as u64);
+                    w.length(members.len() as u64);
                     for m in members {
-                        put_string(&mut out, m);
+                        w.string(m);
                     }
                 }
             }
         }
         Value::ZSet(z) if encoding == "listpack" => {
-            out.push(kind::ZSET_LISTPACK);
+            w.byte(kind::ZSET_LISTPACK);
             let mut lp = listpack::Builder::default();
             for (member, score) in z.iter() {
                 lp.push(member);
                 lp.push(format_double(score).as_bytes());
             }
-            put_string(&mut out, &lp.finish());
+            w.string(&lp.finish());
         }
         Value::ZSet(z) => {
             // Greatest first, as Redis walks its skiplist from the tail.
-            out.push(kind::ZSET_2);
-            put_length(&mut out, z.len() as u64);
+            w.byte(kind::ZSET_2);
+            w.length(z.len() as u64);
             for (member, score) in z.iter().rev() {
-                put_string(&mut out, member);
-                put_binary_double(&mut out, score);
+                w.string(member);
+                w.binary_double(score);
             }
         }
         Value::Hash(h) if encoding == "listpack" => {
-            out.push(kind::HASH_LISTPACK);
+            w.byte(kind::HASH_LISTPACK);
             let mut lp = listpack::Builder::default();
             for (field, value) in h.iter() {
                 lp.push(field);
                 lp.push(value);
             }
-            put_string(&mut out, &lp.finish());
+            w.string(&lp.finish());
         }
         Value::Hash(h) => {
-            out.push(kind::HASH);
-            put_length(&mut out, h.len() as u64);
+            w.byte(kind::HASH);
+            w.length(h.len() as u64);
             for (field, value) in h.iter() {
-                put_string(&mut out, field);
-                put_string(&mut out, value);
+                w.string(field);
+                w.string(value);
             }
         }
         Value::Stream(s) => {
-            out.push(kind::STREAM_LISTPACKS_2);
-            stream::encode(&mut out, s);
+            w.byte(kind::STREAM_LISTPACKS_2);
+            stream::encode(&mut w, s);
         }
     }
-    out
+    w.finish()
 }
 
 /// A list's elements in listpacks of about 8 kB, as Redis's quicklist

@@ -145,11 +145,34 @@ fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 entry.freq = freq;
             }
         } else if opts.idle >= 0 {
-            entry.accessed = now.saturating_sub(opts.idle.saturating_mul(1000));
+            let idle = lru_idle(now, opts.idle);
+            entry.accessed = now.saturating_sub(idle.saturating_mul(1000));
         }
     }
     ctx.notify(class::GENERIC, "restore", key);
     Ok(reply::ok())
+}
+
+/// The idle time, in seconds, OBJECT IDLETIME shows after RESTORE ...
+/// IDLETIME `idle` on Redis: its LRU clock counts seconds in 24 bits, so
+/// an idle time longer than the clock's value wraps around it
+/// (`objectSetLRUOrLFU`, then `estimateObjectIdleTime`), as do Redis's
+/// scaling to milliseconds and back.
+fn lru_idle(now_ms: i64, idle: i64) -> i64 {
+    const CLOCK_MAX: i64 = (1 << 24) - 1;
+    let clock = (now_ms / 1000) & CLOCK_MAX;
+    let idle = idle.wrapping_mul(1000) / 1000;
+    let mut at = clock.wrapping_sub(idle);
+    if at < 0 {
+        at = at.wrapping_add(CLOCK_MAX);
+    }
+    // The object keeps 24 bits of it.
+    let at = at.rem_euclid(1 << 24);
+    if clock >= at {
+        clock - at
+    } else {
+        clock + CLOCK_MAX - at
+    }
 }
 
 #[cfg(test)]
@@ -338,5 +361,18 @@ mod tests {
             Value::Okay
         );
         assert_eq!(run(&mut c, "OBJECT IDLETIME k4"), int(1000));
+    }
+
+    #[test]
+    fn idle_times_wrap_like_redis_lru_clock() {
+        // Figures of a real redis-server whose LRU clock read 471607.
+        let now = 471_607_000 + (1 << 24) * 1000 * 100;
+        assert_eq!(super::lru_idle(now, 1000), 1000);
+        assert_eq!(super::lru_idle(now, 9_000_000), 9_000_000);
+        assert_eq!(super::lru_idle(now, 100_000_000), 16_113_920);
+        assert_eq!(
+            super::lru_idle(now, i64::MAX),
+            super::lru_idle(now, i64::MAX)
+        );
     }
 }

@@ -22,6 +22,13 @@ const COUNT_UNKNOWN: u16 = u16::MAX;
 /// matches, the terminator is last, and the count is right. `None` for
 /// anything else.
 pub(crate) fn elements(lp: &[u8]) -> Option<Vec<Elem<'_>>> {
+    elements_counted(lp, true)
+}
+
+/// [`elements`], with the header's count checked or not: a stream node's
+/// is not (`streamValidateListpackIntegrity` walks the entries itself and
+/// never compares the count).
+pub(crate) fn elements_counted(lp: &[u8], check_count: bool) -> Option<Vec<Elem<'_>>> {
     if lp.len() < HEADER + 1 {
         return None;
     }
@@ -46,7 +53,7 @@ pub(crate) fn elements(lp: &[u8]) -> Option<Vec<Elem<'_>>> {
         out.push(elem);
         at = after;
     }
-    if count != COUNT_UNKNOWN && usize::from(count) != out.len() {
+    if check_count && count != COUNT_UNKNOWN && usize::from(count) != out.len() {
         return None;
     }
     Some(out)

@@ -156,16 +156,22 @@ impl<'a> Reader<'a> {
             _ => match first {
                 0x80 => Length::Plain(u64::from(u32::from_be_bytes(self.array()?))),
                 0x81 => Length::Plain(u64::from_be_bytes(self.array()?)),
-                _ => return None,
+                // No such length: Redis's `rdbLoadLen` reports it and
+                // gives `RDB_LENERR` (the largest u64), which the fields
+                // read without a check (a stream's IDs and counters) then
+                // hold; everywhere else it is too long for what remains.
+                _ => Length::Plain(u64::MAX),
             },
         })
     }
 
-    /// A length (`rdbLoadLen`); a string's encoding tag is an error here.
+    /// A length (`rdbLoadLen`). Where Redis expects a length, the tag of
+    /// an encoded string reads as its 6 bits, as `rdbLoadLen` reads it
+    /// when not asked whether it was one.
     pub(crate) fn length(&mut self) -> Option<u64> {
         match self.length_or_tag()? {
             Length::Plain(n) => Some(n),
-            Length::Encoded(_) => None,
+            Length::Encoded(tag) => Some(u64::from(tag)),
         }
     }
 

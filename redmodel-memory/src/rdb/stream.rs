@@ -147,7 +147,10 @@ pub(crate) fn decode(r: &mut Reader<'_>, version2: bool) -> Option<Stream> {
         s.refresh_first_id();
         s.entries_added = length;
     }
-    if length != s.len() as u64 {
+    // Counters past what i64 holds are refused: no server writes them
+    // (Redis replies them as signed integers), and the engine's counting
+    // on from them must not overflow.
+    if length != s.len() as u64 || i64::try_from(s.entries_added).is_err() {
         return None;
     }
     let groups = r.count()?;
@@ -159,7 +162,7 @@ pub(crate) fn decode(r: &mut Reader<'_>, version2: bool) -> Option<Stream> {
         } else {
             s.estimate_entries_read(last_id)
         };
-        if s.groups.contains_key(&name) {
+        if s.groups.contains_key(&name) || entries_read < -1 || entries_read == i64::MAX {
             return None;
         }
         let group = read_group(r, last_id, entries_read)?;
@@ -176,7 +179,7 @@ fn read_group(r: &mut Reader<'_>, last_id: StreamId, entries_read: i64) -> Optio
     for _ in 0..size {
         let id = r.raw_stream_id()?;
         let delivery_time = r.ms_time()?;
-        let delivery_count = r.length()?;
+        let delivery_count = r.length().filter(|&n| i64::try_from(n).is_ok())?;
         if pending
             .insert(id, (delivery_time, delivery_count, None))
             .is_some()
@@ -222,7 +225,7 @@ fn read_group(r: &mut Reader<'_>, last_id: StreamId, entries_read: i64) -> Optio
 /// One node's listpack, checked as `streamValidateListpackIntegrity`
 /// checks it in deep mode, its live entries read.
 fn read_node(master: StreamId, lp: &[u8]) -> Option<LoadedNode> {
-    let elems = listpack::elements(lp)?;
+    let elems = listpack::elements_counted(lp, false)?;
     let mut it = elems.into_iter();
     let int = |it: &mut std::vec::IntoIter<Elem<'_>>| it.next()?.as_int();
     let count = u64::try_from(int(&mut it)?).ok()?;

@@ -22,7 +22,7 @@ use super::{intset, kind, listpack, stream, ziplist, Writer};
 use super::{zipmap, Elem, Reader};
 use crate::args::parse_i64;
 use crate::config::Limits;
-use crate::float::{format_double, parse_double};
+use crate::float::format_double;
 use crate::value::encoding::{encoding_name, History};
 use crate::value::hash::HashValue;
 use crate::value::zset::ZSet;
@@ -228,8 +228,11 @@ pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)
             for pair in even_pairs(&elems)? {
                 let score = match pair[1] {
                     Elem::Int(v) => v as f64,
-                    Elem::Str(s) => parse_double(s)?,
+                    Elem::Str(s) => score_text(s),
                 };
+                if score.is_nan() {
+                    return None;
+                }
                 pairs.push((pair[0].to_bytes(), score));
             }
             let fits = non_empty(pairs.len())? as u64 <= limits.zset_max_listpack_entries;
@@ -287,6 +290,61 @@ pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)
         // bytes that are no type: Redis 7.0 knows none of them.
         _ => None,
     }
+}
+
+/// A score stored as text in a listpack or ziplist, read as Redis reads
+/// it (`zzlStrtod`): C's `strtod` on at most 127 bytes, which takes the
+/// longest prefix that is a number and gives 0 when there is none. What
+/// Redis writes always reads whole; a damaged payload loads the same
+/// scores as on Redis. (Hexadecimal floats, which Redis never writes,
+/// read as 0 here.)
+fn score_text(text: &[u8]) -> f64 {
+    let text = &text[..text.len().min(127)];
+    let text = text.split(|&b| b == 0).next().unwrap_or_default();
+    let start = text
+        .iter()
+        .position(|&b| !matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+        .unwrap_or(text.len());
+    let text = &text[start..];
+    let (negative, rest) = crate::args::split_sign(text);
+    let sign = if negative { -1.0 } else { 1.0 };
+    let lower: Vec<u8> = rest.iter().take(8).map(u8::to_ascii_lowercase).collect();
+    if lower.starts_with(b"inf") {
+        return sign * f64::INFINITY;
+    }
+    if lower.starts_with(b"nan") {
+        return f64::NAN;
+    }
+    let digits = |from: usize| {
+        rest[from..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    };
+    let mut end = digits(0);
+    let mut mantissa = end;
+    if rest.get(end) == Some(&b'.') {
+        let fraction = digits(end + 1);
+        mantissa += fraction;
+        end += 1 + fraction;
+    }
+    if mantissa == 0 {
+        return 0.0;
+    }
+    if matches!(rest.get(end), Some(b'e' | b'E')) {
+        let exp_sign = usize::from(matches!(rest.get(end + 1), Some(b'+' | b'-')));
+        let exp_digits = digits(end + 1 + exp_sign);
+        if exp_digits > 0 {
+            end += 1 + exp_sign + exp_digits;
+        }
+    }
+    // The prefix is ASCII digits, a dot and an exponent: std reads the
+    // same number strtod does (and overflows to infinity as it does).
+    let number = std::str::from_utf8(&rest[..end])
+        .ok()
+        .and_then(|t| t.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    sign * number
 }
 
 /// `n` unless it is zero: Redis refuses an empty aggregate.
@@ -390,4 +448,31 @@ fn hash_from(pairs: Vec<Pair<'_>>) -> Option<Value> {
         }
     }
     Some(Value::Hash(h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::score_text;
+
+    #[test]
+    fn text_scores_read_as_strtod_reads_them() {
+        assert_eq!(score_text(b"2.5"), 2.5);
+        assert_eq!(score_text(b"-inf"), f64::NEG_INFINITY);
+        assert_eq!(score_text(b"Infinity"), f64::INFINITY);
+        assert_eq!(
+            score_text(b"1.0000000000000001e+300"),
+            1.0000000000000001e300
+        );
+        assert_eq!(score_text(b"  -3e2xyz"), -300.0);
+        assert_eq!(score_text(b"1e"), 1.0);
+        assert_eq!(score_text(b".5"), 0.5);
+        assert_eq!(score_text(b"5."), 5.0);
+        assert_eq!(score_text(b"1e999"), f64::INFINITY);
+        assert_eq!(score_text(b"-in\x1c"), 0.0);
+        assert_eq!(score_text(b"\x04inf"), 0.0);
+        assert_eq!(score_text(b"."), 0.0);
+        assert_eq!(score_text(b""), 0.0);
+        assert_eq!(score_text(b"12\x0034"), 12.0);
+        assert!(score_text(b"nan").is_nan());
+    }
 }

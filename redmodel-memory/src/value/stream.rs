@@ -586,8 +586,8 @@ impl Stream {
     }
 
     /// Adds a node as a DUMP payload holds it (RESTORE): `entries` are its
-    /// live entries, ascending, all at or after `master` and after every
-    /// entry already loaded; `deleted` and `last` (the last ID the node
+    /// live entries, ascending, all at or after `master`, which comes
+    /// after every node and entry already loaded; `deleted` and `last` (the last ID the node
     /// holds, deleted or not) and `bytes` (the listpack's size) rebuild
     /// Redis's view of the node, so that later appends and approximate
     /// trims treat it as Redis does. A node with no live entry is dropped,

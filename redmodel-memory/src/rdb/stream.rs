@@ -20,6 +20,10 @@ use crate::value::Bytes;
 const FLAG_DELETED: i64 = 1;
 const FLAG_SAME_FIELDS: i64 = 2;
 
+/// Entries per node when DUMP lays the nodes out itself
+/// (`stream-node-max-entries`' default).
+const FALLBACK_NODE_ENTRIES: usize = 100;
+
 /// The 16 big-endian bytes of a stream ID, as Redis's radix trees key it.
 pub(crate) fn id_key(id: StreamId) -> [u8; 16] {
     let mut out = [0u8; 16];
@@ -42,10 +46,32 @@ pub(crate) fn encode(w: &mut Writer, s: &Stream) {
     // A node with no live entry is never kept (Redis frees it), so none
     // is written either.
     let nodes: Vec<NodeView<'_>> = s.nodes().filter(|n| !n.entries.is_empty()).collect();
-    w.length(nodes.len() as u64);
-    for node in &nodes {
-        w.string(&id_key(node.master));
-        w.string(&node_listpack(node));
+    let covered: usize = nodes.iter().map(|n| n.entries.len()).sum();
+    if covered == s.len() {
+        w.length(nodes.len() as u64);
+        for node in &nodes {
+            w.string(&id_key(node.master));
+            w.string(&node_listpack(node));
+        }
+    } else {
+        // The node model lost track of some entry: no entry may be lost
+        // with it, so the entries go in fresh nodes of Redis's default
+        // size instead.
+        let entries: Vec<(&StreamId, &Vec<Bytes>)> =
+            s.range(StreamId::MIN, StreamId::MAX, false).collect();
+        let chunks: Vec<_> = entries.chunks(FALLBACK_NODE_ENTRIES).collect();
+        w.length(chunks.len() as u64);
+        for chunk in chunks {
+            let master = *chunk[0].0;
+            let names: Vec<Bytes> = chunk[0].1.iter().step_by(2).cloned().collect();
+            let node = NodeView {
+                master,
+                master_fields: &names,
+                entries: chunk.to_vec(),
+            };
+            w.string(&id_key(master));
+            w.string(&node_listpack(&node));
+        }
     }
     w.length(s.len() as u64);
     for id in [s.last_id, s.first_id, s.max_deleted_id] {

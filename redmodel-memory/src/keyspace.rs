@@ -39,7 +39,14 @@ pub(crate) struct Entry {
     pub(crate) history: History,
     /// When the key was last looked up, in Unix ms (OBJECT IDLETIME).
     pub(crate) accessed: i64,
+    /// The LFU access counter OBJECT FREQ shows: Redis's initial
+    /// `LFU_INIT_VAL` (the engine does not count accesses), or what
+    /// RESTORE ... FREQ set.
+    pub(crate) freq: u8,
 }
+
+/// Redis's `LFU_INIT_VAL`: a new key's access counter.
+pub(crate) const LFU_INIT_VAL: u8 = 5;
 
 /// What WATCH remembers of a key: how many sessions watch it, and a counter
 /// bumped by every modification.
@@ -293,6 +300,7 @@ impl Keyspace {
                 slot,
                 history,
                 accessed: 0,
+                freq: LFU_INIT_VAL,
             },
         );
     }

@@ -3,7 +3,8 @@
 //! A small Redis: strings, bitmaps, HyperLogLog, hashes, lists, sets,
 //! sorted sets and streams, key and expiry commands, MULTI/EXEC/WATCH, Lua
 //! scripts and Redis Functions, Pub/Sub, and the server commands clients
-//! and tools use (CONFIG, INFO, OBJECT, CLIENT, COPY, MOVE, SWAPDB...),
+//! and tools use (CONFIG, INFO, OBJECT, CLIENT, COPY, MOVE, SWAPDB, DUMP and
+//! RESTORE in Redis's own payload format...),
 //! with the replies and error texts of Redis 7.0.15. It exists so that
 //! applications, examples and tests run with no server, and switch to a
 //! real Redis with no surprise.
@@ -52,6 +53,7 @@ mod glob;
 mod keyspace;
 mod notify;
 mod pubsub;
+mod rdb;
 mod reply;
 #[cfg(feature = "server")]
 mod resp;

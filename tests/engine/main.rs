@@ -1,9 +1,11 @@
 //! The memory engine's tests, one test binary: differential tests against
 //! a private redis-server (random sequences in `differential`, hand-written
-//! trap scripts in `traps`, read from `tests/engine/traps/*.txt`), expiry
-//! with a manual clock (`expiry`) and the RESP server (`resp_server`).
+//! trap scripts in `traps`, read from `tests/engine/traps/*.txt`, and
+//! DUMP / RESTORE both ways in `dump`), expiry with a manual clock
+//! (`expiry`) and the RESP server (`resp_server`).
 
 mod differential;
+mod dump;
 mod expiry;
 mod resp_server;
 mod traps;

@@ -309,4 +309,5 @@ trap_tests! {
     traps_blocking: "blocking.txt",
     traps_resp3: "resp3.txt",
     traps_functions: "functions.txt",
+    traps_dump: "dump.txt",
 }

@@ -20,6 +20,7 @@ mod bitmaps;
 mod cluster;
 pub(crate) mod connection;
 mod databases;
+mod dump;
 mod expiry;
 mod functions;
 mod hashes;
@@ -91,6 +92,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| 
         lists::COMMANDS,
         connection::COMMANDS,
         databases::COMMANDS,
+        dump::COMMANDS,
         lcs::COMMANDS,
         object::COMMANDS,
         pubsub::COMMANDS,

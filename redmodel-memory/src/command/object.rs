@@ -94,14 +94,15 @@ fn idletime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// The access frequency counter exists only under an LFU policy. The
 /// engine does not count accesses: it reports Redis's initial counter
-/// (`LFU_INIT_VAL`, 5), which a key keeps until it is used a lot.
+/// (`LFU_INIT_VAL`, 5), which a key keeps until it is used a lot, or the
+/// one RESTORE ... FREQ gave the key.
 fn freq(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let lfu = ctx.ks().limits().lfu;
-    with_entry(ctx, args[2], |_| {
+    with_entry(ctx, args[2], |e| {
         if !lfu {
             return Err(CmdError::err(LFU_NOT_SELECTED));
         }
-        Ok(reply::int(5))
+        Ok(reply::int(e.freq))
     })
 }
 

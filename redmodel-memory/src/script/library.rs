@@ -15,6 +15,7 @@ use super::busy::Busy;
 use super::flags::Flags;
 use super::sandbox::{self, raise, Kind, State};
 use crate::error::CmdError;
+use crate::rdb;
 
 /// A registered function.
 #[derive(Clone)]
@@ -250,31 +251,28 @@ impl Functions {
     pub(crate) fn dump(&self) -> Vec<u8> {
         let mut out = Vec::new();
         for library in self.libraries.values() {
-            out.push(DUMP_LIBRARY);
-            rdb::put_length(&mut out, library.code.len());
+            out.push(rdb::OPCODE_FUNCTION2);
+            rdb::put_length(&mut out, library.code.len() as u64);
             out.extend_from_slice(&library.code);
         }
-        out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-        let crc = crc64(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
-        out
+        rdb::seal(out)
     }
 
     /// FUNCTION RESTORE payload [policy]: the engine's payloads and a real
     /// server's (whose long codes are LZF-compressed).
     pub(crate) fn restore(&mut self, payload: &[u8], policy: Policy) -> Result<(), CmdError> {
-        let body = verify_payload(payload)
+        let body = rdb::open(payload)
             .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
         let mut codes = Vec::new();
-        let mut rest = body;
-        while let Some((&kind, tail)) = rest.split_first() {
-            if kind != DUMP_LIBRARY {
+        let mut reader = rdb::Reader::new(body);
+        while let Some(kind) = reader.byte() {
+            if kind != rdb::OPCODE_FUNCTION2 {
                 return Err(CmdError::err("given type is not a function"));
             }
-            let (code, tail) = rdb::string(tail)
+            let code = reader
+                .bytes()
                 .ok_or_else(|| CmdError::err("failed loading the given functions payload"))?;
             codes.push(code);
-            rest = tail;
         }
         // The payload's libraries are made first, apart (a library whose
         // code fails fails the whole restore), then joined.
@@ -323,135 +321,6 @@ impl Functions {
         }
         Ok(())
     }
-}
-
-/// The tag of a library in FUNCTION DUMP's payload (RDB's
-/// `RDB_OPCODE_FUNCTION2`).
-const DUMP_LIBRARY: u8 = 245;
-/// Redis 7.0's RDB version, which a payload ends with.
-const RDB_VERSION: u16 = 10;
-
-/// The payload without its trailer, if the trailer's version and CRC64
-/// are right (Redis's `verifyDumpPayload`).
-fn verify_payload(payload: &[u8]) -> Option<&[u8]> {
-    if payload.len() < 10 {
-        return None;
-    }
-    let (data, crc) = payload.split_at(payload.len() - 8);
-    let version = u16::from_le_bytes([data[data.len() - 2], data[data.len() - 1]]);
-    if version > RDB_VERSION || crc64(data).to_le_bytes() != crc {
-        return None;
-    }
-    Some(&data[..data.len() - 2])
-}
-
-/// The RDB encodings a function payload uses.
-mod rdb {
-    /// RDB's length encoding: 6 bits, 14 bits, or a 32-bit or 64-bit
-    /// big-endian length after a tag byte.
-    pub(super) fn put_length(out: &mut Vec<u8>, len: usize) {
-        if len < 1 << 6 {
-            out.push(len as u8);
-        } else if len < 1 << 14 {
-            out.extend_from_slice(&[0x40 | (len >> 8) as u8, len as u8]);
-        } else if let Ok(len) = u32::try_from(len) {
-            out.push(0x80);
-            out.extend_from_slice(&len.to_be_bytes());
-        } else {
-            out.push(0x81);
-            out.extend_from_slice(&(len as u64).to_be_bytes());
-        }
-    }
-
-    /// A length, or an encoded value's tag (`Err`), and the rest.
-    fn length(bytes: &[u8]) -> Option<(Result<usize, u8>, &[u8])> {
-        let (&first, rest) = bytes.split_first()?;
-        match first >> 6 {
-            0 => Some((Ok(usize::from(first & 0x3f)), rest)),
-            1 => {
-                let (&second, rest) = rest.split_first()?;
-                Some((
-                    Ok(usize::from(first & 0x3f) << 8 | usize::from(second)),
-                    rest,
-                ))
-            }
-            2 if first == 0x80 => {
-                let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
-                Some((Ok(usize::try_from(n).ok()?), &rest[4..]))
-            }
-            2 if first == 0x81 => {
-                let n = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
-                Some((Ok(usize::try_from(n).ok()?), &rest[8..]))
-            }
-            3 => Some((Err(first & 0x3f), rest)),
-            _ => None,
-        }
-    }
-
-    /// An RDB string (raw or LZF-compressed) and the rest.
-    pub(super) fn string(bytes: &[u8]) -> Option<(Vec<u8>, &[u8])> {
-        match length(bytes)? {
-            (Ok(len), rest) => Some((rest.get(..len)?.to_vec(), &rest[len..])),
-            // RDB_ENC_LZF: compressed length, length, then the data.
-            (Err(3), rest) => {
-                let (Ok(clen), rest) = length(rest)? else {
-                    return None;
-                };
-                let (Ok(len), rest) = length(rest)? else {
-                    return None;
-                };
-                let data = lzf_decompress(rest.get(..clen)?, len)?;
-                Some((data, &rest[clen..]))
-            }
-            _ => None,
-        }
-    }
-
-    /// LZF decompression (liblzf's format): literal runs and back
-    /// references; `None` if the data does not give exactly `len` bytes.
-    fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
-        let mut out = Vec::with_capacity(len);
-        let mut i = 0;
-        while i < input.len() {
-            let ctrl = usize::from(input[i]);
-            i += 1;
-            if ctrl < 32 {
-                let run = ctrl + 1;
-                out.extend_from_slice(input.get(i..i + run)?);
-                i += run;
-            } else {
-                let mut run = ctrl >> 5;
-                if run == 7 {
-                    run += usize::from(*input.get(i)?);
-                    i += 1;
-                }
-                let back = ((ctrl & 0x1f) << 8) + usize::from(*input.get(i)?) + 1;
-                i += 1;
-                let start = out.len().checked_sub(back)?;
-                for k in 0..run + 2 {
-                    out.push(out[start + k]);
-                }
-            }
-        }
-        (out.len() == len).then_some(out)
-    }
-}
-
-/// Redis's CRC64 (Jones polynomial, reflected, as `crc64` in crc64.c).
-fn crc64(bytes: &[u8]) -> u64 {
-    const POLY: u64 = 0x95ac_9329_ac4b_c9b5;
-    let mut crc = 0u64;
-    for &b in bytes {
-        crc ^= u64::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ POLY
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    crc
 }
 
 /// Compiles the library's code (from its shebang's newline on) and runs
@@ -638,11 +507,6 @@ fn read_flags(lua: &Lua, list: &Table) -> Option<Flags> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crc64_like_redis() {
-        assert_eq!(crc64(b"123456789"), 0xe9c6_d914_c4b8_d9ca);
-    }
 
     #[test]
     fn metadata_errors() {

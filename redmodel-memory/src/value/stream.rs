@@ -240,6 +240,23 @@ fn str_size(s: &[u8]) -> usize {
     element_size(header + s.len())
 }
 
+/// One node of a stream as DUMP writes it (see [`Stream::nodes`]).
+pub(crate) struct NodeView<'a> {
+    pub(crate) master: StreamId,
+    pub(crate) master_fields: &'a [Bytes],
+    pub(crate) entries: Vec<(&'a StreamId, &'a Vec<Bytes>)>,
+}
+
+/// One node of a stream as RESTORE read it (see [`Stream::load_node`]).
+pub(crate) struct LoadedNode {
+    pub(crate) master: StreamId,
+    pub(crate) master_fields: Vec<Bytes>,
+    pub(crate) entries: Vec<(StreamId, Vec<Bytes>)>,
+    pub(crate) deleted: u64,
+    pub(crate) last: StreamId,
+    pub(crate) bytes: usize,
+}
+
 /// Redis's `STREAM_LISTPACK_MAX_SIZE`.
 const LISTPACK_MAX_SIZE: u64 = 1 << 30;
 
@@ -546,6 +563,71 @@ impl Stream {
                 group.last_id = id;
             }
         }
+    }
+
+    /// The listpack nodes, for DUMP: each node's master ID, its master
+    /// fields, and its live entries (deleted ones are not kept).
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = NodeView<'_>> {
+        let masters: Vec<StreamId> = self.nodes.keys().copied().collect();
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(move |(i, (&master, node))| {
+                let entries = match masters.get(i + 1) {
+                    Some(&next) => self.entries.range(master..next),
+                    None => self.entries.range(master..),
+                };
+                NodeView {
+                    master,
+                    master_fields: &node.master_fields,
+                    entries: entries.collect(),
+                }
+            })
+    }
+
+    /// Adds a node as a DUMP payload holds it (RESTORE): `entries` are its
+    /// live entries, ascending, all at or after `master`, which comes
+    /// after every node and entry already loaded; `deleted` and `last` (the last ID the node
+    /// holds, deleted or not) and `bytes` (the listpack's size) rebuild
+    /// Redis's view of the node, so that later appends and approximate
+    /// trims treat it as Redis does. A node with no live entry is dropped,
+    /// as Redis drops it. Returns false, changing nothing, if an entry is
+    /// out of order.
+    pub(crate) fn load_node(&mut self, node: LoadedNode) -> bool {
+        let ordered = node.entries.windows(2).all(|w| w[0].0 < w[1].0)
+            && node.entries.first().is_none_or(|(id, _)| {
+                *id >= node.master
+                    && self
+                        .entries
+                        .keys()
+                        .next_back()
+                        .is_none_or(|l| node.master > *l)
+                    && self
+                        .nodes
+                        .keys()
+                        .next_back()
+                        .is_none_or(|m| node.master > *m)
+            });
+        if !ordered {
+            return false;
+        }
+        let live = node.entries.len() as u64;
+        if live == 0 {
+            return true;
+        }
+        let fixed = 7 + int_size(live as i64) + int_size(node.deleted as i64);
+        self.nodes.insert(
+            node.master,
+            Node {
+                master_fields: node.master_fields,
+                live,
+                deleted: node.deleted,
+                body: node.bytes.saturating_sub(fixed),
+                last: node.last,
+            },
+        );
+        self.entries.extend(node.entries);
+        true
     }
 
     /// The number of bytes of all entries' fields and values (MEMORY USAGE).

@@ -1,0 +1,191 @@
+//! LZF (the format of liblzf, which Redis uses for strings in RDB
+//! payloads and for compressed quicklist nodes).
+//!
+//! The compressed stream is a sequence of literal runs (a control byte
+//! below 32: that many plus one bytes follow, copied as they are) and back
+//! references (a control byte of 32 or more: its top 3 bits are a length,
+//! extended by a second byte when all set, its low 5 bits and the next
+//! byte an offset back into the output). Hand-written rather than a crate:
+//! each direction is a few dozen lines, and every index here is checked.
+
+/// The `len` bytes `input` decompresses to; `None` if it is not a valid
+/// LZF stream, or does not give exactly `len` bytes (Redis's
+/// "Invalid LZF compressed string").
+///
+/// The output grows with what the input actually produces and never past
+/// `len`, so a declared length has no say in what is allocated: a back
+/// reference of at most 3 input bytes yields at most 264 output bytes, so
+/// the output is bounded by the input's size times 88.
+pub(crate) fn decompress(input: &[u8], len: u64) -> Option<Vec<u8>> {
+    let len = usize::try_from(len).ok()?;
+    if input.is_empty() {
+        // liblzf reads a control byte whatever the input's length.
+        return (len == 0).then(Vec::new);
+    }
+    let mut out: Vec<u8> = Vec::with_capacity(len.min(input.len().saturating_mul(4)));
+    let mut i = 0;
+    while i < input.len() {
+        let ctrl = usize::from(input[i]);
+        i += 1;
+        if ctrl < 32 {
+            let run = ctrl + 1;
+            let literal = input.get(i..i + run)?;
+            if out.len() + run > len {
+                return None;
+            }
+            out.extend_from_slice(literal);
+            i += run;
+        } else {
+            let mut run = ctrl >> 5;
+            if run == 7 {
+                run += usize::from(*input.get(i)?);
+                i += 1;
+            }
+            let back = ((ctrl & 0x1f) << 8) + usize::from(*input.get(i)?) + 1;
+            i += 1;
+            let run = run + 2;
+            if out.len() + run > len {
+                return None;
+            }
+            let start = out.len().checked_sub(back)?;
+            // The reference may overlap what it writes (a run repeating
+            // its last bytes), so the copy goes byte by byte.
+            for k in start..start + run {
+                let b = out[k];
+                out.push(b);
+            }
+        }
+    }
+    (out.len() == len).then_some(out)
+}
+
+/// The longest back reference: 7 + 255 in the length fields, plus 2.
+const MAX_MATCH: usize = 264;
+/// The farthest a back reference reaches: 13 bits of offset.
+const MAX_DISTANCE: usize = 1 << 13;
+/// The longest literal run: 5 bits of length.
+const MAX_LITERAL: usize = 32;
+const HASH_BITS: u32 = 14;
+
+/// `input` compressed, if that takes at most `max_len` bytes (Redis asks
+/// for 4 bytes saved at least, and stores the string as it is otherwise).
+///
+/// A greedy compressor as liblzf's: a table remembers the last position
+/// of each 3-byte sequence; where the bytes at the current position were
+/// seen less than 8 kB back, the longest match from there becomes a back
+/// reference, and anything else goes out in literal runs.
+pub(crate) fn compress(input: &[u8], max_len: usize) -> Option<Vec<u8>> {
+    let hash = |at: usize| -> usize {
+        let v =
+            u32::from(input[at]) << 16 | u32::from(input[at + 1]) << 8 | u32::from(input[at + 2]);
+        (v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
+    };
+    let mut out = Vec::with_capacity(max_len.min(input.len()));
+    // Last position + 1 of each hashed triple (0: none yet).
+    let mut seen = vec![0usize; 1 << HASH_BITS];
+    let mut literal_start = 0;
+    let mut at = 0;
+    while at + 2 < input.len() {
+        let slot = hash(at);
+        let candidate = seen[slot].checked_sub(1);
+        seen[slot] = at + 1;
+        let Some(from) = candidate.filter(|&from| {
+            at - from <= MAX_DISTANCE && input[from..from + 3] == input[at..at + 3]
+        }) else {
+            at += 1;
+            continue;
+        };
+        let longest = MAX_MATCH.min(input.len() - at);
+        let mut len = 3;
+        while len < longest && input[from + len] == input[at + len] {
+            len += 1;
+        }
+        put_literals(&mut out, &input[literal_start..at]);
+        let offset = at - from - 1;
+        let extra = len - 2;
+        if extra < 7 {
+            out.push((extra << 5 | offset >> 8) as u8);
+        } else {
+            out.push((7 << 5 | offset >> 8) as u8);
+            out.push((extra - 7) as u8);
+        }
+        out.push(offset as u8);
+        if out.len() > max_len {
+            return None;
+        }
+        // Remember the triples the match covered, for later matches.
+        let end = at + len;
+        for p in at + 1..end.min(input.len().saturating_sub(2)) {
+            seen[hash(p)] = p + 1;
+        }
+        at = end;
+        literal_start = at;
+    }
+    put_literals(&mut out, &input[literal_start..]);
+    (out.len() <= max_len).then_some(out)
+}
+
+/// Appends `bytes` as literal runs of at most 32 bytes.
+fn put_literals(out: &mut Vec<u8>, bytes: &[u8]) {
+    for run in bytes.chunks(MAX_LITERAL) {
+        out.push((run.len() - 1) as u8);
+        out.extend_from_slice(run);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{compress, decompress};
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn compress_round_trips(
+            input in prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), any::<u8>()], 0..3000),
+        ) {
+            if let Some(c) = compress(&input, usize::MAX) {
+                prop_assert_eq!(decompress(&c, input.len() as u64), Some(input));
+            }
+        }
+    }
+
+    #[test]
+    fn repetitive_text_compresses() {
+        let text = b"redis ".repeat(200);
+        let c = compress(&text, text.len() - 4).expect("compressible");
+        assert!(c.len() < 40, "{} bytes", c.len());
+        assert_eq!(decompress(&c, text.len() as u64), Some(text.to_vec()));
+        let long = vec![7u8; 100_000];
+        let c = compress(&long, long.len()).expect("compressible");
+        assert_eq!(decompress(&c, long.len() as u64), Some(long));
+        assert_eq!(compress(b"abcdefghijklmnopqrstuvwxyz", 22), None);
+    }
+
+    #[test]
+    fn literals_and_back_references() {
+        // "aaaaaaaaaa": one literal 'a', then a reference one back, 9 long.
+        assert_eq!(
+            decompress(&[0x00, b'a', 0xe0, 0x00, 0x00], 10),
+            Some(b"aaaaaaaaaa".to_vec())
+        );
+        assert_eq!(
+            decompress(&[0x02, b'a', b'b', b'c'], 3),
+            Some(b"abc".to_vec())
+        );
+    }
+
+    #[test]
+    fn lies_are_refused() {
+        // Wrong length, either way.
+        assert_eq!(decompress(&[0x02, b'a', b'b', b'c'], 4), None);
+        assert_eq!(decompress(&[0x02, b'a', b'b', b'c'], 2), None);
+        // A literal past the input's end.
+        assert_eq!(decompress(&[0x05, b'a'], 6), None);
+        // A reference before the output's start.
+        assert_eq!(decompress(&[0x20, 0x05], 3), None);
+        // A huge declared length allocates nothing big.
+        assert_eq!(decompress(&[0x00, b'a'], u64::MAX), None);
+        assert_eq!(decompress(&[], 0), Some(Vec::new()));
+        assert_eq!(decompress(&[], 1), None);
+    }
+}

@@ -1,0 +1,370 @@
+//! DUMP / RESTORE between the engine and a private redis-server, both
+//! ways: for every type, small and large (each of Redis's two encodings),
+//! a value built on one side, DUMPed there and RESTOREd on the other reads
+//! back the same, with the same OBJECT ENCODING. The payloads' bytes are
+//! not compared (Redis compresses long strings, lays out nodes its own
+//! way): only what each side makes of the other's.
+//!
+//! RESTORE's errors and options are in `traps/dump.txt`.
+
+use redis::Value;
+use redmodel::memory::{Connection, Engine};
+use redmodel_suite::diff::show;
+use redmodel_suite::{redis_server_available, RedisServer};
+
+/// A value: the commands that build it at key `k`, and the commands that
+/// read it back (`SORTED` first: an unordered reply, compared sorted).
+struct Case {
+    name: &'static str,
+    build: Vec<Vec<String>>,
+    reads: Vec<Vec<String>>,
+}
+
+const SORTED: &str = "SORTED";
+
+fn words(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+fn case(name: &'static str, build: Vec<Vec<String>>, reads: &[&str]) -> Case {
+    Case {
+        name,
+        build,
+        reads: reads.iter().map(|r| words(r)).collect(),
+    }
+}
+
+/// One command of `head` followed by the arguments `tail`.
+fn command(head: &str, tail: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut c = words(head);
+    c.extend(tail);
+    c
+}
+
+fn cases() -> Vec<Case> {
+    let long_text = "redis ".repeat(200);
+    let odd_text: String = (0..300u32)
+        .map(|i| char::from(b'a' + (i * 7 % 26) as u8))
+        .collect();
+    let n = |count: usize| 0..count;
+    vec![
+        case(
+            "short string",
+            vec![words("SET k hello")],
+            &["GET k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "integer string",
+            vec![words("SET k -123456")],
+            &["GET k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "64-bit integer string",
+            vec![words("SET k -9223372036854775808")],
+            &["GET k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "compressible string (LZF on redis-server)",
+            vec![command("SET k", [long_text])],
+            &["GET k", "STRLEN k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "incompressible string",
+            vec![command("SET k", [odd_text])],
+            &["GET k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "binary string",
+            vec![vec![
+                "SET".into(),
+                "k".into(),
+                "\u{0}\u{1}\r\n\u{ff}".into(),
+            ]],
+            &["GET k"],
+        ),
+        case(
+            "small list",
+            vec![words("RPUSH k a b 1 2 -3 300 70000 -9223372036854775808")],
+            &["LRANGE k 0 -1", "OBJECT ENCODING k"],
+        ),
+        case(
+            "large list (several quicklist nodes)",
+            vec![
+                command(
+                    "RPUSH k",
+                    n(3000).map(|i| format!("element-{i}-{}", "x".repeat(i % 50))),
+                ),
+                command("RPUSH k", ["y".repeat(20_000)]),
+                command("LPUSH k", n(100).map(|i| i.to_string())),
+            ],
+            &["LLEN k", "LRANGE k 0 -1", "OBJECT ENCODING k"],
+        ),
+        case(
+            "intset",
+            vec![words("SADD k 3 -1 2 70000 -9223372036854775808")],
+            &["SORTED SMEMBERS k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "large intset",
+            vec![command("SADD k", n(500).map(|i| (i * 37).to_string()))],
+            &["SORTED SMEMBERS k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "small set of strings",
+            vec![words("SADD k a b c 1")],
+            &["SORTED SMEMBERS k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "large set",
+            vec![command("SADD k", n(1000).map(|i| format!("m{i}")))],
+            &["SCARD k", "SORTED SMEMBERS k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "small sorted set",
+            vec![words(
+                "ZADD k 1 a 2.5 b -inf c inf d 0 e -0.125 f 1e300 g 3 100",
+            )],
+            &["ZRANGE k 0 -1 WITHSCORES", "OBJECT ENCODING k"],
+        ),
+        case(
+            "sorted set with a long member",
+            vec![command("ZADD k 1 a 2", ["m".repeat(100)])],
+            &["ZRANGE k 0 -1 WITHSCORES", "OBJECT ENCODING k"],
+        ),
+        case(
+            "large sorted set",
+            vec![command(
+                "ZADD k",
+                n(500).flat_map(|i| [format!("{}", i as f64 / 7.0), format!("member:{i}")]),
+            )],
+            &["ZCARD k", "ZRANGE k 0 -1 WITHSCORES", "OBJECT ENCODING k"],
+        ),
+        case(
+            "small hash",
+            vec![words(
+                "HSET k name redis n 12 neg -7 big 9223372036854775807 e ''",
+            )],
+            &["HGETALL k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "hash with a long value",
+            vec![command("HSET k a 1 b", ["v".repeat(100)])],
+            &["SORTED HGETALL k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "large hash",
+            vec![command(
+                "HSET k",
+                n(600).flat_map(|i| [format!("f{i}"), format!("{}", i * i)]),
+            )],
+            &["HLEN k", "SORTED HGETALL k", "OBJECT ENCODING k"],
+        ),
+        case(
+            "stream with groups",
+            vec![
+                words("XADD k 1-1 f v"),
+                words("XADD k 1-2 f w"),
+                words("XADD k 2-0 other 1 f 2"),
+                words("XADD k 3-0 f v2"),
+                words("XADD k 4-0 f v3"),
+                words("XDEL k 1-2"),
+                words("XGROUP CREATE k g1 0"),
+                words("XGROUP CREATE k g2 $"),
+                words("XGROUP CREATE k g3 1-2"),
+                words("XREADGROUP GROUP g1 alice COUNT 2 STREAMS k >"),
+                words("XREADGROUP GROUP g1 bob COUNT 1 STREAMS k >"),
+                words("XGROUP CREATECONSUMER k g2 carol"),
+                words("XACK k g1 1-1"),
+            ],
+            &[
+                "XRANGE k - +",
+                "XLEN k",
+                "XINFO STREAM k FULL",
+                "XINFO GROUPS k",
+                "XPENDING k g1",
+            ],
+        ),
+        case(
+            "large stream, trimmed",
+            vec![
+                command("XADD k 1-1", ["a".into(), "1".into()]),
+                words("CONFIG SET stream-node-max-entries 10"),
+                words("XTRIM k MAXLEN 0"),
+            ]
+            .into_iter()
+            .chain(n(250).map(|i| {
+                if i % 3 == 0 {
+                    command("XADD k *", [format!("f{i}"), "x".repeat(i)])
+                } else {
+                    command(
+                        "XADD k *",
+                        ["a".into(), i.to_string(), "b".into(), "-1".into()],
+                    )
+                }
+            }))
+            .chain([
+                words("XTRIM k MAXLEN ~ 200"),
+                words("XGROUP CREATE k g 0"),
+                words("XREADGROUP GROUP g c COUNT 120 STREAMS k >"),
+                words("CONFIG SET stream-node-max-entries 100"),
+            ])
+            .collect(),
+            &[
+                "XLEN k",
+                "XRANGE k - +",
+                "XINFO STREAM k",
+                "XINFO GROUPS k",
+                "XPENDING k g",
+            ],
+        ),
+        case(
+            "empty stream with a group",
+            vec![
+                words("XADD k 5-5 f v"),
+                words("XDEL k 5-5"),
+                words("XGROUP CREATE k g $ ENTRIESREAD 1"),
+            ],
+            &["XLEN k", "XINFO STREAM k FULL", "XINFO GROUPS k"],
+        ),
+    ]
+}
+
+/// The two sides.
+struct Sides {
+    engine: Connection,
+    real: redis::Connection,
+}
+
+fn as_refs(args: &[String]) -> Vec<&[u8]> {
+    args.iter().map(|a| a.as_bytes()).collect()
+}
+
+impl Sides {
+    fn engine(&mut self, args: &[Vec<u8>]) -> Value {
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        self.engine.execute(&refs)
+    }
+
+    fn real(&mut self, args: &[Vec<u8>]) -> Value {
+        let mut cmd = redis::cmd(&String::from_utf8_lossy(&args[0]));
+        for a in &args[1..] {
+            cmd.arg(a.as_slice());
+        }
+        cmd.query(&mut self.real)
+            .unwrap_or_else(|e| Value::SimpleString(format!("(error) {e}")))
+    }
+
+    fn on(&mut self, engine_side: bool, args: &[String]) -> Value {
+        let args: Vec<Vec<u8>> = as_refs(args).into_iter().map(<[u8]>::to_vec).collect();
+        if engine_side {
+            self.engine(&args)
+        } else {
+            self.real(&args)
+        }
+    }
+
+    /// Reads the value at `k` on one side, sorting unordered replies.
+    fn read(&mut self, engine_side: bool, reads: &[Vec<String>]) -> Vec<Value> {
+        reads
+            .iter()
+            .map(|read| {
+                let sorted = read[0] == SORTED;
+                let args = if sorted { &read[1..] } else { &read[..] };
+                let mut reply = self.on(engine_side, args);
+                if sorted {
+                    if let Value::Array(items) = &mut reply {
+                        items.sort_by_key(show);
+                    }
+                }
+                reply
+            })
+            .collect()
+    }
+
+    fn reset(&mut self) {
+        for engine_side in [true, false] {
+            self.on(engine_side, &words("FLUSHALL"));
+            self.on(
+                engine_side,
+                &words("CONFIG SET stream-node-max-entries 100"),
+            );
+        }
+    }
+}
+
+/// Builds `case` on the source side, DUMPs it, RESTOREs it on the other,
+/// and returns the differences in what the two read.
+fn transfer(sides: &mut Sides, case: &Case, from_engine: bool) -> Option<String> {
+    sides.reset();
+    for cmd in &case.build {
+        let reply = sides.on(from_engine, cmd);
+        assert!(
+            !matches!(reply, Value::ServerError(_)),
+            "{}: {cmd:?} failed: {reply:?}",
+            case.name
+        );
+    }
+    let before = sides.read(from_engine, &case.reads);
+    let payload = match sides.on(from_engine, &words("DUMP k")) {
+        Value::BulkString(p) => p,
+        other => panic!("{}: DUMP replied {other:?}", case.name),
+    };
+    let restore = vec![b"RESTORE".to_vec(), b"k".to_vec(), b"0".to_vec(), payload];
+    let reply = if from_engine {
+        sides.real(&restore)
+    } else {
+        sides.engine(&restore)
+    };
+    let (from, to) = if from_engine {
+        ("engine", "redis-server")
+    } else {
+        ("redis-server", "engine")
+    };
+    if reply != Value::Okay {
+        return Some(format!(
+            "{}: {from} -> {to}: RESTORE replied {}",
+            case.name,
+            show(&reply)
+        ));
+    }
+    let after = sides.read(!from_engine, &case.reads);
+    let diffs: Vec<String> = case
+        .reads
+        .iter()
+        .zip(before.iter().zip(&after))
+        .filter(|(_, (b, a))| b != a)
+        .map(|(read, (b, a))| {
+            format!(
+                "{}: {from} -> {to}: {}\n    {from}: {}\n    {to}: {}",
+                case.name,
+                read.join(" "),
+                show(b),
+                show(a)
+            )
+        })
+        .collect();
+    (!diffs.is_empty()).then(|| diffs.join("\n"))
+}
+
+#[test]
+fn dump_restore_both_ways() {
+    if !redis_server_available("dump_restore_both_ways") {
+        return;
+    }
+    let server = RedisServer::start().expect("redis-server");
+    let mut sides = Sides {
+        engine: Engine::new().connection(),
+        real: server.client().get_connection().expect("connect"),
+    };
+    let mut failures = Vec::new();
+    for case in cases() {
+        for from_engine in [false, true] {
+            failures.extend(transfer(&mut sides, &case, from_engine));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "DUMP / RESTORE differ:\n{}",
+        failures.join("\n")
+    );
+}

@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use crate::args::{int_arg, is, parse_i64};
 use crate::blocking::{self, Wake};
-use crate::command::connection::{hello, set_client_name};
+use crate::command::connection::{hello_as, set_client_name, Login};
 use crate::command::{subcommand_arity, unknown_subcommand};
 use crate::error::CmdError;
 use crate::reply;
@@ -65,6 +65,8 @@ pub(crate) struct Peer {
     pub(crate) resp: u8,
     /// Wakes the connection up to close it (CLIENT KILL).
     pub(crate) kill: Arc<Notify>,
+    /// Its ACL user (empty before its first command: `default`).
+    pub(crate) user: String,
 }
 
 impl Peer {
@@ -105,7 +107,7 @@ impl Peer {
         format!(
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} \
              sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
-             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}\n",
+             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}\n",
             self.addr,
             self.laddr,
             self.fd,
@@ -116,6 +118,11 @@ impl Peer {
                 "NULL"
             } else {
                 &self.cmd
+            },
+            if self.user.is_empty() {
+                "default"
+            } else {
+                &self.user
             },
             self.resp.max(2),
         )
@@ -391,8 +398,19 @@ fn client_kill(
 }
 
 /// HELLO for a RESP server connection (see [`hello`]).
+#[cfg(test)]
 pub(crate) fn hello_command(info: &mut ClientInfo, resp: &mut u8, args: &[&[u8]]) -> Reply {
-    hello(info.id, &mut info.name, resp, args)
+    crate::command::connection::hello(info.id, &mut info.name, resp, args)
+}
+
+/// HELLO for a connection whose logins go through `login`.
+pub(crate) fn hello_command_as(
+    info: &mut ClientInfo,
+    resp: &mut u8,
+    args: &[&[u8]],
+    login: Login<'_>,
+) -> Reply {
+    hello_as(info.id, &mut info.name, resp, args, login)
 }
 
 #[cfg(test)]

@@ -308,5 +308,6 @@ trap_tests! {
     traps_hyperloglog: "hyperloglog.txt",
     traps_blocking: "blocking.txt",
     traps_resp3: "resp3.txt",
+    traps_acl: "acl.txt",
     traps_functions: "functions.txt",
 }

@@ -100,7 +100,9 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
         // ACL: the log's times and client lines; a category's commands
         // come in Redis's hash table's order; passwords are random.
         "ACL" => {
-            let sub = args.get(1).map(|s| String::from_utf8_lossy(s).to_ascii_uppercase());
+            let sub = args
+                .get(1)
+                .map(|s| String::from_utf8_lossy(s).to_ascii_uppercase());
             match (sub.as_deref(), args.len()) {
                 (Some("LOG"), 2) => Mode::AclLog,
                 (Some("LOG"), 3) if !args[2].eq_ignore_ascii_case(b"reset") => Mode::AclLog,

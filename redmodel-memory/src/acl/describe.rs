@@ -101,10 +101,7 @@ pub(crate) fn command_rules(s: &Selector) -> String {
     loop {
         let mut best = None;
         let (mut min_diff, mut max_same) = (u64::MAX, 0u64);
-        for j in 0..CATEGORIES.len() {
-            if applied[j] {
-                continue;
-            }
+        for (j, _) in applied.iter().enumerate().filter(|(_, done)| !**done) {
             let (on, off) = count_category(&temp, 1 << j);
             let (diff, same) = if additive { (off, on) } else { (on, off) };
             if same > diff && (diff < min_diff || (diff == min_diff && same > max_same)) {

@@ -308,6 +308,14 @@ impl User {
         self.enabled && self.nopass && self.selectors.len() == 1 && self.selectors[0].is_open()
     }
 
+    /// Whether a selector lets the user hear `channel` (a PSUBSCRIBE
+    /// pattern: named literally).
+    pub(crate) fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
+        self.selectors
+            .iter()
+            .any(|s| s.channel_allowed(channel, is_pattern))
+    }
+
     /// Whether `password` is one of the user's (or the user needs none).
     pub(crate) fn accepts(&self, password: &[u8]) -> bool {
         if self.nopass {
@@ -367,6 +375,9 @@ impl KeyCache {
             if let Some(needs) = variable_flags(cmd.meta.name, cmd.argv) {
                 return vec![(1, needs)];
             }
+            if cmd.meta.name == "migrate" {
+                return migrate_keys(cmd.argv);
+            }
             cmd.meta
                 .key_refs(cmd.argv)
                 .unwrap_or_default()
@@ -417,6 +428,35 @@ fn variable_flags(name: &str, argv: &[&[u8]]) -> Option<u8> {
         }
         _ => None,
     }
+}
+
+/// MIGRATE's keys as Redis's `migrateGetKeys` finds them: the key at 3,
+/// or (with an empty one there) those after KEYS.
+fn migrate_keys(argv: &[&[u8]]) -> Vec<(usize, u8)> {
+    let (mut first, mut num) = (3, 1);
+    let mut i = 6;
+    while i < argv.len() {
+        let arg = argv[i];
+        if is(arg, "keys") {
+            if argv[3].is_empty() {
+                first = i + 1;
+                num = argv.len() - first;
+            } else {
+                num = 0;
+            }
+            break;
+        }
+        if is(arg, "auth") {
+            i += 1;
+        } else if is(arg, "auth2") {
+            i += 2;
+        }
+        i += 1;
+    }
+    (first..first + num)
+        .filter(|&at| at < argv.len())
+        .map(|at| (at, READ | WRITE))
+        .collect()
 }
 
 /// Why a command was refused, with the argument at fault.
@@ -520,6 +560,9 @@ pub(crate) struct Acl {
     /// Users deleted since the RESP server last looked: their
     /// connections are closed.
     pub(crate) deleted: Vec<Vec<u8>>,
+    /// Users ACL SETUSER left without `allchannels` since the RESP server
+    /// last looked: their subscribers are checked.
+    pub(crate) channels_revoked: Vec<Vec<u8>>,
 }
 
 impl Default for Acl {
@@ -532,6 +575,7 @@ impl Default for Acl {
             log_limit: 128,
             caller: Caller::default(),
             deleted: Vec::new(),
+            channels_revoked: Vec::new(),
         };
         acl.put(User::default_user());
         acl
@@ -619,6 +663,32 @@ impl Acl {
         self.log.add(entry, self.log_limit);
         false
     }
+}
+
+/// Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess` for the running
+/// command's client and read access: whether one selector both allows the
+/// command and reads every key (SORT's BY and GET read keys it cannot
+/// name in advance).
+pub(crate) fn caller_reads_every_key(acl: &Acl, argv: &[&[u8]]) -> bool {
+    let name = acl.caller.user.as_deref();
+    if acl.is_open(name) {
+        return true;
+    }
+    let (Some(user), Some(meta)) = (acl.user_of(name), meta::of_line(argv)) else {
+        return true;
+    };
+    let Some(id) = id_of(meta) else {
+        return true;
+    };
+    let cmd = Cmd { id, meta, argv };
+    let mut keys = KeyCache::default();
+    user.selectors.iter().any(|s| {
+        s.check(&cmd, &mut keys).is_ok()
+            && (s.all_keys
+                || s.keys
+                    .iter()
+                    .any(|p| p.flags & READ == READ && p.pattern == b"*"))
+    })
 }
 
 /// `requirepass` as Redis maps it to the default user: `resetpass`, then

@@ -596,6 +596,11 @@ impl Client {
         if !store.acl.deleted.is_empty() && self.close_deleted_users(store) {
             after = After::Close;
         }
+        // ACL SETUSER took channels away: its subscribers that now listen
+        // to a channel they may not are closed.
+        if !store.acl.channels_revoked.is_empty() && self.close_revoked_subscribers(store) {
+            after = After::Close;
+        }
         // Read after the command: CLIENT REPLY OFF silences its own reply,
         // ON does not, SKIP has none.
         let silent = self.info.skip_this || self.info.reply_off || self.info.skip_next;
@@ -648,8 +653,48 @@ impl Client {
     fn close_deleted_users(&mut self, store: &mut Store) -> bool {
         let deleted = std::mem::take(&mut store.acl.deleted);
         let mine = deleted.iter().any(|d| d == self.session.user_name());
-        for (id, peer) in self.registry.lock().iter() {
-            if *id != self.info.id && deleted.iter().any(|d| d == peer.user.as_bytes()) {
+        let mut registry = self.registry.lock();
+        registry.retain(|id, peer| {
+            let doomed = *id != self.info.id && deleted.iter().any(|d| d == peer.user.as_bytes());
+            if doomed {
+                peer.kill.notify_one();
+            }
+            !doomed
+        });
+        mine
+    }
+
+    /// Redis's `ACLKillPubsubClientsIfNeeded`: closes the connections of
+    /// the users whose channels ACL SETUSER reduced that are subscribed to
+    /// what they may no longer hear; whether this one is among them. They
+    /// leave CLIENT LIST at once, as in Redis.
+    fn close_revoked_subscribers(&mut self, store: &mut Store) -> bool {
+        use crate::pubsub::Scope;
+        let revoked = std::mem::take(&mut store.acl.channels_revoked);
+        let mut registry = self.registry.lock();
+        let doomed: Vec<u64> = registry
+            .iter()
+            .filter_map(|(&id, peer)| {
+                let name = revoked.iter().find(|r| *r == peer.user.as_bytes())?;
+                let user = store.acl.user(name)?;
+                let sub = peer.subscriber?;
+                let denied = [Scope::Channel, Scope::Pattern, Scope::Shard]
+                    .into_iter()
+                    .any(|scope| {
+                        store
+                            .pubsub
+                            .subscriptions(sub, scope)
+                            .iter()
+                            .any(|channel| !user.channel_allowed(channel, scope == Scope::Pattern))
+                    });
+                denied.then_some(id)
+            })
+            .collect();
+        let mut mine = false;
+        for id in doomed {
+            if id == self.info.id {
+                mine = true;
+            } else if let Some(peer) = registry.remove(&id) {
                 peer.kill.notify_one();
             }
         }
@@ -667,6 +712,7 @@ impl Client {
         peer.db = self.session.db;
         peer.subscriptions = subscriptions;
         peer.resp = self.session.resp();
+        peer.subscriber = self.subscriber.registered();
         if peer.user.as_bytes() != self.session.user_name() {
             peer.user = String::from_utf8_lossy(self.session.user_name()).into_owned();
         }

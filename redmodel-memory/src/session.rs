@@ -259,6 +259,7 @@ impl Session {
     }
 
     /// The RESP server checked the request about to run.
+    #[cfg(feature = "server")]
     pub(crate) fn guarded(&mut self) {
         self.guarded = true;
     }

@@ -103,9 +103,14 @@ fn setuser(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         ));
     }
     let acl = &mut ctx.store.acl;
+    let existed = acl.user(name).is_some();
     let user = rules::set_user(acl.user(name), name, &args[3..])
         // `addReplyErrorSdsSafe`: no newline may break the error line.
         .map_err(|e| CmdError::err(e.replace(['\r', '\n'], " ")))?;
+    // Subscribers of the user may have lost a channel they listen to.
+    if existed && !user.selectors.iter().any(|s| s.all_channels) {
+        acl.channels_revoked.push(name.to_vec());
+    }
     acl.put(user);
     Ok(reply::ok())
 }

@@ -67,6 +67,9 @@ pub(crate) struct Peer {
     pub(crate) kill: Arc<Notify>,
     /// Its ACL user (empty before its first command: `default`).
     pub(crate) user: String,
+    /// Its id as a subscriber (ACL checks its subscriptions when its
+    /// user loses channels).
+    pub(crate) subscriber: Option<crate::pubsub::SubscriberId>,
 }
 
 impl Peer {

@@ -273,14 +273,6 @@ impl Session {
         now: i64,
         at_exec: bool,
     ) -> Result<(), CmdError> {
-        // A deleted user's in-process client falls back to `default`, not
-        // authenticated (a RESP connection is closed instead).
-        if let Some(name) = &self.user {
-            if store.acl.user(name).is_none() {
-                self.user = None;
-                self.authenticated = Some(false);
-            }
-        }
         let Some(meta) = command::meta::of_line(args) else {
             return Ok(());
         };
@@ -292,6 +284,12 @@ impl Session {
             return Err(CmdError::raw("NOAUTH Authentication required."));
         }
         let Some(user) = store.acl.user_of(self.user.as_deref()) else {
+            // A deleted user's in-process client falls back to `default`,
+            // not authenticated (a RESP connection is closed instead).
+            if self.user.take().is_some() {
+                self.authenticated = Some(false);
+                return self.check_access(store, args, now, at_exec);
+            }
             return Ok(());
         };
         let Err(denied) = user.check(meta, args) else {

@@ -154,3 +154,60 @@ fn command_rules_fit_categories() {
     let u = user(&["+@all", "-get"]);
     assert_eq!(command_rules(&u.selectors[0]), "+@all -get");
 }
+
+/// The in-process connection: logins, refusals, and a deleted user's
+/// client falling back to an unauthenticated `default`.
+#[test]
+fn in_process_connection_follows_its_user() {
+    use redis::Value;
+    let engine = crate::Engine::new();
+    let mut admin = engine.connection();
+    let mut c = engine.connection();
+    let run = |c: &mut crate::Connection, line: &str| {
+        let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+        c.execute(&args)
+    };
+    let text = |v: Value| match v {
+        Value::ServerError(e) => format!("{} {}", e.code(), e.details().unwrap_or("")),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(
+        run(&mut admin, "ACL SETUSER u on >pw +get ~a*"),
+        Value::Okay
+    );
+    assert_eq!(run(&mut c, "AUTH u pw"), Value::Okay);
+    assert_eq!(run(&mut c, "GET a1"), Value::Nil);
+    assert_eq!(
+        text(run(&mut c, "GET b1")),
+        "NOPERM this user has no permissions to access one of the keys used as arguments"
+    );
+    assert_eq!(
+        text(run(&mut c, "MULTI")),
+        "NOPERM this user has no permissions to run the 'multi' command"
+    );
+    assert_eq!(run(&mut admin, "ACL SETUSER u +multi +exec"), Value::Okay);
+    assert_eq!(run(&mut c, "MULTI"), Value::Okay);
+    run(&mut c, "SET a1 v");
+    assert_eq!(
+        text(run(&mut c, "EXEC")),
+        "EXECABORT Transaction discarded because of previous errors."
+    );
+    // requirepass: a new connection must log in; the deleted user's
+    // client is `default` again, not logged in.
+    assert_eq!(run(&mut admin, "CONFIG SET requirepass pw2"), Value::Okay);
+    assert_eq!(run(&mut admin, "ACL DELUSER u"), Value::Int(1));
+    assert_eq!(
+        text(run(&mut c, "GET a1")),
+        "NOAUTH Authentication required."
+    );
+    assert_eq!(run(&mut c, "AUTH pw2"), Value::Okay);
+    assert_eq!(run(&mut c, "GET a1"), Value::Nil);
+    assert_eq!(
+        admin.execute(&[b"CONFIG", b"SET", b"requirepass", b""]),
+        Value::Okay
+    );
+    assert_eq!(
+        run(&mut c, "ACL WHOAMI"),
+        Value::BulkString(b"default".to_vec())
+    );
+}

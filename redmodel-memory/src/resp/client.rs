@@ -317,6 +317,7 @@ fn client_kill(
 ) -> Result<(Reply, After), CmdError> {
     let old_form = opts.len() == 1;
     let (mut addr, mut laddr, mut id, mut skip_me) = (None, None, 0u64, !old_form);
+    let mut user: Option<&[u8]> = None;
     // The type asked for; `Some("")` for a type no connection has.
     let mut wanted_type: Option<&str> = None;
     if old_form {
@@ -349,12 +350,13 @@ fn client_kill(
             } else if is(opt, "laddr") {
                 laddr = Some(value);
             } else if is(opt, "user") {
-                if *value != b"default" {
+                if cx.store.acl.user(value).is_none() {
                     return Err(CmdError::err(format!(
                         "No such user '{}'",
                         String::from_utf8_lossy(value)
                     )));
                 }
+                user = Some(value);
             } else if is(opt, "skipme") {
                 if is(value, "yes") {
                     skip_me = true;
@@ -373,6 +375,14 @@ fn client_kill(
     for (&peer_id, peer) in cx.registry.lock().iter() {
         if addr.is_some_and(|a| a != peer.addr.as_bytes())
             || laddr.is_some_and(|a| *a != peer.laddr.as_bytes())
+            || user.is_some_and(|u| {
+                let name = if peer.user.is_empty() {
+                    "default"
+                } else {
+                    &peer.user
+                };
+                u != name.as_bytes()
+            })
             || wanted_type.is_some_and(|t| t != peer.client_type())
             || (id != 0 && peer_id != id)
             || (peer_id == info.id && skip_me)

@@ -66,10 +66,13 @@ fn valid_hash(hash: &[u8]) -> bool {
 
 /// ACL SETUSER: the rules applied to a copy of `existing` (or a new user
 /// named `name`), all or nothing. The error is the reply's message.
+/// `all_channels` is `acl-pubsub-default allchannels`: new selectors (and
+/// `reset`) allow every channel.
 pub(crate) fn set_user(
     existing: Option<&User>,
     name: &[u8],
     rules: &[&[u8]],
+    all_channels: bool,
 ) -> Result<User, String> {
     let merged = merge_selectors(rules).map_err(|at| {
         format!(
@@ -77,9 +80,13 @@ pub(crate) fn set_user(
             String::from_utf8_lossy(rules[at])
         )
     })?;
-    let mut user = existing.cloned().unwrap_or_else(|| User::new(name));
+    let mut user = existing.cloned().unwrap_or_else(|| {
+        let mut user = User::new(name);
+        user.selectors[0].all_channels = all_channels;
+        user
+    });
     for rule in &merged {
-        apply(&mut user, rule).map_err(|e| {
+        apply_with(&mut user, rule, all_channels).map_err(|e| {
             format!(
                 "Error in ACL SETUSER modifier '{}': {}",
                 String::from_utf8_lossy(rule),
@@ -121,6 +128,11 @@ fn merge_selectors(rules: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> {
 
 /// Redis's `ACLSetUser`: one rule applied to `user`.
 pub(crate) fn apply(user: &mut User, op: &[u8]) -> Result<(), RuleError> {
+    apply_with(user, op, false)
+}
+
+/// [`apply`] under `acl-pubsub-default` (`all_channels`: `allchannels`).
+fn apply_with(user: &mut User, op: &[u8], all_channels: bool) -> Result<(), RuleError> {
     if op.is_empty() {
         return Ok(());
     }
@@ -166,7 +178,10 @@ pub(crate) fn apply(user: &mut User, op: &[u8]) -> Result<(), RuleError> {
         user.passwords.remove(at);
     } else if op[0] == b'(' && op.last() == Some(&b')') {
         let inner = &op[1..op.len() - 1];
-        let mut selector = Selector::default();
+        let mut selector = Selector {
+            all_channels,
+            ..Selector::default()
+        };
         // Unbalanced quotes give no rules, as Redis's `sdssplitargs`.
         for rule in split_args(inner).unwrap_or_default() {
             apply_selector(&mut selector, &rule)?;
@@ -179,6 +194,7 @@ pub(crate) fn apply(user: &mut User, op: &[u8]) -> Result<(), RuleError> {
             "resetpass",
             "resetkeys",
             "resetchannels",
+            if all_channels { "allchannels" } else { "" },
             "off",
             "sanitize-payload",
             "clearselectors",

@@ -7,7 +7,7 @@ use super::*;
 
 fn user(rules: &[&str]) -> User {
     let rules: Vec<&[u8]> = rules.iter().map(|r| r.as_bytes()).collect();
-    set_user(None, b"u", &rules).expect("rules parse")
+    set_user(None, b"u", &rules, false).expect("rules parse")
 }
 
 fn allowed(u: &User, line: &str) -> Result<(), Denied> {
@@ -114,7 +114,7 @@ fn passwords() {
 fn rule_errors_as_redis_words_them() {
     let err = |rules: &[&str]| {
         let rules: Vec<&[u8]> = rules.iter().map(|r| r.as_bytes()).collect();
-        set_user(None, b"u", &rules).expect_err("refused")
+        set_user(None, b"u", &rules, false).expect_err("refused")
     };
     assert_eq!(
         err(&["+nosuch"]),
@@ -210,4 +210,14 @@ fn in_process_connection_follows_its_user() {
         run(&mut c, "ACL WHOAMI"),
         Value::BulkString(b"default".to_vec())
     );
+}
+
+/// `acl-pubsub-default allchannels`: new users and selectors, and `reset`,
+/// allow every channel (Redis 6's default).
+#[test]
+fn pubsub_default_allchannels() {
+    let u = set_user(None, b"u", &[b"(+get)".as_slice()], true).expect("rules parse");
+    assert_eq!(user_line(&u), "off &* -@all (&* -@all +get)");
+    let u = set_user(Some(&u), b"u", &[b"reset".as_slice()], true).expect("rules parse");
+    assert_eq!(user_line(&u), "off sanitize-payload &* -@all");
 }

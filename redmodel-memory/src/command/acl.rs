@@ -102,9 +102,10 @@ fn setuser(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             "Usernames can't contain spaces or null characters",
         ));
     }
+    let all_channels = ctx.store.config.get("acl-pubsub-default") == "allchannels";
     let acl = &mut ctx.store.acl;
     let existed = acl.user(name).is_some();
-    let user = rules::set_user(acl.user(name), name, &args[3..])
+    let user = rules::set_user(acl.user(name), name, &args[3..], all_channels)
         // `addReplyErrorSdsSafe`: no newline may break the error line.
         .map_err(|e| CmdError::err(e.replace(['\r', '\n'], " ")))?;
     // Subscribers of the user may have lost a channel they listen to.

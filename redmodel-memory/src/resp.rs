@@ -702,7 +702,8 @@ impl Client {
     }
 
     /// Updates what CLIENT LIST shows of this connection after a command.
-    fn record(&self, args: &[&[u8]], now: i64, store: &Store) {
+    /// The ACL LOG entries the command made get the connection's line.
+    fn record(&self, args: &[&[u8]], now: i64, store: &mut Store) {
         let subscriptions = self.subscriber.counts(store);
         let mut registry = self.registry.lock();
         let Some(peer) = registry.get_mut(&self.info.id) else {
@@ -733,6 +734,9 @@ impl Client {
             );
         }
         peer.cmd = cmd;
+        if store.acl.log.unfilled() {
+            store.acl.log.fill(peer.line(self.info.id, now).trim_end());
+        }
     }
 }
 

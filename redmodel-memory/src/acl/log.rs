@@ -89,7 +89,13 @@ impl Entry {
             object: object.to_vec(),
             username: username.to_vec(),
             ctime: now,
-            client_info: client_info(caller),
+            // A RESP connection's line is its CLIENT LIST line, which the
+            // server fills in after the command (see `Log::fill`).
+            client_info: if caller.client_id == 0 {
+                client_info(caller)
+            } else {
+                String::new()
+            },
         }
     }
 
@@ -119,8 +125,8 @@ impl Entry {
     }
 }
 
-/// What the engine knows of a client for `client-info`: CLIENT LIST's
-/// fields, those it does not track as Redis's defaults.
+/// What the engine knows of an in-process client for `client-info`:
+/// CLIENT LIST's fields, those it does not track as Redis's defaults.
 fn client_info(caller: &Caller) -> String {
     format!(
         "id={} addr= laddr= fd=-1 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 \
@@ -152,6 +158,23 @@ impl Log {
         }
         self.entries.push_front(entry);
         self.entries.truncate(limit);
+    }
+
+    /// Whether an entry waits for its connection's CLIENT LIST line.
+    pub(crate) fn unfilled(&self) -> bool {
+        self.entries
+            .iter()
+            .take(10)
+            .any(|e| e.client_info.is_empty())
+    }
+
+    /// Gives the entries that wait for one the connection's line.
+    pub(crate) fn fill(&mut self, line: &str) {
+        for entry in self.entries.iter_mut().take(10) {
+            if entry.client_info.is_empty() {
+                entry.client_info = line.to_string();
+            }
+        }
     }
 
     /// ACL LOG RESET.

@@ -85,7 +85,7 @@ impl Peer {
 
     /// One line of CLIENT LIST, with Redis 7.0.15's fields in its order.
     /// What the engine does not measure (buffers, memory) reads 0.
-    fn line(&self, id: u64, now: i64) -> String {
+    pub(crate) fn line(&self, id: u64, now: i64) -> String {
         let name = self
             .name
             .as_deref()

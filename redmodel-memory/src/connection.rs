@@ -6,7 +6,7 @@ use redis::{Arg, Cmd, Pipeline, RedisFuture, Value};
 
 use super::args::is;
 use super::blocking::Ticket;
-use super::command::connection::hello;
+use super::command::connection::hello_as;
 use super::reply;
 use super::session::{Outcome, Session};
 use super::store::Store;
@@ -72,7 +72,9 @@ impl Connection {
         let outcome = match args.first() {
             Some(name) if is(name, "hello") && !session.in_transaction() => {
                 let mut resp = session.resp();
-                let reply = hello(0, client_name, &mut resp, args);
+                let reply = hello_as(0, client_name, &mut resp, args, &mut |login| {
+                    session.login(store, name, login, now)
+                });
                 session.set_resp(resp);
                 Outcome::Reply(reply)
             }

@@ -39,6 +39,7 @@
 
 #![warn(missing_docs)]
 
+mod acl;
 mod args;
 mod blocking;
 mod clock;

@@ -82,7 +82,7 @@ use crate::blocking::{Parked, Wake};
 use crate::session::{Outcome, Session};
 use crate::store::Store;
 use crate::Engine;
-use client::{client_command, hello_command, After, ClientCtx, ClientInfo, Peer, Registry};
+use client::{client_command, hello_command_as, After, ClientCtx, ClientInfo, Peer, Registry};
 use request::Parser;
 use subscriber::Subscriber;
 
@@ -300,9 +300,11 @@ impl Client {
             }
             None => false,
         };
+        let mut session = Session::default();
+        session.client_id = id;
         Client {
             engine,
-            session: Session::default(),
+            session,
             info: ClientInfo {
                 id,
                 ..ClientInfo::default()
@@ -490,6 +492,18 @@ impl Client {
         }
         let now = self.engine.now_ms();
         let silent = self.info.skip_this || self.info.reply_off;
+        let queueing = self.session.in_transaction();
+        // Who may run what (AUTH, ACL), before anything else looks at the
+        // command; inside MULTI the session checks (and dooms the
+        // transaction) itself.
+        if !queueing {
+            if let Err(refused) = self.session.guard(store, args, now) {
+                self.record(args, now, store);
+                self.after_command();
+                self.send(output, &refused.to_value(), false, silent);
+                return None;
+            }
+        }
         // In RESP3 a subscriber may run any command (its pushes are typed
         // apart from replies); in RESP2 only the subscription commands.
         if self.session.resp() < 3 && self.subscriber.is_subscribed(store) {
@@ -507,7 +521,6 @@ impl Client {
         if is(name, "post") || is(name, "host:") {
             return Some(Next::Drop);
         }
-        let queueing = self.session.in_transaction();
         if !queueing && subscriber::is_subscription_command(name) {
             match command::lookup(name) {
                 Some(spec) if !spec.arity_ok(args.len()) => {
@@ -555,10 +568,16 @@ impl Client {
             reply
         } else if is(name, "hello") && !queueing {
             let mut resp = self.session.resp();
-            let reply = hello_command(&mut self.info, &mut resp, args);
+            let session = &mut self.session;
+            let reply = hello_command_as(&mut self.info, &mut resp, args, &mut |login| {
+                session.login(store, name, login, now)
+            });
             self.session.set_resp(resp);
             reply
         } else {
+            if !queueing {
+                self.session.guarded();
+            }
             match self.session.execute_or_block(store, args, now, true) {
                 Outcome::Reply(reply) => reply,
                 Outcome::Blocked(parked) => {
@@ -572,6 +591,16 @@ impl Client {
             }
         };
         self.record(args, now, store);
+        // ACL DELUSER: the deleted users' connections are closed, this one
+        // after its reply.
+        if !store.acl.deleted.is_empty() && self.close_deleted_users(store) {
+            after = After::Close;
+        }
+        // ACL SETUSER took channels away: its subscribers that now listen
+        // to a channel they may not are closed.
+        if !store.acl.channels_revoked.is_empty() && self.close_revoked_subscribers(store) {
+            after = After::Close;
+        }
         // Read after the command: CLIENT REPLY OFF silences its own reply,
         // ON does not, SKIP has none.
         let silent = self.info.skip_this || self.info.reply_off || self.info.skip_next;
@@ -619,8 +648,62 @@ impl Client {
 }
 
 impl Client {
+    /// Wakes the connections of the users ACL DELUSER deleted so that
+    /// they close; whether this one is among them.
+    fn close_deleted_users(&mut self, store: &mut Store) -> bool {
+        let deleted = std::mem::take(&mut store.acl.deleted);
+        let mine = deleted.iter().any(|d| d == self.session.user_name());
+        let mut registry = self.registry.lock();
+        registry.retain(|id, peer| {
+            let doomed = *id != self.info.id && deleted.iter().any(|d| d == peer.user.as_bytes());
+            if doomed {
+                peer.kill.notify_one();
+            }
+            !doomed
+        });
+        mine
+    }
+
+    /// Redis's `ACLKillPubsubClientsIfNeeded`: closes the connections of
+    /// the users whose channels ACL SETUSER reduced that are subscribed to
+    /// what they may no longer hear; whether this one is among them. They
+    /// leave CLIENT LIST at once, as in Redis.
+    fn close_revoked_subscribers(&mut self, store: &mut Store) -> bool {
+        use crate::pubsub::Scope;
+        let revoked = std::mem::take(&mut store.acl.channels_revoked);
+        let mut registry = self.registry.lock();
+        let doomed: Vec<u64> = registry
+            .iter()
+            .filter_map(|(&id, peer)| {
+                let name = revoked.iter().find(|r| *r == peer.user.as_bytes())?;
+                let user = store.acl.user(name)?;
+                let sub = peer.subscriber?;
+                let denied = [Scope::Channel, Scope::Pattern, Scope::Shard]
+                    .into_iter()
+                    .any(|scope| {
+                        store
+                            .pubsub
+                            .subscriptions(sub, scope)
+                            .iter()
+                            .any(|channel| !user.channel_allowed(channel, scope == Scope::Pattern))
+                    });
+                denied.then_some(id)
+            })
+            .collect();
+        let mut mine = false;
+        for id in doomed {
+            if id == self.info.id {
+                mine = true;
+            } else if let Some(peer) = registry.remove(&id) {
+                peer.kill.notify_one();
+            }
+        }
+        mine
+    }
+
     /// Updates what CLIENT LIST shows of this connection after a command.
-    fn record(&self, args: &[&[u8]], now: i64, store: &Store) {
+    /// The ACL LOG entries the command made get the connection's line.
+    fn record(&self, args: &[&[u8]], now: i64, store: &mut Store) {
         let subscriptions = self.subscriber.counts(store);
         let mut registry = self.registry.lock();
         let Some(peer) = registry.get_mut(&self.info.id) else {
@@ -630,6 +713,10 @@ impl Client {
         peer.db = self.session.db;
         peer.subscriptions = subscriptions;
         peer.resp = self.session.resp();
+        peer.subscriber = self.subscriber.registered();
+        if peer.user.as_bytes() != self.session.user_name() {
+            peer.user = String::from_utf8_lossy(self.session.user_name()).into_owned();
+        }
         peer.name = self.info.name.clone();
         peer.multi = self
             .session
@@ -647,6 +734,9 @@ impl Client {
             );
         }
         peer.cmd = cmd;
+        if store.acl.log.unfilled() {
+            store.acl.log.fill(peer.line(self.info.id, now).trim_end());
+        }
     }
 }
 

@@ -2,7 +2,12 @@
 //! and its WATCHed keys. The RESP server keeps one per TCP connection; the
 //! in-process [`Connection`](super::Connection) holds one too.
 
+use std::sync::Arc;
+
 use redis::Value as Reply;
+
+use super::acl::log::{Context, Entry, Reason};
+use super::acl::Caller;
 
 use super::blocking::{self, BlockSlot, Parked};
 use super::command::{self, arity_ok, Ctx};
@@ -60,6 +65,18 @@ pub(crate) struct Session {
     may_block: bool,
     /// The command just run blocked: its waiter.
     parked: Option<Parked>,
+    /// The client's ACL user; `None` for `default`.
+    user: Option<Arc<[u8]>>,
+    /// Whether the client has authenticated; `None` until its first
+    /// command, when it starts authenticated if `default` needs no
+    /// password (Redis decides when the client connects).
+    authenticated: Option<bool>,
+    /// EXEC is running the queue (ACL LOG's context `multi`).
+    in_exec: bool,
+    /// The client's id (CLIENT ID), for ACL LOG's `client-info`.
+    pub(crate) client_id: u64,
+    /// The RESP server has already run [`Self::guard`] for this request.
+    guarded: bool,
 }
 
 /// What a command run by a client that can wait came to.
@@ -175,6 +192,147 @@ impl Session {
         self.multi.is_some()
     }
 
+    /// The client's ACL user name (CLIENT LIST's `user`).
+    pub(crate) fn user_name(&self) -> &[u8] {
+        self.user.as_deref().unwrap_or(b"default")
+    }
+
+    fn authenticated(&mut self, store: &Store) -> bool {
+        *self
+            .authenticated
+            .get_or_insert_with(|| store.acl.starts_authenticated())
+    }
+
+    /// Lends the client's identity to the store for one command (AUTH
+    /// changes it, ACL WHOAMI and scripts read it).
+    fn enter(&mut self, store: &mut Store) {
+        let authenticated = self.authenticated(store);
+        store.acl.caller = Caller {
+            user: self.user.clone(),
+            authenticated,
+            in_multi: self.multi.is_some() || self.in_exec,
+            client_id: self.client_id,
+        };
+    }
+
+    /// Takes the identity back after the command.
+    fn leave(&mut self, store: &mut Store) {
+        let caller = std::mem::take(&mut store.acl.caller);
+        self.user = caller.user;
+        self.authenticated = Some(caller.authenticated);
+    }
+
+    /// A login outside the command table (HELLO AUTH): `Some((user,
+    /// password))` tries it (`object` is the command, for ACL LOG);
+    /// `None` asks whether the client is authenticated.
+    pub(crate) fn login(
+        &mut self,
+        store: &mut Store,
+        object: &[u8],
+        login: Option<(&[u8], &[u8])>,
+        now: i64,
+    ) -> bool {
+        let Some((user, password)) = login else {
+            return self.authenticated(store);
+        };
+        self.enter(store);
+        let ok = store.acl.authenticate(object, user, password, now);
+        self.leave(store);
+        ok
+    }
+
+    /// Redis's checks of `processCommand` on who may run what: NOAUTH for
+    /// a client that must authenticate first, NOPERM (logged in ACL LOG)
+    /// for what its user may not run. Free for the `default` user with
+    /// every permission. A command that does not exist, or with a wrong
+    /// argument count, passes: its own error comes later.
+    pub(crate) fn guard(
+        &mut self,
+        store: &mut Store,
+        args: &[&[u8]],
+        now: i64,
+    ) -> Result<(), CmdError> {
+        if store.acl.is_open(self.user.as_deref()) {
+            return Ok(());
+        }
+        self.check_access(store, args, now, false)
+    }
+
+    /// The RESP server checked the request about to run.
+    #[cfg(feature = "server")]
+    pub(crate) fn guarded(&mut self) {
+        self.guarded = true;
+    }
+
+    /// [`Self::guard`]'s slow path; `at_exec` for a queued command that
+    /// EXEC checks again (no NOAUTH, Redis's other error text).
+    fn check_access(
+        &mut self,
+        store: &mut Store,
+        args: &[&[u8]],
+        now: i64,
+        at_exec: bool,
+    ) -> Result<(), CmdError> {
+        let Some(meta) = command::meta::of_line(args) else {
+            return Ok(());
+        };
+        if !arity_ok(meta.arity, args.len()) {
+            return Ok(());
+        }
+        let authenticated = self.authenticated(store);
+        if !at_exec && store.acl.auth_required(authenticated) && !meta.has_flag("no_auth") {
+            return Err(CmdError::raw("NOAUTH Authentication required."));
+        }
+        let Some(user) = store.acl.user_of(self.user.as_deref()) else {
+            // A deleted user's in-process client falls back to `default`,
+            // not authenticated (a RESP connection is closed instead).
+            if self.user.take().is_some() {
+                self.authenticated = Some(false);
+                return self.check_access(store, args, now, at_exec);
+            }
+            return Ok(());
+        };
+        let Err(denied) = user.check(meta, args) else {
+            return Ok(());
+        };
+        let object: &[u8] = match denied {
+            crate::acl::Denied::Command => meta.name.as_bytes(),
+            other => args[other.at()],
+        };
+        let context = if self.multi.is_some() || at_exec {
+            Context::Multi
+        } else {
+            Context::Toplevel
+        };
+        self.enter(store);
+        let entry = Entry::new(
+            Reason::of(denied),
+            context,
+            object,
+            self.user_name(),
+            &store.acl.caller,
+            now,
+        );
+        self.leave(store);
+        let limit = store.acl.log_limit;
+        store.acl.log.add(entry, limit);
+        if at_exec {
+            let reason = match denied {
+                crate::acl::Denied::Command => "no permission to execute the command or subcommand",
+                crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
+                crate::acl::Denied::Channel(_) => {
+                    "no permission to access one of the channels used as arguments"
+                }
+            };
+            return Err(CmdError::raw(format!(
+                "NOPERM ACLs rules changed between the moment the transaction was accumulated \
+                 and the EXEC call. This command is no longer allowed for the following \
+                 reason: {reason}"
+            )));
+        }
+        Err(CmdError::raw(denied.error(meta.name)))
+    }
+
     fn execute_inner(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
         if std::mem::take(&mut self.unwatch_pending) {
             self.unwatch_all(store);
@@ -212,6 +370,26 @@ impl Session {
                 self.multi_failed = true;
                 return Err(e);
             }
+        }
+        let checked = if std::mem::take(&mut self.guarded) {
+            Ok(())
+        } else {
+            self.guard(store, args, now)
+        };
+        if let Err(e) = checked {
+            // Redis's `rejectCommand`: dooms an open transaction; a
+            // refused EXEC discards it.
+            if self.multi.is_some() {
+                if control("exec") {
+                    self.discard_transaction(store);
+                    return Err(CmdError::raw(format!(
+                        "EXECABORT Transaction discarded because of: {}",
+                        e.text()
+                    )));
+                }
+                self.multi_failed = true;
+            }
+            return Err(e);
         }
         if store.cluster_enabled {
             self.check_slots(store, args, control("exec"))?;
@@ -289,6 +467,10 @@ impl Session {
         self.discard_transaction(store);
         self.db = 0;
         self.resp = 2;
+        // Back to the default user, authenticated only if it needs no
+        // password (Redis's `clientSetDefaultAuth`).
+        self.user = None;
+        self.authenticated = Some(store.acl.starts_authenticated());
         reply::simple("RESET")
     }
 
@@ -320,7 +502,10 @@ impl Session {
             },
             resp: self.resp(),
         };
+        // The command sees its client's identity (a few words moved).
+        self.enter(ctx.store);
         let result = command::run(&mut ctx, args);
+        self.leave(ctx.store);
         // SELECT (possibly queued in a transaction) changes the database.
         self.db = ctx.db;
         if let BlockSlot::Requested(block) = ctx.block {
@@ -392,16 +577,25 @@ impl Session {
         }
         // Redis denies blocking inside EXEC (`CLIENT_DENY_BLOCKING`).
         self.may_block = false;
+        self.in_exec = true;
         let replies = queue
             .iter()
             .map(|cmd| {
                 let args: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
-                match self.run(store, &args, now) {
+                // ACL is checked again: the rules may have changed since
+                // the command was queued.
+                let allowed = if store.acl.is_open(self.user.as_deref()) {
+                    Ok(())
+                } else {
+                    self.check_access(store, &args, now, true)
+                };
+                match allowed.and_then(|()| self.run(store, &args, now)) {
                     Ok(r) => r,
                     Err(e) => e.to_value(),
                 }
             })
             .collect();
+        self.in_exec = false;
         Ok(reply::array(replies))
     }
 

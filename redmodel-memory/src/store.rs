@@ -44,6 +44,8 @@ pub(crate) struct Store {
     pub(crate) notify_flags: u32,
     /// The clients blocked on keys (BLPOP...): see `crate::blocking`.
     pub(crate) waiters: crate::blocking::Waiters,
+    /// ACL's users and log, and who runs the current command.
+    pub(crate) acl: crate::acl::Acl,
 }
 
 impl Default for Store {
@@ -81,6 +83,7 @@ impl Default for Store {
             },
             notify_flags: limits.notify,
             waiters: Default::default(),
+            acl: Default::default(),
         }
     }
 }
@@ -90,6 +93,21 @@ impl Store {
     /// limits to every keyspace.
     pub(crate) fn set_config(&mut self, pairs: &[&[u8]]) -> Result<(), crate::error::CmdError> {
         self.config.set(pairs)?;
+        // `requirepass` is the default user's password, as in Redis;
+        // `acllog-max-len` bounds ACL LOG.
+        let named = |name: &str| {
+            pairs
+                .iter()
+                .step_by(2)
+                .any(|p| p.eq_ignore_ascii_case(name.as_bytes()))
+        };
+        if named("requirepass") {
+            let password = self.config.get("requirepass").as_bytes().to_vec();
+            crate::acl::set_requirepass(&mut self.acl, &password);
+        }
+        if named("acllog-max-len") {
+            self.acl.log_limit = self.config.get("acllog-max-len").parse().unwrap_or(128);
+        }
         let limits = self.config.limits();
         for ks in &mut self.dbs {
             ks.set_limits(limits);

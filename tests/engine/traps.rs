@@ -308,6 +308,7 @@ trap_tests! {
     traps_hyperloglog: "hyperloglog.txt",
     traps_blocking: "blocking.txt",
     traps_resp3: "resp3.txt",
+    traps_acl: "acl.txt",
     traps_functions: "functions.txt",
     traps_dump: "dump.txt",
 }

@@ -1,7 +1,7 @@
 //! The school's model operations under an ACL user limited to the models'
 //! key patterns (`~teacher:* ~class:* ~student:*`, `+@all -@dangerous`),
-//! on a private redis-server (real Redis only: the memory engine has no
-//! ACL). Every operation, the cascading delete's SCANs and transactions
+//! on a private redis-server, and the same on the memory engine served
+//! over RESP (its own ACL). Every operation, the cascading delete's SCANs and transactions
 //! included, stays inside those patterns, whatever the pks hold; reaching
 //! another namespace is refused with `Error::NoPermission`.
 //!
@@ -57,9 +57,27 @@ async fn model_operations_stay_inside_the_acl_key_patterns() -> Result<(), Error
     else {
         return Ok(());
     };
-    let admin = Db::connect(&server.url()).await?;
+    school_user_stays_inside(&server.url(), server.port()).await
+}
+
+/// The same against the memory engine's ACL, served over RESP.
+#[tokio::test]
+async fn model_operations_stay_inside_the_acl_key_patterns_on_the_engine() -> Result<(), Error> {
+    let server = engine_server().await;
+    school_user_stays_inside(&server.url(), server.local_addr().port()).await
+}
+
+/// A fresh memory engine served over RESP on a free port.
+async fn engine_server() -> redmodel::memory::ServerHandle {
+    redmodel::memory::serve(redmodel::memory::Engine::new(), "127.0.0.1:0")
+        .await
+        .expect("the engine serves on a free port")
+}
+
+async fn school_user_stays_inside(admin_url: &str, port: u16) -> Result<(), Error> {
+    let admin = Db::connect(admin_url).await?;
     create_school_user(&admin).await?;
-    let url = format!("redis://school:s3cret@127.0.0.1:{}/", server.port());
+    let url = format!("redis://school:s3cret@127.0.0.1:{port}/");
     let db = Db::connect(&url).await?;
 
     // Writes, reads, relations, sub-objects, scans.
@@ -176,7 +194,18 @@ async fn a_user_without_scripting_gets_the_same_results() -> Result<(), Error> {
     else {
         return Ok(());
     };
-    let admin = Db::connect(&server.url()).await?;
+    without_scripting(&server.url(), server.port()).await
+}
+
+/// The same against the memory engine's ACL, served over RESP.
+#[tokio::test]
+async fn a_user_without_scripting_gets_the_same_results_on_the_engine() -> Result<(), Error> {
+    let server = engine_server().await;
+    without_scripting(&server.url(), server.local_addr().port()).await
+}
+
+async fn without_scripting(admin_url: &str, port: u16) -> Result<(), Error> {
+    let admin = Db::connect(admin_url).await?;
     admin
         .query::<()>(
             redis::cmd("ACL")
@@ -189,7 +218,7 @@ async fn a_user_without_scripting_gets_the_same_results() -> Result<(), Error> {
                 .arg("-@scripting"),
         )
         .await?;
-    let url = format!("redis://noscript:s3cret@127.0.0.1:{}/", server.port());
+    let url = format!("redis://noscript:s3cret@127.0.0.1:{port}/");
     let db = Db::connect(&url).await?;
     let refused = db
         .query::<i64>(redis::cmd("EVAL").arg("return 1").arg(0))

@@ -135,35 +135,34 @@ pub(crate) fn subcommand_arity(container: &str, sub: &str) -> CmdError {
     ))
 }
 
-/// Checks `user`/`password` against the users we have: only `default`,
-/// which has no password (`nopass`), so any password is accepted for it.
-pub(crate) fn authenticate(user: &[u8], _password: &[u8]) -> Result<(), CmdError> {
-    if user == b"default" {
-        Ok(())
-    } else {
-        Err(CmdError::raw(
-            "WRONGPASS invalid username-password pair or user is disabled.",
-        ))
-    }
+/// AUTH [username] password (the ACL family's).
+fn auth(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    super::acl::auth(ctx, args)
 }
 
-/// AUTH [username] password.
-fn auth(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    match args {
-        [_, _password] => Err(CmdError::err(
-            "AUTH <password> called without any password configured for the default user. \
-             Are you sure your configuration is correct?",
-        )),
-        [_, user, password] => authenticate(user, password).map(|()| reply::ok()),
-        _ => Err(CmdError::Syntax),
-    }
-}
+/// HELLO's logins: `Some((user, password))` tries one; `None` asks
+/// whether the client is authenticated.
+pub(crate) type Login<'a> = &'a mut dyn FnMut(Option<(&[u8], &[u8])>) -> bool;
 
 /// HELLO [protover [AUTH username password] [SETNAME name]], for a client
 /// with its own state (a RESP server connection, the in-process
 /// `Connection`): switches `resp` to 2 or 3 once every option was
 /// accepted, and replies with the server's description, a map.
+#[cfg(test)]
 pub(crate) fn hello(id: u64, name: &mut Option<Vec<u8>>, resp: &mut u8, args: &[&[u8]]) -> Reply {
+    hello_as(id, name, resp, args, &mut |login| {
+        login.is_none_or(|(user, _)| user == b"default")
+    })
+}
+
+/// [`hello`] for a client whose logins go through `login`.
+pub(crate) fn hello_as(
+    id: u64,
+    name: &mut Option<Vec<u8>>,
+    resp: &mut u8,
+    args: &[&[u8]],
+    login: Login<'_>,
+) -> Reply {
     let result = (|| {
         let mut options = args.get(1..).unwrap_or_default();
         let mut protocol = None;
@@ -183,7 +182,9 @@ pub(crate) fn hello(id: u64, name: &mut Option<Vec<u8>>, resp: &mut u8, args: &[
             match options {
                 [] => break,
                 [opt, user, password, rest @ ..] if is(opt, "auth") => {
-                    authenticate(user, password)?;
+                    if !login(Some((user, password))) {
+                        return Err(CmdError::raw(super::acl::WRONGPASS));
+                    }
                     options = rest;
                 }
                 [opt, client_name_arg, rest @ ..] if is(opt, "setname") => {
@@ -197,6 +198,13 @@ pub(crate) fn hello(id: u64, name: &mut Option<Vec<u8>>, resp: &mut u8, args: &[
                     )))
                 }
             }
+        }
+        if !login(None) {
+            return Err(CmdError::raw(
+                "NOAUTH HELLO must be called with the client already authenticated, otherwise \
+                 the HELLO AUTH <user> <pass> option can be used to authenticate the client \
+                 and select the RESP protocol version at the same time",
+            ));
         }
         // Redis switches only once every option was accepted.
         if let Some(version) = protocol {

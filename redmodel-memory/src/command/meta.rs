@@ -72,6 +72,13 @@ pub(crate) enum Find {
     Unknown,
 }
 
+/// Every command and subcommand of Redis 7.0.15, sorted by name (a
+/// container just before its subcommands): ACL's command ids are indexes
+/// in it.
+pub(crate) fn table() -> &'static [Meta] {
+    TABLE
+}
+
 /// The description of the command `name` (lower case).
 pub(crate) fn meta(name: &str) -> Option<&'static Meta> {
     TABLE
@@ -137,8 +144,23 @@ impl Meta {
     /// count that is missing, negative, zero or past the end): what Redis
     /// calls an invalid spec.
     pub(crate) fn key_positions(&self, argv: &[&[u8]]) -> Option<Vec<usize>> {
+        self.key_refs(argv)
+            .map(|refs| refs.into_iter().map(|(at, _)| at).collect())
+    }
+
+    /// [`Self::key_positions`] with the spec each key was found by (its
+    /// flags say how the command uses the key: ACL's `%R~` / `%W~`).
+    pub(crate) fn key_refs(&self, argv: &[&[u8]]) -> Option<Vec<(usize, &'static KeySpec)>> {
         if matches!(self.name, "sort" | "sort_ro") {
-            return Some(sort_keys(argv));
+            // The sorted key's spec, then STORE's (the last one).
+            let specs = (self.keys.first()?, self.keys.last()?);
+            let keys = sort_keys(argv);
+            return Some(
+                keys.iter()
+                    .enumerate()
+                    .map(|(i, &at)| (at, if i == 0 { specs.0 } else { specs.1 }))
+                    .collect(),
+            );
         }
         let argc = i64::try_from(argv.len()).ok()?;
         let mut out = Vec::new();
@@ -195,7 +217,7 @@ impl Meta {
             }
             let mut i = first;
             while i <= last {
-                out.push(i as usize);
+                out.push((i as usize, spec));
                 i += step;
             }
         }

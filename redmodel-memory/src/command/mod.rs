@@ -16,6 +16,7 @@ use super::reply;
 use super::store::Store;
 use super::value::{Kind, Value};
 
+mod acl;
 mod bitmaps;
 mod cluster;
 pub(crate) mod connection;
@@ -82,6 +83,7 @@ pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
 
 static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| {
     [
+        acl::COMMANDS,
         bitmaps::COMMANDS,
         cluster::COMMANDS,
         expiry::COMMANDS,

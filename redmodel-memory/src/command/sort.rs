@@ -70,7 +70,14 @@ struct Options<'a> {
 /// Parses `args[2..]` as sortCommandGeneric does: an option whose
 /// arguments are missing is a syntax error. In cluster mode, BY with a
 /// pattern and GET (which read other keys, in any slot) are refused.
-fn parse<'a>(args: &[&'a [u8]], readonly: bool, cluster: bool) -> Result<Options<'a>, CmdError> {
+/// Without read access to every key (ACL: `every_key`), BY with a
+/// pattern and GET are refused too.
+fn parse<'a>(
+    args: &[&'a [u8]],
+    readonly: bool,
+    cluster: bool,
+    every_key: bool,
+) -> Result<Options<'a>, CmdError> {
     let mut o = Options {
         desc: false,
         alpha: false,
@@ -98,11 +105,21 @@ fn parse<'a>(args: &[&'a [u8]], readonly: bool, cluster: bool) -> Result<Options
             if cluster && args[j + 1].contains(&b'*') {
                 return Err(CmdError::err("BY option of SORT denied in Cluster mode."));
             }
+            if !every_key && args[j + 1].contains(&b'*') {
+                return Err(CmdError::err(
+                    "BY option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             o.by = Some(args[j + 1]);
             j += 1;
         } else if is(arg, "get") && left >= 1 {
             if cluster {
                 return Err(CmdError::err("GET option of SORT denied in Cluster mode."));
+            }
+            if !every_key {
+                return Err(CmdError::err(
+                    "GET option of SORT denied due to insufficient ACL permissions.",
+                ));
             }
             o.gets.push(args[j + 1]);
             j += 1;
@@ -162,7 +179,8 @@ fn window(limit: Option<(i64, i64)>, len: usize) -> std::ops::Range<usize> {
 }
 
 fn run(ctx: &mut Ctx<'_>, args: &[&[u8]], readonly: bool) -> CmdResult {
-    let mut o = parse(args, readonly, ctx.store.cluster_enabled)?;
+    let every_key = crate::acl::caller_reads_every_key(&ctx.store.acl, args);
+    let mut o = parse(args, readonly, ctx.store.cluster_enabled, every_key)?;
     let (source, mut items) = elements(ctx, args[1])?;
     let mut dontsort = o.by.is_some_and(|p| !p.contains(&b'*'));
     // Redis sorts a set anyway where its order must be the same

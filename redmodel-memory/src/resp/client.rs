@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use crate::args::{int_arg, is, parse_i64};
 use crate::blocking::{self, Wake};
-use crate::command::connection::{hello, set_client_name};
+use crate::command::connection::{hello_as, set_client_name, Login};
 use crate::command::{subcommand_arity, unknown_subcommand};
 use crate::error::CmdError;
 use crate::reply;
@@ -65,6 +65,11 @@ pub(crate) struct Peer {
     pub(crate) resp: u8,
     /// Wakes the connection up to close it (CLIENT KILL).
     pub(crate) kill: Arc<Notify>,
+    /// Its ACL user (empty before its first command: `default`).
+    pub(crate) user: String,
+    /// Its id as a subscriber (ACL checks its subscriptions when its
+    /// user loses channels).
+    pub(crate) subscriber: Option<crate::pubsub::SubscriberId>,
 }
 
 impl Peer {
@@ -80,7 +85,7 @@ impl Peer {
 
     /// One line of CLIENT LIST, with Redis 7.0.15's fields in its order.
     /// What the engine does not measure (buffers, memory) reads 0.
-    fn line(&self, id: u64, now: i64) -> String {
+    pub(crate) fn line(&self, id: u64, now: i64) -> String {
         let name = self
             .name
             .as_deref()
@@ -105,7 +110,7 @@ impl Peer {
         format!(
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} \
              sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
-             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={}\n",
+             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}\n",
             self.addr,
             self.laddr,
             self.fd,
@@ -116,6 +121,11 @@ impl Peer {
                 "NULL"
             } else {
                 &self.cmd
+            },
+            if self.user.is_empty() {
+                "default"
+            } else {
+                &self.user
             },
             self.resp.max(2),
         )
@@ -307,6 +317,7 @@ fn client_kill(
 ) -> Result<(Reply, After), CmdError> {
     let old_form = opts.len() == 1;
     let (mut addr, mut laddr, mut id, mut skip_me) = (None, None, 0u64, !old_form);
+    let mut user: Option<&[u8]> = None;
     // The type asked for; `Some("")` for a type no connection has.
     let mut wanted_type: Option<&str> = None;
     if old_form {
@@ -339,12 +350,13 @@ fn client_kill(
             } else if is(opt, "laddr") {
                 laddr = Some(value);
             } else if is(opt, "user") {
-                if *value != b"default" {
+                if cx.store.acl.user(value).is_none() {
                     return Err(CmdError::err(format!(
                         "No such user '{}'",
                         String::from_utf8_lossy(value)
                     )));
                 }
+                user = Some(value);
             } else if is(opt, "skipme") {
                 if is(value, "yes") {
                     skip_me = true;
@@ -363,6 +375,14 @@ fn client_kill(
     for (&peer_id, peer) in cx.registry.lock().iter() {
         if addr.is_some_and(|a| a != peer.addr.as_bytes())
             || laddr.is_some_and(|a| *a != peer.laddr.as_bytes())
+            || user.is_some_and(|u| {
+                let name = if peer.user.is_empty() {
+                    "default"
+                } else {
+                    &peer.user
+                };
+                u != name.as_bytes()
+            })
             || wanted_type.is_some_and(|t| t != peer.client_type())
             || (id != 0 && peer_id != id)
             || (peer_id == info.id && skip_me)
@@ -391,8 +411,19 @@ fn client_kill(
 }
 
 /// HELLO for a RESP server connection (see [`hello`]).
+#[cfg(test)]
 pub(crate) fn hello_command(info: &mut ClientInfo, resp: &mut u8, args: &[&[u8]]) -> Reply {
-    hello(info.id, &mut info.name, resp, args)
+    crate::command::connection::hello(info.id, &mut info.name, resp, args)
+}
+
+/// HELLO for a connection whose logins go through `login`.
+pub(crate) fn hello_command_as(
+    info: &mut ClientInfo,
+    resp: &mut u8,
+    args: &[&[u8]],
+    login: Login<'_>,
+) -> Reply {
+    hello_as(info.id, &mut info.name, resp, args, login)
 }
 
 #[cfg(test)]

@@ -67,6 +67,11 @@ impl Subscriber {
         id
     }
 
+    /// Its id in the store's registry, once it has subscribed.
+    pub(super) fn registered(&self) -> Option<SubscriberId> {
+        self.id
+    }
+
     /// Whether the connection is in subscribed mode.
     pub(super) fn is_subscribed(&self, store: &Store) -> bool {
         self.id.is_some_and(|id| store.pubsub.is_subscribed(id))

@@ -114,17 +114,81 @@ pub(super) fn set_resp(_: &Lua, resp: u8) -> mlua::Result<()> {
 
 const NO_SCRIPT: &str = "ERR redis.call outside of a running script";
 
-/// Converts the arguments, then runs them; an error is the reply's text.
-fn run_args(client: &mut Client<'_>, args: MultiValue) -> Result<redis::Value, String> {
-    let (bytes, ends) = command_args(args)?;
-    let argv: Vec<&[u8]> = ends
-        .iter()
+/// Redis's `scriptVerifyACL`: the script's client runs as its caller's
+/// user; a refusal is logged (context `lua`).
+fn check_acl(
+    client: &mut Client<'_>,
+    meta: &'static meta::Meta,
+    argv: &[&[u8]],
+) -> Result<(), String> {
+    let store = &mut *client.ctx.store;
+    let Some(user) = store.acl.user_of(store.acl.caller.user.as_deref()) else {
+        return Ok(());
+    };
+    let Err(denied) = user.check(meta, argv) else {
+        return Ok(());
+    };
+    let object: &[u8] = match denied {
+        crate::acl::Denied::Command => meta.name.as_bytes(),
+        other => argv[other.at()],
+    };
+    let caller = &store.acl.caller;
+    let entry = crate::acl::log::Entry::new(
+        crate::acl::log::Reason::of(denied),
+        crate::acl::log::Context::Lua,
+        object,
+        caller.name(),
+        caller,
+        client.ctx.now,
+    );
+    let limit = store.acl.log_limit;
+    store.acl.log.add(entry, limit);
+    Err(format!(
+        "ERR The user executing the script {}",
+        denied.message()
+    ))
+}
+
+/// `redis.acl_check_cmd`: whether the script's user may run the command
+/// (not run).
+pub(super) fn acl_check_cmd(_: &Lua, args: MultiValue) -> mlua::Result<bool> {
+    let checked = with(|client| {
+        let (bytes, ends) = command_args(args)?;
+        let argv = split(&bytes, &ends);
+        let Some(meta) = meta::of_line(&argv) else {
+            return Err("ERR Invalid command passed to redis.acl_check_cmd()".to_string());
+        };
+        let acl = &client.ctx.store.acl;
+        let user = acl.caller.user.as_deref();
+        Ok(acl.is_open(user)
+            || acl
+                .user_of(user)
+                .is_some_and(|u| u.check(meta, &argv).is_ok()))
+    });
+    match checked {
+        Some(Ok(allowed)) => Ok(allowed),
+        Some(Err(text)) => Err(super::sandbox::raise(&text)),
+        None => Err(super::sandbox::raise(
+            "ERR redis.acl_check_cmd can only be called inside a script invocation",
+        )),
+    }
+}
+
+/// The arguments of `command_args`, one slice each.
+fn split<'b>(bytes: &'b [u8], ends: &[usize]) -> Vec<&'b [u8]> {
+    ends.iter()
         .scan(0, |start, &end| {
             let arg = &bytes[*start..end];
             *start = end;
             Some(arg)
         })
-        .collect();
+        .collect()
+}
+
+/// Converts the arguments, then runs them; an error is the reply's text.
+fn run_args(client: &mut Client<'_>, args: MultiValue) -> Result<redis::Value, String> {
+    let (bytes, ends) = command_args(args)?;
+    let argv = split(&bytes, &ends);
     run(client, &argv)
 }
 
@@ -163,6 +227,10 @@ fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> 
     }
     if meta.has_flag("noscript") {
         return Err("ERR This Redis command is not allowed from script".into());
+    }
+    let acl = &client.ctx.store.acl;
+    if !acl.is_open(acl.caller.user.as_deref()) {
+        check_acl(client, meta, argv)?;
     }
     if client.read_only && (meta.has_flag("write") || meta.has_flag("may_replicate")) {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());

@@ -3,7 +3,8 @@
 -- state, with the Rust primitives as arguments; returns the environment
 -- user scripts run in.
 local call, pcall, sha1hex, log, raw_encode, raw_decode, json_null, set_resp,
-  register_function, libs, guarded_setmetatable, guarded_loadstring = ...
+  register_function, libs, guarded_setmetatable, guarded_loadstring,
+  acl_check_cmd = ...
 local G = _G
 local error, type, select, setmetatable, tostring =
     error, type, select, setmetatable, tostring
@@ -31,6 +32,7 @@ local redis = {}
 redis.call = call
 redis.pcall = pcall
 redis.sha1hex = sha1hex
+redis.acl_check_cmd = acl_check_cmd
 local function one_string(n, v)
   return n == 1 and type(v) == 'string'
 end

@@ -138,6 +138,7 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
             libs,
             lua.create_function(guarded_setmetatable)?,
             lua.create_function(guarded_loadstring)?,
+            lua.create_function(super::call::acl_check_cmd)?,
         ))?;
     let library_env = match (load_api, library_env, library_mt) {
         (Value::Table(api), Value::Table(env), Value::Table(mt)) => Some((env, mt, api)),

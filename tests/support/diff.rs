@@ -81,6 +81,14 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
         "HGETALL" => Mode::UnorderedPairs,
         "HELLO" => Mode::Hello,
         "TTL" | "EXPIRETIME" => Mode::Ttl(1),
+        // Seconds of a clock that may tick between the two servers' replies.
+        "OBJECT"
+            if args
+                .get(1)
+                .is_some_and(|s| s.eq_ignore_ascii_case(b"IDLETIME")) =>
+        {
+            Mode::Ttl(1)
+        }
         "PTTL" | "PEXPIRETIME" => Mode::Ttl(1500),
         "SPOP" | "SRANDMEMBER" => match count {
             Some(n) if n >= WHOLE_COUNT => Mode::Unordered,

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 use redmodel::Db;
-use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
-use redmodel_examples::child::{serve_until_stdin_closes, EngineProcess, SERVE_FLAG};
+use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, Options};
+use redmodel_examples::child::{serve_or_run, EngineProcess};
 use redmodel_suite::RedisServer;
 
 const USAGE: &str = "usage: bench [--reps N] [--millis MS] [--only WORKLOAD]";
@@ -281,25 +281,10 @@ async fn connect(label: &'static str, process: Server) -> Result<Target, String>
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let runtime = match runtime() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("no tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if args.first().map(String::as_str) == Some(SERVE_FLAG) {
-        return runtime.block_on(serve_until_stdin_closes());
-    }
-    let options = match Options::new(5, 150).parse(args, USAGE, &mut []) {
-        Ok(o) => o,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return ExitCode::from(2);
-        }
-    };
-    runtime.block_on(bench(options))
+    serve_or_run(|args| {
+        let options = Options::new(5, 150).parse(args, USAGE, &mut [])?;
+        Ok(bench(options))
+    })
 }
 
 /// Starts the three targets; a server that cannot be had is `None`, with a note.

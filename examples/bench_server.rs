@@ -23,8 +23,8 @@ use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
-use redmodel_examples::bench::{fmt_ratio, median, runtime, Options};
-use redmodel_examples::child::{serve_until_stdin_closes, EngineProcess, SERVE_FLAG};
+use redmodel_examples::bench::{fmt_ratio, median, Options};
+use redmodel_examples::child::{serve_or_run, EngineProcess};
 use redmodel_suite::RedisServer;
 
 const USAGE: &str =
@@ -250,28 +250,10 @@ async fn bench(options: Options, requests: u64, keys: u64) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let runtime = match runtime() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("no tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if args.first().map(String::as_str) == Some(SERVE_FLAG) {
-        return runtime.block_on(serve_until_stdin_closes());
-    }
-    let (mut requests, mut keys) = (200_000, 1_000_000);
-    let options = match Options::new(3, 1).parse(
-        args,
-        USAGE,
-        &mut [("--requests", &mut requests), ("--keys", &mut keys)],
-    ) {
-        Ok(o) => o,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return ExitCode::from(2);
-        }
-    };
-    runtime.block_on(bench(options, requests, keys))
+    serve_or_run(|args| {
+        let (mut requests, mut keys) = (200_000, 1_000_000);
+        let extra = &mut [("--requests", &mut requests), ("--keys", &mut keys)];
+        let options = Options::new(3, 1).parse(args, USAGE, extra)?;
+        Ok(bench(options, requests, keys))
+    })
 }

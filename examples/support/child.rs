@@ -3,6 +3,7 @@
 //! the benchmark starts itself again with `--serve`, and reads the port
 //! the child prints.
 
+use std::future::Future;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, ExitCode, Stdio};
 
@@ -72,4 +73,30 @@ pub async fn serve_until_stdin_closes() -> ExitCode {
     let _ = parent_gone.await;
     server.shutdown().await;
     ExitCode::SUCCESS
+}
+
+/// A benchmark's `main`: serves if started with [`SERVE_FLAG`], else runs
+/// `bench` with the arguments on the benchmarks' runtime (`bench` gives
+/// the message to print for arguments it refuses).
+pub fn serve_or_run<Fut: Future<Output = ExitCode>>(
+    bench: impl FnOnce(Vec<String>) -> Result<Fut, String>,
+) -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let runtime = match crate::bench::runtime() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("no tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.first().map(String::as_str) == Some(SERVE_FLAG) {
+        return runtime.block_on(serve_until_stdin_closes());
+    }
+    match bench(args) {
+        Ok(run) => runtime.block_on(run),
+        Err(msg) => {
+            eprintln!("{msg}");
+            ExitCode::from(2)
+        }
+    }
 }

@@ -224,17 +224,25 @@ pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
 /// two, a value that changes hands between them looks held by no one.
 /// Plain layout only (SORT's GET patterns may name other slots).
 pub(crate) fn holder_and_field_command(pipe: &mut redis::Pipeline, entry: &str, field: &str) {
-    pipe.cmd("SORT")
-        .arg(entry)
+    let mut sort = holder_sort(entry);
+    sort.arg("GET").arg(format!("*->{field}"));
+    pipe.add_command(sort);
+}
+
+/// `SORT entry BY nosort LIMIT 0 1 GET #`: an entry's holder (a list of
+/// one, at most one read even of a damaged entry), to which a caller adds
+/// the `GET` patterns of the holder's fields.
+fn holder_sort(entry: &str) -> redis::Cmd {
+    let mut sort = redis::cmd("SORT");
+    sort.arg(entry)
         .arg("BY")
         .arg("nosort")
         .arg("LIMIT")
         .arg(0)
         .arg(1)
         .arg("GET")
-        .arg("#")
-        .arg("GET")
-        .arg(format!("*->{field}"));
+        .arg("#");
+    sort
 }
 
 /// Adds to `pipe` (a MULTI/EXEC) the commands that make the unique entry
@@ -278,15 +286,7 @@ async fn read_holder<M: Model>(
     if db.key_layout() == KeyLayout::Cluster {
         return read_holder_in_two::<M>(db, entry, fields).await;
     }
-    let mut sort = redis::cmd("SORT");
-    sort.arg(entry)
-        .arg("BY")
-        .arg("nosort")
-        .arg("LIMIT")
-        .arg(0)
-        .arg(1)
-        .arg("GET")
-        .arg("#");
+    let mut sort = holder_sort(entry);
     match M::STORAGE {
         Storage::Hash => {
             for field in fields {

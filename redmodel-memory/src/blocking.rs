@@ -63,7 +63,7 @@ use parking_lot::{Condvar, Mutex};
 use redis::Value as Reply;
 use tokio::sync::Notify;
 
-use crate::command::{CmdResult, Ctx};
+use crate::command::{CmdResult, Ctx, Spec};
 use crate::error::CmdError;
 use crate::float::LongDouble;
 use crate::keyspace::Key;
@@ -182,6 +182,9 @@ impl Waiters {
 }
 
 struct Waiter {
+    /// The blocked command, whose stats count a failure when it is
+    /// served an error (INFO commandstats / errorstats).
+    command: Option<&'static Spec>,
     db: usize,
     keys: Vec<Key>,
     serve: Serve,
@@ -257,8 +260,14 @@ impl Parked {
     }
 }
 
-/// Registers a waiter for `block` in database `db`.
-pub(crate) fn park(store: &mut Store, db: usize, block: Block) -> Parked {
+/// Registers a waiter for `block` in database `db`, which `command` asked
+/// for.
+pub(crate) fn park(
+    store: &mut Store,
+    db: usize,
+    block: Block,
+    command: Option<&'static Spec>,
+) -> Parked {
     store.waiters.last_id += 1;
     let id = store.waiters.last_id;
     for key in &block.keys {
@@ -268,6 +277,7 @@ pub(crate) fn park(store: &mut Store, db: usize, block: Block) -> Parked {
     store.waiters.by_id.insert(
         id,
         Waiter {
+            command,
             db,
             keys: block.keys,
             serve: block.serve,
@@ -351,7 +361,17 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                 for k in &waiter.keys {
                     store.dbs[waiter.db].remove_blocked(k, id);
                 }
+                let failed = result.is_err();
                 let reply = result.unwrap_or_else(|e| e.to_value());
+                // Counted as Redis counts a blocked command ended by an
+                // error (XGROUP DESTROY under an XREADGROUP): the error
+                // reply, and the command's call as failed.
+                if failed {
+                    store.command_stats.record_errors(&reply, false);
+                    if let Some(command) = waiter.command {
+                        store.command_stats.record_failure(command);
+                    }
+                }
                 waiter.mailbox.deliver(Wake::Served(reply));
             }
         }
@@ -564,6 +584,34 @@ mod wait_tests {
 
     fn pusher(engine: &Engine) -> Connection {
         engine.connection()
+    }
+
+    /// Redis's stream-cgroups case "XGROUP DESTROY should unblock
+    /// XREADGROUP with -NOGROUP": the woken client's error is counted in
+    /// errorstats, and its command's call as failed.
+    #[tokio::test]
+    async fn an_error_that_ends_a_wait_is_counted() {
+        let engine = Engine::new();
+        let mut c = pusher(&engine);
+        run(&mut c, "XGROUP CREATE s g $ MKSTREAM");
+        run(&mut c, "CONFIG RESETSTAT");
+        let waiter = block(&engine, "XREADGROUP GROUP g alice BLOCK 0 STREAMS s >", 1).await;
+        run(&mut c, "XGROUP DESTROY s g");
+        assert!(matches!(reply(waiter).await, Value::ServerError(e) if e.code() == "NOGROUP"));
+        let Value::BulkString(info) = run(&mut c, "INFO commandstats errorstats stats") else {
+            panic!("INFO replies a bulk string");
+        };
+        let info = String::from_utf8_lossy(&info);
+        assert!(info.contains("errorstat_NOGROUP:count=1"), "{info}");
+        assert!(info.contains("total_error_replies:1\r\n"), "{info}");
+        let line = info
+            .lines()
+            .find(|l| l.starts_with("cmdstat_xreadgroup:"))
+            .expect("xreadgroup's stats");
+        assert!(
+            line.contains("calls=1,") && line.ends_with("failed_calls=1"),
+            "{line}"
+        );
     }
 
     #[tokio::test]

@@ -509,7 +509,8 @@ impl Session {
         // SELECT (possibly queued in a transaction) changes the database.
         self.db = ctx.db;
         if let BlockSlot::Requested(block) = ctx.block {
-            self.parked = Some(blocking::park(ctx.store, self.db, block));
+            let command = args.first().and_then(|name| command::lookup(name));
+            self.parked = Some(blocking::park(ctx.store, self.db, block, command));
         }
         result
     }

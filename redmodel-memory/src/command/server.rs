@@ -463,6 +463,10 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
                 store.commands_processed.to_string(),
             ),
             ("instantaneous_ops_per_sec", "0".into()),
+            (
+                "total_error_replies",
+                store.command_stats.total_errors().to_string(),
+            ),
             ("rejected_connections", "0".into()),
             (
                 "expired_keys",

@@ -36,6 +36,14 @@ impl CommandStats {
         entry.1.failed += u64::from(failed);
     }
 
+    /// Counts a call of `spec` already counted (a blocked command) as
+    /// failed after all.
+    pub(crate) fn record_failure(&mut self, spec: &'static Spec) {
+        if let Some(entry) = self.by_spec.get_mut(&(std::ptr::from_ref(spec) as usize)) {
+            entry.1.failed += 1;
+        }
+    }
+
     /// Every command called, by name.
     pub(crate) fn by_name(&self) -> Vec<(&'static str, Calls)> {
         let mut all: Vec<_> = self.by_spec.values().copied().collect();
@@ -58,6 +66,11 @@ impl CommandStats {
             }
             _ => {}
         }
+    }
+
+    /// Error replies sent in all (INFO's `total_error_replies`).
+    pub(crate) fn total_errors(&self) -> u64 {
+        self.errors.values().sum()
     }
 
     /// Every error code replied, with its count.

@@ -52,6 +52,10 @@ pub enum Mode {
     /// HELLO: the server's description, but for its `server` name and the
     /// connection's `id`, which differ by design.
     Hello,
+    /// XPENDING's extended form and XINFO CONSUMERS: exactly, but for the
+    /// idle times (milliseconds since a delivery, read off each side's
+    /// clock), which are masked.
+    Idle,
 }
 
 /// Counts at least this large make SPOP/SRANDMEMBER/HRANDFIELD/ZRANDMEMBER
@@ -94,6 +98,14 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
         // A set `BY nosort` comes in its iteration order (but for STORE,
         // which sorts it).
         "SORT" | "SORT_RO" if unsorted(args) => Mode::Shape,
+        "XPENDING" if args.len() > 3 => Mode::Idle,
+        "XINFO"
+            if args
+                .get(1)
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"CONSUMERS")) =>
+        {
+            Mode::Idle
+        }
         _ => Mode::Exact,
     }
 }
@@ -165,6 +177,7 @@ pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
             }
         }
         (Mode::Shape, r, e) => same_shape(r, e),
+        (Mode::Idle, r, e) => mask_idle(r) == mask_idle(e),
         (Mode::Exec(modes), Value::Array(r), Value::Array(e)) if r.len() == modes.len() => {
             e.len() == r.len()
                 && modes
@@ -185,6 +198,51 @@ fn sorted(items: &[Value], chunk: usize) -> Vec<String> {
         .collect();
     keys.sort();
     keys
+}
+
+/// A reply with its idle times zeroed: the third item of XPENDING's
+/// `[id, consumer, idle, deliveries]` records, the value after `idle` (and
+/// `inactive`) in XINFO CONSUMERS's records, flat or maps.
+fn mask_idle(v: &Value) -> Value {
+    let timed = |k: &Value| matches!(k, Value::BulkString(b) if b == b"idle" || b == b"inactive");
+    match v {
+        Value::Array(records) => Value::Array(
+            records
+                .iter()
+                .map(|record| match record {
+                    Value::Array(items)
+                        if items.len() == 4
+                            && matches!(items[2], Value::Int(_))
+                            && matches!(items[0], Value::BulkString(_)) =>
+                    {
+                        let mut items = items.clone();
+                        items[2] = Value::Int(0);
+                        Value::Array(items)
+                    }
+                    Value::Array(items) => {
+                        let mut items = items.clone();
+                        for i in (0..items.len().saturating_sub(1)).step_by(2) {
+                            if timed(&items[i]) {
+                                items[i + 1] = Value::Int(0);
+                            }
+                        }
+                        Value::Array(items)
+                    }
+                    Value::Map(pairs) => Value::Map(
+                        pairs
+                            .iter()
+                            .map(|(k, v)| {
+                                let v = if timed(k) { Value::Int(0) } else { v.clone() };
+                                (k.clone(), v)
+                            })
+                            .collect(),
+                    ),
+                    other => other.clone(),
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 fn same_shape(a: &Value, b: &Value) -> bool {

@@ -101,15 +101,52 @@ pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
     Ok(Value::Table(t))
 }
 
-/// The primitive under `redis.setresp` (which checks its argument): the
-/// protocol the script's commands reply in, and how its booleans return.
-pub(super) fn set_resp(_: &Lua, resp: u8) -> mlua::Result<()> {
+/// `redis.setresp(n)`: the protocol the script's commands reply in, and
+/// how its booleans return. A Rust function (C in Redis), so that its
+/// errors name the line of a script that calls it in tail position.
+pub(super) fn set_resp(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
+    if args.len() != 1 {
+        return Err(super::sandbox::raise(
+            "ERR redis.setresp() requires one argument.",
+        ));
+    }
+    // Redis: `int resp = lua_tonumber(...)`, a C cast of the number (0
+    // for what is not one).
+    let n = match args.into_iter().next() {
+        Some(v) => lua.coerce_number(v)?.unwrap_or(0.0),
+        None => 0.0,
+    };
+    let resp = match n.trunc() {
+        t if t == 2.0 => 2,
+        t if t == 3.0 => 3,
+        _ => return Err(super::sandbox::raise("ERR RESP version must be 2 or 3.")),
+    };
     match with(|client| client.ctx.resp = resp) {
         Some(()) => Ok(()),
         None => Err(super::sandbox::raise(
             "ERR redis.setresp can only be called inside a script invocation",
         )),
     }
+}
+
+/// `redis.acl_check_cmd(command, args...)`: whether the user may run the
+/// command. The engine's one user may run every command, so this checks
+/// what Redis checks before the permissions: the arguments' types and
+/// that the command (or container and subcommand) exists.
+pub(super) fn acl_check_cmd(_: &Lua, args: MultiValue) -> mlua::Result<bool> {
+    let (bytes, ends) = command_args(args).map_err(|e| super::sandbox::raise(&e))?;
+    let mut argv = Vec::with_capacity(ends.len());
+    let mut start = 0;
+    for end in ends {
+        argv.push(&bytes[start..end]);
+        start = end;
+    }
+    if meta::of_line(&argv).is_none() {
+        return Err(super::sandbox::raise(
+            "ERR Invalid command passed to redis.acl_check_cmd()",
+        ));
+    }
+    Ok(true)
 }
 
 const NO_SCRIPT: &str = "ERR redis.call outside of a running script";
@@ -140,13 +177,23 @@ fn command_args(values: MultiValue) -> Result<(Vec<u8>, Vec<usize>), String> {
     for v in values {
         match v {
             Value::String(s) => bytes.extend_from_slice(&s.as_bytes()),
-            Value::Integer(n) => bytes.extend_from_slice(format_double(n as f64).as_bytes()),
-            Value::Number(n) => bytes.extend_from_slice(format_double(n).as_bytes()),
+            Value::Integer(n) => bytes.extend_from_slice(format_g17(n as f64).as_bytes()),
+            Value::Number(n) => bytes.extend_from_slice(format_g17(n).as_bytes()),
             _ => return Err(ARG_TYPE.into()),
         }
         ends.push(bytes.len());
     }
     Ok((bytes, ends))
+}
+
+/// C's `%.17g` as glibc prints it: a NaN keeps its sign (`0/0` is
+/// `-nan` on x86), infinities are `inf` / `-inf`.
+fn format_g17(n: f64) -> String {
+    if n.is_nan() && n.is_sign_negative() {
+        "-nan".into()
+    } else {
+        format_double(n)
+    }
 }
 
 const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";

@@ -121,6 +121,12 @@ fn nested_reply(value: &Lua_, resp3: bool, depth: usize) -> mlua::Result<Reply> 
         Lua_::Boolean(b) if resp3 => Reply::Boolean(*b),
         Lua_::Boolean(true) => Reply::Int(1),
         Lua_::Table(t) => table_to_reply(t, resp3, depth + 1)?,
+        // An error of `redis.call` (or another library function) caught by
+        // `pcall`: in Redis the string the C function raised.
+        Lua_::Error(e) => match super::sandbox::raised_text(e) {
+            Some(text) => Reply::BulkString(text.into_bytes()),
+            None => Reply::Nil,
+        },
         _ => Reply::Nil,
     })
 }

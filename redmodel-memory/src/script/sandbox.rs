@@ -64,6 +64,7 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
     let call = lua.create_function(super::call::call)?;
     let pcall = lua.create_function(super::call::pcall)?;
     let set_resp = lua.create_function(super::call::set_resp)?;
+    let acl_check_cmd = lua.create_function(super::call::acl_check_cmd)?;
     let sha1hex = lua.create_function(|lua, args: MultiValue| {
         if args.len() != 1 {
             return Err(raise("ERR wrong number of arguments"));
@@ -78,8 +79,14 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
         if args.len() < 2 {
             return Err(raise("ERR redis.log() requires two arguments or more."));
         }
-        if !matches!(args.front(), Some(Value::Integer(_) | Value::Number(_))) {
-            return Err(raise("ERR First argument must be a number (log level)."));
+        let level = match args.front() {
+            Some(Value::Integer(n)) => *n as f64,
+            Some(Value::Number(n)) => *n,
+            _ => return Err(raise("ERR First argument must be a number (log level).")),
+        };
+        // Redis: `int level = lua_tonumber(...)`, then LL_DEBUG..LL_WARNING.
+        if !(0.0..4.0).contains(&level.trunc()) {
+            return Err(raise("ERR Invalid debug level."));
         }
         Ok(())
     })?;
@@ -134,6 +141,7 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
             raw_decode,
             null(),
             set_resp,
+            acl_check_cmd,
             register,
             libs,
             lua.create_function(guarded_setmetatable)?,
@@ -223,7 +231,7 @@ pub(crate) fn raise(text: &str) -> mlua::Error {
 }
 
 /// The error reply carried by an error a Rust function of ours raised.
-fn raised_text(e: &mlua::Error) -> Option<String> {
+pub(super) fn raised_text(e: &mlua::Error) -> Option<String> {
     match e {
         mlua::Error::CallbackError { cause, .. } => raised_text(cause),
         mlua::Error::ExternalError(inner) => inner.downcast_ref::<Raised>().map(|r| r.0.clone()),

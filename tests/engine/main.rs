@@ -5,6 +5,7 @@
 
 mod differential;
 mod expiry;
+mod fuzz;
 mod resp_server;
 mod traps;
 

@@ -674,3 +674,123 @@ fn bad_input_never_panics_hangs_or_grows() {
         findings.lines.join("\n")
     );
 }
+
+/// Scripts that never end, as a client can stop them: past
+/// `busy-reply-threshold` other clients get BUSY, and SCRIPT KILL (EVAL)
+/// or FUNCTION KILL (FCALL) stops the script with Redis's error, whatever
+/// it loops in: errors caught by `pcall`, `redis.call`, a coroutine, a
+/// tail call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_script_is_killed() {
+    use redmodel::memory::serve;
+    let patience = Duration::from_secs(10);
+    let engine = Engine::new();
+    let server = serve(engine.clone(), "127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let client = redis::Client::open(format!("redis://{}", server.local_addr())).expect("url");
+    let mut control = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("busy-reply-threshold")
+        .arg(20)
+        .query_async(&mut control)
+        .await
+        .expect("CONFIG SET");
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(
+            "#!lua name=loops\n\
+             redis.register_function('spin', function() while true do end end)\n\
+             redis.register_function{function_name = 'spin_ro', callback = function() \
+             while true do redis.call('get', 'k') end end, flags = {'no-writes'}}",
+        )
+        .query_async(&mut control)
+        .await
+        .expect("FUNCTION LOAD");
+    let loops: &[(&str, &[&str], &str)] = &[
+        ("EVAL", &["while true do end", "0"], "SCRIPT"),
+        (
+            "EVAL",
+            &["while true do pcall(redis.call, 'nosuch') end", "0"],
+            "SCRIPT",
+        ),
+        (
+            "EVAL",
+            &["while true do pcall(error, 'x') end", "0"],
+            "SCRIPT",
+        ),
+        (
+            "EVAL",
+            &["while true do redis.call('get', KEYS[1]) end", "1", "k"],
+            "SCRIPT",
+        ),
+        (
+            "EVAL",
+            &[
+                "local co = coroutine.wrap(function() while true do end end) co()",
+                "0",
+            ],
+            "SCRIPT",
+        ),
+        (
+            "EVAL",
+            &["local function f(n) return f(n + 1) end return f(1)", "0"],
+            "SCRIPT",
+        ),
+        ("FCALL", &["spin", "0"], "FUNCTION"),
+        ("FCALL_RO", &["spin_ro", "0"], "FUNCTION"),
+    ];
+    for (command, args, killer) in loops {
+        // Waits as long as the test does (redis-rs's default is shorter).
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(patience));
+        let mut looping_conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .expect("connect");
+        let mut cmd = redis::cmd(command);
+        for a in *args {
+            cmd.arg(*a);
+        }
+        let looping =
+            tokio::spawn(async move { cmd.query_async::<Value>(&mut looping_conn).await });
+        let what = format!("{command} {args:?}");
+        // BUSY once the threshold has passed.
+        let deadline = Instant::now() + patience;
+        loop {
+            let reply = redis::cmd("PING").query_async::<String>(&mut control).await;
+            match reply {
+                Err(e) if e.code() == Some("BUSY") => break,
+                _ if Instant::now() > deadline => panic!("{what}: never BUSY ({reply:?})"),
+                _ => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+        let asked = Instant::now();
+        let _: () = tokio::time::timeout(
+            patience,
+            redis::cmd(killer).arg("KILL").query_async(&mut control),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{what}: {killer} KILL did not answer"))
+        .unwrap_or_else(|e| panic!("{what}: {killer} KILL: {e}"));
+        let killed = tokio::time::timeout(patience, looping)
+            .await
+            .unwrap_or_else(|_| panic!("{what}: still running after {killer} KILL"))
+            .expect("the looping task");
+        eprintln!("{what}: stopped {:?} after {killer} KILL", asked.elapsed());
+        let e = killed.expect_err("a killed script replies an error");
+        assert!(
+            e.to_string().contains("Script killed by user with"),
+            "{what}: {e}"
+        );
+        let pong: String = redis::cmd("PING")
+            .query_async(&mut control)
+            .await
+            .expect("PING after the kill");
+        assert_eq!(pong, "PONG", "{what}");
+    }
+    server.shutdown().await;
+}

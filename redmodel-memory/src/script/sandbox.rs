@@ -165,7 +165,9 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
 /// The hook every script runs under: every 100000 instructions it looks
 /// whether SCRIPT KILL or FUNCTION KILL asked the script to stop; once
 /// asked, it runs on every line, so that a `pcall` cannot keep the script
-/// alive (as Redis's `luaMaskCountHook`).
+/// alive (as Redis's `luaMaskCountHook`). A global hook: a coroutine the
+/// script creates inherits it, as in Redis (mlua's per-thread hook is
+/// dropped in a coroutine, where a loop could then never be killed).
 pub(super) fn install_hook(lua: &Lua, busy: Arc<Busy>, every_line: bool) -> mlua::Result<()> {
     let triggers = if every_line {
         HookTriggers::EVERY_LINE
@@ -173,7 +175,7 @@ pub(super) fn install_hook(lua: &Lua, busy: Arc<Busy>, every_line: bool) -> mlua
         HookTriggers::new().every_nth_instruction(100_000)
     };
     let hook_busy = Arc::clone(&busy);
-    lua.set_hook(triggers, move |lua, _| {
+    lua.set_global_hook(triggers, move |lua, _| {
         if hook_busy.first_check() {
             leave_runtime_worker();
         }

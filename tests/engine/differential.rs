@@ -1120,7 +1120,21 @@ fn hyperloglog() -> Vec<Gen> {
             ),
             (
                 "PFDEBUG",
-                cmd(vec![lit("PFDEBUG"), pick(&["ENCODING", "TODENSE"]), key()]),
+                cmd(vec![
+                    lit("PFDEBUG"),
+                    pick(&["ENCODING", "TODENSE", "GETREG", "DECODE", "NOSUCH"]),
+                    key(),
+                ]),
+            ),
+            // Where the sparse representation turns dense.
+            (
+                "CONFIG",
+                cmd(vec![
+                    lit("CONFIG"),
+                    lit("SET"),
+                    lit("hll-sparse-max-bytes"),
+                    pick(&["0", "20", "300", "3000"]),
+                ]),
             ),
             // The bytes of the HLL, which the engine keeps as Redis does.
             ("GET", cmd(vec![lit("GET"), key()])),
@@ -1631,6 +1645,7 @@ const PREAMBLE: &[&[&str]] = &[
     &["SCRIPT", "FLUSH"],
     &["FUNCTION", "FLUSH"],
     &["CONFIG", "SET", "stream-node-max-entries", "100"],
+    &["CONFIG", "SET", "hll-sparse-max-bytes", "3000"],
 ];
 
 /// Runs one sequence on a clean differ; on the first mismatch, returns the

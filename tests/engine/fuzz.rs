@@ -569,7 +569,7 @@ fn fuzz(seed: u64, total: usize, current: &Current) -> Findings {
             done += 1;
             // Half the commands are random argument vectors, half are
             // trap commands bent a little (which get past the parsing).
-            let args = if rng.next_u64() % 2 == 0 {
+            let args = if rng.next_u64().is_multiple_of(2) {
                 let name = &names[(rng.next_u64() % names.len() as u64) as usize];
                 arguments(&mut rng, name)
             } else {

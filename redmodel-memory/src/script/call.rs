@@ -116,9 +116,9 @@ pub(super) fn set_resp(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
         Some(v) => lua.coerce_number(v)?.unwrap_or(0.0),
         None => 0.0,
     };
-    let resp = match n.trunc() {
-        t if t == 2.0 => 2,
-        t if t == 3.0 => 3,
+    let resp = match n {
+        t if (2.0..3.0).contains(&t) => 2,
+        t if (3.0..4.0).contains(&t) => 3,
         _ => return Err(super::sandbox::raise("ERR RESP version must be 2 or 3.")),
     };
     match with(|client| client.ctx.resp = resp) {

@@ -10,6 +10,17 @@
 //! written) are left out of the generators, and each test prints which:
 //! the test gets stronger by itself as families land.
 //!
+//! The newer families have their tests too: bitmaps, HyperLogLog (the
+//! HLL's bytes compared by GET), streams (explicit and partial IDs only:
+//! `*` is the clock's) and scripts (EVAL templates, FUNCTION LOAD and
+//! FCALL). HELLO switches connection 0 to RESP3 mid-sequence, so every
+//! family's RESP3 shapes are compared too. Each sequence starts from a
+//! preamble that resets what FLUSHALL keeps (scripts, functions, the
+//! configuration the generators change), shown in its transcript.
+//! Blocking commands and Pub/Sub, which need a reply read later or
+//! messages pushed, are the trap scripts' (`traps/blocking.txt`,
+//! `traps/pubsub.txt`).
+//!
 //! Sizes: `REDMODEL_DIFF_CASES` sequences (default 64) of up to
 //! `REDMODEL_DIFF_OPS` commands (default 100) per test;
 //! `REDMODEL_DIFF_SEED` replays a run (each test prints its seed).

@@ -1,7 +1,9 @@
 //! The memory engine's tests, one test binary: differential tests against
 //! a private redis-server (random sequences in `differential`, hand-written
 //! trap scripts in `traps`, read from `tests/engine/traps/*.txt`), expiry
-//! with a manual clock (`expiry`) and the RESP server (`resp_server`).
+//! with a manual clock (`expiry`), the RESP server (`resp_server`) and
+//! bad input on the engine alone (`fuzz`: no panic, no hang, no unbounded
+//! growth; looping scripts killed).
 
 mod differential;
 mod expiry;

@@ -1426,6 +1426,16 @@ fn streams() -> Vec<Gen> {
                 "XINFO",
                 cmd(vec![lit("XINFO"), lit("CONSUMERS"), key(), group()]),
             ),
+            (
+                "XINFO",
+                cmd(vec![
+                    lit("XINFO"),
+                    lit("STREAM"),
+                    key(),
+                    lit("FULL"),
+                    maybe(seq(vec![lit("COUNT"), pick(&["0", "1", "2", "-1"])])),
+                ]),
+            ),
             // Small nodes, so that approximate trimming removes something.
             (
                 "CONFIG",

@@ -52,8 +52,8 @@ pub enum Mode {
     /// HELLO: the server's description, but for its `server` name and the
     /// connection's `id`, which differ by design.
     Hello,
-    /// XPENDING's extended form and XINFO CONSUMERS: exactly, but for the
-    /// idle times (milliseconds since a delivery, read off each side's
+    /// XPENDING's extended form, XINFO CONSUMERS and XINFO STREAM FULL:
+    /// exactly, but for the idle and delivery times (read off each side's
     /// clock), which are masked.
     Idle,
 }
@@ -102,7 +102,8 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
         "XINFO"
             if args
                 .get(1)
-                .is_some_and(|a| a.eq_ignore_ascii_case(b"CONSUMERS")) =>
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"CONSUMERS"))
+                || args.iter().any(|a| a.eq_ignore_ascii_case(b"FULL")) =>
         {
             Mode::Idle
         }
@@ -200,44 +201,54 @@ fn sorted(items: &[Value], chunk: usize) -> Vec<String> {
     keys
 }
 
-/// A reply with its idle times zeroed: the third item of XPENDING's
-/// `[id, consumer, idle, deliveries]` records, the value after `idle` (and
-/// `inactive`) in XINFO CONSUMERS's records, flat or maps.
+/// A reply with its times zeroed (read off each side's clock): the third
+/// item of XPENDING's `[id, consumer, idle, deliveries]` records, the
+/// second of XINFO STREAM FULL's consumer `[id, delivery time, deliveries]`
+/// records, and the value after `idle`, `inactive`, `seen-time` and
+/// `active-time` in XINFO CONSUMERS's and XINFO STREAM FULL's records,
+/// flat or maps, at any depth.
 fn mask_idle(v: &Value) -> Value {
-    let timed = |k: &Value| matches!(k, Value::BulkString(b) if b == b"idle" || b == b"inactive");
+    let timed = |k: &Value| {
+        matches!(k, Value::BulkString(b)
+            if b == b"idle" || b == b"inactive" || b == b"seen-time" || b == b"active-time")
+    };
+    let id_like = |v: &Value| matches!(v, Value::BulkString(b) if b.contains(&b'-'));
     match v {
-        Value::Array(records) => Value::Array(
-            records
+        Value::Array(items) => {
+            let mut items: Vec<Value> = items.iter().map(mask_idle).collect();
+            let n = items.len();
+            if n == 4
+                && matches!(items[0], Value::BulkString(_))
+                && matches!(items[1], Value::BulkString(_))
+                && matches!(items[2], Value::Int(_))
+                && matches!(items[3], Value::Int(_))
+            {
+                items[2] = Value::Int(0);
+            } else if n == 3
+                && id_like(&items[0])
+                && matches!(items[1], Value::Int(_))
+                && matches!(items[2], Value::Int(_))
+            {
+                items[1] = Value::Int(0);
+            } else {
+                for i in (0..n.saturating_sub(1)).step_by(2) {
+                    if timed(&items[i]) {
+                        items[i + 1] = Value::Int(0);
+                    }
+                }
+            }
+            Value::Array(items)
+        }
+        Value::Map(pairs) => Value::Map(
+            pairs
                 .iter()
-                .map(|record| match record {
-                    Value::Array(items)
-                        if items.len() == 4
-                            && matches!(items[2], Value::Int(_))
-                            && matches!(items[0], Value::BulkString(_)) =>
-                    {
-                        let mut items = items.clone();
-                        items[2] = Value::Int(0);
-                        Value::Array(items)
-                    }
-                    Value::Array(items) => {
-                        let mut items = items.clone();
-                        for i in (0..items.len().saturating_sub(1)).step_by(2) {
-                            if timed(&items[i]) {
-                                items[i + 1] = Value::Int(0);
-                            }
-                        }
-                        Value::Array(items)
-                    }
-                    Value::Map(pairs) => Value::Map(
-                        pairs
-                            .iter()
-                            .map(|(k, v)| {
-                                let v = if timed(k) { Value::Int(0) } else { v.clone() };
-                                (k.clone(), v)
-                            })
-                            .collect(),
-                    ),
-                    other => other.clone(),
+                .map(|(k, v)| {
+                    let v = if timed(k) {
+                        Value::Int(0)
+                    } else {
+                        mask_idle(v)
+                    };
+                    (k.clone(), v)
                 })
                 .collect(),
         ),

@@ -148,6 +148,16 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> mlua::Result<Reply> {
         Lua_::Integer(d) => return Ok(Reply::Double(d as f64)),
         _ => {}
     }
+    // RESP3's big number (a bulk string for RESP2), its text as given but
+    // for CR and LF, which become spaces (Redis's `sdsmapchars`).
+    if let Lua_::String(n) = t.raw_get::<Lua_>("big_number")? {
+        let text = n
+            .as_bytes()
+            .iter()
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+            .collect();
+        return Ok(Reply::BigNumber(text));
+    }
     if let Lua_::Table(v) = t.raw_get::<Lua_>("verbatim_string")? {
         if let (Lua_::String(_), Lua_::String(text)) =
             (v.raw_get::<Lua_>("format")?, v.raw_get::<Lua_>("string")?)

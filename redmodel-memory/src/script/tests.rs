@@ -577,3 +577,23 @@ fn library_functions_raise_as_redis_does() {
         bulk("-nan")
     );
 }
+
+/// `{big_number = text}`: a bulk string for a RESP2 client (RESP3's big
+/// number otherwise), CR and LF turned to spaces; not a string: an array.
+#[test]
+fn big_number_replies() {
+    let mut c = conn();
+    assert_eq!(
+        eval(&mut c, "return {big_number = '1\\r\\n2'}"),
+        bulk("1  2")
+    );
+    assert_eq!(
+        eval(&mut c, "return {big_number = 5}"),
+        Value::Array(vec![])
+    );
+    run(&mut c, "HELLO 3");
+    assert_eq!(
+        eval(&mut c, "return {big_number = '123'}"),
+        Value::BigNumber(b"123".to_vec())
+    );
+}

@@ -108,8 +108,9 @@ pub(crate) fn to_resp2(value: &mut Value) {
             to_resp2(&mut data);
             *value = data;
         }
-        // Big numbers (never built by the engine) and kinds newer than
-        // this code are left as they are.
+        // A script's `{big_number = ...}`.
+        Value::BigNumber(text) => *value = Value::BulkString(std::mem::take(text)),
+        // Kinds newer than this code are left as they are.
         _ => {}
     }
 }

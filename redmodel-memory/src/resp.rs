@@ -457,7 +457,12 @@ impl Client {
                     continue;
                 }
                 match self.busy.answer(&args) {
-                    Ok(reply) => encode::encode(output, &reply),
+                    Ok(mut reply) => {
+                        if self.session.resp() < 3 {
+                            crate::reply::to_resp2(&mut reply);
+                        }
+                        encode::encode(output, &reply)
+                    }
                     Err(e) => {
                         let exec = is(args[0], "exec");
                         let e = self.session.refused_unlocked(exec, &e);

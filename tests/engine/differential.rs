@@ -10,6 +10,17 @@
 //! written) are left out of the generators, and each test prints which:
 //! the test gets stronger by itself as families land.
 //!
+//! The newer families have their tests too: bitmaps, HyperLogLog (the
+//! HLL's bytes compared by GET), streams (explicit and partial IDs only:
+//! `*` is the clock's) and scripts (EVAL templates, FUNCTION LOAD and
+//! FCALL). HELLO switches connection 0 to RESP3 mid-sequence, so every
+//! family's RESP3 shapes are compared too. Each sequence starts from a
+//! preamble that resets what FLUSHALL keeps (scripts, functions, the
+//! configuration the generators change), shown in its transcript.
+//! Blocking commands and Pub/Sub, which need a reply read later or
+//! messages pushed, are the trap scripts' (`traps/blocking.txt`,
+//! `traps/pubsub.txt`).
+//!
 //! Sizes: `REDMODEL_DIFF_CASES` sequences (default 64) of up to
 //! `REDMODEL_DIFF_OPS` commands (default 100) per test;
 //! `REDMODEL_DIFF_SEED` replays a run (each test prints its seed).
@@ -244,6 +255,10 @@ enum Family {
     Expiry,
     Server,
     Transactions,
+    Bitmaps,
+    HyperLogLog,
+    Streams,
+    Scripts,
 }
 
 /// The families every test mixes in with its own.
@@ -272,6 +287,10 @@ fn generators() -> Vec<Gen> {
     all.extend(expiry());
     all.extend(server());
     all.extend(transactions());
+    all.extend(bitmaps());
+    all.extend(hyperloglog());
+    all.extend(streams());
+    all.extend(scripts());
     all
 }
 
@@ -863,6 +882,12 @@ fn server() -> Vec<Gen> {
             ("FLUSHDB", cmd(vec![lit("FLUSHDB")])),
             ("PING", cmd(vec![lit("PING"), maybe(pick(VALUES))])),
             ("ECHO", cmd(vec![lit("ECHO"), pick(VALUES)])),
+            // The rest of the sequence in RESP3 (or back in RESP2): every
+            // reply's RESP3 shape compared too.
+            (
+                "HELLO",
+                cmd(vec![lit("HELLO"), pick(&["2", "3", "3", "4"])]),
+            ),
         ],
     )
 }
@@ -915,6 +940,745 @@ fn transactions() -> Vec<Gen> {
 }
 
 // ---------------------------------------------------------------------------
+// The newer families: bitmaps, HyperLogLog, streams, scripts and functions.
+
+/// Bit offsets: small ones (within a few bytes), the edges Redis refuses,
+/// and none that would make either side allocate half a gigabyte.
+const BIT_OFFSETS: &[&str] = &[
+    "0",
+    "1",
+    "7",
+    "8",
+    "9",
+    "15",
+    "23",
+    "31",
+    "63",
+    "100",
+    "-1",
+    "x",
+    "4294967296",
+    "",
+];
+/// BITFIELD offsets: plain, `#N` (N times the type's width), out of range.
+const FIELD_OFFSETS: &[&str] = &[
+    "0",
+    "1",
+    "3",
+    "7",
+    "8",
+    "13",
+    "60",
+    "#0",
+    "#1",
+    "#2",
+    "#5",
+    "-1",
+    "#-1",
+    "x",
+    "4294967296",
+    "#x",
+];
+/// BITFIELD types: signed 1..64, unsigned 1..63, and the refused widths.
+const FIELD_TYPES: &[&str] = &[
+    "i1", "i5", "i8", "i16", "i32", "i63", "i64", "u1", "u4", "u8", "u16", "u63", "u64", "i65",
+    "i0", "x8", "U8",
+];
+const FIELD_VALUES: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "7",
+    "127",
+    "128",
+    "-129",
+    "255",
+    "256",
+    "100000",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "x",
+    "1.5",
+];
+
+fn bitmaps() -> Vec<Gen> {
+    let offset = || pick(BIT_OFFSETS);
+    let range = || {
+        maybe(seq(vec![
+            pick(INDICES),
+            pick(INDICES),
+            maybe(pick(&["BYTE", "BIT", "bit", "WORD"])),
+        ]))
+    };
+    let subcommand = || {
+        any(vec![
+            seq(vec![lit("GET"), pick(FIELD_TYPES), pick(FIELD_OFFSETS)]),
+            seq(vec![
+                lit("SET"),
+                pick(FIELD_TYPES),
+                pick(FIELD_OFFSETS),
+                pick(FIELD_VALUES),
+            ]),
+            seq(vec![
+                lit("INCRBY"),
+                pick(FIELD_TYPES),
+                pick(FIELD_OFFSETS),
+                pick(FIELD_VALUES),
+            ]),
+            seq(vec![
+                lit("OVERFLOW"),
+                pick(&["WRAP", "SAT", "FAIL", "wrap", "sat", "MAYBE"]),
+            ]),
+        ])
+    };
+    gens(
+        Family::Bitmaps,
+        vec![
+            (
+                "SETBIT",
+                cmd(vec![
+                    lit("SETBIT"),
+                    key(),
+                    offset(),
+                    pick(&["0", "1", "1", "2", "x"]),
+                ]),
+            ),
+            ("GETBIT", cmd(vec![lit("GETBIT"), key(), offset()])),
+            ("BITCOUNT", cmd(vec![lit("BITCOUNT"), key(), range()])),
+            (
+                "BITPOS",
+                cmd(vec![
+                    lit("BITPOS"),
+                    key(),
+                    pick(&["0", "1", "1", "2"]),
+                    maybe(seq(vec![pick(INDICES), range()])),
+                ]),
+            ),
+            (
+                "BITOP",
+                cmd(vec![
+                    lit("BITOP"),
+                    pick(&["AND", "OR", "XOR", "NOT", "not", "NAND"]),
+                    key(),
+                    many(key(), 1, 3),
+                ]),
+            ),
+            (
+                "BITFIELD",
+                cmd(vec![lit("BITFIELD"), key(), many(subcommand(), 0, 4)]),
+            ),
+            (
+                "BITFIELD_RO",
+                cmd(vec![
+                    lit("BITFIELD_RO"),
+                    key(),
+                    many(
+                        any(vec![
+                            seq(vec![lit("GET"), pick(FIELD_TYPES), pick(FIELD_OFFSETS)]),
+                            subcommand(),
+                        ]),
+                        0,
+                        2,
+                    ),
+                ]),
+            ),
+            // The string commands that read and write the same bytes.
+            ("GET", cmd(vec![lit("GET"), key()])),
+            ("SET", cmd(vec![lit("SET"), key(), pick(VALUES)])),
+            ("APPEND", cmd(vec![lit("APPEND"), key(), pick(VALUES)])),
+            (
+                "SETRANGE",
+                cmd(vec![
+                    lit("SETRANGE"),
+                    key(),
+                    pick(&["0", "1", "5"]),
+                    pick(VALUES),
+                ]),
+            ),
+        ],
+    )
+}
+
+/// HyperLogLog elements: a small alphabet, so that PFADD often changes
+/// nothing and PFCOUNT's cached estimate gets reused.
+const HLL_ELEMENTS: &[&str] = &["a", "b", "c", "1", "2", "", "héllo", "foo", "bar", "x"];
+
+const HLL_PREFIXES: &[&str] = &["p", "q", "r"];
+
+/// `PFADD key e<start>..e<start+count>`: enough elements to go from the
+/// sparse to the dense representation within a few commands.
+fn hll_bulk() -> Part {
+    (select(HLL_PREFIXES), 0..3000u32, 1..400u32)
+        .prop_map(|(prefix, start, count)| {
+            (start..start + count)
+                .map(|i| format!("{prefix}{i}").into_bytes())
+                .collect()
+        })
+        .boxed()
+}
+
+fn hyperloglog() -> Vec<Gen> {
+    let elements = || many(pick(HLL_ELEMENTS), 0, 4);
+    gens(
+        Family::HyperLogLog,
+        vec![
+            ("PFADD", cmd(vec![lit("PFADD"), key(), elements()])),
+            ("PFADD", cmd(vec![lit("PFADD"), key(), hll_bulk()])),
+            ("PFCOUNT", cmd(vec![lit("PFCOUNT"), many(key(), 1, 3)])),
+            (
+                "PFMERGE",
+                cmd(vec![lit("PFMERGE"), key(), many(key(), 0, 3)]),
+            ),
+            (
+                "PFDEBUG",
+                cmd(vec![
+                    lit("PFDEBUG"),
+                    pick(&["ENCODING", "TODENSE", "GETREG", "DECODE", "NOSUCH"]),
+                    key(),
+                ]),
+            ),
+            // Where the sparse representation turns dense.
+            (
+                "CONFIG",
+                cmd(vec![
+                    lit("CONFIG"),
+                    lit("SET"),
+                    lit("hll-sparse-max-bytes"),
+                    pick(&["0", "20", "300", "3000"]),
+                ]),
+            ),
+            // The bytes of the HLL, which the engine keeps as Redis does.
+            ("GET", cmd(vec![lit("GET"), key()])),
+            ("STRLEN", cmd(vec![lit("STRLEN"), key()])),
+            ("SET", cmd(vec![lit("SET"), key(), pick(VALUES)])),
+            (
+                "SET",
+                cmd(vec![lit("SET"), key(), lit("HYLL\u{1}\u{0}\u{0}\u{0}")]),
+            ),
+            (
+                "APPEND",
+                cmd(vec![lit("APPEND"), key(), pick(&["x", "\u{0}"])]),
+            ),
+        ],
+    )
+}
+
+/// Stream IDs for XADD: explicit, partial (`5-*`), the edges; no bare `*`
+/// (its milliseconds are the clock's).
+const XADD_IDS: &[&str] = &[
+    "1-1",
+    "1-2",
+    "2-0",
+    "2",
+    "3-*",
+    "5-0",
+    "5-*",
+    "10-1",
+    "11",
+    "0-1",
+    "0-0",
+    "0",
+    "x",
+    "1-x",
+    "-1",
+    "18446744073709551615-18446744073709551614",
+    "18446744073709551615-*",
+    "18446744073709551616",
+];
+/// XRANGE / XREVRANGE bounds.
+const XRANGE_BOUNDS: &[&str] = &[
+    "-",
+    "+",
+    "0",
+    "1",
+    "1-1",
+    "(1-1",
+    "2",
+    "(2-0",
+    "5",
+    "10-1",
+    "(10",
+    "x",
+    "(+",
+    "(-",
+    "-1",
+    "18446744073709551615",
+];
+/// IDs naming entries (XDEL, XACK, XCLAIM, MINID).
+const XENTRY_IDS: &[&str] = &[
+    "1-1", "1-2", "2-0", "3-0", "5-0", "5-1", "10-1", "11-0", "x",
+];
+const GROUPS: &[&str] = &["g", "h"];
+const CONSUMERS: &[&str] = &["c1", "c2"];
+/// A group's last delivered ID (XGROUP CREATE / SETID).
+const GROUP_IDS: &[&str] = &["$", "0", "0-0", "1-1", "5", "x", "-"];
+/// Trimming thresholds for MAXLEN.
+const XMAXLEN: &[&str] = &["0", "1", "2", "3", "5", "-1", "x"];
+
+fn streams() -> Vec<Gen> {
+    let trim = || {
+        seq(vec![
+            any(vec![
+                seq(vec![lit("MAXLEN"), maybe(pick(&["=", "~"])), pick(XMAXLEN)]),
+                seq(vec![
+                    lit("MINID"),
+                    maybe(pick(&["=", "~"])),
+                    pick(XENTRY_IDS),
+                ]),
+            ]),
+            maybe(seq(vec![lit("LIMIT"), pick(&["0", "1", "2", "100", "-1"])])),
+        ])
+    };
+    let fields = || {
+        // Mostly whole pairs; sometimes a field without its value.
+        Union::new_weighted(vec![
+            (4, many(seq(vec![pick(FIELDS), pick(VALUES)]), 1, 2)),
+            (1, pick(FIELDS)),
+        ])
+        .boxed()
+    };
+    let count = || maybe(seq(vec![lit("COUNT"), pick(&["1", "2", "0", "-1", "x"])]));
+    let group = || pick(GROUPS);
+    let consumer = || pick(CONSUMERS);
+    gens(
+        Family::Streams,
+        vec![
+            (
+                "XADD",
+                cmd(vec![
+                    lit("XADD"),
+                    key(),
+                    maybe(lit("NOMKSTREAM")),
+                    maybe(trim()),
+                    pick(XADD_IDS),
+                    fields(),
+                ]),
+            ),
+            (
+                "XRANGE",
+                cmd(vec![
+                    lit("XRANGE"),
+                    key(),
+                    pick(XRANGE_BOUNDS),
+                    pick(XRANGE_BOUNDS),
+                    count(),
+                ]),
+            ),
+            (
+                "XREVRANGE",
+                cmd(vec![
+                    lit("XREVRANGE"),
+                    key(),
+                    pick(XRANGE_BOUNDS),
+                    pick(XRANGE_BOUNDS),
+                    count(),
+                ]),
+            ),
+            ("XLEN", cmd(vec![lit("XLEN"), key()])),
+            (
+                "XDEL",
+                cmd(vec![lit("XDEL"), key(), many(pick(XENTRY_IDS), 1, 2)]),
+            ),
+            ("XTRIM", cmd(vec![lit("XTRIM"), key(), trim()])),
+            (
+                "XSETID",
+                cmd(vec![
+                    lit("XSETID"),
+                    key(),
+                    pick(XENTRY_IDS),
+                    maybe(seq(vec![
+                        lit("ENTRIESADDED"),
+                        pick(&["0", "5", "100", "-1"]),
+                    ])),
+                    maybe(seq(vec![lit("MAXDELETEDID"), pick(XENTRY_IDS)])),
+                ]),
+            ),
+            (
+                "XREAD",
+                cmd(vec![
+                    lit("XREAD"),
+                    count(),
+                    lit("STREAMS"),
+                    any(vec![
+                        seq(vec![key(), pick(&["0", "1-1", "$", "5", "x"])]),
+                        seq(vec![key(), key(), pick(&["0", "$"]), pick(&["1-1", "0"])]),
+                        seq(vec![key(), key(), pick(&["0"])]),
+                    ]),
+                ]),
+            ),
+            (
+                "XGROUP",
+                cmd(vec![
+                    lit("XGROUP"),
+                    lit("CREATE"),
+                    key(),
+                    group(),
+                    pick(GROUP_IDS),
+                    maybe(lit("MKSTREAM")),
+                    maybe(seq(vec![
+                        lit("ENTRIESREAD"),
+                        pick(&["0", "1", "5", "-1", "x"]),
+                    ])),
+                ]),
+            ),
+            (
+                "XGROUP",
+                cmd(vec![
+                    lit("XGROUP"),
+                    lit("SETID"),
+                    key(),
+                    group(),
+                    pick(GROUP_IDS),
+                    maybe(seq(vec![lit("ENTRIESREAD"), pick(&["0", "2", "-1"])])),
+                ]),
+            ),
+            (
+                "XGROUP",
+                cmd(vec![lit("XGROUP"), lit("DESTROY"), key(), group()]),
+            ),
+            (
+                "XGROUP",
+                cmd(vec![
+                    lit("XGROUP"),
+                    pick(&["CREATECONSUMER", "DELCONSUMER"]),
+                    key(),
+                    group(),
+                    consumer(),
+                ]),
+            ),
+            (
+                "XREADGROUP",
+                cmd(vec![
+                    lit("XREADGROUP"),
+                    lit("GROUP"),
+                    group(),
+                    consumer(),
+                    count(),
+                    maybe(lit("NOACK")),
+                    lit("STREAMS"),
+                    key(),
+                    pick(&[">", ">", "0", "1-1", "$", "x"]),
+                ]),
+            ),
+            (
+                "XACK",
+                cmd(vec![
+                    lit("XACK"),
+                    key(),
+                    group(),
+                    many(pick(XENTRY_IDS), 1, 3),
+                ]),
+            ),
+            ("XPENDING", cmd(vec![lit("XPENDING"), key(), group()])),
+            (
+                "XPENDING",
+                cmd(vec![
+                    lit("XPENDING"),
+                    key(),
+                    group(),
+                    maybe(seq(vec![lit("IDLE"), pick(&["0", "100000000"])])),
+                    pick(XRANGE_BOUNDS),
+                    pick(XRANGE_BOUNDS),
+                    pick(&["1", "10", "0", "-1"]),
+                    maybe(consumer()),
+                ]),
+            ),
+            (
+                "XCLAIM",
+                cmd(vec![
+                    lit("XCLAIM"),
+                    key(),
+                    group(),
+                    consumer(),
+                    pick(&["0", "0", "100000000", "-1"]),
+                    many(pick(XENTRY_IDS), 1, 2),
+                    many(
+                        any(vec![
+                            lit("JUSTID"),
+                            lit("FORCE"),
+                            seq(vec![lit("RETRYCOUNT"), pick(&["0", "5", "-1"])]),
+                            seq(vec![lit("LASTID"), pick(XENTRY_IDS)]),
+                            seq(vec![lit("IDLE"), pick(&["0", "200000000"])]),
+                        ]),
+                        0,
+                        2,
+                    ),
+                ]),
+            ),
+            (
+                "XAUTOCLAIM",
+                cmd(vec![
+                    lit("XAUTOCLAIM"),
+                    key(),
+                    group(),
+                    consumer(),
+                    pick(&["0", "100000000"]),
+                    pick(&["0", "0-0", "2-0", "5", "x"]),
+                    maybe(seq(vec![lit("COUNT"), pick(&["1", "2", "100", "0"])])),
+                    maybe(lit("JUSTID")),
+                ]),
+            ),
+            (
+                "XINFO",
+                cmd(vec![lit("XINFO"), pick(&["STREAM", "GROUPS"]), key()]),
+            ),
+            (
+                "XINFO",
+                cmd(vec![lit("XINFO"), lit("CONSUMERS"), key(), group()]),
+            ),
+            (
+                "XINFO",
+                cmd(vec![
+                    lit("XINFO"),
+                    lit("STREAM"),
+                    key(),
+                    lit("FULL"),
+                    maybe(seq(vec![lit("COUNT"), pick(&["0", "1", "2", "-1"])])),
+                ]),
+            ),
+            // Small nodes, so that approximate trimming removes something.
+            (
+                "CONFIG",
+                cmd(vec![
+                    lit("CONFIG"),
+                    lit("SET"),
+                    lit("stream-node-max-entries"),
+                    pick(&["2", "3", "100"]),
+                ]),
+            ),
+        ],
+    )
+}
+
+/// The commands scripts call through `redis.call` / `redis.pcall`, with
+/// the key as first argument: every type, wrong arities, commands a script
+/// may not run.
+const SCRIPT_COMMANDS: &[&str] = &[
+    "hgetall",
+    "zscore",
+    "zincrby",
+    "hincrbyfloat",
+    "zrange",
+    "getrange",
+    "object",
+    "ttl",
+    "echo",
+    "hello",
+    "lpos",
+    "set",
+    "get",
+    "incr",
+    "incrby",
+    "incrbyfloat",
+    "lpush",
+    "lrange",
+    "hset",
+    "hget",
+    "sadd",
+    "scard",
+    "zadd",
+    "zrange",
+    "del",
+    "exists",
+    "type",
+    "append",
+    "strlen",
+    "setbit",
+    "pfadd",
+    "xlen",
+    "blpop",
+    "nosuch",
+    "ping",
+    "eval",
+    "multi",
+    "subscribe",
+    "GET",
+    "",
+];
+
+/// Small scripts: calls with their errors caught or not, and replies of
+/// every Lua type. Each takes `numkeys` 1.
+const SCRIPTS: &[&str] = &[
+    "return redis.call(ARGV[1], KEYS[1], unpack(ARGV, 2))",
+    "return redis.pcall(ARGV[1], KEYS[1], unpack(ARGV, 2))",
+    "local r = redis.pcall(ARGV[1], KEYS[1], unpack(ARGV, 2)) if type(r) == 'table' and r.err then return 'E:' .. r.err end return r",
+    "local ok, r = pcall(redis.call, ARGV[1], KEYS[1], unpack(ARGV, 2)) if ok then return r end return {ok = 'caught', type(r)}",
+    "return {1, 'two', 3.99, -2.5, {4, {5, true}}, false, nil, 6}",
+    "return {err = ARGV[1]}",
+    "return {ok = ARGV[1]}",
+    "return redis.error_reply(ARGV[1])",
+    "return redis.status_reply(ARGV[1])",
+    "return tonumber(ARGV[1])",
+    "return {tonumber(ARGV[1]) ~= nil, ARGV[1]}",
+    "redis.call('set', KEYS[1], ARGV[1]) return redis.call('get', KEYS[1])",
+    "return redis.call('incrbyfloat', KEYS[1], ARGV[1])",
+    "return #KEYS + #ARGV * 100",
+    "return redis.sha1hex(ARGV[1])",
+    "return cjson.encode({ARGV[1], #ARGV, 1.5})",
+    "return redis.call('type', KEYS[1]).ok",
+    "return redis.call('ping')",
+    "error(ARGV[1])",
+    "return nosuch.field",
+    "local t = {} for i = 1, 5 do t[i * 2] = i end return t",
+    "return redis.call('lpush', KEYS[1], unpack(ARGV))",
+    "return {redis.call('hset', KEYS[1], 'f', ARGV[1]), redis.call('hgetall', KEYS[1])}",
+    "return redis.call('xadd', KEYS[1], '1-1', 'f', ARGV[1])",
+    "return redis.call('setbit', KEYS[1], ARGV[1], 1)",
+    "return redis.call('pfadd', KEYS[1], ARGV[1])",
+    "redis.setresp(3) return redis.call('hgetall', KEYS[1])",
+    "#!lua flags=no-writes\nreturn redis.call(ARGV[1], KEYS[1], unpack(ARGV, 2))",
+    "#!lua\nreturn redis.call(ARGV[1], KEYS[1], unpack(ARGV, 2))",
+    "#!lua flags=allow-oom,no-cluster,allow-stale\nreturn redis.pcall(ARGV[1], KEYS[1])",
+    "#!lua flags=nosuch\nreturn 1",
+    "#!lua name=x\nreturn 1",
+    "#!luax\nreturn 1",
+    "#!lua flags=no-writes,allow-cross-slot-keys\nreturn redis.call('get', KEYS[1])",
+    "redis.setresp(3) return redis.call(ARGV[1], KEYS[1], unpack(ARGV, 2))",
+    "redis.setresp(3) return redis.pcall(ARGV[1], KEYS[1], unpack(ARGV, 2))",
+    "redis.setresp(3) return redis.call('zscore', KEYS[1], ARGV[1] or 'm')",
+    "redis.setresp(3) local r = redis.call('hgetall', KEYS[1]) return type(r) == 'table' and r.map ~= nil",
+    "redis.setresp(3) return {double = tonumber(ARGV[1]) or 0}",
+    "redis.setresp(3) return {map = {a = 1}}",
+    "redis.setresp(3) return {set = {a = true}}",
+    "redis.setresp(3) return redis.call('exists', KEYS[1]) == 1",
+    "redis.setresp(3) return {big_number = ARGV[1]}",
+    "redis.setresp(3) return {verbatim_string = {format = 'txt', string = ARGV[1] or ''}}",
+    "return redis.call('get', KEYS[1]",
+    "",
+];
+
+/// The library FUNCTION LOAD loads, and its SHA-less siblings.
+const LIBRARY: &str = "#!lua name=mylib\n\
+redis.register_function('get1', function(keys, args) return redis.call('get', keys[1]) end)\n\
+redis.register_function('set1', function(keys, args) return redis.call('set', keys[1], args[1]) end)\n\
+redis.register_function{function_name = 'ro', callback = function(keys, args) return redis.call(args[1], keys[1]) end, flags = {'no-writes'}}\n\
+redis.register_function('echo', function(keys, args) return {#keys, args} end)";
+const BAD_LIBRARY: &str = "#!lua name=badlib\nredis.register_function('f', 1)";
+/// The SHA1 of `SCRIPTS[0]`, for EVALSHA.
+const SCRIPT0_SHA: &str = "e37f7037162793f02adfba24e985e272b5b6e79c";
+
+fn scripts() -> Vec<Gen> {
+    let call_args = || seq(vec![pick(SCRIPT_COMMANDS), many(pick(VALUES), 0, 2)]);
+    gens(
+        Family::Scripts,
+        vec![
+            (
+                "EVAL",
+                cmd(vec![
+                    lit("EVAL"),
+                    pick(SCRIPTS),
+                    lit("1"),
+                    key(),
+                    call_args(),
+                ]),
+            ),
+            (
+                "EVAL_RO",
+                cmd(vec![
+                    lit("EVAL_RO"),
+                    pick(SCRIPTS),
+                    lit("1"),
+                    key(),
+                    call_args(),
+                ]),
+            ),
+            (
+                "EVAL",
+                cmd(vec![
+                    lit("EVAL"),
+                    lit("return {KEYS[1], KEYS[2], ARGV[1], #KEYS, #ARGV}"),
+                    pick(&["0", "1", "2", "3", "-1", "x"]),
+                    many(key(), 0, 2),
+                ]),
+            ),
+            (
+                "SCRIPT",
+                cmd(vec![lit("SCRIPT"), lit("LOAD"), lit(SCRIPTS[0])]),
+            ),
+            (
+                "SCRIPT",
+                cmd(vec![
+                    lit("SCRIPT"),
+                    lit("FLUSH"),
+                    maybe(pick(&["SYNC", "ASYNC", "x"])),
+                ]),
+            ),
+            (
+                "SCRIPT",
+                cmd(vec![
+                    lit("SCRIPT"),
+                    lit("EXISTS"),
+                    lit(SCRIPT0_SHA),
+                    maybe(lit("ffff")),
+                ]),
+            ),
+            (
+                "EVALSHA",
+                cmd(vec![
+                    lit("EVALSHA"),
+                    pick(&[
+                        SCRIPT0_SHA,
+                        "E37F7037162793F02ADFBA24E985E272B5B6E79C",
+                        "ffff",
+                    ]),
+                    lit("1"),
+                    key(),
+                    call_args(),
+                ]),
+            ),
+            (
+                "FUNCTION",
+                cmd(vec![
+                    lit("FUNCTION"),
+                    lit("LOAD"),
+                    maybe(lit("REPLACE")),
+                    pick(&[LIBRARY, BAD_LIBRARY, "x"]),
+                ]),
+            ),
+            (
+                "FUNCTION",
+                cmd(vec![
+                    lit("FUNCTION"),
+                    lit("DELETE"),
+                    pick(&["mylib", "nolib"]),
+                ]),
+            ),
+            ("FUNCTION", cmd(vec![lit("FUNCTION"), lit("FLUSH")])),
+            // Not FUNCTION LIST: Redis lists a library's functions in the
+            // order of a dict seeded at random when the server starts.
+            ("FUNCTION", cmd(vec![lit("FUNCTION"), lit("STATS")])),
+            (
+                "FCALL",
+                cmd(vec![
+                    lit("FCALL"),
+                    pick(&["get1", "set1", "ro", "echo", "nosuch"]),
+                    pick(&["1", "1", "0", "2", "x"]),
+                    key(),
+                    many(pick(VALUES), 0, 2),
+                ]),
+            ),
+            (
+                "FCALL_RO",
+                cmd(vec![
+                    lit("FCALL_RO"),
+                    pick(&["get1", "set1", "ro", "echo"]),
+                    lit("1"),
+                    key(),
+                    pick(SCRIPT_COMMANDS),
+                ]),
+            ),
+            // Types for the scripts to meet.
+            ("SET", cmd(vec![lit("SET"), key(), pick(VALUES)])),
+            ("RPUSH", cmd(vec![lit("RPUSH"), key(), pick(MEMBERS)])),
+            (
+                "HSET",
+                cmd(vec![lit("HSET"), key(), pick(FIELDS), pick(VALUES)]),
+            ),
+        ],
+    )
+}
+
+// ---------------------------------------------------------------------------
 // The runner.
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -924,17 +1688,62 @@ fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Run before every sequence (and shown in its transcript): the state
+/// FLUSHALL leaves behind, back to the defaults.
+const PREAMBLE: &[&[&str]] = &[
+    &["SCRIPT", "FLUSH"],
+    &["FUNCTION", "FLUSH"],
+    &["CONFIG", "SET", "stream-node-max-entries", "100"],
+    &["CONFIG", "SET", "hll-sparse-max-bytes", "3000"],
+];
+
 /// Runs one sequence on a clean differ; on the first mismatch, returns the
 /// whole transcript (every command with the agreed reply, then the two
 /// replies that differ, then the commands that were not run).
 fn run_sequence(differ: &mut Differ, ops: &[Op]) -> Result<(), String> {
     differ.reset();
     let mut transcript = String::new();
+    // What FLUSHALL leaves: scripts, functions, the configuration that
+    // the generators change.
+    for line in PREAMBLE {
+        let args: Args = line.iter().map(|a| a.as_bytes().to_vec()).collect();
+        if !engine_knows(line[0]) {
+            continue;
+        }
+        match differ.run(0, &args) {
+            Ok(reply) => {
+                transcript.push_str(&format!("  {}  ->  {}\n", show_cmd(&args), show(&reply)))
+            }
+            Err(m) => {
+                return Err(format!(
+                    "{transcript}!! preamble {}: {m}\n",
+                    show_cmd(&args)
+                ))
+            }
+        }
+    }
+    // Connection 0 inside MULTI: HELLO is left out there (the engine
+    // serves HELLO outside transactions only, by design).
+    let mut in_multi = false;
     for (i, op) in ops.iter().enumerate() {
+        let is = |args: &Args, name: &str| args[0].eq_ignore_ascii_case(name.as_bytes());
+        if let Op::Run { conn: 0, args } = op {
+            if in_multi && is(args, "HELLO") {
+                transcript.push_str(&format!("  (left out inside MULTI) {op:?}\n"));
+                continue;
+            }
+        }
         let result = match op {
             Op::Run { conn, args } => differ.run(*conn, args),
             Op::ScanAll { args } => differ.scan_all(0, args),
         };
+        if let (Op::Run { conn: 0, args }, Ok(reply)) = (op, &result) {
+            if is(args, "MULTI") && *reply == redis::Value::Okay {
+                in_multi = true;
+            } else if is(args, "EXEC") || is(args, "DISCARD") {
+                in_multi = false;
+            }
+        }
         match result {
             Ok(reply) => transcript.push_str(&format!("  {op:?}  ->  {}\n", show(&reply))),
             Err(m) => {
@@ -1070,6 +1879,27 @@ fn differential_zsets() {
     differential("differential_zsets", &[Family::ZSets]);
 }
 
+#[test]
+fn differential_bitmaps() {
+    differential("differential_bitmaps", &[Family::Bitmaps]);
+}
+
+#[test]
+fn differential_hyperloglog() {
+    differential("differential_hyperloglog", &[Family::HyperLogLog]);
+}
+
+#[test]
+fn differential_streams() {
+    differential("differential_streams", &[Family::Streams]);
+}
+
+/// EVAL, EVALSHA, SCRIPT, FUNCTION and FCALL.
+#[test]
+fn differential_scripts() {
+    differential("differential_scripts", &[Family::Scripts]);
+}
+
 /// Keys, expiry and transactions, with whatever type families exist.
 #[test]
 fn differential_keys_and_expiry() {
@@ -1095,6 +1925,10 @@ fn differential_all_families() {
             Family::Lists,
             Family::Sets,
             Family::ZSets,
+            Family::Bitmaps,
+            Family::HyperLogLog,
+            Family::Streams,
+            Family::Scripts,
         ],
     );
 }

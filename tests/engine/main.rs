@@ -2,11 +2,14 @@
 //! a private redis-server (random sequences in `differential`, hand-written
 //! trap scripts in `traps`, read from `tests/engine/traps/*.txt`, and
 //! DUMP / RESTORE both ways in `dump`), expiry with a manual clock
-//! (`expiry`) and the RESP server (`resp_server`).
+//! (`expiry`), the RESP server (`resp_server`) and bad input on the engine
+//! alone (`fuzz`: no panic, no hang, no unbounded growth; looping scripts
+//! killed).
 
 mod differential;
 mod dump;
 mod expiry;
+mod fuzz;
 mod resp_server;
 mod traps;
 

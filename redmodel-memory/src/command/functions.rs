@@ -175,29 +175,29 @@ fn function_list(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 .functions
                 .iter()
                 .map(|f| {
-                    reply::array(vec![
-                        reply::bulk("name"),
-                        reply::bulk(f.name.as_str()),
-                        reply::bulk("description"),
-                        f.description.clone().map_or_else(reply::nil, reply::bulk),
-                        reply::bulk("flags"),
-                        reply::array(f.flags.names().map(reply::simple).collect()),
+                    reply::map(vec![
+                        (reply::bulk("name"), reply::bulk(f.name.as_str())),
+                        (
+                            reply::bulk("description"),
+                            f.description.clone().map_or_else(reply::nil, reply::bulk),
+                        ),
+                        (
+                            reply::bulk("flags"),
+                            reply::set(f.flags.names().map(reply::simple).collect()),
+                        ),
                     ])
                 })
                 .collect();
+            // Maps and a set of flags, as Redis replies in RESP3.
             let mut items = vec![
-                reply::bulk("library_name"),
-                reply::bulk(l.name.as_str()),
-                reply::bulk("engine"),
-                reply::bulk("LUA"),
-                reply::bulk("functions"),
-                reply::array(functions),
+                (reply::bulk("library_name"), reply::bulk(l.name.as_str())),
+                (reply::bulk("engine"), reply::bulk("LUA")),
+                (reply::bulk("functions"), reply::array(functions)),
             ];
             if with_code {
-                items.push(reply::bulk("library_code"));
-                items.push(reply::bulk(l.code.clone()));
+                items.push((reply::bulk("library_code"), reply::bulk(l.code.clone())));
             }
-            reply::array(items)
+            reply::map(items)
         })
         .collect();
     Ok(reply::array(libraries))
@@ -229,19 +229,24 @@ fn function_restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// (scripts hold the store's lock); the Lua engine's counts.
 fn function_stats(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     let functions = &ctx.store.functions;
-    Ok(reply::array(vec![
-        reply::bulk("running_script"),
-        reply::nil(),
-        reply::bulk("engines"),
-        reply::array(vec![
-            reply::bulk("LUA"),
-            reply::array(vec![
-                reply::bulk("libraries_count"),
-                reply::int(functions.libraries().count() as i64),
-                reply::bulk("functions_count"),
-                reply::int(functions.function_count() as i64),
-            ]),
-        ]),
+    Ok(reply::map(vec![
+        (reply::bulk("running_script"), reply::nil()),
+        (
+            reply::bulk("engines"),
+            reply::map(vec![(
+                reply::bulk("LUA"),
+                reply::map(vec![
+                    (
+                        reply::bulk("libraries_count"),
+                        reply::int(functions.libraries().count() as i64),
+                    ),
+                    (
+                        reply::bulk("functions_count"),
+                        reply::int(functions.function_count() as i64),
+                    ),
+                ]),
+            )]),
+        ),
     ]))
 }
 

@@ -48,6 +48,7 @@ pub(super) fn encode3(out: &mut Vec<u8>, value: &Value) {
         // Redis: `,%.17g`, and `inf` / `-inf` spelled so.
         Value::Double(d) => line(out, b',', format_double(*d).as_bytes()),
         Value::Boolean(b) => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+        Value::BigNumber(text) => line(out, b'(', text),
         Value::VerbatimString { format, text } => {
             let format = match format {
                 VerbatimFormat::Markdown => "mkd",
@@ -184,6 +185,15 @@ mod tests {
         let mut out = Vec::new();
         encode(&mut out, v);
         out
+    }
+
+    /// A script's `{big_number = ...}` in RESP3 (RESP2 clients get it
+    /// lowered to a bulk string first).
+    #[test]
+    fn big_number_in_resp3() {
+        let mut out = Vec::new();
+        encode3(&mut out, &Value::BigNumber(b"12 x".to_vec()));
+        assert_eq!(out, b"(12 x\r\n");
     }
 
     #[test]

@@ -141,35 +141,46 @@ impl Busy {
                 return Err(BUSY_EVAL.to_string());
             }
             let started = self.started.lock();
+            // Maps, as Redis replies in RESP3 (flat arrays for RESP2: the
+            // connection lowers the reply).
+            let bulk = |s: &str| redis::Value::BulkString(s.as_bytes().to_vec());
             let running = match started.as_ref() {
-                Some((at, name, command)) => redis::Value::Array(vec![
-                    redis::Value::BulkString(b"name".to_vec()),
-                    redis::Value::BulkString(name.clone().into_bytes()),
-                    redis::Value::BulkString(b"command".to_vec()),
-                    redis::Value::Array(
-                        command
-                            .iter()
-                            .map(|a| redis::Value::BulkString(a.clone()))
-                            .collect(),
+                Some((at, name, command)) => redis::Value::Map(vec![
+                    (bulk("name"), bulk(name)),
+                    (
+                        bulk("command"),
+                        redis::Value::Array(
+                            command
+                                .iter()
+                                .map(|a| redis::Value::BulkString(a.clone()))
+                                .collect(),
+                        ),
                     ),
-                    redis::Value::BulkString(b"duration_ms".to_vec()),
-                    redis::Value::Int(at.elapsed().as_millis() as i64),
+                    (
+                        bulk("duration_ms"),
+                        redis::Value::Int(at.elapsed().as_millis() as i64),
+                    ),
                 ]),
                 None => redis::Value::Nil,
             };
-            return Ok(redis::Value::Array(vec![
-                redis::Value::BulkString(b"running_script".to_vec()),
-                running,
-                redis::Value::BulkString(b"engines".to_vec()),
-                redis::Value::Array(vec![
-                    redis::Value::BulkString(b"LUA".to_vec()),
-                    redis::Value::Array(vec![
-                        redis::Value::BulkString(b"libraries_count".to_vec()),
-                        redis::Value::Int(self.libraries.load(Ordering::SeqCst) as i64),
-                        redis::Value::BulkString(b"functions_count".to_vec()),
-                        redis::Value::Int(self.functions.load(Ordering::SeqCst) as i64),
-                    ]),
-                ]),
+            return Ok(redis::Value::Map(vec![
+                (bulk("running_script"), running),
+                (
+                    bulk("engines"),
+                    redis::Value::Map(vec![(
+                        bulk("LUA"),
+                        redis::Value::Map(vec![
+                            (
+                                bulk("libraries_count"),
+                                redis::Value::Int(self.libraries.load(Ordering::SeqCst) as i64),
+                            ),
+                            (
+                                bulk("functions_count"),
+                                redis::Value::Int(self.functions.load(Ordering::SeqCst) as i64),
+                            ),
+                        ]),
+                    )]),
+                ),
             ]));
         }
         Err(busy.to_string())

@@ -101,9 +101,26 @@ pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
     Ok(Value::Table(t))
 }
 
-/// The primitive under `redis.setresp` (which checks its argument): the
-/// protocol the script's commands reply in, and how its booleans return.
-pub(super) fn set_resp(_: &Lua, resp: u8) -> mlua::Result<()> {
+/// `redis.setresp(n)`: the protocol the script's commands reply in, and
+/// how its booleans return. A Rust function (C in Redis), so that its
+/// errors name the line of a script that calls it in tail position.
+pub(super) fn set_resp(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
+    if args.len() != 1 {
+        return Err(super::sandbox::raise(
+            "ERR redis.setresp() requires one argument.",
+        ));
+    }
+    // Redis: `int resp = lua_tonumber(...)`, a C cast of the number (0
+    // for what is not one).
+    let n = match args.into_iter().next() {
+        Some(v) => lua.coerce_number(v)?.unwrap_or(0.0),
+        None => 0.0,
+    };
+    let resp = match n {
+        t if (2.0..3.0).contains(&t) => 2,
+        t if (3.0..4.0).contains(&t) => 3,
+        _ => return Err(super::sandbox::raise("ERR RESP version must be 2 or 3.")),
+    };
     match with(|client| client.ctx.resp = resp) {
         Some(()) => Ok(()),
         None => Err(super::sandbox::raise(
@@ -204,13 +221,23 @@ fn command_args(values: MultiValue) -> Result<(Vec<u8>, Vec<usize>), String> {
     for v in values {
         match v {
             Value::String(s) => bytes.extend_from_slice(&s.as_bytes()),
-            Value::Integer(n) => bytes.extend_from_slice(format_double(n as f64).as_bytes()),
-            Value::Number(n) => bytes.extend_from_slice(format_double(n).as_bytes()),
+            Value::Integer(n) => bytes.extend_from_slice(format_g17(n as f64).as_bytes()),
+            Value::Number(n) => bytes.extend_from_slice(format_g17(n).as_bytes()),
             _ => return Err(ARG_TYPE.into()),
         }
         ends.push(bytes.len());
     }
     Ok((bytes, ends))
+}
+
+/// C's `%.17g` as glibc prints it: a NaN keeps its sign (`0/0` is
+/// `-nan` on x86), infinities are `inf` / `-inf`.
+fn format_g17(n: f64) -> String {
+    if n.is_nan() && n.is_sign_negative() {
+        "-nan".into()
+    } else {
+        format_double(n)
+    }
 }
 
 const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";

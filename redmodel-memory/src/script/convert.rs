@@ -121,6 +121,12 @@ fn nested_reply(value: &Lua_, resp3: bool, depth: usize) -> mlua::Result<Reply> 
         Lua_::Boolean(b) if resp3 => Reply::Boolean(*b),
         Lua_::Boolean(true) => Reply::Int(1),
         Lua_::Table(t) => table_to_reply(t, resp3, depth + 1)?,
+        // An error of `redis.call` (or another library function) caught by
+        // `pcall`: in Redis the string the C function raised.
+        Lua_::Error(e) => match super::sandbox::raised_text(e) {
+            Some(text) => Reply::BulkString(text.into_bytes()),
+            None => Reply::Nil,
+        },
         _ => Reply::Nil,
     })
 }
@@ -141,6 +147,16 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> mlua::Result<Reply> {
         Lua_::Number(d) => return Ok(Reply::Double(d)),
         Lua_::Integer(d) => return Ok(Reply::Double(d as f64)),
         _ => {}
+    }
+    // RESP3's big number (a bulk string for RESP2), its text as given but
+    // for CR and LF, which become spaces (Redis's `sdsmapchars`).
+    if let Lua_::String(n) = t.raw_get::<Lua_>("big_number")? {
+        let text = n
+            .as_bytes()
+            .iter()
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+            .collect();
+        return Ok(Reply::BigNumber(text));
     }
     if let Lua_::Table(v) = t.raw_get::<Lua_>("verbatim_string")? {
         if let (Lua_::String(_), Lua_::String(text)) =

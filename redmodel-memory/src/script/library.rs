@@ -348,7 +348,7 @@ fn run_library(state: &State, code: &[u8], busy: &Arc<Busy>) -> Result<Vec<Func>
     mt.raw_set("__index", api.clone()).map_err(internal)?;
     lua.set_app_data(Pending(Vec::new()));
     let start = Instant::now();
-    let hooked = lua.set_hook(
+    let hooked = lua.set_global_hook(
         HookTriggers::new().every_nth_instruction(100_000),
         move |_, _| {
             if start.elapsed() > LOAD_TIMEOUT {

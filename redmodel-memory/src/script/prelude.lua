@@ -59,23 +59,8 @@ redis.log = log
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.set_repl = function() end
 redis.replicate_commands = function() return true end
-redis.setresp = function(...)
-  local v = ...
-  if select('#', ...) ~= 1 then
-    error({err = 'ERR redis.setresp() requires one argument.'})
-  end
-  -- Redis reads the argument with lua_tonumber, truncated to an int.
-  local n = tonumber(v)
-  if n == 2 or n == 3 then
-    set_resp(n)
-    return
-  end
-  if n and n >= 2 and n < 4 then
-    set_resp(math.floor(n))
-    return
-  end
-  error({err = 'ERR RESP version must be 2 or 3.'})
-end
+redis.setresp = set_resp
+redis.acl_check_cmd = acl_check_cmd
 redis.REDIS_VERSION = '7.0.15'
 redis.REDIS_VERSION_NUM = 458767
 

@@ -78,8 +78,14 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
         if args.len() < 2 {
             return Err(raise("ERR redis.log() requires two arguments or more."));
         }
-        if !matches!(args.front(), Some(Value::Integer(_) | Value::Number(_))) {
-            return Err(raise("ERR First argument must be a number (log level)."));
+        let level = match args.front() {
+            Some(Value::Integer(n)) => *n as f64,
+            Some(Value::Number(n)) => *n,
+            _ => return Err(raise("ERR First argument must be a number (log level).")),
+        };
+        // Redis: `int level = lua_tonumber(...)`, then LL_DEBUG..LL_WARNING.
+        if !(0.0..4.0).contains(&level.trunc()) {
+            return Err(raise("ERR Invalid debug level."));
         }
         Ok(())
     })?;
@@ -158,7 +164,9 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
 /// The hook every script runs under: every 100000 instructions it looks
 /// whether SCRIPT KILL or FUNCTION KILL asked the script to stop; once
 /// asked, it runs on every line, so that a `pcall` cannot keep the script
-/// alive (as Redis's `luaMaskCountHook`).
+/// alive (as Redis's `luaMaskCountHook`). A global hook: a coroutine the
+/// script creates inherits it, as in Redis (mlua's per-thread hook is
+/// dropped in a coroutine, where a loop could then never be killed).
 pub(super) fn install_hook(lua: &Lua, busy: Arc<Busy>, every_line: bool) -> mlua::Result<()> {
     let triggers = if every_line {
         HookTriggers::EVERY_LINE
@@ -166,7 +174,7 @@ pub(super) fn install_hook(lua: &Lua, busy: Arc<Busy>, every_line: bool) -> mlua
         HookTriggers::new().every_nth_instruction(100_000)
     };
     let hook_busy = Arc::clone(&busy);
-    lua.set_hook(triggers, move |lua, _| {
+    lua.set_global_hook(triggers, move |lua, _| {
         if hook_busy.first_check() {
             leave_runtime_worker();
         }
@@ -224,7 +232,7 @@ pub(crate) fn raise(text: &str) -> mlua::Error {
 }
 
 /// The error reply carried by an error a Rust function of ours raised.
-fn raised_text(e: &mlua::Error) -> Option<String> {
+pub(super) fn raised_text(e: &mlua::Error) -> Option<String> {
     match e {
         mlua::Error::CallbackError { cause, .. } => raised_text(cause),
         mlua::Error::ExternalError(inner) => inner.downcast_ref::<Raised>().map(|r| r.0.clone()),

@@ -535,3 +535,65 @@ fn embedded_libraries() {
         Value::Nil
     );
 }
+
+/// Library functions Redis writes in C: their errors name the line of a
+/// script that calls them in tail position, `pcall` catches them as the
+/// error's text, and their arguments are checked as Redis checks them
+/// (texts from redis-server 7.0.15).
+#[test]
+fn library_functions_raise_as_redis_does() {
+    let mut c = conn();
+    assert_eq!(
+        eval(&mut c, "return redis.setresp(4)"),
+        err("ERR RESP version must be 2 or 3. script: 921c0a48021d97dfd5884aeea41875972c7804d9, on @user_script:1.")
+    );
+    assert_eq!(
+        eval(&mut c, "return redis.log(99, 'x')"),
+        err("ERR Invalid debug level. script: d1ccc394357733a87e4372af693b49d6582b5c58, on @user_script:1.")
+    );
+    assert_eq!(
+        eval(&mut c, "return redis.acl_check_cmd('nosuch')"),
+        err("ERR Invalid command passed to redis.acl_check_cmd() script: d2491587bab5149c93be0dce4426f7a06ba9e1a1, on @user_script:1.")
+    );
+    assert_eq!(
+        eval(&mut c, "return redis.acl_check_cmd('config', 'get')"),
+        Value::Int(1)
+    );
+    assert_eq!(
+        eval(&mut c, "local ok, e = pcall(redis.setresp, 4) return e"),
+        bulk("ERR RESP version must be 2 or 3.")
+    );
+    assert_eq!(
+        eval(&mut c, "local ok, e = pcall(redis.call) return e"),
+        bulk("ERR Please specify at least one argument for this redis lib call")
+    );
+    assert_eq!(eval(&mut c, "redis.setresp(3.9) return 1"), Value::Int(1));
+    // luaArgsToRedisArgv's "%.17g": glibc prints x86's 0/0 as -nan.
+    assert_eq!(
+        eval(
+            &mut c,
+            "redis.call('set', 'k', 0/0) return redis.call('get', 'k')"
+        ),
+        bulk("-nan")
+    );
+}
+
+/// `{big_number = text}`: a bulk string for a RESP2 client (RESP3's big
+/// number otherwise), CR and LF turned to spaces; not a string: an array.
+#[test]
+fn big_number_replies() {
+    let mut c = conn();
+    assert_eq!(
+        eval(&mut c, "return {big_number = '1\\r\\n2'}"),
+        bulk("1  2")
+    );
+    assert_eq!(
+        eval(&mut c, "return {big_number = 5}"),
+        Value::Array(vec![])
+    );
+    run(&mut c, "HELLO 3");
+    assert_eq!(
+        eval(&mut c, "return {big_number = '123'}"),
+        Value::BigNumber(b"123".to_vec())
+    );
+}

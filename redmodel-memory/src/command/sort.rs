@@ -136,7 +136,7 @@ fn elements(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<(Source, Vec<Bytes>), CmdEr
     Ok(match ctx.value(key) {
         None => (Source::List, Vec::new()),
         Some(Value::List(l)) => (Source::List, l.iter().cloned().collect()),
-        Some(Value::Set(s)) => (Source::Set, s.iter().cloned().collect()),
+        Some(Value::Set(s)) => (Source::Set, s.iter().map(|m| m.into_owned()).collect()),
         Some(Value::ZSet(z)) => (Source::ZSet, z.iter().map(|(m, _)| m.to_vec()).collect()),
         Some(_) => return Err(CmdError::WrongType),
     })

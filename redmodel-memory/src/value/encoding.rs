@@ -50,7 +50,7 @@ pub(crate) fn outgrows(value: &Value, limits: &Limits) -> bool {
         }
         Value::Set(s) => {
             s.len() as u64 > limits.set_max_intset_entries
-                || s.iter().any(|m| parse_i64(m).is_none())
+                || !s.all_integers()
         }
         Value::ZSet(z) => {
             z.len() as u64 > limits.zset_max_listpack_entries

@@ -1,13 +1,15 @@
 //! The values a key can hold, one variant per Redis type.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
 pub(crate) mod encoding;
 pub(crate) mod hash;
+pub(crate) mod set;
 pub(crate) mod stream;
 pub(crate) mod zset;
 
 use hash::HashValue;
+use set::SetValue;
 use stream::Stream;
 use zset::ZSet;
 
@@ -23,7 +25,7 @@ pub(crate) enum Value {
     Str(Bytes),
     Hash(HashValue),
     List(VecDeque<Bytes>),
-    Set(Box<HashSet<Bytes>>),
+    Set(SetValue),
     ZSet(Box<ZSet>),
     Stream(Box<Stream>),
 }
@@ -97,6 +99,6 @@ macro_rules! kind {
 kind!(Str, Bytes);
 kind!(Hash, HashValue);
 kind!(List, VecDeque<Bytes>);
-kind!(Set, Box<HashSet<Bytes>>);
+kind!(Set, SetValue);
 kind!(ZSet, Box<ZSet>);
 kind!(Stream, Box<Stream>);

@@ -88,7 +88,7 @@ fn idletime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if lfu {
             return Err(CmdError::err(LFU_SELECTED));
         }
-        Ok(reply::int((now - e.accessed).max(0) / 1000))
+        Ok(reply::int((now / 1000 - i64::from(e.accessed)).max(0)))
     })
 }
 

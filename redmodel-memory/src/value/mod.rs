@@ -1,14 +1,14 @@
 //! The values a key can hold, one variant per Redis type.
 
-use std::collections::VecDeque;
-
 pub(crate) mod encoding;
 pub(crate) mod hash;
+pub(crate) mod list;
 pub(crate) mod set;
 pub(crate) mod stream;
 pub(crate) mod zset;
 
 use hash::HashValue;
+use list::ListValue;
 use set::SetValue;
 use stream::Stream;
 use zset::ZSet;
@@ -24,7 +24,7 @@ pub(crate) type Bytes = Vec<u8>;
 pub(crate) enum Value {
     Str(Bytes),
     Hash(HashValue),
-    List(VecDeque<Bytes>),
+    List(ListValue),
     Set(SetValue),
     ZSet(Box<ZSet>),
     Stream(Box<Stream>),
@@ -98,7 +98,7 @@ macro_rules! kind {
 
 kind!(Str, Bytes);
 kind!(Hash, HashValue);
-kind!(List, VecDeque<Bytes>);
+kind!(List, ListValue);
 kind!(Set, SetValue);
 kind!(ZSet, Box<ZSet>);
 kind!(Stream, Box<Stream>);

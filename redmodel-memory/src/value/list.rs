@@ -30,6 +30,7 @@ struct Chunk {
 
 /// Appends `bytes`'s length (LEB128) and bytes to `buf`.
 fn encode(buf: &mut Vec<u8>, bytes: &[u8]) {
+    grow(buf, encoded_len(bytes.len()));
     let mut n = bytes.len();
     loop {
         let low = (n & 0x7f) as u8;
@@ -41,6 +42,16 @@ fn encode(buf: &mut Vec<u8>, bytes: &[u8]) {
         buf.push(low | 0x80);
     }
     buf.extend_from_slice(bytes);
+}
+
+/// Makes room for `more` bytes in a chunk's buffer, by an eighth of its
+/// length at least rather than by doubling: a chunk is at most 8 kB, so the
+/// copies stay short, and a list keeps little slack (Redis reallocates a
+/// listpack at every insertion).
+fn grow(buf: &mut Vec<u8>, more: usize) {
+    if buf.capacity() - buf.len() < more {
+        buf.reserve_exact(more.max(buf.len() / 8).max(8));
+    }
 }
 
 /// Bytes `encode` writes for `len` bytes of element.
@@ -195,7 +206,11 @@ impl ListValue {
                 encode(&mut c.buf, element);
                 c.count += 1;
             }
-            _ => self.chunks.push(Chunk::of(&[element])),
+            _ => {
+                // One chunk holds most lists: no room for more by default.
+                self.chunks.reserve_exact(1);
+                self.chunks.push(Chunk::of(&[element]));
+            }
         }
     }
 
@@ -205,10 +220,14 @@ impl ListValue {
             Some(c) if c.fits(element.len()) => {
                 let mut encoded = Vec::with_capacity(encoded_len(element.len()));
                 encode(&mut encoded, element);
+                grow(&mut c.buf, encoded.len());
                 c.buf.splice(0..0, encoded);
                 c.count += 1;
             }
-            _ => self.chunks.insert(0, Chunk::of(&[element])),
+            _ => {
+                self.chunks.reserve_exact(1);
+                self.chunks.insert(0, Chunk::of(&[element]));
+            }
         }
     }
 
@@ -310,6 +329,7 @@ impl ListValue {
         };
         let mut encoded = Vec::with_capacity(encoded_len(element.len()));
         encode(&mut encoded, element);
+        grow(&mut c.buf, encoded.len());
         c.buf.splice(at..at, encoded);
         c.count += 1;
         self.split_if_big(i);

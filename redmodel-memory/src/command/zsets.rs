@@ -590,7 +590,7 @@ fn zrange_generic(
             store_or_delete(
                 ctx,
                 dst,
-                Value::ZSet(Box::new(result)),
+                Value::ZSet(result),
                 len,
                 (class::ZSET, "zrangestore"),
             )
@@ -1019,7 +1019,7 @@ fn setop_generic(
             store_or_delete(
                 ctx,
                 dst,
-                Value::ZSet(Box::new(z)),
+                Value::ZSet(z),
                 len,
                 (class::ZSET, &event),
             )

@@ -16,9 +16,9 @@ use zset::ZSet;
 /// Bytes as Redis stores them: binary safe.
 pub(crate) type Bytes = Vec<u8>;
 
-/// The value stored under a key. The sets are boxed: a keyspace entry is
-/// as large as its largest variant, and most keys hold strings or small
-/// hashes (a `ZSet` inline made every value 104 bytes; boxed, 32).
+/// The value stored under a key, 32 bytes: every variant is at most 24
+/// bytes (the big forms of hashes, sets and sorted sets, and streams, are
+/// boxed), since a keyspace entry is as large as its largest variant.
 #[derive(Debug, Clone)]
 #[allow(clippy::box_collection)]
 pub(crate) enum Value {
@@ -26,7 +26,7 @@ pub(crate) enum Value {
     Hash(HashValue),
     List(ListValue),
     Set(SetValue),
-    ZSet(Box<ZSet>),
+    ZSet(ZSet),
     Stream(Box<Stream>),
 }
 
@@ -100,5 +100,5 @@ kind!(Str, Bytes);
 kind!(Hash, HashValue);
 kind!(List, ListValue);
 kind!(Set, SetValue);
-kind!(ZSet, Box<ZSet>);
+kind!(ZSet, ZSet);
 kind!(Stream, Box<Stream>);

@@ -1,8 +1,9 @@
 //! The sorted set value type, and the score and lex ranges that select a
 //! slice of one (the `zrangespec` / `zlexrangespec` of Redis's t_zset.c).
 //!
-//! A [`ZSet`] keeps two views of its members, as Redis's skiplist encoding
-//! does (a dict plus a skiplist):
+//! A small [`ZSet`] is one packed buffer in order ([`Packed`], as Redis's
+//! listpack encoding); a big one, [`Big`], keeps two views of its members,
+//! as Redis's skiplist encoding does (a dict plus a skiplist):
 //! - `scores`: member -> score, for ZSCORE, ZMSCORE and membership in O(1);
 //! - `order`: every (score, member) pair in Redis's order (score, ties by
 //!   member bytes) in an order-statistic index, [`OrderIndex`]: a list of
@@ -13,7 +14,7 @@
 //! The member bytes are shared by both views (`Arc<[u8]>`), so each member
 //! is stored once.
 //!
-//! Costs, for n members, B = [`MAX_CHUNK`], k entries in a result:
+//! Costs of the big form, for n members, B = [`MAX_CHUNK`], k entries in a result:
 //!
 //! | operation                                   | cost                     |
 //! |---------------------------------------------|--------------------------|
@@ -93,11 +94,39 @@ fn normalize(score: f64) -> f64 {
     }
 }
 
-/// Members ordered by (score, member), and each member's score.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ZSet {
-    scores: HashMap<Member, f64>,
-    order: OrderIndex<Entry>,
+
+/// Most members a packed sorted set holds (`zset-max-listpack-entries`'s
+/// default).
+pub(crate) const MAX_PACKED_ENTRIES: usize = 128;
+/// Longest member a packed sorted set holds (`zset-max-listpack-value`'s
+/// default); below 256, so one byte encodes each length.
+pub(crate) const MAX_PACKED_LEN: usize = 64;
+
+/// A sorted set, in one of two encodings, as Redis keeps it: a small one
+/// (at most [`MAX_PACKED_ENTRIES`] members of at most [`MAX_PACKED_LEN`]
+/// bytes) is [`Packed`], one buffer in order, scanned linearly as Redis's
+/// listpack (a hash map, an index and a shared allocation per member cost
+/// 140 bytes a member); a bigger one is [`Big`], for good. The big form is
+/// boxed, so that a sorted set is 24 bytes, inline in its [`Value`].
+///
+/// [`Value`]: super::Value
+#[derive(Debug, Clone)]
+pub(crate) enum ZSet {
+    Packed(Packed),
+    Big(Box<Big>),
+}
+
+impl Default for ZSet {
+    fn default() -> Self {
+        ZSet::Packed(Packed::default())
+    }
+}
+
+/// Orders (`score`, `member`) against another pair, as the sorted set does.
+fn cmp_pair(score: f64, member: &[u8], other_score: f64, other: &[u8]) -> Ordering {
+    Score(score)
+        .cmp(&Score(other_score))
+        .then_with(|| member.cmp(other))
 }
 
 impl ZSet {
@@ -105,6 +134,244 @@ impl ZSet {
     /// replaces the earlier one. Sorting once is cheaper than inserting one
     /// by one, which matters for ZUNIONSTORE and friends.
     pub(crate) fn from_pairs(pairs: impl IntoIterator<Item = (Vec<u8>, f64)>) -> ZSet {
+        let pairs: Vec<(Vec<u8>, f64)> = pairs.into_iter().collect();
+        if pairs.len() <= MAX_PACKED_ENTRIES && pairs.iter().all(|(m, _)| m.len() <= MAX_PACKED_LEN)
+        {
+            let mut packed = Packed::default();
+            for (member, score) in &pairs {
+                packed.insert(member, normalize(*score));
+            }
+            return ZSet::Packed(packed);
+        }
+        ZSet::Big(Box::new(Big::from_pairs(pairs)))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            ZSet::Packed(p) => p.slots().count(),
+            ZSet::Big(b) => b.len(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            ZSet::Packed(p) => p.buf.is_empty(),
+            ZSet::Big(b) => b.len() == 0,
+        }
+    }
+
+    pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
+        match self {
+            ZSet::Packed(p) => p.find(member).map(|slot| slot.score),
+            ZSet::Big(b) => b.score(member),
+        }
+    }
+
+    /// Sets `member`'s score; returns true if the member is new. A packed
+    /// set that would outgrow its limits becomes big first.
+    pub(crate) fn insert(&mut self, member: &[u8], score: f64) -> bool {
+        let score = normalize(score);
+        if let ZSet::Packed(p) = self {
+            let fits = member.len() <= MAX_PACKED_LEN
+                && (p.find(member).is_some() || p.slots().count() < MAX_PACKED_ENTRIES);
+            if fits {
+                return p.insert(member, score);
+            }
+            let pairs = p.slots().map(|s| (s.member.to_vec(), s.score));
+            *self = ZSet::Big(Box::new(Big::from_pairs(pairs.collect::<Vec<_>>())));
+        }
+        match self {
+            ZSet::Big(b) => b.insert(member, score),
+            ZSet::Packed(_) => unreachable!("converted above"),
+        }
+    }
+
+    /// Removes `member`; returns true if it was there.
+    pub(crate) fn remove(&mut self, member: &[u8]) -> bool {
+        match self {
+            ZSet::Packed(p) => p.remove(member),
+            ZSet::Big(b) => b.remove(member),
+        }
+    }
+
+    /// The 0-based rank of `member` in ascending order.
+    pub(crate) fn rank(&self, member: &[u8]) -> Option<usize> {
+        let score = self.score(member)?;
+        Some(self.partition_point(|m, s| cmp_pair(s, m, score, member) == Ordering::Less))
+    }
+
+    /// The member and score at `rank` (ascending, 0-based).
+    pub(crate) fn get(&self, rank: usize) -> Option<(&[u8], f64)> {
+        match self {
+            ZSet::Packed(p) => p.slots().nth(rank).map(|s| (s.member, s.score)),
+            ZSet::Big(b) => b.get(rank),
+        }
+    }
+
+    /// Members in ascending (score, member) order.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> {
+        let it: Box<dyn DoubleEndedIterator<Item = (&[u8], f64)>> = match self {
+            ZSet::Packed(p) => Box::new(p.pairs().into_iter()),
+            ZSet::Big(b) => Box::new(b.iter()),
+        };
+        it
+    }
+
+    /// Members from `rank` upwards.
+    pub(crate) fn iter_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> {
+        let it: Box<dyn Iterator<Item = (&[u8], f64)>> = match self {
+            ZSet::Packed(p) => Box::new(p.slots().skip(rank).map(|s| (s.member, s.score))),
+            ZSet::Big(b) => Box::new(b.iter_from(rank)),
+        };
+        it
+    }
+
+    /// Members from `rank` downwards (`rank`, `rank - 1`, ... 0).
+    pub(crate) fn iter_rev_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> {
+        let it: Box<dyn Iterator<Item = (&[u8], f64)>> = match self {
+            ZSet::Packed(p) => {
+                let mut pairs = p.pairs();
+                pairs.truncate(rank.saturating_add(1).min(pairs.len()));
+                if rank >= p.slots().count() {
+                    pairs.clear();
+                }
+                Box::new(pairs.into_iter().rev())
+            }
+            ZSet::Big(b) => Box::new(b.iter_rev_from(rank)),
+        };
+        it
+    }
+
+    /// Removes the members of ranks `start..end`; returns how many.
+    pub(crate) fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
+        match self {
+            ZSet::Packed(p) => p.remove_ranks(start, end),
+            ZSet::Big(b) => b.remove_ranks(start, end),
+        }
+    }
+
+    /// Removes and returns the lowest member (or the highest if `max`).
+    pub(crate) fn pop(&mut self, max: bool) -> Option<(Member, f64)> {
+        match self {
+            ZSet::Packed(p) => {
+                let rank = if max { p.slots().count().checked_sub(1)? } else { 0 };
+                let slot = p.slots().nth(rank)?;
+                let popped = (Member::from(slot.member), slot.score);
+                p.remove_ranks(rank, rank + 1);
+                Some(popped)
+            }
+            ZSet::Big(b) => b.pop(max),
+        }
+    }
+
+    /// The number of members for which `before` holds, given that it holds
+    /// on a prefix of the order and on nothing after it.
+    fn partition_point(&self, before: impl Fn(&[u8], f64) -> bool) -> usize {
+        match self {
+            ZSet::Packed(p) => p.slots().take_while(|s| before(s.member, s.score)).count(),
+            ZSet::Big(b) => b.partition_point(before),
+        }
+    }
+
+    pub(crate) fn score_start(&self, range: &ScoreRange, reverse: bool) -> Option<usize> {
+        if reverse {
+            let end = self.partition_point(|_, s| range.lte_max(s));
+            let last = end.checked_sub(1)?;
+            self.get(last)
+                .is_some_and(|(_, s)| range.gte_min(s))
+                .then_some(last)
+        } else {
+            let start = self.partition_point(|_, s| !range.gte_min(s));
+            self.get(start)
+                .is_some_and(|(_, s)| range.lte_max(s))
+                .then_some(start)
+        }
+    }
+
+    /// The ranks `start..end` of the members in a score range.
+    pub(crate) fn score_span(&self, range: &ScoreRange) -> std::ops::Range<usize> {
+        let start = self.partition_point(|_, s| !range.gte_min(s));
+        let end = self.partition_point(|_, s| range.lte_max(s));
+        start..end.max(start)
+    }
+
+    /// Whether every member has the same score, so that rank order is lex
+    /// order and lex bounds can be found by bisection.
+    fn lex_ordered(&self) -> bool {
+        match (self.get(0), self.len().checked_sub(1)) {
+            (Some((_, first)), Some(last)) => self.get(last).is_some_and(|(_, l)| l == first),
+            _ => true,
+        }
+    }
+
+    /// Where Redis starts a lex range: the first member in it (the last if
+    /// `reverse`), as `zzlFirstInLexRange` / `zzlLastInLexRange`, including
+    /// their quick refusals (an empty range, a set entirely outside it).
+    pub(crate) fn lex_start(&self, range: &LexRange, reverse: bool) -> Option<usize> {
+        if range.is_empty() {
+            return None;
+        }
+        let (first, _) = self.get(0)?;
+        let (last, _) = self.get(self.len().checked_sub(1)?)?;
+        if !range.gte_min(last) || !range.lte_max(first) {
+            return None;
+        }
+        let ordered = self.lex_ordered();
+        if reverse {
+            let pos = if ordered {
+                self.partition_point(|m, _| range.lte_max(m))
+                    .checked_sub(1)?
+            } else {
+                let from_end = self.iter().rev().position(|(m, _)| range.lte_max(m))?;
+                self.len() - 1 - from_end
+            };
+            self.get(pos)
+                .is_some_and(|(m, _)| range.gte_min(m))
+                .then_some(pos)
+        } else {
+            let pos = if ordered {
+                self.partition_point(|m, _| !range.gte_min(m))
+            } else {
+                self.iter().position(|(m, _)| range.gte_min(m))?
+            };
+            self.get(pos)
+                .is_some_and(|(m, _)| range.lte_max(m))
+                .then_some(pos)
+        }
+    }
+
+    /// The ranks `start..end` that ZLEXCOUNT counts and ZREMRANGEBYLEX
+    /// removes: from the start of the range, while members are below its max.
+    pub(crate) fn lex_span(&self, range: &LexRange) -> std::ops::Range<usize> {
+        let Some(start) = self.lex_start(range, false) else {
+            return 0..0;
+        };
+        let end = if self.lex_ordered() {
+            self.partition_point(|m, _| range.lte_max(m))
+        } else {
+            start
+                + self
+                    .iter_from(start)
+                    .take_while(|(m, _)| range.lte_max(m))
+                    .count()
+        };
+        start..end.max(start)
+    }
+}
+
+/// A big sorted set: members ordered by (score, member), and each
+/// member's score (Redis's skiplist encoding).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Big {
+    scores: HashMap<Member, f64>,
+    order: OrderIndex<Entry>,
+}
+
+impl Big {
+    /// Builds a sorted set from pairs; a later pair for the same member
+    /// replaces the earlier one. Sorting once is cheaper than inserting one
+    /// by one, which matters for ZUNIONSTORE and friends.
+    fn from_pairs(pairs: impl IntoIterator<Item = (Vec<u8>, f64)>) -> Big {
         let mut scores: HashMap<Member, f64> = HashMap::new();
         for (member, score) in pairs {
             scores.insert(Arc::from(member), normalize(score));
@@ -117,26 +384,22 @@ impl ZSet {
             })
             .collect();
         entries.sort_unstable();
-        ZSet {
+        Big {
             scores,
             order: OrderIndex::from_sorted(entries),
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.scores.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.scores.is_empty()
-    }
-
-    pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
+    fn score(&self, member: &[u8]) -> Option<f64> {
         self.scores.get(member).copied()
     }
 
     /// Sets `member`'s score; returns true if the member is new.
-    pub(crate) fn insert(&mut self, member: &[u8], score: f64) -> bool {
+    fn insert(&mut self, member: &[u8], score: f64) -> bool {
         let score = normalize(score);
         let existing = self
             .scores
@@ -169,7 +432,7 @@ impl ZSet {
     }
 
     /// Removes `member`; returns true if it was there.
-    pub(crate) fn remove(&mut self, member: &[u8]) -> bool {
+    fn remove(&mut self, member: &[u8]) -> bool {
         match self.scores.remove(member) {
             Some(score) => {
                 self.order.remove_by(|e| e.cmp_to(score, member));
@@ -179,37 +442,28 @@ impl ZSet {
         }
     }
 
-    /// The 0-based rank of `member` in ascending order.
-    pub(crate) fn rank(&self, member: &[u8]) -> Option<usize> {
-        let score = self.score(member)?;
-        Some(
-            self.order
-                .partition_point(|e| e.cmp_to(score, member) == Ordering::Less),
-        )
-    }
-
     /// The member and score at `rank` (ascending, 0-based).
-    pub(crate) fn get(&self, rank: usize) -> Option<(&[u8], f64)> {
+    fn get(&self, rank: usize) -> Option<(&[u8], f64)> {
         self.order.get(rank).map(Entry::pair)
     }
 
     /// Members in ascending (score, member) order.
-    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> {
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         self.order.iter().map(Entry::pair)
     }
 
     /// Members from `rank` upwards.
-    pub(crate) fn iter_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> {
+    fn iter_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> + '_ {
         self.order.iter_from(rank).map(Entry::pair)
     }
 
     /// Members from `rank` downwards (`rank`, `rank - 1`, ... 0).
-    pub(crate) fn iter_rev_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> {
+    fn iter_rev_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> + '_ {
         self.order.iter_rev_from(rank).map(Entry::pair)
     }
 
     /// Removes the members of ranks `start..end`; returns how many.
-    pub(crate) fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
+    fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
         let removed = self.order.drain_ranks(start, end);
         for e in &removed {
             self.scores.remove(&e.member);
@@ -218,7 +472,7 @@ impl ZSet {
     }
 
     /// Removes and returns the lowest member (or the highest if `max`).
-    pub(crate) fn pop(&mut self, max: bool) -> Option<(Member, f64)> {
+    fn pop(&mut self, max: bool) -> Option<(Member, f64)> {
         let rank = if max { self.len().checked_sub(1)? } else { 0 };
         let entry = self.order.remove_at(rank)?;
         self.scores.remove(&entry.member);
@@ -227,103 +481,110 @@ impl ZSet {
 
     /// Where Redis starts a score range: the first member in it (the last
     /// if `reverse`), as `zslFirstInRange` / `zslLastInRange`.
-    pub(crate) fn score_start(&self, range: &ScoreRange, reverse: bool) -> Option<usize> {
-        if reverse {
-            let end = self.order.partition_point(|e| range.lte_max(e.score.0));
-            let last = end.checked_sub(1)?;
-            self.order
-                .get(last)
-                .is_some_and(|e| range.gte_min(e.score.0))
-                .then_some(last)
-        } else {
-            let start = self.order.partition_point(|e| !range.gte_min(e.score.0));
-            self.order
-                .get(start)
-                .is_some_and(|e| range.lte_max(e.score.0))
-                .then_some(start)
-        }
-    }
-
-    /// The ranks `start..end` of the members in a score range.
-    pub(crate) fn score_span(&self, range: &ScoreRange) -> std::ops::Range<usize> {
-        let start = self.order.partition_point(|e| !range.gte_min(e.score.0));
-        let end = self.order.partition_point(|e| range.lte_max(e.score.0));
-        start..end.max(start)
-    }
-
-    /// Whether every member has the same score, so that rank order is lex
-    /// order and lex bounds can be found by bisection.
-    fn lex_ordered(&self) -> bool {
-        match (self.order.get(0), self.len().checked_sub(1)) {
-            (Some(first), Some(last)) => {
-                self.order.get(last).is_some_and(|l| l.score == first.score)
-            }
-            _ => true,
-        }
-    }
-
-    /// Where Redis starts a lex range: the first member in it (the last if
-    /// `reverse`), as `zzlFirstInLexRange` / `zzlLastInLexRange`, including
-    /// their quick refusals (an empty range, a set entirely outside it).
-    pub(crate) fn lex_start(&self, range: &LexRange, reverse: bool) -> Option<usize> {
-        if range.is_empty() {
-            return None;
-        }
-        let first = self.order.get(0)?;
-        let last = self.order.get(self.len().checked_sub(1)?)?;
-        if !range.gte_min(&last.member) || !range.lte_max(&first.member) {
-            return None;
-        }
-        let ordered = self.lex_ordered();
-        if reverse {
-            let pos = if ordered {
-                self.order
-                    .partition_point(|e| range.lte_max(&e.member))
-                    .checked_sub(1)?
-            } else {
-                let from_end = self
-                    .order
-                    .iter()
-                    .rev()
-                    .position(|e| range.lte_max(&e.member))?;
-                self.len() - 1 - from_end
-            };
-            self.order
-                .get(pos)
-                .is_some_and(|e| range.gte_min(&e.member))
-                .then_some(pos)
-        } else {
-            let pos = if ordered {
-                self.order.partition_point(|e| !range.gte_min(&e.member))
-            } else {
-                self.order.iter().position(|e| range.gte_min(&e.member))?
-            };
-            self.order
-                .get(pos)
-                .is_some_and(|e| range.lte_max(&e.member))
-                .then_some(pos)
-        }
-    }
-
-    /// The ranks `start..end` that ZLEXCOUNT counts and ZREMRANGEBYLEX
-    /// removes: from the start of the range, while members are below its max.
-    pub(crate) fn lex_span(&self, range: &LexRange) -> std::ops::Range<usize> {
-        let Some(start) = self.lex_start(range, false) else {
-            return 0..0;
-        };
-        let end = if self.lex_ordered() {
-            self.order.partition_point(|e| range.lte_max(&e.member))
-        } else {
-            start
-                + self
-                    .order
-                    .iter_from(start)
-                    .take_while(|e| range.lte_max(&e.member))
-                    .count()
-        };
-        start..end.max(start)
+    /// The number of entries for which `before` holds, given that it holds
+    /// on a prefix of the order.
+    fn partition_point(&self, before: impl Fn(&[u8], f64) -> bool) -> usize {
+        self.order.partition_point(|e| before(&e.member, e.score.0))
     }
 }
+
+
+/// A small sorted set in one buffer, in (score, member) order: for each
+/// member its score (8 bytes, little-endian), its length (one byte) and its
+/// bytes. Kept at its exact size: small sorted sets are many.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Packed {
+    buf: Vec<u8>,
+}
+
+/// One member of a [`Packed`] set, where it lies.
+#[derive(Clone, Copy)]
+struct PackedSlot<'a> {
+    start: usize,
+    end: usize,
+    member: &'a [u8],
+    score: f64,
+}
+
+impl Packed {
+    fn slots(&self) -> impl Iterator<Item = PackedSlot<'_>> {
+        let buf = &self.buf;
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let score_bytes: [u8; 8] = buf.get(at..at + 8)?.try_into().ok()?;
+            let len = usize::from(*buf.get(at + 8)?);
+            let member = buf.get(at + 9..at + 9 + len)?;
+            let slot = PackedSlot {
+                start: at,
+                end: at + 9 + len,
+                member,
+                score: f64::from_le_bytes(score_bytes),
+            };
+            at = slot.end;
+            Some(slot)
+        })
+    }
+
+    fn pairs(&self) -> Vec<(&[u8], f64)> {
+        self.slots().map(|s| (s.member, s.score)).collect()
+    }
+
+    fn find(&self, member: &[u8]) -> Option<PackedSlot<'_>> {
+        self.slots().find(|s| s.member == member)
+    }
+
+    /// Sets `member`'s score (at most [`MAX_PACKED_LEN`] bytes); true if
+    /// the member is new.
+    fn insert(&mut self, member: &[u8], score: f64) -> bool {
+        let existing = self.find(member).map(|s| (s.start..s.end, s.score));
+        if let Some((_, old)) = &existing {
+            if *old == score {
+                return false;
+            }
+        }
+        let mut encoded = Vec::with_capacity(9 + member.len());
+        encoded.extend_from_slice(&score.to_le_bytes());
+        encoded.push(u8::try_from(member.len()).unwrap_or(u8::MAX));
+        encoded.extend_from_slice(member);
+        if let Some((span, _)) = &existing {
+            self.buf.drain(span.clone());
+        }
+        let at = self
+            .slots()
+            .find(|s| cmp_pair(s.score, s.member, score, member) == Ordering::Greater)
+            .map_or(self.buf.len(), |s| s.start);
+        self.buf.reserve_exact(encoded.len());
+        self.buf.splice(at..at, encoded);
+        existing.is_none()
+    }
+
+    fn remove(&mut self, member: &[u8]) -> bool {
+        match self.find(member).map(|s| s.start..s.end) {
+            Some(span) => {
+                self.buf.drain(span);
+                self.buf.shrink_to_fit();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
+        let spans: Vec<(usize, usize)> = self
+            .slots()
+            .skip(start)
+            .take(end.saturating_sub(start))
+            .map(|s| (s.start, s.end))
+            .collect();
+        let (Some(&(from, _)), Some(&(_, to))) = (spans.first(), spans.last()) else {
+            return 0;
+        };
+        self.buf.drain(from..to);
+        self.buf.shrink_to_fit();
+        spans.len()
+    }
+}
+
 
 /// A score interval of ZRANGEBYSCORE, ZCOUNT and friends: `(` before a bound
 /// makes it exclusive.
@@ -889,6 +1150,58 @@ mod tests {
         assert_eq!(index.iter_from(model.len()).count(), 0);
         assert_eq!(index.iter_rev_from(model.len()).count(), 0);
         assert_eq!(index.remove_by(|e| e.cmp(&5000)), None);
+    }
+
+    /// The packed form answers every query as the big form does.
+    #[test]
+    fn packed_and_big_forms_agree() {
+        let mut packed = ZSet::default();
+        let mut big = ZSet::default();
+        for i in 0..MAX_PACKED_ENTRIES + 1 {
+            big.insert(format!("tmp{i}").as_bytes(), 0.0);
+        }
+        for i in 0..MAX_PACKED_ENTRIES + 1 {
+            big.remove(format!("tmp{i}").as_bytes());
+        }
+        assert!(matches!(big, ZSet::Big(_)));
+        let mut x: u64 = 99;
+        for step in 0..5000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let member = format!("m{}", (x >> 40) % 60).into_bytes();
+            let score = ((x >> 20) % 7) as f64 - 3.0;
+            match (x >> 33) % 7 {
+                0..=3 => assert_eq!(packed.insert(&member, score), big.insert(&member, score)),
+                4 => assert_eq!(packed.remove(&member), big.remove(&member)),
+                5 => {
+                    let max = step % 2 == 0;
+                    let a = packed.pop(max).map(|(m, s)| (m.to_vec(), s));
+                    let b = big.pop(max).map(|(m, s)| (m.to_vec(), s));
+                    assert_eq!(a, b);
+                }
+                _ => {
+                    let (lo, hi) = (((x >> 8) % 10) as usize, ((x >> 12) % 20) as usize);
+                    assert_eq!(packed.remove_ranks(lo, hi), big.remove_ranks(lo, hi));
+                }
+            }
+            assert!(matches!(packed, ZSet::Packed(_)));
+            assert_eq!(packed.len(), big.len());
+            assert!(packed.iter().eq(big.iter()));
+            assert!(packed.iter().rev().eq(big.iter().rev()));
+            let n = packed.len();
+            for rank in [0, n / 2, n.saturating_sub(1), n, n + 3] {
+                assert_eq!(packed.get(rank), big.get(rank));
+                assert!(packed.iter_from(rank).eq(big.iter_from(rank)));
+                assert!(packed.iter_rev_from(rank).eq(big.iter_rev_from(rank)));
+            }
+            assert_eq!(packed.rank(&member), big.rank(&member));
+            assert_eq!(packed.score(&member), big.score(&member));
+            let range = ScoreRange::parse(b"(-1", b"2").expect("valid");
+            assert_eq!(packed.score_span(&range), big.score_span(&range));
+            assert_eq!(packed.score_start(&range, true), big.score_start(&range, true));
+            let lex = LexRange::parse(b"[m2", b"(m5").expect("valid");
+            assert_eq!(packed.lex_span(&lex), big.lex_span(&lex));
+            assert_eq!(packed.lex_start(&lex, true), big.lex_start(&lex, true));
+        }
     }
 
     #[test]

@@ -490,11 +490,48 @@ impl Big {
 
 
 /// A small sorted set in one buffer, in (score, member) order: for each
-/// member its score (8 bytes, little-endian), its length (one byte) and its
+/// member its score (see [`encode_score`]), its length (one byte) and its
 /// bytes. Kept at its exact size: small sorted sets are many.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Packed {
     buf: Vec<u8>,
+}
+
+/// Writes a score as a tag byte then, as a listpack stores a whole number
+/// as an integer: tag 1, 2 or 4 and an integer of that many bytes if the
+/// score is one (most scores are: counters, timestamps, ranks), else tag 8
+/// and the double's 8 bytes. Little-endian; every form reads back exact.
+fn encode_score(buf: &mut Vec<u8>, score: f64) {
+    // -0 is stored as 0 (see `normalize`), so the sign survives too.
+    let whole = score.fract() == 0.0 && score.abs() < 2_147_483_648.0;
+    let n = score as i64;
+    let width: usize = match n {
+        _ if !whole => 8,
+        -128..=127 => 1,
+        -32_768..=32_767 => 2,
+        _ => 4,
+    };
+    buf.push(u8::try_from(width).unwrap_or(8));
+    if width == 8 {
+        buf.extend_from_slice(&score.to_le_bytes());
+    } else {
+        buf.extend_from_slice(&n.to_le_bytes()[..width]);
+    }
+}
+
+/// Reads a score [`encode_score`] wrote at the start of `bytes`: the score
+/// and the width after the tag.
+fn decode_score(bytes: &[u8]) -> Option<(f64, usize)> {
+    let (&tag, rest) = bytes.split_first()?;
+    let width = usize::from(tag);
+    let raw = rest.get(..width)?;
+    if width == 8 {
+        return Some((f64::from_le_bytes(raw.try_into().ok()?), 8));
+    }
+    let negative = raw.last().is_some_and(|b| b & 0x80 != 0);
+    let mut full = [if negative { 0xff } else { 0 }; 8];
+    full.get_mut(..width)?.copy_from_slice(raw);
+    Some((i64::from_le_bytes(full) as f64, width))
 }
 
 /// One member of a [`Packed`] set, where it lies.
@@ -511,14 +548,15 @@ impl Packed {
         let buf = &self.buf;
         let mut at = 0;
         std::iter::from_fn(move || {
-            let score_bytes: [u8; 8] = buf.get(at..at + 8)?.try_into().ok()?;
-            let len = usize::from(*buf.get(at + 8)?);
-            let member = buf.get(at + 9..at + 9 + len)?;
+            let (score, width) = decode_score(buf.get(at..)?)?;
+            let len_at = at + 1 + width;
+            let len = usize::from(*buf.get(len_at)?);
+            let member = buf.get(len_at + 1..len_at + 1 + len)?;
             let slot = PackedSlot {
                 start: at,
-                end: at + 9 + len,
+                end: len_at + 1 + len,
                 member,
-                score: f64::from_le_bytes(score_bytes),
+                score,
             };
             at = slot.end;
             Some(slot)
@@ -542,8 +580,8 @@ impl Packed {
                 return false;
             }
         }
-        let mut encoded = Vec::with_capacity(9 + member.len());
-        encoded.extend_from_slice(&score.to_le_bytes());
+        let mut encoded = Vec::with_capacity(10 + member.len());
+        encode_score(&mut encoded, score);
         encoded.push(u8::try_from(member.len()).unwrap_or(u8::MAX));
         encoded.extend_from_slice(member);
         if let Some((span, _)) = &existing {
@@ -1150,6 +1188,21 @@ mod tests {
         assert_eq!(index.iter_from(model.len()).count(), 0);
         assert_eq!(index.iter_rev_from(model.len()).count(), 0);
         assert_eq!(index.remove_by(|e| e.cmp(&5000)), None);
+    }
+
+    #[test]
+    fn packed_scores_read_back_exact() {
+        for score in [
+            0.0, 1.0, -1.0, 127.0, 128.0, -129.0, 40000.0, -40000.0,
+            2_147_483_647.0, -2_147_483_648.0, 2_147_483_648.0, 0.5, -1e300,
+            f64::INFINITY, f64::NEG_INFINITY, 1e15, f64::MIN_POSITIVE,
+        ] {
+            let mut buf = Vec::new();
+            encode_score(&mut buf, score);
+            let (back, width) = decode_score(&buf).expect("decodes");
+            assert_eq!(back.to_bits(), score.to_bits(), "{score}");
+            assert_eq!(buf.len(), 1 + width);
+        }
     }
 
     /// The packed form answers every query as the big form does.

@@ -6,7 +6,8 @@
 //! list is a sequence of chunks, each one buffer of elements, each element
 //! its length (LEB128, one byte below 128) then its bytes. A chunk holds
 //! up to [`CHUNK_BYTES`] bytes (Redis's `list-max-listpack-size -2`, 8 kB)
-//! unless a single element is bigger. Pushing and popping at either end
+//! unless a single element is bigger, and up to [`CHUNK_ENTRIES`]
+//! elements. Pushing and popping at either end
 //! touches one chunk (shifting at most a chunk's bytes, as a listpack
 //! does); an index is found by skipping whole chunks by their counts.
 
@@ -14,6 +15,10 @@ use std::ops::Range;
 
 /// The most bytes of elements a chunk takes (more only for one element).
 pub(crate) const CHUNK_BYTES: usize = 8 * 1024;
+/// The most elements a chunk holds: a chunk is read from its start, so
+/// this bounds the work of a pop at the tail or an index within a chunk
+/// (a chunk of 8 kB of short elements would hold about 700).
+pub(crate) const CHUNK_ENTRIES: u32 = 128;
 
 /// A list value.
 #[derive(Debug, Clone, Default)]
@@ -116,7 +121,8 @@ impl Chunk {
     }
 
     fn fits(&self, len: usize) -> bool {
-        self.count == 0 || self.buf.len() + encoded_len(len) <= CHUNK_BYTES
+        self.count == 0
+            || (self.count < CHUNK_ENTRIES && self.buf.len() + encoded_len(len) <= CHUNK_BYTES)
     }
 }
 
@@ -335,12 +341,13 @@ impl ListValue {
         self.split_if_big(i);
     }
 
-    /// Splits chunk `i` in two if it grew past [`CHUNK_BYTES`].
+    /// Splits chunk `i` in two if it grew past [`CHUNK_BYTES`] or
+    /// [`CHUNK_ENTRIES`].
     fn split_if_big(&mut self, i: usize) {
         let Some(c) = self.chunks.get(i) else {
             return;
         };
-        if c.buf.len() <= CHUNK_BYTES || c.count < 2 {
+        if (c.buf.len() <= CHUNK_BYTES && c.count <= CHUNK_ENTRIES) || c.count < 2 {
             return;
         }
         let elements: Vec<&[u8]> = c.iter().collect();
@@ -386,14 +393,57 @@ impl ListValue {
         *self = ListValue::from_elements(kept);
     }
 
-    /// Keeps only the elements at positions `range` (LTRIM).
+    /// Keeps only the elements at positions `range` (LTRIM): whole chunks
+    /// are dropped, the chunks at the edges cut, nothing is copied out.
     pub(crate) fn keep_range(&mut self, range: Range<usize>) {
-        let mut index = 0;
-        self.retain(|_| {
-            let keep = range.contains(&index);
-            index += 1;
-            keep
-        });
+        let len = self.len();
+        self.drop_back(len.saturating_sub(range.end));
+        self.drop_front(range.start.min(range.end));
+    }
+
+    fn drop_back(&mut self, mut n: usize) {
+        while n > 0 {
+            let Some(c) = self.chunks.last_mut() else {
+                return;
+            };
+            let count = c.count as usize;
+            if count <= n {
+                n -= count;
+                self.chunks.pop();
+                continue;
+            }
+            if let Some(span) = c.span(count - n) {
+                c.buf.truncate(span.start);
+            }
+            c.count -= u32::try_from(n).unwrap_or(0);
+            c.buf.shrink_to_fit();
+            return;
+        }
+    }
+
+    fn drop_front(&mut self, mut n: usize) {
+        let whole = self
+            .chunks
+            .iter()
+            .take_while(|c| {
+                let take = (c.count as usize) <= n;
+                if take {
+                    n -= c.count as usize;
+                }
+                take
+            })
+            .count();
+        self.chunks.drain(..whole);
+        if n == 0 {
+            return;
+        }
+        if let Some(c) = self.chunks.first_mut() {
+            if let Some(span) = c.span(n) {
+                c.buf.drain(..span.start);
+                c.count -= u32::try_from(n).unwrap_or(0);
+                c.buf.shrink_to_fit();
+            }
+        }
     }
 
     pub(crate) fn clear(&mut self) {
@@ -442,10 +492,12 @@ mod tests {
                     list.insert(i, &element);
                     model.insert(i, element);
                 }
-                _ if step % 500 == 0 => {
+                _ if step % 200 == 0 => {
                     let n = model.len();
-                    list.keep_range(n / 4..n);
-                    model.drain(..n / 4);
+                    let (a, b) = (n / 4, n - n / 5);
+                    list.keep_range(a..b);
+                    model.truncate(b);
+                    model.drain(..a);
                 }
                 _ => {}
             }
@@ -461,6 +513,7 @@ mod tests {
                 let r = n / 3..n / 2;
                 assert!(list.range(r.clone()).eq(model.range(r).map(Vec::as_slice)));
                 assert!(list.chunks.iter().all(|c| c.count > 0
+                    && c.count <= CHUNK_ENTRIES
                     && (c.buf.len() <= CHUNK_BYTES || c.count == 1)));
             }
         }

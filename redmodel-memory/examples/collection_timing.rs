@@ -33,7 +33,9 @@ fn main() {
     time(&mut c, "SET key:i i", n, |i| {
         words(&["SET", &format!("key:{i}"), &i.to_string()])
     });
-    time(&mut c, "GET key:i", n, |i| words(&["GET", &format!("key:{i}")]));
+    time(&mut c, "GET key:i", n, |i| {
+        words(&["GET", &format!("key:{i}")])
+    });
     time(&mut c, "HSET student:i (5 fields)", n, |i| {
         words(&[
             "HSET",
@@ -68,7 +70,11 @@ fn main() {
     time(&mut c, "LPOP big", n, |_| words(&["LPOP", "big"]));
     time(&mut c, "RPOP big2", n, |_| words(&["RPOP", "big2"]));
     time(&mut c, "RPUSH l:i (10k lists of 10)", n, |i| {
-        words(&["RPUSH", &format!("l:{}", i % 10_000), &format!("element:{i}")])
+        words(&[
+            "RPUSH",
+            &format!("l:{}", i % 10_000),
+            &format!("element:{i}"),
+        ])
     });
     time(&mut c, "LRANGE l:i 0 -1", 10_000, |i| {
         words(&["LRANGE", &format!("l:{i}"), "0", "-1"])
@@ -80,7 +86,11 @@ fn main() {
         words(&["SISMEMBER", "bigset", &format!("member:{}", i * 3)])
     });
     time(&mut c, "SADD s:i (10k intsets of 10)", n, |i| {
-        words(&["SADD", &format!("s:{}", i % 10_000), &(i / 10_000).to_string()])
+        words(&[
+            "SADD",
+            &format!("s:{}", i % 10_000),
+            &(i / 10_000).to_string(),
+        ])
     });
     time(&mut c, "SISMEMBER s:i", n, |i| {
         words(&["SISMEMBER", &format!("s:{}", i % 10_000), "5"])
@@ -89,16 +99,30 @@ fn main() {
         words(&["SMEMBERS", &format!("s:{i}")])
     });
     time(&mut c, "SADD t:i (10k string sets of 10)", n, |i| {
-        words(&["SADD", &format!("t:{}", i % 10_000), &format!("m{}", i / 10_000)])
+        words(&[
+            "SADD",
+            &format!("t:{}", i % 10_000),
+            &format!("m{}", i / 10_000),
+        ])
     });
     time(&mut c, "ZADD bigz (100k members)", n, |i| {
-        words(&["ZADD", "bigz", &((i * 7919) % n).to_string(), &format!("member:{i}")])
+        words(&[
+            "ZADD",
+            "bigz",
+            &((i * 7919) % n).to_string(),
+            &format!("member:{i}"),
+        ])
     });
     time(&mut c, "ZSCORE bigz", n, |i| {
         words(&["ZSCORE", "bigz", &format!("member:{i}")])
     });
     time(&mut c, "ZADD z:i (10k zsets of 10)", n, |i| {
-        words(&["ZADD", &format!("z:{}", i % 10_000), &i.to_string(), &format!("m{}", i / 10_000)])
+        words(&[
+            "ZADD",
+            &format!("z:{}", i % 10_000),
+            &i.to_string(),
+            &format!("m{}", i / 10_000),
+        ])
     });
     time(&mut c, "ZRANGE z:i 0 -1 WITHSCORES", 10_000, |i| {
         words(&["ZRANGE", &format!("z:{i}"), "0", "-1", "WITHSCORES"])
@@ -109,5 +133,7 @@ fn main() {
     time(&mut c, "ZRANK z:i", n, |i| {
         words(&["ZRANK", &format!("z:{}", i % 10_000), "m5"])
     });
-    time(&mut c, "DEL key:i", n, |i| words(&["DEL", &format!("key:{i}")]));
+    time(&mut c, "DEL key:i", n, |i| {
+        words(&["DEL", &format!("key:{i}")])
+    });
 }

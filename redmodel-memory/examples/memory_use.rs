@@ -171,7 +171,12 @@ fn workloads() -> Vec<Workload> {
         cmd(&["RPUSH", &format!("l:{c}"), &format!("element:{i}")])
     }));
     all.push(small("zset, 10 members (member:i, score i)", &|c, i| {
-        cmd(&["ZADD", &format!("z:{c}"), &i.to_string(), &format!("member:{i}")])
+        cmd(&[
+            "ZADD",
+            &format!("z:{c}"),
+            &i.to_string(),
+            &format!("member:{i}"),
+        ])
     }));
     all
 }
@@ -199,7 +204,14 @@ struct Redis {
 impl Redis {
     fn start(port: u16) -> Option<Redis> {
         let status = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .args(["--daemonize", "yes"])
             .stdout(Stdio::null())
             .status()

@@ -205,7 +205,8 @@ impl Keyspace {
 
     /// Whether `key` is stored and past its time.
     fn is_expired_key(&self, key: &[u8], now: i64) -> bool {
-        self.find(key).is_some_and(|slot| self.slot_expired(slot, now))
+        self.find(key)
+            .is_some_and(|slot| self.slot_expired(slot, now))
     }
 
     /// The expiry time of `key` (Unix ms), if it is stored and has one.
@@ -449,8 +450,7 @@ impl Keyspace {
 
     /// Deletes `key` if it holds an empty aggregate: Redis never keeps one.
     pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
-        if self.get(key).is_some_and(|e| e.value.is_empty_aggregate())
-        {
+        if self.get(key).is_some_and(|e| e.value.is_empty_aggregate()) {
             self.remove(key);
         }
     }
@@ -607,9 +607,7 @@ impl Keyspace {
         if self.watched.is_empty() {
             return;
         }
-        let state = |ks: &Keyspace, key: &[u8]| {
-            ks.find(key).map(|slot| ks.slot_expired(slot, now))
-        };
+        let state = |ks: &Keyspace, key: &[u8]| ks.find(key).map(|slot| ks.slot_expired(slot, now));
         let touched: Vec<Key> = self
             .watched
             .keys()

@@ -8,7 +8,6 @@
 //! order of checks (numbers parsed before or after the key lookup) is
 //! Redis's, command by command, because it decides which error wins.
 
-
 use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::args::{index_range, int_arg, is, positive_arg, NOT_POSITIVE};
 use crate::error::CmdError;

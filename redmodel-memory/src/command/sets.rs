@@ -33,6 +33,9 @@ use crate::value::{Bytes, Kind, Value};
 
 type Set = SetValue;
 
+/// Members computed from sets (an integer set's written out as text).
+type Members<'s> = Vec<Cow<'s, [u8]>>;
+
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
         name: "sadd",
@@ -251,7 +254,7 @@ fn smismember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let set = ctx.read::<Set>(args[1])?;
     let flags = args[2..]
         .iter()
-        .map(|m| reply::int(i64::from(set.is_some_and(|s| s.contains(*m)))))
+        .map(|m| reply::int(i64::from(set.is_some_and(|s| s.contains(m)))))
         .collect();
     Ok(reply::array(flags))
 }
@@ -262,7 +265,7 @@ fn scard(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// The members common to all `sets`, up to `limit` of them (0: all).
 /// Iterates the smallest set and probes the others, as Redis does.
-fn intersection<'s>(sets: &[Option<&'s Set>], limit: usize) -> Vec<Cow<'s, [u8]>> {
+fn intersection<'s>(sets: &[Option<&'s Set>], limit: usize) -> Members<'s> {
     let Some(mut sets) = sets.iter().copied().collect::<Option<Vec<&Set>>>() else {
         return Vec::new(); // a missing key is an empty set
     };
@@ -284,7 +287,7 @@ fn union<'s>(sets: &[Option<&'s Set>]) -> HashSet<Cow<'s, [u8]>> {
 }
 
 /// The members of the first set that are in none of the others.
-fn difference<'s>(sets: &[Option<&'s Set>]) -> Vec<Cow<'s, [u8]>> {
+fn difference<'s>(sets: &[Option<&'s Set>]) -> Members<'s> {
     let Some((Some(first), others)) = sets.split_first() else {
         return Vec::new();
     };
@@ -314,19 +317,13 @@ fn sdiff(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn store_op(
     ctx: &mut Ctx<'_>,
     args: &[&[u8]],
-    op: for<'s> fn(&[Option<&'s Set>]) -> Vec<Cow<'s, [u8]>>,
+    op: for<'s> fn(&[Option<&'s Set>]) -> Members<'s>,
 ) -> CmdResult {
     let sets = read_sets(ctx, &args[2..])?;
     let result = Set::from_members(op(&sets));
     let len = result.len();
     let event = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
-    store_or_delete(
-        ctx,
-        args[1],
-        Value::Set(result),
-        len,
-        (class::SET, &event),
-    )
+    store_or_delete(ctx, args[1], Value::Set(result), len, (class::SET, &event))
 }
 
 fn sinterstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

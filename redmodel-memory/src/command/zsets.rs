@@ -11,8 +11,8 @@
 //! replies go through [`reply::double`]. The data structure and its costs
 //! are described in [`crate::value::zset`].
 
-use std::collections::hash_map::Entry as MapEntry;
 use std::borrow::Cow;
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::HashMap;
 
 use rand::Rng;
@@ -1016,13 +1016,7 @@ fn setop_generic(
             let z = ZSet::from_pairs(result);
             let len = z.len();
             let event = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
-            store_or_delete(
-                ctx,
-                dst,
-                Value::ZSet(z),
-                len,
-                (class::ZSET, &event),
-            )
+            store_or_delete(ctx, dst, Value::ZSet(z), len, (class::ZSET, &event))
         }
         None => {
             // The reply comes from a fresh skiplist in Redis: ordered with

@@ -50,9 +50,10 @@ fn encode(buf: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Makes room for `more` bytes in a chunk's buffer, by an eighth of its
-/// length at least rather than by doubling: a chunk is at most 8 kB, so the
-/// copies stay short, and a list keeps little slack (Redis reallocates a
-/// listpack at every insertion).
+/// length at least rather than by doubling, so that a list keeps little
+/// slack (Redis reallocates a listpack at every insertion); a chunk is at
+/// most 8 kB, so the copies stay short. (Growing by half instead measured
+/// no faster.)
 fn grow(buf: &mut Vec<u8>, more: usize) {
     if buf.capacity() - buf.len() < more {
         buf.reserve_exact(more.max(buf.len() / 8).max(8));
@@ -213,6 +214,9 @@ impl ListValue {
                 c.count += 1;
             }
             _ => {
+                if let Some(full) = self.chunks.last_mut() {
+                    full.buf.shrink_to_fit();
+                }
                 // One chunk holds most lists: no room for more by default.
                 self.chunks.reserve_exact(1);
                 self.chunks.push(Chunk::of(&[element]));
@@ -231,6 +235,9 @@ impl ListValue {
                 c.count += 1;
             }
             _ => {
+                if let Some(full) = self.chunks.first_mut() {
+                    full.buf.shrink_to_fit();
+                }
                 self.chunks.reserve_exact(1);
                 self.chunks.insert(0, Chunk::of(&[element]));
             }
@@ -251,7 +258,9 @@ impl ListValue {
         let i = self.chunks.len().checked_sub(1)?;
         let c = self.chunks.get_mut(i)?;
         let span = c.span(c.count as usize - 1)?;
-        let element = decode(&c.buf, span.start).and_then(|r| c.buf.get(r))?.to_vec();
+        let element = decode(&c.buf, span.start)
+            .and_then(|r| c.buf.get(r))?
+            .to_vec();
         c.buf.truncate(span.start);
         c.count -= 1;
         self.after_removal(i);
@@ -464,7 +473,9 @@ mod tests {
         let mut model: VecDeque<Vec<u8>> = VecDeque::new();
         let mut x: u64 = 7;
         for step in 0..20_000u64 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let len = match (x >> 60) % 4 {
                 0 => 0,
                 1 => 200,

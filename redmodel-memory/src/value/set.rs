@@ -156,7 +156,8 @@ impl SetValue {
     fn convert(&mut self, compact: bool) {
         let members: Vec<Vec<u8>> = self.iter().map(Cow::into_owned).collect();
         *self = if compact {
-            let mut buf = Vec::with_capacity(1 + members.iter().map(|m| m.len() + 1).sum::<usize>());
+            let mut buf =
+                Vec::with_capacity(1 + members.iter().map(|m| m.len() + 1).sum::<usize>());
             buf.push(STRINGS);
             for m in &members {
                 buf.push(u8::try_from(m.len()).unwrap_or(u8::MAX));
@@ -302,7 +303,11 @@ mod ints {
         let w = width(buf);
         let bytes = buf.get(1 + i * w..1 + (i + 1) * w)?;
         // Sign-extend the `w` little-endian bytes.
-        let mut b = [if bytes.last().is_some_and(|&x| x & 0x80 != 0) { 0xff } else { 0 }; 8];
+        let mut b = [if bytes.last().is_some_and(|&x| x & 0x80 != 0) {
+            0xff
+        } else {
+            0
+        }; 8];
         b[..w.min(8)].copy_from_slice(&bytes[..w.min(8)]);
         Some(i64::from_le_bytes(b))
     }

@@ -94,7 +94,6 @@ fn normalize(score: f64) -> f64 {
     }
 }
 
-
 /// Most members a packed sorted set holds (`zset-max-listpack-entries`'s
 /// default).
 pub(crate) const MAX_PACKED_ENTRIES: usize = 128;
@@ -254,7 +253,11 @@ impl ZSet {
     pub(crate) fn pop(&mut self, max: bool) -> Option<(Member, f64)> {
         match self {
             ZSet::Packed(p) => {
-                let rank = if max { p.slots().count().checked_sub(1)? } else { 0 };
+                let rank = if max {
+                    p.slots().count().checked_sub(1)?
+                } else {
+                    0
+                };
                 let slot = p.slots().nth(rank)?;
                 let popped = (Member::from(slot.member), slot.score);
                 p.remove_ranks(rank, rank + 1);
@@ -488,7 +491,6 @@ impl Big {
     }
 }
 
-
 /// A small sorted set in one buffer, in (score, member) order: for each
 /// member its score (see [`encode_score`]), its length (one byte) and its
 /// bytes. Kept at its exact size: small sorted sets are many.
@@ -622,7 +624,6 @@ impl Packed {
         spans.len()
     }
 }
-
 
 /// A score interval of ZRANGEBYSCORE, ZCOUNT and friends: `(` before a bound
 /// makes it exclusive.
@@ -1193,9 +1194,23 @@ mod tests {
     #[test]
     fn packed_scores_read_back_exact() {
         for score in [
-            0.0, 1.0, -1.0, 127.0, 128.0, -129.0, 40000.0, -40000.0,
-            2_147_483_647.0, -2_147_483_648.0, 2_147_483_648.0, 0.5, -1e300,
-            f64::INFINITY, f64::NEG_INFINITY, 1e15, f64::MIN_POSITIVE,
+            0.0,
+            1.0,
+            -1.0,
+            127.0,
+            128.0,
+            -129.0,
+            40000.0,
+            -40000.0,
+            2_147_483_647.0,
+            -2_147_483_648.0,
+            2_147_483_648.0,
+            0.5,
+            -1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e15,
+            f64::MIN_POSITIVE,
         ] {
             let mut buf = Vec::new();
             encode_score(&mut buf, score);
@@ -1219,7 +1234,9 @@ mod tests {
         assert!(matches!(big, ZSet::Big(_)));
         let mut x: u64 = 99;
         for step in 0..5000u64 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let member = format!("m{}", (x >> 40) % 60).into_bytes();
             let score = ((x >> 20) % 7) as f64 - 3.0;
             match (x >> 33) % 7 {
@@ -1250,7 +1267,10 @@ mod tests {
             assert_eq!(packed.score(&member), big.score(&member));
             let range = ScoreRange::parse(b"(-1", b"2").expect("valid");
             assert_eq!(packed.score_span(&range), big.score_span(&range));
-            assert_eq!(packed.score_start(&range, true), big.score_start(&range, true));
+            assert_eq!(
+                packed.score_start(&range, true),
+                big.score_start(&range, true)
+            );
             let lex = LexRange::parse(b"[m2", b"(m5").expect("valid");
             assert_eq!(packed.lex_span(&lex), big.lex_span(&lex));
             assert_eq!(packed.lex_start(&lex, true), big.lex_start(&lex, true));

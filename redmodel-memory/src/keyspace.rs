@@ -3,8 +3,8 @@
 //! Every key costs its share of each structure, so they are kept small
 //! (a key with a small hash took 234 bytes where Redis takes 139):
 //! - `nodes`: a vector in which each key has a stable position, its slot,
-//!   holding the key's [`Entry`] boxed (the key's bytes, its value, its
-//!   encoding history and its last access: 56 bytes). The slot is what
+//!   holding the key's [`Entry`] boxed (the key's bytes, inline up to 22,
+//!   its value, its encoding history and its last access: 64 bytes). The slot is what
 //!   SCAN's cursor counts: a key present for the whole scan keeps its slot
 //!   and is returned exactly once, whatever is added or removed meanwhile.
 //!   A deleted key leaves a hole that the next new key fills (`free` lists
@@ -38,14 +38,50 @@ pub(crate) type Key = Arc<[u8]>;
 pub(crate) struct Entry {
     pub(crate) value: Value,
     /// The key's bytes (the index reads them to compare).
-    key: Box<[u8]>,
+    key: KeyBytes,
     /// When the key was last looked up, in Unix seconds (OBJECT IDLETIME,
-    /// which Redis also counts in seconds). Four bytes keep the entry in
-    /// the allocator's 64-byte class.
+    /// which Redis also counts in seconds). Four bytes keep the entry at
+    /// 64 bytes.
     pub(crate) accessed: u32,
     /// What the value's Redis encoding depends on beyond its data (OBJECT
     /// ENCODING).
     pub(crate) history: History,
+}
+
+/// Most bytes of a key kept inside its entry.
+const INLINE_KEY: usize = 22;
+
+/// A key's bytes: inside the entry when short (most keys are: a model's
+/// `student:s123`), which saves a heap block per key, else boxed. Either
+/// way 24 bytes, which keeps an [`Entry`] at 64.
+#[derive(Debug)]
+enum KeyBytes {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Heap(Box<[u8]>),
+}
+
+impl KeyBytes {
+    fn new(key: &[u8]) -> KeyBytes {
+        let mut bytes = [0; INLINE_KEY];
+        match (bytes.get_mut(..key.len()), u8::try_from(key.len())) {
+            (Some(dst), Ok(len)) => {
+                dst.copy_from_slice(key);
+                KeyBytes::Inline { len, bytes }
+            }
+            _ => KeyBytes::Heap(key.into()),
+        }
+    }
+}
+
+impl std::ops::Deref for KeyBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            KeyBytes::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            KeyBytes::Heap(b) => b,
+        }
+    }
 }
 
 /// A key taken out of the keyspace (RENAME, MOVE), with its TTL.
@@ -354,7 +390,7 @@ impl Keyspace {
         if let Some(place) = self.nodes.get_mut(slot as usize) {
             *place = Some(Box::new(Entry {
                 value,
-                key: key.into(),
+                key: KeyBytes::new(key),
                 accessed: seconds(now),
                 history,
             }));
@@ -814,6 +850,18 @@ mod tests {
             assert_eq!(seen.iter().filter(|k| **k == key).count(), 1, "k{i}");
         }
         assert!(ks.free.is_empty() || ks.free.iter().all(|&h| (h as usize) < ks.nodes.len()));
+    }
+
+    /// An entry stays at 64 bytes, its key inline up to 22 bytes.
+    #[test]
+    fn entries_are_64_bytes_with_short_keys_inline() {
+        assert_eq!(std::mem::size_of::<super::Entry>(), 64);
+        for len in [0, 1, 22, 23, 300] {
+            let key = vec![b'k'; len];
+            let stored = super::KeyBytes::new(&key);
+            assert_eq!(&stored[..], &key[..]);
+            assert_eq!(matches!(stored, super::KeyBytes::Inline { .. }), len <= 22);
+        }
     }
 
     /// Holes are refilled, and trailing ones given back.

@@ -3,8 +3,8 @@
 //! Every key costs its share of each structure, so they are kept small
 //! (a key with a small hash took 234 bytes where Redis takes 139):
 //! - `nodes`: a vector in which each key has a stable position, its slot,
-//!   holding the key's [`Entry`] boxed (the key's bytes, inline up to 22,
-//!   its value, its encoding history and its last access: 64 bytes). The slot is what
+//!   holding the key's [`Entry`] boxed (its value, the key's bytes, inline
+//!   up to 17, its encoding history and its last access: 56 bytes). The slot is what
 //!   SCAN's cursor counts: a key present for the whole scan keeps its slot
 //!   and is returned exactly once, whatever is added or removed meanwhile.
 //!   A deleted key leaves a hole that the next new key fills (`free` lists
@@ -33,53 +33,93 @@ use super::value::{Kind, Value};
 
 pub(crate) type Key = Arc<[u8]>;
 
-/// A stored key: its bytes and what goes with them.
+/// A stored key: its value, and its bytes and bookkeeping packed in
+/// [`Meta`]. 56 bytes, all a key of up to [`INLINE_KEY`] bytes takes
+/// besides its value's data and its share of the two tables.
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub(crate) value: Value,
-    /// The key's bytes (the index reads them to compare).
-    key: KeyBytes,
-    /// When the key was last looked up, in Unix seconds (OBJECT IDLETIME,
-    /// which Redis also counts in seconds). Four bytes keep the entry at
-    /// 64 bytes.
-    pub(crate) accessed: u32,
-    /// What the value's Redis encoding depends on beyond its data (OBJECT
-    /// ENCODING).
-    pub(crate) history: History,
+    meta: Meta,
 }
 
 /// Most bytes of a key kept inside its entry.
-const INLINE_KEY: usize = 22;
+const INLINE_KEY: usize = 17;
 
-/// A key's bytes: inside the entry when short (most keys are: a model's
-/// `student:s123`), which saves a heap block per key, else boxed. Either
-/// way 24 bytes, which keeps an [`Entry`] at 64.
+/// The rest of an [`Entry`], in 24 bytes: the key's bytes, inside the entry
+/// when short (most keys are: a model's `student:s123`), which saves a heap
+/// block per key, else boxed; what the value's Redis encoding depends on
+/// beyond its data (OBJECT ENCODING); and when the key was last looked up,
+/// in Unix seconds (OBJECT IDLETIME, which Redis counts in seconds too).
 #[derive(Debug)]
-enum KeyBytes {
-    Inline { len: u8, bytes: [u8; INLINE_KEY] },
-    Heap(Box<[u8]>),
+enum Meta {
+    Inline {
+        history: History,
+        len: u8,
+        accessed: u32,
+        key: [u8; INLINE_KEY],
+    },
+    Heap {
+        history: History,
+        accessed: u32,
+        key: Box<[u8]>,
+    },
 }
 
-impl KeyBytes {
-    fn new(key: &[u8]) -> KeyBytes {
+impl Entry {
+    fn new(key: &[u8], value: Value, history: History, accessed: u32) -> Entry {
         let mut bytes = [0; INLINE_KEY];
-        match (bytes.get_mut(..key.len()), u8::try_from(key.len())) {
+        let meta = match (bytes.get_mut(..key.len()), u8::try_from(key.len())) {
             (Some(dst), Ok(len)) => {
                 dst.copy_from_slice(key);
-                KeyBytes::Inline { len, bytes }
+                Meta::Inline {
+                    history,
+                    len,
+                    accessed,
+                    key: bytes,
+                }
             }
-            _ => KeyBytes::Heap(key.into()),
+            _ => Meta::Heap {
+                history,
+                accessed,
+                key: key.into(),
+            },
+        };
+        Entry { value, meta }
+    }
+
+    /// The key's bytes.
+    fn key(&self) -> &[u8] {
+        match &self.meta {
+            Meta::Inline { len, key, .. } => key.get(..usize::from(*len)).unwrap_or_default(),
+            Meta::Heap { key, .. } => key,
         }
     }
-}
 
-impl std::ops::Deref for KeyBytes {
-    type Target = [u8];
+    /// What the value's Redis encoding depends on beyond its data.
+    pub(crate) fn history(&self) -> History {
+        match self.meta {
+            Meta::Inline { history, .. } | Meta::Heap { history, .. } => history,
+        }
+    }
 
-    fn deref(&self) -> &[u8] {
-        match self {
-            KeyBytes::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
-            KeyBytes::Heap(b) => b,
+    pub(crate) fn set_history(&mut self, to: History) {
+        match &mut self.meta {
+            Meta::Inline { history, .. } | Meta::Heap { history, .. } => *history = to,
+        }
+    }
+
+    /// When the key was last looked up, in Unix seconds.
+    pub(crate) fn accessed(&self) -> u32 {
+        match self.meta {
+            Meta::Inline { accessed, .. } | Meta::Heap { accessed, .. } => accessed,
+        }
+    }
+
+    fn touch(&mut self, now_ms: i64) {
+        match &mut self.meta {
+            Meta::Inline { accessed, .. } | Meta::Heap { accessed, .. } => {
+                *accessed = seconds(now_ms)
+            }
         }
     }
 }
@@ -155,7 +195,7 @@ impl Keyspace {
                 nodes
                     .get(slot as usize)
                     .and_then(Option::as_deref)
-                    .is_some_and(|e| *e.key == *key)
+                    .is_some_and(|e| e.key() == key)
             })
             .copied()
     }
@@ -195,7 +235,7 @@ impl Keyspace {
     /// The sum of `size(key, value)` over every key (INFO memory's estimate).
     pub(crate) fn sizes(&self, size: impl Fn(&[u8], &Value) -> usize) -> usize {
         self.stored_entries()
-            .map(|(_, e)| size(&e.key, &e.value))
+            .map(|(_, e)| size(e.key(), &e.value))
             .sum()
     }
 
@@ -212,7 +252,7 @@ impl Keyspace {
             for _ in 0..64 {
                 let i = rng.random_range(0..self.nodes.len().max(1));
                 if let Some(Some(e)) = self.nodes.get(i) {
-                    drawn = Some(Key::from(&e.key[..]));
+                    drawn = Some(Key::from(e.key()));
                     break;
                 }
             }
@@ -221,7 +261,7 @@ impl Keyspace {
                 None => {
                     let n = rng.random_range(0..self.index.len());
                     let (_, e) = self.stored_entries().nth(n)?;
-                    Key::from(&e.key[..])
+                    Key::from(e.key())
                 }
             };
             if !self.expire_if_needed(&key, now) {
@@ -266,7 +306,7 @@ impl Keyspace {
     pub(crate) fn entry(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
         self.expire_if_needed(key, now);
         let entry = self.get_mut(key)?;
-        entry.accessed = seconds(now);
+        entry.touch(now);
         Some(entry)
     }
 
@@ -315,7 +355,7 @@ impl Keyspace {
     /// as text (INCRBYFLOAT) or edited in place (APPEND, SETRANGE).
     pub(crate) fn set_history(&mut self, key: &[u8], history: History) {
         if let Some(e) = self.get_mut(key) {
-            e.history = history;
+            e.set_history(history);
         }
     }
 
@@ -388,18 +428,13 @@ impl Keyspace {
             }
         };
         if let Some(place) = self.nodes.get_mut(slot as usize) {
-            *place = Some(Box::new(Entry {
-                value,
-                key: KeyBytes::new(key),
-                accessed: seconds(now),
-                history,
-            }));
+            *place = Some(Box::new(Entry::new(key, value, history, seconds(now))));
         }
         let (nodes, hasher) = (&self.nodes, &self.hasher);
         self.index
             .insert_unique(Self::hash(hasher, key), slot, |&s| {
                 let key = nodes.get(s as usize).and_then(Option::as_deref);
-                Self::hash(hasher, key.map_or(&[][..], |e| &e.key[..]))
+                Self::hash(hasher, key.map_or(&[][..], |e| e.key()))
             });
     }
 
@@ -424,8 +459,8 @@ impl Keyspace {
             Some(slot) => {
                 if let Some(Some(entry)) = self.nodes.get_mut(slot as usize) {
                     entry.value = value;
-                    entry.history = history;
-                    entry.accessed = seconds(now);
+                    entry.set_history(history);
+                    entry.touch(now);
                 }
                 if !keep_ttl {
                     self.expiring.swap_remove(&slot);
@@ -460,10 +495,11 @@ impl Keyspace {
         self.free_slot(slot);
         let expire_at = self.expiring.swap_remove(&slot);
         self.modified(key);
+        let history = entry.history();
         Some(Removed {
             value: entry.value,
             expire_at,
-            history: entry.history,
+            history,
         })
     }
 
@@ -542,7 +578,7 @@ impl Keyspace {
             .iter()
             .enumerate()
             .skip(from)
-            .filter_map(|(slot, e)| Some((slot, Key::from(&e.as_deref()?.key[..]))))
+            .filter_map(|(slot, e)| Some((slot, Key::from(e.as_deref()?.key()))))
             .take(count.max(1))
             .collect();
         let next = match visited.last() {
@@ -580,8 +616,8 @@ impl Keyspace {
     pub(crate) fn keys(&self, pattern: Option<&[u8]>, now: i64) -> Vec<Key> {
         self.stored_entries()
             .filter(|&(slot, _)| !self.slot_expired(slot, now))
-            .filter(|(_, e)| pattern.is_none_or(|p| glob_match(p, &e.key, false)))
-            .map(|(_, e)| Key::from(&e.key[..]))
+            .filter(|(_, e)| pattern.is_none_or(|p| glob_match(p, e.key(), false)))
+            .map(|(_, e)| Key::from(e.key()))
             .collect()
     }
 
@@ -601,7 +637,7 @@ impl Keyspace {
                 .expiring
                 .get_index(i)
                 .and_then(|(&slot, _)| self.nodes.get(slot as usize)?.as_deref())
-                .map(|e| Key::from(&e.key[..]))
+                .map(|e| Key::from(e.key()))
             else {
                 break;
             };
@@ -674,8 +710,8 @@ impl Keyspace {
         }
         let limits = self.limits;
         if let Some(e) = self.get_mut(key) {
-            if e.history == History::Fresh && outgrows(&e.value, &limits) {
-                e.history = History::Converted;
+            if e.history() == History::Fresh && outgrows(&e.value, &limits) {
+                e.set_history(History::Converted);
             }
         }
         if self.watched.is_empty() {
@@ -852,15 +888,22 @@ mod tests {
         assert!(ks.free.is_empty() || ks.free.iter().all(|&h| (h as usize) < ks.nodes.len()));
     }
 
-    /// An entry stays at 64 bytes, its key inline up to 22 bytes.
+    /// An entry stays at 56 bytes, its key inline up to 17 bytes.
     #[test]
-    fn entries_are_64_bytes_with_short_keys_inline() {
-        assert_eq!(std::mem::size_of::<super::Entry>(), 64);
-        for len in [0, 1, 22, 23, 300] {
+    fn entries_are_56_bytes_with_short_keys_inline() {
+        use super::{Entry, Meta};
+        use crate::value::encoding::History;
+        assert_eq!(std::mem::size_of::<Entry>(), 56);
+        for len in [0, 1, 17, 18, 300] {
             let key = vec![b'k'; len];
-            let stored = super::KeyBytes::new(&key);
-            assert_eq!(&stored[..], &key[..]);
-            assert_eq!(matches!(stored, super::KeyBytes::Inline { .. }), len <= 22);
+            let mut e = Entry::new(&key, Value::Str(Vec::new()), History::Text, 7);
+            assert_eq!(e.key(), &key[..]);
+            assert_eq!(matches!(e.meta, Meta::Inline { .. }), len <= 17);
+            assert_eq!((e.history(), e.accessed()), (History::Text, 7));
+            e.set_history(History::Converted);
+            e.touch(9_999);
+            assert_eq!((e.history(), e.accessed()), (History::Converted, 9));
+            assert_eq!(e.key(), &key[..]);
         }
     }
 

@@ -31,6 +31,10 @@ pub(crate) struct ListValue {
 struct Chunk {
     buf: Vec<u8>,
     count: u32,
+    /// In the first chunk, the list's length (LPUSH and RPUSH reply with
+    /// it): the chunk's padding holds it, where a field of the list would
+    /// make every `Value` 8 bytes bigger. Unused in the other chunks.
+    list_len: u32,
 }
 
 /// Appends `bytes`'s length (LEB128) and bytes to `buf`.
@@ -99,6 +103,7 @@ impl Chunk {
         Chunk {
             buf,
             count: u32::try_from(elements.len()).unwrap_or(u32::MAX),
+            list_len: 0,
         }
     }
 
@@ -199,7 +204,14 @@ impl ListValue {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.chunks.iter().map(|c| c.count as usize).sum()
+        self.chunks.first().map_or(0, |c| c.list_len as usize)
+    }
+
+    /// Records the list's length after a change (see `Chunk::list_len`).
+    fn store_len(&mut self, len: usize) {
+        if let Some(first) = self.chunks.first_mut() {
+            first.list_len = u32::try_from(len).unwrap_or(u32::MAX);
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -208,6 +220,7 @@ impl ListValue {
 
     pub(crate) fn push_back(&mut self, element: impl AsRef<[u8]>) {
         let element = element.as_ref();
+        let len = self.len() + 1;
         match self.chunks.last_mut() {
             Some(c) if c.fits(element.len()) => {
                 encode(&mut c.buf, element);
@@ -222,10 +235,12 @@ impl ListValue {
                 self.chunks.push(Chunk::of(&[element]));
             }
         }
+        self.store_len(len);
     }
 
     pub(crate) fn push_front(&mut self, element: impl AsRef<[u8]>) {
         let element = element.as_ref();
+        let len = self.len() + 1;
         match self.chunks.first_mut() {
             Some(c) if c.fits(element.len()) => {
                 let mut encoded = Vec::with_capacity(encoded_len(element.len()));
@@ -242,19 +257,23 @@ impl ListValue {
                 self.chunks.insert(0, Chunk::of(&[element]));
             }
         }
+        self.store_len(len);
     }
 
     pub(crate) fn pop_front(&mut self) -> Option<Vec<u8>> {
+        let len = self.len().saturating_sub(1);
         let c = self.chunks.first_mut()?;
         let r = decode(&c.buf, 0)?;
         let element = c.buf.get(r.clone())?.to_vec();
         c.buf.drain(..r.end);
         c.count -= 1;
         self.after_removal(0);
+        self.store_len(len);
         Some(element)
     }
 
     pub(crate) fn pop_back(&mut self) -> Option<Vec<u8>> {
+        let len = self.len().saturating_sub(1);
         let i = self.chunks.len().checked_sub(1)?;
         let c = self.chunks.get_mut(i)?;
         let span = c.span(c.count as usize - 1)?;
@@ -264,6 +283,7 @@ impl ListValue {
         c.buf.truncate(span.start);
         c.count -= 1;
         self.after_removal(i);
+        self.store_len(len);
         Some(element)
     }
 
@@ -318,7 +338,9 @@ impl ListValue {
         let mut encoded = Vec::with_capacity(encoded_len(element.len()));
         encode(&mut encoded, element);
         c.buf.splice(span, encoded);
+        let len = self.len();
         self.split_if_big(i);
+        self.store_len(len);
         true
     }
 
@@ -348,6 +370,7 @@ impl ListValue {
         c.buf.splice(at..at, encoded);
         c.count += 1;
         self.split_if_big(i);
+        self.store_len(len + 1);
     }
 
     /// Splits chunk `i` in two if it grew past [`CHUNK_BYTES`] or
@@ -406,8 +429,11 @@ impl ListValue {
     /// are dropped, the chunks at the edges cut, nothing is copied out.
     pub(crate) fn keep_range(&mut self, range: Range<usize>) {
         let len = self.len();
-        self.drop_back(len.saturating_sub(range.end));
-        self.drop_front(range.start.min(range.end));
+        let end = range.end.min(len);
+        let start = range.start.min(end);
+        self.drop_back(len - end);
+        self.drop_front(start);
+        self.store_len(end - start);
     }
 
     fn drop_back(&mut self, mut n: usize) {

@@ -4,6 +4,7 @@ pub(crate) mod encoding;
 pub(crate) mod hash;
 pub(crate) mod list;
 pub(crate) mod set;
+pub(crate) mod small;
 pub(crate) mod stream;
 pub(crate) mod zset;
 

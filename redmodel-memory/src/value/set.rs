@@ -13,9 +13,9 @@
 //!   is one buffer of length-prefixed members in insertion order, scanned
 //!   linearly (Redis 7.2's listpack sets; 7.0 would use a table here, but
 //!   OBJECT ENCODING is worked out separately, see `encoding`);
-//! - [`SetValue::Table`]: anything bigger is a hash table of boxed byte
-//!   slices (16 bytes a member instead of a `Vec`'s 24), for good: a set
-//!   never goes back to a compact form, as in Redis.
+//! - [`SetValue::Table`]: anything bigger is a hash table of
+//!   [`SmallBytes`] (a member of up to 22 bytes inline in its slot, no heap
+//!   block), for good: a set never goes back to a compact form, as in Redis.
 //!
 //! The layout of the representation changes nothing the commands see but
 //! the order of iteration, which Redis leaves unspecified for big sets.
@@ -23,6 +23,7 @@
 use std::borrow::Cow;
 use std::collections::{hash_set, HashSet};
 
+use super::small::SmallBytes;
 use crate::args::parse_i64;
 
 /// Most members an integer set holds (`set-max-intset-entries`'s default).
@@ -33,8 +34,9 @@ pub(crate) const MAX_COMPACT_ENTRIES: usize = 128;
 /// encodes each length.
 pub(crate) const MAX_COMPACT_LEN: usize = 64;
 
-/// The encoding of a set that outgrew the compact ones.
-type Table = HashSet<Box<[u8]>>;
+/// The encoding of a set that outgrew the compact ones: short members
+/// inline in their slot (see [`SmallBytes`]).
+type Table = HashSet<SmallBytes>;
 
 /// A set value: the set operations the commands use, whatever the
 /// encoding. Both compact encodings share one variant, told apart by the
@@ -141,7 +143,7 @@ impl SetValue {
             }
         }
         match self {
-            SetValue::Table(t) => t.insert(member.into()),
+            SetValue::Table(t) => t.insert(SmallBytes::from(member)),
             // Converted to a compact set of strings, with room for one more.
             SetValue::Packed(_) => self.insert(member),
         }
@@ -166,7 +168,7 @@ impl SetValue {
             SetValue::Packed(buf)
         } else {
             SetValue::Table(Box::new(
-                members.into_iter().map(Vec::into_boxed_slice).collect(),
+                members.iter().map(|m| SmallBytes::from(&m[..])).collect(),
             ))
         };
     }
@@ -255,7 +257,7 @@ impl<'a> Iterator for CompactIter<'a> {
 pub(crate) enum Iter<'a> {
     Ints(&'a [u8], usize),
     Compact(CompactIter<'a>),
-    Table(hash_set::Iter<'a, Box<[u8]>>),
+    Table(hash_set::Iter<'a, SmallBytes>),
 }
 
 impl<'a> Iterator for Iter<'a> {

@@ -11,8 +11,10 @@
 //!   the chunk lengths. It answers "rank of" and "entry at rank" in
 //!   O(log n), like the spans of Redis's skiplist.
 //!
-//! The member bytes are shared by both views (`Arc<[u8]>`), so each member
-//! is stored once.
+//! Each view holds the member as a [`SmallBytes`](super::small::SmallBytes): a member of up to 22
+//! bytes inline, without a heap block (an `Arc<[u8]>` shared by both views
+//! cost 40 bytes of heap a member more than the slots), a longer one boxed
+//! in each view.
 //!
 //! Costs of the big form, for n members, B = [`MAX_CHUNK`], k entries in a result:
 //!
@@ -36,12 +38,11 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use crate::args::split_sign;
 
 /// A member's bytes, shared by the two views of a [`ZSet`].
-pub(crate) type Member = Arc<[u8]>;
+pub(crate) type Member = super::small::SmallBytes;
 
 /// A score with a total order. Redis never stores NaN, so `total_cmp` agrees
 /// with numeric order on every stored score (and -0 is stored as 0).
@@ -377,7 +378,7 @@ impl Big {
     fn from_pairs(pairs: impl IntoIterator<Item = (Vec<u8>, f64)>) -> Big {
         let mut scores: HashMap<Member, f64> = HashMap::new();
         for (member, score) in pairs {
-            scores.insert(Arc::from(member), normalize(score));
+            scores.insert(Member::from(&member[..]), normalize(score));
         }
         let mut entries: Vec<Entry> = scores
             .iter()
@@ -423,7 +424,7 @@ impl Big {
                 false
             }
             None => {
-                let key: Member = Arc::from(member);
+                let key = Member::from(member);
                 self.order.insert(Entry {
                     score: Score(score),
                     member: key.clone(),

@@ -984,9 +984,16 @@ impl<T: Ord> OrderIndex<T> {
             return;
         };
         let i = chunk.partition_point(|e| *e < item);
+        // Grow by an eighth rather than double: a chunk is at most
+        // MAX_CHUNK entries, so the copies stay short, and the index keeps
+        // little slack (doubling left a third of it empty on average).
+        if chunk.len() == chunk.capacity() {
+            chunk.reserve_exact((chunk.len() / 8).max(4));
+        }
         chunk.insert(i, item);
         if chunk.len() > MAX_CHUNK {
             let tail = chunk.split_off(chunk.len() / 2);
+            chunk.shrink_to_fit();
             self.chunks.insert(c + 1, tail);
             self.rebuild();
         } else {

@@ -1,23 +1,29 @@
 //! One numbered database: the keys, their values and their expiry times.
 //!
-//! Three structures share the key (an `Arc<[u8]>`, so each key is stored
-//! once):
-//! - `entries`: key -> value and expiry, for lookups;
-//! - `slots`: a vector in which each key has a stable position, so that
-//!   SCAN's cursor is simply "the next position": a key present for the
-//!   whole scan keeps its position and is returned exactly once, whatever
-//!   is added or removed meanwhile. A deleted key leaves a hole that the
-//!   next new key fills (`free` lists the holes), so the vector stays as
-//!   long as the most keys ever held at once, at one pointer per key (a
-//!   B-tree of ids cost three times that). A key deleted and created again
-//!   during a scan may come back twice, as Redis allows;
-//! - `expiring`: the keys that have a TTL, in a vector-backed set, so that
-//!   the active expiry cycle can sample them at random in O(1).
+//! Every key costs its share of each structure, so they are kept small
+//! (a key with a small hash took 234 bytes where Redis takes 139):
+//! - `nodes`: a vector in which each key has a stable position, its slot,
+//!   holding the key's [`Entry`] boxed (its value, the key's bytes, inline
+//!   up to 16, its encoding history and its last access: 56 bytes). The slot is what
+//!   SCAN's cursor counts: a key present for the whole scan keeps its slot
+//!   and is returned exactly once, whatever is added or removed meanwhile.
+//!   A deleted key leaves a hole that the next new key fills (`free` lists
+//!   the holes), so the vector stays as long as the most keys ever held at
+//!   once, at one pointer per key. A key deleted and created again during
+//!   a scan may come back twice, as Redis allows;
+//! - `index`: a hash table of slots (4 bytes each) for lookups by key, the
+//!   key's bytes being read from its node;
+//! - `expiring`: the slots of the keys that have a TTL, with their expiry
+//!   time, in a vector-backed map, so that the active expiry cycle can
+//!   sample them at random in O(1), and a key without a TTL pays nothing
+//!   for it.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 
-use indexmap::IndexSet;
+use hashbrown::HashTable;
+use indexmap::{IndexMap, IndexSet};
 
 use super::config::Limits;
 use super::error::CmdError;
@@ -27,22 +33,136 @@ use super::value::{Kind, Value};
 
 pub(crate) type Key = Arc<[u8]>;
 
+/// A stored key: its value, and its bytes and bookkeeping packed in
+/// [`Meta`]. 56 bytes, all a key of up to [`INLINE_KEY`] bytes takes
+/// besides its value's data and its share of the two tables.
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub(crate) value: Value,
+    meta: Meta,
+}
+
+/// Most bytes of a key kept inside its entry.
+const INLINE_KEY: usize = 16;
+
+/// The rest of an [`Entry`], in 24 bytes: the key's bytes, inside the entry
+/// when short (most keys are: a model's `student:s123`), which saves a heap
+/// block per key, else boxed; what the value's Redis encoding depends on
+/// beyond its data (OBJECT ENCODING); and when the key was last looked up,
+/// in Unix seconds (OBJECT IDLETIME, which Redis counts in seconds too).
+#[derive(Debug)]
+enum Meta {
+    Inline {
+        history: History,
+        freq: u8,
+        len: u8,
+        accessed: u32,
+        key: [u8; INLINE_KEY],
+    },
+    Heap {
+        history: History,
+        freq: u8,
+        accessed: u32,
+        key: Box<[u8]>,
+    },
+}
+
+impl Entry {
+    fn new(key: &[u8], value: Value, history: History, accessed: u32) -> Entry {
+        let mut bytes = [0; INLINE_KEY];
+        let meta = match (bytes.get_mut(..key.len()), u8::try_from(key.len())) {
+            (Some(dst), Ok(len)) => {
+                dst.copy_from_slice(key);
+                Meta::Inline {
+                    history,
+                    freq: LFU_INIT_VAL,
+                    len,
+                    accessed,
+                    key: bytes,
+                }
+            }
+            _ => Meta::Heap {
+                history,
+                freq: LFU_INIT_VAL,
+                accessed,
+                key: key.into(),
+            },
+        };
+        Entry { value, meta }
+    }
+
+    /// The key's bytes.
+    fn key(&self) -> &[u8] {
+        match &self.meta {
+            Meta::Inline { len, key, .. } => key.get(..usize::from(*len)).unwrap_or_default(),
+            Meta::Heap { key, .. } => key,
+        }
+    }
+
+    /// What the value's Redis encoding depends on beyond its data.
+    pub(crate) fn history(&self) -> History {
+        match self.meta {
+            Meta::Inline { history, .. } | Meta::Heap { history, .. } => history,
+        }
+    }
+
+    pub(crate) fn set_history(&mut self, to: History) {
+        match &mut self.meta {
+            Meta::Inline { history, .. } | Meta::Heap { history, .. } => *history = to,
+        }
+    }
+
+    /// When the key was last looked up, in Unix seconds.
+    pub(crate) fn accessed(&self) -> u32 {
+        match self.meta {
+            Meta::Inline { accessed, .. } | Meta::Heap { accessed, .. } => accessed,
+        }
+    }
+
+    /// Sets when the key was last looked up (RESTORE ... IDLETIME), in
+    /// Unix seconds.
+    pub(crate) fn set_accessed(&mut self, seconds: u32) {
+        match &mut self.meta {
+            Meta::Inline { accessed, .. } | Meta::Heap { accessed, .. } => *accessed = seconds,
+        }
+    }
+
+    /// The LFU access counter OBJECT FREQ shows: Redis's initial
+    /// [`LFU_INIT_VAL`] (the engine does not count accesses), or what
+    /// RESTORE ... FREQ set.
+    pub(crate) fn freq(&self) -> u8 {
+        match self.meta {
+            Meta::Inline { freq, .. } | Meta::Heap { freq, .. } => freq,
+        }
+    }
+
+    pub(crate) fn set_freq(&mut self, to: u8) {
+        match &mut self.meta {
+            Meta::Inline { freq, .. } | Meta::Heap { freq, .. } => *freq = to,
+        }
+    }
+
+    fn touch(&mut self, now_ms: i64) {
+        match &mut self.meta {
+            Meta::Inline { accessed, .. } | Meta::Heap { accessed, .. } => {
+                *accessed = seconds(now_ms)
+            }
+        }
+    }
+}
+
+/// A key taken out of the keyspace (RENAME, MOVE), with its TTL.
+#[derive(Debug)]
+pub(crate) struct Removed {
+    pub(crate) value: Value,
     /// Unix milliseconds after which the key is gone (`now > expire_at`).
     pub(crate) expire_at: Option<i64>,
-    /// The key's position in `Keyspace::slots`.
-    slot: usize,
-    /// What the value's Redis encoding depends on beyond its data (OBJECT
-    /// ENCODING).
     pub(crate) history: History,
-    /// When the key was last looked up, in Unix ms (OBJECT IDLETIME).
-    pub(crate) accessed: i64,
-    /// The LFU access counter OBJECT FREQ shows: Redis's initial
-    /// `LFU_INIT_VAL` (the engine does not count accesses), or what
-    /// RESTORE ... FREQ set.
-    pub(crate) freq: u8,
+}
+
+/// Unix seconds as [`Entry::accessed`] keeps them.
+pub(crate) fn seconds(now_ms: i64) -> u32 {
+    u32::try_from(now_ms.max(0) / 1000).unwrap_or(u32::MAX)
 }
 
 /// Redis's `LFU_INIT_VAL`: a new key's access counter.
@@ -58,11 +178,14 @@ struct Watch {
 
 #[derive(Debug, Default)]
 pub(crate) struct Keyspace {
-    entries: HashMap<Key, Entry>,
-    slots: Vec<Option<Key>>,
-    /// The holes in `slots`, refilled last-freed first.
-    free: Vec<usize>,
-    expiring: IndexSet<Key>,
+    /// The slots of `nodes` that hold a key, hashed by the key's bytes.
+    index: HashTable<u32>,
+    hasher: RandomState,
+    nodes: Vec<Option<Box<Entry>>>,
+    /// The holes in `nodes`, refilled last-freed first.
+    free: Vec<u32>,
+    /// Slot -> Unix ms after which the key is gone (`now > expire_at`).
+    expiring: IndexMap<u32, i64>,
     watched: HashMap<Key, Watch>,
     /// The configured encoding thresholds, against which every modified
     /// value is checked (see [`Self::modified`]).
@@ -87,52 +210,88 @@ pub(crate) struct Keyspace {
 impl Keyspace {
     /// Number of keys, counting expired keys not yet reclaimed (as DBSIZE does).
     pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+        self.index.len()
+    }
+
+    fn hash(hasher: &RandomState, key: &[u8]) -> u64 {
+        hasher.hash_one(key)
+    }
+
+    /// The slot of `key`, if stored.
+    fn find(&self, key: &[u8]) -> Option<u32> {
+        let nodes = &self.nodes;
+        self.index
+            .find(Self::hash(&self.hasher, key), |&slot| {
+                nodes
+                    .get(slot as usize)
+                    .and_then(Option::as_deref)
+                    .is_some_and(|e| e.key() == key)
+            })
+            .copied()
+    }
+
+    fn get(&self, key: &[u8]) -> Option<&Entry> {
+        let slot = self.find(key)?;
+        self.nodes.get(slot as usize)?.as_deref()
+    }
+
+    fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let slot = self.find(key)?;
+        self.nodes.get_mut(slot as usize)?.as_deref_mut()
+    }
+
+    /// The stored entries with their slots, in slot order.
+    fn stored_entries(&self) -> impl Iterator<Item = (u32, &Entry)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, e)| Some((u32::try_from(slot).ok()?, e.as_deref()?)))
     }
 
     /// The mean remaining TTL of the keys that have one, in ms (INFO's
     /// `avg_ttl`; Redis estimates it from samples, this is exact).
     pub(crate) fn average_ttl(&self, now: i64) -> i64 {
-        let ttls: Vec<i64> = self
-            .expiring
-            .iter()
-            .filter_map(|k| self.entries.get(k)?.expire_at)
-            .map(|at| (at - now).max(0))
-            .collect();
-        if ttls.is_empty() {
+        if self.expiring.is_empty() {
             return 0;
         }
-        let sum: i128 = ttls.iter().map(|&t| i128::from(t)).sum();
-        i64::try_from(sum / ttls.len() as i128).unwrap_or(i64::MAX)
+        let sum: i128 = self
+            .expiring
+            .values()
+            .map(|&at| i128::from((at - now).max(0)))
+            .sum();
+        i64::try_from(sum / self.expiring.len() as i128).unwrap_or(i64::MAX)
     }
 
     /// The sum of `size(key, value)` over every key (INFO memory's estimate).
     pub(crate) fn sizes(&self, size: impl Fn(&[u8], &Value) -> usize) -> usize {
-        self.entries.iter().map(|(k, e)| size(k, &e.value)).sum()
+        self.stored_entries()
+            .map(|(_, e)| size(e.key(), &e.value))
+            .sum()
     }
 
     /// A random live key (RANDOMKEY), reclaiming the expired keys it
     /// meets as Redis's `dbRandomKey` does; `None` if there is none left.
     pub(crate) fn random_key(&mut self, now: i64, rng: &mut impl rand::Rng) -> Option<Key> {
         loop {
-            if self.entries.is_empty() {
+            if self.index.is_empty() {
                 return None;
             }
             // Slots are mostly full, so a few draws find a key; if holes
-            // dominate, pick among the entries instead.
+            // dominate, pick among the stored entries instead.
             let mut drawn = None;
             for _ in 0..64 {
-                let i = rng.random_range(0..self.slots.len().max(1));
-                if let Some(Some(key)) = self.slots.get(i) {
-                    drawn = Some(key.clone());
+                let i = rng.random_range(0..self.nodes.len().max(1));
+                if let Some(Some(e)) = self.nodes.get(i) {
+                    drawn = Some(Key::from(e.key()));
                     break;
                 }
             }
             let key = match drawn {
                 Some(key) => key,
                 None => {
-                    let n = rng.random_range(0..self.entries.len());
-                    self.entries.keys().nth(n)?.clone()
+                    let n = rng.random_range(0..self.index.len());
+                    let (_, e) = self.stored_entries().nth(n)?;
+                    Key::from(e.key())
                 }
             };
             if !self.expire_if_needed(&key, now) {
@@ -146,28 +305,38 @@ impl Keyspace {
         self.expiring.len()
     }
 
-    fn is_expired(entry: &Entry, now: i64) -> bool {
-        entry.expire_at.is_some_and(|at| now > at)
+    fn slot_expired(&self, slot: u32, now: i64) -> bool {
+        self.expiring.get(&slot).is_some_and(|&at| now > at)
+    }
+
+    /// Whether `key` is stored and past its time.
+    fn is_expired_key(&self, key: &[u8], now: i64) -> bool {
+        self.find(key)
+            .is_some_and(|slot| self.slot_expired(slot, now))
+    }
+
+    /// The expiry time of `key` (Unix ms), if it is stored and has one.
+    pub(crate) fn expire_at(&self, key: &[u8]) -> Option<i64> {
+        let slot = self.find(key)?;
+        self.expiring.get(&slot).copied()
     }
 
     /// Passive expiry: deletes `key` if its time has passed. Returns true if it did.
     pub(crate) fn expire_if_needed(&mut self, key: &[u8], now: i64) -> bool {
-        match self.entries.get(key) {
-            Some(entry) if Self::is_expired(entry, now) => {
-                self.log_event(crate::notify::class::EXPIRED, "expired", key);
-                self.remove(key);
-                self.expired_count += 1;
-                true
-            }
-            _ => false,
+        if self.expiring.is_empty() || !self.is_expired_key(key, now) {
+            return false;
         }
+        self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        self.remove(key);
+        self.expired_count += 1;
+        true
     }
 
     /// The live entry at `key`, if any.
     pub(crate) fn entry(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
         self.expire_if_needed(key, now);
-        let entry = self.entries.get_mut(key)?;
-        entry.accessed = now;
+        let entry = self.get_mut(key)?;
+        entry.touch(now);
         Some(entry)
     }
 
@@ -175,7 +344,7 @@ impl Keyspace {
     /// Redis looks up with `LOOKUP_NOTOUCH`). Expired keys are reclaimed.
     pub(crate) fn entry_untouched(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
         self.expire_if_needed(key, now);
-        self.entries.get(key)
+        self.get(key)
     }
 
     /// Logs a keyspace event raised here, if its class is enabled (the
@@ -188,7 +357,7 @@ impl Keyspace {
 
     /// Whether `key` is stored, expired or not, without expiring it.
     pub(crate) fn exists_raw(&self, key: &[u8]) -> bool {
-        self.entries.contains_key(key)
+        self.find(key).is_some()
     }
 
     /// The logged events, oldest first (see `Store::flush_notifications`).
@@ -204,7 +373,7 @@ impl Keyspace {
     /// The entry stored at `key`, even if its time has passed (MEMORY
     /// USAGE looks at the dictionary directly).
     pub(crate) fn stored(&self, key: &[u8]) -> Option<&Entry> {
-        self.entries.get(key)
+        self.get(key)
     }
 
     /// The encoding thresholds now in force (CONFIG SET changes them).
@@ -215,8 +384,8 @@ impl Keyspace {
     /// Records how a string was made, for OBJECT ENCODING: a string built
     /// as text (INCRBYFLOAT) or edited in place (APPEND, SETRANGE).
     pub(crate) fn set_history(&mut self, key: &[u8], history: History) {
-        if let Some(e) = self.entries.get_mut(key) {
-            e.history = history;
+        if let Some(e) = self.get_mut(key) {
+            e.set_history(history);
         }
     }
 
@@ -234,10 +403,11 @@ impl Keyspace {
     /// as absent but is not reclaimed here: run [`Self::value`] on each key
     /// first for Redis's passive expiry.
     pub(crate) fn peek(&self, key: &[u8], now: i64) -> Option<&Value> {
-        self.entries
-            .get(key)
-            .filter(|e| !Self::is_expired(e, now))
-            .map(|e| &e.value)
+        let slot = self.find(key)?;
+        if self.slot_expired(slot, now) {
+            return None;
+        }
+        self.nodes.get(slot as usize)?.as_deref().map(|e| &e.value)
     }
 
     /// The value at `key` as type `T`; WRONGTYPE if it holds another type.
@@ -269,40 +439,33 @@ impl Keyspace {
         now: i64,
     ) -> Result<&mut T, CmdError> {
         if !self.contains(key, now) {
-            self.insert_new(Arc::from(key), T::default().wrap(), None, History::Fresh);
+            self.insert_new(key, T::default().wrap(), History::Fresh, now);
         }
-        match self.entries.get_mut(key) {
+        match self.get_mut(key) {
             Some(e) => T::of_mut(&mut e.value).ok_or(CmdError::WrongType),
             None => unreachable!("inserted above"),
         }
     }
 
-    fn insert_new(&mut self, key: Key, value: Value, expire_at: Option<i64>, history: History) {
-        self.log_event(crate::notify::class::NEW, "new", &key);
+    /// Stores a key that is not there (no TTL).
+    fn insert_new(&mut self, key: &[u8], value: Value, history: History, now: i64) {
+        self.log_event(crate::notify::class::NEW, "new", key);
         let slot = match self.free.pop() {
             Some(hole) => hole,
             None => {
-                self.slots.push(None);
-                self.slots.len() - 1
+                self.nodes.push(None);
+                u32::try_from(self.nodes.len() - 1).unwrap_or(u32::MAX)
             }
         };
-        if let Some(place) = self.slots.get_mut(slot) {
-            *place = Some(key.clone());
+        if let Some(place) = self.nodes.get_mut(slot as usize) {
+            *place = Some(Box::new(Entry::new(key, value, history, seconds(now))));
         }
-        if expire_at.is_some() {
-            self.expiring.insert(key.clone());
-        }
-        self.entries.insert(
-            key,
-            Entry {
-                value,
-                expire_at,
-                slot,
-                history,
-                accessed: 0,
-                freq: LFU_INIT_VAL,
-            },
-        );
+        let (nodes, hasher) = (&self.nodes, &self.hasher);
+        self.index
+            .insert_unique(Self::hash(hasher, key), slot, |&s| {
+                let key = nodes.get(s as usize).and_then(Option::as_deref);
+                Self::hash(hasher, key.map_or(&[][..], |e| e.key()))
+            });
     }
 
     /// Stores `value` at `key`, replacing whatever was there. The TTL is
@@ -322,21 +485,18 @@ impl Keyspace {
         now: i64,
     ) {
         self.expire_if_needed(key, now);
-        match self.entries.get_mut(key) {
-            Some(entry) => {
-                entry.value = value;
-                entry.history = history;
-                entry.accessed = now;
-                if !keep_ttl && entry.expire_at.take().is_some() {
-                    self.expiring.swap_remove(key);
+        match self.find(key) {
+            Some(slot) => {
+                if let Some(Some(entry)) = self.nodes.get_mut(slot as usize) {
+                    entry.value = value;
+                    entry.set_history(history);
+                    entry.touch(now);
+                }
+                if !keep_ttl {
+                    self.expiring.swap_remove(&slot);
                 }
             }
-            None => {
-                self.insert_new(Arc::from(key), value, None, history);
-                if let Some(e) = self.entries.get_mut(key) {
-                    e.accessed = now;
-                }
-            }
+            None => self.insert_new(key, value, history, now),
         }
         self.modified(key);
     }
@@ -355,28 +515,36 @@ impl Keyspace {
     }
 
     /// Deletes `key` (live or expired). Marks it modified.
-    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let (key, entry) = self.entries.remove_entry(key)?;
-        self.free_slot(entry.slot);
-        if entry.expire_at.is_some() {
-            self.expiring.swap_remove(&key);
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Removed> {
+        let slot = self.find(key)?;
+        let hash = Self::hash(&self.hasher, key);
+        if let Ok(found) = self.index.find_entry(hash, |&s| s == slot) {
+            found.remove();
         }
-        self.modified(&key);
-        Some(entry)
+        let entry = self.nodes.get_mut(slot as usize)?.take()?;
+        self.free_slot(slot);
+        let expire_at = self.expiring.swap_remove(&slot);
+        self.modified(key);
+        let history = entry.history();
+        Some(Removed {
+            value: entry.value,
+            expire_at,
+            history,
+        })
     }
 
     /// Empties a key's slot for a later key. Trailing holes are dropped
     /// instead, so that a keyspace that shrinks gives its slots back.
-    fn free_slot(&mut self, slot: usize) {
-        if let Some(place) = self.slots.get_mut(slot) {
+    fn free_slot(&mut self, slot: u32) {
+        if let Some(place) = self.nodes.get_mut(slot as usize) {
             *place = None;
         }
-        if slot + 1 == self.slots.len() {
-            while self.slots.last().is_some_and(Option::is_none) {
-                self.slots.pop();
+        if slot as usize + 1 == self.nodes.len() {
+            while self.nodes.last().is_some_and(Option::is_none) {
+                self.nodes.pop();
             }
-            let len = self.slots.len();
-            self.free.retain(|&hole| hole < len);
+            let len = self.nodes.len();
+            self.free.retain(|&hole| (hole as usize) < len);
         } else {
             self.free.push(slot);
         }
@@ -384,11 +552,7 @@ impl Keyspace {
 
     /// Deletes `key` if it holds an empty aggregate: Redis never keeps one.
     pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
-        if self
-            .entries
-            .get(key)
-            .is_some_and(|e| e.value.is_empty_aggregate())
-        {
+        if self.get(key).is_some_and(|e| e.value.is_empty_aggregate()) {
             self.remove(key);
         }
     }
@@ -396,22 +560,16 @@ impl Keyspace {
     /// Sets or clears the expiry of an existing key. Does not mark it modified:
     /// the expiry commands do that themselves, as Redis does.
     pub(crate) fn set_expire(&mut self, key: &[u8], at: Option<i64>) -> bool {
-        let Some(entry) = self.entries.get_mut(key) else {
+        let Some(slot) = self.find(key) else {
             return false;
         };
-        match (entry.expire_at.is_some(), at.is_some()) {
-            (false, true) => {
-                if let Some((k, _)) = self.entries.get_key_value(key) {
-                    self.expiring.insert(k.clone());
-                }
+        match at {
+            Some(at) => {
+                self.expiring.insert(slot, at);
             }
-            (true, false) => {
-                self.expiring.swap_remove(key);
+            None => {
+                self.expiring.swap_remove(&slot);
             }
-            _ => {}
-        }
-        if let Some(entry) = self.entries.get_mut(key) {
-            entry.expire_at = at;
         }
         true
     }
@@ -421,13 +579,13 @@ impl Keyspace {
         let watched: Vec<Key> = self
             .watched
             .keys()
-            .filter(|k| self.entries.contains_key(&k[..]))
+            .filter(|k| self.find(k).is_some())
             .cloned()
             .collect();
-        self.entries.clear();
-        self.slots = Vec::new();
+        self.index = HashTable::new();
+        self.nodes = Vec::new();
         self.free = Vec::new();
-        self.expiring.clear();
+        self.expiring = IndexMap::new();
         for key in watched {
             self.modified(&key);
         }
@@ -446,15 +604,15 @@ impl Keyspace {
     ) -> (u64, Vec<Key>) {
         let from = usize::try_from(cursor).unwrap_or(usize::MAX);
         let visited: Vec<(usize, Key)> = self
-            .slots
+            .nodes
             .iter()
             .enumerate()
             .skip(from)
-            .filter_map(|(slot, key)| Some((slot, key.clone()?)))
+            .filter_map(|(slot, e)| Some((slot, Key::from(e.as_deref()?.key()))))
             .take(count.max(1))
             .collect();
         let next = match visited.last() {
-            Some(&(last, _)) if self.slots.iter().skip(last + 1).any(Option::is_some) => {
+            Some(&(last, _)) if self.nodes.iter().skip(last + 1).any(Option::is_some) => {
                 u64::try_from(last + 1).unwrap_or(0)
             }
             _ => 0,
@@ -468,7 +626,7 @@ impl Keyspace {
                 continue;
             }
             if let Some(t) = type_name {
-                let Some(e) = self.entries.get(&key[..]) else {
+                let Some(e) = self.get(&key) else {
                     continue;
                 };
                 if !e.value.type_name().as_bytes().eq_ignore_ascii_case(t) {
@@ -486,16 +644,10 @@ impl Keyspace {
     /// (so DBSIZE still counts them until they are reclaimed). `None`
     /// matches every key, the empty one included (KEYS's `*` special case).
     pub(crate) fn keys(&self, pattern: Option<&[u8]>, now: i64) -> Vec<Key> {
-        self.slots
-            .iter()
-            .flatten()
-            .filter(|key| {
-                self.entries
-                    .get(&key[..])
-                    .is_some_and(|e| !Self::is_expired(e, now))
-            })
-            .filter(|key| pattern.is_none_or(|p| glob_match(p, key, false)))
-            .cloned()
+        self.stored_entries()
+            .filter(|&(slot, _)| !self.slot_expired(slot, now))
+            .filter(|(_, e)| pattern.is_none_or(|p| glob_match(p, e.key(), false)))
+            .map(|(_, e)| Key::from(e.key()))
             .collect()
     }
 
@@ -511,7 +663,12 @@ impl Keyspace {
         let mut expired = 0;
         for _ in 0..sample {
             let i = rng.random_range(0..self.expiring.len());
-            let Some(key) = self.expiring.get_index(i).cloned() else {
+            let Some(key) = self
+                .expiring
+                .get_index(i)
+                .and_then(|(&slot, _)| self.nodes.get(slot as usize)?.as_deref())
+                .map(|e| Key::from(e.key()))
+            else {
                 break;
             };
             if self.expire_if_needed(&key, now) {
@@ -530,8 +687,9 @@ impl Keyspace {
     pub(crate) fn swap_data(a: &mut Keyspace, b: &mut Keyspace, now: i64) {
         a.touch_for_swap(b, now);
         b.touch_for_swap(a, now);
-        std::mem::swap(&mut a.entries, &mut b.entries);
-        std::mem::swap(&mut a.slots, &mut b.slots);
+        std::mem::swap(&mut a.index, &mut b.index);
+        std::mem::swap(&mut a.hasher, &mut b.hasher);
+        std::mem::swap(&mut a.nodes, &mut b.nodes);
         std::mem::swap(&mut a.free, &mut b.free);
         std::mem::swap(&mut a.expiring, &mut b.expiring);
         // Blocked clients stay with their database, which now holds
@@ -551,8 +709,7 @@ impl Keyspace {
         if self.watched.is_empty() {
             return;
         }
-        let state =
-            |ks: &Keyspace, key: &[u8]| ks.entries.get(key).map(|e| Self::is_expired(e, now));
+        let state = |ks: &Keyspace, key: &[u8]| ks.find(key).map(|slot| ks.slot_expired(slot, now));
         let touched: Vec<Key> = self
             .watched
             .keys()
@@ -581,9 +738,10 @@ impl Keyspace {
         if !self.blocked.is_empty() {
             self.signal_ready(key);
         }
-        if let Some(e) = self.entries.get_mut(key) {
-            if e.history == History::Fresh && outgrows(&e.value, &self.limits) {
-                e.history = History::Converted;
+        let limits = self.limits;
+        if let Some(e) = self.get_mut(key) {
+            if e.history() == History::Fresh && outgrows(&e.value, &limits) {
+                e.set_history(History::Converted);
             }
         }
         if self.watched.is_empty() {
@@ -674,9 +832,7 @@ impl Keyspace {
 
     /// Whether `key` exists but is past its expiry time (not yet reclaimed).
     pub(crate) fn is_logically_expired(&self, key: &[u8], now: i64) -> bool {
-        self.entries
-            .get(key)
-            .is_some_and(|e| Self::is_expired(e, now))
+        self.is_expired_key(key, now)
     }
 }
 
@@ -759,7 +915,26 @@ mod tests {
             let key = format!("k{i}").into_bytes();
             assert_eq!(seen.iter().filter(|k| **k == key).count(), 1, "k{i}");
         }
-        assert!(ks.free.is_empty() || ks.free.iter().all(|&h| h < ks.slots.len()));
+        assert!(ks.free.is_empty() || ks.free.iter().all(|&h| (h as usize) < ks.nodes.len()));
+    }
+
+    /// An entry stays at 56 bytes, its key inline up to 16 bytes.
+    #[test]
+    fn entries_are_56_bytes_with_short_keys_inline() {
+        use super::{Entry, Meta};
+        use crate::value::encoding::History;
+        assert_eq!(std::mem::size_of::<Entry>(), 56);
+        for len in [0, 1, 16, 17, 300] {
+            let key = vec![b'k'; len];
+            let mut e = Entry::new(&key, Value::Str(Vec::new()), History::Text, 7);
+            assert_eq!(e.key(), &key[..]);
+            assert_eq!(matches!(e.meta, Meta::Inline { .. }), len <= 16);
+            assert_eq!((e.history(), e.accessed()), (History::Text, 7));
+            e.set_history(History::Converted);
+            e.touch(9_999);
+            assert_eq!((e.history(), e.accessed()), (History::Converted, 9));
+            assert_eq!(e.key(), &key[..]);
+        }
     }
 
     /// Holes are refilled, and trailing ones given back.
@@ -771,7 +946,7 @@ mod tests {
         }
         ks.remove(b"a");
         ks.set(b"d", Value::Str(b"v".to_vec()), false, 0);
-        assert_eq!(ks.slots.len(), 3);
+        assert_eq!(ks.nodes.len(), 3);
         let names = |ks: &Keyspace| -> Vec<Vec<u8>> {
             ks.keys(None, 0).iter().map(|k| k.to_vec()).collect()
         };
@@ -781,11 +956,11 @@ mod tests {
         );
         ks.remove(b"b");
         ks.remove(b"c");
-        assert_eq!(ks.slots.len(), 1);
+        assert_eq!(ks.nodes.len(), 1);
         assert!(ks.free.is_empty());
         assert_eq!(scan_all(&mut ks, 1, &mut |_| {}), vec![b"d".to_vec()]);
         ks.remove(b"d");
-        assert!(ks.slots.is_empty());
+        assert!(ks.nodes.is_empty());
         assert_eq!(ks.scan(0, 10, None, None, 0), (0, Vec::new()));
     }
 }

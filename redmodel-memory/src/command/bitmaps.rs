@@ -124,10 +124,13 @@ fn edit_bits<R>(
 ) -> Result<R, CmdError> {
     let len = (max_bit >> 3) + 1;
     if let Some(entry) = ctx.entry(key) {
+        if !matches!(entry.value, Value::Str(_)) {
+            return Err(CmdError::WrongType);
+        }
+        entry.set_history(History::Converted);
         let Value::Str(s) = &mut entry.value else {
             return Err(CmdError::WrongType);
         };
-        entry.history = History::Converted;
         let old_len = s.len();
         grow_zeroed(s, len)?;
         let grown = s.len() != old_len;

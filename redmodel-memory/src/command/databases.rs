@@ -99,7 +99,8 @@ fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(entry) = ctx.store.dbs[src_db].entry(key, now) else {
         return Ok(reply::int(0));
     };
-    let (value, expire_at, history) = (entry.value.clone(), entry.expire_at, entry.history);
+    let (value, history) = (entry.value.clone(), entry.history());
+    let expire_at = ctx.store.dbs[src_db].expire_at(key);
     let dst = &mut ctx.store.dbs[dst_db];
     if dst.contains(new_key, now) {
         if !replace {

@@ -41,7 +41,7 @@ fn dump(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(entry) = ctx.entry(args[1]) else {
         return Ok(reply::nil());
     };
-    let body = rdb::value::encode(&entry.value, entry.history, compress);
+    let body = rdb::value::encode(&entry.value, entry.history(), compress);
     Ok(reply::bulk(rdb::seal(body)))
 }
 
@@ -142,11 +142,12 @@ fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         // under an LFU policy, the idle time under any other.
         if limits.lfu {
             if let Ok(freq) = u8::try_from(opts.freq) {
-                entry.freq = freq;
+                entry.set_freq(freq);
             }
         } else if opts.idle >= 0 {
             let idle = lru_idle(now, opts.idle);
-            entry.accessed = now.saturating_sub(idle.saturating_mul(1000));
+            let idle = u32::try_from(idle).unwrap_or(u32::MAX);
+            entry.set_accessed(crate::keyspace::seconds(now).saturating_sub(idle));
         }
     }
     ctx.notify(class::GENERIC, "restore", key);

@@ -139,10 +139,10 @@ fn expire_generic(
     }
     let when = absolute_ms(int_arg(args[2])?, unit, base, command)?;
     let key = args[1];
-    let Some(entry) = ctx.entry(key) else {
+    if ctx.entry(key).is_none() {
         return Ok(reply::int(0));
-    };
-    let current = entry.expire_at;
+    }
+    let current = ctx.ks().expire_at(key);
     let refused = (nx && current.is_some())
         || (xx && current.is_none())
         || (gt && current.is_none_or(|c| when <= c))
@@ -170,8 +170,8 @@ pub(crate) fn expire_key_at(ctx: &mut Ctx<'_>, key: &[u8], when: i64) {
 /// Remaining time to live in ms: -2 no key, -1 no expiry.
 fn remaining_ms(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<i64> {
     let now = ctx.now;
-    let entry = ctx.entry(key)?;
-    Some(entry.expire_at.map_or(-1, |at| (at - now).max(0)))
+    ctx.entry(key)?;
+    Some(ctx.ks().expire_at(key).map_or(-1, |at| (at - now).max(0)))
 }
 
 fn ttl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -187,7 +187,8 @@ fn pttl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn expire_time(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<Option<i64>> {
-    ctx.entry(key).map(|e| e.expire_at)
+    ctx.entry(key)?;
+    Some(ctx.ks().expire_at(key))
 }
 
 fn expiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -213,7 +214,7 @@ fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Removes the TTL of `key`, changing (and signalling) only a key that has
 /// one; whether it had one.
 pub(crate) fn persist_key(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
-    let has_ttl = ctx.entry(key).is_some_and(|e| e.expire_at.is_some());
+    let has_ttl = ctx.entry(key).is_some() && ctx.ks().expire_at(key).is_some();
     if !has_ttl {
         return false;
     }

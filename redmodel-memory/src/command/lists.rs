@@ -8,8 +8,6 @@
 //! order of checks (numbers parsed before or after the key lookup) is
 //! Redis's, command by command, because it decides which error wins.
 
-use std::collections::VecDeque;
-
 use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::args::{index_range, int_arg, is, positive_arg, NOT_POSITIVE};
 use crate::error::CmdError;
@@ -18,7 +16,7 @@ use crate::reply;
 use crate::value::Bytes;
 
 /// A list value as the keyspace stores it.
-pub(super) type List = VecDeque<Bytes>;
+pub(super) type List = crate::value::list::ListValue;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -235,10 +233,7 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End) -> CmdResult {
         None => pop(list, end).map_or_else(reply::nil, reply::bulk),
         Some(n) => {
             let n = n.min(list.len());
-            let popped: Vec<Bytes> = match end {
-                End::Head => list.drain(..n).collect(),
-                End::Tail => list.drain(list.len() - n..).rev().collect(),
-            };
+            let popped: Vec<Bytes> = (0..n).filter_map(|_| pop(list, end)).collect();
             reply::bulks(popped)
         }
     };
@@ -257,7 +252,7 @@ fn lrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(reply::array(Vec::new()));
     };
     let span = index_range(start, end, list.len()).unwrap_or(0..0);
-    Ok(reply::bulks(list.range(span).cloned()))
+    Ok(reply::bulks(list.range(span).map(<[u8]>::to_vec)))
 }
 
 /// LTRIM keeps `start..=end`; an empty range deletes the key. Redis marks
@@ -270,10 +265,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(reply::ok());
     };
     match index_range(start, end, list.len()) {
-        Some(span) => {
-            list.truncate(span.end);
-            list.drain(..span.start);
-        }
+        Some(span) => list.keep_range(span),
         None => list.clear(),
     }
     ctx.notify(class::LIST, "ltrim", key);
@@ -284,7 +276,7 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn llen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let len = ctx.read::<List>(args[1])?.map_or(0, VecDeque::len);
+    let len = ctx.read::<List>(args[1])?.map_or(0, List::len);
     Ok(reply::int(len))
 }
 
@@ -297,7 +289,7 @@ fn lindex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let index = int_arg(args[2])?;
     Ok(resolve_index(list, index)
         .and_then(|i| list.get(i))
-        .map_or_else(reply::nil, |v| reply::bulk(v.clone())))
+        .map_or_else(reply::nil, |v| reply::bulk(v.to_vec())))
 }
 
 /// LREM key count element: count > 0 removes the first `count` matches
@@ -327,7 +319,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// the first `total - k` from the head, so both directions become a single
 /// `retain` over match ordinals.
 fn remove_matches(list: &mut List, element: &[u8], count: i64) -> usize {
-    let total = list.iter().filter(|v| v.as_slice() == element).count();
+    let total = list.iter().filter(|v| *v == element).count();
     let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     // Ordinals (0-based, from the head) of the matches to remove.
     let wanted = match count {
@@ -338,7 +330,7 @@ fn remove_matches(list: &mut List, element: &[u8], count: i64) -> usize {
     let removed = wanted.len();
     let mut ordinal = 0;
     list.retain(|v| {
-        if v.as_slice() != element {
+        if v != element {
             return true;
         }
         let keep = !wanted.contains(&ordinal);
@@ -355,10 +347,10 @@ fn lset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::NoSuchKey);
     };
     let index = int_arg(args[2])?;
-    let slot = resolve_index(list, index)
-        .and_then(|i| list.get_mut(i))
-        .ok_or(CmdError::IndexOutOfRange)?;
-    *slot = args[3].to_vec();
+    let set = resolve_index(list, index).is_some_and(|i| list.set(i, args[3]));
+    if !set {
+        return Err(CmdError::IndexOutOfRange);
+    }
     ctx.modified(key);
     ctx.notify(class::LIST, "lset", key);
     Ok(reply::ok())
@@ -378,10 +370,10 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(list) = ctx.write::<List>(key)? else {
         return Ok(reply::int(0));
     };
-    let Some(pos) = list.iter().position(|v| v.as_slice() == args[3]) else {
+    let Some(pos) = list.iter().position(|v| v == args[3]) else {
         return Ok(reply::int(-1));
     };
-    list.insert(pos + usize::from(after), args[4].to_vec());
+    list.insert(pos + usize::from(after), args[4]);
     let len = list.len();
     ctx.modified(key);
     ctx.notify(class::LIST, "linsert", key);
@@ -469,7 +461,7 @@ fn find_positions(list: &List, element: &[u8], opts: &LposOptions) -> Vec<usize>
     } else {
         opts.rank
     };
-    let in_order: Box<dyn Iterator<Item = &Bytes>> = if from_tail {
+    let in_order: Box<dyn Iterator<Item = &[u8]>> = if from_tail {
         Box::new(list.iter().rev())
     } else {
         Box::new(list.iter())
@@ -480,7 +472,7 @@ fn find_positions(list: &List, element: &[u8], opts: &LposOptions) -> Vec<usize>
         if opts.maxlen != 0 && index >= opts.maxlen {
             break;
         }
-        if value.as_slice() != element {
+        if value != element {
             continue;
         }
         matches += 1;

@@ -57,7 +57,7 @@ fn with_entry(ctx: &mut Ctx<'_>, key: &[u8], f: impl FnOnce(&Entry) -> CmdResult
 
 fn encoding(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     with_entry(ctx, args[2], |e| {
-        Ok(reply::bulk(encoding_name(&e.value, e.history)))
+        Ok(reply::bulk(encoding_name(&e.value, e.history())))
     })
 }
 
@@ -65,7 +65,7 @@ fn encoding(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// value has one reference.
 fn refcount(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     with_entry(ctx, args[2], |e| {
-        Ok(reply::int(if is_shared_integer(&e.value, e.history) {
+        Ok(reply::int(if is_shared_integer(&e.value, e.history()) {
             i64::from(i32::MAX)
         } else {
             1
@@ -88,7 +88,7 @@ fn idletime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if lfu {
             return Err(CmdError::err(LFU_SELECTED));
         }
-        Ok(reply::int((now - e.accessed).max(0) / 1000))
+        Ok(reply::int((now / 1000 - i64::from(e.accessed())).max(0)))
     })
 }
 
@@ -102,7 +102,7 @@ fn freq(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if !lfu {
             return Err(CmdError::err(LFU_NOT_SELECTED));
         }
-        Ok(reply::int(e.freq))
+        Ok(reply::int(e.freq()))
     })
 }
 

@@ -16,6 +16,7 @@
 //!
 //! A few helpers here are shared with the sorted-set and hash commands.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use rand::seq::{index, IteratorRandom};
@@ -27,9 +28,13 @@ use crate::args::{is, parse_i64, positive_arg, signed_count_arg, NOT_POSITIVE};
 use crate::error::CmdError;
 use crate::notify::class;
 use crate::reply;
+use crate::value::set::SetValue;
 use crate::value::{Bytes, Kind, Value};
 
-type Set = HashSet<Bytes>;
+type Set = SetValue;
+
+/// Members computed from sets (an integer set's written out as text).
+type Members<'s> = Vec<Cow<'s, [u8]>>;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -166,11 +171,11 @@ impl RandomPicks {
     }
 
     /// The picked elements of `all` (the collection in its own order).
-    pub(super) fn select<T: Copy>(self, all: Vec<T>) -> Vec<T> {
+    pub(super) fn select<T: Clone>(self, all: Vec<T>) -> Vec<T> {
         match self {
             RandomPicks::All => all,
             RandomPicks::Ranks(ranks) => {
-                ranks.iter().filter_map(|&i| all.get(i).copied()).collect()
+                ranks.iter().filter_map(|&i| all.get(i).cloned()).collect()
             }
         }
     }
@@ -207,11 +212,11 @@ fn read_sets<'c>(ctx: &'c mut Ctx<'_>, keys: &[&[u8]]) -> Result<Vec<Option<&'c 
 
 /// Members as a set reply (SMEMBERS, SINTER, SUNION, SDIFF, SPOP with a
 /// count): an array in RESP2.
-fn members_reply<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> redis::Value {
+fn members_reply<'a>(members: impl IntoIterator<Item = Cow<'a, [u8]>>) -> redis::Value {
     reply::set(
         members
             .into_iter()
-            .map(|m| reply::bulk(m.clone()))
+            .map(|m| reply::bulk(m.into_owned()))
             .collect(),
     )
 }
@@ -221,8 +226,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let set = ctx.write_or_create::<Set>(key)?;
     let mut added = 0;
     for member in &args[2..] {
-        if !set.contains(*member) {
-            set.insert(member.to_vec());
+        if set.insert(member) {
             added += 1;
         }
     }
@@ -250,7 +254,7 @@ fn smismember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let set = ctx.read::<Set>(args[1])?;
     let flags = args[2..]
         .iter()
-        .map(|m| reply::int(i64::from(set.is_some_and(|s| s.contains(*m)))))
+        .map(|m| reply::int(i64::from(set.is_some_and(|s| s.contains(m)))))
         .collect();
     Ok(reply::array(flags))
 }
@@ -261,7 +265,7 @@ fn scard(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// The members common to all `sets`, up to `limit` of them (0: all).
 /// Iterates the smallest set and probes the others, as Redis does.
-fn intersection<'s>(sets: &[Option<&'s Set>], limit: usize) -> Vec<&'s Bytes> {
+fn intersection<'s>(sets: &[Option<&'s Set>], limit: usize) -> Members<'s> {
     let Some(mut sets) = sets.iter().copied().collect::<Option<Vec<&Set>>>() else {
         return Vec::new(); // a missing key is an empty set
     };
@@ -271,25 +275,25 @@ fn intersection<'s>(sets: &[Option<&'s Set>], limit: usize) -> Vec<&'s Bytes> {
     };
     let common = smallest
         .iter()
-        .filter(|m| others.iter().all(|s| s.contains(*m)));
+        .filter(|m| others.iter().all(|s| s.contains(m)));
     match limit {
         0 => common.collect(),
         n => common.take(n).collect(),
     }
 }
 
-fn union<'s>(sets: &[Option<&'s Set>]) -> HashSet<&'s Bytes> {
+fn union<'s>(sets: &[Option<&'s Set>]) -> HashSet<Cow<'s, [u8]>> {
     sets.iter().flatten().flat_map(|s| s.iter()).collect()
 }
 
 /// The members of the first set that are in none of the others.
-fn difference<'s>(sets: &[Option<&'s Set>]) -> Vec<&'s Bytes> {
+fn difference<'s>(sets: &[Option<&'s Set>]) -> Members<'s> {
     let Some((Some(first), others)) = sets.split_first() else {
         return Vec::new();
     };
     first
         .iter()
-        .filter(|m| !others.iter().flatten().any(|s| s.contains(*m)))
+        .filter(|m| !others.iter().flatten().any(|s| s.contains(m)))
         .collect()
 }
 
@@ -313,19 +317,13 @@ fn sdiff(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn store_op(
     ctx: &mut Ctx<'_>,
     args: &[&[u8]],
-    op: for<'s> fn(&[Option<&'s Set>]) -> Vec<&'s Bytes>,
+    op: for<'s> fn(&[Option<&'s Set>]) -> Members<'s>,
 ) -> CmdResult {
     let sets = read_sets(ctx, &args[2..])?;
-    let result: Set = op(&sets).into_iter().cloned().collect();
+    let result = Set::from_members(op(&sets));
     let len = result.len();
     let event = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
-    store_or_delete(
-        ctx,
-        args[1],
-        Value::Set(Box::new(result)),
-        len,
-        (class::SET, &event),
-    )
+    store_or_delete(ctx, args[1], Value::Set(result), len, (class::SET, &event))
 }
 
 fn sinterstore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -387,7 +385,7 @@ fn smove(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ctx.drop_if_empty(src);
     ctx.notify_deleted(src);
     ctx.modified(src);
-    if ctx.write_or_create::<Set>(dst)?.insert(member.to_vec()) {
+    if ctx.write_or_create::<Set>(dst)?.insert(member) {
         ctx.modified(dst);
         ctx.notify(class::SET, "sadd", dst);
     }
@@ -406,7 +404,7 @@ fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
     let Some(set) = ctx.write::<Set>(key)? else {
         return Ok(reply::nil());
     };
-    let Some(member) = set.iter().choose(&mut rand::rng()).cloned() else {
+    let Some(member) = set.iter().choose(&mut rand::rng()).map(Cow::into_owned) else {
         return Ok(reply::nil());
     };
     set.remove(&member);
@@ -426,13 +424,15 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
         return Ok(reply::set(Vec::new()));
     }
     let popped: Vec<Bytes> = if count >= set.len() {
-        std::mem::take(set).into_iter().collect()
+        let all = set.iter().map(Cow::into_owned).collect();
+        *set = Set::default();
+        all
     } else {
         let chosen: Vec<Bytes> = set
             .iter()
             .choose_multiple(&mut rand::rng(), count)
             .into_iter()
-            .cloned()
+            .map(Cow::into_owned)
             .collect();
         for member in &chosen {
             set.remove(member);
@@ -451,7 +451,7 @@ fn srandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         2 => {
             let set = ctx.read::<Set>(args[1])?;
             let member = set.and_then(|s| s.iter().choose(&mut rand::rng()));
-            Ok(member.map_or_else(reply::nil, |m| reply::bulk(m.clone())))
+            Ok(member.map_or_else(reply::nil, |m| reply::bulk(m.into_owned())))
         }
         3 => srandmember_count(ctx, args[1], args[2]),
         _ => Err(CmdError::Syntax),
@@ -466,7 +466,10 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
     let picks = RandomPicks::new(count, set.len())?;
     // An array, not a set: a negative count may repeat members.
     Ok(reply::bulks(
-        picks.select(set.iter().collect()).into_iter().cloned(),
+        picks
+            .select(set.iter().collect())
+            .into_iter()
+            .map(Cow::into_owned),
     ))
 }
 
@@ -474,7 +477,7 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
 fn sscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     scan_collection::<Set>(ctx, args, |set, matches| {
         let matching = set.iter().filter(|m| matches(m));
-        matching.map(|m| reply::bulk(m.clone())).collect()
+        matching.map(|m| reply::bulk(m.into_owned())).collect()
     })
 }
 

@@ -152,8 +152,8 @@ enum Source {
 fn elements(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<(Source, Vec<Bytes>), CmdError> {
     Ok(match ctx.value(key) {
         None => (Source::List, Vec::new()),
-        Some(Value::List(l)) => (Source::List, l.iter().cloned().collect()),
-        Some(Value::Set(s)) => (Source::Set, s.iter().cloned().collect()),
+        Some(Value::List(l)) => (Source::List, l.iter().map(<[u8]>::to_vec).collect()),
+        Some(Value::Set(s)) => (Source::Set, s.iter().map(|m| m.into_owned()).collect()),
         Some(Value::ZSet(z)) => (Source::ZSet, z.iter().map(|(m, _)| m.to_vec()).collect()),
         Some(_) => return Err(CmdError::WrongType),
     })
@@ -208,8 +208,9 @@ fn run(ctx: &mut Ctx<'_>, args: &[&[u8]], readonly: bool) -> CmdResult {
                 .collect(),
         )),
         Some(dest) => {
-            let stored: std::collections::VecDeque<Bytes> =
-                output.into_iter().map(Option::unwrap_or_default).collect();
+            let stored = crate::value::list::ListValue::from_elements(
+                output.into_iter().map(Option::unwrap_or_default),
+            );
             let n = stored.len();
             if n > 0 {
                 ctx.set(dest, Value::List(stored), false);

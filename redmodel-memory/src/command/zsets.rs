@@ -11,8 +11,9 @@
 //! replies go through [`reply::double`]. The data structure and its costs
 //! are described in [`crate::value::zset`].
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rand::Rng;
 
@@ -589,7 +590,7 @@ fn zrange_generic(
             store_or_delete(
                 ctx,
                 dst,
-                Value::ZSet(Box::new(result)),
+                Value::ZSet(result),
                 len,
                 (class::ZSET, "zrangestore"),
             )
@@ -808,7 +809,7 @@ impl Aggregate {
 #[derive(Clone, Copy)]
 enum Source<'a> {
     Missing,
-    Set(&'a HashSet<Bytes>),
+    Set(&'a crate::value::set::SetValue),
     Sorted(&'a ZSet),
 }
 
@@ -821,11 +822,11 @@ impl<'a> Source<'a> {
         }
     }
 
-    fn iter(&self) -> Box<dyn Iterator<Item = (&'a [u8], f64)> + 'a> {
+    fn iter(&self) -> Box<dyn Iterator<Item = (Cow<'a, [u8]>, f64)> + 'a> {
         match *self {
             Source::Missing => Box::new(std::iter::empty()),
-            Source::Set(s) => Box::new(s.iter().map(|m| (m.as_slice(), 1.0))),
-            Source::Sorted(z) => Box::new(z.iter()),
+            Source::Set(s) => Box::new(s.iter().map(|m| (m, 1.0))),
+            Source::Sorted(z) => Box::new(z.iter().map(|(m, s)| (Cow::Borrowed(m), s))),
         }
     }
 
@@ -924,7 +925,7 @@ fn compute_setop(
             'members: for (member, score) in first.iter() {
                 let mut acc = weighted(score, *first_weight);
                 for (src, weight) in others {
-                    let Some(s) = src.score(member) else {
+                    let Some(s) = src.score(&member) else {
                         continue 'members;
                     };
                     aggregate.apply(&mut acc, s * weight);
@@ -937,7 +938,7 @@ fn compute_setop(
             out
         }
         SetOp::Union => {
-            let mut acc: HashMap<&[u8], f64> = HashMap::new();
+            let mut acc: HashMap<Cow<'_, [u8]>, f64> = HashMap::new();
             for (src, weight) in &sorted {
                 for (member, score) in src.iter() {
                     let v = weighted(score, *weight);
@@ -1015,13 +1016,7 @@ fn setop_generic(
             let z = ZSet::from_pairs(result);
             let len = z.len();
             let event = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
-            store_or_delete(
-                ctx,
-                dst,
-                Value::ZSet(Box::new(z)),
-                len,
-                (class::ZSET, &event),
-            )
+            store_or_delete(ctx, dst, Value::ZSet(z), len, (class::ZSET, &event))
         }
         None => {
             // The reply comes from a fresh skiplist in Redis: ordered with

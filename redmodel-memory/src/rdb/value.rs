@@ -16,7 +16,6 @@
 //! file, so that a change of their representation touches only those.
 
 use std::borrow::Cow;
-use std::collections::{HashSet, VecDeque};
 
 use super::{intset, kind, listpack, stream, ziplist, Writer};
 use super::{zipmap, Elem, Reader};
@@ -25,6 +24,8 @@ use crate::config::Limits;
 use crate::float::format_double;
 use crate::value::encoding::{encoding_name, History};
 use crate::value::hash::HashValue;
+use crate::value::list::ListValue;
+use crate::value::set::SetValue;
 use crate::value::zset::ZSet;
 use crate::value::{Bytes, Value};
 
@@ -61,7 +62,7 @@ pub(crate) fn encode(value: &Value, history: History, compress: bool) -> Vec<u8>
             }
         }
         Value::Set(_) => {
-            let ints: Option<Vec<i64>> = set_members(value).map(parse_i64).collect();
+            let ints: Option<Vec<i64>> = set_members(value).map(|m| parse_i64(&m)).collect();
             match ints {
                 Some(mut ints) if encoding == "intset" => {
                     ints.sort_unstable();
@@ -70,10 +71,10 @@ pub(crate) fn encode(value: &Value, history: History, compress: bool) -> Vec<u8>
                 }
                 _ => {
                     w.byte(kind::SET);
-                    let members: Vec<&[u8]> = set_members(value).collect();
+                    let members: Vec<Cow<'_, [u8]>> = set_members(value).collect();
                     w.length(members.len() as u64);
                     for m in members {
-                        w.string(m);
+                        w.string(&m);
                     }
                 }
             }
@@ -405,38 +406,38 @@ fn list_items(value: &Value) -> impl Iterator<Item = &[u8]> {
         Value::List(l) => Some(l),
         _ => None,
     };
-    list.into_iter().flat_map(|l| l.iter().map(Vec::as_slice))
+    list.into_iter().flat_map(|l| l.iter())
 }
 
-/// The members of a set.
-fn set_members(value: &Value) -> impl Iterator<Item = &[u8]> {
+/// The members of a set (an intset's made into text).
+fn set_members(value: &Value) -> impl Iterator<Item = Cow<'_, [u8]>> {
     let set = match value {
         Value::Set(s) => Some(s),
         _ => None,
     };
-    set.into_iter().flat_map(|s| s.iter().map(Vec::as_slice))
+    set.into_iter().flat_map(|s| s.iter())
 }
 
 fn list_from(items: Vec<Bytes>) -> Value {
-    Value::List(VecDeque::from(items))
+    Value::List(ListValue::from_elements(items))
 }
 
 /// A set of `members`; `None` if one is repeated.
 fn set_from(members: Vec<Bytes>) -> Option<Value> {
-    let mut set = HashSet::with_capacity(members.len());
+    let mut set = SetValue::default();
     for m in members {
-        if !set.insert(m) {
+        if !set.insert(&m) {
             return None;
         }
     }
-    Some(Value::Set(Box::new(set)))
+    Some(Value::Set(set))
 }
 
 /// A sorted set of `pairs`; `None` if a member is repeated.
 fn zset_from(pairs: Vec<(Bytes, f64)>) -> Option<Value> {
     let n = pairs.len();
     let z = ZSet::from_pairs(pairs);
-    (z.len() == n).then(|| Value::ZSet(Box::new(z)))
+    (z.len() == n).then_some(Value::ZSet(z))
 }
 
 /// A hash of `pairs`; `None` if a field is repeated.

@@ -48,10 +48,7 @@ pub(crate) fn outgrows(value: &Value, limits: &Limits) -> bool {
                         || longer(v, limits.hash_max_listpack_value)
                 })
         }
-        Value::Set(s) => {
-            s.len() as u64 > limits.set_max_intset_entries
-                || s.iter().any(|m| parse_i64(m).is_none())
-        }
+        Value::Set(s) => s.len() as u64 > limits.set_max_intset_entries || !s.all_integers(),
         Value::ZSet(z) => {
             z.len() as u64 > limits.zset_max_listpack_entries
                 || z.iter()

@@ -1,30 +1,33 @@
 //! The values a key can hold, one variant per Redis type.
 
-use std::collections::{HashSet, VecDeque};
-
 pub(crate) mod encoding;
 pub(crate) mod hash;
+pub(crate) mod list;
+pub(crate) mod set;
+pub(crate) mod small;
 pub(crate) mod stream;
 pub(crate) mod zset;
 
 use hash::HashValue;
+use list::ListValue;
+use set::SetValue;
 use stream::Stream;
 use zset::ZSet;
 
 /// Bytes as Redis stores them: binary safe.
 pub(crate) type Bytes = Vec<u8>;
 
-/// The value stored under a key. The sets are boxed: a keyspace entry is
-/// as large as its largest variant, and most keys hold strings or small
-/// hashes (a `ZSet` inline made every value 104 bytes; boxed, 32).
+/// The value stored under a key, 32 bytes: every variant is at most 24
+/// bytes (the big forms of hashes, sets and sorted sets, and streams, are
+/// boxed), since a keyspace entry is as large as its largest variant.
 #[derive(Debug, Clone)]
 #[allow(clippy::box_collection)]
 pub(crate) enum Value {
     Str(Bytes),
     Hash(HashValue),
-    List(VecDeque<Bytes>),
-    Set(Box<HashSet<Bytes>>),
-    ZSet(Box<ZSet>),
+    List(ListValue),
+    Set(SetValue),
+    ZSet(ZSet),
     Stream(Box<Stream>),
 }
 
@@ -96,7 +99,7 @@ macro_rules! kind {
 
 kind!(Str, Bytes);
 kind!(Hash, HashValue);
-kind!(List, VecDeque<Bytes>);
-kind!(Set, Box<HashSet<Bytes>>);
-kind!(ZSet, Box<ZSet>);
+kind!(List, ListValue);
+kind!(Set, SetValue);
+kind!(ZSet, ZSet);
 kind!(Stream, Box<Stream>);

@@ -1,8 +1,9 @@
 //! The sorted set value type, and the score and lex ranges that select a
 //! slice of one (the `zrangespec` / `zlexrangespec` of Redis's t_zset.c).
 //!
-//! A [`ZSet`] keeps two views of its members, as Redis's skiplist encoding
-//! does (a dict plus a skiplist):
+//! A small [`ZSet`] is one packed buffer in order ([`Packed`], as Redis's
+//! listpack encoding); a big one, [`Big`], keeps two views of its members,
+//! as Redis's skiplist encoding does (a dict plus a skiplist):
 //! - `scores`: member -> score, for ZSCORE, ZMSCORE and membership in O(1);
 //! - `order`: every (score, member) pair in Redis's order (score, ties by
 //!   member bytes) in an order-statistic index, [`OrderIndex`]: a list of
@@ -10,10 +11,12 @@
 //!   the chunk lengths. It answers "rank of" and "entry at rank" in
 //!   O(log n), like the spans of Redis's skiplist.
 //!
-//! The member bytes are shared by both views (`Arc<[u8]>`), so each member
-//! is stored once.
+//! Each view holds the member as a [`SmallBytes`](super::small::SmallBytes): a member of up to 22
+//! bytes inline, without a heap block (an `Arc<[u8]>` shared by both views
+//! cost 40 bytes of heap a member more than the slots), a longer one boxed
+//! in each view.
 //!
-//! Costs, for n members, B = [`MAX_CHUNK`], k entries in a result:
+//! Costs of the big form, for n members, B = [`MAX_CHUNK`], k entries in a result:
 //!
 //! | operation                                   | cost                     |
 //! |---------------------------------------------|--------------------------|
@@ -35,12 +38,11 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use crate::args::split_sign;
 
 /// A member's bytes, shared by the two views of a [`ZSet`].
-pub(crate) type Member = Arc<[u8]>;
+pub(crate) type Member = super::small::SmallBytes;
 
 /// A score with a total order. Redis never stores NaN, so `total_cmp` agrees
 /// with numeric order on every stored score (and -0 is stored as 0).
@@ -93,11 +95,38 @@ fn normalize(score: f64) -> f64 {
     }
 }
 
-/// Members ordered by (score, member), and each member's score.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ZSet {
-    scores: HashMap<Member, f64>,
-    order: OrderIndex<Entry>,
+/// Most members a packed sorted set holds (`zset-max-listpack-entries`'s
+/// default).
+pub(crate) const MAX_PACKED_ENTRIES: usize = 128;
+/// Longest member a packed sorted set holds (`zset-max-listpack-value`'s
+/// default); below 256, so one byte encodes each length.
+pub(crate) const MAX_PACKED_LEN: usize = 64;
+
+/// A sorted set, in one of two encodings, as Redis keeps it: a small one
+/// (at most [`MAX_PACKED_ENTRIES`] members of at most [`MAX_PACKED_LEN`]
+/// bytes) is [`Packed`], one buffer in order, scanned linearly as Redis's
+/// listpack (a hash map, an index and a shared allocation per member cost
+/// 140 bytes a member); a bigger one is [`Big`], for good. The big form is
+/// boxed, so that a sorted set is 24 bytes, inline in its [`Value`].
+///
+/// [`Value`]: super::Value
+#[derive(Debug, Clone)]
+pub(crate) enum ZSet {
+    Packed(Packed),
+    Big(Box<Big>),
+}
+
+impl Default for ZSet {
+    fn default() -> Self {
+        ZSet::Packed(Packed::default())
+    }
+}
+
+/// Orders (`score`, `member`) against another pair, as the sorted set does.
+fn cmp_pair(score: f64, member: &[u8], other_score: f64, other: &[u8]) -> Ordering {
+    Score(score)
+        .cmp(&Score(other_score))
+        .then_with(|| member.cmp(other))
 }
 
 impl ZSet {
@@ -105,9 +134,251 @@ impl ZSet {
     /// replaces the earlier one. Sorting once is cheaper than inserting one
     /// by one, which matters for ZUNIONSTORE and friends.
     pub(crate) fn from_pairs(pairs: impl IntoIterator<Item = (Vec<u8>, f64)>) -> ZSet {
+        let pairs: Vec<(Vec<u8>, f64)> = pairs.into_iter().collect();
+        if pairs.len() <= MAX_PACKED_ENTRIES && pairs.iter().all(|(m, _)| m.len() <= MAX_PACKED_LEN)
+        {
+            let mut packed = Packed::default();
+            for (member, score) in &pairs {
+                packed.insert(member, normalize(*score));
+            }
+            return ZSet::Packed(packed);
+        }
+        ZSet::Big(Box::new(Big::from_pairs(pairs)))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            ZSet::Packed(p) => p.slots().count(),
+            ZSet::Big(b) => b.len(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            ZSet::Packed(p) => p.buf.is_empty(),
+            ZSet::Big(b) => b.len() == 0,
+        }
+    }
+
+    pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
+        match self {
+            ZSet::Packed(p) => p.find(member).map(|slot| slot.score),
+            ZSet::Big(b) => b.score(member),
+        }
+    }
+
+    /// Sets `member`'s score; returns true if the member is new. A packed
+    /// set that would outgrow its limits becomes big first.
+    pub(crate) fn insert(&mut self, member: &[u8], score: f64) -> bool {
+        let score = normalize(score);
+        if let ZSet::Packed(p) = self {
+            let fits = member.len() <= MAX_PACKED_LEN
+                && (p.find(member).is_some() || p.slots().count() < MAX_PACKED_ENTRIES);
+            if fits {
+                return p.insert(member, score);
+            }
+            let pairs = p.slots().map(|s| (s.member.to_vec(), s.score));
+            *self = ZSet::Big(Box::new(Big::from_pairs(pairs.collect::<Vec<_>>())));
+        }
+        match self {
+            ZSet::Big(b) => b.insert(member, score),
+            ZSet::Packed(_) => unreachable!("converted above"),
+        }
+    }
+
+    /// Removes `member`; returns true if it was there.
+    pub(crate) fn remove(&mut self, member: &[u8]) -> bool {
+        match self {
+            ZSet::Packed(p) => p.remove(member),
+            ZSet::Big(b) => b.remove(member),
+        }
+    }
+
+    /// The 0-based rank of `member` in ascending order.
+    pub(crate) fn rank(&self, member: &[u8]) -> Option<usize> {
+        let score = self.score(member)?;
+        Some(self.partition_point(|m, s| cmp_pair(s, m, score, member) == Ordering::Less))
+    }
+
+    /// The member and score at `rank` (ascending, 0-based).
+    pub(crate) fn get(&self, rank: usize) -> Option<(&[u8], f64)> {
+        match self {
+            ZSet::Packed(p) => p.slots().nth(rank).map(|s| (s.member, s.score)),
+            ZSet::Big(b) => b.get(rank),
+        }
+    }
+
+    /// Members in ascending (score, member) order.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> {
+        let it: Box<dyn DoubleEndedIterator<Item = (&[u8], f64)>> = match self {
+            ZSet::Packed(p) => Box::new(p.pairs().into_iter()),
+            ZSet::Big(b) => Box::new(b.iter()),
+        };
+        it
+    }
+
+    /// Members from `rank` upwards.
+    pub(crate) fn iter_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> {
+        let it: Box<dyn Iterator<Item = (&[u8], f64)>> = match self {
+            ZSet::Packed(p) => Box::new(p.slots().skip(rank).map(|s| (s.member, s.score))),
+            ZSet::Big(b) => Box::new(b.iter_from(rank)),
+        };
+        it
+    }
+
+    /// Members from `rank` downwards (`rank`, `rank - 1`, ... 0).
+    pub(crate) fn iter_rev_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> {
+        let it: Box<dyn Iterator<Item = (&[u8], f64)>> = match self {
+            ZSet::Packed(p) => {
+                let mut pairs = p.pairs();
+                pairs.truncate(rank.saturating_add(1).min(pairs.len()));
+                if rank >= p.slots().count() {
+                    pairs.clear();
+                }
+                Box::new(pairs.into_iter().rev())
+            }
+            ZSet::Big(b) => Box::new(b.iter_rev_from(rank)),
+        };
+        it
+    }
+
+    /// Removes the members of ranks `start..end`; returns how many.
+    pub(crate) fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
+        match self {
+            ZSet::Packed(p) => p.remove_ranks(start, end),
+            ZSet::Big(b) => b.remove_ranks(start, end),
+        }
+    }
+
+    /// Removes and returns the lowest member (or the highest if `max`).
+    pub(crate) fn pop(&mut self, max: bool) -> Option<(Member, f64)> {
+        match self {
+            ZSet::Packed(p) => {
+                let rank = if max {
+                    p.slots().count().checked_sub(1)?
+                } else {
+                    0
+                };
+                let slot = p.slots().nth(rank)?;
+                let popped = (Member::from(slot.member), slot.score);
+                p.remove_ranks(rank, rank + 1);
+                Some(popped)
+            }
+            ZSet::Big(b) => b.pop(max),
+        }
+    }
+
+    /// The number of members for which `before` holds, given that it holds
+    /// on a prefix of the order and on nothing after it.
+    fn partition_point(&self, before: impl Fn(&[u8], f64) -> bool) -> usize {
+        match self {
+            ZSet::Packed(p) => p.slots().take_while(|s| before(s.member, s.score)).count(),
+            ZSet::Big(b) => b.partition_point(before),
+        }
+    }
+
+    pub(crate) fn score_start(&self, range: &ScoreRange, reverse: bool) -> Option<usize> {
+        if reverse {
+            let end = self.partition_point(|_, s| range.lte_max(s));
+            let last = end.checked_sub(1)?;
+            self.get(last)
+                .is_some_and(|(_, s)| range.gte_min(s))
+                .then_some(last)
+        } else {
+            let start = self.partition_point(|_, s| !range.gte_min(s));
+            self.get(start)
+                .is_some_and(|(_, s)| range.lte_max(s))
+                .then_some(start)
+        }
+    }
+
+    /// The ranks `start..end` of the members in a score range.
+    pub(crate) fn score_span(&self, range: &ScoreRange) -> std::ops::Range<usize> {
+        let start = self.partition_point(|_, s| !range.gte_min(s));
+        let end = self.partition_point(|_, s| range.lte_max(s));
+        start..end.max(start)
+    }
+
+    /// Whether every member has the same score, so that rank order is lex
+    /// order and lex bounds can be found by bisection.
+    fn lex_ordered(&self) -> bool {
+        match (self.get(0), self.len().checked_sub(1)) {
+            (Some((_, first)), Some(last)) => self.get(last).is_some_and(|(_, l)| l == first),
+            _ => true,
+        }
+    }
+
+    /// Where Redis starts a lex range: the first member in it (the last if
+    /// `reverse`), as `zzlFirstInLexRange` / `zzlLastInLexRange`, including
+    /// their quick refusals (an empty range, a set entirely outside it).
+    pub(crate) fn lex_start(&self, range: &LexRange, reverse: bool) -> Option<usize> {
+        if range.is_empty() {
+            return None;
+        }
+        let (first, _) = self.get(0)?;
+        let (last, _) = self.get(self.len().checked_sub(1)?)?;
+        if !range.gte_min(last) || !range.lte_max(first) {
+            return None;
+        }
+        let ordered = self.lex_ordered();
+        if reverse {
+            let pos = if ordered {
+                self.partition_point(|m, _| range.lte_max(m))
+                    .checked_sub(1)?
+            } else {
+                let from_end = self.iter().rev().position(|(m, _)| range.lte_max(m))?;
+                self.len() - 1 - from_end
+            };
+            self.get(pos)
+                .is_some_and(|(m, _)| range.gte_min(m))
+                .then_some(pos)
+        } else {
+            let pos = if ordered {
+                self.partition_point(|m, _| !range.gte_min(m))
+            } else {
+                self.iter().position(|(m, _)| range.gte_min(m))?
+            };
+            self.get(pos)
+                .is_some_and(|(m, _)| range.lte_max(m))
+                .then_some(pos)
+        }
+    }
+
+    /// The ranks `start..end` that ZLEXCOUNT counts and ZREMRANGEBYLEX
+    /// removes: from the start of the range, while members are below its max.
+    pub(crate) fn lex_span(&self, range: &LexRange) -> std::ops::Range<usize> {
+        let Some(start) = self.lex_start(range, false) else {
+            return 0..0;
+        };
+        let end = if self.lex_ordered() {
+            self.partition_point(|m, _| range.lte_max(m))
+        } else {
+            start
+                + self
+                    .iter_from(start)
+                    .take_while(|(m, _)| range.lte_max(m))
+                    .count()
+        };
+        start..end.max(start)
+    }
+}
+
+/// A big sorted set: members ordered by (score, member), and each
+/// member's score (Redis's skiplist encoding).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Big {
+    scores: HashMap<Member, f64>,
+    order: OrderIndex<Entry>,
+}
+
+impl Big {
+    /// Builds a sorted set from pairs; a later pair for the same member
+    /// replaces the earlier one. Sorting once is cheaper than inserting one
+    /// by one, which matters for ZUNIONSTORE and friends.
+    fn from_pairs(pairs: impl IntoIterator<Item = (Vec<u8>, f64)>) -> Big {
         let mut scores: HashMap<Member, f64> = HashMap::new();
         for (member, score) in pairs {
-            scores.insert(Arc::from(member), normalize(score));
+            scores.insert(Member::from(&member[..]), normalize(score));
         }
         let mut entries: Vec<Entry> = scores
             .iter()
@@ -117,26 +388,22 @@ impl ZSet {
             })
             .collect();
         entries.sort_unstable();
-        ZSet {
+        Big {
             scores,
             order: OrderIndex::from_sorted(entries),
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.scores.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.scores.is_empty()
-    }
-
-    pub(crate) fn score(&self, member: &[u8]) -> Option<f64> {
+    fn score(&self, member: &[u8]) -> Option<f64> {
         self.scores.get(member).copied()
     }
 
     /// Sets `member`'s score; returns true if the member is new.
-    pub(crate) fn insert(&mut self, member: &[u8], score: f64) -> bool {
+    fn insert(&mut self, member: &[u8], score: f64) -> bool {
         let score = normalize(score);
         let existing = self
             .scores
@@ -157,7 +424,7 @@ impl ZSet {
                 false
             }
             None => {
-                let key: Member = Arc::from(member);
+                let key = Member::from(member);
                 self.order.insert(Entry {
                     score: Score(score),
                     member: key.clone(),
@@ -169,7 +436,7 @@ impl ZSet {
     }
 
     /// Removes `member`; returns true if it was there.
-    pub(crate) fn remove(&mut self, member: &[u8]) -> bool {
+    fn remove(&mut self, member: &[u8]) -> bool {
         match self.scores.remove(member) {
             Some(score) => {
                 self.order.remove_by(|e| e.cmp_to(score, member));
@@ -179,37 +446,28 @@ impl ZSet {
         }
     }
 
-    /// The 0-based rank of `member` in ascending order.
-    pub(crate) fn rank(&self, member: &[u8]) -> Option<usize> {
-        let score = self.score(member)?;
-        Some(
-            self.order
-                .partition_point(|e| e.cmp_to(score, member) == Ordering::Less),
-        )
-    }
-
     /// The member and score at `rank` (ascending, 0-based).
-    pub(crate) fn get(&self, rank: usize) -> Option<(&[u8], f64)> {
+    fn get(&self, rank: usize) -> Option<(&[u8], f64)> {
         self.order.get(rank).map(Entry::pair)
     }
 
     /// Members in ascending (score, member) order.
-    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> {
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         self.order.iter().map(Entry::pair)
     }
 
     /// Members from `rank` upwards.
-    pub(crate) fn iter_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> {
+    fn iter_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> + '_ {
         self.order.iter_from(rank).map(Entry::pair)
     }
 
     /// Members from `rank` downwards (`rank`, `rank - 1`, ... 0).
-    pub(crate) fn iter_rev_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> {
+    fn iter_rev_from(&self, rank: usize) -> impl Iterator<Item = (&[u8], f64)> + '_ {
         self.order.iter_rev_from(rank).map(Entry::pair)
     }
 
     /// Removes the members of ranks `start..end`; returns how many.
-    pub(crate) fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
+    fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
         let removed = self.order.drain_ranks(start, end);
         for e in &removed {
             self.scores.remove(&e.member);
@@ -218,7 +476,7 @@ impl ZSet {
     }
 
     /// Removes and returns the lowest member (or the highest if `max`).
-    pub(crate) fn pop(&mut self, max: bool) -> Option<(Member, f64)> {
+    fn pop(&mut self, max: bool) -> Option<(Member, f64)> {
         let rank = if max { self.len().checked_sub(1)? } else { 0 };
         let entry = self.order.remove_at(rank)?;
         self.scores.remove(&entry.member);
@@ -227,101 +485,144 @@ impl ZSet {
 
     /// Where Redis starts a score range: the first member in it (the last
     /// if `reverse`), as `zslFirstInRange` / `zslLastInRange`.
-    pub(crate) fn score_start(&self, range: &ScoreRange, reverse: bool) -> Option<usize> {
-        if reverse {
-            let end = self.order.partition_point(|e| range.lte_max(e.score.0));
-            let last = end.checked_sub(1)?;
-            self.order
-                .get(last)
-                .is_some_and(|e| range.gte_min(e.score.0))
-                .then_some(last)
-        } else {
-            let start = self.order.partition_point(|e| !range.gte_min(e.score.0));
-            self.order
-                .get(start)
-                .is_some_and(|e| range.lte_max(e.score.0))
-                .then_some(start)
-        }
+    /// The number of entries for which `before` holds, given that it holds
+    /// on a prefix of the order.
+    fn partition_point(&self, before: impl Fn(&[u8], f64) -> bool) -> usize {
+        self.order.partition_point(|e| before(&e.member, e.score.0))
+    }
+}
+
+/// A small sorted set in one buffer, in (score, member) order: for each
+/// member its score (see [`encode_score`]), its length (one byte) and its
+/// bytes. Kept at its exact size: small sorted sets are many.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Packed {
+    buf: Vec<u8>,
+}
+
+/// Writes a score as a tag byte then, as a listpack stores a whole number
+/// as an integer: tag 1, 2 or 4 and an integer of that many bytes if the
+/// score is one (most scores are: counters, timestamps, ranks), else tag 8
+/// and the double's 8 bytes. Little-endian; every form reads back exact.
+fn encode_score(buf: &mut Vec<u8>, score: f64) {
+    // -0 is stored as 0 (see `normalize`), so the sign survives too.
+    let whole = score.fract() == 0.0 && score.abs() < 2_147_483_648.0;
+    let n = score as i64;
+    let width: usize = match n {
+        _ if !whole => 8,
+        -128..=127 => 1,
+        -32_768..=32_767 => 2,
+        _ => 4,
+    };
+    buf.push(u8::try_from(width).unwrap_or(8));
+    if width == 8 {
+        buf.extend_from_slice(&score.to_le_bytes());
+    } else {
+        buf.extend_from_slice(&n.to_le_bytes()[..width]);
+    }
+}
+
+/// Reads a score [`encode_score`] wrote at the start of `bytes`: the score
+/// and the width after the tag.
+fn decode_score(bytes: &[u8]) -> Option<(f64, usize)> {
+    let (&tag, rest) = bytes.split_first()?;
+    let width = usize::from(tag);
+    let raw = rest.get(..width)?;
+    if width == 8 {
+        return Some((f64::from_le_bytes(raw.try_into().ok()?), 8));
+    }
+    let negative = raw.last().is_some_and(|b| b & 0x80 != 0);
+    let mut full = [if negative { 0xff } else { 0 }; 8];
+    full.get_mut(..width)?.copy_from_slice(raw);
+    Some((i64::from_le_bytes(full) as f64, width))
+}
+
+/// One member of a [`Packed`] set, where it lies.
+#[derive(Clone, Copy)]
+struct PackedSlot<'a> {
+    start: usize,
+    end: usize,
+    member: &'a [u8],
+    score: f64,
+}
+
+impl Packed {
+    fn slots(&self) -> impl Iterator<Item = PackedSlot<'_>> {
+        let buf = &self.buf;
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let (score, width) = decode_score(buf.get(at..)?)?;
+            let len_at = at + 1 + width;
+            let len = usize::from(*buf.get(len_at)?);
+            let member = buf.get(len_at + 1..len_at + 1 + len)?;
+            let slot = PackedSlot {
+                start: at,
+                end: len_at + 1 + len,
+                member,
+                score,
+            };
+            at = slot.end;
+            Some(slot)
+        })
     }
 
-    /// The ranks `start..end` of the members in a score range.
-    pub(crate) fn score_span(&self, range: &ScoreRange) -> std::ops::Range<usize> {
-        let start = self.order.partition_point(|e| !range.gte_min(e.score.0));
-        let end = self.order.partition_point(|e| range.lte_max(e.score.0));
-        start..end.max(start)
+    fn pairs(&self) -> Vec<(&[u8], f64)> {
+        self.slots().map(|s| (s.member, s.score)).collect()
     }
 
-    /// Whether every member has the same score, so that rank order is lex
-    /// order and lex bounds can be found by bisection.
-    fn lex_ordered(&self) -> bool {
-        match (self.order.get(0), self.len().checked_sub(1)) {
-            (Some(first), Some(last)) => {
-                self.order.get(last).is_some_and(|l| l.score == first.score)
+    fn find(&self, member: &[u8]) -> Option<PackedSlot<'_>> {
+        self.slots().find(|s| s.member == member)
+    }
+
+    /// Sets `member`'s score (at most [`MAX_PACKED_LEN`] bytes); true if
+    /// the member is new.
+    fn insert(&mut self, member: &[u8], score: f64) -> bool {
+        let existing = self.find(member).map(|s| (s.start..s.end, s.score));
+        if let Some((_, old)) = &existing {
+            if *old == score {
+                return false;
             }
-            _ => true,
+        }
+        let mut encoded = Vec::with_capacity(10 + member.len());
+        encode_score(&mut encoded, score);
+        encoded.push(u8::try_from(member.len()).unwrap_or(u8::MAX));
+        encoded.extend_from_slice(member);
+        if let Some((span, _)) = &existing {
+            self.buf.drain(span.clone());
+        }
+        let at = self
+            .slots()
+            .find(|s| cmp_pair(s.score, s.member, score, member) == Ordering::Greater)
+            .map_or(self.buf.len(), |s| s.start);
+        self.buf.reserve_exact(encoded.len());
+        self.buf.splice(at..at, encoded);
+        existing.is_none()
+    }
+
+    fn remove(&mut self, member: &[u8]) -> bool {
+        match self.find(member).map(|s| s.start..s.end) {
+            Some(span) => {
+                self.buf.drain(span);
+                self.buf.shrink_to_fit();
+                true
+            }
+            None => false,
         }
     }
 
-    /// Where Redis starts a lex range: the first member in it (the last if
-    /// `reverse`), as `zzlFirstInLexRange` / `zzlLastInLexRange`, including
-    /// their quick refusals (an empty range, a set entirely outside it).
-    pub(crate) fn lex_start(&self, range: &LexRange, reverse: bool) -> Option<usize> {
-        if range.is_empty() {
-            return None;
-        }
-        let first = self.order.get(0)?;
-        let last = self.order.get(self.len().checked_sub(1)?)?;
-        if !range.gte_min(&last.member) || !range.lte_max(&first.member) {
-            return None;
-        }
-        let ordered = self.lex_ordered();
-        if reverse {
-            let pos = if ordered {
-                self.order
-                    .partition_point(|e| range.lte_max(&e.member))
-                    .checked_sub(1)?
-            } else {
-                let from_end = self
-                    .order
-                    .iter()
-                    .rev()
-                    .position(|e| range.lte_max(&e.member))?;
-                self.len() - 1 - from_end
-            };
-            self.order
-                .get(pos)
-                .is_some_and(|e| range.gte_min(&e.member))
-                .then_some(pos)
-        } else {
-            let pos = if ordered {
-                self.order.partition_point(|e| !range.gte_min(&e.member))
-            } else {
-                self.order.iter().position(|e| range.gte_min(&e.member))?
-            };
-            self.order
-                .get(pos)
-                .is_some_and(|e| range.lte_max(&e.member))
-                .then_some(pos)
-        }
-    }
-
-    /// The ranks `start..end` that ZLEXCOUNT counts and ZREMRANGEBYLEX
-    /// removes: from the start of the range, while members are below its max.
-    pub(crate) fn lex_span(&self, range: &LexRange) -> std::ops::Range<usize> {
-        let Some(start) = self.lex_start(range, false) else {
-            return 0..0;
+    fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
+        let spans: Vec<(usize, usize)> = self
+            .slots()
+            .skip(start)
+            .take(end.saturating_sub(start))
+            .map(|s| (s.start, s.end))
+            .collect();
+        let (Some(&(from, _)), Some(&(_, to))) = (spans.first(), spans.last()) else {
+            return 0;
         };
-        let end = if self.lex_ordered() {
-            self.order.partition_point(|e| range.lte_max(&e.member))
-        } else {
-            start
-                + self
-                    .order
-                    .iter_from(start)
-                    .take_while(|e| range.lte_max(&e.member))
-                    .count()
-        };
-        start..end.max(start)
+        self.buf.drain(from..to);
+        self.buf.shrink_to_fit();
+        spans.len()
     }
 }
 
@@ -683,9 +984,16 @@ impl<T: Ord> OrderIndex<T> {
             return;
         };
         let i = chunk.partition_point(|e| *e < item);
+        // Grow by an eighth rather than double: a chunk is at most
+        // MAX_CHUNK entries, so the copies stay short, and the index keeps
+        // little slack (doubling left a third of it empty on average).
+        if chunk.len() == chunk.capacity() {
+            chunk.reserve_exact((chunk.len() / 8).max(4));
+        }
         chunk.insert(i, item);
         if chunk.len() > MAX_CHUNK {
             let tail = chunk.split_off(chunk.len() / 2);
+            chunk.shrink_to_fit();
             self.chunks.insert(c + 1, tail);
             self.rebuild();
         } else {
@@ -889,6 +1197,92 @@ mod tests {
         assert_eq!(index.iter_from(model.len()).count(), 0);
         assert_eq!(index.iter_rev_from(model.len()).count(), 0);
         assert_eq!(index.remove_by(|e| e.cmp(&5000)), None);
+    }
+
+    #[test]
+    fn packed_scores_read_back_exact() {
+        for score in [
+            0.0,
+            1.0,
+            -1.0,
+            127.0,
+            128.0,
+            -129.0,
+            40000.0,
+            -40000.0,
+            2_147_483_647.0,
+            -2_147_483_648.0,
+            2_147_483_648.0,
+            0.5,
+            -1e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e15,
+            f64::MIN_POSITIVE,
+        ] {
+            let mut buf = Vec::new();
+            encode_score(&mut buf, score);
+            let (back, width) = decode_score(&buf).expect("decodes");
+            assert_eq!(back.to_bits(), score.to_bits(), "{score}");
+            assert_eq!(buf.len(), 1 + width);
+        }
+    }
+
+    /// The packed form answers every query as the big form does.
+    #[test]
+    fn packed_and_big_forms_agree() {
+        let mut packed = ZSet::default();
+        let mut big = ZSet::default();
+        for i in 0..MAX_PACKED_ENTRIES + 1 {
+            big.insert(format!("tmp{i}").as_bytes(), 0.0);
+        }
+        for i in 0..MAX_PACKED_ENTRIES + 1 {
+            big.remove(format!("tmp{i}").as_bytes());
+        }
+        assert!(matches!(big, ZSet::Big(_)));
+        let mut x: u64 = 99;
+        for step in 0..5000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let member = format!("m{}", (x >> 40) % 60).into_bytes();
+            let score = ((x >> 20) % 7) as f64 - 3.0;
+            match (x >> 33) % 7 {
+                0..=3 => assert_eq!(packed.insert(&member, score), big.insert(&member, score)),
+                4 => assert_eq!(packed.remove(&member), big.remove(&member)),
+                5 => {
+                    let max = step % 2 == 0;
+                    let a = packed.pop(max).map(|(m, s)| (m.to_vec(), s));
+                    let b = big.pop(max).map(|(m, s)| (m.to_vec(), s));
+                    assert_eq!(a, b);
+                }
+                _ => {
+                    let (lo, hi) = (((x >> 8) % 10) as usize, ((x >> 12) % 20) as usize);
+                    assert_eq!(packed.remove_ranks(lo, hi), big.remove_ranks(lo, hi));
+                }
+            }
+            assert!(matches!(packed, ZSet::Packed(_)));
+            assert_eq!(packed.len(), big.len());
+            assert!(packed.iter().eq(big.iter()));
+            assert!(packed.iter().rev().eq(big.iter().rev()));
+            let n = packed.len();
+            for rank in [0, n / 2, n.saturating_sub(1), n, n + 3] {
+                assert_eq!(packed.get(rank), big.get(rank));
+                assert!(packed.iter_from(rank).eq(big.iter_from(rank)));
+                assert!(packed.iter_rev_from(rank).eq(big.iter_rev_from(rank)));
+            }
+            assert_eq!(packed.rank(&member), big.rank(&member));
+            assert_eq!(packed.score(&member), big.score(&member));
+            let range = ScoreRange::parse(b"(-1", b"2").expect("valid");
+            assert_eq!(packed.score_span(&range), big.score_span(&range));
+            assert_eq!(
+                packed.score_start(&range, true),
+                big.score_start(&range, true)
+            );
+            let lex = LexRange::parse(b"[m2", b"(m5").expect("valid");
+            assert_eq!(packed.lex_span(&lex), big.lex_span(&lex));
+            assert_eq!(packed.lex_start(&lex, true), big.lex_start(&lex, true));
+        }
     }
 
     #[test]

@@ -12,13 +12,16 @@
 //!   commands do not depend on the old value (`ZADD`/`ZREM`,
 //!   `LREM`+`LPUSH`+`LTRIM`);
 //! - a unique or a tag index: the old values and the unique entries'
-//!   holders are read, a value another live object holds is refused
-//!   ([`Error::Unique`]), and the write and the index commands go as one
-//!   script that checks those reads still hold ([`checked`](super::checked):
-//!   an optimistic compare-and-set in one round trip, repeated if a read
-//!   changed, by the one retry policy of [`crate::optimistic`]). On a
-//!   server that refuses scripts, the same reads and decisions run under
-//!   `WATCH` on a connection of their own, then `MULTI`/`EXEC`.
+//!   holders are read (or guessed from what the `Db` saw last,
+//!   [`recall`](super::recall), which makes an insert of a new object or a
+//!   change of a value this `Db` wrote one round trip), a value another
+//!   live object holds is refused ([`Error::Unique`], on real reads only),
+//!   and the write and the index commands go as one script that checks
+//!   those reads still hold ([`checked`](super::checked): an optimistic
+//!   compare-and-set in one round trip, repeated on the values it replies
+//!   if a read changed, by the one retry policy of [`crate::optimistic`]).
+//!   On a server that refuses scripts, the same reads and decisions run
+//!   under `WATCH` on a connection of their own, then `MULTI`/`EXEC`.
 //!
 //! Why not claim the unique value first (`SET NX`) and write the object
 //! next: a claim made outside the object's write is a second step that can

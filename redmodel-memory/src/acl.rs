@@ -320,6 +320,7 @@ impl User {
 
     /// Whether a selector lets the user hear `channel` (a PSUBSCRIBE
     /// pattern: named literally).
+    #[cfg(feature = "server")]
     pub(crate) fn channel_allowed(&self, channel: &[u8], is_pattern: bool) -> bool {
         self.selectors
             .iter()

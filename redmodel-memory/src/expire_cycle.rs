@@ -4,8 +4,10 @@
 //! ten times a second, for each database, sample 20 keys that have a TTL,
 //! delete the expired ones, and sample again while more than 10% of a
 //! sample was expired; stop when the cycle has used its time budget of 25%
-//! of the 100 ms period. The lock is taken per sample, so clients are never
-//! blocked for a whole cycle.
+//! of the 100 ms period; while a cycle runs out of time, fast cycles of a
+//! millisecond follow every two milliseconds (Redis's `beforeSleep` fast
+//! cycle). The lock is held for at most a millisecond at a time, so
+//! clients are never blocked for a whole cycle.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -21,6 +23,13 @@ const ACCEPTABLE_STALE_PERCENT: usize = 10;
 const PERIOD: Duration = Duration::from_millis(100);
 /// 25% of the period (ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC).
 pub(crate) const SLOW_CYCLE_BUDGET: Duration = Duration::from_millis(25);
+/// How long the cycle keeps the engine's lock at a time (Redis's fast
+/// cycle lasts as long).
+const HOLD: Duration = Duration::from_millis(1);
+/// The fast cycle (ACTIVE_EXPIRE_CYCLE_FAST_DURATION): a millisecond,
+/// at most every other millisecond, while a slow cycle ran out of time.
+const FAST_CYCLE_BUDGET: Duration = Duration::from_millis(1);
+const FAST_CYCLE_PERIOD: Duration = Duration::from_millis(2);
 
 /// What one active expiry cycle did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -39,10 +48,30 @@ pub(crate) fn start(engine: &Engine) {
     let weak: Weak<Shared> = Arc::downgrade(&engine.shared);
     let spawned = std::thread::Builder::new()
         .name("redmodel-expire".into())
-        .spawn(move || loop {
-            std::thread::sleep(PERIOD);
-            let Some(shared) = weak.upgrade() else { return };
-            run_cycle(&Engine { shared }, SLOW_CYCLE_BUDGET);
+        .spawn(move || {
+            let mut next_slow = Instant::now() + PERIOD;
+            let mut behind = false;
+            loop {
+                // A slow cycle that ran out of time left expired keys
+                // behind: fast cycles follow until the next slow one, as
+                // Redis runs them between its event loop's rounds.
+                let now = Instant::now();
+                let fast = behind && now + FAST_CYCLE_PERIOD < next_slow;
+                std::thread::sleep(if fast {
+                    FAST_CYCLE_PERIOD
+                } else {
+                    next_slow.saturating_duration_since(now)
+                });
+                let Some(shared) = weak.upgrade() else { return };
+                let engine = Engine { shared };
+                let stats = if fast {
+                    run_cycle(&engine, FAST_CYCLE_BUDGET)
+                } else {
+                    next_slow = Instant::now() + PERIOD;
+                    run_cycle(&engine, SLOW_CYCLE_BUDGET)
+                };
+                behind = stats.timed_out;
+            }
         });
     // Without a thread the engine still expires keys passively; nothing to
     // report to a caller that only asked for an engine.
@@ -57,24 +86,38 @@ pub(crate) fn run_cycle(engine: &Engine, budget: Duration) -> CycleStats {
     for db in 0..DATABASES {
         loop {
             let now = engine.shared.clock.now_ms();
-            let (sampled, expired) = {
-                let mut store = engine.shared.store.lock();
+            let mut store = engine.shared.store.lock();
+            // Sample after sample under one taking of the lock, for at
+            // most `HOLD`: clients wait that long at worst (Redis holds its
+            // one thread for the whole cycle), and the lock is not taken
+            // and released again for every 20 keys.
+            let held = Instant::now();
+            let db_done = loop {
                 let ks = &mut store.dbs[db];
                 if ks.expiring_len() == 0 {
-                    break;
+                    break true;
                 }
-                let done = ks.expire_sample(KEYS_PER_LOOP, now, &mut rng);
-                // Their `expired` events.
-                store.flush_notifications();
-                done
+                let (sampled, expired) = ks.expire_sample(KEYS_PER_LOOP, now, &mut rng);
+                stats.sampled += sampled;
+                stats.expired += expired;
+                if sampled == 0 || expired * 100 / sampled <= ACCEPTABLE_STALE_PERCENT {
+                    break true;
+                }
+                if held.elapsed() > HOLD {
+                    break false;
+                }
             };
-            stats.sampled += sampled;
-            stats.expired += expired;
+            // Their `expired` events.
+            store.flush_notifications();
+            // Handed to a waiting client, if any: a plain unlock lets this
+            // thread take the lock straight back, and clients waited out
+            // the whole cycle.
+            parking_lot::MutexGuard::unlock_fair(store);
             if started.elapsed() > budget {
                 stats.timed_out = true;
                 return stats;
             }
-            if sampled == 0 || expired * 100 / sampled <= ACCEPTABLE_STALE_PERCENT {
+            if db_done {
                 break;
             }
         }

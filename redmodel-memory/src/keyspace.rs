@@ -182,7 +182,8 @@ pub(crate) struct Keyspace {
     index: HashTable<u32>,
     hasher: RandomState,
     nodes: Vec<Option<Box<Entry>>>,
-    /// The holes in `nodes`, refilled last-freed first.
+    /// The holes in `nodes`, refilled last-freed first (some may lie past
+    /// the end after the vector shrank: skipped when popped).
     free: Vec<u32>,
     /// Slot -> Unix ms after which the key is gone (`now > expire_at`).
     expiring: IndexMap<u32, i64>,
@@ -450,11 +451,19 @@ impl Keyspace {
     /// Stores a key that is not there (no TTL).
     fn insert_new(&mut self, key: &[u8], value: Value, history: History, now: i64) {
         self.log_event(crate::notify::class::NEW, "new", key);
-        let slot = match self.free.pop() {
-            Some(hole) => hole,
-            None => {
-                self.nodes.push(None);
-                u32::try_from(self.nodes.len() - 1).unwrap_or(u32::MAX)
+        let slot = loop {
+            match self.free.pop() {
+                // A hole past the end (the vector shrank since it was
+                // freed) or filled since (it grew again) is dropped here,
+                // not when the vector shrinks: that cost the whole list.
+                Some(hole) if self.nodes.get(hole as usize).is_some_and(Option::is_none) => {
+                    break hole
+                }
+                Some(_) => {}
+                None => {
+                    self.nodes.push(None);
+                    break u32::try_from(self.nodes.len() - 1).unwrap_or(u32::MAX);
+                }
             }
         };
         if let Some(place) = self.nodes.get_mut(slot as usize) {
@@ -540,11 +549,11 @@ impl Keyspace {
             *place = None;
         }
         if slot as usize + 1 == self.nodes.len() {
+            // Holes left in `free` past the new end are skipped when
+            // popped (see `insert_new`).
             while self.nodes.last().is_some_and(Option::is_none) {
                 self.nodes.pop();
             }
-            let len = self.nodes.len();
-            self.free.retain(|&hole| (hole as usize) < len);
         } else {
             self.free.push(slot);
         }
@@ -651,8 +660,11 @@ impl Keyspace {
             .collect()
     }
 
-    /// One round of the active expiry cycle: samples up to `n` keys with a
-    /// TTL at random and deletes the expired ones. Returns (sampled, expired).
+    /// One round of the active expiry cycle: looks at up to `n` keys with
+    /// a TTL, consecutive in `expiring` from a random place (as Redis walks
+    /// its expires table bucket after bucket: neighbours in memory, where
+    /// keys picked one by one at random cost a cache miss each), and
+    /// deletes the expired ones. Returns (sampled, expired).
     pub(crate) fn expire_sample(
         &mut self,
         n: usize,
@@ -660,25 +672,46 @@ impl Keyspace {
         rng: &mut impl rand::Rng,
     ) -> (usize, usize) {
         let sample = n.min(self.expiring.len());
+        if sample == 0 {
+            return (0, 0);
+        }
+        let mut i = rng.random_range(0..self.expiring.len());
         let mut expired = 0;
         for _ in 0..sample {
-            let i = rng.random_range(0..self.expiring.len());
-            let Some(key) = self
-                .expiring
-                .get_index(i)
-                .and_then(|(&slot, _)| self.nodes.get(slot as usize)?.as_deref())
-                .map(|e| Key::from(e.key()))
-            else {
-                break;
-            };
-            if self.expire_if_needed(&key, now) {
-                expired += 1;
+            if i >= self.expiring.len() {
+                i = 0;
             }
-            if self.expiring.is_empty() {
-                break;
+            match self.expiring.get_index(i) {
+                // The sample's own expiry time decides, and its slot finds
+                // the key: no lookup by key until the delete's own. The
+                // last key moves into place `i`: it is looked at next.
+                Some((&slot, &at)) if now > at => {
+                    self.expire_slot(i, slot);
+                    expired += 1;
+                }
+                Some(_) => i += 1,
+                None => break,
             }
         }
         (sample, expired)
+    }
+
+    /// Deletes the expired key in `slot`, the `i`th of `expiring`: what
+    /// [`Self::expire_if_needed`] does for a key found by name.
+    fn expire_slot(&mut self, i: usize, slot: u32) {
+        let Some(entry) = self.nodes.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        let key = entry.key();
+        let hash = Self::hash(&self.hasher, key);
+        if let Ok(found) = self.index.find_entry(hash, |&s| s == slot) {
+            found.remove();
+        }
+        self.expiring.swap_remove_index(i);
+        self.free_slot(slot);
+        self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        self.modified(key);
+        self.expired_count += 1;
     }
 
     /// SWAPDB: `a` and `b` exchange their keys; each keeps its watchers,
@@ -957,7 +990,13 @@ mod tests {
         ks.remove(b"b");
         ks.remove(b"c");
         assert_eq!(ks.nodes.len(), 1);
+        // The hole `b` left is past the end now: a new key takes the next
+        // slot, and the stale hole is dropped on the way.
+        ks.set(b"e", Value::Str(b"v".to_vec()), false, 0);
+        assert_eq!(ks.nodes.len(), 2);
         assert!(ks.free.is_empty());
+        assert_eq!(names(&ks), vec![b"d".to_vec(), b"e".to_vec()]);
+        ks.remove(b"e");
         assert_eq!(scan_all(&mut ks, 1, &mut |_| {}), vec![b"d".to_vec()]);
         ks.remove(b"d");
         assert!(ks.nodes.is_empty());

@@ -161,6 +161,7 @@ impl Log {
     }
 
     /// Whether an entry waits for its connection's CLIENT LIST line.
+    #[cfg(feature = "server")]
     pub(crate) fn unfilled(&self) -> bool {
         self.entries
             .iter()
@@ -169,6 +170,7 @@ impl Log {
     }
 
     /// Gives the entries that wait for one the connection's line.
+    #[cfg(feature = "server")]
     pub(crate) fn fill(&mut self, line: &str) {
         for entry in self.entries.iter_mut().take(10) {
             if entry.client_info.is_empty() {

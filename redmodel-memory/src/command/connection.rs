@@ -148,7 +148,7 @@ pub(crate) type Login<'a> = &'a mut dyn FnMut(Option<(&[u8], &[u8])>) -> bool;
 /// with its own state (a RESP server connection, the in-process
 /// `Connection`): switches `resp` to 2 or 3 once every option was
 /// accepted, and replies with the server's description, a map.
-#[cfg(test)]
+#[cfg(all(test, feature = "server"))]
 pub(crate) fn hello(id: u64, name: &mut Option<Vec<u8>>, resp: &mut u8, args: &[&[u8]]) -> Reply {
     hello_as(id, name, resp, args, &mut |login| {
         login.is_none_or(|(user, _)| user == b"default")

@@ -1681,12 +1681,7 @@ fn scripts() -> Vec<Gen> {
 // ---------------------------------------------------------------------------
 // The runner.
 
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
+use redmodel_suite::env_number;
 
 /// Run before every sequence (and shown in its transcript): the state
 /// FLUSHALL leaves behind, back to the defaults.
@@ -1804,14 +1799,7 @@ fn differential(test: &str, families: &[Family]) {
 
     let cases = env_number("REDMODEL_DIFF_CASES", 64) as u32;
     let max_ops = env_number("REDMODEL_DIFF_OPS", 100).max(1) as usize;
-    let seed = std::env::var("REDMODEL_DIFF_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
+    let seed = redmodel_suite::env_seed("REDMODEL_DIFF_SEED");
     eprintln!("{test}: {cases} cases of up to {max_ops} commands; REDMODEL_DIFF_SEED={seed}");
 
     let op = Union::new(known.into_iter().map(|g| g.strategy).collect::<Vec<_>>());

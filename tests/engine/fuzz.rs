@@ -626,14 +626,7 @@ fn fuzz(seed: u64, total: usize, current: &Current) -> Findings {
 
 #[test]
 fn bad_input_never_panics_hangs_or_grows() {
-    let seed = std::env::var("REDMODEL_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
+    let seed = redmodel_suite::env_seed("REDMODEL_FUZZ_SEED");
     let total = std::env::var("REDMODEL_FUZZ_COMMANDS")
         .ok()
         .and_then(|s| s.trim().parse::<usize>().ok())

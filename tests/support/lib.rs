@@ -85,6 +85,7 @@
 mod backend;
 mod cluster;
 pub mod diff;
+mod env;
 mod server;
 
 pub use backend::{
@@ -93,6 +94,7 @@ pub use backend::{
     TestOutcome,
 };
 pub use cluster::{shared_cluster, RedisCluster, CLUSTER_TURN};
+pub use env::{env_number, env_seed};
 pub use server::{
     check_installed, server_binary, RedisServer, RedisServerBuilder, ServerError, TlsFiles,
 };

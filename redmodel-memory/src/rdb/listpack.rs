@@ -102,14 +102,8 @@ fn decode(bytes: &[u8]) -> Option<(Elem<'_>, usize)> {
 /// per byte, the first byte written holding the highest bits, every byte
 /// but the first flagged with the top bit.
 fn encode_backlen(size: usize) -> Backlen {
+    let n = backlen_len(size);
     let size = size as u64;
-    let n = match size {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    };
     let mut bytes = [0u8; 5];
     for (i, byte) in bytes[..n].iter_mut().enumerate() {
         let shift = 7 * (n - 1 - i);
@@ -119,6 +113,17 @@ fn encode_backlen(size: usize) -> Backlen {
         }
     }
     Backlen { bytes, len: n }
+}
+
+/// How many bytes the backlen of an element of `size` bytes takes.
+pub(crate) fn backlen_len(size: usize) -> usize {
+    match size {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2097150 => 3,
+        2097151..=268435454 => 4,
+        _ => 5,
+    }
 }
 
 /// An encoded backlen.

@@ -197,14 +197,7 @@ impl Node {
 
 /// The bytes a listpack element takes: its encoding plus its back length.
 fn element_size(encoded: usize) -> usize {
-    let back = match encoded {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    };
-    encoded + back
+    encoded + crate::rdb::listpack::backlen_len(encoded)
 }
 
 /// The size of an integer element in a listpack.

@@ -3,12 +3,7 @@
 #[allow(unused_imports)]
 use super::*;
 
-pub(crate) fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
-}
+pub(crate) use redmodel_suite::env_number;
 
 /// Runs random worlds on one backend, shrinking a failing one.
 pub(crate) fn run_hostile_worlds(backend: Backend) {
@@ -22,14 +17,7 @@ pub(crate) fn run_hostile_worlds(backend: Backend) {
         return;
     };
     let cases = env_number("REDMODEL_BAD_INPUT_CASES", 24) as u32;
-    let seed = std::env::var("REDMODEL_BAD_INPUT_SEED")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
+    let seed = redmodel_suite::env_seed("REDMODEL_BAD_INPUT_SEED");
     eprintln!("{name}: {cases} worlds; REDMODEL_BAD_INPUT_SEED={seed}");
     let mut seed_bytes = [0u8; 32];
     for (i, chunk) in seed_bytes.chunks_mut(8).enumerate() {

@@ -526,12 +526,7 @@ impl Keyspace {
     /// Deletes `key` (live or expired). Marks it modified.
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Removed> {
         let slot = self.find(key)?;
-        let hash = Self::hash(&self.hasher, key);
-        if let Ok(found) = self.index.find_entry(hash, |&s| s == slot) {
-            found.remove();
-        }
-        let entry = self.nodes.get_mut(slot as usize)?.take()?;
-        self.free_slot(slot);
+        let entry = self.take_slot(slot)?;
         let expire_at = self.expiring.swap_remove(&slot);
         self.modified(key);
         let history = entry.history();
@@ -540,6 +535,19 @@ impl Keyspace {
             expire_at,
             history,
         })
+    }
+
+    /// Takes the entry out of `slot`, out of the lookup table, and frees
+    /// the slot (the TTL table is the caller's: it may know the entry's
+    /// place there).
+    fn take_slot(&mut self, slot: u32) -> Option<Box<Entry>> {
+        let entry = self.nodes.get_mut(slot as usize)?.take()?;
+        let hash = Self::hash(&self.hasher, entry.key());
+        if let Ok(found) = self.index.find_entry(hash, |&s| s == slot) {
+            found.remove();
+        }
+        self.free_slot(slot);
+        Some(entry)
     }
 
     /// Empties a key's slot for a later key. Trailing holes are dropped
@@ -699,16 +707,11 @@ impl Keyspace {
     /// Deletes the expired key in `slot`, the `i`th of `expiring`: what
     /// [`Self::expire_if_needed`] does for a key found by name.
     fn expire_slot(&mut self, i: usize, slot: u32) {
-        let Some(entry) = self.nodes.get_mut(slot as usize).and_then(Option::take) else {
+        let Some(entry) = self.take_slot(slot) else {
             return;
         };
         let key = entry.key();
-        let hash = Self::hash(&self.hasher, key);
-        if let Ok(found) = self.index.find_entry(hash, |&s| s == slot) {
-            found.remove();
-        }
         self.expiring.swap_remove_index(i);
-        self.free_slot(slot);
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
         self.modified(key);
         self.expired_count += 1;

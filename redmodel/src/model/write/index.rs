@@ -253,11 +253,9 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
         match decided {
             // A refusal (a value another object holds) ends the write
             // unwritten, so no script checks what it rests on: decide
-            // again on real reads.
-            Err(_) if recorder.guessed() => {
-                guess = Guess::Nothing;
-                continue;
-            }
+            // again on real reads (`guess` is `Nothing` unless a reply
+            // sets it).
+            Err(_) if recorder.guessed() => continue,
             decided => decided?,
         }
         let mut writes = base.clone();

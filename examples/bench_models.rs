@@ -42,7 +42,8 @@
 //! stores them, cost so many bytes each in the engine (the growth of this
 //! process's resident set, VmRSS, so approximate: allocator slack
 //! included) and in redis-server (the growth of `INFO memory`'s
-//! `used_memory`). `--only NAME` runs one operation, or `memory`.
+//! `used_memory`). `--only NAME` runs one operation, or `memory`; `--on
+//! a` (or `c`, `d`, `ac`...) only those backends, as when profiling one.
 //!
 //! The whole run takes about 35 s with the defaults (9 runs of 150 ms).
 
@@ -56,7 +57,7 @@ use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime
 use redmodel_suite::{RedisCluster, RedisServer};
 
 const USAGE: &str =
-    "usage: bench_models [--reps N] [--millis MS] [--only OPERATION|memory] [--objects N]";
+    "usage: bench_models [--reps N] [--millis MS] [--only OPERATION|memory] [--objects N] [--on a|c|d]";
 /// Students of the speed fixture; the operations cycle through them.
 const STUDENTS: usize = 1000;
 /// Students per batch operation (`load_many`, `rel.load`).
@@ -604,7 +605,8 @@ impl Target {
         run: Duration,
     ) -> BenchResult<f64> {
         let mut k = 0;
-        ops_per_sec(run, async || {
+        let cpu = cpu_ns();
+        let rate: f64 = ops_per_sec(run, async || -> BenchResult<usize> {
             for _ in 0..STEP {
                 match (side, self.conn.as_mut()) {
                     (Side::Model, _) => op.model(&self.db, students, k).await?,
@@ -615,13 +617,40 @@ impl Target {
             }
             Ok(STEP)
         })
-        .await
+        .await?;
+        if std::env::var_os("BENCH_CPU").is_some() {
+            let ops = rate * run.as_secs_f64();
+            let per_op = cpu_ns().saturating_sub(cpu) as f64 / ops / 1000.0;
+            let side = if matches!(side, Side::Model) { "model" } else { "raw" };
+            eprintln!("{} {} {side}: {per_op:.1} us of this process's CPU per op", self.label, op.name());
+        }
+        Ok(rate)
     }
 }
 
-/// (a) always; (c) if a redis-server can be started (else a note).
-async fn targets() -> Vec<Target> {
-    let mut all = vec![Target::new("(a)", Db::memory(), None)];
+/// CPU time of this process's threads so far, in nanoseconds (the sum of
+/// /proc/self/task/*/schedstat's first fields); 0 without /proc.
+fn cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The targets `on` names (`"acd"`: all): (a) always; (c) and (d) if
+/// their servers can be started (else a note).
+async fn targets(on: &str) -> Vec<Target> {
+    let mut all = Vec::new();
+    if on.contains('a') {
+        all.push(Target::new("(a)", Db::memory(), None));
+    }
+    if !on.contains('c') && !on.contains('d') {
+        return all;
+    }
     let redis = match RedisServer::start() {
         Ok(server) => match Db::connect(&server.url()).await {
             Ok(db) => Ok(Target::new("(c)", db, Some(server))),
@@ -630,8 +659,12 @@ async fn targets() -> Vec<Target> {
         Err(e) => Err(e.to_string()),
     };
     match redis {
-        Ok(t) => all.push(t),
+        Ok(t) if on.contains('c') => all.push(t),
+        Ok(_) => {}
         Err(e) => println!("note: (c) redis-server skipped: {e}"),
+    }
+    if !on.contains('d') {
+        return all;
     }
     let cluster = match RedisCluster::start(3) {
         Ok(cluster) => {
@@ -805,7 +838,7 @@ fn print_table(rows: &[(Op, Vec<[Option<f64>; 2]>)]) {
     println!("a 3-master Redis Cluster (cluster key layout) against the model on one redis-server");
 }
 
-async fn bench(options: Options, objects: usize) -> ExitCode {
+async fn bench(options: Options, objects: usize, on: String) -> ExitCode {
     let started = Instant::now();
     println!(
         "redmodel bench_models: ops/s, median of {} interleaved runs of {} ms",
@@ -818,7 +851,7 @@ async fn bench(options: Options, objects: usize) -> ExitCode {
         "model: the school's Student through redmodel; raw: redis-rs commands doing the same,"
     );
     println!("on the same Db; *_100: one op = one call for 100 students");
-    let mut targets = targets().await;
+    let mut targets = targets(&on).await;
     if options.selects("memory") {
         memory(&targets, objects).await;
     }
@@ -846,7 +879,16 @@ async fn bench(options: Options, objects: usize) -> ExitCode {
         }
         let mut rows = Vec::new();
         for op in ops {
-            rows.push((op, measure(&mut targets, &students, op, &options).await));
+            let rates = measure(&mut targets, &students, op, &options).await;
+            // The table's columns are (a), (c), (d), whichever were run.
+            let by_label = ["(a)", "(c)", "(d)"].map(|label| {
+                targets
+                    .iter()
+                    .zip(&rates)
+                    .find(|(t, _)| t.label == label)
+                    .map_or([None, None], |(_, r)| *r)
+            });
+            rows.push((op, by_label.to_vec()));
         }
         print_table(&rows);
     }
@@ -857,8 +899,21 @@ async fn bench(options: Options, objects: usize) -> ExitCode {
 
 fn main() -> ExitCode {
     let mut objects = 100_000;
+    // `--on LABELS` is taken out before the shared options are read.
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut on = "acd".to_string();
+    if let Some(at) = args.iter().position(|a| a == "--on") {
+        match args.get(at + 1) {
+            Some(labels) => on = labels.clone(),
+            None => {
+                eprintln!("{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+        args.drain(at..at + 2);
+    }
     let options = match Options::new(9, 150).parse(
-        std::env::args().skip(1),
+        args,
         USAGE,
         &mut [("--objects", &mut objects)],
     ) {
@@ -870,7 +925,7 @@ fn main() -> ExitCode {
     };
     let objects = usize::try_from(objects).unwrap_or(usize::MAX);
     match runtime() {
-        Ok(runtime) => runtime.block_on(bench(options, objects)),
+        Ok(runtime) => runtime.block_on(bench(options, objects, on)),
         Err(e) => {
             eprintln!("no tokio runtime: {e}");
             ExitCode::FAILURE

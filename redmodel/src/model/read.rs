@@ -1,19 +1,45 @@
-//! How objects are read: one command per object, whose reply also tells
-//! whether the object exists.
+//! How objects are read: in one round trip, with whether each exists.
 //!
-//! A hash object is read with HGETALL: Redis has no empty hash, so an empty
-//! reply is a missing object, and any other is the object, even one that
-//! has none of its declared fields (every one an absent `Option`: the hash
-//! still holds `_count`). HMGET of the declared fields could not tell such
-//! an object from a missing one without an EXISTS beside it, which costs a
-//! MULTI around the two. A string object is read with GET.
+//! A hash object is read with `HMGET key <declared fields> _count`: the
+//! values come back in the declared order, so decoding takes them by
+//! position, and the reply carries no field names to copy or match (an
+//! HGETALL reply is twice as long and arrives in the hash's own order).
+//! HMGET cannot tell a missing object from one that holds none of those
+//! fields, so an EXISTS goes with it:
+//!
+//! - one object ([`read_raw`](ObjectRef::read_raw), and each object in the
+//!   cluster layout) is read as HMGET and EXISTS of its key, pipelined. A
+//!   reply with a value is the object; no value and no key is a missing
+//!   object. No value while the key exists is a hash of undeclared fields
+//!   only, or an object created between the two commands: it is read again
+//!   whole ([`Read::Unsure`]).
+//! - many objects in the plain layout are one MULTI (the objects as of one
+//!   instant) of their HMGETs and one `EXISTS` of all their keys, which
+//!   counts the keys that exist. If it counts no more than the replies with
+//!   a value, every other object is missing; otherwise one of them is a
+//!   hash without declared fields (no object the model writes: an insert
+//!   stores `_count`), and the whole batch is read again whole.
+//!
+//! Read whole is the HGETALL of each object (in one MULTI for several in
+//! the plain layout), as it was before this module read by position: the
+//! rare case's path, which an empty reply settles (Redis has no empty
+//! hash). A string object is read with GET.
 
 use redis::{Pipeline, Value};
 
-use super::object::RawFields;
-use super::reply::{redis_type, reply_at};
+use super::object::{RawFields, COUNT_FIELD};
+use super::reply::{at_key, redis_type, reply_at};
 use super::{Model, ObjectRef, Storage};
-use crate::{Db, KeyLayout, Result};
+use crate::{Db, Error, KeyLayout, Result};
+
+/// What one object's replies tell.
+pub(crate) enum Read {
+    /// The object's stored fields, or `None`: it does not exist.
+    Known(RawFields),
+    /// It exists without any declared field, or came to exist between the
+    /// two commands: read it again whole.
+    Unsure,
+}
 
 impl<M: Model> ObjectRef<M> {
     /// The object: its stored fields, or `None` if it does not exist.
@@ -21,8 +47,11 @@ impl<M: Model> ObjectRef<M> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         self.add_read(db, &mut pipe);
-        let replies = db.read_replies(&pipe).await?;
-        self.take_read(replies.into_iter().next())
+        let mut replies = db.read_replies(&pipe).await?.into_iter();
+        match self.take_read(&mut replies)? {
+            Read::Known(raw) => Ok(raw),
+            Read::Unsure => self.read_whole(db).await,
+        }
     }
 
     /// Many objects in one round trip, each result in its own place. In the
@@ -36,48 +65,175 @@ impl<M: Model> ObjectRef<M> {
         if refs.is_empty() {
             return Ok(Vec::new());
         }
+        if db.key_layout() == KeyLayout::Plain && M::STORAGE == Storage::Hash {
+            return Self::read_batch(db, refs).await;
+        }
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        if db.key_layout() == KeyLayout::Plain {
-            pipe.atomic();
-        }
         for r in refs {
             r.add_read(db, &mut pipe);
         }
-        let replies = db.read_replies(&pipe).await?;
-        let mut replies = replies.into_iter();
-        Ok(refs.iter().map(|r| r.take_read(replies.next())).collect())
+        let mut replies = db.read_replies(&pipe).await?.into_iter();
+        let mut out = Vec::with_capacity(refs.len());
+        for r in refs {
+            out.push(match r.take_read(&mut replies) {
+                Ok(Read::Known(raw)) => Ok(raw),
+                Ok(Read::Unsure) => r.read_whole(db).await,
+                Err(e) => Err(e),
+            });
+        }
+        Ok(out)
     }
 
-    pub(crate) fn add_read(&self, db: &Db, pipe: &mut Pipeline) {
-        let command = match M::STORAGE {
-            Storage::Hash => "HGETALL",
-            Storage::Single => "GET",
+    /// The plain layout's batch (see the module docs): one MULTI of the
+    /// HMGETs and an EXISTS counting the keys.
+    async fn read_batch(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors().atomic();
+        for r in refs {
+            r.add_fields(db, &mut pipe);
+        }
+        let mut exists = redis::cmd("EXISTS");
+        for r in refs {
+            exists.arg(r.key_in(db).as_ref());
+        }
+        pipe.add_command(exists);
+        let mut replies = db.read_replies(&pipe).await?;
+        let existing = match replies.pop() {
+            Some(Value::Int(n)) => n,
+            _ => return Err(short_reply()),
         };
-        pipe.cmd(command).arg(self.key_in(db));
+        let mut replies = replies.into_iter();
+        let out: Vec<Result<Option<Vec<Option<Vec<u8>>>>>> = refs
+            .iter()
+            .map(|r| r.take_fields(replies.next()))
+            .collect();
+        // A key of another type exists too (its HMGET failed).
+        let with_values = out.iter().filter(|r| !matches!(r, Ok(None))).count();
+        if existing > i64::try_from(with_values).unwrap_or(i64::MAX) {
+            return Self::read_whole_many(db, refs).await;
+        }
+        Ok(out)
     }
 
-    /// The stored fields in a reply of [`add_read`](Self::add_read).
-    pub(crate) fn take_read(&self, reply: Option<Value>) -> Result<RawFields> {
-        let expected = redis_type(M::STORAGE);
+    /// Adds the commands that read this object (see the module docs).
+    pub(crate) fn add_read(&self, db: &Db, pipe: &mut Pipeline) {
         match M::STORAGE {
             Storage::Hash => {
-                let pairs: Vec<(Vec<u8>, Vec<u8>)> = reply_at(self.key(), expected, reply)?;
-                if pairs.is_empty() {
-                    return Ok(None);
-                }
-                let mut fields = vec![None; M::FIELDS.len()];
-                for (name, value) in pairs {
-                    if let Some(i) = M::FIELDS.iter().position(|f| f.as_bytes() == name) {
-                        fields[i] = Some(value);
-                    }
-                }
-                Ok(Some(fields))
+                self.add_fields(db, pipe);
+                pipe.cmd("EXISTS").arg(self.key_in(db).as_ref());
             }
             Storage::Single => {
-                let value: Option<Vec<u8>> = reply_at(self.key(), expected, reply)?;
-                Ok(value.map(|v| vec![Some(v)]))
+                pipe.cmd("GET").arg(self.key_in(db).as_ref());
             }
         }
     }
+
+    /// `HMGET key <declared fields> _count`.
+    fn add_fields(&self, db: &Db, pipe: &mut Pipeline) {
+        pipe.cmd("HMGET")
+            .arg(self.key_in(db).as_ref())
+            .arg(M::FIELDS)
+            .arg(COUNT_FIELD);
+    }
+
+    /// What the replies of [`add_read`](Self::add_read) tell, taken from
+    /// `replies`.
+    pub(crate) fn take_read(&self, replies: &mut impl Iterator<Item = Value>) -> Result<Read> {
+        match M::STORAGE {
+            Storage::Hash => {
+                let fields = self.take_fields(replies.next());
+                let exists = replies.next();
+                match (fields?, exists) {
+                    (Some(fields), _) => Ok(Read::Known(Some(fields))),
+                    (None, Some(Value::Int(0))) => Ok(Read::Known(None)),
+                    (None, Some(Value::Int(_))) => Ok(Read::Unsure),
+                    (None, _) => Err(short_reply()),
+                }
+            }
+            Storage::Single => {
+                let value: Option<Vec<u8>> = reply_at(self.key(), "string", replies.next())?;
+                Ok(Read::Known(value.map(|v| vec![Some(v)])))
+            }
+        }
+    }
+
+    /// The declared fields in an HMGET reply, by position: `None` if none
+    /// of them (nor `_count`) has a value. The reply's strings are moved
+    /// out, not copied.
+    fn take_fields(&self, reply: Option<Value>) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+        let values = match reply {
+            Some(Value::Array(values)) if values.len() == M::FIELDS.len() + 1 => values,
+            Some(Value::ServerError(err)) => {
+                let err = Error::from(redis::RedisError::from(err));
+                return Err(at_key(self.key(), "hash")(err));
+            }
+            Some(_) => return Err(unexpected_reply()),
+            None => return Err(short_reply()),
+        };
+        let mut any = false;
+        let mut fields = Vec::with_capacity(values.len());
+        for value in values {
+            fields.push(match value {
+                Value::Nil => None,
+                Value::BulkString(bytes) => {
+                    any = true;
+                    Some(bytes)
+                }
+                _ => return Err(unexpected_reply()),
+            });
+        }
+        fields.pop(); // `_count`: only its presence counted
+        Ok(any.then_some(fields))
+    }
+
+    /// This object read whole, with HGETALL.
+    pub(crate) async fn read_whole(&self, db: &Db) -> Result<RawFields> {
+        let mut all = Self::read_whole_many(db, std::slice::from_ref(self)).await?;
+        all.pop().unwrap_or_else(|| Err(short_reply()))
+    }
+
+    /// `refs` read whole: their HGETALLs, in one MULTI in the plain layout.
+    async fn read_whole_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        if db.key_layout() == KeyLayout::Plain && refs.len() > 1 {
+            pipe.atomic();
+        }
+        for r in refs {
+            pipe.cmd("HGETALL").arg(r.key_in(db).as_ref());
+        }
+        let replies = db.read_replies(&pipe).await?;
+        let mut replies = replies.into_iter();
+        Ok(refs.iter().map(|r| r.take_whole(replies.next())).collect())
+    }
+
+    /// The declared fields in an HGETALL reply; `None` if it is empty.
+    fn take_whole(&self, reply: Option<Value>) -> Result<RawFields> {
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = reply_at(self.key(), redis_type(M::STORAGE), reply)?;
+        if pairs.is_empty() {
+            return Ok(None);
+        }
+        let mut fields = vec![None; M::FIELDS.len()];
+        for (name, value) in pairs {
+            if let Some(i) = M::FIELDS.iter().position(|f| f.as_bytes() == name) {
+                fields[i] = Some(value);
+            }
+        }
+        Ok(Some(fields))
+    }
+}
+
+fn short_reply() -> Error {
+    Error::Reply(redis::RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "a pipeline returned fewer replies than commands",
+    )))
+}
+
+fn unexpected_reply() -> Error {
+    Error::Reply(redis::RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "HMGET replied in an unknown shape",
+    )))
 }

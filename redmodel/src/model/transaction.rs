@@ -12,6 +12,7 @@ use super::codec::{Codec, IntoValue};
 use super::field::{Assign, Field};
 use super::index::IndexSpec;
 use super::object::{ObjectRef, COUNT_FIELD};
+use super::read::Read;
 use super::reply::{redis_type, reply_at};
 use super::write::{self, Changes, Plan, Texts};
 use super::{Model, Storage};
@@ -178,10 +179,15 @@ impl Transaction {
     /// The whole object, as [`ObjectRef::load`] reads it (WATCH and
     /// HGETALL in one round trip). `None` if it does not exist.
     pub async fn load<M: Model>(&self, object: &ObjectRef<M>) -> Result<Option<M>> {
-        let reply = self
+        let replies = self
             .watch_read(object, |pipe| object.add_read(&self.db, pipe))
             .await?;
-        let raw = object.take_read(reply)?;
+        let raw = match object.take_read(&mut replies.into_iter())? {
+            Read::Known(raw) => raw,
+            // Still under the WATCH: a change between the two reads fails
+            // the EXEC.
+            Read::Unsure => object.read_whole(&self.db).await?,
+        };
         lock(&self.pending)
             .known
             .push((object.key_in(&self.db).into_owned(), raw.is_some()));
@@ -201,7 +207,7 @@ impl Transaction {
                 pipe.cmd("HGET").arg(&key).arg(field.name());
             })
             .await?;
-        let raw: Option<Vec<u8>> = reply_at(object.key(), "hash", reply)?;
+        let raw: Option<Vec<u8>> = reply_at(object.key(), "hash", reply.into_iter().next())?;
         field.decode_present(object.key(), raw)
     }
 
@@ -213,7 +219,11 @@ impl Transaction {
                 pipe.cmd("EXISTS").arg(&key);
             })
             .await?;
-        let exists: bool = reply_at(object.key(), redis_type(M::STORAGE), reply)?;
+        let exists: bool = reply_at(
+            object.key(),
+            redis_type(M::STORAGE),
+            reply.into_iter().next(),
+        )?;
         lock(&self.pending).known.push((key, exists));
         Ok(exists)
     }
@@ -274,12 +284,12 @@ impl Transaction {
     }
 
     /// WATCHes `object`'s key and runs the read `add` adds, in one round
-    /// trip: the read's reply.
+    /// trip: the read's replies.
     async fn watch_read<M: Model>(
         &self,
         object: &ObjectRef<M>,
         add: impl FnOnce(&mut Pipeline),
-    ) -> Result<Option<Value>> {
+    ) -> Result<Vec<Value>> {
         let key = object.key_in(&self.db);
         self.check_slot(&key)?;
         self.raw.route_by(&key).await;
@@ -287,8 +297,7 @@ impl Transaction {
         pipe.ignore_errors();
         pipe.cmd("WATCH").arg(key.as_ref()).ignore();
         add(&mut pipe);
-        let replies: Vec<Value> = self.raw.query_pipeline(&pipe).await?;
-        Ok(replies.into_iter().next())
+        self.raw.query_pipeline(&pipe).await
     }
 
     /// On a Redis Cluster, refuses a key outside the transaction's slot

@@ -29,6 +29,14 @@
 //! | sorted_incr | `incr(SCORE, 1)`: the field and its score together | one script: HINCRBY, ZADD |
 //! | tag_change | `set(TAGS, [..])`: move the player between tag sets | one script: HGET the old tags, SREM / SADD, HSET |
 //!
+//! Where the model keeps a guarantee that the raw code above does not (a
+//! student's class, or both linked objects, must exist; an object must
+//! exist to be incremented; a batch is read as of one instant), a third
+//! side measures raw code that keeps it too, "same guarantee": one script
+//! for `insert`, `incr` and `link` (EXISTS, then the commands above), a
+//! MULTI around the batch reads' HMGETs. Its column, `m/same`, is the
+//! model layer's own cost; `model/raw` adds the guarantee's.
+//!
 //! The hand-written side of the indexed operations is what a careful
 //! redis-rs user writes for the same guarantee (no two holders of a name,
 //! index entries equal to the fields, whatever runs concurrently): one Lua
@@ -158,6 +166,46 @@ fn fresh() -> u64 {
 mod scripts {
     use std::sync::LazyLock;
 
+    /// `insert` of a student whose class must exist. KEYS: student,
+    /// class. ARGV: the fields and values.
+    pub(super) static STUDENT_INSERT: LazyLock<redis::Script> = LazyLock::new(|| {
+        redis::Script::new(
+            r"
+            if redis.call('EXISTS', KEYS[2]) == 0 then
+              return redis.error_reply('NOTFOUND no class')
+            end
+            redis.call('HSET', KEYS[1], unpack(ARGV))
+            return redis.call('HINCRBY', KEYS[1], '_count', 1)",
+        )
+    });
+
+    /// `incr` of an existing student's field. KEYS: student. ARGV: field.
+    pub(super) static STUDENT_INCR: LazyLock<redis::Script> = LazyLock::new(|| {
+        redis::Script::new(
+            r"
+            if redis.call('EXISTS', KEYS[1]) == 0 then
+              return redis.error_reply('NOTFOUND no student')
+            end
+            return redis.call('HINCRBY', KEYS[1], ARGV[1], 1)",
+        )
+    });
+
+    /// `link` of a teacher and a class that both exist. KEYS: teacher,
+    /// class, the teacher's list, the class's list.
+    pub(super) static LINK: LazyLock<redis::Script> = LazyLock::new(|| {
+        redis::Script::new(
+            r"
+            if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then
+              return redis.error_reply('NOTFOUND no teacher or class')
+            end
+            local removed = redis.call('LREM', KEYS[3], 0, KEYS[2])
+            redis.call('RPUSH', KEYS[3], KEYS[2])
+            redis.call('LREM', KEYS[4], 0, KEYS[1])
+            redis.call('RPUSH', KEYS[4], KEYS[1])
+            return removed",
+        )
+    });
+
     /// KEYS: player, name entry, sorted set, tag set. ARGV: key, name,
     /// score, tags JSON.
     pub(super) static INSERT: LazyLock<redis::Script> = LazyLock::new(|| {
@@ -265,12 +313,17 @@ fn parse_student(id: &str, values: Vec<Option<String>>) -> BenchResult<RawStuden
     })
 }
 
-/// A pipeline of `HMGET`s of `STUDENT_FIELDS`, parsed.
+/// A pipeline of `HMGET`s of `STUDENT_FIELDS`, parsed; with `snapshot`,
+/// one MULTI (the students as of one instant, as `load_many` reads them).
 async fn raw_get_many<'a>(
     conn: &mut Db,
     ids: impl Iterator<Item = &'a str> + Clone,
+    snapshot: bool,
 ) -> BenchResult<Vec<RawStudent>> {
     let mut pipe = redis::pipe();
+    if snapshot {
+        pipe.atomic();
+    }
     for id in ids.clone() {
         pipe.cmd("HMGET")
             .arg(format!("student:{id}"))
@@ -363,10 +416,17 @@ enum Op {
     TagChange,
 }
 
+/// Median rates of one operation on one target, by [`Side`].
+type Rates = [Option<f64>; 3];
+
 #[derive(Clone, Copy)]
 enum Side {
     Model,
+    /// The commands a redis-rs user would write for the same data.
     Raw,
+    /// Raw code that also keeps the model's guarantee where `Raw` does not
+    /// (see [`Op::guarded`]).
+    Same,
 }
 
 impl Op {
@@ -453,6 +513,78 @@ impl Op {
         Ok(())
     }
 
+    /// The `k`-th operation in raw redis-rs that also keeps the model's
+    /// guarantee, where [`raw`](Self::raw) does not: `insert` refuses a
+    /// student whose class is gone, `incr` and `link` objects that are
+    /// gone (each one script, as the model's), and the batch reads are one
+    /// MULTI. `None` for the operations whose raw code already keeps it.
+    fn same_guarantee(self) -> bool {
+        matches!(
+            self,
+            Op::Insert | Op::Incr | Op::GetMany | Op::LoadMembers | Op::Link
+        )
+    }
+
+    /// The `k`-th operation as [`same_guarantee`](Self::same_guarantee)
+    /// describes.
+    async fn guarded(self, conn: &mut Db, students: &[Student], k: usize) -> BenchResult<()> {
+        let s = &students[k % students.len()];
+        let key = format!("student:{}", s.id);
+        match self {
+            Op::Insert => {
+                let _count: i64 = scripts::STUDENT_INSERT
+                    .key(&key)
+                    .key(s.class.key())
+                    .arg("class")
+                    .arg(s.class.key())
+                    .arg("chinese")
+                    .arg(s.chinese)
+                    .arg("english")
+                    .arg(s.english)
+                    .arg("math")
+                    .arg(s.math)
+                    .invoke_async(conn)
+                    .await?;
+            }
+            Op::Incr => {
+                let _: i64 = scripts::STUDENT_INCR
+                    .key(&key)
+                    .arg("math")
+                    .invoke_async(conn)
+                    .await?;
+            }
+            Op::GetMany => {
+                let ids = batch(students, k).iter().map(|s| s.id.as_str());
+                let got = raw_get_many(conn, ids, true).await?;
+                ensure(got.len() == BATCH, "raw load_many")?;
+            }
+            Op::LoadMembers => {
+                let keys: Vec<String> = redis::cmd("LRANGE")
+                    .arg("class:1:student")
+                    .arg(0)
+                    .arg(-1)
+                    .query_async(conn)
+                    .await?;
+                let ids = keys.iter().filter_map(|k| k.strip_prefix("student:"));
+                let got = raw_get_many(conn, ids, true).await?;
+                ensure(got.len() == BATCH, "raw rel.load")?;
+            }
+            Op::Link => {
+                let (teacher, class) = pair(k);
+                let (teacher, class) = (format!("teacher:{teacher}"), format!("class:{class}"));
+                let _removed: i64 = scripts::LINK
+                    .key(&teacher)
+                    .key(&class)
+                    .key(format!("{teacher}:class"))
+                    .key(format!("{class}:teacher"))
+                    .invoke_async(conn)
+                    .await?;
+            }
+            _ => return self.raw(conn, students, k).await,
+        }
+        Ok(())
+    }
+
     /// The `k`-th operation in raw redis-rs, on `conn`.
     async fn raw(self, conn: &mut Db, students: &[Student], k: usize) -> BenchResult<()> {
         let s = &students[k % students.len()];
@@ -481,7 +613,7 @@ impl Op {
             }
             Op::GetMany => {
                 let ids = batch(students, k).iter().map(|s| s.id.as_str());
-                let got = raw_get_many(conn, ids).await?;
+                let got = raw_get_many(conn, ids, false).await?;
                 ensure(got.len() == BATCH, "raw load_many")?;
             }
             Op::LoadMembers => {
@@ -492,7 +624,7 @@ impl Op {
                     .query_async(conn)
                     .await?;
                 let ids = keys.iter().filter_map(|k| k.strip_prefix("student:"));
-                let got = raw_get_many(conn, ids).await?;
+                let got = raw_get_many(conn, ids, false).await?;
                 ensure(got.len() == BATCH, "raw rel.load")?;
             }
             Op::Link => {
@@ -611,7 +743,8 @@ impl Target {
                 match (side, self.conn.as_mut()) {
                     (Side::Model, _) => op.model(&self.db, students, k).await?,
                     (Side::Raw, Some(conn)) => op.raw(conn, students, k).await?,
-                    (Side::Raw, None) => return Err("no raw side".into()),
+                    (Side::Same, Some(conn)) => op.guarded(conn, students, k).await?,
+                    (Side::Raw | Side::Same, None) => return Err("no raw side".into()),
                 }
                 k += 1;
             }
@@ -621,8 +754,16 @@ impl Target {
         if std::env::var_os("BENCH_CPU").is_some() {
             let ops = rate * run.as_secs_f64();
             let per_op = cpu_ns().saturating_sub(cpu) as f64 / ops / 1000.0;
-            let side = if matches!(side, Side::Model) { "model" } else { "raw" };
-            eprintln!("{} {} {side}: {per_op:.1} us of this process's CPU per op", self.label, op.name());
+            let side = match side {
+                Side::Model => "model",
+                Side::Raw => "raw",
+                Side::Same => "raw, same guarantee",
+            };
+            eprintln!(
+                "{} {} {side}: {per_op:.1} us of this process's CPU per op",
+                self.label,
+                op.name()
+            );
         }
         Ok(rate)
     }
@@ -690,25 +831,31 @@ async fn targets(on: &str) -> Vec<Target> {
     all
 }
 
-/// Median rates of `op`, `[model, raw]` per target; `None` where it failed.
+/// Median rates of `op`, `[model, raw, raw with the same guarantee]` per
+/// target; `None` where it failed or does not apply.
 async fn measure(
     targets: &mut [Target],
     students: &[Student],
     op: Op,
     options: &Options,
-) -> Vec<[Option<f64>; 2]> {
-    let mut runs: Vec<[Option<Vec<f64>>; 2]> = targets
+) -> Vec<Rates> {
+    let mut runs: Vec<[Option<Vec<f64>>; 3]> = targets
         .iter()
-        .map(|_| [Some(Vec::new()), Some(Vec::new())])
+        .map(|_| [Some(Vec::new()), Some(Vec::new()), Some(Vec::new())])
         .collect();
     for (target, runs) in targets.iter().zip(&mut runs) {
         if target.conn.is_none() {
             runs[1] = None;
+            runs[2] = None;
+        }
+        if !op.same_guarantee() {
+            runs[2] = None;
         }
     }
     for _ in 0..options.reps {
         for (target, runs) in targets.iter_mut().zip(&mut runs) {
-            for (side, rates) in [Side::Model, Side::Raw].into_iter().zip(runs.iter_mut()) {
+            let sides = [Side::Model, Side::Raw, Side::Same];
+            for (side, rates) in sides.into_iter().zip(runs.iter_mut()) {
                 let Some(list) = rates.as_mut() else { continue };
                 match target.rate(students, op, side, options.run).await {
                     Ok(rate) => list.push(rate),
@@ -796,17 +943,19 @@ async fn memory(targets: &[Target], n: usize) {
     println!("{:<46} {:>7}", "(a)/(c)", fmt_ratio(engine, redis));
 }
 
-fn print_table(rows: &[(Op, Vec<[Option<f64>; 2]>)]) {
+fn print_table(rows: &[(Op, Vec<Rates>)]) {
     println!();
     println!(
-        "{:<17} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8} {:>10} {:>8}",
+        "{:<17} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>10} {:>8}",
         "operation",
         "(a) model",
         "(a) raw",
         "model/raw",
+        "m/same",
         "(c) model",
         "(c) raw",
         "model/raw",
+        "m/same",
         "(a)/(c)",
         "(d) model",
         "(d)/(c)"
@@ -814,14 +963,16 @@ fn print_table(rows: &[(Op, Vec<[Option<f64>; 2]>)]) {
     for (op, rates) in rows {
         let at = |target: usize, side: usize| rates.get(target).and_then(|r| r[side]);
         println!(
-            "{:<17} {:>10} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8} {:>10} {:>8}",
+            "{:<17} {:>10} {:>10} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>8} {:>10} {:>8}",
             op.name(),
             fmt_rate(at(0, 0)),
             fmt_rate(at(0, 1)),
             fmt_ratio(at(0, 0), at(0, 1)),
+            fmt_ratio(at(0, 0), at(0, 2)),
             fmt_rate(at(1, 0)),
             fmt_rate(at(1, 1)),
             fmt_ratio(at(1, 0), at(1, 1)),
+            fmt_ratio(at(1, 0), at(1, 2)),
             fmt_ratio(at(0, 0), at(1, 0)),
             fmt_rate(at(2, 0)),
             fmt_ratio(at(2, 0), at(1, 0)),
@@ -832,8 +983,12 @@ fn print_table(rows: &[(Op, Vec<[Option<f64>; 2]>)]) {
         "model/raw: the model's speed over raw redis-rs doing the same work on the same backend"
     );
     println!(
-        "(1.00x: the model layer costs nothing; 0.80x: it takes 25% longer); (a)/(c): the model"
+        "(1.00x: the model layer costs nothing; 0.80x: it takes 25% longer); m/same: over raw"
     );
+    println!(
+        "code that also keeps the model's guarantee (a script checking that the objects exist,"
+    );
+    println!("a MULTI for a batch read as of one instant), where raw does not; (a)/(c): the model");
     println!("on the in-process engine against the model on redis-server; (d)/(c): the model on");
     println!("a 3-master Redis Cluster (cluster key layout) against the model on one redis-server");
 }
@@ -886,7 +1041,7 @@ async fn bench(options: Options, objects: usize, on: String) -> ExitCode {
                     .iter()
                     .zip(&rates)
                     .find(|(t, _)| t.label == label)
-                    .map_or([None, None], |(_, r)| *r)
+                    .map_or([None; 3], |(_, r)| *r)
             });
             rows.push((op, by_label.to_vec()));
         }
@@ -912,11 +1067,8 @@ fn main() -> ExitCode {
         }
         args.drain(at..at + 2);
     }
-    let options = match Options::new(9, 150).parse(
-        args,
-        USAGE,
-        &mut [("--objects", &mut objects)],
-    ) {
+    let options = match Options::new(9, 150).parse(args, USAGE, &mut [("--objects", &mut objects)])
+    {
         Ok(o) => o,
         Err(msg) => {
             eprintln!("{msg}");

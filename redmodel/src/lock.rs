@@ -33,12 +33,12 @@ use std::sync::LazyLock;
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
-use redis::{Script, Value};
+use redis::Value;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::optimistic::watched;
-use crate::script;
+use crate::script::Lua;
 
 /// The prefix of every lock key. Names starting with `_` are reserved by the
 /// model layer, so no model key can collide with a lock.
@@ -98,8 +98,8 @@ enum Action {
 
 /// Does `action` only if the key holds the token (compare-and-act), in
 /// one round trip: `1` if it did, `0` if the key holds something else.
-static IF_HOLDER: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+static IF_HOLDER: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(
         r"
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[2] == 'release' then
@@ -118,13 +118,13 @@ return 1
 /// step; if the key changes in between (expiry, another client), `EXEC`
 /// runs nothing and we look again.
 async fn if_holder(db: &Db, key: &str, token: &str, action: Action) -> Result<bool> {
-    let mut invocation = IF_HOLDER.key(key);
-    invocation.arg(token);
+    let mut call = IF_HOLDER.call(&[key]);
+    call.arg(token);
     match action {
-        Action::Release => invocation.arg("release"),
-        Action::Extend(ms) => invocation.arg("extend").arg(ms),
+        Action::Release => call.arg("release"),
+        Action::Extend(ms) => call.arg("extend").arg(ms),
     };
-    if let Some(done) = script::invoke::<i64>(db, &invocation).await? {
+    if let Some(done) = call.invoke::<i64>(db).await? {
         return Ok(done == 1);
     }
     let mut write = redis::pipe();

@@ -1,47 +1,66 @@
-//! Server-side scripts: how the library runs the few Lua scripts that make
-//! a guarded write one atomic round trip, the same text on every backend
+//! Server-side scripts: how the library runs the Lua scripts that make a
+//! guarded write one atomic round trip, the same text on every backend
 //! (the memory engine runs Lua as Redis does).
 //!
-//! A script is sent as EVALSHA, and loaded on NOSCRIPT, by redis-rs's
-//! [`Script`](redis::Script). A server may refuse scripts altogether: an
-//! ACL user without `@scripting`, or a proxy without EVAL. [`invoke`] then
-//! answers `None` and the caller takes its path without a script (a WATCH
+//! A script ([`Lua`]) is sent as EVAL, with its text, the first time a
+//! `Db` runs it, and as EVALSHA after that: EVAL caches the script on the
+//! server, so no write pays for loading it separately (redis-rs's
+//! `Script` sends EVALSHA first and, on NOSCRIPT, SCRIPT LOAD and EVALSHA
+//! again: three round trips for each script a server has not seen, which
+//! the write scripts written per shape would pay once per shape). A
+//! server that lost its scripts (a restart, SCRIPT FLUSH, another cluster
+//! node) answers EVALSHA with NOSCRIPT, and the call is sent again as
+//! EVAL.
+//!
+//! A server may refuse scripts altogether: an ACL user without
+//! `@scripting`, or a proxy without EVAL. [`Call::invoke`] then answers
+//! `None` and the caller takes its path without a script (a WATCH
 //! transaction, or ordered steps), so that such a user gets the same
 //! results, in more round trips.
 //!
-//! A refusal is remembered for [`RETRY_AFTER`] ([`Refusals`]): without
+//! A refusal is remembered for [`RETRY_AFTER`] ([`Scripts`]): without
 //! that, every write on such a server paid a refused EVALSHA first. Past
 //! it the next write tries a script again, so that a user granted
 //! `@scripting` meanwhile gets the one-round-trip path back.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use redis::{FromRedisValue, RedisError, ScriptInvocation};
+use parking_lot::Mutex;
+use redis::{Cmd, FromRedisValue, RedisError, ToRedisArgs};
 
 use crate::{Db, Result};
 
 /// How long a refusal of scripts is taken as the server's answer.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// When a `Db`'s server last refused a script: milliseconds since `base`,
-/// 0 for never (shared by the `Db`'s clones).
+/// The most scripts a `Db` remembers as sent with their text; past it,
+/// every script not among them goes as EVAL (the write scripts per shape
+/// are bounded well below).
+const REMEMBERED: usize = 4096;
+
+/// What a `Db` knows of its server's scripts, shared by its clones: when
+/// the server last refused one (milliseconds since `base`, 0 for never),
+/// and the SHA1s of the scripts it has sent as EVAL.
 #[derive(Debug)]
-pub(crate) struct Refusals {
+pub(crate) struct Scripts {
     base: Instant,
     last: AtomicU64,
+    sent: Mutex<HashSet<String>>,
 }
 
-impl Default for Refusals {
+impl Default for Scripts {
     fn default() -> Self {
-        Refusals {
+        Scripts {
             base: Instant::now(),
             last: AtomicU64::new(0),
+            sent: Mutex::new(HashSet::new()),
         }
     }
 }
 
-impl Refusals {
+impl Scripts {
     fn now(&self) -> u64 {
         // +1: a refusal in the first millisecond is not "never".
         u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
@@ -57,28 +76,107 @@ impl Refusals {
     fn record(&self) {
         self.last.store(self.now(), Ordering::Relaxed);
     }
+
+    fn was_sent(&self, sha: &str) -> bool {
+        self.sent.lock().contains(sha)
+    }
+
+    fn mark_sent(&self, sha: &str, sent: bool) {
+        let mut all = self.sent.lock();
+        if !sent {
+            all.remove(sha);
+        } else if all.len() < REMEMBERED {
+            all.insert(sha.to_string());
+        }
+    }
 }
 
-/// Runs `invocation` on `db`: `Some(reply)`, or `None` if the server
-/// refuses scripts ([`refused`]), now or lately. Any other error is the
-/// caller's.
-pub(crate) async fn invoke<T: FromRedisValue>(
-    db: &Db,
-    invocation: &ScriptInvocation<'_>,
-) -> Result<Option<T>> {
-    let refusals = db.script_refusals();
-    if refusals.recent() {
-        return Ok(None);
-    }
-    let mut conn = db.clone();
-    match invocation.invoke_async(&mut conn).await {
-        Ok(reply) => Ok(Some(reply)),
-        Err(err) if refused(&err) => {
-            refusals.record();
-            Ok(None)
+/// A script of the library: its text and its SHA1.
+pub(crate) struct Lua {
+    text: Box<str>,
+    sha: String,
+}
+
+impl Lua {
+    pub(crate) fn new(text: &str) -> Lua {
+        Lua {
+            text: text.into(),
+            sha: redis::Script::new(text).get_hash().to_string(),
         }
-        Err(err) => Err(err.into()),
     }
+
+    /// A call of this script with `keys` (`KEYS`); its arguments follow.
+    pub(crate) fn call<K: ToRedisArgs>(&self, keys: &[K]) -> Call<'_> {
+        let mut tail = Cmd::new();
+        tail.arg(keys.len()).arg(keys);
+        Call { lua: self, tail }
+    }
+}
+
+/// A script's call being built: the key count, the keys, the arguments.
+pub(crate) struct Call<'a> {
+    lua: &'a Lua,
+    tail: Cmd,
+}
+
+impl Call<'_> {
+    /// Adds `ARGV` values.
+    pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        self.tail.arg(arg);
+        self
+    }
+
+    /// The call as EVALSHA or (with the text) EVAL.
+    fn command(&self, with_text: bool) -> Cmd {
+        let mut cmd = if with_text {
+            redis::cmd("EVAL").arg(&*self.lua.text).clone()
+        } else {
+            redis::cmd("EVALSHA").arg(&self.lua.sha).clone()
+        };
+        for arg in self.tail.args_iter() {
+            if let redis::Arg::Simple(bytes) = arg {
+                cmd.arg(bytes);
+            }
+        }
+        cmd
+    }
+
+    /// Runs the call on `db`: `Some(reply)`, or `None` if the server
+    /// refuses scripts ([`refused`]), now or lately. Any other error is
+    /// the caller's.
+    pub(crate) async fn invoke<T: FromRedisValue>(&self, db: &Db) -> Result<Option<T>> {
+        let scripts = db.scripts();
+        if scripts.recent() {
+            return Ok(None);
+        }
+        let sha = &self.lua.sha;
+        let mut with_text = !scripts.was_sent(sha);
+        let mut conn = db.clone();
+        loop {
+            match self.command(with_text).query_async::<T>(&mut conn).await {
+                Ok(reply) => {
+                    if with_text {
+                        scripts.mark_sent(sha, true);
+                    }
+                    return Ok(Some(reply));
+                }
+                Err(err) if !with_text && no_script(&err) => {
+                    scripts.mark_sent(sha, false);
+                    with_text = true;
+                }
+                Err(err) if refused(&err) => {
+                    scripts.record();
+                    return Ok(None);
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+    }
+}
+
+/// Whether `err` is EVALSHA's NOSCRIPT: the server has not the script.
+fn no_script(err: &RedisError) -> bool {
+    err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
 /// Whether `err` says the server runs no scripts for us: the ACL denies

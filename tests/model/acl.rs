@@ -247,7 +247,7 @@ async fn without_scripting(admin_url: &str, port: u16) -> Result<(), Error> {
     assert!(matches!(err, Error::Decode { .. }), "{err:?}");
 
     // The refusal is remembered: the writes that follow try no script
-    // (the ACL log counts every refused EVALSHA).
+    // (the ACL log counts every refused EVAL and EVALSHA).
     let refused_before = refused_scripts(&admin).await?;
     assert!(refused_before > 0, "the first write tried a script");
     let other = AclScore {
@@ -321,7 +321,7 @@ async fn refused_scripts(admin: &Db) -> Result<i64, Error> {
     Ok(entries
         .iter()
         .filter(|e| {
-            matches!(e.get("object"), Some(redis::Value::BulkString(o)) if o.as_slice() == b"evalsha")
+            matches!(e.get("object"), Some(redis::Value::BulkString(o)) if o.as_slice() == b"evalsha" || o.as_slice() == b"eval")
         })
         .map(|e| match e.get("count") {
             Some(redis::Value::Int(n)) => *n,

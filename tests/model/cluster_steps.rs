@@ -314,8 +314,10 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
     writers.mark();
     replicated.mark();
     // The failover takes a few seconds (cluster-node-timeout 2000), then
-    // traffic goes on against the promoted replica.
+    // traffic goes on against the promoted replica: at least 7 s, and on
+    // until enough writes were acknowledged after the kill to tell.
     tokio::time::sleep(Duration::from_secs(7)).await;
+    writers.await_after_mark(150, Duration::from_secs(30)).await;
     let (acked, refused) = writers.stop().await?;
     let (acked_replicated, refused_replicated) = replicated.stop().await?;
     let after_kill = acked.iter().filter(|(_, after)| *after).count();
@@ -395,6 +397,8 @@ type Acknowledged = (Vec<(u32, bool)>, u32);
 struct Writers {
     stop: Arc<std::sync::atomic::AtomicBool>,
     marked: Arc<std::sync::atomic::AtomicBool>,
+    /// Writes acknowledged since [`mark`](Self::mark).
+    after_mark: Arc<std::sync::atomic::AtomicUsize>,
     tasks: Vec<tokio::task::JoinHandle<redmodel::Result<Acknowledged>>>,
 }
 
@@ -402,9 +406,11 @@ impl Writers {
     fn start(db: &Arc<Db>, max: u32, first: u32) -> Writers {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let marked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let after_mark = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let tasks = (0..4u32)
             .map(|w| {
                 let (db, stop, marked) = (Arc::clone(db), Arc::clone(&stop), Arc::clone(&marked));
+                let after_mark = Arc::clone(&after_mark);
                 tokio::spawn(async move {
                     let (mut acked, mut refused) = (Vec::new(), 0u32);
                     for n in 0..max {
@@ -420,7 +426,11 @@ impl Writers {
                         .await;
                         match written {
                             Ok(_) => {
-                                acked.push((id, marked.load(std::sync::atomic::Ordering::Relaxed)))
+                                let after = marked.load(std::sync::atomic::Ordering::Relaxed);
+                                if after {
+                                    after_mark.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                }
+                                acked.push((id, after))
                             }
                             Err(e)
                                 if e.is_transient()
@@ -439,7 +449,20 @@ impl Writers {
         Writers {
             stop,
             marked,
+            after_mark,
             tasks,
+        }
+    }
+
+    /// Waits until `n` writes were acknowledged since [`mark`](Self::mark),
+    /// for at most `limit`: on a loaded machine the failover and the
+    /// writes after it take longer than on a quiet one.
+    async fn await_after_mark(&self, n: usize, limit: Duration) {
+        let started = std::time::Instant::now();
+        while self.after_mark.load(std::sync::atomic::Ordering::Relaxed) < n
+            && started.elapsed() < limit
+        {
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 

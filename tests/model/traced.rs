@@ -87,6 +87,10 @@ impl Subscriber for Recorder {
 async fn each_operation_is_a_span_with_its_round_trips() -> redmodel::Result<()> {
     let recorder = Recorder::default();
     let _guard = tracing::subscriber::set_default(recorder.clone());
+    // Other tests' threads hit the same callsites with no subscriber; a
+    // callsite registered by one of them while this one was being set
+    // could keep an interest of "never" (tracing caches it per callsite).
+    tracing::callsite::rebuild_interest_cache();
     let db = Db::memory();
     Teacher {
         id: "A".into(),

@@ -118,7 +118,7 @@ struct Shared {
     /// Requests of the Db, its clones and every connection they lent.
     counters: Arc<Counters>,
     /// Whether the server refused a script lately ([`crate::script`]).
-    scripts: crate::script::Refusals,
+    scripts: crate::script::Scripts,
     /// What the checked writes last read ([`crate::model::write::recall`]).
     recall: crate::model::write::recall::Recall,
 }
@@ -370,8 +370,9 @@ impl Db {
         self.shared.sync_hooks.register(Arc::new(hook));
     }
 
-    /// Whether scripts were refused lately, shared by the clones.
-    pub(crate) fn script_refusals(&self) -> &crate::script::Refusals {
+    /// What the `Db` knows of its server's scripts (refusals, scripts sent
+    /// with their text), shared by the clones.
+    pub(crate) fn scripts(&self) -> &crate::script::Scripts {
         &self.shared.scripts
     }
 

@@ -104,10 +104,8 @@ impl<M: Model> ObjectRef<M> {
             _ => return Err(short_reply()),
         };
         let mut replies = replies.into_iter();
-        let out: Vec<Result<Option<Vec<Option<Vec<u8>>>>>> = refs
-            .iter()
-            .map(|r| r.take_fields(replies.next()))
-            .collect();
+        let out: Vec<Result<RawFields>> =
+            refs.iter().map(|r| r.take_fields(replies.next())).collect();
         // A key of another type exists too (its HMGET failed).
         let with_values = out.iter().filter(|r| !matches!(r, Ok(None))).count();
         if existing > i64::try_from(with_values).unwrap_or(i64::MAX) {

@@ -20,12 +20,14 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex};
 
-use redis::{Arg, Cmd, FromRedisValue, Pipeline, Script, Value};
+use redis::{Arg, Cmd, FromRedisValue, Pipeline, Value};
 
 use super::recall::{Facts, Guess};
+use super::shaped;
 use crate::model::steps::not_found;
 use crate::optimistic::RawTransaction;
-use crate::{script, Db, Error, Result};
+use crate::script::{Call, Lua};
+use crate::{Db, Error, Result};
 
 /// What the write paths read through: the commands of `pipe` (WATCHes
 /// included: on the WATCH path they are sent, here they are dropped), and
@@ -141,8 +143,8 @@ impl Reader for Recorder<'_> {
 /// `ARGV`: the number of reads; each read as its argument count, its
 /// arguments, its number of values and the values (`=text`, or `-` for
 /// nil); then the commands, each as its argument count and arguments.
-static CHECKED: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+static CHECKED: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(
         r"
 for g = 1, #KEYS do
   if redis.call('EXISTS', KEYS[g]) == 0 then
@@ -221,27 +223,37 @@ impl Recorder<'_> {
         if !conditions.is_empty() {
             tokio::task::yield_now().await;
         }
-        let mut invocation = CHECKED.prepare_invoke();
-        for guard in guards {
-            invocation.key(guard);
-        }
-        invocation.arg(conditions.len());
-        for (cmd, reply) in &conditions {
-            let Some(values) = expected(reply) else {
-                return Ok(Checked::Unsupported);
-            };
-            add_command(&mut invocation, cmd);
-            invocation.arg(values.len());
-            for value in values {
-                invocation.arg(value);
+        // The write's own script if it has a shape to write one for, else
+        // the general one.
+        let shaped = shaped::shape(&conditions, writes);
+        let call = match &shaped {
+            Some(shaped) => {
+                let mut call = shaped.script.call(guards);
+                for arg in &shaped.argv {
+                    call.arg(*arg);
+                }
+                call
             }
-        }
-        let mut kept = Vec::new();
-        for (cmd, keep) in writes {
-            add_command(&mut invocation, cmd);
-            kept.push(*keep);
-        }
-        let reply = match script::invoke::<Vec<Value>>(self.db, &invocation).await {
+            None => {
+                let mut invocation = CHECKED.call(guards);
+                invocation.arg(conditions.len());
+                for (cmd, reply) in &conditions {
+                    let Some(values) = expected(reply) else {
+                        return Ok(Checked::Unsupported);
+                    };
+                    add_command(&mut invocation, cmd);
+                    invocation.arg(values.len());
+                    for value in values {
+                        invocation.arg(value);
+                    }
+                }
+                for (cmd, _) in writes {
+                    add_command(&mut invocation, cmd);
+                }
+                invocation
+            }
+        };
+        let reply = match call.invoke::<Vec<Value>>(self.db).await {
             Ok(Some(reply)) => reply,
             Ok(None) => return Ok(Checked::Unsupported),
             Err(err) => return Err(not_found(err)),
@@ -261,6 +273,8 @@ impl Recorder<'_> {
         // done, instead of the guesses if it was not.
         let (out, seen) = match (done, reply.next()) {
             (1, Some(Value::Array(after))) => (first, after),
+            // A shaped script without reads replies no reads after.
+            (1, None) if shaped.is_some() && conditions.is_empty() => (first, Vec::new()),
             (0, None) => (Vec::new(), first),
             _ => return Err(malformed()),
         };
@@ -272,12 +286,16 @@ impl Recorder<'_> {
             let reads = conditions.iter().map(|(cmd, _)| cmd).zip(&seen);
             return Ok(Checked::Changed(Facts::of(reads)));
         }
-        let replies: Vec<Value> = out
-            .into_iter()
-            .zip(kept)
-            .filter(|(_, keep)| *keep)
-            .map(|(v, _)| v)
-            .collect();
+        // The shaped script replies only the kept replies.
+        let replies: Vec<Value> = if shaped.is_some() {
+            out
+        } else {
+            out.into_iter()
+                .zip(writes)
+                .filter(|(_, (_, keep))| *keep)
+                .map(|(v, _)| v)
+                .collect()
+        };
         let out = T::from_redis_value(Value::Array(replies)).map_err(redis::RedisError::from)?;
         Ok(Checked::Done(out))
     }
@@ -324,7 +342,7 @@ fn expected(reply: &Value) -> Option<Vec<Vec<u8>>> {
 
 /// Adds one command to the script's `ARGV`: its argument count, then its
 /// arguments.
-fn add_command(invocation: &mut redis::ScriptInvocation<'_>, cmd: &Cmd) {
+fn add_command(invocation: &mut Call<'_>, cmd: &Cmd) {
     let args: Vec<&[u8]> = cmd
         .args_iter()
         .filter_map(|a| match a {

@@ -33,7 +33,7 @@
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use redis::{FromRedisValue, Pipeline, Script, ToRedisArgs, Value};
+use redis::{FromRedisValue, Pipeline, ToRedisArgs, Value};
 
 use super::checked::{Checked, Reader, Recorder};
 use super::number_text;
@@ -46,7 +46,7 @@ use crate::model::live::key_text;
 use crate::model::steps::{not_found, Steps};
 use crate::model::Model;
 use crate::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
-use crate::script;
+use crate::script::Lua;
 use crate::{Db, Error, KeyLayout, Result};
 
 /// What a write does to an object's stored fields.
@@ -645,8 +645,8 @@ pub(crate) async fn incr_indexed<M: Model>(
 /// would round a large integer) as the score in every sorted index and a
 /// push to every recent list. If the increment fails (the field is not a
 /// number, the result overflows) the script stops there and nothing moves.
-static INCR_INDEXED: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+static INCR_INDEXED: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(
         r"
 -- KEYS[1]: the object; KEYS[2 .. n+1]: its sorted indexes; the rest: its
 -- recent lists. ARGV: the increment command, the field, the increment,
@@ -688,17 +688,23 @@ async fn incr_by_script<M: Model>(
         .copied()
         .filter(|s| matches!(s.kind, IndexKind::Sorted { .. }))
         .collect();
-    let mut invocation = INCR_INDEXED.key(key);
-    for _ in &sorted {
-        invocation.key(sorted_key(M::TABLE, field));
-    }
-    invocation.arg(command).arg(field).arg(by).arg(sorted.len());
+    let mut keys = vec![key.to_string()];
+    keys.extend(sorted.iter().map(|_| sorted_key(M::TABLE, field)));
+    let mut caps = Vec::new();
     for spec in specs {
         if let IndexKind::Recent { cap } = spec.kind {
-            invocation.key(recent_key(M::TABLE, field)).arg(cap);
+            keys.push(recent_key(M::TABLE, field));
+            caps.push(cap);
         }
     }
-    let replies = script::invoke::<Vec<Option<Vec<u8>>>>(db, &invocation)
+    let mut call = INCR_INDEXED.call(&keys);
+    call.arg(command)
+        .arg(field)
+        .arg(by)
+        .arg(sorted.len())
+        .arg(caps);
+    let replies = call
+        .invoke::<Vec<Option<Vec<u8>>>>(db)
         .await
         .map_err(not_found)?;
     let Some(replies) = replies else {

@@ -6,6 +6,7 @@
 pub(crate) mod checked;
 mod index;
 pub(crate) mod recall;
+mod shaped;
 mod stepped;
 
 pub(crate) use checked::guarded;

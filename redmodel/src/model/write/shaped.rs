@@ -1,0 +1,302 @@
+//! A checked write as a script written for its shape: straight-line Lua
+//! that names its commands and reads its arguments by position, instead
+//! of the general [`CHECKED`](super::checked) script, which interprets a
+//! description of the commands sent in `ARGV` (each command's name and
+//! argument count, each expected value prefixed).
+//!
+//! The shape is what the text depends on: the reads (command name,
+//! argument count, and the expected reply's form: how many values, which
+//! are nil) and the writes (name, argument count, whether the reply is
+//! kept). The values themselves (keys, field texts, the expected strings)
+//! travel in `ARGV`, so one script serves every write of a shape: an
+//! `incr` of any object's field, an insert of any `Student`.
+//!
+//! Why: the general script pays for its generality on every call. On the
+//! engine in process an `incr` took 8.5 µs through it against 3.7 µs for
+//! a script written for it (`EXISTS`, `HINCRBY`): the description is three
+//! times the arguments, every one a Lua string to create, and the loop
+//! re-reads it. On redis-server it cost about 8 µs more per call than a
+//! script written for the write.
+//!
+//! A script is cached by Redis for good once loaded (Redis 7.0 evicts
+//! none), so the shapes are bounded: a write of more than
+//! [`MAX_COMMANDS`] commands or [`MAX_ARGS`] arguments, or past the
+//! [`MAX_SHAPES`]th shape this process has seen, takes the general
+//! script. A model's writes come in few shapes (one per operation and
+//! field set), so a program stays far below the bound.
+//!
+//! The reply is the general script's: `{1, kept replies, reads after}` or
+//! `{0, reads as they are}` (the caller reads both alike), except that
+//! only the kept replies are in it.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
+use redis::{Arg, Cmd, Value};
+
+use crate::script::Lua;
+
+/// The most commands (reads and writes) a shaped script runs.
+const MAX_COMMANDS: usize = 24;
+/// The most arguments it takes.
+const MAX_ARGS: usize = 256;
+/// The most shapes a process writes scripts for.
+const MAX_SHAPES: usize = 512;
+
+/// The scripts written so far, by shape.
+static SCRIPTS: LazyLock<Mutex<HashMap<String, Arc<Lua>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A checked write ready to send as its shape's script.
+pub(crate) struct Shaped<'a> {
+    pub(crate) script: Arc<Lua>,
+    /// `ARGV`: each read's arguments, each write's, then the expected
+    /// strings of the reads, in order.
+    pub(crate) argv: Vec<&'a [u8]>,
+}
+
+/// The arguments of `cmd` after its name, and its name if it is a plain
+/// command name (letters, digits, `_`, as every Redis command's): the
+/// name goes into the script's text.
+fn split(cmd: &Cmd) -> Option<(&str, Vec<&[u8]>)> {
+    let mut args = cmd.args_iter().map(|a| match a {
+        Arg::Simple(bytes) => Some(bytes),
+        _ => None,
+    });
+    let name = args.next()??;
+    let name = std::str::from_utf8(name).ok()?;
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return None;
+    }
+    let rest: Option<Vec<&[u8]>> = args.collect();
+    Some((name, rest?))
+}
+
+/// A recorded reply as the values the script compares: `Some(text)` for
+/// a string, `None` for nil; an array as its elements, one value as one.
+/// `None` for any other reply (the general script then decides).
+fn expected(reply: &Value) -> Option<Vec<Option<&[u8]>>> {
+    fn one(v: &Value) -> Option<Option<&[u8]>> {
+        match v {
+            Value::Nil => Some(None),
+            Value::BulkString(text) => Some(Some(text)),
+            _ => None,
+        }
+    }
+    match reply {
+        Value::Array(values) => values.iter().map(one).collect(),
+        other => Some(vec![one(other)?]),
+    }
+}
+
+/// The write as its shape's script, or `None` if it is not one to shape
+/// (see the module docs).
+pub(crate) fn shape<'a>(
+    reads: &'a [(Cmd, Value)],
+    writes: &'a [(Cmd, bool)],
+) -> Option<Shaped<'a>> {
+    if reads.len() + writes.len() > MAX_COMMANDS {
+        return None;
+    }
+    let mut signature = String::new();
+    let mut argv: Vec<&[u8]> = Vec::new();
+    let mut reads_split = Vec::with_capacity(reads.len());
+    let mut expected_all = Vec::new();
+    for (cmd, reply) in reads {
+        let (name, args) = split(cmd)?;
+        let values = expected(reply)?;
+        let _ = write!(signature, "r{name}/{}:", args.len());
+        for v in &values {
+            signature.push(if v.is_some() { 's' } else { 'n' });
+        }
+        signature.push('|');
+        argv.extend(&args);
+        reads_split.push((name, args.len(), values.len()));
+        expected_all.push(values);
+    }
+    let mut writes_split = Vec::with_capacity(writes.len());
+    for (cmd, keep) in writes {
+        let (name, args) = split(cmd)?;
+        let _ = write!(
+            signature,
+            "w{name}/{}{}|",
+            args.len(),
+            if *keep { "k" } else { "" }
+        );
+        argv.extend(&args);
+        writes_split.push((name, args.len(), *keep));
+    }
+    for values in &expected_all {
+        argv.extend(values.iter().flatten());
+    }
+    if argv.len() > MAX_ARGS {
+        return None;
+    }
+    let mut scripts = SCRIPTS.lock();
+    let script = match scripts.get(&signature) {
+        Some(script) => Arc::clone(script),
+        None if scripts.len() < MAX_SHAPES => {
+            let text = text(&reads_split, &expected_all, &writes_split);
+            let script = Arc::new(Lua::new(&text));
+            scripts.insert(signature, Arc::clone(&script));
+            script
+        }
+        None => return None,
+    };
+    Some(Shaped { script, argv })
+}
+
+/// `ARGV[first]`, `ARGV[first + 1]`... for `count` arguments.
+fn args_text(out: &mut String, first: usize, count: usize) {
+    for i in first..first + count {
+        let _ = write!(out, ", ARGV[{i}]");
+    }
+}
+
+/// The script's text for a shape: `reads` and `writes` as (name, argument
+/// count, expected value count / whether kept), `expected` the values.
+fn text(
+    reads: &[(&str, usize, usize)],
+    expected: &[Vec<Option<&[u8]>>],
+    writes: &[(&str, usize, bool)],
+) -> String {
+    let mut out = String::from(
+        "for g = 1, #KEYS do\n  if redis.call('EXISTS', KEYS[g]) == 0 then\n    \
+         return redis.error_reply('NOTFOUND ' .. KEYS[g])\n  end\nend\n",
+    );
+    // Where each read's and write's arguments start in ARGV, then where
+    // the expected strings start.
+    let mut next = 1;
+    let mut read_at = Vec::with_capacity(reads.len());
+    for (_, argc, _) in reads {
+        read_at.push(next);
+        next += argc;
+    }
+    let mut write_at = Vec::with_capacity(writes.len());
+    for (_, argc, _) in writes {
+        write_at.push(next);
+        next += argc;
+    }
+    if !reads.is_empty() {
+        // A read's error reads as 0, which no expected value equals; a
+        // single value is compared as a list of one.
+        out.push_str(
+            "local function read(...)\n  local reply = redis.pcall(...)\n  \
+             if type(reply) == 'table' and reply.err then return 0 end\n  return reply\nend\n\
+             local function list(r)\n  if type(r) ~= 'table' then return {r} end\n  return r\nend\n\
+             local seen, r = {}\n",
+        );
+        for (i, ((name, argc, _), at)) in reads.iter().zip(&read_at).enumerate() {
+            let _ = write!(out, "seen[{}] = read('{name}'", i + 1);
+            args_text(&mut out, *at, *argc);
+            out.push_str(")\n");
+        }
+        for (i, ((_, _, count), values)) in reads.iter().zip(expected).enumerate() {
+            let _ = write!(out, "r = list(seen[{}])\nif #r ~= {count}", i + 1);
+            for (k, value) in values.iter().enumerate() {
+                match value {
+                    Some(_) => {
+                        let _ = write!(out, " or r[{}] ~= ARGV[{next}]", k + 1);
+                        next += 1;
+                    }
+                    None => {
+                        let _ = write!(out, " or r[{}] ~= false", k + 1);
+                    }
+                }
+            }
+            out.push_str(" then return {0, seen} end\n");
+        }
+    }
+    out.push_str("local out = {}\n");
+    let mut kept = 0;
+    for ((name, argc, keep), at) in writes.iter().zip(&write_at) {
+        if *keep {
+            kept += 1;
+            let _ = write!(out, "out[{kept}] = ");
+        }
+        let _ = write!(out, "redis.call('{name}'");
+        args_text(&mut out, *at, *argc);
+        out.push_str(")\n");
+    }
+    if reads.is_empty() {
+        out.push_str("return {1, out}\n");
+    } else {
+        out.push_str("return {1, out, {");
+        for (i, ((name, argc, _), at)) in reads.iter().zip(&read_at).enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let _ = write!(out, "read('{name}'");
+            args_text(&mut out, *at, *argc);
+            out.push(')');
+        }
+        out.push_str("}}\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(args: &[&str]) -> Cmd {
+        let mut c = redis::cmd(args[0]);
+        for a in &args[1..] {
+            c.arg(*a);
+        }
+        c
+    }
+
+    #[test]
+    fn a_guarded_write_reads_its_arguments_by_position() {
+        let writes = [
+            (cmd(&["HINCRBY", "k", "f", "1"]), false),
+            (cmd(&["HGET", "k", "f"]), true),
+        ];
+        let shaped = shape(&[], &writes).expect("a shape");
+        assert_eq!(shaped.argv, [&b"k"[..], b"f", b"1", b"k", b"f"]);
+        let text = text(&[], &[], &[("HINCRBY", 3, false), ("HGET", 2, true)]);
+        assert!(text.contains("redis.call('HINCRBY', ARGV[1], ARGV[2], ARGV[3])\n"));
+        assert!(text.contains("out[1] = redis.call('HGET', ARGV[4], ARGV[5])\n"));
+        assert!(text.ends_with("return {1, out}\n"));
+    }
+
+    #[test]
+    fn reads_are_compared_with_the_expected_strings_after_the_arguments() {
+        let reads = [(
+            cmd(&["HMGET", "k", "a", "b"]),
+            Value::Array(vec![Value::BulkString(b"x".to_vec()), Value::Nil]),
+        )];
+        let writes = [(cmd(&["HSET", "k", "a", "y"]), false)];
+        let shaped = shape(&reads, &writes).expect("a shape");
+        assert_eq!(shaped.argv, [&b"k"[..], b"a", b"b", b"k", b"a", b"y", b"x"]);
+        let text = text(
+            &[("HMGET", 3, 2)],
+            &[vec![Some(b"x"), None]],
+            &[("HSET", 3, false)],
+        );
+        assert!(text.contains("seen[1] = read('HMGET', ARGV[1], ARGV[2], ARGV[3])\n"));
+        assert!(text
+            .contains("if #r ~= 2 or r[1] ~= ARGV[7] or r[2] ~= false then return {0, seen} end"));
+        assert!(text.contains("return {1, out, {read('HMGET', ARGV[1], ARGV[2], ARGV[3])}}"));
+    }
+
+    #[test]
+    fn the_same_shape_shares_one_script_and_odd_ones_take_the_general_script() {
+        let write = |key: &str| [(cmd(&["HSET", key, "f", "v"]), false)];
+        let (a, b) = (write("a"), write("b"));
+        let one = shape(&[], &a).expect("a shape").script;
+        let two = shape(&[], &b).expect("a shape").script;
+        assert!(Arc::ptr_eq(&one, &two));
+        // A name that is not a command name never goes into a text.
+        assert!(shape(&[], &[(cmd(&["HSET') --", "k"]), false)]).is_none());
+        // An integer reply is not one the script compares.
+        assert!(shape(&[(cmd(&["EXISTS", "k"]), Value::Int(1))], &a).is_none());
+        let many: Vec<(Cmd, bool)> = (0..=MAX_COMMANDS)
+            .map(|_| (cmd(&["DEL", "k"]), false))
+            .collect();
+        assert!(shape(&[], &many).is_none());
+    }
+}

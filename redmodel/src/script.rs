@@ -107,7 +107,7 @@ impl Lua {
 
     /// A call of this script with `keys` (`KEYS`); its arguments follow.
     pub(crate) fn call<K: ToRedisArgs>(&self, keys: &[K]) -> Call<'_> {
-        let mut tail = Cmd::new();
+        let mut tail = Cmd::with_capacity(32, 512);
         tail.arg(keys.len()).arg(keys);
         Call { lua: self, tail }
     }
@@ -128,11 +128,23 @@ impl Call<'_> {
 
     /// The call as EVALSHA or (with the text) EVAL.
     fn command(&self, with_text: bool) -> Cmd {
-        let mut cmd = if with_text {
-            redis::cmd("EVAL").arg(&*self.lua.text).clone()
+        let (name, body) = if with_text {
+            ("EVAL", &*self.lua.text)
         } else {
-            redis::cmd("EVALSHA").arg(&self.lua.sha).clone()
+            ("EVALSHA", self.lua.sha.as_str())
         };
+        // Sized at once: a write's call has dozens of arguments, and each
+        // growth of the buffer copies them all.
+        let bytes: usize = self
+            .tail
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(bytes) => bytes.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut cmd = Cmd::with_capacity(self.tail.args_iter().len() + 2, bytes + body.len() + 8);
+        cmd.arg(name).arg(body);
         for arg in self.tail.args_iter() {
             if let redis::Arg::Simple(bytes) = arg {
                 cmd.arg(bytes);

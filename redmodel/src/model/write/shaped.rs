@@ -100,14 +100,16 @@ pub(crate) fn shape<'a>(
     if reads.len() + writes.len() > MAX_COMMANDS {
         return None;
     }
-    let mut signature = String::new();
+    let mut signature = String::with_capacity(64);
     let mut argv: Vec<&[u8]> = Vec::new();
     let mut reads_split = Vec::with_capacity(reads.len());
     let mut expected_all = Vec::new();
     for (cmd, reply) in reads {
         let (name, args) = split(cmd)?;
         let values = expected(reply)?;
-        let _ = write!(signature, "r{name}/{}:", args.len());
+        signature.push('r');
+        signature.push_str(name);
+        push_number(&mut signature, args.len());
         for v in &values {
             signature.push(if v.is_some() { 's' } else { 'n' });
         }
@@ -119,12 +121,9 @@ pub(crate) fn shape<'a>(
     let mut writes_split = Vec::with_capacity(writes.len());
     for (cmd, keep) in writes {
         let (name, args) = split(cmd)?;
-        let _ = write!(
-            signature,
-            "w{name}/{}{}|",
-            args.len(),
-            if *keep { "k" } else { "" }
-        );
+        signature.push(if *keep { 'k' } else { 'w' });
+        signature.push_str(name);
+        push_number(&mut signature, args.len());
         argv.extend(&args);
         writes_split.push((name, args.len(), *keep));
     }
@@ -146,6 +145,25 @@ pub(crate) fn shape<'a>(
         None => return None,
     };
     Some(Shaped { script, argv })
+}
+
+/// `/n|` in a shape's signature (without `fmt`: the signature is made on
+/// every write).
+fn push_number(signature: &mut String, n: usize) {
+    signature.push('/');
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    signature.extend(digits[at..].iter().map(|&d| char::from(d)));
+    signature.push('|');
 }
 
 /// `ARGV[first]`, `ARGV[first + 1]`... for `count` arguments.

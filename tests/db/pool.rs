@@ -96,3 +96,67 @@ async fn guarded_writes_reuse_pooled_connections_and_are_counted() {
         "every insert's script calls as many commands ({processed} processed, {sent} sent)"
     );
 }
+
+/// `(round trips, EVAL calls, EVALSHA calls)` of `insert` of `m`, the
+/// calls as the server counts them (`INFO commandstats`, read through
+/// `info_db`).
+async fn script_calls(db: &Db, info_db: &Db, m: &Member) -> (u64, u64, u64) {
+    let calls = |info: &str, name: &str| -> u64 {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+            .and_then(|rest| rest.split(',').next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let info = |db: &Db| {
+        let db = db.clone();
+        async move {
+            let info: String = db
+                .query(redis::cmd("INFO").arg("commandstats"))
+                .await
+                .expect("INFO commandstats");
+            (calls(&info, "eval"), calls(&info, "evalsha"))
+        }
+    };
+    let (eval, evalsha) = info(info_db).await;
+    let trips = db.round_trips();
+    m.insert(db).await.expect("insert");
+    let trips = db.round_trips() - trips;
+    let (eval_after, evalsha_after) = info(info_db).await;
+    (trips, eval_after - eval, evalsha_after - evalsha)
+}
+
+/// A script goes with its text (EVAL) the first time a `Db` runs it, then
+/// by its SHA1 (EVALSHA); a server that lost it (SCRIPT FLUSH, a restart)
+/// answers NOSCRIPT and gets the text again. No write pays for a SCRIPT
+/// LOAD of its own.
+async fn scripts_go_with_their_text_once(db: &Db, info_db: &Db) {
+    // A unique insert runs one script (its reads guessed, none known).
+    assert_eq!(script_calls(db, info_db, &member(1)).await, (1, 1, 0));
+    assert_eq!(script_calls(db, info_db, &member(2)).await, (1, 0, 1));
+    info_db
+        .query::<()>(&redis::cmd("SCRIPT").arg("FLUSH"))
+        .await
+        .expect("SCRIPT FLUSH");
+    assert_eq!(script_calls(db, info_db, &member(3)).await, (2, 1, 1));
+    assert_eq!(script_calls(db, info_db, &member(4)).await, (1, 0, 1));
+    // The data is whole all along.
+    for id in 1..=4 {
+        assert_eq!(Member::load(db, id).await.expect("load"), Some(member(id)));
+    }
+}
+
+#[tokio::test]
+async fn scripts_go_with_their_text_once_on_the_engine() {
+    let db = Db::memory();
+    scripts_go_with_their_text_once(&db, &db.clone()).await;
+}
+
+#[tokio::test]
+async fn scripts_go_with_their_text_once_on_redis() {
+    let Some(server) = private_server_or_skip("scripts sent once") else {
+        return;
+    };
+    let db = Db::connect(&server.url()).await.expect("connect");
+    let info_db = Db::connect(&server.url()).await.expect("connect");
+    scripts_go_with_their_text_once(&db, &info_db).await;
+}

@@ -113,6 +113,37 @@ backend_tests! {
 }
 
 backend_tests! {
+    /// A link of many members is a write too long for a script written for
+    /// its shape: it runs the general checked script, with the same
+    /// results and the same refusal.
+    exclusive async fn a_long_link_runs_the_general_script_alike(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let classes: Vec<String> = (1..=20).map(|i| format!("class:{i}")).collect();
+        let mut objects: Vec<&str> = classes.iter().map(String::as_str).collect();
+        objects.push("teacher:A");
+        exist(db, &objects).await;
+        let a = Teacher::at("A").relation::<TeacherClasses>();
+        let members: Vec<ObjectRef<Class>> = (1..=20).map(Class::at).collect();
+        assert_eq!(a.link_many(db, members.iter()).await?, 20);
+        assert_eq!(list(db, "teacher:A:class").await, classes);
+        for class in &classes {
+            assert_eq!(list(db, &format!("{class}:teacher")).await, ["teacher:A"]);
+        }
+        // One missing member refuses the whole link, in the plain layout
+        // atomically (the cluster layout takes back its earlier steps).
+        let mut with_missing: Vec<ObjectRef<Class>> = (21..=40).map(Class::at).collect();
+        with_missing.push(Class::at(99));
+        let more: Vec<String> = (21..=40).map(|i| format!("class:{i}")).collect();
+        exist(db, &more.iter().map(String::as_str).collect::<Vec<_>>()).await;
+        let got = a.link_many(db, with_missing.iter()).await;
+        assert!(matches!(&got, Err(Error::NotFound { key }) if key == "class:99"), "{got:?}");
+        assert_eq!(list(db, "teacher:A:class").await, classes);
+        assert!(list(db, "class:21:teacher").await.is_empty());
+        Ok(())
+    }
+}
+
+backend_tests! {
     exclusive async fn appending_members_as_keys_objects_or_handles(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
         let rel = Teacher::at("A").relation::<TeacherClasses>();

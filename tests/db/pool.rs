@@ -134,7 +134,7 @@ async fn scripts_go_with_their_text_once(db: &Db, info_db: &Db) {
     assert_eq!(script_calls(db, info_db, &member(1)).await, (1, 1, 0));
     assert_eq!(script_calls(db, info_db, &member(2)).await, (1, 0, 1));
     info_db
-        .query::<()>(&redis::cmd("SCRIPT").arg("FLUSH"))
+        .query::<()>(redis::cmd("SCRIPT").arg("FLUSH"))
         .await
         .expect("SCRIPT FLUSH");
     assert_eq!(script_calls(db, info_db, &member(3)).await, (2, 1, 1));

@@ -129,10 +129,15 @@ impl<M: Model> ObjectRef<M> {
 
     /// `HMGET key <declared fields> _count`.
     fn add_fields(&self, db: &Db, pipe: &mut Pipeline) {
-        pipe.cmd("HMGET")
-            .arg(self.key_in(db).as_ref())
+        let key = self.key_in(db);
+        // Sized at once: the read is most of a load's own work in process.
+        let bytes = key.len() + M::FIELDS.iter().map(|f| f.len()).sum::<usize>() + 16;
+        let mut cmd = redis::Cmd::with_capacity(M::FIELDS.len() + 3, bytes);
+        cmd.arg("HMGET")
+            .arg(key.as_ref())
             .arg(M::FIELDS)
             .arg(COUNT_FIELD);
+        pipe.add_command(cmd);
     }
 
     /// What the replies of [`add_read`](Self::add_read) tell, taken from

@@ -19,7 +19,7 @@
 //!   for it.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -28,6 +28,7 @@ use indexmap::{IndexMap, IndexSet};
 use super::config::Limits;
 use super::error::CmdError;
 use super::glob::glob_match;
+use super::hasher::Seeded;
 use super::value::encoding::{outgrows, History};
 use super::value::{Kind, Value};
 
@@ -180,14 +181,14 @@ struct Watch {
 pub(crate) struct Keyspace {
     /// The slots of `nodes` that hold a key, hashed by the key's bytes.
     index: HashTable<u32>,
-    hasher: RandomState,
+    hasher: Seeded,
     nodes: Vec<Option<Box<Entry>>>,
     /// The holes in `nodes`, refilled last-freed first (some may lie past
     /// the end after the vector shrank: skipped when popped).
     free: Vec<u32>,
     /// Slot -> Unix ms after which the key is gone (`now > expire_at`).
-    expiring: IndexMap<u32, i64>,
-    watched: HashMap<Key, Watch>,
+    expiring: IndexMap<u32, i64, Seeded>,
+    watched: HashMap<Key, Watch, Seeded>,
     /// The configured encoding thresholds, against which every modified
     /// value is checked (see [`Self::modified`]).
     limits: Limits,
@@ -201,11 +202,11 @@ pub(crate) struct Keyspace {
     events: Vec<crate::notify::Logged>,
     /// The clients blocked on each key (BLPOP...), by waiter id, first
     /// blocked first (Redis's `db->blocking_keys`; see `crate::blocking`).
-    blocked: HashMap<Key, VecDeque<u64>>,
+    blocked: HashMap<Key, VecDeque<u64>, Seeded>,
     /// The keys of `blocked` modified since the blocked clients were last
     /// offered them, in the order of their first modification (Redis's
     /// ready keys).
-    ready: IndexSet<Key>,
+    ready: IndexSet<Key, Seeded>,
 }
 
 impl Keyspace {
@@ -214,7 +215,7 @@ impl Keyspace {
         self.index.len()
     }
 
-    fn hash(hasher: &RandomState, key: &[u8]) -> u64 {
+    fn hash(hasher: &Seeded, key: &[u8]) -> u64 {
         hasher.hash_one(key)
     }
 
@@ -602,7 +603,7 @@ impl Keyspace {
         self.index = HashTable::new();
         self.nodes = Vec::new();
         self.free = Vec::new();
-        self.expiring = IndexMap::new();
+        self.expiring = IndexMap::default();
         for key in watched {
             self.modified(&key);
         }
@@ -840,7 +841,7 @@ impl Keyspace {
     }
 
     /// Takes the ready keys, in order, leaving none.
-    pub(crate) fn take_ready(&mut self) -> IndexSet<Key> {
+    pub(crate) fn take_ready(&mut self) -> IndexSet<Key, Seeded> {
         std::mem::take(&mut self.ready)
     }
 

@@ -25,6 +25,7 @@ use std::collections::{hash_set, HashSet};
 
 use super::small::SmallBytes;
 use crate::args::parse_i64;
+use crate::hasher::Seeded;
 
 /// Most members an integer set holds (`set-max-intset-entries`'s default).
 pub(crate) const MAX_INTSET_ENTRIES: usize = 512;
@@ -36,7 +37,7 @@ pub(crate) const MAX_COMPACT_LEN: usize = 64;
 
 /// The encoding of a set that outgrew the compact ones: short members
 /// inline in their slot (see [`SmallBytes`]).
-type Table = HashSet<SmallBytes>;
+type Table = HashSet<SmallBytes, Seeded>;
 
 /// A set value: the set operations the commands use, whatever the
 /// encoding. Both compact encodings share one variant, told apart by the

@@ -863,9 +863,9 @@ mod tests {
     #[test]
     fn keys_skips_expired_keys_without_deleting_them() {
         let mut ks = Keyspace::default();
-        ks.set_with_expiry(b"gone", Value::Str(b"v".to_vec()), Some(1_000), 0);
-        ks.set(b"", Value::Str(b"empty key".to_vec()), false, 0);
-        ks.set(b"kept", Value::Str(b"v".to_vec()), false, 0);
+        ks.set_with_expiry(b"gone", Value::Str(b"v"[..].into()), Some(1_000), 0);
+        ks.set(b"", Value::Str(b"empty key"[..].into()), false, 0);
+        ks.set(b"kept", Value::Str(b"v"[..].into()), false, 0);
         let names =
             |keys: Vec<super::Key>| -> Vec<Vec<u8>> { keys.iter().map(|k| k.to_vec()).collect() };
         assert_eq!(
@@ -906,7 +906,7 @@ mod tests {
         for i in 0..100 {
             ks.set(
                 format!("k{i}").as_bytes(),
-                Value::Str(b"v".to_vec()),
+                Value::Str(b"v"[..].into()),
                 false,
                 0,
             );
@@ -919,7 +919,7 @@ mod tests {
             for j in 0..3 {
                 ks.set(
                     format!("new{step}.{j}").as_bytes(),
-                    Value::Str(b"v".to_vec()),
+                    Value::Str(b"v"[..].into()),
                     false,
                     0,
                 );
@@ -943,7 +943,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Entry>(), 56);
         for len in [0, 1, 16, 17, 300] {
             let key = vec![b'k'; len];
-            let mut e = Entry::new(&key, Value::Str(Vec::new()), History::Text, 7);
+            let mut e = Entry::new(&key, Value::Str(Default::default()), History::Text, 7);
             assert_eq!(e.key(), &key[..]);
             assert_eq!(matches!(e.meta, Meta::Inline { .. }), len <= 16);
             assert_eq!((e.history(), e.accessed()), (History::Text, 7));
@@ -959,10 +959,10 @@ mod tests {
     fn slots_are_reused_and_trimmed() {
         let mut ks = Keyspace::default();
         for key in [&b"a"[..], b"b", b"c"] {
-            ks.set(key, Value::Str(b"v".to_vec()), false, 0);
+            ks.set(key, Value::Str(b"v"[..].into()), false, 0);
         }
         ks.remove(b"a");
-        ks.set(b"d", Value::Str(b"v".to_vec()), false, 0);
+        ks.set(b"d", Value::Str(b"v"[..].into()), false, 0);
         assert_eq!(ks.slots.len(), 3);
         let names = |ks: &Keyspace| -> Vec<Vec<u8>> {
             ks.keys(None, 0).iter().map(|k| k.to_vec()).collect()
@@ -976,7 +976,7 @@ mod tests {
         assert_eq!(ks.slots.len(), 1);
         // The hole `b` left is past the end now: a new key takes the next
         // slot, and the stale hole is dropped on the way.
-        ks.set(b"e", Value::Str(b"v".to_vec()), false, 0);
+        ks.set(b"e", Value::Str(b"v"[..].into()), false, 0);
         assert_eq!(ks.slots.len(), 2);
         assert!(ks.free.is_empty());
         assert_eq!(names(&ks), vec![b"d".to_vec(), b"e".to_vec()]);

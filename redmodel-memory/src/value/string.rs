@@ -44,12 +44,27 @@ impl StringValue {
         }
     }
 
-    /// The bytes, owned (the vector itself when there is one).
-    pub(crate) fn into_vec(self) -> Vec<u8> {
-        match self {
-            StringValue::Heap(v) => v,
-            inline => inline.to_vec(),
+    /// The decimal text of `n`, inline, with no allocation on the way
+    /// (INCR and friends write one per call).
+    pub(crate) fn from_int(n: i64) -> StringValue {
+        // 20 characters at most ("-9223372036854775808"), written from
+        // the end.
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = n.unsigned_abs();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
         }
+        if n < 0 {
+            at -= 1;
+            digits[at] = b'-';
+        }
+        StringValue::from(&digits[at..])
     }
 }
 
@@ -125,7 +140,15 @@ mod tests {
             edited.make_mut().push(b'y');
             assert_eq!(edited.len(), len + 1);
             assert!(matches!(edited, StringValue::Heap(_)));
-            assert_eq!(s.into_vec(), b);
+        }
+    }
+
+    #[test]
+    fn integers_are_written_as_their_decimal_text() {
+        for n in [0, 7, -7, 10, 12345, i64::MAX, i64::MIN] {
+            let s = StringValue::from_int(n);
+            assert_eq!(&s[..], n.to_string().as_bytes());
+            assert!(matches!(s, StringValue::Inline { .. }));
         }
     }
 }

@@ -333,10 +333,24 @@ impl Keyspace {
         true
     }
 
+    /// The slot of `key` if it is live; an expired key is deleted, as by
+    /// [`Self::expire_if_needed`]. One lookup where that and a `find`
+    /// took two when some key has a TTL.
+    fn live_slot(&mut self, key: &[u8], now: i64) -> Option<u32> {
+        let slot = self.find(key)?;
+        if !self.slot_expired(slot, now) {
+            return Some(slot);
+        }
+        self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        self.remove(key);
+        self.expired_count += 1;
+        None
+    }
+
     /// The live entry at `key`, if any.
     pub(crate) fn entry(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
-        self.expire_if_needed(key, now);
-        let entry = self.get_mut(key)?;
+        let slot = self.live_slot(key, now)?;
+        let entry = self.slots.get_mut(slot)?;
         entry.touch(now);
         Some(entry)
     }
@@ -439,17 +453,21 @@ impl Keyspace {
         key: &[u8],
         now: i64,
     ) -> Result<&mut T, CmdError> {
-        if !self.contains(key, now) {
-            self.insert_new(key, T::default().wrap(), History::Fresh, now);
-        }
-        match self.get_mut(key) {
-            Some(e) => T::of_mut(&mut e.value).ok_or(CmdError::WrongType),
-            None => unreachable!("inserted above"),
+        let slot = match self.live_slot(key, now) {
+            Some(slot) => slot,
+            None => self.insert_new(key, T::default().wrap(), History::Fresh, now),
+        };
+        match self.slots.get_mut(slot) {
+            Some(e) => {
+                e.touch(now);
+                T::of_mut(&mut e.value).ok_or(CmdError::WrongType)
+            }
+            None => unreachable!("found or inserted above"),
         }
     }
 
-    /// Stores a key that is not there (no TTL).
-    fn insert_new(&mut self, key: &[u8], value: Value, history: History, now: i64) {
+    /// Stores a key that is not there (no TTL); returns its slot.
+    fn insert_new(&mut self, key: &[u8], value: Value, history: History, now: i64) -> u32 {
         self.log_event(crate::notify::class::NEW, "new", key);
         let entry = Entry::new(key, value, history, seconds(now));
         let slot = loop {
@@ -470,6 +488,7 @@ impl Keyspace {
             .insert_unique(Self::hash(hasher, key), slot, |&s| {
                 Self::hash(hasher, slots.get(s).map_or(&[][..], |e| e.key()))
             });
+        slot
     }
 
     /// Stores `value` at `key`, replacing whatever was there. The TTL is
@@ -488,21 +507,24 @@ impl Keyspace {
         history: History,
         now: i64,
     ) {
-        self.expire_if_needed(key, now);
-        match self.find(key) {
+        // One lookup: the slot found or made is checked and marked
+        // directly, not looked up again by `modified`.
+        let slot = match self.live_slot(key, now) {
             Some(slot) => {
                 if let Some(entry) = self.slots.get_mut(slot) {
                     entry.value = value;
                     entry.set_history(history);
                     entry.touch(now);
                 }
-                if !keep_ttl {
+                if !keep_ttl && !self.expiring.is_empty() {
                     self.expiring.swap_remove(&slot);
                 }
+                slot
             }
             None => self.insert_new(key, value, history, now),
-        }
-        self.modified(key);
+        };
+        self.check_outgrown(slot);
+        self.changed(key);
     }
 
     /// Stores a value with an expiry time.
@@ -751,15 +773,29 @@ impl Keyspace {
     /// ENCODING: an aggregate that now outgrows the thresholds has been
     /// converted for good, as Redis converts it when it grows.
     pub(crate) fn modified(&mut self, key: &[u8]) {
-        self.dirty += 1;
-        if !self.blocked.is_empty() {
-            self.signal_ready(key);
+        if let Some(slot) = self.find(key) {
+            self.check_outgrown(slot);
         }
+        self.changed(key);
+    }
+
+    /// Marks the value in `slot` converted if it now outgrows the
+    /// thresholds (see [`Self::modified`]).
+    fn check_outgrown(&mut self, slot: u32) {
         let limits = self.limits;
-        if let Some(e) = self.get_mut(key) {
+        if let Some(e) = self.slots.get_mut(slot) {
             if e.history() == History::Fresh && outgrows(&e.value, &limits) {
                 e.set_history(History::Converted);
             }
+        }
+    }
+
+    /// The rest of [`Self::modified`]: counts the change, and tells the
+    /// key's blocked clients and watchers.
+    fn changed(&mut self, key: &[u8]) {
+        self.dirty += 1;
+        if !self.blocked.is_empty() {
+            self.signal_ready(key);
         }
         if self.watched.is_empty() {
             return;

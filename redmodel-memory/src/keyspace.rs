@@ -2,24 +2,25 @@
 //!
 //! Every key costs its share of each structure, so they are kept small
 //! (a key with a small hash took 234 bytes where Redis takes 139):
-//! - `nodes`: a vector in which each key has a stable position, its slot,
-//!   holding the key's [`Entry`] boxed (its value, the key's bytes, inline
-//!   up to 16, its encoding history and its last access: 56 bytes). The slot is what
+//! - `slots`: the entries, in which each key has a stable position, its
+//!   slot, holding the key's [`Entry`] in place (its value, the key's
+//!   bytes, inline up to 16, its encoding history and its last access: 56
+//!   bytes; see [`slots`] for the chunks they live in). The slot is what
 //!   SCAN's cursor counts: a key present for the whole scan keeps its slot
 //!   and is returned exactly once, whatever is added or removed meanwhile.
 //!   A deleted key leaves a hole that the next new key fills (`free` lists
-//!   the holes), so the vector stays as long as the most keys ever held at
-//!   once, at one pointer per key. A key deleted and created again during
+//!   the holes), so the slots stay as many as the most keys ever held at
+//!   once, at one entry per slot. A key deleted and created again during
 //!   a scan may come back twice, as Redis allows;
 //! - `index`: a hash table of slots (4 bytes each) for lookups by key, the
-//!   key's bytes being read from its node;
+//!   key's bytes being read from its entry;
 //! - `expiring`: the slots of the keys that have a TTL, with their expiry
 //!   time, in a vector-backed map, so that the active expiry cycle can
 //!   sample them at random in O(1), and a key without a TTL pays nothing
 //!   for it.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -28,8 +29,13 @@ use indexmap::{IndexMap, IndexSet};
 use super::config::Limits;
 use super::error::CmdError;
 use super::glob::glob_match;
+use super::hasher::Seeded;
 use super::value::encoding::{outgrows, History};
 use super::value::{Kind, Value};
+
+mod slots;
+
+use slots::Slots;
 
 pub(crate) type Key = Arc<[u8]>;
 
@@ -178,16 +184,16 @@ struct Watch {
 
 #[derive(Debug, Default)]
 pub(crate) struct Keyspace {
-    /// The slots of `nodes` that hold a key, hashed by the key's bytes.
+    /// The slots that hold a key, hashed by the key's bytes.
     index: HashTable<u32>,
-    hasher: RandomState,
-    nodes: Vec<Option<Box<Entry>>>,
-    /// The holes in `nodes`, refilled last-freed first (some may lie past
-    /// the end after the vector shrank: skipped when popped).
+    hasher: Seeded,
+    slots: Slots,
+    /// The holes in `slots`, refilled last-freed first (some may lie past
+    /// the end after the slots shrank: skipped when popped).
     free: Vec<u32>,
     /// Slot -> Unix ms after which the key is gone (`now > expire_at`).
-    expiring: IndexMap<u32, i64>,
-    watched: HashMap<Key, Watch>,
+    expiring: IndexMap<u32, i64, Seeded>,
+    watched: HashMap<Key, Watch, Seeded>,
     /// The configured encoding thresholds, against which every modified
     /// value is checked (see [`Self::modified`]).
     limits: Limits,
@@ -201,11 +207,11 @@ pub(crate) struct Keyspace {
     events: Vec<crate::notify::Logged>,
     /// The clients blocked on each key (BLPOP...), by waiter id, first
     /// blocked first (Redis's `db->blocking_keys`; see `crate::blocking`).
-    blocked: HashMap<Key, VecDeque<u64>>,
+    blocked: HashMap<Key, VecDeque<u64>, Seeded>,
     /// The keys of `blocked` modified since the blocked clients were last
     /// offered them, in the order of their first modification (Redis's
     /// ready keys).
-    ready: IndexSet<Key>,
+    ready: IndexSet<Key, Seeded>,
 }
 
 impl Keyspace {
@@ -214,39 +220,33 @@ impl Keyspace {
         self.index.len()
     }
 
-    fn hash(hasher: &RandomState, key: &[u8]) -> u64 {
+    fn hash(hasher: &Seeded, key: &[u8]) -> u64 {
         hasher.hash_one(key)
     }
 
     /// The slot of `key`, if stored.
     fn find(&self, key: &[u8]) -> Option<u32> {
-        let nodes = &self.nodes;
+        let slots = &self.slots;
         self.index
             .find(Self::hash(&self.hasher, key), |&slot| {
-                nodes
-                    .get(slot as usize)
-                    .and_then(Option::as_deref)
-                    .is_some_and(|e| e.key() == key)
+                slots.get(slot).is_some_and(|e| e.key() == key)
             })
             .copied()
     }
 
     fn get(&self, key: &[u8]) -> Option<&Entry> {
         let slot = self.find(key)?;
-        self.nodes.get(slot as usize)?.as_deref()
+        self.slots.get(slot)
     }
 
     fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let slot = self.find(key)?;
-        self.nodes.get_mut(slot as usize)?.as_deref_mut()
+        self.slots.get_mut(slot)
     }
 
     /// The stored entries with their slots, in slot order.
     fn stored_entries(&self) -> impl Iterator<Item = (u32, &Entry)> {
-        self.nodes
-            .iter()
-            .enumerate()
-            .filter_map(|(slot, e)| Some((u32::try_from(slot).ok()?, e.as_deref()?)))
+        self.slots.iter_from(0)
     }
 
     /// The mean remaining TTL of the keys that have one, in ms (INFO's
@@ -281,8 +281,8 @@ impl Keyspace {
             // dominate, pick among the stored entries instead.
             let mut drawn = None;
             for _ in 0..64 {
-                let i = rng.random_range(0..self.nodes.len().max(1));
-                if let Some(Some(e)) = self.nodes.get(i) {
+                let i = rng.random_range(0..self.slots.len().max(1));
+                if let Some(e) = self.slots.get(u32::try_from(i).unwrap_or(u32::MAX)) {
                     drawn = Some(Key::from(e.key()));
                     break;
                 }
@@ -333,10 +333,24 @@ impl Keyspace {
         true
     }
 
+    /// The slot of `key` if it is live; an expired key is deleted, as by
+    /// [`Self::expire_if_needed`]. One lookup where that and a `find`
+    /// took two when some key has a TTL.
+    fn live_slot(&mut self, key: &[u8], now: i64) -> Option<u32> {
+        let slot = self.find(key)?;
+        if !self.slot_expired(slot, now) {
+            return Some(slot);
+        }
+        self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        self.remove(key);
+        self.expired_count += 1;
+        None
+    }
+
     /// The live entry at `key`, if any.
     pub(crate) fn entry(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
-        self.expire_if_needed(key, now);
-        let entry = self.get_mut(key)?;
+        let slot = self.live_slot(key, now)?;
+        let entry = self.slots.get_mut(slot)?;
         entry.touch(now);
         Some(entry)
     }
@@ -408,7 +422,7 @@ impl Keyspace {
         if self.slot_expired(slot, now) {
             return None;
         }
-        self.nodes.get(slot as usize)?.as_deref().map(|e| &e.value)
+        self.slots.get(slot).map(|e| &e.value)
     }
 
     /// The value at `key` as type `T`; WRONGTYPE if it holds another type.
@@ -439,42 +453,42 @@ impl Keyspace {
         key: &[u8],
         now: i64,
     ) -> Result<&mut T, CmdError> {
-        if !self.contains(key, now) {
-            self.insert_new(key, T::default().wrap(), History::Fresh, now);
-        }
-        match self.get_mut(key) {
-            Some(e) => T::of_mut(&mut e.value).ok_or(CmdError::WrongType),
-            None => unreachable!("inserted above"),
+        let slot = match self.live_slot(key, now) {
+            Some(slot) => slot,
+            None => self.insert_new(key, T::default().wrap(), History::Fresh, now),
+        };
+        match self.slots.get_mut(slot) {
+            Some(e) => {
+                e.touch(now);
+                T::of_mut(&mut e.value).ok_or(CmdError::WrongType)
+            }
+            None => unreachable!("found or inserted above"),
         }
     }
 
-    /// Stores a key that is not there (no TTL).
-    fn insert_new(&mut self, key: &[u8], value: Value, history: History, now: i64) {
+    /// Stores a key that is not there (no TTL); returns its slot.
+    fn insert_new(&mut self, key: &[u8], value: Value, history: History, now: i64) -> u32 {
         self.log_event(crate::notify::class::NEW, "new", key);
+        let entry = Entry::new(key, value, history, seconds(now));
         let slot = loop {
             match self.free.pop() {
-                // A hole past the end (the vector shrank since it was
-                // freed) or filled since (it grew again) is dropped here,
-                // not when the vector shrinks: that cost the whole list.
-                Some(hole) if self.nodes.get(hole as usize).is_some_and(Option::is_none) => {
-                    break hole
+                // A hole past the end (the slots shrank since it was
+                // freed) or filled since (they grew again) is dropped
+                // here, not when the slots shrink: that cost the whole list.
+                Some(hole) if self.slots.is_hole(hole) => {
+                    self.slots.fill(hole, entry);
+                    break hole;
                 }
                 Some(_) => {}
-                None => {
-                    self.nodes.push(None);
-                    break u32::try_from(self.nodes.len() - 1).unwrap_or(u32::MAX);
-                }
+                None => break self.slots.push(entry),
             }
         };
-        if let Some(place) = self.nodes.get_mut(slot as usize) {
-            *place = Some(Box::new(Entry::new(key, value, history, seconds(now))));
-        }
-        let (nodes, hasher) = (&self.nodes, &self.hasher);
+        let (slots, hasher) = (&self.slots, &self.hasher);
         self.index
             .insert_unique(Self::hash(hasher, key), slot, |&s| {
-                let key = nodes.get(s as usize).and_then(Option::as_deref);
-                Self::hash(hasher, key.map_or(&[][..], |e| e.key()))
+                Self::hash(hasher, slots.get(s).map_or(&[][..], |e| e.key()))
             });
+        slot
     }
 
     /// Stores `value` at `key`, replacing whatever was there. The TTL is
@@ -493,21 +507,24 @@ impl Keyspace {
         history: History,
         now: i64,
     ) {
-        self.expire_if_needed(key, now);
-        match self.find(key) {
+        // One lookup: the slot found or made is checked and marked
+        // directly, not looked up again by `modified`.
+        let slot = match self.live_slot(key, now) {
             Some(slot) => {
-                if let Some(Some(entry)) = self.nodes.get_mut(slot as usize) {
+                if let Some(entry) = self.slots.get_mut(slot) {
                     entry.value = value;
                     entry.set_history(history);
                     entry.touch(now);
                 }
-                if !keep_ttl {
+                if !keep_ttl && !self.expiring.is_empty() {
                     self.expiring.swap_remove(&slot);
                 }
+                slot
             }
             None => self.insert_new(key, value, history, now),
-        }
-        self.modified(key);
+        };
+        self.check_outgrown(slot);
+        self.changed(key);
     }
 
     /// Stores a value with an expiry time.
@@ -540,31 +557,19 @@ impl Keyspace {
     /// Takes the entry out of `slot`, out of the lookup table, and frees
     /// the slot (the TTL table is the caller's: it may know the entry's
     /// place there).
-    fn take_slot(&mut self, slot: u32) -> Option<Box<Entry>> {
-        let entry = self.nodes.get_mut(slot as usize)?.take()?;
+    fn take_slot(&mut self, slot: u32) -> Option<Entry> {
+        // Trailing holes are dropped instead of listed, so that a keyspace
+        // that shrinks gives its slots back; holes left in `free` past the
+        // new end are skipped when popped (see `insert_new`).
+        let (entry, hole) = self.slots.take(slot)?;
         let hash = Self::hash(&self.hasher, entry.key());
         if let Ok(found) = self.index.find_entry(hash, |&s| s == slot) {
             found.remove();
         }
-        self.free_slot(slot);
-        Some(entry)
-    }
-
-    /// Empties a key's slot for a later key. Trailing holes are dropped
-    /// instead, so that a keyspace that shrinks gives its slots back.
-    fn free_slot(&mut self, slot: u32) {
-        if let Some(place) = self.nodes.get_mut(slot as usize) {
-            *place = None;
-        }
-        if slot as usize + 1 == self.nodes.len() {
-            // Holes left in `free` past the new end are skipped when
-            // popped (see `insert_new`).
-            while self.nodes.last().is_some_and(Option::is_none) {
-                self.nodes.pop();
-            }
-        } else {
+        if hole {
             self.free.push(slot);
         }
+        Some(entry)
     }
 
     /// Deletes `key` if it holds an empty aggregate: Redis never keeps one.
@@ -600,9 +605,9 @@ impl Keyspace {
             .cloned()
             .collect();
         self.index = HashTable::new();
-        self.nodes = Vec::new();
+        self.slots = Slots::default();
         self.free = Vec::new();
-        self.expiring = IndexMap::new();
+        self.expiring = IndexMap::default();
         for key in watched {
             self.modified(&key);
         }
@@ -621,15 +626,13 @@ impl Keyspace {
     ) -> (u64, Vec<Key>) {
         let from = usize::try_from(cursor).unwrap_or(usize::MAX);
         let visited: Vec<(usize, Key)> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .skip(from)
-            .filter_map(|(slot, e)| Some((slot, Key::from(e.as_deref()?.key()))))
+            .slots
+            .iter_from(from)
+            .map(|(slot, e)| (slot as usize, Key::from(e.key())))
             .take(count.max(1))
             .collect();
         let next = match visited.last() {
-            Some(&(last, _)) if self.nodes.iter().skip(last + 1).any(Option::is_some) => {
+            Some(&(last, _)) if self.slots.iter_from(last + 1).next().is_some() => {
                 u64::try_from(last + 1).unwrap_or(0)
             }
             _ => 0,
@@ -725,7 +728,7 @@ impl Keyspace {
         b.touch_for_swap(a, now);
         std::mem::swap(&mut a.index, &mut b.index);
         std::mem::swap(&mut a.hasher, &mut b.hasher);
-        std::mem::swap(&mut a.nodes, &mut b.nodes);
+        std::mem::swap(&mut a.slots, &mut b.slots);
         std::mem::swap(&mut a.free, &mut b.free);
         std::mem::swap(&mut a.expiring, &mut b.expiring);
         // Blocked clients stay with their database, which now holds
@@ -770,15 +773,29 @@ impl Keyspace {
     /// ENCODING: an aggregate that now outgrows the thresholds has been
     /// converted for good, as Redis converts it when it grows.
     pub(crate) fn modified(&mut self, key: &[u8]) {
-        self.dirty += 1;
-        if !self.blocked.is_empty() {
-            self.signal_ready(key);
+        if let Some(slot) = self.find(key) {
+            self.check_outgrown(slot);
         }
+        self.changed(key);
+    }
+
+    /// Marks the value in `slot` converted if it now outgrows the
+    /// thresholds (see [`Self::modified`]).
+    fn check_outgrown(&mut self, slot: u32) {
         let limits = self.limits;
-        if let Some(e) = self.get_mut(key) {
+        if let Some(e) = self.slots.get_mut(slot) {
             if e.history() == History::Fresh && outgrows(&e.value, &limits) {
                 e.set_history(History::Converted);
             }
+        }
+    }
+
+    /// The rest of [`Self::modified`]: counts the change, and tells the
+    /// key's blocked clients and watchers.
+    fn changed(&mut self, key: &[u8]) {
+        self.dirty += 1;
+        if !self.blocked.is_empty() {
+            self.signal_ready(key);
         }
         if self.watched.is_empty() {
             return;
@@ -840,7 +857,7 @@ impl Keyspace {
     }
 
     /// Takes the ready keys, in order, leaving none.
-    pub(crate) fn take_ready(&mut self) -> IndexSet<Key> {
+    pub(crate) fn take_ready(&mut self) -> IndexSet<Key, Seeded> {
         std::mem::take(&mut self.ready)
     }
 
@@ -882,9 +899,9 @@ mod tests {
     #[test]
     fn keys_skips_expired_keys_without_deleting_them() {
         let mut ks = Keyspace::default();
-        ks.set_with_expiry(b"gone", Value::Str(b"v".to_vec()), Some(1_000), 0);
-        ks.set(b"", Value::Str(b"empty key".to_vec()), false, 0);
-        ks.set(b"kept", Value::Str(b"v".to_vec()), false, 0);
+        ks.set_with_expiry(b"gone", Value::Str(b"v"[..].into()), Some(1_000), 0);
+        ks.set(b"", Value::Str(b"empty key"[..].into()), false, 0);
+        ks.set(b"kept", Value::Str(b"v"[..].into()), false, 0);
         let names =
             |keys: Vec<super::Key>| -> Vec<Vec<u8>> { keys.iter().map(|k| k.to_vec()).collect() };
         assert_eq!(
@@ -925,7 +942,7 @@ mod tests {
         for i in 0..100 {
             ks.set(
                 format!("k{i}").as_bytes(),
-                Value::Str(b"v".to_vec()),
+                Value::Str(b"v"[..].into()),
                 false,
                 0,
             );
@@ -938,7 +955,7 @@ mod tests {
             for j in 0..3 {
                 ks.set(
                     format!("new{step}.{j}").as_bytes(),
-                    Value::Str(b"v".to_vec()),
+                    Value::Str(b"v"[..].into()),
                     false,
                     0,
                 );
@@ -951,7 +968,7 @@ mod tests {
             let key = format!("k{i}").into_bytes();
             assert_eq!(seen.iter().filter(|k| **k == key).count(), 1, "k{i}");
         }
-        assert!(ks.free.is_empty() || ks.free.iter().all(|&h| (h as usize) < ks.nodes.len()));
+        assert!(ks.free.is_empty() || ks.free.iter().all(|&h| (h as usize) < ks.slots.len()));
     }
 
     /// An entry stays at 56 bytes, its key inline up to 16 bytes.
@@ -962,7 +979,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Entry>(), 56);
         for len in [0, 1, 16, 17, 300] {
             let key = vec![b'k'; len];
-            let mut e = Entry::new(&key, Value::Str(Vec::new()), History::Text, 7);
+            let mut e = Entry::new(&key, Value::Str(Default::default()), History::Text, 7);
             assert_eq!(e.key(), &key[..]);
             assert_eq!(matches!(e.meta, Meta::Inline { .. }), len <= 16);
             assert_eq!((e.history(), e.accessed()), (History::Text, 7));
@@ -978,11 +995,11 @@ mod tests {
     fn slots_are_reused_and_trimmed() {
         let mut ks = Keyspace::default();
         for key in [&b"a"[..], b"b", b"c"] {
-            ks.set(key, Value::Str(b"v".to_vec()), false, 0);
+            ks.set(key, Value::Str(b"v"[..].into()), false, 0);
         }
         ks.remove(b"a");
-        ks.set(b"d", Value::Str(b"v".to_vec()), false, 0);
-        assert_eq!(ks.nodes.len(), 3);
+        ks.set(b"d", Value::Str(b"v"[..].into()), false, 0);
+        assert_eq!(ks.slots.len(), 3);
         let names = |ks: &Keyspace| -> Vec<Vec<u8>> {
             ks.keys(None, 0).iter().map(|k| k.to_vec()).collect()
         };
@@ -992,17 +1009,17 @@ mod tests {
         );
         ks.remove(b"b");
         ks.remove(b"c");
-        assert_eq!(ks.nodes.len(), 1);
+        assert_eq!(ks.slots.len(), 1);
         // The hole `b` left is past the end now: a new key takes the next
         // slot, and the stale hole is dropped on the way.
-        ks.set(b"e", Value::Str(b"v".to_vec()), false, 0);
-        assert_eq!(ks.nodes.len(), 2);
+        ks.set(b"e", Value::Str(b"v"[..].into()), false, 0);
+        assert_eq!(ks.slots.len(), 2);
         assert!(ks.free.is_empty());
         assert_eq!(names(&ks), vec![b"d".to_vec(), b"e".to_vec()]);
         ks.remove(b"e");
         assert_eq!(scan_all(&mut ks, 1, &mut |_| {}), vec![b"d".to_vec()]);
         ks.remove(b"d");
-        assert!(ks.nodes.is_empty());
+        assert_eq!(ks.slots.len(), 0);
         assert_eq!(ks.scan(0, 10, None, None, 0), (0, Vec::new()));
     }
 }

@@ -51,6 +51,7 @@ mod error;
 mod expire_cycle;
 mod float;
 mod glob;
+mod hasher;
 mod keyspace;
 mod notify;
 mod pubsub;

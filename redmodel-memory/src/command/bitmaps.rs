@@ -24,6 +24,7 @@ use crate::error::CmdError;
 use crate::notify::class;
 use crate::reply;
 use crate::value::encoding::History;
+use crate::value::string::StringValue;
 use crate::value::Value;
 
 mod bitfield;
@@ -131,6 +132,7 @@ fn edit_bits<R>(
         let Value::Str(s) = &mut entry.value else {
             return Err(CmdError::WrongType);
         };
+        let s = s.make_mut();
         let old_len = s.len();
         grow_zeroed(s, len)?;
         let grown = s.len() != old_len;
@@ -141,7 +143,7 @@ fn edit_bits<R>(
     let mut s = Vec::new();
     grow_zeroed(&mut s, len)?;
     let out = edit(&mut s, true);
-    *ctx.write_or_create::<Vec<u8>>(key)? = s;
+    *ctx.write_or_create::<StringValue>(key)? = s.into();
     ctx.ks().set_history(key, History::Converted);
     Ok(out)
 }
@@ -191,7 +193,7 @@ fn setbit(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn getbit(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let max = max_len(ctx);
     let offset = bit_offset(args[2], None, max)?;
-    let Some(s) = ctx.read::<Vec<u8>>(args[1])? else {
+    let Some(s) = ctx.read::<StringValue>(args[1])? else {
         return Ok(reply::int(0));
     };
     let (byte, mask) = locate(offset);
@@ -323,7 +325,7 @@ fn find_bit(s: &[u8], first: u64, last: u64, bit: bool) -> Option<u64> {
 /// with bad arguments), then the indexes, then (before the unit!) two
 /// negative indexes out of order answer 0, then the unit.
 fn bitcount(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let Some(s) = ctx.read::<Vec<u8>>(args[1])? else {
+    let Some(s) = ctx.read::<StringValue>(args[1])? else {
         return Ok(reply::int(0));
     };
     let range = match args.len() {
@@ -354,7 +356,7 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         1 => true,
         _ => return Err(CmdError::err("The bit argument must be 1 or 0.")),
     };
-    let Some(s) = ctx.read::<Vec<u8>>(args[1])? else {
+    let Some(s) = ctx.read::<StringValue>(args[1])? else {
         return Ok(reply::int(if bit { -1 } else { 0 }));
     };
     let (range, end_given) = match args.len() {
@@ -416,14 +418,14 @@ fn bitop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sources: Vec<&[u8]> = values
         .iter()
         .map(|v| match v {
-            Some(Value::Str(s)) => s.as_slice(),
+            Some(Value::Str(s)) => &s[..],
             _ => &[],
         })
         .collect();
     let result = combine(op, &sources);
     let len = result.len();
     if len > 0 {
-        ctx.set(dest, Value::Str(result), false);
+        ctx.set(dest, Value::Str(result.into()), false);
         // Redis stores the result as a plain sds string: `raw` however
         // short.
         ctx.ks().set_history(dest, History::Converted);

@@ -100,7 +100,7 @@ fn open_or_create(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, CmdError> {
     };
     if created {
         let now = ctx.now;
-        let value = Value::Str(new_sparse());
+        let value = Value::Str(new_sparse().into());
         ctx.ks()
             .set_with_history(key, value, false, History::Converted, now);
     } else {
@@ -111,7 +111,9 @@ fn open_or_create(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, CmdError> {
 
 /// The string at `key`, known to exist and to be a string.
 fn string_at<'a>(ctx: &'a mut Ctx<'_>, key: &[u8]) -> Result<&'a mut Vec<u8>, CmdError> {
-    ctx.write::<Vec<u8>>(key)?.ok_or(CmdError::WrongType)
+    ctx.write::<crate::value::string::StringValue>(key)?
+        .map(crate::value::string::StringValue::make_mut)
+        .ok_or(CmdError::WrongType)
 }
 
 /// PFADD key [element ...]: 1 if a register rose (or the key was made).

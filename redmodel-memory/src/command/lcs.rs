@@ -19,7 +19,7 @@ pub(super) const COMMANDS: &[Spec] = &[Spec {
 fn string_or_empty(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<Vec<u8>> {
     match ctx.value(key) {
         None => Some(Vec::new()),
-        Some(Value::Str(s)) => Some(s.clone()),
+        Some(Value::Str(s)) => Some(s.to_vec()),
         Some(_) => None,
     }
 }

@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use redis::Value as Reply;
 
 use super::error::CmdError;
+use super::hasher::Seeded;
 use super::keyspace::{Entry, Keyspace};
 use super::reply;
 use super::store::Store;
@@ -81,7 +82,8 @@ pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
     }
 }
 
-static TABLE: LazyLock<HashMap<&'static str, &'static Spec>> = LazyLock::new(|| {
+// Looked up once per command: foldhash (see `crate::hasher`), not SipHash.
+static TABLE: LazyLock<HashMap<&'static str, &'static Spec, Seeded>> = LazyLock::new(|| {
     [
         acl::COMMANDS,
         bitmaps::COMMANDS,

@@ -365,7 +365,7 @@ fn lookup(ctx: &mut Ctx<'_>, pattern: &[u8], element: &[u8]) -> Option<Bytes> {
     key.extend_from_slice(postfix);
     match (ctx.value(&key)?, field) {
         (Value::Hash(h), Some(field)) => h.get(field).map(<[u8]>::to_vec),
-        (Value::Str(s), None) => Some(s.clone()),
+        (Value::Str(s), None) => Some(s.to_vec()),
         _ => None,
     }
 }

@@ -22,6 +22,7 @@ use crate::float::LongDouble;
 use crate::notify::class;
 use crate::reply;
 use crate::value::encoding::History;
+use crate::value::string::StringValue;
 use crate::value::Value;
 
 pub(super) const COMMANDS: &[Spec] = &[
@@ -143,16 +144,16 @@ pub(super) fn check_string_length(size: u64, append: u64, max: u64) -> Result<()
     }
 }
 
-/// Stores `bytes` as a string value.
-fn string(bytes: impl Into<Vec<u8>>) -> Value {
+/// Stores `bytes` as a string value (inline when short).
+fn string(bytes: impl Into<StringValue>) -> Value {
     Value::Str(bytes.into())
 }
 
 /// Redis's `getGenericCommand`: the string at `key` as a bulk reply, nil if
 /// missing, WRONGTYPE if not a string.
 fn string_reply(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
-    Ok(match ctx.read::<Vec<u8>>(key)? {
-        Some(s) => reply::bulk(s.clone()),
+    Ok(match ctx.read::<StringValue>(key)? {
+        Some(s) => reply::bulk(&s[..]),
         None => reply::nil(),
     })
 }
@@ -375,7 +376,7 @@ fn getdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn getex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let opts = StringOptions::parse(&args[2..], OptionsOf::GetEx)?;
     let key = args[1];
-    let Some(value) = ctx.read::<Vec<u8>>(key)?.cloned() else {
+    let Some(value) = ctx.read::<StringValue>(key)?.map(|s| s.to_vec()) else {
         return Ok(reply::nil());
     };
     match opts.expire {
@@ -401,7 +402,7 @@ fn getex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn append(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, tail) = (args[1], args[2]);
     let max = ctx.ks().limits().proto_max_bulk_len;
-    let len = match ctx.write::<Vec<u8>>(key)? {
+    let len = match ctx.write::<StringValue>(key)?.map(StringValue::make_mut) {
         None => {
             ctx.set(key, string(tail), false);
             ctx.notify(class::STRING, "append", key);
@@ -422,7 +423,7 @@ fn append(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn strlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::int(
-        ctx.read::<Vec<u8>>(args[1])?.map_or(0, Vec::len),
+        ctx.read::<StringValue>(args[1])?.map_or(0, |s| s.len()),
     ))
 }
 
@@ -431,7 +432,7 @@ fn strlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn getrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let start = int_arg(args[2])?;
     let end = int_arg(args[3])?;
-    let Some(s) = ctx.read::<Vec<u8>>(args[1])? else {
+    let Some(s) = ctx.read::<StringValue>(args[1])? else {
         return Ok(reply::bulk(Vec::new()));
     };
     let range = substring_range(s.len(), start, end);
@@ -464,7 +465,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Ok(offset) = u64::try_from(offset) else {
         return Err(CmdError::err("offset is out of range"));
     };
-    let len = match ctx.write::<Vec<u8>>(key)? {
+    let len = match ctx.write::<StringValue>(key)?.map(StringValue::make_mut) {
         None => {
             if patch.is_empty() {
                 return Ok(reply::int(0));
@@ -473,7 +474,7 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             let mut s = vec![0u8; offset as usize];
             s.extend_from_slice(patch);
             let len = s.len();
-            ctx.set(key, Value::Str(s), false);
+            ctx.set(key, string(s), false);
             ctx.ks().set_history(key, History::Converted);
             ctx.notify(class::STRING, "setrange", key);
             len
@@ -508,12 +509,12 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Redis's `incrDecrCommand`: adds `delta` to the integer at `key` (0 if
 /// missing), keeping its TTL.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
-    let current = match ctx.read::<Vec<u8>>(key)? {
+    let current = match ctx.read::<StringValue>(key)? {
         None => 0,
         Some(s) => parse_i64(s).ok_or(CmdError::NotInteger)?,
     };
     let value = current.checked_add(delta).ok_or(CmdError::Overflow)?;
-    ctx.set(key, string(value.to_string()), true);
+    ctx.set(key, Value::Str(StringValue::from_int(value)), true);
     ctx.notify(class::STRING, "incrby", key);
     Ok(reply::int(value))
 }
@@ -545,7 +546,7 @@ fn decrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// the increment.
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
-    let current = match ctx.read::<Vec<u8>>(key)? {
+    let current = match ctx.read::<StringValue>(key)? {
         None => LongDouble::ZERO,
         Some(s) => LongDouble::parse(s).ok_or(CmdError::NotFloat)?,
     };
@@ -570,7 +571,7 @@ fn mget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let replies = args[1..]
         .iter()
         .map(|key| match ctx.value(key) {
-            Some(Value::Str(s)) => reply::bulk(s.clone()),
+            Some(Value::Str(s)) => reply::bulk(&s[..]),
             _ => reply::nil(),
         })
         .collect();

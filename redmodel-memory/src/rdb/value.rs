@@ -157,7 +157,7 @@ pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)
         }
     };
     match tag {
-        kind::STRING => Some((Value::Str(r.bytes()?), History::Fresh)),
+        kind::STRING => Some((Value::Str(r.bytes()?.into()), History::Fresh)),
         kind::LIST => {
             let n = non_empty(r.count()?)?;
             let mut items = Vec::new();

@@ -14,6 +14,8 @@
 
 use std::collections::{hash_map, HashMap};
 
+use crate::hasher::Seeded;
+
 /// Most fields a compact hash holds (Redis's `hash-max-listpack-entries`).
 pub(crate) const MAX_COMPACT_ENTRIES: usize = 128;
 /// Longest field or value a compact hash holds (`hash-max-listpack-value`).
@@ -21,7 +23,7 @@ pub(crate) const MAX_COMPACT_ENTRIES: usize = 128;
 pub(crate) const MAX_COMPACT_LEN: usize = 64;
 
 /// The encoding of a hash that outgrew the compact one.
-type Table = HashMap<Box<[u8]>, Box<[u8]>>;
+type Table = HashMap<Box<[u8]>, Box<[u8]>, Seeded>;
 
 /// A hash value: the map operations the hash commands use, whatever the
 /// encoding. The table is boxed on purpose (one more pointer hop for big

@@ -6,24 +6,27 @@ pub(crate) mod list;
 pub(crate) mod set;
 pub(crate) mod small;
 pub(crate) mod stream;
+pub(crate) mod string;
 pub(crate) mod zset;
 
 use hash::HashValue;
 use list::ListValue;
 use set::SetValue;
 use stream::Stream;
+use string::StringValue;
 use zset::ZSet;
 
 /// Bytes as Redis stores them: binary safe.
 pub(crate) type Bytes = Vec<u8>;
 
-/// The value stored under a key, 32 bytes: every variant is at most 24
-/// bytes (the big forms of hashes, sets and sorted sets, and streams, are
+/// The value stored under a key, 32 bytes: a string keeps up to 30 bytes
+/// inline (see [`StringValue`]), every other variant is at most 24 bytes
+/// (the big forms of hashes, sets and sorted sets, and streams, are
 /// boxed), since a keyspace entry is as large as its largest variant.
 #[derive(Debug, Clone)]
 #[allow(clippy::box_collection)]
 pub(crate) enum Value {
-    Str(Bytes),
+    Str(StringValue),
     Hash(HashValue),
     List(ListValue),
     Set(SetValue),
@@ -97,7 +100,7 @@ macro_rules! kind {
     };
 }
 
-kind!(Str, Bytes);
+kind!(Str, StringValue);
 kind!(Hash, HashValue);
 kind!(List, ListValue);
 kind!(Set, SetValue);

@@ -13,6 +13,9 @@
 //!   is one buffer of length-prefixed members in insertion order, scanned
 //!   linearly (Redis 7.2's listpack sets; 7.0 would use a table here, but
 //!   OBJECT ENCODING is worked out separately, see `encoding`);
+//! - [`SetValue::Ints`]: an integer set that outgrew the integer array is
+//!   a hash table of the integers themselves (8 bytes a slot, where a
+//!   member as bytes takes 24), until a member that is no integer comes;
 //! - [`SetValue::Table`]: anything bigger is a hash table of
 //!   [`SmallBytes`] (a member of up to 22 bytes inline in its slot, no heap
 //!   block), for good: a set never goes back to a compact form, as in Redis.
@@ -25,6 +28,7 @@ use std::collections::{hash_set, HashSet};
 
 use super::small::SmallBytes;
 use crate::args::parse_i64;
+use crate::hasher::Seeded;
 
 /// Most members an integer set holds (`set-max-intset-entries`'s default).
 pub(crate) const MAX_INTSET_ENTRIES: usize = 512;
@@ -36,7 +40,7 @@ pub(crate) const MAX_COMPACT_LEN: usize = 64;
 
 /// The encoding of a set that outgrew the compact ones: short members
 /// inline in their slot (see [`SmallBytes`]).
-type Table = HashSet<SmallBytes>;
+type Table = HashSet<SmallBytes, Seeded>;
 
 /// A set value: the set operations the commands use, whatever the
 /// encoding. Both compact encodings share one variant, told apart by the
@@ -51,6 +55,7 @@ type Table = HashSet<SmallBytes>;
 #[allow(clippy::box_collection)]
 pub(crate) enum SetValue {
     Packed(Vec<u8>),
+    Ints(Box<HashSet<i64, Seeded>>),
     Table(Box<Table>),
 }
 
@@ -89,6 +94,7 @@ impl SetValue {
         match self {
             SetValue::Packed(buf) if is_ints(buf) => ints::len(buf),
             SetValue::Packed(buf) => strings(buf).count(),
+            SetValue::Ints(t) => t.len(),
             SetValue::Table(t) => t.len(),
         }
     }
@@ -96,6 +102,7 @@ impl SetValue {
     pub(crate) fn is_empty(&self) -> bool {
         match self {
             SetValue::Packed(buf) => buf.len() <= 1,
+            SetValue::Ints(t) => t.is_empty(),
             SetValue::Table(t) => t.is_empty(),
         }
     }
@@ -106,6 +113,7 @@ impl SetValue {
                 parse_i64(member).is_some_and(|n| ints::find(buf, n).is_ok())
             }
             SetValue::Packed(buf) => compact_find(buf, member).is_some(),
+            SetValue::Ints(t) => parse_i64(member).is_some_and(|n| t.contains(&n)),
             SetValue::Table(t) => t.contains(member),
         }
     }
@@ -122,7 +130,16 @@ impl SetValue {
                             ints::insert_at(buf, at, n);
                             return true;
                         }
-                        Err(_) => self.convert(false),
+                        Err(_) => {
+                            let mut table = HashSet::with_capacity_and_hasher(
+                                ints::len(buf) + 1,
+                                Seeded::default(),
+                            );
+                            table.extend((0..ints::len(buf)).filter_map(|i| ints::get(buf, i)));
+                            table.insert(n);
+                            *self = SetValue::Ints(Box::new(table));
+                            return true;
+                        }
                     },
                     None => {
                         let compact = Self::fits_compact(ints::len(buf) + 1, member);
@@ -142,10 +159,16 @@ impl SetValue {
                 self.convert(false);
             }
         }
+        if let SetValue::Ints(t) = self {
+            match parse_i64(member) {
+                Some(n) => return t.insert(n),
+                None => self.convert(false),
+            }
+        }
         match self {
             SetValue::Table(t) => t.insert(SmallBytes::from(member)),
             // Converted to a compact set of strings, with room for one more.
-            SetValue::Packed(_) => self.insert(member),
+            SetValue::Packed(_) | SetValue::Ints(_) => self.insert(member),
         }
     }
 
@@ -197,6 +220,7 @@ impl SetValue {
                 }
                 None => false,
             },
+            SetValue::Ints(t) => parse_i64(member).is_some_and(|n| t.remove(&n)),
             SetValue::Table(t) => t.remove(member),
         }
     }
@@ -208,6 +232,7 @@ impl SetValue {
         match self {
             SetValue::Packed(buf) if is_ints(buf) => Iter::Ints(buf, 0),
             SetValue::Packed(buf) => Iter::Compact(strings(buf)),
+            SetValue::Ints(t) => Iter::IntTable(t.iter()),
             SetValue::Table(t) => Iter::Table(t.iter()),
         }
     }
@@ -217,6 +242,7 @@ impl SetValue {
     pub(crate) fn all_integers(&self) -> bool {
         match self {
             SetValue::Packed(buf) if is_ints(buf) => true,
+            SetValue::Ints(_) => true,
             SetValue::Packed(buf) => strings(buf).all(|m| parse_i64(m).is_some()),
             SetValue::Table(t) => t.iter().all(|m| parse_i64(m).is_some()),
         }
@@ -257,6 +283,7 @@ impl<'a> Iterator for CompactIter<'a> {
 pub(crate) enum Iter<'a> {
     Ints(&'a [u8], usize),
     Compact(CompactIter<'a>),
+    IntTable(hash_set::Iter<'a, i64>),
     Table(hash_set::Iter<'a, SmallBytes>),
 }
 
@@ -271,6 +298,7 @@ impl<'a> Iterator for Iter<'a> {
                 Some(Cow::Owned(n.to_string().into_bytes()))
             }
             Iter::Compact(it) => it.next().map(Cow::Borrowed),
+            Iter::IntTable(it) => it.next().map(|n| Cow::Owned(n.to_string().into_bytes())),
             Iter::Table(it) => it.next().map(|m| Cow::Borrowed(&m[..])),
         }
     }
@@ -282,6 +310,7 @@ impl<'a> Iterator for Iter<'a> {
                 (n, Some(n))
             }
             Iter::Compact(_) => (0, None),
+            Iter::IntTable(it) => it.size_hint(),
             Iter::Table(it) => it.size_hint(),
         }
     }
@@ -436,8 +465,25 @@ mod tests {
         }
         assert!(matches!(&s, SetValue::Packed(b) if is_ints(b)));
         s.insert(b"100000");
+        assert!(matches!(s, SetValue::Ints(_)));
+        assert_eq!(s.len(), MAX_INTSET_ENTRIES + 1);
+        assert!(s.contains(b"100000") && s.contains(b"0") && !s.contains(b"00"));
+        assert!(!s.insert(b"7") && s.remove(b"7") && !s.remove(b"7") && !s.remove(b"x"));
+        assert!(s.all_integers());
+        let mut texts = members(&s);
+        texts.sort();
+        let mut expected: Vec<String> = (0..MAX_INTSET_ENTRIES)
+            .filter(|&i| i != 7)
+            .map(|i| i.to_string())
+            .chain(["100000".to_string()])
+            .collect();
+        expected.sort();
+        assert_eq!(texts, expected);
+        // A member that is no integer makes it a table of strings.
+        assert!(s.insert(b"-0"));
         assert!(matches!(s, SetValue::Table(_)));
         assert_eq!(s.len(), MAX_INTSET_ENTRIES + 1);
+        assert!(s.contains(b"-0") && s.contains(b"100000") && !s.all_integers());
 
         let mut s = SetValue::default();
         for i in 0..MAX_COMPACT_ENTRIES {

@@ -40,6 +40,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use crate::args::split_sign;
+use crate::hasher::Seeded;
 
 /// A member's bytes, shared by the two views of a [`ZSet`].
 pub(crate) type Member = super::small::SmallBytes;
@@ -367,7 +368,7 @@ impl ZSet {
 /// member's score (Redis's skiplist encoding).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Big {
-    scores: HashMap<Member, f64>,
+    scores: HashMap<Member, f64, Seeded>,
     order: OrderIndex<Entry>,
 }
 
@@ -376,7 +377,7 @@ impl Big {
     /// replaces the earlier one. Sorting once is cheaper than inserting one
     /// by one, which matters for ZUNIONSTORE and friends.
     fn from_pairs(pairs: impl IntoIterator<Item = (Vec<u8>, f64)>) -> Big {
-        let mut scores: HashMap<Member, f64> = HashMap::new();
+        let mut scores: HashMap<Member, f64, Seeded> = HashMap::default();
         for (member, score) in pairs {
             scores.insert(Member::from(&member[..]), normalize(score));
         }

@@ -154,7 +154,9 @@ fn run(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResult {
     let (ops, highest_write) = parse_ops(args, max)?;
     let Some(highest) = highest_write else {
         // Only GETs: a missing key reads as zeros; another type is an error.
-        let s = ctx.read::<Vec<u8>>(key)?.map_or(&[][..], Vec::as_slice);
+        let s = ctx
+            .read::<crate::value::string::StringValue>(key)?
+            .map_or(&[][..], |s| &s[..]);
         let replies = ops
             .iter()
             .map(|op| reply::int(get(s, op.offset, op.field)))

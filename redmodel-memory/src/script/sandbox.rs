@@ -199,13 +199,29 @@ fn leave_runtime_worker() {
     let multi_thread =
         Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
     if multi_thread {
-        // The worker's core goes to a new thread while this one sleeps; a
-        // moment gives that thread the time to take it, for good. Where
-        // tokio refuses (a `LocalSet`, another executor's `block_on`), it
-        // panics before moving anything: the script just goes on.
+        // The worker's core goes to a new thread while this one waits, for
+        // good once that thread has taken it: a task spawned now can only
+        // run where the core went (on a runtime of one worker), so its
+        // running says so. Waiting a fixed moment was not enough on a
+        // loaded machine: the new thread had not started, this one took
+        // its core back, and with one worker nothing else ran until the
+        // script ended (a test of SCRIPT KILL hung). Where tokio refuses
+        // (a `LocalSet`, another executor's `block_on`), it panics before
+        // moving anything: the script just goes on.
         let _ = std::panic::catch_unwind(|| {
             tokio::task::block_in_place(|| {
-                std::thread::sleep(std::time::Duration::from_millis(2));
+                use std::sync::atomic::{AtomicBool, Ordering};
+                let taken = Arc::new(AtomicBool::new(false));
+                let flag = Arc::clone(&taken);
+                if let Ok(handle) = Handle::try_current() {
+                    handle.spawn(async move { flag.store(true, Ordering::SeqCst) });
+                }
+                let started = std::time::Instant::now();
+                while !taken.load(Ordering::SeqCst)
+                    && started.elapsed() < std::time::Duration::from_secs(1)
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
             });
         });
     }

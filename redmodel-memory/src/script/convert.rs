@@ -97,8 +97,8 @@ fn single(lua: &Lua, key: &str, text: &str) -> mlua::Result<Lua_> {
 /// those RESP3 types (lowered for a RESP2 caller), other table -> array up
 /// to its first nil. A script that called `redis.setresp(3)` (`resp3`)
 /// returns booleans as booleans.
-pub(crate) fn lua_to_reply(value: &Lua_, resp3: bool) -> mlua::Result<Reply> {
-    nested_reply(value, resp3, 0)
+pub(crate) fn lua_to_reply(lua: &Lua, value: &Lua_, resp3: bool) -> mlua::Result<Reply> {
+    nested_reply(lua, value, resp3, 0)
 }
 
 /// How deep tables may nest in a script's reply. Redis stops where Lua's
@@ -110,7 +110,7 @@ pub(crate) fn lua_to_reply(value: &Lua_, resp3: bool) -> mlua::Result<Reply> {
 const MAX_DEPTH: usize = 128;
 
 /// [`lua_to_reply`] of a value `depth` tables deep.
-fn nested_reply(value: &Lua_, resp3: bool, depth: usize) -> mlua::Result<Reply> {
+fn nested_reply(lua: &Lua, value: &Lua_, resp3: bool, depth: usize) -> mlua::Result<Reply> {
     if depth >= MAX_DEPTH {
         return Ok(error_value("ERR reached lua stack limit"));
     }
@@ -120,7 +120,7 @@ fn nested_reply(value: &Lua_, resp3: bool, depth: usize) -> mlua::Result<Reply> 
         Lua_::String(s) => Reply::BulkString(s.as_bytes().to_vec()),
         Lua_::Boolean(b) if resp3 => Reply::Boolean(*b),
         Lua_::Boolean(true) => Reply::Int(1),
-        Lua_::Table(t) => table_to_reply(t, resp3, depth + 1)?,
+        Lua_::Table(t) => table_to_reply(lua, t, resp3, depth + 1)?,
         // An error of `redis.call` (or another library function) caught by
         // `pcall`: in Redis the string the C function raised.
         Lua_::Error(e) => match super::sandbox::raised_text(e) {
@@ -131,7 +131,53 @@ fn nested_reply(value: &Lua_, resp3: bool, depth: usize) -> mlua::Result<Reply> 
     })
 }
 
-fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> mlua::Result<Reply> {
+/// The fields that make a returned table something else than an array,
+/// in the order Redis looks for them, each with the Lua type it must have.
+const SPECIAL: [(&str, std::ffi::c_int); 7] = [
+    ("err", mlua::ffi::LUA_TSTRING),
+    ("ok", mlua::ffi::LUA_TSTRING),
+    ("double", mlua::ffi::LUA_TNUMBER),
+    ("big_number", mlua::ffi::LUA_TSTRING),
+    ("verbatim_string", mlua::ffi::LUA_TTABLE),
+    ("map", mlua::ffi::LUA_TTABLE),
+    ("set", mlua::ffi::LUA_TTABLE),
+];
+
+/// Whether `t` has one of the [`SPECIAL`] fields, with its type. Looked up
+/// on Lua's stack directly: through mlua each lookup made a Lua string
+/// and a handle, and the seven of them were a sixth of a small script's
+/// cost in process (every table a script returns is checked, arrays
+/// included).
+fn has_special_field(lua: &Lua, t: &Table) -> mlua::Result<bool> {
+    use mlua::ffi;
+    // SAFETY: `exec_raw` pushes `t` at index 1 and runs the closure in a
+    // protected call (a memory error raised by `lua_pushlstring` is
+    // caught); each lookup pushes a key, replaces it with the value
+    // (`lua_rawget` raises nothing) and pops it, and the closure leaves
+    // one boolean on the stack, which is the result.
+    unsafe {
+        lua.exec_raw::<bool>(t, |state| {
+            let mut found = false;
+            for (name, kind) in SPECIAL {
+                ffi::lua_pushlstring(state, name.as_ptr().cast(), name.len());
+                ffi::lua_rawget(state, 1);
+                let is = ffi::lua_type(state, -1) == kind;
+                ffi::lua_pop(state, 1);
+                if is {
+                    found = true;
+                    break;
+                }
+            }
+            ffi::lua_pop(state, 1);
+            ffi::lua_pushboolean(state, std::ffi::c_int::from(found));
+        })
+    }
+}
+
+fn table_to_reply(lua: &Lua, t: &Table, resp3: bool, depth: usize) -> mlua::Result<Reply> {
+    if !has_special_field(lua, t)? {
+        return array_reply(lua, t, resp3, depth);
+    }
     if let Lua_::String(err) = t.raw_get::<Lua_>("err")? {
         return Ok(error_value(&err.to_string_lossy()));
     }
@@ -170,8 +216,8 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> mlua::Result<Reply> {
         for pair in map.pairs::<Lua_, Lua_>() {
             let (k, v) = pair?;
             pairs.push((
-                nested_reply(&k, resp3, depth)?,
-                nested_reply(&v, resp3, depth)?,
+                nested_reply(lua, &k, resp3, depth)?,
+                nested_reply(lua, &v, resp3, depth)?,
             ));
         }
         return Ok(Reply::Map(pairs));
@@ -180,17 +226,22 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> mlua::Result<Reply> {
         let mut items = Vec::new();
         for pair in set.pairs::<Lua_, Lua_>() {
             let (k, _) = pair?;
-            items.push(nested_reply(&k, resp3, depth)?);
+            items.push(nested_reply(lua, &k, resp3, depth)?);
         }
         return Ok(Reply::Set(items));
     }
-    let mut items = Vec::new();
+    array_reply(lua, t, resp3, depth)
+}
+
+/// A table as an array: its elements from 1 up to the first nil.
+fn array_reply(lua: &Lua, t: &Table, resp3: bool, depth: usize) -> mlua::Result<Reply> {
+    let mut items = Vec::with_capacity(t.raw_len());
     for i in 1.. {
         let item: Lua_ = t.raw_get(i)?;
         if item.is_nil() {
             break;
         }
-        items.push(nested_reply(&item, resp3, depth)?);
+        items.push(nested_reply(lua, &item, resp3, depth)?);
     }
     Ok(Reply::Array(items))
 }

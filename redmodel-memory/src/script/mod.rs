@@ -371,7 +371,7 @@ fn run(
     let ok = matches!(ret.next(), Some(Value::Boolean(true)));
     let value = ret.next().unwrap_or(Value::Nil);
     if ok {
-        return Ok(Ok(convert::lua_to_reply(&value, client.ctx.resp3())?));
+        return Ok(Ok(convert::lua_to_reply(lua, &value, client.ctx.resp3())?));
     }
     match value {
         Value::Table(t) => Ok(Err(t)),

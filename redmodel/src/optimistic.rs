@@ -60,11 +60,7 @@ const MAX_RETRY_PAUSE_MS: u64 = 32;
 
 /// The connection and the number of the step allowed to use it.
 struct Shared {
-    /// `None` between two attempts of a transaction on a lent connection.
-    conn: Option<DedicatedConnection>,
-    /// Where the connection came from, for a transaction that gives it
-    /// back while it pauses between attempts (see [`OptimisticConnection::lent`]).
-    lender: Option<Db>,
+    conn: DedicatedConnection,
     /// Bumped when a step returns, which retires its [`RawTransaction`].
     generation: u64,
     /// The first key WATCHed, which routes an EXEC that writes nothing: on
@@ -133,7 +129,7 @@ impl RawTransaction {
     pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
         let mut shared = self.shared.lock().await;
         self.check_current(&shared)?;
-        shared.conn()?.query(cmd).await
+        shared.conn.query(cmd).await
     }
 
     /// Runs a batch of (reading) commands in one round trip. The pipeline
@@ -165,7 +161,7 @@ impl RawTransaction {
         }
         let mut shared = self.shared.lock().await;
         self.check_current(&shared)?;
-        shared.conn()?.query_pipeline(pipeline).await
+        shared.conn.query_pipeline(pipeline).await
     }
 
     /// Watches more keys, for keys known only after a first read (a
@@ -241,10 +237,10 @@ impl RawTransaction {
             if let Some(route) = shared.route.clone() {
                 let mut check = redis::pipe();
                 check.atomic().cmd("EXISTS").arg(route).ignore();
-                return shared.conn()?.query_pipeline::<Option<T>>(&check).await;
+                return shared.conn.query_pipeline::<Option<T>>(&check).await;
             }
         }
-        shared.conn()?.query_pipeline::<Option<T>>(writes).await
+        shared.conn.query_pipeline::<Option<T>>(writes).await
     }
 
     fn check_current(&self, shared: &Shared) -> Result<()> {
@@ -300,7 +296,7 @@ impl Db {
         F: FnMut(RawTransaction) -> Fut,
         Fut: Future<Output = Result<(Pipeline, T)>>,
     {
-        let mut conn = OptimisticConnection::lent(self);
+        let mut conn = OptimisticConnection::from(self.exclusive().await?);
         conn.raw_transaction(keys, max_attempts, step).await
     }
 }
@@ -343,42 +339,7 @@ impl From<DedicatedConnection> for OptimisticConnection {
     fn from(conn: DedicatedConnection) -> Self {
         OptimisticConnection {
             shared: Arc::new(Mutex::new(Shared {
-                conn: Some(conn),
-                lender: None,
-                generation: 0,
-                route: None,
-            })),
-        }
-    }
-}
-
-impl Shared {
-    fn is_cluster(&self) -> bool {
-        match (&self.conn, &self.lender) {
-            (Some(conn), _) => conn.is_cluster(),
-            (None, Some(db)) => db.is_cluster(),
-            (None, None) => false,
-        }
-    }
-
-    fn conn(&mut self) -> Result<&mut DedicatedConnection> {
-        self.conn.as_mut().ok_or_else(|| {
-            Error::Misuse("the transaction's connection is given back between attempts".into())
-        })
-    }
-}
-
-impl OptimisticConnection {
-    /// Transactions on exclusive connections of `db`'s, each attempt on
-    /// one borrowed for it: between two attempts, while it pauses, the
-    /// connection goes back to the pool, where a pause that held it kept
-    /// the other writers waiting (64 tasks racing on 16 pooled
-    /// connections waited out the pool's timeout).
-    pub(crate) fn lent(db: &Db) -> OptimisticConnection {
-        OptimisticConnection {
-            shared: Arc::new(Mutex::new(Shared {
-                conn: None,
-                lender: Some(db.clone()),
+                conn,
                 generation: 0,
                 route: None,
             })),
@@ -479,17 +440,12 @@ impl OptimisticConnection {
         for attempt in 1..=attempts {
             let generation = {
                 let mut shared = self.shared.lock().await;
-                if shared.conn.is_none() {
-                    if let Some(db) = &shared.lender {
-                        shared.conn = Some(db.exclusive().await?);
-                    }
-                }
                 // WATCHes left by an earlier step that committed nothing
                 // (or failed, or was dropped midway) would abort this one.
-                shared.conn()?.clean_up().await?;
+                shared.conn.clean_up().await?;
                 if !keys.is_empty() {
                     shared
-                        .conn()?
+                        .conn
                         .query::<()>(redis::cmd("WATCH").arg(keys))
                         .await?;
                 }
@@ -509,7 +465,7 @@ impl OptimisticConnection {
                 let mut shared = self.shared.lock().await;
                 shared.generation = shared.generation.wrapping_add(1);
             }
-            let cluster = self.shared.lock().await.is_cluster();
+            let cluster = self.shared.lock().await.conn.is_cluster();
             match outcome {
                 Ok(Some(value)) => return Ok(value),
                 Ok(None) => {}
@@ -526,12 +482,6 @@ impl OptimisticConnection {
                     key = conflict_key,
                     "a watched key changed: the transaction runs again"
                 );
-                {
-                    let mut shared = self.shared.lock().await;
-                    if shared.lender.is_some() {
-                        shared.conn = None;
-                    }
-                }
                 pause_before_retry(attempt).await;
             }
         }
@@ -546,7 +496,7 @@ impl OptimisticConnection {
     /// On a cluster connection, [`Error::CrossSlot`] if `keys` are in more
     /// than one slot (WATCH and EXEC run on one node).
     async fn refuse_cross_slot<K: ToRedisArgs>(&self, keys: &[K]) -> Result<()> {
-        if !self.shared.lock().await.is_cluster() {
+        if !self.shared.lock().await.conn.is_cluster() {
             return Ok(());
         }
         let keys: Vec<Vec<u8>> = keys.iter().flat_map(|k| k.to_redis_args()).collect();
@@ -582,7 +532,7 @@ where
     F: FnMut(RawTransaction) -> Fut,
     Fut: Future<Output = Result<Option<T>>>,
 {
-    let mut conn = OptimisticConnection::lent(db);
+    let mut conn = OptimisticConnection::from(db.exclusive().await?);
     let no_keys: &[&str] = &[];
     conn.run(no_keys, MAX_ATTEMPTS, Some(conflict_key), step)
         .await

@@ -68,7 +68,7 @@ impl Db {
         F: FnMut(Transaction) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let mut conn = OptimisticConnection::lent(self);
+        let mut conn = OptimisticConnection::from(self.exclusive().await?);
         let no_keys: &[&str] = &[];
         let (value, committed) = conn
             .run(no_keys, max_attempts, None, |raw| {

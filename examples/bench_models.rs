@@ -335,6 +335,32 @@ async fn raw_get_many<'a>(
         .collect()
 }
 
+/// The raw side of the batch reads (`get_many_100`, `relation_load_100`):
+/// the `k`-th batch, or the relation's members (LRANGE first), read by a
+/// pipeline of HMGETs; one MULTI with `snapshot`.
+async fn raw_batch(
+    op: Op,
+    conn: &mut Db,
+    students: &[Student],
+    k: usize,
+    snapshot: bool,
+) -> BenchResult<()> {
+    let got = if matches!(op, Op::LoadMembers) {
+        let keys: Vec<String> = redis::cmd("LRANGE")
+            .arg("class:1:student")
+            .arg(0)
+            .arg(-1)
+            .query_async(conn)
+            .await?;
+        let ids = keys.iter().filter_map(|k| k.strip_prefix("student:"));
+        raw_get_many(conn, ids, snapshot).await?
+    } else {
+        let ids = batch(students, k).iter().map(|s| s.id.as_str());
+        raw_get_many(conn, ids, snapshot).await?
+    };
+    ensure(got.len() == BATCH, op.name())
+}
+
 /// Adds what `insert` sends for `s` (without MULTI): HSET of its fields
 /// and HINCRBY of `_count`.
 fn add_insert(pipe: &mut Pipeline, s: &Student) {
@@ -553,22 +579,7 @@ impl Op {
                     .invoke_async(conn)
                     .await?;
             }
-            Op::GetMany => {
-                let ids = batch(students, k).iter().map(|s| s.id.as_str());
-                let got = raw_get_many(conn, ids, true).await?;
-                ensure(got.len() == BATCH, "raw load_many")?;
-            }
-            Op::LoadMembers => {
-                let keys: Vec<String> = redis::cmd("LRANGE")
-                    .arg("class:1:student")
-                    .arg(0)
-                    .arg(-1)
-                    .query_async(conn)
-                    .await?;
-                let ids = keys.iter().filter_map(|k| k.strip_prefix("student:"));
-                let got = raw_get_many(conn, ids, true).await?;
-                ensure(got.len() == BATCH, "raw rel.load")?;
-            }
+            Op::GetMany | Op::LoadMembers => raw_batch(self, conn, students, k, true).await?,
             Op::Link => {
                 let (teacher, class) = pair(k);
                 let (teacher, class) = (format!("teacher:{teacher}"), format!("class:{class}"));
@@ -611,22 +622,7 @@ impl Op {
                     .query_async(conn)
                     .await?;
             }
-            Op::GetMany => {
-                let ids = batch(students, k).iter().map(|s| s.id.as_str());
-                let got = raw_get_many(conn, ids, false).await?;
-                ensure(got.len() == BATCH, "raw load_many")?;
-            }
-            Op::LoadMembers => {
-                let keys: Vec<String> = redis::cmd("LRANGE")
-                    .arg("class:1:student")
-                    .arg(0)
-                    .arg(-1)
-                    .query_async(conn)
-                    .await?;
-                let ids = keys.iter().filter_map(|k| k.strip_prefix("student:"));
-                let got = raw_get_many(conn, ids, false).await?;
-                ensure(got.len() == BATCH, "raw rel.load")?;
-            }
+            Op::GetMany | Op::LoadMembers => raw_batch(self, conn, students, k, false).await?,
             Op::Link => {
                 let (teacher, class) = pair(k);
                 let (teacher, class) = (format!("teacher:{teacher}"), format!("class:{class}"));

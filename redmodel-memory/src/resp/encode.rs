@@ -153,22 +153,7 @@ fn line(out: &mut Vec<u8>, kind: u8, text: &[u8]) {
 /// `<kind><n>\r\n`, the prefix of integers, bulk strings and arrays.
 fn header(out: &mut Vec<u8>, kind: u8, n: i64) {
     out.push(kind);
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        i -= 1;
-        // `rest % 10` is below 10: the cast cannot truncate.
-        digits[i] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
     out.extend_from_slice(b"\r\n");
 }
 

@@ -47,24 +47,7 @@ impl StringValue {
     /// The decimal text of `n`, inline, with no allocation on the way
     /// (INCR and friends write one per call).
     pub(crate) fn from_int(n: i64) -> StringValue {
-        // 20 characters at most ("-9223372036854775808"), written from
-        // the end.
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut rest = n.unsigned_abs();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        if n < 0 {
-            at -= 1;
-            digits[at] = b'-';
-        }
-        StringValue::from(&digits[at..])
+        StringValue::from(itoa::Buffer::new().format(n).as_bytes())
     }
 }
 

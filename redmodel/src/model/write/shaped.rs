@@ -151,18 +151,7 @@ pub(crate) fn shape<'a>(
 /// every write).
 fn push_number(signature: &mut String, n: usize) {
     signature.push('/');
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    signature.extend(digits[at..].iter().map(|&d| char::from(d)));
+    signature.push_str(itoa::Buffer::new().format(n));
     signature.push('|');
 }
 

@@ -361,21 +361,22 @@ async fn raw_batch(
     ensure(got.len() == BATCH, op.name())
 }
 
+/// `s`'s stored fields and their values, as HSET takes them (no text
+/// made first: raw code writes the numbers straight into the command).
+fn student_fields(s: &Student) -> impl redis::ToRedisArgs + '_ {
+    (
+        ("class", s.class.key()),
+        ("chinese", s.chinese),
+        ("english", s.english),
+        ("math", s.math),
+    )
+}
+
 /// Adds what `insert` sends for `s` (without MULTI): HSET of its fields
 /// and HINCRBY of `_count`.
 fn add_insert(pipe: &mut Pipeline, s: &Student) {
     let key = format!("student:{}", s.id);
-    pipe.cmd("HSET")
-        .arg(&key)
-        .arg("class")
-        .arg(s.class.key())
-        .arg("chinese")
-        .arg(s.chinese)
-        .arg("english")
-        .arg(s.english)
-        .arg("math")
-        .arg(s.math)
-        .ignore();
+    pipe.cmd("HSET").arg(&key).arg(student_fields(s)).ignore();
     pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1);
 }
 
@@ -561,14 +562,7 @@ impl Op {
                 let _count: i64 = scripts::STUDENT_INSERT
                     .key(&key)
                     .key(s.class.key())
-                    .arg("class")
-                    .arg(s.class.key())
-                    .arg("chinese")
-                    .arg(s.chinese)
-                    .arg("english")
-                    .arg(s.english)
-                    .arg("math")
-                    .arg(s.math)
+                    .arg(student_fields(s))
                     .invoke_async(conn)
                     .await?;
             }

@@ -496,6 +496,15 @@ impl Denied {
         }
     }
 
+    /// What the ACL log names as refused: the command's name, or the key
+    /// or channel at fault in `argv`.
+    pub(crate) fn object<'a>(self, meta: &'static Meta, argv: &[&'a [u8]]) -> &'a [u8] {
+        match self {
+            Denied::Command => meta.name.as_bytes(),
+            other => argv.get(other.at()).copied().unwrap_or_default(),
+        }
+    }
+
     /// The error of a refused command (`processCommand`).
     pub(crate) fn error(self, fullname: &str) -> String {
         match self {

@@ -295,10 +295,7 @@ impl Session {
         let Err(denied) = user.check(meta, args) else {
             return Ok(());
         };
-        let object: &[u8] = match denied {
-            crate::acl::Denied::Command => meta.name.as_bytes(),
-            other => args[other.at()],
-        };
+        let object = denied.object(meta, args);
         let context = if self.multi.is_some() || at_exec {
             Context::Multi
         } else {

@@ -145,10 +145,7 @@ fn check_acl(
     let Err(denied) = user.check(meta, argv) else {
         return Ok(());
     };
-    let object: &[u8] = match denied {
-        crate::acl::Denied::Command => meta.name.as_bytes(),
-        other => argv[other.at()],
-    };
+    let object = denied.object(meta, argv);
     let caller = &store.acl.caller;
     let entry = crate::acl::log::Entry::new(
         crate::acl::log::Reason::of(denied),

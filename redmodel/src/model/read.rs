@@ -68,28 +68,39 @@ impl<M: Model> ObjectRef<M> {
             return Ok(Vec::new());
         }
         match (db.key_layout(), M::STORAGE) {
-            (KeyLayout::Plain, Storage::Hash) => return Self::read_batch(db, refs).await,
+            (_, Storage::Single) => Self::read_values(db, refs).await,
+            (KeyLayout::Plain, Storage::Hash) => Self::read_batch(db, refs).await,
             // Across slots, a command per object is what costs: redis-rs
             // routes each one (HMGET and EXISTS took a batch from 0.70x to
             // 0.40x of one server's rate).
-            (KeyLayout::Cluster, Storage::Hash) => return Self::read_whole_many(db, refs).await,
-            (_, Storage::Single) => {}
+            (KeyLayout::Cluster, Storage::Hash) => Self::read_whole_many(db, refs).await,
         }
+    }
+
+    /// String objects: a GET each.
+    async fn read_values(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
+        Self::read_each(db, refs, "GET", Self::take_value).await
+    }
+
+    /// `command key` for each of `refs`, in one MULTI in the plain layout
+    /// (the objects as of one instant), each reply taken by `take`.
+    async fn read_each(
+        db: &Db,
+        refs: &[ObjectRef<M>],
+        command: &str,
+        take: fn(&Self, Option<Value>) -> Result<RawFields>,
+    ) -> Result<Vec<Result<RawFields>>> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        for r in refs {
-            r.add_read(db, &mut pipe);
+        if db.key_layout() == KeyLayout::Plain && refs.len() > 1 {
+            pipe.atomic();
         }
-        let mut replies = db.read_replies(&pipe).await?.into_iter();
-        let mut out = Vec::with_capacity(refs.len());
         for r in refs {
-            out.push(match r.take_read(&mut replies) {
-                Ok(Read::Known(raw)) => Ok(raw),
-                Ok(Read::Unsure) => r.read_whole(db).await,
-                Err(e) => Err(e),
-            });
+            pipe.cmd(command).arg(r.key_in(db).as_ref());
         }
-        Ok(out)
+        let replies = db.read_replies(&pipe).await?;
+        let mut replies = replies.into_iter();
+        Ok(refs.iter().map(|r| take(r, replies.next())).collect())
     }
 
     /// The plain layout's batch (see the module docs): one MULTI of the
@@ -161,11 +172,14 @@ impl<M: Model> ObjectRef<M> {
                     (None, _) => Err(short_reply()),
                 }
             }
-            Storage::Single => {
-                let value: Option<Vec<u8>> = reply_at(self.key(), "string", replies.next())?;
-                Ok(Read::Known(value.map(|v| vec![Some(v)])))
-            }
+            Storage::Single => Ok(Read::Known(self.take_value(replies.next())?)),
         }
+    }
+
+    /// A string object's value in a GET reply.
+    fn take_value(&self, reply: Option<Value>) -> Result<RawFields> {
+        let value: Option<Vec<u8>> = reply_at(self.key(), "string", reply)?;
+        Ok(value.map(|v| vec![Some(v)]))
     }
 
     /// The declared fields in an HMGET reply, by position: `None` if none
@@ -205,17 +219,7 @@ impl<M: Model> ObjectRef<M> {
 
     /// `refs` read whole: their HGETALLs, in one MULTI in the plain layout.
     async fn read_whole_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        if db.key_layout() == KeyLayout::Plain && refs.len() > 1 {
-            pipe.atomic();
-        }
-        for r in refs {
-            pipe.cmd("HGETALL").arg(r.key_in(db).as_ref());
-        }
-        let replies = db.read_replies(&pipe).await?;
-        let mut replies = replies.into_iter();
-        Ok(refs.iter().map(|r| r.take_whole(replies.next())).collect())
+        Self::read_each(db, refs, "HGETALL", Self::take_whole).await
     }
 
     /// The declared fields in an HGETALL reply; `None` if it is empty.

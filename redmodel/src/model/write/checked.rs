@@ -143,14 +143,20 @@ impl Reader for Recorder<'_> {
 /// `ARGV`: the number of reads; each read as its argument count, its
 /// arguments, its number of values and the values (`=text`, or `-` for
 /// nil); then the commands, each as its argument count and arguments.
-static CHECKED: LazyLock<Lua> = LazyLock::new(|| {
-    Lua::new(
-        r"
+static CHECKED: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[GUARDS, CHECKED_BODY].concat()));
+
+/// Every key of `KEYS` must exist, else `NOTFOUND key`: how each checked
+/// script, general or [shaped](super::shaped), begins.
+pub(super) const GUARDS: &str = r"
 for g = 1, #KEYS do
   if redis.call('EXISTS', KEYS[g]) == 0 then
     return redis.error_reply('NOTFOUND ' .. KEYS[g])
   end
 end
+";
+
+/// [`CHECKED`] after its guards.
+const CHECKED_BODY: &str = r"
 local function read(first, last)
   local reply = redis.pcall(unpack(ARGV, first, last))
   if type(reply) == 'table' and reply.err then return 0 end
@@ -188,9 +194,7 @@ end
 local after = {}
 for r = 1, #reads do after[r] = read(reads[r][1], reads[r][2]) end
 return {1, out, after}
-",
-    )
-});
+";
 
 /// What a [`CHECKED`] run came to.
 pub(crate) enum Checked<T> {
@@ -273,8 +277,8 @@ impl Recorder<'_> {
         // done, instead of the guesses if it was not.
         let (out, seen) = match (done, reply.next()) {
             (1, Some(Value::Array(after))) => (first, after),
-            // A shaped script without reads replies no reads after.
-            (1, None) if shaped.is_some() && conditions.is_empty() => (first, Vec::new()),
+            // A write without reads has none to reply after it.
+            (1, None) => (first, Vec::new()),
             (0, None) => (Vec::new(), first),
             _ => return Err(malformed()),
         };
@@ -320,24 +324,21 @@ pub(crate) async fn guarded(
     }
 }
 
-/// A recorded reply as the script's expected values: `=text` for a
-/// string, `-` for nil, an array of those for an array; `None` for any
-/// other reply (an integer, an error), which the script does not compare.
+/// A recorded reply as the general script's expected values: `=text`
+/// for a string, `-` for nil (the values [`shaped::expected`] compares);
+/// `None` for any other reply (an integer, an error), which the script
+/// does not compare.
 fn expected(reply: &Value) -> Option<Vec<Vec<u8>>> {
-    let one = |v: &Value| match v {
-        Value::Nil => Some(b"-".to_vec()),
-        Value::BulkString(text) => {
-            let mut out = Vec::with_capacity(text.len() + 1);
-            out.push(b'=');
-            out.extend_from_slice(text);
-            Some(out)
-        }
-        _ => None,
-    };
-    match reply {
-        Value::Array(values) => values.iter().map(one).collect(),
-        other => one(other).map(|v| vec![v]),
-    }
+    let values = shaped::expected(reply)?;
+    Some(
+        values
+            .into_iter()
+            .map(|v| match v {
+                Some(text) => [b"=", text].concat(),
+                None => b"-".to_vec(),
+            })
+            .collect(),
+    )
 }
 
 /// Adds one command to the script's `ARGV`: its argument count, then its

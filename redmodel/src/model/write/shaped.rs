@@ -76,8 +76,8 @@ fn split(cmd: &Cmd) -> Option<(&str, Vec<&[u8]>)> {
 
 /// A recorded reply as the values the script compares: `Some(text)` for
 /// a string, `None` for nil; an array as its elements, one value as one.
-/// `None` for any other reply (the general script then decides).
-fn expected(reply: &Value) -> Option<Vec<Option<&[u8]>>> {
+/// `None` for any other reply, which no script compares.
+pub(super) fn expected(reply: &Value) -> Option<Vec<Option<&[u8]>>> {
     fn one(v: &Value) -> Option<Option<&[u8]>> {
         match v {
             Value::Nil => Some(None),
@@ -169,10 +169,7 @@ fn text(
     expected: &[Vec<Option<&[u8]>>],
     writes: &[(&str, usize, bool)],
 ) -> String {
-    let mut out = String::from(
-        "for g = 1, #KEYS do\n  if redis.call('EXISTS', KEYS[g]) == 0 then\n    \
-         return redis.error_reply('NOTFOUND ' .. KEYS[g])\n  end\nend\n",
-    );
+    let mut out = String::from(super::checked::GUARDS);
     // Where each read's and write's arguments start in ARGV, then where
     // the expected strings start.
     let mut next = 1;

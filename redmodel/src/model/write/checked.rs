@@ -133,8 +133,10 @@ impl Reader for Recorder<'_> {
 /// recorded reads: if any reply differs from the recorded one, replies
 /// `{0, replies}` having written nothing, the reads' actual replies (an
 /// error as 0: the caller then reads for itself); else runs the commands
-/// and replies `{1, their replies, the reads' replies after them}` (what
-/// [`recall`](super::recall) remembers). A command's error stops the
+/// and replies `{1, their replies}`. (What the reads would reply after
+/// the write, which [`recall`](super::recall) remembers, is deduced from
+/// the commands instead of read again: [`Facts::apply`].) A command's
+/// error stops the
 /// script there (what ran before it stays, as in MULTI). The replies pass
 /// through Lua, where an integer is a double: one of 2^53 or more comes
 /// back rounded (a caller that needs such a number exactly reads it back
@@ -162,11 +164,10 @@ local function read(first, last)
   if type(reply) == 'table' and reply.err then return 0 end
   return reply
 end
-local reads, seen, changed = {}, {}, false
+local seen, changed = {}, false
 local i = 2
 for r = 1, tonumber(ARGV[1]) do
   local argc = tonumber(ARGV[i])
-  reads[r] = {i + 1, i + argc}
   local reply = read(i + 1, i + argc)
   seen[r] = reply
   i = i + argc + 1
@@ -191,9 +192,7 @@ while i <= #ARGV do
   out[#out + 1] = redis.call(unpack(ARGV, i + 1, i + argc))
   i = i + argc + 1
 end
-local after = {}
-for r = 1, #reads do after[r] = read(reads[r][1], reads[r][2]) end
-return {1, out, after}
+return {1, out}
 ";
 
 /// What a [`CHECKED`] run came to.
@@ -269,27 +268,31 @@ impl Recorder<'_> {
             )))
         };
         let mut reply = reply.into_iter();
-        let (Some(Value::Int(done)), Some(Value::Array(first))) = (reply.next(), reply.next())
+        let (Some(Value::Int(done)), Some(Value::Array(first)), None) =
+            (reply.next(), reply.next(), reply.next())
         else {
             return Err(malformed());
         };
-        // The reads' replies, as they are now: after the write if it was
-        // done, instead of the guesses if it was not.
-        let (out, seen) = match (done, reply.next()) {
-            (1, Some(Value::Array(after))) => (first, after),
-            // A write without reads has none to reply after it.
-            (1, None) => (first, Vec::new()),
-            (0, None) => (Vec::new(), first),
-            _ => return Err(malformed()),
-        };
         let recall = self.db.recall();
-        for ((cmd, _), reply) in conditions.iter().zip(&seen) {
-            recall.saw(cmd, reply);
-        }
         if done != 1 {
-            let reads = conditions.iter().map(|(cmd, _)| cmd).zip(&seen);
+            // Nothing written: `first` is what the reads found instead.
+            for ((cmd, _), reply) in conditions.iter().zip(&first) {
+                recall.saw(cmd, reply);
+            }
+            let reads = conditions.iter().map(|(cmd, _)| cmd).zip(&first);
             return Ok(Checked::Changed(Facts::of(reads)));
         }
+        // Written: the reads found what was recorded, and the writes
+        // changed it as they say.
+        if !conditions.is_empty() {
+            let before = Facts::of(conditions.iter().map(|(cmd, reply)| (cmd, reply)));
+            let mut after = before.clone();
+            for (cmd, _) in writes {
+                after.apply(cmd);
+            }
+            recall.wrote(&before, &after);
+        }
+        let out = first;
         // The shaped script replies only the kept replies.
         let replies: Vec<Value> = if shaped.is_some() {
             out

@@ -31,7 +31,7 @@ const CAPACITY: usize = 16 * 1024;
 
 /// One remembered value: a hash field (`HGET key field`, `HMGET`), or the
 /// head of a list (`LINDEX key 0`, a unique entry's holder).
-#[derive(Hash, PartialEq, Eq)]
+#[derive(Clone, Hash, PartialEq, Eq)]
 enum Fact {
     Field(Vec<u8>, Vec<u8>),
     Head(Vec<u8>),
@@ -67,7 +67,7 @@ pub(crate) enum Guess {
 }
 
 /// Values as of one moment: what a checked write's script replied.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Facts(HashMap<Fact, Option<Vec<u8>>>);
 
 impl Facts {
@@ -94,7 +94,97 @@ impl Facts {
     }
 }
 
+impl Facts {
+    /// Applies what the write `cmd` does to the values held here: a hash
+    /// field set or removed, a list's head pushed, a key deleted. A
+    /// command whose effect is not followed here forgets what it may
+    /// change (every value of its key; an increment, just its field). Values not held stay unknown: only what was read
+    /// is followed.
+    pub(crate) fn apply(&mut self, cmd: &Cmd) {
+        let args: Option<Vec<&[u8]>> = cmd
+            .args_iter()
+            .map(|a| match a {
+                Arg::Simple(bytes) => Some(bytes),
+                _ => None,
+            })
+            .collect();
+        let Some(args) = args else {
+            return self.0.clear();
+        };
+        let Some((name, args)) = args.split_first() else {
+            return;
+        };
+        let name = name.to_ascii_uppercase();
+        let mut set = |fact: Fact, value: Option<&[u8]>| {
+            if let Some(held) = self.0.get_mut(&fact) {
+                *held = value.map(<[u8]>::to_vec);
+            }
+        };
+        match (name.as_slice(), args) {
+            (b"HSET" | b"HMSET", [key, pairs @ ..]) if pairs.len() % 2 == 0 => {
+                for pair in pairs.chunks_exact(2) {
+                    set(Fact::Field(key.to_vec(), pair[0].to_vec()), Some(pair[1]));
+                }
+            }
+            (b"HDEL", [key, fields @ ..]) => {
+                for field in fields {
+                    set(Fact::Field(key.to_vec(), field.to_vec()), None);
+                }
+            }
+            (b"HINCRBY" | b"HINCRBYFLOAT", [key, field, _]) => {
+                self.0.remove(&Fact::Field(key.to_vec(), field.to_vec()));
+            }
+            (b"DEL" | b"UNLINK", keys) => {
+                for held in self.0.iter_mut().filter(|(f, _)| keys.contains(&f.key())) {
+                    *held.1 = None;
+                }
+            }
+            // A push onto an empty list makes its first value the head;
+            // RPUSH onto a list that has one leaves it.
+            (b"RPUSH", [key, first, ..]) => {
+                if let Some(head @ None) = self.0.get_mut(&Fact::Head(key.to_vec())) {
+                    *head = Some(first.to_vec());
+                }
+            }
+            (b"LPUSH", [key, .., last]) => set(Fact::Head(key.to_vec()), Some(last)),
+            // Any other write forgets its key's values. (Only its first
+            // argument's: the others are members and values, often other
+            // objects' keys. A multi-key command would leave a stale value
+            // here, which costs a wrong guess, one round trip, no more.)
+            (_, [key, ..]) => self.0.retain(|fact, _| fact.key() != *key),
+            (_, []) => {}
+        }
+    }
+}
+
+impl Fact {
+    /// The key the value is stored under.
+    fn key(&self) -> &[u8] {
+        match self {
+            Fact::Field(key, _) | Fact::Head(key) => key,
+        }
+    }
+}
+
 impl Recall {
+    /// Remembers the values a checked write read (`before`, as its script
+    /// found them) as they are after it: `after`, the same values with
+    /// the write applied ([`Facts::apply`]); one it no longer knows is
+    /// forgotten. What the script would have read back, without reading.
+    pub(crate) fn wrote(&self, before: &Facts, after: &Facts) {
+        let mut seen = self.seen.lock();
+        for fact in before.0.keys() {
+            match after.0.get(fact) {
+                Some(value) => {
+                    seen.put(fact.clone(), value.clone());
+                }
+                None => {
+                    seen.pop(fact);
+                }
+            }
+        }
+    }
+
     /// The reply `cmd` is guessed to get: each value from what was seen,
     /// else absent; `None` for a read this module does not know.
     pub(crate) fn guess(&self, cmd: &Cmd) -> Option<Value> {
@@ -317,6 +407,94 @@ mod tests {
                 Value::BulkString(b"bob".to_vec())
             ]))
         );
+    }
+
+    #[test]
+    fn a_write_is_followed_on_the_values_it_read() {
+        let recall = Recall::default();
+        let entry = "p:_unique:name:bob";
+        let mut pipe = redis::pipe();
+        crate::model::index::unique::holder_and_field_command(&mut pipe, entry, "name");
+        let sort = pipe.cmd_iter().next().cloned().expect("a command");
+        let before = Facts::of([
+            (
+                &hmget(),
+                &Value::Array(vec![Value::BulkString(b"ann".to_vec()), Value::Nil]),
+            ),
+            (&sort, &Value::Array(vec![])),
+        ]);
+        let mut after = before.clone();
+        for cmd in [
+            redis::cmd("HSET")
+                .arg("p:1")
+                .arg("name")
+                .arg("bob")
+                .arg("age")
+                .arg(3)
+                .clone(),
+            redis::cmd("HINCRBY")
+                .arg("p:1")
+                .arg("_count")
+                .arg(1)
+                .clone(),
+            redis::cmd("DEL").arg(entry).clone(),
+            redis::cmd("RPUSH").arg(entry).arg("p:1").clone(),
+            redis::cmd("DEL").arg("p:_unique:name:ann").clone(),
+            redis::cmd("SADD").arg("p:_tags:x").arg("p:1").clone(),
+        ] {
+            after.apply(&cmd);
+        }
+        recall.wrote(&before, &after);
+        // What the script would have read back: the new value, held by
+        // the object; a field not read stays unknown (guessed absent).
+        assert_eq!(
+            recall.guess(&sort),
+            Some(Value::Array(vec![
+                Value::BulkString(b"p:1".to_vec()),
+                Value::BulkString(b"bob".to_vec())
+            ]))
+        );
+        assert_eq!(
+            recall.guess(&hmget()),
+            Some(Value::Array(vec![
+                Value::BulkString(b"bob".to_vec()),
+                Value::Nil
+            ]))
+        );
+        // An increment of a field read forgets it; a delete makes the
+        // key's values absent; a command not followed forgets its keys'.
+        let name = redis::cmd("HGET").arg("p:1").arg("name").clone();
+        for (cmd, want) in [
+            (
+                redis::cmd("HINCRBYFLOAT")
+                    .arg("p:1")
+                    .arg("name")
+                    .arg(1)
+                    .clone(),
+                None,
+            ),
+            (redis::cmd("DEL").arg("p:1").clone(), Some(None)),
+            (redis::cmd("EXPIRE").arg("p:1").arg(5).clone(), None),
+            (
+                redis::cmd("HDEL").arg("p:1").arg("name").clone(),
+                Some(None),
+            ),
+        ] {
+            let mut facts = Facts::of([(&name, &Value::BulkString(b"bob".to_vec()))]);
+            facts.apply(&cmd);
+            assert_eq!(
+                facts.0.get(&Fact::Field(b"p:1".to_vec(), b"name".to_vec())),
+                want.as_ref()
+            );
+        }
+        // LPUSH makes its last value the head; RPUSH onto a held list
+        // leaves the head.
+        let head = redis::cmd("LINDEX").arg("l").arg(0).clone();
+        let mut facts = Facts::of([(&head, &Value::BulkString(b"a".to_vec()))]);
+        facts.apply(&redis::cmd("RPUSH").arg("l").arg("z").clone());
+        assert_eq!(facts.answer(&head), Some(Value::BulkString(b"a".to_vec())));
+        facts.apply(&redis::cmd("LPUSH").arg("l").arg("b").arg("c").clone());
+        assert_eq!(facts.answer(&head), Some(Value::BulkString(b"c".to_vec())));
     }
 
     #[test]

@@ -25,9 +25,9 @@
 //! script. A model's writes come in few shapes (one per operation and
 //! field set), so a program stays far below the bound.
 //!
-//! The reply is the general script's: `{1, kept replies, reads after}` or
-//! `{0, reads as they are}` (the caller reads both alike), except that
-//! only the kept replies are in it.
+//! The reply is the general script's: `{1, kept replies}` or `{0, reads
+//! as they are}` (the caller reads both alike), except that only the kept
+//! replies are in it.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -224,20 +224,7 @@ fn text(
         args_text(&mut out, *at, *argc);
         out.push_str(")\n");
     }
-    if reads.is_empty() {
-        out.push_str("return {1, out}\n");
-    } else {
-        out.push_str("return {1, out, {");
-        for (i, ((name, argc, _), at)) in reads.iter().zip(&read_at).enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            let _ = write!(out, "read('{name}'");
-            args_text(&mut out, *at, *argc);
-            out.push(')');
-        }
-        out.push_str("}}\n");
-    }
+    out.push_str("return {1, out}\n");
     out
 }
 
@@ -284,7 +271,7 @@ mod tests {
         assert!(text.contains("seen[1] = read('HMGET', ARGV[1], ARGV[2], ARGV[3])\n"));
         assert!(text
             .contains("if #r ~= 2 or r[1] ~= ARGV[7] or r[2] ~= false then return {0, seen} end"));
-        assert!(text.contains("return {1, out, {read('HMGET', ARGV[1], ARGV[2], ARGV[3])}}"));
+        assert!(text.ends_with("return {1, out}\n"));
     }
 
     #[test]

@@ -107,8 +107,13 @@ pub fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
 /// The runtime the benchmarks run on: two workers, like the machines' two
 /// cores.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    runtime_of(2)
+}
+
+/// A multi-thread runtime of `workers` worker threads.
+pub fn runtime_of(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
 }

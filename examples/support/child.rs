@@ -82,14 +82,17 @@ pub fn serve_or_run<Fut: Future<Output = ExitCode>>(
     bench: impl FnOnce(Vec<String>) -> Result<Fut, String>,
 ) -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let runtime = match crate::bench::runtime() {
+    // The server on one worker thread, as `memory_server` serves by
+    // default (see there why).
+    let serving = args.first().map(String::as_str) == Some(SERVE_FLAG);
+    let runtime = match crate::bench::runtime_of(if serving { 1 } else { 2 }) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("no tokio runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    if args.first().map(String::as_str) == Some(SERVE_FLAG) {
+    if serving {
         return runtime.block_on(serve_until_stdin_closes());
     }
     match bench(args) {

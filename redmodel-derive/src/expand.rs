@@ -88,6 +88,12 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
     let pk_ty = &object.pk.ty;
     let sync_every = object.sync_every;
     let names: Vec<&String> = object.fields.iter().map(|f| &f.name).collect();
+    let references: Vec<&String> = object
+        .fields
+        .iter()
+        .filter(|f| f.ref_target.is_some())
+        .map(|f| &f.name)
+        .collect();
 
     let owner = match &object.owner {
         Some(path) => quote_spanned!(path.span()=> #path),
@@ -177,6 +183,7 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
                 const STORAGE: ::redmodel::__private::Storage = #storage;
                 const SYNC_EVERY: u64 = #sync_every;
                 const INDEXES: &'static [::redmodel::__private::IndexSpec] = #indexes;
+                const REFERENCES: &'static [&'static str] = &[#(#references),*];
 
                 fn pk(&self) -> &Self::Pk {
                     &self.#pk_ident

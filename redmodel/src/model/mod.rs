@@ -217,6 +217,9 @@ pub trait Model: Sized + Send + Sync + 'static {
     /// `sorted`, `tags`, `recent = N`): see [`index`]. Only admin models
     /// have any.
     const INDEXES: &'static [IndexSpec] = &[];
+    /// The stored names of the reference fields (`Ref<T>`): the objects
+    /// they name must exist when they are written.
+    const REFERENCES: &'static [&'static str] = &[];
 
     /// This object's pk.
     fn pk(&self) -> &Self::Pk;

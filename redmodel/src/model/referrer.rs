@@ -78,19 +78,3 @@ pub fn object_pattern<M: Model>() -> String {
 pub fn is_object_of<M: Model>(key: &str) -> bool {
     ObjectRef::<M>::parse(key).is_ok()
 }
-
-/// The stored names of `M`'s reference fields (`Ref<T>`), from the
-/// registry the derives fill (each reference field registers itself as a
-/// referrer of its target, with `M`'s object pattern).
-pub(crate) fn reference_fields<M: Model>() -> Vec<&'static str> {
-    let pattern = object_pattern::<M>();
-    inventory::iter::<Referrer>
-        .into_iter()
-        .filter_map(|r| match r.kind {
-            ReferrerKind::Field {
-                field, pattern: p, ..
-            } if p() == pattern => Some(field),
-            _ => None,
-        })
-        .collect()
-}

@@ -15,7 +15,7 @@ use crate::model::key::{key_pattern, recent_key, sorted_key, tag_key, unique_key
 use crate::model::live::{existing, key_text};
 use crate::model::migrate::rebuild_indexes_of;
 use crate::model::object::{ObjectRef, COUNT_FIELD};
-use crate::model::referrer::{object_pattern, reference_fields};
+use crate::model::referrer::object_pattern;
 use crate::model::scan::scan_keys;
 use crate::model::Model;
 use crate::optimistic::watched;
@@ -94,7 +94,7 @@ async fn check_objects<M: Model>(
     let owners: Vec<Option<String>> = batch.iter().map(|r| r.owner_key_in(db)).collect();
     let owner_keys: Vec<String> = owners.iter().flatten().cloned().collect();
     let mut owner_alive = existing(db, &owner_keys).await?.into_iter();
-    let references = reference_fields::<M>();
+    let references = M::REFERENCES;
     let mut targets: Vec<(usize, &'static str, String)> = Vec::new();
     let mut out = Vec::new();
     for ((object, raw), owner) in batch.iter().zip(raws).zip(&owners) {

@@ -19,7 +19,6 @@ use redis::Value;
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
-use super::referrer::reference_fields;
 use super::reply::{at_key, incr_error};
 use super::steps::Steps;
 use super::{Model, OwnerKind, SingleValue, Storage};
@@ -335,7 +334,7 @@ impl<M: Model> ObjectRef<M> {
 /// The objects the reference fields among `set` name, as `db` stores
 /// them: what a write of those fields needs to exist.
 pub(crate) fn reference_guards<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<String> {
-    let references = reference_fields::<M>();
+    let references = M::REFERENCES;
     set.iter()
         .filter(|(name, _)| references.contains(name))
         .filter_map(|(_, text)| std::str::from_utf8(text).ok())
@@ -359,7 +358,7 @@ pub(crate) async fn recheck_references<M: Model>(
     if db.key_layout() == crate::KeyLayout::Plain {
         return Ok(());
     }
-    let references = reference_fields::<M>();
+    let references = M::REFERENCES;
     for (name, text) in set.iter().filter(|(name, _)| references.contains(name)) {
         let Ok(target) = std::str::from_utf8(text) else {
             continue;

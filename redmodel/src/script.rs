@@ -47,7 +47,7 @@ const REMEMBERED: usize = 4096;
 pub(crate) struct Scripts {
     base: Instant,
     last: AtomicU64,
-    sent: Mutex<HashSet<String>>,
+    sent: Mutex<HashSet<String, foldhash::fast::RandomState>>,
 }
 
 impl Default for Scripts {
@@ -55,7 +55,7 @@ impl Default for Scripts {
         Scripts {
             base: Instant::now(),
             last: AtomicU64::new(0),
-            sent: Mutex::new(HashSet::new()),
+            sent: Mutex::new(HashSet::default()),
         }
     }
 }

@@ -285,12 +285,11 @@ impl Recorder<'_> {
         // Written: the reads found what was recorded, and the writes
         // changed it as they say.
         if !conditions.is_empty() {
-            let before = Facts::of(conditions.iter().map(|(cmd, reply)| (cmd, reply)));
-            let mut after = before.clone();
+            let mut facts = Facts::of(conditions.iter().map(|(cmd, reply)| (cmd, reply)));
             for (cmd, _) in writes {
-                after.apply(cmd);
+                facts.apply(cmd);
             }
-            recall.wrote(&before, &after);
+            recall.wrote(facts);
         }
         let out = first;
         // The shaped script replies only the kept replies.

@@ -18,7 +18,6 @@
 //! round trip. What is remembered is small (one entry per field or entry
 //! key) and bounded ([`CAPACITY`], least recently used out first).
 
-use std::collections::HashMap;
 use std::num::NonZeroUsize;
 
 use lru::LruCache;
@@ -40,14 +39,14 @@ enum Fact {
 /// The values last seen, shared by a `Db`'s clones: `None` for a value
 /// seen absent.
 pub(crate) struct Recall {
-    seen: Mutex<LruCache<Fact, Option<Vec<u8>>>>,
+    seen: Mutex<LruCache<Fact, Option<Vec<u8>>, foldhash::fast::RandomState>>,
 }
 
 impl Default for Recall {
     fn default() -> Self {
         let capacity = NonZeroUsize::new(CAPACITY).unwrap_or(NonZeroUsize::MIN);
         Recall {
-            seen: Mutex::new(LruCache::new(capacity)),
+            seen: Mutex::new(LruCache::with_hasher(capacity, Default::default())),
         }
     }
 }
@@ -66,21 +65,29 @@ pub(crate) enum Guess {
     Nothing,
 }
 
-/// Values as of one moment: what a checked write's script replied.
-#[derive(Clone, Default)]
-pub(crate) struct Facts(HashMap<Fact, Option<Vec<u8>>>);
+/// Values as of one moment: what a checked write's script replied. A
+/// write reads a few values (its object's indexed fields, an entry or
+/// two), so they are a short list searched in place: no hashing, and a
+/// lookup by borrowed key and field allocates nothing. A value a write
+/// made unknown ([`apply`](Facts::apply)) stays in the list as `None`, to
+/// be forgotten where it was remembered.
+#[derive(Default)]
+pub(crate) struct Facts(Vec<(Fact, Option<Option<Vec<u8>>>)>);
 
 impl Facts {
     /// The values in the replies of `reads`.
     pub(crate) fn of<'r>(reads: impl IntoIterator<Item = (&'r Cmd, &'r Value)>) -> Facts {
         let mut facts = Facts::default();
         for (cmd, reply) in reads {
-            learn(cmd, reply, |fact, value| match value {
-                Some(value) => {
-                    facts.0.insert(fact, value);
-                }
-                None => {
-                    facts.0.remove(&fact);
+            learn(cmd, reply, |fact, value| {
+                let at = facts.0.iter().position(|(f, _)| *f == fact);
+                match (at, value) {
+                    (Some(at), Some(value)) => facts.0[at].1 = Some(value),
+                    (None, Some(value)) => facts.0.push((fact, Some(value))),
+                    (Some(at), None) => {
+                        facts.0.swap_remove(at);
+                    }
+                    (None, None) => {}
                 }
             });
         }
@@ -90,69 +97,91 @@ impl Facts {
     /// The reply `cmd` gets from these values, or `None` where it must be
     /// read.
     pub(crate) fn answer(&self, cmd: &Cmd) -> Option<Value> {
-        answer(cmd, |fact| self.0.get(fact).cloned(), false)
+        answer(
+            cmd,
+            |fact| self.get(fact.key(), fact.field()).cloned(),
+            false,
+        )
     }
-}
 
-impl Facts {
+    /// The value held of `key`'s `field` (`None`: its list's head).
+    fn get(&self, key: &[u8], field: Option<&[u8]>) -> Option<&Option<Vec<u8>>> {
+        self.0
+            .iter()
+            .find(|(f, _)| f.key() == key && f.field() == field)
+            .and_then(|(_, v)| v.as_ref())
+    }
+
+    fn get_mut(&mut self, key: &[u8], field: Option<&[u8]>) -> Option<&mut Option<Vec<u8>>> {
+        self.0
+            .iter_mut()
+            .find(|(f, _)| f.key() == key && f.field() == field)
+            .and_then(|(_, v)| v.as_mut())
+    }
+
+    /// Makes the values matching `unknown` unknown.
+    fn forget(&mut self, unknown: impl Fn(&Fact) -> bool) {
+        for (fact, value) in &mut self.0 {
+            if unknown(fact) {
+                *value = None;
+            }
+        }
+    }
+
     /// Applies what the write `cmd` does to the values held here: a hash
     /// field set or removed, a list's head pushed, a key deleted. A
     /// command whose effect is not followed here forgets what it may
-    /// change (every value of its key; an increment, just its field). Values not held stay unknown: only what was read
-    /// is followed.
+    /// change (every value of its key; an increment, just its field).
+    /// Values not held stay unknown: only what was read is followed.
     pub(crate) fn apply(&mut self, cmd: &Cmd) {
-        let args: Option<Vec<&[u8]>> = cmd
-            .args_iter()
-            .map(|a| match a {
-                Arg::Simple(bytes) => Some(bytes),
-                _ => None,
-            })
-            .collect();
-        let Some(args) = args else {
-            return self.0.clear();
-        };
-        let Some((name, args)) = args.split_first() else {
+        let mut args = cmd.args_iter().map(|a| match a {
+            Arg::Simple(bytes) => Some(bytes),
+            _ => None,
+        });
+        let (Some(Some(name)), Some(Some(key))) = (args.next(), args.next()) else {
             return;
         };
-        let name = name.to_ascii_uppercase();
-        let mut set = |fact: Fact, value: Option<&[u8]>| {
-            if let Some(held) = self.0.get_mut(&fact) {
-                *held = value.map(<[u8]>::to_vec);
-            }
+        let Some(rest) = args.collect::<Option<Vec<&[u8]>>>() else {
+            return self.forget(|_| true);
         };
-        match (name.as_slice(), args) {
-            (b"HSET" | b"HMSET", [key, pairs @ ..]) if pairs.len() % 2 == 0 => {
-                for pair in pairs.chunks_exact(2) {
-                    set(Fact::Field(key.to_vec(), pair[0].to_vec()), Some(pair[1]));
+        let is = |command: &str| name.eq_ignore_ascii_case(command.as_bytes());
+        if (is("HSET") || is("HMSET")) && rest.len() % 2 == 0 {
+            for pair in rest.chunks_exact(2) {
+                if let Some(held) = self.get_mut(key, Some(pair[0])) {
+                    *held = Some(pair[1].to_vec());
                 }
             }
-            (b"HDEL", [key, fields @ ..]) => {
-                for field in fields {
-                    set(Fact::Field(key.to_vec(), field.to_vec()), None);
+        } else if is("HDEL") {
+            for field in &rest {
+                if let Some(held) = self.get_mut(key, Some(field)) {
+                    *held = None;
                 }
             }
-            (b"HINCRBY" | b"HINCRBYFLOAT", [key, field, _]) => {
-                self.0.remove(&Fact::Field(key.to_vec(), field.to_vec()));
-            }
-            (b"DEL" | b"UNLINK", keys) => {
-                for held in self.0.iter_mut().filter(|(f, _)| keys.contains(&f.key())) {
-                    *held.1 = None;
+        } else if (is("HINCRBY") || is("HINCRBYFLOAT")) && rest.len() == 2 {
+            self.forget(|f| f.key() == key && f.field() == Some(rest[0]));
+        } else if is("DEL") || is("UNLINK") {
+            for (fact, held) in self.0.iter_mut() {
+                if let (true, Some(held)) = (fact.key() == key || rest.contains(&fact.key()), held)
+                {
+                    *held = None;
                 }
             }
+        } else if is("RPUSH") && !rest.is_empty() {
             // A push onto an empty list makes its first value the head;
             // RPUSH onto a list that has one leaves it.
-            (b"RPUSH", [key, first, ..]) => {
-                if let Some(head @ None) = self.0.get_mut(&Fact::Head(key.to_vec())) {
-                    *head = Some(first.to_vec());
-                }
+            if let Some(head @ None) = self.get_mut(key, None) {
+                *head = Some(rest[0].to_vec());
             }
-            (b"LPUSH", [key, .., last]) => set(Fact::Head(key.to_vec()), Some(last)),
+        } else if let (true, Some(last)) = (is("LPUSH"), rest.last()) {
+            if let Some(head) = self.get_mut(key, None) {
+                *head = Some(last.to_vec());
+            }
+        } else {
             // Any other write forgets its key's values. (Only its first
             // argument's: the others are members and values, often other
             // objects' keys. A multi-key command would leave a stale value
             // here, which costs a wrong guess, one round trip, no more.)
-            (_, [key, ..]) => self.0.retain(|fact, _| fact.key() != *key),
-            (_, []) => {}
+            self.forget(|f| f.key() == key);
         }
     }
 }
@@ -164,22 +193,30 @@ impl Fact {
             Fact::Field(key, _) | Fact::Head(key) => key,
         }
     }
+
+    /// The hash field, or `None` for a list's head.
+    fn field(&self) -> Option<&[u8]> {
+        match self {
+            Fact::Field(_, field) => Some(field),
+            Fact::Head(_) => None,
+        }
+    }
 }
 
 impl Recall {
-    /// Remembers the values a checked write read (`before`, as its script
-    /// found them) as they are after it: `after`, the same values with
-    /// the write applied ([`Facts::apply`]); one it no longer knows is
-    /// forgotten. What the script would have read back, without reading.
-    pub(crate) fn wrote(&self, before: &Facts, after: &Facts) {
+    /// Remembers the values a checked write read as they are after it:
+    /// what its script found, with its writes applied ([`Facts::apply`]);
+    /// one it no longer knows is forgotten. What the script would have
+    /// read back, without reading.
+    pub(crate) fn wrote(&self, facts: Facts) {
         let mut seen = self.seen.lock();
-        for fact in before.0.keys() {
-            match after.0.get(fact) {
+        for (fact, value) in facts.0 {
+            match value {
                 Some(value) => {
-                    seen.put(fact.clone(), value.clone());
+                    seen.put(fact, value);
                 }
                 None => {
-                    seen.pop(fact);
+                    seen.pop(&fact);
                 }
             }
         }
@@ -416,14 +453,13 @@ mod tests {
         let mut pipe = redis::pipe();
         crate::model::index::unique::holder_and_field_command(&mut pipe, entry, "name");
         let sort = pipe.cmd_iter().next().cloned().expect("a command");
-        let before = Facts::of([
+        let mut facts = Facts::of([
             (
                 &hmget(),
                 &Value::Array(vec![Value::BulkString(b"ann".to_vec()), Value::Nil]),
             ),
             (&sort, &Value::Array(vec![])),
         ]);
-        let mut after = before.clone();
         for cmd in [
             redis::cmd("HSET")
                 .arg("p:1")
@@ -442,9 +478,9 @@ mod tests {
             redis::cmd("DEL").arg("p:_unique:name:ann").clone(),
             redis::cmd("SADD").arg("p:_tags:x").arg("p:1").clone(),
         ] {
-            after.apply(&cmd);
+            facts.apply(&cmd);
         }
-        recall.wrote(&before, &after);
+        recall.wrote(facts);
         // What the script would have read back: the new value, held by
         // the object; a field not read stays unknown (guessed absent).
         assert_eq!(
@@ -482,10 +518,7 @@ mod tests {
         ] {
             let mut facts = Facts::of([(&name, &Value::BulkString(b"bob".to_vec()))]);
             facts.apply(&cmd);
-            assert_eq!(
-                facts.0.get(&Fact::Field(b"p:1".to_vec(), b"name".to_vec())),
-                want.as_ref()
-            );
+            assert_eq!(facts.get(b"p:1", Some(b"name")), want.as_ref());
         }
         // LPUSH makes its last value the head; RPUSH onto a held list
         // leaves the head.

@@ -46,8 +46,8 @@ const MAX_ARGS: usize = 256;
 const MAX_SHAPES: usize = 512;
 
 /// The scripts written so far, by shape.
-static SCRIPTS: LazyLock<Mutex<HashMap<String, Arc<Lua>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+static SCRIPTS: LazyLock<Mutex<HashMap<String, Arc<Lua>, foldhash::fast::RandomState>>> =
+    LazyLock::new(|| Mutex::new(HashMap::default()));
 
 /// A checked write ready to send as its shape's script.
 pub(crate) struct Shaped<'a> {
@@ -57,78 +57,108 @@ pub(crate) struct Shaped<'a> {
     pub(crate) argv: Vec<&'a [u8]>,
 }
 
-/// The arguments of `cmd` after its name, and its name if it is a plain
-/// command name (letters, digits, `_`, as every Redis command's): the
-/// name goes into the script's text.
-fn split(cmd: &Cmd) -> Option<(&str, Vec<&[u8]>)> {
+/// The name of `cmd` if it is a plain command name (letters, digits, `_`,
+/// as every Redis command's: the name goes into the script's text), and
+/// its arguments after the name; `None` if an argument is not plain bytes.
+fn split(cmd: &Cmd) -> Option<(&str, impl Iterator<Item = Option<&[u8]>> + Clone)> {
     let mut args = cmd.args_iter().map(|a| match a {
         Arg::Simple(bytes) => Some(bytes),
         _ => None,
     });
-    let name = args.next()??;
-    let name = std::str::from_utf8(name).ok()?;
+    let name = std::str::from_utf8(args.next()??).ok()?;
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return None;
     }
-    let rest: Option<Vec<&[u8]>> = args.collect();
-    Some((name, rest?))
+    Some((name, args))
+}
+
+/// Appends the arguments `args` of a command named `name` to `argv`, and
+/// its part of the signature (`tag`, the name, the count); `None` if an
+/// argument is not plain bytes.
+fn add<'a>(
+    signature: &mut String,
+    argv: &mut Vec<&'a [u8]>,
+    tag: char,
+    cmd: &'a Cmd,
+) -> Option<()> {
+    let (name, args) = split(cmd)?;
+    let before = argv.len();
+    for arg in args {
+        argv.push(arg?);
+    }
+    signature.push(tag);
+    signature.push_str(name);
+    push_number(signature, argv.len() - before);
+    Some(())
 }
 
 /// A recorded reply as the values the script compares: `Some(text)` for
 /// a string, `None` for nil; an array as its elements, one value as one.
 /// `None` for any other reply, which no script compares.
 pub(super) fn expected(reply: &Value) -> Option<Vec<Option<&[u8]>>> {
-    fn one(v: &Value) -> Option<Option<&[u8]>> {
-        match v {
-            Value::Nil => Some(None),
-            Value::BulkString(text) => Some(Some(text)),
-            _ => None,
+    let mut values = Vec::new();
+    each_expected(reply, |v| values.push(v)).then_some(values)
+}
+
+/// Calls `f` with each value [`expected`] gives of `reply`, without
+/// collecting them; whether the reply is one the script compares (if not,
+/// `f` may have seen some of its values).
+fn each_expected<'a>(reply: &'a Value, mut f: impl FnMut(Option<&'a [u8]>)) -> bool {
+    let mut one = |v: &'a Value| match v {
+        Value::Nil => {
+            f(None);
+            true
         }
-    }
+        Value::BulkString(text) => {
+            f(Some(text));
+            true
+        }
+        _ => false,
+    };
     match reply {
-        Value::Array(values) => values.iter().map(one).collect(),
-        other => Some(vec![one(other)?]),
+        Value::Array(values) => values.iter().all(one),
+        other => one(other),
     }
 }
 
 /// The write as its shape's script, or `None` if it is not one to shape
-/// (see the module docs).
+/// (see the module docs). This runs on every checked write, so it builds
+/// the signature and `ARGV` in one pass, sized at once; the script's text
+/// is written only for a shape not seen before.
 pub(crate) fn shape<'a>(
     reads: &'a [(Cmd, Value)],
     writes: &'a [(Cmd, bool)],
 ) -> Option<Shaped<'a>> {
-    if reads.len() + writes.len() > MAX_COMMANDS {
+    let commands = reads.len() + writes.len();
+    if commands > MAX_COMMANDS {
         return None;
     }
-    let mut signature = String::with_capacity(64);
-    let mut argv: Vec<&[u8]> = Vec::new();
-    let mut reads_split = Vec::with_capacity(reads.len());
-    let mut expected_all = Vec::new();
+    let args: usize = (reads.iter().map(|(cmd, _)| cmd))
+        .chain(writes.iter().map(|(cmd, _)| cmd))
+        .map(|cmd| cmd.args_iter().len())
+        .sum();
+    let mut argv: Vec<&[u8]> = Vec::with_capacity(args + 2 * reads.len());
+    let mut signature = String::with_capacity(16 * commands);
     for (cmd, reply) in reads {
-        let (name, args) = split(cmd)?;
-        let values = expected(reply)?;
-        signature.push('r');
-        signature.push_str(name);
-        push_number(&mut signature, args.len());
-        for v in &values {
-            signature.push(if v.is_some() { 's' } else { 'n' });
+        add(&mut signature, &mut argv, 'r', cmd)?;
+        let comparable = each_expected(reply, |v| {
+            signature.push(if v.is_some() { 's' } else { 'n' })
+        });
+        if !comparable {
+            return None;
         }
         signature.push('|');
-        argv.extend(&args);
-        reads_split.push((name, args.len(), values.len()));
-        expected_all.push(values);
     }
-    let mut writes_split = Vec::with_capacity(writes.len());
     for (cmd, keep) in writes {
-        let (name, args) = split(cmd)?;
-        signature.push(if *keep { 'k' } else { 'w' });
-        signature.push_str(name);
-        push_number(&mut signature, args.len());
-        argv.extend(&args);
-        writes_split.push((name, args.len(), *keep));
+        add(
+            &mut signature,
+            &mut argv,
+            if *keep { 'k' } else { 'w' },
+            cmd,
+        )?;
     }
-    for values in &expected_all {
-        argv.extend(values.iter().flatten());
+    for (_, reply) in reads {
+        each_expected(reply, |v| argv.extend(v));
     }
     if argv.len() > MAX_ARGS {
         return None;
@@ -137,14 +167,33 @@ pub(crate) fn shape<'a>(
     let script = match scripts.get(&signature) {
         Some(script) => Arc::clone(script),
         None if scripts.len() < MAX_SHAPES => {
-            let text = text(&reads_split, &expected_all, &writes_split);
-            let script = Arc::new(Lua::new(&text));
+            let script = Arc::new(Lua::new(&text_of(reads, writes)?));
             scripts.insert(signature, Arc::clone(&script));
             script
         }
         None => return None,
     };
     Some(Shaped { script, argv })
+}
+
+/// The script's text for the shape of `reads` and `writes` (which
+/// [`shape`] has checked).
+#[cold]
+fn text_of(reads: &[(Cmd, Value)], writes: &[(Cmd, bool)]) -> Option<String> {
+    let mut read_shapes = Vec::with_capacity(reads.len());
+    let mut expected_all = Vec::with_capacity(reads.len());
+    for (cmd, reply) in reads {
+        let (name, args) = split(cmd)?;
+        let values = expected(reply)?;
+        read_shapes.push((name, args.count(), values.len()));
+        expected_all.push(values);
+    }
+    let mut write_shapes = Vec::with_capacity(writes.len());
+    for (cmd, keep) in writes {
+        let (name, args) = split(cmd)?;
+        write_shapes.push((name, args.count(), *keep));
+    }
+    Some(text(&read_shapes, &expected_all, &write_shapes))
 }
 
 /// `/n|` in a shape's signature (without `fmt`: the signature is made on

@@ -79,6 +79,13 @@ pub(crate) fn format_double(d: f64) -> String {
 /// C's `%.17g` for a finite double.
 pub(crate) fn format_g17(d: f64) -> String {
     const PRECISION: i32 = 17;
+    // An integer below 10^17 prints as its digits: 17 significant digits
+    // hold it whole, and the exponent is below the precision. The common
+    // case (a number a script passes to `redis.call`, a score), without
+    // the detour through scientific notation. (-0 keeps its sign below.)
+    if d.fract() == 0.0 && d.abs() < 1e17 && (d != 0.0 || d.is_sign_positive()) {
+        return itoa::Buffer::new().format(d as i64).to_owned();
+    }
     // Rust's `{:e}` rounds exactly (ties to even, like glibc), so its 17
     // significant digits are the ones printf chooses.
     let sci = format!("{:.*e}", (PRECISION - 1) as usize, d);

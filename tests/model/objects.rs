@@ -822,8 +822,10 @@ backend_tests! {
         assert_eq!(Memo::at("other").load(db).await?, Some(blank("other")));
         assert_eq!(Memo::at("missing").load(db).await?, None);
         // One round trip each (fields by position, and EXISTS), but for
-        // the hash of undeclared fields only, which is then read whole.
-        assert_eq!(db.round_trips() - before, 5);
+        // the hash of undeclared fields only, which is then read whole; in
+        // process, where the HMGET goes alone, the missing one too.
+        let in_process = if db.engine().is_some() { 1 } else { 0 };
+        assert_eq!(db.round_trips() - before, 5 + in_process);
         let before = db.round_trips();
         assert_eq!(
             Memo::load_many(db, ["missing", "kept", "text"]).await?,

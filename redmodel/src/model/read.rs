@@ -8,7 +8,9 @@
 //! fields, so an EXISTS goes with it:
 //!
 //! - one object ([`read_raw`](ObjectRef::read_raw)) is read as HMGET and
-//!   EXISTS of its key, pipelined. A
+//!   EXISTS of its key, pipelined (in process, where a round trip costs
+//!   less than a command, the HMGET alone, then read whole if it found no
+//!   value). A
 //!   reply with a value is the object; no value and no key is a missing
 //!   object. No value while the key exists is a hash of undeclared fields
 //!   only, or an object created between the two commands: it is read again
@@ -48,6 +50,18 @@ impl<M: Model> ObjectRef<M> {
     pub(crate) async fn read_raw(&self, db: &Db) -> Result<RawFields> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
+        if M::STORAGE == Storage::Hash && db.engine().is_some() {
+            // In process a round trip costs less than a command: the HMGET
+            // alone, and a reply without a value settled by reading whole
+            // (nothing: a missing object). Against a server the EXISTS goes
+            // with it, so that a missing object costs one round trip too.
+            self.add_fields(db, &mut pipe);
+            let reply = db.read_replies(&pipe).await?.into_iter().next();
+            return match self.take_fields(reply)? {
+                Some(fields) => Ok(Some(fields)),
+                None => self.read_whole(db).await,
+            };
+        }
         self.add_read(db, &mut pipe);
         let mut replies = db.read_replies(&pipe).await?.into_iter();
         match self.take_read(&mut replies)? {

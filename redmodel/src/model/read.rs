@@ -36,6 +36,16 @@ use super::reply::{at_key, redis_type, reply_at};
 use super::{Model, ObjectRef, Storage};
 use crate::{Db, Error, KeyLayout, Result};
 
+/// Makes `pipe`'s reads see one instant: a MULTI against a server, where
+/// other clients' commands can come between a pipeline's. In process the
+/// engine runs a pipeline of commands that do not block under one lock,
+/// already one instant, and queueing each command for EXEC only costs.
+fn at_one_instant(db: &Db, pipe: &mut Pipeline) {
+    if db.engine().is_none() {
+        pipe.atomic();
+    }
+}
+
 /// What one object's replies tell.
 pub(crate) enum Read {
     /// The object's stored fields, or `None`: it does not exist.
@@ -107,7 +117,7 @@ impl<M: Model> ObjectRef<M> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         if db.key_layout() == KeyLayout::Plain && refs.len() > 1 {
-            pipe.atomic();
+            at_one_instant(db, &mut pipe);
         }
         for r in refs {
             pipe.cmd(command).arg(r.key_in(db).as_ref());
@@ -121,7 +131,8 @@ impl<M: Model> ObjectRef<M> {
     /// HMGETs and an EXISTS counting the keys.
     async fn read_batch(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
         let mut pipe = redis::pipe();
-        pipe.ignore_errors().atomic();
+        pipe.ignore_errors();
+        at_one_instant(db, &mut pipe);
         for r in refs {
             r.add_fields(db, &mut pipe);
         }

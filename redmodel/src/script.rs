@@ -107,45 +107,47 @@ impl Lua {
 
     /// A call of this script with `keys` (`KEYS`); its arguments follow.
     pub(crate) fn call<K: ToRedisArgs>(&self, keys: &[K]) -> Call<'_> {
-        let mut tail = Cmd::with_capacity(32, 512);
-        tail.arg(keys.len()).arg(keys);
-        Call { lua: self, tail }
+        let mut evalsha = Cmd::with_capacity(32, 512);
+        evalsha
+            .arg("EVALSHA")
+            .arg(&self.sha)
+            .arg(keys.len())
+            .arg(keys);
+        Call { lua: self, evalsha }
     }
 }
 
-/// A script's call being built: the key count, the keys, the arguments.
+/// A script's call being built: EVALSHA, the key count, the keys, the
+/// arguments. Built as it is sent nearly always; the first call of a
+/// script on a `Db` (or after NOSCRIPT) copies it with EVAL and the text.
 pub(crate) struct Call<'a> {
     lua: &'a Lua,
-    tail: Cmd,
+    evalsha: Cmd,
 }
 
 impl Call<'_> {
     /// Adds `ARGV` values.
     pub(crate) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
-        self.tail.arg(arg);
+        self.evalsha.arg(arg);
         self
     }
 
-    /// The call as EVALSHA or (with the text) EVAL.
-    fn command(&self, with_text: bool) -> Cmd {
-        let (name, body) = if with_text {
-            ("EVAL", &*self.lua.text)
-        } else {
-            ("EVALSHA", self.lua.sha.as_str())
-        };
+    /// The call as EVAL, with the script's text.
+    fn eval(&self) -> Cmd {
+        let body = &*self.lua.text;
         // Sized at once: a write's call has dozens of arguments, and each
         // growth of the buffer copies them all.
         let bytes: usize = self
-            .tail
+            .evalsha
             .args_iter()
             .map(|a| match a {
                 redis::Arg::Simple(bytes) => bytes.len(),
                 _ => 0,
             })
             .sum();
-        let mut cmd = Cmd::with_capacity(self.tail.args_iter().len() + 2, bytes + body.len() + 8);
-        cmd.arg(name).arg(body);
-        for arg in self.tail.args_iter() {
+        let mut cmd = Cmd::with_capacity(self.evalsha.args_iter().len(), bytes + body.len());
+        cmd.arg("EVAL").arg(body);
+        for arg in self.evalsha.args_iter().skip(2) {
             if let redis::Arg::Simple(bytes) = arg {
                 cmd.arg(bytes);
             }
@@ -165,7 +167,12 @@ impl Call<'_> {
         let mut with_text = !scripts.was_sent(sha);
         let mut conn = db.clone();
         loop {
-            match self.command(with_text).query_async::<T>(&mut conn).await {
+            let sent = if with_text {
+                self.eval().query_async::<T>(&mut conn).await
+            } else {
+                self.evalsha.query_async::<T>(&mut conn).await
+            };
+            match sent {
                 Ok(reply) => {
                     if with_text {
                         scripts.mark_sent(sha, true);

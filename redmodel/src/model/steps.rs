@@ -92,8 +92,11 @@ impl Steps {
 
     /// Every command, each with whether its reply is kept, without the
     /// guards: for a caller that checks them itself.
-    pub(crate) fn commands(&self) -> Vec<(Cmd, bool)> {
-        self.groups.iter().flat_map(|g| g.cmds.clone()).collect()
+    pub(crate) fn commands(&self) -> Vec<(&Cmd, bool)> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.cmds.iter().map(|(cmd, keep)| (cmd, *keep)))
+            .collect()
     }
 
     fn current(&mut self) -> &mut Group {
@@ -110,22 +113,33 @@ impl Steps {
     pub(crate) async fn run<T: FromRedisValue>(&self, db: &Db) -> Result<T> {
         let mut kept = Vec::new();
         if db.key_layout() == KeyLayout::Plain {
-            let all = Group {
+            let all = Unit {
                 guards: self.groups.iter().flat_map(|g| g.guards.clone()).collect(),
-                cmds: self.groups.iter().flat_map(|g| g.cmds.clone()).collect(),
+                cmds: self.commands(),
             };
             kept = all.run(db).await?;
         } else {
             for group in &self.groups {
-                kept.extend(group.run(db).await?);
+                let unit = Unit {
+                    guards: group.guards.clone(),
+                    cmds: group.cmds.iter().map(|(cmd, keep)| (cmd, *keep)).collect(),
+                };
+                kept.extend(unit.run(db).await?);
             }
         }
         Ok(T::from_redis_value(Value::Array(kept)).map_err(redis::RedisError::from)?)
     }
 }
 
-impl Group {
-    /// Runs the group as one atomic unit; its kept replies.
+/// Commands to run as one atomic unit, borrowed from the groups: their
+/// guards, and each command with whether its reply is kept.
+struct Unit<'a> {
+    guards: Vec<String>,
+    cmds: Vec<(&'a Cmd, bool)>,
+}
+
+impl Unit<'_> {
+    /// Runs the unit; its kept replies.
     async fn run(&self, db: &Db) -> Result<Vec<Value>> {
         if self.cmds.is_empty() && self.guards.is_empty() {
             return Ok(Vec::new());
@@ -143,7 +157,7 @@ impl Group {
         let mut pipe = redis::pipe();
         pipe.atomic();
         for (cmd, keep) in &self.cmds {
-            pipe.add_command(cmd.clone());
+            pipe.add_command((*cmd).clone());
             if !keep {
                 pipe.ignore();
             }

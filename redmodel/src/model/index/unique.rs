@@ -224,16 +224,18 @@ pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
 /// two, a value that changes hands between them looks held by no one.
 /// Plain layout only (SORT's GET patterns may name other slots).
 pub(crate) fn holder_and_field_command(pipe: &mut redis::Pipeline, entry: &str, field: &str) {
-    let mut sort = holder_sort(entry);
-    sort.arg("GET").arg(format!("*->{field}"));
+    let mut sort = holder_sort(entry, 2, field.len() + 3);
+    sort.arg("GET").arg([b"*->", field.as_bytes()].concat());
     pipe.add_command(sort);
 }
 
 /// `SORT entry BY nosort LIMIT 0 1 GET #`: an entry's holder (a list of
 /// one, at most one read even of a damaged entry), to which a caller adds
 /// the `GET` patterns of the holder's fields.
-fn holder_sort(entry: &str) -> redis::Cmd {
-    let mut sort = redis::cmd("SORT");
+fn holder_sort(entry: &str, more_args: usize, more_bytes: usize) -> redis::Cmd {
+    // Sized at once: a checked write builds one on every attempt.
+    let mut sort = redis::Cmd::with_capacity(9 + more_args, entry.len() + 32 + more_bytes);
+    sort.arg("SORT");
     sort.arg(entry)
         .arg("BY")
         .arg("nosort")
@@ -286,7 +288,8 @@ async fn read_holder<M: Model>(
     if db.key_layout() == KeyLayout::Cluster {
         return read_holder_in_two::<M>(db, entry, fields).await;
     }
-    let mut sort = holder_sort(entry);
+    let bytes = fields.iter().map(|f| f.len() + 3).sum();
+    let mut sort = holder_sort(entry, 2 * fields.len(), bytes);
     match M::STORAGE {
         Storage::Hash => {
             for field in fields {

@@ -214,7 +214,7 @@ impl Recorder<'_> {
     pub(crate) async fn commit<T: FromRedisValue>(
         self,
         guards: &[String],
-        writes: &[(Cmd, bool)],
+        writes: &[(&Cmd, bool)],
     ) -> Result<Checked<T>> {
         let conditions = self
             .conditions
@@ -314,7 +314,7 @@ impl Recorder<'_> {
 pub(crate) async fn guarded(
     db: &Db,
     guards: &[String],
-    cmds: &[(Cmd, bool)],
+    cmds: &[(&Cmd, bool)],
 ) -> Result<Option<Vec<Value>>> {
     match Recorder::new(db, Guess::Nothing)
         .commit::<Vec<Value>>(guards, cmds)

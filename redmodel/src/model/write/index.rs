@@ -259,7 +259,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
             decided => decided?,
         }
         let mut writes = base.clone();
-        writes.extend(entries.cmd_iter().map(|cmd| (cmd.clone(), false)));
+        writes.extend(entries.cmd_iter().map(|cmd| (cmd, false)));
         match recorder.commit::<T>(guards, &writes).await? {
             Checked::Done(out) => return Ok(out),
             Checked::Unsupported => break,

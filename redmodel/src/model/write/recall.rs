@@ -141,10 +141,15 @@ impl Facts {
         let (Some(Some(name)), Some(Some(key))) = (args.next(), args.next()) else {
             return;
         };
+        let is = |command: &str| name.eq_ignore_ascii_case(command.as_bytes());
+        // Most of a write's commands are its indexes', on keys it did not
+        // read: nothing to follow.
+        if !(is("DEL") || is("UNLINK")) && !self.0.iter().any(|(f, _)| f.key() == key) {
+            return;
+        }
         let Some(rest) = args.collect::<Option<Vec<&[u8]>>>() else {
             return self.forget(|_| true);
         };
-        let is = |command: &str| name.eq_ignore_ascii_case(command.as_bytes());
         if (is("HSET") || is("HMSET")) && rest.len() % 2 == 0 {
             for pair in rest.chunks_exact(2) {
                 if let Some(held) = self.get_mut(key, Some(pair[0])) {

@@ -127,14 +127,14 @@ fn each_expected<'a>(reply: &'a Value, mut f: impl FnMut(Option<&'a [u8]>)) -> b
 /// is written only for a shape not seen before.
 pub(crate) fn shape<'a>(
     reads: &'a [(Cmd, Value)],
-    writes: &'a [(Cmd, bool)],
+    writes: &[(&'a Cmd, bool)],
 ) -> Option<Shaped<'a>> {
     let commands = reads.len() + writes.len();
     if commands > MAX_COMMANDS {
         return None;
     }
     let args: usize = (reads.iter().map(|(cmd, _)| cmd))
-        .chain(writes.iter().map(|(cmd, _)| cmd))
+        .chain(writes.iter().map(|(cmd, _)| *cmd))
         .map(|cmd| cmd.args_iter().len())
         .sum();
     let mut argv: Vec<&[u8]> = Vec::with_capacity(args + 2 * reads.len());
@@ -179,7 +179,7 @@ pub(crate) fn shape<'a>(
 /// The script's text for the shape of `reads` and `writes` (which
 /// [`shape`] has checked).
 #[cold]
-fn text_of(reads: &[(Cmd, Value)], writes: &[(Cmd, bool)]) -> Option<String> {
+fn text_of(reads: &[(Cmd, Value)], writes: &[(&Cmd, bool)]) -> Option<String> {
     let mut read_shapes = Vec::with_capacity(reads.len());
     let mut expected_all = Vec::with_capacity(reads.len());
     for (cmd, reply) in reads {
@@ -291,11 +291,8 @@ mod tests {
 
     #[test]
     fn a_guarded_write_reads_its_arguments_by_position() {
-        let writes = [
-            (cmd(&["HINCRBY", "k", "f", "1"]), false),
-            (cmd(&["HGET", "k", "f"]), true),
-        ];
-        let shaped = shape(&[], &writes).expect("a shape");
+        let (incr, get) = (cmd(&["HINCRBY", "k", "f", "1"]), cmd(&["HGET", "k", "f"]));
+        let shaped = shape(&[], &[(&incr, false), (&get, true)]).expect("a shape");
         assert_eq!(shaped.argv, [&b"k"[..], b"f", b"1", b"k", b"f"]);
         let text = text(&[], &[], &[("HINCRBY", 3, false), ("HGET", 2, true)]);
         assert!(text.contains("redis.call('HINCRBY', ARGV[1], ARGV[2], ARGV[3])\n"));
@@ -309,8 +306,8 @@ mod tests {
             cmd(&["HMGET", "k", "a", "b"]),
             Value::Array(vec![Value::BulkString(b"x".to_vec()), Value::Nil]),
         )];
-        let writes = [(cmd(&["HSET", "k", "a", "y"]), false)];
-        let shaped = shape(&reads, &writes).expect("a shape");
+        let hset = cmd(&["HSET", "k", "a", "y"]);
+        let shaped = shape(&reads, &[(&hset, false)]).expect("a shape");
         assert_eq!(shaped.argv, [&b"k"[..], b"a", b"b", b"k", b"a", b"y", b"x"]);
         let text = text(
             &[("HMGET", 3, 2)],
@@ -325,18 +322,18 @@ mod tests {
 
     #[test]
     fn the_same_shape_shares_one_script_and_odd_ones_take_the_general_script() {
-        let write = |key: &str| [(cmd(&["HSET", key, "f", "v"]), false)];
-        let (a, b) = (write("a"), write("b"));
-        let one = shape(&[], &a).expect("a shape").script;
-        let two = shape(&[], &b).expect("a shape").script;
+        let (a, b) = (cmd(&["HSET", "a", "f", "v"]), cmd(&["HSET", "b", "f", "v"]));
+        let one = shape(&[], &[(&a, false)]).expect("a shape").script;
+        let two = shape(&[], &[(&b, false)]).expect("a shape").script;
         assert!(Arc::ptr_eq(&one, &two));
         // A name that is not a command name never goes into a text.
-        assert!(shape(&[], &[(cmd(&["HSET') --", "k"]), false)]).is_none());
+        let odd = cmd(&["HSET') --", "k"]);
+        assert!(shape(&[], &[(&odd, false)]).is_none());
         // An integer reply is not one the script compares.
-        assert!(shape(&[(cmd(&["EXISTS", "k"]), Value::Int(1))], &a).is_none());
-        let many: Vec<(Cmd, bool)> = (0..=MAX_COMMANDS)
-            .map(|_| (cmd(&["DEL", "k"]), false))
-            .collect();
+        let exists = [(cmd(&["EXISTS", "k"]), Value::Int(1))];
+        assert!(shape(&exists, &[(&a, false)]).is_none());
+        let del = cmd(&["DEL", "k"]);
+        let many: Vec<(&Cmd, bool)> = (0..=MAX_COMMANDS).map(|_| (&del, false)).collect();
         assert!(shape(&[], &many).is_none());
     }
 }

@@ -144,7 +144,8 @@ impl Facts {
         let is = |command: &str| name.eq_ignore_ascii_case(command.as_bytes());
         // Most of a write's commands are its indexes', on keys it did not
         // read: nothing to follow.
-        if !(is("DEL") || is("UNLINK")) && !self.0.iter().any(|(f, _)| f.key() == key) {
+        let read = |key: &[u8]| self.0.iter().any(|(f, _)| f.key() == key);
+        if !(is("DEL") || is("UNLINK") || read(key)) {
             return;
         }
         let Some(rest) = args.collect::<Option<Vec<&[u8]>>>() else {

@@ -172,6 +172,26 @@ async fn traffic(db: &Db, tasks: usize, ops: usize, until: Option<Arc<AtomicBool
     }
 }
 
+/// Every user's email, and every email entry's holder and TTL: what a
+/// failed check of the unique index is explained by.
+async fn emails(db: &Db) -> redmodel::Result<String> {
+    let mut out = String::new();
+    for id in 0..USERS as u32 {
+        let email = User::at(id).get(db, User::EMAIL).await?;
+        out.push_str(&format!("chaosuser:{id} email {email:?}\n"));
+    }
+    for n in 0..EMAILS {
+        let entry = User::EMAIL_UNIQUE.key(format!("u{n}@x"))?.unwrap_or_default();
+        let stored = db.key_layout().stored(&entry).into_owned();
+        let holder: Vec<String> = db
+            .query(&redis::cmd("LRANGE").arg(&stored).arg(0).arg(-1))
+            .await?;
+        let ttl: i64 = db.query(&redis::cmd("PTTL").arg(&stored)).await?;
+        out.push_str(&format!("{entry}: {holder:?} pttl {ttl}\n"));
+    }
+    Ok(out)
+}
+
 async fn assert_consistent(db: &Db, what: &str) -> redmodel::Result<()> {
     let report = check(db, |_| ()).await?;
     assert!(
@@ -208,7 +228,10 @@ backend_tests! {
                 continue;
             }
             let fixed = repair(&db, |_| ()).await?;
-            assert!(fixed.after.is_clean(), "{what}: {}: {:#?}", fixed.after, fixed.after.examples);
+            if !fixed.after.is_clean() {
+                let state = emails(&db).await?;
+                panic!("{what}: {}: {:#?}\n{state}", fixed.after, fixed.after.examples);
+            }
             for kind in [
                 Kind::PartialObject,
                 Kind::Undecodable,

@@ -560,7 +560,7 @@ fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
 /// touches, and the unique entries it claimed before the EXEC.
 struct Stepped {
     specs: Vec<&'static IndexSpec>,
-    claimed: Vec<String>,
+    claimed: Vec<write::Claim>,
 }
 
 impl Pending {
@@ -849,7 +849,7 @@ trait Upkeep: Send + Sync {
         db: &'a Db,
         key: &'a str,
         claims: &'a [(&'static str, String)],
-    ) -> BoxFuture<'a, Vec<String>>;
+    ) -> BoxFuture<'a, Vec<write::Claim>>;
     /// The cluster layout: the reference fields among `set` checked again
     /// after the EXEC.
     fn recheck<'a>(
@@ -864,7 +864,7 @@ trait Upkeep: Send + Sync {
         db: &'a Db,
         key: &'a str,
         specs: &'a [&'static IndexSpec],
-        claimed: &'a [String],
+        claimed: &'a [write::Claim],
         old: Texts,
         new: Texts,
     ) -> BoxFuture<'a, ()>;
@@ -901,7 +901,7 @@ impl<M: Model> Upkeep for UpkeepOf<M> {
         db: &'a Db,
         key: &'a str,
         claims: &'a [(&'static str, String)],
-    ) -> BoxFuture<'a, Vec<String>> {
+    ) -> BoxFuture<'a, Vec<write::Claim>> {
         Box::pin(write::claim_all::<M, String>(db, key, claims))
     }
 
@@ -919,7 +919,7 @@ impl<M: Model> Upkeep for UpkeepOf<M> {
         db: &'a Db,
         key: &'a str,
         specs: &'a [&'static IndexSpec],
-        claimed: &'a [String],
+        claimed: &'a [write::Claim],
         old: Texts,
         new: Texts,
     ) -> BoxFuture<'a, ()> {

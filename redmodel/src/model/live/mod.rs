@@ -6,7 +6,7 @@
 
 mod prune;
 
-pub(crate) use prune::{prune, release_unique, Entry, Stale, Test};
+pub(crate) use prune::{prune, Entry, Stale, Test};
 
 use super::codec::shown;
 use super::object::ObjectRef;

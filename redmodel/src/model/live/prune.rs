@@ -124,7 +124,7 @@ async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
             Entry::Set(key) => remove.cmd("SREM").arg(key).arg(&s.object),
             Entry::List(key) => remove.cmd("LREM").arg(key).arg(0).arg(&s.object),
             Entry::Unique(key) => {
-                removed += u64::from(release_unique(db, key, &s.object, false).await?);
+                removed += u64::from(release_unique(db, key, &s.object).await?);
                 continue;
             }
         };
@@ -182,22 +182,17 @@ async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Resu
 /// compare-and-delete on the entry's own key). Whether it did.
 ///
 /// In the cluster layout a claim is pending while it has a TTL (its
-/// object is being written: see `write::stepped`); `pending` says whether
-/// such an entry may go too, which only its own writer may decide: a
-/// prune leaves it (its holder cannot show the value yet).
-pub(crate) async fn release_unique(
-    db: &Db,
-    entry: &str,
-    holder: &str,
-    pending: bool,
-) -> Result<bool> {
+/// object is being written: see `write::stepped`, whose writers release
+/// their own claims): a prune leaves it, as its holder cannot show the
+/// value yet.
+async fn release_unique(db: &Db, entry: &str, holder: &str) -> Result<bool> {
     watched(db, entry, |tx| async move {
         let mut read = redis::pipe();
         read.cmd("WATCH").arg(entry).ignore();
         read.cmd("LINDEX").arg(entry).arg(0);
         read.cmd("PTTL").arg(entry);
         let (named, ttl): (Option<String>, i64) = tx.query_pipeline(&read).await?;
-        if named.as_deref() != Some(holder) || (ttl >= 0 && !pending) {
+        if named.as_deref() != Some(holder) || ttl >= 0 {
             return Ok(Some(false));
         }
         let mut del = redis::pipe();

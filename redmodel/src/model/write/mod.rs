@@ -12,7 +12,7 @@ mod stepped;
 pub(crate) use checked::guarded;
 use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, Plan};
-pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Texts};
+pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
 use redis::Value;
 

@@ -53,7 +53,6 @@ use crate::layout::plain_key;
 use crate::model::index::unique::{claim_commands, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
-use crate::model::live::release_unique;
 use crate::model::steps::Steps;
 use crate::model::Model;
 use crate::optimistic::watched;
@@ -70,6 +69,14 @@ pub(crate) const MAX_SYNC_ROUNDS: usize = 64;
 
 /// Stored texts of some fields (`None`: absent), in a given order.
 pub(crate) type Texts = Vec<Option<Vec<u8>>>;
+
+/// A unique entry claimed for a write: to confirm after it, or to
+/// release if it fails.
+pub(crate) struct Claim {
+    entry: String,
+    field: &'static str,
+    value: String,
+}
 
 /// Runs a write of the object at `key` (stored form) that changes the
 /// indexed fields of `specs`: the steps of the [module doc](self). `write`
@@ -117,14 +124,17 @@ pub(crate) async fn claim_all<M: Model, V: AsRef<str>>(
     db: &Db,
     key: &str,
     claims: &[(&'static str, V)],
-) -> Result<Vec<String>> {
+) -> Result<Vec<Claim>> {
     let mut claimed = Vec::new();
     for (field, value) in claims {
         let value = value.as_ref();
         let entry = unique_key(M::TABLE, field, value);
         match claim::<M>(db, &entry, key, field, value).await {
-            Ok(true) => claimed.push(entry),
-            Ok(false) => {}
+            Ok(()) => claimed.push(Claim {
+                entry,
+                field,
+                value: value.to_string(),
+            }),
             Err(err) => {
                 release_all(db, &claimed, key).await;
                 return Err(err);
@@ -142,12 +152,12 @@ pub(crate) async fn settle<M: Model>(
     db: &Db,
     key: &str,
     specs: &[&'static IndexSpec],
-    claimed: &[String],
+    claimed: &[Claim],
     old: Texts,
     new: Texts,
 ) -> Result<()> {
-    for entry in claimed {
-        confirm(db, entry, key).await?;
+    for claim in claimed {
+        confirm(db, &claim.entry, key).await?;
     }
     for (spec, (old, new)) in specs.iter().zip(old.iter().zip(&new)) {
         if let (IndexKind::Unique, Some(old)) = (spec.kind, old) {
@@ -155,7 +165,8 @@ pub(crate) async fn settle<M: Model>(
                 let Ok(old) = std::str::from_utf8(old) else {
                     continue;
                 };
-                release(db, &unique_key(M::TABLE, spec.field, old), key).await?;
+                let entry = unique_key(M::TABLE, spec.field, old);
+                release(db, &entry, key, spec.field, old, false).await?;
             }
         }
     }
@@ -285,31 +296,27 @@ async fn apply<M: Model>(
 }
 
 /// Step 1: makes the unique entry `entry` name `key`, pending (with the
-/// lease), unless another object holds or is claiming `value`. `Ok(false)`
-/// if the entry already names `key` (nothing to confirm).
+/// lease), unless another object holds or is claiming `value`.
 async fn claim<M: Model>(
     db: &Db,
     entry: &str,
     key: &str,
     field: &'static str,
     value: &str,
-) -> Result<bool> {
+) -> Result<()> {
     watched(db, entry, |tx| async move {
         let mut read = redis::pipe();
         read.cmd("WATCH").arg(entry).ignore();
         holder_command(&mut read, entry);
         read.cmd("PTTL").arg(entry);
         let (holder, ttl): (Option<String>, i64) = tx.query_pipeline(&read).await?;
-        if let Some(holder) = holder {
-            if holder == key {
-                return Ok(Some(false));
-            }
+        if let Some(holder) = holder.as_deref().filter(|h| *h != key) {
             // A TTL marks a claim still pending: its object is being
             // written, so its field cannot show the value yet.
             let pending = ttl >= 0;
             let holds = pending || {
                 let held: Option<Vec<u8>> =
-                    db.query(redis::cmd("HGET").arg(&holder).arg(field)).await?;
+                    db.query(redis::cmd("HGET").arg(holder).arg(field)).await?;
                 held.as_deref() == Some(value.as_bytes())
             };
             if holds {
@@ -317,10 +324,14 @@ async fn claim<M: Model>(
                     model: M::TABLE,
                     field,
                     value: value.to_string(),
-                    holder: plain_key(&holder),
+                    holder: plain_key(holder),
                 });
             }
         }
+        // An entry that names this object already is claimed again all the
+        // same (made pending, then confirmed after the write): a delete of
+        // the object racing this write releases only entries no write is
+        // claiming, and the confirmation puts back one released before it.
         let mut txn = redis::pipe();
         txn.atomic();
         claim_commands(&mut txn, entry, key);
@@ -328,7 +339,7 @@ async fn claim<M: Model>(
             .arg(entry)
             .arg(CLAIM_LEASE.as_millis() as u64)
             .ignore();
-        Ok(tx.exec::<()>(&txn).await?.map(|()| true))
+        tx.exec::<()>(&txn).await
     })
     .await
 }
@@ -343,10 +354,8 @@ pub(crate) async fn claim_held<M: Model>(
     field: &'static str,
     value: &str,
 ) -> Result<()> {
-    if claim::<M>(db, entry, key, field, value).await? {
-        confirm(db, entry, key).await?;
-    }
-    Ok(())
+    claim::<M>(db, entry, key, field, value).await?;
+    confirm(db, entry, key).await
 }
 
 /// Step 3: makes a pending claim of `key` permanent. If the lease lapsed
@@ -363,17 +372,50 @@ async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
     .await
 }
 
-/// Removes the unique entry `entry` if it names `key`.
-async fn release(db: &Db, entry: &str, key: &str) -> Result<()> {
-    release_unique(db, entry, key, true).await.map(drop)
+/// Removes the unique entry `entry` if it names `key`: a value the write
+/// gave up (step 3), or a failed write's claim (`pending`: the entry's
+/// lease is the caller's own). Left alone if another write is claiming it
+/// (a lease, not the caller's); made permanent instead if the object's
+/// `field` holds `value` (a write of the object that raced this one, or a
+/// failed write's claim of a value the object held already). The field is
+/// read while the entry is WATCHed: a claim or confirmation meanwhile
+/// makes this look again.
+async fn release(
+    db: &Db,
+    entry: &str,
+    key: &str,
+    field: &str,
+    value: &str,
+    pending: bool,
+) -> Result<()> {
+    watched(db, entry, |tx| async move {
+        let mut read = redis::pipe();
+        read.cmd("WATCH").arg(entry).ignore();
+        read.cmd("LINDEX").arg(entry).arg(0);
+        read.cmd("PTTL").arg(entry);
+        let (named, ttl): (Option<String>, i64) = tx.query_pipeline(&read).await?;
+        if named.as_deref() != Some(key) || (ttl >= 0 && !pending) {
+            return Ok(Some(()));
+        }
+        let held: Option<Vec<u8>> = db.query(redis::cmd("HGET").arg(key).arg(field)).await?;
+        let mut txn = redis::pipe();
+        txn.atomic();
+        if held.as_deref() == Some(value.as_bytes()) {
+            txn.cmd("PERSIST").arg(entry).ignore();
+        } else {
+            txn.cmd("DEL").arg(entry).ignore();
+        }
+        tx.exec::<()>(&txn).await
+    })
+    .await
 }
 
 /// Releases the claims of a write that failed, as well as it can: the
 /// write's own error is what the caller reports, and a claim left behind
 /// lapses with its lease.
-pub(crate) async fn release_all(db: &Db, entries: &[String], key: &str) {
-    for entry in entries {
-        let _ = release(db, entry, key).await;
+pub(crate) async fn release_all(db: &Db, claimed: &[Claim], key: &str) {
+    for claim in claimed {
+        let _ = release(db, &claim.entry, key, claim.field, &claim.value, true).await;
     }
 }
 

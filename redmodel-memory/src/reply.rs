@@ -128,3 +128,25 @@ where
             .collect(),
     )
 }
+
+/// Appends to a RESP output buffer the array of `len` bulk strings
+/// `items`: the bytes a [`bulks`] reply goes out as, in RESP2 and RESP3
+/// alike. For a command that writes its reply itself (see
+/// `Store::reply_out`); `items` must yield exactly `len` elements.
+pub(crate) fn write_bulks<'a>(
+    out: &mut Vec<u8>,
+    len: usize,
+    items: impl Iterator<Item = &'a [u8]>,
+) {
+    let mut digits = itoa::Buffer::new();
+    out.push(b'*');
+    out.extend_from_slice(digits.format(len).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for item in items {
+        out.push(b'$');
+        out.extend_from_slice(digits.format(item.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(item);
+        out.extend_from_slice(b"\r\n");
+    }
+}

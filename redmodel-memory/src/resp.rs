@@ -550,6 +550,10 @@ impl Client {
             self.info.skip_next = false;
         }
         let mut after = After::Continue;
+        // Where this command's reply starts, and whether the command
+        // wrote it there itself (see `Store::reply_out`).
+        let reply_start = output.len();
+        let mut written = false;
         let reply = if is(name, "ping")
             && !queueing
             && self.session.resp() < 3
@@ -583,7 +587,21 @@ impl Client {
             if !queueing {
                 self.session.guarded();
             }
-            match self.session.execute_or_block(store, args, now, true) {
+            // LRANGE may write its reply straight into `output`: lent to
+            // it through the store, taken back after. Only the command
+            // run here, not a queued one (EXEC's reply is an array of
+            // typed replies) nor one that runs others (a script's calls).
+            let lend = !queueing && is(name, "lrange");
+            if lend {
+                store.reply_out = Some(std::mem::take(output));
+            }
+            let outcome = self.session.execute_or_block(store, args, now, true);
+            if lend {
+                *output = store.reply_out.take().unwrap_or_default();
+                // Any reply is at least an array header.
+                written = output.len() > reply_start;
+            }
+            match outcome {
                 Outcome::Reply(reply) => reply,
                 Outcome::Blocked(parked) => {
                     self.record(args, now, store);
@@ -610,6 +628,12 @@ impl Client {
         // ON does not, SKIP has none.
         let silent = self.info.skip_this || self.info.reply_off || self.info.skip_next;
         self.after_command();
+        if written {
+            if silent {
+                output.truncate(reply_start);
+            }
+            return None;
+        }
         if after == After::Close {
             self.send(output, &reply, false, silent);
             return Some(Next::Close);

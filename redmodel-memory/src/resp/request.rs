@@ -41,6 +41,8 @@ pub(super) enum Request {
 impl Request {
     /// The arguments as byte slices (`buf` is the buffer it was parsed from).
     /// Empty for `*0`, `*-1` and blank lines, which Redis silently skips.
+    /// (The server reads them into a vector it reuses.)
+    #[cfg(test)]
     pub(super) fn args<'a>(&'a self, buf: &'a [u8]) -> Vec<&'a [u8]> {
         match self {
             Request::Multibulk(ranges) => ranges
@@ -112,6 +114,10 @@ pub(super) struct Parser {
     /// Read position in the buffer.
     pos: usize,
     pending: Option<Pending>,
+    /// The argument list of a request already served, given back by
+    /// [`Self::recycle`] for the next one: a pipeline of small requests
+    /// then allocates nothing per request to read them.
+    spare: Vec<Range<usize>>,
 }
 
 /// Outcome of one parsing step.
@@ -137,6 +143,16 @@ impl Parser {
             }
         }
         self.bulks(buf)
+    }
+
+    /// Takes back a request that has been served, to reuse its memory.
+    /// One that grew past [`ARGV_PREALLOC`] arguments is freed instead, as
+    /// Redis frees a big `argv`.
+    pub(super) fn recycle(&mut self, mut args: Vec<Range<usize>>) {
+        if args.capacity() <= ARGV_PREALLOC && args.capacity() > self.spare.capacity() {
+            args.clear();
+            self.spare = args;
+        }
     }
 
     /// How many leading bytes of the buffer the parser no longer needs.
@@ -168,11 +184,13 @@ impl Parser {
         // The byte after CR is skipped unchecked, as Redis does.
         self.pos += len + 2;
         if let Ok(remaining @ 1..) = usize::try_from(count) {
+            let mut args = std::mem::take(&mut self.spare);
+            args.reserve(remaining.min(ARGV_PREALLOC));
             self.pending = Some(Pending {
                 start,
                 remaining,
                 bulk_len: None,
-                args: Vec::with_capacity(remaining.min(ARGV_PREALLOC)),
+                args,
             });
         }
         Ok(true)

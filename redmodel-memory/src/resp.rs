@@ -748,7 +748,7 @@ impl Client {
         for id in doomed {
             if id == self.info.id {
                 mine = true;
-            } else if let Some(peer) = registry.remove(&id) {
+            } else if let Some(peer) = registry.shift_remove(&id) {
                 peer.kill.notify_one();
             }
         }
@@ -840,7 +840,7 @@ impl Drop for Client {
                 });
             }
         }
-        self.registry.lock().remove(&self.info.id);
+        self.registry.lock().shift_remove(&self.info.id);
     }
 }
 

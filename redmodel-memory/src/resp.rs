@@ -1003,6 +1003,35 @@ mod tests {
         server.shutdown().await;
     }
 
+    /// LRANGE writes its reply straight into the connection's buffer (see
+    /// `Store::reply_out`): the same bytes as a typed reply, nothing when
+    /// CLIENT REPLY silences it, typed again inside MULTI and scripts, and
+    /// errors as errors (bytes as redis-server 7.0.15 sends them).
+    #[tokio::test]
+    async fn lrange_written_in_place() {
+        let server = serve(Engine::new(), "127.0.0.1:0").await.unwrap();
+        let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+        stream
+            .write_all(
+                b"RPUSH l a bb \"\"\r\nLRANGE l 0 -1\r\nLRANGE l -2 5\r\nLRANGE l 2 1\r\n\
+                  LRANGE nokey 0 -1\r\nLRANGE l x 1\r\nSET s v\r\nLRANGE s 0 1\r\n\
+                  CLIENT REPLY SKIP\r\nLRANGE l 0 -1\r\nMULTI\r\nLRANGE l 0 0\r\nEXEC\r\n\
+                  EVAL \"return redis.call('lrange', KEYS[1], 1, 1)\" 1 l\r\n",
+            )
+            .await
+            .unwrap();
+        let want: &[u8] = b":3\r\n*3\r\n$1\r\na\r\n$2\r\nbb\r\n$0\r\n\r\n\
+            *2\r\n$2\r\nbb\r\n$0\r\n\r\n*0\r\n*0\r\n\
+            -ERR value is not an integer or out of range\r\n+OK\r\n\
+            -WRONGTYPE Operation against a key holding the wrong kind of value\r\n\
+            +OK\r\n+QUEUED\r\n*1\r\n*1\r\n$1\r\na\r\n*1\r\n$2\r\nbb\r\n";
+        assert_eq!(
+            String::from_utf8_lossy(&read_n(&mut stream, want.len()).await),
+            String::from_utf8_lossy(want)
+        );
+        server.shutdown().await;
+    }
+
     /// CLIENT LIST shows every connection with Redis's fields; CLIENT KILL
     /// closes another connection (new form: the count) and, in the old
     /// form, may close the caller after its reply.

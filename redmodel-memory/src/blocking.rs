@@ -323,6 +323,14 @@ pub(crate) fn unblock(store: &mut Store, id: u64, wake: Wake) -> bool {
 /// Offers the ready keys to their blocked clients (see the module's
 /// documentation), until no key is ready.
 pub(crate) fn serve_ready(store: &mut Store, now: i64) {
+    // Nobody waits (the usual case, checked after every command): a key is
+    // queued only while it has blocked clients, so there is nothing to
+    // serve, and looking at every database's queue is skipped. (A key
+    // queued for a client that left since waits for the next wait, where
+    // serving it is a no-op if it is empty again.)
+    if store.waiters.by_id.is_empty() {
+        return;
+    }
     while store.dbs.iter().any(|ks| ks.has_ready()) {
         for db in 0..store.dbs.len() {
             for key in store.dbs[db].take_ready() {

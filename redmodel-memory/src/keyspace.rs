@@ -31,6 +31,7 @@ use super::error::CmdError;
 use super::glob::glob_match;
 use super::hasher::Seeded;
 use super::value::encoding::{outgrows, History};
+use super::value::string::StringValue;
 use super::value::{Kind, Value};
 
 mod slots;
@@ -525,6 +526,43 @@ impl Keyspace {
         };
         self.check_outgrown(slot);
         self.changed(key);
+    }
+
+    /// Replaces the string at `key` with what `update` makes of it (given
+    /// `None` when the key is missing), keeping its TTL: what a
+    /// [`Self::read`] and then a [`Self::set`] with `keep_ttl` do, in one
+    /// lookup instead of two, for INCR and friends (a counter's every
+    /// request). WRONGTYPE for another type; an error of `update` leaves
+    /// the key as it was. Marks the key modified.
+    pub(crate) fn update_string<R>(
+        &mut self,
+        key: &[u8],
+        now: i64,
+        update: impl FnOnce(Option<&[u8]>) -> Result<(StringValue, R), CmdError>,
+    ) -> Result<R, CmdError> {
+        let (slot, result) = match self.live_slot(key, now) {
+            Some(slot) => {
+                let Some(entry) = self.slots.get_mut(slot) else {
+                    unreachable!("live_slot found it")
+                };
+                entry.touch(now);
+                let Value::Str(current) = &mut entry.value else {
+                    return Err(CmdError::WrongType);
+                };
+                let (new, result) = update(Some(current))?;
+                *current = new;
+                entry.set_history(History::Fresh);
+                (slot, result)
+            }
+            None => {
+                let (new, result) = update(None)?;
+                let slot = self.insert_new(key, Value::Str(new), History::Fresh, now);
+                (slot, result)
+            }
+        };
+        self.check_outgrown(slot);
+        self.changed(key);
+        Ok(result)
     }
 
     /// Stores a value with an expiry time.

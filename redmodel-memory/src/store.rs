@@ -46,6 +46,13 @@ pub(crate) struct Store {
     pub(crate) waiters: crate::blocking::Waiters,
     /// ACL's users and log, and who runs the current command.
     pub(crate) acl: crate::acl::Acl,
+    /// A RESP connection's output buffer, lent to the command running now
+    /// when that command may write its reply there itself (LRANGE, see
+    /// `command::lists::lrange`): a reply of many elements then costs no
+    /// typed value and no heap block per element, which were half of
+    /// LRANGE's time. `None` everywhere else (in-process calls, scripts,
+    /// transactions), where commands build typed replies.
+    pub(crate) reply_out: Option<Vec<u8>>,
 }
 
 impl Default for Store {
@@ -76,6 +83,7 @@ impl Default for Store {
             busy,
             cluster_enabled: false,
             announced: None,
+            reply_out: None,
             pubsub: {
                 let mut registry = crate::pubsub::Registry::default();
                 registry.set_limit(limits.pubsub_limit);

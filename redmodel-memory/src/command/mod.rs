@@ -82,8 +82,9 @@ pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
     }
 }
 
-// Looked up once per command: foldhash (see `crate::hasher`), not SipHash.
-static TABLE: LazyLock<HashMap<&'static str, &'static Spec, Seeded>> = LazyLock::new(|| {
+// Looked up once per command: foldhash (see `crate::hasher`), not SipHash,
+// and keyed by bytes, so that a request's name needs no UTF-8 check.
+static TABLE: LazyLock<HashMap<&'static [u8], &'static Spec, Seeded>> = LazyLock::new(|| {
     [
         acl::COMMANDS,
         bitmaps::COMMANDS,
@@ -111,7 +112,7 @@ static TABLE: LazyLock<HashMap<&'static str, &'static Spec, Seeded>> = LazyLock:
     ]
     .into_iter()
     .flatten()
-    .map(|spec| (spec.name, spec))
+    .map(|spec| (spec.name.as_bytes(), spec))
     .collect()
 });
 
@@ -129,9 +130,7 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
     let lower = &mut buf[..name.len()];
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    std::str::from_utf8(lower)
-        .ok()
-        .and_then(|n| TABLE.get(n).copied())
+    TABLE.get(&*lower).copied()
 }
 
 /// The error Redis gives for an unknown command. Like Redis (`%.128s` and

@@ -509,12 +509,16 @@ fn setrange(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Redis's `incrDecrCommand`: adds `delta` to the integer at `key` (0 if
 /// missing), keeping its TTL.
 fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> CmdResult {
-    let current = match ctx.read::<StringValue>(key)? {
-        None => 0,
-        Some(s) => parse_i64(s).ok_or(CmdError::NotInteger)?,
-    };
-    let value = current.checked_add(delta).ok_or(CmdError::Overflow)?;
-    ctx.set(key, Value::Str(StringValue::from_int(value)), true);
+    let now = ctx.now;
+    // Read and replaced in one lookup of the key.
+    let value = ctx.ks().update_string(key, now, |current| {
+        let current = match current {
+            None => 0,
+            Some(s) => parse_i64(s).ok_or(CmdError::NotInteger)?,
+        };
+        let value = current.checked_add(delta).ok_or(CmdError::Overflow)?;
+        Ok((StringValue::from_int(value), value))
+    })?;
     ctx.notify(class::STRING, "incrby", key);
     Ok(reply::int(value))
 }

@@ -397,7 +397,11 @@ async fn release(
         if named.as_deref() != Some(key) || (ttl >= 0 && !pending) {
             return Ok(Some(()));
         }
-        let held: Option<Vec<u8>> = db.query(redis::cmd("HGET").arg(key).arg(field)).await?;
+        // An object that is not a hash (a failed write's) holds nothing.
+        let held: Option<Vec<u8>> = match db.query(redis::cmd("HGET").arg(key).arg(field)).await {
+            Err(Error::WrongType { .. }) => None,
+            held => held?,
+        };
         let mut txn = redis::pipe();
         txn.atomic();
         if held.as_deref() == Some(value.as_bytes()) {

@@ -181,12 +181,14 @@ async fn emails(db: &Db) -> redmodel::Result<String> {
         out.push_str(&format!("chaosuser:{id} email {email:?}\n"));
     }
     for n in 0..EMAILS {
-        let entry = User::EMAIL_UNIQUE.key(format!("u{n}@x"))?.unwrap_or_default();
+        let entry = User::EMAIL_UNIQUE
+            .key(format!("u{n}@x"))?
+            .unwrap_or_default();
         let stored = db.key_layout().stored(&entry).into_owned();
         let holder: Vec<String> = db
-            .query(&redis::cmd("LRANGE").arg(&stored).arg(0).arg(-1))
+            .query(redis::cmd("LRANGE").arg(&stored).arg(0).arg(-1))
             .await?;
-        let ttl: i64 = db.query(&redis::cmd("PTTL").arg(&stored)).await?;
+        let ttl: i64 = db.query(redis::cmd("PTTL").arg(&stored)).await?;
         out.push_str(&format!("{entry}: {holder:?} pttl {ttl}\n"));
     }
     Ok(out)

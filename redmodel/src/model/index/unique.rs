@@ -229,6 +229,20 @@ pub(crate) fn holder_and_field_command(pipe: &mut redis::Pipeline, entry: &str, 
     pipe.add_command(sort);
 }
 
+/// WATCHes the unique entry `entry` on `tx` and reads who it names and
+/// its TTL in milliseconds (negative: none, so not a pending claim; see
+/// `write::stepped`): what every compare-and-set on an entry decides on.
+pub(crate) async fn watch_entry(
+    tx: &crate::optimistic::RawTransaction,
+    entry: &str,
+) -> Result<(Option<String>, i64)> {
+    let mut read = redis::pipe();
+    read.cmd("WATCH").arg(entry).ignore();
+    holder_command(&mut read, entry);
+    read.cmd("PTTL").arg(entry);
+    tx.query_pipeline(&read).await
+}
+
 /// `SORT entry BY nosort LIMIT 0 1 GET #`: an entry's holder (a list of
 /// one, at most one read even of a damaged entry), to which a caller adds
 /// the `GET` patterns of the holder's fields.

@@ -12,6 +12,7 @@
 
 use redis::Value;
 
+use crate::model::index::unique::watch_entry;
 use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, KeyLayout, Result};
 
@@ -187,11 +188,7 @@ async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Resu
 /// value yet.
 async fn release_unique(db: &Db, entry: &str, holder: &str) -> Result<bool> {
     watched(db, entry, |tx| async move {
-        let mut read = redis::pipe();
-        read.cmd("WATCH").arg(entry).ignore();
-        read.cmd("LINDEX").arg(entry).arg(0);
-        read.cmd("PTTL").arg(entry);
-        let (named, ttl): (Option<String>, i64) = tx.query_pipeline(&read).await?;
+        let (named, ttl) = watch_entry(&tx, entry).await?;
         if named.as_deref() != Some(holder) || ttl >= 0 {
             return Ok(Some(false));
         }

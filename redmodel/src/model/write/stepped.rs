@@ -50,7 +50,7 @@ use redis::{FromRedisValue, Pipeline, Value};
 
 use super::index::guarded_unit;
 use crate::layout::plain_key;
-use crate::model::index::unique::{claim_commands, holder_command};
+use crate::model::index::unique::{claim_commands, holder_command, watch_entry};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::steps::Steps;
@@ -305,11 +305,7 @@ async fn claim<M: Model>(
     value: &str,
 ) -> Result<()> {
     watched(db, entry, |tx| async move {
-        let mut read = redis::pipe();
-        read.cmd("WATCH").arg(entry).ignore();
-        holder_command(&mut read, entry);
-        read.cmd("PTTL").arg(entry);
-        let (holder, ttl): (Option<String>, i64) = tx.query_pipeline(&read).await?;
+        let (holder, ttl) = watch_entry(&tx, entry).await?;
         if let Some(holder) = holder.as_deref().filter(|h| *h != key) {
             // A TTL marks a claim still pending: its object is being
             // written, so its field cannot show the value yet.
@@ -389,11 +385,7 @@ async fn release(
     pending: bool,
 ) -> Result<()> {
     watched(db, entry, |tx| async move {
-        let mut read = redis::pipe();
-        read.cmd("WATCH").arg(entry).ignore();
-        read.cmd("LINDEX").arg(entry).arg(0);
-        read.cmd("PTTL").arg(entry);
-        let (named, ttl): (Option<String>, i64) = tx.query_pipeline(&read).await?;
+        let (named, ttl) = watch_entry(&tx, entry).await?;
         if named.as_deref() != Some(key) || (ttl >= 0 && !pending) {
             return Ok(Some(()));
         }

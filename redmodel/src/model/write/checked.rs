@@ -276,11 +276,9 @@ impl Recorder<'_> {
         let recall = self.db.recall();
         if done != 1 {
             // Nothing written: `first` is what the reads found instead.
-            for ((cmd, _), reply) in conditions.iter().zip(&first) {
-                recall.saw(cmd, reply);
-            }
-            let reads = conditions.iter().map(|(cmd, _)| cmd).zip(&first);
-            return Ok(Checked::Changed(Facts::of(reads)));
+            let facts = Facts::of(conditions.iter().map(|(cmd, _)| cmd).zip(&first));
+            recall.remember(facts.clone());
+            return Ok(Checked::Changed(facts));
         }
         // Written: the reads found what was recorded, and the writes
         // changed it as they say.
@@ -289,14 +287,14 @@ impl Recorder<'_> {
             for (cmd, _) in writes {
                 facts.apply(cmd);
             }
-            recall.wrote(facts);
+            recall.remember(facts);
         }
-        let out = first;
         // The shaped script replies only the kept replies.
         let replies: Vec<Value> = if shaped.is_some() {
-            out
+            first
         } else {
-            out.into_iter()
+            first
+                .into_iter()
                 .zip(writes)
                 .filter(|(_, (_, keep))| *keep)
                 .map(|(v, _)| v)

@@ -68,10 +68,10 @@ pub(crate) enum Guess {
 /// Values as of one moment: what a checked write's script replied. A
 /// write reads a few values (its object's indexed fields, an entry or
 /// two), so they are a short list searched in place: no hashing, and a
-/// lookup by borrowed key and field allocates nothing. A value a write
-/// made unknown ([`apply`](Facts::apply)) stays in the list as `None`, to
-/// be forgotten where it was remembered.
-#[derive(Default)]
+/// lookup by borrowed key and field allocates nothing. A value not known
+/// (a read's error reply, or one a write made unknown: [`apply`](Facts::apply))
+/// stays in the list as `None`, to be forgotten where it was remembered.
+#[derive(Clone, Default)]
 pub(crate) struct Facts(Vec<(Fact, Option<Option<Vec<u8>>>)>);
 
 impl Facts {
@@ -80,14 +80,9 @@ impl Facts {
         let mut facts = Facts::default();
         for (cmd, reply) in reads {
             learn(cmd, reply, |fact, value| {
-                let at = facts.0.iter().position(|(f, _)| *f == fact);
-                match (at, value) {
-                    (Some(at), Some(value)) => facts.0[at].1 = Some(value),
-                    (None, Some(value)) => facts.0.push((fact, Some(value))),
-                    (Some(at), None) => {
-                        facts.0.swap_remove(at);
-                    }
-                    (None, None) => {}
+                match facts.0.iter_mut().find(|(f, _)| *f == fact) {
+                    Some((_, held)) => *held = value,
+                    None => facts.0.push((fact, value)),
                 }
             });
         }
@@ -166,10 +161,11 @@ impl Facts {
         } else if (is("HINCRBY") || is("HINCRBYFLOAT")) && rest.len() == 2 {
             self.forget(|f| f.key() == key && f.field() == Some(rest[0]));
         } else if is("DEL") || is("UNLINK") {
-            for (fact, held) in self.0.iter_mut() {
-                if let (true, Some(held)) = (fact.key() == key || rest.contains(&fact.key()), held)
-                {
-                    *held = None;
+            for (fact, held) in &mut self.0 {
+                if fact.key() == key || rest.contains(&fact.key()) {
+                    if let Some(held) = held {
+                        *held = None;
+                    }
                 }
             }
         } else if is("RPUSH") && !rest.is_empty() {
@@ -210,11 +206,11 @@ impl Fact {
 }
 
 impl Recall {
-    /// Remembers the values a checked write read as they are after it:
-    /// what its script found, with its writes applied ([`Facts::apply`]);
-    /// one it no longer knows is forgotten. What the script would have
-    /// read back, without reading.
-    pub(crate) fn wrote(&self, facts: Facts) {
+    /// Remembers `facts`, and forgets the values they do not know: what
+    /// a read found, or what a checked write read as it is after the write
+    /// (its script's findings with its writes applied, [`Facts::apply`]:
+    /// what the script would have read back, without reading).
+    pub(crate) fn remember(&self, facts: Facts) {
         let mut seen = self.seen.lock();
         for (fact, value) in facts.0 {
             match value {
@@ -236,18 +232,10 @@ impl Recall {
     }
 
     /// Remembers what `cmd` replied (`reply`), if it is a read this
-    /// module knows and the reply is one of its values (an error or an
-    /// unexpected shape forgets what was seen instead).
+    /// module knows (an error or an unexpected shape forgets what was seen
+    /// instead).
     pub(crate) fn saw(&self, cmd: &Cmd, reply: &Value) {
-        let mut seen = self.seen.lock();
-        learn(cmd, reply, |fact, value| match value {
-            Some(value) => {
-                seen.put(fact, value);
-            }
-            None => {
-                seen.pop(&fact);
-            }
-        });
+        self.remember(Facts::of([(cmd, reply)]));
     }
 }
 
@@ -486,7 +474,7 @@ mod tests {
         ] {
             facts.apply(&cmd);
         }
-        recall.wrote(facts);
+        recall.remember(facts);
         // What the script would have read back: the new value, held by
         // the object; a field not read stays unknown (guessed absent).
         assert_eq!(

@@ -20,6 +20,9 @@
 //!   are served first-come first-served, as Redis serves them.
 //! - Expiry is passive (an expired key is removed when touched) and active
 //!   (a background cycle samples keys with a TTL, see [`Engine::run_expire_cycle`]).
+//! - [`Engine::atomically`] runs Rust code as a script runs (atomic, its
+//!   commands checked as `redis.call`'s), for callers in the same process
+//!   that need a script's atomicity without Lua's cost.
 //! - [`ManualClock`] lets tests move time instead of sleeping.
 //! - Pub/Sub: PUBLISH from any client reaches RESP subscribers and the
 //!   in-process subscribers of [`Engine::pubsub`] ([`PubSub`]); keyspace
@@ -41,6 +44,7 @@
 
 mod acl;
 mod args;
+mod atomic;
 mod blocking;
 mod clock;
 mod cluster;
@@ -68,6 +72,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+pub use atomic::Atomic;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;

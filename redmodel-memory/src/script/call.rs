@@ -20,21 +20,21 @@ use crate::command::{self, meta, Ctx};
 use crate::float::format_double;
 
 /// The client a script runs its commands as.
-pub(super) struct Client<'a> {
-    pub(super) ctx: Ctx<'a>,
+pub(crate) struct Client<'a> {
+    pub(crate) ctx: Ctx<'a>,
     /// EVAL_RO, EVALSHA_RO, FCALL_RO and `no-writes` scripts: write
     /// commands are refused.
-    pub(super) read_only: bool,
+    pub(crate) read_only: bool,
     /// Cluster mode: the script may touch keys of several slots (no
     /// shebang, or `allow-cross-slot-keys`).
-    pub(super) cross_slot: bool,
+    pub(crate) cross_slot: bool,
     /// Cluster mode: the slot of the keys touched so far.
-    pub(super) slot: Option<u16>,
+    pub(crate) slot: Option<u16>,
     /// `min-replicas-to-write` is not met: the first write is refused.
-    pub(super) no_replicas: bool,
+    pub(crate) no_replicas: bool,
     /// The script has run a write command (it cannot be stopped halfway
     /// any more).
-    pub(super) wrote: bool,
+    pub(crate) wrote: bool,
 }
 
 thread_local! {
@@ -242,7 +242,7 @@ fn format_g17(n: f64) -> String {
 const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";
 
 /// Redis 7.0's `scriptCall` checks, in its order, then the command.
-fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> {
+pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> {
     let name = argv[0];
     // Redis knows every command; the engine runs those it has.
     let Some(meta) = meta::of_line(argv) else {

@@ -7,7 +7,7 @@
 //! its body and cached until SCRIPT FLUSH.
 
 pub(crate) mod busy;
-mod call;
+pub(crate) mod call;
 mod convert;
 pub(crate) mod flags;
 pub(crate) mod library;

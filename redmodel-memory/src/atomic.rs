@@ -1,0 +1,212 @@
+//! Rust code run as a script runs: atomically, its commands checked and
+//! run as a Lua script's `redis.call`s are, without Lua.
+//!
+//! Why: in process a script costs far more than the commands it runs. An
+//! EVALSHA that does nothing costs about three times a small command, and
+//! each `redis.call` crosses from Lua to Rust and back, converting every
+//! argument and reply. A caller in the same process that only needs a
+//! script's atomicity (read, compare, then write, with no other client in
+//! between) can have it from the store's lock directly:
+//! [`Engine::atomically`].
+
+use redis::Value;
+
+use crate::blocking::{self, BlockSlot};
+use crate::command::Ctx;
+use crate::error::error_value;
+use crate::script::call::{self, Client};
+use crate::Engine;
+
+/// The commands of an [`Engine::atomically`] closure: each runs as a
+/// script's `redis.call` would, on a client of database `db` that speaks
+/// RESP2 and may not block.
+pub struct Atomic<'a> {
+    client: Client<'a>,
+}
+
+impl Atomic<'_> {
+    /// Runs one command (name first) as a script's `redis.call` runs it:
+    /// the same refusals (an unknown command, a wrong argument count, a
+    /// command scripts may not run, an ACL denial, keys of another slot
+    /// than the first command's in cluster mode), a command that may
+    /// block answering at once (XREAD ... BLOCK); its reply, an error as a `Value::ServerError`.
+    ///
+    /// Unlike a reply that comes back through Lua, an integer stays
+    /// exact, a nil stays a nil inside an array, and a status stays a
+    /// status.
+    pub fn call(&mut self, args: &[&[u8]]) -> Value {
+        if args.is_empty() {
+            return error_value("ERR Please specify at least one argument for this redis lib call");
+        }
+        match call::run(&mut self.client, args) {
+            Ok(reply) => reply,
+            Err(text) => error_value(&text),
+        }
+    }
+}
+
+impl Engine {
+    /// Runs `f` atomically on database `db`, as a script runs: no other
+    /// client's command runs until it returns, its commands see one
+    /// frozen time, and what they write aborts other clients' WATCHes and
+    /// wakes blocked clients as a script's writes do (after `f`
+    /// returns). A command's error does not stop `f`: it is the reply it
+    /// reads, and what ran before stays, as in a script that goes on
+    /// after `redis.pcall`.
+    ///
+    /// `f` holds the engine's lock: it must not use another client of this
+    /// engine (that would wait for itself).
+    ///
+    /// ```
+    /// use redis::Value;
+    /// use redmodel_memory::Engine;
+    ///
+    /// let engine = Engine::new();
+    /// // Increment a field only if its hash exists (a script's job).
+    /// let reply = engine.atomically(0, |tx| {
+    ///     if tx.call(&[b"EXISTS", b"user:1"]) == Value::Int(0) {
+    ///         return None;
+    ///     }
+    ///     Some(tx.call(&[b"HINCRBY", b"user:1", b"visits", b"1"]))
+    /// });
+    /// assert_eq!(reply, None);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `db` is not a database of the engine (16, as Redis's default).
+    pub fn atomically<R>(&self, db: usize, f: impl FnOnce(&mut Atomic<'_>) -> R) -> R {
+        let now = self.now_ms();
+        let mut store = self.shared.store.lock();
+        assert!(db < store.dbs.len(), "no database {db} in the engine");
+        let no_replicas = store.dbs[db].limits().min_replicas;
+        let was_in_script = std::mem::replace(&mut store.in_script, true);
+        let mut atomic = Atomic {
+            client: Client {
+                ctx: Ctx {
+                    store: &mut store,
+                    db,
+                    now,
+                    block: BlockSlot::Denied,
+                    resp: 2,
+                },
+                read_only: false,
+                // As a script with a shebang: in cluster mode every key
+                // in the first key's slot, as a cluster routes a script.
+                cross_slot: false,
+                slot: None,
+                no_replicas,
+                wrote: false,
+            },
+        };
+        let out = f(&mut atomic);
+        drop(atomic);
+        store.in_script = was_in_script;
+        // As after any command: notifications out, blocked clients served.
+        store.flush_notifications();
+        blocking::serve_ready(&mut store, now);
+        store.flush_notifications();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    fn is_error(v: &Value, text: &str) -> bool {
+        matches!(v, Value::ServerError(e) if format!("{e:?}").contains(text))
+    }
+
+    #[test]
+    fn commands_run_as_a_scripts_do_with_exact_replies() {
+        let engine = Engine::new();
+        let replies = engine.atomically(0, |tx| {
+            [
+                tx.call(&[b"SET", b"n", b"1152921504606846976"]),
+                tx.call(&[b"INCR", b"n"]),
+                tx.call(&[b"HSET", b"h", b"a", b"1"]),
+                tx.call(&[b"HMGET", b"h", b"a", b"b"]),
+                // Refused as `redis.call` refuses them.
+                tx.call(&[b"NOSUCH"]),
+                tx.call(&[b"GET"]),
+                tx.call(&[b"MULTI"]),
+                // An error does not stop the rest.
+                tx.call(&[b"HINCRBY", b"n", b"f", b"1"]),
+                tx.call(&[b"GET", b"n"]),
+                // As in Redis 7.0, BLPOP is `noscript`.
+                tx.call(&[b"BLPOP", b"empty", b"0"]),
+            ]
+        });
+        assert_eq!(replies[0], Value::Okay);
+        // Through Lua this would have come back as a rounded double.
+        assert_eq!(replies[1], Value::Int(1_152_921_504_606_846_977));
+        assert_eq!(replies[2], Value::Int(1));
+        assert_eq!(replies[3], Value::Array(vec![bulk("1"), Value::Nil]));
+        assert!(is_error(
+            &replies[4],
+            "Unknown Redis command called from script"
+        ));
+        assert!(is_error(&replies[5], "Wrong number of args"));
+        assert!(is_error(&replies[6], "not allowed from script"));
+        assert!(is_error(&replies[7], "WRONGTYPE"));
+        assert_eq!(replies[8], bulk("1152921504606846977"));
+        assert!(is_error(&replies[9], "not allowed from script"));
+        assert!(is_error(
+            &engine.atomically(0, |tx| tx.call(&[])),
+            "at least one argument"
+        ));
+    }
+
+    #[test]
+    fn a_write_aborts_other_clients_watches_and_reaches_its_database() {
+        let engine = Engine::new();
+        let mut watcher = engine.connection();
+        watcher.execute(&[b"SELECT", b"3"]);
+        watcher.execute(&[b"WATCH", b"k"]);
+        engine.atomically(3, |tx| tx.call(&[b"SET", b"k", b"v"]));
+        watcher.execute(&[b"MULTI"]);
+        watcher.execute(&[b"SET", b"k", b"mine"]);
+        assert_eq!(watcher.execute(&[b"EXEC"]), Value::Nil);
+        assert_eq!(watcher.execute(&[b"GET", b"k"]), bulk("v"));
+        assert_eq!(engine.dbsize(0), 0);
+    }
+
+    #[test]
+    fn a_push_wakes_a_blocked_client() {
+        let engine = Engine::new();
+        let waiting = {
+            let engine = engine.clone();
+            std::thread::spawn(move || engine.connection().execute(&[b"BLPOP", b"q", b"10"]))
+        };
+        let mut info = engine.connection();
+        let blocked = |info: &mut crate::Connection| match info.execute(&[b"INFO", b"clients"]) {
+            Value::BulkString(text) => String::from_utf8_lossy(&text).contains("blocked_clients:1"),
+            _ => false,
+        };
+        while !blocked(&mut info) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        engine.atomically(0, |tx| tx.call(&[b"RPUSH", b"q", b"job"]));
+        let reply = waiting.join().expect("the blocked client's thread");
+        assert_eq!(reply, Value::Array(vec![bulk("q"), bulk("job")]));
+    }
+
+    #[test]
+    fn in_cluster_mode_every_key_is_in_the_first_keys_slot() {
+        let engine = Engine::new().with_cluster_mode();
+        let replies = engine.atomically(0, |tx| {
+            [
+                tx.call(&[b"SET", b"{u}a", b"1"]),
+                tx.call(&[b"SET", b"{u}b", b"2"]),
+                tx.call(&[b"SET", b"other", b"3"]),
+            ]
+        });
+        assert_eq!(replies[..2], [Value::Okay, Value::Okay]);
+        assert!(is_error(&replies[2], "do not hash to the same slot"));
+    }
+}

@@ -344,6 +344,19 @@ impl Db {
         self.backend().engine()
     }
 
+    /// On the memory engine, runs `f` atomically as a script would run
+    /// ([`Engine::atomically`]), counted as the one command and round trip
+    /// the script would be; `None` on a server.
+    pub(crate) fn atomically<R>(
+        &self,
+        f: impl FnOnce(&mut crate::memory::Atomic<'_>) -> R,
+    ) -> Option<R> {
+        let engine = self.engine()?;
+        self.shared.counters.command();
+        let db = usize::try_from(self.backend().db_number()).unwrap_or(0);
+        Some(engine.atomically(db, f))
+    }
+
     /// Runs one command and converts its reply.
     pub async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
         let mut conn = self.clone();

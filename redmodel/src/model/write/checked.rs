@@ -24,6 +24,8 @@ use redis::{Arg, Cmd, FromRedisValue, Pipeline, Value};
 
 use super::recall::{Facts, Guess};
 use super::shaped;
+use crate::layout::plain_key;
+use crate::memory::Atomic;
 use crate::model::steps::not_found;
 use crate::optimistic::RawTransaction;
 use crate::script::{Call, Lua};
@@ -226,55 +228,21 @@ impl Recorder<'_> {
         if !conditions.is_empty() {
             tokio::task::yield_now().await;
         }
-        // The write's own script if it has a shape to write one for, else
-        // the general one.
-        let shaped = shaped::shape(&conditions, writes);
-        let call = match &shaped {
-            Some(shaped) => {
-                let mut call = shaped.script.call(guards);
-                for arg in &shaped.argv {
-                    call.arg(*arg);
-                }
-                call
-            }
-            None => {
-                let mut invocation = CHECKED.call(guards);
-                invocation.arg(conditions.len());
-                for (cmd, reply) in &conditions {
-                    let Some(values) = expected(reply) else {
-                        return Ok(Checked::Unsupported);
-                    };
-                    add_command(&mut invocation, cmd);
-                    invocation.arg(values.len());
-                    for value in values {
-                        invocation.arg(value);
-                    }
-                }
-                for (cmd, _) in writes {
-                    add_command(&mut invocation, cmd);
-                }
-                invocation
-            }
-        };
-        let reply = match call.invoke::<Vec<Value>>(self.db).await {
-            Ok(Some(reply)) => reply,
-            Ok(None) => return Ok(Checked::Unsupported),
-            Err(err) => return Err(not_found(err)),
-        };
-        let malformed = || {
-            Error::from(redis::RedisError::from((
-                redis::ErrorKind::UnexpectedReturnType,
-                "the checked write's script replied in an unknown shape",
-            )))
-        };
-        let mut reply = reply.into_iter();
-        let (Some(Value::Int(done)), Some(Value::Array(first)), None) =
-            (reply.next(), reply.next(), reply.next())
-        else {
-            return Err(malformed());
+        // In process, the engine runs the checks and the writes as the
+        // script would, without Lua: a script costs several times the
+        // commands it runs there.
+        let native = self
+            .db
+            .atomically(|tx| in_process(tx, guards, &conditions, writes));
+        let (done, first) = match native {
+            Some(outcome) => outcome?,
+            None => match send(self.db, guards, &conditions, writes).await? {
+                Some(outcome) => outcome,
+                None => return Ok(Checked::Unsupported),
+            },
         };
         let recall = self.db.recall();
-        if done != 1 {
+        if !done {
             // Nothing written: `first` is what the reads found instead.
             let facts = Facts::of(conditions.iter().map(|(cmd, _)| cmd).zip(&first));
             recall.remember(facts.clone());
@@ -289,20 +257,129 @@ impl Recorder<'_> {
             }
             recall.remember(facts);
         }
-        // The shaped script replies only the kept replies.
-        let replies: Vec<Value> = if shaped.is_some() {
-            first
-        } else {
-            first
-                .into_iter()
-                .zip(writes)
-                .filter(|(_, (_, keep))| *keep)
-                .map(|(v, _)| v)
-                .collect()
-        };
-        let out = T::from_redis_value(Value::Array(replies)).map_err(redis::RedisError::from)?;
+        let out = T::from_redis_value(Value::Array(first)).map_err(redis::RedisError::from)?;
         Ok(Checked::Done(out))
     }
+}
+
+/// Sends the write as its shape's script, or the general one: whether
+/// it was applied, and the kept replies (applied) or the reads as they
+/// are (not); `None` if it cannot go as a script.
+async fn send(
+    db: &Db,
+    guards: &[String],
+    conditions: &[(Cmd, Value)],
+    writes: &[(&Cmd, bool)],
+) -> Result<Option<(bool, Vec<Value>)>> {
+    // The write's own script if it has a shape to write one for, else the
+    // general one.
+    let shaped = shaped::shape(conditions, writes);
+    let call = match &shaped {
+        Some(shaped) => {
+            let mut call = shaped.script.call(guards);
+            for arg in &shaped.argv {
+                call.arg(*arg);
+            }
+            call
+        }
+        None => {
+            let mut invocation = CHECKED.call(guards);
+            invocation.arg(conditions.len());
+            for (cmd, reply) in conditions {
+                let Some(values) = expected(reply) else {
+                    return Ok(None);
+                };
+                add_command(&mut invocation, cmd);
+                invocation.arg(values.len());
+                for value in values {
+                    invocation.arg(value);
+                }
+            }
+            for (cmd, _) in writes {
+                add_command(&mut invocation, cmd);
+            }
+            invocation
+        }
+    };
+    let reply = match call.invoke::<Vec<Value>>(db).await {
+        Ok(Some(reply)) => reply,
+        Ok(None) => return Ok(None),
+        Err(err) => return Err(not_found(err)),
+    };
+    let mut reply = reply.into_iter();
+    let (Some(Value::Int(done)), Some(Value::Array(first)), None) =
+        (reply.next(), reply.next(), reply.next())
+    else {
+        return Err(Error::from(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "the checked write's script replied in an unknown shape",
+        ))));
+    };
+    let done = done == 1;
+    // The shaped script replies only the kept replies.
+    if !done || shaped.is_some() {
+        return Ok(Some((done, first)));
+    }
+    let kept = first
+        .into_iter()
+        .zip(writes)
+        .filter(|(_, (_, keep))| *keep)
+        .map(|(v, _)| v)
+        .collect();
+    Ok(Some((done, kept)))
+}
+
+/// What the scripts do, run by the engine in process under its lock
+/// ([`Db::atomically`]): the guards, then the reads, each compared with
+/// its recorded reply whole (an error reads as 0, as in the scripts),
+/// then the writes, stopping at the first error (what ran before it
+/// stays). Whether the write was applied, and the kept replies or the
+/// reads as they are.
+fn in_process(
+    tx: &mut Atomic<'_>,
+    guards: &[String],
+    conditions: &[(Cmd, Value)],
+    writes: &[(&Cmd, bool)],
+) -> Result<(bool, Vec<Value>)> {
+    for guard in guards {
+        if tx.call(&[b"EXISTS", guard.as_bytes()]) == Value::Int(0) {
+            return Err(Error::NotFound {
+                key: plain_key(guard),
+            });
+        }
+    }
+    let mut changed = false;
+    let mut seen = Vec::with_capacity(conditions.len());
+    for (cmd, recorded) in conditions {
+        let reply = match tx.call(&args(cmd)) {
+            Value::ServerError(_) => Value::Int(0),
+            reply => reply,
+        };
+        changed |= reply != *recorded;
+        seen.push(reply);
+    }
+    if changed {
+        return Ok((false, seen));
+    }
+    let mut kept = Vec::with_capacity(writes.len());
+    for (cmd, keep) in writes {
+        let reply = tx.call(&args(cmd)).extract_error()?;
+        if *keep {
+            kept.push(reply);
+        }
+    }
+    Ok((true, kept))
+}
+
+/// The arguments of `cmd`, name first (a model's commands hold plain
+/// bytes only).
+fn args(cmd: &Cmd) -> Vec<&[u8]> {
+    cmd.args_iter()
+        .filter_map(|a| match a {
+            Arg::Simple(bytes) => Some(bytes),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Runs `cmds` (each with whether its reply is kept) as one atomic script

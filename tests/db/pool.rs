@@ -145,10 +145,20 @@ async fn scripts_go_with_their_text_once(db: &Db, info_db: &Db) {
     }
 }
 
+/// In process the engine runs a checked write without its script
+/// (`Engine::atomically`): one exchange, no EVAL or EVALSHA, even after
+/// SCRIPT FLUSH.
 #[tokio::test]
-async fn scripts_go_with_their_text_once_on_the_engine() {
+async fn in_process_a_checked_write_runs_no_script() {
     let db = Db::memory();
-    scripts_go_with_their_text_once(&db, &db.clone()).await;
+    assert_eq!(script_calls(&db, &db, &member(1)).await, (1, 0, 0));
+    db.query::<()>(redis::cmd("SCRIPT").arg("FLUSH"))
+        .await
+        .expect("SCRIPT FLUSH");
+    assert_eq!(script_calls(&db, &db, &member(2)).await, (1, 0, 0));
+    for id in 1..=2 {
+        assert_eq!(Member::load(&db, id).await.expect("load"), Some(member(id)));
+    }
 }
 
 #[tokio::test]

@@ -15,6 +15,12 @@
 //! with the same code either way: they read through a [`Reader`], which is
 //! the WATCH transaction on the fallback path (a server that refuses
 //! scripts) and a [`Recorder`] here.
+//!
+//! In process the memory engine runs what the script would run without
+//! Lua ([`Db::atomically`]): the same guards, reads and writes under the
+//! engine's lock, one exchange as the script is one round trip. There a
+//! script costs several times its commands (an `incr` took 7.3 µs as a
+//! script, 1.6 µs so).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};

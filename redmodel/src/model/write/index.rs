@@ -39,6 +39,8 @@ use super::checked::{Checked, Reader, Recorder};
 use super::number_text;
 use super::recall::Guess;
 use super::stepped;
+use crate::layout::plain_key;
+use crate::memory::Atomic;
 use crate::model::index::unique::{claim_commands, holder_and_field_command, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
@@ -697,18 +699,29 @@ async fn incr_by_script<M: Model>(
             caps.push(cap);
         }
     }
-    let mut call = INCR_INDEXED.call(&keys);
-    call.arg(command)
-        .arg(field)
-        .arg(by)
-        .arg(sorted.len())
-        .arg(caps);
-    let replies = call
-        .invoke::<Vec<Option<Vec<u8>>>>(db)
-        .await
-        .map_err(not_found)?;
-    let Some(replies) = replies else {
-        return Ok(None);
+    let by = by.to_redis_args();
+    // In process, the engine runs the script's steps without Lua (see
+    // `checked`: a script costs several times its commands there).
+    let native =
+        db.atomically(|tx| incr_in_process(tx, &keys, command, field, &by, sorted.len(), &caps));
+    let replies = match native {
+        Some(replies) => replies?,
+        None => {
+            let mut call = INCR_INDEXED.call(&keys);
+            call.arg(command)
+                .arg(field)
+                .arg(&by)
+                .arg(sorted.len())
+                .arg(&caps);
+            let replies = call
+                .invoke::<Vec<Option<Vec<u8>>>>(db)
+                .await
+                .map_err(not_found)?;
+            let Some(replies) = replies else {
+                return Ok(None);
+            };
+            replies
+        }
     };
     let mut replies = replies.into_iter();
     let text = replies.next().flatten().unwrap_or_default();
@@ -734,6 +747,47 @@ async fn incr_by_script<M: Model>(
         }
     }
     Ok(Some(text))
+}
+
+/// [`INCR_INDEXED`]'s steps, run by the engine in process under its lock
+/// ([`Db::atomically`]); its reply, or the first command's error (what
+/// ran before it stays, as in the script).
+fn incr_in_process(
+    tx: &mut Atomic<'_>,
+    keys: &[String],
+    command: &str,
+    field: &str,
+    by: &[Vec<u8>],
+    sorted: usize,
+    caps: &[u32],
+) -> Result<Vec<Option<Vec<u8>>>> {
+    let object = keys[0].as_bytes();
+    if tx.call(&[b"EXISTS", object]) == Value::Int(0) {
+        return Err(Error::NotFound {
+            key: plain_key(&keys[0]),
+        });
+    }
+    let mut call = |args: &[&[u8]]| tx.call(args).extract_error();
+    let text = |reply: Value| -> Result<Option<Vec<u8>>> {
+        Ok(redis::from_redis_value(reply).map_err(redis::RedisError::from)?)
+    };
+    let mut args: Vec<&[u8]> = vec![command.as_bytes(), object, field.as_bytes()];
+    args.extend(by.iter().map(Vec::as_slice));
+    call(&args)?;
+    let new = text(call(&[b"HGET", object, field.as_bytes()])?)?;
+    let score = new.clone().unwrap_or_default();
+    let mut out = vec![new];
+    for index in &keys[1..=sorted] {
+        call(&[b"ZADD", index.as_bytes(), &score, object])?;
+        out.push(text(call(&[b"ZSCORE", index.as_bytes(), object])?)?);
+    }
+    for (index, cap) in keys[sorted + 1..].iter().zip(caps) {
+        let last = (i64::from(*cap) - 1).to_string();
+        call(&[b"LREM", index.as_bytes(), b"0", object])?;
+        call(&[b"LPUSH", index.as_bytes(), object])?;
+        call(&[b"LTRIM", index.as_bytes(), b"0", last.as_bytes()])?;
+    }
+    Ok(out)
 }
 
 /// The error of an increment whose result cannot be a score: the field

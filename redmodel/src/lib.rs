@@ -56,6 +56,7 @@
 //! connection error.
 #![warn(missing_docs)]
 
+mod command;
 mod db;
 mod error;
 mod layout;

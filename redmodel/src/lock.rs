@@ -76,7 +76,7 @@ fn new_token() -> String {
 async fn try_acquire(db: &Db, key: &str, token: &str, ttl: Duration) -> Result<bool> {
     let reply: Value = db
         .query(
-            redis::cmd("SET")
+            crate::command::cmd("SET")
                 .arg(key)
                 .arg(token)
                 .arg("NX")
@@ -130,15 +130,22 @@ async fn if_holder(db: &Db, key: &str, token: &str, action: Action) -> Result<bo
     let mut write = redis::pipe();
     write.atomic();
     match action {
-        Action::Release => write.cmd("DEL").arg(key),
-        Action::Extend(ms) => write.cmd("PEXPIRE").arg(key).arg(ms),
+        Action::Release => write.add_command(crate::command::cmd("DEL")).arg(key),
+        Action::Extend(ms) => write
+            .add_command(crate::command::cmd("PEXPIRE"))
+            .arg(key)
+            .arg(ms),
     };
     let write = &write;
     watched(db, key, |tx| async move {
         // WATCH and GET in one round trip: the WATCH is in force before the
         // GET runs, as the server runs them in order.
         let mut read = redis::pipe();
-        read.cmd("WATCH").arg(key).ignore().cmd("GET").arg(key);
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(key)
+            .ignore()
+            .add_command(crate::command::cmd("GET"))
+            .arg(key);
         let (current,): (Option<Vec<u8>>,) = tx.query_pipeline(&read).await?;
         if current.as_deref() != Some(token.as_bytes()) {
             return Ok(Some(false));

@@ -181,7 +181,7 @@ impl RawTransaction {
     /// # Ok(()) }
     /// ```
     pub async fn watch<K: ToRedisArgs>(&self, keys: K) -> Result<()> {
-        self.query(redis::cmd("WATCH").arg(keys)).await
+        self.query(crate::command::cmd("WATCH").arg(keys)).await
     }
 
     /// Which attempt this is, from 1.
@@ -236,7 +236,11 @@ impl RawTransaction {
         if writes.is_empty() {
             if let Some(route) = shared.route.clone() {
                 let mut check = redis::pipe();
-                check.atomic().cmd("EXISTS").arg(route).ignore();
+                check
+                    .atomic()
+                    .add_command(crate::command::cmd("EXISTS"))
+                    .arg(route)
+                    .ignore();
                 return shared.conn.query_pipeline::<Option<T>>(&check).await;
             }
         }
@@ -446,7 +450,7 @@ impl OptimisticConnection {
                 if !keys.is_empty() {
                     shared
                         .conn
-                        .query::<()>(redis::cmd("WATCH").arg(keys))
+                        .query::<()>(crate::command::cmd("WATCH").arg(keys))
                         .await?;
                 }
                 shared.route = keys

@@ -67,20 +67,20 @@ impl Acks {
         let mut wrapped = redis::pipe();
         let atomic = pipeline.is_transaction();
         if atomic {
-            wrapped.add_command(redis::cmd("MULTI"));
+            wrapped.add_command(crate::command::cmd("MULTI"));
         }
         for cmd in pipeline.cmd_iter() {
             wrapped.add_command(cmd.clone());
         }
         if atomic {
-            wrapped.add_command(redis::cmd("EXEC"));
+            wrapped.add_command(crate::command::cmd("EXEC"));
         }
         wrapped.add_command(self.wait());
         wrapped
     }
 
     fn wait(self) -> Cmd {
-        let mut wait = redis::cmd("WAIT");
+        let mut wait = crate::command::cmd("WAIT");
         let millis = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
         wait.arg(self.replicas).arg(millis);
         wait
@@ -159,15 +159,24 @@ mod tests {
     #[test]
     fn only_writes_are_followed_by_wait() {
         assert!(Acks::wanted_for(
-            redis::cmd("HSET").arg("k").arg("f").arg(1)
+            crate::command::cmd("HSET").arg("k").arg("f").arg(1)
         ));
-        assert!(Acks::wanted_for(redis::cmd("evalsha").arg("ab").arg(0)));
-        assert!(!Acks::wanted_for(redis::cmd("HGETALL").arg("k")));
-        assert!(!Acks::wanted_for(redis::cmd("CONFIG").arg("GET").arg("x")));
+        assert!(Acks::wanted_for(
+            crate::command::cmd("evalsha").arg("ab").arg(0)
+        ));
+        assert!(!Acks::wanted_for(crate::command::cmd("HGETALL").arg("k")));
+        assert!(!Acks::wanted_for(
+            crate::command::cmd("CONFIG").arg("GET").arg("x")
+        ));
         let mut reads = redis::pipe();
-        reads.atomic().cmd("GET").arg("a").cmd("EXISTS").arg("b");
+        reads
+            .atomic()
+            .add_command(crate::command::cmd("GET"))
+            .arg("a")
+            .add_command(crate::command::cmd("EXISTS"))
+            .arg("b");
         assert!(!Acks::wanted_for_pipeline(&reads));
-        reads.cmd("DEL").arg("a");
+        reads.add_command(crate::command::cmd("DEL")).arg("a");
         assert!(Acks::wanted_for_pipeline(&reads));
     }
 
@@ -179,10 +188,10 @@ mod tests {
         };
         let mut pipe = redis::pipe();
         pipe.atomic()
-            .cmd("SET")
+            .add_command(crate::command::cmd("SET"))
             .arg("a")
             .arg(1)
-            .cmd("INCR")
+            .add_command(crate::command::cmd("INCR"))
             .arg("b");
         let wrapped = acks.wrap_pipeline(&pipe);
         assert!(!wrapped.is_transaction());

@@ -98,7 +98,7 @@ where
     let mut keys = Vec::new();
     let mut cursor: u64 = 0;
     loop {
-        let mut cmd = redis::cmd("SCAN");
+        let mut cmd = crate::command::cmd("SCAN");
         cmd.arg(cursor)
             .arg("MATCH")
             .arg(pattern)

@@ -331,7 +331,7 @@ async fn scan_step(conn: &mut ClusterConnection, cmd: &Cmd) -> redis::RedisResul
             Value::Array(Vec::new()),
         ]));
     };
-    let mut own = redis::cmd("SCAN");
+    let mut own = crate::command::cmd("SCAN");
     own.arg(cursor & ((1 << NODE_SHIFT) - 1));
     for arg in args.iter().skip(2) {
         own.arg(arg.as_slice());
@@ -497,7 +497,7 @@ async fn scan_masters(
 /// node is its master), without repeats.
 async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>> {
     let reply = conn
-        .req_packed_command(&redis::cmd("CLUSTER").arg("SLOTS").clone())
+        .req_packed_command(&crate::command::cmd("CLUSTER").arg("SLOTS").clone())
         .await?;
     let Value::Array(ranges) = reply else {
         return Err(Error::Reply(redis::RedisError::from((

@@ -55,9 +55,9 @@ impl ConnState {
     /// needs one: DISCARD (which also drops the WATCHes) or UNWATCH.
     pub(crate) fn clean_up(&self) -> Option<Cmd> {
         if self.in_multi {
-            Some(redis::cmd("DISCARD"))
+            Some(crate::command::cmd("DISCARD"))
         } else if self.watching {
-            Some(redis::cmd("UNWATCH"))
+            Some(crate::command::cmd("UNWATCH"))
         } else {
             None
         }
@@ -71,7 +71,7 @@ mod tests {
     fn state_after(names: &[&str]) -> (bool, bool) {
         let mut state = ConnState::default();
         for name in names {
-            state.sending(&redis::cmd(name));
+            state.sending(&crate::command::cmd(name));
         }
         (state.watching, state.in_multi)
     }
@@ -91,16 +91,20 @@ mod tests {
     #[test]
     fn an_atomic_pipeline_ends_clean_and_a_plain_one_is_read_command_by_command() {
         let mut state = ConnState::default();
-        state.sending(&redis::cmd("WATCH"));
+        state.sending(&crate::command::cmd("WATCH"));
         let mut plain = redis::pipe();
-        plain.cmd("GET").arg("k");
+        plain.add_command(crate::command::cmd("GET")).arg("k");
         state.sending_pipeline(&plain);
         assert_eq!(
             state.clean_up().map(|c| c.get_packed_command()),
-            Some(redis::cmd("UNWATCH").get_packed_command())
+            Some(crate::command::cmd("UNWATCH").get_packed_command())
         );
         let mut atomic = redis::pipe();
-        atomic.atomic().cmd("SET").arg("k").arg(1);
+        atomic
+            .atomic()
+            .add_command(crate::command::cmd("SET"))
+            .arg("k")
+            .arg(1);
         state.sending_pipeline(&atomic);
         assert!(state.clean_up().is_none());
     }

@@ -169,7 +169,7 @@ impl Db {
     /// subscribers received it: on a cluster, those of the node it was
     /// sent to (the others get it too, through the cluster bus).
     pub async fn publish(&self, channel: &str, payload: impl ToRedisArgs) -> Result<usize> {
-        self.query(redis::cmd("PUBLISH").arg(channel).arg(payload))
+        self.query(crate::command::cmd("PUBLISH").arg(channel).arg(payload))
             .await
     }
 

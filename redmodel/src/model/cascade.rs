@@ -193,8 +193,11 @@ impl<A: Admin> ObjectRef<A> {
         }
         let key = self.key_in(db);
         let mut read = redis::pipe();
-        read.cmd("WATCH").arg(key.as_ref()).ignore();
-        read.cmd("EXISTS").arg(key.as_ref());
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(key.as_ref())
+            .ignore();
+        read.add_command(crate::command::cmd("EXISTS"))
+            .arg(key.as_ref());
         let (exists,): (bool,) = tx.query_pipeline(&read).await?;
         Ok(exists)
     }
@@ -231,7 +234,7 @@ impl<A: Admin> ObjectRef<A> {
         for referrer in referrers {
             self.find_references(db, referrer, &mut plan).await?;
         }
-        let mut watch = redis::cmd("WATCH");
+        let mut watch = crate::command::cmd("WATCH");
         watch.arg(key).arg(&plan.lists);
         for (hash, _) in &plan.fields {
             watch.arg(hash);
@@ -240,7 +243,7 @@ impl<A: Admin> ObjectRef<A> {
 
         let mut txn = redis::pipe();
         txn.atomic();
-        txn.cmd("EXISTS").arg(key);
+        txn.add_command(crate::command::cmd("EXISTS")).arg(key);
         add_entries::<A>(tx, db.key_layout(), key, &Changes::Delete, &mut txn).await?;
         add_plan(&mut txn, key, &plan);
         let done: Option<(bool,)> = tx.exec(&txn).await?;
@@ -257,7 +260,10 @@ impl<A: Admin> ObjectRef<A> {
                 let lists = scan_keys(db, &db.stored(&pattern)).await?;
                 let mut check = redis::pipe();
                 for list in &lists {
-                    check.cmd("LPOS").arg(list).arg(key);
+                    check
+                        .add_command(crate::command::cmd("LPOS"))
+                        .arg(list)
+                        .arg(key);
                 }
                 (lists, check)
             }
@@ -273,7 +279,10 @@ impl<A: Admin> ObjectRef<A> {
                     .collect();
                 let mut check = redis::pipe();
                 for hash in &hashes {
-                    check.cmd("HGET").arg(hash).arg(*field);
+                    check
+                        .add_command(crate::command::cmd("HGET"))
+                        .arg(hash)
+                        .arg(*field);
                 }
                 (hashes, check)
             }
@@ -348,11 +357,15 @@ impl<A: Admin> ObjectRef<A> {
             }
             let mut txn = redis::pipe();
             txn.atomic();
-            txn.cmd("EXISTS").arg(key);
+            txn.add_command(crate::command::cmd("EXISTS")).arg(key);
             if !fields.is_empty() {
-                txn.cmd("HMGET").arg(key).arg(fields);
+                txn.add_command(crate::command::cmd("HMGET"))
+                    .arg(key)
+                    .arg(fields);
             }
-            txn.cmd("DEL").arg(&tree).ignore();
+            txn.add_command(crate::command::cmd("DEL"))
+                .arg(&tree)
+                .ignore();
             let done: Option<Vec<redis::Value>> = tx.exec(&txn).await?;
             let Some(replies) = done else {
                 return Ok(None);
@@ -403,7 +416,12 @@ impl<A: Admin> ObjectRef<A> {
 async fn remove_member(db: &Db, list: &str, key: &str) -> Result<()> {
     if_absent(db, list, key, |tx| async move {
         let mut del = redis::pipe();
-        del.atomic().cmd("LREM").arg(list).arg(0).arg(key).ignore();
+        del.atomic()
+            .add_command(crate::command::cmd("LREM"))
+            .arg(list)
+            .arg(0)
+            .arg(key)
+            .ignore();
         tx.exec::<()>(&del).await
     })
     .await
@@ -414,13 +432,22 @@ async fn remove_member(db: &Db, list: &str, key: &str) -> Result<()> {
 pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str) -> Result<()> {
     if_absent(db, hash, key, |tx| async move {
         let (named,): (Option<String>,) = tx
-            .query_pipeline(redis::pipe().cmd("HGET").arg(hash).arg(field))
+            .query_pipeline(
+                redis::pipe()
+                    .add_command(crate::command::cmd("HGET"))
+                    .arg(hash)
+                    .arg(field),
+            )
             .await?;
         if named.as_deref() != Some(key) {
             return Ok(Some(()));
         }
         let mut del = redis::pipe();
-        del.atomic().cmd("HDEL").arg(hash).arg(field).ignore();
+        del.atomic()
+            .add_command(crate::command::cmd("HDEL"))
+            .arg(hash)
+            .arg(field)
+            .ignore();
         tx.exec::<()>(&del).await
     })
     .await
@@ -437,14 +464,20 @@ where
     let write = &write;
     watched(db, holder, |tx| async move {
         let mut read = redis::pipe();
-        read.cmd("WATCH").arg(holder).ignore();
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(holder)
+            .ignore();
         let exists: bool = if db.key_layout() == KeyLayout::Plain {
-            read.cmd("WATCH").arg(key).ignore().cmd("EXISTS").arg(key);
+            read.add_command(crate::command::cmd("WATCH"))
+                .arg(key)
+                .ignore()
+                .add_command(crate::command::cmd("EXISTS"))
+                .arg(key);
             let (exists,): (bool,) = tx.query_pipeline(&read).await?;
             exists
         } else {
             tx.query_pipeline::<()>(&read).await?;
-            db.query(redis::cmd("EXISTS").arg(key)).await?
+            db.query(crate::command::cmd("EXISTS").arg(key)).await?
         };
         if exists {
             return Ok(Some(()));
@@ -456,12 +489,21 @@ where
 
 /// Adds the plan's deletions to the transaction.
 fn add_plan(txn: &mut Pipeline, key: &str, plan: &Plan) {
-    txn.cmd("DEL").arg(&plan.delete).ignore();
+    txn.add_command(crate::command::cmd("DEL"))
+        .arg(&plan.delete)
+        .ignore();
     for list in &plan.lists {
-        txn.cmd("LREM").arg(list).arg(0).arg(key).ignore();
+        txn.add_command(crate::command::cmd("LREM"))
+            .arg(list)
+            .arg(0)
+            .arg(key)
+            .ignore();
     }
     for (hash, field) in &plan.fields {
-        txn.cmd("HDEL").arg(hash).arg(*field).ignore();
+        txn.add_command(crate::command::cmd("HDEL"))
+            .arg(hash)
+            .arg(*field)
+            .ignore();
     }
 }
 

@@ -90,24 +90,28 @@ fn unix_millis(when: SystemTime) -> i64 {
 
 /// Sets a TTL on `key` (PEXPIRE); whether the key exists.
 pub(crate) async fn expire_key(db: &Db, key: &str, ttl: Duration) -> Result<bool> {
-    db.query(redis::cmd("PEXPIRE").arg(key).arg(millis(ttl)))
+    db.query(crate::command::cmd("PEXPIRE").arg(key).arg(millis(ttl)))
         .await
 }
 
 /// Makes `key` expire at `when` (PEXPIREAT); whether the key existed.
 pub(crate) async fn expire_key_at(db: &Db, key: &str, when: SystemTime) -> Result<bool> {
-    db.query(redis::cmd("PEXPIREAT").arg(key).arg(unix_millis(when)))
-        .await
+    db.query(
+        crate::command::cmd("PEXPIREAT")
+            .arg(key)
+            .arg(unix_millis(when)),
+    )
+    .await
 }
 
 /// Removes the TTL of `key` (PERSIST); whether there was one.
 pub(crate) async fn persist_key(db: &Db, key: &str) -> Result<bool> {
-    db.query(redis::cmd("PERSIST").arg(key)).await
+    db.query(crate::command::cmd("PERSIST").arg(key)).await
 }
 
 /// The TTL of `key` (PTTL).
 pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
-    let ms: i64 = db.read(redis::cmd("PTTL").arg(key)).await?;
+    let ms: i64 = db.read(crate::command::cmd("PTTL").arg(key)).await?;
     Ok(match ms {
         -2 => Ttl::Missing,
         ms if ms < 0 => Ttl::Persistent,
@@ -179,7 +183,7 @@ impl<A: Admin> ObjectRef<A> {
         let mut pipe = redis::pipe();
         pipe.atomic();
         for key in &keys {
-            let cmd = pipe.cmd(command).arg(key);
+            let cmd = pipe.add_command(crate::command::cmd(command)).arg(key);
             if let Some(arg) = arg {
                 cmd.arg(arg);
             }

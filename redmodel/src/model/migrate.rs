@@ -288,13 +288,16 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
         let keys = scan_keys(db, &db.stored(&key_pattern(table, field, kind.name()))).await?;
         for batch in keys.chunks(500) {
             deleted += match db.key_layout() {
-                KeyLayout::Plain => db.query::<u64>(redis::cmd("DEL").arg(batch)).await?,
+                KeyLayout::Plain => {
+                    db.query::<u64>(crate::command::cmd("DEL").arg(batch))
+                        .await?
+                }
                 // The keys are in many slots, and one DEL may not span
                 // slots: one DEL per key, pipelined.
                 KeyLayout::Cluster => {
                     let mut pipe = redis::pipe();
                     for key in batch {
-                        pipe.cmd("DEL").arg(key);
+                        pipe.add_command(crate::command::cmd("DEL")).arg(key);
                     }
                     db.query_pipeline::<Vec<u64>>(&pipe).await?.iter().sum()
                 }
@@ -312,14 +315,14 @@ async fn pass<M: Model, P: Proceed>(
     migration: Option<&Migration>,
     mut progress: impl FnMut(&Progress) -> P,
 ) -> Result<Report> {
-    let total: u64 = db.query(&redis::cmd("DBSIZE")).await?;
+    let total: u64 = db.query(&crate::command::cmd("DBSIZE")).await?;
     let pattern = format!("{}:*", glob_escape(M::TABLE));
     let mut report = Report::default();
     let mut cursor = options.cursor;
     loop {
         let (next, keys): (u64, Vec<Vec<u8>>) = db
             .query(
-                redis::cmd("SCAN")
+                crate::command::cmd("SCAN")
                     .arg(cursor)
                     .arg("MATCH")
                     .arg(&pattern)
@@ -412,9 +415,11 @@ async fn migrate_batch<M: Model>(
     watched(db, first.key(), |tx| async move {
         let mut read = redis::pipe();
         read.ignore_errors();
-        read.cmd("WATCH").arg(keys).ignore();
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(keys)
+            .ignore();
         for key in keys {
-            read.cmd("HGETALL").arg(*key);
+            read.add_command(crate::command::cmd("HGETALL")).arg(*key);
         }
         let hashes: Vec<Value> = tx.query_pipeline(&read).await?;
         let mut write = redis::pipe();
@@ -451,14 +456,22 @@ async fn migrate_batch<M: Model>(
             rewritten += 1;
             let gone: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
             if !gone.is_empty() {
-                write.cmd("HDEL").arg(r.key()).arg(gone).ignore();
+                write
+                    .add_command(crate::command::cmd("HDEL"))
+                    .arg(r.key())
+                    .arg(gone)
+                    .ignore();
             }
             let changed: Vec<(&String, &Vec<u8>)> = after
                 .iter()
                 .filter(|(k, v)| before.get(*k) != Some(*v))
                 .collect();
             if !changed.is_empty() {
-                write.cmd("HSET").arg(r.key()).arg(changed).ignore();
+                write
+                    .add_command(crate::command::cmd("HSET"))
+                    .arg(r.key())
+                    .arg(changed)
+                    .ignore();
             }
         }
         if write.is_empty() {
@@ -501,9 +514,13 @@ async fn index_batch<M: Model>(
         // Round 1: watch and read the objects' indexed fields.
         let mut read = redis::pipe();
         read.ignore_errors();
-        read.cmd("WATCH").arg(keys).ignore();
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(keys)
+            .ignore();
         for key in keys {
-            read.cmd("HMGET").arg(*key).arg(fields);
+            read.add_command(crate::command::cmd("HMGET"))
+                .arg(*key)
+                .arg(fields);
         }
         let rows: Vec<Vec<Option<Vec<u8>>>> = tx
             .query_pipeline::<Vec<Value>>(&read)
@@ -555,7 +572,7 @@ async fn index_apart<M: Model>(
     for r in refs {
         let key = r.key_in(db);
         let texts: Texts = db
-            .query(redis::cmd("HMGET").arg(&*key).arg(&fields))
+            .query(crate::command::cmd("HMGET").arg(&*key).arg(&fields))
             .await?;
         let mut scratch = redis::pipe();
         for (spec, text) in specs.iter().zip(&texts) {
@@ -611,11 +628,21 @@ fn plan_entry<'k, M: Model>(
                         .transpose()
                 });
             match score {
-                Ok(Some(s)) => write.cmd("ZADD").arg(index).arg(score_arg(s)).arg(key),
-                Ok(None) => write.cmd("ZREM").arg(index).arg(key),
+                Ok(Some(s)) => write
+                    .add_command(crate::command::cmd("ZADD"))
+                    .arg(index)
+                    .arg(score_arg(s))
+                    .arg(key),
+                Ok(None) => write
+                    .add_command(crate::command::cmd("ZREM"))
+                    .arg(index)
+                    .arg(key),
                 Err(reason) => {
                     fail(reason);
-                    write.cmd("ZREM").arg(index).arg(key)
+                    write
+                        .add_command(crate::command::cmd("ZREM"))
+                        .arg(index)
+                        .arg(key)
                 }
             }
             .ignore();
@@ -626,7 +653,7 @@ fn plan_entry<'k, M: Model>(
                 Ok(list) => {
                     for tag in list.unwrap_or_default() {
                         write
-                            .cmd("SADD")
+                            .add_command(crate::command::cmd("SADD"))
                             .arg(layout.stored(&tag_key(M::TABLE, field, &tag)))
                             .arg(key)
                             .ignore();
@@ -666,7 +693,9 @@ async fn settle_claims(
     }
     let entries: Vec<&String> = claims.iter().map(|c| &c.entry).collect();
     let mut read = redis::pipe();
-    read.cmd("WATCH").arg(&entries).ignore();
+    read.add_command(crate::command::cmd("WATCH"))
+        .arg(&entries)
+        .ignore();
     for entry in &entries {
         holder_command(&mut read, entry);
     }
@@ -685,7 +714,10 @@ async fn settle_claims(
         let mut check = redis::pipe();
         check.ignore_errors();
         for (claim, holder) in &rivals {
-            check.cmd("HGET").arg(*holder).arg(claim.field);
+            check
+                .add_command(crate::command::cmd("HGET"))
+                .arg(*holder)
+                .arg(claim.field);
         }
         let values: Vec<Value> = tx.query_pipeline(&check).await?;
         for ((claim, _), value) in rivals.iter().zip(values) {

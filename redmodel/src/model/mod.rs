@@ -441,7 +441,7 @@ impl<A: Admin> OwnerKind for A {
 ///
 /// Seed name: `dbsize`.
 pub async fn dbsize(db: &Db) -> Result<u64> {
-    db.query(&redis::cmd("DBSIZE")).await
+    db.query(&crate::command::cmd("DBSIZE")).await
 }
 
 /// What generated code names, by absolute path. Not part of the API.

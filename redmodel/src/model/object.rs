@@ -230,7 +230,8 @@ impl<M: Model> ObjectRef<M> {
     /// Seed name: `is_exist`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "exists", key = %self.key))]
     pub async fn exists(&self, db: &Db) -> Result<bool> {
-        db.read(redis::cmd("EXISTS").arg(self.key_in(db))).await
+        db.read(crate::command::cmd("EXISTS").arg(self.key_in(db)))
+            .await
     }
 
     /// One field (HGET); `Ok(None)` if the field or the object is absent.
@@ -240,7 +241,11 @@ impl<M: Model> ObjectRef<M> {
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get", key = %self.key))]
     pub async fn get<T, C: Codec<T>>(&self, db: &Db, field: Field<M, T, C>) -> Result<Option<T>> {
         let raw: Option<Vec<u8>> = db
-            .read(redis::cmd("HGET").arg(self.key_in(db)).arg(field.name()))
+            .read(
+                crate::command::cmd("HGET")
+                    .arg(self.key_in(db))
+                    .arg(field.name()),
+            )
             .await
             .map_err(at_key(&self.key, "hash"))?;
         field.decode_present(&self.key, raw)
@@ -288,7 +293,7 @@ impl<M: Model> ObjectRef<M> {
         if names.is_empty() {
             return Ok(Vec::new());
         }
-        db.read(redis::cmd("HMGET").arg(self.key_in(db)).arg(names))
+        db.read(crate::command::cmd("HMGET").arg(self.key_in(db)).arg(names))
             .await
             .map_err(at_key(&self.key, "hash"))
     }
@@ -396,7 +401,11 @@ impl<M: Model> ObjectRef<M> {
     /// its `_count` field, 0 if absent.
     pub async fn write_count(&self, db: &Db) -> Result<u64> {
         let raw: Option<Vec<u8>> = db
-            .read(redis::cmd("HGET").arg(self.key_in(db)).arg(COUNT_FIELD))
+            .read(
+                crate::command::cmd("HGET")
+                    .arg(self.key_in(db))
+                    .arg(COUNT_FIELD),
+            )
             .await
             .map_err(at_key(&self.key, "hash"))?;
         match raw {
@@ -479,7 +488,7 @@ impl<M: SingleValue> ObjectRef<M> {
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_value", key = %self.key))]
     pub async fn get_value(&self, db: &Db) -> Result<Option<M::Value>> {
         let raw: Option<Vec<u8>> = db
-            .read(redis::cmd("GET").arg(self.key_in(db)))
+            .read(crate::command::cmd("GET").arg(self.key_in(db)))
             .await
             .map_err(at_key(&self.key, "string"))?;
         let field = M::FIELDS.first().copied().unwrap_or("value");

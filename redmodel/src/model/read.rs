@@ -120,7 +120,8 @@ impl<M: Model> ObjectRef<M> {
             at_one_instant(db, &mut pipe);
         }
         for r in refs {
-            pipe.cmd(command).arg(r.key_in(db).as_ref());
+            pipe.add_command(crate::command::cmd(command))
+                .arg(r.key_in(db).as_ref());
         }
         let replies = db.read_replies(&pipe).await?;
         let mut replies = replies.into_iter();
@@ -136,7 +137,7 @@ impl<M: Model> ObjectRef<M> {
         for r in refs {
             r.add_fields(db, &mut pipe);
         }
-        let mut exists = redis::cmd("EXISTS");
+        let mut exists = crate::command::cmd("EXISTS");
         for r in refs {
             exists.arg(r.key_in(db).as_ref());
         }
@@ -162,10 +163,12 @@ impl<M: Model> ObjectRef<M> {
         match M::STORAGE {
             Storage::Hash => {
                 self.add_fields(db, pipe);
-                pipe.cmd("EXISTS").arg(self.key_in(db).as_ref());
+                pipe.add_command(crate::command::cmd("EXISTS"))
+                    .arg(self.key_in(db).as_ref());
             }
             Storage::Single => {
-                pipe.cmd("GET").arg(self.key_in(db).as_ref());
+                pipe.add_command(crate::command::cmd("GET"))
+                    .arg(self.key_in(db).as_ref());
             }
         }
     }

@@ -173,7 +173,7 @@ impl<M: Model> MemberList<M> {
     ///
     /// Seed name: `count`.
     pub async fn count(&self, db: &Db) -> Result<u64> {
-        db.read(redis::cmd("LLEN").arg(self.key_in(db)))
+        db.read(crate::command::cmd("LLEN").arg(self.key_in(db)))
             .await
             .map_err(at_key(&self.key, "list"))
     }
@@ -214,7 +214,7 @@ impl<M: Model> MemberList<M> {
         if keys.is_empty() {
             return self.count(db).await;
         }
-        let mut cmd = redis::cmd(command);
+        let mut cmd = crate::command::cmd(command);
         cmd.arg(self.key_in(db));
         for key in &keys {
             cmd.arg(db.stored(key));
@@ -229,7 +229,7 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `remove_one(leaf, count)`.
     pub async fn remove(&self, db: &Db, member: impl AsMember<M>, count: i64) -> Result<u64> {
         db.query(
-            redis::cmd("LREM")
+            crate::command::cmd("LREM")
                 .arg(self.key_in(db))
                 .arg(count)
                 .arg(db.stored(&member.member_key()?)),
@@ -244,7 +244,11 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `get_by_index`.
     pub async fn index(&self, db: &Db, index: i64) -> Result<Option<ObjectRef<M>>> {
         let key: Option<Vec<u8>> = db
-            .read(redis::cmd("LINDEX").arg(self.key_in(db)).arg(index))
+            .read(
+                crate::command::cmd("LINDEX")
+                    .arg(self.key_in(db))
+                    .arg(index),
+            )
             .await
             .map_err(at_key(&self.key, "list"))?;
         key.map(|k| self.parse_member(&k)).transpose()
@@ -257,7 +261,7 @@ impl<M: Model> MemberList<M> {
     pub async fn range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<ObjectRef<M>>> {
         let keys: Vec<Vec<u8>> = db
             .read(
-                redis::cmd("LRANGE")
+                crate::command::cmd("LRANGE")
                     .arg(self.key_in(db))
                     .arg(start)
                     .arg(stop),
@@ -333,7 +337,8 @@ impl<M: Model> MemberList<M> {
 
     /// Deletes the list. Whether it existed.
     pub async fn delete(&self, db: &Db) -> Result<bool> {
-        db.query(redis::cmd("DEL").arg(self.key_in(db))).await
+        db.query(crate::command::cmd("DEL").arg(self.key_in(db)))
+            .await
     }
 
     /// Sets a time to live (PEXPIRE). Whether the list exists. The list
@@ -518,15 +523,32 @@ impl<R: Relation> RelationRef<R> {
         steps.guard(owner.as_ref());
         for member in &keys {
             let stored = db.stored(member);
-            steps.add(redis::cmd("LREM").arg(&list).arg(0).arg(&stored).clone());
-            steps.add_ignored(redis::cmd("RPUSH").arg(&list).arg(&stored).clone());
+            steps.add(
+                crate::command::cmd("LREM")
+                    .arg(&list)
+                    .arg(0)
+                    .arg(&stored)
+                    .clone(),
+            );
+            steps.add_ignored(crate::command::cmd("RPUSH").arg(&list).arg(&stored).clone());
         }
         for member in &keys {
             steps.step().guard(db.stored(member));
             if let Some(inverse) = R::Inverse::inverse_key(member) {
                 let inverse = db.stored(&inverse);
-                steps.add_ignored(redis::cmd("LREM").arg(&inverse).arg(0).arg(&owner).clone());
-                steps.add_ignored(redis::cmd("RPUSH").arg(&inverse).arg(&owner).clone());
+                steps.add_ignored(
+                    crate::command::cmd("LREM")
+                        .arg(&inverse)
+                        .arg(0)
+                        .arg(&owner)
+                        .clone(),
+                );
+                steps.add_ignored(
+                    crate::command::cmd("RPUSH")
+                        .arg(&inverse)
+                        .arg(&owner)
+                        .clone(),
+                );
             }
         }
         let removed: Vec<u64> = match steps.run(db).await {
@@ -567,7 +589,7 @@ impl<R: Relation> RelationRef<R> {
         let mut steps = Steps::new();
         for member in members {
             steps.add(
-                redis::cmd("LREM")
+                crate::command::cmd("LREM")
                     .arg(self.list.key_in(db))
                     .arg(0)
                     .arg(db.stored(member))
@@ -577,7 +599,7 @@ impl<R: Relation> RelationRef<R> {
         for member in members {
             if let Some(inverse) = R::Inverse::inverse_key(member) {
                 steps.step().add_ignored(
-                    redis::cmd("LREM")
+                    crate::command::cmd("LREM")
                         .arg(db.stored(&inverse))
                         .arg(0)
                         .arg(self.owner.key_in(db))

@@ -183,9 +183,11 @@ impl Unit<'_> {
         let pipe = &pipe;
         watched(db, first, |tx| async move {
             let mut read = redis::pipe();
-            read.cmd("WATCH").arg(&self.guards).ignore();
+            read.add_command(crate::command::cmd("WATCH"))
+                .arg(&self.guards)
+                .ignore();
             for guard in &self.guards {
-                read.cmd("EXISTS").arg(guard);
+                read.add_command(crate::command::cmd("EXISTS")).arg(guard);
             }
             let exists: Vec<bool> = tx.query_pipeline(&read).await?;
             if let Some((guard, _)) = self.guards.iter().zip(&exists).find(|(_, e)| !**e) {

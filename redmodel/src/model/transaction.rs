@@ -204,7 +204,9 @@ impl Transaction {
         let key = object.key_in(&self.db).into_owned();
         let reply = self
             .watch_read(object, |pipe| {
-                pipe.cmd("HGET").arg(&key).arg(field.name());
+                pipe.add_command(crate::command::cmd("HGET"))
+                    .arg(&key)
+                    .arg(field.name());
             })
             .await?;
         let raw: Option<Vec<u8>> = reply_at(object.key(), "hash", reply.into_iter().next())?;
@@ -216,7 +218,7 @@ impl Transaction {
         let key = object.key_in(&self.db).into_owned();
         let reply = self
             .watch_read(object, |pipe| {
-                pipe.cmd("EXISTS").arg(&key);
+                pipe.add_command(crate::command::cmd("EXISTS")).arg(&key);
             })
             .await?;
         let exists: bool = reply_at(
@@ -295,7 +297,9 @@ impl Transaction {
         self.raw.route_by(&key).await;
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        pipe.cmd("WATCH").arg(key.as_ref()).ignore();
+        pipe.add_command(crate::command::cmd("WATCH"))
+            .arg(key.as_ref())
+            .ignore();
         add(&mut pipe);
         self.raw.query_pipeline(&pipe).await
     }
@@ -465,11 +469,11 @@ impl ObjectWrite {
                 let cmd = match text {
                     Some(text) => {
                         self.existence = Existence::Written;
-                        redis::cmd("SET").arg(&self.key).arg(text).clone()
+                        crate::command::cmd("SET").arg(&self.key).arg(text).clone()
                     }
                     None => {
                         self.existence = Existence::Deleted;
-                        redis::cmd("DEL").arg(&self.key).clone()
+                        crate::command::cmd("DEL").arg(&self.key).clone()
                     }
                 };
                 self.cmds.push((cmd, false));
@@ -478,7 +482,7 @@ impl ObjectWrite {
                 self.existence = Existence::Deleted;
                 self.fields.clear();
                 self.cmds
-                    .push((redis::cmd("DEL").arg(&self.key).clone(), false));
+                    .push((crate::command::cmd("DEL").arg(&self.key).clone(), false));
             }
         }
         Ok(())
@@ -497,15 +501,18 @@ impl ObjectWrite {
             .filter_map(|(name, text)| Some((*name, text.as_deref()?)))
             .collect();
         if !removed.is_empty() {
-            let cmd = redis::cmd("HDEL").arg(&self.key).arg(&removed).clone();
+            let cmd = crate::command::cmd("HDEL")
+                .arg(&self.key)
+                .arg(&removed)
+                .clone();
             self.cmds.push((cmd, false));
         }
         if !set.is_empty() {
-            let cmd = redis::cmd("HSET").arg(&self.key).arg(&set).clone();
+            let cmd = crate::command::cmd("HSET").arg(&self.key).arg(&set).clone();
             self.cmds.push((cmd, false));
         }
         if counted {
-            let cmd = redis::cmd("HINCRBY")
+            let cmd = crate::command::cmd("HINCRBY")
                 .arg(&self.key)
                 .arg(COUNT_FIELD)
                 .arg(1)
@@ -602,11 +609,15 @@ impl Pending {
                 };
                 let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
                 if !specs.is_empty() {
-                    txn.cmd("HMGET").arg(&write.key).arg(&fields);
+                    txn.add_command(crate::command::cmd("HMGET"))
+                        .arg(&write.key)
+                        .arg(&fields);
                 }
                 add_cmds(&mut txn, &write.cmds);
                 if !specs.is_empty() {
-                    txn.cmd("HMGET").arg(&write.key).arg(&fields);
+                    txn.add_command(crate::command::cmd("HMGET"))
+                        .arg(&write.key)
+                        .arg(&fields);
                 }
                 stepped.push(Stepped { specs, claimed });
             } else {
@@ -737,15 +748,17 @@ impl Pending {
         let mut exists: Vec<(String, bool)> = Vec::new();
         if !near.is_empty() {
             let mut read = redis::pipe();
-            read.cmd("WATCH").arg(&near).ignore();
+            read.add_command(crate::command::cmd("WATCH"))
+                .arg(&near)
+                .ignore();
             for key in &near {
-                read.cmd("EXISTS").arg(key);
+                read.add_command(crate::command::cmd("EXISTS")).arg(key);
             }
             let found: Vec<bool> = raw.query_pipeline(&read).await?;
             exists.extend(near.into_iter().zip(found));
         }
         for key in far {
-            let found = db.query(redis::cmd("EXISTS").arg(&key)).await?;
+            let found = db.query(crate::command::cmd("EXISTS").arg(&key)).await?;
             exists.push((key, found));
         }
         match exists.into_iter().find(|(_, e)| !e) {

@@ -365,7 +365,7 @@ impl Pass<'_> {
         let (next, keys): (u64, Vec<Vec<u8>>) = self
             .db
             .query(
-                redis::cmd("SCAN")
+                crate::command::cmd("SCAN")
                     .arg(cursor)
                     .arg("MATCH")
                     .arg(self.db.stored(pattern).as_ref())
@@ -391,14 +391,20 @@ const SCAN_BATCH: u32 = 500;
 async fn delete_orphan(db: &Db, key: &str, owner: &str) -> Result<bool> {
     crate::optimistic::watched(db, key, |tx| async move {
         let mut read = redis::pipe();
-        read.cmd("WATCH").arg(key).arg(owner).ignore();
-        read.cmd("EXISTS").arg(owner);
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(key)
+            .arg(owner)
+            .ignore();
+        read.add_command(crate::command::cmd("EXISTS")).arg(owner);
         let (alive,): (bool,) = tx.query_pipeline(&read).await?;
         if alive {
             return Ok(Some(false));
         }
         let mut del = redis::pipe();
-        del.atomic().cmd("DEL").arg(key).ignore();
+        del.atomic()
+            .add_command(crate::command::cmd("DEL"))
+            .arg(key)
+            .ignore();
         Ok(tx.exec::<()>(&del).await?.map(|()| true))
     })
     .await

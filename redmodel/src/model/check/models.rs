@@ -178,7 +178,7 @@ async fn check_objects<M: Model>(
 /// Whether the object's hash holds `_count` (it had a full write).
 async fn counted<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool> {
     db.query(
-        redis::cmd("HEXISTS")
+        crate::command::cmd("HEXISTS")
             .arg(object.key_in(db))
             .arg(COUNT_FIELD),
     )
@@ -193,9 +193,15 @@ async fn delete_partial<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool
     let key = &key;
     watched(db, key, |tx| async move {
         let mut read = redis::pipe();
-        read.cmd("WATCH").arg(key).ignore();
-        read.cmd("HEXISTS").arg(key).arg(COUNT_FIELD);
-        read.cmd("HMGET").arg(key).arg(M::FIELDS);
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(key)
+            .ignore();
+        read.add_command(crate::command::cmd("HEXISTS"))
+            .arg(key)
+            .arg(COUNT_FIELD);
+        read.add_command(crate::command::cmd("HMGET"))
+            .arg(key)
+            .arg(M::FIELDS);
         let (counted, values): (bool, Vec<Option<Vec<u8>>>) = tx.query_pipeline(&read).await?;
         let partial = !counted
             && values.iter().any(Option::is_some)
@@ -204,7 +210,10 @@ async fn delete_partial<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool
             return Ok(Some(false));
         }
         let mut del = redis::pipe();
-        del.atomic().cmd("DEL").arg(key).ignore();
+        del.atomic()
+            .add_command(crate::command::cmd("DEL"))
+            .arg(key)
+            .ignore();
         Ok(tx.exec::<()>(&del).await?.map(|()| true))
     })
     .await
@@ -239,14 +248,14 @@ async fn check_forward<M: Model>(
                     let Ok(score) = checked_score(spec.field, score) else {
                         continue;
                     };
-                    pipe.cmd("ZSCORE")
+                    pipe.add_command(crate::command::cmd("ZSCORE"))
                         .arg(db.stored(&sorted_key(M::TABLE, spec.field)).as_ref())
                         .arg(&member);
                     expected.push((&read.object, format!("score {score}"), Expect::Score(score)));
                 }
                 IndexKind::Unique => {
                     let Ok(value) = key_text(text) else { continue };
-                    pipe.cmd("LINDEX")
+                    pipe.add_command(crate::command::cmd("LINDEX"))
                         .arg(db.stored(&unique_key(M::TABLE, spec.field, value)).as_ref())
                         .arg(0);
                     expected.push((
@@ -257,7 +266,7 @@ async fn check_forward<M: Model>(
                 }
                 IndexKind::Tags { tags } => {
                     for tag in tags(text).unwrap_or_default() {
-                        pipe.cmd("SISMEMBER")
+                        pipe.add_command(crate::command::cmd("SISMEMBER"))
                             .arg(db.stored(&tag_key(M::TABLE, spec.field, &tag)).as_ref())
                             .arg(&member);
                         expected.push((
@@ -320,7 +329,7 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
             let key = db.stored(&sorted_key(M::TABLE, spec.field)).into_owned();
             let members: Vec<(String, f64)> = db
                 .query(
-                    redis::cmd("ZRANGE")
+                    crate::command::cmd("ZRANGE")
                         .arg(&key)
                         .arg(0)
                         .arg(-1)
@@ -336,7 +345,7 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
         IndexKind::Recent { .. } => {
             let key = db.stored(&recent_key(M::TABLE, spec.field)).into_owned();
             let members: Vec<String> = db
-                .query(redis::cmd("LRANGE").arg(&key).arg(0).arg(-1))
+                .query(crate::command::cmd("LRANGE").arg(&key).arg(0).arg(-1))
                 .await?;
             entries.extend(members.into_iter().map(|m| (key.clone(), m, Claim::Exists)));
         }
@@ -350,14 +359,14 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
                 let mut pipe = redis::pipe();
                 for key in keys {
                     if unique {
-                        pipe.cmd("PTTL")
+                        pipe.add_command(crate::command::cmd("PTTL"))
                             .arg(key)
-                            .cmd("LRANGE")
+                            .add_command(crate::command::cmd("LRANGE"))
                             .arg(key)
                             .arg(0)
                             .arg(-1);
                     } else {
-                        pipe.cmd("SMEMBERS").arg(key);
+                        pipe.add_command(crate::command::cmd("SMEMBERS")).arg(key);
                     }
                 }
                 let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
@@ -384,9 +393,9 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for (_, member, _) in batch {
-            pipe.cmd("EXISTS")
+            pipe.add_command(crate::command::cmd("EXISTS"))
                 .arg(member)
-                .cmd("HGET")
+                .add_command(crate::command::cmd("HGET"))
                 .arg(member)
                 .arg(spec.field);
         }

@@ -67,7 +67,7 @@ async fn check_batch<R: Relation>(pass: &mut Pass<'_>, cursor: u64) -> Result<u6
 async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str) -> Result<()> {
     let db = pass.db;
     let mut members: Vec<String> = db
-        .query(redis::cmd("LRANGE").arg(list).arg(0).arg(-1))
+        .query(crate::command::cmd("LRANGE").arg(list).arg(0).arg(-1))
         .await?;
     members.sort();
     members.dedup();
@@ -91,7 +91,7 @@ async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str
         };
         let inverse = db.stored(&inverse).into_owned();
         let position: Option<i64> = db
-            .query(redis::cmd("LPOS").arg(&inverse).arg(owner))
+            .query(crate::command::cmd("LPOS").arg(&inverse).arg(owner))
             .await?;
         if position.is_some() {
             continue;
@@ -119,15 +119,24 @@ async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str
 async fn add_side(db: &Db, inverse: &str, member: &str, owner: &str) -> Result<bool> {
     watched(db, inverse, |tx| async move {
         let mut read = redis::pipe();
-        read.cmd("WATCH").arg(inverse).arg(member).ignore();
-        read.cmd("EXISTS").arg(member);
-        read.cmd("LPOS").arg(inverse).arg(owner);
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(inverse)
+            .arg(member)
+            .ignore();
+        read.add_command(crate::command::cmd("EXISTS")).arg(member);
+        read.add_command(crate::command::cmd("LPOS"))
+            .arg(inverse)
+            .arg(owner);
         let (alive, position): (bool, Option<i64>) = tx.query_pipeline(&read).await?;
         if !alive || position.is_some() {
             return Ok(Some(false));
         }
         let mut add = redis::pipe();
-        add.atomic().cmd("RPUSH").arg(inverse).arg(owner).ignore();
+        add.atomic()
+            .add_command(crate::command::cmd("RPUSH"))
+            .arg(inverse)
+            .arg(owner)
+            .ignore();
         Ok(tx.exec::<()>(&add).await?.map(|()| true))
     })
     .await

@@ -75,7 +75,7 @@ impl<M: Model> RecentList<M> {
         let key = self.key();
         let stop = i64::from(self.cap) - 1;
         let members: Vec<String> = db
-            .read(redis::cmd("LRANGE").arg(&key).arg(0).arg(stop))
+            .read(crate::command::cmd("LRANGE").arg(&key).arg(0).arg(stop))
             .await?;
         members.iter().map(|m| parse_member::<M>(m, &key)).collect()
     }
@@ -123,7 +123,7 @@ impl<M: Model> RecentList<M> {
     /// Removes the entries of gone objects. Returns how many were removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .read(redis::cmd("LRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(crate::command::cmd("LRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
         prune_gone(db, &keys, self.entry()).await
     }

@@ -248,7 +248,7 @@ impl<M: Model, T> SortedIndex<M, T> {
             let want = n - out.len() as u64;
             let window = want.saturating_add(stale.len() as u64).min(i64::MAX as u64);
             let stop = start.saturating_add(window - 1).min(i64::MAX as u64);
-            let mut cmd = redis::cmd("ZRANGE");
+            let mut cmd = crate::command::cmd("ZRANGE");
             cmd.arg(&key).arg(start).arg(stop);
             if end == End::Highest {
                 cmd.arg("REV");
@@ -308,7 +308,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         rev: bool,
     ) -> Result<Vec<String>> {
         let (min, max) = score_bounds(range)?;
-        let mut cmd = redis::cmd("ZRANGE");
+        let mut cmd = crate::command::cmd("ZRANGE");
         cmd.arg(self.key());
         if rev {
             cmd.arg(max).arg(min).arg("BYSCORE").arg("REV");
@@ -328,7 +328,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// How many live objects the index holds.
     pub async fn len(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .read(redis::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(crate::command::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
         self.count_live(db, keys).await
     }
@@ -375,8 +375,10 @@ impl<M: Model, T> SortedIndex<M, T> {
             "ZRANK"
         };
         let mut pipe = redis::pipe();
-        pipe.cmd(command).arg(&key).arg(&member);
-        pipe.cmd("EXISTS").arg(&member);
+        pipe.add_command(crate::command::cmd(command))
+            .arg(&key)
+            .arg(&member);
+        pipe.add_command(crate::command::cmd("EXISTS")).arg(&member);
         let (rank, exists): (Option<u64>, bool) = db.read_pipeline(&pipe).await?;
         let Some(rank) = rank else {
             return Ok(None);
@@ -388,7 +390,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         if rank == 0 {
             return Ok(Some(0));
         }
-        let mut cmd = redis::cmd("ZRANGE");
+        let mut cmd = crate::command::cmd("ZRANGE");
         cmd.arg(&key).arg(0).arg(rank - 1);
         if end == End::Highest {
             cmd.arg("REV");
@@ -402,8 +404,10 @@ impl<M: Model, T> SortedIndex<M, T> {
     pub async fn score(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<f64>> {
         let member = stored_member(db, member)?;
         let mut pipe = redis::pipe();
-        pipe.cmd("ZSCORE").arg(self.key()).arg(&member);
-        pipe.cmd("EXISTS").arg(&member);
+        pipe.add_command(crate::command::cmd("ZSCORE"))
+            .arg(self.key())
+            .arg(&member);
+        pipe.add_command(crate::command::cmd("EXISTS")).arg(&member);
         let (score, exists): (Option<f64>, bool) = db.read_pipeline(&pipe).await?;
         if score.is_some() && !exists {
             prune_gone(db, &[member], self.entry()).await?;
@@ -416,7 +420,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// many were removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .read(redis::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(crate::command::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
         prune_gone(db, &keys, self.entry()).await
     }

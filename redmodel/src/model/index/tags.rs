@@ -261,7 +261,9 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
             return Ok(Vec::new());
         }
         let keys: Vec<String> = tags.iter().map(|t| self.set_key(db, t)).collect();
-        let mut members: Vec<String> = db.read(redis::cmd(op.command()).arg(&keys)).await?;
+        let mut members: Vec<String> = db
+            .read(crate::command::cmd(op.command()).arg(&keys))
+            .await?;
         members.sort_unstable();
         let refs = members
             .iter()
@@ -325,7 +327,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         }
         let mut pipe = redis::pipe();
         for key in &set_keys {
-            pipe.cmd("SMEMBERS").arg(key);
+            pipe.add_command(crate::command::cmd("SMEMBERS")).arg(key);
         }
         let sets: Vec<Vec<String>> = db.read_pipeline(&pipe).await?;
         let mut tags_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -403,7 +405,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         }
         let mut pipe = redis::pipe();
         for key in &set_keys {
-            pipe.cmd("SCARD").arg(key);
+            pipe.add_command(crate::command::cmd("SCARD")).arg(key);
         }
         let sizes: Vec<u64> = db.read_pipeline(&pipe).await?;
         Ok(sizes.iter().sum())

@@ -214,7 +214,9 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
 /// entry `entry` (a list of one element): `LINDEX entry 0`, which replies
 /// like a GET (the key, or nil).
 pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
-    pipe.cmd("LINDEX").arg(entry).arg(0);
+    pipe.add_command(crate::command::cmd("LINDEX"))
+        .arg(entry)
+        .arg(0);
 }
 
 /// Adds to `pipe` the read of who holds the unique entry `entry` and that
@@ -237,9 +239,11 @@ pub(crate) async fn watch_entry(
     entry: &str,
 ) -> Result<(Option<String>, i64)> {
     let mut read = redis::pipe();
-    read.cmd("WATCH").arg(entry).ignore();
+    read.add_command(crate::command::cmd("WATCH"))
+        .arg(entry)
+        .ignore();
     holder_command(&mut read, entry);
-    read.cmd("PTTL").arg(entry);
+    read.add_command(crate::command::cmd("PTTL")).arg(entry);
     tx.query_pipeline(&read).await
 }
 
@@ -265,8 +269,13 @@ fn holder_sort(entry: &str, more_args: usize, more_bytes: usize) -> redis::Cmd {
 /// `entry` name `holder` alone: DEL (the entry may name a dead holder
 /// being taken over) and RPUSH, both ignored.
 pub(crate) fn claim_commands(pipe: &mut redis::Pipeline, entry: &str, holder: &str) {
-    pipe.cmd("DEL").arg(entry).ignore();
-    pipe.cmd("RPUSH").arg(entry).arg(holder).ignore();
+    pipe.add_command(crate::command::cmd("DEL"))
+        .arg(entry)
+        .ignore();
+    pipe.add_command(crate::command::cmd("RPUSH"))
+        .arg(entry)
+        .arg(holder)
+        .ignore();
 }
 
 /// Stored field texts, in the order they were asked for.
@@ -329,15 +338,20 @@ async fn read_holder_in_two<M: Model>(
     entry: &str,
     fields: &[&str],
 ) -> Result<Option<(String, RawValues)>> {
-    let holder: Option<Vec<u8>> = db.read(redis::cmd("LINDEX").arg(entry).arg(0)).await?;
+    let holder: Option<Vec<u8>> = db
+        .read(crate::command::cmd("LINDEX").arg(entry).arg(0))
+        .await?;
     let Some(holder) = holder else {
         return Ok(None);
     };
     let holder = holder_text::<M>(holder, entry)?;
     let read = match M::STORAGE {
         Storage::Hash if fields.is_empty() => return Ok(Some((holder, Vec::new()))),
-        Storage::Hash => redis::cmd("HMGET").arg(&holder).arg(fields).clone(),
-        Storage::Single => redis::cmd("GET").arg(&holder).clone(),
+        Storage::Hash => crate::command::cmd("HMGET")
+            .arg(&holder)
+            .arg(fields)
+            .clone(),
+        Storage::Single => crate::command::cmd("GET").arg(&holder).clone(),
     };
     // As SORT's GET patterns do, a holder of another type reads as absent
     // fields (and so as a non-holder): never an error of this lookup.

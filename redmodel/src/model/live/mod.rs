@@ -85,7 +85,7 @@ pub(crate) async fn existing(db: &Db, keys: &[String]) -> Result<Vec<bool>> {
     }
     let mut pipe = redis::pipe();
     for key in keys {
-        pipe.cmd("EXISTS").arg(key);
+        pipe.add_command(crate::command::cmd("EXISTS")).arg(key);
     }
     db.read_pipeline(&pipe).await
 }

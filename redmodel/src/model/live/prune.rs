@@ -121,9 +121,19 @@ async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
     let mut remove = redis::pipe();
     for s in &gone {
         match &s.entry {
-            Entry::Sorted(key) => remove.cmd("ZREM").arg(key).arg(&s.object),
-            Entry::Set(key) => remove.cmd("SREM").arg(key).arg(&s.object),
-            Entry::List(key) => remove.cmd("LREM").arg(key).arg(0).arg(&s.object),
+            Entry::Sorted(key) => remove
+                .add_command(crate::command::cmd("ZREM"))
+                .arg(key)
+                .arg(&s.object),
+            Entry::Set(key) => remove
+                .add_command(crate::command::cmd("SREM"))
+                .arg(key)
+                .arg(&s.object),
+            Entry::List(key) => remove
+                .add_command(crate::command::cmd("LREM"))
+                .arg(key)
+                .arg(0)
+                .arg(&s.object),
             Entry::Unique(key) => {
                 removed += u64::from(release_unique(db, key, &s.object).await?);
                 continue;
@@ -141,8 +151,14 @@ async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
             continue;
         }
         match &s.entry {
-            Entry::Set(key) => restore.cmd("SADD").arg(key).arg(&s.object),
-            Entry::List(key) => restore.cmd("RPUSH").arg(key).arg(&s.object),
+            Entry::Set(key) => restore
+                .add_command(crate::command::cmd("SADD"))
+                .arg(key)
+                .arg(&s.object),
+            Entry::List(key) => restore
+                .add_command(crate::command::cmd("RPUSH"))
+                .arg(key)
+                .arg(&s.object),
             Entry::Sorted(_) | Entry::Unique(_) => continue,
         }
         .ignore();
@@ -165,10 +181,13 @@ async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Resu
     check.ignore_errors();
     for s in &stale {
         match &s.test {
-            Test::Gone => check.cmd("EXISTS").arg(&s.object),
-            Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => {
-                check.cmd("HGET").arg(&s.object).arg(*field)
-            }
+            Test::Gone => check
+                .add_command(crate::command::cmd("EXISTS"))
+                .arg(&s.object),
+            Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => check
+                .add_command(crate::command::cmd("HGET"))
+                .arg(&s.object)
+                .arg(*field),
         };
     }
     let replies: Vec<Value> = db.query_pipeline(&check).await?;
@@ -193,7 +212,10 @@ async fn release_unique(db: &Db, entry: &str, holder: &str) -> Result<bool> {
             return Ok(Some(false));
         }
         let mut del = redis::pipe();
-        del.atomic().cmd("DEL").arg(entry).ignore();
+        del.atomic()
+            .add_command(crate::command::cmd("DEL"))
+            .arg(entry)
+            .ignore();
         Ok(tx.exec::<()>(&del).await?.map(|()| true))
     })
     .await
@@ -215,20 +237,29 @@ async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pi
 
     let mut check = redis::pipe();
     check.ignore_errors();
-    check.cmd("WATCH").arg(&watched).ignore();
+    check
+        .add_command(crate::command::cmd("WATCH"))
+        .arg(&watched)
+        .ignore();
     for s in stale {
         match &s.test {
-            Test::Gone => check.cmd("EXISTS").arg(&s.object),
-            Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => {
-                check.cmd("HGET").arg(&s.object).arg(*field)
-            }
+            Test::Gone => check
+                .add_command(crate::command::cmd("EXISTS"))
+                .arg(&s.object),
+            Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => check
+                .add_command(crate::command::cmd("HGET"))
+                .arg(&s.object)
+                .arg(*field),
         };
         if let Entry::Unique(key) = &s.entry {
             // Who the entry names now (a unique entry is a list of one
             // key: see the key layout in `model::key`). The indexes read
             // it with the same command, `index::unique::holder_command`,
             // which this lower layer does not import.
-            check.cmd("LINDEX").arg(key).arg(0);
+            check
+                .add_command(crate::command::cmd("LINDEX"))
+                .arg(key)
+                .arg(0);
         }
     }
     let replies: Vec<Value> = tx.query_pipeline(&check).await?;
@@ -250,10 +281,20 @@ async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pi
         }
         count += 1;
         match &s.entry {
-            Entry::Sorted(key) => remove.cmd("ZREM").arg(key).arg(&s.object),
-            Entry::Set(key) => remove.cmd("SREM").arg(key).arg(&s.object),
-            Entry::List(key) => remove.cmd("LREM").arg(key).arg(0).arg(&s.object),
-            Entry::Unique(key) => remove.cmd("DEL").arg(key),
+            Entry::Sorted(key) => remove
+                .add_command(crate::command::cmd("ZREM"))
+                .arg(key)
+                .arg(&s.object),
+            Entry::Set(key) => remove
+                .add_command(crate::command::cmd("SREM"))
+                .arg(key)
+                .arg(&s.object),
+            Entry::List(key) => remove
+                .add_command(crate::command::cmd("LREM"))
+                .arg(key)
+                .arg(0)
+                .arg(&s.object),
+            Entry::Unique(key) => remove.add_command(crate::command::cmd("DEL")).arg(key),
         }
         .ignore();
     }
@@ -300,7 +341,7 @@ mod tests {
     }
 
     async fn zcard(db: &Db) -> u64 {
-        db.query(redis::cmd("ZCARD").arg("t:_sorted:f"))
+        db.query(crate::command::cmd("ZCARD").arg("t:_sorted:f"))
             .await
             .unwrap()
     }
@@ -309,7 +350,7 @@ mod tests {
     async fn removes_only_what_is_still_dead() {
         let db = Db::memory();
         db.query::<()>(
-            redis::cmd("ZADD")
+            crate::command::cmd("ZADD")
                 .arg("t:_sorted:f")
                 .arg(1)
                 .arg("t:1")
@@ -318,7 +359,7 @@ mod tests {
         )
         .await
         .unwrap();
-        db.query::<()>(redis::cmd("HSET").arg("t:2").arg("f").arg(2))
+        db.query::<()>(crate::command::cmd("HSET").arg("t:2").arg("f").arg(2))
             .await
             .unwrap();
         // t:2 exists: a reader that thought it gone must not remove it.
@@ -330,7 +371,12 @@ mod tests {
         .unwrap();
         assert_eq!(n, 1);
         let left: Vec<String> = db
-            .query(redis::cmd("ZRANGE").arg("t:_sorted:f").arg(0).arg(-1))
+            .query(
+                crate::command::cmd("ZRANGE")
+                    .arg("t:_sorted:f")
+                    .arg(0)
+                    .arg(-1),
+            )
             .await
             .unwrap();
         assert_eq!(left, ["t:2"]);
@@ -344,17 +390,22 @@ mod tests {
     #[tokio::test]
     async fn a_recreated_object_keeps_its_entry() {
         let db = Db::memory();
-        db.query::<()>(redis::cmd("ZADD").arg("t:_sorted:f").arg(1).arg("t:1"))
-            .await
-            .unwrap();
+        db.query::<()>(
+            crate::command::cmd("ZADD")
+                .arg("t:_sorted:f")
+                .arg(1)
+                .arg("t:1"),
+        )
+        .await
+        .unwrap();
         // Another client re-creates t:1 and writes its entry.
         let mut pipe = redis::pipe();
         pipe.atomic()
-            .cmd("HSET")
+            .add_command(crate::command::cmd("HSET"))
             .arg("t:1")
             .arg("f")
             .arg(5)
-            .cmd("ZADD")
+            .add_command(crate::command::cmd("ZADD"))
             .arg("t:_sorted:f")
             .arg(5)
             .arg("t:1");
@@ -376,10 +427,10 @@ mod tests {
     #[tokio::test]
     async fn a_unique_entry_claimed_by_another_stays() {
         let db = Db::memory();
-        db.query::<()>(redis::cmd("RPUSH").arg("t:_unique:f:v").arg("t:1"))
+        db.query::<()>(crate::command::cmd("RPUSH").arg("t:_unique:f:v").arg("t:1"))
             .await
             .unwrap();
-        db.query::<()>(redis::cmd("HSET").arg("t:2").arg("f").arg("v"))
+        db.query::<()>(crate::command::cmd("HSET").arg("t:2").arg("f").arg("v"))
             .await
             .unwrap();
         let stale = |object: &str| Stale {
@@ -391,9 +442,14 @@ mod tests {
             entry: Entry::Unique("t:_unique:f:v".to_string()),
         };
         let claim = async {
-            db.query::<()>(redis::cmd("LSET").arg("t:_unique:f:v").arg(0).arg("t:2"))
-                .await
-                .unwrap()
+            db.query::<()>(
+                crate::command::cmd("LSET")
+                    .arg("t:_unique:f:v")
+                    .arg(0)
+                    .arg("t:2"),
+            )
+            .await
+            .unwrap()
         };
         let done = check_then(&db, vec![stale("t:1")], claim).await;
         assert!(
@@ -401,7 +457,7 @@ mod tests {
             "EXEC aborted: {done:?}"
         );
         let holder: String = db
-            .query(redis::cmd("LINDEX").arg("t:_unique:f:v").arg(0))
+            .query(crate::command::cmd("LINDEX").arg("t:_unique:f:v").arg(0))
             .await
             .unwrap();
         assert_eq!(holder, "t:2");

@@ -169,20 +169,30 @@ fn add_blind(pipe: &mut Pipeline, member: &str, steps: &[Step]) {
                 key,
                 score: Some(score),
             } => {
-                pipe.cmd("ZADD")
+                pipe.add_command(crate::command::cmd("ZADD"))
                     .arg(key)
                     .arg(score_arg(*score))
                     .arg(member)
                     .ignore();
             }
             Step::Sorted { key, score: None } => {
-                pipe.cmd("ZREM").arg(key).arg(member).ignore();
+                pipe.add_command(crate::command::cmd("ZREM"))
+                    .arg(key)
+                    .arg(member)
+                    .ignore();
             }
             Step::Recent { key, cap, push } => {
-                pipe.cmd("LREM").arg(key).arg(0).arg(member).ignore();
+                pipe.add_command(crate::command::cmd("LREM"))
+                    .arg(key)
+                    .arg(0)
+                    .arg(member)
+                    .ignore();
                 if *push {
-                    pipe.cmd("LPUSH").arg(key).arg(member).ignore();
-                    pipe.cmd("LTRIM")
+                    pipe.add_command(crate::command::cmd("LPUSH"))
+                        .arg(key)
+                        .arg(member)
+                        .ignore();
+                    pipe.add_command(crate::command::cmd("LTRIM"))
                         .arg(key)
                         .arg(0)
                         .arg(i64::from(*cap) - 1)
@@ -348,9 +358,11 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
         // The guards are WATCHed with the rest: one deleted before the
         // EXEC aborts the attempt, and the next one sees it gone.
         let mut read = redis::pipe();
-        read.cmd("WATCH").arg(guards).ignore();
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(guards)
+            .ignore();
         for guard in guards {
-            read.cmd("EXISTS").arg(guard);
+            read.add_command(crate::command::cmd("EXISTS")).arg(guard);
         }
         let exists: Vec<bool> = tx.query_pipeline(&read).await?;
         if let Some((guard, _)) = guards.iter().zip(&exists).find(|(_, e)| !**e) {
@@ -424,7 +436,9 @@ fn add_watched<'o, M: Model>(
             }
         }
         if let Some((entry, true)) = &u.old_entry {
-            txn.cmd("DEL").arg(entry).ignore();
+            txn.add_command(crate::command::cmd("DEL"))
+                .arg(entry)
+                .ignore();
         }
     }
     for s in steps {
@@ -435,13 +449,13 @@ fn add_watched<'o, M: Model>(
                 .into_iter()
                 .collect();
             for tag in old.iter().filter(|t| !new.contains(t)) {
-                txn.cmd("SREM")
+                txn.add_command(crate::command::cmd("SREM"))
                     .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
             }
             for tag in new {
-                txn.cmd("SADD")
+                txn.add_command(crate::command::cmd("SADD"))
                     .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
@@ -512,8 +526,13 @@ async fn read_old<R: Reader>(
         .filter_map(|u| u.new_entry.as_ref().map(|(k, _)| k))
         .collect();
     let mut read = redis::pipe();
-    read.cmd("WATCH").arg(key).arg(&claimed).ignore();
-    read.cmd("HMGET").arg(key).arg(fields);
+    read.add_command(crate::command::cmd("WATCH"))
+        .arg(key)
+        .arg(&claimed)
+        .ignore();
+    read.add_command(crate::command::cmd("HMGET"))
+        .arg(key)
+        .arg(fields);
     for u in uniques.iter() {
         if let Some((entry, _)) = &u.new_entry {
             holder_and_field_command(&mut read, entry, u.field);
@@ -572,7 +591,10 @@ async fn check_entries<M: Model, R: Reader>(
     }
     let mut check = redis::pipe();
     check.ignore_errors();
-    check.cmd("WATCH").arg(&releases).ignore();
+    check
+        .add_command(crate::command::cmd("WATCH"))
+        .arg(&releases)
+        .ignore();
     for entry in &releases {
         holder_command(&mut check, entry);
     }
@@ -626,8 +648,14 @@ pub(crate) async fn incr_indexed<M: Model>(
     // The new value read back as text (see `ObjectRef::incr`).
     let write = |steps: &mut Steps| {
         steps
-            .add_ignored(redis::cmd(command).arg(key).arg(field).arg(by).clone())
-            .add(redis::cmd("HGET").arg(key).arg(field).clone());
+            .add_ignored(
+                crate::command::cmd(command)
+                    .arg(key)
+                    .arg(field)
+                    .arg(by)
+                    .clone(),
+            )
+            .add(crate::command::cmd("HGET").arg(key).arg(field).clone());
     };
     let guards = [key.to_string()];
     let (reply,): (Value,) = stepped::run::<M, _>(db, key, &guards, &write, &specs, &[]).await?;
@@ -740,8 +768,12 @@ async fn incr_by_script<M: Model>(
             // the codec's score wins.
             Ok(_) => resync_score::<M>(db, key, spec).await?,
             Err(reason) => {
-                db.query::<()>(redis::cmd("ZREM").arg(sorted_key(M::TABLE, field)).arg(key))
-                    .await?;
+                db.query::<()>(
+                    crate::command::cmd("ZREM")
+                        .arg(sorted_key(M::TABLE, field))
+                        .arg(key),
+                )
+                .await?;
                 return Err(overflow(key, field, &text, &reason));
             }
         }
@@ -812,10 +844,10 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
     watched(db, key, |tx| async move {
         // WATCH and HGET in one round trip (run in this order).
         let mut read = redis::pipe();
-        read.cmd("WATCH")
+        read.add_command(crate::command::cmd("WATCH"))
             .arg(key)
             .ignore()
-            .cmd("HGET")
+            .add_command(crate::command::cmd("HGET"))
             .arg(key)
             .arg(spec.field);
         let (text,): (Option<Vec<u8>>,) = tx.query_pipeline(&read).await?;
@@ -825,9 +857,15 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
         match value {
             Ok(Some(Some(s))) => {
                 let s = checked_score(spec.field, s)?;
-                pipe.cmd("ZADD").arg(index).arg(score_arg(s)).arg(key)
+                pipe.add_command(crate::command::cmd("ZADD"))
+                    .arg(index)
+                    .arg(score_arg(s))
+                    .arg(key)
             }
-            _ => pipe.cmd("ZREM").arg(index).arg(key),
+            _ => pipe
+                .add_command(crate::command::cmd("ZREM"))
+                .arg(index)
+                .arg(key),
         }
         .ignore();
         tx.exec::<()>(&pipe).await

@@ -139,13 +139,18 @@ impl<M: Model> ObjectRef<M> {
             steps
                 .guard(key.as_ref())
                 .add_ignored(
-                    redis::cmd(T::COMMAND)
+                    crate::command::cmd(T::COMMAND)
                         .arg(&key)
                         .arg(field.name())
                         .arg(by)
                         .clone(),
                 )
-                .add(redis::cmd("HGET").arg(&key).arg(field.name()).clone());
+                .add(
+                    crate::command::cmd("HGET")
+                        .arg(&key)
+                        .arg(field.name())
+                        .clone(),
+                );
             let (reply,): (Value,) = steps
                 .run(db)
                 .await
@@ -201,7 +206,7 @@ impl<M: Model> ObjectRef<M> {
         let write = |steps: &mut Steps| {
             add_write(steps, &key, &fields.set, &fields.removed);
             steps.add(
-                redis::cmd("HINCRBY")
+                crate::command::cmd("HINCRBY")
                     .arg(&key)
                     .arg(COUNT_FIELD)
                     .arg(1)
@@ -266,10 +271,10 @@ impl<M: Model> ObjectRef<M> {
     pub async fn delete(&self, db: &Db) -> Result<bool> {
         let key = self.key_in(db);
         if M::INDEXES.is_empty() {
-            return db.query(redis::cmd("DEL").arg(&key)).await;
+            return db.query(crate::command::cmd("DEL").arg(&key)).await;
         }
         let write = |steps: &mut Steps| {
-            steps.add(redis::cmd("DEL").arg(&key).clone());
+            steps.add(crate::command::cmd("DEL").arg(&key).clone());
         };
         let (existed,): (bool,) = index::run::<M, _>(db, &key, &[], &write, &Changes::Delete)
             .await
@@ -282,10 +287,10 @@ impl<M: Model> ObjectRef<M> {
 /// `set` (both ignored).
 fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
     if !removed.is_empty() {
-        steps.add_ignored(redis::cmd("HDEL").arg(key).arg(removed).clone());
+        steps.add_ignored(crate::command::cmd("HDEL").arg(key).arg(removed).clone());
     }
     if !set.is_empty() {
-        steps.add_ignored(redis::cmd("HSET").arg(key).arg(set).clone());
+        steps.add_ignored(crate::command::cmd("HSET").arg(key).arg(set).clone());
     }
 }
 
@@ -299,8 +304,8 @@ impl<M: Model> ObjectRef<M> {
             steps.guard(owner);
         }
         let cmd = match text {
-            Some(text) => redis::cmd("SET").arg(&key).arg(text).clone(),
-            None => redis::cmd("DEL").arg(&key).clone(),
+            Some(text) => crate::command::cmd("SET").arg(&key).arg(text).clone(),
+            None => crate::command::cmd("DEL").arg(&key).clone(),
         };
         steps.add_ignored(cmd);
         steps.run::<()>(db).await
@@ -364,7 +369,7 @@ pub(crate) async fn recheck_references<M: Model>(
             continue;
         };
         let exists: bool = db
-            .query(redis::cmd("EXISTS").arg(db.stored(target).as_ref()))
+            .query(crate::command::cmd("EXISTS").arg(db.stored(target).as_ref()))
             .await?;
         if !exists {
             super::cascade::clear_reference(db, key, name, target).await?;

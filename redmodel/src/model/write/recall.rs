@@ -359,7 +359,7 @@ mod tests {
     use super::*;
 
     fn hmget() -> Cmd {
-        redis::cmd("HMGET")
+        crate::command::cmd("HMGET")
             .arg("p:1")
             .arg("name")
             .arg("tags")
@@ -373,7 +373,7 @@ mod tests {
             recall.guess(&hmget()),
             Some(Value::Array(vec![Value::Nil, Value::Nil]))
         );
-        let other = redis::cmd("SMEMBERS").arg("s").clone();
+        let other = crate::command::cmd("SMEMBERS").arg("s").clone();
         assert_eq!(recall.guess(&other), None);
     }
 
@@ -382,14 +382,14 @@ mod tests {
         let recall = Recall::default();
         let ann = Value::Array(vec![Value::BulkString(b"ann".to_vec()), Value::Nil]);
         recall.saw(&hmget(), &ann);
-        let name = redis::cmd("HGET").arg("p:1").arg("name").clone();
+        let name = crate::command::cmd("HGET").arg("p:1").arg("name").clone();
         assert_eq!(
             recall.guess(&name),
             Some(Value::BulkString(b"ann".to_vec()))
         );
-        let tags = redis::cmd("HMGET").arg("p:1").arg("tags").clone();
+        let tags = crate::command::cmd("HMGET").arg("p:1").arg("tags").clone();
         assert_eq!(recall.guess(&tags), Some(Value::Array(vec![Value::Nil])));
-        let head = redis::cmd("LINDEX")
+        let head = crate::command::cmd("LINDEX")
             .arg("p:_unique:name:ann")
             .arg(0)
             .clone();
@@ -424,7 +424,7 @@ mod tests {
         ]);
         recall.saw(&sort, &held);
         assert_eq!(recall.guess(&sort), Some(held));
-        let name = redis::cmd("HGET").arg("p:1").arg("name").clone();
+        let name = crate::command::cmd("HGET").arg("p:1").arg("name").clone();
         assert_eq!(
             recall.guess(&name),
             Some(Value::BulkString(b"ann".to_vec()))
@@ -455,22 +455,25 @@ mod tests {
             (&sort, &Value::Array(vec![])),
         ]);
         for cmd in [
-            redis::cmd("HSET")
+            crate::command::cmd("HSET")
                 .arg("p:1")
                 .arg("name")
                 .arg("bob")
                 .arg("age")
                 .arg(3)
                 .clone(),
-            redis::cmd("HINCRBY")
+            crate::command::cmd("HINCRBY")
                 .arg("p:1")
                 .arg("_count")
                 .arg(1)
                 .clone(),
-            redis::cmd("DEL").arg(entry).clone(),
-            redis::cmd("RPUSH").arg(entry).arg("p:1").clone(),
-            redis::cmd("DEL").arg("p:_unique:name:ann").clone(),
-            redis::cmd("SADD").arg("p:_tags:x").arg("p:1").clone(),
+            crate::command::cmd("DEL").arg(entry).clone(),
+            crate::command::cmd("RPUSH").arg(entry).arg("p:1").clone(),
+            crate::command::cmd("DEL").arg("p:_unique:name:ann").clone(),
+            crate::command::cmd("SADD")
+                .arg("p:_tags:x")
+                .arg("p:1")
+                .clone(),
         ] {
             facts.apply(&cmd);
         }
@@ -493,20 +496,23 @@ mod tests {
         );
         // An increment of a field read forgets it; a delete makes the
         // key's values absent; a command not followed forgets its keys'.
-        let name = redis::cmd("HGET").arg("p:1").arg("name").clone();
+        let name = crate::command::cmd("HGET").arg("p:1").arg("name").clone();
         for (cmd, want) in [
             (
-                redis::cmd("HINCRBYFLOAT")
+                crate::command::cmd("HINCRBYFLOAT")
                     .arg("p:1")
                     .arg("name")
                     .arg(1)
                     .clone(),
                 None,
             ),
-            (redis::cmd("DEL").arg("p:1").clone(), Some(None)),
-            (redis::cmd("EXPIRE").arg("p:1").arg(5).clone(), None),
+            (crate::command::cmd("DEL").arg("p:1").clone(), Some(None)),
             (
-                redis::cmd("HDEL").arg("p:1").arg("name").clone(),
+                crate::command::cmd("EXPIRE").arg("p:1").arg(5).clone(),
+                None,
+            ),
+            (
+                crate::command::cmd("HDEL").arg("p:1").arg("name").clone(),
                 Some(None),
             ),
         ] {
@@ -516,11 +522,17 @@ mod tests {
         }
         // LPUSH makes its last value the head; RPUSH onto a held list
         // leaves the head.
-        let head = redis::cmd("LINDEX").arg("l").arg(0).clone();
+        let head = crate::command::cmd("LINDEX").arg("l").arg(0).clone();
         let mut facts = Facts::of([(&head, &Value::BulkString(b"a".to_vec()))]);
-        facts.apply(&redis::cmd("RPUSH").arg("l").arg("z").clone());
+        facts.apply(&crate::command::cmd("RPUSH").arg("l").arg("z").clone());
         assert_eq!(facts.answer(&head), Some(Value::BulkString(b"a".to_vec())));
-        facts.apply(&redis::cmd("LPUSH").arg("l").arg("b").arg("c").clone());
+        facts.apply(
+            &crate::command::cmd("LPUSH")
+                .arg("l")
+                .arg("b")
+                .arg("c")
+                .clone(),
+        );
         assert_eq!(facts.answer(&head), Some(Value::BulkString(b"c".to_vec())));
     }
 
@@ -528,12 +540,12 @@ mod tests {
     fn replied_facts_answer_only_what_they_hold() {
         let ann = Value::Array(vec![Value::BulkString(b"ann".to_vec()), Value::Nil]);
         let facts = Facts::of([(&hmget(), &ann)]);
-        let name = redis::cmd("HGET").arg("p:1").arg("name").clone();
+        let name = crate::command::cmd("HGET").arg("p:1").arg("name").clone();
         assert_eq!(
             facts.answer(&name),
             Some(Value::BulkString(b"ann".to_vec()))
         );
-        let other = redis::cmd("HMGET")
+        let other = crate::command::cmd("HMGET")
             .arg("p:1")
             .arg("name")
             .arg("city")

@@ -282,7 +282,7 @@ mod tests {
     use super::*;
 
     fn cmd(args: &[&str]) -> Cmd {
-        let mut c = redis::cmd(args[0]);
+        let mut c = crate::command::cmd(args[0]);
         for a in &args[1..] {
             c.arg(*a);
         }

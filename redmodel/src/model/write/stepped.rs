@@ -95,9 +95,9 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
     // Guards in other slots (the objects reference fields name) are
     // checked just before the object's unit, not in it.
     let mut object = guarded_unit(key, guards);
-    object.add(redis::cmd("HMGET").arg(key).arg(&fields).clone());
+    object.add(crate::command::cmd("HMGET").arg(key).arg(&fields).clone());
     write(&mut object);
-    object.add(redis::cmd("HMGET").arg(key).arg(&fields).clone());
+    object.add(crate::command::cmd("HMGET").arg(key).arg(&fields).clone());
     let mut replies: Vec<Value> = match object.run(db).await {
         Ok(replies) => replies,
         Err(err) => {
@@ -215,7 +215,9 @@ pub(crate) async fn sync<M: Model>(
                 apply::<M>(db, key, spec, old.as_deref(), new.as_deref()).await?;
             }
         }
-        let now: Texts = db.query(redis::cmd("HMGET").arg(key).arg(&fields)).await?;
+        let now: Texts = db
+            .query(crate::command::cmd("HMGET").arg(key).arg(&fields))
+            .await?;
         if now == current {
             return Ok(());
         }
@@ -249,17 +251,31 @@ async fn apply<M: Model>(
                 .flatten()
                 .and_then(|s| checked_score(field, s).ok());
             match score {
-                Some(s) => pipe.cmd("ZADD").arg(&index).arg(score_arg(s)).arg(key),
-                None => pipe.cmd("ZREM").arg(&index).arg(key),
+                Some(s) => pipe
+                    .add_command(crate::command::cmd("ZADD"))
+                    .arg(&index)
+                    .arg(score_arg(s))
+                    .arg(key),
+                None => pipe
+                    .add_command(crate::command::cmd("ZREM"))
+                    .arg(&index)
+                    .arg(key),
             }
             .ignore();
         }
         IndexKind::Recent { cap } => {
             let list = recent_key(M::TABLE, field);
-            pipe.cmd("LREM").arg(&list).arg(0).arg(key).ignore();
+            pipe.add_command(crate::command::cmd("LREM"))
+                .arg(&list)
+                .arg(0)
+                .arg(key)
+                .ignore();
             if new.is_some() {
-                pipe.cmd("LPUSH").arg(&list).arg(key).ignore();
-                pipe.cmd("LTRIM")
+                pipe.add_command(crate::command::cmd("LPUSH"))
+                    .arg(&list)
+                    .arg(key)
+                    .ignore();
+                pipe.add_command(crate::command::cmd("LTRIM"))
                     .arg(&list)
                     .arg(0)
                     .arg(i64::from(cap) - 1)
@@ -275,13 +291,13 @@ async fn apply<M: Model>(
             };
             let (old, new) = (parse(old), parse(new));
             for tag in old.difference(&new) {
-                pipe.cmd("SREM")
+                pipe.add_command(crate::command::cmd("SREM"))
                     .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
             }
             for tag in &new {
-                pipe.cmd("SADD")
+                pipe.add_command(crate::command::cmd("SADD"))
                     .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
@@ -311,8 +327,9 @@ async fn claim<M: Model>(
             // written, so its field cannot show the value yet.
             let pending = ttl >= 0;
             let holds = pending || {
-                let held: Option<Vec<u8>> =
-                    db.query(redis::cmd("HGET").arg(holder).arg(field)).await?;
+                let held: Option<Vec<u8>> = db
+                    .query(crate::command::cmd("HGET").arg(holder).arg(field))
+                    .await?;
                 held.as_deref() == Some(value.as_bytes())
             };
             if holds {
@@ -331,7 +348,7 @@ async fn claim<M: Model>(
         let mut txn = redis::pipe();
         txn.atomic();
         claim_commands(&mut txn, entry, key);
-        txn.cmd("PEXPIRE")
+        txn.add_command(crate::command::cmd("PEXPIRE"))
             .arg(entry)
             .arg(CLAIM_LEASE.as_millis() as u64)
             .ignore();
@@ -360,7 +377,9 @@ pub(crate) async fn claim_held<M: Model>(
 async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
     on_entry(db, entry, |txn, holder| match holder {
         Some(holder) if holder == key => {
-            txn.cmd("PERSIST").arg(entry).ignore();
+            txn.add_command(crate::command::cmd("PERSIST"))
+                .arg(entry)
+                .ignore();
         }
         Some(_) => {}
         None => claim_commands(txn, entry, key),
@@ -390,16 +409,23 @@ async fn release(
             return Ok(Some(()));
         }
         // An object that is not a hash (a failed write's) holds nothing.
-        let held: Option<Vec<u8>> = match db.query(redis::cmd("HGET").arg(key).arg(field)).await {
+        let held: Option<Vec<u8>> = match db
+            .query(crate::command::cmd("HGET").arg(key).arg(field))
+            .await
+        {
             Err(Error::WrongType { .. }) => None,
             held => held?,
         };
         let mut txn = redis::pipe();
         txn.atomic();
         if held.as_deref() == Some(value.as_bytes()) {
-            txn.cmd("PERSIST").arg(entry).ignore();
+            txn.add_command(crate::command::cmd("PERSIST"))
+                .arg(entry)
+                .ignore();
         } else {
-            txn.cmd("DEL").arg(entry).ignore();
+            txn.add_command(crate::command::cmd("DEL"))
+                .arg(entry)
+                .ignore();
         }
         tx.exec::<()>(&txn).await
     })
@@ -425,7 +451,9 @@ async fn on_entry(
     let decide = &decide;
     watched(db, entry, |tx| async move {
         let mut read = redis::pipe();
-        read.cmd("WATCH").arg(entry).ignore();
+        read.add_command(crate::command::cmd("WATCH"))
+            .arg(entry)
+            .ignore();
         holder_command(&mut read, entry);
         let (holder,): (Option<String>,) = tx.query_pipeline(&read).await?;
         let mut txn = redis::pipe();

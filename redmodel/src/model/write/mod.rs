@@ -133,24 +133,21 @@ impl<M: Model> ObjectRef<M> {
         } else {
             let key = self.key_in(db);
             let mut steps = Steps::new();
-            // The new value read back as text: a guarded unit may be a Lua
-            // script, where an integer reply becomes a double (2^53 and up
-            // would round).
-            steps
-                .guard(key.as_ref())
-                .add_ignored(
-                    crate::command::cmd(T::COMMAND)
-                        .arg(&key)
-                        .arg(field.name())
-                        .arg(by)
-                        .clone(),
-                )
-                .add(
-                    crate::command::cmd("HGET")
-                        .arg(&key)
-                        .arg(field.name())
-                        .clone(),
-                );
+            steps.guard(key.as_ref());
+            let mut incr = crate::command::cmd(T::COMMAND);
+            incr.arg(&key).arg(field.name()).arg(by);
+            if db.engine().is_some() {
+                // In process the unit runs without Lua
+                // (`Engine::atomically`): the increment's reply is exact.
+                steps.add(incr);
+            } else {
+                // The new value read back as text: the unit is a Lua
+                // script, where an integer reply becomes a double (2^53
+                // and up would round).
+                let mut read = crate::command::cmd("HGET");
+                read.arg(&key).arg(field.name());
+                steps.add_ignored(incr).add(read);
+            }
             let (reply,): (Value,) = steps
                 .run(db)
                 .await

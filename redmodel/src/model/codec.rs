@@ -61,6 +61,12 @@ pub trait Scalar: Sized {
     fn to_text(&self) -> Vec<u8>;
     /// Parses stored text; the error says why it is not a value of this type.
     fn from_text(raw: &[u8]) -> Result<Self, String>;
+    /// [`from_text`](Self::from_text) of text the caller owns, which a
+    /// type holding the bytes themselves (`String`) keeps instead of
+    /// copying: what loads call, with the reply's bytes.
+    fn from_owned_text(raw: Vec<u8>) -> Result<Self, String> {
+        Self::from_text(&raw)
+    }
 }
 
 /// Shows stored bytes in an error message, cut short if long.
@@ -76,7 +82,11 @@ pub(crate) fn shown(raw: &[u8]) -> String {
 }
 
 fn utf8(raw: &[u8]) -> Result<&str, String> {
-    std::str::from_utf8(raw).map_err(|_| format!("{} is not UTF-8 text", shown(raw)))
+    std::str::from_utf8(raw).map_err(|_| not_utf8(raw))
+}
+
+fn not_utf8(raw: &[u8]) -> String {
+    format!("{} is not UTF-8 text", shown(raw))
 }
 
 impl Scalar for String {
@@ -86,6 +96,10 @@ impl Scalar for String {
 
     fn from_text(raw: &[u8]) -> Result<Self, String> {
         utf8(raw).map(str::to_string)
+    }
+
+    fn from_owned_text(raw: Vec<u8>) -> Result<Self, String> {
+        String::from_utf8(raw).map_err(|e| not_utf8(e.as_bytes()))
     }
 }
 
@@ -191,6 +205,11 @@ pub trait FieldValue: Sized {
     fn to_field(&self) -> Option<Vec<u8>>;
     /// Decodes a field (`None` if it is absent).
     fn from_field(raw: Option<&[u8]>) -> Result<Self, FieldError>;
+    /// [`from_field`](Self::from_field) of bytes the caller owns (see
+    /// [`Scalar::from_owned_text`]).
+    fn from_owned_field(raw: Option<Vec<u8>>) -> Result<Self, FieldError> {
+        Self::from_field(raw.as_deref())
+    }
 }
 
 impl<T: Scalar> FieldValue for T {
@@ -201,6 +220,11 @@ impl<T: Scalar> FieldValue for T {
     fn from_field(raw: Option<&[u8]>) -> Result<Self, FieldError> {
         let raw = raw.ok_or(FieldError::Missing)?;
         T::from_text(raw).map_err(FieldError::Invalid)
+    }
+
+    fn from_owned_field(raw: Option<Vec<u8>>) -> Result<Self, FieldError> {
+        let raw = raw.ok_or(FieldError::Missing)?;
+        T::from_owned_text(raw).map_err(FieldError::Invalid)
     }
 }
 
@@ -213,6 +237,11 @@ impl<T: Scalar> FieldValue for Option<T> {
         raw.map(|raw| T::from_text(raw).map_err(FieldError::Invalid))
             .transpose()
     }
+
+    fn from_owned_field(raw: Option<Vec<u8>>) -> Result<Self, FieldError> {
+        raw.map(|raw| T::from_owned_text(raw).map_err(FieldError::Invalid))
+            .transpose()
+    }
 }
 
 /// How the values of a field of type `T` are written: [`Plain`] or [`Json`].
@@ -223,6 +252,11 @@ pub trait Codec<T>: 'static {
     fn encode(value: &T) -> Result<Option<Vec<u8>>, String>;
     /// Decodes a field (`None` if it is absent).
     fn decode(raw: Option<&[u8]>) -> Result<T, FieldError>;
+    /// [`decode`](Self::decode) of bytes the caller owns, which a
+    /// string can keep instead of copying.
+    fn decode_owned(raw: Option<Vec<u8>>) -> Result<T, FieldError> {
+        Self::decode(raw.as_deref())
+    }
 }
 
 /// The codec of plain fields: [`FieldValue`] text.
@@ -244,6 +278,10 @@ impl<T: FieldValue> Codec<T> for Plain {
 
     fn decode(raw: Option<&[u8]>) -> Result<T, FieldError> {
         T::from_field(raw)
+    }
+
+    fn decode_owned(raw: Option<Vec<u8>>) -> Result<T, FieldError> {
+        T::from_owned_field(raw)
     }
 }
 
@@ -358,6 +396,25 @@ impl IntoValue<Option<String>> for &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn owned_text_decodes_as_borrowed_text_does() {
+        for raw in [&b"ken"[..], b"", b"\xff\xfe", "é".as_bytes()] {
+            assert_eq!(
+                String::from_owned_text(raw.to_vec()),
+                String::from_text(raw)
+            );
+            assert_eq!(i64::from_owned_text(raw.to_vec()), i64::from_text(raw));
+            assert_eq!(
+                <Plain as Codec<Option<String>>>::decode_owned(Some(raw.to_vec())),
+                <Plain as Codec<Option<String>>>::decode(Some(raw)),
+            );
+        }
+        assert_eq!(
+            <Plain as Codec<String>>::decode_owned(None),
+            Err(FieldError::Missing)
+        );
+    }
 
     #[test]
     fn scalars_round_trip_as_readable_text() {

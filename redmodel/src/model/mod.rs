@@ -486,7 +486,7 @@ pub mod __private {
         raw: Option<Option<Vec<u8>>>,
         default: Option<fn() -> T>,
     ) -> crate::Result<T> {
-        match (C::decode(raw.flatten().as_deref()), default) {
+        match (C::decode_owned(raw.flatten()), default) {
             (Ok(value), _) => Ok(value),
             (Err(FieldError::Missing), Some(default)) => Ok(default()),
             (Err(err), _) => Err(err.at(key, field)),

@@ -7,7 +7,7 @@
 //! insert). One allocation each, sized for the model's usual command,
 //! does it at once.
 
-use redis::Cmd;
+use redis::{Arg, Cmd};
 
 /// Room for a key, a field or two and their values: most of the model's
 /// commands (a longer one grows as before).
@@ -19,4 +19,24 @@ pub(crate) fn cmd(name: &str) -> Cmd {
     let mut cmd = Cmd::with_capacity(ARGS, BYTES);
     cmd.arg(name);
     cmd
+}
+
+/// The arguments of `cmd`, name first, each as its bytes; `None` for one
+/// that is not plain bytes (the cursor of redis-rs's scan iterators, which
+/// no command of the crate's holds).
+pub(crate) fn args(cmd: &Cmd) -> impl Iterator<Item = Option<&[u8]>> + Clone {
+    cmd.args_iter().map(|a| match a {
+        Arg::Simple(bytes) => Some(bytes),
+        _ => None,
+    })
+}
+
+/// The name of `cmd` (its first argument), as sent.
+pub(crate) fn name(cmd: &Cmd) -> Option<&[u8]> {
+    args(cmd).next().flatten()
+}
+
+/// Whether `cmd` is the command `name` (in any case).
+pub(crate) fn is(cmd: &Cmd, name: &str) -> bool {
+    self::name(cmd).is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
 }

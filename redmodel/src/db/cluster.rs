@@ -287,9 +287,9 @@ impl Backend for ClusterBackend {
 /// split into commands routed apart.
 fn holds_a_transaction(pipeline: &Pipeline) -> bool {
     pipeline.is_transaction()
-        || pipeline.cmd_iter().any(|cmd| {
-            matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name)) if name.eq_ignore_ascii_case(b"MULTI"))
-        })
+        || pipeline
+            .cmd_iter()
+            .any(|cmd| crate::command::is(cmd, "MULTI"))
 }
 
 /// Where a cluster-wide SCAN cursor keeps the index of the master it is
@@ -298,7 +298,7 @@ fn holds_a_transaction(pipeline: &Pipeline) -> bool {
 const NODE_SHIFT: u32 = 52;
 
 fn is_scan(cmd: &Cmd) -> bool {
-    matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name)) if name.eq_ignore_ascii_case(b"SCAN"))
+    crate::command::is(cmd, "SCAN")
 }
 
 /// One SCAN call over the whole cluster, so that a caller's cursor loop
@@ -434,8 +434,8 @@ fn is_keyless(cmd: &Cmd) -> bool {
         b"SCAN",
         b"SAVE",
     ];
-    matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name))
-        if KEYLESS.iter().any(|k| name.eq_ignore_ascii_case(k)))
+    crate::command::name(cmd)
+        .is_some_and(|name| KEYLESS.iter().any(|k| name.eq_ignore_ascii_case(k)))
 }
 
 /// How long an atomic pipeline aborted by a slot's move (or by a failover:

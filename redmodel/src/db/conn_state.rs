@@ -18,9 +18,8 @@ impl ConnState {
     /// Records a command about to be sent: pessimistically (as if it ran),
     /// since a failed WATCH or MULTI leaves nothing a clean-up cannot fix.
     pub(crate) fn sending(&mut self, cmd: &Cmd) {
-        let name = match cmd.args_iter().next() {
-            Some(redis::Arg::Simple(name)) => name,
-            _ => return,
+        let Some(name) = crate::command::name(cmd) else {
+            return;
         };
         if name.eq_ignore_ascii_case(b"WATCH") {
             self.watching = true;

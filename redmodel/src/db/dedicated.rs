@@ -141,6 +141,7 @@ impl ConnectionLike for DedicatedConnection {
 
 /// MULTI, EXEC or DISCARD: commands a cluster connection cannot route.
 fn is_transaction_verb(cmd: &Cmd) -> bool {
-    matches!(cmd.args_iter().next(), Some(redis::Arg::Simple(name))
-        if [&b"MULTI"[..], b"EXEC", b"DISCARD"].iter().any(|v| name.eq_ignore_ascii_case(v)))
+    ["MULTI", "EXEC", "DISCARD"]
+        .iter()
+        .any(|verb| crate::command::is(cmd, verb))
 }

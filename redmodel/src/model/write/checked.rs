@@ -26,7 +26,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex};
 
-use redis::{Arg, Cmd, FromRedisValue, Pipeline, Value};
+use redis::{Cmd, FromRedisValue, Pipeline, Value};
 
 use super::recall::{Facts, Guess};
 use super::shaped;
@@ -88,7 +88,7 @@ impl Reader for Recorder<'_> {
         let mut cmds = Vec::new();
         let mut guesses = Vec::new();
         for cmd in pipe.cmd_iter() {
-            let watch = matches!(cmd.args_iter().next(), Some(Arg::Simple(name)) if name.eq_ignore_ascii_case(b"WATCH"));
+            let watch = crate::command::is(cmd, "WATCH");
             if watch {
                 continue;
             }
@@ -382,12 +382,7 @@ fn in_process(
 /// The arguments of `cmd`, name first (a model's commands hold plain
 /// bytes only).
 fn args(cmd: &Cmd) -> Vec<&[u8]> {
-    cmd.args_iter()
-        .filter_map(|a| match a {
-            Arg::Simple(bytes) => Some(bytes),
-            _ => None,
-        })
-        .collect()
+    crate::command::args(cmd).flatten().collect()
 }
 
 /// Runs `cmds` (each with whether its reply is kept) as one atomic script
@@ -429,13 +424,7 @@ fn expected(reply: &Value) -> Option<Vec<Vec<u8>>> {
 /// Adds one command to the script's `ARGV`: its argument count, then its
 /// arguments.
 fn add_command(invocation: &mut Call<'_>, cmd: &Cmd) {
-    let args: Vec<&[u8]> = cmd
-        .args_iter()
-        .filter_map(|a| match a {
-            Arg::Simple(bytes) => Some(bytes),
-            _ => None,
-        })
-        .collect();
+    let args: Vec<&[u8]> = args(cmd);
     invocation.arg(args.len());
     for arg in args {
         invocation.arg(arg);

@@ -22,7 +22,7 @@ use std::num::NonZeroUsize;
 
 use lru::LruCache;
 use parking_lot::Mutex;
-use redis::{Arg, Cmd, Value};
+use redis::{Cmd, Value};
 
 /// How many values a `Db` remembers: enough for the objects a busy
 /// process writes repeatedly, a few MB at most.
@@ -129,10 +129,7 @@ impl Facts {
     /// change (every value of its key; an increment, just its field).
     /// Values not held stay unknown: only what was read is followed.
     pub(crate) fn apply(&mut self, cmd: &Cmd) {
-        let mut args = cmd.args_iter().map(|a| match a {
-            Arg::Simple(bytes) => Some(bytes),
-            _ => None,
-        });
+        let mut args = crate::command::args(cmd);
         let (Some(Some(name)), Some(Some(key))) = (args.next(), args.next()) else {
             return;
         };
@@ -328,10 +325,7 @@ enum Read<'a> {
 }
 
 fn parse(cmd: &Cmd) -> Option<Read<'_>> {
-    let mut args = cmd.args_iter().map(|a| match a {
-        Arg::Simple(bytes) => Some(bytes),
-        _ => None,
-    });
+    let mut args = crate::command::args(cmd);
     let name = args.next()??;
     let key = args.next()??;
     let rest: Option<Vec<&[u8]>> = args.collect();

@@ -34,7 +34,7 @@ use std::fmt::Write as _;
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
-use redis::{Arg, Cmd, Value};
+use redis::{Cmd, Value};
 
 use crate::script::Lua;
 
@@ -61,10 +61,7 @@ pub(crate) struct Shaped<'a> {
 /// as every Redis command's: the name goes into the script's text), and
 /// its arguments after the name; `None` if an argument is not plain bytes.
 fn split(cmd: &Cmd) -> Option<(&str, impl Iterator<Item = Option<&[u8]>> + Clone)> {
-    let mut args = cmd.args_iter().map(|a| match a {
-        Arg::Simple(bytes) => Some(bytes),
-        _ => None,
-    });
+    let mut args = crate::command::args(cmd);
     let name = std::str::from_utf8(args.next()??).ok()?;
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return None;

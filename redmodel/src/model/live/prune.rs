@@ -10,7 +10,7 @@
 //! someone else), EXEC does nothing: the entries stay, and the next read
 //! prunes them if they are still dead.
 
-use redis::Value;
+use redis::{Pipeline, Value};
 
 use crate::model::index::unique::watch_entry;
 use crate::optimistic::{watched, RawTransaction};
@@ -55,6 +55,29 @@ pub(crate) enum Entry {
     /// The unique entry (a one-element list) at this key, if it still
     /// names the object.
     Unique(String),
+}
+
+/// Adds to `pipe` the read whose reply `s.test` judges (see [`Test::dead`]).
+fn add_test(pipe: &mut Pipeline, s: &Stale) {
+    let cmd = crate::command::cmd;
+    match &s.test {
+        Test::Gone => pipe.add_command(cmd("EXISTS")).arg(&s.object),
+        Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => {
+            pipe.add_command(cmd("HGET")).arg(&s.object).arg(*field)
+        }
+    };
+}
+
+/// Adds to `pipe` the command that takes `object` out of `entry` (a unique
+/// entry: deletes it).
+fn remove_command<'p>(pipe: &'p mut Pipeline, entry: &Entry, object: &str) -> &'p mut Pipeline {
+    let cmd = crate::command::cmd;
+    match entry {
+        Entry::Sorted(key) => pipe.add_command(cmd("ZREM")).arg(key).arg(object),
+        Entry::Set(key) => pipe.add_command(cmd("SREM")).arg(key).arg(object),
+        Entry::List(key) => pipe.add_command(cmd("LREM")).arg(key).arg(0).arg(object),
+        Entry::Unique(key) => pipe.add_command(cmd("DEL")).arg(key),
+    }
 }
 
 impl Test {
@@ -120,25 +143,11 @@ async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
     let mut removed = 0u64;
     let mut remove = redis::pipe();
     for s in &gone {
-        match &s.entry {
-            Entry::Sorted(key) => remove
-                .add_command(crate::command::cmd("ZREM"))
-                .arg(key)
-                .arg(&s.object),
-            Entry::Set(key) => remove
-                .add_command(crate::command::cmd("SREM"))
-                .arg(key)
-                .arg(&s.object),
-            Entry::List(key) => remove
-                .add_command(crate::command::cmd("LREM"))
-                .arg(key)
-                .arg(0)
-                .arg(&s.object),
-            Entry::Unique(key) => {
-                removed += u64::from(release_unique(db, key, &s.object).await?);
-                continue;
-            }
-        };
+        if let Entry::Unique(key) = &s.entry {
+            removed += u64::from(release_unique(db, key, &s.object).await?);
+        } else {
+            remove_command(&mut remove, &s.entry, &s.object);
+        }
     }
     if !remove.is_empty() {
         let counts: Vec<u64> = db.query_pipeline(&remove).await?;
@@ -180,15 +189,7 @@ async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Resu
     let mut check = redis::pipe();
     check.ignore_errors();
     for s in &stale {
-        match &s.test {
-            Test::Gone => check
-                .add_command(crate::command::cmd("EXISTS"))
-                .arg(&s.object),
-            Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => check
-                .add_command(crate::command::cmd("HGET"))
-                .arg(&s.object)
-                .arg(*field),
-        };
+        add_test(&mut check, s);
     }
     let replies: Vec<Value> = db.query_pipeline(&check).await?;
     Ok(stale
@@ -242,15 +243,7 @@ async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pi
         .arg(&watched)
         .ignore();
     for s in stale {
-        match &s.test {
-            Test::Gone => check
-                .add_command(crate::command::cmd("EXISTS"))
-                .arg(&s.object),
-            Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => check
-                .add_command(crate::command::cmd("HGET"))
-                .arg(&s.object)
-                .arg(*field),
-        };
+        add_test(&mut check, s);
         if let Entry::Unique(key) = &s.entry {
             // Who the entry names now (a unique entry is a list of one
             // key: see the key layout in `model::key`). The indexes read
@@ -280,23 +273,7 @@ async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pi
             continue;
         }
         count += 1;
-        match &s.entry {
-            Entry::Sorted(key) => remove
-                .add_command(crate::command::cmd("ZREM"))
-                .arg(key)
-                .arg(&s.object),
-            Entry::Set(key) => remove
-                .add_command(crate::command::cmd("SREM"))
-                .arg(key)
-                .arg(&s.object),
-            Entry::List(key) => remove
-                .add_command(crate::command::cmd("LREM"))
-                .arg(key)
-                .arg(0)
-                .arg(&s.object),
-            Entry::Unique(key) => remove.add_command(crate::command::cmd("DEL")).arg(key),
-        }
-        .ignore();
+        remove_command(&mut remove, &s.entry, &s.object).ignore();
     }
     if count == 0 {
         return Ok(None);

@@ -1,6 +1,9 @@
 //! Server-side scripts: how the library runs the Lua scripts that make a
-//! guarded write one atomic round trip, the same text on every backend
-//! (the memory engine runs Lua as Redis does).
+//! guarded write one atomic round trip, the same text on every server
+//! (the memory engine served over RESP runs Lua as Redis does). In
+//! process, the checked writes and the sorted increment run their steps
+//! on the engine without Lua instead (`Engine::atomically`), where a
+//! script costs several times its commands.
 //!
 //! A script ([`Lua`]) is sent as EVAL, with its text, the first time a
 //! `Db` runs it, and as EVALSHA after that: EVAL caches the script on the

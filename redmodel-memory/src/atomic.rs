@@ -9,6 +9,8 @@
 //! between) can have it from the store's lock directly:
 //! [`Engine::atomically`].
 
+use std::panic::AssertUnwindSafe;
+
 use redis::Value;
 
 use crate::blocking::{self, BlockSlot};
@@ -74,7 +76,9 @@ impl Engine {
     ///
     /// # Panics
     ///
-    /// If `db` is not a database of the engine (16, as Redis's default).
+    /// If `db` is not a database of the engine (16, as Redis's default),
+    /// or as `f` panics (after the store is left as after a script that
+    /// stopped there: what ran stays).
     pub fn atomically<R>(&self, db: usize, f: impl FnOnce(&mut Atomic<'_>) -> R) -> R {
         let now = self.now_ms();
         let mut store = self.shared.store.lock();
@@ -99,14 +103,16 @@ impl Engine {
                 wrote: false,
             },
         };
-        let out = f(&mut atomic);
+        // A panic in `f` goes on once the store is as after any script:
+        // what ran stays, and the next command is no longer in one.
+        let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut atomic)));
         drop(atomic);
         store.in_script = was_in_script;
         // As after any command: notifications out, blocked clients served.
         store.flush_notifications();
         blocking::serve_ready(&mut store, now);
         store.flush_notifications();
-        out
+        out.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 }
 
@@ -194,6 +200,35 @@ mod tests {
         engine.atomically(0, |tx| tx.call(&[b"RPUSH", b"q", b"job"]));
         let reply = waiting.join().expect("the blocked client's thread");
         assert_eq!(reply, Value::Array(vec![bulk("q"), bulk("job")]));
+    }
+
+    #[test]
+    fn a_panic_leaves_what_ran_and_no_script_running() {
+        let engine = Engine::new();
+        let mut c = engine.connection();
+        c.execute(&[b"SADD", b"s", b"c", b"b", b"a"]);
+        let unsorted = c.execute(&[b"SORT", b"s", b"BY", b"nosort", b"ALPHA"]);
+        let panicked = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            engine.atomically(0, |tx| {
+                tx.call(&[b"SET", b"k", b"v"]);
+                panic!("the caller's bug");
+            })
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(c.execute(&[b"GET", b"k"]), bulk("v"));
+        // Within a script, SORT BY nosort of a set sorts (for determinism);
+        // outside, it does not: no script is left running.
+        assert_eq!(
+            c.execute(&[b"SORT", b"s", b"BY", b"nosort", b"ALPHA"]),
+            unsorted
+        );
+        let in_script = engine.atomically(0, |tx| {
+            tx.call(&[b"SORT", b"s", b"BY", b"nosort", b"ALPHA"])
+        });
+        assert_ne!(
+            in_script, unsorted,
+            "the test needs a set whose order is not sorted"
+        );
     }
 
     #[test]

@@ -217,8 +217,9 @@ pub(crate) enum Checked<T> {
 
 impl Recorder<'_> {
     /// Sends `writes` (each command with whether its reply is kept) as one
-    /// [`CHECKED`] script, guarded by `guards` and conditioned on every
-    /// read recorded.
+    /// [`CHECKED`] script (its shape's, [`shaped`]), guarded by `guards`
+    /// and conditioned on every read recorded; in process, runs the same
+    /// on the engine ([`in_process`]).
     pub(crate) async fn commit<T: FromRedisValue>(
         self,
         guards: &[String],

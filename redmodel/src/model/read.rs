@@ -29,7 +29,7 @@
 //! pipeline is routed to its node and one per object costs less than two.
 //! A string object is read with GET.
 
-use redis::{Pipeline, Value};
+use redis::{Cmd, Pipeline, Value};
 
 use super::object::{RawFields, COUNT_FIELD};
 use super::reply::{at_key, redis_type, reply_at};
@@ -58,20 +58,24 @@ pub(crate) enum Read {
 impl<M: Model> ObjectRef<M> {
     /// The object: its stored fields, or `None` if it does not exist.
     pub(crate) async fn read_raw(&self, db: &Db) -> Result<RawFields> {
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
         if M::STORAGE == Storage::Hash && db.engine().is_some() {
             // In process a round trip costs less than a command: the HMGET
             // alone, and a reply without a value settled by reading whole
             // (nothing: a missing object). Against a server the EXISTS goes
             // with it, so that a missing object costs one round trip too.
-            self.add_fields(db, &mut pipe);
-            let reply = db.read_replies(&pipe).await?.into_iter().next();
-            return match self.take_fields(reply)? {
+            // (One command, not a pipeline of one: 300 instructions
+            // fewer, of about 10k per load.)
+            let reply = db
+                .read::<Value>(&self.fields_command(db))
+                .await
+                .map_err(at_key(self.key(), "hash"))?;
+            return match self.take_fields(Some(reply))? {
                 Some(fields) => Ok(Some(fields)),
                 None => self.read_whole(db).await,
             };
         }
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
         self.add_read(db, &mut pipe);
         let mut replies = db.read_replies(&pipe).await?.into_iter();
         match self.take_read(&mut replies)? {
@@ -175,15 +179,20 @@ impl<M: Model> ObjectRef<M> {
 
     /// `HMGET key <declared fields> _count`.
     fn add_fields(&self, db: &Db, pipe: &mut Pipeline) {
+        pipe.add_command(self.fields_command(db));
+    }
+
+    /// `HMGET key <declared fields> _count`.
+    fn fields_command(&self, db: &Db) -> Cmd {
         let key = self.key_in(db);
         // Sized at once: the read is most of a load's own work in process.
         let bytes = key.len() + M::FIELDS.iter().map(|f| f.len()).sum::<usize>() + 16;
-        let mut cmd = redis::Cmd::with_capacity(M::FIELDS.len() + 3, bytes);
+        let mut cmd = Cmd::with_capacity(M::FIELDS.len() + 3, bytes);
         cmd.arg("HMGET")
             .arg(key.as_ref())
             .arg(M::FIELDS)
             .arg(COUNT_FIELD);
-        pipe.add_command(cmd);
+        cmd
     }
 
     /// What the replies of [`add_read`](Self::add_read) tell, taken from

@@ -7,7 +7,7 @@
 //! insert). One allocation each, sized for the model's usual command,
 //! does it at once.
 
-use redis::{Arg, Cmd};
+use redis::{Arg, Cmd, Pipeline};
 
 /// Room for a key, a field or two and their values: most of the model's
 /// commands (a longer one grows as before).
@@ -19,6 +19,18 @@ pub(crate) fn cmd(name: &str) -> Cmd {
     let mut cmd = Cmd::with_capacity(ARGS, BYTES);
     cmd.arg(name);
     cmd
+}
+
+/// `Pipeline::cmd` with [`cmd`]'s room for arguments: `pipe.command("HSET")`.
+pub(crate) trait AddCommand {
+    /// Adds the command `name` (then `.arg(...)` as with `Pipeline::cmd`).
+    fn command(&mut self, name: &str) -> &mut Self;
+}
+
+impl AddCommand for Pipeline {
+    fn command(&mut self, name: &str) -> &mut Pipeline {
+        self.add_command(cmd(name))
+    }
 }
 
 /// The arguments of `cmd`, name first, each as its bytes; `None` for one

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
+use crate::command::AddCommand as _;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::optimistic::watched;
@@ -130,21 +131,18 @@ async fn if_holder(db: &Db, key: &str, token: &str, action: Action) -> Result<bo
     let mut write = redis::pipe();
     write.atomic();
     match action {
-        Action::Release => write.add_command(crate::command::cmd("DEL")).arg(key),
-        Action::Extend(ms) => write
-            .add_command(crate::command::cmd("PEXPIRE"))
-            .arg(key)
-            .arg(ms),
+        Action::Release => write.command("DEL").arg(key),
+        Action::Extend(ms) => write.command("PEXPIRE").arg(key).arg(ms),
     };
     let write = &write;
     watched(db, key, |tx| async move {
         // WATCH and GET in one round trip: the WATCH is in force before the
         // GET runs, as the server runs them in order.
         let mut read = redis::pipe();
-        read.add_command(crate::command::cmd("WATCH"))
+        read.command("WATCH")
             .arg(key)
             .ignore()
-            .add_command(crate::command::cmd("GET"))
+            .command("GET")
             .arg(key);
         let (current,): (Option<Vec<u8>>,) = tx.query_pipeline(&read).await?;
         if current.as_deref() != Some(token.as_bytes()) {

@@ -47,6 +47,7 @@ use std::time::Duration;
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 use tokio::sync::Mutex;
 
+use crate::command::AddCommand as _;
 use crate::db::{Db, DedicatedConnection};
 use crate::error::{Error, Result};
 
@@ -236,11 +237,7 @@ impl RawTransaction {
         if writes.is_empty() {
             if let Some(route) = shared.route.clone() {
                 let mut check = redis::pipe();
-                check
-                    .atomic()
-                    .add_command(crate::command::cmd("EXISTS"))
-                    .arg(route)
-                    .ignore();
+                check.atomic().command("EXISTS").arg(route).ignore();
                 return shared.conn.query_pipeline::<Option<T>>(&check).await;
             }
         }

@@ -20,6 +20,7 @@
 
 use std::time::Duration;
 
+use crate::command::AddCommand as _;
 use redis::{Arg, Cmd, Pipeline, RedisResult, Value};
 
 /// The error code a request gets when too few replicas acknowledged it,
@@ -67,13 +68,13 @@ impl Acks {
         let mut wrapped = redis::pipe();
         let atomic = pipeline.is_transaction();
         if atomic {
-            wrapped.add_command(crate::command::cmd("MULTI"));
+            wrapped.command("MULTI");
         }
         for cmd in pipeline.cmd_iter() {
             wrapped.add_command(cmd.clone());
         }
         if atomic {
-            wrapped.add_command(crate::command::cmd("EXEC"));
+            wrapped.command("EXEC");
         }
         wrapped.add_command(self.wait());
         wrapped
@@ -171,12 +172,12 @@ mod tests {
         let mut reads = redis::pipe();
         reads
             .atomic()
-            .add_command(crate::command::cmd("GET"))
+            .command("GET")
             .arg("a")
-            .add_command(crate::command::cmd("EXISTS"))
+            .command("EXISTS")
             .arg("b");
         assert!(!Acks::wanted_for_pipeline(&reads));
-        reads.add_command(crate::command::cmd("DEL")).arg("a");
+        reads.command("DEL").arg("a");
         assert!(Acks::wanted_for_pipeline(&reads));
     }
 
@@ -188,10 +189,10 @@ mod tests {
         };
         let mut pipe = redis::pipe();
         pipe.atomic()
-            .add_command(crate::command::cmd("SET"))
+            .command("SET")
             .arg("a")
             .arg(1)
-            .add_command(crate::command::cmd("INCR"))
+            .command("INCR")
             .arg("b");
         let wrapped = acks.wrap_pipeline(&pipe);
         assert!(!wrapped.is_transaction());

@@ -66,6 +66,7 @@ impl ConnState {
 #[cfg(test)]
 mod tests {
     use super::ConnState;
+    use crate::command::AddCommand as _;
 
     fn state_after(names: &[&str]) -> (bool, bool) {
         let mut state = ConnState::default();
@@ -92,18 +93,14 @@ mod tests {
         let mut state = ConnState::default();
         state.sending(&crate::command::cmd("WATCH"));
         let mut plain = redis::pipe();
-        plain.add_command(crate::command::cmd("GET")).arg("k");
+        plain.command("GET").arg("k");
         state.sending_pipeline(&plain);
         assert_eq!(
             state.clean_up().map(|c| c.get_packed_command()),
             Some(crate::command::cmd("UNWATCH").get_packed_command())
         );
         let mut atomic = redis::pipe();
-        atomic
-            .atomic()
-            .add_command(crate::command::cmd("SET"))
-            .arg("k")
-            .arg(1);
+        atomic.atomic().command("SET").arg("k").arg(1);
         state.sending_pipeline(&atomic);
         assert!(state.clean_up().is_none());
     }

@@ -85,6 +85,7 @@ pub use super::referrer::{referrers_of, OnDelete, Referrer, ReferrerKind};
 use super::scan::scan_keys;
 use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
+use crate::command::AddCommand as _;
 use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
 
@@ -193,11 +194,8 @@ impl<A: Admin> ObjectRef<A> {
         }
         let key = self.key_in(db);
         let mut read = redis::pipe();
-        read.add_command(crate::command::cmd("WATCH"))
-            .arg(key.as_ref())
-            .ignore();
-        read.add_command(crate::command::cmd("EXISTS"))
-            .arg(key.as_ref());
+        read.command("WATCH").arg(key.as_ref()).ignore();
+        read.command("EXISTS").arg(key.as_ref());
         let (exists,): (bool,) = tx.query_pipeline(&read).await?;
         Ok(exists)
     }
@@ -243,7 +241,7 @@ impl<A: Admin> ObjectRef<A> {
 
         let mut txn = redis::pipe();
         txn.atomic();
-        txn.add_command(crate::command::cmd("EXISTS")).arg(key);
+        txn.command("EXISTS").arg(key);
         add_entries::<A>(tx, db.key_layout(), key, &Changes::Delete, &mut txn).await?;
         add_plan(&mut txn, key, &plan);
         let done: Option<(bool,)> = tx.exec(&txn).await?;
@@ -260,10 +258,7 @@ impl<A: Admin> ObjectRef<A> {
                 let lists = scan_keys(db, &db.stored(&pattern)).await?;
                 let mut check = redis::pipe();
                 for list in &lists {
-                    check
-                        .add_command(crate::command::cmd("LPOS"))
-                        .arg(list)
-                        .arg(key);
+                    check.command("LPOS").arg(list).arg(key);
                 }
                 (lists, check)
             }
@@ -279,10 +274,7 @@ impl<A: Admin> ObjectRef<A> {
                     .collect();
                 let mut check = redis::pipe();
                 for hash in &hashes {
-                    check
-                        .add_command(crate::command::cmd("HGET"))
-                        .arg(hash)
-                        .arg(*field);
+                    check.command("HGET").arg(hash).arg(*field);
                 }
                 (hashes, check)
             }
@@ -357,15 +349,11 @@ impl<A: Admin> ObjectRef<A> {
             }
             let mut txn = redis::pipe();
             txn.atomic();
-            txn.add_command(crate::command::cmd("EXISTS")).arg(key);
+            txn.command("EXISTS").arg(key);
             if !fields.is_empty() {
-                txn.add_command(crate::command::cmd("HMGET"))
-                    .arg(key)
-                    .arg(fields);
+                txn.command("HMGET").arg(key).arg(fields);
             }
-            txn.add_command(crate::command::cmd("DEL"))
-                .arg(&tree)
-                .ignore();
+            txn.command("DEL").arg(&tree).ignore();
             let done: Option<Vec<redis::Value>> = tx.exec(&txn).await?;
             let Some(replies) = done else {
                 return Ok(None);
@@ -417,7 +405,7 @@ async fn remove_member(db: &Db, list: &str, key: &str) -> Result<()> {
     if_absent(db, list, key, |tx| async move {
         let mut del = redis::pipe();
         del.atomic()
-            .add_command(crate::command::cmd("LREM"))
+            .command("LREM")
             .arg(list)
             .arg(0)
             .arg(key)
@@ -432,22 +420,13 @@ async fn remove_member(db: &Db, list: &str, key: &str) -> Result<()> {
 pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str) -> Result<()> {
     if_absent(db, hash, key, |tx| async move {
         let (named,): (Option<String>,) = tx
-            .query_pipeline(
-                redis::pipe()
-                    .add_command(crate::command::cmd("HGET"))
-                    .arg(hash)
-                    .arg(field),
-            )
+            .query_pipeline(redis::pipe().command("HGET").arg(hash).arg(field))
             .await?;
         if named.as_deref() != Some(key) {
             return Ok(Some(()));
         }
         let mut del = redis::pipe();
-        del.atomic()
-            .add_command(crate::command::cmd("HDEL"))
-            .arg(hash)
-            .arg(field)
-            .ignore();
+        del.atomic().command("HDEL").arg(hash).arg(field).ignore();
         tx.exec::<()>(&del).await
     })
     .await
@@ -464,14 +443,12 @@ where
     let write = &write;
     watched(db, holder, |tx| async move {
         let mut read = redis::pipe();
-        read.add_command(crate::command::cmd("WATCH"))
-            .arg(holder)
-            .ignore();
+        read.command("WATCH").arg(holder).ignore();
         let exists: bool = if db.key_layout() == KeyLayout::Plain {
-            read.add_command(crate::command::cmd("WATCH"))
+            read.command("WATCH")
                 .arg(key)
                 .ignore()
-                .add_command(crate::command::cmd("EXISTS"))
+                .command("EXISTS")
                 .arg(key);
             let (exists,): (bool,) = tx.query_pipeline(&read).await?;
             exists
@@ -489,21 +466,12 @@ where
 
 /// Adds the plan's deletions to the transaction.
 fn add_plan(txn: &mut Pipeline, key: &str, plan: &Plan) {
-    txn.add_command(crate::command::cmd("DEL"))
-        .arg(&plan.delete)
-        .ignore();
+    txn.command("DEL").arg(&plan.delete).ignore();
     for list in &plan.lists {
-        txn.add_command(crate::command::cmd("LREM"))
-            .arg(list)
-            .arg(0)
-            .arg(key)
-            .ignore();
+        txn.command("LREM").arg(list).arg(0).arg(key).ignore();
     }
     for (hash, field) in &plan.fields {
-        txn.add_command(crate::command::cmd("HDEL"))
-            .arg(hash)
-            .arg(*field)
-            .ignore();
+        txn.command("HDEL").arg(hash).arg(*field).ignore();
     }
 }
 

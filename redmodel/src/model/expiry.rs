@@ -43,6 +43,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::key::glob_escape;
 use super::scan::scan_keys;
 use super::{Admin, Model, ObjectRef};
+use crate::command::AddCommand as _;
 use crate::{Db, Result};
 
 /// The time to live of a key ([`ObjectRef::ttl`]).
@@ -183,7 +184,7 @@ impl<A: Admin> ObjectRef<A> {
         let mut pipe = redis::pipe();
         pipe.atomic();
         for key in &keys {
-            let cmd = pipe.add_command(crate::command::cmd(command)).arg(key);
+            let cmd = pipe.command(command).arg(key);
             if let Some(arg) = arg {
                 cmd.arg(arg);
             }

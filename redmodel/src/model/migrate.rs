@@ -41,6 +41,7 @@ use super::key::{glob_escape, key_pattern, sorted_key, tag_key, unique_key};
 use super::scan::scan_keys;
 use super::write::{claim_held, sync, Texts};
 use super::{Admin, Model, ObjectRef};
+use crate::command::AddCommand as _;
 use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
 
@@ -297,7 +298,7 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
                 KeyLayout::Cluster => {
                     let mut pipe = redis::pipe();
                     for key in batch {
-                        pipe.add_command(crate::command::cmd("DEL")).arg(key);
+                        pipe.command("DEL").arg(key);
                     }
                     db.query_pipeline::<Vec<u64>>(&pipe).await?.iter().sum()
                 }
@@ -415,11 +416,9 @@ async fn migrate_batch<M: Model>(
     watched(db, first.key(), |tx| async move {
         let mut read = redis::pipe();
         read.ignore_errors();
-        read.add_command(crate::command::cmd("WATCH"))
-            .arg(keys)
-            .ignore();
+        read.command("WATCH").arg(keys).ignore();
         for key in keys {
-            read.add_command(crate::command::cmd("HGETALL")).arg(*key);
+            read.command("HGETALL").arg(*key);
         }
         let hashes: Vec<Value> = tx.query_pipeline(&read).await?;
         let mut write = redis::pipe();
@@ -456,22 +455,14 @@ async fn migrate_batch<M: Model>(
             rewritten += 1;
             let gone: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
             if !gone.is_empty() {
-                write
-                    .add_command(crate::command::cmd("HDEL"))
-                    .arg(r.key())
-                    .arg(gone)
-                    .ignore();
+                write.command("HDEL").arg(r.key()).arg(gone).ignore();
             }
             let changed: Vec<(&String, &Vec<u8>)> = after
                 .iter()
                 .filter(|(k, v)| before.get(*k) != Some(*v))
                 .collect();
             if !changed.is_empty() {
-                write
-                    .add_command(crate::command::cmd("HSET"))
-                    .arg(r.key())
-                    .arg(changed)
-                    .ignore();
+                write.command("HSET").arg(r.key()).arg(changed).ignore();
             }
         }
         if write.is_empty() {
@@ -514,13 +505,9 @@ async fn index_batch<M: Model>(
         // Round 1: watch and read the objects' indexed fields.
         let mut read = redis::pipe();
         read.ignore_errors();
-        read.add_command(crate::command::cmd("WATCH"))
-            .arg(keys)
-            .ignore();
+        read.command("WATCH").arg(keys).ignore();
         for key in keys {
-            read.add_command(crate::command::cmd("HMGET"))
-                .arg(*key)
-                .arg(fields);
+            read.command("HMGET").arg(*key).arg(fields);
         }
         let rows: Vec<Vec<Option<Vec<u8>>>> = tx
             .query_pipeline::<Vec<Value>>(&read)
@@ -628,21 +615,11 @@ fn plan_entry<'k, M: Model>(
                         .transpose()
                 });
             match score {
-                Ok(Some(s)) => write
-                    .add_command(crate::command::cmd("ZADD"))
-                    .arg(index)
-                    .arg(score_arg(s))
-                    .arg(key),
-                Ok(None) => write
-                    .add_command(crate::command::cmd("ZREM"))
-                    .arg(index)
-                    .arg(key),
+                Ok(Some(s)) => write.command("ZADD").arg(index).arg(score_arg(s)).arg(key),
+                Ok(None) => write.command("ZREM").arg(index).arg(key),
                 Err(reason) => {
                     fail(reason);
-                    write
-                        .add_command(crate::command::cmd("ZREM"))
-                        .arg(index)
-                        .arg(key)
+                    write.command("ZREM").arg(index).arg(key)
                 }
             }
             .ignore();
@@ -653,7 +630,7 @@ fn plan_entry<'k, M: Model>(
                 Ok(list) => {
                     for tag in list.unwrap_or_default() {
                         write
-                            .add_command(crate::command::cmd("SADD"))
+                            .command("SADD")
                             .arg(layout.stored(&tag_key(M::TABLE, field, &tag)))
                             .arg(key)
                             .ignore();
@@ -693,9 +670,7 @@ async fn settle_claims(
     }
     let entries: Vec<&String> = claims.iter().map(|c| &c.entry).collect();
     let mut read = redis::pipe();
-    read.add_command(crate::command::cmd("WATCH"))
-        .arg(&entries)
-        .ignore();
+    read.command("WATCH").arg(&entries).ignore();
     for entry in &entries {
         holder_command(&mut read, entry);
     }
@@ -714,10 +689,7 @@ async fn settle_claims(
         let mut check = redis::pipe();
         check.ignore_errors();
         for (claim, holder) in &rivals {
-            check
-                .add_command(crate::command::cmd("HGET"))
-                .arg(*holder)
-                .arg(claim.field);
+            check.command("HGET").arg(*holder).arg(claim.field);
         }
         let values: Vec<Value> = tx.query_pipeline(&check).await?;
         for ((claim, _), value) in rivals.iter().zip(values) {

@@ -34,6 +34,7 @@ use redis::{Cmd, Pipeline, Value};
 use super::object::{RawFields, COUNT_FIELD};
 use super::reply::{at_key, redis_type, reply_at};
 use super::{Model, ObjectRef, Storage};
+use crate::command::AddCommand as _;
 use crate::{Db, Error, KeyLayout, Result};
 
 /// Makes `pipe`'s reads see one instant: a MULTI against a server, where
@@ -124,8 +125,7 @@ impl<M: Model> ObjectRef<M> {
             at_one_instant(db, &mut pipe);
         }
         for r in refs {
-            pipe.add_command(crate::command::cmd(command))
-                .arg(r.key_in(db).as_ref());
+            pipe.command(command).arg(r.key_in(db).as_ref());
         }
         let replies = db.read_replies(&pipe).await?;
         let mut replies = replies.into_iter();
@@ -167,12 +167,10 @@ impl<M: Model> ObjectRef<M> {
         match M::STORAGE {
             Storage::Hash => {
                 self.add_fields(db, pipe);
-                pipe.add_command(crate::command::cmd("EXISTS"))
-                    .arg(self.key_in(db).as_ref());
+                pipe.command("EXISTS").arg(self.key_in(db).as_ref());
             }
             Storage::Single => {
-                pipe.add_command(crate::command::cmd("GET"))
-                    .arg(self.key_in(db).as_ref());
+                pipe.command("GET").arg(self.key_in(db).as_ref());
             }
         }
     }

@@ -17,6 +17,7 @@
 use redis::{Cmd, FromRedisValue, Value};
 
 use super::write::guarded;
+use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::optimistic::watched;
 use crate::{Db, Error, KeyLayout, Result};
@@ -183,11 +184,9 @@ impl Unit<'_> {
         let pipe = &pipe;
         watched(db, first, |tx| async move {
             let mut read = redis::pipe();
-            read.add_command(crate::command::cmd("WATCH"))
-                .arg(&self.guards)
-                .ignore();
+            read.command("WATCH").arg(&self.guards).ignore();
             for guard in &self.guards {
-                read.add_command(crate::command::cmd("EXISTS")).arg(guard);
+                read.command("EXISTS").arg(guard);
             }
             let exists: Vec<bool> = tx.query_pipeline(&read).await?;
             if let Some((guard, _)) = self.guards.iter().zip(&exists).find(|(_, e)| !**e) {

@@ -16,6 +16,7 @@ use super::read::Read;
 use super::reply::{redis_type, reply_at};
 use super::write::{self, Changes, Plan, Texts};
 use super::{Model, Storage};
+use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::optimistic::{OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
 use crate::sync_hook::SyncEvent;
@@ -204,9 +205,7 @@ impl Transaction {
         let key = object.key_in(&self.db).into_owned();
         let reply = self
             .watch_read(object, |pipe| {
-                pipe.add_command(crate::command::cmd("HGET"))
-                    .arg(&key)
-                    .arg(field.name());
+                pipe.command("HGET").arg(&key).arg(field.name());
             })
             .await?;
         let raw: Option<Vec<u8>> = reply_at(object.key(), "hash", reply.into_iter().next())?;
@@ -218,7 +217,7 @@ impl Transaction {
         let key = object.key_in(&self.db).into_owned();
         let reply = self
             .watch_read(object, |pipe| {
-                pipe.add_command(crate::command::cmd("EXISTS")).arg(&key);
+                pipe.command("EXISTS").arg(&key);
             })
             .await?;
         let exists: bool = reply_at(
@@ -297,9 +296,7 @@ impl Transaction {
         self.raw.route_by(&key).await;
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        pipe.add_command(crate::command::cmd("WATCH"))
-            .arg(key.as_ref())
-            .ignore();
+        pipe.command("WATCH").arg(key.as_ref()).ignore();
         add(&mut pipe);
         self.raw.query_pipeline(&pipe).await
     }
@@ -609,15 +606,11 @@ impl Pending {
                 };
                 let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
                 if !specs.is_empty() {
-                    txn.add_command(crate::command::cmd("HMGET"))
-                        .arg(&write.key)
-                        .arg(&fields);
+                    txn.command("HMGET").arg(&write.key).arg(&fields);
                 }
                 add_cmds(&mut txn, &write.cmds);
                 if !specs.is_empty() {
-                    txn.add_command(crate::command::cmd("HMGET"))
-                        .arg(&write.key)
-                        .arg(&fields);
+                    txn.command("HMGET").arg(&write.key).arg(&fields);
                 }
                 stepped.push(Stepped { specs, claimed });
             } else {
@@ -748,11 +741,9 @@ impl Pending {
         let mut exists: Vec<(String, bool)> = Vec::new();
         if !near.is_empty() {
             let mut read = redis::pipe();
-            read.add_command(crate::command::cmd("WATCH"))
-                .arg(&near)
-                .ignore();
+            read.command("WATCH").arg(&near).ignore();
             for key in &near {
-                read.add_command(crate::command::cmd("EXISTS")).arg(key);
+                read.command("EXISTS").arg(key);
             }
             let found: Vec<bool> = raw.query_pipeline(&read).await?;
             exists.extend(near.into_iter().zip(found));

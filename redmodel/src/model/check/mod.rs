@@ -60,6 +60,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::migrate::Proceed;
+use crate::command::AddCommand as _;
 use crate::{Db, Result};
 
 /// The kinds of inconsistency a check finds: see the [module](self) docs.
@@ -391,20 +392,14 @@ const SCAN_BATCH: u32 = 500;
 async fn delete_orphan(db: &Db, key: &str, owner: &str) -> Result<bool> {
     crate::optimistic::watched(db, key, |tx| async move {
         let mut read = redis::pipe();
-        read.add_command(crate::command::cmd("WATCH"))
-            .arg(key)
-            .arg(owner)
-            .ignore();
-        read.add_command(crate::command::cmd("EXISTS")).arg(owner);
+        read.command("WATCH").arg(key).arg(owner).ignore();
+        read.command("EXISTS").arg(owner);
         let (alive,): (bool,) = tx.query_pipeline(&read).await?;
         if alive {
             return Ok(Some(false));
         }
         let mut del = redis::pipe();
-        del.atomic()
-            .add_command(crate::command::cmd("DEL"))
-            .arg(key)
-            .ignore();
+        del.atomic().command("DEL").arg(key).ignore();
         Ok(tx.exec::<()>(&del).await?.map(|()| true))
     })
     .await

@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 use redis::Value;
 
 use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
+use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::model::index::{checked_score, IndexKind, IndexSpec};
 use crate::model::key::{key_pattern, recent_key, sorted_key, tag_key, unique_key};
@@ -193,15 +194,9 @@ async fn delete_partial<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool
     let key = &key;
     watched(db, key, |tx| async move {
         let mut read = redis::pipe();
-        read.add_command(crate::command::cmd("WATCH"))
-            .arg(key)
-            .ignore();
-        read.add_command(crate::command::cmd("HEXISTS"))
-            .arg(key)
-            .arg(COUNT_FIELD);
-        read.add_command(crate::command::cmd("HMGET"))
-            .arg(key)
-            .arg(M::FIELDS);
+        read.command("WATCH").arg(key).ignore();
+        read.command("HEXISTS").arg(key).arg(COUNT_FIELD);
+        read.command("HMGET").arg(key).arg(M::FIELDS);
         let (counted, values): (bool, Vec<Option<Vec<u8>>>) = tx.query_pipeline(&read).await?;
         let partial = !counted
             && values.iter().any(Option::is_some)
@@ -210,10 +205,7 @@ async fn delete_partial<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool
             return Ok(Some(false));
         }
         let mut del = redis::pipe();
-        del.atomic()
-            .add_command(crate::command::cmd("DEL"))
-            .arg(key)
-            .ignore();
+        del.atomic().command("DEL").arg(key).ignore();
         Ok(tx.exec::<()>(&del).await?.map(|()| true))
     })
     .await
@@ -248,14 +240,14 @@ async fn check_forward<M: Model>(
                     let Ok(score) = checked_score(spec.field, score) else {
                         continue;
                     };
-                    pipe.add_command(crate::command::cmd("ZSCORE"))
+                    pipe.command("ZSCORE")
                         .arg(db.stored(&sorted_key(M::TABLE, spec.field)).as_ref())
                         .arg(&member);
                     expected.push((&read.object, format!("score {score}"), Expect::Score(score)));
                 }
                 IndexKind::Unique => {
                     let Ok(value) = key_text(text) else { continue };
-                    pipe.add_command(crate::command::cmd("LINDEX"))
+                    pipe.command("LINDEX")
                         .arg(db.stored(&unique_key(M::TABLE, spec.field, value)).as_ref())
                         .arg(0);
                     expected.push((
@@ -266,7 +258,7 @@ async fn check_forward<M: Model>(
                 }
                 IndexKind::Tags { tags } => {
                     for tag in tags(text).unwrap_or_default() {
-                        pipe.add_command(crate::command::cmd("SISMEMBER"))
+                        pipe.command("SISMEMBER")
                             .arg(db.stored(&tag_key(M::TABLE, spec.field, &tag)).as_ref())
                             .arg(&member);
                         expected.push((
@@ -359,14 +351,14 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
                 let mut pipe = redis::pipe();
                 for key in keys {
                     if unique {
-                        pipe.add_command(crate::command::cmd("PTTL"))
+                        pipe.command("PTTL")
                             .arg(key)
-                            .add_command(crate::command::cmd("LRANGE"))
+                            .command("LRANGE")
                             .arg(key)
                             .arg(0)
                             .arg(-1);
                     } else {
-                        pipe.add_command(crate::command::cmd("SMEMBERS")).arg(key);
+                        pipe.command("SMEMBERS").arg(key);
                     }
                 }
                 let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
@@ -393,9 +385,9 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for (_, member, _) in batch {
-            pipe.add_command(crate::command::cmd("EXISTS"))
+            pipe.command("EXISTS")
                 .arg(member)
-                .add_command(crate::command::cmd("HGET"))
+                .command("HGET")
                 .arg(member)
                 .arg(spec.field);
         }

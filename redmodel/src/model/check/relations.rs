@@ -5,6 +5,7 @@
 use std::marker::PhantomData;
 
 use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
+use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::model::live::{existing, prune_gone, Entry};
 use crate::model::relation::{InverseOf, Relation, RelationRef};
@@ -119,21 +120,16 @@ async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str
 async fn add_side(db: &Db, inverse: &str, member: &str, owner: &str) -> Result<bool> {
     watched(db, inverse, |tx| async move {
         let mut read = redis::pipe();
-        read.add_command(crate::command::cmd("WATCH"))
-            .arg(inverse)
-            .arg(member)
-            .ignore();
-        read.add_command(crate::command::cmd("EXISTS")).arg(member);
-        read.add_command(crate::command::cmd("LPOS"))
-            .arg(inverse)
-            .arg(owner);
+        read.command("WATCH").arg(inverse).arg(member).ignore();
+        read.command("EXISTS").arg(member);
+        read.command("LPOS").arg(inverse).arg(owner);
         let (alive, position): (bool, Option<i64>) = tx.query_pipeline(&read).await?;
         if !alive || position.is_some() {
             return Ok(Some(false));
         }
         let mut add = redis::pipe();
         add.atomic()
-            .add_command(crate::command::cmd("RPUSH"))
+            .command("RPUSH")
             .arg(inverse)
             .arg(owner)
             .ignore();

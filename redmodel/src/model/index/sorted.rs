@@ -16,6 +16,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
+use crate::command::AddCommand as _;
 use crate::model::key::sorted_key;
 use crate::model::live::{
     existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
@@ -375,10 +376,8 @@ impl<M: Model, T> SortedIndex<M, T> {
             "ZRANK"
         };
         let mut pipe = redis::pipe();
-        pipe.add_command(crate::command::cmd(command))
-            .arg(&key)
-            .arg(&member);
-        pipe.add_command(crate::command::cmd("EXISTS")).arg(&member);
+        pipe.command(command).arg(&key).arg(&member);
+        pipe.command("EXISTS").arg(&member);
         let (rank, exists): (Option<u64>, bool) = db.read_pipeline(&pipe).await?;
         let Some(rank) = rank else {
             return Ok(None);
@@ -404,10 +403,8 @@ impl<M: Model, T> SortedIndex<M, T> {
     pub async fn score(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<f64>> {
         let member = stored_member(db, member)?;
         let mut pipe = redis::pipe();
-        pipe.add_command(crate::command::cmd("ZSCORE"))
-            .arg(self.key())
-            .arg(&member);
-        pipe.add_command(crate::command::cmd("EXISTS")).arg(&member);
+        pipe.command("ZSCORE").arg(self.key()).arg(&member);
+        pipe.command("EXISTS").arg(&member);
         let (score, exists): (Option<f64>, bool) = db.read_pipeline(&pipe).await?;
         if score.is_some() && !exists {
             prune_gone(db, &[member], self.entry()).await?;

@@ -12,6 +12,7 @@ use std::hash::BuildHasher;
 use std::marker::PhantomData;
 
 use super::IndexKind;
+use crate::command::AddCommand as _;
 use crate::model::codec::{IntoValue, Scalar};
 use crate::model::key::{decode_segment, glob_escape, tag_key};
 use crate::model::live::{key_text, load_judged, parse_member, prune, Entry, Stale, Test};
@@ -327,7 +328,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         }
         let mut pipe = redis::pipe();
         for key in &set_keys {
-            pipe.add_command(crate::command::cmd("SMEMBERS")).arg(key);
+            pipe.command("SMEMBERS").arg(key);
         }
         let sets: Vec<Vec<String>> = db.read_pipeline(&pipe).await?;
         let mut tags_of: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -405,7 +406,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         }
         let mut pipe = redis::pipe();
         for key in &set_keys {
-            pipe.add_command(crate::command::cmd("SCARD")).arg(key);
+            pipe.command("SCARD").arg(key);
         }
         let sizes: Vec<u64> = db.read_pipeline(&pipe).await?;
         Ok(sizes.iter().sum())

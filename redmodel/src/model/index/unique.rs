@@ -15,6 +15,7 @@ use std::marker::PhantomData;
 
 use redis::Value;
 
+use crate::command::AddCommand as _;
 use crate::model::codec::{Codec, IntoValue, Plain};
 use crate::model::key::{decode_segment, glob_escape, unique_key};
 use crate::model::live::{key_text, parse_member, prune, Entry, Stale, Test, PRUNE_BATCH};
@@ -214,9 +215,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
 /// entry `entry` (a list of one element): `LINDEX entry 0`, which replies
 /// like a GET (the key, or nil).
 pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
-    pipe.add_command(crate::command::cmd("LINDEX"))
-        .arg(entry)
-        .arg(0);
+    pipe.command("LINDEX").arg(entry).arg(0);
 }
 
 /// Adds to `pipe` the read of who holds the unique entry `entry` and that
@@ -239,11 +238,9 @@ pub(crate) async fn watch_entry(
     entry: &str,
 ) -> Result<(Option<String>, i64)> {
     let mut read = redis::pipe();
-    read.add_command(crate::command::cmd("WATCH"))
-        .arg(entry)
-        .ignore();
+    read.command("WATCH").arg(entry).ignore();
     holder_command(&mut read, entry);
-    read.add_command(crate::command::cmd("PTTL")).arg(entry);
+    read.command("PTTL").arg(entry);
     tx.query_pipeline(&read).await
 }
 
@@ -269,13 +266,8 @@ fn holder_sort(entry: &str, more_args: usize, more_bytes: usize) -> redis::Cmd {
 /// `entry` name `holder` alone: DEL (the entry may name a dead holder
 /// being taken over) and RPUSH, both ignored.
 pub(crate) fn claim_commands(pipe: &mut redis::Pipeline, entry: &str, holder: &str) {
-    pipe.add_command(crate::command::cmd("DEL"))
-        .arg(entry)
-        .ignore();
-    pipe.add_command(crate::command::cmd("RPUSH"))
-        .arg(entry)
-        .arg(holder)
-        .ignore();
+    pipe.command("DEL").arg(entry).ignore();
+    pipe.command("RPUSH").arg(entry).arg(holder).ignore();
 }
 
 /// Stored field texts, in the order they were asked for.

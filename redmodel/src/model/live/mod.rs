@@ -11,6 +11,7 @@ pub(crate) use prune::{prune, Entry, Stale, Test};
 use super::codec::shown;
 use super::object::ObjectRef;
 use super::Model;
+use crate::command::AddCommand as _;
 use crate::{Db, Error, Result};
 
 /// How many entries a full prune checks per transaction.
@@ -85,7 +86,7 @@ pub(crate) async fn existing(db: &Db, keys: &[String]) -> Result<Vec<bool>> {
     }
     let mut pipe = redis::pipe();
     for key in keys {
-        pipe.add_command(crate::command::cmd("EXISTS")).arg(key);
+        pipe.command("EXISTS").arg(key);
     }
     db.read_pipeline(&pipe).await
 }

@@ -12,6 +12,7 @@
 
 use redis::{Pipeline, Value};
 
+use crate::command::AddCommand as _;
 use crate::model::index::unique::watch_entry;
 use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, KeyLayout, Result};
@@ -59,11 +60,10 @@ pub(crate) enum Entry {
 
 /// Adds to `pipe` the read whose reply `s.test` judges (see [`Test::dead`]).
 fn add_test(pipe: &mut Pipeline, s: &Stale) {
-    let cmd = crate::command::cmd;
     match &s.test {
-        Test::Gone => pipe.add_command(cmd("EXISTS")).arg(&s.object),
+        Test::Gone => pipe.command("EXISTS").arg(&s.object),
         Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => {
-            pipe.add_command(cmd("HGET")).arg(&s.object).arg(*field)
+            pipe.command("HGET").arg(&s.object).arg(*field)
         }
     };
 }
@@ -71,12 +71,11 @@ fn add_test(pipe: &mut Pipeline, s: &Stale) {
 /// Adds to `pipe` the command that takes `object` out of `entry` (a unique
 /// entry: deletes it).
 fn remove_command<'p>(pipe: &'p mut Pipeline, entry: &Entry, object: &str) -> &'p mut Pipeline {
-    let cmd = crate::command::cmd;
     match entry {
-        Entry::Sorted(key) => pipe.add_command(cmd("ZREM")).arg(key).arg(object),
-        Entry::Set(key) => pipe.add_command(cmd("SREM")).arg(key).arg(object),
-        Entry::List(key) => pipe.add_command(cmd("LREM")).arg(key).arg(0).arg(object),
-        Entry::Unique(key) => pipe.add_command(cmd("DEL")).arg(key),
+        Entry::Sorted(key) => pipe.command("ZREM").arg(key).arg(object),
+        Entry::Set(key) => pipe.command("SREM").arg(key).arg(object),
+        Entry::List(key) => pipe.command("LREM").arg(key).arg(0).arg(object),
+        Entry::Unique(key) => pipe.command("DEL").arg(key),
     }
 }
 
@@ -160,14 +159,8 @@ async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
             continue;
         }
         match &s.entry {
-            Entry::Set(key) => restore
-                .add_command(crate::command::cmd("SADD"))
-                .arg(key)
-                .arg(&s.object),
-            Entry::List(key) => restore
-                .add_command(crate::command::cmd("RPUSH"))
-                .arg(key)
-                .arg(&s.object),
+            Entry::Set(key) => restore.command("SADD").arg(key).arg(&s.object),
+            Entry::List(key) => restore.command("RPUSH").arg(key).arg(&s.object),
             Entry::Sorted(_) | Entry::Unique(_) => continue,
         }
         .ignore();
@@ -213,10 +206,7 @@ async fn release_unique(db: &Db, entry: &str, holder: &str) -> Result<bool> {
             return Ok(Some(false));
         }
         let mut del = redis::pipe();
-        del.atomic()
-            .add_command(crate::command::cmd("DEL"))
-            .arg(entry)
-            .ignore();
+        del.atomic().command("DEL").arg(entry).ignore();
         Ok(tx.exec::<()>(&del).await?.map(|()| true))
     })
     .await
@@ -238,10 +228,7 @@ async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pi
 
     let mut check = redis::pipe();
     check.ignore_errors();
-    check
-        .add_command(crate::command::cmd("WATCH"))
-        .arg(&watched)
-        .ignore();
+    check.command("WATCH").arg(&watched).ignore();
     for s in stale {
         add_test(&mut check, s);
         if let Entry::Unique(key) = &s.entry {
@@ -249,10 +236,7 @@ async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pi
             // key: see the key layout in `model::key`). The indexes read
             // it with the same command, `index::unique::holder_command`,
             // which this lower layer does not import.
-            check
-                .add_command(crate::command::cmd("LINDEX"))
-                .arg(key)
-                .arg(0);
+            check.command("LINDEX").arg(key).arg(0);
         }
     }
     let replies: Vec<Value> = tx.query_pipeline(&check).await?;
@@ -378,11 +362,11 @@ mod tests {
         // Another client re-creates t:1 and writes its entry.
         let mut pipe = redis::pipe();
         pipe.atomic()
-            .add_command(crate::command::cmd("HSET"))
+            .command("HSET")
             .arg("t:1")
             .arg("f")
             .arg(5)
-            .add_command(crate::command::cmd("ZADD"))
+            .command("ZADD")
             .arg("t:_sorted:f")
             .arg(5)
             .arg("t:1");

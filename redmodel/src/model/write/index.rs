@@ -39,6 +39,7 @@ use super::checked::{Checked, Reader, Recorder};
 use super::number_text;
 use super::recall::Guess;
 use super::stepped;
+use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::memory::Atomic;
 use crate::model::index::unique::{claim_commands, holder_and_field_command, holder_command};
@@ -169,30 +170,20 @@ fn add_blind(pipe: &mut Pipeline, member: &str, steps: &[Step]) {
                 key,
                 score: Some(score),
             } => {
-                pipe.add_command(crate::command::cmd("ZADD"))
+                pipe.command("ZADD")
                     .arg(key)
                     .arg(score_arg(*score))
                     .arg(member)
                     .ignore();
             }
             Step::Sorted { key, score: None } => {
-                pipe.add_command(crate::command::cmd("ZREM"))
-                    .arg(key)
-                    .arg(member)
-                    .ignore();
+                pipe.command("ZREM").arg(key).arg(member).ignore();
             }
             Step::Recent { key, cap, push } => {
-                pipe.add_command(crate::command::cmd("LREM"))
-                    .arg(key)
-                    .arg(0)
-                    .arg(member)
-                    .ignore();
+                pipe.command("LREM").arg(key).arg(0).arg(member).ignore();
                 if *push {
-                    pipe.add_command(crate::command::cmd("LPUSH"))
-                        .arg(key)
-                        .arg(member)
-                        .ignore();
-                    pipe.add_command(crate::command::cmd("LTRIM"))
+                    pipe.command("LPUSH").arg(key).arg(member).ignore();
+                    pipe.command("LTRIM")
                         .arg(key)
                         .arg(0)
                         .arg(i64::from(*cap) - 1)
@@ -358,11 +349,9 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
         // The guards are WATCHed with the rest: one deleted before the
         // EXEC aborts the attempt, and the next one sees it gone.
         let mut read = redis::pipe();
-        read.add_command(crate::command::cmd("WATCH"))
-            .arg(guards)
-            .ignore();
+        read.command("WATCH").arg(guards).ignore();
         for guard in guards {
-            read.add_command(crate::command::cmd("EXISTS")).arg(guard);
+            read.command("EXISTS").arg(guard);
         }
         let exists: Vec<bool> = tx.query_pipeline(&read).await?;
         if let Some((guard, _)) = guards.iter().zip(&exists).find(|(_, e)| !**e) {
@@ -436,9 +425,7 @@ fn add_watched<'o, M: Model>(
             }
         }
         if let Some((entry, true)) = &u.old_entry {
-            txn.add_command(crate::command::cmd("DEL"))
-                .arg(entry)
-                .ignore();
+            txn.command("DEL").arg(entry).ignore();
         }
     }
     for s in steps {
@@ -449,13 +436,13 @@ fn add_watched<'o, M: Model>(
                 .into_iter()
                 .collect();
             for tag in old.iter().filter(|t| !new.contains(t)) {
-                txn.add_command(crate::command::cmd("SREM"))
+                txn.command("SREM")
                     .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
             }
             for tag in new {
-                txn.add_command(crate::command::cmd("SADD"))
+                txn.command("SADD")
                     .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
@@ -526,13 +513,8 @@ async fn read_old<R: Reader>(
         .filter_map(|u| u.new_entry.as_ref().map(|(k, _)| k))
         .collect();
     let mut read = redis::pipe();
-    read.add_command(crate::command::cmd("WATCH"))
-        .arg(key)
-        .arg(&claimed)
-        .ignore();
-    read.add_command(crate::command::cmd("HMGET"))
-        .arg(key)
-        .arg(fields);
+    read.command("WATCH").arg(key).arg(&claimed).ignore();
+    read.command("HMGET").arg(key).arg(fields);
     for u in uniques.iter() {
         if let Some((entry, _)) = &u.new_entry {
             holder_and_field_command(&mut read, entry, u.field);
@@ -591,10 +573,7 @@ async fn check_entries<M: Model, R: Reader>(
     }
     let mut check = redis::pipe();
     check.ignore_errors();
-    check
-        .add_command(crate::command::cmd("WATCH"))
-        .arg(&releases)
-        .ignore();
+    check.command("WATCH").arg(&releases).ignore();
     for entry in &releases {
         holder_command(&mut check, entry);
     }
@@ -844,10 +823,10 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
     watched(db, key, |tx| async move {
         // WATCH and HGET in one round trip (run in this order).
         let mut read = redis::pipe();
-        read.add_command(crate::command::cmd("WATCH"))
+        read.command("WATCH")
             .arg(key)
             .ignore()
-            .add_command(crate::command::cmd("HGET"))
+            .command("HGET")
             .arg(key)
             .arg(spec.field);
         let (text,): (Option<Vec<u8>>,) = tx.query_pipeline(&read).await?;
@@ -857,15 +836,9 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
         match value {
             Ok(Some(Some(s))) => {
                 let s = checked_score(spec.field, s)?;
-                pipe.add_command(crate::command::cmd("ZADD"))
-                    .arg(index)
-                    .arg(score_arg(s))
-                    .arg(key)
+                pipe.command("ZADD").arg(index).arg(score_arg(s)).arg(key)
             }
-            _ => pipe
-                .add_command(crate::command::cmd("ZREM"))
-                .arg(index)
-                .arg(key),
+            _ => pipe.command("ZREM").arg(index).arg(key),
         }
         .ignore();
         tx.exec::<()>(&pipe).await

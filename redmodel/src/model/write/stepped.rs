@@ -49,6 +49,7 @@ use std::time::Duration;
 use redis::{FromRedisValue, Pipeline, Value};
 
 use super::index::guarded_unit;
+use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::model::index::unique::{claim_commands, holder_command, watch_entry};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
@@ -251,31 +252,17 @@ async fn apply<M: Model>(
                 .flatten()
                 .and_then(|s| checked_score(field, s).ok());
             match score {
-                Some(s) => pipe
-                    .add_command(crate::command::cmd("ZADD"))
-                    .arg(&index)
-                    .arg(score_arg(s))
-                    .arg(key),
-                None => pipe
-                    .add_command(crate::command::cmd("ZREM"))
-                    .arg(&index)
-                    .arg(key),
+                Some(s) => pipe.command("ZADD").arg(&index).arg(score_arg(s)).arg(key),
+                None => pipe.command("ZREM").arg(&index).arg(key),
             }
             .ignore();
         }
         IndexKind::Recent { cap } => {
             let list = recent_key(M::TABLE, field);
-            pipe.add_command(crate::command::cmd("LREM"))
-                .arg(&list)
-                .arg(0)
-                .arg(key)
-                .ignore();
+            pipe.command("LREM").arg(&list).arg(0).arg(key).ignore();
             if new.is_some() {
-                pipe.add_command(crate::command::cmd("LPUSH"))
-                    .arg(&list)
-                    .arg(key)
-                    .ignore();
-                pipe.add_command(crate::command::cmd("LTRIM"))
+                pipe.command("LPUSH").arg(&list).arg(key).ignore();
+                pipe.command("LTRIM")
                     .arg(&list)
                     .arg(0)
                     .arg(i64::from(cap) - 1)
@@ -291,13 +278,13 @@ async fn apply<M: Model>(
             };
             let (old, new) = (parse(old), parse(new));
             for tag in old.difference(&new) {
-                pipe.add_command(crate::command::cmd("SREM"))
+                pipe.command("SREM")
                     .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
             }
             for tag in &new {
-                pipe.add_command(crate::command::cmd("SADD"))
+                pipe.command("SADD")
                     .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
@@ -348,7 +335,7 @@ async fn claim<M: Model>(
         let mut txn = redis::pipe();
         txn.atomic();
         claim_commands(&mut txn, entry, key);
-        txn.add_command(crate::command::cmd("PEXPIRE"))
+        txn.command("PEXPIRE")
             .arg(entry)
             .arg(CLAIM_LEASE.as_millis() as u64)
             .ignore();
@@ -377,9 +364,7 @@ pub(crate) async fn claim_held<M: Model>(
 async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
     on_entry(db, entry, |txn, holder| match holder {
         Some(holder) if holder == key => {
-            txn.add_command(crate::command::cmd("PERSIST"))
-                .arg(entry)
-                .ignore();
+            txn.command("PERSIST").arg(entry).ignore();
         }
         Some(_) => {}
         None => claim_commands(txn, entry, key),
@@ -419,13 +404,9 @@ async fn release(
         let mut txn = redis::pipe();
         txn.atomic();
         if held.as_deref() == Some(value.as_bytes()) {
-            txn.add_command(crate::command::cmd("PERSIST"))
-                .arg(entry)
-                .ignore();
+            txn.command("PERSIST").arg(entry).ignore();
         } else {
-            txn.add_command(crate::command::cmd("DEL"))
-                .arg(entry)
-                .ignore();
+            txn.command("DEL").arg(entry).ignore();
         }
         tx.exec::<()>(&txn).await
     })
@@ -451,9 +432,7 @@ async fn on_entry(
     let decide = &decide;
     watched(db, entry, |tx| async move {
         let mut read = redis::pipe();
-        read.add_command(crate::command::cmd("WATCH"))
-            .arg(entry)
-            .ignore();
+        read.command("WATCH").arg(entry).ignore();
         holder_command(&mut read, entry);
         let (holder,): (Option<String>,) = tx.query_pipeline(&read).await?;
         let mut txn = redis::pipe();

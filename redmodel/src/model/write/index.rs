@@ -419,10 +419,14 @@ fn add_watched<'o, M: Model>(
     old_of: &dyn Fn(&str) -> Option<&'o [u8]>,
 ) {
     for u in uniques {
-        if let Some((entry, holder)) = &u.new_entry {
-            if holder.as_ref().map(|(h, _)| h.as_str()) != Some(key) {
-                claim_commands(txn, entry, key);
+        match &u.new_entry {
+            // No entry (the read is checked with the write): the push
+            // creates it, nothing to delete first.
+            Some((entry, None)) => {
+                txn.command("RPUSH").arg(entry).arg(key).ignore();
             }
+            Some((entry, Some((holder, _)))) if holder != key => claim_commands(txn, entry, key),
+            Some(_) | None => {}
         }
         if let Some((entry, true)) = &u.old_entry {
             txn.command("DEL").arg(entry).ignore();

@@ -41,6 +41,10 @@ macro_rules! __with_backends {
             /// the cluster key layout, so every model operation takes its
             /// cluster path, and CROSSSLOT refusals, as on Redis Cluster.
             MemoryCluster memory_cluster,
+            /// The memory engine served over RESP (`memory::serve`, on a
+            /// thread of its own): a server backend whose Lua runs the
+            /// model's scripts, as in process the engine runs them without.
+            MemoryServer memory_server,
             /// A real Redis: the server `REDIS_URL` names, or a private one.
             Redis redis,
             /// A real Redis Cluster: the one `REDIS_CLUSTER_URLS` names, or
@@ -110,6 +114,8 @@ pub struct TestCtx {
     pub name: String,
     url: Option<String>,
     server: Option<Arc<RedisServer>>,
+    /// The engine served over RESP for this test.
+    _served: Option<Arc<ServedEngine>>,
     /// This test's turn on the shared private cluster, held to its end.
     _turn: Option<Arc<tokio::sync::OwnedMutexGuard<()>>>,
     cluster: Option<Vec<String>>,
@@ -327,6 +333,7 @@ pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option
     let mut prefix = unique_prefix(test_name);
     let mut turn = None;
     let mut cluster = None;
+    let mut served = None;
     let (db, url, server) = match backend {
         Backend::Memory => (Db::memory(), None, None),
         Backend::MemoryCluster => {
@@ -334,6 +341,16 @@ pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option
             // one slot: the engine in cluster mode refuses CROSSSLOT too.
             prefix = format!("{{{}}}:", prefix.trim_end_matches(':'));
             (Db::memory_cluster(), None, None)
+        }
+        Backend::MemoryServer => {
+            let engine = ServedEngine::start()
+                .unwrap_or_else(|e| panic!("{test_name}: cannot serve the engine: {e}"));
+            let url = engine.url.clone();
+            let db = Db::connect(&url).await.unwrap_or_else(|e| {
+                panic!("{test_name}: cannot connect to the served engine {url}: {e}")
+            });
+            served = Some(Arc::new(engine));
+            (db, Some(url), None)
         }
         Backend::Redis => match (scope, redis_url()) {
             (Scope::Shared, Some(url)) => {
@@ -384,6 +401,7 @@ pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option
         }
     };
     Some(TestCtx {
+        _served: served,
         _turn: turn,
         cluster,
         db,
@@ -588,4 +606,63 @@ macro_rules! backend_tests {
             $body
         }
     };
+}
+
+/// A fresh memory engine served over RESP on a loopback port, by a
+/// runtime on a thread of its own (so that a test's own runtime, one
+/// thread, cannot hold up its server); stopped when dropped.
+pub struct ServedEngine {
+    /// `redis://127.0.0.1:PORT`.
+    pub url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl ServedEngine {
+    /// Serves a new engine; its URL once it listens.
+    pub fn start() -> std::io::Result<ServedEngine> {
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("served-engine".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = url_tx.send(Err(e));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let engine = redmodel::memory::Engine::new();
+                    match redmodel::memory::serve(engine, "127.0.0.1:0").await {
+                        Ok(handle) => {
+                            let _ = url_tx.send(Ok(handle.url()));
+                            let _ = stopped.await;
+                            drop(handle);
+                        }
+                        Err(e) => {
+                            let _ = url_tx.send(Err(e));
+                        }
+                    }
+                });
+            })?;
+        let url = url_rx
+            .recv()
+            .map_err(|_| std::io::Error::other("the engine's thread ended"))??;
+        Ok(ServedEngine {
+            url,
+            stop: Some(stop),
+        })
+    }
+}
+
+impl Drop for ServedEngine {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
 }

@@ -4,9 +4,10 @@
 //! # Every behaviour test on every backend
 //!
 //! A behaviour test is written once and runs on every backend: the memory
-//! engine and a real Redis. [`backend_tests!`] (the one runner) turns each
-//! `async fn` inside it into one `#[tokio::test]` per backend, `NAME::memory`
-//! and `NAME::redis`. The backends are listed once, in
+//! engine (in process, in cluster mode, and served over RESP), a real
+//! Redis and a Redis Cluster. [`backend_tests!`] (the one runner) turns each
+//! `async fn` inside it into one `#[tokio::test]` per backend, `NAME::memory`,
+//! `NAME::redis` and so on. The backends are listed once, in
 //! [`__with_backends!`]: a new backend added there (and started in
 //! [`make_ctx`]) runs every behaviour test with no test edited.
 //!

@@ -124,7 +124,7 @@ fn read_len(mut next: impl FnMut(usize) -> Option<u8>) -> Option<(usize, usize)>
 fn decode(buf: &[u8], at: usize) -> Option<Entry> {
     let (len, header) = read_len(|i| buf.get(at + i).copied())?;
     let bytes = at + header..(at + header).checked_add(len)?;
-    let end = bytes.end + header;
+    let end = bytes.end.checked_add(header)?;
     (end <= buf.len()).then_some(Entry {
         start: at,
         end,

@@ -85,10 +85,7 @@ pub(crate) fn table() -> &'static [Meta] {
 
 /// The description of the command `name` (lower case).
 pub(crate) fn meta(name: &str) -> Option<&'static Meta> {
-    TABLE
-        .binary_search_by(|m| m.name.cmp(name))
-        .ok()
-        .map(|i| &TABLE[i])
+    BY_NAME.get(name.as_bytes()).copied()
 }
 
 /// The descriptions by lower-case name: [`lookup`] runs on every command
@@ -104,11 +101,9 @@ static BY_NAME: LazyLock<HashMap<&'static [u8], &'static Meta, Seeded>> = LazyLo
 
 /// The description of the command `name`, in any case.
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Meta> {
-    let mut buf = [0u8; 32];
-    let lower = buf.get_mut(..name.len())?;
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    BY_NAME.get(&*lower).copied()
+    BY_NAME
+        .get(crate::args::lowercase(name, &mut [0; 32])?)
+        .copied()
 }
 
 /// The description of the command a command line runs: the subcommand's

@@ -123,14 +123,9 @@ pub(crate) fn all_specs() -> impl Iterator<Item = &'static Spec> {
 
 /// Finds a command by name, case-insensitively, without allocating.
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    let mut buf = [0u8; 32];
-    if name.len() > buf.len() {
-        return None;
-    }
-    let lower = &mut buf[..name.len()];
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    TABLE.get(&*lower).copied()
+    TABLE
+        .get(crate::args::lowercase(name, &mut [0; 32])?)
+        .copied()
 }
 
 /// The error Redis gives for an unknown command. Like Redis (`%.128s` and

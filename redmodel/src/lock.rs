@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::Db;
 use crate::error::{Error, Result};
@@ -77,7 +78,7 @@ fn new_token() -> String {
 async fn try_acquire(db: &Db, key: &str, token: &str, ttl: Duration) -> Result<bool> {
     let reply: Value = db
         .query(
-            crate::command::cmd("SET")
+            cmd("SET")
                 .arg(key)
                 .arg(token)
                 .arg("NX")

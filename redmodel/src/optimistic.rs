@@ -47,6 +47,7 @@ use std::time::Duration;
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 use tokio::sync::Mutex;
 
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::{Db, DedicatedConnection};
 use crate::error::{Error, Result};
@@ -182,7 +183,7 @@ impl RawTransaction {
     /// # Ok(()) }
     /// ```
     pub async fn watch<K: ToRedisArgs>(&self, keys: K) -> Result<()> {
-        self.query(crate::command::cmd("WATCH").arg(keys)).await
+        self.query(cmd("WATCH").arg(keys)).await
     }
 
     /// Which attempt this is, from 1.
@@ -445,10 +446,7 @@ impl OptimisticConnection {
                 // (or failed, or was dropped midway) would abort this one.
                 shared.conn.clean_up().await?;
                 if !keys.is_empty() {
-                    shared
-                        .conn
-                        .query::<()>(crate::command::cmd("WATCH").arg(keys))
-                        .await?;
+                    shared.conn.query::<()>(cmd("WATCH").arg(keys)).await?;
                 }
                 shared.route = keys
                     .first()

@@ -20,6 +20,7 @@
 
 use std::time::Duration;
 
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use redis::{Arg, Cmd, Pipeline, RedisResult, Value};
 
@@ -81,7 +82,7 @@ impl Acks {
     }
 
     fn wait(self) -> Cmd {
-        let mut wait = crate::command::cmd("WAIT");
+        let mut wait = cmd("WAIT");
         let millis = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
         wait.arg(self.replicas).arg(millis);
         wait
@@ -159,16 +160,10 @@ mod tests {
 
     #[test]
     fn only_writes_are_followed_by_wait() {
-        assert!(Acks::wanted_for(
-            crate::command::cmd("HSET").arg("k").arg("f").arg(1)
-        ));
-        assert!(Acks::wanted_for(
-            crate::command::cmd("evalsha").arg("ab").arg(0)
-        ));
-        assert!(!Acks::wanted_for(crate::command::cmd("HGETALL").arg("k")));
-        assert!(!Acks::wanted_for(
-            crate::command::cmd("CONFIG").arg("GET").arg("x")
-        ));
+        assert!(Acks::wanted_for(cmd("HSET").arg("k").arg("f").arg(1)));
+        assert!(Acks::wanted_for(cmd("evalsha").arg("ab").arg(0)));
+        assert!(!Acks::wanted_for(cmd("HGETALL").arg("k")));
+        assert!(!Acks::wanted_for(cmd("CONFIG").arg("GET").arg("x")));
         let mut reads = redis::pipe();
         reads
             .atomic()

@@ -18,6 +18,7 @@ use std::pin::Pin;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
+use crate::command::cmd;
 use crate::error::Result;
 use crate::memory::Engine;
 
@@ -98,7 +99,7 @@ where
     let mut keys = Vec::new();
     let mut cursor: u64 = 0;
     loop {
-        let mut cmd = crate::command::cmd("SCAN");
+        let mut cmd = cmd("SCAN");
         cmd.arg(cursor)
             .arg("MATCH")
             .arg(pattern)

@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 use redis::ToRedisArgs;
 
 use super::backend::BoxFuture;
+use crate::command::cmd;
 use crate::error::Result;
 use crate::Db;
 
@@ -169,8 +170,7 @@ impl Db {
     /// subscribers received it: on a cluster, those of the node it was
     /// sent to (the others get it too, through the cluster bus).
     pub async fn publish(&self, channel: &str, payload: impl ToRedisArgs) -> Result<usize> {
-        self.query(crate::command::cmd("PUBLISH").arg(channel).arg(payload))
-            .await
+        self.query(cmd("PUBLISH").arg(channel).arg(payload)).await
     }
 
     /// A new subscriber, on a connection of its own (see [`Subscriber`]).

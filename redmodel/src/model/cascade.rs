@@ -85,6 +85,7 @@ pub use super::referrer::{referrers_of, OnDelete, Referrer, ReferrerKind};
 use super::scan::scan_keys;
 use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
@@ -232,7 +233,7 @@ impl<A: Admin> ObjectRef<A> {
         for referrer in referrers {
             self.find_references(db, referrer, &mut plan).await?;
         }
-        let mut watch = crate::command::cmd("WATCH");
+        let mut watch = cmd("WATCH");
         watch.arg(key).arg(&plan.lists);
         for (hash, _) in &plan.fields {
             watch.arg(hash);
@@ -454,7 +455,7 @@ where
             exists
         } else {
             tx.query_pipeline::<()>(&read).await?;
-            db.query(crate::command::cmd("EXISTS").arg(key)).await?
+            db.query(cmd("EXISTS").arg(key)).await?
         };
         if exists {
             return Ok(Some(()));

@@ -43,6 +43,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::key::glob_escape;
 use super::scan::scan_keys;
 use super::{Admin, Model, ObjectRef};
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::{Db, Result};
 
@@ -91,28 +92,23 @@ fn unix_millis(when: SystemTime) -> i64 {
 
 /// Sets a TTL on `key` (PEXPIRE); whether the key exists.
 pub(crate) async fn expire_key(db: &Db, key: &str, ttl: Duration) -> Result<bool> {
-    db.query(crate::command::cmd("PEXPIRE").arg(key).arg(millis(ttl)))
-        .await
+    db.query(cmd("PEXPIRE").arg(key).arg(millis(ttl))).await
 }
 
 /// Makes `key` expire at `when` (PEXPIREAT); whether the key existed.
 pub(crate) async fn expire_key_at(db: &Db, key: &str, when: SystemTime) -> Result<bool> {
-    db.query(
-        crate::command::cmd("PEXPIREAT")
-            .arg(key)
-            .arg(unix_millis(when)),
-    )
-    .await
+    db.query(cmd("PEXPIREAT").arg(key).arg(unix_millis(when)))
+        .await
 }
 
 /// Removes the TTL of `key` (PERSIST); whether there was one.
 pub(crate) async fn persist_key(db: &Db, key: &str) -> Result<bool> {
-    db.query(crate::command::cmd("PERSIST").arg(key)).await
+    db.query(cmd("PERSIST").arg(key)).await
 }
 
 /// The TTL of `key` (PTTL).
 pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
-    let ms: i64 = db.read(crate::command::cmd("PTTL").arg(key)).await?;
+    let ms: i64 = db.read(cmd("PTTL").arg(key)).await?;
     Ok(match ms {
         -2 => Ttl::Missing,
         ms if ms < 0 => Ttl::Persistent,

@@ -41,6 +41,7 @@ use super::key::{glob_escape, key_pattern, sorted_key, tag_key, unique_key};
 use super::scan::scan_keys;
 use super::write::{claim_held, sync, Texts};
 use super::{Admin, Model, ObjectRef};
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
@@ -289,10 +290,7 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
         let keys = scan_keys(db, &db.stored(&key_pattern(table, field, kind.name()))).await?;
         for batch in keys.chunks(500) {
             deleted += match db.key_layout() {
-                KeyLayout::Plain => {
-                    db.query::<u64>(crate::command::cmd("DEL").arg(batch))
-                        .await?
-                }
+                KeyLayout::Plain => db.query::<u64>(cmd("DEL").arg(batch)).await?,
                 // The keys are in many slots, and one DEL may not span
                 // slots: one DEL per key, pipelined.
                 KeyLayout::Cluster => {
@@ -316,14 +314,14 @@ async fn pass<M: Model, P: Proceed>(
     migration: Option<&Migration>,
     mut progress: impl FnMut(&Progress) -> P,
 ) -> Result<Report> {
-    let total: u64 = db.query(&crate::command::cmd("DBSIZE")).await?;
+    let total: u64 = db.query(&cmd("DBSIZE")).await?;
     let pattern = format!("{}:*", glob_escape(M::TABLE));
     let mut report = Report::default();
     let mut cursor = options.cursor;
     loop {
         let (next, keys): (u64, Vec<Vec<u8>>) = db
             .query(
-                crate::command::cmd("SCAN")
+                cmd("SCAN")
                     .arg(cursor)
                     .arg("MATCH")
                     .arg(&pattern)
@@ -558,9 +556,7 @@ async fn index_apart<M: Model>(
     }
     for r in refs {
         let key = r.key_in(db);
-        let texts: Texts = db
-            .query(crate::command::cmd("HMGET").arg(&*key).arg(&fields))
-            .await?;
+        let texts: Texts = db.query(cmd("HMGET").arg(&*key).arg(&fields)).await?;
         let mut scratch = redis::pipe();
         for (spec, text) in specs.iter().zip(&texts) {
             let claim = plan_entry::<M>(

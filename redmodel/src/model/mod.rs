@@ -185,6 +185,7 @@ pub use object::{IntoPk, ObjectRef, Ref};
 pub use relation::{InverseOf, MemberList, NoInverse, Relation, RelationRef};
 pub use transaction::Transaction;
 
+use crate::command::cmd;
 use crate::{Db, Result};
 
 /// How a model's object is stored.
@@ -441,7 +442,7 @@ impl<A: Admin> OwnerKind for A {
 ///
 /// Seed name: `dbsize`.
 pub async fn dbsize(db: &Db) -> Result<u64> {
-    db.query(&crate::command::cmd("DBSIZE")).await
+    db.query(&cmd("DBSIZE")).await
 }
 
 /// What generated code names, by absolute path. Not part of the API.

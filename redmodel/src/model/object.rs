@@ -14,6 +14,7 @@ use super::key::{decode_pk, encode_segment_into, glob_escape};
 use super::reply::at_key;
 use super::scan::scan_keys;
 use super::{Admin, KeyPart, Model, OwnerKind, SingleValue};
+use crate::command::cmd;
 use crate::{Db, Error, KeyLayout, Result};
 
 /// The hash field counting full writes.
@@ -230,8 +231,7 @@ impl<M: Model> ObjectRef<M> {
     /// Seed name: `is_exist`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "exists", key = %self.key))]
     pub async fn exists(&self, db: &Db) -> Result<bool> {
-        db.read(crate::command::cmd("EXISTS").arg(self.key_in(db)))
-            .await
+        db.read(cmd("EXISTS").arg(self.key_in(db))).await
     }
 
     /// One field (HGET); `Ok(None)` if the field or the object is absent.
@@ -241,11 +241,7 @@ impl<M: Model> ObjectRef<M> {
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get", key = %self.key))]
     pub async fn get<T, C: Codec<T>>(&self, db: &Db, field: Field<M, T, C>) -> Result<Option<T>> {
         let raw: Option<Vec<u8>> = db
-            .read(
-                crate::command::cmd("HGET")
-                    .arg(self.key_in(db))
-                    .arg(field.name()),
-            )
+            .read(cmd("HGET").arg(self.key_in(db)).arg(field.name()))
             .await
             .map_err(at_key(&self.key, "hash"))?;
         field.decode_present(&self.key, raw)
@@ -293,7 +289,7 @@ impl<M: Model> ObjectRef<M> {
         if names.is_empty() {
             return Ok(Vec::new());
         }
-        db.read(crate::command::cmd("HMGET").arg(self.key_in(db)).arg(names))
+        db.read(cmd("HMGET").arg(self.key_in(db)).arg(names))
             .await
             .map_err(at_key(&self.key, "hash"))
     }
@@ -401,11 +397,7 @@ impl<M: Model> ObjectRef<M> {
     /// its `_count` field, 0 if absent.
     pub async fn write_count(&self, db: &Db) -> Result<u64> {
         let raw: Option<Vec<u8>> = db
-            .read(
-                crate::command::cmd("HGET")
-                    .arg(self.key_in(db))
-                    .arg(COUNT_FIELD),
-            )
+            .read(cmd("HGET").arg(self.key_in(db)).arg(COUNT_FIELD))
             .await
             .map_err(at_key(&self.key, "hash"))?;
         match raw {
@@ -488,7 +480,7 @@ impl<M: SingleValue> ObjectRef<M> {
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_value", key = %self.key))]
     pub async fn get_value(&self, db: &Db) -> Result<Option<M::Value>> {
         let raw: Option<Vec<u8>> = db
-            .read(crate::command::cmd("GET").arg(self.key_in(db)))
+            .read(cmd("GET").arg(self.key_in(db)))
             .await
             .map_err(at_key(&self.key, "string"))?;
         let field = M::FIELDS.first().copied().unwrap_or("value");

@@ -34,6 +34,7 @@ use redis::{Cmd, Pipeline, Value};
 use super::object::{RawFields, COUNT_FIELD};
 use super::reply::{at_key, redis_type, reply_at};
 use super::{Model, ObjectRef, Storage};
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::{Db, Error, KeyLayout, Result};
 
@@ -141,7 +142,7 @@ impl<M: Model> ObjectRef<M> {
         for r in refs {
             r.add_fields(db, &mut pipe);
         }
-        let mut exists = crate::command::cmd("EXISTS");
+        let mut exists = cmd("EXISTS");
         for r in refs {
             exists.arg(r.key_in(db).as_ref());
         }

@@ -21,6 +21,7 @@ use super::object::ObjectRef;
 use super::reply::at_key;
 use super::steps::Steps;
 use super::{Admin, Model};
+use crate::command::cmd;
 use crate::{Db, Error, KeyLayout, Result};
 
 /// A relation from an admin model to a member model, stored as a list of
@@ -173,7 +174,7 @@ impl<M: Model> MemberList<M> {
     ///
     /// Seed name: `count`.
     pub async fn count(&self, db: &Db) -> Result<u64> {
-        db.read(crate::command::cmd("LLEN").arg(self.key_in(db)))
+        db.read(cmd("LLEN").arg(self.key_in(db)))
             .await
             .map_err(at_key(&self.key, "list"))
     }
@@ -214,7 +215,7 @@ impl<M: Model> MemberList<M> {
         if keys.is_empty() {
             return self.count(db).await;
         }
-        let mut cmd = crate::command::cmd(command);
+        let mut cmd = cmd(command);
         cmd.arg(self.key_in(db));
         for key in &keys {
             cmd.arg(db.stored(key));
@@ -229,7 +230,7 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `remove_one(leaf, count)`.
     pub async fn remove(&self, db: &Db, member: impl AsMember<M>, count: i64) -> Result<u64> {
         db.query(
-            crate::command::cmd("LREM")
+            cmd("LREM")
                 .arg(self.key_in(db))
                 .arg(count)
                 .arg(db.stored(&member.member_key()?)),
@@ -244,11 +245,7 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `get_by_index`.
     pub async fn index(&self, db: &Db, index: i64) -> Result<Option<ObjectRef<M>>> {
         let key: Option<Vec<u8>> = db
-            .read(
-                crate::command::cmd("LINDEX")
-                    .arg(self.key_in(db))
-                    .arg(index),
-            )
+            .read(cmd("LINDEX").arg(self.key_in(db)).arg(index))
             .await
             .map_err(at_key(&self.key, "list"))?;
         key.map(|k| self.parse_member(&k)).transpose()
@@ -260,12 +257,7 @@ impl<M: Model> MemberList<M> {
     /// Seed name: `get_leafs_by_relation(start, end)`.
     pub async fn range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<ObjectRef<M>>> {
         let keys: Vec<Vec<u8>> = db
-            .read(
-                crate::command::cmd("LRANGE")
-                    .arg(self.key_in(db))
-                    .arg(start)
-                    .arg(stop),
-            )
+            .read(cmd("LRANGE").arg(self.key_in(db)).arg(start).arg(stop))
             .await
             .map_err(at_key(&self.key, "list"))?;
         keys.iter().map(|k| self.parse_member(k)).collect()
@@ -337,8 +329,7 @@ impl<M: Model> MemberList<M> {
 
     /// Deletes the list. Whether it existed.
     pub async fn delete(&self, db: &Db) -> Result<bool> {
-        db.query(crate::command::cmd("DEL").arg(self.key_in(db)))
-            .await
+        db.query(cmd("DEL").arg(self.key_in(db))).await
     }
 
     /// Sets a time to live (PEXPIRE). Whether the list exists. The list
@@ -523,32 +514,15 @@ impl<R: Relation> RelationRef<R> {
         steps.guard(owner.as_ref());
         for member in &keys {
             let stored = db.stored(member);
-            steps.add(
-                crate::command::cmd("LREM")
-                    .arg(&list)
-                    .arg(0)
-                    .arg(&stored)
-                    .clone(),
-            );
-            steps.add_ignored(crate::command::cmd("RPUSH").arg(&list).arg(&stored).clone());
+            steps.add(cmd("LREM").arg(&list).arg(0).arg(&stored).clone());
+            steps.add_ignored(cmd("RPUSH").arg(&list).arg(&stored).clone());
         }
         for member in &keys {
             steps.step().guard(db.stored(member));
             if let Some(inverse) = R::Inverse::inverse_key(member) {
                 let inverse = db.stored(&inverse);
-                steps.add_ignored(
-                    crate::command::cmd("LREM")
-                        .arg(&inverse)
-                        .arg(0)
-                        .arg(&owner)
-                        .clone(),
-                );
-                steps.add_ignored(
-                    crate::command::cmd("RPUSH")
-                        .arg(&inverse)
-                        .arg(&owner)
-                        .clone(),
-                );
+                steps.add_ignored(cmd("LREM").arg(&inverse).arg(0).arg(&owner).clone());
+                steps.add_ignored(cmd("RPUSH").arg(&inverse).arg(&owner).clone());
             }
         }
         let removed: Vec<u64> = match steps.run(db).await {
@@ -589,7 +563,7 @@ impl<R: Relation> RelationRef<R> {
         let mut steps = Steps::new();
         for member in members {
             steps.add(
-                crate::command::cmd("LREM")
+                cmd("LREM")
                     .arg(self.list.key_in(db))
                     .arg(0)
                     .arg(db.stored(member))
@@ -599,7 +573,7 @@ impl<R: Relation> RelationRef<R> {
         for member in members {
             if let Some(inverse) = R::Inverse::inverse_key(member) {
                 steps.step().add_ignored(
-                    crate::command::cmd("LREM")
+                    cmd("LREM")
                         .arg(db.stored(&inverse))
                         .arg(0)
                         .arg(self.owner.key_in(db))

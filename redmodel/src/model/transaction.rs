@@ -16,6 +16,7 @@ use super::read::Read;
 use super::reply::{redis_type, reply_at};
 use super::write::{self, Changes, Plan, Texts};
 use super::{Model, Storage};
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::optimistic::{OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
@@ -466,11 +467,11 @@ impl ObjectWrite {
                 let cmd = match text {
                     Some(text) => {
                         self.existence = Existence::Written;
-                        crate::command::cmd("SET").arg(&self.key).arg(text).clone()
+                        cmd("SET").arg(&self.key).arg(text).clone()
                     }
                     None => {
                         self.existence = Existence::Deleted;
-                        crate::command::cmd("DEL").arg(&self.key).clone()
+                        cmd("DEL").arg(&self.key).clone()
                     }
                 };
                 self.cmds.push((cmd, false));
@@ -478,8 +479,7 @@ impl ObjectWrite {
             Op::Delete => {
                 self.existence = Existence::Deleted;
                 self.fields.clear();
-                self.cmds
-                    .push((crate::command::cmd("DEL").arg(&self.key).clone(), false));
+                self.cmds.push((cmd("DEL").arg(&self.key).clone(), false));
             }
         }
         Ok(())
@@ -498,18 +498,15 @@ impl ObjectWrite {
             .filter_map(|(name, text)| Some((*name, text.as_deref()?)))
             .collect();
         if !removed.is_empty() {
-            let cmd = crate::command::cmd("HDEL")
-                .arg(&self.key)
-                .arg(&removed)
-                .clone();
+            let cmd = cmd("HDEL").arg(&self.key).arg(&removed).clone();
             self.cmds.push((cmd, false));
         }
         if !set.is_empty() {
-            let cmd = crate::command::cmd("HSET").arg(&self.key).arg(&set).clone();
+            let cmd = cmd("HSET").arg(&self.key).arg(&set).clone();
             self.cmds.push((cmd, false));
         }
         if counted {
-            let cmd = crate::command::cmd("HINCRBY")
+            let cmd = cmd("HINCRBY")
                 .arg(&self.key)
                 .arg(COUNT_FIELD)
                 .arg(1)
@@ -749,7 +746,7 @@ impl Pending {
             exists.extend(near.into_iter().zip(found));
         }
         for key in far {
-            let found = db.query(crate::command::cmd("EXISTS").arg(&key)).await?;
+            let found = db.query(cmd("EXISTS").arg(&key)).await?;
             exists.push((key, found));
         }
         match exists.into_iter().find(|(_, e)| !e) {

@@ -60,6 +60,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::migrate::Proceed;
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::{Db, Result};
 
@@ -366,7 +367,7 @@ impl Pass<'_> {
         let (next, keys): (u64, Vec<Vec<u8>>) = self
             .db
             .query(
-                crate::command::cmd("SCAN")
+                cmd("SCAN")
                     .arg(cursor)
                     .arg("MATCH")
                     .arg(self.db.stored(pattern).as_ref())

@@ -9,6 +9,7 @@ use std::marker::PhantomData;
 use redis::Value;
 
 use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::model::index::{checked_score, IndexKind, IndexSpec};
@@ -178,12 +179,8 @@ async fn check_objects<M: Model>(
 
 /// Whether the object's hash holds `_count` (it had a full write).
 async fn counted<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool> {
-    db.query(
-        crate::command::cmd("HEXISTS")
-            .arg(object.key_in(db))
-            .arg(COUNT_FIELD),
-    )
-    .await
+    db.query(cmd("HEXISTS").arg(object.key_in(db)).arg(COUNT_FIELD))
+        .await
 }
 
 /// Deletes the object if it is still partial: a required field missing
@@ -320,13 +317,7 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
         IndexKind::Sorted { .. } => {
             let key = db.stored(&sorted_key(M::TABLE, spec.field)).into_owned();
             let members: Vec<(String, f64)> = db
-                .query(
-                    crate::command::cmd("ZRANGE")
-                        .arg(&key)
-                        .arg(0)
-                        .arg(-1)
-                        .arg("WITHSCORES"),
-                )
+                .query(cmd("ZRANGE").arg(&key).arg(0).arg(-1).arg("WITHSCORES"))
                 .await?;
             entries.extend(
                 members
@@ -336,9 +327,7 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
         }
         IndexKind::Recent { .. } => {
             let key = db.stored(&recent_key(M::TABLE, spec.field)).into_owned();
-            let members: Vec<String> = db
-                .query(crate::command::cmd("LRANGE").arg(&key).arg(0).arg(-1))
-                .await?;
+            let members: Vec<String> = db.query(cmd("LRANGE").arg(&key).arg(0).arg(-1)).await?;
             entries.extend(members.into_iter().map(|m| (key.clone(), m, Claim::Exists)));
         }
         IndexKind::Unique | IndexKind::Tags { .. } => {

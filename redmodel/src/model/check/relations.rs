@@ -5,6 +5,7 @@
 use std::marker::PhantomData;
 
 use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::model::live::{existing, prune_gone, Entry};
@@ -67,9 +68,7 @@ async fn check_batch<R: Relation>(pass: &mut Pass<'_>, cursor: u64) -> Result<u6
 /// and links missing their inverse side.
 async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str) -> Result<()> {
     let db = pass.db;
-    let mut members: Vec<String> = db
-        .query(crate::command::cmd("LRANGE").arg(list).arg(0).arg(-1))
-        .await?;
+    let mut members: Vec<String> = db.query(cmd("LRANGE").arg(list).arg(0).arg(-1)).await?;
     members.sort();
     members.dedup();
     let alive = existing(db, &members).await?;
@@ -91,9 +90,7 @@ async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str
             continue;
         };
         let inverse = db.stored(&inverse).into_owned();
-        let position: Option<i64> = db
-            .query(crate::command::cmd("LPOS").arg(&inverse).arg(owner))
-            .await?;
+        let position: Option<i64> = db.query(cmd("LPOS").arg(&inverse).arg(owner)).await?;
         if position.is_some() {
             continue;
         }

@@ -12,6 +12,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use crate::command::cmd;
 use crate::model::key::recent_key;
 use crate::model::live::{existing, load_live, parse_member, prune_gone, Entry};
 use crate::model::{Model, ObjectRef};
@@ -74,9 +75,7 @@ impl<M: Model> RecentList<M> {
     async fn keys(&self, db: &Db) -> Result<Vec<ObjectRef<M>>> {
         let key = self.key();
         let stop = i64::from(self.cap) - 1;
-        let members: Vec<String> = db
-            .read(crate::command::cmd("LRANGE").arg(&key).arg(0).arg(stop))
-            .await?;
+        let members: Vec<String> = db.read(cmd("LRANGE").arg(&key).arg(0).arg(stop)).await?;
         members.iter().map(|m| parse_member::<M>(m, &key)).collect()
     }
 
@@ -123,7 +122,7 @@ impl<M: Model> RecentList<M> {
     /// Removes the entries of gone objects. Returns how many were removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .read(crate::command::cmd("LRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(cmd("LRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
         prune_gone(db, &keys, self.entry()).await
     }

@@ -16,6 +16,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::model::key::sorted_key;
 use crate::model::live::{
@@ -249,7 +250,7 @@ impl<M: Model, T> SortedIndex<M, T> {
             let want = n - out.len() as u64;
             let window = want.saturating_add(stale.len() as u64).min(i64::MAX as u64);
             let stop = start.saturating_add(window - 1).min(i64::MAX as u64);
-            let mut cmd = crate::command::cmd("ZRANGE");
+            let mut cmd = cmd("ZRANGE");
             cmd.arg(&key).arg(start).arg(stop);
             if end == End::Highest {
                 cmd.arg("REV");
@@ -309,7 +310,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         rev: bool,
     ) -> Result<Vec<String>> {
         let (min, max) = score_bounds(range)?;
-        let mut cmd = crate::command::cmd("ZRANGE");
+        let mut cmd = cmd("ZRANGE");
         cmd.arg(self.key());
         if rev {
             cmd.arg(max).arg(min).arg("BYSCORE").arg("REV");
@@ -329,7 +330,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// How many live objects the index holds.
     pub async fn len(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .read(crate::command::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
         self.count_live(db, keys).await
     }
@@ -389,7 +390,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         if rank == 0 {
             return Ok(Some(0));
         }
-        let mut cmd = crate::command::cmd("ZRANGE");
+        let mut cmd = cmd("ZRANGE");
         cmd.arg(&key).arg(0).arg(rank - 1);
         if end == End::Highest {
             cmd.arg("REV");
@@ -417,7 +418,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// many were removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .read(crate::command::cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
         prune_gone(db, &keys, self.entry()).await
     }

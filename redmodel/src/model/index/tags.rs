@@ -12,6 +12,7 @@ use std::hash::BuildHasher;
 use std::marker::PhantomData;
 
 use super::IndexKind;
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::model::codec::{IntoValue, Scalar};
 use crate::model::key::{decode_segment, glob_escape, tag_key};
@@ -262,9 +263,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
             return Ok(Vec::new());
         }
         let keys: Vec<String> = tags.iter().map(|t| self.set_key(db, t)).collect();
-        let mut members: Vec<String> = db
-            .read(crate::command::cmd(op.command()).arg(&keys))
-            .await?;
+        let mut members: Vec<String> = db.read(cmd(op.command()).arg(&keys)).await?;
         members.sort_unstable();
         let refs = members
             .iter()

@@ -15,6 +15,7 @@ use std::marker::PhantomData;
 
 use redis::Value;
 
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::model::codec::{Codec, IntoValue, Plain};
 use crate::model::key::{decode_segment, glob_escape, unique_key};
@@ -330,20 +331,15 @@ async fn read_holder_in_two<M: Model>(
     entry: &str,
     fields: &[&str],
 ) -> Result<Option<(String, RawValues)>> {
-    let holder: Option<Vec<u8>> = db
-        .read(crate::command::cmd("LINDEX").arg(entry).arg(0))
-        .await?;
+    let holder: Option<Vec<u8>> = db.read(cmd("LINDEX").arg(entry).arg(0)).await?;
     let Some(holder) = holder else {
         return Ok(None);
     };
     let holder = holder_text::<M>(holder, entry)?;
     let read = match M::STORAGE {
         Storage::Hash if fields.is_empty() => return Ok(Some((holder, Vec::new()))),
-        Storage::Hash => crate::command::cmd("HMGET")
-            .arg(&holder)
-            .arg(fields)
-            .clone(),
-        Storage::Single => crate::command::cmd("GET").arg(&holder).clone(),
+        Storage::Hash => cmd("HMGET").arg(&holder).arg(fields).clone(),
+        Storage::Single => cmd("GET").arg(&holder).clone(),
     };
     // As SORT's GET patterns do, a holder of another type reads as absent
     // fields (and so as a non-holder): never an error of this lookup.

@@ -39,6 +39,7 @@ use super::checked::{Checked, Reader, Recorder};
 use super::number_text;
 use super::recall::Guess;
 use super::stepped;
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::memory::Atomic;
@@ -631,14 +632,8 @@ pub(crate) async fn incr_indexed<M: Model>(
     // The new value read back as text (see `ObjectRef::incr`).
     let write = |steps: &mut Steps| {
         steps
-            .add_ignored(
-                crate::command::cmd(command)
-                    .arg(key)
-                    .arg(field)
-                    .arg(by)
-                    .clone(),
-            )
-            .add(crate::command::cmd("HGET").arg(key).arg(field).clone());
+            .add_ignored(cmd(command).arg(key).arg(field).arg(by).clone())
+            .add(cmd("HGET").arg(key).arg(field).clone());
     };
     let guards = [key.to_string()];
     let (reply,): (Value,) = stepped::run::<M, _>(db, key, &guards, &write, &specs, &[]).await?;
@@ -751,12 +746,8 @@ async fn incr_by_script<M: Model>(
             // the codec's score wins.
             Ok(_) => resync_score::<M>(db, key, spec).await?,
             Err(reason) => {
-                db.query::<()>(
-                    crate::command::cmd("ZREM")
-                        .arg(sorted_key(M::TABLE, field))
-                        .arg(key),
-                )
-                .await?;
+                db.query::<()>(cmd("ZREM").arg(sorted_key(M::TABLE, field)).arg(key))
+                    .await?;
                 return Err(overflow(key, field, &text, &reason));
             }
         }

@@ -22,6 +22,7 @@ use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
 use super::steps::Steps;
 use super::{Model, OwnerKind, SingleValue, Storage};
+use crate::command::cmd;
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
 
@@ -134,7 +135,7 @@ impl<M: Model> ObjectRef<M> {
             let key = self.key_in(db);
             let mut steps = Steps::new();
             steps.guard(key.as_ref());
-            let mut incr = crate::command::cmd(T::COMMAND);
+            let mut incr = cmd(T::COMMAND);
             incr.arg(&key).arg(field.name()).arg(by);
             if db.engine().is_some() {
                 // In process the unit runs without Lua
@@ -144,7 +145,7 @@ impl<M: Model> ObjectRef<M> {
                 // The new value read back as text: the unit is a Lua
                 // script, where an integer reply becomes a double (2^53
                 // and up would round).
-                let mut read = crate::command::cmd("HGET");
+                let mut read = cmd("HGET");
                 read.arg(&key).arg(field.name());
                 steps.add_ignored(incr).add(read);
             }
@@ -202,13 +203,7 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         let write = |steps: &mut Steps| {
             add_write(steps, &key, &fields.set, &fields.removed);
-            steps.add(
-                crate::command::cmd("HINCRBY")
-                    .arg(&key)
-                    .arg(COUNT_FIELD)
-                    .arg(1)
-                    .clone(),
-            );
+            steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).clone());
         };
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
         let guards = self.guards(db, false, &fields.set);
@@ -268,10 +263,10 @@ impl<M: Model> ObjectRef<M> {
     pub async fn delete(&self, db: &Db) -> Result<bool> {
         let key = self.key_in(db);
         if M::INDEXES.is_empty() {
-            return db.query(crate::command::cmd("DEL").arg(&key)).await;
+            return db.query(cmd("DEL").arg(&key)).await;
         }
         let write = |steps: &mut Steps| {
-            steps.add(crate::command::cmd("DEL").arg(&key).clone());
+            steps.add(cmd("DEL").arg(&key).clone());
         };
         let (existed,): (bool,) = index::run::<M, _>(db, &key, &[], &write, &Changes::Delete)
             .await
@@ -284,10 +279,10 @@ impl<M: Model> ObjectRef<M> {
 /// `set` (both ignored).
 fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
     if !removed.is_empty() {
-        steps.add_ignored(crate::command::cmd("HDEL").arg(key).arg(removed).clone());
+        steps.add_ignored(cmd("HDEL").arg(key).arg(removed).clone());
     }
     if !set.is_empty() {
-        steps.add_ignored(crate::command::cmd("HSET").arg(key).arg(set).clone());
+        steps.add_ignored(cmd("HSET").arg(key).arg(set).clone());
     }
 }
 
@@ -301,8 +296,8 @@ impl<M: Model> ObjectRef<M> {
             steps.guard(owner);
         }
         let cmd = match text {
-            Some(text) => crate::command::cmd("SET").arg(&key).arg(text).clone(),
-            None => crate::command::cmd("DEL").arg(&key).clone(),
+            Some(text) => cmd("SET").arg(&key).arg(text).clone(),
+            None => cmd("DEL").arg(&key).clone(),
         };
         steps.add_ignored(cmd);
         steps.run::<()>(db).await
@@ -366,7 +361,7 @@ pub(crate) async fn recheck_references<M: Model>(
             continue;
         };
         let exists: bool = db
-            .query(crate::command::cmd("EXISTS").arg(db.stored(target).as_ref()))
+            .query(cmd("EXISTS").arg(db.stored(target).as_ref()))
             .await?;
         if !exists {
             super::cascade::clear_reference(db, key, name, target).await?;

@@ -49,6 +49,7 @@ use std::time::Duration;
 use redis::{FromRedisValue, Pipeline, Value};
 
 use super::index::guarded_unit;
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::model::index::unique::{claim_commands, holder_command, watch_entry};
@@ -96,9 +97,9 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
     // Guards in other slots (the objects reference fields name) are
     // checked just before the object's unit, not in it.
     let mut object = guarded_unit(key, guards);
-    object.add(crate::command::cmd("HMGET").arg(key).arg(&fields).clone());
+    object.add(cmd("HMGET").arg(key).arg(&fields).clone());
     write(&mut object);
-    object.add(crate::command::cmd("HMGET").arg(key).arg(&fields).clone());
+    object.add(cmd("HMGET").arg(key).arg(&fields).clone());
     let mut replies: Vec<Value> = match object.run(db).await {
         Ok(replies) => replies,
         Err(err) => {
@@ -216,9 +217,7 @@ pub(crate) async fn sync<M: Model>(
                 apply::<M>(db, key, spec, old.as_deref(), new.as_deref()).await?;
             }
         }
-        let now: Texts = db
-            .query(crate::command::cmd("HMGET").arg(key).arg(&fields))
-            .await?;
+        let now: Texts = db.query(cmd("HMGET").arg(key).arg(&fields)).await?;
         if now == current {
             return Ok(());
         }
@@ -314,9 +313,7 @@ async fn claim<M: Model>(
             // written, so its field cannot show the value yet.
             let pending = ttl >= 0;
             let holds = pending || {
-                let held: Option<Vec<u8>> = db
-                    .query(crate::command::cmd("HGET").arg(holder).arg(field))
-                    .await?;
+                let held: Option<Vec<u8>> = db.query(cmd("HGET").arg(holder).arg(field)).await?;
                 held.as_deref() == Some(value.as_bytes())
             };
             if holds {
@@ -394,10 +391,7 @@ async fn release(
             return Ok(Some(()));
         }
         // An object that is not a hash (a failed write's) holds nothing.
-        let held: Option<Vec<u8>> = match db
-            .query(crate::command::cmd("HGET").arg(key).arg(field))
-            .await
-        {
+        let held: Option<Vec<u8>> = match db.query(cmd("HGET").arg(key).arg(field)).await {
             Err(Error::WrongType { .. }) => None,
             held => held?,
         };

@@ -14,7 +14,10 @@
 //! only what the reads skip and prune (an entry naming a gone object) and
 //! makes every group idempotent, so that the write can be retried whole.
 
+use std::borrow::Cow;
+
 use redis::{Cmd, FromRedisValue, Value};
+use smallvec::SmallVec;
 
 use super::write::guarded;
 use crate::command::AddCommand as _;
@@ -23,17 +26,22 @@ use crate::optimistic::watched;
 use crate::{Db, Error, KeyLayout, Result};
 
 /// An ordered list of groups of commands, each group within one slot.
+/// Most writes are one group of a guard or two and a few commands: they
+/// stay inline, with no vector of their own to allocate and free.
 #[derive(Default)]
 pub(crate) struct Steps {
-    groups: Vec<Group>,
+    groups: SmallVec<[Group; 1]>,
 }
+
+/// The commands of a unit, each with whether its reply is kept.
+pub(crate) type Commands<'a> = SmallVec<[(&'a Cmd, bool); 4]>;
 
 /// One group: its guards and its commands (each with whether its reply is
 /// kept).
 #[derive(Default)]
 struct Group {
-    guards: Vec<String>,
-    cmds: Vec<(Cmd, bool)>,
+    guards: SmallVec<[String; 2]>,
+    cmds: SmallVec<[(Cmd, bool); 3]>,
 }
 
 impl Steps {
@@ -93,7 +101,7 @@ impl Steps {
 
     /// Every command, each with whether its reply is kept, without the
     /// guards: for a caller that checks them itself.
-    pub(crate) fn commands(&self) -> Vec<(&Cmd, bool)> {
+    pub(crate) fn commands(&self) -> Commands<'_> {
         self.groups
             .iter()
             .flat_map(|g| g.cmds.iter().map(|(cmd, keep)| (cmd, *keep)))
@@ -114,15 +122,20 @@ impl Steps {
     pub(crate) async fn run<T: FromRedisValue>(&self, db: &Db) -> Result<T> {
         let mut kept = Vec::new();
         if db.key_layout() == KeyLayout::Plain {
+            // One group (the common case) lends its guards as they are.
+            let guards = match self.groups.as_slice() {
+                [one] => Cow::Borrowed(one.guards.as_slice()),
+                groups => Cow::Owned(groups.iter().flat_map(|g| g.guards.clone()).collect()),
+            };
             let all = Unit {
-                guards: self.groups.iter().flat_map(|g| g.guards.clone()).collect(),
+                guards,
                 cmds: self.commands(),
             };
             kept = all.run(db).await?;
         } else {
             for group in &self.groups {
                 let unit = Unit {
-                    guards: group.guards.clone(),
+                    guards: Cow::Borrowed(&group.guards),
                     cmds: group.cmds.iter().map(|(cmd, keep)| (cmd, *keep)).collect(),
                 };
                 kept.extend(unit.run(db).await?);
@@ -135,8 +148,8 @@ impl Steps {
 /// Commands to run as one atomic unit, borrowed from the groups: their
 /// guards, and each command with whether its reply is kept.
 struct Unit<'a> {
-    guards: Vec<String>,
-    cmds: Vec<(&'a Cmd, bool)>,
+    guards: Cow<'a, [String]>,
+    cmds: Commands<'a>,
 }
 
 impl Unit<'_> {
@@ -184,8 +197,8 @@ impl Unit<'_> {
         let pipe = &pipe;
         watched(db, first, |tx| async move {
             let mut read = redis::pipe();
-            read.command("WATCH").arg(&self.guards).ignore();
-            for guard in &self.guards {
+            read.command("WATCH").arg(&self.guards[..]).ignore();
+            for guard in self.guards.iter() {
                 read.command("EXISTS").arg(guard);
             }
             let exists: Vec<bool> = tx.query_pipeline(&read).await?;

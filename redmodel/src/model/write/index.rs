@@ -262,7 +262,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
             Err(_) if recorder.guessed() => continue,
             decided => decided?,
         }
-        let mut writes = base.clone();
+        let mut writes = base.to_vec();
         writes.extend(entries.cmd_iter().map(|cmd| (cmd, false)));
         match recorder.commit::<T>(guards, &writes).await? {
             Checked::Done(out) => return Ok(out),

@@ -127,10 +127,12 @@ impl<M: Model> ObjectRef<M> {
         field: Field<M, T, Plain>,
         by: T::By,
     ) -> Result<T::Output> {
-        let text = if touches_index::<M>(&[field.name()]) {
-            index::incr_indexed::<M>(db, &self.key_in(db), field.name(), T::COMMAND, &by)
-                .await
-                .map_err(incr_error(self.key(), field.name()))?
+        let decoded = if touches_index::<M>(&[field.name()]) {
+            let text =
+                index::incr_indexed::<M>(db, &self.key_in(db), field.name(), T::COMMAND, &by)
+                    .await
+                    .map_err(incr_error(self.key(), field.name()))?;
+            T::Output::from_text(&text)
         } else {
             let key = self.key_in(db);
             let mut steps = Steps::new();
@@ -153,9 +155,13 @@ impl<M: Model> ObjectRef<M> {
                 .run(db)
                 .await
                 .map_err(incr_error(self.key(), field.name()))?;
-            number_text(reply)?
+            match reply {
+                // HINCRBY's exact reply, as text on the stack.
+                Value::Int(n) => T::Output::from_text(itoa::Buffer::new().format(n).as_bytes()),
+                other => T::Output::from_text(&number_text(other)?),
+            }
         };
-        T::Output::from_text(&text).map_err(|reason| Error::Decode {
+        decoded.map_err(|reason| Error::Decode {
             key: self.key().to_string(),
             field: field.name().to_string(),
             reason,

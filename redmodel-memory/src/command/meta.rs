@@ -6,13 +6,12 @@
 //! as Redis does (COMMAND INFO, COMMAND GETKEYS) and finds their keys the
 //! way Redis does (the cluster mode's slot checks).
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use redis::Value as Reply;
 
+use super::names::NameTable;
 use super::table::TABLE;
-use crate::hasher::Seeded;
 use crate::reply;
 
 /// One command's description.
@@ -88,22 +87,14 @@ pub(crate) fn meta(name: &str) -> Option<&'static Meta> {
     BY_NAME.get(name.as_bytes()).copied()
 }
 
-/// The descriptions by lower-case name: [`lookup`] runs on every command
-/// a script or `Engine::atomically` runs, and a binary search by string
-/// through Redis's 366 names took about 400 instructions of it.
-static BY_NAME: LazyLock<HashMap<&'static [u8], &'static Meta, Seeded>> = LazyLock::new(|| {
-    let mut by_name = HashMap::with_capacity_and_hasher(TABLE.len(), Seeded::default());
-    for meta in TABLE {
-        by_name.insert(meta.name.as_bytes(), meta);
-    }
-    by_name
-});
+/// The descriptions by name: [`lookup`] runs on every command a script
+/// or `Engine::atomically` runs (see [`super::names`]).
+static BY_NAME: LazyLock<NameTable<&'static Meta>> =
+    LazyLock::new(|| NameTable::new(TABLE.iter().map(|meta| (meta.name, meta))));
 
 /// The description of the command `name`, in any case.
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Meta> {
-    BY_NAME
-        .get(crate::args::lowercase(name, &mut [0; 32])?)
-        .copied()
+    BY_NAME.get(name).copied()
 }
 
 /// The description of the command a command line runs: the subcommand's

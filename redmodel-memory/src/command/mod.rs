@@ -5,17 +5,16 @@
 //! numbered database through [`Ctx`], which also carries the time the
 //! command runs at (Redis reads the clock once per command too).
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use redis::Value as Reply;
 
 use super::error::CmdError;
-use super::hasher::Seeded;
 use super::keyspace::{Entry, Keyspace};
 use super::reply;
 use super::store::Store;
 use super::value::{Kind, Value};
+use names::NameTable;
 
 mod acl;
 mod bitmaps;
@@ -31,6 +30,7 @@ mod keys;
 mod lcs;
 mod lists;
 pub(crate) mod meta;
+mod names;
 mod object;
 mod pops;
 mod pubsub;
@@ -82,38 +82,39 @@ pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
     }
 }
 
-// Looked up once per command: foldhash (see `crate::hasher`), not SipHash,
-// and keyed by bytes, so that a request's name needs no UTF-8 check.
-static TABLE: LazyLock<HashMap<&'static [u8], &'static Spec, Seeded>> = LazyLock::new(|| {
-    [
-        acl::COMMANDS,
-        bitmaps::COMMANDS,
-        cluster::COMMANDS,
-        expiry::COMMANDS,
-        functions::COMMANDS,
-        hashes::COMMANDS,
-        hyperloglog::COMMANDS,
-        keys::COMMANDS,
-        lists::COMMANDS,
-        connection::COMMANDS,
-        databases::COMMANDS,
-        dump::COMMANDS,
-        lcs::COMMANDS,
-        object::COMMANDS,
-        pubsub::COMMANDS,
-        pops::COMMANDS,
-        scripting::COMMANDS,
-        server::COMMANDS,
-        sets::COMMANDS,
-        sort::COMMANDS,
-        streams::COMMANDS,
-        strings::COMMANDS,
-        zsets::COMMANDS,
-    ]
-    .into_iter()
-    .flatten()
-    .map(|spec| (spec.name.as_bytes(), spec))
-    .collect()
+// Looked up once per command, in any case, keyed by bytes so that a
+// request's name needs no UTF-8 check (see `names`).
+static TABLE: LazyLock<NameTable<&'static Spec>> = LazyLock::new(|| {
+    NameTable::new(
+        [
+            acl::COMMANDS,
+            bitmaps::COMMANDS,
+            cluster::COMMANDS,
+            expiry::COMMANDS,
+            functions::COMMANDS,
+            hashes::COMMANDS,
+            hyperloglog::COMMANDS,
+            keys::COMMANDS,
+            lists::COMMANDS,
+            connection::COMMANDS,
+            databases::COMMANDS,
+            dump::COMMANDS,
+            lcs::COMMANDS,
+            object::COMMANDS,
+            pubsub::COMMANDS,
+            pops::COMMANDS,
+            scripting::COMMANDS,
+            server::COMMANDS,
+            sets::COMMANDS,
+            sort::COMMANDS,
+            streams::COMMANDS,
+            strings::COMMANDS,
+            zsets::COMMANDS,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|spec| (spec.name, spec)),
+    )
 });
 
 /// Every command of the table (COMMAND, COMMAND COUNT), in no order.
@@ -123,9 +124,7 @@ pub(crate) fn all_specs() -> impl Iterator<Item = &'static Spec> {
 
 /// Finds a command by name, case-insensitively, without allocating.
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    TABLE
-        .get(crate::args::lowercase(name, &mut [0; 32])?)
-        .copied()
+    TABLE.get(name).copied()
 }
 
 /// The error Redis gives for an unknown command. Like Redis (`%.128s` and

@@ -27,7 +27,12 @@ impl Db {
     /// Runs a reading command, sent again while the server is in a
     /// passing state (up to [`READ_PATIENCE`]).
     pub(crate) async fn read<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T> {
-        let value: Value = self.patiently(|| self.query(cmd)).await?;
+        let value = match self.run_now(cmd) {
+            // In process the engine answered at once; a passing state
+            // (another client's long script) is waited out as anywhere.
+            Some(reply) if passing_state(&reply).is_none() => reply.extract_error()?,
+            _ => self.patiently(|| self.query::<Value>(cmd)).await?,
+        };
         Ok(T::from_redis_value(value).map_err(redis::RedisError::from)?)
     }
 

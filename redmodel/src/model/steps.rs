@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
 
-use super::write::guarded;
+use super::write::{guarded, guarded_now};
 use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::optimistic::watched;
@@ -131,7 +131,10 @@ impl Steps {
                 guards,
                 cmds: self.commands(),
             };
-            kept = all.run(db).await?;
+            kept = match all.run_now(db) {
+                Some(kept) => kept?,
+                None => all.run(db).await?,
+            };
         } else {
             for group in &self.groups {
                 let unit = Unit {
@@ -164,6 +167,17 @@ impl Unit<'_> {
             self.run_guarded(db).await?
         };
         Ok(replies)
+    }
+
+    /// In process, a guarded unit run at once
+    /// ([`guarded_now`](super::write::checked::guarded_now)); `None` on a
+    /// server, or for a unit without guards (a MULTI, whose commands all
+    /// run whatever one of them replies).
+    fn run_now(&self, db: &Db) -> Option<Result<Vec<Value>>> {
+        if self.guards.is_empty() {
+            return None;
+        }
+        guarded_now(db, &self.guards, &self.cmds)
     }
 
     /// The commands as an atomic pipeline (the ignored ones ignored).

@@ -19,6 +19,7 @@
 //!   sample them at random in O(1), and a key without a TTL pays nothing
 //!   for it.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -203,6 +204,12 @@ pub(crate) struct Keyspace {
     pub(crate) expired_count: u64,
     /// Changes recorded by [`Self::modified`] ([`Self::changes`]).
     dirty: u64,
+    /// The slot [`Self::find`] found last, checked first: a command
+    /// mostly looks its key up more than once (to read or create it, then
+    /// to record the change), and the next command often names the same
+    /// key. Only a hint: the slot's key is compared, so a slot freed or
+    /// refilled since is simply missed.
+    last_found: Cell<u32>,
     /// The keyspace events raised here (`new`, `expired`), waiting for the
     /// store to publish them; logged only if their class is enabled.
     events: Vec<crate::notify::Logged>,
@@ -228,11 +235,18 @@ impl Keyspace {
     /// The slot of `key`, if stored.
     fn find(&self, key: &[u8]) -> Option<u32> {
         let slots = &self.slots;
-        self.index
+        let last = self.last_found.get();
+        if slots.get(last).is_some_and(|e| e.key() == key) {
+            return Some(last);
+        }
+        let found = self
+            .index
             .find(Self::hash(&self.hasher, key), |&slot| {
                 slots.get(slot).is_some_and(|e| e.key() == key)
             })
-            .copied()
+            .copied()?;
+        self.last_found.set(found);
+        Some(found)
     }
 
     fn get(&self, key: &[u8]) -> Option<&Entry> {

@@ -31,7 +31,7 @@ use super::config::Limits;
 use super::error::CmdError;
 use super::glob::glob_match;
 use super::hasher::Seeded;
-use super::value::encoding::{outgrows, History};
+use super::value::encoding::{grew_past, outgrows, History};
 use super::value::string::StringValue;
 use super::value::{Kind, Value};
 
@@ -822,17 +822,36 @@ impl Keyspace {
     }
 
     /// Records a modification of `key`, for WATCH, and for OBJECT
-    /// ENCODING: an aggregate that now outgrows the thresholds has been
-    /// converted for good, as Redis converts it when it grows.
+    /// ENCODING: an aggregate that now has more elements than its compact
+    /// encoding allows has been converted for good, as Redis converts it
+    /// when it grows. A command that added elements says which
+    /// ([`Self::modified_with`]).
     pub(crate) fn modified(&mut self, key: &[u8]) {
-        if let Some(slot) = self.find(key) {
-            self.check_outgrown(slot);
+        self.modified_with(key, []);
+    }
+
+    /// [`Self::modified`] after a command wrote `written` into the
+    /// aggregate at `key` (a hash's fields and values, a sorted set's
+    /// members): as Redis checks when it adds, the element count and the
+    /// length of what was written, not every element again (that scan was
+    /// a fifth of an HINCRBY on a five-field hash, and grew with it).
+    pub(crate) fn modified_with<'a>(
+        &mut self,
+        key: &[u8],
+        written: impl IntoIterator<Item = &'a [u8]>,
+    ) {
+        let limits = self.limits;
+        if let Some(e) = self.find(key).and_then(|slot| self.slots.get_mut(slot)) {
+            let longest = || written.into_iter().map(<[u8]>::len).max().unwrap_or(0);
+            if e.history() == History::Fresh && grew_past(&e.value, longest(), &limits) {
+                e.set_history(History::Converted);
+            }
         }
         self.changed(key);
     }
 
-    /// Marks the value in `slot` converted if it now outgrows the
-    /// thresholds (see [`Self::modified`]).
+    /// Marks the value in `slot` converted if it outgrows the thresholds:
+    /// a value stored whole, every element checked.
     fn check_outgrown(&mut self, slot: u32) {
         let limits = self.limits;
         if let Some(e) = self.slots.get_mut(slot) {

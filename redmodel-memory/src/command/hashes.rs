@@ -125,7 +125,7 @@ fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .filter(|pair| hash.insert(pair[0], pair[1]))
         .count();
     // Redis signals even when every value was already there.
-    ctx.modified(key);
+    ctx.modified_with(key, args[2..].iter().copied());
     ctx.notify(class::HASH, "hset", key);
     // HSET answers how many fields are new; the deprecated HMSET answers OK.
     Ok(if is(args[0], "hmset") {
@@ -142,7 +142,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(reply::int(0));
     }
     hash.insert(field, args[3]);
-    ctx.modified(key);
+    ctx.modified_with(key, [field, args[3]]);
     ctx.notify(class::HASH, "hset", key);
     Ok(reply::int(1))
 }
@@ -262,8 +262,10 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         None => 0,
     };
     let sum = current.checked_add(incr).ok_or(CmdError::Overflow)?;
-    hash.insert(field, sum.to_string().as_bytes());
-    ctx.modified(key);
+    let mut text = itoa::Buffer::new();
+    let text = text.format(sum).as_bytes();
+    hash.insert(field, text);
+    ctx.modified_with(key, [field, text]);
     ctx.notify(class::HASH, "hincrby", key);
     Ok(reply::int(sum))
 }
@@ -289,7 +291,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .ok_or_else(|| CmdError::err("increment would produce NaN or Infinity"))?;
     let text = sum.to_human_string().into_bytes();
     hash.insert(field, &text);
-    ctx.modified(key);
+    ctx.modified_with(key, [field, &text[..]]);
     ctx.notify(class::HASH, "hincrbyfloat", key);
     Ok(reply::bulk(text))
 }

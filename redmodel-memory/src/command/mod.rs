@@ -321,6 +321,16 @@ impl Ctx<'_> {
         self.ks().modified(key)
     }
 
+    /// [`Self::modified`] after writing `written` into the hash or
+    /// sorted set at `key` (see `Keyspace::modified_with`).
+    pub(crate) fn modified_with<'a>(
+        &mut self,
+        key: &[u8],
+        written: impl IntoIterator<Item = &'a [u8]>,
+    ) {
+        self.ks().modified_with(key, written)
+    }
+
     /// Deletes `key` if it holds an empty aggregate.
     pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
         self.ks().drop_if_empty(key)

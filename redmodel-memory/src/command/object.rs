@@ -141,6 +141,31 @@ mod tests {
     }
 
     #[test]
+    fn an_aggregate_converts_on_what_a_write_adds_not_on_what_it_holds() {
+        let mut c = conn();
+        let (long, longer) = ("a".repeat(40), "c".repeat(20));
+        run(&mut c, &format!("HSET h a {long}"));
+        run(&mut c, &format!("ZADD z 1 {long}"));
+        run(&mut c, "HINCRBY n f 1");
+        run(&mut c, "CONFIG SET hash-max-listpack-value 10");
+        run(&mut c, "CONFIG SET zset-max-listpack-value 10");
+        // Short writes: Redis checks what it adds, not the long element
+        // stored before the limit was lowered.
+        run(&mut c, "HSET h b x");
+        run(&mut c, "ZADD z 2 n");
+        assert_eq!(enc(&mut c, "h"), bulk("listpack"));
+        assert_eq!(enc(&mut c, "z"), bulk("listpack"));
+        run(&mut c, &format!("HSET h c {longer}"));
+        run(&mut c, &format!("ZADD z 3 {longer}"));
+        assert_eq!(enc(&mut c, "h"), bulk("hashtable"));
+        assert_eq!(enc(&mut c, "z"), bulk("skiplist"));
+        // An increment's new value counts as written.
+        run(&mut c, "CONFIG SET hash-max-listpack-value 2");
+        run(&mut c, "HINCRBY n f 1000");
+        assert_eq!(enc(&mut c, "n"), bulk("hashtable"));
+    }
+
+    #[test]
     fn encodings_of_fresh_values() {
         let mut c = conn();
         run(&mut c, "RPUSH l a b");

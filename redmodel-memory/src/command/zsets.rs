@@ -358,7 +358,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
             }
         }
         if added + updated > 0 {
-            ctx.modified(key);
+            ctx.modified_with(key, pairs.iter().skip(1).step_by(2).copied());
             ctx.notify(class::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
         }
     }

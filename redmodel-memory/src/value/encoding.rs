@@ -57,6 +57,28 @@ pub(crate) fn outgrows(value: &Value, limits: &Limits) -> bool {
     }
 }
 
+/// Whether `value`, compact until a command wrote into it elements of
+/// which the longest is `longest_written` bytes (a hash's fields and
+/// values, a sorted set's members), is now past the compact encoding's
+/// limits: by its element count, or by that length, as Redis checks as
+/// it adds (`hashTypeSet`,
+/// `zsetAdd`). A set is checked whole, which is at once for a compact one
+/// (an intset).
+pub(crate) fn grew_past(value: &Value, longest_written: usize, limits: &Limits) -> bool {
+    let longer = |max: u64| longest_written as u64 > max;
+    match value {
+        Value::Hash(h) => {
+            h.len() as u64 > limits.hash_max_listpack_entries
+                || longer(limits.hash_max_listpack_value)
+        }
+        Value::ZSet(z) => {
+            z.len() as u64 > limits.zset_max_listpack_entries
+                || longer(limits.zset_max_listpack_value)
+        }
+        other => outgrows(other, limits),
+    }
+}
+
 /// The name OBJECT ENCODING gives for `value` with this history.
 pub(crate) fn encoding_name(value: &Value, history: History) -> &'static str {
     let converted = history == History::Converted;

@@ -14,6 +14,7 @@ use super::keyspace::{Entry, Keyspace};
 use super::reply;
 use super::store::Store;
 use super::value::{Kind, Value};
+use meta::Meta;
 use names::NameTable;
 
 mod acl;
@@ -83,8 +84,9 @@ pub(crate) fn arity_ok(arity: i32, argc: usize) -> bool {
 }
 
 // Looked up once per command, in any case, keyed by bytes so that a
-// request's name needs no UTF-8 check (see `names`).
-static TABLE: LazyLock<NameTable<&'static Spec>> = LazyLock::new(|| {
+// request's name needs no UTF-8 check (see `names`); each command with
+// Redis's description of it, which a script's command needs too.
+static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = LazyLock::new(|| {
     NameTable::new(
         [
             acl::COMMANDS,
@@ -113,18 +115,34 @@ static TABLE: LazyLock<NameTable<&'static Spec>> = LazyLock::new(|| {
         ]
         .into_iter()
         .flatten()
-        .map(|spec| (spec.name, spec)),
+        .map(|spec| (spec.name, (spec, meta::lookup(spec.name.as_bytes())))),
     )
 });
 
 /// Every command of the table (COMMAND, COMMAND COUNT), in no order.
 pub(crate) fn all_specs() -> impl Iterator<Item = &'static Spec> {
-    TABLE.values().copied()
+    TABLE.values().map(|(spec, _)| *spec)
 }
 
 /// Finds a command by name, case-insensitively, without allocating.
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    TABLE.get(name).copied()
+    TABLE.get(name).map(|(spec, _)| *spec)
+}
+
+/// [`lookup`] with Redis's description of the command line `args` runs
+/// (the subcommand's for a container, see [`meta::of_line`]), in one
+/// lookup for a command without subcommands. `(None, None)` for a name
+/// Redis does not know; `(None, Some(meta))` for one the engine does not
+/// run.
+pub(crate) fn described(args: &[&[u8]]) -> (Option<&'static Spec>, Option<&'static Meta>) {
+    let Some(name) = args.first() else {
+        return (None, None);
+    };
+    match TABLE.get(name) {
+        Some((spec, Some(top))) if top.subcommands.is_empty() => (Some(spec), Some(top)),
+        Some((spec, _)) => (Some(spec), meta::of_line(args)),
+        None => (None, meta::of_line(args)),
+    }
 }
 
 /// The error Redis gives for an unknown command. Like Redis (`%.128s` and

@@ -243,9 +243,9 @@ const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or i
 
 /// Redis 7.0's `scriptCall` checks, in its order, then the command.
 pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> {
-    let name = argv[0];
     // Redis knows every command; the engine runs those it has.
-    let Some(meta) = meta::of_line(argv) else {
+    let (spec, meta) = command::described(argv);
+    let Some(meta) = meta else {
         return Err("ERR Unknown Redis command called from script".into());
     };
     if !command::arity_ok(meta.arity, argv.len()) {
@@ -293,7 +293,7 @@ pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Valu
             Ok(_) => {}
         }
     }
-    let Some(spec) = command::lookup(name) else {
+    let Some(spec) = spec else {
         return Err("ERR Unknown Redis command called from script".into());
     };
     if let Some(e) = command::block_from_script(argv) {

@@ -58,6 +58,10 @@ impl KeyLayout {
     /// assert_eq!(KeyLayout::Plain.stored("teacher:A:class"), "teacher:A:class");
     /// ```
     pub fn stored(self, plain: &str) -> Cow<'_, str> {
+        // The plain layout stores every key as it is, with no tag to find.
+        if self == KeyLayout::Plain {
+            return Cow::Borrowed(plain);
+        }
         match (self, tag_end(plain)) {
             (KeyLayout::Cluster, Some(end)) if end < plain.len() => {
                 let mut out = String::with_capacity(plain.len() + 2);

@@ -127,8 +127,18 @@ fn kept_raw(byte: u8, index: usize) -> bool {
     is_plain(byte) && !(index == 0 && byte == b'_')
 }
 
+/// Whether every byte of `text` is written as itself in a segment.
+fn is_raw(text: &str) -> bool {
+    text.bytes().enumerate().all(|(i, b)| kept_raw(b, i))
+}
+
 /// Appends `text` to `out` as one key segment (see the module doc).
 pub fn encode_segment_into(out: &mut String, text: &str) {
+    // Mostly nothing to escape: one copy, not a push per byte.
+    if is_raw(text) {
+        out.push_str(text);
+        return;
+    }
     for (index, byte) in text.bytes().enumerate() {
         if kept_raw(byte, index) {
             out.push(char::from(byte));
@@ -141,7 +151,7 @@ pub fn encode_segment_into(out: &mut String, text: &str) {
 
 /// `text` as one key segment (see the module doc).
 pub fn encode_segment(text: &str) -> Cow<'_, str> {
-    if text.bytes().enumerate().all(|(i, b)| kept_raw(b, i)) {
+    if is_raw(text) {
         Cow::Borrowed(text)
     } else {
         let mut out = String::with_capacity(text.len() + 8);
@@ -154,7 +164,7 @@ pub fn encode_segment(text: &str) -> Cow<'_, str> {
 ///
 /// Strict: only the escapes [`encode_segment`] writes are accepted.
 pub fn decode_segment(segment: &str) -> Result<Cow<'_, str>, String> {
-    if segment.bytes().enumerate().all(|(i, b)| kept_raw(b, i)) {
+    if is_raw(segment) {
         return Ok(Cow::Borrowed(segment));
     }
     let bytes = segment.as_bytes();

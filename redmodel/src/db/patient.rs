@@ -31,7 +31,9 @@ impl Db {
             // In process the engine answered at once; a passing state
             // (another client's long script) is waited out as anywhere.
             Some(reply) if passing_state(&reply).is_none() => reply.extract_error()?,
-            _ => self.patiently(|| self.query::<Value>(cmd)).await?,
+            // Boxed: a round trip costs far more than the allocation, and
+            // the caller's future does not carry the patient read's state.
+            _ => Box::pin(self.patiently(|| self.query::<Value>(cmd))).await?,
         };
         Ok(T::from_redis_value(value).map_err(redis::RedisError::from)?)
     }

@@ -120,31 +120,52 @@ impl Steps {
     /// plain layout, one unit per group in order in the cluster layout) and
     /// returns the kept replies, in the order their commands were added.
     pub(crate) async fn run<T: FromRedisValue>(&self, db: &Db) -> Result<T> {
-        let mut kept = Vec::new();
-        if db.key_layout() == KeyLayout::Plain {
-            // One group (the common case) lends its guards as they are.
-            let guards = match self.groups.as_slice() {
-                [one] => Cow::Borrowed(one.guards.as_slice()),
-                groups => Cow::Owned(groups.iter().flat_map(|g| g.guards.clone()).collect()),
-            };
-            let all = Unit {
-                guards,
-                cmds: self.commands(),
-            };
-            kept = match all.run_now(db) {
-                Some(kept) => kept?,
-                None => all.run(db).await?,
-            };
-        } else {
-            for group in &self.groups {
-                let unit = Unit {
-                    guards: Cow::Borrowed(&group.guards),
-                    cmds: group.cmds.iter().map(|(cmd, keep)| (cmd, *keep)).collect(),
-                };
-                kept.extend(unit.run(db).await?);
-            }
-        }
+        let kept = match self.run_now(db) {
+            Some(kept) => kept?,
+            // Boxed: a round trip costs far more than the allocation, and
+            // the caller's future does not carry the units' states (moved
+            // from frame to frame on every write, in process too).
+            None => Box::pin(self.run_units(db)).await?,
+        };
         Ok(T::from_redis_value(Value::Array(kept)).map_err(redis::RedisError::from)?)
+    }
+
+    /// The plain layout's one unit: all the groups' guards and commands.
+    fn unit(&self) -> Unit<'_> {
+        // One group (the common case) lends its guards as they are.
+        let guards = match self.groups.as_slice() {
+            [one] => Cow::Borrowed(one.guards.as_slice()),
+            groups => Cow::Owned(groups.iter().flat_map(|g| g.guards.clone()).collect()),
+        };
+        Unit {
+            guards,
+            cmds: self.commands(),
+        }
+    }
+
+    /// In process, in the plain layout, the one unit run at once if it is
+    /// guarded ([`Unit::run_now`]); `None` otherwise.
+    fn run_now(&self, db: &Db) -> Option<Result<Vec<Value>>> {
+        if db.key_layout() != KeyLayout::Plain || db.engine().is_none() {
+            return None;
+        }
+        self.unit().run_now(db)
+    }
+
+    /// [`run`](Self::run)'s units, on a server (or unguarded in process).
+    async fn run_units(&self, db: &Db) -> Result<Vec<Value>> {
+        if db.key_layout() == KeyLayout::Plain {
+            return self.unit().run(db).await;
+        }
+        let mut kept = Vec::new();
+        for group in &self.groups {
+            let unit = Unit {
+                guards: Cow::Borrowed(&group.guards),
+                cmds: group.cmds.iter().map(|(cmd, keep)| (cmd, *keep)).collect(),
+            };
+            kept.extend(unit.run(db).await?);
+        }
+        Ok(kept)
     }
 }
 

@@ -68,7 +68,7 @@ pub(crate) fn grew_past(value: &Value, longest_written: usize, limits: &Limits) 
     let longer = |max: u64| longest_written as u64 > max;
     match value {
         Value::Hash(h) => {
-            h.len() as u64 > limits.hash_max_listpack_entries
+            h.has_more_than(limits.hash_max_listpack_entries)
                 || longer(limits.hash_max_listpack_value)
         }
         Value::ZSet(z) => {

@@ -49,6 +49,17 @@ impl HashValue {
         }
     }
 
+    /// Whether the hash has more than `n` fields: for a compact one,
+    /// without counting them unless its size allows that many (each pair
+    /// takes at least its two length bytes), since this runs on every
+    /// write (see `encoding::grew_past`).
+    pub(crate) fn has_more_than(&self, n: u64) -> bool {
+        match self {
+            HashValue::Compact(c) if c.buf.len() as u64 / 2 <= n => false,
+            _ => self.len() as u64 > n,
+        }
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         match self {
             HashValue::Compact(c) => c.buf.is_empty(),

@@ -23,6 +23,7 @@ use std::num::NonZeroUsize;
 use lru::LruCache;
 use parking_lot::Mutex;
 use redis::{Cmd, Value};
+use smallvec::SmallVec;
 
 /// How many values a `Db` remembers: enough for the objects a busy
 /// process writes repeatedly, a few MB at most.
@@ -140,7 +141,7 @@ impl Facts {
         if !(is("DEL") || is("UNLINK") || read(key)) {
             return;
         }
-        let Some(rest) = args.collect::<Option<Vec<&[u8]>>>() else {
+        let Some(rest) = args.collect::<Option<Args<'_>>>() else {
             return self.forget(|_| true);
         };
         if (is("HSET") || is("HMSET")) && rest.len() % 2 == 0 {
@@ -314,7 +315,7 @@ fn text(reply: &Value) -> Option<Option<Vec<u8>>> {
 /// The reads this module remembers.
 enum Read<'a> {
     /// `HMGET key field...`
-    Fields(&'a [u8], Vec<&'a [u8]>),
+    Fields(&'a [u8], Args<'a>),
     /// `HGET key field`
     Field(&'a [u8], &'a [u8]),
     /// `LINDEX key 0`
@@ -324,17 +325,21 @@ enum Read<'a> {
     Holder(&'a [u8], &'a [u8]),
 }
 
+/// A read's arguments after its key: on the stack for the usual few (a
+/// write parses each of its reads several times: to guess, to learn, to
+/// apply its commands).
+type Args<'a> = SmallVec<[&'a [u8]; 12]>;
+
 fn parse(cmd: &Cmd) -> Option<Read<'_>> {
     let mut args = crate::command::args(cmd);
     let name = args.next()??;
     let key = args.next()??;
-    let rest: Option<Vec<&[u8]>> = args.collect();
-    let rest = rest?;
+    let rest: Args<'_> = args.collect::<Option<_>>()?;
     if name.eq_ignore_ascii_case(b"HMGET") && !rest.is_empty() {
         Some(Read::Fields(key, rest))
     } else if name.eq_ignore_ascii_case(b"HGET") && rest.len() == 1 {
         Some(Read::Field(key, rest[0]))
-    } else if name.eq_ignore_ascii_case(b"LINDEX") && rest == [b"0"] {
+    } else if name.eq_ignore_ascii_case(b"LINDEX") && rest[..] == [b"0"] {
         Some(Read::Head(key))
     } else if name.eq_ignore_ascii_case(b"SORT") {
         match rest.as_slice() {

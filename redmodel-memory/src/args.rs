@@ -122,16 +122,6 @@ pub(crate) fn float_arg(bytes: &[u8]) -> Result<f64, CmdError> {
     parse_double(bytes).ok_or(CmdError::NotFloat)
 }
 
-/// `name` lower-cased into `buf`, without allocating: how a command's
-/// name is looked up in the tables keyed by lower-case names. `None` for
-/// a name longer than `buf` (no command's is).
-pub(crate) fn lowercase<'b>(name: &[u8], buf: &'b mut [u8; 32]) -> Option<&'b [u8]> {
-    let lower = buf.get_mut(..name.len())?;
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    Some(lower)
-}
-
 /// Case-insensitive comparison of an argument with an option name.
 pub(crate) fn is(arg: &[u8], name: &str) -> bool {
     arg.eq_ignore_ascii_case(name.as_bytes())

@@ -11,7 +11,7 @@
 //! each table adds a per-table seed of its own, as Redis seeds its
 //! SipHash from `/dev/urandom` at startup.
 
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
 use foldhash::fast::{FoldHasher, SeedableRandomState};
@@ -38,6 +38,44 @@ impl BuildHasher for Seeded {
     fn build_hasher(&self) -> Self::Hasher {
         self.0.build_hasher()
     }
+}
+
+/// The hasher of tables keyed by a number the engine makes itself (a
+/// command's address, a command name's hash): no client picks these keys,
+/// so no seed is needed, only the number spread over all the bits.
+pub(crate) type ByNumber = BuildHasherDefault<NumberHasher>;
+
+/// [`ByNumber`]'s hasher: the key through [`spread`].
+#[derive(Default)]
+pub(crate) struct NumberHasher(u64);
+
+impl Hasher for NumberHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only numbers are hashed; this keeps the hasher total anyway.
+        for &b in bytes {
+            self.0 = spread(self.0 << 8 | u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = spread(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// `n` with its bits spread over the whole word, high and low (a folded
+/// multiply by the golden ratio): an aligned address or a run of close
+/// numbers lands in different buckets.
+pub(crate) fn spread(n: u64) -> u64 {
+    let full = u128::from(n) * 0x9e37_79b9_7f4a_7c15;
+    (full as u64) ^ ((full >> 64) as u64)
 }
 
 #[cfg(test)]

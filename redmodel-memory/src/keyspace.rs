@@ -843,7 +843,7 @@ impl Keyspace {
         let limits = self.limits;
         if let Some(e) = self.find(key).and_then(|slot| self.slots.get_mut(slot)) {
             let longest = || written.into_iter().map(<[u8]>::len).max().unwrap_or(0);
-            if e.history() == History::Fresh && grew_past(&e.value, longest(), &limits) {
+            if e.history() == History::Fresh && grew_past(&e.value, &limits, longest) {
                 e.set_history(History::Converted);
             }
         }

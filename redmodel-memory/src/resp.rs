@@ -867,11 +867,14 @@ fn replies_null_array(args: &[&[u8]]) -> bool {
     // Lowercased once and matched as a whole (a comparison per name was
     // a tenth of a GET's cost when the key was missing); no such name is
     // longer than the buffer.
-    let mut buf = [0; 32];
-    let Some(lower) = crate::args::lowercase(args[0], &mut buf) else {
+    let name = args[0];
+    let mut buf = [0u8; 16];
+    let Some(lower) = buf.get_mut(..name.len()) else {
         return false;
     };
-    match lower {
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    match &*lower {
         b"exec" | b"lmpop" | b"blmpop" | b"zmpop" | b"bzmpop" | b"blpop" | b"brpop"
         | b"bzpopmin" | b"bzpopmax" => true,
         // XREAD and XREADGROUP with nothing to serve, XRANGE with COUNT 0.

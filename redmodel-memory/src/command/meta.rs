@@ -82,9 +82,9 @@ pub(crate) fn table() -> &'static [Meta] {
     TABLE
 }
 
-/// The description of the command `name` (lower case).
+/// The description of the command `name` ([`lookup`] of a `str`).
 pub(crate) fn meta(name: &str) -> Option<&'static Meta> {
-    BY_NAME.get(name.as_bytes()).copied()
+    lookup(name.as_bytes())
 }
 
 /// The descriptions by name: [`lookup`] runs on every command a script
@@ -105,7 +105,8 @@ pub(crate) fn of_line(argv: &[&[u8]]) -> Option<&'static Meta> {
     if top.subcommands.is_empty() {
         return Some(top);
     }
-    let sub = std::str::from_utf8(argv.get(1)?).ok()?.to_ascii_lowercase();
+    // In any case, as every name is found.
+    let sub = std::str::from_utf8(argv.get(1)?).ok()?;
     meta(&format!("{}|{sub}", top.name))
 }
 

@@ -13,11 +13,12 @@
 //! keyspace's, see [`crate::hasher`]).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::hasher::{spread, ByNumber};
 
 /// Values by name, found in any case.
 pub(crate) struct NameTable<T> {
-    by_hash: HashMap<u64, (&'static str, T), BuildHasherDefault<Folded>>,
+    by_hash: HashMap<u64, (&'static str, T), ByNumber>,
 }
 
 impl<T> NameTable<T> {
@@ -59,10 +60,7 @@ impl<T> NameTable<T> {
 /// on one multiply per byte.
 fn fold(name: &[u8]) -> u64 {
     const LOWER: u64 = 0x2020_2020_2020_2020;
-    let mix = |h: u64, word: u64| {
-        let full = u128::from(h ^ word) * 0x9e37_79b9_7f4a_7c15;
-        (full as u64) ^ ((full >> 64) as u64)
-    };
+    let mix = |h: u64, word: u64| spread(h ^ word);
     let u32_at = |half: Option<&[u8; 4]>| half.map_or(0, |b| u64::from(u32::from_le_bytes(*b)));
     let n = name.len();
     let mut h = n as u64;
@@ -87,27 +85,6 @@ fn fold(name: &[u8]) -> u64 {
         }
     };
     mix(h, word | LOWER)
-}
-
-/// The map's hasher: the key is already a hash ([`fold`]).
-#[derive(Default)]
-struct Folded(u64);
-
-impl Hasher for Folded {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u64` keys are hashed; this keeps the hasher total anyway.
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
 }
 
 #[cfg(test)]

@@ -2,13 +2,13 @@
 //! `commandstats` and `errorstats` sections.
 //!
 //! Counted on every command run (`run_spec`), so kept cheap: the table is
-//! keyed by the address of the command's static [`Spec`], hashed by an
-//! identity hasher, instead of by its name.
+//! keyed by the address of the command's static [`Spec`] (hashed as a
+//! number, [`ByNumber`]), instead of by its name.
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 
 use super::Spec;
+use crate::hasher::ByNumber;
 
 /// Calls and failed calls of one command.
 #[derive(Debug, Default, Clone, Copy)]
@@ -20,7 +20,7 @@ pub(crate) struct Calls {
 /// The counts of every command run since the start or CONFIG RESETSTAT.
 #[derive(Debug, Default)]
 pub(crate) struct CommandStats {
-    by_spec: HashMap<usize, (&'static str, Calls), BuildHasherDefault<AddressHasher>>,
+    by_spec: HashMap<usize, (&'static str, Calls), ByNumber>,
     /// Error replies sent, by their code (`ERR`, `WRONGTYPE`...).
     errors: BTreeMap<String, u64>,
 }
@@ -81,25 +81,5 @@ impl CommandStats {
     pub(crate) fn clear(&mut self) {
         self.by_spec.clear();
         self.errors.clear();
-    }
-}
-
-/// Hashes an address: the bits above the alignment, spread by a multiply.
-#[derive(Default)]
-struct AddressHasher(u64);
-
-impl Hasher for AddressHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }

@@ -36,46 +36,43 @@ pub(crate) enum History {
 }
 
 /// Whether `value`, as it is now, is past the compact encoding's limits
-/// (an aggregate Redis would have converted). Strings and lists never are.
+/// (an aggregate Redis would have converted): [`grew_past`] with every
+/// element counted as written, for a value stored whole. Strings and lists
+/// never are.
 pub(crate) fn outgrows(value: &Value, limits: &Limits) -> bool {
-    let longer = |bytes: &[u8], max: u64| bytes.len() as u64 > max;
-    match value {
-        Value::Str(_) | Value::List(_) | Value::Stream(_) => false,
-        Value::Hash(h) => {
-            h.len() as u64 > limits.hash_max_listpack_entries
-                || h.iter().any(|(f, v)| {
-                    longer(f, limits.hash_max_listpack_value)
-                        || longer(v, limits.hash_max_listpack_value)
-                })
-        }
-        Value::Set(s) => s.len() as u64 > limits.set_max_intset_entries || !s.all_integers(),
-        Value::ZSet(z) => {
-            z.len() as u64 > limits.zset_max_listpack_entries
-                || z.iter()
-                    .any(|(m, _)| longer(m, limits.zset_max_listpack_value))
-        }
-    }
+    grew_past(value, limits, || {
+        let longest = match value {
+            Value::Hash(h) => h.iter().map(|(f, v)| f.len().max(v.len())).max(),
+            Value::ZSet(z) => z.iter().map(|(m, _)| m.len()).max(),
+            _ => None,
+        };
+        longest.unwrap_or(0)
+    })
 }
 
 /// Whether `value`, compact until a command wrote into it elements of
-/// which the longest is `longest_written` bytes (a hash's fields and
+/// which the longest is `longest_written()` bytes (a hash's fields and
 /// values, a sorted set's members), is now past the compact encoding's
 /// limits: by its element count, or by that length, as Redis checks as
-/// it adds (`hashTypeSet`,
-/// `zsetAdd`). A set is checked whole, which is at once for a compact one
-/// (an intset).
-pub(crate) fn grew_past(value: &Value, longest_written: usize, limits: &Limits) -> bool {
-    let longer = |max: u64| longest_written as u64 > max;
+/// it adds (`hashTypeSet`, `zsetAdd`). A set is checked whole, which is
+/// at once for a compact one (an intset).
+pub(crate) fn grew_past(
+    value: &Value,
+    limits: &Limits,
+    longest_written: impl FnOnce() -> usize,
+) -> bool {
+    let longer = |max: u64| longest_written() as u64 > max;
     match value {
+        Value::Str(_) | Value::List(_) | Value::Stream(_) => false,
         Value::Hash(h) => {
             h.has_more_than(limits.hash_max_listpack_entries)
                 || longer(limits.hash_max_listpack_value)
         }
+        Value::Set(s) => s.len() as u64 > limits.set_max_intset_entries || !s.all_integers(),
         Value::ZSet(z) => {
             z.len() as u64 > limits.zset_max_listpack_entries
                 || longer(limits.zset_max_listpack_value)
         }
-        other => outgrows(other, limits),
     }
 }
 

@@ -360,9 +360,10 @@ impl Db {
     /// On the memory engine, runs `cmd` at once, without a future: the
     /// nested futures of an async round trip cost an in-process load more
     /// than the engine's own work (their state moved from frame to
-    /// frame). Counted as one command, as [`query`](Self::query) counts
-    /// it. `None` on a server, and for a command that blocks or that this
-    /// `Db` follows with WAIT: those take the async path.
+    /// frame). Counted as one command. `None` on a server, and for a
+    /// command that blocks or that this `Db` follows with WAIT: those take
+    /// the async path. Every single command of the `Db` in process runs
+    /// through here (`req_packed_command`).
     pub(crate) fn run_now(&self, cmd: &Cmd) -> Option<Value> {
         let engine = self.engine()?;
         if blocks(cmd) || self.acks.is_some_and(|_| Acks::wanted_for(cmd)) {
@@ -525,6 +526,10 @@ impl ConnectionLike for Db {
                 let mut conn = self.exclusive().await.map_err(into_redis_error)?;
                 conn.req_packed_command(cmd).await
             });
+        }
+        // In process the engine answers at once: no backend future.
+        if let Some(reply) = self.run_now(cmd) {
+            return Box::pin(std::future::ready(Ok(reply)));
         }
         match self.acks.filter(|_| Acks::wanted_for(cmd)) {
             None => {

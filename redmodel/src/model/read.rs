@@ -140,7 +140,7 @@ impl<M: Model> ObjectRef<M> {
         pipe.ignore_errors();
         at_one_instant(db, &mut pipe);
         for r in refs {
-            r.add_fields(db, &mut pipe);
+            pipe.add_command(r.fields_command(db));
         }
         let mut exists = cmd("EXISTS");
         for r in refs {
@@ -167,18 +167,13 @@ impl<M: Model> ObjectRef<M> {
     pub(crate) fn add_read(&self, db: &Db, pipe: &mut Pipeline) {
         match M::STORAGE {
             Storage::Hash => {
-                self.add_fields(db, pipe);
+                pipe.add_command(self.fields_command(db));
                 pipe.command("EXISTS").arg(self.key_in(db).as_ref());
             }
             Storage::Single => {
                 pipe.command("GET").arg(self.key_in(db).as_ref());
             }
         }
-    }
-
-    /// `HMGET key <declared fields> _count`.
-    fn add_fields(&self, db: &Db, pipe: &mut Pipeline) {
-        pipe.add_command(self.fields_command(db));
     }
 
     /// `HMGET key <declared fields> _count`.

@@ -144,12 +144,18 @@ impl Steps {
     }
 
     /// In process, in the plain layout, the one unit run at once if it is
-    /// guarded ([`Unit::run_now`]); `None` otherwise.
+    /// guarded ([`guarded_now`]); `None` otherwise (on a server, or for a
+    /// unit without guards: a MULTI, whose commands all run whatever one
+    /// of them replies).
     fn run_now(&self, db: &Db) -> Option<Result<Vec<Value>>> {
         if db.key_layout() != KeyLayout::Plain || db.engine().is_none() {
             return None;
         }
-        self.unit().run_now(db)
+        let unit = self.unit();
+        if unit.guards.is_empty() {
+            return None;
+        }
+        guarded_now(db, &unit.guards, &unit.cmds)
     }
 
     /// [`run`](Self::run)'s units, on a server (or unguarded in process).
@@ -188,17 +194,6 @@ impl Unit<'_> {
             self.run_guarded(db).await?
         };
         Ok(replies)
-    }
-
-    /// In process, a guarded unit run at once
-    /// ([`guarded_now`](super::write::checked::guarded_now)); `None` on a
-    /// server, or for a unit without guards (a MULTI, whose commands all
-    /// run whatever one of them replies).
-    fn run_now(&self, db: &Db) -> Option<Result<Vec<Value>>> {
-        if self.guards.is_empty() {
-            return None;
-        }
-        guarded_now(db, &self.guards, &self.cmds)
     }
 
     /// The commands as an atomic pipeline (the ignored ones ignored).

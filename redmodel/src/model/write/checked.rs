@@ -350,13 +350,7 @@ fn in_process(
     conditions: &[(Cmd, Value)],
     writes: &[(&Cmd, bool)],
 ) -> Result<(bool, Vec<Value>)> {
-    for guard in guards {
-        if tx.call(&[b"EXISTS", guard.as_bytes()]) == Value::Int(0) {
-            return Err(Error::NotFound {
-                key: plain_key(guard),
-            });
-        }
-    }
+    check_guards(tx, guards)?;
     let mut changed = false;
     let mut seen = Vec::with_capacity(conditions.len());
     for (cmd, recorded) in conditions {
@@ -378,6 +372,20 @@ fn in_process(
         }
     }
     Ok((true, kept))
+}
+
+/// In process, what every checked script does first ([`GUARDS`]): each
+/// key of `guards` must exist, else [`Error::NotFound`].
+pub(super) fn check_guards(tx: &mut Atomic<'_>, guards: &[String]) -> Result<()> {
+    match guards
+        .iter()
+        .find(|guard| tx.call(&[b"EXISTS", guard.as_bytes()]) == Value::Int(0))
+    {
+        Some(missing) => Err(Error::NotFound {
+            key: plain_key(missing),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The arguments of `cmd`, name first (a model's commands hold plain

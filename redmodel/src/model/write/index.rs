@@ -35,13 +35,12 @@ use std::sync::LazyLock;
 
 use redis::{FromRedisValue, Pipeline, ToRedisArgs, Value};
 
-use super::checked::{Checked, Reader, Recorder};
+use super::checked::{check_guards, Checked, Reader, Recorder};
 use super::number_text;
 use super::recall::Guess;
 use super::stepped;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::layout::plain_key;
 use crate::memory::Atomic;
 use crate::model::index::unique::{claim_commands, holder_and_field_command, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
@@ -767,12 +766,8 @@ fn incr_in_process(
     sorted: usize,
     caps: &[u32],
 ) -> Result<Vec<Option<Vec<u8>>>> {
+    check_guards(tx, &keys[..1])?;
     let object = keys[0].as_bytes();
-    if tx.call(&[b"EXISTS", object]) == Value::Int(0) {
-        return Err(Error::NotFound {
-            key: plain_key(&keys[0]),
-        });
-    }
     let mut call = |args: &[&[u8]]| tx.call(args).extract_error();
     let text = |reply: Value| -> Result<Option<Vec<u8>>> {
         Ok(redis::from_redis_value(reply).map_err(redis::RedisError::from)?)

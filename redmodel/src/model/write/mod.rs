@@ -128,10 +128,19 @@ impl<M: Model> ObjectRef<M> {
         by: T::By,
     ) -> Result<T::Output> {
         let decoded = if touches_index::<M>(&[field.name()]) {
-            let text =
-                index::incr_indexed::<M>(db, &self.key_in(db), field.name(), T::COMMAND, &by)
-                    .await
-                    .map_err(incr_error(self.key(), field.name()))?;
+            // Boxed: its states (a script call, a resync, the stepped
+            // path) made every `incr` future 2.5 kB, where the plain
+            // field's is 0.7 kB, moved whole into the future awaiting it.
+            let key = self.key_in(db);
+            let text = Box::pin(index::incr_indexed::<M>(
+                db,
+                &key,
+                field.name(),
+                T::COMMAND,
+                &by,
+            ))
+            .await
+            .map_err(incr_error(self.key(), field.name()))?;
             T::Output::from_text(&text)
         } else {
             let key = self.key_in(db);

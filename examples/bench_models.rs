@@ -53,6 +53,10 @@
 //! `used_memory`). `--only NAME` runs one operation, or `memory`; `--on
 //! a` (or `c`, `d`, `ac`...) only those backends, as when profiling one.
 //!
+//! `BENCH_CPU=1` prints this process's CPU time per operation of each
+//! side; `BENCH_SIDE=model` (or `raw`, `same`) measures that side alone,
+//! as when profiling one with perf or callgrind.
+//!
 //! The whole run takes about 35 s with the defaults (9 runs of 150 ms).
 
 use std::process::ExitCode;
@@ -456,6 +460,19 @@ enum Side {
     Same,
 }
 
+impl Side {
+    /// Whether `BENCH_SIDE` (`model`, `raw` or `same`) leaves this side
+    /// in: every side without it.
+    fn selected(self) -> bool {
+        let name = match self {
+            Side::Model => "model",
+            Side::Raw => "raw",
+            Side::Same => "same",
+        };
+        std::env::var("BENCH_SIDE").map_or(true, |only| only == name)
+    }
+}
+
 impl Op {
     const ALL: [Op; 10] = [
         Op::Insert,
@@ -847,6 +864,9 @@ async fn measure(
             let sides = [Side::Model, Side::Raw, Side::Same];
             for (side, rates) in sides.into_iter().zip(runs.iter_mut()) {
                 let Some(list) = rates.as_mut() else { continue };
+                if !side.selected() {
+                    continue;
+                }
                 match target.rate(students, op, side, options.run).await {
                     Ok(rate) => list.push(rate),
                     Err(e) => {

@@ -299,11 +299,15 @@ pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Valu
     if let Some(e) = command::block_from_script(argv) {
         return Err(e.text().to_string());
     }
-    let mut reply =
-        command::run_spec(&mut client.ctx, spec, argv).map_err(|e| e.text().to_string())?;
-    // The script sees the reply as its client's protocol shapes it.
-    if !client.ctx.resp3() {
-        crate::reply::to_resp2(&mut reply);
+    let resp3 = client.ctx.resp3();
+    match command::run_spec(&mut client.ctx, spec, argv) {
+        Ok(mut reply) => {
+            // The script sees the reply as its client's protocol shapes it.
+            if !resp3 {
+                crate::reply::to_resp2(&mut reply);
+            }
+            Ok(reply)
+        }
+        Err(e) => Err(e.text().to_string()),
     }
-    Ok(reply)
 }

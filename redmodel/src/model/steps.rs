@@ -19,7 +19,7 @@ use std::borrow::Cow;
 use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
 
-use super::write::{guarded, guarded_now};
+use super::write::{guarded, guarded_now, Native};
 use crate::command::AddCommand as _;
 use crate::layout::plain_key;
 use crate::optimistic::watched;
@@ -121,7 +121,7 @@ impl Steps {
     /// returns the kept replies, in the order their commands were added.
     pub(crate) async fn run<T: FromRedisValue>(&self, db: &Db) -> Result<T> {
         let kept = match self.run_now(db) {
-            Some(kept) => kept?,
+            Some(kept) => kept.map_err(|e| *e)?,
             // Boxed: a round trip costs far more than the allocation, and
             // the caller's future does not carry the units' states (moved
             // from frame to frame on every write, in process too).
@@ -147,7 +147,7 @@ impl Steps {
     /// guarded ([`guarded_now`]); `None` otherwise (on a server, or for a
     /// unit without guards: a MULTI, whose commands all run whatever one
     /// of them replies).
-    fn run_now(&self, db: &Db) -> Option<Result<Vec<Value>>> {
+    fn run_now(&self, db: &Db) -> Option<Native<Vec<Value>>> {
         if db.key_layout() != KeyLayout::Plain || db.engine().is_none() {
             return None;
         }

@@ -37,6 +37,12 @@ use crate::optimistic::RawTransaction;
 use crate::script::{Call, Lua};
 use crate::{Db, Error, Result};
 
+/// What runs in process under the engine's lock returns its error boxed:
+/// the rare error then does not make every reply as large as [`Error`]
+/// (88 bytes with a `Vec`, against 24), copied at each of the layers it
+/// returns through, where perf put stalls on those copies.
+pub(crate) type Native<T> = std::result::Result<T, Box<Error>>;
+
 /// What the write paths read through: the commands of `pipe` (WATCHes
 /// included: on the WATCH path they are sent, here they are dropped), and
 /// the replies of those not ignored.
@@ -244,7 +250,7 @@ impl Recorder<'_> {
             .db
             .atomically(|tx| in_process(tx, guards, &conditions, writes));
         let (done, first) = match native {
-            Some(outcome) => outcome?,
+            Some(outcome) => outcome.map_err(|e| *e)?,
             None => match send(self.db, guards, &conditions, writes).await? {
                 Some(outcome) => outcome,
                 None => return Ok(Checked::Unsupported),
@@ -349,7 +355,7 @@ fn in_process(
     guards: &[String],
     conditions: &[(Cmd, Value)],
     writes: &[(&Cmd, bool)],
-) -> Result<(bool, Vec<Value>)> {
+) -> Native<(bool, Vec<Value>)> {
     check_guards(tx, guards)?;
     let mut changed = false;
     let mut seen = Vec::with_capacity(conditions.len());
@@ -366,7 +372,9 @@ fn in_process(
     }
     let mut kept = Vec::with_capacity(writes.len());
     for (cmd, keep) in writes {
-        let reply = call(tx, cmd).extract_error()?;
+        let reply = call(tx, cmd)
+            .extract_error()
+            .map_err(|e| Box::new(Error::from(e)))?;
         if *keep {
             kept.push(reply);
         }
@@ -376,14 +384,14 @@ fn in_process(
 
 /// In process, what every checked script does first ([`GUARDS`]): each
 /// key of `guards` must exist, else [`Error::NotFound`].
-pub(super) fn check_guards(tx: &mut Atomic<'_>, guards: &[String]) -> Result<()> {
+pub(super) fn check_guards(tx: &mut Atomic<'_>, guards: &[String]) -> Native<()> {
     match guards
         .iter()
         .find(|guard| tx.call(&[b"EXISTS", guard.as_bytes()]) == Value::Int(0))
     {
-        Some(missing) => Err(Error::NotFound {
+        Some(missing) => Err(Box::new(Error::NotFound {
             key: plain_key(missing),
-        }),
+        })),
         None => Ok(()),
     }
 }
@@ -421,7 +429,7 @@ pub(crate) async fn guarded(
     cmds: &[(&Cmd, bool)],
 ) -> Result<Option<Vec<Value>>> {
     if let Some(kept) = guarded_now(db, guards, cmds) {
-        return kept.map(Some);
+        return kept.map(Some).map_err(|e| *e);
     }
     match Recorder::new(db, Guess::Nothing)
         .commit::<Vec<Value>>(guards, cmds)
@@ -440,7 +448,7 @@ pub(crate) fn guarded_now(
     db: &Db,
     guards: &[String],
     cmds: &[(&Cmd, bool)],
-) -> Option<Result<Vec<Value>>> {
+) -> Option<Native<Vec<Value>>> {
     let outcome = db.atomically(|tx| in_process(tx, guards, &[], cmds))?;
     // With no read to compare, the writes always ran.
     Some(outcome.map(|(_, kept)| kept))

@@ -766,7 +766,7 @@ fn incr_in_process(
     sorted: usize,
     caps: &[u32],
 ) -> Result<Vec<Option<Vec<u8>>>> {
-    check_guards(tx, &keys[..1])?;
+    check_guards(tx, &keys[..1]).map_err(|e| *e)?;
     let object = keys[0].as_bytes();
     let mut call = |args: &[&[u8]]| tx.call(args).extract_error();
     let text = |reply: Value| -> Result<Option<Vec<u8>>> {

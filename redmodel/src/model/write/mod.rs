@@ -9,7 +9,7 @@ pub(crate) mod recall;
 mod shaped;
 mod stepped;
 
-pub(crate) use checked::{guarded, guarded_now};
+pub(crate) use checked::{guarded, guarded_now, Native};
 use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, Plan};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};

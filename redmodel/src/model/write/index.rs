@@ -300,12 +300,15 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
 /// far checks come just before the write, not with it.
 pub(super) fn guarded_unit(key: &str, guards: &[String]) -> Steps {
     let slot = |k: &str| redis::cluster_routing::Slot::for_key(k.as_bytes());
+    // A CRC16 per key: the object, the usual guard, is known by its name.
+    let own = slot(key);
+    let near = |g: &&String| g.as_str() == key || slot(g) == own;
     let mut unit = Steps::new();
-    for guard in guards.iter().filter(|g| slot(g) != slot(key)) {
+    for guard in guards.iter().filter(|g| !near(g)) {
         unit.step().guard(guard.as_str());
     }
     unit.step();
-    for guard in guards.iter().filter(|g| slot(g) == slot(key)) {
+    for guard in guards.iter().filter(near) {
         unit.guard(guard.as_str());
     }
     unit

@@ -321,22 +321,25 @@ async fn send(
         Ok(None) => return Ok(None),
         Err(err) => return Err(not_found(err)),
     };
-    // A shaped script without reads replies its kept replies alone.
-    if shaped.is_some() && conditions.is_empty() {
-        return Ok(Some((true, reply)));
+    let unknown = || {
+        Error::from(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "the checked write's script replied in an unknown shape",
+        )))
+    };
+    if shaped.is_some() {
+        return shaped::reply(reply, !conditions.is_empty())
+            .map(Some)
+            .ok_or_else(unknown);
     }
     let mut reply = reply.into_iter();
     let (Some(Value::Int(done)), Some(Value::Array(first)), None) =
         (reply.next(), reply.next(), reply.next())
     else {
-        return Err(Error::from(redis::RedisError::from((
-            redis::ErrorKind::UnexpectedReturnType,
-            "the checked write's script replied in an unknown shape",
-        ))));
+        return Err(unknown());
     };
     let done = done == 1;
-    // The shaped script replies only the kept replies.
-    if !done || shaped.is_some() {
+    if !done {
         return Ok(Some((done, first)));
     }
     let kept = first

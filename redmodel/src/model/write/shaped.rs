@@ -25,12 +25,13 @@
 //! script. A model's writes come in few shapes (one per operation and
 //! field set), so a program stays far below the bound.
 //!
-//! The reply is the general script's: `{1, kept replies}` or `{0, reads
-//! as they are}` (the caller reads both alike), except that only the kept
-//! replies are in it; and a script without reads (a guarded write), which
-//! has no other outcome, replies its kept replies alone: each level of a
-//! reply is one more value for the client to parse (redis-rs takes about
-//! a thousand instructions a value), on every write.
+//! The reply says what the general script's does in fewer values, each
+//! one more for the client to parse (redis-rs takes about a thousand
+//! instructions a value) on every write: a script without reads (a
+//! guarded write), which has no other outcome, replies its kept replies
+//! alone; one with reads replies `{1, kept replies...}`, flat, or `{0,
+//! reads as they are}` ([`reply`]). The general script replies `{1, every
+//! reply}`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -262,8 +263,13 @@ fn text(
             out.push_str(" then return {0, seen} end\n");
         }
     }
-    out.push_str("local out = {}\n");
-    let mut kept = 0;
+    // After reads, the kept replies follow the 1 that says they ran.
+    let mut kept = usize::from(!reads.is_empty());
+    out.push_str(if reads.is_empty() {
+        "local out = {}\n"
+    } else {
+        "local out = {1}\n"
+    });
     for ((name, argc, keep), at) in writes.iter().zip(&write_at) {
         if *keep {
             kept += 1;
@@ -273,12 +279,28 @@ fn text(
         args_text(&mut out, *at, *argc);
         out.push_str(")\n");
     }
-    out.push_str(if reads.is_empty() {
-        "return out\n"
-    } else {
-        "return {1, out}\n"
-    });
+    out.push_str("return out\n");
     out
+}
+
+/// What a shaped script replied, as the caller reads every checked
+/// write's reply: whether the writes ran, and the kept replies, or the
+/// reads as they are if they did not.
+pub(crate) fn reply(mut reply: Vec<Value>, has_reads: bool) -> Option<(bool, Vec<Value>)> {
+    if !has_reads {
+        return Some((true, reply));
+    }
+    match reply.first()? {
+        Value::Int(1) => {
+            reply.remove(0);
+            Some((true, reply))
+        }
+        Value::Int(0) if reply.len() == 2 => match reply.pop()? {
+            Value::Array(seen) => Some((false, seen)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -322,7 +344,29 @@ mod tests {
         assert!(text.contains("seen[1] = read('HMGET', ARGV[1], ARGV[2], ARGV[3])\n"));
         assert!(text
             .contains("if #r ~= 2 or r[1] ~= ARGV[7] or r[2] ~= false then return {0, seen} end"));
-        assert!(text.ends_with("return {1, out}\n"));
+        // After reads, the kept replies follow a 1, flat.
+        assert!(text.ends_with(
+            "local out = {1}\nredis.call('HSET', ARGV[4], ARGV[5], ARGV[6])\nreturn out\n"
+        ));
+    }
+
+    #[test]
+    fn a_reply_says_whether_the_writes_ran_in_as_few_values_as_it_can() {
+        let int = Value::Int;
+        // No reads: the kept replies alone, whatever they are.
+        assert_eq!(reply(vec![int(0), int(7)], false), Some((true, vec![int(0), int(7)])));
+        // Reads: a 1, then the kept replies; or a 0 and the reads.
+        assert_eq!(reply(vec![int(1), int(7)], true), Some((true, vec![int(7)])));
+        assert_eq!(reply(vec![int(1)], true), Some((true, vec![])));
+        let seen = vec![Value::Nil, int(3)];
+        assert_eq!(
+            reply(vec![int(0), Value::Array(seen.clone())], true),
+            Some((false, seen))
+        );
+        // Anything else is an unknown shape.
+        assert_eq!(reply(vec![], true), None);
+        assert_eq!(reply(vec![int(0), int(3)], true), None);
+        assert_eq!(reply(vec![int(2)], true), None);
     }
 
     #[test]

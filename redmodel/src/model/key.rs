@@ -105,7 +105,7 @@ macro_rules! int_key_part {
                 let value: $t = text.parse().map_err(|_| {
                     format!("`{text}` is not a {} pk", stringify!($t))
                 })?;
-                if value.to_string() == text {
+                if itoa::Buffer::new().format(value) == text {
                     Ok(value)
                 } else {
                     Err(format!("`{text}` is not the canonical form of the pk {value}"))

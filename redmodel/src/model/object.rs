@@ -10,7 +10,7 @@ use std::hash::{Hash, Hasher};
 
 use super::codec::{shown, Codec, IntoValue, Scalar};
 use super::field::{Field, FieldSet};
-use super::key::{decode_pk, encode_segment_into, glob_escape};
+use super::key::{decode_pk, encode_segment, encode_segment_into, glob_escape};
 use super::reply::at_key;
 use super::scan::scan_keys;
 use super::{Admin, KeyPart, Model, OwnerKind, SingleValue};
@@ -131,6 +131,14 @@ impl<M: Model> Scalar for ObjectRef<M> {
             std::str::from_utf8(raw).map_err(|_| format!("{} is not UTF-8 text", shown(raw)))?;
         ObjectRef::parse(key).map_err(|e| e.to_string())
     }
+
+    /// A reference field's own bytes become the handle's key, as they
+    /// are in plain, canonical form (what the model writes).
+    fn from_owned_text(raw: Vec<u8>) -> std::result::Result<Self, String> {
+        let key = String::from_utf8(raw)
+            .map_err(|e| format!("{} is not UTF-8 text", shown(e.as_bytes())))?;
+        ObjectRef::parse_owned(key).map_err(|e| e.to_string())
+    }
 }
 
 impl<M: Model> ObjectRef<M> {
@@ -197,17 +205,42 @@ impl<M: Model> ObjectRef<M> {
     /// Seed name: `name2object`.
     pub fn parse(key: &str) -> Result<Self> {
         let parsed = match KeyLayout::parse(key) {
-            Some((_, plain)) => Self::parse_inner(&plain),
+            Some((_, plain)) => Self::parts(&plain).map(|(owner, pk)| ObjectRef {
+                owner,
+                pk,
+                key: plain.into_owned(),
+            }),
             None => Err("its hash-tag braces are not where a key layout puts them".to_string()),
         };
-        parsed.map_err(|reason| Error::InvalidKey {
-            key: key.to_string(),
-            model: M::TABLE,
-            reason,
-        })
+        parsed.map_err(|reason| Self::invalid(key.to_string(), reason))
     }
 
-    fn parse_inner(key: &str) -> std::result::Result<Self, String> {
+    /// [`parse`](Self::parse) of a key the caller owns: in plain form (no
+    /// braces: what a reference field holds), it becomes the handle's key,
+    /// neither copied nor built again.
+    pub(crate) fn parse_owned(key: String) -> Result<Self> {
+        if key.contains(['{', '}']) {
+            return Self::parse(&key);
+        }
+        match Self::parts(&key) {
+            Ok((owner, pk)) => Ok(ObjectRef { owner, pk, key }),
+            Err(reason) => Err(Self::invalid(key, reason)),
+        }
+    }
+
+    fn invalid(key: String, reason: String) -> Error {
+        Error::InvalidKey {
+            key,
+            model: M::TABLE,
+            reason,
+        }
+    }
+
+    /// The owner and pk of the plain `key`, which must be the one they
+    /// make (one key per object: defence in depth for hand-written
+    /// `KeyPart` impls).
+    fn parts(key: &str) -> std::result::Result<(OwnerRef<M>, M::Pk), String> {
+        // The owner's part is checked as the owner is parsed.
         let (owner, rest) = M::Owner::split_prefix(key)?;
         let segment = rest
             .strip_prefix(M::TABLE)
@@ -217,13 +250,11 @@ impl<M: Model> ObjectRef<M> {
             return Err("it has more segments than a key of this model".to_string());
         }
         let pk = decode_pk::<M::Pk>(segment)?;
-        let parsed = ObjectRef::new(owner, pk);
-        // Defence in depth for hand-written KeyPart impls: the key must be
-        // exactly the one the pk produces.
-        if parsed.key != key {
-            return Err(format!("it is not in canonical form (`{}`)", parsed.key));
+        if encode_segment(&pk.to_key_text()) != segment {
+            let canonical = Self::new(owner, pk).key;
+            return Err(format!("it is not in canonical form (`{canonical}`)"));
         }
-        Ok(parsed)
+        Ok((owner, pk))
     }
 
     /// Whether the object exists (EXISTS).

@@ -248,7 +248,7 @@ impl<M: Model> MemberList<M> {
             .read(cmd("LINDEX").arg(self.key_in(db)).arg(index))
             .await
             .map_err(at_key(&self.key, "list"))?;
-        key.map(|k| self.parse_member(&k)).transpose()
+        key.map(|k| self.parse_member(k)).transpose()
     }
 
     /// The members from `start` to `stop`, both included, negative
@@ -260,7 +260,7 @@ impl<M: Model> MemberList<M> {
             .read(cmd("LRANGE").arg(self.key_in(db)).arg(start).arg(stop))
             .await
             .map_err(at_key(&self.key, "list"))?;
-        keys.iter().map(|k| self.parse_member(k)).collect()
+        keys.into_iter().map(|k| self.parse_member(k)).collect()
     }
 
     /// Every member (LRANGE 0 -1). For long lists, [`page`](Self::page).
@@ -355,14 +355,15 @@ impl<M: Model> MemberList<M> {
         expiry::ttl_of(db, &self.key_in(db)).await
     }
 
-    /// A stored member key as a handle; the error names the list. Read as
-    /// bytes, so that a member that is not UTF-8 (no key of any model) is
-    /// an [`Error::InvalidKey`] like any other bad member.
-    fn parse_member(&self, member: &[u8]) -> Result<ObjectRef<M>> {
-        let parsed = match std::str::from_utf8(member) {
-            Ok(text) => ObjectRef::parse(text),
-            Err(_) => Err(Error::InvalidKey {
-                key: String::from_utf8_lossy(member).into_owned(),
+    /// A stored member key as a handle (its bytes become the handle's
+    /// key); the error names the list. Read as bytes, so that a member
+    /// that is not UTF-8 (no key of any model) is an [`Error::InvalidKey`]
+    /// like any other bad member.
+    fn parse_member(&self, member: Vec<u8>) -> Result<ObjectRef<M>> {
+        let parsed = match String::from_utf8(member) {
+            Ok(text) => ObjectRef::parse_owned(text),
+            Err(e) => Err(Error::InvalidKey {
+                key: String::from_utf8_lossy(e.as_bytes()).into_owned(),
                 model: M::TABLE,
                 reason: "it is not UTF-8 text".to_string(),
             }),

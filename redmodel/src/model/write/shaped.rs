@@ -354,9 +354,15 @@ mod tests {
     fn a_reply_says_whether_the_writes_ran_in_as_few_values_as_it_can() {
         let int = Value::Int;
         // No reads: the kept replies alone, whatever they are.
-        assert_eq!(reply(vec![int(0), int(7)], false), Some((true, vec![int(0), int(7)])));
+        assert_eq!(
+            reply(vec![int(0), int(7)], false),
+            Some((true, vec![int(0), int(7)]))
+        );
         // Reads: a 1, then the kept replies; or a 0 and the reads.
-        assert_eq!(reply(vec![int(1), int(7)], true), Some((true, vec![int(7)])));
+        assert_eq!(
+            reply(vec![int(1), int(7)], true),
+            Some((true, vec![int(7)]))
+        );
         assert_eq!(reply(vec![int(1)], true), Some((true, vec![])));
         let seen = vec![Value::Nil, int(3)];
         assert_eq!(

@@ -96,7 +96,9 @@ macro_rules! int_key_part {
     ($($t:ty),*) => {$(
         impl KeyPart for $t {
             fn to_key_text(&self) -> Cow<'_, str> {
-                Cow::Owned(self.to_string())
+                // itoa: `to_string` goes through the formatting machinery,
+                // on every handle an integer pk makes or parses.
+                Cow::Owned(itoa::Buffer::new().format(*self).to_owned())
             }
 
             fn from_key_text(text: &str) -> Result<Self, String> {

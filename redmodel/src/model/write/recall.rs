@@ -16,7 +16,10 @@
 //!
 //! Nothing here is trusted: a stale or evicted entry only costs that one
 //! round trip. What is remembered is small (one entry per field or entry
-//! key) and bounded ([`CAPACITY`], least recently used out first).
+//! key) and bounded ([`CAPACITY`], least recently used out first). So the
+//! values are found by a 64-bit fingerprint of what they are the value of,
+//! not by the key and field bytes themselves: a guess allocates nothing,
+//! and the rare two facts with one fingerprint only make a wrong guess.
 
 use std::num::NonZeroUsize;
 
@@ -37,10 +40,20 @@ enum Fact {
     Head(Vec<u8>),
 }
 
-/// The values last seen, shared by a `Db`'s clones: `None` for a value
-/// seen absent.
+/// A fact borrowed from a command or a reply: what [`Fact`] owns.
+#[derive(Clone, Copy)]
+struct FactRef<'a> {
+    key: &'a [u8],
+    /// The hash field, or `None` for a list's head.
+    field: Option<&'a [u8]>,
+}
+
+/// The values last seen, shared by a `Db`'s clones, by the fingerprint of
+/// what they are the value of: `None` for a value seen absent.
 pub(crate) struct Recall {
-    seen: Mutex<LruCache<Fact, Option<Vec<u8>>, foldhash::fast::RandomState>>,
+    seen: Mutex<LruCache<u64, Option<Vec<u8>>, foldhash::fast::FixedState>>,
+    /// Fingerprints differ from process to process.
+    seed: foldhash::fast::RandomState,
 }
 
 impl Default for Recall {
@@ -48,6 +61,7 @@ impl Default for Recall {
         let capacity = NonZeroUsize::new(CAPACITY).unwrap_or(NonZeroUsize::MIN);
         Recall {
             seen: Mutex::new(LruCache::with_hasher(capacity, Default::default())),
+            seed: Default::default(),
         }
     }
 }
@@ -93,11 +107,7 @@ impl Facts {
     /// The reply `cmd` gets from these values, or `None` where it must be
     /// read.
     pub(crate) fn answer(&self, cmd: &Cmd) -> Option<Value> {
-        answer(
-            cmd,
-            |fact| self.get(fact.key(), fact.field()).cloned(),
-            false,
-        )
+        answer(cmd, |fact| self.get(fact.key, fact.field).cloned(), false)
     }
 
     /// The value held of `key`'s `field` (`None`: its list's head).
@@ -201,6 +211,13 @@ impl Fact {
             Fact::Head(_) => None,
         }
     }
+
+    fn as_ref(&self) -> FactRef<'_> {
+        FactRef {
+            key: self.key(),
+            field: self.field(),
+        }
+    }
 }
 
 impl Recall {
@@ -211,12 +228,13 @@ impl Recall {
     pub(crate) fn remember(&self, facts: Facts) {
         let mut seen = self.seen.lock();
         for (fact, value) in facts.0 {
+            let print = self.fingerprint(fact.as_ref());
             match value {
                 Some(value) => {
-                    seen.put(fact, value);
+                    seen.put(print, value);
                 }
                 None => {
-                    seen.pop(&fact);
+                    seen.pop(&print);
                 }
             }
         }
@@ -226,7 +244,17 @@ impl Recall {
     /// else absent; `None` for a read this module does not know.
     pub(crate) fn guess(&self, cmd: &Cmd) -> Option<Value> {
         let mut seen = self.seen.lock();
-        answer(cmd, |fact| seen.get(fact).cloned(), true)
+        answer(cmd, |fact| seen.get(&self.fingerprint(fact)).cloned(), true)
+    }
+
+    /// The fingerprint of `fact`: its key and field, each with its length
+    /// (so that no two facts' bytes run together the same way).
+    fn fingerprint(&self, fact: FactRef<'_>) -> u64 {
+        use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
+        let mut h = self.seed.build_hasher();
+        fact.key.hash(&mut h);
+        fact.field.hash(&mut h);
+        h.finish()
     }
 
     /// Remembers what `cmd` replied (`reply`), if it is a read this
@@ -242,10 +270,10 @@ impl Recall {
 /// a read this module does not know.
 fn answer(
     cmd: &Cmd,
-    mut known: impl FnMut(&Fact) -> Option<Option<Vec<u8>>>,
+    mut known: impl FnMut(FactRef<'_>) -> Option<Option<Vec<u8>>>,
     unknown_absent: bool,
 ) -> Option<Value> {
-    let mut one = |fact: Fact| match known(&fact) {
+    let mut one = |key, field| match known(FactRef { key, field }) {
         Some(value) => Some(value.map_or(Value::Nil, Value::BulkString)),
         None if unknown_absent => Some(Value::Nil),
         None => None,
@@ -253,16 +281,16 @@ fn answer(
     match parse(cmd)? {
         Read::Fields(key, fields) => fields
             .into_iter()
-            .map(|f| one(Fact::Field(key.to_vec(), f.to_vec())))
+            .map(|f| one(key, Some(f)))
             .collect::<Option<Vec<Value>>>()
             .map(Value::Array),
-        Read::Field(key, field) => one(Fact::Field(key.to_vec(), field.to_vec())),
-        Read::Head(key) => one(Fact::Head(key.to_vec())),
+        Read::Field(key, field) => one(key, Some(field)),
+        Read::Head(key) => one(key, None),
         // The entry's holder, then the holder's field: an empty reply
         // for a free value.
-        Read::Holder(key, field) => match one(Fact::Head(key.to_vec()))? {
+        Read::Holder(key, field) => match one(key, None)? {
             Value::BulkString(holder) => {
-                let value = one(Fact::Field(holder.clone(), field.to_vec()))?;
+                let value = one(&holder, Some(field))?;
                 Some(Value::Array(vec![Value::BulkString(holder), value]))
             }
             _ => Some(Value::Array(Vec::new())),

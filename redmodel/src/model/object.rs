@@ -126,10 +126,11 @@ impl<M: Model> Scalar for ObjectRef<M> {
         self.key.as_bytes().to_vec()
     }
 
+    /// The handle's key is a copy of `raw` (see [`from_owned_text`]).
+    ///
+    /// [`from_owned_text`]: Scalar::from_owned_text
     fn from_text(raw: &[u8]) -> std::result::Result<Self, String> {
-        let key =
-            std::str::from_utf8(raw).map_err(|_| format!("{} is not UTF-8 text", shown(raw)))?;
-        ObjectRef::parse(key).map_err(|e| e.to_string())
+        Self::from_owned_text(raw.to_vec())
     }
 
     /// A reference field's own bytes become the handle's key, as they

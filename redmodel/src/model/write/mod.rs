@@ -127,11 +127,11 @@ impl<M: Model> ObjectRef<M> {
         field: Field<M, T, Plain>,
         by: T::By,
     ) -> Result<T::Output> {
+        let key = self.key_in(db);
         let decoded = if touches_index::<M>(&[field.name()]) {
             // Boxed: its states (a script call, a resync, the stepped
             // path) made every `incr` future 2.5 kB, where the plain
             // field's is 0.7 kB, moved whole into the future awaiting it.
-            let key = self.key_in(db);
             let text = Box::pin(index::incr_indexed::<M>(
                 db,
                 &key,
@@ -143,7 +143,6 @@ impl<M: Model> ObjectRef<M> {
             .map_err(incr_error(self.key(), field.name()))?;
             T::Output::from_text(&text)
         } else {
-            let key = self.key_in(db);
             let mut steps = Steps::new();
             steps.guard(key.as_ref());
             let mut incr = cmd(T::COMMAND);

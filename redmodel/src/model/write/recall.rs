@@ -34,7 +34,7 @@ const CAPACITY: usize = 16 * 1024;
 
 /// One remembered value: a hash field (`HGET key field`, `HMGET`), or the
 /// head of a list (`LINDEX key 0`, a unique entry's holder).
-#[derive(Clone, Hash, PartialEq, Eq)]
+#[derive(Clone, PartialEq)]
 enum Fact {
     Field(Vec<u8>, Vec<u8>),
     Head(Vec<u8>),

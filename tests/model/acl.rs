@@ -11,7 +11,7 @@ use crate::models::{
     Class, ClassStudents, ClassTeachers, Exam, Profile, Student, Teacher, TeacherClasses,
 };
 use redmodel::prelude::*;
-use redmodel::{Db, Error};
+use redmodel::{Db, Error, KeyLayout};
 use redmodel_suite::private_server_or_skip;
 
 /// Creates the user `school` (password `s3cret`) limited to the school's
@@ -262,45 +262,12 @@ async fn without_scripting(admin_url: &str, port: u16) -> Result<(), Error> {
     }
     assert_eq!(refused_scripts(&admin).await?, refused_before);
 
-    // Unique and tag writes: the same decisions under WATCH.
-    AclName {
-        id: 1,
-        name: "ada".into(),
-        tags: vec!["x".into()],
+    // Unique and tag writes: the same decisions under WATCH, in both key
+    // layouts (in the cluster layout, the steps of each write: the claim
+    // and confirmation of a unique value too).
+    for db in [db.clone(), db.with_key_layout(KeyLayout::Cluster)] {
+        unique_and_tags_without_scripting(&db).await?;
     }
-    .insert(&db)
-    .await?;
-    AclName {
-        id: 2,
-        name: "bob".into(),
-        tags: vec![],
-    }
-    .insert(&db)
-    .await?;
-    let taken = AclName::at(2)
-        .set(&db, AclName::NAME, "ada".to_string())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&taken, Error::Unique { holder, .. } if holder == "acl_name:1"),
-        "{taken:?}"
-    );
-    AclName::at(1)
-        .set_many(
-            &db,
-            [
-                AclName::NAME.to("cy".to_string()),
-                AclName::TAGS.to(vec!["y".to_string()]),
-            ],
-        )
-        .await?;
-    assert_eq!(
-        AclName::NAME_UNIQUE.find(&db, "cy").await?.map(|n| n.id),
-        Some(1)
-    );
-    assert_eq!(AclName::NAME_UNIQUE.find(&db, "ada").await?, None);
-    assert!(AclName::TAGS_TAGS.with(&db, "x").await?.is_empty());
-    assert_eq!(AclName::TAGS_TAGS.with(&db, "y").await?.len(), 1);
 
     // Locks: release and extend check the token without a script too.
     let ttl = std::time::Duration::from_secs(10);
@@ -310,6 +277,50 @@ async fn without_scripting(admin_url: &str, port: u16) -> Result<(), Error> {
     assert!(left > 10_000, "extended: {left} ms");
     guard.release().await?;
     assert!(db.lock("job", ttl).await?.is_some(), "released");
+    Ok(())
+}
+
+/// Unique claims and releases, and tag moves, on `db` (whose user may not
+/// run scripts).
+async fn unique_and_tags_without_scripting(db: &Db) -> Result<(), Error> {
+    AclName {
+        id: 1,
+        name: "ada".into(),
+        tags: vec!["x".into()],
+    }
+    .insert(db)
+    .await?;
+    AclName {
+        id: 2,
+        name: "bob".into(),
+        tags: vec![],
+    }
+    .insert(db)
+    .await?;
+    let taken = AclName::at(2)
+        .set(db, AclName::NAME, "ada".to_string())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&taken, Error::Unique { holder, .. } if holder == "acl_name:1"),
+        "{taken:?}"
+    );
+    AclName::at(1)
+        .set_many(
+            db,
+            [
+                AclName::NAME.to("cy".to_string()),
+                AclName::TAGS.to(vec!["y".to_string()]),
+            ],
+        )
+        .await?;
+    assert_eq!(
+        AclName::NAME_UNIQUE.find(db, "cy").await?.map(|n| n.id),
+        Some(1)
+    );
+    assert_eq!(AclName::NAME_UNIQUE.find(db, "ada").await?, None);
+    assert!(AclName::TAGS_TAGS.with(db, "x").await?.is_empty());
+    assert_eq!(AclName::TAGS_TAGS.with(db, "y").await?.len(), 1);
     Ok(())
 }
 

@@ -6,21 +6,29 @@
 //! repairs. Every step is idempotent, so a write retried after an error
 //! converges.
 //!
-//! 1. **Claim** each new unique value, in the entry's slot (WATCH, read,
-//!    MULTI/EXEC on the entry alone): the entry is made to name this
-//!    object, with a lease (a TTL of [`CLAIM_LEASE`]) that marks the claim
-//!    as pending. A value whose entry names another object that holds it,
-//!    or that another object is claiming (an entry with a TTL), is refused
-//!    with [`Error::Unique`] before anything else is written.
+//! 1. **Claim** each new unique value, in the entry's slot: the entry is
+//!    made to name this object, with a lease (a TTL of [`CLAIM_LEASE`])
+//!    that marks the claim as pending. A value whose entry names another
+//!    object that holds it, or that another object is claiming (an entry
+//!    with a TTL), is refused with [`Error::Unique`] before anything else
+//!    is written. A free entry (or one naming this object) is claimed by
+//!    one script ([`CLAIM_FREE`]); one naming another object needs that
+//!    object's field, in another slot, read between a WATCH of the entry
+//!    and the claim's MULTI/EXEC, so that any change of the entry
+//!    meanwhile (the other object's own claim and confirmation, which
+//!    leave it as it was) aborts the claim.
 //! 2. **The object's write**, in its slot, in one atomic unit that reads
 //!    the indexed fields before and after the write (and checks the
 //!    sub-object's admin exists, if it is one). If it fails, the claims of
 //!    step 1 are released.
 //! 3. **Confirm** the claims (PERSIST the entry if it still names this
-//!    object) and **release** the unique values the write gave up (DEL the
-//!    entry if it still names this object).
+//!    object: one script, [`CONFIRM`]) and **release** the unique values
+//!    the write gave up (DEL the entry if it still names this object; a
+//!    WATCH transaction, for the reason of step 1: it reads the object's
+//!    field, in another slot).
 //! 4. **Index entries** (sorted set, recent list, the tag sets of a field:
-//!    one slot each), from the values the object step read back; then the
+//!    one slot each, written concurrently, one round trip for all), from
+//!    the values the object step read back; then the
 //!    indexed fields are read again, and if a concurrent write changed them
 //!    meanwhile the entries are applied again from the new values, until a
 //!    read shows no change. Each writer stops only once the fields are what
@@ -44,6 +52,7 @@
 //! the rest).
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use redis::{FromRedisValue, Pipeline, Value};
@@ -58,11 +67,47 @@ use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::steps::Steps;
 use crate::model::Model;
 use crate::optimistic::watched;
+use crate::script::Lua;
 use crate::{Db, Error, Result};
 
 /// How long a unique claim stays pending before it lapses, if the writer
 /// dies before confirming it.
 pub(crate) const CLAIM_LEASE: Duration = Duration::from_secs(30);
+
+/// Step 1 on an entry no other object names, in one round trip: the claim
+/// of [`claim`]'s MULTI/EXEC (`DEL`, `RPUSH`, `PEXPIRE`), run only if the
+/// entry is free or names the claiming object already; else nothing, and
+/// the reply is the object it names. `KEYS[1]`: the entry; `ARGV`: the
+/// claiming object's key, the lease in milliseconds.
+static CLAIM_FREE: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(
+        r"
+local holder = redis.call('LINDEX', KEYS[1], 0)
+if holder and holder ~= ARGV[1] then return holder end
+redis.call('DEL', KEYS[1])
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return false
+",
+    )
+});
+
+/// Step 3's confirmation in one round trip, as [`confirm`] decides it:
+/// the entry naming the object is made permanent (`PERSIST`), a missing
+/// one is made again, one naming another object is left to it.
+/// `KEYS[1]`: the entry; `ARGV[1]`: the object's key.
+static CONFIRM: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(
+        r"
+local holder = redis.call('LINDEX', KEYS[1], 0)
+if holder == ARGV[1] then
+  redis.call('PERSIST', KEYS[1])
+elseif not holder then
+  redis.call('RPUSH', KEYS[1], ARGV[1])
+end
+",
+    )
+});
 
 /// How many times the index step applies entries again after seeing a
 /// concurrent change of the fields (each round means another write of the
@@ -158,9 +203,8 @@ pub(crate) async fn settle<M: Model>(
     old: Texts,
     new: Texts,
 ) -> Result<()> {
-    for claim in claimed {
-        confirm(db, &claim.entry, key).await?;
-    }
+    // Each entry in its own slot: all at once.
+    futures_util::future::try_join_all(claimed.iter().map(|c| confirm(db, &c.entry, key))).await?;
     for (spec, (old, new)) in specs.iter().zip(old.iter().zip(&new)) {
         if let (IndexKind::Unique, Some(old)) = (spec.kind, old) {
             if Some(old) != new.as_ref() {
@@ -206,17 +250,14 @@ pub(crate) async fn sync<M: Model>(
         return Ok(());
     }
     for round in 0..MAX_SYNC_ROUNDS {
-        for (i, spec) in specs.iter().enumerate() {
-            let (old, new) = (
-                applied.get(i).cloned().flatten(),
-                current.get(i).cloned().flatten(),
-            );
-            // The first round applies every entry, which also repairs one
-            // a crashed write left behind; later rounds only what changed.
-            if round == 0 || old != new {
-                apply::<M>(db, key, spec, old.as_deref(), new.as_deref()).await?;
-            }
-        }
+        // The first round applies every entry, which also repairs one a
+        // crashed write left behind; later rounds only what changed. Each
+        // index is in its own slot and its own MULTI: all at once.
+        let applies = specs.iter().enumerate().filter_map(|(i, spec)| {
+            let (old, new) = (text(&applied, i), text(&current, i));
+            (round == 0 || old != new).then(|| apply::<M>(db, key, spec, old, new))
+        });
+        futures_util::future::try_join_all(applies).await?;
         let now: Texts = db.query(cmd("HMGET").arg(key).arg(&fields)).await?;
         if now == current {
             return Ok(());
@@ -224,6 +265,11 @@ pub(crate) async fn sync<M: Model>(
         applied = std::mem::replace(&mut current, now);
     }
     Ok(())
+}
+
+/// The `i`th of `texts`, if it has one.
+fn text(texts: &Texts, i: usize) -> Option<&[u8]> {
+    texts.get(i).and_then(|t| t.as_deref())
 }
 
 /// Makes one index's entries for the object at `key` go from the field's
@@ -306,6 +352,13 @@ async fn claim<M: Model>(
     field: &'static str,
     value: &str,
 ) -> Result<()> {
+    let mut free = CLAIM_FREE.call(&[entry]);
+    free.arg(key).arg(CLAIM_LEASE.as_millis() as u64);
+    // `None`: the server refuses scripts; `Some(Some(_))`: the entry
+    // names another object, whose field decides.
+    if let Some(None) = free.invoke::<Option<String>>(db).await? {
+        return Ok(());
+    }
     watched(db, entry, |tx| async move {
         let (holder, ttl) = watch_entry(&tx, entry).await?;
         if let Some(holder) = holder.as_deref().filter(|h| *h != key) {
@@ -359,6 +412,11 @@ pub(crate) async fn claim_held<M: Model>(
 /// meanwhile and the entry is gone, it is made again; if another object
 /// took it over, it is left to that object (a reindex reports the clash).
 async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
+    let mut call = CONFIRM.call(&[entry]);
+    call.arg(key);
+    if call.invoke::<()>(db).await?.is_some() {
+        return Ok(());
+    }
     on_entry(db, entry, |txn, holder| match holder {
         Some(holder) if holder == key => {
             txn.command("PERSIST").arg(entry).ignore();

@@ -233,8 +233,9 @@ backend_tests! {
         assert_eq!(cost(before), if plain { 1 } else { 3 }, "insert of a new object");
         let before = db.round_trips();
         User::at(1).set(db, User::NAME, "ken thompson").await?;
-        // In the cluster layout: the three above, then the release of the
-        // old value (WATCH and read the entry, read the field, EXEC).
+        // In the cluster layout: the three above and the release of the
+        // old value (WATCH and read the entry, read the field, EXEC), the
+        // release beside the confirmation (requests, not round trips).
         assert_eq!(cost(before), if plain { 1 } else { 6 }, "change of a value this Db wrote");
 
         // Another process renames user 1: this Db's memory is stale.

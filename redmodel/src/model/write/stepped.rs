@@ -27,7 +27,8 @@
 //!    WATCH transaction, for the reason of step 1: it reads the object's
 //!    field, in another slot).
 //! 4. **Index entries** (sorted set, recent list, the tag sets of a field:
-//!    one slot each, written concurrently, one round trip for all), from
+//!    one slot each, written concurrently, one round trip for all, and
+//!    concurrently with step 3, whose keys are others), from
 //!    the values the object step read back; then the
 //!    indexed fields are read again, and if a concurrent write changed them
 //!    meanwhile the entries are applied again from the new values, until a
@@ -194,7 +195,10 @@ pub(crate) async fn claim_all<M: Model, V: AsRef<str>>(
 /// Steps 3 and 4 for the object at `key` after a write (or a delete) that
 /// took the indexed fields of `specs` from `old` to `new`: confirms the
 /// `claimed` entries, releases the unique values given up, and brings the
-/// other entries in step.
+/// other entries in step. Each of these is on keys of its own (an entry,
+/// an index), and a crash may leave any of them undone (see the module
+/// docs), so they go at once: the round trips of the longest, not their
+/// sum.
 pub(crate) async fn settle<M: Model>(
     db: &Db,
     key: &str,
@@ -203,20 +207,32 @@ pub(crate) async fn settle<M: Model>(
     old: Texts,
     new: Texts,
 ) -> Result<()> {
-    // Each entry in its own slot: all at once.
-    futures_util::future::try_join_all(claimed.iter().map(|c| confirm(db, &c.entry, key))).await?;
-    for (spec, (old, new)) in specs.iter().zip(old.iter().zip(&new)) {
-        if let (IndexKind::Unique, Some(old)) = (spec.kind, old) {
-            if Some(old) != new.as_ref() {
-                let Ok(old) = std::str::from_utf8(old) else {
-                    continue;
-                };
-                let entry = unique_key(M::TABLE, spec.field, old);
-                release(db, &entry, key, spec.field, old, false).await?;
+    use futures_util::future::{join3, join_all};
+    let given_up: Vec<(&'static str, String)> = specs
+        .iter()
+        .zip(old.iter().zip(&new))
+        .filter_map(|(spec, (old, new))| match (spec.kind, old) {
+            (IndexKind::Unique, Some(old)) if Some(old) != new.as_ref() => {
+                let old = std::str::from_utf8(old).ok()?;
+                Some((spec.field, old.to_string()))
             }
-        }
-    }
-    sync::<M>(db, key, specs, old, new).await
+            _ => None,
+        })
+        .collect();
+    // Each runs to its end (none is dropped halfway, holding a WATCH),
+    // then the first error is the write's.
+    let confirms = join_all(claimed.iter().map(|c| confirm(db, &c.entry, key)));
+    let releases = join_all(given_up.iter().map(|(field, old)| async move {
+        let entry = unique_key(M::TABLE, field, old);
+        release(db, &entry, key, field, old, false).await
+    }));
+    let (confirmed, released, synced) =
+        join3(confirms, releases, sync::<M>(db, key, specs, old, new)).await;
+    confirmed
+        .into_iter()
+        .chain(released)
+        .chain([synced])
+        .collect()
 }
 
 /// Takes the object at `key`, just deleted with the indexed fields
@@ -257,7 +273,11 @@ pub(crate) async fn sync<M: Model>(
             let (old, new) = (text(&applied, i), text(&current, i));
             (round == 0 || old != new).then(|| apply::<M>(db, key, spec, old, new))
         });
-        futures_util::future::try_join_all(applies).await?;
+        let applied_all: Result<Vec<()>> = futures_util::future::join_all(applies)
+            .await
+            .into_iter()
+            .collect();
+        applied_all?;
         let now: Texts = db.query(cmd("HMGET").arg(key).arg(&fields)).await?;
         if now == current {
             return Ok(());

@@ -102,6 +102,25 @@ pub fn may_write(argv: &[&[u8]]) -> bool {
     meta.has_flag("write") || matches!(meta.name, "eval" | "evalsha" | "fcall" | "exec")
 }
 
+/// The hash slot of the keys of `argv` (the command name first), as a
+/// Redis Cluster node finds them from Redis 7.0.15's command table: `None`
+/// if the command has no key, is unknown, or names keys of several slots.
+/// Clients use it to group a batch of commands by the node that serves
+/// them.
+///
+/// ```
+/// use redmodel_memory::key_slot;
+/// assert_eq!(key_slot(&[b"GET", b"foo"]), Some(12182));
+/// assert_eq!(key_slot(&[b"HMGET", b"{foo}:1", b"f"]), Some(12182));
+/// assert_eq!(key_slot(&[b"EVALSHA", b"0123", b"1", b"foo", b"x"]), Some(12182));
+/// assert_eq!(key_slot(&[b"EVALSHA", b"0123", b"0", b"foo"]), None);
+/// assert_eq!(key_slot(&[b"MGET", b"foo", b"bar"]), None);
+/// assert_eq!(key_slot(&[b"PING"]), None);
+/// ```
+pub fn key_slot(argv: &[&[u8]]) -> Option<u16> {
+    cluster::slot_of([argv]).ok().flatten()
+}
+
 /// Whether `argv` may block its connection until another client acts:
 /// Redis 7.0.15's table flags the command `blocking` (BLPOP, BZPOPMIN,
 /// BLMOVE, ...), except XREAD and XREADGROUP without their BLOCK option,

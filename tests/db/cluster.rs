@@ -161,6 +161,75 @@ async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Erro
         incr(db.clone()).await?;
     }
 
+    let (slot, to) = move_slot_of(&cluster, "{mv}:n").await?;
+    for _ in 0..5 {
+        incr(db.clone()).await?;
+    }
+    let n: i64 = db.query(redis::cmd("GET").arg("{mv}:n")).await?;
+    assert_eq!(
+        n, 10,
+        "every transaction landed once, before and after the move"
+    );
+    let moved: i64 = Db::connect(&cluster.urls()[to])
+        .await?
+        .query(redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot))
+        .await?;
+    assert_eq!(moved, 1, "the key lives on its new master");
+    Ok(())
+}
+
+/// A plain pipeline across slots goes as one pipeline per master: the
+/// replies come back in order, a command's error stays that command's
+/// reply (the others are answered), and a command whose slot moved after
+/// the `Db` read the slot map is redirected on its own.
+#[tokio::test]
+async fn a_batch_across_slots_keeps_its_order_its_errors_and_follows_a_moved_slot(
+) -> Result<(), Error> {
+    let Some(cluster) = cluster_or_skip("a_batch_across_slots_follows_a_moved_slot") else {
+        return Ok(());
+    };
+    let db = Db::connect_cluster(cluster.urls()).await?;
+    let keys: Vec<String> = (0..100).map(|i| format!("b:{i}")).collect();
+    let mut set = redis::pipe();
+    for (i, key) in keys.iter().enumerate() {
+        set.cmd("SET").arg(key).arg(i).ignore();
+    }
+    set.cmd("RPUSH").arg("b:list").arg("x").ignore();
+    set.cmd("SET").arg("{mv2}:k").arg("here").ignore();
+    db.query_pipeline::<()>(&set).await?;
+
+    let read = || async {
+        let mut get = redis::pipe();
+        get.ignore_errors();
+        for key in &keys {
+            get.cmd("GET").arg(key);
+        }
+        get.cmd("GET").arg("b:list").cmd("GET").arg("{mv2}:k");
+        let replies: Vec<redis::Value> = db.query_pipeline(&get).await?;
+        assert_eq!(replies.len(), 102);
+        for (i, reply) in replies[..100].iter().enumerate() {
+            assert_eq!(reply, &redis::Value::BulkString(i.to_string().into_bytes()));
+        }
+        assert!(
+            matches!(&replies[100], redis::Value::ServerError(e) if e.code() == "WRONGTYPE"),
+            "{:?}",
+            replies[100]
+        );
+        assert_eq!(replies[101], redis::Value::BulkString(b"here".to_vec()));
+        Ok::<(), Error>(())
+    };
+    read().await?;
+    move_slot_of(&cluster, "{mv2}:k").await?;
+    read().await?;
+    read().await?;
+    Ok(())
+}
+
+/// Moves the slot of `key` (which must exist) to the next master, the way
+/// a resharding does: CLUSTER SETSLOT IMPORTING / MIGRATING, MIGRATE of
+/// `key` (the slot's only key), SETSLOT NODE on every master. The slot,
+/// and the index of its new master among `cluster.urls()`.
+async fn move_slot_of(cluster: &RedisCluster, key: &str) -> Result<(i64, usize), Error> {
     // Who owns the slot, and who takes it.
     let nodes: Vec<Db> = {
         let mut nodes = Vec::new();
@@ -170,7 +239,7 @@ async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Erro
         nodes
     };
     let slot: i64 = nodes[0]
-        .query(redis::cmd("CLUSTER").arg("KEYSLOT").arg("{mv}:n"))
+        .query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key))
         .await?;
     let mut owner = None;
     for (i, node) in nodes.iter().enumerate() {
@@ -224,7 +293,7 @@ async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Erro
                 .arg(0)
                 .arg(5000)
                 .arg("KEYS")
-                .arg("{mv}:n"),
+                .arg(key),
         )
         .await?;
     for node in &nodes {
@@ -238,19 +307,7 @@ async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Erro
         .await?;
     }
 
-    for _ in 0..5 {
-        incr(db.clone()).await?;
-    }
-    let n: i64 = db.query(redis::cmd("GET").arg("{mv}:n")).await?;
-    assert_eq!(
-        n, 10,
-        "every transaction landed once, before and after the move"
-    );
-    let moved: i64 = nodes[to]
-        .query(redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot))
-        .await?;
-    assert_eq!(moved, 1, "the key lives on its new master");
-    Ok(())
+    Ok((slot, to))
 }
 
 /// A master dies (SIGKILL) with a replica standing by: while the cluster

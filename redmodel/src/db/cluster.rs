@@ -7,8 +7,10 @@
 //!   slots. An atomic pipeline (MULTI/EXEC) must stay in one slot, and the
 //!   model layer's cluster layout sees to that; a plain pipeline whose
 //!   commands are in several slots (a batch read of many objects) is sent
-//!   as its commands, concurrently, each routed on its own, and the
-//!   replies put back in order.
+//!   as one pipeline per master, concurrently (which master serves which
+//!   slot: [`slots`](super::slots)), and the replies put back in order. A
+//!   command whose slot has moved meanwhile is sent again on its own,
+//!   where redis-rs follows the redirection.
 //! - WATCH belongs to a connection, and clones of a cluster connection
 //!   share their sockets: an exclusive link is a cluster connection of its
 //!   own, from a small pool (see [`pool`](super::pool)). It routes WATCH,
@@ -17,6 +19,7 @@
 //! - SCAN runs on every master, each with its own cursor ([`scan_masters`]);
 //!   a SCAN sent by hand walks them all with one cursor ([`scan_step`]).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
@@ -29,6 +32,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use super::backend::{scan_all, Backend, BoxFuture, Link};
 use super::pool::{self, Tracked};
+use super::slots::SlotOwners;
 use crate::error::{Error, Result};
 
 /// A Redis Cluster behind a `Db`.
@@ -46,6 +50,10 @@ pub(crate) struct ClusterBackend {
     pool: bb8::Pool<ClusterManager>,
     /// How long a borrower waits for a pooled connection.
     wait: Duration,
+    /// Which master serves each slot, for cutting a batch into one
+    /// pipeline per master: read when a batch first needs it, forgotten
+    /// when a reply says a slot moved.
+    owners: RwLock<Option<Arc<SlotOwners>>>,
 }
 
 /// Opens exclusive cluster connections.
@@ -101,6 +109,7 @@ impl ClusterBackend {
             reconnected: Mutex::new(None),
             pool,
             wait,
+            owners: RwLock::new(None),
         })
     }
 
@@ -400,8 +409,82 @@ impl ClusterBackend {
         Ok(replies)
     }
 
-    /// Sends `cmds` concurrently; their replies in order.
+    /// Sends the reads of `cmds` as one pipeline per master, concurrently,
+    /// and the rest each on its own (a write, a command with no slot of its
+    /// own, every command while the slot map is unknown); their replies in
+    /// order.
     async fn send_batch(&self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
+        let owners = match cmds.len() {
+            0 | 1 => None,
+            _ => self.slot_owners().await,
+        };
+        let Some(owners) = owners else {
+            return self.send_each(cmds).await;
+        };
+        // Per master: the slot its pipeline is routed by (its first
+        // command's), and the commands' places in `cmds`.
+        let mut groups: Vec<(u16, u16, Vec<usize>)> = Vec::new();
+        let mut alone = Vec::new();
+        for (i, cmd) in cmds.iter().enumerate() {
+            // Reads only: redis-rs answers a redirection inside a pipeline
+            // by sending the whole pipeline again, which would run a write
+            // of it twice; a write goes on its own, as before.
+            let argv: Option<Vec<&[u8]>> = crate::command::args(cmd).collect();
+            let slot = argv
+                .filter(|argv| !redmodel_memory::may_write(argv))
+                .and_then(|argv| redmodel_memory::key_slot(&argv));
+            let Some((slot, owner)) = slot.and_then(|s| Some((s, owners.owner(s)?))) else {
+                alone.push(i);
+                continue;
+            };
+            match groups.iter_mut().find(|(o, _, _)| *o == owner) {
+                Some((_, _, places)) => places.push(i),
+                None => groups.push((owner, slot, vec![i])),
+            }
+        }
+        let sends = groups.iter().map(|(_, slot, places)| {
+            let mut pipe = redis::pipe();
+            for &i in places {
+                pipe.add_command(cmds[i].clone());
+            }
+            let route = SingleNodeRoutingInfo::SpecificNode(Route::new(*slot, SlotAddr::Master));
+            let mut conn = self.conn();
+            async move { conn.route_pipeline(pipe, 0, places.len(), route).await }
+        });
+        let sent = futures_util::future::join_all(sends).await;
+        let mut replies = vec![Value::Nil; cmds.len()];
+        let mut moved = false;
+        for ((_, _, places), result) in groups.iter().zip(sent) {
+            match result {
+                Ok(values) if values.len() == places.len() && !values.iter().any(redirected) => {
+                    for (&i, value) in places.iter().zip(values) {
+                        replies[i] = value;
+                    }
+                }
+                Err(err) if !is_redirection(&err) => return Err(err),
+                // A slot of the group is served elsewhere now (MOVED, ASK,
+                // TRYAGAIN: redis-rs reports it for the whole pipeline):
+                // its reads again, each on its own, which follows it.
+                _ => {
+                    moved = true;
+                    alone.extend(places);
+                }
+            }
+        }
+        if moved {
+            // Read the map again for the next batch.
+            *self.owners.write() = None;
+        }
+        let again: Vec<&Cmd> = alone.iter().map(|&i| cmds[i]).collect();
+        for (i, value) in alone.into_iter().zip(self.send_each(&again).await?) {
+            replies[i] = value;
+        }
+        Ok(replies)
+    }
+
+    /// Sends `cmds` concurrently, each routed on its own; their replies
+    /// in order.
+    async fn send_each(&self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
         let requests = cmds.iter().map(|cmd| {
             let mut conn = self.conn();
             async move { conn.req_packed_command(cmd).await }
@@ -411,6 +494,27 @@ impl ClusterBackend {
             .into_iter()
             .collect()
     }
+
+    /// Which master serves each slot: as last read, else read now
+    /// (`CLUSTER SLOTS`); `None` if it cannot be read.
+    async fn slot_owners(&self) -> Option<Arc<SlotOwners>> {
+        if let Some(owners) = self.owners.read().as_ref() {
+            return Some(Arc::clone(owners));
+        }
+        let mut slots = Cmd::new();
+        slots.arg("CLUSTER").arg("SLOTS");
+        let reply = self.conn().req_packed_command(&slots).await.ok()?;
+        let owners = Arc::new(SlotOwners::from_reply(&reply)?);
+        *self.owners.write() = Some(Arc::clone(&owners));
+        Some(owners)
+    }
+}
+
+/// Whether a reply says its command's slot is served elsewhere, or is
+/// moving: a redirection redis-rs follows for a command sent alone.
+fn redirected(reply: &Value) -> bool {
+    matches!(reply, Value::ServerError(err)
+        if matches!(err.code(), "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN"))
 }
 
 /// Commands with no key, which redis-rs sends to some or every node: the

@@ -22,6 +22,7 @@ mod patient;
 mod pool;
 mod pubsub;
 mod server;
+mod slots;
 
 use std::borrow::Cow;
 use std::sync::Arc;

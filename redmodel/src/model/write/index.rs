@@ -211,7 +211,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     write: &(dyn Fn(&mut Steps) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
-    let mut unit = guarded_unit(key, guards);
+    let mut unit = guarded_unit(db.key_layout(), key, guards);
     let touched = touched::<M>(changes);
     if touched.is_empty() {
         write(&mut unit);
@@ -294,11 +294,19 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
 }
 
 /// The start of a write of the object at `key` that needs `guards` to
-/// exist: those in `key`'s slot guard the write's own group; each of the
-/// others (a reference field's target) gets a group of its own, checked
-/// first. One atomic unit in the plain layout; in the cluster layout the
-/// far checks come just before the write, not with it.
-pub(super) fn guarded_unit(key: &str, guards: &[String]) -> Steps {
+/// exist. In the plain layout, one group that they all guard: one atomic
+/// unit. In the cluster layout, those in `key`'s slot guard the write's
+/// own group; each of the others (a reference field's target) gets a
+/// group of its own, checked first, just before the write, not with it.
+pub(super) fn guarded_unit(layout: KeyLayout, key: &str, guards: &[String]) -> Steps {
+    if layout == KeyLayout::Plain {
+        let mut unit = Steps::new();
+        unit.step();
+        for guard in guards {
+            unit.guard(guard.as_str());
+        }
+        return unit;
+    }
     let slot = |k: &str| redis::cluster_routing::Slot::for_key(k.as_bytes());
     // A CRC16 per key: the object, the usual guard, is known by its name.
     let own = slot(key);

@@ -142,7 +142,7 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
     let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
     // Guards in other slots (the objects reference fields name) are
     // checked just before the object's unit, not in it.
-    let mut object = guarded_unit(key, guards);
+    let mut object = guarded_unit(db.key_layout(), key, guards);
     object.add(cmd("HMGET").arg(key).arg(&fields).clone());
     write(&mut object);
     object.add(cmd("HMGET").arg(key).arg(&fields).clone());

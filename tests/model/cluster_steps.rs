@@ -484,3 +484,50 @@ impl Writers {
         Ok((acked, refused))
     }
 }
+
+backend_tests! {
+    /// The requests each indexed write sends (`db.round_trips()`), in
+    /// either layout: the figures of the README's table of round trips.
+    /// In the cluster layout the steps after the object's write go at
+    /// once, so a write takes fewer round trips than requests. The
+    /// sequence runs twice and the second is counted: on a cluster each
+    /// master learns a script from its first EVALSHA's NOSCRIPT.
+    exclusive async fn the_requests_of_indexed_writes(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let mut counts = Vec::new();
+        for _ in 0..2 {
+            counts.clear();
+            let mut count = |before: u64| counts.push(db.round_trips() - before);
+            let before = db.round_trips();
+            racer(1, "a", 0, &["x"]).insert(db).await?;
+            count(before);
+            let before = db.round_trips();
+            Racer::at(1).set(db, Racer::NAME, "b".to_string()).await?;
+            count(before);
+            let before = db.round_trips();
+            Racer::at(1).set(db, Racer::TAGS, vec!["y".to_string()]).await?;
+            count(before);
+            let before = db.round_trips();
+            Racer::at(1).incr(db, Racer::POINTS, 1).await?;
+            count(before);
+            let before = db.round_trips();
+            assert!(Racer::delete(db, 1).await?);
+            count(before);
+        }
+        // Insert, unique change, tag change, sorted incr, delete. In the
+        // cluster layout: the claim, the object's write, then at once the
+        // confirmation and the sorted, tag and recent entries, then the
+        // re-read of the fields (7 requests, 4 round trips); the claim,
+        // the write, then the confirmation beside the release of the old
+        // value (WATCH and read the entry, read the field, EXEC: 6 requests,
+        // 5 round trips); the write, the tag sets, the re-read; the same
+        // for the score; the delete, then the release beside the entries
+        // and the re-read.
+        let want = match db.key_layout() {
+            KeyLayout::Plain => [1, 1, 1, 1, 1],
+            KeyLayout::Cluster => [7, 6, 3, 3, 8],
+        };
+        assert_eq!(counts, want, "{:?} layout", db.key_layout());
+        Ok(())
+    }
+}

@@ -178,10 +178,11 @@ async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Erro
     Ok(())
 }
 
-/// A plain pipeline across slots goes as one pipeline per master: the
-/// replies come back in order, a command's error stays that command's
-/// reply (the others are answered), and a command whose slot moved after
-/// the `Db` read the slot map is redirected on its own.
+/// A plain pipeline of reads across slots goes as one pipeline per
+/// master: the replies come back in order, a command's error stays that
+/// command's reply (the others are answered), and a command whose slot
+/// moved after the `Db` read the slot map is redirected on its own. A
+/// pipeline with writes keeps its order.
 #[tokio::test]
 async fn a_batch_across_slots_keeps_its_order_its_errors_and_follows_a_moved_slot(
 ) -> Result<(), Error> {
@@ -222,6 +223,33 @@ async fn a_batch_across_slots_keeps_its_order_its_errors_and_follows_a_moved_slo
     move_slot_of(&cluster, "{mv2}:k").await?;
     read().await?;
     read().await?;
+
+    // A write among reads: each read still sees what the writes before it
+    // in the pipeline wrote.
+    let mut mixed = redis::pipe();
+    for i in 0..10 {
+        let key = format!("w:{i}");
+        mixed.cmd("SET").arg(&key).arg("new").ignore();
+        mixed.cmd("GET").arg(&key);
+    }
+    let seen: Vec<String> = db.query_pipeline(&mixed).await?;
+    assert_eq!(seen, vec!["new".to_string(); 10]);
+
+    // A write in a pipeline that meets a moved slot runs once: the slot of
+    // `{mv3}:n` moves after this `Db` read the slot map again.
+    db.query::<()>(redis::cmd("SET").arg("{mv3}:n").arg(0))
+        .await?;
+    read().await?;
+    move_slot_of(&cluster, "{mv3}:n").await?;
+    let mut count = redis::pipe();
+    for key in &keys {
+        count.cmd("GET").arg(key).ignore();
+    }
+    count.cmd("INCR").arg("{mv3}:n");
+    let (n,): (i64,) = db.query_pipeline(&count).await?;
+    assert_eq!(n, 1, "the INCR ran once");
+    let n: i64 = db.query(redis::cmd("GET").arg("{mv3}:n")).await?;
+    assert_eq!(n, 1, "the INCR ran once");
     Ok(())
 }
 

@@ -7,10 +7,11 @@
 //!   slots. An atomic pipeline (MULTI/EXEC) must stay in one slot, and the
 //!   model layer's cluster layout sees to that; a plain pipeline whose
 //!   commands are in several slots (a batch read of many objects) is sent
-//!   as one pipeline per master, concurrently (which master serves which
-//!   slot: [`slots`](super::slots)), and the replies put back in order. A
-//!   command whose slot has moved meanwhile is sent again on its own,
-//!   where redis-rs follows the redirection.
+//!   as one pipeline per master if it only reads (which master serves
+//!   which slot: [`slots`](super::slots)), else command by command, each
+//!   routed on its own; concurrently either way, the replies put back in
+//!   order. A read whose slot has moved meanwhile is sent again on its
+//!   own, where redis-rs follows the redirection.
 //! - WATCH belongs to a connection, and clones of a cluster connection
 //!   share their sockets: an exclusive link is a cluster connection of its
 //!   own, from a small pool (see [`pool`](super::pool)). It routes WATCH,
@@ -409,40 +410,19 @@ impl ClusterBackend {
         Ok(replies)
     }
 
-    /// Sends the reads of `cmds` as one pipeline per master, concurrently,
-    /// and the rest each on its own (a write, a command with no slot of its
-    /// own, every command while the slot map is unknown); their replies in
-    /// order.
+    /// Sends `cmds`, if they are all reads of one slot each, as one
+    /// pipeline per master, concurrently; else (a write among them, a
+    /// command of no slot or of several, the slot map unknown) each on its
+    /// own, as they come. Their replies in order.
     async fn send_batch(&self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
         let owners = match cmds.len() {
             0 | 1 => None,
             _ => self.slot_owners().await,
         };
-        let Some(owners) = owners else {
+        let Some(groups) = owners.and_then(|owners| by_master(&owners, cmds)) else {
             return self.send_each(cmds).await;
         };
-        // Per master: the slot its pipeline is routed by (its first
-        // command's), and the commands' places in `cmds`.
-        let mut groups: Vec<(u16, u16, Vec<usize>)> = Vec::new();
-        let mut alone = Vec::new();
-        for (i, cmd) in cmds.iter().enumerate() {
-            // Reads only: redis-rs answers a redirection inside a pipeline
-            // by sending the whole pipeline again, which would run a write
-            // of it twice; a write goes on its own, as before.
-            let argv: Option<Vec<&[u8]>> = crate::command::args(cmd).collect();
-            let slot = argv
-                .filter(|argv| !redmodel_memory::may_write(argv))
-                .and_then(|argv| redmodel_memory::key_slot(&argv));
-            let Some((slot, owner)) = slot.and_then(|s| Some((s, owners.owner(s)?))) else {
-                alone.push(i);
-                continue;
-            };
-            match groups.iter_mut().find(|(o, _, _)| *o == owner) {
-                Some((_, _, places)) => places.push(i),
-                None => groups.push((owner, slot, vec![i])),
-            }
-        }
-        let sends = groups.iter().map(|(_, slot, places)| {
+        let sends = groups.iter().map(|(slot, places)| {
             let mut pipe = redis::pipe();
             for &i in places {
                 pipe.add_command(cmds[i].clone());
@@ -453,8 +433,8 @@ impl ClusterBackend {
         });
         let sent = futures_util::future::join_all(sends).await;
         let mut replies = vec![Value::Nil; cmds.len()];
-        let mut moved = false;
-        for ((_, _, places), result) in groups.iter().zip(sent) {
+        let mut alone: Vec<usize> = Vec::new();
+        for ((_, places), result) in groups.iter().zip(sent) {
             match result {
                 Ok(values) if values.len() == places.len() && !values.iter().any(redirected) => {
                     for (&i, value) in places.iter().zip(values) {
@@ -465,13 +445,10 @@ impl ClusterBackend {
                 // A slot of the group is served elsewhere now (MOVED, ASK,
                 // TRYAGAIN: redis-rs reports it for the whole pipeline):
                 // its reads again, each on its own, which follows it.
-                _ => {
-                    moved = true;
-                    alone.extend(places);
-                }
+                _ => alone.extend(places),
             }
         }
-        if moved {
+        if !alone.is_empty() {
             // Read the map again for the next batch.
             *self.owners.write() = None;
         }
@@ -508,6 +485,35 @@ impl ClusterBackend {
         *self.owners.write() = Some(Arc::clone(&owners));
         Some(owners)
     }
+}
+
+/// `cmds` by the master that serves them (`owners`): for each master, the
+/// slot its pipeline is routed by (its first command's), and the places of
+/// its commands in `cmds`. `None` unless every command is a read of one
+/// slot that a master serves: redis-rs answers a redirection inside a
+/// pipeline by sending the whole pipeline again, which would run a write
+/// twice, and a read in its master's pipeline would no longer come after
+/// a write sent on its own.
+fn by_master(owners: &SlotOwners, cmds: &[&Cmd]) -> Option<Vec<(u16, Vec<usize>)>> {
+    let mut groups: Vec<(u16, u16, Vec<usize>)> = Vec::new();
+    for (i, cmd) in cmds.iter().enumerate() {
+        let argv: Vec<&[u8]> = crate::command::args(cmd).collect::<Option<_>>()?;
+        if redmodel_memory::may_write(&argv) {
+            return None;
+        }
+        let slot = redmodel_memory::key_slot(&argv)?;
+        let owner = owners.owner(slot)?;
+        match groups.iter_mut().find(|(o, _, _)| *o == owner) {
+            Some((_, _, places)) => places.push(i),
+            None => groups.push((owner, slot, vec![i])),
+        }
+    }
+    Some(
+        groups
+            .into_iter()
+            .map(|(_, slot, places)| (slot, places))
+            .collect(),
+    )
 }
 
 /// Whether a reply says its command's slot is served elsewhere, or is

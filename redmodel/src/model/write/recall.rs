@@ -22,6 +22,7 @@
 //! and the rare two facts with one fingerprint only make a wrong guess.
 
 use std::num::NonZeroUsize;
+use std::sync::LazyLock;
 
 use lru::LruCache;
 use parking_lot::Mutex;
@@ -32,15 +33,9 @@ use smallvec::SmallVec;
 /// process writes repeatedly, a few MB at most.
 const CAPACITY: usize = 16 * 1024;
 
-/// One remembered value: a hash field (`HGET key field`, `HMGET`), or the
-/// head of a list (`LINDEX key 0`, a unique entry's holder).
-#[derive(Clone, PartialEq)]
-enum Fact {
-    Field(Vec<u8>, Vec<u8>),
-    Head(Vec<u8>),
-}
-
-/// A fact borrowed from a command or a reply: what [`Fact`] owns.
+/// What a remembered value is the value of: a hash field (`HGET key
+/// field`, `HMGET`), or the head of a list (`LINDEX key 0`, a unique
+/// entry's holder), borrowed from a command or a reply.
 #[derive(Clone, Copy)]
 struct FactRef<'a> {
     key: &'a [u8],
@@ -48,12 +43,48 @@ struct FactRef<'a> {
     field: Option<&'a [u8]>,
 }
 
+/// A [`FactRef`] by its fingerprints: of its key alone (what a command on
+/// the key changes), and of the fact (what it is remembered by). Nothing
+/// to allocate or compare byte by byte; two facts with one fingerprint
+/// only make a wrong guess, which the script catches.
+#[derive(Clone, Copy, PartialEq)]
+struct Fact {
+    key: u64,
+    print: u64,
+}
+
+/// Fingerprints differ from process to process.
+static SEED: LazyLock<foldhash::fast::RandomState> = LazyLock::new(Default::default);
+
+/// The fingerprint of `key`'s bytes.
+fn key_print(key: &[u8]) -> u64 {
+    use std::hash::BuildHasher as _;
+    SEED.hash_one(key)
+}
+
+impl FactRef<'_> {
+    /// The fingerprint of the fact: its key and field, each with its
+    /// length (so that no two facts' bytes run together the same way).
+    fn print(self) -> u64 {
+        use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
+        let mut h = SEED.build_hasher();
+        self.key.hash(&mut h);
+        self.field.hash(&mut h);
+        h.finish()
+    }
+
+    fn fact(self) -> Fact {
+        Fact {
+            key: key_print(self.key),
+            print: self.print(),
+        }
+    }
+}
+
 /// The values last seen, shared by a `Db`'s clones, by the fingerprint of
 /// what they are the value of: `None` for a value seen absent.
 pub(crate) struct Recall {
     seen: Mutex<LruCache<u64, Option<Vec<u8>>, foldhash::fast::FixedState>>,
-    /// Fingerprints differ from process to process.
-    seed: foldhash::fast::RandomState,
 }
 
 impl Default for Recall {
@@ -61,7 +92,6 @@ impl Default for Recall {
         let capacity = NonZeroUsize::new(CAPACITY).unwrap_or(NonZeroUsize::MIN);
         Recall {
             seen: Mutex::new(LruCache::with_hasher(capacity, Default::default())),
-            seed: Default::default(),
         }
     }
 }
@@ -82,7 +112,7 @@ pub(crate) enum Guess {
 
 /// Values as of one moment: what a checked write's script replied. A
 /// write reads a few values (its object's indexed fields, an entry or
-/// two), so they are a short list searched in place: no hashing, and a
+/// two), so they are a short list searched in place, by fingerprint: a
 /// lookup by borrowed key and field allocates nothing. A value not known
 /// (a read's error reply, or one a write made unknown: [`apply`](Facts::apply))
 /// stays in the list as `None`, to be forgotten where it was remembered.
@@ -95,6 +125,7 @@ impl Facts {
         let mut facts = Facts::default();
         for (cmd, reply) in reads {
             learn(cmd, reply, |fact, value| {
+                let fact = fact.fact();
                 match facts.0.iter_mut().find(|(f, _)| *f == fact) {
                     Some((_, held)) => *held = value,
                     None => facts.0.push((fact, value)),
@@ -112,16 +143,18 @@ impl Facts {
 
     /// The value held of `key`'s `field` (`None`: its list's head).
     fn get(&self, key: &[u8], field: Option<&[u8]>) -> Option<&Option<Vec<u8>>> {
+        let print = FactRef { key, field }.print();
         self.0
             .iter()
-            .find(|(f, _)| f.key() == key && f.field() == field)
+            .find(|(f, _)| f.print == print)
             .and_then(|(_, v)| v.as_ref())
     }
 
     fn get_mut(&mut self, key: &[u8], field: Option<&[u8]>) -> Option<&mut Option<Vec<u8>>> {
+        let print = FactRef { key, field }.print();
         self.0
             .iter_mut()
-            .find(|(f, _)| f.key() == key && f.field() == field)
+            .find(|(f, _)| f.print == print)
             .and_then(|(_, v)| v.as_mut())
     }
 
@@ -147,8 +180,8 @@ impl Facts {
         let is = |command: &str| name.eq_ignore_ascii_case(command.as_bytes());
         // Most of a write's commands are its indexes', on keys it did not
         // read: nothing to follow.
-        let read = |key: &[u8]| self.0.iter().any(|(f, _)| f.key() == key);
-        if !(is("DEL") || is("UNLINK") || read(key)) {
+        let print = key_print(key);
+        if !(is("DEL") || is("UNLINK") || self.0.iter().any(|(f, _)| f.key == print)) {
             return;
         }
         let Some(rest) = args.collect::<Option<Args<'_>>>() else {
@@ -167,10 +200,16 @@ impl Facts {
                 }
             }
         } else if (is("HINCRBY") || is("HINCRBYFLOAT")) && rest.len() == 2 {
-            self.forget(|f| f.key() == key && f.field() == Some(rest[0]));
+            let field = FactRef {
+                key,
+                field: Some(rest[0]),
+            }
+            .print();
+            self.forget(|f| f.print == field);
         } else if is("DEL") || is("UNLINK") {
+            let gone: SmallVec<[u64; 4]> = rest.iter().map(|k| key_print(k)).collect();
             for (fact, held) in &mut self.0 {
-                if fact.key() == key || rest.contains(&fact.key()) {
+                if fact.key == print || gone.contains(&fact.key) {
                     if let Some(held) = held {
                         *held = None;
                     }
@@ -191,31 +230,7 @@ impl Facts {
             // argument's: the others are members and values, often other
             // objects' keys. A multi-key command would leave a stale value
             // here, which costs a wrong guess, one round trip, no more.)
-            self.forget(|f| f.key() == key);
-        }
-    }
-}
-
-impl Fact {
-    /// The key the value is stored under.
-    fn key(&self) -> &[u8] {
-        match self {
-            Fact::Field(key, _) | Fact::Head(key) => key,
-        }
-    }
-
-    /// The hash field, or `None` for a list's head.
-    fn field(&self) -> Option<&[u8]> {
-        match self {
-            Fact::Field(_, field) => Some(field),
-            Fact::Head(_) => None,
-        }
-    }
-
-    fn as_ref(&self) -> FactRef<'_> {
-        FactRef {
-            key: self.key(),
-            field: self.field(),
+            self.forget(|f| f.key == print);
         }
     }
 }
@@ -228,13 +243,12 @@ impl Recall {
     pub(crate) fn remember(&self, facts: Facts) {
         let mut seen = self.seen.lock();
         for (fact, value) in facts.0 {
-            let print = self.fingerprint(fact.as_ref());
             match value {
                 Some(value) => {
-                    seen.put(print, value);
+                    seen.put(fact.print, value);
                 }
                 None => {
-                    seen.pop(&print);
+                    seen.pop(&fact.print);
                 }
             }
         }
@@ -244,17 +258,7 @@ impl Recall {
     /// else absent; `None` for a read this module does not know.
     pub(crate) fn guess(&self, cmd: &Cmd) -> Option<Value> {
         let mut seen = self.seen.lock();
-        answer(cmd, |fact| seen.get(&self.fingerprint(fact)).cloned(), true)
-    }
-
-    /// The fingerprint of `fact`: its key and field, each with its length
-    /// (so that no two facts' bytes run together the same way).
-    fn fingerprint(&self, fact: FactRef<'_>) -> u64 {
-        use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
-        let mut h = self.seed.build_hasher();
-        fact.key.hash(&mut h);
-        fact.field.hash(&mut h);
-        h.finish()
+        answer(cmd, |fact| seen.get(&fact.print()).cloned(), true)
     }
 
     /// Remembers what `cmd` replied (`reply`), if it is a read this
@@ -301,32 +305,35 @@ fn answer(
 /// Calls `put` with each value `reply` gives of the read `cmd`: `Some`
 /// value (`Some(None)`: absent), or `None` where the reply is not a value
 /// (an error), which unlearns it.
-fn learn(cmd: &Cmd, reply: &Value, mut put: impl FnMut(Fact, Option<Option<Vec<u8>>>)) {
+fn learn(cmd: &Cmd, reply: &Value, mut put: impl FnMut(FactRef<'_>, Option<Option<Vec<u8>>>)) {
     let Some(read) = parse(cmd) else { return };
+    let field = |key, field| FactRef {
+        key,
+        field: Some(field),
+    };
+    let head = |key| FactRef { key, field: None };
     match (read, reply) {
         (Read::Fields(key, fields), Value::Array(values)) if values.len() == fields.len() => {
-            for (field, value) in fields.into_iter().zip(values) {
-                put(Fact::Field(key.to_vec(), field.to_vec()), text(value));
+            for (name, value) in fields.into_iter().zip(values) {
+                put(field(key, name), text(value));
             }
         }
         (Read::Fields(key, fields), _) => {
-            for field in fields {
-                put(Fact::Field(key.to_vec(), field.to_vec()), None);
+            for name in fields {
+                put(field(key, name), None);
             }
         }
-        (Read::Field(key, field), value) => {
-            put(Fact::Field(key.to_vec(), field.to_vec()), text(value))
-        }
-        (Read::Head(key), value) => put(Fact::Head(key.to_vec()), text(value)),
-        (Read::Holder(key, field), Value::Array(values)) => match values.as_slice() {
-            [] => put(Fact::Head(key.to_vec()), Some(None)),
+        (Read::Field(key, name), value) => put(field(key, name), text(value)),
+        (Read::Head(key), value) => put(head(key), text(value)),
+        (Read::Holder(key, name), Value::Array(values)) => match values.as_slice() {
+            [] => put(head(key), Some(None)),
             [Value::BulkString(holder), value] => {
-                put(Fact::Head(key.to_vec()), Some(Some(holder.clone())));
-                put(Fact::Field(holder.clone(), field.to_vec()), text(value));
+                put(head(key), Some(Some(holder.clone())));
+                put(field(holder, name), text(value));
             }
-            _ => put(Fact::Head(key.to_vec()), None),
+            _ => put(head(key), None),
         },
-        (Read::Holder(key, _), _) => put(Fact::Head(key.to_vec()), None),
+        (Read::Holder(key, _), _) => put(head(key), None),
     }
 }
 

@@ -25,11 +25,22 @@ pub(crate) fn cmd(name: &str) -> Cmd {
 pub(crate) trait AddCommand {
     /// Adds the command `name` (then `.arg(...)` as with `Pipeline::cmd`).
     fn command(&mut self, name: &str) -> &mut Self;
+
+    /// Adds `cmds`, their replies dropped: commands built apart, such as
+    /// an index's.
+    fn ignored(&mut self, cmds: impl IntoIterator<Item = Cmd>) -> &mut Self;
 }
 
 impl AddCommand for Pipeline {
     fn command(&mut self, name: &str) -> &mut Pipeline {
         self.add_command(cmd(name))
+    }
+
+    fn ignored(&mut self, cmds: impl IntoIterator<Item = Cmd>) -> &mut Pipeline {
+        for c in cmds {
+            self.add_command(c).ignore();
+        }
+        self
     }
 }
 

@@ -708,7 +708,7 @@ async fn settle_claims(
             }),
             _ => {
                 taken.insert(&claim.entry, claim.claimant);
-                claim_commands(write, &claim.entry, claim.claimant);
+                write.ignored(claim_commands(&claim.entry, claim.claimant));
             }
         }
     }

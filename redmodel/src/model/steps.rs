@@ -77,14 +77,6 @@ impl Steps {
         self
     }
 
-    /// Adds every command of `pipe`, their replies dropped.
-    pub(crate) fn extend_ignored(&mut self, pipe: &redis::Pipeline) -> &mut Self {
-        for cmd in pipe.cmd_iter() {
-            self.add_ignored(cmd.clone());
-        }
-        self
-    }
-
     /// Every command as one atomic pipeline, without the guards: for a
     /// caller that checks them itself, under its own WATCH.
     pub(crate) fn pipeline(&self) -> redis::Pipeline {

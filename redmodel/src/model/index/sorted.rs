@@ -443,12 +443,41 @@ pub(crate) fn score_arg(score: f64) -> String {
     if score.is_infinite() {
         return if score > 0.0 { "+inf" } else { "-inf" }.to_string();
     }
+    // Most scores are integers: written as such without `fmt`, which took
+    // about 1,100 client instructions of an indexed insert. -0.0 keeps its
+    // sign through `fmt`.
+    let integer = score.fract() == 0.0 && score.abs() < 9_007_199_254_740_992.0;
+    if integer && (score != 0.0 || score.is_sign_positive()) {
+        return itoa::Buffer::new().format(score as i64).to_owned();
+    }
     format!("{score}")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_score_is_written_as_fmt_writes_it() {
+        for score in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            152003456.0,
+            9007199254740991.0,
+            -9007199254740991.0,
+            9007199254740992.0,
+            1e300,
+            0.1,
+            -2.5,
+            f64::MIN_POSITIVE,
+        ] {
+            assert_eq!(score_arg(score), format!("{score}"), "{score:?}");
+        }
+        assert_eq!(score_arg(f64::INFINITY), "+inf");
+        assert_eq!(score_arg(f64::NEG_INFINITY), "-inf");
+    }
 
     #[test]
     fn integer_scores_stop_at_two_to_the_53() {

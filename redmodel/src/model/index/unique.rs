@@ -263,12 +263,15 @@ fn holder_sort(entry: &str, more_args: usize, more_bytes: usize) -> redis::Cmd {
     sort
 }
 
-/// Adds to `pipe` (a MULTI/EXEC) the commands that make the unique entry
-/// `entry` name `holder` alone: DEL (the entry may name a dead holder
-/// being taken over) and RPUSH, both ignored.
-pub(crate) fn claim_commands(pipe: &mut redis::Pipeline, entry: &str, holder: &str) {
-    pipe.command("DEL").arg(entry).ignore();
-    pipe.command("RPUSH").arg(entry).arg(holder).ignore();
+/// The commands that make the unique entry `entry` name `holder` alone,
+/// for a MULTI/EXEC, their replies dropped: DEL (the entry may name a dead
+/// holder being taken over) and RPUSH.
+pub(crate) fn claim_commands(entry: &str, holder: &str) -> [redis::Cmd; 2] {
+    let mut del = cmd("DEL");
+    del.arg(entry);
+    let mut push = cmd("RPUSH");
+    push.arg(entry).arg(holder);
+    [del, push]
 }
 
 /// Stored field texts, in the order they were asked for.

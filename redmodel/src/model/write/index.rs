@@ -33,7 +33,7 @@
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use redis::{FromRedisValue, Pipeline, ToRedisArgs, Value};
+use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 
 use super::checked::{check_guards, Checked, Reader, Recorder};
 use super::number_text;
@@ -162,32 +162,34 @@ fn step<M: Model>(spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
     })
 }
 
-/// Adds the commands of the steps that need no old value.
-fn add_blind(pipe: &mut Pipeline, member: &str, steps: &[Step]) {
+/// The commands of the steps that need no old value, added to `cmds`
+/// (an index's commands: their replies dropped).
+fn add_blind(cmds: &mut Vec<Cmd>, member: &str, steps: &[Step]) {
     for step in steps {
         match step {
             Step::Sorted {
                 key,
                 score: Some(score),
             } => {
-                pipe.command("ZADD")
-                    .arg(key)
-                    .arg(score_arg(*score))
-                    .arg(member)
-                    .ignore();
+                let mut zadd = cmd("ZADD");
+                zadd.arg(key).arg(score_arg(*score)).arg(member);
+                cmds.push(zadd);
             }
             Step::Sorted { key, score: None } => {
-                pipe.command("ZREM").arg(key).arg(member).ignore();
+                let mut zrem = cmd("ZREM");
+                zrem.arg(key).arg(member);
+                cmds.push(zrem);
             }
             Step::Recent { key, cap, push } => {
-                pipe.command("LREM").arg(key).arg(0).arg(member).ignore();
+                let mut lrem = cmd("LREM");
+                lrem.arg(key).arg(0).arg(member);
+                cmds.push(lrem);
                 if *push {
-                    pipe.command("LPUSH").arg(key).arg(member).ignore();
-                    pipe.command("LTRIM")
-                        .arg(key)
-                        .arg(0)
-                        .arg(i64::from(*cap) - 1)
-                        .ignore();
+                    let mut lpush = cmd("LPUSH");
+                    lpush.arg(key).arg(member);
+                    let mut ltrim = cmd("LTRIM");
+                    ltrim.arg(key).arg(0).arg(i64::from(*cap) - 1);
+                    cmds.extend([lpush, ltrim]);
                 }
             }
             Step::Unique { .. } | Step::Tags { .. } => {}
@@ -236,9 +238,11 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
         return stepped::run::<M, T>(db, key, guards, write, &specs, &claims).await;
     }
     write(&mut unit);
-    let mut blind = redis::pipe();
+    let mut blind = Vec::new();
     add_blind(&mut blind, key, &steps);
-    unit.extend_ignored(&blind);
+    for cmd in blind {
+        unit.add_ignored(cmd);
+    }
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         return unit.run(db).await;
     }
@@ -251,7 +255,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
         // Read on the shared connection (or guess), decide, and write with
         // one script that checks the reads still hold (see `checked`).
         let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));
-        let mut entries = redis::pipe();
+        let mut entries = Vec::new();
         let decided = add_watched_steps::<M, _>(&recorder, layout, key, &steps, &mut entries).await;
         match decided {
             // A refusal (a value another object holds) ends the write
@@ -262,7 +266,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
             decided => decided?,
         }
         let mut writes = base.to_vec();
-        writes.extend(entries.cmd_iter().map(|cmd| (cmd, false)));
+        writes.extend(entries.iter().map(|cmd| (cmd, false)));
         match recorder.commit::<T>(guards, &writes).await? {
             Checked::Done(out) => return Ok(out),
             Checked::Unsupported => break,
@@ -372,21 +376,23 @@ async fn attempt_watched<M: Model, T: FromRedisValue>(
         }
     }
     // Round 3: the write and every index command, in one MULTI/EXEC.
+    let mut entries = Vec::new();
+    add_watched_steps::<M, _>(tx, layout, key, steps, &mut entries).await?;
     let mut txn = write.clone();
-    add_watched_steps::<M, _>(tx, layout, key, steps, &mut txn).await?;
+    txn.ignored(entries);
     tx.exec(&txn).await
 }
 
 /// Rounds 1 and 2 of a watched write (read the old values and the unique
 /// entries' holders under WATCH, refuse a value another live object
 /// holds), then the unique and tag commands those reads call for, added
-/// to `txn`.
+/// to `txn` (their replies to be dropped).
 async fn add_watched_steps<M: Model, R: Reader>(
     tx: &R,
     layout: KeyLayout,
     key: &str,
     steps: &[Step],
-    txn: &mut Pipeline,
+    txn: &mut Vec<Cmd>,
 ) -> Result<()> {
     let fields = old_fields(steps);
     let mut uniques: Vec<UniqueState> = steps
@@ -419,10 +425,11 @@ async fn add_watched_steps<M: Model, R: Reader>(
     Ok(())
 }
 
-/// Adds the unique and tag commands of a watched write to `txn`, from the
-/// old values (`old_of`) and the entries' holders learned under WATCH.
+/// Adds the unique and tag commands of a watched write to `txn` (their
+/// replies to be dropped), from the old values (`old_of`) and the entries'
+/// holders learned under WATCH.
 fn add_watched<'o, M: Model>(
-    txn: &mut Pipeline,
+    txn: &mut Vec<Cmd>,
     layout: KeyLayout,
     key: &str,
     steps: &[Step],
@@ -434,13 +441,19 @@ fn add_watched<'o, M: Model>(
             // No entry (the read is checked with the write): the push
             // creates it, nothing to delete first.
             Some((entry, None)) => {
-                txn.command("RPUSH").arg(entry).arg(key).ignore();
+                let mut push = cmd("RPUSH");
+                push.arg(entry).arg(key);
+                txn.push(push);
             }
-            Some((entry, Some((holder, _)))) if holder != key => claim_commands(txn, entry, key),
+            Some((entry, Some((holder, _)))) if holder != key => {
+                txn.extend(claim_commands(entry, key));
+            }
             Some(_) | None => {}
         }
         if let Some((entry, true)) = &u.old_entry {
-            txn.command("DEL").arg(entry).ignore();
+            let mut del = cmd("DEL");
+            del.arg(entry);
+            txn.push(del);
         }
     }
     for s in steps {
@@ -450,17 +463,17 @@ fn add_watched<'o, M: Model>(
                 .unwrap_or_default()
                 .into_iter()
                 .collect();
+            let member = |name: &str, tag: &str| {
+                let mut c = cmd(name);
+                c.arg(layout.stored(&tag_key(M::TABLE, field, tag)).as_ref())
+                    .arg(key);
+                c
+            };
             for tag in old.iter().filter(|t| !new.contains(t)) {
-                txn.command("SREM")
-                    .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
-                    .arg(key)
-                    .ignore();
+                txn.push(member("SREM", tag));
             }
             for tag in new {
-                txn.command("SADD")
-                    .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
-                    .arg(key)
-                    .ignore();
+                txn.push(member("SADD", tag));
             }
         }
     }
@@ -485,11 +498,13 @@ pub(crate) async fn add_entries<M: Model>(
         .iter()
         .map(|(spec, new)| step::<M>(spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
-    add_blind(txn, key, &steps);
-    if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
-        return Ok(());
+    let mut entries = Vec::new();
+    add_blind(&mut entries, key, &steps);
+    if touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
+        add_watched_steps::<M, _>(tx, layout, key, &steps, &mut entries).await?;
     }
-    add_watched_steps::<M, _>(tx, layout, key, &steps, txn).await
+    txn.ignored(entries);
+    Ok(())
 }
 
 /// The indexes a write touches, and the unique values it claims, by field.

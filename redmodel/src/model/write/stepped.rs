@@ -404,7 +404,7 @@ async fn claim<M: Model>(
         // claiming, and the confirmation puts back one released before it.
         let mut txn = redis::pipe();
         txn.atomic();
-        claim_commands(&mut txn, entry, key);
+        txn.ignored(claim_commands(entry, key));
         txn.command("PEXPIRE")
             .arg(entry)
             .arg(CLAIM_LEASE.as_millis() as u64)
@@ -442,7 +442,9 @@ async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
             txn.command("PERSIST").arg(entry).ignore();
         }
         Some(_) => {}
-        None => claim_commands(txn, entry, key),
+        None => {
+            txn.ignored(claim_commands(entry, key));
+        }
     })
     .await
 }

@@ -706,9 +706,10 @@ return out
 });
 
 /// Runs [`INCR_INDEXED`] (one round trip; EVALSHA, loading the script on
-/// NOSCRIPT). `None` if the server refuses scripting (an ACL user without
+/// NOSCRIPT) for the indexes `specs` (none: a plain field's guarded
+/// increment). `None` if the server refuses scripting (an ACL user without
 /// `@scripting`, scripting disabled): the caller takes the path without.
-async fn incr_by_script<M: Model>(
+pub(crate) async fn incr_by_script<M: Model>(
     db: &Db,
     key: &str,
     field: &'static str,

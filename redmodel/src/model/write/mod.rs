@@ -142,23 +142,46 @@ impl<M: Model> ObjectRef<M> {
             .await
             .map_err(incr_error(self.key(), field.name()))?;
             T::Output::from_text(&text)
+        } else if db.engine().is_none() {
+            // On a server: the indexed increment's script with no index
+            // (the guard, the increment, the new value read back as text,
+            // exact where a Lua number would round 2^53 and up), one
+            // round trip without building a write's steps; boxed, as the
+            // indexed path. The steps below where scripts are refused.
+            let scripted = Box::pin(index::incr_by_script::<M>(
+                db,
+                &key,
+                field.name(),
+                T::COMMAND,
+                &by,
+                &[],
+            ))
+            .await
+            .map_err(incr_error(self.key(), field.name()))?;
+            match scripted {
+                Some(text) => T::Output::from_text(&text),
+                None => {
+                    // Read back as text too: should the server take
+                    // scripts again meanwhile, the unit is a script.
+                    let mut steps = Steps::new();
+                    steps.guard(key.as_ref());
+                    steps
+                        .add_ignored(cmd(T::COMMAND).arg(&key).arg(field.name()).arg(by).clone())
+                        .add(cmd("HGET").arg(&key).arg(field.name()).clone());
+                    let (reply,): (Value,) = Box::pin(steps.run(db))
+                        .await
+                        .map_err(incr_error(self.key(), field.name()))?;
+                    T::Output::from_text(&number_text(reply)?)
+                }
+            }
         } else {
+            // In process the unit runs without Lua (`Engine::atomically`):
+            // the increment's reply is exact.
             let mut steps = Steps::new();
             steps.guard(key.as_ref());
             let mut incr = cmd(T::COMMAND);
             incr.arg(&key).arg(field.name()).arg(by);
-            if db.engine().is_some() {
-                // In process the unit runs without Lua
-                // (`Engine::atomically`): the increment's reply is exact.
-                steps.add(incr);
-            } else {
-                // The new value read back as text: the unit is a Lua
-                // script, where an integer reply becomes a double (2^53
-                // and up would round).
-                let mut read = cmd("HGET");
-                read.arg(&key).arg(field.name());
-                steps.add_ignored(incr).add(read);
-            }
+            steps.add(incr);
             let (reply,): (Value,) = steps
                 .run(db)
                 .await

@@ -14,7 +14,7 @@ use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, Plan};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
-use redis::Value;
+use redis::{ToRedisArgs, Value};
 
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
@@ -143,37 +143,12 @@ impl<M: Model> ObjectRef<M> {
             .map_err(incr_error(self.key(), field.name()))?;
             T::Output::from_text(&text)
         } else if db.engine().is_none() {
-            // On a server: the indexed increment's script with no index
-            // (the guard, the increment, the new value read back as text,
-            // exact where a Lua number would round 2^53 and up), one
-            // round trip without building a write's steps; boxed, as the
-            // indexed path. The steps below where scripts are refused.
-            let scripted = Box::pin(index::incr_by_script::<M>(
-                db,
-                &key,
-                field.name(),
-                T::COMMAND,
-                &by,
-                &[],
-            ))
-            .await
-            .map_err(incr_error(self.key(), field.name()))?;
-            match scripted {
-                Some(text) => T::Output::from_text(&text),
-                None => {
-                    // Read back as text too: should the server take
-                    // scripts again meanwhile, the unit is a script.
-                    let mut steps = Steps::new();
-                    steps.guard(key.as_ref());
-                    steps
-                        .add_ignored(cmd(T::COMMAND).arg(&key).arg(field.name()).arg(by).clone())
-                        .add(cmd("HGET").arg(&key).arg(field.name()).clone());
-                    let (reply,): (Value,) = Box::pin(steps.run(db))
-                        .await
-                        .map_err(incr_error(self.key(), field.name()))?;
-                    T::Output::from_text(&number_text(reply)?)
-                }
-            }
+            // Boxed, as the indexed path: its states stay out of the
+            // in-process path's future.
+            let text = Box::pin(incr_on_server::<M>(db, &key, field.name(), T::COMMAND, &by))
+                .await
+                .map_err(incr_error(self.key(), field.name()))?;
+            T::Output::from_text(&text)
         } else {
             // In process the unit runs without Lua (`Engine::atomically`):
             // the increment's reply is exact.
@@ -408,6 +383,32 @@ pub(crate) async fn recheck_references<M: Model>(
         }
     }
     Ok(())
+}
+
+/// A plain field's increment on a server: the indexed increment's script
+/// with no index (the guard, the increment, the new value read back as
+/// text, exact where a Lua number would round 2^53 and up), one round trip
+/// without building a write's steps. Where scripts are refused, the steps
+/// (a WATCH transaction), the value read back all the same: should the
+/// server take scripts again meanwhile, the unit is a script.
+async fn incr_on_server<M: Model>(
+    db: &Db,
+    key: &str,
+    field: &'static str,
+    command: &str,
+    by: &(impl ToRedisArgs + Sync),
+) -> Result<Vec<u8>> {
+    let scripted = index::incr_by_script::<M>(db, key, field, command, by, &[]).await?;
+    if let Some(text) = scripted {
+        return Ok(text);
+    }
+    let mut steps = Steps::new();
+    steps.guard(key);
+    steps
+        .add_ignored(cmd(command).arg(key).arg(field).arg(by).clone())
+        .add(cmd("HGET").arg(key).arg(field).clone());
+    let (reply,): (Value,) = steps.run(db).await?;
+    number_text(reply)
 }
 
 /// The stored fields a write sets or removes, with their new text.

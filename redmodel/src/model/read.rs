@@ -62,10 +62,8 @@ impl<M: Model> ObjectRef<M> {
     /// The object: its stored fields, or `None` if it does not exist.
     pub(crate) async fn read_raw(&self, db: &Db) -> Result<RawFields> {
         if M::STORAGE == Storage::Single {
-            let mut get = cmd("GET");
-            get.arg(self.key_in(db).as_ref());
-            let reply = db.read::<Value>(&get).await;
-            return self.take_value(Some(reply.map_err(at_key(self.key(), "string"))?));
+            let mut all = Self::read_values(db, std::slice::from_ref(self)).await?;
+            return all.pop().unwrap_or_else(|| Err(short_reply()));
         }
         // The HMGET alone: an object the model wrote always has a value
         // (`_count`), so it is one command, as raw code's; a reply without

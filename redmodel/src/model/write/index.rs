@@ -617,6 +617,24 @@ async fn check_entries<M: Model, R: Reader>(
     Ok(())
 }
 
+/// [`ObjectRef::incr`] as one script where it can: a field with sorted or
+/// recent indexes on any backend ([`incr_indexed`]), a plain field's on a
+/// server ([`incr_on_server`]; in process the engine runs its guard and
+/// increment without one). Returns the field's new text.
+pub(crate) async fn incr_scripted<M: Model>(
+    db: &Db,
+    key: &str,
+    field: &'static str,
+    command: &str,
+    by: &(impl ToRedisArgs + Sync),
+) -> Result<Vec<u8>> {
+    if touches_index::<M>(&[field]) {
+        incr_indexed::<M>(db, key, field, command, by).await
+    } else {
+        incr_on_server::<M>(db, key, field, command, by).await
+    }
+}
+
 /// [`ObjectRef::incr`] of a field with a sorted or recent index: `HINCRBY`
 /// (or `HINCRBYFLOAT`), the new value as the score, and the recent list's
 /// push, in one script ([`INCR_INDEXED`], one round trip). Returns the
@@ -631,7 +649,7 @@ async fn check_entries<M: Model, R: Reader>(
 /// and the error says so: never a rounded score. In the cluster layout, or
 /// on a server that refuses scripts, the steps of `stepped` do the same in
 /// more round trips.
-pub(crate) async fn incr_indexed<M: Model>(
+async fn incr_indexed<M: Model>(
     db: &Db,
     key: &str,
     field: &'static str,
@@ -654,12 +672,7 @@ pub(crate) async fn incr_indexed<M: Model>(
     // The cluster layout (the object and its indexes are in different
     // slots), or a server that refuses scripts: the object's step, then
     // the entries from the value it read back (see `stepped`).
-    // The new value read back as text (see `ObjectRef::incr`).
-    let write = |steps: &mut Steps| {
-        steps
-            .add_ignored(cmd(command).arg(key).arg(field).arg(by).clone())
-            .add(cmd("HGET").arg(key).arg(field).clone());
-    };
+    let write = |steps: &mut Steps| add_incr_read_back(steps, key, field, command, by);
     let guards = [key.to_string()];
     let (reply,): (Value,) = stepped::run::<M, _>(db, key, &guards, &write, &specs, &[]).await?;
     let text = number_text(reply)?;
@@ -671,6 +684,45 @@ pub(crate) async fn incr_indexed<M: Model>(
         }
     }
     Ok(text)
+}
+
+/// A plain field's increment on a server: [`INCR_INDEXED`] with no index
+/// (the guard, the increment, the new value read back as text), one round
+/// trip without building a write's steps. Where scripts are refused, the
+/// guarded steps (a WATCH transaction), the value read back all the same:
+/// should the server take scripts again meanwhile, the unit is a script.
+async fn incr_on_server<M: Model>(
+    db: &Db,
+    key: &str,
+    field: &'static str,
+    command: &str,
+    by: &(impl ToRedisArgs + Sync),
+) -> Result<Vec<u8>> {
+    if let Some(text) = incr_by_script::<M>(db, key, field, command, by, &[]).await? {
+        return Ok(text);
+    }
+    let mut steps = Steps::new();
+    steps.guard(key);
+    add_incr_read_back(&mut steps, key, field, command, by);
+    let (reply,): (Value,) = steps.run(db).await?;
+    number_text(reply)
+}
+
+/// Adds the increment of `field` (`command`: HINCRBY or HINCRBYFLOAT), its
+/// reply dropped, then the field read back as text: exact where a script
+/// would round the reply (a Lua number, 2^53 and up).
+fn add_incr_read_back(
+    steps: &mut Steps,
+    key: &str,
+    field: &str,
+    command: &str,
+    by: &(impl ToRedisArgs + Sync),
+) {
+    let mut incr = cmd(command);
+    incr.arg(key).arg(field).arg(by);
+    let mut read = cmd("HGET");
+    read.arg(key).arg(field);
+    steps.add_ignored(incr).add(read);
 }
 
 /// The increment of a field with sorted or recent indexes, in one script:
@@ -709,7 +761,7 @@ return out
 /// NOSCRIPT) for the indexes `specs` (none: a plain field's guarded
 /// increment). `None` if the server refuses scripting (an ACL user without
 /// `@scripting`, scripting disabled): the caller takes the path without.
-pub(crate) async fn incr_by_script<M: Model>(
+async fn incr_by_script<M: Model>(
     db: &Db,
     key: &str,
     field: &'static str,

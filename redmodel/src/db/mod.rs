@@ -271,7 +271,11 @@ impl Db {
     ///
     /// The price is the replication delay on every write (well under a
     /// millisecond on a local network) and, on the shared connection, the
-    /// wait holds up the requests queued behind it. On a server without
+    /// wait holds up the requests queued behind it: WAIT blocks its
+    /// connection until it replies, for the whole `timeout` when a replica
+    /// is missing. When other traffic must not queue behind such writes,
+    /// give them a `Db` of their own (connect again, then call this on
+    /// it); its clones share its connection. On a server without
     /// replicas (the memory engine has none) a count above zero fails
     /// every write after `timeout`.
     ///

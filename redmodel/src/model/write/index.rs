@@ -726,10 +726,17 @@ fn add_incr_read_back(
 }
 
 /// The increment of a field with sorted or recent indexes, in one script:
-/// the increment, then the field's new text (exact, where a Lua number
-/// would round a large integer) as the score in every sorted index and a
-/// push to every recent list. If the increment fails (the field is not a
-/// number, the result overflows) the script stops there and nothing moves.
+/// the increment, then the field's new text as the score in every sorted
+/// index and a push to every recent list. If the increment fails (the
+/// field is not a number, the result overflows) the script stops there
+/// and nothing moves.
+///
+/// The new text is the increment's own reply where that is exact:
+/// HINCRBYFLOAT replies with the text it stored, and HINCRBY's integer
+/// becomes a Lua number, a double, exact below 2^53 in magnitude (and
+/// rounding keeps a larger one at or past 2^53, so the test cannot be
+/// fooled). Past it, the field is read back: the rounded number would
+/// not be the stored value.
 static INCR_INDEXED: LazyLock<Lua> = LazyLock::new(|| {
     Lua::new(
         r"
@@ -739,8 +746,14 @@ static INCR_INDEXED: LazyLock<Lua> = LazyLock::new(|| {
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return redis.error_reply('NOTFOUND ' .. KEYS[1])
 end
-redis.call(ARGV[1], KEYS[1], ARGV[2], ARGV[3])
-local text = redis.call('HGET', KEYS[1], ARGV[2])
+local text = redis.call(ARGV[1], KEYS[1], ARGV[2], ARGV[3])
+if type(text) == 'number' then
+  if text > -2^53 and text < 2^53 then
+    text = string.format('%d', text)
+  else
+    text = redis.call('HGET', KEYS[1], ARGV[2])
+  end
+end
 local n = tonumber(ARGV[4])
 local out = {text}
 for i = 2, n + 1 do
@@ -853,8 +866,8 @@ fn incr_in_process(
     };
     let mut args: Vec<&[u8]> = vec![command.as_bytes(), object, field.as_bytes()];
     args.extend(by.iter().map(Vec::as_slice));
-    call(&args)?;
-    let new = text(call(&[b"HGET", object, field.as_bytes()])?)?;
+    // The increment's reply is exact here (no Lua number in between).
+    let new = Some(number_text(call(&args)?)?);
     let score = new.clone().unwrap_or_default();
     let mut out = vec![new];
     for index in &keys[1..=sorted] {

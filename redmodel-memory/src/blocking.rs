@@ -103,6 +103,8 @@ pub(crate) struct Block {
     /// The client's protocol, which the serve function's replies follow
     /// (XREAD's is a map in RESP3).
     resp: u8,
+    /// The reply when the wait times out, if not nil (WAIT's count).
+    timed_out: Option<Reply>,
 }
 
 /// Blocks the running command on `keys` for `timeout` (`None`: forever)
@@ -126,9 +128,31 @@ pub(crate) fn block(
             timeout,
             serve,
             resp: ctx.resp,
+            timed_out: None,
         });
     }
     Ok(reply::nil())
+}
+
+/// Blocks the running command on no key, for `timeout` (`None`: forever):
+/// only the timeout or CLIENT UNBLOCK ends the wait, and the command then
+/// answers `reply`, as it does at once where blocking is denied. WAIT
+/// asked for replicas the engine does not have waits so, as Redis's does.
+pub(crate) fn block_until_timeout(
+    ctx: &mut Ctx<'_>,
+    timeout: Option<Duration>,
+    reply: Reply,
+) -> CmdResult {
+    if matches!(ctx.block, BlockSlot::Allowed) {
+        ctx.block = BlockSlot::Requested(Block {
+            keys: Vec::new(),
+            timeout,
+            serve: Box::new(|_, _| None),
+            resp: ctx.resp,
+            timed_out: Some(reply.clone()),
+        });
+    }
+    Ok(reply)
 }
 
 /// Reads a blocking command's timeout as Redis's `getTimeoutFromObjectOrReply`
@@ -238,6 +262,7 @@ impl Mailbox {
 pub(crate) struct Parked {
     id: u64,
     timeout: Option<Duration>,
+    timed_out: Option<Reply>,
     mailbox: Arc<Mailbox>,
 }
 
@@ -254,6 +279,7 @@ impl Parked {
             engine: engine.clone(),
             id: self.id,
             deadline: self.timeout.map(|t| Instant::now() + t),
+            timed_out: self.timed_out,
             mailbox: self.mailbox,
             done: false,
         }
@@ -288,6 +314,7 @@ pub(crate) fn park(
     Parked {
         id,
         timeout: block.timeout,
+        timed_out: block.timed_out,
         mailbox,
     }
 }
@@ -392,6 +419,8 @@ pub(crate) struct Ticket {
     engine: Engine,
     id: u64,
     deadline: Option<Instant>,
+    /// The reply of a wait that timed out, if not nil.
+    timed_out: Option<Reply>,
     mailbox: Arc<Mailbox>,
     done: bool,
 }
@@ -416,7 +445,7 @@ impl Ticket {
             },
         };
         self.done = true;
-        wake
+        self.reply_of(wake)
     }
 
     /// Waits on this thread until served or timed out.
@@ -444,7 +473,16 @@ impl Ticket {
         };
         let wake = wake.unwrap_or_else(|| self.expire());
         self.done = true;
-        wake
+        self.reply_of(wake)
+    }
+
+    /// How the wait ended, a timeout (or CLIENT UNBLOCK's) given the
+    /// command's own reply where it has one.
+    fn reply_of(&mut self, wake: Wake) -> Wake {
+        match (wake, self.timed_out.take()) {
+            (Wake::TimedOut, Some(reply)) => Wake::Served(reply),
+            (wake, _) => wake,
+        }
     }
 
     /// The timeout passed: leave the queues, unless served meanwhile (the

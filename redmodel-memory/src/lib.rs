@@ -124,12 +124,16 @@ pub fn key_slot(argv: &[&[u8]]) -> Option<u16> {
 /// Whether `argv` may block its connection until another client acts:
 /// Redis 7.0.15's table flags the command `blocking` (BLPOP, BZPOPMIN,
 /// BLMOVE, ...), except XREAD and XREADGROUP without their BLOCK option,
-/// which answer at once. Clients use it to keep such commands off a
+/// which answer at once, and with WAIT asked for one replica or more
+/// (Redis waits for replicas it does not have until the timeout; the
+/// table does not flag WAIT). Clients use it to keep such commands off a
 /// connection other requests share.
 ///
 /// ```
 /// use redmodel_memory::may_block;
 /// assert!(may_block(&[b"BLPOP", b"jobs", b"5"]));
+/// assert!(may_block(&[b"WAIT", b"1", b"100"]));
+/// assert!(!may_block(&[b"WAIT", b"0", b"100"]));
 /// assert!(may_block(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$"]));
 /// assert!(!may_block(&[b"XREAD", b"STREAMS", b"s", b"0"]));
 /// assert!(!may_block(&[b"LPOP", b"jobs"]));
@@ -138,6 +142,13 @@ pub fn may_block(argv: &[&[u8]]) -> bool {
     let Some(meta) = command::meta::of_line(argv) else {
         return false;
     };
+    // WAIT has no `blocking` flag, yet asked for replicas it blocks.
+    if meta.name == "wait" {
+        return argv
+            .get(1)
+            .and_then(|n| args::parse_i64(n))
+            .is_some_and(|n| n > 0);
+    }
     if !meta.has_flag("blocking") {
         return false;
     }

@@ -83,6 +83,93 @@ backend_tests! {
     }
 }
 
+backend_tests! {
+    /// WAIT asked for more replicas than there are (the engine and the test
+    /// servers have none) waits its whole timeout, then answers how many
+    /// acknowledged, as Redis 7.0 does; asked for none, or inside MULTI, it
+    /// answers at once (inside MULTI, `WAIT 1 0` would otherwise wait
+    /// forever). On the `Db` itself in process it waits without holding
+    /// the thread.
+    async fn wait_for_missing_replicas_waits_its_timeout(ctx) {
+        let key = ctx.key("{acks}:w");
+        let mut conn = ctx.db.dedicated_for(&key).await?;
+        conn.query::<()>(redis::cmd("SET").arg(&key).arg(1)).await?;
+        let started = std::time::Instant::now();
+        let acked: i64 = conn.query(redis::cmd("WAIT").arg(1).arg(300)).await?;
+        assert_eq!(acked, 0);
+        assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
+        let acked: i64 = conn.query(redis::cmd("WAIT").arg(0).arg(0)).await?;
+        assert_eq!(acked, 0);
+        let mut tx = redis::pipe();
+        tx.atomic().cmd("SET").arg(&key).arg(2).ignore().cmd("WAIT").arg(1).arg(0);
+        let (acked,): (i64,) = conn.query_pipeline(&tx).await?;
+        assert_eq!(acked, 0);
+        let started = std::time::Instant::now();
+        let acked: i64 = ctx.db.query(redis::cmd("WAIT").arg(1).arg(100)).await?;
+        assert_eq!(acked, 0);
+        assert!(started.elapsed() >= Duration::from_millis(100), "{:?}", started.elapsed());
+        Ok::<(), Error>(())
+    }
+}
+
+backend_tests! {
+    /// WAIT blocks its connection until it replies: a write that waits
+    /// (here for a replica there is not, so for its whole timeout) holds
+    /// up no other request, of the `Db` or of the handle. On the shared
+    /// connection the reads sent after it could not return before it
+    /// (replies come in order), so they would all wait for it.
+    async fn a_write_that_waits_holds_up_no_other_request(ctx) {
+        let acked = ctx.db.with_replica_acks(1, Duration::from_secs(4));
+        let (slow, other) = (ctx.key("{acks}:slow"), ctx.key("{acks}:other"));
+        let write = {
+            let (acked, slow) = (acked.clone(), slow.clone());
+            tokio::spawn(async move { acked.query::<()>(redis::cmd("SET").arg(&slow).arg(1)).await })
+        };
+        // The write's request goes out first.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ctx.db.query::<()>(redis::cmd("SET").arg(&other).arg(2)).await?;
+        let read: Option<i64> = acked.query(redis::cmd("GET").arg(&other)).await?;
+        assert_eq!(read, Some(2));
+        assert!(!write.is_finished(), "the other requests waited for the write's WAIT");
+        let err = write.await.expect("the write's task").unwrap_err();
+        assert!(matches!(err, Error::NotReplicated { acked: 0, wanted: 1 }), "{err:?}");
+        let got: Option<i64> = ctx.db.query(redis::cmd("GET").arg(&slow)).await?;
+        assert_eq!(got, Some(1), "the write itself was done");
+        Ok::<(), Error>(())
+    }
+
+    /// A pipeline of writes on two masters, which a cluster sends command
+    /// by command: each write gets a WAIT of its own (on its own node),
+    /// the replies keep their order. Elsewhere the pipeline is one request
+    /// with one WAIT last.
+    async fn writes_across_masters_each_wait_on_their_node(ctx) {
+        let db = ctx.db.with_replica_acks(0, Duration::from_millis(500));
+        // Two keys of this test's own, outside its prefix's hash tag (which
+        // holds a cluster test's keys in one slot): one in the first third
+        // of the slots, one in the last, so on two masters of a 3-master
+        // cluster. Deleted at the end.
+        let tag = ctx.prefix.trim_matches(|c| c == '{' || c == '}' || c == ':');
+        let slot_of = |key: &str| redmodel::memory::key_slot(&[b"GET", key.as_bytes()]).unwrap_or(0);
+        let pick = |wanted: &dyn Fn(u16) -> bool| {
+            (0..)
+                .map(|i| format!("{{{tag}-{i}}}:k"))
+                .find(|key| wanted(slot_of(key)))
+                .unwrap_or_default()
+        };
+        let (a, b) = (pick(&|slot| slot < 5000), pick(&|slot| slot > 11_500));
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET").arg(&a).arg(1).cmd("INCR").arg(&a).cmd("SET").arg(&b).arg(5).cmd("GET").arg(&b);
+        let sent = db.commands_sent();
+        let got: (String, i64, String, i64) = db.query_pipeline(&pipe).await?;
+        assert_eq!(got, ("OK".to_string(), 2, "OK".to_string(), 5));
+        let waits = if ctx.backend == "cluster" { 3 } else { 1 };
+        assert_eq!(db.commands_sent() - sent, 4 + waits);
+        ctx.db.query::<()>(redis::cmd("DEL").arg(&a)).await?;
+        ctx.db.query::<()>(redis::cmd("DEL").arg(&b)).await?;
+        Ok::<(), Error>(())
+    }
+}
+
 /// On a master with one replica, a write that returned `Ok` is already on
 /// the replica (read there right after, every time); with the replica gone
 /// the same writes fail with `NotReplicated` after the timeout, done on

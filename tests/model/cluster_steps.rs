@@ -302,19 +302,15 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
     let db = Arc::new(Db::connect_cluster(&seeds).await?);
 
     let writers = Writers::start(&db, u32::MAX, 0);
-    // Beside them, writers whose every write waits for its replica
-    // (WAIT 1): none of theirs that returned Ok may be lost. They have a
-    // `Db` of their own: WAIT blocks its connection, and after the kill
-    // the promoted replica has no replica, so each WAIT on its slots holds
-    // the connection for its whole second; on the shared connection the
-    // writers above would queue behind those waits (a CI run saw 45 of
-    // them and only 54 writes acknowledged after the kill).
+    // Beside them, on the same `Db`, writers whose every write waits for
+    // its replica (WAIT 1): none of theirs that returned Ok may be lost.
+    // After the kill the promoted replica has no replica, so each WAIT on
+    // its slots blocks its connection for the whole second: on the shared
+    // connection the writers above queued behind those waits (a CI run saw
+    // 45 of them and only 54 writes acknowledged after the kill); each
+    // now waits on an exclusive connection.
     let replicated = Writers::start(
-        &Arc::new(
-            Db::connect_cluster(&seeds)
-                .await?
-                .with_replica_acks(1, Duration::from_secs(1)),
-        ),
+        &Arc::new(db.with_replica_acks(1, Duration::from_secs(1))),
         u32::MAX,
         4,
     );

@@ -53,17 +53,16 @@ pub(super) const COMMANDS: &[Spec] = &[
 ];
 
 /// WAIT numreplicas timeout: how many replicas acknowledged this client's
-/// writes. The engine has no replicas, so 0, once the arguments parse as
-/// Redis parses them. (Redis, asked for more than it has, blocks until the
-/// timeout first; the engine answers at once.)
-fn wait(_ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    crate::args::int_arg(args[1])?;
-    let timeout = crate::args::parse_i64(args[2])
-        .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
-    if timeout < 0 {
-        return Err(CmdError::err("timeout is negative"));
+/// writes. The engine has no replicas, so 0: at once when no more were
+/// asked for (or inside MULTI), else after the timeout (0: until CLIENT
+/// UNBLOCK), as Redis waits for replicas it does not have.
+fn wait(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let wanted = crate::args::int_arg(args[1])?;
+    let timeout = crate::blocking::parse_timeout_ms(args[2])?;
+    if wanted <= 0 {
+        return Ok(reply::int(0));
     }
-    Ok(reply::int(0))
+    crate::blocking::block_until_timeout(ctx, timeout, reply::int(0))
 }
 
 // ---------------------------------------------------------------------------

@@ -295,7 +295,7 @@ impl Backend for ClusterBackend {
 /// Whether `pipeline` is a transaction, atomic or spelled out (MULTI ...
 /// EXEC as commands, as a `Db` with replica acks sends one): never to be
 /// split into commands routed apart.
-fn holds_a_transaction(pipeline: &Pipeline) -> bool {
+pub(super) fn holds_a_transaction(pipeline: &Pipeline) -> bool {
     pipeline.is_transaction()
         || pipeline
             .cmd_iter()
@@ -514,6 +514,24 @@ fn by_master(owners: &SlotOwners, cmds: &[&Cmd]) -> Option<Vec<(u16, Vec<usize>)
             .map(|(_, slot, places)| (slot, places))
             .collect(),
     )
+}
+
+/// Whether the commands of `pipeline` name keys of more than one slot,
+/// which a cluster connection refuses to send as one pipeline.
+pub(super) fn spans_slots(pipeline: &Pipeline) -> bool {
+    let mut first = None;
+    for cmd in pipeline.cmd_iter() {
+        let Some(argv) = crate::command::args(cmd).collect::<Option<Vec<_>>>() else {
+            continue;
+        };
+        match (first, redmodel_memory::key_slot(&argv)) {
+            (_, None) => {}
+            (None, slot) => first = slot,
+            (Some(a), Some(b)) if a != b => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Whether a reply says its command's slot is served elsewhere, or is

@@ -42,12 +42,14 @@ use counters::Counters;
 pub use dedicated::DedicatedConnection;
 pub use pubsub::{Message, Subscriber};
 
-/// Whether `cmd` may wait for another client (BLPOP, XREAD BLOCK, ...).
+/// Whether `cmd` may wait: for another client (BLPOP, XREAD BLOCK...) or
+/// for replicas (WAIT asked for one or more).
 fn blocks(cmd: &Cmd) -> bool {
-    // Every blocking command's name starts with B or X (BLPOP, BZPOPMIN,
-    // XREAD...): the others, nearly all requests, are told at one byte.
+    // Every such command's name starts with B, X or W (BLPOP, BZPOPMIN,
+    // XREAD, WAIT...): the others, nearly all requests, are told at one
+    // byte.
     match cmd.args_iter().next() {
-        Some(redis::Arg::Simple([b'B' | b'b' | b'X' | b'x', ..])) => {}
+        Some(redis::Arg::Simple([b'B' | b'b' | b'X' | b'x' | b'W' | b'w', ..])) => {}
         _ => return false,
     }
     let mut head: Vec<&[u8]> = Vec::with_capacity(8);
@@ -270,12 +272,14 @@ impl Db {
     /// would count twice). Reads are sent as before.
     ///
     /// The price is the replication delay on every write (well under a
-    /// millisecond on a local network) and, on the shared connection, the
-    /// wait holds up the requests queued behind it: WAIT blocks its
-    /// connection until it replies, for the whole `timeout` when a replica
-    /// is missing. When other traffic must not queue behind such writes,
-    /// give them a `Db` of their own (connect again, then call this on
-    /// it); its clones share its connection. On a server without
+    /// millisecond on a local network). WAIT blocks its connection until
+    /// it replies (for the whole `timeout` when a replica is missing), so
+    /// each write that waits goes on an exclusive connection from the
+    /// `Db`'s pool, as a blocking command does: the shared connection, and
+    /// the requests of other tasks on it, never wait behind it. At most
+    /// the pool's size wait at once; more queue for a connection. On a
+    /// cluster, a pipeline of writes across slots goes command by command,
+    /// each write followed by a WAIT on its own node. On a server without
     /// replicas (the memory engine has none) a count above zero fails
     /// every write after `timeout`.
     ///
@@ -523,31 +527,26 @@ impl Db {
 
 impl ConnectionLike for Db {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        if blocks(cmd) {
-            // On the shared connection a BLPOP would hold up every request
-            // queued behind it until it is served: it gets a connection of
-            // its own (WAIT, if asked for, follows it there).
+        // In process the engine answers at once: no backend future.
+        if let Some(reply) = self.run_now(cmd) {
+            return Box::pin(std::future::ready(Ok(reply)));
+        }
+        // A BLPOP, or a write this handle follows with WAIT, blocks its
+        // connection until it is served: on the shared one it would hold
+        // up every request queued behind it (for WAIT's whole timeout when
+        // a replica is missing). It gets a connection of its own, which
+        // adds the WAIT. A WAIT sent by the caller stays on the shared
+        // connection: it counts the writes of its own connection, and
+        // the caller's went there.
+        let waits = blocks(cmd) && !crate::command::is(cmd, "WAIT");
+        if waits || self.acks.is_some_and(|_| Acks::wanted_for(cmd)) {
             return Box::pin(async move {
                 let mut conn = self.exclusive().await.map_err(into_redis_error)?;
                 conn.req_packed_command(cmd).await
             });
         }
-        // In process the engine answers at once: no backend future.
-        if let Some(reply) = self.run_now(cmd) {
-            return Box::pin(std::future::ready(Ok(reply)));
-        }
-        match self.acks.filter(|_| Acks::wanted_for(cmd)) {
-            None => {
-                self.shared.counters.command();
-                self.shared.backend.send(cmd)
-            }
-            Some(acks) => Box::pin(async move {
-                let wrapped = acks.wrap(cmd);
-                self.shared.counters.pipeline(&wrapped);
-                let replies = self.shared.backend.send_pipeline(&wrapped, 0, 2).await?;
-                acks.unwrap_one(replies)
-            }),
-        }
+        self.shared.counters.command();
+        self.shared.backend.send(cmd)
     }
 
     fn req_packed_commands<'a>(
@@ -556,22 +555,31 @@ impl ConnectionLike for Db {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        match self.acks.filter(|_| Acks::wanted_for_pipeline(pipeline)) {
-            None => {
-                self.shared.counters.pipeline(pipeline);
-                self.shared.backend.send_pipeline(pipeline, offset, count)
-            }
-            Some(acks) => Box::pin(async move {
-                let wrapped = acks.wrap_pipeline(pipeline);
-                self.shared.counters.pipeline(&wrapped);
-                let replies = self
-                    .shared
-                    .backend
-                    .send_pipeline(&wrapped, 0, wrapped.len())
-                    .await?;
-                acks.unwrap(replies, offset, count)
-            }),
+        if self.acks.is_none() || !Acks::wanted_for_pipeline(pipeline) {
+            self.shared.counters.pipeline(pipeline);
+            return self.shared.backend.send_pipeline(pipeline, offset, count);
         }
+        // A pipeline followed by WAIT: on a connection of its own, as a
+        // command is above.
+        Box::pin(async move {
+            let mut conn = self.exclusive().await.map_err(into_redis_error)?;
+            // A cluster connection refuses a pipeline across slots (and a
+            // transaction must stay refused): its commands go one by one,
+            // in order, each write followed by a WAIT on its own node. One
+            // WAIT after them all would go to one node and vouch for the
+            // others' writes unseen.
+            if conn.is_cluster()
+                && !cluster::holds_a_transaction(pipeline)
+                && cluster::spans_slots(pipeline)
+            {
+                let mut replies = Vec::with_capacity(pipeline.len());
+                for cmd in pipeline.cmd_iter() {
+                    replies.push(conn.req_packed_command(cmd).await?);
+                }
+                return Ok(replies.into_iter().skip(offset).take(count).collect());
+            }
+            conn.req_packed_commands(pipeline, offset, count).await
+        })
     }
 
     fn get_db(&self) -> i64 {

@@ -81,8 +81,9 @@ pub(crate) enum BlockSlot {
     Denied,
     /// A client's own command, run at top level.
     Allowed,
-    /// The command asked to block (see [`block`]).
-    Requested(Block),
+    /// The command asked to block (see [`block`]). Boxed: every command
+    /// carries a `BlockSlot` in its `Ctx`, few ever block.
+    Requested(Box<Block>),
 }
 
 impl std::fmt::Debug for BlockSlot {
@@ -123,13 +124,13 @@ pub(crate) fn block(
                 unique.push(Key::from(*key));
             }
         }
-        ctx.block = BlockSlot::Requested(Block {
+        ctx.block = BlockSlot::Requested(Box::new(Block {
             keys: unique,
             timeout,
             serve,
             resp: ctx.resp,
             timed_out: None,
-        });
+        }));
     }
     Ok(reply::nil())
 }
@@ -144,13 +145,13 @@ pub(crate) fn block_until_timeout(
     reply: Reply,
 ) -> CmdResult {
     if matches!(ctx.block, BlockSlot::Allowed) {
-        ctx.block = BlockSlot::Requested(Block {
+        ctx.block = BlockSlot::Requested(Box::new(Block {
             keys: Vec::new(),
             timeout,
             serve: Box::new(|_, _| None),
             resp: ctx.resp,
             timed_out: Some(reply.clone()),
-        });
+        }));
     }
     Ok(reply)
 }

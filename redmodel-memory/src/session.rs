@@ -507,7 +507,7 @@ impl Session {
         self.db = ctx.db;
         if let BlockSlot::Requested(block) = ctx.block {
             let command = args.first().and_then(|name| command::lookup(name));
-            self.parked = Some(blocking::park(ctx.store, self.db, block, command));
+            self.parked = Some(blocking::park(ctx.store, self.db, *block, command));
         }
         result
     }

@@ -105,9 +105,19 @@ pub fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
 }
 
 /// The runtime the benchmarks run on: two workers, like the machines' two
-/// cores.
+/// cores; `BENCH_WORKERS=N` for another number, 0 for a current-thread
+/// runtime (where no request waits for another thread to wake).
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    runtime_of(2)
+    match std::env::var("BENCH_WORKERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
+    {
+        Some(0) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Some(workers) => runtime_of(workers),
+        None => runtime_of(2),
+    }
 }
 
 /// A multi-thread runtime of `workers` worker threads.

@@ -391,13 +391,13 @@ fn in_process(
 
 /// In process, what every checked script does first ([`GUARDS`]): each
 /// key of `guards` must exist, else [`Error::NotFound`].
-pub(super) fn check_guards(tx: &mut Atomic<'_>, guards: &[String]) -> Native<()> {
+pub(super) fn check_guards(tx: &mut Atomic<'_>, guards: &[impl AsRef<str>]) -> Native<()> {
     match guards
         .iter()
-        .find(|guard| tx.call(&[b"EXISTS", guard.as_bytes()]) == Value::Int(0))
+        .find(|guard| tx.call(&[b"EXISTS", guard.as_ref().as_bytes()]) == Value::Int(0))
     {
         Some(missing) => Err(Box::new(Error::NotFound {
-            key: plain_key(missing),
+            key: plain_key(missing.as_ref()),
         })),
         None => Ok(()),
     }

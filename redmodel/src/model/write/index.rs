@@ -787,27 +787,30 @@ async fn incr_by_script<M: Model>(
         .copied()
         .filter(|s| matches!(s.kind, IndexKind::Sorted { .. }))
         .collect();
-    let mut keys = vec![key.to_string()];
-    keys.extend(sorted.iter().map(|_| sorted_key(M::TABLE, field)));
+    let mut indexes: Vec<String> = sorted.iter().map(|_| sorted_key(M::TABLE, field)).collect();
     let mut caps = Vec::new();
     for spec in specs {
         if let IndexKind::Recent { cap } = spec.kind {
-            keys.push(recent_key(M::TABLE, field));
+            indexes.push(recent_key(M::TABLE, field));
             caps.push(cap);
         }
     }
-    let by = by.to_redis_args();
+    let keys: Vec<&str> = std::iter::once(key)
+        .chain(indexes.iter().map(String::as_str))
+        .collect();
     // In process, the engine runs the script's steps without Lua (see
     // `checked`: a script costs several times its commands there).
-    let native =
-        db.atomically(|tx| incr_in_process(tx, &keys, command, field, &by, sorted.len(), &caps));
+    let native = db.atomically(|tx| {
+        let by = by.to_redis_args();
+        incr_in_process(tx, &keys, command, field, &by, sorted.len(), &caps)
+    });
     let replies = match native {
         Some(replies) => replies?,
         None => {
             let mut call = INCR_INDEXED.call(&keys);
             call.arg(command)
                 .arg(field)
-                .arg(&by)
+                .arg(by)
                 .arg(sorted.len())
                 .arg(&caps);
             let replies = call
@@ -851,7 +854,7 @@ async fn incr_by_script<M: Model>(
 /// ran before it stays, as in the script).
 fn incr_in_process(
     tx: &mut Atomic<'_>,
-    keys: &[String],
+    keys: &[&str],
     command: &str,
     field: &str,
     by: &[Vec<u8>],

@@ -17,6 +17,15 @@
 //! and WAIT has none. An atomic pipeline is sent as its commands with
 //! MULTI and EXEC spelled out, WAIT after the EXEC (inside a transaction
 //! WAIT would not wait).
+//!
+//! # Why such a request has a connection of its own
+//! WAIT blocks its connection until it replies, for its whole timeout when
+//! a replica is missing (after a failover, the promoted replica has none).
+//! On the `Db`'s shared connection every request queued behind it would
+//! wait too, so the `Db` sends a request that waits on an exclusive
+//! connection from its pool, as it sends a BLPOP. On a cluster a pipeline
+//! across slots goes command by command there, each write with its own
+//! WAIT: one WAIT after them all would reach one node only.
 
 use std::time::Duration;
 

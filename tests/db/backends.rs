@@ -530,4 +530,29 @@ backend_tests! {
         assert_eq!(none, None);
         Ok::<(), Error>(())
     }
+
+    /// A blocking pop inside a pipeline waits on a connection of its own,
+    /// as one sent alone does: requests sent after it are served at once
+    /// (on the shared connection their replies would queue behind its).
+    async fn a_blocking_pop_in_a_pipeline_holds_up_no_other_request(ctx) {
+        if ctx.engine_lacks(&["BLPOP"]) {
+            return Ok(());
+        }
+        let (key, other) = (ctx.key("{q}:queue"), ctx.key("{q}:other"));
+        let waiter = {
+            let (db, key) = (ctx.db.clone(), key.clone());
+            tokio::spawn(async move {
+                let mut pipe = redis::pipe();
+                pipe.cmd("BLPOP").arg(&key).arg(5);
+                db.query_pipeline::<(Option<(String, String)>,)>(&pipe).await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ctx.db.query::<()>(redis::cmd("SET").arg(&other).arg(1)).await?;
+        assert!(!waiter.is_finished(), "the SET waited for the pipeline's BLPOP");
+        ctx.db.query::<()>(redis::cmd("RPUSH").arg(&key).arg("job")).await?;
+        let (got,) = waiter.await.expect("the waiting task")?;
+        assert_eq!(got, Some((key.clone(), "job".to_string())));
+        Ok::<(), Error>(())
+    }
 }

@@ -63,6 +63,13 @@ fn blocks(cmd: &Cmd) -> bool {
     redmodel_memory::may_block(&head)
 }
 
+/// Whether `cmd` blocks its connection waiting for another client (BLPOP,
+/// XREAD BLOCK...), and so must not ride the shared one. A WAIT does not
+/// count: it stays on the connection whose writes it counts.
+fn holds_up_others(cmd: &Cmd) -> bool {
+    blocks(cmd) && !crate::command::is(cmd, "WAIT")
+}
+
 /// A redmodel error as the redis-rs error a `ConnectionLike` returns.
 fn into_redis_error(err: crate::Error) -> redis::RedisError {
     match err {
@@ -538,8 +545,7 @@ impl ConnectionLike for Db {
         // adds the WAIT. A WAIT sent by the caller stays on the shared
         // connection: it counts the writes of its own connection, and
         // the caller's went there.
-        let waits = blocks(cmd) && !crate::command::is(cmd, "WAIT");
-        if waits || self.acks.is_some_and(|_| Acks::wanted_for(cmd)) {
+        if holds_up_others(cmd) || self.acks.is_some_and(|_| Acks::wanted_for(cmd)) {
             return Box::pin(async move {
                 let mut conn = self.exclusive().await.map_err(into_redis_error)?;
                 conn.req_packed_command(cmd).await
@@ -555,12 +561,16 @@ impl ConnectionLike for Db {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        if self.acks.is_none() || !Acks::wanted_for_pipeline(pipeline) {
+        let own = self
+            .acks
+            .is_some_and(|_| Acks::wanted_for_pipeline(pipeline))
+            || pipeline.cmd_iter().any(holds_up_others);
+        if !own {
             self.shared.counters.pipeline(pipeline);
             return self.shared.backend.send_pipeline(pipeline, offset, count);
         }
-        // A pipeline followed by WAIT: on a connection of its own, as a
-        // command is above.
+        // A pipeline followed by WAIT, or holding a BLPOP: on a connection
+        // of its own, as a command is above.
         Box::pin(async move {
             let mut conn = self.exclusive().await.map_err(into_redis_error)?;
             // A cluster connection refuses a pipeline across slots (and a

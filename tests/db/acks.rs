@@ -113,6 +113,46 @@ backend_tests! {
 }
 
 backend_tests! {
+    /// A WAIT that would wait forever (`WAIT 64 0`) is ended by CLIENT
+    /// UNBLOCK from another connection: with the count of replicas that
+    /// acknowledged, as on a timeout, or with UNBLOCKED's error (Redis
+    /// 7.0.15's replies). The engine in process has no client registry
+    /// to unblock from; its RESP server has.
+    async fn client_unblock_ends_a_wait(ctx) {
+        if matches!(ctx.backend, "memory" | "memory_cluster") {
+            eprintln!("note: client_unblock_ends_a_wait: no CLIENT UNBLOCK in process");
+            return Ok(());
+        }
+        let key = ctx.key("{acks}:unblock");
+        let mut other = ctx.db.dedicated_for(&key).await?;
+        for (reason, errs) in [("TIMEOUT", false), ("ERROR", true)] {
+            let mut waiting = ctx.db.dedicated_for(&key).await?;
+            let id: i64 = waiting.query(redis::cmd("CLIENT").arg("ID")).await?;
+            let wait = tokio::spawn(async move {
+                waiting.query::<i64>(redis::cmd("WAIT").arg(64).arg(0)).await
+            });
+            let mut unblocked = 0;
+            for _ in 0..100 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                unblocked = other.query(redis::cmd("CLIENT").arg("UNBLOCK").arg(id).arg(reason)).await?;
+                if unblocked == 1 {
+                    break;
+                }
+            }
+            assert_eq!(unblocked, 1, "the WAIT was never blocked");
+            let got = wait.await.expect("the waiting task");
+            if errs {
+                let err = got.unwrap_err();
+                assert!(err.to_string().contains("UNBLOCKED"), "{err}");
+            } else {
+                assert!(got? < 64);
+            }
+        }
+        Ok::<(), Error>(())
+    }
+}
+
+backend_tests! {
     /// WAIT blocks its connection until it replies: a write that waits
     /// (here for 64 replicas, more than there are, so for its whole
     /// timeout) holds up no other request, of the `Db` or of the handle.

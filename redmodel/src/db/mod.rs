@@ -94,7 +94,10 @@ const SCAN_COUNT: u64 = 1000;
 /// Cheap to clone (clones share the backend) and safe to use from many
 /// tokio tasks at once. Every backend runs the same Redis commands, given
 /// as [`redis::Cmd`] or [`redis::Pipeline`]; an atomic pipeline
-/// ([`Pipeline::atomic`]) runs as one MULTI/EXEC transaction.
+/// ([`Pipeline::atomic`]) runs as one MULTI/EXEC transaction. A command
+/// that blocks its connection (BLPOP, XREAD BLOCK...), alone or in a
+/// pipeline, goes on a connection of its own from the `Db`'s pool, so it
+/// holds up no other task's requests.
 ///
 /// `Db` also implements redis-rs's [`ConnectionLike`], so redis-rs's
 /// `AsyncCommands` work on it:

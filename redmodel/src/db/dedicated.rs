@@ -7,6 +7,7 @@ use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
 
 use super::acks::Acks;
 use super::backend::Link;
+use super::cluster::{holds_a_transaction, spans_slots};
 use super::conn_state::ConnState;
 use super::counters::Counters;
 use crate::error::Result;
@@ -112,6 +113,20 @@ impl ConnectionLike for DedicatedConnection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
+        if self.cluster && !holds_a_transaction(pipeline) && spans_slots(pipeline) {
+            // A cluster connection refuses a pipeline across slots (a
+            // transaction stays refused): its commands go one by one, in
+            // order, each routed by its key and each write followed by its
+            // own WAIT. One WAIT after them all would reach one node only
+            // and vouch for the others' writes unseen.
+            return Box::pin(async move {
+                let mut replies = Vec::with_capacity(pipeline.len());
+                for cmd in pipeline.cmd_iter() {
+                    replies.push(self.req_packed_command(cmd).await?);
+                }
+                Ok(replies.into_iter().skip(offset).take(count).collect())
+            });
+        }
         self.state.sending_pipeline(pipeline);
         // As for a command: not while a MULTI stays open after it.
         match self

@@ -42,16 +42,26 @@ use counters::Counters;
 pub use dedicated::DedicatedConnection;
 pub use pubsub::{Message, Subscriber};
 
-/// Whether `cmd` may wait: for another client (BLPOP, XREAD BLOCK...) or
-/// for replicas (WAIT asked for one or more).
-fn blocks(cmd: &Cmd) -> bool {
-    // Every such command's name starts with B, X or W (BLPOP, BZPOPMIN,
-    // XREAD, WAIT...): the others, nearly all requests, are told at one
-    // byte.
+/// Whether `cmd` blocks its connection until another client acts (BLPOP,
+/// XREAD BLOCK...), and so must not ride the shared one.
+fn holds_up_others(cmd: &Cmd) -> bool {
+    // Every such command's name starts with B or X (BLPOP, BZPOPMIN,
+    // XREAD...): the others, nearly all requests, are told at one byte.
     match cmd.args_iter().next() {
-        Some(redis::Arg::Simple([b'B' | b'b' | b'X' | b'x' | b'W' | b'w', ..])) => {}
-        _ => return false,
+        Some(redis::Arg::Simple([b'B' | b'b' | b'X' | b'x', ..])) => may_block(cmd),
+        _ => false,
     }
+}
+
+/// Whether `cmd` may wait before it replies: it [holds up
+/// others](holds_up_others), or it is a WAIT asked for replicas (which
+/// stays on the connection whose writes it counts).
+fn may_wait(cmd: &Cmd) -> bool {
+    holds_up_others(cmd) || (crate::command::is(cmd, "WAIT") && may_block(cmd))
+}
+
+/// The engine's command table on `cmd` ([`redmodel_memory::may_block`]).
+fn may_block(cmd: &Cmd) -> bool {
     let mut head: Vec<&[u8]> = Vec::with_capacity(8);
     for arg in cmd.args_iter() {
         match arg {
@@ -61,13 +71,6 @@ fn blocks(cmd: &Cmd) -> bool {
         }
     }
     redmodel_memory::may_block(&head)
-}
-
-/// Whether `cmd` blocks its connection waiting for another client (BLPOP,
-/// XREAD BLOCK...), and so must not ride the shared one. A WAIT does not
-/// count: it stays on the connection whose writes it counts.
-fn holds_up_others(cmd: &Cmd) -> bool {
-    blocks(cmd) && !crate::command::is(cmd, "WAIT")
 }
 
 /// A redmodel error as the redis-rs error a `ConnectionLike` returns.
@@ -385,7 +388,7 @@ impl Db {
     /// through here (`req_packed_command`).
     pub(crate) fn run_now(&self, cmd: &Cmd) -> Option<Value> {
         let engine = self.engine()?;
-        if blocks(cmd) || self.acks.is_some_and(|_| Acks::wanted_for(cmd)) {
+        if may_wait(cmd) || self.acks.is_some_and(|_| Acks::wanted_for(cmd)) {
             return None;
         }
         self.shared.counters.command();
@@ -483,7 +486,8 @@ impl Db {
     /// On a Redis Cluster it is a cluster connection of its own, which
     /// routes each command by its key: WATCH, reads, and atomic pipelines
     /// whose keys share a slot (what [`OptimisticConnection`](crate::OptimisticConnection)
-    /// sends) work; a MULTI, EXEC or DISCARD typed as a command of its own
+    /// sends) work; a plain pipeline across slots goes command by command,
+    /// in order, as on the `Db`; a MULTI, EXEC or DISCARD typed as a command of its own
     /// has no key to be routed by and is refused
     /// ([`Error::Misuse`](crate::Error::Misuse)): send the transaction as an
     /// atomic pipeline.
@@ -576,21 +580,6 @@ impl ConnectionLike for Db {
         // of its own, as a command is above.
         Box::pin(async move {
             let mut conn = self.exclusive().await.map_err(into_redis_error)?;
-            // A cluster connection refuses a pipeline across slots (and a
-            // transaction must stay refused): its commands go one by one,
-            // in order, each write followed by a WAIT on its own node. One
-            // WAIT after them all would go to one node and vouch for the
-            // others' writes unseen.
-            if conn.is_cluster()
-                && !cluster::holds_a_transaction(pipeline)
-                && cluster::spans_slots(pipeline)
-            {
-                let mut replies = Vec::with_capacity(pipeline.len());
-                for cmd in pipeline.cmd_iter() {
-                    replies.push(conn.req_packed_command(cmd).await?);
-                }
-                return Ok(replies.into_iter().skip(offset).take(count).collect());
-            }
             conn.req_packed_commands(pipeline, offset, count).await
         })
     }

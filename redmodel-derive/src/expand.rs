@@ -27,15 +27,16 @@ fn codec(field: &DataField) -> TokenStream {
     }
 }
 
-/// A check, at the field's type, that the type fits its codec: its error
-/// message says what to do otherwise. (A sorted or tags field's type is
-/// checked by its index's functions in `INDEXES`, at the same span.)
+/// A check, at the field's type, that the type fits its codec (its error
+/// message says what to do otherwise), whose value says whether the field
+/// is always stored. (A sorted or tags field's type is checked by its
+/// index's functions in `INDEXES`, at the same span.)
 fn type_check(field: &DataField) -> TokenStream {
     let ty = field.ty();
     if field.json {
-        quote_spanned!(ty.span()=> const _: () = ::redmodel::__private::assert_json::<#ty>();)
+        quote_spanned!(ty.span()=> ::redmodel::__private::json_field::<#ty>())
     } else {
-        quote_spanned!(ty.span()=> const _: () = ::redmodel::__private::assert_field_value::<#ty>();)
+        quote_spanned!(ty.span()=> ::redmodel::__private::plain_field::<#ty>())
     }
 }
 
@@ -171,7 +172,6 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
     );
     quote! {
         const _: () = {
-            #(#type_checks)*
             #owner_check
 
             #[automatically_derived]
@@ -184,6 +184,9 @@ fn expand_object(model: &Model, object: &Object) -> TokenStream {
                 const SYNC_EVERY: u64 = #sync_every;
                 const INDEXES: &'static [::redmodel::__private::IndexSpec] = #indexes;
                 const REFERENCES: &'static [&'static str] = &[#(#references),*];
+                // The fields' type checks, which tell whether one is
+                // always stored.
+                const ALWAYS_HOLDS_A_FIELD: bool = false #(|| #type_checks)*;
 
                 fn pk(&self) -> &Self::Pk {
                     &self.#pk_ident

@@ -290,9 +290,14 @@ backend_tests! {
         db.query::<()>(redis::cmd("HDEL").arg("teacher:B").arg("name")).await?;
         db.query::<()>(redis::cmd("DEL").arg("teacher:C")).await?;
         db.query::<()>(redis::cmd("SET").arg("teacher:C").arg("x")).await?;
+        // E holds none of the fields the batch's HMGETs read (a Teacher
+        // always stores one, so they do not read `_count`): the EXISTS
+        // counts it, and the batch is read again whole.
+        db.query::<()>(redis::cmd("HSET").arg("teacher:E").arg("_count").arg(1))
+            .await?;
         assert!(Teacher::load_many(db, ["A", "B", "C", "D"]).await.is_err());
-        let each = Teacher::load_many_each(db, ["A", "B", "C", "D"]).await?;
-        assert_eq!(each.len(), 4);
+        let each = Teacher::load_many_each(db, ["A", "B", "C", "D", "E"]).await?;
+        assert_eq!(each.len(), 5);
         assert!(matches!(&each[0], Ok(Some(t)) if *t == teacher_named("A")), "{:?}", each[0]);
         assert!(
             matches!(&each[1], Err(Error::MissingField { key, field }) if key == "teacher:B" && field == "name"),
@@ -305,6 +310,11 @@ backend_tests! {
             each[2]
         );
         assert!(matches!(&each[3], Ok(None)), "{:?}", each[3]);
+        assert!(
+            matches!(&each[4], Err(Error::MissingField { key, field }) if key == "teacher:E" && field == "name"),
+            "{:?}",
+            each[4]
+        );
         Ok(())
     }
 }
@@ -844,6 +854,17 @@ backend_tests! {
         assert!(matches!(&each[..], [Ok(Some(_)), Ok(None)]));
         Ok(())
     }
+}
+
+/// Only a model whose every field may be absent reads `_count` with its
+/// fields to tell an object from a missing key.
+#[test]
+fn a_model_reads_count_only_if_it_may_store_no_field() {
+    use redmodel::model::Model;
+    assert!(!Memo::ALWAYS_HOLDS_A_FIELD, "Option fields only");
+    assert!(Teacher::ALWAYS_HOLDS_A_FIELD, "String fields");
+    assert!(Student::ALWAYS_HOLDS_A_FIELD, "a Ref and integers");
+    assert!(Profile::ALWAYS_HOLDS_A_FIELD, "every kind of field");
 }
 
 /// A model with every kind of index, for the per-item batch reads.

@@ -201,6 +201,11 @@ float_scalar!(f32, f64);
     note = "mark the field `#[redmodel(json)]` to store it as JSON (it must implement serde's Serialize and Deserialize), or implement `redmodel::model::Scalar` for it"
 )]
 pub trait FieldValue: Sized {
+    /// Whether every value is stored ([`to_field`](Self::to_field) is
+    /// never `None`): true of a [`Scalar`], false of an `Option`. Only a
+    /// hint that lets a read skip work; `false` is always safe.
+    const ALWAYS_STORED: bool = false;
+
     /// The stored text, or `None` for an absent field.
     fn to_field(&self) -> Option<Vec<u8>>;
     /// Decodes a field (`None` if it is absent).
@@ -213,6 +218,8 @@ pub trait FieldValue: Sized {
 }
 
 impl<T: Scalar> FieldValue for T {
+    const ALWAYS_STORED: bool = true;
+
     fn to_field(&self) -> Option<Vec<u8>> {
         Some(self.to_text())
     }

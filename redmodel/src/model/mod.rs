@@ -221,6 +221,13 @@ pub trait Model: Sized + Send + Sync + 'static {
     /// The stored names of the reference fields (`Ref<T>`): the objects
     /// they name must exist when they are written.
     const REFERENCES: &'static [&'static str] = &[];
+    /// Whether every object this model writes holds one of its declared
+    /// fields (a plain field of a [`FieldValue`] that is
+    /// [always stored](FieldValue::ALWAYS_STORED), as a [`Scalar`] is). A read of the declared fields then tells
+    /// an object from a missing key by itself; otherwise it reads the
+    /// `_count` field that every written object holds too. `false` is
+    /// always safe: it only costs reads that one value.
+    const ALWAYS_HOLDS_A_FIELD: bool = false;
 
     /// This object's pk.
     fn pk(&self) -> &Self::Pk;
@@ -495,10 +502,15 @@ pub mod __private {
     }
 
     /// Compile-time check that a plain field's type can be stored (its
-    /// error message says what to do otherwise).
-    pub const fn assert_field_value<T: FieldValue>() {}
-    /// Compile-time check that a `json` field's type is serde-able.
-    pub const fn assert_json<T: serde::Serialize + serde::de::DeserializeOwned>() {}
+    /// error message says what to do otherwise); whether it always is.
+    pub const fn plain_field<T: FieldValue>() -> bool {
+        T::ALWAYS_STORED
+    }
+    /// Compile-time check that a `json` field's type is serde-able;
+    /// `false`: a value may serialize to `null`, an absent field.
+    pub const fn json_field<T: serde::Serialize + serde::de::DeserializeOwned>() -> bool {
+        false
+    }
     /// Compile-time check that an owner is an admin model.
     pub const fn assert_admin<T: Admin>() {}
 }

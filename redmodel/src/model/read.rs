@@ -1,11 +1,14 @@
 //! How objects are read, with whether each exists.
 //!
-//! A hash object is read with `HMGET key <declared fields> _count`: the
-//! values come back in the declared order, so decoding takes them by
-//! position, and the reply carries no field names to copy or match (an
-//! HGETALL reply is twice as long and arrives in the hash's own order).
-//! HMGET cannot tell a missing object from one that holds none of those
-//! fields, but every object the model writes holds `_count`:
+//! A hash object is read with `HMGET key <declared fields>`: the values
+//! come back in the declared order, so decoding takes them by position,
+//! and the reply carries no field names to copy or match (an HGETALL reply
+//! is twice as long and arrives in the hash's own order). HMGET cannot
+//! tell a missing object from one that holds none of those fields, but
+//! every object the model writes holds one of them when one is always
+//! stored (a field that is not an `Option`: [`Model::ALWAYS_HOLDS_A_FIELD`]),
+//! and `_count` in any case, which the HMGET then reads too (a sixth of a
+//! `Student`'s reply, parsed for nothing, where a field always answers):
 //!
 //! - one object ([`read_raw`](ObjectRef::read_raw)) is read with the HMGET
 //!   alone, one command as raw code sends. A reply with a value is the
@@ -59,6 +62,10 @@ pub(crate) enum Read {
 }
 
 impl<M: Model> ObjectRef<M> {
+    /// How many values [`fields_command`](Self::fields_command)'s HMGET
+    /// replies.
+    const READ_VALUES: usize = M::FIELDS.len() + !M::ALWAYS_HOLDS_A_FIELD as usize;
+
     /// The object: its stored fields, or `None` if it does not exist.
     pub(crate) async fn read_raw(&self, db: &Db) -> Result<RawFields> {
         if M::STORAGE == Storage::Single {
@@ -173,16 +180,17 @@ impl<M: Model> ObjectRef<M> {
         }
     }
 
-    /// `HMGET key <declared fields> _count`.
+    /// `HMGET key <declared fields>`, and `_count` unless the model always
+    /// stores one of those ([`Model::ALWAYS_HOLDS_A_FIELD`]).
     fn fields_command(&self, db: &Db) -> Cmd {
         let key = self.key_in(db);
         // Sized at once: the read is most of a load's own work in process.
         let bytes = key.len() + M::FIELDS.iter().map(|f| f.len()).sum::<usize>() + 16;
         let mut cmd = Cmd::with_capacity(M::FIELDS.len() + 3, bytes);
-        cmd.arg("HMGET")
-            .arg(key.as_ref())
-            .arg(M::FIELDS)
-            .arg(COUNT_FIELD);
+        cmd.arg("HMGET").arg(key.as_ref()).arg(M::FIELDS);
+        if !M::ALWAYS_HOLDS_A_FIELD {
+            cmd.arg(COUNT_FIELD);
+        }
         cmd
     }
 
@@ -211,11 +219,11 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// The declared fields in an HMGET reply, by position: `None` if none
-    /// of them (nor `_count`) has a value. The reply's strings are moved
+    /// of them (nor `_count`, where it is read) has a value. The reply's strings are moved
     /// out, not copied.
     fn take_fields(&self, reply: Option<Value>) -> Result<Option<Vec<Option<Vec<u8>>>>> {
         let values = match reply {
-            Some(Value::Array(values)) if values.len() == M::FIELDS.len() + 1 => values,
+            Some(Value::Array(values)) if values.len() == Self::READ_VALUES => values,
             Some(Value::ServerError(err)) => {
                 let err = Error::from(redis::RedisError::from(err));
                 return Err(at_key(self.key(), "hash")(err));
@@ -235,7 +243,9 @@ impl<M: Model> ObjectRef<M> {
                 _ => return Err(unexpected_reply()),
             });
         }
-        fields.pop(); // `_count`: only its presence counted
+        if !M::ALWAYS_HOLDS_A_FIELD {
+            fields.pop(); // `_count`: only its presence counted
+        }
         Ok(any.then_some(fields))
     }
 

@@ -36,6 +36,27 @@ pub enum Error {
         #[source]
         source: redis::RedisError,
     },
+    /// Every exclusive connection of the `Db` stayed in use for as long as
+    /// a request may wait for one (its connection and response timeouts):
+    /// the server answers, but this process holds all the connections a
+    /// `Db` opens for work that cannot share one. A WATCH transaction
+    /// (through its retries), a blocking command (BLPOP, or a write that
+    /// [waits for replicas](crate::Db::with_replica_acks)) and a
+    /// [`dedicated`](crate::Db::dedicated) connection each hold one while
+    /// they run. Nothing was sent; retrying later may succeed
+    /// ([`Error::is_transient`]), and fewer such operations at once avoid
+    /// it. (The memory engine has no such limit.)
+    #[error(
+        "all {held} exclusive connections of this Db stayed in use for {waited:?} (WATCH \
+         transactions, blocking commands, replica-acknowledged writes and dedicated connections \
+         each hold one while they run): nothing was sent; retry later, or run fewer of them at once"
+    )]
+    Busy {
+        /// How many connections the `Db` holds at most, all in use.
+        held: u32,
+        /// How long the request waited for one.
+        waited: std::time::Duration,
+    },
     /// The server refused the credentials (WRONGPASS), or wants some and got
     /// none (NOAUTH). Retrying will not help: fix the URL.
     #[error(
@@ -273,8 +294,9 @@ impl Error {
     }
 
     /// Whether retrying the same request later may succeed: the backend is
-    /// unreachable ([`Error::Connection`]) or in a passing state
-    /// ([`Error::Unavailable`]). Refused commands, bad data and conflicts
+    /// unreachable ([`Error::Connection`]), in a passing state
+    /// ([`Error::Unavailable`]), or every connection the `Db` may hold is
+    /// in use ([`Error::Busy`]). Refused commands, bad data and conflicts
     /// are not transient: the same request would fail the same way.
     ///
     /// ```
@@ -282,7 +304,10 @@ impl Error {
     /// assert!(!err.is_transient());
     /// ```
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Connection { .. } | Error::Unavailable { .. })
+        matches!(
+            self,
+            Error::Connection { .. } | Error::Unavailable { .. } | Error::Busy { .. }
+        )
     }
 }
 

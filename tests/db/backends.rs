@@ -556,3 +556,40 @@ backend_tests! {
         Ok::<(), Error>(())
     }
 }
+
+backend_tests! {
+    /// With every pooled connection in use, one more request that needs
+    /// its own waits the `Db`'s timeouts and gets `Error::Busy`: transient,
+    /// not a connection failure (the server answers, and the shared
+    /// connection serves meanwhile). Once one is given back, the next
+    /// request gets it. The memory engine has no pool and no such limit.
+    async fn a_request_past_the_pool_is_busy_not_a_connection_error(ctx) {
+        let (connect, response) = (Duration::from_millis(200), Duration::from_millis(300));
+        let db = match (ctx.url(), ctx.cluster_urls()) {
+            (Some(url), _) => Db::connect_with_timeouts(url, connect, response).await?,
+            (None, Some(urls)) => Db::connect_cluster_with_timeouts(urls, connect, response).await?,
+            (None, None) => ctx.db.clone(),
+        };
+        let mut held = Vec::new();
+        for _ in 0..16 {
+            held.push(db.dedicated().await?);
+        }
+        let next = db.dedicated().await;
+        if db.engine().is_some() {
+            assert!(next.is_ok(), "{:?}", next.err());
+            return Ok(());
+        }
+        let err = next.err().expect("every connection is held");
+        assert!(
+            matches!(err, Error::Busy { held: 16, waited } if waited == connect + response),
+            "{err:?}"
+        );
+        assert!(err.is_transient() && !err.is_connection(), "{err:?}");
+        assert!(err.to_string().contains("16 exclusive connections"), "{err}");
+        let pong: String = db.query(&redis::cmd("PING")).await?;
+        assert_eq!(pong, "PONG");
+        held.pop();
+        db.dedicated().await?;
+        Ok::<(), Error>(())
+    }
+}

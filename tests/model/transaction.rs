@@ -99,7 +99,7 @@ async fn transfers(db: Db, ids: Vec<u32>, task: usize) -> redmodel::Result<u32> 
             // On a loaded machine a transaction may wait longer than the
             // pool allows for one of its 16 connections (64 tasks contend
             // for them, each holding its own through its retries): refused
-            // as transient before it read or wrote anything, it is a
+            // (`Error::Busy`) before it read or wrote anything, it is a
             // transfer not made, which the totals below must show.
             Err(e) if e.is_transient() => {
                 eprintln!("task {task}: a transfer refused as transient: {e}");

@@ -290,7 +290,9 @@ impl Db {
     /// each write that waits goes on an exclusive connection from the
     /// `Db`'s pool, as a blocking command does: the shared connection, and
     /// the requests of other tasks on it, never wait behind it. At most
-    /// the pool's size wait at once; more queue for a connection. On a
+    /// the pool's size wait at once; more queue for a connection, as long
+    /// as the `Db`'s connection and response timeouts together, then fail
+    /// with [`Error::Busy`](crate::Error::Busy), having sent nothing. On a
     /// cluster, a pipeline of writes across slots goes command by command,
     /// each write followed by a WAIT on its own node. On a server without
     /// replicas (the memory engine has none) a count above zero fails
@@ -479,7 +481,9 @@ impl Db {
     /// WATCH / MULTI / EXEC need, since WATCH belongs to a connection.
     ///
     /// On a server it comes from a pool (at most 16 connections, opened
-    /// when first needed) and goes back when dropped; one left WATCHing or
+    /// when first needed; with all of them in use, a request waits as long
+    /// as the `Db`'s connection and response timeouts together, then fails
+    /// with [`Error::Busy`](crate::Error::Busy)) and goes back when dropped; one left WATCHing or
     /// inside MULTI is cleaned (DISCARD / UNWATCH) before its next use, and
     /// one whose request was abandoned midway is closed instead.
     ///

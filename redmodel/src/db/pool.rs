@@ -151,16 +151,25 @@ where
     match pool.get_owned().await {
         Ok(conn) => Ok(Box::new(Pooled(conn)) as Box<dyn Link>),
         Err(bb8::RunError::User(err)) => Err(Error::from(err)),
-        Err(bb8::RunError::TimedOut) => Err(Error::Connection {
-            source: redis::RedisError::from((
-                redis::ErrorKind::Io,
-                "no pooled connection became free in time",
-                format!(
-                    "all {POOL_SIZE} exclusive connections stayed busy, or could not be \
-                     opened, for {wait:?}"
-                ),
-            )),
-        }),
+        // Every connection open and none idle: the server answers, this
+        // process holds them all. Otherwise they could not be opened.
+        Err(bb8::RunError::TimedOut) => {
+            let state = pool.state();
+            if state.connections >= POOL_SIZE && state.idle_connections == 0 {
+                Err(Error::Busy {
+                    held: POOL_SIZE,
+                    waited: wait,
+                })
+            } else {
+                Err(Error::Connection {
+                    source: redis::RedisError::from((
+                        redis::ErrorKind::Io,
+                        "no pooled connection could be opened in time",
+                        format!("{wait:?}"),
+                    )),
+                })
+            }
+        }
     }
 }
 

@@ -579,7 +579,9 @@ backend_tests! {
             assert!(next.is_ok(), "{:?}", next.err());
             return Ok(());
         }
-        let err = next.err().expect("every connection is held");
+        let Err(err) = next else {
+            panic!("a 17th connection while 16 are held");
+        };
         assert!(
             matches!(err, Error::Busy { held: 16, waited } if waited == connect + response),
             "{err:?}"

@@ -668,7 +668,7 @@ async fn settle_claims(
     let mut read = redis::pipe();
     read.command("WATCH").arg(&entries).ignore();
     for entry in &entries {
-        holder_command(&mut read, entry);
+        read.add_command(holder_command(entry));
     }
     let holders: Vec<Option<String>> = tx.query_pipeline(&read).await?;
     let rivals: Vec<(&Claim, &String)> = claims

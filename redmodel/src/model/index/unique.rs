@@ -184,7 +184,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
             let mut pipe = redis::pipe();
             pipe.ignore_errors();
             for entry in batch {
-                holder_command(&mut pipe, entry);
+                pipe.add_command(holder_command(entry));
             }
             let holders: Vec<redis::Value> = db.read_pipeline(&pipe).await?;
             let stale = batch
@@ -212,23 +212,25 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     }
 }
 
-/// Adds to `pipe` the command that reads the holder named by the unique
-/// entry `entry` (a list of one element): `LINDEX entry 0`, which replies
-/// like a GET (the key, or nil).
-pub(crate) fn holder_command(pipe: &mut redis::Pipeline, entry: &str) {
-    pipe.command("LINDEX").arg(entry).arg(0);
+/// The command that reads the holder named by the unique entry `entry`
+/// (a list of one element): `LINDEX entry 0`, which replies like a GET
+/// (the key, or nil).
+pub(crate) fn holder_command(entry: &str) -> redis::Cmd {
+    let mut lindex = cmd("LINDEX");
+    lindex.arg(entry).arg(0);
+    lindex
 }
 
-/// Adds to `pipe` the read of who holds the unique entry `entry` and that
+/// The read of who holds the unique entry `entry` and that
 /// holder's `field`, at one instant (`SORT entry BY nosort LIMIT 0 1 GET #
 /// GET *->field`): an empty reply for a free value, else the holder and
 /// its field (nil if it has none). One command, so the two agree: read in
 /// two, a value that changes hands between them looks held by no one.
 /// Plain layout only (SORT's GET patterns may name other slots).
-pub(crate) fn holder_and_field_command(pipe: &mut redis::Pipeline, entry: &str, field: &str) {
+pub(crate) fn holder_and_field_command(entry: &str, field: &str) -> redis::Cmd {
     let mut sort = holder_sort(entry, 2, field.len() + 3);
     sort.arg("GET").arg([b"*->", field.as_bytes()].concat());
-    pipe.add_command(sort);
+    sort
 }
 
 /// WATCHes the unique entry `entry` on `tx` and reads who it names and
@@ -240,7 +242,7 @@ pub(crate) async fn watch_entry(
 ) -> Result<(Option<String>, i64)> {
     let mut read = redis::pipe();
     read.command("WATCH").arg(entry).ignore();
-    holder_command(&mut read, entry);
+    read.add_command(holder_command(entry));
     read.command("PTTL").arg(entry);
     tx.query_pipeline(&read).await
 }

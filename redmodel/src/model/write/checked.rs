@@ -26,10 +26,11 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex};
 
-use redis::{Cmd, FromRedisValue, Pipeline, Value};
+use redis::{Cmd, FromRedisValue, Value};
 
 use super::recall::{Facts, Guess};
 use super::shaped;
+use crate::command::cmd;
 use crate::layout::plain_key;
 use crate::memory::Atomic;
 use crate::model::steps::not_found;
@@ -43,16 +44,41 @@ use crate::{Db, Error, Result};
 /// returns through, where perf put stalls on those copies.
 pub(crate) type Native<T> = std::result::Result<T, Box<Error>>;
 
-/// What the write paths read through: the commands of `pipe` (WATCHes
-/// included: on the WATCH path they are sent, here they are dropped), and
-/// the replies of those not ignored.
+/// What the write paths read through: the commands `reads`, their
+/// replies in order (an error reply as a value if `errors_as_replies`, as
+/// `ignore_errors` gives them, else the first error ends the read). On the
+/// WATCH path `watch` is WATCHed first, in the same round trip; here the
+/// script checks the reads instead, and `watch` goes unused. The commands
+/// are given, not lent: the [`Recorder`] keeps them as its conditions.
 pub(crate) trait Reader: Sync {
-    fn read(&self, pipe: &Pipeline) -> impl Future<Output = Result<Vec<Value>>> + Send;
+    fn read(
+        &self,
+        watch: &[&str],
+        reads: Vec<Cmd>,
+        errors_as_replies: bool,
+    ) -> impl Future<Output = Result<Vec<Value>>> + Send;
 }
 
 impl Reader for RawTransaction {
-    fn read(&self, pipe: &Pipeline) -> impl Future<Output = Result<Vec<Value>>> + Send {
-        self.query_pipeline(pipe)
+    fn read(
+        &self,
+        watch: &[&str],
+        reads: Vec<Cmd>,
+        errors_as_replies: bool,
+    ) -> impl Future<Output = Result<Vec<Value>>> + Send {
+        let mut pipe = redis::pipe();
+        if errors_as_replies {
+            pipe.ignore_errors();
+        }
+        if !watch.is_empty() {
+            let mut watching = cmd("WATCH");
+            watching.arg(watch);
+            pipe.add_command(watching).ignore();
+        }
+        for read in reads {
+            pipe.add_command(read);
+        }
+        async move { self.query_pipeline(&pipe).await }
     }
 }
 
@@ -87,34 +113,39 @@ impl<'a> Recorder<'a> {
 }
 
 impl Reader for Recorder<'_> {
-    fn read(&self, pipe: &Pipeline) -> impl Future<Output = Result<Vec<Value>>> + Send {
+    fn read(
+        &self,
+        _watch: &[&str],
+        cmds: Vec<Cmd>,
+        _errors_as_replies: bool,
+    ) -> impl Future<Output = Result<Vec<Value>>> + Send {
         let recall = self.db.recall();
+        // What is read for real: a command copied only when not guessed
+        // (the recorded conditions keep the originals). Errors come back
+        // as replies, to be recorded (a read's error fails the script's
+        // comparison), whatever the caller asked.
         let mut reads = redis::pipe();
         reads.ignore_errors();
-        let mut cmds = Vec::new();
-        let mut guesses = Vec::new();
-        for cmd in pipe.cmd_iter() {
-            let watch = crate::command::is(cmd, "WATCH");
-            if watch {
-                continue;
-            }
-            let guess = match &self.guess {
-                Guess::Absent => recall.guess(cmd),
-                Guess::Replied(facts) => facts.answer(cmd),
-                Guess::Nothing => None,
-            };
-            match guess {
-                Some(_) if matches!(self.guess, Guess::Absent) => {
-                    self.guessed.store(true, Ordering::Relaxed)
+        let guesses: Vec<Option<Value>> = cmds
+            .iter()
+            .map(|cmd| {
+                let guess = match &self.guess {
+                    Guess::Absent => recall.guess(cmd),
+                    Guess::Replied(facts) => facts.answer(cmd),
+                    Guess::Nothing => None,
+                };
+                match guess {
+                    Some(_) if matches!(self.guess, Guess::Absent) => {
+                        self.guessed.store(true, Ordering::Relaxed)
+                    }
+                    Some(_) => {}
+                    None => {
+                        reads.add_command(cmd.clone());
+                    }
                 }
-                Some(_) => {}
-                None => {
-                    reads.add_command(cmd.clone());
-                }
-            }
-            guesses.push(guess);
-            cmds.push(cmd.clone());
-        }
+                guess
+            })
+            .collect();
         async move {
             let read: Vec<Value> = if reads.cmd_iter().next().is_none() {
                 Vec::new()

@@ -30,6 +30,7 @@
 //! value and the object's write are one atomic unit; a refused or
 //! conflicting write stores nothing at all.
 
+use smallvec::SmallVec;
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
@@ -538,19 +539,21 @@ async fn read_old<R: Reader>(
     fields: &[&str],
     uniques: &mut [UniqueState<'_>],
 ) -> Result<Vec<Option<Vec<u8>>>> {
-    let claimed: Vec<&String> = uniques
-        .iter()
-        .filter_map(|u| u.new_entry.as_ref().map(|(k, _)| k))
-        .collect();
-    let mut read = redis::pipe();
-    read.command("WATCH").arg(key).arg(&claimed).ignore();
-    read.command("HMGET").arg(key).arg(fields);
-    for u in uniques.iter() {
-        if let Some((entry, _)) = &u.new_entry {
-            holder_and_field_command(&mut read, entry, u.field);
+    let replies: Vec<Value> = {
+        let mut watch: SmallVec<[&str; 4]> = SmallVec::new();
+        watch.push(key);
+        let mut read = Vec::with_capacity(1 + uniques.len());
+        let mut hmget = cmd("HMGET");
+        hmget.arg(key).arg(fields);
+        read.push(hmget);
+        for u in uniques.iter() {
+            if let Some((entry, _)) = &u.new_entry {
+                watch.push(entry);
+                read.push(holder_and_field_command(entry, u.field));
+            }
         }
-    }
-    let replies: Vec<Value> = tx.read(&read).await?;
+        tx.read(&watch, read, false).await?
+    };
     let mut replies = replies.into_iter();
     let old = redis::from_redis_value(replies.next().unwrap_or(Value::Nil))
         .map_err(redis::RedisError::from)?;
@@ -601,13 +604,9 @@ async fn check_entries<M: Model, R: Reader>(
     if releases.is_empty() {
         return Ok(());
     }
-    let mut check = redis::pipe();
-    check.ignore_errors();
-    check.command("WATCH").arg(&releases).ignore();
-    for entry in &releases {
-        holder_command(&mut check, entry);
-    }
-    let replies: Vec<Value> = tx.read(&check).await?;
+    let watch: SmallVec<[&str; 4]> = releases.iter().map(String::as_str).collect();
+    let check = releases.iter().map(|entry| holder_command(entry)).collect();
+    let replies: Vec<Value> = tx.read(&watch, check, true).await?;
     let mut replies = replies.into_iter();
     for u in uniques.iter_mut() {
         if let Some((_, ours)) = u.old_entry.as_mut() {

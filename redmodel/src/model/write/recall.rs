@@ -440,13 +440,8 @@ mod tests {
     #[test]
     fn an_entry_and_its_holder_are_remembered_together() {
         let recall = Recall::default();
-        let mut pipe = redis::pipe();
-        crate::model::index::unique::holder_and_field_command(
-            &mut pipe,
-            "p:_unique:name:ann",
-            "name",
-        );
-        let sort = pipe.cmd_iter().next().cloned().expect("a command");
+        let sort =
+            crate::model::index::unique::holder_and_field_command("p:_unique:name:ann", "name");
         assert_eq!(
             recall.guess(&sort),
             Some(Value::Array(vec![])),
@@ -478,9 +473,7 @@ mod tests {
     fn a_write_is_followed_on_the_values_it_read() {
         let recall = Recall::default();
         let entry = "p:_unique:name:bob";
-        let mut pipe = redis::pipe();
-        crate::model::index::unique::holder_and_field_command(&mut pipe, entry, "name");
-        let sort = pipe.cmd_iter().next().cloned().expect("a command");
+        let sort = crate::model::index::unique::holder_and_field_command(entry, "name");
         let mut facts = Facts::of([
             (
                 &hmget(),

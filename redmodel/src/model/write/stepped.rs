@@ -507,7 +507,7 @@ async fn on_entry(
     watched(db, entry, |tx| async move {
         let mut read = redis::pipe();
         read.command("WATCH").arg(entry).ignore();
-        holder_command(&mut read, entry);
+        read.add_command(holder_command(entry));
         let (holder,): (Option<String>,) = tx.query_pipeline(&read).await?;
         let mut txn = redis::pipe();
         txn.atomic();

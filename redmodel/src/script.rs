@@ -110,7 +110,19 @@ impl Lua {
 
     /// A call of this script with `keys` (`KEYS`); its arguments follow.
     pub(crate) fn call<K: ToRedisArgs>(&self, keys: &[K]) -> Call<'_> {
-        let mut evalsha = Cmd::with_capacity(32, 512);
+        self.call_sized(keys, 29, 400)
+    }
+
+    /// [`call`](Self::call) with room for `args` more arguments of
+    /// `bytes` bytes in all, where the caller knows them: its buffers then
+    /// never grow.
+    pub(crate) fn call_sized<K: ToRedisArgs>(
+        &self,
+        keys: &[K],
+        args: usize,
+        bytes: usize,
+    ) -> Call<'_> {
+        let mut evalsha = Cmd::with_capacity(3 + keys.len() + args, 112 + bytes);
         evalsha
             .arg("EVALSHA")
             .arg(&self.sha)

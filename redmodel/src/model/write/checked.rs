@@ -322,7 +322,9 @@ async fn send(
     let shaped = shaped::shape(conditions, writes);
     let call = match &shaped {
         Some(shaped) => {
-            let mut call = shaped.script.call(guards);
+            let bytes = guards.iter().map(String::len).sum::<usize>()
+                + shaped.argv.iter().map(|a| a.len()).sum::<usize>();
+            let mut call = shaped.script.call_sized(guards, shaped.argv.len(), bytes);
             for arg in &shaped.argv {
                 call.arg(*arg);
             }

@@ -14,7 +14,7 @@ use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, Plan};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
-use redis::Value;
+use redis::{Cmd, Value};
 
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
@@ -290,7 +290,11 @@ fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&
         steps.add_ignored(cmd("HDEL").arg(key).arg(removed).clone());
     }
     if !set.is_empty() {
-        steps.add_ignored(cmd("HSET").arg(key).arg(set).clone());
+        // Sized at once: an insert sets every field.
+        let bytes = key.len() + set.iter().map(|(f, v)| f.len() + v.len()).sum::<usize>();
+        let mut hset = Cmd::with_capacity(2 + 2 * set.len(), 4 + bytes);
+        hset.arg("HSET").arg(key).arg(set);
+        steps.add_ignored(hset);
     }
 }
 

@@ -481,11 +481,12 @@ impl Db {
     /// WATCH / MULTI / EXEC need, since WATCH belongs to a connection.
     ///
     /// On a server it comes from a pool (at most 16 connections, opened
-    /// when first needed; with all of them in use, a request waits as long
-    /// as the `Db`'s connection and response timeouts together, then fails
-    /// with [`Error::Busy`](crate::Error::Busy)) and goes back when dropped; one left WATCHing or
+    /// when first needed) and goes back when dropped; one left WATCHing or
     /// inside MULTI is cleaned (DISCARD / UNWATCH) before its next use, and
-    /// one whose request was abandoned midway is closed instead.
+    /// one whose request was abandoned midway is closed instead. With all
+    /// 16 in use, a request waits as long as the `Db`'s connection and
+    /// response timeouts together, then fails with
+    /// [`Error::Busy`](crate::Error::Busy).
     ///
     /// On a Redis Cluster it is a cluster connection of its own, which
     /// routes each command by its key: WATCH, reads, and atomic pipelines

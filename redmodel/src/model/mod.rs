@@ -223,10 +223,11 @@ pub trait Model: Sized + Send + Sync + 'static {
     const REFERENCES: &'static [&'static str] = &[];
     /// Whether every object this model writes holds one of its declared
     /// fields (a plain field of a [`FieldValue`] that is
-    /// [always stored](FieldValue::ALWAYS_STORED), as a [`Scalar`] is). A read of the declared fields then tells
-    /// an object from a missing key by itself; otherwise it reads the
-    /// `_count` field that every written object holds too. `false` is
-    /// always safe: it only costs reads that one value.
+    /// [always stored](FieldValue::ALWAYS_STORED), as a [`Scalar`] is).
+    /// A read of the declared fields then tells an object from a missing
+    /// key by itself; otherwise it reads the `_count` field that every
+    /// written object holds too. `false` is always safe: it only costs
+    /// reads that one value.
     const ALWAYS_HOLDS_A_FIELD: bool = false;
 
     /// This object's pk.

@@ -4,11 +4,11 @@
 //! come back in the declared order, so decoding takes them by position,
 //! and the reply carries no field names to copy or match (an HGETALL reply
 //! is twice as long and arrives in the hash's own order). HMGET cannot
-//! tell a missing object from one that holds none of those fields, but
-//! every object the model writes holds one of them when one is always
-//! stored (a field that is not an `Option`: [`Model::ALWAYS_HOLDS_A_FIELD`]),
-//! and `_count` in any case, which the HMGET then reads too (a sixth of a
-//! `Student`'s reply, parsed for nothing, where a field always answers):
+//! tell a missing object from one that holds none of those fields. A
+//! model with a field that is always stored (one that is not an `Option`,
+//! [`Model::ALWAYS_HOLDS_A_FIELD`]) never writes such an object; for any
+//! other model the HMGET reads `_count` too, which every object the model
+//! writes holds:
 //!
 //! - one object ([`read_raw`](ObjectRef::read_raw)) is read with the HMGET
 //!   alone, one command as raw code sends. A reply with a value is the
@@ -219,8 +219,8 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// The declared fields in an HMGET reply, by position: `None` if none
-    /// of them (nor `_count`, where it is read) has a value. The reply's strings are moved
-    /// out, not copied.
+    /// of them (nor `_count`, where it is read) has a value. The reply's
+    /// strings are moved out, not copied.
     fn take_fields(&self, reply: Option<Value>) -> Result<Option<Vec<Option<Vec<u8>>>>> {
         let values = match reply {
             Some(Value::Array(values)) if values.len() == Self::READ_VALUES => values,

@@ -30,11 +30,11 @@
 //! value and the object's write are one atomic unit; a refused or
 //! conflicting write stores nothing at all.
 
-use smallvec::SmallVec;
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
+use smallvec::SmallVec;
 
 use super::checked::{check_guards, Checked, Reader, Recorder};
 use super::number_text;

@@ -564,7 +564,10 @@ backend_tests! {
     /// connection serves meanwhile). Once one is given back, the next
     /// request gets it. The memory engine has no pool and no such limit.
     async fn a_request_past_the_pool_is_busy_not_a_connection_error(ctx) {
-        let (connect, response) = (Duration::from_millis(200), Duration::from_millis(300));
+        // Short enough to wait out here, long enough for 16 connections
+        // (each a cluster connection to every node, on a cluster) to open
+        // on a loaded machine.
+        let (connect, response) = (Duration::from_secs(2), Duration::from_millis(500));
         let db = match (ctx.url(), ctx.cluster_urls()) {
             (Some(url), _) => Db::connect_with_timeouts(url, connect, response).await?,
             (None, Some(urls)) => Db::connect_cluster_with_timeouts(urls, connect, response).await?,

@@ -4,3 +4,4 @@
 
 pub mod bench;
 pub mod child;
+pub mod model_ops;

@@ -72,9 +72,12 @@ use std::time::{Duration, Instant};
 
 use redmodel::prelude::*;
 use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
-use redmodel_examples::model_ops::{
-    fixture, store, student, BenchResult, Op, Side, Student, SIDES, STUDENTS,
-};
+
+// The operations, shared with the criterion bench (see `support/lib.rs`
+// for why a module of each, not the library's).
+#[path = "support/model_ops.rs"]
+mod model_ops;
+use model_ops::{fixture, store, student, BenchResult, Op, Side, Student, SIDES, STUDENTS};
 use redmodel_suite::{RedisCluster, RedisServer};
 
 const USAGE: &str =

@@ -21,7 +21,12 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use redmodel::Db;
-use redmodel_examples::model_ops::{fixture, student, Op, Side, Student, SIDES, STUDENTS};
+
+// Shared with `bench_models`, which uses more of it.
+#[path = "../support/model_ops.rs"]
+#[allow(dead_code)]
+mod model_ops;
+use model_ops::{fixture, student, Op, Side, Student, SIDES, STUDENTS};
 
 fn in_process(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -1,3 +1,6 @@
+//! (A module of `bench_models` and of `benches/in_process.rs`, not of the
+//! examples' library: see `lib.rs`.)
+//!
 //! The operations that `bench_models` times against redis-server and the
 //! cluster, and the criterion bench `in_process` times on the engine in
 //! process: the school's `Student` and an indexed `Player` through the

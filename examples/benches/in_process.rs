@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use redmodel::Db;
+use redmodel_examples::bench::runtime_of;
 
 // Shared with `bench_models`, which uses more of it.
 #[path = "../support/model_ops.rs"]
@@ -29,10 +30,7 @@ mod model_ops;
 use model_ops::{fixture, student, Op, Side, Student, SIDES, STUDENTS};
 
 fn in_process(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("no tokio runtime: {e}"));
+    let runtime = runtime_of(0).unwrap_or_else(|e| panic!("no tokio runtime: {e}"));
     let db = Db::memory();
     let students: Vec<Student> = (0..STUDENTS).map(student).collect();
     runtime

@@ -108,24 +108,25 @@ pub fn fmt_ratio(a: Option<f64>, b: Option<f64>) -> String {
 /// cores; `BENCH_WORKERS=N` for another number, 0 for a current-thread
 /// runtime (where no request waits for another thread to wake).
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    match std::env::var("BENCH_WORKERS")
+    let workers = std::env::var("BENCH_WORKERS")
         .ok()
-        .and_then(|w| w.parse().ok())
-    {
-        Some(0) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        Some(workers) => runtime_of(workers),
-        None => runtime_of(2),
-    }
+        .and_then(|w| w.parse().ok());
+    runtime_of(workers.unwrap_or(2))
 }
 
-/// A multi-thread runtime of `workers` worker threads.
+/// A multi-thread runtime of `workers` worker threads; 0: a current-thread
+/// runtime.
 pub fn runtime_of(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .enable_all()
-        .build()
+    match workers {
+        0 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(n);
+            builder
+        }
+    }
+    .enable_all()
+    .build()
 }
 
 #[cfg(test)]

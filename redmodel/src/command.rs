@@ -16,7 +16,13 @@ const BYTES: usize = 96;
 
 /// The command `name`, with room for its usual arguments.
 pub(crate) fn cmd(name: &str) -> Cmd {
-    let mut cmd = Cmd::with_capacity(ARGS, BYTES);
+    sized(name, ARGS, BYTES)
+}
+
+/// The command `name`, with room for `args` more arguments of `bytes`
+/// bytes in all: a command whose size the caller knows never grows.
+pub(crate) fn sized(name: &str, args: usize, bytes: usize) -> Cmd {
+    let mut cmd = Cmd::with_capacity(1 + args, name.len() + bytes);
     cmd.arg(name);
     cmd
 }

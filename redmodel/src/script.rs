@@ -122,12 +122,8 @@ impl Lua {
         args: usize,
         bytes: usize,
     ) -> Call<'_> {
-        let mut evalsha = Cmd::with_capacity(3 + keys.len() + args, 112 + bytes);
-        evalsha
-            .arg("EVALSHA")
-            .arg(&self.sha)
-            .arg(keys.len())
-            .arg(keys);
+        let mut evalsha = crate::command::sized("EVALSHA", 2 + keys.len() + args, 112 + bytes);
+        evalsha.arg(&self.sha).arg(keys.len()).arg(keys);
         Call { lua: self, evalsha }
     }
 }

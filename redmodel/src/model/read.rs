@@ -38,8 +38,8 @@ use redis::{Cmd, Pipeline, Value};
 use super::object::{RawFields, COUNT_FIELD};
 use super::reply::{at_key, redis_type, reply_at};
 use super::{Model, ObjectRef, Storage};
-use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::command::{cmd, sized};
 use crate::{Db, Error, KeyLayout, Result};
 
 /// Makes `pipe`'s reads see one instant: a MULTI against a server, where
@@ -186,8 +186,8 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         // Sized at once: the read is most of a load's own work in process.
         let bytes = key.len() + M::FIELDS.iter().map(|f| f.len()).sum::<usize>() + 16;
-        let mut cmd = Cmd::with_capacity(M::FIELDS.len() + 3, bytes);
-        cmd.arg("HMGET").arg(key.as_ref()).arg(M::FIELDS);
+        let mut cmd = sized("HMGET", M::FIELDS.len() + 2, bytes);
+        cmd.arg(key.as_ref()).arg(M::FIELDS);
         if !M::ALWAYS_HOLDS_A_FIELD {
             cmd.arg(COUNT_FIELD);
         }

@@ -15,8 +15,8 @@ use std::marker::PhantomData;
 
 use redis::Value;
 
-use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::command::{cmd, sized};
 use crate::model::codec::{Codec, IntoValue, Plain};
 use crate::model::key::{decode_segment, glob_escape, unique_key};
 use crate::model::live::{key_text, parse_member, prune, Entry, Stale, Test, PRUNE_BATCH};
@@ -252,8 +252,7 @@ pub(crate) async fn watch_entry(
 /// the `GET` patterns of the holder's fields.
 fn holder_sort(entry: &str, more_args: usize, more_bytes: usize) -> redis::Cmd {
     // Sized at once: a checked write builds one on every attempt.
-    let mut sort = redis::Cmd::with_capacity(9 + more_args, entry.len() + 32 + more_bytes);
-    sort.arg("SORT");
+    let mut sort = sized("SORT", 8 + more_args, entry.len() + 32 + more_bytes);
     sort.arg(entry)
         .arg("BY")
         .arg("nosort")

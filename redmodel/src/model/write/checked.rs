@@ -126,26 +126,24 @@ impl Reader for Recorder<'_> {
         // comparison), whatever the caller asked.
         let mut reads = redis::pipe();
         reads.ignore_errors();
-        let guesses: Vec<Option<Value>> = cmds
-            .iter()
-            .map(|cmd| {
-                let guess = match &self.guess {
-                    Guess::Absent => recall.guess(cmd),
-                    Guess::Replied(facts) => facts.answer(cmd),
-                    Guess::Nothing => None,
-                };
-                match guess {
-                    Some(_) if matches!(self.guess, Guess::Absent) => {
-                        self.guessed.store(true, Ordering::Relaxed)
-                    }
-                    Some(_) => {}
-                    None => {
-                        reads.add_command(cmd.clone());
-                    }
+        let mut guesses: Vec<Option<Value>> = Vec::with_capacity(cmds.len());
+        for cmd in &cmds {
+            let guess = match &self.guess {
+                Guess::Absent => recall.guess(cmd),
+                Guess::Replied(facts) => facts.answer(cmd),
+                Guess::Nothing => None,
+            };
+            match guess {
+                Some(_) if matches!(self.guess, Guess::Absent) => {
+                    self.guessed.store(true, Ordering::Relaxed)
                 }
-                guess
-            })
-            .collect();
+                Some(_) => {}
+                None => {
+                    reads.add_command(cmd.clone());
+                }
+            }
+            guesses.push(guess);
+        }
         async move {
             let read: Vec<Value> = if reads.cmd_iter().next().is_none() {
                 Vec::new()

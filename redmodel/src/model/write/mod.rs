@@ -14,7 +14,7 @@ use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, Plan};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
-use redis::{Cmd, Value};
+use redis::Value;
 
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
@@ -22,7 +22,7 @@ use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
 use super::steps::Steps;
 use super::{Model, OwnerKind, SingleValue, Storage};
-use crate::command::cmd;
+use crate::command::{cmd, sized};
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
 
@@ -292,8 +292,8 @@ fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&
     if !set.is_empty() {
         // Sized at once: an insert sets every field.
         let bytes = key.len() + set.iter().map(|(f, v)| f.len() + v.len()).sum::<usize>();
-        let mut hset = Cmd::with_capacity(2 + 2 * set.len(), 4 + bytes);
-        hset.arg("HSET").arg(key).arg(set);
+        let mut hset = sized("HSET", 1 + 2 * set.len(), bytes);
+        hset.arg(key).arg(set);
         steps.add_ignored(hset);
     }
 }

@@ -242,10 +242,21 @@ fn text(
              local function list(r)\n  if type(r) ~= 'table' then return {r} end\n  return r\nend\n\
              local seen, r = {}\n",
         );
-        for (i, ((name, argc, _), at)) in reads.iter().zip(&read_at).enumerate() {
+        for (i, ((name, argc, count), at)) in reads.iter().zip(&read_at).enumerate() {
+            // A read expected to find nothing runs only if its key exists
+            // (see `absent_reply`).
+            let absent = expected[i].iter().all(Option::is_none);
+            let probe = absent.then(|| absent_reply(name, *argc, *count)).flatten();
+            if let Some(reply) = &probe {
+                let _ = write!(
+                    out,
+                    "if redis.call('EXISTS', ARGV[{at}]) == 0 then seen[{}] = {reply} else ",
+                    i + 1
+                );
+            }
             let _ = write!(out, "seen[{}] = read('{name}'", i + 1);
             args_text(&mut out, *at, *argc);
-            out.push_str(")\n");
+            out.push_str(if probe.is_some() { ") end\n" } else { ")\n" });
         }
         for (i, ((_, _, count), values)) in reads.iter().zip(expected).enumerate() {
             let _ = write!(out, "r = list(seen[{}])\nif #r ~= {count}", i + 1);
@@ -281,6 +292,28 @@ fn text(
     }
     out.push_str("return out\n");
     out
+}
+
+/// The reply, as Lua, of the read `name` with `argc` arguments (the key
+/// first) when its key does not exist, for a read expected to find
+/// nothing (`count` nils, or an empty list); `None` for a command not
+/// known to reply so.
+///
+/// Why: a guarded write mostly reads what is not there (a new object's old
+/// values, the entry of a value nobody holds), and an `EXISTS` costs Redis
+/// less than the read: a unique entry's holder is read with a `SORT ... GET
+/// # GET *->field`, which builds a list and parses its options even for a
+/// key that is not there. On redis-server an indexed insert's script took
+/// about 0.8 µs less with the probe. A key that exists, of any type, is
+/// read as before, so the reply is the read's own whatever it holds.
+fn absent_reply(name: &str, argc: usize, count: usize) -> Option<String> {
+    let nils = |n: usize| format!("{{{}}}", vec!["false"; n].join(", "));
+    match name {
+        "HMGET" if count == argc.checked_sub(1)? => Some(nils(count)),
+        "GET" | "HGET" | "LINDEX" if count == 1 => Some("false".to_string()),
+        "SORT" | "LRANGE" | "SMEMBERS" if count == 0 => Some("{}".to_string()),
+        _ => None,
+    }
 }
 
 /// What a shaped script replied, as the caller reads every checked
@@ -348,6 +381,39 @@ mod tests {
         assert!(text.ends_with(
             "local out = {1}\nredis.call('HSET', ARGV[4], ARGV[5], ARGV[6])\nreturn out\n"
         ));
+    }
+
+    #[test]
+    fn a_read_expected_to_find_nothing_runs_only_if_its_key_exists() {
+        let text = text(
+            &[
+                ("HMGET", 3, 2),
+                ("SORT", 4, 0),
+                ("LINDEX", 2, 1),
+                ("HGET", 2, 1),
+            ],
+            &[vec![None, None], vec![], vec![Some(b"k")], vec![None]],
+            &[("HSET", 3, false)],
+        );
+        assert!(text.contains(
+            "if redis.call('EXISTS', ARGV[1]) == 0 then seen[1] = {false, false} \
+             else seen[1] = read('HMGET', ARGV[1], ARGV[2], ARGV[3]) end\n"
+        ));
+        assert!(text.contains(
+            "if redis.call('EXISTS', ARGV[4]) == 0 then seen[2] = {} \
+             else seen[2] = read('SORT', ARGV[4], ARGV[5], ARGV[6], ARGV[7]) end\n"
+        ));
+        // A read expected to find a value reads, whatever its key.
+        assert!(text.contains("seen[3] = read('LINDEX', ARGV[8], ARGV[9])\n"));
+        assert!(text.contains("then seen[4] = false else seen[4] = read('HGET'"));
+        // Only commands whose reply for a missing key is known.
+        assert_eq!(
+            absent_reply("HMGET", 3, 2).as_deref(),
+            Some("{false, false}")
+        );
+        assert_eq!(absent_reply("HMGET", 3, 1), None);
+        assert_eq!(absent_reply("EXISTS", 2, 1), None);
+        assert_eq!(absent_reply("SORT", 4, 1), None);
     }
 
     #[test]

@@ -24,6 +24,15 @@ struct Player {
     rating: f64,
 }
 
+/// `thermometer:1` = {level}, an `f32` in `thermometer:_sorted:level`.
+#[derive(Admin, Debug)]
+struct Thermometer {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(sorted)]
+    level: f32,
+}
+
 fn player(id: u32, name: &str, logins: u64, age: Option<u32>) -> Player {
     Player {
         id,
@@ -144,6 +153,19 @@ backend_tests! {
         db.query::<()>(redis::cmd("HSET").arg("player:9").arg("name").arg("x").arg("logins").arg(3).arg("rating").arg(0)).await?;
         assert_eq!(Player::at(9).incr(db, Player::LOGINS, 1).await?, 4);
         assert_eq!(zscore(db, "player:_sorted:logins", "player:9").await, Some(4.0));
+        Ok::<(), Error>(())
+    }
+
+    /// The score is the field's codec's, not Redis's reading of the text:
+    /// an `f32` field holds "0.2", which Redis reads as the double 0.2,
+    /// where the field's value is the float nearest 0.2 (0.2000000029...).
+    exclusive async fn an_increment_scores_by_the_fields_codec(ctx) {
+        let db = &ctx.db;
+        Thermometer { id: 1, level: 0.1 }.insert(db).await?;
+        let level = Thermometer::at(1).incr(db, Thermometer::LEVEL, 0.1).await?;
+        assert_eq!(Thermometer::at(1).get(db, Thermometer::LEVEL).await?, Some(level));
+        assert_ne!(f64::from(level), 0.2, "the float is not the double");
+        assert_eq!(Thermometer::LEVEL_SORTED.score(db, Thermometer::at(1)).await?, Some(f64::from(level)));
         Ok::<(), Error>(())
     }
 

@@ -736,6 +736,10 @@ fn add_incr_read_back(
 /// rounding keeps a larger one at or past 2^53, so the test cannot be
 /// fooled). Past it, the field is read back: the rounded number would
 /// not be the stored value.
+///
+/// The script replies with the text alone: the score Redis stores is that
+/// text parsed as a double (correctly rounded, as Rust's parse is), which
+/// the caller computes itself rather than reading it back with a ZSCORE.
 static INCR_INDEXED: LazyLock<Lua> = LazyLock::new(|| {
     Lua::new(
         r"
@@ -754,17 +758,15 @@ if type(text) == 'number' then
   end
 end
 local n = tonumber(ARGV[4])
-local out = {text}
 for i = 2, n + 1 do
   redis.call('ZADD', KEYS[i], text, KEYS[1])
-  out[#out + 1] = redis.call('ZSCORE', KEYS[i], KEYS[1])
 end
 for i = n + 2, #KEYS do
   redis.call('LREM', KEYS[i], 0, KEYS[1])
   redis.call('LPUSH', KEYS[i], KEYS[1])
   redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[i + 3 - n]) - 1)
 end
-return out
+return {text}
 ",
     )
 });
@@ -822,16 +824,13 @@ async fn incr_by_script<M: Model>(
             replies
         }
     };
-    let mut replies = replies.into_iter();
-    let text = replies.next().flatten().unwrap_or_default();
+    let text = replies.into_iter().next().flatten().unwrap_or_default();
+    // The score ZADD stored: the text parsed as a double, as Redis parses it.
+    let stored: Option<f64> = std::str::from_utf8(&text).ok().and_then(|t| t.parse().ok());
     for spec in sorted {
         let IndexKind::Sorted { score } = spec.kind else {
             continue;
         };
-        let stored: Option<f64> = replies
-            .next()
-            .flatten()
-            .and_then(|s| std::str::from_utf8(&s).ok()?.parse().ok());
         match score(&text) {
             Ok(Some(expected)) if Some(expected) == stored => {}
             // Redis parsed the text as a score differently from the
@@ -863,18 +862,12 @@ fn incr_in_process(
     check_guards(tx, &keys[..1]).map_err(|e| *e)?;
     let object = keys[0].as_bytes();
     let mut call = |args: &[&[u8]]| tx.call(args).extract_error();
-    let text = |reply: Value| -> Result<Option<Vec<u8>>> {
-        Ok(redis::from_redis_value(reply).map_err(redis::RedisError::from)?)
-    };
     let mut args: Vec<&[u8]> = vec![command.as_bytes(), object, field.as_bytes()];
     args.extend(by.iter().map(Vec::as_slice));
     // The increment's reply is exact here (no Lua number in between).
-    let new = Some(number_text(call(&args)?)?);
-    let score = new.clone().unwrap_or_default();
-    let mut out = vec![new];
+    let new = number_text(call(&args)?)?;
     for index in &keys[1..=sorted] {
-        call(&[b"ZADD", index.as_bytes(), &score, object])?;
-        out.push(text(call(&[b"ZSCORE", index.as_bytes(), object])?)?);
+        call(&[b"ZADD", index.as_bytes(), &new, object])?;
     }
     for (index, cap) in keys[sorted + 1..].iter().zip(caps) {
         let last = (i64::from(*cap) - 1).to_string();
@@ -882,7 +875,7 @@ fn incr_in_process(
         call(&[b"LPUSH", index.as_bytes(), object])?;
         call(&[b"LTRIM", index.as_bytes(), b"0", last.as_bytes()])?;
     }
-    Ok(out)
+    Ok(vec![Some(new)])
 }
 
 /// The error of an increment whose result cannot be a score: the field

@@ -618,8 +618,9 @@ async fn check_entries<M: Model, R: Reader>(
 
 /// [`ObjectRef::incr`] as one script where it can: a field with sorted or
 /// recent indexes on any backend ([`incr_indexed`]), a plain field's on a
-/// server ([`incr_on_server`]; in process the engine runs its guard and
-/// increment without one). Returns the field's new text.
+/// server ([`incr_on_server`]; in process the caller runs its guard and
+/// increment under the engine's lock, [`incr_in_process`]). Returns the
+/// field's new text.
 pub(crate) async fn incr_scripted<M: Model>(
     db: &Db,
     key: &str,
@@ -849,8 +850,9 @@ async fn incr_by_script<M: Model>(
 
 /// [`INCR_INDEXED`]'s steps, run by the engine in process under its lock
 /// ([`Db::atomically`]); its reply, or the first command's error (what
-/// ran before it stays, as in the script).
-fn incr_in_process(
+/// ran before it stays, as in the script). With no index (`keys` the
+/// object alone), a plain field's increment in process.
+pub(super) fn incr_in_process(
     tx: &mut Atomic<'_>,
     keys: &[&str],
     command: &str,

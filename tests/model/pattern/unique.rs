@@ -178,6 +178,24 @@ backend_tests! {
         Ok::<(), Error>(())
     }
 
+    /// A value taken through another handle is refused though this `Db`,
+    /// which never saw it, guesses it free: the script finds the entry's
+    /// key, reads its holder and replies it instead of writing.
+    exclusive async fn a_value_taken_elsewhere_is_refused(ctx) {
+        let db = &ctx.db;
+        let other = ctx.another_db().await;
+        user(2, "ken").insert(&other).await?;
+        let err = user(1, "ken").insert(db).await.unwrap_err();
+        assert_unique_error(err, "ken", "user:2");
+        assert!(!exists(db, "user:1").await, "nothing of the refused insert");
+        user(1, "rob").insert(db).await?;
+        let err = User::at(1).set(db, User::NAME, "ken").await.unwrap_err();
+        assert_unique_error(err, "ken", "user:2");
+        assert_eq!(get(db, "user:_unique:name:ken").await.as_deref(), Some("user:2"));
+        assert_eq!(get(db, "user:_unique:name:rob").await.as_deref(), Some("user:1"));
+        Ok::<(), Error>(())
+    }
+
     /// Changing the value releases the old one (its entry is gone), which
     /// another object may then claim; two unique fields are independent.
     exclusive async fn updates_move_the_entry(ctx) {

@@ -42,7 +42,6 @@ use super::recall::Guess;
 use super::stepped;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::memory::Atomic;
 use crate::model::index::unique::{claim_commands, holder_and_field_command, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
@@ -800,14 +799,8 @@ async fn incr_by_script<M: Model>(
     let keys: Vec<&str> = std::iter::once(key)
         .chain(indexes.iter().map(String::as_str))
         .collect();
-    // In process, the engine runs the script's steps without Lua (see
-    // `checked`: a script costs several times its commands there).
-    let native = db.atomically(|tx| {
-        let by = by.to_redis_args();
-        incr_in_process(tx, &keys, command, field, &by, sorted.len(), &caps)
-    });
-    let replies = match native {
-        Some(replies) => replies?,
+    let text = match incr_in_process(db, &keys, command, field, by, sorted.len(), &caps) {
+        Some(text) => text?,
         None => {
             let mut call = INCR_INDEXED.call(&keys);
             call.arg(command)
@@ -822,16 +815,16 @@ async fn incr_by_script<M: Model>(
             let Some(replies) = replies else {
                 return Ok(None);
             };
-            replies
+            replies.into_iter().next().flatten().unwrap_or_default()
         }
     };
-    let text = replies.into_iter().next().flatten().unwrap_or_default();
-    // The score ZADD stored: the text parsed as a double, as Redis parses it.
-    let stored: Option<f64> = std::str::from_utf8(&text).ok().and_then(|t| t.parse().ok());
     for spec in sorted {
         let IndexKind::Sorted { score } = spec.kind else {
             continue;
         };
+        // The score ZADD stored: the text parsed as a double, as Redis
+        // parses it.
+        let stored: Option<f64> = std::str::from_utf8(&text).ok().and_then(|t| t.parse().ok());
         match score(&text) {
             Ok(Some(expected)) if Some(expected) == stored => {}
             // Redis parsed the text as a score differently from the
@@ -848,36 +841,41 @@ async fn incr_by_script<M: Model>(
     Ok(Some(text))
 }
 
-/// [`INCR_INDEXED`]'s steps, run by the engine in process under its lock
-/// ([`Db::atomically`]); its reply, or the first command's error (what
-/// ran before it stays, as in the script). With no index (`keys` the
-/// object alone), a plain field's increment in process.
+/// In process, [`INCR_INDEXED`]'s steps, run by the engine under its
+/// lock ([`Db::atomically`]) without Lua (see `checked`: a script costs
+/// several times its commands there): the field's new text, or the first
+/// command's error (what ran before it stays, as in the script); `None`
+/// on a server. With no index (`keys` the object alone), a plain field's
+/// increment.
 pub(super) fn incr_in_process(
-    tx: &mut Atomic<'_>,
+    db: &Db,
     keys: &[&str],
     command: &str,
     field: &str,
-    by: &[Vec<u8>],
+    by: &impl ToRedisArgs,
     sorted: usize,
     caps: &[u32],
-) -> Result<Vec<Option<Vec<u8>>>> {
-    check_guards(tx, &keys[..1]).map_err(|e| *e)?;
-    let object = keys[0].as_bytes();
-    let mut call = |args: &[&[u8]]| tx.call(args).extract_error();
-    let mut args: Vec<&[u8]> = vec![command.as_bytes(), object, field.as_bytes()];
-    args.extend(by.iter().map(Vec::as_slice));
-    // The increment's reply is exact here (no Lua number in between).
-    let new = number_text(call(&args)?)?;
-    for index in &keys[1..=sorted] {
-        call(&[b"ZADD", index.as_bytes(), &new, object])?;
-    }
-    for (index, cap) in keys[sorted + 1..].iter().zip(caps) {
-        let last = (i64::from(*cap) - 1).to_string();
-        call(&[b"LREM", index.as_bytes(), b"0", object])?;
-        call(&[b"LPUSH", index.as_bytes(), object])?;
-        call(&[b"LTRIM", index.as_bytes(), b"0", last.as_bytes()])?;
-    }
-    Ok(vec![Some(new)])
+) -> Option<Result<Vec<u8>>> {
+    db.atomically(|tx| {
+        check_guards(tx, &keys[..1]).map_err(|e| *e)?;
+        let object = keys[0].as_bytes();
+        let mut call = |args: &[&[u8]]| tx.call(args).extract_error();
+        let by = by.to_redis_args();
+        let mut args: Vec<&[u8]> = vec![command.as_bytes(), object, field.as_bytes()];
+        args.extend(by.iter().map(Vec::as_slice));
+        // The increment's reply is exact here (no Lua number in between).
+        let new = number_text(call(&args)?)?;
+        for index in &keys[1..=sorted] {
+            call(&[b"ZADD", index.as_bytes(), &new, object])?;
+        }
+        for (index, cap) in keys[sorted + 1..].iter().zip(caps) {
+            let last = (i64::from(*cap) - 1).to_string();
+            call(&[b"LREM", index.as_bytes(), b"0", object])?;
+            call(&[b"LPUSH", index.as_bytes(), object])?;
+            call(&[b"LTRIM", index.as_bytes(), b"0", last.as_bytes()])?;
+        }
+        Ok(new)
+    })
 }
 
 /// The error of an increment whose result cannot be a score: the field

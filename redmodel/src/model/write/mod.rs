@@ -129,17 +129,15 @@ impl<M: Model> ObjectRef<M> {
     ) -> Result<T::Output> {
         let key = self.key_in(db);
         // In process a plain field's guard and increment run at once under
-        // the engine's lock: no steps to build, no command to encode.
+        // the engine's lock: no steps to build, no command to encode, no
+        // boxed future.
         let native = if touches_index::<M>(&[field.name()]) {
             None
         } else {
-            db.atomically(|tx| {
-                let by = redis::ToRedisArgs::to_redis_args(&by);
-                index::incr_in_process(tx, &[key.as_ref()], T::COMMAND, field.name(), &by, 0, &[])
-            })
+            index::incr_in_process(db, &[key.as_ref()], T::COMMAND, field.name(), &by, 0, &[])
         };
         let text = match native {
-            Some(replies) => replies.map(|r| r.into_iter().next().flatten().unwrap_or_default()),
+            Some(text) => text,
             // One script where it can (see `index::incr_scripted`). Boxed:
             // its states (a script call, a resync, the stepped path) made
             // every `incr` future 2.5 kB, moved whole into the future

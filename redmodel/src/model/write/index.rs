@@ -615,25 +615,6 @@ async fn check_entries<M: Model, R: Reader>(
     Ok(())
 }
 
-/// [`ObjectRef::incr`] as one script where it can: a field with sorted or
-/// recent indexes on any backend ([`incr_indexed`]), a plain field's on a
-/// server ([`incr_on_server`]; in process the caller runs its guard and
-/// increment under the engine's lock, [`incr_in_process`]). Returns the
-/// field's new text.
-pub(crate) async fn incr_scripted<M: Model>(
-    db: &Db,
-    key: &str,
-    field: &'static str,
-    command: &str,
-    by: &(impl ToRedisArgs + Sync),
-) -> Result<Vec<u8>> {
-    if touches_index::<M>(&[field]) {
-        incr_indexed::<M>(db, key, field, command, by).await
-    } else {
-        incr_on_server::<M>(db, key, field, command, by).await
-    }
-}
-
 /// [`ObjectRef::incr`] of a field with a sorted or recent index: `HINCRBY`
 /// (or `HINCRBYFLOAT`), the new value as the score, and the recent list's
 /// push, in one script ([`INCR_INDEXED`], one round trip). Returns the
@@ -648,7 +629,7 @@ pub(crate) async fn incr_scripted<M: Model>(
 /// and the error says so: never a rounded score. In the cluster layout, or
 /// on a server that refuses scripts, the steps of `stepped` do the same in
 /// more round trips.
-async fn incr_indexed<M: Model>(
+pub(crate) async fn incr_indexed<M: Model>(
     db: &Db,
     key: &str,
     field: &'static str,
@@ -690,7 +671,7 @@ async fn incr_indexed<M: Model>(
 /// trip without building a write's steps. Where scripts are refused, the
 /// guarded steps (a WATCH transaction), the value read back all the same:
 /// should the server take scripts again meanwhile, the unit is a script.
-async fn incr_on_server<M: Model>(
+pub(crate) async fn incr_on_server<M: Model>(
     db: &Db,
     key: &str,
     field: &'static str,

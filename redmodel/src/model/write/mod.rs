@@ -128,35 +128,25 @@ impl<M: Model> ObjectRef<M> {
         by: T::By,
     ) -> Result<T::Output> {
         let key = self.key_in(db);
-        // In process a plain field's guard and increment run at once under
-        // the engine's lock: no steps to build, no command to encode, no
-        // boxed future.
-        let native = if touches_index::<M>(&[field.name()]) {
-            None
+        let name = field.name();
+        // Boxed, the script paths: their states (a script call, a resync,
+        // the stepped path) made every `incr` future 2.5 kB, moved whole
+        // into the future awaiting it. In process a plain field's guard and
+        // increment run at once under the engine's lock: no steps to
+        // build, no command to encode, no boxed future.
+        let text = if touches_index::<M>(&[name]) {
+            Box::pin(index::incr_indexed::<M>(db, &key, name, T::COMMAND, &by)).await
+        } else if let Some(text) =
+            index::incr_in_process(db, &[key.as_ref()], T::COMMAND, name, &by, 0, &[])
+        {
+            text
         } else {
-            index::incr_in_process(db, &[key.as_ref()], T::COMMAND, field.name(), &by, 0, &[])
-        };
-        let text = match native {
-            Some(text) => text,
-            // One script where it can (see `index::incr_scripted`). Boxed:
-            // its states (a script call, a resync, the stepped path) made
-            // every `incr` future 2.5 kB, moved whole into the future
-            // awaiting it.
-            None => {
-                Box::pin(index::incr_scripted::<M>(
-                    db,
-                    &key,
-                    field.name(),
-                    T::COMMAND,
-                    &by,
-                ))
-                .await
-            }
+            Box::pin(index::incr_on_server::<M>(db, &key, name, T::COMMAND, &by)).await
         }
-        .map_err(incr_error(self.key(), field.name()))?;
+        .map_err(incr_error(self.key(), name))?;
         T::Output::from_text(&text).map_err(|reason| Error::Decode {
             key: self.key().to_string(),
-            field: field.name().to_string(),
+            field: name.to_string(),
             reason,
         })
     }

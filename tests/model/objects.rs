@@ -157,6 +157,13 @@ backend_tests! {
         assert_eq!(a.incr(db, Student::MATH, 5).await?, 55);
         assert_eq!(a.incr(db, Student::MATH, -10).await?, 45);
         assert_eq!(a.get(db, Student::MATH).await?, Some(45));
+        // Past 2^53 a script's Lua number would round the reply: the
+        // value is the stored one, exactly, on every backend.
+        a.set(db, Student::MATH, (1 << 53) - 1).await?;
+        assert_eq!(a.incr(db, Student::MATH, 2).await?, (1 << 53) + 1);
+        assert_eq!(a.incr(db, Student::MATH, -2).await?, (1 << 53) - 1);
+        assert_eq!(a.incr(db, Student::MATH, -(1 << 54)).await?, -(1 << 53) - 1);
+        a.set(db, Student::MATH, 45).await?;
 
         Profile::sample("jo").insert(db).await?;
         let jo = Profile::at("jo");

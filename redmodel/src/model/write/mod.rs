@@ -141,7 +141,7 @@ impl<M: Model> ObjectRef<M> {
         {
             text
         } else {
-            Box::pin(index::incr_on_server::<M>(db, &key, name, T::COMMAND, &by)).await
+            Box::pin(index::incr_on_server(db, &key, name, T::COMMAND, &by)).await
         }
         .map_err(incr_error(self.key(), name))?;
         T::Output::from_text(&text).map_err(|reason| Error::Decode {

@@ -8,7 +8,7 @@
 //! - [`log`] keeps ACL LOG's entries.
 //!
 //! The users live in the store ([`Acl`]); a client names its user (none:
-//! `default`). Before each command the session asks [`Acl::check`]; the
+//! `default`). Before each command the session asks [`User::check`]; the
 //! common case, the `default` user with every permission and no password,
 //! is one flag ([`Acl::is_open`]) and costs nothing more.
 //!

@@ -184,7 +184,7 @@ impl Log {
         self.entries.clear();
     }
 
-    /// ACL LOG [count]: the newest `count` entries.
+    /// `ACL LOG [count]`: the newest `count` entries.
     pub(crate) fn reply(&self, count: usize, now: i64) -> Reply {
         reply::array(
             self.entries

@@ -308,7 +308,7 @@ fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 /// The error of a failed login (AUTH, HELLO AUTH).
 pub(crate) const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// AUTH [username] password.
+/// `AUTH [username] password`.
 pub(crate) fn auth(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (user, password): (&[u8], &[u8]) = match args {
         [_, password] => {

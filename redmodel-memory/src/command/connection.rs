@@ -5,7 +5,7 @@
 //! CLIENT and HELLO read and change state of the connection itself (its
 //! id, its name, its protocol), which a command of the table cannot reach:
 //! the RESP server answers them with the connection's state (`resp::client`),
-//! and the in-process `Connection` answers HELLO ([`hello`], shared by both).
+//! and the in-process `Connection` answers HELLO ([`hello_as`], shared by both).
 //! Their table entries exist so that MULTI queues them as Redis does and
 //! so that a client without a connection of its own (CLIENT on the
 //! in-process `Connection`, either inside a transaction) gets an error
@@ -135,7 +135,7 @@ pub(crate) fn subcommand_arity(container: &str, sub: &str) -> CmdError {
     ))
 }
 
-/// AUTH [username] password (the ACL family's).
+/// `AUTH [username] password` (the ACL family's).
 fn auth(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     super::acl::auth(ctx, args)
 }
@@ -155,7 +155,7 @@ pub(crate) fn hello(id: u64, name: &mut Option<Vec<u8>>, resp: &mut u8, args: &[
     })
 }
 
-/// [`hello`] for a client whose logins go through `login`.
+/// HELLO for a client whose logins go through `login`.
 pub(crate) fn hello_as(
     id: u64,
     name: &mut Option<Vec<u8>>,

@@ -68,7 +68,7 @@ fn two_dbs(dbs: &mut [Keyspace], a: usize, b: usize) -> (&mut Keyspace, &mut Key
     }
 }
 
-/// COPY source destination [DB destination-db] [REPLACE]: the copy has
+/// `COPY source destination [DB destination-db] [REPLACE]`: the copy has
 /// the source's TTL and keeps its encoding; only the destination is
 /// signalled modified.
 fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

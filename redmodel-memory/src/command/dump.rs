@@ -93,8 +93,8 @@ fn options(args: &[&[u8]]) -> Result<Options, CmdError> {
     Ok(opts)
 }
 
-/// RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds]
-/// [FREQ frequency]. The checks come in Redis's order: options, an
+/// `RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds]`
+/// `[FREQ frequency]`. The checks come in Redis's order: options, an
 /// existing key (BUSYKEY), the TTL, the payload's footer, its data. A TTL
 /// already past creates nothing (deleting the key REPLACE would have
 /// replaced) and still replies OK.

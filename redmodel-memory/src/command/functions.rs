@@ -104,7 +104,7 @@ fn syntax_error(args: &[&[u8]]) -> CmdError {
     ))
 }
 
-/// FUNCTION LOAD [REPLACE] code: the library's name.
+/// `FUNCTION LOAD [REPLACE] code`: the library's name.
 fn function_load(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut replace = false;
     let mut i = 2;
@@ -143,7 +143,7 @@ fn function_flush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::ok())
 }
 
-/// FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]: each option once (a
+/// `FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]`: each option once (a
 /// repeated one is an unknown argument).
 fn function_list(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (mut with_code, mut pattern) = (false, None);

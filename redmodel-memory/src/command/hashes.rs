@@ -296,7 +296,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::bulk(text))
 }
 
-/// HRANDFIELD key [count [WITHVALUES]].
+/// `HRANDFIELD key [count [WITHVALUES]]`.
 ///
 /// The count is checked before the key is looked up; a positive count
 /// gives distinct fields (the whole hash if it is not larger), a negative

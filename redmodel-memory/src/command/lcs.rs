@@ -1,4 +1,4 @@
-//! LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]: the longest
+//! `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`: the longest
 //! common subsequence of two strings, step by step as Redis 7.0.15's
 //! `lcsCommand` computes it, so that among equally long answers the same
 //! one is chosen and the IDX ranges come in the same order.

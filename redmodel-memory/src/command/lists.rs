@@ -208,7 +208,7 @@ fn rpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     pop_generic(ctx, args, End::Tail)
 }
 
-/// LPOP/RPOP key [count].
+/// `LPOP`/`RPOP key [count]`.
 ///
 /// Without a count: one bulk string. With one: an array of up to `count`
 /// elements in pop order (RPOP's starts with the last element). A missing

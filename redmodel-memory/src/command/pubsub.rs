@@ -118,7 +118,7 @@ fn scope_of(sub: &[u8]) -> Scope {
     }
 }
 
-/// PUBSUB CHANNELS | SHARDCHANNELS [pattern]. Redis declares them `-2`
+/// `PUBSUB CHANNELS | SHARDCHANNELS [pattern]`. Redis declares them `-2`
 /// and refuses more than one pattern with its generic subcommand error.
 fn channels(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() > 3 {

@@ -266,8 +266,8 @@ fn parse_add_trim(
     Ok(out)
 }
 
-/// XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]]
-/// *|id field value [field value ...]
+/// `XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]]`
+/// `*|id field value [field value ...]`
 fn xadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let limits = node_limits(ctx);
     let opts = parse_add_trim(args, true, limits.max_entries)?;

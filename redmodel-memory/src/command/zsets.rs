@@ -292,7 +292,7 @@ fn zincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     zadd_generic(ctx, args, flags)
 }
 
-/// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
+/// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]`
 fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult {
     let key = args[1];
     let mut first_pair = 2;
@@ -692,7 +692,7 @@ fn zremrangebylex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 // ------------------------------------------------------ pops and random
 
-/// ZPOPMIN / ZPOPMAX key [count]: a flat array of member, score pairs;
+/// `ZPOPMIN` / `ZPOPMAX key [count]`: a flat array of member, score pairs;
 /// in RESP3, with a count (even 1), an array of [member, score] pairs.
 fn zpop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
     let count = match args.len() {
@@ -737,7 +737,7 @@ fn zpopmax(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     zpop(ctx, args, true)
 }
 
-/// ZRANDMEMBER key [count [WITHSCORES]]
+/// `ZRANDMEMBER key [count [WITHSCORES]]`
 fn zrandmember(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(count) = args.get(2) else {
         let Some(z) = ctx.read::<ZSet>(args[1])? else {

@@ -198,7 +198,7 @@ impl Functions {
             .map(|f| f.name.as_str())
     }
 
-    /// FUNCTION LOAD [REPLACE]: the library's name.
+    /// `FUNCTION LOAD [REPLACE]`: the library's name.
     pub(crate) fn load(&mut self, code: &[u8], replace: bool) -> Result<String, CmdError> {
         let (engine, name, _) = metadata(code).map_err(CmdError::err)?;
         if !valid_name(name.as_bytes()) {
@@ -258,7 +258,7 @@ impl Functions {
         rdb::seal(out)
     }
 
-    /// FUNCTION RESTORE payload [policy]: the engine's payloads and a real
+    /// `FUNCTION RESTORE payload [policy]`: the engine's payloads and a real
     /// server's (whose long codes are LZF-compressed).
     pub(crate) fn restore(&mut self, payload: &[u8], policy: Policy) -> Result<(), CmdError> {
         let body = rdb::open(payload)

@@ -14,7 +14,7 @@
 //!   own, where redis-rs follows the redirection.
 //! - WATCH belongs to a connection, and clones of a cluster connection
 //!   share their sockets: an exclusive link is a cluster connection of its
-//!   own, from a small pool (see [`pool`](super::pool)). It routes WATCH,
+//!   own, from a small pool (see [`super::pool`]). It routes WATCH,
 //!   the reads and the EXEC by their keys, all in one slot, hence to one
 //!   node.
 //! - SCAN runs on every master, each with its own cursor ([`scan_masters`]);
@@ -39,7 +39,7 @@ use crate::error::{Error, Result};
 /// A Redis Cluster behind a `Db`.
 pub(crate) struct ClusterBackend {
     /// The shared connection, replaced by a new one (a new slot map) when
-    /// a node stops answering: see [`ClusterBackend::reconnect`].
+    /// a node stops answering: see [`ClusterBackend::reconnect_after`].
     conn: RwLock<ClusterConnection>,
     client: ClusterClient,
     /// The seed URLs, through which subscribers connect (to the first

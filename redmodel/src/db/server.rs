@@ -2,7 +2,7 @@
 //!
 //! Ordinary requests share one multiplexed connection, re-established by
 //! redis-rs's `ConnectionManager` after the server goes away; exclusive
-//! links come from a small pool (see [`pool`](super::pool)).
+//! links come from a small pool (see [`super::pool`]).
 
 use std::time::Duration;
 

@@ -98,7 +98,7 @@ fn relation_key(owner_key: &str, table: &str) -> String {
 pub struct MemberList<M: Model> {
     key: String,
     /// Whether `key` is a model key (a relation's list), stored in the
-    /// db's [`KeyLayout`](crate::KeyLayout), rather than a key the user
+    /// db's [`crate::KeyLayout`], rather than a key the user
     /// picked, used as given.
     model_key: bool,
     _marker: PhantomData<fn() -> M>,
@@ -134,7 +134,7 @@ fn member_keys<M: Model, A: AsMember<M>>(
 }
 
 impl<M: Model> MemberList<M> {
-    /// The list at `key`, used as given in every [`KeyLayout`](crate::KeyLayout)
+    /// The list at `key`, used as given in every [`crate::KeyLayout`]
     /// (no round trip).
     pub fn at(key: impl Into<String>) -> Self {
         MemberList {
@@ -335,7 +335,7 @@ impl<M: Model> MemberList<M> {
     /// Sets a time to live (PEXPIRE). Whether the list exists. The list
     /// keeps it through pushes and removals, and loses it if it is ever
     /// emptied (Redis deletes an empty list): see
-    /// [`expiry`](super::expiry).
+    /// [`super::expiry`].
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
         expiry::expire_key(db, &self.key_in(db), ttl).await
     }

@@ -269,7 +269,7 @@ pub(in crate::command) fn xack(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::int(acked))
 }
 
-/// XPENDING key group [[IDLE min-idle] start end count [consumer]].
+/// `XPENDING key group [[IDLE min-idle] start end count [consumer]]`.
 pub(in crate::command) fn xpending(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let argc = args.len();
     if argc != 3 && !(6..=9).contains(&argc) {
@@ -364,8 +364,8 @@ fn int_with(arg: &[u8], msg: &'static str) -> Result<i64, CmdError> {
     parse_i64(arg).ok_or_else(|| CmdError::err(msg))
 }
 
-/// XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms]
-/// [TIME unix-ms] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID id].
+/// `XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms]`
+/// `[TIME unix-ms] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID id]`.
 pub(in crate::command) fn xclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     creating_consumer(ctx, (args[1], args[2], args[3]), |ctx| claim(ctx, args))
 }
@@ -493,7 +493,7 @@ fn claim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::array(items))
 }
 
-/// XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID].
+/// `XAUTOCLAIM key group consumer min-idle-time start [COUNT count] [JUSTID]`.
 pub(in crate::command) fn xautoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     creating_consumer(ctx, (args[1], args[2], args[3]), |ctx| autoclaim(ctx, args))
 }

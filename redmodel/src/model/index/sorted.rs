@@ -8,7 +8,7 @@
 //!
 //! A score is a double, which holds integers exactly up to 2^53: a larger
 //! integer (or a NaN) is refused with
-//! [`Error::ScoreOverflow`](crate::Error::ScoreOverflow), never stored as
+//! [`crate::Error::ScoreOverflow`], never stored as
 //! a rounded score. Composite scores ([`Composite`](crate::model::Composite))
 //! pack several dimensions within that limit.
 

@@ -8,7 +8,7 @@
 //! fields in a single round trip ([`read_holder`]).
 //! Writes claim the new value and release the old one in the object's own
 //! MULTI/EXEC, and refuse a value another live object holds with
-//! [`Error::Unique`](crate::Error::Unique).
+//! [`crate::Error::Unique`].
 
 use std::fmt;
 use std::marker::PhantomData;

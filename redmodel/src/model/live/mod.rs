@@ -1,7 +1,7 @@
 //! Reading through an index or a list never shows a dead entry: the
 //! objects an entry names are loaded (or checked to exist), those that are
 //! gone or no longer hold the indexed value are left out, and their
-//! entries are pruned ([`prune`]). Shared by the indexes and the relation
+//! entries are pruned ([`prune()`]). Shared by the indexes and the relation
 //! lists.
 
 mod prune;
@@ -24,7 +24,7 @@ pub(crate) const PRUNE_BATCH: usize = 256;
 ///
 /// `judge` sees each handle with its stored field texts (`None` if the
 /// object is gone) and returns whether to keep it, pushing the entries
-/// that the read shows dead onto `stale`, for the caller to [`prune`]
+/// that the read shows dead onto `stale`, for the caller to [`prune()`]
 /// once its read is over (pruning in the middle of a walk by rank would
 /// shift the ranks still to read).
 pub(crate) async fn load_judged<M: Model>(

@@ -191,7 +191,7 @@ impl Reader for Recorder<'_> {
 static CHECKED: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[GUARDS, CHECKED_BODY].concat()));
 
 /// Every key of `KEYS` must exist, else `NOTFOUND key`: how each checked
-/// script, general or [shaped](super::shaped), begins.
+/// script, general or shaped ([`super::shaped`]), begins.
 pub(super) const GUARDS: &str = r"
 for g = 1, #KEYS do
   if redis.call('EXISTS', KEYS[g]) == 0 then

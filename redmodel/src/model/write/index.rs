@@ -615,7 +615,7 @@ async fn check_entries<M: Model, R: Reader>(
     Ok(())
 }
 
-/// [`ObjectRef::incr`] of a field with a sorted or recent index: `HINCRBY`
+/// [`ObjectRef::incr`](crate::model::ObjectRef::incr) of a field with a sorted or recent index: `HINCRBY`
 /// (or `HINCRBYFLOAT`), the new value as the score, and the recent list's
 /// push, in one script ([`INCR_INDEXED`], one round trip). Returns the
 /// field's new text. An increment Redis refuses moves nothing: not the

@@ -24,7 +24,7 @@ use crate::error::CmdError;
 use crate::float::LongDouble;
 use crate::notify::class;
 use crate::reply;
-use crate::value::hash::HashValue;
+use crate::value::hash::{Fit, HashValue};
 
 /// A hash value as the keyspace stores it.
 type Hash = HashValue;
@@ -119,10 +119,11 @@ fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Err(arity_error(args));
     }
     let key = args[1];
+    let fit = Fit::of(ctx.ks().limits());
     let hash = ctx.write_or_create::<Hash>(key)?;
     let created = args[2..]
         .chunks_exact(2)
-        .filter(|pair| hash.insert(pair[0], pair[1]))
+        .filter(|pair| hash.insert(pair[0], pair[1], fit))
         .count();
     // Redis signals even when every value was already there.
     ctx.modified_with(key, args[2..].iter().copied());
@@ -137,11 +138,12 @@ fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, field) = (args[1], args[2]);
+    let fit = Fit::of(ctx.ks().limits());
     let hash = ctx.write_or_create::<Hash>(key)?;
     if hash.contains_key(field) {
         return Ok(reply::int(0));
     }
-    hash.insert(field, args[3]);
+    hash.insert(field, args[3], fit);
     ctx.modified_with(key, [field, args[3]]);
     ctx.notify(class::HASH, "hset", key);
     Ok(reply::int(1))
@@ -256,6 +258,7 @@ fn hstrlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, field) = (args[1], args[2]);
     let incr = int_arg(args[3])?;
+    let fit = Fit::of(ctx.ks().limits());
     let hash = ctx.write_or_create::<Hash>(key)?;
     let current = match hash.get(field) {
         Some(v) => parse_i64(v).ok_or_else(|| CmdError::err("hash value is not an integer"))?,
@@ -264,7 +267,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sum = current.checked_add(incr).ok_or(CmdError::Overflow)?;
     let mut text = itoa::Buffer::new();
     let text = text.format(sum).as_bytes();
-    hash.insert(field, text);
+    hash.insert(field, text, fit);
     ctx.modified_with(key, [field, text]);
     ctx.notify(class::HASH, "hincrby", key);
     Ok(reply::int(sum))
@@ -279,6 +282,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !incr.is_finite() {
         return Err(CmdError::err("value is NaN or Infinity"));
     }
+    let fit = Fit::of(ctx.ks().limits());
     let hash = ctx.write_or_create::<Hash>(key)?;
     let current = match hash.get(field) {
         Some(v) => {
@@ -290,7 +294,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .checked_add(incr)
         .ok_or_else(|| CmdError::err("increment would produce NaN or Infinity"))?;
     let text = sum.to_human_string().into_bytes();
-    hash.insert(field, &text);
+    hash.insert(field, &text, fit);
     ctx.modified_with(key, [field, &text[..]]);
     ctx.notify(class::HASH, "hincrbyfloat", key);
     Ok(reply::bulk(text))

@@ -252,7 +252,7 @@ pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)
                 && pairs
                     .iter()
                     .all(|(f, v)| f.len() as u64 <= max && v.len() as u64 <= max);
-            Some((hash_from(pairs)?, compact(fits)))
+            Some((hash_from(&pairs, fits)?, compact(fits)))
         }
         kind::HASH_ZIPLIST | kind::HASH_LISTPACK => {
             let blob = r.string()?;
@@ -265,7 +265,7 @@ pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)
                 .map(|p| (elem_bytes(p[0]), elem_bytes(p[1])))
                 .collect();
             let fits = non_empty(pairs.len())? as u64 <= limits.hash_max_listpack_entries;
-            Some((hash_from(pairs)?, compact(fits)))
+            Some((hash_from(&pairs, fits)?, compact(fits)))
         }
         kind::HASH_ZIPMAP => {
             let blob = r.string()?;
@@ -275,11 +275,8 @@ pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)
                 && pairs
                     .iter()
                     .all(|(f, v)| f.len() as u64 <= max && v.len() as u64 <= max);
-            let pairs = pairs
-                .into_iter()
-                .map(|(f, v)| (Cow::Borrowed(f), Cow::Borrowed(v)))
-                .collect();
-            Some((hash_from(pairs)?, compact(fits)))
+            let hash = HashValue::from_pairs(pairs.into_iter(), fits)?;
+            Some((Value::Hash(hash), compact(fits)))
         }
         kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
             let s = stream::decode(&mut r, tag == kind::STREAM_LISTPACKS_2)?;
@@ -440,15 +437,11 @@ fn zset_from(pairs: Vec<(Bytes, f64)>) -> Option<Value> {
     (z.len() == n).then_some(Value::ZSet(z))
 }
 
-/// A hash of `pairs`; `None` if a field is repeated.
-fn hash_from(pairs: Vec<Pair<'_>>) -> Option<Value> {
-    let mut h = HashValue::default();
-    for (field, value) in pairs {
-        if !h.insert(&field, &value) {
-            return None;
-        }
-    }
-    Some(Value::Hash(h))
+/// A hash of `pairs`, compact if it `fits` (see [`HashValue::from_pairs`]);
+/// `None` if a field is repeated.
+fn hash_from(pairs: &[Pair<'_>], fits: bool) -> Option<Value> {
+    let pairs = pairs.iter().map(|(f, v)| (&f[..], &v[..]));
+    HashValue::from_pairs(pairs, fits).map(Value::Hash)
 }
 
 #[cfg(test)]

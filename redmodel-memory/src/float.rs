@@ -206,6 +206,30 @@ impl LongDouble {
         })
     }
 
+    /// The exact value of `d`, as C promotes a double to a long double
+    /// (GEOPOS replies its coordinates so); NaN reads as infinite.
+    pub(crate) fn from_f64(d: f64) -> LongDouble {
+        let negative = d.is_sign_negative();
+        if !d.is_finite() {
+            return LongDouble {
+                negative,
+                magnitude: Magnitude::Infinite,
+            };
+        }
+        let bits = d.to_bits();
+        let exp_bits = ((bits >> 52) & 0x7ff) as i64;
+        let fraction = bits & ((1 << 52) - 1);
+        let (mantissa, exp) = if exp_bits == 0 {
+            (fraction, -1074)
+        } else {
+            (fraction | (1 << 52), exp_bits - 1075)
+        };
+        LongDouble {
+            negative,
+            magnitude: Magnitude::Finite { mantissa, exp },
+        }
+    }
+
     /// Whether the value is finite (HINCRBYFLOAT refuses an infinite increment).
     pub(crate) fn is_finite(self) -> bool {
         matches!(self.magnitude, Magnitude::Finite { .. })

@@ -1,7 +1,7 @@
 //! The bundled in-memory Redis engine.
 //!
 //! A small Redis: strings, bitmaps, HyperLogLog, hashes, lists, sets,
-//! sorted sets and streams, key and expiry commands, MULTI/EXEC/WATCH, Lua
+//! sorted sets, geospatial indexes and streams, key and expiry commands, MULTI/EXEC/WATCH, Lua
 //! scripts and Redis Functions, Pub/Sub, and the server commands clients
 //! and tools use (CONFIG, INFO, OBJECT, CLIENT, COPY, MOVE, SWAPDB, DUMP and
 //! RESTORE in Redis's own payload format...),

@@ -288,6 +288,7 @@ macro_rules! trap_tests {
 trap_tests! {
     traps_wrongtype: "wrongtype.txt",
     traps_encodings: "encodings.txt",
+    traps_geo: "geo.txt",
     traps_empty_aggregates: "empty_aggregates.txt",
     traps_integer_edges: "integer_edges.txt",
     traps_floats: "floats.txt",

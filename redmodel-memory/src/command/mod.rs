@@ -25,6 +25,7 @@ mod databases;
 mod dump;
 mod expiry;
 mod functions;
+mod geo;
 mod hashes;
 mod hyperloglog;
 mod keys;
@@ -94,6 +95,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             cluster::COMMANDS,
             expiry::COMMANDS,
             functions::COMMANDS,
+            geo::COMMANDS,
             hashes::COMMANDS,
             hyperloglog::COMMANDS,
             keys::COMMANDS,

@@ -279,7 +279,7 @@ fn add_one(z: &mut ZSet, member: &[u8], score: f64, f: AddFlags) -> Result<AddOu
     Ok(AddOutcome::Updated(score))
 }
 
-fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+pub(super) fn zadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     zadd_generic(ctx, args, AddFlags::default())
 }
 

@@ -651,6 +651,16 @@ impl ScoreRange {
         })
     }
 
+    /// `[min, max)`: the scores of a geohash cell.
+    pub(crate) fn half_open(min: f64, max: f64) -> ScoreRange {
+        ScoreRange {
+            min,
+            min_exclusive: false,
+            max,
+            max_exclusive: true,
+        }
+    }
+
     pub(crate) fn gte_min(&self, score: f64) -> bool {
         if self.min_exclusive {
             score > self.min

@@ -75,8 +75,12 @@ pub(crate) struct Limits {
     pub(crate) zset_max_listpack_value: u64,
     /// The largest string SETRANGE and APPEND may build.
     pub(crate) proto_max_bulk_len: u64,
-    /// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ needs it).
+    /// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ needs it,
+    /// and accesses are counted then), with `lfu-log-factor` and
+    /// `lfu-decay-time`.
     pub(crate) lfu: bool,
+    pub(crate) lfu_log_factor: u64,
+    pub(crate) lfu_decay_time: u64,
     /// `notify-keyspace-events` as `notify::class` bits.
     pub(crate) notify: u32,
     /// How far a subscriber may fall behind, in bytes (0: no limit).
@@ -151,6 +155,8 @@ impl Config {
             zset_max_listpack_value: self.number("zset-max-listpack-value"),
             proto_max_bulk_len: self.number("proto-max-bulk-len"),
             lfu: self.get("maxmemory-policy").ends_with("lfu"),
+            lfu_log_factor: self.number("lfu-log-factor"),
+            lfu_decay_time: self.number("lfu-decay-time"),
             notify: self.notify,
             pubsub_limit: pubsub_hard_limit(self.get("client-output-buffer-limit")),
             stream_node_max_bytes: self.number("stream-node-max-bytes"),

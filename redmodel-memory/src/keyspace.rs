@@ -35,6 +35,7 @@ use super::value::encoding::{grew_past, outgrows, History};
 use super::value::string::StringValue;
 use super::value::{Kind, Value};
 
+mod lfu;
 mod slots;
 
 use slots::Slots;
@@ -135,12 +136,14 @@ impl Entry {
         }
     }
 
-    /// The LFU access counter OBJECT FREQ shows: Redis's initial
-    /// [`LFU_INIT_VAL`] (the engine does not count accesses), or what
-    /// RESTORE ... FREQ set.
-    pub(crate) fn freq(&self) -> u8 {
+    /// The LFU access counter as OBJECT FREQ shows it at `now_ms`: as
+    /// accesses left it (or RESTORE ... FREQ), less its decay since the
+    /// last one (see [`Lfu`]).
+    pub(crate) fn freq(&self, lfu: Lfu, now_ms: i64) -> u8 {
         match self.meta {
-            Meta::Inline { freq, .. } | Meta::Heap { freq, .. } => freq,
+            Meta::Inline { freq, accessed, .. } | Meta::Heap { freq, accessed, .. } => {
+                lfu.decayed(freq, accessed, seconds(now_ms))
+            }
         }
     }
 
@@ -150,10 +153,17 @@ impl Entry {
         }
     }
 
-    fn touch(&mut self, now_ms: i64) {
+    /// Counts an access at `now_ms` (Redis's `lookupKey` without
+    /// `LOOKUP_NOTOUCH`): the last access time (OBJECT IDLETIME) and, under
+    /// an LFU policy, the access counter (`updateLFU`).
+    fn touch(&mut self, now_ms: i64, lfu: Option<Lfu>) {
+        let now = seconds(now_ms);
         match &mut self.meta {
-            Meta::Inline { accessed, .. } | Meta::Heap { accessed, .. } => {
-                *accessed = seconds(now_ms)
+            Meta::Inline { accessed, freq, .. } | Meta::Heap { accessed, freq, .. } => {
+                if let Some(lfu) = lfu {
+                    *freq = lfu.raised(lfu.decayed(*freq, *accessed, now), rand::random());
+                }
+                *accessed = now;
             }
         }
     }
@@ -173,8 +183,7 @@ pub(crate) fn seconds(now_ms: i64) -> u32 {
     u32::try_from(now_ms.max(0) / 1000).unwrap_or(u32::MAX)
 }
 
-/// Redis's `LFU_INIT_VAL`: a new key's access counter.
-pub(crate) const LFU_INIT_VAL: u8 = 5;
+pub(crate) use lfu::{Lfu, LFU_INIT_VAL};
 
 /// What WATCH remembers of a key: how many sessions watch it, and a counter
 /// bumped by every modification.
@@ -365,16 +374,17 @@ impl Keyspace {
     /// The live entry at `key`, if any.
     pub(crate) fn entry(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
         let slot = self.live_slot(key, now)?;
+        let lfu = Lfu::of(&self.limits);
         let entry = self.slots.get_mut(slot)?;
-        entry.touch(now);
+        entry.touch(now, lfu);
         Some(entry)
     }
 
     /// The live entry at `key` without counting an access (OBJECT, which
     /// Redis looks up with `LOOKUP_NOTOUCH`). Expired keys are reclaimed.
-    pub(crate) fn entry_untouched(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
+    pub(crate) fn entry_untouched(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
         self.expire_if_needed(key, now);
-        self.get(key)
+        self.get_mut(key)
     }
 
     /// Logs a keyspace event raised here, if its class is enabled (the
@@ -472,9 +482,10 @@ impl Keyspace {
             Some(slot) => slot,
             None => self.insert_new(key, T::default().wrap(), History::Fresh, now),
         };
+        let lfu = Lfu::of(&self.limits);
         match self.slots.get_mut(slot) {
             Some(e) => {
-                e.touch(now);
+                e.touch(now, lfu);
                 T::of_mut(&mut e.value).ok_or(CmdError::WrongType)
             }
             None => unreachable!("found or inserted above"),
@@ -524,12 +535,13 @@ impl Keyspace {
     ) {
         // One lookup: the slot found or made is checked and marked
         // directly, not looked up again by `modified`.
+        let lfu = Lfu::of(&self.limits);
         let slot = match self.live_slot(key, now) {
             Some(slot) => {
                 if let Some(entry) = self.slots.get_mut(slot) {
                     entry.value = value;
                     entry.set_history(history);
-                    entry.touch(now);
+                    entry.touch(now, lfu);
                 }
                 if !keep_ttl && !self.expiring.is_empty() {
                     self.expiring.swap_remove(&slot);
@@ -554,12 +566,13 @@ impl Keyspace {
         now: i64,
         update: impl FnOnce(Option<&[u8]>) -> Result<(StringValue, R), CmdError>,
     ) -> Result<R, CmdError> {
+        let lfu = Lfu::of(&self.limits);
         let (slot, result) = match self.live_slot(key, now) {
             Some(slot) => {
                 let Some(entry) = self.slots.get_mut(slot) else {
                     unreachable!("live_slot found it")
                 };
-                entry.touch(now);
+                entry.touch(now, lfu);
                 let Value::Str(current) = &mut entry.value else {
                     return Err(CmdError::WrongType);
                 };
@@ -1055,7 +1068,7 @@ mod tests {
             assert_eq!(matches!(e.meta, Meta::Inline { .. }), len <= 16);
             assert_eq!((e.history(), e.accessed()), (History::Text, 7));
             e.set_history(History::Converted);
-            e.touch(9_999);
+            e.touch(9_999, None);
             assert_eq!((e.history(), e.accessed()), (History::Converted, 9));
             assert_eq!(e.key(), &key[..]);
         }

@@ -8,6 +8,7 @@
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64};
 use crate::error::CmdError;
+use crate::keyspace::LFU_INIT_VAL;
 use crate::notify::class;
 use crate::rdb;
 use crate::reply;
@@ -137,13 +138,14 @@ fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if expire_at.is_some() {
         ks.set_expire(key, expire_at);
     }
-    if let Some(entry) = ks.entry(key, now) {
-        // Redis sets the one its eviction policy keeps: the LFU counter
-        // under an LFU policy, the idle time under any other.
+    if let Some(entry) = ks.entry_untouched(key, now) {
+        // A restored key is a new object, not an access: Redis sets the
+        // one its eviction policy keeps, the LFU counter (its initial
+        // one unless FREQ gives it) under an LFU policy, the idle time
+        // under any other.
         if limits.lfu {
-            if let Ok(freq) = u8::try_from(opts.freq) {
-                entry.set_freq(freq);
-            }
+            entry.set_freq(u8::try_from(opts.freq).unwrap_or(LFU_INIT_VAL));
+            entry.set_accessed(crate::keyspace::seconds(now));
         } else if opts.idle >= 0 {
             let idle = lru_idle(now, opts.idle);
             let idle = u32::try_from(idle).unwrap_or(u32::MAX);

@@ -170,7 +170,8 @@ pub(crate) fn expire_key_at(ctx: &mut Ctx<'_>, key: &[u8], when: i64) {
 /// Remaining time to live in ms: -2 no key, -1 no expiry.
 fn remaining_ms(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<i64> {
     let now = ctx.now;
-    ctx.entry(key)?;
+    // Not an access: Redis reads TTLs with `LOOKUP_NOTOUCH`.
+    ctx.value_untouched(key)?;
     Some(ctx.ks().expire_at(key).map_or(-1, |at| (at - now).max(0)))
 }
 
@@ -187,7 +188,7 @@ fn pttl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn expire_time(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<Option<i64>> {
-    ctx.entry(key)?;
+    ctx.value_untouched(key)?;
     Some(ctx.ks().expire_at(key))
 }
 

@@ -30,7 +30,7 @@ pub(super) const COMMANDS: &[Spec] = &[
     Spec {
         name: "touch",
         arity: -2,
-        handler: exists,
+        handler: touch,
     },
     Spec {
         name: "type",
@@ -75,9 +75,17 @@ fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::int(removed))
 }
 
-/// EXISTS, and TOUCH (which Redis implements the same way: a lookup
-/// counts as an access, for OBJECT IDLETIME).
+/// EXISTS: a lookup that does not count as an access (OBJECT IDLETIME
+/// stays), as Redis 7.0 looks it up with `LOOKUP_NOTOUCH`.
 fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let found = (args[1..].iter())
+        .filter(|k| ctx.value_untouched(k).is_some())
+        .count();
+    Ok(reply::int(found))
+}
+
+/// TOUCH: EXISTS, counting each lookup as an access.
+fn touch(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let found = args[1..].iter().filter(|k| ctx.contains(k)).count();
     Ok(reply::int(found))
 }
@@ -90,7 +98,9 @@ fn randomkey(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 }
 
 fn type_of(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let name = ctx.value(args[1]).map_or("none", |v| v.type_name());
+    let name = ctx
+        .value_untouched(args[1])
+        .map_or("none", |v| v.type_name());
     Ok(reply::simple(name))
 }
 

@@ -279,6 +279,14 @@ impl Ctx<'_> {
         self.ks().value(key, now)
     }
 
+    /// The live value at `key` without counting an access (OBJECT
+    /// IDLETIME, the LFU counter): what Redis's `LOOKUP_NOTOUCH` lookups
+    /// read (EXISTS, TYPE, TTL and its family, OBJECT).
+    pub(crate) fn value_untouched(&mut self, key: &[u8]) -> Option<&Value> {
+        let now = self.now;
+        self.ks().entry_untouched(key, now).map(|e| &e.value)
+    }
+
     pub(crate) fn contains(&mut self, key: &[u8]) -> bool {
         let now = self.now;
         self.ks().contains(key, now)

@@ -5,7 +5,7 @@
 
 use super::{help_reply, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::error::CmdError;
-use crate::keyspace::Entry;
+use crate::keyspace::{Entry, Lfu};
 use crate::reply;
 use crate::value::encoding::{encoding_name, is_shared_integer};
 
@@ -92,17 +92,14 @@ fn idletime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     })
 }
 
-/// The access frequency counter exists only under an LFU policy. The
-/// engine does not count accesses: it reports Redis's initial counter
-/// (`LFU_INIT_VAL`, 5), which a key keeps until it is used a lot, or the
-/// one RESTORE ... FREQ gave the key.
+/// The access frequency counter, which exists only under an LFU policy:
+/// as the key's accesses raised it, less its decay since the last one.
 fn freq(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let lfu = ctx.ks().limits().lfu;
-    with_entry(ctx, args[2], |e| {
-        if !lfu {
-            return Err(CmdError::err(LFU_NOT_SELECTED));
-        }
-        Ok(reply::int(e.freq()))
+    let lfu = Lfu::of(ctx.ks().limits());
+    let now = ctx.now;
+    with_entry(ctx, args[2], |e| match lfu {
+        Some(lfu) => Ok(reply::int(e.freq(lfu, now))),
+        None => Err(CmdError::err(LFU_NOT_SELECTED)),
     })
 }
 

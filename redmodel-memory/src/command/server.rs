@@ -6,7 +6,7 @@
 
 use redis::Value as Reply;
 
-use super::meta::{self, Meta};
+use super::meta::{self, KeySpec, Meta};
 use super::{all_specs, help_reply, lookup, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::args::is;
 use crate::error::CmdError;
@@ -196,6 +196,11 @@ fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             handler: command_getkeys,
         },
         Sub {
+            name: "getkeysandflags",
+            arity: -4,
+            handler: command_getkeysandflags,
+        },
+        Sub {
             name: "docs",
             arity: -2,
             handler: command_docs,
@@ -227,6 +232,44 @@ fn spec_info(spec: &Spec) -> Reply {
 /// COMMAND GETKEYS: the keys of a command line, found as Redis finds them.
 fn command_getkeys(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let argv = &args[2..];
+    let keys = keys_of_line(argv)?;
+    Ok(reply::array(
+        keys.into_iter()
+            .map(|(i, _)| reply::bulk(argv[i]))
+            .collect(),
+    ))
+}
+
+/// COMMAND GETKEYSANDFLAGS: each key of a command line with how the
+/// command uses it (its key spec's flags; for SET and BITFIELD, whose
+/// flags depend on the arguments, what Redis's `setGetKeys` and
+/// `bitfieldGetKeys` say).
+fn command_getkeysandflags(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let argv = &args[2..];
+    let keys = keys_of_line(argv)?;
+    let name = argv[0];
+    let items = keys.into_iter().map(|(i, spec)| {
+        let flags: Vec<&str> = if name.eq_ignore_ascii_case(b"set") {
+            set_key_flags(argv).to_vec()
+        } else if name.eq_ignore_ascii_case(b"bitfield") {
+            bitfield_key_flags(argv).to_vec()
+        } else {
+            // A spec's "incomplete" says the callback found the rest.
+            (spec.flags.iter().copied())
+                .filter(|f| *f != "incomplete")
+                .collect()
+        };
+        reply::array(vec![
+            reply::bulk(argv[i]),
+            reply::array(flags.into_iter().map(reply::simple).collect()),
+        ])
+    });
+    Ok(reply::array(items.collect()))
+}
+
+/// The keys of the command line `argv` (its name first), with the spec
+/// each was found by; Redis's errors for a line that has none.
+fn keys_of_line(argv: &[&[u8]]) -> Result<Vec<(usize, &'static KeySpec)>, CmdError> {
     let Some(meta) = meta::of_line(argv) else {
         return Err(CmdError::err("Invalid command specified"));
     };
@@ -238,13 +281,41 @@ fn command_getkeys(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             "Invalid number of arguments specified for command",
         ));
     }
-    match meta.key_positions(argv) {
-        Some(keys) if !keys.is_empty() => Ok(reply::array(
-            keys.into_iter().map(|i| reply::bulk(argv[i])).collect(),
-        )),
-        _ if meta.has_flag("no_mandatory_keys") => Ok(reply::array(Vec::new())),
+    match meta.key_refs(argv) {
+        Some(keys) if !keys.is_empty() => Ok(keys),
+        _ if meta.has_flag("no_mandatory_keys") => Ok(Vec::new()),
         _ => Err(CmdError::err("Invalid arguments specified for command")),
     }
+}
+
+/// SET's key: read and written with GET among its options, else
+/// overwritten (`setGetKeys`).
+fn set_key_flags(argv: &[&[u8]]) -> &'static [&'static str] {
+    if argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get")) {
+        &["RW", "access", "update"]
+    } else {
+        &["OW", "update"]
+    }
+}
+
+/// BITFIELD's key: read only if every operation is a GET
+/// (`bitfieldGetKeys`; a syntax error counts as a write).
+fn bitfield_key_flags(argv: &[&[u8]]) -> &'static [&'static str] {
+    let mut i = 2;
+    while i < argv.len() {
+        let left = argv.len() - i - 1;
+        let arg = argv[i];
+        if arg.eq_ignore_ascii_case(b"get") && left >= 2 {
+            i += 2;
+        } else if arg.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+            i += 1;
+        } else {
+            // SET, INCRBY, or a syntax error.
+            return &["RW", "access", "update"];
+        }
+        i += 1;
+    }
+    &["RO", "access"]
 }
 
 fn command_info(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

@@ -391,20 +391,18 @@ impl Session {
         if store.cluster_enabled {
             self.check_slots(store, args, control("exec"))?;
         }
-        if control("reset") {
-            return Ok(self.reset(store));
-        }
-        if control("multi") {
-            return self.multi();
-        }
-        if control("exec") {
-            return self.exec(store, now);
-        }
-        if control("discard") {
-            return self.discard(store);
-        }
-        if control("watch") {
-            return self.watch(store, args, now);
+        if let Some((cname, _)) = control_arity(name).filter(|(c, _)| *c != "unwatch") {
+            let result = match cname {
+                "reset" => Ok(self.reset(store)),
+                "multi" => self.multi(),
+                "exec" => self.exec(store, now),
+                "discard" => self.discard(store),
+                _ => self.watch(store, args, now),
+            };
+            // Counted as Redis counts every command it calls (INFO
+            // commandstats); the commands an EXEC ran count themselves.
+            store.command_stats.record_control(cname, result.is_err());
+            return result;
         }
         if let Some(queue) = self.multi.as_mut() {
             // UNWATCH is queued too (it is a no-op by then: EXEC unwatches
@@ -486,6 +484,7 @@ impl Session {
             .is_some_and(|name| name.eq_ignore_ascii_case(b"unwatch"))
         {
             self.unwatch_all(store);
+            store.command_stats.record_control("unwatch", false);
             return Ok(reply::ok());
         }
         let mut ctx = Ctx {

@@ -3,7 +3,8 @@
 //!
 //! Counted on every command run (`run_spec`), so kept cheap: the table is
 //! keyed by the address of the command's static [`Spec`] (hashed as a
-//! number, [`ByNumber`]), instead of by its name.
+//! number, [`ByNumber`]), instead of by its name; the transaction commands
+//! the session runs itself, which have none, by name.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -21,6 +22,8 @@ pub(crate) struct Calls {
 #[derive(Debug, Default)]
 pub(crate) struct CommandStats {
     by_spec: HashMap<usize, (&'static str, Calls), ByNumber>,
+    /// The transaction commands the session runs itself, by name.
+    control: BTreeMap<&'static str, Calls>,
     /// Error replies sent, by their code (`ERR`, `WRONGTYPE`...).
     errors: BTreeMap<String, u64>,
 }
@@ -36,6 +39,14 @@ impl CommandStats {
         entry.1.failed += u64::from(failed);
     }
 
+    /// Counts one call of a command the session runs itself (MULTI, EXEC,
+    /// DISCARD, WATCH, UNWATCH, RESET), which has no [`Spec`].
+    pub(crate) fn record_control(&mut self, name: &'static str, failed: bool) {
+        let calls = self.control.entry(name).or_default();
+        calls.calls += 1;
+        calls.failed += u64::from(failed);
+    }
+
     /// Counts a call of `spec` already counted (a blocked command) as
     /// failed after all.
     pub(crate) fn record_failure(&mut self, spec: &'static Spec) {
@@ -47,6 +58,7 @@ impl CommandStats {
     /// Every command called, by name.
     pub(crate) fn by_name(&self) -> Vec<(&'static str, Calls)> {
         let mut all: Vec<_> = self.by_spec.values().copied().collect();
+        all.extend(self.control.iter().map(|(name, calls)| (*name, *calls)));
         all.sort_by_key(|(name, _)| *name);
         all
     }
@@ -80,6 +92,7 @@ impl CommandStats {
 
     pub(crate) fn clear(&mut self) {
         self.by_spec.clear();
+        self.control.clear();
         self.errors.clear();
     }
 }

@@ -780,23 +780,11 @@ impl Client {
             .session
             .in_transaction()
             .then_some(self.queued_nil_arrays.len());
-        // Container commands are shown with their subcommand, as in Redis.
-        const CONTAINERS: &[&str] = &[
-            "client", "config", "object", "function", "command", "memory",
-        ];
         // A connection mostly repeats its commands: the lowercased name is
         // rebuilt only when it differs from the last one (a container's
         // `name|sub` never equals a bare name, so it is always rebuilt).
-        let container = CONTAINERS.iter().any(|c| is(args[0], c));
-        if container || !peer.cmd.as_bytes().eq_ignore_ascii_case(args[0]) {
-            let mut cmd = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
-            if let (true, Some(sub)) = (container, args.get(1)) {
-                cmd = format!(
-                    "{cmd}|{}",
-                    String::from_utf8_lossy(sub).to_ascii_lowercase()
-                );
-            }
-            peer.cmd = cmd;
+        if !peer.cmd.as_bytes().eq_ignore_ascii_case(args[0]) {
+            peer.cmd = client::running_name(args);
         }
         if store.acl.log.unfilled() {
             store.acl.log.fill(peer.line(self.info.id, now).trim_end());
@@ -1075,6 +1063,30 @@ mod tests {
         assert!(
             b_line.ends_with(" user=default redir=-1 resp=2"),
             "{b_line}"
+        );
+        // b's last command; a's own line shows the command in progress and
+        // its request, still in the query buffer, as Redis does.
+        assert!(
+            b_line.contains(" qbuf=0 ") && b_line.contains(" cmd=client|id "),
+            "{b_line}"
+        );
+        let a_line = list
+            .lines()
+            .find(|l| !l.starts_with(&format!("id={b_id} ")))
+            .unwrap();
+        // *2\r\n$6\r\nCLIENT\r\n$4\r\nLIST\r\n
+        assert!(
+            a_line.contains(" qbuf=26 ") && a_line.contains(" cmd=client|list "),
+            "{a_line}"
+        );
+        let own: String = redis::cmd("CLIENT")
+            .arg("INFO")
+            .query_async(&mut b)
+            .await
+            .unwrap();
+        assert!(
+            own.contains(" qbuf=26 ") && own.contains(" cmd=client|info "),
+            "{own}"
         );
         let info: String = redis::cmd("INFO")
             .arg("clients")

@@ -73,6 +73,36 @@ pub(crate) struct Peer {
     pub(crate) subscriber: Option<crate::pubsub::SubscriberId>,
 }
 
+/// How CLIENT LIST names a command: lower case, a container with its
+/// subcommand (`client|list`).
+pub(crate) fn running_name(args: &[&[u8]]) -> String {
+    const CONTAINERS: &[&str] = &[
+        "client", "config", "object", "function", "command", "memory",
+    ];
+    let Some(name) = args.first() else {
+        return String::new();
+    };
+    let mut cmd = String::from_utf8_lossy(name).to_ascii_lowercase();
+    if let (true, Some(sub)) = (CONTAINERS.iter().any(|c| is(name, c)), args.get(1)) {
+        cmd = format!(
+            "{cmd}|{}",
+            String::from_utf8_lossy(sub).to_ascii_lowercase()
+        );
+    }
+    cmd
+}
+
+/// The bytes of `args` as a RESP request (`*N`, then `$len` and each
+/// argument): what a client's request takes in its query buffer.
+fn request_len(args: &[&[u8]]) -> usize {
+    let header = |n: usize| 3 + itoa::Buffer::new().format(n).len();
+    header(args.len())
+        + args
+            .iter()
+            .map(|a| header(a.len()) + a.len() + 2)
+            .sum::<usize>()
+}
+
 impl Peer {
     /// Redis's client type: `pubsub` in subscribed mode, else `normal`
     /// (the engine has no replica or master connections).
@@ -87,6 +117,17 @@ impl Peer {
     /// One line of CLIENT LIST, with Redis 7.0.15's fields in its order.
     /// What the engine does not measure (buffers, memory) reads 0.
     pub(crate) fn line(&self, id: u64, now: i64) -> String {
+        self.line_running(id, now, None)
+    }
+
+    /// [`Self::line`] of the connection running `running` (CLIENT LIST or
+    /// INFO about itself): Redis shows the command in progress as `cmd`,
+    /// and its request, still in the query buffer, as `qbuf`.
+    fn line_running(&self, id: u64, now: i64, running: Option<&[&[u8]]>) -> String {
+        let (cmd, qbuf) = match running {
+            Some(args) => (running_name(args), request_len(args)),
+            None => (self.cmd.clone(), 0),
+        };
         let name = self
             .name
             .as_deref()
@@ -110,7 +151,7 @@ impl Peer {
         let [sub, psub, ssub] = self.subscriptions;
         format!(
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} \
-             sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
+             sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
              rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}\n",
             self.addr,
             self.laddr,
@@ -118,11 +159,7 @@ impl Peer {
             (now - self.created_ms).max(0) / 1000,
             (now - self.last_ms).max(0) / 1000,
             self.db,
-            if self.cmd.is_empty() {
-                "NULL"
-            } else {
-                &self.cmd
-            },
+            if cmd.is_empty() { "NULL" } else { &cmd },
             if self.user.is_empty() {
                 "default"
             } else {
@@ -213,11 +250,11 @@ pub(crate) fn client_command(
                     .registry
                     .lock()
                     .get(&info.id)
-                    .map(|p| p.line(info.id, cx.now))
+                    .map(|p| p.line_running(info.id, cx.now, Some(args)))
                     .unwrap_or_default();
                 (reply::verbatim(line), After::Continue)
             }
-            "list" => (client_list(cx, rest)?, After::Continue),
+            "list" => (client_list(cx, info.id, args)?, After::Continue),
             "reply" => {
                 // Redis's CLIENT REPLY ON|OFF|SKIP; the OK of ON is the
                 // only reply (the connection silences the others).
@@ -270,14 +307,18 @@ fn client_unblock(cx: &mut ClientCtx<'_>, opts: &[&[u8]]) -> Result<Reply, CmdEr
     Ok(reply::int(i64::from(unblocked)))
 }
 
-/// CLIENT LIST [TYPE type] | [ID id ...]. A connection is a `pubsub` one
+/// `CLIENT LIST [TYPE type] | [ID id ...]`. A connection is a `pubsub` one
 /// in subscribed mode, else a `normal` one; the other types exist but list
 /// nobody.
-fn client_list(cx: &ClientCtx<'_>, opts: &[&[u8]]) -> Result<Reply, CmdError> {
+fn client_list(cx: &ClientCtx<'_>, caller: u64, args: &[&[u8]]) -> Result<Reply, CmdError> {
+    let opts = &args[2..];
     let registry = cx.registry.lock();
     let lines = |ids: &mut dyn Iterator<Item = u64>| -> String {
-        ids.filter_map(|id| Some(registry.get(&id)?.line(id, cx.now)))
-            .collect()
+        ids.filter_map(|id| {
+            let running = (id == caller).then_some(args);
+            Some(registry.get(&id)?.line_running(id, cx.now, running))
+        })
+        .collect()
     };
     let text = match opts {
         [] => lines(&mut registry.keys().copied()),

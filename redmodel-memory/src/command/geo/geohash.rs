@@ -193,54 +193,38 @@ pub(super) fn standard_text(long: f64, lat: f64) -> [u8; 11] {
     out
 }
 
-/// The cell `d` steps east (positive) or west of `hash`.
-fn move_x(hash: &mut Hash, d: i8) {
-    if d == 0 {
-        return;
-    }
-    let mut x = hash.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let y = hash.bits & 0x5555_5555_5555_5555;
-    let shift = 64 - u32::from(hash.step) * 2;
-    let zz = 0x5555_5555_5555_5555u64 >> shift;
-    if d > 0 {
-        x = x.wrapping_add(zz + 1);
-    } else {
-        x |= zz;
-        x = x.wrapping_sub(zz + 1);
-    }
-    x &= 0xaaaa_aaaa_aaaa_aaaau64 >> shift;
-    hash.bits = x | y;
-}
+/// Longitude's bits (the odd positions) and latitude's (the even ones).
+const LONG_BITS: u64 = 0xaaaa_aaaa_aaaa_aaaa;
+const LAT_BITS: u64 = 0x5555_5555_5555_5555;
 
-/// The cell `d` steps north (positive) or south of `hash`.
-fn move_y(hash: &mut Hash, d: i8) {
+/// The cell `d` steps along the coordinate whose bits are `ours` (east
+/// for longitude, north for latitude; back for a negative `d`): that
+/// coordinate's bits counted up or down as one number, through the other's
+/// (Redis's `geohash_move_x` and `geohash_move_y`).
+fn step_along(hash: Hash, d: i8, ours: u64) -> Hash {
     if d == 0 {
-        return;
+        return hash;
     }
-    let x = hash.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let mut y = hash.bits & 0x5555_5555_5555_5555;
     let shift = 64 - u32::from(hash.step) * 2;
-    let zz = 0xaaaa_aaaa_aaaa_aaaau64 >> shift;
-    if d > 0 {
-        y = y.wrapping_add(zz + 1);
+    // The other coordinate's bits, set, carry a count across them.
+    let through = !ours >> shift;
+    let mut mine = hash.bits & ours;
+    mine = if d > 0 {
+        mine.wrapping_add(through + 1)
     } else {
-        y |= zz;
-        y = y.wrapping_sub(zz + 1);
+        (mine | through).wrapping_sub(through + 1)
+    };
+    Hash {
+        bits: (mine & (ours >> shift)) | (hash.bits & !ours),
+        step: hash.step,
     }
-    y &= 0x5555_5555_5555_5555u64 >> shift;
-    hash.bits = x | y;
 }
 
 /// The cells to search, in Redis's order: the centre, north, south, east,
 /// west, north-east, north-west, south-east, south-west. An excluded
 /// neighbour is the zero hash.
 fn neighbours(hash: Hash) -> [Hash; 9] {
-    let moved = |dx: i8, dy: i8| {
-        let mut h = hash;
-        move_x(&mut h, dx);
-        move_y(&mut h, dy);
-        h
-    };
+    let moved = |dx: i8, dy: i8| step_along(step_along(hash, dx, LONG_BITS), dy, LAT_BITS);
     [
         hash,
         moved(0, 1),
@@ -481,6 +465,21 @@ mod tests {
         assert_eq!(format!("{d:.4}"), "166274.1516");
         assert_eq!(score_of(180.1, 0.0), None);
         assert_eq!(score_of(0.0, 85.06), None);
+    }
+
+    #[test]
+    fn neighbours_are_the_adjacent_cells() {
+        let center = encode(LONG_RANGE, LAT_RANGE, 15.0, 37.0, 10).unwrap_or_default();
+        let area = |h| decode(LONG_RANGE, LAT_RANGE, h);
+        let cells = neighbours(center);
+        let c = area(center);
+        assert_eq!(area(cells[NORTH]).lat.min, c.lat.max);
+        assert_eq!(area(cells[SOUTH]).lat.max, c.lat.min);
+        assert_eq!(area(cells[EAST]).long.min, c.long.max);
+        assert_eq!(area(cells[WEST]).long.max, c.long.min);
+        assert_eq!(area(cells[SOUTH_WEST]).long.max, c.long.min);
+        assert_eq!(area(cells[SOUTH_WEST]).lat.max, c.lat.min);
+        assert_eq!(area(cells[NORTH_EAST]).lat.min, c.lat.max);
     }
 
     #[test]

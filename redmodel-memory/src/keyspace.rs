@@ -176,6 +176,9 @@ pub(crate) struct Removed {
     /// Unix milliseconds after which the key is gone (`now > expire_at`).
     pub(crate) expire_at: Option<i64>,
     pub(crate) history: History,
+    /// Its last access and LFU counter, which go with the object.
+    accessed: u32,
+    freq: u8,
 }
 
 /// Unix seconds as [`Entry::accessed`] keeps them.
@@ -222,6 +225,10 @@ pub(crate) struct Keyspace {
     /// The keyspace events raised here (`new`, `expired`), waiting for the
     /// store to publish them; logged only if their class is enabled.
     events: Vec<crate::notify::Logged>,
+    /// The slots the running command has counted as accessed: a command
+    /// that looks its key up more than once (to check it, then to write
+    /// it) counts one access, as Redis's one lookup does.
+    accessed: Vec<u32>,
     /// The clients blocked on each key (BLPOP...), by waiter id, first
     /// blocked first (Redis's `db->blocking_keys`; see `crate::blocking`).
     blocked: HashMap<Key, VecDeque<u64>, Seeded>,
@@ -371,13 +378,29 @@ impl Keyspace {
         None
     }
 
+    /// A new command begins: its accesses are counted afresh.
+    pub(crate) fn begin_command(&mut self) {
+        self.accessed.clear();
+    }
+
+    /// Counts an access of the key in `slot`, once per command (see
+    /// [`Entry::touch`]).
+    fn access(&mut self, slot: u32, now: i64) {
+        if self.accessed.contains(&slot) {
+            return;
+        }
+        self.accessed.push(slot);
+        let lfu = Lfu::of(&self.limits);
+        if let Some(entry) = self.slots.get_mut(slot) {
+            entry.touch(now, lfu);
+        }
+    }
+
     /// The live entry at `key`, if any.
     pub(crate) fn entry(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
         let slot = self.live_slot(key, now)?;
-        let lfu = Lfu::of(&self.limits);
-        let entry = self.slots.get_mut(slot)?;
-        entry.touch(now, lfu);
-        Some(entry)
+        self.access(slot, now);
+        self.slots.get_mut(slot)
     }
 
     /// The live entry at `key` without counting an access (OBJECT, which
@@ -478,16 +501,17 @@ impl Keyspace {
         key: &[u8],
         now: i64,
     ) -> Result<&mut T, CmdError> {
+        // A key made here is a new object, not an access: Redis's
+        // lookup missed it, and its counter starts at `LFU_INIT_VAL`.
         let slot = match self.live_slot(key, now) {
-            Some(slot) => slot,
+            Some(slot) => {
+                self.access(slot, now);
+                slot
+            }
             None => self.insert_new(key, T::default().wrap(), History::Fresh, now),
         };
-        let lfu = Lfu::of(&self.limits);
         match self.slots.get_mut(slot) {
-            Some(e) => {
-                e.touch(now, lfu);
-                T::of_mut(&mut e.value).ok_or(CmdError::WrongType)
-            }
+            Some(e) => T::of_mut(&mut e.value).ok_or(CmdError::WrongType),
             None => unreachable!("found or inserted above"),
         }
     }
@@ -514,6 +538,9 @@ impl Keyspace {
             .insert_unique(Self::hash(hasher, key), slot, |&s| {
                 Self::hash(hasher, slots.get(s).map_or(&[][..], |e| e.key()))
             });
+        // Made by the running command: its later lookups are not accesses
+        // (Redis looks a key up before it makes it, and not after).
+        self.accessed.push(slot);
         slot
     }
 
@@ -535,13 +562,12 @@ impl Keyspace {
     ) {
         // One lookup: the slot found or made is checked and marked
         // directly, not looked up again by `modified`.
-        let lfu = Lfu::of(&self.limits);
         let slot = match self.live_slot(key, now) {
             Some(slot) => {
+                self.access(slot, now);
                 if let Some(entry) = self.slots.get_mut(slot) {
                     entry.value = value;
                     entry.set_history(history);
-                    entry.touch(now, lfu);
                 }
                 if !keep_ttl && !self.expiring.is_empty() {
                     self.expiring.swap_remove(&slot);
@@ -566,13 +592,12 @@ impl Keyspace {
         now: i64,
         update: impl FnOnce(Option<&[u8]>) -> Result<(StringValue, R), CmdError>,
     ) -> Result<R, CmdError> {
-        let lfu = Lfu::of(&self.limits);
         let (slot, result) = match self.live_slot(key, now) {
             Some(slot) => {
+                self.access(slot, now);
                 let Some(entry) = self.slots.get_mut(slot) else {
                     unreachable!("live_slot found it")
                 };
-                entry.touch(now, lfu);
                 let Value::Str(current) = &mut entry.value else {
                     return Err(CmdError::WrongType);
                 };
@@ -611,12 +636,29 @@ impl Keyspace {
         let entry = self.take_slot(slot)?;
         let expire_at = self.expiring.swap_remove(&slot);
         self.modified(key);
-        let history = entry.history();
+        let (history, accessed) = (entry.history(), entry.accessed());
+        let freq = match entry.meta {
+            Meta::Inline { freq, .. } | Meta::Heap { freq, .. } => freq,
+        };
         Some(Removed {
             value: entry.value,
             expire_at,
             history,
+            accessed,
+            freq,
         })
+    }
+
+    /// Puts a key taken out by [`Self::remove`] in at `key` (RENAME,
+    /// MOVE): the same object, so its TTL, encoding history, last access
+    /// and LFU counter go with it, as Redis moves its object.
+    pub(crate) fn put_moved(&mut self, key: &[u8], moved: Removed, now: i64) {
+        self.set_with_history(key, moved.value, false, moved.history, now);
+        self.set_expire(key, moved.expire_at);
+        if let Some(entry) = self.get_mut(key) {
+            entry.set_accessed(moved.accessed);
+            entry.set_freq(moved.freq);
+        }
     }
 
     /// Takes the entry out of `slot`, out of the lookup table, and frees

@@ -133,8 +133,7 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(entry) = src.remove(key) else {
         return Ok(reply::int(0));
     };
-    dst.set_with_history(key, entry.value, false, entry.history, now);
-    dst.set_expire(key, entry.expire_at);
+    dst.put_moved(key, entry, now);
     ctx.notify_in(src_db, class::GENERIC, "move_from", key);
     ctx.notify_in(dst_db, class::GENERIC, "move_to", key);
     Ok(reply::int(1))

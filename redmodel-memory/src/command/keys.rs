@@ -130,9 +130,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdRes
         return Err(CmdError::NoSuchKey);
     };
     ks.remove(dst);
-    // The object moves as is: its encoding history goes with it.
-    ks.set_with_history(dst, entry.value, false, entry.history, now);
-    ks.set_expire(dst, entry.expire_at);
+    ks.put_moved(dst, entry, now);
     ctx.notify(class::GENERIC, "rename_from", src);
     ctx.notify(class::GENERIC, "rename_to", dst);
     Ok(if nx { reply::int(1) } else { reply::ok() })

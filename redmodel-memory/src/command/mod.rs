@@ -292,6 +292,16 @@ impl Ctx<'_> {
         self.ks().contains(key, now)
     }
 
+    /// [`Self::read`] without counting an access: for a command that
+    /// checks a key before it writes it (the write counts the access, as
+    /// Redis's one lookup does).
+    pub(crate) fn peek_typed<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&T>, CmdError> {
+        match self.value_untouched(key) {
+            None => Ok(None),
+            Some(v) => T::of(v).map(Some).ok_or(CmdError::WrongType),
+        }
+    }
+
     /// The value at `key` as type `T` (WRONGTYPE otherwise), if any.
     pub(crate) fn read<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&T>, CmdError> {
         let now = self.now;
@@ -415,6 +425,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Runs the command of `spec`, its arguments checked.
 pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed += 1;
+    ctx.ks().begin_command();
     let result = (spec.handler)(ctx, args);
     // The `new` and `expired` events the command raised and did not
     // publish through a `notify` of its own.

@@ -299,6 +299,8 @@ fn set_generic(
     } else {
         None
     };
+    // Redis's one lookup for the write (an access, even if NX or XX then
+    // refuses it; `set` does not count it again).
     let found = ctx.contains(key);
     if (opts.nx && found) || (opts.xx && !found) {
         return Ok(old.unwrap_or(replies.aborted));

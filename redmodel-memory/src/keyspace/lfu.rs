@@ -4,11 +4,17 @@
 //! (`lfu-log-factor`), and that loses one for every `lfu-decay-time`
 //! minutes the key goes unused. OBJECT FREQ shows it; the engine evicts
 //! nothing, but applications and tests read it.
+//!
+//! An access is what Redis counts as one: a command's lookup of a key that
+//! exists, not the making of a new one, and not the lookups Redis makes
+//! with `LOOKUP_NOTOUCH` (EXISTS, TYPE, TTL, OBJECT). The keyspace counts a
+//! key once per command (see `Keyspace::access`), where Redis counts each
+//! lookup: a command that looks the same key up twice (SET ... GET,
+//! GETSET, LMOVE k k, SINTER k k, XREAD) raises Redis's counter twice.
 
 use crate::config::Limits;
 
-/// Redis's `LFU_INIT_VAL`: a new key's counter, which decay does not go
-/// below... until the key is left unused.
+/// Redis's `LFU_INIT_VAL`: a new key's counter.
 pub(crate) const LFU_INIT_VAL: u8 = 5;
 
 /// The counting parameters, when an LFU policy is selected.

@@ -238,6 +238,7 @@ fn neighbours(hash: Hash) -> [Hash; 9] {
     ]
 }
 
+// The neighbours' places in `neighbours`' array (the centre is 0).
 const NORTH: usize = 1;
 const SOUTH: usize = 2;
 const EAST: usize = 3;

@@ -387,6 +387,8 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                 // client when sent), in the waiter's protocol's shape.
                 resp: waiter.resp,
             };
+            // Served, the blocked command runs (its key's access counts).
+            ctx.ks().begin_command();
             (waiter.serve)(&mut ctx, key)
         };
         match served {

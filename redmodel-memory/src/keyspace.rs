@@ -140,10 +140,13 @@ impl Entry {
     /// accesses left it (or RESTORE ... FREQ), less its decay since the
     /// last one (see [`Lfu`]).
     pub(crate) fn freq(&self, lfu: Lfu, now_ms: i64) -> u8 {
+        lfu.decayed(self.counter(), self.accessed(), seconds(now_ms))
+    }
+
+    /// The LFU counter as the last access left it, before decay.
+    fn counter(&self) -> u8 {
         match self.meta {
-            Meta::Inline { freq, accessed, .. } | Meta::Heap { freq, accessed, .. } => {
-                lfu.decayed(freq, accessed, seconds(now_ms))
-            }
+            Meta::Inline { freq, .. } | Meta::Heap { freq, .. } => freq,
         }
     }
 
@@ -225,10 +228,10 @@ pub(crate) struct Keyspace {
     /// The keyspace events raised here (`new`, `expired`), waiting for the
     /// store to publish them; logged only if their class is enabled.
     events: Vec<crate::notify::Logged>,
-    /// The slots the running command has counted as accessed: a command
-    /// that looks its key up more than once (to check it, then to write
-    /// it) counts one access, as Redis's one lookup does.
-    accessed: Vec<u32>,
+    /// The slots whose access the running command has counted (or that it
+    /// made): a command that looks its key up more than once (to check it,
+    /// then to write it) counts one access, as Redis's one lookup does.
+    counted: Vec<u32>,
     /// The clients blocked on each key (BLPOP...), by waiter id, first
     /// blocked first (Redis's `db->blocking_keys`; see `crate::blocking`).
     blocked: HashMap<Key, VecDeque<u64>, Seeded>,
@@ -380,16 +383,16 @@ impl Keyspace {
 
     /// A new command begins: its accesses are counted afresh.
     pub(crate) fn begin_command(&mut self) {
-        self.accessed.clear();
+        self.counted.clear();
     }
 
     /// Counts an access of the key in `slot`, once per command (see
     /// [`Entry::touch`]).
     fn access(&mut self, slot: u32, now: i64) {
-        if self.accessed.contains(&slot) {
+        if self.counted.contains(&slot) {
             return;
         }
-        self.accessed.push(slot);
+        self.counted.push(slot);
         let lfu = Lfu::of(&self.limits);
         if let Some(entry) = self.slots.get_mut(slot) {
             entry.touch(now, lfu);
@@ -540,7 +543,7 @@ impl Keyspace {
             });
         // Made by the running command: its later lookups are not accesses
         // (Redis looks a key up before it makes it, and not after).
-        self.accessed.push(slot);
+        self.counted.push(slot);
         slot
     }
 
@@ -636,16 +639,12 @@ impl Keyspace {
         let entry = self.take_slot(slot)?;
         let expire_at = self.expiring.swap_remove(&slot);
         self.modified(key);
-        let (history, accessed) = (entry.history(), entry.accessed());
-        let freq = match entry.meta {
-            Meta::Inline { freq, .. } | Meta::Heap { freq, .. } => freq,
-        };
         Some(Removed {
+            history: entry.history(),
+            accessed: entry.accessed(),
+            freq: entry.counter(),
             value: entry.value,
             expire_at,
-            history,
-            accessed,
-            freq,
         })
     }
 

@@ -27,7 +27,7 @@ use crate::float::{parse_double, LongDouble};
 use crate::notify::class;
 use crate::reply;
 use crate::value::zset::{ScoreRange, ZSet};
-use crate::value::{Kind as _, Value};
+use crate::value::Value;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -287,12 +287,6 @@ struct Found {
     dist: f64,
 }
 
-/// The geo set at `key` once [`search`] has looked it up (an access, and
-/// its type checked): read again without counting another access.
-fn looked_up<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Option<&'c ZSet> {
-    ctx.value_untouched(key).and_then(ZSet::of)
-}
-
 /// The member's point in `z` (`longLatFromMember`).
 fn member_point(z: &ZSet, member: &[u8]) -> Result<[f64; 2], CmdError> {
     z.score(member)
@@ -324,7 +318,7 @@ fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Family) -> CmdResult {
         }
         Family::Member { .. } if !exists => 5,
         Family::Member { .. } => {
-            let z = looked_up(ctx, src).ok_or(CmdError::Syntax)?;
+            let z = ctx.read::<ZSet>(src)?.ok_or(CmdError::Syntax)?;
             center = member_point(z, args[2])?;
             let (radius, unit) = radius_arg(&args[3..5])?;
             (shape_kind, conversion) = (Kind::Radius(radius), unit);
@@ -375,7 +369,7 @@ fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Family) -> CmdResult {
             store_dist = true;
         } else if is(arg, "frommember") && left >= 1 && geosearch && !fromloc {
             if exists {
-                let z = looked_up(ctx, src).ok_or(CmdError::Syntax)?;
+                let z = ctx.read::<ZSet>(src)?.ok_or(CmdError::Syntax)?;
                 center = member_point(z, rest[i + 1])?;
             }
             frommember = true;
@@ -427,7 +421,7 @@ fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Family) -> CmdResult {
     } else {
         "georadiusstore"
     };
-    let Some(z) = looked_up(ctx, src) else {
+    let Some(z) = ctx.read::<ZSet>(src)? else {
         return match store {
             Some(dst) => store_or_delete(
                 ctx,

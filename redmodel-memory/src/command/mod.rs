@@ -292,16 +292,6 @@ impl Ctx<'_> {
         self.ks().contains(key, now)
     }
 
-    /// [`Self::read`] without counting an access: for a command that
-    /// checks a key before it writes it (the write counts the access, as
-    /// Redis's one lookup does).
-    pub(crate) fn peek_typed<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&T>, CmdError> {
-        match self.value_untouched(key) {
-            None => Ok(None),
-            Some(v) => T::of(v).map(Some).ok_or(CmdError::WrongType),
-        }
-    }
-
     /// The value at `key` as type `T` (WRONGTYPE otherwise), if any.
     pub(crate) fn read<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&T>, CmdError> {
         let now = self.now;

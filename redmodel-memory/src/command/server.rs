@@ -231,9 +231,7 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         [] => Filter::None,
         [by, kind, arg] if is(by, "filterby") => match () {
             _ if is(kind, "module") => Filter::Module,
-            _ if is(kind, "aclcat") => {
-                Filter::AclCat(format!("@{}", String::from_utf8_lossy(arg)).to_lowercase())
-            }
+            _ if is(kind, "aclcat") => Filter::AclCat(format!("@{}", String::from_utf8_lossy(arg))),
             _ if is(kind, "pattern") => Filter::Pattern(arg),
             _ => return Err(CmdError::Syntax),
         },

@@ -708,7 +708,7 @@ fn add_incr_read_back(
 }
 
 /// What both increment scripts begin with: the object must exist
-/// (KEYS[1]), then the increment (ARGV: the command, HINCRBY or
+/// (`KEYS[1]`), then the increment (ARGV: the command, HINCRBY or
 /// HINCRBYFLOAT, the field, the increment) leaves its exact new value in
 /// `new`. HINCRBYFLOAT replies with the text it stored; HINCRBY's integer
 /// becomes a Lua number, a double, exact below 2^53 in magnitude (and
@@ -744,8 +744,8 @@ static INCR_PLAIN: LazyLock<Lua> =
 static INCR_INDEXED: LazyLock<Lua> =
     LazyLock::new(|| Lua::new(&[GUARDED_INCREMENT, INDEX_THE_INCREMENT].concat()));
 
-/// [`INCR_INDEXED`] after the increment. KEYS[2 .. n+1]: the sorted
-/// indexes; the rest: the recent lists. ARGV[4]: n, then each recent
+/// [`INCR_INDEXED`] after the increment. `KEYS[2 .. n+1]`: the sorted
+/// indexes; the rest: the recent lists. `ARGV[4]`: n, then each recent
 /// list's cap. A Lua number would go to ZADD in `%.14g`: the integer is
 /// written out whole first.
 const INDEX_THE_INCREMENT: &str = r"

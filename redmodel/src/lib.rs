@@ -60,18 +60,15 @@ mod command;
 mod db;
 mod error;
 mod layout;
-mod lock;
 pub mod model;
-mod optimistic;
-mod script;
 mod sync_hook;
 
+pub use db::{lock_key, LockGuard, LOCK_KEY_PREFIX};
 pub use db::{Db, DedicatedConnection, Message, Subscriber};
+pub use db::{OptimisticConnection, RawTransaction};
 pub use error::{Error, Result};
 pub use layout::KeyLayout;
-pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
 pub use model::Transaction;
-pub use optimistic::{OptimisticConnection, RawTransaction};
 
 /// The derives: `#[derive(Admin)]`, `#[derive(SubObject)]`,
 /// `#[derive(Relation)]` (see [`model`]).

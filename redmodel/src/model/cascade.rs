@@ -87,7 +87,7 @@ use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::optimistic::{watched, RawTransaction};
+use crate::db::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
 
 /// How many times a cascade sweeps an admin's subtree that racing writes

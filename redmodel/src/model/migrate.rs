@@ -43,7 +43,7 @@ use super::write::{claim_held, sync, Texts};
 use super::{Admin, Model, ObjectRef};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::optimistic::{watched, RawTransaction};
+use crate::db::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
 
 /// Objects a batch could not handle: their keys, and why.

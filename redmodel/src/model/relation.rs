@@ -19,9 +19,9 @@ use super::live::{load_live, Entry};
 use super::member::AsMember;
 use super::object::ObjectRef;
 use super::reply::at_key;
-use super::steps::Steps;
 use super::{Admin, Model};
 use crate::command::cmd;
+use crate::db::plan::Plan;
 use crate::{Db, Error, KeyLayout, Result};
 
 /// A relation from an admin model to a member model, stored as a list of
@@ -511,7 +511,7 @@ impl<R: Relation> RelationRef<R> {
         // In the cluster layout these are steps in their own slots, the
         // owner's list first: a crash in between leaves only the owner's
         // side, which the next `link` (idempotent) completes.
-        let mut steps = Steps::new();
+        let mut steps = Plan::new();
         steps.guard(owner.as_ref());
         for member in &keys {
             let stored = db.stored(member);
@@ -561,7 +561,7 @@ impl<R: Relation> RelationRef<R> {
     /// the owner from their inverse lists; how many occurrences left this
     /// list.
     async fn unlink_many(&self, db: &Db, members: &[String]) -> Result<u64> {
-        let mut steps = Steps::new();
+        let mut steps = Plan::new();
         for member in members {
             steps.add(
                 cmd("LREM")

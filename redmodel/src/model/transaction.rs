@@ -14,12 +14,12 @@ use super::index::IndexSpec;
 use super::object::{ObjectRef, COUNT_FIELD};
 use super::read::Read;
 use super::reply::{redis_type, reply_at};
-use super::write::{self, Changes, Plan, Texts};
+use super::write::{self, Changes, IndexPlan, Texts};
 use super::{Model, Storage};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::db::optimistic::{OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
 use crate::layout::plain_key;
-use crate::optimistic::{OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, KeyLayout, Result};
 
@@ -664,7 +664,7 @@ impl Pending {
 
     /// Refuses two writes of the transaction that claim one unique value:
     /// each would see it free, and the second would take it from the first.
-    fn check_unique_claims(&self, plans: &[Plan]) -> Result<()> {
+    fn check_unique_claims(&self, plans: &[IndexPlan]) -> Result<()> {
         let mut seen: Vec<(&'static str, &'static str, &str, &str)> = Vec::new();
         for (write, (_, claims)) in self.writes.iter().zip(plans) {
             let table = write.upkeep.table();
@@ -834,7 +834,7 @@ trait Upkeep: Send + Sync {
     fn sync_every(&self) -> u64;
     /// The indexes a write of `changes` touches, and the unique values it
     /// claims.
-    fn plan(&self, key: &str, changes: &Changes<'_>) -> Result<Plan>;
+    fn plan(&self, key: &str, changes: &Changes<'_>) -> Result<IndexPlan>;
     /// The plain layout: the index commands, in the same EXEC.
     fn add_entries<'a>(
         &'a self,
@@ -882,7 +882,7 @@ impl<M: Model> Upkeep for UpkeepOf<M> {
         M::SYNC_EVERY
     }
 
-    fn plan(&self, key: &str, changes: &Changes<'_>) -> Result<Plan> {
+    fn plan(&self, key: &str, changes: &Changes<'_>) -> Result<IndexPlan> {
         write::plan::<M>(key, changes)
     }
 

@@ -11,6 +11,7 @@ use redis::Value;
 use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::db::optimistic::watched;
 use crate::layout::plain_key;
 use crate::model::index::{checked_score, IndexKind, IndexSpec};
 use crate::model::key::{key_pattern, recent_key, sorted_key, tag_key, unique_key};
@@ -20,7 +21,6 @@ use crate::model::object::{ObjectRef, COUNT_FIELD};
 use crate::model::referrer::object_pattern;
 use crate::model::scan::scan_keys;
 use crate::model::Model;
-use crate::optimistic::watched;
 use crate::{Db, Error, Result};
 
 /// Objects read per round trip.

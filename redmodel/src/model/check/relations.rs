@@ -7,10 +7,10 @@ use std::marker::PhantomData;
 use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::db::optimistic::watched;
 use crate::layout::plain_key;
 use crate::model::live::{existing, prune_gone, Entry};
 use crate::model::relation::{InverseOf, Relation, RelationRef};
-use crate::optimistic::watched;
 use crate::{Db, Result};
 
 /// The checker of relation `R`, for the registry.

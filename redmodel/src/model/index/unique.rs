@@ -237,7 +237,7 @@ pub(crate) fn holder_and_field_command(entry: &str, field: &str) -> redis::Cmd {
 /// its TTL in milliseconds (negative: none, so not a pending claim; see
 /// `write::stepped`): what every compare-and-set on an entry decides on.
 pub(crate) async fn watch_entry(
-    tx: &crate::optimistic::RawTransaction,
+    tx: &crate::db::optimistic::RawTransaction,
     entry: &str,
 ) -> Result<(Option<String>, i64)> {
     let mut read = redis::pipe();

@@ -13,8 +13,8 @@
 use redis::{Pipeline, Value};
 
 use crate::command::AddCommand as _;
+use crate::db::optimistic::{watched, RawTransaction};
 use crate::model::index::unique::watch_entry;
-use crate::optimistic::{watched, RawTransaction};
 use crate::{Db, KeyLayout, Result};
 
 /// An index or list entry that a read found dead.

@@ -13,13 +13,13 @@
 //!   `LREM`+`LPUSH`+`LTRIM`);
 //! - a unique or a tag index: the old values and the unique entries'
 //!   holders are read (or guessed from what the `Db` saw last,
-//!   [`recall`](super::recall), which makes an insert of a new object or a
+//!   [`recall`](crate::db::recall), which makes an insert of a new object or a
 //!   change of a value this `Db` wrote one round trip), a value another
 //!   live object holds is refused ([`Error::Unique`], on real reads only),
 //!   and the write and the index commands go as one script that checks
-//!   those reads still hold ([`checked`](super::checked): an optimistic
+//!   those reads still hold ([`checked`](crate::db::plan::checked): an optimistic
 //!   compare-and-set in one round trip, repeated on the values it replies
-//!   if a read changed, by the one retry policy of [`crate::optimistic`]).
+//!   if a read changed, by the one retry policy of [`crate::db::optimistic`]).
 //!   On a server that refuses scripts, the same reads and decisions run
 //!   under `WATCH` on a connection of their own, then `MULTI`/`EXEC`.
 //!
@@ -36,20 +36,20 @@ use std::sync::LazyLock;
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 use smallvec::SmallVec;
 
-use super::checked::{check_guards, Checked, Reader, Recorder};
 use super::number_text;
-use super::recall::Guess;
 use super::stepped;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::db::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
+use crate::db::plan::checked::{check_guards, Checked, Reader, Recorder};
+use crate::db::plan::{not_found, Plan};
+use crate::db::recall::Guess;
+use crate::db::script::Lua;
 use crate::model::index::unique::{claim_commands, holder_and_field_command, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::key_text;
-use crate::model::steps::{not_found, Steps};
 use crate::model::Model;
-use crate::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
-use crate::script::Lua;
 use crate::{Db, Error, KeyLayout, Result};
 
 /// What a write does to an object's stored fields.
@@ -210,7 +210,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
     guards: &[String],
-    write: &(dyn Fn(&mut Steps) + Sync),
+    write: &(dyn Fn(&mut Plan) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
     let mut unit = guarded_unit(db.key_layout(), key, guards);
@@ -302,9 +302,9 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
 /// unit. In the cluster layout, those in `key`'s slot guard the write's
 /// own group; each of the others (a reference field's target) gets a
 /// group of its own, checked first, just before the write, not with it.
-pub(super) fn guarded_unit(layout: KeyLayout, key: &str, guards: &[String]) -> Steps {
+pub(super) fn guarded_unit(layout: KeyLayout, key: &str, guards: &[String]) -> Plan {
     if layout == KeyLayout::Plain {
-        let mut unit = Steps::new();
+        let mut unit = Plan::new();
         unit.step();
         for guard in guards {
             unit.guard(guard.as_str());
@@ -315,7 +315,7 @@ pub(super) fn guarded_unit(layout: KeyLayout, key: &str, guards: &[String]) -> S
     // A CRC16 per key: the object, the usual guard, is known by its name.
     let own = slot(key);
     let near = |g: &&String| g.as_str() == key || slot(g) == own;
-    let mut unit = Steps::new();
+    let mut unit = Plan::new();
     for guard in guards.iter().filter(|g| !near(g)) {
         unit.step().guard(guard.as_str());
     }
@@ -508,13 +508,13 @@ pub(crate) async fn add_entries<M: Model>(
 }
 
 /// The indexes a write touches, and the unique values it claims, by field.
-pub(crate) type Plan = (Vec<&'static IndexSpec>, Vec<(&'static str, String)>);
+pub(crate) type IndexPlan = (Vec<&'static IndexSpec>, Vec<(&'static str, String)>);
 
 /// The index part of a write of `changes` to the object at `key`, checked
 /// before anything is sent: the indexes it touches, and the unique values
 /// it claims, by field (a value that cannot be a key is an
 /// [`Error::Encode`]; one that cannot be a score, [`Error::ScoreOverflow`]).
-pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<Plan> {
+pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<IndexPlan> {
     let touched = touched::<M>(changes);
     let mut claims = Vec::new();
     for (spec, new) in &touched {
@@ -652,7 +652,7 @@ pub(crate) async fn incr_indexed<M: Model>(
     // The cluster layout (the object and its indexes are in different
     // slots), or a server that refuses scripts: the object's step, then
     // the entries from the value it read back (see `stepped`).
-    let write = |steps: &mut Steps| add_incr_read_back(steps, key, field, command, by);
+    let write = |steps: &mut Plan| add_incr_read_back(steps, key, field, command, by);
     let guards = [key.to_string()];
     let (reply,): (Value,) = stepped::run::<M, _>(db, key, &guards, &write, &specs, &[]).await?;
     let text = number_text(reply)?;
@@ -683,7 +683,7 @@ pub(crate) async fn incr_on_server(
     if let Some(reply) = call.invoke::<Value>(db).await.map_err(not_found)? {
         return number_text(reply);
     }
-    let mut steps = Steps::new();
+    let mut steps = Plan::new();
     steps.guard(key);
     add_incr_read_back(&mut steps, key, field, command, by);
     let (reply,): (Value,) = steps.run(db).await?;
@@ -694,7 +694,7 @@ pub(crate) async fn incr_on_server(
 /// reply dropped, then the field read back as text: exact where a script
 /// would round the reply (a Lua number, 2^53 and up).
 fn add_incr_read_back(
-    steps: &mut Steps,
+    steps: &mut Plan,
     key: &str,
     field: &str,
     command: &str,

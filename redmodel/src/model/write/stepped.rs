@@ -61,14 +61,14 @@ use redis::{FromRedisValue, Pipeline, Value};
 use super::index::guarded_unit;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::db::optimistic::watched;
+use crate::db::plan::Plan;
+use crate::db::script::Lua;
 use crate::layout::plain_key;
 use crate::model::index::unique::{claim_commands, holder_command, watch_entry};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
-use crate::model::steps::Steps;
 use crate::model::Model;
-use crate::optimistic::watched;
-use crate::script::Lua;
 use crate::{Db, Error, Result};
 
 /// How long a unique claim stays pending before it lapses, if the writer
@@ -134,7 +134,7 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
     guards: &[String],
-    write: &(dyn Fn(&mut Steps) + Sync),
+    write: &(dyn Fn(&mut Plan) + Sync),
     specs: &[&'static IndexSpec],
     claims: &[(&'static str, &str)],
 ) -> Result<T> {
@@ -192,7 +192,7 @@ pub(crate) async fn claim_all<M: Model, V: AsRef<str>>(
     Ok(claimed)
 }
 
-/// Steps 3 and 4 for the object at `key` after a write (or a delete) that
+/// Plan 3 and 4 for the object at `key` after a write (or a delete) that
 /// took the indexed fields of `specs` from `old` to `new`: confirms the
 /// `claimed` entries, releases the unique values given up, and brings the
 /// other entries in step. Each of these is on keys of its own (an entry,

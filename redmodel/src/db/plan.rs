@@ -19,17 +19,20 @@ use std::borrow::Cow;
 use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
 
-use super::write::{guarded, guarded_now, Native};
+pub(crate) mod checked;
+mod shaped;
+
 use crate::command::AddCommand as _;
+use crate::db::optimistic::watched;
 use crate::layout::plain_key;
-use crate::optimistic::watched;
 use crate::{Db, Error, KeyLayout, Result};
+use checked::{guarded, guarded_now, Native};
 
 /// An ordered list of groups of commands, each group within one slot.
 /// Most writes are one group of a guard or two and a few commands: they
 /// stay inline, with no vector of their own to allocate and free.
 #[derive(Default)]
-pub(crate) struct Steps {
+pub(crate) struct Plan {
     groups: SmallVec<[Group; 1]>,
 }
 
@@ -44,7 +47,7 @@ struct Group {
     cmds: SmallVec<[(Cmd, bool); 3]>,
 }
 
-impl Steps {
+impl Plan {
     /// No groups yet.
     pub(crate) fn new() -> Self {
         Self::default()
@@ -201,7 +204,7 @@ impl Unit<'_> {
         pipe
     }
 
-    /// The guarded unit: one script ([`checked`](super::write::checked),
+    /// The guarded unit: one script ([`checked`],
     /// with no read to check), or a WATCH transaction where scripts are
     /// refused.
     async fn run_guarded(&self, db: &Db) -> Result<Vec<Value>> {

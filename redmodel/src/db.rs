@@ -17,10 +17,15 @@ mod conn_state;
 mod connect;
 mod counters;
 mod dedicated;
+mod lock;
 mod memory;
+pub(crate) mod optimistic;
 mod patient;
+pub(crate) mod plan;
 mod pool;
 mod pubsub;
+pub(crate) mod recall;
+pub(crate) mod script;
 mod server;
 mod slots;
 
@@ -40,6 +45,8 @@ use acks::Acks;
 use backend::Backend;
 use counters::Counters;
 pub use dedicated::DedicatedConnection;
+pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
+pub use optimistic::{OptimisticConnection, RawTransaction};
 pub use pubsub::{Message, Subscriber};
 
 /// Whether `cmd` blocks its connection until another client acts (BLPOP,
@@ -133,10 +140,10 @@ struct Shared {
     sync_hooks: SyncHooks,
     /// Requests of the Db, its clones and every connection they lent.
     counters: Arc<Counters>,
-    /// Whether the server refused a script lately ([`crate::script`]).
-    scripts: crate::script::Scripts,
-    /// What the checked writes last read ([`crate::model::write::recall`]).
-    recall: crate::model::write::recall::Recall,
+    /// Whether the server refused a script lately ([`script`]).
+    scripts: crate::db::script::Scripts,
+    /// What the checked writes last read ([`recall`]).
+    recall: recall::Recall,
 }
 
 impl std::fmt::Debug for Db {
@@ -425,12 +432,12 @@ impl Db {
 
     /// What the `Db` knows of its server's scripts (refusals, scripts sent
     /// with their text), shared by the clones.
-    pub(crate) fn scripts(&self) -> &crate::script::Scripts {
+    pub(crate) fn scripts(&self) -> &crate::db::script::Scripts {
         &self.shared.scripts
     }
 
     /// What the checked writes last read, shared by the clones.
-    pub(crate) fn recall(&self) -> &crate::model::write::recall::Recall {
+    pub(crate) fn recall(&self) -> &recall::Recall {
         &self.shared.recall
     }
 
@@ -490,7 +497,7 @@ impl Db {
     ///
     /// On a Redis Cluster it is a cluster connection of its own, which
     /// routes each command by its key: WATCH, reads, and atomic pipelines
-    /// whose keys share a slot (what [`OptimisticConnection`](crate::OptimisticConnection)
+    /// whose keys share a slot (what [`OptimisticConnection`]
     /// sends) work; a plain pipeline across slots goes command by command,
     /// in order, as on the `Db`; a MULTI, EXEC or DISCARD typed as a command of its own
     /// has no key to be routed by and is refused

@@ -37,10 +37,10 @@ use redis::Value;
 
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::db::optimistic::watched;
+use crate::db::script::Lua;
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::optimistic::watched;
-use crate::script::Lua;
 
 /// The prefix of every lock key. Names starting with `_` are reserved by the
 /// model layer, so no model key can collide with a lock.

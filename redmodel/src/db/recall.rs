@@ -4,7 +4,7 @@
 //!
 //! A unique or tag write must know the old value and the entries' holders
 //! before it can decide what to claim and release, and reading them costs
-//! a round trip before the write's own ([`checked`](super::checked)). Yet
+//! a round trip before the write's own ([`checked`](crate::db::plan::checked)). Yet
 //! the writer usually knows them already: an insert finds nothing (a new
 //! object, a free value), and a change finds what the same `Db` wrote or
 //! saw last. So a checked write first *guesses* its reads from here (what

@@ -162,7 +162,6 @@ mod referrer;
 mod relation;
 mod reply;
 mod scan;
-mod steps;
 mod transaction;
 pub(crate) mod write;
 

@@ -3,15 +3,11 @@
 //! index entries that change with it, in the same atomic unit ([`index`];
 //! ordered single-slot steps in the cluster layout, [`stepped`]).
 
-pub(crate) mod checked;
 mod index;
-pub(crate) mod recall;
-mod shaped;
 mod stepped;
 
-pub(crate) use checked::{guarded, guarded_now, Native};
 use index::touches_index;
-pub(crate) use index::{add_entries, plan, Changes, Plan};
+pub(crate) use index::{add_entries, plan, Changes, IndexPlan};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
 use redis::Value;
@@ -20,9 +16,9 @@ use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
-use super::steps::Steps;
 use super::{Model, OwnerKind, SingleValue, Storage};
 use crate::command::{cmd, sized};
+use crate::db::plan::Plan;
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
 
@@ -61,7 +57,7 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         let guards = self.guards(db, true, &set);
         let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
-        let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
+        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
@@ -100,7 +96,7 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         let guards = self.guards(db, true, &set);
         let changes = Changes::Fields(changed_fields(&set, &removed));
-        let write = |steps: &mut Steps| add_write(steps, &key, &set, &removed);
+        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
@@ -190,7 +186,7 @@ impl<M: Model> ObjectRef<M> {
         }
         let fields = self.encoded(value)?;
         let key = self.key_in(db);
-        let write = |steps: &mut Steps| {
+        let write = |steps: &mut Plan| {
             add_write(steps, &key, &fields.set, &fields.removed);
             steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).clone());
         };
@@ -226,7 +222,7 @@ impl<M: Model> ObjectRef<M> {
         }
         let key = self.key_in(db);
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        let write = |steps: &mut Steps| add_write(steps, &key, &fields.set, &fields.removed);
+        let write = |steps: &mut Plan| add_write(steps, &key, &fields.set, &fields.removed);
         let guards = self.guards(db, false, &fields.set);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
@@ -254,7 +250,7 @@ impl<M: Model> ObjectRef<M> {
         if M::INDEXES.is_empty() {
             return db.query(cmd("DEL").arg(&key)).await;
         }
-        let write = |steps: &mut Steps| {
+        let write = |steps: &mut Plan| {
             steps.add(cmd("DEL").arg(&key).clone());
         };
         let (existed,): (bool,) = index::run::<M, _>(db, &key, &[], &write, &Changes::Delete)
@@ -266,7 +262,7 @@ impl<M: Model> ObjectRef<M> {
 
 /// Adds the commands that remove `removed` from the hash `key` and set
 /// `set` (both ignored).
-fn add_write(steps: &mut Steps, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
+fn add_write(steps: &mut Plan, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
     if !removed.is_empty() {
         steps.add_ignored(cmd("HDEL").arg(key).arg(removed).clone());
     }
@@ -284,7 +280,7 @@ impl<M: Model> ObjectRef<M> {
     /// an admin, only if the admin exists.
     async fn write_single(&self, db: &Db, text: Option<Vec<u8>>) -> Result<()> {
         let key = self.key_in(db);
-        let mut steps = Steps::new();
+        let mut steps = Plan::new();
         if let Some(owner) = self.owner_key_in(db) {
             steps.guard(owner);
         }

@@ -1,6 +1,6 @@
 //! A checked write as a script written for its shape: straight-line Lua
 //! that names its commands and reads its arguments by position, instead
-//! of the general [`CHECKED`](super::checked) script, which interprets a
+//! of the general [`CHECKED`](crate::db::plan::checked) script, which interprets a
 //! description of the commands sent in `ARGV` (each command's name and
 //! argument count, each expected value prefixed).
 //!
@@ -40,7 +40,7 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 use redis::{Cmd, Value};
 
-use crate::script::Lua;
+use crate::db::script::Lua;
 
 /// The most commands (reads and writes) a shaped script runs.
 const MAX_COMMANDS: usize = 24;

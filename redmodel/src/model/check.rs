@@ -391,7 +391,7 @@ const SCAN_BATCH: u32 = 500;
 /// missing, both WATCHed (one slot in either layout: the owner's). Whether
 /// it did.
 async fn delete_orphan(db: &Db, key: &str, owner: &str) -> Result<bool> {
-    crate::optimistic::watched(db, key, |tx| async move {
+    crate::db::optimistic::watched(db, key, |tx| async move {
         let mut read = redis::pipe();
         read.command("WATCH").arg(key).arg(owner).ignore();
         read.command("EXISTS").arg(owner);

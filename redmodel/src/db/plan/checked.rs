@@ -1,6 +1,6 @@
 //! A write that depends on what it read, without WATCH: read with plain
 //! commands on the shared connection (or guess the replies from what the
-//! `Db` saw last, [`recall`](super::recall)), decide, then send one script
+//! `Db` saw last, [`recall`](crate::db::recall)), decide, then send one script
 //! that re-runs those reads, and applies the write only if every reply is
 //! the same as recorded ([`CHECKED`]): an optimistic compare-and-set in
 //! one atomic round trip, the whole write when every guess holds.
@@ -28,14 +28,14 @@ use std::sync::{LazyLock, Mutex};
 
 use redis::{Cmd, FromRedisValue, Value};
 
-use super::recall::{Facts, Guess};
 use super::shaped;
 use crate::command::cmd;
+use crate::db::optimistic::RawTransaction;
+use crate::db::plan::not_found;
+use crate::db::recall::{Facts, Guess};
+use crate::db::script::{Call, Lua};
 use crate::layout::plain_key;
 use crate::memory::Atomic;
-use crate::model::steps::not_found;
-use crate::optimistic::RawTransaction;
-use crate::script::{Call, Lua};
 use crate::{Db, Error, Result};
 
 /// What runs in process under the engine's lock returns its error boxed:
@@ -83,7 +83,7 @@ impl Reader for RawTransaction {
 }
 
 /// Reads on the `Db`'s shared connection, or guesses what it would read
-/// ([`recall`](super::recall)), and records each read with its reply, the
+/// ([`recall`](crate::db::recall)), and records each read with its reply, the
 /// conditions of the [`CHECKED`] script.
 pub(crate) struct Recorder<'a> {
     db: &'a Db,
@@ -177,7 +177,7 @@ impl Reader for Recorder<'_> {
 /// `{0, replies}` having written nothing, the reads' actual replies (an
 /// error as 0: the caller then reads for itself); else runs the commands
 /// and replies `{1, their replies}`. (What the reads would reply after
-/// the write, which [`recall`](super::recall) remembers, is deduced from
+/// the write, which [`recall`](crate::db::recall) remembers, is deduced from
 /// the commands instead of read again: [`Facts::apply`].) A command's
 /// error stops the
 /// script there (what ran before it stays, as in MULTI). The replies pass
@@ -192,7 +192,7 @@ static CHECKED: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[GUARDS, CHECKED_BODY
 
 /// Every key of `KEYS` must exist, else `NOTFOUND key`: how each checked
 /// script, general or shaped ([`super::shaped`]), begins.
-pub(super) const GUARDS: &str = r"
+pub(crate) const GUARDS: &str = r"
 for g = 1, #KEYS do
   if redis.call('EXISTS', KEYS[g]) == 0 then
     return redis.error_reply('NOTFOUND ' .. KEYS[g])
@@ -422,7 +422,7 @@ fn in_process(
 
 /// In process, what every checked script does first ([`GUARDS`]): each
 /// key of `guards` must exist, else [`Error::NotFound`].
-pub(super) fn check_guards(tx: &mut Atomic<'_>, guards: &[impl AsRef<str>]) -> Native<()> {
+pub(crate) fn check_guards(tx: &mut Atomic<'_>, guards: &[impl AsRef<str>]) -> Native<()> {
     match guards
         .iter()
         .find(|guard| tx.call(&[b"EXISTS", guard.as_ref().as_bytes()]) == Value::Int(0))

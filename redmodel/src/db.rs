@@ -361,6 +361,13 @@ impl Db {
         self.layout.stored(plain)
     }
 
+    /// Whether two stored keys are in one slot in this layout, so that one
+    /// atomic unit (a script, a MULTI/EXEC, a WATCH) can hold both: always
+    /// in the plain layout, by their hash slots in the cluster layout.
+    pub(crate) fn shares_slot(&self, a: &str, b: &str) -> bool {
+        self.layout == KeyLayout::Plain || slot_of(a) == slot_of(b)
+    }
+
     fn backend(&self) -> &dyn Backend {
         &*self.shared.backend
     }
@@ -599,4 +606,9 @@ impl ConnectionLike for Db {
     fn get_db(&self) -> i64 {
         self.backend().db_number()
     }
+}
+
+/// The hash slot of a stored key (its hash tag's, if it has one).
+pub(crate) fn slot_of(key: &str) -> redis::cluster_routing::Slot {
+    redis::cluster_routing::Slot::for_key(key.as_bytes())
 }

@@ -139,13 +139,11 @@ async fn if_holder(db: &Db, key: &str, token: &str, action: Action) -> Result<bo
     watched(db, key, |tx| async move {
         // WATCH and GET in one round trip: the WATCH is in force before the
         // GET runs, as the server runs them in order.
-        let mut read = redis::pipe();
-        read.command("WATCH")
-            .arg(key)
-            .ignore()
-            .command("GET")
-            .arg(key);
-        let (current,): (Option<Vec<u8>>,) = tx.query_pipeline(&read).await?;
+        let (current,): (Option<Vec<u8>>,) = tx
+            .watch_then(key, |read| {
+                read.command("GET").arg(key);
+            })
+            .await?;
         if current.as_deref() != Some(token.as_bytes()) {
             return Ok(Some(false));
         }

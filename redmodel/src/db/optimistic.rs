@@ -186,6 +186,25 @@ impl RawTransaction {
         self.query(cmd("WATCH").arg(keys)).await
     }
 
+    /// WATCHes `keys`, then runs the reads that `reads` adds to a plain
+    /// pipeline, in one round trip: the server runs them in order, so the
+    /// WATCH is in force before the first read. Every WATCH the library
+    /// sends is composed here.
+    pub(crate) async fn watch_then<K, T>(
+        &self,
+        keys: K,
+        reads: impl FnOnce(&mut Pipeline),
+    ) -> Result<T>
+    where
+        K: ToRedisArgs,
+        T: FromRedisValue,
+    {
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd("WATCH").arg(keys).clone()).ignore();
+        reads(&mut pipe);
+        self.query_pipeline(&pipe).await
+    }
+
     /// Which attempt this is, from 1.
     ///
     /// ```

@@ -194,10 +194,11 @@ impl<A: Admin> ObjectRef<A> {
             return Ok(false);
         }
         let key = self.key_in(db);
-        let mut read = redis::pipe();
-        read.command("WATCH").arg(key.as_ref()).ignore();
-        read.command("EXISTS").arg(key.as_ref());
-        let (exists,): (bool,) = tx.query_pipeline(&read).await?;
+        let (exists,): (bool,) = tx
+            .watch_then(key.as_ref(), |read| {
+                read.command("EXISTS").arg(key.as_ref());
+            })
+            .await?;
         Ok(exists)
     }
 
@@ -233,12 +234,10 @@ impl<A: Admin> ObjectRef<A> {
         for referrer in referrers {
             self.find_references(db, referrer, &mut plan).await?;
         }
-        let mut watch = cmd("WATCH");
-        watch.arg(key).arg(&plan.lists);
-        for (hash, _) in &plan.fields {
-            watch.arg(hash);
-        }
-        tx.query::<()>(&watch).await?;
+        let mut watch: Vec<&str> = vec![key];
+        watch.extend(plan.lists.iter().map(String::as_str));
+        watch.extend(plan.fields.iter().map(|(hash, _)| hash.as_str()));
+        tx.watch(&watch).await?;
 
         let mut txn = redis::pipe();
         txn.atomic();
@@ -443,18 +442,15 @@ where
 {
     let write = &write;
     watched(db, holder, |tx| async move {
-        let mut read = redis::pipe();
-        read.command("WATCH").arg(holder).ignore();
-        let exists: bool = if db.key_layout() == KeyLayout::Plain {
-            read.command("WATCH")
-                .arg(key)
-                .ignore()
-                .command("EXISTS")
-                .arg(key);
-            let (exists,): (bool,) = tx.query_pipeline(&read).await?;
+        let exists: bool = if db.shares_slot(holder, key) {
+            let (exists,): (bool,) = tx
+                .watch_then(&[holder, key], |read| {
+                    read.command("EXISTS").arg(key);
+                })
+                .await?;
             exists
         } else {
-            tx.query_pipeline::<()>(&read).await?;
+            tx.watch(holder).await?;
             db.query(cmd("EXISTS").arg(key)).await?
         };
         if exists {

@@ -392,10 +392,11 @@ const SCAN_BATCH: u32 = 500;
 /// it did.
 async fn delete_orphan(db: &Db, key: &str, owner: &str) -> Result<bool> {
     crate::db::optimistic::watched(db, key, |tx| async move {
-        let mut read = redis::pipe();
-        read.command("WATCH").arg(key).arg(owner).ignore();
-        read.command("EXISTS").arg(owner);
-        let (alive,): (bool,) = tx.query_pipeline(&read).await?;
+        let (alive,): (bool,) = tx
+            .watch_then(&[key, owner], |read| {
+                read.command("EXISTS").arg(owner);
+            })
+            .await?;
         if alive {
             return Ok(Some(false));
         }

@@ -412,13 +412,14 @@ async fn migrate_batch<M: Model>(
     let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
     let keys = &keys;
     watched(db, first.key(), |tx| async move {
-        let mut read = redis::pipe();
-        read.ignore_errors();
-        read.command("WATCH").arg(keys).ignore();
-        for key in keys {
-            read.command("HGETALL").arg(*key);
-        }
-        let hashes: Vec<Value> = tx.query_pipeline(&read).await?;
+        let hashes: Vec<Value> = tx
+            .watch_then(keys, |read| {
+                read.ignore_errors();
+                for key in keys {
+                    read.command("HGETALL").arg(*key);
+                }
+            })
+            .await?;
         let mut write = redis::pipe();
         write.atomic();
         let mut rewritten = 0;
@@ -501,14 +502,13 @@ async fn index_batch<M: Model>(
     let (specs, fields, keys, layout) = (&specs, &fields, &keys, db.key_layout());
     watched(db, first.key(), |tx| async move {
         // Round 1: watch and read the objects' indexed fields.
-        let mut read = redis::pipe();
-        read.ignore_errors();
-        read.command("WATCH").arg(keys).ignore();
-        for key in keys {
-            read.command("HMGET").arg(*key).arg(fields);
-        }
         let rows: Vec<Vec<Option<Vec<u8>>>> = tx
-            .query_pipeline::<Vec<Value>>(&read)
+            .watch_then::<_, Vec<Value>>(keys, |read| {
+                read.ignore_errors();
+                for key in keys {
+                    read.command("HMGET").arg(*key).arg(fields);
+                }
+            })
             .await?
             .into_iter()
             .map(|v| redis::from_redis_value(v).unwrap_or_default())
@@ -665,12 +665,13 @@ async fn settle_claims(
         return Ok(Vec::new());
     }
     let entries: Vec<&String> = claims.iter().map(|c| &c.entry).collect();
-    let mut read = redis::pipe();
-    read.command("WATCH").arg(&entries).ignore();
-    for entry in &entries {
-        read.add_command(holder_command(entry));
-    }
-    let holders: Vec<Option<String>> = tx.query_pipeline(&read).await?;
+    let holders: Vec<Option<String>> = tx
+        .watch_then(&entries, |read| {
+            for entry in &entries {
+                read.add_command(holder_command(entry));
+            }
+        })
+        .await?;
     let rivals: Vec<(&Claim, &String)> = claims
         .iter()
         .zip(&holders)

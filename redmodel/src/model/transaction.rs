@@ -295,11 +295,12 @@ impl Transaction {
         let key = object.key_in(&self.db);
         self.check_slot(&key)?;
         self.raw.route_by(&key).await;
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        pipe.command("WATCH").arg(key.as_ref()).ignore();
-        add(&mut pipe);
-        self.raw.query_pipeline(&pipe).await
+        self.raw
+            .watch_then(key.as_ref(), |pipe| {
+                pipe.ignore_errors();
+                add(pipe);
+            })
+            .await
     }
 
     /// On a Redis Cluster, refuses a key outside the transaction's slot
@@ -309,7 +310,7 @@ impl Transaction {
             return Ok(());
         }
         let mut pending = lock(&self.pending);
-        let slot = |k: &str| redis::cluster_routing::Slot::for_key(k.as_bytes());
+        let slot = crate::db::slot_of;
         match &pending.first_key {
             Some(first) if slot(first) != slot(key) => Err(Error::CrossSlot {
                 keys: vec![first.clone(), key.to_string()],
@@ -730,19 +731,20 @@ impl Pending {
         if unknown.is_empty() {
             return Ok(());
         }
-        let slot = |k: &str| redis::cluster_routing::Slot::for_key(k.as_bytes());
+        let slot = crate::db::slot_of;
         let here = self.first_key.as_deref();
         let (near, far): (Vec<String>, Vec<String>) = unknown.into_iter().partition(|k| {
             db.key_layout() == KeyLayout::Plain || here.is_none_or(|h| slot(h) == slot(k))
         });
         let mut exists: Vec<(String, bool)> = Vec::new();
         if !near.is_empty() {
-            let mut read = redis::pipe();
-            read.command("WATCH").arg(&near).ignore();
-            for key in &near {
-                read.command("EXISTS").arg(key);
-            }
-            let found: Vec<bool> = raw.query_pipeline(&read).await?;
+            let found: Vec<bool> = raw
+                .watch_then(&near, |read| {
+                    for key in &near {
+                        read.command("EXISTS").arg(key);
+                    }
+                })
+                .await?;
             exists.extend(near.into_iter().zip(found));
         }
         for key in far {

@@ -190,11 +190,12 @@ async fn delete_partial<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool
     let key = object.key_in(db).into_owned();
     let key = &key;
     watched(db, key, |tx| async move {
-        let mut read = redis::pipe();
-        read.command("WATCH").arg(key).ignore();
-        read.command("HEXISTS").arg(key).arg(COUNT_FIELD);
-        read.command("HMGET").arg(key).arg(M::FIELDS);
-        let (counted, values): (bool, Vec<Option<Vec<u8>>>) = tx.query_pipeline(&read).await?;
+        let (counted, values): (bool, Vec<Option<Vec<u8>>>) = tx
+            .watch_then(key, |read| {
+                read.command("HEXISTS").arg(key).arg(COUNT_FIELD);
+                read.command("HMGET").arg(key).arg(M::FIELDS);
+            })
+            .await?;
         let partial = !counted
             && values.iter().any(Option::is_some)
             && matches!(object.decode(values), Err(Error::MissingField { .. }));

@@ -116,11 +116,12 @@ async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str
 /// before, as a cluster-layout link checks the far side. Whether it did.
 async fn add_side(db: &Db, inverse: &str, member: &str, owner: &str) -> Result<bool> {
     watched(db, inverse, |tx| async move {
-        let mut read = redis::pipe();
-        read.command("WATCH").arg(inverse).arg(member).ignore();
-        read.command("EXISTS").arg(member);
-        read.command("LPOS").arg(inverse).arg(owner);
-        let (alive, position): (bool, Option<i64>) = tx.query_pipeline(&read).await?;
+        let (alive, position): (bool, Option<i64>) = tx
+            .watch_then(&[inverse, member], |read| {
+                read.command("EXISTS").arg(member);
+                read.command("LPOS").arg(inverse).arg(owner);
+            })
+            .await?;
         if !alive || position.is_some() {
             return Ok(Some(false));
         }

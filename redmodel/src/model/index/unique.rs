@@ -240,11 +240,11 @@ pub(crate) async fn watch_entry(
     tx: &crate::db::optimistic::RawTransaction,
     entry: &str,
 ) -> Result<(Option<String>, i64)> {
-    let mut read = redis::pipe();
-    read.command("WATCH").arg(entry).ignore();
-    read.add_command(holder_command(entry));
-    read.command("PTTL").arg(entry);
-    tx.query_pipeline(&read).await
+    tx.watch_then(entry, |read| {
+        read.add_command(holder_command(entry));
+        read.command("PTTL").arg(entry);
+    })
+    .await
 }
 
 /// `SORT entry BY nosort LIMIT 0 1 GET #`: an entry's holder (a list of

@@ -311,7 +311,7 @@ pub(super) fn guarded_unit(layout: KeyLayout, key: &str, guards: &[String]) -> P
         }
         return unit;
     }
-    let slot = |k: &str| redis::cluster_routing::Slot::for_key(k.as_bytes());
+    let slot = crate::db::slot_of;
     // A CRC16 per key: the object, the usual guard, is known by its name.
     let own = slot(key);
     let near = |g: &&String| g.as_str() == key || slot(g) == own;
@@ -892,14 +892,11 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
     let index = &index;
     watched(db, key, |tx| async move {
         // WATCH and HGET in one round trip (run in this order).
-        let mut read = redis::pipe();
-        read.command("WATCH")
-            .arg(key)
-            .ignore()
-            .command("HGET")
-            .arg(key)
-            .arg(spec.field);
-        let (text,): (Option<Vec<u8>>,) = tx.query_pipeline(&read).await?;
+        let (text,): (Option<Vec<u8>>,) = tx
+            .watch_then(key, |read| {
+                read.command("HGET").arg(key).arg(spec.field);
+            })
+            .await?;
         let value = text.as_deref().map(score).transpose();
         let mut pipe = redis::pipe();
         pipe.atomic();

@@ -505,10 +505,11 @@ async fn on_entry(
 ) -> Result<()> {
     let decide = &decide;
     watched(db, entry, |tx| async move {
-        let mut read = redis::pipe();
-        read.command("WATCH").arg(entry).ignore();
-        read.add_command(holder_command(entry));
-        let (holder,): (Option<String>,) = tx.query_pipeline(&read).await?;
+        let (holder,): (Option<String>,) = tx
+            .watch_then(entry, |read| {
+                read.add_command(holder_command(entry));
+            })
+            .await?;
         let mut txn = redis::pipe();
         txn.atomic();
         decide(&mut txn, holder.as_deref());

@@ -361,6 +361,17 @@ impl Db {
         self.layout.stored(plain)
     }
 
+    /// Makes `pipe`'s reads see one instant: a MULTI against a server,
+    /// where other clients' commands can come between a pipeline's. In
+    /// process the engine runs a pipeline of commands that do not block
+    /// under one lock, already one instant, and queueing each command for
+    /// EXEC only costs.
+    pub(crate) fn at_one_instant(&self, pipe: &mut Pipeline) {
+        if self.engine().is_none() {
+            pipe.atomic();
+        }
+    }
+
     /// Whether two stored keys are in one slot in this layout, so that one
     /// atomic unit (a script, a MULTI/EXEC, a WATCH) can hold both: always
     /// in the plain layout, by their hash slots in the cluster layout.

@@ -190,6 +190,29 @@ impl RawTransaction {
     /// pipeline, in one round trip: the server runs them in order, so the
     /// WATCH is in force before the first read. Every WATCH the library
     /// sends is composed here.
+    /// WATCHes `guards` and checks that each exists, in one round trip:
+    /// [`Error::NotFound`] naming the first missing one. A guard deleted
+    /// after this, before the EXEC, aborts the transaction.
+    pub(crate) async fn watch_guards(&self, guards: &[impl AsRef<str>]) -> Result<()> {
+        if guards.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<&str> = guards.iter().map(AsRef::as_ref).collect();
+        let exists: Vec<bool> = self
+            .watch_then(&keys, |read| {
+                for guard in &keys {
+                    read.command("EXISTS").arg(*guard);
+                }
+            })
+            .await?;
+        match keys.iter().zip(&exists).find(|(_, e)| !**e) {
+            Some((guard, _)) => Err(Error::NotFound {
+                key: crate::layout::plain_key(guard),
+            }),
+            None => Ok(()),
+        }
+    }
+
     pub(crate) async fn watch_then<K, T>(
         &self,
         keys: K,

@@ -20,9 +20,11 @@ use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
 
 pub(crate) mod checked;
+mod incr;
 mod shaped;
 
-use crate::command::AddCommand as _;
+pub(crate) use incr::{number_text, Increment};
+
 use crate::db::optimistic::watched;
 use crate::layout::plain_key;
 use crate::{Db, Error, KeyLayout, Result};
@@ -78,20 +80,6 @@ impl Plan {
     pub(crate) fn add_ignored(&mut self, cmd: Cmd) -> &mut Self {
         self.current().cmds.push((cmd, false));
         self
-    }
-
-    /// Every command as one atomic pipeline, without the guards: for a
-    /// caller that checks them itself, under its own WATCH.
-    pub(crate) fn pipeline(&self) -> redis::Pipeline {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        for (cmd, keep) in self.groups.iter().flat_map(|g| &g.cmds) {
-            pipe.add_command(cmd.clone());
-            if !keep {
-                pipe.ignore();
-            }
-        }
-        pipe
     }
 
     /// Every command, each with whether its reply is kept, without the
@@ -221,17 +209,7 @@ impl Unit<'_> {
         let pipe = self.pipeline();
         let pipe = &pipe;
         watched(db, first, |tx| async move {
-            let mut read = redis::pipe();
-            read.command("WATCH").arg(&self.guards[..]).ignore();
-            for guard in self.guards.iter() {
-                read.command("EXISTS").arg(guard);
-            }
-            let exists: Vec<bool> = tx.query_pipeline(&read).await?;
-            if let Some((guard, _)) = self.guards.iter().zip(&exists).find(|(_, e)| !**e) {
-                return Err(Error::NotFound {
-                    key: plain_key(guard),
-                });
-            }
+            tx.watch_guards(&self.guards).await?;
             tx.exec::<Vec<Value>>(pipe).await
         })
         .await

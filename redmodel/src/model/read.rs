@@ -42,16 +42,6 @@ use crate::command::AddCommand as _;
 use crate::command::{cmd, sized};
 use crate::{Db, Error, KeyLayout, Result};
 
-/// Makes `pipe`'s reads see one instant: a MULTI against a server, where
-/// other clients' commands can come between a pipeline's. In process the
-/// engine runs a pipeline of commands that do not block under one lock,
-/// already one instant, and queueing each command for EXEC only costs.
-fn at_one_instant(db: &Db, pipe: &mut Pipeline) {
-    if db.engine().is_none() {
-        pipe.atomic();
-    }
-}
-
 /// What one object's replies tell.
 pub(crate) enum Read {
     /// The object's stored fields, or `None`: it does not exist.
@@ -127,7 +117,7 @@ impl<M: Model> ObjectRef<M> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         if db.key_layout() == KeyLayout::Plain && refs.len() > 1 {
-            at_one_instant(db, &mut pipe);
+            db.at_one_instant(&mut pipe);
         }
         for r in refs {
             pipe.command(command).arg(r.key_in(db).as_ref());
@@ -142,7 +132,7 @@ impl<M: Model> ObjectRef<M> {
     async fn read_batch(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<RawFields>>> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        at_one_instant(db, &mut pipe);
+        db.at_one_instant(&mut pipe);
         for r in refs {
             pipe.add_command(r.fields_command(db));
         }

@@ -10,14 +10,13 @@ use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, IndexPlan};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
-use redis::Value;
-
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
 use super::{Model, OwnerKind, SingleValue, Storage};
 use crate::command::{cmd, sized};
+use crate::db::plan::Increment;
 use crate::db::plan::Plan;
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
@@ -132,8 +131,15 @@ impl<M: Model> ObjectRef<M> {
         // build, no command to encode, no boxed future.
         let text = if touches_index::<M>(&[name]) {
             Box::pin(index::incr_indexed::<M>(db, &key, name, T::COMMAND, &by)).await
-        } else if let Some(text) =
-            index::incr_in_process(db, &[key.as_ref()], T::COMMAND, name, &by, 0, &[])
+        } else if let Some(text) = (Increment {
+            keys: &[key.as_ref()],
+            sorted: 0,
+            caps: &[],
+            command: T::COMMAND,
+            field: name,
+            by: &by,
+        })
+        .run_now(db)
         {
             text
         } else {
@@ -371,14 +377,6 @@ fn changed_fields<'a>(
         .map(|(name, text)| (*name, Some(text.as_slice())))
         .chain(removed.iter().map(|name| (*name, None)))
         .collect()
-}
-
-/// The text of a HINCRBY (integer) or HINCRBYFLOAT (bulk string) reply.
-fn number_text(reply: Value) -> Result<Vec<u8>> {
-    Ok(match reply {
-        Value::Int(n) => n.to_string().into_bytes(),
-        other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
-    })
 }
 
 impl<M: SingleValue> ObjectRef<M> {

@@ -30,7 +30,8 @@ use redis::{Cmd, FromRedisValue, Value};
 
 use super::shaped;
 use crate::command::cmd;
-use crate::db::optimistic::RawTransaction;
+use crate::command::AddCommand as _;
+use crate::db::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
 use crate::db::plan::not_found;
 use crate::db::recall::{Facts, Guess};
 use crate::db::script::{Call, Lua};
@@ -517,4 +518,101 @@ fn add_command(invocation: &mut Call<'_>, cmd: &Cmd) {
     for arg in args {
         invocation.arg(arg);
     }
+}
+
+/// A write that decides on what it reads: the decision is Rust code, the
+/// reads go through a [`Reader`], and [`run`] makes the reads and the
+/// write one atomic unit on every backend (a checked script or the engine
+/// in process, else WATCH/MULTI).
+pub(crate) trait Decide: Sync {
+    /// Reads through `reader` and decides: the commands to write after
+    /// the caller's own (their replies dropped), [`Decision::Defer`] if
+    /// the write needs reads that one unit cannot check, or an error that
+    /// refuses the write (nothing written).
+    fn decide<R: Reader>(&self, reader: &R) -> impl Future<Output = Result<Decision>> + Send;
+}
+
+/// What a [`Decide`] came to.
+pub(crate) enum Decision {
+    /// Write these commands (after the caller's own).
+    Write(Vec<Cmd>),
+    /// Not decidable in one unit: the caller takes its own path.
+    Defer,
+}
+
+/// Runs `decide` as one atomic unit guarded by `guards` (keys that must
+/// exist): the fixed commands `base` (each with whether its reply is
+/// kept), then what `decide` adds. The kept replies, or `None` if the
+/// decision was deferred.
+///
+/// A first attempt guesses its reads from what the `Db` saw last
+/// ([`crate::db::recall`]); the script checks every read and, if one
+/// changed, replies what it found, on which the next attempt decides
+/// (a retry at once, paced only when collisions repeat, by the retry
+/// policy of [`crate::db::optimistic`]). A decision that writes nothing
+/// (a refusal, a deferral) is made again on real reads if it rested on a
+/// guess, since no script checks it. On a server that refuses scripts,
+/// the same decision runs under WATCH (`conflict_key` names the write in
+/// a conflict error).
+pub(crate) async fn run<T: FromRedisValue>(
+    db: &Db,
+    conflict_key: &str,
+    guards: &[String],
+    base: &[(&Cmd, bool)],
+    decide: &impl Decide,
+) -> Result<Option<T>> {
+    let mut guess = Guess::Absent;
+    for attempt in 1..=MAX_ATTEMPTS {
+        let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));
+        let decided = decide.decide(&recorder).await;
+        let extra = match decided {
+            Ok(Decision::Write(extra)) => extra,
+            Err(_) | Ok(Decision::Defer) if recorder.guessed() => continue,
+            Ok(Decision::Defer) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        let mut writes: Vec<(&Cmd, bool)> = Vec::with_capacity(base.len() + extra.len());
+        writes.extend_from_slice(base);
+        writes.extend(extra.iter().map(|cmd| (cmd, false)));
+        match recorder.commit::<T>(guards, &writes).await? {
+            Checked::Done(out) => return Ok(Some(out)),
+            Checked::Unsupported => break,
+            Checked::Changed(_) if attempt == MAX_ATTEMPTS => {
+                return Err(Error::Conflict {
+                    attempts: MAX_ATTEMPTS,
+                    key: Some(plain_key(conflict_key)),
+                })
+            }
+            // The reply told the loser what the winner wrote: retry at
+            // once on that, without a pause until collisions repeat.
+            Checked::Changed(facts) => {
+                guess = Guess::Replied(facts);
+                if attempt <= 8 {
+                    tokio::task::yield_now().await
+                } else {
+                    pause_before_retry(attempt - 8).await
+                }
+            }
+        }
+    }
+    watched(db, conflict_key, |tx| async move {
+        // The guards are WATCHed with the reads: one deleted before the
+        // EXEC aborts the attempt, and the next one sees it gone.
+        tx.watch_guards(guards).await?;
+        let extra = match decide.decide(&tx).await? {
+            Decision::Write(extra) => extra,
+            Decision::Defer => return Ok(Some(None)),
+        };
+        let mut txn = redis::pipe();
+        txn.atomic();
+        for (cmd, keep) in base {
+            txn.add_command((*cmd).clone());
+            if !keep {
+                txn.ignore();
+            }
+        }
+        txn.ignored(extra);
+        Ok(tx.exec::<T>(&txn).await?.map(Some))
+    })
+    .await
 }

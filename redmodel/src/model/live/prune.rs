@@ -226,20 +226,22 @@ async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pi
     watched.sort_unstable();
     watched.dedup();
 
-    let mut check = redis::pipe();
-    check.ignore_errors();
-    check.command("WATCH").arg(&watched).ignore();
-    for s in stale {
-        add_test(&mut check, s);
-        if let Entry::Unique(key) = &s.entry {
-            // Who the entry names now (a unique entry is a list of one
-            // key: see the key layout in `model::key`). The indexes read
-            // it with the same command, `index::unique::holder_command`,
-            // which this lower layer does not import.
-            check.command("LINDEX").arg(key).arg(0);
-        }
-    }
-    let replies: Vec<Value> = tx.query_pipeline(&check).await?;
+    let replies: Vec<Value> = tx
+        .watch_then(&watched, |check| {
+            check.ignore_errors();
+            for s in stale {
+                add_test(check, s);
+                if let Entry::Unique(key) = &s.entry {
+                    // Who the entry names now (a unique entry is a list of
+                    // one key: see the key layout in `model::key`). The
+                    // indexes read it with the same command,
+                    // `index::unique::holder_command`, which this lower
+                    // layer does not import.
+                    check.command("LINDEX").arg(key).arg(0);
+                }
+            }
+        })
+        .await?;
     let mut replies = replies.into_iter();
     let mut remove = redis::pipe();
     remove.atomic();

@@ -31,20 +31,17 @@
 //! conflicting write stores nothing at all.
 
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
+use std::marker::PhantomData;
 
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 use smallvec::SmallVec;
 
-use super::number_text;
 use super::stepped;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::db::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
-use crate::db::plan::checked::{check_guards, Checked, Reader, Recorder};
-use crate::db::plan::{not_found, Plan};
-use crate::db::recall::Guess;
-use crate::db::script::Lua;
+use crate::db::optimistic::{watched, RawTransaction};
+use crate::db::plan::checked::{self, Decide, Decision, Reader};
+use crate::db::plan::{number_text, Increment, Plan};
 use crate::model::index::unique::{claim_commands, holder_and_field_command, holder_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
@@ -246,55 +243,33 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         return unit.run(db).await;
     }
-    let layout = db.key_layout();
     let base = unit.commands();
-    // A first attempt guesses what it would read (see `recall`); one
-    // after a wrong guess knows what it should have read from the reply.
-    let mut guess = Guess::Absent;
-    for attempt in 1..=MAX_ATTEMPTS {
-        // Read on the shared connection (or guess), decide, and write with
-        // one script that checks the reads still hold (see `checked`).
-        let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));
+    let entries = Entries::<M> {
+        layout: db.key_layout(),
+        key,
+        steps: &steps,
+        model: PhantomData,
+    };
+    checked::run(db, key, guards, &base, &entries)
+        .await?
+        .ok_or_else(|| Error::Misuse("an index write deferred its decision".to_string()))
+}
+
+/// The unique and tag commands of a write, decided on the old values and
+/// the entries' holders, read through a checked run's [`Reader`].
+struct Entries<'a, M> {
+    layout: KeyLayout,
+    key: &'a str,
+    steps: &'a [Step],
+    model: PhantomData<fn() -> M>,
+}
+
+impl<M: Model> Decide for Entries<'_, M> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Decision> {
         let mut entries = Vec::new();
-        let decided = add_watched_steps::<M, _>(&recorder, layout, key, &steps, &mut entries).await;
-        match decided {
-            // A refusal (a value another object holds) ends the write
-            // unwritten, so no script checks what it rests on: decide
-            // again on real reads (`guess` is `Nothing` unless a reply
-            // sets it).
-            Err(_) if recorder.guessed() => continue,
-            decided => decided?,
-        }
-        let mut writes = base.to_vec();
-        writes.extend(entries.iter().map(|cmd| (cmd, false)));
-        match recorder.commit::<T>(guards, &writes).await? {
-            Checked::Done(out) => return Ok(out),
-            Checked::Unsupported => break,
-            Checked::Changed(_) if attempt == MAX_ATTEMPTS => {
-                return Err(Error::Conflict {
-                    attempts: MAX_ATTEMPTS,
-                    key: Some(crate::layout::plain_key(key)),
-                })
-            }
-            // The reply told the loser what the winner wrote: retry at
-            // once on that, without a pause until collisions repeat.
-            Checked::Changed(facts) => {
-                guess = Guess::Replied(facts);
-                if attempt <= 8 {
-                    tokio::task::yield_now().await
-                } else {
-                    pause_before_retry(attempt - 8).await
-                }
-            }
-        }
+        add_watched_steps::<M, _>(reader, self.layout, self.key, self.steps, &mut entries).await?;
+        Ok(Decision::Write(entries))
     }
-    // A server that refuses scripts: the same decisions under WATCH.
-    let pipe = unit.pipeline();
-    let (pipe, steps) = (&pipe, &steps);
-    watched(db, key, |tx| async move {
-        attempt_watched::<M, T>(&tx, layout, key, guards, pipe, steps).await
-    })
-    .await
 }
 
 /// The start of a write of the object at `key` that needs `guards` to
@@ -349,38 +324,6 @@ fn old_fields(steps: &[Step]) -> Vec<&'static str> {
             _ => None,
         })
         .collect()
-}
-
-/// One attempt of a watched write: `None` if a concurrent write aborted it.
-async fn attempt_watched<M: Model, T: FromRedisValue>(
-    tx: &RawTransaction,
-    layout: KeyLayout,
-    key: &str,
-    guards: &[String],
-    write: &Pipeline,
-    steps: &[Step],
-) -> Result<Option<T>> {
-    if !guards.is_empty() {
-        // The guards are WATCHed with the rest: one deleted before the
-        // EXEC aborts the attempt, and the next one sees it gone.
-        let mut read = redis::pipe();
-        read.command("WATCH").arg(guards).ignore();
-        for guard in guards {
-            read.command("EXISTS").arg(guard);
-        }
-        let exists: Vec<bool> = tx.query_pipeline(&read).await?;
-        if let Some((guard, _)) = guards.iter().zip(&exists).find(|(_, e)| !**e) {
-            return Err(Error::NotFound {
-                key: crate::layout::plain_key(guard),
-            });
-        }
-    }
-    // Round 3: the write and every index command, in one MULTI/EXEC.
-    let mut entries = Vec::new();
-    add_watched_steps::<M, _>(tx, layout, key, steps, &mut entries).await?;
-    let mut txn = write.clone();
-    txn.ignored(entries);
-    tx.exec(&txn).await
 }
 
 /// Rounds 1 and 2 of a watched write (read the old values and the unique
@@ -617,8 +560,8 @@ async fn check_entries<M: Model, R: Reader>(
 
 /// [`ObjectRef::incr`](crate::model::ObjectRef::incr) of a field with a
 /// sorted or recent index: `HINCRBY` (or `HINCRBYFLOAT`), the new value as
-/// the score, and the recent list's push, in one script ([`INCR_INDEXED`],
-/// one round trip). Returns the field's new text. An increment Redis
+/// the score, and the recent list's push, in one atomic unit ([`Increment`]:
+/// one round trip on a server). Returns the field's new text. An increment Redis
 /// refuses moves nothing: not the field, not the score; nor does one of an
 /// object that does not exist ([`Error::NotFound`]).
 ///
@@ -666,8 +609,8 @@ pub(crate) async fn incr_indexed<M: Model>(
     Ok(text)
 }
 
-/// A plain field's increment on a server: [`INCR_PLAIN`] (the guard, the
-/// increment), one round trip without building a write's steps. Where
+/// A plain field's increment on a server: one script (the guard, the
+/// increment, [`Increment::run_script`]), one round trip without building a write's steps. Where
 /// scripts are refused, the guarded steps (a WATCH transaction), the value
 /// read back: should the server take scripts again meanwhile, the unit is
 /// a script.
@@ -678,10 +621,16 @@ pub(crate) async fn incr_on_server(
     command: &str,
     by: &(impl ToRedisArgs + Sync),
 ) -> Result<Vec<u8>> {
-    let mut call = INCR_PLAIN.call_sized(&[key], 3, command.len() + field.len() + 20);
-    call.arg(command).arg(field).arg(by);
-    if let Some(reply) = call.invoke::<Value>(db).await.map_err(not_found)? {
-        return number_text(reply);
+    let increment = Increment {
+        keys: &[key],
+        sorted: 0,
+        caps: &[],
+        command,
+        field,
+        by,
+    };
+    if let Some(text) = increment.run_script(db).await? {
+        return Ok(text);
     }
     let mut steps = Plan::new();
     steps.guard(key);
@@ -707,65 +656,8 @@ fn add_incr_read_back(
     steps.add_ignored(incr).add(read);
 }
 
-/// What both increment scripts begin with: the object must exist
-/// (`KEYS[1]`), then the increment (ARGV: the command, HINCRBY or
-/// HINCRBYFLOAT, the field, the increment) leaves its exact new value in
-/// `new`. HINCRBYFLOAT replies with the text it stored; HINCRBY's integer
-/// becomes a Lua number, a double, exact below 2^53 in magnitude (and
-/// rounding keeps a larger one at or past 2^53, so the test cannot be
-/// fooled); past it, the field is read back as text: the rounded number
-/// would not be the stored value.
-const GUARDED_INCREMENT: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return redis.error_reply('NOTFOUND ' .. KEYS[1])
-end
-local new = redis.call(ARGV[1], KEYS[1], ARGV[2], ARGV[3])
-if type(new) == 'number' and (new <= -2^53 or new >= 2^53) then
-  new = redis.call('HGET', KEYS[1], ARGV[2])
-end
-";
-
-/// The guarded increment of a field without indexes ([`GUARDED_INCREMENT`]
-/// alone), replying the new value as it is: a number or a text. Without
-/// [`INCR_INDEXED`]'s index loops, argument count and reply table it takes
-/// the server about 1 µs less per call, a third of the script.
-static INCR_PLAIN: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new(&[GUARDED_INCREMENT, "return new\n"].concat()));
-
-/// The increment of a field with sorted or recent indexes, in one script:
-/// [`GUARDED_INCREMENT`], then the field's new text as the score in every
-/// sorted index and a push to every recent list. If the increment fails
-/// (the field is not a number, the result overflows) the script stops
-/// there and nothing moves.
-///
-/// The script replies with the text alone: the score Redis stores is that
-/// text parsed as a double (correctly rounded, as Rust's parse is), which
-/// the caller computes itself rather than reading it back with a ZSCORE.
-static INCR_INDEXED: LazyLock<Lua> =
-    LazyLock::new(|| Lua::new(&[GUARDED_INCREMENT, INDEX_THE_INCREMENT].concat()));
-
-/// [`INCR_INDEXED`] after the increment. `KEYS[2 .. n+1]`: the sorted
-/// indexes; the rest: the recent lists. `ARGV[4]`: n, then each recent
-/// list's cap. A Lua number would go to ZADD in `%.14g`: the integer is
-/// written out whole first.
-const INDEX_THE_INCREMENT: &str = r"
-if type(new) == 'number' then
-  new = string.format('%d', new)
-end
-local n = tonumber(ARGV[4])
-for i = 2, n + 1 do
-  redis.call('ZADD', KEYS[i], new, KEYS[1])
-end
-for i = n + 2, #KEYS do
-  redis.call('LREM', KEYS[i], 0, KEYS[1])
-  redis.call('LPUSH', KEYS[i], KEYS[1])
-  redis.call('LTRIM', KEYS[i], 0, tonumber(ARGV[i + 3 - n]) - 1)
-end
-return {new}
-";
-
-/// Runs [`INCR_INDEXED`] (one round trip; EVALSHA, loading the script on
-/// NOSCRIPT) for the indexes `specs`. `None` if the server refuses
+/// Runs the increment with the index entries of `specs` as one atomic
+/// unit ([`Increment`]: one round trip on a server). `None` if the server refuses
 /// scripting (an ACL user without `@scripting`, scripting disabled): the
 /// caller takes the path without.
 async fn incr_by_script<M: Model>(
@@ -792,24 +684,20 @@ async fn incr_by_script<M: Model>(
     let keys: Vec<&str> = std::iter::once(key)
         .chain(indexes.iter().map(String::as_str))
         .collect();
-    let text = match incr_in_process(db, &keys, command, field, by, sorted.len(), &caps) {
+    let increment = Increment {
+        keys: &keys,
+        sorted: sorted.len(),
+        caps: &caps,
+        command,
+        field,
+        by,
+    };
+    let text = match increment.run_now(db) {
         Some(text) => text?,
-        None => {
-            let mut call = INCR_INDEXED.call(&keys);
-            call.arg(command)
-                .arg(field)
-                .arg(by)
-                .arg(sorted.len())
-                .arg(&caps);
-            let replies = call
-                .invoke::<Vec<Option<Vec<u8>>>>(db)
-                .await
-                .map_err(not_found)?;
-            let Some(replies) = replies else {
-                return Ok(None);
-            };
-            replies.into_iter().next().flatten().unwrap_or_default()
-        }
+        None => match increment.run_script(db).await? {
+            Some(text) => text,
+            None => return Ok(None),
+        },
     };
     for spec in sorted {
         let IndexKind::Sorted { score } = spec.kind else {
@@ -832,43 +720,6 @@ async fn incr_by_script<M: Model>(
         }
     }
     Ok(Some(text))
-}
-
-/// In process, [`INCR_INDEXED`]'s steps, run by the engine under its
-/// lock ([`Db::atomically`]) without Lua (see `checked`: a script costs
-/// several times its commands there): the field's new text, or the first
-/// command's error (what ran before it stays, as in the script); `None`
-/// on a server. With no index (`keys` the object alone), a plain field's
-/// increment.
-pub(super) fn incr_in_process(
-    db: &Db,
-    keys: &[&str],
-    command: &str,
-    field: &str,
-    by: &impl ToRedisArgs,
-    sorted: usize,
-    caps: &[u32],
-) -> Option<Result<Vec<u8>>> {
-    db.atomically(|tx| {
-        check_guards(tx, &keys[..1]).map_err(|e| *e)?;
-        let object = keys[0].as_bytes();
-        let mut call = |args: &[&[u8]]| tx.call(args).extract_error();
-        let by = by.to_redis_args();
-        let mut args: Vec<&[u8]> = vec![command.as_bytes(), object, field.as_bytes()];
-        args.extend(by.iter().map(Vec::as_slice));
-        // The increment's reply is exact here (no Lua number in between).
-        let new = number_text(call(&args)?)?;
-        for index in &keys[1..=sorted] {
-            call(&[b"ZADD", index.as_bytes(), &new, object])?;
-        }
-        for (index, cap) in keys[sorted + 1..].iter().zip(caps) {
-            let last = (i64::from(*cap) - 1).to_string();
-            call(&[b"LREM", index.as_bytes(), b"0", object])?;
-            call(&[b"LPUSH", index.as_bytes(), object])?;
-            call(&[b"LTRIM", index.as_bytes(), b"0", last.as_bytes()])?;
-        }
-        Ok(new)
-    })
 }
 
 /// The error of an increment whose result cannot be a score: the field

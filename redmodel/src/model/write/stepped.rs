@@ -12,7 +12,7 @@
 //!    object that holds it, or that another object is claiming (an entry
 //!    with a TTL), is refused with [`Error::Unique`] before anything else
 //!    is written. A free entry (or one naming this object) is claimed by
-//!    one script ([`CLAIM_FREE`]); one naming another object needs that
+//!    one checked unit (`ClaimFree`); one naming another object needs that
 //!    object's field, in another slot, read between a WATCH of the entry
 //!    and the claim's MULTI/EXEC, so that any change of the entry
 //!    meanwhile (the other object's own claim and confirmation, which
@@ -22,7 +22,7 @@
 //!    sub-object's admin exists, if it is one). If it fails, the claims of
 //!    step 1 are released.
 //! 3. **Confirm** the claims (PERSIST the entry if it still names this
-//!    object: one script, [`CONFIRM`]) and **release** the unique values
+//!    object: one checked unit, `Confirm`) and **release** the unique values
 //!    the write gave up (DEL the entry if it still names this object; a
 //!    WATCH transaction, for the reason of step 1: it reads the object's
 //!    field, in another slot).
@@ -53,17 +53,16 @@
 //! the rest).
 
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
 use std::time::Duration;
 
-use redis::{FromRedisValue, Pipeline, Value};
+use redis::{FromRedisValue, Value};
 
 use super::index::guarded_unit;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::watched;
+use crate::db::plan::checked::{self, Decide, Decision, Reader};
 use crate::db::plan::Plan;
-use crate::db::script::Lua;
 use crate::layout::plain_key;
 use crate::model::index::unique::{claim_commands, holder_command, watch_entry};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
@@ -74,41 +73,6 @@ use crate::{Db, Error, Result};
 /// How long a unique claim stays pending before it lapses, if the writer
 /// dies before confirming it.
 pub(crate) const CLAIM_LEASE: Duration = Duration::from_secs(30);
-
-/// Step 1 on an entry no other object names, in one round trip: the claim
-/// of [`claim`]'s MULTI/EXEC (`DEL`, `RPUSH`, `PEXPIRE`), run only if the
-/// entry is free or names the claiming object already; else nothing, and
-/// the reply is the object it names. `KEYS[1]`: the entry; `ARGV`: the
-/// claiming object's key, the lease in milliseconds.
-static CLAIM_FREE: LazyLock<Lua> = LazyLock::new(|| {
-    Lua::new(
-        r"
-local holder = redis.call('LINDEX', KEYS[1], 0)
-if holder and holder ~= ARGV[1] then return holder end
-redis.call('DEL', KEYS[1])
-redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return false
-",
-    )
-});
-
-/// Step 3's confirmation in one round trip, as [`confirm`] decides it:
-/// the entry naming the object is made permanent (`PERSIST`), a missing
-/// one is made again, one naming another object is left to it.
-/// `KEYS[1]`: the entry; `ARGV[1]`: the object's key.
-static CONFIRM: LazyLock<Lua> = LazyLock::new(|| {
-    Lua::new(
-        r"
-local holder = redis.call('LINDEX', KEYS[1], 0)
-if holder == ARGV[1] then
-  redis.call('PERSIST', KEYS[1])
-elseif not holder then
-  redis.call('RPUSH', KEYS[1], ARGV[1])
-end
-",
-    )
-});
 
 /// How many times the index step applies entries again after seeing a
 /// concurrent change of the fields (each round means another write of the
@@ -372,11 +336,13 @@ async fn claim<M: Model>(
     field: &'static str,
     value: &str,
 ) -> Result<()> {
-    let mut free = CLAIM_FREE.call(&[entry]);
-    free.arg(key).arg(CLAIM_LEASE.as_millis() as u64);
-    // `None`: the server refuses scripts; `Some(Some(_))`: the entry
-    // names another object, whose field decides.
-    if let Some(None) = free.invoke::<Option<String>>(db).await? {
+    // Deferred: the entry names another object, whose field (in another
+    // slot) decides.
+    let free = ClaimFree { entry, key };
+    if checked::run::<()>(db, entry, &[], &[], &free)
+        .await?
+        .is_some()
+    {
         return Ok(());
     }
     watched(db, entry, |tx| async move {
@@ -432,21 +398,64 @@ pub(crate) async fn claim_held<M: Model>(
 /// meanwhile and the entry is gone, it is made again; if another object
 /// took it over, it is left to that object (a reindex reports the clash).
 async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
-    let mut call = CONFIRM.call(&[entry]);
-    call.arg(key);
-    if call.invoke::<()>(db).await?.is_some() {
-        return Ok(());
-    }
-    on_entry(db, entry, |txn, holder| match holder {
-        Some(holder) if holder == key => {
-            txn.command("PERSIST").arg(entry).ignore();
-        }
-        Some(_) => {}
-        None => {
-            txn.ignored(claim_commands(entry, key));
-        }
+    checked::run::<()>(db, entry, &[], &[], &Confirm { entry, key }).await?;
+    Ok(())
+}
+
+/// Reads who the unique entry names (`None`: the entry is free).
+async fn holder<R: Reader>(reader: &R, entry: &str) -> Result<Option<Vec<u8>>> {
+    let replies = reader
+        .read(&[entry], vec![holder_command(entry)], false)
+        .await?;
+    Ok(match replies.into_iter().next() {
+        Some(Value::BulkString(holder)) => Some(holder),
+        _ => None,
     })
-    .await
+}
+
+/// Step 1 on an entry no other object names, in one checked unit: the
+/// claim (the entry made to name the object, with the lease) if the entry
+/// is free or names the object already; deferred if it names another
+/// object, whose field decides.
+struct ClaimFree<'a> {
+    entry: &'a str,
+    key: &'a str,
+}
+
+impl Decide for ClaimFree<'_> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Decision> {
+        match holder(reader, self.entry).await? {
+            Some(other) if other != self.key.as_bytes() => Ok(Decision::Defer),
+            _ => {
+                let mut lease = cmd("PEXPIRE");
+                lease.arg(self.entry).arg(CLAIM_LEASE.as_millis() as u64);
+                let [del, push] = claim_commands(self.entry, self.key);
+                Ok(Decision::Write(vec![del, push, lease]))
+            }
+        }
+    }
+}
+
+/// Step 3's confirmation, decided on the entry's holder: the entry naming
+/// the object is made permanent (`PERSIST`), a missing one is made again,
+/// one naming another object is left to it.
+struct Confirm<'a> {
+    entry: &'a str,
+    key: &'a str,
+}
+
+impl Decide for Confirm<'_> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Decision> {
+        Ok(Decision::Write(match holder(reader, self.entry).await? {
+            Some(holder) if holder == self.key.as_bytes() => {
+                let mut persist = cmd("PERSIST");
+                persist.arg(self.entry);
+                vec![persist]
+            }
+            Some(_) => Vec::new(),
+            None => claim_commands(self.entry, self.key).to_vec(),
+        }))
+    }
 }
 
 /// Removes the unique entry `entry` if it names `key`: a value the write
@@ -494,29 +503,4 @@ pub(crate) async fn release_all(db: &Db, claimed: &[Claim], key: &str) {
     for claim in claimed {
         let _ = release(db, &claim.entry, key, claim.field, &claim.value, true).await;
     }
-}
-
-/// One compare-and-set on a unique entry: WATCH it, read its holder, and
-/// run what `decide` adds (nothing: no write) in MULTI/EXEC.
-async fn on_entry(
-    db: &Db,
-    entry: &str,
-    decide: impl Fn(&mut Pipeline, Option<&str>) + Sync,
-) -> Result<()> {
-    let decide = &decide;
-    watched(db, entry, |tx| async move {
-        let (holder,): (Option<String>,) = tx
-            .watch_then(entry, |read| {
-                read.add_command(holder_command(entry));
-            })
-            .await?;
-        let mut txn = redis::pipe();
-        txn.atomic();
-        decide(&mut txn, holder.as_deref());
-        if txn.is_empty() {
-            return Ok(Some(()));
-        }
-        tx.exec::<()>(&txn).await
-    })
-    .await
 }

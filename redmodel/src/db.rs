@@ -9,10 +9,8 @@
 //!   the backend's pool and counted like every other round trip.
 
 mod acks;
-pub(crate) use acks::not_replicated;
 mod backend;
 mod cluster;
-pub(crate) use cluster::is_redirection;
 mod conn_state;
 mod connect;
 mod counters;
@@ -28,6 +26,7 @@ pub(crate) mod recall;
 pub(crate) mod script;
 mod server;
 mod slots;
+mod url;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -361,6 +360,12 @@ impl Db {
         self.layout.stored(plain)
     }
 
+    /// Tells the checked writes' guesses ([`recall`]) what a read of
+    /// `read` finds now, after a write that did not go through them.
+    pub(crate) fn saw(&self, read: &Cmd, reply: &Value) {
+        self.recall().saw(read, reply);
+    }
+
     /// Makes `pipe`'s reads see one instant: a MULTI against a server,
     /// where other clients' commands can come between a pipeline's. In
     /// process the engine runs a pipeline of commands that do not block
@@ -623,3 +628,8 @@ impl ConnectionLike for Db {
 pub(crate) fn slot_of(key: &str) -> redis::cluster_routing::Slot {
     redis::cluster_routing::Slot::for_key(key.as_bytes())
 }
+
+/// A boxed, sendable future: what the seam's async methods return, so that
+/// the trait stays object safe.
+pub(crate) type BoxFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

@@ -329,7 +329,7 @@ impl From<redis::RedisError> for Error {
         if is_tls_failure(&err) {
             return Error::Tls { source: err };
         }
-        if let Some((acked, wanted)) = crate::db::not_replicated(&err) {
+        if let Some((acked, wanted)) = not_replicated(&err) {
             return Error::NotReplicated { acked, wanted };
         }
         if let Some(detail) = no_permission_detail(&err) {
@@ -351,7 +351,7 @@ impl From<redis::RedisError> for Error {
         // A redirection that reached the caller (a transaction aborted by
         // a slot still moving after the retries): transient, like the
         // failover or resharding it comes from.
-        if is_passing_state(&err) || crate::db::is_redirection(&err) {
+        if is_passing_state(&err) || is_redirection(&err) {
             return Error::Unavailable { source: err };
         }
         if err.code() == Some("WRONGTYPE") {
@@ -436,6 +436,42 @@ pub(crate) fn is_tls_failure(err: &redis::RedisError) -> bool {
 #[cfg(not(feature = "tls"))]
 pub(crate) fn is_tls_failure(_err: &redis::RedisError) -> bool {
     false
+}
+
+/// The replica counts an error with [`NOT_REPLICATED`] carries: how many
+/// acknowledged and how many were wanted.
+pub(crate) fn not_replicated(err: &redis::RedisError) -> Option<(u32, u32)> {
+    if err.code() != Some(NOT_REPLICATED) {
+        return None;
+    }
+    let detail = err.detail()?;
+    let mut words = detail.split_whitespace();
+    let acked = words.next()?.parse().ok()?;
+    let wanted = words.nth(1)?.parse().ok()?;
+    Some((acked, wanted))
+}
+
+/// The error code a request gets when too few replicas acknowledged it,
+/// turned into [`Error::NotReplicated`].
+pub(crate) const NOT_REPLICATED: &str = "NOTREPLICATED";
+
+/// Whether `err` is a redirection or a transient state of a slot (MOVED,
+/// ASK, TRYAGAIN, CLUSTERDOWN), alone or inside an aborted transaction
+/// (where redis-rs spells them `Moved:`, `Ask:`): the request ran nowhere,
+/// and can run again once the slot has settled.
+pub(crate) fn is_redirection(err: &redis::RedisError) -> bool {
+    let text = err.to_string().to_ascii_uppercase();
+    [
+        "MOVED",
+        "ASK ",
+        "ASK:",
+        "TRYAGAIN",
+        "TRY AGAIN",
+        "CLUSTERDOWN",
+        "CLUSTER DOWN",
+    ]
+    .iter()
+    .any(|code| text.contains(code))
 }
 
 #[cfg(test)]

@@ -148,7 +148,6 @@ pub mod cascade;
 pub mod check;
 pub mod codec;
 pub mod composite;
-mod declared;
 pub mod expiry;
 mod field;
 pub mod index;
@@ -165,7 +164,7 @@ mod scan;
 mod transaction;
 pub(crate) mod write;
 
-pub use declared::{conflicting_declarations, DeclarationConflict};
+pub use check::{conflicting_declarations, DeclarationConflict};
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -455,9 +454,9 @@ pub async fn dbsize(db: &Db) -> Result<u64> {
 /// What generated code names, by absolute path. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    pub use super::check::declared::{model_namespace, relation_namespace, Declared};
     pub use super::check::{model_checker, relation_checker};
     pub use super::codec::{Codec, FieldError, FieldValue, Json, Plain};
-    pub use super::declared::{model_namespace, relation_namespace, Declared};
     pub use super::field::Field;
     pub use super::index::{
         score_of, tags_of, IndexKind, IndexSpec, RecentList, SortedIndex, TagIndex, UniqueIndex,

@@ -17,6 +17,7 @@ mod chaos;
 mod check;
 mod cluster_steps;
 mod keys;
+mod layers;
 mod models;
 mod objects;
 mod pattern;

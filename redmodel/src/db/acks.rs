@@ -31,11 +31,8 @@ use std::time::Duration;
 
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::error::NOT_REPLICATED;
 use redis::{Arg, Cmd, Pipeline, RedisResult, Value};
-
-/// The error code a request gets when too few replicas acknowledged it,
-/// turned into [`Error::NotReplicated`](crate::Error::NotReplicated).
-pub(crate) const NOT_REPLICATED: &str = "NOTREPLICATED";
 
 /// How many replicas must acknowledge a write, and for how long to wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,22 +147,10 @@ impl Acks {
     }
 }
 
-/// The replica counts an error with [`NOT_REPLICATED`] carries: how many
-/// acknowledged and how many were wanted.
-pub(crate) fn not_replicated(err: &redis::RedisError) -> Option<(u32, u32)> {
-    if err.code() != Some(NOT_REPLICATED) {
-        return None;
-    }
-    let detail = err.detail()?;
-    let mut words = detail.split_whitespace();
-    let acked = words.next()?.parse().ok()?;
-    let wanted = words.nth(1)?.parse().ok()?;
-    Some((acked, wanted))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::not_replicated;
 
     #[test]
     fn only_writes_are_followed_by_wait() {

@@ -12,8 +12,8 @@
 //! nanoseconds behind a mutex): not measurable in the benchmarks. The
 //! futures were already boxed by redis-rs's `RedisFuture`.
 
+use super::BoxFuture;
 use std::future::Future;
-use std::pin::Pin;
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
@@ -21,10 +21,6 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 use crate::command::cmd;
 use crate::error::Result;
 use crate::memory::Engine;
-
-/// A boxed, sendable future: what the seam's async methods return, so that
-/// the trait stays object safe.
-pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Something that runs Redis commands for a [`Db`](super::Db).
 ///

@@ -31,9 +31,11 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-use super::backend::{scan_all, Backend, BoxFuture, Link};
+use super::backend::{scan_all, Backend, Link};
 use super::pool::{self, Tracked};
 use super::slots::SlotOwners;
+use super::BoxFuture;
+use crate::error::is_redirection;
 use crate::error::{Error, Result};
 
 /// A Redis Cluster behind a `Db`.
@@ -275,7 +277,7 @@ impl Backend for ClusterBackend {
         Box::pin(async move {
             let mut last = None;
             for seed in &self.seeds {
-                match super::connect::open_client(seed)?.get_async_pubsub().await {
+                match super::url::open_client(seed)?.get_async_pubsub().await {
                     Ok(conn) => return Ok(super::pubsub::Link::Redis(conn)),
                     Err(err) => last = Some(err),
                 }
@@ -570,25 +572,6 @@ fn is_keyless(cmd: &Cmd) -> bool {
 /// the slot map settles a few seconds after a master dies) is sent again,
 /// with a growing pause, before the error is the caller's.
 const TRANSACTION_REDIRECTS: Duration = Duration::from_secs(8);
-
-/// Whether `err` is a redirection or a transient state of a slot (MOVED,
-/// ASK, TRYAGAIN, CLUSTERDOWN), alone or inside an aborted transaction
-/// (where redis-rs spells them `Moved:`, `Ask:`): the request ran nowhere,
-/// and can run again once the slot has settled.
-pub(crate) fn is_redirection(err: &redis::RedisError) -> bool {
-    let text = err.to_string().to_ascii_uppercase();
-    [
-        "MOVED",
-        "ASK ",
-        "ASK:",
-        "TRYAGAIN",
-        "TRY AGAIN",
-        "CLUSTERDOWN",
-        "CLUSTER DOWN",
-    ]
-    .iter()
-    .any(|code| text.contains(code))
-}
 
 /// Whether redis-rs refused a pipeline for spanning slots (before sending
 /// it).

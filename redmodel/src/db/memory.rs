@@ -7,7 +7,8 @@
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-use super::backend::{Backend, BoxFuture, Link};
+use super::backend::{Backend, Link};
+use super::BoxFuture;
 use crate::error::Result;
 use crate::memory::Engine;
 

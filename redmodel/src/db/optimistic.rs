@@ -560,7 +560,7 @@ impl OptimisticConnection {
 fn redirected(err: &Error) -> bool {
     match err {
         Error::Server(e) | Error::Unavailable { source: e } => {
-            crate::db::is_redirection(e) || e.to_string().contains("EXECABORT")
+            crate::error::is_redirection(e) || e.to_string().contains("EXECABORT")
         }
         _ => false,
     }

@@ -20,6 +20,7 @@ use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
 
 pub(crate) mod checked;
+pub(crate) mod entry;
 mod incr;
 mod shaped;
 

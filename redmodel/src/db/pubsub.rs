@@ -15,7 +15,7 @@
 use futures_util::StreamExt;
 use redis::ToRedisArgs;
 
-use super::backend::BoxFuture;
+use super::BoxFuture;
 use crate::command::cmd;
 use crate::error::Result;
 use crate::Db;

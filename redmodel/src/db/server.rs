@@ -9,9 +9,10 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-use super::backend::{Backend, BoxFuture, Link};
+use super::backend::{Backend, Link};
 use super::pool::{self, Manager};
 use super::pubsub::{self, Opening};
+use super::BoxFuture;
 use crate::error::Result;
 
 /// A Redis server behind a `Db`.

@@ -81,11 +81,11 @@ use redis::Pipeline;
 
 use super::key::glob_escape;
 use super::object::ObjectRef;
+use super::referrer::{clear_reference, if_absent};
 pub use super::referrer::{referrers_of, OnDelete, Referrer, ReferrerKind};
 use super::scan::scan_keys;
 use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
-use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, KeyLayout, Result};
@@ -411,52 +411,6 @@ async fn remove_member(db: &Db, list: &str, key: &str) -> Result<()> {
             .arg(key)
             .ignore();
         tx.exec::<()>(&del).await
-    })
-    .await
-}
-
-/// Removes the reference field `field` of `hash` if it still names `key`
-/// and the object `key` does not exist (as [`remove_member`]).
-pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str) -> Result<()> {
-    if_absent(db, hash, key, |tx| async move {
-        let (named,): (Option<String>,) = tx
-            .query_pipeline(redis::pipe().command("HGET").arg(hash).arg(field))
-            .await?;
-        if named.as_deref() != Some(key) {
-            return Ok(Some(()));
-        }
-        let mut del = redis::pipe();
-        del.atomic().command("HDEL").arg(hash).arg(field).ignore();
-        tx.exec::<()>(&del).await
-    })
-    .await
-}
-
-/// Runs `write` (which ends with its EXEC) on `holder`, WATCHed, if the
-/// object `key` does not exist: WATCHed with it in the plain layout, read
-/// just before in the cluster layout (another slot).
-async fn if_absent<F, Fut>(db: &Db, holder: &str, key: &str, write: F) -> Result<()>
-where
-    F: Fn(RawTransaction) -> Fut,
-    Fut: std::future::Future<Output = Result<Option<()>>>,
-{
-    let write = &write;
-    watched(db, holder, |tx| async move {
-        let exists: bool = if db.shares_slot(holder, key) {
-            let (exists,): (bool,) = tx
-                .watch_then(&[holder, key], |read| {
-                    read.command("EXISTS").arg(key);
-                })
-                .await?;
-            exists
-        } else {
-            tx.watch(holder).await?;
-            db.query(cmd("EXISTS").arg(key)).await?
-        };
-        if exists {
-            return Ok(Some(()));
-        }
-        write(tx).await
     })
     .await
 }

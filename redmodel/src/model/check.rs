@@ -51,6 +51,7 @@
 //! # Ok(()) }
 //! ```
 
+pub(crate) mod declared;
 mod models;
 mod relations;
 
@@ -322,11 +323,9 @@ async fn walk<P: Proceed>(
 /// The declarations, in the order passes take them: objects before the
 /// lists that name them, so that a repair deletes a partial object before
 /// its entries are checked; by name within each.
-fn declarations() -> Vec<&'static super::declared::Declared> {
-    let mut all: Vec<&'static super::declared::Declared> =
-        inventory::iter::<super::declared::Declared>
-            .into_iter()
-            .collect();
+fn declarations() -> Vec<&'static declared::Declared> {
+    let mut all: Vec<&'static declared::Declared> =
+        inventory::iter::<declared::Declared>.into_iter().collect();
     all.sort_by_key(|d| (d.kind != "model", d.rust_name));
     all
 }
@@ -422,5 +421,6 @@ pub trait Checker: Send + Sync {
     fn finish<'a>(&'a self, pass: &'a mut Pass<'_>) -> BoxFuture<'a, ()>;
 }
 
+pub use declared::{conflicting_declarations, DeclarationConflict};
 pub use models::checker as model_checker;
 pub use relations::checker as relation_checker;

@@ -11,6 +11,7 @@ pub(crate) use prune::{prune, Entry, Stale, Test};
 use super::codec::shown;
 use super::object::ObjectRef;
 use super::Model;
+use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::{Db, Error, Result};
 
@@ -133,4 +134,27 @@ pub(crate) fn parse_member<M: Model>(member: &str, index: &str) -> Result<Object
 pub(crate) fn key_text(raw: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(raw)
         .map_err(|_| format!("{} is not UTF-8 text, which an index key needs", shown(raw)))
+}
+
+/// The command that reads the holder named by the unique entry `entry`
+/// (a list of one element): `LINDEX entry 0`, which replies like a GET
+/// (the key, or nil).
+pub(crate) fn holder_command(entry: &str) -> redis::Cmd {
+    let mut lindex = cmd("LINDEX");
+    lindex.arg(entry).arg(0);
+    lindex
+}
+
+/// WATCHes the unique entry `entry` on `tx` and reads who it names and
+/// its TTL in milliseconds (negative: none, so not a pending claim; see
+/// `write::stepped`): what every compare-and-set on an entry decides on.
+pub(crate) async fn watch_entry(
+    tx: &crate::db::optimistic::RawTransaction,
+    entry: &str,
+) -> Result<(Option<String>, i64)> {
+    tx.watch_then(entry, |read| {
+        read.add_command(holder_command(entry));
+        read.command("PTTL").arg(entry);
+    })
+    .await
 }

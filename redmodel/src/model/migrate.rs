@@ -35,9 +35,10 @@ use std::ops::ControlFlow;
 
 use redis::Value;
 
-use super::index::unique::{claim_commands, holder_command};
+use super::index::unique::claim_commands;
 use super::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use super::key::{glob_escape, key_pattern, sorted_key, tag_key, unique_key};
+use super::live::holder_command;
 use super::scan::scan_keys;
 use super::write::{claim_held, sync, Texts};
 use super::{Admin, Model, ObjectRef};

@@ -7,6 +7,10 @@
 use super::key::glob_escape;
 use super::object::ObjectRef;
 use super::{Model, OwnerKind};
+use crate::command::cmd;
+use crate::command::AddCommand as _;
+use crate::db::optimistic::{watched, RawTransaction};
+use crate::{Db, Result};
 
 /// What `on_delete` says about a referrer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,4 +81,50 @@ pub fn object_pattern<M: Model>() -> String {
 #[doc(hidden)]
 pub fn is_object_of<M: Model>(key: &str) -> bool {
     ObjectRef::<M>::parse(key).is_ok()
+}
+
+/// Removes the reference field `field` of `hash` if it still names `key`
+/// and the object `key` does not exist (as the cascade removes a relation member).
+pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str) -> Result<()> {
+    if_absent(db, hash, key, |tx| async move {
+        let (named,): (Option<String>,) = tx
+            .query_pipeline(redis::pipe().command("HGET").arg(hash).arg(field))
+            .await?;
+        if named.as_deref() != Some(key) {
+            return Ok(Some(()));
+        }
+        let mut del = redis::pipe();
+        del.atomic().command("HDEL").arg(hash).arg(field).ignore();
+        tx.exec::<()>(&del).await
+    })
+    .await
+}
+
+/// Runs `write` (which ends with its EXEC) on `holder`, WATCHed, if the
+/// object `key` does not exist: WATCHed with it in the plain layout, read
+/// just before in the cluster layout (another slot).
+pub(crate) async fn if_absent<F, Fut>(db: &Db, holder: &str, key: &str, write: F) -> Result<()>
+where
+    F: Fn(RawTransaction) -> Fut,
+    Fut: std::future::Future<Output = Result<Option<()>>>,
+{
+    let write = &write;
+    watched(db, holder, |tx| async move {
+        let exists: bool = if db.shares_slot(holder, key) {
+            let (exists,): (bool,) = tx
+                .watch_then(&[holder, key], |read| {
+                    read.command("EXISTS").arg(key);
+                })
+                .await?;
+            exists
+        } else {
+            tx.watch(holder).await?;
+            db.query(cmd("EXISTS").arg(key)).await?
+        };
+        if exists {
+            return Ok(Some(()));
+        }
+        write(tx).await
+    })
+    .await
 }

@@ -359,7 +359,7 @@ pub(crate) async fn recheck_references<M: Model>(
             .query(cmd("EXISTS").arg(db.stored(target).as_ref()))
             .await?;
         if !exists {
-            super::cascade::clear_reference(db, key, name, target).await?;
+            super::referrer::clear_reference(db, key, name, target).await?;
             return Err(Error::NotFound {
                 key: target.to_string(),
             });
@@ -394,4 +394,24 @@ impl<M: SingleValue> ObjectRef<M> {
         })?;
         self.write_single(db, text).await
     }
+}
+
+/// The start of a write of the object at `key` that needs `guards` to
+/// exist. Where they all share its slot (always in the plain layout),
+/// one group that they all guard: one atomic
+/// unit. In the cluster layout, those in `key`'s slot guard the write's
+/// own group; each of the others (a reference field's target) gets a
+/// group of its own, checked first, just before the write, not with it.
+pub(crate) fn guarded_unit(db: &Db, key: &str, guards: &[String]) -> Plan {
+    // The object, the usual guard, is known by its name: no slot to hash.
+    let near = |g: &&String| g.as_str() == key || db.shares_slot(g, key);
+    let mut unit = Plan::new();
+    for guard in guards.iter().filter(|g| !near(g)) {
+        unit.step().guard(guard.as_str());
+    }
+    unit.step();
+    for guard in guards.iter().filter(near) {
+        unit.guard(guard.as_str());
+    }
+    unit
 }

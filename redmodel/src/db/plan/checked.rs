@@ -28,7 +28,7 @@ use std::sync::{LazyLock, Mutex};
 
 use redis::{Cmd, FromRedisValue, Value};
 
-use super::shaped;
+use super::shaped::{self, GUARDS};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
@@ -190,16 +190,6 @@ impl Reader for Recorder<'_> {
 /// arguments, its number of values and the values (`=text`, or `-` for
 /// nil); then the commands, each as its argument count and arguments.
 static CHECKED: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[GUARDS, CHECKED_BODY].concat()));
-
-/// Every key of `KEYS` must exist, else `NOTFOUND key`: how each checked
-/// script, general or shaped ([`super::shaped`]), begins.
-pub(crate) const GUARDS: &str = r"
-for g = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[g]) == 0 then
-    return redis.error_reply('NOTFOUND ' .. KEYS[g])
-  end
-end
-";
 
 /// [`CHECKED`] after its guards.
 const CHECKED_BODY: &str = r"
@@ -526,32 +516,21 @@ fn add_command(invocation: &mut Call<'_>, cmd: &Cmd) {
 /// in process, else WATCH/MULTI).
 pub(crate) trait Decide: Sync {
     /// Reads through `reader` and decides: the commands to write after
-    /// the caller's own (their replies dropped), [`Decision::Defer`] if
-    /// the write needs reads that one unit cannot check, or an error that
-    /// refuses the write (nothing written).
-    fn decide<R: Reader>(&self, reader: &R) -> impl Future<Output = Result<Decision>> + Send;
-}
-
-/// What a [`Decide`] came to.
-pub(crate) enum Decision {
-    /// Write these commands (after the caller's own).
-    Write(Vec<Cmd>),
-    /// Not decidable in one unit: the caller takes its own path.
-    Defer,
+    /// the caller's own (their replies dropped), or an error that refuses
+    /// the write (nothing written).
+    fn decide<R: Reader>(&self, reader: &R) -> impl Future<Output = Result<Vec<Cmd>>> + Send;
 }
 
 /// Runs `decide` as one atomic unit guarded by `guards` (keys that must
 /// exist): the fixed commands `base` (each with whether its reply is
-/// kept), then what `decide` adds. The kept replies, or `None` if the
-/// decision was deferred.
+/// kept), then what `decide` adds. The kept replies.
 ///
 /// A first attempt guesses its reads from what the `Db` saw last
 /// ([`crate::db::recall`]); the script checks every read and, if one
 /// changed, replies what it found, on which the next attempt decides
 /// (a retry at once, paced only when collisions repeat, by the retry
-/// policy of [`crate::db::optimistic`]). A decision that writes nothing
-/// (a refusal, a deferral) is made again on real reads if it rested on a
-/// guess, since no script checks it. On a server that refuses scripts,
+/// policy of [`crate::db::optimistic`]). A refusal is made again on real
+/// reads if it rested on a guess, since no script checks it. On a server that refuses scripts,
 /// the same decision runs under WATCH (`conflict_key` names the write in
 /// a conflict error).
 pub(crate) async fn run<T: FromRedisValue>(
@@ -560,22 +539,21 @@ pub(crate) async fn run<T: FromRedisValue>(
     guards: &[String],
     base: &[(&Cmd, bool)],
     decide: &impl Decide,
-) -> Result<Option<T>> {
+) -> Result<T> {
     let mut guess = Guess::Absent;
     for attempt in 1..=MAX_ATTEMPTS {
         let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));
         let decided = decide.decide(&recorder).await;
         let extra = match decided {
-            Ok(Decision::Write(extra)) => extra,
-            Err(_) | Ok(Decision::Defer) if recorder.guessed() => continue,
-            Ok(Decision::Defer) => return Ok(None),
+            Ok(extra) => extra,
+            Err(_) if recorder.guessed() => continue,
             Err(err) => return Err(err),
         };
         let mut writes: Vec<(&Cmd, bool)> = Vec::with_capacity(base.len() + extra.len());
         writes.extend_from_slice(base);
         writes.extend(extra.iter().map(|cmd| (cmd, false)));
         match recorder.commit::<T>(guards, &writes).await? {
-            Checked::Done(out) => return Ok(Some(out)),
+            Checked::Done(out) => return Ok(out),
             Checked::Unsupported => break,
             Checked::Changed(_) if attempt == MAX_ATTEMPTS => {
                 return Err(Error::Conflict {
@@ -599,10 +577,7 @@ pub(crate) async fn run<T: FromRedisValue>(
         // The guards are WATCHed with the reads: one deleted before the
         // EXEC aborts the attempt, and the next one sees it gone.
         tx.watch_guards(guards).await?;
-        let extra = match decide.decide(&tx).await? {
-            Decision::Write(extra) => extra,
-            Decision::Defer => return Ok(Some(None)),
-        };
+        let extra = decide.decide(&tx).await?;
         let mut txn = redis::pipe();
         txn.atomic();
         for (cmd, keep) in base {
@@ -612,7 +587,7 @@ pub(crate) async fn run<T: FromRedisValue>(
             }
         }
         txn.ignored(extra);
-        Ok(tx.exec::<T>(&txn).await?.map(Some))
+        tx.exec::<T>(&txn).await
     })
     .await
 }

@@ -219,7 +219,7 @@ fn text(
     expected: &[Vec<Option<&[u8]>>],
     writes: &[(&str, usize, bool)],
 ) -> String {
-    let mut out = String::from(super::checked::GUARDS);
+    let mut out = String::from(GUARDS);
     // Where each read's and write's arguments start in ARGV, then where
     // the expected strings start.
     let mut next = 1;
@@ -336,6 +336,16 @@ pub(crate) fn reply(mut reply: Vec<Value>, has_reads: bool) -> Option<(bool, Vec
         _ => None,
     }
 }
+
+/// Every key of `KEYS` must exist, else `NOTFOUND key`: how each checked
+/// script, general or shaped ([`super::shaped`]), begins.
+pub(crate) const GUARDS: &str = r"
+for g = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[g]) == 0 then
+    return redis.error_reply('NOTFOUND ' .. KEYS[g])
+  end
+end
+";
 
 #[cfg(test)]
 mod tests {

@@ -170,7 +170,7 @@ async fn check_objects<M: Model>(
             format!("its field `{field}` names `{target}`, which does not exist"),
         );
         if pass.repairing() {
-            crate::model::cascade::clear_reference(db, &object.key_in(db), field, target).await?;
+            crate::model::referrer::clear_reference(db, &object.key_in(db), field, target).await?;
             pass.fixed(Kind::DanglingReference, 1);
         }
     }

@@ -15,10 +15,10 @@ use std::marker::PhantomData;
 
 use redis::Value;
 
-use crate::command::AddCommand as _;
 use crate::command::{cmd, sized};
 use crate::model::codec::{Codec, IntoValue, Plain};
 use crate::model::key::{decode_segment, glob_escape, unique_key};
+use crate::model::live::holder_command;
 use crate::model::live::{key_text, parse_member, prune, Entry, Stale, Test, PRUNE_BATCH};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef, Storage};
@@ -212,15 +212,6 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     }
 }
 
-/// The command that reads the holder named by the unique entry `entry`
-/// (a list of one element): `LINDEX entry 0`, which replies like a GET
-/// (the key, or nil).
-pub(crate) fn holder_command(entry: &str) -> redis::Cmd {
-    let mut lindex = cmd("LINDEX");
-    lindex.arg(entry).arg(0);
-    lindex
-}
-
 /// The read of who holds the unique entry `entry` and that
 /// holder's `field`, at one instant (`SORT entry BY nosort LIMIT 0 1 GET #
 /// GET *->field`): an empty reply for a free value, else the holder and
@@ -231,20 +222,6 @@ pub(crate) fn holder_and_field_command(entry: &str, field: &str) -> redis::Cmd {
     let mut sort = holder_sort(entry, 2, field.len() + 3);
     sort.arg("GET").arg([b"*->", field.as_bytes()].concat());
     sort
-}
-
-/// WATCHes the unique entry `entry` on `tx` and reads who it names and
-/// its TTL in milliseconds (negative: none, so not a pending claim; see
-/// `write::stepped`): what every compare-and-set on an entry decides on.
-pub(crate) async fn watch_entry(
-    tx: &crate::db::optimistic::RawTransaction,
-    entry: &str,
-) -> Result<(Option<String>, i64)> {
-    tx.watch_then(entry, |read| {
-        read.add_command(holder_command(entry));
-        read.command("PTTL").arg(entry);
-    })
-    .await
 }
 
 /// `SORT entry BY nosort LIMIT 0 1 GET #`: an entry's holder (a list of

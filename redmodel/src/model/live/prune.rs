@@ -12,9 +12,9 @@
 
 use redis::{Pipeline, Value};
 
+use super::{holder_command, watch_entry};
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{watched, RawTransaction};
-use crate::model::index::unique::watch_entry;
 use crate::{Db, KeyLayout, Result};
 
 /// An index or list entry that a read found dead.
@@ -233,11 +233,8 @@ async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pi
                 add_test(check, s);
                 if let Entry::Unique(key) = &s.entry {
                     // Who the entry names now (a unique entry is a list of
-                    // one key: see the key layout in `model::key`). The
-                    // indexes read it with the same command,
-                    // `index::unique::holder_command`, which this lower
-                    // layer does not import.
-                    check.command("LINDEX").arg(key).arg(0);
+                    // one key: see the key layout in `model::key`).
+                    check.add_command(holder_command(key));
                 }
             }
         })

@@ -17,7 +17,7 @@
 //!   change of a value this `Db` wrote one round trip), a value another
 //!   live object holds is refused ([`Error::Unique`], on real reads only),
 //!   and the write and the index commands go as one script that checks
-//!   those reads still hold ([`checked`](crate::db::plan::checked): an optimistic
+//!   those reads still hold ([`checked`]: an optimistic
 //!   compare-and-set in one round trip, repeated on the values it replies
 //!   if a read changed, by the one retry policy of [`crate::db::optimistic`]).
 //!   On a server that refuses scripts, the same reads and decisions run
@@ -36,15 +36,17 @@ use std::marker::PhantomData;
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 use smallvec::SmallVec;
 
+use super::guarded_unit;
 use super::stepped;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{watched, RawTransaction};
-use crate::db::plan::checked::{self, Decide, Decision, Reader};
+use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::{number_text, Increment, Plan};
-use crate::model::index::unique::{claim_commands, holder_and_field_command, holder_command};
+use crate::model::index::unique::{claim_commands, holder_and_field_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
+use crate::model::live::holder_command;
 use crate::model::live::key_text;
 use crate::model::Model;
 use crate::{Db, Error, KeyLayout, Result};
@@ -210,7 +212,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     write: &(dyn Fn(&mut Plan) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
-    let mut unit = guarded_unit(db.key_layout(), key, guards);
+    let mut unit = guarded_unit(db, key, guards);
     let touched = touched::<M>(changes);
     if touched.is_empty() {
         write(&mut unit);
@@ -250,9 +252,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
         steps: &steps,
         model: PhantomData,
     };
-    checked::run(db, key, guards, &base, &entries)
-        .await?
-        .ok_or_else(|| Error::Misuse("an index write deferred its decision".to_string()))
+    checked::run(db, key, guards, &base, &entries).await
 }
 
 /// The unique and tag commands of a write, decided on the old values and
@@ -265,40 +265,11 @@ struct Entries<'a, M> {
 }
 
 impl<M: Model> Decide for Entries<'_, M> {
-    async fn decide<R: Reader>(&self, reader: &R) -> Result<Decision> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
         let mut entries = Vec::new();
         add_watched_steps::<M, _>(reader, self.layout, self.key, self.steps, &mut entries).await?;
-        Ok(Decision::Write(entries))
+        Ok(entries)
     }
-}
-
-/// The start of a write of the object at `key` that needs `guards` to
-/// exist. In the plain layout, one group that they all guard: one atomic
-/// unit. In the cluster layout, those in `key`'s slot guard the write's
-/// own group; each of the others (a reference field's target) gets a
-/// group of its own, checked first, just before the write, not with it.
-pub(super) fn guarded_unit(layout: KeyLayout, key: &str, guards: &[String]) -> Plan {
-    if layout == KeyLayout::Plain {
-        let mut unit = Plan::new();
-        unit.step();
-        for guard in guards {
-            unit.guard(guard.as_str());
-        }
-        return unit;
-    }
-    let slot = crate::db::slot_of;
-    // A CRC16 per key: the object, the usual guard, is known by its name.
-    let own = slot(key);
-    let near = |g: &&String| g.as_str() == key || slot(g) == own;
-    let mut unit = Plan::new();
-    for guard in guards.iter().filter(|g| !near(g)) {
-        unit.step().guard(guard.as_str());
-    }
-    unit.step();
-    for guard in guards.iter().filter(near) {
-        unit.guard(guard.as_str());
-    }
-    unit
 }
 
 /// One unique step, with what the attempt learned.

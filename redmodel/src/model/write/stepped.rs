@@ -12,7 +12,7 @@
 //!    object that holds it, or that another object is claiming (an entry
 //!    with a TTL), is refused with [`Error::Unique`] before anything else
 //!    is written. A free entry (or one naming this object) is claimed by
-//!    one checked unit (`ClaimFree`); one naming another object needs that
+//!    one script (`db::plan::entry`); one naming another object needs that
 //!    object's field, in another slot, read between a WATCH of the entry
 //!    and the claim's MULTI/EXEC, so that any change of the entry
 //!    meanwhile (the other object's own claim and confirmation, which
@@ -22,7 +22,7 @@
 //!    sub-object's admin exists, if it is one). If it fails, the claims of
 //!    step 1 are released.
 //! 3. **Confirm** the claims (PERSIST the entry if it still names this
-//!    object: one checked unit, `Confirm`) and **release** the unique values
+//!    object: one script, `db::plan::entry`) and **release** the unique values
 //!    the write gave up (DEL the entry if it still names this object; a
 //!    WATCH transaction, for the reason of step 1: it reads the object's
 //!    field, in another slot).
@@ -57,16 +57,18 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, Value};
 
-use super::index::guarded_unit;
+use super::guarded_unit;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::watched;
-use crate::db::plan::checked::{self, Decide, Decision, Reader};
+use crate::db::plan::checked::{self, Decide, Reader};
+use crate::db::plan::entry;
 use crate::db::plan::Plan;
 use crate::layout::plain_key;
-use crate::model::index::unique::{claim_commands, holder_command, watch_entry};
+use crate::model::index::unique::claim_commands;
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
+use crate::model::live::{holder_command, watch_entry};
 use crate::model::Model;
 use crate::{Db, Error, Result};
 
@@ -106,7 +108,7 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
     let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
     // Guards in other slots (the objects reference fields name) are
     // checked just before the object's unit, not in it.
-    let mut object = guarded_unit(db.key_layout(), key, guards);
+    let mut object = guarded_unit(db, key, guards);
     object.add(cmd("HMGET").arg(key).arg(&fields).clone());
     write(&mut object);
     object.add(cmd("HMGET").arg(key).arg(&fields).clone());
@@ -336,13 +338,9 @@ async fn claim<M: Model>(
     field: &'static str,
     value: &str,
 ) -> Result<()> {
-    // Deferred: the entry names another object, whose field (in another
-    // slot) decides.
-    let free = ClaimFree { entry, key };
-    if checked::run::<()>(db, entry, &[], &[], &free)
-        .await?
-        .is_some()
-    {
+    // `None`: the server refuses scripts; `Some(Some(_))`: the entry
+    // names another object, whose field decides.
+    if let Some(None) = entry::claim_free(db, entry, key, CLAIM_LEASE).await? {
         return Ok(());
     }
     watched(db, entry, |tx| async move {
@@ -398,6 +396,10 @@ pub(crate) async fn claim_held<M: Model>(
 /// meanwhile and the entry is gone, it is made again; if another object
 /// took it over, it is left to that object (a reindex reports the clash).
 async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
+    if entry::confirm(db, entry, key).await?.is_some() {
+        return Ok(());
+    }
+    // A server that refuses scripts: the same decision under WATCH.
     checked::run::<()>(db, entry, &[], &[], &Confirm { entry, key }).await?;
     Ok(())
 }
@@ -413,29 +415,6 @@ async fn holder<R: Reader>(reader: &R, entry: &str) -> Result<Option<Vec<u8>>> {
     })
 }
 
-/// Step 1 on an entry no other object names, in one checked unit: the
-/// claim (the entry made to name the object, with the lease) if the entry
-/// is free or names the object already; deferred if it names another
-/// object, whose field decides.
-struct ClaimFree<'a> {
-    entry: &'a str,
-    key: &'a str,
-}
-
-impl Decide for ClaimFree<'_> {
-    async fn decide<R: Reader>(&self, reader: &R) -> Result<Decision> {
-        match holder(reader, self.entry).await? {
-            Some(other) if other != self.key.as_bytes() => Ok(Decision::Defer),
-            _ => {
-                let mut lease = cmd("PEXPIRE");
-                lease.arg(self.entry).arg(CLAIM_LEASE.as_millis() as u64);
-                let [del, push] = claim_commands(self.entry, self.key);
-                Ok(Decision::Write(vec![del, push, lease]))
-            }
-        }
-    }
-}
-
 /// Step 3's confirmation, decided on the entry's holder: the entry naming
 /// the object is made permanent (`PERSIST`), a missing one is made again,
 /// one naming another object is left to it.
@@ -445,8 +424,8 @@ struct Confirm<'a> {
 }
 
 impl Decide for Confirm<'_> {
-    async fn decide<R: Reader>(&self, reader: &R) -> Result<Decision> {
-        Ok(Decision::Write(match holder(reader, self.entry).await? {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<redis::Cmd>> {
+        Ok(match holder(reader, self.entry).await? {
             Some(holder) if holder == self.key.as_bytes() => {
                 let mut persist = cmd("PERSIST");
                 persist.arg(self.entry);
@@ -454,7 +433,7 @@ impl Decide for Confirm<'_> {
             }
             Some(_) => Vec::new(),
             None => claim_commands(self.entry, self.key).to_vec(),
-        }))
+        })
     }
 }
 
@@ -486,12 +465,18 @@ async fn release(
         };
         let mut txn = redis::pipe();
         txn.atomic();
-        if held.as_deref() == Some(value.as_bytes()) {
+        let kept = held.as_deref() == Some(value.as_bytes());
+        if kept {
             txn.command("PERSIST").arg(entry).ignore();
         } else {
             txn.command("DEL").arg(entry).ignore();
         }
-        tx.exec::<()>(&txn).await
+        let done = tx.exec::<()>(&txn).await?;
+        if done.is_some() && !kept {
+            // The next claim of the value guesses it free.
+            db.saw(&holder_command(entry), &Value::Nil);
+        }
+        Ok(done)
     })
     .await
 }

@@ -9,9 +9,10 @@
 //! (`migrate` tests do exactly that), and a test binary that gathers
 //! several example programs holds each one's models.
 
-use super::key::glob_escape;
-use super::relation::RelationRef;
-use super::{Model, OwnerKind, Relation};
+use super::Checker;
+use crate::model::key::glob_escape;
+use crate::model::relation::RelationRef;
+use crate::model::{Model, OwnerKind, Relation};
 
 /// One declared model or relation, registered by its derive.
 #[doc(hidden)]
@@ -25,8 +26,8 @@ pub struct Declared {
     /// `teacher:*:class`), minus a final `:*`: two declarations conflict
     /// when these are equal.
     pub namespace: fn() -> String,
-    /// Its consistency check ([`check`](super::check)).
-    pub checker: fn() -> Box<dyn super::check::Checker>,
+    /// Its consistency check ([`check`](super)).
+    pub checker: fn() -> Box<dyn Checker>,
 }
 
 inventory::collect!(Declared);

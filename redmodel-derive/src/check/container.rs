@@ -54,14 +54,13 @@ pub fn check_attrs_fit_kind(cx: &Ctxt, cont: &Container) {
 /// What to write instead of struct attribute `name` on a model of `kind`,
 /// or `None` if it applies.
 fn misfit(name: &str, kind: Kind) -> Option<&'static str> {
-    let object = matches!(kind, Kind::Admin | Kind::SubObject);
     Some(match (kind, name) {
         (Kind::Relation, "sync_every") => "a relation is a list, it has no write count; remove it",
         (Kind::Relation, "single") => "a relation is a list of member keys; remove it",
-        (_, "member" | "inverse") if object => {
+        (Kind::Admin | Kind::SubObject, "member" | "inverse") => {
             "`member` and `inverse` declare a relation: use `#[derive(Relation)]` on a unit struct"
         }
-        (_, "on_delete") if object => {
+        (Kind::Admin | Kind::SubObject, "on_delete") => {
             "`on_delete` goes on a relation (`#[derive(Relation)]`) or on a reference field (`Ref<Model>`)"
         }
         (Kind::Admin, "owner") => {

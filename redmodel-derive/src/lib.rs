@@ -7,7 +7,7 @@
 //!    representation;
 //! 2. `check`: the rules, one function each, with errors that point at the
 //!    user's tokens and say what to write instead, all collected in a
-//!    `ctxt::Ctxt` and reported at once;
+//!    `ctxt::Ctxt` and reported at once, in source order;
 //! 3. `model`: the checked input as what the derive generates code for;
 //! 4. `expand`: the code, which names the runtime only through
 //!    `::redmodel::__private`.

@@ -1,51 +1,21 @@
 //! Parsing of `#[redmodel(...)]` (and the `default` of `#[serde(...)]`)
-//! into spanned raw values. Which attribute fits which kind of model is
-//! checked in [`crate::ast`]; here each attribute's own shape is checked.
+//! into spanned raw values. Each attribute's own shape is checked here (a
+//! flag takes no value, `table` takes a string, ...); which attribute fits
+//! which model, and how attributes combine, is checked in [`crate::check`].
+
+mod serde;
+mod value;
 
 use proc_macro2::Span;
 use syn::meta::ParseNestedMeta;
-use syn::parse::ParseStream;
-use syn::{Attribute, ExprPath, LitInt, LitStr, Path, Token};
+use syn::spanned::Spanned;
+use syn::{Attribute, ExprPath, LitInt, LitStr, Path};
 
-/// Collects errors so that all of them are reported at once.
-#[derive(Default)]
-pub struct Errors(Vec<syn::Error>);
-
-impl Errors {
-    pub fn push(&mut self, error: syn::Error) {
-        self.0.push(error);
-    }
-
-    pub fn spanned(&mut self, span: Span, message: impl std::fmt::Display) {
-        self.push(syn::Error::new(span, message));
-    }
-
-    pub fn finish(self) -> syn::Result<()> {
-        let mut errors = self.0.into_iter();
-        match errors.next() {
-            None => Ok(()),
-            Some(mut first) => {
-                first.extend(errors);
-                Err(first)
-            }
-        }
-    }
-}
+use crate::ctxt::Ctxt;
+use value::{flag, int, model_path, set, string};
 
 /// A flag attribute (`pk`, `skip`, ...), where it was written.
 pub type Flag = Option<Span>;
-
-/// The attributes of the struct itself.
-#[derive(Default)]
-pub struct ContainerAttrs {
-    pub table: Option<LitStr>,
-    pub owner: Option<Path>,
-    pub member: Option<Path>,
-    pub inverse: Option<Path>,
-    pub sync_every: Option<LitInt>,
-    pub single: Flag,
-    pub on_delete: Option<OnDelete>,
-}
 
 /// `on_delete = "cascade"` or `on_delete = "restrict"`, where it was
 /// written.
@@ -62,17 +32,30 @@ pub enum DefaultAttr {
 }
 
 impl DefaultAttr {
+    /// Where the attribute was written.
     pub fn span(&self) -> Span {
         match self {
             DefaultAttr::Trait(span) => *span,
-            DefaultAttr::Function(path) => syn::spanned::Spanned::span(path),
+            DefaultAttr::Function(path) => path.span(),
         }
     }
 }
 
+/// The attributes of the struct itself.
+#[derive(Default)]
+pub struct Container {
+    pub table: Option<LitStr>,
+    pub owner: Option<Path>,
+    pub member: Option<Path>,
+    pub inverse: Option<Path>,
+    pub sync_every: Option<LitInt>,
+    pub single: Flag,
+    pub on_delete: Option<OnDelete>,
+}
+
 /// The attributes of one field.
 #[derive(Default)]
-pub struct FieldAttrs {
+pub struct Field {
     pub pk: Flag,
     pub skip: Flag,
     pub json: Flag,
@@ -109,269 +92,149 @@ pub const FIELD_NAMES: &[&str] = &[
     "on_delete",
 ];
 
-/// Parses `on_delete = "cascade" | "restrict"`.
-fn on_delete(meta: &ParseNestedMeta) -> syn::Result<OnDelete> {
-    let example = "on_delete = \"restrict\"";
-    let lit = string(meta, example)?;
-    let restrict = match lit.value().as_str() {
-        "cascade" => false,
-        "restrict" => true,
-        other => {
-            return Err(syn::Error::new(
-                lit.span(),
-                format!("unknown on_delete action `{other}`: write `on_delete = \"cascade\"` (the default) or `on_delete = \"restrict\"`"),
-            ))
-        }
-    };
-    Ok(OnDelete {
-        restrict,
-        span: meta.path_span(),
-    })
-}
-
-fn name_of(meta: &ParseNestedMeta) -> String {
-    let path = &meta.path;
-    path.get_ident()
-        .map(ToString::to_string)
-        .unwrap_or_else(|| quote::quote!(#path).to_string().replace(' ', ""))
-}
-
-fn unknown(meta: &ParseNestedMeta, expected: &[&str]) -> syn::Error {
-    let list = expected
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    meta.error(format!(
-        "unknown redmodel attribute `{}`; expected one of {list}",
-        name_of(meta)
-    ))
-}
-
-fn duplicate(meta: &ParseNestedMeta) -> syn::Error {
-    meta.error(format!(
-        "duplicate `{}` attribute: give it once",
-        name_of(meta)
-    ))
-}
-
-/// Parses a flag: no value allowed.
-fn flag(meta: &ParseNestedMeta, slot: &mut Flag) -> syn::Result<()> {
-    if !meta.input.is_empty() && !meta.input.peek(Token![,]) {
-        let name = name_of(meta);
-        return Err(meta.error(format!(
-            "`{name}` takes no value: write `#[redmodel({name})]`"
-        )));
-    }
-    if slot.is_some() {
-        return Err(duplicate(meta));
-    }
-    *slot = Some(meta.path_span());
-    Ok(())
-}
-
-trait PathSpan {
-    fn path_span(&self) -> Span;
-}
-
-impl PathSpan for ParseNestedMeta<'_> {
-    fn path_span(&self) -> Span {
-        syn::spanned::Spanned::span(&self.path)
-    }
-}
-
-/// The value after `=`, or an error showing the expected form.
-fn value<'a>(meta: &'a ParseNestedMeta, example: &str) -> syn::Result<ParseStream<'a>> {
-    if !meta.input.peek(Token![=]) {
-        return Err(meta.error(format!("write `{example}`")));
-    }
-    meta.value()
-}
-
-fn string(meta: &ParseNestedMeta, example: &str) -> syn::Result<LitStr> {
-    let input = value(meta, example)?;
-    input
-        .parse::<LitStr>()
-        .map_err(|e| syn::Error::new(e.span(), format!("expected a string: write `{example}`")))
-}
-
-fn model_path(meta: &ParseNestedMeta, example: &str) -> syn::Result<Path> {
-    let input = value(meta, example)?;
-    if input.peek(LitStr) {
-        let lit: LitStr = input.parse()?;
-        return Err(syn::Error::new(
-            lit.span(),
-            format!("write the model's type, not a string: `{example}`"),
-        ));
-    }
-    input.parse::<Path>().map_err(|e| {
-        syn::Error::new(
-            e.span(),
-            format!("expected a model type: write `{example}`"),
-        )
-    })
-}
-
-fn set<T>(meta: &ParseNestedMeta, slot: &mut Option<T>, value: T) -> syn::Result<()> {
-    if slot.is_some() {
-        return Err(duplicate(meta));
-    }
-    *slot = Some(value);
-    Ok(())
-}
-
 fn redmodel_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
     attrs.iter().filter(|a| a.path().is_ident("redmodel"))
 }
 
-/// Parses the `#[redmodel(...)]` attributes of the struct.
-pub fn container(attrs: &[Attribute], errors: &mut Errors) -> ContainerAttrs {
-    let mut out = ContainerAttrs::default();
-    for attr in redmodel_attrs(attrs) {
-        let result = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("table") {
-                let lit = string(&meta, "table = \"teacher\"")?;
-                set(&meta, &mut out.table, lit)
-            } else if meta.path.is_ident("owner") {
-                let path = model_path(&meta, "owner = Student")?;
-                set(&meta, &mut out.owner, path)
-            } else if meta.path.is_ident("member") {
-                let path = model_path(&meta, "member = Class")?;
-                set(&meta, &mut out.member, path)
-            } else if meta.path.is_ident("inverse") {
-                let path = model_path(&meta, "inverse = ClassTeachers")?;
-                set(&meta, &mut out.inverse, path)
-            } else if meta.path.is_ident("sync_every") {
-                let example = "sync_every = 10";
-                let input = value(&meta, example)?;
-                let lit = input.parse::<LitInt>().map_err(|e| {
-                    syn::Error::new(
-                        e.span(),
-                        format!("expected a whole number of writes: write `{example}`"),
-                    )
-                })?;
-                set(&meta, &mut out.sync_every, lit)
-            } else if meta.path.is_ident("single") {
-                flag(&meta, &mut out.single)
-            } else if meta.path.is_ident("on_delete") {
-                let parsed = on_delete(&meta)?;
-                set(&meta, &mut out.on_delete, parsed)
-            } else if FIELD_NAMES.iter().any(|n| meta.path.is_ident(n)) {
-                Err(meta.error(format!(
-                    "`{}` is a field attribute: put it on a field, not on the struct",
-                    name_of(&meta)
-                )))
-            } else {
-                Err(unknown(&meta, CONTAINER_NAMES))
+impl Container {
+    /// Parses the `#[redmodel(...)]` attributes of the struct.
+    pub fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> Self {
+        let mut out = Container::default();
+        for attr in redmodel_attrs(attrs) {
+            if let Err(e) = attr.parse_nested_meta(|meta| out.parse_one(&meta)) {
+                cx.syn_error(e);
             }
-        });
-        if let Err(e) = result {
-            errors.push(e);
+        }
+        out
+    }
+
+    fn parse_one(&mut self, meta: &ParseNestedMeta) -> syn::Result<()> {
+        if meta.path.is_ident("table") {
+            let lit = string(meta, "table = \"teacher\"")?;
+            set(meta, &mut self.table, lit)
+        } else if meta.path.is_ident("owner") {
+            let path = model_path(meta, "owner = Student")?;
+            set(meta, &mut self.owner, path)
+        } else if meta.path.is_ident("member") {
+            let path = model_path(meta, "member = Class")?;
+            set(meta, &mut self.member, path)
+        } else if meta.path.is_ident("inverse") {
+            let path = model_path(meta, "inverse = ClassTeachers")?;
+            set(meta, &mut self.inverse, path)
+        } else if meta.path.is_ident("sync_every") {
+            let lit = int(meta, "sync_every = 10", "a whole number of writes")?;
+            set(meta, &mut self.sync_every, lit)
+        } else if meta.path.is_ident("single") {
+            flag(meta, &mut self.single)
+        } else if meta.path.is_ident("on_delete") {
+            let parsed = value::on_delete(meta)?;
+            set(meta, &mut self.on_delete, parsed)
+        } else if value::is_one_of(meta, FIELD_NAMES) {
+            Err(value::misplaced(
+                meta,
+                "field",
+                "on a field, not on the struct",
+            ))
+        } else {
+            Err(value::unknown(meta, CONTAINER_NAMES))
         }
     }
-    out
+
+    /// The attributes written, with where: for the rules on which
+    /// attributes fit which kind of model.
+    pub fn written(&self) -> Vec<(&'static str, Span)> {
+        [
+            ("table", self.table.as_ref().map(LitStr::span)),
+            ("owner", self.owner.as_ref().map(Spanned::span)),
+            ("member", self.member.as_ref().map(Spanned::span)),
+            ("inverse", self.inverse.as_ref().map(Spanned::span)),
+            ("sync_every", self.sync_every.as_ref().map(LitInt::span)),
+            ("single", self.single),
+            ("on_delete", self.on_delete.map(|o| o.span)),
+        ]
+        .into_iter()
+        .filter_map(|(name, span)| Some((name, span?)))
+        .collect()
+    }
 }
 
-/// Parses the `#[redmodel(...)]` attributes of a field, and the `default`
-/// of its `#[serde(...)]` attributes.
-pub fn field(attrs: &[Attribute], errors: &mut Errors) -> FieldAttrs {
-    let mut out = FieldAttrs::default();
-    for attr in redmodel_attrs(attrs) {
-        let result = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("pk") {
-                flag(&meta, &mut out.pk)
-            } else if meta.path.is_ident("skip") {
-                flag(&meta, &mut out.skip)
-            } else if meta.path.is_ident("json") {
-                flag(&meta, &mut out.json)
-            } else if meta.path.is_ident("rename") {
-                let lit = string(&meta, "rename = \"stored_name\"")?;
-                set(&meta, &mut out.rename, lit)
-            } else if meta.path.is_ident("default") {
-                let parsed = default_attr(&meta)?;
-                set(&meta, &mut out.default, parsed)
-            } else if meta.path.is_ident("unique") {
-                flag(&meta, &mut out.unique)
-            } else if meta.path.is_ident("sorted") {
-                flag(&meta, &mut out.sorted)
-            } else if meta.path.is_ident("tags") {
-                flag(&meta, &mut out.tags)
-            } else if meta.path.is_ident("recent") {
-                let example = "recent = 10";
-                let input = value(&meta, example)?;
-                let lit = input.parse::<LitInt>().map_err(|e| {
-                    syn::Error::new(
-                        e.span(),
-                        format!("expected how many objects the list keeps: write `{example}`"),
-                    )
-                })?;
-                set(&meta, &mut out.recent, lit)
-            } else if meta.path.is_ident("on_delete") {
-                let parsed = on_delete(&meta)?;
-                set(&meta, &mut out.on_delete, parsed)
-            } else if CONTAINER_NAMES.iter().any(|n| meta.path.is_ident(n)) {
-                Err(meta.error(format!(
-                    "`{}` is a struct attribute: put it on the struct, not on a field",
-                    name_of(&meta)
-                )))
-            } else {
-                Err(unknown(&meta, FIELD_NAMES))
+impl Field {
+    /// Parses the `#[redmodel(...)]` attributes of a field, and the
+    /// `default` of its `#[serde(...)]` attributes.
+    pub fn from_ast(cx: &Ctxt, attrs: &[Attribute]) -> Self {
+        let mut out = Field::default();
+        for attr in redmodel_attrs(attrs) {
+            if let Err(e) = attr.parse_nested_meta(|meta| out.parse_one(&meta)) {
+                cx.syn_error(e);
             }
-        });
-        if let Err(e) = result {
-            errors.push(e);
+        }
+        if out.default.is_none() {
+            out.default = serde::default(attrs);
+        }
+        out
+    }
+
+    fn parse_one(&mut self, meta: &ParseNestedMeta) -> syn::Result<()> {
+        if meta.path.is_ident("pk") {
+            flag(meta, &mut self.pk)
+        } else if meta.path.is_ident("skip") {
+            flag(meta, &mut self.skip)
+        } else if meta.path.is_ident("json") {
+            flag(meta, &mut self.json)
+        } else if meta.path.is_ident("rename") {
+            let lit = string(meta, "rename = \"stored_name\"")?;
+            set(meta, &mut self.rename, lit)
+        } else if meta.path.is_ident("default") {
+            let parsed = value::default(meta)?;
+            set(meta, &mut self.default, parsed)
+        } else if meta.path.is_ident("unique") {
+            flag(meta, &mut self.unique)
+        } else if meta.path.is_ident("sorted") {
+            flag(meta, &mut self.sorted)
+        } else if meta.path.is_ident("tags") {
+            flag(meta, &mut self.tags)
+        } else if meta.path.is_ident("recent") {
+            let lit = int(meta, "recent = 10", "how many objects the list keeps")?;
+            set(meta, &mut self.recent, lit)
+        } else if meta.path.is_ident("on_delete") {
+            let parsed = value::on_delete(meta)?;
+            set(meta, &mut self.on_delete, parsed)
+        } else if value::is_one_of(meta, CONTAINER_NAMES) {
+            Err(value::misplaced(
+                meta,
+                "struct",
+                "on the struct, not on a field",
+            ))
+        } else {
+            Err(value::unknown(meta, FIELD_NAMES))
         }
     }
-    if out.default.is_none() {
-        out.default = serde_default(attrs);
-    }
-    out
-}
 
-fn default_attr(meta: &ParseNestedMeta) -> syn::Result<DefaultAttr> {
-    if !meta.input.peek(Token![=]) {
-        return Ok(DefaultAttr::Trait(meta.path_span()));
+    /// The storage attributes written (all but the pk and the indexes),
+    /// with where.
+    pub fn storage_written(&self) -> Vec<(&'static str, Span)> {
+        [
+            ("skip", self.skip),
+            ("json", self.json),
+            ("rename", self.rename.as_ref().map(LitStr::span)),
+            ("default", self.default.as_ref().map(DefaultAttr::span)),
+        ]
+        .into_iter()
+        .filter_map(|(name, span)| Some((name, span?)))
+        .collect()
     }
-    let lit: LitStr = meta.value()?.parse().map_err(|e| {
-        syn::Error::new(
-            e.span(),
-            "write `default` or `default = \"path::to::function\"`",
-        )
-    })?;
-    lit.parse::<ExprPath>()
-        .map(DefaultAttr::Function)
-        .map_err(|_| {
-            syn::Error::new(
-                lit.span(),
-                "expected the path of a function: `default = \"path::to::function\"`",
-            )
-        })
-}
 
-/// `#[serde(default)]` / `#[serde(default = "f")]` mean the same to us.
-/// Other serde attributes are serde's business: anything we cannot read
-/// is left to serde to report.
-fn serde_default(attrs: &[Attribute]) -> Option<DefaultAttr> {
-    let mut found = None;
-    for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
-        let _ = attr.parse_nested_meta(|meta| {
-            if meta.path.is_ident("default") {
-                found = default_attr(&meta).ok();
-                Ok(())
-            } else {
-                skip_meta(meta)
-            }
-        });
+    /// The index attributes written, with where (`recent` whatever its
+    /// value).
+    pub fn indexes_written(&self) -> Vec<(&'static str, Span)> {
+        [
+            ("unique", self.unique),
+            ("sorted", self.sorted),
+            ("tags", self.tags),
+            ("recent", self.recent.as_ref().map(LitInt::span)),
+        ]
+        .into_iter()
+        .filter_map(|(name, span)| Some((name, span?)))
+        .collect()
     }
-    found
-}
-
-/// Consumes one serde attribute we do not read (`a`, `a = x`, `a(...)`).
-fn skip_meta(meta: ParseNestedMeta) -> syn::Result<()> {
-    if meta.input.peek(Token![=]) {
-        meta.value()?.parse::<syn::Expr>()?;
-    } else if meta.input.peek(syn::token::Paren) {
-        meta.parse_nested_meta(skip_meta)?;
-    }
-    Ok(())
 }

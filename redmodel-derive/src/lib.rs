@@ -2,21 +2,30 @@
 //! and `#[derive(Relation)]`. See `redmodel::model` for what they generate
 //! and the attributes they take.
 //!
-//! Built like serde_derive: the input is parsed into an internal
-//! representation (the `ast` module), every attribute is checked with errors that
-//! point at the user's tokens and say what to write instead (all of them
-//! reported at once), and only then is code generated (the `expand` module).
-//! Generated code names the runtime only through `::redmodel::__private`.
+//! Built like serde_derive, in four steps:
+//! 1. `ast`: the input and its attributes (`attr`) parsed into an internal
+//!    representation;
+//! 2. `check`: the rules, one function each, with errors that point at the
+//!    user's tokens and say what to write instead, all collected in a
+//!    `ctxt::Ctxt` and reported at once, in source order;
+//! 3. `model`: the checked input as what the derive generates code for;
+//! 4. `expand`: the code, which names the runtime only through
+//!    `::redmodel::__private`.
 
 #![warn(missing_docs)]
 
 mod ast;
 mod attr;
-mod case;
+mod check;
+mod ctxt;
 mod expand;
+mod model;
+mod name;
 
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
+
+use crate::ctxt::Ctxt;
 
 /// The kind of model a derive produces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,10 +47,20 @@ impl Kind {
 
 fn derive(input: TokenStream, kind: Kind) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    ast::Model::from_input(&input, kind)
-        .map(|model| expand::expand(&model))
+    derive_tokens(&input, kind)
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
+}
+
+/// The code of a derive: parse, check every rule, generate.
+fn derive_tokens(input: &DeriveInput, kind: Kind) -> syn::Result<proc_macro2::TokenStream> {
+    let cx = Ctxt::new();
+    let cont = ast::Container::from_ast(&cx, input, kind);
+    check::check(&cx, &cont);
+    cx.check()?;
+    let model = model::Model::from_checked(&cont)
+        .ok_or_else(|| syn::Error::new(proc_macro2::Span::call_site(), "invalid model"))?;
+    Ok(expand::expand(&model))
 }
 
 /// An admin model: a struct stored as a hash at `TABLE:PK` (`teacher:A`).

@@ -1,0 +1,111 @@
+//! The rules of the fields of `#[derive(Admin)]` and
+//! `#[derive(SubObject)]`: the pk, skipped fields, stored names,
+//! references.
+
+use crate::ast::Container;
+use crate::ctxt::Ctxt;
+
+/// The write count field every hash model keeps.
+const COUNT_FIELD: &str = "_count";
+
+/// The pk is stored in the key: no storage attribute applies to it.
+pub fn check_pk_not_stored(cx: &Ctxt, cont: &Container) {
+    for field in cont.pk_fields() {
+        for (name, span) in field.attrs.storage_written() {
+            cx.error(
+                span,
+                format!("the pk is stored in the key, not in a hash field: remove `{name}` from the pk field"),
+            );
+        }
+    }
+}
+
+/// The pk finds its object already: no index applies to it.
+pub fn check_pk_not_indexed(cx: &Ctxt, cont: &Container) {
+    for field in cont.pk_fields() {
+        for (name, span) in field.attrs.indexes_written() {
+            cx.error(
+                span,
+                format!("the pk is the object's key, which already finds the object and is unique: remove `{name}` from the pk field"),
+            );
+        }
+    }
+}
+
+/// A skipped field is not stored: no storage or index attribute applies
+/// to it. Reported at `skip`, since either attribute may be the mistake.
+pub fn check_skipped_field_bare(cx: &Ctxt, cont: &Container) {
+    for field in cont.skipped_fields() {
+        let Some(skip) = field.attrs.skip else {
+            continue;
+        };
+        let storage = field.attrs.storage_written();
+        let others = storage.iter().filter(|(name, _)| *name != "skip");
+        for (name, _) in others.chain(&field.attrs.indexes_written()) {
+            cx.error(
+                skip,
+                format!("a skipped field is not stored, so `{name}` means nothing on it: remove `skip` or `{name}`"),
+            );
+        }
+    }
+}
+
+/// A stored name is not empty.
+pub fn check_rename_not_empty(cx: &Ctxt, cont: &Container) {
+    for field in cont.stored_fields() {
+        if let Some(lit) = field.attrs.rename.as_ref().filter(|l| l.value().is_empty()) {
+            cx.error(
+                lit.span(),
+                "a field name cannot be empty: write e.g. `rename = \"score\"`",
+            );
+        }
+    }
+}
+
+/// No field is stored as `_count`, the write count.
+pub fn check_count_reserved(cx: &Ctxt, cont: &Container) {
+    for field in cont
+        .stored_fields()
+        .filter(|f| f.stored_name() == COUNT_FIELD)
+    {
+        match &field.attrs.rename {
+            Some(lit) => cx.error(
+                lit.span(),
+                "`_count` is reserved for the write count: rename the field to something else",
+            ),
+            None => cx.error(
+                field.ident.span(),
+                "`_count` is reserved for the write count: rename the field, or store it under another name with `#[redmodel(rename = \"count\")]`",
+            ),
+        }
+    }
+}
+
+/// No two fields are stored under one name: the later one is reported.
+pub fn check_stored_names_distinct(cx: &Ctxt, cont: &Container) {
+    let stored: Vec<_> = cont.stored_fields().collect();
+    for (i, field) in stored.iter().enumerate() {
+        let name = field.stored_name();
+        if let Some(previous) = stored[..i].iter().find(|p| p.stored_name() == name) {
+            cx.error(
+                field.stored_name_span(),
+                format!(
+                    "two fields are stored as `{name}` (this one and `{}`): give one of them another `rename`",
+                    previous.ident
+                ),
+            );
+        }
+    }
+}
+
+/// `on_delete` is written on a reference field.
+pub fn check_on_delete_on_reference(cx: &Ctxt, cont: &Container) {
+    for field in cont.stored_fields() {
+        if let (Some(on_delete), None) = (field.attrs.on_delete, field.ref_target()) {
+            cx.error(
+                on_delete.span,
+                "`on_delete` applies to a reference field (`Ref<Model>` or `Option<Ref<Model>>`); this field holds no reference: remove it",
+            );
+        }
+    }
+}

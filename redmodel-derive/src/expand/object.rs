@@ -1,0 +1,128 @@
+//! The code of `#[derive(Admin)]` and `#[derive(SubObject)]`.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::codec;
+use super::fields::{decode_fields, encode_fields, index_specs, type_check};
+use super::handles::field_handles;
+use super::register::{declare, field_referrers};
+use crate::model::{Model, Object};
+
+/// The code of an admin or sub-object model.
+pub fn expand(model: &Model, object: &Object) -> TokenStream {
+    let ident = model.ident;
+    let owner_check = object.owner.map(|path| {
+        quote_spanned!(path.span()=> const _: () = ::redmodel::__private::assert_admin::<#path>();)
+    });
+    let model_impl = model_impl(model, object);
+    let kind_impl = kind_impl(ident, object);
+    let single_impl = single_impl(ident, object);
+    let (handles, referrers) = if object.single {
+        (quote!(), Vec::new())
+    } else {
+        (
+            field_handles(ident, &object.fields),
+            field_referrers(ident, &object.fields),
+        )
+    };
+    let declared = declare(
+        ident,
+        "model",
+        quote!(::redmodel::__private::model_namespace::<#ident>),
+        quote!(::redmodel::__private::model_checker::<#ident>),
+    );
+    quote! {
+        const _: () = {
+            #owner_check
+
+            #model_impl
+
+            #kind_impl
+            #single_impl
+        };
+
+        #handles
+        #(#referrers)*
+        #declared
+    }
+}
+
+/// `impl Model for ...`.
+fn model_impl(model: &Model, object: &Object) -> TokenStream {
+    let (ident, table) = (model.ident, &model.table);
+    let (pk_ident, pk_ty) = (&object.pk.ident, &object.pk.ty);
+    let sync_every = object.sync_every;
+    let names = object.fields.iter().map(|f| &f.name);
+    let references = object
+        .fields
+        .iter()
+        .filter(|f| f.ref_target.is_some())
+        .map(|f| &f.name);
+    let owner = match object.owner {
+        Some(path) => quote_spanned!(path.span()=> #path),
+        None => quote!(::redmodel::__private::NoOwner),
+    };
+    let storage = if object.single {
+        quote!(::redmodel::__private::Storage::Single)
+    } else {
+        quote!(::redmodel::__private::Storage::Hash)
+    };
+    let type_checks = object.fields.iter().map(type_check);
+    let indexes = index_specs(&object.fields);
+    let encode_fields = encode_fields(object);
+    let decode_fields = decode_fields(ident, object);
+    quote! {
+        #[automatically_derived]
+        impl ::redmodel::__private::Model for #ident {
+            type Pk = #pk_ty;
+            type Owner = #owner;
+            const TABLE: &'static str = #table;
+            const FIELDS: &'static [&'static str] = &[#(#names),*];
+            const STORAGE: ::redmodel::__private::Storage = #storage;
+            const SYNC_EVERY: u64 = #sync_every;
+            const INDEXES: &'static [::redmodel::__private::IndexSpec] = #indexes;
+            const REFERENCES: &'static [&'static str] = &[#(#references),*];
+            // The fields' type checks, which tell whether one is
+            // always stored.
+            const ALWAYS_HOLDS_A_FIELD: bool = false #(|| #type_checks)*;
+
+            fn pk(&self) -> &Self::Pk {
+                &self.#pk_ident
+            }
+
+            #encode_fields
+
+            #decode_fields
+        }
+    }
+}
+
+/// `impl Admin for ...` for an admin model.
+fn kind_impl(ident: &Ident, object: &Object) -> TokenStream {
+    match object.owner {
+        None => quote! {
+            #[automatically_derived]
+            impl ::redmodel::__private::Admin for #ident {}
+        },
+        Some(_) => quote!(),
+    }
+}
+
+/// `impl SingleValue for ...` for a `single` sub-object.
+fn single_impl(ident: &Ident, object: &Object) -> Option<TokenStream> {
+    if !object.single {
+        return None;
+    }
+    object.fields.first().map(|f| {
+        let (ty, codec) = (f.ty(), codec(f));
+        quote! {
+            #[automatically_derived]
+            impl ::redmodel::__private::SingleValue for #ident {
+                type Value = #ty;
+                type Codec = #codec;
+            }
+        }
+    })
+}

@@ -390,7 +390,9 @@ async fn from_env_child() {
 
 /// `Db::from_env` uses `REDIS_URL` when set and the memory engine when not.
 /// The environment belongs to the whole process (and other tests read
-/// REDIS_URL), so each case runs in a child process of this test binary.
+/// REDIS_URL), so each case runs in a child process of this test binary,
+/// without `REDIS_CLUSTER_URLS`, which `Db::from_env` prefers and the
+/// suite's cluster half may have been given.
 #[test]
 fn from_env_honours_redis_url() {
     let exe = std::env::current_exe().expect("test binary path");
@@ -403,7 +405,8 @@ fn from_env_honours_redis_url() {
             module_path!().split_once("::").map_or("", |(_, path)| path)
         );
         cmd.args(["--exact", child.as_str(), "--ignored", "--nocapture"])
-            .env(CHILD_MARK, expect);
+            .env(CHILD_MARK, expect)
+            .env_remove("REDIS_CLUSTER_URLS");
         match env {
             Some(url) => cmd.env("REDIS_URL", url),
             None => cmd.env_remove("REDIS_URL"),

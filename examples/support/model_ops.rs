@@ -452,8 +452,8 @@ impl Op {
         }
     }
 
-    /// Whether this is a write that keeps a unique, sorted or tag index:
-    /// issue 13 asks it to cost at most 1.2 times a plain insert.
+    /// Whether this is a write that keeps a unique, sorted or tag index
+    /// (timed beside a plain insert, for the `g/plain` ratio).
     pub fn indexed(self) -> bool {
         matches!(
             self,

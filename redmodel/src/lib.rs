@@ -102,13 +102,43 @@ pub use redis;
 /// The bundled in-memory Redis engine (the `redmodel-memory` crate).
 pub use redmodel_memory as memory;
 
-/// The README's and the model guide's Rust examples, compiled and run as
-/// doctests so that they cannot drift from the API.
+/// The README's and the guide's Rust examples (`docs/`), compiled and run
+/// as doctests so that they cannot drift from the API.
 #[cfg(doctest)]
 mod readme {
     #[doc = include_str!("../../README.md")]
     struct Readme;
 
+    #[doc = include_str!("../../docs/README.md")]
+    struct GuideContents;
+
     #[doc = include_str!("../../docs/models.md")]
     struct ModelsGuide;
+
+    #[doc = include_str!("../../docs/indexes.md")]
+    struct IndexesGuide;
+
+    #[doc = include_str!("../../docs/transactions.md")]
+    struct TransactionsGuide;
+
+    #[doc = include_str!("../../docs/connections.md")]
+    struct ConnectionsGuide;
+
+    #[doc = include_str!("../../docs/cluster.md")]
+    struct ClusterGuide;
+
+    #[doc = include_str!("../../docs/memory-engine.md")]
+    struct MemoryEngineGuide;
+
+    #[doc = include_str!("../../docs/testing.md")]
+    struct TestingGuide;
+
+    #[doc = include_str!("../../docs/performance.md")]
+    struct PerformanceGuide;
+
+    #[doc = include_str!("../../docs/errors.md")]
+    struct ErrorsGuide;
+
+    #[doc = include_str!("../../docs/seeds.md")]
+    struct SeedsGuide;
 }

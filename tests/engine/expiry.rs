@@ -208,7 +208,7 @@ fn one_cycle_stops_sampling_when_few_keys_are_expired() {
     let (engine, clock, mut c) = engine();
     // The expired keys are spread out: a cycle samples consecutive keys of
     // the TTL table from a random place, and 4 of 5 expired keys side by
-    // side fell in one sample of 20 about once in a hundred runs.
+    // side would fall in one sample of 20 about once in a hundred runs.
     for i in 0..1_000 {
         let key = format!("k{i}");
         let ttl = if i % 200 == 0 { "100" } else { "100000" };

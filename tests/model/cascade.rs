@@ -273,7 +273,7 @@ backend_tests! {
 }
 
 backend_tests! {
-    /// A sub-object written while a cascade deletes its admin (issue 11):
+    /// A sub-object written while a cascade deletes its admin:
     /// whichever way the two interleave, nothing is left under the deleted
     /// admin. The insert lands before the delete (and is swept with the
     /// subtree) or is refused (`NotFound`: the admin is gone).
@@ -311,7 +311,7 @@ backend_tests! {
 }
 
 backend_tests! {
-    /// A reference field set while a cascade deletes its target (issue 11):
+    /// A reference field set while a cascade deletes its target:
     /// whichever way they interleave, no reference to the deleted object is
     /// left. The write lands before the delete (and the cascade clears it)
     /// or is refused (`NotFound`: the target is gone).
@@ -355,8 +355,8 @@ backend_tests! {
 }
 
 backend_tests! {
-    /// An admin created again while its cascade is still sweeping (issue
-    /// 11, found by the chaos test): the sweeps leave the new object's
+    /// An admin created again while its cascade is still sweeping (a race
+    /// the chaos test finds): the sweeps leave the new object's
     /// links and references alone, whichever way they interleave. Either
     /// the cascade's own delete came after the new writes (and nothing of
     /// the class is left), or the class exists with both sides of its link

@@ -182,8 +182,8 @@ backend_tests! {
 }
 
 /// `redis-cli --cluster reshard` moves 1,500 slots from one master
-/// to another while 4 tasks insert racers and increment their sorted field
-/// (issue 10 item 7): every write the Db acknowledged is there afterwards,
+/// to another while 4 tasks insert racers and increment their sorted field:
+/// every write the Db acknowledged is there afterwards,
 /// every sorted score equals its field and every tag set holds its racers;
 /// the same Db goes on working. Writes refused during the move (a
 /// transient error) are counted and reported, not lost: they were never
@@ -281,7 +281,7 @@ async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel:
 }
 
 /// A master is SIGKILLed while 4 tasks write racers (insert, then an
-/// indexed increment) and its replica takes over (issue 10 item 7). Redis
+/// indexed increment) and its replica takes over. Redis
 /// replicates asynchronously, so a write the master acknowledged just
 /// before dying may never have reached the replica: the test counts those
 /// (and prints the figure) rather than pretending there are none. What it
@@ -305,10 +305,9 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
     // Beside them, on the same `Db`, writers whose every write waits for
     // its replica (WAIT 1): none of theirs that returned Ok may be lost.
     // After the kill the promoted replica has no replica, so each WAIT on
-    // its slots blocks its connection for the whole second: on the shared
-    // connection the writers above queued behind those waits (a CI run saw
-    // 45 of them and only 54 writes acknowledged after the kill); each
-    // now waits on an exclusive connection.
+    // its slots blocks its connection for the whole second: each waits on
+    // an exclusive connection, so that the writers above, on the shared
+    // connection, never queue behind those waits.
     let replicated = Writers::start(
         &Arc::new(db.with_replica_acks(1, Duration::from_secs(1))),
         u32::MAX,
@@ -492,7 +491,8 @@ impl Writers {
 
 backend_tests! {
     /// The requests each indexed write sends (`db.round_trips()`), in
-    /// either layout: the figures of the README's table of round trips.
+    /// either layout: the figures of the round-trip table in
+    /// `docs/performance.md`.
     /// In the cluster layout the steps after the object's write go at
     /// once, so a write takes fewer round trips than requests. The
     /// sequence runs twice and the second is counted: on a cluster each

@@ -285,7 +285,7 @@ backend_tests! {
 }
 
 backend_tests! {
-    /// One bad object does not sink a batch read (issue 11 item 8):
+    /// One bad object does not sink a batch read:
     /// `load_many_each` gives each object its own result, where `load_many`
     /// fails whole.
     exclusive async fn a_batch_read_gives_each_object_its_result(ctx) -> redmodel::Result<()> {
@@ -455,7 +455,7 @@ backend_tests! {
         let class = a.class.load(db).await?.expect("class exists");
         assert_eq!(class.name, "Class 1");
         // A reference to an object that does not exist is refused: nothing
-        // written (issue 11: no write leaves a dangling reference).
+        // written (no write leaves a dangling reference).
         let err = student("b", 9, [1, 2, 3]).insert(db).await.unwrap_err();
         assert!(matches!(&err, Error::NotFound { key } if key == "class:9"), "{err:?}");
         assert!(!Student::at("b").exists(db).await?);
@@ -896,7 +896,7 @@ struct TeacherBadges;
 
 backend_tests! {
     /// Every batch read through an index or a relation has a per-item
-    /// form (issue 11 item 5): one corrupted object is an error in its own
+    /// form: one corrupted object is an error in its own
     /// place, where the all-or-nothing form fails whole.
     exclusive async fn index_and_relation_reads_give_each_object_its_result(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
@@ -942,7 +942,7 @@ backend_tests! {
 }
 
 backend_tests! {
-    /// One error for one mistake (issue 14 item 3): an increment of a
+    /// One error for one mistake: an increment of a
     /// field that holds no number is a `Decode` naming the key and the
     /// field, whether the field is indexed (here `sorted`) or not, and
     /// moves nothing.

@@ -92,9 +92,9 @@ async fn each_operation_is_a_span_with_its_round_trips() -> redmodel::Result<()>
     // Other tests' threads hit the same callsites with no subscriber, and
     // tracing caches each callsite's interest: one whose registration by
     // another thread was under way while this subscriber was set can keep
-    // "never", after the rebuild below too (seen in CI rehearsals: `load`'s
-    // span once, the round-trip events once, when this test ran as the
-    // binary started and every callsite was being registered at once). So
+    // "never", after the rebuild below too (a span or the round-trip
+    // events go missing so when this test runs as the binary starts and
+    // every callsite is being registered at once). So
     // the operations run again, on a fresh cache, while a span or event is
     // missing; the last attempt checks the spans and round trips as found.
     for attempt in 1..=3 {

@@ -74,11 +74,68 @@ struct Shared {
 /// The reading side of one attempt of an optimistic transaction, handed to
 /// the step of [`Db::raw_transaction`] / [`OptimisticConnection::raw_transaction`].
 ///
-/// Its commands run on the transaction's own connection, after the
-/// `WATCH`; what they read is what the `EXEC` will check. Do not send
-/// `MULTI`, `EXEC`, `DISCARD` or `UNWATCH` through it: return the writes as
-/// the step's pipeline instead. It works only until its step returns;
-/// afterwards its methods fail with [`Error::Misuse`].
+/// A raw transaction is `WATCH keys`, then the step, then `MULTI` / the
+/// step's writes / `EXEC`, on a connection of its own. The step gets a
+/// `RawTransaction` by value and:
+///
+/// - reads through it ([`query`](Self::query), or
+///   [`query_pipeline`](Self::query_pipeline) for several reads in one
+///   round trip): its commands run on the transaction's connection, after
+///   the `WATCH`, so what they read is what the `EXEC` checks;
+/// - may [`watch`](Self::watch) more keys, known only after a first read
+///   (watch a key before reading it);
+/// - returns the writes as a [`Pipeline`] (run as one `MULTI` / `EXEC`,
+///   whether or not it was made [atomic](Pipeline::atomic)) together with
+///   a value for the caller.
+///
+/// If another client changed a watched key after it was watched, the
+/// `EXEC` writes nothing and the step runs again with a new
+/// `RawTransaction` ([`attempt`](Self::attempt) tells which), after a short
+/// random pause, up to the call's `max_attempts`, then [`Error::Conflict`].
+/// An error returned by the step ends the call at once, with nothing
+/// written. The step may run several times: keep its side effects out of
+/// it until the call returns.
+///
+/// Do not send `MULTI`, `EXEC`, `DISCARD` or `UNWATCH` through it: return
+/// the writes instead. It works only until its step returns; afterwards
+/// (a handle kept by mistake) its methods fail with [`Error::Misuse`], so
+/// it cannot slip commands into a later transaction. It is an owned,
+/// `Send` handle so that a transaction can run inside `tokio::spawn`.
+///
+/// On a Redis Cluster the keys must share a slot (give them a hash tag,
+/// `{acct}:a`): keys in several slots are refused with
+/// [`Error::CrossSlot`] before anything is sent.
+///
+/// Here another client writes the watched key during the first attempt,
+/// so the first `EXEC` writes nothing and the step runs again on the new
+/// value:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), redmodel::Error> {
+/// let db = redmodel::Db::memory();
+/// db.query::<()>(redis::cmd("SET").arg("counter").arg(1)).await?;
+/// let other = db.clone(); // another client: the `Db`'s shared connection
+/// let (value, attempt) = db
+///     .raw_transaction(&["counter"], 5, |tx| {
+///         let other = other.clone();
+///         async move {
+///             let n: i64 = tx.query(redis::cmd("GET").arg("counter")).await?;
+///             if tx.attempt() == 1 {
+///                 other.query::<()>(redis::cmd("INCR").arg("counter")).await?;
+///             }
+///             let mut writes = redis::pipe();
+///             writes.cmd("SET").arg("counter").arg(n * 10);
+///             Ok((writes, (n * 10, tx.attempt())))
+///         }
+///     })
+///     .await?;
+/// assert_eq!((value, attempt), (20, 2)); // read 2 on the second attempt
+/// assert_eq!(db.query::<i64>(redis::cmd("GET").arg("counter")).await?, 20);
+/// # Ok(()) }
+/// ```
+///
+/// Following a reference: watch the key it names before reading it.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -87,7 +144,6 @@ struct Shared {
 /// db.query::<()>(redis::cmd("HSET").arg("cfg").arg("next").arg("cfg2")).await?;
 /// let attempts = db
 ///     .raw_transaction(&["cfg"], 5, |tx| async move {
-///         // Follow a reference: watch the key it names before reading it.
 ///         let next: String = tx.query(redis::cmd("HGET").arg("cfg").arg("next")).await?;
 ///         tx.watch(&next).await?;
 ///         let mut pipe = redis::pipe();
@@ -113,7 +169,11 @@ impl std::fmt::Debug for RawTransaction {
 }
 
 impl RawTransaction {
-    /// Runs one (reading) command on the transaction's connection.
+    /// Runs one (reading) command on the transaction's connection, after
+    /// the `WATCH`, and converts its reply to `T`. A write sent this way
+    /// would run at once, outside the `MULTI`: return writes as the
+    /// step's pipeline instead. Fails with [`Error::Misuse`] once the step
+    /// that got this handle has returned.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -186,10 +246,6 @@ impl RawTransaction {
         self.query(cmd("WATCH").arg(keys)).await
     }
 
-    /// WATCHes `keys`, then runs the reads that `reads` adds to a plain
-    /// pipeline, in one round trip: the server runs them in order, so the
-    /// WATCH is in force before the first read. Every WATCH the library
-    /// sends is composed here.
     /// WATCHes `guards` and checks that each exists, in one round trip:
     /// [`Error::NotFound`] naming the first missing one. A guard deleted
     /// after this, before the EXEC, aborts the transaction.
@@ -213,6 +269,10 @@ impl RawTransaction {
         }
     }
 
+    /// WATCHes `keys`, then runs the reads that `reads` adds to a plain
+    /// pipeline, in one round trip: the server runs them in order, so the
+    /// WATCH is in force before the first read. Every WATCH the library
+    /// sends is composed here.
     pub(crate) async fn watch_then<K, T>(
         &self,
         keys: K,
@@ -228,7 +288,8 @@ impl RawTransaction {
         self.query_pipeline(&pipe).await
     }
 
-    /// Which attempt this is, from 1.
+    /// Which attempt this is, from 1: 2 and up after a watched key changed
+    /// and the step runs again.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

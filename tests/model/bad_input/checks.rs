@@ -765,8 +765,8 @@ where
     restore_list(db, key, items.as_deref()).await
 }
 
-/// Loading members prunes the entries of objects that are gone (issue 5:
-/// reads leave no trace of deleted objects), so after a load the list is
+/// Loading members prunes the entries of objects that are gone (reads
+/// leave no trace of deleted objects), so after a load the list is
 /// put back as the world wrote it: every check reads the same world.
 pub(crate) async fn restore_list(db: &Db, key: &str, items: Option<&[&[u8]]>) -> Check {
     let Some(items) = items else {

@@ -1,4 +1,5 @@
-//! Regressions: the bad inputs that once loaded wrongly or named no key.
+//! Regressions: bad inputs that could load wrongly or name no key, kept as
+//! fixed cases beside the random ones.
 
 #[allow(unused_imports)]
 use super::*;

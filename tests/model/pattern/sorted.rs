@@ -62,7 +62,7 @@ async fn zscore(db: &Db, key: &str, member: &str) -> Option<f64> {
 }
 
 backend_tests! {
-    /// An increment Redis refuses moves nothing (issue 11): a stored value
+    /// An increment Redis refuses moves nothing: a stored value
     /// that is not a number gives `Decode`, as on a field without an index,
     /// an overflow gives Redis's own error, and the score stays put.
     exclusive async fn a_refused_increment_moves_nothing(ctx) {

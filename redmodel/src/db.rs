@@ -377,11 +377,19 @@ impl Db {
         }
     }
 
+    /// Whether every key this handle stores is in one slot, so that one
+    /// atomic unit (a script, a MULTI/EXEC, a WATCH) can hold any of them
+    /// together: true in the plain layout, false in the cluster layout,
+    /// where a write that spans objects runs as ordered single-slot steps.
+    pub(crate) fn one_slot(&self) -> bool {
+        self.layout == KeyLayout::Plain
+    }
+
     /// Whether two stored keys are in one slot in this layout, so that one
     /// atomic unit (a script, a MULTI/EXEC, a WATCH) can hold both: always
     /// in the plain layout, by their hash slots in the cluster layout.
     pub(crate) fn shares_slot(&self, a: &str, b: &str) -> bool {
-        self.layout == KeyLayout::Plain || slot_of(a) == slot_of(b)
+        self.one_slot() || slot_of(a) == slot_of(b)
     }
 
     fn backend(&self) -> &dyn Backend {

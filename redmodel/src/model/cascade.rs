@@ -88,7 +88,7 @@ use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{watched, RawTransaction};
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 /// How many times a cascade sweeps an admin's subtree that racing writes
 /// keep re-creating.
@@ -157,7 +157,7 @@ impl<A: Admin> ObjectRef<A> {
         // referrers and its EXEC (its target still existed) is not in what
         // the EXEC removed; none can be written after (a reference needs
         // its target to exist), so one more sweep finds them all.
-        if db.key_layout() == KeyLayout::Plain && !self.exists(db).await? {
+        if db.one_slot() && !self.exists(db).await? {
             let cascade: Vec<&Referrer> = referrers
                 .iter()
                 .copied()
@@ -178,7 +178,7 @@ impl<A: Admin> ObjectRef<A> {
         referrers: &[&'static Referrer],
         sweep: bool,
     ) -> Result<bool> {
-        if db.key_layout() == KeyLayout::Cluster {
+        if !db.one_slot() {
             return self.cascade_steps_once(db, referrers, sweep).await;
         }
         watched(db, &self.key_in(db), |tx| async move {
@@ -242,7 +242,7 @@ impl<A: Admin> ObjectRef<A> {
         let mut txn = redis::pipe();
         txn.atomic();
         txn.command("EXISTS").arg(key);
-        add_entries::<A>(tx, db.key_layout(), key, &Changes::Delete, &mut txn).await?;
+        add_entries::<A>(tx, db, key, &Changes::Delete, &mut txn).await?;
         add_plan(&mut txn, key, &plan);
         let done: Option<(bool,)> = tx.exec(&txn).await?;
         Ok(done.map(|(existed,)| existed))

@@ -45,7 +45,7 @@ use super::{Admin, Model, ObjectRef};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{watched, RawTransaction};
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 /// Objects a batch could not handle: their keys, and why.
 type Failed = Vec<(String, String)>;
@@ -290,11 +290,11 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
     ] {
         let keys = scan_keys(db, &db.stored(&key_pattern(table, field, kind.name()))).await?;
         for batch in keys.chunks(500) {
-            deleted += match db.key_layout() {
-                KeyLayout::Plain => db.query::<u64>(cmd("DEL").arg(batch)).await?,
+            deleted += match db.one_slot() {
+                true => db.query::<u64>(cmd("DEL").arg(batch)).await?,
                 // The keys are in many slots, and one DEL may not span
                 // slots: one DEL per key, pipelined.
-                KeyLayout::Cluster => {
+                false => {
                     let mut pipe = redis::pipe();
                     for key in batch {
                         pipe.command("DEL").arg(key);
@@ -341,10 +341,7 @@ async fn pass<M: Model, P: Proceed>(
         refs.dedup();
         // In the cluster layout, objects are in different slots: no batch
         // transaction can hold two of them.
-        let batch = match db.key_layout() {
-            KeyLayout::Plain => refs.len().max(1),
-            KeyLayout::Cluster => 1,
-        };
+        let batch = if db.one_slot() { refs.len().max(1) } else { 1 };
         if let Some(migration) = migration {
             for chunk in refs.chunks(batch) {
                 let (rewritten, failed) = migrate_batch(db, chunk, migration).await?;
@@ -352,9 +349,10 @@ async fn pass<M: Model, P: Proceed>(
                 report.failed.extend(failed);
             }
         }
-        let (failed, conflicts) = match db.key_layout() {
-            KeyLayout::Plain => index_batch(db, &refs).await?,
-            KeyLayout::Cluster => index_apart(db, &refs).await?,
+        let (failed, conflicts) = if db.one_slot() {
+            index_batch(db, &refs).await?
+        } else {
+            index_apart(db, &refs).await?
         };
         report.failed.extend(failed);
         report.conflicts.extend(conflicts);
@@ -500,7 +498,7 @@ async fn index_batch<M: Model>(
     };
     let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
     let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
-    let (specs, fields, keys, layout) = (&specs, &fields, &keys, db.key_layout());
+    let (specs, fields, keys) = (&specs, &fields, &keys);
     watched(db, first.key(), |tx| async move {
         // Round 1: watch and read the objects' indexed fields.
         let rows: Vec<Vec<Option<Vec<u8>>>> = tx
@@ -522,7 +520,7 @@ async fn index_batch<M: Model>(
         for (key, row) in keys.iter().zip(&rows) {
             for (spec, text) in specs.iter().zip(row) {
                 if let Some(claim) =
-                    plan_entry::<M>(layout, spec, key, text.as_deref(), &mut write, &mut failed)
+                    plan_entry::<M>(db, spec, key, text.as_deref(), &mut write, &mut failed)
                 {
                     claims.push(claim);
                 }
@@ -560,14 +558,7 @@ async fn index_apart<M: Model>(
         let texts: Texts = db.query(cmd("HMGET").arg(&*key).arg(&fields)).await?;
         let mut scratch = redis::pipe();
         for (spec, text) in specs.iter().zip(&texts) {
-            let claim = plan_entry::<M>(
-                db.key_layout(),
-                spec,
-                &key,
-                text.as_deref(),
-                &mut scratch,
-                &mut failed,
-            );
+            let claim = plan_entry::<M>(db, spec, &key, text.as_deref(), &mut scratch, &mut failed);
             let Some(claim) = claim else {
                 continue;
             };
@@ -591,7 +582,7 @@ async fn index_apart<M: Model>(
 /// given its field's stored text; a unique value is returned as a claim
 /// to settle. What cannot be indexed goes to `failed`.
 fn plan_entry<'k, M: Model>(
-    layout: KeyLayout,
+    db: &Db,
     spec: &IndexSpec,
     key: &'k str,
     text: Option<&[u8]>,
@@ -628,7 +619,7 @@ fn plan_entry<'k, M: Model>(
                     for tag in list.unwrap_or_default() {
                         write
                             .command("SADD")
-                            .arg(layout.stored(&tag_key(M::TABLE, field, &tag)))
+                            .arg(db.stored(&tag_key(M::TABLE, field, &tag)))
                             .arg(key)
                             .ignore();
                     }

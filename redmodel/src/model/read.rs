@@ -40,7 +40,7 @@ use super::reply::{at_key, redis_type, reply_at};
 use super::{Model, ObjectRef, Storage};
 use crate::command::AddCommand as _;
 use crate::command::{cmd, sized};
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 /// What one object's replies tell.
 pub(crate) enum Read {
@@ -88,16 +88,16 @@ impl<M: Model> ObjectRef<M> {
         if refs.is_empty() {
             return Ok(Vec::new());
         }
-        match (db.key_layout(), M::STORAGE) {
+        match (db.one_slot(), M::STORAGE) {
             (_, Storage::Single) => Self::read_values(db, refs).await,
-            (KeyLayout::Plain, Storage::Hash) => Self::read_batch(db, refs).await,
+            (true, Storage::Hash) => Self::read_batch(db, refs).await,
             // Across slots there is no one instant to keep, and an
             // object's HGETALL is one command where HMGET and EXISTS are
             // two: the same speed since the cluster backend sends a batch
             // as one pipeline per master (1,970 batches of 100 a second
             // against 1,930), far faster while it sent each command alone
             // (0.70x one server's rate against 0.40x).
-            (KeyLayout::Cluster, Storage::Hash) => Self::read_whole_many(db, refs).await,
+            (false, Storage::Hash) => Self::read_whole_many(db, refs).await,
         }
     }
 
@@ -116,7 +116,7 @@ impl<M: Model> ObjectRef<M> {
     ) -> Result<Vec<Result<RawFields>>> {
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        if db.key_layout() == KeyLayout::Plain && refs.len() > 1 {
+        if db.one_slot() && refs.len() > 1 {
             db.at_one_instant(&mut pipe);
         }
         for r in refs {

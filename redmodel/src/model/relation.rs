@@ -22,7 +22,7 @@ use super::reply::at_key;
 use super::{Admin, Model};
 use crate::command::cmd;
 use crate::db::plan::Plan;
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 /// A relation from an admin model to a member model, stored as a list of
 /// member keys at `OWNER_KEY:TABLE`. Implemented by `#[derive(Relation)]`.
@@ -529,7 +529,7 @@ impl<R: Relation> RelationRef<R> {
         let removed: Vec<u64> = match steps.run(db).await {
             Ok(removed) => removed,
             Err(err) => {
-                if db.key_layout() == KeyLayout::Cluster {
+                if !db.one_slot() {
                     // A later step found its object gone: take back what
                     // the earlier ones linked (idempotent), as best we can.
                     let _ = self.unlink_many(db, &keys).await;

@@ -21,7 +21,7 @@ use crate::command::AddCommand as _;
 use crate::db::optimistic::{OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
 use crate::layout::plain_key;
 use crate::sync_hook::SyncEvent;
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 impl Db {
     /// Runs `step` as an optimistic transaction over model objects: see
@@ -306,7 +306,7 @@ impl Transaction {
     /// On a Redis Cluster, refuses a key outside the transaction's slot
     /// (the slot of the first key it read or wrote).
     fn check_slot(&self, key: &str) -> Result<()> {
-        if self.db.key_layout() != KeyLayout::Cluster {
+        if self.db.one_slot() {
             return Ok(());
         }
         let mut pending = lock(&self.pending);
@@ -584,13 +584,12 @@ impl Pending {
             .collect::<Result<Vec<_>>>()?;
         self.check_unique_claims(&plans)?;
         self.check_guards(raw, db).await?;
-        let layout = db.key_layout();
         let mut txn = redis::pipe();
         txn.atomic();
         let mut stepped: Vec<Stepped> = Vec::new();
         for (write, (specs, claims)) in self.writes.iter().zip(plans) {
             let changes = write.changes();
-            if layout == KeyLayout::Cluster {
+            if !db.one_slot() {
                 let claimed = if claims.is_empty() {
                     Vec::new()
                 } else {
@@ -615,7 +614,7 @@ impl Pending {
                 add_cmds(&mut txn, &write.cmds);
                 write
                     .upkeep
-                    .add_entries(raw, layout, &write.key, &changes, &mut txn)
+                    .add_entries(raw, db, &write.key, &changes, &mut txn)
                     .await?;
             }
         }
@@ -731,11 +730,10 @@ impl Pending {
         if unknown.is_empty() {
             return Ok(());
         }
-        let slot = crate::db::slot_of;
         let here = self.first_key.as_deref();
-        let (near, far): (Vec<String>, Vec<String>) = unknown.into_iter().partition(|k| {
-            db.key_layout() == KeyLayout::Plain || here.is_none_or(|h| slot(h) == slot(k))
-        });
+        let (near, far): (Vec<String>, Vec<String>) = unknown
+            .into_iter()
+            .partition(|k| here.is_none_or(|h| db.shares_slot(h, k)));
         let mut exists: Vec<(String, bool)> = Vec::new();
         if !near.is_empty() {
             let found: Vec<bool> = raw
@@ -841,7 +839,7 @@ trait Upkeep: Send + Sync {
     fn add_entries<'a>(
         &'a self,
         tx: &'a RawTransaction,
-        layout: KeyLayout,
+        db: &'a Db,
         key: &'a str,
         changes: &'a Changes<'a>,
         txn: &'a mut Pipeline,
@@ -891,12 +889,12 @@ impl<M: Model> Upkeep for UpkeepOf<M> {
     fn add_entries<'a>(
         &'a self,
         tx: &'a RawTransaction,
-        layout: KeyLayout,
+        db: &'a Db,
         key: &'a str,
         changes: &'a Changes<'a>,
         txn: &'a mut Pipeline,
     ) -> BoxFuture<'a, ()> {
-        Box::pin(write::add_entries::<M>(tx, layout, key, changes, txn))
+        Box::pin(write::add_entries::<M>(tx, db, key, changes, txn))
     }
 
     fn claim<'a>(

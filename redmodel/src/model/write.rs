@@ -347,7 +347,7 @@ pub(crate) async fn recheck_references<M: Model>(
     key: &str,
     set: &[(&str, Vec<u8>)],
 ) -> Result<()> {
-    if db.key_layout() == crate::KeyLayout::Plain {
+    if db.one_slot() {
         return Ok(());
     }
     let references = M::REFERENCES;

@@ -15,7 +15,7 @@ use redis::{Pipeline, Value};
 use super::{holder_command, watch_entry};
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{watched, RawTransaction};
-use crate::{Db, KeyLayout, Result};
+use crate::{Db, Result};
 
 /// An index or list entry that a read found dead.
 #[derive(Debug, Clone)]
@@ -105,7 +105,7 @@ impl Test {
 pub(crate) async fn prune(db: &Db, mut stale: Vec<Stale>) -> Result<u64> {
     stale.sort_by(|a, b| (&a.entry, &a.object).cmp(&(&b.entry, &b.object)));
     stale.dedup_by(|a, b| a.entry == b.entry && a.object == b.object);
-    if db.key_layout() == KeyLayout::Cluster {
+    if !db.one_slot() {
         return prune_apart(db, &stale).await;
     }
     let Some(first) = stale.first() else {

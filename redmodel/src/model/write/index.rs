@@ -49,7 +49,7 @@ use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
 use crate::model::live::holder_command;
 use crate::model::live::key_text;
 use crate::model::Model;
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 /// What a write does to an object's stored fields.
 pub(crate) enum Changes<'a> {
@@ -222,7 +222,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
         .iter()
         .map(|(spec, new)| step::<M>(spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
-    if db.key_layout() == KeyLayout::Cluster {
+    if !db.one_slot() {
         let specs: Vec<&'static IndexSpec> = touched.iter().map(|(spec, _)| *spec).collect();
         let claims: Vec<(&'static str, &str)> = steps
             .iter()
@@ -247,7 +247,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     }
     let base = unit.commands();
     let entries = Entries::<M> {
-        layout: db.key_layout(),
+        db,
         key,
         steps: &steps,
         model: PhantomData,
@@ -258,7 +258,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
 /// The unique and tag commands of a write, decided on the old values and
 /// the entries' holders, read through a checked run's [`Reader`].
 struct Entries<'a, M> {
-    layout: KeyLayout,
+    db: &'a Db,
     key: &'a str,
     steps: &'a [Step],
     model: PhantomData<fn() -> M>,
@@ -267,7 +267,7 @@ struct Entries<'a, M> {
 impl<M: Model> Decide for Entries<'_, M> {
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
         let mut entries = Vec::new();
-        add_watched_steps::<M, _>(reader, self.layout, self.key, self.steps, &mut entries).await?;
+        add_watched_steps::<M, _>(reader, self.db, self.key, self.steps, &mut entries).await?;
         Ok(entries)
     }
 }
@@ -303,7 +303,7 @@ fn old_fields(steps: &[Step]) -> Vec<&'static str> {
 /// to `txn` (their replies to be dropped).
 async fn add_watched_steps<M: Model, R: Reader>(
     tx: &R,
-    layout: KeyLayout,
+    db: &Db,
     key: &str,
     steps: &[Step],
     txn: &mut Vec<Cmd>,
@@ -335,7 +335,7 @@ async fn add_watched_steps<M: Model, R: Reader>(
         }
     }
     check_entries::<M, _>(tx, key, &mut uniques).await?;
-    add_watched::<M>(txn, layout, key, steps, &uniques, &old_of);
+    add_watched::<M>(txn, db, key, steps, &uniques, &old_of);
     Ok(())
 }
 
@@ -344,7 +344,7 @@ async fn add_watched_steps<M: Model, R: Reader>(
 /// holders learned under WATCH.
 fn add_watched<'o, M: Model>(
     txn: &mut Vec<Cmd>,
-    layout: KeyLayout,
+    db: &Db,
     key: &str,
     steps: &[Step],
     uniques: &[UniqueState<'_>],
@@ -379,7 +379,7 @@ fn add_watched<'o, M: Model>(
                 .collect();
             let member = |name: &str, tag: &str| {
                 let mut c = cmd(name);
-                c.arg(layout.stored(&tag_key(M::TABLE, field, tag)).as_ref())
+                c.arg(db.stored(&tag_key(M::TABLE, field, tag)).as_ref())
                     .arg(key);
                 c
             };
@@ -402,7 +402,7 @@ fn add_watched<'o, M: Model>(
 /// object's commands: the cascading delete and typed transactions.
 pub(crate) async fn add_entries<M: Model>(
     tx: &RawTransaction,
-    layout: KeyLayout,
+    db: &Db,
     key: &str,
     changes: &Changes<'_>,
     txn: &mut Pipeline,
@@ -415,7 +415,7 @@ pub(crate) async fn add_entries<M: Model>(
     let mut entries = Vec::new();
     add_blind(&mut entries, key, &steps);
     if touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
-        add_watched_steps::<M, _>(tx, layout, key, &steps, &mut entries).await?;
+        add_watched_steps::<M, _>(tx, db, key, &steps, &mut entries).await?;
     }
     txn.ignored(entries);
     Ok(())
@@ -558,7 +558,7 @@ pub(crate) async fn incr_indexed<M: Model>(
             reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
         });
     }
-    if db.key_layout() == KeyLayout::Plain {
+    if db.one_slot() {
         if let Some(text) = incr_by_script::<M>(db, key, field, command, by, &specs).await? {
             return Ok(text);
         }

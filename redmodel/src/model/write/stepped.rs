@@ -267,7 +267,6 @@ async fn apply<M: Model>(
     old: Option<&[u8]>,
     new: Option<&[u8]>,
 ) -> Result<()> {
-    let layout = db.key_layout();
     let field = spec.field;
     let mut pipe = redis::pipe();
     pipe.atomic();
@@ -310,13 +309,13 @@ async fn apply<M: Model>(
             let (old, new) = (parse(old), parse(new));
             for tag in old.difference(&new) {
                 pipe.command("SREM")
-                    .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
+                    .arg(db.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
             }
             for tag in &new {
                 pipe.command("SADD")
-                    .arg(layout.stored(&tag_key(M::TABLE, field, tag)))
+                    .arg(db.stored(&tag_key(M::TABLE, field, tag)))
                     .arg(key)
                     .ignore();
             }

@@ -455,8 +455,6 @@ impl Db {
     ///
     /// The hook runs inline after the write: keep it short, for instance by
     /// sending the event to a channel that another task drains.
-    ///
-    /// Seed name: `syncDB`.
     pub fn on_sync(&self, hook: impl Fn(&SyncEvent) + Send + Sync + 'static) {
         self.shared.sync_hooks.register(Arc::new(hook));
     }

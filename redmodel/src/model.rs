@@ -88,10 +88,9 @@
 //! and recent-N lists ([`index`]), composite scores ([`composite`]),
 //! expiry of objects, lists and whole admin subtrees ([`expiry`]), and
 //! passes that build indexes on existing data or rewrite objects after a
-//! schema change ([`migrate`]). A public operation that does what a seed
-//! does says so in one line of its documentation, `Seed name: ...`: the
-//! seed's method name (002), or the command it writes by hand (001, 003,
-//! 004, with the seed's number).
+//! schema change ([`migrate`]). The guide's seed table
+//! (`docs/seeds.md`) maps each seed's method name (002), or the command it
+//! writes by hand (001, 003, 004), to the operation that does it here.
 //!
 //! # Module map
 //!
@@ -133,7 +132,8 @@
 //! ordered single-slot steps (`write::stepped`, `steps`, the cascade's
 //! cluster path), each idempotent, in an order where a crash between two
 //! steps leaves only entries the reads skip and prune, or that
-//! [`migrate::rebuild_indexes`] repairs. The README's table lists, per
+//! [`migrate::rebuild_indexes`] repairs. The guide's performance page
+//! (`docs/performance.md`) lists, per
 //! operation, its steps and round trips in each layout.
 //!
 //! Outside `model`, the sync hooks (`crate::sync_hook`) sit below both
@@ -244,8 +244,6 @@ pub trait Model: Sized + Send + Sync + 'static {
 
     /// Writes this object under `owner`: see [`ObjectRef::insert`]. For
     /// admins, [`Admin::insert`] is shorter.
-    ///
-    /// Seed name: `insert`.
     fn insert_at(
         &self,
         db: &Db,
@@ -281,8 +279,6 @@ pub trait Admin: Model<Owner = NoOwner> {
 
     /// Loads the object with this pk (`Self::at(pk).load(db)`); `Ok(None)`
     /// if there is none.
-    ///
-    /// Seed name: `get_all`.
     fn load(
         db: &Db,
         pk: impl IntoPk<Self::Pk>,
@@ -292,8 +288,6 @@ pub trait Admin: Model<Owner = NoOwner> {
     }
 
     /// Whether an object with this pk exists.
-    ///
-    /// Seed name: `is_exist`.
     fn exists(db: &Db, pk: impl IntoPk<Self::Pk>) -> impl Future<Output = Result<bool>> + Send {
         let handle = Self::at(pk);
         async move { handle.exists(db).await }
@@ -323,15 +317,11 @@ pub trait Admin: Model<Owner = NoOwner> {
 
     /// Full write: the fields, `_count` + 1, and the sync hook every
     /// [`SYNC_EVERY`](Model::SYNC_EVERY) writes. See [`ObjectRef::insert`].
-    ///
-    /// Seed name: `insert`.
     fn insert(&self, db: &Db) -> impl Future<Output = Result<ObjectRef<Self>>> + Send {
         self.insert_at(db, &())
     }
 
     /// Writes the fields, without counting the write or running the hook.
-    ///
-    /// Seed name: `insert_without_sync`.
     fn insert_without_sync(&self, db: &Db) -> impl Future<Output = Result<ObjectRef<Self>>> + Send {
         async move {
             let handle = self.handle();
@@ -359,8 +349,6 @@ pub trait Admin: Model<Owner = NoOwner> {
     }
 
     /// The handles of every object of this model (SCAN, never KEYS).
-    ///
-    /// Seed name: `scan`.
     fn scan(db: &Db) -> impl Future<Output = Result<Vec<ObjectRef<Self>>>> + Send {
         ObjectRef::<Self>::scan(db)
     }
@@ -445,8 +433,6 @@ impl<A: Admin> OwnerKind for A {
 }
 
 /// The number of keys in the selected database (DBSIZE).
-///
-/// Seed name: `dbsize`.
 pub async fn dbsize(db: &Db) -> Result<u64> {
     db.query(&cmd("DBSIZE")).await
 }

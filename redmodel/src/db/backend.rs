@@ -3,7 +3,7 @@
 //! # Why a trait object and not an enum
 //! `Db` holds a `Box<dyn Backend>`. With an enum, every backend would be
 //! named in every method of `Db`, `DedicatedConnection` and their
-//! `ConnectionLike` impls (nine matches when this was written); a new
+//! `ConnectionLike` impls; a new
 //! backend, such as Redis Cluster, would edit all of them. With the trait,
 //! a backend is one file that implements it plus one constructor on `Db`.
 //!

@@ -167,8 +167,6 @@ impl Db {
     /// [`LockGuard::release`]; dropping the guard releases it too (see
     /// [`LockGuard`]).
     ///
-    /// Seed name: `lock()`.
-    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), redmodel::Error> {
@@ -376,8 +374,6 @@ impl LockGuard {
 
     /// Releases the lock: deletes its key if it still holds this guard's
     /// token.
-    ///
-    /// Seed name: `release()`.
     ///
     /// Fails with [`Error::LockNotHeld`] if the ttl ran out first (the key
     /// is gone, or another holder took it: their lock is left alone). If

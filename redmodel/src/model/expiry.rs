@@ -120,8 +120,6 @@ impl<M: Model> ObjectRef<M> {
     /// Sets a time to live (PEXPIRE, so sub-second precision is kept:
     /// Redis's EXPIRE and PEXPIRE). Whether the object exists. Which later
     /// writes keep the TTL: see [`expiry`](super::expiry).
-    ///
-    /// Seed name: `expire`.
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
         expire_key(db, &self.key_in(db), ttl).await
     }

@@ -157,8 +157,6 @@ impl<M: Model> ObjectRef<M> {
     /// identity, and its Redis key in a database of the
     /// [plain layout](KeyLayout::Plain). For the key as a given database
     /// stores it, see [`key_in`](Self::key_in).
-    ///
-    /// Seed name: `key`.
     pub fn key(&self) -> &str {
         &self.key
     }
@@ -202,8 +200,6 @@ impl<M: Model> ObjectRef<M> {
     /// [`KeyLayout`] (`student:a:exam:2024` or `{student:a}:exam:2024`).
     /// Strict: only keys this model produces parse, so a sub-object's, a
     /// relation's or another model's key is an [`Error::InvalidKey`].
-    ///
-    /// Seed name: `name2object`.
     pub fn parse(key: &str) -> Result<Self> {
         let parsed = match KeyLayout::parse(key) {
             Some((_, plain)) => Self::parts(&plain).map(|(owner, pk)| ObjectRef {
@@ -259,8 +255,6 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Whether the object exists (EXISTS).
-    ///
-    /// Seed name: `is_exist`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "exists", key = %self.key))]
     pub async fn exists(&self, db: &Db) -> Result<bool> {
         db.read(cmd("EXISTS").arg(self.key_in(db))).await
@@ -268,8 +262,6 @@ impl<M: Model> ObjectRef<M> {
 
     /// One field (HGET); `Ok(None)` if the field or the object is absent.
     /// For an `Option` field, an absent field is `None`, never `Some(None)`.
-    ///
-    /// Seed name: `get(key)`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get", key = %self.key))]
     pub async fn get<T, C: Codec<T>>(&self, db: &Db, field: Field<M, T, C>) -> Result<Option<T>> {
         let raw: Option<Vec<u8>> = db
@@ -280,8 +272,6 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// One field, or `default` if it or the object is absent.
-    ///
-    /// Seed name: `get(key, default)`.
     pub async fn get_or<T, C: Codec<T>>(
         &self,
         db: &Db,
@@ -296,8 +286,6 @@ impl<M: Model> ObjectRef<M> {
 
     /// Several fields in one HMGET, typed: `fields` is a tuple of handles
     /// and the result a tuple of `Option`s.
-    ///
-    /// Seed name: `get_multi`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_fields", key = %self.key))]
     pub async fn get_fields<S: FieldSet<M>>(&self, db: &Db, fields: S) -> Result<S::Output> {
         let values = self.hmget(db, &fields.names()).await?;
@@ -305,8 +293,6 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Several fields by name in one HMGET, as text: the present ones only.
-    ///
-    /// Seed name: `get_multi`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_fields_map", key = %self.key))]
     pub async fn get_fields_map(
         &self,
@@ -348,8 +334,6 @@ impl<M: Model> ObjectRef<M> {
     /// The whole object: HGETALL (an empty reply is a missing object),
     /// its declared fields decoded into the struct; GET for a single-value
     /// model. `Ok(None)` if it does not exist.
-    ///
-    /// Seed name: `get_all`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load", key = %self.key))]
     pub async fn load(&self, db: &Db) -> Result<Option<M>> {
         match self.read_raw(db).await? {
@@ -360,8 +344,6 @@ impl<M: Model> ObjectRef<M> {
 
     /// The declared fields that are present, as text. `Ok(None)` if the
     /// object does not exist.
-    ///
-    /// Seed name: `get_all2dic`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_map", key = %self.key))]
     pub async fn load_map(&self, db: &Db) -> Result<Option<BTreeMap<String, String>>> {
         match self.read_raw(db).await? {
@@ -445,8 +427,6 @@ impl<M: Model> ObjectRef<M> {
     /// Builds an object with this handle's pk from a field -> text map, as
     /// stored. Absent fields decode as absent (`None`, the default, or an
     /// [`Error::MissingField`]); undeclared entries are ignored.
-    ///
-    /// Seed name: `get_from_dict`.
     pub fn build_from_map<K, V>(&self, map: impl IntoIterator<Item = (K, V)>) -> Result<M>
     where
         K: AsRef<str>,
@@ -463,8 +443,6 @@ impl<M: Model> ObjectRef<M> {
     /// Builds an object with this handle's pk from the fields' texts in
     /// declaration order ([`Model::FIELDS`]), `None` for absent. Missing
     /// trailing values count as absent.
-    ///
-    /// Seed name: `get_from_list`.
     pub fn build_from_values<V: AsRef<[u8]>>(
         &self,
         values: impl IntoIterator<Item = Option<V>>,
@@ -480,8 +458,6 @@ impl<M: Model> ObjectRef<M> {
     /// The handles of every object of this model, in key order: for a
     /// sub-object model, under every admin (SCAN with a MATCH pattern,
     /// never KEYS; keys that are not this model's are skipped).
-    ///
-    /// Seed name: `scan`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "scan"))]
     pub async fn scan(db: &Db) -> Result<Vec<ObjectRef<M>>> {
         let pattern = format!(
@@ -507,8 +483,6 @@ impl<M: Model> ObjectRef<M> {
 
 impl<M: SingleValue> ObjectRef<M> {
     /// The value of a single-value sub-object (GET).
-    ///
-    /// Seed name: `get_one`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get_value", key = %self.key))]
     pub async fn get_value(&self, db: &Db) -> Result<Option<M::Value>> {
         let raw: Option<Vec<u8>> = db
@@ -523,26 +497,18 @@ impl<M: SingleValue> ObjectRef<M> {
 
 impl<A: Admin> ObjectRef<A> {
     /// The handle of this admin's sub-object `pk` (no round trip).
-    ///
-    /// Seed names: `build_empty_leaf`; `build_leaf`, `is_leaf_exits`,
-    /// `get_leaf` and `get_leaf2dic` are this handle's `build_from_map`,
-    /// `exists`, `load` and `load_map`.
     pub fn sub<S: Model<Owner = A>>(&self, pk: impl IntoPk<S::Pk>) -> ObjectRef<S> {
         ObjectRef::new(self.clone(), pk.into_pk())
     }
 
     /// Writes `sub` under this admin: a full write, see
     /// [`insert`](Self::insert).
-    ///
-    /// Seed name: `update_leaf`.
     pub async fn insert_sub<S: Model<Owner = A>>(&self, db: &Db, sub: &S) -> Result<ObjectRef<S>> {
         sub.insert_at(db, self).await
     }
 
     /// The keys of this admin's sub-objects of model `S`, in key order
     /// (SCAN, never KEYS).
-    ///
-    /// Seed name: `scan_leafnames`.
     pub async fn scan_sub_keys<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<String>> {
         Ok(self
             .scan_subs::<S>(db)
@@ -553,8 +519,6 @@ impl<A: Admin> ObjectRef<A> {
     }
 
     /// The handles of this admin's sub-objects of model `S`.
-    ///
-    /// Seed name: `scan_leafs`.
     pub async fn scan_subs<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<ObjectRef<S>>> {
         let pattern = format!("{}:{}:*", glob_escape(&self.key), glob_escape(S::TABLE));
         scan_refs(db, &pattern).await

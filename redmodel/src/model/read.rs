@@ -27,8 +27,7 @@
 //!   costs a batch about 5% where a second round trip would double it.
 //!
 //! Read whole is the HGETALL of each object (in one MULTI for several in
-//! the plain layout), as it was before this module read by position: the
-//! rare case's path, which an empty reply settles (Redis has no empty
+//! the plain layout): the rare case's path, which an empty reply settles (Redis has no empty
 //! hash), and a batch's in the cluster layout, where an object's one
 //! command costs no more than its two.
 //! A string object is read with GET.

@@ -171,8 +171,6 @@ impl<M: Model> MemberList<M> {
     }
 
     /// The number of members (LLEN).
-    ///
-    /// Seed name: `count`.
     pub async fn count(&self, db: &Db) -> Result<u64> {
         db.read(cmd("LLEN").arg(self.key_in(db)))
             .await
@@ -182,8 +180,6 @@ impl<M: Model> MemberList<M> {
     /// Appends members at the tail, in order (RPUSH); returns the new
     /// length. Duplicates are kept, as in a Redis list: use
     /// [`RelationRef::link`] for set-like membership.
-    ///
-    /// Seed name: `add_leafs_on_relation`.
     pub async fn append<A: AsMember<M>>(
         &self,
         db: &Db,
@@ -200,8 +196,6 @@ impl<M: Model> MemberList<M> {
 
     /// Pushes members at the head, one after the other (LPUSH: `[a, b]`
     /// ends up as `b, a, ...`); returns the new length.
-    ///
-    /// Seed name: `append` (MemRelation's, which is an LPUSH).
     pub async fn prepend<A: AsMember<M>>(
         &self,
         db: &Db,
@@ -226,8 +220,6 @@ impl<M: Model> MemberList<M> {
     /// Removes occurrences of `member` with LREM's count semantics:
     /// `count > 0` removes that many from the head, `count < 0` from the
     /// tail, `0` all. Returns how many were removed.
-    ///
-    /// Seed name: `remove_one(leaf, count)`.
     pub async fn remove(&self, db: &Db, member: impl AsMember<M>, count: i64) -> Result<u64> {
         db.query(
             cmd("LREM")
@@ -241,8 +233,6 @@ impl<M: Model> MemberList<M> {
 
     /// The member at `index` (LINDEX; negative counts from the tail);
     /// `None` out of range.
-    ///
-    /// Seed name: `get_by_index`.
     pub async fn index(&self, db: &Db, index: i64) -> Result<Option<ObjectRef<M>>> {
         let key: Option<Vec<u8>> = db
             .read(cmd("LINDEX").arg(self.key_in(db)).arg(index))
@@ -253,8 +243,6 @@ impl<M: Model> MemberList<M> {
 
     /// The members from `start` to `stop`, both included, negative
     /// indexes counting from the tail (LRANGE).
-    ///
-    /// Seed name: `get_leafs_by_relation(start, end)`.
     pub async fn range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<ObjectRef<M>>> {
         let keys: Vec<Vec<u8>> = db
             .read(cmd("LRANGE").arg(self.key_in(db)).arg(start).arg(stop))
@@ -264,17 +252,12 @@ impl<M: Model> MemberList<M> {
     }
 
     /// Every member (LRANGE 0 -1). For long lists, [`page`](Self::page).
-    ///
-    /// Seed name: `get_all` (MemRelation's, capped at 1000 members).
     pub async fn members(&self, db: &Db) -> Result<Vec<ObjectRef<M>>> {
         self.range(db, 0, -1).await
     }
 
     /// Page `page` (from 0) of `per_page` members. An empty page past the
     /// end.
-    ///
-    /// Seed name: `get_all` (MemRelation's, capped at 1000 members; here
-    /// made into pages).
     pub async fn page(&self, db: &Db, page: u64, per_page: u64) -> Result<Vec<ObjectRef<M>>> {
         match page_bounds(page, per_page) {
             Some((start, stop)) => self.range(db, start, stop).await,
@@ -288,8 +271,6 @@ impl<M: Model> MemberList<M> {
     /// removed from the list in a checked transaction that never removes a
     /// member whose object exists (see [`index`](crate::model::index)).
     /// The handles alone: [`members`](Self::members).
-    ///
-    /// Seed names: `names2leafs`, `get_leafs_by_relation`.
     pub async fn load(&self, db: &Db) -> Result<Vec<M>> {
         self.load_range(db, 0, -1).await
     }
@@ -446,8 +427,6 @@ impl<R: Relation> RelationRef<R> {
 
     /// Parses a key of this relation (`teacher:A:class`) back into a
     /// handle.
-    ///
-    /// Seed name: `name2object`.
     pub fn parse(key: &str) -> Result<Self> {
         let invalid = |reason: String| Error::InvalidKey {
             key: key.to_string(),
@@ -592,8 +571,6 @@ impl<R: Relation> RelationRef<R> {
 
 impl<A: Admin> ObjectRef<A> {
     /// This admin's relation `R` (no round trip).
-    ///
-    /// Seed name: `build_empty_relation`.
     pub fn relation<R: Relation<Owner = A>>(&self) -> RelationRef<R> {
         RelationRef::new(self.clone())
     }

@@ -37,8 +37,6 @@ impl<M: Model> ObjectRef<M> {
     /// [`insert`](Self::insert)'s job), so a write racing a delete cannot
     /// leave a partial object behind. [`Error::NotFound`], and nothing
     /// written, if it does not (checked in the write's atomic unit).
-    ///
-    /// Seed name: `update(key, value)`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "set", key = %self.key()))]
     pub async fn set<T, C: Codec<T>>(
         &self,
@@ -66,8 +64,6 @@ impl<M: Model> ObjectRef<M> {
     /// Sets several fields at once, atomically:
     /// `set_many(&db, [Student::MATH.to(95), Student::ENGLISH.to(90)])`.
     /// The object must exist, as for [`set`](Self::set).
-    ///
-    /// Seed name: `update_multi`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "set_many", key = %self.key()))]
     pub async fn set_many(
         &self,
@@ -113,8 +109,6 @@ impl<M: Model> ObjectRef<M> {
     /// key and field. A result Redis itself refuses (an `i64` overflow, an
     /// infinite float) is [`Error::Server`], and nothing is written. The
     /// object must exist, as for [`set`](Self::set).
-    ///
-    /// Seed name: `incr(key, delta)`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "incr", key = %self.key()))]
     pub async fn incr<T: Incr>(
         &self,
@@ -183,8 +177,6 @@ impl<M: Model> ObjectRef<M> {
     /// TTL (HSET keeps it). `value`'s own pk is not consulted: this
     /// handle's key is used. A single-value model is written with SET
     /// (which clears a TTL, as SET does), without a count or a hook.
-    ///
-    /// Seed name: `insert`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "insert", key = %self.key()))]
     pub async fn insert(&self, db: &Db, value: &M) -> Result<()> {
         if M::STORAGE == Storage::Single {
@@ -215,8 +207,6 @@ impl<M: Model> ObjectRef<M> {
 
     /// Writes `value`'s fields like [`insert`](Self::insert), without
     /// counting the write or calling the sync hooks.
-    ///
-    /// Seed name: `insert_without_sync`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "insert_without_sync", key = %self.key()))]
     pub async fn insert_without_sync(&self, db: &Db, value: &M) -> Result<()> {
         if M::STORAGE == Storage::Single {
@@ -248,8 +238,6 @@ impl<M: Model> ObjectRef<M> {
     /// Deletes the object (DEL; not its sub-objects or relations), and its
     /// entries in the model's indexes, in one MULTI/EXEC. Whether it
     /// existed.
-    ///
-    /// Seed name: `delete`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "delete", key = %self.key()))]
     pub async fn delete(&self, db: &Db) -> Result<bool> {
         let key = self.key_in(db);
@@ -382,8 +370,6 @@ fn changed_fields<'a>(
 impl<M: SingleValue> ObjectRef<M> {
     /// Sets the value of a single-value sub-object (SET, which clears a
     /// TTL). `None` deletes the key.
-    ///
-    /// Seed name: `update_one`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "set_value", key = %self.key()))]
     pub async fn set_value(&self, db: &Db, value: impl IntoValue<M::Value>) -> Result<()> {
         let field = M::FIELDS.first().copied().unwrap_or("value");

@@ -19,7 +19,7 @@
 //! In process the memory engine runs what the script would run without
 //! Lua ([`Db::atomically`]): the same guards, reads and writes under the
 //! engine's lock, one exchange as the script is one round trip. There a
-//! script costs several times its commands (an `incr` took 7.3 µs as a
+//! script costs several times its commands (an `incr` costs 7.3 µs as a
 //! script, 1.6 µs so).
 
 use std::future::Future;
@@ -42,7 +42,7 @@ use crate::{Db, Error, Result};
 /// What runs in process under the engine's lock returns its error boxed:
 /// the rare error then does not make every reply as large as [`Error`]
 /// (88 bytes with a `Vec`, against 24), copied at each of the layers it
-/// returns through, where perf put stalls on those copies.
+/// returns through, where those copies stall the processor (perf shows it).
 pub(crate) type Native<T> = std::result::Result<T, Box<Error>>;
 
 /// What the write paths read through: the commands `reads`, their
@@ -432,8 +432,8 @@ fn args(cmd: &Cmd) -> Vec<&[u8]> {
 }
 
 /// Runs `cmd` on the engine, its arguments gathered on the stack when
-/// they are few (most of the model's commands): a `Vec` per command was
-/// a tenth of an in-process `incr`.
+/// they are few (most of the model's commands): a `Vec` per command would
+/// cost a tenth of an in-process `incr`.
 fn call(tx: &mut Atomic<'_>, cmd: &Cmd) -> Value {
     const ROOM: usize = 12;
     let mut room: [&[u8]; ROOM] = [&[]; ROOM];

@@ -12,7 +12,7 @@
 //! `incr` of any object's field, an insert of any `Student`.
 //!
 //! Why: the general script pays for its generality on every call. On the
-//! engine in process an `incr` took 8.5 µs through it against 3.7 µs for
+//! engine in process an `incr` costs 8.5 µs through it against 3.7 µs for
 //! a script written for it (`EXISTS`, `HINCRBY`): the description is three
 //! times the arguments, every one a Lua string to create, and the loop
 //! re-reads it. On redis-server it cost about 8 µs more per call than a
@@ -303,9 +303,9 @@ fn text(
 /// values, the entry of a value nobody holds), and an `EXISTS` costs Redis
 /// less than the read: a unique entry's holder is read with a `SORT ... GET
 /// # GET *->field`, which builds a list and parses its options even for a
-/// key that is not there. On redis-server an indexed insert's script took
+/// key that is not there. On redis-server an indexed insert's script costs
 /// 10.35 µs with the probe, 11.0 µs without. A key that exists, of any
-/// type, is read as before, so the reply is the read's own whatever it
+/// type, is read as the read reads it, so the reply is the read's own whatever it
 /// holds (`a_value_taken_elsewhere_is_refused` checks it on every backend).
 fn absent_reply(name: &str, argc: usize, count: usize) -> Option<String> {
     let nils = |n: usize| format!("{{{}}}", vec!["false"; n].join(", "));

@@ -81,8 +81,6 @@ impl<M: Model> RecentList<M> {
 
     /// The objects, newest first, in one LRANGE and one batch; objects
     /// that are gone are left out and pruned.
-    ///
-    /// Seed name: `lrange login:last_login_times 0 N-1` (001).
     pub async fn load(&self, db: &Db) -> Result<Vec<M>> {
         self.load_each(db).await?.into_iter().collect()
     }

@@ -214,8 +214,6 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// The `n` objects with the highest scores, highest first, loaded in
     /// one batch. One that does not decode (bad data) fails the read: see
     /// [`top_each`](Self::top_each) for the others.
-    ///
-    /// Seed name: `zrevrange login:login_times 0 N-1` (001).
     pub async fn top(&self, db: &Db, n: u64) -> Result<Vec<M>> {
         self.walk(db, End::Highest, n).await?.into_iter().collect()
     }
@@ -275,8 +273,6 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// The objects whose score is within `range`, lowest first
     /// (`range(&db, 18..=35)`). Exclusive bounds (`18..35`) and open ends
     /// (`18..`) are ZRANGE's `(35` and `+inf`.
-    ///
-    /// Seed name: `ZRANGEBYSCORE user 18 35` (003).
     pub async fn range<S: Score>(&self, db: &Db, range: impl RangeBounds<S>) -> Result<Vec<M>> {
         self.by_score(db, &range, false)
             .await?
@@ -443,7 +439,7 @@ pub(crate) fn score_arg(score: f64) -> String {
     if score.is_infinite() {
         return if score > 0.0 { "+inf" } else { "-inf" }.to_string();
     }
-    // Most scores are integers: written as such without `fmt`, which took
+    // Most scores are integers: written as such without `fmt`, which costs
     // about 1,100 client instructions of an indexed insert. -0.0 keeps its
     // sign through `fmt`.
     let integer = score.fract() == 0.0 && score.abs() < 9_007_199_254_740_992.0;

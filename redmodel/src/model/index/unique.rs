@@ -99,9 +99,6 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     /// The holder must still hold the value; an entry left by an object
     /// that expired or was changed outside the library is pruned (which
     /// costs more round trips, only then).
-    ///
-    /// Seed name: `uid = r.get("login:%s:id" % name)`, then reading the
-    /// user (001).
     pub async fn find(&self, db: &Db, value: impl IntoValue<T>) -> Result<Option<M>> {
         Ok(self
             .find_with_handle(db, value)
@@ -273,7 +270,7 @@ type RawValues = Vec<Option<Vec<u8>>>;
 /// object cannot do, and any other answer means the entry is dead.
 ///
 /// In Redis Cluster, SORT refuses GET patterns (they may name keys in
-/// other slots), so in the [cluster layout](KeyLayout::Cluster) this takes
+/// other slots), so in the [cluster layout](crate::KeyLayout::Cluster) this takes
 /// two round trips instead: `LINDEX entry 0`, then `HMGET` (or `GET`) of
 /// the holder. The same check then applies: a holder changed between the
 /// two reads shows a field that no longer equals the value.

@@ -4,12 +4,14 @@
 //! DUMP / RESTORE both ways in `dump`), expiry with a manual clock
 //! (`expiry`), the RESP server (`resp_server`) and bad input on the engine
 //! alone (`fuzz`: no panic, no hang, no unbounded growth; looping scripts
-//! killed).
+//! killed), and the engine's source itself (`module_graph`: no import
+//! circle between its modules).
 
 mod differential;
 mod dump;
 mod expiry;
 mod fuzz;
+mod module_graph;
 mod resp_server;
 mod traps;
 

@@ -82,11 +82,17 @@
 //!
 //! [`diff::Differ`] runs commands on the engine and a private server in
 //! lockstep and reports the first reply that differs ([`diff::Mismatch`]).
+//!
+//! # Module structure
+//!
+//! [`module_graph::cycles`] finds the import circles between sibling
+//! modules of a crate, from its source.
 
 mod backend;
 mod cluster;
 pub mod diff;
 mod env;
+pub mod module_graph;
 mod server;
 
 pub use backend::{

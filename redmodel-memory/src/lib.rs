@@ -49,6 +49,7 @@ mod blocking;
 mod clock;
 mod cluster;
 mod command;
+mod command_table;
 mod config;
 mod connection;
 mod error;
@@ -96,7 +97,7 @@ use store::Store;
 /// assert!(!may_write(&[b"EVAL_RO", b"return 1", b"0"]));
 /// ```
 pub fn may_write(argv: &[&[u8]]) -> bool {
-    let Some(meta) = command::meta::of_line(argv) else {
+    let Some(meta) = command_table::of_line(argv) else {
         return false;
     };
     meta.has_flag("write") || matches!(meta.name, "eval" | "evalsha" | "fcall" | "exec")
@@ -139,7 +140,7 @@ pub fn key_slot(argv: &[&[u8]]) -> Option<u16> {
 /// assert!(!may_block(&[b"LPOP", b"jobs"]));
 /// ```
 pub fn may_block(argv: &[&[u8]]) -> bool {
-    let Some(meta) = command::meta::of_line(argv) else {
+    let Some(meta) = command_table::of_line(argv) else {
         return false;
     };
     // WAIT has no `blocking` flag, yet asked for replicas it blocks.

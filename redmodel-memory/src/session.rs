@@ -11,6 +11,7 @@ use super::acl::Caller;
 
 use super::blocking::{self, BlockSlot, Parked};
 use super::command::{self, arity_ok, Ctx};
+use super::command_table;
 use super::error::CmdError;
 use super::keyspace::Key;
 use super::reply;
@@ -273,7 +274,7 @@ impl Session {
         now: i64,
         at_exec: bool,
     ) -> Result<(), CmdError> {
-        let Some(meta) = command::meta::of_line(args) else {
+        let Some(meta) = command_table::of_line(args) else {
             return Ok(());
         };
         if !arity_ok(meta.arity, args.len()) {
@@ -349,7 +350,7 @@ impl Session {
         } else if self.multi.is_some() {
             // SAVE, SHUTDOWN, SYNC, PSYNC: Redis refuses them in a
             // transaction (`no_multi`) whether or not the engine has them.
-            let no_multi = command::meta::lookup(name)
+            let no_multi = command_table::lookup(name)
                 .filter(|m| m.has_flag("no_multi") && arity_ok(m.arity, args.len()));
             let checked = command::lookup(name)
                 .ok_or_else(|| match no_multi {

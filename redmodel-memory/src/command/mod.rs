@@ -14,8 +14,7 @@ use super::keyspace::{Entry, Keyspace};
 use super::reply;
 use super::store::Store;
 use super::value::{Kind, Value};
-use meta::Meta;
-use names::NameTable;
+use crate::command_table::{self, Meta, NameTable};
 
 mod acl;
 mod bitmaps;
@@ -31,8 +30,6 @@ mod hyperloglog;
 mod keys;
 mod lcs;
 mod lists;
-pub(crate) mod meta;
-mod names;
 mod object;
 mod pops;
 mod pubsub;
@@ -43,7 +40,6 @@ mod sort;
 pub(crate) mod stats;
 mod streams;
 mod strings;
-mod table;
 #[cfg(test)]
 pub(crate) mod test_util;
 mod zsets;
@@ -117,7 +113,12 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
         ]
         .into_iter()
         .flatten()
-        .map(|spec| (spec.name, (spec, meta::lookup(spec.name.as_bytes())))),
+        .map(|spec| {
+            (
+                spec.name,
+                (spec, command_table::lookup(spec.name.as_bytes())),
+            )
+        }),
     )
 });
 
@@ -132,7 +133,7 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
 }
 
 /// [`lookup`] with Redis's description of the command line `args` runs
-/// (the subcommand's for a container, see [`meta::of_line`]), in one
+/// (the subcommand's for a container, see [`command_table::of_line`]), in one
 /// lookup for a command without subcommands. `(None, None)` for a name
 /// Redis does not know; `(None, Some(meta))` for one the engine does not
 /// run.
@@ -142,8 +143,8 @@ pub(crate) fn described(args: &[&[u8]]) -> (Option<&'static Spec>, Option<&'stat
     };
     match TABLE.get(name) {
         Some((spec, Some(top))) if top.subcommands.is_empty() => (Some(spec), Some(top)),
-        Some((spec, _)) => (Some(spec), meta::of_line(args)),
-        None => (None, meta::of_line(args)),
+        Some((spec, _)) => (Some(spec), command_table::of_line(args)),
+        None => (None, command_table::of_line(args)),
     }
 }
 

@@ -6,13 +6,15 @@
 
 use redis::Value as Reply;
 
-use super::meta::{self, KeySpec, Meta};
 use super::{all_specs, help_reply, lookup, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::args::is;
+use crate::command_table::{self, KeySpec, Meta};
 use crate::error::CmdError;
 use crate::pubsub::Scope;
 use crate::reply;
 use crate::value::Value;
+
+mod command_info;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -247,12 +249,12 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     let mut names = Vec::new();
     for spec in all_specs() {
-        let meta = meta::meta(spec.name);
+        let meta = command_table::meta(spec.name);
         if keep(meta, spec.name) {
             names.push(spec.name);
         }
         for sub in meta.map_or(&[][..], |m| m.subcommands) {
-            if keep(meta::meta(sub), sub) {
+            if keep(command_table::meta(sub), sub) {
                 names.push(sub);
             }
         }
@@ -262,7 +264,7 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// One entry of COMMAND / COMMAND INFO, as Redis describes the command.
 fn spec_info(spec: &Spec) -> Reply {
-    meta::meta(spec.name).map_or_else(reply::nil, Meta::info)
+    command_table::meta(spec.name).map_or_else(reply::nil, Meta::info)
 }
 
 /// COMMAND GETKEYS: the keys of a command line, found as Redis finds them.
@@ -306,7 +308,7 @@ fn command_getkeysandflags(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// The keys of the command line `argv` (its name first), with the spec
 /// each was found by; Redis's errors for a line that has none.
 fn keys_of_line(argv: &[&[u8]]) -> Result<Vec<(usize, &'static KeySpec)>, CmdError> {
-    let Some(meta) = meta::of_line(argv) else {
+    let Some(meta) = command_table::of_line(argv) else {
         return Err(CmdError::err("Invalid command specified"));
     };
     if meta.keys.is_empty() {
@@ -375,7 +377,7 @@ fn named_info(name: &[u8]) -> Option<Reply> {
     let name = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
     let (container, _) = name.split_once('|')?;
     lookup(container.as_bytes())?;
-    meta::meta(&name).map(Meta::info)
+    command_table::meta(&name).map(Meta::info)
 }
 
 fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
@@ -1064,5 +1066,15 @@ mod tests {
             !stats.contains("cmdstat_zadd"),
             "GEOADD counts as itself: {stats}"
         );
+    }
+
+    /// Every command the engine runs is in the command table, with its arity.
+    #[test]
+    fn every_engine_command_is_described() {
+        for spec in crate::command::all_specs() {
+            let meta = crate::command_table::meta(spec.name)
+                .unwrap_or_else(|| panic!("{} is not in the table", spec.name));
+            assert_eq!(meta.arity, spec.arity, "{}", spec.name);
+        }
     }
 }

@@ -16,7 +16,8 @@ use std::ptr;
 use mlua::{Lua, MultiValue, Value};
 
 use super::convert::reply_to_lua;
-use crate::command::{self, meta, Ctx};
+use crate::command::{self, Ctx};
+use crate::command_table;
 use crate::float::format_double;
 
 /// The client a script runs its commands as.
@@ -135,7 +136,7 @@ const NO_SCRIPT: &str = "ERR redis.call outside of a running script";
 /// user; a refusal is logged (context `lua`).
 fn check_acl(
     client: &mut Client<'_>,
-    meta: &'static meta::Meta,
+    meta: &'static command_table::Meta,
     argv: &[&[u8]],
 ) -> Result<(), String> {
     let store = &mut *client.ctx.store;
@@ -169,7 +170,7 @@ pub(super) fn acl_check_cmd(_: &Lua, args: MultiValue) -> mlua::Result<bool> {
     let checked = with(|client| {
         let (bytes, ends) = command_args(args)?;
         let argv = split(&bytes, &ends);
-        let Some(meta) = meta::of_line(&argv) else {
+        let Some(meta) = command_table::of_line(&argv) else {
             return Err("ERR Invalid command passed to redis.acl_check_cmd()".to_string());
         };
         let acl = &client.ctx.store.acl;

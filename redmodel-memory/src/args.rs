@@ -40,16 +40,6 @@ pub(crate) fn parse_i64(bytes: &[u8]) -> Option<i64> {
     }
 }
 
-/// An optional sign and what follows it: `(negative, rest)`. Shared by the
-/// number readers that, like C's `strtod` and `strtoul`, accept `+`.
-pub(crate) fn split_sign(bytes: &[u8]) -> (bool, &[u8]) {
-    match bytes.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        _ => (false, bytes),
-    }
-}
-
 /// An integer argument, or "value is not an integer or out of range".
 pub(crate) fn int_arg(bytes: &[u8]) -> Result<i64, CmdError> {
     parse_i64(bytes).ok_or(CmdError::NotInteger)

@@ -4,8 +4,9 @@
 use redis::Value as Reply;
 
 use super::{CmdResult, Ctx, Spec};
-use crate::args::{int_arg, is, split_sign};
+use crate::args::{int_arg, is};
 use crate::error::CmdError;
+use crate::float::split_sign;
 use crate::glob::glob_match;
 use crate::notify::class;
 use crate::reply;

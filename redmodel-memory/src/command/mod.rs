@@ -265,6 +265,22 @@ impl Ctx<'_> {
 }
 
 impl Ctx<'_> {
+    /// Publishes the keyspace event `event` (Redis's name: `"lpush"`,
+    /// `"del"`, ...) of class `class` (see [`crate::notify::class`]) for `key` of the
+    /// selected database, as configured by `notify-keyspace-events`. Call
+    /// it after the change, where Redis calls `notifyKeyspaceEvent`.
+    pub(crate) fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let db = self.db;
+        self.store.notify(db, class, event, key);
+    }
+
+    /// [`Self::notify`] for a key of another database (MOVE, COPY ... DB).
+    pub(crate) fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        self.store.notify(db, class, event, key);
+    }
+}
+
+impl Ctx<'_> {
     /// The selected database.
     pub(crate) fn ks(&mut self) -> &mut Keyspace {
         &mut self.store.dbs[self.db]

@@ -20,14 +20,10 @@
 //! (here: [`Editor`] keeps that byte, see there); register counts are C
 //! `int`s. Nothing here can panic, whatever the bytes.
 
+use super::{Q, REGISTERS};
+
 /// Header bytes before the registers.
 pub(crate) const HEADER_LEN: usize = 16;
-/// Index bits of the hash (`HLL_P`).
-pub(crate) const P: u32 = 14;
-/// Bits of the hash left for the run of zeros (`HLL_Q`).
-pub(crate) const Q: u32 = 64 - P;
-/// Number of registers (`HLL_REGISTERS`).
-pub(crate) const REGISTERS: usize = 1 << P;
 /// Bits per dense register.
 const BITS: usize = 6;
 /// The largest value a dense register holds.

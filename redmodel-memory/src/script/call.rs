@@ -84,8 +84,8 @@ fn with<R>(f: impl FnOnce(&mut Client<'_>) -> R) -> Option<R> {
 pub(super) fn call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
     match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
         Some(Ok((reply, resp3))) => reply_to_lua(lua, &reply, resp3),
-        Some(Err(text)) => Err(super::sandbox::raise(&text)),
-        None => Err(super::sandbox::raise(NO_SCRIPT)),
+        Some(Err(text)) => Err(super::raised::raise(&text)),
+        None => Err(super::raised::raise(NO_SCRIPT)),
     }
 }
 
@@ -107,7 +107,7 @@ pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
 /// errors name the line of a script that calls it in tail position.
 pub(super) fn set_resp(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
     if args.len() != 1 {
-        return Err(super::sandbox::raise(
+        return Err(super::raised::raise(
             "ERR redis.setresp() requires one argument.",
         ));
     }
@@ -120,11 +120,11 @@ pub(super) fn set_resp(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
     let resp = match n {
         t if (2.0..3.0).contains(&t) => 2,
         t if (3.0..4.0).contains(&t) => 3,
-        _ => return Err(super::sandbox::raise("ERR RESP version must be 2 or 3.")),
+        _ => return Err(super::raised::raise("ERR RESP version must be 2 or 3.")),
     };
     match with(|client| client.ctx.resp = resp) {
         Some(()) => Ok(()),
-        None => Err(super::sandbox::raise(
+        None => Err(super::raised::raise(
             "ERR redis.setresp can only be called inside a script invocation",
         )),
     }
@@ -182,8 +182,8 @@ pub(super) fn acl_check_cmd(_: &Lua, args: MultiValue) -> mlua::Result<bool> {
     });
     match checked {
         Some(Ok(allowed)) => Ok(allowed),
-        Some(Err(text)) => Err(super::sandbox::raise(&text)),
-        None => Err(super::sandbox::raise(
+        Some(Err(text)) => Err(super::raised::raise(&text)),
+        None => Err(super::raised::raise(
             "ERR redis.acl_check_cmd can only be called inside a script invocation",
         )),
     }

@@ -13,7 +13,8 @@ use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
 
 use super::busy::Busy;
 use super::flags::Flags;
-use super::sandbox::{self, raise, Kind, State};
+use super::raised::raise;
+use super::sandbox::{self, Kind, State};
 use crate::error::CmdError;
 use crate::rdb;
 

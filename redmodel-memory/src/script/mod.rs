@@ -12,6 +12,7 @@ mod convert;
 pub(crate) mod flags;
 pub(crate) mod library;
 mod libs;
+mod raised;
 mod sandbox;
 
 use std::collections::HashMap;

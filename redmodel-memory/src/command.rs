@@ -36,6 +36,7 @@ mod pubsub;
 mod scripting;
 mod server;
 mod sets;
+mod shared;
 mod sort;
 pub(crate) mod stats;
 mod streams;

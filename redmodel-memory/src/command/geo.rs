@@ -21,7 +21,7 @@ mod geohash;
 use redis::Value as Reply;
 
 use self::geohash::{Kind, Shape};
-use super::sets::store_or_delete;
+use super::shared::destination::store_or_delete;
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is};
 use crate::error::CmdError;

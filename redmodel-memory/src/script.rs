@@ -13,6 +13,7 @@ pub(crate) mod flags;
 pub(crate) mod library;
 mod libs;
 mod raised;
+mod register;
 mod sandbox;
 
 use std::collections::HashMap;

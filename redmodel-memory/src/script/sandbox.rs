@@ -120,7 +120,9 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
     })?;
     let register = match kind {
         Kind::Eval => Value::Nil,
-        Kind::Functions => Value::Function(lua.create_function(super::library::register_function)?),
+        Kind::Functions => {
+            Value::Function(lua.create_function(super::register::register_function)?)
+        }
     };
     let libs = super::libs::create(&lua)?;
     let (env, load_api, library_env, library_mt, call_with): (

@@ -237,7 +237,7 @@ pub(crate) struct Keyspace {
     /// then to write it) counts one access, as Redis's one lookup does.
     counted: Vec<u32>,
     /// The clients blocked on each key (BLPOP...), by waiter id, first
-    /// blocked first (Redis's `db->blocking_keys`; see `crate::blocking`).
+    /// blocked first (Redis's `db->blocking_keys`; see `crate::command::blocking`).
     blocked: HashMap<Key, VecDeque<u64>, Seeded>,
     /// The keys of `blocked` modified since the blocked clients were last
     /// offered them, in the order of their first modification (Redis's

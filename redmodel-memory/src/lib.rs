@@ -45,7 +45,6 @@
 mod acl;
 mod args;
 mod atomic;
-mod blocking;
 mod clock;
 mod cluster;
 mod command;
@@ -64,9 +63,7 @@ mod rdb;
 mod reply;
 #[cfg(feature = "server")]
 mod resp;
-mod script;
 mod session;
-mod store;
 mod value;
 
 use std::sync::Arc;
@@ -81,7 +78,7 @@ pub use pubsub::{Message, PubSub};
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};
 
-use store::Store;
+use command::Store;
 
 /// Whether Redis 7.0.15 may change data when it runs `argv` (the command
 /// name first): its command table flags it `write`, or it runs a script or

@@ -9,13 +9,13 @@ use redis::Value as Reply;
 use super::acl::log::{Context, Entry, Reason};
 use super::acl::Caller;
 
-use super::blocking::{self, BlockSlot, Parked};
+use super::command::blocking::{self, BlockSlot, Parked};
 use super::command::{self, arity_ok, Ctx};
+use super::command::{Store, DATABASES};
 use super::command_table;
 use super::error::CmdError;
 use super::keyspace::Key;
 use super::reply;
-use super::store::{Store, DATABASES};
 
 /// A command queued between MULTI and EXEC.
 type Queued = Vec<Vec<u8>>;
@@ -85,7 +85,7 @@ pub(crate) enum Outcome {
     /// The reply, to send now.
     Reply(Reply),
     /// The command blocked (BLPOP on empty lists...): the client waits for
-    /// its reply on the waiter (see [`crate::blocking`]).
+    /// its reply on the waiter (see [`crate::command::blocking`]).
     Blocked(Parked),
 }
 

@@ -4,11 +4,11 @@
 
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64};
+use crate::command::DATABASES;
 use crate::error::CmdError;
 use crate::keyspace::Keyspace;
 use crate::notify::class;
 use crate::reply;
-use crate::store::DATABASES;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {

@@ -8,11 +8,11 @@ use redis::Value as Reply;
 
 use super::{all_specs, help_reply, lookup, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::args::is;
+use crate::command::Store;
 use crate::command_table::{self, KeySpec, Meta};
 use crate::error::CmdError;
 use crate::pubsub::Scope;
 use crate::reply;
-use crate::store::Store;
 use crate::value::Value;
 
 mod command_info;
@@ -61,11 +61,11 @@ pub(super) const COMMANDS: &[Spec] = &[
 /// UNBLOCK), as Redis waits for replicas it does not have.
 fn wait(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let wanted = crate::args::int_arg(args[1])?;
-    let timeout = crate::blocking::parse_timeout_ms(args[2])?;
+    let timeout = crate::command::blocking::parse_timeout_ms(args[2])?;
     if wanted <= 0 {
         return Ok(reply::int(0));
     }
-    crate::blocking::block_until_timeout(ctx, timeout, reply::int(0))
+    crate::command::blocking::block_until_timeout(ctx, timeout, reply::int(0))
 }
 
 // ---------------------------------------------------------------------------
@@ -745,7 +745,7 @@ fn key_size(key: &[u8], v: &Value) -> usize {
 
 /// The estimated memory of all the data (see [`key_size`]). A walk over
 /// every key: INFO is not a hot command.
-fn used_memory(store: &crate::store::Store) -> u64 {
+fn used_memory(store: &crate::command::Store) -> u64 {
     let data: usize = store.dbs.iter().map(|ks| ks.sizes(key_size)).sum();
     // What an empty Redis reports, so an empty engine looks like one.
     const BASELINE: usize = 870_000;

@@ -16,10 +16,10 @@
 //! in Redis: CLIENT REPLY OFF does not silence them.
 
 use crate::command;
+use crate::command::Store;
 use crate::command_table as meta;
 use crate::error::CmdError;
 use crate::pubsub::{queue, Inbox, Push, PushKind, Scope, SubscriberId};
-use crate::store::Store;
 
 use super::encode;
 

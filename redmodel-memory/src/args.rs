@@ -45,6 +45,21 @@ pub(crate) fn int_arg(bytes: &[u8]) -> Result<i64, CmdError> {
     parse_i64(bytes).ok_or(CmdError::NotInteger)
 }
 
+/// Redis's `getIntFromObjectOrReply`: an integer that fits C's `int`.
+/// `msg` replaces both of Redis's default errors (not an integer; out of
+/// the `int` range).
+pub(crate) fn int32_arg(arg: &[u8], msg: Option<&'static str>) -> Result<i64, CmdError> {
+    let Some(n) = parse_i64(arg) else {
+        return Err(msg.map_or(CmdError::NotInteger, CmdError::err));
+    };
+    if i32::try_from(n).is_err() {
+        return Err(CmdError::err(msg.unwrap_or(
+            "value is out of range, value must between -2147483648 and 2147483647",
+        )));
+    }
+    Ok(n)
+}
+
 /// Redis's default message for a count that must not be negative (the
 /// count of LPOP, SPOP, ZPOPMIN and others).
 pub(crate) const NOT_POSITIVE: &str = "value is out of range, must be positive";

@@ -3,6 +3,7 @@
 
 pub(crate) mod database;
 pub(crate) mod destination;
+pub(crate) mod expire;
 pub(crate) mod random_picks;
 pub(crate) mod scan;
 pub(crate) mod string_length;

@@ -14,7 +14,7 @@ use std::ops::Range;
 
 use redis::Value as Reply;
 
-use super::expiry::{absolute_ms, expire_key_at, invalid_expire_time, persist_key, Unit};
+use super::shared::expire::{absolute_ms, expire_key_at, invalid_expire_time, persist_key, Unit};
 use super::shared::string_length::check_string_length;
 use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::args::{index_range, int_arg, is, parse_i64};

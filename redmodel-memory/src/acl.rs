@@ -12,7 +12,7 @@
 //! common case, the `default` user with every permission and no password,
 //! is one flag ([`Acl::is_open`]) and costs nothing more.
 //!
-//! A command's id is its row in the command table (`meta::table()`,
+//! A command's id is its row in the command table (`command_table::table()`,
 //! subcommands included), so a user's commands are a bitmap over it.
 
 pub(crate) mod describe;
@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock};
 
 use crate::args::is;
-use crate::command::meta::{self, Meta};
+use crate::command_table::{self, Meta};
 use crate::glob::glob_match;
 
 /// Redis's categories, in its order (ACL CAT lists them so; GETUSER's
@@ -70,7 +70,7 @@ pub(crate) struct CmdInfo {
 
 /// The table's commands as ACL sees them, by id.
 pub(crate) static COMMANDS: LazyLock<Vec<CmdInfo>> = LazyLock::new(|| {
-    let table = meta::table();
+    let table = command_table::table();
     table
         .iter()
         .map(|m| CmdInfo {
@@ -96,13 +96,15 @@ pub(crate) fn category_bit(name: &str) -> Option<u32> {
 
 /// The id of a command of the table by its lower-case full name.
 pub(crate) fn command_id(name: &str) -> Option<usize> {
-    meta::table().binary_search_by(|m| m.name.cmp(name)).ok()
+    command_table::table()
+        .binary_search_by(|m| m.name.cmp(name))
+        .ok()
 }
 
 /// The id of a command's description: where it sits in the table (no
 /// search: the descriptions the engine hands out are the table's rows).
 pub(crate) fn id_of(meta: &Meta) -> Option<usize> {
-    let table = meta::table();
+    let table = command_table::table();
     let offset = (meta as *const Meta as usize).checked_sub(table.as_ptr() as usize)?;
     let id = offset / std::mem::size_of::<Meta>();
     let row = table.get(id)?;
@@ -122,7 +124,7 @@ pub(crate) fn lookup_command(name: &[u8]) -> Option<usize> {
     match (parts.next(), parts.next()) {
         (None, _) => command_id(base),
         (Some(sub), None) => {
-            let container = meta::meta(base)?;
+            let container = command_table::meta(base)?;
             if container.subcommands.is_empty() || sub.is_empty() {
                 return None;
             }
@@ -694,7 +696,7 @@ pub(crate) fn caller_reads_every_key(acl: &Acl, argv: &[&[u8]]) -> bool {
     if acl.is_open(name) {
         return true;
     }
-    let (Some(user), Some(meta)) = (acl.user_of(name), meta::of_line(argv)) else {
+    let (Some(user), Some(meta)) = (acl.user_of(name), command_table::of_line(argv)) else {
         return true;
     };
     let Some(id) = id_of(meta) else {

@@ -40,19 +40,24 @@ pub(crate) fn parse_i64(bytes: &[u8]) -> Option<i64> {
     }
 }
 
-/// An optional sign and what follows it: `(negative, rest)`. Shared by the
-/// number readers that, like C's `strtod` and `strtoul`, accept `+`.
-pub(crate) fn split_sign(bytes: &[u8]) -> (bool, &[u8]) {
-    match bytes.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        _ => (false, bytes),
-    }
-}
-
 /// An integer argument, or "value is not an integer or out of range".
 pub(crate) fn int_arg(bytes: &[u8]) -> Result<i64, CmdError> {
     parse_i64(bytes).ok_or(CmdError::NotInteger)
+}
+
+/// Redis's `getIntFromObjectOrReply`: an integer that fits C's `int`.
+/// `msg` replaces both of Redis's default errors (not an integer; out of
+/// the `int` range).
+pub(crate) fn int32_arg(arg: &[u8], msg: Option<&'static str>) -> Result<i64, CmdError> {
+    let Some(n) = parse_i64(arg) else {
+        return Err(msg.map_or(CmdError::NotInteger, CmdError::err));
+    };
+    if i32::try_from(n).is_err() {
+        return Err(CmdError::err(msg.unwrap_or(
+            "value is out of range, value must between -2147483648 and 2147483647",
+        )));
+    }
+    Ok(n)
 }
 
 /// Redis's default message for a count that must not be negative (the

@@ -13,10 +13,10 @@ use std::panic::AssertUnwindSafe;
 
 use redis::Value;
 
-use crate::blocking::{self, BlockSlot};
+use crate::command::blocking::{self, BlockSlot};
+use crate::command::script::call::{self, Client};
 use crate::command::Ctx;
 use crate::error::error_value;
-use crate::script::call::{self, Client};
 use crate::Engine;
 
 /// The commands of an [`Engine::atomically`] closure: each runs as a

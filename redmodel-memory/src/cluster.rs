@@ -5,7 +5,7 @@
 //! patterns that read other keys. Code written for a cluster then fails
 //! in process the way it would on the cluster, not later in production.
 
-use crate::command::meta::{self, Meta};
+use crate::command_table::{self, Meta};
 use crate::error::CmdError;
 
 /// How many slots a cluster has.
@@ -36,7 +36,7 @@ pub(crate) fn slot_of<'a>(
 ) -> Result<Option<u16>, CmdError> {
     let mut found = None;
     for argv in lines {
-        let Some(meta) = meta::of_line(argv) else {
+        let Some(meta) = command_table::of_line(argv) else {
             continue;
         };
         for key in keys(meta, argv) {

@@ -461,7 +461,7 @@ fn parse_oom_values(value: &[u8]) -> Result<String, String> {
 /// leading spaces and sign, digits (none is 0), saturating on overflow.
 fn strtoll(word: &[u8]) -> Option<i64> {
     let trimmed = word.trim_ascii_start();
-    let (negative, digits) = crate::args::split_sign(trimmed);
+    let (negative, digits) = crate::float::split_sign(trimmed);
     if !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }

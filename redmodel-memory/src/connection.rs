@@ -5,11 +5,11 @@ use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, Pipeline, RedisFuture, Value};
 
 use super::args::is;
-use super::blocking::Ticket;
+use super::command::blocking::Ticket;
 use super::command::connection::hello_as;
+use super::command::Store;
 use super::reply;
 use super::session::{Outcome, Session};
-use super::store::Store;
 use super::Engine;
 
 /// One client of an [`Engine`]: its own selected database, MULTI queue and

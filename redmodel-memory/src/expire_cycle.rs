@@ -12,7 +12,7 @@
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use super::store::DATABASES;
+use super::command::DATABASES;
 use super::{Engine, Shared};
 
 /// Keys sampled per loop (ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP).

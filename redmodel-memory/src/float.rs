@@ -29,7 +29,15 @@
 
 use std::cmp::Ordering;
 
-use super::args::split_sign;
+/// An optional sign and what follows it: `(negative, rest)`. Shared by the
+/// number readers that, like C's `strtod` and `strtoul`, accept `+`.
+pub(crate) fn split_sign(bytes: &[u8]) -> (bool, &[u8]) {
+    match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, bytes),
+    }
+}
 
 // ---------------------------------------------------------------------------
 // Doubles

@@ -199,6 +199,10 @@ struct Watch {
     epoch: u64,
 }
 
+/// An event the keyspace raised itself (`new`, `expired`), waiting to be
+/// published by the store.
+pub(crate) type Logged = (&'static str, Key);
+
 #[derive(Debug, Default)]
 pub(crate) struct Keyspace {
     /// The slots that hold a key, hashed by the key's bytes.
@@ -227,13 +231,13 @@ pub(crate) struct Keyspace {
     last_found: Cell<u32>,
     /// The keyspace events raised here (`new`, `expired`), waiting for the
     /// store to publish them; logged only if their class is enabled.
-    events: Vec<crate::notify::Logged>,
+    events: Vec<Logged>,
     /// The slots whose access the running command has counted (or that it
     /// made): a command that looks its key up more than once (to check it,
     /// then to write it) counts one access, as Redis's one lookup does.
     counted: Vec<u32>,
     /// The clients blocked on each key (BLPOP...), by waiter id, first
-    /// blocked first (Redis's `db->blocking_keys`; see `crate::blocking`).
+    /// blocked first (Redis's `db->blocking_keys`; see `crate::command::blocking`).
     blocked: HashMap<Key, VecDeque<u64>, Seeded>,
     /// The keys of `blocked` modified since the blocked clients were last
     /// offered them, in the order of their first modification (Redis's
@@ -427,7 +431,7 @@ impl Keyspace {
     }
 
     /// The logged events, oldest first (see `Store::flush_notifications`).
-    pub(crate) fn take_events(&mut self) -> Vec<crate::notify::Logged> {
+    pub(crate) fn take_events(&mut self) -> Vec<Logged> {
         std::mem::take(&mut self.events)
     }
 

@@ -45,10 +45,10 @@
 mod acl;
 mod args;
 mod atomic;
-mod blocking;
 mod clock;
 mod cluster;
 mod command;
+mod command_table;
 mod config;
 mod connection;
 mod error;
@@ -63,9 +63,7 @@ mod rdb;
 mod reply;
 #[cfg(feature = "server")]
 mod resp;
-mod script;
 mod session;
-mod store;
 mod value;
 
 use std::sync::Arc;
@@ -80,7 +78,7 @@ pub use pubsub::{Message, PubSub};
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};
 
-use store::Store;
+use command::Store;
 
 /// Whether Redis 7.0.15 may change data when it runs `argv` (the command
 /// name first): its command table flags it `write`, or it runs a script or
@@ -96,7 +94,7 @@ use store::Store;
 /// assert!(!may_write(&[b"EVAL_RO", b"return 1", b"0"]));
 /// ```
 pub fn may_write(argv: &[&[u8]]) -> bool {
-    let Some(meta) = command::meta::of_line(argv) else {
+    let Some(meta) = command_table::of_line(argv) else {
         return false;
     };
     meta.has_flag("write") || matches!(meta.name, "eval" | "evalsha" | "fcall" | "exec")
@@ -139,7 +137,7 @@ pub fn key_slot(argv: &[&[u8]]) -> Option<u16> {
 /// assert!(!may_block(&[b"LPOP", b"jobs"]));
 /// ```
 pub fn may_block(argv: &[&[u8]]) -> bool {
-    let Some(meta) = command::meta::of_line(argv) else {
+    let Some(meta) = command_table::of_line(argv) else {
         return false;
     };
     // WAIT has no `blocking` flag, yet asked for replicas it blocks.

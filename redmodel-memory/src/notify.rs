@@ -33,8 +33,6 @@
 //!
 //! Not raised: `evicted` (the engine never evicts) and `keymiss`.
 
-use crate::command::Ctx;
-
 /// The classes of events and the two channel kinds, as Redis's
 /// `NOTIFY_*` bits.
 pub(crate) mod class {
@@ -144,26 +142,6 @@ pub(crate) fn flags_to_string(flags: u32) -> String {
 /// class enabled, and at least one of the two channel kinds.
 pub(crate) fn enabled(flags: u32, class: u32) -> bool {
     flags & class != 0 && flags & (class::KEYSPACE | class::KEYEVENT) != 0
-}
-
-/// An event the keyspace raised itself (`new`, `expired`), waiting to be
-/// published by the store.
-pub(crate) type Logged = (&'static str, crate::keyspace::Key);
-
-impl Ctx<'_> {
-    /// Publishes the keyspace event `event` (Redis's name: `"lpush"`,
-    /// `"del"`, ...) of class `class` (see [`class`]) for `key` of the
-    /// selected database, as configured by `notify-keyspace-events`. Call
-    /// it after the change, where Redis calls `notifyKeyspaceEvent`.
-    pub(crate) fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
-        let db = self.db;
-        self.store.notify(db, class, event, key);
-    }
-
-    /// [`Self::notify`] for a key of another database (MOVE, COPY ... DB).
-    pub(crate) fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
-        self.store.notify(db, class, event, key);
-    }
 }
 
 /// The two channels and payloads of an event of `key` in `db`.

@@ -78,9 +78,9 @@ use crate::args::is;
 use crate::command;
 use crate::reply;
 
-use crate::blocking::{Parked, Wake};
+use crate::command::blocking::{Parked, Wake};
+use crate::command::Store;
 use crate::session::{Outcome, Session};
-use crate::store::Store;
 use crate::Engine;
 use client::{client_command, hello_command_as, After, ClientCtx, ClientInfo, Peer, Registry};
 use request::{Parser, Request};
@@ -251,7 +251,7 @@ struct Client {
     parked: Option<(Parked, bool)>,
     /// The running script: past `busy-reply-threshold` this connection
     /// answers BUSY instead of waiting for the store's lock.
-    busy: Arc<crate::script::busy::Busy>,
+    busy: Arc<crate::command::script::busy::Busy>,
     /// Counted in INFO's `connected_clients`.
     counted: bool,
 }
@@ -270,7 +270,7 @@ impl Client {
         id: u64,
         stream: &TcpStream,
         registry: Registry,
-        busy: &Arc<crate::script::busy::Busy>,
+        busy: &Arc<crate::command::script::busy::Busy>,
     ) -> Self {
         let now = engine.now_ms();
         let kill = Arc::new(Notify::new());
@@ -801,7 +801,7 @@ impl Drop for Client {
         /// not be written), its subscriptions and its count.
         fn release(store: &mut Store, mut left: Left, counted: bool) {
             if let Some((parked, _)) = left.parked.take() {
-                crate::blocking::cancel(store, parked.id());
+                crate::command::blocking::cancel(store, parked.id());
             }
             if left.session.has_watches() {
                 left.session.unwatch_all(store);
@@ -1128,7 +1128,7 @@ mod tests {
         server.shutdown().await;
     }
 
-    use crate::blocking::until_blocked;
+    use crate::command::blocking::until_blocked;
 
     async fn read_reply(stream: &mut TcpStream, expected: &[u8]) {
         let mut reply = vec![0u8; expected.len()];

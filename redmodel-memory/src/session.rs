@@ -9,12 +9,13 @@ use redis::Value as Reply;
 use super::acl::log::{Context, Entry, Reason};
 use super::acl::Caller;
 
-use super::blocking::{self, BlockSlot, Parked};
+use super::command::blocking::{self, BlockSlot, Parked};
 use super::command::{self, arity_ok, Ctx};
+use super::command::{Store, DATABASES};
+use super::command_table;
 use super::error::CmdError;
 use super::keyspace::Key;
 use super::reply;
-use super::store::{Store, DATABASES};
 
 /// A command queued between MULTI and EXEC.
 type Queued = Vec<Vec<u8>>;
@@ -84,7 +85,7 @@ pub(crate) enum Outcome {
     /// The reply, to send now.
     Reply(Reply),
     /// The command blocked (BLPOP on empty lists...): the client waits for
-    /// its reply on the waiter (see [`crate::blocking`]).
+    /// its reply on the waiter (see [`crate::command::blocking`]).
     Blocked(Parked),
 }
 
@@ -273,7 +274,7 @@ impl Session {
         now: i64,
         at_exec: bool,
     ) -> Result<(), CmdError> {
-        let Some(meta) = command::meta::of_line(args) else {
+        let Some(meta) = command_table::of_line(args) else {
             return Ok(());
         };
         if !arity_ok(meta.arity, args.len()) {
@@ -349,7 +350,7 @@ impl Session {
         } else if self.multi.is_some() {
             // SAVE, SHUTDOWN, SYNC, PSYNC: Redis refuses them in a
             // transaction (`no_multi`) whether or not the engine has them.
-            let no_multi = command::meta::lookup(name)
+            let no_multi = command_table::lookup(name)
                 .filter(|m| m.has_flag("no_multi") && arity_ok(m.arity, args.len()));
             let checked = command::lookup(name)
                 .ok_or_else(|| match no_multi {

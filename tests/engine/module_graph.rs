@@ -9,7 +9,6 @@ use redmodel_suite::module_graph;
 /// No set of sibling modules of `redmodel-memory` refers to each other in
 /// a circle; a failure lists each circle and the references that close it.
 #[test]
-#[ignore = "the engine still has import circles"]
 fn the_engine_has_no_import_circle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("redmodel-memory/src");
     let report = module_graph::check(&src);

@@ -13,7 +13,7 @@ use redis::Value as Reply;
 
 use super::rules::apply_selector;
 use super::{KeyPattern, Selector, User, CATEGORIES, COMMANDS, READ, WRITE};
-use crate::command::meta;
+use crate::command_table;
 use crate::reply;
 
 /// ACL LIST's description of a user (after `user NAME `).
@@ -122,7 +122,7 @@ pub(crate) fn command_rules(s: &Selector) -> String {
     }
 
     // The single commands that still differ.
-    let table = meta::table();
+    let table = command_table::table();
     for (id, m) in table.iter().enumerate() {
         let user_bit = s.bit(id);
         if user_bit != fake.bit(id) {

@@ -12,13 +12,13 @@ fn user(rules: &[&str]) -> User {
 
 fn allowed(u: &User, line: &str) -> Result<(), Denied> {
     let argv: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-    let meta = meta::of_line(&argv).expect("a Redis command");
+    let meta = command_table::of_line(&argv).expect("a Redis command");
     u.check(meta, &argv)
 }
 
 #[test]
 fn the_command_table_fits_the_bitmap() {
-    assert!(meta::table().len() <= WORDS * 64);
+    assert!(command_table::table().len() <= WORDS * 64);
 }
 
 #[test]

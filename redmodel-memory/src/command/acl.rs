@@ -4,7 +4,7 @@
 use super::{help_reply, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::acl::{self, describe, rules, Denied};
 use crate::args::{is, parse_i64};
-use crate::command::meta;
+use crate::command_table;
 use crate::error::CmdError;
 use crate::reply;
 
@@ -187,7 +187,7 @@ fn cat(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                     ))
                 })?;
             Ok(reply::array(
-                meta::table()
+                command_table::table()
                     .iter()
                     .zip(acl::COMMANDS.iter())
                     .filter(|(_, info)| info.categories & bit != 0)
@@ -242,7 +242,7 @@ fn dryrun(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         )));
     };
     let line = &args[3..];
-    let Some(cmd) = meta::of_line(line) else {
+    let Some(cmd) = command_table::of_line(line) else {
         return Err(CmdError::err(format!(
             "Command '{}' not found",
             String::from_utf8_lossy(line[0])

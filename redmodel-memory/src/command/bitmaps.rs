@@ -17,7 +17,7 @@
 //! - BITPOS looking for a clear bit treats the right of the string as
 //!   zeros unless an end was given.
 
-use super::strings::check_string_length;
+use super::shared::string_length::check_string_length;
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is, parse_i64};
 use crate::error::CmdError;

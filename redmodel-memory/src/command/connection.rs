@@ -16,8 +16,9 @@
 //! `appendonly no`), 16 databases. A subcommand we do not implement gets
 //! Redis's own "unknown subcommand" error.
 
-use super::databases::{db_index, int32_arg};
+use super::shared::database::db_index;
 use super::{arity_error, CmdResult, Ctx, Spec};
+use crate::args::int32_arg;
 use crate::args::{is, parse_i64};
 use crate::error::CmdError;
 use crate::reply;

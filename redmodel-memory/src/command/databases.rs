@@ -2,13 +2,14 @@
 //! following Redis 7.0.15's `db.c` (order of checks, replies, and what
 //! they signal to WATCH).
 
+use super::shared::database::db_index;
 use super::{CmdResult, Ctx, Spec};
-use crate::args::{is, parse_i64};
+use crate::args::{int32_arg, is};
+use crate::command::DATABASES;
 use crate::error::CmdError;
 use crate::keyspace::Keyspace;
 use crate::notify::class;
 use crate::reply;
-use crate::store::DATABASES;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -27,30 +28,6 @@ pub(super) const COMMANDS: &[Spec] = &[
         handler: swapdb,
     },
 ];
-
-/// Redis's `getIntFromObjectOrReply`: an integer that fits C's `int`.
-/// `msg` replaces both of Redis's default errors (not an integer; out of
-/// the `int` range).
-pub(crate) fn int32_arg(arg: &[u8], msg: Option<&'static str>) -> Result<i64, CmdError> {
-    let Some(n) = parse_i64(arg) else {
-        return Err(msg.map_or(CmdError::NotInteger, CmdError::err));
-    };
-    if i32::try_from(n).is_err() {
-        return Err(CmdError::err(msg.unwrap_or(
-            "value is out of range, value must between -2147483648 and 2147483647",
-        )));
-    }
-    Ok(n)
-}
-
-/// A database number argument: an `int`, then an existing database.
-pub(crate) fn db_index(arg: &[u8]) -> Result<usize, CmdError> {
-    let n = int32_arg(arg, None)?;
-    usize::try_from(n)
-        .ok()
-        .filter(|&i| i < DATABASES)
-        .ok_or_else(|| CmdError::err("DB index is out of range"))
-}
 
 /// Redis's `shared.sameobjecterr`.
 fn same_object() -> CmdError {

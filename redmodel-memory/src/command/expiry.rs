@@ -2,10 +2,10 @@
 //! PTTL EXPIRETIME PEXPIRETIME PERSIST, following Redis 7.0's
 //! `expireGenericCommand` step by step.
 
+use super::shared::expire::{absolute_ms, expire_key_at, persist_key, Unit};
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is};
 use crate::error::CmdError;
-use crate::notify::class;
 use crate::reply;
 
 pub(super) const COMMANDS: &[Spec] = &[
@@ -56,12 +56,6 @@ pub(super) const COMMANDS: &[Spec] = &[
     },
 ];
 
-#[derive(Clone, Copy, PartialEq)]
-pub(crate) enum Unit {
-    Seconds,
-    Millis,
-}
-
 fn expire(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let now = ctx.now;
     expire_generic(ctx, args, now, Unit::Seconds, "expire")
@@ -78,29 +72,6 @@ fn expireat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn pexpireat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     expire_generic(ctx, args, 0, Unit::Millis, "pexpireat")
-}
-
-/// The error for an expire time that overflows.
-pub(crate) fn invalid_expire_time(command: &str) -> CmdError {
-    CmdError::err(format!("invalid expire time in '{command}' command"))
-}
-
-/// Converts an expire argument to absolute Unix milliseconds, with Redis's
-/// overflow checks.
-pub(crate) fn absolute_ms(
-    when: i64,
-    unit: Unit,
-    base: i64,
-    command: &str,
-) -> Result<i64, CmdError> {
-    let when = match unit {
-        Unit::Seconds => when
-            .checked_mul(1000)
-            .ok_or_else(|| invalid_expire_time(command))?,
-        Unit::Millis => when,
-    };
-    when.checked_add(base)
-        .ok_or_else(|| invalid_expire_time(command))
 }
 
 fn expire_generic(
@@ -154,19 +125,6 @@ fn expire_generic(
     Ok(reply::int(1))
 }
 
-/// Sets the expire time of an existing key to `when` (Unix ms); a time
-/// already reached deletes the key, as Redis's `checkAlreadyExpired`.
-pub(crate) fn expire_key_at(ctx: &mut Ctx<'_>, key: &[u8], when: i64) {
-    if when <= ctx.now {
-        ctx.remove(key);
-        ctx.notify(class::GENERIC, "del", key);
-    } else {
-        ctx.ks().set_expire(key, Some(when));
-        ctx.modified(key);
-        ctx.notify(class::GENERIC, "expire", key);
-    }
-}
-
 /// Remaining time to live in ms: -2 no key, -1 no expiry.
 fn remaining_ms(ctx: &mut Ctx<'_>, key: &[u8]) -> Option<i64> {
     let now = ctx.now;
@@ -210,17 +168,4 @@ fn pexpiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::int(i64::from(persist_key(ctx, args[1]))))
-}
-
-/// Removes the TTL of `key`, changing (and signalling) only a key that has
-/// one; whether it had one.
-pub(crate) fn persist_key(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
-    let has_ttl = ctx.entry(key).is_some() && ctx.ks().expire_at(key).is_some();
-    if !has_ttl {
-        return false;
-    }
-    ctx.ks().set_expire(key, None);
-    ctx.modified(key);
-    ctx.notify(class::GENERIC, "persist", key);
-    true
 }

@@ -1,12 +1,12 @@
 //! Redis Functions: FUNCTION (LOAD, DELETE, FLUSH, LIST, DUMP, RESTORE,
-//! STATS, KILL, HELP), FCALL and FCALL_RO (see [`crate::script::library`]).
+//! STATS, KILL, HELP), FCALL and FCALL_RO (see [`crate::command::script::library`]).
 
 use super::{help_reply, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::args::{int_arg, is};
+use crate::command::script::{self, library::Policy};
 use crate::error::CmdError;
 use crate::glob::glob_match;
 use crate::reply;
-use crate::script::{self, library::Policy};
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -521,7 +521,7 @@ mod tests {
             run_args(&mut c, &["EVAL", writes, "0"]),
             err(&format!(
                 "ERR Write commands are not allowed from read-only scripts. script: {}, on @user_script:2.",
-                crate::script::sha1hex(writes.as_bytes())
+                crate::command::script::sha1hex(writes.as_bytes())
             ))
         );
         assert_eq!(
@@ -538,7 +538,7 @@ mod tests {
             run_args(&mut c, &["EVAL", two, "0"]),
             err(&format!(
                 "ERR user_script:2: two script: {}, on @user_script:2.",
-                crate::script::sha1hex(two.as_bytes())
+                crate::command::script::sha1hex(two.as_bytes())
             ))
         );
     }

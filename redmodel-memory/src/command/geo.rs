@@ -18,8 +18,10 @@
 
 mod geohash;
 
+use redis::Value as Reply;
+
 use self::geohash::{Kind, Shape};
-use super::sets::store_or_delete;
+use super::shared::destination::store_or_delete;
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is};
 use crate::error::CmdError;
@@ -294,135 +296,47 @@ fn member_point(z: &ZSet, member: &[u8]) -> Result<[f64; 2], CmdError> {
         .ok_or(CmdError::err("could not decode requested zset member"))
 }
 
+/// What a search asks for, read from its arguments.
+struct Request<'a> {
+    /// The key searched.
+    src: &'a [u8],
+    /// Whether `src` holds a sorted set.
+    exists: bool,
+    /// STORE's or STORE DIST's destination, GEOSEARCHSTORE's.
+    store: Option<&'a [u8]>,
+    /// Store the distances rather than the scores.
+    store_dist: bool,
+    /// The shape searched; `conversion` also converts the distances.
+    shape: Shape,
+    withdist: bool,
+    withhash: bool,
+    withcoord: bool,
+    any: bool,
+    sort: Sort,
+    /// COUNT, 0 without one.
+    count: i64,
+    /// Which of GEOSEARCH's centres and shapes were given.
+    frommember: bool,
+    fromloc: bool,
+    byradius: bool,
+    bybox: bool,
+}
+
 /// The search family (Redis's `georadiusGeneric`), step by step in its
 /// order.
 fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Family) -> CmdResult {
     let geosearch = matches!(kind, Family::Search { .. });
-    let src = if kind == (Family::Search { store: true }) {
-        args[2]
-    } else {
-        args[1]
-    };
-    let exists = ctx.read::<ZSet>(src)?.is_some();
-    let mut store: Option<&[u8]> = None;
-    let mut store_dist = false;
-    let mut center = [0.0; 2];
-    let mut shape_kind = Kind::Radius(0.0);
-    let mut conversion = 0.0;
-    let base = match kind {
-        Family::Coords { .. } => {
-            center = point_arg(&args[2..4])?;
-            let (radius, unit) = radius_arg(&args[4..6])?;
-            (shape_kind, conversion) = (Kind::Radius(radius), unit);
-            6
-        }
-        Family::Member { .. } if !exists => 5,
-        Family::Member { .. } => {
-            let z = ctx.read::<ZSet>(src)?.ok_or(CmdError::Syntax)?;
-            center = member_point(z, args[2])?;
-            let (radius, unit) = radius_arg(&args[3..5])?;
-            (shape_kind, conversion) = (Kind::Radius(radius), unit);
-            5
-        }
-        Family::Search { store: true } => {
-            store = Some(args[1]);
-            3
-        }
-        Family::Search { store: false } => 2,
-    };
-    let may_store = matches!(
-        kind,
-        Family::Coords { store: true } | Family::Member { store: true }
-    );
-    let (mut withdist, mut withhash, mut withcoord, mut any) = (false, false, false, false);
-    let (mut frommember, mut fromloc, mut byradius, mut bybox) = (false, false, false, false);
-    let mut sort = Sort::None;
-    let mut count: i64 = 0;
-    let rest = &args[base..];
-    let mut i = 0;
-    while i < rest.len() {
-        let arg = rest[i];
-        let left = rest.len() - i - 1;
-        if is(arg, "withdist") {
-            withdist = true;
-        } else if is(arg, "withhash") {
-            withhash = true;
-        } else if is(arg, "withcoord") {
-            withcoord = true;
-        } else if is(arg, "any") {
-            any = true;
-        } else if is(arg, "asc") {
-            sort = Sort::Asc;
-        } else if is(arg, "desc") {
-            sort = Sort::Desc;
-        } else if is(arg, "count") && left >= 1 {
-            count = int_arg(rest[i + 1])?;
-            if count <= 0 {
-                return Err(CmdError::err("COUNT must be > 0"));
-            }
-            i += 1;
-        } else if (is(arg, "store") || is(arg, "storedist")) && left >= 1 && may_store {
-            store = Some(rest[i + 1]);
-            store_dist = is(arg, "storedist");
-            i += 1;
-        } else if is(arg, "storedist") && kind == (Family::Search { store: true }) {
-            store_dist = true;
-        } else if is(arg, "frommember") && left >= 1 && geosearch && !fromloc {
-            if exists {
-                let z = ctx.read::<ZSet>(src)?.ok_or(CmdError::Syntax)?;
-                center = member_point(z, rest[i + 1])?;
-            }
-            frommember = true;
-            i += 1;
-        } else if is(arg, "fromlonlat") && left >= 2 && geosearch && !frommember {
-            center = point_arg(&rest[i + 1..i + 3])?;
-            fromloc = true;
-            i += 2;
-        } else if is(arg, "byradius") && left >= 2 && geosearch && !bybox {
-            let (radius, unit) = radius_arg(&rest[i + 1..i + 3])?;
-            (shape_kind, conversion) = (Kind::Radius(radius), unit);
-            byradius = true;
-            i += 2;
-        } else if is(arg, "bybox") && left >= 3 && geosearch && !byradius {
-            (shape_kind, conversion) = box_arg(&rest[i + 1..i + 4])?;
-            bybox = true;
-            i += 3;
-        } else {
-            return Err(CmdError::Syntax);
-        }
-        i += 1;
-    }
-    if store.is_some() && (withdist || withhash || withcoord) {
-        return Err(CmdError::err(format!(
-            "{} is not compatible with WITHDIST, WITHHASH and WITHCOORD options",
-            if geosearch {
-                "GEOSEARCHSTORE"
-            } else {
-                "STORE option in GEORADIUS"
-            }
-        )));
-    }
-    let name = String::from_utf8_lossy(args[0]);
-    if geosearch && !(frommember || fromloc) {
-        return Err(CmdError::err(format!(
-            "exactly one of FROMMEMBER or FROMLONLAT can be specified for {name}"
-        )));
-    }
-    if geosearch && !(byradius || bybox) {
-        return Err(CmdError::err(format!(
-            "exactly one of BYRADIUS and BYBOX can be specified for {name}"
-        )));
-    }
-    if any && count == 0 {
-        return Err(CmdError::err("the ANY argument requires COUNT argument"));
-    }
+    let mut request = search_positionals(ctx, args, kind)?;
+    let base = positional_count(kind);
+    read_search_options(ctx, &args[base..], kind, &mut request)?;
+    check_search_options(&request, geosearch, args[0])?;
     let event = if geosearch {
         "geosearchstore"
     } else {
         "georadiusstore"
     };
-    let Some(z) = ctx.read::<ZSet>(src)? else {
-        return match store {
+    let Some(z) = ctx.read::<ZSet>(request.src)? else {
+        return match request.store {
             Some(dst) => store_or_delete(
                 ctx,
                 dst,
@@ -433,37 +347,207 @@ fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Family) -> CmdResult {
             None => Ok(reply::array(Vec::new())),
         };
     };
-    if count != 0 && sort == Sort::None && !any {
-        sort = Sort::Asc;
-    }
-    let shape = Shape {
-        center,
-        kind: shape_kind,
-        conversion,
-    };
-    let limit = if any { count as usize } else { 0 };
-    let mut found = points_in(z, &shape, limit);
-    match sort {
-        Sort::None => {}
-        Sort::Asc => found.sort_by(|a, b| a.dist.total_cmp(&b.dist)),
-        Sort::Desc => found.sort_by(|a, b| b.dist.total_cmp(&a.dist)),
-    }
-    if count > 0 {
-        found.truncate(count as usize);
-    }
-    for f in &mut found {
-        f.dist /= conversion;
-    }
-    if let Some(dst) = store {
+    let found = search_results(z, &mut request);
+    if let Some(dst) = request.store {
         let len = found.len();
         let stored = ZSet::from_pairs(found.into_iter().map(|f| {
-            let score = if store_dist { f.dist } else { f.score };
+            let score = if request.store_dist { f.dist } else { f.score };
             (f.member, score)
         }));
         return store_or_delete(ctx, dst, Value::ZSet(stored), len, (class::ZSET, event));
     }
-    let resp3 = ctx.resp3();
-    let options = usize::from(withdist) + usize::from(withhash) + usize::from(withcoord);
+    Ok(search_reply(found, &request, ctx.resp3()))
+}
+
+/// How many arguments come before the options (the name included).
+fn positional_count(kind: Family) -> usize {
+    match kind {
+        Family::Coords { .. } => 6,
+        Family::Member { .. } => 5,
+        Family::Search { store: true } => 3,
+        Family::Search { store: false } => 2,
+    }
+}
+
+/// The key, and the centre and radius GEORADIUS and GEORADIUSBYMEMBER
+/// take before their options (GEOSEARCHSTORE: its destination).
+fn search_positionals<'a>(
+    ctx: &mut Ctx<'_>,
+    args: &[&'a [u8]],
+    kind: Family,
+) -> Result<Request<'a>, CmdError> {
+    let src = if kind == (Family::Search { store: true }) {
+        args[2]
+    } else {
+        args[1]
+    };
+    let exists = ctx.read::<ZSet>(src)?.is_some();
+    let mut request = Request {
+        src,
+        exists,
+        store: None,
+        store_dist: false,
+        shape: Shape {
+            center: [0.0; 2],
+            kind: Kind::Radius(0.0),
+            conversion: 0.0,
+        },
+        withdist: false,
+        withhash: false,
+        withcoord: false,
+        any: false,
+        sort: Sort::None,
+        count: 0,
+        frommember: false,
+        fromloc: false,
+        byradius: false,
+        bybox: false,
+    };
+    let shape = &mut request.shape;
+    match kind {
+        Family::Coords { .. } => {
+            shape.center = point_arg(&args[2..4])?;
+            let (radius, unit) = radius_arg(&args[4..6])?;
+            (shape.kind, shape.conversion) = (Kind::Radius(radius), unit);
+        }
+        Family::Member { .. } if !exists => {}
+        Family::Member { .. } => {
+            let z = ctx.read::<ZSet>(src)?.ok_or(CmdError::Syntax)?;
+            shape.center = member_point(z, args[2])?;
+            let (radius, unit) = radius_arg(&args[3..5])?;
+            (shape.kind, shape.conversion) = (Kind::Radius(radius), unit);
+        }
+        Family::Search { store: true } => request.store = Some(args[1]),
+        Family::Search { store: false } => {}
+    }
+    Ok(request)
+}
+
+/// Reads the options after the positional arguments, in order; the first
+/// one that does not fit is a syntax error.
+fn read_search_options<'a>(
+    ctx: &mut Ctx<'_>,
+    rest: &[&'a [u8]],
+    kind: Family,
+    request: &mut Request<'a>,
+) -> Result<(), CmdError> {
+    let geosearch = matches!(kind, Family::Search { .. });
+    let may_store = matches!(
+        kind,
+        Family::Coords { store: true } | Family::Member { store: true }
+    );
+    let r = request;
+    let mut i = 0;
+    while i < rest.len() {
+        let arg = rest[i];
+        let left = rest.len() - i - 1;
+        if is(arg, "withdist") {
+            r.withdist = true;
+        } else if is(arg, "withhash") {
+            r.withhash = true;
+        } else if is(arg, "withcoord") {
+            r.withcoord = true;
+        } else if is(arg, "any") {
+            r.any = true;
+        } else if is(arg, "asc") {
+            r.sort = Sort::Asc;
+        } else if is(arg, "desc") {
+            r.sort = Sort::Desc;
+        } else if is(arg, "count") && left >= 1 {
+            r.count = int_arg(rest[i + 1])?;
+            if r.count <= 0 {
+                return Err(CmdError::err("COUNT must be > 0"));
+            }
+            i += 1;
+        } else if (is(arg, "store") || is(arg, "storedist")) && left >= 1 && may_store {
+            r.store = Some(rest[i + 1]);
+            r.store_dist = is(arg, "storedist");
+            i += 1;
+        } else if is(arg, "storedist") && kind == (Family::Search { store: true }) {
+            r.store_dist = true;
+        } else if is(arg, "frommember") && left >= 1 && geosearch && !r.fromloc {
+            if r.exists {
+                let z = ctx.read::<ZSet>(r.src)?.ok_or(CmdError::Syntax)?;
+                r.shape.center = member_point(z, rest[i + 1])?;
+            }
+            r.frommember = true;
+            i += 1;
+        } else if is(arg, "fromlonlat") && left >= 2 && geosearch && !r.frommember {
+            r.shape.center = point_arg(&rest[i + 1..i + 3])?;
+            r.fromloc = true;
+            i += 2;
+        } else if is(arg, "byradius") && left >= 2 && geosearch && !r.bybox {
+            let (radius, unit) = radius_arg(&rest[i + 1..i + 3])?;
+            (r.shape.kind, r.shape.conversion) = (Kind::Radius(radius), unit);
+            r.byradius = true;
+            i += 2;
+        } else if is(arg, "bybox") && left >= 3 && geosearch && !r.byradius {
+            (r.shape.kind, r.shape.conversion) = box_arg(&rest[i + 1..i + 4])?;
+            r.bybox = true;
+            i += 3;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// The options that do not go together, checked in Redis's order.
+fn check_search_options(r: &Request<'_>, geosearch: bool, name: &[u8]) -> Result<(), CmdError> {
+    if r.store.is_some() && (r.withdist || r.withhash || r.withcoord) {
+        return Err(CmdError::err(format!(
+            "{} is not compatible with WITHDIST, WITHHASH and WITHCOORD options",
+            if geosearch {
+                "GEOSEARCHSTORE"
+            } else {
+                "STORE option in GEORADIUS"
+            }
+        )));
+    }
+    let name = String::from_utf8_lossy(name);
+    if geosearch && !(r.frommember || r.fromloc) {
+        return Err(CmdError::err(format!(
+            "exactly one of FROMMEMBER or FROMLONLAT can be specified for {name}"
+        )));
+    }
+    if geosearch && !(r.byradius || r.bybox) {
+        return Err(CmdError::err(format!(
+            "exactly one of BYRADIUS and BYBOX can be specified for {name}"
+        )));
+    }
+    if r.any && r.count == 0 {
+        return Err(CmdError::err("the ANY argument requires COUNT argument"));
+    }
+    Ok(())
+}
+
+/// The points found, sorted and cut to COUNT, their distances in the
+/// request's unit. COUNT without ANY sorts nearest first.
+fn search_results(z: &ZSet, r: &mut Request<'_>) -> Vec<Found> {
+    if r.count != 0 && r.sort == Sort::None && !r.any {
+        r.sort = Sort::Asc;
+    }
+    let limit = if r.any { r.count as usize } else { 0 };
+    let mut found = points_in(z, &r.shape, limit);
+    match r.sort {
+        Sort::None => {}
+        Sort::Asc => found.sort_by(|a, b| a.dist.total_cmp(&b.dist)),
+        Sort::Desc => found.sort_by(|a, b| b.dist.total_cmp(&a.dist)),
+    }
+    if r.count > 0 {
+        found.truncate(r.count as usize);
+    }
+    for f in &mut found {
+        f.dist /= r.shape.conversion;
+    }
+    found
+}
+
+/// The reply: each member alone, or with what WITHDIST, WITHHASH and
+/// WITHCOORD ask for.
+fn search_reply(found: Vec<Found>, r: &Request<'_>, resp3: bool) -> Reply {
+    let options = usize::from(r.withdist) + usize::from(r.withhash) + usize::from(r.withcoord);
     let items = found.into_iter().map(|f| {
         let member = reply::bulk(f.member);
         if options == 0 {
@@ -471,13 +555,13 @@ fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Family) -> CmdResult {
         }
         let mut item = Vec::with_capacity(options + 1);
         item.push(member);
-        if withdist {
+        if r.withdist {
             item.push(reply::bulk(distance_text(f.dist)));
         }
-        if withhash {
+        if r.withhash {
             item.push(reply::int(f.score as i64));
         }
-        if withcoord {
+        if r.withcoord {
             item.push(reply::array(vec![
                 coordinate(f.point[0], resp3),
                 coordinate(f.point[1], resp3),
@@ -485,7 +569,7 @@ fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Family) -> CmdResult {
         }
         reply::array(item)
     });
-    Ok(reply::array(items.collect()))
+    reply::array(items.collect())
 }
 
 /// The points of `z` in `shape`, cell by cell in Redis's order, each cell

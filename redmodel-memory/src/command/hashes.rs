@@ -16,8 +16,8 @@
 
 use rand::Rng;
 
-use super::keys::scan_collection;
-use super::sets::RandomPicks;
+use super::shared::random_picks::RandomPicks;
+use super::shared::scan::scan_collection;
 use super::{arity_error, remove_elements, CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is, parse_i64, random_count_with};
 use crate::error::CmdError;

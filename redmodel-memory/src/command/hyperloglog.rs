@@ -28,8 +28,17 @@ mod selftest;
 
 use repr::{
     cached_count, count, count_registers, decode, dense_registers, encoding_of, merge_into,
-    new_sparse, Corrupt, Editor, Encoding, Registers, REGISTERS,
+    new_sparse, Corrupt, Editor, Encoding, Registers,
 };
+
+// The HLL's geometry, shared by the hash and the representation.
+
+/// Index bits of the hash (`HLL_P`).
+pub(crate) const P: u32 = 14;
+/// Bits of the hash left for the run of zeros (`HLL_Q`).
+pub(crate) const Q: u32 = 64 - P;
+/// Number of registers (`HLL_REGISTERS`).
+pub(crate) const REGISTERS: usize = 1 << P;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {

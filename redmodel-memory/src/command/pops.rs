@@ -4,7 +4,7 @@
 //! BZPOPMIN BZPOPMAX BZMPOP.
 //!
 //! A blocking command first does what its non-blocking form would; only
-//! when every key is missing does it block (see [`crate::blocking`]), with
+//! when every key is missing does it block (see [`crate::command::blocking`]), with
 //! a serve function that does the same pop on the key that became ready.
 //! A key of another type is WRONGTYPE when the command runs, but while it
 //! waits, a key that turns into another type serves nothing: the client
@@ -20,7 +20,7 @@ use std::time::Duration;
 use super::lists::{move_element, pop, pop_event, End, List};
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64};
-use crate::blocking::{block, parse_timeout};
+use crate::command::blocking::{block, parse_timeout};
 use crate::error::CmdError;
 use crate::notify::class;
 use crate::reply;
@@ -370,7 +370,7 @@ fn zset_pop_or_block(
 }
 
 /// Expected replies are the ones redis-server 7.0.15 gave to the same
-/// commands (the waits themselves are tested in `crate::blocking`).
+/// commands (the waits themselves are tested in `crate::command::blocking`).
 #[cfg(test)]
 mod tests {
     use redis::Value;

@@ -1,10 +1,10 @@
-//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (see [`crate::script`]).
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT (see [`crate::command::script`]).
 
 use super::{help_reply, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::args::{int_arg, is};
+use crate::command::script::{self, Source};
 use crate::error::CmdError;
 use crate::reply;
-use crate::script::{self, Source};
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {

@@ -6,13 +6,16 @@
 
 use redis::Value as Reply;
 
-use super::meta::{self, KeySpec, Meta};
 use super::{all_specs, help_reply, lookup, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::args::is;
+use crate::command::Store;
+use crate::command_table::{self, KeySpec, Meta};
 use crate::error::CmdError;
 use crate::pubsub::Scope;
 use crate::reply;
 use crate::value::Value;
+
+mod command_info;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -58,11 +61,11 @@ pub(super) const COMMANDS: &[Spec] = &[
 /// UNBLOCK), as Redis waits for replicas it does not have.
 fn wait(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let wanted = crate::args::int_arg(args[1])?;
-    let timeout = crate::blocking::parse_timeout_ms(args[2])?;
+    let timeout = crate::command::blocking::parse_timeout_ms(args[2])?;
     if wanted <= 0 {
         return Ok(reply::int(0));
     }
-    crate::blocking::block_until_timeout(ctx, timeout, reply::int(0))
+    crate::command::blocking::block_until_timeout(ctx, timeout, reply::int(0))
 }
 
 // ---------------------------------------------------------------------------
@@ -247,12 +250,12 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     let mut names = Vec::new();
     for spec in all_specs() {
-        let meta = meta::meta(spec.name);
+        let meta = command_table::meta(spec.name);
         if keep(meta, spec.name) {
             names.push(spec.name);
         }
         for sub in meta.map_or(&[][..], |m| m.subcommands) {
-            if keep(meta::meta(sub), sub) {
+            if keep(command_table::meta(sub), sub) {
                 names.push(sub);
             }
         }
@@ -262,7 +265,7 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// One entry of COMMAND / COMMAND INFO, as Redis describes the command.
 fn spec_info(spec: &Spec) -> Reply {
-    meta::meta(spec.name).map_or_else(reply::nil, Meta::info)
+    command_table::meta(spec.name).map_or_else(reply::nil, Meta::info)
 }
 
 /// COMMAND GETKEYS: the keys of a command line, found as Redis finds them.
@@ -306,7 +309,7 @@ fn command_getkeysandflags(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// The keys of the command line `argv` (its name first), with the spec
 /// each was found by; Redis's errors for a line that has none.
 fn keys_of_line(argv: &[&[u8]]) -> Result<Vec<(usize, &'static KeySpec)>, CmdError> {
-    let Some(meta) = meta::of_line(argv) else {
+    let Some(meta) = command_table::of_line(argv) else {
         return Err(CmdError::err("Invalid command specified"));
     };
     if meta.keys.is_empty() {
@@ -375,7 +378,7 @@ fn named_info(name: &[u8]) -> Option<Reply> {
     let name = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
     let (container, _) = name.split_once('|')?;
     lookup(container.as_bytes())?;
-    meta::meta(&name).map(Meta::info)
+    command_table::meta(&name).map(Meta::info)
 }
 
 fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
@@ -474,206 +477,249 @@ fn cpu_seconds() -> (f64, f64) {
 fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
     let now = ctx.now;
     let store = &*ctx.store;
-    let config = &store.config;
-    let uptime = (now - store.started_ms).max(0) / 1000;
     let fields: Vec<(&str, String)> = match name {
-        "server" => vec![
-            ("redis_version", "7.0.15".into()),
-            ("redis_git_sha1", "00000000".into()),
-            ("redis_git_dirty", "0".into()),
-            ("redis_build_id", "0".into()),
-            ("redis_mode", "standalone".into()),
-            (
-                "os",
-                format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
-            ),
-            ("arch_bits", (usize::BITS).to_string()),
-            ("multiplexing_api", "tokio".into()),
-            ("process_id", std::process::id().to_string()),
-            ("run_id", store.run_id.clone()),
-            ("tcp_port", config.get("port").into()),
-            ("server_time_usec", (now.saturating_mul(1000)).to_string()),
-            ("uptime_in_seconds", uptime.to_string()),
-            ("uptime_in_days", (uptime / 86_400).to_string()),
-            ("hz", config.get("hz").into()),
-            ("configured_hz", config.get("hz").into()),
-            ("executable", String::new()),
-            ("config_file", String::new()),
-            ("io_threads_active", "0".into()),
-        ],
-        "clients" => vec![
-            ("connected_clients", store.connected_clients.to_string()),
-            ("cluster_connections", "0".into()),
-            ("maxclients", config.get("maxclients").into()),
-            ("blocked_clients", store.waiters.len().to_string()),
-            ("tracking_clients", "0".into()),
-            ("clients_in_timeout_table", "0".into()),
-        ],
-        "memory" => {
-            let used = used_memory(store);
-            let maxmemory: u64 = config.get("maxmemory").parse().unwrap_or(0);
-            vec![
-                ("used_memory", used.to_string()),
-                ("used_memory_human", human_bytes(used)),
-                ("used_memory_peak", used.to_string()),
-                ("used_memory_peak_human", human_bytes(used)),
-                (
-                    "number_of_cached_scripts",
-                    store.scripts.count().to_string(),
-                ),
-                (
-                    "number_of_functions",
-                    store.functions.function_count().to_string(),
-                ),
-                (
-                    "number_of_libraries",
-                    store.functions.libraries().count().to_string(),
-                ),
-                ("maxmemory", maxmemory.to_string()),
-                ("maxmemory_human", human_bytes(maxmemory)),
-                ("maxmemory_policy", config.get("maxmemory-policy").into()),
-                ("mem_allocator", "rust".into()),
-                ("lazyfree_pending_objects", "0".into()),
-            ]
-        }
-        "persistence" => vec![
-            ("loading", "0".into()),
-            ("async_loading", "0".into()),
-            (
-                "rdb_changes_since_last_save",
-                store
-                    .dbs
-                    .iter()
-                    .map(|ks| ks.changes())
-                    .sum::<u64>()
-                    .to_string(),
-            ),
-            ("rdb_bgsave_in_progress", "0".into()),
-            ("rdb_last_save_time", (store.started_ms / 1000).to_string()),
-            ("rdb_last_bgsave_status", "ok".into()),
-            ("rdb_saves", "0".into()),
-            ("aof_enabled", "0".into()),
-            ("aof_rewrite_in_progress", "0".into()),
-            ("aof_rewrite_scheduled", "0".into()),
-            ("aof_last_bgrewrite_status", "ok".into()),
-            ("aof_rewrites", "0".into()),
-            ("aof_last_write_status", "ok".into()),
-        ],
-        "stats" => vec![
-            (
-                "total_connections_received",
-                store.connections_received.to_string(),
-            ),
-            (
-                "total_commands_processed",
-                store.commands_processed.to_string(),
-            ),
-            ("instantaneous_ops_per_sec", "0".into()),
-            (
-                "total_error_replies",
-                store.command_stats.total_errors().to_string(),
-            ),
-            ("rejected_connections", "0".into()),
-            (
-                "expired_keys",
-                store
-                    .dbs
-                    .iter()
-                    .map(|ks| ks.expired_count)
-                    .sum::<u64>()
-                    .to_string(),
-            ),
-            ("evicted_keys", "0".into()),
-            ("keyspace_hits", "0".into()),
-            ("keyspace_misses", "0".into()),
-            (
-                "pubsub_channels",
-                store.pubsub.channel_count(Scope::Channel).to_string(),
-            ),
-            ("pubsub_patterns", store.pubsub.numpat().to_string()),
-            (
-                "pubsubshard_channels",
-                store.pubsub.channel_count(Scope::Shard).to_string(),
-            ),
-            ("latest_fork_usec", "0".into()),
-            ("total_forks", "0".into()),
-            // MIGRATE's connection cache: the engine has no MIGRATE.
-            ("migrate_cached_sockets", "0".into()),
-        ],
-        "replication" => vec![
-            ("role", "master".into()),
-            ("connected_slaves", "0".into()),
-            ("master_failover_state", "no-failover".into()),
-            ("master_replid", store.run_id.clone()),
-            ("master_replid2", "0".repeat(40)),
-            ("master_repl_offset", "0".into()),
-            ("second_repl_offset", "-1".into()),
-            ("repl_backlog_active", "0".into()),
-            ("repl_backlog_size", config.get("repl-backlog-size").into()),
-            ("repl_backlog_first_byte_offset", "0".into()),
-            ("repl_backlog_histlen", "0".into()),
-        ],
+        "server" => server_section(store, now),
+        "clients" => clients_section(store),
+        "memory" => memory_section(store),
+        "persistence" => persistence_section(store),
+        "stats" => stats_section(store),
+        "replication" => replication_section(store),
         "cluster" => vec![("cluster_enabled", "0".into())],
-        "errorstats" => {
-            return store
-                .command_stats
-                .errors()
-                .map(|(code, n)| (format!("errorstat_{code}"), format!("count={n}")))
-                .collect();
-        }
-        "commandstats" => {
-            return store
-                .command_stats
-                .by_name()
-                .into_iter()
-                .map(|(name, c)| {
-                    (
-                        format!("cmdstat_{name}"),
-                        format!(
-                            "calls={},usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls={}",
-                            c.calls, c.failed
-                        ),
-                    )
-                })
-                .collect();
-        }
-        "cpu" => {
-            let (user, sys) = cpu_seconds();
-            vec![
-                ("used_cpu_sys", format!("{sys:.6}")),
-                ("used_cpu_user", format!("{user:.6}")),
-                ("used_cpu_sys_children", "0.000000".into()),
-                ("used_cpu_user_children", "0.000000".into()),
-                ("used_cpu_sys_main_thread", format!("{sys:.6}")),
-                ("used_cpu_user_main_thread", format!("{user:.6}")),
-            ]
-        }
-        "keyspace" => {
-            return store
-                .dbs
-                .iter()
-                .enumerate()
-                .filter(|(_, ks)| ks.len() > 0)
-                .map(|(i, ks)| {
-                    (
-                        format!("db{i}"),
-                        format!(
-                            "keys={},expires={},avg_ttl={}",
-                            ks.len(),
-                            ks.expiring_len(),
-                            ks.average_ttl(now)
-                        ),
-                    )
-                })
-                .collect()
-        }
-        // cpu, modules, commandstats, errorstats, latencystats: nothing
+        "errorstats" => return errorstats_section(store),
+        "commandstats" => return commandstats_section(store),
+        "cpu" => cpu_section(),
+        "keyspace" => return keyspace_section(store, now),
+        // modules, latencystats: nothing
         // the engine measures.
         _ => Vec::new(),
     };
     fields
         .into_iter()
         .map(|(f, v)| (f.to_string(), v))
+        .collect()
+}
+
+/// INFO server: the version the engine answers as, the process, the uptime.
+fn server_section(store: &Store, now: i64) -> Vec<(&'static str, String)> {
+    let config = &store.config;
+    let uptime = (now - store.started_ms).max(0) / 1000;
+    vec![
+        ("redis_version", "7.0.15".into()),
+        ("redis_git_sha1", "00000000".into()),
+        ("redis_git_dirty", "0".into()),
+        ("redis_build_id", "0".into()),
+        ("redis_mode", "standalone".into()),
+        (
+            "os",
+            format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+        ),
+        ("arch_bits", (usize::BITS).to_string()),
+        ("multiplexing_api", "tokio".into()),
+        ("process_id", std::process::id().to_string()),
+        ("run_id", store.run_id.clone()),
+        ("tcp_port", config.get("port").into()),
+        ("server_time_usec", (now.saturating_mul(1000)).to_string()),
+        ("uptime_in_seconds", uptime.to_string()),
+        ("uptime_in_days", (uptime / 86_400).to_string()),
+        ("hz", config.get("hz").into()),
+        ("configured_hz", config.get("hz").into()),
+        ("executable", String::new()),
+        ("config_file", String::new()),
+        ("io_threads_active", "0".into()),
+    ]
+}
+
+/// INFO clients: connections and blocked clients.
+fn clients_section(store: &Store) -> Vec<(&'static str, String)> {
+    let config = &store.config;
+    vec![
+        ("connected_clients", store.connected_clients.to_string()),
+        ("cluster_connections", "0".into()),
+        ("maxclients", config.get("maxclients").into()),
+        ("blocked_clients", store.waiters.len().to_string()),
+        ("tracking_clients", "0".into()),
+        ("clients_in_timeout_table", "0".into()),
+    ]
+}
+
+/// INFO memory: the estimated memory in use, scripts and functions, the limit.
+fn memory_section(store: &Store) -> Vec<(&'static str, String)> {
+    let config = &store.config;
+    let used = used_memory(store);
+    let maxmemory: u64 = config.get("maxmemory").parse().unwrap_or(0);
+    vec![
+        ("used_memory", used.to_string()),
+        ("used_memory_human", human_bytes(used)),
+        ("used_memory_peak", used.to_string()),
+        ("used_memory_peak_human", human_bytes(used)),
+        (
+            "number_of_cached_scripts",
+            store.scripts.count().to_string(),
+        ),
+        (
+            "number_of_functions",
+            store.functions.function_count().to_string(),
+        ),
+        (
+            "number_of_libraries",
+            store.functions.libraries().count().to_string(),
+        ),
+        ("maxmemory", maxmemory.to_string()),
+        ("maxmemory_human", human_bytes(maxmemory)),
+        ("maxmemory_policy", config.get("maxmemory-policy").into()),
+        ("mem_allocator", "rust".into()),
+        ("lazyfree_pending_objects", "0".into()),
+    ]
+}
+
+/// INFO persistence: nothing is ever saved; the changes since the start.
+fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
+    vec![
+        ("loading", "0".into()),
+        ("async_loading", "0".into()),
+        (
+            "rdb_changes_since_last_save",
+            store
+                .dbs
+                .iter()
+                .map(|ks| ks.changes())
+                .sum::<u64>()
+                .to_string(),
+        ),
+        ("rdb_bgsave_in_progress", "0".into()),
+        ("rdb_last_save_time", (store.started_ms / 1000).to_string()),
+        ("rdb_last_bgsave_status", "ok".into()),
+        ("rdb_saves", "0".into()),
+        ("aof_enabled", "0".into()),
+        ("aof_rewrite_in_progress", "0".into()),
+        ("aof_rewrite_scheduled", "0".into()),
+        ("aof_last_bgrewrite_status", "ok".into()),
+        ("aof_rewrites", "0".into()),
+        ("aof_last_write_status", "ok".into()),
+    ]
+}
+
+/// INFO stats: connections, commands, errors, expired keys, Pub/Sub.
+fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "total_connections_received",
+            store.connections_received.to_string(),
+        ),
+        (
+            "total_commands_processed",
+            store.commands_processed.to_string(),
+        ),
+        ("instantaneous_ops_per_sec", "0".into()),
+        (
+            "total_error_replies",
+            store.command_stats.total_errors().to_string(),
+        ),
+        ("rejected_connections", "0".into()),
+        (
+            "expired_keys",
+            store
+                .dbs
+                .iter()
+                .map(|ks| ks.expired_count)
+                .sum::<u64>()
+                .to_string(),
+        ),
+        ("evicted_keys", "0".into()),
+        ("keyspace_hits", "0".into()),
+        ("keyspace_misses", "0".into()),
+        (
+            "pubsub_channels",
+            store.pubsub.channel_count(Scope::Channel).to_string(),
+        ),
+        ("pubsub_patterns", store.pubsub.numpat().to_string()),
+        (
+            "pubsubshard_channels",
+            store.pubsub.channel_count(Scope::Shard).to_string(),
+        ),
+        ("latest_fork_usec", "0".into()),
+        ("total_forks", "0".into()),
+        // MIGRATE's connection cache: the engine has no MIGRATE.
+        ("migrate_cached_sockets", "0".into()),
+    ]
+}
+
+/// INFO replication: a master with no replica.
+fn replication_section(store: &Store) -> Vec<(&'static str, String)> {
+    let config = &store.config;
+    vec![
+        ("role", "master".into()),
+        ("connected_slaves", "0".into()),
+        ("master_failover_state", "no-failover".into()),
+        ("master_replid", store.run_id.clone()),
+        ("master_replid2", "0".repeat(40)),
+        ("master_repl_offset", "0".into()),
+        ("second_repl_offset", "-1".into()),
+        ("repl_backlog_active", "0".into()),
+        ("repl_backlog_size", config.get("repl-backlog-size").into()),
+        ("repl_backlog_first_byte_offset", "0".into()),
+        ("repl_backlog_histlen", "0".into()),
+    ]
+}
+
+/// INFO errorstats: one line per error code.
+fn errorstats_section(store: &Store) -> Vec<(String, String)> {
+    store
+        .command_stats
+        .errors()
+        .map(|(code, n)| (format!("errorstat_{code}"), format!("count={n}")))
+        .collect()
+}
+
+/// INFO commandstats: calls and failures per command.
+fn commandstats_section(store: &Store) -> Vec<(String, String)> {
+    store
+        .command_stats
+        .by_name()
+        .into_iter()
+        .map(|(name, c)| {
+            (
+                format!("cmdstat_{name}"),
+                format!(
+                    "calls={},usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls={}",
+                    c.calls, c.failed
+                ),
+            )
+        })
+        .collect()
+}
+
+/// INFO cpu: the process's CPU time.
+fn cpu_section() -> Vec<(&'static str, String)> {
+    let (user, sys) = cpu_seconds();
+    vec![
+        ("used_cpu_sys", format!("{sys:.6}")),
+        ("used_cpu_user", format!("{user:.6}")),
+        ("used_cpu_sys_children", "0.000000".into()),
+        ("used_cpu_user_children", "0.000000".into()),
+        ("used_cpu_sys_main_thread", format!("{sys:.6}")),
+        ("used_cpu_user_main_thread", format!("{user:.6}")),
+    ]
+}
+
+/// INFO keyspace: keys, expiring keys and average TTL per non-empty database.
+fn keyspace_section(store: &Store, now: i64) -> Vec<(String, String)> {
+    store
+        .dbs
+        .iter()
+        .enumerate()
+        .filter(|(_, ks)| ks.len() > 0)
+        .map(|(i, ks)| {
+            (
+                format!("db{i}"),
+                format!(
+                    "keys={},expires={},avg_ttl={}",
+                    ks.len(),
+                    ks.expiring_len(),
+                    ks.average_ttl(now)
+                ),
+            )
+        })
         .collect()
 }
 
@@ -699,7 +745,7 @@ fn key_size(key: &[u8], v: &Value) -> usize {
 
 /// The estimated memory of all the data (see [`key_size`]). A walk over
 /// every key: INFO is not a hot command.
-fn used_memory(store: &crate::store::Store) -> u64 {
+fn used_memory(store: &crate::command::Store) -> u64 {
     let data: usize = store.dbs.iter().map(|ks| ks.sizes(key_size)).sum();
     // What an empty Redis reports, so an empty engine looks like one.
     const BASELINE: usize = 870_000;
@@ -1064,5 +1110,15 @@ mod tests {
             !stats.contains("cmdstat_zadd"),
             "GEOADD counts as itself: {stats}"
         );
+    }
+
+    /// Every command the engine runs is in the command table, with its arity.
+    #[test]
+    fn every_engine_command_is_described() {
+        for spec in crate::command::all_specs() {
+            let meta = crate::command_table::meta(spec.name)
+                .unwrap_or_else(|| panic!("{} is not in the table", spec.name));
+            assert_eq!(meta.arity, spec.arity, "{}", spec.name);
+        }
     }
 }

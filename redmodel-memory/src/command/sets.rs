@@ -19,10 +19,11 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use rand::seq::{index, IteratorRandom};
-use rand::Rng;
+use rand::seq::IteratorRandom;
 
-use super::keys::scan_collection;
+use super::shared::destination::store_or_delete;
+use super::shared::random_picks::RandomPicks;
+use super::shared::scan::scan_collection;
 use super::{remove_elements, CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64, positive_arg, signed_count_arg, NOT_POSITIVE};
 use crate::error::CmdError;
@@ -123,86 +124,6 @@ pub(super) const COMMANDS: &[Spec] = &[
         handler: sscan,
     },
 ];
-
-/// The most picks SRANDMEMBER, ZRANDMEMBER or HRANDFIELD with a negative
-/// count may reply with. Redis has no limit: it builds such a reply until
-/// the client is dropped or the machine runs out of memory (the kernel
-/// killed it for `HRANDFIELD h -4611686018427387903 WITHVALUES`). An
-/// in-process engine must not take its host down, so it refuses instead.
-/// This is the one place where the engine's reply differs from Redis's.
-const MAX_RANDOM_REPLY: u64 = 1 << 24;
-
-/// What SRANDMEMBER, HRANDFIELD and ZRANDMEMBER reply with for a count,
-/// as Redis's `*RandMemberWithCountCommand`s decide it.
-pub(super) enum RandomPicks {
-    /// Every element once, in the collection's own order.
-    All,
-    /// The positions of the picked elements, in reply order.
-    Ranks(Vec<usize>),
-}
-
-impl RandomPicks {
-    /// Picks among `len` elements: a negative `count` makes `|count|`
-    /// independent draws, repeats allowed (refused past
-    /// [`MAX_RANDOM_REPLY`]); a positive one distinct elements, all of them
-    /// if `count` is not smaller than `len`.
-    pub(super) fn new(count: i64, len: usize) -> Result<RandomPicks, CmdError> {
-        let mut rng = rand::rng();
-        if count < 0 {
-            if len == 0 {
-                return Ok(RandomPicks::Ranks(Vec::new()));
-            }
-            let n = count.unsigned_abs();
-            if n > MAX_RANDOM_REPLY {
-                return Err(CmdError::err(format!(
-                    "value is out of range: the in-memory engine builds at most {MAX_RANDOM_REPLY} random elements per reply"
-                )));
-            }
-            let draws = (0..n).map(|_| rng.random_range(0..len));
-            return Ok(RandomPicks::Ranks(draws.collect()));
-        }
-        let n = usize::try_from(count).unwrap_or(usize::MAX);
-        if n >= len {
-            return Ok(RandomPicks::All);
-        }
-        Ok(RandomPicks::Ranks(
-            index::sample(&mut rng, len, n).into_vec(),
-        ))
-    }
-
-    /// The picked elements of `all` (the collection in its own order).
-    pub(super) fn select<T: Clone>(self, all: Vec<T>) -> Vec<T> {
-        match self {
-            RandomPicks::All => all,
-            RandomPicks::Ranks(ranks) => {
-                ranks.iter().filter_map(|&i| all.get(i).cloned()).collect()
-            }
-        }
-    }
-}
-
-/// Stores the result of a STORE command as Redis's `setKey` does (the old
-/// value and its TTL are replaced), or deletes `dst` when the result is
-/// empty. Replies with the result's size. Raises `event` (class `class`)
-/// for a stored result, `del` for a deleted key.
-pub(super) fn store_or_delete(
-    ctx: &mut Ctx<'_>,
-    dst: &[u8],
-    value: Value,
-    len: usize,
-    (class, event): (u32, &str),
-) -> CmdResult {
-    if len == 0 {
-        // Deleting marks the key modified, only if it existed: as Redis.
-        if ctx.remove(dst) {
-            ctx.notify(class::GENERIC, "del", dst);
-        }
-    } else {
-        ctx.set(dst, value, false);
-        ctx.notify(class, event, dst);
-    }
-    Ok(reply::int(len))
-}
 
 /// The sets at `keys` (see [`Ctx::read_all`]): `None` for a missing key.
 fn read_sets<'c>(ctx: &'c mut Ctx<'_>, keys: &[&[u8]]) -> Result<Vec<Option<&'c Set>>, CmdError> {

@@ -14,7 +14,8 @@ use std::ops::Range;
 
 use redis::Value as Reply;
 
-use super::expiry::{absolute_ms, expire_key_at, invalid_expire_time, persist_key, Unit};
+use super::shared::expire::{absolute_ms, expire_key_at, invalid_expire_time, persist_key, Unit};
+use super::shared::string_length::check_string_length;
 use super::{arity_error, CmdResult, Ctx, Spec};
 use crate::args::{index_range, int_arg, is, parse_i64};
 use crate::error::CmdError;
@@ -132,17 +133,6 @@ pub(super) const COMMANDS: &[Spec] = &[
         handler: msetnx,
     },
 ];
-
-/// Redis's `checkStringLength`: refuses a string that would grow past
-/// `max`, the configured `proto-max-bulk-len` (512MB by default).
-pub(super) fn check_string_length(size: u64, append: u64, max: u64) -> Result<(), CmdError> {
-    match size.checked_add(append) {
-        Some(total) if total <= max => Ok(()),
-        _ => Err(CmdError::err(
-            "string exceeds maximum allowed size (proto-max-bulk-len)",
-        )),
-    }
-}
 
 /// Stores `bytes` as a string value (inline when short).
 fn string(bytes: impl Into<StringValue>) -> Value {

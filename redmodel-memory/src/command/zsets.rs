@@ -17,8 +17,9 @@ use std::collections::HashMap;
 
 use rand::Rng;
 
-use super::keys::scan_collection;
-use super::sets::{store_or_delete, RandomPicks};
+use super::shared::destination::store_or_delete;
+use super::shared::random_picks::RandomPicks;
+use super::shared::scan::scan_collection;
 use super::{remove_elements, CmdResult, Ctx, Spec};
 use crate::args::{
     float_arg, index_range, int_arg, is, positive_arg, random_count_with, NOT_POSITIVE,

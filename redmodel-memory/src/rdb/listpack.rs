@@ -10,6 +10,7 @@
 
 use super::Elem;
 use crate::args::parse_i64;
+use crate::value::stream::backlen_len;
 
 const HEADER: usize = 6;
 const EOF: u8 = 0xff;
@@ -113,17 +114,6 @@ fn encode_backlen(size: usize) -> Backlen {
         }
     }
     Backlen { bytes, len: n }
-}
-
-/// How many bytes the backlen of an element of `size` bytes takes.
-pub(crate) fn backlen_len(size: usize) -> usize {
-    match size {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    }
 }
 
 /// An encoded backlen.

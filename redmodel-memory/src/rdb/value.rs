@@ -304,7 +304,7 @@ fn score_text(text: &[u8]) -> f64 {
         .position(|&b| !matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
         .unwrap_or(text.len());
     let text = &text[start..];
-    let (negative, rest) = crate::args::split_sign(text);
+    let (negative, rest) = crate::float::split_sign(text);
     let sign = if negative { -1.0 } else { 1.0 };
     let lower: Vec<u8> = rest.iter().take(8).map(u8::to_ascii_lowercase).collect();
     if lower.starts_with(b"inf") {

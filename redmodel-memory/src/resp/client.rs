@@ -17,12 +17,12 @@ use redis::Value as Reply;
 use tokio::sync::Notify;
 
 use crate::args::{int_arg, is, parse_i64};
-use crate::blocking::{self, Wake};
+use crate::command::blocking::{self, Wake};
 use crate::command::connection::{hello_as, set_client_name, Login};
+use crate::command::Store;
 use crate::command::{subcommand_arity, unknown_subcommand};
 use crate::error::CmdError;
 use crate::reply;
-use crate::store::Store;
 
 /// What a RESP server connection knows about itself.
 #[derive(Debug, Default)]
@@ -476,8 +476,8 @@ mod tests {
     use redis::Value;
 
     use super::{client_command, hello_command, ClientCtx, ClientInfo, Registry};
+    use crate::command::Store;
     use crate::error::error_value;
-    use crate::store::Store;
 
     fn bulk(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())

@@ -15,10 +15,11 @@
 //! Confirmations (`subscribe`, `unsubscribe`, ...) and messages are pushes
 //! in Redis: CLIENT REPLY OFF does not silence them.
 
-use crate::command::{self, meta};
+use crate::command;
+use crate::command::Store;
+use crate::command_table as meta;
 use crate::error::CmdError;
 use crate::pubsub::{queue, Inbox, Push, PushKind, Scope, SubscriberId};
-use crate::store::Store;
 
 use super::encode;
 

@@ -197,7 +197,19 @@ impl Node {
 
 /// The bytes a listpack element takes: its encoding plus its back length.
 fn element_size(encoded: usize) -> usize {
-    encoded + crate::rdb::listpack::backlen_len(encoded)
+    encoded + backlen_len(encoded)
+}
+
+/// How many bytes the backlen of a listpack element of `size` bytes
+/// takes (the RDB writer's listpacks share it).
+pub(crate) fn backlen_len(size: usize) -> usize {
+    match size {
+        0..=127 => 1,
+        128..=16382 => 2,
+        16383..=2097150 => 3,
+        2097151..=268435454 => 4,
+        _ => 5,
+    }
 }
 
 /// The size of an integer element in a listpack.

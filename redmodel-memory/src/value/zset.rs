@@ -39,7 +39,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use crate::args::split_sign;
+use crate::float::split_sign;
 use crate::hasher::Seeded;
 
 /// A member's bytes, shared by the two views of a [`ZSet`].

@@ -7,7 +7,7 @@
 //! real server (or the other way round) keeps counting the same elements
 //! into the same registers.
 
-use super::repr::{P, Q, REGISTERS};
+use super::{P, Q, REGISTERS};
 
 /// The seed `hllPatLen` hashes with.
 const SEED: u64 = 0xadc8_3b19;

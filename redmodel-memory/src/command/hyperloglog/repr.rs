@@ -20,14 +20,10 @@
 //! (here: [`Editor`] keeps that byte, see there); register counts are C
 //! `int`s. Nothing here can panic, whatever the bytes.
 
+use super::{Q, REGISTERS};
+
 /// Header bytes before the registers.
 pub(crate) const HEADER_LEN: usize = 16;
-/// Index bits of the hash (`HLL_P`).
-pub(crate) const P: u32 = 14;
-/// Bits of the hash left for the run of zeros (`HLL_Q`).
-pub(crate) const Q: u32 = 64 - P;
-/// Number of registers (`HLL_REGISTERS`).
-pub(crate) const REGISTERS: usize = 1 << P;
 /// Bits per dense register.
 const BITS: usize = 6;
 /// The largest value a dense register holds.
@@ -672,8 +668,69 @@ impl<'a> Editor<'a> {
         let mut end = self.len;
 
         // Step 1: the opcode at `p` covers registers first..first+span.
-        // The hot loop of a PFADD: written out plainly, as it runs for
-        // every element on strings of up to `hll-sparse-max-bytes`.
+        let (p, first, span, prev) = self.find_covering(index, end);
+        if span == 0 || p >= end {
+            return Err(Corrupt);
+        }
+        let b = self.at(p);
+        let next = if is_xzero(b) { p + 2 } else { p + 1 };
+        let next = (next < end).then_some(next);
+        let (zero_op, xzero_op) = (is_zero(b), is_xzero(b));
+        let runlen = if zero_op {
+            zero_len(b)
+        } else if xzero_op {
+            xzero_len(b, self.at(p + 1))
+        } else {
+            val_len(b)
+        };
+
+        let (edited_from, edited_to) = (prev.unwrap_or(start), p + if xzero_op { 2 } else { 1 });
+        let old_len = self.len;
+
+        // Step 2: the trivial cases, then the split sequence.
+        let trivial = if !zero_op && !xzero_op {
+            if val_value(b) >= count {
+                return Ok(false);
+            }
+            runlen == 1
+        } else {
+            zero_op && runlen == 1
+        };
+        if trivial {
+            self.put(p, val(count, 1));
+        } else {
+            let last = first + span - 1;
+            let seq = split_sequence(b, count, index, first, last);
+
+            // Step 3: put the sequence in place of the opcode.
+            let oldlen: i64 = if xzero_op { 2 } else { 1 };
+            let delta = seq.len() as i64 - oldlen;
+            if delta > 0 && (self.len as u64).saturating_add(delta as u64) > sparse_max {
+                return self.promote(index as usize, count);
+            }
+            self.replace_opcode(p, next, end, &seq, delta);
+            end = (end as i64 + delta) as usize;
+        }
+
+        // Step 4: merge adjacent VAL opcodes of equal value, scanning up
+        // to 5 opcodes from the one before the change.
+        self.merge_equal_vals(prev.unwrap_or(start), end);
+        self.invalidate_cache();
+        self.shift_marks(
+            edited_from,
+            edited_to + EDIT_REACH,
+            self.len as i64 - old_len as i64,
+        );
+        Ok(true)
+    }
+
+    /// `hllSparseSet`'s walk to the opcode covering register `index`:
+    /// `(offset, first register, span, previous opcode)`, a span of 0 if
+    /// there is none. Starts from the nearest mark and leaves new marks on
+    /// the way. The hot loop of a PFADD: written out plainly, as it runs
+    /// for every element on strings of up to `hll-sparse-max-bytes`.
+    fn find_covering(&mut self, index: i64, end: usize) -> (usize, i64, i64, Option<usize>) {
+        let start = HEADER_LEN;
         let known = self.marks.partition_point(|m| m.first <= index);
         let (mut p, mut first, mut prev) = match known.checked_sub(1) {
             Some(i) => {
@@ -728,86 +785,34 @@ impl<'a> Editor<'a> {
                 walked = 0;
             }
         }
-        if span == 0 || p >= end {
-            return Err(Corrupt);
+        (p, first, span, prev)
+    }
+
+    /// Puts `seq` in place of the opcode at `p`, moving what follows it
+    /// (from `next`, up to `end`) by `delta` bytes.
+    fn replace_opcode(
+        &mut self,
+        p: usize,
+        next: Option<usize>,
+        end: usize,
+        seq: &[u8],
+        delta: i64,
+    ) {
+        if delta != 0 {
+            if let Some(next) = next {
+                let to = (next as i64 + delta) as usize;
+                self.move_bytes(next, to, end - next);
+            }
         }
-        let b = self.at(p);
-        let next = if is_xzero(b) { p + 2 } else { p + 1 };
-        let next = (next < end).then_some(next);
-        let (zero_op, xzero_op) = (is_zero(b), is_xzero(b));
-        let runlen = if zero_op {
-            zero_len(b)
-        } else if xzero_op {
-            xzero_len(b, self.at(p + 1))
-        } else {
-            val_len(b)
-        };
-
-        let (edited_from, edited_to) = (prev.unwrap_or(start), p + if xzero_op { 2 } else { 1 });
-        let old_len = self.len;
-
-        // Step 2: the trivial cases, then the split sequence.
-        let trivial = if !zero_op && !xzero_op {
-            if val_value(b) >= count {
-                return Ok(false);
-            }
-            runlen == 1
-        } else {
-            zero_op && runlen == 1
-        };
-        if trivial {
-            self.put(p, val(count, 1));
-        } else {
-            let last = first + span - 1;
-            let mut seq: Vec<u8> = Vec::with_capacity(5);
-            if zero_op || xzero_op {
-                let zeros = |seq: &mut Vec<u8>, len: i64| {
-                    if len > ZERO_MAX_LEN {
-                        seq.extend_from_slice(&xzero(len));
-                    } else {
-                        seq.push(zero(len));
-                    }
-                };
-                if index != first {
-                    zeros(&mut seq, index - first);
-                }
-                seq.push(val(count, 1));
-                if index != last {
-                    zeros(&mut seq, last - index);
-                }
-            } else {
-                let current = val_value(b);
-                if index != first {
-                    seq.push(val(current, index - first));
-                }
-                seq.push(val(count, 1));
-                if index != last {
-                    seq.push(val(current, last - index));
-                }
-            }
-
-            // Step 3: put the sequence in place of the opcode.
-            let oldlen: i64 = if xzero_op { 2 } else { 1 };
-            let delta = seq.len() as i64 - oldlen;
-            if delta > 0 && (self.len as u64).saturating_add(delta as u64) > sparse_max {
-                return self.promote(index as usize, count);
-            }
-            if delta != 0 {
-                if let Some(next) = next {
-                    let to = (next as i64 + delta) as usize;
-                    self.move_bytes(next, to, end - next);
-                }
-            }
-            self.grow_by(delta);
-            for (i, &byte) in seq.iter().enumerate() {
-                self.put(p + i, byte);
-            }
-            end = (end as i64 + delta) as usize;
+        self.grow_by(delta);
+        for (i, &byte) in seq.iter().enumerate() {
+            self.put(p + i, byte);
         }
+    }
 
-        // Step 4: merge adjacent VAL opcodes of equal value, scanning up
-        // to 5 opcodes from the one before the change.
-        let mut p = prev.unwrap_or(start);
+    /// Merges adjacent VAL opcodes of equal value, scanning up to 5
+    /// opcodes from `p` (the code ending at `end`).
+    fn merge_equal_vals(&mut self, mut p: usize, mut end: usize) {
         let mut scan = 5;
         while p < end && scan > 0 {
             scan -= 1;
@@ -833,13 +838,6 @@ impl<'a> Editor<'a> {
             }
             p += 1;
         }
-        self.invalidate_cache();
-        self.shift_marks(
-            edited_from,
-            edited_to + EDIT_REACH,
-            self.len as i64 - old_len as i64,
-        );
-        Ok(true)
     }
 
     /// Keeps the marks valid after an edit that rewrote the bytes from
@@ -867,6 +865,40 @@ impl<'a> Editor<'a> {
         let registers = &mut self.buf[HEADER_LEN.min(end)..end];
         Ok(dense_set(registers, index, count))
     }
+}
+
+/// The opcodes that replace opcode `b` (covering registers `first` to
+/// `last`) once register `index` is `count`: what was before and after it
+/// kept, as zeros or as the VAL's value.
+fn split_sequence(b: u8, count: u8, index: i64, first: i64, last: i64) -> Vec<u8> {
+    let (zero_op, xzero_op) = (is_zero(b), is_xzero(b));
+    let mut seq: Vec<u8> = Vec::with_capacity(5);
+    if zero_op || xzero_op {
+        let zeros = |seq: &mut Vec<u8>, len: i64| {
+            if len > ZERO_MAX_LEN {
+                seq.extend_from_slice(&xzero(len));
+            } else {
+                seq.push(zero(len));
+            }
+        };
+        if index != first {
+            zeros(&mut seq, index - first);
+        }
+        seq.push(val(count, 1));
+        if index != last {
+            zeros(&mut seq, last - index);
+        }
+    } else {
+        let current = val_value(b);
+        if index != first {
+            seq.push(val(current, index - first));
+        }
+        seq.push(val(count, 1));
+        if index != last {
+            seq.push(val(current, last - index));
+        }
+    }
+    seq
 }
 
 #[cfg(test)]

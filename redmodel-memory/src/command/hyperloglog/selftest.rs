@@ -6,9 +6,8 @@
 
 use rand::Rng;
 
-use super::repr::{
-    count, dense_registers, new_sparse, Editor, Encoding, DENSE_LEN, HEADER_LEN, REGISTERS,
-};
+use super::repr::{count, dense_registers, new_sparse, Editor, Encoding, DENSE_LEN, HEADER_LEN};
+use super::REGISTERS;
 
 /// Rounds of random register writes.
 const CYCLES: usize = 1000;

@@ -62,7 +62,7 @@ fn parse<'a>(args: &'a [&'a [u8]], group_mode: bool) -> Result<ReadArgs<'a>, Cmd
         let opt = args[i];
         if is(opt, "block") && more > 0 {
             i += 1;
-            out.block = Some(crate::blocking::parse_timeout_ms(args[i])?);
+            out.block = Some(crate::command::blocking::parse_timeout_ms(args[i])?);
         } else if is(opt, "count") && more > 0 {
             i += 1;
             out.count = usize::try_from(int_arg(args[i])?).unwrap_or(0);
@@ -358,7 +358,7 @@ fn block_for_streams(
     timeout: Option<std::time::Duration>,
 ) -> CmdResult {
     let mut wait = StreamWait::new(opts, afters);
-    crate::blocking::block(
+    crate::command::blocking::block(
         ctx,
         opts.keys,
         timeout,
@@ -483,7 +483,7 @@ impl StreamWait {
 mod tests {
     use super::*;
     use crate::command::run;
-    use crate::store::Store;
+    use crate::command::Store;
 
     fn exec(ctx: &mut Ctx<'_>, line: &str) -> CmdResult {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
@@ -513,7 +513,7 @@ mod tests {
             store,
             db: 0,
             now: 1_000,
-            block: crate::blocking::BlockSlot::Denied,
+            block: crate::command::blocking::BlockSlot::Denied,
             resp: 2,
         }
     }

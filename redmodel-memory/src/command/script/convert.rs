@@ -123,7 +123,7 @@ fn nested_reply(lua: &Lua, value: &Lua_, resp3: bool, depth: usize) -> mlua::Res
         Lua_::Table(t) => table_to_reply(lua, t, resp3, depth + 1)?,
         // An error of `redis.call` (or another library function) caught by
         // `pcall`: in Redis the string the C function raised.
-        Lua_::Error(e) => match super::sandbox::raised_text(e) {
+        Lua_::Error(e) => match super::raised::raised_text(e) {
             Some(text) => Reply::BulkString(text.into_bytes()),
             None => Reply::Nil,
         },

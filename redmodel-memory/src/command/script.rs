@@ -3,7 +3,7 @@
 //! under the same lock, so a script is atomic like a transaction.
 //!
 //! One Lua state per engine, created on first use and kept in the
-//! [`Store`](crate::store::Store); each script is compiled once per SHA1 of
+//! [`Store`](crate::command::Store); each script is compiled once per SHA1 of
 //! its body and cached until SCRIPT FLUSH.
 
 pub(crate) mod busy;
@@ -12,6 +12,8 @@ mod convert;
 pub(crate) mod flags;
 pub(crate) mod library;
 mod libs;
+mod raised;
+mod register;
 mod sandbox;
 
 use std::collections::HashMap;
@@ -331,7 +333,7 @@ fn run(
             db: ctx.db,
             now: ctx.now,
             // Redis runs scripts with CLIENT_DENY_BLOCKING.
-            block: crate::blocking::BlockSlot::Denied,
+            block: crate::command::blocking::BlockSlot::Denied,
             // A script's client speaks RESP2 until `redis.setresp(3)`,
             // whatever its caller speaks.
             resp: 2,

@@ -10,6 +10,7 @@ use mlua::{
 };
 
 use super::busy::Busy;
+use super::raised::{raise, raised_text};
 
 /// The chunk name of user scripts, as Redis 7.0 names it.
 pub(super) const USER_SCRIPT: &str = "@user_script";
@@ -119,7 +120,9 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
     })?;
     let register = match kind {
         Kind::Eval => Value::Nil,
-        Kind::Functions => Value::Function(lua.create_function(super::library::register_function)?),
+        Kind::Functions => {
+            Value::Function(lua.create_function(super::register::register_function)?)
+        }
     };
     let libs = super::libs::create(&lua)?;
     let (env, load_api, library_env, library_mt, call_with): (
@@ -229,33 +232,6 @@ fn leave_runtime_worker() {
 
 #[cfg(not(feature = "server"))]
 fn leave_runtime_worker() {}
-
-/// An error reply raised by a library function of `redis` (the `err` of
-/// the table Redis raises); the error handler turns it back into one.
-#[derive(Debug)]
-struct Raised(String);
-
-impl std::fmt::Display for Raised {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Raised {}
-
-pub(crate) fn raise(text: &str) -> mlua::Error {
-    mlua::Error::external(Raised(text.to_string()))
-}
-
-/// The error reply carried by an error a Rust function of ours raised.
-pub(super) fn raised_text(e: &mlua::Error) -> Option<String> {
-    match e {
-        mlua::Error::CallbackError { cause, .. } => raised_text(cause),
-        mlua::Error::ExternalError(inner) => inner.downcast_ref::<Raised>().map(|r| r.0.clone()),
-        mlua::Error::WithContext { cause, .. } => raised_text(cause),
-        _ => None,
-    }
-}
 
 /// `guarded_setmetatable(protected)`: Lua's setmetatable, refusing the
 /// tables of `protected` with Redis's error.

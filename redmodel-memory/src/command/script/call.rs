@@ -16,7 +16,8 @@ use std::ptr;
 use mlua::{Lua, MultiValue, Value};
 
 use super::convert::reply_to_lua;
-use crate::command::{self, meta, Ctx};
+use crate::command::{self, Ctx};
+use crate::command_table;
 use crate::float::format_double;
 
 /// The client a script runs its commands as.
@@ -83,8 +84,8 @@ fn with<R>(f: impl FnOnce(&mut Client<'_>) -> R) -> Option<R> {
 pub(super) fn call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
     match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
         Some(Ok((reply, resp3))) => reply_to_lua(lua, &reply, resp3),
-        Some(Err(text)) => Err(super::sandbox::raise(&text)),
-        None => Err(super::sandbox::raise(NO_SCRIPT)),
+        Some(Err(text)) => Err(super::raised::raise(&text)),
+        None => Err(super::raised::raise(NO_SCRIPT)),
     }
 }
 
@@ -106,7 +107,7 @@ pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
 /// errors name the line of a script that calls it in tail position.
 pub(super) fn set_resp(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
     if args.len() != 1 {
-        return Err(super::sandbox::raise(
+        return Err(super::raised::raise(
             "ERR redis.setresp() requires one argument.",
         ));
     }
@@ -119,11 +120,11 @@ pub(super) fn set_resp(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
     let resp = match n {
         t if (2.0..3.0).contains(&t) => 2,
         t if (3.0..4.0).contains(&t) => 3,
-        _ => return Err(super::sandbox::raise("ERR RESP version must be 2 or 3.")),
+        _ => return Err(super::raised::raise("ERR RESP version must be 2 or 3.")),
     };
     match with(|client| client.ctx.resp = resp) {
         Some(()) => Ok(()),
-        None => Err(super::sandbox::raise(
+        None => Err(super::raised::raise(
             "ERR redis.setresp can only be called inside a script invocation",
         )),
     }
@@ -135,7 +136,7 @@ const NO_SCRIPT: &str = "ERR redis.call outside of a running script";
 /// user; a refusal is logged (context `lua`).
 fn check_acl(
     client: &mut Client<'_>,
-    meta: &'static meta::Meta,
+    meta: &'static command_table::Meta,
     argv: &[&[u8]],
 ) -> Result<(), String> {
     let store = &mut *client.ctx.store;
@@ -169,7 +170,7 @@ pub(super) fn acl_check_cmd(_: &Lua, args: MultiValue) -> mlua::Result<bool> {
     let checked = with(|client| {
         let (bytes, ends) = command_args(args)?;
         let argv = split(&bytes, &ends);
-        let Some(meta) = meta::of_line(&argv) else {
+        let Some(meta) = command_table::of_line(&argv) else {
             return Err("ERR Invalid command passed to redis.acl_check_cmd()".to_string());
         };
         let acl = &client.ctx.store.acl;
@@ -181,8 +182,8 @@ pub(super) fn acl_check_cmd(_: &Lua, args: MultiValue) -> mlua::Result<bool> {
     });
     match checked {
         Some(Ok(allowed)) => Ok(allowed),
-        Some(Err(text)) => Err(super::sandbox::raise(&text)),
-        None => Err(super::sandbox::raise(
+        Some(Err(text)) => Err(super::raised::raise(&text)),
+        None => Err(super::raised::raise(
             "ERR redis.acl_check_cmd can only be called inside a script invocation",
         )),
     }

@@ -1,18 +1,18 @@
 //! What Redis 7.0.15 says about each command beyond its arity: flags
 //! (`write`, `noscript`, ...), where its keys are (the legacy first / last
 //! / step and the key specifications), ACL categories and tips. The table
-//! itself (`table.rs`) is generated from a real server's COMMAND reply by
-//! `tools/command_table.py`, so the engine describes its commands exactly
+//! itself (`command_table/rows.rs`) is generated from a real server's
+//! COMMAND reply by `tools/command_table.py`, so the engine describes its commands exactly
 //! as Redis does (COMMAND INFO, COMMAND GETKEYS) and finds their keys the
 //! way Redis does (the cluster mode's slot checks).
 
 use std::sync::LazyLock;
 
-use redis::Value as Reply;
+pub(crate) use names::NameTable;
+use rows::TABLE;
 
-use super::names::NameTable;
-use super::table::TABLE;
-use crate::reply;
+mod names;
+mod rows;
 
 /// One command's description.
 #[derive(Debug)]
@@ -88,7 +88,7 @@ pub(crate) fn meta(name: &str) -> Option<&'static Meta> {
 }
 
 /// The descriptions by name: [`lookup`] runs on every command a script
-/// or `Engine::atomically` runs (see [`super::names`]).
+/// or `Engine::atomically` runs (see [`names`]).
 static BY_NAME: LazyLock<NameTable<&'static Meta>> =
     LazyLock::new(|| NameTable::new(TABLE.iter().map(|meta| (meta.name, meta))));
 
@@ -113,30 +113,6 @@ pub(crate) fn of_line(argv: &[&[u8]]) -> Option<&'static Meta> {
 impl Meta {
     pub(crate) fn has_flag(&self, flag: &str) -> bool {
         self.flags.contains(&flag)
-    }
-
-    /// COMMAND INFO's entry: name, arity, flags, first key, last key, step,
-    /// ACL categories, tips, key specs, subcommands (Redis's, whether or
-    /// not the engine has them all).
-    pub(crate) fn info(&self) -> Reply {
-        reply::array(vec![
-            reply::bulk(self.name),
-            reply::int(self.arity),
-            reply::set(self.flags.iter().map(|f| status(f)).collect()),
-            reply::int(self.first),
-            reply::int(self.last),
-            reply::int(self.step),
-            reply::set(self.acl.iter().map(|c| status(c)).collect()),
-            reply::set(self.tips.iter().map(|t| reply::bulk(*t)).collect()),
-            reply::set(self.keys.iter().map(KeySpec::info).collect()),
-            reply::set(
-                self.subcommands
-                    .iter()
-                    .filter_map(|name| meta(name))
-                    .map(Meta::info)
-                    .collect(),
-            ),
-        ])
     }
 
     /// The positions of the keys in `argv` (the command name at 0), as
@@ -227,68 +203,6 @@ impl Meta {
     }
 }
 
-impl KeySpec {
-    fn info(&self) -> Reply {
-        let mut items = Vec::new();
-        if !self.notes.is_empty() {
-            items.push((reply::bulk("notes"), reply::bulk(self.notes)));
-        }
-        items.push((
-            reply::bulk("flags"),
-            reply::set(self.flags.iter().map(|f| status(f)).collect()),
-        ));
-        let begin = match self.begin {
-            Begin::Index(i) => search("index", vec![("index", reply::int(i))]),
-            Begin::Keyword(word, from) => search(
-                "keyword",
-                vec![
-                    ("keyword", reply::bulk(word)),
-                    ("startfrom", reply::int(from)),
-                ],
-            ),
-            Begin::Unknown => search("unknown", Vec::new()),
-        };
-        items.push((reply::bulk("begin_search"), begin));
-        let find = match self.find {
-            Find::Range { last, step, limit } => search(
-                "range",
-                vec![
-                    ("lastkey", reply::int(last)),
-                    ("keystep", reply::int(step)),
-                    ("limit", reply::int(limit)),
-                ],
-            ),
-            Find::Keynum { index, first, step } => search(
-                "keynum",
-                vec![
-                    ("keynumidx", reply::int(index)),
-                    ("firstkey", reply::int(first)),
-                    ("keystep", reply::int(step)),
-                ],
-            ),
-            Find::Unknown => search("unknown", Vec::new()),
-        };
-        items.push((reply::bulk("find_keys"), find));
-        reply::map(items)
-    }
-}
-
-/// `{type: kind, spec: {name: value, ...}}`.
-fn search(kind: &str, spec: Vec<(&str, Reply)>) -> Reply {
-    let spec = spec
-        .into_iter()
-        .map(|(name, value)| (reply::bulk(name), value))
-        .collect();
-    reply::map(vec![
-        (reply::bulk("type"), reply::bulk(kind)),
-        (reply::bulk("spec"), reply::map(spec)),
-    ])
-}
-
-fn status(text: &str) -> Reply {
-    Reply::SimpleString(text.to_string())
-}
-
 /// SORT's keys as Redis's `sortGetKeys` finds them: the sorted key, and
 /// the destination after the last STORE (skipping the arguments of LIMIT,
 /// GET and BY, which could read "store").
@@ -375,15 +289,6 @@ mod tests {
             for sub in m.subcommands {
                 assert!(meta(sub).is_some(), "{sub}");
             }
-        }
-    }
-
-    #[test]
-    fn every_engine_command_is_described() {
-        for spec in super::super::all_specs() {
-            let meta =
-                meta(spec.name).unwrap_or_else(|| panic!("{} is not in the table", spec.name));
-            assert_eq!(meta.arity, spec.arity, "{}", spec.name);
         }
     }
 }

@@ -1,5 +1,7 @@
 //! The command table: one `Spec` per command, grouped by family in the
-//! modules below, and the context a command runs in.
+//! modules below, the context a command runs in, and the [`Store`] it runs
+//! on: all numbered databases of one engine, its configuration, and the
+//! blocked clients and scripts, which are commands in progress.
 //!
 //! A command is a plain function from its arguments to a reply. It sees one
 //! numbered database through [`Ctx`], which also carries the time the
@@ -9,16 +11,16 @@ use std::sync::LazyLock;
 
 use redis::Value as Reply;
 
+use super::config::Config;
 use super::error::CmdError;
 use super::keyspace::{Entry, Keyspace};
 use super::reply;
-use super::store::Store;
 use super::value::{Kind, Value};
-use meta::Meta;
-use names::NameTable;
+use crate::command_table::{self, Meta, NameTable};
 
 mod acl;
 mod bitmaps;
+pub(crate) mod blocking;
 mod cluster;
 pub(crate) mod connection;
 mod databases;
@@ -31,19 +33,18 @@ mod hyperloglog;
 mod keys;
 mod lcs;
 mod lists;
-pub(crate) mod meta;
-mod names;
 mod object;
 mod pops;
 mod pubsub;
+pub(crate) mod script;
 mod scripting;
 mod server;
 mod sets;
+mod shared;
 mod sort;
 pub(crate) mod stats;
 mod streams;
 mod strings;
-mod table;
 #[cfg(test)]
 pub(crate) mod test_util;
 mod zsets;
@@ -117,7 +118,12 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
         ]
         .into_iter()
         .flatten()
-        .map(|spec| (spec.name, (spec, meta::lookup(spec.name.as_bytes())))),
+        .map(|spec| {
+            (
+                spec.name,
+                (spec, command_table::lookup(spec.name.as_bytes())),
+            )
+        }),
     )
 });
 
@@ -132,7 +138,7 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
 }
 
 /// [`lookup`] with Redis's description of the command line `args` runs
-/// (the subcommand's for a container, see [`meta::of_line`]), in one
+/// (the subcommand's for a container, see [`command_table::of_line`]), in one
 /// lookup for a command without subcommands. `(None, None)` for a name
 /// Redis does not know; `(None, Some(meta))` for one the engine does not
 /// run.
@@ -142,8 +148,8 @@ pub(crate) fn described(args: &[&[u8]]) -> (Option<&'static Spec>, Option<&'stat
     };
     match TABLE.get(name) {
         Some((spec, Some(top))) if top.subcommands.is_empty() => (Some(spec), Some(top)),
-        Some((spec, _)) => (Some(spec), meta::of_line(args)),
-        None => (None, meta::of_line(args)),
+        Some((spec, _)) => (Some(spec), command_table::of_line(args)),
+        None => (None, command_table::of_line(args)),
     }
 }
 
@@ -247,8 +253,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) db: usize,
     pub(crate) now: i64,
     /// Whether the command may block (BLPOP...), and whether it did: see
-    /// [`crate::blocking`].
-    pub(crate) block: crate::blocking::BlockSlot,
+    /// [`crate::command::blocking`].
+    pub(crate) block: blocking::BlockSlot,
     /// The client's protocol, 2 or 3 (HELLO). Replies are built typed
     /// (maps, sets, doubles) whatever it is and lowered to RESP2 in one
     /// place; a command reads it only where Redis's own command does
@@ -260,6 +266,22 @@ impl Ctx<'_> {
     /// Whether the client speaks RESP3.
     pub(crate) fn resp3(&self) -> bool {
         self.resp >= 3
+    }
+}
+
+impl Ctx<'_> {
+    /// Publishes the keyspace event `event` (Redis's name: `"lpush"`,
+    /// `"del"`, ...) of class `class` (see [`crate::notify::class`]) for `key` of the
+    /// selected database, as configured by `notify-keyspace-events`. Call
+    /// it after the change, where Redis calls `notifyKeyspaceEvent`.
+    pub(crate) fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let db = self.db;
+        self.store.notify(db, class, event, key);
+    }
+
+    /// [`Self::notify`] for a key of another database (MOVE, COPY ... DB).
+    pub(crate) fn notify_in(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        self.store.notify(db, class, event, key);
     }
 }
 
@@ -422,4 +444,159 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
     ctx.store.flush_notifications();
     ctx.store.command_stats.record(spec, result.is_err());
     result
+}
+
+/// The number of databases, as Redis's default `databases 16`.
+pub(crate) const DATABASES: usize = 16;
+
+/// All numbered databases of one engine, its configuration, and the
+/// server state commands share (stats, scripts, blocked clients, ACL).
+#[derive(Debug)]
+pub(crate) struct Store {
+    pub(crate) dbs: Vec<Keyspace>,
+    /// CONFIG GET / SET's parameters. Change them through
+    /// [`Store::set_config`] so that the keyspaces see the new limits.
+    pub(crate) config: Config,
+    /// When the engine started, in Unix ms (INFO's uptime).
+    pub(crate) started_ms: i64,
+    /// Commands run since the start or CONFIG RESETSTAT (INFO stats).
+    pub(crate) commands_processed: u64,
+    /// Calls per command (INFO commandstats), reset with the above.
+    pub(crate) command_stats: stats::CommandStats,
+    /// RESP connections open now, and ever accepted (INFO).
+    pub(crate) connected_clients: usize,
+    pub(crate) connections_received: u64,
+    /// 40 random hex digits naming this engine's run (INFO's `run_id`).
+    pub(crate) run_id: String,
+    /// The running script, as other connections see it.
+    pub(crate) busy: std::sync::Arc<script::busy::Busy>,
+    /// A script is running: SORT BY a constant sorts sets, as Redis does
+    /// for scripts.
+    pub(crate) in_script: bool,
+    /// EVAL's Lua state and script cache.
+    pub(crate) scripts: script::Scripts,
+    /// FUNCTION's libraries (server state: FLUSHALL leaves them).
+    pub(crate) functions: script::library::Functions,
+    /// Cluster mode (`cluster-enabled yes`): one node serving every slot,
+    /// refusing what a cluster node refuses (see `cluster`).
+    pub(crate) cluster_enabled: bool,
+    /// The IP and port the RESP server announces in CLUSTER SLOTS, SHARDS
+    /// and NODES (cluster mode, served over RESP).
+    pub(crate) announced: Option<(String, u16)>,
+    /// Pub/Sub's subscribers and what they listen to.
+    pub(crate) pubsub: crate::pubsub::Registry,
+    /// `notify-keyspace-events` (`notify::class` bits), 0 when off.
+    pub(crate) notify_flags: u32,
+    /// The clients blocked on keys (BLPOP...): see `blocking`.
+    pub(crate) waiters: blocking::Waiters,
+    /// ACL's users and log, and who runs the current command.
+    pub(crate) acl: crate::acl::Acl,
+    /// A RESP connection's output buffer, lent to the command running now
+    /// when that command may write its reply there itself (LRANGE, see
+    /// `command::lists::lrange`): a reply of many elements then costs no
+    /// typed value and no heap block per element, which were half of
+    /// LRANGE's time. `None` everywhere else (in-process calls, scripts,
+    /// transactions), where commands build typed replies.
+    pub(crate) reply_out: Option<Vec<u8>>,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        let config = Config::default();
+        let limits = config.limits();
+        let busy = std::sync::Arc::new(script::busy::Busy::default());
+        Store {
+            dbs: (0..DATABASES)
+                .map(|_| {
+                    let mut ks = Keyspace::default();
+                    ks.set_limits(limits);
+                    ks
+                })
+                .collect(),
+            config,
+            started_ms: 0,
+            commands_processed: 0,
+            command_stats: Default::default(),
+            connected_clients: 0,
+            connections_received: 0,
+            run_id: (0..40)
+                .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+                .collect(),
+            in_script: false,
+            scripts: script::Scripts::new(busy.clone()),
+            functions: script::library::Functions::new(busy.clone()),
+            busy,
+            cluster_enabled: false,
+            announced: None,
+            reply_out: None,
+            pubsub: {
+                let mut registry = crate::pubsub::Registry::default();
+                registry.set_limit(limits.pubsub_limit);
+                registry
+            },
+            notify_flags: limits.notify,
+            waiters: Default::default(),
+            acl: Default::default(),
+        }
+    }
+}
+
+impl Store {
+    /// CONFIG SET: validates and stores the pairs, then hands the new
+    /// limits to every keyspace.
+    pub(crate) fn set_config(&mut self, pairs: &[&[u8]]) -> Result<(), CmdError> {
+        self.config.set(pairs)?;
+        // `requirepass` is the default user's password, as in Redis;
+        // `acllog-max-len` bounds ACL LOG.
+        let named = |name: &str| {
+            pairs
+                .iter()
+                .step_by(2)
+                .any(|p| p.eq_ignore_ascii_case(name.as_bytes()))
+        };
+        if named("requirepass") {
+            let password = self.config.get("requirepass").as_bytes().to_vec();
+            crate::acl::set_requirepass(&mut self.acl, &password);
+        }
+        if named("acllog-max-len") {
+            self.acl.log_limit = self.config.get("acllog-max-len").parse().unwrap_or(128);
+        }
+        let limits = self.config.limits();
+        for ks in &mut self.dbs {
+            ks.set_limits(limits);
+            // Events logged under the old flags are not published late.
+            ks.take_events();
+        }
+        self.pubsub.set_limit(limits.pubsub_limit);
+        self.notify_flags = limits.notify;
+        Ok(())
+    }
+
+    /// Publishes a keyspace event of `key` in `db` (see `notify`), after
+    /// the events the keyspaces logged themselves before it.
+    pub(crate) fn notify(&mut self, db: usize, class: u32, event: &str, key: &[u8]) {
+        if !crate::notify::enabled(self.notify_flags, class) {
+            return;
+        }
+        self.flush_notifications();
+        self.publish_event(db, event, key);
+    }
+
+    /// Publishes the events the keyspaces logged (`new`, `expired`).
+    pub(crate) fn flush_notifications(&mut self) {
+        if self.notify_flags == 0 {
+            return;
+        }
+        for db in 0..self.dbs.len() {
+            for (event, key) in self.dbs[db].take_events() {
+                self.publish_event(db, event, &key);
+            }
+        }
+    }
+
+    fn publish_event(&mut self, db: usize, event: &str, key: &[u8]) {
+        for (channel, payload) in crate::notify::messages(self.notify_flags, db, event, key) {
+            self.pubsub.publish(&channel, &payload);
+        }
+    }
 }

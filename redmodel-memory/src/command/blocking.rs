@@ -63,12 +63,12 @@ use parking_lot::{Condvar, Mutex};
 use redis::Value as Reply;
 use tokio::sync::Notify;
 
+use crate::command::Store;
 use crate::command::{CmdResult, Ctx, Spec};
 use crate::error::CmdError;
 use crate::float::LongDouble;
 use crate::keyspace::Key;
 use crate::reply;
-use crate::store::Store;
 use crate::Engine;
 
 /// A waiter's attempt to serve itself from a ready key (see the module's

@@ -2,7 +2,7 @@
 //! outside (the keyspace, big hashes, sets and sorted sets, WATCH and
 //! blocking tables).
 //!
-//! std's `RandomState` (SipHash-1-3) took a good part of a lookup's time
+//! std's `RandomState` (SipHash-1-3) costs a good part of a lookup's time
 //! on the short keys Redis workloads use; foldhash (hashbrown's own
 //! default) hashes them several times faster. Keys come from clients, so
 //! the seed must not be guessable: foldhash's own random state seeds

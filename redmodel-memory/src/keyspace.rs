@@ -1,7 +1,7 @@
 //! One numbered database: the keys, their values and their expiry times.
 //!
 //! Every key costs its share of each structure, so they are kept small
-//! (a key with a small hash took 234 bytes where Redis takes 139):
+//! (a key with a small hash costs Redis 139 bytes):
 //! - `slots`: the entries, in which each key has a stable position, its
 //!   slot, holding the key's [`Entry`] in place (its value, the key's
 //!   bytes, inline up to 16, its encoding history and its last access: 56
@@ -373,7 +373,7 @@ impl Keyspace {
 
     /// The slot of `key` if it is live; an expired key is deleted, as by
     /// [`Self::expire_if_needed`]. One lookup where that and a `find`
-    /// took two when some key has a TTL.
+    /// take two when some key has a TTL.
     fn live_slot(&mut self, key: &[u8], now: i64) -> Option<u32> {
         let slot = self.find(key)?;
         if !self.slot_expired(slot, now) {

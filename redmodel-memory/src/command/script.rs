@@ -388,7 +388,7 @@ fn run(
 /// Sets the globals `KEYS` and `ARGV` to new tables of the strings.
 ///
 /// The strings go straight onto Lua's stack: through mlua's safe API each
-/// one costs a handle, created and dropped, which took longer than the
+/// one costs a handle, created and dropped, which takes longer than the
 /// commands of a small script.
 fn set_arguments(lua: &Lua, keys: &[&[u8]], argv: &[&[u8]]) -> mlua::Result<()> {
     use mlua::ffi;

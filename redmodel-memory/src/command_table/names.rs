@@ -2,8 +2,8 @@
 //! on every command it runs (the command itself, its description).
 //!
 //! Why not a `HashMap` keyed by the lower-case name: lower-casing a
-//! request's name into a stack buffer and hashing that buffer stalled the
-//! processor on the buffer it had just written (perf put a sixth of an
+//! request's name into a stack buffer and hashing that buffer stalls the
+//! processor on the buffer it has just written (perf puts a sixth of an
 //! in-process `incr` on these two lookups). Here the name is folded to
 //! lower case as it is hashed, one pass over the request's own bytes, and
 //! the entry found is compared case-insensitively.

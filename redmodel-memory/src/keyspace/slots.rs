@@ -1,9 +1,9 @@
 //! [`Slots`]: the keyspace's entries by slot, in place.
 //!
-//! Entries used to be boxed, one heap block each, behind a vector of
-//! pointers: a lookup then loaded the index's slot, the slot's pointer and
-//! the entry, three dependent cache misses on a big keyspace (the
-//! profile of `redis-benchmark -r 100000` showed them), and each key paid
+//! Entries boxed one heap block each, behind a vector of pointers, would
+//! make a lookup load the index's slot, the slot's pointer and
+//! the entry, three dependent cache misses on a big keyspace (a profile
+//! of `redis-benchmark -r 100000` shows them), and each key would pay
 //! a pointer and a block header besides its entry. Here the entries sit in
 //! chunks of [`CHUNK`]: slot `s` is entry `s % CHUNK` of chunk `s /
 //! CHUNK`, one load from the (small, cached) list of chunks away. A chunk

@@ -1,14 +1,14 @@
 //! The value of a Redis list, packed as Redis's quicklist packs it.
 //!
 //! A `VecDeque<Vec<u8>>` costs 24 bytes of slot plus a heap block (32
-//! bytes at least) per element: a list of 1,000 short strings took 49 kB
-//! where Redis takes 14 kB. Here, as in Redis's quicklist of listpacks, a
+//! bytes at least) per element: a list of 1,000 short strings would take
+//! 49 kB where Redis takes 14 kB. Here, as in Redis's quicklist of listpacks, a
 //! list is a sequence of chunks, each one buffer of elements, each element
 //! its length (LEB128, one byte below 128), its bytes, then its length
 //! again, its bytes reversed: a chunk reads from either end, as a
-//! listpack's entries end with their length for that (a pop at the tail
-//! used to read its chunk from the start, two fifths of RPOP's cost under
-//! redis-benchmark). A chunk holds up to [`CHUNK_BYTES`] bytes (Redis's
+//! listpack's entries end with their length for that (reading a chunk
+//! from the start for a pop at the tail would be two fifths of RPOP's cost
+//! under redis-benchmark). A chunk holds up to [`CHUNK_BYTES`] bytes (Redis's
 //! `list-max-listpack-size -2`, 8 kB) unless a single element is bigger,
 //! and up to [`CHUNK_ENTRIES`] elements. Pushing and popping at either end
 //! touches one chunk (shifting at most a chunk's bytes, as a listpack

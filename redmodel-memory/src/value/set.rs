@@ -2,7 +2,7 @@
 //!
 //! A `HashSet<Vec<u8>>` costs a table slot plus a heap block per member:
 //! about 90 bytes a member whatever its size, so a set of ten small
-//! integers took 900 bytes where Redis's intset takes about 40. So:
+//! integers would take 900 bytes where Redis's intset takes about 40. So:
 //! - an integer set: a set of integers only, at most
 //!   [`MAX_INTSET_ENTRIES`] (Redis's default `set-max-intset-entries`), is
 //!   a sorted array of integers in one buffer, each at the width of the

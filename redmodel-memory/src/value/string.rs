@@ -2,10 +2,11 @@
 //! entry when short, as Redis's `embstr` keeps a short string inside its
 //! object.
 //!
-//! A `Vec<u8>` cost a heap block of its own per string key (24 bytes at
-//! least, on top of the entry): a plain `SET key:i i` took 97 bytes where
-//! Redis takes 73. Most values are short (numbers, ids, flags), and up to
-//! [`INLINE`] bytes they now live in the entry's own 32 bytes of value.
+//! A `Vec<u8>` would cost a heap block of its own per string key (24 bytes
+//! at least, on top of the entry): a plain `SET key:i i` would take 97
+//! bytes where Redis takes 73. Most values are short (numbers, ids, flags),
+//! and up to [`INLINE`] bytes they live in the entry's own 32 bytes of
+//! value.
 //! A string edited in place (APPEND, SETRANGE, SETBIT...) becomes a
 //! vector, which grows in amortized time as before (and Redis's `raw`).
 

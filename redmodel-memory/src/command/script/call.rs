@@ -6,7 +6,7 @@
 //! so it is lent to them through [`enter`] and [`with`]: a pointer in a
 //! thread-local slot, set for the length of the script. mlua's safe tool
 //! for lending a borrow to Lua, `Lua::scope`, creates and destroys a Rust
-//! function per EVAL: it was a third of the cost of a small script in
+//! function per EVAL: a third of the cost of a small script in
 //! process (measured in `bench_models`' `incr`), where a whole script
 //! should cost a few commands.
 
@@ -214,7 +214,7 @@ fn command_args(values: MultiValue) -> Result<(Vec<u8>, Vec<usize>), String> {
     if values.is_empty() {
         return Err("ERR Please specify at least one argument for this redis lib call".into());
     }
-    // Sized for the usual short arguments: growing it took more than
+    // Sized for the usual short arguments: growing it costs more than
     // running many a command.
     let mut bytes = Vec::with_capacity(32 * values.len());
     let mut ends = Vec::with_capacity(values.len());

@@ -145,7 +145,7 @@ const SPECIAL: [(&str, std::ffi::c_int); 7] = [
 
 /// Whether `t` has one of the [`SPECIAL`] fields, with its type. Looked up
 /// on Lua's stack directly: through mlua each lookup made a Lua string
-/// and a handle, and the seven of them were a sixth of a small script's
+/// and a handle, and the seven of them would be a sixth of a small script's
 /// cost in process (every table a script returns is checked, arrays
 /// included).
 fn has_special_field(lua: &Lua, t: &Table) -> mlua::Result<bool> {

@@ -97,29 +97,34 @@
 //! One module per concept. Each uses only modules of the layers below
 //! it, and the traits of this module (`Model`, `Admin`, `OwnerKind`),
 //! which every one of them needs; no two modules import each other,
-//! directly or not:
+//! directly or not (`tests/model/layers.rs` checks it):
 //!
 //! 0. `codec` (field values as stored text), [`key`] (the key layout, pk
 //!    segments), `reply` (server errors and replies, named by key),
-//!    `scan` (SCAN), `steps` (a write of single-slot groups: one
-//!    MULTI/EXEC, or ordered steps in the cluster layout): none
+//!    `scan` (SCAN): none
 //! 1. `field` (typed field handles): codec
 //! 2. `object` ([`ObjectRef`] and its reads): codec, field, key, reply,
 //!    scan
 //! 3. [`expiry`] (times to live): key, object, scan; `live` (reads that
-//!    leave out and prune the entries of gone objects): codec, object;
-//!    `member` ([`AsMember`]): object; `referrer` (the registry of where
-//!    references to a model are stored): key, object
+//!    leave out and prune the entries of gone objects, unique entries'
+//!    holders): codec, object; `member` ([`AsMember`]): object;
+//!    `referrer` (the registry of where references to a model are stored,
+//!    and the clearing of one): key, object; `read` (reading objects by
+//!    position): object, reply
 //! 4. [`index`] (declared indexes and their queries): codec, key, live,
 //!    member, object, scan; `relation` ([`MemberList`], [`RelationRef`]):
-//!    expiry, key, live, member, object, reply, steps
-//! 5. `write` (an object's write path: `set`, `set_many`, `incr`,
-//!    `insert`, `set_value`, `delete`, and the index entries each write
-//!    changes; `write::stepped`, the same in the cluster layout): codec,
-//!    field, index, key, live, object, referrer, reply; [`composite`]: index;
-//!    [`migrate`]: index, key, object, scan, write
-//! 6. [`cascade`] (deleting an admin and every reference to it): key,
-//!    object, referrer, scan, write
+//!    expiry, key, live, member, object, reply
+//! 5. `write` (an object's writes: `set`, `set_many`, `incr`, `insert`,
+//!    `set_value`, `delete`, and the index entries each write changes;
+//!    `write::stepped`, the same in the cluster layout): codec, field,
+//!    index, key, live, object, referrer, reply; [`composite`]: index
+//! 6. [`migrate`]: index, key, live, object, scan, write; [`cascade`]
+//!    (deleting an admin and every reference to it): key, object,
+//!    referrer, scan, write; `transaction` (typed optimistic
+//!    transactions): codec, field, index, object, read, reply, write
+//! 7. [`check`] (checking and repairing stored data, and the registry of
+//!    declarations it walks): index, key, live, migrate, object, referrer,
+//!    relation, scan
 //!
 //! # Key layouts
 //!
@@ -129,16 +134,19 @@
 //! (`{teacher:A}:class`), so an admin and its subtree share a slot. In
 //! that layout an object and its index entries, or the two sides of a
 //! link, are in different slots: the operations that span them run as
-//! ordered single-slot steps (`write::stepped`, `steps`, the cascade's
-//! cluster path), each idempotent, in an order where a crash between two
+//! ordered single-slot steps (`write::stepped`, `db`'s plans,
+//! the cascade's cluster path), each idempotent, in an order where a crash between two
 //! steps leaves only entries the reads skip and prune, or that
 //! [`migrate::rebuild_indexes`] repairs. The guide's performance page
 //! (`docs/performance.md`) lists, per
 //! operation, its steps and round trips in each layout.
 //!
-//! Outside `model`, the sync hooks (`crate::sync_hook`) sit below both
-//! `db` and `model`, and the retry loop (`crate::optimistic`) below
-//! `model`: `model` imports `db`, never the reverse.
+//! Outside `model`: `db` (the handle, the backends, and how every read
+//! and write runs: plans, checked scripts, WATCH transactions and their
+//! retry policy) sits below it, above `command`, `error`, `layout` and
+//! the sync hooks (`crate::sync_hook`): `model` imports `db`, never the
+//! reverse. The model layer says what a write is; `db` decides how it
+//! runs on each backend and key layout.
 //!
 //! The methods of [`ObjectRef`] are defined in the module of their
 //! concern (reads in `object`, writes in `write`, `expire` in `expiry`,

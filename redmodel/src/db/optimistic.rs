@@ -22,7 +22,7 @@
 //! sorted-score resync, the cascading delete, migration batches, pruning
 //! of dead index entries, and lock release / extend. The one optimistic
 //! path without WATCH, the checked script of unique and tag writes
-//! (`model/write/checked.rs`), retries with the same policy. A path supplies one attempt (read under WATCH, then
+//! (`db/plan/checked.rs`), retries with the same policy. A path supplies one attempt (read under WATCH, then
 //! [`RawTransaction::exec`]); the loop supplies the connection, the retries,
 //! the pauses and the [`Error::Conflict`] at the end.
 //!

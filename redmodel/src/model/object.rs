@@ -34,6 +34,18 @@ pub type Ref<M> = ObjectRef<M>;
 ///
 /// Two handles are equal when their keys are: keys are canonical, so this
 /// is the same as equal pks (and owners).
+///
+/// # Its operations, by concern
+///
+/// | concern | methods | defined in |
+/// |---|---|---|
+/// | key and handle | [`key`](Self::key), [`pk`](Self::pk), [`owner`](Self::owner), [`parse`](Self::parse), [`sub`](Self::sub) | `model/object.rs` |
+/// | reads | [`exists`](Self::exists), [`get`](Self::get), [`get_fields`](Self::get_fields), [`load`](Self::load), [`load_many`](Self::load_many), [`load_all`](Self::load_all), [`scan`](Self::scan) | `model/object.rs`, by position in `model/read.rs` |
+/// | writes | [`insert`](Self::insert), [`set`](Self::set), [`set_many`](Self::set_many), [`incr`](Self::incr), [`delete`](Self::delete) | `model/write.rs` |
+/// | sub-objects | [`insert_sub`](Self::insert_sub), [`load_subs`](Self::load_subs), [`scan_subs`](Self::scan_subs) | `model/object.rs` |
+/// | expiry | [`expire`](Self::expire), [`persist`](Self::persist), [`ttl`](Self::ttl), [`expire_tree`](Self::expire_tree) | `model/expiry.rs` |
+/// | relations | [`relation`](Self::relation) | `model/relation.rs` |
+/// | cascading delete | [`delete_cascade`](Self::delete_cascade) | `model/cascade.rs` |
 pub struct ObjectRef<M: Model> {
     owner: OwnerRef<M>,
     pk: M::Pk,

@@ -221,8 +221,6 @@ impl Facts {
             if let Some(head @ None) = self.get_mut(key, None) {
                 *head = Some(rest[0].to_vec());
             }
-        } else if is("PEXPIRE") || is("EXPIRE") || is("PERSIST") {
-            // A time to live changes no value.
         } else if let (true, Some(last)) = (is("LPUSH"), rest.last()) {
             if let Some(head) = self.get_mut(key, None) {
                 *head = Some(last.to_vec());

@@ -67,7 +67,7 @@ use tokio::net::TcpStream;
 
 /// Bytes one read takes before it lets its connection run them: a client
 /// that sends without pause must not keep its connection reading forever.
-/// What is left is read at once the next time, without waiting its turn.
+/// What is left is read the next time, stamped then.
 const DRAIN_LIMIT: usize = 256 * 1024;
 
 /// The stamps of one server's connections.
@@ -104,18 +104,13 @@ impl Line {
         if seat.stamp.load(Ordering::Relaxed) != 0 || seat.away.load(Ordering::Relaxed) {
             return;
         }
-        stamps.last += 1;
-        let stamp = stamps.last;
-        stamps.held.push_back((stamp, None));
-        seat.stamp.store(stamp, Ordering::Relaxed);
+        seat.stamp.store(stamps.next(), Ordering::Relaxed);
     }
 
-    /// Takes `seat`'s stamp of unread bytes back if it is `only` (any
-    /// stamp if `None`).
-    fn give_back(&self, seat: &Seat, only: Option<u64>) {
+    /// Takes `seat`'s stamp of unread bytes back if it is still `stamp`.
+    fn give_back(&self, seat: &Seat, stamp: u64) {
         let mut stamps = self.stamps.lock();
-        let stamp = seat.stamp.load(Ordering::Relaxed);
-        if stamp == 0 || only.is_some_and(|only| only != stamp) {
+        if seat.stamp.load(Ordering::Relaxed) != stamp {
             return;
         }
         seat.stamp.store(0, Ordering::Relaxed);
@@ -143,12 +138,7 @@ impl Line {
             return 0;
         }
         match seat.stamp.swap(0, Ordering::Relaxed) {
-            0 => {
-                stamps.last += 1;
-                let stamp = stamps.last;
-                stamps.held.push_back((stamp, None));
-                stamp
-            }
+            0 => stamps.next(),
             stamp => stamp,
         }
     }
@@ -157,10 +147,12 @@ impl Line {
     fn set_away(&self, seat: &Seat, away: bool) {
         let mut stamps = self.stamps.lock();
         seat.away.store(away, Ordering::Relaxed);
-        let stamp = seat.stamp.swap(0, Ordering::Relaxed);
-        let next = (away && stamp != 0)
-            .then(|| release(&mut stamps, stamp))
-            .flatten();
+        let stamp = if away {
+            seat.stamp.swap(0, Ordering::Relaxed)
+        } else {
+            0
+        };
+        let next = (stamp != 0).then(|| release(&mut stamps, stamp)).flatten();
         drop(stamps);
         if let Some(next) = next {
             next.wake();
@@ -181,6 +173,15 @@ impl Line {
             }
         }
         Poll::Pending
+    }
+}
+
+impl Stamps {
+    /// A new stamp, the last in line.
+    fn next(&mut self) -> u64 {
+        self.last += 1;
+        self.held.push_back((self.last, None));
+        self.last
     }
 }
 
@@ -348,7 +349,7 @@ fn poll_read(
                 // (one a wake gives during this poll stays: its bytes
                 // are there for the next poll).
                 if woken_with != 0 {
-                    seat.line.give_back(seat, Some(woken_with));
+                    seat.line.give_back(seat, woken_with);
                 }
                 return Poll::Pending;
             }

@@ -348,8 +348,8 @@ impl Client {
         let mut input = Vec::with_capacity(READ_CHUNK);
         let mut output = Vec::new();
         loop {
-            // Bytes read after another connection's wait for it to go
-            // first (`order` module).
+            // What this connection read waits until what others read
+            // before it has locked the store (`order` module).
             self.place.turn().await;
             let next = self.process(&input, &mut output);
             self.place.leave();

@@ -19,6 +19,10 @@
 //! 1.0x to 1.4x faster). It is still a multi-thread runtime: a script
 //! past `busy-reply-threshold` hands its worker over to a new one, so
 //! that other connections get BUSY and may SCRIPT KILL it.
+//!
+//! With any number of workers, requests reach the engine in the order
+//! they arrived across connections, as on Redis: a BLPOP sent before
+//! another client's RPUSH is served first.
 
 use std::process::ExitCode;
 

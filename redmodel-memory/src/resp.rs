@@ -4,6 +4,10 @@
 //! [`serve`] binds a listener and serves every accepted connection in a
 //! tokio task of its own, with its own [`Session`] (selected database,
 //! MULTI queue, WATCHed keys, released when the connection goes away).
+//! The connections reach the engine in the order their requests arrived,
+//! as Redis's one event loop serves them, whatever runtime the server
+//! runs on (`order` module): a client that sends BLPOP before another's
+//! RPUSH is served first.
 //!
 //! # The wire, as Redis 7.0.15 handles it
 //! - Requests are RESP arrays of bulk strings or inline (telnet) lines,
@@ -60,6 +64,7 @@
 
 mod client;
 mod encode;
+mod order;
 mod request;
 mod subscriber;
 
@@ -68,8 +73,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::MutexGuard;
 use redis::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::{watch, Notify};
 use tokio::task::{JoinHandle, JoinSet};
@@ -83,6 +89,7 @@ use crate::command::Store;
 use crate::session::{Outcome, Session};
 use crate::Engine;
 use client::{client_command, hello_command_as, After, ClientCtx, ClientInfo, Peer, Registry};
+use order::{Line, Place};
 use request::{Parser, Request};
 use subscriber::Subscriber;
 
@@ -180,6 +187,7 @@ pub async fn serve(engine: Engine, addr: impl ToSocketAddrs) -> io::Result<Serve
 async fn accept_loop(listener: TcpListener, engine: Engine, mut stop: watch::Receiver<bool>) {
     let mut clients = JoinSet::new();
     let registry = Registry::default();
+    let line = Arc::new(Line::default());
     let mut last_id = 0u64;
     let for_clients = stop.clone();
     // Taken once: a connection accepted while a script runs must not wait
@@ -196,7 +204,7 @@ async fn accept_loop(listener: TcpListener, engine: Engine, mut stop: watch::Rec
                     last_id += 1;
                     // Replies must not wait for Nagle: Redis sets it too.
                     let _ = stream.set_nodelay(true);
-                    let client = Client::new(engine.clone(), last_id, &stream, registry.clone(), &busy);
+                    let client = Client::new(engine.clone(), last_id, &stream, registry.clone(), &busy, &line);
                     clients.spawn(client.run(stream, for_clients.clone()));
                 }
                 // Out of file descriptors and the like: wait a little
@@ -230,6 +238,16 @@ enum Next {
     Block,
 }
 
+/// What running one command gave.
+enum Ran {
+    /// Its reply, and what the connection does once it is sent.
+    Reply(Value, After),
+    /// The command wrote its reply into the output itself.
+    Written,
+    /// It blocked (BLPOP...) until another client serves it.
+    Blocked(Parked),
+}
+
 /// One connection's state.
 struct Client {
     engine: Engine,
@@ -254,6 +272,8 @@ struct Client {
     busy: Arc<crate::command::script::busy::Busy>,
     /// Counted in INFO's `connected_clients`.
     counted: bool,
+    /// Its place in the order the server's connections lock the store.
+    place: Place,
 }
 
 /// A connection arrives (INFO's counts).
@@ -271,6 +291,7 @@ impl Client {
         stream: &TcpStream,
         registry: Registry,
         busy: &Arc<crate::command::script::busy::Busy>,
+        line: &Arc<Line>,
     ) -> Self {
         let now = engine.now_ms();
         let kill = Arc::new(Notify::new());
@@ -317,6 +338,7 @@ impl Client {
             parked: None,
             busy: Arc::clone(busy),
             counted,
+            place: Place::new(line),
         }
     }
 
@@ -326,7 +348,11 @@ impl Client {
         let mut input = Vec::with_capacity(READ_CHUNK);
         let mut output = Vec::new();
         loop {
+            // What this connection read waits until what others read
+            // before it has locked the store (`order` module).
+            self.place.turn().await;
             let next = self.process(&input, &mut output);
+            self.place.leave();
             let consumed = self.parser.consumed();
             input.drain(..consumed);
             self.parser.discard(consumed);
@@ -334,7 +360,7 @@ impl Client {
                 return;
             }
             if !output.is_empty() {
-                if stream.write_all(&output).await.is_err() {
+                if self.write(&mut stream, &output).await.is_err() {
                     return;
                 }
                 output.clear();
@@ -347,42 +373,11 @@ impl Client {
                 }
                 Next::Write => continue,
                 Next::Block => {
-                    let Some((parked, nil_array)) = self.parked.take() else {
-                        continue;
-                    };
-                    let mut ticket = parked.ticket(&self.engine);
-                    // Input that arrives meanwhile waits in the buffer, as
-                    // in Redis; the end of the connection ends the wait
-                    // (dropping the ticket takes the client out of the
-                    // queues).
-                    let wake = {
-                        let wait = ticket.wait();
-                        tokio::pin!(wait);
-                        loop {
-                            tokio::select! {
-                                wake = &mut wait => break wake,
-                                read = stream.read_buf(&mut input) => match read {
-                                    Ok(0) | Err(_) => return,
-                                    Ok(_) if input.len() > QUERY_BUFFER_LIMIT => return,
-                                    Ok(_) => {}
-                                },
-                                () = stopped(&mut stop) => return,
-                                () = self.kill.notified() => return,
-                            }
-                        }
-                    };
-                    if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
-                        peer.blocked = None;
-                    }
-                    match wake {
-                        // Redis answers every timed-out blocked client
-                        // with the null array (RESP3's one null).
-                        Wake::TimedOut => {
-                            encode_reply(&mut output, &Value::Nil, true, self.session.resp())
-                        }
-                        Wake::Served(reply) => {
-                            encode_reply(&mut output, &reply, nil_array, self.session.resp())
-                        }
+                    let waited = self
+                        .wait_blocked(&mut stream, &mut input, &mut output, &mut stop)
+                        .await;
+                    if waited.is_none() {
+                        return;
                     }
                     continue;
                 }
@@ -391,7 +386,7 @@ impl Client {
             shrink(&mut input);
             input.reserve(READ_CHUNK);
             tokio::select! {
-                read = stream.read_buf(&mut input) => match read {
+                read = self.place.read(&stream, &mut input) => match read {
                     Ok(0) | Err(_) => return,
                     Ok(_) => {}
                 },
@@ -413,6 +408,75 @@ impl Client {
                 return;
             }
         }
+    }
+
+    /// Writes `output`. A client that does not read its replies keeps
+    /// its connection waiting here: the connection steps out of the line
+    /// meanwhile, so that the others need not wait for it.
+    async fn write(&mut self, stream: &mut TcpStream, output: &[u8]) -> io::Result<()> {
+        let mut rest = output;
+        while !rest.is_empty() {
+            match stream.try_write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => rest = rest.get(n..).unwrap_or_default(),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.place.step_away();
+                    let written = stream.write_all(rest).await;
+                    self.place.come_back();
+                    return written;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for the reply of the command that blocked (BLPOP...) and
+    /// appends it to `output`; `None` if the connection ends meanwhile.
+    /// Input that arrives meanwhile waits in the buffer, as in Redis, and
+    /// runs after the reply without waiting its turn: the connection is
+    /// out of the line while it waits.
+    async fn wait_blocked(
+        &mut self,
+        stream: &mut TcpStream,
+        input: &mut Vec<u8>,
+        output: &mut Vec<u8>,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Option<()> {
+        let Some((parked, nil_array)) = self.parked.take() else {
+            return Some(());
+        };
+        self.place.step_away();
+        // The end of the connection ends the wait (dropping the ticket
+        // takes the client out of the queues).
+        let mut ticket = parked.ticket(&self.engine);
+        let wake = {
+            let wait = ticket.wait();
+            tokio::pin!(wait);
+            loop {
+                tokio::select! {
+                    wake = &mut wait => break wake,
+                    read = self.place.read(stream, input) => match read {
+                        Ok(0) | Err(_) => return None,
+                        Ok(_) if input.len() > QUERY_BUFFER_LIMIT => return None,
+                        Ok(_) => {}
+                    },
+                    () = stopped(stop) => return None,
+                    () = self.kill.notified() => return None,
+                }
+            }
+        };
+        self.place.come_back();
+        if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
+            peer.blocked = None;
+        }
+        match wake {
+            // Redis answers every timed-out blocked client with the null
+            // array (RESP3's one null).
+            Wake::TimedOut => encode_reply(output, &Value::Nil, true, self.session.resp()),
+            Wake::Served(reply) => encode_reply(output, &reply, nil_array, self.session.resp()),
+        }
+        Some(())
     }
 
     /// Runs the complete requests in `input`, appending their replies to
@@ -460,46 +524,58 @@ impl Client {
                 continue; // `*0` or a blank line: Redis ignores them.
             }
             if store.is_none() {
-                // A script holds the lock: past its threshold, BUSY (or
-                // the kill) instead of waiting.
-                loop {
-                    if let Some(guard) = engine.shared.store.try_lock_for(Duration::from_millis(5))
-                    {
-                        store = Some(guard);
-                        break;
-                    }
-                    if self.busy.timed_out().is_some() {
-                        break;
-                    }
-                }
+                store = self.lock(&engine);
             }
             let Some(store) = store.as_mut() else {
-                if let Some(reply) = self.session.control_unlocked(args) {
-                    encode::encode(output, &reply);
-                    continue;
-                }
-                match self.busy.answer(args) {
-                    Ok(mut reply) => {
-                        if self.session.resp() < 3 {
-                            crate::reply::to_resp2(&mut reply);
-                        }
-                        encode::encode(output, &reply)
-                    }
-                    Err(e) => {
-                        let exec = is(args[0], "exec");
-                        let e = self.session.refused_unlocked(exec, &e);
-                        encode::error(output, e.as_bytes());
-                    }
-                }
+                self.answer_busy(args, output);
                 continue;
             };
             if !self.counted {
                 count_in(store);
                 self.counted = true;
             }
-            let next = self.dispatch(args, store, output);
-            if let Some(next) = next {
+            if let Some(next) = self.dispatch(args, store, output) {
                 return next;
+            }
+        }
+    }
+
+    /// Locks the store for this connection's requests, then gives its
+    /// turn back: the next connection in line waits for the lock itself,
+    /// so the store is locked in arrival order (`order` module). `None`
+    /// while a script runs past `busy-reply-threshold`: the requests are
+    /// answered BUSY (or kill it) instead of waiting.
+    fn lock<'e>(&mut self, engine: &'e Engine) -> Option<MutexGuard<'e, Store>> {
+        let store = loop {
+            if let Some(store) = engine.shared.store.try_lock_for(Duration::from_millis(5)) {
+                break Some(store);
+            }
+            if self.busy.timed_out().is_some() {
+                break None;
+            }
+        };
+        self.place.leave();
+        store
+    }
+
+    /// Answers a request while a script holds the store past its
+    /// threshold: BUSY, or the kill, or what needs no store.
+    fn answer_busy(&mut self, args: &[&[u8]], output: &mut Vec<u8>) {
+        if let Some(reply) = self.session.control_unlocked(args) {
+            encode::encode(output, &reply);
+            return;
+        }
+        match self.busy.answer(args) {
+            Ok(mut reply) => {
+                if self.session.resp() < 3 {
+                    crate::reply::to_resp2(&mut reply);
+                }
+                encode::encode(output, &reply)
+            }
+            Err(e) => {
+                let exec = is(args[0], "exec");
+                let e = self.session.refused_unlocked(exec, &e);
+                encode::error(output, e.as_bytes());
             }
         }
     }
@@ -511,36 +587,21 @@ impl Client {
         store: &mut Store,
         output: &mut Vec<u8>,
     ) -> Option<Next> {
-        let name = args[0];
         self.subscriber.resp = self.session.resp();
         // Messages published before this command precede its reply.
         if !self.subscriber.drain(output) {
             return Some(Next::Drop);
         }
         let now = self.engine.now_ms();
-        let silent = self.info.skip_this || self.info.reply_off;
         let queueing = self.session.in_transaction();
-        // Who may run what (AUTH, ACL), before anything else looks at the
-        // command; inside MULTI the session checks (and dooms the
-        // transaction) itself.
-        if !queueing {
-            if let Err(refused) = self.session.guard(store, args, now) {
-                self.record(args, now, store);
-                self.after_command();
-                self.send(output, &refused.to_value(), false, silent);
-                return None;
-            }
+        if let Some(refused) = self.refusal(args, store, now, queueing) {
+            let silent = self.silenced();
+            self.record(args, now, store);
+            self.after_command();
+            self.send(output, &refused, false, silent);
+            return None;
         }
-        // In RESP3 a subscriber may run any command (its pushes are typed
-        // apart from replies); in RESP2 only the subscription commands.
-        if self.session.resp() < 3 && self.subscriber.is_subscribed(store) {
-            if let Some(refused) = subscriber::refusal(args) {
-                self.record(args, now, store);
-                self.after_command();
-                self.send(output, &refused.to_value(), false, silent);
-                return None;
-            }
-        }
+        let name = args[0];
         if is(name, "quit") {
             encode::encode(output, &Value::Okay);
             return Some(Next::Close);
@@ -549,143 +610,240 @@ impl Client {
             return Some(Next::Drop);
         }
         if !queueing && subscriber::is_subscription_command(name) {
-            match command::lookup(name) {
-                Some(spec) if !spec.arity_ok(args.len()) => {
-                    self.send(
-                        output,
-                        &command::wrong_arity(spec).to_value(),
-                        false,
-                        silent,
-                    );
-                }
-                // Confirmations are pushes: CLIENT REPLY does not silence them.
-                _ => self.subscriber.run(store, args, output),
-            }
-            self.record(args, now, store);
-            self.after_command();
+            self.subscription(args, store, now, output);
             return None;
         }
         if is(name, "reset") {
-            self.subscriber.reset(store);
-            self.info.name = None;
-            self.info.reply_off = false;
-            self.info.skip_next = false;
+            self.reset(store);
         }
-        let mut after = After::Continue;
-        // Where this command's reply starts, and whether the command
-        // wrote it there itself (see `Store::reply_out`).
+        // Where this command's reply starts, if the command writes it
+        // there itself (see `Store::reply_out`).
         let reply_start = output.len();
-        let mut written = false;
-        let reply = if is(name, "ping")
-            && !queueing
-            && self.session.resp() < 3
-            && self.subscriber.is_subscribed(store)
-        {
+        let (reply, mut after) = match self.run_command(args, store, now, output, queueing) {
+            Ran::Reply(reply, after) => (Some(reply), after),
+            Ran::Written => (None, After::Continue),
+            Ran::Blocked(parked) => {
+                self.park(args, store, now, parked);
+                return Some(Next::Block);
+            }
+        };
+        self.record(args, now, store);
+        if self.closed_by_acl(store) {
+            after = After::Close;
+        }
+        // Read after the command: CLIENT REPLY OFF silences its own reply,
+        // ON does not, SKIP has none.
+        let silent = self.silenced() || self.info.skip_next;
+        self.after_command();
+        let Some(reply) = reply else {
+            if silent {
+                output.truncate(reply_start);
+            }
+            return None;
+        };
+        if after == After::Close {
+            self.send(output, &reply, false, silent);
+            return Some(Next::Close);
+        }
+        self.send_reply(args, &reply, queueing, silent, output);
+        None
+    }
+
+    /// Why this command may not run: its user may not (AUTH, ACL: inside
+    /// MULTI the session checks, and dooms the transaction, itself), or
+    /// RESP2's subscribed mode, where only the subscription commands run
+    /// (in RESP3 a subscriber may run any command: its pushes are typed
+    /// apart from replies).
+    fn refusal(
+        &mut self,
+        args: &[&[u8]],
+        store: &mut Store,
+        now: i64,
+        queueing: bool,
+    ) -> Option<Value> {
+        if !queueing {
+            if let Err(refused) = self.session.guard(store, args, now) {
+                return Some(refused.to_value());
+            }
+        }
+        if self.session.resp() < 3 && self.subscriber.is_subscribed(store) {
+            return subscriber::refusal(args).map(|refused| refused.to_value());
+        }
+        None
+    }
+
+    /// SUBSCRIBE and the like: their confirmations are pushes, which
+    /// CLIENT REPLY does not silence.
+    fn subscription(&mut self, args: &[&[u8]], store: &mut Store, now: i64, output: &mut Vec<u8>) {
+        match command::lookup(args[0]) {
+            Some(spec) if !spec.arity_ok(args.len()) => {
+                let silent = self.silenced();
+                self.send(
+                    output,
+                    &command::wrong_arity(spec).to_value(),
+                    false,
+                    silent,
+                );
+            }
+            _ => self.subscriber.run(store, args, output),
+        }
+        self.record(args, now, store);
+        self.after_command();
+    }
+
+    /// RESET's part in the connection's own state (the session resets the
+    /// rest when it runs the command).
+    fn reset(&mut self, store: &mut Store) {
+        self.subscriber.reset(store);
+        self.info.name = None;
+        self.info.reply_off = false;
+        self.info.skip_next = false;
+    }
+
+    /// Runs a command: the ones about the connection here, the others in
+    /// the session.
+    fn run_command(
+        &mut self,
+        args: &[&[u8]],
+        store: &mut Store,
+        now: i64,
+        output: &mut Vec<u8>,
+        queueing: bool,
+    ) -> Ran {
+        let name = args[0];
+        if queueing {
+            return self.execute(args, store, now, output, queueing);
+        }
+        if is(name, "ping") && self.session.resp() < 3 && self.subscriber.is_subscribed(store) {
             // Redis 7.0 answers PING in subscribed mode (RESP2) with an
             // array, so that it reads like the messages around it.
-            match args {
+            let reply = match args {
                 [_] => reply::bulks([&b"pong"[..], b""]),
                 [_, message] => reply::bulks([&b"pong"[..], message]),
                 _ => command::arity_error(args).to_value(),
-            }
-        } else if is(name, "client") && !queueing {
+            };
+            return Ran::Reply(reply, After::Continue);
+        }
+        if is(name, "client") {
             let mut cx = ClientCtx {
                 registry: &self.registry,
                 now,
-                store: &mut *store,
+                store,
             };
-            let (reply, then) = client_command(&mut self.info, &mut cx, args);
-            after = then;
-            reply
-        } else if is(name, "hello") && !queueing {
+            let (reply, after) = client_command(&mut self.info, &mut cx, args);
+            return Ran::Reply(reply, after);
+        }
+        if is(name, "hello") {
             let mut resp = self.session.resp();
             let session = &mut self.session;
             let reply = hello_command_as(&mut self.info, &mut resp, args, &mut |login| {
                 session.login(store, name, login, now)
             });
             self.session.set_resp(resp);
-            reply
-        } else {
-            if !queueing {
-                self.session.guarded();
+            return Ran::Reply(reply, After::Continue);
+        }
+        self.execute(args, store, now, output, queueing)
+    }
+
+    /// Runs a command of the engine's table (or queues it, in MULTI).
+    fn execute(
+        &mut self,
+        args: &[&[u8]],
+        store: &mut Store,
+        now: i64,
+        output: &mut Vec<u8>,
+        queueing: bool,
+    ) -> Ran {
+        if !queueing {
+            self.session.guarded();
+        }
+        // LRANGE may write its reply straight into `output`: lent to it
+        // through the store, taken back after. Only the command run here,
+        // not a queued one (EXEC's reply is an array of typed replies) nor
+        // one that runs others (a script's calls).
+        let lent_at = (!queueing && is(args[0], "lrange")).then(|| {
+            let at = output.len();
+            store.reply_out = Some(std::mem::take(output));
+            at
+        });
+        let outcome = self.session.execute_or_block(store, args, now, true);
+        if let Some(at) = lent_at {
+            *output = store.reply_out.take().unwrap_or_default();
+            // Any reply is at least an array header.
+            if output.len() > at {
+                return Ran::Written;
             }
-            // LRANGE may write its reply straight into `output`: lent to
-            // it through the store, taken back after. Only the command
-            // run here, not a queued one (EXEC's reply is an array of
-            // typed replies) nor one that runs others (a script's calls).
-            let lend = !queueing && is(name, "lrange");
-            if lend {
-                store.reply_out = Some(std::mem::take(output));
-            }
-            let outcome = self.session.execute_or_block(store, args, now, true);
-            if lend {
-                *output = store.reply_out.take().unwrap_or_default();
-                // Any reply is at least an array header.
-                written = output.len() > reply_start;
-            }
-            match outcome {
-                Outcome::Reply(reply) => reply,
-                Outcome::Blocked(parked) => {
-                    self.record(args, now, store);
-                    if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
-                        peer.blocked = Some(parked.id());
-                    }
-                    self.parked = Some((parked, replies_null_array(args)));
-                    return Some(Next::Block);
-                }
-            }
-        };
+        }
+        match outcome {
+            Outcome::Reply(reply) => Ran::Reply(reply, After::Continue),
+            Outcome::Blocked(parked) => Ran::Blocked(parked),
+        }
+    }
+
+    /// The command blocked: the connection waits for `parked`'s reply.
+    fn park(&mut self, args: &[&[u8]], store: &mut Store, now: i64, parked: Parked) {
         self.record(args, now, store);
-        // ACL DELUSER: the deleted users' connections are closed, this one
-        // after its reply.
-        if !store.acl.deleted.is_empty() && self.close_deleted_users(store) {
-            after = After::Close;
+        if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
+            peer.blocked = Some(parked.id());
         }
-        // ACL SETUSER took channels away: its subscribers that now listen
-        // to a channel they may not are closed.
-        if !store.acl.channels_revoked.is_empty() && self.close_revoked_subscribers(store) {
-            after = After::Close;
-        }
-        // Read after the command: CLIENT REPLY OFF silences its own reply,
-        // ON does not, SKIP has none.
-        let silent = self.info.skip_this || self.info.reply_off || self.info.skip_next;
-        self.after_command();
-        if written {
-            if silent {
-                output.truncate(reply_start);
-            }
-            return None;
-        }
-        if after == After::Close {
-            self.send(output, &reply, false, silent);
-            return Some(Next::Close);
-        }
+        self.parked = Some((parked, replies_null_array(args)));
+    }
+
+    /// ACL DELUSER closes the deleted users' connections, ACL SETUSER the
+    /// subscribers left listening to channels they may no longer hear;
+    /// whether this connection is among them (it closes after its reply).
+    fn closed_by_acl(&mut self, store: &mut Store) -> bool {
+        let deleted = !store.acl.deleted.is_empty() && self.close_deleted_users(store);
+        let revoked =
+            !store.acl.channels_revoked.is_empty() && self.close_revoked_subscribers(store);
+        deleted || revoked
+    }
+
+    /// Sends a command's reply, keeping track of the commands queued since
+    /// MULTI so that EXEC's array has each nil as Redis sends it.
+    fn send_reply(
+        &mut self,
+        args: &[&[u8]],
+        reply: &Value,
+        queueing: bool,
+        silent: bool,
+        output: &mut Vec<u8>,
+    ) {
+        let name = args[0];
         if !queueing && is(name, "multi") {
             self.queued_nil_arrays.clear();
         } else if queueing {
-            if matches!(&reply, Value::SimpleString(s) if s == "QUEUED") {
+            if matches!(reply, Value::SimpleString(s) if s == "QUEUED") {
                 self.queued_nil_arrays.push(replies_null_array(args));
             } else if is(name, "exec") || is(name, "discard") {
                 let nil_arrays = std::mem::take(&mut self.queued_nil_arrays);
-                if let Value::Array(replies) = &reply {
+                if let Value::Array(replies) = reply {
                     if replies.len() == nil_arrays.len() {
-                        if silent {
-                            return None;
+                        if !silent {
+                            self.send_exec(replies, &nil_arrays, output);
                         }
-                        encode::array_header(output, replies.len());
-                        for (reply, &nil_array) in replies.iter().zip(&nil_arrays) {
-                            encode_reply(output, reply, nil_array, self.session.resp());
-                        }
-                        return None;
+                        return;
                     }
                 }
             }
         }
         // Which null a nil is matters only for a nil (and the name test
         // is not free: it ran for every reply).
-        let nil_array = reply == Value::Nil && replies_null_array(args);
-        self.send(output, &reply, nil_array, silent);
-        None
+        let nil_array = *reply == Value::Nil && replies_null_array(args);
+        self.send(output, reply, nil_array, silent);
+    }
+
+    /// EXEC's replies, each nil as its queued command sends it.
+    fn send_exec(&self, replies: &[Value], nil_arrays: &[bool], output: &mut Vec<u8>) {
+        encode::array_header(output, replies.len());
+        for (reply, &nil_array) in replies.iter().zip(nil_arrays) {
+            encode_reply(output, reply, nil_array, self.session.resp());
+        }
+    }
+
+    /// Whether CLIENT REPLY silences the command being run.
+    fn silenced(&self) -> bool {
+        self.info.skip_this || self.info.reply_off
     }
 
     /// Writes a reply unless CLIENT REPLY silences it.

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use super::cluster::ClusterBackend;
 use super::server::ServerBackend;
-use super::url::{check_features, open_client, transport, Transport};
+use super::url::{check_features, open_client};
 #[cfg(feature = "tls")]
-use super::url::{install_crypto_provider, scheme_of};
+use super::url::{install_crypto_provider, scheme_of, transport, Transport};
 use super::Db;
 use crate::error::{Error, Result};
 
@@ -175,6 +175,7 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::url::{transport, Transport};
     use crate::Db;
 
     #[test]

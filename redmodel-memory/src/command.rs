@@ -34,6 +34,7 @@ mod keys;
 mod lcs;
 mod lists;
 mod object;
+pub(crate) mod pause;
 mod pops;
 mod pubsub;
 pub(crate) mod script;
@@ -498,6 +499,8 @@ pub(crate) struct Store {
     /// LRANGE's time. `None` everywhere else (in-process calls, scripts,
     /// transactions), where commands build typed replies.
     pub(crate) reply_out: Option<Vec<u8>>,
+    /// CLIENT PAUSE's pause, if one is on.
+    pub(crate) pause: pause::ClientPause,
 }
 
 impl Default for Store {
@@ -537,6 +540,7 @@ impl Default for Store {
             notify_flags: limits.notify,
             waiters: Default::default(),
             acl: Default::default(),
+            pause: Default::default(),
         }
     }
 }

@@ -80,7 +80,7 @@ use crate::reply;
 
 use crate::command::blocking::{Parked, Wake};
 use crate::command::Store;
-use crate::session::{Outcome, Session};
+use crate::session::{Outcome, Paused, Session};
 use crate::Engine;
 use client::{client_command, hello_command_as, After, ClientCtx, ClientInfo, Peer, Registry};
 use request::{Parser, Request};
@@ -228,6 +228,9 @@ enum Next {
     /// The last command blocked (BLPOP...): write the replies before it,
     /// then wait for its reply before running anything else.
     Block,
+    /// CLIENT PAUSE holds the next command back (`Client::held`): write
+    /// the replies before it, wait for the pause to end, then run it.
+    Pause,
 }
 
 /// One connection's state.
@@ -249,6 +252,8 @@ struct Client {
     /// The command that just blocked: its waiter, and whether its nil
     /// reply is a null array.
     parked: Option<(Parked, bool)>,
+    /// The command CLIENT PAUSE holds back, not run yet, and the pause.
+    held: Option<(Vec<Vec<u8>>, Paused, i64)>,
     /// The running script: past `busy-reply-threshold` this connection
     /// answers BUSY instead of waiting for the store's lock.
     busy: Arc<crate::command::script::busy::Busy>,
@@ -315,6 +320,7 @@ impl Client {
             kill,
             subscriber: Subscriber::default(),
             parked: None,
+            held: None,
             busy: Arc::clone(busy),
             counted,
         }
@@ -325,8 +331,13 @@ impl Client {
     async fn run(mut self, mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
         let mut input = Vec::with_capacity(READ_CHUNK);
         let mut output = Vec::new();
+        // The outcome of a command CLIENT PAUSE held back, once run.
+        let mut resumed = None;
         loop {
-            let next = self.process(&input, &mut output);
+            let next = match resumed.take() {
+                Some(next) => next,
+                None => self.process(&input, &mut output),
+            };
             let consumed = self.parser.consumed();
             input.drain(..consumed);
             self.parser.discard(consumed);
@@ -384,6 +395,41 @@ impl Client {
                             encode_reply(&mut output, &reply, nil_array, self.session.resp())
                         }
                     }
+                    continue;
+                }
+                Next::Pause => {
+                    let Some((args, paused, now)) = self.held.take() else {
+                        continue;
+                    };
+                    // Input that arrives meanwhile waits in the buffer.
+                    let wait = paused.wait(now);
+                    tokio::pin!(wait);
+                    loop {
+                        tokio::select! {
+                            () = &mut wait => break,
+                            read = stream.read_buf(&mut input) => match read {
+                                Ok(0) | Err(_) => return,
+                                Ok(_) if input.len() > QUERY_BUFFER_LIMIT => return,
+                                Ok(_) => {}
+                            },
+                            () = stopped(&mut stop) => return,
+                            () = self.kill.notified() => return,
+                        }
+                    }
+                    let engine = self.engine.clone();
+                    let mut store = engine.shared.store.lock();
+                    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+                    let now = self.engine.now_ms();
+                    // Another pause may have begun meanwhile.
+                    resumed = Some(match self.session.paused(&store, &refs, now) {
+                        Some(paused) => {
+                            self.held = Some((args.clone(), paused, now));
+                            Next::Pause
+                        }
+                        None => self
+                            .dispatch(&refs, &mut store, &mut output)
+                            .unwrap_or(Next::Write),
+                    });
                     continue;
                 }
                 Next::Read | Next::Drop => {}
@@ -496,6 +542,11 @@ impl Client {
             if !self.counted {
                 count_in(store);
                 self.counted = true;
+            }
+            let now = self.engine.now_ms();
+            if let Some(paused) = self.session.paused(store, args, now) {
+                self.held = Some((args.iter().map(|a| a.to_vec()).collect(), paused, now));
+                return Next::Pause;
             }
             let next = self.dispatch(args, store, output);
             if let Some(next) = next {

@@ -80,6 +80,24 @@ pub(crate) struct Session {
     guarded: bool,
 }
 
+/// A client's command held back by CLIENT PAUSE (see [`Session::paused`]).
+pub(crate) struct Paused {
+    /// The pause's end, Unix ms on the engine's clock.
+    pub(crate) until: i64,
+    /// Ready when CLIENT UNPAUSE lifts the pause.
+    pub(crate) unpaused: tokio::sync::futures::OwnedNotified,
+}
+
+impl Paused {
+    /// Waits, without the store's lock, until the pause ends or is lifted
+    /// (`now`: the engine's clock when the pause was seen). The caller
+    /// then asks again: another pause may have begun.
+    pub(crate) async fn wait(self, now: i64) {
+        let left = u64::try_from(self.until.saturating_sub(now)).unwrap_or(0);
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(left), self.unpaused).await;
+    }
+}
+
 /// What a command run by a client that can wait came to.
 pub(crate) enum Outcome {
     /// The reply, to send now.
@@ -191,6 +209,26 @@ impl Session {
     /// answers CLIENT and HELLO itself only outside a transaction).
     pub(crate) fn in_transaction(&self) -> bool {
         self.multi.is_some()
+    }
+
+    /// Whether CLIENT PAUSE holds the command `args` of this client back
+    /// at `now`: until when, and what ends the wait early (CLIENT
+    /// UNPAUSE), taken under the store's lock so that no UNPAUSE is
+    /// missed. `None`: the command runs now.
+    pub(crate) fn paused(&self, store: &Store, args: &[&[u8]], now: i64) -> Option<Paused> {
+        let queued_write = || {
+            self.multi.as_ref().is_some_and(|queue| {
+                queue.iter().any(|q| {
+                    let args: Vec<&[u8]> = q.iter().map(Vec::as_slice).collect();
+                    command::pause::may_change_data(&args)
+                })
+            })
+        };
+        let until = store.pause.holds(args, queued_write, now)?;
+        Some(Paused {
+            until,
+            unpaused: store.pause.changed().notified_owned(),
+        })
     }
 
     /// The client's ACL user name (CLIENT LIST's `user`).

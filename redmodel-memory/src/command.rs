@@ -42,6 +42,7 @@ mod scripting;
 mod server;
 mod sets;
 mod shared;
+pub(crate) mod slowlog;
 mod sort;
 pub(crate) mod stats;
 mod streams;
@@ -112,6 +113,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             scripting::COMMANDS,
             server::COMMANDS,
             sets::COMMANDS,
+            slowlog::COMMANDS,
             sort::COMMANDS,
             streams::COMMANDS,
             strings::COMMANDS,
@@ -501,6 +503,8 @@ pub(crate) struct Store {
     pub(crate) reply_out: Option<Vec<u8>>,
     /// CLIENT PAUSE's pause, if one is on.
     pub(crate) pause: pause::ClientPause,
+    /// SLOWLOG's entries.
+    pub(crate) slowlog: slowlog::SlowLog,
 }
 
 impl Default for Store {
@@ -541,6 +545,11 @@ impl Default for Store {
             waiters: Default::default(),
             acl: Default::default(),
             pause: Default::default(),
+            slowlog: {
+                let mut log = slowlog::SlowLog::default();
+                log.configure(&limits);
+                log
+            },
         }
     }
 }
@@ -573,6 +582,7 @@ impl Store {
         }
         self.pubsub.set_limit(limits.pubsub_limit);
         self.notify_flags = limits.notify;
+        self.slowlog.configure(&limits);
         Ok(())
     }
 

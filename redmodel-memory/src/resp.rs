@@ -840,6 +840,9 @@ impl Client {
         if store.acl.log.unfilled() {
             store.acl.log.fill(peer.line(self.info.id, now).trim_end());
         }
+        if store.slowlog.unfilled() {
+            store.slowlog.fill(&peer.addr, peer.name.as_deref());
+        }
     }
 }
 

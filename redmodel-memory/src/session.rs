@@ -431,6 +431,7 @@ impl Session {
             self.check_slots(store, args, control("exec"))?;
         }
         if let Some((cname, _)) = control_arity(name).filter(|(c, _)| *c != "unwatch") {
+            let started = store.slowlog.enabled().then(std::time::Instant::now);
             let result = match cname {
                 "reset" => Ok(self.reset(store)),
                 "multi" => self.multi(),
@@ -441,6 +442,11 @@ impl Session {
             // Counted as Redis counts every command it calls (INFO
             // commandstats); the commands an EXEC ran count themselves.
             store.command_stats.record_control(cname, result.is_err());
+            if let Some(started) = started {
+                store
+                    .slowlog
+                    .record(args, started.elapsed(), now, self.in_process_addr());
+            }
             return result;
         }
         if let Some(queue) = self.multi.as_mut() {
@@ -518,6 +524,27 @@ impl Session {
     /// Runs a command that is not transaction control (UNWATCH included:
     /// it may come from an EXEC's queue).
     fn run(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
+        let started = store.slowlog.enabled().then(std::time::Instant::now);
+        let result = self.run_untimed(store, args, now);
+        // A command that blocked is not logged (Redis logs it once served),
+        // nor one the engine does not have.
+        let known = || args.first().is_some_and(|n| command::lookup(n).is_some());
+        if let (Some(started), None, true) = (started, &self.parked, known()) {
+            store
+                .slowlog
+                .record(args, started.elapsed(), now, self.in_process_addr());
+        }
+        result
+    }
+
+    /// The address SLOWLOG shows for this client: none for an in-process
+    /// one; `None` for a RESP connection, which fills in its own.
+    fn in_process_addr(&self) -> Option<&'static str> {
+        (self.client_id == 0).then_some("")
+    }
+
+    /// [`Self::run`] without SLOWLOG's timing.
+    fn run_untimed(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
         if args
             .first()
             .is_some_and(|name| name.eq_ignore_ascii_case(b"unwatch"))

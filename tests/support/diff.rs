@@ -55,6 +55,10 @@ pub enum Mode {
     /// ACL LOG: every field of every entry but `age-seconds` (a clock)
     /// and `client-info` (the connection's CLIENT LIST line).
     AclLog,
+    /// SLOWLOG GET: every field of every entry but the time, the duration
+    /// (each side's clock) and the client's address (a socket's on one
+    /// side, none on the in-process one).
+    SlowLog,
     /// MEMORY STATS: the same field names in the same order, each value
     /// of the same type (the values are each side's own measures).
     Fields,
@@ -127,6 +131,7 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
             }
         }
         "XPENDING" if args.len() > 3 => Mode::Idle,
+        "SLOWLOG" if args.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"GET")) => Mode::SlowLog,
         "MEMORY" if args.len() == 2 && args[1].eq_ignore_ascii_case(b"STATS") => Mode::Fields,
         "XINFO"
             if args
@@ -228,6 +233,7 @@ pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
         }
         (Mode::Shape, r, e) => same_shape(r, e),
         (Mode::Fields, r, e) => same_fields(r, e),
+        (Mode::SlowLog, r, e) => slowlog_masked(r) == slowlog_masked(e),
         (Mode::Idle, r, e) => mask_idle(r) == mask_idle(e),
         (Mode::Exec(modes), Value::Array(r), Value::Array(e)) if r.len() == modes.len() => {
             e.len() == r.len()
@@ -304,6 +310,25 @@ fn mask_idle(v: &Value) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// A SLOWLOG GET reply without what differs by design: each entry's
+/// time, duration and client address.
+fn slowlog_masked(v: &Value) -> Value {
+    let Value::Array(entries) = v else {
+        return v.clone();
+    };
+    let mask = |entry: &Value| match entry {
+        Value::Array(fields) if fields.len() == 6 => {
+            let mut fields = fields.clone();
+            for at in [1, 2, 4] {
+                fields[at] = Value::Nil;
+            }
+            Value::Array(fields)
+        }
+        other => other.clone(),
+    };
+    Value::Array(entries.iter().map(mask).collect())
 }
 
 /// Whether two replies have the same keys (maps, and flat arrays read as

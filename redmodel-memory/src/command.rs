@@ -130,6 +130,43 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
     )
 });
 
+/// The subcommands the engine serves, as `container|sub`: COMMAND,
+/// COMMAND INFO and COMMAND LIST describe these and no other of Redis's.
+static SUBCOMMANDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
+    let containers: [(&str, &[Sub]); 12] = [
+        ("acl", acl::SUBCOMMANDS),
+        ("cluster", cluster::SUBCOMMANDS),
+        ("command", server::COMMAND_SUBCOMMANDS),
+        ("config", server::CONFIG_SUBCOMMANDS),
+        ("function", functions::SUBCOMMANDS),
+        ("memory", server::MEMORY_SUBCOMMANDS),
+        ("object", object::SUBCOMMANDS),
+        ("pubsub", pubsub::SUBCOMMANDS),
+        ("script", scripting::SUBCOMMANDS),
+        ("slowlog", slowlog::SUBCOMMANDS),
+        ("xgroup", streams::XGROUP_SUBCOMMANDS),
+        ("xinfo", streams::XINFO_SUBCOMMANDS),
+    ];
+    let client = connection::CLIENT_SUBCOMMANDS.iter().copied();
+    containers
+        .iter()
+        .flat_map(|(container, subs)| subs.iter().map(move |sub| (*container, sub.name)))
+        .chain(client.map(|sub| ("client", sub)))
+        .map(|(container, sub)| format!("{container}|{sub}"))
+        .collect()
+});
+
+/// Every subcommand the engine serves, `container|sub` (for the tests).
+#[cfg(test)]
+pub(crate) fn served_names() -> Vec<String> {
+    SUBCOMMANDS.iter().cloned().collect()
+}
+
+/// Whether the engine serves the subcommand `full_name` (`config|get`).
+pub(crate) fn serves_subcommand(full_name: &str) -> bool {
+    SUBCOMMANDS.contains(full_name)
+}
+
 /// Every command of the table (COMMAND, COMMAND COUNT), in no order.
 pub(crate) fn all_specs() -> impl Iterator<Item = &'static Spec> {
     TABLE.values().map(|(spec, _)| *spec)

@@ -18,58 +18,61 @@ pub(super) const COMMANDS: &[Spec] = &[Spec {
     handler: cluster,
 }];
 
+/// CLUSTER's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "countkeysinslot",
+        arity: 3,
+        handler: countkeysinslot,
+    },
+    Sub {
+        name: "getkeysinslot",
+        arity: 4,
+        handler: getkeysinslot,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: help,
+    },
+    Sub {
+        name: "info",
+        arity: 2,
+        handler: info,
+    },
+    Sub {
+        name: "keyslot",
+        arity: 3,
+        handler: keyslot,
+    },
+    Sub {
+        name: "myid",
+        arity: 2,
+        handler: myid,
+    },
+    Sub {
+        name: "nodes",
+        arity: 2,
+        handler: nodes,
+    },
+    Sub {
+        name: "shards",
+        arity: 2,
+        handler: shards,
+    },
+    Sub {
+        name: "slots",
+        arity: 2,
+        handler: slots,
+    },
+];
+
 fn cluster(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "countkeysinslot",
-            arity: 3,
-            handler: countkeysinslot,
-        },
-        Sub {
-            name: "getkeysinslot",
-            arity: 4,
-            handler: getkeysinslot,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: help,
-        },
-        Sub {
-            name: "info",
-            arity: 2,
-            handler: info,
-        },
-        Sub {
-            name: "keyslot",
-            arity: 3,
-            handler: keyslot,
-        },
-        Sub {
-            name: "myid",
-            arity: 2,
-            handler: myid,
-        },
-        Sub {
-            name: "nodes",
-            arity: 2,
-            handler: nodes,
-        },
-        Sub {
-            name: "shards",
-            arity: 2,
-            handler: shards,
-        },
-        Sub {
-            name: "slots",
-            arity: 2,
-            handler: slots,
-        },
-    ];
     if !ctx.store.cluster_enabled {
         return Err(CmdError::err("This instance has cluster support disabled"));
     }
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 /// A slot argument: an integer in 0..16384.

@@ -242,6 +242,13 @@ pub(crate) fn set_client_name(slot: &mut Option<Vec<u8>>, name: &[u8]) -> Result
     Ok(())
 }
 
+/// CLIENT's subcommands: those of [`client_shared`], and those a RESP
+/// server connection serves with its own state (`resp::client`).
+pub(crate) const CLIENT_SUBCOMMANDS: &[&str] = &[
+    "help", "no-evict", "pause", "unpause", "id", "getname", "setname", "info", "list", "kill",
+    "reply", "unblock",
+];
+
 /// CLIENT for a client without a connection of its own: the subcommands
 /// of [`client_shared`], and for the others an error that says why.
 fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

@@ -104,35 +104,38 @@ fn wait(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 // CONFIG
 // ---------------------------------------------------------------------------
 
+/// CONFIG's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const CONFIG_SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "get",
+        arity: -3,
+        handler: config_get,
+    },
+    Sub {
+        name: "set",
+        arity: -4,
+        handler: config_set,
+    },
+    Sub {
+        name: "resetstat",
+        arity: 2,
+        handler: config_resetstat,
+    },
+    Sub {
+        name: "rewrite",
+        arity: 2,
+        handler: config_rewrite,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: config_help,
+    },
+];
+
 fn config(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "get",
-            arity: -3,
-            handler: config_get,
-        },
-        Sub {
-            name: "set",
-            arity: -4,
-            handler: config_set,
-        },
-        Sub {
-            name: "resetstat",
-            arity: 2,
-            handler: config_resetstat,
-        },
-        Sub {
-            name: "rewrite",
-            arity: 2,
-            handler: config_rewrite,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: config_help,
-        },
-    ];
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, CONFIG_SUBCOMMANDS)
 }
 
 fn config_get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -204,52 +207,55 @@ fn lastsave(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 // COMMAND
 // ---------------------------------------------------------------------------
 
+/// COMMAND's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const COMMAND_SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "count",
+        arity: 2,
+        handler: command_count,
+    },
+    Sub {
+        name: "list",
+        arity: -2,
+        handler: command_list,
+    },
+    Sub {
+        name: "info",
+        arity: -2,
+        handler: command_info,
+    },
+    Sub {
+        name: "getkeys",
+        arity: -4,
+        handler: command_getkeys,
+    },
+    Sub {
+        name: "getkeysandflags",
+        arity: -4,
+        handler: command_getkeysandflags,
+    },
+    Sub {
+        name: "docs",
+        arity: -2,
+        handler: command_docs,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: command_help,
+    },
+];
+
 /// COMMAND [COUNT | LIST | INFO name... | GETKEYS command arg... | DOCS
 /// name...]. INFO describes the engine's commands as Redis 7.0.15 does
 /// (flags, key positions, key specs, ACL categories, subcommands: see
 /// `meta`); DOCS gives nothing (redis-cli then uses its built-in help).
 fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "count",
-            arity: 2,
-            handler: command_count,
-        },
-        Sub {
-            name: "list",
-            arity: -2,
-            handler: command_list,
-        },
-        Sub {
-            name: "info",
-            arity: -2,
-            handler: command_info,
-        },
-        Sub {
-            name: "getkeys",
-            arity: -4,
-            handler: command_getkeys,
-        },
-        Sub {
-            name: "getkeysandflags",
-            arity: -4,
-            handler: command_getkeysandflags,
-        },
-        Sub {
-            name: "docs",
-            arity: -2,
-            handler: command_docs,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: command_help,
-        },
-    ];
     if args.len() == 1 {
         return Ok(reply::array(all_specs().map(spec_info).collect()));
     }
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, COMMAND_SUBCOMMANDS)
 }
 
 fn command_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
@@ -318,7 +324,7 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             names.push(spec.name);
         }
         for sub in meta.map_or(&[][..], |m| m.subcommands) {
-            if keep(command_table::meta(sub), sub) {
+            if super::serves_subcommand(sub) && keep(command_table::meta(sub), sub) {
                 names.push(sub);
             }
         }
@@ -441,7 +447,9 @@ fn named_info(name: &[u8]) -> Option<Reply> {
     let name = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
     let (container, _) = name.split_once('|')?;
     lookup(container.as_bytes())?;
-    command_table::meta(&name).map(Meta::info)
+    command_table::meta(&name)
+        .filter(|meta| super::serves_subcommand(meta.name))
+        .map(Meta::info)
 }
 
 fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
@@ -825,11 +833,12 @@ const BASELINE: usize = 870_000;
 /// looks at the stored key even if its time has passed, and reads every
 /// element whatever SAMPLES says.
 fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    run_subcommand(ctx, args, MEMORY_SUBS)
+    run_subcommand(ctx, args, MEMORY_SUBCOMMANDS)
 }
 
-/// MEMORY's subcommands, in Redis's order.
-pub(super) const MEMORY_SUBS: &[Sub] = &[
+/// MEMORY's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const MEMORY_SUBCOMMANDS: &[Sub] = &[
     Sub {
         name: "doctor",
         arity: 2,
@@ -1320,5 +1329,73 @@ mod tests {
                 .unwrap_or_else(|| panic!("{} is not in the table", spec.name));
             assert_eq!(meta.arity, spec.arity, "{}", spec.name);
         }
+    }
+
+    /// COMMAND INFO lists of a container exactly the subcommands the
+    /// engine serves: each one it lists runs (an arity or argument error,
+    /// never "unknown subcommand"), and each one the engine serves is one
+    /// of Redis's. CLIENT's RESP-only subcommands are the RESP server's
+    /// (checked over RESP by the suite).
+    #[test]
+    fn command_info_lists_exactly_the_served_subcommands() {
+        for name in crate::command::served_names() {
+            assert!(
+                crate::command_table::meta(&name).is_some(),
+                "{name} is not one of Redis's subcommands"
+            );
+        }
+        let e = crate::Engine::new();
+        let mut c = e.connection();
+        for spec in crate::command::all_specs() {
+            let Some(meta) = crate::command_table::meta(spec.name) else {
+                continue;
+            };
+            let Value::Array(info) = c.execute(&[b"COMMAND", b"INFO", spec.name.as_bytes()]) else {
+                panic!("COMMAND INFO {} is not an array", spec.name);
+            };
+            let Some(Value::Array(entry)) = info.first() else {
+                panic!("COMMAND INFO {} has no entry", spec.name);
+            };
+            let listed: Vec<String> = match entry.get(9) {
+                Some(Value::Array(subs)) => subs
+                    .iter()
+                    .filter_map(|sub| match sub {
+                        Value::Array(fields) => match fields.first() {
+                            Some(Value::BulkString(name)) => {
+                                Some(String::from_utf8_lossy(name).into_owned())
+                            }
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let served: Vec<&str> = meta
+                .subcommands
+                .iter()
+                .copied()
+                .filter(|sub| crate::command::serves_subcommand(sub))
+                .collect();
+            assert_eq!(listed, served, "{}", spec.name);
+            if spec.name == "client" {
+                continue;
+            }
+            for sub in listed {
+                let word = sub.split('|').nth(1).unwrap_or_default();
+                let reply = c.execute(&[spec.name.as_bytes(), word.as_bytes()]);
+                if let Value::ServerError(e) = &reply {
+                    let text = e.details().unwrap_or_default();
+                    assert!(!text.contains("unknown subcommand"), "{sub}: {text}");
+                }
+            }
+        }
+        let listed_client = c.execute(&[b"COMMAND", b"INFO", b"CLIENT"]);
+        let text = format!("{listed_client:?}");
+        assert!(!text.contains("client|tracking") && text.contains("client|pause"));
+        assert_eq!(
+            c.execute(&[b"COMMAND", b"COUNT"]),
+            Value::Int(crate::command::all_specs().count() as i64)
+        );
     }
 }

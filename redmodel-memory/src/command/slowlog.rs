@@ -176,30 +176,33 @@ fn redacted_positions<'a>(args: &'a [&'a [u8]]) -> impl Fn(usize) -> bool + 'a {
     }
 }
 
+/// SLOWLOG's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "get",
+        arity: -2,
+        handler: slowlog_get,
+    },
+    Sub {
+        name: "len",
+        arity: 2,
+        handler: slowlog_len,
+    },
+    Sub {
+        name: "reset",
+        arity: 2,
+        handler: slowlog_reset,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: slowlog_help,
+    },
+];
+
 fn slowlog(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "get",
-            arity: -2,
-            handler: slowlog_get,
-        },
-        Sub {
-            name: "len",
-            arity: 2,
-            handler: slowlog_len,
-        },
-        Sub {
-            name: "reset",
-            arity: 2,
-            handler: slowlog_reset,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: slowlog_help,
-        },
-    ];
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 /// SLOWLOG GET [count]: the newest `count` entries (10 by default, -1 for

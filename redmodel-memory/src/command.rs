@@ -401,8 +401,8 @@ impl Ctx<'_> {
     pub(crate) fn remove(&mut self, key: &[u8]) -> bool {
         let now = self.now;
         let ks = self.ks();
-        ks.expire_if_needed(key, now);
-        ks.remove(key).is_some()
+        // An expired key is gone, even one a CLIENT PAUSE keeps.
+        !ks.expire_if_needed(key, now) && ks.remove(key).is_some()
     }
 
     /// Marks `key` modified (for WATCH). Call after every change of a value

@@ -286,7 +286,7 @@ pub(crate) fn client_shared(
         arity(-3, "pause").and_then(|()| client_pause(store, now, args))
     } else if is(sub, "unpause") {
         arity(2, "unpause").map(|()| {
-            store.pause.unpause();
+            store.unpause_clients();
             reply::ok()
         })
     } else {
@@ -317,7 +317,7 @@ fn client_pause(store: &mut super::Store, now: i64, args: &[&[u8]]) -> CmdResult
     if timeout < 0 {
         return Err(CmdError::err("timeout is negative"));
     }
-    store.pause.pause(now.saturating_add(timeout), mode);
+    store.pause_clients(now.saturating_add(timeout), mode);
     Ok(reply::ok())
 }
 

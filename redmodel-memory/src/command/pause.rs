@@ -2,8 +2,9 @@
 //! pauses clients: while a pause lasts, a client's command waits before
 //! it runs (its connection waits, the engine does not), every command in
 //! ALL mode, in WRITE mode only those that may change data (see
-//! [`ClientPause::holds`]). A WRITE pause also pauses expiry: the active
-//! cycle does not run.
+//! [`ClientPause::holds`]). A pause also pauses expiry, as in Redis: the
+//! active cycle does not run, and an expired key that a read meets is
+//! seen as gone but kept until the pause ends.
 //!
 //! The state lives in the store; the clients (RESP connections, the
 //! in-process `Connection`) ask [`ClientPause::holds`] before running a
@@ -59,8 +60,8 @@ impl ClientPause {
         self.on.filter(|&(end, _)| end > now)
     }
 
-    /// Whether expiry is paused at `now` (a WRITE pause, as in Redis: a
-    /// paused server changes no data, not even by expiring keys).
+    /// Whether expiry is paused at `now` (a paused server changes no data,
+    /// not even by expiring keys).
     pub(crate) fn expiry_paused(&self, now: i64) -> bool {
         self.active(now).is_some()
     }
@@ -93,6 +94,26 @@ impl ClientPause {
     /// UNPAUSE in between is not missed.
     pub(crate) fn changed(&self) -> Arc<Notify> {
         Arc::clone(&self.changed)
+    }
+}
+
+impl super::Store {
+    /// CLIENT PAUSE until `end` (see [`ClientPause::pause`]); expiry
+    /// pauses as long, in every database.
+    pub(crate) fn pause_clients(&mut self, end: i64, mode: Mode) {
+        self.pause.pause(end, mode);
+        let until = self.pause.on.map_or(end, |(until, _)| until);
+        for ks in &mut self.dbs {
+            ks.pause_expiry(until);
+        }
+    }
+
+    /// CLIENT UNPAUSE: the waiting clients go on, and keys expire again.
+    pub(crate) fn unpause_clients(&mut self) {
+        self.pause.unpause();
+        for ks in &mut self.dbs {
+            ks.pause_expiry(0);
+        }
     }
 }
 
@@ -184,17 +205,28 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(250));
     }
 
-    /// A paused server expires no key in the active cycle.
+    /// A paused server deletes no expired key, in the active cycle or
+    /// when a read meets it: the read sees it gone, DBSIZE still counts
+    /// it, until the pause ends.
     #[test]
-    fn a_pause_pauses_the_expire_cycle() {
+    fn a_pause_pauses_expiry() {
         let clock = crate::ManualClock::new(1_000_000);
         let e = Engine::with_clock(clock.clone());
         let mut c = e.connection();
         run(&mut c, "SET k v PX 10");
+        run(&mut c, "SET other v PX 10");
         run(&mut c, "CLIENT PAUSE 100000 WRITE");
         clock.advance(Duration::from_millis(20));
         assert_eq!(e.run_expire_cycle().expired, 0);
+        assert_eq!(run(&mut c, "GET k"), Value::Nil);
+        assert_eq!(run(&mut c, "EXISTS k"), Value::Int(0));
+        assert_eq!(run(&mut c, "OBJECT ENCODING k"), Value::Nil);
+        assert_eq!(run(&mut c, "DBSIZE"), Value::Int(2));
+        assert!(matches!(run(&mut c, "RANDOMKEY"), Value::BulkString(_)));
         run(&mut c, "CLIENT UNPAUSE");
+        assert_eq!(run(&mut c, "GET k"), Value::Nil);
+        assert_eq!(run(&mut c, "DBSIZE"), Value::Int(1));
         assert_eq!(e.run_expire_cycle().expired, 1);
+        assert_eq!(run(&mut c, "DBSIZE"), Value::Int(0));
     }
 }

@@ -178,6 +178,18 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(250));
     }
 
+    /// `Engine::atomically` waits for a WRITE pause as a script does.
+    #[test]
+    fn atomically_waits_for_a_write_pause() {
+        let e = Engine::new();
+        let mut c = e.connection();
+        run(&mut c, "CLIENT PAUSE 200 WRITE");
+        let started = Instant::now();
+        let reply = e.atomically(0, |tx| tx.call(&[b"SET", b"k", b"v"]));
+        assert_eq!(reply, Value::Okay);
+        assert!(started.elapsed() >= Duration::from_millis(150));
+    }
+
     /// A pipeline stops at the command a pause holds back: the reads
     /// before it have run, the rest wait for the pause's end.
     #[tokio::test]

@@ -67,8 +67,8 @@ impl Connection {
                 }
                 // The thread has no runtime to wait for UNPAUSE on: it
                 // looks again every few milliseconds.
-                Err(Wait::Paused(paused, now)) => {
-                    let left = paused.until.saturating_sub(now).clamp(1, 5);
+                Err(Wait::Paused(paused)) => {
+                    let left = paused.until.saturating_sub(paused.seen_at).clamp(1, 5);
                     std::thread::sleep(Duration::from_millis(left.unsigned_abs()));
                 }
             }
@@ -136,8 +136,8 @@ impl Connection {
     fn start(&mut self, args: &[&[u8]]) -> Result<Value, Wait> {
         let now = self.engine.now_ms();
         let mut store = self.engine.shared.store.lock();
-        if let Some(paused) = self.session.paused(&store, args, now) {
-            return Err(Wait::Paused(paused, now));
+        if let Some(paused) = self.session.paused(&mut store, args, || now) {
+            return Err(Wait::Paused(paused));
         }
         match Self::run(&mut self.session, &mut self.name, &mut store, args, now) {
             Outcome::Reply(reply) => Ok(reply),
@@ -156,7 +156,7 @@ impl Connection {
                     let reply = ticket.wait().await.into_reply();
                     return self.lowered(reply);
                 }
-                Err(Wait::Paused(paused, now)) => paused.wait(now).await,
+                Err(Wait::Paused(paused)) => paused.wait().await,
             }
         }
     }
@@ -178,8 +178,8 @@ impl Connection {
                 let mut store = self.engine.shared.store.lock();
                 let (session, name) = (&mut self.session, &mut self.name);
                 // One command, unless a pause holds it back.
-                let mut step = |args: &[&[u8]]| match session.paused(&store, args, now) {
-                    Some(paused) => Err(Wait::Paused(paused, now)),
+                let mut step = |args: &[&[u8]]| match session.paused(&mut store, args, || now) {
+                    Some(paused) => Err(Wait::Paused(paused)),
                     None => Ok(Self::run(session, name, &mut store, args, now)),
                 };
                 'batch: {
@@ -219,7 +219,7 @@ impl Connection {
                     let reply = ticket.wait().await.into_reply();
                     replies.push(self.lowered(reply));
                 }
-                Some(Wait::Paused(paused, now)) => paused.wait(now).await,
+                Some(Wait::Paused(paused)) => paused.wait().await,
             }
         }
     }
@@ -234,8 +234,8 @@ impl Connection {
 enum Wait {
     /// Its command blocked (BLPOP...).
     Blocked(Ticket),
-    /// A CLIENT PAUSE holds its command back, seen at the engine's time.
-    Paused(Paused, i64),
+    /// A CLIENT PAUSE holds its command back.
+    Paused(Paused),
 }
 
 /// Calls `f` with the arguments of `cmd` as byte slices.

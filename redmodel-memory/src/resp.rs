@@ -253,7 +253,7 @@ struct Client {
     /// reply is a null array.
     parked: Option<(Parked, bool)>,
     /// The command CLIENT PAUSE holds back, not run yet, and the pause.
-    held: Option<(Vec<Vec<u8>>, Paused, i64)>,
+    held: Option<(Vec<Vec<u8>>, Paused)>,
     /// The running script: past `busy-reply-threshold` this connection
     /// answers BUSY instead of waiting for the store's lock.
     busy: Arc<crate::command::script::busy::Busy>,
@@ -398,11 +398,11 @@ impl Client {
                     continue;
                 }
                 Next::Pause => {
-                    let Some((args, paused, now)) = self.held.take() else {
+                    let Some((args, paused)) = self.held.take() else {
                         continue;
                     };
                     // Input that arrives meanwhile waits in the buffer.
-                    let wait = paused.wait(now);
+                    let wait = paused.wait();
                     tokio::pin!(wait);
                     loop {
                         tokio::select! {
@@ -419,11 +419,11 @@ impl Client {
                     let engine = self.engine.clone();
                     let mut store = engine.shared.store.lock();
                     let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-                    let now = self.engine.now_ms();
                     // Another pause may have begun meanwhile.
-                    resumed = Some(match self.session.paused(&store, &refs, now) {
+                    let clock = || self.engine.now_ms();
+                    resumed = Some(match self.session.paused(&mut store, &refs, clock) {
                         Some(paused) => {
-                            self.held = Some((args.clone(), paused, now));
+                            self.held = Some((args.clone(), paused));
                             Next::Pause
                         }
                         None => self
@@ -543,9 +543,8 @@ impl Client {
                 count_in(store);
                 self.counted = true;
             }
-            let now = self.engine.now_ms();
-            if let Some(paused) = self.session.paused(store, args, now) {
-                self.held = Some((args.iter().map(|a| a.to_vec()).collect(), paused, now));
+            if let Some(paused) = self.session.paused(store, args, || engine.now_ms()) {
+                self.held = Some((args.iter().map(|a| a.to_vec()).collect(), paused));
                 return Next::Pause;
             }
             let next = self.dispatch(args, store, output);

@@ -82,18 +82,19 @@ pub(crate) struct Session {
 
 /// A client's command held back by CLIENT PAUSE (see [`Session::paused`]).
 pub(crate) struct Paused {
-    /// The pause's end, Unix ms on the engine's clock.
+    /// The pause's end, and when it was seen, Unix ms on the engine's
+    /// clock.
     pub(crate) until: i64,
+    pub(crate) seen_at: i64,
     /// Ready when CLIENT UNPAUSE lifts the pause.
     pub(crate) unpaused: tokio::sync::futures::OwnedNotified,
 }
 
 impl Paused {
-    /// Waits, without the store's lock, until the pause ends or is lifted
-    /// (`now`: the engine's clock when the pause was seen). The caller
-    /// then asks again: another pause may have begun.
-    pub(crate) async fn wait(self, now: i64) {
-        let left = u64::try_from(self.until.saturating_sub(now)).unwrap_or(0);
+    /// Waits, without the store's lock, until the pause ends or is lifted.
+    /// The caller then asks again: another pause may have begun.
+    pub(crate) async fn wait(self) {
+        let left = u64::try_from(self.until.saturating_sub(self.seen_at)).unwrap_or(0);
         let _ = tokio::time::timeout(std::time::Duration::from_millis(left), self.unpaused).await;
     }
 }
@@ -211,11 +212,25 @@ impl Session {
         self.multi.is_some()
     }
 
-    /// Whether CLIENT PAUSE holds the command `args` of this client back
-    /// at `now`: until when, and what ends the wait early (CLIENT
-    /// UNPAUSE), taken under the store's lock so that no UNPAUSE is
-    /// missed. `None`: the command runs now.
-    pub(crate) fn paused(&self, store: &Store, args: &[&[u8]], now: i64) -> Option<Paused> {
+    /// Whether CLIENT PAUSE holds the command `args` of this client back:
+    /// until when, and what ends the wait early (CLIENT UNPAUSE), taken
+    /// under the store's lock so that no UNPAUSE is missed. `None`: the
+    /// command runs now. The clock is read only while a pause is set; one
+    /// that has ended by time is lifted here.
+    pub(crate) fn paused(
+        &self,
+        store: &mut Store,
+        args: &[&[u8]],
+        clock: impl FnOnce() -> i64,
+    ) -> Option<Paused> {
+        if !store.pause.is_on() {
+            return None;
+        }
+        let now = clock();
+        if store.pause.ended(now) {
+            store.unpause_clients();
+            return None;
+        }
         let queued_write = || {
             self.multi.as_ref().is_some_and(|queue| {
                 queue.iter().any(|q| {
@@ -227,6 +242,7 @@ impl Session {
         let until = store.pause.holds(args, queued_write, now)?;
         Some(Paused {
             until,
+            seen_at: now,
             unpaused: store.pause.changed().notified_owned(),
         })
     }

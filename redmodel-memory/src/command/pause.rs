@@ -55,6 +55,18 @@ impl ClientPause {
         self.changed.notify_waiters();
     }
 
+    /// Whether a pause was set and not lifted (it may have ended by time:
+    /// see [`Self::ended`]). Cheap: asked before every command, before the
+    /// clock is read.
+    pub(crate) fn is_on(&self) -> bool {
+        self.on.is_some()
+    }
+
+    /// Whether the pause set has ended by time at `now`.
+    pub(crate) fn ended(&self, now: i64) -> bool {
+        self.on.is_some_and(|(end, _)| end <= now)
+    }
+
     /// The pause on at `now`, if any.
     fn active(&self, now: i64) -> Option<(i64, Mode)> {
         self.on.filter(|&(end, _)| end > now)

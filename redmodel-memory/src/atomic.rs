@@ -74,14 +74,30 @@ impl Engine {
     /// assert_eq!(reply, None);
     /// ```
     ///
+    /// While a CLIENT PAUSE holds scripts back (WRITE or ALL), the calling
+    /// thread waits for it to end, as a script sent to a paused server.
+    ///
     /// # Panics
     ///
     /// If `db` is not a database of the engine (16, as Redis's default),
     /// or as `f` panics (after the store is left as after a script that
     /// stopped there: what ran stays).
     pub fn atomically<R>(&self, db: usize, f: impl FnOnce(&mut Atomic<'_>) -> R) -> R {
-        let now = self.now_ms();
-        let mut store = self.shared.store.lock();
+        // As a script, `f` waits while a CLIENT PAUSE holds scripts back
+        // (looking again every few milliseconds: the thread has no runtime
+        // to wait for UNPAUSE on).
+        let (now, mut store) = loop {
+            let now = self.now_ms();
+            let store = self.shared.store.lock();
+            match store.pause.holds(&[b"eval"], || false, now) {
+                None => break (now, store),
+                Some(until) => {
+                    drop(store);
+                    let wait = until.saturating_sub(now).clamp(1, 5).unsigned_abs();
+                    std::thread::sleep(std::time::Duration::from_millis(wait));
+                }
+            }
+        };
         assert!(db < store.dbs.len(), "no database {db} in the engine");
         let no_replicas = store.dbs[db].limits().min_replicas;
         let was_in_script = std::mem::replace(&mut store.in_script, true);

@@ -34,6 +34,7 @@ mod keys;
 mod lcs;
 mod lists;
 mod object;
+pub(crate) mod pause;
 mod pops;
 mod pubsub;
 pub(crate) mod script;
@@ -41,6 +42,7 @@ mod scripting;
 mod server;
 mod sets;
 mod shared;
+pub(crate) mod slowlog;
 mod sort;
 pub(crate) mod stats;
 mod streams;
@@ -111,6 +113,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             scripting::COMMANDS,
             server::COMMANDS,
             sets::COMMANDS,
+            slowlog::COMMANDS,
             sort::COMMANDS,
             streams::COMMANDS,
             strings::COMMANDS,
@@ -126,6 +129,43 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
         }),
     )
 });
+
+/// The subcommands the engine serves, as `container|sub`: COMMAND,
+/// COMMAND INFO and COMMAND LIST describe these and no other of Redis's.
+static SUBCOMMANDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
+    let containers: [(&str, &[Sub]); 12] = [
+        ("acl", acl::SUBCOMMANDS),
+        ("cluster", cluster::SUBCOMMANDS),
+        ("command", server::COMMAND_SUBCOMMANDS),
+        ("config", server::CONFIG_SUBCOMMANDS),
+        ("function", functions::SUBCOMMANDS),
+        ("memory", server::MEMORY_SUBCOMMANDS),
+        ("object", object::SUBCOMMANDS),
+        ("pubsub", pubsub::SUBCOMMANDS),
+        ("script", scripting::SUBCOMMANDS),
+        ("slowlog", slowlog::SUBCOMMANDS),
+        ("xgroup", streams::XGROUP_SUBCOMMANDS),
+        ("xinfo", streams::XINFO_SUBCOMMANDS),
+    ];
+    let client = connection::CLIENT_SUBCOMMANDS.iter().copied();
+    containers
+        .iter()
+        .flat_map(|(container, subs)| subs.iter().map(move |sub| (*container, sub.name)))
+        .chain(client.map(|sub| ("client", sub)))
+        .map(|(container, sub)| format!("{container}|{sub}"))
+        .collect()
+});
+
+/// Every subcommand the engine serves, `container|sub` (for the tests).
+#[cfg(test)]
+pub(crate) fn served_names() -> Vec<String> {
+    SUBCOMMANDS.iter().cloned().collect()
+}
+
+/// Whether the engine serves the subcommand `full_name` (`config|get`).
+pub(crate) fn serves_subcommand(full_name: &str) -> bool {
+    SUBCOMMANDS.contains(full_name)
+}
 
 /// Every command of the table (COMMAND, COMMAND COUNT), in no order.
 pub(crate) fn all_specs() -> impl Iterator<Item = &'static Spec> {
@@ -361,8 +401,8 @@ impl Ctx<'_> {
     pub(crate) fn remove(&mut self, key: &[u8]) -> bool {
         let now = self.now;
         let ks = self.ks();
-        ks.expire_if_needed(key, now);
-        ks.remove(key).is_some()
+        // An expired key is gone, even one a CLIENT PAUSE keeps.
+        !ks.expire_if_needed(key, now) && ks.remove(key).is_some()
     }
 
     /// Marks `key` modified (for WATCH). Call after every change of a value
@@ -498,6 +538,10 @@ pub(crate) struct Store {
     /// LRANGE's time. `None` everywhere else (in-process calls, scripts,
     /// transactions), where commands build typed replies.
     pub(crate) reply_out: Option<Vec<u8>>,
+    /// CLIENT PAUSE's pause, if one is on.
+    pub(crate) pause: pause::ClientPause,
+    /// SLOWLOG's entries.
+    pub(crate) slowlog: slowlog::SlowLog,
 }
 
 impl Default for Store {
@@ -537,6 +581,12 @@ impl Default for Store {
             notify_flags: limits.notify,
             waiters: Default::default(),
             acl: Default::default(),
+            pause: Default::default(),
+            slowlog: {
+                let mut log = slowlog::SlowLog::default();
+                log.configure(&limits);
+                log
+            },
         }
     }
 }
@@ -569,6 +619,7 @@ impl Store {
         }
         self.pubsub.set_limit(limits.pubsub_limit);
         self.notify_flags = limits.notify;
+        self.slowlog.configure(&limits);
         Ok(())
     }
 

@@ -95,6 +95,9 @@ pub(crate) struct Limits {
     /// `min-replicas-to-write` and `min-replicas-max-lag` are both set:
     /// with no replicas, writes are refused (scripts check it).
     pub(crate) min_replicas: bool,
+    /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
+    pub(crate) slowlog_slower_than: i64,
+    pub(crate) slowlog_max_len: u64,
 }
 
 impl Default for Limits {
@@ -164,6 +167,8 @@ impl Config {
             busy_reply_threshold: self.number("busy-reply-threshold"),
             min_replicas: self.number("min-replicas-to-write") > 0
                 && self.number("min-replicas-max-lag") > 0,
+            slowlog_slower_than: self.get("slowlog-log-slower-than").parse().unwrap_or(-1),
+            slowlog_max_len: self.number("slowlog-max-len"),
         }
     }
 

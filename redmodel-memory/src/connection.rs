@@ -1,6 +1,8 @@
 //! An in-process client of the engine, usable wherever redis-rs expects an
 //! async connection.
 
+use std::time::Duration;
+
 use redis::aio::ConnectionLike;
 use redis::{Arg, Cmd, Pipeline, RedisFuture, Value};
 
@@ -9,7 +11,7 @@ use super::command::blocking::Ticket;
 use super::command::connection::hello_as;
 use super::command::Store;
 use super::reply;
-use super::session::{Outcome, Session};
+use super::session::{Outcome, Paused, Session};
 use super::Engine;
 
 /// One client of an [`Engine`]: its own selected database, MULTI queue and
@@ -53,10 +55,23 @@ impl Connection {
     /// passes, as on a synchronous connection to a server. In async code,
     /// run it through [`redis::aio::ConnectionLike`] instead, whose future
     /// waits without blocking the thread.
+    ///
+    /// While a CLIENT PAUSE holds the command back, the calling thread
+    /// waits for the pause to end, as a client of a paused server does.
     pub fn execute(&mut self, args: &[&[u8]]) -> Value {
-        match self.start(args) {
-            Ok(reply) => reply,
-            Err(mut ticket) => self.lowered(ticket.wait_blocking().into_reply()),
+        loop {
+            match self.start(args) {
+                Ok(reply) => return reply,
+                Err(Wait::Blocked(mut ticket)) => {
+                    return self.lowered(ticket.wait_blocking().into_reply())
+                }
+                // The thread has no runtime to wait for UNPAUSE on: it
+                // looks again every few milliseconds.
+                Err(Wait::Paused(paused)) => {
+                    let left = paused.until.saturating_sub(paused.seen_at).clamp(1, 5);
+                    std::thread::sleep(Duration::from_millis(left.unsigned_abs()));
+                }
+            }
         }
     }
 
@@ -71,11 +86,15 @@ impl Connection {
     ) -> Outcome {
         let outcome = match args.first() {
             Some(name) if is(name, "hello") && !session.in_transaction() => {
+                let started = store.slowlog.enabled().then(std::time::Instant::now);
                 let mut resp = session.resp();
                 let reply = hello_as(0, client_name, &mut resp, args, &mut |login| {
                     session.login(store, name, login, now)
                 });
                 session.set_resp(resp);
+                if let Some(started) = started {
+                    store.slowlog.record(args, started.elapsed(), now, Some(""));
+                }
                 Outcome::Reply(reply)
             }
             Some(name) if is(name, "reset") => {
@@ -112,13 +131,33 @@ impl Connection {
         with_args(cmd, |args| self.execute(args))
     }
 
-    /// Runs one command: its reply, or the ticket to wait on if it blocked.
-    fn start(&mut self, args: &[&[u8]]) -> Result<Value, Ticket> {
+    /// Runs one command: its reply, or what to wait on if it blocked or
+    /// a CLIENT PAUSE holds it back (then it did not run).
+    fn start(&mut self, args: &[&[u8]]) -> Result<Value, Wait> {
         let now = self.engine.now_ms();
         let mut store = self.engine.shared.store.lock();
+        if let Some(paused) = self.session.paused(&mut store, args, || now) {
+            return Err(Wait::Paused(paused));
+        }
         match Self::run(&mut self.session, &mut self.name, &mut store, args, now) {
             Outcome::Reply(reply) => Ok(reply),
-            Outcome::Blocked(parked) => Err(parked.ticket(&self.engine)),
+            Outcome::Blocked(parked) => Err(Wait::Blocked(parked.ticket(&self.engine))),
+        }
+    }
+
+    /// [`Self::start`] in async code: waits, without the thread, for the
+    /// reply of a command that blocked or was held back by a pause.
+    async fn run_async(&mut self, cmd: &Cmd) -> Value {
+        loop {
+            match with_args(cmd, |args| self.start(args)) {
+                Ok(reply) => return reply,
+                // Dropping the future before it ends unblocks the client.
+                Err(Wait::Blocked(mut ticket)) => {
+                    let reply = ticket.wait().await.into_reply();
+                    return self.lowered(reply);
+                }
+                Err(Wait::Paused(paused)) => paused.wait().await,
+            }
         }
     }
 
@@ -131,39 +170,57 @@ impl Connection {
         let atomic = pipeline.is_transaction();
         let mut replies = Vec::with_capacity(pipeline.len() + 2 * usize::from(atomic));
         let mut commands = pipeline.cmd_iter().peekable();
+        // Whether the MULTI and the EXEC of an atomic pipeline have run.
+        let (mut multi_done, mut exec_done) = (!atomic, !atomic);
         loop {
-            let ticket = {
+            let wait = {
                 let now = self.engine.now_ms();
                 let mut store = self.engine.shared.store.lock();
                 let (session, name) = (&mut self.session, &mut self.name);
-                let mut run = |args: &[&[u8]]| Self::run(session, name, &mut store, args, now);
-                if atomic && replies.is_empty() {
-                    if let Outcome::Reply(reply) = run(&[b"MULTI"]) {
-                        replies.push(reply);
-                    }
-                }
-                let mut blocked = None;
-                for cmd in commands.by_ref() {
-                    match with_args(cmd, &mut run) {
-                        Outcome::Reply(reply) => replies.push(reply),
-                        Outcome::Blocked(parked) => {
-                            blocked = Some(parked);
-                            break;
+                // One command, unless a pause holds it back.
+                let mut step = |args: &[&[u8]]| match session.paused(&mut store, args, || now) {
+                    Some(paused) => Err(Wait::Paused(paused)),
+                    None => Ok(Self::run(session, name, &mut store, args, now)),
+                };
+                'batch: {
+                    if !multi_done {
+                        match step(&[b"MULTI"]) {
+                            Ok(Outcome::Reply(reply)) => replies.push(reply),
+                            Ok(Outcome::Blocked(_)) => {}
+                            Err(wait) => break 'batch Some(wait),
                         }
+                        multi_done = true;
                     }
-                }
-                if blocked.is_none() && atomic {
-                    if let Outcome::Reply(reply) = run(&[b"EXEC"]) {
-                        replies.push(reply);
+                    while let Some(cmd) = commands.peek() {
+                        match with_args(cmd, &mut step) {
+                            Ok(Outcome::Reply(reply)) => replies.push(reply),
+                            Ok(Outcome::Blocked(parked)) => {
+                                commands.next();
+                                break 'batch Some(Wait::Blocked(parked.ticket(&self.engine)));
+                            }
+                            Err(wait) => break 'batch Some(wait),
+                        }
+                        commands.next();
                     }
+                    if !exec_done {
+                        match step(&[b"EXEC"]) {
+                            Ok(Outcome::Reply(reply)) => replies.push(reply),
+                            Ok(Outcome::Blocked(_)) => {}
+                            Err(wait) => break 'batch Some(wait),
+                        }
+                        exec_done = true;
+                    }
+                    None
                 }
-                blocked.map(|parked| parked.ticket(&self.engine))
             };
-            let Some(mut ticket) = ticket else {
-                return replies;
-            };
-            let reply = ticket.wait().await.into_reply();
-            replies.push(self.lowered(reply));
+            match wait {
+                None => return replies,
+                Some(Wait::Blocked(mut ticket)) => {
+                    let reply = ticket.wait().await.into_reply();
+                    replies.push(self.lowered(reply));
+                }
+                Some(Wait::Paused(paused)) => paused.wait().await,
+            }
         }
     }
 
@@ -171,6 +228,14 @@ impl Connection {
     pub fn db(&self) -> usize {
         self.session.db
     }
+}
+
+/// What a client waits on before it has its reply.
+enum Wait {
+    /// Its command blocked (BLPOP...).
+    Blocked(Ticket),
+    /// A CLIENT PAUSE holds its command back.
+    Paused(Paused),
 }
 
 /// Calls `f` with the arguments of `cmd` as byte slices.
@@ -216,14 +281,7 @@ impl Drop for Connection {
 
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match with_args(cmd, |args| self.start(args)) {
-            Ok(reply) => Box::pin(std::future::ready(Ok(reply))),
-            // Dropping the future before it ends unblocks the client.
-            Err(mut ticket) => Box::pin(async move {
-                let reply = ticket.wait().await.into_reply();
-                Ok(self.lowered(reply))
-            }),
-        }
+        Box::pin(async move { Ok(self.run_async(cmd).await) })
     }
 
     fn req_packed_commands<'a>(

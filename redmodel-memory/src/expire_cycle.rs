@@ -87,6 +87,10 @@ pub(crate) fn run_cycle(engine: &Engine, budget: Duration) -> CycleStats {
         loop {
             let now = engine.shared.clock.now_ms();
             let mut store = engine.shared.store.lock();
+            // A CLIENT PAUSE pauses expiry too, as in Redis.
+            if store.pause.expiry_paused(now) {
+                return stats;
+            }
             // Sample after sample under one taking of the lock, for at
             // most `HOLD`: clients wait that long at worst (Redis holds its
             // one thread for the whole cycle), and the lock is not taken

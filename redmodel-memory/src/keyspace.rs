@@ -205,6 +205,9 @@ pub(crate) type Logged = (&'static str, Key);
 
 #[derive(Debug, Default)]
 pub(crate) struct Keyspace {
+    /// Until when (Unix ms) expired keys are kept (CLIENT PAUSE: Redis
+    /// deletes no key while clients are paused; reads see them as gone).
+    expiry_paused_until: i64,
     /// The slots that hold a key, hashed by the key's bytes.
     index: HashTable<u32>,
     hasher: Seeded,
@@ -311,6 +314,10 @@ impl Keyspace {
     /// A random live key (RANDOMKEY), reclaiming the expired keys it
     /// meets as Redis's `dbRandomKey` does; `None` if there is none left.
     pub(crate) fn random_key(&mut self, now: i64, rng: &mut impl rand::Rng) -> Option<Key> {
+        // While expiry is paused expired keys stay: after this many of
+        // them the last one drawn is the answer (Redis's bound for when it
+        // cannot delete them either).
+        let mut tries: u32 = 100;
         loop {
             if self.index.is_empty() {
                 return None;
@@ -334,6 +341,10 @@ impl Keyspace {
                 }
             };
             if !self.expire_if_needed(&key, now) {
+                return Some(key);
+            }
+            tries = tries.saturating_sub(1);
+            if tries == 0 && now < self.expiry_paused_until {
                 return Some(key);
             }
         }
@@ -365,6 +376,9 @@ impl Keyspace {
         if self.expiring.is_empty() || !self.is_expired_key(key, now) {
             return false;
         }
+        if now < self.expiry_paused_until {
+            return true;
+        }
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
         self.remove(key);
         self.expired_count += 1;
@@ -378,6 +392,9 @@ impl Keyspace {
         let slot = self.find(key)?;
         if !self.slot_expired(slot, now) {
             return Some(slot);
+        }
+        if now < self.expiry_paused_until {
+            return None;
         }
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
         self.remove(key);
@@ -413,8 +430,16 @@ impl Keyspace {
     /// The live entry at `key` without counting an access (OBJECT, which
     /// Redis looks up with `LOOKUP_NOTOUCH`). Expired keys are reclaimed.
     pub(crate) fn entry_untouched(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
-        self.expire_if_needed(key, now);
+        if self.expire_if_needed(key, now) {
+            return None;
+        }
         self.get_mut(key)
+    }
+
+    /// CLIENT PAUSE: expired keys are kept, not deleted, until `until`
+    /// (Unix ms; 0 when the pause is lifted).
+    pub(crate) fn pause_expiry(&mut self, until: i64) {
+        self.expiry_paused_until = until;
     }
 
     /// Logs a keyspace event raised here, if its class is enabled (the

@@ -80,6 +80,17 @@ pub use resp::{serve, ServerHandle};
 
 use command::Store;
 
+/// The Redis version whose behaviour the engine follows, which it reports
+/// as its own (HELLO's `version`, INFO's `redis_version`): clients and
+/// tools read it to decide what they may send.
+pub const REDIS_VERSION: &str = "7.0.15";
+
+/// The engine's own name and version, `redmodel-memory <version>`: INFO
+/// server's `engine` line, after Redis's own fields, which report the
+/// emulated server (`redis_version`, [`REDIS_VERSION`]) as HELLO does.
+/// HELLO keeps Redis's seven fields exactly.
+pub const ENGINE: &str = concat!("redmodel-memory ", env!("CARGO_PKG_VERSION"));
+
 /// Whether Redis 7.0.15 may change data when it runs `argv` (the command
 /// name first): its command table flags it `write`, or it runs a script or
 /// a function (EVAL, EVALSHA, FCALL, not their `_RO` forms), or it is the

@@ -86,7 +86,7 @@ use crate::reply;
 
 use crate::command::blocking::{Parked, Wake};
 use crate::command::Store;
-use crate::session::{Outcome, Session};
+use crate::session::{Outcome, Paused, Session};
 use crate::Engine;
 use client::{client_command, hello_command_as, After, ClientCtx, ClientInfo, Peer, Registry};
 use order::{Line, Place};
@@ -236,6 +236,9 @@ enum Next {
     /// The last command blocked (BLPOP...): write the replies before it,
     /// then wait for its reply before running anything else.
     Block,
+    /// CLIENT PAUSE holds the next command back (`Client::held`): write
+    /// the replies before it, wait for the pause to end, then run it.
+    Pause,
 }
 
 /// What running one command gave.
@@ -267,6 +270,8 @@ struct Client {
     /// The command that just blocked: its waiter, and whether its nil
     /// reply is a null array.
     parked: Option<(Parked, bool)>,
+    /// The command CLIENT PAUSE holds back, not run yet, and the pause.
+    held: Option<(Vec<Vec<u8>>, Paused)>,
     /// The running script: past `busy-reply-threshold` this connection
     /// answers BUSY instead of waiting for the store's lock.
     busy: Arc<crate::command::script::busy::Busy>,
@@ -336,6 +341,7 @@ impl Client {
             kill,
             subscriber: Subscriber::default(),
             parked: None,
+            held: None,
             busy: Arc::clone(busy),
             counted,
             place: Place::new(line),
@@ -347,12 +353,20 @@ impl Client {
     async fn run(mut self, mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
         let mut input = Vec::with_capacity(READ_CHUNK);
         let mut output = Vec::new();
+        // The outcome of a command CLIENT PAUSE held back, once run.
+        let mut resumed = None;
         loop {
-            // What this connection read waits until what others read
-            // before it has locked the store (`order` module).
-            self.place.turn().await;
-            let next = self.process(&input, &mut output);
-            self.place.leave();
+            let next = match resumed.take() {
+                Some(next) => next,
+                None => {
+                    // What this connection read waits until what others
+                    // read before it has locked the store (`order` module).
+                    self.place.turn().await;
+                    let next = self.process(&input, &mut output);
+                    self.place.leave();
+                    next
+                }
+            };
             let consumed = self.parser.consumed();
             input.drain(..consumed);
             self.parser.discard(consumed);
@@ -379,6 +393,41 @@ impl Client {
                     if waited.is_none() {
                         return;
                     }
+                    continue;
+                }
+                Next::Pause => {
+                    let Some((args, paused)) = self.held.take() else {
+                        continue;
+                    };
+                    // Input that arrives meanwhile waits in the buffer.
+                    let wait = paused.wait();
+                    tokio::pin!(wait);
+                    loop {
+                        tokio::select! {
+                            () = &mut wait => break,
+                            read = self.place.read(&stream, &mut input) => match read {
+                                Ok(0) | Err(_) => return,
+                                Ok(_) if input.len() > QUERY_BUFFER_LIMIT => return,
+                                Ok(_) => {}
+                            },
+                            () = stopped(&mut stop) => return,
+                            () = self.kill.notified() => return,
+                        }
+                    }
+                    let engine = self.engine.clone();
+                    let mut store = engine.shared.store.lock();
+                    let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+                    // Another pause may have begun meanwhile.
+                    let clock = || self.engine.now_ms();
+                    resumed = Some(match self.session.paused(&mut store, &refs, clock) {
+                        Some(paused) => {
+                            self.held = Some((args.clone(), paused));
+                            Next::Pause
+                        }
+                        None => self
+                            .dispatch(&refs, &mut store, &mut output)
+                            .unwrap_or(Next::Write),
+                    });
                     continue;
                 }
                 Next::Read | Next::Drop => {}
@@ -533,6 +582,10 @@ impl Client {
             if !self.counted {
                 count_in(store);
                 self.counted = true;
+            }
+            if let Some(paused) = self.session.paused(store, args, || engine.now_ms()) {
+                self.held = Some((args.iter().map(|a| a.to_vec()).collect(), paused));
+                return Next::Pause;
             }
             if let Some(next) = self.dispatch(args, store, output) {
                 return next;
@@ -946,6 +999,9 @@ impl Client {
         }
         if store.acl.log.unfilled() {
             store.acl.log.fill(peer.line(self.info.id, now).trim_end());
+        }
+        if store.slowlog.unfilled() {
+            store.slowlog.fill(&peer.addr, peer.name.as_deref());
         }
     }
 }

@@ -80,6 +80,25 @@ pub(crate) struct Session {
     guarded: bool,
 }
 
+/// A client's command held back by CLIENT PAUSE (see [`Session::paused`]).
+pub(crate) struct Paused {
+    /// The pause's end, and when it was seen, Unix ms on the engine's
+    /// clock.
+    pub(crate) until: i64,
+    pub(crate) seen_at: i64,
+    /// Ready when CLIENT UNPAUSE lifts the pause.
+    pub(crate) unpaused: tokio::sync::futures::OwnedNotified,
+}
+
+impl Paused {
+    /// Waits, without the store's lock, until the pause ends or is lifted.
+    /// The caller then asks again: another pause may have begun.
+    pub(crate) async fn wait(self) {
+        let left = u64::try_from(self.until.saturating_sub(self.seen_at)).unwrap_or(0);
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(left), self.unpaused).await;
+    }
+}
+
 /// What a command run by a client that can wait came to.
 pub(crate) enum Outcome {
     /// The reply, to send now.
@@ -191,6 +210,41 @@ impl Session {
     /// answers CLIENT and HELLO itself only outside a transaction).
     pub(crate) fn in_transaction(&self) -> bool {
         self.multi.is_some()
+    }
+
+    /// Whether CLIENT PAUSE holds the command `args` of this client back:
+    /// until when, and what ends the wait early (CLIENT UNPAUSE), taken
+    /// under the store's lock so that no UNPAUSE is missed. `None`: the
+    /// command runs now. The clock is read only while a pause is set; one
+    /// that has ended by time is lifted here.
+    pub(crate) fn paused(
+        &self,
+        store: &mut Store,
+        args: &[&[u8]],
+        clock: impl FnOnce() -> i64,
+    ) -> Option<Paused> {
+        if !store.pause.is_on() {
+            return None;
+        }
+        let now = clock();
+        if store.pause.ended(now) {
+            store.unpause_clients();
+            return None;
+        }
+        let queued_write = || {
+            self.multi.as_ref().is_some_and(|queue| {
+                queue.iter().any(|q| {
+                    let args: Vec<&[u8]> = q.iter().map(Vec::as_slice).collect();
+                    command::pause::may_change_data(&args)
+                })
+            })
+        };
+        let until = store.pause.holds(args, queued_write, now)?;
+        Some(Paused {
+            until,
+            seen_at: now,
+            unpaused: store.pause.changed().notified_owned(),
+        })
     }
 
     /// The client's ACL user name (CLIENT LIST's `user`).
@@ -393,6 +447,7 @@ impl Session {
             self.check_slots(store, args, control("exec"))?;
         }
         if let Some((cname, _)) = control_arity(name).filter(|(c, _)| *c != "unwatch") {
+            let started = store.slowlog.enabled().then(std::time::Instant::now);
             let result = match cname {
                 "reset" => Ok(self.reset(store)),
                 "multi" => self.multi(),
@@ -403,6 +458,11 @@ impl Session {
             // Counted as Redis counts every command it calls (INFO
             // commandstats); the commands an EXEC ran count themselves.
             store.command_stats.record_control(cname, result.is_err());
+            if let Some(started) = started {
+                store
+                    .slowlog
+                    .record(args, started.elapsed(), now, self.in_process_addr());
+            }
             return result;
         }
         if let Some(queue) = self.multi.as_mut() {
@@ -480,6 +540,27 @@ impl Session {
     /// Runs a command that is not transaction control (UNWATCH included:
     /// it may come from an EXEC's queue).
     fn run(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
+        let started = store.slowlog.enabled().then(std::time::Instant::now);
+        let result = self.run_untimed(store, args, now);
+        // A command that blocked is not logged (Redis logs it once served),
+        // nor one the engine does not have.
+        let known = || args.first().is_some_and(|n| command::lookup(n).is_some());
+        if let (Some(started), None, true) = (started, &self.parked, known()) {
+            store
+                .slowlog
+                .record(args, started.elapsed(), now, self.in_process_addr());
+        }
+        result
+    }
+
+    /// The address SLOWLOG shows for this client: none for an in-process
+    /// one; `None` for a RESP connection, which fills in its own.
+    fn in_process_addr(&self) -> Option<&'static str> {
+        (self.client_id == 0).then_some("")
+    }
+
+    /// [`Self::run`] without SLOWLOG's timing.
+    fn run_untimed(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
         if args
             .first()
             .is_some_and(|name| name.eq_ignore_ascii_case(b"unwatch"))

@@ -638,3 +638,69 @@ async fn a_cluster_mode_engine_serves_cluster_clients() -> redmodel::Result<()> 
     server.shutdown().await;
     Ok(())
 }
+
+/// CLIENT PAUSE WRITE over RESP: a writer's request waits, with the
+/// pipelined requests after it, while a reader is served; CLIENT UNPAUSE
+/// lets it go (replies as redis-server 7.0.15 sends them).
+#[tokio::test]
+async fn client_pause_holds_a_writer_while_a_reader_is_served() {
+    let (_engine, server) = start().await;
+    let mut admin = Raw::connect(&server).await;
+    let mut writer = Raw::connect(&server).await;
+    let mut reader = Raw::connect(&server).await;
+    admin
+        .exchange(b"CLIENT PAUSE 100000 WRITE\r\n", b"+OK\r\n")
+        .await;
+    writer.send(b"SET k 1\r\nGET k\r\n").await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    reader.exchange(b"GET k\r\n", b"$-1\r\n").await;
+    let mut early = [0u8; 1];
+    let read = timeout(Duration::from_millis(100), writer.stream.read(&mut early)).await;
+    assert!(read.is_err(), "the writer was answered during the pause");
+    admin.exchange(b"CLIENT UNPAUSE\r\n", b"+OK\r\n").await;
+    writer.expect(b"+OK\r\n$1\r\n1\r\n").await;
+    reader.exchange(b"GET k\r\n", b"$1\r\n1\r\n").await;
+}
+
+/// SLOWLOG over RESP: an entry names the connection's address (as CLIENT
+/// LIST shows it) and its name, as Redis's do.
+#[tokio::test]
+async fn slowlog_entries_name_the_connection() {
+    let (_engine, server) = start().await;
+    let mut conn = redis_rs(&server, 0).await;
+    let _: () = query(&mut conn, &["CLIENT", "SETNAME", "worker"])
+        .await
+        .expect("setname");
+    let _: () = query(
+        &mut conn,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"],
+    )
+    .await
+    .expect("config set");
+    let _: () = query(&mut conn, &["SET", "k", "v"]).await.expect("set");
+    let info: String = query(&mut conn, &["CLIENT", "INFO"])
+        .await
+        .expect("client info");
+    let addr = info
+        .split(' ')
+        .find_map(|f| f.strip_prefix("addr="))
+        .expect("addr field")
+        .to_string();
+    let entries: Vec<Value> = query(&mut conn, &["SLOWLOG", "GET", "-1"])
+        .await
+        .expect("slowlog get");
+    let set = entries
+        .iter()
+        .find_map(|e| match e {
+            Value::Array(fields)
+                if fields.get(3)
+                    == Some(&Value::Array(vec![bulk("SET"), bulk("k"), bulk("v")])) =>
+            {
+                Some(fields.clone())
+            }
+            _ => None,
+        })
+        .expect("the SET is logged");
+    assert_eq!(set[4], bulk(&addr));
+    assert_eq!(set[5], bulk("worker"));
+}

@@ -313,4 +313,5 @@ trap_tests! {
     traps_acl: "acl.txt",
     traps_functions: "functions.txt",
     traps_dump: "dump.txt",
+    traps_introspection: "introspection.txt",
 }

@@ -49,12 +49,19 @@ pub enum Mode {
     Shape,
     /// EXEC: the replies of the queued commands, each with its own mode.
     Exec(Vec<Mode>),
-    /// HELLO: the server's description, but for its `server` name and the
-    /// connection's `id`, which differ by design.
+    /// HELLO: the server's description, but for the connection's `id`,
+    /// which differs by design.
     Hello,
     /// ACL LOG: every field of every entry but `age-seconds` (a clock)
     /// and `client-info` (the connection's CLIENT LIST line).
     AclLog,
+    /// SLOWLOG GET: every field of every entry but the time, the duration
+    /// (each side's clock) and the client's address (a socket's on one
+    /// side, none on the in-process one).
+    SlowLog,
+    /// MEMORY STATS: the same field names in the same order, each value
+    /// of the same type (the values are each side's own measures).
+    Fields,
     /// XPENDING's extended form, XINFO CONSUMERS and XINFO STREAM FULL:
     /// exactly, but for the idle and delivery times (read off each side's
     /// clock), which are masked.
@@ -124,6 +131,8 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
             }
         }
         "XPENDING" if args.len() > 3 => Mode::Idle,
+        "SLOWLOG" if args.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"GET")) => Mode::SlowLog,
+        "MEMORY" if args.len() == 2 && args[1].eq_ignore_ascii_case(b"STATS") => Mode::Fields,
         "XINFO"
             if args
                 .get(1)
@@ -199,9 +208,7 @@ pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
         (Mode::Hello, Value::Map(r), Value::Map(e)) => {
             let kept = |m: &[(Value, Value)]| -> Vec<(Value, Value)> {
                 m.iter()
-                    .filter(
-                        |(k, _)| !matches!(k, Value::BulkString(b) if b == b"server" || b == b"id"),
-                    )
+                    .filter(|(k, _)| !matches!(k, Value::BulkString(b) if b == b"id"))
                     .cloned()
                     .collect()
             };
@@ -210,9 +217,7 @@ pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
         (Mode::Hello, Value::Array(r), Value::Array(e)) => {
             let kept = |a: &[Value]| -> Vec<Value> {
                 a.chunks(2)
-                    .filter(
-                        |p| !matches!(&p[0], Value::BulkString(b) if b == b"server" || b == b"id"),
-                    )
+                    .filter(|p| !matches!(&p[0], Value::BulkString(b) if b == b"id"))
                     .flatten()
                     .cloned()
                     .collect()
@@ -227,6 +232,8 @@ pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
             }
         }
         (Mode::Shape, r, e) => same_shape(r, e),
+        (Mode::Fields, r, e) => same_fields(r, e),
+        (Mode::SlowLog, r, e) => slowlog_masked(r) == slowlog_masked(e),
         (Mode::Idle, r, e) => mask_idle(r) == mask_idle(e),
         (Mode::Exec(modes), Value::Array(r), Value::Array(e)) if r.len() == modes.len() => {
             e.len() == r.len()
@@ -302,6 +309,50 @@ fn mask_idle(v: &Value) -> Value {
                 .collect(),
         ),
         other => other.clone(),
+    }
+}
+
+/// A SLOWLOG GET reply without what differs by design: each entry's
+/// time, duration and client address.
+fn slowlog_masked(v: &Value) -> Value {
+    let Value::Array(entries) = v else {
+        return v.clone();
+    };
+    let mask = |entry: &Value| match entry {
+        Value::Array(fields) if fields.len() == 6 => {
+            let mut fields = fields.clone();
+            for at in [1, 2, 4] {
+                fields[at] = Value::Nil;
+            }
+            Value::Array(fields)
+        }
+        other => other.clone(),
+    };
+    Value::Array(entries.iter().map(mask).collect())
+}
+
+/// Whether two replies have the same keys (maps, and flat arrays read as
+/// maps: every other item a key) in the same order, each value of the
+/// same type, at any depth.
+fn same_fields(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Map(x), Value::Map(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, vx), (ky, vy))| kx == ky && same_fields(vx, vy))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len()
+                && x.chunks(2).zip(y.chunks(2)).all(|(px, py)| {
+                    px[0] == py[0]
+                        && px
+                            .get(1)
+                            .zip(py.get(1))
+                            .is_none_or(|(vx, vy)| same_fields(vx, vy))
+                })
+        }
+        _ => std::mem::discriminant(a) == std::mem::discriminant(b),
     }
 }
 

@@ -14,7 +14,7 @@ pub(crate) const COMMANDS: &[Spec] = &[Spec {
     handler: acl_command,
 }];
 
-const SUBS: &[Sub] = &[
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
     Sub {
         name: "cat",
         arity: -2,
@@ -83,7 +83,7 @@ const SUBS: &[Sub] = &[
 ];
 
 fn acl_command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 /// Redis's `addReplySubcommandSyntaxError`, for the argument counts the

@@ -18,58 +18,61 @@ pub(super) const COMMANDS: &[Spec] = &[Spec {
     handler: cluster,
 }];
 
+/// CLUSTER's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "countkeysinslot",
+        arity: 3,
+        handler: countkeysinslot,
+    },
+    Sub {
+        name: "getkeysinslot",
+        arity: 4,
+        handler: getkeysinslot,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: help,
+    },
+    Sub {
+        name: "info",
+        arity: 2,
+        handler: info,
+    },
+    Sub {
+        name: "keyslot",
+        arity: 3,
+        handler: keyslot,
+    },
+    Sub {
+        name: "myid",
+        arity: 2,
+        handler: myid,
+    },
+    Sub {
+        name: "nodes",
+        arity: 2,
+        handler: nodes,
+    },
+    Sub {
+        name: "shards",
+        arity: 2,
+        handler: shards,
+    },
+    Sub {
+        name: "slots",
+        arity: 2,
+        handler: slots,
+    },
+];
+
 fn cluster(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "countkeysinslot",
-            arity: 3,
-            handler: countkeysinslot,
-        },
-        Sub {
-            name: "getkeysinslot",
-            arity: 4,
-            handler: getkeysinslot,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: help,
-        },
-        Sub {
-            name: "info",
-            arity: 2,
-            handler: info,
-        },
-        Sub {
-            name: "keyslot",
-            arity: 3,
-            handler: keyslot,
-        },
-        Sub {
-            name: "myid",
-            arity: 2,
-            handler: myid,
-        },
-        Sub {
-            name: "nodes",
-            arity: 2,
-            handler: nodes,
-        },
-        Sub {
-            name: "shards",
-            arity: 2,
-            handler: shards,
-        },
-        Sub {
-            name: "slots",
-            arity: 2,
-            handler: slots,
-        },
-    ];
     if !ctx.store.cluster_enabled {
         return Err(CmdError::err("This instance has cluster support disabled"));
     }
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 /// A slot argument: an integer in 0..16384.
@@ -194,28 +197,64 @@ fn shards(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ])]))
 }
 
+/// CLUSTER HELP: Redis 7.0.15's text, every subcommand of its CLUSTER.
 fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
         "cluster",
         &[
+            "ADDSLOTS <slot> [<slot> ...]",
+            "    Assign slots to current node.",
+            "ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+            "    Assign slots which are between <start-slot> and <end-slot> to current node.",
+            "BUMPEPOCH",
+            "    Advance the cluster config epoch.",
+            "COUNT-FAILURE-REPORTS <node-id>",
+            "    Return number of failure reports for <node-id>.",
             "COUNTKEYSINSLOT <slot>",
             "    Return the number of keys in <slot>.",
+            "DELSLOTS <slot> [<slot> ...]",
+            "    Delete slots information from current node.",
+            "DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+            "    Delete slots information which are between <start-slot> and <end-slot> from current node.",
+            "FAILOVER [FORCE|TAKEOVER]",
+            "    Promote current replica node to being a master.",
+            "FORGET <node-id>",
+            "    Remove a node from the cluster.",
             "GETKEYSINSLOT <slot> <count>",
             "    Return key names stored by current node in a slot.",
+            "FLUSHSLOTS",
+            "    Delete current node own slots information.",
             "INFO",
             "    Return information about the cluster.",
             "KEYSLOT <key>",
             "    Return the hash slot for <key>.",
+            "MEET <ip> <port> [<bus-port>]",
+            "    Connect nodes into a working cluster.",
             "MYID",
             "    Return the node id.",
             "NODES",
             "    Return cluster configuration seen by node. Output format:",
             "    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+            "REPLICATE <node-id>",
+            "    Configure current node as replica to <node-id>.",
+            "RESET [HARD|SOFT]",
+            "    Reset current node (default: soft).",
+            "SET-CONFIG-EPOCH <epoch>",
+            "    Set config epoch of current node.",
+            "SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+            "    Set slot state.",
+            "REPLICAS <node-id>",
+            "    Return <node-id> replicas.",
+            "SAVECONFIG",
+            "    Force saving cluster configuration on disk.",
             "SLOTS",
             "    Return information about slots range mappings. Each range is made of:",
             "    start, end, master and replicas IP addresses, ports and ids",
             "SHARDS",
             "    Return information about slot range mappings and the nodes associated with them.",
+            "LINKS",
+            "    Return information about all network links between this node and its peers.",
+            "    Output format is an array where each array element is a map containing attributes of a link",
         ],
     ))
 }

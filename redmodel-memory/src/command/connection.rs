@@ -63,7 +63,7 @@ pub(super) const COMMANDS: &[Spec] = &[
     Spec {
         name: "client",
         arity: -2,
-        handler: needs_connection,
+        handler: client,
     },
     Spec {
         name: "hello",
@@ -214,9 +214,10 @@ pub(crate) fn hello_as(
         let field = |name: &str, value: Reply| (reply::bulk(name), value);
         Ok(reply::map(
             [
-                field("server", reply::bulk("redmodel")),
-                // The Redis version whose behaviour the engine follows.
-                field("version", reply::bulk("7.0.15")),
+                // The server and version the engine behaves as: what
+                // clients and tools read to decide what they may send.
+                field("server", reply::bulk("redis")),
+                field("version", reply::bulk(crate::REDIS_VERSION)),
                 field("proto", reply::int(*resp)),
                 field("id", reply::int(id)),
                 field("mode", reply::bulk("standalone")),
@@ -239,6 +240,139 @@ pub(crate) fn set_client_name(slot: &mut Option<Vec<u8>>, name: &[u8]) -> Result
     }
     *slot = (!name.is_empty()).then(|| name.to_vec());
     Ok(())
+}
+
+/// CLIENT's subcommands: those of [`client_shared`], and those a RESP
+/// server connection serves with its own state (`resp::client`).
+pub(crate) const CLIENT_SUBCOMMANDS: &[&str] = &[
+    "help", "no-evict", "pause", "unpause", "id", "getname", "setname", "info", "list", "kill",
+    "reply", "unblock",
+];
+
+/// CLIENT for a client without a connection of its own: the subcommands
+/// of [`client_shared`], and for the others an error that says why.
+fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    client_shared(ctx.store, ctx.now, args).unwrap_or_else(|| needs_connection(ctx, args))
+}
+
+/// The CLIENT subcommands that need no state of the caller's connection,
+/// for every client (a RESP server connection asks here first): HELP,
+/// NO-EVICT, PAUSE, UNPAUSE. `None` for another subcommand.
+pub(crate) fn client_shared(
+    store: &mut super::Store,
+    now: i64,
+    args: &[&[u8]],
+) -> Option<CmdResult> {
+    let sub = args.get(1)?;
+    let arity = |n: i32, name: &str| {
+        if super::arity_ok(n, args.len()) {
+            Ok(())
+        } else {
+            Err(subcommand_arity("client", name))
+        }
+    };
+    let result = if is(sub, "help") {
+        arity(2, "help").map(|()| client_help())
+    } else if is(sub, "no-evict") {
+        // No client is ever evicted here: the flag changes nothing.
+        arity(3, "no-evict").and_then(|()| {
+            if is(args[2], "on") || is(args[2], "off") {
+                Ok(reply::ok())
+            } else {
+                Err(CmdError::Syntax)
+            }
+        })
+    } else if is(sub, "pause") {
+        arity(-3, "pause").and_then(|()| client_pause(store, now, args))
+    } else if is(sub, "unpause") {
+        arity(2, "unpause").map(|()| {
+            store.unpause_clients();
+            reply::ok()
+        })
+    } else {
+        return None;
+    };
+    Some(result)
+}
+
+/// CLIENT PAUSE timeout [WRITE|ALL], with Redis's errors.
+fn client_pause(store: &mut super::Store, now: i64, args: &[&[u8]]) -> CmdResult {
+    use super::pause::Mode;
+    let mode = match args {
+        [_, _, _] => Mode::All,
+        [_, _, _, mode] if is(mode, "write") => Mode::Write,
+        [_, _, _, mode] if is(mode, "all") => Mode::All,
+        [_, _, _, _] => {
+            return Err(CmdError::err("CLIENT PAUSE mode must be WRITE or ALL"));
+        }
+        _ => {
+            return Err(CmdError::err(format!(
+                "unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(args[1])
+            )))
+        }
+    };
+    let timeout = parse_i64(args[2])
+        .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(CmdError::err("timeout is negative"));
+    }
+    store.pause_clients(now.saturating_add(timeout), mode);
+    Ok(reply::ok())
+}
+
+/// CLIENT HELP: Redis 7.0.15's text, every subcommand of its CLIENT.
+fn client_help() -> Reply {
+    super::help_reply(
+        "client",
+        &[
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+        ],
+    )
 }
 
 /// CLIENT and HELLO outside a RESP server connection (see the module doc).
@@ -352,6 +486,27 @@ mod tests {
         };
         assert_eq!(hello[4..6], [bulk("proto"), Value::Int(2)]);
         assert_eq!(run(&mut c, "ZSCORE z m"), bulk("0.10000000000000001"));
+    }
+
+    /// HELLO names the emulated server as Redis does (`redis`, 7.0.15),
+    /// with Redis's seven fields; INFO server too, and names the engine in
+    /// a line of its own.
+    #[test]
+    fn hello_and_info_report_redis_and_the_engine_apart() {
+        let e = Engine::new();
+        let mut c = e.connection();
+        let Value::Map(hello) = c.execute(&[b"HELLO", b"3"]) else {
+            panic!("HELLO 3 did not reply with a map");
+        };
+        assert_eq!(hello[0], (bulk("server"), bulk("redis")));
+        assert_eq!(hello[1], (bulk("version"), bulk("7.0.15")));
+        assert_eq!(hello.len(), 7);
+        assert!(crate::ENGINE.starts_with("redmodel-memory "));
+        let Value::VerbatimString { text, .. } = c.execute(&[b"INFO", b"server"]) else {
+            panic!("INFO did not reply with a verbatim string");
+        };
+        assert!(text.contains("\r\nredis_version:7.0.15\r\n"));
+        assert!(text.contains(&format!("\r\nengine:{}\r\n", crate::ENGINE)));
     }
 
     /// Replies observed from redis-server 7.0.15 (with no password set).

@@ -45,55 +45,58 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], read_only: bool) -> CmdResul
     script::fcall(ctx, args[1], keys, argv, read_only)
 }
 
+/// FUNCTION's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "load",
+        arity: -3,
+        handler: function_load,
+    },
+    Sub {
+        name: "delete",
+        arity: 3,
+        handler: function_delete,
+    },
+    Sub {
+        name: "flush",
+        arity: -2,
+        handler: function_flush,
+    },
+    Sub {
+        name: "list",
+        arity: -2,
+        handler: function_list,
+    },
+    Sub {
+        name: "dump",
+        arity: 2,
+        handler: function_dump,
+    },
+    Sub {
+        name: "restore",
+        arity: -3,
+        handler: function_restore,
+    },
+    Sub {
+        name: "stats",
+        arity: 2,
+        handler: function_stats,
+    },
+    Sub {
+        name: "kill",
+        arity: 2,
+        handler: function_kill,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: function_help,
+    },
+];
+
 fn function(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "load",
-            arity: -3,
-            handler: function_load,
-        },
-        Sub {
-            name: "delete",
-            arity: 3,
-            handler: function_delete,
-        },
-        Sub {
-            name: "flush",
-            arity: -2,
-            handler: function_flush,
-        },
-        Sub {
-            name: "list",
-            arity: -2,
-            handler: function_list,
-        },
-        Sub {
-            name: "dump",
-            arity: 2,
-            handler: function_dump,
-        },
-        Sub {
-            name: "restore",
-            arity: -3,
-            handler: function_restore,
-        },
-        Sub {
-            name: "stats",
-            arity: 2,
-            handler: function_stats,
-        },
-        Sub {
-            name: "kill",
-            arity: 2,
-            handler: function_kill,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: function_help,
-        },
-    ];
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 /// Redis's `addReplySubcommandSyntaxError`.

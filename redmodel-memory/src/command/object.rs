@@ -15,35 +15,38 @@ pub(super) const COMMANDS: &[Spec] = &[Spec {
     handler: object,
 }];
 
+/// OBJECT's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "encoding",
+        arity: 3,
+        handler: encoding,
+    },
+    Sub {
+        name: "refcount",
+        arity: 3,
+        handler: refcount,
+    },
+    Sub {
+        name: "idletime",
+        arity: 3,
+        handler: idletime,
+    },
+    Sub {
+        name: "freq",
+        arity: 3,
+        handler: freq,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: help,
+    },
+];
+
 fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "encoding",
-            arity: 3,
-            handler: encoding,
-        },
-        Sub {
-            name: "refcount",
-            arity: 3,
-            handler: refcount,
-        },
-        Sub {
-            name: "idletime",
-            arity: 3,
-            handler: idletime,
-        },
-        Sub {
-            name: "freq",
-            arity: 3,
-            handler: freq,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: help,
-        },
-    ];
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 /// Runs `f` on the entry at `args[2]`, or replies nil if there is none.

@@ -72,7 +72,7 @@ fn spublish(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::int(ctx.store.pubsub.spublish(args[1], args[2])))
 }
 
-const PUBSUB: &[Sub] = &[
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
     Sub {
         name: "channels",
         arity: -2,
@@ -106,7 +106,7 @@ const PUBSUB: &[Sub] = &[
 ];
 
 fn pubsub(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    run_subcommand(ctx, args, PUBSUB)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 /// The scope of a PUBSUB subcommand: shard channels for SHARD*.

@@ -82,35 +82,38 @@ pub(super) fn split_keys<'a>(
     Ok(rest.split_at(numkeys))
 }
 
+/// SCRIPT's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "load",
+        arity: 3,
+        handler: script_load,
+    },
+    Sub {
+        name: "exists",
+        arity: -3,
+        handler: script_exists,
+    },
+    Sub {
+        name: "flush",
+        arity: -2,
+        handler: script_flush,
+    },
+    Sub {
+        name: "kill",
+        arity: 2,
+        handler: script_kill,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: script_help,
+    },
+];
+
 fn script_command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "load",
-            arity: 3,
-            handler: script_load,
-        },
-        Sub {
-            name: "exists",
-            arity: -3,
-            handler: script_exists,
-        },
-        Sub {
-            name: "flush",
-            arity: -2,
-            handler: script_flush,
-        },
-        Sub {
-            name: "kill",
-            arity: 2,
-            handler: script_kill,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: script_help,
-        },
-    ];
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 fn script_load(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

@@ -53,7 +53,39 @@ pub(super) const COMMANDS: &[Spec] = &[
         arity: 3,
         handler: wait,
     },
+    Spec {
+        name: "role",
+        arity: 1,
+        handler: role,
+    },
+    Spec {
+        name: "lolwut",
+        arity: -1,
+        handler: lolwut,
+    },
 ];
+
+/// ROLE: a master with no replicas, at replication offset 0.
+fn role(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(reply::array(vec![
+        reply::bulk("master"),
+        reply::int(0),
+        reply::array(Vec::new()),
+    ]))
+}
+
+/// LOLWUT [VERSION version [...]]: Redis 7.0's default output, the version
+/// line, whatever the version asked. Versions 5 and 6 draw random art
+/// above that line in Redis; the engine gives the line alone.
+fn lolwut(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if args.len() >= 3 && is(args[1], "version") {
+        crate::args::int_arg(args[2])?;
+    }
+    Ok(reply::verbatim(format!(
+        "Redis ver. {}\n",
+        crate::REDIS_VERSION
+    )))
+}
 
 /// WAIT numreplicas timeout: how many replicas acknowledged this client's
 /// writes. The engine has no replicas, so 0: at once when no more were
@@ -72,35 +104,38 @@ fn wait(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 // CONFIG
 // ---------------------------------------------------------------------------
 
+/// CONFIG's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const CONFIG_SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "get",
+        arity: -3,
+        handler: config_get,
+    },
+    Sub {
+        name: "set",
+        arity: -4,
+        handler: config_set,
+    },
+    Sub {
+        name: "resetstat",
+        arity: 2,
+        handler: config_resetstat,
+    },
+    Sub {
+        name: "rewrite",
+        arity: 2,
+        handler: config_rewrite,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: config_help,
+    },
+];
+
 fn config(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "get",
-            arity: -3,
-            handler: config_get,
-        },
-        Sub {
-            name: "set",
-            arity: -4,
-            handler: config_set,
-        },
-        Sub {
-            name: "resetstat",
-            arity: 2,
-            handler: config_resetstat,
-        },
-        Sub {
-            name: "rewrite",
-            arity: 2,
-            handler: config_rewrite,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: config_help,
-        },
-    ];
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, CONFIG_SUBCOMMANDS)
 }
 
 fn config_get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -172,47 +207,81 @@ fn lastsave(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 // COMMAND
 // ---------------------------------------------------------------------------
 
+/// COMMAND's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const COMMAND_SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "count",
+        arity: 2,
+        handler: command_count,
+    },
+    Sub {
+        name: "list",
+        arity: -2,
+        handler: command_list,
+    },
+    Sub {
+        name: "info",
+        arity: -2,
+        handler: command_info,
+    },
+    Sub {
+        name: "getkeys",
+        arity: -4,
+        handler: command_getkeys,
+    },
+    Sub {
+        name: "getkeysandflags",
+        arity: -4,
+        handler: command_getkeysandflags,
+    },
+    Sub {
+        name: "docs",
+        arity: -2,
+        handler: command_docs,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: command_help,
+    },
+];
+
 /// COMMAND [COUNT | LIST | INFO name... | GETKEYS command arg... | DOCS
 /// name...]. INFO describes the engine's commands as Redis 7.0.15 does
 /// (flags, key positions, key specs, ACL categories, subcommands: see
 /// `meta`); DOCS gives nothing (redis-cli then uses its built-in help).
 fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "count",
-            arity: 2,
-            handler: command_count,
-        },
-        Sub {
-            name: "list",
-            arity: -2,
-            handler: command_list,
-        },
-        Sub {
-            name: "info",
-            arity: -2,
-            handler: command_info,
-        },
-        Sub {
-            name: "getkeys",
-            arity: -4,
-            handler: command_getkeys,
-        },
-        Sub {
-            name: "getkeysandflags",
-            arity: -4,
-            handler: command_getkeysandflags,
-        },
-        Sub {
-            name: "docs",
-            arity: -2,
-            handler: command_docs,
-        },
-    ];
     if args.len() == 1 {
         return Ok(reply::array(all_specs().map(spec_info).collect()));
     }
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, COMMAND_SUBCOMMANDS)
+}
+
+fn command_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(help_reply(
+        "command",
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
+        ],
+    ))
 }
 
 fn command_count(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
@@ -255,7 +324,7 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             names.push(spec.name);
         }
         for sub in meta.map_or(&[][..], |m| m.subcommands) {
-            if keep(command_table::meta(sub), sub) {
+            if super::serves_subcommand(sub) && keep(command_table::meta(sub), sub) {
                 names.push(sub);
             }
         }
@@ -378,7 +447,9 @@ fn named_info(name: &[u8]) -> Option<Reply> {
     let name = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
     let (container, _) = name.split_once('|')?;
     lookup(container.as_bytes())?;
-    command_table::meta(&name).map(Meta::info)
+    command_table::meta(&name)
+        .filter(|meta| super::serves_subcommand(meta.name))
+        .map(Meta::info)
 }
 
 fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
@@ -504,7 +575,7 @@ fn server_section(store: &Store, now: i64) -> Vec<(&'static str, String)> {
     let config = &store.config;
     let uptime = (now - store.started_ms).max(0) / 1000;
     vec![
-        ("redis_version", "7.0.15".into()),
+        ("redis_version", crate::REDIS_VERSION.into()),
         ("redis_git_sha1", "00000000".into()),
         ("redis_git_dirty", "0".into()),
         ("redis_build_id", "0".into()),
@@ -526,6 +597,9 @@ fn server_section(store: &Store, now: i64) -> Vec<(&'static str, String)> {
         ("executable", String::new()),
         ("config_file", String::new()),
         ("io_threads_active", "0".into()),
+        // The engine itself, last: INFO's readers skip lines they do not
+        // know.
+        ("engine", crate::ENGINE.into()),
     ]
 }
 
@@ -747,28 +821,155 @@ fn key_size(key: &[u8], v: &Value) -> usize {
 /// every key: INFO is not a hot command.
 fn used_memory(store: &crate::command::Store) -> u64 {
     let data: usize = store.dbs.iter().map(|ks| ks.sizes(key_size)).sum();
-    // What an empty Redis reports, so an empty engine looks like one.
-    const BASELINE: usize = 870_000;
     (BASELINE + data) as u64
 }
 
-/// MEMORY USAGE key [SAMPLES count] | HELP. USAGE reports the estimate of
-/// [`key_size`]; like Redis it looks at the stored key even if its time
-/// has passed, and reads every element whatever SAMPLES says.
+/// What an empty Redis reports as allocated, so an empty engine looks
+/// like one ([`used_memory`]'s baseline, MEMORY STATS' `startup.allocated`).
+const BASELINE: usize = 870_000;
+
+/// MEMORY USAGE key [SAMPLES count] | STATS | DOCTOR | MALLOC-STATS |
+/// PURGE | HELP. USAGE reports the estimate of [`key_size`]; like Redis it
+/// looks at the stored key even if its time has passed, and reads every
+/// element whatever SAMPLES says.
 fn memory(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "usage",
-            arity: -3,
-            handler: memory_usage,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: memory_help,
-        },
+    run_subcommand(ctx, args, MEMORY_SUBCOMMANDS)
+}
+
+/// MEMORY's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const MEMORY_SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "doctor",
+        arity: 2,
+        handler: memory_doctor,
+    },
+    Sub {
+        name: "malloc-stats",
+        arity: 2,
+        handler: memory_malloc_stats,
+    },
+    Sub {
+        name: "purge",
+        arity: 2,
+        handler: memory_purge,
+    },
+    Sub {
+        name: "stats",
+        arity: 2,
+        handler: memory_stats,
+    },
+    Sub {
+        name: "usage",
+        arity: -3,
+        handler: memory_usage,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: memory_help,
+    },
+];
+
+/// MEMORY STATS: Redis's fields, names and types, in its order; the
+/// values are the engine's estimates ([`key_size`], [`BASELINE`]), and
+/// what it does not have (replication, AOF, an allocator to ask) reads as
+/// none. A `db.N` entry for each database with keys, as Redis lists them.
+fn memory_stats(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    let store = &*ctx.store;
+    let total = used_memory(store);
+    let startup = BASELINE as u64;
+    // A dictionary entry per key, and per key with a TTL.
+    const ENTRY: usize = 24;
+    let field = |name: &str, value: Reply| (reply::bulk(name), value);
+    let mut fields = vec![
+        field("peak.allocated", reply::int(total)),
+        field("total.allocated", reply::int(total)),
+        field("startup.allocated", reply::int(startup)),
+        field("replication.backlog", reply::int(0)),
+        field("clients.slaves", reply::int(0)),
+        field("clients.normal", reply::int(0)),
+        field("cluster.links", reply::int(0)),
+        field("aof.buffer", reply::int(0)),
+        field("lua.caches", reply::int(0)),
+        field("functions.caches", reply::int(0)),
     ];
-    run_subcommand(ctx, args, SUBS)
+    let mut overhead = BASELINE;
+    let mut keys = 0;
+    for (i, ks) in store.dbs.iter().enumerate().filter(|(_, ks)| ks.len() > 0) {
+        let main = ks.len() * ENTRY;
+        let expires = ks.expiring_len() * ENTRY;
+        overhead += main + expires;
+        keys += ks.len();
+        fields.push(field(
+            &format!("db.{i}"),
+            reply::map(vec![
+                field("overhead.hashtable.main", reply::int(main)),
+                field("overhead.hashtable.expires", reply::int(expires)),
+                field("overhead.hashtable.slot-to-keys", reply::int(0)),
+            ]),
+        ));
+    }
+    let overhead = overhead as u64;
+    let net = total.saturating_sub(startup);
+    let dataset = total.saturating_sub(overhead);
+    let percent = |part: u64, whole: u64| {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 * 100.0 / whole as f64
+        }
+    };
+    fields.extend([
+        field("overhead.total", reply::int(overhead)),
+        field("keys.count", reply::int(keys)),
+        field(
+            "keys.bytes-per-key",
+            reply::int(if keys == 0 { 0 } else { net / keys as u64 }),
+        ),
+        field("dataset.bytes", reply::int(dataset)),
+        field("dataset.percentage", reply::double(percent(dataset, net))),
+        field("peak.percentage", reply::double(percent(total, total))),
+        field("allocator.allocated", reply::int(total)),
+        field("allocator.active", reply::int(total)),
+        field("allocator.resident", reply::int(total)),
+        field("allocator-fragmentation.ratio", reply::double(1.0)),
+        field("allocator-fragmentation.bytes", reply::int(0)),
+        field("allocator-rss.ratio", reply::double(1.0)),
+        field("allocator-rss.bytes", reply::int(0)),
+        field("rss-overhead.ratio", reply::double(1.0)),
+        field("rss-overhead.bytes", reply::int(0)),
+        field("fragmentation", reply::double(1.0)),
+        field("fragmentation.bytes", reply::int(0)),
+    ]);
+    Ok(reply::map(fields))
+}
+
+/// MEMORY DOCTOR: Redis's report, which for an instance under 5 MB is its
+/// "too little memory" text; above, the engine has no fragmentation,
+/// peaks or big buffers to report, so Redis's "no issue" text.
+fn memory_doctor(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    let text = if used_memory(ctx.store) < 5 * 1024 * 1024 {
+        "Hi Sam, this instance is empty or is using very little memory, my issues detector \
+         can't be used in these conditions. Please, leave for your mission on Earth and fill \
+         it with some data. The new Sam and I will be back to our programming as soon as I \
+         finished rebooting.\n"
+    } else {
+        "Hi Sam, I can't find any memory issue in your instance. I can only account for \
+         what occurs on this base.\n"
+    };
+    Ok(reply::verbatim(text))
+}
+
+/// MEMORY MALLOC-STATS: Redis's reply when built without jemalloc (INFO's
+/// `mem_allocator` is the engine's own).
+fn memory_malloc_stats(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(reply::bulk("Stats not supported for the current allocator"))
+}
+
+/// MEMORY PURGE: nothing to give back, as Redis without jemalloc.
+fn memory_purge(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(reply::ok())
 }
 
 fn memory_usage(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -794,6 +995,14 @@ fn memory_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
         "memory",
         &[
+            "DOCTOR",
+            "    Return memory problems reports.",
+            "MALLOC-STATS",
+            "    Return internal statistics report from the memory allocator.",
+            "PURGE",
+            "    Attempt to purge dirty pages for reclamation by the allocator.",
+            "STATS",
+            "    Return information about the memory usage of the server.",
             "USAGE <key> [SAMPLES <count>]",
             "    Return memory in bytes used by <key> and its value. Nested values are",
             "    sampled up to <count> times (default: 5, 0 means sample all).",
@@ -1120,5 +1329,73 @@ mod tests {
                 .unwrap_or_else(|| panic!("{} is not in the table", spec.name));
             assert_eq!(meta.arity, spec.arity, "{}", spec.name);
         }
+    }
+
+    /// COMMAND INFO lists of a container exactly the subcommands the
+    /// engine serves: each one it lists runs (an arity or argument error,
+    /// never "unknown subcommand"), and each one the engine serves is one
+    /// of Redis's. CLIENT's RESP-only subcommands are the RESP server's
+    /// (checked over RESP by the suite).
+    #[test]
+    fn command_info_lists_exactly_the_served_subcommands() {
+        for name in crate::command::served_names() {
+            assert!(
+                crate::command_table::meta(&name).is_some(),
+                "{name} is not one of Redis's subcommands"
+            );
+        }
+        let e = crate::Engine::new();
+        let mut c = e.connection();
+        for spec in crate::command::all_specs() {
+            let Some(meta) = crate::command_table::meta(spec.name) else {
+                continue;
+            };
+            let Value::Array(info) = c.execute(&[b"COMMAND", b"INFO", spec.name.as_bytes()]) else {
+                panic!("COMMAND INFO {} is not an array", spec.name);
+            };
+            let Some(Value::Array(entry)) = info.first() else {
+                panic!("COMMAND INFO {} has no entry", spec.name);
+            };
+            let listed: Vec<String> = match entry.get(9) {
+                Some(Value::Array(subs)) => subs
+                    .iter()
+                    .filter_map(|sub| match sub {
+                        Value::Array(fields) => match fields.first() {
+                            Some(Value::BulkString(name)) => {
+                                Some(String::from_utf8_lossy(name).into_owned())
+                            }
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let served: Vec<&str> = meta
+                .subcommands
+                .iter()
+                .copied()
+                .filter(|sub| crate::command::serves_subcommand(sub))
+                .collect();
+            assert_eq!(listed, served, "{}", spec.name);
+            if spec.name == "client" {
+                continue;
+            }
+            for sub in listed {
+                let word = sub.split('|').nth(1).unwrap_or_default();
+                let reply = c.execute(&[spec.name.as_bytes(), word.as_bytes()]);
+                if let Value::ServerError(e) = &reply {
+                    let text = e.details().unwrap_or_default();
+                    assert!(!text.contains("unknown subcommand"), "{sub}: {text}");
+                }
+            }
+        }
+        let listed_client = c.execute(&[b"COMMAND", b"INFO", b"CLIENT"]);
+        let text = format!("{listed_client:?}");
+        assert!(!text.contains("client|tracking") && text.contains("client|pause"));
+        assert_eq!(
+            c.execute(&[b"COMMAND", b"COUNT"]),
+            Value::Int(crate::command::all_specs().count() as i64)
+        );
     }
 }

@@ -516,3 +516,6 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 #[cfg(test)]
 mod tests;
+
+pub(super) use groups::SUBCOMMANDS as XGROUP_SUBCOMMANDS;
+pub(super) use info::SUBCOMMANDS as XINFO_SUBCOMMANDS;

@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use crate::args::{int_arg, is, parse_i64};
 use crate::command::blocking::{self, Wake};
-use crate::command::connection::{hello_as, set_client_name, Login};
+use crate::command::connection::{client_shared, hello_as, set_client_name, Login};
 use crate::command::Store;
 use crate::command::{subcommand_arity, unknown_subcommand};
 use crate::error::CmdError;
@@ -225,6 +225,10 @@ pub(crate) fn client_command(
             ("reply", 3),
             ("unblock", -3),
         ];
+        // HELP, NO-EVICT, PAUSE, UNPAUSE: the engine's, for every client.
+        if let Some(result) = client_shared(cx.store, cx.now, args) {
+            return result.map(|reply| (reply, After::Continue));
+        }
         let Some(&(name, arity)) = SUBS.iter().find(|(n, _)| is(sub, n)) else {
             return Err(unknown_subcommand("client", sub));
         };

@@ -20,6 +20,10 @@ use crate::command::{self, Ctx};
 use crate::command_table;
 use crate::float::format_double;
 
+/// The address SLOWLOG shows for a script's calls: Redis's Lua client
+/// has no socket.
+const SCRIPT_CLIENT: &str = "?:0";
+
 /// The client a script runs its commands as.
 pub(crate) struct Client<'a> {
     pub(crate) ctx: Ctx<'a>,
@@ -301,7 +305,22 @@ pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Valu
         return Err(e.text().to_string());
     }
     let resp3 = client.ctx.resp3();
-    match command::run_spec(&mut client.ctx, spec, argv) {
+    let started = client
+        .ctx
+        .store
+        .slowlog
+        .enabled()
+        .then(std::time::Instant::now);
+    let result = command::run_spec(&mut client.ctx, spec, argv);
+    if let Some(started) = started {
+        // Redis logs a script's calls too, as its Lua client's (`?:0`).
+        let now = client.ctx.now;
+        let store = &mut *client.ctx.store;
+        store
+            .slowlog
+            .record(argv, started.elapsed(), now, Some(SCRIPT_CLIENT));
+    }
+    match result {
         Ok(mut reply) => {
             // The script sees the reply as its client's protocol shapes it.
             if !resp3 {

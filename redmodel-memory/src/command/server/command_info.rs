@@ -8,8 +8,8 @@ use crate::reply;
 
 impl Meta {
     /// COMMAND INFO's entry: name, arity, flags, first key, last key, step,
-    /// ACL categories, tips, key specs, subcommands (Redis's, whether or
-    /// not the engine has them all).
+    /// ACL categories, tips, key specs, subcommands (those of Redis's the
+    /// engine serves).
     pub(crate) fn info(&self) -> Reply {
         reply::array(vec![
             reply::bulk(self.name),
@@ -24,6 +24,7 @@ impl Meta {
             reply::set(
                 self.subcommands
                     .iter()
+                    .filter(|name| crate::command::serves_subcommand(name))
                     .filter_map(|name| command_table::meta(name))
                     .map(Meta::info)
                     .collect(),

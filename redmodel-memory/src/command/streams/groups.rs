@@ -26,6 +26,41 @@ fn no_key_or_group(key: &[u8], group: &[u8]) -> CmdError {
     ))
 }
 
+/// XGROUP's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "create",
+        arity: -5,
+        handler: xgroup_any,
+    },
+    Sub {
+        name: "setid",
+        arity: -5,
+        handler: xgroup_any,
+    },
+    Sub {
+        name: "destroy",
+        arity: 4,
+        handler: xgroup_any,
+    },
+    Sub {
+        name: "createconsumer",
+        arity: 5,
+        handler: xgroup_any,
+    },
+    Sub {
+        name: "delconsumer",
+        arity: 5,
+        handler: xgroup_any,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: xgroup_help,
+    },
+];
+
 /// Redis's `addReplySubcommandSyntaxError`.
 pub(super) fn sub_syntax(args: &[&[u8]]) -> CmdError {
     CmdError::err(format!(
@@ -36,39 +71,7 @@ pub(super) fn sub_syntax(args: &[&[u8]]) -> CmdError {
 }
 
 pub(in crate::command) fn xgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "create",
-            arity: -5,
-            handler: xgroup_any,
-        },
-        Sub {
-            name: "setid",
-            arity: -5,
-            handler: xgroup_any,
-        },
-        Sub {
-            name: "destroy",
-            arity: 4,
-            handler: xgroup_any,
-        },
-        Sub {
-            name: "createconsumer",
-            arity: 5,
-            handler: xgroup_any,
-        },
-        Sub {
-            name: "delconsumer",
-            arity: 5,
-            handler: xgroup_any,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: xgroup_help,
-        },
-    ];
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 fn xgroup_help(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {

@@ -11,30 +11,33 @@ use crate::error::CmdError;
 use crate::reply;
 use crate::value::stream::{Group, Stream, StreamId, INVALID_ENTRIES_READ};
 
+/// XINFO's subcommands, as the engine serves them (COMMAND describes
+/// these).
+pub(crate) const SUBCOMMANDS: &[Sub] = &[
+    Sub {
+        name: "stream",
+        arity: -3,
+        handler: stream_info,
+    },
+    Sub {
+        name: "groups",
+        arity: 3,
+        handler: groups_info,
+    },
+    Sub {
+        name: "consumers",
+        arity: 4,
+        handler: consumers_info,
+    },
+    Sub {
+        name: "help",
+        arity: 2,
+        handler: help,
+    },
+];
+
 pub(in crate::command) fn xinfo(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    const SUBS: &[Sub] = &[
-        Sub {
-            name: "stream",
-            arity: -3,
-            handler: stream_info,
-        },
-        Sub {
-            name: "groups",
-            arity: 3,
-            handler: groups_info,
-        },
-        Sub {
-            name: "consumers",
-            arity: 4,
-            handler: consumers_info,
-        },
-        Sub {
-            name: "help",
-            arity: 2,
-            handler: help,
-        },
-    ];
-    run_subcommand(ctx, args, SUBS)
+    run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
 fn help(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {

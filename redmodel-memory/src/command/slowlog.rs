@@ -205,7 +205,7 @@ fn slowlog(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
-/// SLOWLOG GET [count]: the newest `count` entries (10 by default, -1 for
+/// SLOWLOG GET \[count\]: the newest `count` entries (10 by default, -1 for
 /// all).
 fn slowlog_get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let count = match args {

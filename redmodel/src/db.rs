@@ -360,12 +360,6 @@ impl Db {
         self.layout.stored(plain)
     }
 
-    /// Tells the checked writes' guesses ([`recall`]) what a read of
-    /// `read` finds now, after a write that did not go through them.
-    pub(crate) fn saw(&self, read: &Cmd, reply: &Value) {
-        self.recall().saw(read, reply);
-    }
-
     /// Makes `pipe`'s reads see one instant: a MULTI against a server,
     /// where other clients' commands can come between a pipeline's. In
     /// process the engine runs a pipeline of commands that do not block
@@ -631,7 +625,7 @@ impl ConnectionLike for Db {
 }
 
 /// The hash slot of a stored key (its hash tag's, if it has one).
-pub(crate) fn slot_of(key: &str) -> redis::cluster_routing::Slot {
+fn slot_of(key: &str) -> redis::cluster_routing::Slot {
     redis::cluster_routing::Slot::for_key(key.as_bytes())
 }
 

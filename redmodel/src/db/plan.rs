@@ -6,7 +6,7 @@
 //! A group may be *guarded*: it runs only if some keys of its slot exist
 //! (the object a write names, the admin a sub-object hangs under), checked
 //! in the same atomic unit, so no write lands on an object deleted a
-//! moment before. A guarded unit is one Lua script (`write::checked`); on a
+//! moment before. A guarded unit is one Lua script ([`checked`]); on a
 //! server that refuses scripts, a WATCH transaction (the guards WATCHed,
 //! checked, then MULTI/EXEC). An unguarded unit is a MULTI/EXEC.
 //!
@@ -28,7 +28,7 @@ pub(crate) use incr::{number_text, Increment};
 
 use crate::db::optimistic::watched;
 use crate::layout::plain_key;
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 use checked::{guarded, guarded_now, Native};
 
 /// An ordered list of groups of commands, each group within one slot.
@@ -132,7 +132,7 @@ impl Plan {
     /// unit without guards: a MULTI, whose commands all run whatever one
     /// of them replies).
     fn run_now(&self, db: &Db) -> Option<Native<Vec<Value>>> {
-        if db.key_layout() != KeyLayout::Plain || db.engine().is_none() {
+        if !db.one_slot() || db.engine().is_none() {
             return None;
         }
         let unit = self.unit();
@@ -144,7 +144,7 @@ impl Plan {
 
     /// [`run`](Self::run)'s units, on a server (or unguarded in process).
     async fn run_units(&self, db: &Db) -> Result<Vec<Value>> {
-        if db.key_layout() == KeyLayout::Plain {
+        if db.one_slot() {
             return self.unit().run(db).await;
         }
         let mut kept = Vec::new();

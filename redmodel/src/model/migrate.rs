@@ -290,17 +290,16 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
     ] {
         let keys = scan_keys(db, &db.stored(&key_pattern(table, field, kind.name()))).await?;
         for batch in keys.chunks(500) {
-            deleted += match db.one_slot() {
-                true => db.query::<u64>(cmd("DEL").arg(batch)).await?,
+            deleted += if db.one_slot() {
+                db.query::<u64>(cmd("DEL").arg(batch)).await?
+            } else {
                 // The keys are in many slots, and one DEL may not span
                 // slots: one DEL per key, pipelined.
-                false => {
-                    let mut pipe = redis::pipe();
-                    for key in batch {
-                        pipe.command("DEL").arg(key);
-                    }
-                    db.query_pipeline::<Vec<u64>>(&pipe).await?.iter().sum()
+                let mut pipe = redis::pipe();
+                for key in batch {
+                    pipe.command("DEL").arg(key);
                 }
+                db.query_pipeline::<Vec<u64>>(&pipe).await?.iter().sum()
             };
         }
     }

@@ -310,9 +310,8 @@ impl Transaction {
             return Ok(());
         }
         let mut pending = lock(&self.pending);
-        let slot = crate::db::slot_of;
         match &pending.first_key {
-            Some(first) if slot(first) != slot(key) => Err(Error::CrossSlot {
+            Some(first) if !self.db.shares_slot(first, key) => Err(Error::CrossSlot {
                 keys: vec![first.clone(), key.to_string()],
             }),
             Some(_) => Ok(()),

@@ -71,24 +71,21 @@ impl<B: ToRedisArgs + Sync> Increment<'_, B> {
     /// scripts (an ACL user without `@scripting`, scripting disabled):
     /// the caller takes its path without.
     pub(crate) async fn run_script(&self, db: &Db) -> Result<Option<Vec<u8>>> {
-        let Increment {
-            keys,
-            sorted,
-            caps,
-            command,
-            field,
-            by,
-        } = *self;
+        let (keys, command, field) = (self.keys, self.command, self.field);
         if keys.len() == 1 {
             let mut call = INCR_PLAIN.call_sized(keys, 3, command.len() + field.len() + 20);
-            call.arg(command).arg(field).arg(by);
+            call.arg(command).arg(field).arg(self.by);
             return match call.invoke::<Value>(db).await.map_err(not_found)? {
                 Some(reply) => number_text(reply).map(Some),
                 None => Ok(None),
             };
         }
         let mut call = INCR_INDEXED.call(keys);
-        call.arg(command).arg(field).arg(by).arg(sorted).arg(caps);
+        call.arg(command)
+            .arg(field)
+            .arg(self.by)
+            .arg(self.sorted)
+            .arg(self.caps);
         let replies = call
             .invoke::<Vec<Option<Vec<u8>>>>(db)
             .await

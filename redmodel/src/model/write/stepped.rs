@@ -158,7 +158,7 @@ pub(crate) async fn claim_all<M: Model, V: AsRef<str>>(
     Ok(claimed)
 }
 
-/// Plan 3 and 4 for the object at `key` after a write (or a delete) that
+/// Steps 3 and 4 for the object at `key` after a write (or a delete) that
 /// took the indexed fields of `specs` from `old` to `new`: confirms the
 /// `claimed` entries, releases the unique values given up, and brings the
 /// other entries in step. Each of these is on keys of its own (an entry,
@@ -464,18 +464,12 @@ async fn release(
         };
         let mut txn = redis::pipe();
         txn.atomic();
-        let kept = held.as_deref() == Some(value.as_bytes());
-        if kept {
+        if held.as_deref() == Some(value.as_bytes()) {
             txn.command("PERSIST").arg(entry).ignore();
         } else {
             txn.command("DEL").arg(entry).ignore();
         }
-        let done = tx.exec::<()>(&txn).await?;
-        if done.is_some() && !kept {
-            // The next claim of the value guesses it free.
-            db.saw(&holder_command(entry), &Value::Nil);
-        }
-        Ok(done)
+        tx.exec::<()>(&txn).await
     })
     .await
 }

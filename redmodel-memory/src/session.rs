@@ -545,10 +545,14 @@ impl Session {
         // A command that blocked is not logged (Redis logs it once served),
         // nor one the engine does not have.
         let known = || args.first().is_some_and(|n| command::lookup(n).is_some());
-        if let (Some(started), None, true) = (started, &self.parked, known()) {
-            store
-                .slowlog
-                .record(args, started.elapsed(), now, self.in_process_addr());
+        // The engine's table is looked up again only for a slow command.
+        if let (Some(started), None) = (started, &self.parked) {
+            let took = started.elapsed();
+            if store.slowlog.is_slow(took) && known() {
+                store
+                    .slowlog
+                    .record(args, took, now, self.in_process_addr());
+            }
         }
         result
     }

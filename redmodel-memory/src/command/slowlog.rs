@@ -75,6 +75,12 @@ impl SlowLog {
         self.slower_than >= 0
     }
 
+    /// Whether a command that ran for `took` is slow enough to log.
+    pub(crate) fn is_slow(&self, took: Duration) -> bool {
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.enabled() && micros >= self.slower_than.unsigned_abs()
+    }
+
     /// Logs the command `args` that ran for `took` (at `now`, Unix ms)
     /// if that is slow enough and Redis would have run it (a command and
     /// subcommand it has, with a right arity: Redis refuses the others
@@ -83,10 +89,10 @@ impl SlowLog {
     /// `None` for a RESP connection, which fills in its address and name
     /// after the command.
     pub(crate) fn record(&mut self, args: &[&[u8]], took: Duration, now: i64, addr: Option<&str>) {
-        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        if !self.enabled() || micros < self.slower_than.unsigned_abs() {
+        if !self.is_slow(took) {
             return;
         }
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         let ran = crate::command_table::of_line(args).is_some_and(|meta| {
             super::arity_ok(meta.arity, args.len()) && !meta.has_flag("skip_slowlog")
         });

@@ -8,13 +8,11 @@
 //!
 //! Releasing and extending must only touch the lock while it still holds
 //! *our* token: after our ttl ran out, someone else may hold it. That
-//! compare-and-act is one Lua script (one round trip, on every backend:
-//! the memory engine runs Lua as Redis does). On a server that refuses
-//! scripts (an ACL user without `@scripting`) it is an optimistic
-//! transaction instead, on a connection of our own: `WATCH key`, `GET
-//! key`, and if it is our token, `MULTI` / `DEL` (or `PEXPIRE`) / `EXEC`;
-//! if the key changed between the `GET` and the `EXEC` (another client, or
-//! its expiry), `EXEC` does nothing and we look again.
+//! compare-and-act is a checked write ([`checked`]): `DEL` (or `PEXPIRE`)
+//! if `GET` still reads our token, the read and the write one atomic unit
+//! on every backend (one script on a server, the engine's lock in
+//! process, a WATCH transaction where scripts are refused), one round
+//! trip while the lock is held.
 //!
 //! # Why `_lock:`
 //! The model layer escapes primary keys and reserves table names that
@@ -29,16 +27,13 @@
 //! [`LockGuard::extend`] while working.
 
 use std::future::Future;
-use std::sync::LazyLock;
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
-use redis::Value;
+use redis::{Cmd, Value};
 
 use crate::command::cmd;
-use crate::command::AddCommand as _;
-use crate::db::optimistic::watched;
-use crate::db::script::Lua;
+use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::Db;
 use crate::error::{Error, Result};
 
@@ -74,7 +69,9 @@ fn new_token() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
 
-/// One try to create the lock key holding `token`.
+/// One try to create the lock key holding `token`. A lock taken is
+/// remembered ([`recall`](crate::db::recall)) with its token, so that
+/// its release or extension guesses the token rather than reading it.
 async fn try_acquire(db: &Db, key: &str, token: &str, ttl: Duration) -> Result<bool> {
     let reply: Value = db
         .query(
@@ -86,7 +83,14 @@ async fn try_acquire(db: &Db, key: &str, token: &str, ttl: Duration) -> Result<b
                 .arg(ttl_ms(ttl)),
         )
         .await?;
-    Ok(matches!(reply, Value::Okay | Value::SimpleString(_)))
+    let taken = matches!(reply, Value::Okay | Value::SimpleString(_));
+    if taken {
+        let mut get = cmd("GET");
+        get.arg(key);
+        db.recall()
+            .saw(&get, &Value::BulkString(token.as_bytes().to_vec()));
+    }
+    Ok(taken)
 }
 
 /// What a holder does to its lock.
@@ -98,63 +102,60 @@ enum Action {
     Extend(u64),
 }
 
-/// Does `action` only if the key holds the token (compare-and-act), in
-/// one round trip: `1` if it did, `0` if the key holds something else.
-static IF_HOLDER: LazyLock<Lua> = LazyLock::new(|| {
-    Lua::new(
-        r"
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if ARGV[2] == 'release' then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-end
-return 1
-",
-    )
-});
+/// A holder's compare-and-act: `action`, only while `key` holds `token`
+/// (else [`Error::LockNotHeld`], nothing written).
+struct IfHolder<'a> {
+    name: &'a str,
+    key: &'a str,
+    token: &'a str,
+    action: Action,
+}
+
+impl Decide for IfHolder<'_> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+        let mut get = cmd("GET");
+        get.arg(self.key);
+        let current = reader.read(&[self.key], vec![get], false).await?;
+        if !matches!(current.first(), Some(Value::BulkString(t)) if t == self.token.as_bytes()) {
+            return Err(Error::LockNotHeld {
+                name: self.name.to_string(),
+            });
+        }
+        let mut act = match self.action {
+            Action::Release => cmd("DEL"),
+            Action::Extend(_) => cmd("PEXPIRE"),
+        };
+        act.arg(self.key);
+        if let Action::Extend(ms) = self.action {
+            act.arg(ms);
+        }
+        Ok(vec![act])
+    }
+}
 
 /// Does `action` only if `key` holds `token`, and says whether it did:
-/// one script ([`IF_HOLDER`]), or, on a server that refuses scripts, a
-/// WATCH transaction: `WATCH` makes the `GET` and the `EXEC` one atomic
-/// step; if the key changes in between (expiry, another client), `EXEC`
-/// runs nothing and we look again.
-async fn if_holder(db: &Db, key: &str, token: &str, action: Action) -> Result<bool> {
-    let mut call = IF_HOLDER.call(&[key]);
-    call.arg(token);
-    match action {
-        Action::Release => call.arg("release"),
-        Action::Extend(ms) => call.arg("extend").arg(ms),
+/// one checked write ([`checked::run`]), which guesses the token from
+/// the acquisition (one round trip while the lock is held) and, where
+/// scripts are refused, runs as a WATCH transaction.
+async fn if_holder(db: &Db, name: &str, key: &str, token: &str, action: Action) -> Result<bool> {
+    let decide = IfHolder {
+        name,
+        key,
+        token,
+        action,
     };
-    if let Some(done) = call.invoke::<i64>(db).await? {
-        return Ok(done == 1);
+    // The key is a guard as well: a lock that is gone is not held, and
+    // a script's keys route it to the key's node on a cluster.
+    match checked::run::<()>(db, key, &[key.to_string()], &[], &decide).await {
+        Ok(()) => Ok(true),
+        Err(Error::LockNotHeld { .. } | Error::NotFound { .. }) => Ok(false),
+        Err(err) => Err(err),
     }
-    let mut write = redis::pipe();
-    write.atomic();
-    match action {
-        Action::Release => write.command("DEL").arg(key),
-        Action::Extend(ms) => write.command("PEXPIRE").arg(key).arg(ms),
-    };
-    let write = &write;
-    watched(db, key, |tx| async move {
-        // WATCH and GET in one round trip: the WATCH is in force before the
-        // GET runs, as the server runs them in order.
-        let (current,): (Option<Vec<u8>>,) = tx
-            .watch_then(key, |read| {
-                read.command("GET").arg(key);
-            })
-            .await?;
-        if current.as_deref() != Some(token.as_bytes()) {
-            return Ok(Some(false));
-        }
-        Ok(tx.exec::<Value>(write).await?.map(|_| true))
-    })
-    .await
 }
 
 /// Deletes `key` if it still holds `token`.
-async fn release_token(db: &Db, key: &str, token: &str) -> Result<bool> {
-    if_holder(db, key, token, Action::Release).await
+async fn release_token(db: &Db, name: &str, key: &str, token: &str) -> Result<bool> {
+    if_holder(db, name, key, token, Action::Release).await
 }
 
 impl Db {
@@ -396,7 +397,7 @@ impl LockGuard {
     /// # Ok(()) }
     /// ```
     pub async fn release(mut self) -> Result<()> {
-        let released = release_token(&self.db, &self.key, &self.token).await;
+        let released = release_token(&self.db, &self.name, &self.key, &self.token).await;
         // Success or failure, it is settled: nothing left for `drop` to do.
         // (If this future is dropped before here, `drop` releases instead.)
         self.held = false;
@@ -428,7 +429,7 @@ impl LockGuard {
             });
         }
         let extend = Action::Extend(ttl_ms(ttl));
-        let extended = if_holder(&self.db, &self.key, &self.token, extend).await;
+        let extended = if_holder(&self.db, &self.name, &self.key, &self.token, extend).await;
         if matches!(extended, Ok(false)) {
             self.held = false;
         }
@@ -452,13 +453,14 @@ impl Drop for LockGuard {
             return;
         }
         let db = self.db.clone();
+        let name = std::mem::take(&mut self.name);
         let key = std::mem::take(&mut self.key);
         let token = std::mem::take(&mut self.token);
         let release = async move {
             // Nobody is left to hear the outcome: a lock already lost to
             // expiry, or an unreachable server, both leave the ttl to
             // free the key.
-            let _ = release_token(&db, &key, &token).await;
+            let _ = release_token(&db, &name, &key, &token).await;
         };
         let mut release = Box::pin(release);
         if self.db.engine().is_some() {

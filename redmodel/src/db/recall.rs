@@ -1,6 +1,6 @@
 //! What a `Db` last saw of the few values its checked writes read: the
-//! indexed fields of the objects it wrote and the holders of the unique
-//! entries it claimed or gave up.
+//! indexed fields of the objects it wrote, the holders of the unique
+//! entries it claimed or gave up, and the tokens of the locks it took.
 //!
 //! A unique or tag write must know the old value and the entries' holders
 //! before it can decide what to claim and release, and reading them costs
@@ -206,6 +206,8 @@ impl Facts {
             }
             .print();
             self.forget(|f| f.print == field);
+        } else if is("PEXPIRE") || is("EXPIRE") || is("PERSIST") {
+            // A key's time to live is not a value remembered here.
         } else if is("DEL") || is("UNLINK") {
             let gone: SmallVec<[u64; 4]> = rest.iter().map(|k| key_print(k)).collect();
             for (fact, held) in &mut self.0 {
@@ -353,7 +355,9 @@ enum Read<'a> {
     Fields(&'a [u8], Args<'a>),
     /// `HGET key field`
     Field(&'a [u8], &'a [u8]),
-    /// `LINDEX key 0`
+    /// `LINDEX key 0`, or `GET key`: the one value a key stands for (a
+    /// unique entry's holder, a lock's token), remembered as one fact
+    /// whichever command read it; a key is a list or a string, not both.
     Head(&'a [u8]),
     /// `SORT key BY nosort LIMIT 0 1 GET # GET *->field`: the list's head
     /// and that hash's field (a unique entry's holder and its value).
@@ -374,7 +378,9 @@ fn parse(cmd: &Cmd) -> Option<Read<'_>> {
         Some(Read::Fields(key, rest))
     } else if name.eq_ignore_ascii_case(b"HGET") && rest.len() == 1 {
         Some(Read::Field(key, rest[0]))
-    } else if name.eq_ignore_ascii_case(b"LINDEX") && rest[..] == [b"0"] {
+    } else if (name.eq_ignore_ascii_case(b"LINDEX") && rest[..] == [b"0"])
+        || (name.eq_ignore_ascii_case(b"GET") && rest.is_empty())
+    {
         Some(Read::Head(key))
     } else if name.eq_ignore_ascii_case(b"SORT") {
         match rest.as_slice() {
@@ -522,7 +528,8 @@ mod tests {
             ]))
         );
         // An increment of a field read forgets it; a delete makes the
-        // key's values absent; a command not followed forgets its keys'.
+        // key's values absent; an expiry keeps them; a command not
+        // followed forgets its keys'.
         let name = crate::command::cmd("HGET").arg("p:1").arg("name").clone();
         for (cmd, want) in [
             (
@@ -535,7 +542,11 @@ mod tests {
             ),
             (crate::command::cmd("DEL").arg("p:1").clone(), Some(None)),
             (
-                crate::command::cmd("EXPIRE").arg("p:1").arg(5).clone(),
+                crate::command::cmd("PEXPIRE").arg("p:1").arg(5).clone(),
+                Some(Some(b"bob".to_vec())),
+            ),
+            (
+                crate::command::cmd("RENAME").arg("p:1").arg("p:2").clone(),
                 None,
             ),
             (

@@ -523,7 +523,9 @@ pub(crate) trait Decide: Sync {
 
 /// Runs `decide` as one atomic unit guarded by `guards` (keys that must
 /// exist): the fixed commands `base` (each with whether its reply is
-/// kept), then what `decide` adds. The kept replies.
+/// kept), then what `decide` adds. The kept replies. The guards are the
+/// script's keys, which route it to their node on a cluster: a write
+/// there names one (in the slot of everything it reads and writes).
 ///
 /// A first attempt guesses its reads from what the `Db` saw last
 /// ([`crate::db::recall`]); the script checks every read and, if one

@@ -144,11 +144,9 @@ async fn if_holder(db: &Db, name: &str, key: &str, token: &str, action: Action) 
         token,
         action,
     };
-    // The key is a guard as well: a lock that is gone is not held, and
-    // a script's keys route it to the key's node on a cluster.
-    match checked::run::<()>(db, key, &[key.to_string()], &[], &decide).await {
+    match checked::run::<()>(db, key, &[], &[], &decide).await {
         Ok(()) => Ok(true),
-        Err(Error::LockNotHeld { .. } | Error::NotFound { .. }) => Ok(false),
+        Err(Error::LockNotHeld { .. }) => Ok(false),
         Err(err) => Err(err),
     }
 }

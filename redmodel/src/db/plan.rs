@@ -20,11 +20,7 @@ use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
 
 pub(crate) mod checked;
-pub(crate) mod entry;
-mod incr;
 mod shaped;
-
-pub(crate) use incr::{number_text, Increment};
 
 use crate::db::optimistic::watched;
 use crate::layout::plain_key;
@@ -39,15 +35,48 @@ pub(crate) struct Plan {
     groups: SmallVec<[Group; 1]>,
 }
 
-/// The commands of a unit, each with whether its reply is kept.
-pub(crate) type Commands<'a> = SmallVec<[(&'a Cmd, bool); 4]>;
+/// The commands of a unit.
+pub(crate) type Commands<'a> = SmallVec<[Write<'a>; 4]>;
 
-/// One group: its guards and its commands (each with whether its reply is
-/// kept).
+/// A command of a unit: whether its reply is kept, and the argument it
+/// takes from an earlier command's reply, if any.
+#[derive(Clone, Copy)]
+pub(crate) struct Write<'a> {
+    pub(crate) cmd: &'a Cmd,
+    pub(crate) keep: bool,
+    pub(crate) splice: Option<Splice>,
+}
+
+impl<'a> Write<'a> {
+    /// `cmd` as it is, its reply kept or not.
+    pub(crate) fn plain(cmd: &'a Cmd, keep: bool) -> Self {
+        Write {
+            cmd,
+            keep,
+            splice: None,
+        }
+    }
+}
+
+/// An argument a command takes from the reply of an earlier command of
+/// its unit, as the unit runs: what only the server knows when the unit
+/// is sent (the new value of an increment, as the score of an index).
+/// The earlier reply must be a string (a `HGET`'s): a script passes a
+/// string on unchanged, where an integer would become a Lua number.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Splice {
+    /// Which argument of the command (0: the first after its name); the
+    /// command holds a placeholder there.
+    pub(crate) arg: usize,
+    /// Which earlier command of the unit (0: its first).
+    pub(crate) from: usize,
+}
+
+/// One group: its guards and its commands.
 #[derive(Default)]
 struct Group {
     guards: SmallVec<[String; 2]>,
-    cmds: SmallVec<[(Cmd, bool); 3]>,
+    cmds: SmallVec<[(Cmd, bool, Option<Splice>); 3]>,
 }
 
 impl Plan {
@@ -73,23 +102,40 @@ impl Plan {
 
     /// Adds a command whose reply [`run`](Self::run) returns.
     pub(crate) fn add(&mut self, cmd: Cmd) -> &mut Self {
-        self.current().cmds.push((cmd, true));
+        self.current().cmds.push((cmd, true, None));
         self
     }
 
     /// Adds a command whose reply is dropped.
     pub(crate) fn add_ignored(&mut self, cmd: Cmd) -> &mut Self {
-        self.current().cmds.push((cmd, false));
+        self.current().cmds.push((cmd, false, None));
         self
     }
 
-    /// Every command, each with whether its reply is kept, without the
-    /// guards: for a caller that checks them itself.
+    /// Adds a command whose reply is dropped, its argument `arg` (0: the
+    /// first after the name; `cmd` holds a placeholder there) the reply of
+    /// the group's command number `from` (0: its first), a string. A plan
+    /// with such a command runs only whole ([`run_whole`](Self::run_whole)).
+    pub(crate) fn add_spliced(&mut self, cmd: Cmd, arg: usize, from: usize) -> &mut Self {
+        let group = self.current();
+        debug_assert!(from < group.cmds.len(), "a splice takes an earlier reply");
+        group.cmds.push((cmd, false, Some(Splice { arg, from })));
+        self
+    }
+
+    /// Every command, without the guards: for a caller that checks them
+    /// itself.
     pub(crate) fn commands(&self) -> Commands<'_> {
         self.groups
             .iter()
-            .flat_map(|g| g.cmds.iter().map(|(cmd, keep)| (cmd, *keep)))
+            .flat_map(|g| g.cmds.iter().map(write_of))
             .collect()
+    }
+
+    fn has_splices(&self) -> bool {
+        self.groups
+            .iter()
+            .any(|g| g.cmds.iter().any(|(_, _, splice)| splice.is_some()))
     }
 
     fn current(&mut self) -> &mut Group {
@@ -103,7 +149,14 @@ impl Plan {
     /// Runs the groups as the layout of `db` allows (all as one unit in the
     /// plain layout, one unit per group in order in the cluster layout) and
     /// returns the kept replies, in the order their commands were added.
+    /// A plan with a spliced command runs with
+    /// [`run_whole`](Self::run_whole) instead.
     pub(crate) async fn run<T: FromRedisValue>(&self, db: &Db) -> Result<T> {
+        if self.has_splices() {
+            return Err(Error::Misuse(
+                "a plan that splices a reply runs only whole".to_string(),
+            ));
+        }
         let kept = match self.run_now(db) {
             Some(kept) => kept.map_err(|e| *e)?,
             // Boxed: a round trip costs far more than the allocation, and
@@ -111,7 +164,40 @@ impl Plan {
             // from frame to frame on every write, in process too).
             None => Box::pin(self.run_units(db)).await?,
         };
-        Ok(T::from_redis_value(Value::Array(kept)).map_err(redis::RedisError::from)?)
+        from_kept(kept)
+    }
+
+    /// Runs a plan of one group (a spliced command's and the command it
+    /// takes from must be in one) as one atomic unit: in process under
+    /// the engine's lock, on a server as one script. `None` where it
+    /// cannot run whole: a server that refuses scripts, a plan past what
+    /// a script is written for, or a cluster layout's separate slots. The
+    /// caller then takes a path of its own (ordered steps).
+    pub(crate) async fn run_whole<T: FromRedisValue>(&self, db: &Db) -> Result<Option<T>> {
+        if self.groups.len() > 1 && self.has_splices() {
+            return Err(Error::Misuse(
+                "a plan that splices a reply is one group".to_string(),
+            ));
+        }
+        if let Some(now) = self.now(db) {
+            return now.map(Some);
+        }
+        if !db.one_slot() {
+            return Ok(None);
+        }
+        let unit = self.unit();
+        match guarded(db, &unit.guards, &unit.cmds).await? {
+            Some(kept) => Ok(Some(from_kept(kept)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// In process, a guarded plan of one unit run at once, with
+    /// no future to build (an in-process write costs little more than
+    /// its commands); `None` otherwise.
+    pub(crate) fn now<T: FromRedisValue>(&self, db: &Db) -> Option<Result<T>> {
+        let kept = self.run_now(db)?;
+        Some(kept.map_err(|e| *e).and_then(from_kept))
     }
 
     /// The plain layout's one unit: all the groups' guards and commands.
@@ -127,12 +213,14 @@ impl Plan {
         }
     }
 
-    /// In process, in the plain layout, the one unit run at once if it is
-    /// guarded ([`guarded_now`]); `None` otherwise (on a server, or for a
-    /// unit without guards: a MULTI, whose commands all run whatever one
-    /// of them replies).
+    /// In process, the one unit (a plan of one group, or the plain
+    /// layout's) run at once if it is guarded ([`guarded_now`]); `None`
+    /// otherwise (on a server, or for a unit without guards: a MULTI,
+    /// whose commands all run whatever one of them replies).
     fn run_now(&self, db: &Db) -> Option<Native<Vec<Value>>> {
-        if !db.one_slot() || db.engine().is_none() {
+        // One group is one unit in either layout; several are one unit
+        // only in the plain layout (the cluster layout's run them in turn).
+        if (self.groups.len() > 1 && !db.one_slot()) || db.engine().is_none() {
             return None;
         }
         let unit = self.unit();
@@ -151,7 +239,7 @@ impl Plan {
         for group in &self.groups {
             let unit = Unit {
                 guards: Cow::Borrowed(&group.guards),
-                cmds: group.cmds.iter().map(|(cmd, keep)| (cmd, *keep)).collect(),
+                cmds: group.cmds.iter().map(write_of).collect(),
             };
             kept.extend(unit.run(db).await?);
         }
@@ -184,9 +272,9 @@ impl Unit<'_> {
     fn pipeline(&self) -> redis::Pipeline {
         let mut pipe = redis::pipe();
         pipe.atomic();
-        for (cmd, keep) in &self.cmds {
-            pipe.add_command((*cmd).clone());
-            if !keep {
+        for write in &self.cmds {
+            pipe.add_command(write.cmd.clone());
+            if !write.keep {
                 pipe.ignore();
             }
         }
@@ -215,6 +303,20 @@ impl Unit<'_> {
         })
         .await
     }
+}
+
+/// A group's command as a unit's.
+fn write_of((cmd, keep, splice): &(Cmd, bool, Option<Splice>)) -> Write<'_> {
+    Write {
+        cmd,
+        keep: *keep,
+        splice: *splice,
+    }
+}
+
+/// The kept replies as the caller's type.
+fn from_kept<T: FromRedisValue>(kept: Vec<Value>) -> Result<T> {
+    Ok(T::from_redis_value(Value::Array(kept)).map_err(redis::RedisError::from)?)
 }
 
 /// The script's `NOTFOUND key` refusal as [`Error::NotFound`]; any other

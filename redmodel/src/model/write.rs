@@ -16,7 +16,6 @@ use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
 use super::{Model, OwnerKind, SingleValue, Storage};
 use crate::command::{cmd, sized};
-use crate::db::plan::Increment;
 use crate::db::plan::Plan;
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
@@ -125,17 +124,10 @@ impl<M: Model> ObjectRef<M> {
         // build, no command to encode, no boxed future.
         let text = if touches_index::<M>(&[name]) {
             Box::pin(index::incr_indexed::<M>(db, &key, name, T::COMMAND, &by)).await
-        } else if let Some(text) = (Increment {
-            keys: &[key.as_ref()],
-            sorted: 0,
-            caps: &[],
-            command: T::COMMAND,
-            field: name,
-            by: &by,
-        })
-        .run_now(db)
+        } else if let Some(text) =
+            index::incr_plan(&key, name, T::COMMAND, &by, &[]).now::<(redis::Value,)>(db)
         {
-            text
+            text.and_then(|(reply,)| index::number_text(reply))
         } else {
             Box::pin(index::incr_on_server(db, &key, name, T::COMMAND, &by)).await
         }

@@ -27,12 +27,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, Mutex};
 
 use redis::{Cmd, FromRedisValue, Value};
+use smallvec::SmallVec;
 
 use super::shaped::{self, GUARDS};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
-use crate::db::plan::not_found;
+use crate::db::plan::{not_found, Splice, Write};
 use crate::db::recall::{Facts, Guess};
 use crate::db::script::{Call, Lua};
 use crate::layout::plain_key;
@@ -246,10 +247,15 @@ impl Recorder<'_> {
     /// [`CHECKED`] script (its shape's, [`shaped`]), guarded by `guards`
     /// and conditioned on every read recorded; in process, runs the same
     /// on the engine ([`in_process`]).
+    ///
+    /// The script's keys are the guards, or `route` if there are none: a
+    /// key of the write's slot, which routes the script to its node on a
+    /// cluster.
     pub(crate) async fn commit<T: FromRedisValue>(
         self,
         guards: &[String],
-        writes: &[(&Cmd, bool)],
+        route: Option<&str>,
+        writes: &[Write<'_>],
     ) -> Result<Checked<T>> {
         let conditions = self
             .conditions
@@ -271,7 +277,7 @@ impl Recorder<'_> {
             .atomically(|tx| in_process(tx, guards, &conditions, writes));
         let (done, first) = match native {
             Some(outcome) => outcome.map_err(|e| *e)?,
-            None => match send(self.db, guards, &conditions, writes).await? {
+            None => match send(self.db, guards, route, &conditions, writes).await? {
                 Some(outcome) => outcome,
                 None => return Ok(Checked::Unsupported),
             },
@@ -287,8 +293,8 @@ impl Recorder<'_> {
         // changed it as they say.
         if !conditions.is_empty() {
             let mut facts = Facts::of(conditions.iter().map(|(cmd, reply)| (cmd, reply)));
-            for (cmd, _) in writes {
-                facts.apply(cmd);
+            for write in writes {
+                facts.apply(write.cmd);
             }
             recall.remember(facts);
         }
@@ -303,22 +309,36 @@ impl Recorder<'_> {
 async fn send(
     db: &Db,
     guards: &[String],
+    route: Option<&str>,
     conditions: &[(Cmd, Value)],
-    writes: &[(&Cmd, bool)],
+    writes: &[Write<'_>],
 ) -> Result<Option<(bool, Vec<Value>)>> {
+    let routed = [route.unwrap_or_default()];
+    let keys: &[&str] = match (guards, route) {
+        ([], Some(_)) => &routed,
+        _ => &[],
+    };
     // The write's own script if it has a shape to write one for, else the
     // general one.
-    let shaped = shaped::shape(conditions, writes);
+    let shaped = shaped::shape(guards.len(), conditions, writes);
     let call = match &shaped {
         Some(shaped) => {
             let bytes = guards.iter().map(String::len).sum::<usize>()
                 + shaped.argv.iter().map(|a| a.len()).sum::<usize>();
-            let mut call = shaped.script.call_sized(guards, shaped.argv.len(), bytes);
+            let mut call = if keys.is_empty() {
+                shaped.script.call_sized(guards, shaped.argv.len(), bytes)
+            } else {
+                shaped.script.call_sized(keys, shaped.argv.len(), bytes)
+            };
             for arg in &shaped.argv {
                 call.arg(*arg);
             }
             call
         }
+        // The general script passes no reply on, and checks every key it
+        // is given: a spliced write, or one routed by a key that is no
+        // guard, has no script then.
+        None if !keys.is_empty() || writes.iter().any(|w| w.splice.is_some()) => return Ok(None),
         None => {
             let mut invocation = CHECKED.call(guards);
             invocation.arg(conditions.len());
@@ -332,8 +352,8 @@ async fn send(
                     invocation.arg(value);
                 }
             }
-            for (cmd, _) in writes {
-                add_command(&mut invocation, cmd);
+            for write in writes {
+                add_command(&mut invocation, write.cmd);
             }
             invocation
         }
@@ -367,7 +387,7 @@ async fn send(
     let kept = first
         .into_iter()
         .zip(writes)
-        .filter(|(_, (_, keep))| *keep)
+        .filter(|(_, write)| write.keep)
         .map(|(v, _)| v)
         .collect();
     Ok(Some((done, kept)))
@@ -383,7 +403,7 @@ fn in_process(
     tx: &mut Atomic<'_>,
     guards: &[String],
     conditions: &[(Cmd, Value)],
-    writes: &[(&Cmd, bool)],
+    writes: &[Write<'_>],
 ) -> Native<(bool, Vec<Value>)> {
     check_guards(tx, guards)?;
     let mut changed = false;
@@ -400,11 +420,23 @@ fn in_process(
         return Ok((false, seen));
     }
     let mut kept = Vec::with_capacity(writes.len());
-    for (cmd, keep) in writes {
-        let reply = call(tx, cmd)
+    // The replies a later write takes an argument from, by position.
+    let mut taken: SmallVec<[(usize, Value); 1]> = SmallVec::new();
+    for (i, write) in writes.iter().enumerate() {
+        let reply = match write.splice {
+            None => call(tx, write.cmd),
+            Some(splice) => call_spliced(tx, write.cmd, splice, &taken)?,
+        };
+        let reply = reply
             .extract_error()
             .map_err(|e| Box::new(Error::from(e)))?;
-        if *keep {
+        if writes[i + 1..]
+            .iter()
+            .any(|w| w.splice.is_some_and(|s| s.from == i))
+        {
+            taken.push((i, reply.clone()));
+        }
+        if write.keep {
             kept.push(reply);
         }
     }
@@ -448,6 +480,33 @@ fn call(tx: &mut Atomic<'_>, cmd: &Cmd) -> Value {
     tx.call(&room[..n])
 }
 
+/// Runs `cmd` with its argument `splice.arg` the reply `taken` holds of
+/// the write `splice.from`: a string, as a script passes it on.
+fn call_spliced(
+    tx: &mut Atomic<'_>,
+    cmd: &Cmd,
+    splice: Splice,
+    taken: &[(usize, Value)],
+) -> Native<Value> {
+    let Some((_, Value::BulkString(text))) = taken.iter().find(|(i, _)| *i == splice.from) else {
+        return Err(Box::new(Error::Misuse(format!(
+            "a write takes its argument {} from the reply of write {}, which is not a string",
+            splice.arg, splice.from
+        ))));
+    };
+    let mut argv = args(cmd);
+    match argv.get_mut(splice.arg + 1) {
+        Some(arg) => *arg = text,
+        None => {
+            return Err(Box::new(Error::Misuse(format!(
+                "a write has no argument {} to splice",
+                splice.arg
+            ))))
+        }
+    }
+    Ok(tx.call(&argv))
+}
+
 /// Runs `cmds` (each with whether its reply is kept) as one atomic script
 /// if every key of `guards` exists ([`Error::NotFound`] otherwise, nothing
 /// written): a checked write with no read to check. `None` if the server
@@ -455,13 +514,13 @@ fn call(tx: &mut Atomic<'_>, cmd: &Cmd) -> Value {
 pub(crate) async fn guarded(
     db: &Db,
     guards: &[String],
-    cmds: &[(&Cmd, bool)],
+    cmds: &[Write<'_>],
 ) -> Result<Option<Vec<Value>>> {
     if let Some(kept) = guarded_now(db, guards, cmds) {
         return kept.map(Some).map_err(|e| *e);
     }
     match Recorder::new(db, Guess::Nothing)
-        .commit::<Vec<Value>>(guards, cmds)
+        .commit::<Vec<Value>>(guards, None, cmds)
         .await?
     {
         Checked::Done(kept) => Ok(Some(kept)),
@@ -476,7 +535,7 @@ pub(crate) async fn guarded(
 pub(crate) fn guarded_now(
     db: &Db,
     guards: &[String],
-    cmds: &[(&Cmd, bool)],
+    cmds: &[Write<'_>],
 ) -> Option<Native<Vec<Value>>> {
     let outcome = db.atomically(|tx| in_process(tx, guards, &[], cmds))?;
     // With no read to compare, the writes always ran.
@@ -523,9 +582,10 @@ pub(crate) trait Decide: Sync {
 
 /// Runs `decide` as one atomic unit guarded by `guards` (keys that must
 /// exist): the fixed commands `base` (each with whether its reply is
-/// kept), then what `decide` adds. The kept replies. The guards are the
-/// script's keys, which route it to their node on a cluster: a write
-/// there names one (in the slot of everything it reads and writes).
+/// kept), then what `decide` adds. The kept replies. The script's keys,
+/// which route it to their node on a cluster, are the guards, else
+/// `conflict_key`: on a cluster, a key of the slot of everything the
+/// write reads and writes.
 ///
 /// A first attempt guesses its reads from what the `Db` saw last
 /// ([`crate::db::recall`]); the script checks every read and, if one
@@ -539,9 +599,13 @@ pub(crate) async fn run<T: FromRedisValue>(
     db: &Db,
     conflict_key: &str,
     guards: &[String],
-    base: &[(&Cmd, bool)],
+    base: &[Write<'_>],
     decide: &impl Decide,
 ) -> Result<T> {
+    debug_assert!(
+        base.iter().all(|w| w.splice.is_none()),
+        "a decided write splices no reply (its WATCH path cannot)"
+    );
     let mut guess = Guess::Absent;
     for attempt in 1..=MAX_ATTEMPTS {
         let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));
@@ -551,10 +615,13 @@ pub(crate) async fn run<T: FromRedisValue>(
             Err(_) if recorder.guessed() => continue,
             Err(err) => return Err(err),
         };
-        let mut writes: Vec<(&Cmd, bool)> = Vec::with_capacity(base.len() + extra.len());
+        let mut writes: Vec<Write<'_>> = Vec::with_capacity(base.len() + extra.len());
         writes.extend_from_slice(base);
-        writes.extend(extra.iter().map(|cmd| (cmd, false)));
-        match recorder.commit::<T>(guards, &writes).await? {
+        writes.extend(extra.iter().map(|cmd| Write::plain(cmd, false)));
+        match recorder
+            .commit::<T>(guards, Some(conflict_key), &writes)
+            .await?
+        {
             Checked::Done(out) => return Ok(out),
             Checked::Unsupported => break,
             Checked::Changed(_) if attempt == MAX_ATTEMPTS => {
@@ -582,9 +649,9 @@ pub(crate) async fn run<T: FromRedisValue>(
         let extra = decide.decide(&tx).await?;
         let mut txn = redis::pipe();
         txn.atomic();
-        for (cmd, keep) in base {
-            txn.add_command((*cmd).clone());
-            if !keep {
+        for write in base {
+            txn.add_command(write.cmd.clone());
+            if !write.keep {
                 txn.ignore();
             }
         }

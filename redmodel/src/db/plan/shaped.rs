@@ -40,6 +40,7 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 use redis::{Cmd, Value};
 
+use crate::db::plan::{Splice, Write};
 use crate::db::script::Lua;
 
 /// The most commands (reads and writes) a shaped script runs.
@@ -127,19 +128,22 @@ fn each_expected<'a>(reply: &'a Value, mut f: impl FnMut(Option<&'a [u8]>)) -> b
 /// the signature and `ARGV` in one pass, sized at once; the script's text
 /// is written only for a shape not seen before.
 pub(crate) fn shape<'a>(
+    guards: usize,
     reads: &'a [(Cmd, Value)],
-    writes: &[(&'a Cmd, bool)],
+    writes: &[Write<'a>],
 ) -> Option<Shaped<'a>> {
     let commands = reads.len() + writes.len();
     if commands > MAX_COMMANDS {
         return None;
     }
     let args: usize = (reads.iter().map(|(cmd, _)| cmd))
-        .chain(writes.iter().map(|(cmd, _)| *cmd))
+        .chain(writes.iter().map(|w| w.cmd))
         .map(|cmd| cmd.args_iter().len())
         .sum();
     let mut argv: Vec<&[u8]> = Vec::with_capacity(args + 2 * reads.len());
     let mut signature = String::with_capacity(16 * commands);
+    signature.push('g');
+    push_number(&mut signature, guards);
     for (cmd, reply) in reads {
         add(&mut signature, &mut argv, 'r', cmd)?;
         let comparable = each_expected(reply, |v| {
@@ -150,13 +154,18 @@ pub(crate) fn shape<'a>(
         }
         signature.push('|');
     }
-    for (cmd, keep) in writes {
+    for write in writes {
         add(
             &mut signature,
             &mut argv,
-            if *keep { 'k' } else { 'w' },
-            cmd,
+            if write.keep { 'k' } else { 'w' },
+            write.cmd,
         )?;
+        if let Some(splice) = write.splice {
+            signature.push('@');
+            signature.push_str(itoa::Buffer::new().format(splice.arg));
+            push_number(&mut signature, splice.from);
+        }
     }
     for (_, reply) in reads {
         each_expected(reply, |v| argv.extend(v));
@@ -168,7 +177,7 @@ pub(crate) fn shape<'a>(
     let script = match scripts.get(&signature) {
         Some(script) => Arc::clone(script),
         None if scripts.len() < MAX_SHAPES => {
-            let script = Arc::new(Lua::new(&text_of(reads, writes)?));
+            let script = Arc::new(Lua::new(&text_of(guards, reads, writes)?));
             scripts.insert(signature, Arc::clone(&script));
             script
         }
@@ -180,7 +189,7 @@ pub(crate) fn shape<'a>(
 /// The script's text for the shape of `reads` and `writes` (which
 /// [`shape`] has checked).
 #[cold]
-fn text_of(reads: &[(Cmd, Value)], writes: &[(&Cmd, bool)]) -> Option<String> {
+fn text_of(guards: usize, reads: &[(Cmd, Value)], writes: &[Write<'_>]) -> Option<String> {
     let mut read_shapes = Vec::with_capacity(reads.len());
     let mut expected_all = Vec::with_capacity(reads.len());
     for (cmd, reply) in reads {
@@ -190,11 +199,16 @@ fn text_of(reads: &[(Cmd, Value)], writes: &[(&Cmd, bool)]) -> Option<String> {
         expected_all.push(values);
     }
     let mut write_shapes = Vec::with_capacity(writes.len());
-    for (cmd, keep) in writes {
-        let (name, args) = split(cmd)?;
-        write_shapes.push((name, args.count(), *keep));
+    for write in writes {
+        let (name, args) = split(write.cmd)?;
+        write_shapes.push(WriteShape {
+            name,
+            argc: args.count(),
+            keep: write.keep,
+            splice: write.splice,
+        });
     }
-    Some(text(&read_shapes, &expected_all, &write_shapes))
+    Some(text(guards, &read_shapes, &expected_all, &write_shapes))
 }
 
 /// `/n|` in a shape's signature (without `fmt`: the signature is made on
@@ -205,21 +219,44 @@ fn push_number(signature: &mut String, n: usize) {
     signature.push('|');
 }
 
-/// `ARGV[first]`, `ARGV[first + 1]`... for `count` arguments.
-fn args_text(out: &mut String, first: usize, count: usize) {
-    for i in first..first + count {
-        let _ = write!(out, ", ARGV[{i}]");
+/// `ARGV[first]`, `ARGV[first + 1]`... for `count` arguments, the
+/// argument `splice.arg` (if any) the reply of write `splice.from`
+/// instead (`w` and its number: [`text`] keeps that reply in a local).
+fn args_text(out: &mut String, first: usize, count: usize, splice: Option<Splice>) {
+    for (n, i) in (first..first + count).enumerate() {
+        match splice {
+            Some(splice) if splice.arg == n => {
+                let _ = write!(out, ", w{}", splice.from);
+            }
+            _ => {
+                let _ = write!(out, ", ARGV[{i}]");
+            }
+        }
     }
 }
 
-/// The script's text for a shape: `reads` and `writes` as (name, argument
-/// count, expected value count / whether kept), `expected` the values.
+/// What a write's script text depends on.
+struct WriteShape<'a> {
+    name: &'a str,
+    argc: usize,
+    keep: bool,
+    splice: Option<Splice>,
+}
+
+/// The script's text for a shape: `reads` as (name, argument count,
+/// expected value count), `expected` the values, and `writes`.
 fn text(
+    guards: usize,
     reads: &[(&str, usize, usize)],
     expected: &[Vec<Option<&[u8]>>],
-    writes: &[(&str, usize, bool)],
+    writes: &[WriteShape<'_>],
 ) -> String {
-    let mut out = String::from(GUARDS);
+    // The first `guards` keys must exist; a key past them only routes
+    // the script.
+    let mut out = match guards {
+        0 => String::new(),
+        n => GUARDS.replace("#KEYS", itoa::Buffer::new().format(n)),
+    };
     // Where each read's and write's arguments start in ARGV, then where
     // the expected strings start.
     let mut next = 1;
@@ -229,9 +266,9 @@ fn text(
         next += argc;
     }
     let mut write_at = Vec::with_capacity(writes.len());
-    for (_, argc, _) in writes {
+    for write in writes {
         write_at.push(next);
-        next += argc;
+        next += write.argc;
     }
     if !reads.is_empty() {
         // A read's error reads as 0, which no expected value equals; a
@@ -255,7 +292,7 @@ fn text(
                 );
             }
             let _ = write!(out, "seen[{}] = read('{name}'", i + 1);
-            args_text(&mut out, *at, *argc);
+            args_text(&mut out, *at, *argc, None);
             out.push_str(if probe.is_some() { ") end\n" } else { ")\n" });
         }
         for (i, ((_, _, count), values)) in reads.iter().zip(expected).enumerate() {
@@ -281,14 +318,24 @@ fn text(
     } else {
         "local out = {1}\n"
     });
-    for ((name, argc, keep), at) in writes.iter().zip(&write_at) {
-        if *keep {
+    for (j, (write, at)) in writes.iter().zip(&write_at).enumerate() {
+        // A reply a later write splices in is kept in a local.
+        let taken = writes[j + 1..]
+            .iter()
+            .any(|w| w.splice.is_some_and(|s| s.from == j));
+        if taken {
+            let _ = write!(out, "local w{j} = ");
+        } else if write.keep {
             kept += 1;
             let _ = write!(out, "out[{kept}] = ");
         }
-        let _ = write!(out, "redis.call('{name}'");
-        args_text(&mut out, *at, *argc);
+        let _ = write!(out, "redis.call('{}'", write.name);
+        args_text(&mut out, *at, write.argc, write.splice);
         out.push_str(")\n");
+        if taken && write.keep {
+            kept += 1;
+            let _ = writeln!(out, "out[{kept}] = w{j}");
+        }
     }
     out.push_str("return out\n");
     out
@@ -351,6 +398,15 @@ end
 mod tests {
     use super::*;
 
+    fn shape_of<'a>(name: &'a str, argc: usize, keep: bool) -> WriteShape<'a> {
+        WriteShape {
+            name,
+            argc,
+            keep,
+            splice: None,
+        }
+    }
+
     fn cmd(args: &[&str]) -> Cmd {
         let mut c = crate::command::cmd(args[0]);
         for a in &args[1..] {
@@ -362,13 +418,59 @@ mod tests {
     #[test]
     fn a_guarded_write_reads_its_arguments_by_position() {
         let (incr, get) = (cmd(&["HINCRBY", "k", "f", "1"]), cmd(&["HGET", "k", "f"]));
-        let shaped = shape(&[], &[(&incr, false), (&get, true)]).expect("a shape");
+        let shaped = shape(
+            1,
+            &[],
+            &[Write::plain(&incr, false), Write::plain(&get, true)],
+        )
+        .expect("a shape");
         assert_eq!(shaped.argv, [&b"k"[..], b"f", b"1", b"k", b"f"]);
-        let text = text(&[], &[], &[("HINCRBY", 3, false), ("HGET", 2, true)]);
+        let text = text(
+            1,
+            &[],
+            &[],
+            &[shape_of("HINCRBY", 3, false), shape_of("HGET", 2, true)],
+        );
         assert!(text.contains("redis.call('HINCRBY', ARGV[1], ARGV[2], ARGV[3])\n"));
         assert!(text.contains("out[1] = redis.call('HGET', ARGV[4], ARGV[5])\n"));
         // Without reads, the kept replies alone.
         assert!(text.ends_with("\nreturn out\n"));
+    }
+
+    #[test]
+    fn a_spliced_argument_is_the_earlier_reply_kept_in_a_local() {
+        let (incr, get) = (cmd(&["HINCRBY", "k", "f", "1"]), cmd(&["HGET", "k", "f"]));
+        let zadd = cmd(&["ZADD", "i", "0", "k"]);
+        let spliced = Write {
+            cmd: &zadd,
+            keep: false,
+            splice: Some(Splice { arg: 1, from: 1 }),
+        };
+        let writes = [
+            Write::plain(&incr, false),
+            Write::plain(&get, true),
+            spliced,
+        ];
+        let shaped = shape(1, &[], &writes).expect("a shape");
+        let plain = shape(1, &[], &[writes[0], writes[1], Write::plain(&zadd, false)]);
+        assert!(!Arc::ptr_eq(
+            &shaped.script,
+            &plain.expect("a shape").script
+        ));
+        let mut zadd_shape = shape_of("ZADD", 3, false);
+        zadd_shape.splice = Some(Splice { arg: 1, from: 1 });
+        let text = text(
+            1,
+            &[],
+            &[],
+            &[
+                shape_of("HINCRBY", 3, false),
+                shape_of("HGET", 2, true),
+                zadd_shape,
+            ],
+        );
+        assert!(text.contains("local w1 = redis.call('HGET', ARGV[4], ARGV[5])\nout[1] = w1\n"));
+        assert!(text.contains("redis.call('ZADD', ARGV[6], w1, ARGV[8])\n"));
     }
 
     #[test]
@@ -378,12 +480,13 @@ mod tests {
             Value::Array(vec![Value::BulkString(b"x".to_vec()), Value::Nil]),
         )];
         let hset = cmd(&["HSET", "k", "a", "y"]);
-        let shaped = shape(&reads, &[(&hset, false)]).expect("a shape");
+        let shaped = shape(1, &reads, &[Write::plain(&hset, false)]).expect("a shape");
         assert_eq!(shaped.argv, [&b"k"[..], b"a", b"b", b"k", b"a", b"y", b"x"]);
         let text = text(
+            1,
             &[("HMGET", 3, 2)],
             &[vec![Some(b"x"), None]],
-            &[("HSET", 3, false)],
+            &[shape_of("HSET", 3, false)],
         );
         assert!(text.contains("seen[1] = read('HMGET', ARGV[1], ARGV[2], ARGV[3])\n"));
         assert!(text
@@ -397,6 +500,7 @@ mod tests {
     #[test]
     fn a_read_expected_to_find_nothing_runs_only_if_its_key_exists() {
         let text = text(
+            1,
             &[
                 ("HMGET", 3, 2),
                 ("SORT", 4, 0),
@@ -404,7 +508,7 @@ mod tests {
                 ("HGET", 2, 1),
             ],
             &[vec![None, None], vec![], vec![Some(b"k")], vec![None]],
-            &[("HSET", 3, false)],
+            &[shape_of("HSET", 3, false)],
         );
         assert!(text.contains(
             "if redis.call('EXISTS', ARGV[1]) == 0 then seen[1] = {false, false} \
@@ -455,17 +559,23 @@ mod tests {
     #[test]
     fn the_same_shape_shares_one_script_and_odd_ones_take_the_general_script() {
         let (a, b) = (cmd(&["HSET", "a", "f", "v"]), cmd(&["HSET", "b", "f", "v"]));
-        let one = shape(&[], &[(&a, false)]).expect("a shape").script;
-        let two = shape(&[], &[(&b, false)]).expect("a shape").script;
+        let one = shape(1, &[], &[Write::plain(&a, false)])
+            .expect("a shape")
+            .script;
+        let two = shape(1, &[], &[Write::plain(&b, false)])
+            .expect("a shape")
+            .script;
         assert!(Arc::ptr_eq(&one, &two));
         // A name that is not a command name never goes into a text.
         let odd = cmd(&["HSET') --", "k"]);
-        assert!(shape(&[], &[(&odd, false)]).is_none());
+        assert!(shape(1, &[], &[Write::plain(&odd, false)]).is_none());
         // An integer reply is not one the script compares.
         let exists = [(cmd(&["EXISTS", "k"]), Value::Int(1))];
-        assert!(shape(&exists, &[(&a, false)]).is_none());
+        assert!(shape(1, &exists, &[Write::plain(&a, false)]).is_none());
         let del = cmd(&["DEL", "k"]);
-        let many: Vec<(&Cmd, bool)> = (0..=MAX_COMMANDS).map(|_| (&del, false)).collect();
-        assert!(shape(&[], &many).is_none());
+        let many: Vec<Write<'_>> = (0..=MAX_COMMANDS)
+            .map(|_| Write::plain(&del, false))
+            .collect();
+        assert!(shape(1, &[], &many).is_none());
     }
 }

@@ -42,7 +42,7 @@ use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{watched, RawTransaction};
 use crate::db::plan::checked::{self, Decide, Reader};
-use crate::db::plan::{number_text, Increment, Plan};
+use crate::db::plan::Plan;
 use crate::model::index::unique::{claim_commands, holder_and_field_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
@@ -531,8 +531,9 @@ async fn check_entries<M: Model, R: Reader>(
 
 /// [`ObjectRef::incr`](crate::model::ObjectRef::incr) of a field with a
 /// sorted or recent index: `HINCRBY` (or `HINCRBYFLOAT`), the new value as
-/// the score, and the recent list's push, in one atomic unit ([`Increment`]:
-/// one round trip on a server). Returns the field's new text. An increment Redis
+/// the score, and the recent list's push, in one atomic unit (the plan
+/// of [`incr_plan`], run whole: one round trip on a server). Returns the
+/// field's new text. An increment Redis
 /// refuses moves nothing: not the field, not the score; nor does one of an
 /// object that does not exist ([`Error::NotFound`]).
 ///
@@ -559,7 +560,7 @@ pub(crate) async fn incr_indexed<M: Model>(
         });
     }
     if db.one_slot() {
-        if let Some(text) = incr_by_script::<M>(db, key, field, command, by, &specs).await? {
+        if let Some(text) = incr_whole::<M>(db, key, field, command, by, &specs).await? {
             return Ok(text);
         }
     }
@@ -580,11 +581,10 @@ pub(crate) async fn incr_indexed<M: Model>(
     Ok(text)
 }
 
-/// A plain field's increment on a server: one script (the guard, the
-/// increment, [`Increment::run_script`]), one round trip without building a write's steps. Where
-/// scripts are refused, the guarded steps (a WATCH transaction), the value
-/// read back: should the server take scripts again meanwhile, the unit is
-/// a script.
+/// A plain field's increment on a server (or one the engine could not run
+/// at once): the guard, the increment and the read-back as one guarded
+/// unit ([`incr_plan`] without indexes): one script, or a WATCH
+/// transaction where scripts are refused.
 pub(crate) async fn incr_on_server(
     db: &Db,
     key: &str,
@@ -592,22 +592,55 @@ pub(crate) async fn incr_on_server(
     command: &str,
     by: &(impl ToRedisArgs + Sync),
 ) -> Result<Vec<u8>> {
-    let increment = Increment {
-        keys: &[key],
-        sorted: 0,
-        caps: &[],
-        command,
-        field,
-        by,
-    };
-    if let Some(text) = increment.run_script(db).await? {
-        return Ok(text);
-    }
-    let mut steps = Plan::new();
-    steps.guard(key);
-    add_incr_read_back(&mut steps, key, field, command, by);
-    let (reply,): (Value,) = steps.run(db).await?;
+    let (reply,): (Value,) = incr_plan(key, field, command, by, &[]).run(db).await?;
     number_text(reply)
+}
+
+/// The increment of `field` of the object `key` (which must exist) as
+/// one unit: `command` (HINCRBY or HINCRBYFLOAT) by `by`, the field read
+/// back (the unit's one kept reply: exact, where a script's integer
+/// reply would be a Lua number, rounded from 2^53 up), then, from that
+/// text, the object's score in each sorted index of `indexes` and its
+/// push to each recent list (`(index key, cap)`).
+pub(crate) fn incr_plan(
+    key: &str,
+    field: &str,
+    command: &str,
+    by: &(impl ToRedisArgs + Sync),
+    indexes: &[(String, Option<u32>)],
+) -> Plan {
+    let mut plan = Plan::new();
+    plan.guard(key);
+    add_incr_read_back(&mut plan, key, field, command, by);
+    for (index, cap) in indexes {
+        match cap {
+            None => {
+                // The score's placeholder takes the field's new text.
+                let mut zadd = cmd("ZADD");
+                zadd.arg(index.as_str()).arg(0).arg(key);
+                plan.add_spliced(zadd, 1, 1);
+            }
+            Some(cap) => {
+                let mut lrem = cmd("LREM");
+                lrem.arg(index.as_str()).arg(0).arg(key);
+                let mut lpush = cmd("LPUSH");
+                lpush.arg(index.as_str()).arg(key);
+                let mut ltrim = cmd("LTRIM");
+                ltrim.arg(index.as_str()).arg(0).arg(i64::from(*cap) - 1);
+                plan.add_ignored(lrem).add_ignored(lpush).add_ignored(ltrim);
+            }
+        }
+    }
+    plan
+}
+
+/// The text of a HINCRBY (integer) or HINCRBYFLOAT (bulk string) reply,
+/// or of the field read back.
+pub(crate) fn number_text(reply: Value) -> Result<Vec<u8>> {
+    Ok(match reply {
+        Value::Int(n) => n.to_string().into_bytes(),
+        other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
+    })
 }
 
 /// Adds the increment of `field` (`command`: HINCRBY or HINCRBYFLOAT), its
@@ -628,10 +661,10 @@ fn add_incr_read_back(
 }
 
 /// Runs the increment with the index entries of `specs` as one atomic
-/// unit ([`Increment`]: one round trip on a server). `None` if the server refuses
-/// scripting (an ACL user without `@scripting`, scripting disabled): the
-/// caller takes the path without.
-async fn incr_by_script<M: Model>(
+/// unit ([`incr_plan`], run whole: one round trip on a server). `None`
+/// where it cannot run whole (a server that refuses scripts): the caller
+/// takes the path without.
+async fn incr_whole<M: Model>(
     db: &Db,
     key: &str,
     field: &'static str,
@@ -644,32 +677,20 @@ async fn incr_by_script<M: Model>(
         .copied()
         .filter(|s| matches!(s.kind, IndexKind::Sorted { .. }))
         .collect();
-    let mut indexes: Vec<String> = sorted.iter().map(|_| sorted_key(M::TABLE, field)).collect();
-    let mut caps = Vec::new();
+    let mut indexes: Vec<(String, Option<u32>)> = sorted
+        .iter()
+        .map(|_| (sorted_key(M::TABLE, field), None))
+        .collect();
     for spec in specs {
         if let IndexKind::Recent { cap } = spec.kind {
-            indexes.push(recent_key(M::TABLE, field));
-            caps.push(cap);
+            indexes.push((recent_key(M::TABLE, field), Some(cap)));
         }
     }
-    let keys: Vec<&str> = std::iter::once(key)
-        .chain(indexes.iter().map(String::as_str))
-        .collect();
-    let increment = Increment {
-        keys: &keys,
-        sorted: sorted.len(),
-        caps: &caps,
-        command,
-        field,
-        by,
+    let plan = incr_plan(key, field, command, by, &indexes);
+    let Some((reply,)) = plan.run_whole::<(Value,)>(db).await? else {
+        return Ok(None);
     };
-    let text = match increment.run_now(db) {
-        Some(text) => text?,
-        None => match increment.run_script(db).await? {
-            Some(text) => text,
-            None => return Ok(None),
-        },
-    };
+    let text = number_text(reply)?;
     for spec in sorted {
         let IndexKind::Sorted { score } = spec.kind else {
             continue;

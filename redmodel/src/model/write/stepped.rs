@@ -11,18 +11,18 @@
 //!    that marks the claim as pending. A value whose entry names another
 //!    object that holds it, or that another object is claiming (an entry
 //!    with a TTL), is refused with [`Error::Unique`] before anything else
-//!    is written. A free entry (or one naming this object) is claimed by
-//!    one script (`db::plan::entry`); one naming another object needs that
-//!    object's field, in another slot, read between a WATCH of the entry
-//!    and the claim's MULTI/EXEC, so that any change of the entry
+//!    is written. The claim is a checked write (`ClaimEntry`): a free
+//!    entry (or one naming this object) is claimed in one round trip; one
+//!    naming another object needs that object's field, in another slot,
+//!    read outside the unit, whose check of the entry fails if it changed
 //!    meanwhile (the other object's own claim and confirmation, which
-//!    leave it as it was) aborts the claim.
+//!    leave it as it was).
 //! 2. **The object's write**, in its slot, in one atomic unit that reads
 //!    the indexed fields before and after the write (and checks the
 //!    sub-object's admin exists, if it is one). If it fails, the claims of
 //!    step 1 are released.
 //! 3. **Confirm** the claims (PERSIST the entry if it still names this
-//!    object: one script, `db::plan::entry`) and **release** the unique values
+//!    object: a checked write, one round trip) and **release** the unique values
 //!    the write gave up (DEL the entry if it still names this object; a
 //!    WATCH transaction, for the reason of step 1: it reads the object's
 //!    field, in another slot).
@@ -62,7 +62,6 @@ use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::watched;
 use crate::db::plan::checked::{self, Decide, Reader};
-use crate::db::plan::entry;
 use crate::db::plan::Plan;
 use crate::layout::plain_key;
 use crate::model::index::unique::claim_commands;
@@ -329,7 +328,8 @@ async fn apply<M: Model>(
 }
 
 /// Step 1: makes the unique entry `entry` name `key`, pending (with the
-/// lease), unless another object holds or is claiming `value`.
+/// lease), unless another object holds or is claiming `value` (see
+/// [`ClaimEntry`]).
 async fn claim<M: Model>(
     db: &Db,
     entry: &str,
@@ -337,44 +337,73 @@ async fn claim<M: Model>(
     field: &'static str,
     value: &str,
 ) -> Result<()> {
-    // `None`: the server refuses scripts; `Some(Some(_))`: the entry
-    // names another object, whose field decides.
-    if let Some(None) = entry::claim_free(db, entry, key, CLAIM_LEASE).await? {
-        return Ok(());
-    }
-    watched(db, entry, |tx| async move {
-        let (holder, ttl) = watch_entry(&tx, entry).await?;
-        if let Some(holder) = holder.as_deref().filter(|h| *h != key) {
-            // A TTL marks a claim still pending: its object is being
-            // written, so its field cannot show the value yet.
-            let pending = ttl >= 0;
+    let claim = ClaimEntry {
+        db,
+        table: M::TABLE,
+        entry,
+        key,
+        field,
+        value,
+    };
+    checked::run::<()>(db, entry, &[], &[], &claim).await
+}
+
+/// Step 1's claim, decided on the entry's holder: a free entry, or one
+/// naming the object already, is made to name it with the lease (claimed
+/// again all the same: a delete of the object racing this write releases
+/// only entries no write is claiming, and the confirmation puts back one
+/// released before it). One naming another object is refused while that
+/// object claims it (the entry has a TTL: its object is being written,
+/// so its field cannot show the value yet) or holds it (its field, in
+/// another slot, read outside the unit: a change of the entry meanwhile,
+/// the other object's own claim and confirmation, fails the unit's check
+/// of the entry and the claim decides again); else it is taken over.
+///
+/// Its first attempt guesses the holder (free, or what this `Db` saw): a
+/// free value's claim is one round trip.
+struct ClaimEntry<'a> {
+    db: &'a Db,
+    table: &'static str,
+    entry: &'a str,
+    key: &'a str,
+    field: &'static str,
+    value: &'a str,
+}
+
+impl Decide for ClaimEntry<'_> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<redis::Cmd>> {
+        let entry = self.entry;
+        if let Some(holder) = holder(reader, entry)
+            .await?
+            .filter(|h| h != self.key.as_bytes())
+        {
+            let mut pttl = cmd("PTTL");
+            pttl.arg(entry);
+            let ttl = reader.read(&[entry], vec![pttl], false).await?;
+            let pending = matches!(ttl.first(), Some(Value::Int(ms)) if *ms >= 0);
+            let holder = String::from_utf8_lossy(&holder).into_owned();
             let holds = pending || {
-                let held: Option<Vec<u8>> = db.query(cmd("HGET").arg(holder).arg(field)).await?;
-                held.as_deref() == Some(value.as_bytes())
+                let held: Option<Vec<u8>> = self
+                    .db
+                    .query(cmd("HGET").arg(&holder).arg(self.field))
+                    .await?;
+                held.as_deref() == Some(self.value.as_bytes())
             };
             if holds {
                 return Err(Error::Unique {
-                    model: M::TABLE,
-                    field,
-                    value: value.to_string(),
-                    holder: plain_key(holder),
+                    model: self.table,
+                    field: self.field,
+                    value: self.value.to_string(),
+                    holder: plain_key(&holder),
                 });
             }
         }
-        // An entry that names this object already is claimed again all the
-        // same (made pending, then confirmed after the write): a delete of
-        // the object racing this write releases only entries no write is
-        // claiming, and the confirmation puts back one released before it.
-        let mut txn = redis::pipe();
-        txn.atomic();
-        txn.ignored(claim_commands(entry, key));
-        txn.command("PEXPIRE")
-            .arg(entry)
-            .arg(CLAIM_LEASE.as_millis() as u64)
-            .ignore();
-        tx.exec::<()>(&txn).await
-    })
-    .await
+        let mut cmds = claim_commands(entry, self.key).to_vec();
+        let mut lease = cmd("PEXPIRE");
+        lease.arg(entry).arg(CLAIM_LEASE.as_millis() as u64);
+        cmds.push(lease);
+        Ok(cmds)
+    }
 }
 
 /// Makes the unique entry `entry` name `key` for good, unless another
@@ -391,16 +420,10 @@ pub(crate) async fn claim_held<M: Model>(
     confirm(db, entry, key).await
 }
 
-/// Step 3: makes a pending claim of `key` permanent. If the lease lapsed
-/// meanwhile and the entry is gone, it is made again; if another object
-/// took it over, it is left to that object (a reindex reports the clash).
+/// Step 3: makes a pending claim of `key` permanent (see [`Confirm`]):
+/// one round trip, the holder guessed from the claim.
 async fn confirm(db: &Db, entry: &str, key: &str) -> Result<()> {
-    if entry::confirm(db, entry, key).await?.is_some() {
-        return Ok(());
-    }
-    // A server that refuses scripts: the same decision under WATCH.
-    checked::run::<()>(db, entry, &[], &[], &Confirm { entry, key }).await?;
-    Ok(())
+    checked::run::<()>(db, entry, &[], &[], &Confirm { entry, key }).await
 }
 
 /// Reads who the unique entry names (`None`: the entry is free).
@@ -462,14 +485,21 @@ async fn release(
             Err(Error::WrongType { .. }) => None,
             held => held?,
         };
+        let freed = held.as_deref() != Some(value.as_bytes());
         let mut txn = redis::pipe();
         txn.atomic();
-        if held.as_deref() == Some(value.as_bytes()) {
-            txn.command("PERSIST").arg(entry).ignore();
-        } else {
+        if freed {
             txn.command("DEL").arg(entry).ignore();
+        } else {
+            txn.command("PERSIST").arg(entry).ignore();
         }
-        tx.exec::<()>(&txn).await
+        let done = tx.exec::<()>(&txn).await?;
+        if done.is_some() && freed {
+            // The next claim of the value through this `Db` guesses the
+            // entry free, rather than naming this object still.
+            db.recall().saw(&holder_command(entry), &Value::Nil);
+        }
+        Ok(done)
     })
     .await
 }

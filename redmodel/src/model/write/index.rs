@@ -40,7 +40,7 @@ use super::guarded_unit;
 use super::stepped;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::db::optimistic::{watched, RawTransaction};
+use crate::db::optimistic::RawTransaction;
 use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::Plan;
 use crate::model::index::unique::{claim_commands, holder_and_field_command};
@@ -725,33 +725,53 @@ fn overflow(key: &str, field: &str, text: &[u8], reason: &str) -> Error {
 }
 
 /// Sets the score of `key` in the sorted index `spec` from the field's
-/// current value, under WATCH so that a concurrent write cannot be
-/// overwritten by an older value.
+/// current value ([`Resync`]), the read and the write one checked unit so
+/// that a concurrent write cannot be overwritten by an older value.
 async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<()> {
     let IndexKind::Sorted { score } = spec.kind else {
         return Ok(());
     };
-    let index = sorted_key(M::TABLE, spec.field);
-    let index = &index;
-    watched(db, key, |tx| async move {
-        // WATCH and HGET in one round trip (run in this order).
-        let (text,): (Option<Vec<u8>>,) = tx
-            .watch_then(key, |read| {
-                read.command("HGET").arg(key).arg(spec.field);
-            })
-            .await?;
-        let value = text.as_deref().map(score).transpose();
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        match value {
-            Ok(Some(Some(s))) => {
-                let s = checked_score(spec.field, s)?;
-                pipe.command("ZADD").arg(index).arg(score_arg(s)).arg(key)
+    let resync = Resync {
+        key,
+        field: spec.field,
+        index: sorted_key(M::TABLE, spec.field),
+        score,
+    };
+    checked::run::<()>(db, key, &[], &[], &resync).await
+}
+
+/// The score of `key` in `index` set from the field's text as the field's
+/// codec reads it; removed if it reads none (an absent field, a text that
+/// is no score).
+struct Resync<'a> {
+    key: &'a str,
+    field: &'static str,
+    index: String,
+    score: fn(&[u8]) -> std::result::Result<Option<f64>, String>,
+}
+
+impl Decide for Resync<'_> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+        let mut read = cmd("HGET");
+        read.arg(self.key).arg(self.field);
+        let text = match reader.read(&[self.key], vec![read], false).await?.pop() {
+            Some(Value::BulkString(text)) => Some(text),
+            _ => None,
+        };
+        let mut write = match text.as_deref().map(self.score) {
+            Some(Ok(Some(s))) => {
+                let mut zadd = cmd("ZADD");
+                zadd.arg(&self.index)
+                    .arg(score_arg(checked_score(self.field, s)?));
+                zadd
             }
-            _ => pipe.command("ZREM").arg(index).arg(key),
-        }
-        .ignore();
-        tx.exec::<()>(&pipe).await
-    })
-    .await
+            _ => {
+                let mut zrem = cmd("ZREM");
+                zrem.arg(&self.index);
+                zrem
+            }
+        };
+        write.arg(self.key);
+        Ok(vec![write])
+    }
 }

@@ -58,6 +58,7 @@ mod glob;
 mod hasher;
 mod keyspace;
 mod notify;
+mod persistence;
 mod pubsub;
 mod rdb;
 mod reply;
@@ -74,6 +75,7 @@ pub use atomic::Atomic;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
+pub use persistence::RdbError;
 pub use pubsub::{Message, PubSub};
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};
@@ -200,6 +202,7 @@ impl Engine {
     pub fn with_clock(clock: impl Clock) -> Self {
         let store = Store {
             started_ms: clock.now_ms(),
+            saves: persistence::Saves::started(clock.now_ms()),
             ..Store::default()
         };
         let engine = Engine {
@@ -235,6 +238,55 @@ impl Engine {
     #[cfg(feature = "server")]
     pub(crate) fn announce(&self, ip: String, port: u16) {
         self.shared.store.lock().announced = Some((ip, port));
+    }
+
+    /// This engine with the dataset and functions of the RDB file
+    /// `dbfilename` in `dir`, which SAVE, BGSAVE and DEBUG RELOAD then
+    /// write (CONFIG GET `dir` and `dbfilename` show them), as
+    /// `redis-server --dir D --dbfilename F` starts. A file that does not
+    /// exist loads nothing, as Redis starts empty then. A file Redis 7.0
+    /// does not read, or a corrupt or truncated one, is an [`RdbError`],
+    /// and nothing of it is loaded.
+    ///
+    /// ```
+    /// use redmodel_memory::Engine;
+    /// let dir = std::env::temp_dir();
+    /// let engine = Engine::new().with_rdb_file(&dir, "redmodel-doc-none.rdb")?;
+    /// assert_eq!(engine.dbsize(0), 0);
+    /// # Ok::<(), redmodel_memory::RdbError>(())
+    /// ```
+    pub fn with_rdb_file(
+        self,
+        dir: impl AsRef<std::path::Path>,
+        dbfilename: &str,
+    ) -> Result<Self, RdbError> {
+        let invalid =
+            |why: String| RdbError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+        if dbfilename.is_empty() || dbfilename.contains('/') {
+            return Err(invalid(format!(
+                "dbfilename {dbfilename:?} must be a file name, not a path"
+            )));
+        }
+        let dir = std::fs::canonicalize(dir)?;
+        {
+            let mut store = self.shared.store.lock();
+            let dir_text = dir.to_string_lossy().into_owned();
+            store
+                .config
+                .set_at_start("dir", dir_text.as_bytes())
+                .and_then(|()| {
+                    store
+                        .config
+                        .set_at_start("dbfilename", dbfilename.as_bytes())
+                })
+                .map_err(invalid)?;
+            let now = self.now_ms();
+            match store.load(now, persistence::Reload::Replace) {
+                Err(RdbError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+                loaded => loaded?,
+            }
+        }
+        Ok(self)
     }
 
     /// Whether the engine is in cluster mode ([`with_cluster_mode`](Self::with_cluster_mode)).

@@ -35,7 +35,7 @@ mod lcs;
 mod lists;
 mod object;
 pub(crate) mod pause;
-mod persistence;
+pub(crate) mod persistence;
 mod pops;
 mod pubsub;
 pub(crate) mod script;
@@ -547,7 +547,7 @@ pub(crate) struct Store {
     /// SLOWLOG's entries.
     pub(crate) slowlog: slowlog::SlowLog,
     /// SAVE and BGSAVE's state (INFO persistence, LASTSAVE).
-    pub(crate) saves: crate::persistence::Saves,
+    pub(crate) saves: persistence::Saves,
 }
 
 impl Default for Store {

@@ -58,7 +58,6 @@ mod glob;
 mod hasher;
 mod keyspace;
 mod notify;
-mod persistence;
 mod pubsub;
 mod rdb;
 mod reply;
@@ -75,8 +74,8 @@ pub use atomic::Atomic;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
-pub use persistence::RdbError;
 pub use pubsub::{Message, PubSub};
+pub use rdb::file::RdbError;
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};
 
@@ -202,7 +201,7 @@ impl Engine {
     pub fn with_clock(clock: impl Clock) -> Self {
         let store = Store {
             started_ms: clock.now_ms(),
-            saves: persistence::Saves::started(clock.now_ms()),
+            saves: command::persistence::Saves::started(clock.now_ms()),
             ..Store::default()
         };
         let engine = Engine {
@@ -281,7 +280,7 @@ impl Engine {
                 })
                 .map_err(invalid)?;
             let now = self.now_ms();
-            match store.load(now, persistence::Reload::Replace) {
+            match store.load(now, command::persistence::Reload::Replace) {
                 Err(RdbError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
                 loaded => loaded?,
             }

@@ -1,12 +1,16 @@
 //! SAVE, BGSAVE, LASTSAVE and DEBUG RELOAD (Redis 7.0.15's `rdb.c` and
-//! `debug.c`): the dataset to the RDB file and back, see
-//! `crate::persistence`.
+//! `debug.c`): the dataset to the RDB file and back, see [`saving`].
 
 use super::{CmdResult, Ctx, Spec};
 use crate::args::is;
 use crate::error::CmdError;
-use crate::persistence::{BgsaveRefused, Reload};
+mod saving;
+#[cfg(test)]
+mod tests;
+
 use crate::reply;
+use saving::BgsaveRefused;
+pub(crate) use saving::{Reload, Saves};
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {

@@ -636,7 +636,7 @@ fn memory_section(store: &Store) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// INFO persistence: the RDB saves (see `crate::persistence`); no AOF.
+/// INFO persistence: the RDB saves (see `persistence`); no AOF.
 fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
     let mut fields = vec![("loading", "0".into()), ("async_loading", "0".into())];
     fields.extend(store.saves.info(store.changes()));

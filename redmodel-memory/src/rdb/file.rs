@@ -67,7 +67,7 @@ pub enum RdbError {
         /// The checksum the file ends with.
         stored: u64,
     },
-    /// A database number past the engine's databases.
+    /// A database number past the engine's 16 databases.
     Database(u64),
     /// A key appears twice in one database (Redis stops on it too).
     DuplicateKey {
@@ -99,11 +99,9 @@ impl fmt::Display for RdbError {
                 f,
                 "wrong RDB checksum: expected {stored:#018x}, got {computed:#018x}"
             ),
-            RdbError::Database(db) => write!(
-                f,
-                "the RDB file has database {db}, past the engine's {}",
-                crate::command::DATABASES
-            ),
+            RdbError::Database(db) => {
+                write!(f, "the RDB file has database {db}, past the engine's last")
+            }
             RdbError::DuplicateKey { db, key } => write!(
                 f,
                 "duplicated key '{}' in database {db} of the RDB file",

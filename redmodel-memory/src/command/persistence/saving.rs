@@ -23,7 +23,7 @@ use crate::command::Store;
 use crate::keyspace::{seconds, Keyspace, Lfu};
 use crate::rdb::{self, file};
 
-pub use crate::rdb::file::RdbError;
+use crate::rdb::file::RdbError;
 
 /// The saves' state: what INFO persistence and LASTSAVE report, and the
 /// BGSAVE running, if one is.
@@ -307,6 +307,3 @@ fn write_file(
     }
     Ok(written?)
 }
-
-#[cfg(test)]
-mod tests;

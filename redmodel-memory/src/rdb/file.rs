@@ -329,6 +329,10 @@ pub(crate) fn read(
             opcode::FUNCTION2 => functions.push(r.bytes().ok_or_else(|| bad("function"))?),
             opcode::FUNCTION_PRE_GA => return Err(bad("function (pre-release format)")),
             opcode::MODULE_AUX => return Err(bad("module aux data (no modules)")),
+            super::kind::MODULE | super::kind::MODULE_2 => {
+                return Err(bad("module value (no modules)"))
+            }
+            kind if !is_object_type(kind) => return Err(bad("type (none Redis 7.0 reads)")),
             kind => {
                 let key = r.bytes().ok_or_else(|| bad("key"))?;
                 let (value, history) =
@@ -368,6 +372,12 @@ pub(crate) fn read(
         }
     }
     Ok(Loaded { dbs, functions })
+}
+
+/// Whether `kind` names an object type of RDB version 10 or before
+/// (`rdbIsObjectType`): 0 to 7 and 9 to 19.
+fn is_object_type(kind: u8) -> bool {
+    matches!(kind, 0..=7 | 9..=19)
 }
 
 /// The version after the `REDIS` signature (`rdbLoadRio`'s check).

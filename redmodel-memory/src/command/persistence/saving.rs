@@ -14,6 +14,7 @@
 use std::fs;
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -126,6 +127,15 @@ pub(crate) fn rdb_path(store: &Store) -> PathBuf {
     Path::new(store.config.get("dir")).join(store.config.get("dbfilename"))
 }
 
+/// A temporary file beside the RDB file, of this save alone (`temp-<pid>.rdb`
+/// in Redis, which saves one at a time; engines in one process may save
+/// at once, so a counter follows the process id).
+fn temp_path(store: &Store) -> PathBuf {
+    static SAVES: AtomicU64 = AtomicU64::new(0);
+    let n = SAVES.fetch_add(1, Ordering::Relaxed);
+    Path::new(store.config.get("dir")).join(format!("temp-{}-{n}.rdb", std::process::id()))
+}
+
 impl Store {
     /// The databases' change count (see `Keyspace::changes`).
     pub(crate) fn changes(&self) -> u64 {
@@ -166,9 +176,7 @@ impl Store {
     /// SAVE: writes the dataset to the RDB file now.
     pub(crate) fn save(&mut self, now: i64) -> Result<(), RdbError> {
         let snapshot = self.snapshot(now);
-        let temp =
-            Path::new(self.config.get("dir")).join(format!("temp-{}.rdb", std::process::id()));
-        write_file(&snapshot, &temp, &rdb_path(self), &|| false)?;
+        write_file(&snapshot, &temp_path(self), &rdb_path(self), &|| false)?;
         self.saves.saved(self.changes(), now);
         Ok(())
     }
@@ -187,8 +195,7 @@ impl Store {
         let snapshot = self.snapshot(now);
         let changes = self.changes();
         let path = rdb_path(self);
-        let temp =
-            Path::new(self.config.get("dir")).join(format!("temp-bg-{}.rdb", std::process::id()));
+        let temp = temp_path(self);
         let saves = self.saves.clone();
         let spawned = std::thread::Builder::new()
             .name("redmodel-bgsave".into())

@@ -969,9 +969,9 @@ impl Keyspace {
         }
     }
 
-    /// How many changes this database has seen (INFO's
-    /// `rdb_changes_since_last_save`, summed over the databases: the engine
-    /// never saves).
+    /// How many changes this database has seen: INFO's
+    /// `rdb_changes_since_last_save` counts, over the databases, those
+    /// since the last save.
     pub(crate) fn changes(&self) -> u64 {
         self.dirty
     }

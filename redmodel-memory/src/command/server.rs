@@ -180,7 +180,7 @@ fn config_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 }
 
 // ---------------------------------------------------------------------------
-// TIME, LASTSAVE
+// TIME
 // ---------------------------------------------------------------------------
 
 /// TIME: Unix seconds and the microseconds within, as two bulk strings.

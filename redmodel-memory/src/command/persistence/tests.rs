@@ -98,6 +98,32 @@ fn debug_reload_gives_back_every_type_ttl_and_function() {
 }
 
 #[test]
+fn debug_reload_noflush_joins_the_file_and_merge_lets_it_win() {
+    let dir = temp_dir("merge");
+    let (_engine, mut c) = filled(&dir);
+    assert_eq!(run(&mut c, "SAVE"), Value::Okay);
+    run(&mut c, "SET s changed");
+    run(&mut c, "SET extra 1");
+    assert_eq!(
+        run(&mut c, "DEBUG RELOAD NOSAVE NOFLUSH"),
+        crate::command::test_util::err("ERR Error trying to load the RDB dump, check server logs.")
+    );
+    assert_eq!(run(&mut c, "GET s"), bulk("changed"));
+    assert_eq!(
+        run(&mut c, "DEBUG RELOAD NOSAVE NOFLUSH MERGE"),
+        Value::Okay
+    );
+    assert_eq!(run(&mut c, "GET s"), bulk("hello"));
+    assert_eq!(run(&mut c, "GET extra"), bulk("1"));
+    assert_eq!(
+        run(&mut c, "DEBUG RELOAD FAST"),
+        crate::command::test_util::err(
+            "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
+        )
+    );
+}
+
+#[test]
 fn a_new_engine_loads_what_save_wrote() {
     let dir = temp_dir("start");
     let (_engine, mut c) = filled(&dir);

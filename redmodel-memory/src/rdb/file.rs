@@ -154,6 +154,9 @@ pub(crate) struct Snapshot {
     pub(crate) ctime: i64,
     /// The `used-mem` aux field.
     pub(crate) used_mem: u64,
+    /// `rdb-key-save-delay`: microseconds to wait after each key, which
+    /// Redis's tests set to keep a BGSAVE running.
+    pub(crate) key_delay_us: u64,
 }
 
 /// Writes a byte stream and the CRC64 of what went through it.
@@ -220,6 +223,9 @@ pub(crate) fn write(
                 return Err(io::ErrorKind::Interrupted.into());
             }
             sink.put(&encode_item(item, snapshot.compress))?;
+            if snapshot.key_delay_us > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(snapshot.key_delay_us));
+            }
         }
     }
     sink.put(&[opcode::EOF])?;

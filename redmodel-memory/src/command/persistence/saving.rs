@@ -170,6 +170,7 @@ impl Store {
             checksum: self.config.get("rdbchecksum") == "yes",
             ctime: now / 1000,
             used_mem: crate::command::used_memory(self),
+            key_delay_us: self.config.get("rdb-key-save-delay").parse().unwrap_or(0),
         }
     }
 

@@ -174,6 +174,40 @@ fn bgsave_writes_the_file_and_info_follows_it() {
 }
 
 #[test]
+fn a_running_bgsave_serves_other_clients_refuses_saves_and_stops_at_flushall() {
+    let dir = temp_dir("slow");
+    let (engine, mut c) = filled(&dir);
+    // 100 ms a key: the save would take seconds.
+    run(&mut c, "CONFIG SET rdb-key-save-delay 100000");
+    let in_progress = |c: &mut Connection| match run(c, "INFO persistence") {
+        Value::BulkString(t) => String::from_utf8_lossy(&t).contains("rdb_bgsave_in_progress:1"),
+        _ => panic!("INFO"),
+    };
+    assert_eq!(
+        run(&mut c, "BGSAVE"),
+        Value::SimpleString("Background saving started".into())
+    );
+    let mut other = engine.connection();
+    let started = std::time::Instant::now();
+    assert_eq!(run(&mut other, "SET during bgsave"), Value::Okay);
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    assert!(in_progress(&mut c));
+    let running = crate::command::test_util::err("ERR Background save already in progress");
+    assert_eq!(run(&mut c, "SAVE"), running);
+    assert_eq!(run(&mut c, "BGSAVE SCHEDULE"), running);
+    run(&mut c, "FLUSHALL");
+    for _ in 0..100 {
+        if !in_progress(&mut c) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!in_progress(&mut c));
+    // No file, and no temporary file left behind.
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 0);
+}
+
+#[test]
 fn flushall_saves_and_resets_the_changes_only_with_save_points() {
     let dir = temp_dir("flushall");
     let (_engine, mut c) = filled(&dir);

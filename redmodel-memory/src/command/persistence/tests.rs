@@ -12,12 +12,27 @@ use super::Reload;
 use crate::command::test_util::{bulk, int, run};
 use crate::{Connection, Engine, RdbError};
 
-/// A directory of this test's own.
-fn temp_dir(name: &str) -> PathBuf {
+/// A directory of this test's own, removed when dropped.
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("redmodel-rdb-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    TempDir(dir)
 }
 
 /// Commands that make a key of every type and encoding, TTLs, a
@@ -129,7 +144,9 @@ fn a_new_engine_loads_what_save_wrote() {
     let (_engine, mut c) = filled(&dir);
     let before = contents(&mut c);
     assert_eq!(run(&mut c, "SAVE"), Value::Okay);
-    let loaded = Engine::new().with_rdb_file(&dir, "dump.rdb").expect("load");
+    let loaded = Engine::new()
+        .with_rdb_file(&*dir, "dump.rdb")
+        .expect("load");
     let mut c2 = loaded.connection();
     assert_eq!(contents(&mut c2), before);
     assert_eq!(run(&mut c2, "FCALL f 0"), int(1));
@@ -204,7 +221,7 @@ fn a_running_bgsave_serves_other_clients_refuses_saves_and_stops_at_flushall() {
     }
     assert!(!in_progress(&mut c));
     // No file, and no temporary file left behind.
-    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 0);
+    assert_eq!(std::fs::read_dir(&*dir).expect("dir").count(), 0);
 }
 
 #[test]
@@ -237,21 +254,21 @@ fn flushall_saves_and_resets_the_changes_only_with_save_points() {
 #[test]
 fn a_missing_or_bad_file_at_start() {
     let dir = temp_dir("bad");
-    assert!(Engine::new().with_rdb_file(&dir, "none.rdb").is_ok());
+    assert!(Engine::new().with_rdb_file(&*dir, "none.rdb").is_ok());
     std::fs::write(dir.join("junk.rdb"), b"NOTREDIS0010").expect("write");
     assert!(matches!(
-        Engine::new().with_rdb_file(&dir, "junk.rdb"),
+        Engine::new().with_rdb_file(&*dir, "junk.rdb"),
         Err(RdbError::Signature)
     ));
     std::fs::write(dir.join("new.rdb"), b"REDIS0011\xff").expect("write");
     assert!(matches!(
-        Engine::new().with_rdb_file(&dir, "new.rdb"),
+        Engine::new().with_rdb_file(&*dir, "new.rdb"),
         Err(RdbError::Version(11))
     ));
     let good = &*VALID;
     std::fs::write(dir.join("cut.rdb"), &good[..good.len() - 20]).expect("write");
-    assert!(Engine::new().with_rdb_file(&dir, "cut.rdb").is_err());
-    assert!(Engine::new().with_rdb_file(&dir, "a/b.rdb").is_err());
+    assert!(Engine::new().with_rdb_file(&*dir, "cut.rdb").is_err());
+    assert!(Engine::new().with_rdb_file(&*dir, "a/b.rdb").is_err());
 }
 
 /// A valid file of the whole dataset.

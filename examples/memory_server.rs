@@ -9,7 +9,11 @@
 //! port), `--bind ADDR` (default 127.0.0.1), `--cluster` (a one-node Redis
 //! Cluster serving every slot: `redis-cli -c`, cluster clients and
 //! `REDIS_CLUSTER_URLS=redis://127.0.0.1:6380` work against it),
-//! `--threads N` (default 1: see below).
+//! `--threads N` (default 1: see below), `--dir D` and `--dbfilename F`
+//! (the RDB file, as redis-server takes them: loaded at start if it
+//! exists, written by SAVE and BGSAVE; `--dir` defaults to the current
+//! directory and `--dbfilename` to `dump.rdb` when the other is given; a
+//! file that fails to load stops the server before it listens).
 //!
 //! One worker thread serves every connection by default, as Redis's one
 //! thread does: the store is one lock, so a second worker adds no
@@ -29,23 +33,29 @@ use std::process::ExitCode;
 use redmodel::memory::{serve, Engine};
 
 const DEFAULT_PORT: u16 = 6380;
-const USAGE: &str = "usage: memory_server [--port N] [--bind ADDR] [--cluster] [--threads N]";
+const USAGE: &str =
+    "usage: memory_server [--port N] [--bind ADDR] [--cluster] [--threads N] [--dir D] [--dbfilename F]";
 
 struct Options {
     bind: String,
     port: u16,
     cluster: bool,
     threads: usize,
+    dir: Option<String>,
+    dbfilename: Option<String>,
 }
 
 /// Reads `--port N` / `--port=N`, `--bind ADDR` / `--bind=ADDR`,
-/// `--cluster` and `--threads N` / `--threads=N`.
+/// `--cluster`, `--threads N` / `--threads=N`, `--dir D` and
+/// `--dbfilename F` (either form).
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
     let mut options = Options {
         bind: "127.0.0.1".into(),
         port: DEFAULT_PORT,
         cluster: false,
         threads: 1,
+        dir: None,
+        dbfilename: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -74,6 +84,8 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("bad thread count {v:?}\n{USAGE}"))?;
             }
+            "--dir" => options.dir = Some(value("--dir")?),
+            "--dbfilename" => options.dbfilename = Some(value("--dbfilename")?),
             "--help" | "-h" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
@@ -103,11 +115,22 @@ fn main() -> ExitCode {
 }
 
 async fn run(options: Options) -> ExitCode {
-    let engine = if options.cluster {
+    let mut engine = if options.cluster {
         Engine::new().with_cluster_mode()
     } else {
         Engine::new()
     };
+    if options.dir.is_some() || options.dbfilename.is_some() {
+        let dir = options.dir.as_deref().unwrap_or(".");
+        let file = options.dbfilename.as_deref().unwrap_or("dump.rdb");
+        engine = match engine.with_rdb_file(dir, file) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("cannot load {dir}/{file}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    }
     let server = match serve(engine, (options.bind.as_str(), options.port)).await {
         Ok(s) => s,
         Err(e) => {

@@ -35,6 +35,7 @@ mod lcs;
 mod lists;
 mod object;
 pub(crate) mod pause;
+pub(crate) mod persistence;
 mod pops;
 mod pubsub;
 pub(crate) mod script;
@@ -111,6 +112,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             pubsub::COMMANDS,
             pops::COMMANDS,
             scripting::COMMANDS,
+            persistence::COMMANDS,
             server::COMMANDS,
             sets::COMMANDS,
             slowlog::COMMANDS,
@@ -489,6 +491,8 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
 /// The number of databases, as Redis's default `databases 16`.
 pub(crate) const DATABASES: usize = 16;
 
+pub(crate) use server::used_memory;
+
 /// All numbered databases of one engine, its configuration, and the
 /// server state commands share (stats, scripts, blocked clients, ACL).
 #[derive(Debug)]
@@ -542,6 +546,8 @@ pub(crate) struct Store {
     pub(crate) pause: pause::ClientPause,
     /// SLOWLOG's entries.
     pub(crate) slowlog: slowlog::SlowLog,
+    /// SAVE and BGSAVE's state (INFO persistence, LASTSAVE).
+    pub(crate) saves: persistence::Saves,
 }
 
 impl Default for Store {
@@ -587,6 +593,7 @@ impl Default for Store {
                 log.configure(&limits);
                 log
             },
+            saves: Default::default(),
         }
     }
 }

@@ -212,6 +212,14 @@ impl Config {
         found
     }
 
+    /// Sets a parameter as Redis's command line or configuration file
+    /// sets it at start: immutable and protected ones included.
+    pub(crate) fn set_at_start(&mut self, name: &str, value: &[u8]) -> Result<(), String> {
+        let i = lookup(name.as_bytes()).ok_or_else(|| format!("unknown parameter {name}"))?;
+        self.values[i] = parse_value(&PARAMS[i], value)?;
+        Ok(())
+    }
+
     /// CONFIG SET name value [name value ...]: all or nothing, checked in
     /// Redis's order (every name first, then every value).
     pub(crate) fn set(&mut self, pairs: &[&[u8]]) -> Result<(), CmdError> {

@@ -290,6 +290,14 @@ impl Keyspace {
         self.slots.iter_from(0)
     }
 
+    /// Every stored key with its entry and expiry time, expired keys not
+    /// reclaimed yet included (an RDB file holds them too: the loader
+    /// drops them), in slot order.
+    pub(crate) fn stored_with_expiry(&self) -> impl Iterator<Item = (&[u8], &Entry, Option<i64>)> {
+        self.stored_entries()
+            .map(|(slot, e)| (e.key(), e, self.expiring.get(&slot).copied()))
+    }
+
     /// The mean remaining TTL of the keys that have one, in ms (INFO's
     /// `avg_ttl`; Redis estimates it from samples, this is exact).
     pub(crate) fn average_ttl(&self, now: i64) -> i64 {
@@ -731,8 +739,10 @@ impl Keyspace {
         true
     }
 
-    /// Removes every key, touching the watched ones that existed.
+    /// Removes every key, touching the watched ones that existed. Each
+    /// key removed counts as a change, as Redis counts it (`emptyData`).
     pub(crate) fn clear(&mut self) {
+        self.dirty += self.len() as u64;
         let watched: Vec<Key> = self
             .watched
             .keys()
@@ -959,9 +969,9 @@ impl Keyspace {
         }
     }
 
-    /// How many changes this database has seen (INFO's
-    /// `rdb_changes_since_last_save`, summed over the databases: the engine
-    /// never saves).
+    /// How many changes this database has seen: INFO's
+    /// `rdb_changes_since_last_save` counts, over the databases, those
+    /// since the last save.
     pub(crate) fn changes(&self) -> u64 {
         self.dirty
     }

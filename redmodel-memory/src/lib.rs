@@ -4,7 +4,8 @@
 //! sorted sets, geospatial indexes and streams, key and expiry commands,
 //! MULTI/EXEC/WATCH, Lua scripts and Redis Functions, Pub/Sub, and the
 //! server commands clients and tools use (CONFIG, INFO, OBJECT, CLIENT,
-//! COPY, MOVE, SWAPDB, DUMP and RESTORE in Redis's own payload format...),
+//! COPY, MOVE, SWAPDB, DUMP and RESTORE in Redis's own payload format,
+//! SAVE, BGSAVE and RDB files loaded at start ([`Engine::with_rdb_file`])...),
 //! with the replies and error texts of Redis 7.0.15. It exists so that
 //! applications, examples and tests run with no server, and switch to a
 //! real Redis with no surprise.
@@ -75,6 +76,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
 pub use pubsub::{Message, PubSub};
+pub use rdb::file::RdbError;
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};
 
@@ -200,6 +202,7 @@ impl Engine {
     pub fn with_clock(clock: impl Clock) -> Self {
         let store = Store {
             started_ms: clock.now_ms(),
+            saves: command::persistence::Saves::started(clock.now_ms()),
             ..Store::default()
         };
         let engine = Engine {
@@ -235,6 +238,55 @@ impl Engine {
     #[cfg(feature = "server")]
     pub(crate) fn announce(&self, ip: String, port: u16) {
         self.shared.store.lock().announced = Some((ip, port));
+    }
+
+    /// This engine with the dataset and functions of the RDB file
+    /// `dbfilename` in `dir`, which SAVE, BGSAVE and DEBUG RELOAD then
+    /// write (CONFIG GET `dir` and `dbfilename` show them), as
+    /// `redis-server --dir D --dbfilename F` starts. A file that does not
+    /// exist loads nothing, as Redis starts empty then. A file Redis 7.0
+    /// does not read, or a corrupt or truncated one, is an [`RdbError`],
+    /// and nothing of it is loaded.
+    ///
+    /// ```
+    /// use redmodel_memory::Engine;
+    /// let dir = std::env::temp_dir();
+    /// let engine = Engine::new().with_rdb_file(&dir, "redmodel-doc-none.rdb")?;
+    /// assert_eq!(engine.dbsize(0), 0);
+    /// # Ok::<(), redmodel_memory::RdbError>(())
+    /// ```
+    pub fn with_rdb_file(
+        self,
+        dir: impl AsRef<std::path::Path>,
+        dbfilename: &str,
+    ) -> Result<Self, RdbError> {
+        let invalid =
+            |why: String| RdbError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+        if dbfilename.is_empty() || dbfilename.contains('/') {
+            return Err(invalid(format!(
+                "dbfilename {dbfilename:?} must be a file name, not a path"
+            )));
+        }
+        let dir = std::fs::canonicalize(dir)?;
+        {
+            let mut store = self.shared.store.lock();
+            let dir_text = dir.to_string_lossy().into_owned();
+            store
+                .config
+                .set_at_start("dir", dir_text.as_bytes())
+                .and_then(|()| {
+                    store
+                        .config
+                        .set_at_start("dbfilename", dbfilename.as_bytes())
+                })
+                .map_err(invalid)?;
+            let now = self.now_ms();
+            match store.load(now, command::persistence::Reload::Replace) {
+                Err(RdbError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+                loaded => loaded?,
+            }
+        }
+        Ok(self)
     }
 
     /// Whether the engine is in cluster mode ([`with_cluster_mode`](Self::with_cluster_mode)).

@@ -22,6 +22,7 @@
 
 use std::borrow::Cow;
 
+pub(crate) mod file;
 pub(crate) mod intset;
 pub(crate) mod listpack;
 pub(crate) mod lzf;

@@ -1,7 +1,7 @@
 //! The memory engine's tests, one test binary: differential tests against
 //! a private redis-server (random sequences in `differential`, hand-written
 //! trap scripts in `traps`, read from `tests/engine/traps/*.txt`, and
-//! DUMP / RESTORE both ways in `dump`), expiry with a manual clock
+//! DUMP / RESTORE both ways in `dump`, RDB files both ways in `rdb`), expiry with a manual clock
 //! (`expiry`), the RESP server (`resp_server`; its arrival order across
 //! connections in `resp_order`) and bad input on the engine
 //! alone (`fuzz`: no panic, no hang, no unbounded growth; looping scripts
@@ -13,6 +13,7 @@ mod dump;
 mod expiry;
 mod fuzz;
 mod module_graph;
+mod rdb;
 mod resp_order;
 mod resp_server;
 mod traps;

@@ -111,10 +111,18 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::ok())
 }
 
+/// FLUSHALL: empties every database and stops a running BGSAVE; with
+/// `save` points configured it then saves the empty dataset, as Redis
+/// does (`flushAllDataAndResetRDB`), so the changes since the last save
+/// start again from 0. A failed save is not FLUSHALL's error.
 fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     check_flush_args(args)?;
     for ks in &mut ctx.store.dbs {
         ks.clear();
+    }
+    ctx.store.cancel_bgsave();
+    if !ctx.store.config.get("save").is_empty() {
+        let _ = ctx.store.save(ctx.now);
     }
     Ok(reply::ok())
 }

@@ -1,7 +1,7 @@
 //! Server commands: CONFIG, INFO, TIME, COMMAND, with Redis 7.0.15's
 //! replies and error texts (FUNCTION is in `functions.rs`).
 //!
-//! What they report is true of the engine: no persistence, no
+//! What they report is true of the engine: RDB saves but no AOF, no
 //! replication, 16 databases.
 
 use redis::Value as Reply;
@@ -42,11 +42,6 @@ pub(super) const COMMANDS: &[Spec] = &[
         name: "memory",
         arity: -2,
         handler: memory,
-    },
-    Spec {
-        name: "lastsave",
-        arity: 1,
-        handler: lastsave,
     },
     Spec {
         name: "wait",
@@ -185,7 +180,7 @@ fn config_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 }
 
 // ---------------------------------------------------------------------------
-// TIME, LASTSAVE
+// TIME
 // ---------------------------------------------------------------------------
 
 /// TIME: Unix seconds and the microseconds within, as two bulk strings.
@@ -196,11 +191,6 @@ fn time(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
         reply::bulk(secs.to_string()),
         reply::bulk((ms * 1000).to_string()),
     ]))
-}
-
-/// LASTSAVE: nothing is ever saved; Redis reports its start time then.
-fn lastsave(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(reply::int(ctx.store.started_ms / 1000))
 }
 
 // ---------------------------------------------------------------------------
@@ -646,31 +636,19 @@ fn memory_section(store: &Store) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// INFO persistence: nothing is ever saved; the changes since the start.
+/// INFO persistence: the RDB saves (see `persistence`); no AOF.
 fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
-    vec![
-        ("loading", "0".into()),
-        ("async_loading", "0".into()),
-        (
-            "rdb_changes_since_last_save",
-            store
-                .dbs
-                .iter()
-                .map(|ks| ks.changes())
-                .sum::<u64>()
-                .to_string(),
-        ),
-        ("rdb_bgsave_in_progress", "0".into()),
-        ("rdb_last_save_time", (store.started_ms / 1000).to_string()),
-        ("rdb_last_bgsave_status", "ok".into()),
-        ("rdb_saves", "0".into()),
+    let mut fields = vec![("loading", "0".into()), ("async_loading", "0".into())];
+    fields.extend(store.saves.info(store.changes()));
+    fields.extend([
         ("aof_enabled", "0".into()),
         ("aof_rewrite_in_progress", "0".into()),
         ("aof_rewrite_scheduled", "0".into()),
         ("aof_last_bgrewrite_status", "ok".into()),
         ("aof_rewrites", "0".into()),
         ("aof_last_write_status", "ok".into()),
-    ]
+    ]);
+    fields
 }
 
 /// INFO stats: connections, commands, errors, expired keys, Pub/Sub.
@@ -819,7 +797,7 @@ fn key_size(key: &[u8], v: &Value) -> usize {
 
 /// The estimated memory of all the data (see [`key_size`]). A walk over
 /// every key: INFO is not a hot command.
-fn used_memory(store: &crate::command::Store) -> u64 {
+pub(crate) fn used_memory(store: &crate::command::Store) -> u64 {
     let data: usize = store.dbs.iter().map(|ks| ks.sizes(key_size)).sum();
     (BASELINE + data) as u64
 }

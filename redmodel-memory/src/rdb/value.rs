@@ -149,6 +149,16 @@ fn list_nodes<'a>(items: impl Iterator<Item = &'a [u8]>) -> Vec<Vec<u8>> {
 pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)> {
     let mut r = Reader::new(payload);
     let tag = r.byte()?;
+    decode_object(tag, &mut r, limits)
+}
+
+/// The object of type `tag` (read already) at `r`, which is left after
+/// it: [`decode`]'s work, and an RDB file's for each of its keys.
+pub(crate) fn decode_object(
+    tag: u8,
+    r: &mut Reader<'_>,
+    limits: &Limits,
+) -> Option<(Value, History)> {
     let compact = |fits: bool| {
         if fits {
             History::Fresh
@@ -167,7 +177,7 @@ pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)
             Some((list_from(items), History::Fresh))
         }
         kind::LIST_QUICKLIST | kind::LIST_QUICKLIST_2 => {
-            let items = read_quicklist(&mut r, tag == kind::LIST_QUICKLIST_2)?;
+            let items = read_quicklist(r, tag == kind::LIST_QUICKLIST_2)?;
             non_empty(items.len())?;
             Some((list_from(items), History::Fresh))
         }
@@ -279,7 +289,7 @@ pub(crate) fn decode(payload: &[u8], limits: &Limits) -> Option<(Value, History)
             Some((Value::Hash(hash), compact(fits)))
         }
         kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
-            let s = stream::decode(&mut r, tag == kind::STREAM_LISTPACKS_2)?;
+            let s = stream::decode(r, tag == kind::STREAM_LISTPACKS_2)?;
             Some((Value::Stream(Box::new(s)), History::Fresh))
         }
         // A module's value needs its module, which the engine has not.

@@ -1,0 +1,330 @@
+//! SAVE, BGSAVE, DEBUG RELOAD and loading at start, in process; and
+//! damaged files: never a panic, never a partial load. (Files exchanged
+//! with a real redis-server: `tests/engine/rdb.rs`.)
+
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use proptest::prelude::*;
+use redis::Value;
+
+use super::Reload;
+use crate::command::test_util::{bulk, int, run};
+use crate::{Connection, Engine, RdbError};
+
+/// A directory of this test's own, removed when dropped.
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
+    let dir = std::env::temp_dir().join(format!("redmodel-rdb-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    TempDir(dir)
+}
+
+/// Commands that make a key of every type and encoding, TTLs, a
+/// stream's consumer groups, keys in two databases and a library.
+const DATASET: &[&str] = &[
+    "SET s hello",
+    "SET n 12345",
+    "SET long aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "SET ttl v PX 100000",
+    "RPUSH l a b 3 -4",
+    "SADD si 3 1 2",
+    "SADD ss a b c",
+    "ZADD zl 1 a 2.5 b -inf c",
+    "ZADD zs 1 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 2 b",
+    "HSET hl f v n 1",
+    "HSET hs f aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "EXPIRE hs 5000",
+    "XADD x 1-1 f v",
+    "XADD x 2-1 f w g 1",
+    "XGROUP CREATE x g 0",
+    "XREADGROUP GROUP g alice COUNT 1 STREAMS x >",
+    "SELECT 3",
+    "SET other db3",
+    "SELECT 0",
+];
+
+const LIBRARY: &str = "#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+
+/// Each key's DUMP payload and PTTL, in databases 0 and 3.
+fn contents(c: &mut Connection) -> Vec<(String, Value, Value)> {
+    let mut out = Vec::new();
+    for db in ["0", "3"] {
+        run(c, &format!("SELECT {db}"));
+        let Value::Array(keys) = run(c, "KEYS *") else {
+            panic!("KEYS");
+        };
+        for key in keys {
+            let Value::BulkString(key) = key else {
+                panic!("key");
+            };
+            let key = String::from_utf8_lossy(&key).into_owned();
+            let dump = run(c, &format!("DUMP {key}"));
+            // Within a second: the TTL read before and after.
+            let ttl = match run(c, &format!("PTTL {key}")) {
+                Value::Int(t) if t > 0 => int((t + 500) / 1000),
+                other => other,
+            };
+            out.push((format!("{db}/{key}"), dump, ttl));
+        }
+    }
+    run(c, "SELECT 0");
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn filled(dir: &std::path::Path) -> (Engine, Connection) {
+    let engine = Engine::new()
+        .with_rdb_file(dir, "dump.rdb")
+        .expect("no file yet");
+    let mut c = engine.connection();
+    for line in DATASET {
+        run(&mut c, line);
+    }
+    c.execute(&[b"FUNCTION", b"LOAD", LIBRARY.as_bytes()]);
+    (engine, c)
+}
+
+#[test]
+fn debug_reload_gives_back_every_type_ttl_and_function() {
+    let dir = temp_dir("reload");
+    let (_engine, mut c) = filled(&dir);
+    let before = contents(&mut c);
+    assert_eq!(run(&mut c, "DEBUG RELOAD"), Value::Okay);
+    assert_eq!(contents(&mut c), before);
+    assert_eq!(run(&mut c, "FCALL f 0"), int(1));
+    assert_eq!(run(&mut c, "DEBUG RELOAD NOSAVE"), Value::Okay);
+    assert_eq!(contents(&mut c), before);
+}
+
+#[test]
+fn debug_reload_noflush_joins_the_file_and_merge_lets_it_win() {
+    let dir = temp_dir("merge");
+    let (_engine, mut c) = filled(&dir);
+    assert_eq!(run(&mut c, "SAVE"), Value::Okay);
+    run(&mut c, "SET s changed");
+    run(&mut c, "SET extra 1");
+    assert_eq!(
+        run(&mut c, "DEBUG RELOAD NOSAVE NOFLUSH"),
+        crate::command::test_util::err("ERR Error trying to load the RDB dump, check server logs.")
+    );
+    assert_eq!(run(&mut c, "GET s"), bulk("changed"));
+    assert_eq!(
+        run(&mut c, "DEBUG RELOAD NOSAVE NOFLUSH MERGE"),
+        Value::Okay
+    );
+    assert_eq!(run(&mut c, "GET s"), bulk("hello"));
+    assert_eq!(run(&mut c, "GET extra"), bulk("1"));
+    assert_eq!(
+        run(&mut c, "DEBUG RELOAD FAST"),
+        crate::command::test_util::err(
+            "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options."
+        )
+    );
+}
+
+#[test]
+fn a_new_engine_loads_what_save_wrote() {
+    let dir = temp_dir("start");
+    let (_engine, mut c) = filled(&dir);
+    let before = contents(&mut c);
+    assert_eq!(run(&mut c, "SAVE"), Value::Okay);
+    let loaded = Engine::new()
+        .with_rdb_file(&*dir, "dump.rdb")
+        .expect("load");
+    let mut c2 = loaded.connection();
+    assert_eq!(contents(&mut c2), before);
+    assert_eq!(run(&mut c2, "FCALL f 0"), int(1));
+    assert_eq!(
+        run(&mut c2, "CONFIG GET dbfilename"),
+        Value::Array(vec![bulk("dbfilename"), bulk("dump.rdb")])
+    );
+}
+
+#[test]
+fn bgsave_writes_the_file_and_info_follows_it() {
+    let dir = temp_dir("bgsave");
+    let (_engine, mut c) = filled(&dir);
+    let info = |c: &mut Connection, field: &str| -> String {
+        let Value::BulkString(text) = run(c, "INFO persistence") else {
+            panic!("INFO");
+        };
+        let text = String::from_utf8_lossy(&text).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+            .unwrap_or_default()
+    };
+    assert_ne!(info(&mut c, "rdb_changes_since_last_save"), "0");
+    assert_eq!(
+        run(&mut c, "BGSAVE"),
+        Value::SimpleString("Background saving started".into())
+    );
+    for _ in 0..500 {
+        if info(&mut c, "rdb_bgsave_in_progress") == "0" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(info(&mut c, "rdb_bgsave_in_progress"), "0");
+    assert_eq!(info(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(info(&mut c, "rdb_changes_since_last_save"), "0");
+    assert!(dir.join("dump.rdb").exists());
+    assert_eq!(
+        run(&mut c, "BGSAVE SCHEDULE x"),
+        crate::command::test_util::err("ERR syntax error")
+    );
+}
+
+#[test]
+fn a_running_bgsave_serves_other_clients_refuses_saves_and_stops_at_flushall() {
+    let dir = temp_dir("slow");
+    let (engine, mut c) = filled(&dir);
+    // 100 ms a key: the save would take seconds.
+    run(&mut c, "CONFIG SET rdb-key-save-delay 100000");
+    let in_progress = |c: &mut Connection| match run(c, "INFO persistence") {
+        Value::BulkString(t) => String::from_utf8_lossy(&t).contains("rdb_bgsave_in_progress:1"),
+        _ => panic!("INFO"),
+    };
+    assert_eq!(
+        run(&mut c, "BGSAVE"),
+        Value::SimpleString("Background saving started".into())
+    );
+    let mut other = engine.connection();
+    let started = std::time::Instant::now();
+    assert_eq!(run(&mut other, "SET during bgsave"), Value::Okay);
+    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    assert!(in_progress(&mut c));
+    let running = crate::command::test_util::err("ERR Background save already in progress");
+    assert_eq!(run(&mut c, "SAVE"), running);
+    assert_eq!(run(&mut c, "BGSAVE SCHEDULE"), running);
+    run(&mut c, "FLUSHALL");
+    for _ in 0..100 {
+        if !in_progress(&mut c) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!in_progress(&mut c));
+    // No file, and no temporary file left behind.
+    assert_eq!(std::fs::read_dir(&*dir).expect("dir").count(), 0);
+}
+
+#[test]
+fn flushall_saves_and_resets_the_changes_only_with_save_points() {
+    let dir = temp_dir("flushall");
+    let (_engine, mut c) = filled(&dir);
+    let changes = |c: &mut Connection| match run(c, "INFO persistence") {
+        Value::BulkString(t) => String::from_utf8_lossy(&t)
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("rdb_changes_since_last_save:")
+                    .map(str::to_string)
+            })
+            .unwrap_or_default(),
+        _ => panic!("INFO"),
+    };
+    run(&mut c, "FLUSHALL");
+    assert_ne!(changes(&mut c), "0");
+    assert!(!dir.join("dump.rdb").exists());
+    assert_eq!(
+        crate::command::test_util::run_args(&mut c, &["CONFIG", "SET", "save", "3600 1"]),
+        Value::Okay
+    );
+    run(&mut c, "SET k v");
+    run(&mut c, "FLUSHALL");
+    assert_eq!(changes(&mut c), "0");
+    assert!(dir.join("dump.rdb").exists());
+}
+
+#[test]
+fn a_missing_or_bad_file_at_start() {
+    let dir = temp_dir("bad");
+    assert!(Engine::new().with_rdb_file(&*dir, "none.rdb").is_ok());
+    std::fs::write(dir.join("junk.rdb"), b"NOTREDIS0010").expect("write");
+    assert!(matches!(
+        Engine::new().with_rdb_file(&*dir, "junk.rdb"),
+        Err(RdbError::Signature)
+    ));
+    std::fs::write(dir.join("new.rdb"), b"REDIS0011\xff").expect("write");
+    assert!(matches!(
+        Engine::new().with_rdb_file(&*dir, "new.rdb"),
+        Err(RdbError::Version(11))
+    ));
+    let good = &*VALID;
+    std::fs::write(dir.join("cut.rdb"), &good[..good.len() - 20]).expect("write");
+    assert!(Engine::new().with_rdb_file(&*dir, "cut.rdb").is_err());
+    assert!(Engine::new().with_rdb_file(&*dir, "a/b.rdb").is_err());
+}
+
+/// A valid file of the whole dataset.
+static VALID: LazyLock<Vec<u8>> = LazyLock::new(|| {
+    let dir = temp_dir("valid");
+    let (_engine, mut c) = filled(&dir);
+    assert_eq!(run(&mut c, "SAVE"), Value::Okay);
+    std::fs::read(dir.join("dump.rdb")).expect("read")
+});
+
+/// The bytes with the CRC64 at their end made right again, so that a
+/// mutation reaches the decoder.
+fn resealed(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.len() >= 8 {
+        let body = bytes.len() - 8;
+        let crc = crate::rdb::crc64(&bytes[..body]);
+        bytes[body..].copy_from_slice(&crc.to_le_bytes());
+    }
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A damaged file loads whole or not at all: the engine's data is
+    /// what it was when loading fails, and nothing panics.
+    #[test]
+    fn damaged_files_load_whole_or_not_at_all(
+        cut in any::<prop::sample::Index>(),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+        reseal in any::<bool>(),
+        truncate in any::<bool>(),
+    ) {
+        let mut bytes = VALID.clone();
+        for (at, b) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] ^= b;
+        }
+        if truncate {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        if reseal {
+            bytes = resealed(bytes);
+        }
+        let engine = Engine::new();
+        let mut c = engine.connection();
+        run(&mut c, "SET sentinel 1");
+        run(&mut c, "SELECT 5");
+        run(&mut c, "SET other 2");
+        let loaded = engine.shared.store.lock().load_bytes(&bytes, engine.now_ms(), Reload::Replace);
+        if loaded.is_err() {
+            prop_assert_eq!(engine.dbsize(0), 1);
+            prop_assert_eq!(engine.dbsize(5), 1);
+            prop_assert_eq!(run(&mut c, "GET other"), bulk("2"));
+        } else {
+            prop_assert_eq!(engine.dbsize(5), 0);
+        }
+    }
+}

@@ -64,6 +64,7 @@ mod reply;
 #[cfg(feature = "server")]
 mod resp;
 mod session;
+mod tracking;
 mod value;
 
 use std::sync::Arc;

@@ -611,7 +611,7 @@ fn clients_section(store: &Store) -> Vec<(&'static str, String)> {
         ("cluster_connections", "0".into()),
         ("maxclients", config.get("maxclients").into()),
         ("blocked_clients", store.waiters.len().to_string()),
-        ("tracking_clients", "0".into()),
+        ("tracking_clients", store.tracking.clients().to_string()),
         ("clients_in_timeout_table", "0".into()),
     ]
 }
@@ -675,6 +675,7 @@ fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
 
 /// INFO stats: connections, commands, errors, expired keys, Pub/Sub.
 fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
+    let (tracking_keys, tracking_items, tracking_prefixes) = store.tracking.totals();
     vec![
         (
             "total_connections_received",
@@ -715,6 +716,9 @@ fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
         ("total_forks", "0".into()),
         // MIGRATE's connection cache: the engine has no MIGRATE.
         ("migrate_cached_sockets", "0".into()),
+        ("tracking_total_keys", tracking_keys.to_string()),
+        ("tracking_total_items", tracking_items.to_string()),
+        ("tracking_total_prefixes", tracking_prefixes.to_string()),
     ]
 }
 
@@ -1392,7 +1396,7 @@ mod tests {
         }
         let listed_client = c.execute(&[b"COMMAND", b"INFO", b"CLIENT"]);
         let text = format!("{listed_client:?}");
-        assert!(!text.contains("client|tracking") && text.contains("client|pause"));
+        assert!(text.contains("client|tracking") && text.contains("client|pause"));
         assert_eq!(
             c.execute(&[b"COMMAND", b"COUNT"]),
             Value::Int(crate::command::all_specs().count() as i64)

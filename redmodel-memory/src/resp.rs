@@ -686,6 +686,9 @@ impl Client {
         }
         let name = args[0];
         if is(name, "quit") {
+            // Gone for client-side caching at once, as Redis frees the
+            // client: a redirection to it is broken from the next change.
+            store.tracking.disconnect(self.info.id);
             encode::encode(output, &Value::Okay);
             return Some(Next::Close);
         }

@@ -641,6 +641,9 @@ fn memory_section(store: &Store) -> Vec<(&'static str, String)> {
         ("maxmemory", maxmemory.to_string()),
         ("maxmemory_human", human_bytes(maxmemory)),
         ("maxmemory_policy", config.get("maxmemory-policy").into()),
+        // Replication and AOF buffers, which Redis leaves out of the
+        // eviction's count: the engine has neither.
+        ("mem_not_counted_for_evict", "0".into()),
         ("mem_allocator", "rust".into()),
         ("lazyfree_pending_objects", "0".into()),
     ]

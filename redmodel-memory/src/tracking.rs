@@ -37,6 +37,10 @@
 //! to receive pushes: CLIENT TRACKING is a RESP server's, and in-process
 //! writes invalidate the RESP clients' keys like any other.
 
+// Only RESP connections turn tracking on: without the server, the store
+// keeps the (empty) state and its hooks, and nothing calls the rest.
+#![cfg_attr(not(feature = "server"), allow(dead_code))]
+
 mod command;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,6 +51,7 @@ use tokio::sync::mpsc;
 use crate::command::Store;
 use crate::keyspace::Key;
 
+#[cfg(feature = "server")]
 pub(crate) use command::client_tracking_command;
 
 /// What the store tells a connection about tracking.
@@ -208,7 +213,13 @@ impl Tracking {
         }
         self.peers.get(&self.current).is_some_and(|p| {
             let m = &p.mode;
-            m.on && !m.bcast && !(m.optin && !m.caching) && !(m.optout && m.caching)
+            // OPTIN tracks with CLIENT CACHING yes, OPTOUT without no.
+            let opted = if m.optin {
+                m.caching
+            } else {
+                !(m.optout && m.caching)
+            };
+            m.on && !m.bcast && opted
         })
     }
 

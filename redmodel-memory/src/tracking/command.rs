@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use redis::Value as Reply;
 
-use super::{Mode, Prefix, Tracking};
+use super::{Mode, Tracking};
 use crate::args::{int_arg, is};
 use crate::command::Store;
 use crate::error::CmdError;
@@ -234,7 +234,7 @@ impl Tracking {
             m.prefixes.insert(prefix.to_vec());
             self.prefixes
                 .entry(prefix.to_vec())
-                .or_insert_with(Prefix::default)
+                .or_default()
                 .clients
                 .insert(id);
         }

@@ -382,7 +382,7 @@ fn client_list(cx: &ClientCtx<'_>, caller: u64, args: &[&[u8]]) -> Result<Reply,
 /// SKIPME no).
 fn client_kill(
     info: &ClientInfo,
-    cx: &ClientCtx<'_>,
+    cx: &mut ClientCtx<'_>,
     opts: &[&[u8]],
 ) -> Result<(Reply, After), CmdError> {
     let old_form = opts.len() == 1;
@@ -442,6 +442,7 @@ fn client_kill(
     }
     let mut killed = 0usize;
     let mut close_self = false;
+    let mut gone = Vec::new();
     for (&peer_id, peer) in cx.registry.lock().iter() {
         if addr.is_some_and(|a| a != peer.addr.as_bytes())
             || laddr.is_some_and(|a| *a != peer.laddr.as_bytes())
@@ -463,8 +464,14 @@ fn client_kill(
             close_self = true;
         } else {
             peer.kill.notify_one();
+            gone.push(peer_id);
         }
         killed += 1;
+    }
+    // Gone for client-side caching at once, as Redis frees the client: a
+    // redirection to it is broken from the next change.
+    for peer_id in gone {
+        cx.store.tracking.disconnect(peer_id);
     }
     let after = if close_self {
         After::Close

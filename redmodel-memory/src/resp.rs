@@ -58,6 +58,12 @@
 //! answered here too (confirmations and messages are pushes: CLIENT REPLY
 //! does not silence them).
 //!
+//! # Client-side caching
+//! Every connection can receive invalidations (`crate::tracking`): the
+//! store queues them to it, and it writes them between its replies as
+//! RESP3 pushes or, redirected to a subscribed RESP2 connection, as
+//! `__redis__:invalidate` messages (`invalidation` module).
+//!
 //! Known differences: CLIENT, HELLO and the subscription commands inside
 //! MULTI are queued but fail at EXEC (the queue runs without the
 //! connection's state).

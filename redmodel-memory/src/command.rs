@@ -480,10 +480,19 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed += 1;
     ctx.ks().begin_command();
+    // Client-side caching: whether this command's reads are tracked (a
+    // script's, with the script's declared keys).
+    let tracks = ctx.store.tracking.tracks_reads();
+    if tracks && !ctx.store.in_script {
+        ctx.store.track_script_caller(args);
+    }
     let result = (spec.handler)(ctx, args);
     // The `new` and `expired` events the command raised and did not
     // publish through a `notify` of its own.
     ctx.store.flush_notifications();
+    if tracks {
+        ctx.store.track_read(args);
+    }
     ctx.store.command_stats.record(spec, result.is_err());
     result
 }
@@ -548,6 +557,8 @@ pub(crate) struct Store {
     pub(crate) slowlog: slowlog::SlowLog,
     /// SAVE and BGSAVE's state (INFO persistence, LASTSAVE).
     pub(crate) saves: persistence::Saves,
+    /// Client-side caching: who tracks which keys (see `crate::tracking`).
+    pub(crate) tracking: crate::tracking::Tracking,
 }
 
 impl Default for Store {
@@ -594,6 +605,7 @@ impl Default for Store {
                 log
             },
             saves: Default::default(),
+            tracking: Default::default(),
         }
     }
 }
@@ -640,8 +652,10 @@ impl Store {
         self.publish_event(db, event, key);
     }
 
-    /// Publishes the events the keyspaces logged (`new`, `expired`).
+    /// Publishes the events the keyspaces logged (`new`, `expired`), and
+    /// sends the invalidations of the keys they changed.
     pub(crate) fn flush_notifications(&mut self) {
+        self.flush_invalidations();
         if self.notify_flags == 0 {
             return;
         }

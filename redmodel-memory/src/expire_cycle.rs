@@ -113,6 +113,8 @@ pub(crate) fn run_cycle(engine: &Engine, budget: Duration) -> CycleStats {
             };
             // Their `expired` events.
             store.flush_notifications();
+            // Their invalidations, and the tracking table's limit.
+            store.tracking_tick();
             // Handed to a waiting client, if any: a plain unlock lets this
             // thread take the lock straight back, and clients waited out
             // the whole cycle.

@@ -246,6 +246,10 @@ pub(crate) struct Keyspace {
     /// offered them, in the order of their first modification (Redis's
     /// ready keys).
     ready: IndexSet<Key, Seeded>,
+    /// The keys modified while client-side caching needs them (see
+    /// `crate::tracking`), each with whether it expired; `None` while
+    /// nothing is tracked.
+    tracked: Option<Vec<(Key, bool)>>,
 }
 
 impl Keyspace {
@@ -389,6 +393,7 @@ impl Keyspace {
         }
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
         self.remove(key);
+        self.mark_expired();
         self.expired_count += 1;
         true
     }
@@ -406,6 +411,7 @@ impl Keyspace {
         }
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
         self.remove(key);
+        self.mark_expired();
         self.expired_count += 1;
         None
     }
@@ -862,6 +868,7 @@ impl Keyspace {
         self.expiring.swap_remove_index(i);
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
         self.modified(key);
+        self.mark_expired();
         self.expired_count += 1;
     }
 
@@ -958,6 +965,9 @@ impl Keyspace {
     /// key's blocked clients and watchers.
     fn changed(&mut self, key: &[u8]) {
         self.dirty += 1;
+        if let Some(tracked) = &mut self.tracked {
+            tracked.push((Arc::from(key), false));
+        }
         if !self.blocked.is_empty() {
             self.signal_ready(key);
         }
@@ -967,6 +977,28 @@ impl Keyspace {
         if let Some(w) = self.watched.get_mut(key) {
             w.epoch += 1;
         }
+    }
+
+    /// The change just logged for client-side caching was an expiry:
+    /// no client made it (NOLOOP does not hide it).
+    fn mark_expired(&mut self) {
+        if let Some((_, expired)) = self.tracked.as_mut().and_then(|t| t.last_mut()) {
+            *expired = true;
+        }
+    }
+
+    /// Starts or stops logging changes for client-side caching.
+    pub(crate) fn set_tracked(&mut self, on: bool) {
+        self.tracked = on.then(Vec::new);
+    }
+
+    /// The changes logged for client-side caching, oldest first, each
+    /// with whether it was an expiry.
+    pub(crate) fn take_tracked(&mut self) -> Vec<(Key, bool)> {
+        self.tracked
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// How many changes this database has seen: INFO's

@@ -28,6 +28,8 @@
 //! - Pub/Sub: PUBLISH from any client reaches RESP subscribers and the
 //!   in-process subscribers of [`Engine::pubsub`] ([`PubSub`]); keyspace
 //!   notifications (`notify-keyspace-events`) are published as Redis does.
+//! - Client-side caching: a RESP connection may turn on CLIENT TRACKING and
+//!   receive Redis's invalidations for every change, whoever makes it.
 //! - `serve` (the `server` feature) speaks RESP2, and RESP3 after `HELLO 3`, on a TCP port,
 //!   for redis-cli, redis-benchmark and clients in any language; each connection is a
 //!   client of its own. The in-process [`Connection`] speaks RESP2 too (what redis-rs
@@ -65,6 +67,7 @@ mod reply;
 #[cfg(feature = "server")]
 mod resp;
 mod session;
+mod tracking;
 mod value;
 
 use std::sync::Arc;

@@ -58,12 +58,19 @@
 //! answered here too (confirmations and messages are pushes: CLIENT REPLY
 //! does not silence them).
 //!
+//! # Client-side caching
+//! Every connection can receive invalidations (`crate::tracking`): the
+//! store queues them to it, and it writes them between its replies as
+//! RESP3 pushes or, redirected to a subscribed RESP2 connection, as
+//! `__redis__:invalidate` messages (`invalidation` module).
+//!
 //! Known differences: CLIENT, HELLO and the subscription commands inside
 //! MULTI are queued but fail at EXEC (the queue runs without the
 //! connection's state).
 
 mod client;
 mod encode;
+mod invalidation;
 mod order;
 mod request;
 mod subscriber;
@@ -279,12 +286,20 @@ struct Client {
     counted: bool,
     /// Its place in the order the server's connections lock the store.
     place: Place,
+    /// What client-side caching tells it (`crate::tracking`), and the
+    /// other end, given to the store when the connection is counted.
+    notes: crate::tracking::Inbox,
+    notes_sink: Option<crate::tracking::Sink>,
 }
 
-/// A connection arrives (INFO's counts).
-fn count_in(store: &mut Store) {
+/// A connection arrives (INFO's counts; client-side caching may send it
+/// invalidations from now on).
+fn count_in(store: &mut Store, id: u64, notes: Option<crate::tracking::Sink>) {
     store.connected_clients += 1;
     store.connections_received += 1;
+    if let Some(sink) = notes {
+        store.tracking.connect(id, sink);
+    }
 }
 
 impl Client {
@@ -319,9 +334,11 @@ impl Client {
         );
         // Counted in INFO now, or (a script holding the lock) with the
         // first command.
+        let (sink, notes) = crate::tracking::queue();
+        let mut notes_sink = Some(sink);
         let counted = match engine.shared.store.try_lock() {
             Some(mut store) => {
-                count_in(&mut store);
+                count_in(&mut store, id, notes_sink.take());
                 true
             }
             None => false,
@@ -345,6 +362,8 @@ impl Client {
             busy: Arc::clone(busy),
             counted,
             place: Place::new(line),
+            notes,
+            notes_sink,
         }
     }
 
@@ -441,6 +460,19 @@ impl Client {
                 },
                 () = stopped(&mut stop) => return,
                 () = self.kill.notified() => return,
+                Some(note) = self.notes.recv() => {
+                    // Client-side caching's invalidations, with any that
+                    // followed.
+                    let subscribed = self
+                        .registry
+                        .lock()
+                        .get(&self.info.id)
+                        .is_some_and(|p| p.subscriptions.iter().any(|&n| n > 0));
+                    let resp = self.session.resp();
+                    invalidation::write_note(&mut output, &note, resp, subscribed);
+                    self.write_notes(&mut output, subscribed);
+                    continue;
+                }
                 push = self.subscriber.next() => {
                     // A message published by another client: write it with
                     // any that followed it.
@@ -580,7 +612,7 @@ impl Client {
                 continue;
             };
             if !self.counted {
-                count_in(store);
+                count_in(store, self.info.id, self.notes_sink.take());
                 self.counted = true;
             }
             if let Some(paused) = self.session.paused(store, args, || engine.now_ms()) {
@@ -641,10 +673,14 @@ impl Client {
         output: &mut Vec<u8>,
     ) -> Option<Next> {
         self.subscriber.resp = self.session.resp();
-        // Messages published before this command precede its reply.
+        // Messages published before this command precede its reply, and
+        // so do the invalidations (those of the previous command follow
+        // its reply).
         if !self.subscriber.drain(output) {
             return Some(Next::Drop);
         }
+        let subscribed = self.subscriber.is_subscribed(store);
+        self.write_notes(output, subscribed);
         let now = self.engine.now_ms();
         let queueing = self.session.in_transaction();
         if let Some(refused) = self.refusal(args, store, now, queueing) {
@@ -656,6 +692,9 @@ impl Client {
         }
         let name = args[0];
         if is(name, "quit") {
+            // Gone for client-side caching at once, as Redis frees the
+            // client: a redirection to it is broken from the next change.
+            store.tracking.disconnect(self.info.id);
             encode::encode(output, &Value::Okay);
             return Some(Next::Close);
         }
@@ -748,6 +787,7 @@ impl Client {
     /// rest when it runs the command).
     fn reset(&mut self, store: &mut Store) {
         self.subscriber.reset(store);
+        store.tracking.disable(self.info.id);
         self.info.name = None;
         self.info.reply_off = false;
         self.info.skip_next = false;
@@ -906,6 +946,14 @@ impl Client {
         }
     }
 
+    /// Writes the invalidations already queued (see `invalidation`).
+    fn write_notes(&mut self, output: &mut Vec<u8>, subscribed: bool) {
+        let resp = self.session.resp();
+        while let Ok(note) = self.notes.try_recv() {
+            invalidation::write_note(output, &note, resp, subscribed);
+        }
+    }
+
     /// CLIENT REPLY SKIP applies to the command after it.
     fn after_command(&mut self) {
         self.info.skip_this = std::mem::take(&mut self.info.skip_next);
@@ -998,7 +1046,10 @@ impl Client {
             peer.cmd = client::running_name(args);
         }
         if store.acl.log.unfilled() {
-            store.acl.log.fill(peer.line(self.info.id, now).trim_end());
+            store
+                .acl
+                .log
+                .fill(peer.line(self.info.id, now, &store.tracking).trim_end());
         }
         if store.slowlog.unfilled() {
             store.slowlog.fill(&peer.addr, peer.name.as_deref());
@@ -1021,11 +1072,13 @@ impl Drop for Client {
                 left.session.unwatch_all(store);
             }
             left.subscriber.leave(store);
+            store.tracking.disconnect(left.id);
             if counted {
                 store.connected_clients = store.connected_clients.saturating_sub(1);
             }
         }
         let left = Left {
+            id: self.info.id,
             session: std::mem::take(&mut self.session),
             parked: self.parked.take(),
             subscriber: std::mem::take(&mut self.subscriber),
@@ -1048,6 +1101,7 @@ impl Drop for Client {
 
 /// What a closed connection leaves to release in the store.
 struct Left {
+    id: u64,
     session: Session,
     parked: Option<(Parked, bool)>,
     subscriber: Subscriber,

@@ -133,6 +133,7 @@ impl Session {
         may_block: bool,
     ) -> Outcome {
         self.may_block = may_block;
+        store.tracking_before_command(self.client_id);
         let reply = match self.execute_inner(store, args, now) {
             Ok(r) => r,
             Err(e) => e.to_value(),
@@ -147,6 +148,7 @@ impl Session {
         blocking::serve_ready(store, now);
         // What the served clients' pops raised.
         store.flush_notifications();
+        store.tracking_after_command(self.client_id, self.multi.is_some());
         match self.parked.take() {
             Some(parked) => Outcome::Blocked(parked),
             None => Outcome::Reply(reply),

@@ -12,6 +12,11 @@
 //! A script that uses a command the engine does not implement yet (a
 //! family still being written) is skipped, and the test prints which: it
 //! gets stronger by itself as the families land.
+//!
+//! A file marked `# mode: wire` runs over RESP connections instead, every
+//! frame each connection receives compared, pushes included (`wire`).
+
+mod wire;
 
 use redmodel::memory::Engine;
 use redmodel_suite::diff::{engine_knows, parse_line, show, Args, Differ};
@@ -153,6 +158,9 @@ fn parse_script(lines: &[&'static str]) -> Vec<Line> {
 fn run_traps(test: &str, file: &str, text: &'static str) {
     // Parse first: a malformed file fails even where no server runs.
     let traps = parse_traps(file, text);
+    if text.lines().any(|l| l.trim() == wire::MARKER) {
+        return wire::run_wire_traps(test, &traps);
+    }
     // `cluster_*.txt`: a one-node cluster against the engine in cluster mode.
     let cluster = file
         .rsplit('/')
@@ -314,4 +322,5 @@ trap_tests! {
     traps_functions: "functions.txt",
     traps_dump: "dump.txt",
     traps_introspection: "introspection.txt",
+    traps_tracking: "tracking.txt",
 }

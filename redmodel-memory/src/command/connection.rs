@@ -108,6 +108,7 @@ fn check_flush_args(args: &[&[u8]]) -> Result<(), CmdError> {
 fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     check_flush_args(args)?;
     ctx.ks().clear();
+    ctx.store.tracking_flushed();
     Ok(reply::ok())
 }
 
@@ -124,6 +125,7 @@ fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !ctx.store.config.get("save").is_empty() {
         let _ = ctx.store.save(ctx.now);
     }
+    ctx.store.tracking_flushed();
     Ok(reply::ok())
 }
 
@@ -253,8 +255,22 @@ pub(crate) fn set_client_name(slot: &mut Option<Vec<u8>>, name: &[u8]) -> Result
 /// CLIENT's subcommands: those of [`client_shared`], and those a RESP
 /// server connection serves with its own state (`resp::client`).
 pub(crate) const CLIENT_SUBCOMMANDS: &[&str] = &[
-    "help", "no-evict", "pause", "unpause", "id", "getname", "setname", "info", "list", "kill",
-    "reply", "unblock",
+    "help",
+    "no-evict",
+    "pause",
+    "unpause",
+    "id",
+    "getname",
+    "setname",
+    "info",
+    "list",
+    "kill",
+    "reply",
+    "unblock",
+    "tracking",
+    "caching",
+    "getredir",
+    "trackinginfo",
 ];
 
 /// CLIENT for a client without a connection of its own: the subcommands

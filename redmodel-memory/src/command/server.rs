@@ -601,7 +601,7 @@ fn clients_section(store: &Store) -> Vec<(&'static str, String)> {
         ("cluster_connections", "0".into()),
         ("maxclients", config.get("maxclients").into()),
         ("blocked_clients", store.waiters.len().to_string()),
-        ("tracking_clients", "0".into()),
+        ("tracking_clients", store.tracking.clients().to_string()),
         ("clients_in_timeout_table", "0".into()),
     ]
 }
@@ -631,6 +631,9 @@ fn memory_section(store: &Store) -> Vec<(&'static str, String)> {
         ("maxmemory", maxmemory.to_string()),
         ("maxmemory_human", human_bytes(maxmemory)),
         ("maxmemory_policy", config.get("maxmemory-policy").into()),
+        // Replication and AOF buffers, which Redis leaves out of the
+        // eviction's count: the engine has neither.
+        ("mem_not_counted_for_evict", "0".into()),
         ("mem_allocator", "rust".into()),
         ("lazyfree_pending_objects", "0".into()),
     ]
@@ -653,6 +656,7 @@ fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
 
 /// INFO stats: connections, commands, errors, expired keys, Pub/Sub.
 fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
+    let (tracking_keys, tracking_items, tracking_prefixes) = store.tracking.totals();
     vec![
         (
             "total_connections_received",
@@ -693,6 +697,9 @@ fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
         ("total_forks", "0".into()),
         // MIGRATE's connection cache: the engine has no MIGRATE.
         ("migrate_cached_sockets", "0".into()),
+        ("tracking_total_keys", tracking_keys.to_string()),
+        ("tracking_total_items", tracking_items.to_string()),
+        ("tracking_total_prefixes", tracking_prefixes.to_string()),
     ]
 }
 
@@ -1370,7 +1377,7 @@ mod tests {
         }
         let listed_client = c.execute(&[b"COMMAND", b"INFO", b"CLIENT"]);
         let text = format!("{listed_client:?}");
-        assert!(!text.contains("client|tracking") && text.contains("client|pause"));
+        assert!(text.contains("client|tracking") && text.contains("client|pause"));
         assert_eq!(
             c.execute(&[b"COMMAND", b"COUNT"]),
             Value::Int(crate::command::all_specs().count() as i64)

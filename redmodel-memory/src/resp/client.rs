@@ -23,6 +23,7 @@ use crate::command::Store;
 use crate::command::{subcommand_arity, unknown_subcommand};
 use crate::error::CmdError;
 use crate::reply;
+use crate::tracking::{client_tracking_command, Tracking};
 
 /// What a RESP server connection knows about itself.
 #[derive(Debug, Default)]
@@ -116,14 +117,20 @@ impl Peer {
 
     /// One line of CLIENT LIST, with Redis 7.0.15's fields in its order.
     /// What the engine does not measure (buffers, memory) reads 0.
-    pub(crate) fn line(&self, id: u64, now: i64) -> String {
-        self.line_running(id, now, None)
+    pub(crate) fn line(&self, id: u64, now: i64, tracking: &Tracking) -> String {
+        self.line_running(id, now, None, tracking)
     }
 
     /// [`Self::line`] of the connection running `running` (CLIENT LIST or
     /// INFO about itself): Redis shows the command in progress as `cmd`,
     /// and its request, still in the query buffer, as `qbuf`.
-    fn line_running(&self, id: u64, now: i64, running: Option<&[&[u8]]>) -> String {
+    fn line_running(
+        &self,
+        id: u64,
+        now: i64,
+        running: Option<&[&[u8]]>,
+        tracking: &Tracking,
+    ) -> String {
         let (cmd, qbuf) = match running {
             Some(args) => (running_name(args), request_len(args)),
             None => (self.cmd.clone(), 0),
@@ -144,6 +151,9 @@ impl Peer {
         if self.blocked.is_some() {
             flags.push('b');
         }
+        // Client-side caching: t(racking), R (broken redirection), B(cast).
+        let (tracking_flags, redir) = tracking.list_fields(id);
+        flags.push_str(&tracking_flags);
         if flags.is_empty() {
             flags.push('N');
         }
@@ -152,7 +162,7 @@ impl Peer {
         format!(
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} \
              sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
-             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={}\n",
+             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={redir} resp={}\n",
             self.addr,
             self.laddr,
             self.fd,
@@ -224,6 +234,10 @@ pub(crate) fn client_command(
             ("kill", -3),
             ("reply", 3),
             ("unblock", -3),
+            ("tracking", -3),
+            ("caching", 3),
+            ("getredir", 2),
+            ("trackinginfo", 2),
         ];
         // HELP, NO-EVICT, PAUSE, UNPAUSE: the engine's, for every client.
         if let Some(result) = client_shared(cx.store, cx.now, args) {
@@ -235,6 +249,9 @@ pub(crate) fn client_command(
         let argc = args.len() as i32;
         if (arity >= 0 && argc != arity) || (arity < 0 && argc < -arity) {
             return Err(subcommand_arity("client", name));
+        }
+        if let Some(result) = client_tracking_command(cx.store, info.id, sub, rest) {
+            return result.map(|reply| (reply, After::Continue));
         }
         Ok(match name {
             "id" => (reply::int(info.id), After::Continue),
@@ -254,7 +271,7 @@ pub(crate) fn client_command(
                     .registry
                     .lock()
                     .get(&info.id)
-                    .map(|p| p.line_running(info.id, cx.now, Some(args)))
+                    .map(|p| p.line_running(info.id, cx.now, Some(args), &cx.store.tracking))
                     .unwrap_or_default();
                 (reply::verbatim(line), After::Continue)
             }
@@ -320,7 +337,11 @@ fn client_list(cx: &ClientCtx<'_>, caller: u64, args: &[&[u8]]) -> Result<Reply,
     let lines = |ids: &mut dyn Iterator<Item = u64>| -> String {
         ids.filter_map(|id| {
             let running = (id == caller).then_some(args);
-            Some(registry.get(&id)?.line_running(id, cx.now, running))
+            Some(
+                registry
+                    .get(&id)?
+                    .line_running(id, cx.now, running, &cx.store.tracking),
+            )
         })
         .collect()
     };
@@ -361,7 +382,7 @@ fn client_list(cx: &ClientCtx<'_>, caller: u64, args: &[&[u8]]) -> Result<Reply,
 /// SKIPME no).
 fn client_kill(
     info: &ClientInfo,
-    cx: &ClientCtx<'_>,
+    cx: &mut ClientCtx<'_>,
     opts: &[&[u8]],
 ) -> Result<(Reply, After), CmdError> {
     let old_form = opts.len() == 1;
@@ -421,6 +442,7 @@ fn client_kill(
     }
     let mut killed = 0usize;
     let mut close_self = false;
+    let mut gone = Vec::new();
     for (&peer_id, peer) in cx.registry.lock().iter() {
         if addr.is_some_and(|a| a != peer.addr.as_bytes())
             || laddr.is_some_and(|a| *a != peer.laddr.as_bytes())
@@ -442,8 +464,14 @@ fn client_kill(
             close_self = true;
         } else {
             peer.kill.notify_one();
+            gone.push(peer_id);
         }
         killed += 1;
+    }
+    // Gone for client-side caching at once, as Redis frees the client: a
+    // redirection to it is broken from the next change.
+    for peer_id in gone {
+        cx.store.tracking.disconnect(peer_id);
     }
     let after = if close_self {
         After::Close

@@ -1,0 +1,516 @@
+//! Client-side caching (CLIENT TRACKING), as Redis 7.0's tracking.c.
+//!
+//! A RESP connection that turns tracking on is told when a key it read
+//! changes, so that it can drop the key from a cache of its own:
+//!
+//! - Default mode: every read-only command of a tracking client adds its
+//!   keys to the tracking table (key -> client ids). The first change of
+//!   such a key sends one invalidation to each of its clients and drops
+//!   the entry (the client reads the key again to be told again). OPTIN
+//!   tracks only the command after `CLIENT CACHING yes`; OPTOUT tracks
+//!   every command but the one after `CLIENT CACHING no`. A script that
+//!   calls a read-only command tracks the script's declared keys.
+//! - BCAST: no table; the client is told of every change of a key that
+//!   starts with one of its prefixes (the empty prefix: every key). The
+//!   changes are gathered per prefix and sent once per command, each
+//!   prefix's keys in one message, in byte order.
+//! - NOLOOP: no invalidation for what the client changes itself.
+//! - REDIRECT id: the invalidations go to another connection: a RESP3 one
+//!   receives them as pushes, a RESP2 one only in subscribed mode, as
+//!   messages of the `__redis__:invalidate` channel. A redirection to a
+//!   connection that went away is reported to a RESP3 tracking client with
+//!   a `tracking-redir-broken` push, at each invalidation.
+//! - FLUSHALL and FLUSHDB send every tracking client a null invalidation
+//!   (everything) and empty the table.
+//! - `tracking-table-max-keys`: past it, tracked keys picked at random are
+//!   invalidated, before each command and at each expiry cycle.
+//!
+//! Every change the keyspaces see is one (commands, their calls in scripts
+//! and transactions, expiry, RENAME, MOVE...): a keyspace logs the keys it
+//! modifies while anything is tracked, and the store turns the log into
+//! invalidations after each command ([`Store::flush_invalidations`]).
+//!
+//! The invalidations are [`Note`]s queued to the connection, which writes
+//! them between its replies: those a command causes to its own client come
+//! after that command's reply (after EXEC's for a transaction), as Redis
+//! sends them. The in-process [`Connection`](crate::Connection) has no way
+//! to receive pushes: CLIENT TRACKING is a RESP server's, and in-process
+//! writes invalidate the RESP clients' keys like any other.
+
+// Only RESP connections turn tracking on: without the server, the store
+// keeps the (empty) state and its hooks, and nothing calls the rest.
+#![cfg_attr(not(feature = "server"), allow(dead_code))]
+
+mod command;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use indexmap::{IndexMap, IndexSet};
+use tokio::sync::mpsc;
+
+use crate::command::Store;
+use crate::keyspace::Key;
+
+#[cfg(feature = "server")]
+pub(crate) use command::client_tracking_command;
+
+/// What the store tells a connection about tracking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Note {
+    /// These keys changed (`None`: every key, FLUSHALL / FLUSHDB);
+    /// `redirected` when the connection receives them for another one.
+    Invalidate {
+        keys: Option<Vec<Key>>,
+        redirected: bool,
+    },
+    /// The connection's redirection target (this id) is gone.
+    RedirBroken(u64),
+}
+
+/// The sending end of a connection's notes, held by the store.
+pub(crate) type Sink = mpsc::UnboundedSender<Note>;
+/// The receiving end, held by the connection.
+pub(crate) type Inbox = mpsc::UnboundedReceiver<Note>;
+
+/// A new queue of notes for one connection.
+pub(crate) fn queue() -> (Sink, Inbox) {
+    mpsc::unbounded_channel()
+}
+
+/// One connection's tracking mode (Redis's `CLIENT_TRACKING*` flags).
+#[derive(Debug, Default, Clone)]
+struct Mode {
+    on: bool,
+    bcast: bool,
+    optin: bool,
+    optout: bool,
+    noloop: bool,
+    /// CLIENT CACHING yes (OPTIN) or no (OPTOUT) applies to the next command.
+    caching: bool,
+    broken_redirect: bool,
+    /// The connection the invalidations go to; 0 for none.
+    redirect: u64,
+    /// BCAST's prefixes, in byte order.
+    prefixes: BTreeSet<Vec<u8>>,
+}
+
+/// A connection the store can send notes to.
+#[derive(Debug)]
+struct Peer {
+    sink: Sink,
+    mode: Mode,
+}
+
+/// The clients of one BCAST prefix and the keys changed under it since
+/// the last broadcast, each with who changed it last (`None`: expiry).
+#[derive(Debug, Default)]
+struct Prefix {
+    clients: IndexSet<u64>,
+    keys: BTreeMap<Key, Option<u64>>,
+}
+
+/// The engine's tracking state, in the store.
+#[derive(Debug, Default)]
+pub(crate) struct Tracking {
+    /// Every RESP connection, by id, in the order they came.
+    peers: IndexMap<u64, Peer>,
+    /// The tracking table: key -> the clients that read it. Keys of every
+    /// database share it, as in Redis.
+    table: IndexMap<Key, IndexSet<u64>>,
+    /// Client ids in the table, all keys together.
+    items: usize,
+    /// BCAST's prefixes, in byte order.
+    prefixes: BTreeMap<Vec<u8>, Prefix>,
+    /// Connections with tracking on.
+    clients: usize,
+    /// The client whose command runs (0: none, or an in-process one).
+    current: u64,
+    /// The command line of the current client while it runs a script:
+    /// a read in the script tracks the script's declared keys.
+    caller: Option<Vec<Vec<u8>>>,
+    /// How many times in a row the table was found over its limit.
+    over_limit: u32,
+    /// Whether the keyspaces log their changes for this module.
+    logging: bool,
+}
+
+impl Tracking {
+    /// A RESP connection arrives: it may track, or be redirected to.
+    pub(crate) fn connect(&mut self, id: u64, sink: Sink) {
+        self.peers.insert(
+            id,
+            Peer {
+                sink,
+                mode: Mode::default(),
+            },
+        );
+    }
+
+    /// A connection goes away: its tracking ends (its table entries are
+    /// skipped and dropped lazily, as in Redis).
+    pub(crate) fn disconnect(&mut self, id: u64) {
+        self.disable(id);
+        self.peers.shift_remove(&id);
+    }
+
+    /// CLIENT TRACKING off (and RESET): leaves its prefixes, clears its
+    /// flags.
+    pub(crate) fn disable(&mut self, id: u64) {
+        let Some(peer) = self.peers.get_mut(&id) else {
+            return;
+        };
+        let mode = std::mem::take(&mut peer.mode);
+        for prefix in &mode.prefixes {
+            if let Some(state) = self.prefixes.get_mut(prefix) {
+                state.clients.shift_remove(&id);
+                if state.clients.is_empty() {
+                    self.prefixes.remove(prefix);
+                }
+            }
+        }
+        if mode.on {
+            self.clients -= 1;
+        }
+    }
+
+    /// INFO's `tracking_clients`.
+    pub(crate) fn clients(&self) -> usize {
+        self.clients
+    }
+
+    /// INFO's `tracking_total_keys`, `tracking_total_items` and
+    /// `tracking_total_prefixes`.
+    pub(crate) fn totals(&self) -> (usize, usize, usize) {
+        (self.table.len(), self.items, self.prefixes.len())
+    }
+
+    /// What CLIENT LIST shows of connection `id`: its flags (`t`, `R`,
+    /// `B`) and its redirection (-1 when not tracking).
+    pub(crate) fn list_fields(&self, id: u64) -> (String, i64) {
+        let Some(mode) = self.peers.get(&id).map(|p| &p.mode).filter(|m| m.on) else {
+            return (String::new(), -1);
+        };
+        let mut flags = String::from("t");
+        if mode.broken_redirect {
+            flags.push('R');
+        }
+        if mode.bcast {
+            flags.push('B');
+        }
+        (flags, i64::try_from(mode.redirect).unwrap_or(i64::MAX))
+    }
+
+    /// A command of client `id` begins (0 for an in-process client).
+    pub(crate) fn begin(&mut self, id: u64) {
+        self.current = id;
+    }
+
+    /// Whether the current client tracks the keys it reads now: tracking
+    /// on, not BCAST, and OPTIN / OPTOUT's CLIENT CACHING agreeing.
+    pub(crate) fn tracks_reads(&self) -> bool {
+        if self.clients == 0 || self.current == 0 {
+            return false;
+        }
+        self.peers.get(&self.current).is_some_and(|p| {
+            let m = &p.mode;
+            // OPTIN tracks with CLIENT CACHING yes, OPTOUT without no.
+            let opted = if m.optin {
+                m.caching
+            } else {
+                !(m.optout && m.caching)
+            };
+            m.on && !m.bcast && opted
+        })
+    }
+
+    /// Adds `keys` to the table for the current client.
+    fn remember<'a>(&mut self, keys: impl IntoIterator<Item = &'a [u8]>) {
+        let id = self.current;
+        for key in keys {
+            let ids = match self.table.get_mut(key) {
+                Some(ids) => ids,
+                None => self.table.entry(Key::from(key)).or_default(),
+            };
+            if ids.insert(id) {
+                self.items += 1;
+            }
+        }
+    }
+
+    /// Redis's `trackingInvalidateKey`: `key` changed, by client `by`
+    /// (`None`: expired or dropped for the table's limit). With `bcast`,
+    /// the change is gathered for the prefixes it falls under.
+    fn invalidate(&mut self, key: &Key, by: Option<u64>, bcast: bool) {
+        if bcast {
+            for (prefix, state) in &mut self.prefixes {
+                if key.starts_with(prefix) {
+                    state.keys.insert(key.clone(), by);
+                }
+            }
+        }
+        let Some(ids) = self.table.swap_remove(key) else {
+            return;
+        };
+        self.items -= ids.len();
+        for id in ids {
+            let Some(mode) = self.peers.get(&id).map(|p| &p.mode) else {
+                continue;
+            };
+            // A client that switched to BCAST is not told of the keys it
+            // read before; NOLOOP skips what the client itself runs.
+            if !mode.on || mode.bcast || (mode.noloop && id == self.current) {
+                continue;
+            }
+            self.send(id, Some(vec![key.clone()]));
+        }
+    }
+
+    /// Redis's `sendTrackingMessage`: to the client, or to its redirection
+    /// target, or (the target gone) the broken-redirection note.
+    fn send(&mut self, id: u64, keys: Option<Vec<Key>>) {
+        let Some(redirect) = self.peers.get(&id).map(|p| p.mode.redirect) else {
+            return;
+        };
+        let (to, note) = if redirect == 0 {
+            (
+                id,
+                Note::Invalidate {
+                    keys,
+                    redirected: false,
+                },
+            )
+        } else if self.peers.contains_key(&redirect) {
+            (
+                redirect,
+                Note::Invalidate {
+                    keys,
+                    redirected: true,
+                },
+            )
+        } else {
+            if let Some(peer) = self.peers.get_mut(&id) {
+                peer.mode.broken_redirect = true;
+            }
+            (id, Note::RedirBroken(redirect))
+        };
+        if let Some(peer) = self.peers.get(&to) {
+            // A connection that is closing has dropped its inbox: nothing
+            // to tell it any more.
+            let _ = peer.sink.send(note);
+        }
+    }
+
+    /// FLUSHALL / FLUSHDB: every tracking client is told that everything
+    /// changed, and the table is emptied.
+    fn flushed(&mut self) {
+        let tracking: Vec<u64> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| p.mode.on)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in tracking {
+            self.send(id, None);
+        }
+        self.table.clear();
+        self.items = 0;
+    }
+
+    /// Redis's `trackingBroadcastInvalidationMessages`: each prefix's
+    /// changed keys to each of its clients (without the keys a NOLOOP
+    /// client changed itself).
+    fn broadcast(&mut self) {
+        let mut sends = Vec::new();
+        for state in self.prefixes.values_mut() {
+            if state.keys.is_empty() {
+                continue;
+            }
+            let keys = std::mem::take(&mut state.keys);
+            for &id in &state.clients {
+                let noloop = self.peers.get(&id).is_some_and(|p| p.mode.noloop);
+                let list: Vec<Key> = keys
+                    .iter()
+                    .filter(|(_, by)| !(noloop && **by == Some(id)))
+                    .map(|(key, _)| key.clone())
+                    .collect();
+                if !list.is_empty() {
+                    sends.push((id, list));
+                }
+            }
+        }
+        for (id, keys) in sends {
+            self.send(id, Some(keys));
+        }
+    }
+
+    /// Redis's `trackingLimitUsedSlots`: over `max_keys` tracked keys (0:
+    /// no limit), invalidates keys picked at random until under it, with
+    /// an effort that grows each time in a row it is not enough.
+    fn limit(&mut self, max_keys: usize) {
+        if max_keys == 0 || self.table.len() <= max_keys {
+            self.over_limit = 0;
+            return;
+        }
+        let effort = 100 * (self.over_limit as usize + 1);
+        for _ in 0..effort {
+            if self.table.is_empty() {
+                break;
+            }
+            let at = rand::random_range(0..self.table.len());
+            let Some(key) = self.table.get_index(at).map(|(k, _)| k.clone()) else {
+                break;
+            };
+            self.invalidate(&key, None, false);
+            if self.table.len() <= max_keys {
+                self.over_limit = 0;
+                return;
+            }
+        }
+        self.over_limit += 1;
+    }
+
+    /// Whether the keyspaces must log their changes: some key is tracked,
+    /// or some prefix broadcast.
+    fn wants_changes(&self) -> bool {
+        !self.table.is_empty() || !self.prefixes.is_empty()
+    }
+}
+
+impl Store {
+    /// Turns the changes the keyspaces logged into invalidations.
+    pub(crate) fn flush_invalidations(&mut self) {
+        if !self.tracking.logging {
+            return;
+        }
+        let by = Some(self.tracking.current);
+        for db in 0..self.dbs.len() {
+            for (key, expired) in self.dbs[db].take_tracked() {
+                let by = if expired { None } else { by };
+                self.tracking.invalidate(&key, by, true);
+            }
+        }
+    }
+
+    /// After a read-only command `args` ran for the current client: its
+    /// keys (a script's: the script's declared keys) join the table.
+    pub(crate) fn track_read(&mut self, args: &[&[u8]]) {
+        let Some(meta) = crate::command_table::of_line(args) else {
+            return;
+        };
+        if !meta.has_flag("readonly")
+            || meta.has_flag("pubsub")
+            || matches!(meta.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+        {
+            return;
+        }
+        let owned = if self.in_script {
+            self.tracking.caller.clone()
+        } else {
+            None
+        };
+        let caller: Vec<&[u8]>;
+        let line: &[&[u8]] = match &owned {
+            Some(owned) => {
+                caller = owned.iter().map(Vec::as_slice).collect();
+                &caller
+            }
+            None => args,
+        };
+        let Some(keys) =
+            crate::command_table::of_line(line).and_then(|meta| meta.key_positions(line))
+        else {
+            return;
+        };
+        self.tracking.remember(keys.into_iter().map(|i| line[i]));
+        self.sync_tracking_log();
+    }
+
+    /// The current client runs `args`: if it starts a script (EVAL,
+    /// FCALL...), the script's reads track its declared keys.
+    pub(crate) fn track_script_caller(&mut self, args: &[&[u8]]) {
+        const SCRIPTS: &[&str] = &[
+            "eval",
+            "evalsha",
+            "eval_ro",
+            "evalsha_ro",
+            "fcall",
+            "fcall_ro",
+        ];
+        if args
+            .first()
+            .is_some_and(|name| SCRIPTS.iter().any(|s| crate::args::is(name, s)))
+        {
+            self.tracking.caller = Some(args.iter().map(|a| a.to_vec()).collect());
+        }
+    }
+
+    /// A client's command is about to run (Redis's `processCommand`):
+    /// the table is brought back under its limit.
+    pub(crate) fn tracking_before_command(&mut self, client: u64) {
+        self.tracking.begin(client);
+        if self.tracking.clients > 0 {
+            self.limit_tracking_table();
+        }
+    }
+
+    /// A client's command ended: CLIENT CACHING applied to it (unless it
+    /// was queued in a transaction), the prefixes' changes are broadcast.
+    pub(crate) fn tracking_after_command(&mut self, client: u64, in_multi: bool) {
+        self.flush_invalidations();
+        if !in_multi {
+            if let Some(peer) = self.tracking.peers.get_mut(&client) {
+                peer.mode.caching = false;
+            }
+        }
+        self.tracking.caller = None;
+        self.tracking.broadcast();
+        self.tracking.current = 0;
+        self.sync_tracking_log();
+    }
+
+    /// The expiry cycle's turn (Redis's cron and `beforeSleep`): the
+    /// expired keys invalidated, the table under its limit, the prefixes'
+    /// changes broadcast.
+    pub(crate) fn tracking_tick(&mut self) {
+        self.tracking.current = 0;
+        self.flush_invalidations();
+        self.limit_tracking_table();
+        self.tracking.broadcast();
+        self.sync_tracking_log();
+    }
+
+    fn limit_tracking_table(&mut self) {
+        if self.tracking.table.is_empty() {
+            return;
+        }
+        let max = self
+            .config
+            .get("tracking-table-max-keys")
+            .parse()
+            .unwrap_or(usize::MAX);
+        self.tracking.limit(max);
+    }
+
+    /// FLUSHALL / FLUSHDB: a null invalidation to every tracking client;
+    /// the keys the flush removed are not invalidated one by one.
+    pub(crate) fn tracking_flushed(&mut self) {
+        for ks in &mut self.dbs {
+            ks.take_tracked();
+        }
+        self.tracking.flushed();
+    }
+
+    /// Turns the keyspaces' change log on or off, as tracking needs it.
+    pub(crate) fn sync_tracking_log(&mut self) {
+        let wanted = self.tracking.wants_changes();
+        if wanted != self.tracking.logging {
+            self.tracking.logging = wanted;
+            for ks in &mut self.dbs {
+                ks.set_tracked(wanted);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

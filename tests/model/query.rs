@@ -125,7 +125,7 @@ fn order_strategy() -> impl Strategy<Value = O> {
 
 fn book_strategy() -> impl Strategy<Value = QBook> {
     (
-        0u32..30,
+        0u32..40,
         prop::option::of((0u32..6).prop_map(|n| format!("isbn-{n}"))),
         2015u16..2026,
         prop::option::of(-3i32..3),
@@ -263,15 +263,15 @@ backend_tests! {
     exclusive async fn results_equal_a_reference_computed_from_the_objects(ctx) {
         let mut runner = TestRunner::deterministic();
         let cases = (
-            prop::collection::vec(book_strategy(), 10..30),
-            prop::collection::vec(0u32..30, 0..4),
+            prop::collection::vec(book_strategy(), 20..45),
+            prop::collection::vec(0u32..40, 0..4),
             prop::collection::vec(
-                (prop::collection::vec(filter_strategy(), 0..4), order_strategy(), 1usize..7),
-                6,
+                (prop::collection::vec(filter_strategy(), 0..3), order_strategy(), 1usize..7),
+                8,
             ),
         );
         for db in layouts(&ctx) {
-            for _ in 0..6 {
+            for _ in 0..8 {
                 let (books, deletes, queries) = cases.new_tree(&mut runner).expect("a case").current();
                 flush(&ctx).await?;
                 let (live, recent) = write(&db, &books, &deletes).await?;
@@ -300,7 +300,7 @@ backend_tests! {
                     }
                     assert_eq!(paged, want, "pages of {why}");
                 }
-                for id in 0..30 {
+                for id in 0..40 {
                     QBook::delete(&db, id).await?;
                 }
             }

@@ -194,6 +194,13 @@ impl<M: Model> Query<M> {
                 Ok(Kind::Recent { key }) => lists.push(stored(key)),
             }
         }
+        if empty {
+            // No object answers: nothing to walk, whatever the rest.
+            return Ok(Plan {
+                walk: None,
+                fingerprint: 0,
+            });
+        }
         let order = self.order.as_ref().map(|o| (stored(&o.key), o.desc));
         let mut tests = Vec::new();
         // The source: the fewest candidates it can name in the order
@@ -256,7 +263,7 @@ impl<M: Model> Query<M> {
             walk.order
         ));
         Ok(Plan {
-            walk: (!empty).then_some(walk),
+            walk: Some(walk),
             fingerprint,
         })
     }

@@ -118,6 +118,9 @@ mod readme {
     #[doc = include_str!("../../docs/indexes.md")]
     struct IndexesGuide;
 
+    #[doc = include_str!("../../docs/queries.md")]
+    struct QueriesGuide;
+
     #[doc = include_str!("../../docs/transactions.md")]
     struct TransactionsGuide;
 

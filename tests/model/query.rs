@@ -105,8 +105,12 @@ fn filter_strategy() -> impl Strategy<Value = F> {
         (2015u16..2026, 0u16..5, any::<bool>()).prop_map(|(a, w, open)| F::Year(a, a + w, open)),
         (-3i32..3, 0i32..4).prop_map(|(a, w)| F::Rating(a, a + w)),
         any::<bool>().prop_flat_map(move |l| {
-            (if l { lang_pool().boxed() } else { tag_pool().boxed() })
-                .prop_map(move |t| F::Has(l, t))
+            (if l {
+                lang_pool().boxed()
+            } else {
+                tag_pool().boxed()
+            })
+            .prop_map(move |t| F::Has(l, t))
         }),
         any::<bool>().prop_flat_map(move |l| tags(l).prop_map(move |t| F::All(l, t))),
         any::<bool>().prop_flat_map(move |l| tags(l).prop_map(move |t| F::Any(l, t))),
@@ -230,7 +234,10 @@ async fn write(db: &Db, books: &[QBook], deletes: &[u32]) -> Result<(Vec<QBook>,
     for book in books {
         // A unique value another book holds: that book gives it up first.
         if let Some(isbn) = &book.isbn {
-            if let Some(other) = live.iter_mut().find(|b| b.id != book.id && b.isbn.as_ref() == Some(isbn)) {
+            if let Some(other) = live
+                .iter_mut()
+                .find(|b| b.id != book.id && b.isbn.as_ref() == Some(isbn))
+            {
                 other.isbn = None;
                 QBook::at(other.id).set(db, QBook::ISBN, None).await?;
             }

@@ -72,16 +72,12 @@ impl Bounds {
 
     /// The bounds that hold both `self` and `other`'s scores.
     pub(crate) fn and(self, other: Bounds) -> Bounds {
-        let (min, min_open) = if other.min > self.min
-            || (other.min == self.min && other.min_open)
-        {
+        let (min, min_open) = if other.min > self.min || (other.min == self.min && other.min_open) {
             (other.min, other.min_open)
         } else {
             (self.min, self.min_open)
         };
-        let (max, max_open) = if other.max < self.max
-            || (other.max == self.max && other.max_open)
-        {
+        let (max, max_open) = if other.max < self.max || (other.max == self.max && other.max_open) {
             (other.max, other.max_open)
         } else {
             (self.max, self.max_open)

@@ -46,8 +46,8 @@ use std::marker::PhantomData;
 use futures_util::Stream;
 
 pub use cursor::Cursor;
-pub(crate) use filter::{Kind, TagOp};
 pub use filter::{Filter, OrderBy};
+pub(crate) use filter::{Kind, TagOp};
 
 pub(crate) use stream::paged;
 
@@ -220,12 +220,24 @@ impl<M: Model> Query<M> {
         } else if !all.is_empty() {
             // The tag sets of one field are in one slot: one SINTER.
             let first = all.remove(0);
-            (Source::Sets { keys: first, all: true }, Order::Key)
+            (
+                Source::Sets {
+                    keys: first,
+                    all: true,
+                },
+                Order::Key,
+            )
         } else if !ranges.is_empty() {
             let (key, bounds) = ranges.remove(0);
             (Source::Scores { key, bounds }, Order::Key)
         } else if !any.is_empty() {
-            (Source::Sets { keys: any.remove(0), all: false }, Order::Key)
+            (
+                Source::Sets {
+                    keys: any.remove(0),
+                    all: false,
+                },
+                Order::Key,
+            )
         } else if !lists.is_empty() {
             (Source::List(lists.remove(0)), Order::Key)
         } else {
@@ -241,7 +253,11 @@ impl<M: Model> Query<M> {
             _ => 0,
         };
         tests.extend(uniques.into_iter().skip(held).map(Test::Holder));
-        tests.extend(ranges.into_iter().map(|(key, bounds)| Test::Score { key, bounds }));
+        tests.extend(
+            ranges
+                .into_iter()
+                .map(|(key, bounds)| Test::Score { key, bounds }),
+        );
         for sets in all {
             tests.extend(sets.into_iter().map(|key| Test::InSet { key, has: true }));
         }
@@ -272,10 +288,7 @@ impl<M: Model> Query<M> {
     fn page_size(&self) -> Result<usize> {
         if self.limit == 0 || self.limit > MAX_PAGE {
             return Err(Error::Query {
-                reason: format!(
-                    "a page holds 1 to {MAX_PAGE} items, not {}",
-                    self.limit
-                ),
+                reason: format!("a page holds 1 to {MAX_PAGE} items, not {}", self.limit),
             });
         }
         Ok(self.limit)
@@ -323,11 +336,7 @@ impl<M: Model> Query<M> {
     /// the next page's cursor, in one round trip on the memory engine and
     /// on one server.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "query_page"))]
-    pub async fn page_keys(
-        &self,
-        db: &Db,
-        cursor: Option<&Cursor>,
-    ) -> Result<Page<ObjectRef<M>>> {
+    pub async fn page_keys(&self, db: &Db, cursor: Option<&Cursor>) -> Result<Page<ObjectRef<M>>> {
         let limit = self.page_size()?;
         let plan = self.plan(db)?;
         let Some(mut walk) = plan.walk else {
@@ -413,11 +422,14 @@ impl<M: Model> Query<M> {
         M: Send + 'static,
     {
         let start = (self.clone(), db.clone(), None);
-        stream::paged(start, |(query, db, cursor): (Self, Db, Option<Cursor>)| async move {
-            let page = query.page_each(&db, cursor.as_ref()).await?;
-            let next = page.next.map(|c| (query, db, Some(c)));
-            Ok((page.items, next))
-        })
+        stream::paged(
+            start,
+            |(query, db, cursor): (Self, Db, Option<Cursor>)| async move {
+                let page = query.page_each(&db, cursor.as_ref()).await?;
+                let next = page.next.map(|c| (query, db, Some(c)));
+                Ok((page.items, next))
+            },
+        )
     }
 }
 

@@ -307,7 +307,11 @@ impl<M: Model> MemberList<M> {
     /// the list's). Pages are by position: members pushed or removed before the
     /// walk's place meanwhile shift what follows. A `per_page` of 0 is
     /// taken as 1.
-    pub fn stream(&self, db: &Db, per_page: u64) -> impl futures_util::Stream<Item = Result<M>> + Send + 'static
+    pub fn stream(
+        &self,
+        db: &Db,
+        per_page: u64,
+    ) -> impl futures_util::Stream<Item = Result<M>> + Send + 'static
     where
         M: Send + 'static,
     {

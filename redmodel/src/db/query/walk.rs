@@ -19,7 +19,9 @@ pub(super) const CHUNK_MAX: usize = 512;
 
 /// How many candidates a chunk of a walk for `limit` items reads.
 pub(super) fn chunk(limit: Option<usize>) -> usize {
-    limit.map_or(CHUNK_MAX, |l| l.saturating_add(1).clamp(CHUNK_MIN, CHUNK_MAX))
+    limit.map_or(CHUNK_MAX, |l| {
+        l.saturating_add(1).clamp(CHUNK_MIN, CHUNK_MAX)
+    })
 }
 
 /// A page of keys: each stored key with its score (0 in key order), and
@@ -300,7 +302,10 @@ async fn passing<B: Batches>(b: &mut B, tests: &[Test], keys: &[&str]) -> Result
             }
             Test::Holder(_) => {
                 let holder: Option<String> = from(next()?)?;
-                and(&mut pass, keys.iter().map(|k| holder.as_deref() == Some(*k)));
+                and(
+                    &mut pass,
+                    keys.iter().map(|k| holder.as_deref() == Some(*k)),
+                );
             }
             Test::InList(_) => {
                 let list: Vec<String> = from(next()?)?;

@@ -18,12 +18,12 @@ use std::ops::{Bound, RangeBounds};
 
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::db::query::Bounds;
 use crate::model::key::sorted_key;
 use crate::model::live::{
     existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
 };
 use crate::model::member::{stored_member, AsMember};
-use crate::db::query::Bounds;
 use crate::model::query::{Filter, Kind, OrderBy};
 use crate::model::Model;
 use crate::{Db, Error, Result};

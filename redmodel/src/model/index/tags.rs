@@ -207,12 +207,14 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
         op: TagOp,
         tags: impl IntoIterator<Item = I>,
     ) -> Filter<M> {
-        Filter::new(self.texts(tags).map(|texts| Kind::Tags {
-            op,
-            sets: texts
-                .iter()
-                .map(|t| tag_key(M::TABLE, self.field, t))
-                .collect(),
+        Filter::new(self.texts(tags).map(|texts| {
+            Kind::Tags {
+                op,
+                sets: texts
+                    .iter()
+                    .map(|t| tag_key(M::TABLE, self.field, t))
+                    .collect(),
+            }
         }))
     }
 

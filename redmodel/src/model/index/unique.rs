@@ -20,8 +20,8 @@ use crate::model::codec::{Codec, IntoValue, Plain};
 use crate::model::key::{decode_segment, glob_escape, unique_key};
 use crate::model::live::holder_command;
 use crate::model::live::{key_text, parse_member, prune, Entry, Stale, Test, PRUNE_BATCH};
-use crate::model::scan::scan_keys;
 use crate::model::query::{Filter, Kind};
+use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef, Storage};
 use crate::{Db, Error, Result};
 

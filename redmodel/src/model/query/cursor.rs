@@ -68,8 +68,17 @@ mod tests {
             };
             assert_eq!(cursor.to_string().parse::<Cursor>().unwrap(), cursor);
         }
-        for bad in ["", "x", "0:1:k", "zzzzzzzzzzzzzzzz:1:k", "000000000000002a:x:k"] {
-            assert!(matches!(bad.parse::<Cursor>(), Err(Error::Query { .. })), "{bad}");
+        for bad in [
+            "",
+            "x",
+            "0:1:k",
+            "zzzzzzzzzzzzzzzz:1:k",
+            "000000000000002a:x:k",
+        ] {
+            assert!(
+                matches!(bad.parse::<Cursor>(), Err(Error::Query { .. })),
+                "{bad}"
+            );
         }
     }
 }

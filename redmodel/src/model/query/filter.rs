@@ -60,7 +60,12 @@ pub(crate) enum Kind {
 
 impl<M> Clone for Filter<M> {
     fn clone(&self) -> Self {
-        Filter::new(self.kind.as_ref().map(Clone::clone).map_err(super::copy_error))
+        Filter::new(
+            self.kind
+                .as_ref()
+                .map(Clone::clone)
+                .map_err(super::copy_error),
+        )
     }
 }
 

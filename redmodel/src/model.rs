@@ -372,7 +372,7 @@ pub trait Admin: Model<Owner = NoOwner> {
 
     /// Every object of this model as a stream fetched a page at a time,
     /// with bounded memory (see [`ObjectRef::stream`]).
-    fn stream(db: &Db) -> impl futures_util::Stream<Item = Result<Self>> + Send + 'static
+    fn stream(db: &Db) -> impl futures_util::Stream<Item = Result<Self>> + Send + Unpin + 'static
     where
         Self: Send + 'static,
     {

@@ -510,7 +510,7 @@ impl<M: Model> ObjectRef<M> {
     /// assert_eq!(n, 300);
     /// # Ok(()) }
     /// ```
-    pub fn stream(db: &Db) -> impl futures_util::Stream<Item = Result<M>> + Send + 'static
+    pub fn stream(db: &Db) -> impl futures_util::Stream<Item = Result<M>> + Send + Unpin + 'static
     where
         M: Send + 'static,
     {

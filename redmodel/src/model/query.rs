@@ -417,7 +417,7 @@ impl<M: Model> Query<M> {
     /// assert_eq!(query.stream(&db).count().await, 50);
     /// # Ok(()) }
     /// ```
-    pub fn stream(&self, db: &Db) -> impl Stream<Item = Result<M>> + Send + 'static
+    pub fn stream(&self, db: &Db) -> impl Stream<Item = Result<M>> + Send + Unpin + 'static
     where
         M: Send + 'static,
     {
@@ -449,7 +449,7 @@ impl<M> Clone for Query<M> {
 pub(crate) fn scan_stream<M: Model + Send + 'static>(
     db: Db,
     pattern: String,
-) -> impl Stream<Item = Result<M>> + Send + 'static {
+) -> impl Stream<Item = Result<M>> + Send + Unpin + 'static {
     stream::paged((db, pattern, 0u64), |(db, pattern, cursor)| async move {
         let (next, keys): (u64, Vec<String>) = db
             .read(

@@ -408,7 +408,7 @@ backend_tests! {
                         }
                         let churn = 2000 + w * 100 + n % 50;
                         book(churn, 2000 + (n % 20) as u16, &["q"]).insert(&db).await?;
-                        if n % 3 == 0 {
+                        if n.is_multiple_of(3) {
                             QBook::delete(&db, churn).await?;
                         }
                         // A stable book's other field, which keeps it in the result.

@@ -480,49 +480,6 @@ impl<M: Model> ObjectRef<M> {
         scan_refs(db, &pattern).await
     }
 
-    /// Every object of this model as a stream, fetched a page at a time
-    /// (a SCAN call of [`STREAM_PAGE`](crate::model::query::STREAM_PAGE)
-    /// keys, on every master of a cluster, then one batch of reads), so
-    /// that memory stays bounded however many objects there are. Each
-    /// item is its own result (an object that does not decode is an error
-    /// in its place); one deleted meanwhile is left out. As SCAN, an
-    /// object that exists throughout is returned, possibly twice if the
-    /// keyspace is resized meanwhile (in key order within a page only).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), redmodel::Error> {
-    /// use futures_util::TryStreamExt as _;
-    /// use redmodel::prelude::*;
-    /// #[derive(redmodel::Admin, Debug)]
-    /// struct Visit { #[redmodel(pk)] id: u32, page: String }
-    ///
-    /// let db = Db::memory();
-    /// for id in 0..300 {
-    ///     Visit { id, page: "/".into() }.insert(&db).await?;
-    /// }
-    /// let mut n = 0;
-    /// let mut visits = Visit::stream(&db);
-    /// while let Some(visit) = visits.try_next().await? {
-    ///     assert_eq!(visit.page, "/");
-    ///     n += 1;
-    /// }
-    /// assert_eq!(n, 300);
-    /// # Ok(()) }
-    /// ```
-    pub fn stream(db: &Db) -> impl futures_util::Stream<Item = Result<M>> + Send + Unpin + 'static
-    where
-        M: Send + 'static,
-    {
-        let pattern = format!(
-            "{}{}:*",
-            M::Owner::any_owner_pattern(),
-            glob_escape(M::TABLE)
-        );
-        let pattern = db.stored(&pattern).into_owned();
-        crate::model::query::scan_stream(db.clone(), pattern)
-    }
-
     /// Every object of this model: [`scan`](Self::scan), then one batch of
     /// reads. For small data: it holds every object at once;
     /// [`stream`](Self::stream) holds a page.

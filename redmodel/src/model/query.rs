@@ -53,7 +53,7 @@ pub(crate) use stream::paged;
 
 use crate::db::query::{After, Bounds, Order, Source, Test, Walk};
 use crate::model::live::parse_member;
-use crate::model::{Model, ObjectRef};
+use crate::model::{Model, ObjectRef, OwnerKind as _};
 use crate::{Db, Error, Result};
 
 /// The most items one page may hold: a larger [`Query::limit`] is
@@ -444,9 +444,54 @@ impl<M> Clone for Query<M> {
     }
 }
 
+impl<M: Model> ObjectRef<M> {
+    /// Every object of this model as a stream, fetched a page at a time
+    /// (a SCAN call of [`STREAM_PAGE`](crate::model::query::STREAM_PAGE)
+    /// keys, on every master of a cluster, then one batch of reads), so
+    /// that memory stays bounded however many objects there are. Each
+    /// item is its own result (an object that does not decode is an error
+    /// in its place); one deleted meanwhile is left out. As SCAN, an
+    /// object that exists throughout is returned, possibly twice if the
+    /// keyspace is resized meanwhile (in key order within a page only).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// use futures_util::TryStreamExt as _;
+    /// use redmodel::prelude::*;
+    /// #[derive(redmodel::Admin, Debug)]
+    /// struct Visit { #[redmodel(pk)] id: u32, page: String }
+    ///
+    /// let db = Db::memory();
+    /// for id in 0..300 {
+    ///     Visit { id, page: "/".into() }.insert(&db).await?;
+    /// }
+    /// let mut n = 0;
+    /// let mut visits = Visit::stream(&db);
+    /// while let Some(visit) = visits.try_next().await? {
+    ///     assert_eq!(visit.page, "/");
+    ///     n += 1;
+    /// }
+    /// assert_eq!(n, 300);
+    /// # Ok(()) }
+    /// ```
+    pub fn stream(db: &Db) -> impl futures_util::Stream<Item = Result<M>> + Send + Unpin + 'static
+    where
+        M: Send + 'static,
+    {
+        let pattern = format!(
+            "{}{}:*",
+            M::Owner::any_owner_pattern(),
+            crate::model::key::glob_escape(M::TABLE)
+        );
+        let pattern = db.stored(&pattern).into_owned();
+        scan_stream(db.clone(), pattern)
+    }
+}
+
 /// The objects whose stored keys match `pattern`, a SCAN call and a batch
 /// of reads a page (see [`ObjectRef::stream`]).
-pub(crate) fn scan_stream<M: Model + Send + 'static>(
+fn scan_stream<M: Model + Send + 'static>(
     db: Db,
     pattern: String,
 ) -> impl Stream<Item = Result<M>> + Send + Unpin + 'static {

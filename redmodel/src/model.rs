@@ -379,7 +379,7 @@ pub trait Admin: Model<Owner = NoOwner> {
         ObjectRef::<Self>::stream(db)
     }
 
-    /// A [query](crate::model::query) over this model's declared indexes.
+    /// A query ([`Query`]) over this model's declared indexes.
     fn query() -> Query<Self> {
         Query::new()
     }

@@ -102,14 +102,20 @@ fn query() -> Query<Book> {
         .limit(20)
 }
 
-/// The model's page; its length.
-async fn model_page(db: &Db, query: &Query<Book>) -> redmodel::Result<usize> {
-    Ok(query.page(db, None).await?.items.len())
+/// The model's page: the books' ids.
+async fn model_page(db: &Db, query: &Query<Book>) -> redmodel::Result<Vec<u32>> {
+    Ok(query
+        .page(db, None)
+        .await?
+        .items
+        .iter()
+        .map(|b| b.id)
+        .collect())
 }
 
-/// The hand-written page; its length. `walk` is the SHA1 of
+/// The hand-written page: the books' ids. `walk` is the SHA1 of
 /// [`HAND_WALK`], loaded once.
-async fn hand_page(db: &Db, walk: &str) -> redmodel::Result<usize> {
+async fn hand_page(db: &Db, walk: &str) -> redmodel::Result<Vec<u32>> {
     let keys: Vec<String> = db
         .query(
             redis::cmd("EVALSHA")
@@ -151,7 +157,7 @@ async fn hand_page(db: &Db, walk: &str) -> redmodel::Result<usize> {
                 .collect(),
         })
         .collect();
-    Ok(books.len())
+    Ok(books.iter().map(|b| b.id).collect())
 }
 
 async fn measure(name: &str, db: &Db, options: &Options, objects: u32) -> Result<(), String> {
@@ -166,9 +172,9 @@ async fn measure(name: &str, db: &Db, options: &Options, objects: u32) -> Result
         model_page(db, &query).await.map_err(|e| e.to_string())?,
         hand_page(db, walk).await.map_err(|e| e.to_string())?,
     );
-    if model != hand {
+    if model != hand || model.is_empty() {
         return Err(format!(
-            "{name}: the model's page holds {model} books, the hand-written {hand}"
+            "{name}: the model's page is {model:?}, the hand-written {hand:?}"
         ));
     }
     let before = db.round_trips();

@@ -22,6 +22,7 @@ mod patient;
 pub(crate) mod plan;
 mod pool;
 mod pubsub;
+pub(crate) mod query;
 pub(crate) mod recall;
 pub(crate) mod script;
 mod server;

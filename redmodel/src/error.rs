@@ -276,6 +276,15 @@ pub enum Error {
         /// How many were asked for.
         wanted: u32,
     },
+    /// A query that cannot run as asked (a page limit of zero or over
+    /// the cap, more results than a whole read may return, a cursor of
+    /// another query, a query with nothing to start from). Nothing was
+    /// read or written; the text says what to change.
+    #[error("invalid query: {reason}; nothing was read")]
+    Query {
+        /// What is wrong, and what to do instead.
+        reason: String,
+    },
 }
 
 /// How a [`Error::Conflict`] names what changed.

@@ -80,7 +80,7 @@ pub use model::{Admin, Model, Relation};
 
 /// The names most programs need: `use redmodel::prelude::*;`.
 pub mod prelude {
-    pub use crate::model::{IntoPk as _, MemberList, ObjectRef, Ref, RelationRef, Ttl};
+    pub use crate::model::{IntoPk as _, MemberList, ObjectRef, Query, Ref, RelationRef, Ttl};
     pub use crate::{Admin, Db, Error, Model, Relation, SubObject};
 }
 
@@ -117,6 +117,9 @@ mod readme {
 
     #[doc = include_str!("../../docs/indexes.md")]
     struct IndexesGuide;
+
+    #[doc = include_str!("../../docs/queries.md")]
+    struct QueriesGuide;
 
     #[doc = include_str!("../../docs/transactions.md")]
     struct TransactionsGuide;

@@ -164,6 +164,7 @@ mod live;
 mod member;
 pub mod migrate;
 mod object;
+pub mod query;
 mod read;
 mod referrer;
 mod relation;
@@ -188,6 +189,7 @@ pub use index::{
 pub use key::KeyPart;
 pub use member::AsMember;
 pub use object::{IntoPk, ObjectRef, Ref};
+pub use query::{Cursor, Filter, OrderBy, Page, Query};
 pub use relation::{InverseOf, MemberList, NoInverse, Relation, RelationRef};
 pub use transaction::Transaction;
 
@@ -362,9 +364,24 @@ pub trait Admin: Model<Owner = NoOwner> {
     }
 
     /// Every object of this model: [`scan`](Admin::scan), then one batch
-    /// of reads (see [`ObjectRef::load_all`]).
+    /// of reads (see [`ObjectRef::load_all`]). For small data: it holds
+    /// every object at once; [`stream`](Admin::stream) holds a page.
     fn load_all(db: &Db) -> impl Future<Output = Result<Vec<Self>>> + Send {
         ObjectRef::<Self>::load_all(db)
+    }
+
+    /// Every object of this model as a stream fetched a page at a time,
+    /// with bounded memory (see [`ObjectRef::stream`]).
+    fn stream(db: &Db) -> impl futures_util::Stream<Item = Result<Self>> + Send + Unpin + 'static
+    where
+        Self: Send + 'static,
+    {
+        ObjectRef::<Self>::stream(db)
+    }
+
+    /// A query ([`Query`]) over this model's declared indexes.
+    fn query() -> Query<Self> {
+        Query::new()
     }
 }
 

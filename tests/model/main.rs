@@ -21,6 +21,7 @@ mod layers;
 mod models;
 mod objects;
 mod pattern;
+mod query;
 mod relations;
 mod school;
 // The school demo (examples/school.rs), as `school` and `cascade` use it:

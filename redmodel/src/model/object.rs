@@ -481,7 +481,8 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// Every object of this model: [`scan`](Self::scan), then one batch of
-    /// reads.
+    /// reads. For small data: it holds every object at once;
+    /// [`stream`](Self::stream) holds a page.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_all"))]
     pub async fn load_all(db: &Db) -> Result<Vec<M>> {
         let refs = Self::scan(db).await?;

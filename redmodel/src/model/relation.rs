@@ -300,6 +300,38 @@ impl<M: Model> MemberList<M> {
         load_live(db, refs, |_| Entry::List(list.clone())).await
     }
 
+    /// Every member object as a stream, fetched `per_page` at a time (an
+    /// LRANGE and one batch of reads a page), so that memory stays bounded
+    /// however long the list. Each item is its own result; a member whose
+    /// object is gone is left out (not pruned: the walk's positions stay
+    /// the list's). Pages are by position: members pushed or removed before the
+    /// walk's place meanwhile shift what follows. A `per_page` of 0 is
+    /// taken as 1.
+    pub fn stream(
+        &self,
+        db: &Db,
+        per_page: u64,
+    ) -> impl futures_util::Stream<Item = Result<M>> + Send + Unpin + 'static
+    where
+        M: Send + 'static,
+    {
+        let per_page = per_page.max(1);
+        let start = (self.clone(), db.clone(), 0u64);
+        crate::model::query::paged(start, move |(list, db, from): (Self, Db, u64)| async move {
+            let stop = from.saturating_add(per_page - 1);
+            let to = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            let refs = list.range(&db, to(from), to(stop)).await?;
+            let read = refs.len() as u64;
+            let items = ObjectRef::load_many_each(&db, &refs)
+                .await?
+                .into_iter()
+                .filter_map(Result::transpose)
+                .collect();
+            let next = (read == per_page).then(|| (list, db, stop.saturating_add(1)));
+            Ok((items, next))
+        })
+    }
+
     /// Page `page` of member objects (see [`page`](Self::page)).
     pub async fn load_page(&self, db: &Db, page: u64, per_page: u64) -> Result<Vec<M>> {
         match page_bounds(page, per_page) {

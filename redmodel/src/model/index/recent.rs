@@ -15,6 +15,7 @@ use std::marker::PhantomData;
 use crate::command::cmd;
 use crate::model::key::recent_key;
 use crate::model::live::{existing, load_live, parse_member, prune_gone, Entry};
+use crate::model::query::{Filter, Kind};
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Result};
 
@@ -66,6 +67,12 @@ impl<M: Model> RecentList<M> {
     /// The list's key (`user:_recent:last_login`).
     pub fn key(&self) -> String {
         recent_key(M::TABLE, self.field)
+    }
+
+    /// A [query](crate::model::query) filter: objects in the list (among
+    /// the last [`cap`](Self::cap) whose field was written).
+    pub fn contains(&self) -> Filter<M> {
+        Filter::new(Ok(Kind::Recent { key: self.key() }))
     }
 
     fn entry(&self) -> impl Fn(&str) -> Entry + '_ {

@@ -18,11 +18,13 @@ use std::ops::{Bound, RangeBounds};
 
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::db::query::Bounds;
 use crate::model::key::sorted_key;
 use crate::model::live::{
     existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
 };
 use crate::model::member::{stored_member, AsMember};
+use crate::model::query::{Filter, Kind, OrderBy};
 use crate::model::Model;
 use crate::{Db, Error, Result};
 
@@ -146,6 +148,32 @@ fn bound_arg<S: Score>(bound: Bound<&S>, unbounded: &str) -> Result<String> {
     }
 }
 
+/// `range` as a query's score bounds.
+fn query_bounds<S: Score>(range: &impl RangeBounds<S>) -> Result<Bounds> {
+    let end = |bound: Bound<&S>, unbounded: f64| -> Result<(f64, bool)> {
+        let score = |s: &S| {
+            s.to_score().map_err(|reason| Error::ScoreOverflow {
+                name: "a bound of the score range".to_string(),
+                value: format!("{s:?}"),
+                reason,
+            })
+        };
+        Ok(match bound {
+            Bound::Included(s) => (score(s)?, false),
+            Bound::Excluded(s) => (score(s)?, true),
+            Bound::Unbounded => (unbounded, false),
+        })
+    };
+    let (min, min_open) = end(range.start_bound(), f64::NEG_INFINITY)?;
+    let (max, max_open) = end(range.end_bound(), f64::INFINITY)?;
+    Ok(Bounds {
+        min,
+        min_open,
+        max,
+        max_open,
+    })
+}
+
 /// ZRANGE BYSCORE's min and max for `range`.
 fn score_bounds<S: Score>(range: &impl RangeBounds<S>) -> Result<(String, String)> {
     Ok((
@@ -184,6 +212,27 @@ impl<M: Model, T> SortedIndex<M, T> {
 
     fn entry(&self) -> impl Fn(&str) -> Entry + '_ {
         move |_| Entry::Sorted(self.key())
+    }
+
+    /// A [query](crate::model::query) filter: objects whose score is
+    /// within `range` (`within(2020..=2024)`, `within(18..)`).
+    pub fn within<S: Score>(&self, range: impl RangeBounds<S>) -> Filter<M> {
+        Filter::new(query_bounds(&range).map(|bounds| Kind::Within {
+            key: self.key(),
+            bounds,
+        }))
+    }
+
+    /// A [query](crate::model::query) order: lowest score first, ties by
+    /// key.
+    pub fn asc(&self) -> OrderBy<M> {
+        OrderBy::new(self.key(), false)
+    }
+
+    /// A [query](crate::model::query) order: highest score first, ties by
+    /// key from the last.
+    pub fn desc(&self) -> OrderBy<M> {
+        OrderBy::new(self.key(), true)
     }
 
     /// Loads the objects at `keys`, noting the gone ones in `stale`.

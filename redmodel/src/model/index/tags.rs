@@ -17,6 +17,7 @@ use crate::command::AddCommand as _;
 use crate::model::codec::{IntoValue, Scalar};
 use crate::model::key::{decode_segment, glob_escape, tag_key};
 use crate::model::live::{key_text, load_judged, parse_member, prune, Entry, Stale, Test};
+use crate::model::query::{Filter, Kind, TagOp};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Error, Result};
@@ -198,6 +199,45 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
                 _ => None,
             })
             .unwrap_or(|_| Ok(Vec::new()))
+    }
+
+    /// The plain keys of the sets of `tags`, as a query's tag filter.
+    fn filter<I: IntoValue<T::Tag>>(
+        &self,
+        op: TagOp,
+        tags: impl IntoIterator<Item = I>,
+    ) -> Filter<M> {
+        Filter::new(self.texts(tags).map(|texts| {
+            Kind::Tags {
+                op,
+                sets: texts
+                    .iter()
+                    .map(|t| tag_key(M::TABLE, self.field, t))
+                    .collect(),
+            }
+        }))
+    }
+
+    /// A [query](crate::model::query) filter: objects with `tag`.
+    pub fn has(&self, tag: impl IntoValue<T::Tag>) -> Filter<M> {
+        self.filter(TagOp::All, [tag])
+    }
+
+    /// A [query](crate::model::query) filter: objects with every one of
+    /// `tags` (none given: every object).
+    pub fn has_all<I: IntoValue<T::Tag>>(&self, tags: impl IntoIterator<Item = I>) -> Filter<M> {
+        self.filter(TagOp::All, tags)
+    }
+
+    /// A [query](crate::model::query) filter: objects with at least one of
+    /// `tags` (none given: no object).
+    pub fn has_any<I: IntoValue<T::Tag>>(&self, tags: impl IntoIterator<Item = I>) -> Filter<M> {
+        self.filter(TagOp::Any, tags)
+    }
+
+    /// A [query](crate::model::query) filter: objects with none of `tags`.
+    pub fn has_none<I: IntoValue<T::Tag>>(&self, tags: impl IntoIterator<Item = I>) -> Filter<M> {
+        self.filter(TagOp::None, tags)
     }
 
     /// The objects with this tag (SMEMBERS), in key order. One that does

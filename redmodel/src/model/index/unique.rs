@@ -20,6 +20,7 @@ use crate::model::codec::{Codec, IntoValue, Plain};
 use crate::model::key::{decode_segment, glob_escape, unique_key};
 use crate::model::live::holder_command;
 use crate::model::live::{key_text, parse_member, prune, Entry, Stale, Test, PRUNE_BATCH};
+use crate::model::query::{Filter, Kind};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef, Storage};
 use crate::{Db, Error, Result};
@@ -91,6 +92,14 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
         Ok(self
             .text(value.into_value())?
             .map(|text| unique_key(M::TABLE, self.field, &text)))
+    }
+
+    /// A [query](crate::model::query) filter: the object whose field
+    /// holds `value`.
+    pub fn equals(&self, value: impl IntoValue<T>) -> Filter<M> {
+        Filter::new(self.text(value.into_value()).map(|text| Kind::Equals {
+            entry: text.map(|text| unique_key(M::TABLE, self.field, &text)),
+        }))
     }
 
     /// The object whose field holds `value`, in one round trip, one

@@ -1,0 +1,249 @@
+//! A query page through the model against the hand-written redis-rs code
+//! that finds the same page, in one run.
+//!
+//! ```text
+//! cargo run --release --example bench_query
+//! cargo run --release --example bench_query -- --reps 5 --millis 2000 --objects 100000
+//! cargo run --example bench_query -- --reps 1 --millis 20 --objects 2000   # smoke run
+//! ```
+//!
+//! The data: `--objects` books (100,000 by default), each published in a
+//! year from 1990 to 2024 (a sorted index) and tagged with two of six
+//! tags (a tag index). The page: the first 20 books tagged both `rust`
+//! and `async`, published 2015 to 2020, newest first.
+//!
+//! - **model**: `Book::query().filter(TAGS.has_all(..)).filter(YEAR.within(..))
+//!   .order_by(YEAR.desc()).limit(20).page(&db, None)`: the walk of the
+//!   index entries (one script on a server, natively in process), then
+//!   one batch of reads.
+//! - **hand-written**: one script that walks the sorted set from the top
+//!   of the range, 100 members at a time, keeps those in both tag sets,
+//!   stops at 20; then a pipeline of HMGETs, decoded by hand.
+//!
+//! On each backend, the engine in process and a private redis-server,
+//! the two take turns run by run; each figure is the median of the runs,
+//! in pages per second, with the model's round trips per page.
+
+use std::process::ExitCode;
+
+use redmodel::prelude::*;
+use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
+use redmodel_suite::RedisServer;
+
+const USAGE: &str = "usage: bench_query [--reps N] [--millis MS] [--objects N]";
+
+const TAGS: [&str; 6] = ["rust", "async", "web", "db", "cli", "gui"];
+
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "bbook")]
+struct Book {
+    #[redmodel(pk)]
+    id: u32,
+    title: String,
+    #[redmodel(sorted)]
+    year: u16,
+    #[redmodel(tags)]
+    tags: Vec<String>,
+}
+
+/// The hand-written walk: the sorted set from the top of the range, 100
+/// at a time, members in both tag sets, up to `ARGV[3]`.
+const HAND_WALK: &str = r"
+local want, out, offset = tonumber(ARGV[3]), {}, 0
+while #out < want do
+  local r = redis.call('ZRANGE', KEYS[1], ARGV[2], ARGV[1], 'BYSCORE', 'REV', 'LIMIT', offset, 100)
+  if #r == 0 then break end
+  for _, m in ipairs(r) do
+    if redis.call('SISMEMBER', KEYS[2], m) == 1 and redis.call('SISMEMBER', KEYS[3], m) == 1 then
+      out[#out + 1] = m
+      if #out == want then break end
+    end
+  end
+  offset = offset + 100
+end
+return out
+";
+
+/// Writes the books, 64 at a time.
+async fn fixture(db: &Db, objects: u32) -> redmodel::Result<()> {
+    db.query::<()>(&redis::cmd("FLUSHALL")).await?;
+    let mut id = 0;
+    while id < objects {
+        let batch: Vec<_> = (id..objects.min(id + 64))
+            .map(|id| {
+                let db = db.clone();
+                tokio::spawn(async move {
+                    let (a, b) = (id as usize % 6, (id as usize / 6 + 1) % 6);
+                    let b = if a == b { (b + 1) % 6 } else { b };
+                    Book {
+                        id,
+                        title: format!("book {id}"),
+                        year: 1990 + (id % 35) as u16,
+                        tags: vec![TAGS[a].to_string(), TAGS[b].to_string()],
+                    }
+                    .insert(&db)
+                    .await
+                })
+            })
+            .collect();
+        for task in batch {
+            task.await.expect("an insert task")?;
+        }
+        id += 64;
+    }
+    Ok(())
+}
+
+fn query() -> Query<Book> {
+    Book::query()
+        .filter(Book::TAGS_TAGS.has_all(["rust", "async"]))
+        .filter(Book::YEAR_SORTED.within(2015..=2020))
+        .order_by(Book::YEAR_SORTED.desc())
+        .limit(20)
+}
+
+/// The model's page: the books' ids.
+async fn model_page(db: &Db, query: &Query<Book>) -> redmodel::Result<Vec<u32>> {
+    Ok(query
+        .page(db, None)
+        .await?
+        .items
+        .iter()
+        .map(|b| b.id)
+        .collect())
+}
+
+/// The hand-written page: the books' ids. `walk` is the SHA1 of
+/// [`HAND_WALK`], loaded once.
+async fn hand_page(db: &Db, walk: &str) -> redmodel::Result<Vec<u32>> {
+    let keys: Vec<String> = db
+        .query(
+            redis::cmd("EVALSHA")
+                .arg(walk)
+                .arg(3)
+                .arg("bbook:_sorted:year")
+                .arg("bbook:_tag:tags:rust")
+                .arg("bbook:_tag:tags:async")
+                .arg(2015)
+                .arg(2020)
+                .arg(20),
+        )
+        .await?;
+    let mut pipe = redis::pipe();
+    for key in &keys {
+        pipe.cmd("HMGET")
+            .arg(key)
+            .arg("title")
+            .arg("year")
+            .arg("tags");
+    }
+    let rows: Vec<(String, u16, String)> = db.query_pipeline(&pipe).await?;
+    let books: Vec<Book> = keys
+        .iter()
+        .zip(rows)
+        .map(|(key, (title, year, tags))| Book {
+            id: key
+                .rsplit(':')
+                .next()
+                .and_then(|id| id.parse().ok())
+                .unwrap_or(0),
+            title,
+            year,
+            // `["rust","async"]`: tags without quotes or commas inside.
+            tags: tags
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(|t| t.trim_matches('"').to_string())
+                .collect(),
+        })
+        .collect();
+    Ok(books.iter().map(|b| b.id).collect())
+}
+
+async fn measure(name: &str, db: &Db, options: &Options, objects: u32) -> Result<(), String> {
+    fixture(db, objects).await.map_err(|e| e.to_string())?;
+    let query = query();
+    let walk: String = db
+        .query(redis::cmd("SCRIPT").arg("LOAD").arg(HAND_WALK))
+        .await
+        .map_err(|e| e.to_string())?;
+    let walk = walk.as_str();
+    let (model, hand) = (
+        model_page(db, &query).await.map_err(|e| e.to_string())?,
+        hand_page(db, walk).await.map_err(|e| e.to_string())?,
+    );
+    if model != hand || model.is_empty() {
+        return Err(format!(
+            "{name}: the model's page is {model:?}, the hand-written {hand:?}"
+        ));
+    }
+    let before = db.round_trips();
+    model_page(db, &query).await.map_err(|e| e.to_string())?;
+    let trips = db.round_trips() - before;
+    let (mut models, mut hands) = (Vec::new(), Vec::new());
+    for _ in 0..options.reps {
+        models.push(
+            ops_per_sec(options.run, async || {
+                model_page(db, &query).await.map(|_| 1)
+            })
+            .await
+            .map_err(|e| e.to_string())?,
+        );
+        hands.push(
+            ops_per_sec(options.run, async || hand_page(db, walk).await.map(|_| 1))
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let (model, hand) = (median(models), median(hands));
+    println!(
+        "| {name} | {} | {} | {} | {trips} |",
+        fmt_rate(model),
+        fmt_rate(hand),
+        fmt_ratio(model, hand)
+    );
+    Ok(())
+}
+
+async fn run(options: &Options, objects: u32) -> Result<(), String> {
+    println!(
+        "a page of 20 of a tag ∩ range query over {objects} books, newest first; {} runs of {:?} each, medians",
+        options.reps, options.run
+    );
+    println!(
+        "| backend | model pages/s | hand-written pages/s | model / hand | model round trips |"
+    );
+    println!("|---|---|---|---|---|");
+    measure("engine in process", &Db::memory(), options, objects).await?;
+    let server = RedisServer::start().map_err(|e| format!("redis-server: {e}"))?;
+    let db = Db::connect(&server.url())
+        .await
+        .map_err(|e| e.to_string())?;
+    measure("redis-server", &db, options, objects).await
+}
+
+fn main() -> ExitCode {
+    let mut objects = 100_000;
+    let options = match Options::new(5, 1000).parse(
+        std::env::args().skip(1),
+        USAGE,
+        &mut [("--objects", &mut objects)],
+    ) {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let objects = u32::try_from(objects).unwrap_or(u32::MAX);
+    let outcome = runtime()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| rt.block_on(run(&options, objects)));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("bench_query: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -48,7 +48,7 @@ fn save(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(reply::ok())
 }
 
-/// BGSAVE [SCHEDULE]: starts writing the RDB file off the lock. With no
+/// `BGSAVE [SCHEDULE]`: starts writing the RDB file off the lock. With no
 /// other background work to wait for (no AOF rewrite), SCHEDULE starts at
 /// once too; a BGSAVE running already refuses both.
 fn bgsave(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -81,7 +81,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     )))
 }
 
-/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: saves the RDB file (unless
+/// `DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]`: saves the RDB file (unless
 /// NOSAVE), then loads it in place of the dataset (NOFLUSH: into it,
 /// where a key of the file already present is an error unless MERGE lets
 /// the file's replace it). A file that fails to load changes nothing

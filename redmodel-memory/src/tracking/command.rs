@@ -114,8 +114,8 @@ impl Tracking {
             .unwrap_or_default()
     }
 
-    /// CLIENT TRACKING on|off [REDIRECT id] [PREFIX p]... [BCAST] [OPTIN]
-    /// [OPTOUT] [NOLOOP].
+    /// `CLIENT TRACKING on|off [REDIRECT id] [PREFIX p]... [BCAST] [OPTIN]
+    /// [OPTOUT] [NOLOOP]`.
     fn client_tracking(&mut self, id: u64, args: &[&[u8]]) -> Result<Reply, CmdError> {
         let (switch, opts) = args.split_first().ok_or(CmdError::Syntax)?;
         let mut o = Options::default();

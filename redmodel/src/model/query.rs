@@ -446,7 +446,7 @@ impl<M> Clone for Query<M> {
 
 impl<M: Model> ObjectRef<M> {
     /// Every object of this model as a stream, fetched a page at a time
-    /// (a SCAN call of [`STREAM_PAGE`](crate::model::query::STREAM_PAGE)
+    /// (a SCAN call of [`STREAM_PAGE`]
     /// keys, on every master of a cluster, then one batch of reads), so
     /// that memory stays bounded however many objects there are. Each
     /// item is its own result (an object that does not decode is an error

@@ -37,6 +37,7 @@ mod object;
 pub(crate) mod pause;
 mod pops;
 mod pubsub;
+pub(crate) mod redact;
 pub(crate) mod script;
 mod scripting;
 mod server;
@@ -542,6 +543,8 @@ pub(crate) struct Store {
     pub(crate) pause: pause::ClientPause,
     /// SLOWLOG's entries.
     pub(crate) slowlog: slowlog::SlowLog,
+    /// The clients MONITOR feeds.
+    pub(crate) monitors: crate::monitor::Monitors,
 }
 
 impl Default for Store {
@@ -587,6 +590,7 @@ impl Default for Store {
                 log.configure(&limits);
                 log
             },
+            monitors: Default::default(),
         }
     }
 }

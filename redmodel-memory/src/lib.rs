@@ -57,6 +57,7 @@ mod float;
 mod glob;
 mod hasher;
 mod keyspace;
+mod monitor;
 mod notify;
 mod pubsub;
 mod rdb;
@@ -74,6 +75,7 @@ pub use atomic::Atomic;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
+pub use monitor::Monitor;
 pub use pubsub::{Message, PubSub};
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};

@@ -82,6 +82,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::args::is;
 use crate::command;
+use crate::error::CmdError;
 use crate::reply;
 
 use crate::command::blocking::{Parked, Wake};
@@ -279,6 +280,8 @@ struct Client {
     counted: bool,
     /// Its place in the order the server's connections lock the store.
     place: Place,
+    /// MONITOR: its id among the store's monitors and the lines fed to it.
+    monitor: Option<(u64, crate::monitor::Inbox)>,
 }
 
 /// A connection arrives (INFO's counts).
@@ -328,6 +331,7 @@ impl Client {
         };
         let mut session = Session::default();
         session.client_id = id;
+        session.peer = Some(address(stream.peer_addr()));
         Client {
             engine,
             session,
@@ -345,6 +349,7 @@ impl Client {
             busy: Arc::clone(busy),
             counted,
             place: Place::new(line),
+            monitor: None,
         }
     }
 
@@ -441,6 +446,14 @@ impl Client {
                 },
                 () = stopped(&mut stop) => return,
                 () = self.kill.notified() => return,
+                line = next_line(&mut self.monitor) => {
+                    // Commands other clients ran: written with any that
+                    // followed them.
+                    let Some(line) = line else { return };
+                    write_line(&mut output, &line);
+                    self.drain_monitor(&mut output);
+                    continue;
+                }
                 push = self.subscriber.next() => {
                     // A message published by another client: write it with
                     // any that followed it.
@@ -587,7 +600,10 @@ impl Client {
                 self.held = Some((args.iter().map(|a| a.to_vec()).collect(), paused));
                 return Next::Pause;
             }
-            if let Some(next) = self.dispatch(args, store, output) {
+            let next = self.dispatch(args, store, output);
+            // A monitor sees its own commands after their replies.
+            self.drain_monitor(output);
+            if let Some(next) = next {
                 return next;
             }
         }
@@ -656,8 +672,22 @@ impl Client {
         }
         let name = args[0];
         if is(name, "quit") {
+            // A closing connection is sent nothing after its OK.
+            if let Some((id, _)) = self.monitor.take() {
+                store.monitors.remove(id);
+            }
+            self.session.feed_monitors(store, args);
             encode::encode(output, &Value::Okay);
             return Some(Next::Close);
+        }
+        if is(name, "monitor") && !queueing && args.len() == 1 {
+            // A monitor's MONITOR gets no reply, as in Redis.
+            if self.monitor.is_none() {
+                self.monitor = Some(store.monitors.add());
+                encode::encode(output, &Value::Okay);
+            }
+            self.record(args, now, store);
+            return None;
         }
         if is(name, "post") || is(name, "host:") {
             return Some(Next::Drop);
@@ -722,6 +752,21 @@ impl Client {
         if self.session.resp() < 3 && self.subscriber.is_subscribed(store) {
             return subscriber::refusal(args).map(|refused| refused.to_value());
         }
+        if self.monitor.is_some() {
+            // A monitor is a replica to Redis, kept off the keyspace.
+            let keyspace = crate::command_table::of_line(args).is_some_and(|meta| {
+                ["write", "readonly", "may_replicate"]
+                    .iter()
+                    .any(|flag| meta.has_flag(flag))
+            });
+            if keyspace {
+                let refused = CmdError::err("Replica can't interact with the keyspace");
+                store
+                    .command_stats
+                    .record_errors(&refused.to_value(), false);
+                return Some(refused.to_value());
+            }
+        }
         None
     }
 
@@ -738,7 +783,10 @@ impl Client {
                     silent,
                 );
             }
-            _ => self.subscriber.run(store, args, output),
+            _ => {
+                self.subscriber.run(store, args, output);
+                self.session.feed_monitors(store, args);
+            }
         }
         self.record(args, now, store);
         self.after_command();
@@ -748,9 +796,13 @@ impl Client {
     /// rest when it runs the command).
     fn reset(&mut self, store: &mut Store) {
         self.subscriber.reset(store);
+        if let Some((id, _)) = self.monitor.take() {
+            store.monitors.remove(id);
+        }
         self.info.name = None;
         self.info.reply_off = false;
         self.info.skip_next = false;
+        self.info.no_evict = false;
     }
 
     /// Runs a command: the ones about the connection here, the others in
@@ -775,6 +827,7 @@ impl Client {
                 [_, message] => reply::bulks([&b"pong"[..], message]),
                 _ => command::arity_error(args).to_value(),
             };
+            self.session.feed_monitors(store, args);
             return Ran::Reply(reply, After::Continue);
         }
         if is(name, "client") {
@@ -784,6 +837,7 @@ impl Client {
                 store,
             };
             let (reply, after) = client_command(&mut self.info, &mut cx, args);
+            self.session.feed_monitors(store, args);
             return Ran::Reply(reply, after);
         }
         if is(name, "hello") {
@@ -793,6 +847,7 @@ impl Client {
                 session.login(store, name, login, now)
             });
             self.session.set_resp(resp);
+            self.session.feed_monitors(store, args);
             return Ran::Reply(reply, After::Continue);
         }
         self.execute(args, store, now, output, queueing)
@@ -906,6 +961,15 @@ impl Client {
         }
     }
 
+    /// Writes the MONITOR lines already fed to this connection.
+    fn drain_monitor(&mut self, output: &mut Vec<u8>) {
+        if let Some((_, inbox)) = &mut self.monitor {
+            while let Ok(line) = inbox.try_recv() {
+                write_line(output, &line);
+            }
+        }
+    }
+
     /// CLIENT REPLY SKIP applies to the command after it.
     fn after_command(&mut self) {
         self.info.skip_this = std::mem::take(&mut self.info.skip_next);
@@ -979,6 +1043,8 @@ impl Client {
         peer.subscriptions = subscriptions;
         peer.resp = self.session.resp();
         peer.subscriber = self.subscriber.registered();
+        peer.monitor = self.monitor.is_some();
+        peer.no_evict = self.info.no_evict;
         if peer.user.as_bytes() != self.session.user_name() {
             peer.user = String::from_utf8_lossy(self.session.user_name()).into_owned();
         }
@@ -1021,6 +1087,9 @@ impl Drop for Client {
                 left.session.unwatch_all(store);
             }
             left.subscriber.leave(store);
+            if let Some(id) = left.monitor {
+                store.monitors.remove(id);
+            }
             if counted {
                 store.connected_clients = store.connected_clients.saturating_sub(1);
             }
@@ -1029,6 +1098,7 @@ impl Drop for Client {
             session: std::mem::take(&mut self.session),
             parked: self.parked.take(),
             subscriber: std::mem::take(&mut self.subscriber),
+            monitor: self.monitor.take().map(|(id, _)| id),
         };
         let counted = self.counted;
         match self.engine.shared.store.try_lock() {
@@ -1051,6 +1121,26 @@ struct Left {
     session: Session,
     parked: Option<(Parked, bool)>,
     subscriber: Subscriber,
+    monitor: Option<u64>,
+}
+
+/// The next line fed to a monitor; never, for a connection that is not
+/// one.
+async fn next_line(
+    monitor: &mut Option<(u64, crate::monitor::Inbox)>,
+) -> Option<crate::monitor::Line> {
+    match monitor {
+        Some((_, inbox)) => inbox.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A MONITOR line on the wire: a status reply, whatever the protocol (as
+/// Redis sends it).
+fn write_line(output: &mut Vec<u8>, line: &str) {
+    output.push(b'+');
+    output.extend_from_slice(line.as_bytes());
+    output.extend_from_slice(b"\r\n");
 }
 
 /// Encodes `reply` in the protocol `resp`; in RESP2 a nil as the null

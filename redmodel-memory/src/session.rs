@@ -78,6 +78,9 @@ pub(crate) struct Session {
     pub(crate) client_id: u64,
     /// The RESP server has already run [`Self::guard`] for this request.
     guarded: bool,
+    /// The RESP connection's address (`ip:port`), as MONITOR shows it;
+    /// `None` for an in-process client.
+    pub(crate) peer: Option<String>,
 }
 
 /// A client's command held back by CLIENT PAUSE (see [`Session::paused`]).
@@ -458,6 +461,7 @@ impl Session {
             // Counted as Redis counts every command it calls (INFO
             // commandstats); the commands an EXEC ran count themselves.
             store.command_stats.record_control(cname, result.is_err());
+            self.feed_monitors(store, args);
             if let Some(started) = started {
                 store
                     .slowlog
@@ -540,8 +544,26 @@ impl Session {
     /// Runs a command that is not transaction control (UNWATCH included:
     /// it may come from an EXEC's queue).
     fn run(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
+        // What MONITOR shows of the command: Redis's description of it,
+        // if it runs (a command the engine has, with a right arity).
+        let monitored = (!store.monitors.is_empty())
+            .then(|| {
+                let name = args.first()?;
+                (command::lookup(name).is_some() || control_arity(name).is_some()).then_some(())?;
+                command_table::of_line(args).filter(|m| arity_ok(m.arity, args.len()))
+            })
+            .flatten();
+        // A script's command (EVAL, FCALL) is shown before its calls.
+        if monitored.is_some_and(|m| m.has_flag("skip_monitor")) {
+            let source = self.monitor_source();
+            store.monitors.feed_always(self.db, source, args);
+        }
         let started = store.slowlog.enabled().then(std::time::Instant::now);
         let result = self.run_untimed(store, args, now);
+        if let Some(meta) = monitored {
+            let source = self.monitor_source();
+            store.monitors.feed(meta, self.db, source, args);
+        }
         // A command that blocked is not logged (Redis logs it once served),
         // nor one the engine does not have.
         let known = || args.first().is_some_and(|n| command::lookup(n).is_some());
@@ -555,6 +577,29 @@ impl Session {
             }
         }
         result
+    }
+
+    /// Feeds the command `args`, which this client ran (the RESP
+    /// server's own commands: CLIENT, HELLO, QUIT...), to the monitors
+    /// (`crate::monitor`), unless Redis would have refused it (an unknown
+    /// command or subcommand, a wrong arity).
+    pub(crate) fn feed_monitors(&self, store: &mut Store, args: &[&[u8]]) {
+        if store.monitors.is_empty() {
+            return;
+        }
+        let Some(meta) = command_table::of_line(args) else {
+            return;
+        };
+        if arity_ok(meta.arity, args.len()) {
+            let source = self.monitor_source();
+            store.monitors.feed(meta, self.db, source, args);
+        }
+    }
+
+    /// Who this client is on a MONITOR line: its address, `?:0` (Redis's
+    /// address of a client without a socket) in process.
+    fn monitor_source(&self) -> crate::monitor::Source<'_> {
+        crate::monitor::Source::Client(self.peer.as_deref().unwrap_or("?:0"))
     }
 
     /// The address SLOWLOG shows for this client: none for an in-process

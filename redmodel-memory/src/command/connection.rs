@@ -70,7 +70,22 @@ pub(super) const COMMANDS: &[Spec] = &[
         arity: -1,
         handler: needs_connection,
     },
+    Spec {
+        name: "monitor",
+        arity: 1,
+        handler: monitor,
+    },
 ];
+
+/// MONITOR where it cannot stream: queued in MULTI and run by EXEC, or
+/// sent on the in-process `Connection` (whose monitor is
+/// `Engine::monitor`). A RESP connection's own MONITOR is the server's
+/// (`resp`).
+fn monitor(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Err(CmdError::err(
+        "MONITOR isn't allowed for DENY BLOCKING client",
+    ))
+}
 
 fn ping(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.len() {

@@ -38,6 +38,8 @@ pub(crate) struct ClientInfo {
     /// The previous command was CLIENT REPLY SKIP: this one's reply is
     /// not sent (unless it is CLIENT REPLY ON).
     pub(crate) skip_this: bool,
+    /// CLIENT NO-EVICT ON (CLIENT LIST's `e` flag).
+    pub(crate) no_evict: bool,
 }
 
 /// What CLIENT LIST shows of one connection, kept up to date by the
@@ -71,6 +73,10 @@ pub(crate) struct Peer {
     /// Its id as a subscriber (ACL checks its subscriptions when its
     /// user loses channels).
     pub(crate) subscriber: Option<crate::pubsub::SubscriberId>,
+    /// A MONITOR (CLIENT LIST's `O` flag).
+    pub(crate) monitor: bool,
+    /// CLIENT NO-EVICT ON (CLIENT LIST's `e` flag).
+    pub(crate) no_evict: bool,
 }
 
 /// How CLIENT LIST names a command: lower case, a container with its
@@ -133,8 +139,12 @@ impl Peer {
             .as_deref()
             .map(String::from_utf8_lossy)
             .unwrap_or_default();
-        // Redis's order: P(ub/sub), x (MULTI), b(locked); N for none.
+        // Redis's order: O (a monitor), P(ub/sub), x (MULTI), b(locked),
+        // e (no-evict); N for none.
         let mut flags = String::new();
+        if self.monitor {
+            flags.push('O');
+        }
         if self.client_type() == "pubsub" {
             flags.push('P');
         }
@@ -143,6 +153,9 @@ impl Peer {
         }
         if self.blocked.is_some() {
             flags.push('b');
+        }
+        if self.no_evict {
+            flags.push('e');
         }
         if flags.is_empty() {
             flags.push('N');
@@ -225,6 +238,11 @@ pub(crate) fn client_command(
             ("reply", 3),
             ("unblock", -3),
         ];
+        if let ([_, _, mode], true) = (args, is(sub, "no-evict")) {
+            if is(mode, "on") || is(mode, "off") {
+                info.no_evict = is(mode, "on");
+            }
+        }
         // HELP, NO-EVICT, PAUSE, UNPAUSE: the engine's, for every client.
         if let Some(result) = client_shared(cx.store, cx.now, args) {
             return result.map(|reply| (reply, After::Continue));

@@ -320,6 +320,9 @@ pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Valu
             .slowlog
             .record(argv, started.elapsed(), now, Some(SCRIPT_CLIENT));
     }
+    let db = client.ctx.db;
+    let source = crate::monitor::Source::Script;
+    client.ctx.store.monitors.feed(meta, db, source, argv);
     match result {
         Ok(mut reply) => {
             // The script sees the reply as its client's protocol shapes it.

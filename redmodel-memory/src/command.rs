@@ -24,6 +24,7 @@ pub(crate) mod blocking;
 mod cluster;
 pub(crate) mod connection;
 mod databases;
+mod debug;
 mod dump;
 mod expiry;
 mod functions;
@@ -106,6 +107,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             lists::COMMANDS,
             connection::COMMANDS,
             databases::COMMANDS,
+            debug::COMMANDS,
             dump::COMMANDS,
             lcs::COMMANDS,
             object::COMMANDS,
@@ -545,6 +547,19 @@ pub(crate) struct Store {
     pub(crate) slowlog: slowlog::SlowLog,
     /// The clients MONITOR feeds.
     pub(crate) monitors: crate::monitor::Monitors,
+    /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
+    pub(crate) active_expire: bool,
+    /// The replication id (INFO's `master_replid`; DEBUG CHANGE-REPL-ID).
+    pub(crate) replid: String,
+    /// DEBUG QUICKLIST-PACKED-THRESHOLD's size, kept (see `debug`).
+    pub(crate) quicklist_packed_threshold: u64,
+}
+
+/// 40 random hex digits: the run id and replication id Redis makes.
+pub(crate) fn random_hex_id() -> String {
+    (0..40)
+        .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+        .collect()
 }
 
 impl Default for Store {
@@ -566,9 +581,7 @@ impl Default for Store {
             command_stats: Default::default(),
             connected_clients: 0,
             connections_received: 0,
-            run_id: (0..40)
-                .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
-                .collect(),
+            run_id: random_hex_id(),
             in_script: false,
             scripts: script::Scripts::new(busy.clone()),
             functions: script::library::Functions::new(busy.clone()),
@@ -591,6 +604,9 @@ impl Default for Store {
                 log
             },
             monitors: Default::default(),
+            active_expire: true,
+            replid: random_hex_id(),
+            quicklist_packed_threshold: 1 << 30,
         }
     }
 }

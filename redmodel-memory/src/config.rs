@@ -398,7 +398,7 @@ fn parse_number(n: &Number, value: &[u8]) -> Result<String, String> {
 
 /// Redis's `memtoull`: digits and an optional unit (b, k, kb, m, mb, g,
 /// gb, any case). No sign, and, as in Redis, no overflow check.
-fn memtoull(value: &[u8]) -> Option<u64> {
+pub(crate) fn memtoull(value: &[u8]) -> Option<u64> {
     let digits = value.iter().take_while(|b| b.is_ascii_digit()).count();
     let (number, unit) = value.split_at(digits);
     let unit = String::from_utf8_lossy(unit).to_ascii_lowercase();

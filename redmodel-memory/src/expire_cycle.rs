@@ -87,8 +87,9 @@ pub(crate) fn run_cycle(engine: &Engine, budget: Duration) -> CycleStats {
         loop {
             let now = engine.shared.clock.now_ms();
             let mut store = engine.shared.store.lock();
-            // A CLIENT PAUSE pauses expiry too, as in Redis.
-            if store.pause.expiry_paused(now) {
+            // A CLIENT PAUSE pauses expiry too, as in Redis; DEBUG
+            // SET-ACTIVE-EXPIRE 0 stops the cycle.
+            if store.pause.expiry_paused(now) || !store.active_expire {
                 return stats;
             }
             // Sample after sample under one taking of the lock, for at

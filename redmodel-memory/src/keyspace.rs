@@ -101,7 +101,7 @@ impl Entry {
     }
 
     /// The key's bytes.
-    fn key(&self) -> &[u8] {
+    pub(crate) fn key(&self) -> &[u8] {
         match &self.meta {
             Meta::Inline { len, key, .. } => key.get(..usize::from(*len)).unwrap_or_default(),
             Meta::Heap { key, .. } => key,
@@ -285,8 +285,9 @@ impl Keyspace {
         self.slots.get_mut(slot)
     }
 
-    /// The stored entries with their slots, in slot order.
-    fn stored_entries(&self) -> impl Iterator<Item = (u32, &Entry)> {
+    /// The stored entries with their slots, in slot order (expired ones
+    /// not yet reclaimed included).
+    pub(crate) fn stored_entries(&self) -> impl Iterator<Item = (u32, &Entry)> {
         self.slots.iter_from(0)
     }
 

@@ -725,7 +725,7 @@ fn replication_section(store: &Store) -> Vec<(&'static str, String)> {
         ("role", "master".into()),
         ("connected_slaves", "0".into()),
         ("master_failover_state", "no-failover".into()),
-        ("master_replid", store.run_id.clone()),
+        ("master_replid", store.replid.clone()),
         ("master_replid2", "0".repeat(40)),
         ("master_repl_offset", "0".into()),
         ("second_repl_offset", "-1".into()),

@@ -32,6 +32,7 @@ mod geo;
 mod hashes;
 mod hyperloglog;
 mod keys;
+pub(crate) mod latency;
 mod lcs;
 mod lists;
 mod object;
@@ -104,6 +105,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             hashes::COMMANDS,
             hyperloglog::COMMANDS,
             keys::COMMANDS,
+            latency::COMMANDS,
             lists::COMMANDS,
             connection::COMMANDS,
             databases::COMMANDS,
@@ -136,12 +138,13 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
 /// The subcommands the engine serves, as `container|sub`: COMMAND,
 /// COMMAND INFO and COMMAND LIST describe these and no other of Redis's.
 static SUBCOMMANDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
-    let containers: [(&str, &[Sub]); 12] = [
+    let containers: [(&str, &[Sub]); 13] = [
         ("acl", acl::SUBCOMMANDS),
         ("cluster", cluster::SUBCOMMANDS),
         ("command", server::COMMAND_SUBCOMMANDS),
         ("config", server::CONFIG_SUBCOMMANDS),
         ("function", functions::SUBCOMMANDS),
+        ("latency", latency::SUBCOMMANDS),
         ("memory", server::MEMORY_SUBCOMMANDS),
         ("object", object::SUBCOMMANDS),
         ("pubsub", pubsub::SUBCOMMANDS),
@@ -545,6 +548,8 @@ pub(crate) struct Store {
     pub(crate) pause: pause::ClientPause,
     /// SLOWLOG's entries.
     pub(crate) slowlog: slowlog::SlowLog,
+    /// LATENCY's events and the commands' latency histograms.
+    pub(crate) latency: latency::Latency,
     /// The clients MONITOR feeds.
     pub(crate) monitors: crate::monitor::Monitors,
     /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
@@ -604,6 +609,11 @@ impl Default for Store {
                 log
             },
             monitors: Default::default(),
+            latency: {
+                let mut latency = latency::Latency::default();
+                latency.configure(&limits);
+                latency
+            },
             active_expire: true,
             replid: random_hex_id(),
             quicklist_packed_threshold: 1 << 30,
@@ -640,6 +650,7 @@ impl Store {
         self.pubsub.set_limit(limits.pubsub_limit);
         self.notify_flags = limits.notify;
         self.slowlog.configure(&limits);
+        self.latency.configure(&limits);
         Ok(())
     }
 

@@ -98,6 +98,9 @@ pub(crate) struct Limits {
     /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
     pub(crate) slowlog_slower_than: i64,
     pub(crate) slowlog_max_len: u64,
+    /// `latency-monitor-threshold` (ms; 0: off) and `latency-tracking`.
+    pub(crate) latency_threshold_ms: u64,
+    pub(crate) latency_tracking: bool,
 }
 
 impl Default for Limits {
@@ -169,6 +172,8 @@ impl Config {
                 && self.number("min-replicas-max-lag") > 0,
             slowlog_slower_than: self.get("slowlog-log-slower-than").parse().unwrap_or(-1),
             slowlog_max_len: self.number("slowlog-max-len"),
+            latency_threshold_ms: self.number("latency-monitor-threshold"),
+            latency_tracking: self.get("latency-tracking") == "yes",
         }
     }
 

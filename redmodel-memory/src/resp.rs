@@ -784,7 +784,9 @@ impl Client {
                 );
             }
             _ => {
+                let started = std::time::Instant::now();
                 self.subscriber.run(store, args, output);
+                self.session.timed(store, args, started.elapsed(), now);
                 self.session.feed_monitors(store, args);
             }
         }
@@ -831,22 +833,26 @@ impl Client {
             return Ran::Reply(reply, After::Continue);
         }
         if is(name, "client") {
+            let started = std::time::Instant::now();
             let mut cx = ClientCtx {
                 registry: &self.registry,
                 now,
                 store,
             };
             let (reply, after) = client_command(&mut self.info, &mut cx, args);
+            self.session.timed(store, args, started.elapsed(), now);
             self.session.feed_monitors(store, args);
             return Ran::Reply(reply, after);
         }
         if is(name, "hello") {
+            let started = std::time::Instant::now();
             let mut resp = self.session.resp();
             let session = &mut self.session;
             let reply = hello_command_as(&mut self.info, &mut resp, args, &mut |login| {
                 session.login(store, name, login, now)
             });
             self.session.set_resp(resp);
+            self.session.timed(store, args, started.elapsed(), now);
             self.session.feed_monitors(store, args);
             return Ran::Reply(reply, After::Continue);
         }
@@ -891,6 +897,9 @@ impl Client {
     /// The command blocked: the connection waits for `parked`'s reply.
     fn park(&mut self, args: &[&[u8]], store: &mut Store, now: i64, parked: Parked) {
         self.record(args, now, store);
+        if let Some(name) = &self.info.name {
+            crate::command::blocking::name_waiter(store, parked.id(), name);
+        }
         if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
             peer.blocked = Some(parked.id());
         }

@@ -450,7 +450,7 @@ impl Session {
             self.check_slots(store, args, control("exec"))?;
         }
         if let Some((cname, _)) = control_arity(name).filter(|(c, _)| *c != "unwatch") {
-            let started = store.slowlog.enabled().then(std::time::Instant::now);
+            let started = std::time::Instant::now();
             let result = match cname {
                 "reset" => Ok(self.reset(store)),
                 "multi" => self.multi(),
@@ -462,11 +462,7 @@ impl Session {
             // commandstats); the commands an EXEC ran count themselves.
             store.command_stats.record_control(cname, result.is_err());
             self.feed_monitors(store, args);
-            if let Some(started) = started {
-                store
-                    .slowlog
-                    .record(args, started.elapsed(), now, self.in_process_addr());
-            }
+            self.timed(store, args, started.elapsed(), now);
             return result;
         }
         if let Some(queue) = self.multi.as_mut() {
@@ -544,39 +540,65 @@ impl Session {
     /// Runs a command that is not transaction control (UNWATCH included:
     /// it may come from an EXEC's queue).
     fn run(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
-        // What MONITOR shows of the command: Redis's description of it,
-        // if it runs (a command the engine has, with a right arity).
-        let monitored = (!store.monitors.is_empty())
-            .then(|| {
-                let name = args.first()?;
-                (command::lookup(name).is_some() || control_arity(name).is_some()).then_some(())?;
-                command_table::of_line(args).filter(|m| arity_ok(m.arity, args.len()))
-            })
-            .flatten();
+        // Redis's description of the command, if it runs (a command the
+        // engine has, with a right arity): what MONITOR shows and LATENCY
+        // counts.
+        let meta = args
+            .first()
+            .filter(|name| command::lookup(name).is_some() || control_arity(name).is_some())
+            .and_then(|_| command_table::of_line(args))
+            .filter(|m| arity_ok(m.arity, args.len()));
+        let monitored = meta.filter(|_| !store.monitors.is_empty());
         // A script's command (EVAL, FCALL) is shown before its calls.
         if monitored.is_some_and(|m| m.has_flag("skip_monitor")) {
             let source = self.monitor_source();
             store.monitors.feed_always(self.db, source, args);
         }
-        let started = store.slowlog.enabled().then(std::time::Instant::now);
+        let started = std::time::Instant::now();
         let result = self.run_untimed(store, args, now);
+        let took = started.elapsed();
         if let Some(meta) = monitored {
             let source = self.monitor_source();
             store.monitors.feed(meta, self.db, source, args);
         }
-        // A command that blocked is not logged (Redis logs it once served),
-        // nor one the engine does not have.
-        let known = || args.first().is_some_and(|n| command::lookup(n).is_some());
-        // The engine's table is looked up again only for a slow command.
-        if let (Some(started), None) = (started, &self.parked) {
-            let took = started.elapsed();
-            if store.slowlog.is_slow(took) && known() {
-                store
-                    .slowlog
-                    .record(args, took, now, self.in_process_addr());
-            }
+        let Some(meta) = meta else {
+            return result;
+        };
+        // A command that blocked is timed and logged once served, its
+        // wait left out (see `blocking`).
+        if let Some(parked) = &self.parked {
+            let addr = self.peer.clone().unwrap_or_default();
+            blocking::time_waiter(store, parked.id(), meta, args, took, addr);
+            return result;
+        }
+        store.latency.command(meta, took, now);
+        if store.slowlog.is_slow(took) {
+            store
+                .slowlog
+                .record(args, took, now, self.in_process_addr());
         }
         result
+    }
+
+    /// Times a command the session runs itself (MULTI, EXEC...) or the
+    /// RESP server does (CLIENT, HELLO...), which ran for `took`: its
+    /// latency histogram and event, and SLOWLOG.
+    pub(crate) fn timed(
+        &self,
+        store: &mut Store,
+        args: &[&[u8]],
+        took: std::time::Duration,
+        now: i64,
+    ) {
+        let Some(meta) = command_table::of_line(args) else {
+            return;
+        };
+        if arity_ok(meta.arity, args.len()) {
+            store.latency.command(meta, took, now);
+            store
+                .slowlog
+                .record(args, took, now, self.in_process_addr());
+        }
     }
 
     /// Feeds the command `args`, which this client ran (the RESP

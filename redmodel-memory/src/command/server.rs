@@ -157,6 +157,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed = 0;
     ctx.store.command_stats.clear();
+    ctx.store.latency.reset_histograms();
     for ks in &mut ctx.store.dbs {
         ks.expired_count = 0;
     }
@@ -558,10 +559,10 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
         "cluster" => vec![("cluster_enabled", "0".into())],
         "errorstats" => return errorstats_section(store),
         "commandstats" => return commandstats_section(store),
+        "latencystats" => return latencystats_section(store),
         "cpu" => cpu_section(),
         "keyspace" => return keyspace_section(store, now),
-        // modules, latencystats: nothing
-        // the engine measures.
+        // modules: none.
         _ => Vec::new(),
     };
     fields
@@ -761,6 +762,16 @@ fn commandstats_section(store: &Store) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// INFO latencystats: each command's latency percentiles
+/// (`latency-tracking-info-percentiles`).
+fn latencystats_section(store: &Store) -> Vec<(String, String)> {
+    let wanted: Vec<f64> = (store.config.get("latency-tracking-info-percentiles"))
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    store.latency.percentiles(&wanted)
 }
 
 /// INFO cpu: the process's CPU time.

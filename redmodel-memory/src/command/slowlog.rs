@@ -79,6 +79,19 @@ impl SlowLog {
     /// `None` for a RESP connection, which fills in its address and name
     /// after the command.
     pub(crate) fn record(&mut self, args: &[&[u8]], took: Duration, now: i64, addr: Option<&str>) {
+        let client = addr.map(|addr| (addr.to_string(), Vec::new()));
+        self.record_client(args, took, now, client);
+    }
+
+    /// [`Self::record`] with the client's address and name given (a
+    /// blocked command, logged when another client's command serves it).
+    pub(crate) fn record_client(
+        &mut self,
+        args: &[&[u8]],
+        took: Duration,
+        now: i64,
+        client: Option<(String, Vec<u8>)>,
+    ) {
         if !self.is_slow(took) {
             return;
         }
@@ -96,7 +109,7 @@ impl SlowLog {
             time: now.div_euclid(1000),
             micros,
             args: trimmed(args),
-            client: addr.map(|addr| (addr.to_string(), Vec::new())),
+            client,
         });
         self.entries.truncate(self.max_len);
     }

@@ -39,7 +39,7 @@
 //! # What clients send on connect
 //! redis-rs pipelines `CLIENT SETINFO`, which 7.0.15 does not know either
 //! (same error, ignored by redis-rs); redis-cli asks `COMMAND DOCS` for its
-//! help, gets no docs and falls back to its built-in help;
+//! help and gets Redis's documentation of what the engine serves;
 //! redis-benchmark asks `CONFIG GET save` and `CONFIG GET appendonly`,
 //! answered truthfully. CLIENT ID/GETNAME/SETNAME/INFO/LIST/KILL and HELLO
 //! (RESP2 and RESP3) are answered here with the connections' own state; every

@@ -251,7 +251,7 @@ pub(crate) const COMMAND_SUBCOMMANDS: &[Sub] = &[
 /// COMMAND [COUNT | LIST | INFO name... | GETKEYS command arg... | DOCS
 /// name...]. INFO describes the engine's commands as Redis 7.0.15 does
 /// (flags, key positions, key specs, ACL categories, subcommands: see
-/// `meta`); DOCS gives nothing (redis-cli then uses its built-in help).
+/// `meta`); DOCS gives Redis's documentation of them (`command_table::docs`).
 fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() == 1 {
         return Ok(reply::array(all_specs().map(spec_info).collect()));
@@ -453,8 +453,28 @@ fn named_info(name: &[u8]) -> Option<Reply> {
         .map(Meta::info)
 }
 
-fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(reply::map(Vec::new()))
+/// COMMAND DOCS [name ...]: Redis 7.0.15's documentation of the engine's
+/// commands (all of them, or those named; a subcommand as `config|get`),
+/// each container with the subcommands the engine serves; names the
+/// engine does not serve are skipped.
+fn command_docs(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let names: Vec<String> = if args.len() == 2 {
+        all_specs().map(|spec| spec.name.to_string()).collect()
+    } else {
+        args[2..]
+            .iter()
+            .map(|name| String::from_utf8_lossy(name).to_ascii_lowercase())
+            .collect()
+    };
+    let served = |name: &str| match name.split_once('|') {
+        None => lookup(name.as_bytes()).is_some(),
+        Some(_) => super::serves_subcommand(name),
+    };
+    let docs = names.iter().filter(|name| served(name)).filter_map(|name| {
+        let doc = command_table::docs::doc(name, super::serves_subcommand)?;
+        Some((reply::bulk(name.as_str()), doc))
+    });
+    Ok(reply::map(docs.collect()))
 }
 
 // ---------------------------------------------------------------------------

@@ -97,8 +97,8 @@ mod server;
 
 pub use backend::{
     configured_server_or_skip, for_each_backend, glob_escape, make_ctx, private_server_or_skip,
-    redis_server_available, redis_url, run_on, under_ci, unique_prefix, Backend, Scope, TestCtx,
-    TestOutcome,
+    redis_server_available, redis_url, run_on, under_ci, unique_prefix, Backend, Scope,
+    ServedEngine, TestCtx, TestOutcome,
 };
 pub use cluster::{shared_cluster, RedisCluster, CLUSTER_TURN};
 pub use env::{env_number, env_seed};

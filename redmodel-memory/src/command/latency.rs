@@ -360,29 +360,25 @@ fn doctor(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     )))
 }
 
-/// LATENCY HISTOGRAM [command ...]: the histograms of the commands named
-/// (a container names its subcommands too), or of every command called;
-/// names Redis does not know are skipped.
+/// LATENCY HISTOGRAM [command ...]: the histograms of the commands named,
+/// in that order (a container's own, then its subcommands'), or of every
+/// command called; names Redis does not know are skipped.
 fn histogram(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let histograms = &ctx.store.latency.histograms;
-    let mut all: Vec<&Histogram> = histograms.values().collect();
-    all.sort_by_key(|h| h.name);
+    let by_name = |name: &str| histograms.values().find(|h| h.name == name);
     let chosen: Vec<&Histogram> = if args.len() == 2 {
+        let mut all: Vec<&Histogram> = histograms.values().collect();
+        all.sort_by_key(|h| h.name);
         all
     } else {
-        let mut chosen: Vec<&Histogram> = Vec::new();
+        let mut chosen = Vec::new();
         for name in &args[2..] {
             let name = String::from_utf8_lossy(name).to_ascii_lowercase();
             let Some(meta) = command_table::meta(&name) else {
                 continue;
             };
-            let mut names = vec![meta.name];
-            names.extend(meta.subcommands.iter().copied());
-            for h in all.iter().filter(|h| names.contains(&h.name)) {
-                if !chosen.iter().any(|c| c.name == h.name) {
-                    chosen.push(h);
-                }
-            }
+            let names = std::iter::once(meta.name).chain(meta.subcommands.iter().copied());
+            chosen.extend(names.filter_map(by_name));
         }
         chosen
     };

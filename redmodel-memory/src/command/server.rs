@@ -74,15 +74,29 @@ fn role(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ]))
 }
 
-/// LOLWUT [VERSION version [...]]: Redis 7.0's default output, the version
-/// line, whatever the version asked. Versions 5 and 6 draw random art
-/// above that line in Redis; the engine gives the line alone.
+/// LOLWUT [VERSION version [...]]: Redis 7.0's words for the version
+/// asked, ending in the version line: VERSION 5 and 6 credit the art
+/// Redis draws above them (Schotter, the 8 bit skyline), which the engine
+/// does not draw; any other version is the line alone. The numbers after
+/// a version must be integers, as Redis reads them.
 fn lolwut(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let mut version = None;
     if args.len() >= 3 && is(args[1], "version") {
-        crate::args::int_arg(args[2])?;
+        version = Some(crate::args::int_arg(args[2])?);
+        for arg in &args[3..] {
+            crate::args::int_arg(arg)?;
+        }
     }
+    let credit = match version {
+        Some(5) => "\nGeorg Nees - schotter, plotter on paper, 1968. ",
+        Some(6) => {
+            "\nDedicated to the 8 bit game developers of past and present.\n\
+             Original 8 bit image from Plaguemon by hikikomori. "
+        }
+        _ => "",
+    };
     Ok(reply::verbatim(format!(
-        "Redis ver. {}\n",
+        "{credit}Redis ver. {}\n",
         crate::REDIS_VERSION
     )))
 }

@@ -325,6 +325,7 @@ fn parse_value(param: &Param, value: &[u8]) -> Result<String, String> {
             "save" => parse_save(value),
             "notify-keyspace-events" => parse_notify_flags(value),
             "oom-score-adj-values" => parse_oom_values(value),
+            "latency-tracking-info-percentiles" => parse_percentiles(value),
             _ => Ok(text.into_owned()),
         },
     }
@@ -463,6 +464,34 @@ fn parse_oom_values(value: &[u8]) -> Result<String, String> {
                 )
             }
         }
+    }
+    Ok(shown.join(" "))
+}
+
+/// `latency-tracking-info-percentiles`: doubles from 0 to 100, shown as
+/// Redis shows them (`%f` with its trailing zeros trimmed: `0.0 50.0` is
+/// `0 50`).
+fn parse_percentiles(value: &[u8]) -> Result<String, String> {
+    let text = String::from_utf8_lossy(value);
+    let mut shown = Vec::new();
+    for word in text.split_whitespace() {
+        let p = crate::float::parse_double(word.as_bytes()).filter(|p| p.is_finite());
+        let Some(p) = p else {
+            return Err("Invalid latency-tracking-info-percentiles parameters".into());
+        };
+        if !(0.0..=100.0).contains(&p) {
+            return Err(
+                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                    .into(),
+            );
+        }
+        let fixed = format!("{p:.6}");
+        shown.push(
+            fixed
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string(),
+        );
     }
     Ok(shown.join(" "))
 }

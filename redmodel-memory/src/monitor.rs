@@ -206,6 +206,72 @@ mod tests {
 
     use super::*;
 
+    /// What a monitor got so far, each line without its time.
+    fn seen(monitor: &mut Monitor) -> Vec<String> {
+        std::iter::from_fn(|| monitor.try_recv())
+            .map(|line| {
+                line.split_once(' ')
+                    .map(|(_, rest)| rest.to_string())
+                    .unwrap_or(line)
+            })
+            .collect()
+    }
+
+    /// Observed on redis-server 7.0.15 (with a client's address where the
+    /// in-process client shows `?:0`).
+    #[test]
+    fn an_in_process_monitor_sees_what_redis_shows_in_its_order() {
+        let engine = Engine::new();
+        let mut monitor = engine.monitor();
+        let mut c = engine.connection();
+        let lines: &[&[&[u8]]] = &[
+            &[b"SET", b"k", b"v"],
+            &[b"MULTI"],
+            &[b"INCR", b"n"],
+            &[b"NOSUCH"],
+            &[b"EXEC"],
+            &[
+                b"EVAL",
+                b"redis.call('select', 2) return redis.call('get', 'k')",
+                b"0",
+            ],
+            &[b"AUTH", b"password"],
+            &[b"CONFIG", b"GET", b"maxmemory"],
+            &[b"GET"],
+            &[b"SELECT", b"1"],
+            &[b"MONITOR"],
+        ];
+        for line in lines {
+            c.execute(line);
+        }
+        assert_eq!(
+            seen(&mut monitor),
+            [
+                r#"[0 ?:0] "SET" "k" "v""#,
+                r#"[0 ?:0] "MULTI""#,
+                r#"[0 ?:0] "EXEC""#,
+                r#"[0 ?:0] "EVAL" "redis.call('select', 2) return redis.call('get', 'k')" "0""#,
+                r#"[2 lua] "select" "2""#,
+                r#"[2 lua] "get" "k""#,
+                r#"[0 ?:0] "AUTH" "(redacted)""#,
+                r#"[1 ?:0] "SELECT" "1""#,
+            ]
+        );
+        c.execute(&[b"MULTI"]);
+        c.execute(&[b"SET", b"a", b"1"]);
+        c.execute(&[b"EXEC"]);
+        assert_eq!(
+            seen(&mut monitor),
+            [
+                r#"[1 ?:0] "MULTI""#,
+                r#"[1 ?:0] "SET" "a" "1""#,
+                r#"[1 ?:0] "EXEC""#
+            ]
+        );
+        drop(monitor);
+        assert!(engine.shared.store.lock().monitors.is_empty());
+    }
+
     #[test]
     fn lines_quote_as_redis_does() {
         let at = UNIX_EPOCH + Duration::from_micros(1_700_000_000_000_123);

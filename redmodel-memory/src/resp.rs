@@ -664,6 +664,8 @@ impl Client {
         let now = self.engine.now_ms();
         let queueing = self.session.in_transaction();
         if let Some(refused) = self.refusal(args, store, now, queueing) {
+            // Counted as every error reply Redis sends (INFO errorstats).
+            store.command_stats.record_errors(&refused, false);
             let silent = self.silenced();
             self.record(args, now, store);
             self.after_command();
@@ -761,9 +763,6 @@ impl Client {
             });
             if keyspace {
                 let refused = CmdError::err("Replica can't interact with the keyspace");
-                store
-                    .command_stats
-                    .record_errors(&refused.to_value(), false);
                 return Some(refused.to_value());
             }
         }

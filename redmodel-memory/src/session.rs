@@ -543,11 +543,12 @@ impl Session {
         // Redis's description of the command, if it runs (a command the
         // engine has, with a right arity): what MONITOR shows and LATENCY
         // counts.
-        let meta = args
-            .first()
-            .filter(|name| command::lookup(name).is_some() || control_arity(name).is_some())
-            .and_then(|_| command_table::of_line(args))
-            .filter(|m| arity_ok(m.arity, args.len()));
+        let meta = match command::described(args) {
+            (Some(_), meta) => meta,
+            (None, meta) if args.first().is_some_and(|n| control_arity(n).is_some()) => meta,
+            (None, _) => None,
+        }
+        .filter(|m| arity_ok(m.arity, args.len()));
         let monitored = meta.filter(|_| !store.monitors.is_empty());
         // A script's command (EVAL, FCALL) is shown before its calls.
         if monitored.is_some_and(|m| m.has_flag("skip_monitor")) {

@@ -149,7 +149,11 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
         {
             Mode::Latency
         }
-        "DEBUG" if args.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"OBJECT")) => {
+        "DEBUG"
+            if args
+                .get(1)
+                .is_some_and(|s| s.eq_ignore_ascii_case(b"OBJECT")) =>
+        {
             Mode::DebugObject
         }
         "XINFO"
@@ -381,7 +385,11 @@ fn debug_object_masked(v: &Value) -> Value {
     match v {
         Value::SimpleString(line) => Value::SimpleString(
             line.split(' ')
-                .filter(|w| !["at:", "lru:", "lru_seconds_idle:"].iter().any(|p| w.starts_with(p)))
+                .filter(|w| {
+                    !["at:", "lru:", "lru_seconds_idle:"]
+                        .iter()
+                        .any(|p| w.starts_with(p))
+                })
                 .collect::<Vec<_>>()
                 .join(" "),
         ),

@@ -468,3 +468,87 @@ const HELP: &[&str] = &[
     "CLUSTERLINK KILL <to|from|all> <node-id>",
     "    Kills the link based on the direction to/from (both) with the provided node.",
 ];
+
+#[cfg(test)]
+mod tests {
+    //! Every expected reply below was observed on redis-server 7.0.15.
+
+    use redis::Value;
+
+    use crate::command::test_util::*;
+
+    fn simple(s: &str) -> Value {
+        Value::SimpleString(s.into())
+    }
+
+    #[test]
+    fn digests_are_redis_own() {
+        let mut c = conn();
+        let zeros = "0000000000000000000000000000000000000000";
+        assert_eq!(run(&mut c, "DEBUG DIGEST"), simple(zeros));
+        run(&mut c, "SET s hello");
+        run(&mut c, "RPUSH l a b c 1");
+        run(&mut c, "HSET h a 1 b 2");
+        run(&mut c, "ZADD z 1.5 a 0.1 b 3 c");
+        run(&mut c, "SET e x");
+        run(&mut c, "EXPIRE e 1000");
+        assert_eq!(
+            run(&mut c, "DEBUG DIGEST-VALUE s l h z e nokey"),
+            Value::Array(
+                [
+                    "36b23a1456b2dce2c3ed252c456761301dba8060",
+                    "e093abdde6c4844ba87b7ed2172d25e2334a432b",
+                    "6c8f22b3bf510fdcfd6122dd0f908a80e88243bf",
+                    "d3a795113ef64aa93b74bbf2442038050fd508ed",
+                    "0745672cb1bf060476eedeb8a28f5ffe1ff5a2be",
+                    zeros,
+                ]
+                .into_iter()
+                .map(simple)
+                .collect()
+            )
+        );
+    }
+
+    #[test]
+    fn subcommands_and_their_errors() {
+        let mut c = conn();
+        let unknown = |sub: &str| {
+            err(&format!(
+                "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try DEBUG HELP."
+            ))
+        };
+        assert_eq!(run(&mut c, "DEBUG JMAP"), unknown("JMAP"));
+        assert_eq!(run(&mut c, "DEBUG sleep"), unknown("sleep"));
+        assert_eq!(run(&mut c, "DEBUG SLEEP x"), Value::Okay);
+        assert_eq!(run(&mut c, "DEBUG ERROR foo"), err("foo"));
+        assert_eq!(run(&mut c, "DEBUG OBJECT k"), err("ERR no such key"));
+        run(&mut c, "SET k hello");
+        let Value::SimpleString(line) = run(&mut c, "DEBUG OBJECT k") else {
+            panic!("DEBUG OBJECT is a status");
+        };
+        assert!(line.starts_with("Value at:0x"), "{line}");
+        assert!(
+            line.contains(" refcount:1 encoding:embstr serializedlength:6 lru:"),
+            "{line}"
+        );
+        assert_eq!(run(&mut c, "DEBUG POPULATE 2 p 9"), Value::Okay);
+        assert_eq!(run(&mut c, "GET p:1"), bulk("value:1\0\0"));
+        assert_eq!(
+            run(&mut c, "DEBUG POPULATE -1"),
+            err("ERR value is out of range, must be positive")
+        );
+        assert_eq!(
+            run(&mut c, "DEBUG PROTOCOL bignum"),
+            bulk("1234567999999999999999999999999999999")
+        );
+        assert_eq!(
+            run(&mut c, "DEBUG PROTOCOL push"),
+            err("ERR RESP2 is not supported by this command")
+        );
+        assert_eq!(
+            run(&mut c, "DEBUG RELOAD"),
+            err("ERR DEBUG RELOAD needs an RDB file, and this engine does not persist")
+        );
+    }
+}

@@ -411,3 +411,108 @@ fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
         ],
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::command::test_util::*;
+
+    fn monitor(threshold_ms: u64) -> Latency {
+        Latency {
+            threshold_ms,
+            tracking: true,
+            ..Latency::default()
+        }
+    }
+
+    #[test]
+    fn one_sample_per_second_keeps_its_worst() {
+        let mut latency = monitor(10);
+        latency.sample("command", 5, 100);
+        assert!(latency.events.is_empty(), "under the threshold");
+        latency.sample("command", 20, 100);
+        latency.sample("command", 30, 100);
+        latency.sample("command", 15, 101);
+        let (name, series) = &latency.events[0];
+        let samples: Vec<(i64, u64)> = series.samples().map(|s| (s.time, s.latency)).collect();
+        assert_eq!(
+            (*name, samples, series.max),
+            ("command", vec![(100, 30), (101, 15)], 30)
+        );
+        let mut off = monitor(0);
+        off.sample("command", 1000, 100);
+        assert!(
+            off.events.is_empty(),
+            "a threshold of 0 turns the monitor off"
+        );
+    }
+
+    #[test]
+    fn a_series_keeps_its_last_160_seconds() {
+        let mut latency = monitor(1);
+        for second in 1..=200 {
+            latency.sample("expire-cycle", 5, second);
+        }
+        let series = &latency.events[0].1;
+        let times: Vec<i64> = series.samples().map(|s| s.time).collect();
+        assert_eq!(times, (41..=200).collect::<Vec<_>>());
+        assert_eq!(series.latest().time, 200);
+    }
+
+    /// Redis reports a command's histogram by its logarithmic buckets'
+    /// upper bounds: 1, 2, 4 ... µs, a bound shown where the count grows.
+    #[test]
+    fn histograms_count_calls_in_redis_buckets() {
+        assert_eq!(
+            (0..8).map(bucket_micros).collect::<Vec<_>>(),
+            [1, 2, 4, 8, 16, 32, 65, 131]
+        );
+        let mut latency = monitor(0);
+        let meta = crate::command_table::meta("get").expect("GET is described");
+        for micros in [0, 3, 3, 100] {
+            latency.command(meta, Duration::from_micros(micros), 0);
+        }
+        let histogram = latency.histograms.values().next().expect("GET's histogram");
+        assert_eq!(
+            histogram.cdf(),
+            reply::map(vec![
+                (reply::bulk("calls"), reply::int(4)),
+                (
+                    reply::bulk("histogram_usec"),
+                    reply::map(vec![
+                        (reply::int(1), reply::int(1)),
+                        (reply::int(4), reply::int(3)),
+                        (reply::int(131), reply::int(4)),
+                    ])
+                ),
+            ])
+        );
+    }
+
+    #[test]
+    fn latency_replies() {
+        let mut c = conn();
+        assert_eq!(run(&mut c, "LATENCY LATEST"), redis::Value::Array(vec![]));
+        assert_eq!(run(&mut c, "LATENCY RESET"), redis::Value::Int(0));
+        assert_eq!(
+            run(&mut c, "LATENCY GRAPH command"),
+            err("ERR No samples available for event 'command'")
+        );
+        run(&mut c, "CONFIG SET latency-monitor-threshold 1");
+        run(&mut c, "DEBUG SLEEP 0.005");
+        let redis::Value::Array(events) = run(&mut c, "LATENCY LATEST") else {
+            panic!("LATENCY LATEST is an array");
+        };
+        assert_eq!(events.len(), 1);
+        assert_eq!(
+            run(&mut c, "LATENCY RESET nosuch command"),
+            redis::Value::Int(1)
+        );
+        assert_eq!(
+            run(&mut c, "LATENCY HELP x"),
+            err("ERR wrong number of arguments for 'latency|help' command")
+        );
+    }
+}

@@ -59,10 +59,12 @@ fn subcommands(doc: &Value) -> Option<&[(Value, Value)]> {
     let Value::Map(fields) = doc else {
         return None;
     };
-    fields.iter().find_map(|(field, value)| match (field, value) {
-        (Value::BulkString(f), Value::Map(subs)) if f == b"subcommands" => Some(&subs[..]),
-        _ => None,
-    })
+    fields
+        .iter()
+        .find_map(|(field, value)| match (field, value) {
+            (Value::BulkString(f), Value::Map(subs)) if f == b"subcommands" => Some(&subs[..]),
+            _ => None,
+        })
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! list's elements, a stream's entries) are mixed in order.
 
 use crate::command::Store;
-use crate::float::format_g17;
+use crate::float::format_double;
 use crate::keyspace::Keyspace;
 use crate::value::Value;
 
@@ -55,7 +55,7 @@ pub(super) fn value_digest(digest: &mut Digest, value: &Value, expires: bool) {
             for (member, score) in zset.iter() {
                 let mut element = [0; 20];
                 mix(&mut element, member);
-                mix(&mut element, format_g17(score).as_bytes());
+                mix(&mut element, format_double(score).as_bytes());
                 xor(digest, &element);
             }
         }

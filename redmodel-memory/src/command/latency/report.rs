@@ -97,10 +97,17 @@ pub(super) fn doctor(
     threshold: u64,
     slowlog: (i64, u64),
 ) -> String {
+    if events.is_empty() && threshold == 0 {
+        return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis \
+                instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" \
+                in order to enable it. If we weren't in a deep space mission I'd suggest to take \
+                a look at https://redis.io/topics/latency-monitor.\n"
+            .into();
+    }
     if events.is_empty() {
         return "Dave, no latency spike was observed during the lifetime of this Redis \
-                instance, not in the slightest bit. I honestly think you ought to sleep \
-                tonight.\n"
+                instance, not in the slightest bit. I honestly think you ought to sit down \
+                calmly, take a stress pill, and think things over.\n"
             .into();
     }
     let mut out = String::from(

@@ -316,6 +316,10 @@ fn populate(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// DEBUG PROTOCOL type: a sample reply of each of RESP3's types, lowered
 /// for a RESP2 client as Redis lowers it (a push is refused there, and
 /// in RESP3 only the reply after Redis's push is sent).
+#[allow(
+    clippy::approx_constant,
+    reason = "3.141 is Redis's sample double, not pi"
+)]
 fn protocol(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     use redis::Value as V;
     let ints = || (0..3).map(reply::int).collect::<Vec<_>>();

@@ -306,7 +306,7 @@ fn reset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() == 2 {
         events.clear();
     } else {
-        events.retain(|(name, _)| !args[2..].iter().any(|a| *a == name.as_bytes()));
+        events.retain(|(name, _)| !args[2..].contains(&name.as_bytes()));
     }
     Ok(reply::int(before - events.len()))
 }

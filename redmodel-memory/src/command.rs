@@ -39,7 +39,6 @@ mod object;
 pub(crate) mod pause;
 mod pops;
 mod pubsub;
-pub(crate) mod redact;
 pub(crate) mod script;
 mod scripting;
 mod server;

@@ -61,6 +61,7 @@ mod monitor;
 mod notify;
 mod pubsub;
 mod rdb;
+mod redact;
 mod reply;
 #[cfg(feature = "server")]
 mod resp;

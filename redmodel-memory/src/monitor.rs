@@ -102,7 +102,7 @@ fn line(at: SystemTime, db: usize, source: Source<'_>, args: &[&[u8]]) -> String
         Source::Script => out.push_str("lua"),
     }
     out.push(']');
-    let redacted = crate::command::redact::redacted_positions(args);
+    let redacted = crate::redact::redacted_positions(args);
     for (i, arg) in args.iter().enumerate() {
         out.push(' ');
         if redacted(i) {

@@ -135,7 +135,7 @@ impl SlowLog {
 /// many more there were), each at most 128 bytes (then how many more),
 /// secrets redacted.
 fn trimmed(args: &[&[u8]]) -> Vec<Vec<u8>> {
-    let redacted = super::redact::redacted_positions(args);
+    let redacted = crate::redact::redacted_positions(args);
     let kept = args.len().min(MAX_ARGS);
     (0..kept)
         .map(|i| {

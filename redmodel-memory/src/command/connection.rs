@@ -122,14 +122,16 @@ fn check_flush_args(args: &[&[u8]]) -> Result<(), CmdError> {
 
 fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     check_flush_args(args)?;
-    ctx.ks().clear();
+    let now = ctx.now;
+    ctx.ks().clear(now);
     Ok(reply::ok())
 }
 
 fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     check_flush_args(args)?;
+    let now = ctx.now;
     for ks in &mut ctx.store.dbs {
-        ks.clear();
+        ks.clear(now);
     }
     Ok(reply::ok())
 }

@@ -24,6 +24,7 @@ pub(crate) mod blocking;
 mod cluster;
 pub(crate) mod connection;
 mod databases;
+mod debug;
 mod dump;
 mod expiry;
 mod functions;
@@ -31,6 +32,7 @@ mod geo;
 mod hashes;
 mod hyperloglog;
 mod keys;
+pub(crate) mod latency;
 mod lcs;
 mod lists;
 mod object;
@@ -103,9 +105,11 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             hashes::COMMANDS,
             hyperloglog::COMMANDS,
             keys::COMMANDS,
+            latency::COMMANDS,
             lists::COMMANDS,
             connection::COMMANDS,
             databases::COMMANDS,
+            debug::COMMANDS,
             dump::COMMANDS,
             lcs::COMMANDS,
             object::COMMANDS,
@@ -135,12 +139,13 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
 /// The subcommands the engine serves, as `container|sub`: COMMAND,
 /// COMMAND INFO and COMMAND LIST describe these and no other of Redis's.
 static SUBCOMMANDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
-    let containers: [(&str, &[Sub]); 12] = [
+    let containers: [(&str, &[Sub]); 13] = [
         ("acl", acl::SUBCOMMANDS),
         ("cluster", cluster::SUBCOMMANDS),
         ("command", server::COMMAND_SUBCOMMANDS),
         ("config", server::CONFIG_SUBCOMMANDS),
         ("function", functions::SUBCOMMANDS),
+        ("latency", latency::SUBCOMMANDS),
         ("memory", server::MEMORY_SUBCOMMANDS),
         ("object", object::SUBCOMMANDS),
         ("pubsub", pubsub::SUBCOMMANDS),
@@ -559,6 +564,23 @@ pub(crate) struct Store {
     pub(crate) saves: persistence::Saves,
     /// Client-side caching: who tracks which keys (see `crate::tracking`).
     pub(crate) tracking: crate::tracking::Tracking,
+    /// LATENCY's events and the commands' latency histograms.
+    pub(crate) latency: latency::Latency,
+    /// The clients MONITOR feeds.
+    pub(crate) monitors: crate::monitor::Monitors,
+    /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
+    pub(crate) active_expire: bool,
+    /// The replication id (INFO's `master_replid`; DEBUG CHANGE-REPL-ID).
+    pub(crate) replid: String,
+    /// DEBUG QUICKLIST-PACKED-THRESHOLD's size, kept (see `debug`).
+    pub(crate) quicklist_packed_threshold: u64,
+}
+
+/// 40 random hex digits: the run id and replication id Redis makes.
+pub(crate) fn random_hex_id() -> String {
+    (0..40)
+        .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
+        .collect()
 }
 
 impl Default for Store {
@@ -580,9 +602,7 @@ impl Default for Store {
             command_stats: Default::default(),
             connected_clients: 0,
             connections_received: 0,
-            run_id: (0..40)
-                .map(|_| char::from(b"0123456789abcdef"[rand::random_range(0..16)]))
-                .collect(),
+            run_id: random_hex_id(),
             in_script: false,
             scripts: script::Scripts::new(busy.clone()),
             functions: script::library::Functions::new(busy.clone()),
@@ -606,6 +626,15 @@ impl Default for Store {
             },
             saves: Default::default(),
             tracking: Default::default(),
+            monitors: Default::default(),
+            latency: {
+                let mut latency = latency::Latency::default();
+                latency.configure(&limits);
+                latency
+            },
+            active_expire: true,
+            replid: random_hex_id(),
+            quicklist_packed_threshold: 1 << 30,
         }
     }
 }
@@ -639,6 +668,7 @@ impl Store {
         self.pubsub.set_limit(limits.pubsub_limit);
         self.notify_flags = limits.notify;
         self.slowlog.configure(&limits);
+        self.latency.configure(&limits);
         Ok(())
     }
 

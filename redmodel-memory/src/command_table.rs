@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 pub(crate) use names::NameTable;
 use rows::TABLE;
 
+pub(crate) mod docs;
 mod names;
 mod rows;
 

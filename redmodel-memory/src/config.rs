@@ -98,6 +98,9 @@ pub(crate) struct Limits {
     /// `slowlog-log-slower-than` (µs; negative: off) and `slowlog-max-len`.
     pub(crate) slowlog_slower_than: i64,
     pub(crate) slowlog_max_len: u64,
+    /// `latency-monitor-threshold` (ms; 0: off) and `latency-tracking`.
+    pub(crate) latency_threshold_ms: u64,
+    pub(crate) latency_tracking: bool,
 }
 
 impl Default for Limits {
@@ -169,6 +172,8 @@ impl Config {
                 && self.number("min-replicas-max-lag") > 0,
             slowlog_slower_than: self.get("slowlog-log-slower-than").parse().unwrap_or(-1),
             slowlog_max_len: self.number("slowlog-max-len"),
+            latency_threshold_ms: self.number("latency-monitor-threshold"),
+            latency_tracking: self.get("latency-tracking") == "yes",
         }
     }
 
@@ -328,6 +333,7 @@ fn parse_value(param: &Param, value: &[u8]) -> Result<String, String> {
             "save" => parse_save(value),
             "notify-keyspace-events" => parse_notify_flags(value),
             "oom-score-adj-values" => parse_oom_values(value),
+            "latency-tracking-info-percentiles" => parse_percentiles(value),
             _ => Ok(text.into_owned()),
         },
     }
@@ -406,7 +412,7 @@ fn parse_number(n: &Number, value: &[u8]) -> Result<String, String> {
 
 /// Redis's `memtoull`: digits and an optional unit (b, k, kb, m, mb, g,
 /// gb, any case). No sign, and, as in Redis, no overflow check.
-fn memtoull(value: &[u8]) -> Option<u64> {
+pub(crate) fn memtoull(value: &[u8]) -> Option<u64> {
     let digits = value.iter().take_while(|b| b.is_ascii_digit()).count();
     let (number, unit) = value.split_at(digits);
     let unit = String::from_utf8_lossy(unit).to_ascii_lowercase();
@@ -466,6 +472,34 @@ fn parse_oom_values(value: &[u8]) -> Result<String, String> {
                 )
             }
         }
+    }
+    Ok(shown.join(" "))
+}
+
+/// `latency-tracking-info-percentiles`: doubles from 0 to 100, shown as
+/// Redis shows them (`%f` with its trailing zeros trimmed: `0.0 50.0` is
+/// `0 50`).
+fn parse_percentiles(value: &[u8]) -> Result<String, String> {
+    let text = String::from_utf8_lossy(value);
+    let mut shown = Vec::new();
+    for word in text.split_whitespace() {
+        let p = crate::float::parse_double(word.as_bytes()).filter(|p| p.is_finite());
+        let Some(p) = p else {
+            return Err("Invalid latency-tracking-info-percentiles parameters".into());
+        };
+        if !(0.0..=100.0).contains(&p) {
+            return Err(
+                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                    .into(),
+            );
+        }
+        let fixed = format!("{p:.6}");
+        shown.push(
+            fixed
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string(),
+        );
     }
     Ok(shown.join(" "))
 }

@@ -86,15 +86,14 @@ impl Connection {
     ) -> Outcome {
         let outcome = match args.first() {
             Some(name) if is(name, "hello") && !session.in_transaction() => {
-                let started = store.slowlog.enabled().then(std::time::Instant::now);
+                let started = std::time::Instant::now();
                 let mut resp = session.resp();
                 let reply = hello_as(0, client_name, &mut resp, args, &mut |login| {
                     session.login(store, name, login, now)
                 });
                 session.set_resp(resp);
-                if let Some(started) = started {
-                    store.slowlog.record(args, started.elapsed(), now, Some(""));
-                }
+                session.timed(store, args, started.elapsed(), now);
+                session.feed_monitors(store, args);
                 Outcome::Reply(reply)
             }
             Some(name) if is(name, "reset") => {

@@ -78,8 +78,25 @@ pub(crate) fn start(engine: &Engine) {
     drop(spawned);
 }
 
-/// One cycle over every database within `budget`.
+/// One cycle over every database within `budget`, logged as LATENCY's
+/// `expire-cycle` event if it held the store `latency-monitor-threshold`
+/// or more (waiting for the lock is not the cycle's time: Redis's cycle
+/// never waits).
 pub(crate) fn run_cycle(engine: &Engine, budget: Duration) -> CycleStats {
+    let mut busy = Duration::ZERO;
+    let stats = run_untimed(engine, budget, &mut busy);
+    let ms = u64::try_from(busy.as_millis()).unwrap_or(u64::MAX);
+    if ms > 0 {
+        let now = engine.shared.clock.now_ms().div_euclid(1000);
+        let mut store = engine.shared.store.lock();
+        store.latency.sample("expire-cycle", ms, now);
+    }
+    stats
+}
+
+/// [`run_cycle`] without its timing; adds the time it held the store to
+/// `busy`.
+fn run_untimed(engine: &Engine, budget: Duration, busy: &mut Duration) -> CycleStats {
     let started = Instant::now();
     let mut stats = CycleStats::default();
     let mut rng = rand::rng();
@@ -87,8 +104,9 @@ pub(crate) fn run_cycle(engine: &Engine, budget: Duration) -> CycleStats {
         loop {
             let now = engine.shared.clock.now_ms();
             let mut store = engine.shared.store.lock();
-            // A CLIENT PAUSE pauses expiry too, as in Redis.
-            if store.pause.expiry_paused(now) {
+            // A CLIENT PAUSE pauses expiry too, as in Redis; DEBUG
+            // SET-ACTIVE-EXPIRE 0 stops the cycle.
+            if store.pause.expiry_paused(now) || !store.active_expire {
                 return stats;
             }
             // Sample after sample under one taking of the lock, for at
@@ -118,6 +136,7 @@ pub(crate) fn run_cycle(engine: &Engine, budget: Duration) -> CycleStats {
             // Handed to a waiting client, if any: a plain unlock lets this
             // thread take the lock straight back, and clients waited out
             // the whole cycle.
+            *busy += held.elapsed();
             parking_lot::MutexGuard::unlock_fair(store);
             if started.elapsed() > budget {
                 stats.timed_out = true;

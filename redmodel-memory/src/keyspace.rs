@@ -101,7 +101,7 @@ impl Entry {
     }
 
     /// The key's bytes.
-    fn key(&self) -> &[u8] {
+    pub(crate) fn key(&self) -> &[u8] {
         match &self.meta {
             Meta::Inline { len, key, .. } => key.get(..usize::from(*len)).unwrap_or_default(),
             Meta::Heap { key, .. } => key,
@@ -191,12 +191,15 @@ pub(crate) fn seconds(now_ms: i64) -> u32 {
 
 pub(crate) use lfu::{Lfu, LFU_INIT_VAL};
 
-/// What WATCH remembers of a key: how many sessions watch it, and a counter
-/// bumped by every modification.
+/// What WATCH remembers of a key: how many sessions watch it, a counter
+/// bumped by every modification, and the epoch its expired value's
+/// reclaim left, if that was the last change (a session that watched the
+/// key already expired sees no change in it, as in Redis).
 #[derive(Debug, Default)]
 struct Watch {
     watchers: usize,
     epoch: u64,
+    reclaimed: Option<u64>,
 }
 
 /// An event the keyspace raised itself (`new`, `expired`), waiting to be
@@ -289,8 +292,9 @@ impl Keyspace {
         self.slots.get_mut(slot)
     }
 
-    /// The stored entries with their slots, in slot order.
-    fn stored_entries(&self) -> impl Iterator<Item = (u32, &Entry)> {
+    /// The stored entries with their slots, in slot order (expired ones
+    /// not yet reclaimed included).
+    pub(crate) fn stored_entries(&self) -> impl Iterator<Item = (u32, &Entry)> {
         self.slots.iter_from(0)
     }
 
@@ -394,8 +398,24 @@ impl Keyspace {
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
         self.remove(key);
         self.mark_expired();
+        self.reclaimed(key);
         self.expired_count += 1;
         true
+    }
+
+    /// Marks a watched `key` whose expired value was just deleted.
+    fn reclaimed(&mut self, key: &[u8]) {
+        if let Some(w) = self.watched.get_mut(key) {
+            w.reclaimed = Some(w.epoch);
+        }
+    }
+
+    /// Whether the only change to watched `key` since `epoch` is the
+    /// reclaim of its expired value.
+    pub(crate) fn only_reclaimed_since(&self, key: &[u8], epoch: u64) -> bool {
+        self.watched
+            .get(key)
+            .is_some_and(|w| w.epoch == epoch + 1 && w.reclaimed == Some(w.epoch))
     }
 
     /// The slot of `key` if it is live; an expired key is deleted, as by
@@ -747,20 +767,23 @@ impl Keyspace {
 
     /// Removes every key, touching the watched ones that existed. Each
     /// key removed counts as a change, as Redis counts it (`emptyData`).
-    pub(crate) fn clear(&mut self) {
+    pub(crate) fn clear(&mut self, now: i64) {
         self.dirty += self.len() as u64;
-        let watched: Vec<Key> = self
+        let watched: Vec<(Key, bool)> = self
             .watched
             .keys()
             .filter(|k| self.find(k).is_some())
-            .cloned()
+            .map(|k| (k.clone(), self.is_expired_key(k, now)))
             .collect();
         self.index = HashTable::new();
         self.slots = Slots::default();
         self.free = Vec::new();
         self.expiring = IndexMap::default();
-        for key in watched {
+        for (key, expired) in watched {
             self.modified(&key);
+            if expired {
+                self.reclaimed(&key);
+            }
         }
         self.signal_all_blocked();
     }
@@ -869,6 +892,7 @@ impl Keyspace {
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
         self.modified(key);
         self.mark_expired();
+        self.reclaimed(key);
         self.expired_count += 1;
     }
 

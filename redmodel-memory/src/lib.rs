@@ -60,9 +60,11 @@ mod float;
 mod glob;
 mod hasher;
 mod keyspace;
+mod monitor;
 mod notify;
 mod pubsub;
 mod rdb;
+mod redact;
 mod reply;
 #[cfg(feature = "server")]
 mod resp;
@@ -78,6 +80,7 @@ pub use atomic::Atomic;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
 pub use expire_cycle::CycleStats;
+pub use monitor::Monitor;
 pub use pubsub::{Message, PubSub};
 pub use rdb::file::RdbError;
 #[cfg(feature = "server")]

@@ -39,7 +39,7 @@
 //! # What clients send on connect
 //! redis-rs pipelines `CLIENT SETINFO`, which 7.0.15 does not know either
 //! (same error, ignored by redis-rs); redis-cli asks `COMMAND DOCS` for its
-//! help, gets no docs and falls back to its built-in help;
+//! help and gets Redis's documentation of what the engine serves;
 //! redis-benchmark asks `CONFIG GET save` and `CONFIG GET appendonly`,
 //! answered truthfully. CLIENT ID/GETNAME/SETNAME/INFO/LIST/KILL and HELLO
 //! (RESP2 and RESP3) are answered here with the connections' own state; every
@@ -89,6 +89,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::args::is;
 use crate::command;
+use crate::error::CmdError;
 use crate::reply;
 
 use crate::command::blocking::{Parked, Wake};
@@ -290,6 +291,8 @@ struct Client {
     /// other end, given to the store when the connection is counted.
     notes: crate::tracking::Inbox,
     notes_sink: Option<crate::tracking::Sink>,
+    /// MONITOR: its id among the store's monitors and the lines fed to it.
+    monitor: Option<(u64, crate::monitor::Inbox)>,
 }
 
 /// A connection arrives (INFO's counts; client-side caching may send it
@@ -345,6 +348,7 @@ impl Client {
         };
         let mut session = Session::default();
         session.client_id = id;
+        session.peer = Some(address(stream.peer_addr()));
         Client {
             engine,
             session,
@@ -364,6 +368,7 @@ impl Client {
             place: Place::new(line),
             notes,
             notes_sink,
+            monitor: None,
         }
     }
 
@@ -471,6 +476,14 @@ impl Client {
                     let resp = self.session.resp();
                     invalidation::write_note(&mut output, &note, resp, subscribed);
                     self.write_notes(&mut output, subscribed);
+                    continue;
+                }
+                line = next_line(&mut self.monitor) => {
+                    // Commands other clients ran: written with any that
+                    // followed them.
+                    let Some(line) = line else { return };
+                    write_line(&mut output, &line);
+                    self.drain_monitor(&mut output);
                     continue;
                 }
                 push = self.subscriber.next() => {
@@ -619,7 +632,10 @@ impl Client {
                 self.held = Some((args.iter().map(|a| a.to_vec()).collect(), paused));
                 return Next::Pause;
             }
-            if let Some(next) = self.dispatch(args, store, output) {
+            let next = self.dispatch(args, store, output);
+            // A monitor sees its own commands after their replies.
+            self.drain_monitor(output);
+            if let Some(next) = next {
                 return next;
             }
         }
@@ -684,6 +700,8 @@ impl Client {
         let now = self.engine.now_ms();
         let queueing = self.session.in_transaction();
         if let Some(refused) = self.refusal(args, store, now, queueing) {
+            // Counted as every error reply Redis sends (INFO errorstats).
+            store.command_stats.record_errors(&refused, false);
             let silent = self.silenced();
             self.record(args, now, store);
             self.after_command();
@@ -695,8 +713,22 @@ impl Client {
             // Gone for client-side caching at once, as Redis frees the
             // client: a redirection to it is broken from the next change.
             store.tracking.disconnect(self.info.id);
+            // A closing connection is sent nothing after its OK.
+            if let Some((id, _)) = self.monitor.take() {
+                store.monitors.remove(id);
+            }
+            self.session.feed_monitors(store, args);
             encode::encode(output, &Value::Okay);
             return Some(Next::Close);
+        }
+        if is(name, "monitor") && !queueing && args.len() == 1 {
+            // A monitor's MONITOR gets no reply, as in Redis.
+            if self.monitor.is_none() {
+                self.monitor = Some(store.monitors.add());
+                encode::encode(output, &Value::Okay);
+            }
+            self.record(args, now, store);
+            return None;
         }
         if is(name, "post") || is(name, "host:") {
             return Some(Next::Drop);
@@ -761,6 +793,18 @@ impl Client {
         if self.session.resp() < 3 && self.subscriber.is_subscribed(store) {
             return subscriber::refusal(args).map(|refused| refused.to_value());
         }
+        if self.monitor.is_some() {
+            // A monitor is a replica to Redis, kept off the keyspace.
+            let keyspace = crate::command_table::of_line(args).is_some_and(|meta| {
+                ["write", "readonly", "may_replicate"]
+                    .iter()
+                    .any(|flag| meta.has_flag(flag))
+            });
+            if keyspace {
+                let refused = CmdError::err("Replica can't interact with the keyspace");
+                return Some(refused.to_value());
+            }
+        }
         None
     }
 
@@ -777,7 +821,12 @@ impl Client {
                     silent,
                 );
             }
-            _ => self.subscriber.run(store, args, output),
+            _ => {
+                let started = std::time::Instant::now();
+                self.subscriber.run(store, args, output);
+                self.session.timed(store, args, started.elapsed(), now);
+                self.session.feed_monitors(store, args);
+            }
         }
         self.record(args, now, store);
         self.after_command();
@@ -788,9 +837,13 @@ impl Client {
     fn reset(&mut self, store: &mut Store) {
         self.subscriber.reset(store);
         store.tracking.disable(self.info.id);
+        if let Some((id, _)) = self.monitor.take() {
+            store.monitors.remove(id);
+        }
         self.info.name = None;
         self.info.reply_off = false;
         self.info.skip_next = false;
+        self.info.no_evict = false;
     }
 
     /// Runs a command: the ones about the connection here, the others in
@@ -815,24 +868,31 @@ impl Client {
                 [_, message] => reply::bulks([&b"pong"[..], message]),
                 _ => command::arity_error(args).to_value(),
             };
+            self.session.feed_monitors(store, args);
             return Ran::Reply(reply, After::Continue);
         }
         if is(name, "client") {
+            let started = std::time::Instant::now();
             let mut cx = ClientCtx {
                 registry: &self.registry,
                 now,
                 store,
             };
             let (reply, after) = client_command(&mut self.info, &mut cx, args);
+            self.session.timed(store, args, started.elapsed(), now);
+            self.session.feed_monitors(store, args);
             return Ran::Reply(reply, after);
         }
         if is(name, "hello") {
+            let started = std::time::Instant::now();
             let mut resp = self.session.resp();
             let session = &mut self.session;
             let reply = hello_command_as(&mut self.info, &mut resp, args, &mut |login| {
                 session.login(store, name, login, now)
             });
             self.session.set_resp(resp);
+            self.session.timed(store, args, started.elapsed(), now);
+            self.session.feed_monitors(store, args);
             return Ran::Reply(reply, After::Continue);
         }
         self.execute(args, store, now, output, queueing)
@@ -876,6 +936,9 @@ impl Client {
     /// The command blocked: the connection waits for `parked`'s reply.
     fn park(&mut self, args: &[&[u8]], store: &mut Store, now: i64, parked: Parked) {
         self.record(args, now, store);
+        if let Some(name) = &self.info.name {
+            crate::command::blocking::name_waiter(store, parked.id(), name);
+        }
         if let Some(peer) = self.registry.lock().get_mut(&self.info.id) {
             peer.blocked = Some(parked.id());
         }
@@ -954,6 +1017,15 @@ impl Client {
         }
     }
 
+    /// Writes the MONITOR lines already fed to this connection.
+    fn drain_monitor(&mut self, output: &mut Vec<u8>) {
+        if let Some((_, inbox)) = &mut self.monitor {
+            while let Ok(line) = inbox.try_recv() {
+                write_line(output, &line);
+            }
+        }
+    }
+
     /// CLIENT REPLY SKIP applies to the command after it.
     fn after_command(&mut self) {
         self.info.skip_this = std::mem::take(&mut self.info.skip_next);
@@ -1027,6 +1099,8 @@ impl Client {
         peer.subscriptions = subscriptions;
         peer.resp = self.session.resp();
         peer.subscriber = self.subscriber.registered();
+        peer.monitor = self.monitor.is_some();
+        peer.no_evict = self.info.no_evict;
         if peer.user.as_bytes() != self.session.user_name() {
             peer.user = String::from_utf8_lossy(self.session.user_name()).into_owned();
         }
@@ -1073,6 +1147,9 @@ impl Drop for Client {
             }
             left.subscriber.leave(store);
             store.tracking.disconnect(left.id);
+            if let Some(id) = left.monitor {
+                store.monitors.remove(id);
+            }
             if counted {
                 store.connected_clients = store.connected_clients.saturating_sub(1);
             }
@@ -1082,6 +1159,7 @@ impl Drop for Client {
             session: std::mem::take(&mut self.session),
             parked: self.parked.take(),
             subscriber: std::mem::take(&mut self.subscriber),
+            monitor: self.monitor.take().map(|(id, _)| id),
         };
         let counted = self.counted;
         match self.engine.shared.store.try_lock() {
@@ -1105,6 +1183,26 @@ struct Left {
     session: Session,
     parked: Option<(Parked, bool)>,
     subscriber: Subscriber,
+    monitor: Option<u64>,
+}
+
+/// The next line fed to a monitor; never, for a connection that is not
+/// one.
+async fn next_line(
+    monitor: &mut Option<(u64, crate::monitor::Inbox)>,
+) -> Option<crate::monitor::Line> {
+    match monitor {
+        Some((_, inbox)) => inbox.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A MONITOR line on the wire: a status reply, whatever the protocol (as
+/// Redis sends it).
+fn write_line(output: &mut Vec<u8>, line: &str) {
+    output.push(b'+');
+    output.extend_from_slice(line.as_bytes());
+    output.extend_from_slice(b"\r\n");
 }
 
 /// Encodes `reply` in the protocol `resp`; in RESP2 a nil as the null

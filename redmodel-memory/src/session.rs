@@ -78,6 +78,9 @@ pub(crate) struct Session {
     pub(crate) client_id: u64,
     /// The RESP server has already run [`Self::guard`] for this request.
     guarded: bool,
+    /// The RESP connection's address (`ip:port`), as MONITOR shows it;
+    /// `None` for an in-process client.
+    pub(crate) peer: Option<String>,
 }
 
 /// A client's command held back by CLIENT PAUSE (see [`Session::paused`]).
@@ -449,7 +452,7 @@ impl Session {
             self.check_slots(store, args, control("exec"))?;
         }
         if let Some((cname, _)) = control_arity(name).filter(|(c, _)| *c != "unwatch") {
-            let started = store.slowlog.enabled().then(std::time::Instant::now);
+            let started = std::time::Instant::now();
             let result = match cname {
                 "reset" => Ok(self.reset(store)),
                 "multi" => self.multi(),
@@ -460,11 +463,8 @@ impl Session {
             // Counted as Redis counts every command it calls (INFO
             // commandstats); the commands an EXEC ran count themselves.
             store.command_stats.record_control(cname, result.is_err());
-            if let Some(started) = started {
-                store
-                    .slowlog
-                    .record(args, started.elapsed(), now, self.in_process_addr());
-            }
+            self.feed_monitors(store, args);
+            self.timed(store, args, started.elapsed(), now);
             return result;
         }
         if let Some(queue) = self.multi.as_mut() {
@@ -542,21 +542,89 @@ impl Session {
     /// Runs a command that is not transaction control (UNWATCH included:
     /// it may come from an EXEC's queue).
     fn run(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
-        let started = store.slowlog.enabled().then(std::time::Instant::now);
+        // Redis's description of the command, if it runs (a command the
+        // engine has, with a right arity): what MONITOR shows and LATENCY
+        // counts.
+        let meta = match command::described(args) {
+            (Some(_), meta) => meta,
+            (None, meta) if args.first().is_some_and(|n| control_arity(n).is_some()) => meta,
+            (None, _) => None,
+        }
+        .filter(|m| arity_ok(m.arity, args.len()));
+        let monitored = meta.filter(|_| !store.monitors.is_empty());
+        // A script's command (EVAL, FCALL) is shown before its calls.
+        if monitored.is_some_and(|m| m.has_flag("skip_monitor")) {
+            let source = self.monitor_source();
+            store.monitors.feed_always(self.db, source, args);
+        }
+        let started = std::time::Instant::now();
         let result = self.run_untimed(store, args, now);
-        // A command that blocked is not logged (Redis logs it once served),
-        // nor one the engine does not have.
-        let known = || args.first().is_some_and(|n| command::lookup(n).is_some());
-        // The engine's table is looked up again only for a slow command.
-        if let (Some(started), None) = (started, &self.parked) {
-            let took = started.elapsed();
-            if store.slowlog.is_slow(took) && known() {
-                store
-                    .slowlog
-                    .record(args, took, now, self.in_process_addr());
-            }
+        let took = started.elapsed();
+        if let Some(meta) = monitored {
+            let source = self.monitor_source();
+            store.monitors.feed(meta, self.db, source, args);
+        }
+        let Some(meta) = meta else {
+            return result;
+        };
+        // A command that blocked is timed and logged once served, its
+        // wait left out (see `blocking`).
+        if let Some(parked) = &self.parked {
+            let addr = self.peer.clone().unwrap_or_default();
+            blocking::time_waiter(store, parked.id(), meta, args, took, addr);
+            return result;
+        }
+        store.latency.command(meta, took, now);
+        if store.slowlog.is_slow(took) {
+            store
+                .slowlog
+                .record(args, took, now, self.in_process_addr());
         }
         result
+    }
+
+    /// Times a command the session runs itself (MULTI, EXEC...) or the
+    /// RESP server does (CLIENT, HELLO...), which ran for `took`: its
+    /// latency histogram and event, and SLOWLOG.
+    pub(crate) fn timed(
+        &self,
+        store: &mut Store,
+        args: &[&[u8]],
+        took: std::time::Duration,
+        now: i64,
+    ) {
+        let Some(meta) = command_table::of_line(args) else {
+            return;
+        };
+        if arity_ok(meta.arity, args.len()) {
+            store.latency.command(meta, took, now);
+            store
+                .slowlog
+                .record(args, took, now, self.in_process_addr());
+        }
+    }
+
+    /// Feeds the command `args`, which this client ran (the RESP
+    /// server's own commands: CLIENT, HELLO, QUIT...), to the monitors
+    /// (`crate::monitor`), unless Redis would have refused it (an unknown
+    /// command or subcommand, a wrong arity).
+    pub(crate) fn feed_monitors(&self, store: &mut Store, args: &[&[u8]]) {
+        if store.monitors.is_empty() {
+            return;
+        }
+        let Some(meta) = command_table::of_line(args) else {
+            return;
+        };
+        if arity_ok(meta.arity, args.len()) {
+            let source = self.monitor_source();
+            store.monitors.feed(meta, self.db, source, args);
+        }
+    }
+
+    /// Who this client is on a MONITOR line: its address, `?:0` (Redis's
+    /// address of a client without a socket) in process.
+    fn monitor_source(&self) -> crate::monitor::Source<'_> {
+        crate::monitor::Source::Client(self.peer.as_deref().unwrap_or("?:0"))
     }
 
     /// The address SLOWLOG shows for this client: none for an in-process
@@ -653,8 +721,11 @@ impl Session {
         }
         let dirty = self.watched.iter().any(|w| {
             let ks = &store.dbs[w.db];
-            ks.watch_epoch(&w.key) != w.epoch
-                || (!w.expired_at_watch && ks.is_logically_expired(&w.key, now))
+            // A key already expired when watched is no change when it
+            // is reclaimed (Redis clears its `expired` mark then).
+            let changed = ks.watch_epoch(&w.key) != w.epoch
+                && !(w.expired_at_watch && ks.only_reclaimed_since(&w.key, w.epoch));
+            changed || (!w.expired_at_watch && ks.is_logically_expired(&w.key, now))
         });
         self.unwatch_all(store);
         if dirty {

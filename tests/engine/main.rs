@@ -3,7 +3,8 @@
 //! trap scripts in `traps`, read from `tests/engine/traps/*.txt`, and
 //! DUMP / RESTORE both ways in `dump`, RDB files both ways in `rdb`), expiry with a manual clock
 //! (`expiry`), the RESP server (`resp_server`; its arrival order across
-//! connections in `resp_order`) and bad input on the engine
+//! connections in `resp_order`; MONITOR's stream beside a real server's in
+//! `monitor`) and bad input on the engine
 //! alone (`fuzz`: no panic, no hang, no unbounded growth; looping scripts
 //! killed), and the engine's source itself (`module_graph`: no import
 //! circle between its modules).
@@ -13,6 +14,7 @@ mod dump;
 mod expiry;
 mod fuzz;
 mod module_graph;
+mod monitor;
 mod rdb;
 mod resp_order;
 mod resp_server;

@@ -174,7 +174,11 @@ fn run_traps(test: &str, file: &str, text: &'static str) {
         let differ = Differ::with_engine(&server, Engine::new().with_cluster_mode());
         (server, differ)
     } else {
-        let server = RedisServer::start().unwrap_or_else(|e| panic!("{test}: {e}"));
+        // DEBUG as the engine serves it: as Redis's test servers allow it.
+        let server = RedisServer::builder()
+            .config("enable-debug-command yes")
+            .start()
+            .unwrap_or_else(|e| panic!("{test}: {e}"));
         let differ = Differ::new(&server).expect("differ");
         (server, differ)
     };

@@ -62,6 +62,13 @@ pub enum Mode {
     /// MEMORY STATS: the same field names in the same order, each value
     /// of the same type (the values are each side's own measures).
     Fields,
+    /// LATENCY LATEST, HISTORY and HISTOGRAM: the same events (commands)
+    /// with the same calls, their times and durations masked (each
+    /// side's own measures).
+    Latency,
+    /// DEBUG OBJECT: the same line but for the value's address and its
+    /// LRU clock and idle time.
+    DebugObject,
     /// XPENDING's extended form, XINFO CONSUMERS and XINFO STREAM FULL:
     /// exactly, but for the idle and delivery times (read off each side's
     /// clock), which are masked.
@@ -133,6 +140,22 @@ pub fn mode_of(args: &[Vec<u8>]) -> Mode {
         "XPENDING" if args.len() > 3 => Mode::Idle,
         "SLOWLOG" if args.get(1).is_some_and(|s| s.eq_ignore_ascii_case(b"GET")) => Mode::SlowLog,
         "MEMORY" if args.len() == 2 && args[1].eq_ignore_ascii_case(b"STATS") => Mode::Fields,
+        "LATENCY"
+            if args.get(1).is_some_and(|s| {
+                [&b"LATEST"[..], b"HISTORY", b"HISTOGRAM"]
+                    .iter()
+                    .any(|sub| s.eq_ignore_ascii_case(sub))
+            }) =>
+        {
+            Mode::Latency
+        }
+        "DEBUG"
+            if args
+                .get(1)
+                .is_some_and(|s| s.eq_ignore_ascii_case(b"OBJECT")) =>
+        {
+            Mode::DebugObject
+        }
         "XINFO"
             if args
                 .get(1)
@@ -235,6 +258,8 @@ pub fn agree(mode: &Mode, real: &Value, engine: &Value) -> bool {
         (Mode::Fields, r, e) => same_fields(r, e),
         (Mode::SlowLog, r, e) => slowlog_masked(r) == slowlog_masked(e),
         (Mode::Idle, r, e) => mask_idle(r) == mask_idle(e),
+        (Mode::Latency, r, e) => latency_masked(r) == latency_masked(e),
+        (Mode::DebugObject, r, e) => debug_object_masked(r) == debug_object_masked(e),
         (Mode::Exec(modes), Value::Array(r), Value::Array(e)) if r.len() == modes.len() => {
             e.len() == r.len()
                 && modes
@@ -307,6 +332,66 @@ fn mask_idle(v: &Value) -> Value {
                     (k.clone(), v)
                 })
                 .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// A LATENCY reply without what differs by design: every integer (times,
+/// durations) zeroed, and a histogram's buckets (`histogram_usec`)
+/// dropped; event and command names and call counts stay.
+fn latency_masked(v: &Value) -> Value {
+    match v {
+        Value::Int(_) => Value::Int(0),
+        Value::Array(items) => {
+            let mut items: Vec<Value> = items.iter().map(latency_masked).collect();
+            for i in (0..items.len().saturating_sub(1)).step_by(2) {
+                if matches!(&items[i], Value::BulkString(k) if k == b"histogram_usec") {
+                    items[i + 1] = Value::Nil;
+                } else if matches!(&items[i], Value::BulkString(k) if k == b"calls") {
+                    items[i + 1] = v_at(v, i + 1);
+                }
+            }
+            Value::Array(items)
+        }
+        Value::Map(pairs) => Value::Map(
+            pairs
+                .iter()
+                .map(|(k, val)| {
+                    let val = match k {
+                        Value::BulkString(b) if b == b"histogram_usec" => Value::Nil,
+                        Value::BulkString(b) if b == b"calls" => val.clone(),
+                        _ => latency_masked(val),
+                    };
+                    (k.clone(), val)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Item `i` of an array, unmasked.
+fn v_at(v: &Value, i: usize) -> Value {
+    match v {
+        Value::Array(items) => items.get(i).cloned().unwrap_or(Value::Nil),
+        _ => Value::Nil,
+    }
+}
+
+/// A DEBUG OBJECT line without the value's address, LRU clock and idle
+/// time.
+fn debug_object_masked(v: &Value) -> Value {
+    match v {
+        Value::SimpleString(line) => Value::SimpleString(
+            line.split(' ')
+                .filter(|w| {
+                    !["at:", "lru:", "lru_seconds_idle:"]
+                        .iter()
+                        .any(|p| w.starts_with(p))
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
         ),
         other => other.clone(),
     }

@@ -215,6 +215,50 @@ struct Waiter {
     serve: Serve,
     resp: u8,
     mailbox: Arc<Mailbox>,
+    /// What SLOWLOG and LATENCY count of the command once it is served.
+    timing: Option<Timing>,
+}
+
+/// A blocked command as SLOWLOG and LATENCY count it once it is served:
+/// the time its first run took (its wait is not counted, as in Redis),
+/// and who sent it.
+struct Timing {
+    meta: &'static crate::command_table::Meta,
+    args: Vec<Vec<u8>>,
+    took: Duration,
+    /// The client's address and name.
+    addr: String,
+    name: Vec<u8>,
+}
+
+/// Keeps what SLOWLOG and LATENCY need of waiter `id`'s command, whose
+/// first run took `took`, from the client at `addr`.
+pub(crate) fn time_waiter(
+    store: &mut Store,
+    id: u64,
+    meta: &'static crate::command_table::Meta,
+    args: &[&[u8]],
+    took: Duration,
+    addr: String,
+) {
+    if let Some(waiter) = store.waiters.by_id.get_mut(&id) {
+        waiter.timing = Some(Timing {
+            meta,
+            args: args.iter().map(|a| a.to_vec()).collect(),
+            took,
+            addr,
+            name: Vec::new(),
+        });
+    }
+}
+
+/// Gives waiter `id` its client's name, for SLOWLOG.
+#[cfg(feature = "server")]
+pub(crate) fn name_waiter(store: &mut Store, id: u64, name: &[u8]) {
+    let waiter = store.waiters.by_id.get_mut(&id);
+    if let Some(timing) = waiter.and_then(|w| w.timing.as_mut()) {
+        timing.name = name.to_vec();
+    }
 }
 
 /// How a blocked client's wait ended.
@@ -269,7 +313,6 @@ pub(crate) struct Parked {
 
 impl Parked {
     /// The waiter's id (CLIENT UNBLOCK finds it by it).
-    #[cfg(feature = "server")]
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
@@ -310,6 +353,7 @@ pub(crate) fn park(
             serve: block.serve,
             resp: block.resp,
             mailbox: mailbox.clone(),
+            timing: None,
         },
     );
     Parked {
@@ -377,6 +421,7 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
         let Some(mut waiter) = store.waiters.by_id.remove(&id) else {
             continue;
         };
+        let started = Instant::now();
         let served = {
             let mut ctx = Ctx {
                 store: &mut *store,
@@ -409,6 +454,12 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                     if let Some(command) = waiter.command {
                         store.command_stats.record_failure(command);
                     }
+                }
+                if let Some(t) = waiter.timing {
+                    let took = t.took + started.elapsed();
+                    store.latency.command(t.meta, took, now);
+                    let args: Vec<&[u8]> = t.args.iter().map(Vec::as_slice).collect();
+                    (store.slowlog).record_client(&args, took, now, Some((t.addr, t.name)));
                 }
                 waiter.mailbox.deliver(Wake::Served(reply));
             }

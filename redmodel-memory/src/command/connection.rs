@@ -70,7 +70,22 @@ pub(super) const COMMANDS: &[Spec] = &[
         arity: -1,
         handler: needs_connection,
     },
+    Spec {
+        name: "monitor",
+        arity: 1,
+        handler: monitor,
+    },
 ];
+
+/// MONITOR where it cannot stream: queued in MULTI and run by EXEC, or
+/// sent on the in-process `Connection` (whose monitor is
+/// `Engine::monitor`). A RESP connection's own MONITOR is the server's
+/// (`resp`).
+fn monitor(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Err(CmdError::err(
+        "MONITOR isn't allowed for DENY BLOCKING client",
+    ))
+}
 
 fn ping(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.len() {
@@ -107,7 +122,8 @@ fn check_flush_args(args: &[&[u8]]) -> Result<(), CmdError> {
 
 fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     check_flush_args(args)?;
-    ctx.ks().clear();
+    let now = ctx.now;
+    ctx.ks().clear(now);
     ctx.store.tracking_flushed();
     Ok(reply::ok())
 }
@@ -118,8 +134,9 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// start again from 0. A failed save is not FLUSHALL's error.
 fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     check_flush_args(args)?;
+    let now = ctx.now;
     for ks in &mut ctx.store.dbs {
-        ks.clear();
+        ks.clear(now);
     }
     ctx.store.cancel_bgsave();
     if !ctx.store.config.get("save").is_empty() {

@@ -28,13 +28,6 @@ pub(super) const COMMANDS: &[Spec] = &[
         arity: 1,
         handler: lastsave,
     },
-    // The smallest DEBUG there is: RELOAD alone. A fuller DEBUG routes
-    // its RELOAD to `debug_reload`.
-    Spec {
-        name: "debug",
-        arity: -2,
-        handler: debug,
-    },
 ];
 
 const BGSAVE_RUNNING: &str = "Background save already in progress";
@@ -68,17 +61,6 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// any).
 fn lastsave(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(reply::int(ctx.store.saves.last_save()))
-}
-
-/// DEBUG RELOAD; any other subcommand is unknown here.
-fn debug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    if is(args[1], "reload") {
-        return debug_reload(ctx, args);
-    }
-    Err(CmdError::err(format!(
-        "unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-        String::from_utf8_lossy(&args[1][..args[1].len().min(128)])
-    )))
 }
 
 /// `DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]`: saves the RDB file (unless

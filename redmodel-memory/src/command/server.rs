@@ -69,15 +69,29 @@ fn role(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ]))
 }
 
-/// LOLWUT [VERSION version [...]]: Redis 7.0's default output, the version
-/// line, whatever the version asked. Versions 5 and 6 draw random art
-/// above that line in Redis; the engine gives the line alone.
+/// LOLWUT [VERSION version [...]]: Redis 7.0's words for the version
+/// asked, ending in the version line: VERSION 5 and 6 credit the art
+/// Redis draws above them (Schotter, the 8 bit skyline), which the engine
+/// does not draw; any other version is the line alone. The numbers after
+/// a version must be integers, as Redis reads them.
 fn lolwut(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let mut version = None;
     if args.len() >= 3 && is(args[1], "version") {
-        crate::args::int_arg(args[2])?;
+        version = Some(crate::args::int_arg(args[2])?);
+        for arg in &args[3..] {
+            crate::args::int_arg(arg)?;
+        }
     }
+    let credit = match version {
+        Some(5) => "\nGeorg Nees - schotter, plotter on paper, 1968. ",
+        Some(6) => {
+            "\nDedicated to the 8 bit game developers of past and present.\n\
+             Original 8 bit image from Plaguemon by hikikomori. "
+        }
+        _ => "",
+    };
     Ok(reply::verbatim(format!(
-        "Redis ver. {}\n",
+        "{credit}Redis ver. {}\n",
         crate::REDIS_VERSION
     )))
 }
@@ -152,6 +166,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed = 0;
     ctx.store.command_stats.clear();
+    ctx.store.latency.reset_histograms();
     for ks in &mut ctx.store.dbs {
         ks.expired_count = 0;
     }
@@ -240,7 +255,7 @@ pub(crate) const COMMAND_SUBCOMMANDS: &[Sub] = &[
 /// COMMAND [COUNT | LIST | INFO name... | GETKEYS command arg... | DOCS
 /// name...]. INFO describes the engine's commands as Redis 7.0.15 does
 /// (flags, key positions, key specs, ACL categories, subcommands: see
-/// `meta`); DOCS gives nothing (redis-cli then uses its built-in help).
+/// `meta`); DOCS gives Redis's documentation of them (`command_table::docs`).
 fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() == 1 {
         return Ok(reply::array(all_specs().map(spec_info).collect()));
@@ -442,8 +457,28 @@ fn named_info(name: &[u8]) -> Option<Reply> {
         .map(Meta::info)
 }
 
-fn command_docs(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(reply::map(Vec::new()))
+/// COMMAND DOCS [name ...]: Redis 7.0.15's documentation of the engine's
+/// commands (all of them, or those named; a subcommand as `config|get`),
+/// each container with the subcommands the engine serves; names the
+/// engine does not serve are skipped.
+fn command_docs(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let names: Vec<String> = if args.len() == 2 {
+        all_specs().map(|spec| spec.name.to_string()).collect()
+    } else {
+        args[2..]
+            .iter()
+            .map(|name| String::from_utf8_lossy(name).to_ascii_lowercase())
+            .collect()
+    };
+    let served = |name: &str| match name.split_once('|') {
+        None => lookup(name.as_bytes()).is_some(),
+        Some(_) => super::serves_subcommand(name),
+    };
+    let docs = names.iter().filter(|name| served(name)).filter_map(|name| {
+        let doc = command_table::docs::doc(name, super::serves_subcommand)?;
+        Some((reply::bulk(name.as_str()), doc))
+    });
+    Ok(reply::map(docs.collect()))
 }
 
 // ---------------------------------------------------------------------------
@@ -548,10 +583,10 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
         "cluster" => vec![("cluster_enabled", "0".into())],
         "errorstats" => return errorstats_section(store),
         "commandstats" => return commandstats_section(store),
+        "latencystats" => return latencystats_section(store),
         "cpu" => cpu_section(),
         "keyspace" => return keyspace_section(store, now),
-        // modules, latencystats: nothing
-        // the engine measures.
+        // modules: none.
         _ => Vec::new(),
     };
     fields
@@ -710,7 +745,7 @@ fn replication_section(store: &Store) -> Vec<(&'static str, String)> {
         ("role", "master".into()),
         ("connected_slaves", "0".into()),
         ("master_failover_state", "no-failover".into()),
-        ("master_replid", store.run_id.clone()),
+        ("master_replid", store.replid.clone()),
         ("master_replid2", "0".repeat(40)),
         ("master_repl_offset", "0".into()),
         ("second_repl_offset", "-1".into()),
@@ -746,6 +781,16 @@ fn commandstats_section(store: &Store) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// INFO latencystats: each command's latency percentiles
+/// (`latency-tracking-info-percentiles`).
+fn latencystats_section(store: &Store) -> Vec<(String, String)> {
+    let wanted: Vec<f64> = (store.config.get("latency-tracking-info-percentiles"))
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    store.latency.percentiles(&wanted)
 }
 
 /// INFO cpu: the process's CPU time.

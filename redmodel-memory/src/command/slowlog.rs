@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::{help_reply, run_subcommand, CmdResult, Ctx, Spec, Sub};
-use crate::args::{is, parse_i64};
+use crate::args::parse_i64;
 use crate::error::CmdError;
 use crate::reply;
 
@@ -26,16 +26,6 @@ pub(super) const COMMANDS: &[Spec] = &[Spec {
 /// Redis's `SLOWLOG_ENTRY_MAX_ARGC` and `SLOWLOG_ENTRY_MAX_STRING`.
 const MAX_ARGS: usize = 32;
 const MAX_BYTES: usize = 128;
-
-/// The configuration parameters whose values CONFIG SET redacts (Redis's
-/// `SENSITIVE_CONFIG`).
-const SENSITIVE: &[&str] = &[
-    "requirepass",
-    "masterauth",
-    "masteruser",
-    "tls-key-file-pass",
-    "tls-client-key-file-pass",
-];
 
 /// One entry.
 #[derive(Debug)]
@@ -89,6 +79,19 @@ impl SlowLog {
     /// `None` for a RESP connection, which fills in its address and name
     /// after the command.
     pub(crate) fn record(&mut self, args: &[&[u8]], took: Duration, now: i64, addr: Option<&str>) {
+        let client = addr.map(|addr| (addr.to_string(), Vec::new()));
+        self.record_client(args, took, now, client);
+    }
+
+    /// [`Self::record`] with the client's address and name given (a
+    /// blocked command, logged when another client's command serves it).
+    pub(crate) fn record_client(
+        &mut self,
+        args: &[&[u8]],
+        took: Duration,
+        now: i64,
+        client: Option<(String, Vec<u8>)>,
+    ) {
         if !self.is_slow(took) {
             return;
         }
@@ -106,7 +109,7 @@ impl SlowLog {
             time: now.div_euclid(1000),
             micros,
             args: trimmed(args),
-            client: addr.map(|addr| (addr.to_string(), Vec::new())),
+            client,
         });
         self.entries.truncate(self.max_len);
     }
@@ -132,7 +135,7 @@ impl SlowLog {
 /// many more there were), each at most 128 bytes (then how many more),
 /// secrets redacted.
 fn trimmed(args: &[&[u8]]) -> Vec<Vec<u8>> {
-    let redacted = redacted_positions(args);
+    let redacted = crate::redact::redacted_positions(args);
     let kept = args.len().min(MAX_ARGS);
     (0..kept)
         .map(|i| {
@@ -153,33 +156,6 @@ fn trimmed(args: &[&[u8]]) -> Vec<Vec<u8>> {
             arg.to_vec()
         })
         .collect()
-}
-
-/// Which arguments Redis redacts: AUTH's, HELLO AUTH's user and password,
-/// ACL SETUSER's rules and name, CONFIG SET's values of sensitive
-/// parameters.
-fn redacted_positions<'a>(args: &'a [&'a [u8]]) -> impl Fn(usize) -> bool + 'a {
-    let name = args.first().copied().unwrap_or_default();
-    let sub = |s: &str| args.get(1).is_some_and(|a| is(a, s));
-    let auth = is(name, "auth");
-    let setuser = is(name, "acl") && sub("setuser");
-    let config_set = is(name, "config") && sub("set");
-    let hello_auth = if is(name, "hello") {
-        args.iter()
-            .position(|a| is(a, "auth"))
-            .filter(|&at| at >= 2)
-    } else {
-        None
-    };
-    move |i: usize| {
-        (auth && i >= 1)
-            || (setuser && i >= 2)
-            || hello_auth.is_some_and(|at| i == at + 1 || i == at + 2)
-            || (config_set
-                && i >= 3
-                && (i - 3).is_multiple_of(2)
-                && SENSITIVE.iter().any(|s| is(args[i - 1], s)))
-    }
 }
 
 /// SLOWLOG's subcommands, as the engine serves them (COMMAND describes

@@ -122,6 +122,12 @@ pub(crate) fn encode(value: &Value, history: History, compress: bool) -> Vec<u8>
     w.finish()
 }
 
+/// The listpacks of the quicklist a list is in Redis (DEBUG OBJECT's
+/// `ql_` fields).
+pub(crate) fn quicklist_nodes(value: &Value) -> Vec<Vec<u8>> {
+    list_nodes(list_items(value))
+}
+
 /// A list's elements in listpacks of about 8 kB, as Redis's quicklist
 /// fills its nodes.
 fn list_nodes<'a>(items: impl Iterator<Item = &'a [u8]>) -> Vec<Vec<u8>> {

@@ -39,6 +39,8 @@ pub(crate) struct ClientInfo {
     /// The previous command was CLIENT REPLY SKIP: this one's reply is
     /// not sent (unless it is CLIENT REPLY ON).
     pub(crate) skip_this: bool,
+    /// CLIENT NO-EVICT ON (CLIENT LIST's `e` flag).
+    pub(crate) no_evict: bool,
 }
 
 /// What CLIENT LIST shows of one connection, kept up to date by the
@@ -72,6 +74,10 @@ pub(crate) struct Peer {
     /// Its id as a subscriber (ACL checks its subscriptions when its
     /// user loses channels).
     pub(crate) subscriber: Option<crate::pubsub::SubscriberId>,
+    /// A MONITOR (CLIENT LIST's `O` flag).
+    pub(crate) monitor: bool,
+    /// CLIENT NO-EVICT ON (CLIENT LIST's `e` flag).
+    pub(crate) no_evict: bool,
 }
 
 /// How CLIENT LIST names a command: lower case, a container with its
@@ -140,8 +146,12 @@ impl Peer {
             .as_deref()
             .map(String::from_utf8_lossy)
             .unwrap_or_default();
-        // Redis's order: P(ub/sub), x (MULTI), b(locked); N for none.
+        // Redis's order: O (a monitor), P(ub/sub), x (MULTI), b(locked),
+        // e (no-evict); N for none.
         let mut flags = String::new();
+        if self.monitor {
+            flags.push('O');
+        }
         if self.client_type() == "pubsub" {
             flags.push('P');
         }
@@ -154,6 +164,9 @@ impl Peer {
         // Client-side caching: t(racking), R (broken redirection), B(cast).
         let (tracking_flags, redir) = tracking.list_fields(id);
         flags.push_str(&tracking_flags);
+        if self.no_evict {
+            flags.push('e');
+        }
         if flags.is_empty() {
             flags.push('N');
         }
@@ -239,6 +252,11 @@ pub(crate) fn client_command(
             ("getredir", 2),
             ("trackinginfo", 2),
         ];
+        if let ([_, _, mode], true) = (args, is(sub, "no-evict")) {
+            if is(mode, "on") || is(mode, "off") {
+                info.no_evict = is(mode, "on");
+            }
+        }
         // HELP, NO-EVICT, PAUSE, UNPAUSE: the engine's, for every client.
         if let Some(result) = client_shared(cx.store, cx.now, args) {
             return result.map(|reply| (reply, After::Continue));

@@ -44,7 +44,14 @@ pub(super) fn encode3(out: &mut Vec<u8>, value: &Value) {
                 encode3(out, v);
             }
         }
-        Value::Attribute { data, .. } => encode3(out, data),
+        Value::Attribute { data, attributes } => {
+            header(out, b'|', len_i64(attributes.len()));
+            for (k, v) in attributes {
+                encode3(out, k);
+                encode3(out, v);
+            }
+            encode3(out, data);
+        }
         // Redis: `,%.17g`, and `inf` / `-inf` spelled so.
         Value::Double(d) => line(out, b',', format_double(*d).as_bytes()),
         Value::Boolean(b) => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),

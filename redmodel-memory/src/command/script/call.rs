@@ -305,21 +305,18 @@ pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Valu
         return Err(e.text().to_string());
     }
     let resp3 = client.ctx.resp3();
-    let started = client
-        .ctx
-        .store
-        .slowlog
-        .enabled()
-        .then(std::time::Instant::now);
+    let started = std::time::Instant::now();
     let result = command::run_spec(&mut client.ctx, spec, argv);
-    if let Some(started) = started {
-        // Redis logs a script's calls too, as its Lua client's (`?:0`).
-        let now = client.ctx.now;
-        let store = &mut *client.ctx.store;
-        store
-            .slowlog
-            .record(argv, started.elapsed(), now, Some(SCRIPT_CLIENT));
-    }
+    let took = started.elapsed();
+    // Redis logs and times a script's calls too, as its Lua client's
+    // (`?:0`).
+    let now = client.ctx.now;
+    let store = &mut *client.ctx.store;
+    store.latency.command(meta, took, now);
+    store.slowlog.record(argv, took, now, Some(SCRIPT_CLIENT));
+    let db = client.ctx.db;
+    let source = crate::monitor::Source::Script;
+    client.ctx.store.monitors.feed(meta, db, source, argv);
     match result {
         Ok(mut reply) => {
             // The script sees the reply as its client's protocol shapes it.

@@ -10,8 +10,10 @@
 
 use std::time::Duration;
 
+use super::backend::Backend as _;
 use super::cluster::ClusterBackend;
 use super::server::ServerBackend;
+use super::server_info::ServerInfo;
 use super::url::{check_features, open_client};
 #[cfg(feature = "tls")]
 use super::url::{install_crypto_provider, scheme_of, transport, Transport};
@@ -100,7 +102,9 @@ impl Db {
             check_features(seed)?;
         }
         let backend = ClusterBackend::connect(seeds, connect, response).await?;
-        Ok(Db::from_backend(backend))
+        let sent = &backend;
+        let server = ServerInfo::ask(|cmd| async move { sent.send(&cmd).await }).await?;
+        Ok(Db::from_backend(backend, server))
     }
 
     /// The database the environment names: a Redis Cluster if
@@ -131,7 +135,9 @@ impl Db {
         response: Duration,
     ) -> Result<Db> {
         let backend = ServerBackend::connect(client, connect, response).await?;
-        Ok(Db::from_backend(backend))
+        let sent = &backend;
+        let server = ServerInfo::ask(|cmd| async move { sent.send(&cmd).await }).await?;
+        Ok(Db::from_backend(backend, server))
     }
 }
 

@@ -65,7 +65,9 @@ impl ServerInfo {
         F: Fn(Cmd) -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<Value>>,
     {
-        let hello = match send(cmd("HELLO")).await {
+        // A server's refusal comes as a reply value: `extract_error`
+        // makes it the error it is.
+        let hello = match send(cmd("HELLO")).await.and_then(Value::extract_error) {
             Ok(reply) => reply,
             // Unknown command, or HELLO wanting its protocol version: a
             // server older than Redis 6.2, asked INFO below. Any other
@@ -78,7 +80,9 @@ impl ServerInfo {
         }
         // On a cluster redis-rs asks every master, and gives a map of
         // their replies: the oldest speaks for the cluster.
-        let info = send(cmd("INFO").arg("server").clone()).await?;
+        let info = send(cmd("INFO").arg("server").clone())
+            .await
+            .and_then(Value::extract_error)?;
         let replies = match &info {
             Value::Map(pairs) => pairs.iter().map(|(_, reply)| reply).collect(),
             reply => vec![reply],

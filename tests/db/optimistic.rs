@@ -44,16 +44,12 @@ async fn transfers(
     prefix: String,
     task: usize,
 ) -> Result<(Vec<(usize, usize)>, u32), Error> {
+    let mut conn = OptimisticConnection::from(db.dedicated().await?);
     let log = format!("{prefix}log");
     let mut done = Vec::new();
     let mut retries = 0;
     let mut rng = Rng::for_task(task);
     for n in 0..TRANSFERS {
-        // A connection per transfer, back to the pool after it: the tasks
-        // share the pool's 16 a transfer at a time. Held for a task's whole
-        // run, the 17th task would wait for a first one to end, which on a
-        // loaded machine outlasts the pool's wait (`Error::Busy`).
-        let mut conn = OptimisticConnection::from(db.dedicated().await?);
         let from = rng.below(ACCOUNTS);
         let to = (from + 1 + rng.below(ACCOUNTS - 1)) % ACCOUNTS;
         let (kf, kt) = (account(&prefix, from), account(&prefix, to));

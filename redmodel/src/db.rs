@@ -26,6 +26,7 @@ pub(crate) mod query;
 pub(crate) mod recall;
 pub(crate) mod script;
 mod server;
+mod server_info;
 mod slots;
 mod url;
 
@@ -48,6 +49,7 @@ pub use dedicated::DedicatedConnection;
 pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
 pub use optimistic::{OptimisticConnection, RawTransaction};
 pub use pubsub::{Message, Subscriber};
+pub use server_info::{ServerInfo, ServerName, ServerVersion};
 
 /// Whether `cmd` blocks its connection until another client acts (BLPOP,
 /// XREAD BLOCK...), and so must not ride the shared one.
@@ -144,6 +146,8 @@ struct Shared {
     scripts: crate::db::script::Scripts,
     /// What the checked writes last read ([`recall`]).
     recall: recall::Recall,
+    /// The server's name and version, learnt when connecting ([`Db::server`]).
+    server: ServerInfo,
 }
 
 impl std::fmt::Debug for Db {
@@ -213,7 +217,7 @@ impl Db {
     /// layout if the engine is in cluster mode.
     pub fn from_engine(engine: Engine) -> Db {
         let cluster = engine.is_cluster_mode();
-        let db = Db::from_backend(memory::MemoryBackend::new(engine));
+        let db = Db::from_backend(memory::MemoryBackend::new(engine), ServerInfo::engine());
         if cluster {
             db.with_key_layout(KeyLayout::Cluster)
         } else {
@@ -221,8 +225,8 @@ impl Db {
         }
     }
 
-    /// Wraps a backend: every constructor ends here.
-    fn from_backend(backend: impl Backend) -> Db {
+    /// Wraps a backend, on the server `server`: every constructor ends here.
+    fn from_backend(backend: impl Backend, server: ServerInfo) -> Db {
         let layout = if backend.is_cluster() {
             KeyLayout::Cluster
         } else {
@@ -235,6 +239,7 @@ impl Db {
                 scripts: Default::default(),
                 recall: Default::default(),
                 counters: Arc::default(),
+                server,
             }),
             layout,
             acks: None,

@@ -1,7 +1,8 @@
 //! The `Db` handle's tests, one test binary: backends and connections
 //! (`backends`), the pool of exclusive connections (`pool`), locks,
-//! optimistic transactions, faults (a redis-server killed and restarted)
-//! and TLS/ACL against private servers.
+//! optimistic transactions, faults (a redis-server killed and restarted),
+//! TLS/ACL against private servers, and what a `Db` knows of its server
+//! (`server_info`).
 
 mod acks;
 mod backends;
@@ -11,6 +12,7 @@ mod lock;
 mod optimistic;
 mod pool;
 mod pubsub;
+mod server_info;
 mod tls_acl;
 
 redmodel_suite::redis_server_test!();

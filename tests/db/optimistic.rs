@@ -376,7 +376,8 @@ backend_tests! {
 /// The same transfers with the memory engine used from several threads at
 /// once (the backend tests run every task on one thread).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_transfers_on_several_threads_lose_no_update() -> Result<(), Error> {
+async fn concurrent_transfers_on_several_threads_lose_no_update_on_the_memory_engine(
+) -> Result<(), Error> {
     check_transfers(&Db::memory(), "mt:", "memory, 4 threads").await
 }
 

@@ -313,7 +313,10 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
         u32::MAX,
         4,
     );
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // The kill comes once both have acknowledged enough writes to tell
+    // (counted, not waited for a fixed time: a loaded machine writes less).
+    writers.await_acked(101, Duration::from_secs(30)).await;
+    replicated.await_acked(51, Duration::from_secs(30)).await;
     cluster.nodes()[0].kill();
     writers.mark();
     replicated.mark();
@@ -403,6 +406,8 @@ struct Writers {
     marked: Arc<std::sync::atomic::AtomicBool>,
     /// Writes acknowledged since [`mark`](Self::mark).
     after_mark: Arc<std::sync::atomic::AtomicUsize>,
+    /// Writes acknowledged in all.
+    acked: Arc<std::sync::atomic::AtomicUsize>,
     tasks: Vec<tokio::task::JoinHandle<redmodel::Result<Acknowledged>>>,
 }
 
@@ -411,10 +416,12 @@ impl Writers {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let marked = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let after_mark = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let acked_in_all = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let tasks = (0..4u32)
             .map(|w| {
                 let (db, stop, marked) = (Arc::clone(db), Arc::clone(&stop), Arc::clone(&marked));
                 let after_mark = Arc::clone(&after_mark);
+                let acked_in_all = Arc::clone(&acked_in_all);
                 tokio::spawn(async move {
                     let (mut acked, mut refused) = (Vec::new(), 0u32);
                     for n in 0..max {
@@ -434,6 +441,7 @@ impl Writers {
                                 if after {
                                     after_mark.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                 }
+                                acked_in_all.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                 acked.push((id, after))
                             }
                             Err(e)
@@ -454,6 +462,7 @@ impl Writers {
             stop,
             marked,
             after_mark,
+            acked: acked_in_all,
             tasks,
         }
     }
@@ -462,12 +471,12 @@ impl Writers {
     /// for at most `limit`: on a loaded machine the failover and the
     /// writes after it take longer than on a quiet one.
     async fn await_after_mark(&self, n: usize, limit: Duration) {
-        let started = std::time::Instant::now();
-        while self.after_mark.load(std::sync::atomic::Ordering::Relaxed) < n
-            && started.elapsed() < limit
-        {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        await_count(&self.after_mark, n, limit).await;
+    }
+
+    /// Waits until `n` writes were acknowledged in all, for at most `limit`.
+    async fn await_acked(&self, n: usize, limit: Duration) {
+        await_count(&self.acked, n, limit).await;
     }
 
     /// From now on, acknowledged writes are marked (as after a fault).
@@ -486,6 +495,14 @@ impl Writers {
             refused += r;
         }
         Ok((acked, refused))
+    }
+}
+
+/// Waits until `count` reaches `n`, for at most `limit`.
+async fn await_count(count: &std::sync::atomic::AtomicUsize, n: usize, limit: Duration) {
+    let started = std::time::Instant::now();
+    while count.load(std::sync::atomic::Ordering::Relaxed) < n && started.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -10,8 +10,10 @@
 
 use std::time::Duration;
 
+use super::backend::Backend as _;
 use super::cluster::ClusterBackend;
 use super::server::ServerBackend;
+use super::server_info::ServerInfo;
 use super::url::{check_features, open_client};
 #[cfg(feature = "tls")]
 use super::url::{install_crypto_provider, scheme_of, transport, Transport};
@@ -29,11 +31,14 @@ impl Db {
     /// or `rediss://` for TLS, or `redis+unix:///path`. The connection is
     /// re-established by itself after the server goes away and comes back;
     /// requests made meanwhile fail with [`Error::Connection`] within the
-    /// response timeout (5 s) instead of hanging.
+    /// response timeout (5 s) instead of hanging. Connecting also asks the
+    /// server its name and version (HELLO, one round trip; see
+    /// [`Db::server`]).
     ///
     /// - `user:password@` logs in as that ACL user (`:password@` alone as
     ///   the `default` user, for a server with `requirepass`); credentials
-    ///   the server refuses give [`Error::Auth`] here, at connect time.
+    ///   the server refuses, or none where it wants some, give
+    ///   [`Error::Auth`] here, at connect time.
     ///   Percent-encode reserved characters in them (`@` is `%40`).
     /// - `/db` selects that database number on every (re)connection.
     /// - `rediss://` verifies the server's certificate against the system's
@@ -63,7 +68,8 @@ impl Db {
     /// Requests are routed to the master of their key's slot; MOVED and
     /// ASK are followed and the slot map refreshed when the topology
     /// changes. The `Db` uses the cluster [key layout](crate::KeyLayout), where an
-    /// admin and everything under it share a slot.
+    /// admin and everything under it share a slot. Connecting asks one node
+    /// the server's name and version ([`Db::server`]).
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), redmodel::Error> {
@@ -100,7 +106,9 @@ impl Db {
             check_features(seed)?;
         }
         let backend = ClusterBackend::connect(seeds, connect, response).await?;
-        Ok(Db::from_backend(backend))
+        let sent = &backend;
+        let server = ServerInfo::ask(|cmd| async move { sent.send(&cmd).await }).await?;
+        Ok(Db::from_backend(backend, server))
     }
 
     /// The database the environment names: a Redis Cluster if
@@ -131,7 +139,9 @@ impl Db {
         response: Duration,
     ) -> Result<Db> {
         let backend = ServerBackend::connect(client, connect, response).await?;
-        Ok(Db::from_backend(backend))
+        let sent = &backend;
+        let server = ServerInfo::ask(|cmd| async move { sent.send(&cmd).await }).await?;
+        Ok(Db::from_backend(backend, server))
     }
 }
 

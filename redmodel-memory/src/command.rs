@@ -21,6 +21,7 @@ use crate::command_table::{self, Meta, NameTable};
 mod acl;
 mod bitmaps;
 pub(crate) mod blocking;
+mod caching;
 mod cluster;
 pub(crate) mod connection;
 mod databases;

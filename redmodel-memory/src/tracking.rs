@@ -28,7 +28,7 @@
 //! Every change the keyspaces see is one (commands, their calls in scripts
 //! and transactions, expiry, RENAME, MOVE...): a keyspace logs the keys it
 //! modifies while anything is tracked, and the store turns the log into
-//! invalidations after each command ([`Store::flush_invalidations`]).
+//! invalidations after each command (`Store::flush_invalidations`).
 //!
 //! The invalidations are [`Note`]s queued to the connection, which writes
 //! them between its replies: those a command causes to its own client come
@@ -48,11 +48,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use indexmap::{IndexMap, IndexSet};
 use tokio::sync::mpsc;
 
-use crate::command::Store;
 use crate::keyspace::Key;
-
-#[cfg(feature = "server")]
-pub(crate) use command::client_tracking_command;
 
 /// What the store tells a connection about tracking.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,14 +75,14 @@ pub(crate) fn queue() -> (Sink, Inbox) {
 
 /// One connection's tracking mode (Redis's `CLIENT_TRACKING*` flags).
 #[derive(Debug, Default, Clone)]
-struct Mode {
+pub(crate) struct Mode {
     on: bool,
     bcast: bool,
     optin: bool,
     optout: bool,
     noloop: bool,
     /// CLIENT CACHING yes (OPTIN) or no (OPTOUT) applies to the next command.
-    caching: bool,
+    pub(crate) caching: bool,
     broken_redirect: bool,
     /// The connection the invalidations go to; 0 for none.
     redirect: u64,
@@ -96,9 +92,9 @@ struct Mode {
 
 /// A connection the store can send notes to.
 #[derive(Debug)]
-struct Peer {
+pub(crate) struct Peer {
     sink: Sink,
-    mode: Mode,
+    pub(crate) mode: Mode,
 }
 
 /// The clients of one BCAST prefix and the keys changed under it since
@@ -113,25 +109,25 @@ struct Prefix {
 #[derive(Debug, Default)]
 pub(crate) struct Tracking {
     /// Every RESP connection, by id, in the order they came.
-    peers: IndexMap<u64, Peer>,
+    pub(crate) peers: IndexMap<u64, Peer>,
     /// The tracking table: key -> the clients that read it. Keys of every
     /// database share it, as in Redis.
-    table: IndexMap<Key, IndexSet<u64>>,
+    pub(crate) table: IndexMap<Key, IndexSet<u64>>,
     /// Client ids in the table, all keys together.
     items: usize,
     /// BCAST's prefixes, in byte order.
     prefixes: BTreeMap<Vec<u8>, Prefix>,
     /// Connections with tracking on.
-    clients: usize,
+    pub(crate) clients: usize,
     /// The client whose command runs (0: none, or an in-process one).
-    current: u64,
+    pub(crate) current: u64,
     /// The command line of the current client while it runs a script:
     /// a read in the script tracks the script's declared keys.
-    caller: Option<Vec<Vec<u8>>>,
+    pub(crate) caller: Option<Vec<Vec<u8>>>,
     /// How many times in a row the table was found over its limit.
     over_limit: u32,
     /// Whether the keyspaces log their changes for this module.
-    logging: bool,
+    pub(crate) logging: bool,
 }
 
 impl Tracking {
@@ -224,7 +220,7 @@ impl Tracking {
     }
 
     /// Adds `keys` to the table for the current client.
-    fn remember<'a>(&mut self, keys: impl IntoIterator<Item = &'a [u8]>) {
+    pub(crate) fn remember<'a>(&mut self, keys: impl IntoIterator<Item = &'a [u8]>) {
         let id = self.current;
         for key in keys {
             let ids = match self.table.get_mut(key) {
@@ -240,7 +236,7 @@ impl Tracking {
     /// Redis's `trackingInvalidateKey`: `key` changed, by client `by`
     /// (`None`: expired or dropped for the table's limit). With `bcast`,
     /// the change is gathered for the prefixes it falls under.
-    fn invalidate(&mut self, key: &Key, by: Option<u64>, bcast: bool) {
+    pub(crate) fn invalidate(&mut self, key: &Key, by: Option<u64>, bcast: bool) {
         if bcast {
             for (prefix, state) in &mut self.prefixes {
                 if key.starts_with(prefix) {
@@ -302,7 +298,7 @@ impl Tracking {
 
     /// FLUSHALL / FLUSHDB: every tracking client is told that everything
     /// changed, and the table is emptied.
-    fn flushed(&mut self) {
+    pub(crate) fn flushed(&mut self) {
         let tracking: Vec<u64> = self
             .peers
             .iter()
@@ -319,7 +315,7 @@ impl Tracking {
     /// Redis's `trackingBroadcastInvalidationMessages`: each prefix's
     /// changed keys to each of its clients (without the keys a NOLOOP
     /// client changed itself).
-    fn broadcast(&mut self) {
+    pub(crate) fn broadcast(&mut self) {
         let mut sends = Vec::new();
         for state in self.prefixes.values_mut() {
             if state.keys.is_empty() {
@@ -346,7 +342,7 @@ impl Tracking {
     /// Redis's `trackingLimitUsedSlots`: over `max_keys` tracked keys (0:
     /// no limit), invalidates keys picked at random until under it, with
     /// an effort that grows each time in a row it is not enough.
-    fn limit(&mut self, max_keys: usize) {
+    pub(crate) fn limit(&mut self, max_keys: usize) {
         if max_keys == 0 || self.table.len() <= max_keys {
             self.over_limit = 0;
             return;
@@ -371,144 +367,8 @@ impl Tracking {
 
     /// Whether the keyspaces must log their changes: some key is tracked,
     /// or some prefix broadcast.
-    fn wants_changes(&self) -> bool {
+    pub(crate) fn wants_changes(&self) -> bool {
         !self.table.is_empty() || !self.prefixes.is_empty()
-    }
-}
-
-impl Store {
-    /// Turns the changes the keyspaces logged into invalidations.
-    pub(crate) fn flush_invalidations(&mut self) {
-        if !self.tracking.logging {
-            return;
-        }
-        let by = Some(self.tracking.current);
-        for db in 0..self.dbs.len() {
-            for (key, expired) in self.dbs[db].take_tracked() {
-                let by = if expired { None } else { by };
-                self.tracking.invalidate(&key, by, true);
-            }
-        }
-    }
-
-    /// After a read-only command `args` ran for the current client: its
-    /// keys (a script's: the script's declared keys) join the table.
-    pub(crate) fn track_read(&mut self, args: &[&[u8]]) {
-        let Some(meta) = crate::command_table::of_line(args) else {
-            return;
-        };
-        if !meta.has_flag("readonly")
-            || meta.has_flag("pubsub")
-            || matches!(meta.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
-        {
-            return;
-        }
-        let owned = if self.in_script {
-            self.tracking.caller.clone()
-        } else {
-            None
-        };
-        let caller: Vec<&[u8]>;
-        let line: &[&[u8]] = match &owned {
-            Some(owned) => {
-                caller = owned.iter().map(Vec::as_slice).collect();
-                &caller
-            }
-            None => args,
-        };
-        let Some(keys) =
-            crate::command_table::of_line(line).and_then(|meta| meta.key_positions(line))
-        else {
-            return;
-        };
-        self.tracking.remember(keys.into_iter().map(|i| line[i]));
-        self.sync_tracking_log();
-    }
-
-    /// The current client runs `args`: if it starts a script (EVAL,
-    /// FCALL...), the script's reads track its declared keys.
-    pub(crate) fn track_script_caller(&mut self, args: &[&[u8]]) {
-        const SCRIPTS: &[&str] = &[
-            "eval",
-            "evalsha",
-            "eval_ro",
-            "evalsha_ro",
-            "fcall",
-            "fcall_ro",
-        ];
-        if args
-            .first()
-            .is_some_and(|name| SCRIPTS.iter().any(|s| crate::args::is(name, s)))
-        {
-            self.tracking.caller = Some(args.iter().map(|a| a.to_vec()).collect());
-        }
-    }
-
-    /// A client's command is about to run (Redis's `processCommand`):
-    /// the table is brought back under its limit.
-    pub(crate) fn tracking_before_command(&mut self, client: u64) {
-        self.tracking.begin(client);
-        if self.tracking.clients > 0 {
-            self.limit_tracking_table();
-        }
-    }
-
-    /// A client's command ended: CLIENT CACHING applied to it (unless it
-    /// was queued in a transaction), the prefixes' changes are broadcast.
-    pub(crate) fn tracking_after_command(&mut self, client: u64, in_multi: bool) {
-        self.flush_invalidations();
-        if !in_multi {
-            if let Some(peer) = self.tracking.peers.get_mut(&client) {
-                peer.mode.caching = false;
-            }
-        }
-        self.tracking.caller = None;
-        self.tracking.broadcast();
-        self.tracking.current = 0;
-        self.sync_tracking_log();
-    }
-
-    /// The expiry cycle's turn (Redis's cron and `beforeSleep`): the
-    /// expired keys invalidated, the table under its limit, the prefixes'
-    /// changes broadcast.
-    pub(crate) fn tracking_tick(&mut self) {
-        self.tracking.current = 0;
-        self.flush_invalidations();
-        self.limit_tracking_table();
-        self.tracking.broadcast();
-        self.sync_tracking_log();
-    }
-
-    fn limit_tracking_table(&mut self) {
-        if self.tracking.table.is_empty() {
-            return;
-        }
-        let max = self
-            .config
-            .get("tracking-table-max-keys")
-            .parse()
-            .unwrap_or(usize::MAX);
-        self.tracking.limit(max);
-    }
-
-    /// FLUSHALL / FLUSHDB: a null invalidation to every tracking client;
-    /// the keys the flush removed are not invalidated one by one.
-    pub(crate) fn tracking_flushed(&mut self) {
-        for ks in &mut self.dbs {
-            ks.take_tracked();
-        }
-        self.tracking.flushed();
-    }
-
-    /// Turns the keyspaces' change log on or off, as tracking needs it.
-    pub(crate) fn sync_tracking_log(&mut self) {
-        let wanted = self.tracking.wants_changes();
-        if wanted != self.tracking.logging {
-            self.tracking.logging = wanted;
-            for ks in &mut self.dbs {
-                ks.set_tracked(wanted);
-            }
-        }
     }
 }
 

@@ -23,7 +23,7 @@ use crate::command::Store;
 use crate::command::{subcommand_arity, unknown_subcommand};
 use crate::error::CmdError;
 use crate::reply;
-use crate::tracking::{client_tracking_command, Tracking};
+use crate::tracking::Tracking;
 
 /// What a RESP server connection knows about itself.
 #[derive(Debug, Default)]
@@ -268,7 +268,8 @@ pub(crate) fn client_command(
         if (arity >= 0 && argc != arity) || (arity < 0 && argc < -arity) {
             return Err(subcommand_arity("client", name));
         }
-        if let Some(result) = client_tracking_command(cx.store, info.id, sub, rest) {
+        if let Some(result) = cx.store.tracking.client_command(info.id, sub, rest) {
+            cx.store.sync_tracking_log();
             return result.map(|reply| (reply, After::Continue));
         }
         Ok(match name {

@@ -8,38 +8,37 @@ use redis::Value as Reply;
 
 use super::{Mode, Tracking};
 use crate::args::{int_arg, is};
-use crate::command::Store;
 use crate::error::CmdError;
 use crate::reply;
 
-/// CLIENT `sub` `rest...` for connection `id`, its arity checked: `None`
-/// for a subcommand that is not tracking's.
-pub(crate) fn client_tracking_command(
-    store: &mut Store,
-    id: u64,
-    sub: &[u8],
-    rest: &[&[u8]],
-) -> Option<Result<Reply, CmdError>> {
-    let tracking = &mut store.tracking;
-    let result = if is(sub, "tracking") {
-        let result = tracking.client_tracking(id, rest);
-        store.sync_tracking_log();
-        result
-    } else if is(sub, "caching") {
-        tracking.client_caching(id, rest[0])
-    } else if is(sub, "getredir") {
-        let mode = tracking.mode(id);
-        Ok(reply::int(if mode.on {
-            i64::try_from(mode.redirect).unwrap_or(i64::MAX)
+impl Tracking {
+    /// CLIENT `sub` `rest...` for connection `id`, its arity checked:
+    /// `None` for a subcommand that is not tracking's. The caller then
+    /// brings the keyspaces' change log in line (`sync_tracking_log`).
+    pub(crate) fn client_command(
+        &mut self,
+        id: u64,
+        sub: &[u8],
+        rest: &[&[u8]],
+    ) -> Option<Result<Reply, CmdError>> {
+        let result = if is(sub, "tracking") {
+            self.client_tracking(id, rest)
+        } else if is(sub, "caching") {
+            self.client_caching(id, rest[0])
+        } else if is(sub, "getredir") {
+            let mode = self.mode(id);
+            Ok(reply::int(if mode.on {
+                i64::try_from(mode.redirect).unwrap_or(i64::MAX)
+            } else {
+                -1
+            }))
+        } else if is(sub, "trackinginfo") {
+            Ok(tracking_info(&self.mode(id)))
         } else {
-            -1
-        }))
-    } else if is(sub, "trackinginfo") {
-        Ok(tracking_info(&tracking.mode(id)))
-    } else {
-        return None;
-    };
-    Some(result)
+            return None;
+        };
+        Some(result)
+    }
 }
 
 /// CLIENT TRACKINGINFO: flags (a set), redirect, prefixes.

@@ -74,6 +74,8 @@ mod invalidation;
 mod order;
 mod request;
 mod subscriber;
+#[cfg(test)]
+pub(crate) mod test_client;
 
 use std::io;
 use std::net::SocketAddr;

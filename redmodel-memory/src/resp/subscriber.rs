@@ -242,54 +242,14 @@ pub(super) fn refusal(args: &[&[u8]]) -> Option<CmdError> {
 
 #[cfg(test)]
 mod tests {
-    use std::io::{BufReader, Write};
-    use std::net::TcpStream;
     use std::time::{Duration, Instant};
 
     use redis::Value;
 
     use crate::error::error_value;
     use crate::resp::serve;
+    use crate::resp::test_client::Client;
     use crate::Engine;
-
-    /// A blocking RESP client: writes inline commands, reads replies one
-    /// by one with redis-rs's parser.
-    struct Client {
-        writer: TcpStream,
-        reader: BufReader<TcpStream>,
-        /// One parser for the connection: it keeps what it read ahead.
-        parser: redis::Parser,
-    }
-
-    impl Client {
-        fn connect(addr: std::net::SocketAddr) -> Client {
-            let writer = TcpStream::connect(addr).unwrap();
-            writer
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .unwrap();
-            let reader = BufReader::new(writer.try_clone().unwrap());
-            Client {
-                writer,
-                reader,
-                parser: redis::Parser::new(),
-            }
-        }
-
-        fn send(&mut self, line: &str) {
-            self.writer
-                .write_all(format!("{line}\r\n").as_bytes())
-                .unwrap();
-        }
-
-        fn read(&mut self) -> Value {
-            self.parser.parse_value(&mut self.reader).unwrap()
-        }
-
-        fn call(&mut self, line: &str) -> Value {
-            self.send(line);
-            self.read()
-        }
-    }
 
     fn v(items: &[&str]) -> Value {
         Value::Array(

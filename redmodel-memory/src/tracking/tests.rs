@@ -4,48 +4,21 @@
 
 #![cfg(feature = "server")]
 
-use std::io::{BufReader, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use redis::Value;
 
 use crate::resp::serve;
+use crate::resp::test_client::Client;
 use crate::{Engine, ManualClock};
 
-/// A blocking RESP client; one parser per connection keeps what it read
-/// ahead.
-struct Client {
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
-    parser: redis::Parser,
+/// What these tests ask of a connection beyond its replies.
+trait Ask {
+    fn text(&mut self, line: &str) -> String;
+    fn id(&mut self) -> i64;
 }
 
-impl Client {
-    fn connect(addr: SocketAddr) -> Client {
-        let writer = TcpStream::connect(addr).unwrap();
-        writer
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let reader = BufReader::new(writer.try_clone().unwrap());
-        Client {
-            writer,
-            reader,
-            parser: redis::Parser::new(),
-        }
-    }
-
-    fn read(&mut self) -> Value {
-        self.parser.parse_value(&mut self.reader).unwrap()
-    }
-
-    fn call(&mut self, line: &str) -> Value {
-        self.writer
-            .write_all(format!("{line}\r\n").as_bytes())
-            .unwrap();
-        self.read()
-    }
-
+impl Ask for Client {
     fn text(&mut self, line: &str) -> String {
         match self.call(line) {
             Value::BulkString(b) => String::from_utf8(b).unwrap(),
@@ -145,7 +118,7 @@ async fn info_counts_tracking_clients_keys_and_prefixes() {
         b.call("CLIENT TRACKING on");
         a.call("MGET k1 k2");
         b.call("GET k1");
-        let mut c = Client::connect(a.writer.peer_addr().unwrap());
+        let mut c = Client::connect(a.server());
         c.call("CLIENT TRACKING on BCAST PREFIX p: PREFIX q:");
         let info = a.text("INFO");
         assert_eq!(info_field(&info, "tracking_clients"), "3");
@@ -177,7 +150,7 @@ async fn table_over_its_limit_invalidates_keys() {
         b.call("CONFIG SET tracking-table-max-keys 1");
         let mut invalidated = Vec::new();
         b.call("PING");
-        a.writer.write_all(b"PING\r\n").unwrap();
+        a.write_raw(b"PING\r\n");
         loop {
             match a.read() {
                 Value::Push { data, .. } => invalidated.push(data),

@@ -26,18 +26,23 @@ impl Tracking {
         } else if is(sub, "caching") {
             self.client_caching(id, rest[0])
         } else if is(sub, "getredir") {
-            let mode = self.mode(id);
-            Ok(reply::int(if mode.on {
-                i64::try_from(mode.redirect).unwrap_or(i64::MAX)
-            } else {
-                -1
-            }))
+            Ok(reply::int(redirect_of(&self.mode(id))))
         } else if is(sub, "trackinginfo") {
             Ok(tracking_info(&self.mode(id)))
         } else {
             return None;
         };
         Some(result)
+    }
+}
+
+/// The redirect GETREDIR and TRACKINGINFO report: the client id (0 for
+/// none) while tracking is on, -1 while it is off.
+fn redirect_of(mode: &Mode) -> i64 {
+    if mode.on {
+        i64::try_from(mode.redirect).unwrap_or(i64::MAX)
+    } else {
+        -1
     }
 }
 
@@ -65,11 +70,7 @@ fn tracking_info(mode: &Mode) -> Reply {
     if mode.broken_redirect {
         flags.push("broken_redirect");
     }
-    let redirect = if mode.on {
-        i64::try_from(mode.redirect).unwrap_or(i64::MAX)
-    } else {
-        -1
-    };
+    let redirect = redirect_of(mode);
     reply::map(vec![
         (
             reply::bulk("flags"),

@@ -117,19 +117,18 @@ impl<M: Model> ObjectRef<M> {
     ) -> Result<T::Output> {
         let key = self.key_in(db);
         let name = field.name();
-        // Boxed, the script paths: their states (a script call, a resync,
-        // the stepped path) made every `incr` future 2.5 kB, moved whole
-        // into the future awaiting it. In process a plain field's guard and
-        // increment run at once under the engine's lock: no steps to
-        // build, no command to encode, no boxed future.
+        // Boxed, the paths that await: their states (a script call, a
+        // resync, the stepped path) made every `incr` future 2.5 kB, moved
+        // whole into the future awaiting it. In process a plain field's
+        // plan runs at once under the engine's lock, with no future.
         let text = if touches_index::<M>(&[name]) {
             Box::pin(index::incr_indexed::<M>(db, &key, name, T::COMMAND, &by)).await
-        } else if let Some(text) =
-            index::incr_plan(&key, name, T::COMMAND, &by, &[]).now::<(redis::Value,)>(db)
-        {
-            text.and_then(|(reply,)| index::number_text(reply))
         } else {
-            Box::pin(index::incr_on_server(db, &key, name, T::COMMAND, &by)).await
+            let plan = index::incr_plan(&key, name, T::COMMAND, &by, &[]);
+            match plan.now::<(redis::Value,)>(db) {
+                Some(now) => now.and_then(|(reply,)| index::number_text(reply)),
+                None => Box::pin(index::run_incr(db, plan)).await,
+            }
         }
         .map_err(incr_error(self.key(), name))?;
         T::Output::from_text(&text).map_err(|reason| Error::Decode {

@@ -420,7 +420,9 @@ fn in_process(
         return Ok((false, seen));
     }
     let mut kept = Vec::with_capacity(writes.len());
-    // The replies a later write takes an argument from, by position.
+    // The replies a later write takes an argument from, by position; only
+    // a unit with a splice looks for them.
+    let spliced = writes.iter().any(|w| w.splice.is_some());
     let mut taken: SmallVec<[(usize, Value); 1]> = SmallVec::new();
     for (i, write) in writes.iter().enumerate() {
         let reply = match write.splice {
@@ -430,9 +432,10 @@ fn in_process(
         let reply = reply
             .extract_error()
             .map_err(|e| Box::new(Error::from(e)))?;
-        if writes[i + 1..]
-            .iter()
-            .any(|w| w.splice.is_some_and(|s| s.from == i))
+        if spliced
+            && writes[i + 1..]
+                .iter()
+                .any(|w| w.splice.is_some_and(|s| s.from == i))
         {
             taken.push((i, reply.clone()));
         }

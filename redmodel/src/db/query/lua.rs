@@ -18,7 +18,7 @@
 use std::sync::LazyLock;
 
 use super::walk::{bound_arg, chunk, score_text, Found};
-use super::{Order, Source, Test, Walk};
+use super::{Bounds, Order, Source, Test, Walk};
 use crate::db::script::Lua;
 use crate::{Db, Result};
 
@@ -176,14 +176,7 @@ pub(super) async fn run(db: &Db, w: &Walk) -> Result<Option<Found>> {
     };
     let (kind, args): (&str, Vec<String>) = match &w.source {
         Source::Holder(entry) => ("holder", vec![entry.clone()]),
-        Source::Scores { key, bounds } => (
-            "scores",
-            vec![
-                key.clone(),
-                bound_arg(bounds.min, bounds.min_open),
-                bound_arg(bounds.max, bounds.max_open),
-            ],
-        ),
+        Source::Scores { key, bounds } => ("scores", scored(key, bounds)),
         Source::Sets { keys, all: true } => ("inter", keys.clone()),
         Source::Sets { keys, all: false } => ("union", keys.clone()),
         Source::List(key) => ("list", vec![key.clone()]),
@@ -194,14 +187,7 @@ pub(super) async fn run(db: &Db, w: &Walk) -> Result<Option<Found>> {
         let (kind, args): (&str, Vec<String>) = match test {
             Test::InSet { key, has } => ("in", vec![key.clone(), u8::from(*has).to_string()]),
             Test::InAnySet(keys) => ("any", keys.clone()),
-            Test::Score { key, bounds } => (
-                "score",
-                vec![
-                    key.clone(),
-                    bound_arg(bounds.min, bounds.min_open),
-                    bound_arg(bounds.max, bounds.max_open),
-                ],
-            ),
+            Test::Score { key, bounds } => ("score", scored(key, bounds)),
             Test::Holder(entry) => ("holder", vec![entry.clone()]),
             Test::InList(key) => ("list", vec![key.clone()]),
         };
@@ -215,4 +201,14 @@ pub(super) async fn run(db: &Db, w: &Walk) -> Result<Option<Found>> {
         items.truncate(limit);
     }
     Ok(Some(Found { items, more }))
+}
+
+/// A sorted set's key and a score range's two ends, as the script reads
+/// them (ZRANGE's bounds).
+fn scored(key: &str, bounds: &Bounds) -> Vec<String> {
+    vec![
+        key.to_string(),
+        bound_arg(bounds.min, bounds.min_open),
+        bound_arg(bounds.max, bounds.max_open),
+    ]
 }

@@ -581,18 +581,11 @@ pub(crate) async fn incr_indexed<M: Model>(
     Ok(text)
 }
 
-/// A plain field's increment on a server (or one the engine could not run
-/// at once): the guard, the increment and the read-back as one guarded
-/// unit ([`incr_plan`] without indexes): one script, or a WATCH
-/// transaction where scripts are refused.
-pub(crate) async fn incr_on_server(
-    db: &Db,
-    key: &str,
-    field: &'static str,
-    command: &str,
-    by: &(impl ToRedisArgs + Sync),
-) -> Result<Vec<u8>> {
-    let (reply,): (Value,) = incr_plan(key, field, command, by, &[]).run(db).await?;
+/// Runs a plain field's increment plan ([`incr_plan`] without indexes)
+/// where it cannot run at once: one script on a server, a WATCH
+/// transaction where scripts are refused. The field's new text.
+pub(crate) async fn run_incr(db: &Db, plan: Plan) -> Result<Vec<u8>> {
+    let (reply,): (Value,) = plan.run(db).await?;
     number_text(reply)
 }
 

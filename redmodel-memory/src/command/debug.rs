@@ -275,7 +275,7 @@ fn quicklist_packed_threshold(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
 }
 
-/// DEBUG POPULATE count [prefix] [size]: `count` string keys
+/// `DEBUG POPULATE count [prefix] [size]`: `count` string keys
 /// `prefix:N` (`key:N` by default) holding `value:N`, or with a `size`,
 /// that text cut or padded with zero bytes to `size` bytes; keys that
 /// exist are left alone.

@@ -10,6 +10,7 @@
 
 mod acks;
 mod backend;
+pub(crate) mod batch;
 mod cluster;
 mod conn_state;
 mod connect;

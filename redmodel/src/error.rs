@@ -221,6 +221,22 @@ pub enum Error {
         /// The key of the object that holds the value.
         holder: String,
     },
+    /// An item of a bulk write (`insert_many`, `set_many`, `delete_many`)
+    /// names the same object as an earlier item of the batch, or claims
+    /// the same unique value: the earlier item is the one written, and
+    /// nothing of this one was.
+    #[error("item {earlier} of the same batch already {}; nothing was written", duplicate_of(*field, value))]
+    DuplicateInBatch {
+        /// The model's table.
+        model: &'static str,
+        /// The unique field whose value both items claim; `None` if both
+        /// items name the same object.
+        field: Option<&'static str>,
+        /// The value both claim (stored text), or the object's key.
+        value: String,
+        /// The position of the earlier item in the batch.
+        earlier: usize,
+    },
     /// A write names an object that does not exist: a sub-object written
     /// under a missing admin, a link to or from a missing object. Writes
     /// land only on objects that exist at that moment (checked atomically
@@ -293,6 +309,29 @@ fn conflict_subject(key: &Option<String>) -> String {
         Some(key) => format!("`{key}` was"),
         None => "its watched keys were".to_string(),
     }
+}
+
+/// How a [`Error::DuplicateInBatch`] names what the earlier item took.
+fn duplicate_of(field: Option<&str>, value: &str) -> String {
+    match field {
+        Some(field) => format!("claims `{value}` as its unique `{field}`"),
+        None => format!("writes `{value}`"),
+    }
+}
+
+/// The error of one item of a bulk write (`insert_many`, `set_many`,
+/// `delete_many`): which item it is, by its position in the batch and its
+/// object's key, and why it failed. The other items do not depend on it.
+#[derive(Debug, thiserror::Error)]
+#[error("item {item} (`{key}`) of the batch: {error}")]
+pub struct ItemError {
+    /// The item's position in the batch (0: the first).
+    pub item: usize,
+    /// The key of the item's object, in plain form.
+    pub key: String,
+    /// Why the item failed (what its single write would have returned).
+    #[source]
+    pub error: Error,
 }
 
 impl Error {

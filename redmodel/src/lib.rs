@@ -67,7 +67,7 @@ pub use db::{lock_key, LockGuard, LOCK_KEY_PREFIX};
 pub use db::{Db, DedicatedConnection, Message, Subscriber};
 pub use db::{OptimisticConnection, RawTransaction};
 pub use db::{ServerInfo, ServerName, ServerVersion};
-pub use error::{Error, Result};
+pub use error::{Error, ItemError, Result};
 pub use layout::KeyLayout;
 pub use model::Transaction;
 

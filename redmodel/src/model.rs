@@ -340,6 +340,42 @@ pub trait Admin: Model<Owner = NoOwner> {
         }
     }
 
+    /// Inserts these objects, each as [`insert`](Admin::insert) does, the
+    /// writes run at once: one result per object, in order, a failed one
+    /// failing alone (see [`ObjectRef::insert_many`]).
+    fn insert_many(
+        db: &Db,
+        values: &[Self],
+    ) -> impl Future<Output = Vec<std::result::Result<(), crate::ItemError>>> + Send {
+        ObjectRef::insert_many(db, values.iter().map(|v| (v.handle(), v)))
+    }
+
+    /// Sets fields of the objects with these pks, each item's fields as
+    /// [`ObjectRef::set_many`] sets them on one object, the writes run at
+    /// once: one result per item, in order, a failed one failing alone
+    /// (see [`ObjectRef::set_each`]).
+    fn set_many<P: IntoPk<Self::Pk>, A: IntoIterator<Item = Assign<Self>>>(
+        db: &Db,
+        items: impl IntoIterator<Item = (P, A)>,
+    ) -> impl Future<Output = Vec<std::result::Result<(), crate::ItemError>>> + Send {
+        let items: Vec<(ObjectRef<Self>, Vec<Assign<Self>>)> = items
+            .into_iter()
+            .map(|(pk, assigns)| (Self::at(pk), assigns.into_iter().collect()))
+            .collect();
+        ObjectRef::set_each(db, items)
+    }
+
+    /// Deletes the objects with these pks and their index entries, each
+    /// as [`delete`](Admin::delete) does, the deletes run at once: one
+    /// result per object, in order (see [`ObjectRef::delete_many`]).
+    fn delete_many<P: IntoPk<Self::Pk>>(
+        db: &Db,
+        pks: impl IntoIterator<Item = P>,
+    ) -> impl Future<Output = Vec<std::result::Result<bool, crate::ItemError>>> + Send {
+        let handles: Vec<ObjectRef<Self>> = pks.into_iter().map(Self::at).collect();
+        async move { ObjectRef::delete_many(db, &handles).await }
+    }
+
     /// Deletes the object with this pk and its index entries (not its
     /// sub-objects, relations or the references to it: see
     /// [`delete_cascade`](Admin::delete_cascade)); whether it existed.

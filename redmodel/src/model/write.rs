@@ -3,6 +3,7 @@
 //! index entries that change with it, in the same atomic unit ([`index`];
 //! ordered single-slot steps in the cluster layout, [`stepped`]).
 
+mod bulk;
 mod index;
 mod stepped;
 

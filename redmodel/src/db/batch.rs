@@ -1,0 +1,38 @@
+//! Many independent writes run at once: the db layer's entry point for a
+//! bulk write, whatever the backend.
+//!
+//! Each write is a whole plan of its own (an object's write with its
+//! index entries, run by the executors of [`plan`](super::plan)), so each
+//! keeps its own atomicity and its own retries; what a batch adds is that
+//! they travel together instead of one after the other:
+//!
+//! - in process, each plan runs at once under the engine's lock (there is
+//!   no round trip to share);
+//! - on a server, the writes in flight share the `Db`'s multiplexed
+//!   connection, which sends the requests queued together in one socket
+//!   write and reads their replies in one pass: a pipeline of every
+//!   write's script, [`WINDOW`] writes deep;
+//! - on Redis Cluster, the cluster client routes each request to its
+//!   slot's node and pipelines those bound for one node the same way, so
+//!   the writes are grouped by node as every other cluster request is.
+//!
+//! A write that must read first (a unique value held by an object this
+//! `Db` has not seen) or that loses a race retries on its own, without
+//! holding the others back beyond the window.
+
+use std::future::Future;
+
+use futures_util::stream::{self, StreamExt as _};
+
+/// How many writes of a batch are in flight at once: deep enough that a
+/// server's round trip is shared by many writes, bounded so that a batch
+/// of a million holds a window's futures, not a million, and leaves
+/// room on the exclusive connections' pool (16) for the few writes
+/// that need one (WATCH, where scripts are refused).
+pub(crate) const WINDOW: usize = 256;
+
+/// Runs `writes` at once, at most [`WINDOW`] in flight, and returns their
+/// outcomes in the order given.
+pub(crate) async fn run_each<F: Future>(writes: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    stream::iter(writes).buffered(WINDOW).collect().await
+}

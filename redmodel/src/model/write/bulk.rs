@@ -1,0 +1,233 @@
+//! Bulk writes: many objects inserted, set or deleted in one call, each
+//! by its own single write (the same plans as [`ObjectRef::insert`],
+//! [`ObjectRef::set_many`] and [`ObjectRef::delete`], so the indexes are
+//! kept by the one copy of their logic), run at once by the db layer's
+//! [`batch`](crate::db::batch) entry point.
+//!
+//! One result per item, in input order: an item that fails (a unique value
+//! another object holds, a missing admin, a bad value) fails alone, with
+//! an [`ItemError`] naming it. Before anything is sent, an item naming the
+//! same object as an earlier item, or claiming a unique value an earlier
+//! item claims, is refused with [`Error::DuplicateInBatch`]: the earlier
+//! item is the one written, so the outcome does not depend on which of two
+//! concurrent writes lands first.
+
+use std::collections::HashMap;
+
+use super::index::{plan, Changes};
+use super::{changed_fields, Encoded};
+use crate::db::batch::run_each;
+use crate::model::field::Assign;
+use crate::model::object::ObjectRef;
+use crate::model::Model;
+use crate::{Db, Error, ItemError, Result};
+
+/// What earlier items of a batch took: their objects' keys, and the
+/// unique values they claim (by field), each with the item's position.
+struct Taken<M> {
+    keys: HashMap<String, usize>,
+    claims: HashMap<(&'static str, String), usize>,
+    model: std::marker::PhantomData<fn() -> M>,
+}
+
+impl<M: Model> Taken<M> {
+    fn new() -> Self {
+        Taken {
+            keys: HashMap::new(),
+            claims: HashMap::new(),
+            model: std::marker::PhantomData,
+        }
+    }
+
+    /// Records item `item`, on object `key`, which sets `changes`: an
+    /// [`Error::DuplicateInBatch`] if an earlier item names the object or
+    /// claims one of its unique values (nothing recorded then), and the
+    /// error of a value that cannot be indexed.
+    fn take(&mut self, item: usize, key: &str, changes: &Changes<'_>) -> Result<()> {
+        if let Some(&earlier) = self.keys.get(key) {
+            return Err(Error::DuplicateInBatch {
+                model: M::TABLE,
+                field: None,
+                value: key.to_string(),
+                earlier,
+            });
+        }
+        let claims = if M::INDEXES.is_empty() {
+            Vec::new()
+        } else {
+            plan::<M>(key, changes)?.1
+        };
+        for (field, value) in &claims {
+            if let Some(&earlier) = self.claims.get(&(*field, value.clone())) {
+                return Err(Error::DuplicateInBatch {
+                    model: M::TABLE,
+                    field: Some(field),
+                    value: value.clone(),
+                    earlier,
+                });
+            }
+        }
+        self.keys.insert(key.to_string(), item);
+        for claim in claims {
+            self.claims.insert(claim, item);
+        }
+        Ok(())
+    }
+}
+
+/// The outcome of item `item`, on the object `key`, as a batch reports it.
+fn at_item<T>(item: usize, key: &str, outcome: Result<T>) -> std::result::Result<T, ItemError> {
+    outcome.map_err(|error| ItemError {
+        item,
+        key: key.to_string(),
+        error,
+    })
+}
+
+impl<M: Model> ObjectRef<M> {
+    /// Inserts many objects, each as [`insert`](Self::insert) does (an
+    /// upsert of an admin; a sub-object needs its admin), its index
+    /// entries included: the writes run at once, sharing round trips (see
+    /// the guide's bulk writes, `docs/queries.md`). One result per item,
+    /// in input order: a
+    /// failed item (a unique value taken, a duplicate of an earlier item,
+    /// [`Error::DuplicateInBatch`]) writes nothing and leaves the others
+    /// alone.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// # use redmodel::prelude::*;
+    /// #[derive(redmodel::Admin)]
+    /// struct User { #[redmodel(pk)] id: u32, #[redmodel(unique)] email: String }
+    /// let db = Db::memory();
+    /// let users = [
+    ///     User { id: 1, email: "a@x".into() },
+    ///     User { id: 2, email: "a@x".into() },
+    /// ];
+    /// let done = ObjectRef::insert_many(&db, users.iter().map(|u| (u.handle(), u))).await;
+    /// assert!(done[0].is_ok());
+    /// assert!(matches!(done[1], Err(redmodel::ItemError { item: 1, error: Error::DuplicateInBatch { earlier: 0, .. }, .. })));
+    /// # Ok(()) }
+    /// ```
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "insert_many"))]
+    pub async fn insert_many<'v>(
+        db: &Db,
+        items: impl IntoIterator<Item = (ObjectRef<M>, &'v M)>,
+    ) -> Vec<std::result::Result<(), ItemError>> {
+        let items: Vec<(ObjectRef<M>, &M)> = items.into_iter().collect();
+        let mut taken = Taken::<M>::new();
+        let checked: Vec<Result<()>> = items
+            .iter()
+            .enumerate()
+            .map(|(i, (handle, value))| {
+                let Encoded { set, removed } = handle.encoded(value)?;
+                taken.take(
+                    i,
+                    handle.key(),
+                    &Changes::Fields(changed_fields(&set, &removed)),
+                )
+            })
+            .collect();
+        // Gathered before the await: a lazy iterator's closure held across
+        // it makes the future's `Send` bound fail to hold for every lifetime.
+        let writes: Vec<_> = items
+            .iter()
+            .zip(checked)
+            .enumerate()
+            .map(|(i, ((handle, value), checked))| async move {
+                let outcome = match checked {
+                    Ok(()) => handle.insert(db, value).await,
+                    Err(err) => Err(err),
+                };
+                at_item(i, handle.key(), outcome)
+            })
+            .collect();
+        run_each(writes).await
+    }
+
+    /// Sets fields of many objects, each as [`set_many`](Self::set_many)
+    /// does on one (atomically, only if the object exists), its index
+    /// entries included: the writes run at once, sharing round trips. One
+    /// result per item, in input order: a failed item writes nothing and
+    /// leaves the others alone (see [`insert_many`](Self::insert_many)).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), redmodel::Error> {
+    /// # use redmodel::prelude::*;
+    /// #[derive(redmodel::Admin)]
+    /// struct User { #[redmodel(pk)] id: u32, #[redmodel(sorted)] score: i64 }
+    /// let db = Db::memory();
+    /// User { id: 1, score: 0 }.insert(&db).await?;
+    /// let done = ObjectRef::set_each(&db, [
+    ///     (User::at(1), vec![User::SCORE.to(7)]),
+    ///     (User::at(2), vec![User::SCORE.to(9)]),
+    /// ]).await;
+    /// assert!(done[0].is_ok());
+    /// assert!(matches!(done[1], Err(redmodel::ItemError { error: Error::NotFound { .. }, .. })));
+    /// # Ok(()) }
+    /// ```
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "set_each"))]
+    pub async fn set_each<A: IntoIterator<Item = Assign<M>>>(
+        db: &Db,
+        items: impl IntoIterator<Item = (ObjectRef<M>, A)>,
+    ) -> Vec<std::result::Result<(), ItemError>> {
+        let mut taken = Taken::<M>::new();
+        let items: Vec<(ObjectRef<M>, Vec<Assign<M>>, Result<()>)> = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, (handle, assigns))| {
+                let assigns: Vec<Assign<M>> = assigns.into_iter().collect();
+                let changes = Changes::Fields(
+                    assigns
+                        .iter()
+                        .map(|a| (a.name, a.value.as_ref().ok().and_then(|v| v.as_deref())))
+                        .collect(),
+                );
+                let checked = taken.take(i, handle.key(), &changes);
+                (handle, assigns, checked)
+            })
+            .collect();
+        let writes: Vec<_> = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, (handle, assigns, checked))| async move {
+                let outcome = match checked {
+                    Ok(()) => handle.set_many(db, assigns).await,
+                    Err(err) => Err(err),
+                };
+                at_item(i, handle.key(), outcome)
+            })
+            .collect();
+        run_each(writes).await
+    }
+
+    /// Deletes many objects, each as [`delete`](Self::delete) does, with
+    /// its index entries: the writes run at once, sharing round trips. One
+    /// result per item, in input order: whether the object existed, or
+    /// why its delete failed (an object named twice is deleted by its
+    /// first item; the others are [`Error::DuplicateInBatch`]).
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "delete_many", count = refs.len()))]
+    pub async fn delete_many(
+        db: &Db,
+        refs: &[ObjectRef<M>],
+    ) -> Vec<std::result::Result<bool, ItemError>> {
+        let mut taken = Taken::<M>::new();
+        let writes: Vec<_> = refs
+            .iter()
+            .enumerate()
+            .map(|(i, handle)| {
+                let checked = taken.take(i, handle.key(), &Changes::Fields(Vec::new()));
+                async move {
+                    let outcome = match checked {
+                        Ok(()) => handle.delete(db).await,
+                        Err(err) => Err(err),
+                    };
+                    at_item(i, handle.key(), outcome)
+                }
+            })
+            .collect();
+        run_each(writes).await
+    }
+}

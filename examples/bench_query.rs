@@ -23,6 +23,20 @@
 //! On each backend, the engine in process and a private redis-server,
 //! the two take turns run by run; each figure is the median of the runs,
 //! in pages per second, with the model's round trips per page.
+//!
+//! Then bulk writes: a batch of 10,000 books (or `--objects`, if fewer),
+//! each with its sorted year and two tags, written again and again (an
+//! upsert of the same objects):
+//!
+//! - **model**: `Book::insert_many(&db, &books)`: each book's own write
+//!   (its hash, `_count`, its score, its tag sets, as one checked unit),
+//!   the writes run at once on the shared connection;
+//! - **hand-written**: one redis-rs pipeline of the same writes per book,
+//!   `HSET` of the fields, `HINCRBY _count`, `ZADD`, `SADD` per tag, with
+//!   no check of the old tags.
+//!
+//! Figures in objects per second, with the model's round trips per batch
+//! (each write's request counts one, however many travel together).
 
 use std::process::ExitCode;
 
@@ -31,6 +45,9 @@ use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime
 use redmodel_suite::RedisServer;
 
 const USAGE: &str = "usage: bench_query [--reps N] [--millis MS] [--objects N]";
+
+/// The largest batch of the bulk write case.
+const BATCH: u32 = 10_000;
 
 const TAGS: [&str; 6] = ["rust", "async", "web", "db", "cli", "gui"];
 
@@ -64,6 +81,18 @@ end
 return out
 ";
 
+/// Book `id` of the fixture: a year from 1990 to 2024, two of the tags.
+fn book(id: u32) -> Book {
+    let (a, b) = (id as usize % 6, (id as usize / 6 + 1) % 6);
+    let b = if a == b { (b + 1) % 6 } else { b };
+    Book {
+        id,
+        title: format!("book {id}"),
+        year: 1990 + (id % 35) as u16,
+        tags: vec![TAGS[a].to_string(), TAGS[b].to_string()],
+    }
+}
+
 /// Writes the books, 64 at a time.
 async fn fixture(db: &Db, objects: u32) -> redmodel::Result<()> {
     db.query::<()>(&redis::cmd("FLUSHALL")).await?;
@@ -72,18 +101,7 @@ async fn fixture(db: &Db, objects: u32) -> redmodel::Result<()> {
         let batch: Vec<_> = (id..objects.min(id + 64))
             .map(|id| {
                 let db = db.clone();
-                tokio::spawn(async move {
-                    let (a, b) = (id as usize % 6, (id as usize / 6 + 1) % 6);
-                    let b = if a == b { (b + 1) % 6 } else { b };
-                    Book {
-                        id,
-                        title: format!("book {id}"),
-                        year: 1990 + (id % 35) as u16,
-                        tags: vec![TAGS[a].to_string(), TAGS[b].to_string()],
-                    }
-                    .insert(&db)
-                    .await
-                })
+                tokio::spawn(async move { book(id).insert(&db).await })
             })
             .collect();
         for task in batch {
@@ -205,6 +223,93 @@ async fn measure(name: &str, db: &Db, options: &Options, objects: u32) -> Result
     Ok(())
 }
 
+/// The model's bulk write of `books`: how many were written.
+async fn model_bulk(db: &Db, books: &[Book]) -> redmodel::Result<usize> {
+    for result in Book::insert_many(db, books).await {
+        result.map_err(|e| e.error)?;
+    }
+    Ok(books.len())
+}
+
+/// The hand-written bulk write of `books`: one pipeline of each book's
+/// HSET, HINCRBY, ZADD and SADDs.
+async fn hand_bulk(db: &Db, books: &[Book]) -> redmodel::Result<usize> {
+    let mut pipe = redis::pipe();
+    for book in books {
+        let key = format!("bbook:{}", book.id);
+        let tags = format!(
+            "[{}]",
+            book.tags
+                .iter()
+                .map(|t| format!("\"{t}\""))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        pipe.cmd("HSET")
+            .arg(&key)
+            .arg("title")
+            .arg(&book.title)
+            .arg("year")
+            .arg(book.year)
+            .arg("tags")
+            .arg(tags)
+            .ignore();
+        pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1).ignore();
+        pipe.cmd("ZADD")
+            .arg("bbook:_sorted:year")
+            .arg(book.year)
+            .arg(&key)
+            .ignore();
+        for tag in &book.tags {
+            pipe.cmd("SADD")
+                .arg(format!("bbook:_tag:tags:{tag}"))
+                .arg(&key)
+                .ignore();
+        }
+    }
+    db.query_pipeline::<()>(&pipe).await?;
+    Ok(books.len())
+}
+
+/// The bulk write case on `db`: objects per second, model and
+/// hand-written, and the model's round trips per batch.
+async fn measure_bulk(name: &str, db: &Db, options: &Options, batch: u32) -> Result<(), String> {
+    db.query::<()>(&redis::cmd("FLUSHALL"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let books: Vec<Book> = (0..batch).map(book).collect();
+    let before = db.round_trips();
+    model_bulk(db, &books).await.map_err(|e| e.to_string())?;
+    let trips = db.round_trips() - before;
+    let (mut models, mut hands) = (Vec::new(), Vec::new());
+    for _ in 0..options.reps {
+        models.push(
+            ops_per_sec(options.run, async || model_bulk(db, &books).await)
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+        hands.push(
+            ops_per_sec(options.run, async || hand_bulk(db, &books).await)
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let written = Book::YEAR_SORTED.len(db).await.map_err(|e| e.to_string())?;
+    if written != u64::from(batch) {
+        return Err(format!(
+            "{name}: {written} books in the year index after the batch of {batch}"
+        ));
+    }
+    let (model, hand) = (median(models), median(hands));
+    println!(
+        "| {name} | {} | {} | {} | {trips} |",
+        fmt_rate(model),
+        fmt_rate(hand),
+        fmt_ratio(model, hand)
+    );
+    Ok(())
+}
+
 async fn run(options: &Options, objects: u32) -> Result<(), String> {
     println!(
         "a page of 20 of a tag ∩ range query over {objects} books, newest first; {} runs of {:?} each, medians",
@@ -214,12 +319,21 @@ async fn run(options: &Options, objects: u32) -> Result<(), String> {
         "| backend | model pages/s | hand-written pages/s | model / hand | model round trips |"
     );
     println!("|---|---|---|---|---|");
-    measure("engine in process", &Db::memory(), options, objects).await?;
+    let memory = Db::memory();
+    measure("engine in process", &memory, options, objects).await?;
     let server = RedisServer::start().map_err(|e| format!("redis-server: {e}"))?;
     let db = Db::connect(&server.url())
         .await
         .map_err(|e| e.to_string())?;
-    measure("redis-server", &db, options, objects).await
+    measure("redis-server", &db, options, objects).await?;
+
+    let batch = objects.min(BATCH);
+    println!();
+    println!("insert_many of {batch} books (a sorted year, two tags) against a hand-written pipeline of the same writes");
+    println!("| backend | model objects/s | hand-written objects/s | model / hand | model round trips per batch |");
+    println!("|---|---|---|---|---|");
+    measure_bulk("engine in process", &memory, options, batch).await?;
+    measure_bulk("redis-server", &db, options, batch).await
 }
 
 fn main() -> ExitCode {

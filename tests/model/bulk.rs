@@ -1,0 +1,390 @@
+//! Bulk writes (`insert_many`, `set_many`, `delete_many`): every index
+//! stays equal to the fields, each item fails alone and says which it is,
+//! and a batch racing single writes claims each unique value once; on
+//! every backend, and on the single-node backends in both key layouts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use redmodel::prelude::*;
+use redmodel::{Error, ItemError, KeyLayout};
+use redmodel_suite::{backend_tests, TestCtx};
+
+/// Every kind of index: unique, sorted (a composite score), tags, recent.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "bulkitem")]
+struct Item {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(unique)]
+    code: Option<String>,
+    #[redmodel(sorted)]
+    rank: u64,
+    #[redmodel(tags)]
+    tags: Vec<String>,
+    #[redmodel(recent = 20)]
+    seen: Option<u64>,
+}
+
+/// A sub-object, to insert in bulk under items.
+#[derive(SubObject, Debug, Clone, PartialEq)]
+#[redmodel(owner = Item, table = "note")]
+struct Note {
+    #[redmodel(pk)]
+    n: u32,
+    text: String,
+}
+
+/// Year (2 digits), day (3 digits), kind (2 digits): the sorted field's
+/// scores.
+const RANK: redmodel::model::Composite<3> = redmodel::model::Composite::new([
+    redmodel::model::Dim::digits("year", 2),
+    redmodel::model::Dim::digits("day", 3),
+    redmodel::model::Dim::digits("kind", 2),
+]);
+
+const TAGS: [&str; 5] = ["red", "green", "blue", "gold", "grey"];
+
+fn item(id: u32, code: Option<&str>) -> Item {
+    let rank = RANK
+        .encode([u64::from(id % 100), u64::from(id % 366), u64::from(id % 7)])
+        .expect("a rank");
+    Item {
+        id,
+        code: code.map(str::to_string),
+        rank,
+        tags: (0..(id as usize % 3) + 1)
+            .map(|k| TAGS[(id as usize + k) % TAGS.len()].to_string())
+            .collect(),
+        seen: (id % 4 != 0).then_some(u64::from(id)),
+    }
+}
+
+/// The handles a test runs on: the backend's own `Db`, and on a single
+/// node the same database in the cluster layout too (the step path on
+/// one server), each run on a flushed database.
+fn layouts(ctx: &TestCtx) -> Vec<Db> {
+    if ctx.is_cluster_mode() {
+        vec![ctx.db.clone()]
+    } else {
+        vec![ctx.db.clone(), ctx.db.with_key_layout(KeyLayout::Cluster)]
+    }
+}
+
+async fn flush(ctx: &TestCtx) -> redmodel::Result<()> {
+    if !ctx.is_cluster_mode() {
+        ctx.db.query::<()>(&redis::cmd("FLUSHDB")).await?;
+    } else if ctx.is_memory() {
+        // The in-process cluster is one database: its tests flush it too.
+        ctx.db.query::<()>(&redis::cmd("FLUSHALL")).await?;
+    }
+    Ok(())
+}
+
+/// How many objects a large batch holds: fewer on a real cluster, where
+/// every object's write is several steps in a debug build.
+fn large(ctx: &TestCtx) -> u32 {
+    if ctx.db.is_cluster() {
+        1_000
+    } else {
+        10_000
+    }
+}
+
+/// The results of a batch that should all have succeeded.
+fn all_ok<T>(results: Vec<Result<T, ItemError>>) -> redmodel::Result<Vec<T>> {
+    results
+        .into_iter()
+        .map(|r| r.map_err(|e| e.error))
+        .collect()
+}
+
+/// Checks that every index of `Item` holds exactly what the objects'
+/// fields say: each unique entry names the object whose `code` it is (and
+/// is confirmed, no pending lease), the sorted index holds each object's
+/// `rank` and nothing else, each tag set the objects with that tag, and
+/// the recent list only objects with a `seen`, each once. Reads the
+/// objects themselves, so it checks the indexes against what was stored.
+async fn assert_indexes_exact(db: &Db, why: &str) -> redmodel::Result<BTreeMap<u32, Item>> {
+    let objects: BTreeMap<u32, Item> = Item::load_all(db)
+        .await?
+        .into_iter()
+        .map(|i| (i.id, i))
+        .collect();
+    let key = |id: u32| format!("bulkitem:{id}");
+
+    let mut codes = BTreeMap::new();
+    for entry in db.scan_keys("*bulkitem:_unique:code:*").await? {
+        let value = entry
+            .trim_matches(['{', '}'])
+            .rsplit(':')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let mut pipe = redis::pipe();
+        pipe.cmd("LRANGE")
+            .arg(&entry)
+            .arg(0)
+            .arg(-1)
+            .cmd("PTTL")
+            .arg(&entry);
+        let (holders, ttl): (Vec<String>, i64) = db.query_pipeline(&pipe).await?;
+        assert_eq!(ttl, -1, "{why}: the entry {entry} is still pending");
+        codes.insert(value, holders);
+    }
+    let want: BTreeMap<String, Vec<String>> = objects
+        .values()
+        .filter_map(|o| Some((o.code.clone()?, vec![key(o.id)])))
+        .collect();
+    assert_eq!(codes, want, "{why}: unique entries");
+
+    let sorted: Vec<(String, f64)> = db
+        .query(
+            redis::cmd("ZRANGE")
+                .arg(db.key_layout().stored(&Item::RANK_SORTED.key()).as_ref())
+                .arg(0)
+                .arg(-1)
+                .arg("WITHSCORES"),
+        )
+        .await?;
+    let sorted: BTreeMap<String, f64> = sorted.into_iter().collect();
+    let want: BTreeMap<String, f64> = objects
+        .values()
+        .map(|o| (key(o.id), o.rank as f64))
+        .collect();
+    assert_eq!(sorted, want, "{why}: sorted index");
+
+    for tag in TAGS {
+        let members: BTreeSet<String> = db
+            .query(redis::cmd("SMEMBERS").arg(Item::TAGS_TAGS.key_in(db, tag)?))
+            .await?;
+        let want: BTreeSet<String> = objects
+            .values()
+            .filter(|o| o.tags.iter().any(|t| t == tag))
+            .map(|o| key(o.id))
+            .collect();
+        assert_eq!(members, want, "{why}: tag {tag}");
+    }
+
+    let recent: Vec<String> = db
+        .query(
+            redis::cmd("LRANGE")
+                .arg(db.key_layout().stored(&Item::SEEN_RECENT.key()).as_ref())
+                .arg(0)
+                .arg(-1),
+        )
+        .await?;
+    let seen = objects.values().filter(|o| o.seen.is_some()).count();
+    assert_eq!(recent.len(), seen.min(20), "{why}: recent list length");
+    let distinct: BTreeSet<&String> = recent.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        recent.len(),
+        "{why}: an object twice in the recent list"
+    );
+    for member in &recent {
+        let id: u32 = member
+            .rsplit(':')
+            .next()
+            .unwrap_or_default()
+            .parse()
+            .unwrap_or(u32::MAX);
+        assert!(
+            objects.get(&id).is_some_and(|o| o.seen.is_some()),
+            "{why}: {member} in the recent list"
+        );
+    }
+    Ok(objects)
+}
+
+backend_tests! {
+    /// A large batch of inserts with unique, sorted, tag and recent
+    /// fields: every item succeeds, and afterwards every index equals the
+    /// fields.
+    exclusive async fn insert_many_keeps_every_index_equal_to_the_fields(ctx) -> redmodel::Result<()> {
+        let n = large(&ctx);
+        for db in layouts(&ctx) {
+            flush(&ctx).await?;
+            let items: Vec<Item> = (0..n)
+                .map(|id| {
+                    let code = format!("c{id}");
+                    item(id, (id % 10 != 0).then_some(code.as_str()))
+                })
+                .collect();
+            all_ok(Item::insert_many(&db, &items).await)?;
+            let why = format!("{} objects in {:?}", n, db.key_layout());
+            let stored = assert_indexes_exact(&db, &why).await?;
+            assert_eq!(stored.len(), items.len(), "{why}");
+            assert!(items.iter().all(|i| stored.get(&i.id) == Some(i)), "{why}");
+        }
+        Ok(())
+    }
+
+    /// A batch with duplicates refuses exactly the duplicates: a unique
+    /// value another object holds ([`Error::Unique`]), a value or an
+    /// object an earlier item of the batch already takes
+    /// ([`Error::DuplicateInBatch`]); each error names its item, the
+    /// refused items write nothing, and the others are written.
+    exclusive async fn a_batch_reports_exactly_its_duplicates(ctx) -> redmodel::Result<()> {
+        for db in layouts(&ctx) {
+            flush(&ctx).await?;
+            item(100, Some("held")).insert(&db).await?;
+            let batch = [
+                item(1, Some("held")),
+                item(2, Some("free")),
+                item(3, Some("free")),
+                item(4, Some("other")),
+                Item { rank: 5, ..item(2, Some("again")) },
+                item(5, None),
+            ];
+            let results = Item::insert_many(&db, &batch).await;
+            assert_eq!(results.len(), batch.len());
+            let why = format!("{:?}", db.key_layout());
+            match &results[0] {
+                Err(ItemError { item: 0, key, error: Error::Unique { field: "code", value, holder, .. } }) => {
+                    assert_eq!((key.as_str(), value.as_str(), holder.as_str()), ("bulkitem:1", "held", "bulkitem:100"), "{why}");
+                }
+                other => panic!("{why}: item 0: {other:?}"),
+            }
+            match &results[2] {
+                Err(ItemError { item: 2, key, error: Error::DuplicateInBatch { field: Some("code"), value, earlier: 1, .. } }) => {
+                    assert_eq!((key.as_str(), value.as_str()), ("bulkitem:3", "free"), "{why}");
+                }
+                other => panic!("{why}: item 2: {other:?}"),
+            }
+            match &results[4] {
+                Err(ItemError { item: 4, key, error: Error::DuplicateInBatch { field: None, value, earlier: 1, .. } }) => {
+                    assert_eq!((key.as_str(), value.as_str()), ("bulkitem:2", "bulkitem:2"), "{why}");
+                }
+                other => panic!("{why}: item 4: {other:?}"),
+            }
+            for ok in [1, 3, 5] {
+                assert!(results[ok].is_ok(), "{why}: item {ok}: {:?}", results[ok]);
+            }
+            let objects = assert_indexes_exact(&db, &why).await?;
+            let ids: Vec<u32> = objects.keys().copied().collect();
+            assert_eq!(ids, [2, 4, 5, 100], "{why}: only the accepted items are written");
+            assert_eq!(objects[&2], batch[1], "{why}: the first of two items on one object wins");
+        }
+        Ok(())
+    }
+
+    /// `delete_many` takes every object out of every index: nothing of
+    /// the model is left, and an object that was not there is `false`.
+    exclusive async fn delete_many_leaves_no_index_entry_behind(ctx) -> redmodel::Result<()> {
+        for db in layouts(&ctx) {
+            flush(&ctx).await?;
+            let items: Vec<Item> = (0..300).map(|id| item(id, Some(&format!("d{id}")))).collect();
+            all_ok(Item::insert_many(&db, &items).await)?;
+            let existed = all_ok(Item::delete_many(&db, (0..300).chain([999])).await)?;
+            assert!(existed[..300].iter().all(|e| *e), "{:?}", db.key_layout());
+            assert!(!existed[300]);
+            assert_eq!(db.scan_keys("*bulkitem*").await?, Vec::<String>::new(), "{:?}", db.key_layout());
+        }
+        Ok(())
+    }
+
+    /// `set_many` over many objects moves unique values (one object's
+    /// old value claimed by another in the same batch is refused while
+    /// its holder still holds it), scores, tags and recent entries, and
+    /// the indexes stay equal to the fields; an item on a missing object
+    /// or claiming a held value fails alone.
+    exclusive async fn set_many_keeps_the_indexes_exact(ctx) -> redmodel::Result<()> {
+        for db in layouts(&ctx) {
+            flush(&ctx).await?;
+            let items: Vec<Item> = (0..200).map(|id| item(id, Some(&format!("s{id}")))).collect();
+            all_ok(Item::insert_many(&db, &items).await)?;
+            let changes = (0..200u32).map(|id| {
+                let assigns = match id % 4 {
+                    0 => vec![Item::CODE.to(Some(format!("n{id}"))), Item::RANK.to(u64::from(id) * 3)],
+                    1 => vec![Item::TAGS.to(vec!["gold".to_string()]), Item::SEEN.to(None)],
+                    2 => vec![Item::CODE.to(None::<String>), Item::SEEN.to(Some(7u64))],
+                    _ => vec![Item::TAGS.to(Vec::<String>::new()), Item::RANK.to(1u64)],
+                };
+                (id, assigns)
+            });
+            let held = (5u32, vec![Item::CODE.to(Some("s9".to_string()))]);
+            let missing = (777u32, vec![Item::RANK.to(1u64)]);
+            let results = Item::set_many(&db, changes.chain([held, missing])).await;
+            let why = format!("{:?}", db.key_layout());
+            // Item 5's own change comes first: the later item on it is a
+            // duplicate; item 777 has no object.
+            assert!(results[..200].iter().all(Result::is_ok), "{why}: {results:?}");
+            assert!(matches!(&results[200], Err(ItemError { item: 200, error: Error::DuplicateInBatch { earlier: 5, .. }, .. })), "{why}: {:?}", results[200]);
+            assert!(matches!(&results[201], Err(ItemError { item: 201, error: Error::NotFound { .. }, .. })), "{why}: {:?}", results[201]);
+            let objects = assert_indexes_exact(&db, &why).await?;
+            assert_eq!(objects[&4].code.as_deref(), Some("n4"), "{why}");
+            assert_eq!(objects[&6].code, None, "{why}");
+            assert_eq!(objects[&5].tags, ["gold"], "{why}");
+
+            // A value another object holds is refused, and only that item.
+            let results = Item::set_many(&db, [
+                (1u32, vec![Item::CODE.to(Some("s9".to_string()))]),
+                (3u32, vec![Item::CODE.to(Some("fresh".to_string()))]),
+            ]).await;
+            assert!(matches!(&results[0], Err(ItemError { item: 0, error: Error::Unique { value, .. }, .. }) if value == "s9"), "{why}: {:?}", results[0]);
+            assert!(results[1].is_ok(), "{why}: {:?}", results[1]);
+            let objects = assert_indexes_exact(&db, &why).await?;
+            assert_eq!(objects[&1].code.as_deref(), Some("s1"), "{why}");
+            assert_eq!(objects[&3].code.as_deref(), Some("fresh"), "{why}");
+        }
+        Ok(())
+    }
+
+    /// Bulk inserts racing single inserts of other objects on the same
+    /// unique values: each value ends with one holder, whose entry names
+    /// it, and exactly the writes that lost were refused.
+    exclusive async fn bulk_inserts_racing_single_inserts_claim_each_value_once(ctx) -> redmodel::Result<()> {
+        const VALUES: u32 = 60;
+        for db in layouts(&ctx) {
+            for round in 0..4 {
+                flush(&ctx).await?;
+                let batch: Vec<Item> = (0..VALUES).map(|v| item(v, Some(&format!("r{v}")))).collect();
+                let bulk = {
+                    let db = db.clone();
+                    tokio::spawn(async move { Item::insert_many(&db, &batch).await })
+                };
+                let singles = (0..VALUES).map(|v| {
+                    let db = db.clone();
+                    tokio::spawn(async move { item(1000 + v, Some(&format!("r{v}"))).insert(&db).await })
+                });
+                let singles: Vec<_> = futures_util::future::join_all(singles).await;
+                let bulk = bulk.await.expect("the bulk task");
+                let why = format!("round {round} in {:?}", db.key_layout());
+                let mut won = 0;
+                for (v, single) in singles.into_iter().enumerate() {
+                    let single = single.expect("a single task");
+                    let bulk_won = bulk[v].is_ok();
+                    match (&single, &bulk[v]) {
+                        (Ok(_), Err(ItemError { error: Error::Unique { .. }, .. })) => {}
+                        (Err(Error::Unique { .. }), Ok(())) => {}
+                        other => panic!("{why}: value r{v}: {other:?}"),
+                    }
+                    won += usize::from(bulk_won);
+                }
+                let objects = assert_indexes_exact(&db, &why).await?;
+                assert_eq!(objects.len(), VALUES as usize, "{why}: one object per value");
+                assert_eq!(objects.keys().filter(|id| **id < VALUES).count(), won, "{why}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Sub-objects go in bulk too, each needing its admin: one under a
+    /// missing admin fails alone with [`Error::NotFound`].
+    exclusive async fn insert_many_of_sub_objects_needs_their_admins(ctx) -> redmodel::Result<()> {
+        for db in layouts(&ctx) {
+            flush(&ctx).await?;
+            item(1, None).insert(&db).await?;
+            let notes: Vec<(ObjectRef<Note>, Note)> = [(1, 1), (1, 2), (2, 1)]
+                .into_iter()
+                .map(|(owner, n)| (Item::at(owner).sub::<Note>(n), Note { n, text: format!("{owner}.{n}") }))
+                .collect();
+            let results = ObjectRef::insert_many(&db, notes.iter().map(|(h, n)| (h.clone(), n))).await;
+            assert!(results[0].is_ok() && results[1].is_ok(), "{results:?}");
+            assert!(matches!(&results[2], Err(ItemError { item: 2, error: Error::NotFound { key }, .. }) if key == "bulkitem:2"), "{:?}", results[2]);
+            assert_eq!(Item::at(1).load_subs::<Note>(&db).await?.len(), 2);
+            assert!(!notes[2].0.exists(&db).await?);
+        }
+        Ok(())
+    }
+}

@@ -18,6 +18,7 @@ use super::index::{plan, Changes};
 use super::{changed_fields, Encoded};
 use crate::db::batch::run_each;
 use crate::model::field::Assign;
+use crate::model::index::IndexKind;
 use crate::model::object::ObjectRef;
 use crate::model::Model;
 use crate::{Db, Error, ItemError, Result};
@@ -52,10 +53,10 @@ impl<M: Model> Taken<M> {
                 earlier,
             });
         }
-        let claims = if M::INDEXES.is_empty() {
-            Vec::new()
-        } else {
+        let claims = if has_unique::<M>() {
             plan::<M>(key, changes)?.1
+        } else {
+            Vec::new()
         };
         for (field, value) in &claims {
             if let Some(&earlier) = self.claims.get(&(*field, value.clone())) {
@@ -73,6 +74,14 @@ impl<M: Model> Taken<M> {
         }
         Ok(())
     }
+}
+
+/// Whether `M` has a unique index, whose values a batch checks for
+/// duplicates.
+fn has_unique<M: Model>() -> bool {
+    M::INDEXES
+        .iter()
+        .any(|spec| matches!(spec.kind, IndexKind::Unique))
 }
 
 /// The outcome of item `item`, on the object `key`, as a batch reports it.
@@ -121,6 +130,11 @@ impl<M: Model> ObjectRef<M> {
             .iter()
             .enumerate()
             .map(|(i, (handle, value))| {
+                // Only unique values need the fields: no encoding twice
+                // for a model without.
+                if !has_unique::<M>() {
+                    return taken.take(i, handle.key(), &Changes::Fields(Vec::new()));
+                }
                 let Encoded { set, removed } = handle.encoded(value)?;
                 taken.take(
                     i,

@@ -55,7 +55,7 @@ fn item(id: u32, code: Option<&str>) -> Item {
         tags: (0..(id as usize % 3) + 1)
             .map(|k| TAGS[(id as usize + k) % TAGS.len()].to_string())
             .collect(),
-        seen: (id % 4 != 0).then_some(u64::from(id)),
+        seen: (!id.is_multiple_of(4)).then_some(u64::from(id)),
     }
 }
 
@@ -207,7 +207,7 @@ backend_tests! {
             let items: Vec<Item> = (0..n)
                 .map(|id| {
                     let code = format!("c{id}");
-                    item(id, (id % 10 != 0).then_some(code.as_str()))
+                    item(id, (!id.is_multiple_of(10)).then_some(code.as_str()))
                 })
                 .collect();
             all_ok(Item::insert_many(&db, &items).await)?;

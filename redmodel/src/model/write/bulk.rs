@@ -188,7 +188,7 @@ impl<M: Model> ObjectRef<M> {
         items: impl IntoIterator<Item = (ObjectRef<M>, A)>,
     ) -> Vec<std::result::Result<(), ItemError>> {
         let mut taken = Taken::<M>::new();
-        let items: Vec<(ObjectRef<M>, Vec<Assign<M>>, Result<()>)> = items
+        let writes: Vec<_> = items
             .into_iter()
             .enumerate()
             .map(|(i, (handle, assigns))| {
@@ -200,18 +200,13 @@ impl<M: Model> ObjectRef<M> {
                         .collect(),
                 );
                 let checked = taken.take(i, handle.key(), &changes);
-                (handle, assigns, checked)
-            })
-            .collect();
-        let writes: Vec<_> = items
-            .into_iter()
-            .enumerate()
-            .map(|(i, (handle, assigns, checked))| async move {
-                let outcome = match checked {
-                    Ok(()) => handle.set_many(db, assigns).await,
-                    Err(err) => Err(err),
-                };
-                at_item(i, handle.key(), outcome)
+                async move {
+                    let outcome = match checked {
+                        Ok(()) => handle.set_many(db, assigns).await,
+                        Err(err) => Err(err),
+                    };
+                    at_item(i, handle.key(), outcome)
+                }
             })
             .collect();
         run_each(writes).await

@@ -223,8 +223,8 @@ pub enum Error {
     },
     /// An item of a bulk write (`insert_many`, `set_many`, `delete_many`)
     /// names the same object as an earlier item of the batch, or claims
-    /// the same unique value: the earlier item is the one written, and
-    /// nothing of this one was.
+    /// the same unique value: only the earlier item is sent, and nothing
+    /// of this one was written.
     #[error("item {earlier} of the same batch already {}; nothing was written", duplicate_of(*field, value))]
     DuplicateInBatch {
         /// The model's table.

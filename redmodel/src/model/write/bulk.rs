@@ -8,9 +8,9 @@
 //! another object holds, a missing admin, a bad value) fails alone, with
 //! an [`ItemError`] naming it. Before anything is sent, an item naming the
 //! same object as an earlier item, or claiming a unique value an earlier
-//! item claims, is refused with [`Error::DuplicateInBatch`]: the earlier
-//! item is the one written, so the outcome does not depend on which of two
-//! concurrent writes lands first.
+//! item claims, is refused with [`Error::DuplicateInBatch`]: only the
+//! earlier item is sent, so the outcome does not depend on which of two
+//! concurrent writes would land first.
 
 use std::collections::HashMap;
 

@@ -5,20 +5,24 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use redis::{Cmd, Pipeline, Value};
 
-use super::codec::{Codec, IntoValue};
+use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
+use super::expiry;
 use super::field::{Assign, Field};
 use super::index::IndexSpec;
+use super::member::AsMember;
 use super::object::{ObjectRef, COUNT_FIELD};
 use super::read::Read;
+use super::relation::{InverseOf, Relation, RelationRef};
 use super::reply::{redis_type, reply_at};
 use super::write::{self, Changes, IndexPlan, Texts};
 use super::{Model, Storage};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::db::optimistic::{OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
+use crate::db::optimistic::{redirected, OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
 use crate::layout::plain_key;
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
@@ -28,15 +32,22 @@ impl Db {
     /// [`Transaction`]. Retried (up to 32
     /// attempts, then [`Error::Conflict`]) while another client changes
     /// what the step read; the value of the attempt that committed is
-    /// returned. An error returned by the step ends it at once, with
-    /// nothing written.
+    /// returned.
+    ///
+    /// The step's error type is the caller's own: any `E` that a
+    /// [`redmodel::Error`](Error) converts into (`redmodel::Error` itself,
+    /// or an application's error with a `From<redmodel::Error>`). An
+    /// `Err(e)` returned by the step aborts the transaction at once, with
+    /// nothing written, and `e` comes back unchanged. Where nothing else
+    /// names `E`, the step's `Ok::<_, redmodel::Error>(...)` does.
     ///
     /// `step` may run several times: keep side effects out of it. For raw
     /// commands, [`raw_transaction`](Db::raw_transaction).
-    pub async fn transaction<T, F, Fut>(&self, step: F) -> Result<T>
+    pub async fn transaction<T, E, F, Fut>(&self, step: F) -> Result<T, E>
     where
+        E: From<Error>,
         F: FnMut(Transaction) -> Fut,
-        Fut: Future<Output = Result<T>>,
+        Fut: Future<Output = Result<T, E>>,
     {
         self.transaction_with_attempts(MAX_ATTEMPTS, step).await
     }
@@ -55,24 +66,25 @@ impl Db {
     ///     .transaction_with_attempts(100, |tx| async move {
     ///         let n = tx.get(&Counter::at(1), Counter::N).await?.unwrap_or(0) + 1;
     ///         tx.insert(&Counter::at(1), &Counter { id: 1, n });
-    ///         Ok(n)
+    ///         Ok::<_, Error>(n)
     ///     })
     ///     .await?;
     /// assert_eq!(n, 1);
     /// # Ok(()) }
     /// ```
-    pub async fn transaction_with_attempts<T, F, Fut>(
+    pub async fn transaction_with_attempts<T, E, F, Fut>(
         &self,
         max_attempts: u32,
         mut step: F,
-    ) -> Result<T>
+    ) -> Result<T, E>
     where
+        E: From<Error>,
         F: FnMut(Transaction) -> Fut,
-        Fut: Future<Output = Result<T>>,
+        Fut: Future<Output = Result<T, E>>,
     {
         let mut conn = OptimisticConnection::from(self.exclusive().await?);
         let no_keys: &[&str] = &[];
-        let (value, committed) = conn
+        let outcome = conn
             .run(no_keys, max_attempts, None, |raw| {
                 let pending = Arc::new(Mutex::new(Pending::default()));
                 let decided = step(Transaction {
@@ -81,13 +93,22 @@ impl Db {
                     pending: Arc::clone(&pending),
                 });
                 async move {
-                    let value = decided.await?;
+                    let value = match decided.await {
+                        Ok(value) => value,
+                        // A read of the step met a cluster redirection
+                        // (the slot moved): the next attempt reads on the
+                        // slot's new master.
+                        Err(_) if lock(&pending).redirected => return Ok(None),
+                        // The caller's abort: ends the loop, nothing sent.
+                        Err(err) => return Ok(Some(Err(err))),
+                    };
                     let pending = std::mem::take(&mut *lock(&pending));
-                    Ok(pending.commit(&raw, self).await?.map(|c| (value, c)))
+                    Ok(pending.commit(&raw, self).await?.map(|c| Ok((value, c))))
                 }
             })
             .await?;
         drop(conn);
+        let (value, committed) = outcome?;
         committed.finish(self).await?;
         Ok(value)
     }
@@ -280,6 +301,125 @@ impl Transaction {
         self.queue(object, Ok(Op::Delete));
     }
 
+    /// Queues an increment of a numeric field by `by` and returns the
+    /// field's new value, as [`ObjectRef::incr`] makes it (the object must
+    /// exist; an absent field counts from 0).
+    ///
+    /// The field is read under WATCH (or taken from this transaction's own
+    /// queued writes of it, so that two increments add up), and its new
+    /// value is queued as [`set`](Self::set) queues one: every index of
+    /// the field (sorted, composite, recent, unique) follows it in the
+    /// commit, and a concurrent write of the object runs the step again.
+    /// A result Redis would refuse (an `i64` overflow, an infinite float)
+    /// or that the field's type cannot hold is an [`Error::Encode`], and
+    /// nothing is queued; a stored value that is not a number, an
+    /// [`Error::Decode`].
+    pub async fn incr<M: Model, T: Incr>(
+        &self,
+        object: &ObjectRef<M>,
+        field: Field<M, T, Plain>,
+        by: T::By,
+    ) -> Result<T::Output> {
+        let key = object.key_in(&self.db).into_owned();
+        let name = field.name();
+        let queued = lock(&self.pending)
+            .writes
+            .iter()
+            .find(|w| w.key == key)
+            .and_then(|w| w.queued_text(name));
+        let text: Option<Vec<u8>> = match queued {
+            Some(text) => text,
+            None => {
+                let reply = self
+                    .watch_read(object, |pipe| {
+                        pipe.command("HGET").arg(&key).arg(name);
+                    })
+                    .await?;
+                reply_at(object.key(), "hash", reply.into_iter().next())?
+            }
+        };
+        let current = text
+            .map(T::Output::from_owned_text)
+            .transpose()
+            .map_err(|reason| Error::Decode {
+                key: object.key().to_string(),
+                field: name.to_string(),
+                reason,
+            })?;
+        let new = T::add(current, &by).map_err(|reason| Error::Encode {
+            key: object.key().to_string(),
+            field: name.to_string(),
+            reason,
+        })?;
+        self.queue(object, Ok(Op::Fields(vec![(name, Some(new.to_text()))])));
+        Ok(new)
+    }
+
+    /// Queues a link of `member` to the relation's owner, as
+    /// [`RelationRef::link`] makes it: appended to the owner's list unless
+    /// it is there (moved to the tail if it is), and the owner to the
+    /// member's inverse list if the relation has one. Both objects must
+    /// exist when the transaction commits (the transaction's own writes
+    /// count): [`Error::NotFound`] otherwise, and nothing written.
+    pub fn link<R: Relation>(&self, relation: &RelationRef<R>, member: impl AsMember<R::Member>) {
+        let queued = member.member_key().map(|member| {
+            let member_key = self.db.stored(&member).into_owned();
+            let owner = relation.owner().key_in(&self.db).into_owned();
+            let mut lists = vec![ListWrite::link(
+                relation.key_in(&self.db).into_owned(),
+                member_key.clone(),
+            )];
+            if let Some(inverse) = R::Inverse::inverse_key(&member) {
+                let inverse = self.db.stored(&inverse).into_owned();
+                lists.push(ListWrite::link(inverse, owner.clone()));
+            }
+            (lists, vec![owner, member_key])
+        });
+        self.queue_lists(queued);
+    }
+
+    /// Queues an unlink of `member`, as [`RelationRef::unlink`] makes it:
+    /// every occurrence of it leaves the owner's list, and the owner the
+    /// member's inverse list.
+    pub fn unlink<R: Relation>(&self, relation: &RelationRef<R>, member: impl AsMember<R::Member>) {
+        let queued = member.member_key().map(|member| {
+            let owner = relation.owner().key_in(&self.db).into_owned();
+            let mut lists = vec![ListWrite::unlink(
+                relation.key_in(&self.db).into_owned(),
+                self.db.stored(&member).into_owned(),
+            )];
+            if let Some(inverse) = R::Inverse::inverse_key(&member) {
+                let inverse = self.db.stored(&inverse).into_owned();
+                lists.push(ListWrite::unlink(inverse, owner));
+            }
+            (lists, Vec::new())
+        });
+        self.queue_lists(queued);
+    }
+
+    /// Queues a time to live for the object, as [`ObjectRef::expire`] sets
+    /// it (PEXPIRE), after the transaction's earlier writes of it: an
+    /// object the transaction inserts gets it; one it does not write and
+    /// that does not exist is left alone.
+    pub fn expire<M: Model>(&self, object: &ObjectRef<M>, ttl: Duration) {
+        self.queue(object, Ok(Op::Ttl("PEXPIRE", Some(expiry::millis(ttl)))));
+    }
+
+    /// Queues the object's expiry at `when`, as [`ObjectRef::expire_at`]
+    /// sets it (PEXPIREAT; a time in the past deletes it when the
+    /// transaction commits, without its index entries: prefer
+    /// [`delete`](Self::delete)).
+    pub fn expire_at<M: Model>(&self, object: &ObjectRef<M>, when: SystemTime) {
+        let at = expiry::unix_millis(when);
+        self.queue(object, Ok(Op::Ttl("PEXPIREAT", Some(at))));
+    }
+
+    /// Queues the removal of the object's time to live, as
+    /// [`ObjectRef::persist`] makes it (PERSIST).
+    pub fn persist<M: Model>(&self, object: &ObjectRef<M>) {
+        self.queue(object, Ok(Op::Ttl("PERSIST", None)));
+    }
+
     /// Which attempt this is, from 1.
     pub fn attempt(&self) -> u32 {
         self.raw.attempt()
@@ -295,12 +435,17 @@ impl Transaction {
         let key = object.key_in(&self.db);
         self.check_slot(&key)?;
         self.raw.route_by(&key).await;
-        self.raw
+        let read = self
+            .raw
             .watch_then(key.as_ref(), |pipe| {
                 pipe.ignore_errors();
                 add(pipe);
             })
-            .await
+            .await;
+        if read.as_ref().is_err_and(redirected) {
+            lock(&self.pending).redirected = true;
+        }
+        read
     }
 
     /// On a Redis Cluster, refuses a key outside the transaction's slot
@@ -376,17 +521,67 @@ impl Transaction {
                     .collect();
                 write::reference_guards::<M>(&self.db, &set)
             }
-            Op::Single(_) | Op::Delete => Vec::new(),
+            Op::Single(_) | Op::Delete | Op::Ttl(..) => Vec::new(),
         };
         let owner = match &op {
             Op::Insert(_) | Op::Single(_) => object.owner_key_in(&self.db),
-            Op::Fields(_) | Op::Delete => None,
+            Op::Fields(_) | Op::Delete | Op::Ttl(..) => None,
         };
         let write = &mut pending.writes[index];
         write.guards.extend(guards.into_iter().chain(owner));
         if let Err(err) = write.apply(op) {
             pending.error = Some(err);
         }
+    }
+}
+
+impl Transaction {
+    /// Queues the list commands of a link or an unlink, with the keys it
+    /// needs to exist when it commits. A write that cannot be made is kept
+    /// as the transaction's error, as [`queue`](Self::queue) keeps one.
+    fn queue_lists(&self, queued: Result<(Vec<ListWrite>, Vec<String>)>) {
+        let queued = queued.and_then(|(lists, guards)| {
+            for list in &lists {
+                self.check_slot(&list.key)?;
+            }
+            Ok((lists, guards))
+        });
+        let mut pending = lock(&self.pending);
+        if pending.error.is_some() {
+            return;
+        }
+        match queued {
+            Ok((lists, guards)) => {
+                pending.lists.extend(lists);
+                pending.guards.extend(guards);
+            }
+            Err(err) => pending.error = Some(err),
+        }
+    }
+}
+
+/// The commands a link or an unlink queues on one relation list.
+struct ListWrite {
+    /// The list, as the db stores it.
+    key: String,
+    cmds: Vec<Cmd>,
+}
+
+impl ListWrite {
+    /// `member` appended to the list `key` unless it is there (moved to
+    /// the tail if it is).
+    fn link(key: String, member: String) -> Self {
+        let cmds = vec![
+            cmd("LREM").arg(&key).arg(0).arg(&member).clone(),
+            cmd("RPUSH").arg(&key).arg(&member).clone(),
+        ];
+        ListWrite { key, cmds }
+    }
+
+    /// Every occurrence of `member` removed from the list `key`.
+    fn unlink(key: String, member: String) -> Self {
+        let cmds = vec![cmd("LREM").arg(&key).arg(0).arg(&member).clone()];
+        ListWrite { key, cmds }
     }
 }
 
@@ -399,6 +594,8 @@ enum Op {
     /// A full write of a single-value model: SET, or DEL for `None`.
     Single(Option<Vec<u8>>),
     Delete,
+    /// A TTL command (PEXPIRE, PEXPIREAT, PERSIST) with its argument.
+    Ttl(&'static str, Option<i64>),
 }
 
 /// What the transaction's own writes say of an object's existence.
@@ -481,8 +678,28 @@ impl ObjectWrite {
                 self.fields.clear();
                 self.cmds.push((cmd("DEL").arg(&self.key).clone(), false));
             }
+            Op::Ttl(command, arg) => {
+                let mut ttl = cmd(command);
+                ttl.arg(&self.key);
+                if let Some(arg) = arg {
+                    ttl.arg(arg);
+                }
+                self.cmds.push((ttl, false));
+            }
         }
         Ok(())
+    }
+
+    /// The text this transaction's writes leave in field `name`, if they
+    /// write it (`Some(None)`: removed, or the object deleted).
+    fn queued_text(&self, name: &str) -> Option<Option<Vec<u8>>> {
+        if self.existence == Existence::Deleted {
+            return Some(None);
+        }
+        self.fields
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, text)| text.clone())
     }
 
     /// The commands of a field write (or a full one, `counted`), and the
@@ -546,8 +763,14 @@ struct Pending {
     /// In the cluster layout, the first key read or written: every other
     /// must share its slot.
     first_key: Option<String>,
+    /// The commands of the links and unlinks, after the objects' writes.
+    lists: Vec<ListWrite>,
+    /// Keys the links need to exist when they commit (both objects).
+    guards: Vec<String>,
     /// The first write that could not be queued.
     error: Option<Error>,
+    /// Whether a read met a cluster redirection (the slot moved).
+    redirected: bool,
 }
 
 /// Locks the pending writes. A panic in another holder cannot leave them
@@ -615,6 +838,11 @@ impl Pending {
                     .upkeep
                     .add_entries(raw, db, &write.key, &changes, &mut txn)
                     .await?;
+            }
+        }
+        for list in &self.lists {
+            for cmd in &list.cmds {
+                txn.add_command(cmd.clone()).ignore();
             }
         }
         let replies = match raw.exec::<Vec<Value>>(&txn).await {
@@ -723,6 +951,9 @@ impl Pending {
             for guard in &write.guards {
                 settle(guard, &plain_key(guard), false)?;
             }
+        }
+        for guard in &self.guards {
+            settle(guard, &plain_key(guard), false)?;
         }
         unknown.sort_unstable();
         unknown.dedup();

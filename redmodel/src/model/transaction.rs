@@ -147,7 +147,7 @@ impl Db {
 ///         }
 ///         tx.set(&Player::at(1), Player::POINTS, a.points - 30);
 ///         tx.set(&Player::at(2), Player::POINTS, b.points + 30);
-///         Ok(true)
+///         Ok::<_, Error>(true)
 ///     })
 ///     .await?;
 /// assert!(moved);

@@ -35,7 +35,7 @@ impl Db {
     /// returned.
     ///
     /// The step's error type is the caller's own: any `E` that a
-    /// [`redmodel::Error`](Error) converts into (`redmodel::Error` itself,
+    /// [`redmodel::Error`] converts into (`redmodel::Error` itself,
     /// or an application's error with a `From<redmodel::Error>`). An
     /// `Err(e)` returned by the step aborts the transaction at once, with
     /// nothing written, and `e` comes back unchanged. Where nothing else

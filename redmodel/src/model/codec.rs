@@ -450,6 +450,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_increment_sums_or_says_why_redis_or_the_type_refuses_it() {
+        assert_eq!(<u8 as Incr>::add(Some(254), &1), Ok(255));
+        assert!(<u8 as Incr>::add(Some(255), &1).is_err(), "past the type");
+        assert!(<u32 as Incr>::add(Some(0), &-1).is_err(), "below the type");
+        assert!(
+            <i64 as Incr>::add(Some(i64::MAX), &1).is_err(),
+            "Redis's overflow"
+        );
+        assert!(
+            <u64 as Incr>::add(Some(u64::MAX), &0).is_err(),
+            "no i64 for Redis"
+        );
+        assert_eq!(
+            <Option<u32> as Incr>::add(None, &5),
+            Ok(5),
+            "absent counts from 0"
+        );
+        assert_eq!(<f64 as Incr>::add(Some(1.5), &0.25), Ok(1.75));
+        assert!(
+            <f64 as Incr>::add(Some(f64::MAX), &f64::MAX).is_err(),
+            "infinite"
+        );
+        assert!(<f32 as Incr>::add(Some(f32::MAX), &f64::from(f32::MAX)).is_err());
+    }
+
+    #[test]
     fn owned_text_decodes_as_borrowed_text_does() {
         for raw in [&b"ken"[..], b"", b"\xff\xfe", "é".as_bytes()] {
             assert_eq!(

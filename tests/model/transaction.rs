@@ -91,7 +91,7 @@ async fn transfers(db: Db, ids: Vec<u32>, task: usize) -> redmodel::Result<u32> 
                 }
                 tx.set(from, Wallet::POINTS, a.points - AMOUNT);
                 tx.set(to, Wallet::POINTS, b.points + AMOUNT);
-                Ok(true)
+                Ok::<_, Error>(true)
             })
             .await;
         let moved = match moved {
@@ -165,7 +165,7 @@ backend_tests! {
             let w = &w;
             db.transaction(|tx| async move {
                 tx.insert(w, &Wallet { nick: Some("ada".into()), tags: vec!["red".into()], ..wallet(1, 5) });
-                Ok(())
+                Ok::<_, Error>(())
             })
             .await?;
             assert_eq!(w.write_count(&db).await?, 1);
@@ -176,7 +176,7 @@ backend_tests! {
                 let n = tx.get(w, Wallet::POINTS).await?.unwrap_or(0);
                 tx.set_many(w, [Wallet::NICK.to(Some("bob".to_string())), Wallet::TAGS.to(vec!["blue".to_string()])]);
                 tx.set(w, Wallet::POINTS, n + 1);
-                Ok(())
+                Ok::<_, Error>(())
             })
             .await?;
             assert_eq!(Wallet::NICK_UNIQUE.find(&db, "ada").await?, None, "old value released");
@@ -187,7 +187,7 @@ backend_tests! {
 
             db.transaction(|tx| async move {
                 tx.delete(w);
-                Ok(())
+                Ok::<_, Error>(())
             })
             .await?;
             assert!(!w.exists(&db).await?);
@@ -217,7 +217,7 @@ backend_tests! {
                 .transaction(|tx| async move {
                     tx.set(a, Wallet::POINTS, 100);
                     tx.set(b, Wallet::NICK, Some("ada".to_string()));
-                    Ok(())
+                    Ok::<_, Error>(())
                 })
                 .await
                 .unwrap_err();
@@ -227,7 +227,7 @@ backend_tests! {
                 .transaction(|tx| async move {
                     tx.set(b, Wallet::NICK, Some("cy".to_string()));
                     tx.insert(c, &Wallet { nick: Some("cy".into()), ..wallet(ids[2], 3) });
-                    Ok(())
+                    Ok::<_, Error>(())
                 })
                 .await
                 .unwrap_err();
@@ -237,7 +237,7 @@ backend_tests! {
                 .transaction(|tx| async move {
                     tx.set(a, Wallet::POINTS, 100);
                     tx.set(c, Wallet::POINTS, 3);
-                    Ok(())
+                    Ok::<_, Error>(())
                 })
                 .await
                 .unwrap_err();
@@ -247,7 +247,7 @@ backend_tests! {
                 .transaction(|tx| async move {
                     tx.set(a, Wallet::POINTS, 100);
                     tx.set(b, Wallet::POINTS, 1 << 60);
-                    Ok(())
+                    Ok::<_, Error>(())
                 })
                 .await
                 .unwrap_err();
@@ -279,7 +279,7 @@ backend_tests! {
                         w.set(other, Wallet::POINTS, 50).await?;
                     }
                     tx.set(w, Wallet::POINTS, points + 1);
-                    Ok(tx.attempt())
+                    Ok::<_, Error>(tx.attempt())
                 })
                 .await?;
             assert_eq!(attempts, 2);
@@ -292,7 +292,7 @@ backend_tests! {
                 .transaction(|tx| async move {
                     assert_eq!(tx.load(gone).await?, None);
                     tx.set(gone, Wallet::POINTS, 1);
-                    Ok(())
+                    Ok::<_, Error>(())
                 })
                 .await
                 .unwrap_err();
@@ -301,7 +301,7 @@ backend_tests! {
                 .transaction(|tx| async move {
                     tx.delete(w);
                     tx.set(w, Wallet::POINTS, 1);
-                    Ok(())
+                    Ok::<_, Error>(())
                 })
                 .await
                 .unwrap_err();
@@ -326,12 +326,423 @@ backend_tests! {
             .transaction(|tx| async move {
                 tx.load(a).await?;
                 tx.set(b, Wallet::POINTS, 7);
-                Ok(())
+                Ok::<_, Error>(())
             })
             .await
             .unwrap_err();
         assert!(matches!(&err, Error::CrossSlot { keys } if keys.len() == 2), "{err}");
         assert_eq!(b.get(&db, Wallet::POINTS).await?, Some(1));
+        Ok(())
+    }
+}
+
+/// The shop of the order-placement tests: `customer:1`, `product:1` =
+/// {stock (sorted), sold, price}, `order:1` = {customer, total (sorted)}
+/// with its lines `order:1:line:0`, and `customer:1:order` = [order:1]
+/// kept in step with `order:1:customer` = [customer:1].
+mod shop {
+    use super::*;
+
+    #[derive(Admin, Debug, Clone, PartialEq)]
+    pub struct Customer {
+        #[redmodel(pk)]
+        pub id: u32,
+        pub name: String,
+    }
+
+    #[derive(Admin, Debug, Clone, PartialEq)]
+    pub struct Product {
+        #[redmodel(pk)]
+        pub id: u32,
+        #[redmodel(sorted)]
+        pub stock: i64,
+        pub sold: u64,
+        pub price: i64,
+    }
+
+    #[derive(Admin, Debug, Clone, PartialEq)]
+    pub struct Order {
+        #[redmodel(pk)]
+        pub id: u32,
+        pub customer: u32,
+        #[redmodel(sorted)]
+        pub total: i64,
+    }
+
+    #[derive(SubObject, Debug, Clone, PartialEq)]
+    #[redmodel(owner = Order)]
+    pub struct Line {
+        #[redmodel(pk)]
+        pub n: u32,
+        pub product: u32,
+        pub qty: i64,
+    }
+
+    #[derive(Relation)]
+    #[redmodel(table = "order", owner = Customer, member = Order, inverse = OrderCustomer)]
+    pub struct CustomerOrders;
+
+    #[derive(Relation)]
+    #[redmodel(table = "customer", owner = Order, member = Customer, inverse = CustomerOrders)]
+    pub struct OrderCustomer;
+
+    /// The caller's own error: what the step aborts with.
+    #[derive(Debug)]
+    pub enum ShopError {
+        OutOfStock,
+        Db(Error),
+    }
+
+    impl From<Error> for ShopError {
+        fn from(err: Error) -> Self {
+            ShopError::Db(err)
+        }
+    }
+
+    /// `n` ids of `table` whose keys share the slot of `customer:1`, so
+    /// that one transaction can hold a customer, products and orders on a
+    /// Redis Cluster (there is no co-location of other admins yet: the
+    /// tests pick their ids). In the plain layout any ids would do.
+    pub fn ids_beside_customer(table: &str, n: usize) -> Vec<u32> {
+        let target = Slot::for_key("customer:1");
+        (1..)
+            .filter(|id| Slot::for_key(format!("{table}:{id}")) == target)
+            .take(n)
+            .collect()
+    }
+
+    /// Places order `order` for `customer` of `qty` units of each product
+    /// in `items`, atomically: each product's stock goes down (an
+    /// increment) and its `sold` up, one line per product, the order with
+    /// its total, and the customer's link. Aborts with
+    /// [`ShopError::OutOfStock`] if a product has fewer units than asked.
+    pub async fn place_order(
+        db: &Db,
+        customer: u32,
+        order: u32,
+        items: &[(u32, i64)],
+    ) -> Result<i64, ShopError> {
+        let (customer, order) = (&Customer::at(customer), &Order::at(order));
+        db.transaction_with_attempts(1_000, |tx| async move {
+            let mut total = 0;
+            for (n, (product, qty)) in (0..).zip(items) {
+                let product_ref = Product::at(*product);
+                let p = tx.load(&product_ref).await?.ok_or(ShopError::OutOfStock)?;
+                tokio::task::yield_now().await;
+                if p.stock < *qty {
+                    return Err(ShopError::OutOfStock);
+                }
+                tx.incr(&product_ref, Product::STOCK, -qty).await?;
+                tx.incr(&product_ref, Product::SOLD, *qty).await?;
+                tx.insert(
+                    &order.sub::<Line>(n),
+                    &Line {
+                        n,
+                        product: *product,
+                        qty: *qty,
+                    },
+                );
+                total += qty * p.price;
+            }
+            tx.insert(
+                order,
+                &Order {
+                    id: *order.pk(),
+                    customer: *customer.pk(),
+                    total,
+                },
+            );
+            tx.link(&customer.relation::<CustomerOrders>(), order);
+            Ok(total)
+        })
+        .await
+    }
+
+    /// What the shop holds for order `order`: the order, its lines, and
+    /// whether each side of the customer's link lists it.
+    pub async fn order_state(
+        db: &Db,
+        customer: u32,
+        order: u32,
+    ) -> redmodel::Result<(Option<Order>, Vec<Line>, bool, bool)> {
+        let order = Order::at(order);
+        let mut lines = Vec::new();
+        for n in 0..4 {
+            if let Some(line) = order.sub::<Line>(n).load(db).await? {
+                lines.push(line);
+            }
+        }
+        let customer = Customer::at(customer);
+        let listed = customer
+            .relation::<CustomerOrders>()
+            .members(db)
+            .await?
+            .contains(&order);
+        let back = order
+            .relation::<OrderCustomer>()
+            .members(db)
+            .await?
+            .contains(&customer);
+        Ok((order.load(db).await?, lines, listed, back))
+    }
+
+    pub async fn stock_score(db: &Db, product: u32) -> redmodel::Result<Option<f64>> {
+        db.query(
+            redis::cmd("ZSCORE").arg("product:_sorted:stock").arg(
+                db.key_layout()
+                    .stored(&format!("product:{product}"))
+                    .as_ref(),
+            ),
+        )
+        .await
+    }
+}
+
+use shop::{
+    ids_beside_customer, order_state, place_order, stock_score, Customer, CustomerOrders, Line,
+    Order, Product, ShopError,
+};
+
+backend_tests! {
+    /// 16 tasks each order one unit of the last 10: exactly 10 orders are
+    /// placed, 6 abort with the caller's `OutOfStock`, and the stock, its
+    /// index, the orders, their lines and both sides of the links agree.
+    exclusive async fn racing_orders_sell_exactly_the_stock(ctx) -> redmodel::Result<()> {
+        const BUYERS: usize = 16;
+        const LAST: i64 = 10;
+        let orders = ids_beside_customer("order", BUYERS);
+        let product = ids_beside_customer("product", 1)[0];
+        for db in layouts(&ctx.db) {
+            flush(&db).await?;
+            Customer { id: 1, name: "ada".into() }.insert(&db).await?;
+            Product { id: product, stock: LAST, sold: 0, price: 3 }.insert(&db).await?;
+            let tasks: Vec<_> = orders
+                .iter()
+                .map(|order| {
+                    let (db, order) = (db.clone(), *order);
+                    tokio::spawn(async move { place_order(&db, 1, order, &[(product, 1)]).await })
+                })
+                .collect();
+            let (mut placed, mut refused) = (Vec::new(), 0);
+            for (order, task) in orders.iter().zip(tasks) {
+                match task.await.expect("order task panicked") {
+                    Ok(total) => {
+                        assert_eq!(total, 3);
+                        placed.push(*order);
+                    }
+                    Err(ShopError::OutOfStock) => refused += 1,
+                    Err(ShopError::Db(e)) => return Err(e),
+                }
+            }
+            let layout = db.key_layout();
+            assert_eq!(placed.len() as i64, LAST, "exactly the stock sold ({layout:?} layout)");
+            assert_eq!(refused, BUYERS - LAST as usize);
+            let p = Product::at(product).load(&db).await?.expect("product");
+            assert_eq!((p.stock, p.sold), (0, LAST as u64), "{layout:?} layout");
+            assert_eq!(stock_score(&db, product).await?, Some(0.0), "the index follows the stock");
+            let linked = Customer::at(1).relation::<CustomerOrders>().count(&db).await?;
+            assert_eq!(linked, LAST as u64);
+            for order in &orders {
+                let (o, lines, listed, back) = order_state(&db, 1, *order).await?;
+                let is_placed = placed.contains(order);
+                assert_eq!(o.is_some(), is_placed, "order {order}");
+                assert_eq!(lines.len(), usize::from(is_placed), "order {order}'s lines");
+                assert_eq!((listed, back), (is_placed, is_placed), "order {order}'s links");
+            }
+            assert_eq!(Order::TOTAL_SORTED.len(&db).await?, LAST as u64);
+        }
+        Ok(())
+    }
+
+    /// A step that returns the caller's error aborts with nothing written,
+    /// and the error comes back unchanged: the first product's stock was
+    /// already decremented in the step, the second is short. A commit the
+    /// library refuses (a link to a missing customer) writes nothing
+    /// either, and comes back as the caller's `Db` variant.
+    exclusive async fn an_aborted_order_writes_nothing(ctx) -> redmodel::Result<()> {
+        let products = ids_beside_customer("product", 2);
+        let order = ids_beside_customer("order", 1)[0];
+        let (a, b) = (products[0], products[1]);
+        for db in layouts(&ctx.db) {
+            flush(&db).await?;
+            Customer { id: 1, name: "ada".into() }.insert(&db).await?;
+            Product { id: a, stock: 5, sold: 0, price: 2 }.insert(&db).await?;
+            Product { id: b, stock: 1, sold: 0, price: 7 }.insert(&db).await?;
+
+            let err = place_order(&db, 1, order, &[(a, 2), (b, 3)]).await.unwrap_err();
+            assert!(matches!(err, ShopError::OutOfStock), "{err:?}");
+
+            // `customer:9` does not exist: the link's guard refuses the
+            // commit. (Its slot is not customer 1's: the plain layout
+            // only.)
+            if db.key_layout() == KeyLayout::Plain {
+                let err = place_order(&db, 9, order, &[(a, 2)]).await.unwrap_err();
+                assert!(
+                    matches!(&err, ShopError::Db(Error::NotFound { key }) if key == "customer:9"),
+                    "{err:?}"
+                );
+            }
+
+            for (product, stock) in [(a, 5), (b, 1)] {
+                let p = Product::at(product).load(&db).await?.expect("product");
+                assert_eq!((p.stock, p.sold), (stock, 0), "{:?} layout", db.key_layout());
+                assert_eq!(stock_score(&db, product).await?, Some(stock as f64));
+            }
+            assert_eq!(order_state(&db, 1, order).await?, (None, Vec::new(), false, false));
+            assert_eq!(Order::TOTAL_SORTED.len(&db).await?, 0);
+        }
+        Ok(())
+    }
+
+    /// An order, its lines, the customer's link both ways and the stock
+    /// move together: placed in one transaction, cancelled in another
+    /// (unlink, sub-objects and the order deleted, the stock put back);
+    /// an order's expiry is set and removed with it.
+    exclusive async fn an_order_and_its_stock_move_together(ctx) -> redmodel::Result<()> {
+        let products = ids_beside_customer("product", 2);
+        let order_id = ids_beside_customer("order", 1)[0];
+        let (a, b) = (products[0], products[1]);
+        for db in layouts(&ctx.db) {
+            flush(&db).await?;
+            Customer { id: 1, name: "ada".into() }.insert(&db).await?;
+            Product { id: a, stock: 5, sold: 0, price: 2 }.insert(&db).await?;
+            Product { id: b, stock: 4, sold: 0, price: 7 }.insert(&db).await?;
+
+            let total = place_order(&db, 1, order_id, &[(a, 2), (b, 3)]).await.map_err(|e| match e {
+                ShopError::Db(e) => e,
+                ShopError::OutOfStock => Error::Misuse("out of stock".into()),
+            })?;
+            assert_eq!(total, 2 * 2 + 3 * 7);
+            let (order, lines, listed, back) = order_state(&db, 1, order_id).await?;
+            assert_eq!(order, Some(Order { id: order_id, customer: 1, total }));
+            assert_eq!(lines, vec![Line { n: 0, product: a, qty: 2 }, Line { n: 1, product: b, qty: 3 }]);
+            assert!(listed && back, "linked both ways");
+            assert_eq!(stock_score(&db, a).await?, Some(3.0));
+            assert_eq!(stock_score(&db, b).await?, Some(1.0));
+            assert_eq!(Order::TOTAL_SORTED.top(&db, 1).await?[0].total, total);
+
+            // Unpaid orders expire; paying persists it.
+            let (customer, order) = (&Customer::at(1), &Order::at(order_id));
+            db.transaction(|tx| async move {
+                tx.expire(order, std::time::Duration::from_secs(600));
+                tx.expire(&order.sub::<Line>(0u32), std::time::Duration::from_secs(600));
+                Ok::<_, Error>(())
+            })
+            .await?;
+            assert!(matches!(order.ttl(&db).await?, Ttl::Expires(d) if d.as_secs() > 500));
+            assert!(matches!(order.sub::<Line>(0u32).ttl(&db).await?, Ttl::Expires(_)));
+            db.transaction(|tx| async move {
+                tx.persist(order);
+                tx.persist(&order.sub::<Line>(0u32));
+                Ok::<_, Error>(())
+            })
+            .await?;
+            assert_eq!(order.ttl(&db).await?, Ttl::Persistent);
+            assert_eq!(order.sub::<Line>(0u32).ttl(&db).await?, Ttl::Persistent);
+
+            // The cancellation: every part of the order goes, the stock
+            // comes back.
+            db.transaction(|tx| async move {
+                for n in 0..2u32 {
+                    let line = order.sub::<Line>(n);
+                    let Some(l) = tx.load(&line).await? else { continue };
+                    let product = Product::at(l.product);
+                    tx.incr(&product, Product::STOCK, l.qty).await?;
+                    tx.incr(&product, Product::SOLD, -l.qty).await?;
+                    tx.delete(&line);
+                }
+                tx.unlink(&customer.relation::<CustomerOrders>(), order);
+                tx.delete(order);
+                Ok::<_, Error>(())
+            })
+            .await?;
+            assert_eq!(order_state(&db, 1, order_id).await?, (None, Vec::new(), false, false));
+            for (product, stock) in [(a, 5), (b, 4)] {
+                let p = Product::at(product).load(&db).await?.expect("product");
+                assert_eq!((p.stock, p.sold), (stock, 0), "{:?} layout", db.key_layout());
+                assert_eq!(stock_score(&db, product).await?, Some(stock as f64));
+            }
+            assert_eq!(Order::TOTAL_SORTED.len(&db).await?, 0);
+        }
+        Ok(())
+    }
+
+    /// 8 tasks x 25 transactions each move a random amount between a
+    /// product's `stock` (sorted) and `sold` (no index) with `incr`, the
+    /// same field twice in some: no update is lost, and the sorted index
+    /// equals the field.
+    exclusive async fn racing_increments_keep_the_sorted_index_exact(ctx) -> redmodel::Result<()> {
+        const TASKS: usize = 8;
+        const MOVES: usize = 25;
+        const START: i64 = 1_000;
+        let products = ids_beside_customer("product", 3);
+        for db in layouts(&ctx.db) {
+            flush(&db).await?;
+            for id in &products {
+                Product { id: *id, stock: START, sold: 0, price: 1 }.insert(&db).await?;
+            }
+            let tasks: Vec<_> = (0..TASKS)
+                .map(|task| {
+                    let (db, products) = (db.clone(), products.clone());
+                    tokio::spawn(async move {
+                        let mut rng = Rng::for_task(task);
+                        for _ in 0..MOVES {
+                            let product = Product::at(products[rng.below(products.len())]);
+                            let amount = rng.below(5) as i64 + 1;
+                            let twice = rng.below(2) == 0;
+                            let product = &product;
+                            db.transaction_with_attempts(10_000, |tx| async move {
+                                tx.incr(product, Product::STOCK, -amount).await?;
+                                tokio::task::yield_now().await;
+                                if twice {
+                                    tx.incr(product, Product::STOCK, -amount).await?;
+                                    tx.incr(product, Product::SOLD, amount).await?;
+                                }
+                                let sold = tx.incr(product, Product::SOLD, amount).await?;
+                                assert!(sold >= amount as u64);
+                                Ok::<_, Error>(())
+                            })
+                            .await?;
+                        }
+                        Ok::<_, Error>(())
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.expect("increment task panicked")?;
+            }
+            let mut sold = 0;
+            for id in &products {
+                let p = Product::at(*id).load(&db).await?.expect("product");
+                assert_eq!(p.stock + p.sold as i64, START, "no update lost ({:?} layout)", db.key_layout());
+                assert_eq!(stock_score(&db, *id).await?, Some(p.stock as f64), "the index follows product {id}");
+                sold += p.sold;
+            }
+            assert!(sold >= (TASKS * MOVES) as u64);
+        }
+        Ok(())
+    }
+
+    /// In the cluster layout, a link to an order in another slot than the
+    /// customer's is refused before anything is sent, naming both keys.
+    exclusive async fn a_link_across_slots_is_refused(ctx) -> redmodel::Result<()> {
+        let db = ctx.db.with_key_layout(KeyLayout::Cluster);
+        flush(&db).await?;
+        Customer { id: 1, name: "ada".into() }.insert(&db).await?;
+        let far = (1..)
+            .find(|id| Slot::for_key(format!("order:{id}")) != Slot::for_key("customer:1"))
+            .expect("another slot");
+        let (customer, order) = (&Customer::at(1), &Order::at(far));
+        let err = db
+            .transaction(|tx| async move {
+                tx.insert(order, &Order { id: far, customer: 1, total: 0 });
+                tx.link(&customer.relation::<CustomerOrders>(), order);
+                Ok::<_, Error>(())
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(&err, Error::CrossSlot { keys } if keys.len() == 2), "{err}");
+        assert!(!order.exists(&db).await?);
         Ok(())
     }
 }

@@ -618,7 +618,7 @@ impl OptimisticConnection {
 /// Whether `err` is a cluster redirection or a transient cluster state met
 /// inside a transaction (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, or an EXEC
 /// aborted by one of them), after which a new attempt can succeed.
-fn redirected(err: &Error) -> bool {
+pub(crate) fn redirected(err: &Error) -> bool {
     match err {
         Error::Server(e) | Error::Unavailable { source: e } => {
             crate::error::is_redirection(e) || e.to_string().contains("EXECABORT")

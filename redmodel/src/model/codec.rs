@@ -323,6 +323,12 @@ pub trait Incr {
     type Output: Scalar;
     /// `HINCRBY` or `HINCRBYFLOAT`.
     const COMMAND: &'static str;
+
+    /// `current` (absent: 0) plus `by`, or why Redis would refuse the
+    /// increment or the field's type cannot hold its result: what a
+    /// [`Transaction::incr`](crate::Transaction::incr) writes, computed
+    /// from the value it read under WATCH.
+    fn add(current: Option<Self::Output>, by: &Self::By) -> Result<Self::Output, String>;
 }
 
 macro_rules! incr_int {
@@ -331,6 +337,16 @@ macro_rules! incr_int {
             type By = i64;
             type Output = $t;
             const COMMAND: &'static str = "HINCRBY";
+
+            fn add(current: Option<$t>, by: &i64) -> Result<$t, String> {
+                let current = i64::try_from(current.unwrap_or(0))
+                    .map_err(|_| "the value is not an integer Redis can increment".to_string())?;
+                let sum = current
+                    .checked_add(*by)
+                    .ok_or_else(|| "increment or decrement would overflow".to_string())?;
+                <$t>::try_from(sum)
+                    .map_err(|_| format!("{sum} does not fit a {}", stringify!($t)))
+            }
         }
     )*};
 }
@@ -341,18 +357,47 @@ impl Incr for f64 {
     type By = f64;
     type Output = f64;
     const COMMAND: &'static str = "HINCRBYFLOAT";
+
+    fn add(current: Option<f64>, by: &f64) -> Result<f64, String> {
+        finite(current.unwrap_or(0.0) + by)
+    }
 }
 
 impl Incr for f32 {
     type By = f64;
     type Output = f32;
     const COMMAND: &'static str = "HINCRBYFLOAT";
+
+    fn add(current: Option<f32>, by: &f64) -> Result<f32, String> {
+        // Narrowed as the field's codec narrows the text Redis would store.
+        let wide = finite(f64::from(current.unwrap_or(0.0)) + by)?;
+        let sum = wide as f32;
+        if sum.is_finite() {
+            Ok(sum)
+        } else {
+            Err(format!("{wide} does not fit a f32"))
+        }
+    }
+}
+
+/// `sum`, unless Redis would refuse it (HINCRBYFLOAT stores no NaN or
+/// infinity).
+fn finite(sum: f64) -> Result<f64, String> {
+    if sum.is_finite() {
+        Ok(sum)
+    } else {
+        Err("increment would produce NaN or Infinity".to_string())
+    }
 }
 
 impl<T: Incr> Incr for Option<T> {
     type By = T::By;
     type Output = T::Output;
     const COMMAND: &'static str = T::COMMAND;
+
+    fn add(current: Option<T::Output>, by: &T::By) -> Result<T::Output, String> {
+        T::add(current, by)
+    }
 }
 
 /// What a setter accepts for a field of type `T`: a `T`, or for
@@ -403,6 +448,32 @@ impl IntoValue<Option<String>> for &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_increment_sums_or_says_why_redis_or_the_type_refuses_it() {
+        assert_eq!(<u8 as Incr>::add(Some(254), &1), Ok(255));
+        assert!(<u8 as Incr>::add(Some(255), &1).is_err(), "past the type");
+        assert!(<u32 as Incr>::add(Some(0), &-1).is_err(), "below the type");
+        assert!(
+            <i64 as Incr>::add(Some(i64::MAX), &1).is_err(),
+            "Redis's overflow"
+        );
+        assert!(
+            <u64 as Incr>::add(Some(u64::MAX), &0).is_err(),
+            "no i64 for Redis"
+        );
+        assert_eq!(
+            <Option<u32> as Incr>::add(None, &5),
+            Ok(5),
+            "absent counts from 0"
+        );
+        assert_eq!(<f64 as Incr>::add(Some(1.5), &0.25), Ok(1.75));
+        assert!(
+            <f64 as Incr>::add(Some(f64::MAX), &f64::MAX).is_err(),
+            "infinite"
+        );
+        assert!(<f32 as Incr>::add(Some(f32::MAX), &f64::from(f32::MAX)).is_err());
+    }
 
     #[test]
     fn owned_text_decodes_as_borrowed_text_does() {

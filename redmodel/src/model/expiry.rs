@@ -79,14 +79,14 @@ impl Ttl {
 }
 
 /// Milliseconds as PEXPIRE's argument (saturating).
-fn millis(d: Duration) -> i64 {
+pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Unix milliseconds of `when` as PEXPIREAT's argument (0 for a time
 /// before 1970: the key is deleted at once, as Redis does for a past
 /// time).
-fn unix_millis(when: SystemTime) -> i64 {
+pub(crate) fn unix_millis(when: SystemTime) -> i64 {
     when.duration_since(UNIX_EPOCH).map_or(0, millis)
 }
 

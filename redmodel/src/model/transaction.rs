@@ -2,41 +2,52 @@
 //! [`Transaction`].
 
 use std::future::Future;
-use std::marker::PhantomData;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
-use redis::{Cmd, Pipeline, Value};
+use redis::{Pipeline, Value};
 
-use super::codec::{Codec, IntoValue};
+use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
+use super::expiry;
 use super::field::{Assign, Field};
-use super::index::IndexSpec;
-use super::object::{ObjectRef, COUNT_FIELD};
+use super::member::AsMember;
+use super::object::ObjectRef;
 use super::read::Read;
+use super::relation::{InverseOf, Relation, RelationRef};
 use super::reply::{redis_type, reply_at};
-use super::write::{self, Changes, IndexPlan, Texts};
+use super::write;
 use super::{Model, Storage};
-use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::db::optimistic::{OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
-use crate::layout::plain_key;
-use crate::sync_hook::SyncEvent;
+use crate::db::optimistic::{redirected, OptimisticConnection, RawTransaction, MAX_ATTEMPTS};
 use crate::{Db, Error, Result};
+
+mod commit;
+mod queued;
+mod upkeep;
+
+use queued::{lock, ListWrite, ObjectWrite, Op, Pending};
 
 impl Db {
     /// Runs `step` as an optimistic transaction over model objects: see
     /// [`Transaction`]. Retried (up to 32
     /// attempts, then [`Error::Conflict`]) while another client changes
     /// what the step read; the value of the attempt that committed is
-    /// returned. An error returned by the step ends it at once, with
-    /// nothing written.
+    /// returned.
+    ///
+    /// The step's error type is the caller's own: any `E` that a
+    /// [`redmodel::Error`] converts into (`redmodel::Error` itself,
+    /// or an application's error with a `From<redmodel::Error>`). An
+    /// `Err(e)` returned by the step aborts the transaction at once, with
+    /// nothing written, and `e` comes back unchanged. Where nothing else
+    /// names `E`, the step's `Ok::<_, redmodel::Error>(...)` does.
     ///
     /// `step` may run several times: keep side effects out of it. For raw
     /// commands, [`raw_transaction`](Db::raw_transaction).
-    pub async fn transaction<T, F, Fut>(&self, step: F) -> Result<T>
+    pub async fn transaction<T, E, F, Fut>(&self, step: F) -> Result<T, E>
     where
+        E: From<Error>,
         F: FnMut(Transaction) -> Fut,
-        Fut: Future<Output = Result<T>>,
+        Fut: Future<Output = Result<T, E>>,
     {
         self.transaction_with_attempts(MAX_ATTEMPTS, step).await
     }
@@ -55,24 +66,25 @@ impl Db {
     ///     .transaction_with_attempts(100, |tx| async move {
     ///         let n = tx.get(&Counter::at(1), Counter::N).await?.unwrap_or(0) + 1;
     ///         tx.insert(&Counter::at(1), &Counter { id: 1, n });
-    ///         Ok(n)
+    ///         Ok::<_, Error>(n)
     ///     })
     ///     .await?;
     /// assert_eq!(n, 1);
     /// # Ok(()) }
     /// ```
-    pub async fn transaction_with_attempts<T, F, Fut>(
+    pub async fn transaction_with_attempts<T, E, F, Fut>(
         &self,
         max_attempts: u32,
         mut step: F,
-    ) -> Result<T>
+    ) -> Result<T, E>
     where
+        E: From<Error>,
         F: FnMut(Transaction) -> Fut,
-        Fut: Future<Output = Result<T>>,
+        Fut: Future<Output = Result<T, E>>,
     {
         let mut conn = OptimisticConnection::from(self.exclusive().await?);
         let no_keys: &[&str] = &[];
-        let (value, committed) = conn
+        let outcome = conn
             .run(no_keys, max_attempts, None, |raw| {
                 let pending = Arc::new(Mutex::new(Pending::default()));
                 let decided = step(Transaction {
@@ -81,13 +93,22 @@ impl Db {
                     pending: Arc::clone(&pending),
                 });
                 async move {
-                    let value = decided.await?;
+                    let value = match decided.await {
+                        Ok(value) => value,
+                        // A read of the step met a cluster redirection
+                        // (the slot moved): the next attempt reads on the
+                        // slot's new master.
+                        Err(_) if lock(&pending).redirected => return Ok(None),
+                        // The caller's abort: ends the loop, nothing sent.
+                        Err(err) => return Ok(Some(Err(err))),
+                    };
                     let pending = std::mem::take(&mut *lock(&pending));
-                    Ok(pending.commit(&raw, self).await?.map(|c| (value, c)))
+                    Ok(pending.commit(&raw, self).await?.map(|c| Ok((value, c))))
                 }
             })
             .await?;
         drop(conn);
+        let (value, committed) = outcome?;
         committed.finish(self).await?;
         Ok(value)
     }
@@ -126,7 +147,7 @@ impl Db {
 ///         }
 ///         tx.set(&Player::at(1), Player::POINTS, a.points - 30);
 ///         tx.set(&Player::at(2), Player::POINTS, b.points + 30);
-///         Ok(true)
+///         Ok::<_, Error>(true)
 ///     })
 ///     .await?;
 /// assert!(moved);
@@ -146,18 +167,27 @@ impl Db {
 /// object: the `_count` of a full write, the index entries (the unique
 /// and tag values read under the same WATCH), and the existence checks
 /// (a field write needs its object, a sub-object its admin, a reference
-/// field the object it names: [`Error::NotFound`] otherwise, and nothing
-/// written). If a watched key changed meanwhile, `EXEC` writes nothing and
-/// the step runs again on fresh values.
+/// field the object it names, a link both of its objects:
+/// [`Error::NotFound`] otherwise, and nothing written). If a watched key
+/// changed meanwhile, `EXEC` writes nothing and the step runs again on
+/// fresh values.
 ///
 /// Reads see the database as the transaction's `WATCH` found it, not the
 /// writes the step has queued (as in Redis, where a `MULTI` queues its
-/// commands until `EXEC`).
+/// commands until `EXEC`); [`incr`](Self::incr) alone adds to a value the
+/// step queued for its field.
+///
+/// # The step's error
+/// The step returns the caller's own error type (see
+/// [`Db::transaction`]): an `Err` aborts with nothing written and comes
+/// back unchanged.
 ///
 /// # On a Redis Cluster
 /// `WATCH` and `EXEC` run on one node: every object a transaction reads or
-/// writes must be in one slot, which in the cluster layout means one admin
-/// and its sub-objects (`{bank:1}`, `{bank:1}:account:a`). A key in another
+/// writes, and every relation list it links, must be in one slot, which in
+/// the cluster layout means one admin, its sub-objects and its lists
+/// (`{bank:1}`, `{bank:1}:account:a`), or admins whose keys hash to one
+/// slot. A key in another
 /// slot is refused with [`Error::CrossSlot`] before anything is sent. The
 /// index entries, in other slots, follow the `EXEC` as the ordered steps of
 /// every cluster-layout write (unique values claimed before it, the other
@@ -280,6 +310,125 @@ impl Transaction {
         self.queue(object, Ok(Op::Delete));
     }
 
+    /// Queues an increment of a numeric field by `by` and returns the
+    /// field's new value, as [`ObjectRef::incr`] makes it (the object must
+    /// exist; an absent field counts from 0).
+    ///
+    /// The field is read under WATCH (or taken from this transaction's own
+    /// queued writes of it, so that two increments add up), and its new
+    /// value is queued as [`set`](Self::set) queues one: every index of
+    /// the field (sorted, composite, recent, unique) follows it in the
+    /// commit, and a concurrent write of the object runs the step again.
+    /// A result Redis would refuse (an `i64` overflow, an infinite float)
+    /// or that the field's type cannot hold is an [`Error::Encode`], and
+    /// nothing is queued; a stored value that is not a number, an
+    /// [`Error::Decode`].
+    pub async fn incr<M: Model, T: Incr>(
+        &self,
+        object: &ObjectRef<M>,
+        field: Field<M, T, Plain>,
+        by: T::By,
+    ) -> Result<T::Output> {
+        let key = object.key_in(&self.db).into_owned();
+        let name = field.name();
+        let queued = lock(&self.pending)
+            .writes
+            .iter()
+            .find(|w| w.key == key)
+            .and_then(|w| w.queued_text(name));
+        let text: Option<Vec<u8>> = match queued {
+            Some(text) => text,
+            None => {
+                let reply = self
+                    .watch_read(object, |pipe| {
+                        pipe.command("HGET").arg(&key).arg(name);
+                    })
+                    .await?;
+                reply_at(object.key(), "hash", reply.into_iter().next())?
+            }
+        };
+        let current = text
+            .map(T::Output::from_owned_text)
+            .transpose()
+            .map_err(|reason| Error::Decode {
+                key: object.key().to_string(),
+                field: name.to_string(),
+                reason,
+            })?;
+        let new = T::add(current, &by).map_err(|reason| Error::Encode {
+            key: object.key().to_string(),
+            field: name.to_string(),
+            reason,
+        })?;
+        self.queue(object, Ok(Op::Fields(vec![(name, Some(new.to_text()))])));
+        Ok(new)
+    }
+
+    /// Queues a link of `member` to the relation's owner, as
+    /// [`RelationRef::link`] makes it: appended to the owner's list unless
+    /// it is there (moved to the tail if it is), and the owner to the
+    /// member's inverse list if the relation has one. Both objects must
+    /// exist when the transaction commits (the transaction's own writes
+    /// count): [`Error::NotFound`] otherwise, and nothing written.
+    pub fn link<R: Relation>(&self, relation: &RelationRef<R>, member: impl AsMember<R::Member>) {
+        let queued = member.member_key().map(|member| {
+            let member_key = self.db.stored(&member).into_owned();
+            let owner = relation.owner().key_in(&self.db).into_owned();
+            let mut lists = vec![ListWrite::link(
+                relation.key_in(&self.db).into_owned(),
+                member_key.clone(),
+            )];
+            if let Some(inverse) = R::Inverse::inverse_key(&member) {
+                let inverse = self.db.stored(&inverse).into_owned();
+                lists.push(ListWrite::link(inverse, owner.clone()));
+            }
+            (lists, vec![owner, member_key])
+        });
+        self.queue_lists(queued);
+    }
+
+    /// Queues an unlink of `member`, as [`RelationRef::unlink`] makes it:
+    /// every occurrence of it leaves the owner's list, and the owner the
+    /// member's inverse list.
+    pub fn unlink<R: Relation>(&self, relation: &RelationRef<R>, member: impl AsMember<R::Member>) {
+        let queued = member.member_key().map(|member| {
+            let owner = relation.owner().key_in(&self.db).into_owned();
+            let mut lists = vec![ListWrite::unlink(
+                relation.key_in(&self.db).into_owned(),
+                self.db.stored(&member).into_owned(),
+            )];
+            if let Some(inverse) = R::Inverse::inverse_key(&member) {
+                let inverse = self.db.stored(&inverse).into_owned();
+                lists.push(ListWrite::unlink(inverse, owner));
+            }
+            (lists, Vec::new())
+        });
+        self.queue_lists(queued);
+    }
+
+    /// Queues a time to live for the object, as [`ObjectRef::expire`] sets
+    /// it (PEXPIRE), after the transaction's earlier writes of it: an
+    /// object the transaction inserts gets it; one it does not write and
+    /// that does not exist is left alone.
+    pub fn expire<M: Model>(&self, object: &ObjectRef<M>, ttl: Duration) {
+        self.queue(object, Ok(Op::Ttl("PEXPIRE", Some(expiry::millis(ttl)))));
+    }
+
+    /// Queues the object's expiry at `when`, as [`ObjectRef::expire_at`]
+    /// sets it (PEXPIREAT; a time in the past deletes it when the
+    /// transaction commits, without its index entries: prefer
+    /// [`delete`](Self::delete)).
+    pub fn expire_at<M: Model>(&self, object: &ObjectRef<M>, when: SystemTime) {
+        let at = expiry::unix_millis(when);
+        self.queue(object, Ok(Op::Ttl("PEXPIREAT", Some(at))));
+    }
+
+    /// Queues the removal of the object's time to live, as
+    /// [`ObjectRef::persist`] makes it (PERSIST).
+    pub fn persist<M: Model>(&self, object: &ObjectRef<M>) {
+        self.queue(object, Ok(Op::Ttl("PERSIST", None)));
+    }
+
     /// Which attempt this is, from 1.
     pub fn attempt(&self) -> u32 {
         self.raw.attempt()
@@ -295,12 +444,17 @@ impl Transaction {
         let key = object.key_in(&self.db);
         self.check_slot(&key)?;
         self.raw.route_by(&key).await;
-        self.raw
+        let read = self
+            .raw
             .watch_then(key.as_ref(), |pipe| {
                 pipe.ignore_errors();
                 add(pipe);
             })
-            .await
+            .await;
+        if read.as_ref().is_err_and(redirected) {
+            lock(&self.pending).redirected = true;
+        }
+        read
     }
 
     /// On a Redis Cluster, refuses a key outside the transaction's slot
@@ -376,11 +530,11 @@ impl Transaction {
                     .collect();
                 write::reference_guards::<M>(&self.db, &set)
             }
-            Op::Single(_) | Op::Delete => Vec::new(),
+            Op::Single(_) | Op::Delete | Op::Ttl(..) => Vec::new(),
         };
         let owner = match &op {
             Op::Insert(_) | Op::Single(_) => object.owner_key_in(&self.db),
-            Op::Fields(_) | Op::Delete => None,
+            Op::Fields(_) | Op::Delete | Op::Ttl(..) => None,
         };
         let write = &mut pending.writes[index];
         write.guards.extend(guards.into_iter().chain(owner));
@@ -390,539 +544,27 @@ impl Transaction {
     }
 }
 
-/// The write a step queued for one object.
-enum Op {
-    /// A full write: every declared field (`None`: removed), counted.
-    Insert(Vec<(&'static str, Option<Vec<u8>>)>),
-    /// A write of these fields (`None`: removed); the object must exist.
-    Fields(Vec<(&'static str, Option<Vec<u8>>)>),
-    /// A full write of a single-value model: SET, or DEL for `None`.
-    Single(Option<Vec<u8>>),
-    Delete,
-}
-
-/// What the transaction's own writes say of an object's existence.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Existence {
-    /// Only field writes so far (which need it to exist already).
-    AsBefore,
-    Written,
-    Deleted,
-}
-
-/// Every queued write of one object, merged: its commands in order, and
-/// the fields they leave, for the index upkeep.
-struct ObjectWrite {
-    /// As the db stores it.
-    key: String,
-    /// In plain form, for errors.
-    plain: String,
-    upkeep: Box<dyn Upkeep>,
-    /// The commands, each with whether its reply is kept (a `_count`).
-    cmds: Vec<(Cmd, bool)>,
-    /// The fields written since the last delete, with their last text.
-    fields: Vec<(&'static str, Option<Vec<u8>>)>,
-    existence: Existence,
-    /// Whether the object must exist before the transaction (a field
-    /// write came before any full write).
-    must_exist: bool,
-    /// Other keys the writes need to exist when they commit: a
-    /// sub-object's admin, the objects reference fields name.
-    guards: Vec<String>,
-}
-
-impl ObjectWrite {
-    fn new<M: Model>(key: String, plain: &str) -> Self {
-        ObjectWrite {
-            key,
-            plain: plain.to_string(),
-            upkeep: Box::new(UpkeepOf::<M>(PhantomData)),
-            cmds: Vec::new(),
-            fields: Vec::new(),
-            existence: Existence::AsBefore,
-            must_exist: false,
-            guards: Vec::new(),
-        }
-    }
-
-    fn apply(&mut self, op: Op) -> Result<()> {
-        match op {
-            Op::Fields(fields) => {
-                match self.existence {
-                    Existence::Deleted => {
-                        return Err(Error::NotFound {
-                            key: self.plain.clone(),
-                        })
-                    }
-                    Existence::AsBefore => self.must_exist = true,
-                    Existence::Written => {}
-                }
-                self.add_fields(fields, false);
+impl Transaction {
+    /// Queues the list commands of a link or an unlink, with the keys it
+    /// needs to exist when it commits. A write that cannot be made is kept
+    /// as the transaction's error, as [`queue`](Self::queue) keeps one.
+    fn queue_lists(&self, queued: Result<(Vec<ListWrite>, Vec<String>)>) {
+        let queued = queued.and_then(|(lists, guards)| {
+            for list in &lists {
+                self.check_slot(&list.key)?;
             }
-            Op::Insert(fields) => {
-                self.existence = Existence::Written;
-                self.add_fields(fields, true);
+            Ok((lists, guards))
+        });
+        let mut pending = lock(&self.pending);
+        if pending.error.is_some() {
+            return;
+        }
+        match queued {
+            Ok((lists, guards)) => {
+                pending.lists.extend(lists);
+                pending.guards.extend(guards);
             }
-            Op::Single(text) => {
-                let cmd = match text {
-                    Some(text) => {
-                        self.existence = Existence::Written;
-                        cmd("SET").arg(&self.key).arg(text).clone()
-                    }
-                    None => {
-                        self.existence = Existence::Deleted;
-                        cmd("DEL").arg(&self.key).clone()
-                    }
-                };
-                self.cmds.push((cmd, false));
-            }
-            Op::Delete => {
-                self.existence = Existence::Deleted;
-                self.fields.clear();
-                self.cmds.push((cmd("DEL").arg(&self.key).clone(), false));
-            }
+            Err(err) => pending.error = Some(err),
         }
-        Ok(())
-    }
-
-    /// The commands of a field write (or a full one, `counted`), and the
-    /// fields it leaves.
-    fn add_fields(&mut self, fields: Vec<(&'static str, Option<Vec<u8>>)>, counted: bool) {
-        let removed: Vec<&str> = fields
-            .iter()
-            .filter(|(_, text)| text.is_none())
-            .map(|(name, _)| *name)
-            .collect();
-        let set: Vec<(&str, &[u8])> = fields
-            .iter()
-            .filter_map(|(name, text)| Some((*name, text.as_deref()?)))
-            .collect();
-        if !removed.is_empty() {
-            let cmd = cmd("HDEL").arg(&self.key).arg(&removed).clone();
-            self.cmds.push((cmd, false));
-        }
-        if !set.is_empty() {
-            let cmd = cmd("HSET").arg(&self.key).arg(&set).clone();
-            self.cmds.push((cmd, false));
-        }
-        if counted {
-            let cmd = cmd("HINCRBY")
-                .arg(&self.key)
-                .arg(COUNT_FIELD)
-                .arg(1)
-                .clone();
-            self.cmds.push((cmd, true));
-        }
-        for (name, text) in fields {
-            self.fields.retain(|(n, _)| *n != name);
-            self.fields.push((name, text));
-        }
-    }
-
-    /// What the writes do to the stored fields, for the index upkeep.
-    fn changes(&self) -> Changes<'_> {
-        if self.existence == Existence::Deleted {
-            return Changes::Delete;
-        }
-        Changes::Fields(
-            self.fields
-                .iter()
-                .map(|(name, text)| (*name, text.as_deref()))
-                .collect(),
-        )
-    }
-
-    fn exists_after(&self) -> bool {
-        self.existence != Existence::Deleted
-    }
-}
-
-/// The queued writes of one attempt, and what its reads learned.
-#[derive(Default)]
-struct Pending {
-    writes: Vec<ObjectWrite>,
-    /// Keys (as stored) whose existence a read saw under WATCH.
-    known: Vec<(String, bool)>,
-    /// In the cluster layout, the first key read or written: every other
-    /// must share its slot.
-    first_key: Option<String>,
-    /// The first write that could not be queued.
-    error: Option<Error>,
-}
-
-/// Locks the pending writes. A panic in another holder cannot leave them
-/// half-merged in a way that matters (the step that panicked commits
-/// nothing), so a poisoned lock is simply taken over.
-fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
-    pending.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// One write's part of the commit, in the cluster layout: the indexes it
-/// touches, and the unique entries it claimed before the EXEC.
-struct Stepped {
-    specs: Vec<&'static IndexSpec>,
-    claimed: Vec<write::Claim>,
-}
-
-impl Pending {
-    /// Commits the queued writes on `raw`'s connection: `None` if a
-    /// watched key changed (nothing written), else what is left to do once
-    /// the connection is given back.
-    async fn commit(self, raw: &RawTransaction, db: &Db) -> Result<Option<Committed>> {
-        if let Some(err) = self.error {
-            return Err(err);
-        }
-        if let Some(first) = &self.first_key {
-            raw.route_by(first).await;
-        }
-        // Everything that can be refused without a round trip, first.
-        let plans = self
-            .writes
-            .iter()
-            .map(|w| w.upkeep.plan(&w.key, &w.changes()))
-            .collect::<Result<Vec<_>>>()?;
-        self.check_unique_claims(&plans)?;
-        self.check_guards(raw, db).await?;
-        let mut txn = redis::pipe();
-        txn.atomic();
-        let mut stepped: Vec<Stepped> = Vec::new();
-        for (write, (specs, claims)) in self.writes.iter().zip(plans) {
-            let changes = write.changes();
-            if !db.one_slot() {
-                let claimed = if claims.is_empty() {
-                    Vec::new()
-                } else {
-                    match write.upkeep.claim(db, &write.key, &claims).await {
-                        Ok(claimed) => claimed,
-                        Err(err) => {
-                            self.release(db, &stepped).await;
-                            return Err(err);
-                        }
-                    }
-                };
-                let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
-                if !specs.is_empty() {
-                    txn.command("HMGET").arg(&write.key).arg(&fields);
-                }
-                add_cmds(&mut txn, &write.cmds);
-                if !specs.is_empty() {
-                    txn.command("HMGET").arg(&write.key).arg(&fields);
-                }
-                stepped.push(Stepped { specs, claimed });
-            } else {
-                add_cmds(&mut txn, &write.cmds);
-                write
-                    .upkeep
-                    .add_entries(raw, db, &write.key, &changes, &mut txn)
-                    .await?;
-            }
-        }
-        let replies = match raw.exec::<Vec<Value>>(&txn).await {
-            Ok(Some(replies)) => replies,
-            Ok(None) => {
-                self.release(db, &stepped).await;
-                return Ok(None);
-            }
-            Err(err) => {
-                self.release(db, &stepped).await;
-                return Err(err);
-            }
-        };
-        let mut replies = replies.into_iter();
-        let mut done = Vec::with_capacity(self.writes.len());
-        let mut stepped = stepped.into_iter();
-        for write in self.writes {
-            let step = stepped.next().filter(|s| !s.specs.is_empty());
-            let old: Option<Texts> = step.as_ref().map(|_| texts(replies.next())).transpose()?;
-            let mut count = None;
-            for _ in write.cmds.iter().filter(|(_, keep)| *keep) {
-                let reply = replies.next().unwrap_or(Value::Nil);
-                count =
-                    Some(redis::from_redis_value::<u64>(reply).map_err(redis::RedisError::from)?);
-            }
-            let settle = match (step, old) {
-                (Some(step), Some(old)) => Some((step, old, texts(replies.next())?)),
-                _ => None,
-            };
-            let set = write
-                .fields
-                .into_iter()
-                .filter_map(|(name, text)| Some((name, text?)))
-                .collect();
-            done.push(Done {
-                key: write.key,
-                plain: write.plain,
-                upkeep: write.upkeep,
-                settle,
-                count,
-                set,
-            });
-        }
-        Ok(Some(Committed(done)))
-    }
-
-    /// Refuses two writes of the transaction that claim one unique value:
-    /// each would see it free, and the second would take it from the first.
-    fn check_unique_claims(&self, plans: &[IndexPlan]) -> Result<()> {
-        let mut seen: Vec<(&'static str, &'static str, &str, &str)> = Vec::new();
-        for (write, (_, claims)) in self.writes.iter().zip(plans) {
-            let table = write.upkeep.table();
-            for (field, value) in claims {
-                if let Some((.., holder)) = seen
-                    .iter()
-                    .find(|(t, f, v, _)| *t == table && f == field && v == value)
-                {
-                    return Err(Error::Unique {
-                        model: table,
-                        field,
-                        value: value.clone(),
-                        holder: holder.to_string(),
-                    });
-                }
-                seen.push((table, field, value, &write.plain));
-            }
-        }
-        Ok(())
-    }
-
-    /// Checks that what the writes need exists: each object a field write
-    /// names (before the transaction), and each admin or referenced object
-    /// (after the transaction's own writes). Keys a read already saw
-    /// under WATCH, or that the transaction writes, are settled without a
-    /// round trip; the others are WATCHed and checked in one (in the
-    /// cluster layout, a key in another slot is checked without WATCH,
-    /// just before the EXEC, as every cluster-layout write checks it).
-    async fn check_guards(&self, raw: &RawTransaction, db: &Db) -> Result<()> {
-        let mut unknown: Vec<String> = Vec::new();
-        let mut settle = |key: &str, plain: &str, needed_before: bool| -> Result<()> {
-            let written = self.writes.iter().find(|w| w.key == key);
-            let exists = match written {
-                Some(w) if !needed_before => Some(w.exists_after()),
-                _ => self
-                    .known
-                    .iter()
-                    .rev()
-                    .find(|(k, _)| k == key)
-                    .map(|(_, e)| *e),
-            };
-            match exists {
-                Some(true) => Ok(()),
-                Some(false) => Err(Error::NotFound {
-                    key: plain.to_string(),
-                }),
-                None => {
-                    unknown.push(key.to_string());
-                    Ok(())
-                }
-            }
-        };
-        for write in &self.writes {
-            if write.must_exist {
-                settle(&write.key, &write.plain, true)?;
-            }
-            for guard in &write.guards {
-                settle(guard, &plain_key(guard), false)?;
-            }
-        }
-        unknown.sort_unstable();
-        unknown.dedup();
-        if unknown.is_empty() {
-            return Ok(());
-        }
-        let here = self.first_key.as_deref();
-        let (near, far): (Vec<String>, Vec<String>) = unknown
-            .into_iter()
-            .partition(|k| here.is_none_or(|h| db.shares_slot(h, k)));
-        let mut exists: Vec<(String, bool)> = Vec::new();
-        if !near.is_empty() {
-            let found: Vec<bool> = raw
-                .watch_then(&near, |read| {
-                    for key in &near {
-                        read.command("EXISTS").arg(key);
-                    }
-                })
-                .await?;
-            exists.extend(near.into_iter().zip(found));
-        }
-        for key in far {
-            let found = db.query(cmd("EXISTS").arg(&key)).await?;
-            exists.push((key, found));
-        }
-        match exists.into_iter().find(|(_, e)| !e) {
-            Some((key, _)) => Err(Error::NotFound {
-                key: plain_key(&key),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Releases the unique claims of a commit that did not happen.
-    async fn release(&self, db: &Db, stepped: &[Stepped]) {
-        for (write, step) in self.writes.iter().zip(stepped) {
-            write::release_all(db, &step.claimed, &write.key).await;
-        }
-    }
-}
-
-/// A committed transaction's writes, with what follows the EXEC: the
-/// cluster layout's index steps (which need no WATCH, so they run after
-/// the transaction's connection is given back) and the sync hooks.
-struct Committed(Vec<Done>);
-
-/// One committed object write.
-struct Done {
-    key: String,
-    plain: String,
-    upkeep: Box<dyn Upkeep>,
-    /// The cluster layout: the indexes to bring in step, from the fields'
-    /// texts before and after the EXEC.
-    settle: Option<(Stepped, Texts, Texts)>,
-    /// The `_count` a full write left.
-    count: Option<u64>,
-    /// The fields written with a value (for the cluster layout's second
-    /// check of reference fields).
-    set: Vec<(&'static str, Vec<u8>)>,
-}
-
-impl Committed {
-    async fn finish(self, db: &Db) -> Result<()> {
-        for done in self.0 {
-            if let Some((step, old, new)) = done.settle {
-                done.upkeep
-                    .settle(db, &done.key, &step.specs, &step.claimed, old, new)
-                    .await?;
-            }
-            // A reference's target in another slot was checked before the
-            // EXEC, not with it (see `ObjectRef::set`).
-            done.upkeep.recheck(db, &done.key, &done.set).await?;
-            let every = done.upkeep.sync_every().max(1);
-            if let Some(count) = done.count.filter(|c| *c > 0 && c % every == 0) {
-                db.run_sync_hooks(&SyncEvent {
-                    table: done.upkeep.table(),
-                    key: done.plain,
-                    count,
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Adds an object's commands to the EXEC (their replies ignored unless
-/// kept).
-fn add_cmds(txn: &mut Pipeline, cmds: &[(Cmd, bool)]) {
-    for (cmd, keep) in cmds {
-        txn.add_command(cmd.clone());
-        if !keep {
-            txn.ignore();
-        }
-    }
-}
-
-/// The texts of an HMGET reply.
-fn texts(reply: Option<Value>) -> Result<Texts> {
-    Ok(redis::from_redis_value(reply.unwrap_or(Value::Nil)).map_err(redis::RedisError::from)?)
-}
-
-type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
-
-/// The model-specific part of a queued write, behind one object-safe
-/// trait so that one transaction holds writes of many models.
-trait Upkeep: Send + Sync {
-    fn table(&self) -> &'static str;
-    fn sync_every(&self) -> u64;
-    /// The indexes a write of `changes` touches, and the unique values it
-    /// claims.
-    fn plan(&self, key: &str, changes: &Changes<'_>) -> Result<IndexPlan>;
-    /// The plain layout: the index commands, in the same EXEC.
-    fn add_entries<'a>(
-        &'a self,
-        tx: &'a RawTransaction,
-        db: &'a Db,
-        key: &'a str,
-        changes: &'a Changes<'a>,
-        txn: &'a mut Pipeline,
-    ) -> BoxFuture<'a, ()>;
-    /// The cluster layout: claims the unique values before the EXEC.
-    fn claim<'a>(
-        &'a self,
-        db: &'a Db,
-        key: &'a str,
-        claims: &'a [(&'static str, String)],
-    ) -> BoxFuture<'a, Vec<write::Claim>>;
-    /// The cluster layout: the reference fields among `set` checked again
-    /// after the EXEC.
-    fn recheck<'a>(
-        &'a self,
-        db: &'a Db,
-        key: &'a str,
-        set: &'a [(&'static str, Vec<u8>)],
-    ) -> BoxFuture<'a, ()>;
-    /// The cluster layout: the index steps after the EXEC.
-    fn settle<'a>(
-        &'a self,
-        db: &'a Db,
-        key: &'a str,
-        specs: &'a [&'static IndexSpec],
-        claimed: &'a [write::Claim],
-        old: Texts,
-        new: Texts,
-    ) -> BoxFuture<'a, ()>;
-}
-
-struct UpkeepOf<M>(PhantomData<fn() -> M>);
-
-impl<M: Model> Upkeep for UpkeepOf<M> {
-    fn table(&self) -> &'static str {
-        M::TABLE
-    }
-
-    fn sync_every(&self) -> u64 {
-        M::SYNC_EVERY
-    }
-
-    fn plan(&self, key: &str, changes: &Changes<'_>) -> Result<IndexPlan> {
-        write::plan::<M>(key, changes)
-    }
-
-    fn add_entries<'a>(
-        &'a self,
-        tx: &'a RawTransaction,
-        db: &'a Db,
-        key: &'a str,
-        changes: &'a Changes<'a>,
-        txn: &'a mut Pipeline,
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(write::add_entries::<M>(tx, db, key, changes, txn))
-    }
-
-    fn claim<'a>(
-        &'a self,
-        db: &'a Db,
-        key: &'a str,
-        claims: &'a [(&'static str, String)],
-    ) -> BoxFuture<'a, Vec<write::Claim>> {
-        Box::pin(write::claim_all::<M, String>(db, key, claims))
-    }
-
-    fn recheck<'a>(
-        &'a self,
-        db: &'a Db,
-        key: &'a str,
-        set: &'a [(&'static str, Vec<u8>)],
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(write::recheck_references::<M>(db, key, set))
-    }
-
-    fn settle<'a>(
-        &'a self,
-        db: &'a Db,
-        key: &'a str,
-        specs: &'a [&'static IndexSpec],
-        claimed: &'a [write::Claim],
-        old: Texts,
-        new: Texts,
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(write::settle::<M>(db, key, specs, claimed, old, new))
     }
 }

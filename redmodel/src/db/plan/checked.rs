@@ -663,3 +663,48 @@ pub(crate) async fn run<T: FromRedisValue>(
     })
     .await
 }
+
+/// Writes `writes` only if the replies of `reads` satisfy `when`, as one
+/// atomic unit ([`run`]; `watch`, the keys that `reads` read, are what
+/// the WATCH path watches). Whether it wrote. The compare-and-set that
+/// repairs and prunes make: "delete this if its owner is still gone".
+pub(crate) async fn write_if(
+    db: &Db,
+    conflict_key: &str,
+    watch: &[&str],
+    reads: &[Cmd],
+    when: &(dyn Fn(&[Value]) -> Result<bool> + Sync),
+    writes: &[Cmd],
+) -> Result<bool> {
+    let write_if = WriteIf {
+        watch,
+        reads,
+        when,
+        writes,
+        wrote: AtomicBool::new(false),
+    };
+    run::<()>(db, conflict_key, &[], &[], &write_if).await?;
+    Ok(write_if.wrote.into_inner())
+}
+
+/// [`write_if`]'s decision.
+struct WriteIf<'a> {
+    watch: &'a [&'a str],
+    reads: &'a [Cmd],
+    when: &'a (dyn Fn(&[Value]) -> Result<bool> + Sync),
+    writes: &'a [Cmd],
+    wrote: AtomicBool,
+}
+
+impl Decide for WriteIf<'_> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+        let replies = reader.read(self.watch, self.reads.to_vec(), true).await?;
+        let write = (self.when)(&replies)?;
+        self.wrote.store(write, Ordering::Relaxed);
+        Ok(if write {
+            self.writes.to_vec()
+        } else {
+            Vec::new()
+        })
+    }
+}

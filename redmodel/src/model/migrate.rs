@@ -496,6 +496,10 @@ impl<M: Model> Decide for RewriteBatch<'_, M> {
         *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = (rewritten, failed);
         Ok(writes)
     }
+
+    fn guesses(&self) -> bool {
+        false
+    }
 }
 
 /// A unique value an object of a batch claims.
@@ -578,6 +582,10 @@ impl<M: Model> Decide for IndexBatch<'_, M> {
         let conflicts = settle_claims(reader, &claims, &mut write).await?;
         *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = (failed, conflicts);
         Ok(write.cmd_iter().cloned().collect())
+    }
+
+    fn guesses(&self) -> bool {
+        false
     }
 }
 

@@ -124,8 +124,7 @@ impl Reader for Recorder<'_> {
         let recall = self.db.recall();
         // What is read for real: a command copied only when not guessed
         // (the recorded conditions keep the originals). Errors come back
-        // as replies, to be recorded (a read's error fails the script's
-        // comparison), whatever the caller asked.
+        // as replies, to be recorded, whatever the caller asked.
         let mut reads = redis::pipe();
         reads.ignore_errors();
         let mut guesses: Vec<Option<Value>> = Vec::with_capacity(cmds.len());
@@ -168,7 +167,16 @@ impl Reader for Recorder<'_> {
                 .conditions
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            conditions.extend(cmds.into_iter().zip(replies.iter().cloned()));
+            // A read's error is recorded as the 0 that the scripts (and
+            // the engine in process) read it as, so that the check finds
+            // it again rather than a change.
+            conditions.extend(
+                cmds.into_iter()
+                    .zip(replies.iter().map(|reply| match reply {
+                        Value::ServerError(_) => Value::Int(0),
+                        reply => reply.clone(),
+                    })),
+            );
             Ok(replies)
         }
     }
@@ -188,8 +196,8 @@ impl Reader for Recorder<'_> {
 /// as text).
 ///
 /// `ARGV`: the number of reads; each read as its argument count, its
-/// arguments, its number of values and the values (`=text`, or `-` for
-/// nil); then the commands, each as its argument count and arguments.
+/// arguments, its number of values and the values (`=text`, `#n` for an
+/// integer, or `-` for nil); then the commands, each as its argument count and arguments.
 static CHECKED: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[GUARDS, CHECKED_BODY].concat()));
 
 /// [`CHECKED`] after its guards.
@@ -214,6 +222,8 @@ for r = 1, tonumber(ARGV[1]) do
     local want, got = ARGV[i + k - 1], reply[k]
     if want == '-' then
       changed = changed or got ~= false
+    elseif string.sub(want, 1, 1) == '#' then
+      changed = changed or type(got) ~= 'number' or got ~= tonumber(string.sub(want, 2))
     else
       changed = changed or type(got) ~= 'string' or got ~= string.sub(want, 2)
     end
@@ -546,20 +556,20 @@ pub(crate) fn guarded_now(
 }
 
 /// A recorded reply as the general script's expected values: `=text`
-/// for a string, `-` for nil (the values [`shaped::expected`] compares);
-/// `None` for any other reply (an integer, an error), which the script
-/// does not compare.
+/// for a string, `#n` for an integer, `-` for nil, an array as its
+/// elements; `None` for any other reply, which the script does not
+/// compare. (A read's error is recorded as the 0 it reads as.)
 fn expected(reply: &Value) -> Option<Vec<Vec<u8>>> {
-    let values = shaped::expected(reply)?;
-    Some(
-        values
-            .into_iter()
-            .map(|v| match v {
-                Some(text) => [b"=", text].concat(),
-                None => b"-".to_vec(),
-            })
-            .collect(),
-    )
+    let one = |v: &Value| match v {
+        Value::Nil => Some(b"-".to_vec()),
+        Value::BulkString(text) => Some([b"=", text.as_slice()].concat()),
+        Value::Int(n) => Some([b"#", itoa::Buffer::new().format(*n).as_bytes()].concat()),
+        _ => None,
+    };
+    match reply {
+        Value::Array(values) => values.iter().map(one).collect(),
+        other => Some(vec![one(other)?]),
+    }
 }
 
 /// Adds one command to the script's `ARGV`: its argument count, then its
@@ -581,6 +591,15 @@ pub(crate) trait Decide: Sync {
     /// the caller's own (their replies dropped), or an error that refuses
     /// the write (nothing written).
     fn decide<R: Reader>(&self, reader: &R) -> impl Future<Output = Result<Vec<Cmd>>> + Send;
+
+    /// Whether the first attempt guesses its reads from what the `Db`
+    /// saw last (a value it never saw guessed absent, as a claim of a new
+    /// value expects). A decision about what is expected to be there (a
+    /// release or a prune of an entry just read) says no: it reads at
+    /// once, where a guess of absent would cost an attempt.
+    fn guesses(&self) -> bool {
+        true
+    }
 }
 
 /// Runs `decide` as one atomic unit guarded by `guards` (keys that must
@@ -609,7 +628,11 @@ pub(crate) async fn run<T: FromRedisValue>(
         base.iter().all(|w| w.splice.is_none()),
         "a decided write splices no reply (its WATCH path cannot)"
     );
-    let mut guess = Guess::Absent;
+    let mut guess = if decide.guesses() {
+        Guess::Absent
+    } else {
+        Guess::Nothing
+    };
     for attempt in 1..=MAX_ATTEMPTS {
         let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));
         let decided = decide.decide(&recorder).await;

@@ -139,6 +139,10 @@ impl Decide for Prune<'_> {
         self.removed.store(count, Ordering::Relaxed);
         Ok(remove)
     }
+
+    fn guesses(&self) -> bool {
+        false
+    }
 }
 
 /// [`prune`] in the cluster layout, where an entry and its object are in

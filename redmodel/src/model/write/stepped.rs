@@ -526,6 +526,10 @@ impl Decide for Release<'_> {
         write.arg(self.entry);
         Ok(vec![write])
     }
+
+    fn guesses(&self) -> bool {
+        false
+    }
 }
 
 /// Releases the claims of a write that failed, as well as it can: the

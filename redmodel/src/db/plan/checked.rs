@@ -29,7 +29,7 @@ use std::sync::{LazyLock, Mutex};
 use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
 
-use super::shaped::{self, GUARDS};
+use super::shaped::{self, Expect, GUARDS};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
@@ -341,7 +341,7 @@ async fn send(
                 shaped.script.call_sized(keys, shaped.argv.len(), bytes)
             };
             for arg in &shaped.argv {
-                call.arg(*arg);
+                call.arg(arg.as_ref());
             }
             call
         }
@@ -560,16 +560,17 @@ pub(crate) fn guarded_now(
 /// elements; `None` for any other reply, which the script does not
 /// compare. (A read's error is recorded as the 0 it reads as.)
 fn expected(reply: &Value) -> Option<Vec<Vec<u8>>> {
-    let one = |v: &Value| match v {
-        Value::Nil => Some(b"-".to_vec()),
-        Value::BulkString(text) => Some([b"=", text.as_slice()].concat()),
-        Value::Int(n) => Some([b"#", itoa::Buffer::new().format(*n).as_bytes()].concat()),
-        _ => None,
-    };
-    match reply {
-        Value::Array(values) => values.iter().map(one).collect(),
-        other => Some(vec![one(other)?]),
-    }
+    let values = shaped::expected(reply)?;
+    Some(
+        values
+            .into_iter()
+            .map(|v| match v {
+                Expect::Nil => b"-".to_vec(),
+                Expect::Text(text) => [b"=", text].concat(),
+                Expect::Int(n) => [b"#", itoa::Buffer::new().format(n).as_bytes()].concat(),
+            })
+            .collect(),
+    )
 }
 
 /// Adds one command to the script's `ARGV`: its argument count, then its

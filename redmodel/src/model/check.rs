@@ -60,9 +60,11 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
+use redis::Value;
+
 use super::migrate::Proceed;
 use crate::command::cmd;
-use crate::command::AddCommand as _;
+use crate::db::plan::checked::write_if;
 use crate::{Db, Result};
 
 /// The kinds of inconsistency a check finds: see the [module](self) docs.
@@ -387,23 +389,15 @@ impl Pass<'_> {
 const SCAN_BATCH: u32 = 500;
 
 /// Deletes `key` (a sub-object, a relation list) if its `owner` is still
-/// missing, both WATCHed (one slot in either layout: the owner's). Whether
-/// it did.
+/// missing, as one checked write (one slot in either layout: the
+/// owner's). Whether it did.
 async fn delete_orphan(db: &Db, key: &str, owner: &str) -> Result<bool> {
-    crate::db::optimistic::watched(db, key, |tx| async move {
-        let (alive,): (bool,) = tx
-            .watch_then(&[key, owner], |read| {
-                read.command("EXISTS").arg(owner);
-            })
-            .await?;
-        if alive {
-            return Ok(Some(false));
-        }
-        let mut del = redis::pipe();
-        del.atomic().command("DEL").arg(key).ignore();
-        Ok(tx.exec::<()>(&del).await?.map(|()| true))
-    })
-    .await
+    let mut exists = cmd("EXISTS");
+    exists.arg(owner);
+    let mut del = cmd("DEL");
+    del.arg(key);
+    let gone = |replies: &[Value]| Ok(matches!(replies, [Value::Int(0)]));
+    write_if(db, key, &[key, owner], &[exists], &gone, &[del]).await
 }
 
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;

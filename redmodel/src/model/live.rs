@@ -10,10 +10,13 @@ pub(crate) use prune::{prune, Entry, Stale, Test};
 
 use super::codec::shown;
 use super::object::ObjectRef;
+use super::reply::reply_at;
 use super::Model;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::db::plan::checked::Reader;
 use crate::{Db, Error, Result};
+use redis::Value;
 
 /// How many entries a full prune checks per transaction.
 pub(crate) const PRUNE_BATCH: usize = 256;
@@ -145,16 +148,23 @@ pub(crate) fn holder_command(entry: &str) -> redis::Cmd {
     lindex
 }
 
-/// WATCHes the unique entry `entry` on `tx` and reads who it names and
-/// its TTL in milliseconds (negative: none, so not a pending claim; see
-/// `write::stepped`): what every compare-and-set on an entry decides on.
-pub(crate) async fn watch_entry(
-    tx: &crate::db::optimistic::RawTransaction,
+/// Who the unique entry `entry` names, and whether it is a pending claim
+/// (it has a lease: see `write::stepped`), read through `reader`: what
+/// every compare-and-set on an entry decides on. The lease is read as
+/// its deadline (`PEXPIRETIME`), which stays the same while nothing
+/// changes it, so a checked write can compare it again (a TTL counts
+/// down between the read and the check).
+pub(crate) async fn entry_state<R: Reader>(
+    reader: &R,
     entry: &str,
-) -> Result<(Option<String>, i64)> {
-    tx.watch_then(entry, |read| {
-        read.add_command(holder_command(entry));
-        read.command("PTTL").arg(entry);
-    })
-    .await
+) -> Result<(Option<String>, bool)> {
+    let mut deadline = cmd("PEXPIRETIME");
+    deadline.arg(entry);
+    let mut replies = reader
+        .read(&[entry], vec![holder_command(entry), deadline], false)
+        .await?
+        .into_iter();
+    let named: Option<String> = reply_at(entry, "list", replies.next())?;
+    let pending = matches!(replies.next(), Some(Value::Int(at)) if at >= 0);
+    Ok((named, pending))
 }

@@ -32,19 +32,21 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::ControlFlow;
+use std::sync::{Mutex, PoisonError};
 
-use redis::Value;
+use redis::{Cmd, Value};
 
 use super::index::unique::claim_commands;
 use super::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use super::key::{glob_escape, key_pattern, sorted_key, tag_key, unique_key};
 use super::live::holder_command;
+use super::reply::reply_at;
 use super::scan::scan_keys;
 use super::write::{claim_held, sync, Texts};
 use super::{Admin, Model, ObjectRef};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::db::optimistic::{watched, RawTransaction};
+use crate::db::plan::checked::{self, Decide, Reader};
 use crate::{Db, Error, Result};
 
 /// Objects a batch could not handle: their keys, and why.
@@ -397,8 +399,8 @@ async fn prune_all<M: Model>(db: &Db) -> Result<u64> {
 }
 
 /// Rewrites one batch of objects as `M` declares them, after the
-/// migration: one WATCH / read / MULTI-EXEC, retried on conflict. Returns
-/// how many objects changed.
+/// migration: one checked write ([`RewriteBatch`]), decided again on
+/// conflict. Returns how many objects changed.
 async fn migrate_batch<M: Model>(
     db: &Db,
     refs: &[ObjectRef<M>],
@@ -407,22 +409,47 @@ async fn migrate_batch<M: Model>(
     let Some(first) = refs.first() else {
         return Ok((0, Vec::new()));
     };
-    let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
-    let keys = &keys;
-    watched(db, first.key(), |tx| async move {
-        let hashes: Vec<Value> = tx
-            .watch_then(keys, |read| {
-                read.ignore_errors();
-                for key in keys {
-                    read.command("HGETALL").arg(*key);
-                }
+    let batch = RewriteBatch {
+        refs,
+        migration,
+        outcome: Mutex::new((0, Vec::new())),
+    };
+    checked::run::<()>(db, first.key(), &[], &[], &batch).await?;
+    Ok(take(&batch.outcome))
+}
+
+/// The last decision's outcome, kept in a decided write for its caller
+/// (the decision that committed is the last one made).
+fn take<T: Default>(outcome: &Mutex<T>) -> T {
+    std::mem::take(&mut *outcome.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// One batch of a migration, decided on the objects' hashes: each object
+/// is migrated, decoded and encoded again, and written back (HDEL of the
+/// fields it lost, HSET of those that changed) if it changed. The outcome
+/// is how many changed and those that failed to decode.
+struct RewriteBatch<'a, M: Model> {
+    refs: &'a [ObjectRef<M>],
+    migration: &'a Migration,
+    outcome: Mutex<(u64, Failed)>,
+}
+
+impl<M: Model> Decide for RewriteBatch<'_, M> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+        let keys: Vec<&str> = self.refs.iter().map(ObjectRef::key).collect();
+        let reads = keys
+            .iter()
+            .map(|key| {
+                let mut read = cmd("HGETALL");
+                read.arg(*key);
+                read
             })
-            .await?;
-        let mut write = redis::pipe();
-        write.atomic();
+            .collect();
+        let hashes = reader.read(&keys, reads, true).await?;
+        let mut writes = Vec::new();
         let mut rewritten = 0;
         let mut failed = Vec::new();
-        for (r, hash) in refs.iter().zip(hashes) {
+        for (r, hash) in self.refs.iter().zip(hashes) {
             let Ok(before) = redis::from_redis_value::<BTreeMap<String, Vec<u8>>>(hash) else {
                 continue;
             };
@@ -430,7 +457,7 @@ async fn migrate_batch<M: Model>(
                 continue;
             }
             let mut after = before.clone();
-            migration.apply(&mut after);
+            self.migration.apply(&mut after);
             let values = M::FIELDS.iter().map(|f| after.get(*f).cloned()).collect();
             let object = match r.decode(values) {
                 Ok(object) => object,
@@ -452,22 +479,27 @@ async fn migrate_batch<M: Model>(
             rewritten += 1;
             let gone: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
             if !gone.is_empty() {
-                write.command("HDEL").arg(r.key()).arg(gone).ignore();
+                let mut hdel = cmd("HDEL");
+                hdel.arg(r.key()).arg(gone);
+                writes.push(hdel);
             }
             let changed: Vec<(&String, &Vec<u8>)> = after
                 .iter()
                 .filter(|(k, v)| before.get(*k) != Some(*v))
                 .collect();
             if !changed.is_empty() {
-                write.command("HSET").arg(r.key()).arg(changed).ignore();
+                let mut hset = cmd("HSET");
+                hset.arg(r.key()).arg(changed);
+                writes.push(hset);
             }
         }
-        if write.is_empty() {
-            return Ok(Some((0, failed)));
-        }
-        Ok(tx.exec::<()>(&write).await?.map(|()| (rewritten, failed)))
-    })
-    .await
+        *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = (rewritten, failed);
+        Ok(writes)
+    }
+
+    fn guesses(&self) -> bool {
+        false
+    }
 }
 
 /// A unique value an object of a batch claims.
@@ -482,8 +514,8 @@ struct Claim<'k> {
 
 /// Writes the index entries of one batch of objects: ZADD of their
 /// scores, SADD to their tags' sets, their unique entries (claiming
-/// values no live object holds); one WATCH / read / MULTI-EXEC, retried on
-/// conflict.
+/// values no live object holds); one checked write ([`IndexBatch`]),
+/// decided again on conflict.
 async fn index_batch<M: Model>(
     db: &Db,
     refs: &[ObjectRef<M>],
@@ -495,43 +527,66 @@ async fn index_batch<M: Model>(
     let Some(first) = refs.first().filter(|_| !specs.is_empty()) else {
         return Ok((Vec::new(), Vec::new()));
     };
-    let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
-    let keys: Vec<&str> = refs.iter().map(ObjectRef::key).collect();
-    let (specs, fields, keys) = (&specs, &fields, &keys);
-    watched(db, first.key(), |tx| async move {
-        // Round 1: watch and read the objects' indexed fields.
-        let rows: Vec<Vec<Option<Vec<u8>>>> = tx
-            .watch_then::<_, Vec<Value>>(keys, |read| {
-                read.ignore_errors();
-                for key in keys {
-                    read.command("HMGET").arg(*key).arg(fields);
-                }
+    let batch = IndexBatch {
+        db,
+        refs,
+        specs,
+        outcome: Mutex::new((Vec::new(), Vec::new())),
+    };
+    checked::run::<()>(db, first.key(), &[], &[], &batch).await?;
+    Ok(take(&batch.outcome))
+}
+
+/// One batch of [`index_batch`], decided on the objects' indexed fields
+/// and the holders of the unique values they claim. The outcome is the
+/// objects whose fields do not encode and the unique values another live
+/// object holds.
+struct IndexBatch<'a, M: Model> {
+    db: &'a Db,
+    refs: &'a [ObjectRef<M>],
+    specs: Vec<&'static IndexSpec>,
+    outcome: Mutex<(Failed, Vec<UniqueConflict>)>,
+}
+
+impl<M: Model> Decide for IndexBatch<'_, M> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+        let fields: Vec<&str> = self.specs.iter().map(|s| s.field).collect();
+        let keys: Vec<&str> = self.refs.iter().map(ObjectRef::key).collect();
+        let reads = keys
+            .iter()
+            .map(|key| {
+                let mut read = cmd("HMGET");
+                read.arg(*key).arg(&fields);
+                read
             })
+            .collect();
+        let rows: Vec<Vec<Option<Vec<u8>>>> = reader
+            .read(&keys, reads, true)
             .await?
             .into_iter()
             .map(|v| redis::from_redis_value(v).unwrap_or_default())
             .collect();
 
         let mut write = redis::pipe();
-        write.atomic();
         let mut failed = Vec::new();
         let mut claims = Vec::new();
         for (key, row) in keys.iter().zip(&rows) {
-            for (spec, text) in specs.iter().zip(row) {
+            for (spec, text) in self.specs.iter().zip(row) {
                 if let Some(claim) =
-                    plan_entry::<M>(db, spec, key, text.as_deref(), &mut write, &mut failed)
+                    plan_entry::<M>(self.db, spec, key, text.as_deref(), &mut write, &mut failed)
                 {
                     claims.push(claim);
                 }
             }
         }
-        let conflicts = settle_claims(&tx, &claims, &mut write).await?;
-        if write.is_empty() {
-            return Ok(Some((failed, conflicts)));
-        }
-        Ok(tx.exec::<()>(&write).await?.map(|()| (failed, conflicts)))
-    })
-    .await
+        let conflicts = settle_claims(reader, &claims, &mut write).await?;
+        *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = (failed, conflicts);
+        Ok(write.cmd_iter().cloned().collect())
+    }
+
+    fn guesses(&self) -> bool {
+        false
+    }
 }
 
 /// [`index_batch`] in the cluster layout, object by object, where each
@@ -647,22 +702,26 @@ fn plan_entry<'k, M: Model>(
 /// holders and whether those still hold the value, and add a claim for each
 /// claim that no other live object holds (within the batch, the first
 /// claimant of a value keeps it). Returns the claims refused.
-async fn settle_claims(
-    tx: &RawTransaction,
+async fn settle_claims<R: Reader>(
+    reader: &R,
     claims: &[Claim<'_>],
     write: &mut redis::Pipeline,
 ) -> Result<Vec<UniqueConflict>> {
     if claims.is_empty() {
         return Ok(Vec::new());
     }
-    let entries: Vec<&String> = claims.iter().map(|c| &c.entry).collect();
-    let holders: Vec<Option<String>> = tx
-        .watch_then(&entries, |read| {
-            for entry in &entries {
-                read.add_command(holder_command(entry));
-            }
-        })
-        .await?;
+    let entries: Vec<&str> = claims.iter().map(|c| c.entry.as_str()).collect();
+    let holders: Vec<Option<String>> = reader
+        .read(
+            &entries,
+            entries.iter().map(|entry| holder_command(entry)).collect(),
+            true,
+        )
+        .await?
+        .into_iter()
+        .zip(&entries)
+        .map(|(reply, entry)| reply_at(entry, "list", Some(reply)))
+        .collect::<Result<_>>()?;
     let rivals: Vec<(&Claim, &String)> = claims
         .iter()
         .zip(&holders)
@@ -674,12 +733,15 @@ async fn settle_claims(
         .collect();
     let mut live: HashMap<&str, bool> = HashMap::new();
     if !rivals.is_empty() {
-        let mut check = redis::pipe();
-        check.ignore_errors();
-        for (claim, holder) in &rivals {
-            check.command("HGET").arg(*holder).arg(claim.field);
-        }
-        let values: Vec<Value> = tx.query_pipeline(&check).await?;
+        let reads = rivals
+            .iter()
+            .map(|(claim, holder)| {
+                let mut read = cmd("HGET");
+                read.arg(*holder).arg(claim.field);
+                read
+            })
+            .collect();
+        let values = reader.read(&[], reads, true).await?;
         for ((claim, _), value) in rivals.iter().zip(values) {
             let holds = matches!(value, Value::BulkString(v) if v == claim.value.as_bytes());
             live.insert(claim.entry.as_str(), holds);

@@ -113,13 +113,12 @@ backend_tests! {
         assert_eq!(db.round_trips() - before, 1, "find of a free value");
 
         // A dead entry: the read is still one SORT, then the prune's
-        // check (WATCH + reads) and its EXEC, on a pooled connection
-        // (counted by `round_trips` like every request).
+        // reads and its checked script.
         db.query::<()>(redis::cmd("DEL").arg("user:1")).await?;
         let before = db.round_trips();
         assert_eq!(User::NAME_UNIQUE.find(db, "ken").await?, None);
         // In the cluster layout: the two reads, the check of the holder,
-        // the entry's compare-and-delete (WATCH + read, EXEC) and the
+        // the entry's compare-and-delete (a read, its checked script) and the
         // check again.
         let dead = if held == 1 { 3 } else { 6 };
         assert_eq!(db.round_trips() - before, dead, "the read and prune of a dead entry");
@@ -252,7 +251,7 @@ backend_tests! {
         let before = db.round_trips();
         User::at(1).set(db, User::NAME, "ken thompson").await?;
         // In the cluster layout: the three above and the release of the
-        // old value (WATCH and read the entry, read the field, EXEC), the
+        // old value (read the entry, read the field, its checked script), the
         // release beside the confirmation (requests, not round trips).
         assert_eq!(cost(before), if plain { 1 } else { 6 }, "change of a value this Db wrote");
 

@@ -29,7 +29,7 @@ use std::sync::{LazyLock, Mutex};
 use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
 
-use super::shaped::{self, GUARDS};
+use super::shaped::{self, Expect, GUARDS};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
@@ -124,8 +124,7 @@ impl Reader for Recorder<'_> {
         let recall = self.db.recall();
         // What is read for real: a command copied only when not guessed
         // (the recorded conditions keep the originals). Errors come back
-        // as replies, to be recorded (a read's error fails the script's
-        // comparison), whatever the caller asked.
+        // as replies, to be recorded, whatever the caller asked.
         let mut reads = redis::pipe();
         reads.ignore_errors();
         let mut guesses: Vec<Option<Value>> = Vec::with_capacity(cmds.len());
@@ -168,7 +167,16 @@ impl Reader for Recorder<'_> {
                 .conditions
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            conditions.extend(cmds.into_iter().zip(replies.iter().cloned()));
+            // A read's error is recorded as the 0 that the scripts (and
+            // the engine in process) read it as, so that the check finds
+            // it again rather than a change.
+            conditions.extend(
+                cmds.into_iter()
+                    .zip(replies.iter().map(|reply| match reply {
+                        Value::ServerError(_) => Value::Int(0),
+                        reply => reply.clone(),
+                    })),
+            );
             Ok(replies)
         }
     }
@@ -188,8 +196,8 @@ impl Reader for Recorder<'_> {
 /// as text).
 ///
 /// `ARGV`: the number of reads; each read as its argument count, its
-/// arguments, its number of values and the values (`=text`, or `-` for
-/// nil); then the commands, each as its argument count and arguments.
+/// arguments, its number of values and the values (`=text`, `#n` for an
+/// integer, or `-` for nil); then the commands, each as its argument count and arguments.
 static CHECKED: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[GUARDS, CHECKED_BODY].concat()));
 
 /// [`CHECKED`] after its guards.
@@ -214,6 +222,8 @@ for r = 1, tonumber(ARGV[1]) do
     local want, got = ARGV[i + k - 1], reply[k]
     if want == '-' then
       changed = changed or got ~= false
+    elseif string.sub(want, 1, 1) == '#' then
+      changed = changed or type(got) ~= 'number' or got ~= tonumber(string.sub(want, 2))
     else
       changed = changed or type(got) ~= 'string' or got ~= string.sub(want, 2)
     end
@@ -331,7 +341,7 @@ async fn send(
                 shaped.script.call_sized(keys, shaped.argv.len(), bytes)
             };
             for arg in &shaped.argv {
-                call.arg(*arg);
+                call.arg(arg.as_ref());
             }
             call
         }
@@ -546,17 +556,18 @@ pub(crate) fn guarded_now(
 }
 
 /// A recorded reply as the general script's expected values: `=text`
-/// for a string, `-` for nil (the values [`shaped::expected`] compares);
-/// `None` for any other reply (an integer, an error), which the script
-/// does not compare.
+/// for a string, `#n` for an integer, `-` for nil, an array as its
+/// elements; `None` for any other reply, which the script does not
+/// compare. (A read's error is recorded as the 0 it reads as.)
 fn expected(reply: &Value) -> Option<Vec<Vec<u8>>> {
     let values = shaped::expected(reply)?;
     Some(
         values
             .into_iter()
             .map(|v| match v {
-                Some(text) => [b"=", text].concat(),
-                None => b"-".to_vec(),
+                Expect::Nil => b"-".to_vec(),
+                Expect::Text(text) => [b"=", text].concat(),
+                Expect::Int(n) => [b"#", itoa::Buffer::new().format(n).as_bytes()].concat(),
             })
             .collect(),
     )
@@ -581,6 +592,15 @@ pub(crate) trait Decide: Sync {
     /// the caller's own (their replies dropped), or an error that refuses
     /// the write (nothing written).
     fn decide<R: Reader>(&self, reader: &R) -> impl Future<Output = Result<Vec<Cmd>>> + Send;
+
+    /// Whether the first attempt guesses its reads from what the `Db`
+    /// saw last (a value it never saw guessed absent, as a claim of a new
+    /// value expects). A decision about what is expected to be there (a
+    /// release or a prune of an entry just read) says no: it reads at
+    /// once, where a guess of absent would cost an attempt.
+    fn guesses(&self) -> bool {
+        true
+    }
 }
 
 /// Runs `decide` as one atomic unit guarded by `guards` (keys that must
@@ -609,7 +629,11 @@ pub(crate) async fn run<T: FromRedisValue>(
         base.iter().all(|w| w.splice.is_none()),
         "a decided write splices no reply (its WATCH path cannot)"
     );
-    let mut guess = Guess::Absent;
+    let mut guess = if decide.guesses() {
+        Guess::Absent
+    } else {
+        Guess::Nothing
+    };
     for attempt in 1..=MAX_ATTEMPTS {
         let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));
         let decided = decide.decide(&recorder).await;
@@ -662,4 +686,49 @@ pub(crate) async fn run<T: FromRedisValue>(
         tx.exec::<T>(&txn).await
     })
     .await
+}
+
+/// Writes `writes` only if the replies of `reads` satisfy `when`, as one
+/// atomic unit ([`run`]; `watch`, the keys that `reads` read, are what
+/// the WATCH path watches). Whether it wrote. The compare-and-set that
+/// repairs and prunes make: "delete this if its owner is still gone".
+pub(crate) async fn write_if(
+    db: &Db,
+    conflict_key: &str,
+    watch: &[&str],
+    reads: &[Cmd],
+    when: &(dyn Fn(&[Value]) -> Result<bool> + Sync),
+    writes: &[Cmd],
+) -> Result<bool> {
+    let write_if = WriteIf {
+        watch,
+        reads,
+        when,
+        writes,
+        wrote: AtomicBool::new(false),
+    };
+    run::<()>(db, conflict_key, &[], &[], &write_if).await?;
+    Ok(write_if.wrote.into_inner())
+}
+
+/// [`write_if`]'s decision.
+struct WriteIf<'a> {
+    watch: &'a [&'a str],
+    reads: &'a [Cmd],
+    when: &'a (dyn Fn(&[Value]) -> Result<bool> + Sync),
+    writes: &'a [Cmd],
+    wrote: AtomicBool,
+}
+
+impl Decide for WriteIf<'_> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+        let replies = reader.read(self.watch, self.reads.to_vec(), true).await?;
+        let write = (self.when)(&replies)?;
+        self.wrote.store(write, Ordering::Relaxed);
+        Ok(if write {
+            self.writes.to_vec()
+        } else {
+            Vec::new()
+        })
+    }
 }

@@ -6,7 +6,7 @@
 //!
 //! The shape is what the text depends on: the reads (command name,
 //! argument count, and the expected reply's form: how many values, which
-//! are nil) and the writes (name, argument count, whether the reply is
+//! are nil, strings or integers) and the writes (name, argument count, whether the reply is
 //! kept). The values themselves (keys, field texts, the expected strings)
 //! travel in `ARGV`, so one script serves every write of a shape: an
 //! `incr` of any object's field, an insert of any `Student`.
@@ -33,6 +33,7 @@
 //! reads as they are}` ([`reply`]). The general script replies `{1, every
 //! reply}`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, LazyLock};
@@ -58,8 +59,9 @@ static SCRIPTS: LazyLock<Mutex<HashMap<String, Arc<Lua>, foldhash::fast::RandomS
 pub(crate) struct Shaped<'a> {
     pub(crate) script: Arc<Lua>,
     /// `ARGV`: each read's arguments, each write's, then the expected
-    /// strings of the reads, in order.
-    pub(crate) argv: Vec<&'a [u8]>,
+    /// values of the reads, in order (an integer as its text, the one
+    /// argument not borrowed from the write).
+    pub(crate) argv: Vec<Cow<'a, [u8]>>,
 }
 
 /// The name of `cmd` if it is a plain command name (letters, digits, `_`,
@@ -79,14 +81,14 @@ fn split(cmd: &Cmd) -> Option<(&str, impl Iterator<Item = Option<&[u8]>> + Clone
 /// argument is not plain bytes.
 fn add<'a>(
     signature: &mut String,
-    argv: &mut Vec<&'a [u8]>,
+    argv: &mut Vec<Cow<'a, [u8]>>,
     tag: char,
     cmd: &'a Cmd,
 ) -> Option<()> {
     let (name, args) = split(cmd)?;
     let before = argv.len();
     for arg in args {
-        argv.push(arg?);
+        argv.push(Cow::Borrowed(arg?));
     }
     signature.push(tag);
     signature.push_str(name);
@@ -94,10 +96,21 @@ fn add<'a>(
     Some(())
 }
 
-/// A recorded reply as the values the script compares: `Some(text)` for
-/// a string, `None` for nil; an array as its elements, one value as one.
-/// `None` for any other reply, which no script compares.
-pub(super) fn expected(reply: &Value) -> Option<Vec<Option<&[u8]>>> {
+/// One value a shaped script compares a read's reply with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Expect<'a> {
+    /// Nil (`false` in Lua).
+    Nil,
+    /// A string, sent in `ARGV`.
+    Text(&'a [u8]),
+    /// An integer (a Lua number), sent in `ARGV` as its decimal text.
+    Int(i64),
+}
+
+/// A recorded reply as the values the script compares: an array as its
+/// elements, one value as one. `None` for any other reply (a status, a
+/// double...), which no script compares.
+pub(super) fn expected(reply: &Value) -> Option<Vec<Expect<'_>>> {
     let mut values = Vec::new();
     each_expected(reply, |v| values.push(v)).then_some(values)
 }
@@ -105,17 +118,15 @@ pub(super) fn expected(reply: &Value) -> Option<Vec<Option<&[u8]>>> {
 /// Calls `f` with each value [`expected`] gives of `reply`, without
 /// collecting them; whether the reply is one the script compares (if not,
 /// `f` may have seen some of its values).
-fn each_expected<'a>(reply: &'a Value, mut f: impl FnMut(Option<&'a [u8]>)) -> bool {
-    let mut one = |v: &'a Value| match v {
-        Value::Nil => {
-            f(None);
-            true
-        }
-        Value::BulkString(text) => {
-            f(Some(text));
-            true
-        }
-        _ => false,
+fn each_expected<'a>(reply: &'a Value, mut f: impl FnMut(Expect<'a>)) -> bool {
+    let mut one = |v: &'a Value| {
+        f(match v {
+            Value::Nil => Expect::Nil,
+            Value::BulkString(text) => Expect::Text(text),
+            Value::Int(n) => Expect::Int(*n),
+            _ => return false,
+        });
+        true
     };
     match reply {
         Value::Array(values) => values.iter().all(one),
@@ -140,14 +151,18 @@ pub(crate) fn shape<'a>(
         .chain(writes.iter().map(|w| w.cmd))
         .map(|cmd| cmd.args_iter().len())
         .sum();
-    let mut argv: Vec<&[u8]> = Vec::with_capacity(args + 2 * reads.len());
+    let mut argv: Vec<Cow<'_, [u8]>> = Vec::with_capacity(args + 2 * reads.len());
     let mut signature = String::with_capacity(16 * commands);
     signature.push('g');
     push_number(&mut signature, guards);
     for (cmd, reply) in reads {
         add(&mut signature, &mut argv, 'r', cmd)?;
         let comparable = each_expected(reply, |v| {
-            signature.push(if v.is_some() { 's' } else { 'n' })
+            signature.push(match v {
+                Expect::Nil => 'n',
+                Expect::Text(_) => 's',
+                Expect::Int(_) => 'i',
+            })
         });
         if !comparable {
             return None;
@@ -168,7 +183,13 @@ pub(crate) fn shape<'a>(
         }
     }
     for (_, reply) in reads {
-        each_expected(reply, |v| argv.extend(v));
+        each_expected(reply, |v| match v {
+            Expect::Nil => {}
+            Expect::Text(text) => argv.push(Cow::Borrowed(text)),
+            Expect::Int(n) => argv.push(Cow::Owned(
+                itoa::Buffer::new().format(n).as_bytes().to_vec(),
+            )),
+        });
     }
     if argv.len() > MAX_ARGS {
         return None;
@@ -248,7 +269,7 @@ struct WriteShape<'a> {
 fn text(
     guards: usize,
     reads: &[(&str, usize, usize)],
-    expected: &[Vec<Option<&[u8]>>],
+    expected: &[Vec<Expect<'_>>],
     writes: &[WriteShape<'_>],
 ) -> String {
     // The first `guards` keys must exist; a key past them only routes
@@ -282,7 +303,7 @@ fn text(
         for (i, ((name, argc, count), at)) in reads.iter().zip(&read_at).enumerate() {
             // A read expected to find nothing runs only if its key exists
             // (see `absent_reply`).
-            let absent = expected[i].iter().all(Option::is_none);
+            let absent = expected[i].iter().all(|v| *v == Expect::Nil);
             let probe = absent.then(|| absent_reply(name, *argc, *count)).flatten();
             if let Some(reply) = &probe {
                 let _ = write!(
@@ -299,11 +320,15 @@ fn text(
             let _ = write!(out, "r = list(seen[{}])\nif #r ~= {count}", i + 1);
             for (k, value) in values.iter().enumerate() {
                 match value {
-                    Some(_) => {
+                    Expect::Text(_) => {
                         let _ = write!(out, " or r[{}] ~= ARGV[{next}]", k + 1);
                         next += 1;
                     }
-                    None => {
+                    Expect::Int(_) => {
+                        let _ = write!(out, " or r[{}] ~= tonumber(ARGV[{next}])", k + 1);
+                        next += 1;
+                    }
+                    Expect::Nil => {
                         let _ = write!(out, " or r[{}] ~= false", k + 1);
                     }
                 }
@@ -474,6 +499,21 @@ mod tests {
     }
 
     #[test]
+    fn an_integer_reply_is_compared_as_a_number_sent_as_text() {
+        let reads = [(cmd(&["PEXPIRETIME", "e"]), Value::Int(-1))];
+        let del = cmd(&["DEL", "e"]);
+        let shaped = shape(0, &reads, &[Write::plain(&del, false)]).expect("a shape");
+        assert_eq!(shaped.argv, [&b"e"[..], b"e", b"-1"]);
+        let text = text(
+            0,
+            &[("PEXPIRETIME", 1, 1)],
+            &[vec![Expect::Int(-1)]],
+            &[shape_of("DEL", 1, false)],
+        );
+        assert!(text.contains("if #r ~= 1 or r[1] ~= tonumber(ARGV[3]) then return {0, seen} end"));
+    }
+
+    #[test]
     fn reads_are_compared_with_the_expected_strings_after_the_arguments() {
         let reads = [(
             cmd(&["HMGET", "k", "a", "b"]),
@@ -485,7 +525,7 @@ mod tests {
         let text = text(
             1,
             &[("HMGET", 3, 2)],
-            &[vec![Some(b"x"), None]],
+            &[vec![Expect::Text(b"x"), Expect::Nil]],
             &[shape_of("HSET", 3, false)],
         );
         assert!(text.contains("seen[1] = read('HMGET', ARGV[1], ARGV[2], ARGV[3])\n"));
@@ -507,7 +547,12 @@ mod tests {
                 ("LINDEX", 2, 1),
                 ("HGET", 2, 1),
             ],
-            &[vec![None, None], vec![], vec![Some(b"k")], vec![None]],
+            &[
+                vec![Expect::Nil, Expect::Nil],
+                vec![],
+                vec![Expect::Text(b"k")],
+                vec![Expect::Nil],
+            ],
             &[shape_of("HSET", 3, false)],
         );
         assert!(text.contains(
@@ -569,9 +614,9 @@ mod tests {
         // A name that is not a command name never goes into a text.
         let odd = cmd(&["HSET') --", "k"]);
         assert!(shape(1, &[], &[Write::plain(&odd, false)]).is_none());
-        // An integer reply is not one the script compares.
-        let exists = [(cmd(&["EXISTS", "k"]), Value::Int(1))];
-        assert!(shape(1, &exists, &[Write::plain(&a, false)]).is_none());
+        // A status reply is not one the script compares.
+        let ping = [(cmd(&["PING"]), Value::Okay)];
+        assert!(shape(1, &ping, &[Write::plain(&a, false)]).is_none());
         let del = cmd(&["DEL", "k"]);
         let many: Vec<Write<'_>> = (0..=MAX_COMMANDS)
             .map(|_| Write::plain(&del, false))

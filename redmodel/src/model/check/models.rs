@@ -11,7 +11,7 @@ use redis::Value;
 use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::db::optimistic::watched;
+use crate::db::plan::checked::write_if;
 use crate::layout::plain_key;
 use crate::model::index::{checked_score, IndexKind, IndexSpec};
 use crate::model::key::{key_pattern, recent_key, sorted_key, tag_key, unique_key};
@@ -19,6 +19,7 @@ use crate::model::live::{existing, key_text};
 use crate::model::migrate::rebuild_indexes_of;
 use crate::model::object::{ObjectRef, COUNT_FIELD};
 use crate::model::referrer::object_pattern;
+use crate::model::reply::reply_at;
 use crate::model::scan::scan_keys;
 use crate::model::Model;
 use crate::{Db, Error, Result};
@@ -184,29 +185,27 @@ async fn counted<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool> {
 }
 
 /// Deletes the object if it is still partial: a required field missing
-/// and no `_count` (read again under WATCH). Its index entries go with
-/// the index check that follows. Whether it did.
+/// and no `_count`, read again by a checked write. Its index entries go
+/// with the index check that follows. Whether it did.
 async fn delete_partial<M: Model>(db: &Db, object: &ObjectRef<M>) -> Result<bool> {
     let key = object.key_in(db).into_owned();
-    let key = &key;
-    watched(db, key, |tx| async move {
-        let (counted, values): (bool, Vec<Option<Vec<u8>>>) = tx
-            .watch_then(key, |read| {
-                read.command("HEXISTS").arg(key).arg(COUNT_FIELD);
-                read.command("HMGET").arg(key).arg(M::FIELDS);
-            })
-            .await?;
-        let partial = !counted
+    let mut hexists = cmd("HEXISTS");
+    hexists.arg(&key).arg(COUNT_FIELD);
+    let mut hmget = cmd("HMGET");
+    hmget.arg(&key).arg(M::FIELDS);
+    let mut del = cmd("DEL");
+    del.arg(&key);
+    let partial = |replies: &[Value]| {
+        let [counted, values] = replies else {
+            return Ok(false);
+        };
+        let counted: bool = reply_at(&key, "hash", Some(counted.clone()))?;
+        let values: Vec<Option<Vec<u8>>> = reply_at(&key, "hash", Some(values.clone()))?;
+        Ok(!counted
             && values.iter().any(Option::is_some)
-            && matches!(object.decode(values), Err(Error::MissingField { .. }));
-        if !partial {
-            return Ok(Some(false));
-        }
-        let mut del = redis::pipe();
-        del.atomic().command("DEL").arg(key).ignore();
-        Ok(tx.exec::<()>(&del).await?.map(|()| true))
-    })
-    .await
+            && matches!(object.decode(values), Err(Error::MissingField { .. })))
+    };
+    write_if(db, &key, &[&key], &[hexists, hmget], &partial, &[del]).await
 }
 
 /// Each object's value of `spec`'s field is in the index (with its score,

@@ -4,10 +4,11 @@
 
 use std::marker::PhantomData;
 
+use redis::Value;
+
 use super::{delete_orphan, BoxFuture, Checker, Kind, Pass};
 use crate::command::cmd;
-use crate::command::AddCommand as _;
-use crate::db::optimistic::watched;
+use crate::db::plan::checked::write_if;
 use crate::layout::plain_key;
 use crate::model::live::{existing, prune_gone, Entry};
 use crate::model::relation::{InverseOf, Relation, RelationRef};
@@ -111,27 +112,24 @@ async fn check_members<R: Relation>(pass: &mut Pass<'_>, list: &str, owner: &str
 }
 
 /// Adds `owner` to the tail of `member`'s inverse list `inverse` if the
-/// member still exists and the list still lacks it (the two WATCHed, in
-/// one slot: the member's). The owner's existence was checked just
+/// member still exists and the list still lacks it (one checked write,
+/// in one slot: the member's). The owner's existence was checked just
 /// before, as a cluster-layout link checks the far side. Whether it did.
 async fn add_side(db: &Db, inverse: &str, member: &str, owner: &str) -> Result<bool> {
-    watched(db, inverse, |tx| async move {
-        let (alive, position): (bool, Option<i64>) = tx
-            .watch_then(&[inverse, member], |read| {
-                read.command("EXISTS").arg(member);
-                read.command("LPOS").arg(inverse).arg(owner);
-            })
-            .await?;
-        if !alive || position.is_some() {
-            return Ok(Some(false));
-        }
-        let mut add = redis::pipe();
-        add.atomic()
-            .command("RPUSH")
-            .arg(inverse)
-            .arg(owner)
-            .ignore();
-        Ok(tx.exec::<()>(&add).await?.map(|()| true))
-    })
+    let mut exists = cmd("EXISTS");
+    exists.arg(member);
+    let mut lpos = cmd("LPOS");
+    lpos.arg(inverse).arg(owner);
+    let mut rpush = cmd("RPUSH");
+    rpush.arg(inverse).arg(owner);
+    let lacking = |replies: &[Value]| Ok(matches!(replies, [Value::Int(1), Value::Nil]));
+    write_if(
+        db,
+        inverse,
+        &[inverse, member],
+        &[exists, lpos],
+        &lacking,
+        &[rpush],
+    )
     .await
 }

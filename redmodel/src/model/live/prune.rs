@@ -2,19 +2,22 @@
 //! deleted outside the library) or no longer holds the indexed value.
 //!
 //! A read that finds such entries has already left them out of its
-//! answer; [`prune`] then removes them, as an optimistic transaction so
-//! that it never removes the entry of an object that exists: it `WATCH`es
-//! every object (and every unique entry) concerned, checks each again,
-//! and removes in one `MULTI`/`EXEC` only those still dead. If a watched
-//! key changed meanwhile (the object was re-created, the value claimed by
-//! someone else), EXEC does nothing: the entries stay, and the next read
-//! prunes them if they are still dead.
+//! answer; [`prune`] then removes them, as a checked write so that it
+//! never removes the entry of an object that exists: it reads every
+//! object (and every unique entry) concerned, checks each entry again,
+//! and removes in one atomic unit only those still dead, if none of
+//! those reads changed meanwhile (the object was re-created, the value
+//! claimed by someone else); if one did, it decides again on what it
+//! finds.
 
-use redis::{Pipeline, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{holder_command, watch_entry};
+use redis::{Cmd, Pipeline, Value};
+
+use super::holder_command;
+use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::db::optimistic::{watched, RawTransaction};
+use crate::db::plan::checked::{self, write_if, Decide, Reader};
 use crate::{Db, Result};
 
 /// An index or list entry that a read found dead.
@@ -111,14 +114,35 @@ pub(crate) async fn prune(db: &Db, mut stale: Vec<Stale>) -> Result<u64> {
     let Some(first) = stale.first() else {
         return Ok(0);
     };
-    let stale = &stale;
-    watched(db, &first.object, |tx| async move {
-        match check(&tx, stale).await? {
-            None => Ok(Some(0)),
-            Some((remove, count)) => Ok(tx.exec::<()>(&remove).await?.map(|()| count)),
-        }
-    })
-    .await
+    let prune = Prune {
+        stale: &stale,
+        removed: AtomicU64::new(0),
+    };
+    checked::run::<()>(db, &first.object, &[], &[], &prune).await?;
+    Ok(prune.removed.into_inner())
+}
+
+/// [`prune`] as a checked write: decided on [`check`]'s reads, it removes
+/// the entries still dead. The outcome is how many it removes (the last
+/// decision's, which is the one that committed).
+struct Prune<'a> {
+    stale: &'a [Stale],
+    removed: AtomicU64,
+}
+
+impl Decide for Prune<'_> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+        let (remove, count) = match check(reader, self.stale).await? {
+            Some((remove, count)) => (remove.cmd_iter().cloned().collect(), count),
+            None => (Vec::new(), 0),
+        };
+        self.removed.store(count, Ordering::Relaxed);
+        Ok(remove)
+    }
+
+    fn guesses(&self) -> bool {
+        false
+    }
 }
 
 /// [`prune`] in the cluster layout, where an entry and its object are in
@@ -200,23 +224,25 @@ async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Resu
 /// their own claims): a prune leaves it, as its holder cannot show the
 /// value yet.
 async fn release_unique(db: &Db, entry: &str, holder: &str) -> Result<bool> {
-    watched(db, entry, |tx| async move {
-        let (named, ttl) = watch_entry(&tx, entry).await?;
-        if named.as_deref() != Some(holder) || ttl >= 0 {
-            return Ok(Some(false));
-        }
-        let mut del = redis::pipe();
-        del.atomic().command("DEL").arg(entry).ignore();
-        Ok(tx.exec::<()>(&del).await?.map(|()| true))
-    })
-    .await
+    let mut deadline = cmd("PEXPIRETIME");
+    deadline.arg(entry);
+    let mut del = cmd("DEL");
+    del.arg(entry);
+    // Named by `holder`, and without a lease (no deadline: -1).
+    let held = |replies: &[Value]| {
+        Ok(
+            matches!(replies, [Value::BulkString(named), Value::Int(-1)] if named == holder.as_bytes()),
+        )
+    };
+    let reads = [holder_command(entry), deadline];
+    write_if(db, entry, &[entry], &reads, &held, &[del]).await
 }
 
-/// The first half of [`prune`]: WATCHes the objects (and unique entries)
-/// of `stale` (sorted, without repeats), checks each entry again, and
-/// returns the MULTI/EXEC that removes those still dead, with their
-/// number (`None` if none is).
-async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pipeline, u64)>> {
+/// The reads of [`prune`]: reads through `reader` (which WATCHes them on
+/// the WATCH path) the objects and unique entries of `stale` (sorted,
+/// without repeats), checks each entry again, and returns the MULTI/EXEC
+/// that removes those still dead, with their number (`None` if none is).
+async fn check<R: Reader>(reader: &R, stale: &[Stale]) -> Result<Option<(redis::Pipeline, u64)>> {
     let mut watched: Vec<&str> = stale.iter().map(|s| s.object.as_str()).collect();
     for s in stale {
         if let Entry::Unique(key) = &s.entry {
@@ -226,18 +252,17 @@ async fn check(tx: &RawTransaction, stale: &[Stale]) -> Result<Option<(redis::Pi
     watched.sort_unstable();
     watched.dedup();
 
-    let replies: Vec<Value> = tx
-        .watch_then(&watched, |check| {
-            check.ignore_errors();
-            for s in stale {
-                add_test(check, s);
-                if let Entry::Unique(key) = &s.entry {
-                    // Who the entry names now (a unique entry is a list of
-                    // one key: see the key layout in `model::key`).
-                    check.add_command(holder_command(key));
-                }
-            }
-        })
+    let mut check = redis::pipe();
+    for s in stale {
+        add_test(&mut check, s);
+        if let Entry::Unique(key) = &s.entry {
+            // Who the entry names now (a unique entry is a list of one
+            // key: see the key layout in `model::key`).
+            check.add_command(holder_command(key));
+        }
+    }
+    let replies = reader
+        .read(&watched, check.cmd_iter().cloned().collect(), true)
         .await?;
     let mut replies = replies.into_iter();
     let mut remove = redis::pipe();

@@ -53,6 +53,7 @@
 //! the rest).
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::{FromRedisValue, Value};
@@ -60,14 +61,13 @@ use redis::{FromRedisValue, Value};
 use super::guarded_unit;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::db::optimistic::watched;
 use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::Plan;
 use crate::layout::plain_key;
 use crate::model::index::unique::claim_commands;
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
-use crate::model::live::{holder_command, watch_entry};
+use crate::model::live::{entry_state, holder_command};
 use crate::model::Model;
 use crate::{Db, Error, Result};
 
@@ -465,8 +465,8 @@ impl Decide for Confirm<'_> {
 /// (a lease, not the caller's); made permanent instead if the object's
 /// `field` holds `value` (a write of the object that raced this one, or a
 /// failed write's claim of a value the object held already). The field is
-/// read while the entry is WATCHed: a claim or confirmation meanwhile
-/// makes this look again.
+/// read after the entry: a claim or confirmation meanwhile makes the
+/// checked write decide again.
 async fn release(
     db: &Db,
     entry: &str,
@@ -475,33 +475,61 @@ async fn release(
     value: &str,
     pending: bool,
 ) -> Result<()> {
-    watched(db, entry, |tx| async move {
-        let (named, ttl) = watch_entry(&tx, entry).await?;
-        if named.as_deref() != Some(key) || (ttl >= 0 && !pending) {
-            return Ok(Some(()));
+    let release = Release {
+        db,
+        entry,
+        key,
+        field,
+        value,
+        pending,
+        freed: AtomicBool::new(false),
+    };
+    checked::run::<()>(db, entry, &[], &[], &release).await?;
+    if release.freed.into_inner() {
+        // The next claim of the value through this `Db` guesses the entry
+        // free, rather than naming this object still.
+        db.recall().saw(&holder_command(entry), &Value::Nil);
+    }
+    Ok(())
+}
+
+/// [`release`] as a checked write, decided on the entry's state; the
+/// object's field is read apart (it is in another slot), as what tells
+/// whether the value is still the object's.
+struct Release<'a> {
+    db: &'a Db,
+    entry: &'a str,
+    key: &'a str,
+    field: &'a str,
+    value: &'a str,
+    pending: bool,
+    freed: AtomicBool,
+}
+
+impl Decide for Release<'_> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<redis::Cmd>> {
+        self.freed.store(false, Ordering::Relaxed);
+        let (named, leased) = entry_state(reader, self.entry).await?;
+        if named.as_deref() != Some(self.key) || (leased && !self.pending) {
+            return Ok(Vec::new());
         }
         // An object that is not a hash (a failed write's) holds nothing.
-        let held: Option<Vec<u8>> = match db.query(cmd("HGET").arg(key).arg(field)).await {
+        let mut hget = cmd("HGET");
+        hget.arg(self.key).arg(self.field);
+        let held: Option<Vec<u8>> = match self.db.query(&hget).await {
             Err(Error::WrongType { .. }) => None,
             held => held?,
         };
-        let freed = held.as_deref() != Some(value.as_bytes());
-        let mut txn = redis::pipe();
-        txn.atomic();
-        if freed {
-            txn.command("DEL").arg(entry).ignore();
-        } else {
-            txn.command("PERSIST").arg(entry).ignore();
-        }
-        let done = tx.exec::<()>(&txn).await?;
-        if done.is_some() && freed {
-            // The next claim of the value through this `Db` guesses the
-            // entry free, rather than naming this object still.
-            db.recall().saw(&holder_command(entry), &Value::Nil);
-        }
-        Ok(done)
-    })
-    .await
+        let freed = held.as_deref() != Some(self.value.as_bytes());
+        self.freed.store(freed, Ordering::Relaxed);
+        let mut write = cmd(if freed { "DEL" } else { "PERSIST" });
+        write.arg(self.entry);
+        Ok(vec![write])
+    }
+
+    fn guesses(&self) -> bool {
+        false
+    }
 }
 
 /// Releases the claims of a write that failed, as well as it can: the

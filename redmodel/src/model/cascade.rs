@@ -82,7 +82,9 @@ use redis::Pipeline;
 use super::key::glob_escape;
 use super::object::ObjectRef;
 use super::referrer::{clear_reference, if_absent};
-pub use super::referrer::{referrers_of, OnDelete, Referrer, ReferrerKind};
+pub use super::referrer::{
+    referrers_of, BoxFuture, DeleteFn, OnDelete, Reference, Referrer, ReferrerKind, REFS_FIELD,
+};
 use super::scan::scan_keys;
 use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
@@ -123,7 +125,24 @@ struct Plan {
     lists: Vec<String>,
     /// (hash, field) pairs to HDEL.
     fields: Vec<(String, &'static str)>,
+    /// Referring objects (plain keys) to delete first, with how.
+    doomed: Vec<(String, DeleteFn)>,
 }
+
+/// What one attempt of a cascade came to.
+enum Outcome {
+    /// The admin was deleted (whether it existed), or a sweep found it
+    /// created again.
+    Deleted(bool),
+    /// Objects whose `on_delete = "delete"` reference holds the admin:
+    /// to delete before trying again.
+    First(Vec<(String, DeleteFn)>),
+}
+
+/// How many rounds of deleting `on_delete = "delete"` referrers a cascade
+/// makes before giving up with [`Error::Conflict`] (each round deletes
+/// every referrer found; only new ones written meanwhile need another).
+const MAX_ROUNDS: u32 = 32;
 
 impl<A: Admin> ObjectRef<A> {
     /// Deletes this admin and every reference to it, atomically (see
@@ -136,8 +155,17 @@ impl<A: Admin> ObjectRef<A> {
     /// concurrent writes aborted every attempt.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = A::TABLE, op = "delete_cascade", key = %self.key()))]
     pub async fn delete_cascade(&self, db: &Db) -> Result<bool> {
+        self.delete_within(db, &[]).await
+    }
+
+    /// [`delete_cascade`](Self::delete_cascade) as a step of the deletes
+    /// in `chain` (plain keys), which delete this admin as an
+    /// `on_delete = "delete"` referrer: a referrer in the chain is left to
+    /// the delete that is already under way (a cycle of such references
+    /// ends there).
+    pub(crate) async fn delete_within(&self, db: &Db, chain: &[String]) -> Result<bool> {
         let referrers = referrers_of(A::TABLE);
-        let existed = self.cascade_once(db, &referrers, false).await?;
+        let existed = self.cascade_once(db, &referrers, chain, false).await?;
         // A write that lands between the cascade's listing of the subtree
         // and its delete (a sub-object inserted while the admin still
         // existed, a link's own side in the cluster layout) is not in what
@@ -151,7 +179,7 @@ impl<A: Admin> ObjectRef<A> {
             }
             // Only while the admin is still absent: one re-created
             // meanwhile is a new object, not a leftover.
-            self.cascade_once(db, &referrers, true).await?;
+            self.cascade_once(db, &referrers, chain, true).await?;
         }
         // A reference written between the transaction's SCAN of the
         // referrers and its EXEC (its target still existed) is not in what
@@ -161,7 +189,7 @@ impl<A: Admin> ObjectRef<A> {
             let cascade: Vec<&Referrer> = referrers
                 .iter()
                 .copied()
-                .filter(|r| r.on_delete == OnDelete::Cascade)
+                .filter(|r| matches!(r.on_delete, OnDelete::Cascade | OnDelete::Clear))
                 .collect();
             self.sweep_references(db, &cascade).await?;
         }
@@ -169,22 +197,44 @@ impl<A: Admin> ObjectRef<A> {
     }
 
     /// One cascade: one optimistic transaction in the plain layout, the
-    /// steps of the cluster layout.
+    /// steps of the cluster layout; before either, as many rounds as it
+    /// takes of deleting the `on_delete = "delete"` referrers it finds.
     /// A `sweep` (after the first cascade) does nothing if the admin
     /// exists again, checked under WATCH with its own deletions.
     async fn cascade_once(
         &self,
         db: &Db,
         referrers: &[&'static Referrer],
+        chain: &[String],
         sweep: bool,
     ) -> Result<bool> {
-        if !db.one_slot() {
-            return self.cascade_steps_once(db, referrers, sweep).await;
+        let mut within: Vec<String> = chain.to_vec();
+        within.push(self.key().to_string());
+        let within = &within;
+        for _ in 0..MAX_ROUNDS {
+            let outcome = if db.one_slot() {
+                watched(db, &self.key_in(db), |tx| async move {
+                    self.attempt_cascade(db, &tx, referrers, within, sweep)
+                        .await
+                })
+                .await?
+            } else {
+                self.cascade_steps_once(db, referrers, within, sweep)
+                    .await?
+            };
+            match outcome {
+                Outcome::Deleted(existed) => return Ok(existed),
+                Outcome::First(doomed) => {
+                    for (key, delete) in doomed {
+                        delete(db, key, within).await?;
+                    }
+                }
+            }
         }
-        watched(db, &self.key_in(db), |tx| async move {
-            self.attempt_cascade(db, &tx, referrers, sweep).await
+        Err(Error::Conflict {
+            attempts: MAX_ROUNDS,
+            key: Some(self.key().to_string()),
         })
-        .await
     }
 
     /// In a sweep, whether the admin exists again (WATCHed first, so that
@@ -209,16 +259,20 @@ impl<A: Admin> ObjectRef<A> {
     /// before the referrers are read, so a concurrent `link` of a relation
     /// with an inverse (which writes the admin's own list) aborts the EXEC.
     /// The subtree is listed again after that WATCH: a sub-object created
-    /// in between (unwatched) makes the attempt start over.
+    /// in between (unwatched) makes the attempt start over. A reference
+    /// field written meanwhile marks the admin ([`REFS_FIELD`]), which
+    /// aborts the EXEC too: the restrict check and the delete are one
+    /// guarded write.
     async fn attempt_cascade(
         &self,
         db: &Db,
         tx: &RawTransaction,
         referrers: &[&'static Referrer],
+        chain: &[String],
         sweep: bool,
-    ) -> Result<Option<bool>> {
+    ) -> Result<Option<Outcome>> {
         if self.recreated(db, tx, sweep).await? {
-            return Ok(Some(false));
+            return Ok(Some(Outcome::Deleted(false)));
         }
         let key = &*self.key_in(db);
         let tree = self.tree_keys(db).await?;
@@ -232,7 +286,10 @@ impl<A: Admin> ObjectRef<A> {
             return Ok(None);
         }
         for referrer in referrers {
-            self.find_references(db, referrer, &mut plan).await?;
+            self.find_references(db, referrer, chain, &mut plan).await?;
+        }
+        if !plan.doomed.is_empty() {
+            return Ok(Some(Outcome::First(plan.doomed)));
         }
         let mut watch: Vec<&str> = vec![key];
         watch.extend(plan.lists.iter().map(String::as_str));
@@ -245,12 +302,19 @@ impl<A: Admin> ObjectRef<A> {
         add_entries::<A>(tx, db, key, &Changes::Delete, &mut txn).await?;
         add_plan(&mut txn, key, &plan);
         let done: Option<(bool,)> = tx.exec(&txn).await?;
-        Ok(done.map(|(existed,)| existed))
+        Ok(done.map(|(existed,)| Outcome::Deleted(existed)))
     }
 
-    /// Adds to `plan` the references `referrer` holds to this admin;
-    /// [`Error::Restricted`] if it is a restrict referrer holding one.
-    async fn find_references(&self, db: &Db, referrer: &Referrer, plan: &mut Plan) -> Result<()> {
+    /// Adds to `plan` the references `referrer` holds to this admin (a
+    /// referring object in `chain`, whose delete is under way, is left to
+    /// it); [`Error::Restricted`] if it is a restrict referrer holding one.
+    async fn find_references(
+        &self,
+        db: &Db,
+        referrer: &Referrer,
+        chain: &[String],
+        plan: &mut Plan,
+    ) -> Result<()> {
         let key = &*self.key_in(db);
         let (candidates, mut check) = match &referrer.kind {
             ReferrerKind::List { owner_table, table } => {
@@ -266,6 +330,7 @@ impl<A: Admin> ObjectRef<A> {
                 field,
                 pattern,
                 is_object,
+                ..
             } => {
                 let hashes: Vec<String> = scan_keys(db, &db.stored(&pattern()))
                     .await?
@@ -287,12 +352,18 @@ impl<A: Admin> ObjectRef<A> {
         for (candidate, reply) in candidates.into_iter().zip(replies) {
             let holds = match (&referrer.kind, reply) {
                 (ReferrerKind::List { .. }, redis::Value::Int(_)) => true,
-                (ReferrerKind::Field { .. }, redis::Value::BulkString(v)) => v == key.as_bytes(),
+                // A reference field holds the plain key.
+                (ReferrerKind::Field { .. }, redis::Value::BulkString(v)) => {
+                    v == self.key().as_bytes()
+                }
                 _ => false,
             };
             // The same place may be registered twice (a model declared in
             // two modules of one program): count it once.
+            let plain = crate::layout::plain_key(&candidate);
             let known = plan.delete.contains(&candidate)
+                || chain.contains(&plain)
+                || plan.doomed.iter().any(|(k, _)| *k == plain)
                 || match &referrer.kind {
                     ReferrerKind::List { .. } => plan.lists.contains(&candidate),
                     ReferrerKind::Field { field, .. } => plan
@@ -303,15 +374,18 @@ impl<A: Admin> ObjectRef<A> {
             if !holds || known {
                 continue;
             }
-            if referrer.on_delete == OnDelete::Restrict {
-                return Err(Error::Restricted {
-                    key: self.key().to_string(),
-                    by: crate::layout::plain_key(&candidate),
-                });
-            }
-            match &referrer.kind {
-                ReferrerKind::List { .. } => plan.lists.push(candidate),
-                ReferrerKind::Field { field, .. } => plan.fields.push((candidate, field)),
+            match (referrer.on_delete, &referrer.kind) {
+                (OnDelete::Restrict, _) => {
+                    return Err(Error::Restricted {
+                        key: self.key().to_string(),
+                        by: plain,
+                    })
+                }
+                (_, ReferrerKind::List { .. }) => plan.lists.push(candidate),
+                (OnDelete::Delete, ReferrerKind::Field { delete, .. }) => {
+                    plan.doomed.push((plain, *delete))
+                }
+                (_, ReferrerKind::Field { field, .. }) => plan.fields.push((candidate, field)),
             }
         }
         Ok(())
@@ -326,26 +400,30 @@ impl<A: Admin> ObjectRef<A> {
         &self,
         db: &Db,
         referrers: &[&'static Referrer],
+        chain: &[String],
         sweep: bool,
-    ) -> Result<bool> {
+    ) -> Result<Outcome> {
         let key = &*self.key_in(db);
-        let (restrict, cascade): (Vec<&Referrer>, Vec<&Referrer>) = referrers
-            .iter()
-            .partition(|r| r.on_delete == OnDelete::Restrict);
-        let mut plan = Plan::default();
-        for referrer in restrict {
-            self.find_references(db, referrer, &mut plan).await?;
-        }
         let fields: Vec<&str> = A::INDEXES.iter().map(|s| s.field).collect();
         let fields = &fields;
-        let (existed, old) = watched(db, key, |tx| async move {
+        let deleted = watched(db, key, |tx| async move {
             if self.recreated(db, &tx, sweep).await? {
-                return Ok(Some((false, None)));
+                return Ok(Some(Err(Outcome::Deleted(false))));
             }
             let tree = self.tree_keys(db).await?;
             tx.watch(&tree).await?;
             if self.tree_keys(db).await? != tree {
                 return Ok(None);
+            }
+            // Under the WATCH of the admin: a reference written while
+            // these are read marks it after its write, which aborts the
+            // EXEC (see `write::recheck_references`).
+            let mut plan = Plan::default();
+            for referrer in referrers {
+                self.find_references(db, referrer, chain, &mut plan).await?;
+            }
+            if !plan.doomed.is_empty() {
+                return Ok(Some(Err(Outcome::First(plan.doomed))));
             }
             let mut txn = redis::pipe();
             txn.atomic();
@@ -366,15 +444,21 @@ impl<A: Admin> ObjectRef<A> {
                 Some(v) => redis::from_redis_value(v).map_err(redis::RedisError::from)?,
                 None => Vec::new(),
             };
-            Ok(Some((existed, Some(old))))
+            Ok(Some(Ok((existed, old))))
         })
         .await?;
-        let Some(old) = old else {
-            return Ok(false); // a sweep found the admin re-created
+        let (existed, old) = match deleted {
+            Ok(deleted) => deleted,
+            Err(outcome) => return Ok(outcome),
         };
         unindex::<A>(db, key, old).await?;
+        let cascade: Vec<&Referrer> = referrers
+            .iter()
+            .copied()
+            .filter(|r| matches!(r.on_delete, OnDelete::Cascade | OnDelete::Clear))
+            .collect();
         self.sweep_references(db, &cascade).await?;
-        Ok(existed)
+        Ok(Outcome::Deleted(existed))
     }
 
     /// Removes this (deleted) admin's key from every relation list of the
@@ -384,13 +468,13 @@ impl<A: Admin> ObjectRef<A> {
         let key = &*self.key_in(db);
         let mut plan = Plan::default();
         for referrer in cascade {
-            self.find_references(db, referrer, &mut plan).await?;
+            self.find_references(db, referrer, &[], &mut plan).await?;
         }
         for list in &plan.lists {
             remove_member(db, list, key).await?;
         }
         for (hash, field) in &plan.fields {
-            clear_reference(db, hash, field, key).await?;
+            clear_reference(db, hash, field, self.key()).await?;
         }
         Ok(())
     }

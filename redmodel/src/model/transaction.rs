@@ -368,15 +368,18 @@ impl Transaction {
                 pending.writes.len() - 1
             }
         };
-        let guards = match &op {
+        let (guards, marks) = match &op {
             Op::Insert(fields) | Op::Fields(fields) => {
                 let set: Vec<(&str, Vec<u8>)> = fields
                     .iter()
                     .filter_map(|(name, text)| Some((*name, text.clone()?)))
                     .collect();
-                write::reference_guards::<M>(&self.db, &set)
+                (
+                    write::reference_guards::<M>(&self.db, &set),
+                    write::reference_marks::<M>(&self.db, &set),
+                )
             }
-            Op::Single(_) | Op::Delete => Vec::new(),
+            Op::Single(_) | Op::Delete => (Vec::new(), Vec::new()),
         };
         let owner = match &op {
             Op::Insert(_) | Op::Single(_) => object.owner_key_in(&self.db),
@@ -384,6 +387,7 @@ impl Transaction {
         };
         let write = &mut pending.writes[index];
         write.guards.extend(guards.into_iter().chain(owner));
+        write.marks.extend(marks);
         if let Err(err) = write.apply(op) {
             pending.error = Some(err);
         }
@@ -429,6 +433,9 @@ struct ObjectWrite {
     /// Other keys the writes need to exist when they commit: a
     /// sub-object's admin, the objects reference fields name.
     guards: Vec<String>,
+    /// The marks the writes leave on the objects reference fields name
+    /// (the plain layout: see `write::reference_marks`).
+    marks: Vec<Cmd>,
 }
 
 impl ObjectWrite {
@@ -442,6 +449,7 @@ impl ObjectWrite {
             existence: Existence::AsBefore,
             must_exist: false,
             guards: Vec::new(),
+            marks: Vec::new(),
         }
     }
 
@@ -616,6 +624,10 @@ impl Pending {
                     .add_entries(raw, db, &write.key, &changes, &mut txn)
                     .await?;
             }
+        }
+        // Last, once the transaction's own writes made what they name.
+        for mark in self.writes.iter().flat_map(|w| &w.marks) {
+            txn.add_command(mark.clone()).ignore();
         }
         let replies = match raw.exec::<Vec<Value>>(&txn).await {
             Ok(Some(replies)) => replies,

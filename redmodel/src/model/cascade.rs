@@ -5,8 +5,11 @@
 //! and its relation lists (its subtree, every key under `teacher:A:`), its
 //! entries in its model's indexes, its key from every relation list that
 //! holds it (the inverse lists of the objects it was linked to, and lists
-//! of relations without an inverse), and clears (HDEL) the reference
-//! fields (`Ref<M>`) that point at it. Afterwards no key names it.
+//! of relations without an inverse), and treats each reference field that
+//! points at it by the field's `on_delete`: `restrict` refuses the delete,
+//! `clear` removes the field (HDEL), `delete` deletes the referring object
+//! first (its own cascade, as a step before the admin's). Afterwards no
+//! key names it.
 //!
 //! # Finding what points at an admin: a registry of referrers
 //!
@@ -40,6 +43,10 @@
 //! attempt is repeated, up to 32 times, then [`Error::Conflict`].
 //! A `restrict` referrer that still holds the admin makes the delete fail
 //! with [`Error::Restricted`] naming the key, before anything is written.
+//! Every write of a reference field marks the object it names
+//! ([`REFS_FIELD`], in the write's atomic unit), and the admin is WATCHed:
+//! a reference written while the referrers are read aborts the EXEC, so
+//! the restrict check and the delete are one guarded write.
 //!
 //! # Cluster layout
 //!
@@ -48,21 +55,23 @@
 //! it are in others, so no transaction holds them all. The cascade is then
 //! a sequence of steps, each atomic in its slot:
 //!
-//! 1. the `restrict` referrers are checked ([`Error::Restricted`], nothing
-//!    written);
-//! 2. the admin, its sub-objects and its own relation lists are deleted in
+//! 1. the admin, its sub-objects and its own relation lists are deleted in
 //!    one MULTI/EXEC (WATCHing the subtree, as above), reading its indexed
-//!    fields on the way;
-//! 3. its index entries are removed (see `write::stepped`);
-//! 4. its key is removed from every relation list that holds it (LREM) and
-//!    every reference field that names it (HDEL if it still does).
+//!    fields on the way; the referrers are read under that WATCH (a
+//!    `restrict` one refuses, [`Error::Restricted`], nothing written). A
+//!    reference write marks its target in the target's slot after its own
+//!    write, so one racing the reads aborts the EXEC, and one whose mark
+//!    comes after the EXEC finds the target gone and undoes itself (see
+//!    `write::recheck_references`);
+//! 2. its index entries are removed (see `write::stepped`);
+//! 3. its key is removed from every relation list that holds it (LREM) and
+//!    every `clear` reference field that names it (HDEL if it still does).
 //!
-//! A crash after step 2 leaves entries that name a gone object: every read
+//! A crash after step 1 leaves entries that name a gone object: every read
 //! skips and prunes those, and running the delete again (idempotent)
 //! finishes the job. A write racing the steps may re-create a key under the
-//! deleted admin (a `link` whose own list lands after step 2): the cascade
-//! then sweeps again, while the admin stays deleted, up to four times. A `restrict` reference created between steps 1 and 2
-//! is not seen.
+//! deleted admin (a `link` whose own list lands after step 1): the cascade
+//! then sweeps again, while the admin stays deleted, up to four times.
 //!
 //! Every sweep (in either layout) acts only while the admin is absent: an
 //! admin inserted again meanwhile is a new object, and its links and the
@@ -70,9 +79,9 @@
 //! hash in the plain layout; just before, in the cluster layout, where they
 //! are in other slots).
 //!
-//! One window stays open: a reference created after the SCAN in a key the
-//! SCAN did not see (a new list of a relation without inverse, a new
-//! object with a reference field) is not watched. Such an entry is a
+//! One window stays open: a member added after the SCAN to a list the
+//! SCAN did not see (a new list of a relation without inverse) is not
+//! watched. Such an entry is a
 //! dangling reference, which the reads prune (see [`index`](super::index))
 //! like the entries of an expired object. Relations with an inverse have no
 //! such window: their `link` writes the admin's own list, which is watched.
@@ -148,11 +157,15 @@ impl<A: Admin> ObjectRef<A> {
     /// Deletes this admin and every reference to it, atomically (see
     /// [`cascade`](super::cascade)): its hash, sub-objects and relation
     /// lists, its index entries, its key in every relation list, and the
-    /// reference fields pointing at it (HDEL). Whether the admin existed.
+    /// reference fields pointing at it by their `on_delete`: `clear` ones
+    /// removed (HDEL), the objects of `delete` ones deleted first (each
+    /// with its own cascade). Whether the admin existed.
     ///
-    /// [`Error::Restricted`] (nothing written) if a referrer declared
-    /// `on_delete = "restrict"` still holds it; [`Error::Conflict`] if
-    /// concurrent writes aborted every attempt.
+    /// [`Error::Restricted`] (nothing of this admin written) if a
+    /// `restrict` referrer still holds it (a required `Ref<M>` by
+    /// default); [`Error::Conflict`] if concurrent writes aborted every
+    /// attempt. A refusal met while deleting the `delete` referrers leaves
+    /// those already deleted deleted: each is consistent on its own.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = A::TABLE, op = "delete_cascade", key = %self.key()))]
     pub async fn delete_cascade(&self, db: &Db) -> Result<bool> {
         self.delete_within(db, &[]).await

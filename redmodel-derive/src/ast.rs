@@ -4,12 +4,12 @@
 //! and for the model.
 
 mod index;
-mod reference;
+pub mod reference;
 
 use proc_macro2::Span;
 use syn::{Data, DeriveInput, Fields, Ident, LitStr, Type};
 
-use crate::attr;
+use crate::attr::{self, Action};
 use crate::ctxt::Ctxt;
 use crate::name::{snake_case, unraw, upper_case};
 use crate::Kind;
@@ -159,5 +159,20 @@ impl<'a> Field<'a> {
             return None;
         }
         reference::target(&self.original.ty)
+    }
+
+    /// For a reference field, what deleting its target does: the action
+    /// written, else `restrict` for a required reference and `clear` for
+    /// an optional one. `cascade`, the deprecated spelling of `clear`, is
+    /// `clear`.
+    pub fn ref_action(&self) -> Option<Action> {
+        self.ref_target()?;
+        let optional = reference::optional(&self.original.ty);
+        Some(match self.attrs.on_delete.map(|o| o.action) {
+            Some(Action::Cascade | Action::Clear) => Action::Clear,
+            Some(action) => action,
+            None if optional => Action::Clear,
+            None => Action::Restrict,
+        })
     }
 }

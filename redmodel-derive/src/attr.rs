@@ -17,12 +17,28 @@ use value::{flag, int, model_path, set, string};
 /// A flag attribute (`pk`, `skip`, ...), where it was written.
 pub type Flag = Option<Span>;
 
-/// `on_delete = "cascade"` or `on_delete = "restrict"`, where it was
-/// written.
+/// What `on_delete` says to do with a reference when its target is
+/// deleted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Refuse the delete while the reference holds the target.
+    Restrict,
+    /// Remove the reference (an optional one only).
+    Clear,
+    /// Delete the referring object.
+    Delete,
+    /// A relation's default: remove the member from the lists. On a
+    /// reference field, a deprecated spelling of `clear`.
+    Cascade,
+}
+
+/// An `on_delete` attribute: its action, where it was written and where
+/// its value was.
 #[derive(Clone, Copy)]
 pub struct OnDelete {
-    pub restrict: bool,
+    pub action: Action,
     pub span: Span,
+    pub value_span: Span,
 }
 
 /// `default`, or `default = "path::to::fn"`.

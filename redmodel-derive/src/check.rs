@@ -23,7 +23,11 @@ const CONTAINER_RULES: &[Rule] = &[
 ];
 
 /// The rules of `#[derive(Relation)]`.
-const RELATION_RULES: &[Rule] = &[relation::check_unit_struct, relation::check_models];
+const RELATION_RULES: &[Rule] = &[
+    relation::check_unit_struct,
+    relation::check_models,
+    relation::check_on_delete,
+];
 
 /// The rules of `#[derive(Admin)]` and `#[derive(SubObject)]`.
 const OBJECT_RULES: &[Rule] = &[
@@ -40,6 +44,7 @@ const OBJECT_RULES: &[Rule] = &[
     field::check_count_reserved,
     field::check_stored_names_distinct,
     field::check_on_delete_on_reference,
+    field::check_on_delete_fits_reference,
     index::check_recent_cap,
     index::check_indexes_on_admin,
     index::check_tags_not_json,

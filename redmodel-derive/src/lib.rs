@@ -74,8 +74,10 @@ fn derive_tokens(input: &DeriveInput, kind: Kind) -> syn::Result<proc_macro2::To
 /// (`NAME_UNIQUE`, `LOGINS_SORTED`, `TAGS_TAGS`, `LAST_LOGIN_RECENT`).
 /// A reference field (`Ref<M>`, `Option<Ref<M>>`) takes
 /// `on_delete = "restrict"` (refuse to delete `M`'s object while the field
-/// points at it) or `"cascade"` (the default: the delete clears the field);
-/// it is registered for `redmodel::model::cascade`.
+/// points at it: the default of `Ref<M>`), `"clear"` (the delete removes
+/// the field: the default of `Option<Ref<M>>`, and a compile error on a
+/// required `Ref<M>`) or `"delete"` (the delete deletes this object
+/// first); it is registered for `redmodel::model::cascade`.
 #[proc_macro_derive(Admin, attributes(redmodel))]
 pub fn derive_admin(input: TokenStream) -> TokenStream {
     derive(input, Kind::Admin)

@@ -1,10 +1,11 @@
 //! The model a derive generates code for: built from a container whose
 //! rules all passed, so that code generation has nothing left to check.
 
+use proc_macro2::Span;
 use syn::{Ident, Path, Type, Visibility};
 
-use crate::ast::{self, Container, Index};
-use crate::attr::DefaultAttr;
+use crate::ast::{self, reference, Container, Index};
+use crate::attr::{Action, DefaultAttr};
 use crate::Kind;
 
 /// A model to generate code for.
@@ -46,8 +47,14 @@ pub struct DataField<'c> {
     pub indexes: Vec<Index>,
     /// For a reference field: the model pointed at.
     pub ref_target: Option<Type>,
-    /// `on_delete = "restrict"` on a reference field.
-    pub restrict: bool,
+    /// For a reference field: what deleting its target does (the default
+    /// resolved).
+    pub on_delete: Option<Action>,
+    /// Whether the reference field is required (not an `Option`).
+    pub required: bool,
+    /// Where `on_delete = "cascade"`, the deprecated spelling of `clear`,
+    /// was written on a reference field.
+    pub deprecated_cascade: Option<Span>,
 }
 
 impl DataField<'_> {
@@ -93,7 +100,9 @@ fn relation<'c>(cont: &'c Container) -> Option<Relation<'c>> {
         owner: attrs.owner.as_ref()?,
         member: attrs.member.as_ref()?,
         inverse: attrs.inverse.as_ref(),
-        restrict: attrs.on_delete.is_some_and(|o| o.restrict),
+        restrict: attrs
+            .on_delete
+            .is_some_and(|o| o.action == Action::Restrict),
     })
 }
 
@@ -125,6 +134,12 @@ fn data_field<'c>(field: &'c ast::Field, kind: Kind) -> DataField<'c> {
         default: field.attrs.default.as_ref(),
         indexes: field.indexes(kind),
         ref_target: field.ref_target(),
-        restrict: field.attrs.on_delete.is_some_and(|o| o.restrict),
+        on_delete: field.ref_action(),
+        required: !reference::optional(&field.original.ty),
+        deprecated_cascade: field
+            .attrs
+            .on_delete
+            .filter(|o| o.action == Action::Cascade)
+            .map(|o| o.span),
     }
 }

@@ -256,10 +256,12 @@ pub enum Error {
         /// The keys of the transaction.
         keys: Vec<String>,
     },
-    /// A cascading delete was refused: a relation list or a reference
-    /// field declared `on_delete = "restrict"` still points at the object.
-    /// Nothing was written. Unlink it or clear the reference first.
-    #[error("cannot delete `{key}`: `{by}` still points at it (declared on_delete = \"restrict\"); nothing was written")]
+    /// A cascading delete was refused: a relation list declared
+    /// `on_delete = "restrict"`, or a reference field whose rule is
+    /// `restrict` (the default of a required `Ref<M>`), still points at
+    /// the object. Nothing of it was written. Unlink it or point the
+    /// reference elsewhere first.
+    #[error("cannot delete `{key}`: `{by}` still points at it (on_delete = \"restrict\"); nothing was written")]
     Restricted {
         /// The object whose delete was refused.
         key: String,

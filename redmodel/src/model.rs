@@ -226,9 +226,10 @@ pub trait Model: Sized + Send + Sync + 'static {
     /// `sorted`, `tags`, `recent = N`): see [`index`]. Only admin models
     /// have any.
     const INDEXES: &'static [IndexSpec] = &[];
-    /// The stored names of the reference fields (`Ref<T>`): the objects
-    /// they name must exist when they are written.
-    const REFERENCES: &'static [&'static str] = &[];
+    /// The reference fields (`Ref<T>`, `Option<Ref<T>>`): the objects
+    /// they name must exist when they are written; what deleting one does
+    /// is their `on_delete` (see [`cascade`]).
+    const REFERENCES: &'static [cascade::Reference] = &[];
     /// Whether every object this model writes holds one of its declared
     /// fields (a plain field of a [`FieldValue`] that is
     /// [always stored](FieldValue::ALWAYS_STORED), as a [`Scalar`] is).
@@ -508,7 +509,11 @@ pub mod __private {
     pub use super::index::{
         score_of, tags_of, IndexKind, IndexSpec, RecentList, SortedIndex, TagIndex, UniqueIndex,
     };
-    pub use super::referrer::{is_object_of, object_pattern, OnDelete, Referrer, ReferrerKind};
+    #[allow(deprecated)]
+    pub use super::referrer::{
+        delete_admin, delete_object, is_object_of, object_pattern,
+        on_delete_cascade_on_a_reference_field, OnDelete, Reference, Referrer, ReferrerKind,
+    };
     pub use super::relation::{InverseOf, NoInverse, Relation};
     pub use super::{Admin, Model, NoOwner, OwnerKind, SingleValue, Storage};
     pub use crate::{Error, Result};

@@ -134,6 +134,15 @@ async fn school_user_stays_inside(admin_url: &str, port: u16) -> Result<(), Erro
 
     // The cascading delete: SCAN, WATCH, MULTI/EXEC, all allowed.
     assert!(Teacher::at("A").delete_cascade(&db).await?);
+    // Students b and c name class 2 in a required reference: its delete
+    // is refused until they name another.
+    let err = Class::at(2).delete_cascade(&db).await.unwrap_err();
+    assert!(matches!(err, Error::Restricted { .. }), "{err:?}");
+    for id in ["b", "c"] {
+        Student::at(id)
+            .set(&db, Student::CLASS, Class::at(1))
+            .await?;
+    }
     assert!(Class::at(2).delete_cascade(&db).await?);
     assert_eq!(
         Class::at(2)
@@ -142,7 +151,10 @@ async fn school_user_stays_inside(admin_url: &str, port: u16) -> Result<(), Erro
             .await?,
         vec![]
     );
-    assert_eq!(Student::at("b").get(&db, Student::CLASS).await?, None);
+    assert_eq!(
+        Student::at("b").get(&db, Student::CLASS).await?,
+        Some(Class::at(1))
+    );
 
     // Another namespace is refused, through the model layer and directly.
     let err = Profile::load(&db, "x").await.unwrap_err();

@@ -64,6 +64,18 @@ backend_tests! {
             "the school mentions class:2 before the delete"
         );
         assert!(models::Teacher::at("A").delete_cascade(db).await?);
+        // Students b and c name class 2 in a required reference (the
+        // default rule, restrict): they move to class 1 first.
+        let err = models::Class::at(2).delete_cascade(db).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Restricted { key, by } if key == "class:2" && (by == "student:b" || by == "student:c")),
+            "{err:?}"
+        );
+        for id in ["b", "c"] {
+            models::Student::at(id)
+                .set(db, models::Student::CLASS, models::Class::at(1))
+                .await?;
+        }
         assert!(models::Class::at(2).delete_cascade(db).await?);
         assert!(
             !models::Class::at(2).delete_cascade(db).await?,
@@ -311,12 +323,14 @@ backend_tests! {
 }
 
 backend_tests! {
-    /// A reference field set while a cascade deletes its target:
-    /// whichever way they interleave, no reference to the deleted object is
-    /// left. The write lands before the delete (and the cascade clears it)
-    /// or is refused (`NotFound`: the target is gone).
+    /// A required reference field (the default rule, restrict) set while
+    /// a cascade deletes its target: whichever way they interleave, no
+    /// reference to a deleted object is left. The write lands before the
+    /// delete (which is then refused) or is refused (`NotFound`: the
+    /// target is gone).
     exclusive async fn a_reference_racing_the_delete_is_not_left_behind(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
+        models::Class { id: 1, name: "c1".into() }.insert(db).await?;
         for round in 0..12u32 {
             let class = models::Class { id: 100 + round, name: "c".into() }.insert(db).await?;
             let student = models::Student {
@@ -326,7 +340,6 @@ backend_tests! {
                 english: 1,
                 math: 1,
             };
-            models::Class { id: 1, name: "c1".into() }.insert(db).await?;
             let student = student.insert(db).await?;
             let cascade = {
                 let (db, class) = (db.clone(), class.clone());
@@ -336,19 +349,26 @@ backend_tests! {
                 tokio::task::yield_now().await;
             }
             let set = student.set(db, models::Student::CLASS, class.clone()).await;
-            assert!(cascade.await.expect("the cascade task")?, "round {round}");
+            let deleted = match cascade.await.expect("the cascade task") {
+                Ok(existed) => existed,
+                Err(Error::Restricted { .. }) => false,
+                Err(other) => return Err(other),
+            };
             match set {
-                Ok(()) | Err(Error::NotFound { .. }) => {}
+                Ok(()) => assert!(!deleted, "round {round}: both the write and the delete landed"),
+                Err(Error::NotFound { .. }) => assert!(deleted, "round {round}"),
                 Err(other) => return Err(other),
             }
             let held: Option<String> = db
                 .query(redis::cmd("HGET").arg(student.key_in(db).as_ref()).arg("class"))
                 .await?;
-            assert_ne!(
-                held.as_deref(),
-                Some(class.key()),
-                "round {round}: a reference to the deleted class is left"
-            );
+            if deleted {
+                assert_ne!(
+                    held.as_deref(),
+                    Some(class.key()),
+                    "round {round}: a reference to the deleted class is left"
+                );
+            }
         }
         Ok(())
     }
@@ -357,20 +377,24 @@ backend_tests! {
 backend_tests! {
     /// An admin created again while its cascade is still sweeping (a race
     /// the chaos test finds): the sweeps leave the new object's
-    /// links and references alone, whichever way they interleave. Either
+    /// links and references alone, whichever way they interleave (a
+    /// reference that comes first restricts the delete). Either
     /// the cascade's own delete came after the new writes (and nothing of
     /// the class is left), or the class exists with both sides of its link
     /// and the reference to it.
     exclusive async fn an_admin_created_again_during_the_sweeps_keeps_its_links(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
         let teacher = models::Teacher { id: "T".into(), name: "t".into(), subject: "s".into() }.insert(db).await?;
+        models::Class { id: 1, name: "c1".into() }.insert(db).await?;
         for round in 0..60u32 {
             let class = models::Class { id: 200 + round, name: "c".into() };
             let handle = class.insert(db).await?;
             teacher.relation::<models::TeacherClasses>().link(db, &handle).await?;
             let student = models::Student {
                 id: format!("r{round}"),
-                class: handle.clone(),
+                // Another class: a required reference to this one would
+                // restrict its delete.
+                class: models::Class::at(1),
                 chinese: 1,
                 english: 1,
                 math: 1,
@@ -388,7 +412,11 @@ backend_tests! {
             class.insert(db).await?;
             let linked = teacher.relation::<models::TeacherClasses>().link(db, &handle).await;
             let referred = student.set(db, models::Student::CLASS, handle.clone()).await;
-            cascade.await.expect("the cascade task")?;
+            // Refused if the reference came first: the class then exists.
+            match cascade.await.expect("the cascade task") {
+                Ok(_) | Err(Error::Restricted { .. }) => {}
+                Err(other) => return Err(other),
+            }
             for outcome in [linked.map(drop), referred] {
                 match outcome {
                     Ok(()) | Err(Error::NotFound { .. }) => {}

@@ -23,6 +23,7 @@ mod models;
 mod objects;
 mod pattern;
 mod query;
+mod references;
 mod relations;
 mod school;
 // The school demo (examples/school.rs), as `school` and `cascade` use it:

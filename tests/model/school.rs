@@ -6,10 +6,11 @@ use crate::school_example as school;
 use redmodel_suite::backend_tests;
 
 const EXPECTED: &[(&str, &str, &str)] = &[
-    ("class:1", "hash", "{_count: 1, name: Class 1}"),
+    // `_refs`: the students' writes of their `class` reference mark it.
+    ("class:1", "hash", "{_count: 1, _refs: 1, name: Class 1}"),
     ("class:1:student", "list", "[student:a]"),
     ("class:1:teacher", "list", "[teacher:A]"),
-    ("class:2", "hash", "{_count: 1, name: Class 2}"),
+    ("class:2", "hash", "{_count: 1, _refs: 2, name: Class 2}"),
     ("class:2:student", "list", "[student:b, student:c]"),
     ("class:2:teacher", "list", "[teacher:A, teacher:B]"),
     ("performance:good", "list", "[student:b]"),

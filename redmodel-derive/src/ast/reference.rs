@@ -21,6 +21,16 @@ pub fn target(ty: &Type) -> Option<Type> {
     }
 }
 
+/// Whether a reference field's type is an `Option` (the reference may be
+/// absent).
+pub fn optional(ty: &Type) -> bool {
+    let Type::Path(path) = ty else { return false };
+    path.path
+        .segments
+        .last()
+        .is_some_and(|last| last.ident == "Option")
+}
+
 #[cfg(test)]
 mod tests {
     use quote::ToTokens;
@@ -41,5 +51,13 @@ mod tests {
         assert_eq!(target("String"), None);
         assert_eq!(target("Option<String>"), None);
         assert_eq!(target("Vec<Ref<Class>>"), None);
+    }
+
+    #[test]
+    fn an_option_of_a_reference_is_optional() {
+        let optional = |ty: &str| super::optional(&syn::parse_str(ty).unwrap());
+        assert!(optional("Option<Ref<Class>>"));
+        assert!(optional("std::option::Option<Ref<Class>>"));
+        assert!(!optional("Ref<Class>"));
     }
 }

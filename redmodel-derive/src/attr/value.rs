@@ -8,7 +8,7 @@ use syn::parse::ParseStream;
 use syn::spanned::Spanned;
 use syn::{ExprPath, LitInt, LitStr, Path, Token};
 
-use super::{DefaultAttr, Flag, OnDelete};
+use super::{Action, DefaultAttr, Flag, OnDelete};
 
 /// Where the attribute's name was written.
 pub trait PathSpan {
@@ -123,22 +123,26 @@ pub fn model_path(meta: &ParseNestedMeta, example: &str) -> syn::Result<Path> {
     })
 }
 
-/// Parses `on_delete = "cascade" | "restrict"`.
+/// Parses `on_delete = "restrict" | "clear" | "delete" | "cascade"`;
+/// which action fits which place is a rule of [`crate::check`].
 pub fn on_delete(meta: &ParseNestedMeta) -> syn::Result<OnDelete> {
     let lit = string(meta, "on_delete = \"restrict\"")?;
-    let restrict = match lit.value().as_str() {
-        "cascade" => false,
-        "restrict" => true,
+    let action = match lit.value().as_str() {
+        "restrict" => Action::Restrict,
+        "clear" => Action::Clear,
+        "delete" => Action::Delete,
+        "cascade" => Action::Cascade,
         other => {
             return Err(syn::Error::new(
                 lit.span(),
-                format!("unknown on_delete action `{other}`: write `on_delete = \"cascade\"` (the default) or `on_delete = \"restrict\"`"),
+                format!("unknown on_delete action `{other}`: write `on_delete = \"restrict\"`, `\"clear\"` or `\"delete\"` on a reference field, `\"cascade\"` or `\"restrict\"` on a relation"),
             ))
         }
     };
     Ok(OnDelete {
-        restrict,
+        action,
         span: meta.path_span(),
+        value_span: lit.span(),
     })
 }
 

@@ -2,11 +2,15 @@
 //! `#[derive(SubObject)]`: the pk, skipped fields, stored names,
 //! references.
 
-use crate::ast::Container;
+use crate::ast::{reference, Container};
+use crate::attr::Action;
 use crate::ctxt::Ctxt;
 
-/// The write count field every hash model keeps.
-const COUNT_FIELD: &str = "_count";
+/// The hash fields the runtime keeps in every object, with what they hold.
+const RESERVED: &[(&str, &str)] = &[
+    ("_count", "the write count"),
+    ("_refs", "the mark reference writes leave on their target"),
+];
 
 /// The pk is stored in the key: no storage attribute applies to it.
 pub fn check_pk_not_stored(cx: &Ctxt, cont: &Container) {
@@ -62,22 +66,47 @@ pub fn check_rename_not_empty(cx: &Ctxt, cont: &Container) {
     }
 }
 
-/// No field is stored as `_count`, the write count.
+/// No field is stored as `_count` (the write count) or `_refs` (the
+/// mark a write of a reference leaves on its target).
 pub fn check_count_reserved(cx: &Ctxt, cont: &Container) {
-    for field in cont
-        .stored_fields()
-        .filter(|f| f.stored_name() == COUNT_FIELD)
-    {
+    for field in cont.stored_fields() {
+        let name = field.stored_name();
+        let Some((_, what)) = RESERVED.iter().find(|(reserved, _)| *reserved == name) else {
+            continue;
+        };
         match &field.attrs.rename {
             Some(lit) => cx.error(
                 lit.span(),
-                "`_count` is reserved for the write count: rename the field to something else",
+                format!("`{name}` is reserved for {what}: rename the field to something else"),
             ),
             None => cx.error(
                 field.ident.span(),
-                "`_count` is reserved for the write count: rename the field, or store it under another name with `#[redmodel(rename = \"count\")]`",
+                format!("`{name}` is reserved for {what}: rename the field, or store it under another name with `#[redmodel(rename = \"{}\")]`", &name[1..]),
             ),
         }
+    }
+}
+
+/// A reference field's `on_delete` fits its type: `clear` (and its
+/// deprecated spelling `cascade`) only on an optional reference, since
+/// clearing a required one leaves an object that no longer loads.
+pub fn check_on_delete_fits_reference(cx: &Ctxt, cont: &Container) {
+    for field in cont.stored_fields() {
+        let (Some(on_delete), Some(_)) = (field.attrs.on_delete, field.ref_target()) else {
+            continue;
+        };
+        if reference::optional(&field.original.ty) {
+            continue;
+        }
+        let written = match on_delete.action {
+            Action::Clear => "clear",
+            Action::Cascade => "cascade",
+            Action::Restrict | Action::Delete => continue,
+        };
+        cx.error(
+            on_delete.span,
+            format!("`on_delete = \"{written}\"` removes the reference, and `{}` is a required `Ref`: its object would no longer load. Write `on_delete = \"restrict\"` (the default: refuse the delete while it is referenced) or `on_delete = \"delete\"` (delete this object with it), or make the field an `Option<Ref<...>>`", field.ident),
+        );
     }
 }
 

@@ -4,6 +4,7 @@ use syn::spanned::Spanned;
 use syn::Data;
 
 use crate::ast::Container;
+use crate::attr::Action;
 use crate::ctxt::Ctxt;
 
 /// A relation's data is its list of member keys: it is a unit struct.
@@ -37,5 +38,18 @@ pub fn check_models(cx: &Ctxt, cont: &Container) {
             span,
             "a relation needs its member model: add `member = Class` to `#[redmodel(...)]`",
         );
+    }
+}
+
+/// A relation's `on_delete` is `cascade` (the member is removed from the
+/// lists) or `restrict`: `clear` and `delete` are for reference fields.
+pub fn check_on_delete(cx: &Ctxt, cont: &Container) {
+    if let Some(on_delete) = cont.attrs.on_delete {
+        if matches!(on_delete.action, Action::Clear | Action::Delete) {
+            cx.error(
+                on_delete.value_span,
+                "a relation's `on_delete` is `\"cascade\"` (the default: the delete removes the member from the lists) or `\"restrict\"`; `clear` and `delete` go on reference fields",
+            );
+        }
     }
 }

@@ -7,8 +7,8 @@ use syn::spanned::Spanned;
 use super::codec;
 use super::fields::{decode_fields, encode_fields, index_specs, type_check};
 use super::handles::field_handles;
-use super::register::{declare, field_referrers};
-use crate::model::{Model, Object};
+use super::register::{declare, field_referrers, on_delete};
+use crate::model::{DataField, Model, Object};
 
 /// The code of an admin or sub-object model.
 pub fn expand(model: &Model, object: &Object) -> TokenStream {
@@ -24,7 +24,7 @@ pub fn expand(model: &Model, object: &Object) -> TokenStream {
     } else {
         (
             field_handles(ident, &object.fields),
-            field_referrers(ident, &object.fields),
+            field_referrers(ident, object.owner.is_none(), &object.fields),
         )
     };
     let declared = declare(
@@ -55,11 +55,7 @@ fn model_impl(model: &Model, object: &Object) -> TokenStream {
     let (pk_ident, pk_ty) = (&object.pk.ident, &object.pk.ty);
     let sync_every = object.sync_every;
     let names = object.fields.iter().map(|f| &f.name);
-    let references = object
-        .fields
-        .iter()
-        .filter(|f| f.ref_target.is_some())
-        .map(|f| &f.name);
+    let references = object.fields.iter().filter_map(reference);
     let owner = match object.owner {
         Some(path) => quote_spanned!(path.span()=> #path),
         None => quote!(::redmodel::__private::NoOwner),
@@ -83,7 +79,7 @@ fn model_impl(model: &Model, object: &Object) -> TokenStream {
             const STORAGE: ::redmodel::__private::Storage = #storage;
             const SYNC_EVERY: u64 = #sync_every;
             const INDEXES: &'static [::redmodel::__private::IndexSpec] = #indexes;
-            const REFERENCES: &'static [&'static str] = &[#(#references),*];
+            const REFERENCES: &'static [::redmodel::__private::Reference] = &[#(#references),*];
             // The fields' type checks, which tell whether one is
             // always stored.
             const ALWAYS_HOLDS_A_FIELD: bool = false #(|| #type_checks)*;
@@ -97,6 +93,25 @@ fn model_impl(model: &Model, object: &Object) -> TokenStream {
             #decode_fields
         }
     }
+}
+
+/// A reference field's entry in `Model::REFERENCES`.
+fn reference(field: &DataField) -> Option<TokenStream> {
+    let target = field.ref_target.as_ref()?;
+    let target = quote_spanned!(target.span()=> #target);
+    let (name, required) = (&field.name, field.required);
+    let on_delete = on_delete(field.on_delete?);
+    Some(quote! {
+        ::redmodel::__private::Reference {
+            field: #name,
+            on_delete: #on_delete,
+            required: #required,
+            marked: ::core::matches!(
+                <#target as ::redmodel::__private::Model>::STORAGE,
+                ::redmodel::__private::Storage::Hash
+            ),
+        }
+    })
 }
 
 /// `impl Admin for ...` for an admin model.

@@ -6,6 +6,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
+use crate::attr::Action;
 use crate::model::DataField;
 
 /// Registers a model or relation, with its keys.
@@ -27,13 +28,18 @@ pub fn declare(
     }
 }
 
+/// The runtime's `OnDelete` for an action.
+pub fn on_delete(action: Action) -> TokenStream {
+    match action {
+        Action::Restrict => quote!(::redmodel::__private::OnDelete::Restrict),
+        Action::Clear => quote!(::redmodel::__private::OnDelete::Clear),
+        Action::Delete => quote!(::redmodel::__private::OnDelete::Delete),
+        Action::Cascade => quote!(::redmodel::__private::OnDelete::Cascade),
+    }
+}
+
 /// Registers a referrer of `target`.
-pub fn register(target: TokenStream, restrict: bool, kind: TokenStream) -> TokenStream {
-    let on_delete = if restrict {
-        quote!(::redmodel::__private::OnDelete::Restrict)
-    } else {
-        quote!(::redmodel::__private::OnDelete::Cascade)
-    };
+pub fn register(target: TokenStream, on_delete: TokenStream, kind: TokenStream) -> TokenStream {
     quote! {
         ::redmodel::__private::inventory::submit! {
             ::redmodel::__private::Referrer {
@@ -45,25 +51,38 @@ pub fn register(target: TokenStream, restrict: bool, kind: TokenStream) -> Token
     }
 }
 
-/// The referrer registrations of a model's reference fields.
-pub fn field_referrers(ident: &Ident, fields: &[DataField]) -> Vec<TokenStream> {
+/// The referrer registrations of a model's reference fields (and, for
+/// `on_delete = "cascade"`, the deprecation warning at the attribute).
+pub fn field_referrers(ident: &Ident, admin: bool, fields: &[DataField]) -> Vec<TokenStream> {
+    let delete = if admin {
+        quote!(::redmodel::__private::delete_admin::<#ident>)
+    } else {
+        quote!(::redmodel::__private::delete_object::<#ident>)
+    };
     fields
         .iter()
         .filter_map(|f| {
             let target = f.ref_target.as_ref()?;
             let name = &f.name;
             let target = quote_spanned!(target.span()=> #target);
-            Some(register(
+            let registered = register(
                 target,
-                f.restrict,
+                on_delete(f.on_delete?),
                 quote! {
                     ::redmodel::__private::ReferrerKind::Field {
                         field: #name,
                         pattern: ::redmodel::__private::object_pattern::<#ident>,
                         is_object: ::redmodel::__private::is_object_of::<#ident>,
+                        delete: #delete,
                     }
                 },
-            ))
+            );
+            let deprecated = f.deprecated_cascade.map(|span| {
+                quote_spanned! {span=>
+                    const _: () = ::redmodel::__private::on_delete_cascade_on_a_reference_field();
+                }
+            });
+            Some(quote!(#registered #deprecated))
         })
         .collect()
 }

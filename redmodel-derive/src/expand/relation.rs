@@ -4,7 +4,8 @@ use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use super::register::{declare, register};
+use super::register::{declare, on_delete, register};
+use crate::attr::Action;
 use crate::model::{Model, Relation};
 
 /// The code of a relation.
@@ -21,7 +22,11 @@ pub fn expand(model: &Model, relation: &Relation) -> TokenStream {
     };
     let referrer = register(
         member.clone(),
-        relation.restrict,
+        on_delete(if relation.restrict {
+            Action::Restrict
+        } else {
+            Action::Cascade
+        }),
         quote! {
             ::redmodel::__private::ReferrerKind::List {
                 owner_table: <#owner as ::redmodel::__private::Model>::TABLE,

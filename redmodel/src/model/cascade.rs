@@ -5,8 +5,11 @@
 //! and its relation lists (its subtree, every key under `teacher:A:`), its
 //! entries in its model's indexes, its key from every relation list that
 //! holds it (the inverse lists of the objects it was linked to, and lists
-//! of relations without an inverse), and clears (HDEL) the reference
-//! fields (`Ref<M>`) that point at it. Afterwards no key names it.
+//! of relations without an inverse), and treats each reference field that
+//! points at it by the field's `on_delete`: `restrict` refuses the delete,
+//! `clear` removes the field (HDEL), `delete` deletes the referring object
+//! first (its own cascade, as a step before the admin's). Afterwards no
+//! key names it.
 //!
 //! # Finding what points at an admin: a registry of referrers
 //!
@@ -40,6 +43,10 @@
 //! attempt is repeated, up to 32 times, then [`Error::Conflict`].
 //! A `restrict` referrer that still holds the admin makes the delete fail
 //! with [`Error::Restricted`] naming the key, before anything is written.
+//! Every write of a reference field marks the object it names
+//! ([`REFS_FIELD`], in the write's atomic unit), and the admin is WATCHed:
+//! a reference written while the referrers are read aborts the EXEC, so
+//! the restrict check and the delete are one guarded write.
 //!
 //! # Cluster layout
 //!
@@ -48,21 +55,23 @@
 //! it are in others, so no transaction holds them all. The cascade is then
 //! a sequence of steps, each atomic in its slot:
 //!
-//! 1. the `restrict` referrers are checked ([`Error::Restricted`], nothing
-//!    written);
-//! 2. the admin, its sub-objects and its own relation lists are deleted in
+//! 1. the admin, its sub-objects and its own relation lists are deleted in
 //!    one MULTI/EXEC (WATCHing the subtree, as above), reading its indexed
-//!    fields on the way;
-//! 3. its index entries are removed (see `write::stepped`);
-//! 4. its key is removed from every relation list that holds it (LREM) and
-//!    every reference field that names it (HDEL if it still does).
+//!    fields on the way; the referrers are read under that WATCH (a
+//!    `restrict` one refuses, [`Error::Restricted`], nothing written). A
+//!    reference write marks its target in the target's slot after its own
+//!    write, so one racing the reads aborts the EXEC, and one whose mark
+//!    comes after the EXEC finds the target gone and undoes itself (see
+//!    `write::recheck_references`);
+//! 2. its index entries are removed (see `write::stepped`);
+//! 3. its key is removed from every relation list that holds it (LREM) and
+//!    every `clear` reference field that names it (HDEL if it still does).
 //!
-//! A crash after step 2 leaves entries that name a gone object: every read
+//! A crash after step 1 leaves entries that name a gone object: every read
 //! skips and prunes those, and running the delete again (idempotent)
 //! finishes the job. A write racing the steps may re-create a key under the
-//! deleted admin (a `link` whose own list lands after step 2): the cascade
-//! then sweeps again, while the admin stays deleted, up to four times. A `restrict` reference created between steps 1 and 2
-//! is not seen.
+//! deleted admin (a `link` whose own list lands after step 1): the cascade
+//! then sweeps again, while the admin stays deleted, up to four times.
 //!
 //! Every sweep (in either layout) acts only while the admin is absent: an
 //! admin inserted again meanwhile is a new object, and its links and the
@@ -70,9 +79,9 @@
 //! hash in the plain layout; just before, in the cluster layout, where they
 //! are in other slots).
 //!
-//! One window stays open: a reference created after the SCAN in a key the
-//! SCAN did not see (a new list of a relation without inverse, a new
-//! object with a reference field) is not watched. Such an entry is a
+//! One window stays open: a member added after the SCAN to a list the
+//! SCAN did not see (a new list of a relation without inverse) is not
+//! watched. Such an entry is a
 //! dangling reference, which the reads prune (see [`index`](super::index))
 //! like the entries of an expired object. Relations with an inverse have no
 //! such window: their `link` writes the admin's own list, which is watched.
@@ -82,7 +91,9 @@ use redis::Pipeline;
 use super::key::glob_escape;
 use super::object::ObjectRef;
 use super::referrer::{clear_reference, if_absent};
-pub use super::referrer::{referrers_of, OnDelete, Referrer, ReferrerKind};
+pub use super::referrer::{
+    referrers_of, BoxFuture, DeleteFn, OnDelete, Reference, Referrer, ReferrerKind, REFS_FIELD,
+};
 use super::scan::scan_keys;
 use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
@@ -123,21 +134,51 @@ struct Plan {
     lists: Vec<String>,
     /// (hash, field) pairs to HDEL.
     fields: Vec<(String, &'static str)>,
+    /// Referring objects (plain keys) to delete first, with how.
+    doomed: Vec<(String, DeleteFn)>,
 }
+
+/// What one attempt of a cascade came to.
+enum Outcome {
+    /// The admin was deleted (whether it existed), or a sweep found it
+    /// created again.
+    Deleted(bool),
+    /// Objects whose `on_delete = "delete"` reference holds the admin:
+    /// to delete before trying again.
+    First(Vec<(String, DeleteFn)>),
+}
+
+/// How many rounds of deleting `on_delete = "delete"` referrers a cascade
+/// makes before giving up with [`Error::Conflict`] (each round deletes
+/// every referrer found; only new ones written meanwhile need another).
+const MAX_ROUNDS: u32 = 32;
 
 impl<A: Admin> ObjectRef<A> {
     /// Deletes this admin and every reference to it, atomically (see
     /// [`cascade`](super::cascade)): its hash, sub-objects and relation
     /// lists, its index entries, its key in every relation list, and the
-    /// reference fields pointing at it (HDEL). Whether the admin existed.
+    /// reference fields pointing at it by their `on_delete`: `clear` ones
+    /// removed (HDEL), the objects of `delete` ones deleted first (each
+    /// with its own cascade). Whether the admin existed.
     ///
-    /// [`Error::Restricted`] (nothing written) if a referrer declared
-    /// `on_delete = "restrict"` still holds it; [`Error::Conflict`] if
-    /// concurrent writes aborted every attempt.
+    /// [`Error::Restricted`] (nothing of this admin written) if a
+    /// `restrict` referrer still holds it (a required `Ref<M>` by
+    /// default); [`Error::Conflict`] if concurrent writes aborted every
+    /// attempt. A refusal met while deleting the `delete` referrers leaves
+    /// those already deleted deleted: each is consistent on its own.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = A::TABLE, op = "delete_cascade", key = %self.key()))]
     pub async fn delete_cascade(&self, db: &Db) -> Result<bool> {
+        self.delete_within(db, &[]).await
+    }
+
+    /// [`delete_cascade`](Self::delete_cascade) as a step of the deletes
+    /// in `chain` (plain keys), which delete this admin as an
+    /// `on_delete = "delete"` referrer: a referrer in the chain is left to
+    /// the delete that is already under way (a cycle of such references
+    /// ends there).
+    pub(crate) async fn delete_within(&self, db: &Db, chain: &[String]) -> Result<bool> {
         let referrers = referrers_of(A::TABLE);
-        let existed = self.cascade_once(db, &referrers, false).await?;
+        let existed = self.cascade_once(db, &referrers, chain, false).await?;
         // A write that lands between the cascade's listing of the subtree
         // and its delete (a sub-object inserted while the admin still
         // existed, a link's own side in the cluster layout) is not in what
@@ -151,7 +192,7 @@ impl<A: Admin> ObjectRef<A> {
             }
             // Only while the admin is still absent: one re-created
             // meanwhile is a new object, not a leftover.
-            self.cascade_once(db, &referrers, true).await?;
+            self.cascade_once(db, &referrers, chain, true).await?;
         }
         // A reference written between the transaction's SCAN of the
         // referrers and its EXEC (its target still existed) is not in what
@@ -161,7 +202,7 @@ impl<A: Admin> ObjectRef<A> {
             let cascade: Vec<&Referrer> = referrers
                 .iter()
                 .copied()
-                .filter(|r| r.on_delete == OnDelete::Cascade)
+                .filter(|r| matches!(r.on_delete, OnDelete::Cascade | OnDelete::Clear))
                 .collect();
             self.sweep_references(db, &cascade).await?;
         }
@@ -169,22 +210,44 @@ impl<A: Admin> ObjectRef<A> {
     }
 
     /// One cascade: one optimistic transaction in the plain layout, the
-    /// steps of the cluster layout.
+    /// steps of the cluster layout; before either, as many rounds as it
+    /// takes of deleting the `on_delete = "delete"` referrers it finds.
     /// A `sweep` (after the first cascade) does nothing if the admin
     /// exists again, checked under WATCH with its own deletions.
     async fn cascade_once(
         &self,
         db: &Db,
         referrers: &[&'static Referrer],
+        chain: &[String],
         sweep: bool,
     ) -> Result<bool> {
-        if !db.one_slot() {
-            return self.cascade_steps_once(db, referrers, sweep).await;
+        let mut within: Vec<String> = chain.to_vec();
+        within.push(self.key().to_string());
+        let within = &within;
+        for _ in 0..MAX_ROUNDS {
+            let outcome = if db.one_slot() {
+                watched(db, &self.key_in(db), |tx| async move {
+                    self.attempt_cascade(db, &tx, referrers, within, sweep)
+                        .await
+                })
+                .await?
+            } else {
+                self.cascade_steps_once(db, referrers, within, sweep)
+                    .await?
+            };
+            match outcome {
+                Outcome::Deleted(existed) => return Ok(existed),
+                Outcome::First(doomed) => {
+                    for (key, delete) in doomed {
+                        delete(db, key, within).await?;
+                    }
+                }
+            }
         }
-        watched(db, &self.key_in(db), |tx| async move {
-            self.attempt_cascade(db, &tx, referrers, sweep).await
+        Err(Error::Conflict {
+            attempts: MAX_ROUNDS,
+            key: Some(self.key().to_string()),
         })
-        .await
     }
 
     /// In a sweep, whether the admin exists again (WATCHed first, so that
@@ -209,16 +272,20 @@ impl<A: Admin> ObjectRef<A> {
     /// before the referrers are read, so a concurrent `link` of a relation
     /// with an inverse (which writes the admin's own list) aborts the EXEC.
     /// The subtree is listed again after that WATCH: a sub-object created
-    /// in between (unwatched) makes the attempt start over.
+    /// in between (unwatched) makes the attempt start over. A reference
+    /// field written meanwhile marks the admin ([`REFS_FIELD`]), which
+    /// aborts the EXEC too: the restrict check and the delete are one
+    /// guarded write.
     async fn attempt_cascade(
         &self,
         db: &Db,
         tx: &RawTransaction,
         referrers: &[&'static Referrer],
+        chain: &[String],
         sweep: bool,
-    ) -> Result<Option<bool>> {
+    ) -> Result<Option<Outcome>> {
         if self.recreated(db, tx, sweep).await? {
-            return Ok(Some(false));
+            return Ok(Some(Outcome::Deleted(false)));
         }
         let key = &*self.key_in(db);
         let tree = self.tree_keys(db).await?;
@@ -232,7 +299,10 @@ impl<A: Admin> ObjectRef<A> {
             return Ok(None);
         }
         for referrer in referrers {
-            self.find_references(db, referrer, &mut plan).await?;
+            self.find_references(db, referrer, chain, &mut plan).await?;
+        }
+        if !plan.doomed.is_empty() {
+            return Ok(Some(Outcome::First(plan.doomed)));
         }
         let mut watch: Vec<&str> = vec![key];
         watch.extend(plan.lists.iter().map(String::as_str));
@@ -245,12 +315,19 @@ impl<A: Admin> ObjectRef<A> {
         add_entries::<A>(tx, db, key, &Changes::Delete, &mut txn).await?;
         add_plan(&mut txn, key, &plan);
         let done: Option<(bool,)> = tx.exec(&txn).await?;
-        Ok(done.map(|(existed,)| existed))
+        Ok(done.map(|(existed,)| Outcome::Deleted(existed)))
     }
 
-    /// Adds to `plan` the references `referrer` holds to this admin;
-    /// [`Error::Restricted`] if it is a restrict referrer holding one.
-    async fn find_references(&self, db: &Db, referrer: &Referrer, plan: &mut Plan) -> Result<()> {
+    /// Adds to `plan` the references `referrer` holds to this admin (a
+    /// referring object in `chain`, whose delete is under way, is left to
+    /// it); [`Error::Restricted`] if it is a restrict referrer holding one.
+    async fn find_references(
+        &self,
+        db: &Db,
+        referrer: &Referrer,
+        chain: &[String],
+        plan: &mut Plan,
+    ) -> Result<()> {
         let key = &*self.key_in(db);
         let (candidates, mut check) = match &referrer.kind {
             ReferrerKind::List { owner_table, table } => {
@@ -266,6 +343,7 @@ impl<A: Admin> ObjectRef<A> {
                 field,
                 pattern,
                 is_object,
+                ..
             } => {
                 let hashes: Vec<String> = scan_keys(db, &db.stored(&pattern()))
                     .await?
@@ -287,12 +365,18 @@ impl<A: Admin> ObjectRef<A> {
         for (candidate, reply) in candidates.into_iter().zip(replies) {
             let holds = match (&referrer.kind, reply) {
                 (ReferrerKind::List { .. }, redis::Value::Int(_)) => true,
-                (ReferrerKind::Field { .. }, redis::Value::BulkString(v)) => v == key.as_bytes(),
+                // A reference field holds the plain key.
+                (ReferrerKind::Field { .. }, redis::Value::BulkString(v)) => {
+                    v == self.key().as_bytes()
+                }
                 _ => false,
             };
             // The same place may be registered twice (a model declared in
             // two modules of one program): count it once.
+            let plain = crate::layout::plain_key(&candidate);
             let known = plan.delete.contains(&candidate)
+                || chain.contains(&plain)
+                || plan.doomed.iter().any(|(k, _)| *k == plain)
                 || match &referrer.kind {
                     ReferrerKind::List { .. } => plan.lists.contains(&candidate),
                     ReferrerKind::Field { field, .. } => plan
@@ -303,15 +387,18 @@ impl<A: Admin> ObjectRef<A> {
             if !holds || known {
                 continue;
             }
-            if referrer.on_delete == OnDelete::Restrict {
-                return Err(Error::Restricted {
-                    key: self.key().to_string(),
-                    by: crate::layout::plain_key(&candidate),
-                });
-            }
-            match &referrer.kind {
-                ReferrerKind::List { .. } => plan.lists.push(candidate),
-                ReferrerKind::Field { field, .. } => plan.fields.push((candidate, field)),
+            match (referrer.on_delete, &referrer.kind) {
+                (OnDelete::Restrict, _) => {
+                    return Err(Error::Restricted {
+                        key: self.key().to_string(),
+                        by: plain,
+                    })
+                }
+                (_, ReferrerKind::List { .. }) => plan.lists.push(candidate),
+                (OnDelete::Delete, ReferrerKind::Field { delete, .. }) => {
+                    plan.doomed.push((plain, *delete))
+                }
+                (_, ReferrerKind::Field { field, .. }) => plan.fields.push((candidate, field)),
             }
         }
         Ok(())
@@ -326,26 +413,30 @@ impl<A: Admin> ObjectRef<A> {
         &self,
         db: &Db,
         referrers: &[&'static Referrer],
+        chain: &[String],
         sweep: bool,
-    ) -> Result<bool> {
+    ) -> Result<Outcome> {
         let key = &*self.key_in(db);
-        let (restrict, cascade): (Vec<&Referrer>, Vec<&Referrer>) = referrers
-            .iter()
-            .partition(|r| r.on_delete == OnDelete::Restrict);
-        let mut plan = Plan::default();
-        for referrer in restrict {
-            self.find_references(db, referrer, &mut plan).await?;
-        }
         let fields: Vec<&str> = A::INDEXES.iter().map(|s| s.field).collect();
         let fields = &fields;
-        let (existed, old) = watched(db, key, |tx| async move {
+        let deleted = watched(db, key, |tx| async move {
             if self.recreated(db, &tx, sweep).await? {
-                return Ok(Some((false, None)));
+                return Ok(Some(Err(Outcome::Deleted(false))));
             }
             let tree = self.tree_keys(db).await?;
             tx.watch(&tree).await?;
             if self.tree_keys(db).await? != tree {
                 return Ok(None);
+            }
+            // Under the WATCH of the admin: a reference written while
+            // these are read marks it after its write, which aborts the
+            // EXEC (see `write::recheck_references`).
+            let mut plan = Plan::default();
+            for referrer in referrers {
+                self.find_references(db, referrer, chain, &mut plan).await?;
+            }
+            if !plan.doomed.is_empty() {
+                return Ok(Some(Err(Outcome::First(plan.doomed))));
             }
             let mut txn = redis::pipe();
             txn.atomic();
@@ -366,15 +457,21 @@ impl<A: Admin> ObjectRef<A> {
                 Some(v) => redis::from_redis_value(v).map_err(redis::RedisError::from)?,
                 None => Vec::new(),
             };
-            Ok(Some((existed, Some(old))))
+            Ok(Some(Ok((existed, old))))
         })
         .await?;
-        let Some(old) = old else {
-            return Ok(false); // a sweep found the admin re-created
+        let (existed, old) = match deleted {
+            Ok(deleted) => deleted,
+            Err(outcome) => return Ok(outcome),
         };
         unindex::<A>(db, key, old).await?;
+        let cascade: Vec<&Referrer> = referrers
+            .iter()
+            .copied()
+            .filter(|r| matches!(r.on_delete, OnDelete::Cascade | OnDelete::Clear))
+            .collect();
         self.sweep_references(db, &cascade).await?;
-        Ok(existed)
+        Ok(Outcome::Deleted(existed))
     }
 
     /// Removes this (deleted) admin's key from every relation list of the
@@ -384,13 +481,13 @@ impl<A: Admin> ObjectRef<A> {
         let key = &*self.key_in(db);
         let mut plan = Plan::default();
         for referrer in cascade {
-            self.find_references(db, referrer, &mut plan).await?;
+            self.find_references(db, referrer, &[], &mut plan).await?;
         }
         for list in &plan.lists {
             remove_member(db, list, key).await?;
         }
         for (hash, field) in &plan.fields {
-            clear_reference(db, hash, field, key).await?;
+            clear_reference(db, hash, field, self.key()).await?;
         }
         Ok(())
     }

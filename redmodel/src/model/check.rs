@@ -15,7 +15,8 @@
 //! | [`Kind::PartialObject`] | a hash of a model missing a required field and never fully written (no `_count`): what a field write racing a delete left before writes checked existence | deleted, if it is still partial (under WATCH) |
 //! | [`Kind::Undecodable`] | an object that does not decode otherwise (a field of the wrong form, a required field missing from a counted object) | none: reported, as it needs a migration or a hand |
 //! | [`Kind::OrphanedSubObject`] | a sub-object whose admin does not exist | deleted, if the admin is still missing (under WATCH) |
-//! | [`Kind::DanglingReference`] | a reference field naming an object that does not exist | the field removed, if it still names it (what a cascading delete does) |
+//! | [`Kind::DanglingReference`] | an optional reference field (`Option<Ref<M>>`) naming an object that does not exist | the field removed, if it still names it (what `on_delete = "clear"` does) |
+//! | [`Kind::DanglingRequiredReference`] | a required reference field (`Ref<M>`) naming an object that does not exist | with `on_delete = "delete"`, the object deleted (with its subtree), if it still names it; with `restrict`, none: reported, as only a person knows which object it should name |
 //! | [`Kind::OrphanedList`] | a relation list whose owner does not exist | deleted, if the owner is still missing |
 //! | [`Kind::DeadMember`] | a relation member whose object does not exist | removed from the list, if still gone |
 //! | [`Kind::OneSidedLink`] | a member whose inverse list lacks the owner, both existing | the missing side added (as `link` would have) |
@@ -77,8 +78,10 @@ pub enum Kind {
     Undecodable,
     /// A sub-object whose admin does not exist.
     OrphanedSubObject,
-    /// A reference field naming an object that does not exist.
+    /// An optional reference field naming an object that does not exist.
     DanglingReference,
+    /// A required reference field naming an object that does not exist.
+    DanglingRequiredReference,
     /// A relation list whose owner does not exist.
     OrphanedList,
     /// A relation member whose object does not exist.
@@ -98,6 +101,7 @@ impl fmt::Display for Kind {
             Kind::Undecodable => "undecodable object",
             Kind::OrphanedSubObject => "orphaned sub-object",
             Kind::DanglingReference => "dangling reference",
+            Kind::DanglingRequiredReference => "dangling required reference",
             Kind::OrphanedList => "orphaned relation list",
             Kind::DeadMember => "dead relation member",
             Kind::OneSidedLink => "one-sided link",

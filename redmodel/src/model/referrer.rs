@@ -6,20 +6,61 @@
 
 use super::key::glob_escape;
 use super::object::ObjectRef;
-use super::{Model, OwnerKind};
+use super::{Admin, Model, OwnerKind};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{watched, RawTransaction};
 use crate::{Db, Result};
+use std::future::Future;
+use std::pin::Pin;
 
-/// What `on_delete` says about a referrer.
+/// What `on_delete` says about a referrer: what deleting the object it
+/// points at does to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnDelete {
-    /// Deleting the target removes the reference (the default).
+    /// A relation's default: the delete removes the member from the lists.
     Cascade,
-    /// Deleting a target that is still referred to is refused.
+    /// The delete is refused while the referrer points at the object: the
+    /// default of a required reference field (`Ref<M>`).
     Restrict,
+    /// The delete removes the reference field: the default of an optional
+    /// one (`Option<Ref<M>>`), and only allowed there.
+    Clear,
+    /// The delete deletes the referring object first, with its subtree.
+    Delete,
 }
+
+/// Deletes the object at a plain key of the model a reference field
+/// belongs to (an admin with its subtree, as
+/// [`delete_cascade`](super::ObjectRef::delete_cascade) does): what
+/// `on_delete = "delete"` does to a referrer. Whether it existed.
+/// The plain keys given are those of the deletes already under way that
+/// lead to this one (see `delete_cascade`), which it leaves to them.
+pub type DeleteFn = for<'a> fn(&'a Db, String, &'a [String]) -> BoxFuture<'a, bool>;
+
+/// A boxed future of a [`Result`], `Send`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+/// A model's reference field, as its writes and the consistency check
+/// see it (`Model::REFERENCES`).
+#[derive(Debug, Clone, Copy)]
+pub struct Reference {
+    /// The hash field.
+    pub field: &'static str,
+    /// What deleting the target does.
+    pub on_delete: OnDelete,
+    /// Whether the field is required (`Ref<M>`, not an `Option`).
+    pub required: bool,
+    /// Whether the target is a hash, which every write of the reference
+    /// marks (see [`REFS_FIELD`]).
+    pub marked: bool,
+}
+
+/// The hash field of a target that every write of a reference to it
+/// increments, in the write's atomic unit: the cascading delete WATCHes
+/// the target, so a reference written while it looks for referrers
+/// aborts its EXEC rather than being missed.
+pub const REFS_FIELD: &str = "_refs";
 
 /// Where references to a model's objects may be stored.
 #[derive(Debug)]
@@ -39,6 +80,8 @@ pub enum ReferrerKind {
         pattern: fn() -> String,
         /// Whether a key is an object key of the model.
         is_object: fn(&str) -> bool,
+        /// Deletes an object of the model, for `on_delete = "delete"`.
+        delete: DeleteFn,
     },
 }
 
@@ -48,7 +91,7 @@ pub enum ReferrerKind {
 pub struct Referrer {
     /// The table of the model pointed at.
     pub target: &'static str,
-    /// Cascade or restrict.
+    /// What deleting the target does to it.
     pub on_delete: OnDelete,
     /// Where the references are.
     pub kind: ReferrerKind,
@@ -83,14 +126,70 @@ pub fn is_object_of<M: Model>(key: &str) -> bool {
     ObjectRef::<M>::parse(key).is_ok()
 }
 
-/// Removes the reference field `field` of `hash` if it still names `key`
-/// and the object `key` does not exist (as the cascade removes a relation member).
-pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str) -> Result<()> {
-    if_absent(db, hash, key, |tx| async move {
+/// Deletes the admin at the plain key `key` with its subtree, for a
+/// referrer registration.
+#[doc(hidden)]
+pub fn delete_admin<'a, A: Admin>(
+    db: &'a Db,
+    key: String,
+    chain: &'a [String],
+) -> BoxFuture<'a, bool> {
+    Box::pin(async move {
+        match ObjectRef::<A>::parse(&key) {
+            Ok(object) => object.delete_within(db, chain).await,
+            Err(_) => Ok(false),
+        }
+    })
+}
+
+/// Deletes the sub-object at the plain key `key`, for a referrer
+/// registration.
+#[doc(hidden)]
+pub fn delete_object<'a, M: Model>(
+    db: &'a Db,
+    key: String,
+    _chain: &'a [String],
+) -> BoxFuture<'a, bool> {
+    Box::pin(async move {
+        match ObjectRef::<M>::parse(&key) {
+            Ok(object) => object.delete(db).await,
+            Err(_) => Ok(false),
+        }
+    })
+}
+
+/// Named in the code a derive generates for `on_delete = "cascade"` on a
+/// reference field, so that the compiler warns there.
+#[doc(hidden)]
+#[deprecated(
+    note = "`on_delete = \"cascade\"` on a reference field is `on_delete = \"clear\"`: write that instead"
+)]
+pub const fn on_delete_cascade_on_a_reference_field() {}
+
+/// The registered `on_delete = "delete"` function of `M`'s objects, found
+/// through any reference field of `M`.
+pub(crate) fn delete_fn_of<M: Model>() -> Option<DeleteFn> {
+    let pattern = object_pattern::<M>();
+    inventory::iter::<Referrer>
+        .into_iter()
+        .find_map(|r| match r.kind {
+            ReferrerKind::Field {
+                pattern: p, delete, ..
+            } if p() == pattern => Some(delete),
+            _ => None,
+        })
+}
+
+/// Removes the reference field `field` of `hash` if it still names
+/// `target` (a plain key) and the object `target` does not exist (as the
+/// cascade removes a relation member).
+pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, target: &str) -> Result<()> {
+    let stored = db.stored(target);
+    if_absent(db, hash, &stored, |tx| async move {
         let (named,): (Option<String>,) = tx
             .query_pipeline(redis::pipe().command("HGET").arg(hash).arg(field))
             .await?;
-        if named.as_deref() != Some(key) {
+        if named.as_deref() != Some(target) {
             return Ok(Some(()));
         }
         let mut del = redis::pipe();
@@ -98,6 +197,42 @@ pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, key: &str)
         tx.exec::<()>(&del).await
     })
     .await
+}
+
+/// Deletes the object of `M` at `hash` (as stored) if its reference
+/// field `field` still names `target` (a plain key) and the object
+/// `target` does not exist, both checked just before: what
+/// `on_delete = "delete"` does to a referrer its target's delete missed,
+/// and what a required reference to a gone object leaves. Whether it did.
+pub(crate) async fn delete_referrer<M: Model>(
+    db: &Db,
+    hash: &str,
+    field: &str,
+    target: &str,
+) -> Result<bool> {
+    let mut read = redis::pipe();
+    read.command("HGET")
+        .arg(hash)
+        .arg(field)
+        .command("EXISTS")
+        .arg(db.stored(target).as_ref());
+    let (named, exists): (Option<String>, bool) = if db.shares_slot(hash, &db.stored(target)) {
+        db.query_pipeline(&read).await?
+    } else {
+        let named = db.query(cmd("HGET").arg(hash).arg(field)).await?;
+        (
+            named,
+            db.query(cmd("EXISTS").arg(db.stored(target).as_ref()))
+                .await?,
+        )
+    };
+    if exists || named.as_deref() != Some(target) {
+        return Ok(false);
+    }
+    match delete_fn_of::<M>() {
+        Some(delete) => delete(db, crate::layout::plain_key(hash), &[]).await,
+        None => Ok(false),
+    }
 }
 
 /// Runs `write` (which ends with its EXEC) on `holder`, WATCHed, if the

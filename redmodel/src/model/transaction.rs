@@ -522,15 +522,18 @@ impl Transaction {
                 pending.writes.len() - 1
             }
         };
-        let guards = match &op {
+        let (guards, marks) = match &op {
             Op::Insert(fields) | Op::Fields(fields) => {
                 let set: Vec<(&str, Vec<u8>)> = fields
                     .iter()
                     .filter_map(|(name, text)| Some((*name, text.clone()?)))
                     .collect();
-                write::reference_guards::<M>(&self.db, &set)
+                (
+                    write::reference_guards::<M>(&self.db, &set),
+                    write::reference_marks::<M>(&self.db, &set),
+                )
             }
-            Op::Single(_) | Op::Delete | Op::Ttl(..) => Vec::new(),
+            Op::Single(_) | Op::Delete | Op::Ttl(..) => (Vec::new(), Vec::new()),
         };
         let owner = match &op {
             Op::Insert(_) | Op::Single(_) => object.owner_key_in(&self.db),
@@ -538,6 +541,7 @@ impl Transaction {
         };
         let write = &mut pending.writes[index];
         write.guards.extend(guards.into_iter().chain(owner));
+        write.marks.extend(marks);
         if let Err(err) = write.apply(op) {
             pending.error = Some(err);
         }

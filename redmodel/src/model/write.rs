@@ -11,6 +11,7 @@ use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, IndexPlan};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
+use super::cascade::{Reference, REFS_FIELD};
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
@@ -54,7 +55,8 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         let guards = self.guards(db, true, &set);
         let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
-        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed);
+        let marks = reference_marks::<M>(db, &set);
+        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed, &marks);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
@@ -91,7 +93,8 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         let guards = self.guards(db, true, &set);
         let changes = Changes::Fields(changed_fields(&set, &removed));
-        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed);
+        let marks = reference_marks::<M>(db, &set);
+        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed, &marks);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
@@ -176,8 +179,9 @@ impl<M: Model> ObjectRef<M> {
         }
         let fields = self.encoded(value)?;
         let key = self.key_in(db);
+        let marks = reference_marks::<M>(db, &fields.set);
         let write = |steps: &mut Plan| {
-            add_write(steps, &key, &fields.set, &fields.removed);
+            add_write(steps, &key, &fields.set, &fields.removed, &marks);
             steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).clone());
         };
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
@@ -210,7 +214,8 @@ impl<M: Model> ObjectRef<M> {
         }
         let key = self.key_in(db);
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        let write = |steps: &mut Plan| add_write(steps, &key, &fields.set, &fields.removed);
+        let marks = reference_marks::<M>(db, &fields.set);
+        let write = |steps: &mut Plan| add_write(steps, &key, &fields.set, &fields.removed, &marks);
         let guards = self.guards(db, false, &fields.set);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
@@ -246,9 +251,18 @@ impl<M: Model> ObjectRef<M> {
     }
 }
 
-/// Adds the commands that remove `removed` from the hash `key` and set
-/// `set` (both ignored).
-fn add_write(steps: &mut Plan, key: &str, set: &[(&str, Vec<u8>)], removed: &[&str]) {
+/// Adds the commands that remove `removed` from the hash `key`, set `set`
+/// and mark the targets of its references (`marks`), all ignored.
+fn add_write(
+    steps: &mut Plan,
+    key: &str,
+    set: &[(&str, Vec<u8>)],
+    removed: &[&str],
+    marks: &[redis::Cmd],
+) {
+    for mark in marks {
+        steps.add_ignored(mark.clone());
+    }
     if !removed.is_empty() {
         steps.add_ignored(cmd("HDEL").arg(key).arg(removed).clone());
     }
@@ -306,22 +320,58 @@ impl<M: Model> ObjectRef<M> {
 /// The objects the reference fields among `set` name, as `db` stores
 /// them: what a write of those fields needs to exist.
 pub(crate) fn reference_guards<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<String> {
-    let references = M::REFERENCES;
-    set.iter()
-        .filter(|(name, _)| references.contains(name))
-        .filter_map(|(_, text)| std::str::from_utf8(text).ok())
-        .map(|target| db.stored(target).into_owned())
+    references_in::<M>(set)
+        .map(|(_, target)| db.stored(target).into_owned())
         .collect()
 }
 
+/// The reference fields among `set`, with the plain key each names.
+fn references_in<'a, M: Model>(
+    set: &'a [(&str, Vec<u8>)],
+) -> impl Iterator<Item = (&'static Reference, &'a str)> + 'a {
+    set.iter().filter_map(|(name, text)| {
+        let reference = M::REFERENCES.iter().find(|r| r.field == *name)?;
+        Some((reference, std::str::from_utf8(text).ok()?))
+    })
+}
+
+/// The commands that mark the targets of the reference fields among
+/// `set` ([`REFS_FIELD`]), for the write's own atomic unit, where the
+/// targets are guards of (the plain layout). In the cluster layout the
+/// targets are in other slots: [`recheck_references`] marks them after
+/// the write.
+pub(crate) fn reference_marks<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<redis::Cmd> {
+    if !db.one_slot() {
+        return Vec::new();
+    }
+    references_in::<M>(set)
+        .filter(|(reference, _)| reference.marked)
+        .map(|(_, target)| mark(db, target))
+        .collect()
+}
+
+/// `HINCRBY target _refs 1`: the mark a write of a reference leaves.
+fn mark(db: &Db, target: &str) -> redis::Cmd {
+    cmd("HINCRBY")
+        .arg(db.stored(target).as_ref())
+        .arg(REFS_FIELD)
+        .arg(1)
+        .clone()
+}
+
 /// In the cluster layout, the objects that reference fields name are in
-/// other slots: each is checked just before the write, not with it, and a
-/// cascade can delete one (and sweep its references) in between. So they
-/// are checked again after the write: a reference to one gone meanwhile is
-/// cleared (if it still names it and the object is still gone) and the
-/// write fails with [`Error::NotFound`], as if the object had been gone
-/// before. Whichever of the cascade's sweep and this check comes last
-/// removes the reference.
+/// other slots: each is checked just before the write, not with it. So
+/// after the write each target is marked ([`REFS_FIELD`]), guarded by its
+/// existence, in its own slot. A cascading delete WATCHes its admin while
+/// it looks for referrers, so a mark that lands before its EXEC aborts
+/// it, and the next attempt sees the reference (written before the mark).
+/// A mark refused because the target is gone means the delete may not
+/// have seen this write: the write is undone as the target's delete would
+/// have treated it, and fails with [`Error::NotFound`], as if the target
+/// had been gone before: an optional reference is removed, and an object
+/// whose required reference names the gone object is deleted (it would
+/// name nothing), in both cases only if it still names it and the target
+/// is still gone.
 pub(crate) async fn recheck_references<M: Model>(
     db: &Db,
     key: &str,
@@ -330,20 +380,29 @@ pub(crate) async fn recheck_references<M: Model>(
     if db.one_slot() {
         return Ok(());
     }
-    let references = M::REFERENCES;
-    for (name, text) in set.iter().filter(|(name, _)| references.contains(name)) {
-        let Ok(target) = std::str::from_utf8(text) else {
-            continue;
-        };
-        let exists: bool = db
-            .query(cmd("EXISTS").arg(db.stored(target).as_ref()))
-            .await?;
-        if !exists {
-            super::referrer::clear_reference(db, key, name, target).await?;
-            return Err(Error::NotFound {
-                key: target.to_string(),
-            });
+    for (reference, target) in references_in::<M>(set) {
+        let stored = db.stored(target);
+        let mut unit = Plan::new();
+        unit.step().guard(stored.as_ref());
+        if reference.marked {
+            unit.add_ignored(mark(db, target));
+        } else {
+            unit.add_ignored(cmd("EXISTS").arg(stored.as_ref()).clone());
         }
+        match unit.run::<()>(db).await {
+            Ok(()) => continue,
+            Err(Error::NotFound { .. }) => {}
+            Err(err) => return Err(err),
+        }
+        let field = reference.field;
+        if reference.required {
+            super::referrer::delete_referrer::<M>(db, key, field, target).await?;
+        } else {
+            super::referrer::clear_reference(db, key, field, target).await?;
+        }
+        return Err(Error::NotFound {
+            key: target.to_string(),
+        });
     }
     Ok(())
 }

@@ -18,7 +18,9 @@ use crate::model::key::{key_pattern, recent_key, sorted_key, tag_key, unique_key
 use crate::model::live::{existing, key_text};
 use crate::model::migrate::rebuild_indexes_of;
 use crate::model::object::{ObjectRef, COUNT_FIELD};
-use crate::model::referrer::object_pattern;
+use crate::model::referrer::{
+    clear_reference, delete_referrer, object_pattern, OnDelete, Reference,
+};
 use crate::model::reply::reply_at;
 use crate::model::scan::scan_keys;
 use crate::model::Model;
@@ -98,7 +100,7 @@ async fn check_objects<M: Model>(
     let owner_keys: Vec<String> = owners.iter().flatten().cloned().collect();
     let mut owner_alive = existing(db, &owner_keys).await?.into_iter();
     let references = M::REFERENCES;
-    let mut targets: Vec<(usize, &'static str, String)> = Vec::new();
+    let mut targets: Vec<(usize, &'static Reference, String)> = Vec::new();
     let mut out = Vec::new();
     for ((object, raw), owner) in batch.iter().zip(raws).zip(&owners) {
         let alive = owner.as_ref().map(|_| owner_alive.next().unwrap_or(true));
@@ -145,9 +147,10 @@ async fn check_objects<M: Model>(
                 .found(Kind::Undecodable, object.key(), err.to_string()),
         }
         for (name, value) in M::FIELDS.iter().zip(&values) {
-            if let (true, Some(text)) = (references.contains(name), value) {
+            let reference = references.iter().find(|r| r.field == *name);
+            if let (Some(reference), Some(text)) = (reference, value) {
                 if let Ok(text) = std::str::from_utf8(text) {
-                    targets.push((out.len(), name, text.to_string()));
+                    targets.push((out.len(), reference, text.to_string()));
                 }
             }
         }
@@ -160,21 +163,49 @@ async fn check_objects<M: Model>(
         .iter()
         .map(|(_, _, t)| db.stored(t).into_owned())
         .collect();
-    for ((i, field, target), exists) in targets.iter().zip(existing(db, &stored).await?) {
+    let mut deleted: Vec<usize> = Vec::new();
+    for ((i, reference, target), exists) in targets.iter().zip(existing(db, &stored).await?) {
         if exists {
             continue;
         }
         let object = &out[*i].object;
+        let field = reference.field;
+        if !reference.required {
+            pass.report.found(
+                Kind::DanglingReference,
+                object.key(),
+                format!("its field `{field}` names `{target}`, which does not exist"),
+            );
+            if pass.repairing() {
+                clear_reference(db, &object.key_in(db), field, target).await?;
+                pass.fixed(Kind::DanglingReference, 1);
+            }
+            continue;
+        }
+        let rule = match reference.on_delete {
+            OnDelete::Delete => "on_delete = \"delete\": repair deletes the object",
+            _ => "on_delete = \"restrict\": left for a person to fix",
+        };
         pass.report.found(
-            Kind::DanglingReference,
+            Kind::DanglingRequiredReference,
             object.key(),
-            format!("its field `{field}` names `{target}`, which does not exist"),
+            format!("its required field `{field}` names `{target}`, which does not exist ({rule})"),
         );
-        if pass.repairing() {
-            crate::model::referrer::clear_reference(db, &object.key_in(db), field, target).await?;
-            pass.fixed(Kind::DanglingReference, 1);
+        if pass.repairing()
+            && reference.on_delete == OnDelete::Delete
+            && delete_referrer::<M>(db, &object.key_in(db), field, target).await?
+        {
+            pass.fixed(Kind::DanglingRequiredReference, 1);
+            deleted.push(*i);
         }
     }
+    // A deleted object took its index entries with it.
+    let out = out
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !deleted.contains(i))
+        .map(|(_, read)| read)
+        .collect();
     Ok(out)
 }
 

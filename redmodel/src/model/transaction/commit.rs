@@ -79,6 +79,10 @@ impl Pending {
                 txn.add_command(cmd.clone()).ignore();
             }
         }
+        // Last, once the transaction's own writes made what they name.
+        for mark in self.writes.iter().flat_map(|w| &w.marks) {
+            txn.add_command(mark.clone()).ignore();
+        }
         let replies = match raw.exec::<Vec<Value>>(&txn).await {
             Ok(Some(replies)) => replies,
             Ok(None) => {

@@ -79,6 +79,9 @@ pub(super) struct ObjectWrite {
     /// Other keys the writes need to exist when they commit: a
     /// sub-object's admin, the objects reference fields name.
     pub(super) guards: Vec<String>,
+    /// The marks the writes leave on the objects reference fields name
+    /// (the plain layout: see `write::reference_marks`).
+    pub(super) marks: Vec<Cmd>,
 }
 
 impl ObjectWrite {
@@ -92,6 +95,7 @@ impl ObjectWrite {
             existence: Existence::AsBefore,
             must_exist: false,
             guards: Vec::new(),
+            marks: Vec::new(),
         }
     }
 

@@ -38,7 +38,12 @@
 //! object leaves no visible trace, and a unique value it held can be
 //! claimed again at once.
 
+mod declared;
+mod field;
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub(crate) use declared::{checked_millis, ttl_cmds};
 
 use super::key::glob_escape;
 use super::scan::scan_keys;
@@ -91,8 +96,10 @@ fn unix_millis(when: SystemTime) -> i64 {
 }
 
 /// Sets a TTL on `key` (PEXPIRE); whether the key exists.
+/// [`Error::InvalidTtl`](crate::Error::InvalidTtl) for a zero TTL.
 pub(crate) async fn expire_key(db: &Db, key: &str, ttl: Duration) -> Result<bool> {
-    db.query(cmd("PEXPIRE").arg(key).arg(millis(ttl))).await
+    db.query(cmd("PEXPIRE").arg(key).arg(checked_millis(ttl)?))
+        .await
 }
 
 /// Makes `key` expire at `when` (PEXPIREAT); whether the key existed.
@@ -119,7 +126,9 @@ pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
 impl<M: Model> ObjectRef<M> {
     /// Sets a time to live (PEXPIRE, so sub-second precision is kept:
     /// Redis's EXPIRE and PEXPIRE). Whether the object exists. Which later
-    /// writes keep the TTL: see [`expiry`](super::expiry).
+    /// writes keep the TTL: see [`expiry`](super::expiry). A TTL under a
+    /// millisecond is [`Error::InvalidTtl`](crate::Error::InvalidTtl), and
+    /// nothing is sent ([`delete`](Self::delete) deletes at once).
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
         expire_key(db, &self.key_in(db), ttl).await
     }
@@ -156,9 +165,11 @@ impl<A: Admin> ObjectRef<A> {
 
     /// Gives the admin, its sub-objects and its relation lists the time to
     /// live `ttl`, in one MULTI/EXEC (after a SCAN for the keys). Returns
-    /// how many keys got it.
+    /// how many keys got it. A TTL under a millisecond is
+    /// [`Error::InvalidTtl`](crate::Error::InvalidTtl).
     pub async fn expire_tree(&self, db: &Db, ttl: Duration) -> Result<u64> {
-        self.on_tree(db, "PEXPIRE", Some(millis(ttl))).await
+        let ms = checked_millis(ttl)?;
+        self.on_tree(db, "PEXPIRE", Some(ms)).await
     }
 
     /// Makes the admin, its sub-objects and its relation lists expire at

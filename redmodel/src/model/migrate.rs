@@ -459,7 +459,14 @@ async fn migrate_batch<M: Model>(
                 .filter(|(k, v)| before.get(*k) != Some(*v))
                 .collect();
             if !changed.is_empty() {
+                // HSET clears a field's TTL: the declared ones are given
+                // again, as every write of those fields does.
+                let names: Vec<&str> = changed.iter().map(|(k, _)| k.as_str()).collect();
+                let ttls = super::expiry::ttl_cmds::<M>(db, r.key(), None, &names)?;
                 write.command("HSET").arg(r.key()).arg(changed).ignore();
+                for ttl in ttls {
+                    write.add_command(ttl).ignore();
+                }
             }
         }
         if write.is_empty() {

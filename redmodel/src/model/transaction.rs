@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use redis::{Cmd, Pipeline, Value};
 
 use super::codec::{Codec, IntoValue};
+use super::expiry;
 use super::field::{Assign, Field};
 use super::index::IndexSpec;
 use super::object::{ObjectRef, COUNT_FIELD};
@@ -364,19 +365,34 @@ impl Transaction {
             None => {
                 pending
                     .writes
-                    .push(ObjectWrite::new::<M>(key, object.key()));
+                    .push(ObjectWrite::new::<M>(key.clone(), object.key()));
                 pending.writes.len() - 1
             }
         };
-        let guards = match &op {
+        // The TTLs the write gives (the model's on a full write, the
+        // declared ones of the fields it sets), after its own commands.
+        let ttls = match &op {
             Op::Insert(fields) | Op::Fields(fields) => {
                 let set: Vec<(&str, Vec<u8>)> = fields
                     .iter()
                     .filter_map(|(name, text)| Some((*name, text.clone()?)))
                     .collect();
-                write::reference_guards::<M>(&self.db, &set)
+                let ttl = if matches!(op, Op::Insert(_)) {
+                    M::TTL
+                } else {
+                    None
+                };
+                expiry::ttl_cmds::<M>(&self.db, &key, ttl, &write::names(&set))
+                    .map(|ttls| (write::reference_guards::<M>(&self.db, &set), ttls))
             }
-            Op::Single(_) | Op::Delete => Vec::new(),
+            Op::Single(_) | Op::Delete => Ok((Vec::new(), Vec::new())),
+        };
+        let (guards, ttls) = match ttls {
+            Ok(done) => done,
+            Err(err) => {
+                pending.error = Some(err);
+                return;
+            }
         };
         let owner = match &op {
             Op::Insert(_) | Op::Single(_) => object.owner_key_in(&self.db),
@@ -384,7 +400,7 @@ impl Transaction {
         };
         let write = &mut pending.writes[index];
         write.guards.extend(guards.into_iter().chain(owner));
-        if let Err(err) = write.apply(op) {
+        if let Err(err) = write.apply(op, ttls) {
             pending.error = Some(err);
         }
     }
@@ -418,6 +434,8 @@ struct ObjectWrite {
     /// In plain form, for errors.
     plain: String,
     upkeep: Box<dyn Upkeep>,
+    /// The model's TTL, given by a full write of a single value (`PX`).
+    ttl: Option<std::time::Duration>,
     /// The commands, each with whether its reply is kept (a `_count`).
     cmds: Vec<(Cmd, bool)>,
     /// The fields written since the last delete, with their last text.
@@ -437,6 +455,7 @@ impl ObjectWrite {
             key,
             plain: plain.to_string(),
             upkeep: Box::new(UpkeepOf::<M>(PhantomData)),
+            ttl: M::TTL,
             cmds: Vec::new(),
             fields: Vec::new(),
             existence: Existence::AsBefore,
@@ -445,7 +464,9 @@ impl ObjectWrite {
         }
     }
 
-    fn apply(&mut self, op: Op) -> Result<()> {
+    /// Adds `op`'s commands, then `ttls`, the commands giving the TTLs
+    /// it declares.
+    fn apply(&mut self, op: Op, ttls: Vec<Cmd>) -> Result<()> {
         match op {
             Op::Fields(fields) => {
                 match self.existence {
@@ -467,7 +488,7 @@ impl ObjectWrite {
                 let cmd = match text {
                     Some(text) => {
                         self.existence = Existence::Written;
-                        cmd("SET").arg(&self.key).arg(text).clone()
+                        write::single_set(&self.key, text, self.ttl)?
                     }
                     None => {
                         self.existence = Existence::Deleted;
@@ -482,6 +503,7 @@ impl ObjectWrite {
                 self.cmds.push((cmd("DEL").arg(&self.key).clone(), false));
             }
         }
+        self.cmds.extend(ttls.into_iter().map(|ttl| (ttl, false)));
         Ok(())
     }
 

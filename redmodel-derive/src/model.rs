@@ -30,6 +30,8 @@ pub struct Object<'c> {
     pub skipped: Vec<&'c syn::Field>,
     pub single: bool,
     pub sync_every: u64,
+    /// The model's TTL, in milliseconds.
+    pub ttl: Option<u64>,
 }
 
 /// A stored field.
@@ -48,6 +50,8 @@ pub struct DataField<'c> {
     pub ref_target: Option<Type>,
     /// `on_delete = "restrict"` on a reference field.
     pub restrict: bool,
+    /// The field's TTL, in milliseconds.
+    pub ttl: Option<u64>,
 }
 
 impl DataField<'_> {
@@ -112,6 +116,7 @@ fn object<'c>(cont: &'c Container) -> Option<Object<'c>> {
         skipped: cont.skipped_fields().map(|f| f.original).collect(),
         single: cont.attrs.single.is_some(),
         sync_every: cont.sync_every(),
+        ttl: cont.valid_ttl(),
     })
 }
 
@@ -126,5 +131,6 @@ fn data_field<'c>(field: &'c ast::Field, kind: Kind) -> DataField<'c> {
         indexes: field.indexes(kind),
         ref_target: field.ref_target(),
         restrict: field.attrs.on_delete.is_some_and(|o| o.restrict),
+        ttl: field.valid_ttl(),
     }
 }

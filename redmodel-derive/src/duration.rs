@@ -52,7 +52,7 @@ pub fn parse_millis(text: &str) -> Result<u64, String> {
     }
     if total == 0 {
         return Err(format!(
-            "a TTL of zero would delete each object as it is written: write a positive duration, e.g. `{EXAMPLE}`, or remove `ttl`"
+            "a TTL of zero would delete what it is given to as soon as it is written: write a positive duration, e.g. `{EXAMPLE}`, or remove `ttl`"
         ));
     }
     Ok(total)

@@ -1,5 +1,13 @@
 use redmodel::model::Ref;
 
+// Fine: a model's TTL, and one on a reference field.
+#[derive(redmodel::Admin)]
+#[redmodel(ttl = "1h30m")]
+struct Valid {
+    #[redmodel(pk)]
+    id: String,
+}
+
 #[derive(redmodel::Admin)]
 #[redmodel(ttl = "0s")]
 struct Zero {
@@ -47,7 +55,7 @@ struct Session {
     #[redmodel(skip, ttl = "1m")]
     cache: Option<String>,
     #[redmodel(ttl = "10m")]
-    owner: Option<Ref<Zero>>,
+    owner: Option<Ref<Valid>>,
 }
 
 #[derive(redmodel::SubObject)]
@@ -60,7 +68,7 @@ struct Note {
 }
 
 #[derive(redmodel::Relation)]
-#[redmodel(owner = Session, member = Zero, ttl = "1h")]
+#[redmodel(owner = Session, member = Valid, ttl = "1h")]
 struct SessionZeros;
 
 fn main() {}

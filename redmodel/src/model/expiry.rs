@@ -14,6 +14,17 @@
 //! `:`, so no other admin's key starts that way), then given its TTL in one
 //! MULTI/EXEC. A sub-object or list created after that call has no TTL.
 //!
+//! # Model and field TTLs
+//!
+//! `#[redmodel(ttl = "30m")]` on a model ([`Model::TTL`]) makes every
+//! full write give the object that TTL, in the write's own atomic unit
+//! (its plan holds the PEXPIRE after the HSET, so no reader sees the
+//! object without it). On a field ([`Model::FIELD_TTLS`]) it makes every
+//! write of the field give it that TTL (HPEXPIRE, Redis 7.4 or Valkey 9;
+//! [`Error::Unsupported`](crate::Error::Unsupported) elsewhere, known from
+//! [`Db::server`]); see `field` for the per-call API. The guide's page
+//! `docs/expiry.md` has the whole picture.
+//!
 //! # Which writes keep a TTL
 //!
 //! The library follows Redis: a command that changes a value keeps its
@@ -22,9 +33,10 @@
 //! | library write | Redis | the key's TTL |
 //! |---|---|---|
 //! | `set`, `set_many` | HSET, HDEL | kept |
-//! | `insert`, `insert_without_sync`, `insert_sub` (hash) | HDEL + HSET + HINCRBY `_count` | kept |
+//! | `insert`, `insert_without_sync`, `insert_sub` (hash) | HDEL + HSET + HINCRBY `_count` | kept; the model's declared TTL given afresh, if any |
+//! | [`insert_with_ttl`](ObjectRef::insert_with_ttl) | the same + PEXPIRE | the TTL asked for |
 //! | `incr` | HINCRBY, HINCRBYFLOAT | kept |
-//! | `set_value`, `insert` of a `single` sub-object | SET | **cleared** |
+//! | `set_value`, `insert` of a `single` sub-object | SET | **cleared**, or the model's declared TTL (`PX`) |
 //! | `delete`, `set_value(None)` | DEL | gone with the key; a later `insert` makes a key without TTL |
 //! | relation `append`, `prepend`, `push`, `link`, `remove`, `unlink` | RPUSH, LPUSH, LREM | kept, until the list is emptied: Redis deletes an empty list, and the next push makes a new one without TTL |
 //! | [`migrate`](super::migrate) | HSET, HDEL | kept |

@@ -250,7 +250,7 @@ impl<M: Model> ObjectRef<M> {
         .map_err(at_key(self.key(), "hash"))?;
         recheck_references::<M>(db, &key, &fields.set).await?;
         let count = count.map_or(0, |(count,)| u64::try_from(count).unwrap_or(0));
-        if count > 0 && count % M::SYNC_EVERY.max(1) == 0 {
+        if count > 0 && count.is_multiple_of(M::SYNC_EVERY.max(1)) {
             db.run_sync_hooks(&SyncEvent {
                 table: M::TABLE,
                 key: self.key().to_string(),

@@ -1,5 +1,5 @@
 //! The times to live a write gives: the model's default on the object's
-//! key (or one given to [`insert_with_ttl`](crate::ObjectRef::insert_with_ttl)),
+//! key (or one given to [`insert_with_ttl`](crate::model::ObjectRef::insert_with_ttl)),
 //! and each declared field TTL on the fields the write sets. They are
 //! commands of the write's own plan, after the write's own commands and
 //! in its group (the object's slot), so the object is never seen written

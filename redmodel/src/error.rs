@@ -305,8 +305,9 @@ pub enum Error {
         feature: &'static str,
         /// The server versions that have it.
         needs: &'static str,
-        /// The server the `Db` talks to.
-        server: crate::ServerInfo,
+        /// The server the `Db` talks to, as
+        /// [`ServerInfo`](crate::ServerInfo) shows it (`redis 7.0.15`).
+        server: String,
     },
 }
 

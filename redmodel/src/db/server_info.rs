@@ -68,7 +68,7 @@ impl ServerInfo {
         Err(Error::Unsupported {
             feature: "hash-field expiry (HPEXPIRE, HPERSIST, HPTTL)",
             needs: "Redis 7.4 or later, or Valkey 9 or later",
-            server: *self,
+            server: self.to_string(),
         })
     }
 

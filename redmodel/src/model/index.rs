@@ -121,24 +121,6 @@ pub(crate) fn field_position<M: Model>(name: &str) -> Option<usize> {
     M::FIELDS.iter().position(|f| *f == name)
 }
 
-/// Where a field declared with a TTL (`#[redmodel(ttl = ...)]`) is in
-/// [`Model::FIELDS`]: an index on it judges an object whose field expired
-/// (is absent) a dead entry, as for a gone object. `None` for a field
-/// without a TTL, whose index entries name objects that exist.
-pub(crate) fn expiring_position<M: Model>(name: &str) -> Option<usize> {
-    M::FIELD_TTLS
-        .iter()
-        .any(|(field, _)| *field == name)
-        .then(|| field_position::<M>(name))
-        .flatten()
-}
-
-/// Whether `values` (an object's stored fields) lack the field at
-/// `position` (an [`expiring_position`]).
-pub(crate) fn lacks(values: &[Option<Vec<u8>>], position: Option<usize>) -> bool {
-    position.is_some_and(|p| values.get(p).is_some_and(Option::is_none))
-}
-
 /// Decodes a present field text with its codec, for the generated index
 /// functions.
 pub(crate) fn decode_text<T, C: Codec<T>>(raw: &[u8]) -> Result<T, String> {

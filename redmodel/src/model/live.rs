@@ -75,14 +75,12 @@ pub(crate) async fn load_holding<M: Model>(
     field: Option<&'static str>,
     entry: impl Fn(&str) -> Entry,
 ) -> Result<Vec<Result<M>>> {
-    let expiring = field.and_then(super::index::expiring_position::<M>);
+    let expiring = field.and_then(expiring_position::<M>);
     let mut stale = Vec::new();
     let out = load_judged(db, refs, &mut stale, |r, values, stale| {
         let test = match (values, field) {
             (None, _) => Test::Gone,
-            (Some(values), Some(field)) if super::index::lacks(values, expiring) => {
-                Test::Absent { field }
-            }
+            (Some(values), Some(field)) if lacks(values, expiring) => Test::Absent { field },
             (Some(_), _) => return true,
         };
         let object = r.key_in(db).into_owned();
@@ -146,7 +144,7 @@ pub(crate) async fn prune_lacking<M: Model>(
     field: &'static str,
     entry: impl Fn(&str) -> Entry,
 ) -> Result<u64> {
-    if super::index::expiring_position::<M>(field).is_none() {
+    if expiring_position::<M>(field).is_none() {
         return prune_gone(db, keys, entry).await;
     }
     let mut removed = 0;
@@ -163,6 +161,24 @@ pub(crate) async fn prune_lacking<M: Model>(
         removed += prune(db, stale).await?;
     }
     Ok(removed)
+}
+
+/// Where a field declared with a TTL (`#[redmodel(ttl = ...)]`) is in
+/// [`Model::FIELDS`]: an index on it judges an object whose field expired
+/// (is absent) a dead entry, as for a gone object. `None` for a field
+/// without a TTL, whose index entries name objects that exist.
+pub(crate) fn expiring_position<M: Model>(name: &str) -> Option<usize> {
+    M::FIELD_TTLS
+        .iter()
+        .any(|(field, _)| *field == name)
+        .then(|| M::FIELDS.iter().position(|f| *f == name))
+        .flatten()
+}
+
+/// Whether `values` (an object's stored fields) lack the field at
+/// `position` (an [`expiring_position`]).
+pub(crate) fn lacks(values: &[Option<Vec<u8>>], position: Option<usize>) -> bool {
+    position.is_some_and(|p| values.get(p).is_some_and(Option::is_none))
 }
 
 /// Parses a key found in an index as a key of `M`; the error names the

@@ -369,9 +369,10 @@ impl Transaction {
                 pending.writes.len() - 1
             }
         };
-        // The TTLs the write gives (the model's on a full write, the
-        // declared ones of the fields it sets), after its own commands.
-        let ttls = match &op {
+        // The objects the reference fields it sets name, and the TTLs the
+        // write gives (the model's on a full write, the declared ones of
+        // the fields it sets), after its own commands.
+        let needs = match &op {
             Op::Insert(fields) | Op::Fields(fields) => {
                 let set: Vec<(&str, Vec<u8>)> = fields
                     .iter()
@@ -387,7 +388,7 @@ impl Transaction {
             }
             Op::Single(_) | Op::Delete => Ok((Vec::new(), Vec::new())),
         };
-        let (guards, ttls) = match ttls {
+        let (guards, ttls) = match needs {
             Ok(done) => done,
             Err(err) => {
                 pending.error = Some(err);

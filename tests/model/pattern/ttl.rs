@@ -270,7 +270,7 @@ backend_tests! {
             match &refused {
                 Err(Error::Unsupported { needs, server: named, .. }) => {
                     assert!(needs.contains("Redis 7.4") && needs.contains("Valkey 9"), "{needs}");
-                    assert_eq!(*named, server);
+                    assert_eq!(*named, server.to_string());
                 }
                 other => panic!("{other:?}"),
             }

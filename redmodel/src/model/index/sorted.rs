@@ -21,7 +21,8 @@ use crate::command::AddCommand as _;
 use crate::db::query::Bounds;
 use crate::model::key::sorted_key;
 use crate::model::live::{
-    existing, load_judged, parse_member, prune, prune_gone, prune_lacking, Entry, Stale, Test,
+    existing, expiring_position, lacks, load_judged, parse_member, prune, prune_gone,
+    prune_lacking, Entry, Stale, Test,
 };
 use crate::model::member::{stored_member, AsMember};
 use crate::model::query::{Filter, Kind, OrderBy};
@@ -247,13 +248,11 @@ impl<M: Model, T> SortedIndex<M, T> {
             .iter()
             .map(|k| parse_member::<M>(k, &index))
             .collect::<Result<Vec<_>>>()?;
-        let expiring = super::expiring_position::<M>(self.field);
+        let expiring = expiring_position::<M>(self.field);
         load_judged(db, refs, stale, |r, values, stale| {
             let test = match values {
                 None => Test::Gone,
-                Some(values) if super::lacks(values, expiring) => {
-                    Test::Absent { field: self.field }
-                }
+                Some(values) if lacks(values, expiring) => Test::Absent { field: self.field },
                 Some(_) => return true,
             };
             stale.push(Stale {

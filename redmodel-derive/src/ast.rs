@@ -105,6 +105,12 @@ impl<'a> Container<'a> {
         lit.base10_parse::<u64>().ok().filter(|n| *n >= 1)
     }
 
+    /// The model's TTL in milliseconds, if written and valid.
+    pub fn valid_ttl(&self) -> Option<u64> {
+        let lit = self.attrs.ttl.as_ref()?;
+        crate::duration::parse_millis(&lit.value()).ok()
+    }
+
     /// `sync_every`, or its default.
     pub fn sync_every(&self) -> u64 {
         self.valid_sync_every().unwrap_or(DEFAULT_SYNC_EVERY)
@@ -144,6 +150,25 @@ impl<'a> Field<'a> {
     /// The name of the field's handle constant (`MATH` for `math`).
     pub fn handle_name(&self) -> String {
         upper_case(&unraw(self.ident))
+    }
+
+    /// The field's TTL in milliseconds, if written and valid.
+    pub fn valid_ttl(&self) -> Option<u64> {
+        let lit = self.attrs.ttl.as_ref()?;
+        crate::duration::parse_millis(&lit.value()).ok()
+    }
+
+    /// Whether the field's type is `Option<...>` (as written: the derive
+    /// sees tokens, not types).
+    pub fn is_option(&self) -> bool {
+        match &self.original.ty {
+            Type::Path(path) => path
+                .path
+                .segments
+                .last()
+                .is_some_and(|segment| segment.ident == "Option"),
+            _ => false,
+        }
     }
 
     /// Whether the field is stored as JSON: `json`, or a tags field.

@@ -65,6 +65,7 @@ pub struct Container {
     pub member: Option<Path>,
     pub inverse: Option<Path>,
     pub sync_every: Option<LitInt>,
+    pub ttl: Option<LitStr>,
     pub single: Flag,
     pub on_delete: Option<OnDelete>,
 }
@@ -82,6 +83,7 @@ pub struct Field {
     pub tags: Flag,
     pub recent: Option<LitInt>,
     pub on_delete: Option<OnDelete>,
+    pub ttl: Option<LitStr>,
 }
 
 /// The container attribute names, for "expected one of" messages.
@@ -91,6 +93,7 @@ pub const CONTAINER_NAMES: &[&str] = &[
     "member",
     "inverse",
     "sync_every",
+    "ttl",
     "single",
     "on_delete",
 ];
@@ -106,6 +109,7 @@ pub const FIELD_NAMES: &[&str] = &[
     "tags",
     "recent",
     "on_delete",
+    "ttl",
 ];
 
 fn redmodel_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
@@ -140,6 +144,9 @@ impl Container {
         } else if meta.path.is_ident("sync_every") {
             let lit = int(meta, "sync_every = 10", "a whole number of writes")?;
             set(meta, &mut self.sync_every, lit)
+        } else if meta.path.is_ident("ttl") {
+            let lit = string(meta, crate::duration::EXAMPLE)?;
+            set(meta, &mut self.ttl, lit)
         } else if meta.path.is_ident("single") {
             flag(meta, &mut self.single)
         } else if meta.path.is_ident("on_delete") {
@@ -165,6 +172,7 @@ impl Container {
             ("member", self.member.as_ref().map(Spanned::span)),
             ("inverse", self.inverse.as_ref().map(Spanned::span)),
             ("sync_every", self.sync_every.as_ref().map(LitInt::span)),
+            ("ttl", self.ttl.as_ref().map(LitStr::span)),
             ("single", self.single),
             ("on_delete", self.on_delete.map(|o| o.span)),
         ]
@@ -215,6 +223,9 @@ impl Field {
         } else if meta.path.is_ident("on_delete") {
             let parsed = value::on_delete(meta)?;
             set(meta, &mut self.on_delete, parsed)
+        } else if meta.path.is_ident("ttl") {
+            let lit = string(meta, "ttl = \"10m\"")?;
+            set(meta, &mut self.ttl, lit)
         } else if value::is_one_of(meta, CONTAINER_NAMES) {
             Err(value::misplaced(
                 meta,
@@ -231,6 +242,7 @@ impl Field {
     pub fn storage_written(&self) -> Vec<(&'static str, Span)> {
         [
             ("skip", self.skip),
+            ("ttl", self.ttl.as_ref().map(LitStr::span)),
             ("json", self.json),
             ("rename", self.rename.as_ref().map(LitStr::span)),
             ("default", self.default.as_ref().map(DefaultAttr::span)),

@@ -33,6 +33,7 @@ const RELATION_RULES: &[Rule] = &[
 const OBJECT_RULES: &[Rule] = &[
     object::check_sub_object_owner,
     object::check_sync_every,
+    object::check_ttl,
     object::check_named_fields,
     object::check_pk_present,
     object::check_one_pk,
@@ -45,6 +46,7 @@ const OBJECT_RULES: &[Rule] = &[
     field::check_stored_names_distinct,
     field::check_on_delete_on_reference,
     field::check_on_delete_fits_reference,
+    field::check_field_ttl,
     index::check_recent_cap,
     index::check_indexes_on_admin,
     index::check_tags_not_json,

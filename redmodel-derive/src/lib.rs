@@ -18,6 +18,7 @@ mod ast;
 mod attr;
 mod check;
 mod ctxt;
+mod duration;
 mod expand;
 mod model;
 mod name;

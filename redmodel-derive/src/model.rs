@@ -31,6 +31,8 @@ pub struct Object<'c> {
     pub skipped: Vec<&'c syn::Field>,
     pub single: bool,
     pub sync_every: u64,
+    /// The model's TTL, in milliseconds.
+    pub ttl: Option<u64>,
 }
 
 /// A stored field.
@@ -55,6 +57,8 @@ pub struct DataField<'c> {
     /// Where `on_delete = "cascade"`, the deprecated spelling of `clear`,
     /// was written on a reference field.
     pub deprecated_cascade: Option<Span>,
+    /// The field's TTL, in milliseconds.
+    pub ttl: Option<u64>,
 }
 
 impl DataField<'_> {
@@ -121,6 +125,7 @@ fn object<'c>(cont: &'c Container) -> Option<Object<'c>> {
         skipped: cont.skipped_fields().map(|f| f.original).collect(),
         single: cont.attrs.single.is_some(),
         sync_every: cont.sync_every(),
+        ttl: cont.valid_ttl(),
     })
 }
 
@@ -141,5 +146,6 @@ fn data_field<'c>(field: &'c ast::Field, kind: Kind) -> DataField<'c> {
             .on_delete
             .filter(|o| o.action == Action::Cascade)
             .map(|o| o.span),
+        ttl: field.valid_ttl(),
     }
 }

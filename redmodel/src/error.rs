@@ -303,6 +303,30 @@ pub enum Error {
         /// What is wrong, and what to do instead.
         reason: String,
     },
+    /// A time to live that Redis would not keep: zero (or under a
+    /// millisecond, which PEXPIRE's whole milliseconds make zero), which
+    /// would delete the key or field at once instead of keeping it. Nothing
+    /// was written.
+    #[error("a time to live must be at least 1 ms, not {ttl:?} (zero deletes at once: use delete for that); nothing was written")]
+    InvalidTtl {
+        /// The time to live given.
+        ttl: std::time::Duration,
+    },
+    /// The server lacks a command the operation needs (hash-field expiry
+    /// on Redis before 7.4 or Valkey before 9, and on the memory engine,
+    /// which emulates Redis 7.0.15). Known from
+    /// [`Db::server`](crate::Db::server), so refused before anything was
+    /// sent.
+    #[error("{feature} needs {needs}; the server is {server}; nothing was sent")]
+    Unsupported {
+        /// What was asked (`hash-field expiry (HPEXPIRE)`).
+        feature: &'static str,
+        /// The server versions that have it.
+        needs: &'static str,
+        /// The server the `Db` talks to, as
+        /// [`ServerInfo`](crate::ServerInfo) shows it (`redis 7.0.15`).
+        server: String,
+    },
 }
 
 /// How a [`Error::Conflict`] names what changed.

@@ -119,6 +119,9 @@ mod readme {
     #[doc = include_str!("../../docs/indexes.md")]
     struct IndexesGuide;
 
+    #[doc = include_str!("../../docs/expiry.md")]
+    struct ExpiryGuide;
+
     #[doc = include_str!("../../docs/queries.md")]
     struct QueriesGuide;
 

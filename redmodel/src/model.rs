@@ -230,6 +230,15 @@ pub trait Model: Sized + Send + Sync + 'static {
     /// they name must exist when they are written; what deleting one does
     /// is their `on_delete` (see [`cascade`]).
     const REFERENCES: &'static [cascade::Reference] = &[];
+    /// The time to live every full write gives an object of this model
+    /// (`#[redmodel(ttl = "30m")]` on the struct), in the write's own
+    /// atomic unit: see [`expiry`].
+    const TTL: Option<std::time::Duration> = None;
+    /// The stored names of the fields declared with a time to live
+    /// (`#[redmodel(ttl = "10m")]` on a field), with it: every write of
+    /// such a field gives it that TTL again (HPEXPIRE, Redis 7.4 or
+    /// Valkey 9): see [`expiry`].
+    const FIELD_TTLS: &'static [(&'static str, std::time::Duration)] = &[];
     /// Whether every object this model writes holds one of its declared
     /// fields (a plain field of a [`FieldValue`] that is
     /// [always stored](FieldValue::ALWAYS_STORED), as a [`Scalar`] is).

@@ -57,6 +57,9 @@ fn misfit(name: &str, kind: Kind) -> Option<&'static str> {
     Some(match (kind, name) {
         (Kind::Relation, "sync_every") => "a relation is a list, it has no write count; remove it",
         (Kind::Relation, "single") => "a relation is a list of member keys; remove it",
+        (Kind::Relation, "ttl") => {
+            "a relation list gets a TTL from its handle's `expire`, or with its admin's `expire_tree`; remove it"
+        }
         (Kind::Admin | Kind::SubObject, "member" | "inverse") => {
             "`member` and `inverse` declare a relation: use `#[derive(Relation)]` on a unit struct"
         }

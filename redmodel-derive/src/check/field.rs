@@ -138,3 +138,30 @@ pub fn check_on_delete_on_reference(cx: &Ctxt, cont: &Container) {
         }
     }
 }
+
+/// A field's `ttl` is a positive duration, on a hash field that reads
+/// back absent once it expires: an `Option` (or one with a `default`),
+/// not a single value's (the struct's `ttl` is the key's).
+pub fn check_field_ttl(cx: &Ctxt, cont: &Container) {
+    for field in cont.stored_fields() {
+        let Some(lit) = &field.attrs.ttl else {
+            continue;
+        };
+        if let Err(message) = crate::duration::parse_millis(&lit.value()) {
+            cx.error(lit.span(), message);
+        } else if cont.attrs.single.is_some() {
+            cx.error(
+                lit.span(),
+                "a single-value sub-object is one string key, not a hash of fields: put the `ttl` on the struct",
+            );
+        } else if !field.is_option() && field.attrs.default.is_none() {
+            cx.error(
+                lit.span(),
+                format!(
+                    "a field with a TTL is absent once it expires, and `{}` must always be stored: make it an `Option<...>`, or give it `#[redmodel(default)]`",
+                    field.ident
+                ),
+            );
+        }
+    }
+}

@@ -31,6 +31,16 @@ pub fn check_sync_every(cx: &Ctxt, cont: &Container) {
     }
 }
 
+/// The model's `ttl` is a positive duration.
+pub fn check_ttl(cx: &Ctxt, cont: &Container) {
+    let Some(lit) = &cont.attrs.ttl else {
+        return;
+    };
+    if let Err(message) = crate::duration::parse_millis(&lit.value()) {
+        cx.error(lit.span(), message);
+    }
+}
+
 /// The model is a struct with named fields.
 pub fn check_named_fields(cx: &Ctxt, cont: &Container) {
     let ident = cont.ident();

@@ -54,6 +54,14 @@ fn model_impl(model: &Model, object: &Object) -> TokenStream {
     let (ident, table) = (model.ident, &model.table);
     let (pk_ident, pk_ty) = (&object.pk.ident, &object.pk.ty);
     let sync_every = object.sync_every;
+    let ttl = match object.ttl {
+        Some(ms) => quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms))),
+        None => quote!(::core::option::Option::None),
+    };
+    let field_ttls = object.fields.iter().filter_map(|f| {
+        let (name, ms) = (&f.name, f.ttl?);
+        Some(quote!((#name, ::core::time::Duration::from_millis(#ms))))
+    });
     let names = object.fields.iter().map(|f| &f.name);
     let references = object.fields.iter().filter_map(reference);
     let owner = match object.owner {
@@ -78,6 +86,8 @@ fn model_impl(model: &Model, object: &Object) -> TokenStream {
             const FIELDS: &'static [&'static str] = &[#(#names),*];
             const STORAGE: ::redmodel::__private::Storage = #storage;
             const SYNC_EVERY: u64 = #sync_every;
+            const TTL: ::core::option::Option<::core::time::Duration> = #ttl;
+            const FIELD_TTLS: &'static [(&'static str, ::core::time::Duration)] = &[#(#field_ttls),*];
             const INDEXES: &'static [::redmodel::__private::IndexSpec] = #indexes;
             const REFERENCES: &'static [::redmodel::__private::Reference] = &[#(#references),*];
             // The fields' type checks, which tell whether one is

@@ -49,6 +49,29 @@ impl ServerInfo {
         self.version
     }
 
+    /// Whether the server has hash-field expiry (HEXPIRE, HPEXPIRE,
+    /// HPERSIST, HPTTL): Redis 7.4 and later, Valkey 9 and later.
+    pub fn has_field_expiry(&self) -> bool {
+        match self.name {
+            ServerName::Redis => self.version >= ServerVersion::new(7, 4, 0),
+            ServerName::Valkey => self.version >= ServerVersion::new(9, 0, 0),
+            ServerName::Other => false,
+        }
+    }
+
+    /// `Ok` if the server has hash-field expiry, else
+    /// [`Error::Unsupported`] naming the versions that do.
+    pub(crate) fn require_field_expiry(&self) -> Result<()> {
+        if self.has_field_expiry() {
+            return Ok(());
+        }
+        Err(Error::Unsupported {
+            feature: "hash-field expiry (HPEXPIRE, HPERSIST, HPTTL)",
+            needs: "Redis 7.4 or later, or Valkey 9 or later",
+            server: self.to_string(),
+        })
+    }
+
     /// What the memory engine emulates: Redis of
     /// [`memory::REDIS_VERSION`](crate::memory::REDIS_VERSION).
     pub(crate) fn engine() -> ServerInfo {
@@ -254,6 +277,7 @@ impl Db {
     /// let has_hexpire =
     ///     server.name() == ServerName::Redis && server.version() >= ServerVersion::new(7, 4, 0);
     /// assert!(!has_hexpire);
+    /// assert_eq!(server.has_field_expiry(), has_hexpire);
     /// assert_eq!(server.to_string(), "redis 7.0.15");
     /// ```
     pub fn server(&self) -> ServerInfo {
@@ -326,6 +350,21 @@ mod tests {
             ))
         );
         assert_eq!(ServerInfo::from_info("# Server\r\n"), None);
+    }
+
+    #[test]
+    fn field_expiry_comes_with_redis_7_4_and_valkey_9() {
+        let has = |name, major, minor| {
+            ServerInfo::new(name, ServerVersion::new(major, minor, 0)).has_field_expiry()
+        };
+        assert!(!has(ServerName::Redis, 7, 0));
+        assert!(!has(ServerName::Redis, 7, 2));
+        assert!(has(ServerName::Redis, 7, 4));
+        assert!(has(ServerName::Redis, 8, 0));
+        assert!(!has(ServerName::Valkey, 8, 0));
+        assert!(has(ServerName::Valkey, 9, 0));
+        assert!(!has(ServerName::Other, 99, 0));
+        assert!(ServerInfo::engine().require_field_expiry().is_err());
     }
 
     #[test]

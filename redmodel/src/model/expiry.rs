@@ -14,6 +14,17 @@
 //! `:`, so no other admin's key starts that way), then given its TTL in one
 //! MULTI/EXEC. A sub-object or list created after that call has no TTL.
 //!
+//! # Model and field TTLs
+//!
+//! `#[redmodel(ttl = "30m")]` on a model ([`Model::TTL`]) makes every
+//! full write give the object that TTL, in the write's own atomic unit
+//! (its plan holds the PEXPIRE after the HSET, so no reader sees the
+//! object without it). On a field ([`Model::FIELD_TTLS`]) it makes every
+//! write of the field give it that TTL (HPEXPIRE, Redis 7.4 or Valkey 9;
+//! [`Error::Unsupported`](crate::Error::Unsupported) elsewhere, known from
+//! [`Db::server`]); see `field` for the per-call API. The guide's page
+//! `docs/expiry.md` has the whole picture.
+//!
 //! # Which writes keep a TTL
 //!
 //! The library follows Redis: a command that changes a value keeps its
@@ -22,9 +33,10 @@
 //! | library write | Redis | the key's TTL |
 //! |---|---|---|
 //! | `set`, `set_many` | HSET, HDEL | kept |
-//! | `insert`, `insert_without_sync`, `insert_sub` (hash) | HDEL + HSET + HINCRBY `_count` | kept |
+//! | `insert`, `insert_without_sync`, `insert_sub` (hash) | HDEL + HSET + HINCRBY `_count` | kept; the model's declared TTL given afresh, if any |
+//! | [`insert_with_ttl`](ObjectRef::insert_with_ttl) | the same + PEXPIRE | the TTL asked for |
 //! | `incr` | HINCRBY, HINCRBYFLOAT | kept |
-//! | `set_value`, `insert` of a `single` sub-object | SET | **cleared** |
+//! | `set_value`, `insert` of a `single` sub-object | SET | **cleared**, or the model's declared TTL (`PX`) |
 //! | `delete`, `set_value(None)` | DEL | gone with the key; a later `insert` makes a key without TTL |
 //! | relation `append`, `prepend`, `push`, `link`, `remove`, `unlink` | RPUSH, LPUSH, LREM | kept, until the list is emptied: Redis deletes an empty list, and the next push makes a new one without TTL |
 //! | [`migrate`](super::migrate) | HSET, HDEL | kept |
@@ -38,7 +50,12 @@
 //! object leaves no visible trace, and a unique value it held can be
 //! claimed again at once.
 
+mod declared;
+mod field;
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub(crate) use declared::{checked_millis, ttl_cmds};
 
 use super::key::glob_escape;
 use super::scan::scan_keys;
@@ -91,8 +108,10 @@ pub(crate) fn unix_millis(when: SystemTime) -> i64 {
 }
 
 /// Sets a TTL on `key` (PEXPIRE); whether the key exists.
+/// [`Error::InvalidTtl`](crate::Error::InvalidTtl) for a zero TTL.
 pub(crate) async fn expire_key(db: &Db, key: &str, ttl: Duration) -> Result<bool> {
-    db.query(cmd("PEXPIRE").arg(key).arg(millis(ttl))).await
+    db.query(cmd("PEXPIRE").arg(key).arg(checked_millis(ttl)?))
+        .await
 }
 
 /// Makes `key` expire at `when` (PEXPIREAT); whether the key existed.
@@ -119,7 +138,9 @@ pub(crate) async fn ttl_of(db: &Db, key: &str) -> Result<Ttl> {
 impl<M: Model> ObjectRef<M> {
     /// Sets a time to live (PEXPIRE, so sub-second precision is kept:
     /// Redis's EXPIRE and PEXPIRE). Whether the object exists. Which later
-    /// writes keep the TTL: see [`expiry`](super::expiry).
+    /// writes keep the TTL: see [`expiry`](super::expiry). A TTL under a
+    /// millisecond is [`Error::InvalidTtl`](crate::Error::InvalidTtl), and
+    /// nothing is sent ([`delete`](Self::delete) deletes at once).
     pub async fn expire(&self, db: &Db, ttl: Duration) -> Result<bool> {
         expire_key(db, &self.key_in(db), ttl).await
     }
@@ -156,9 +177,11 @@ impl<A: Admin> ObjectRef<A> {
 
     /// Gives the admin, its sub-objects and its relation lists the time to
     /// live `ttl`, in one MULTI/EXEC (after a SCAN for the keys). Returns
-    /// how many keys got it.
+    /// how many keys got it. A TTL under a millisecond is
+    /// [`Error::InvalidTtl`](crate::Error::InvalidTtl).
     pub async fn expire_tree(&self, db: &Db, ttl: Duration) -> Result<u64> {
-        self.on_tree(db, "PEXPIRE", Some(millis(ttl))).await
+        let ms = checked_millis(ttl)?;
+        self.on_tree(db, "PEXPIRE", Some(ms)).await
     }
 
     /// Makes the admin, its sub-objects and its relation lists expire at

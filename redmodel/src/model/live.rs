@@ -66,17 +66,33 @@ pub(crate) async fn load_live<M: Model>(
     refs: Vec<ObjectRef<M>>,
     entry: impl Fn(&str) -> Entry,
 ) -> Result<Vec<Result<M>>> {
+    load_holding(db, refs, None, entry).await
+}
+
+/// [`load_live`], where an object also counts as gone if its `field`
+/// (one declared with a TTL) is absent: expired, it no longer holds what
+/// put it in the index.
+pub(crate) async fn load_holding<M: Model>(
+    db: &Db,
+    refs: Vec<ObjectRef<M>>,
+    field: Option<&'static str>,
+    entry: impl Fn(&str) -> Entry,
+) -> Result<Vec<Result<M>>> {
+    let expiring = field.and_then(expiring_position::<M>);
     let mut stale = Vec::new();
     let out = load_judged(db, refs, &mut stale, |r, values, stale| {
-        if values.is_none() {
-            let object = r.key_in(db).into_owned();
-            stale.push(Stale {
-                entry: entry(&object),
-                object,
-                test: Test::Gone,
-            });
-        }
-        values.is_some()
+        let test = match (values, field) {
+            (None, _) => Test::Gone,
+            (Some(values), Some(field)) if lacks(values, expiring) => Test::Absent { field },
+            (Some(_), _) => return true,
+        };
+        let object = r.key_in(db).into_owned();
+        stale.push(Stale {
+            entry: entry(&object),
+            object,
+            test,
+        });
+        false
     })
     .await?;
     prune(db, stale).await?;
@@ -118,6 +134,54 @@ pub(crate) async fn prune_gone(
         removed += prune(db, stale).await?;
     }
     Ok(removed)
+}
+
+/// Removes the entries (`entry(key)`) of the objects at `keys` whose
+/// `field` is absent, gone objects included; returns how many were
+/// removed. For the index of a field declared with a TTL, whose entries
+/// die when the field expires: [`prune_gone`] otherwise, which checks
+/// less.
+pub(crate) async fn prune_lacking<M: Model>(
+    db: &Db,
+    keys: &[String],
+    field: &'static str,
+    entry: impl Fn(&str) -> Entry,
+) -> Result<u64> {
+    if expiring_position::<M>(field).is_none() {
+        return prune_gone(db, keys, entry).await;
+    }
+    let mut removed = 0;
+    for batch in keys.chunks(PRUNE_BATCH) {
+        // `prune` reads each field and removes only the dead entries.
+        let stale = batch
+            .iter()
+            .map(|key| Stale {
+                object: key.clone(),
+                test: Test::Absent { field },
+                entry: entry(key),
+            })
+            .collect();
+        removed += prune(db, stale).await?;
+    }
+    Ok(removed)
+}
+
+/// Where a field declared with a TTL (`#[redmodel(ttl = ...)]`) is in
+/// [`Model::FIELDS`]: an index on it judges an object whose field expired
+/// (is absent) a dead entry, as for a gone object. `None` for a field
+/// without a TTL, whose index entries name objects that exist.
+pub(crate) fn expiring_position<M: Model>(name: &str) -> Option<usize> {
+    M::FIELD_TTLS
+        .iter()
+        .any(|(field, _)| *field == name)
+        .then(|| M::FIELDS.iter().position(|f| *f == name))
+        .flatten()
+}
+
+/// Whether `values` (an object's stored fields) lack the field at
+/// `position` (an [`expiring_position`]).
+pub(crate) fn lacks(values: &[Option<Vec<u8>>], position: Option<usize>) -> bool {
+    position.is_some_and(|p| values.get(p).is_some_and(Option::is_none))
 }
 
 /// Parses a key found in an index as a key of `M`; the error names the

@@ -410,6 +410,7 @@ async fn migrate_batch<M: Model>(
         return Ok((0, Vec::new()));
     };
     let batch = RewriteBatch {
+        db,
         refs,
         migration,
         outcome: Mutex::new((0, Vec::new())),
@@ -429,6 +430,7 @@ fn take<T: Default>(outcome: &Mutex<T>) -> T {
 /// fields it lost, HSET of those that changed) if it changed. The outcome
 /// is how many changed and those that failed to decode.
 struct RewriteBatch<'a, M: Model> {
+    db: &'a Db,
     refs: &'a [ObjectRef<M>],
     migration: &'a Migration,
     outcome: Mutex<(u64, Failed)>,
@@ -488,9 +490,14 @@ impl<M: Model> Decide for RewriteBatch<'_, M> {
                 .filter(|(k, v)| before.get(*k) != Some(*v))
                 .collect();
             if !changed.is_empty() {
+                // HSET clears a field's TTL: the declared ones are given
+                // again, as every write of those fields does.
+                let names: Vec<&str> = changed.iter().map(|(k, _)| k.as_str()).collect();
+                let ttls = super::expiry::ttl_cmds::<M>(self.db, r.key(), None, &names)?;
                 let mut hset = cmd("HSET");
                 hset.arg(r.key()).arg(changed);
                 writes.push(hset);
+                writes.extend(ttls);
             }
         }
         *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = (rewritten, failed);

@@ -518,22 +518,41 @@ impl Transaction {
             None => {
                 pending
                     .writes
-                    .push(ObjectWrite::new::<M>(key, object.key()));
+                    .push(ObjectWrite::new::<M>(key.clone(), object.key()));
                 pending.writes.len() - 1
             }
         };
-        let (guards, marks) = match &op {
+        // The objects the reference fields it sets name, the marks it
+        // leaves on them, and the TTLs the write gives (the model's on a
+        // full write, the declared ones of the fields it sets), after its
+        // own commands.
+        let needs = match &op {
             Op::Insert(fields) | Op::Fields(fields) => {
                 let set: Vec<(&str, Vec<u8>)> = fields
                     .iter()
                     .filter_map(|(name, text)| Some((*name, text.clone()?)))
                     .collect();
-                (
-                    write::reference_guards::<M>(&self.db, &set),
-                    write::reference_marks::<M>(&self.db, &set),
-                )
+                let ttl = if matches!(op, Op::Insert(_)) {
+                    M::TTL
+                } else {
+                    None
+                };
+                expiry::ttl_cmds::<M>(&self.db, &key, ttl, &write::names(&set)).map(|ttls| {
+                    (
+                        write::reference_guards::<M>(&self.db, &set),
+                        write::reference_marks::<M>(&self.db, &set),
+                        ttls,
+                    )
+                })
             }
-            Op::Single(_) | Op::Delete | Op::Ttl(..) => (Vec::new(), Vec::new()),
+            Op::Single(_) | Op::Delete | Op::Ttl(..) => Ok((Vec::new(), Vec::new(), Vec::new())),
+        };
+        let (guards, marks, ttls) = match needs {
+            Ok(done) => done,
+            Err(err) => {
+                pending.error = Some(err);
+                return;
+            }
         };
         let owner = match &op {
             Op::Insert(_) | Op::Single(_) => object.owner_key_in(&self.db),
@@ -542,7 +561,7 @@ impl Transaction {
         let write = &mut pending.writes[index];
         write.guards.extend(guards.into_iter().chain(owner));
         write.marks.extend(marks);
-        if let Err(err) = write.apply(op) {
+        if let Err(err) = write.apply(op, ttls) {
             pending.error = Some(err);
         }
     }

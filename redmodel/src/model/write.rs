@@ -11,8 +11,13 @@ use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, IndexPlan};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
+use std::time::Duration;
+
+use redis::Cmd;
+
 use super::cascade::{Reference, REFS_FIELD};
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
+use super::expiry::{checked_millis, ttl_cmds};
 use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
@@ -32,7 +37,9 @@ pub(crate) struct Encoded {
 
 impl<M: Model> ObjectRef<M> {
     /// Sets one field (HSET); setting an `Option` field to `None` removes
-    /// it (HDEL). Keeps the key's TTL, as HSET does.
+    /// it (HDEL). Keeps the key's TTL, as HSET does; a field declared with
+    /// a TTL gets it afresh, in the same atomic unit (HSET alone would
+    /// clear it).
     ///
     /// The object must exist: a field write never creates one (that is
     /// [`insert`](Self::insert)'s job), so a write racing a delete cannot
@@ -56,7 +63,8 @@ impl<M: Model> ObjectRef<M> {
         let guards = self.guards(db, true, &set);
         let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
         let marks = reference_marks::<M>(db, &set);
-        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed, &marks);
+        let ttls = ttl_cmds::<M>(db, &key, None, &names(&set))?;
+        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed, &marks, &ttls);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
@@ -94,7 +102,8 @@ impl<M: Model> ObjectRef<M> {
         let guards = self.guards(db, true, &set);
         let changes = Changes::Fields(changed_fields(&set, &removed));
         let marks = reference_marks::<M>(db, &set);
-        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed, &marks);
+        let ttls = ttl_cmds::<M>(db, &key, None, &names(&set))?;
+        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed, &marks, &ttls);
         index::run::<M, ()>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
@@ -168,30 +177,82 @@ impl<M: Model> ObjectRef<M> {
     /// sub-object's needs its admin to exist ([`Error::NotFound`],
     /// nothing written, otherwise), so that none is left without one.
     ///
-    /// Undeclared fields of the hash are left alone, and so is the key's
-    /// TTL (HSET keeps it). `value`'s own pk is not consulted: this
-    /// handle's key is used. A single-value model is written with SET
-    /// (which clears a TTL, as SET does), without a count or a hook.
+    /// Undeclared fields of the hash are left alone. The key's TTL is
+    /// kept (HSET keeps it), unless the model declares one
+    /// (`#[redmodel(ttl = "30m")]`): then the write gives the key that TTL
+    /// afresh, in the same atomic unit. Fields declared with a TTL get
+    /// theirs afresh too (see [`expiry`](super::expiry)). `value`'s own
+    /// pk is not consulted: this handle's key is used. A single-value
+    /// model is written with SET (which clears a TTL, as SET does, or
+    /// gives the model's own with `PX`), without a count or a hook.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "insert", key = %self.key()))]
     pub async fn insert(&self, db: &Db, value: &M) -> Result<()> {
+        self.full_write(db, value, true, M::TTL).await
+    }
+
+    /// [`insert`](Self::insert), giving the object the time to live `ttl`
+    /// (instead of the model's default, if it declares one) in the
+    /// insert's own atomic unit: no reader ever sees the object written
+    /// without it, and no crash leaves it so. A TTL under a millisecond
+    /// is [`Error::InvalidTtl`], and nothing is written.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "insert_with_ttl", key = %self.key()))]
+    pub async fn insert_with_ttl(&self, db: &Db, value: &M, ttl: Duration) -> Result<()> {
+        self.full_write(db, value, true, Some(ttl)).await
+    }
+
+    /// Writes `value`'s fields like [`insert`](Self::insert) (the
+    /// model's TTLs included), without counting the write or calling the
+    /// sync hooks.
+    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "insert_without_sync", key = %self.key()))]
+    pub async fn insert_without_sync(&self, db: &Db, value: &M) -> Result<()> {
+        self.full_write(db, value, false, M::TTL).await
+    }
+
+    /// A full write of `value`: counted (`_count` and the sync hooks) or
+    /// not, the key given `ttl` if any.
+    async fn full_write(
+        &self,
+        db: &Db,
+        value: &M,
+        counted: bool,
+        ttl: Option<Duration>,
+    ) -> Result<()> {
         if M::STORAGE == Storage::Single {
-            return self.set_single(db, value).await;
+            let text = value
+                .encode_fields(self.key())?
+                .into_iter()
+                .next()
+                .flatten();
+            return self.write_single(db, text, ttl).await;
         }
         let fields = self.encoded(value)?;
+        if !counted && fields.set.is_empty() && fields.removed.is_empty() {
+            return Ok(());
+        }
         let key = self.key_in(db);
         let marks = reference_marks::<M>(db, &fields.set);
+        let ttls = ttl_cmds::<M>(db, &key, ttl, &names(&fields.set))?;
         let write = |steps: &mut Plan| {
-            add_write(steps, &key, &fields.set, &fields.removed, &marks);
-            steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).clone());
+            add_write(steps, &key, &fields.set, &fields.removed, &marks, &ttls);
+            if counted {
+                steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).clone());
+            }
         };
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
         let guards = self.guards(db, false, &fields.set);
-        let (count,): (i64,) = index::run::<M, _>(db, &key, &guards, &write, &changes)
-            .await
-            .map_err(at_key(self.key(), "hash"))?;
+        let count: Option<(i64,)> = if counted {
+            index::run::<M, _>(db, &key, &guards, &write, &changes)
+                .await
+                .map(Some)
+        } else {
+            index::run::<M, ()>(db, &key, &guards, &write, &changes)
+                .await
+                .map(|()| None)
+        }
+        .map_err(at_key(self.key(), "hash"))?;
         recheck_references::<M>(db, &key, &fields.set).await?;
-        let count = u64::try_from(count).unwrap_or(0);
-        if count > 0 && count % M::SYNC_EVERY.max(1) == 0 {
+        let count = count.map_or(0, |(count,)| u64::try_from(count).unwrap_or(0));
+        if count > 0 && count.is_multiple_of(M::SYNC_EVERY.max(1)) {
             db.run_sync_hooks(&SyncEvent {
                 table: M::TABLE,
                 key: self.key().to_string(),
@@ -199,37 +260,6 @@ impl<M: Model> ObjectRef<M> {
             });
         }
         Ok(())
-    }
-
-    /// Writes `value`'s fields like [`insert`](Self::insert), without
-    /// counting the write or calling the sync hooks.
-    #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "insert_without_sync", key = %self.key()))]
-    pub async fn insert_without_sync(&self, db: &Db, value: &M) -> Result<()> {
-        if M::STORAGE == Storage::Single {
-            return self.set_single(db, value).await;
-        }
-        let fields = self.encoded(value)?;
-        if fields.set.is_empty() && fields.removed.is_empty() {
-            return Ok(());
-        }
-        let key = self.key_in(db);
-        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
-        let marks = reference_marks::<M>(db, &fields.set);
-        let write = |steps: &mut Plan| add_write(steps, &key, &fields.set, &fields.removed, &marks);
-        let guards = self.guards(db, false, &fields.set);
-        index::run::<M, ()>(db, &key, &guards, &write, &changes)
-            .await
-            .map_err(at_key(self.key(), "hash"))?;
-        recheck_references::<M>(db, &key, &fields.set).await
-    }
-
-    async fn set_single(&self, db: &Db, value: &M) -> Result<()> {
-        let text = value
-            .encode_fields(self.key())?
-            .into_iter()
-            .next()
-            .flatten();
-        self.write_single(db, text).await
     }
 
     /// Deletes the object (DEL; not its sub-objects or relations), and its
@@ -258,7 +288,8 @@ fn add_write(
     key: &str,
     set: &[(&str, Vec<u8>)],
     removed: &[&str],
-    marks: &[redis::Cmd],
+    marks: &[Cmd],
+    ttls: &[Cmd],
 ) {
     for mark in marks {
         steps.add_ignored(mark.clone());
@@ -273,19 +304,28 @@ fn add_write(
         hset.arg(key).arg(set);
         steps.add_ignored(hset);
     }
+    // HSET clears a field's TTL: the declared ones are given again.
+    for ttl in ttls {
+        steps.add_ignored(ttl.clone());
+    }
 }
 
 impl<M: Model> ObjectRef<M> {
-    /// Writes a single-value object: SET `text`, or DEL for `None`; under
-    /// an admin, only if the admin exists.
-    async fn write_single(&self, db: &Db, text: Option<Vec<u8>>) -> Result<()> {
+    /// Writes a single-value object: SET `text` (with `PX` for a `ttl`),
+    /// or DEL for `None`; under an admin, only if the admin exists.
+    async fn write_single(
+        &self,
+        db: &Db,
+        text: Option<Vec<u8>>,
+        ttl: Option<Duration>,
+    ) -> Result<()> {
         let key = self.key_in(db);
         let mut steps = Plan::new();
         if let Some(owner) = self.owner_key_in(db) {
             steps.guard(owner);
         }
         let cmd = match text {
-            Some(text) => cmd("SET").arg(&key).arg(text).clone(),
+            Some(text) => single_set(&key, text, ttl)?,
             None => cmd("DEL").arg(&key).clone(),
         };
         steps.add_ignored(cmd);
@@ -407,6 +447,11 @@ pub(crate) async fn recheck_references<M: Model>(
     Ok(())
 }
 
+/// The names of the fields a write sets.
+pub(crate) fn names<'a>(set: &[(&'a str, Vec<u8>)]) -> Vec<&'a str> {
+    set.iter().map(|(name, _)| *name).collect()
+}
+
 /// The stored fields a write sets or removes, with their new text.
 fn changed_fields<'a>(
     set: &'a [(&'static str, Vec<u8>)],
@@ -420,7 +465,7 @@ fn changed_fields<'a>(
 
 impl<M: SingleValue> ObjectRef<M> {
     /// Sets the value of a single-value sub-object (SET, which clears a
-    /// TTL). `None` deletes the key.
+    /// TTL, or gives the model's declared one). `None` deletes the key.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "set_value", key = %self.key()))]
     pub async fn set_value(&self, db: &Db, value: impl IntoValue<M::Value>) -> Result<()> {
         let field = M::FIELDS.first().copied().unwrap_or("value");
@@ -429,8 +474,17 @@ impl<M: SingleValue> ObjectRef<M> {
             field: field.to_string(),
             reason,
         })?;
-        self.write_single(db, text).await
+        self.write_single(db, text, M::TTL).await
     }
+}
+
+/// SET of a single-value object's text, with `PX` for a `ttl`.
+pub(crate) fn single_set(key: &str, text: Vec<u8>, ttl: Option<Duration>) -> Result<Cmd> {
+    let mut set = cmd("SET").arg(key).arg(text).clone();
+    if let Some(ttl) = ttl {
+        set.arg("PX").arg(checked_millis(ttl)?);
+    }
+    Ok(set)
 }
 
 /// The start of a write of the object at `key` that needs `guards` to

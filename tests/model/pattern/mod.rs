@@ -10,4 +10,5 @@ mod migrate;
 mod recent;
 mod sorted;
 mod tags;
+mod ttl;
 mod unique;

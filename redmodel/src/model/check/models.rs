@@ -458,7 +458,11 @@ impl Claim {
     ) -> Option<String> {
         let field = spec.field;
         match (self, spec.kind) {
-            (Claim::Exists, _) => None,
+            // A field with a TTL that expired no longer puts its object
+            // in the recent list; any other field's list names objects.
+            (Claim::Exists, _) => (text.is_none()
+                && M::FIELD_TTLS.iter().any(|(name, _)| *name == field))
+            .then(|| format!("its `{field}` expired")),
             (Claim::Score(stored), IndexKind::Sorted { score }) => {
                 let want = text.and_then(|t| score(t).ok().flatten());
                 (want != Some(*stored)).then(|| match want {

@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 
 use crate::command::cmd;
 use crate::model::key::recent_key;
-use crate::model::live::{existing, load_live, parse_member, prune_gone, Entry};
+use crate::model::live::{existing, load_holding, parse_member, prune_gone, prune_lacking, Entry};
 use crate::model::query::{Filter, Kind};
 use crate::model::{Model, ObjectRef};
 use crate::{Db, Result};
@@ -87,7 +87,8 @@ impl<M: Model> RecentList<M> {
     }
 
     /// The objects, newest first, in one LRANGE and one batch; objects
-    /// that are gone are left out and pruned.
+    /// that are gone, or whose field expired (a field declared with a
+    /// TTL), are left out and pruned.
     pub async fn load(&self, db: &Db) -> Result<Vec<M>> {
         self.load_each(db).await?.into_iter().collect()
     }
@@ -98,11 +99,13 @@ impl<M: Model> RecentList<M> {
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "recent_load", index = self.field))]
     pub async fn load_each(&self, db: &Db) -> Result<Vec<Result<M>>> {
         let refs = self.keys(db).await?;
-        load_live(db, refs, self.entry()).await
+        load_holding(db, refs, Some(self.field), self.entry()).await
     }
 
     /// The handles, newest first; handles of gone objects are left out
-    /// and pruned.
+    /// and pruned. Only the objects' existence is checked (EXISTS): an
+    /// object whose field expired stays until [`load`](Self::load) meets
+    /// it.
     pub async fn members(&self, db: &Db) -> Result<Vec<ObjectRef<M>>> {
         let refs = self.keys(db).await?;
         let keys: Vec<String> = refs.iter().map(|r| r.key_in(db).into_owned()).collect();
@@ -124,11 +127,13 @@ impl<M: Model> RecentList<M> {
             .collect())
     }
 
-    /// Removes the entries of gone objects. Returns how many were removed.
+    /// Removes the entries of gone objects, and of objects whose field
+    /// expired (a field declared with a TTL). Returns how many were
+    /// removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
             .read(cmd("LRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
-        prune_gone(db, &keys, self.entry()).await
+        prune_lacking::<M>(db, &keys, self.field, self.entry()).await
     }
 }

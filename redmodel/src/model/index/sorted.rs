@@ -21,7 +21,8 @@ use crate::command::AddCommand as _;
 use crate::db::query::Bounds;
 use crate::model::key::sorted_key;
 use crate::model::live::{
-    existing, load_judged, parse_member, prune, prune_gone, Entry, Stale, Test,
+    existing, expiring_position, lacks, load_judged, parse_member, prune, prune_gone,
+    prune_lacking, Entry, Stale, Test,
 };
 use crate::model::member::{stored_member, AsMember};
 use crate::model::query::{Filter, Kind, OrderBy};
@@ -247,15 +248,19 @@ impl<M: Model, T> SortedIndex<M, T> {
             .iter()
             .map(|k| parse_member::<M>(k, &index))
             .collect::<Result<Vec<_>>>()?;
+        let expiring = expiring_position::<M>(self.field);
         load_judged(db, refs, stale, |r, values, stale| {
-            if values.is_none() {
-                stale.push(Stale {
-                    object: r.key_in(db).into_owned(),
-                    test: Test::Gone,
-                    entry: Entry::Sorted(index.clone()),
-                });
-            }
-            values.is_some()
+            let test = match values {
+                None => Test::Gone,
+                Some(values) if lacks(values, expiring) => Test::Absent { field: self.field },
+                Some(_) => return true,
+            };
+            stale.push(Stale {
+                object: r.key_in(db).into_owned(),
+                test,
+                entry: Entry::Sorted(index.clone()),
+            });
+            false
         })
         .await
     }
@@ -459,13 +464,14 @@ impl<M: Model, T> SortedIndex<M, T> {
         Ok(score)
     }
 
-    /// Removes the entries of every gone object (a full pass). Returns how
-    /// many were removed.
+    /// Removes the entries of every gone object, and of every object
+    /// whose field expired (a field declared with a TTL), in a full pass.
+    /// Returns how many were removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
             .read(cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
             .await?;
-        prune_gone(db, &keys, self.entry()).await
+        prune_lacking::<M>(db, &keys, self.field, self.entry()).await
     }
 }
 

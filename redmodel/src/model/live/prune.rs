@@ -39,6 +39,10 @@ pub(crate) enum Test {
     /// Dead if the object's field does not hold `text` (HGET), which
     /// includes the object being gone.
     NotEqual { field: &'static str, text: Vec<u8> },
+    /// Dead if the object's field is absent (HGET), which includes the
+    /// object being gone: the entry of a field that expired
+    /// (`#[redmodel(ttl = ...)]` on the field).
+    Absent { field: &'static str },
     /// Dead if the object's tag field does not include `tag` (HGET).
     LacksTag {
         field: &'static str,
@@ -65,7 +69,7 @@ pub(crate) enum Entry {
 fn add_test(pipe: &mut Pipeline, s: &Stale) {
     match &s.test {
         Test::Gone => pipe.command("EXISTS").arg(&s.object),
-        Test::NotEqual { field, .. } | Test::LacksTag { field, .. } => {
+        Test::NotEqual { field, .. } | Test::LacksTag { field, .. } | Test::Absent { field } => {
             pipe.command("HGET").arg(&s.object).arg(*field)
         }
     };
@@ -96,8 +100,10 @@ impl Test {
                 // Bad data: leave it to the reader's decode error.
                 Err(_) => false,
             },
-            (Test::NotEqual { .. } | Test::LacksTag { .. }, Value::Nil) => true,
-            (Test::NotEqual { .. } | Test::LacksTag { .. }, _) => false,
+            (Test::NotEqual { .. } | Test::LacksTag { .. } | Test::Absent { .. }, Value::Nil) => {
+                true
+            }
+            (Test::NotEqual { .. } | Test::LacksTag { .. } | Test::Absent { .. }, _) => false,
         }
     }
 }

@@ -9,7 +9,7 @@ use redis::Cmd;
 use super::upkeep::{Upkeep, UpkeepOf};
 use crate::command::cmd;
 use crate::model::object::COUNT_FIELD;
-use crate::model::write::Changes;
+use crate::model::write::{self, Changes};
 use crate::model::Model;
 use crate::{Error, Result};
 
@@ -68,6 +68,8 @@ pub(super) struct ObjectWrite {
     /// In plain form, for errors.
     pub(super) plain: String,
     pub(super) upkeep: Box<dyn Upkeep>,
+    /// The model's TTL, given by a full write of a single value (`PX`).
+    pub(super) ttl: Option<std::time::Duration>,
     /// The commands, each with whether its reply is kept (a `_count`).
     pub(super) cmds: Vec<(Cmd, bool)>,
     /// The fields written since the last delete, with their last text.
@@ -90,6 +92,7 @@ impl ObjectWrite {
             key,
             plain: plain.to_string(),
             upkeep: Box::new(UpkeepOf::<M>(PhantomData)),
+            ttl: M::TTL,
             cmds: Vec::new(),
             fields: Vec::new(),
             existence: Existence::AsBefore,
@@ -99,7 +102,9 @@ impl ObjectWrite {
         }
     }
 
-    pub(super) fn apply(&mut self, op: Op) -> Result<()> {
+    /// Adds `op`'s commands, then `ttls`, the commands giving the TTLs
+    /// it declares.
+    pub(super) fn apply(&mut self, op: Op, ttls: Vec<Cmd>) -> Result<()> {
         match op {
             Op::Fields(fields) => {
                 match self.existence {
@@ -121,7 +126,7 @@ impl ObjectWrite {
                 let cmd = match text {
                     Some(text) => {
                         self.existence = Existence::Written;
-                        cmd("SET").arg(&self.key).arg(text).clone()
+                        write::single_set(&self.key, text, self.ttl)?
                     }
                     None => {
                         self.existence = Existence::Deleted;
@@ -144,6 +149,7 @@ impl ObjectWrite {
                 self.cmds.push((ttl, false));
             }
         }
+        self.cmds.extend(ttls.into_iter().map(|ttl| (ttl, false)));
         Ok(())
     }
 

@@ -64,7 +64,7 @@ pub mod model;
 mod sync_hook;
 
 pub use db::{lock_key, LockGuard, LOCK_KEY_PREFIX};
-pub use db::{Db, DedicatedConnection, Message, Subscriber};
+pub use db::{CacheConfig, CacheStats, Db, DedicatedConnection, Message, Subscriber};
 pub use db::{OptimisticConnection, RawTransaction};
 pub use db::{ServerInfo, ServerName, ServerVersion};
 pub use error::{Error, Result};

@@ -131,6 +131,9 @@ mod readme {
     #[doc = include_str!("../../docs/cluster.md")]
     struct ClusterGuide;
 
+    #[doc = include_str!("../../docs/cache.md")]
+    struct CacheGuide;
+
     #[doc = include_str!("../../docs/memory-engine.md")]
     struct MemoryEngineGuide;
 

@@ -12,6 +12,7 @@
 
 mod acl;
 mod bad_input;
+mod cache;
 mod cascade;
 mod chaos;
 mod check;

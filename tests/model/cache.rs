@@ -114,11 +114,23 @@ async fn writer(ctx: TestCtx, w: u32, db: Db, other: Db, log: Arc<Log>, stop: Ar
         // next version replaces it.
         if done.is_ok() {
             versions[id as usize] = version;
-            log.writes.lock().unwrap().push(Write {
-                id,
-                version,
-                acked,
-            });
+            log.writes
+                .lock()
+                .unwrap()
+                .push(Write { id, version, acked });
+            if w == OWN_WRITER {
+                // Read your write at once, before the server's own
+                // invalidation of it is likely to have come.
+                let began = Instant::now();
+                if let Ok(Some(hot)) = Hot::load(&db, id).await {
+                    log.reads.lock().unwrap().push(Read {
+                        id,
+                        version: hot.version,
+                        began,
+                        how: "load after its own write",
+                    });
+                }
+            }
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
@@ -475,7 +487,10 @@ async fn a_restarted_server_empties_the_cache_and_it_refills() -> redmodel::Resu
         if db.cache_stats().expect("on").hits > hits {
             break;
         }
-        assert!(Instant::now() < deadline, "nothing is kept after the restart");
+        assert!(
+            Instant::now() < deadline,
+            "nothing is kept after the restart"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // ... and another client's change reaches it.

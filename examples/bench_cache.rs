@@ -40,7 +40,13 @@ struct Item {
 
 /// One run: `tasks` tasks for `run`, loading through `db`, writing 1% of
 /// the time through `writer`; operations per second.
-async fn run_once(db: &Db, writer: &Db, tasks: u32, objects: u32, run: Duration) -> redmodel::Result<f64> {
+async fn run_once(
+    db: &Db,
+    writer: &Db,
+    tasks: u32,
+    objects: u32,
+    run: Duration,
+) -> redmodel::Result<f64> {
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let handles: Vec<_> = (0..tasks)
@@ -59,7 +65,7 @@ async fn run_once(db: &Db, writer: &Db, tasks: u32, objects: u32, run: Duration)
                     }
                     n += 1;
                     // A hit never waits: let the other tasks run.
-                    if n % 16 == 0 {
+                    if n.is_multiple_of(16) {
                         tokio::task::yield_now().await;
                     }
                 }
@@ -101,7 +107,10 @@ async fn handles(backend: &str, url: &str) -> redmodel::Result<(Db, Db, Db)> {
             .await?;
         return Ok((plain, cached, Db::from_engine(engine)));
     }
-    let cached = Db::connect(url).await?.with_cache(CacheConfig::default()).await?;
+    let cached = Db::connect(url)
+        .await?
+        .with_cache(CacheConfig::default())
+        .await?;
     Ok((Db::connect(url).await?, cached, Db::connect(url).await?))
 }
 
@@ -137,7 +146,8 @@ async fn run(options: &Options, tasks: u32, objects: u32) -> Result<(), String> 
             }
         }
         let [uncached, with_cache] = rates.map(median);
-        let hit_rate = median(hit_rates).map_or("n/a".to_string(), |h| format!("{:.1}%", h * 100.0));
+        let hit_rate =
+            median(hit_rates).map_or("n/a".to_string(), |h| format!("{:.1}%", h * 100.0));
         println!(
             "| {backend} | {} | {} | {} | {hit_rate} |",
             fmt_rate(uncached),

@@ -591,10 +591,7 @@ impl Db {
     /// `link`, whose writes drop their keys from the near cache if it is on.
     fn invalidating(&self, link: Box<dyn backend::Link>) -> Box<dyn backend::Link> {
         match self.cache() {
-            Some(cache) => Box::new(cache::Invalidating {
-                link,
-                cache: Arc::clone(cache),
-            }),
+            Some(cache) => Box::new(cache::Invalidating::new(link, Arc::clone(cache))),
             None => link,
         }
     }

@@ -498,3 +498,21 @@ async fn a_restarted_server_empties_the_cache_and_it_refills() -> redmodel::Resu
     until_loaded(&db, 1, 10).await?;
     Ok(())
 }
+
+backend_tests! {
+    exclusive async fn a_write_queued_in_multi_is_dropped_once_exec_is_answered(ctx) -> redmodel::Result<()> {
+        let db = ctx.db.clone().with_cache(CacheConfig::default()).await?;
+        seed(&db).await?;
+        settle(&ctx).await;
+        let key = stored(&ctx, 1);
+        let mut conn = db.dedicated_for(&key).await?;
+        conn.query::<()>(&redis::cmd("MULTI")).await?;
+        conn.query::<()>(redis::cmd("HSET").arg(&key).arg("version").arg(5))
+            .await?;
+        // Queued, not run: the read finds version 0, and keeps it.
+        assert_eq!(Hot::load(&db, 1).await?.map(|h| h.version), Some(0));
+        conn.query::<()>(&redis::cmd("EXEC")).await?;
+        assert_eq!(Hot::load(&db, 1).await?.map(|h| h.version), Some(5));
+        Ok(())
+    }
+}

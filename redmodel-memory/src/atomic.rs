@@ -128,6 +128,8 @@ impl Engine {
         store.flush_notifications();
         blocking::serve_ready(&mut store, now);
         store.flush_notifications();
+        // BCAST trackers hear of the changes before the caller's reply.
+        store.tracking.broadcast();
         out.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 }

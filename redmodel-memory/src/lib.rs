@@ -29,7 +29,8 @@
 //!   in-process subscribers of [`Engine::pubsub`] ([`PubSub`]); keyspace
 //!   notifications (`notify-keyspace-events`) are published as Redis does.
 //! - Client-side caching: a RESP connection may turn on CLIENT TRACKING and
-//!   receive Redis's invalidations for every change, whoever makes it.
+//!   receive Redis's invalidations for every change, whoever makes it; a
+//!   cache in process tracks through [`Engine::invalidations`].
 //! - `serve` (the `server` feature) speaks RESP2, and RESP3 after `HELLO 3`, on a TCP port,
 //!   for redis-cli, redis-benchmark and clients in any language; each connection is a
 //!   client of its own. The in-process [`Connection`] speaks RESP2 too (what redis-rs
@@ -85,6 +86,7 @@ pub use pubsub::{Message, PubSub};
 pub use rdb::file::RdbError;
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};
+pub use tracking::{Invalidation, Invalidations};
 
 use command::Store;
 
@@ -117,6 +119,23 @@ pub fn may_write(argv: &[&[u8]]) -> bool {
         return false;
     };
     meta.has_flag("write") || matches!(meta.name, "eval" | "evalsha" | "fcall" | "exec")
+}
+
+/// Where the keys of `argv` (the command name first) are, as Redis
+/// 7.0.15's command table finds them (a script's declared keys included):
+/// `None` for an unknown command. Clients use it to tell which keys a
+/// write changed, for instance to drop them from a cache of their own.
+///
+/// ```
+/// use redmodel_memory::key_positions;
+/// assert_eq!(key_positions(&[b"HSET", b"k", b"f", b"v"]), Some(vec![1]));
+/// assert_eq!(key_positions(&[b"MSET", b"a", b"1", b"b", b"2"]), Some(vec![1, 3]));
+/// assert_eq!(key_positions(&[b"EVALSHA", b"0123", b"2", b"x", b"y", b"arg"]), Some(vec![3, 4]));
+/// assert_eq!(key_positions(&[b"FLUSHALL"]), Some(vec![]));
+/// assert_eq!(key_positions(&[b"NOSUCHCOMMAND", b"k"]), None);
+/// ```
+pub fn key_positions(argv: &[&[u8]]) -> Option<Vec<usize>> {
+    command_table::of_line(argv)?.key_positions(argv)
 }
 
 /// The hash slot of the keys of `argv` (the command name first), as a

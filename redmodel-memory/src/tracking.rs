@@ -34,14 +34,19 @@
 //! them between its replies: those a command causes to its own client come
 //! after that command's reply (after EXEC's for a transaction), as Redis
 //! sends them. The in-process [`Connection`](crate::Connection) has no way
-//! to receive pushes: CLIENT TRACKING is a RESP server's, and in-process
-//! writes invalidate the RESP clients' keys like any other.
+//! to receive pushes: a cache in process tracks through
+//! [`Engine::invalidations`](crate::Engine::invalidations) (`feed`), a BCAST
+//! tracker of its own, and in-process writes invalidate every tracker's keys
+//! like any other.
 
 // Only RESP connections turn tracking on: without the server, the store
 // keeps the (empty) state and its hooks, and nothing calls the rest.
 #![cfg_attr(not(feature = "server"), allow(dead_code))]
 
 mod command;
+mod feed;
+
+pub use feed::{Invalidation, Invalidations};
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -7,10 +7,13 @@
 //!   backend; the constructors `Db::connect*` and `Db::from_env`.
 //! - [`dedicated`]: exclusive connections (what WATCH needs), taken from
 //!   the backend's pool and counted like every other round trip.
+//! - [`cache`]: the near cache of model reads, kept coherent by the
+//!   server's client tracking ([`Db::with_cache`]).
 
 mod acks;
 mod backend;
 pub(crate) mod batch;
+pub(crate) mod cache;
 mod cluster;
 mod conn_state;
 mod connect;
@@ -32,7 +35,7 @@ mod slots;
 mod url;
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
@@ -45,6 +48,7 @@ use crate::sync_hook::{SyncEvent, SyncHooks};
 
 use acks::Acks;
 use backend::Backend;
+pub use cache::{CacheConfig, CacheStats};
 use counters::Counters;
 pub use dedicated::DedicatedConnection;
 pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
@@ -149,6 +153,8 @@ struct Shared {
     recall: recall::Recall,
     /// The server's name and version, learnt when connecting ([`Db::server`]).
     server: ServerInfo,
+    /// The near cache, once turned on ([`Db::with_cache`]).
+    cache: OnceLock<Arc<cache::Cache>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -241,6 +247,7 @@ impl Db {
                 recall: Default::default(),
                 counters: Arc::default(),
                 server,
+                cache: OnceLock::new(),
             }),
             layout,
             acks: None,
@@ -558,7 +565,7 @@ impl Db {
     /// # Ok(()) }
     /// ```
     pub async fn dedicated_for(&self, key: &str) -> Result<DedicatedConnection> {
-        let link = self.backend().exclusive_for(key.as_bytes()).await?;
+        let link = self.invalidating(self.backend().exclusive_for(key.as_bytes()).await?);
         // Routed to one node, it takes MULTI / EXEC like a plain connection.
         Ok(DedicatedConnection::new(
             link,
@@ -571,7 +578,7 @@ impl Db {
     /// An exclusive link, on every backend (on a cluster, a cluster
     /// connection of its own): what the optimistic transactions use.
     pub(crate) async fn exclusive(&self) -> Result<DedicatedConnection> {
-        let link = self.backend().exclusive().await?;
+        let link = self.invalidating(self.backend().exclusive().await?);
         Ok(DedicatedConnection::new(
             link,
             Arc::clone(&self.shared.counters),
@@ -581,10 +588,23 @@ impl Db {
     }
 }
 
+impl Db {
+    /// `link`, whose writes drop their keys from the near cache if it is on.
+    fn invalidating(&self, link: Box<dyn backend::Link>) -> Box<dyn backend::Link> {
+        match self.cache() {
+            Some(cache) => Box::new(cache::Invalidating::new(link, Arc::clone(cache))),
+            None => link,
+        }
+    }
+}
+
 impl ConnectionLike for Db {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         // In process the engine answers at once: no backend future.
         if let Some(reply) = self.run_now(cmd) {
+            if let Some(cache) = self.cache() {
+                cache.after_write(cmd);
+            }
             return Box::pin(std::future::ready(Ok(reply)));
         }
         // A BLPOP, or a write this handle follows with WAIT, blocks its
@@ -601,7 +621,17 @@ impl ConnectionLike for Db {
             });
         }
         self.shared.counters.command();
-        self.shared.backend.send(cmd)
+        match self.cache() {
+            None => self.shared.backend.send(cmd),
+            Some(cache) => {
+                let cache = Arc::clone(cache);
+                Box::pin(async move {
+                    let reply = self.shared.backend.send(cmd).await;
+                    cache.after_write(cmd);
+                    reply
+                })
+            }
+        }
     }
 
     fn req_packed_commands<'a>(
@@ -616,7 +646,21 @@ impl ConnectionLike for Db {
             || pipeline.cmd_iter().any(holds_up_others);
         if !own {
             self.shared.counters.pipeline(pipeline);
-            return self.shared.backend.send_pipeline(pipeline, offset, count);
+            return match self.cache() {
+                None => self.shared.backend.send_pipeline(pipeline, offset, count),
+                Some(cache) => {
+                    let cache = Arc::clone(cache);
+                    Box::pin(async move {
+                        let replies = self
+                            .shared
+                            .backend
+                            .send_pipeline(pipeline, offset, count)
+                            .await;
+                        cache.after_pipeline(pipeline);
+                        replies
+                    })
+                }
+            };
         }
         // A pipeline followed by WAIT, or holding a BLPOP: on a connection
         // of its own, as a command is above.

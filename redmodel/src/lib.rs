@@ -64,7 +64,7 @@ pub mod model;
 mod sync_hook;
 
 pub use db::{lock_key, LockGuard, LOCK_KEY_PREFIX};
-pub use db::{Db, DedicatedConnection, Message, Subscriber};
+pub use db::{CacheConfig, CacheStats, Db, DedicatedConnection, Message, Subscriber};
 pub use db::{OptimisticConnection, RawTransaction};
 pub use db::{ServerInfo, ServerName, ServerVersion};
 pub use error::{Error, ItemError, Result};
@@ -133,6 +133,9 @@ mod readme {
 
     #[doc = include_str!("../../docs/cluster.md")]
     struct ClusterGuide;
+
+    #[doc = include_str!("../../docs/cache.md")]
+    struct CacheGuide;
 
     #[doc = include_str!("../../docs/memory-engine.md")]
     struct MemoryEngineGuide;

@@ -152,6 +152,7 @@
 //! concern (reads in `object`, writes in `write`, `expire` in `expiry`,
 //! `relation` in `relation`, `delete_cascade` in `cascade`).
 
+mod cached;
 pub mod cascade;
 pub mod check;
 pub mod codec;

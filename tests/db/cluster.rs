@@ -1,6 +1,6 @@
 //! The Redis Cluster backend against a private local cluster of three
 //! masters: routing, pipelines across slots, transactions in one slot,
-//! SCAN over every master.
+//! SCAN over every master; the near cache across a failover.
 
 use std::sync::Arc;
 
@@ -394,5 +394,79 @@ async fn a_killed_master_fails_over_to_its_replica() -> Result<(), Error> {
     // retries a dead node's requests itself for a while, and may outlast
     // the failover. The master is gone either way.
     assert!(!cluster.nodes()[0].is_running(), "the master stays dead");
+    Ok(())
+}
+
+#[derive(redmodel::Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "cachedfailover")]
+struct Cached {
+    #[redmodel(pk)]
+    id: u32,
+    n: i64,
+}
+
+/// A replica takes over its master (CLUSTER FAILOVER, the old master
+/// alive and demoted): the near cache sees the masters change, empties
+/// itself, tracks the new master, and follows another client's writes
+/// again.
+#[tokio::test]
+async fn a_failover_empties_the_near_cache_and_tracking_follows_the_new_master() -> Result<(), Error>
+{
+    use redmodel::prelude::*;
+    use std::time::{Duration, Instant};
+    let test = "a_failover_empties_the_near_cache_and_tracking_follows_the_new_master";
+    if !redis_server_available(test) {
+        return Ok(());
+    }
+    let cluster = RedisCluster::start_with_replicas(3).unwrap_or_else(|e| panic!("{test}: {e}"));
+    let urls = cluster.urls();
+    let db = Db::connect_cluster(&urls)
+        .await?
+        .with_cache(redmodel::CacheConfig::default())
+        .await?;
+    let other = Db::connect_cluster(&urls).await?;
+    for id in 0..30 {
+        Cached { id, n: 0 }.insert(&other).await?;
+    }
+    let flushes = db.cache_stats().expect("on").flushes;
+    // Replica 0 takes over master 0.
+    Db::connect(&urls[3])
+        .await?
+        .query::<()>(redis::cmd("CLUSTER").arg("FAILOVER"))
+        .await?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while db.cache_stats().expect("on").flushes == flushes {
+        assert!(
+            Instant::now() < deadline,
+            "the cache did not see the failover"
+        );
+        // Reads go on meanwhile (errors of the failover are transient).
+        let _ = ObjectRef::load_many(&db, &(0..30).map(Cached::at).collect::<Vec<_>>()).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Every object follows another client's write again, once tracking is
+    // back on every master.
+    for id in 0..30 {
+        let write = loop {
+            match Cached::at(id).set(&other, Cached::N, 1).await {
+                Err(e) if e.is_transient() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                done => break done,
+            }
+        };
+        write?;
+        loop {
+            if let Ok(Some(c)) = Cached::load(&db, id).await {
+                if c.n == 1 {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "object {id} never read 1");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let s = db.cache_stats().expect("on");
+    assert!(s.hits > 0 && s.invalidations > 0, "{s:?}");
     Ok(())
 }

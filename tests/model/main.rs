@@ -13,6 +13,7 @@
 mod acl;
 mod bad_input;
 mod bulk;
+mod cache;
 mod cascade;
 mod chaos;
 mod check;

@@ -63,6 +63,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// A connection in subscribed mode of its own (see [`Subscriber`](super::pubsub::Subscriber)).
     fn subscriber(&self) -> super::pubsub::Opening<'_>;
 
+    /// The nodes a near cache tracks changes on ([`cache`](super::cache)):
+    /// the server; a cluster's masters. None for the memory engine, whose
+    /// cache tracks in process.
+    fn tracking_nodes(&self) -> BoxFuture<'_, Result<Vec<redis::ConnectionInfo>>> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
+
     /// The memory engine, for a backend that is one.
     fn engine(&self) -> Option<&Engine> {
         None

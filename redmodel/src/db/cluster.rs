@@ -292,6 +292,24 @@ impl Backend for ClusterBackend {
     fn scan<'a>(&'a self, pattern: &'a str, count: u64) -> BoxFuture<'a, Result<Vec<Vec<u8>>>> {
         Box::pin(scan_masters(self.conn(), pattern, count))
     }
+
+    /// Every master, reached as the first seed is (its TLS, its
+    /// credentials), in address order.
+    fn tracking_nodes(&self) -> BoxFuture<'_, Result<Vec<redis::ConnectionInfo>>> {
+        Box::pin(async move {
+            let seed = self
+                .seeds
+                .first()
+                .ok_or_else(|| Error::Config("a cluster without seed URLs".to_string()))?;
+            let info = super::url::open_client(seed)?.get_connection_info().clone();
+            let mut conn = self.conn();
+            let masters = masters(&mut conn).await?;
+            Ok(masters
+                .into_iter()
+                .map(|(host, port)| at_node(&info, host, port))
+                .collect())
+        })
+    }
 }
 
 /// Whether `pipeline` is a transaction, atomic or spelled out (MULTI ...
@@ -577,6 +595,25 @@ const TRANSACTION_REDIRECTS: Duration = Duration::from_secs(8);
 /// it).
 fn crossed_slots(err: &redis::RedisError) -> bool {
     err.code() == Some("CROSSSLOT") || err.to_string().contains("crossed slots")
+}
+
+/// `info` (a seed's) pointed at another node.
+fn at_node(info: &redis::ConnectionInfo, host: String, port: u16) -> redis::ConnectionInfo {
+    use redis::ConnectionAddr;
+    let addr = match info.addr() {
+        ConnectionAddr::TcpTls {
+            insecure,
+            tls_params,
+            ..
+        } => ConnectionAddr::TcpTls {
+            host,
+            port,
+            insecure: *insecure,
+            tls_params: tls_params.clone(),
+        },
+        _ => ConnectionAddr::Tcp(host, port),
+    };
+    info.clone().set_addr(addr)
 }
 
 /// Every key matching `pattern` on every master: SCAN on each, with its own

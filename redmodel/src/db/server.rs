@@ -90,6 +90,11 @@ impl Backend for ServerBackend {
         Box::pin(pool::checkout(&self.pool, self.wait))
     }
 
+    fn tracking_nodes(&self) -> BoxFuture<'_, Result<Vec<redis::ConnectionInfo>>> {
+        let info = self.client.get_connection_info().clone();
+        Box::pin(std::future::ready(Ok(vec![info])))
+    }
+
     fn subscriber(&self) -> Opening<'_> {
         Box::pin(async move { Ok(pubsub::Link::Redis(self.client.get_async_pubsub().await?)) })
     }

@@ -276,6 +276,9 @@ impl<M: Model> ObjectRef<M> {
     /// For an `Option` field, an absent field is `None`, never `Some(None)`.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "get", key = %self.key))]
     pub async fn get<T, C: Codec<T>>(&self, db: &Db, field: Field<M, T, C>) -> Result<Option<T>> {
+        if let Some(raw) = self.field_cached(db, field.name()).await {
+            return field.decode_present(&self.key, raw?);
+        }
         let raw: Option<Vec<u8>> = db
             .read(cmd("HGET").arg(self.key_in(db)).arg(field.name()))
             .await
@@ -348,7 +351,7 @@ impl<M: Model> ObjectRef<M> {
     /// model. `Ok(None)` if it does not exist.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load", key = %self.key))]
     pub async fn load(&self, db: &Db) -> Result<Option<M>> {
-        match self.read_raw(db).await? {
+        match self.read_raw_cached(db).await? {
             Some(values) => M::decode_fields(&self.key, self.pk.clone(), values).map(Some),
             None => Ok(None),
         }
@@ -358,7 +361,7 @@ impl<M: Model> ObjectRef<M> {
     /// object does not exist.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_map", key = %self.key))]
     pub async fn load_map(&self, db: &Db) -> Result<Option<BTreeMap<String, String>>> {
-        match self.read_raw(db).await? {
+        match self.read_raw_cached(db).await? {
             Some(values) => self.text_map(M::FIELDS.iter().copied(), values).map(Some),
             None => Ok(None),
         }
@@ -369,8 +372,10 @@ impl<M: Model> ObjectRef<M> {
     /// in the order given; `None` where an object does not exist.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_many", count = refs.len()))]
     pub async fn load_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Option<M>>> {
-        Self::read_many_raw(db, refs)
+        Self::read_many_cached(db, refs)
             .await?
+            .into_iter()
+            .collect::<Result<Vec<RawFields>>>()?
             .into_iter()
             .zip(refs)
             .map(|(values, r)| values.map(|v| r.decode(v)).transpose())
@@ -399,7 +404,7 @@ impl<M: Model> ObjectRef<M> {
     /// ```
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_many_each", count = refs.len()))]
     pub async fn load_many_each(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Result<Option<M>>>> {
-        Ok(Self::read_many(db, refs)
+        Ok(Self::read_many_cached(db, refs)
             .await?
             .into_iter()
             .zip(refs)

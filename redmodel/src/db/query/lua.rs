@@ -111,49 +111,47 @@ end
 local desc = order == 'desc'
 local key, lo, hi = src[1], src[2], src[3]
 local rsn = num(rs)
+-- The walk goes down (or up) the sorted set a chunk at a time: each next
+-- chunk starts at the last score read, past the items of that score read
+-- already (`offset`), so a run of equal scores costs no re-reading.
+local lo2, hi2 = lo, hi
+local at = nil
+if resume then
+  if desc then
+    local b, bo = bound(hi)
+    if rsn < b or (rsn == b and not bo) then hi2, at = rs, rs end
+  else
+    local a, ao = bound(lo)
+    if rsn > a or (rsn == a and not ao) then lo2, at = rs, rs end
+  end
+end
+local offset = 0
 while true do
-  local lo2, hi2 = lo, hi
-  if resume then
-    if desc then
-      local b, bo = bound(hi)
-      if rsn < b or (rsn == b and not bo) then hi2 = rs end
-    else
-      local a, ao = bound(lo)
-      if rsn > a or (rsn == a and not ao) then lo2 = rs end
-    end
+  local r
+  if desc then
+    r = redis.call('ZRANGE', key, hi2, lo2, 'BYSCORE', 'REV', 'LIMIT', offset, size, 'WITHSCORES')
+  else
+    r = redis.call('ZRANGE', key, lo2, hi2, 'BYSCORE', 'LIMIT', offset, size, 'WITHSCORES')
   end
-  local offset, got, kept = 0, 0, {}
-  while true do
-    local r
-    if desc then
-      r = redis.call('ZRANGE', key, hi2, lo2, 'BYSCORE', 'REV', 'LIMIT', offset, size, 'WITHSCORES')
-    else
-      r = redis.call('ZRANGE', key, lo2, hi2, 'BYSCORE', 'LIMIT', offset, size, 'WITHSCORES')
-    end
-    got = #r / 2
-    kept = {}
-    for i = 1, #r, 2 do
-      local m, st = r[i], r[i + 1]
+  for i = 1, #r, 2 do
+    local m, st = r[i], r[i + 1]
+    local ok = true
+    if resume then
       local s = num(st)
-      local ok = true
-      if resume then
-        if desc then ok = s < rsn or (s == rsn and less(m, rk))
-        else ok = s > rsn or (s == rsn and less(rk, m)) end
-      end
-      if ok then
-        kept[#kept + 1] = m
-        kept[#kept + 1] = st
-      end
+      if desc then ok = s < rsn or (s == rsn and less(m, rk))
+      else ok = s > rsn or (s == rsn and less(rk, m)) end
     end
-    if #kept > 0 or got < size then break end
-    offset = offset + size
+    if ok and passes(m) and push(m, st) then return out end
   end
-  for i = 1, #kept, 2 do
-    if passes(kept[i]) and push(kept[i], kept[i + 1]) then return out end
+  if #r / 2 < size then return out end
+  local last, ties = r[#r], 0
+  for i = #r, 2, -2 do
+    if r[i] ~= last then break end
+    ties = ties + 1
   end
-  if got < size or #kept == 0 then return out end
-  resume, rk, rs = true, kept[#kept - 1], kept[#kept]
-  rsn = num(rs)
+  if last == at then offset = offset + ties else offset = ties end
+  at = last
+  if desc then hi2 = last else lo2 = last end
 end
 ";
 

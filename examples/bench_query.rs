@@ -214,6 +214,14 @@ async fn measure(name: &str, db: &Db, options: &Options, objects: u32) -> Result
                 .map_err(|e| e.to_string())?,
         );
     }
+    print_row(name, models, hands, &trips);
+    Ok(())
+}
+
+/// The model's bulk write of `books`: how many were written.
+/// One backend's row: the medians of the model's and the hand-written
+/// rates, their ratio, and the model's requests.
+fn print_row(name: &str, models: Vec<f64>, hands: Vec<f64>, trips: &dyn std::fmt::Display) {
     let (model, hand) = (median(models), median(hands));
     println!(
         "| {name} | {} | {} | {} | {trips} |",
@@ -221,10 +229,8 @@ async fn measure(name: &str, db: &Db, options: &Options, objects: u32) -> Result
         fmt_rate(hand),
         fmt_ratio(model, hand)
     );
-    Ok(())
 }
 
-/// The model's bulk write of `books`: how many were written.
 async fn model_bulk(db: &Db, books: &[Book]) -> redmodel::Result<usize> {
     for result in Book::insert_many(db, books).await {
         result.map_err(|e| e.error)?;
@@ -305,13 +311,7 @@ async fn measure_bulk(name: &str, db: &Db, options: &Options, batch: u32) -> Res
             "{name}: {written} books in the year index after the batch of {batch}"
         ));
     }
-    let (model, hand) = (median(models), median(hands));
-    println!(
-        "| {name} | {} | {} | {} | {trips} |",
-        fmt_rate(model),
-        fmt_rate(hand),
-        fmt_ratio(model, hand)
-    );
+    print_row(name, models, hands, &trips);
     Ok(())
 }
 

@@ -222,13 +222,20 @@ pub(crate) async fn entry_state<R: Reader>(
     reader: &R,
     entry: &str,
 ) -> Result<(Option<String>, bool)> {
+    let replies = reader.read(&[entry], entry_reads(entry), false).await?;
+    entry_state_of(entry, &replies)
+}
+
+/// The reads [`entry_state`] makes: the entry's holder, its deadline.
+pub(crate) fn entry_reads(entry: &str) -> Vec<redis::Cmd> {
     let mut deadline = cmd("PEXPIRETIME");
     deadline.arg(entry);
-    let mut replies = reader
-        .read(&[entry], vec![holder_command(entry), deadline], false)
-        .await?
-        .into_iter();
-    let named: Option<String> = reply_at(entry, "list", replies.next())?;
-    let pending = matches!(replies.next(), Some(Value::Int(at)) if at >= 0);
+    vec![holder_command(entry), deadline]
+}
+
+/// [`entry_state`] from the replies of [`entry_reads`].
+pub(crate) fn entry_state_of(entry: &str, replies: &[Value]) -> Result<(Option<String>, bool)> {
+    let named: Option<String> = reply_at(entry, "list", replies.first().cloned())?;
+    let pending = matches!(replies.get(1), Some(Value::Int(at)) if *at >= 0);
     Ok((named, pending))
 }

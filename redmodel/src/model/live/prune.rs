@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis::{Cmd, Pipeline, Value};
 
-use super::holder_command;
+use super::{entry_reads, entry_state_of, holder_command};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::plan::checked::{self, write_if, Decide, Reader};
@@ -230,18 +230,15 @@ async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Resu
 /// their own claims): a prune leaves it, as its holder cannot show the
 /// value yet.
 async fn release_unique(db: &Db, entry: &str, holder: &str) -> Result<bool> {
-    let mut deadline = cmd("PEXPIRETIME");
-    deadline.arg(entry);
     let mut del = cmd("DEL");
     del.arg(entry);
-    // Named by `holder`, and without a lease (no deadline: -1).
+    // Named by `holder`, and not a pending claim (an entry that cannot be
+    // read as one is left alone).
     let held = |replies: &[Value]| {
-        Ok(
-            matches!(replies, [Value::BulkString(named), Value::Int(-1)] if named == holder.as_bytes()),
-        )
+        Ok(entry_state_of(entry, replies)
+            .is_ok_and(|(named, pending)| named.as_deref() == Some(holder) && !pending))
     };
-    let reads = [holder_command(entry), deadline];
-    write_if(db, entry, &[entry], &reads, &held, &[del]).await
+    write_if(db, entry, &[entry], &entry_reads(entry), &held, &[del]).await
 }
 
 /// The reads of [`prune`]: reads through `reader` (which WATCHes them on

@@ -209,6 +209,63 @@ backend_tests! {
 }
 
 backend_tests! {
+    /// Objects moved to a customer while it is deleted: whichever way
+    /// they interleave, each keeps a reference that holds. A move that
+    /// lands first is seen by the delete (refused for an order, the cart
+    /// deleted with the customer); one that loses fails with `NotFound`
+    /// and leaves the object as it was, its index entries included.
+    exclusive async fn a_reference_moved_to_an_object_being_deleted_leaves_the_referrer_whole(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let home = customer(db, 1).await?;
+        for round in 0..16u32 {
+            let id = 200 + round;
+            let target = customer(db, id).await?;
+            Order { id, customer: home.clone() }.insert(db).await?;
+            cart(id, 1).insert(db).await?;
+            let delete = {
+                let (db, target) = (db.clone(), target.clone());
+                tokio::spawn(async move { target.delete_cascade(&db).await })
+            };
+            for _ in 0..round % 4 {
+                tokio::task::yield_now().await;
+            }
+            let moves = [
+                Order::at(id).set(db, Order::CUSTOMER, target.clone()).await,
+                Cart::at(id)
+                    .set_many(db, [Cart::CUSTOMER.to(target.clone()), Cart::CODE.to(format!("moved-{id}"))])
+                    .await,
+            ];
+            for moved in moves {
+                match moved {
+                    Ok(()) | Err(Error::NotFound { .. }) => {}
+                    Err(other) => return Err(other),
+                }
+            }
+            match delete.await.expect("the delete task") {
+                Ok(_) | Err(Error::Restricted { .. }) => {}
+                Err(other) => return Err(other),
+            }
+            let order = Order::load(db, id).await?.expect("an order is never deleted by a move");
+            if !target.exists(db).await? {
+                assert_eq!(order.customer, home, "round {round}: the order names the customer that stays");
+                // A cart whose move landed first went with the customer.
+                if let Some(cart) = Cart::load(db, id).await? {
+                    let code = format!("code-{id}");
+                    assert_eq!((&cart.customer, &cart.code), (&home, &code), "round {round}");
+                    assert_eq!(Cart::CODE_UNIQUE.find(db, code).await?, Some(cart.clone()));
+                }
+                assert_eq!(Cart::CODE_UNIQUE.find(db, format!("moved-{id}")).await?, None);
+            }
+            assert_eq!(reference_findings(db).await?, Vec::<String>::new(), "round {round}");
+            Order::at(id).delete(db).await?;
+            Cart::at(id).delete(db).await?;
+            Customer::at(id).delete(db).await?;
+        }
+        Ok(())
+    }
+}
+
+backend_tests! {
     exclusive async fn check_names_dangling_references_and_repair_fixes_them_by_rule(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;
         customer(db, 1).await?;

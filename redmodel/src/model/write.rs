@@ -5,17 +5,20 @@
 
 mod bulk;
 mod index;
+mod reference;
 mod stepped;
 
 use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, IndexPlan};
+pub(crate) use reference::{
+    recheck_references, reference_guards, reference_marks, Prior, PriorRead,
+};
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
 use std::time::Duration;
 
 use redis::Cmd;
 
-use super::cascade::{Reference, REFS_FIELD};
 use super::codec::{Codec, Incr, IntoValue, Plain, Scalar};
 use super::expiry::{checked_millis, ttl_cmds};
 use super::field::{Assign, Field};
@@ -64,11 +67,18 @@ impl<M: Model> ObjectRef<M> {
         let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
         let marks = reference_marks::<M>(db, &set);
         let ttls = ttl_cmds::<M>(db, &key, None, &names(&set))?;
-        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed, &marks, &ttls);
-        index::run::<M, ()>(db, &key, &guards, &write, &changes)
+        let prior = PriorRead::of::<M>(db, &key, &set, &removed);
+        let write = |steps: &mut Plan| {
+            if let Some(prior) = &prior {
+                prior.add_to(steps);
+            }
+            add_write(steps, &key, &set, &removed, &marks, &ttls);
+        };
+        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
-        recheck_references::<M>(db, &key, &set).await
+        let prior = prior.map(|p| p.parse(&kept)).transpose()?;
+        recheck_references::<M>(db, &key, &set, prior.as_ref()).await
     }
 
     /// Sets several fields at once, atomically:
@@ -103,11 +113,18 @@ impl<M: Model> ObjectRef<M> {
         let changes = Changes::Fields(changed_fields(&set, &removed));
         let marks = reference_marks::<M>(db, &set);
         let ttls = ttl_cmds::<M>(db, &key, None, &names(&set))?;
-        let write = |steps: &mut Plan| add_write(steps, &key, &set, &removed, &marks, &ttls);
-        index::run::<M, ()>(db, &key, &guards, &write, &changes)
+        let prior = PriorRead::of::<M>(db, &key, &set, &removed);
+        let write = |steps: &mut Plan| {
+            if let Some(prior) = &prior {
+                prior.add_to(steps);
+            }
+            add_write(steps, &key, &set, &removed, &marks, &ttls);
+        };
+        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
-        recheck_references::<M>(db, &key, &set).await
+        let prior = prior.map(|p| p.parse(&kept)).transpose()?;
+        recheck_references::<M>(db, &key, &set, prior.as_ref()).await
     }
 
     /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for
@@ -232,7 +249,11 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         let marks = reference_marks::<M>(db, &fields.set);
         let ttls = ttl_cmds::<M>(db, &key, ttl, &names(&fields.set))?;
+        let prior = PriorRead::of::<M>(db, &key, &fields.set, &fields.removed);
         let write = |steps: &mut Plan| {
+            if let Some(prior) = &prior {
+                prior.add_to(steps);
+            }
             add_write(steps, &key, &fields.set, &fields.removed, &marks, &ttls);
             if counted {
                 steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).clone());
@@ -240,18 +261,18 @@ impl<M: Model> ObjectRef<M> {
         };
         let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
         let guards = self.guards(db, false, &fields.set);
-        let count: Option<(i64,)> = if counted {
-            index::run::<M, _>(db, &key, &guards, &write, &changes)
-                .await
-                .map(Some)
-        } else {
-            index::run::<M, ()>(db, &key, &guards, &write, &changes)
-                .await
-                .map(|()| None)
-        }
-        .map_err(at_key(self.key(), "hash"))?;
-        recheck_references::<M>(db, &key, &fields.set).await?;
-        let count = count.map_or(0, |(count,)| u64::try_from(count).unwrap_or(0));
+        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, &guards, &write, &changes)
+            .await
+            .map_err(at_key(self.key(), "hash"))?;
+        let prior = prior.map(|p| p.parse(&kept)).transpose()?;
+        recheck_references::<M>(db, &key, &fields.set, prior.as_ref()).await?;
+        let count = match kept.last() {
+            Some(count) if counted => {
+                redis::from_redis_value::<i64>(count.clone()).map_err(redis::RedisError::from)?
+            }
+            _ => 0,
+        };
+        let count = u64::try_from(count).unwrap_or(0);
         if count > 0 && count.is_multiple_of(M::SYNC_EVERY.max(1)) {
             db.run_sync_hooks(&SyncEvent {
                 table: M::TABLE,
@@ -355,96 +376,6 @@ impl<M: Model> ObjectRef<M> {
         let owner = prefix.strip_suffix(':')?;
         Some(db.stored(owner).into_owned())
     }
-}
-
-/// The objects the reference fields among `set` name, as `db` stores
-/// them: what a write of those fields needs to exist.
-pub(crate) fn reference_guards<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<String> {
-    references_in::<M>(set)
-        .map(|(_, target)| db.stored(target).into_owned())
-        .collect()
-}
-
-/// The reference fields among `set`, with the plain key each names.
-fn references_in<'a, M: Model>(
-    set: &'a [(&str, Vec<u8>)],
-) -> impl Iterator<Item = (&'static Reference, &'a str)> + 'a {
-    set.iter().filter_map(|(name, text)| {
-        let reference = M::REFERENCES.iter().find(|r| r.field == *name)?;
-        Some((reference, std::str::from_utf8(text).ok()?))
-    })
-}
-
-/// The commands that mark the targets of the reference fields among
-/// `set` ([`REFS_FIELD`]), for the write's own atomic unit, where the
-/// targets are guards of (the plain layout). In the cluster layout the
-/// targets are in other slots: [`recheck_references`] marks them after
-/// the write.
-pub(crate) fn reference_marks<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<redis::Cmd> {
-    if !db.one_slot() {
-        return Vec::new();
-    }
-    references_in::<M>(set)
-        .filter(|(reference, _)| reference.marked)
-        .map(|(_, target)| mark(db, target))
-        .collect()
-}
-
-/// `HINCRBY target _refs 1`: the mark a write of a reference leaves.
-fn mark(db: &Db, target: &str) -> redis::Cmd {
-    cmd("HINCRBY")
-        .arg(db.stored(target).as_ref())
-        .arg(REFS_FIELD)
-        .arg(1)
-        .clone()
-}
-
-/// In the cluster layout, the objects that reference fields name are in
-/// other slots: each is checked just before the write, not with it. So
-/// after the write each target is marked ([`REFS_FIELD`]), guarded by its
-/// existence, in its own slot. A cascading delete WATCHes its admin while
-/// it looks for referrers, so a mark that lands before its EXEC aborts
-/// it, and the next attempt sees the reference (written before the mark).
-/// A mark refused because the target is gone means the delete may not
-/// have seen this write: the write is undone as the target's delete would
-/// have treated it, and fails with [`Error::NotFound`], as if the target
-/// had been gone before: an optional reference is removed, and an object
-/// whose required reference names the gone object is deleted (it would
-/// name nothing), in both cases only if it still names it and the target
-/// is still gone.
-pub(crate) async fn recheck_references<M: Model>(
-    db: &Db,
-    key: &str,
-    set: &[(&str, Vec<u8>)],
-) -> Result<()> {
-    if db.one_slot() {
-        return Ok(());
-    }
-    for (reference, target) in references_in::<M>(set) {
-        let stored = db.stored(target);
-        let mut unit = Plan::new();
-        unit.step().guard(stored.as_ref());
-        if reference.marked {
-            unit.add_ignored(mark(db, target));
-        } else {
-            unit.add_ignored(cmd("EXISTS").arg(stored.as_ref()).clone());
-        }
-        match unit.run::<()>(db).await {
-            Ok(()) => continue,
-            Err(Error::NotFound { .. }) => {}
-            Err(err) => return Err(err),
-        }
-        let field = reference.field;
-        if reference.required {
-            super::referrer::delete_referrer::<M>(db, key, field, target).await?;
-        } else {
-            super::referrer::clear_reference(db, key, field, target).await?;
-        }
-        return Err(Error::NotFound {
-            key: target.to_string(),
-        });
-    }
-    Ok(())
 }
 
 /// The names of the fields a write sets.

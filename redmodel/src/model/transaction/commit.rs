@@ -10,7 +10,7 @@ use crate::command::AddCommand as _;
 use crate::db::optimistic::RawTransaction;
 use crate::layout::plain_key;
 use crate::model::index::IndexSpec;
-use crate::model::write::{self, IndexPlan, Texts};
+use crate::model::write::{self, IndexPlan, Prior, PriorRead, Texts};
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
 
@@ -19,6 +19,8 @@ use crate::{Db, Error, Result};
 struct Stepped {
     specs: Vec<&'static IndexSpec>,
     claimed: Vec<write::Claim>,
+    /// What the EXEC reads first, for undoing a write of references.
+    prior: Option<PriorRead>,
 }
 
 impl Pending {
@@ -57,6 +59,12 @@ impl Pending {
                         }
                     }
                 };
+                let prior = write.upkeep.prior_read(db, &write.key, &write.fields);
+                if let Some(prior) = &prior {
+                    for read in prior.cmds() {
+                        txn.add_command(read.clone());
+                    }
+                }
                 let fields: Vec<&str> = specs.iter().map(|s| s.field).collect();
                 if !specs.is_empty() {
                     txn.command("HMGET").arg(&write.key).arg(&fields);
@@ -65,7 +73,11 @@ impl Pending {
                 if !specs.is_empty() {
                     txn.command("HMGET").arg(&write.key).arg(&fields);
                 }
-                stepped.push(Stepped { specs, claimed });
+                stepped.push(Stepped {
+                    specs,
+                    claimed,
+                    prior,
+                });
             } else {
                 add_cmds(&mut txn, &write.cmds);
                 write
@@ -98,7 +110,15 @@ impl Pending {
         let mut done = Vec::with_capacity(self.writes.len());
         let mut stepped = stepped.into_iter();
         for write in self.writes {
-            let step = stepped.next().filter(|s| !s.specs.is_empty());
+            let step = stepped.next();
+            let prior = match step.as_ref().and_then(|s| s.prior.as_ref()) {
+                Some(read) => {
+                    let kept: Vec<Value> = replies.by_ref().take(2).collect();
+                    Some(read.parse(&kept)?)
+                }
+                None => None,
+            };
+            let step = step.filter(|s| !s.specs.is_empty());
             let old: Option<Texts> = step.as_ref().map(|_| texts(replies.next())).transpose()?;
             let mut count = None;
             for _ in write.cmds.iter().filter(|(_, keep)| *keep) {
@@ -122,6 +142,7 @@ impl Pending {
                 settle,
                 count,
                 set,
+                prior,
             });
         }
         Ok(Some(Committed(done)))
@@ -251,6 +272,8 @@ struct Done {
     /// The fields written with a value (for the cluster layout's second
     /// check of reference fields).
     set: Vec<(&'static str, Vec<u8>)>,
+    /// What those fields held before the EXEC, where a recheck may undo it.
+    prior: Option<Prior>,
 }
 
 impl Committed {
@@ -263,7 +286,9 @@ impl Committed {
             }
             // A reference's target in another slot was checked before the
             // EXEC, not with it (see `ObjectRef::set`).
-            done.upkeep.recheck(db, &done.key, &done.set).await?;
+            done.upkeep
+                .recheck(db, &done.key, &done.set, done.prior.as_ref())
+                .await?;
             let every = done.upkeep.sync_every().max(1);
             if let Some(count) = done.count.filter(|c| *c > 0 && c % every == 0) {
                 db.run_sync_hooks(&SyncEvent {

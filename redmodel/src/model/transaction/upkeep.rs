@@ -10,7 +10,7 @@ use redis::Pipeline;
 
 use crate::db::optimistic::RawTransaction;
 use crate::model::index::IndexSpec;
-use crate::model::write::{self, Changes, IndexPlan, Texts};
+use crate::model::write::{self, Changes, IndexPlan, Prior, PriorRead, Texts};
 use crate::model::Model;
 use crate::{Db, Result};
 
@@ -40,13 +40,22 @@ pub(super) trait Upkeep: Send + Sync {
         key: &'a str,
         claims: &'a [(&'static str, String)],
     ) -> BoxFuture<'a, Vec<write::Claim>>;
+    /// The cluster layout: what the EXEC reads first for a write of
+    /// `fields` (`None`: removed) that [`recheck`](Self::recheck) may undo.
+    fn prior_read(
+        &self,
+        db: &Db,
+        key: &str,
+        fields: &[(&'static str, Option<Vec<u8>>)],
+    ) -> Option<PriorRead>;
     /// The cluster layout: the reference fields among `set` checked again
-    /// after the EXEC.
+    /// after the EXEC, the write undone to `prior` if one is gone.
     fn recheck<'a>(
         &'a self,
         db: &'a Db,
         key: &'a str,
         set: &'a [(&'static str, Vec<u8>)],
+        prior: Option<&'a Prior>,
     ) -> BoxFuture<'a, ()>;
     /// The cluster layout: the index steps after the EXEC.
     fn settle<'a>(
@@ -95,13 +104,32 @@ impl<M: Model> Upkeep for UpkeepOf<M> {
         Box::pin(write::claim_all::<M, String>(db, key, claims))
     }
 
+    fn prior_read(
+        &self,
+        db: &Db,
+        key: &str,
+        fields: &[(&'static str, Option<Vec<u8>>)],
+    ) -> Option<PriorRead> {
+        let set: Vec<(&'static str, Vec<u8>)> = fields
+            .iter()
+            .filter_map(|(name, text)| Some((*name, text.clone()?)))
+            .collect();
+        let removed: Vec<&'static str> = fields
+            .iter()
+            .filter(|(_, text)| text.is_none())
+            .map(|(name, _)| *name)
+            .collect();
+        PriorRead::of::<M>(db, key, &set, &removed)
+    }
+
     fn recheck<'a>(
         &'a self,
         db: &'a Db,
         key: &'a str,
         set: &'a [(&'static str, Vec<u8>)],
+        prior: Option<&'a Prior>,
     ) -> BoxFuture<'a, ()> {
-        Box::pin(write::recheck_references::<M>(db, key, set))
+        Box::pin(write::recheck_references::<M>(db, key, set, prior))
     }
 
     fn settle<'a>(

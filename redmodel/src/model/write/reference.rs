@@ -1,0 +1,375 @@
+//! The reference fields of a write: the objects they name must exist
+//! (guards of the write), are marked as referenced ([`REFS_FIELD`]), and,
+//! in the cluster layout where they are in other slots, are checked again
+//! after the write, which undoes itself if one of them is gone.
+
+use redis::{Cmd, Value};
+
+use super::index::{self, touches_index, Changes};
+use crate::command::cmd;
+use crate::db::plan::{checked, Plan};
+use crate::model::cascade::{Reference, REFS_FIELD};
+use crate::model::expiry::ttl_cmds;
+use crate::model::referrer::{clear_reference, delete_referrer};
+use crate::model::Model;
+use crate::{Db, Error, Result};
+
+/// The objects the reference fields among `set` name, as `db` stores
+/// them: what a write of those fields needs to exist.
+pub(crate) fn reference_guards<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<String> {
+    references_in::<M>(set)
+        .map(|(_, target)| db.stored(target).into_owned())
+        .collect()
+}
+
+/// The reference fields among `set`, with the plain key each names.
+fn references_in<'a, M: Model>(
+    set: &'a [(&str, Vec<u8>)],
+) -> impl Iterator<Item = (&'static Reference, &'a str)> + 'a {
+    set.iter().filter_map(|(name, text)| {
+        let reference = M::REFERENCES.iter().find(|r| r.field == *name)?;
+        Some((reference, std::str::from_utf8(text).ok()?))
+    })
+}
+
+/// The commands that mark the targets of the reference fields among
+/// `set` ([`REFS_FIELD`]), for the write's own atomic unit, where the
+/// targets are guards of (the plain layout). In the cluster layout the
+/// targets are in other slots: [`recheck_references`] marks them after
+/// the write.
+pub(crate) fn reference_marks<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<Cmd> {
+    if !db.one_slot() {
+        return Vec::new();
+    }
+    references_in::<M>(set)
+        .filter(|(reference, _)| reference.marked)
+        .map(|(_, target)| mark(db, target))
+        .collect()
+}
+
+/// `HINCRBY target _refs 1`: the mark a write of a reference leaves.
+fn mark(db: &Db, target: &str) -> Cmd {
+    cmd("HINCRBY")
+        .arg(db.stored(target).as_ref())
+        .arg(REFS_FIELD)
+        .arg(1)
+        .clone()
+}
+
+/// The read a write of reference fields adds to its own atomic unit, first,
+/// where [`recheck_references`] may have to undo it (the cluster layout):
+/// whether the object exists and the fields the write changes, as they
+/// are just before it.
+pub(crate) struct PriorRead {
+    names: Vec<&'static str>,
+    exists: Cmd,
+    fields: Cmd,
+}
+
+/// What [`PriorRead`] found: the state an undo restores.
+pub(crate) struct Prior {
+    existed: bool,
+    /// Each field the write changes, with its text before (`None`: absent).
+    fields: Vec<(&'static str, Option<Vec<u8>>)>,
+}
+
+impl PriorRead {
+    /// The read for a write of `key` that sets `set` and removes
+    /// `removed`; `None` where no recheck follows the write (one slot, or
+    /// no reference field among `set`).
+    pub(crate) fn of<M: Model>(
+        db: &Db,
+        key: &str,
+        set: &[(&'static str, Vec<u8>)],
+        removed: &[&'static str],
+    ) -> Option<Self> {
+        if db.one_slot() || references_in::<M>(set).next().is_none() {
+            return None;
+        }
+        let names: Vec<&'static str> = set
+            .iter()
+            .map(|(name, _)| *name)
+            .chain(removed.iter().copied())
+            .collect();
+        Some(PriorRead {
+            exists: cmd("EXISTS").arg(key).clone(),
+            fields: cmd("HMGET").arg(key).arg(&names).clone(),
+            names,
+        })
+    }
+
+    /// The read's commands, whose replies [`parse`](Self::parse) takes.
+    pub(crate) fn cmds(&self) -> [&Cmd; 2] {
+        [&self.exists, &self.fields]
+    }
+
+    /// Adds the read's commands, their replies kept, to `steps`.
+    pub(crate) fn add_to(&self, steps: &mut Plan) {
+        for read in self.cmds() {
+            steps.add(read.clone());
+        }
+    }
+
+    /// The prior state, from the first two kept replies of the write.
+    pub(crate) fn parse(&self, kept: &[Value]) -> Result<Prior> {
+        let [exists, fields, ..] = kept else {
+            return Err(Error::Misuse(
+                "a reference write's prior read has no reply".to_string(),
+            ));
+        };
+        let existed: bool =
+            redis::from_redis_value(exists.clone()).map_err(redis::RedisError::from)?;
+        let texts: Vec<Option<Vec<u8>>> =
+            redis::from_redis_value(fields.clone()).map_err(redis::RedisError::from)?;
+        Ok(Prior {
+            existed,
+            fields: self.names.iter().copied().zip(texts).collect(),
+        })
+    }
+}
+
+/// In the cluster layout, the objects that reference fields name are in
+/// other slots: each is checked just before the write, not with it. So
+/// after the write each target is marked ([`REFS_FIELD`]), guarded by its
+/// existence, in its own slot. A cascading delete WATCHes its admin while
+/// it looks for referrers, so a mark that lands before its EXEC aborts
+/// it, and the next attempt sees the reference (written before the mark).
+///
+/// A mark refused because the target is gone means the delete may not
+/// have seen this write: the write is undone and fails with
+/// [`Error::NotFound`], as if the target had been gone before it. What
+/// undoing is depends on `prior` (the object as it was, read with the
+/// write):
+/// - the object existed: the fields the write changed get their old
+///   texts back, if the reference still names the gone target; the
+///   object it then names again is checked in turn;
+/// - the object is new (or `prior` unknown): it is treated as the
+///   target's delete would have treated it: an optional reference is
+///   removed, and an object whose required reference names the gone
+///   object is deleted (it would name nothing), in both cases only if it
+///   still names it and the target is still gone.
+pub(crate) async fn recheck_references<M: Model>(
+    db: &Db,
+    key: &str,
+    set: &[(&str, Vec<u8>)],
+    prior: Option<&Prior>,
+) -> Result<()> {
+    if db.one_slot() {
+        return Ok(());
+    }
+    for (reference, target) in references_in::<M>(set) {
+        if target_holds(db, reference, target).await? {
+            continue;
+        }
+        match prior {
+            Some(prior) if prior.existed => {
+                Box::pin(restore::<M>(db, key, reference, target, prior)).await?;
+            }
+            _ => orphan::<M>(db, key, reference, target).await?,
+        }
+        return Err(Error::NotFound {
+            key: target.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Marks `target` (or, for an unmarked reference, reads it), guarded by
+/// its existence. Whether it exists.
+async fn target_holds(db: &Db, reference: &Reference, target: &str) -> Result<bool> {
+    let stored = db.stored(target);
+    let mut unit = Plan::new();
+    unit.step().guard(stored.as_ref());
+    if reference.marked {
+        unit.add_ignored(mark(db, target));
+    } else {
+        unit.add_ignored(cmd("EXISTS").arg(stored.as_ref()).clone());
+    }
+    match unit.run::<()>(db).await {
+        Ok(()) => Ok(true),
+        Err(Error::NotFound { .. }) => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// What the delete of `target` does to the object at `key` whose
+/// `reference` names it.
+async fn orphan<M: Model>(db: &Db, key: &str, reference: &Reference, target: &str) -> Result<()> {
+    if reference.required {
+        delete_referrer::<M>(db, key, reference.field, target).await?;
+    } else {
+        clear_reference(db, key, reference.field, target).await?;
+    }
+    Ok(())
+}
+
+/// Gives the fields of `prior` their old texts back, if the object at
+/// `key` still exists and its `reference` still names `target`; then
+/// checks the object the reference names again, as after any write.
+async fn restore<M: Model>(
+    db: &Db,
+    key: &str,
+    reference: &Reference,
+    target: &str,
+    prior: &Prior,
+) -> Result<()> {
+    let set: Vec<(&'static str, Vec<u8>)> = prior
+        .fields
+        .iter()
+        .filter_map(|(name, text)| Some((*name, text.clone()?)))
+        .collect();
+    let removed: Vec<&'static str> = prior
+        .fields
+        .iter()
+        .filter(|(_, text)| text.is_none())
+        .map(|(name, _)| *name)
+        .collect();
+    let names: Vec<&str> = prior.fields.iter().map(|(name, _)| *name).collect();
+    let mut writes = Vec::new();
+    if !removed.is_empty() {
+        writes.push(cmd("HDEL").arg(key).arg(&removed).clone());
+    }
+    if !set.is_empty() {
+        writes.push(cmd("HSET").arg(key).arg(&set).clone());
+    }
+    writes.extend(ttl_cmds::<M>(db, key, None, &super::names(&set))?);
+    let still_names = cmd("HGET").arg(key).arg(reference.field).clone();
+    let restored = if touches_index::<M>(&names) {
+        // Index entries change with the fields: the object's own write
+        // path keeps them exact, after the same check made just before.
+        let named: Option<Vec<u8>> = db.query(&still_names).await?;
+        if named.as_deref() != Some(target.as_bytes()) {
+            return Ok(());
+        }
+        let changes = Changes::Fields(
+            prior
+                .fields
+                .iter()
+                .map(|(name, text)| (*name, text.as_deref()))
+                .collect(),
+        );
+        let write = |steps: &mut Plan| {
+            for write in &writes {
+                steps.add_ignored(write.clone());
+            }
+        };
+        let guards = [key.to_string()];
+        match index::run::<M, ()>(db, key, &guards, &write, &changes).await {
+            Ok(()) => true,
+            Err(Error::NotFound { .. }) => false,
+            Err(err) => return Err(err),
+        }
+    } else {
+        let when = |replies: &[Value]| -> Result<bool> {
+            Ok(
+                matches!(replies.first(), Some(Value::BulkString(named)) if named == target.as_bytes()),
+            )
+        };
+        checked::write_if(db, key, &[key], &[still_names], &when, &writes).await?
+    };
+    if !restored {
+        return Ok(());
+    }
+    // The object names its old target again, which may have gone while
+    // it named the other one.
+    let again: Vec<(&str, Vec<u8>)> = set
+        .into_iter()
+        .filter(|(name, _)| *name == reference.field)
+        .collect();
+    match Box::pin(recheck_references::<M>(db, key, &again, None)).await {
+        Ok(()) | Err(Error::NotFound { .. }) => Ok(()),
+        Err(err) => Err(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+    use crate::KeyLayout;
+
+    #[derive(Admin, Debug, Clone, PartialEq)]
+    #[redmodel(table = "rcust")]
+    struct Customer {
+        #[redmodel(pk)]
+        id: u32,
+    }
+
+    #[derive(Admin, Debug, Clone, PartialEq)]
+    #[redmodel(table = "rorder")]
+    struct Order {
+        #[redmodel(pk)]
+        id: u32,
+        customer: Ref<Customer>,
+        note: String,
+    }
+
+    fn order(customer: u32, note: &str) -> Order {
+        Order {
+            id: 1,
+            customer: Customer::at(customer),
+            note: note.to_string(),
+        }
+    }
+
+    /// Writes `set` to order 1 with its prior read, as `set` and `insert`
+    /// run a write of a reference in the cluster layout. What it read.
+    async fn write_with_prior(db: &Db, set: &[(&'static str, Vec<u8>)]) -> Result<Prior> {
+        let key = db.stored("rorder:1");
+        let read = PriorRead::of::<Order>(db, &key, set, &[])
+            .expect("a cluster layout write of a reference reads first");
+        let mut plan = Plan::new();
+        plan.step();
+        read.add_to(&mut plan);
+        plan.add_ignored(cmd("HSET").arg(key.as_ref()).arg(set).clone());
+        let kept: Vec<Value> = plan.run(db).await?;
+        read.parse(&kept)
+    }
+
+    /// A write of order 1 to customer 2 with a new note; then `gone` go
+    /// before the recheck, as they do when their delete runs whole
+    /// between the write's check and its mark. The order afterwards.
+    async fn write_then_lose(db: &Db, gone: &[&str]) -> Result<Option<Order>> {
+        let set = vec![("customer", b"rcust:2".to_vec()), ("note", b"new".to_vec())];
+        let prior = write_with_prior(db, &set).await?;
+        db.query::<()>(cmd("DEL").arg(gone)).await?;
+        let key = db.stored("rorder:1");
+        let err = recheck_references::<Order>(db, &key, &set, Some(&prior)).await;
+        assert!(
+            matches!(err, Err(Error::NotFound { ref key }) if key == "rcust:2"),
+            "{err:?}"
+        );
+        Order::load(db, 1).await
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_new_target_goes_gives_an_existing_object_its_old_fields_back() {
+        let db = Db::memory().with_key_layout(KeyLayout::Cluster);
+        for id in [1, 2] {
+            Customer { id }.insert(&db).await.unwrap();
+        }
+        order(1, "old").insert(&db).await.unwrap();
+        let after = write_then_lose(&db, &["rcust:2"]).await.unwrap();
+        assert_eq!(after, Some(order(1, "old")));
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_new_target_goes_deletes_a_new_object() {
+        let db = Db::memory().with_key_layout(KeyLayout::Cluster);
+        Customer { id: 2 }.insert(&db).await.unwrap();
+        assert_eq!(write_then_lose(&db, &["rcust:2"]).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_restored_reference_whose_old_target_went_too_deletes_the_object() {
+        let db = Db::memory().with_key_layout(KeyLayout::Cluster);
+        for id in [1, 2] {
+            Customer { id }.insert(&db).await.unwrap();
+        }
+        order(1, "old").insert(&db).await.unwrap();
+        // Customer 1 goes while the order names customer 2: its delete
+        // does not see the order.
+        let after = write_then_lose(&db, &["rcust:1", "rcust:2"]).await.unwrap();
+        assert_eq!(after, None, "it would name nothing");
+    }
+}

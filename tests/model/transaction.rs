@@ -34,7 +34,7 @@ fn wallet(id: u32, points: i64) -> Wallet {
 const WALLETS: usize = 16;
 const START: i64 = 1_000;
 const TASKS: usize = 64;
-const TRANSFERS: usize = 100;
+const TRANSFERS: usize = 25;
 const AMOUNT: i64 = 10;
 
 /// `n` wallet ids whose keys share one slot, so that a transaction over
@@ -113,7 +113,7 @@ async fn transfers(db: Db, ids: Vec<u32>, task: usize) -> redmodel::Result<u32> 
 }
 
 backend_tests! {
-    /// 64 tasks x 100 typed transfers between 16 wallets: the total is
+    /// 64 tasks x 25 typed transfers between 16 wallets: the total is
     /// unchanged and every wallet's score in the sorted index equals its
     /// field, in both layouts.
     exclusive async fn typed_transfers_keep_the_total_and_the_index(ctx) -> redmodel::Result<()> {

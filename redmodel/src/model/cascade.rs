@@ -90,14 +90,14 @@ use redis::Pipeline;
 
 use super::key::glob_escape;
 use super::object::ObjectRef;
-use super::referrer::{clear_reference, if_absent};
+use super::referrer::{clear_reference, write_if_absent};
 pub use super::referrer::{
     referrers_of, BoxFuture, DeleteFn, OnDelete, Reference, Referrer, ReferrerKind, REFS_FIELD,
 };
 use super::scan::scan_keys;
 use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
-use crate::command::AddCommand as _;
+use crate::command::{cmd, AddCommand as _};
 use crate::db::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, Result};
 
@@ -499,17 +499,9 @@ impl<A: Admin> ObjectRef<A> {
 /// together; in the cluster layout they are in different slots, and the
 /// object is checked just before.
 async fn remove_member(db: &Db, list: &str, key: &str) -> Result<()> {
-    if_absent(db, list, key, |tx| async move {
-        let mut del = redis::pipe();
-        del.atomic()
-            .command("LREM")
-            .arg(list)
-            .arg(0)
-            .arg(key)
-            .ignore();
-        tx.exec::<()>(&del).await
-    })
-    .await
+    let always = |_: &[redis::Value]| -> Result<bool> { Ok(true) };
+    let remove = cmd("LREM").arg(list).arg(0).arg(key).clone();
+    write_if_absent(db, list, key, &[], &always, &[remove]).await
 }
 
 /// Adds the plan's deletions to the transaction.

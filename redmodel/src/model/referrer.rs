@@ -9,7 +9,8 @@ use super::object::ObjectRef;
 use super::{Admin, Model, OwnerKind};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use crate::db::optimistic::{watched, RawTransaction};
+use redis::{Cmd, Value};
+use crate::db::plan::checked;
 use crate::{Db, Result};
 use std::future::Future;
 use std::pin::Pin;
@@ -184,19 +185,12 @@ pub(crate) fn delete_fn_of<M: Model>() -> Option<DeleteFn> {
 /// `target` (a plain key) and the object `target` does not exist (as the
 /// cascade removes a relation member).
 pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, target: &str) -> Result<()> {
-    let stored = db.stored(target);
-    if_absent(db, hash, &stored, |tx| async move {
-        let (named,): (Option<String>,) = tx
-            .query_pipeline(redis::pipe().command("HGET").arg(hash).arg(field))
-            .await?;
-        if named.as_deref() != Some(target) {
-            return Ok(Some(()));
-        }
-        let mut del = redis::pipe();
-        del.atomic().command("HDEL").arg(hash).arg(field).ignore();
-        tx.exec::<()>(&del).await
-    })
-    .await
+    let named = cmd("HGET").arg(hash).arg(field).clone();
+    let names_target = |replies: &[Value]| -> Result<bool> {
+        Ok(matches!(replies.first(), Some(Value::BulkString(t)) if t == target.as_bytes()))
+    };
+    let clear = cmd("HDEL").arg(hash).arg(field).clone();
+    write_if_absent(db, hash, &db.stored(target), &[named], &names_target, &[clear]).await
 }
 
 /// Deletes the object of `M` at `hash` (as stored) if its reference
@@ -235,31 +229,33 @@ pub(crate) async fn delete_referrer<M: Model>(
     }
 }
 
-/// Runs `write` (which ends with its EXEC) on `holder`, WATCHed, if the
-/// object `key` does not exist: WATCHed with it in the plain layout, read
-/// just before in the cluster layout (another slot).
-pub(crate) async fn if_absent<F, Fut>(db: &Db, holder: &str, key: &str, write: F) -> Result<()>
-where
-    F: Fn(RawTransaction) -> Fut,
-    Fut: std::future::Future<Output = Result<Option<()>>>,
-{
-    let write = &write;
-    watched(db, holder, |tx| async move {
-        let exists: bool = if db.shares_slot(holder, key) {
-            let (exists,): (bool,) = tx
-                .watch_then(&[holder, key], |read| {
-                    read.command("EXISTS").arg(key);
-                })
-                .await?;
-            exists
-        } else {
-            tx.watch(holder).await?;
-            db.query(cmd("EXISTS").arg(key)).await?
-        };
-        if exists {
-            return Ok(Some(()));
+/// Writes `writes` on `holder` if the replies of `reads` (on `holder`)
+/// satisfy `when` and the object `key` (as stored) does not exist, as one
+/// checked write: `key` is read with them where it shares their slot (the
+/// plain layout), and just before in the cluster layout (another slot).
+pub(crate) async fn write_if_absent(
+    db: &Db,
+    holder: &str,
+    key: &str,
+    reads: &[Cmd],
+    when: &(dyn Fn(&[Value]) -> Result<bool> + Sync),
+    writes: &[Cmd],
+) -> Result<()> {
+    if !db.shares_slot(holder, key) {
+        if db.query::<bool>(cmd("EXISTS").arg(key)).await? {
+            return Ok(());
         }
-        write(tx).await
-    })
-    .await
+        checked::write_if(db, holder, &[holder], reads, when, writes).await?;
+        return Ok(());
+    }
+    let mut reads = reads.to_vec();
+    reads.push(cmd("EXISTS").arg(key).clone());
+    let when_absent = |replies: &[Value]| -> Result<bool> {
+        let Some((exists, replies)) = replies.split_last() else {
+            return Ok(false);
+        };
+        Ok(matches!(exists, Value::Int(0)) && when(replies)?)
+    };
+    checked::write_if(db, holder, &[holder, key], &reads, &when_absent, writes).await?;
+    Ok(())
 }

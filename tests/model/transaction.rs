@@ -746,3 +746,133 @@ backend_tests! {
         Ok(())
     }
 }
+
+/// Orders placed by 4 tasks while the server is killed (SIGKILL) under
+/// them, with `appendonly yes` and `appendfsync always`: restarted from
+/// its AOF, the server holds whole orders only. Every order there has its
+/// line and both sides of its link, the product's stock and `sold` agree
+/// with the orders, and every order reported placed is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_order_restarts_with_whole_orders_only() {
+    use redmodel_suite::{configured_server_or_skip, RedisServer};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    const STOCK: i64 = 1_000_000;
+    const PRODUCT: u32 = 7;
+    let Some(mut server) = configured_server_or_skip(
+        "AOF test",
+        RedisServer::builder()
+            .appendonly(true)
+            .config("appendfsync always"),
+    ) else {
+        return;
+    };
+    let db = Db::connect(&server.url()).await.expect("connect");
+    Customer {
+        id: 1,
+        name: "ada".into(),
+    }
+    .insert(&db)
+    .await
+    .expect("customer");
+    Product {
+        id: PRODUCT,
+        stock: STOCK,
+        sold: 0,
+        price: 1,
+    }
+    .insert(&db)
+    .await
+    .expect("product");
+
+    let placed = Arc::new(Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..4u32)
+        .map(|task| {
+            let (db, placed) = (db.clone(), placed.clone());
+            tokio::spawn(async move {
+                for n in 0.. {
+                    let order = task * 100_000 + n;
+                    match place_order(&db, 1, order, &[(PRODUCT, 1)]).await {
+                        Ok(_) => placed.lock().expect("not poisoned").push(order),
+                        Err(_) => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while placed.lock().expect("not poisoned").len() < 100 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.kill();
+    for task in tasks {
+        tokio::time::timeout(Duration::from_secs(30), task)
+            .await
+            .expect("an order task ends once the server is gone")
+            .expect("order task panicked");
+    }
+    let placed: Vec<u32> = placed.lock().expect("not poisoned").clone();
+    assert!(
+        placed.len() >= 100,
+        "only {} orders before the kill",
+        placed.len()
+    );
+
+    server.restart().expect("restart from the AOF");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while db.query::<String>(&redis::cmd("PING")).await.is_err() {
+        assert!(Instant::now() < deadline, "the server never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let orders = Order::load_all(&db).await.expect("orders");
+    let product = Product::at(PRODUCT)
+        .load(&db)
+        .await
+        .expect("load")
+        .expect("product");
+    eprintln!(
+        "{} orders placed before the kill, {} in the AOF",
+        placed.len(),
+        orders.len()
+    );
+    assert_eq!(
+        product.sold,
+        orders.len() as u64,
+        "each order's sale and no other"
+    );
+    assert_eq!(
+        product.stock,
+        STOCK - orders.len() as i64,
+        "the stock follows the orders"
+    );
+    assert_eq!(
+        stock_score(&db, PRODUCT).await.expect("score"),
+        Some(product.stock as f64)
+    );
+    assert_eq!(
+        Customer::at(1)
+            .relation::<CustomerOrders>()
+            .count(&db)
+            .await
+            .expect("links"),
+        orders.len() as u64
+    );
+    for order in &orders {
+        let (o, lines, listed, back) = order_state(&db, 1, order.id).await.expect("order state");
+        assert!(o.is_some() && listed && back, "order {} whole", order.id);
+        assert_eq!(
+            lines,
+            vec![Line {
+                n: 0,
+                product: PRODUCT,
+                qty: 1
+            }],
+            "order {}'s line",
+            order.id
+        );
+    }
+    let kept: std::collections::HashSet<u32> = orders.iter().map(|o| o.id).collect();
+    let lost: Vec<&u32> = placed.iter().filter(|id| !kept.contains(id)).collect();
+    assert!(lost.is_empty(), "orders reported placed and lost: {lost:?}");
+}

@@ -665,10 +665,10 @@ async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>> {
         let port = master
             .get(1)
             .and_then(|v| redis::from_redis_value::<u16>(v.clone()).ok());
-        if let (Some(host), Some(port)) = (host, port) {
-            if !out.contains(&(host.clone(), port)) {
-                out.push((host, port));
-            }
+        if let (Some(host), Some(port)) = (host, port)
+            && !out.contains(&(host.clone(), port))
+        {
+            out.push((host, port));
         }
     }
     // Address order: a cluster-wide SCAN cursor names masters by index.

@@ -338,12 +338,12 @@ impl RawTransaction {
         tokio::task::yield_now().await;
         let mut shared = self.shared.lock().await;
         self.check_current(&shared)?;
-        if writes.is_empty() {
-            if let Some(route) = shared.route.clone() {
-                let mut check = redis::pipe();
-                check.atomic().command("EXISTS").arg(route).ignore();
-                return shared.conn.query_pipeline::<Option<T>>(&check).await;
-            }
+        if writes.is_empty()
+            && let Some(route) = shared.route.clone()
+        {
+            let mut check = redis::pipe();
+            check.atomic().command("EXISTS").arg(route).ignore();
+            return shared.conn.query_pipeline::<Option<T>>(&check).await;
         }
         shared.conn.query_pipeline::<Option<T>>(writes).await
     }

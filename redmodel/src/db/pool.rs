@@ -102,10 +102,10 @@ impl<C: ConnectionLike + Send> Tracked<C> {
 
     fn finished<T>(&mut self, result: &redis::RedisResult<T>) {
         self.in_flight = false;
-        if let Err(err) = result {
-            if err.is_io_error() || err.is_timeout() || err.is_connection_dropped() {
-                self.broken = true;
-            }
+        if let Err(err) = result
+            && (err.is_io_error() || err.is_timeout() || err.is_connection_dropped())
+        {
+            self.broken = true;
         }
     }
 }

@@ -153,12 +153,12 @@ impl Walk {
     /// The page: up to `limit` items in order, each a stored key with its
     /// score (0 in key order), and whether more follow.
     pub(crate) async fn run(&self, db: &Db) -> Result<Found> {
-        if let Order::Score { .. } = self.order {
-            if !matches!(self.source, Source::Scores { .. }) {
-                return Err(Error::Misuse(
-                    "a walk in score order starts from a sorted set".to_string(),
-                ));
-            }
+        if let Order::Score { .. } = self.order
+            && !matches!(self.source, Source::Scores { .. })
+        {
+            return Err(Error::Misuse(
+                "a walk in score order starts from a sorted set".to_string(),
+            ));
         }
         if db.one_slot() {
             if let Some(found) = self.run_now(db) {

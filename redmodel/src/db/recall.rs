@@ -211,10 +211,10 @@ impl Facts {
         } else if is("DEL") || is("UNLINK") {
             let gone: SmallVec<[u64; 4]> = rest.iter().map(|k| key_print(k)).collect();
             for (fact, held) in &mut self.0 {
-                if fact.key == print || gone.contains(&fact.key) {
-                    if let Some(held) = held {
-                        *held = None;
-                    }
+                if (fact.key == print || gone.contains(&fact.key))
+                    && let Some(held) = held
+                {
+                    *held = None;
                 }
             }
         } else if is("RPUSH") && !rest.is_empty() {

@@ -31,7 +31,7 @@
 //! counted twice. [`repair`] ends with a second check, whose report says
 //! what is left ([`Repair::after`]).
 //!
-//! ```
+//! ```standalone_crate
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), redmodel::Error> {
 //! use redmodel::model::check::{check, repair, Kind};

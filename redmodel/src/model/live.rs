@@ -49,10 +49,10 @@ pub(crate) async fn load_judged<M: Model>(
                 continue;
             }
         };
-        if judge(&r, values.as_deref(), stale) {
-            if let Some(values) = values {
-                out.push(r.decode(values));
-            }
+        if judge(&r, values.as_deref(), stale)
+            && let Some(values) = values
+        {
+            out.push(r.decode(values));
         }
     }
     Ok(out)

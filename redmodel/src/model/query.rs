@@ -207,10 +207,10 @@ impl<M: Model> Query<M> {
         // asked. A unique value names one object; ordered by a score, the
         // sorted set is walked in order.
         let (source, order) = if let Some(entry) = uniques.first() {
-            if let Some((key, _)) = &order {
-                if !ranges.iter().any(|(k, _)| k == key) {
-                    ranges.push((key.clone(), Bounds::ALL));
-                }
+            if let Some((key, _)) = &order
+                && !ranges.iter().any(|(k, _)| k == key)
+            {
+                ranges.push((key.clone(), Bounds::ALL));
             }
             (Source::Holder(entry.clone()), Order::Key)
         } else if let Some((key, desc)) = order {
@@ -417,7 +417,7 @@ impl<M: Model> Query<M> {
     /// assert_eq!(query.stream(&db).count().await, 50);
     /// # Ok(()) }
     /// ```
-    pub fn stream(&self, db: &Db) -> impl Stream<Item = Result<M>> + Send + Unpin + 'static
+    pub fn stream(&self, db: &Db) -> impl Stream<Item = Result<M>> + Send + Unpin + 'static + use<M>
     where
         M: Send + 'static,
     {
@@ -475,7 +475,9 @@ impl<M: Model> ObjectRef<M> {
     /// assert_eq!(n, 300);
     /// # Ok(()) }
     /// ```
-    pub fn stream(db: &Db) -> impl futures_util::Stream<Item = Result<M>> + Send + Unpin + 'static
+    pub fn stream(
+        db: &Db,
+    ) -> impl futures_util::Stream<Item = Result<M>> + Send + Unpin + 'static + use<M>
     where
         M: Send + 'static,
     {

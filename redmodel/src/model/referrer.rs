@@ -9,9 +9,9 @@ use super::object::ObjectRef;
 use super::{Admin, Model, OwnerKind};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
-use redis::{Cmd, Value};
 use crate::db::plan::checked;
 use crate::{Db, Result};
+use redis::{Cmd, Value};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -190,7 +190,15 @@ pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, target: &s
         Ok(matches!(replies.first(), Some(Value::BulkString(t)) if t == target.as_bytes()))
     };
     let clear = cmd("HDEL").arg(hash).arg(field).clone();
-    write_if_absent(db, hash, &db.stored(target), &[named], &names_target, &[clear]).await
+    write_if_absent(
+        db,
+        hash,
+        &db.stored(target),
+        &[named],
+        &names_target,
+        &[clear],
+    )
+    .await
 }
 
 /// Deletes the object of `M` at `hash` (as stored) if its reference

@@ -311,7 +311,7 @@ impl<M: Model> MemberList<M> {
         &self,
         db: &Db,
         per_page: u64,
-    ) -> impl futures_util::Stream<Item = Result<M>> + Send + Unpin + 'static
+    ) -> impl futures_util::Stream<Item = Result<M>> + Send + Unpin + 'static + use<M>
     where
         M: Send + 'static,
     {

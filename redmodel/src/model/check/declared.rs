@@ -73,7 +73,7 @@ impl std::fmt::Display for DeclarationConflict {
 /// sub-object with one name under one admin. Empty for a sound program;
 /// call it once at start, or in a test:
 ///
-/// ```
+/// ```standalone_crate
 /// # use redmodel::prelude::*;
 /// #[derive(Admin)]
 /// struct Teacher { #[redmodel(pk)] id: String, name: String }

@@ -148,10 +148,10 @@ async fn check_objects<M: Model>(
         }
         for (name, value) in M::FIELDS.iter().zip(&values) {
             let reference = references.iter().find(|r| r.field == *name);
-            if let (Some(reference), Some(text)) = (reference, value) {
-                if let Ok(text) = std::str::from_utf8(text) {
-                    targets.push((out.len(), reference, text.to_string()));
-                }
+            if let (Some(reference), Some(text)) = (reference, value)
+                && let Ok(text) = std::str::from_utf8(text)
+            {
+                targets.push((out.len(), reference, text.to_string()));
             }
         }
         out.push(Read {

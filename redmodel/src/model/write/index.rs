@@ -499,15 +499,15 @@ async fn check_entries<M: Model, R: Reader>(
     uniques: &mut [UniqueState<'_>],
 ) -> Result<()> {
     for u in uniques.iter() {
-        if let Some((_, Some((holder, true)))) = &u.new_entry {
-            if holder != key {
-                return Err(Error::Unique {
-                    model: M::TABLE,
-                    field: u.field,
-                    value: u.new.unwrap_or_default().to_string(),
-                    holder: crate::layout::plain_key(holder),
-                });
-            }
+        if let Some((_, Some((holder, true)))) = &u.new_entry
+            && holder != key
+        {
+            return Err(Error::Unique {
+                model: M::TABLE,
+                field: u.field,
+                value: u.new.unwrap_or_default().to_string(),
+                holder: crate::layout::plain_key(holder),
+            });
         }
     }
     let releases: Vec<String> = uniques
@@ -559,10 +559,10 @@ pub(crate) async fn incr_indexed<M: Model>(
             reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
         });
     }
-    if db.one_slot() {
-        if let Some(text) = incr_whole::<M>(db, key, field, command, by, &specs).await? {
-            return Ok(text);
-        }
+    if db.one_slot()
+        && let Some(text) = incr_whole::<M>(db, key, field, command, by, &specs).await?
+    {
+        return Ok(text);
     }
     // The cluster layout (the object and its indexes are in different
     // slots), or a server that refuses scripts: the object's step, then
@@ -572,10 +572,10 @@ pub(crate) async fn incr_indexed<M: Model>(
     let (reply,): (Value,) = stepped::run::<M, _>(db, key, &guards, &write, &specs, &[]).await?;
     let text = number_text(reply)?;
     for spec in &specs {
-        if let IndexKind::Sorted { score } = spec.kind {
-            if let Err(reason) = score(&text) {
-                return Err(overflow(key, field, &text, &reason));
-            }
+        if let IndexKind::Sorted { score } = spec.kind
+            && let Err(reason) = score(&text)
+        {
+            return Err(overflow(key, field, &text, &reason));
         }
     }
     Ok(text)

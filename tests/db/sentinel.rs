@@ -65,7 +65,10 @@ async fn reads_and_writes_go_to_the_primary_the_sentinels_name() -> Result<(), E
     entry.clone().insert(&db).await?;
     assert_eq!(Entry::load(&db, "a".to_string()).await?, Some(entry));
     let primary = set.primary_port().expect("the sentinels answer");
-    assert_eq!(read_on(&mut set, primary, "greeting").as_deref(), Some("hello"));
+    assert_eq!(
+        read_on(&mut set, primary, "greeting").as_deref(),
+        Some("hello")
+    );
     Ok(())
 }
 
@@ -140,12 +143,18 @@ fn from_env_connects_through_the_sentinels() {
         .env("REDIS_SENTINEL_MASTER", "env")
         .output()
         .expect("run the child test");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the child failed:\n{text}");
-    assert!(text.contains("1 passed"), "the child test did not run:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "the child test did not run:\n{text}"
+    );
     let primary = set.primary_port().expect("the sentinels answer");
-    assert_eq!(read_on(&mut set, primary, "from-env").as_deref(), Some("yes"));
+    assert_eq!(
+        read_on(&mut set, primary, "from-env").as_deref(),
+        Some("yes")
+    );
 }
 
 /// How a failover is brought about.
@@ -159,12 +168,20 @@ enum Failover {
 
 #[tokio::test]
 async fn an_asked_failover_loses_no_acknowledged_write() -> Result<(), Error> {
-    failover_under_writers("an_asked_failover_loses_no_acknowledged_write", Failover::Asked).await
+    failover_under_writers(
+        "an_asked_failover_loses_no_acknowledged_write",
+        Failover::Asked,
+    )
+    .await
 }
 
 #[tokio::test]
 async fn a_killed_primary_loses_no_acknowledged_write() -> Result<(), Error> {
-    failover_under_writers("a_killed_primary_loses_no_acknowledged_write", Failover::Killed).await
+    failover_under_writers(
+        "a_killed_primary_loses_no_acknowledged_write",
+        Failover::Killed,
+    )
+    .await
 }
 
 /// Four tasks insert objects, each waiting for one replica (WAIT 1),
@@ -243,7 +260,10 @@ async fn failover_under_writers(test: &str, how: Failover) -> Result<(), Error> 
     loop {
         probe += 1;
         let key = format!("probe-{probe}");
-        if db.query::<()>(redis::cmd("SET").arg(&key).arg("on-new")).await.is_ok()
+        if db
+            .query::<()>(redis::cmd("SET").arg(&key).arg("on-new"))
+            .await
+            .is_ok()
             && read_on(&mut set, new, &key).as_deref() == Some("on-new")
         {
             break;
@@ -260,14 +280,23 @@ async fn failover_under_writers(test: &str, how: Failover) -> Result<(), Error> 
     for writer in writers {
         kept.extend(writer.await.expect("a writer panicked"));
     }
-    assert!(kept.len() > 20, "{test}: only {} writes were acknowledged", kept.len());
+    assert!(
+        kept.len() > 20,
+        "{test}: only {} writes were acknowledged",
+        kept.len()
+    );
     let mut lost = Vec::new();
     for entry in &kept {
         if Entry::load(&db, entry.id.clone()).await?.as_ref() != Some(entry) {
             lost.push(entry.id.clone());
         }
     }
-    assert!(lost.is_empty(), "{test}: {} of {} acknowledged writes lost: {lost:?}", lost.len(), kept.len());
+    assert!(
+        lost.is_empty(),
+        "{test}: {} of {} acknowledged writes lost: {lost:?}",
+        lost.len(),
+        kept.len()
+    );
     assert!(
         db.cache_stats().expect("on").flushes > flushes,
         "{test}: the near cache was not emptied at the switch"

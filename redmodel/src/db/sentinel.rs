@@ -11,7 +11,7 @@
 //! milliseconds until a primary answers, when a request finds the
 //! primary gone (its connection lost or refused) or demoted (a `READONLY`
 //! refusal). Such a request fails as
-//! [`Error::Unavailable`](crate::Error::Unavailable) (transient: it may or
+//! [`Error::Unavailable`] (transient: it may or
 //! may not have run, and the caller may retry); requests made after the
 //! switch go to the new primary. The periodic question matters for a
 //! failover the `Db` cannot see from its connection: `SENTINEL FAILOVER`
@@ -129,7 +129,7 @@ impl SentinelConfig {
 
     /// Logs in to the data nodes as ACL user `user` (`None`: the `default`
     /// user, for `requirepass`) with `password`. Refused credentials give
-    /// [`Error::Auth`](crate::Error::Auth) at connect time.
+    /// [`Error::Auth`] at connect time.
     pub fn node_credentials(mut self, user: Option<&str>, password: &str) -> Self {
         self.node_user = user.map(str::to_string);
         self.node_password = Some(password.to_string());
@@ -341,7 +341,12 @@ impl Inner {
 
     /// A request's outcome on `primary`: a lost connection wakes the task
     /// and becomes a transient refusal; a replica's `READONLY` wakes it too.
-    fn judge<T>(&self, primary: &Primary, outcome: RedisResult<T>, says_replica: impl Fn(&T) -> bool) -> RedisResult<T> {
+    fn judge<T>(
+        &self,
+        primary: &Primary,
+        outcome: RedisResult<T>,
+        says_replica: impl Fn(&T) -> bool,
+    ) -> RedisResult<T> {
         match outcome {
             Err(err) if is_lost(&err) => {
                 self.lost.notify_one();
@@ -425,8 +430,9 @@ impl Backend for SentinelBackend {
         let primary = self.inner.current();
         Box::pin(async move {
             let outcome = primary.backend.send_pipeline(pipeline, offset, count).await;
-            self.inner
-                .judge(&primary, outcome, |replies| replies.iter().any(has_readonly))
+            self.inner.judge(&primary, outcome, |replies| {
+                replies.iter().any(has_readonly)
+            })
         })
     }
 
@@ -494,8 +500,9 @@ impl ConnectionLike for Watched {
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             let outcome = self.link.req_packed_commands(pipeline, offset, count).await;
-            self.inner
-                .judge(&self.primary, outcome, |replies| replies.iter().any(has_readonly))
+            self.inner.judge(&self.primary, outcome, |replies| {
+                replies.iter().any(has_readonly)
+            })
         })
     }
 

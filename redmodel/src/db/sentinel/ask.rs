@@ -127,7 +127,11 @@ pub(super) fn node_client(config: &SentinelConfig, addr: &Addr) -> Result<redis:
 }
 
 /// Whether the node `client` reaches says it is a master (`ROLE`).
-pub(super) async fn is_master(client: &redis::Client, connect: Duration, response: Duration) -> Result<bool> {
+pub(super) async fn is_master(
+    client: &redis::Client,
+    connect: Duration,
+    response: Duration,
+) -> Result<bool> {
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(connect))
         .set_response_timeout(Some(response));
@@ -136,10 +140,12 @@ pub(super) async fn is_master(client: &redis::Client, connect: Duration, respons
         .await?;
     let reply = conn.req_packed_command(&cmd("ROLE")).await?;
     Ok(match reply {
-        Value::Array(parts) => matches!(
-            parts.first(),
-            Some(Value::BulkString(role)) if role == b"master"
-        ) || matches!(parts.first(), Some(Value::SimpleString(role)) if role == "master"),
+        Value::Array(parts) => {
+            matches!(
+                parts.first(),
+                Some(Value::BulkString(role)) if role == b"master"
+            ) || matches!(parts.first(), Some(Value::SimpleString(role)) if role == "master")
+        }
         Value::ServerError(err) => return Err(redis::RedisError::from(err).into()),
         _ => false,
     })

@@ -208,6 +208,8 @@ async fn failover_under_writers(test: &str, how: Failover) -> Result<(), Error> 
             let (db, stop) = (acked.clone(), Arc::clone(&stop));
             tokio::spawn(async move {
                 let mut kept = Vec::new();
+                // (not replicated, transient)
+                let mut refused = (0u32, 0u32);
                 let mut n = 0i64;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
@@ -218,15 +220,22 @@ async fn failover_under_writers(test: &str, how: Failover) -> Result<(), Error> 
                     };
                     match entry.clone().insert(&db).await {
                         Ok(_) => kept.push(entry),
-                        // Not acknowledged: no promise was made.
-                        Err(e) if e.is_transient() || matches!(e, Error::NotReplicated { .. }) => {
+                        // Not acknowledged: no promise was made. A request
+                        // the lost primary had in flight is transient
+                        // (Unavailable), never a bare connection error.
+                        Err(Error::NotReplicated { .. }) => {
+                            refused.0 += 1;
+                            tokio::time::sleep(Duration::from_millis(20)).await
+                        }
+                        Err(e) if e.is_transient() && !e.is_connection() => {
+                            refused.1 += 1;
                             tokio::time::sleep(Duration::from_millis(20)).await
                         }
                         Err(e) => panic!("task {task}: a write failed with {e:?}"),
                     }
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
-                kept
+                (kept, refused)
             })
         })
         .collect();
@@ -274,11 +283,15 @@ async fn failover_under_writers(test: &str, how: Failover) -> Result<(), Error> 
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let written = switched.elapsed();
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.store(true, Ordering::Relaxed);
     let mut kept = Vec::new();
+    let mut refused = (0, 0);
     for writer in writers {
-        kept.extend(writer.await.expect("a writer panicked"));
+        let (more, why) = writer.await.expect("a writer panicked");
+        kept.extend(more);
+        refused = (refused.0 + why.0, refused.1 + why.1);
     }
     assert!(
         kept.len() > 20,
@@ -304,9 +317,12 @@ async fn failover_under_writers(test: &str, how: Failover) -> Result<(), Error> 
     let report = check(&db, |_| ()).await?;
     assert!(report.is_clean(), "{test}: {report:?}");
     println!(
-        "{test}: {} acknowledged writes kept; the Db wrote to the new primary {:?} after the sentinels' switch",
+        "{test}: {} acknowledged writes kept, {} not replicated, {} transient; the Db wrote \
+         to the new primary {:?} after the sentinels' switch",
         kept.len(),
-        switched.elapsed()
+        refused.0,
+        refused.1,
+        written
     );
     Ok(())
 }

@@ -10,10 +10,12 @@
 //! [`CHECK_EVERY`], and at once, then again every few tens of
 //! milliseconds until a primary answers, when a request finds the
 //! primary gone (its connection lost or refused) or demoted (a `READONLY`
-//! refusal). Such a request fails as
-//! [`Error::Unavailable`] (transient: it may or
-//! may not have run, and the caller may retry); requests made after the
-//! switch go to the new primary. The periodic question matters for a
+//! refusal). Such a request fails as [`Error::Unavailable`] (transient:
+//! it may or may not have run, and the caller may retry); so do, at once
+//! and without being sent, the requests made until the task has found a
+//! primary that answers (rather than each waiting out a connection
+//! timeout on a dead node); requests made after the switch go to the new
+//! primary. The periodic question matters for a
 //! failover the `Db` cannot see from its connection: `SENTINEL FAILOVER`
 //! promotes the replica while the old primary keeps accepting writes
 //! (with none of its replicas left, so a write waiting for replica
@@ -32,6 +34,7 @@
 
 mod ask;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -189,6 +192,10 @@ struct Inner {
     primary: RwLock<Arc<Primary>>,
     /// Wakes the task: a request found the primary gone or demoted.
     lost: Arc<Notify>,
+    /// The current primary is known gone or demoted: requests fail at
+    /// once, without being sent, until the task finds a primary (rather
+    /// than each wait for a connection to a dead node).
+    missing: AtomicBool,
     /// Called after each switch of primary (the near cache empties).
     on_switch: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
@@ -212,7 +219,7 @@ impl SentinelBackend {
             .iter()
             .map(|url| sentinel_client(&config, url))
             .collect::<Result<Vec<_>>>()?;
-        let addr = ask::primary_addr(&config, &sentinels)
+        let addr = ask::primary_addr(&config, &sentinels, &mut None)
             .await
             .map_err(|why| no_primary(&config, why))?;
         let backend = connect_primary(&config, &addr).await?;
@@ -222,6 +229,7 @@ impl SentinelBackend {
             sentinels,
             primary: RwLock::new(Arc::new(Primary { addr, backend })),
             lost: Arc::clone(&lost),
+            missing: AtomicBool::new(false),
             on_switch: Mutex::new(Vec::new()),
         });
         tokio::spawn(follow(Arc::downgrade(&inner), lost));
@@ -276,6 +284,7 @@ async fn connect_primary(config: &SentinelConfig, addr: &Addr) -> Result<ServerB
 /// once when a request lost the primary, and switches to the primary they
 /// name. Ends once the backend is gone.
 async fn follow(inner: Weak<Inner>, lost_signal: Arc<Notify>) {
+    let mut kept: ask::Kept = None;
     let mut lost = false;
     let mut pause = FIRST_PAUSE;
     loop {
@@ -285,7 +294,7 @@ async fn follow(inner: Weak<Inner>, lost_signal: Arc<Notify>) {
             () = tokio::time::sleep(wait) => {}
         }
         let Some(inner) = inner.upgrade() else { return };
-        match inner.settle(lost).await {
+        match inner.settle(lost, &mut kept).await {
             Ok(()) => {
                 lost = false;
                 pause = FIRST_PAUSE;
@@ -304,26 +313,35 @@ impl Inner {
         Arc::clone(&self.primary.read())
     }
 
-    /// Asks the sentinels for the primary and switches to it if it is
+    /// Asks the sentinels for the primary (on the connection `kept` from
+    /// the last question, if it still answers) and switches to it if it is
     /// another node; when the current one was `lost`, checks that it
     /// still says `master`. An error: no primary to use yet.
-    async fn settle(&self, lost: bool) -> Result<()> {
-        let addr = ask::primary_addr(&self.config, &self.sentinels)
+    async fn settle(&self, lost: bool, kept: &mut ask::Kept) -> Result<()> {
+        let named = ask::primary_addr(&self.config, &self.sentinels, kept)
             .await
-            .map_err(|why| no_primary(&self.config, why))?;
+            .map_err(|why| no_primary(&self.config, why));
         let current = self.current();
-        if addr == current.addr {
-            if !lost {
-                return Ok(());
+        let addr = match named {
+            Ok(addr) if addr != current.addr => addr,
+            named if !lost => return named.map(drop),
+            // The same node, or no sentinel answers: the node may be back
+            // (its connections reconnect by themselves), or not yet
+            // demoted in the sentinels' eyes. Sentinels that are down
+            // must not keep a primary that answers from being used.
+            named => {
+                let client = ask::node_client(&self.config, &current.addr)?;
+                if ask::is_master(&client, self.config.connect, self.config.response).await? {
+                    self.missing.store(false, Ordering::Relaxed);
+                    return Ok(());
+                }
+                named?;
+                return Err(Error::Config(format!(
+                    "{} says it is a replica",
+                    current.addr
+                )));
             }
-            // The same node: back (its connections reconnect by
-            // themselves), or not yet demoted in the sentinels' eyes.
-            let client = ask::node_client(&self.config, &addr)?;
-            return match ask::is_master(&client, self.config.connect, self.config.response).await? {
-                true => Ok(()),
-                false => Err(Error::Config(format!("{addr} says it is a replica"))),
-            };
-        }
+        };
         let backend = connect_primary(&self.config, &addr).await?;
         tracing::info!(
             target: "redmodel::sentinel",
@@ -333,34 +351,61 @@ impl Inner {
             "the primary changed"
         );
         *self.primary.write() = Arc::new(Primary { addr, backend });
+        self.missing.store(false, Ordering::Relaxed);
         for hook in self.on_switch.lock().iter() {
             hook();
         }
         Ok(())
     }
 
-    /// A request's outcome on `primary`: a lost connection wakes the task
-    /// and becomes a transient refusal; a replica's `READONLY` wakes it too.
+    /// Marks `primary` lost, if it is still the current one (a request
+    /// that failed on an older one says nothing of the new), and wakes
+    /// the task.
+    fn lose(&self, primary: &Arc<Primary>) {
+        if Arc::ptr_eq(&self.primary.read(), primary) {
+            self.missing.store(true, Ordering::Relaxed);
+            self.lost.notify_one();
+        }
+    }
+
+    /// The refusal of a request made while the primary is missing:
+    /// nothing was sent.
+    fn refuse_while_missing(&self) -> Option<redis::RedisError> {
+        self.missing.load(Ordering::Relaxed).then(|| {
+            redis::make_extension_error(
+                "MASTERDOWN".to_string(),
+                Some(format!(
+                    "the primary of {:?} was lost and the sentinels have not named one that \
+                     answers yet: nothing was sent",
+                    self.config.master
+                )),
+            )
+        })
+    }
+
+    /// A request's outcome on `primary`: a lost connection marks it lost
+    /// and becomes a transient refusal; a replica's `READONLY` marks it
+    /// lost too.
     fn judge<T>(
         &self,
-        primary: &Primary,
+        primary: &Arc<Primary>,
         outcome: RedisResult<T>,
         says_replica: impl Fn(&T) -> bool,
     ) -> RedisResult<T> {
         match outcome {
             Err(err) if is_lost(&err) => {
-                self.lost.notify_one();
+                self.lose(primary);
                 Err(self.switching(primary, &err))
             }
             Err(err) => {
                 if refused_as_replica(&err) {
-                    self.lost.notify_one();
+                    self.lose(primary);
                 }
                 Err(err)
             }
             Ok(reply) => {
                 if says_replica(&reply) {
-                    self.lost.notify_one();
+                    self.lose(primary);
                 }
                 Ok(reply)
             }
@@ -414,6 +459,9 @@ impl Backend for SentinelBackend {
     }
 
     fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        if let Some(err) = self.inner.refuse_while_missing() {
+            return Box::pin(std::future::ready(Err(err)));
+        }
         let primary = self.inner.current();
         Box::pin(async move {
             let outcome = primary.backend.send(cmd).await;
@@ -427,6 +475,9 @@ impl Backend for SentinelBackend {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
+        if let Some(err) = self.inner.refuse_while_missing() {
+            return Box::pin(std::future::ready(Err(err)));
+        }
         let primary = self.inner.current();
         Box::pin(async move {
             let outcome = primary.backend.send_pipeline(pipeline, offset, count).await;
@@ -441,6 +492,9 @@ impl Backend for SentinelBackend {
     }
 
     fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>> {
+        if let Some(source) = self.inner.refuse_while_missing() {
+            return Box::pin(std::future::ready(Err(Error::Unavailable { source })));
+        }
         let primary = self.inner.current();
         Box::pin(async move {
             match primary.backend.exclusive().await {
@@ -450,7 +504,7 @@ impl Backend for SentinelBackend {
                     primary,
                 }) as Box<dyn Link>),
                 Err(Error::Connection { source }) => {
-                    self.inner.lost.notify_one();
+                    self.inner.lose(&primary);
                     Err(Error::Unavailable {
                         source: self.inner.switching(&primary, &source),
                     })
@@ -508,5 +562,63 @@ impl ConnectionLike for Watched {
 
     fn get_db(&self) -> i64 {
         self.link.get_db()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(resp: &[u8]) -> Value {
+        match redis::parse_redis_value(resp) {
+            Ok(value) => value,
+            Err(e) => panic!("bad RESP in the test: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_readonly_refusal_is_seen_alone_and_among_replies() {
+        let readonly = reply(b"-READONLY You can't write against a read only replica.\r\n");
+        assert!(has_readonly(&readonly));
+        assert!(has_readonly(&Value::Array(vec![Value::Okay, readonly])));
+        let other = reply(b"-WRONGTYPE Operation against a key\r\n");
+        assert!(!has_readonly(&other));
+        assert!(!has_readonly(&Value::Array(vec![Value::Okay, other])));
+        let Value::ServerError(err) =
+            reply(b"-READONLY You can't write against a read only replica.\r\n")
+        else {
+            panic!("an error reply");
+        };
+        assert!(refused_as_replica(&redis::RedisError::from(err)));
+    }
+
+    #[test]
+    fn a_lost_connection_is_told_from_a_refusal_and_masterdown_is_transient() {
+        let dropped =
+            redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert!(is_lost(&dropped));
+        let refused = redis::RedisError::from((redis::ErrorKind::Client, "refused"));
+        assert!(!is_lost(&refused));
+        let switching = redis::make_extension_error("MASTERDOWN".to_string(), None);
+        assert!(matches!(Error::from(switching), Error::Unavailable { .. }));
+    }
+
+    #[test]
+    fn the_data_nodes_get_the_configured_credentials_and_database() {
+        let config = SentinelConfig::new("m", ["redis://127.0.0.1:26379"])
+            .node_credentials(Some("app"), "secret")
+            .database(3);
+        let addr = Addr {
+            host: "10.0.0.7".to_string(),
+            port: 6380,
+        };
+        let client = ask::node_client(&config, &addr).expect("a client");
+        let info = client.get_connection_info();
+        assert_eq!(info.addr().to_string(), "10.0.0.7:6380");
+        let settings = info.redis_settings();
+        assert_eq!(
+            (settings.username(), settings.password(), settings.db()),
+            (Some("app"), Some("secret"), 3)
+        );
     }
 }

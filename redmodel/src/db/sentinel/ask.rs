@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use redis::aio::ConnectionLike as _;
+use redis::aio::{ConnectionLike as _, MultiplexedConnection};
 use redis::{ConnectionAddr, ConnectionInfo, Value};
 
 use super::SentinelConfig;
@@ -37,20 +37,39 @@ pub(super) enum NoPrimary {
     Unreachable(Error),
 }
 
-/// The primary's address from the first sentinel that knows it, trying
-/// each in the configured order.
+/// The connection to the sentinel that answered last, kept between
+/// questions.
+pub(super) type Kept = Option<MultiplexedConnection>;
+
+/// The primary's address from the first sentinel that knows it: the one
+/// whose connection is `kept`, if any, then each in the configured order.
+/// The sentinel that answered is kept for the next question.
 pub(super) async fn primary_addr(
     config: &SentinelConfig,
     sentinels: &[redis::Client],
+    kept: &mut Kept,
 ) -> std::result::Result<Addr, NoPrimary> {
     let mut asked = cmd("SENTINEL");
     asked.arg("GET-MASTER-ADDR-BY-NAME").arg(&config.master);
+    if let Some(conn) = kept.as_mut() {
+        if let Ok(Some(addr)) = ask(conn, &asked).await {
+            return Ok(addr);
+        }
+        *kept = None;
+    }
     let mut unknown = false;
     let mut last = None;
     for client in sentinels {
-        match ask_one(client, &asked, config.connect, config.response).await {
-            Ok(Some(addr)) => return Ok(addr),
-            Ok(None) => unknown = true,
+        let answer = match open(client, config.connect, config.response).await {
+            Ok(mut conn) => ask(&mut conn, &asked).await.map(|addr| (addr, conn)),
+            Err(err) => Err(err),
+        };
+        match answer {
+            Ok((Some(addr), conn)) => {
+                *kept = Some(conn);
+                return Ok(addr);
+            }
+            Ok((None, _)) => unknown = true,
             Err(err) => {
                 tracing::debug!(target: "redmodel::sentinel", error = %err, "a sentinel did not answer");
                 last = Some(err);
@@ -63,20 +82,23 @@ pub(super) async fn primary_addr(
     }
 }
 
-/// One sentinel's answer: the address, or `None` if it does not know the
-/// master name (a nil reply).
-async fn ask_one(
+/// A connection to the node (or sentinel) `client` reaches.
+async fn open(
     client: &redis::Client,
-    asked: &redis::Cmd,
     connect: Duration,
     response: Duration,
-) -> Result<Option<Addr>> {
+) -> Result<MultiplexedConnection> {
     let config = redis::AsyncConnectionConfig::new()
         .set_connection_timeout(Some(connect))
         .set_response_timeout(Some(response));
-    let mut conn = client
+    Ok(client
         .get_multiplexed_async_connection_with_config(&config)
-        .await?;
+        .await?)
+}
+
+/// One sentinel's answer: the address, or `None` if it does not know the
+/// master name (a nil reply).
+async fn ask(conn: &mut MultiplexedConnection, asked: &redis::Cmd) -> Result<Option<Addr>> {
     match conn.req_packed_command(asked).await? {
         Value::Nil => Ok(None),
         Value::ServerError(err) => Err(redis::RedisError::from(err).into()),
@@ -132,12 +154,7 @@ pub(super) async fn is_master(
     connect: Duration,
     response: Duration,
 ) -> Result<bool> {
-    let config = redis::AsyncConnectionConfig::new()
-        .set_connection_timeout(Some(connect))
-        .set_response_timeout(Some(response));
-    let mut conn = client
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?;
+    let mut conn = open(client, connect, response).await?;
     let reply = conn.req_packed_command(&cmd("ROLE")).await?;
     Ok(match reply {
         Value::Array(parts) => {

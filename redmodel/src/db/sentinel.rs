@@ -385,7 +385,7 @@ impl Inner {
 
     /// A request's outcome on `primary`: a lost connection marks it lost
     /// and becomes a transient refusal; a replica's `READONLY` marks it
-    /// lost too.
+    /// lost too; a timeout has the task check it.
     fn judge<T>(
         &self,
         primary: &Arc<Primary>,
@@ -396,6 +396,14 @@ impl Inner {
             Err(err) if is_lost(&err) => {
                 self.lose(primary);
                 Err(self.switching(primary, &err))
+            }
+            // A slow reply is not yet a lost primary (the node may only be
+            // busy): the task checks, requests go on meanwhile.
+            Err(err) if err.is_timeout() => {
+                if Arc::ptr_eq(&self.primary.read(), primary) {
+                    self.lost.notify_one();
+                }
+                Err(err)
             }
             Err(err) => {
                 if refused_as_replica(&err) {
@@ -426,12 +434,11 @@ impl Inner {
     }
 }
 
-/// Whether `err` says the node cannot be reached any more.
+/// Whether `err` says the node cannot be reached any more (a timeout
+/// says it is slow, which it may be for other reasons).
 fn is_lost(err: &redis::RedisError) -> bool {
-    err.is_io_error()
-        || err.is_connection_dropped()
-        || err.is_connection_refusal()
-        || err.is_timeout()
+    !err.is_timeout()
+        && (err.is_io_error() || err.is_connection_dropped() || err.is_connection_refusal())
 }
 
 /// Whether `err` is a replica's `READONLY` refusal, alone or inside an
@@ -593,12 +600,14 @@ mod tests {
     }
 
     #[test]
-    fn a_lost_connection_is_told_from_a_refusal_and_masterdown_is_transient() {
+    fn a_lost_connection_is_told_from_a_refusal_and_a_timeout_and_masterdown_is_transient() {
         let dropped =
             redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
         assert!(is_lost(&dropped));
         let refused = redis::RedisError::from((redis::ErrorKind::Client, "refused"));
         assert!(!is_lost(&refused));
+        let slow = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
+        assert!(!is_lost(&slow));
         let switching = redis::make_extension_error("MASTERDOWN".to_string(), None);
         assert!(matches!(Error::from(switching), Error::Unavailable { .. }));
     }

@@ -129,7 +129,8 @@ impl Db {
     ///
     /// A master name no sentinel knows gives [`Error::Config`]; no
     /// sentinel answering gives the last one's error
-    /// ([`Error::Connection`]).
+    /// ([`Error::Connection`]); a named node that says it is a replica (a
+    /// failover under way) gives [`Error::Unavailable`]: retry shortly.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), redmodel::Error> {

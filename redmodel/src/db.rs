@@ -2,7 +2,8 @@
 //!
 //! - [`backend`]: the seam every backend implements (the one place that
 //!   says what a backend must do).
-//! - [`memory`] and [`server`]: the two backends, one file each.
+//! - [`memory`], [`server`], [`cluster`] and [`sentinel`]: the backends,
+//!   one module each.
 //! - [`connect`]: turning URLs (TLS, ACL users, timeouts) into a server
 //!   backend; the constructors `Db::connect*` and `Db::from_env`.
 //! - [`dedicated`]: exclusive connections (what WATCH needs), taken from
@@ -29,6 +30,7 @@ mod pubsub;
 pub(crate) mod query;
 pub(crate) mod recall;
 pub(crate) mod script;
+mod sentinel;
 mod server;
 mod server_info;
 mod slots;
@@ -54,6 +56,7 @@ pub use dedicated::DedicatedConnection;
 pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
 pub use optimistic::{OptimisticConnection, RawTransaction};
 pub use pubsub::{Message, Subscriber};
+pub use sentinel::SentinelConfig;
 pub use server_info::{ServerInfo, ServerName, ServerVersion};
 
 /// Whether `cmd` blocks its connection until another client acts (BLPOP,

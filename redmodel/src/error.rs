@@ -26,7 +26,9 @@ pub enum Error {
     /// (TRYAGAIN, CLUSTERDOWN, MASTERDOWN, or a slot still moving), the node
     /// was just demoted to a replica (READONLY), or a script is running
     /// (BUSY). Nothing was written by the refused command; retrying shortly
-    /// may succeed ([`Error::is_transient`]). The model's reads wait such a
+    /// may succeed ([`Error::is_transient`]). The one exception: a request
+    /// in flight when a [Sentinel](crate::Db::connect_sentinel) primary is
+    /// lost fails as MASTERDOWN too, and may or may not have run there. The model's reads wait such a
     /// state out for a while before giving up with it.
     #[error(
         "Redis cannot serve right now: {source} (a passing state: loading data, a failover or resharding; retrying shortly may succeed)"

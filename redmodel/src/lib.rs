@@ -66,7 +66,7 @@ mod sync_hook;
 pub use db::{lock_key, LockGuard, LOCK_KEY_PREFIX};
 pub use db::{CacheConfig, CacheStats, Db, DedicatedConnection, Message, Subscriber};
 pub use db::{OptimisticConnection, RawTransaction};
-pub use db::{ServerInfo, ServerName, ServerVersion};
+pub use db::{SentinelConfig, ServerInfo, ServerName, ServerVersion};
 pub use error::{Error, ItemError, Result};
 pub use layout::KeyLayout;
 pub use model::Transaction;

@@ -2,7 +2,7 @@
 //! (`backends`), the pool of exclusive connections (`pool`), locks,
 //! optimistic transactions, faults (a redis-server killed and restarted),
 //! TLS/ACL against private servers, and what a `Db` knows of its server
-//! (`server_info`).
+//! (`server_info`), and Redis Sentinel (`sentinel`).
 
 mod acks;
 mod backends;
@@ -12,6 +12,7 @@ mod lock;
 mod optimistic;
 mod pool;
 mod pubsub;
+mod sentinel;
 mod server_info;
 mod tls_acl;
 

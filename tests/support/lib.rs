@@ -93,6 +93,7 @@ mod cluster;
 pub mod diff;
 mod env;
 pub mod module_graph;
+mod sentinel;
 mod server;
 
 pub use backend::{
@@ -102,6 +103,7 @@ pub use backend::{
 };
 pub use cluster::{shared_cluster, RedisCluster, CLUSTER_TURN};
 pub use env::{env_number, env_seed};
+pub use sentinel::SentinelSet;
 pub use server::{
     check_installed, server_binary, RedisServer, RedisServerBuilder, ServerError, TlsFiles,
 };

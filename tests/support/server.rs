@@ -83,6 +83,7 @@ pub struct RedisServerBuilder {
     tls: Option<TlsFiles>,
     extra: Vec<String>,
     die_with_parent: bool,
+    sentinel: bool,
 }
 
 /// The certificate files of a TLS-only server (see [`RedisServerBuilder::tls`]).
@@ -116,6 +117,13 @@ impl RedisServerBuilder {
     /// (so it overrides them), e.g. `"appendfsync always"`.
     pub fn config(mut self, line: impl Into<String>) -> Self {
         self.extra.push(line.into());
+        self
+    }
+
+    /// Runs the process as a Redis Sentinel (`--sentinel`); its `sentinel
+    /// ...` lines go in with [`config`](Self::config).
+    pub fn sentinel(mut self) -> Self {
+        self.sentinel = true;
         self
     }
 
@@ -298,8 +306,11 @@ impl RedisServer {
         // The log tells when this very process is ready: start it empty.
         let _ = std::fs::remove_file(self.dir.path.join("redis.log"));
         let mut command = Command::new(server_binary());
+        command.arg(&conf);
+        if self.options.sentinel {
+            command.arg("--sentinel");
+        }
         command
-            .arg(&conf)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -359,7 +370,13 @@ impl RedisServer {
                     return Err(format!("exited with {status}"));
                 }
             }
-            if self.log().contains("Ready to accept connections") {
+            // A sentinel logs its id once it listens, and no "Ready".
+            let ready = if self.options.sentinel {
+                "Sentinel ID is"
+            } else {
+                "Ready to accept connections"
+            };
+            if self.log().contains(ready) {
                 return Ok(());
             }
             if Instant::now() > deadline {

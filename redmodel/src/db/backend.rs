@@ -70,6 +70,13 @@ pub(crate) trait Backend: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(Vec::new())))
     }
 
+    /// Registers `hook`, called each time the backend starts sending to
+    /// another node than before (a Sentinel failover): the near cache
+    /// empties there. Backends that never switch drop it.
+    fn on_switch(&self, hook: Box<dyn Fn() + Send + Sync>) {
+        drop(hook);
+    }
+
     /// The memory engine, for a backend that is one.
     fn engine(&self) -> Option<&Engine> {
         None

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use super::backend::Backend as _;
 use super::cluster::ClusterBackend;
+use super::sentinel::{SentinelBackend, SentinelConfig};
 use super::server::ServerBackend;
 use super::server_info::ServerInfo;
 use super::url::{check_features, open_client};
@@ -22,9 +23,9 @@ use crate::error::{Error, Result};
 
 /// How long a request may wait for a reply before it fails with a
 /// connection error, so that an outage never hangs a caller.
-const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one connection attempt may take.
-const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
+pub(super) const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Db {
     /// Connects to the Redis server at `url`: `redis://[user:password@]host[:port][/db]`,
@@ -111,19 +112,60 @@ impl Db {
         Ok(Db::from_backend(backend, server))
     }
 
+    /// The primary of a replica set that Redis Sentinel watches: the
+    /// sentinels of `config` are asked in turn for the primary of its
+    /// master name (`SENTINEL GET-MASTER-ADDR-BY-NAME`), and the node they
+    /// name is used once it says it is a master (`ROLE`).
+    ///
+    /// The `Db` follows failovers: when the connection to the primary is
+    /// lost or the node refuses a write as a replica (`READONLY`), and
+    /// every second besides, it asks the sentinels again and switches to
+    /// the primary they name. A request in flight when the primary is
+    /// lost fails with [`Error::Unavailable`] (it may or may not have run;
+    /// retry it if it is idempotent); later requests go to the new
+    /// primary. The near cache, if on, empties at the switch.
+    /// [`with_replica_acks`](Db::with_replica_acks) works as on one server,
+    /// and is what keeps an acknowledged write through a failover.
+    ///
+    /// A master name no sentinel knows gives [`Error::Config`]; no
+    /// sentinel answering gives the last one's error
+    /// ([`Error::Connection`]); a named node that says it is a replica (a
+    /// failover under way) gives [`Error::Unavailable`]: retry shortly.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), redmodel::Error> {
+    /// use redmodel::{Db, SentinelConfig};
+    /// let sentinels = ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379", "redis://10.0.0.3:26379"];
+    /// let db = Db::connect_sentinel(SentinelConfig::new("mymaster", sentinels)).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_sentinel(config: SentinelConfig) -> Result<Db> {
+        let backend = SentinelBackend::connect(config).await?;
+        let sent = &backend;
+        let server = ServerInfo::ask(|cmd| async move { sent.send(&cmd).await }).await?;
+        Ok(Db::from_backend(backend, server))
+    }
+
     /// The database the environment names: a Redis Cluster if
-    /// `REDIS_CLUSTER_URLS` holds comma-separated seed URLs, else the server
-    /// of `REDIS_URL` if set (and not empty), else a new memory engine.
+    /// `REDIS_CLUSTER_URLS` holds comma-separated seed URLs; else the
+    /// primary of the master named `REDIS_SENTINEL_MASTER`, found through
+    /// the comma-separated sentinel URLs of `REDIS_SENTINEL_URLS`, if both
+    /// are set; else the server of `REDIS_URL` if set (and not empty);
+    /// else a new memory engine.
     pub async fn from_env() -> Result<Db> {
-        if let Ok(urls) = std::env::var("REDIS_CLUSTER_URLS") {
-            let seeds: Vec<&str> = urls
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .collect();
-            if !seeds.is_empty() {
-                return Db::connect_cluster(seeds).await;
+        if let Some(seeds) = url_list("REDIS_CLUSTER_URLS") {
+            return Db::connect_cluster(seeds).await;
+        }
+        if let Some(sentinels) = url_list("REDIS_SENTINEL_URLS") {
+            let master = std::env::var("REDIS_SENTINEL_MASTER").unwrap_or_default();
+            if master.trim().is_empty() {
+                return Err(Error::Config(
+                    "REDIS_SENTINEL_URLS is set but REDIS_SENTINEL_MASTER, the master name \
+                     the sentinels monitor, is not"
+                        .to_string(),
+                ));
             }
+            return Db::connect_sentinel(SentinelConfig::new(master.trim(), sentinels)).await;
         }
         match std::env::var("REDIS_URL") {
             Ok(url) if !url.trim().is_empty() => Db::connect(url.trim()).await,
@@ -143,6 +185,19 @@ impl Db {
         let server = ServerInfo::ask(|cmd| async move { sent.send(&cmd).await }).await?;
         Ok(Db::from_backend(backend, server))
     }
+}
+
+/// The comma-separated URLs of environment variable `name`, if it holds
+/// any.
+fn url_list(name: &str) -> Option<Vec<String>> {
+    let urls: Vec<String> = std::env::var(name)
+        .ok()?
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    (!urls.is_empty()).then_some(urls)
 }
 
 #[cfg(feature = "tls")]

@@ -8,8 +8,9 @@
 //! `Db`'s shared connection and its pool can reconnect freely.
 //!
 //! A task watches the tracking connections. When one is lost (its socket
-//! closes, or a PING each [`HEARTBEAT`] fails), or a cluster's masters are
-//! not those it tracks (a failover, a resharding onto a new node), the
+//! closes, or a PING each [`HEARTBEAT`] fails), or the backend's nodes are
+//! not those it tracks (a cluster's failover or resharding onto a new
+//! node, a new primary found through Sentinel), the
 //! cache empties and keeps nothing until every master is tracked again.
 //! The task ends once the `Db` is gone.
 //!
@@ -63,6 +64,15 @@ pub(super) async fn start(
     }
     let session = Session::open(backend, &prefixes).await?;
     cache.set_live(true);
+    // A switch of primary (Sentinel) empties the cache at once; the
+    // heartbeat then finds the tracked node is not the primary any more
+    // and tracks the new one before anything is kept again.
+    let switched = Arc::downgrade(cache);
+    backend.on_switch(Box::new(move || {
+        if let Some(cache) = switched.upgrade() {
+            cache.set_live(false);
+        }
+    }));
     tokio::spawn(watch(
         Arc::downgrade(shared),
         Arc::downgrade(cache),
@@ -210,11 +220,8 @@ fn apply(cache: &Cache, push: PushInfo) -> bool {
 }
 
 /// Whether the backend's nodes are no longer those `session` tracks (a
-/// cluster's failover or new master).
+/// cluster's failover or new master, a new primary found through Sentinel).
 async fn moved(backend: &dyn Backend, session: &Session) -> bool {
-    if !backend.is_cluster() {
-        return false;
-    }
     match backend.tracking_nodes().await {
         Ok(infos) => {
             let now: Vec<String> = infos.iter().map(|i| i.addr().to_string()).collect();

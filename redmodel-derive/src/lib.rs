@@ -68,10 +68,9 @@ fn derive_tokens(input: &DeriveInput, kind: Kind) -> syn::Result<proc_macro2::To
 ///
 /// Container attributes: `#[redmodel(table = "teacher")]` (default: the
 /// struct's name in snake_case), `#[redmodel(sync_every = 10)]`,
-/// `#[redmodel(slot_group = "shop")]` (on Redis Cluster, every key of the
-/// model, its sub-objects' and its index entries hash to the slot of
-/// `{shop}`, shared with the other models of the group: see
-/// `redmodel::KeyLayout`).
+/// `#[redmodel(slot_group = "shop")]` (on Redis Cluster, the objects,
+/// their sub-objects and relation lists hash to the slot of `{shop}`,
+/// shared with the other models of the group: see `redmodel::KeyLayout`).
 /// Field attributes: `pk` (exactly one field), `rename = "name"`, `skip`,
 /// `json`, `default` / `default = "path::to::fn"`, and the indexes kept in
 /// step with every write: `unique`, `sorted`, `tags`, `recent = N` (see

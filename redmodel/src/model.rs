@@ -248,12 +248,13 @@ pub trait Model: Sized + Send + Sync + 'static {
     /// written object holds too. `false` is always safe: it only costs
     /// reads that one value.
     const ALWAYS_HOLDS_A_FIELD: bool = false;
-    /// The slot group the model's keys are pinned to on Redis Cluster
+    /// The slot group the model's objects are pinned to on Redis Cluster
     /// (`#[redmodel(slot_group = "shop")]` on an admin; a sub-object has
     /// its admin's): in the [cluster layout](crate::KeyLayout::Cluster)
-    /// every key of the model, its index entries included, carries the
-    /// hash tag `{shop}`, so the models of one group share one slot. No
-    /// effect in the plain layout. See [`KeyLayout`](crate::KeyLayout).
+    /// its objects and the keys under them (sub-objects, relation lists)
+    /// carry the hash tag `{shop}`, so the objects of one group share one
+    /// slot. No effect in the plain layout. See
+    /// [`KeyLayout`](crate::KeyLayout#slot-groups).
     const SLOT_GROUP: Option<&'static str> = None;
 
     /// This object's pk.

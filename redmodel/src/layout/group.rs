@@ -48,11 +48,3 @@ fn groups() -> &'static HashMap<&'static str, Option<&'static str>> {
 pub(crate) fn of_table(table: &str) -> Option<&'static str> {
     groups().get(table).copied().flatten()
 }
-
-/// Whether `name` can be a slot group: the characters of a table name
-/// (ASCII letters, digits, `_`, `-`, `.`, not starting with `_`), so no
-/// `:`, `{` or `}`, and a stored key's tag tells a group (no `:`) from an
-/// admin (`TABLE:PK`).
-pub fn is_valid_group(name: &str) -> bool {
-    crate::model::key::is_valid_table(name)
-}

@@ -252,9 +252,15 @@ mod tests {
             ("layout_order:o1:item", "{shop}layout_order:o1:item"),
             ("layout_order:", "{shop}layout_order:"),
             // Index keys keep their own slots.
-            ("layout_order:_unique:ref:a@b.c", "layout_order:_unique:ref:a@b.c"),
+            (
+                "layout_order:_unique:ref:a@b.c",
+                "layout_order:_unique:ref:a@b.c",
+            ),
             ("layout_order:_sorted:total", "layout_order:_sorted:total"),
-            ("layout_order:_tag:tags:ruby", "{layout_order:_tag:tags}:ruby"),
+            (
+                "layout_order:_tag:tags:ruby",
+                "{layout_order:_tag:tags}:ruby",
+            ),
             ("layout_customer:c%7B1", "{shop}layout_customer:c%7B1"),
             // A table with a conflicting declaration, or none, keeps the
             // admin's tag.

@@ -78,7 +78,9 @@ fn model_impl(model: &Model, object: &Object) -> TokenStream {
     let slot_group = match (object.owner, &object.slot_group) {
         // A sub-object's keys are under its admin's: its group is the
         // admin's.
-        (Some(owner), _) => quote_spanned!(owner.span()=> <#owner as ::redmodel::__private::Model>::SLOT_GROUP),
+        (Some(owner), _) => {
+            quote_spanned!(owner.span()=> <#owner as ::redmodel::__private::Model>::SLOT_GROUP)
+        }
         (None, Some(group)) => quote!(::core::option::Option::Some(#group)),
         (None, None) => quote!(::core::option::Option::None),
     };

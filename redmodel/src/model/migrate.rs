@@ -318,7 +318,11 @@ async fn pass<M: Model, P: Proceed>(
     mut progress: impl FnMut(&Progress) -> P,
 ) -> Result<Report> {
     let total: u64 = db.query(&cmd("DBSIZE")).await?;
-    let pattern = format!("{}:*", glob_escape(M::TABLE));
+    // As the database stores the keys: an admin of a slot group has a tag
+    // in the cluster layout.
+    let pattern = db
+        .stored(&format!("{}:*", glob_escape(M::TABLE)))
+        .into_owned();
     let mut report = Report::default();
     let mut cursor = options.cursor;
     loop {

@@ -245,7 +245,7 @@ mod tests {
     }
 
     #[test]
-    fn grouped_tables_carry_the_group_tag_on_every_key() {
+    fn grouped_tables_carry_the_group_tag_on_object_keys() {
         let cases = [
             ("layout_order:o1", "{shop}layout_order:o1"),
             ("layout_order:o1:line:2", "{shop}layout_order:o1:line:2"),

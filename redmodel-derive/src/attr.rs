@@ -61,6 +61,7 @@ impl DefaultAttr {
 #[derive(Default)]
 pub struct Container {
     pub table: Option<LitStr>,
+    pub slot_group: Option<LitStr>,
     pub owner: Option<Path>,
     pub member: Option<Path>,
     pub inverse: Option<Path>,
@@ -96,6 +97,7 @@ pub const CONTAINER_NAMES: &[&str] = &[
     "ttl",
     "single",
     "on_delete",
+    "slot_group",
 ];
 /// The field attribute names.
 pub const FIELD_NAMES: &[&str] = &[
@@ -132,6 +134,9 @@ impl Container {
         if meta.path.is_ident("table") {
             let lit = string(meta, "table = \"teacher\"")?;
             set(meta, &mut self.table, lit)
+        } else if meta.path.is_ident("slot_group") {
+            let lit = string(meta, "slot_group = \"shop\"")?;
+            set(meta, &mut self.slot_group, lit)
         } else if meta.path.is_ident("owner") {
             let path = model_path(meta, "owner = Student")?;
             set(meta, &mut self.owner, path)
@@ -168,6 +173,7 @@ impl Container {
     pub fn written(&self) -> Vec<(&'static str, Span)> {
         [
             ("table", self.table.as_ref().map(LitStr::span)),
+            ("slot_group", self.slot_group.as_ref().map(LitStr::span)),
             ("owner", self.owner.as_ref().map(Spanned::span)),
             ("member", self.member.as_ref().map(Spanned::span)),
             ("inverse", self.inverse.as_ref().map(Spanned::span)),

@@ -19,6 +19,7 @@ type Rule = fn(&Ctxt, &Container);
 const CONTAINER_RULES: &[Rule] = &[
     container::check_not_generic,
     container::check_table_name,
+    container::check_slot_group_name,
     container::check_attrs_fit_kind,
 ];
 

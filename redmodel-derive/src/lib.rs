@@ -67,7 +67,10 @@ fn derive_tokens(input: &DeriveInput, kind: Kind) -> syn::Result<proc_macro2::To
 /// An admin model: a struct stored as a hash at `TABLE:PK` (`teacher:A`).
 ///
 /// Container attributes: `#[redmodel(table = "teacher")]` (default: the
-/// struct's name in snake_case), `#[redmodel(sync_every = 10)]`.
+/// struct's name in snake_case), `#[redmodel(sync_every = 10)]`,
+/// `#[redmodel(slot_group = "shop")]` (on Redis Cluster, the objects,
+/// their sub-objects and relation lists hash to the slot of `{shop}`,
+/// shared with the other models of the group: see `redmodel::KeyLayout`).
 /// Field attributes: `pk` (exactly one field), `rename = "name"`, `skip`,
 /// `json`, `default` / `default = "path::to::fn"`, and the indexes kept in
 /// step with every write: `unique`, `sorted`, `tags`, `recent = N` (see

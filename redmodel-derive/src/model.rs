@@ -33,6 +33,8 @@ pub struct Object<'c> {
     pub sync_every: u64,
     /// The model's TTL, in milliseconds.
     pub ttl: Option<u64>,
+    /// An admin's slot group (`slot_group = "shop"`).
+    pub slot_group: Option<String>,
 }
 
 /// A stored field.
@@ -126,6 +128,7 @@ fn object<'c>(cont: &'c Container) -> Option<Object<'c>> {
         single: cont.attrs.single.is_some(),
         sync_every: cont.sync_every(),
         ttl: cont.valid_ttl(),
+        slot_group: cont.attrs.slot_group.as_ref().map(syn::LitStr::value),
     })
 }
 

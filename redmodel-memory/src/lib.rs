@@ -157,6 +157,20 @@ pub fn key_slot(argv: &[&[u8]]) -> Option<u16> {
     cluster::slot_of([argv]).ok().flatten()
 }
 
+/// The hash slot of one key, as Redis Cluster computes it (and
+/// `CLUSTER KEYSLOT` answers): CRC16 (XMODEM) of the key, or of its hash
+/// tag (the text between the first `{` and the next `}`, if not empty),
+/// mod 16384.
+///
+/// ```
+/// use redmodel_memory::hash_slot;
+/// assert_eq!(hash_slot(b"foo"), 12182);
+/// assert_eq!(hash_slot(b"{foo}:1"), 12182);
+/// ```
+pub fn hash_slot(key: &[u8]) -> u16 {
+    cluster::slot(key)
+}
+
 /// Whether `argv` may block its connection until another client acts:
 /// Redis 7.0.15's table flags the command `blocking` (BLPOP, BZPOPMIN,
 /// BLMOVE, ...), except XREAD and XREADGROUP without their BLOCK option,

@@ -1,8 +1,12 @@
 //! Key layouts: where a model key's hash tag goes, so that on Redis
 //! Cluster an admin object and everything that hangs under it share a
-//! slot. See [`KeyLayout`].
+//! slot, and the objects of one slot group share one. See [`KeyLayout`].
+
+mod group;
 
 use std::borrow::Cow;
+
+pub use group::TableGroup;
 
 /// How a database lays out model keys.
 ///
@@ -19,6 +23,9 @@ use std::borrow::Cow;
 /// | `user:_unique:email:VALUE` | same | same |
 /// | `user:_sorted:logins`, `user:_recent:at` | same | same |
 /// | `book:_tag:tags:TAG` | `book:_tag:tags:TAG` | `{book:_tag:tags}:TAG` |
+/// | `order:o1` (slot group `shop`) | `order:o1` | `{shop}order:o1` |
+/// | `order:o1:line:2`, `order:o1:item` (group `shop`) | same | `{shop}order:o1:line:2`, `{shop}order:o1:item` |
+/// | `order:_sorted:total`, `order:_tag:tags:T` (group `shop`) | same | `order:_sorted:total`, `{order:_tag:tags}:T` (as without a group) |
 ///
 /// Why the admin's own key keeps no braces: Redis hashes a key with a tag
 /// by the tag's text, and one without by its whole text, so `teacher:A`
@@ -29,10 +36,29 @@ use std::borrow::Cow;
 /// SDIFF across tags are single-slot; a unique entry, a sorted index and a
 /// recent list are one key each and need none.
 ///
+/// # Slot groups
+///
+/// An admin declared with `#[redmodel(slot_group = "shop")]`
+/// ([`Model::SLOT_GROUP`](crate::Model::SLOT_GROUP)) has its objects, in
+/// the cluster layout, behind the group's tag instead of their own: the
+/// object, its sub-objects and its relation lists (a sub-object is in its
+/// admin's group). Redis hashes them all by `shop`, so the objects of one
+/// group share one slot, and a
+/// [transaction](crate::Db::transaction) across a customer, its order and
+/// the order's products reads under one WATCH and commits as one
+/// MULTI/EXEC on a cluster as on one server. Index keys (`TABLE:_...`)
+/// keep the rule above, in slots of their own, and follow the EXEC as
+/// ordered steps, as for any model on a cluster. The price: one group is
+/// one slot, held by one master, so a group is for objects that are
+/// written together, not a whole database. The layout reads the groups
+/// from the models the derives compiled into the program; the plain
+/// layout ignores them.
+///
 /// The rule reads the plain key's segments only; encoded pks never hold a
 /// raw `:`, `{` or `}` (see [`model::key`](crate::model::key)), so a plain
 /// model key never has an accidental tag and the cluster form parses back
-/// unambiguously.
+/// unambiguously: an admin's tag holds a `:` (`{teacher:A}`), a group's
+/// never does (`{shop}`).
 ///
 /// A `Db` on Redis Cluster always uses [`KeyLayout::Cluster`]; one on the
 /// memory engine or a single server uses [`KeyLayout::Plain`] unless told
@@ -62,6 +88,14 @@ impl KeyLayout {
         if self == KeyLayout::Plain {
             return Cow::Borrowed(plain);
         }
+        if let Some(group) = group_of(plain) {
+            let mut out = String::with_capacity(plain.len() + group.len() + 2);
+            out.push('{');
+            out.push_str(group);
+            out.push('}');
+            out.push_str(plain);
+            return Cow::Owned(out);
+        }
         match (self, tag_end(plain)) {
             (KeyLayout::Cluster, Some(end)) if end < plain.len() => {
                 let mut out = String::with_capacity(plain.len() + 2);
@@ -77,8 +111,10 @@ impl KeyLayout {
 
     /// The layout whose form `stored` is in, with the key's plain form: a
     /// key with a leading hash tag is in the cluster form, any other key in
-    /// the plain form (the two agree on keys without a tag). `None` if
-    /// `stored` has braces the cluster layout never writes.
+    /// the plain form (the two agree on keys without a tag). A slot group's
+    /// tag (`{shop}order:o1`, no `:` inside the braces) parses back only on
+    /// a table of that group. `None` if `stored` has braces the cluster
+    /// layout never writes.
     ///
     /// ```
     /// use redmodel::KeyLayout;
@@ -92,12 +128,48 @@ impl KeyLayout {
                 .then_some((KeyLayout::Plain, Cow::Borrowed(stored)));
         };
         let close = rest.find('}')?;
+        if rest[close + 1..].contains(['{', '}']) {
+            // The cluster layout writes one pair of braces, at the start.
+            return None;
+        }
+        if !rest[..close].contains(':') {
+            // A slot group's tag, before the whole plain key.
+            let plain = &rest[close + 1..];
+            return (KeyLayout::Cluster.stored(plain) == stored)
+                .then_some((KeyLayout::Cluster, Cow::Borrowed(plain)));
+        }
         let plain = format!("{}{}", &rest[..close], &rest[close + 1..]);
         // Canonical only: the braces must be exactly where the cluster
         // layout puts them, so one plain key has one stored form.
         (KeyLayout::Cluster.stored(&plain) == stored)
             .then_some((KeyLayout::Cluster, Cow::Owned(plain)))
     }
+
+    /// The hash slot of a model key (in plain form) as this layout stores
+    /// it: what Redis Cluster's `CLUSTER KEYSLOT` answers for the stored
+    /// key, 0 to 16383. Keys with one slot can be written by one atomic
+    /// unit (a MULTI/EXEC, a script) on a cluster.
+    ///
+    /// ```
+    /// use redmodel::KeyLayout;
+    /// // `{teacher:A}:class` hashes by its tag, as `teacher:A` does.
+    /// assert_eq!(KeyLayout::Cluster.slot("teacher:A:class"), KeyLayout::Cluster.slot("teacher:A"));
+    /// assert_eq!(KeyLayout::Cluster.slot("teacher:A"), redmodel::memory::hash_slot(b"teacher:A"));
+    /// ```
+    pub fn slot(self, plain: &str) -> u16 {
+        redmodel_memory::hash_slot(self.stored(plain).as_bytes())
+    }
+}
+
+/// The slot group of the plain model key `plain`: its table's, if it has
+/// one, for an object key or a key under one (`TABLE:PK...`); an index key
+/// (`TABLE:_...`) keeps its own slot.
+fn group_of(plain: &str) -> Option<&'static str> {
+    let (table, rest) = plain.split_once(':')?;
+    if rest.starts_with('_') {
+        return None;
+    }
+    group::of_table(table)
 }
 
 /// A key in plain form, for messages: `stored` without its hash-tag braces
@@ -153,6 +225,93 @@ mod tests {
             let (layout, back) = KeyLayout::parse(cluster).unwrap();
             assert_eq!(back, plain);
             assert_eq!(layout == KeyLayout::Cluster, plain != cluster);
+        }
+    }
+
+    inventory::submit! {
+        TableGroup { table: "layout_order", group: Some("shop") }
+    }
+    inventory::submit! {
+        TableGroup { table: "layout_customer", group: Some("shop") }
+    }
+    inventory::submit! {
+        TableGroup { table: "layout_split", group: Some("one") }
+    }
+    inventory::submit! {
+        TableGroup { table: "layout_split", group: Some("two") }
+    }
+    inventory::submit! {
+        TableGroup { table: "layout_loose", group: None }
+    }
+
+    #[test]
+    fn grouped_tables_carry_the_group_tag_on_object_keys() {
+        let cases = [
+            ("layout_order:o1", "{shop}layout_order:o1"),
+            ("layout_order:o1:line:2", "{shop}layout_order:o1:line:2"),
+            ("layout_order:o1:item", "{shop}layout_order:o1:item"),
+            ("layout_order:", "{shop}layout_order:"),
+            // Index keys keep their own slots.
+            (
+                "layout_order:_unique:ref:a@b.c",
+                "layout_order:_unique:ref:a@b.c",
+            ),
+            ("layout_order:_sorted:total", "layout_order:_sorted:total"),
+            (
+                "layout_order:_tag:tags:ruby",
+                "{layout_order:_tag:tags}:ruby",
+            ),
+            ("layout_customer:c%7B1", "{shop}layout_customer:c%7B1"),
+            // A table with a conflicting declaration, or none, keeps the
+            // admin's tag.
+            ("layout_split:a:x", "{layout_split:a}:x"),
+            ("layout_loose:a:x", "{layout_loose:a}:x"),
+            // A key that is only a table's name is no model key.
+            ("layout_order", "layout_order"),
+        ];
+        for (plain, cluster) in cases {
+            assert_eq!(KeyLayout::Cluster.stored(plain), cluster, "{plain}");
+            assert_eq!(KeyLayout::Plain.stored(plain), plain);
+            let (layout, back) = KeyLayout::parse(cluster).unwrap();
+            assert_eq!(back, plain);
+            assert_eq!(layout == KeyLayout::Cluster, plain != cluster);
+        }
+    }
+
+    #[test]
+    fn a_group_shares_one_slot_across_tables() {
+        let slot = KeyLayout::Cluster.slot("layout_order:o1");
+        assert_eq!(slot, redmodel_memory::hash_slot(b"shop"));
+        for plain in [
+            "layout_order:o2:line:1",
+            "layout_customer:c9",
+            "layout_customer:c9:order",
+        ] {
+            assert_eq!(KeyLayout::Cluster.slot(plain), slot, "{plain}");
+        }
+        // The plain layout hashes each key whole.
+        assert_eq!(
+            KeyLayout::Plain.slot("layout_order:o1"),
+            redmodel_memory::hash_slot(b"layout_order:o1")
+        );
+    }
+
+    #[test]
+    fn group_tags_parse_back_only_where_the_layout_writes_them() {
+        for bad in [
+            // Another group than the table's.
+            "{other}layout_order:o1",
+            // An admin's tag on a grouped table.
+            "{layout_order:o1}:line:2",
+            // A group on a table without one.
+            "{shop}teacher:A",
+            "{shop}layout_order:o1}",
+            "{shop}{shop}layout_order:o1",
+            "{}layout_order:o1",
+            // An index key behind the group's tag.
+            "{shop}layout_order:_sorted:total",
+        ] {
+            assert!(KeyLayout::parse(bad).is_none(), "{bad}");
         }
     }
 

@@ -248,6 +248,14 @@ pub trait Model: Sized + Send + Sync + 'static {
     /// written object holds too. `false` is always safe: it only costs
     /// reads that one value.
     const ALWAYS_HOLDS_A_FIELD: bool = false;
+    /// The slot group the model's objects are pinned to on Redis Cluster
+    /// (`#[redmodel(slot_group = "shop")]` on an admin; a sub-object has
+    /// its admin's): in the [cluster layout](crate::KeyLayout::Cluster)
+    /// its objects and the keys under them (sub-objects, relation lists)
+    /// carry the hash tag `{shop}`, so the objects of one group share one
+    /// slot. No effect in the plain layout. See
+    /// [`KeyLayout`](crate::KeyLayout#slot-groups).
+    const SLOT_GROUP: Option<&'static str> = None;
 
     /// This object's pk.
     fn pk(&self) -> &Self::Pk;
@@ -526,6 +534,7 @@ pub mod __private {
     };
     pub use super::relation::{InverseOf, NoInverse, Relation};
     pub use super::{Admin, Model, NoOwner, OwnerKind, SingleValue, Storage};
+    pub use crate::layout::TableGroup;
     pub use crate::{Error, Result};
     pub use std::default::Default;
     pub use std::option::Option::{self, None, Some};

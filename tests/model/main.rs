@@ -18,6 +18,7 @@ mod cascade;
 mod chaos;
 mod check;
 mod cluster_steps;
+mod colocate;
 mod keys;
 mod layers;
 mod models;

@@ -36,6 +36,24 @@ pub fn check_table_name(cx: &Ctxt, cont: &Container) {
     }
 }
 
+/// A slot group's name is a valid key part with no `:`, so that a stored
+/// key's tag tells a group (`{shop}`) from an admin (`{teacher:A}`).
+pub fn check_slot_group_name(cx: &Ctxt, cont: &Container) {
+    let Some(lit) = &cont.attrs.slot_group else {
+        return;
+    };
+    let group = lit.value();
+    if !is_valid_table(&group) {
+        cx.error(
+            lit.span(),
+            format!(
+                "invalid slot group {group:?}: a slot group is named like a table, with ASCII letters, digits, `_`, `-` and `.`, not starting with `_` (no `:`, `{{` or `}}`: the layout writes the braces); write e.g. `slot_group = \"{}\"`",
+                suggest_table(group.trim_matches(['{', '}']), cont.ident())
+            ),
+        );
+    }
+}
+
 /// Each struct attribute fits the kind of model it is written on.
 pub fn check_attrs_fit_kind(cx: &Ctxt, cont: &Container) {
     for (name, span) in cont.attrs.written() {
@@ -57,6 +75,12 @@ fn misfit(name: &str, kind: Kind) -> Option<&'static str> {
     Some(match (kind, name) {
         (Kind::Relation, "sync_every") => "a relation is a list, it has no write count; remove it",
         (Kind::Relation, "single") => "a relation is a list of member keys; remove it",
+        (Kind::Relation, "slot_group") => {
+            "a relation's lists are under their owner's keys, in the owner's slot group: write `slot_group` on the owner model"
+        }
+        (Kind::SubObject, "slot_group") => {
+            "a sub-object's keys are under its admin's, in the admin's slot group: write `slot_group` on the admin model"
+        }
         (Kind::Relation, "ttl") => {
             "a relation list gets a TTL from its handle's `expire`, or with its admin's `expire_tree`; remove it"
         }

@@ -7,7 +7,7 @@ use syn::spanned::Spanned;
 use super::codec;
 use super::fields::{decode_fields, encode_fields, index_specs, type_check};
 use super::handles::field_handles;
-use super::register::{declare, field_referrers, on_delete};
+use super::register::{declare, field_referrers, on_delete, table_group};
 use crate::model::{DataField, Model, Object};
 
 /// The code of an admin or sub-object model.
@@ -33,6 +33,7 @@ pub fn expand(model: &Model, object: &Object) -> TokenStream {
         quote!(::redmodel::__private::model_namespace::<#ident>),
         quote!(::redmodel::__private::model_checker::<#ident>),
     );
+    let table_group = table_group(ident, object);
     quote! {
         const _: () = {
             #owner_check
@@ -46,6 +47,7 @@ pub fn expand(model: &Model, object: &Object) -> TokenStream {
         #handles
         #(#referrers)*
         #declared
+        #table_group
     }
 }
 
@@ -73,6 +75,15 @@ fn model_impl(model: &Model, object: &Object) -> TokenStream {
     } else {
         quote!(::redmodel::__private::Storage::Hash)
     };
+    let slot_group = match (object.owner, &object.slot_group) {
+        // A sub-object's keys are under its admin's: its group is the
+        // admin's.
+        (Some(owner), _) => {
+            quote_spanned!(owner.span()=> <#owner as ::redmodel::__private::Model>::SLOT_GROUP)
+        }
+        (None, Some(group)) => quote!(::core::option::Option::Some(#group)),
+        (None, None) => quote!(::core::option::Option::None),
+    };
     let type_checks = object.fields.iter().map(type_check);
     let indexes = index_specs(&object.fields);
     let encode_fields = encode_fields(object);
@@ -90,6 +101,7 @@ fn model_impl(model: &Model, object: &Object) -> TokenStream {
             const FIELD_TTLS: &'static [(&'static str, ::core::time::Duration)] = &[#(#field_ttls),*];
             const INDEXES: &'static [::redmodel::__private::IndexSpec] = #indexes;
             const REFERENCES: &'static [::redmodel::__private::Reference] = &[#(#references),*];
+            const SLOT_GROUP: ::core::option::Option<&'static str> = #slot_group;
             // The fields' type checks, which tell whether one is
             // always stored.
             const ALWAYS_HOLDS_A_FIELD: bool = false #(|| #type_checks)*;

@@ -1,13 +1,13 @@
 //! The registrations a model submits for program start: its keys (see
-//! `redmodel::model::declared`) and its references (see
-//! `redmodel::model::cascade`).
+//! `redmodel::model::declared`), its references (see
+//! `redmodel::model::cascade`) and its slot group (see `redmodel::layout`).
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::attr::Action;
-use crate::model::DataField;
+use crate::model::{DataField, Object};
 
 /// Registers a model or relation, with its keys.
 pub fn declare(
@@ -26,6 +26,22 @@ pub fn declare(
             }
         }
     }
+}
+
+/// Registers the slot group of an admin that declares one, and of every
+/// sub-object (whose group is its admin's, known only to the compiler).
+pub fn table_group(ident: &Ident, object: &Object) -> Option<TokenStream> {
+    if object.owner.is_none() && object.slot_group.is_none() {
+        return None;
+    }
+    Some(quote! {
+        ::redmodel::__private::inventory::submit! {
+            ::redmodel::__private::TableGroup {
+                table: <#ident as ::redmodel::__private::Model>::TABLE,
+                group: <#ident as ::redmodel::__private::Model>::SLOT_GROUP,
+            }
+        }
+    })
 }
 
 /// The runtime's `OnDelete` for an action.

@@ -29,6 +29,7 @@
 //! a default never breaks reading; [`migrate`] writes the default into
 //! every object so that other programs (and redis-cli) see it too.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::ControlFlow;
@@ -317,7 +318,11 @@ async fn pass<M: Model, P: Proceed>(
     mut progress: impl FnMut(&Progress) -> P,
 ) -> Result<Report> {
     let total: u64 = db.query(&cmd("DBSIZE")).await?;
-    let pattern = format!("{}:*", glob_escape(M::TABLE));
+    // As the database stores the keys: an admin of a slot group has a tag
+    // in the cluster layout.
+    let pattern = db
+        .stored(&format!("{}:*", glob_escape(M::TABLE)))
+        .into_owned();
     let mut report = Report::default();
     let mut cursor = options.cursor;
     loop {
@@ -415,7 +420,7 @@ async fn migrate_batch<M: Model>(
         migration,
         outcome: Mutex::new((0, Vec::new())),
     };
-    checked::run::<()>(db, first.key(), &[], &[], &batch).await?;
+    checked::run::<()>(db, &first.key_in(db), &[], &[], &batch).await?;
     Ok(take(&batch.outcome))
 }
 
@@ -438,7 +443,10 @@ struct RewriteBatch<'a, M: Model> {
 
 impl<M: Model> Decide for RewriteBatch<'_, M> {
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
-        let keys: Vec<&str> = self.refs.iter().map(ObjectRef::key).collect();
+        // The keys as the database stores them (an admin of a slot group
+        // has a tag in the cluster layout).
+        let stored: Vec<Cow<'_, str>> = self.refs.iter().map(|r| r.key_in(self.db)).collect();
+        let keys: Vec<&str> = stored.iter().map(|k| k.as_ref()).collect();
         let reads = keys
             .iter()
             .map(|key| {
@@ -451,7 +459,7 @@ impl<M: Model> Decide for RewriteBatch<'_, M> {
         let mut writes = Vec::new();
         let mut rewritten = 0;
         let mut failed = Vec::new();
-        for (r, hash) in self.refs.iter().zip(hashes) {
+        for ((r, key), hash) in self.refs.iter().zip(&keys).zip(hashes) {
             let Ok(before) = redis::from_redis_value::<BTreeMap<String, Vec<u8>>>(hash) else {
                 continue;
             };
@@ -482,7 +490,7 @@ impl<M: Model> Decide for RewriteBatch<'_, M> {
             let gone: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
             if !gone.is_empty() {
                 let mut hdel = cmd("HDEL");
-                hdel.arg(r.key()).arg(gone);
+                hdel.arg(*key).arg(gone);
                 writes.push(hdel);
             }
             let changed: Vec<(&String, &Vec<u8>)> = after
@@ -493,9 +501,9 @@ impl<M: Model> Decide for RewriteBatch<'_, M> {
                 // HSET clears a field's TTL: the declared ones are given
                 // again, as every write of those fields does.
                 let names: Vec<&str> = changed.iter().map(|(k, _)| k.as_str()).collect();
-                let ttls = super::expiry::ttl_cmds::<M>(self.db, r.key(), None, &names)?;
+                let ttls = super::expiry::ttl_cmds::<M>(self.db, key, None, &names)?;
                 let mut hset = cmd("HSET");
-                hset.arg(r.key()).arg(changed);
+                hset.arg(*key).arg(changed);
                 writes.push(hset);
                 writes.extend(ttls);
             }
@@ -540,7 +548,7 @@ async fn index_batch<M: Model>(
         specs,
         outcome: Mutex::new((Vec::new(), Vec::new())),
     };
-    checked::run::<()>(db, first.key(), &[], &[], &batch).await?;
+    checked::run::<()>(db, &first.key_in(db), &[], &[], &batch).await?;
     Ok(take(&batch.outcome))
 }
 
@@ -558,7 +566,10 @@ struct IndexBatch<'a, M: Model> {
 impl<M: Model> Decide for IndexBatch<'_, M> {
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
         let fields: Vec<&str> = self.specs.iter().map(|s| s.field).collect();
-        let keys: Vec<&str> = self.refs.iter().map(ObjectRef::key).collect();
+        // The keys as the database stores them (an admin of a slot group
+        // has a tag in the cluster layout).
+        let stored: Vec<Cow<'_, str>> = self.refs.iter().map(|r| r.key_in(self.db)).collect();
+        let keys: Vec<&str> = stored.iter().map(|k| k.as_ref()).collect();
         let reads = keys
             .iter()
             .map(|key| {

@@ -1,0 +1,329 @@
+//! Slot groups (`#[redmodel(slot_group = "...")]`) on every backend: an
+//! order placement where customers, products with stock and orders share
+//! one group. In the cluster layout the group's objects (with their
+//! sub-objects and relation lists) are in one slot, the one `CLUSTER
+//! KEYSLOT` names, so a typed transaction across a customer, its products
+//! and the new order commits as one MULTI/EXEC, and racing buyers never
+//! sell more than the stock. The plain layout stores the same keys without
+//! a tag.
+
+use std::sync::Arc;
+
+use redmodel::model::check::check;
+use redmodel::prelude::*;
+use redmodel::{Error, KeyLayout};
+use redmodel_suite::backend_tests;
+
+/// `colo_customer:c1`, with a unique email.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "colo_customer", slot_group = "colo_shop")]
+struct Customer {
+    #[redmodel(pk)]
+    id: String,
+    #[redmodel(unique)]
+    email: String,
+    spent: i64,
+}
+
+/// `colo_product:p1`, with its stock and tags.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "colo_product", slot_group = "colo_shop")]
+struct Product {
+    #[redmodel(pk)]
+    id: String,
+    price: i64,
+    stock: i64,
+    #[redmodel(tags)]
+    tags: Vec<String>,
+}
+
+/// `colo_order:1`, naming its customer, in a sorted index by total.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "colo_order", slot_group = "colo_shop")]
+struct Order {
+    #[redmodel(pk)]
+    id: u64,
+    customer: Ref<Customer>,
+    #[redmodel(sorted)]
+    total: i64,
+}
+
+/// `colo_order:1:line:1`: one product of an order, in its admin's group.
+#[derive(SubObject, Debug, Clone, PartialEq)]
+#[redmodel(table = "line", owner = Order)]
+struct Line {
+    #[redmodel(pk)]
+    n: u32,
+    product: String,
+    quantity: i64,
+}
+
+/// `colo_customer:c1:orders`: a customer's orders.
+#[derive(Relation)]
+#[redmodel(table = "orders", owner = Customer, member = Order)]
+struct CustomerOrders;
+
+/// A model outside the group, to tell the group's slot from its own.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "colo_loose")]
+struct Loose {
+    #[redmodel(pk)]
+    id: u32,
+}
+
+/// The db in each layout a test runs in: its own, and the cluster layout
+/// (once, on a cluster backend).
+fn layouts(db: &Db) -> Vec<Db> {
+    let mut dbs = vec![db.clone()];
+    if db.key_layout() == KeyLayout::Plain {
+        dbs.push(db.with_key_layout(KeyLayout::Cluster));
+    }
+    dbs
+}
+
+async fn flush(db: &Db) -> redmodel::Result<()> {
+    db.query::<()>(&redis::cmd("FLUSHALL")).await
+}
+
+fn customer(id: &str) -> Customer {
+    Customer {
+        id: id.into(),
+        email: format!("{id}@example.com"),
+        spent: 0,
+    }
+}
+
+fn product(id: &str, price: i64, stock: i64) -> Product {
+    Product {
+        id: id.into(),
+        price,
+        stock,
+        tags: vec!["new".into()],
+    }
+}
+
+/// Places order `id` for `who`: one line per product, each taking
+/// `quantity` from its stock, in one typed transaction. `Ok(false)` if a
+/// product lacks the stock (nothing written).
+async fn place(
+    db: &Db,
+    id: u64,
+    who: &ObjectRef<Customer>,
+    products: &[ObjectRef<Product>],
+    quantity: i64,
+) -> redmodel::Result<bool> {
+    db.transaction_with_attempts(10_000, |tx| async move {
+        let buyer = tx
+            .load(who)
+            .await?
+            .ok_or_else(|| Error::Misuse("no customer".into()))?;
+        let mut total = 0;
+        let mut left = Vec::new();
+        for handle in products {
+            let p = tx
+                .load(handle)
+                .await?
+                .ok_or_else(|| Error::Misuse("no product".into()))?;
+            // Another task's turn between the read and the write: without
+            // the transaction's WATCH, two buyers would take one unit.
+            tokio::task::yield_now().await;
+            if p.stock < quantity {
+                return Ok(false);
+            }
+            total += p.price * quantity;
+            left.push((handle, p.stock - quantity));
+        }
+        let order = Order::at(id);
+        for (n, (handle, stock)) in (1..).zip(&left) {
+            tx.set(*handle, Product::STOCK, *stock);
+            let line = Line {
+                n,
+                product: handle.pk().clone(),
+                quantity,
+            };
+            tx.insert(&order.sub::<Line>(n), &line);
+        }
+        tx.insert(
+            &order,
+            &Order {
+                id,
+                customer: who.clone(),
+                total,
+            },
+        );
+        tx.set(who, Customer::SPENT, buyer.spent + total);
+        tx.link(&who.relation::<CustomerOrders>(), &order);
+        Ok::<_, Error>(true)
+    })
+    .await
+}
+
+backend_tests! {
+    /// Every object key of the group's models (and each key under one) is
+    /// stored behind `{colo_shop}` in the cluster layout, in the one slot
+    /// `CLUSTER KEYSLOT` gives, and without a tag in the plain layout;
+    /// index keys keep their own slots; a typed transaction across the
+    /// customer, two products and the new order commits, and scans, index
+    /// reads and the consistency check find the objects.
+    exclusive async fn a_group_keeps_its_keys_in_one_slot_and_transactions_across_it_commit(ctx) -> redmodel::Result<()> {
+        for db in layouts(&ctx.db) {
+            flush(&db).await?;
+            let cluster = db.key_layout() == KeyLayout::Cluster;
+            let who = Customer::at("c1");
+            customer("c1").insert(&db).await?;
+            let products = [Product::at("p1"), Product::at("p2")];
+            product("p1", 3, 5).insert(&db).await?;
+            product("p2", 7, 5).insert(&db).await?;
+            Loose { id: 1 }.insert(&db).await?;
+
+            assert!(place(&db, 1, &who, &products, 2).await?);
+
+            let order = Order::at(1).load(&db).await?.expect("the order");
+            assert_eq!(order.total, 2 * 3 + 2 * 7);
+            assert_eq!(Customer::at("c1").load(&db).await?.expect("c1").spent, 20);
+            for p in &products {
+                assert_eq!(p.load(&db).await?.expect("product").stock, 3);
+            }
+            assert_eq!(Order::at(1).load_subs::<Line>(&db).await?.len(), 2);
+            assert_eq!(who.relation::<CustomerOrders>().members(&db).await?, vec![Order::at(1)]);
+            assert_eq!(Order::TOTAL_SORTED.top(&db, 5).await?, vec![order]);
+            assert_eq!(
+                Customer::EMAIL_UNIQUE.holder(&db, "c1@example.com").await?,
+                Some(who.clone())
+            );
+            assert_eq!(ObjectRef::<Order>::scan(&db).await?, vec![Order::at(1)]);
+            assert_eq!(Product::scan(&db).await?.len(), 2);
+            let report = check(&db, |_| ()).await?;
+            assert!(report.is_clean(), "{:?} layout: {report}", db.key_layout());
+
+            let group_slot = redmodel::memory::hash_slot(b"colo_shop");
+            let keys = db.scan_keys("*").await?;
+            let ours = |k: &&String| k.contains("colo_") && !k.contains("colo_loose");
+            let (indexes, grouped): (Vec<&String>, Vec<&String>) =
+                keys.iter().filter(ours).partition(|k| k.contains(":_"));
+            // The customer, its list, two products, the order, its lines.
+            assert_eq!(grouped.len(), 7, "{grouped:?}");
+            // The unique, sorted and tag entries, in slots of their own.
+            assert_eq!(indexes.len(), 3, "{indexes:?}");
+            for key in &indexes {
+                assert!(!key.starts_with("{colo_shop}"), "{key}");
+            }
+            for key in &grouped {
+                if cluster {
+                    assert!(key.starts_with("{colo_shop}colo_"), "{key}");
+                    assert_eq!(redmodel::memory::hash_slot(key.as_bytes()), group_slot, "{key}");
+                } else {
+                    assert!(!key.contains(['{', '}']), "{key}");
+                }
+            }
+            if cluster {
+                // An admin outside the group is in another slot: a
+                // transaction across the two is refused before it sends
+                // anything.
+                let loose = Loose::at(1);
+                let across = db
+                    .transaction(|tx| {
+                        let (who, loose) = (&who, &loose);
+                        async move {
+                            tx.load(who).await?;
+                            tx.load(loose).await?;
+                            Ok::<_, Error>(())
+                        }
+                    })
+                    .await;
+                assert!(matches!(across, Err(Error::CrossSlot { .. })), "{across:?}");
+                assert_eq!(db.slot_of(&who), group_slot);
+                assert_eq!(db.slot_of(&Order::at(1).sub::<Line>(1)), group_slot);
+                assert_ne!(db.slot_of(&Loose::at(1)), group_slot);
+                assert_eq!(Order::at(1).key_in(&db), "{colo_shop}colo_order:1");
+            } else {
+                assert_eq!(Order::at(1).key_in(&db), "colo_order:1");
+                assert_eq!(db.slot_of(&Order::at(1)), redmodel::memory::hash_slot(b"colo_order:1"));
+            }
+            // The server's own hash of the keys, where it runs as a
+            // cluster node.
+            if db.is_cluster() || db.engine().is_some_and(|e| e.is_cluster_mode()) {
+                for key in keys.iter().filter(ours).map(String::as_str).chain(["colo_loose:1"]) {
+                    let slot: u16 = db.query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).await?;
+                    assert_eq!(slot, redmodel::memory::hash_slot(key.as_bytes()), "{key}");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// 16 buyers, each a customer of their own, race for the last 10
+    /// units of a product, each in a typed transaction across their
+    /// customer, the product and a new order: 10 orders are placed, the
+    /// stock ends at 0, and the customers paid for exactly 10. (The
+    /// product's WATCH is what keeps them apart: read outside the
+    /// transaction, 14 to 16 units are sold.)
+    exclusive async fn racing_buyers_sell_exactly_the_stock(ctx) -> redmodel::Result<()> {
+        const BUYERS: u64 = 16;
+        const STOCK: i64 = 10;
+        for db in layouts(&ctx.db) {
+            flush(&db).await?;
+            for id in 1..=BUYERS {
+                customer(&format!("b{id}")).insert(&db).await?;
+            }
+            product("p1", 4, STOCK).insert(&db).await?;
+            let placed = Arc::new(std::sync::atomic::AtomicI64::new(0));
+            let tasks: Vec<_> = (1..=BUYERS)
+                .map(|id| {
+                    let (db, placed) = (db.clone(), Arc::clone(&placed));
+                    tokio::spawn(async move {
+                        let products = [Product::at("p1")];
+                        let who = Customer::at(format!("b{id}"));
+                        if place(&db, id, &who, &products, 1).await? {
+                            placed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        }
+                        Ok::<_, Error>(())
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.expect("buyer panicked")?;
+            }
+            assert_eq!(placed.load(std::sync::atomic::Ordering::SeqCst), STOCK);
+            assert_eq!(Product::at("p1").load(&db).await?.expect("p1").stock, 0);
+            assert_eq!(ObjectRef::<Order>::scan(&db).await?.len(), STOCK as usize);
+            let (mut spent, mut orders) = (0, 0);
+            for id in 1..=BUYERS {
+                let who = Customer::at(format!("b{id}"));
+                let paid = who.load(&db).await?.expect("a buyer").spent;
+                let placed = who.relation::<CustomerOrders>().members(&db).await?;
+                assert_eq!(paid, 4 * placed.len() as i64, "b{id}");
+                spent += paid;
+                orders += placed.len();
+            }
+            assert_eq!((spent, orders), (4 * STOCK, STOCK as usize));
+            let report = check(&db, |_| ()).await?;
+            assert!(report.is_clean(), "{:?} layout: {report}", db.key_layout());
+        }
+        Ok(())
+    }
+
+    /// A migration of a grouped model reads and rewrites each object at
+    /// its stored key, in either layout: a field renamed outside the
+    /// library (`qty` for `stock`) is renamed back.
+    exclusive async fn a_migration_rewrites_grouped_objects_where_they_are_stored(ctx) -> redmodel::Result<()> {
+        use redmodel::model::migrate::{migrate, Migration, PassOptions};
+        for db in layouts(&ctx.db) {
+            flush(&db).await?;
+            product("p9", 2, 3).insert(&db).await?;
+            let key = Product::at("p9").key_in(&db).into_owned();
+            db.query::<()>(redis::cmd("HDEL").arg(&key).arg("stock")).await?;
+            db.query::<()>(redis::cmd("HSET").arg(&key).arg("qty").arg(3)).await?;
+            assert!(Product::at("p9").load(&db).await.is_err());
+
+            let migration = Migration::new().rename("qty", "stock");
+            let report = migrate::<Product, _>(&db, &migration, PassOptions::default(), |_| {
+                std::ops::ControlFlow::<()>::Continue(())
+            })
+            .await?;
+            assert_eq!((report.objects, report.rewritten), (1, 1), "{:?} layout: {report:?}", db.key_layout());
+            assert_eq!(Product::at("p9").load(&db).await?.expect("p9").stock, 3);
+        }
+        Ok(())
+    }
+}

@@ -144,6 +144,12 @@ pub struct Db {
     acks: Option<Acks>,
 }
 
+/// How long a request may wait for a reply before it fails with a
+/// connection error, so that an outage never hangs a caller.
+pub(crate) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one connection attempt may take.
+pub(crate) const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// State shared by a `Db` and its clones.
 struct Shared {
     backend: Box<dyn Backend>,
@@ -342,31 +348,6 @@ impl Db {
             layout: self.layout,
             acks: Some(Acks { replicas, timeout }),
         }
-    }
-
-    /// The hash slot of `object`'s key as this database stores it (in its
-    /// [key layout](Db::key_layout)): what `CLUSTER KEYSLOT` answers for
-    /// the key, 0 to 16383. Objects with one slot (an admin and its
-    /// sub-objects; the objects of one
-    /// [slot group](crate::KeyLayout#slot-groups)) can be read and written
-    /// by one [transaction](Db::transaction) on Redis Cluster.
-    ///
-    /// ```
-    /// use redmodel::prelude::*;
-    /// #[derive(Admin)]
-    /// #[redmodel(slot_group = "shop")]
-    /// struct Customer { #[redmodel(pk)] id: String }
-    /// #[derive(Admin)]
-    /// #[redmodel(table = "order", slot_group = "shop")]
-    /// struct Order { #[redmodel(pk)] id: u64 }
-    ///
-    /// let db = Db::memory_cluster();
-    /// assert_eq!(Order::at(1).key_in(&db), "{shop}order:1");
-    /// assert_eq!(db.slot_of(&Customer::at("c1")), db.slot_of(&Order::at(1)));
-    /// assert_eq!(db.slot_of(&Order::at(1)), redmodel::memory::hash_slot(b"shop"));
-    /// ```
-    pub fn slot_of<M: crate::Model>(&self, object: &crate::model::ObjectRef<M>) -> u16 {
-        self.layout.slot(object.key())
     }
 
     /// Whether this handle is on a Redis Cluster ([`Db::connect_cluster`]).

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use redmodel::prelude::*;
-use redmodel::{Error, ItemError, KeyLayout};
+use redmodel::{Error, ItemError};
 use redmodel_suite::{backend_tests, TestCtx};
 
 /// Every kind of index: unique, sorted (a composite score), tags, recent.
@@ -56,17 +56,6 @@ fn item(id: u32, code: Option<&str>) -> Item {
             .map(|k| TAGS[(id as usize + k) % TAGS.len()].to_string())
             .collect(),
         seen: (!id.is_multiple_of(4)).then_some(u64::from(id)),
-    }
-}
-
-/// The handles a test runs on: the backend's own `Db`, and on a single
-/// node the same database in the cluster layout too (the step path on
-/// one server), each run on a flushed database.
-fn layouts(ctx: &TestCtx) -> Vec<Db> {
-    if ctx.is_cluster_mode() {
-        vec![ctx.db.clone()]
-    } else {
-        vec![ctx.db.clone(), ctx.db.with_key_layout(KeyLayout::Cluster)]
     }
 }
 
@@ -206,7 +195,7 @@ backend_tests! {
     /// fields: every item succeeds, and afterwards every index equals the
     /// fields.
     exclusive async fn insert_many_keeps_every_index_equal_to_the_fields(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx) {
+        for db in ctx.layouts() {
             let n = large(&ctx, &db);
             flush(&ctx).await?;
             let items: Vec<Item> = (0..n)
@@ -230,7 +219,7 @@ backend_tests! {
     /// ([`Error::DuplicateInBatch`]); each error names its item, the
     /// refused items write nothing, and the others are written.
     exclusive async fn a_batch_reports_exactly_its_duplicates(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx) {
+        for db in ctx.layouts() {
             flush(&ctx).await?;
             item(100, Some("held")).insert(&db).await?;
             let batch = [
@@ -276,7 +265,7 @@ backend_tests! {
     /// `delete_many` takes every object out of every index: nothing of
     /// the model is left, and an object that was not there is `false`.
     exclusive async fn delete_many_leaves_no_index_entry_behind(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx) {
+        for db in ctx.layouts() {
             flush(&ctx).await?;
             let items: Vec<Item> = (0..300).map(|id| item(id, Some(&format!("d{id}")))).collect();
             all_ok(Item::insert_many(&db, &items).await)?;
@@ -294,7 +283,7 @@ backend_tests! {
     /// the indexes stay equal to the fields; an item on a missing object
     /// or claiming a held value fails alone.
     exclusive async fn set_many_keeps_the_indexes_exact(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx) {
+        for db in ctx.layouts() {
             flush(&ctx).await?;
             let items: Vec<Item> = (0..200).map(|id| item(id, Some(&format!("s{id}")))).collect();
             all_ok(Item::insert_many(&db, &items).await)?;
@@ -340,7 +329,7 @@ backend_tests! {
     /// it, and exactly the writes that lost were refused.
     exclusive async fn bulk_inserts_racing_single_inserts_claim_each_value_once(ctx) -> redmodel::Result<()> {
         const VALUES: u32 = 60;
-        for db in layouts(&ctx) {
+        for db in ctx.layouts() {
             for round in 0..4 {
                 flush(&ctx).await?;
                 let batch: Vec<Item> = (0..VALUES).map(|v| item(v, Some(&format!("r{v}")))).collect();
@@ -377,7 +366,7 @@ backend_tests! {
     /// Sub-objects go in bulk too, each needing its admin: one under a
     /// missing admin fails alone with [`Error::NotFound`].
     exclusive async fn insert_many_of_sub_objects_needs_their_admins(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx) {
+        for db in ctx.layouts() {
             flush(&ctx).await?;
             item(1, None).insert(&db).await?;
             let notes: Vec<(ObjectRef<Note>, Note)> = [(1, 1), (1, 2), (2, 1)]

@@ -7,7 +7,6 @@ use std::ops::ControlFlow;
 
 use redmodel::model::check::{check, check_from, repair, Kind};
 use redmodel::prelude::*;
-use redmodel::KeyLayout;
 use redmodel_suite::backend_tests;
 
 #[derive(Admin, Debug, Clone, PartialEq)]
@@ -57,15 +56,6 @@ fn book(id: u32, pages: i64) -> Book {
     }
 }
 
-/// The db in each layout a test runs in (see `transaction.rs`).
-fn layouts(db: &Db) -> Vec<Db> {
-    let mut dbs = vec![db.clone()];
-    if db.key_layout() == KeyLayout::Plain {
-        dbs.push(db.with_key_layout(KeyLayout::Cluster));
-    }
-    dbs
-}
-
 /// Runs a raw command on `plain` keys written as `db` stores them.
 async fn raw(db: &Db, args: &[&str]) -> redmodel::Result<()> {
     let layout = db.key_layout();
@@ -106,7 +96,7 @@ async fn sound(db: &Db) -> redmodel::Result<()> {
 backend_tests! {
     /// Data written through the API checks clean.
     exclusive async fn sound_data_checks_clean(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             sound(&db).await?;
             let mut calls = 0;
             let report = check(&db, |_| calls += 1).await?;
@@ -121,7 +111,7 @@ backend_tests! {
     /// second check finds only what is not repaired (an undecodable
     /// object); the sound objects are as they were.
     exclusive async fn every_kind_is_found_and_repaired(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             sound(&db).await?;
             // A field write that re-created a deleted object.
             raw(&db, &["HSET", "chkbook:9", "genres", "[\"x\"]"]).await?;
@@ -186,7 +176,7 @@ backend_tests! {
     /// A pass stopped by its callback after one batch says where it
     /// stopped; resumed there, the two parts find what one pass finds.
     exclusive async fn a_stopped_check_resumes_where_it_stopped(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             sound(&db).await?;
             raw(&db, &["HSET", "chkbook:77:chknote:1", "text", "lost"]).await?;
             raw(&db, &["RPUSH", "chkshelf:1:chkbook", "chkbook:404"]).await?;

@@ -71,16 +71,6 @@ struct Loose {
     id: u32,
 }
 
-/// The db in each layout a test runs in: its own, and the cluster layout
-/// (once, on a cluster backend).
-fn layouts(db: &Db) -> Vec<Db> {
-    let mut dbs = vec![db.clone()];
-    if db.key_layout() == KeyLayout::Plain {
-        dbs.push(db.with_key_layout(KeyLayout::Cluster));
-    }
-    dbs
-}
-
 async fn flush(db: &Db) -> redmodel::Result<()> {
     db.query::<()>(&redis::cmd("FLUSHALL")).await
 }
@@ -166,7 +156,7 @@ backend_tests! {
     /// customer, two products and the new order commits, and scans, index
     /// reads and the consistency check find the objects.
     exclusive async fn a_group_keeps_its_keys_in_one_slot_and_transactions_across_it_commit(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             let cluster = db.key_layout() == KeyLayout::Cluster;
             let who = Customer::at("c1");
@@ -232,13 +222,13 @@ backend_tests! {
                     })
                     .await;
                 assert!(matches!(across, Err(Error::CrossSlot { .. })), "{across:?}");
-                assert_eq!(db.slot_of(&who), group_slot);
-                assert_eq!(db.slot_of(&Order::at(1).sub::<Line>(1)), group_slot);
-                assert_ne!(db.slot_of(&Loose::at(1)), group_slot);
+                assert_eq!(who.slot_in(&db), group_slot);
+                assert_eq!(Order::at(1).sub::<Line>(1).slot_in(&db), group_slot);
+                assert_ne!(Loose::at(1).slot_in(&db), group_slot);
                 assert_eq!(Order::at(1).key_in(&db), "{colo_shop}colo_order:1");
             } else {
                 assert_eq!(Order::at(1).key_in(&db), "colo_order:1");
-                assert_eq!(db.slot_of(&Order::at(1)), redmodel::memory::hash_slot(b"colo_order:1"));
+                assert_eq!(Order::at(1).slot_in(&db), redmodel::memory::hash_slot(b"colo_order:1"));
             }
             // The server's own hash of the keys, where it runs as a
             // cluster node.
@@ -261,7 +251,7 @@ backend_tests! {
     exclusive async fn racing_buyers_sell_exactly_the_stock(ctx) -> redmodel::Result<()> {
         const BUYERS: u64 = 16;
         const STOCK: i64 = 10;
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             for id in 1..=BUYERS {
                 customer(&format!("b{id}")).insert(&db).await?;
@@ -308,7 +298,7 @@ backend_tests! {
     /// library (`qty` for `stock`) is renamed back.
     exclusive async fn a_migration_rewrites_grouped_objects_where_they_are_stored(ctx) -> redmodel::Result<()> {
         use redmodel::model::migrate::{migrate, Migration, PassOptions};
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             product("p9", 2, 3).insert(&db).await?;
             let key = Product::at("p9").key_in(&db).into_owned();

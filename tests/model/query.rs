@@ -37,17 +37,6 @@ struct QBook {
     touched: Option<u64>,
 }
 
-/// The handles a test runs on: the backend's own `Db`, and on a single
-/// node the same database in the cluster layout too (the step path on
-/// one server), each run on a flushed database.
-fn layouts(ctx: &TestCtx) -> Vec<Db> {
-    if ctx.is_cluster_mode() {
-        vec![ctx.db.clone()]
-    } else {
-        vec![ctx.db.clone(), ctx.db.with_key_layout(KeyLayout::Cluster)]
-    }
-}
-
 async fn flush(ctx: &TestCtx) -> Result<(), Error> {
     if !ctx.is_cluster_mode() {
         ctx.db.query::<()>(&redis::cmd("FLUSHDB")).await?;
@@ -277,7 +266,7 @@ backend_tests! {
                 8,
             ),
         );
-        for db in layouts(&ctx) {
+        for db in ctx.layouts() {
             for _ in 0..8 {
                 let (books, deletes, queries) = cases.new_tree(&mut runner).expect("a case").current();
                 flush(&ctx).await?;
@@ -319,7 +308,7 @@ backend_tests! {
     /// 2024, newest first, two at a time; a page is at most two round
     /// trips on the memory engine and on one server.
     exclusive async fn a_tag_and_range_query_pages_newest_first(ctx) {
-        for db in layouts(&ctx) {
+        for db in ctx.layouts() {
             flush(&ctx).await?;
             let db = &db;
             for (id, year, tags) in [
@@ -376,7 +365,7 @@ backend_tests! {
     /// is seen exactly once, and no object deleted before a page was asked
     /// for is in it.
     exclusive async fn pages_hold_while_eight_writers_write(ctx) {
-        for db in layouts(&ctx) {
+        for db in ctx.layouts() {
             flush(&ctx).await?;
             let book = |id: u32, year: u16, tags: &[&str]| QBook {
                 id,

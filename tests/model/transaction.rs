@@ -46,16 +46,6 @@ fn same_slot_ids(n: usize) -> Vec<u32> {
     (1..).filter(|id| slot(*id) == first).take(n).collect()
 }
 
-/// The db in each layout a test runs in: its own, and the cluster layout
-/// (once, on a cluster backend).
-fn layouts(db: &Db) -> Vec<Db> {
-    let mut dbs = vec![db.clone()];
-    if db.key_layout() == KeyLayout::Plain {
-        dbs.push(db.with_key_layout(KeyLayout::Cluster));
-    }
-    dbs
-}
-
 async fn flush(db: &Db) -> redmodel::Result<()> {
     db.query::<()>(&redis::cmd("FLUSHALL")).await
 }
@@ -118,7 +108,7 @@ backend_tests! {
     /// field, in both layouts.
     exclusive async fn typed_transfers_keep_the_total_and_the_index(ctx) -> redmodel::Result<()> {
         let ids = same_slot_ids(WALLETS);
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             let started = std::time::Instant::now();
             for id in &ids {
@@ -159,7 +149,7 @@ backend_tests! {
     /// of index (unique claim and release, tag sets, sorted score), counts
     /// a full write, and a delete takes the object out of every index.
     exclusive async fn typed_writes_keep_every_index(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             let w = Wallet::at(1);
             let w = &w;
@@ -205,7 +195,7 @@ backend_tests! {
     /// one value claimed twice in one transaction, a field write on a
     /// missing object, a score that cannot be one.
     exclusive async fn a_refused_commit_writes_nothing(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             let ids = same_slot_ids(3);
             let ids = &ids;
@@ -267,7 +257,7 @@ backend_tests! {
     /// written. A field write on an object the step saw missing is
     /// `NotFound`; a delete then a field write of one object too.
     exclusive async fn a_concurrent_write_reruns_the_step(ctx) -> redmodel::Result<()> {
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             wallet(1, 10).insert(&db).await?;
             let (w, other) = (&Wallet::at(1), &db);
@@ -512,7 +502,7 @@ backend_tests! {
         const LAST: i64 = 10;
         let orders = ids_beside_customer("order", BUYERS);
         let product = ids_beside_customer("product", 1)[0];
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             Customer { id: 1, name: "ada".into() }.insert(&db).await?;
             Product { id: product, stock: LAST, sold: 0, price: 3 }.insert(&db).await?;
@@ -563,7 +553,7 @@ backend_tests! {
         let products = ids_beside_customer("product", 2);
         let order = ids_beside_customer("order", 1)[0];
         let (a, b) = (products[0], products[1]);
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             Customer { id: 1, name: "ada".into() }.insert(&db).await?;
             Product { id: a, stock: 5, sold: 0, price: 2 }.insert(&db).await?;
@@ -602,7 +592,7 @@ backend_tests! {
         let products = ids_beside_customer("product", 2);
         let order_id = ids_beside_customer("order", 1)[0];
         let (a, b) = (products[0], products[1]);
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             Customer { id: 1, name: "ada".into() }.insert(&db).await?;
             Product { id: a, stock: 5, sold: 0, price: 2 }.insert(&db).await?;
@@ -676,7 +666,7 @@ backend_tests! {
         const MOVES: usize = 25;
         const START: i64 = 1_000;
         let products = ids_beside_customer("product", 3);
-        for db in layouts(&ctx.db) {
+        for db in ctx.layouts() {
             flush(&db).await?;
             for id in &products {
                 Product { id: *id, stock: START, sold: 0, price: 1 }.insert(&db).await?;

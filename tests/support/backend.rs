@@ -144,6 +144,17 @@ impl TestCtx {
         self.db.is_cluster() || self.db.engine().is_some_and(|e| e.is_cluster_mode())
     }
 
+    /// The handles a layout-sensitive test runs on: the backend's own
+    /// `Db`, and where that one lays keys out plainly, the same database
+    /// in the cluster layout too (the cluster's step paths on one node).
+    pub fn layouts(&self) -> Vec<Db> {
+        let mut dbs = vec![self.db.clone()];
+        if self.db.key_layout() == redmodel::KeyLayout::Plain {
+            dbs.push(self.db.with_key_layout(redmodel::KeyLayout::Cluster));
+        }
+        dbs
+    }
+
     /// Whether this is the memory engine (in either key layout).
     pub fn is_memory(&self) -> bool {
         self.db.engine().is_some()

@@ -18,14 +18,8 @@ use super::server_info::ServerInfo;
 use super::url::{check_features, open_client};
 #[cfg(feature = "tls")]
 use super::url::{install_crypto_provider, scheme_of, transport, Transport};
-use super::Db;
+use super::{Db, DEFAULT_CONNECTION_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
 use crate::error::{Error, Result};
-
-/// How long a request may wait for a reply before it fails with a
-/// connection error, so that an outage never hangs a caller.
-pub(super) const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long one connection attempt may take.
-pub(super) const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Db {
     /// Connects to the Redis server at `url`: `redis://[user:password@]host[:port][/db]`,

@@ -125,8 +125,8 @@ impl SentinelConfig {
             node_certificates: None,
             #[cfg(feature = "tls")]
             sentinel_certificates: None,
-            connect: super::connect::DEFAULT_CONNECTION_TIMEOUT,
-            response: super::connect::DEFAULT_RESPONSE_TIMEOUT,
+            connect: super::DEFAULT_CONNECTION_TIMEOUT,
+            response: super::DEFAULT_RESPONSE_TIMEOUT,
         }
     }
 

@@ -198,6 +198,31 @@ impl<M: Model> ObjectRef<M> {
         db.stored(&self.key)
     }
 
+    /// The hash slot of this object's key as `db` stores it (in its
+    /// [key layout](Db::key_layout)): what `CLUSTER KEYSLOT` answers for
+    /// the key, 0 to 16383. Objects with one slot (an admin and its
+    /// sub-objects; the objects of one
+    /// [slot group](crate::KeyLayout#slot-groups)) can be read and written
+    /// by one [transaction](Db::transaction) on Redis Cluster.
+    ///
+    /// ```
+    /// use redmodel::prelude::*;
+    /// #[derive(Admin)]
+    /// #[redmodel(slot_group = "shop")]
+    /// struct Customer { #[redmodel(pk)] id: String }
+    /// #[derive(Admin)]
+    /// #[redmodel(table = "order", slot_group = "shop")]
+    /// struct Order { #[redmodel(pk)] id: u64 }
+    ///
+    /// let db = Db::memory_cluster();
+    /// assert_eq!(Order::at(1).key_in(&db), "{shop}order:1");
+    /// assert_eq!(Customer::at("c1").slot_in(&db), Order::at(1).slot_in(&db));
+    /// assert_eq!(Order::at(1).slot_in(&db), redmodel::memory::hash_slot(b"shop"));
+    /// ```
+    pub fn slot_in(&self, db: &Db) -> u16 {
+        db.key_layout().slot(&self.key)
+    }
+
     /// The pk.
     pub fn pk(&self) -> &M::Pk {
         &self.pk

@@ -55,30 +55,11 @@ impl<M: Model> ObjectRef<M> {
         field: Field<M, T, C>,
         value: impl IntoValue<T>,
     ) -> Result<()> {
-        let encoded = field.encode(self.key(), &value.into_value())?;
-        let set: Vec<(&str, Vec<u8>)> = encoded.iter().map(|t| (field.name(), t.clone())).collect();
-        let removed: Vec<&str> = if encoded.is_none() {
-            vec![field.name()]
-        } else {
-            Vec::new()
+        let (set, removed) = match field.encode(self.key(), &value.into_value())? {
+            Some(text) => (vec![(field.name(), text)], Vec::new()),
+            None => (Vec::new(), vec![field.name()]),
         };
-        let key = self.key_in(db);
-        let guards = self.guards(db, true, &set);
-        let changes = Changes::Fields(vec![(field.name(), encoded.as_deref())]);
-        let marks = reference_marks::<M>(db, &set);
-        let ttls = ttl_cmds::<M>(db, &key, None, &names(&set))?;
-        let prior = PriorRead::of::<M>(db, &key, &set, &removed);
-        let write = |steps: &mut Plan| {
-            if let Some(prior) = &prior {
-                prior.add_to(steps);
-            }
-            add_write(steps, &key, &set, &removed, &marks, &ttls);
-        };
-        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, &guards, &write, &changes)
-            .await
-            .map_err(at_key(self.key(), "hash"))?;
-        let prior = prior.map(|p| p.parse(&kept)).transpose()?;
-        recheck_references::<M>(db, &key, &set, prior.as_ref()).await
+        self.write_fields(db, &set, &removed).await
     }
 
     /// Sets several fields at once, atomically:
@@ -108,23 +89,37 @@ impl<M: Model> ObjectRef<M> {
         if set.is_empty() && removed.is_empty() {
             return Ok(());
         }
+        self.write_fields(db, &set, &removed).await
+    }
+
+    /// The write of [`set`](Self::set) and [`set_many`](Self::set_many):
+    /// sets `set` and removes `removed` on the existing object, with the
+    /// index entries, declared field TTLs and reference marks they call
+    /// for, in one atomic unit; then, in the cluster layout, the targets
+    /// of its references checked again.
+    async fn write_fields(
+        &self,
+        db: &Db,
+        set: &[(&'static str, Vec<u8>)],
+        removed: &[&'static str],
+    ) -> Result<()> {
         let key = self.key_in(db);
-        let guards = self.guards(db, true, &set);
-        let changes = Changes::Fields(changed_fields(&set, &removed));
-        let marks = reference_marks::<M>(db, &set);
-        let ttls = ttl_cmds::<M>(db, &key, None, &names(&set))?;
-        let prior = PriorRead::of::<M>(db, &key, &set, &removed);
+        let guards = self.guards(db, true, set);
+        let changes = Changes::Fields(changed_fields(set, removed));
+        let marks = reference_marks::<M>(db, set);
+        let ttls = ttl_cmds::<M>(db, &key, None, &names(set))?;
+        let prior = PriorRead::of::<M>(db, &key, set, removed);
         let write = |steps: &mut Plan| {
             if let Some(prior) = &prior {
                 prior.add_to(steps);
             }
-            add_write(steps, &key, &set, &removed, &marks, &ttls);
+            add_write(steps, &key, set, removed, &marks, &ttls);
         };
         let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, &guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
         let prior = prior.map(|p| p.parse(&kept)).transpose()?;
-        recheck_references::<M>(db, &key, &set, prior.as_ref()).await
+        recheck_references::<M>(db, &key, set, prior.as_ref()).await
     }
 
     /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for

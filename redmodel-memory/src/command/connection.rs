@@ -178,9 +178,14 @@ pub(crate) type Login<'a> = &'a mut dyn FnMut(Option<(&[u8], &[u8])>) -> bool;
 /// accepted, and replies with the server's description, a map.
 #[cfg(all(test, feature = "server"))]
 pub(crate) fn hello(id: u64, name: &mut Option<Vec<u8>>, resp: &mut u8, args: &[&[u8]]) -> Reply {
-    hello_as(id, name, resp, args, &mut |login| {
-        login.is_none_or(|(user, _)| user == b"default")
-    })
+    hello_as(
+        id,
+        name,
+        resp,
+        args,
+        crate::RedisVersion::V7_0,
+        &mut |login| login.is_none_or(|(user, _)| user == b"default"),
+    )
 }
 
 /// HELLO for a client whose logins go through `login`.
@@ -189,6 +194,7 @@ pub(crate) fn hello_as(
     name: &mut Option<Vec<u8>>,
     resp: &mut u8,
     args: &[&[u8]],
+    version: crate::RedisVersion,
     login: Login<'_>,
 ) -> Reply {
     let result = (|| {
@@ -244,7 +250,7 @@ pub(crate) fn hello_as(
                 // The server and version the engine behaves as: what
                 // clients and tools read to decide what they may send.
                 field("server", reply::bulk("redis")),
-                field("version", reply::bulk(crate::REDIS_VERSION)),
+                field("version", reply::bulk(version.as_str())),
                 field("proto", reply::int(*resp)),
                 field("id", reply::int(id)),
                 field("mode", reply::bulk("standalone")),

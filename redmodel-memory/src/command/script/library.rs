@@ -36,6 +36,8 @@ pub(crate) struct Functions {
     /// Lower-case function name -> its library (function names are
     /// case-insensitive for FCALL and for collisions, as Redis's dict).
     index: HashMap<String, String>,
+    /// The version `redis.REDIS_VERSION` reports.
+    pub(crate) version: crate::RedisVersion,
 }
 
 impl std::fmt::Debug for Functions {
@@ -107,7 +109,8 @@ impl Functions {
             return Ok(Arc::clone(state));
         }
         let state = Arc::new(
-            sandbox::new_state(Kind::Functions, &self.busy).map_err(|e| super::internal(&e))?,
+            sandbox::new_state(Kind::Functions, &self.busy, self.version)
+                .map_err(|e| super::internal(&e))?,
         );
         self.state = Some(Arc::clone(&state));
         Ok(state)
@@ -258,6 +261,7 @@ impl Functions {
         // The payload's libraries are made first, apart (a library whose
         // code fails fails the whole restore), then joined.
         let mut new = Functions::new(Arc::clone(&self.busy));
+        new.version = self.version;
         for code in codes {
             let library = self.create(&code)?;
             if new.libraries.contains_key(&library.name) {

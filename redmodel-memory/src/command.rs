@@ -31,6 +31,7 @@ mod dump;
 mod expiry;
 mod functions;
 mod geo;
+mod hash_expiry;
 mod hashes;
 mod hyperloglog;
 mod keys;
@@ -105,6 +106,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             functions::COMMANDS,
             geo::COMMANDS,
             hashes::COMMANDS,
+            hash_expiry::COMMANDS,
             hyperloglog::COMMANDS,
             keys::COMMANDS,
             latency::COMMANDS,

@@ -329,8 +329,9 @@ impl Engine {
     /// let engine = Engine::new().with_version(RedisVersion::V7_4);
     /// assert_eq!(engine.version(), RedisVersion::V7_4);
     /// let mut c = engine.connection();
-    /// let reply = c.execute(&[b"EVAL", b"return redis.REDIS_VERSION", b"0"]);
-    /// assert_eq!(reply, redis::Value::BulkString(b"7.4.1".to_vec()));
+    /// c.execute(&[b"HSET", b"h", b"f", b"v"]);
+    /// let reply = c.execute(&[b"HEXPIRE", b"h", b"60", b"FIELDS", b"1", b"f"]);
+    /// assert_eq!(reply, redis::Value::Array(vec![redis::Value::Int(1)]));
     /// ```
     pub fn with_version(self, version: RedisVersion) -> Self {
         {

@@ -123,8 +123,12 @@ impl HashValue {
     /// first, as Redis's `hashTypeSet` converts a listpack.
     pub(crate) fn insert(&mut self, field: &[u8], value: &[u8], fit: Fit) -> bool {
         if let HashValue::Expiring(e) = self {
-            e.forget(field);
-            return e.fields.insert(field, value, fit);
+            let had = e.forget(field);
+            let new = e.fields.insert(field, value, fit);
+            if had {
+                e.place(field);
+            }
+            return new;
         }
         self.insert_keeping_ttl(field, value, fit)
     }

@@ -217,3 +217,53 @@ fn field_ttls_go_with_their_key() {
     run(&mut c, "HSET c a 1");
     assert_eq!(run(&mut c, "HTTL c FIELDS 1 a"), ints(&[-1]));
 }
+
+/// A compact hash keeps the order of Redis 7.4's `listpackex`: fields
+/// with a TTL first, soonest first, then the others.
+#[test]
+fn fields_are_ordered_by_ttl_as_in_listpackex() {
+    let (clock, mut c) = clocked_74(1_000_000);
+    let step = || std::time::Duration::from_millis(1);
+    run(&mut c, "HSET h a 1 b 2 c 3 d 4");
+    let keys_after = |c: &mut crate::Connection, line: &str| {
+        run(c, line);
+        clock.advance(step());
+        run(c, "HKEYS h")
+    };
+    assert_eq!(
+        keys_after(&mut c, "HEXPIRE h 100 FIELDS 1 c"),
+        bulks(&["c", "a", "b", "d"])
+    );
+    assert_eq!(
+        keys_after(&mut c, "HEXPIRE h 100 FIELDS 1 a"),
+        bulks(&["c", "a", "b", "d"])
+    );
+    assert_eq!(
+        keys_after(&mut c, "HEXPIRE h 50 FIELDS 1 d"),
+        bulks(&["d", "c", "a", "b"])
+    );
+    assert_eq!(
+        keys_after(&mut c, "HPERSIST h FIELDS 1 d"),
+        bulks(&["c", "a", "b", "d"])
+    );
+    assert_eq!(
+        keys_after(&mut c, "HSET h c 9"),
+        bulks(&["a", "b", "d", "c"])
+    );
+    assert_eq!(
+        keys_after(&mut c, "HINCRBY h a 1"),
+        bulks(&["a", "b", "d", "c"])
+    );
+    assert_eq!(
+        keys_after(&mut c, "HSET h e 5"),
+        bulks(&["a", "b", "d", "c", "e"])
+    );
+    assert_eq!(
+        keys_after(&mut c, "HEXPIRE h 100 FIELDS 1 e"),
+        bulks(&["a", "e", "b", "d", "c"])
+    );
+    assert_eq!(
+        keys_after(&mut c, "HEXPIRE h 100 FIELDS 1 a"),
+        bulks(&["e", "a", "b", "d", "c"])
+    );
+}

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::HashValue;
+use super::{Compact, HashValue};
 use crate::hasher::Seeded;
 
 /// A hash's fields with their expiry times (`HashValue::Expiring`).
@@ -24,6 +24,35 @@ impl Expiring {
     /// Drops the TTL of `field`, if it has one.
     pub(super) fn forget(&mut self, field: &[u8]) -> bool {
         !self.ttls.is_empty() && self.ttls.remove(field).is_some()
+    }
+
+    /// Moves `field` of a compact hash to where Redis 7.4's `listpackex`
+    /// keeps it: the fields with a TTL first, soonest first (a field
+    /// after those of the same time), then the others, a field that has
+    /// just lost its TTL last. HGETALL and the like reply in this order,
+    /// as Redis does. A table's order is arbitrary anyway.
+    pub(super) fn place(&mut self, field: &[u8]) {
+        let HashValue::Compact(c) = &self.fields else {
+            return;
+        };
+        let Some(value) = c.find(field).map(|at| at.value(&c.buf).to_vec()) else {
+            return;
+        };
+        let at = self.ttls.get(field).copied();
+        let mut pairs: Vec<(&[u8], &[u8])> = c.iter().filter(|(f, _)| *f != field).collect();
+        let pos = match at {
+            None => pairs.len(),
+            Some(at) => pairs
+                .iter()
+                .position(|(f, _)| self.ttls.get(*f).is_none_or(|&t| t > at))
+                .unwrap_or(pairs.len()),
+        };
+        pairs.insert(pos, (field, &value));
+        let mut placed = Compact::default();
+        for (f, v) in pairs {
+            placed.push(f, v);
+        }
+        self.fields = HashValue::Compact(placed);
     }
 }
 
@@ -67,12 +96,19 @@ impl HashValue {
     pub(crate) fn set_ttl(&mut self, field: &[u8], at: i64) {
         let e = self.make_expiring();
         e.ttls.insert(field.into(), at);
+        e.place(field);
     }
 
     /// Clears the TTL of `field`; true if it had one.
     pub(crate) fn persist(&mut self, field: &[u8]) -> bool {
         match self {
-            HashValue::Expiring(e) => e.forget(field),
+            HashValue::Expiring(e) => {
+                let had = e.forget(field);
+                if had {
+                    e.place(field);
+                }
+                had
+            }
             _ => false,
         }
     }

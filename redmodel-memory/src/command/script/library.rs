@@ -239,13 +239,13 @@ impl Functions {
             rdb::put_length(&mut out, library.code.len() as u64);
             out.extend_from_slice(&library.code);
         }
-        rdb::seal(out)
+        rdb::seal_as(out, self.version)
     }
 
     /// `FUNCTION RESTORE payload [policy]`: the engine's payloads and a real
     /// server's (whose long codes are LZF-compressed).
     pub(crate) fn restore(&mut self, payload: &[u8], policy: Policy) -> Result<(), CmdError> {
-        let body = rdb::open(payload)
+        let body = rdb::open_as(payload, self.version)
             .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
         let mut codes = Vec::new();
         let mut reader = rdb::Reader::new(body);

@@ -138,6 +138,15 @@ impl HashValue {
         expired.len()
     }
 
+    /// Every field with a TTL, and the TTL (DUMP, SAVE).
+    pub(crate) fn ttls(&self) -> impl Iterator<Item = (&[u8], i64)> {
+        let ttls = match self {
+            HashValue::Expiring(e) => Some(&e.ttls),
+            _ => None,
+        };
+        ttls.into_iter().flatten().map(|(f, &at)| (&f[..], at))
+    }
+
     /// Field/value pairs of the fields not expired at `now`.
     pub(crate) fn live(&self, now: i64) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.iter().filter(move |(f, _)| !self.is_expired(f, now))

@@ -55,6 +55,7 @@ mod streams;
 mod strings;
 #[cfg(test)]
 pub(crate) mod test_util;
+mod waitaof;
 mod zsets;
 
 pub(crate) use connection::{subcommand_arity, unknown_subcommand};
@@ -127,6 +128,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             sort::COMMANDS,
             streams::COMMANDS,
             strings::COMMANDS,
+            waitaof::COMMANDS,
             zsets::COMMANDS,
         ]
         .into_iter()

@@ -294,6 +294,8 @@ pub(crate) const CLIENT_SUBCOMMANDS: &[&str] = &[
     "caching",
     "getredir",
     "trackinginfo",
+    "no-touch",
+    "setinfo",
 ];
 
 /// CLIENT for a client without a connection of its own: the subcommands
@@ -336,10 +338,43 @@ pub(crate) fn client_shared(
             store.unpause_clients();
             reply::ok()
         })
+    } else if is(sub, "no-touch") && store.version >= crate::RedisVersion::V7_4 {
+        // Redis 7.4: the client's reads leave the keys' access times; the
+        // engine accepts the flag as Redis answers it.
+        arity(3, "no-touch").and_then(|()| {
+            if is(args[2], "on") || is(args[2], "off") {
+                Ok(reply::ok())
+            } else {
+                Err(CmdError::Syntax)
+            }
+        })
+    } else if is(sub, "setinfo") && store.version >= crate::RedisVersion::V7_4 {
+        arity(4, "setinfo").and_then(|()| client_setinfo(args[2], args[3]))
     } else {
         return None;
     };
     Some(result)
+}
+
+/// CLIENT SETINFO LIB-NAME | LIB-VER value (Redis 7.4), with Redis's
+/// checks of the value: printable ASCII without spaces.
+fn client_setinfo(attr: &[u8], value: &[u8]) -> CmdResult {
+    let name = if is(attr, "lib-name") {
+        "lib-name"
+    } else if is(attr, "lib-ver") {
+        "lib-ver"
+    } else {
+        return Err(CmdError::err(format!(
+            "Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        )));
+    };
+    if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::err(format!(
+            "{name} cannot contain spaces, newlines or special characters."
+        )));
+    }
+    Ok(reply::ok())
 }
 
 /// CLIENT PAUSE timeout [WRITE|ALL], with Redis's errors.

@@ -4,7 +4,7 @@
 //! A DUMP payload is an object type byte, the object, then a footer: the
 //! RDB version (2 bytes, little endian) and the CRC64 (Jones polynomial,
 //! 8 bytes, little endian) of everything before it. See [`seal`] and
-//! [`open`].
+//! [`open_as`].
 //!
 //! The compact encodings Redis copies into a payload as they are in memory
 //! each have a module: [`listpack`], [`ziplist`] (older versions' lists,
@@ -110,15 +110,16 @@ pub(crate) fn seal_as(mut payload: Vec<u8>, version: crate::RedisVersion) -> Vec
     payload
 }
 
-/// The payload without its footer, if the footer's version is one Redis
-/// 7.0 reads and the CRC64 matches (`verifyDumpPayload`); `None` is
-/// "DUMP payload version or checksum are wrong".
+/// [`open_as`] as Redis 7.0 reads a payload.
 #[cfg(test)]
 pub(crate) fn open(payload: &[u8]) -> Option<&[u8]> {
     open_as(payload, crate::RedisVersion::V7_0)
 }
 
-/// [`open`] as Redis `version` reads it (7.4 reads RDB 12).
+/// The payload without its footer, if the footer's version is one Redis
+/// `version` reads (7.0: RDB 10, 7.4: RDB 12) and the CRC64 matches
+/// (`verifyDumpPayload`); `None` is "DUMP payload version or checksum are
+/// wrong".
 pub(crate) fn open_as(payload: &[u8], version: crate::RedisVersion) -> Option<&[u8]> {
     let body_len = payload.len().checked_sub(10)?;
     let (data, crc) = payload.split_at(payload.len() - 8);

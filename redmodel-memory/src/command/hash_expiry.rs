@@ -77,6 +77,10 @@ pub(super) const COMMANDS: &[Spec] = &[
 /// went, and the key deleted (`del`) if none is left. Anything but a hash
 /// is left for the command's own type check.
 pub(super) fn expire_fields(ctx: &mut Ctx<'_>, key: &[u8], fields: &[&[u8]]) {
+    // No field has a TTL before 7.4: no second lookup on HGET's hot path.
+    if !ctx.store.version.has_field_expiry() {
+        return;
+    }
     let now = ctx.now;
     let any = match ctx.ks().peek(key, now) {
         Some(Value::Hash(h)) if h.has_ttls() => fields.iter().any(|f| h.is_expired(f, now)),
@@ -98,6 +102,9 @@ pub(super) fn expire_fields(ctx: &mut Ctx<'_>, key: &[u8], fields: &[&[u8]]) {
 /// Deletes every expired field of the hash at `key` (HRANDFIELD, as
 /// Redis 7.4's `hashTypeExpireIfNeeded`), with [`expire_fields`]'s events.
 pub(super) fn expire_all_fields(ctx: &mut Ctx<'_>, key: &[u8]) {
+    if !ctx.store.version.has_field_expiry() {
+        return;
+    }
     let now = ctx.now;
     let any = matches!(ctx.ks().peek(key, now),
         Some(Value::Hash(h)) if h.has_ttls() && !h.expired_fields(now).is_empty());

@@ -180,6 +180,15 @@ fn expired_fields_are_gone_as_in_redis_7_4() {
         redis::Value::Array(vec![bulk("2"), bulk("5"), redis::Value::Nil])
     );
     assert_eq!(run(&mut c, "HGETALL nokey"), empty());
+    // SORT's GET of an expired field reads nothing.
+    run(&mut c, "HSET w_x a 1 b 2");
+    run(&mut c, "HPEXPIRE w_x 10 FIELDS 1 a");
+    run(&mut c, "RPUSH l x");
+    clock.advance(std::time::Duration::from_millis(20));
+    assert_eq!(
+        run(&mut c, "SORT l BY nosort GET w_*->a GET w_*->b"),
+        redis::Value::Array(vec![redis::Value::Nil, bulk("2")])
+    );
 }
 
 #[test]

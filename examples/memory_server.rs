@@ -13,7 +13,9 @@
 //! (the RDB file, as redis-server takes them: loaded at start if it
 //! exists, written by SAVE and BGSAVE; `--dir` defaults to the current
 //! directory and `--dbfilename` to `dump.rdb` when the other is given; a
-//! file that fails to load stops the server before it listens).
+//! file that fails to load stops the server before it listens),
+//! `--redis-version V` (`7.0`, the default, or `7.4`: the Redis release
+//! the engine behaves as, `7.4` with hash-field expiration).
 //!
 //! One worker thread serves every connection by default, as Redis's one
 //! thread does: the store is one lock, so a second worker adds no
@@ -30,11 +32,11 @@
 
 use std::process::ExitCode;
 
-use redmodel::memory::{serve, Engine};
+use redmodel::memory::{serve, Engine, RedisVersion};
 
 const DEFAULT_PORT: u16 = 6380;
 const USAGE: &str =
-    "usage: memory_server [--port N] [--bind ADDR] [--cluster] [--threads N] [--dir D] [--dbfilename F]";
+    "usage: memory_server [--port N] [--bind ADDR] [--cluster] [--threads N] [--dir D] [--dbfilename F] [--redis-version 7.0|7.4]";
 
 struct Options {
     bind: String,
@@ -43,11 +45,12 @@ struct Options {
     threads: usize,
     dir: Option<String>,
     dbfilename: Option<String>,
+    version: RedisVersion,
 }
 
 /// Reads `--port N` / `--port=N`, `--bind ADDR` / `--bind=ADDR`,
 /// `--cluster`, `--threads N` / `--threads=N`, `--dir D` and
-/// `--dbfilename F` (either form).
+/// `--dbfilename F`, `--redis-version V` (either form).
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
     let mut options = Options {
         bind: "127.0.0.1".into(),
@@ -56,6 +59,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
         threads: 1,
         dir: None,
         dbfilename: None,
+        version: RedisVersion::default(),
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -86,6 +90,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             }
             "--dir" => options.dir = Some(value("--dir")?),
             "--dbfilename" => options.dbfilename = Some(value("--dbfilename")?),
+            "--redis-version" => {
+                let v = value("--redis-version")?;
+                options.version = v.parse().map_err(|e| format!("{e}\n{USAGE}"))?;
+            }
             "--help" | "-h" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
@@ -115,11 +123,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(options: Options) -> ExitCode {
-    let mut engine = if options.cluster {
-        Engine::new().with_cluster_mode()
-    } else {
-        Engine::new()
-    };
+    let mut engine = Engine::new().with_version(options.version);
+    if options.cluster {
+        engine = engine.with_cluster_mode();
+    }
     if options.dir.is_some() || options.dbfilename.is_some() {
         let dir = options.dir.as_deref().unwrap_or(".");
         let file = options.dbfilename.as_deref().unwrap_or("dump.rdb");

@@ -104,16 +104,8 @@ pub(crate) fn command_id(name: &str) -> Option<usize> {
 /// The id of a command's description: where it sits in the table (no
 /// search: the descriptions the engine hands out are the table's rows).
 pub(crate) fn id_of(meta: &Meta) -> Option<usize> {
-    let table = command_table::table();
-    let offset = (meta as *const Meta as usize).checked_sub(table.as_ptr() as usize)?;
-    let id = offset / std::mem::size_of::<Meta>();
-    let row = table.get(id)?;
-    // A description from elsewhere (none today) is found by name.
-    if std::ptr::eq(row, meta) {
-        Some(id)
-    } else {
-        command_id(meta.name)
-    }
+    // A description from elsewhere (a version's own row) is found by name.
+    command_table::id_of(meta).or_else(|| command_id(meta.name))
 }
 
 /// Redis's `ACLLookupCommand`: `name` or `container|sub`, any case.

@@ -17,6 +17,7 @@ use super::keyspace::{Entry, Keyspace};
 use super::reply;
 use super::value::{Kind, Value};
 use crate::command_table::{self, Meta, NameTable};
+use crate::RedisVersion;
 
 mod acl;
 mod bitmaps;
@@ -30,6 +31,7 @@ mod dump;
 mod expiry;
 mod functions;
 mod geo;
+mod hash_expiry;
 mod hashes;
 mod hyperloglog;
 mod keys;
@@ -53,6 +55,7 @@ mod streams;
 mod strings;
 #[cfg(test)]
 pub(crate) mod test_util;
+mod waitaof;
 mod zsets;
 
 pub(crate) use connection::{subcommand_arity, unknown_subcommand};
@@ -104,6 +107,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             functions::COMMANDS,
             geo::COMMANDS,
             hashes::COMMANDS,
+            hash_expiry::COMMANDS,
             hyperloglog::COMMANDS,
             keys::COMMANDS,
             latency::COMMANDS,
@@ -124,6 +128,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             sort::COMMANDS,
             streams::COMMANDS,
             strings::COMMANDS,
+            waitaof::COMMANDS,
             zsets::COMMANDS,
         ]
         .into_iter()
@@ -170,19 +175,38 @@ pub(crate) fn served_names() -> Vec<String> {
     SUBCOMMANDS.iter().cloned().collect()
 }
 
-/// Whether the engine serves the subcommand `full_name` (`config|get`).
-pub(crate) fn serves_subcommand(full_name: &str) -> bool {
+/// Whether the engine serves the subcommand `full_name` (`config|get`)
+/// as Redis `version`.
+pub(crate) fn serves_subcommand(full_name: &str, version: RedisVersion) -> bool {
     SUBCOMMANDS.contains(full_name)
+        && command_table::meta(full_name).is_none_or(|m| command_table::serves(m, version))
 }
 
-/// Every command of the table (COMMAND, COMMAND COUNT), in no order.
-pub(crate) fn all_specs() -> impl Iterator<Item = &'static Spec> {
-    TABLE.values().map(|(spec, _)| *spec)
+/// Whether Redis `version` has the command of `entry`.
+fn in_version(entry: &(&'static Spec, Option<&'static Meta>), version: RedisVersion) -> bool {
+    entry.1.is_none_or(|m| command_table::serves(m, version))
 }
 
-/// Finds a command by name, case-insensitively, without allocating.
+/// Every command of the table Redis `version` has (COMMAND, COMMAND
+/// COUNT), in no order.
+pub(crate) fn all_specs(version: RedisVersion) -> impl Iterator<Item = &'static Spec> {
+    (TABLE.values())
+        .filter(move |entry| in_version(entry, version))
+        .map(|(spec, _)| *spec)
+}
+
+/// Finds a command by name, case-insensitively, without allocating,
+/// whatever version has it (see [`lookup_in`]).
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
     TABLE.get(name).map(|(spec, _)| *spec)
+}
+
+/// [`lookup`] of a command Redis `version` has: a command a later version
+/// adds is an unknown command.
+pub(crate) fn lookup_in(name: &[u8], version: RedisVersion) -> Option<&'static Spec> {
+    (TABLE.get(name))
+        .filter(|entry| in_version(entry, version))
+        .map(|(spec, _)| *spec)
 }
 
 /// [`lookup`] with Redis's description of the command line `args` runs
@@ -190,14 +214,21 @@ pub(crate) fn lookup(name: &[u8]) -> Option<&'static Spec> {
 /// lookup for a command without subcommands. `(None, None)` for a name
 /// Redis does not know; `(None, Some(meta))` for one the engine does not
 /// run.
-pub(crate) fn described(args: &[&[u8]]) -> (Option<&'static Spec>, Option<&'static Meta>) {
+pub(crate) fn described(
+    args: &[&[u8]],
+    version: RedisVersion,
+) -> (Option<&'static Spec>, Option<&'static Meta>) {
     let Some(name) = args.first() else {
         return (None, None);
     };
-    match TABLE.get(name) {
-        Some((spec, Some(top))) if top.subcommands.is_empty() => (Some(spec), Some(top)),
-        Some((spec, _)) => (Some(spec), command_table::of_line(args)),
+    let (spec, meta) = match TABLE.get(name) {
+        Some((spec, Some(top))) if top.subcommands.is_empty() => (Some(*spec), Some(*top)),
+        Some((spec, _)) => (Some(*spec), command_table::of_line(args)),
         None => (None, command_table::of_line(args)),
+    };
+    match meta {
+        Some(meta) if !command_table::serves(meta, version) => (None, None),
+        _ => (spec, meta),
     }
 }
 
@@ -475,7 +506,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(name) = args.first() else {
         return Err(CmdError::err("empty command"));
     };
-    let spec = lookup(name).ok_or_else(|| unknown_command(args))?;
+    let spec = lookup_in(name, ctx.store.version).ok_or_else(|| unknown_command(args))?;
     if !spec.arity_ok(args.len()) {
         return Err(wrong_arity(spec));
     }
@@ -575,6 +606,8 @@ pub(crate) struct Store {
     pub(crate) replid: String,
     /// DEBUG QUICKLIST-PACKED-THRESHOLD's size, kept (see `debug`).
     pub(crate) quicklist_packed_threshold: u64,
+    /// The Redis version the engine behaves as (see `crate::version`).
+    pub(crate) version: crate::RedisVersion,
 }
 
 /// 40 random hex digits: the run id and replication id Redis makes.
@@ -609,6 +642,7 @@ impl Default for Store {
             functions: script::library::Functions::new(busy.clone()),
             busy,
             cluster_enabled: false,
+            version: crate::RedisVersion::default(),
             announced: None,
             reply_out: None,
             pubsub: {

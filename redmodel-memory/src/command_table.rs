@@ -1,22 +1,30 @@
-//! What Redis 7.0.15 says about each command beyond its arity: flags
-//! (`write`, `noscript`, ...), where its keys are (the legacy first / last
-//! / step and the key specifications), ACL categories and tips. The table
-//! itself (`command_table/rows.rs`) is generated from a real server's
-//! COMMAND reply by `tools/command_table.py`, so the engine describes its commands exactly
-//! as Redis does (COMMAND INFO, COMMAND GETKEYS) and finds their keys the
-//! way Redis does (the cluster mode's slot checks).
+//! What Redis says about each command beyond its arity: flags (`write`,
+//! `noscript`, ...), where its keys are (the legacy first / last / step and
+//! the key specifications), ACL categories and tips. The tables themselves
+//! (`command_table/rows.rs` for 7.0.15, `rows74.rs` for 7.4.1) are
+//! generated from a real server's COMMAND reply by `tools/command_table.py`,
+//! so the engine describes its commands exactly as Redis does (COMMAND
+//! INFO, COMMAND GETKEYS) and finds their keys the way Redis does (the
+//! cluster mode's slot checks).
+//!
+//! The engine's own table ([`table`]) is 7.0.15's rows and the rows of the
+//! commands 7.4.1 adds: one id per command whatever the version (ACL's
+//! bitmaps), [`serves`] telling whether a version has the command, and
+//! [`as_of`] giving the row a version's COMMAND INFO shows.
 
 use std::sync::LazyLock;
 
 pub(crate) use names::NameTable;
-use rows::TABLE;
+
+use crate::RedisVersion;
 
 pub(crate) mod docs;
 mod names;
 mod rows;
+mod rows74;
 
 /// One command's description.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Meta {
     pub(crate) name: &'static str,
     pub(crate) arity: i32,
@@ -76,11 +84,70 @@ pub(crate) enum Find {
     Unknown,
 }
 
-/// Every command and subcommand of Redis 7.0.15, sorted by name (a
+/// Every command and subcommand of Redis 7.0.15 and 7.4.1, sorted by name
+/// (a container just before its subcommands), 7.0.15's row for a command
+/// both have: ACL's command ids are indexes in it.
+static ROWS: LazyLock<Vec<(Meta, RedisVersion)>> = LazyLock::new(|| {
+    let old: std::collections::HashSet<&str> = rows::TABLE.iter().map(|m| m.name).collect();
+    let mut all: Vec<(Meta, RedisVersion)> = (rows::TABLE.iter())
+        .map(|m| (m.clone(), RedisVersion::V7_0))
+        .chain(
+            (rows74::TABLE.iter())
+                .filter(|m| !old.contains(m.name))
+                .map(|m| (m.clone(), RedisVersion::V7_4)),
+        )
+        .collect();
+    all.sort_by(|a, b| a.0.name.cmp(b.0.name));
+    all
+});
+
+/// [`ROWS`]' descriptions alone, in the same order.
+static TABLE: LazyLock<Vec<Meta>> =
+    LazyLock::new(|| ROWS.iter().map(|(meta, _)| meta.clone()).collect());
+
+/// Every command and subcommand the engine describes, sorted by name (a
 /// container just before its subcommands): ACL's command ids are indexes
 /// in it.
 pub(crate) fn table() -> &'static [Meta] {
-    TABLE
+    &TABLE
+}
+
+/// Where `meta` sits in [`table`] (no search: the descriptions the engine
+/// hands out are the table's rows); `None` for a description from
+/// elsewhere.
+pub(crate) fn id_of(meta: &Meta) -> Option<usize> {
+    let table = table();
+    let offset = (meta as *const Meta as usize).checked_sub(table.as_ptr() as usize)?;
+    let id = offset / std::mem::size_of::<Meta>();
+    std::ptr::eq(table.get(id)?, meta).then_some(id)
+}
+
+/// Whether Redis `version` has the command `meta` describes (a command
+/// 7.4 adds is unknown to 7.0.15).
+pub(crate) fn serves(meta: &Meta, version: RedisVersion) -> bool {
+    match id_of(meta).and_then(|id| ROWS.get(id)) {
+        Some((_, since)) => *since <= version,
+        None => lookup(meta.name.as_bytes())
+            .and_then(id_of)
+            .and_then(|id| ROWS.get(id))
+            .is_some_and(|(_, since)| *since <= version),
+    }
+}
+
+/// The 7.4.1 rows by name.
+static BY_NAME_74: LazyLock<NameTable<&'static Meta>> =
+    LazyLock::new(|| NameTable::new(rows74::TABLE.iter().map(|meta| (meta.name, meta))));
+
+/// The row of `meta`'s command as Redis `version` describes it (COMMAND
+/// INFO: 7.4.1 changed some commands' flags, tips and key specs).
+pub(crate) fn as_of(meta: &'static Meta, version: RedisVersion) -> &'static Meta {
+    match version {
+        RedisVersion::V7_0 => meta,
+        RedisVersion::V7_4 => BY_NAME_74
+            .get(meta.name.as_bytes())
+            .copied()
+            .unwrap_or(meta),
+    }
 }
 
 /// The description of the command `name` ([`lookup`] of a `str`).
@@ -91,7 +158,7 @@ pub(crate) fn meta(name: &str) -> Option<&'static Meta> {
 /// The descriptions by name: [`lookup`] runs on every command a script
 /// or `Engine::atomically` runs (see [`names`]).
 static BY_NAME: LazyLock<NameTable<&'static Meta>> =
-    LazyLock::new(|| NameTable::new(TABLE.iter().map(|meta| (meta.name, meta))));
+    LazyLock::new(|| NameTable::new(table().iter().map(|meta| (meta.name, meta))));
 
 /// The description of the command `name`, in any case.
 pub(crate) fn lookup(name: &[u8]) -> Option<&'static Meta> {
@@ -284,12 +351,30 @@ mod tests {
 
     #[test]
     fn the_table_is_sorted_for_binary_search() {
-        assert!(TABLE.windows(2).all(|w| w[0].name < w[1].name));
-        assert_eq!(TABLE.iter().filter(|m| !m.name.contains('|')).count(), 240);
-        for m in TABLE {
+        let table = table();
+        assert!(table.windows(2).all(|w| w[0].name < w[1].name));
+        for m in table {
             for sub in m.subcommands {
                 assert!(meta(sub).is_some(), "{sub}");
             }
         }
+    }
+
+    /// COMMAND COUNT's 240 of redis-server 7.0.15 and 250 of 7.4.1 (the
+    /// table holds no module command).
+    #[test]
+    fn each_version_has_its_commands() {
+        let count = |version| {
+            (table().iter())
+                .filter(|m| !m.name.contains('|') && serves(m, version))
+                .count()
+        };
+        assert_eq!(count(RedisVersion::V7_0), 240);
+        assert_eq!(count(RedisVersion::V7_4), 250);
+        let hexpire = meta("hexpire").expect("a 7.4 command");
+        assert!(!serves(hexpire, RedisVersion::V7_0));
+        assert!(serves(hexpire, RedisVersion::V7_4));
+        let client = meta("client").expect("a command");
+        assert_eq!(as_of(client, RedisVersion::V7_4).subcommands.len(), 18);
     }
 }

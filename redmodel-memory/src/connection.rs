@@ -88,7 +88,8 @@ impl Connection {
             Some(name) if is(name, "hello") && !session.in_transaction() => {
                 let started = std::time::Instant::now();
                 let mut resp = session.resp();
-                let reply = hello_as(0, client_name, &mut resp, args, &mut |login| {
+                let version = store.version;
+                let reply = hello_as(0, client_name, &mut resp, args, version, &mut |login| {
                     session.login(store, name, login, now)
                 });
                 session.set_resp(resp);

@@ -38,6 +38,9 @@ pub struct CycleStats {
     pub sampled: usize,
     /// Expired keys that were deleted.
     pub expired: usize,
+    /// Keys whose expired hash fields were deleted (Redis 7.4's field
+    /// TTLs, [`crate::RedisVersion::V7_4`]).
+    pub expired_field_keys: usize,
     /// Whether the cycle stopped because it ran out of time.
     pub timed_out: bool,
 }
@@ -114,6 +117,19 @@ fn run_untimed(engine: &Engine, budget: Duration, busy: &mut Duration) -> CycleS
             // one thread for the whole cycle), and the lock is not taken
             // and released again for every 20 keys.
             let held = Instant::now();
+            // Hash fields first: a pass over a sample of the hashes with
+            // field TTLs, again while many of them had expired fields.
+            loop {
+                let ks = &mut store.dbs[db];
+                let (sampled, hit) = ks.expire_fields_sample(KEYS_PER_LOOP, now, &mut rng);
+                stats.expired_field_keys += hit;
+                if sampled == 0
+                    || hit * 100 / sampled <= ACCEPTABLE_STALE_PERCENT
+                    || held.elapsed() > HOLD
+                {
+                    break;
+                }
+            }
             let db_done = loop {
                 let ks = &mut store.dbs[db];
                 if ks.expiring_len() == 0 {

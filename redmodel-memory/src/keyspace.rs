@@ -35,6 +35,7 @@ use super::value::encoding::{grew_past, outgrows, History};
 use super::value::string::StringValue;
 use super::value::{Kind, Value};
 
+mod field_expiry;
 mod lfu;
 mod slots;
 
@@ -220,6 +221,9 @@ pub(crate) struct Keyspace {
     free: Vec<u32>,
     /// Slot -> Unix ms after which the key is gone (`now > expire_at`).
     expiring: IndexMap<u32, i64, Seeded>,
+    /// The keys that may hold a hash with field TTLs, for the active
+    /// expiry cycle (see `field_expiry`): a hint, pruned as it is sampled.
+    field_ttls: IndexSet<Key, Seeded>,
     watched: HashMap<Key, Watch, Seeded>,
     /// The configured encoding thresholds, against which every modified
     /// value is checked (see [`Self::modified`]).
@@ -478,7 +482,7 @@ impl Keyspace {
 
     /// Logs a keyspace event raised here, if its class is enabled (the
     /// key is copied only then: this runs for every new or expired key).
-    fn log_event(&mut self, class: u32, event: &'static str, key: &[u8]) {
+    pub(crate) fn log_event(&mut self, class: u32, event: &'static str, key: &[u8]) {
         if crate::notify::enabled(self.limits.notify, class) {
             self.events.push((event, Arc::from(key)));
         }
@@ -643,6 +647,7 @@ impl Keyspace {
             None => self.insert_new(key, value, history, now),
         };
         self.check_outgrown(slot);
+        self.note_field_ttls_of(slot, key);
         self.changed(key);
     }
 
@@ -779,6 +784,7 @@ impl Keyspace {
         self.slots = Slots::default();
         self.free = Vec::new();
         self.expiring = IndexMap::default();
+        self.field_ttls = IndexSet::default();
         for (key, expired) in watched {
             self.modified(&key);
             if expired {
@@ -907,6 +913,7 @@ impl Keyspace {
         std::mem::swap(&mut a.slots, &mut b.slots);
         std::mem::swap(&mut a.free, &mut b.free);
         std::mem::swap(&mut a.expiring, &mut b.expiring);
+        std::mem::swap(&mut a.field_ttls, &mut b.field_ttls);
         // Blocked clients stay with their database, which now holds
         // other keys: offer them all (Redis's `scanDatabaseForReadyKeys`).
         a.signal_all_blocked();

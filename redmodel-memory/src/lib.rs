@@ -72,6 +72,7 @@ mod resp;
 mod session;
 mod tracking;
 mod value;
+mod version;
 
 use std::sync::Arc;
 
@@ -87,12 +88,14 @@ pub use rdb::file::RdbError;
 #[cfg(feature = "server")]
 pub use resp::{serve, ServerHandle};
 pub use tracking::{Invalidation, Invalidations};
+pub use version::RedisVersion;
 
 use command::Store;
 
-/// The Redis version whose behaviour the engine follows, which it reports
-/// as its own (HELLO's `version`, INFO's `redis_version`): clients and
-/// tools read it to decide what they may send.
+/// The Redis version whose behaviour the engine follows by default, which
+/// it reports as its own (HELLO's `version`, INFO's `redis_version`):
+/// clients and tools read it to decide what they may send. See
+/// [`Engine::with_version`] for Redis 7.4.1's behaviour.
 pub const REDIS_VERSION: &str = "7.0.15";
 
 /// The engine's own name and version, `redmodel-memory <version>`: INFO
@@ -326,6 +329,37 @@ impl Engine {
             }
         }
         Ok(self)
+    }
+
+    /// This engine behaving as Redis `version`: the version HELLO, INFO and
+    /// Lua's `redis.REDIS_VERSION` report, and the commands it knows (in
+    /// [`RedisVersion::V7_4`] mode, hash-field expiration and the other
+    /// commands 7.4 adds; in the default [`RedisVersion::V7_0`] mode they
+    /// are unknown commands, as Redis 7.0.15 answers). Call it on a new
+    /// engine, before its first script runs.
+    ///
+    /// ```
+    /// use redmodel_memory::{Engine, RedisVersion};
+    /// let engine = Engine::new().with_version(RedisVersion::V7_4);
+    /// assert_eq!(engine.version(), RedisVersion::V7_4);
+    /// let mut c = engine.connection();
+    /// c.execute(&[b"HSET", b"h", b"f", b"v"]);
+    /// let reply = c.execute(&[b"HEXPIRE", b"h", b"60", b"FIELDS", b"1", b"f"]);
+    /// assert_eq!(reply, redis::Value::Array(vec![redis::Value::Int(1)]));
+    /// ```
+    pub fn with_version(self, version: RedisVersion) -> Self {
+        {
+            let mut store = self.shared.store.lock();
+            store.version = version;
+            store.scripts.version = version;
+            store.functions.version = version;
+        }
+        self
+    }
+
+    /// The Redis version the engine behaves as ([`with_version`](Self::with_version)).
+    pub fn version(&self) -> RedisVersion {
+        self.shared.store.lock().version
     }
 
     /// Whether the engine is in cluster mode ([`with_cluster_mode`](Self::with_cluster_mode)).

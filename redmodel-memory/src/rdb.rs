@@ -4,7 +4,7 @@
 //! A DUMP payload is an object type byte, the object, then a footer: the
 //! RDB version (2 bytes, little endian) and the CRC64 (Jones polynomial,
 //! 8 bytes, little endian) of everything before it. See [`seal`] and
-//! [`open`].
+//! [`open_as`].
 //!
 //! The compact encodings Redis copies into a payload as they are in memory
 //! each have a module: [`listpack`], [`ziplist`] (older versions' lists,
@@ -23,6 +23,7 @@
 use std::borrow::Cow;
 
 pub(crate) mod file;
+pub(crate) mod hash_ttl;
 pub(crate) mod intset;
 pub(crate) mod listpack;
 pub(crate) mod lzf;
@@ -39,6 +40,22 @@ mod tests;
 /// Redis 7.0's RDB version: a DUMP payload ends with it, and RESTORE
 /// refuses a payload of a later version.
 pub(crate) const RDB_VERSION: u16 = 10;
+
+/// The RDB version of Redis `version`: 10 for 7.0, 12 for 7.4 (which
+/// adds the hashes with field TTLs, [`kind::HASH_METADATA`] and
+/// [`kind::HASH_LISTPACK_EX`]).
+pub(crate) fn rdb_version(version: crate::RedisVersion) -> u16 {
+    match version {
+        crate::RedisVersion::V7_0 => RDB_VERSION,
+        crate::RedisVersion::V7_4 => 12,
+    }
+}
+
+/// Whether the object type `tag` is one Redis `version` reads (the hashes
+/// with field TTLs came with 7.4).
+pub(crate) fn reads_type(tag: u8, version: crate::RedisVersion) -> bool {
+    !matches!(tag, kind::HASH_METADATA | kind::HASH_LISTPACK_EX) || version.has_field_expiry()
+}
 
 /// The object types of RDB version 10 (`RDB_TYPE_*` in `rdb.h`).
 pub(crate) mod kind {
@@ -63,6 +80,10 @@ pub(crate) mod kind {
     pub(crate) const ZSET_LISTPACK: u8 = 17;
     pub(crate) const LIST_QUICKLIST_2: u8 = 18;
     pub(crate) const STREAM_LISTPACKS_2: u8 = 19;
+    /// A hash with field TTLs in a table (RDB 12, Redis 7.4).
+    pub(crate) const HASH_METADATA: u8 = 24;
+    /// A hash with field TTLs in a listpack of triples (RDB 12).
+    pub(crate) const HASH_LISTPACK_EX: u8 = 25;
 }
 
 /// The tag of a library in FUNCTION DUMP's payload
@@ -77,21 +98,33 @@ pub(crate) fn crc64(bytes: &[u8]) -> u64 {
 
 /// Ends a payload with Redis's footer: the RDB version and the CRC64 of
 /// all before it (`createDumpPayload`).
-pub(crate) fn seal(mut payload: Vec<u8>) -> Vec<u8> {
-    payload.extend_from_slice(&RDB_VERSION.to_le_bytes());
+pub(crate) fn seal(payload: Vec<u8>) -> Vec<u8> {
+    seal_as(payload, crate::RedisVersion::V7_0)
+}
+
+/// [`seal`] with the RDB version of Redis `version`.
+pub(crate) fn seal_as(mut payload: Vec<u8>, version: crate::RedisVersion) -> Vec<u8> {
+    payload.extend_from_slice(&rdb_version(version).to_le_bytes());
     let crc = crc64(&payload);
     payload.extend_from_slice(&crc.to_le_bytes());
     payload
 }
 
-/// The payload without its footer, if the footer's version is one Redis
-/// 7.0 reads and the CRC64 matches (`verifyDumpPayload`); `None` is
-/// "DUMP payload version or checksum are wrong".
+/// [`open_as`] as Redis 7.0 reads a payload.
+#[cfg(test)]
 pub(crate) fn open(payload: &[u8]) -> Option<&[u8]> {
+    open_as(payload, crate::RedisVersion::V7_0)
+}
+
+/// The payload without its footer, if the footer's version is one Redis
+/// `version` reads (7.0: RDB 10, 7.4: RDB 12) and the CRC64 matches
+/// (`verifyDumpPayload`); `None` is "DUMP payload version or checksum are
+/// wrong".
+pub(crate) fn open_as(payload: &[u8], version: crate::RedisVersion) -> Option<&[u8]> {
     let body_len = payload.len().checked_sub(10)?;
     let (data, crc) = payload.split_at(payload.len() - 8);
-    let version = u16::from_le_bytes([payload[body_len], payload[body_len + 1]]);
-    if version > RDB_VERSION || crc64(data).to_le_bytes() != crc {
+    let found = u16::from_le_bytes([payload[body_len], payload[body_len + 1]]);
+    if found > rdb_version(version) || crc64(data).to_le_bytes() != crc {
         return None;
     }
     Some(&payload[..body_len])

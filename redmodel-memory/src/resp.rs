@@ -889,7 +889,8 @@ impl Client {
             let started = std::time::Instant::now();
             let mut resp = self.session.resp();
             let session = &mut self.session;
-            let reply = hello_command_as(&mut self.info, &mut resp, args, &mut |login| {
+            let version = store.version;
+            let reply = hello_command_as(&mut self.info, &mut resp, args, version, &mut |login| {
                 session.login(store, name, login, now)
             });
             self.session.set_resp(resp);

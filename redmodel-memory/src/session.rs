@@ -411,7 +411,7 @@ impl Session {
             // transaction (`no_multi`) whether or not the engine has them.
             let no_multi = command_table::lookup(name)
                 .filter(|m| m.has_flag("no_multi") && arity_ok(m.arity, args.len()));
-            let checked = command::lookup(name)
+            let checked = command::lookup_in(name, store.version)
                 .ok_or_else(|| match no_multi {
                     Some(_) => CmdError::err("Command not allowed inside a transaction"),
                     None => command::unknown_command(args),
@@ -545,7 +545,7 @@ impl Session {
         // Redis's description of the command, if it runs (a command the
         // engine has, with a right arity): what MONITOR shows and LATENCY
         // counts.
-        let meta = match command::described(args) {
+        let meta = match command::described(args, store.version) {
             (Some(_), meta) => meta,
             (None, meta) if args.first().is_some_and(|n| control_arity(n).is_some()) => meta,
             (None, _) => None,

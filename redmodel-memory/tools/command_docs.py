@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Writes src/command_table/docs.resp: the COMMAND DOCS reply of a
-redis-server 7.0.15, in RESP3 (maps, sets, as the server types them),
+"""Writes src/command_table/docs.resp (or docs74.resp): the COMMAND DOCS
+reply of a redis-server 7.0.15 (or 7.4.1), in RESP3 (maps, sets, as the server types them),
 byte for byte. The engine parses it once and answers COMMAND DOCS from
 it, keeping the commands and subcommands it serves.
 
-Run against a redis-server 7.0.15 (default 127.0.0.1:6379):
+Run against a redis-server 7.0.15, or 7.4.1 (default 127.0.0.1:6379):
 
     python3 tools/command_docs.py [port] > src/command_table/docs.resp
+    python3 tools/command_docs.py [port] > src/command_table/docs74.resp
 """
 import socket
 import sys

@@ -228,12 +228,27 @@ impl Db {
         Db::from_engine(Engine::new().with_cluster_mode())
     }
 
+    /// A new, empty memory engine behaving as Redis 7.4.1
+    /// ([`RedisVersion::V7_4`](crate::memory::RedisVersion::V7_4)): with
+    /// hash-field expiry, which the default 7.0.15 engine lacks.
+    ///
+    /// ```
+    /// let db = redmodel::Db::memory_74();
+    /// assert!(db.server().has_field_expiry());
+    /// assert_eq!(db.server().to_string(), "redis 7.4.1");
+    /// ```
+    pub fn memory_74() -> Db {
+        Db::from_engine(Engine::new().with_version(crate::memory::RedisVersion::V7_4))
+    }
+
     /// A handle on an existing memory engine (for instance one built with
     /// a [`ManualClock`](crate::memory::ManualClock)); in the cluster key
-    /// layout if the engine is in cluster mode.
+    /// layout if the engine is in cluster mode; on the Redis version the
+    /// engine behaves as ([`Db::server`]).
     pub fn from_engine(engine: Engine) -> Db {
         let cluster = engine.is_cluster_mode();
-        let db = Db::from_backend(memory::MemoryBackend::new(engine), ServerInfo::engine());
+        let server = ServerInfo::engine(engine.version());
+        let db = Db::from_backend(memory::MemoryBackend::new(engine), server);
         if cluster {
             db.with_key_layout(KeyLayout::Cluster)
         } else {

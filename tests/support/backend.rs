@@ -37,6 +37,9 @@ macro_rules! __with_backends {
             @backends
             /// The bundled memory engine: a fresh one per test.
             Memory memory,
+            /// The memory engine in Redis 7.4 mode (`Db::memory_74`): what
+            /// needs 7.4 (hash-field expiry) runs in process too.
+            Memory74 memory_74,
             /// The memory engine in cluster mode (`Db::memory_cluster`):
             /// the cluster key layout, so every model operation takes its
             /// cluster path, and CROSSSLOT refusals, as on Redis Cluster.
@@ -347,6 +350,7 @@ pub async fn make_ctx(backend: Backend, scope: Scope, test_name: &str) -> Option
     let mut served = None;
     let (db, url, server) = match backend {
         Backend::Memory => (Db::memory(), None, None),
+        Backend::Memory74 => (Db::memory_74(), None, None),
         Backend::MemoryCluster => {
             // As on a real cluster, a hash tag keeps the test's raw keys in
             // one slot: the engine in cluster mode refuses CROSSSLOT too.

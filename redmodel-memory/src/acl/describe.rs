@@ -15,9 +15,10 @@ use super::rules::apply_selector;
 use super::{KeyPattern, Selector, User, CATEGORIES, COMMANDS, READ, WRITE};
 use crate::command_table;
 use crate::reply;
+use crate::RedisVersion;
 
 /// ACL LIST's description of a user (after `user NAME `).
-pub(crate) fn user_line(user: &User) -> String {
+pub(crate) fn user_line(user: &User, version: RedisVersion) -> String {
     let mut out = String::new();
     out.push_str(if user.enabled { "on " } else { "off " });
     if user.nopass {
@@ -34,7 +35,7 @@ pub(crate) fn user_line(user: &User) -> String {
         out.push(' ');
     }
     for (i, selector) in user.selectors.iter().enumerate() {
-        let text = selector_line(selector);
+        let text = selector_line(selector, version);
         if i == 0 {
             out.push_str(&text);
         } else {
@@ -47,7 +48,7 @@ pub(crate) fn user_line(user: &User) -> String {
 }
 
 /// Redis's `ACLDescribeSelector`: keys, channels, then commands.
-fn selector_line(s: &Selector) -> String {
+fn selector_line(s: &Selector, version: RedisVersion) -> String {
     let mut out = String::new();
     if s.all_keys {
         out.push_str("~* ");
@@ -67,7 +68,7 @@ fn selector_line(s: &Selector) -> String {
             out.push(' ');
         }
     }
-    out.push_str(&command_rules(s));
+    out.push_str(&command_rules(s, version));
     out
 }
 
@@ -80,8 +81,9 @@ fn key_pattern(p: &KeyPattern) -> String {
     format!("{prefix}{}", String::from_utf8_lossy(&p.pattern))
 }
 
-/// Redis's `ACLDescribeSelectorCommandRules`.
-pub(crate) fn command_rules(s: &Selector) -> String {
+/// Redis's `ACLDescribeSelectorCommandRules`, naming only the commands
+/// Redis `version` has.
+pub(crate) fn command_rules(s: &Selector, version: RedisVersion) -> String {
     let mut rules = String::new();
     let additive = !s.future;
     let mut fake = Selector::default();
@@ -124,6 +126,9 @@ pub(crate) fn command_rules(s: &Selector) -> String {
     // The single commands that still differ.
     let table = command_table::table();
     for (id, m) in table.iter().enumerate() {
+        if !command_table::serves(m, version) {
+            continue;
+        }
         let user_bit = s.bit(id);
         if user_bit != fake.bit(id) {
             rules.push(if user_bit { '+' } else { '-' });
@@ -163,7 +168,7 @@ fn count_category(s: &Selector, bit: u32) -> (u64, u64) {
 }
 
 /// ACL GETUSER's fields of a selector: commands, keys, channels.
-fn selector_fields(s: &Selector) -> Vec<(Reply, Reply)> {
+fn selector_fields(s: &Selector, version: RedisVersion) -> Vec<(Reply, Reply)> {
     let keys = if s.all_keys {
         "~*".to_string()
     } else {
@@ -179,14 +184,17 @@ fn selector_fields(s: &Selector) -> Vec<(Reply, Reply)> {
             .join(" ")
     };
     vec![
-        (reply::bulk("commands"), reply::bulk(command_rules(s))),
+        (
+            reply::bulk("commands"),
+            reply::bulk(command_rules(s, version)),
+        ),
         (reply::bulk("keys"), reply::bulk(keys)),
         (reply::bulk("channels"), reply::bulk(channels)),
     ]
 }
 
 /// ACL GETUSER's reply.
-pub(crate) fn getuser(user: &User) -> Reply {
+pub(crate) fn getuser(user: &User, version: RedisVersion) -> Reply {
     let mut flags = vec![reply::bulk(if user.enabled { "on" } else { "off" })];
     if user.nopass {
         flags.push(reply::bulk("nopass"));
@@ -208,13 +216,13 @@ pub(crate) fn getuser(user: &User) -> Reply {
             ),
         ),
     ];
-    fields.extend(selector_fields(&user.selectors[0]));
+    fields.extend(selector_fields(&user.selectors[0], version));
     fields.push((
         reply::bulk("selectors"),
         reply::array(
             user.selectors[1..]
                 .iter()
-                .map(|s| reply::map(selector_fields(s)))
+                .map(|s| reply::map(selector_fields(s, version)))
                 .collect(),
         ),
     ));

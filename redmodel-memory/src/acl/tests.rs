@@ -4,6 +4,7 @@
 use super::describe::{command_rules, user_line};
 use super::rules::{apply, set_user, RuleError};
 use super::*;
+use crate::RedisVersion;
 
 fn user(rules: &[&str]) -> User {
     let rules: Vec<&[u8]> = rules.iter().map(|r| r.as_bytes()).collect();
@@ -24,7 +25,7 @@ fn the_command_table_fits_the_bitmap() {
 #[test]
 fn new_users_are_off_and_may_run_nothing() {
     let u = user(&[]);
-    assert_eq!(user_line(&u), "off resetchannels -@all");
+    assert_eq!(user_line(&u, RedisVersion::V7_0), "off resetchannels -@all");
     assert_eq!(allowed(&u, "GET k"), Err(Denied::Command));
     // AUTH and the like need no permission.
     assert_eq!(allowed(&u, "AUTH a b"), Ok(()));
@@ -34,7 +35,7 @@ fn new_users_are_off_and_may_run_nothing() {
 fn default_user_line() {
     let acl = Acl::default();
     let d = acl.user(b"default").expect("default user");
-    assert_eq!(user_line(d), "on nopass ~* &* +@all");
+    assert_eq!(user_line(d, RedisVersion::V7_0), "on nopass ~* &* +@all");
     assert!(acl.is_open(None));
 }
 
@@ -49,7 +50,10 @@ fn commands_categories_and_subcommands() {
     let u = user(&["+select|0"]);
     assert_eq!(allowed(&u, "SELECT 0"), Ok(()));
     assert_eq!(allowed(&u, "SELECT 1"), Err(Denied::Command));
-    assert_eq!(command_rules(&u.selectors[0]), "-@all +select|0");
+    assert_eq!(
+        command_rules(&u.selectors[0], RedisVersion::V7_0),
+        "-@all +select|0"
+    );
 }
 
 #[test]
@@ -87,7 +91,7 @@ fn selectors_each_may_allow() {
     // The worst refusal: a key over a command.
     assert_eq!(allowed(&u, "GET b1"), Err(Denied::Key(1)));
     assert_eq!(
-        user_line(&u),
+        user_line(&u, RedisVersion::V7_0),
         "off ~a* resetchannels -@all +get (~b* resetchannels -@all +set)"
     );
 }
@@ -144,15 +148,21 @@ fn rule_errors_as_redis_words_them() {
 #[test]
 fn command_rules_fit_categories() {
     let u = user(&["+@all", "-@dangerous"]);
-    assert_eq!(command_rules(&u.selectors[0]), "+@all -@dangerous");
+    assert_eq!(
+        command_rules(&u.selectors[0], RedisVersion::V7_0),
+        "+@all -@dangerous"
+    );
     // Redis lists the single commands in its hash table's order.
     let u = user(&["+@read", "+@hash"]);
     assert_eq!(
-        command_rules(&u.selectors[0]),
+        command_rules(&u.selectors[0], RedisVersion::V7_0),
         "-@all +@read +hdel +hincrby +hincrbyfloat +hmset +hset +hsetnx"
     );
     let u = user(&["+@all", "-get"]);
-    assert_eq!(command_rules(&u.selectors[0]), "+@all -get");
+    assert_eq!(
+        command_rules(&u.selectors[0], RedisVersion::V7_0),
+        "+@all -get"
+    );
 }
 
 /// The in-process connection: logins, refusals, and a deleted user's
@@ -217,7 +227,13 @@ fn in_process_connection_follows_its_user() {
 #[test]
 fn pubsub_default_allchannels() {
     let u = set_user(None, b"u", &[b"(+get)".as_slice()], true).expect("rules parse");
-    assert_eq!(user_line(&u), "off &* -@all (&* -@all +get)");
+    assert_eq!(
+        user_line(&u, RedisVersion::V7_0),
+        "off &* -@all (&* -@all +get)"
+    );
     let u = set_user(Some(&u), b"u", &[b"reset".as_slice()], true).expect("rules parse");
-    assert_eq!(user_line(&u), "off sanitize-payload &* -@all");
+    assert_eq!(
+        user_line(&u, RedisVersion::V7_0),
+        "off sanitize-payload &* -@all"
+    );
 }

@@ -126,14 +126,16 @@ fn deluser(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn getuser(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let version = ctx.store.version;
     Ok(ctx
         .store
         .acl
         .user(args[2])
-        .map_or_else(reply::nil, describe::getuser))
+        .map_or_else(reply::nil, |u| describe::getuser(u, version)))
 }
 
 fn list(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    let version = ctx.store.version;
     Ok(reply::array(
         ctx.store
             .acl
@@ -142,7 +144,7 @@ fn list(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
                 let mut line = b"user ".to_vec();
                 line.extend_from_slice(&u.name);
                 line.push(b' ');
-                line.extend_from_slice(describe::user_line(u).as_bytes());
+                line.extend_from_slice(describe::user_line(u, version).as_bytes());
                 reply::bulk(line)
             })
             .collect(),
@@ -171,7 +173,8 @@ fn load_or_save(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ))
 }
 
-fn cat(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+fn cat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let version = ctx.store.version;
     match args {
         [_, _] => Ok(reply::array(
             acl::CATEGORIES.iter().map(|c| reply::bulk(*c)).collect(),
@@ -190,7 +193,9 @@ fn cat(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                 command_table::table()
                     .iter()
                     .zip(acl::COMMANDS.iter())
-                    .filter(|(_, info)| info.categories & bit != 0)
+                    .filter(|(m, info)| {
+                        info.categories & bit != 0 && command_table::serves(m, version)
+                    })
                     .map(|(m, _)| reply::bulk(m.name))
                     .collect(),
             ))
@@ -242,7 +247,9 @@ fn dryrun(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         )));
     };
     let line = &args[3..];
-    let Some(cmd) = command_table::of_line(line) else {
+    let version = ctx.store.version;
+    let Some(cmd) = command_table::of_line(line).filter(|m| command_table::serves(m, version))
+    else {
         return Err(CmdError::err(format!(
             "Command '{}' not found",
             String::from_utf8_lossy(line[0])

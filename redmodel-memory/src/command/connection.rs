@@ -178,9 +178,14 @@ pub(crate) type Login<'a> = &'a mut dyn FnMut(Option<(&[u8], &[u8])>) -> bool;
 /// accepted, and replies with the server's description, a map.
 #[cfg(all(test, feature = "server"))]
 pub(crate) fn hello(id: u64, name: &mut Option<Vec<u8>>, resp: &mut u8, args: &[&[u8]]) -> Reply {
-    hello_as(id, name, resp, args, &mut |login| {
-        login.is_none_or(|(user, _)| user == b"default")
-    })
+    hello_as(
+        id,
+        name,
+        resp,
+        args,
+        crate::RedisVersion::V7_0,
+        &mut |login| login.is_none_or(|(user, _)| user == b"default"),
+    )
 }
 
 /// HELLO for a client whose logins go through `login`.
@@ -189,6 +194,7 @@ pub(crate) fn hello_as(
     name: &mut Option<Vec<u8>>,
     resp: &mut u8,
     args: &[&[u8]],
+    version: crate::RedisVersion,
     login: Login<'_>,
 ) -> Reply {
     let result = (|| {
@@ -244,7 +250,7 @@ pub(crate) fn hello_as(
                 // The server and version the engine behaves as: what
                 // clients and tools read to decide what they may send.
                 field("server", reply::bulk("redis")),
-                field("version", reply::bulk(crate::REDIS_VERSION)),
+                field("version", reply::bulk(version.as_str())),
                 field("proto", reply::int(*resp)),
                 field("id", reply::int(id)),
                 field("mode", reply::bulk("standalone")),
@@ -288,6 +294,8 @@ pub(crate) const CLIENT_SUBCOMMANDS: &[&str] = &[
     "caching",
     "getredir",
     "trackinginfo",
+    "no-touch",
+    "setinfo",
 ];
 
 /// CLIENT for a client without a connection of its own: the subcommands
@@ -330,10 +338,43 @@ pub(crate) fn client_shared(
             store.unpause_clients();
             reply::ok()
         })
+    } else if is(sub, "no-touch") && store.version >= crate::RedisVersion::V7_4 {
+        // Redis 7.4: the client's reads leave the keys' access times; the
+        // engine accepts the flag as Redis answers it.
+        arity(3, "no-touch").and_then(|()| {
+            if is(args[2], "on") || is(args[2], "off") {
+                Ok(reply::ok())
+            } else {
+                Err(CmdError::Syntax)
+            }
+        })
+    } else if is(sub, "setinfo") && store.version >= crate::RedisVersion::V7_4 {
+        arity(4, "setinfo").and_then(|()| client_setinfo(args[2], args[3]))
     } else {
         return None;
     };
     Some(result)
+}
+
+/// CLIENT SETINFO LIB-NAME | LIB-VER value (Redis 7.4), with Redis's
+/// checks of the value: printable ASCII without spaces.
+fn client_setinfo(attr: &[u8], value: &[u8]) -> CmdResult {
+    let name = if is(attr, "lib-name") {
+        "lib-name"
+    } else if is(attr, "lib-ver") {
+        "lib-ver"
+    } else {
+        return Err(CmdError::err(format!(
+            "Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        )));
+    };
+    if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::err(format!(
+            "{name} cannot contain spaces, newlines or special characters."
+        )));
+    }
+    Ok(reply::ok())
 }
 
 /// CLIENT PAUSE timeout [WRITE|ALL], with Redis's errors.

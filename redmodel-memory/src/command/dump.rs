@@ -43,7 +43,8 @@ fn dump(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(reply::nil());
     };
     let body = rdb::value::encode(&entry.value, entry.history(), compress);
-    Ok(reply::bulk(rdb::seal(body)))
+    let version = ctx.store.version;
+    Ok(reply::bulk(rdb::seal_as(body, version)))
 }
 
 /// RESTORE's options (`-1`: not given, as Redis keeps them).
@@ -109,8 +110,15 @@ fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if ttl < 0 {
         return Err(CmdError::err("Invalid TTL value, must be >= 0"));
     }
-    if rdb::open(args[3]).is_none() {
+    let version = ctx.store.version;
+    if rdb::open_as(args[3], version).is_none() {
         return Err(CmdError::err("DUMP payload version or checksum are wrong"));
+    }
+    if !args[3]
+        .first()
+        .is_some_and(|&tag| rdb::reads_type(tag, version))
+    {
+        return Err(CmdError::err("Bad data format"));
     }
     // Redis reads the object from the whole payload, footer included: an
     // object that runs into the footer's bytes still loads.

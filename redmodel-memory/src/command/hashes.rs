@@ -13,9 +13,15 @@
 //! The value is a [`HashValue`]: small hashes keep insertion order as in
 //! Redis (so HGETALL, HKEYS, HVALS and HSCAN reply in Redis's order); big
 //! ones reply in an arbitrary order, which Redis does not promise either.
+//!
+//! Fields with a TTL (Redis 7.4, see `hash_expiry`) are expired as Redis
+//! 7.4.1 does it: the commands that look a field up delete it once its
+//! time has passed; HGETALL, HKEYS, HVALS and HSCAN skip it; HRANDFIELD
+//! deletes every expired field first; HLEN counts it until it is deleted.
 
 use rand::Rng;
 
+use super::hash_expiry::{expire_all_fields, expire_fields};
 use super::shared::random_picks::RandomPicks;
 use super::shared::scan::scan_collection;
 use super::{arity_error, remove_elements, CmdResult, Ctx, Spec};
@@ -139,6 +145,7 @@ fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, field) = (args[1], args[2]);
     let fit = Fit::of(ctx.ks().limits());
+    expire_fields(ctx, key, &[field]);
     let hash = ctx.write_or_create::<Hash>(key)?;
     if hash.contains_key(field) {
         return Ok(reply::int(0));
@@ -150,6 +157,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn hget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    expire_fields(ctx, args[1], &args[2..3]);
     let value = ctx
         .read::<Hash>(args[1])?
         .and_then(|h| h.get(args[2]))
@@ -159,6 +167,7 @@ fn hget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// A missing key is an empty hash: one nil per field.
 fn hmget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    expire_fields(ctx, args[1], &args[2..]);
     let hash = ctx.read::<Hash>(args[1])?;
     let values = args[2..]
         .iter()
@@ -193,9 +202,10 @@ fn hvals(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// The whole hash: HGETALL's map (a flat array in RESP2), or the array of
 /// its fields or values.
 fn dump(ctx: &mut Ctx<'_>, key: &[u8], parts: Parts) -> CmdResult {
+    let now = ctx.now;
     let hash = ctx.read::<Hash>(key)?;
     if let Parts::Both = parts {
-        let pairs = hash.into_iter().flat_map(|h| h.iter());
+        let pairs = hash.into_iter().flat_map(|h| h.live(now));
         return Ok(reply::map(
             pairs
                 .map(|(field, value)| (reply::bulk(field), reply::bulk(value)))
@@ -205,7 +215,7 @@ fn dump(ctx: &mut Ctx<'_>, key: &[u8], parts: Parts) -> CmdResult {
     let Some(hash) = hash else {
         return Ok(reply::array(Vec::new()));
     };
-    Ok(reply::array(flatten(hash.iter(), parts)))
+    Ok(reply::array(flatten(hash.live(now), parts)))
 }
 
 /// Field/value pairs as the flat list of bulk strings RESP2 replies with.
@@ -233,6 +243,7 @@ fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn hexists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    expire_fields(ctx, args[1], &args[2..3]);
     let found = ctx
         .read::<Hash>(args[1])?
         .is_some_and(|h| h.contains_key(args[2]));
@@ -245,6 +256,7 @@ fn hlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn hstrlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    expire_fields(ctx, args[1], &args[2..3]);
     let len = ctx
         .read::<Hash>(args[1])?
         .and_then(|h| h.get(args[2]))
@@ -259,6 +271,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, field) = (args[1], args[2]);
     let incr = int_arg(args[3])?;
     let fit = Fit::of(ctx.ks().limits());
+    expire_fields(ctx, key, &[field]);
     let hash = ctx.write_or_create::<Hash>(key)?;
     let current = match hash.get(field) {
         Some(v) => parse_i64(v).ok_or_else(|| CmdError::err("hash value is not an integer"))?,
@@ -267,7 +280,7 @@ fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sum = current.checked_add(incr).ok_or(CmdError::Overflow)?;
     let mut text = itoa::Buffer::new();
     let text = text.format(sum).as_bytes();
-    hash.insert(field, text, fit);
+    hash.insert_keeping_ttl(field, text, fit);
     ctx.modified_with(key, [field, text]);
     ctx.notify(class::HASH, "hincrby", key);
     Ok(reply::int(sum))
@@ -283,6 +296,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::err("value is NaN or Infinity"));
     }
     let fit = Fit::of(ctx.ks().limits());
+    expire_fields(ctx, key, &[field]);
     let hash = ctx.write_or_create::<Hash>(key)?;
     let current = match hash.get(field) {
         Some(v) => {
@@ -294,7 +308,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .checked_add(incr)
         .ok_or_else(|| CmdError::err("increment would produce NaN or Infinity"))?;
     let text = sum.to_human_string().into_bytes();
-    hash.insert(field, &text, fit);
+    hash.insert_keeping_ttl(field, &text, fit);
     ctx.modified_with(key, [field, &text[..]]);
     ctx.notify(class::HASH, "hincrbyfloat", key);
     Ok(reply::bulk(text))
@@ -309,9 +323,11 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// range" when refused).
 fn hrandfield(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(count_arg) = args.get(2) else {
+        expire_all_fields(ctx, args[1]);
         return random_field(ctx, args[1]);
     };
     let (count, with_values) = random_count_with(count_arg, &args[3..], "withvalues")?;
+    expire_all_fields(ctx, args[1]);
     let resp3 = ctx.resp3();
     let Some(hash) = ctx.read::<Hash>(args[1])? else {
         return Ok(reply::array(Vec::new()));
@@ -352,8 +368,12 @@ fn random_field(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
 /// HSCAN: every matching field and its value at once (see
 /// [`scan_collection`]).
 fn hscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let now = ctx.now;
     scan_collection::<Hash>(ctx, args, |hash, matches| {
-        flatten(hash.iter().filter(|(field, _)| matches(field)), Parts::Both)
+        flatten(
+            hash.live(now).filter(|(field, _)| matches(field)),
+            Parts::Both,
+        )
     })
 }
 

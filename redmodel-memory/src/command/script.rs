@@ -36,6 +36,8 @@ pub(crate) struct Scripts {
     /// SHA1 (lower-case hex) -> the compiled script and its shebang's
     /// flags.
     cache: HashMap<String, (Function, Flags)>,
+    /// The version `redis.REDIS_VERSION` reports.
+    pub(crate) version: crate::RedisVersion,
 }
 
 impl std::fmt::Debug for Scripts {
@@ -68,7 +70,9 @@ impl Scripts {
         if let Some(state) = &self.state {
             return Ok(Arc::clone(state));
         }
-        let state = Arc::new(sandbox::new_state(Kind::Eval, &self.busy).map_err(|e| internal(&e))?);
+        let state = Arc::new(
+            sandbox::new_state(Kind::Eval, &self.busy, self.version).map_err(|e| internal(&e))?,
+        );
         self.state = Some(Arc::clone(&state));
         Ok(state)
     }

@@ -6,7 +6,7 @@
 
 use redis::Value as Reply;
 
-use super::{all_specs, help_reply, lookup, run_subcommand, CmdResult, Ctx, Spec, Sub};
+use super::{all_specs, help_reply, run_subcommand, CmdResult, Ctx, Spec, Sub};
 use crate::args::is;
 use crate::command::Store;
 use crate::command_table::{self, KeySpec, Meta};
@@ -14,6 +14,7 @@ use crate::error::CmdError;
 use crate::pubsub::Scope;
 use crate::reply;
 use crate::value::Value;
+use crate::RedisVersion;
 
 mod command_info;
 
@@ -74,7 +75,7 @@ fn role(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 /// Redis draws above them (Schotter, the 8 bit skyline), which the engine
 /// does not draw; any other version is the line alone. The numbers after
 /// a version must be integers, as Redis reads them.
-fn lolwut(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+fn lolwut(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut version = None;
     if args.len() >= 3 && is(args[1], "version") {
         version = Some(crate::args::int_arg(args[2])?);
@@ -92,7 +93,7 @@ fn lolwut(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     Ok(reply::verbatim(format!(
         "{credit}Redis ver. {}\n",
-        crate::REDIS_VERSION
+        ctx.store.version.as_str()
     )))
 }
 
@@ -258,7 +259,9 @@ pub(crate) const COMMAND_SUBCOMMANDS: &[Sub] = &[
 /// `meta`); DOCS gives Redis's documentation of them (`command_table::docs`).
 fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len() == 1 {
-        return Ok(reply::array(all_specs().map(spec_info).collect()));
+        let version = ctx.store.version;
+        let infos = all_specs(version).map(|spec| spec_info(spec, version));
+        return Ok(reply::array(infos.collect()));
     }
     run_subcommand(ctx, args, COMMAND_SUBCOMMANDS)
 }
@@ -289,15 +292,16 @@ fn command_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ))
 }
 
-fn command_count(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(reply::int(all_specs().count()))
+fn command_count(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(reply::int(all_specs(ctx.store.version).count()))
 }
 
 /// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]`:
 /// the engine's commands, each followed by its subcommands (`config|get`),
 /// as Redis lists them, kept to those the filter matches (no module
 /// exists here: MODULE matches nothing, as an unknown category does).
-fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+fn command_list(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let version = ctx.store.version;
     enum Filter<'a> {
         None,
         Module,
@@ -323,13 +327,14 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         Filter::Pattern(glob) => crate::glob::glob_match(glob, name.as_bytes(), true),
     };
     let mut names = Vec::new();
-    for spec in all_specs() {
-        let meta = command_table::meta(spec.name);
+    for spec in all_specs(version) {
+        let meta = command_table::meta(spec.name).map(|m| command_table::as_of(m, version));
         if keep(meta, spec.name) {
             names.push(spec.name);
         }
         for sub in meta.map_or(&[][..], |m| m.subcommands) {
-            if super::serves_subcommand(sub) && keep(command_table::meta(sub), sub) {
+            let sub_meta = command_table::meta(sub).map(|m| command_table::as_of(m, version));
+            if super::serves_subcommand(sub, version) && keep(sub_meta, sub) {
                 names.push(sub);
             }
         }
@@ -338,14 +343,16 @@ fn command_list(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 /// One entry of COMMAND / COMMAND INFO, as Redis describes the command.
-fn spec_info(spec: &Spec) -> Reply {
-    command_table::meta(spec.name).map_or_else(reply::nil, Meta::info)
+fn spec_info(spec: &Spec, version: RedisVersion) -> Reply {
+    command_table::meta(spec.name).map_or_else(reply::nil, |meta| {
+        command_table::as_of(meta, version).info(version)
+    })
 }
 
 /// COMMAND GETKEYS: the keys of a command line, found as Redis finds them.
-fn command_getkeys(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+fn command_getkeys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let argv = &args[2..];
-    let keys = keys_of_line(argv)?;
+    let keys = keys_of_line(argv, ctx.store.version)?;
     Ok(reply::array(
         keys.into_iter()
             .map(|(i, _)| reply::bulk(argv[i]))
@@ -357,9 +364,9 @@ fn command_getkeys(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// command uses it (its key spec's flags; for SET and BITFIELD, whose
 /// flags depend on the arguments, what Redis's `setGetKeys` and
 /// `bitfieldGetKeys` say).
-fn command_getkeysandflags(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+fn command_getkeysandflags(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let argv = &args[2..];
-    let keys = keys_of_line(argv)?;
+    let keys = keys_of_line(argv, ctx.store.version)?;
     let name = argv[0];
     let items = keys.into_iter().map(|(i, spec)| {
         let flags: Vec<&str> = if name.eq_ignore_ascii_case(b"set") {
@@ -382,10 +389,15 @@ fn command_getkeysandflags(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// The keys of the command line `argv` (its name first), with the spec
 /// each was found by; Redis's errors for a line that has none.
-fn keys_of_line(argv: &[&[u8]]) -> Result<Vec<(usize, &'static KeySpec)>, CmdError> {
-    let Some(meta) = command_table::of_line(argv) else {
+fn keys_of_line(
+    argv: &[&[u8]],
+    version: RedisVersion,
+) -> Result<Vec<(usize, &'static KeySpec)>, CmdError> {
+    let Some(meta) = command_table::of_line(argv).filter(|m| command_table::serves(m, version))
+    else {
         return Err(CmdError::err("Invalid command specified"));
     };
+    let meta = command_table::as_of(meta, version);
     if meta.keys.is_empty() {
         return Err(CmdError::err("The command has no key arguments"));
     }
@@ -431,39 +443,44 @@ fn bitfield_key_flags(argv: &[&[u8]]) -> &'static [&'static str] {
     &["RO", "access"]
 }
 
-fn command_info(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+fn command_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let version = ctx.store.version;
     if args.len() == 2 {
-        return Ok(reply::array(all_specs().map(spec_info).collect()));
+        let infos = all_specs(version).map(|spec| spec_info(spec, version));
+        return Ok(reply::array(infos.collect()));
     }
     Ok(reply::array(
         args[2..]
             .iter()
-            .map(|name| named_info(name).unwrap_or_else(reply::nil))
+            .map(|name| named_info(name, version).unwrap_or_else(reply::nil))
             .collect(),
     ))
 }
 
 /// COMMAND INFO of one name: a command of the engine's, or a subcommand
 /// (`config|get`) of one of its containers.
-fn named_info(name: &[u8]) -> Option<Reply> {
-    if let Some(spec) = lookup(name) {
-        return Some(spec_info(spec));
+fn named_info(name: &[u8], version: RedisVersion) -> Option<Reply> {
+    if let Some(spec) = super::lookup_in(name, version) {
+        return Some(spec_info(spec, version));
     }
     let name = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
     let (container, _) = name.split_once('|')?;
-    lookup(container.as_bytes())?;
+    super::lookup_in(container.as_bytes(), version)?;
     command_table::meta(&name)
-        .filter(|meta| super::serves_subcommand(meta.name))
-        .map(Meta::info)
+        .filter(|meta| super::serves_subcommand(meta.name, version))
+        .map(|meta| command_table::as_of(meta, version).info(version))
 }
 
 /// COMMAND DOCS [name ...]: Redis 7.0.15's documentation of the engine's
 /// commands (all of them, or those named; a subcommand as `config|get`),
 /// each container with the subcommands the engine serves; names the
 /// engine does not serve are skipped.
-fn command_docs(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+fn command_docs(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let version = ctx.store.version;
     let names: Vec<String> = if args.len() == 2 {
-        all_specs().map(|spec| spec.name.to_string()).collect()
+        all_specs(version)
+            .map(|spec| spec.name.to_string())
+            .collect()
     } else {
         args[2..]
             .iter()
@@ -471,11 +488,12 @@ fn command_docs(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             .collect()
     };
     let served = |name: &str| match name.split_once('|') {
-        None => lookup(name.as_bytes()).is_some(),
-        Some(_) => super::serves_subcommand(name),
+        None => super::lookup_in(name.as_bytes(), version).is_some(),
+        Some(_) => super::serves_subcommand(name, version),
     };
     let docs = names.iter().filter(|name| served(name)).filter_map(|name| {
-        let doc = command_table::docs::doc(name, super::serves_subcommand)?;
+        let doc =
+            command_table::docs::doc(name, version, |sub| super::serves_subcommand(sub, version))?;
         Some((reply::bulk(name.as_str()), doc))
     });
     Ok(reply::map(docs.collect()))
@@ -600,7 +618,7 @@ fn server_section(store: &Store, now: i64) -> Vec<(&'static str, String)> {
     let config = &store.config;
     let uptime = (now - store.started_ms).max(0) / 1000;
     vec![
-        ("redis_version", crate::REDIS_VERSION.into()),
+        ("redis_version", store.version.as_str().into()),
         ("redis_git_sha1", "00000000".into()),
         ("redis_git_dirty", "0".into()),
         ("redis_build_id", "0".into()),
@@ -1354,7 +1372,7 @@ mod tests {
     /// Every command the engine runs is in the command table, with its arity.
     #[test]
     fn every_engine_command_is_described() {
-        for spec in crate::command::all_specs() {
+        for spec in crate::command::all_specs(crate::RedisVersion::V7_0) {
             let meta = crate::command_table::meta(spec.name)
                 .unwrap_or_else(|| panic!("{} is not in the table", spec.name));
             assert_eq!(meta.arity, spec.arity, "{}", spec.name);
@@ -1376,7 +1394,7 @@ mod tests {
         }
         let e = crate::Engine::new();
         let mut c = e.connection();
-        for spec in crate::command::all_specs() {
+        for spec in crate::command::all_specs(crate::RedisVersion::V7_0) {
             let Some(meta) = crate::command_table::meta(spec.name) else {
                 continue;
             };
@@ -1405,7 +1423,7 @@ mod tests {
                 .subcommands
                 .iter()
                 .copied()
-                .filter(|sub| crate::command::serves_subcommand(sub))
+                .filter(|sub| crate::command::serves_subcommand(sub, crate::RedisVersion::V7_0))
                 .collect();
             assert_eq!(listed, served, "{}", spec.name);
             if spec.name == "client" {
@@ -1425,7 +1443,7 @@ mod tests {
         assert!(text.contains("client|tracking") && text.contains("client|pause"));
         assert_eq!(
             c.execute(&[b"COMMAND", b"COUNT"]),
-            Value::Int(crate::command::all_specs().count() as i64)
+            Value::Int(crate::command::all_specs(crate::RedisVersion::V7_0).count() as i64)
         );
     }
 }

@@ -363,7 +363,10 @@ fn lookup(ctx: &mut Ctx<'_>, pattern: &[u8], element: &[u8]) -> Option<Bytes> {
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(element);
     key.extend_from_slice(postfix);
+    let now = ctx.now;
     match (ctx.value(&key)?, field) {
+        // A field past its TTL (Redis 7.4) is not there.
+        (Value::Hash(h), Some(field)) if h.is_expired(field, now) => None,
         (Value::Hash(h), Some(field)) => h.get(field).map(<[u8]>::to_vec),
         (Value::Str(s), None) => Some(s.to_vec()),
         _ => None,

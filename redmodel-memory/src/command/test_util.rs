@@ -29,6 +29,14 @@ pub(crate) fn clocked(start_ms: i64) -> (ManualClock, Connection) {
     (clock, conn)
 }
 
+/// A client of a fresh engine behaving as Redis 7.4.1, whose clock stands
+/// at `start_ms` until the test moves it.
+pub(crate) fn clocked_74(start_ms: i64) -> (ManualClock, Connection) {
+    let clock = ManualClock::new(start_ms);
+    let engine = Engine::with_clock(clock.clone()).with_version(crate::RedisVersion::V7_4);
+    (clock, engine.connection())
+}
+
 /// Runs a command written as words separated by single spaces: two spaces
 /// in a row, or one at an end, send an empty argument.
 pub(crate) fn run(c: &mut Connection, line: &str) -> Value {

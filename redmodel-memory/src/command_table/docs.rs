@@ -1,4 +1,5 @@
-//! COMMAND DOCS' texts: Redis 7.0.15's own reply (`docs.resp`, RESP3, as
+//! COMMAND DOCS' texts: Redis 7.0.15's own reply (`docs.resp`, and
+//! 7.4.1's, `docs74.resp`; RESP3, as
 //! `tools/command_docs.py` fetched it from a real server), parsed once;
 //! COMMAND DOCS keeps of it the commands and subcommands the engine
 //! serves.
@@ -8,10 +9,12 @@ use std::sync::LazyLock;
 
 use redis::Value;
 
-/// Every command's documentation, by its lower-case name.
-static DOCS: LazyLock<HashMap<String, Value>> = LazyLock::new(|| {
-    let parsed = redis::parse_redis_value(include_bytes!("docs.resp"));
-    let Ok(Value::Map(pairs)) = parsed else {
+use crate::RedisVersion;
+
+/// Every command's documentation, by its lower-case name, from one
+/// server's reply.
+fn parse(resp: &[u8]) -> HashMap<String, Value> {
+    let Ok(Value::Map(pairs)) = redis::parse_redis_value(resp) else {
         return HashMap::new();
     };
     pairs
@@ -21,14 +24,30 @@ static DOCS: LazyLock<HashMap<String, Value>> = LazyLock::new(|| {
             _ => None,
         })
         .collect()
-});
+}
+
+/// Redis 7.0.15's documentation.
+static DOCS: LazyLock<HashMap<String, Value>> =
+    LazyLock::new(|| parse(include_bytes!("docs.resp")));
+
+/// Redis 7.4.1's documentation (`docs74.resp`).
+static DOCS_74: LazyLock<HashMap<String, Value>> =
+    LazyLock::new(|| parse(include_bytes!("docs74.resp")));
 
 /// The documentation of the command `name` (`get`, or a subcommand as
 /// `config|get`), its subcommands kept to those `serves` accepts.
-pub(crate) fn doc(name: &str, serves: impl Fn(&str) -> bool) -> Option<Value> {
+pub(crate) fn doc(
+    name: &str,
+    version: RedisVersion,
+    serves: impl Fn(&str) -> bool,
+) -> Option<Value> {
+    let docs = match version {
+        RedisVersion::V7_0 => &*DOCS,
+        RedisVersion::V7_4 => &*DOCS_74,
+    };
     let found = match name.split_once('|') {
-        None => DOCS.get(name)?,
-        Some((container, _)) => subcommands(DOCS.get(container)?)?
+        None => docs.get(name)?,
+        Some((container, _)) => subcommands(docs.get(container)?)?
             .iter()
             .find(|(sub, _)| matches!(sub, Value::BulkString(s) if s == name.as_bytes()))
             .map(|(_, doc)| doc)?,
@@ -69,15 +88,22 @@ fn subcommands(doc: &Value) -> Option<&[(Value, Value)]> {
 
 #[cfg(test)]
 mod tests {
-    /// The reply parses, and holds every command of the table.
+    use crate::RedisVersion;
+
+    /// Each reply parses, and holds every command of its version's table.
     #[test]
     fn every_command_has_its_docs() {
-        for meta in super::super::rows::TABLE {
-            assert!(
-                super::doc(meta.name, |_| true).is_some(),
-                "{} has no docs",
-                meta.name
-            );
+        for (rows, version) in [
+            (super::super::rows::TABLE, RedisVersion::V7_0),
+            (super::super::rows74::TABLE, RedisVersion::V7_4),
+        ] {
+            for meta in rows {
+                assert!(
+                    super::doc(meta.name, version, |_| true).is_some(),
+                    "{} has no docs in {version}",
+                    meta.name
+                );
+            }
         }
     }
 }

@@ -157,6 +157,9 @@ pub(crate) struct Snapshot {
     /// `rdb-key-save-delay`: microseconds to wait after each key, which
     /// Redis's tests set to keep a BGSAVE running.
     pub(crate) key_delay_us: u64,
+    /// The Redis version whose RDB version the file has (`REDIS0012` for
+    /// 7.4) and whose `redis-ver` it names.
+    pub(crate) version: crate::RedisVersion,
 }
 
 /// Writes a byte stream and the CRC64 of what went through it.
@@ -187,11 +190,11 @@ pub(crate) fn write(
         crc: CRC64.digest(),
     };
     let mut w = Writer::new(snapshot.compress);
-    w.raw(format!("REDIS{:04}", super::RDB_VERSION).as_bytes());
+    w.raw(format!("REDIS{:04}", super::rdb_version(snapshot.version)).as_bytes());
     let ctime = snapshot.ctime.to_string();
     let used_mem = snapshot.used_mem.to_string();
     let aux = [
-        ("redis-ver", crate::REDIS_VERSION),
+        ("redis-ver", snapshot.version.as_str()),
         ("redis-bits", "64"),
         ("ctime", ctime.as_str()),
         ("used-mem", used_mem.as_str()),
@@ -280,8 +283,9 @@ pub(crate) fn read(
     limits: &Limits,
     now: i64,
     verify: bool,
+    redis: crate::RedisVersion,
 ) -> Result<Loaded, RdbError> {
-    let version = signature(bytes)?;
+    let version = signature(bytes, redis)?;
     let mut r = Reader::new(&bytes[9..]);
     let at = |r: &Reader<'_>| bytes.len() - r.remaining();
     let mut dbs: Vec<Keyspace> = (0..databases)
@@ -338,7 +342,9 @@ pub(crate) fn read(
             super::kind::MODULE | super::kind::MODULE_2 => {
                 return Err(bad("module value (no modules)"))
             }
-            kind if !is_object_type(kind) => return Err(bad("type (none Redis 7.0 reads)")),
+            kind if !is_object_type(kind) || !super::reads_type(kind, redis) => {
+                return Err(bad("type (none this Redis version reads)"))
+            }
             kind => {
                 let key = r.bytes().ok_or_else(|| bad("key"))?;
                 let (value, history) =
@@ -380,14 +386,15 @@ pub(crate) fn read(
     Ok(Loaded { dbs, functions })
 }
 
-/// Whether `kind` names an object type of RDB version 10 or before
-/// (`rdbIsObjectType`): 0 to 7 and 9 to 19.
+/// Whether `kind` names an object type the engine reads
+/// (`rdbIsObjectType`): 0 to 7 and 9 to 19 (RDB 10), and the hashes with
+/// field TTLs of RDB 12 (24 and 25, see [`super::reads_type`]).
 fn is_object_type(kind: u8) -> bool {
-    matches!(kind, 0..=7 | 9..=19)
+    matches!(kind, 0..=7 | 9..=19 | 24 | 25)
 }
 
 /// The version after the `REDIS` signature (`rdbLoadRio`'s check).
-fn signature(bytes: &[u8]) -> Result<u32, RdbError> {
+fn signature(bytes: &[u8], redis: crate::RedisVersion) -> Result<u32, RdbError> {
     let head = bytes.get(..9).ok_or(RdbError::Signature)?;
     if &head[..5] != b"REDIS" {
         return Err(RdbError::Signature);
@@ -397,7 +404,7 @@ fn signature(bytes: &[u8]) -> Result<u32, RdbError> {
         .iter()
         .take_while(|b| b.is_ascii_digit())
         .fold(0u32, |v, b| v * 10 + u32::from(b - b'0'));
-    if version < 1 || version > u32::from(super::RDB_VERSION) {
+    if version < 1 || version > u32::from(super::rdb_version(redis)) {
         return Err(RdbError::Version(version));
     }
     Ok(version)

@@ -97,6 +97,10 @@ pub(crate) fn encode(value: &Value, history: History, compress: bool) -> Vec<u8>
                 w.binary_double(score);
             }
         }
+        // A table whose fields have no TTL left is a plain hash.
+        Value::Hash(h) if encoding == "listpackex" || h.has_ttls() => {
+            super::hash_ttl::encode(&mut w, h, encoding == "listpackex");
+        }
         Value::Hash(h) if encoding == "listpack" => {
             w.byte(kind::HASH_LISTPACK);
             let mut lp = listpack::Builder::default();
@@ -294,6 +298,7 @@ pub(crate) fn decode_object(
             let hash = HashValue::from_pairs(pairs.into_iter(), fits)?;
             Some((Value::Hash(hash), compact(fits)))
         }
+        kind::HASH_METADATA | kind::HASH_LISTPACK_EX => super::hash_ttl::decode(tag, r, limits),
         kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
             let s = stream::decode(r, tag == kind::STREAM_LISTPACKS_2)?;
             Some((Value::Stream(Box::new(s)), History::Fresh))

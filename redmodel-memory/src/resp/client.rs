@@ -517,9 +517,10 @@ pub(crate) fn hello_command_as(
     info: &mut ClientInfo,
     resp: &mut u8,
     args: &[&[u8]],
+    version: crate::RedisVersion,
     login: Login<'_>,
 ) -> Reply {
-    hello_as(info.id, &mut info.name, resp, args, login)
+    hello_as(info.id, &mut info.name, resp, args, version, login)
 }
 
 #[cfg(test)]

@@ -93,6 +93,8 @@ pub(crate) fn encoding_name(value: &Value, history: History) -> &'static str {
         }
         Value::List(_) => "quicklist",
         Value::Hash(_) if converted => "hashtable",
+        // A listpack that has had field TTLs (Redis 7.4).
+        Value::Hash(h) if h.is_expiring() => "listpackex",
         Value::Hash(_) => "listpack",
         Value::Set(_) if converted => "hashtable",
         Value::Set(_) => "intset",

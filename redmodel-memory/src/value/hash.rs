@@ -19,6 +19,10 @@ use std::collections::{hash_map, HashMap};
 use crate::config::Limits;
 use crate::hasher::Seeded;
 
+pub(crate) use field_ttl::Expiring;
+
+mod field_ttl;
+
 /// How far a compact hash may grow before it becomes a table: Redis's
 /// `hash-max-listpack-entries` and `hash-max-listpack-value`.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +65,10 @@ type Table = HashMap<Box<[u8]>, Box<[u8]>, Seeded>;
 pub(crate) enum HashValue {
     Compact(Compact),
     Table(Box<Table>),
+    /// A hash that has had field TTLs (HEXPIRE and the like, Redis 7.4):
+    /// its fields (never `Expiring` themselves) and their expiry times.
+    /// Kept once made, as Redis keeps `listpackex` once converted.
+    Expiring(Box<Expiring>),
 }
 
 impl Default for HashValue {
@@ -74,6 +82,7 @@ impl HashValue {
         match self {
             HashValue::Compact(c) => c.iter().count(),
             HashValue::Table(t) => t.len(),
+            HashValue::Expiring(e) => e.fields.len(),
         }
     }
 
@@ -85,6 +94,7 @@ impl HashValue {
         match self {
             HashValue::Compact(c) => c.has_at_least(n.saturating_add(1)),
             HashValue::Table(t) => t.len() as u64 > n,
+            HashValue::Expiring(e) => e.fields.has_more_than(n),
         }
     }
 
@@ -92,6 +102,7 @@ impl HashValue {
         match self {
             HashValue::Compact(c) => c.buf.is_empty(),
             HashValue::Table(t) => t.is_empty(),
+            HashValue::Expiring(e) => e.fields.is_empty(),
         }
     }
 
@@ -99,6 +110,7 @@ impl HashValue {
         match self {
             HashValue::Compact(c) => c.find(field).map(|at| at.value(&c.buf)),
             HashValue::Table(t) => t.get(field).map(|v| &v[..]),
+            HashValue::Expiring(e) => e.fields.get(field),
         }
     }
 
@@ -106,10 +118,27 @@ impl HashValue {
         self.get(field).is_some()
     }
 
-    /// Sets `field` to `value`; true if the field is new. A compact hash
-    /// that would outgrow `fit` becomes a table first, as Redis's
-    /// `hashTypeSet` converts a listpack.
+    /// Sets `field` to `value`, clearing its TTL (HSET); true if the field
+    /// is new. A compact hash that would outgrow `fit` becomes a table
+    /// first, as Redis's `hashTypeSet` converts a listpack.
     pub(crate) fn insert(&mut self, field: &[u8], value: &[u8], fit: Fit) -> bool {
+        if let HashValue::Expiring(e) = self {
+            let had = e.forget(field);
+            let new = e.fields.insert(field, value, fit);
+            if had {
+                e.place(field);
+            }
+            return new;
+        }
+        self.insert_keeping_ttl(field, value, fit)
+    }
+
+    /// [`Self::insert`] that leaves the field's TTL as it is (HINCRBY,
+    /// HINCRBYFLOAT, as Redis 7.4's `HASH_SET_KEEP_TTL`).
+    pub(crate) fn insert_keeping_ttl(&mut self, field: &[u8], value: &[u8], fit: Fit) -> bool {
+        if let HashValue::Expiring(e) = self {
+            return e.fields.insert(field, value, fit);
+        }
         if let HashValue::Compact(c) = self {
             let fits = fit.holds(field) && fit.holds(value);
             match c.find(field) {
@@ -126,7 +155,7 @@ impl HashValue {
         }
         match self {
             HashValue::Table(t) => t.insert(field.into(), value.into()).is_none(),
-            HashValue::Compact(_) => unreachable!("converted above"),
+            HashValue::Compact(_) | HashValue::Expiring(_) => unreachable!("converted above"),
         }
     }
 
@@ -171,6 +200,10 @@ impl HashValue {
                 None => false,
             },
             HashValue::Table(t) => t.remove(field).is_some(),
+            HashValue::Expiring(e) => {
+                e.forget(field);
+                e.fields.remove(field)
+            }
         }
     }
 
@@ -179,10 +212,14 @@ impl HashValue {
         match self {
             HashValue::Compact(c) => Iter::Compact(c.iter()),
             HashValue::Table(t) => Iter::Table(t.iter()),
+            HashValue::Expiring(e) => e.fields.iter(),
         }
     }
 
     fn convert_to_table(&mut self) {
+        if let HashValue::Expiring(e) = self {
+            e.fields.convert_to_table();
+        }
         if let HashValue::Compact(c) = self {
             let table: Table = c.iter().map(|(f, v)| (f.into(), v.into())).collect();
             *self = HashValue::Table(Box::new(table));

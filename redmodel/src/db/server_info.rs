@@ -72,13 +72,10 @@ impl ServerInfo {
         })
     }
 
-    /// What the memory engine emulates: Redis of
-    /// [`memory::REDIS_VERSION`](crate::memory::REDIS_VERSION).
-    pub(crate) fn engine() -> ServerInfo {
-        ServerInfo::new(
-            ServerName::Redis,
-            ServerVersion::parse(crate::memory::REDIS_VERSION),
-        )
+    /// What a memory engine behaving as Redis `version` emulates
+    /// ([`Engine::with_version`](crate::memory::Engine::with_version)).
+    pub(crate) fn engine(version: crate::memory::RedisVersion) -> ServerInfo {
+        ServerInfo::new(ServerName::Redis, ServerVersion::parse(version.as_str()))
     }
 
     /// Asks the server through `send` (one round trip, two on a server
@@ -260,7 +257,8 @@ impl Db {
     /// The server this handle talks to: its name and version, learnt once
     /// when it connected (HELLO, one round trip of [`Db::connect`] and
     /// [`Db::connect_cluster`]), so reading it costs nothing. The memory
-    /// engine reports the Redis it emulates, 7.0.15 (a `Db` connected to
+    /// engine reports the Redis it emulates, 7.0.15 by default, 7.4.1 in
+    /// [7.4 mode](crate::Db::memory_74) (a `Db` connected to
     /// the engine [served over RESP](crate::memory) learns the same from
     /// its HELLO). On a cluster it is what the node that answered said:
     /// the nodes of a cluster run one version, except midway through a
@@ -364,11 +362,16 @@ mod tests {
         assert!(!has(ServerName::Valkey, 8, 0));
         assert!(has(ServerName::Valkey, 9, 0));
         assert!(!has(ServerName::Other, 99, 0));
-        assert!(ServerInfo::engine().require_field_expiry().is_err());
+        assert!(ServerInfo::engine(crate::memory::RedisVersion::V7_0)
+            .require_field_expiry()
+            .is_err());
     }
 
     #[test]
     fn the_engine_reports_what_it_emulates() {
-        assert_eq!(ServerInfo::engine().to_string(), "redis 7.0.15");
+        assert_eq!(
+            ServerInfo::engine(crate::memory::RedisVersion::V7_0).to_string(),
+            "redis 7.0.15"
+        );
     }
 }

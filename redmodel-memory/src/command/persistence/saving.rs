@@ -171,6 +171,7 @@ impl Store {
             ctime: now / 1000,
             used_mem: crate::command::used_memory(self),
             key_delay_us: self.config.get("rdb-key-save-delay").parse().unwrap_or(0),
+            version: self.version,
         }
     }
 
@@ -245,7 +246,8 @@ impl Store {
         how: Reload,
     ) -> Result<(), RdbError> {
         let verify = self.config.get("rdbchecksum") == "yes";
-        let loaded = file::read(bytes, self.dbs.len(), &self.config.limits(), now, verify)?;
+        let limits = self.config.limits();
+        let loaded = file::read(bytes, self.dbs.len(), &limits, now, verify, self.version)?;
         let mut loaded = loaded;
         if how == (Reload::Merge { replace: false }) {
             for (db, (live, read)) in self.dbs.iter().zip(&loaded.dbs).enumerate() {

@@ -249,7 +249,7 @@ const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or i
 /// Redis 7.0's `scriptCall` checks, in its order, then the command.
 pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> {
     // Redis knows every command; the engine runs those it has.
-    let (spec, meta) = command::described(argv);
+    let (spec, meta) = command::described(argv, client.ctx.store.version);
     let Some(meta) = meta else {
         return Err("ERR Unknown Redis command called from script".into());
     };

@@ -36,6 +36,8 @@ pub(crate) struct Functions {
     /// Lower-case function name -> its library (function names are
     /// case-insensitive for FCALL and for collisions, as Redis's dict).
     index: HashMap<String, String>,
+    /// The version `redis.REDIS_VERSION` reports.
+    pub(crate) version: crate::RedisVersion,
 }
 
 impl std::fmt::Debug for Functions {
@@ -107,7 +109,8 @@ impl Functions {
             return Ok(Arc::clone(state));
         }
         let state = Arc::new(
-            sandbox::new_state(Kind::Functions, &self.busy).map_err(|e| super::internal(&e))?,
+            sandbox::new_state(Kind::Functions, &self.busy, self.version)
+                .map_err(|e| super::internal(&e))?,
         );
         self.state = Some(Arc::clone(&state));
         Ok(state)
@@ -236,13 +239,13 @@ impl Functions {
             rdb::put_length(&mut out, library.code.len() as u64);
             out.extend_from_slice(&library.code);
         }
-        rdb::seal(out)
+        rdb::seal_as(out, self.version)
     }
 
     /// `FUNCTION RESTORE payload [policy]`: the engine's payloads and a real
     /// server's (whose long codes are LZF-compressed).
     pub(crate) fn restore(&mut self, payload: &[u8], policy: Policy) -> Result<(), CmdError> {
-        let body = rdb::open(payload)
+        let body = rdb::open_as(payload, self.version)
             .ok_or_else(|| CmdError::err("DUMP payload version or checksum are wrong"))?;
         let mut codes = Vec::new();
         let mut reader = rdb::Reader::new(body);
@@ -258,6 +261,7 @@ impl Functions {
         // The payload's libraries are made first, apart (a library whose
         // code fails fails the whole restore), then joined.
         let mut new = Functions::new(Arc::clone(&self.busy));
+        new.version = self.version;
         for code in codes {
             let library = self.create(&code)?;
             if new.libraries.contains_key(&library.name) {

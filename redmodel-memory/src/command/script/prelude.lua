@@ -4,7 +4,7 @@
 -- user scripts run in.
 local call, pcall, sha1hex, log, raw_encode, raw_decode, json_null, set_resp,
   register_function, libs, guarded_setmetatable, guarded_loadstring,
-  acl_check_cmd = ...
+  acl_check_cmd, redis_version, redis_version_num = ...
 local G = _G
 local error, type, select, setmetatable, tostring =
     error, type, select, setmetatable, tostring
@@ -61,8 +61,8 @@ redis.set_repl = function() end
 redis.replicate_commands = function() return true end
 redis.setresp = set_resp
 redis.acl_check_cmd = acl_check_cmd
-redis.REDIS_VERSION = '7.0.15'
-redis.REDIS_VERSION_NUM = 458767
+redis.REDIS_VERSION = redis_version
+redis.REDIS_VERSION_NUM = redis_version_num
 
 local cjson = {}
 -- lua-cjson's settings this state keeps (Redis's scripts may change them).

@@ -54,7 +54,11 @@ pub(super) struct State {
 
 /// A new Lua 5.1 state with Redis's libraries (base, table, string, math;
 /// no os, io, package or debug) and the sandboxed environment of scripts.
-pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
+pub(super) fn new_state(
+    kind: Kind,
+    busy: &Arc<Busy>,
+    version: crate::RedisVersion,
+) -> mlua::Result<State> {
     let lua = Lua::new_with(
         StdLib::TABLE | StdLib::STRING | StdLib::MATH,
         LuaOptions::default(),
@@ -148,6 +152,8 @@ pub(super) fn new_state(kind: Kind, busy: &Arc<Busy>) -> mlua::Result<State> {
             lua.create_function(guarded_setmetatable)?,
             lua.create_function(guarded_loadstring)?,
             lua.create_function(super::call::acl_check_cmd)?,
+            version.as_str(),
+            version.number(),
         ))?;
     let library_env = match (load_api, library_env, library_mt) {
         (Value::Table(api), Value::Table(env), Value::Table(mt)) => Some((env, mt, api)),

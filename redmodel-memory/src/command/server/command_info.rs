@@ -5,12 +5,13 @@ use redis::Value as Reply;
 
 use crate::command_table::{self, Begin, Find, KeySpec, Meta};
 use crate::reply;
+use crate::RedisVersion;
 
 impl Meta {
     /// COMMAND INFO's entry: name, arity, flags, first key, last key, step,
     /// ACL categories, tips, key specs, subcommands (those of Redis's the
     /// engine serves).
-    pub(crate) fn info(&self) -> Reply {
+    pub(crate) fn info(&self, version: RedisVersion) -> Reply {
         reply::array(vec![
             reply::bulk(self.name),
             reply::int(self.arity),
@@ -24,9 +25,9 @@ impl Meta {
             reply::set(
                 self.subcommands
                     .iter()
-                    .filter(|name| crate::command::serves_subcommand(name))
+                    .filter(|name| crate::command::serves_subcommand(name, version))
                     .filter_map(|name| command_table::meta(name))
-                    .map(Meta::info)
+                    .map(|meta| command_table::as_of(meta, version).info(version))
                     .collect(),
             ),
         ])

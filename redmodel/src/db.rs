@@ -365,6 +365,12 @@ impl Db {
         }
     }
 
+    /// The hash slot of the model key `plain` (in plain form) as this
+    /// database stores it.
+    pub(crate) fn slot_of_plain(&self, plain: &str) -> u16 {
+        self.layout.slot(plain)
+    }
+
     /// Whether this handle is on a Redis Cluster ([`Db::connect_cluster`]).
     pub fn is_cluster(&self) -> bool {
         self.backend().is_cluster()

@@ -220,7 +220,7 @@ impl<M: Model> ObjectRef<M> {
     /// assert_eq!(Order::at(1).slot_in(&db), redmodel::memory::hash_slot(b"shop"));
     /// ```
     pub fn slot_in(&self, db: &Db) -> u16 {
-        db.key_layout().slot(&self.key)
+        db.slot_of_plain(&self.key)
     }
 
     /// The pk.

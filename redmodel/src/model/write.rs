@@ -105,15 +105,13 @@ impl<M: Model> ObjectRef<M> {
     ) -> Result<()> {
         let key = self.key_in(db);
         let guards = self.guards(db, true, set);
-        let changes = Changes::Fields(changed_fields(set, removed));
+        let changed = changed_fields(set, removed);
+        let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());
+        let changes = Changes::Fields(changed);
         let marks = reference_marks::<M>(db, set);
         let ttls = ttl_cmds::<M>(db, &key, None, &names(set))?;
-        let prior = PriorRead::of::<M>(db, &key, set, removed);
         let write = |steps: &mut Plan| {
-            if let Some(prior) = &prior {
-                prior.add_to(steps);
-            }
-            add_write(steps, &key, set, removed, &marks, &ttls);
+            add_write(steps, &key, prior.as_ref(), set, removed, &marks, &ttls);
         };
         let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, &guards, &write, &changes)
             .await
@@ -244,17 +242,23 @@ impl<M: Model> ObjectRef<M> {
         let key = self.key_in(db);
         let marks = reference_marks::<M>(db, &fields.set);
         let ttls = ttl_cmds::<M>(db, &key, ttl, &names(&fields.set))?;
-        let prior = PriorRead::of::<M>(db, &key, &fields.set, &fields.removed);
+        let changed = changed_fields(&fields.set, &fields.removed);
+        let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());
         let write = |steps: &mut Plan| {
-            if let Some(prior) = &prior {
-                prior.add_to(steps);
-            }
-            add_write(steps, &key, &fields.set, &fields.removed, &marks, &ttls);
+            add_write(
+                steps,
+                &key,
+                prior.as_ref(),
+                &fields.set,
+                &fields.removed,
+                &marks,
+                &ttls,
+            );
             if counted {
                 steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).clone());
             }
         };
-        let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
+        let changes = Changes::Fields(changed);
         let guards = self.guards(db, false, &fields.set);
         let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, &guards, &write, &changes)
             .await
@@ -297,16 +301,22 @@ impl<M: Model> ObjectRef<M> {
     }
 }
 
-/// Adds the commands that remove `removed` from the hash `key`, set `set`
-/// and mark the targets of its references (`marks`), all ignored.
+/// Adds the commands that read what the write changes first (`prior`,
+/// kept: see [`PriorRead`]), then mark the targets of its references
+/// (`marks`), remove `removed` from the hash `key`, set `set` and give the
+/// declared field TTLs (`ttls`), all ignored.
 fn add_write(
     steps: &mut Plan,
     key: &str,
+    prior: Option<&PriorRead>,
     set: &[(&str, Vec<u8>)],
     removed: &[&str],
     marks: &[Cmd],
     ttls: &[Cmd],
 ) {
+    if let Some(prior) = prior {
+        prior.add_to(steps);
+    }
     for mark in marks {
         steps.add_ignored(mark.clone());
     }

@@ -110,16 +110,11 @@ impl<M: Model> Upkeep for UpkeepOf<M> {
         key: &str,
         fields: &[(&'static str, Option<Vec<u8>>)],
     ) -> Option<PriorRead> {
-        let set: Vec<(&'static str, Vec<u8>)> = fields
-            .iter()
-            .filter_map(|(name, text)| Some((*name, text.clone()?)))
-            .collect();
-        let removed: Vec<&'static str> = fields
-            .iter()
-            .filter(|(_, text)| text.is_none())
-            .map(|(name, _)| *name)
-            .collect();
-        PriorRead::of::<M>(db, key, &set, &removed)
+        PriorRead::of::<M>(
+            db,
+            key,
+            fields.iter().map(|(name, text)| (*name, text.as_deref())),
+        )
     }
 
     fn recheck<'a>(

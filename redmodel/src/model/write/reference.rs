@@ -74,24 +74,26 @@ pub(crate) struct Prior {
 }
 
 impl PriorRead {
-    /// The read for a write of `key` that sets `set` and removes
-    /// `removed`; `None` where no recheck follows the write (one slot, or
-    /// no reference field among `set`).
-    pub(crate) fn of<M: Model>(
+    /// The read for a write of `key` that changes `changed` (each field
+    /// with its new text; `None`: removed); `None` where no recheck
+    /// follows the write (one slot, or no reference field set).
+    pub(crate) fn of<'t, M: Model>(
         db: &Db,
         key: &str,
-        set: &[(&'static str, Vec<u8>)],
-        removed: &[&'static str],
+        changed: impl IntoIterator<Item = (&'static str, Option<&'t [u8]>)>,
     ) -> Option<Self> {
-        if db.one_slot() || references_in::<M>(set).next().is_none() {
+        if db.one_slot() {
             return None;
         }
-        let names: Vec<&'static str> = set
-            .iter()
-            .map(|(name, _)| *name)
-            .chain(removed.iter().copied())
+        let mut sets_reference = false;
+        let names: Vec<&'static str> = changed
+            .into_iter()
+            .inspect(|(name, text)| {
+                sets_reference |= text.is_some() && M::REFERENCES.iter().any(|r| r.field == *name);
+            })
+            .map(|(name, _)| name)
             .collect();
-        Some(PriorRead {
+        sets_reference.then(|| PriorRead {
             exists: cmd("EXISTS").arg(key).clone(),
             fields: cmd("HMGET").arg(key).arg(&names).clone(),
             names,
@@ -163,7 +165,7 @@ pub(crate) async fn recheck_references<M: Model>(
         }
         match prior {
             Some(prior) if prior.existed => {
-                Box::pin(restore::<M>(db, key, reference, target, prior)).await?;
+                restore::<M>(db, key, reference, target, prior).await?;
             }
             _ => orphan::<M>(db, key, reference, target).await?,
         }
@@ -316,8 +318,9 @@ mod tests {
     /// run a write of a reference in the cluster layout. What it read.
     async fn write_with_prior(db: &Db, set: &[(&'static str, Vec<u8>)]) -> Result<Prior> {
         let key = db.stored("rorder:1");
-        let read = PriorRead::of::<Order>(db, &key, set, &[])
-            .expect("a cluster layout write of a reference reads first");
+        let read =
+            PriorRead::of::<Order>(db, &key, set.iter().map(|(n, t)| (*n, Some(t.as_slice()))))
+                .expect("a cluster layout write of a reference reads first");
         let mut plan = Plan::new();
         plan.step();
         read.add_to(&mut plan);

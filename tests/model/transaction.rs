@@ -33,7 +33,7 @@ fn wallet(id: u32, points: i64) -> Wallet {
 
 const WALLETS: usize = 16;
 const START: i64 = 1_000;
-const TASKS: usize = 64;
+const TASKS: usize = 16;
 const TRANSFERS: usize = 25;
 const AMOUNT: i64 = 10;
 
@@ -87,10 +87,10 @@ async fn transfers(db: Db, ids: Vec<u32>, task: usize) -> redmodel::Result<u32> 
         let moved = match moved {
             Ok(moved) => moved,
             // On a loaded machine a transaction may wait longer than the
-            // pool allows for one of its 16 connections (64 tasks contend
-            // for them, each holding its own through its retries): refused
-            // (`Error::Busy`) before it read or wrote anything, it is a
-            // transfer not made, which the totals below must show.
+            // pool allows for one of its connections (each task holds its
+            // own through its retries): refused (`Error::Busy`) before it
+            // read or wrote anything, it is a transfer not made, which the
+            // totals below must show.
             Err(e) if e.is_transient() => {
                 eprintln!("task {task}: a transfer refused as transient: {e}");
                 false
@@ -103,7 +103,7 @@ async fn transfers(db: Db, ids: Vec<u32>, task: usize) -> redmodel::Result<u32> 
 }
 
 backend_tests! {
-    /// 64 tasks x 25 typed transfers between 16 wallets: the total is
+    /// 16 tasks x 25 typed transfers between 16 wallets: the total is
     /// unchanged and every wallet's score in the sorted index equals its
     /// field, in both layouts.
     exclusive async fn typed_transfers_keep_the_total_and_the_index(ctx) -> redmodel::Result<()> {

@@ -1,7 +1,8 @@
 //! The near cache (`Db::with_cache`): 64 tasks loading objects of a hot
-//! set of 1,000, 1% of their operations writes by another client, through
-//! a cached `Db` against an uncached one, on a private redis-server and on
-//! the memory engine in process.
+//! set of 1,000 through a cached `Db` against an uncached one, on a private
+//! redis-server and on the memory engine in process; once with loads only
+//! (what a hit saves), once with 1% of the operations writes by another
+//! client (what that leaves of it).
 //!
 //! ```text
 //! cargo run --release --example bench_cache
@@ -9,8 +10,8 @@
 //! cargo run --example bench_cache -- --reps 1 --millis 100   # smoke run
 //! ```
 //!
-//! Every operation picks an object at random; one in a hundred sets its
-//! `score` through a second `Db` (another client, uncached, so that its
+//! Every operation picks an object at random; in the second mix, one in a
+//! hundred sets its `score` through a second `Db` (another client, uncached, so that its
 //! writes reach the cache only as the server's invalidations), the others
 //! load it through the `Db` measured. The two sides take turns, run by
 //! run, so that a burst of load hits both alike, and each run starts with
@@ -39,13 +40,14 @@ struct Item {
     score: i64,
 }
 
-/// One run: `tasks` tasks for `run`, loading through `db`, writing 1% of
-/// the time through `writer`; operations per second.
+/// One run: `tasks` tasks for `run`, loading through `db`, writing
+/// `write_percent`% of the time through `writer`; operations per second.
 async fn run_once(
     db: &Db,
     writer: &Db,
     tasks: u32,
     objects: u32,
+    write_percent: usize,
     run: Duration,
 ) -> redmodel::Result<f64> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -59,7 +61,7 @@ async fn run_once(
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     let id = rng.below(objects as usize) as u32;
-                    if rng.below(100) == 0 {
+                    if rng.below(100) < write_percent {
                         Item::at(id).set(&writer, Item::SCORE, n as i64).await?;
                     } else {
                         std::hint::black_box(Item::load(&db, id).await?);
@@ -118,11 +120,13 @@ async fn handles(backend: &str, url: &str) -> redmodel::Result<(Db, Db, Db)> {
 async fn run(options: &Options, tasks: u32, objects: u32) -> Result<(), String> {
     let server = RedisServer::start().map_err(|e| format!("redis-server: {e}"))?;
     println!(
-        "{tasks} tasks, {objects} objects, 1% writes by another client, {} runs of {:?} each, medians",
+        "{tasks} tasks, {objects} objects, writes by another client, {} runs of {:?} each, medians",
         options.reps, options.run
     );
-    println!("| backend | uncached: ops/s | cached: ops/s | cached / uncached | hit rate |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| backend | writes | uncached: ops/s | cached: ops/s | cached / uncached | hit rate |"
+    );
+    println!("|---|---|---|---|---|---|");
     for backend in ["redis", "memory"] {
         if !options.selects(backend) {
             continue;
@@ -130,40 +134,63 @@ async fn run(options: &Options, tasks: u32, objects: u32) -> Result<(), String> 
         let (plain, cached, writer) = handles(backend, &server.url())
             .await
             .map_err(|e| format!("{backend}: {e}"))?;
-        let (mut rates, mut hit_rates) = ([Vec::new(), Vec::new()], Vec::new());
-        for _ in 0..options.reps {
-            for (side, db) in [&plain, &cached].into_iter().enumerate() {
-                fixture(&writer, objects).await.map_err(|e| e.to_string())?;
-                // Both sides start warm: every object read once (for the
-                // cached side, kept), as in a process that has run a while.
-                let refs: Vec<_> = (0..objects).map(Item::at).collect();
-                for chunk in refs.chunks(100) {
-                    ObjectRef::load_many(db, chunk)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                }
-                let before = db.cache_stats().unwrap_or_default();
-                let rate = run_once(db, &writer, tasks, objects, options.run)
+        for write_percent in [0, 1] {
+            measure(
+                options,
+                [&plain, &cached, &writer],
+                backend,
+                tasks,
+                objects,
+                write_percent,
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// One row of the table: `write_percent`% writes through `writer`, the
+/// rest loads through `plain` and `cached` in turn.
+async fn measure(
+    options: &Options,
+    [plain, cached, writer]: [&Db; 3],
+    backend: &str,
+    tasks: u32,
+    objects: u32,
+    write_percent: usize,
+) -> Result<(), String> {
+    let (mut rates, mut hit_rates) = ([Vec::new(), Vec::new()], Vec::new());
+    for _ in 0..options.reps {
+        for (side, db) in [plain, cached].into_iter().enumerate() {
+            fixture(writer, objects).await.map_err(|e| e.to_string())?;
+            // Both sides start warm: every object read once (for the
+            // cached side, kept), as in a process that has run a while.
+            let refs: Vec<_> = (0..objects).map(Item::at).collect();
+            for chunk in refs.chunks(100) {
+                ObjectRef::load_many(db, chunk)
                     .await
-                    .map_err(|e| format!("{backend}: {e}"))?;
-                rates[side].push(rate);
-                if let Some(after) = db.cache_stats() {
-                    let hits = after.hits - before.hits;
-                    let reads = hits + after.misses - before.misses;
-                    hit_rates.push(hits as f64 / reads.max(1) as f64);
-                }
+                    .map_err(|e| e.to_string())?;
+            }
+            let before = db.cache_stats().unwrap_or_default();
+            let rate = run_once(db, writer, tasks, objects, write_percent, options.run)
+                .await
+                .map_err(|e| format!("{backend}: {e}"))?;
+            rates[side].push(rate);
+            if let Some(after) = db.cache_stats() {
+                let hits = after.hits - before.hits;
+                let reads = hits + after.misses - before.misses;
+                hit_rates.push(hits as f64 / reads.max(1) as f64);
             }
         }
-        let [uncached, with_cache] = rates.map(median);
-        let hit_rate =
-            median(hit_rates).map_or("n/a".to_string(), |h| format!("{:.1}%", h * 100.0));
-        println!(
-            "| {backend} | {} | {} | {} | {hit_rate} |",
-            fmt_rate(uncached),
-            fmt_rate(with_cache),
-            fmt_ratio(with_cache, uncached)
-        );
     }
+    let [uncached, with_cache] = rates.map(median);
+    let hit_rate = median(hit_rates).map_or("n/a".to_string(), |h| format!("{:.1}%", h * 100.0));
+    println!(
+        "| {backend} | {write_percent}% | {} | {} | {} | {hit_rate} |",
+        fmt_rate(uncached),
+        fmt_rate(with_cache),
+        fmt_ratio(with_cache, uncached)
+    );
     Ok(())
 }
 

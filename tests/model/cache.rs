@@ -516,3 +516,97 @@ backend_tests! {
         Ok(())
     }
 }
+
+/// A model with every kind of index read the cache answers, and a relation.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "cachebook")]
+struct CBook {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(sorted)]
+    year: u16,
+    #[redmodel(tags)]
+    tags: Vec<String>,
+    #[redmodel(recent = 5)]
+    touched: Option<u64>,
+}
+
+#[derive(Relation)]
+#[redmodel(table = "cacheshelf", owner = CBook, member = CBook)]
+struct Shelf;
+
+fn cbook(id: u32, year: u16, tags: &[&str]) -> CBook {
+    CBook {
+        id,
+        year,
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        touched: Some(u64::from(id)),
+    }
+}
+
+/// The relation's members, the books tagged `rust`, the books of
+/// 2000–2010 and the recent list, as ids (each read sorted).
+async fn reads(db: &Db) -> redmodel::Result<[Vec<u32>; 4]> {
+    let ids = |books: Vec<CBook>| {
+        let mut ids: Vec<u32> = books.into_iter().map(|b| b.id).collect();
+        ids.sort_unstable();
+        ids
+    };
+    Ok([
+        ids(CBook::at(1).relation::<Shelf>().load(db).await?),
+        ids(CBook::TAGS_TAGS.with(db, "rust").await?),
+        ids(CBook::YEAR_SORTED.range(db, 2000u16..=2010).await?),
+        ids(CBook::TOUCHED_RECENT.load(db).await?),
+    ])
+}
+
+/// Waits (up to 5 s) until `db`'s [`reads`] answer `want`.
+async fn until_read(db: &Db, want: [Vec<u32>; 4]) -> redmodel::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let got = reads(db).await?;
+        if got == want {
+            return Ok(());
+        }
+        assert!(Instant::now() < deadline, "reads {got:?}, not {want:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+backend_tests! {
+    /// Relation and index reads are kept by their request: read again,
+    /// they cost no round trip; another client's change to any key they
+    /// read is seen once its invalidation arrives, and this `Db`'s own
+    /// writes at once.
+    exclusive async fn relation_and_index_reads_answer_from_the_cache_and_follow_every_change(ctx) -> redmodel::Result<()> {
+        let db = ctx.db.clone().with_cache(CacheConfig::default()).await?;
+        let other = ctx.another_db().await;
+        for (id, year) in [(1, 2001), (2, 2002), (3, 2003)] {
+            cbook(id, year, &["rust"]).insert(&other).await?;
+        }
+        CBook::at(1).relation::<Shelf>().link(&other, CBook::at(2)).await?;
+        settle(&ctx).await;
+        let first = [vec![2], vec![1, 2, 3], vec![1, 2, 3], vec![1, 2, 3]];
+        assert_eq!(reads(&db).await?, first);
+        let trips = db.round_trips();
+        let hits = db.cache_stats().expect("on").hits;
+        assert_eq!(reads(&db).await?, first);
+        assert_eq!(db.round_trips(), trips, "read again from the cache");
+        assert!(db.cache_stats().expect("on").hits >= hits + 4);
+
+        // Another client changes a key of each read.
+        CBook::at(1).relation::<Shelf>().link(&other, CBook::at(3)).await?;
+        CBook::at(2).set(&other, CBook::TAGS, vec!["go".to_string()]).await?;
+        CBook::at(3).set(&other, CBook::YEAR, 1990).await?;
+        cbook(4, 2004, &[]).insert(&other).await?;
+        until_read(&db, [vec![2, 3], vec![1, 3], vec![1, 2, 4], vec![1, 2, 3, 4]]).await?;
+
+        // This Db's own writes are read back at once.
+        CBook::at(1).relation::<Shelf>().unlink(&db, CBook::at(2)).await?;
+        CBook::at(1).set(&db, CBook::TAGS, Vec::<String>::new()).await?;
+        CBook::at(4).set(&db, CBook::YEAR, 2010).await?;
+        CBook::at(4).delete(&db).await?;
+        assert_eq!(reads(&db).await?, [vec![3], vec![3], vec![1, 2], vec![1, 2, 3]]);
+        Ok(())
+    }
+}

@@ -10,6 +10,8 @@
 //!   engine's tracker feed.
 //! - [`writes`]: read-your-writes: what a write through the `Db` drops at
 //!   once, without waiting for the server's invalidation.
+//! - [`replies`]: which relation and index reads the cache answers, by
+//!   their whole request.
 //!
 //! # Why own tracking rather than redis-rs's `cache-aio`
 //! redis-rs's cache lives inside its RESP3 multiplexed connection: it has
@@ -22,6 +24,7 @@
 //! connection cannot silently lose it), and one lost connection is one
 //! event that empties the cache.
 
+mod replies;
 mod store;
 mod tracker;
 mod writes;
@@ -29,6 +32,8 @@ mod writes;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(test)]
+use store::ReplyTicket;
 pub(crate) use store::{Cache, Lookup};
 pub(crate) use writes::Invalidating;
 
@@ -64,8 +69,9 @@ impl Default for CacheConfig {
 }
 
 impl CacheConfig {
-    /// At most `n` objects (at least one): past it, the least recently
-    /// used goes (an eviction).
+    /// At most `n` objects (at least one), and as many replies of
+    /// relation and index reads: past it, the least recently used goes (an
+    /// eviction).
     pub fn max_entries(mut self, n: usize) -> Self {
         self.max_entries = n.max(1);
         self
@@ -87,7 +93,7 @@ impl CacheConfig {
         self
     }
 
-    /// The bound on the number of objects.
+    /// The bound on the number of objects (and, apart, of replies).
     pub fn entries(&self) -> usize {
         self.max_entries
     }
@@ -108,7 +114,7 @@ pub struct CacheStats {
     /// Times the whole cache was emptied: FLUSHALL / FLUSHDB, RESET of the
     /// tracking connection, its loss, a cluster's failover.
     pub flushes: u64,
-    /// Objects in the cache now.
+    /// Objects and relation or index replies in the cache now.
     pub entries: u64,
 }
 
@@ -127,9 +133,10 @@ impl CacheStats {
 impl Db {
     /// Turns on the near cache for this `Db` and its clones (see
     /// `docs/cache.md`): [`load`](crate::model::ObjectRef::load),
-    /// [`get`](crate::model::ObjectRef::get) and
-    /// [`load_many`](crate::model::ObjectRef::load_many) answer from
-    /// process memory while the server has not said the object changed.
+    /// [`get`](crate::model::ObjectRef::get),
+    /// [`load_many`](crate::model::ObjectRef::load_many), and the reads of
+    /// relations and indexes answer from process memory while the server
+    /// has not said what they read changed.
     ///
     /// - A write through this `Db` drops what it wrote at once: a read
     ///   after it never returns the older value.

@@ -3,8 +3,10 @@
 //! read the others from the server as without the cache, and keep what
 //! they read when no change raced it (the db layer's tickets decide).
 //!
-//! Only these public reads use the cache: a write that reads before it
-//! writes (index upkeep, checked writes) and the queries read the server.
+//! Only the public reads use the cache (these, and the index and
+//! relation reads that load their objects through `read_many_cached`): a
+//! write that reads before it writes (index upkeep, checked writes) and
+//! the queries read the server.
 
 use super::object::RawFields;
 use super::{Model, ObjectRef};

@@ -26,6 +26,9 @@ pub(crate) const PRUNE_BATCH: usize = 256;
 /// stays in its own place (the all-or-nothing reads collect them, the
 /// `_each` reads hand them on).
 ///
+/// The objects come through the near cache, if it is on (a prune is a
+/// checked write: it removes an entry only if the server agrees).
+///
 /// `judge` sees each handle with its stored field texts (`None` if the
 /// object is gone) and returns whether to keep it, pushing the entries
 /// that the read shows dead onto `stale`, for the caller to [`prune()`]
@@ -37,7 +40,7 @@ pub(crate) async fn load_judged<M: Model>(
     stale: &mut Vec<Stale>,
     mut judge: impl FnMut(&ObjectRef<M>, Option<&[Option<Vec<u8>>]>, &mut Vec<Stale>) -> bool,
 ) -> Result<Vec<Result<M>>> {
-    let raw = ObjectRef::read_many(db, &refs).await?;
+    let raw = ObjectRef::read_many_cached(db, &refs).await?;
     let mut out = Vec::with_capacity(refs.len());
     for (r, values) in refs.into_iter().zip(raw) {
         // A read that failed for this object alone (another Redis type at

@@ -172,7 +172,7 @@ impl<M: Model> MemberList<M> {
 
     /// The number of members (LLEN).
     pub async fn count(&self, db: &Db) -> Result<u64> {
-        db.read(cmd("LLEN").arg(self.key_in(db)))
+        db.read_cached(cmd("LLEN").arg(self.key_in(db)))
             .await
             .map_err(at_key(&self.key, "list"))
     }
@@ -235,7 +235,7 @@ impl<M: Model> MemberList<M> {
     /// `None` out of range.
     pub async fn index(&self, db: &Db, index: i64) -> Result<Option<ObjectRef<M>>> {
         let key: Option<Vec<u8>> = db
-            .read(cmd("LINDEX").arg(self.key_in(db)).arg(index))
+            .read_cached(cmd("LINDEX").arg(self.key_in(db)).arg(index))
             .await
             .map_err(at_key(&self.key, "list"))?;
         key.map(|k| self.parse_member(k)).transpose()
@@ -245,7 +245,7 @@ impl<M: Model> MemberList<M> {
     /// indexes counting from the tail (LRANGE).
     pub async fn range(&self, db: &Db, start: i64, stop: i64) -> Result<Vec<ObjectRef<M>>> {
         let keys: Vec<Vec<u8>> = db
-            .read(cmd("LRANGE").arg(self.key_in(db)).arg(start).arg(stop))
+            .read_cached(cmd("LRANGE").arg(self.key_in(db)).arg(start).arg(stop))
             .await
             .map_err(at_key(&self.key, "list"))?;
         keys.into_iter().map(|k| self.parse_member(k)).collect()

@@ -12,6 +12,14 @@
 //! reply is kept only if neither moved since its ticket. Stripes rather
 //! than a generation per key: bounded memory, and a shared stripe only
 //! costs a reply that could have been kept.
+//!
+//! # Replies of relation and index reads
+//! An object is one key, dropped when it changes. A relation or index read
+//! (an LRANGE, a SINTER of tag sets, a ZRANGE of a score range) is a reply
+//! kept by its whole request, and it may read several keys: it carries the
+//! generations of its keys' stripes as they were at its ticket, and holds
+//! only while all of them still are, so a change of any of its keys (or a
+//! flush) outdates it without a map from keys back to requests.
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::num::NonZeroUsize;
@@ -21,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use lru::LruCache;
 use parking_lot::Mutex;
+use redis::Value;
 use redmodel_memory::{Invalidation, Invalidations};
 
 use super::{CacheConfig, CacheStats};
@@ -42,9 +51,22 @@ struct Entry {
     at: Instant,
 }
 
+/// One cached reply of a relation or index read.
+struct Reply {
+    value: Value,
+    /// The stripe and its generation for each key the request reads, as
+    /// at its ticket: the reply holds while every one is unchanged.
+    stamps: Vec<(usize, u64)>,
+    /// The cache's epoch at its ticket: a flush outdates it.
+    epoch: u64,
+    at: Instant,
+}
+
 /// What the lock guards.
 struct Inner {
     lru: LruCache<Vec<u8>, Entry>,
+    /// Replies by request (its packed bytes), bounded as the objects are.
+    replies: LruCache<Vec<u8>, Reply>,
     generations: Box<[u64]>,
     /// Bumped by every flush and every change of `live`.
     epoch: u64,
@@ -59,6 +81,23 @@ pub(crate) struct Ticket {
     epoch: u64,
     stripe: usize,
     generation: u64,
+}
+
+/// What a read of several keys must show to keep its reply
+/// ([`Cache::keep_reply`]).
+#[derive(Debug, Clone)]
+pub(crate) struct ReplyTicket {
+    epoch: u64,
+    stamps: Vec<(usize, u64)>,
+}
+
+/// A reply lookup's answer.
+pub(crate) enum ReplyLookup {
+    /// The reply as cached.
+    Hit(Value),
+    /// Send the request; keep its reply with the ticket, if any (none
+    /// while tracking is down).
+    Miss(Option<ReplyTicket>),
 }
 
 /// A lookup's answer.
@@ -91,6 +130,7 @@ impl Cache {
         Cache {
             inner: Mutex::new(Inner {
                 lru: LruCache::new(capacity),
+                replies: LruCache::new(capacity),
                 generations: vec![0; STRIPES].into_boxed_slice(),
                 epoch: 0,
                 live: false,
@@ -176,6 +216,80 @@ impl Cache {
         }
     }
 
+    /// The reply to `request`, a read of `keys`, if one is kept and none
+    /// of the keys changed since it was read.
+    pub(crate) fn lookup_reply(&self, request: &[u8], keys: &[&[u8]]) -> ReplyLookup {
+        self.drain();
+        let mut inner = self.inner.lock();
+        let Inner {
+            replies,
+            generations,
+            epoch,
+            live,
+            ..
+        } = &mut *inner;
+        let held = replies.get(request).map(|r| {
+            let fresh = r.epoch == *epoch
+                && r.at.elapsed() <= self.max_age
+                && r.stamps.iter().all(|&(s, g)| generations[s] == g);
+            fresh.then(|| r.value.clone())
+        });
+        match held {
+            Some(Some(value)) => {
+                drop(inner);
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return ReplyLookup::Hit(value);
+            }
+            // A key of it changed (counted as its invalidation), or it
+            // is too old or of a flushed epoch.
+            Some(None) => {
+                replies.pop(request);
+            }
+            None => {}
+        }
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        if !*live {
+            return ReplyLookup::Miss(None);
+        }
+        let stamps = keys
+            .iter()
+            .map(|k| {
+                let stripe = stripe_of(k);
+                (stripe, generations[stripe])
+            })
+            .collect();
+        ReplyLookup::Miss(Some(ReplyTicket {
+            epoch: *epoch,
+            stamps,
+        }))
+    }
+
+    /// Keeps the reply to `request` that a read with `ticket` returned,
+    /// unless one of its keys changed (or the cache was flushed) since.
+    pub(crate) fn keep_reply(&self, request: Vec<u8>, ticket: ReplyTicket, value: Value) {
+        self.drain();
+        let mut inner = self.inner.lock();
+        let moved = ticket
+            .stamps
+            .iter()
+            .any(|&(s, g)| inner.generations[s] != g);
+        if !inner.live || inner.epoch != ticket.epoch || moved {
+            return;
+        }
+        let replaces = inner.replies.contains(&request);
+        let reply = Reply {
+            value,
+            stamps: ticket.stamps,
+            epoch: ticket.epoch,
+            at: Instant::now(),
+        };
+        let evicted = inner.replies.push(request, reply).is_some() && !replaces;
+        drop(inner);
+        if evicted {
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// These keys changed: their entries go, and reads in flight on them
     /// keep nothing.
     pub(crate) fn invalidate<'k>(&self, keys: impl IntoIterator<Item = &'k [u8]>) {
@@ -195,6 +309,7 @@ impl Cache {
     pub(crate) fn flush(&self) {
         let mut inner = self.inner.lock();
         inner.lru.clear();
+        inner.replies.clear();
         inner.epoch += 1;
         drop(inner);
         self.flushes.fetch_add(1, Ordering::Relaxed);
@@ -210,6 +325,7 @@ impl Cache {
         inner.epoch += 1;
         if !live {
             inner.lru.clear();
+            inner.replies.clear();
             drop(inner);
             self.flushes.fetch_add(1, Ordering::Relaxed);
         }
@@ -231,7 +347,10 @@ impl Cache {
 
     pub(crate) fn stats(&self) -> CacheStats {
         self.drain();
-        let entries = self.inner.lock().lru.len() as u64;
+        let entries = {
+            let inner = self.inner.lock();
+            (inner.lru.len() + inner.replies.len()) as u64
+        };
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),

@@ -82,7 +82,9 @@ impl<M: Model> RecentList<M> {
     async fn keys(&self, db: &Db) -> Result<Vec<ObjectRef<M>>> {
         let key = self.key();
         let stop = i64::from(self.cap) - 1;
-        let members: Vec<String> = db.read(cmd("LRANGE").arg(&key).arg(0).arg(stop)).await?;
+        let members: Vec<String> = db
+            .read_cached(cmd("LRANGE").arg(&key).arg(0).arg(stop))
+            .await?;
         members.iter().map(|m| parse_member::<M>(m, &key)).collect()
     }
 

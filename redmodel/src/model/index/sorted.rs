@@ -307,7 +307,7 @@ impl<M: Model, T> SortedIndex<M, T> {
             if end == End::Highest {
                 cmd.arg("REV");
             }
-            let keys: Vec<String> = db.read(&cmd).await?;
+            let keys: Vec<String> = db.read_cached(&cmd).await?;
             let fetched = keys.len() as u64;
             let objects = self.load_keys(db, keys, &mut stale).await?;
             out.extend(
@@ -367,7 +367,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         } else {
             cmd.arg(min).arg(max).arg("BYSCORE");
         }
-        db.read(&cmd).await
+        db.read_cached(&cmd).await
     }
 
     /// How many live objects have a score within `range` (the members in
@@ -445,7 +445,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         if end == End::Highest {
             cmd.arg("REV");
         }
-        let above: Vec<String> = db.read(&cmd).await?;
+        let above: Vec<String> = db.read_cached(&cmd).await?;
         Ok(Some(self.count_live(db, above).await?))
     }
 

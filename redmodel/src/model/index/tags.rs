@@ -303,7 +303,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
             return Ok(Vec::new());
         }
         let keys: Vec<String> = tags.iter().map(|t| self.set_key(db, t)).collect();
-        let mut members: Vec<String> = db.read(cmd(op.command()).arg(&keys)).await?;
+        let mut members: Vec<String> = db.read_cached(cmd(op.command()).arg(&keys)).await?;
         members.sort_unstable();
         let refs = members
             .iter()

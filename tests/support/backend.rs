@@ -547,78 +547,73 @@ macro_rules! backend_tests {
             #[allow(unused_imports)]
             use super::*;
 
+            fn body($backend: $crate::Backend) $body
+
             $crate::__with_backends!(backend_tests! {
-                @blocking [$(#[$meta])*] $backend $body
+                @blocking [$(#[$meta])*]
             });
         }
         $crate::backend_tests!($($rest)*);
     };
 
-    // One module per test, holding one test per backend. The backends are
-    // taken one at a time (recursively) because a test's own attributes
-    // cannot be repeated inside the repetition over the backends.
-    (@module [$scope:expr] $metas:tt $name:ident $ctx:ident $ret:tt $body:block) => {
+    // One module per test, holding the test's body once, as a function,
+    // and one test per backend that runs it: each backend's test calls the
+    // same function, so the body is compiled once, not once per backend.
+    // The backends are taken one at a time (recursively) because a test's
+    // own attributes cannot be repeated inside the repetition over the
+    // backends.
+    (@module [$scope:expr] $metas:tt $name:ident $ctx:ident [$($ret:ty)?] $body:block) => {
         mod $name {
             #[allow(unused_imports)]
             use super::*;
 
+            $crate::backend_tests!(@body $ctx [$($ret)?] $body);
+
             $crate::__with_backends!(backend_tests! {
-                @async [$scope] $metas $ctx $ret $body
+                @async [$scope] $metas
             });
         }
     };
-    (@async $scope:tt $metas:tt $ctx:ident $ret:tt $body:block @backends) => {};
+    // Without a declared return type, the body's own type (`()`, or the
+    // `Result` its last expression names, which lets `?` work in it).
+    (@body $ctx:ident [] $body:block) => {
+        fn body(
+            $ctx: $crate::TestCtx,
+        ) -> impl ::std::future::Future<Output = impl $crate::TestOutcome> {
+            async move $body
+        }
+    };
+    (@body $ctx:ident [$ret:ty] $body:block) => {
+        async fn body($ctx: $crate::TestCtx) -> $ret $body
+    };
+    (@async $scope:tt $metas:tt @backends) => {};
     (
-        @async $scope:tt $metas:tt $ctx:ident $ret:tt $body:block
+        @async $scope:tt $metas:tt
         @backends $(#[$doc:meta])* $variant:ident $backend_name:ident, $($backends:tt)*
     ) => {
-        $crate::backend_tests!(@async_one $scope $metas $ctx $ret $body $variant $backend_name);
-        $crate::backend_tests!(@async $scope $metas $ctx $ret $body @backends $($backends)*);
+        $crate::backend_tests!(@async_one $scope $metas $variant $backend_name);
+        $crate::backend_tests!(@async $scope $metas @backends $($backends)*);
     };
-    (@async_one [$scope:expr] [$(#[$meta:meta])*] $ctx:ident [] $body:block $variant:ident $backend_name:ident) => {
+    (@async_one [$scope:expr] [$(#[$meta:meta])*] $variant:ident $backend_name:ident) => {
         $(#[$meta])*
         #[::tokio::test]
         async fn $backend_name() {
-            $crate::run_on(
-                $crate::Backend::$variant,
-                $scope,
-                module_path!(),
-                |$ctx: $crate::TestCtx| async move $body,
-            )
-            .await;
+            $crate::run_on($crate::Backend::$variant, $scope, module_path!(), body).await;
         }
     };
-    (@async_one [$scope:expr] [$(#[$meta:meta])*] $ctx:ident [$ret:ty] $body:block $variant:ident $backend_name:ident) => {
-        $(#[$meta])*
-        #[::tokio::test]
-        async fn $backend_name() {
-            $crate::run_on(
-                $crate::Backend::$variant,
-                $scope,
-                module_path!(),
-                |$ctx: $crate::TestCtx| async move {
-                    // The declared return type lets `?` work in the body.
-                    let outcome: $ret = async move $body.await;
-                    outcome
-                },
-            )
-            .await;
-        }
-    };
-    (@blocking $metas:tt $backend:ident $body:block @backends) => {};
+    (@blocking $metas:tt @backends) => {};
     (
-        @blocking $metas:tt $backend:ident $body:block
+        @blocking $metas:tt
         @backends $(#[$doc:meta])* $variant:ident $backend_name:ident, $($backends:tt)*
     ) => {
-        $crate::backend_tests!(@blocking_one $metas $backend $body $variant $backend_name);
-        $crate::backend_tests!(@blocking $metas $backend $body @backends $($backends)*);
+        $crate::backend_tests!(@blocking_one $metas $variant $backend_name);
+        $crate::backend_tests!(@blocking $metas @backends $($backends)*);
     };
-    (@blocking_one [$(#[$meta:meta])*] $backend:ident $body:block $variant:ident $backend_name:ident) => {
+    (@blocking_one [$(#[$meta:meta])*] $variant:ident $backend_name:ident) => {
         $(#[$meta])*
         #[test]
         fn $backend_name() {
-            let $backend: $crate::Backend = $crate::Backend::$variant;
-            $body
+            body($crate::Backend::$variant)
         }
     };
 }

@@ -38,6 +38,7 @@ mod keys;
 pub(crate) mod latency;
 mod lcs;
 mod lists;
+pub(crate) mod maxmemory;
 mod object;
 pub(crate) mod pause;
 pub(crate) mod persistence;
@@ -508,6 +509,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     let spec = lookup_in(name, ctx.store.version).ok_or_else(|| unknown_command(args))?;
     if !spec.arity_ok(args.len()) {
+        ctx.store.command_stats.record_rejected(args);
         return Err(wrong_arity(spec));
     }
     run_spec(ctx, spec, args)
@@ -530,7 +532,7 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
     if tracks {
         ctx.store.track_read(args);
     }
-    ctx.store.command_stats.record(spec, result.is_err());
+    ctx.store.command_stats.record(spec, args, result.is_err());
     result
 }
 
@@ -538,6 +540,14 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
 pub(crate) const DATABASES: usize = 16;
 
 pub(crate) use server::used_memory;
+
+impl Store {
+    /// Whether the data is over `maxmemory` now (false without a limit),
+    /// remembered as the state the running command started in.
+    pub(crate) fn out_of_memory(&mut self) -> bool {
+        self.maxmemory.check(&self.dbs, server::used_memory_of)
+    }
+}
 
 /// All numbered databases of one engine, its configuration, and the
 /// server state commands share (stats, scripts, blocked clients, ACL).
@@ -598,6 +608,8 @@ pub(crate) struct Store {
     pub(crate) tracking: crate::tracking::Tracking,
     /// LATENCY's events and the commands' latency histograms.
     pub(crate) latency: latency::Latency,
+    /// `maxmemory` and the data's estimated size (the OOM refusal).
+    pub(crate) maxmemory: maxmemory::MaxMemory,
     /// The clients MONITOR feeds.
     pub(crate) monitors: crate::monitor::Monitors,
     /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
@@ -667,6 +679,11 @@ impl Default for Store {
                 latency.configure(&limits);
                 latency
             },
+            maxmemory: {
+                let mut maxmemory = maxmemory::MaxMemory::default();
+                maxmemory.configure(&limits);
+                maxmemory
+            },
             active_expire: true,
             replid: random_hex_id(),
             quicklist_packed_threshold: 1 << 30,
@@ -704,6 +721,7 @@ impl Store {
         self.notify_flags = limits.notify;
         self.slowlog.configure(&limits);
         self.latency.configure(&limits);
+        self.maxmemory.configure(&limits);
         Ok(())
     }
 

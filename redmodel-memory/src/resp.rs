@@ -702,8 +702,10 @@ impl Client {
         let now = self.engine.now_ms();
         let queueing = self.session.in_transaction();
         if let Some(refused) = self.refusal(args, store, now, queueing) {
-            // Counted as every error reply Redis sends (INFO errorstats).
+            // Counted as every error reply Redis sends (INFO errorstats),
+            // and as a refusal of the command (`rejectCommand`).
             store.command_stats.record_errors(&refused, false);
+            store.command_stats.record_rejected(args);
             let silent = self.silenced();
             self.record(args, now, store);
             self.after_command();

@@ -238,6 +238,15 @@ fn run_script(
     if no_replicas && !compat && !flags.contains(Flags::NO_WRITES) {
         return Err(CmdError::raw(NO_REPLICAS));
     }
+    // Over `maxmemory` when the command started, a script that may write
+    // is refused (`no-writes` implies `allow-oom`).
+    if !compat
+        && ctx.store.maxmemory.over_at_start()
+        && !flags.contains(Flags::ALLOW_OOM)
+        && !flags.contains(Flags::NO_WRITES)
+    {
+        return Err(CmdError::raw(super::maxmemory::SCRIPT_OOM));
+    }
     let read_only = script.read_only || (!compat && flags.contains(Flags::NO_WRITES));
     let cross_slot = compat || flags.contains(Flags::ALLOW_CROSS_SLOT);
     // The slot of the declared keys (the caller's CROSSSLOT check has
@@ -273,13 +282,21 @@ fn run_script(
         cross_slot,
         slot,
         no_replicas,
+        allow_oom: flags.contains(Flags::ALLOW_OOM),
     };
     let outcome = run(state, ctx, script.function, keys, argv, how);
     busy.end();
     let outcome = outcome.map_err(|e| internal(&e))?;
     match outcome {
         Ok(reply) => Ok(reply),
-        Err(err) => Err(error_reply(&err, script.name)),
+        Err(err) => {
+            // A command's error that `redis.call` raised is counted in
+            // INFO errorstats already, by the command.
+            if err.raw_get::<bool>(sandbox::COUNTED).unwrap_or(false) {
+                ctx.store.command_stats.reply_counted();
+            }
+            Err(error_reply(&err, script.name))
+        }
     }
 }
 
@@ -293,6 +310,8 @@ struct RunAs {
     slot: Option<u16>,
     /// Writes are refused for want of replicas (`min-replicas-to-write`).
     no_replicas: bool,
+    /// Declared `allow-oom`.
+    allow_oom: bool,
 }
 
 /// Redis's reply when `min-replicas-to-write` replicas are not there.
@@ -346,6 +365,7 @@ fn run(
         cross_slot: how.cross_slot,
         slot: how.slot,
         no_replicas: how.no_replicas,
+        allow_oom: how.allow_oom,
         wrote: false,
     };
     let was_in_script = std::mem::replace(&mut client.ctx.store.in_script, true);

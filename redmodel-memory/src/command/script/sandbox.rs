@@ -10,7 +10,7 @@ use mlua::{
 };
 
 use super::busy::Busy;
-use super::raised::{raise, raised_text};
+use super::raised::{raise, raised_counted, raised_text};
 
 /// The chunk name of user scripts, as Redis 7.0 names it.
 pub(super) const USER_SCRIPT: &str = "@user_script";
@@ -336,6 +336,10 @@ fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
 }
 
+/// The field of an error table whose error INFO errorstats counted
+/// where it arose (Redis's own name for it).
+pub(super) const COUNTED: &str = "ignore_error_stats_update";
+
 /// The message handler scripts run under (Redis 7.0's
 /// `__redis__err__handler`): a string error becomes `{err='ERR ' .. msg}`,
 /// and the error learns the line of the user script it came from.
@@ -347,6 +351,9 @@ fn error_handler(lua: &Lua, err: Value, chunk: &str) -> mlua::Result<Table> {
                 if let Some(text) = raised_text(e) {
                     let t = lua.create_table()?;
                     t.raw_set("err", text)?;
+                    if raised_counted(e) {
+                        t.raw_set(COUNTED, true)?;
+                    }
                     return locate(lua, t, chunk);
                 }
             }

@@ -532,7 +532,10 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
     if tracks {
         ctx.store.track_read(args);
     }
-    ctx.store.command_stats.record(spec, args, result.is_err());
+    // An error returned as a reply value (a script's error table) fails
+    // the call too.
+    let failed = !matches!(result, Ok(ref v) if !matches!(v, redis::Value::ServerError(_)));
+    ctx.store.command_stats.record(spec, args, failed);
     result
 }
 

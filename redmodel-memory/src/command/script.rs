@@ -397,6 +397,13 @@ fn run(
     let ok = matches!(ret.next(), Some(Value::Boolean(true)));
     let value = ret.next().unwrap_or(Value::Nil);
     if ok {
+        // An error table of `redis.pcall` returned as it is: its error
+        // was counted in INFO errorstats by the command.
+        if let Value::Table(t) = &value {
+            if t.raw_get::<bool>(sandbox::COUNTED).unwrap_or(false) {
+                client.ctx.store.command_stats.reply_counted();
+            }
+        }
         return Ok(Ok(convert::lua_to_reply(lua, &value, client.ctx.resp3())?));
     }
     match value {

@@ -328,7 +328,7 @@ mod tests {
         // A script's own error counts once.
         run_args(&mut c, &["EVAL", "error('boom')", "0"]);
         // A refusal of the script's command counts it as rejected.
-        run_args(&mut c, &["EVAL", "redis.pcall('GET') return 1", "0"]);
+        run_args(&mut c, &["EVAL", "return redis.pcall('GET')", "0"]);
         assert_eq!(
             cmdstat(&mut c, "get"),
             "calls=0,rejected_calls=1,failed_calls=0"

@@ -90,21 +90,27 @@ fn with<R>(f: impl FnOnce(&mut Client<'_>) -> R) -> Option<R> {
 pub(super) fn call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
     match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
         Some(Ok((reply, resp3))) => reply_to_lua(lua, &reply, resp3),
-        Some(Err(text)) => Err(super::raised::raise_counted(&text)),
+        Some(Err((text, true))) => Err(super::raised::raise_counted(&text)),
+        Some(Err((text, false))) => Err(super::raised::raise(&text)),
         None => Err(super::raised::raise(NO_SCRIPT)),
     }
 }
 
 /// `redis.pcall`: the command's reply, or its error as an `{err=...}`
-/// table.
+/// table (marked if INFO errorstats counted it, so that a script that
+/// returns the table does not count it again).
 pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    let text = match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
-        Some(Ok((reply, resp3))) => return reply_to_lua(lua, &reply, resp3),
-        Some(Err(text)) => text,
-        None => NO_SCRIPT.to_string(),
-    };
+    let (text, counted) =
+        match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
+            Some(Ok((reply, resp3))) => return reply_to_lua(lua, &reply, resp3),
+            Some(Err(failed)) => failed,
+            None => (NO_SCRIPT.to_string(), false),
+        };
     let t = lua.create_table()?;
     t.raw_set("err", text)?;
+    if counted {
+        t.raw_set(super::sandbox::COUNTED, true)?;
+    }
     Ok(Value::Table(t))
 }
 
@@ -207,10 +213,12 @@ fn split<'b>(bytes: &'b [u8], ends: &[usize]) -> Vec<&'b [u8]> {
 }
 
 /// Converts the arguments, then runs them; an error is the reply's text.
-fn run_args(client: &mut Client<'_>, args: MultiValue) -> Result<redis::Value, String> {
-    let (bytes, ends) = command_args(args)?;
+/// The error is given with whether INFO errorstats counted it (the
+/// command's checks and the command count theirs; the arguments' do not).
+fn run_args(client: &mut Client<'_>, args: MultiValue) -> Result<redis::Value, (String, bool)> {
+    let (bytes, ends) = command_args(args).map_err(|text| (text, false))?;
     let argv = split(&bytes, &ends);
-    run(client, &argv)
+    run(client, &argv).map_err(|text| (text, true))
 }
 
 /// The command's arguments, one after the other in one buffer, and where

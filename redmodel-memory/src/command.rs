@@ -550,6 +550,20 @@ impl Store {
     pub(crate) fn out_of_memory(&mut self) -> bool {
         self.maxmemory.check(&self.dbs, server::used_memory_of)
     }
+
+    /// LATENCY's `expire-del` event: the longest delete of an expired key
+    /// in each database since the last look, at Unix ms `now`.
+    pub(crate) fn sample_expire_dels(&mut self, now: i64) {
+        if !self.latency.monitoring() {
+            return;
+        }
+        for ks in &mut self.dbs {
+            let ms = ks.take_slowest_expire_del();
+            if ms > 0 {
+                self.latency.sample("expire-del", ms, now.div_euclid(1000));
+            }
+        }
+    }
 }
 
 /// All numbered databases of one engine, its configuration, and the

@@ -145,6 +145,7 @@ impl Session {
             .first()
             .is_some_and(|n| n.eq_ignore_ascii_case(b"exec"));
         store.command_stats.record_errors(&reply, exec);
+        store.sample_expire_dels(now);
         // Keys the command expired outside the command table (WATCH, EXEC).
         store.flush_notifications();
         self.may_block = false;

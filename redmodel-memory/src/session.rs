@@ -331,7 +331,9 @@ impl Session {
             return Ok(());
         };
         let is_exec = meta.name == "exec";
-        let denied = meta.has_flag("denyoom")
+        let denyoom = command::script::declared_denyoom(store, args)
+            .unwrap_or_else(|| meta.has_flag("denyoom"));
+        let denied = denyoom
             || (is_exec
                 && self.multi.iter().flatten().any(|queued| {
                     let line: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();

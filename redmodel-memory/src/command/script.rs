@@ -173,6 +173,29 @@ pub(crate) fn eval(
     run_script(ctx, &state, script, keys, argv)
 }
 
+/// Whether the script the command line `args` runs (EVAL, EVALSHA,
+/// FCALL and their `_RO` forms) may grow the data, as Redis's
+/// `getCommandFlags` tells for it: a script that declares its flags is
+/// `denyoom` unless it declares `allow-oom` or `no-writes`. `None` for a
+/// script without a shebang or not found, and for another command: the
+/// command's own flags decide.
+pub(crate) fn declared_denyoom(store: &crate::command::Store, args: &[&[u8]]) -> Option<bool> {
+    let [name, script, ..] = args else {
+        return None;
+    };
+    let name = name.to_ascii_lowercase();
+    let flags = match name.as_slice() {
+        b"eval" | b"eval_ro" => flags::from_shebang(script).ok()?.0,
+        b"evalsha" | b"evalsha_ro" => store.scripts.get(script)?.1,
+        b"fcall" | b"fcall_ro" => store.functions.function(script)?.flags,
+        _ => return None,
+    };
+    if flags.contains(Flags::EVAL_COMPAT) {
+        return None;
+    }
+    Some(!flags.contains(Flags::ALLOW_OOM) && !flags.contains(Flags::NO_WRITES))
+}
+
 /// FCALL and FCALL_RO: runs the function of this name.
 pub(crate) fn fcall(
     ctx: &mut Ctx<'_>,

@@ -315,7 +315,7 @@ fn run_script(
         Err(err) => {
             // A command's error that `redis.call` raised is counted in
             // INFO errorstats already, by the command.
-            if err.raw_get::<bool>(sandbox::COUNTED).unwrap_or(false) {
+            if err.raw_get::<bool>(raised::COUNTED).unwrap_or(false) {
                 ctx.store.command_stats.reply_counted();
             }
             Err(error_reply(&err, script.name))
@@ -423,7 +423,7 @@ fn run(
         // An error table of `redis.pcall` returned as it is: its error
         // was counted in INFO errorstats by the command.
         if let Value::Table(t) = &value {
-            if t.raw_get::<bool>(sandbox::COUNTED).unwrap_or(false) {
+            if t.raw_get::<bool>(raised::COUNTED).unwrap_or(false) {
                 client.ctx.store.command_stats.reply_counted();
             }
         }

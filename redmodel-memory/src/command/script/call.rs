@@ -109,7 +109,7 @@ pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
     let t = lua.create_table()?;
     t.raw_set("err", text)?;
     if counted {
-        t.raw_set(super::sandbox::COUNTED, true)?;
+        t.raw_set(super::raised::COUNTED, true)?;
     }
     Ok(Value::Table(t))
 }

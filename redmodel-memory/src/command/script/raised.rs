@@ -2,6 +2,10 @@
 //! through Lua's error machinery and read back where the script's error
 //! becomes a reply.
 
+/// The field of an error table whose error INFO errorstats counted
+/// where it arose (Redis's own name for it).
+pub(super) const COUNTED: &str = "ignore_error_stats_update";
+
 /// An error reply raised by a library function of `redis` (the `err` of
 /// the table Redis raises); the error handler turns it back into one.
 #[derive(Debug)]

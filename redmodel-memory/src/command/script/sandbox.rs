@@ -10,7 +10,7 @@ use mlua::{
 };
 
 use super::busy::Busy;
-use super::raised::{raise, raised_counted, raised_text};
+use super::raised::{raise, raised_counted, raised_text, COUNTED};
 
 /// The chunk name of user scripts, as Redis 7.0 names it.
 pub(super) const USER_SCRIPT: &str = "@user_script";
@@ -335,10 +335,6 @@ fn innermost(e: &mlua::Error) -> &mlua::Error {
 fn null() -> Value {
     Value::LightUserData(LightUserData(std::ptr::null_mut()))
 }
-
-/// The field of an error table whose error INFO errorstats counted
-/// where it arose (Redis's own name for it).
-pub(super) const COUNTED: &str = "ignore_error_stats_update";
 
 /// The message handler scripts run under (Redis 7.0's
 /// `__redis__err__handler`): a string error becomes `{err='ERR ' .. msg}`,

@@ -116,6 +116,8 @@ impl Engine {
                 cross_slot: false,
                 slot: None,
                 no_replicas,
+                // Not a client's command: `maxmemory` does not refuse it.
+                allow_oom: true,
                 wrote: false,
             },
         };

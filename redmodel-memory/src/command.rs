@@ -38,6 +38,7 @@ mod keys;
 pub(crate) mod latency;
 mod lcs;
 mod lists;
+pub(crate) mod maxmemory;
 mod object;
 pub(crate) mod pause;
 pub(crate) mod persistence;
@@ -508,6 +509,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     };
     let spec = lookup_in(name, ctx.store.version).ok_or_else(|| unknown_command(args))?;
     if !spec.arity_ok(args.len()) {
+        ctx.store.command_stats.record_rejected(args);
         return Err(wrong_arity(spec));
     }
     run_spec(ctx, spec, args)
@@ -530,7 +532,10 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
     if tracks {
         ctx.store.track_read(args);
     }
-    ctx.store.command_stats.record(spec, result.is_err());
+    // An error returned as a reply value (a script's error table) fails
+    // the call too.
+    let failed = !matches!(result, Ok(ref v) if !matches!(v, redis::Value::ServerError(_)));
+    ctx.store.command_stats.record(spec, args, failed);
     result
 }
 
@@ -538,6 +543,28 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
 pub(crate) const DATABASES: usize = 16;
 
 pub(crate) use server::used_memory;
+
+impl Store {
+    /// Whether the data is over `maxmemory` now (false without a limit),
+    /// remembered as the state the running command started in.
+    pub(crate) fn out_of_memory(&mut self) -> bool {
+        self.maxmemory.check(&self.dbs, server::used_memory_of)
+    }
+
+    /// LATENCY's `expire-del` event: the longest delete of an expired key
+    /// in each database since the last look, at Unix ms `now`.
+    pub(crate) fn sample_expire_dels(&mut self, now: i64) {
+        if !self.latency.monitoring() {
+            return;
+        }
+        for ks in &mut self.dbs {
+            let ms = ks.take_slowest_expire_del();
+            if ms > 0 {
+                self.latency.sample("expire-del", ms, now.div_euclid(1000));
+            }
+        }
+    }
+}
 
 /// All numbered databases of one engine, its configuration, and the
 /// server state commands share (stats, scripts, blocked clients, ACL).
@@ -598,6 +625,8 @@ pub(crate) struct Store {
     pub(crate) tracking: crate::tracking::Tracking,
     /// LATENCY's events and the commands' latency histograms.
     pub(crate) latency: latency::Latency,
+    /// `maxmemory` and the data's estimated size (the OOM refusal).
+    pub(crate) maxmemory: maxmemory::MaxMemory,
     /// The clients MONITOR feeds.
     pub(crate) monitors: crate::monitor::Monitors,
     /// Whether the active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE).
@@ -667,6 +696,11 @@ impl Default for Store {
                 latency.configure(&limits);
                 latency
             },
+            maxmemory: {
+                let mut maxmemory = maxmemory::MaxMemory::default();
+                maxmemory.configure(&limits);
+                maxmemory
+            },
             active_expire: true,
             replid: random_hex_id(),
             quicklist_packed_threshold: 1 << 30,
@@ -704,6 +738,7 @@ impl Store {
         self.notify_flags = limits.notify;
         self.slowlog.configure(&limits);
         self.latency.configure(&limits);
+        self.maxmemory.configure(&limits);
         Ok(())
     }
 

@@ -101,6 +101,8 @@ pub(crate) struct Limits {
     /// `latency-monitor-threshold` (ms; 0: off) and `latency-tracking`.
     pub(crate) latency_threshold_ms: u64,
     pub(crate) latency_tracking: bool,
+    /// `maxmemory` in bytes (0: no limit).
+    pub(crate) maxmemory: u64,
 }
 
 impl Default for Limits {
@@ -174,6 +176,7 @@ impl Config {
             slowlog_max_len: self.number("slowlog-max-len"),
             latency_threshold_ms: self.number("latency-monitor-threshold"),
             latency_tracking: self.get("latency-tracking") == "yes",
+            maxmemory: self.number("maxmemory"),
         }
     }
 

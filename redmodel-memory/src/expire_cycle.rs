@@ -84,15 +84,18 @@ pub(crate) fn start(engine: &Engine) {
 /// One cycle over every database within `budget`, logged as LATENCY's
 /// `expire-cycle` event if it held the store `latency-monitor-threshold`
 /// or more (waiting for the lock is not the cycle's time: Redis's cycle
-/// never waits).
+/// never waits), and its slowest delete as `expire-del`.
 pub(crate) fn run_cycle(engine: &Engine, budget: Duration) -> CycleStats {
     let mut busy = Duration::ZERO;
     let stats = run_untimed(engine, budget, &mut busy);
     let ms = u64::try_from(busy.as_millis()).unwrap_or(u64::MAX);
     if ms > 0 {
-        let now = engine.shared.clock.now_ms().div_euclid(1000);
+        let now = engine.shared.clock.now_ms();
         let mut store = engine.shared.store.lock();
-        store.latency.sample("expire-cycle", ms, now);
+        store
+            .latency
+            .sample("expire-cycle", ms, now.div_euclid(1000));
+        store.sample_expire_dels(now);
     }
     stats
 }

@@ -233,6 +233,10 @@ pub(crate) struct Keyspace {
     pub(crate) expired_count: u64,
     /// Changes recorded by [`Self::modified`] ([`Self::changes`]).
     dirty: u64,
+    /// The longest delete of an expired key, in ms, since the store last
+    /// took it (LATENCY's `expire-del`); timed only while the latency
+    /// monitor is on.
+    slowest_expire_del: u64,
     /// The slot [`Self::find`] found last, checked first: a command
     /// mostly looks its key up more than once (to read or create it, then
     /// to record the change), and the next command often names the same
@@ -400,11 +404,33 @@ impl Keyspace {
             return true;
         }
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        let timer = self.expire_del_timer();
         self.remove(key);
+        self.expire_del_timed(timer);
         self.mark_expired();
         self.reclaimed(key);
         self.expired_count += 1;
         true
+    }
+
+    /// Starts timing the delete of an expired key (Redis's `expire-del`
+    /// latency event), if the latency monitor is on.
+    fn expire_del_timer(&self) -> Option<std::time::Instant> {
+        (self.limits.latency_threshold_ms != 0).then(std::time::Instant::now)
+    }
+
+    /// The delete [`Self::expire_del_timer`] timed is done.
+    fn expire_del_timed(&mut self, timer: Option<std::time::Instant>) {
+        if let Some(started) = timer {
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            self.slowest_expire_del = self.slowest_expire_del.max(ms);
+        }
+    }
+
+    /// The longest delete of an expired key since the last call, in ms
+    /// (0: none timed).
+    pub(crate) fn take_slowest_expire_del(&mut self) -> u64 {
+        std::mem::take(&mut self.slowest_expire_del)
     }
 
     /// Marks a watched `key` whose expired value was just deleted.
@@ -434,7 +460,9 @@ impl Keyspace {
             return None;
         }
         self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        let timer = self.expire_del_timer();
         self.remove(key);
+        self.expire_del_timed(timer);
         self.mark_expired();
         self.expired_count += 1;
         None
@@ -890,6 +918,7 @@ impl Keyspace {
     /// Deletes the expired key in `slot`, the `i`th of `expiring`: what
     /// [`Self::expire_if_needed`] does for a key found by name.
     fn expire_slot(&mut self, i: usize, slot: u32) {
+        let timer = self.expire_del_timer();
         let Some(entry) = self.take_slot(slot) else {
             return;
         };
@@ -900,6 +929,10 @@ impl Keyspace {
         self.mark_expired();
         self.reclaimed(key);
         self.expired_count += 1;
+        // The value's memory is given back here, as Redis's synchronous
+        // delete does inside its timing.
+        drop(entry);
+        self.expire_del_timed(timer);
     }
 
     /// SWAPDB: `a` and `b` exchange their keys; each keeps its watchers,

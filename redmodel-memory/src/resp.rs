@@ -702,8 +702,10 @@ impl Client {
         let now = self.engine.now_ms();
         let queueing = self.session.in_transaction();
         if let Some(refused) = self.refusal(args, store, now, queueing) {
-            // Counted as every error reply Redis sends (INFO errorstats).
+            // Counted as every error reply Redis sends (INFO errorstats),
+            // and as a refusal of the command (`rejectCommand`).
             store.command_stats.record_errors(&refused, false);
+            store.command_stats.record_rejected(args);
             let silent = self.silenced();
             self.record(args, now, store);
             self.after_command();
@@ -1576,6 +1578,16 @@ mod tests {
             read_reply(&mut other, b":1\r\n").await;
             read_reply(&mut waiter, reply).await;
         }
+        // The UNBLOCKED error is an error reply, and fails the call.
+        let mut c = engine.connection();
+        let info = |c: &mut crate::Connection, section: &str| match c
+            .execute(&[b"INFO", section.as_bytes()])
+        {
+            redis::Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+            other => panic!("{other:?}"),
+        };
+        assert!(info(&mut c, "errorstats").contains("errorstat_UNBLOCKED:count=1\r\n"));
+        assert!(info(&mut c, "commandstats").contains("cmdstat_bzpopmin:calls=3,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=1\r\n"));
         other
             .write_all(b"CLIENT UNBLOCK 1\r\nCLIENT UNBLOCK 1 x\r\n")
             .await

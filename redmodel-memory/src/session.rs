@@ -145,6 +145,7 @@ impl Session {
             .first()
             .is_some_and(|n| n.eq_ignore_ascii_case(b"exec"));
         store.command_stats.record_errors(&reply, exec);
+        store.sample_expire_dels(now);
         // Keys the command expired outside the command table (WATCH, EXEC).
         store.flush_notifications();
         self.may_block = false;
@@ -312,10 +313,38 @@ impl Session {
         args: &[&[u8]],
         now: i64,
     ) -> Result<(), CmdError> {
-        if store.acl.is_open(self.user.as_deref()) {
+        if !store.acl.is_open(self.user.as_deref()) {
+            self.check_access(store, args, now, false)?;
+        }
+        self.check_memory(store, args)
+    }
+
+    /// Redis's `maxmemory` check in `processCommand`: over the limit, a
+    /// command that may grow the data (`denyoom`, or an EXEC of one) is
+    /// refused, and so is any command queued in a transaction but EXEC,
+    /// DISCARD, QUIT and RESET.
+    fn check_memory(&self, store: &mut Store, args: &[&[u8]]) -> Result<(), CmdError> {
+        if !store.out_of_memory() {
             return Ok(());
         }
-        self.check_access(store, args, now, false)
+        let Some(meta) = command_table::of_line(args) else {
+            return Ok(());
+        };
+        let is_exec = meta.name == "exec";
+        let denyoom = command::script::declared_denyoom(store, args)
+            .unwrap_or_else(|| meta.has_flag("denyoom"));
+        let denied = denyoom
+            || (is_exec
+                && self.multi.iter().flatten().any(|queued| {
+                    let line: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
+                    command_table::of_line(&line).is_some_and(|m| m.has_flag("denyoom"))
+                }))
+            || (self.multi.is_some()
+                && !matches!(meta.name, "exec" | "discard" | "quit" | "reset"));
+        if denied {
+            return Err(CmdError::raw(command::maxmemory::OOM));
+        }
+        Ok(())
     }
 
     /// The RESP server checked the request about to run.
@@ -403,6 +432,7 @@ impl Session {
         // EXEC discards it).
         if let Some((cname, arity)) = control_arity(name) {
             if !arity_ok(arity, args.len()) {
+                store.command_stats.record_rejected(args);
                 let err = format!("wrong number of arguments for '{cname}' command");
                 return Err(self.reject(store, cname == "exec", err));
             }
@@ -424,6 +454,7 @@ impl Session {
                     }
                 });
             if let Err(e) = checked {
+                store.command_stats.record_rejected(args);
                 self.multi_failed = true;
                 return Err(e);
             }
@@ -434,6 +465,7 @@ impl Session {
             self.guard(store, args, now)
         };
         if let Err(e) = checked {
+            store.command_stats.record_rejected(args);
             // Redis's `rejectCommand`: dooms an open transaction; a
             // refused EXEC discards it.
             if self.multi.is_some() {
@@ -498,6 +530,7 @@ impl Session {
         let Err(err) = result else {
             return Ok(());
         };
+        store.command_stats.record_rejected(args);
         if is_exec && self.multi.is_some() {
             self.discard_transaction(store);
         } else if self.multi.is_some() {

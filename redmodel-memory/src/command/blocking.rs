@@ -385,6 +385,14 @@ pub(crate) fn cancel(store: &mut Store, id: u64) -> bool {
 pub(crate) fn unblock(store: &mut Store, id: u64, wake: Wake) -> bool {
     match unregister(store, id) {
         Some(waiter) => {
+            // Ended by an UNBLOCKED error: counted as the served errors
+            // below are.
+            if let Wake::Served(Reply::ServerError(e)) = &wake {
+                store.command_stats.record_error(e.code());
+                if let Some(command) = waiter.command {
+                    store.command_stats.record_failure(command);
+                }
+            }
             waiter.mailbox.deliver(wake);
             true
         }

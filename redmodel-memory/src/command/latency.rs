@@ -3,7 +3,8 @@
 //!
 //! - the latency monitor: the engine's own slow paths, each an event
 //!   (`command` for a command, `fast-command` for one Redis flags `fast`,
-//!   `expire-cycle` for the active expiry cycle) that took at least
+//!   `expire-cycle` for the active expiry cycle, `expire-del` for the
+//!   delete of one expired key) that took at least
 //!   `latency-monitor-threshold` ms (0: off), kept as a series of at most
 //!   160 samples, one per second (the worst of that second), with the
 //!   worst ever;
@@ -92,6 +93,11 @@ impl Latency {
     pub(crate) fn configure(&mut self, limits: &crate::config::Limits) {
         self.threshold_ms = limits.latency_threshold_ms;
         self.tracking = limits.latency_tracking;
+    }
+
+    /// Whether the monitor is on (`latency-monitor-threshold` is set).
+    pub(crate) fn monitoring(&self) -> bool {
+        self.threshold_ms != 0
     }
 
     /// Redis's `latencyAddSampleIfNeeded`: logs `event`, which took `ms`
@@ -425,6 +431,40 @@ mod tests {
             tracking: true,
             ..Latency::default()
         }
+    }
+
+    /// The delete of an expired key that takes the threshold or more is
+    /// an `expire-del` event (a 200,000-member set takes milliseconds to
+    /// free); under the threshold, none.
+    #[test]
+    fn a_slow_delete_of_an_expired_key_is_an_expire_del_event() {
+        let (clock, mut c) = clocked(1_700_000_000_000);
+        let fill = |c: &mut crate::Connection| {
+            let mut args: Vec<String> = vec!["SADD".into(), "big".into()];
+            args.extend((0..200_000).map(|i| format!("member:{i}")));
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            run_args(c, &args);
+            run(c, "PEXPIRE big 10");
+        };
+        run(&mut c, "DEBUG SET-ACTIVE-EXPIRE 0");
+        fill(&mut c);
+        run(&mut c, "CONFIG SET latency-monitor-threshold 1000");
+        clock.advance(Duration::from_millis(20));
+        assert_eq!(run(&mut c, "EXISTS big"), int(0));
+        assert_eq!(run(&mut c, "LATENCY LATEST"), empty());
+        fill(&mut c);
+        run(&mut c, "CONFIG SET latency-monitor-threshold 1");
+        clock.advance(Duration::from_millis(20));
+        assert_eq!(run(&mut c, "EXISTS big"), int(0));
+        let Reply::Array(events) = run(&mut c, "LATENCY LATEST") else {
+            panic!("LATENCY LATEST is an array");
+        };
+        assert!(
+            events.iter().any(
+                |e| matches!(e, Reply::Array(fields) if fields.first() == Some(&bulk("expire-del")))
+            ),
+            "{events:?}"
+        );
     }
 
     #[test]

@@ -173,6 +173,29 @@ pub(crate) fn eval(
     run_script(ctx, &state, script, keys, argv)
 }
 
+/// Whether the script the command line `args` runs (EVAL, EVALSHA,
+/// FCALL and their `_RO` forms) may grow the data, as Redis's
+/// `getCommandFlags` tells for it: a script that declares its flags is
+/// `denyoom` unless it declares `allow-oom` or `no-writes`. `None` for a
+/// script without a shebang or not found, and for another command: the
+/// command's own flags decide.
+pub(crate) fn declared_denyoom(store: &crate::command::Store, args: &[&[u8]]) -> Option<bool> {
+    let [name, script, ..] = args else {
+        return None;
+    };
+    let name = name.to_ascii_lowercase();
+    let flags = match name.as_slice() {
+        b"eval" | b"eval_ro" => flags::from_shebang(script).ok()?.0,
+        b"evalsha" | b"evalsha_ro" => store.scripts.get(script)?.1,
+        b"fcall" | b"fcall_ro" => store.functions.function(script)?.flags,
+        _ => return None,
+    };
+    if flags.contains(Flags::EVAL_COMPAT) {
+        return None;
+    }
+    Some(!flags.contains(Flags::ALLOW_OOM) && !flags.contains(Flags::NO_WRITES))
+}
+
 /// FCALL and FCALL_RO: runs the function of this name.
 pub(crate) fn fcall(
     ctx: &mut Ctx<'_>,
@@ -238,6 +261,15 @@ fn run_script(
     if no_replicas && !compat && !flags.contains(Flags::NO_WRITES) {
         return Err(CmdError::raw(NO_REPLICAS));
     }
+    // Over `maxmemory` when the command started, a script that may write
+    // is refused (`no-writes` implies `allow-oom`).
+    if !compat
+        && ctx.store.maxmemory.over_at_start()
+        && !flags.contains(Flags::ALLOW_OOM)
+        && !flags.contains(Flags::NO_WRITES)
+    {
+        return Err(CmdError::raw(super::maxmemory::SCRIPT_OOM));
+    }
     let read_only = script.read_only || (!compat && flags.contains(Flags::NO_WRITES));
     let cross_slot = compat || flags.contains(Flags::ALLOW_CROSS_SLOT);
     // The slot of the declared keys (the caller's CROSSSLOT check has
@@ -273,13 +305,21 @@ fn run_script(
         cross_slot,
         slot,
         no_replicas,
+        allow_oom: flags.contains(Flags::ALLOW_OOM),
     };
     let outcome = run(state, ctx, script.function, keys, argv, how);
     busy.end();
     let outcome = outcome.map_err(|e| internal(&e))?;
     match outcome {
         Ok(reply) => Ok(reply),
-        Err(err) => Err(error_reply(&err, script.name)),
+        Err(err) => {
+            // A command's error that `redis.call` raised is counted in
+            // INFO errorstats already, by the command.
+            if err.raw_get::<bool>(raised::COUNTED).unwrap_or(false) {
+                ctx.store.command_stats.reply_counted();
+            }
+            Err(error_reply(&err, script.name))
+        }
     }
 }
 
@@ -293,6 +333,8 @@ struct RunAs {
     slot: Option<u16>,
     /// Writes are refused for want of replicas (`min-replicas-to-write`).
     no_replicas: bool,
+    /// Declared `allow-oom`.
+    allow_oom: bool,
 }
 
 /// Redis's reply when `min-replicas-to-write` replicas are not there.
@@ -346,6 +388,7 @@ fn run(
         cross_slot: how.cross_slot,
         slot: how.slot,
         no_replicas: how.no_replicas,
+        allow_oom: how.allow_oom,
         wrote: false,
     };
     let was_in_script = std::mem::replace(&mut client.ctx.store.in_script, true);
@@ -377,6 +420,13 @@ fn run(
     let ok = matches!(ret.next(), Some(Value::Boolean(true)));
     let value = ret.next().unwrap_or(Value::Nil);
     if ok {
+        // An error table of `redis.pcall` returned as it is: its error
+        // was counted in INFO errorstats by the command.
+        if let Value::Table(t) = &value {
+            if t.raw_get::<bool>(raised::COUNTED).unwrap_or(false) {
+                client.ctx.store.command_stats.reply_counted();
+            }
+        }
         return Ok(Ok(convert::lua_to_reply(lua, &value, client.ctx.resp3())?));
     }
     match value {

@@ -793,8 +793,8 @@ fn commandstats_section(store: &Store) -> Vec<(String, String)> {
             (
                 format!("cmdstat_{name}"),
                 format!(
-                    "calls={},usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls={}",
-                    c.calls, c.failed
+                    "calls={},usec=0,usec_per_call=0.00,rejected_calls={},failed_calls={}",
+                    c.calls, c.rejected, c.failed
                 ),
             )
         })
@@ -868,7 +868,12 @@ fn key_size(key: &[u8], v: &Value) -> usize {
 /// The estimated memory of all the data (see [`key_size`]). A walk over
 /// every key: INFO is not a hot command.
 pub(crate) fn used_memory(store: &crate::command::Store) -> u64 {
-    let data: usize = store.dbs.iter().map(|ks| ks.sizes(key_size)).sum();
+    used_memory_of(&store.dbs)
+}
+
+/// [`used_memory`] of the databases `dbs`.
+pub(crate) fn used_memory_of(dbs: &[crate::keyspace::Keyspace]) -> u64 {
+    let data: usize = dbs.iter().map(|ks| ks.sizes(key_size)).sum();
     (BASELINE + data) as u64
 }
 
@@ -1328,7 +1333,7 @@ mod tests {
         };
         assert_eq!(
             String::from_utf8_lossy(&stats),
-            "# Commandstats\r\ncmdstat_config:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"
+            "# Commandstats\r\ncmdstat_config|resetstat:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"
         );
         // The transaction commands the session runs itself count too
         // (Redis's introspection-2.tcl "command stats for MULTI").

@@ -6,8 +6,8 @@
 //! Unix time, the duration in µs, the arguments as Redis trims them (32 at
 //! most, 128 bytes each; secrets "(redacted)"), and the client's address
 //! and name: a RESP connection's, filled in after the command (see
-//! [`SlowLog::fill`]); an in-process client has neither, as Redis's
-//! clients without a socket.
+//! `SlowLog::fill`, with the `server` feature); an in-process client has
+//! neither, as Redis's clients without a socket.
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -1,76 +1,157 @@
 //! Per-command call counts and per-code error counts, for INFO's
-//! `commandstats` and `errorstats` sections.
+//! `commandstats` and `errorstats` sections, counted as Redis 7.0.15's
+//! `call`, `rejectCommand` and `afterErrorReply` count them:
 //!
-//! Counted on every command run (`run_spec`), so kept cheap: the table is
-//! keyed by the address of the command's static [`Spec`] (hashed as a
-//! number, [`ByNumber`]), instead of by its name; the transaction commands
-//! the session runs itself, which have none, by name.
+//! - `calls`: every run of the command (a script's and an EXEC's
+//!   commands included);
+//! - `rejected_calls`: a refusal before the run (a wrong arity, ACL,
+//!   NOAUTH, OOM, a cluster redirection, a script's checks);
+//! - `failed_calls`: a run that replied an error of its own (an EXEC's or
+//!   a script's commands count their own errors, not the EXEC's or the
+//!   script's);
+//! - a container's subcommands are counted by their own names
+//!   (`xgroup|createconsumer`); an unknown subcommand or command by none.
+//!
+//! Counted on every command run (`run_spec`), so kept cheap: commands
+//! without subcommands are keyed by the address of their static [`Spec`]
+//! (hashed as a number, [`ByNumber`]) instead of by their name; the rest,
+//! rarer, by Redis's name for them.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::Spec;
+use crate::command_table;
 use crate::hasher::ByNumber;
 
-/// Calls and failed calls of one command.
+/// The code of the error reply `text` (`ERR`, `NOGROUP`...), as Redis's
+/// `afterErrorReply` reads it: up to the first space in its first 32
+/// bytes, `ERR` if there is none.
+pub(crate) fn error_code(text: &str) -> &str {
+    let head = &text.as_bytes()[..text.len().min(32)];
+    match head.iter().position(|&b| b == b' ') {
+        Some(end) => &text[..end],
+        None => "ERR",
+    }
+}
+
+/// Calls, refusals and failed calls of one command.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Calls {
     pub(crate) calls: u64,
+    pub(crate) rejected: u64,
     pub(crate) failed: u64,
+}
+
+impl Calls {
+    fn add(&mut self, other: Calls) {
+        self.calls += other.calls;
+        self.rejected += other.rejected;
+        self.failed += other.failed;
+    }
+}
+
+/// A command of the table, as its calls are counted.
+#[derive(Debug)]
+enum Counted {
+    /// A command without subcommands, under its name.
+    Plain(&'static str, Calls),
+    /// A container (CONFIG, XGROUP...): each call counted under its
+    /// subcommand's name.
+    Container,
 }
 
 /// The counts of every command run since the start or CONFIG RESETSTAT.
 #[derive(Debug, Default)]
 pub(crate) struct CommandStats {
-    by_spec: HashMap<usize, (&'static str, Calls), ByNumber>,
-    /// The transaction commands the session runs itself, by name.
-    control: BTreeMap<&'static str, Calls>,
+    by_spec: HashMap<usize, Counted, ByNumber>,
+    /// Subcommands, the transaction commands the session runs itself,
+    /// and refusals, by Redis's name for the command.
+    by_name: BTreeMap<&'static str, Calls>,
     /// Error replies sent, by their code (`ERR`, `WRONGTYPE`...).
     errors: BTreeMap<String, u64>,
+    /// The error reply the running script ends with was counted where it
+    /// arose (a `redis.call` that failed): its reply is not counted again
+    /// (Redis's `ERR_REPLY_FLAG_NO_STATS_UPDATE`).
+    reply_counted: bool,
 }
 
 impl CommandStats {
-    /// Counts one call of `spec`, failed (an error reply) or not.
-    pub(crate) fn record(&mut self, spec: &'static Spec, failed: bool) {
-        let entry = self
+    /// Counts one run of `spec` with the arguments `args`, failed (an
+    /// error reply) or not.
+    pub(crate) fn record(&mut self, spec: &'static Spec, args: &[&[u8]], failed: bool) {
+        let counted = self
             .by_spec
             .entry(std::ptr::from_ref(spec) as usize)
-            .or_insert((spec.name, Calls::default()));
-        entry.1.calls += 1;
-        entry.1.failed += u64::from(failed);
+            .or_insert_with(|| match command_table::meta(spec.name) {
+                Some(meta) if !meta.subcommands.is_empty() => Counted::Container,
+                _ => Counted::Plain(spec.name, Calls::default()),
+            });
+        let calls = match counted {
+            Counted::Plain(_, calls) => calls,
+            Counted::Container => {
+                let Some(meta) = command_table::of_line(args) else {
+                    return;
+                };
+                let calls = self.by_name.entry(meta.name).or_default();
+                // Redis checks a subcommand's arity before it runs it.
+                if !super::arity_ok(meta.arity, args.len()) {
+                    calls.rejected += 1;
+                    return;
+                }
+                calls
+            }
+        };
+        calls.calls += 1;
+        calls.failed += u64::from(failed);
     }
 
     /// Counts one call of a command the session runs itself (MULTI, EXEC,
     /// DISCARD, WATCH, UNWATCH, RESET), which has no [`Spec`].
     pub(crate) fn record_control(&mut self, name: &'static str, failed: bool) {
-        let calls = self.control.entry(name).or_default();
+        let calls = self.by_name.entry(name).or_default();
         calls.calls += 1;
         calls.failed += u64::from(failed);
+    }
+
+    /// Counts the command line `args` as refused before it ran (Redis's
+    /// `rejectCommand`); a command Redis does not know counts nowhere.
+    pub(crate) fn record_rejected(&mut self, args: &[&[u8]]) {
+        if let Some(meta) = command_table::of_line(args) {
+            self.by_name.entry(meta.name).or_default().rejected += 1;
+        }
     }
 
     /// Counts a call of `spec` already counted (a blocked command) as
     /// failed after all.
     pub(crate) fn record_failure(&mut self, spec: &'static Spec) {
-        if let Some(entry) = self.by_spec.get_mut(&(std::ptr::from_ref(spec) as usize)) {
-            entry.1.failed += 1;
+        if let Some(Counted::Plain(_, calls)) =
+            self.by_spec.get_mut(&(std::ptr::from_ref(spec) as usize))
+        {
+            calls.failed += 1;
         }
     }
 
-    /// Every command called, by name.
+    /// Every command counted, by name.
     pub(crate) fn by_name(&self) -> Vec<(&'static str, Calls)> {
-        let mut all: Vec<_> = self.by_spec.values().copied().collect();
-        all.extend(self.control.iter().map(|(name, calls)| (*name, *calls)));
-        all.sort_by_key(|(name, _)| *name);
-        all
+        let mut all = self.by_name.clone();
+        for counted in self.by_spec.values() {
+            if let Counted::Plain(name, calls) = counted {
+                all.entry(name).or_default().add(*calls);
+            }
+        }
+        all.into_iter().collect()
     }
 
     /// Counts the error replies in `reply`: the reply itself, or the
     /// replies of the commands an EXEC ran (`exec`), as Redis counts each
-    /// error reply it adds.
+    /// error reply it adds. A reply already counted where it arose (see
+    /// [`Self::reply_counted`]) is not.
     pub(crate) fn record_errors(&mut self, reply: &redis::Value, exec: bool) {
+        if std::mem::take(&mut self.reply_counted) && !exec {
+            return;
+        }
         match reply {
-            redis::Value::ServerError(e) => {
-                *self.errors.entry(e.code().to_string()).or_default() += 1;
-            }
+            redis::Value::ServerError(e) => self.record_error(e.code()),
             redis::Value::Array(items) if exec => {
                 for item in items {
                     self.record_errors(item, false);
@@ -78,6 +159,21 @@ impl CommandStats {
             }
             _ => {}
         }
+    }
+
+    /// Counts one error reply with the code `code` (`ERR`, `NOGROUP`...).
+    pub(crate) fn record_error(&mut self, code: &str) {
+        match self.errors.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                self.errors.insert(code.to_string(), 1);
+            }
+        }
+    }
+
+    /// The error reply about to be sent was counted where it arose.
+    pub(crate) fn reply_counted(&mut self) {
+        self.reply_counted = true;
     }
 
     /// Error replies sent in all (INFO's `total_error_replies`).
@@ -90,9 +186,207 @@ impl CommandStats {
         self.errors.iter().map(|(code, n)| (code.as_str(), *n))
     }
 
+    /// CONFIG RESETSTAT.
     pub(crate) fn clear(&mut self) {
         self.by_spec.clear();
-        self.control.clear();
+        self.by_name.clear();
         self.errors.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use redis::Value;
+
+    use crate::command::test_util::{conn, err, run, run_args};
+    use crate::Connection;
+
+    /// The line INFO has for `name` in `section`, if any.
+    fn info_line(c: &mut Connection, section: &str, name: &str) -> Option<String> {
+        let Value::BulkString(info) = run(c, &format!("INFO {section}")) else {
+            panic!("INFO is a bulk string");
+        };
+        let info = String::from_utf8_lossy(&info).into_owned();
+        let prefix = format!("{name}:");
+        info.lines()
+            .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+    }
+
+    fn cmdstat(c: &mut Connection, name: &str) -> String {
+        let line = info_line(c, "commandstats", &format!("cmdstat_{name}"));
+        let line = line.unwrap_or_else(|| panic!("no cmdstat_{name}"));
+        // The counts, without the timings.
+        let (calls, rest) = line.split_once(",usec=").expect("calls first");
+        let counts = rest
+            .split_once(",rejected_calls=")
+            .expect("rejected_calls")
+            .1;
+        format!("{calls},rejected_calls={counts}")
+    }
+
+    #[test]
+    fn refusals_count_as_rejected_and_errors_as_failed() {
+        let mut c = conn();
+        run(&mut c, "SET k");
+        run(&mut c, "SET k v");
+        run(&mut c, "SET k v");
+        assert_eq!(
+            cmdstat(&mut c, "set"),
+            "calls=2,rejected_calls=1,failed_calls=0"
+        );
+        run(&mut c, "HSET k f v");
+        assert_eq!(
+            cmdstat(&mut c, "hset"),
+            "calls=1,rejected_calls=0,failed_calls=1"
+        );
+        // Queued with a wrong arity: the EXEC fails, the SET is refused.
+        run(&mut c, "MULTI");
+        run(&mut c, "SET x");
+        run(&mut c, "EXEC");
+        assert_eq!(
+            cmdstat(&mut c, "set"),
+            "calls=2,rejected_calls=2,failed_calls=0"
+        );
+        assert_eq!(
+            cmdstat(&mut c, "exec"),
+            "calls=1,rejected_calls=0,failed_calls=1"
+        );
+        assert_eq!(
+            info_line(&mut c, "errorstats", "errorstat_EXECABORT").as_deref(),
+            Some("count=1")
+        );
+        // An unknown command counts nowhere but in errorstats.
+        run(&mut c, "NOSUCH");
+        assert_eq!(
+            info_line(&mut c, "stats", "total_error_replies").as_deref(),
+            Some("5")
+        );
+    }
+
+    #[test]
+    fn subcommands_count_under_their_own_names() {
+        let mut c = conn();
+        run(&mut c, "XADD s * f v");
+        assert!(matches!(
+            run(&mut c, "XGROUP CREATECONSUMER s g c"),
+            Value::ServerError(_)
+        ));
+        run(&mut c, "XGROUP CREATECONSUMER s g");
+        assert_eq!(
+            cmdstat(&mut c, "xgroup|createconsumer"),
+            "calls=1,rejected_calls=1,failed_calls=1"
+        );
+        assert_eq!(info_line(&mut c, "commandstats", "cmdstat_xgroup"), None);
+        // An unknown subcommand counts nowhere but in errorstats.
+        run(&mut c, "XGROUP NOSUCH");
+        assert_eq!(
+            info_line(&mut c, "errorstats", "errorstat_ERR").as_deref(),
+            Some("count=2")
+        );
+    }
+
+    #[test]
+    fn a_scripts_command_errors_are_counted_once() {
+        let mut c = conn();
+        // Caught by `pcall`: the command's error counts, the script's
+        // reply is no error.
+        run_args(
+            &mut c,
+            &[
+                "EVAL",
+                "redis.pcall('XGROUP','CREATECONSUMER','s1','g','c') return 1",
+                "0",
+            ],
+        );
+        assert_eq!(
+            cmdstat(&mut c, "xgroup|createconsumer"),
+            "calls=1,rejected_calls=0,failed_calls=1"
+        );
+        assert_eq!(
+            cmdstat(&mut c, "eval"),
+            "calls=1,rejected_calls=0,failed_calls=0"
+        );
+        assert_eq!(
+            info_line(&mut c, "stats", "total_error_replies").as_deref(),
+            Some("1")
+        );
+        // Raised by `redis.call`: counted by the command, not again as
+        // the script's reply, which fails the EVAL.
+        run(&mut c, "SET str v");
+        run_args(
+            &mut c,
+            &["EVAL", "return redis.call('HSET','str','f','v')", "0"],
+        );
+        assert_eq!(
+            info_line(&mut c, "errorstats", "errorstat_WRONGTYPE").as_deref(),
+            Some("count=1")
+        );
+        assert_eq!(
+            cmdstat(&mut c, "eval"),
+            "calls=2,rejected_calls=0,failed_calls=1"
+        );
+        // A script's own error counts once.
+        run_args(&mut c, &["EVAL", "error('boom')", "0"]);
+        // A refusal of the script's command counts it as rejected.
+        run_args(&mut c, &["EVAL", "return redis.pcall('GET')", "0"]);
+        assert_eq!(
+            cmdstat(&mut c, "get"),
+            "calls=0,rejected_calls=1,failed_calls=0"
+        );
+        assert_eq!(
+            info_line(&mut c, "stats", "total_error_replies").as_deref(),
+            Some("4")
+        );
+        run(&mut c, "CONFIG RESETSTAT");
+        assert_eq!(info_line(&mut c, "errorstats", "errorstat_ERR"), None);
+    }
+
+    #[test]
+    fn over_maxmemory_commands_that_may_grow_the_data_are_refused() {
+        let mut c = conn();
+        let oom = "OOM command not allowed when used memory > 'maxmemory'.";
+        run(&mut c, "SET a b");
+        run(&mut c, "CONFIG SET maxmemory 1");
+        assert_eq!(run(&mut c, "SET a b"), err(oom));
+        assert_eq!(
+            cmdstat(&mut c, "set"),
+            "calls=1,rejected_calls=1,failed_calls=0"
+        );
+        assert_eq!(
+            info_line(&mut c, "errorstats", "errorstat_OOM").as_deref(),
+            Some("count=1")
+        );
+        // What cannot grow the data runs.
+        assert_eq!(run(&mut c, "GET a"), Value::BulkString(b"b".to_vec()));
+        assert_eq!(run(&mut c, "DEL a"), Value::Int(1));
+        // A script's first write is refused, unless it says `allow-oom`.
+        assert_eq!(
+            run_args(&mut c, &["EVAL", "return redis.pcall('SET','a','b')", "0"]),
+            err(oom)
+        );
+        assert_eq!(
+            run_args(
+                &mut c,
+                &["EVAL", "#!lua\nreturn redis.call('SET','a','b')", "0"]
+            ),
+            err(oom)
+        );
+        assert_eq!(
+            run_args(
+                &mut c,
+                &[
+                    "EVAL",
+                    "#!lua flags=allow-oom\nreturn redis.call('SET','a','b')",
+                    "0"
+                ]
+            ),
+            Value::Okay
+        );
+        // In a transaction everything but EXEC and DISCARD is refused.
+        run(&mut c, "MULTI");
+        assert_eq!(run(&mut c, "GET a"), err(oom));
+        run(&mut c, "DISCARD");
+        run(&mut c, "CONFIG SET maxmemory 0");
+        assert_eq!(run(&mut c, "SET a b"), Value::Okay);
     }
 }

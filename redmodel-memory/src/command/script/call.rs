@@ -37,6 +37,8 @@ pub(crate) struct Client<'a> {
     pub(crate) slot: Option<u16>,
     /// `min-replicas-to-write` is not met: the first write is refused.
     pub(crate) no_replicas: bool,
+    /// Declared `allow-oom`: `maxmemory` refuses none of its commands.
+    pub(crate) allow_oom: bool,
     /// The script has run a write command (it cannot be stopped halfway
     /// any more).
     pub(crate) wrote: bool,
@@ -88,21 +90,27 @@ fn with<R>(f: impl FnOnce(&mut Client<'_>) -> R) -> Option<R> {
 pub(super) fn call(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
     match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
         Some(Ok((reply, resp3))) => reply_to_lua(lua, &reply, resp3),
-        Some(Err(text)) => Err(super::raised::raise(&text)),
+        Some(Err((text, true))) => Err(super::raised::raise_counted(&text)),
+        Some(Err((text, false))) => Err(super::raised::raise(&text)),
         None => Err(super::raised::raise(NO_SCRIPT)),
     }
 }
 
 /// `redis.pcall`: the command's reply, or its error as an `{err=...}`
-/// table.
+/// table (marked if INFO errorstats counted it, so that a script that
+/// returns the table does not count it again).
 pub(super) fn pcall(lua: &Lua, args: MultiValue) -> mlua::Result<Value> {
-    let text = match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
-        Some(Ok((reply, resp3))) => return reply_to_lua(lua, &reply, resp3),
-        Some(Err(text)) => text,
-        None => NO_SCRIPT.to_string(),
-    };
+    let (text, counted) =
+        match with(|client| run_args(client, args).map(|r| (r, client.ctx.resp3()))) {
+            Some(Ok((reply, resp3))) => return reply_to_lua(lua, &reply, resp3),
+            Some(Err(failed)) => failed,
+            None => (NO_SCRIPT.to_string(), false),
+        };
     let t = lua.create_table()?;
     t.raw_set("err", text)?;
+    if counted {
+        t.raw_set(super::raised::COUNTED, true)?;
+    }
     Ok(Value::Table(t))
 }
 
@@ -205,10 +213,12 @@ fn split<'b>(bytes: &'b [u8], ends: &[usize]) -> Vec<&'b [u8]> {
 }
 
 /// Converts the arguments, then runs them; an error is the reply's text.
-fn run_args(client: &mut Client<'_>, args: MultiValue) -> Result<redis::Value, String> {
-    let (bytes, ends) = command_args(args)?;
+/// The error is given with whether INFO errorstats counted it (the
+/// command's checks and the command count theirs; the arguments' do not).
+fn run_args(client: &mut Client<'_>, args: MultiValue) -> Result<redis::Value, (String, bool)> {
+    let (bytes, ends) = command_args(args).map_err(|text| (text, false))?;
     let argv = split(&bytes, &ends);
-    run(client, &argv)
+    run(client, &argv).map_err(|text| (text, true))
 }
 
 /// The command's arguments, one after the other in one buffer, and where
@@ -246,8 +256,54 @@ fn format_g17(n: f64) -> String {
 
 const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";
 
-/// Redis 7.0's `scriptCall` checks, in its order, then the command.
+/// Redis 7.0's `scriptCall` checks, in its order, then the command. An
+/// error is counted in INFO errorstats (a refusal also as a rejected
+/// call of the command, the command's own error by the command).
 pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> {
+    let (spec, meta) = match check(client, argv) {
+        Ok(found) => found,
+        Err(text) => {
+            let stats = &mut client.ctx.store.command_stats;
+            stats.record_error(crate::command::stats::error_code(&text));
+            stats.record_rejected(argv);
+            return Err(text);
+        }
+    };
+    let resp3 = client.ctx.resp3();
+    let started = std::time::Instant::now();
+    let result = command::run_spec(&mut client.ctx, spec, argv);
+    let took = started.elapsed();
+    // Redis logs and times a script's calls too, as its Lua client's
+    // (`?:0`).
+    let now = client.ctx.now;
+    let store = &mut *client.ctx.store;
+    store.latency.command(meta, took, now);
+    store.slowlog.record(argv, took, now, Some(SCRIPT_CLIENT));
+    let db = client.ctx.db;
+    let source = crate::monitor::Source::Script;
+    client.ctx.store.monitors.feed(meta, db, source, argv);
+    match result {
+        Ok(mut reply) => {
+            // The script sees the reply as its client's protocol shapes it.
+            if !resp3 {
+                crate::reply::to_resp2(&mut reply);
+            }
+            Ok(reply)
+        }
+        Err(e) => {
+            let text = e.text();
+            let stats = &mut client.ctx.store.command_stats;
+            stats.record_error(crate::command::stats::error_code(text));
+            Err(text.to_string())
+        }
+    }
+}
+
+/// [`run`]'s checks: the command to run, or the refusal.
+fn check(
+    client: &mut Client<'_>,
+    argv: &[&[u8]],
+) -> Result<(&'static command::Spec, &'static command_table::Meta), String> {
     // Redis knows every command; the engine runs those it has.
     let (spec, meta) = command::described(argv, client.ctx.store.version);
     let Some(meta) = meta else {
@@ -266,10 +322,21 @@ pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Valu
     if client.read_only && (meta.has_flag("write") || meta.has_flag("may_replicate")) {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
     }
-    if meta.has_flag("write") {
-        if client.no_replicas && !client.wrote {
-            return Err(super::NO_REPLICAS.into());
-        }
+    let write = meta.has_flag("write");
+    if write && client.no_replicas && !client.wrote {
+        return Err(super::NO_REPLICAS.into());
+    }
+    // Redis's `scriptVerifyOOM`: over `maxmemory` when the script started,
+    // a command that may grow the data is refused until the script wrote
+    // (it cannot stop halfway then).
+    if meta.has_flag("denyoom")
+        && !client.allow_oom
+        && !client.wrote
+        && client.ctx.store.maxmemory.over_at_start()
+    {
+        return Err(command::maxmemory::OOM.into());
+    }
+    if write {
         client.wrote = true;
         // A script that wrote cannot be killed.
         client.ctx.store.busy.wrote();
@@ -304,27 +371,5 @@ pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Valu
     if let Some(e) = command::block_from_script(argv) {
         return Err(e.text().to_string());
     }
-    let resp3 = client.ctx.resp3();
-    let started = std::time::Instant::now();
-    let result = command::run_spec(&mut client.ctx, spec, argv);
-    let took = started.elapsed();
-    // Redis logs and times a script's calls too, as its Lua client's
-    // (`?:0`).
-    let now = client.ctx.now;
-    let store = &mut *client.ctx.store;
-    store.latency.command(meta, took, now);
-    store.slowlog.record(argv, took, now, Some(SCRIPT_CLIENT));
-    let db = client.ctx.db;
-    let source = crate::monitor::Source::Script;
-    client.ctx.store.monitors.feed(meta, db, source, argv);
-    match result {
-        Ok(mut reply) => {
-            // The script sees the reply as its client's protocol shapes it.
-            if !resp3 {
-                crate::reply::to_resp2(&mut reply);
-            }
-            Ok(reply)
-        }
-        Err(e) => Err(e.text().to_string()),
-    }
+    Ok((spec, meta))
 }

@@ -10,7 +10,7 @@ use mlua::{
 };
 
 use super::busy::Busy;
-use super::raised::{raise, raised_text};
+use super::raised::{raise, raised_counted, raised_text, COUNTED};
 
 /// The chunk name of user scripts, as Redis 7.0 names it.
 pub(super) const USER_SCRIPT: &str = "@user_script";
@@ -347,6 +347,9 @@ fn error_handler(lua: &Lua, err: Value, chunk: &str) -> mlua::Result<Table> {
                 if let Some(text) = raised_text(e) {
                     let t = lua.create_table()?;
                     t.raw_set("err", text)?;
+                    if raised_counted(e) {
+                        t.raw_set(COUNTED, true)?;
+                    }
                     return locate(lua, t, chunk);
                 }
             }

@@ -1,0 +1,141 @@
+//! `maxmemory`: while the data's estimated size is over it, commands that
+//! may grow the data (flagged `denyoom`) are refused with Redis's OOM
+//! error. The engine never evicts keys, so every policy acts as
+//! `noeviction`.
+//!
+//! The size is the estimate INFO's `used_memory` reports (a walk over
+//! every key, see `server::used_memory_of`), kept cheap: it is taken only
+//! while a limit is set (a server without one pays nothing), again only
+//! once the data changed since the last time (Redis's per-database change
+//! counters), and not before 20 times the last walk's duration passed, so
+//! that the walks take at most about 5% of the time however large the
+//! data (a small dataset's walk, microseconds long, is taken after every
+//! change: the figure is exact there).
+
+use std::time::Instant;
+
+use crate::config::Limits;
+use crate::keyspace::Keyspace;
+
+/// Redis's OOM refusal (`shared.oomerr`).
+pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// A script that may write refused at its start (Redis's
+/// `scriptPrepareForRun`).
+pub(crate) const SCRIPT_OOM: &str =
+    "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'";
+
+/// An estimate of the data's size.
+#[derive(Debug, Clone, Copy)]
+struct Taken {
+    used: u64,
+    changes: u64,
+    next: Instant,
+}
+
+/// How many times a walk's duration passes before the next walk.
+const SPACING: u32 = 20;
+
+/// The limit, and the last estimate of the data's size.
+#[derive(Debug, Default)]
+pub(crate) struct MaxMemory {
+    /// `maxmemory` in bytes; 0: no limit.
+    limit: u64,
+    /// The last estimate, with the count of changes it was taken at and
+    /// when the next may be taken.
+    taken: Option<Taken>,
+    /// Whether the data was over the limit when the running command
+    /// started (Redis's `pre_command_oom_state`): a script's commands are
+    /// checked against it, not against what the script added since.
+    at_start: bool,
+}
+
+impl MaxMemory {
+    /// Takes `maxmemory` from the new settings.
+    pub(crate) fn configure(&mut self, limits: &Limits) {
+        self.limit = limits.maxmemory;
+        self.at_start &= self.limited();
+    }
+
+    /// Whether a limit is set.
+    pub(crate) fn limited(&self) -> bool {
+        self.limit != 0
+    }
+
+    /// Whether the data in `dbs` is over the limit, with `size` the
+    /// estimate of their size; remembered as the state at the start of
+    /// the command about to run.
+    pub(crate) fn check(&mut self, dbs: &[Keyspace], size: fn(&[Keyspace]) -> u64) -> bool {
+        self.at_start = self.limited() && self.used(dbs, size) > self.limit;
+        self.at_start
+    }
+
+    /// Whether the data was over the limit when the running command
+    /// started (false without a limit).
+    pub(crate) fn over_at_start(&self) -> bool {
+        self.at_start
+    }
+
+    /// The estimate of the size of `dbs`, taken again if they changed.
+    fn used(&mut self, dbs: &[Keyspace], size: fn(&[Keyspace]) -> u64) -> u64 {
+        let changes = dbs.iter().map(Keyspace::changes).sum();
+        if let Some(taken) = self.taken {
+            if taken.changes == changes || Instant::now() < taken.next {
+                return taken.used;
+            }
+        }
+        let started = Instant::now();
+        let used = size(dbs);
+        let took = started.elapsed();
+        self.taken = Some(Taken {
+            used,
+            changes,
+            next: started + took + took * SPACING,
+        });
+        used
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    static WALKS: AtomicU64 = AtomicU64::new(0);
+
+    /// A walk that counts itself and finds 100 bytes.
+    fn counted(_: &[Keyspace]) -> u64 {
+        WALKS.fetch_add(1, Ordering::SeqCst);
+        100
+    }
+
+    #[test]
+    fn the_data_is_walked_again_only_after_a_change() {
+        let mut dbs = vec![Keyspace::default()];
+        let mut max = MaxMemory::default();
+        // No limit: no walk, never over.
+        assert!(!max.check(&dbs, counted));
+        assert_eq!(WALKS.load(Ordering::SeqCst), 0);
+        max.configure(&Limits {
+            maxmemory: 50,
+            ..Limits::default()
+        });
+        assert!(max.check(&dbs, counted));
+        assert!(max.check(&dbs, counted));
+        assert!(max.over_at_start());
+        assert_eq!(WALKS.load(Ordering::SeqCst), 1, "nothing changed");
+        dbs[0].set(
+            b"k",
+            crate::value::Value::Str(b"v".to_vec().into()),
+            false,
+            0,
+        );
+        // A walk of a microsecond: the next may follow at once.
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        assert!(max.check(&dbs, counted));
+        assert_eq!(WALKS.load(Ordering::SeqCst), 2, "the data changed");
+        max.configure(&Limits::default());
+        assert!(!max.over_at_start(), "no limit, not over");
+    }
+}

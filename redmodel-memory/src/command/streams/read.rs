@@ -14,6 +14,7 @@ use crate::error::CmdError;
 use crate::notify::class;
 use crate::reply;
 use crate::value::stream::{Nack, Stream, StreamId};
+use crate::RedisVersion;
 
 /// The options of one XREAD / XREADGROUP call.
 struct ReadArgs<'a> {
@@ -146,6 +147,7 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResul
     let opts = parse(args, group_mode)?;
     // Resolve every key, group and ID before serving anything.
     let mut afters = Vec::with_capacity(opts.keys.len());
+    let plus_is_last = ctx.store.version >= RedisVersion::V7_4;
     for (key, id_arg) in opts.keys.iter().zip(opts.id_args) {
         let stream = ctx.read::<Stream>(key)?;
         if let Some((group, _)) = opts.group {
@@ -164,6 +166,22 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResul
                 ));
             }
             After::Id(stream.map_or(StreamId::MIN, |s| s.last_id))
+        } else if *id_arg == b"+" && plus_is_last {
+            // Redis 7.4: the last entry, as the entries after the ID just
+            // before the stream's last one.
+            if group_mode {
+                return Err(CmdError::err(
+                    "The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.",
+                ));
+            }
+            match stream {
+                Some(s) => After::Id(
+                    s.last_id
+                        .prev()
+                        .ok_or_else(|| CmdError::err("the stream last element ID is 0-0"))?,
+                ),
+                None => After::Id(StreamId::MIN),
+            }
         } else if *id_arg == b">" {
             if !group_mode {
                 return Err(CmdError::err(

@@ -649,14 +649,21 @@ fn server_section(store: &Store, now: i64) -> Vec<(&'static str, String)> {
 /// INFO clients: connections and blocked clients.
 fn clients_section(store: &Store) -> Vec<(&'static str, String)> {
     let config = &store.config;
-    vec![
+    let mut fields = vec![
         ("connected_clients", store.connected_clients.to_string()),
         ("cluster_connections", "0".into()),
         ("maxclients", config.get("maxclients").into()),
         ("blocked_clients", store.waiters.len().to_string()),
         ("tracking_clients", store.tracking.clients().to_string()),
         ("clients_in_timeout_table", "0".into()),
-    ]
+    ];
+    if store.version >= crate::RedisVersion::V7_4 {
+        // Redis 7.2's fields.
+        let (blocking, on_nokey) = store.waiters.blocking_keys();
+        fields.push(("total_blocking_keys", blocking.to_string()));
+        fields.push(("total_blocking_keys_on_nokey", on_nokey.to_string()));
+    }
+    fields
 }
 
 /// INFO memory: the estimated memory in use, scripts and functions, the limit.

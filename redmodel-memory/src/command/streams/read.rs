@@ -566,7 +566,7 @@ mod tests {
     fn wait_of(line: &str) -> StreamWait {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
         let group_mode = line.starts_with("XREADGROUP");
-        let opts = parse(&args, group_mode).expect("valid");
+        let opts = parse(&args, group_mode, false).expect("valid");
         let afters: Vec<After> = opts
             .id_args
             .iter()

@@ -1376,13 +1376,16 @@ mod tests {
         );
     }
 
-    /// Every command the engine runs is in the command table, with its arity.
+    /// Every command the engine runs is in the command table, with its
+    /// arity as the latest version gives it (a handler checks an older
+    /// version's narrower one: ZRANK's WITHSCORE came with 7.2).
     #[test]
     fn every_engine_command_is_described() {
         for spec in crate::command::all_specs(crate::RedisVersion::V7_0) {
             let meta = crate::command_table::meta(spec.name)
                 .unwrap_or_else(|| panic!("{} is not in the table", spec.name));
-            assert_eq!(meta.arity, spec.arity, "{}", spec.name);
+            let latest = crate::command_table::as_of(meta, crate::RedisVersion::V7_4);
+            assert_eq!(latest.arity, spec.arity, "{}", spec.name);
         }
     }
 

@@ -252,3 +252,15 @@ fn wait_runs_in_scripts_from_7_2() {
         int(0)
     );
 }
+
+#[test]
+fn xread_block_in_a_script_does_not_block_from_7_2() {
+    let script = "EVAL return(redis.pcall('xread','BLOCK',0,'STREAMS','s','$')) 1 s";
+    let (_, mut old) = clocked(0);
+    assert_eq!(
+        run(&mut old, script),
+        err("ERR xread command is not allowed with BLOCK option from scripts")
+    );
+    let (_, mut c) = clocked_74(0);
+    assert_eq!(run(&mut c, script), Value::Nil);
+}

@@ -264,3 +264,17 @@ fn xread_block_in_a_script_does_not_block_from_7_2() {
     let (_, mut c) = clocked_74(0);
     assert_eq!(run(&mut c, script), Value::Nil);
 }
+
+#[test]
+fn scripts_have_os_clock_from_7_2() {
+    let (_, mut old) = clocked(0);
+    assert!(matches!(
+        run(&mut old, "EVAL return(type(os)) 0"),
+        Value::ServerError(_)
+    ));
+    let (_, mut c) = clocked_74(0);
+    assert_eq!(
+        run(&mut c, "EVAL return(type(os.clock())) 0"),
+        bulk("number")
+    );
+}

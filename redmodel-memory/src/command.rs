@@ -229,7 +229,9 @@ pub(crate) fn described(
     };
     match meta {
         Some(meta) if !command_table::serves(meta, version) => (None, None),
-        _ => (spec, meta),
+        // The row as the version describes it: 7.4 changed some flags
+        // (WAIT runs in scripts).
+        _ => (spec, meta.map(|m| command_table::as_of(m, version))),
     }
 }
 

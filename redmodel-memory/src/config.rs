@@ -10,6 +10,7 @@
 
 use crate::error::CmdError;
 use crate::glob::glob_match;
+use crate::RedisVersion;
 
 mod params;
 
@@ -25,6 +26,9 @@ pub(crate) mod flag {
     pub(crate) const HIDDEN: u8 = 4;
     /// The value is a list of words separated by spaces.
     pub(crate) const MULTIARG: u8 = 8;
+    /// A parameter Redis 7.0 does not have: only an engine behaving as
+    /// Redis 7.4 knows it.
+    pub(crate) const SINCE_7_4: u8 = 16;
 }
 
 /// The bounds and notation of a numeric parameter. Bounds are C's `long
@@ -73,6 +77,13 @@ pub(crate) struct Limits {
     pub(crate) set_max_intset_entries: u64,
     pub(crate) zset_max_listpack_entries: u64,
     pub(crate) zset_max_listpack_value: u64,
+    /// Redis 7.2's small sets of strings (`set-max-listpack-entries` and
+    /// `-value`), and its small lists (`list-max-listpack-size`): the
+    /// encodings of the version followed.
+    pub(crate) set_max_listpack_entries: u64,
+    pub(crate) set_max_listpack_value: u64,
+    pub(crate) list_max_listpack_size: i64,
+    pub(crate) version: RedisVersion,
     /// The largest string SETRANGE and APPEND may build.
     pub(crate) proto_max_bulk_len: u64,
     /// Whether `maxmemory-policy` is an LFU one (OBJECT FREQ needs it,
@@ -119,6 +130,9 @@ pub(crate) struct Config {
     /// `notify-keyspace-events` as set: its shown form drops `n` when
     /// `A` is there (as Redis shows it), but the class stays on.
     notify: u32,
+    /// The Redis version whose parameters are known (see
+    /// [`flag::SINCE_7_4`]) and whose encodings the limits follow.
+    version: RedisVersion,
 }
 
 impl Default for Config {
@@ -126,6 +140,7 @@ impl Default for Config {
         Config {
             values: PARAMS.iter().map(|p| p.default.to_string()).collect(),
             notify: 0,
+            version: RedisVersion::default(),
         }
     }
 }
@@ -141,9 +156,24 @@ fn lookup(name: &[u8]) -> Option<usize> {
 }
 
 impl Config {
+    /// Follows Redis `version`: its parameters, its encodings.
+    pub(crate) fn set_version(&mut self, version: RedisVersion) {
+        self.version = version;
+    }
+
+    /// Whether parameter `i` exists in the version followed.
+    fn known(&self, i: usize) -> bool {
+        PARAMS[i].flags & flag::SINCE_7_4 == 0 || self.version >= RedisVersion::V7_4
+    }
+
+    /// [`lookup`] among the parameters of the version followed.
+    fn find(&self, name: &[u8]) -> Option<usize> {
+        lookup(name).filter(|&i| self.known(i))
+    }
+
     /// The value of a parameter by its exact name; empty if unknown.
     pub(crate) fn get(&self, name: &str) -> &str {
-        lookup(name.as_bytes())
+        self.find(name.as_bytes())
             .and_then(|i| self.values.get(i))
             .map_or("", String::as_str)
     }
@@ -161,6 +191,10 @@ impl Config {
             set_max_intset_entries: self.number("set-max-intset-entries"),
             zset_max_listpack_entries: self.number("zset-max-listpack-entries"),
             zset_max_listpack_value: self.number("zset-max-listpack-value"),
+            set_max_listpack_entries: self.number("set-max-listpack-entries"),
+            set_max_listpack_value: self.number("set-max-listpack-value"),
+            list_max_listpack_size: self.get("list-max-listpack-size").parse().unwrap_or(-2),
+            version: self.version,
             proto_max_bulk_len: self.number("proto-max-bulk-len"),
             lfu: self.get("maxmemory-policy").ends_with("lfu"),
             lfu_log_factor: self.number("lfu-log-factor"),
@@ -198,13 +232,13 @@ impl Config {
                 if seen(&found, pattern) {
                     continue;
                 }
-                if let Some(i) = lookup(pattern) {
+                if let Some(i) = self.find(pattern) {
                     found.push((pattern.to_vec(), self.values[i].clone()));
                 }
                 continue;
             }
             for (i, param) in PARAMS.iter().enumerate() {
-                if param.flags & flag::HIDDEN != 0 {
+                if param.flags & flag::HIDDEN != 0 || !self.known(i) {
                     continue;
                 }
                 for name in std::iter::once(param.name).chain(param.alias) {
@@ -223,7 +257,9 @@ impl Config {
     /// Sets a parameter as Redis's command line or configuration file
     /// sets it at start: immutable and protected ones included.
     pub(crate) fn set_at_start(&mut self, name: &str, value: &[u8]) -> Result<(), String> {
-        let i = lookup(name.as_bytes()).ok_or_else(|| format!("unknown parameter {name}"))?;
+        let i = self
+            .find(name.as_bytes())
+            .ok_or_else(|| format!("unknown parameter {name}"))?;
         self.values[i] = parse_value(&PARAMS[i], value)?;
         Ok(())
     }
@@ -244,7 +280,7 @@ impl Config {
         let mut refused: Option<CmdError> = None;
         for pair in pairs.chunks_exact(2) {
             let name = pair[0];
-            let Some(i) = lookup(name) else {
+            let Some(i) = self.find(name) else {
                 // An unknown name wins over any other error, as in Redis.
                 return Err(CmdError::err(format!(
                     "Unknown option or number of arguments for CONFIG SET - '{}'",

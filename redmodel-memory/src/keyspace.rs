@@ -31,7 +31,7 @@ use super::config::Limits;
 use super::error::CmdError;
 use super::glob::glob_match;
 use super::hasher::Seeded;
-use super::value::encoding::{grew_past, outgrows, History};
+use super::value::encoding::{grew_past, history_after_change, outgrows, History};
 use super::value::string::StringValue;
 use super::value::{Kind, Value};
 
@@ -1007,7 +1007,9 @@ impl Keyspace {
         let limits = self.limits;
         if let Some(e) = self.find(key).and_then(|slot| self.slots.get_mut(slot)) {
             let longest = || written.into_iter().map(<[u8]>::len).max().unwrap_or(0);
-            if e.history() == History::Fresh && grew_past(&e.value, &limits, longest) {
+            if let Some(to) = history_after_change(&e.value, e.history(), &limits) {
+                e.set_history(to);
+            } else if e.history() == History::Fresh && grew_past(&e.value, &limits, longest) {
                 e.set_history(History::Converted);
             }
         }
@@ -1019,7 +1021,9 @@ impl Keyspace {
     fn check_outgrown(&mut self, slot: u32) {
         let limits = self.limits;
         if let Some(e) = self.slots.get_mut(slot) {
-            if e.history() == History::Fresh && outgrows(&e.value, &limits) {
+            if let Some(to) = history_after_change(&e.value, e.history(), &limits) {
+                e.set_history(to);
+            } else if e.history() == History::Fresh && outgrows(&e.value, &limits) {
                 e.set_history(History::Converted);
             }
         }

@@ -353,6 +353,11 @@ impl Engine {
             store.version = version;
             store.scripts.version = version;
             store.functions.version = version;
+            store.config.set_version(version);
+            let limits = store.config.limits();
+            for ks in &mut store.dbs {
+                ks.set_limits(limits);
+            }
         }
         self
     }

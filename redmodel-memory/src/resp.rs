@@ -1239,6 +1239,8 @@ fn replies_null_array(args: &[&[u8]]) -> bool {
         // XREAD and XREADGROUP with nothing to serve, XRANGE with COUNT 0.
         b"xread" | b"xreadgroup" | b"xrange" | b"xrevrange" => true,
         b"lpop" | b"rpop" => args.len() >= 3,
+        // ZRANK and ZREVRANK WITHSCORE (Redis 7.2 and later).
+        b"zrank" | b"zrevrank" => args.len() == 4,
         _ => false,
     }
 }

@@ -204,6 +204,21 @@ impl Waiters {
     pub(crate) fn len(&self) -> usize {
         self.by_id.len()
     }
+
+    /// The keys clients are blocked on (INFO's `total_blocking_keys`),
+    /// and how many of them have an XREADGROUP client, which a deletion
+    /// of the key unblocks (`total_blocking_keys_on_nokey`).
+    pub(crate) fn blocking_keys(&self) -> (usize, usize) {
+        let mut keys: HashMap<(usize, &[u8]), bool> = HashMap::new();
+        for waiter in self.by_id.values() {
+            let on_nokey = waiter.command.is_some_and(|c| c.name == "xreadgroup");
+            for key in &waiter.keys {
+                *keys.entry((waiter.db, &key[..])).or_default() |= on_nokey;
+            }
+        }
+        let on_nokey = keys.values().filter(|&&n| n).count();
+        (keys.len(), on_nokey)
+    }
 }
 
 struct Waiter {

@@ -30,6 +30,7 @@ use crate::notify::class;
 use crate::reply;
 use crate::value::zset::{LexRange, Score, ScoreRange, ZSet};
 use crate::value::{Bytes, Value};
+use crate::RedisVersion;
 
 pub(super) const COMMANDS: &[Spec] = &[
     Spec {
@@ -59,12 +60,12 @@ pub(super) const COMMANDS: &[Spec] = &[
     },
     Spec {
         name: "zrank",
-        arity: 3,
+        arity: -3,
         handler: zrank,
     },
     Spec {
         name: "zrevrank",
-        arity: 3,
+        arity: -3,
         handler: zrevrank,
     },
     Spec {
@@ -399,14 +400,33 @@ fn zmscore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(reply::array(scores))
 }
 
+/// ZRANK and ZREVRANK: the member's rank, and with WITHSCORE (Redis 7.2
+/// and later; 7.0 takes exactly three arguments) its score too.
 fn rank_reply(ctx: &mut Ctx<'_>, args: &[&[u8]], reverse: bool) -> CmdResult {
+    let with_score = match args {
+        [_, _, _] => false,
+        [_, _, _, option] if ctx.store.version >= RedisVersion::V7_4 => {
+            if !is(option, "withscore") {
+                return Err(CmdError::Syntax);
+            }
+            true
+        }
+        _ => return Err(super::arity_error(args)),
+    };
+    // A missing key or member is nil (with WITHSCORE, RESP2's null array
+    // `*-1`: see `replies_null_array`).
     let Some(z) = ctx.read::<ZSet>(args[1])? else {
         return Ok(reply::nil());
     };
-    let rank = z
-        .rank(args[2])
-        .map(|r| if reverse { z.len() - 1 - r } else { r });
-    Ok(rank.map_or_else(reply::nil, reply::int))
+    let Some(rank) = z.rank(args[2]) else {
+        return Ok(reply::nil());
+    };
+    let rank = if reverse { z.len() - 1 - rank } else { rank };
+    if !with_score {
+        return Ok(reply::int(rank));
+    }
+    let score = z.score(args[2]).unwrap_or_default();
+    Ok(reply::array(vec![reply::int(rank), reply::double(score)]))
 }
 
 fn zrank(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {

@@ -1,4 +1,5 @@
-//! Every configuration parameter of Redis 7.0.15, as its `config.c`
+//! Every configuration parameter of Redis 7.0.15 (and the few of 7.4.1's
+//! the engine in 7.4 mode obeys, flagged `SINCE_7_4`), as its `config.c`
 //! declares it: name, alias, flags, type with bounds or choices, and the
 //! value `CONFIG GET` shows on a fresh `redis-server --save ''`.
 //!
@@ -149,6 +150,8 @@ pub(crate) const PARAMS: &[Param] = &[
     Param { name: "cluster-link-sendbuf-limit", alias: None, flags: 0, kind: Kind::Number(Number { lower: 0, upper: -1, unsigned: true, memory: true, percent: false, octal: false }), default: "0" },
     Param { name: "hash-max-listpack-entries", alias: Some("hash-max-ziplist-entries"), flags: 0, kind: Kind::Number(Number { lower: 0, upper: 9223372036854775807, unsigned: true, memory: false, percent: false, octal: false }), default: "512" },
     Param { name: "set-max-intset-entries", alias: None, flags: 0, kind: Kind::Number(Number { lower: 0, upper: 9223372036854775807, unsigned: true, memory: false, percent: false, octal: false }), default: "512" },
+    Param { name: "set-max-listpack-entries", alias: None, flags: flag::SINCE_7_4, kind: Kind::Number(Number { lower: 0, upper: 9223372036854775807, unsigned: true, memory: false, percent: false, octal: false }), default: "128" },
+    Param { name: "set-max-listpack-value", alias: None, flags: flag::SINCE_7_4, kind: Kind::Number(Number { lower: 0, upper: 9223372036854775807, unsigned: true, memory: true, percent: false, octal: false }), default: "64" },
     Param { name: "zset-max-listpack-entries", alias: Some("zset-max-ziplist-entries"), flags: 0, kind: Kind::Number(Number { lower: 0, upper: 9223372036854775807, unsigned: true, memory: false, percent: false, octal: false }), default: "128" },
     Param { name: "active-defrag-ignore-bytes", alias: None, flags: 0, kind: Kind::Number(Number { lower: 1, upper: 9223372036854775807, unsigned: true, memory: true, percent: false, octal: false }), default: "104857600" },
     Param { name: "hash-max-listpack-value", alias: Some("hash-max-ziplist-value"), flags: 0, kind: Kind::Number(Number { lower: 0, upper: 9223372036854775807, unsigned: true, memory: true, percent: false, octal: false }), default: "64" },

@@ -231,7 +231,16 @@ fn read_group(r: &mut Reader<'_>, last_id: StreamId, entries_read: i64) -> Optio
         }
         if group
             .consumers
-            .insert(name, Consumer { seen_time, pel })
+            .insert(
+                name,
+                // The file has no active time: Redis 7.2 takes the seen
+                // time for it.
+                Consumer {
+                    seen_time,
+                    active_time: seen_time,
+                    pel,
+                },
+            )
             .is_some()
         {
             return None;

@@ -14,9 +14,11 @@
 //!   (SET, MSET, INCR...), `embstr`/`raw` by length when built as text
 //!   (INCRBYFLOAT), and `raw` once edited in place (APPEND, SETRANGE).
 
+use super::list::ListValue;
 use super::Value;
 use crate::args::parse_i64;
 use crate::config::Limits;
+use crate::RedisVersion;
 
 /// Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`: longer strings are `raw`.
 const EMBSTR_SIZE_LIMIT: usize = 44;
@@ -33,6 +35,9 @@ pub(crate) enum History {
     /// An aggregate that outgrew its compact encoding, or a string edited
     /// in place: the big encoding, for good.
     Converted,
+    /// Redis 7.2 and later: a set of strings small enough for a listpack
+    /// (from an intset, on its way to a table).
+    Listpack,
 }
 
 /// Whether `value`, as it is now, is past the compact encoding's limits
@@ -76,6 +81,116 @@ pub(crate) fn grew_past(
     }
 }
 
+/// The history `value`, of history `history`, has after a command changed
+/// it, in the encodings of Redis 7.2 and later (`limits.version`): a set
+/// of strings goes intset, listpack, hashtable; a list goes listpack to
+/// quicklist as it grows past `list-max-listpack-size`, and back when it
+/// shrinks to half of it. `None`: the history stays.
+pub(crate) fn history_after_change(
+    value: &Value,
+    history: History,
+    limits: &Limits,
+) -> Option<History> {
+    if limits.version < RedisVersion::V7_4 || history == History::Text {
+        return None;
+    }
+    match (value, history) {
+        // A list is created a listpack, unless already too big for one.
+        (Value::List(l), History::Fresh | History::Listpack) => {
+            if list_exceeds(l, limits.list_max_listpack_size, false) {
+                Some(History::Converted)
+            } else {
+                (history == History::Fresh).then_some(History::Listpack)
+            }
+        }
+        (Value::List(l), History::Converted) => {
+            (!list_exceeds(l, limits.list_max_listpack_size, true)).then_some(History::Listpack)
+        }
+        (Value::Set(s), History::Fresh | History::Listpack) => {
+            let to = if history == History::Fresh
+                && s.all_integers()
+                && s.len() as u64 <= limits.set_max_intset_entries
+            {
+                History::Fresh
+            } else if (history == History::Fresh && s.all_integers())
+                || s.len() as u64 > limits.set_max_listpack_entries
+                || s.iter()
+                    .any(|m| m.len() as u64 > limits.set_max_listpack_value)
+            {
+                History::Converted
+            } else {
+                History::Listpack
+            };
+            (to != history).then_some(to)
+        }
+        _ => None,
+    }
+}
+
+/// Whether a list is past what one listpack holds under
+/// `list-max-listpack-size` `fill` (Redis's `quicklistNodeExceedsLimit`),
+/// or, `shrinking`, past half of it (`listTypeTryConvertQuicklist`).
+fn list_exceeds(list: &ListValue, fill: i64, shrinking: bool) -> bool {
+    /// A listpack's header and end byte.
+    const LISTPACK_OVERHEAD: usize = 7;
+    /// The bytes past which a count-limited node is full anyway
+    /// (`SIZE_SAFETY_LIMIT`).
+    const SIZE_SAFETY_LIMIT: usize = 8192;
+    let (mut size, mut count) = if fill >= 0 {
+        (
+            SIZE_SAFETY_LIMIT,
+            usize::try_from(fill.max(1)).unwrap_or(usize::MAX),
+        )
+    } else {
+        let level = usize::try_from(-fill - 1).unwrap_or(usize::MAX).min(4);
+        (4096 << level, usize::MAX)
+    };
+    if shrinking {
+        size /= 2;
+        count /= 2;
+    }
+    // Every entry takes two bytes at least.
+    if list.len() > count || list.len().saturating_mul(2) > size {
+        return true;
+    }
+    let mut bytes = LISTPACK_OVERHEAD;
+    for element in list.iter() {
+        bytes += listpack_entry_bytes(element);
+        if bytes > size {
+            return true;
+        }
+    }
+    false
+}
+
+/// The bytes an element takes in a listpack: its encoding and data, then
+/// the length of those (`lpEncodeBacklen`).
+fn listpack_entry_bytes(element: &[u8]) -> usize {
+    let data = match parse_i64(element) {
+        Some(n) if n.to_string().as_bytes() == element => match n {
+            0..=127 => 1,
+            -4096..=4095 => 2,
+            -32768..=32767 => 3,
+            -8_388_608..=8_388_607 => 4,
+            -2_147_483_648..=2_147_483_647 => 5,
+            _ => 9,
+        },
+        _ => match element.len() {
+            len @ 0..=63 => 1 + len,
+            len @ 64..=4095 => 2 + len,
+            len => 5 + len,
+        },
+    };
+    let backlen = match data {
+        0..=127 => 1,
+        128..=16_383 => 2,
+        16_384..=2_097_151 => 3,
+        2_097_152..=268_435_455 => 4,
+        _ => 5,
+    };
+    data + backlen
+}
+
 /// The name OBJECT ENCODING gives for `value` with this history.
 pub(crate) fn encoding_name(value: &Value, history: History) -> &'static str {
     let converted = history == History::Converted;
@@ -91,12 +206,15 @@ pub(crate) fn encoding_name(value: &Value, history: History) -> &'static str {
                 "raw"
             }
         }
+        // Redis 7.2's small lists (see `history_after_change`).
+        Value::List(_) if history == History::Listpack => "listpack",
         Value::List(_) => "quicklist",
         Value::Hash(_) if converted => "hashtable",
         // A listpack that has had field TTLs (Redis 7.4).
         Value::Hash(h) if h.is_expiring() => "listpackex",
         Value::Hash(_) => "listpack",
         Value::Set(_) if converted => "hashtable",
+        Value::Set(_) if history == History::Listpack => "listpack",
         Value::Set(_) => "intset",
         Value::ZSet(_) if converted => "skiplist",
         Value::ZSet(_) => "listpack",

@@ -97,6 +97,9 @@ pub(crate) struct Nack {
 #[derive(Debug, Clone)]
 pub(crate) struct Consumer {
     pub(crate) seen_time: i64,
+    /// When the consumer last had entries delivered or claimed (Redis
+    /// 7.2's `active-time`), -1 before that.
+    pub(crate) active_time: i64,
     pub(crate) pel: BTreeSet<StreamId>,
 }
 
@@ -104,6 +107,7 @@ impl Consumer {
     pub(crate) fn new(now: i64) -> Self {
         Consumer {
             seen_time: now,
+            active_time: -1,
             pel: BTreeSet::new(),
         }
     }
@@ -146,6 +150,14 @@ impl Group {
     }
 
     /// Gives the pending entry `id` to `consumer` (which must exist).
+    /// Marks `consumer` active at `now`: entries were delivered to it or
+    /// claimed by it.
+    pub(crate) fn activate_consumer(&mut self, consumer: &[u8], now: i64) {
+        if let Some(c) = self.consumers.get_mut(consumer) {
+            c.active_time = now;
+        }
+    }
+
     pub(crate) fn assign(&mut self, id: StreamId, consumer: &[u8]) {
         let Some(nack) = self.pel.get_mut(&id) else {
             return;

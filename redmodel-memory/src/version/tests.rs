@@ -1,9 +1,10 @@
-//! What each version reports and which commands it knows, against
-//! redis-server 7.0.15 and 7.4.1's replies.
+//! What each version reports, which commands it knows, and what it does
+//! where Redis 7.2 changed behaviour, against redis-server 7.0.15 and
+//! 7.4.1's replies.
 
 use redis::Value;
 
-use crate::command::test_util::{bulk, clocked, clocked_74, err, int, run};
+use crate::command::test_util::{bulk, bulks, clocked, clocked_74, err, int, run};
 
 /// The field `name` of HELLO's reply (RESP2: a flat array of pairs).
 fn hello_field(reply: Value, name: &str) -> Option<Value> {
@@ -69,4 +70,211 @@ fn commands_7_4_adds_are_unknown_to_7_0() {
         err("ERR unknown command 'HPERSIST', with args beginning with: 'h' 'FIELDS' '1' 'f' ")
     );
     run(&mut c, "DISCARD");
+}
+
+fn encoding(c: &mut crate::Connection, key: &str) -> Value {
+    run(c, &format!("OBJECT ENCODING {key}"))
+}
+
+#[test]
+fn small_lists_are_listpacks_from_7_2_and_convert_both_ways() {
+    let (_, mut old) = clocked(0);
+    run(&mut old, "RPUSH l a b c");
+    assert_eq!(encoding(&mut old, "l"), bulk("quicklist"));
+
+    let (_, mut c) = clocked_74(0);
+    run(&mut c, "RPUSH l a b c");
+    assert_eq!(encoding(&mut c, "l"), bulk("listpack"));
+    run(&mut c, "CONFIG SET list-max-listpack-size 3");
+    run(&mut c, "RPUSH l d");
+    assert_eq!(encoding(&mut c, "l"), bulk("quicklist"));
+    // Back to a listpack at half the limit only.
+    run(&mut c, "RPOP l 2");
+    assert_eq!(encoding(&mut c, "l"), bulk("quicklist"));
+    run(&mut c, "RPOP l");
+    assert_eq!(encoding(&mut c, "l"), bulk("listpack"));
+    // By size: one element past 8 kB, then replaced by a short one.
+    run(&mut c, "CONFIG SET list-max-listpack-size -2");
+    let big = "x".repeat(9000);
+    run(&mut c, &format!("RPUSH big {big}"));
+    assert_eq!(encoding(&mut c, "big"), bulk("quicklist"));
+    run(&mut c, "LSET big 0 y");
+    assert_eq!(encoding(&mut c, "big"), bulk("listpack"));
+}
+
+#[test]
+fn sets_of_strings_are_listpacks_from_7_2() {
+    let (_, mut old) = clocked(0);
+    run(&mut old, "SADD s 1 a");
+    assert_eq!(encoding(&mut old, "s"), bulk("hashtable"));
+    assert_eq!(
+        run(&mut old, "CONFIG SET set-max-listpack-entries 3"),
+        err(
+            "ERR Unknown option or number of arguments for CONFIG SET - 'set-max-listpack-entries'"
+        )
+    );
+    assert_eq!(
+        run(&mut old, "CONFIG GET set-max-listpack*"),
+        Value::Array(vec![])
+    );
+
+    let (_, mut c) = clocked_74(0);
+    run(&mut c, "SADD s 1 2");
+    assert_eq!(encoding(&mut c, "s"), bulk("intset"));
+    run(&mut c, "SADD s a");
+    assert_eq!(encoding(&mut c, "s"), bulk("listpack"));
+    assert_eq!(
+        run(&mut c, "CONFIG GET set-max-listpack*"),
+        bulks(&[
+            "set-max-listpack-entries",
+            "128",
+            "set-max-listpack-value",
+            "64"
+        ])
+    );
+    run(&mut c, "CONFIG SET set-max-listpack-entries 3");
+    run(&mut c, "SADD s b");
+    assert_eq!(encoding(&mut c, "s"), bulk("hashtable"));
+    // A long member goes straight to a table.
+    run(&mut c, &format!("SADD t {}", "m".repeat(65)));
+    assert_eq!(encoding(&mut c, "t"), bulk("hashtable"));
+}
+
+#[test]
+fn zrank_takes_withscore_from_7_2() {
+    let (_, mut old) = clocked(0);
+    run(&mut old, "ZADD z 1 a 2 b");
+    assert_eq!(
+        run(&mut old, "ZRANK z b WITHSCORE"),
+        err("ERR wrong number of arguments for 'zrank' command")
+    );
+
+    let (_, mut c) = clocked_74(0);
+    run(&mut c, "ZADD z 1 a 2 b");
+    assert_eq!(
+        run(&mut c, "ZRANK z b withscore"),
+        Value::Array(vec![int(1), bulk("2")])
+    );
+    assert_eq!(
+        run(&mut c, "ZREVRANK z b WITHSCORE"),
+        Value::Array(vec![int(0), bulk("2")])
+    );
+    assert_eq!(run(&mut c, "ZRANK z nope WITHSCORE"), Value::Nil);
+    assert_eq!(run(&mut c, "ZRANK z b foo"), err("ERR syntax error"));
+    assert_eq!(
+        run(&mut c, "ZRANK z b withscore x"),
+        err("ERR wrong number of arguments for 'zrank' command")
+    );
+}
+
+#[test]
+fn xread_plus_reads_the_last_entry_from_7_4() {
+    let (_, mut old) = clocked(0);
+    run(&mut old, "XADD x 1-1 a 1");
+    assert_eq!(
+        run(&mut old, "XREAD STREAMS x +"),
+        err("ERR Invalid stream ID specified as stream command argument")
+    );
+
+    let (_, mut c) = clocked_74(0);
+    run(&mut c, "XADD x 1-1 a 1");
+    run(&mut c, "XADD x 2-1 b 2");
+    assert_eq!(
+        run(&mut c, "XREAD STREAMS x +"),
+        Value::Array(vec![Value::Array(vec![
+            bulk("x"),
+            Value::Array(vec![Value::Array(vec![bulk("2-1"), bulks(&["b", "2"])])]),
+        ])])
+    );
+    run(&mut c, "XGROUP CREATE e g $ MKSTREAM");
+    assert_eq!(
+        run(&mut c, "XREAD STREAMS e +"),
+        err("ERR the stream last element ID is 0-0")
+    );
+    assert_eq!(
+        run(&mut c, "XREADGROUP GROUP g c STREAMS e +"),
+        err("ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.")
+    );
+}
+
+#[test]
+fn xreadgroup_meets_its_consumer_on_an_empty_read_from_7_2() {
+    let (clock, mut c) = clocked_74(1_000);
+    run(&mut c, "XGROUP CREATE s g $ MKSTREAM");
+    run(&mut c, "XREADGROUP GROUP g alice STREAMS s >");
+    clock.advance(std::time::Duration::from_millis(100));
+    assert_eq!(
+        run(&mut c, "XINFO CONSUMERS s g"),
+        Value::Array(vec![Value::Array(vec![
+            bulk("name"),
+            bulk("alice"),
+            bulk("pending"),
+            int(0),
+            bulk("idle"),
+            int(100),
+            bulk("inactive"),
+            int(-1),
+        ])])
+    );
+    run(&mut c, "XADD s 5-1 f v");
+    run(&mut c, "XREADGROUP GROUP g alice STREAMS s >");
+    clock.advance(std::time::Duration::from_millis(30));
+    let Value::Array(consumers) = run(&mut c, "XINFO CONSUMERS s g") else {
+        panic!("XINFO CONSUMERS is not an array");
+    };
+    assert_eq!(
+        consumers.first().and_then(|c| match c {
+            Value::Array(fields) => fields.get(7).cloned(),
+            _ => None,
+        }),
+        Some(int(30))
+    );
+    assert_eq!(
+        run(&mut c, "XREADGROUP GROUP g alice STREAMS s t >"),
+        err("ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be specified.")
+    );
+    let (_, mut old) = clocked(0);
+    run(&mut old, "XGROUP CREATE s g $ MKSTREAM");
+    run(&mut old, "XREADGROUP GROUP g alice STREAMS s >");
+    assert_eq!(run(&mut old, "XINFO CONSUMERS s g"), Value::Array(vec![]));
+}
+
+#[test]
+fn wait_runs_in_scripts_from_7_2() {
+    let (_, mut old) = clocked(0);
+    assert_eq!(
+        run(&mut old, "EVAL return(redis.pcall('wait','1','0')) 0"),
+        err("ERR This Redis command is not allowed from script")
+    );
+    let (_, mut c) = clocked_74(0);
+    assert_eq!(
+        run(&mut c, "EVAL return(redis.pcall('wait','1','0')) 0"),
+        int(0)
+    );
+}
+
+#[test]
+fn xread_block_in_a_script_does_not_block_from_7_2() {
+    let script = "EVAL return(redis.pcall('xread','BLOCK',0,'STREAMS','s','$')) 1 s";
+    let (_, mut old) = clocked(0);
+    assert_eq!(
+        run(&mut old, script),
+        err("ERR xread command is not allowed with BLOCK option from scripts")
+    );
+    let (_, mut c) = clocked_74(0);
+    assert_eq!(run(&mut c, script), Value::Nil);
+}
+
+#[test]
+fn scripts_have_os_clock_from_7_2() {
+    let (_, mut old) = clocked(0);
+    assert!(matches!(
+        run(&mut old, "EVAL return(type(os)) 0"),
+        Value::ServerError(_)
+    ));
+    let (_, mut c) = clocked_74(0);
+    assert_eq!(
+        run(&mut c, "EVAL return(type(os.clock())) 0"),
+        bulk("number")
+    );
 }

@@ -368,8 +368,11 @@ fn check(
     let Some(spec) = spec else {
         return Err("ERR Unknown Redis command called from script".into());
     };
-    if let Some(e) = command::block_from_script(argv) {
-        return Err(e.text().to_string());
+    // Redis 7.2 and later run the read without blocking instead.
+    if client.ctx.store.version < crate::RedisVersion::V7_4 {
+        if let Some(e) = command::block_from_script(argv) {
+            return Err(e.text().to_string());
+        }
     }
     Ok((spec, meta))
 }

@@ -129,6 +129,16 @@ pub(super) fn new_state(
         }
     };
     let libs = super::libs::create(&lua)?;
+    if version >= crate::RedisVersion::V7_4 {
+        // Redis 7.2 and later give scripts `os` with `clock` alone.
+        let os = lua.create_table()?;
+        let started = std::time::Instant::now();
+        os.raw_set(
+            "clock",
+            lua.create_function(move |_, ()| Ok(started.elapsed().as_secs_f64()))?,
+        )?;
+        libs.raw_set("os", os)?;
+    }
     let (env, load_api, library_env, library_mt, call_with): (
         Table,
         Value,

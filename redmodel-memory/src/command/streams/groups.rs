@@ -478,6 +478,8 @@ fn claim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             }
         } else {
             group.assign(id, claimant);
+            group.activate_consumer(claimant, now);
+            group.activate_consumer(claimant, now);
         }
         if let Some(nack) = group.pel.get_mut(&id) {
             nack.delivery_time = delivery_time;
@@ -571,6 +573,7 @@ fn autoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             consumer_ready = true;
         }
         group.assign(id, claimant);
+        group.activate_consumer(claimant, now);
         if let Some(nack) = group.pel.get_mut(&id) {
             nack.delivery_time = now;
             if !justid {

@@ -10,6 +10,7 @@ use crate::command::{help_reply, run_subcommand, CmdResult, Ctx, Sub};
 use crate::error::CmdError;
 use crate::reply;
 use crate::value::stream::{Group, Stream, StreamId, INVALID_ENTRIES_READ};
+use crate::RedisVersion;
 
 /// XINFO's subcommands, as the engine serves them (COMMAND describes
 /// these).
@@ -82,6 +83,7 @@ fn lag(stream: &Stream, group: &Group) -> Reply {
 }
 
 fn stream_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let since_7_2 = ctx.store.version >= RedisVersion::V7_4;
     let stream = stream_of(ctx, args)?;
     let opts = &args[3..];
     let full = !opts.is_empty();
@@ -163,12 +165,16 @@ fn stream_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
                             ]))
                         })
                         .collect();
-                    map(vec![
+                    let mut fields = vec![
                         ("name", reply::bulk(cname.clone())),
                         ("seen-time", reply::int(consumer.seen_time)),
-                        ("pel-count", reply::int(consumer.pel.len())),
-                        ("pending", reply::array(pending)),
-                    ])
+                    ];
+                    if since_7_2 {
+                        fields.push(("active-time", reply::int(consumer.active_time)));
+                    }
+                    fields.push(("pel-count", reply::int(consumer.pel.len())));
+                    fields.push(("pending", reply::array(pending)));
+                    map(fields)
                 })
                 .collect();
             map(vec![
@@ -207,6 +213,7 @@ fn groups_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn consumers_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let now = ctx.now;
+    let since_7_2 = ctx.store.version >= RedisVersion::V7_4;
     let stream = stream_of(ctx, args)?;
     let Some(group) = stream.groups.get(args[3]) else {
         return Err(CmdError::raw(format!(
@@ -219,11 +226,20 @@ fn consumers_info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .consumers
         .iter()
         .map(|(name, c)| {
-            map(vec![
+            let mut fields = vec![
                 ("name", reply::bulk(name.clone())),
                 ("pending", reply::int(c.pel.len())),
                 ("idle", reply::int((now - c.seen_time).max(0))),
-            ])
+            ];
+            if since_7_2 {
+                let inactive = if c.active_time == -1 {
+                    -1
+                } else {
+                    (now - c.active_time).max(0)
+                };
+                fields.push(("inactive", reply::int(inactive)));
+            }
+            map(fields)
         })
         .collect();
     Ok(reply::array(consumers))

@@ -14,6 +14,7 @@ use crate::error::CmdError;
 use crate::notify::class;
 use crate::reply;
 use crate::value::stream::{Nack, Stream, StreamId};
+use crate::RedisVersion;
 
 /// The options of one XREAD / XREADGROUP call.
 struct ReadArgs<'a> {
@@ -25,6 +26,9 @@ struct ReadArgs<'a> {
     /// GROUP's group and consumer names (XREADGROUP).
     group: Option<(&'a [u8], &'a [u8])>,
     noack: bool,
+    /// Redis 7.2 and later: a read with nothing for the consumer still
+    /// creates it and marks it seen.
+    meets_idle_consumer: bool,
     keys: &'a [&'a [u8]],
     id_args: &'a [&'a [u8]],
 }
@@ -46,12 +50,18 @@ pub(in crate::command) fn xreadgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdRe
 }
 
 /// Parses the options in Redis's order (the first bad one wins).
-fn parse<'a>(args: &'a [&'a [u8]], group_mode: bool) -> Result<ReadArgs<'a>, CmdError> {
+/// `since_7_2`: the errors as Redis 7.2 and later word them.
+fn parse<'a>(
+    args: &'a [&'a [u8]],
+    group_mode: bool,
+    since_7_2: bool,
+) -> Result<ReadArgs<'a>, CmdError> {
     let mut out = ReadArgs {
         block: None,
         count: 0,
         group: None,
         noack: false,
+        meets_idle_consumer: false,
         keys: &[],
         id_args: &[],
     };
@@ -69,9 +79,19 @@ fn parse<'a>(args: &'a [&'a [u8]], group_mode: bool) -> Result<ReadArgs<'a>, Cmd
         } else if is(opt, "streams") && more > 0 {
             let rest = args.len() - (i + 1);
             if !rest.is_multiple_of(2) {
-                return Err(CmdError::err(
-                    "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
-                ));
+                if !since_7_2 {
+                    return Err(CmdError::err(
+                        "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
+                    ));
+                }
+                let (name, symbol) = if group_mode {
+                    ("xreadgroup", '>')
+                } else {
+                    ("xread", '$')
+                };
+                return Err(CmdError::err(format!(
+                    "Unbalanced '{name}' list of streams: for each stream key an ID or '{symbol}' must be specified."
+                )));
             }
             streams_at = Some((i + 1, rest / 2));
             break;
@@ -143,9 +163,12 @@ pub(crate) fn block_from_script(args: &[&[u8]]) -> Option<CmdError> {
 }
 
 fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResult {
-    let opts = parse(args, group_mode)?;
+    let since_7_2 = ctx.store.version >= RedisVersion::V7_4;
+    let mut opts = parse(args, group_mode, since_7_2)?;
+    opts.meets_idle_consumer = since_7_2;
     // Resolve every key, group and ID before serving anything.
     let mut afters = Vec::with_capacity(opts.keys.len());
+    let plus_is_last = ctx.store.version >= RedisVersion::V7_4;
     for (key, id_arg) in opts.keys.iter().zip(opts.id_args) {
         let stream = ctx.read::<Stream>(key)?;
         if let Some((group, _)) = opts.group {
@@ -164,6 +187,22 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResul
                 ));
             }
             After::Id(stream.map_or(StreamId::MIN, |s| s.last_id))
+        } else if *id_arg == b"+" && plus_is_last {
+            // Redis 7.4: the last entry, as the entries after the ID just
+            // before the stream's last one.
+            if group_mode {
+                return Err(CmdError::err(
+                    "The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.",
+                ));
+            }
+            match stream {
+                Some(s) => After::Id(
+                    s.last_id
+                        .prev()
+                        .ok_or_else(|| CmdError::err("the stream last element ID is 0-0"))?,
+                ),
+                None => After::Id(StreamId::MIN),
+            }
         } else if *id_arg == b">" {
             if !group_mode {
                 return Err(CmdError::err(
@@ -294,6 +333,13 @@ fn serve_from(
         After::GroupLast => {
             let last = group.last_id;
             if !woken && stream.last_valid_id().is_none_or(|max| max <= last) {
+                // Redis 7.2 and later meet the consumer even when there
+                // is nothing for it.
+                if opts.meets_idle_consumer {
+                    if let Some(group) = stream.groups.get_mut(group_name) {
+                        group.touch_consumer(consumer, now);
+                    }
+                }
                 return Ok(None);
             }
             if let Some(group) = stream.groups.get_mut(group_name) {
@@ -306,6 +352,11 @@ fn serve_from(
                 .map(|(id, _)| *id)
                 .collect();
             let mut items = Vec::with_capacity(ids.len());
+            if !ids.is_empty() {
+                if let Some(group) = stream.groups.get_mut(group_name) {
+                    group.activate_consumer(consumer, now);
+                }
+            }
             for id in ids {
                 stream.advance_group(group_name, id);
                 if let Some(fields) = stream.get(&id) {
@@ -420,7 +471,26 @@ impl StreamWait {
     pub(crate) fn on_ready(&mut self, ctx: &mut Ctx<'_>, key: &[u8]) -> Option<CmdResult> {
         let now = ctx.now;
         let position = self.keys.iter().position(|(k, _)| k == key)?;
-        let is_stream = matches!(ctx.value(key), Some(crate::value::Value::Stream(_)));
+        // Redis 7.2 and later run the blocked XREADGROUP again: its
+        // errors are the command's own.
+        let since_7_2 = ctx.store.version >= RedisVersion::V7_4;
+        let no_group = |group: &[u8]| {
+            CmdError::raw(format!(
+                "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+                String::from_utf8_lossy(key),
+                String::from_utf8_lossy(group)
+            ))
+        };
+        let is_stream = match ctx.value(key) {
+            Some(crate::value::Value::Stream(_)) => true,
+            Some(_) if since_7_2 => {
+                return self.group.as_ref().map(|_| Err(CmdError::WrongType));
+            }
+            None if since_7_2 => {
+                return self.group.as_ref().map(|(g, _)| Err(no_group(g)));
+            }
+            _ => false,
+        };
         if !is_stream {
             return self
                 .group
@@ -438,6 +508,7 @@ impl StreamWait {
             match &self.group {
                 Some((group, _)) => match stream.groups.get(group) {
                     Some(g) => g.last_id,
+                    None if since_7_2 => return Some(Err(no_group(group))),
                     None => return Some(Err(CmdError::raw(
                         "NOGROUP the consumer group this client was blocked on no longer exists",
                     ))),
@@ -455,6 +526,7 @@ impl StreamWait {
                 .as_ref()
                 .map(|(g, c)| (g.as_slice(), c.as_slice())),
             noack: self.noack,
+            meets_idle_consumer: false,
             keys: &[],
             id_args: &[],
         };
@@ -494,7 +566,7 @@ mod tests {
     fn wait_of(line: &str) -> StreamWait {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
         let group_mode = line.starts_with("XREADGROUP");
-        let opts = parse(&args, group_mode).expect("valid");
+        let opts = parse(&args, group_mode, false).expect("valid");
         let afters: Vec<After> = opts
             .id_args
             .iter()

@@ -47,6 +47,8 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use crate::KeyLayout;
+
 /// A value that can be a pk: a part of a Redis key.
 ///
 /// Implemented for `String` and every integer type. Implement it for your
@@ -290,35 +292,49 @@ pub(crate) const TAG: &str = "tag";
 /// See [`UNIQUE`].
 pub(crate) const RECENT: &str = "recent";
 
-/// The key of a unique entry: `TABLE:_unique:FIELD:VALUE`.
-pub(crate) fn unique_key(table: &str, field: &str, value: &str) -> String {
-    reserved_key(table, UNIQUE, &[field, value])
+/// The key of a unique entry, `TABLE:_unique:FIELD:VALUE`, as `layout`
+/// stores it. The index keys are built here alone, each through its
+/// layout (`{shop}order:_unique:ref:R` for a table of the slot group
+/// `shop` in the cluster layout): [`KeyLayout::Plain`] gives the plain form.
+pub(crate) fn unique_key(layout: KeyLayout, table: &str, field: &str, value: &str) -> String {
+    in_layout(layout, reserved_key(table, UNIQUE, &[field, value]))
 }
 
-/// The key of a sorted index: `TABLE:_sorted:FIELD`.
-pub(crate) fn sorted_key(table: &str, field: &str) -> String {
-    reserved_key(table, SORTED, &[field])
+/// The key of a sorted index, `TABLE:_sorted:FIELD`, as `layout` stores it.
+pub(crate) fn sorted_key(layout: KeyLayout, table: &str, field: &str) -> String {
+    in_layout(layout, reserved_key(table, SORTED, &[field]))
 }
 
-/// The key of one tag's set: `TABLE:_tag:FIELD:TAG`.
-pub(crate) fn tag_key(table: &str, field: &str, tag: &str) -> String {
-    reserved_key(table, TAG, &[field, tag])
+/// The key of one tag's set, `TABLE:_tag:FIELD:TAG`, as `layout` stores it.
+pub(crate) fn tag_key(layout: KeyLayout, table: &str, field: &str, tag: &str) -> String {
+    in_layout(layout, reserved_key(table, TAG, &[field, tag]))
 }
 
-/// The key of a recent list: `TABLE:_recent:FIELD`.
-pub(crate) fn recent_key(table: &str, field: &str) -> String {
-    reserved_key(table, RECENT, &[field])
+/// The key of a recent list, `TABLE:_recent:FIELD`, as `layout` stores it.
+pub(crate) fn recent_key(layout: KeyLayout, table: &str, field: &str) -> String {
+    in_layout(layout, reserved_key(table, RECENT, &[field]))
 }
 
 /// Every key an index of kind `kind` (one of the names above) on the
-/// stored field `field` of `table` may hold, as one SCAN pattern: the
-/// entries of every value for unique and tag indexes, the single key for
-/// sorted and recent indexes. For dropping an index.
-pub(crate) fn key_pattern(table: &str, field: &str, kind: &str) -> String {
-    match kind {
-        UNIQUE => format!("{}*", glob_escape(&unique_key(table, field, ""))),
-        TAG => format!("{}*", glob_escape(&tag_key(table, field, ""))),
+/// stored field `field` of `table` may hold, as `layout` stores them, as
+/// one SCAN pattern: the entries of every value for unique and tag
+/// indexes, the single key for sorted and recent indexes. For dropping
+/// an index, and for checking one.
+pub(crate) fn key_pattern(layout: KeyLayout, table: &str, field: &str, kind: &str) -> String {
+    let plain = KeyLayout::Plain;
+    let pattern = match kind {
+        UNIQUE => format!("{}*", glob_escape(&unique_key(plain, table, field, ""))),
+        TAG => format!("{}*", glob_escape(&tag_key(plain, table, field, ""))),
         _ => glob_escape(&reserved_key(table, kind, &[field])).into_owned(),
+    };
+    in_layout(layout, pattern)
+}
+
+/// The plain key `plain` as `layout` stores it.
+fn in_layout(layout: KeyLayout, plain: String) -> String {
+    match layout.stored(&plain) {
+        Cow::Borrowed(_) => plain,
+        Cow::Owned(stored) => stored,
     }
 }
 
@@ -381,16 +397,39 @@ mod tests {
 
     #[test]
     fn index_keys_follow_the_layout() {
+        let plain = KeyLayout::Plain;
         assert_eq!(
-            unique_key("user", "name", "ken thompson"),
+            unique_key(plain, "user", "name", "ken thompson"),
             "user:_unique:name:ken%20thompson"
         );
-        assert_eq!(sorted_key("user", "logins"), "user:_sorted:logins");
-        assert_eq!(tag_key("book", "tags", "c++"), "book:_tag:tags:c%2B%2B");
-        assert_eq!(recent_key("user", "last_login"), "user:_recent:last_login");
-        assert_eq!(key_pattern("user", "name", UNIQUE), "user:_unique:name:*");
-        assert_eq!(key_pattern("book", "tags", TAG), "book:_tag:tags:*");
-        assert_eq!(key_pattern("user", "logins", SORTED), "user:_sorted:logins");
-        assert_eq!(key_pattern("user", "at", RECENT), "user:_recent:at");
+        assert_eq!(sorted_key(plain, "user", "logins"), "user:_sorted:logins");
+        assert_eq!(
+            tag_key(plain, "book", "tags", "c++"),
+            "book:_tag:tags:c%2B%2B"
+        );
+        assert_eq!(
+            recent_key(plain, "user", "last_login"),
+            "user:_recent:last_login"
+        );
+        assert_eq!(
+            key_pattern(plain, "user", "name", UNIQUE),
+            "user:_unique:name:*"
+        );
+        assert_eq!(key_pattern(plain, "book", "tags", TAG), "book:_tag:tags:*");
+        assert_eq!(
+            key_pattern(plain, "user", "logins", SORTED),
+            "user:_sorted:logins"
+        );
+        assert_eq!(key_pattern(plain, "user", "at", RECENT), "user:_recent:at");
+        let cluster = KeyLayout::Cluster;
+        assert_eq!(
+            tag_key(cluster, "book", "tags", "c++"),
+            "{book:_tag:tags}:c%2B%2B"
+        );
+        assert_eq!(
+            key_pattern(cluster, "book", "tags", TAG),
+            "{book:_tag:tags}:*"
+        );
+        assert_eq!(sorted_key(cluster, "user", "logins"), "user:_sorted:logins");
     }
 }

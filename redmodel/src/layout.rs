@@ -39,16 +39,17 @@ pub use group::TableGroup;
 /// # Slot groups
 ///
 /// An admin declared with `#[redmodel(slot_group = "shop")]`
-/// ([`Model::SLOT_GROUP`](crate::Model::SLOT_GROUP)) has its objects, in
+/// ([`Model::SLOT_GROUP`](crate::Model::SLOT_GROUP)) has all its keys, in
 /// the cluster layout, behind the group's tag instead of their own: the
-/// object, its sub-objects and its relation lists (a sub-object is in its
-/// admin's group). Redis hashes them all by `shop`, so the objects of one
-/// group share one slot, and a
+/// object, its sub-objects, its relation lists (a sub-object is in its
+/// admin's group) and its index keys (`TABLE:_...`: unique entries,
+/// sorted indexes, recent lists, tag sets). Redis hashes them all by
+/// `shop`, so the keys of one group share one slot: an indexed write of a
+/// grouped object is one atomic unit, and a
 /// [transaction](crate::Db::transaction) across a customer, its order and
 /// the order's products reads under one WATCH and commits as one
-/// MULTI/EXEC on a cluster as on one server. Index keys (`TABLE:_...`)
-/// keep the rule above, in slots of their own, and follow the EXEC as
-/// ordered steps, as for any model on a cluster. The price: one group is
+/// MULTI/EXEC, index entries included, on a cluster as on one server
+/// ([`KeyLayout::one_slot_with_indexes`]). The price: one group is
 /// one slot, held by one master, so a group is for objects that are
 /// written together, not a whole database. The layout reads the groups
 /// from the models the derives compiled into the program; the plain

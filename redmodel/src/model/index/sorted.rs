@@ -19,7 +19,7 @@ use std::ops::{Bound, RangeBounds};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::query::Bounds;
-use crate::model::key::sorted_key;
+use crate::model::key::{plain_sorted_key, sorted_key};
 use crate::model::live::{
     existing, expiring_position, lacks, load_judged, parse_member, prune, prune_gone,
     prune_lacking, Entry, Stale, Test,
@@ -27,7 +27,7 @@ use crate::model::live::{
 use crate::model::member::{stored_member, AsMember};
 use crate::model::query::{Filter, Kind, OrderBy};
 use crate::model::Model;
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 /// The largest integer a double holds exactly, and so the largest score
 /// magnitude an integer field may have: 2^53.
@@ -208,13 +208,13 @@ impl<M, T> SortedIndex<M, T> {
 impl<M: Model, T> SortedIndex<M, T> {
     /// The sorted set's key (`user:_sorted:logins`).
     pub fn key(&self) -> String {
-        sorted_key(KeyLayout::Plain, M::TABLE, self.field)
+        plain_sorted_key(M::TABLE, self.field)
     }
 
     /// The sorted set's key as `db` stores it (`{shop}TABLE:_...` for a table of
-    /// the slot group `shop` in the [cluster layout](KeyLayout::Cluster)).
+    /// the slot group `shop` in the [cluster layout](crate::KeyLayout::Cluster)).
     pub fn key_in(&self, db: &Db) -> String {
-        sorted_key(db.key_layout(), M::TABLE, self.field)
+        sorted_key(db, M::TABLE, self.field)
     }
 
     fn entry(&self, db: &Db) -> impl Fn(&str) -> Entry + use<M, T> {

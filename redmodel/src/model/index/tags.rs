@@ -15,12 +15,12 @@ use super::IndexKind;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::model::codec::{IntoValue, Scalar};
-use crate::model::key::{decode_segment, glob_escape, tag_key};
+use crate::model::key::{decode_segment, glob_escape, plain_tag_key, tag_key};
 use crate::model::live::{key_text, load_judged, parse_member, prune, Entry, Stale, Test};
 use crate::model::query::{Filter, Kind, TagOp};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef};
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 /// A field type a tag index accepts: a collection of [`Scalar`] tags
 /// (`Vec`, `BTreeSet`, `HashSet`), or an `Option` of one.
@@ -175,8 +175,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
 
     /// The key of one tag's set, in plain form (`book:_tag:tags:ruby`).
     pub fn key(&self, tag: impl IntoValue<T::Tag>) -> Result<String> {
-        Ok(tag_key(
-            KeyLayout::Plain,
+        Ok(plain_tag_key(
             M::TABLE,
             self.field,
             &self.text(tag.into_value())?,
@@ -193,7 +192,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
 
     /// The stored key of the set of the tag text `tag`.
     fn set_key(&self, db: &Db, tag: &str) -> String {
-        tag_key(db.key_layout(), M::TABLE, self.field, tag)
+        tag_key(db, M::TABLE, self.field, tag)
     }
 
     /// The field's tag parser, from the model's declaration.
@@ -218,7 +217,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
                 op,
                 sets: texts
                     .iter()
-                    .map(|t| tag_key(KeyLayout::Plain, M::TABLE, self.field, t))
+                    .map(|t| plain_tag_key(M::TABLE, self.field, t))
                     .collect(),
             }
         }))
@@ -425,7 +424,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
                 T::Tag::from_text(tag.as_bytes())
                     .map(|t| (t, n))
                     .map_err(|reason| Error::InvalidKey {
-                        key: tag_key(KeyLayout::Plain, M::TABLE, self.field, &tag),
+                        key: plain_tag_key(M::TABLE, self.field, &tag),
                         model: M::TABLE,
                         reason: format!("its tag is not a value of the field: {reason}"),
                     })

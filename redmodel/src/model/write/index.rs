@@ -45,11 +45,13 @@ use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::Plan;
 use crate::model::index::unique::{claim_commands, holder_and_field_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
-use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
+use crate::model::key::{
+    plain_recent_key, plain_sorted_key, recent_key, sorted_key, tag_key, unique_key,
+};
 use crate::model::live::holder_command;
 use crate::model::live::key_text;
 use crate::model::Model;
-use crate::{Db, Error, KeyLayout, Result};
+use crate::{Db, Error, Result};
 
 /// What a write does to an object's stored fields.
 pub(crate) enum Changes<'a> {
@@ -115,7 +117,14 @@ pub(crate) fn touches_index<M: Model>(names: &[&str]) -> bool {
     M::INDEXES.iter().any(|spec| names.contains(&spec.field))
 }
 
-fn step<M: Model>(layout: KeyLayout, spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
+/// The index step of `spec` for a write of `new` to the object at `key`;
+/// its index keys as `db` stores them (a caller without one reads only
+/// its claims).
+fn step<M: Model>(db: Option<&Db>, spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
+    let stored = |plain: String| match db {
+        Some(db) => db.stored(&plain).into_owned(),
+        None => plain,
+    };
     let field = spec.field;
     let invalid = |reason: String| Error::Encode {
         key: key.to_string(),
@@ -133,12 +142,12 @@ fn step<M: Model>(layout: KeyLayout, spec: &IndexSpec, new: New<'_>, key: &str) 
                 None => None,
             };
             Step::Sorted {
-                key: sorted_key(layout, M::TABLE, field),
+                key: stored(plain_sorted_key(M::TABLE, field)),
                 score: score.map(|s| checked_score(field, s)).transpose()?,
             }
         }
         IndexKind::Recent { cap } => Step::Recent {
-            key: recent_key(layout, M::TABLE, field),
+            key: stored(plain_recent_key(M::TABLE, field)),
             cap,
             push: new.value().is_some(),
         },
@@ -223,7 +232,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     }
     let steps = touched
         .iter()
-        .map(|(spec, new)| step::<M>(db.key_layout(), spec, *new, key))
+        .map(|(spec, new)| step::<M>(Some(db), spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
     if !db.one_unit_with_indexes(key, guards) {
         let specs: Vec<&'static IndexSpec> = touched.iter().map(|(spec, _)| *spec).collect();
@@ -320,7 +329,7 @@ async fn add_watched_steps<M: Model, R: Reader>(
                 new: new.as_deref(),
                 new_entry: new
                     .as_deref()
-                    .map(|v| (unique_key(db.key_layout(), M::TABLE, field, v), None)),
+                    .map(|v| (unique_key(db, M::TABLE, field, v), None)),
                 old_entry: None,
             }),
             _ => None,
@@ -334,10 +343,7 @@ async fn add_watched_steps<M: Model, R: Reader>(
     for u in uniques.iter_mut() {
         let old_text = old_of(u.field).and_then(|t| std::str::from_utf8(t).ok());
         if let Some(old_text) = old_text.filter(|t| Some(*t) != u.new) {
-            u.old_entry = Some((
-                unique_key(db.key_layout(), M::TABLE, u.field, old_text),
-                false,
-            ));
+            u.old_entry = Some((unique_key(db, M::TABLE, u.field, old_text), false));
         }
     }
     check_entries::<M, _>(tx, key, &mut uniques).await?;
@@ -385,8 +391,7 @@ fn add_watched<'o, M: Model>(
                 .collect();
             let member = |name: &str, tag: &str| {
                 let mut c = cmd(name);
-                c.arg(&tag_key(db.key_layout(), M::TABLE, field, tag))
-                    .arg(key);
+                c.arg(&tag_key(db, M::TABLE, field, tag)).arg(key);
                 c
             };
             for tag in old.iter().filter(|t| !new.contains(t)) {
@@ -416,7 +421,7 @@ pub(crate) async fn add_entries<M: Model>(
     let touched = touched::<M>(changes);
     let steps = touched
         .iter()
-        .map(|(spec, new)| step::<M>(db.key_layout(), spec, *new, key))
+        .map(|(spec, new)| step::<M>(Some(db), spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
     let mut entries = Vec::new();
     add_blind(&mut entries, key, &steps);
@@ -441,7 +446,7 @@ pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<IndexPl
         if let Step::Unique {
             field,
             new: Some(value),
-        } = step::<M>(KeyLayout::Plain, spec, *new, key)?
+        } = step::<M>(None, spec, *new, key)?
         {
             claims.push((field, value));
         }
@@ -726,11 +731,11 @@ async fn incr_whole<M: Model>(
         .collect();
     let mut indexes: Vec<(String, Option<u32>)> = sorted
         .iter()
-        .map(|_| (sorted_key(db.key_layout(), M::TABLE, field), None))
+        .map(|_| (sorted_key(db, M::TABLE, field), None))
         .collect();
     for spec in specs {
         if let IndexKind::Recent { cap } = spec.kind {
-            indexes.push((recent_key(db.key_layout(), M::TABLE, field), Some(cap)));
+            indexes.push((recent_key(db, M::TABLE, field), Some(cap)));
         }
     }
     let plan = incr_plan(key, field, command, by, &indexes);
@@ -752,12 +757,8 @@ async fn incr_whole<M: Model>(
             // the codec's score wins.
             Ok(_) => resync_score::<M>(db, key, spec).await?,
             Err(reason) => {
-                db.query::<()>(
-                    cmd("ZREM")
-                        .arg(sorted_key(db.key_layout(), M::TABLE, field))
-                        .arg(key),
-                )
-                .await?;
+                db.query::<()>(cmd("ZREM").arg(sorted_key(db, M::TABLE, field)).arg(key))
+                    .await?;
                 return Err(overflow(key, field, &text, &reason));
             }
         }
@@ -785,7 +786,7 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
     let resync = Resync {
         key,
         field: spec.field,
-        index: sorted_key(db.key_layout(), M::TABLE, spec.field),
+        index: sorted_key(db, M::TABLE, spec.field),
         score,
     };
     checked::run::<()>(db, key, &[], &[], &resync).await

@@ -269,14 +269,14 @@ async fn check_forward<M: Model>(
                         continue;
                     };
                     pipe.command("ZSCORE")
-                        .arg(&sorted_key(db, M::TABLE, spec.field))
+                        .arg(sorted_key(db, M::TABLE, spec.field))
                         .arg(&member);
                     expected.push((&read.object, format!("score {score}"), Expect::Score(score)));
                 }
                 IndexKind::Unique => {
                     let Ok(value) = key_text(text) else { continue };
                     pipe.command("LINDEX")
-                        .arg(&unique_key(db, M::TABLE, spec.field, value))
+                        .arg(unique_key(db, M::TABLE, spec.field, value))
                         .arg(0);
                     expected.push((
                         &read.object,
@@ -287,7 +287,7 @@ async fn check_forward<M: Model>(
                 IndexKind::Tags { tags } => {
                     for tag in tags(text).unwrap_or_default() {
                         pipe.command("SISMEMBER")
-                            .arg(&tag_key(db, M::TABLE, spec.field, &tag))
+                            .arg(tag_key(db, M::TABLE, spec.field, &tag))
                             .arg(&member);
                         expected.push((
                             &read.object,

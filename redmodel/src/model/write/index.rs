@@ -391,7 +391,7 @@ fn add_watched<'o, M: Model>(
                 .collect();
             let member = |name: &str, tag: &str| {
                 let mut c = cmd(name);
-                c.arg(&tag_key(db, M::TABLE, field, tag)).arg(key);
+                c.arg(tag_key(db, M::TABLE, field, tag)).arg(key);
                 c
             };
             for tag in old.iter().filter(|t| !new.contains(t)) {

@@ -423,6 +423,18 @@ impl Db {
         self.layout == KeyLayout::Plain
     }
 
+    /// Whether a write of the object stored at `key` with its index
+    /// entries, needing `guards` (stored keys) to exist, can be one atomic
+    /// unit: always in the plain layout; in the cluster layout, where the
+    /// object's table is in a slot group (its index keys then share the
+    /// object's slot) and every guard is in that slot too. Otherwise the
+    /// write runs as ordered single-slot steps.
+    pub(crate) fn one_unit_with_indexes(&self, key: &str, guards: &[String]) -> bool {
+        self.one_slot()
+            || (self.layout.one_slot_with_indexes(key)
+                && guards.iter().all(|g| g == key || self.shares_slot(g, key)))
+    }
+
     /// Whether two stored keys are in one slot in this layout, so that one
     /// atomic unit (a script, a MULTI/EXEC, a WATCH) can hold both: always
     /// in the plain layout, by their hash slots in the cluster layout.

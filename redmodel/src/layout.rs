@@ -25,7 +25,7 @@ pub use group::TableGroup;
 /// | `book:_tag:tags:TAG` | `book:_tag:tags:TAG` | `{book:_tag:tags}:TAG` |
 /// | `order:o1` (slot group `shop`) | `order:o1` | `{shop}order:o1` |
 /// | `order:o1:line:2`, `order:o1:item` (group `shop`) | same | `{shop}order:o1:line:2`, `{shop}order:o1:item` |
-/// | `order:_sorted:total`, `order:_tag:tags:T` (group `shop`) | same | `order:_sorted:total`, `{order:_tag:tags}:T` (as without a group) |
+/// | `order:_unique:ref:R`, `order:_sorted:total`, `order:_tag:tags:T` (group `shop`) | same | `{shop}order:_unique:ref:R`, `{shop}order:_sorted:total`, `{shop}order:_tag:tags:T` |
 ///
 /// Why the admin's own key keeps no braces: Redis hashes a key with a tag
 /// by the tag's text, and one without by its whole text, so `teacher:A`
@@ -39,16 +39,17 @@ pub use group::TableGroup;
 /// # Slot groups
 ///
 /// An admin declared with `#[redmodel(slot_group = "shop")]`
-/// ([`Model::SLOT_GROUP`](crate::Model::SLOT_GROUP)) has its objects, in
+/// ([`Model::SLOT_GROUP`](crate::Model::SLOT_GROUP)) has all its keys, in
 /// the cluster layout, behind the group's tag instead of their own: the
-/// object, its sub-objects and its relation lists (a sub-object is in its
-/// admin's group). Redis hashes them all by `shop`, so the objects of one
-/// group share one slot, and a
+/// object, its sub-objects, its relation lists (a sub-object is in its
+/// admin's group) and its index keys (`TABLE:_...`: unique entries,
+/// sorted indexes, recent lists, tag sets). Redis hashes them all by
+/// `shop`, so the keys of one group share one slot: an indexed write of a
+/// grouped object is one atomic unit, and a
 /// [transaction](crate::Db::transaction) across a customer, its order and
 /// the order's products reads under one WATCH and commits as one
-/// MULTI/EXEC on a cluster as on one server. Index keys (`TABLE:_...`)
-/// keep the rule above, in slots of their own, and follow the EXEC as
-/// ordered steps, as for any model on a cluster. The price: one group is
+/// MULTI/EXEC, index entries included, on a cluster as on one server
+/// ([`KeyLayout::one_slot_with_indexes`]). The price: one group is
 /// one slot, held by one master, so a group is for objects that are
 /// written together, not a whole database. The layout reads the groups
 /// from the models the derives compiled into the program; the plain
@@ -159,16 +160,34 @@ impl KeyLayout {
     pub fn slot(self, plain: &str) -> u16 {
         redmodel_memory::hash_slot(self.stored(plain).as_bytes())
     }
+
+    /// Whether the object stored at `stored` shares its slot with every
+    /// key under it and every index key of its table, so that a write of
+    /// the object with its index entries is one atomic unit: always in the
+    /// plain layout; in the cluster layout, for the tables of a slot group
+    /// (whose keys all carry the group's tag).
+    ///
+    /// ```
+    /// use redmodel::KeyLayout;
+    /// assert!(KeyLayout::Plain.one_slot_with_indexes("teacher:A"));
+    /// assert!(!KeyLayout::Cluster.one_slot_with_indexes("teacher:A"));
+    /// ```
+    pub fn one_slot_with_indexes(self, stored: &str) -> bool {
+        match self {
+            KeyLayout::Plain => true,
+            KeyLayout::Cluster => match KeyLayout::parse(stored) {
+                Some((_, plain)) => group_of(&plain).is_some(),
+                None => false,
+            },
+        }
+    }
 }
 
 /// The slot group of the plain model key `plain`: its table's, if it has
-/// one, for an object key or a key under one (`TABLE:PK...`); an index key
-/// (`TABLE:_...`) keeps its own slot.
+/// one, for every key of the table: an object key, a key under one
+/// (`TABLE:PK...`) and an index key (`TABLE:_...`).
 fn group_of(plain: &str) -> Option<&'static str> {
-    let (table, rest) = plain.split_once(':')?;
-    if rest.starts_with('_') {
-        return None;
-    }
+    let (table, _) = plain.split_once(':')?;
     group::of_table(table)
 }
 
@@ -257,15 +276,19 @@ mod tests {
             ("layout_order:o1:line:2", "{shop}layout_order:o1:line:2"),
             ("layout_order:o1:item", "{shop}layout_order:o1:item"),
             ("layout_order:", "{shop}layout_order:"),
-            // Index keys keep their own slots.
+            // Index keys share the group's tag.
             (
                 "layout_order:_unique:ref:a@b.c",
-                "layout_order:_unique:ref:a@b.c",
+                "{shop}layout_order:_unique:ref:a@b.c",
             ),
-            ("layout_order:_sorted:total", "layout_order:_sorted:total"),
+            (
+                "layout_order:_sorted:total",
+                "{shop}layout_order:_sorted:total",
+            ),
+            ("layout_order:_recent:at", "{shop}layout_order:_recent:at"),
             (
                 "layout_order:_tag:tags:ruby",
-                "{layout_order:_tag:tags}:ruby",
+                "{shop}layout_order:_tag:tags:ruby",
             ),
             ("layout_customer:c%7B1", "{shop}layout_customer:c%7B1"),
             // A table with a conflicting declaration, or none, keeps the
@@ -286,9 +309,14 @@ mod tests {
             "layout_order:o2:line:1",
             "layout_customer:c9",
             "layout_customer:c9:order",
+            "layout_order:_unique:ref:x",
+            "layout_order:_tag:tags:ruby",
+            "layout_customer:_sorted:spent",
         ] {
             assert_eq!(KeyLayout::Cluster.slot(plain), slot, "{plain}");
         }
+        assert!(KeyLayout::Cluster.one_slot_with_indexes("{shop}layout_order:o1"));
+        assert!(!KeyLayout::Cluster.one_slot_with_indexes("{layout_loose:a}:x"));
         // The plain layout hashes each key whole.
         assert_eq!(
             KeyLayout::Plain.slot("layout_order:o1"),
@@ -308,8 +336,8 @@ mod tests {
             "{shop}layout_order:o1}",
             "{shop}{shop}layout_order:o1",
             "{}layout_order:o1",
-            // An index key behind the group's tag.
-            "{shop}layout_order:_sorted:total",
+            // A grouped index key behind a tag of its own.
+            "{layout_order:_tag:tags}:ruby",
         ] {
             assert!(KeyLayout::parse(bad).is_none(), "{bad}");
         }

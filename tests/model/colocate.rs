@@ -37,15 +37,44 @@ struct Product {
     tags: Vec<String>,
 }
 
-/// `colo_order:1`, naming its customer, in a sorted index by total.
+/// `colo_order:1`, naming its customer, with a unique code, in a sorted
+/// index by total.
 #[derive(Admin, Debug, Clone, PartialEq)]
 #[redmodel(table = "colo_order", slot_group = "colo_shop")]
 struct Order {
     #[redmodel(pk)]
     id: u64,
     customer: Ref<Customer>,
+    #[redmodel(unique)]
+    code: String,
     #[redmodel(sorted)]
     total: i64,
+}
+
+/// `colo_item:1`: a grouped model with an index of every kind.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "colo_item", slot_group = "colo_shop")]
+struct Item {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(unique)]
+    sku: String,
+    #[redmodel(sorted)]
+    price: i64,
+    #[redmodel(tags)]
+    tags: Vec<String>,
+    #[redmodel(recent = 5)]
+    seen: Option<u64>,
+}
+
+fn item(id: u32, sku: &str) -> Item {
+    Item {
+        id,
+        sku: sku.into(),
+        price: i64::from(id) * 10,
+        tags: vec!["red".into(), format!("t{id}")],
+        seen: Some(u64::from(id)),
+    }
 }
 
 /// `colo_order:1:line:1`: one product of an order, in its admin's group.
@@ -69,6 +98,29 @@ struct CustomerOrders;
 struct Loose {
     #[redmodel(pk)]
     id: u32,
+}
+
+/// The calls of `command` the servers of a real cluster have run so far
+/// (`INFO commandstats` of every node), or `None` off a real cluster.
+async fn calls(ctx_urls: Option<&[String]>, command: &str) -> Option<u64> {
+    let mut total = 0;
+    for url in ctx_urls? {
+        let client = redis::Client::open(url.as_str()).ok()?;
+        let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        let prefix = format!("cmdstat_{command}:calls=");
+        total += info
+            .lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(total)
 }
 
 async fn flush(db: &Db) -> redmodel::Result<()> {
@@ -138,6 +190,7 @@ async fn place(
             &Order {
                 id,
                 customer: who.clone(),
+                code: format!("o{id}"),
                 total,
             },
         );
@@ -150,9 +203,9 @@ async fn place(
 
 backend_tests! {
     /// Every object key of the group's models (and each key under one) is
-    /// stored behind `{colo_shop}` in the cluster layout, in the one slot
-    /// `CLUSTER KEYSLOT` gives, and without a tag in the plain layout;
-    /// index keys keep their own slots; a typed transaction across the
+    /// stored behind `{colo_shop}` in the cluster layout, index keys too,
+    /// in the one slot `CLUSTER KEYSLOT` gives, and without a tag in the
+    /// plain layout; a typed transaction across the
     /// customer, two products and the new order commits, and scans, index
     /// reads and the consistency check find the objects.
     exclusive async fn a_group_keeps_its_keys_in_one_slot_and_transactions_across_it_commit(ctx) -> redmodel::Result<()> {
@@ -189,16 +242,14 @@ backend_tests! {
             let group_slot = redmodel::memory::hash_slot(b"colo_shop");
             let keys = db.scan_keys("*").await?;
             let ours = |k: &&String| k.contains("colo_") && !k.contains("colo_loose");
-            let (indexes, grouped): (Vec<&String>, Vec<&String>) =
+            let (indexes, objects): (Vec<&String>, Vec<&String>) =
                 keys.iter().filter(ours).partition(|k| k.contains(":_"));
             // The customer, its list, two products, the order, its lines.
-            assert_eq!(grouped.len(), 7, "{grouped:?}");
-            // The unique, sorted and tag entries, in slots of their own.
-            assert_eq!(indexes.len(), 3, "{indexes:?}");
-            for key in &indexes {
-                assert!(!key.starts_with("{colo_shop}"), "{key}");
-            }
-            for key in &grouped {
+            assert_eq!(objects.len(), 7, "{objects:?}");
+            // The unique (email, code), sorted and tag entries, in the
+            // group's slot too.
+            assert_eq!(indexes.len(), 4, "{indexes:?}");
+            for key in indexes.iter().chain(&objects) {
                 if cluster {
                     assert!(key.starts_with("{colo_shop}colo_"), "{key}");
                     assert_eq!(redmodel::memory::hash_slot(key.as_bytes()), group_slot, "{key}");
@@ -314,6 +365,150 @@ backend_tests! {
             assert_eq!((report.objects, report.rewritten), (1, 1), "{:?} layout: {report:?}", db.key_layout());
             assert_eq!(Product::at("p9").load(&db).await?.expect("p9").stock, 3);
         }
+        Ok(())
+    }
+
+    /// A grouped model with unique, sorted, tag and recent indexes: in the
+    /// cluster layout every key its writes leave (inserts, field writes,
+    /// an increment, a delete), index entries included, is behind
+    /// `{colo_shop}` in the group's slot, as `CLUSTER KEYSLOT` says where
+    /// the server is a cluster node (SCAN covers every master); the index
+    /// reads, `key_in` and the consistency check find them.
+    exclusive async fn every_key_of_a_grouped_model_is_in_the_group_slot(ctx) -> redmodel::Result<()> {
+        for db in ctx.layouts() {
+            flush(&db).await?;
+            let cluster = db.key_layout() == KeyLayout::Cluster;
+            for id in 1..=3 {
+                item(id, &format!("s{id}")).insert(&db).await?;
+            }
+            Item::at(1).set(&db, Item::SKU, "s9".to_string()).await?;
+            Item::at(2).set_many(&db, [Item::TAGS.to(vec!["blue".to_string()]), Item::SEEN.to(Some(7))]).await?;
+            Item::at(3).incr(&db, Item::PRICE, 5).await?;
+            assert!(Item::delete(&db, 2).await?);
+
+            assert_eq!(Item::SKU_UNIQUE.holder(&db, "s9").await?, Some(Item::at(1)));
+            assert_eq!(Item::SKU_UNIQUE.holder(&db, "s1").await?, None);
+            let top: Vec<u32> = Item::PRICE_SORTED.top(&db, 5).await?.iter().map(|i| i.id).collect();
+            assert_eq!(top, [3, 1]);
+            assert_eq!(Item::TAGS_TAGS.with(&db, "red").await?.len(), 2);
+            let seen: Vec<u32> = Item::SEEN_RECENT.load(&db).await?.iter().map(|i| i.id).collect();
+            assert_eq!(seen, [3, 1]);
+            let report = check(&db, |_| ()).await?;
+            assert!(report.is_clean(), "{:?} layout: {report}", db.key_layout());
+
+            let keys: Vec<String> = db
+                .scan_keys("*")
+                .await?
+                .into_iter()
+                .filter(|k| k.contains("colo_item"))
+                .collect();
+            let sku = Item::SKU_UNIQUE.key_in(&db, "s9")?.expect("an entry");
+            let red = Item::TAGS_TAGS.key_in(&db, "red")?;
+            for key in [&sku, &red, &Item::PRICE_SORTED.key_in(&db), &Item::SEEN_RECENT.key_in(&db)] {
+                assert!(keys.contains(key), "{key} in {keys:?}");
+            }
+            // Two objects; the sorted index, the recent list and the tag
+            // sets red, t1 and t3; two unique entries.
+            assert_eq!(keys.len(), 2 + 5 + 2, "{keys:?}");
+            let group_slot = redmodel::memory::hash_slot(b"colo_shop");
+            let node = db.is_cluster() || db.engine().is_some_and(|e| e.is_cluster_mode());
+            for key in &keys {
+                if !cluster {
+                    assert!(!key.contains(['{', '}']), "{key}");
+                    continue;
+                }
+                assert!(key.starts_with("{colo_shop}colo_item:"), "{key}");
+                if node {
+                    let slot: u16 = db.query(redis::cmd("CLUSTER").arg("KEYSLOT").arg(key)).await?;
+                    assert_eq!(slot, group_slot, "{key}");
+                }
+                assert_eq!(redmodel::memory::hash_slot(key.as_bytes()), group_slot, "{key}");
+            }
+        }
+        Ok(())
+    }
+
+    /// 16 tasks insert 16 objects of a grouped model claiming one unique
+    /// value at once: exactly one wins, the others are refused with
+    /// [`Error::Unique`] and write nothing; one entry remains, naming the
+    /// winner, and the consistency check is clean.
+    exclusive async fn racing_claims_of_one_unique_value_in_a_group_leave_one_holder(ctx) -> redmodel::Result<()> {
+        const TASKS: u32 = 16;
+        for db in ctx.layouts() {
+            flush(&db).await?;
+            let start = Arc::new(tokio::sync::Barrier::new(TASKS as usize));
+            let tasks: Vec<_> = (1..=TASKS)
+                .map(|id| {
+                    let (db, start) = (db.clone(), Arc::clone(&start));
+                    tokio::spawn(async move {
+                        start.wait().await;
+                        item(id, "same").insert(&db).await.map(|_| id)
+                    })
+                })
+                .collect();
+            let mut winners = Vec::new();
+            for task in tasks {
+                match task.await.expect("a claimant panicked") {
+                    Ok(id) => winners.push(id),
+                    Err(Error::Unique { .. }) => {}
+                    Err(other) => return Err(other),
+                }
+            }
+            assert_eq!(winners.len(), 1, "{:?} layout: {winners:?}", db.key_layout());
+            let winner = Item::at(winners[0]);
+            assert_eq!(Item::SKU_UNIQUE.holder(&db, "same").await?, Some(winner.clone()));
+            assert_eq!(ObjectRef::<Item>::scan(&db).await?, vec![winner.clone()]);
+            let pattern = format!("{}*", Item::SKU_UNIQUE.key_in(&db, "")?.expect("a prefix"));
+            let entries = db.scan_keys(&pattern).await?;
+            assert_eq!(entries.len(), 1, "{entries:?}");
+            let holders: Vec<String> = db.query(redis::cmd("LRANGE").arg(&entries[0]).arg(0).arg(-1)).await?;
+            assert_eq!(holders, [winner.key_in(&db).into_owned()]);
+            let report = check(&db, |_| ()).await?;
+            assert!(report.is_clean(), "{:?} layout: {report}", db.key_layout());
+        }
+        Ok(())
+    }
+
+    /// On a real cluster, a typed transaction that inserts an order with a
+    /// unique code and links it to its customer, across the customer and
+    /// the products, is one MULTI/EXEC with its index entries: the
+    /// servers run one EXEC and no script for it (the steps that follow an
+    /// EXEC outside a group are scripts).
+    exclusive async fn a_grouped_transaction_with_a_unique_claim_is_one_exec_on_a_cluster(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let who = Customer::at("c1");
+        customer("c1").insert(db).await?;
+        let products = [Product::at("p1")];
+        product("p1", 3, 5).insert(db).await?;
+        let urls = ctx.cluster_urls();
+        let (exec, evalsha) = (calls(urls, "exec").await, calls(urls, "evalsha").await);
+        assert!(place(db, 1, &who, &products, 1).await?);
+        if let (Some(exec), Some(evalsha)) = (exec, evalsha) {
+            assert_eq!(calls(urls, "exec").await, Some(exec + 1));
+            assert_eq!(calls(urls, "evalsha").await, Some(evalsha));
+        }
+        assert_eq!(Order::CODE_UNIQUE.holder(db, "o1").await?, Some(Order::at(1)));
+        assert_eq!(who.relation::<CustomerOrders>().members(db).await?, vec![Order::at(1)]);
+        // A second order claiming the same code is refused, and leaves
+        // nothing behind.
+        let taken = db
+            .transaction(|tx| {
+                let who = &who;
+                async move {
+                    let order = Order::at(2);
+                    tx.insert(
+                        &order,
+                        &Order { id: 2, customer: who.clone(), code: "o1".into(), total: 1 },
+                    );
+                    tx.link(&who.relation::<CustomerOrders>(), &order);
+                    Ok::<_, Error>(())
+                }
+            })
+            .await;
+        assert!(matches!(taken, Err(Error::Unique { .. })), "{taken:?}");
+        assert!(Order::at(2).load(db).await?.is_none());
+        let report = check(db, |_| ()).await?;
+        assert!(report.is_clean(), "{report}");
         Ok(())
     }
 }

@@ -1,7 +1,8 @@
 //! Writes made of single-slot groups of commands: one atomic unit in the
-//! plain layout; in the cluster layout, where the groups are in different
-//! slots and nothing atomic can hold them all, one unit per group, run in
-//! the order they were added.
+//! plain layout, or where every group is in one slot (a slot group's keys);
+//! in the cluster layout, where the groups are in different slots and
+//! nothing atomic can hold them all, one unit per group, run in the order
+//! they were added.
 //!
 //! A group may be *guarded*: it runs only if some keys of its slot exist
 //! (the object a write names, the admin a sub-object hangs under), checked
@@ -147,7 +148,8 @@ impl Plan {
     }
 
     /// Runs the groups as the layout of `db` allows (all as one unit in the
-    /// plain layout, one unit per group in order in the cluster layout) and
+    /// plain layout, or where all their keys share a slot; else one unit
+    /// per group, in order) and
     /// returns the kept replies, in the order their commands were added.
     /// A plan with a spliced command runs with
     /// [`run_whole`](Self::run_whole) instead.
@@ -171,7 +173,8 @@ impl Plan {
     /// takes from must be in one) as one atomic unit: in process under
     /// the engine's lock, on a server as one script. `None` where it
     /// cannot run whole: a server that refuses scripts, a plan past what
-    /// a script is written for, or a cluster layout's separate slots. The
+    /// a script is written for, or groups in a cluster layout's separate
+    /// slots (one group is one slot in either layout). The
     /// caller then takes a path of its own (ordered steps).
     pub(crate) async fn run_whole<T: FromRedisValue>(&self, db: &Db) -> Result<Option<T>> {
         if self.groups.len() > 1 && self.has_splices() {
@@ -182,7 +185,7 @@ impl Plan {
         if let Some(now) = self.now(db) {
             return now.map(Some);
         }
-        if !db.one_slot() {
+        if !self.one_unit(db) {
             return Ok(None);
         }
         let unit = self.unit();
@@ -198,6 +201,25 @@ impl Plan {
     pub(crate) fn now<T: FromRedisValue>(&self, db: &Db) -> Option<Result<T>> {
         let kept = self.run_now(db)?;
         Some(kept.map_err(|e| *e).and_then(from_kept))
+    }
+
+    /// Whether the groups can run as one atomic unit: always in the plain
+    /// layout, and one group is one slot in either; in the cluster layout,
+    /// several groups whose keys (each guard, each command's key) all
+    /// share one slot, as the keys of a slot group do.
+    fn one_unit(&self, db: &Db) -> bool {
+        if db.one_slot() || self.groups.len() <= 1 {
+            return true;
+        }
+        let mut keys = self.groups.iter().flat_map(|g| {
+            let guards = g.guards.iter().map(|k| k.as_bytes());
+            guards.chain(g.cmds.iter().filter_map(|(cmd, ..)| key_of(cmd)))
+        });
+        let Some(first) = keys.next() else {
+            return true;
+        };
+        let slot = redmodel_memory::hash_slot(first);
+        keys.all(|key| redmodel_memory::hash_slot(key) == slot)
     }
 
     /// The plain layout's one unit: all the groups' guards and commands.
@@ -220,7 +242,7 @@ impl Plan {
     fn run_now(&self, db: &Db) -> Option<Native<Vec<Value>>> {
         // One group is one unit in either layout; several are one unit
         // only in the plain layout (the cluster layout's run them in turn).
-        if (self.groups.len() > 1 && !db.one_slot()) || db.engine().is_none() {
+        if !self.one_unit(db) || db.engine().is_none() {
             return None;
         }
         let unit = self.unit();
@@ -232,7 +254,7 @@ impl Plan {
 
     /// [`run`](Self::run)'s units, on a server (or unguarded in process).
     async fn run_units(&self, db: &Db) -> Result<Vec<Value>> {
-        if db.one_slot() {
+        if self.one_unit(db) {
             return self.unit().run(db).await;
         }
         let mut kept = Vec::new();
@@ -302,6 +324,15 @@ impl Unit<'_> {
             tx.exec::<Vec<Value>>(pipe).await
         })
         .await
+    }
+}
+
+/// The key of a plan's command: its first argument. The keys of one
+/// group share a slot, so its first key's slot is all of its keys'.
+fn key_of(cmd: &Cmd) -> Option<&[u8]> {
+    match cmd.args_iter().nth(1)? {
+        redis::Arg::Simple(key) => Some(key),
+        _ => None,
     }
 }
 

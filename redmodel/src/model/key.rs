@@ -47,6 +47,8 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use crate::Db;
+
 /// A value that can be a pk: a part of a Redis key.
 ///
 /// Implemented for `String` and every integer type. Implement it for your
@@ -290,35 +292,73 @@ pub(crate) const TAG: &str = "tag";
 /// See [`UNIQUE`].
 pub(crate) const RECENT: &str = "recent";
 
-/// The key of a unique entry: `TABLE:_unique:FIELD:VALUE`.
-pub(crate) fn unique_key(table: &str, field: &str, value: &str) -> String {
+/// The key of a unique entry, `TABLE:_unique:FIELD:VALUE`, as `db`
+/// stores it. The index keys are built here alone, each through the
+/// database's key layout (`{shop}order:_unique:ref:R` for a table of the
+/// slot group `shop` in the cluster layout); the `plain_` builders give the
+/// plain form, for messages and the public `key` methods.
+pub(crate) fn unique_key(db: &Db, table: &str, field: &str, value: &str) -> String {
+    stored(db, plain_unique_key(table, field, value))
+}
+
+/// The key of a sorted index, `TABLE:_sorted:FIELD`, as `db` stores it.
+pub(crate) fn sorted_key(db: &Db, table: &str, field: &str) -> String {
+    stored(db, plain_sorted_key(table, field))
+}
+
+/// The key of one tag's set, `TABLE:_tag:FIELD:TAG`, as `db` stores it.
+pub(crate) fn tag_key(db: &Db, table: &str, field: &str, tag: &str) -> String {
+    stored(db, plain_tag_key(table, field, tag))
+}
+
+/// The key of a recent list, `TABLE:_recent:FIELD`, as `db` stores it.
+pub(crate) fn recent_key(db: &Db, table: &str, field: &str) -> String {
+    stored(db, plain_recent_key(table, field))
+}
+
+/// The plain form of [`unique_key`].
+pub(crate) fn plain_unique_key(table: &str, field: &str, value: &str) -> String {
     reserved_key(table, UNIQUE, &[field, value])
 }
 
-/// The key of a sorted index: `TABLE:_sorted:FIELD`.
-pub(crate) fn sorted_key(table: &str, field: &str) -> String {
+/// The plain form of [`sorted_key`].
+pub(crate) fn plain_sorted_key(table: &str, field: &str) -> String {
     reserved_key(table, SORTED, &[field])
 }
 
-/// The key of one tag's set: `TABLE:_tag:FIELD:TAG`.
-pub(crate) fn tag_key(table: &str, field: &str, tag: &str) -> String {
+/// The plain form of [`tag_key`].
+pub(crate) fn plain_tag_key(table: &str, field: &str, tag: &str) -> String {
     reserved_key(table, TAG, &[field, tag])
 }
 
-/// The key of a recent list: `TABLE:_recent:FIELD`.
-pub(crate) fn recent_key(table: &str, field: &str) -> String {
+/// The plain form of [`recent_key`].
+pub(crate) fn plain_recent_key(table: &str, field: &str) -> String {
     reserved_key(table, RECENT, &[field])
 }
 
 /// Every key an index of kind `kind` (one of the names above) on the
-/// stored field `field` of `table` may hold, as one SCAN pattern: the
-/// entries of every value for unique and tag indexes, the single key for
-/// sorted and recent indexes. For dropping an index.
-pub(crate) fn key_pattern(table: &str, field: &str, kind: &str) -> String {
+/// stored field `field` of `table` may hold, as `db` stores them, as one
+/// SCAN pattern: the entries of every value for unique and tag indexes,
+/// the single key for sorted and recent indexes. For dropping an index,
+/// and for checking one.
+pub(crate) fn key_pattern(db: &Db, table: &str, field: &str, kind: &str) -> String {
+    stored(db, plain_key_pattern(table, field, kind))
+}
+
+/// The plain form of [`key_pattern`].
+fn plain_key_pattern(table: &str, field: &str, kind: &str) -> String {
     match kind {
-        UNIQUE => format!("{}*", glob_escape(&unique_key(table, field, ""))),
-        TAG => format!("{}*", glob_escape(&tag_key(table, field, ""))),
+        UNIQUE => format!("{}*", glob_escape(&plain_unique_key(table, field, ""))),
+        TAG => format!("{}*", glob_escape(&plain_tag_key(table, field, ""))),
         _ => glob_escape(&reserved_key(table, kind, &[field])).into_owned(),
+    }
+}
+
+/// The plain key `plain` as `db` stores it.
+fn stored(db: &Db, plain: String) -> String {
+    match db.stored(&plain) {
+        Cow::Borrowed(_) => plain,
+        Cow::Owned(stored) => stored,
     }
 }
 
@@ -382,15 +422,34 @@ mod tests {
     #[test]
     fn index_keys_follow_the_layout() {
         assert_eq!(
-            unique_key("user", "name", "ken thompson"),
+            plain_unique_key("user", "name", "ken thompson"),
             "user:_unique:name:ken%20thompson"
         );
-        assert_eq!(sorted_key("user", "logins"), "user:_sorted:logins");
-        assert_eq!(tag_key("book", "tags", "c++"), "book:_tag:tags:c%2B%2B");
-        assert_eq!(recent_key("user", "last_login"), "user:_recent:last_login");
-        assert_eq!(key_pattern("user", "name", UNIQUE), "user:_unique:name:*");
-        assert_eq!(key_pattern("book", "tags", TAG), "book:_tag:tags:*");
-        assert_eq!(key_pattern("user", "logins", SORTED), "user:_sorted:logins");
-        assert_eq!(key_pattern("user", "at", RECENT), "user:_recent:at");
+        assert_eq!(plain_sorted_key("user", "logins"), "user:_sorted:logins");
+        assert_eq!(
+            plain_tag_key("book", "tags", "c++"),
+            "book:_tag:tags:c%2B%2B"
+        );
+        assert_eq!(
+            plain_recent_key("user", "last_login"),
+            "user:_recent:last_login"
+        );
+        assert_eq!(
+            plain_key_pattern("user", "name", UNIQUE),
+            "user:_unique:name:*"
+        );
+        assert_eq!(plain_key_pattern("book", "tags", TAG), "book:_tag:tags:*");
+        assert_eq!(
+            plain_key_pattern("user", "logins", SORTED),
+            "user:_sorted:logins"
+        );
+        assert_eq!(plain_key_pattern("user", "at", RECENT), "user:_recent:at");
+        let db = Db::memory().with_key_layout(crate::KeyLayout::Cluster);
+        assert_eq!(
+            tag_key(&db, "book", "tags", "c++"),
+            "{book:_tag:tags}:c%2B%2B"
+        );
+        assert_eq!(key_pattern(&db, "book", "tags", TAG), "{book:_tag:tags}:*");
+        assert_eq!(sorted_key(&db, "user", "logins"), "user:_sorted:logins");
     }
 }

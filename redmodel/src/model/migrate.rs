@@ -291,7 +291,7 @@ pub async fn drop_field_indexes(db: &Db, table: &str, field: &str) -> Result<u64
         },
         IndexKind::Recent { cap: 1 },
     ] {
-        let keys = scan_keys(db, &db.stored(&key_pattern(table, field, kind.name()))).await?;
+        let keys = scan_keys(db, &key_pattern(db, table, field, kind.name())).await?;
         for batch in keys.chunks(500) {
             deleted += if db.one_slot() {
                 db.query::<u64>(cmd("DEL").arg(batch)).await?
@@ -665,7 +665,7 @@ fn plan_entry<'k, M: Model>(
     let mut fail = |reason: String| failed.push((key.to_string(), format!("`{field}`: {reason}")));
     match spec.kind {
         IndexKind::Sorted { score } => {
-            let index = sorted_key(M::TABLE, field);
+            let index = sorted_key(db, M::TABLE, field);
             let score = text
                 .map(score)
                 .transpose()
@@ -691,7 +691,7 @@ fn plan_entry<'k, M: Model>(
                     for tag in list.unwrap_or_default() {
                         write
                             .command("SADD")
-                            .arg(db.stored(&tag_key(M::TABLE, field, &tag)))
+                            .arg(tag_key(db, M::TABLE, field, &tag))
                             .arg(key)
                             .ignore();
                     }
@@ -702,7 +702,7 @@ fn plan_entry<'k, M: Model>(
         }
         IndexKind::Unique => match std::str::from_utf8(text?) {
             Ok(value) => Some(Claim {
-                entry: unique_key(M::TABLE, field, value),
+                entry: unique_key(db, M::TABLE, field, value),
                 field,
                 value: value.to_string(),
                 claimant: key,

@@ -269,14 +269,14 @@ async fn check_forward<M: Model>(
                         continue;
                     };
                     pipe.command("ZSCORE")
-                        .arg(db.stored(&sorted_key(M::TABLE, spec.field)).as_ref())
+                        .arg(sorted_key(db, M::TABLE, spec.field))
                         .arg(&member);
                     expected.push((&read.object, format!("score {score}"), Expect::Score(score)));
                 }
                 IndexKind::Unique => {
                     let Ok(value) = key_text(text) else { continue };
                     pipe.command("LINDEX")
-                        .arg(db.stored(&unique_key(M::TABLE, spec.field, value)).as_ref())
+                        .arg(unique_key(db, M::TABLE, spec.field, value))
                         .arg(0);
                     expected.push((
                         &read.object,
@@ -287,7 +287,7 @@ async fn check_forward<M: Model>(
                 IndexKind::Tags { tags } => {
                     for tag in tags(text).unwrap_or_default() {
                         pipe.command("SISMEMBER")
-                            .arg(db.stored(&tag_key(M::TABLE, spec.field, &tag)).as_ref())
+                            .arg(tag_key(db, M::TABLE, spec.field, &tag))
                             .arg(&member);
                         expected.push((
                             &read.object,
@@ -346,7 +346,7 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
     let mut entries: Vec<(String, String, Claim)> = Vec::new();
     match spec.kind {
         IndexKind::Sorted { .. } => {
-            let key = db.stored(&sorted_key(M::TABLE, spec.field)).into_owned();
+            let key = sorted_key(db, M::TABLE, spec.field);
             let members: Vec<(String, f64)> = db
                 .query(cmd("ZRANGE").arg(&key).arg(0).arg(-1).arg("WITHSCORES"))
                 .await?;
@@ -357,14 +357,14 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
             );
         }
         IndexKind::Recent { .. } => {
-            let key = db.stored(&recent_key(M::TABLE, spec.field)).into_owned();
+            let key = recent_key(db, M::TABLE, spec.field);
             let members: Vec<String> = db.query(cmd("LRANGE").arg(&key).arg(0).arg(-1)).await?;
             entries.extend(members.into_iter().map(|m| (key.clone(), m, Claim::Exists)));
         }
         IndexKind::Unique | IndexKind::Tags { .. } => {
-            let pattern = key_pattern(M::TABLE, spec.field, spec.kind.name());
+            let pattern = key_pattern(db, M::TABLE, spec.field, spec.kind.name());
             let unique = matches!(spec.kind, IndexKind::Unique);
-            let keys = scan_keys(db, &db.stored(&pattern)).await?;
+            let keys = scan_keys(db, &pattern).await?;
             for keys in keys.chunks(BATCH) {
                 // Each entry's members (and, for a unique entry, its TTL)
                 // in one round trip per batch.
@@ -473,7 +473,7 @@ impl Claim {
             (Claim::Key, IndexKind::Unique) => {
                 let want = text
                     .and_then(|t| key_text(t).ok())
-                    .map(|v| db.stored(&unique_key(M::TABLE, field, v)).into_owned());
+                    .map(|v| unique_key(db, M::TABLE, field, v));
                 (want.as_deref() != Some(index))
                     .then(|| format!("its `{field}` no longer holds this value"))
             }
@@ -482,7 +482,7 @@ impl Claim {
                     .and_then(|t| tags(t).ok())
                     .unwrap_or_default()
                     .iter()
-                    .map(|tag| db.stored(&tag_key(M::TABLE, field, tag)).into_owned())
+                    .map(|tag| tag_key(db, M::TABLE, field, tag))
                     .collect();
                 (!want.contains(index)).then(|| format!("its `{field}` no longer has this tag"))
             }

@@ -13,7 +13,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::command::cmd;
-use crate::model::key::recent_key;
+use crate::model::key::{plain_recent_key, recent_key};
 use crate::model::live::{existing, load_holding, parse_member, prune_gone, prune_lacking, Entry};
 use crate::model::query::{Filter, Kind};
 use crate::model::{Model, ObjectRef};
@@ -66,7 +66,13 @@ impl<M> RecentList<M> {
 impl<M: Model> RecentList<M> {
     /// The list's key (`user:_recent:last_login`).
     pub fn key(&self) -> String {
-        recent_key(M::TABLE, self.field)
+        plain_recent_key(M::TABLE, self.field)
+    }
+
+    /// The list's key as `db` stores it (`{shop}TABLE:_...` for a table of
+    /// the slot group `shop` in the [cluster layout](crate::KeyLayout::Cluster)).
+    pub fn key_in(&self, db: &Db) -> String {
+        recent_key(db, M::TABLE, self.field)
     }
 
     /// A [query](crate::model::query) filter: objects in the list (among
@@ -75,12 +81,13 @@ impl<M: Model> RecentList<M> {
         Filter::new(Ok(Kind::Recent { key: self.key() }))
     }
 
-    fn entry(&self) -> impl Fn(&str) -> Entry + '_ {
-        move |_| Entry::List(self.key())
+    fn entry(&self, db: &Db) -> impl Fn(&str) -> Entry + use<M> {
+        let key = self.key_in(db);
+        move |_| Entry::List(key.clone())
     }
 
     async fn keys(&self, db: &Db) -> Result<Vec<ObjectRef<M>>> {
-        let key = self.key();
+        let key = self.key_in(db);
         let stop = i64::from(self.cap) - 1;
         let members: Vec<String> = db
             .read_cached(cmd("LRANGE").arg(&key).arg(0).arg(stop))
@@ -101,7 +108,7 @@ impl<M: Model> RecentList<M> {
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "recent_load", index = self.field))]
     pub async fn load_each(&self, db: &Db) -> Result<Vec<Result<M>>> {
         let refs = self.keys(db).await?;
-        load_holding(db, refs, Some(self.field), self.entry()).await
+        load_holding(db, refs, Some(self.field), self.entry(db)).await
     }
 
     /// The handles, newest first; handles of gone objects are left out
@@ -119,7 +126,7 @@ impl<M: Model> RecentList<M> {
                 .filter(|(_, l)| !**l)
                 .map(|(k, _)| k)
                 .collect();
-            prune_gone(db, &gone, self.entry()).await?;
+            prune_gone(db, &gone, self.entry(db)).await?;
         }
         Ok(refs
             .into_iter()
@@ -134,8 +141,8 @@ impl<M: Model> RecentList<M> {
     /// removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .read(cmd("LRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(cmd("LRANGE").arg(self.key_in(db)).arg(0).arg(-1))
             .await?;
-        prune_lacking::<M>(db, &keys, self.field, self.entry()).await
+        prune_lacking::<M>(db, &keys, self.field, self.entry(db)).await
     }
 }

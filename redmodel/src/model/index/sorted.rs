@@ -19,7 +19,7 @@ use std::ops::{Bound, RangeBounds};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::query::Bounds;
-use crate::model::key::sorted_key;
+use crate::model::key::{plain_sorted_key, sorted_key};
 use crate::model::live::{
     existing, expiring_position, lacks, load_judged, parse_member, prune, prune_gone,
     prune_lacking, Entry, Stale, Test,
@@ -208,11 +208,18 @@ impl<M, T> SortedIndex<M, T> {
 impl<M: Model, T> SortedIndex<M, T> {
     /// The sorted set's key (`user:_sorted:logins`).
     pub fn key(&self) -> String {
-        sorted_key(M::TABLE, self.field)
+        plain_sorted_key(M::TABLE, self.field)
     }
 
-    fn entry(&self) -> impl Fn(&str) -> Entry + '_ {
-        move |_| Entry::Sorted(self.key())
+    /// The sorted set's key as `db` stores it (`{shop}TABLE:_...` for a table of
+    /// the slot group `shop` in the [cluster layout](crate::KeyLayout::Cluster)).
+    pub fn key_in(&self, db: &Db) -> String {
+        sorted_key(db, M::TABLE, self.field)
+    }
+
+    fn entry(&self, db: &Db) -> impl Fn(&str) -> Entry + use<M, T> {
+        let key = self.key_in(db);
+        move |_| Entry::Sorted(key.clone())
     }
 
     /// A [query](crate::model::query) filter: objects whose score is
@@ -243,7 +250,7 @@ impl<M: Model, T> SortedIndex<M, T> {
         keys: Vec<String>,
         stale: &mut Vec<Stale>,
     ) -> Result<Vec<Result<M>>> {
-        let index = self.key();
+        let index = self.key_in(db);
         let refs = keys
             .iter()
             .map(|k| parse_member::<M>(k, &index))
@@ -294,7 +301,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// those.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "sorted_walk", index = self.field))]
     async fn walk(&self, db: &Db, end: End, n: u64) -> Result<Vec<Result<M>>> {
-        let key = self.key();
+        let key = self.key_in(db);
         let mut out = Vec::new();
         let mut stale = Vec::new();
         let mut start: u64 = 0;
@@ -361,7 +368,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     ) -> Result<Vec<String>> {
         let (min, max) = score_bounds(range)?;
         let mut cmd = cmd("ZRANGE");
-        cmd.arg(self.key());
+        cmd.arg(self.key_in(db));
         if rev {
             cmd.arg(max).arg(min).arg("BYSCORE").arg("REV");
         } else {
@@ -380,7 +387,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// How many live objects the index holds.
     pub async fn len(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .read(cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(cmd("ZRANGE").arg(self.key_in(db)).arg(0).arg(-1))
             .await?;
         self.count_live(db, keys).await
     }
@@ -401,7 +408,7 @@ impl<M: Model, T> SortedIndex<M, T> {
                 .filter(|(_, l)| !l)
                 .map(|(k, _)| k)
                 .collect();
-            prune_gone(db, &gone, self.entry()).await?;
+            prune_gone(db, &gone, self.entry(db)).await?;
         }
         Ok(alive)
     }
@@ -420,7 +427,7 @@ impl<M: Model, T> SortedIndex<M, T> {
     }
 
     async fn rank(&self, db: &Db, member: String, end: End) -> Result<Option<u64>> {
-        let key = self.key();
+        let key = self.key_in(db);
         let command = if end == End::Highest {
             "ZREVRANK"
         } else {
@@ -434,7 +441,7 @@ impl<M: Model, T> SortedIndex<M, T> {
             return Ok(None);
         };
         if !exists {
-            prune_gone(db, &[member], self.entry()).await?;
+            prune_gone(db, &[member], self.entry(db)).await?;
             return Ok(None);
         }
         if rank == 0 {
@@ -454,11 +461,11 @@ impl<M: Model, T> SortedIndex<M, T> {
     pub async fn score(&self, db: &Db, member: impl AsMember<M>) -> Result<Option<f64>> {
         let member = stored_member(db, member)?;
         let mut pipe = redis::pipe();
-        pipe.command("ZSCORE").arg(self.key()).arg(&member);
+        pipe.command("ZSCORE").arg(self.key_in(db)).arg(&member);
         pipe.command("EXISTS").arg(&member);
         let (score, exists): (Option<f64>, bool) = db.read_pipeline(&pipe).await?;
         if score.is_some() && !exists {
-            prune_gone(db, &[member], self.entry()).await?;
+            prune_gone(db, &[member], self.entry(db)).await?;
             return Ok(None);
         }
         Ok(score)
@@ -469,9 +476,9 @@ impl<M: Model, T> SortedIndex<M, T> {
     /// Returns how many were removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
         let keys: Vec<String> = db
-            .read(cmd("ZRANGE").arg(self.key()).arg(0).arg(-1))
+            .read(cmd("ZRANGE").arg(self.key_in(db)).arg(0).arg(-1))
             .await?;
-        prune_lacking::<M>(db, &keys, self.field, self.entry()).await
+        prune_lacking::<M>(db, &keys, self.field, self.entry(db)).await
     }
 }
 

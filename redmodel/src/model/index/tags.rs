@@ -15,7 +15,7 @@ use super::IndexKind;
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::model::codec::{IntoValue, Scalar};
-use crate::model::key::{decode_segment, glob_escape, tag_key};
+use crate::model::key::{decode_segment, glob_escape, plain_tag_key, tag_key};
 use crate::model::live::{key_text, load_judged, parse_member, prune, Entry, Stale, Test};
 use crate::model::query::{Filter, Kind, TagOp};
 use crate::model::scan::scan_keys;
@@ -175,19 +175,24 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
 
     /// The key of one tag's set, in plain form (`book:_tag:tags:ruby`).
     pub fn key(&self, tag: impl IntoValue<T::Tag>) -> Result<String> {
-        Ok(tag_key(M::TABLE, self.field, &self.text(tag.into_value())?))
+        Ok(plain_tag_key(
+            M::TABLE,
+            self.field,
+            &self.text(tag.into_value())?,
+        ))
     }
 
     /// The key of one tag's set as `db` stores it (`{book:_tag:tags}:ruby`
     /// in the [cluster layout](crate::KeyLayout::Cluster), where all the
-    /// sets of one field share a slot).
+    /// sets of one field share a slot; `{shop}book:_tag:tags:ruby` for a
+    /// table of the slot group `shop`, whose keys all share the group's).
     pub fn key_in(&self, db: &Db, tag: impl IntoValue<T::Tag>) -> Result<String> {
         Ok(self.set_key(db, &self.text(tag.into_value())?))
     }
 
     /// The stored key of the set of the tag text `tag`.
     fn set_key(&self, db: &Db, tag: &str) -> String {
-        db.stored(&tag_key(M::TABLE, self.field, tag)).into_owned()
+        tag_key(db, M::TABLE, self.field, tag)
     }
 
     /// The field's tag parser, from the model's declaration.
@@ -212,7 +217,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
                 op,
                 sets: texts
                     .iter()
-                    .map(|t| tag_key(M::TABLE, self.field, t))
+                    .map(|t| plain_tag_key(M::TABLE, self.field, t))
                     .collect(),
             }
         }))
@@ -419,7 +424,7 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
                 T::Tag::from_text(tag.as_bytes())
                     .map(|t| (t, n))
                     .map_err(|reason| Error::InvalidKey {
-                        key: tag_key(M::TABLE, self.field, &tag),
+                        key: plain_tag_key(M::TABLE, self.field, &tag),
                         model: M::TABLE,
                         reason: format!("its tag is not a value of the field: {reason}"),
                     })

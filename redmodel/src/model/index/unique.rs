@@ -17,7 +17,7 @@ use redis::Value;
 
 use crate::command::{cmd, sized};
 use crate::model::codec::{Codec, IntoValue, Plain};
-use crate::model::key::{decode_segment, glob_escape, unique_key};
+use crate::model::key::{decode_segment, glob_escape, plain_unique_key, unique_key};
 use crate::model::live::holder_command;
 use crate::model::live::{key_text, parse_member, prune, Entry, Stale, Test, PRUNE_BATCH};
 use crate::model::query::{Filter, Kind};
@@ -86,19 +86,29 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
             .transpose()
     }
 
-    /// The key of the entry of `value` (`user:_unique:name:ken%20thompson`);
-    /// `None` for an absent value.
+    /// The key of the entry of `value`, in plain form
+    /// (`user:_unique:name:ken%20thompson`); `None` for an absent value.
     pub fn key(&self, value: impl IntoValue<T>) -> Result<Option<String>> {
         Ok(self
             .text(value.into_value())?
-            .map(|text| unique_key(M::TABLE, self.field, &text)))
+            .map(|text| plain_unique_key(M::TABLE, self.field, &text)))
+    }
+
+    /// The key of the entry of `value` as `db` stores it
+    /// (`{shop}user:_unique:name:ken%20thompson` for a table of the slot
+    /// group `shop` in the [cluster layout](crate::KeyLayout::Cluster)); `None`
+    /// for an absent value.
+    pub fn key_in(&self, db: &Db, value: impl IntoValue<T>) -> Result<Option<String>> {
+        Ok(self
+            .text(value.into_value())?
+            .map(|text| unique_key(db, M::TABLE, self.field, &text)))
     }
 
     /// A [query](crate::model::query) filter: the object whose field
     /// holds `value`.
     pub fn equals(&self, value: impl IntoValue<T>) -> Filter<M> {
         Filter::new(self.text(value.into_value()).map(|text| Kind::Equals {
-            entry: text.map(|text| unique_key(M::TABLE, self.field, &text)),
+            entry: text.map(|text| plain_unique_key(M::TABLE, self.field, &text)),
         }))
     }
 
@@ -152,7 +162,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
         let Some(text) = self.text(value.into_value())? else {
             return Ok(None);
         };
-        let entry = unique_key(M::TABLE, self.field, &text);
+        let entry = unique_key(db, M::TABLE, self.field, &text);
         let Some((holder, values)) = read_holder::<M>(db, &entry, fields).await? else {
             return Ok(None);
         };
@@ -183,7 +193,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     /// holds the value (a full pass: SCAN of the entries, then checked
     /// removal). Returns how many were removed.
     pub async fn prune(&self, db: &Db) -> Result<u64> {
-        let prefix = unique_key(M::TABLE, self.field, "");
+        let prefix = unique_key(db, M::TABLE, self.field, "");
         let entries = scan_keys(db, &format!("{}*", glob_escape(&prefix))).await?;
         let mut removed = 0;
         for batch in entries.chunks(PRUNE_BATCH) {

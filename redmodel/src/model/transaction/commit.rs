@@ -45,9 +45,16 @@ impl Pending {
         let mut txn = redis::pipe();
         txn.atomic();
         let mut stepped: Vec<Stepped> = Vec::new();
+        // The transaction's keys share a slot; the index entries join its
+        // EXEC where they share it too (always in the plain layout; in the
+        // cluster layout, when every table written is in a slot group).
+        let one_unit = self
+            .writes
+            .iter()
+            .all(|w| db.one_unit_with_indexes(&w.key, &[]));
         for (write, (specs, claims)) in self.writes.iter().zip(plans) {
             let changes = write.changes();
-            if !db.one_slot() {
+            if !one_unit {
                 let claimed = if claims.is_empty() {
                     Vec::new()
                 } else {

@@ -45,7 +45,9 @@ use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::Plan;
 use crate::model::index::unique::{claim_commands, holder_and_field_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
-use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
+use crate::model::key::{
+    plain_recent_key, plain_sorted_key, recent_key, sorted_key, tag_key, unique_key,
+};
 use crate::model::live::holder_command;
 use crate::model::live::key_text;
 use crate::model::Model;
@@ -115,7 +117,14 @@ pub(crate) fn touches_index<M: Model>(names: &[&str]) -> bool {
     M::INDEXES.iter().any(|spec| names.contains(&spec.field))
 }
 
-fn step<M: Model>(spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
+/// The index step of `spec` for a write of `new` to the object at `key`;
+/// its index keys as `db` stores them (a caller without one reads only
+/// its claims).
+fn step<M: Model>(db: Option<&Db>, spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
+    let stored = |plain: String| match db {
+        Some(db) => db.stored(&plain).into_owned(),
+        None => plain,
+    };
     let field = spec.field;
     let invalid = |reason: String| Error::Encode {
         key: key.to_string(),
@@ -133,12 +142,12 @@ fn step<M: Model>(spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
                 None => None,
             };
             Step::Sorted {
-                key: sorted_key(M::TABLE, field),
+                key: stored(plain_sorted_key(M::TABLE, field)),
                 score: score.map(|s| checked_score(field, s)).transpose()?,
             }
         }
         IndexKind::Recent { cap } => Step::Recent {
-            key: recent_key(M::TABLE, field),
+            key: stored(plain_recent_key(M::TABLE, field)),
             cap,
             push: new.value().is_some(),
         },
@@ -198,13 +207,16 @@ fn add_blind(cmds: &mut Vec<Cmd>, member: &str, steps: &[Step]) {
 
 /// Runs the object's own commands (what `write` adds) with the index
 /// commands that `changes` calls for, as one atomic unit, and returns the
-/// replies of the object's commands that are not ignored. `key` is the
+/// replies of the object's commands that are not ignored (also in the
+/// cluster layout for a table of a slot group, whose index keys share the
+/// object's slot). `key` is the
 /// object's key as `db` stores it (also what index entries hold). With a
 /// `guards` (keys that must exist: the object itself, a sub-object's admin,
 /// the objects its reference fields name), nothing
-/// is written unless it exists ([`Error::NotFound`]). In the cluster
-/// layout, where the object and its index entries are in different slots,
-/// this is a sequence of steps instead ([`stepped`]).
+/// is written unless it exists ([`Error::NotFound`]). Where the object and
+/// its index entries or guards are in different slots (the cluster layout,
+/// outside a slot group), this is a sequence of steps instead
+/// ([`stepped`]).
 pub(crate) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
@@ -220,9 +232,9 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     }
     let steps = touched
         .iter()
-        .map(|(spec, new)| step::<M>(spec, *new, key))
+        .map(|(spec, new)| step::<M>(Some(db), spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
-    if !db.one_slot() {
+    if !db.one_unit_with_indexes(key, guards) {
         let specs: Vec<&'static IndexSpec> = touched.iter().map(|(spec, _)| *spec).collect();
         let claims: Vec<(&'static str, &str)> = steps
             .iter()
@@ -317,13 +329,13 @@ async fn add_watched_steps<M: Model, R: Reader>(
                 new: new.as_deref(),
                 new_entry: new
                     .as_deref()
-                    .map(|v| (unique_key(M::TABLE, field, v), None)),
+                    .map(|v| (unique_key(db, M::TABLE, field, v), None)),
                 old_entry: None,
             }),
             _ => None,
         })
         .collect();
-    let old = read_old(tx, key, &fields, &mut uniques).await?;
+    let old = read_old(tx, db, key, &fields, &mut uniques).await?;
     let old_of = |field: &str| -> Option<&[u8]> {
         let i = fields.iter().position(|f| *f == field)?;
         old.get(i)?.as_deref()
@@ -331,7 +343,7 @@ async fn add_watched_steps<M: Model, R: Reader>(
     for u in uniques.iter_mut() {
         let old_text = old_of(u.field).and_then(|t| std::str::from_utf8(t).ok());
         if let Some(old_text) = old_text.filter(|t| Some(*t) != u.new) {
-            u.old_entry = Some((unique_key(M::TABLE, u.field, old_text), false));
+            u.old_entry = Some((unique_key(db, M::TABLE, u.field, old_text), false));
         }
     }
     check_entries::<M, _>(tx, key, &mut uniques).await?;
@@ -379,8 +391,7 @@ fn add_watched<'o, M: Model>(
                 .collect();
             let member = |name: &str, tag: &str| {
                 let mut c = cmd(name);
-                c.arg(db.stored(&tag_key(M::TABLE, field, tag)).as_ref())
-                    .arg(key);
+                c.arg(tag_key(db, M::TABLE, field, tag)).arg(key);
                 c
             };
             for tag in old.iter().filter(|t| !new.contains(t)) {
@@ -410,7 +421,7 @@ pub(crate) async fn add_entries<M: Model>(
     let touched = touched::<M>(changes);
     let steps = touched
         .iter()
-        .map(|(spec, new)| step::<M>(spec, *new, key))
+        .map(|(spec, new)| step::<M>(Some(db), spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
     let mut entries = Vec::new();
     add_blind(&mut entries, key, &steps);
@@ -435,7 +446,7 @@ pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<IndexPl
         if let Step::Unique {
             field,
             new: Some(value),
-        } = step::<M>(spec, *new, key)?
+        } = step::<M>(None, spec, *new, key)?
         {
             claims.push((field, value));
         }
@@ -445,13 +456,21 @@ pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<IndexPl
 
 /// Round 1: WATCH the object and the unique entries to claim; read the
 /// old values of `fields` (HMGET) and, for each entry, its holder and
-/// whether that holder holds the value (one SORT, so the two agree).
+/// whether that holder holds the value: one SORT, so the two agree, where
+/// SORT may read other keys (the plain layout). In the cluster layout,
+/// where a cluster refuses SORT's GET patterns, the entry's holder
+/// (LINDEX) and then the holder's field (HGET, the holder WATCHed too):
+/// the entry is read first and re-checked with the write, so a holder
+/// that gives the value up or claims it between the two reads changes
+/// the entry and fails the write's check.
 async fn read_old<R: Reader>(
     tx: &R,
+    db: &Db,
     key: &str,
     fields: &[&str],
     uniques: &mut [UniqueState<'_>],
 ) -> Result<Vec<Option<Vec<u8>>>> {
+    let sort = db.one_slot();
     let replies: Vec<Value> = {
         let mut watch: SmallVec<[&str; 4]> = SmallVec::new();
         watch.push(key);
@@ -462,7 +481,11 @@ async fn read_old<R: Reader>(
         for u in uniques.iter() {
             if let Some((entry, _)) = &u.new_entry {
                 watch.push(entry);
-                read.push(holder_and_field_command(entry, u.field));
+                read.push(if sort {
+                    holder_and_field_command(entry, u.field)
+                } else {
+                    holder_command(entry)
+                });
             }
         }
         tx.read(&watch, read, false).await?
@@ -472,12 +495,14 @@ async fn read_old<R: Reader>(
         .map_err(redis::RedisError::from)?;
     for u in uniques.iter_mut() {
         if let Some((_, holder)) = u.new_entry.as_mut() {
-            let reply: Vec<Option<String>> = replies
-                .next()
-                .map(redis::from_redis_value)
-                .transpose()
-                .map_err(redis::RedisError::from)?
-                .unwrap_or_default();
+            let reply = replies.next().unwrap_or(Value::Nil);
+            let reply: Vec<Option<String>> = if sort {
+                redis::from_redis_value::<Option<Vec<Option<String>>>>(reply)
+            } else {
+                redis::from_redis_value::<Option<String>>(reply).map(|h| Some(vec![h]))
+            }
+            .map_err(redis::RedisError::from)?
+            .unwrap_or_default();
             *holder = match reply.as_slice() {
                 [Some(h), value, ..] => Some((h.clone(), value.as_deref() == u.new)),
                 [Some(h)] => Some((h.clone(), false)),
@@ -485,7 +510,41 @@ async fn read_old<R: Reader>(
             };
         }
     }
+    if !sort {
+        read_holders_fields(tx, uniques).await?;
+    }
     Ok(old)
+}
+
+/// The second read of [`read_old`] in the cluster layout: whether each
+/// entry's holder holds the value (HGET, the holders WATCHed). A holder
+/// of another type reads as one that does not.
+async fn read_holders_fields<R: Reader>(tx: &R, uniques: &mut [UniqueState<'_>]) -> Result<()> {
+    let held: Vec<(usize, String)> = uniques
+        .iter()
+        .enumerate()
+        .filter_map(|(i, u)| match &u.new_entry {
+            Some((_, Some((holder, _)))) => Some((i, holder.clone())),
+            _ => None,
+        })
+        .collect();
+    if held.is_empty() {
+        return Ok(());
+    }
+    let watch: SmallVec<[&str; 4]> = held.iter().map(|(_, h)| h.as_str()).collect();
+    let reads = held
+        .iter()
+        .map(|(i, holder)| cmd("HGET").arg(holder).arg(uniques[*i].field).clone())
+        .collect();
+    let replies: Vec<Value> = tx.read(&watch, reads, true).await?;
+    for ((i, _), reply) in held.iter().zip(replies) {
+        let u = &mut uniques[*i];
+        let value = redis::from_redis_value::<Option<String>>(reply).unwrap_or(None);
+        if let Some((_, Some((_, holds)))) = u.new_entry.as_mut() {
+            *holds = value.as_deref() == u.new;
+        }
+    }
+    Ok(())
 }
 
 /// Round 2: refuse a value to claim whose holder (another object) holds
@@ -559,13 +618,13 @@ pub(crate) async fn incr_indexed<M: Model>(
             reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
         });
     }
-    if db.one_slot()
+    if db.one_unit_with_indexes(key, &[])
         && let Some(text) = incr_whole::<M>(db, key, field, command, by, &specs).await?
     {
         return Ok(text);
     }
-    // The cluster layout (the object and its indexes are in different
-    // slots), or a server that refuses scripts: the object's step, then
+    // The object and its indexes in different slots (the cluster layout,
+    // outside a slot group), or a server that refuses scripts: the object's step, then
     // the entries from the value it read back (see `stepped`).
     let write = |steps: &mut Plan| add_incr_read_back(steps, key, field, command, by);
     let guards = [key.to_string()];
@@ -672,11 +731,11 @@ async fn incr_whole<M: Model>(
         .collect();
     let mut indexes: Vec<(String, Option<u32>)> = sorted
         .iter()
-        .map(|_| (sorted_key(M::TABLE, field), None))
+        .map(|_| (sorted_key(db, M::TABLE, field), None))
         .collect();
     for spec in specs {
         if let IndexKind::Recent { cap } = spec.kind {
-            indexes.push((recent_key(M::TABLE, field), Some(cap)));
+            indexes.push((recent_key(db, M::TABLE, field), Some(cap)));
         }
     }
     let plan = incr_plan(key, field, command, by, &indexes);
@@ -698,7 +757,7 @@ async fn incr_whole<M: Model>(
             // the codec's score wins.
             Ok(_) => resync_score::<M>(db, key, spec).await?,
             Err(reason) => {
-                db.query::<()>(cmd("ZREM").arg(sorted_key(M::TABLE, field)).arg(key))
+                db.query::<()>(cmd("ZREM").arg(sorted_key(db, M::TABLE, field)).arg(key))
                     .await?;
                 return Err(overflow(key, field, &text, &reason));
             }
@@ -727,7 +786,7 @@ async fn resync_score<M: Model>(db: &Db, key: &str, spec: &IndexSpec) -> Result<
     let resync = Resync {
         key,
         field: spec.field,
-        index: sorted_key(M::TABLE, spec.field),
+        index: sorted_key(db, M::TABLE, spec.field),
         score,
     };
     checked::run::<()>(db, key, &[], &[], &resync).await

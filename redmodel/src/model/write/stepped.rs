@@ -141,7 +141,7 @@ pub(crate) async fn claim_all<M: Model, V: AsRef<str>>(
     let mut claimed = Vec::new();
     for (field, value) in claims {
         let value = value.as_ref();
-        let entry = unique_key(M::TABLE, field, value);
+        let entry = unique_key(db, M::TABLE, field, value);
         match claim::<M>(db, &entry, key, field, value).await {
             Ok(()) => claimed.push(Claim {
                 entry,
@@ -188,7 +188,7 @@ pub(crate) async fn settle<M: Model>(
     // then the first error is the write's.
     let confirms = join_all(claimed.iter().map(|c| confirm(db, &c.entry, key)));
     let releases = join_all(given_up.iter().map(|(field, old)| async move {
-        let entry = unique_key(M::TABLE, field, old);
+        let entry = unique_key(db, M::TABLE, field, old);
         release(db, &entry, key, field, old, false).await
     }));
     let (confirmed, released, synced) =
@@ -271,7 +271,7 @@ async fn apply<M: Model>(
     pipe.atomic();
     match spec.kind {
         IndexKind::Sorted { score } => {
-            let index = sorted_key(M::TABLE, field);
+            let index = sorted_key(db, M::TABLE, field);
             // A value that cannot be a score leaves the index, as a write
             // refuses it before anything is sent; here it was written by
             // someone else.
@@ -287,7 +287,7 @@ async fn apply<M: Model>(
             .ignore();
         }
         IndexKind::Recent { cap } => {
-            let list = recent_key(M::TABLE, field);
+            let list = recent_key(db, M::TABLE, field);
             pipe.command("LREM").arg(&list).arg(0).arg(key).ignore();
             if new.is_some() {
                 pipe.command("LPUSH").arg(&list).arg(key).ignore();
@@ -308,13 +308,13 @@ async fn apply<M: Model>(
             let (old, new) = (parse(old), parse(new));
             for tag in old.difference(&new) {
                 pipe.command("SREM")
-                    .arg(db.stored(&tag_key(M::TABLE, field, tag)))
+                    .arg(tag_key(db, M::TABLE, field, tag))
                     .arg(key)
                     .ignore();
             }
             for tag in &new {
                 pipe.command("SADD")
-                    .arg(db.stored(&tag_key(M::TABLE, field, tag)))
+                    .arg(tag_key(db, M::TABLE, field, tag))
                     .arg(key)
                     .ignore();
             }

@@ -354,8 +354,9 @@ fn plain_key_pattern(table: &str, field: &str, kind: &str) -> String {
     }
 }
 
-/// The plain key `plain` as `db` stores it.
-fn stored(db: &Db, plain: String) -> String {
+/// The plain key `plain` as `db` stores it, without a copy where the
+/// layout keeps it as it is.
+pub(crate) fn stored(db: &Db, plain: String) -> String {
     match db.stored(&plain) {
         Cow::Borrowed(_) => plain,
         Cow::Owned(stored) => stored,

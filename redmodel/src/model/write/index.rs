@@ -46,7 +46,7 @@ use crate::db::plan::Plan;
 use crate::model::index::unique::{claim_commands, holder_and_field_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{
-    plain_recent_key, plain_sorted_key, recent_key, sorted_key, tag_key, unique_key,
+    self, plain_recent_key, plain_sorted_key, recent_key, sorted_key, tag_key, unique_key,
 };
 use crate::model::live::holder_command;
 use crate::model::live::key_text;
@@ -122,7 +122,7 @@ pub(crate) fn touches_index<M: Model>(names: &[&str]) -> bool {
 /// its claims).
 fn step<M: Model>(db: Option<&Db>, spec: &IndexSpec, new: New<'_>, key: &str) -> Result<Step> {
     let stored = |plain: String| match db {
-        Some(db) => db.stored(&plain).into_owned(),
+        Some(db) => key::stored(db, plain),
         None => plain,
     };
     let field = spec.field;

@@ -16,6 +16,7 @@
 //! makes every group idempotent, so that the write can be retried whole.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
@@ -39,13 +40,15 @@ pub(crate) struct Plan {
 /// The commands of a unit.
 pub(crate) type Commands<'a> = SmallVec<[Write<'a>; 4]>;
 
-/// A command of a unit: whether its reply is kept, and the argument it
-/// takes from an earlier command's reply, if any.
+/// A command of a unit: whether its reply is kept, the argument it
+/// takes from an earlier command's reply, if any, and whether it only
+/// reads back what the command before it wrote ([`Plan::add_read_back`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Write<'a> {
     pub(crate) cmd: &'a Cmd,
     pub(crate) keep: bool,
     pub(crate) splice: Option<Splice>,
+    pub(crate) reads_back: bool,
 }
 
 impl<'a> Write<'a> {
@@ -55,6 +58,7 @@ impl<'a> Write<'a> {
             cmd,
             keep,
             splice: None,
+            reads_back: false,
         }
     }
 }
@@ -77,7 +81,31 @@ pub(crate) struct Splice {
 #[derive(Default)]
 struct Group {
     guards: SmallVec<[String; 2]>,
-    cmds: SmallVec<[(Cmd, bool, Option<Splice>); 3]>,
+    cmds: SmallVec<[Entry; 3]>,
+}
+
+/// A group's command, with what [`Write`] says of it.
+struct Entry {
+    /// The command; empty for a field read back, whose command is built
+    /// only where it runs ([`read`](Self::read)).
+    cmd: Cmd,
+    keep: bool,
+    splice: Option<Splice>,
+    reads_back: bool,
+    /// A field read back's HGET, once a unit that runs it asks for it.
+    read: OnceLock<Cmd>,
+}
+
+impl Entry {
+    fn new(cmd: Cmd, keep: bool) -> Self {
+        Entry {
+            cmd,
+            keep,
+            splice: None,
+            reads_back: false,
+            read: OnceLock::new(),
+        }
+    }
 }
 
 impl Plan {
@@ -103,13 +131,30 @@ impl Plan {
 
     /// Adds a command whose reply [`run`](Self::run) returns.
     pub(crate) fn add(&mut self, cmd: Cmd) -> &mut Self {
-        self.current().cmds.push((cmd, true, None));
+        self.current().cmds.push(Entry::new(cmd, true));
+        self
+    }
+
+    /// Adds a read of the hash field the command before it changed (its
+    /// key and field are that command's first two arguments, as an
+    /// HINCRBY's), its reply kept as a string. A script runs it as an
+    /// HGET: there the write's own integer reply would reach the client
+    /// as a Lua number, rounded from 2^53 up. In process the write's
+    /// reply is exact, so it stands for the read, as text, and no HGET
+    /// is built or run.
+    pub(crate) fn add_field_read_back(&mut self) -> &mut Self {
+        let group = self.current();
+        debug_assert!(!group.cmds.is_empty(), "a read back follows a write");
+        group.cmds.push(Entry {
+            reads_back: true,
+            ..Entry::new(Cmd::new(), true)
+        });
         self
     }
 
     /// Adds a command whose reply is dropped.
     pub(crate) fn add_ignored(&mut self, cmd: Cmd) -> &mut Self {
-        self.current().cmds.push((cmd, false, None));
+        self.current().cmds.push(Entry::new(cmd, false));
         self
     }
 
@@ -120,23 +165,32 @@ impl Plan {
     pub(crate) fn add_spliced(&mut self, cmd: Cmd, arg: usize, from: usize) -> &mut Self {
         let group = self.current();
         debug_assert!(from < group.cmds.len(), "a splice takes an earlier reply");
-        group.cmds.push((cmd, false, Some(Splice { arg, from })));
+        group.cmds.push(Entry {
+            splice: Some(Splice { arg, from }),
+            ..Entry::new(cmd, false)
+        });
         self
     }
 
     /// Every command, without the guards: for a caller that checks them
     /// itself.
     pub(crate) fn commands(&self) -> Commands<'_> {
+        self.writes(false)
+    }
+
+    /// Every command as a unit runs it: `in_process`, a field read back
+    /// stays unbuilt (the engine answers it from the write before).
+    fn writes(&self, in_process: bool) -> Commands<'_> {
         self.groups
             .iter()
-            .flat_map(|g| g.cmds.iter().map(write_of))
+            .flat_map(|g| group_writes(&g.cmds, in_process))
             .collect()
     }
 
     fn has_splices(&self) -> bool {
         self.groups
             .iter()
-            .any(|g| g.cmds.iter().any(|(_, _, splice)| splice.is_some()))
+            .any(|g| g.cmds.iter().any(|entry| entry.splice.is_some()))
     }
 
     fn current(&mut self) -> &mut Group {
@@ -188,7 +242,7 @@ impl Plan {
         if !self.one_unit(db) {
             return Ok(None);
         }
-        let unit = self.unit();
+        let unit = self.unit(false);
         match guarded(db, &unit.guards, &unit.cmds).await? {
             Some(kept) => Ok(Some(from_kept(kept)?)),
             None => Ok(None),
@@ -213,7 +267,7 @@ impl Plan {
         }
         let mut keys = self.groups.iter().flat_map(|g| {
             let guards = g.guards.iter().map(|k| k.as_bytes());
-            guards.chain(g.cmds.iter().filter_map(|(cmd, ..)| key_of(cmd)))
+            guards.chain(g.cmds.iter().filter_map(|entry| key_of(&entry.cmd)))
         });
         let Some(first) = keys.next() else {
             return true;
@@ -222,8 +276,9 @@ impl Plan {
         keys.all(|key| redmodel_memory::hash_slot(key) == slot)
     }
 
-    /// The plain layout's one unit: all the groups' guards and commands.
-    fn unit(&self) -> Unit<'_> {
+    /// The plain layout's one unit: all the groups' guards and commands,
+    /// as a unit `in_process` or on a server runs them.
+    fn unit(&self, in_process: bool) -> Unit<'_> {
         // One group (the common case) lends its guards as they are.
         let guards = match self.groups.as_slice() {
             [one] => Cow::Borrowed(one.guards.as_slice()),
@@ -231,7 +286,7 @@ impl Plan {
         };
         Unit {
             guards,
-            cmds: self.commands(),
+            cmds: self.writes(in_process),
         }
     }
 
@@ -245,7 +300,7 @@ impl Plan {
         if !self.one_unit(db) || db.engine().is_none() {
             return None;
         }
-        let unit = self.unit();
+        let unit = self.unit(true);
         if unit.guards.is_empty() {
             return None;
         }
@@ -255,13 +310,13 @@ impl Plan {
     /// [`run`](Self::run)'s units, on a server (or unguarded in process).
     async fn run_units(&self, db: &Db) -> Result<Vec<Value>> {
         if self.one_unit(db) {
-            return self.unit().run(db).await;
+            return self.unit(false).run(db).await;
         }
         let mut kept = Vec::new();
         for group in &self.groups {
             let unit = Unit {
                 guards: Cow::Borrowed(&group.guards),
-                cmds: group.cmds.iter().map(write_of).collect(),
+                cmds: group_writes(&group.cmds, false).collect(),
             };
             kept.extend(unit.run(db).await?);
         }
@@ -336,13 +391,36 @@ fn key_of(cmd: &Cmd) -> Option<&[u8]> {
     }
 }
 
-/// A group's command as a unit's.
-fn write_of((cmd, keep, splice): &(Cmd, bool, Option<Splice>)) -> Write<'_> {
-    Write {
-        cmd,
-        keep: *keep,
-        splice: *splice,
+/// A group's commands as a unit runs them: `in_process`, a field read
+/// back keeps its empty command (the engine does not run it); elsewhere
+/// it is the HGET of the key and field of the command before it.
+fn group_writes(entries: &[Entry], in_process: bool) -> impl Iterator<Item = Write<'_>> {
+    entries.iter().enumerate().map(move |(i, entry)| {
+        let cmd = match (entry.reads_back, i.checked_sub(1)) {
+            (true, Some(before)) if !in_process => entry
+                .read
+                .get_or_init(|| field_read(&entries[before].cmd)),
+            _ => &entry.cmd,
+        };
+        Write {
+            cmd,
+            keep: entry.keep,
+            splice: entry.splice,
+            reads_back: entry.reads_back,
+        }
+    })
+}
+
+/// `HGET key field` of a command whose first two arguments are a key and
+/// one of its fields.
+fn field_read(write: &Cmd) -> Cmd {
+    let mut read = crate::command::sized("HGET", 2, 64);
+    for arg in write.args_iter().skip(1).take(2) {
+        if let redis::Arg::Simple(bytes) = arg {
+            read.arg(bytes);
+        }
     }
+    read
 }
 
 /// The kept replies as the caller's type.

@@ -434,14 +434,30 @@ fn in_process(
     // a unit with a splice looks for them.
     let spliced = writes.iter().any(|w| w.splice.is_some());
     let mut taken: SmallVec<[(usize, Value); 1]> = SmallVec::new();
+    // The reply of the write before, for a read back of it: exact here.
+    let mut previous: Option<Value> = None;
     for (i, write) in writes.iter().enumerate() {
-        let reply = match write.splice {
-            None => call(tx, write.cmd),
-            Some(splice) => call_spliced(tx, write.cmd, splice, &taken)?,
+        let reply = if write.reads_back {
+            match previous.take() {
+                Some(reply) => as_text(reply),
+                None => {
+                    return Err(Box::new(Error::Misuse(
+                        "a read back follows a write".to_string(),
+                    )))
+                }
+            }
+        } else {
+            match write.splice {
+                None => call(tx, write.cmd),
+                Some(splice) => call_spliced(tx, write.cmd, splice, &taken)?,
+            }
         };
         let reply = reply
             .extract_error()
             .map_err(|e| Box::new(Error::from(e)))?;
+        if writes.get(i + 1).is_some_and(|next| next.reads_back) {
+            previous = Some(reply.clone());
+        }
         if spliced
             && writes[i + 1..]
                 .iter()
@@ -461,7 +477,7 @@ fn in_process(
 pub(crate) fn check_guards(tx: &mut Atomic<'_>, guards: &[impl AsRef<str>]) -> Native<()> {
     match guards
         .iter()
-        .find(|guard| tx.call(&[b"EXISTS", guard.as_ref().as_bytes()]) == Value::Int(0))
+        .find(|guard| !tx.exists(guard.as_ref().as_bytes()))
     {
         Some(missing) => Err(Box::new(Error::NotFound {
             key: plain_key(missing.as_ref()),
@@ -491,6 +507,15 @@ fn call(tx: &mut Atomic<'_>, cmd: &Cmd) -> Value {
         n += 1;
     }
     tx.call(&room[..n])
+}
+
+/// An integer reply as the string a read of the value gives (HGET of
+/// the field an HINCRBY changed); any other reply as it is.
+fn as_text(reply: Value) -> Value {
+    match reply {
+        Value::Int(n) => Value::BulkString(itoa::Buffer::new().format(n).as_bytes().to_vec()),
+        other => other,
+    }
 }
 
 /// Runs `cmd` with its argument `splice.arg` the reply `taken` holds of

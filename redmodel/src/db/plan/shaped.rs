@@ -470,6 +470,7 @@ mod tests {
             cmd: &zadd,
             keep: false,
             splice: Some(Splice { arg: 1, from: 1 }),
+            reads_back: false,
         };
         let writes = [
             Write::plain(&incr, false),

@@ -707,9 +707,7 @@ fn add_incr_read_back(
 ) {
     let mut incr = cmd(command);
     incr.arg(key).arg(field).arg(by);
-    let mut read = cmd("HGET");
-    read.arg(key).arg(field);
-    steps.add_ignored(incr).add(read);
+    steps.add_ignored(incr).add_field_read_back();
 }
 
 /// Runs the increment with the index entries of `specs` as one atomic

@@ -49,11 +49,9 @@ pub(crate) fn reference_marks<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec
 
 /// `HINCRBY target _refs 1`: the mark a write of a reference leaves.
 fn mark(db: &Db, target: &str) -> Cmd {
-    cmd("HINCRBY")
-        .arg(db.stored(target).as_ref())
-        .arg(REFS_FIELD)
-        .arg(1)
-        .clone()
+    let mut mark = cmd("HINCRBY");
+    mark.arg(db.stored(target).as_ref()).arg(REFS_FIELD).arg(1);
+    mark
 }
 
 /// The read a write of reference fields adds to its own atomic unit, first,

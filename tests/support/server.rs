@@ -81,6 +81,7 @@ pub fn check_installed() -> Result<(), ServerError> {
 pub struct RedisServerBuilder {
     appendonly: bool,
     tls: Option<TlsFiles>,
+    also_tls: Option<TlsFiles>,
     extra: Vec<String>,
     die_with_parent: bool,
     sentinel: bool,
@@ -113,6 +114,13 @@ impl RedisServerBuilder {
         self
     }
 
+    /// Listens with TLS on a second port ([`RedisServer::tls_port`]) beside
+    /// the plain one, which stays for the test's own checks.
+    pub fn also_tls(mut self, files: TlsFiles) -> Self {
+        self.also_tls = Some(files);
+        self
+    }
+
     /// Adds a line to the server's configuration file, after the defaults
     /// (so it overrides them), e.g. `"appendfsync always"`.
     pub fn config(mut self, line: impl Into<String>) -> Self {
@@ -141,6 +149,7 @@ impl RedisServerBuilder {
         let dir = TempDir::new().map_err(|e| ServerError::Failed(format!("temp dir: {e}")))?;
         let mut server = RedisServer {
             port: 0,
+            tls_port: None,
             dir,
             options: self,
             child: None,
@@ -149,6 +158,10 @@ impl RedisServerBuilder {
         for _ in 0..START_ATTEMPTS {
             server.port =
                 free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?;
+            if server.options.also_tls.is_some() {
+                server.tls_port =
+                    Some(free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?);
+            }
             match server.spawn_and_wait() {
                 Ok(()) => return Ok(server),
                 Err(e) => last_error = e,
@@ -161,6 +174,8 @@ impl RedisServerBuilder {
 /// A `redis-server` child process, killed on drop.
 pub struct RedisServer {
     port: u16,
+    /// The second, TLS port of [`RedisServerBuilder::also_tls`].
+    tls_port: Option<u16>,
     dir: TempDir,
     options: RedisServerBuilder,
     child: Option<Child>,
@@ -191,6 +206,12 @@ impl RedisServer {
     /// The loopback port it listens on (the same across restarts).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The TLS port of a server started with
+    /// [`also_tls`](RedisServerBuilder::also_tls).
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
     }
 
     /// Its address.
@@ -264,17 +285,27 @@ impl RedisServer {
     fn write_config(&self) -> std::io::Result<PathBuf> {
         let dir = &self.dir.path;
         let mut conf = String::new();
-        match &self.options.tls {
-            None => conf.push_str(&format!("port {}\n", self.port)),
-            Some(tls) => {
+        let tls = match (&self.options.tls, &self.options.also_tls, self.tls_port) {
+            (Some(tls), _, _) => {
                 conf.push_str("port 0\n");
-                conf.push_str(&format!("tls-port {}\n", self.port));
-                conf.push_str(&format!("tls-cert-file {}\n", quote_config(&tls.cert)));
-                conf.push_str(&format!("tls-key-file {}\n", quote_config(&tls.key)));
-                conf.push_str(&format!("tls-ca-cert-file {}\n", quote_config(&tls.ca)));
-                let auth = if tls.auth_clients { "yes" } else { "no" };
-                conf.push_str(&format!("tls-auth-clients {auth}\n"));
+                Some((tls, self.port))
             }
+            (None, Some(tls), Some(tls_port)) => {
+                conf.push_str(&format!("port {}\n", self.port));
+                Some((tls, tls_port))
+            }
+            _ => {
+                conf.push_str(&format!("port {}\n", self.port));
+                None
+            }
+        };
+        if let Some((tls, port)) = tls {
+            conf.push_str(&format!("tls-port {port}\n"));
+            conf.push_str(&format!("tls-cert-file {}\n", quote_config(&tls.cert)));
+            conf.push_str(&format!("tls-key-file {}\n", quote_config(&tls.key)));
+            conf.push_str(&format!("tls-ca-cert-file {}\n", quote_config(&tls.ca)));
+            let auth = if tls.auth_clients { "yes" } else { "no" };
+            conf.push_str(&format!("tls-auth-clients {auth}\n"));
         }
         conf.push_str("bind 127.0.0.1\n");
         conf.push_str("protected-mode yes\n");

@@ -28,7 +28,7 @@ use tokio::sync::watch;
 
 use super::BoxFuture;
 use crate::command::cmd;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::Db;
 
 /// The first pause before a following subscriber tries the primary
@@ -194,21 +194,28 @@ impl Following {
     }
 
     /// A connection to the current primary, subscribed to every channel
-    /// and pattern recorded: tried again (sooner at a switch) while the
-    /// failure is transient; `None` after one that is not (refused
-    /// credentials, say), which ends the subscriber.
+    /// and pattern recorded: tried again (sooner at a switch) until it
+    /// opens; `None` after a refusal of the subscriber's own settings
+    /// (credentials, permissions, TLS), which no retry cures and which
+    /// ends the subscriber. Anything else may be the failover's passing
+    /// state (a node that closes, refuses or errs while it is demoted).
     async fn reopen(&mut self) -> Option<Link> {
         let mut pause = FIRST_PAUSE;
         loop {
             self.switches.borrow_and_update();
             match self.open().await {
                 Ok(link) => return Some(link),
-                Err(err) if err.is_transient() => {
-                    tracing::debug!(target: "redmodel::pubsub", error = %err, "no primary to subscribe on yet");
-                }
-                Err(err) => {
+                Err(
+                    err @ (Error::Auth { .. }
+                    | Error::NoPermission { .. }
+                    | Error::Tls { .. }
+                    | Error::Config(_)),
+                ) => {
                     tracing::warn!(target: "redmodel::pubsub", error = %err, "the subscriber cannot subscribe again: it ends");
                     return None;
+                }
+                Err(err) => {
+                    tracing::debug!(target: "redmodel::pubsub", error = %err, "no primary to subscribe on yet");
                 }
             }
             tokio::select! {

@@ -419,7 +419,8 @@ async fn until_written_on(db: &Db, set: &mut SentinelSet, port: u16, test: &str)
 /// seconds, so only the sentinels can tell the `Db`: with its periodic
 /// question 30 s apart, it hears their `+switch-master` and writes to the
 /// new primary well within the default 1 s of that question, and
-/// `db.server()` is the new primary's, asked again (HELLO) at the switch.
+/// `db.server()` is the new primary's, asked again (HELLO) at the switch
+/// (another version with `REDIS_REPLICA_SERVER_BIN`).
 #[tokio::test]
 async fn an_announced_failover_is_followed_at_once_and_the_new_primary_described(
 ) -> Result<(), Error> {
@@ -471,7 +472,15 @@ async fn an_announced_failover_is_followed_at_once_and_the_new_primary_described
     let version = field("valkey_version")
         .or_else(|| field("redis_version"))
         .expect("a version");
-    assert_eq!(db.server().version().to_string(), version, "{test}");
+    let name = field("server_name").unwrap_or_else(|| "redis".to_string());
+    assert_eq!(
+        (
+            db.server().name().to_string(),
+            db.server().version().to_string()
+        ),
+        (name, version),
+        "{test}"
+    );
     println!("{test}: the Db wrote to the new primary {followed:?} after the first announcement");
     Ok(())
 }

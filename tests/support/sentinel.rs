@@ -6,6 +6,10 @@
 //! under a master name, with quorum 2 and short failure-detection times,
 //! so that a failover takes seconds. Everything is killed on drop.
 //!
+//! The replica runs the binary `REDIS_REPLICA_SERVER_BIN` names, if set
+//! (another version: a failover then changes the server's version), else
+//! the primary's.
+//!
 //! [`SentinelSet::start_tls`] runs the same set with every process also
 //! listening with TLS, replicating and watching over TLS (`tls-replication
 //! yes`): the sentinels name the data nodes by their TLS ports, and their
@@ -50,9 +54,14 @@ impl SentinelSet {
         };
         let reached_at = |server: &RedisServer| server.tls_port().unwrap_or(server.port());
         let primary = builder().start()?;
-        let replica = builder()
-            .config(format!("replicaof 127.0.0.1 {}", reached_at(&primary)))
-            .start()?;
+        let mut replica = builder().config(format!("replicaof 127.0.0.1 {}", reached_at(&primary)));
+        if let Some(binary) = std::env::var("REDIS_REPLICA_SERVER_BIN")
+            .ok()
+            .filter(|b| !b.trim().is_empty())
+        {
+            replica = replica.binary(binary);
+        }
+        let replica = replica.start()?;
         wait_until(SETTLE_TIMEOUT, "the replica's link to the primary", || {
             info(&replica, "replication").contains("master_link_status:up")
         })?;

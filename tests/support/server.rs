@@ -85,6 +85,7 @@ pub struct RedisServerBuilder {
     extra: Vec<String>,
     die_with_parent: bool,
     sentinel: bool,
+    binary: Option<String>,
 }
 
 /// The certificate files of a TLS-only server (see [`RedisServerBuilder::tls`]).
@@ -118,6 +119,12 @@ impl RedisServerBuilder {
     /// the plain one, which stays for the test's own checks.
     pub fn also_tls(mut self, files: TlsFiles) -> Self {
         self.also_tls = Some(files);
+        self
+    }
+
+    /// Runs `binary` instead of [`server_binary`] (another version).
+    pub fn binary(mut self, binary: impl Into<String>) -> Self {
+        self.binary = Some(binary.into());
         self
     }
 
@@ -336,7 +343,8 @@ impl RedisServer {
         let conf = self.write_config().map_err(|e| format!("config: {e}"))?;
         // The log tells when this very process is ready: start it empty.
         let _ = std::fs::remove_file(self.dir.path.join("redis.log"));
-        let mut command = Command::new(server_binary());
+        let binary = self.options.binary.clone().unwrap_or_else(server_binary);
+        let mut command = Command::new(binary);
         command.arg(&conf);
         if self.options.sentinel {
             command.arg("--sentinel");

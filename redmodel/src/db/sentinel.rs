@@ -272,6 +272,14 @@ impl SentinelBackend {
     }
 }
 
+impl Drop for SentinelBackend {
+    /// Wakes the task, which ends (and with it the subscriptions to the
+    /// sentinels) now rather than at its next question.
+    fn drop(&mut self) {
+        self.inner.lost.notify_one();
+    }
+}
+
 /// The client of one sentinel.
 fn sentinel_client(config: &SentinelConfig, url: &str) -> Result<redis::Client> {
     #[cfg(feature = "tls")]

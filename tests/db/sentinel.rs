@@ -623,3 +623,53 @@ async fn sentinels_and_the_primary_are_reached_over_tls() -> Result<(), Error> {
     );
     Ok(())
 }
+
+/// How many clients of the sentinel `url` are subscribed to a channel.
+fn subscribed_clients(url: &str) -> usize {
+    let Ok(client) = redis::Client::open(url) else {
+        return 0;
+    };
+    let Ok(mut conn) = client.get_connection() else {
+        return 0;
+    };
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut conn)
+        .unwrap_or_default();
+    list.lines()
+        .filter(|line| {
+            line.split(' ')
+                .any(|kv| kv.starts_with("sub=") && kv != "sub=0")
+        })
+        .count()
+}
+
+/// The `Db` listens on every sentinel while it lives, and a dropped `Db`
+/// leaves no subscription behind, without waiting for its next question.
+#[tokio::test]
+async fn a_dropped_db_leaves_no_subscription_on_the_sentinels() -> Result<(), Error> {
+    let test = "a_dropped_db_leaves_no_subscription_on_the_sentinels";
+    let Some(set) = start_or_skip(test, "drop") else {
+        return Ok(());
+    };
+    let urls = set.sentinel_urls();
+    let db = Db::connect_sentinel(config(&set).check_every(Duration::from_secs(30))).await?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !urls.iter().all(|url| subscribed_clients(url) == 1) {
+        assert!(
+            Instant::now() < deadline,
+            "{test}: not subscribed on every sentinel"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(db);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while urls.iter().any(|url| subscribed_clients(url) > 0) {
+        assert!(
+            Instant::now() < deadline,
+            "{test}: subscriptions outlive the Db"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}

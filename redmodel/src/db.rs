@@ -55,7 +55,7 @@ use counters::Counters;
 pub use dedicated::DedicatedConnection;
 pub use lock::{lock_key, LockGuard, LOCK_KEY_PREFIX};
 pub use optimistic::{OptimisticConnection, RawTransaction};
-pub use pubsub::{Message, Subscriber};
+pub use pubsub::{Message, Subscriber, SubscriberEvent};
 pub use sentinel::SentinelConfig;
 pub use server_info::{ServerInfo, ServerName, ServerVersion};
 

@@ -64,7 +64,9 @@ pub mod model;
 mod sync_hook;
 
 pub use db::{lock_key, LockGuard, LOCK_KEY_PREFIX};
-pub use db::{CacheConfig, CacheStats, Db, DedicatedConnection, Message, Subscriber};
+pub use db::{
+    CacheConfig, CacheStats, Db, DedicatedConnection, Message, Subscriber, SubscriberEvent,
+};
 pub use db::{OptimisticConnection, RawTransaction};
 pub use db::{SentinelConfig, ServerInfo, ServerName, ServerVersion};
 pub use error::{Error, ItemError, Result};

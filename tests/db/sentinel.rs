@@ -1,16 +1,21 @@
 //! `Db::connect_sentinel`: the primary of a private replica set found
 //! through three private sentinels, and followed through a failover
 //! (`SENTINEL FAILOVER`, and the primary killed) while tasks write with
-//! replica acknowledgements.
+//! replica acknowledgements; a failover the sentinels announce followed at
+//! once, with the new primary's name and version; a subscriber moving to
+//! the new primary; and all of it over TLS.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use redmodel::model::check::check;
 use redmodel::prelude::*;
-use redmodel::{CacheConfig, Error, SentinelConfig};
-use redmodel_suite::{redis_server_available, SentinelSet};
+use redmodel::{CacheConfig, Error, SentinelConfig, SubscriberEvent};
+use redmodel_suite::{redis_server_available, SentinelSet, TlsFiles};
+
+use crate::tls_acl::{can_run, Certs};
 
 #[derive(Admin, Debug, Clone, PartialEq)]
 #[redmodel(table = "sentinelentry")]
@@ -324,5 +329,347 @@ async fn failover_under_writers(test: &str, how: Failover) -> Result<(), Error> 
         refused.1,
         written
     );
+    Ok(())
+}
+
+/// One section of `INFO` of the data node on `port`.
+fn info_on(set: &mut SentinelSet, port: u16, section: &str) -> String {
+    let Some(node) = set.node(port) else {
+        return String::new();
+    };
+    let Ok(mut conn) = node.client().get_connection() else {
+        return String::new();
+    };
+    redis::cmd("INFO")
+        .arg(section)
+        .query(&mut conn)
+        .unwrap_or_default()
+}
+
+/// How many HELLO commands the data node on `port` has run.
+fn hello_calls(set: &mut SentinelSet, port: u16) -> u64 {
+    info_on(set, port, "commandstats")
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_hello:calls="))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits (up to 20 s) until the sentinels name another primary than `old`.
+async fn new_primary(set: &SentinelSet, old: u16, test: &str) -> u16 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match set.primary_port() {
+            Some(port) if port != old => return port,
+            _ => {
+                assert!(Instant::now() < deadline, "{test}: no failover");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+}
+
+/// When the first sentinel announces a new primary (`+switch-master`),
+/// heard on a subscription of the test's own to every sentinel.
+async fn first_announcement(set: &SentinelSet) -> tokio::sync::oneshot::Receiver<Instant> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = Arc::new(std::sync::Mutex::new(Some(tx)));
+    for url in set.sentinel_urls() {
+        let client = redis::Client::open(url.as_str()).expect("a sentinel URL");
+        let mut pubsub = client.get_async_pubsub().await.expect("a sentinel");
+        pubsub.subscribe("+switch-master").await.expect("SUBSCRIBE");
+        let tx = Arc::clone(&tx);
+        tokio::spawn(async move {
+            if pubsub.on_message().next().await.is_some() {
+                let first = tx.lock().ok().and_then(|mut tx| tx.take());
+                if let Some(first) = first {
+                    let _ = first.send(Instant::now());
+                }
+            }
+        });
+    }
+    rx
+}
+
+/// Writes through `db` until a write lands on the node on `port`; how
+/// long that took. A write the old primary still takes is no failure.
+async fn until_written_on(db: &Db, set: &mut SentinelSet, port: u16, test: &str) -> Duration {
+    let start = Instant::now();
+    let mut probe = 0;
+    loop {
+        probe += 1;
+        let key = format!("probe-{probe}");
+        if db
+            .query::<()>(redis::cmd("SET").arg(&key).arg("here"))
+            .await
+            .is_ok()
+            && read_on(set, port, &key).as_deref() == Some("here")
+        {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{test}: the Db does not write to the new primary"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A `SENTINEL FAILOVER` leaves the old primary up and taking writes for
+/// seconds, so only the sentinels can tell the `Db`: with its periodic
+/// question 30 s apart, it hears their `+switch-master` and writes to the
+/// new primary well within the default 1 s of that question, and
+/// `db.server()` is the new primary's, asked again (HELLO) at the switch
+/// (another version with `REDIS_REPLICA_SERVER_BIN`).
+#[tokio::test]
+async fn an_announced_failover_is_followed_at_once_and_the_new_primary_described(
+) -> Result<(), Error> {
+    let test = "an_announced_failover_is_followed_at_once_and_the_new_primary_described";
+    let Some(mut set) = start_or_skip(test, "heard") else {
+        return Ok(());
+    };
+    set.wait_discovered()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let old = set.primary_port().expect("the sentinels answer");
+    let db = Db::connect_sentinel(config(&set).check_every(Duration::from_secs(30))).await?;
+    let replica_port = set
+        .node_ports()
+        .into_iter()
+        .find(|&p| p != old)
+        .expect("a replica");
+    assert_eq!(
+        hello_calls(&mut set, replica_port),
+        0,
+        "{test}: something already asked the replica HELLO"
+    );
+    let announced = first_announcement(&set).await;
+    set.ask_failover().unwrap_or_else(|e| panic!("{test}: {e}"));
+    let new = new_primary(&set, old, test).await;
+    assert_eq!(new, replica_port);
+    let heard = tokio::time::timeout(Duration::from_secs(20), announced)
+        .await
+        .unwrap_or_else(|_| panic!("{test}: no sentinel announced the switch"))
+        .expect("an announcement");
+    until_written_on(&db, &mut set, new, test).await;
+    let followed = heard.elapsed();
+    assert!(
+        followed < Duration::from_millis(500),
+        "{test}: the Db wrote to the new primary {followed:?} after the announcement"
+    );
+    // The server is the new primary's, asked again there.
+    assert!(
+        hello_calls(&mut set, new) >= 1,
+        "{test}: the new primary was not asked HELLO"
+    );
+    let server = info_on(&mut set, new, "server");
+    let field = |name: &str| {
+        server.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            (k == name).then(|| v.trim().to_string())
+        })
+    };
+    // Valkey names its own version beside the Redis one it answers as.
+    let version = field("valkey_version")
+        .or_else(|| field("redis_version"))
+        .expect("a version");
+    let name = field("server_name").unwrap_or_else(|| "redis".to_string());
+    assert_eq!(
+        (
+            db.server().name().to_string(),
+            db.server().version().to_string()
+        ),
+        (name, version),
+        "{test}"
+    );
+    println!("{test}: the Db wrote to the new primary {followed:?} after the first announcement");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_subscriber_follows_an_asked_failover() -> Result<(), Error> {
+    subscriber_through("a_subscriber_follows_an_asked_failover", Failover::Asked).await
+}
+
+#[tokio::test]
+async fn a_subscriber_follows_a_killed_primary() -> Result<(), Error> {
+    subscriber_through("a_subscriber_follows_a_killed_primary", Failover::Killed).await
+}
+
+/// A subscriber of a Sentinel `Db` reports the failover as
+/// `Resubscribed`, and then receives on the new primary what it
+/// subscribed to (channels and patterns, not what it unsubscribed from).
+async fn subscriber_through(test: &str, how: Failover) -> Result<(), Error> {
+    let Some(mut set) = start_or_skip(test, "sub") else {
+        return Ok(());
+    };
+    set.wait_discovered()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let old = set.primary_port().expect("the sentinels answer");
+    let db = Db::connect_sentinel(config(&set)).await?;
+    let mut sub = db.subscriber().await?;
+    sub.subscribe("news").await?;
+    sub.psubscribe("alerts:*").await?;
+    sub.subscribe("gone").await?;
+    sub.unsubscribe("gone").await?;
+    assert_eq!(db.publish("news", "before").await?, 1);
+    let event = |event: Option<SubscriberEvent>| match event {
+        Some(SubscriberEvent::Message(m)) => (m.channel.clone(), m.text().into_owned()),
+        other => panic!("{test}: expected a message, got {other:?}"),
+    };
+    let first = tokio::time::timeout(Duration::from_secs(5), sub.next_event()).await;
+    assert_eq!(
+        event(first.expect("a message within 5 s")),
+        ("news".to_string(), "before".to_string())
+    );
+    match how {
+        Failover::Asked => set.ask_failover().unwrap_or_else(|e| panic!("{test}: {e}")),
+        Failover::Killed => set.node(old).expect("the primary").kill(),
+    }
+    let new = new_primary(&set, old, test).await;
+    let gap = tokio::time::timeout(Duration::from_secs(15), sub.next_event())
+        .await
+        .unwrap_or_else(|_| panic!("{test}: the subscriber reported no gap"));
+    assert_eq!(gap, Some(SubscriberEvent::Resubscribed), "{test}");
+    // Published on the new primary directly: reaches the subscriber once
+    // it listens there.
+    let node = set.node(new).expect("the new primary").client();
+    let mut direct = node.get_connection().expect("the new primary");
+    let publish = |conn: &mut redis::Connection, channel: &str, text: &str| -> usize {
+        redis::cmd("PUBLISH")
+            .arg(channel)
+            .arg(text)
+            .query(conn)
+            .expect("PUBLISH")
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while publish(&mut direct, "news", "after") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{test}: nobody listens on the new primary"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(publish(&mut direct, "gone", "unheard"), 0, "{test}");
+    assert_eq!(publish(&mut direct, "alerts:fire", "run"), 1, "{test}");
+    assert_eq!(publish(&mut direct, "news", "last"), 1, "{test}");
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        match tokio::time::timeout(Duration::from_secs(5), sub.next_event()).await {
+            // A demoted old primary closes a connection the subscriber may
+            // have opened there first.
+            Ok(Some(SubscriberEvent::Resubscribed)) => {}
+            Ok(other) => got.push(event(other)),
+            Err(_) => panic!("{test}: only {got:?} arrived"),
+        }
+    }
+    let expected = [("news", "after"), ("alerts:fire", "run"), ("news", "last")];
+    assert_eq!(
+        got,
+        expected.map(|(c, t)| (c.to_string(), t.to_string())),
+        "{test}"
+    );
+    Ok(())
+}
+
+/// The sentinels and the data nodes listen with TLS (a private CA), and
+/// replicate and watch each other over it: the `Db` finds the primary over
+/// TLS, writes there over TLS, hears a failover on its TLS subscription to
+/// the sentinels, and writes to the new primary.
+#[tokio::test]
+async fn sentinels_and_the_primary_are_reached_over_tls() -> Result<(), Error> {
+    let test = "sentinels_and_the_primary_are_reached_over_tls";
+    if !can_run(test, true) || !redis_server_available(test) {
+        return Ok(());
+    }
+    let certs = Certs::make();
+    let files = TlsFiles {
+        cert: certs.file("server.crt"),
+        key: certs.file("server.key"),
+        ca: certs.file("ca.crt"),
+        auth_clients: false,
+    };
+    let mut set = SentinelSet::start_tls("tls", files).unwrap_or_else(|e| panic!("{test}: {e}"));
+    set.wait_discovered()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let old = set.primary_port().expect("the sentinels answer");
+    let tls_config = || {
+        SentinelConfig::new(set.name(), set.sentinel_tls_urls())
+            .timeouts(Duration::from_millis(500), Duration::from_secs(2))
+            .sentinel_tls(certs.tls(false))
+    };
+    // The nodes speak TLS only on the ports the sentinels name.
+    let plain_nodes = tls_config().timeouts(Duration::from_millis(300), Duration::from_millis(300));
+    assert!(
+        Db::connect_sentinel(plain_nodes).await.is_err(),
+        "{test}: a plain connection to a TLS port"
+    );
+    let db = Db::connect_sentinel(
+        tls_config()
+            .node_tls(Some(certs.tls(false)))
+            .check_every(Duration::from_secs(30)),
+    )
+    .await?;
+    db.query::<()>(redis::cmd("SET").arg("over").arg("tls"))
+        .await?;
+    assert_eq!(read_on(&mut set, old, "over").as_deref(), Some("tls"));
+    set.ask_failover().unwrap_or_else(|e| panic!("{test}: {e}"));
+    let new = new_primary(&set, old, test).await;
+    let took = until_written_on(&db, &mut set, new, test).await;
+    // The old primary takes writes for seconds: only the announcement,
+    // heard over TLS, moves the Db this soon.
+    assert!(
+        took < Duration::from_secs(3),
+        "{test}: the Db wrote to the new primary {took:?} after the sentinels named it"
+    );
+    Ok(())
+}
+
+/// How many clients of the sentinel `url` are subscribed to a channel.
+fn subscribed_clients(url: &str) -> usize {
+    let Ok(client) = redis::Client::open(url) else {
+        return 0;
+    };
+    let Ok(mut conn) = client.get_connection() else {
+        return 0;
+    };
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut conn)
+        .unwrap_or_default();
+    list.lines()
+        .filter(|line| {
+            line.split(' ')
+                .any(|kv| kv.starts_with("sub=") && kv != "sub=0")
+        })
+        .count()
+}
+
+/// The `Db` listens on every sentinel while it lives, and a dropped `Db`
+/// leaves no subscription behind, without waiting for its next question.
+#[tokio::test]
+async fn a_dropped_db_leaves_no_subscription_on_the_sentinels() -> Result<(), Error> {
+    let test = "a_dropped_db_leaves_no_subscription_on_the_sentinels";
+    let Some(set) = start_or_skip(test, "drop") else {
+        return Ok(());
+    };
+    let urls = set.sentinel_urls();
+    let db = Db::connect_sentinel(config(&set).check_every(Duration::from_secs(30))).await?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !urls.iter().all(|url| subscribed_clients(url) == 1) {
+        assert!(
+            Instant::now() < deadline,
+            "{test}: not subscribed on every sentinel"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(db);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while urls.iter().any(|url| subscribed_clients(url) > 0) {
+        assert!(
+            Instant::now() < deadline,
+            "{test}: subscriptions outlive the Db"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(())
 }

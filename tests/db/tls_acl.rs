@@ -77,7 +77,7 @@ fn available(program: &str, version_arg: &str, needed_for: &str) -> bool {
 }
 
 /// Whether the tests can run: redis-server (and, for TLS, openssl) present.
-fn can_run(test: &str, tls: bool) -> bool {
+pub(crate) fn can_run(test: &str, tls: bool) -> bool {
     available("redis-server", "--version", test) && (!tls || available("openssl", "version", test))
 }
 
@@ -104,11 +104,12 @@ fn plain_server(config: &[&str]) -> RedisServer {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A throwaway CA, server and client certificate (see the script).
-struct Certs(TempDir);
+/// A throwaway CA, server and client certificate (see the script); the
+/// Sentinel tests use it too.
+pub(crate) struct Certs(TempDir);
 
 impl Certs {
-    fn make() -> Certs {
+    pub(crate) fn make() -> Certs {
         let dir = TempDir::new("certs");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/certs/make-test-certs.sh");
         let out = Command::new("sh")
@@ -124,7 +125,7 @@ impl Certs {
         Certs(dir)
     }
 
-    fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.0.path().join(name)
     }
 
@@ -134,7 +135,7 @@ impl Certs {
     }
 
     /// Trust our CA; present a client certificate if asked.
-    fn tls(&self, client_certificate: bool) -> TlsCertificates {
+    pub(crate) fn tls(&self, client_certificate: bool) -> TlsCertificates {
         TlsCertificates {
             client_tls: client_certificate.then(|| ClientTlsConfig {
                 client_cert: self.read("client.crt"),

@@ -402,6 +402,49 @@ backend_tests! {
 }
 
 backend_tests! {
+    /// A RESET on the tracking connection turns tracking off and leaves
+    /// the connection up: the heartbeat finds tracking off, the cache
+    /// empties, tracks again, refills, and sees another client's change.
+    exclusive async fn a_reset_of_the_tracking_connection_empties_the_cache_and_it_refills(ctx) -> redmodel::Result<()> {
+        if ctx.backend.starts_with("memory") {
+            // In process there is no connection; the engine served over
+            // RESP keeps tracking on through a RESET (Redis turns it off).
+            return Ok(());
+        }
+        let db = ctx.db.clone().with_cache(CacheConfig::default()).await?;
+        let other = ctx.another_db().await;
+        seed(&other).await?;
+        settle(&ctx).await;
+        Hot::load(&db, 1).await?;
+        Hot::load(&db, 1).await?;
+        let before = db.cache_stats().expect("on");
+        assert!(before.hits >= 1, "{before:?}");
+        assert!(db.reset_cache_tracking().await? > 0, "no tracking connection");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while db.cache_stats().expect("on").flushes == before.flushes {
+            assert!(Instant::now() < deadline, "the cache did not notice the RESET");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Kept again once tracking is back...
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let hits = db.cache_stats().expect("on").hits;
+            Hot::load(&db, 1).await?;
+            Hot::load(&db, 1).await?;
+            if db.cache_stats().expect("on").hits > hits {
+                break;
+            }
+            assert!(Instant::now() < deadline, "nothing is kept after the RESET");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // ... and another client's change reaches it.
+        Hot::at(1).set(&other, Hot::VERSION, 8).await?;
+        until_loaded(&db, 1, 8).await?;
+        Ok(())
+    }
+}
+
+backend_tests! {
     exclusive async fn the_cache_counts_hits_misses_invalidations_and_evictions(ctx) -> redmodel::Result<()> {
         let db = ctx
             .db

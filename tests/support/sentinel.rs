@@ -5,10 +5,19 @@
 //! sentinels (the same binary with `--sentinel`) monitoring the primary
 //! under a master name, with quorum 2 and short failure-detection times,
 //! so that a failover takes seconds. Everything is killed on drop.
+//!
+//! The replica runs the binary `REDIS_REPLICA_SERVER_BIN` names, if set
+//! (another version: a failover then changes the server's version), else
+//! the primary's.
+//!
+//! [`SentinelSet::start_tls`] runs the same set with every process also
+//! listening with TLS, replicating and watching over TLS (`tls-replication
+//! yes`): the sentinels name the data nodes by their TLS ports, and their
+//! plain ports stay for the set's own checks.
 
 use std::time::{Duration, Instant};
 
-use crate::server::{RedisServer, ServerError};
+use crate::server::{RedisServer, RedisServerBuilder, ServerError, TlsFiles};
 
 /// How long the set may take to come up, or the sentinels to find each
 /// other and the replica.
@@ -25,21 +34,45 @@ pub struct SentinelSet {
 impl SentinelSet {
     /// Starts the set, the sentinels monitoring the primary as `name`.
     pub fn start(name: &str) -> Result<SentinelSet, ServerError> {
-        let primary = RedisServer::start()?;
-        let replica = RedisServer::builder()
-            .config(format!("replicaof 127.0.0.1 {}", primary.port()))
-            .start()?;
+        Self::start_with(name, None)
+    }
+
+    /// Starts the set with TLS too (see the module docs), with the
+    /// certificates of `files`.
+    pub fn start_tls(name: &str, files: TlsFiles) -> Result<SentinelSet, ServerError> {
+        Self::start_with(name, Some(files))
+    }
+
+    fn start_with(name: &str, tls: Option<TlsFiles>) -> Result<SentinelSet, ServerError> {
+        // With TLS, every process replicates and watches over it, and is
+        // reached at its TLS port.
+        let builder = || match &tls {
+            Some(files) => RedisServer::builder()
+                .also_tls(files.clone())
+                .config("tls-replication yes"),
+            None => RedisServerBuilder::default(),
+        };
+        let reached_at = |server: &RedisServer| server.tls_port().unwrap_or(server.port());
+        let primary = builder().start()?;
+        let mut replica = builder().config(format!("replicaof 127.0.0.1 {}", reached_at(&primary)));
+        if let Some(binary) = std::env::var("REDIS_REPLICA_SERVER_BIN")
+            .ok()
+            .filter(|b| !b.trim().is_empty())
+        {
+            replica = replica.binary(binary);
+        }
+        let replica = replica.start()?;
         wait_until(SETTLE_TIMEOUT, "the replica's link to the primary", || {
             info(&replica, "replication").contains("master_link_status:up")
         })?;
         let mut sentinels = Vec::with_capacity(3);
         for _ in 0..3 {
             sentinels.push(
-                RedisServer::builder()
+                builder()
                     .sentinel()
                     .config(format!(
                         "sentinel monitor {name} 127.0.0.1 {} 2",
-                        primary.port()
+                        reached_at(&primary)
                     ))
                     .config(format!("sentinel down-after-milliseconds {name} 800"))
                     .config(format!("sentinel failover-timeout {name} 3000"))
@@ -86,6 +119,29 @@ impl SentinelSet {
         self.sentinels.iter().map(RedisServer::url).collect()
     }
 
+    /// The sentinels' `rediss://` URLs (a set started with TLS).
+    pub fn sentinel_tls_urls(&self) -> Vec<String> {
+        self.sentinels
+            .iter()
+            .filter_map(|s| Some(format!("rediss://127.0.0.1:{}/", s.tls_port()?)))
+            .collect()
+    }
+
+    /// Asks the first sentinel for a failover of the master
+    /// (`SENTINEL FAILOVER`): the replica is promoted, the old primary
+    /// stays up until the sentinels demote it.
+    pub fn ask_failover(&self) -> Result<(), ServerError> {
+        let mut conn = self.sentinels[0]
+            .client()
+            .get_connection()
+            .map_err(|e| ServerError::Failed(format!("a sentinel: {e}")))?;
+        redis::cmd("SENTINEL")
+            .arg("FAILOVER")
+            .arg(&self.name)
+            .query::<()>(&mut conn)
+            .map_err(|e| ServerError::Failed(format!("SENTINEL FAILOVER: {e}")))
+    }
+
     /// The sentinels (to kill one).
     pub fn sentinels(&mut self) -> &mut [RedisServer] {
         &mut self.sentinels
@@ -104,9 +160,20 @@ impl SentinelSet {
         })
     }
 
-    /// The data node listening on `port`.
+    /// The ports the sentinels name the data nodes by (their TLS ports
+    /// in a set started with TLS).
+    pub fn node_ports(&self) -> Vec<u16> {
+        self.nodes
+            .iter()
+            .map(|n| n.tls_port().unwrap_or(n.port()))
+            .collect()
+    }
+
+    /// The data node listening on `port` (its plain or its TLS port).
     pub fn node(&mut self, port: u16) -> Option<&mut RedisServer> {
-        self.nodes.iter_mut().find(|n| n.port() == port)
+        self.nodes
+            .iter_mut()
+            .find(|n| n.port() == port || n.tls_port() == Some(port))
     }
 }
 

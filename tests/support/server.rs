@@ -81,9 +81,11 @@ pub fn check_installed() -> Result<(), ServerError> {
 pub struct RedisServerBuilder {
     appendonly: bool,
     tls: Option<TlsFiles>,
+    also_tls: Option<TlsFiles>,
     extra: Vec<String>,
     die_with_parent: bool,
     sentinel: bool,
+    binary: Option<String>,
 }
 
 /// The certificate files of a TLS-only server (see [`RedisServerBuilder::tls`]).
@@ -110,6 +112,19 @@ impl RedisServerBuilder {
     /// Listens with TLS only: the port speaks TLS and no plain port is open.
     pub fn tls(mut self, files: TlsFiles) -> Self {
         self.tls = Some(files);
+        self
+    }
+
+    /// Listens with TLS on a second port ([`RedisServer::tls_port`]) beside
+    /// the plain one, which stays for the test's own checks.
+    pub fn also_tls(mut self, files: TlsFiles) -> Self {
+        self.also_tls = Some(files);
+        self
+    }
+
+    /// Runs `binary` instead of [`server_binary`] (another version).
+    pub fn binary(mut self, binary: impl Into<String>) -> Self {
+        self.binary = Some(binary.into());
         self
     }
 
@@ -141,6 +156,7 @@ impl RedisServerBuilder {
         let dir = TempDir::new().map_err(|e| ServerError::Failed(format!("temp dir: {e}")))?;
         let mut server = RedisServer {
             port: 0,
+            tls_port: None,
             dir,
             options: self,
             child: None,
@@ -149,6 +165,10 @@ impl RedisServerBuilder {
         for _ in 0..START_ATTEMPTS {
             server.port =
                 free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?;
+            if server.options.also_tls.is_some() {
+                server.tls_port =
+                    Some(free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?);
+            }
             match server.spawn_and_wait() {
                 Ok(()) => return Ok(server),
                 Err(e) => last_error = e,
@@ -161,6 +181,8 @@ impl RedisServerBuilder {
 /// A `redis-server` child process, killed on drop.
 pub struct RedisServer {
     port: u16,
+    /// The second, TLS port of [`RedisServerBuilder::also_tls`].
+    tls_port: Option<u16>,
     dir: TempDir,
     options: RedisServerBuilder,
     child: Option<Child>,
@@ -191,6 +213,12 @@ impl RedisServer {
     /// The loopback port it listens on (the same across restarts).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The TLS port of a server started with
+    /// [`also_tls`](RedisServerBuilder::also_tls).
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
     }
 
     /// Its address.
@@ -264,17 +292,27 @@ impl RedisServer {
     fn write_config(&self) -> std::io::Result<PathBuf> {
         let dir = &self.dir.path;
         let mut conf = String::new();
-        match &self.options.tls {
-            None => conf.push_str(&format!("port {}\n", self.port)),
-            Some(tls) => {
+        let tls = match (&self.options.tls, &self.options.also_tls, self.tls_port) {
+            (Some(tls), _, _) => {
                 conf.push_str("port 0\n");
-                conf.push_str(&format!("tls-port {}\n", self.port));
-                conf.push_str(&format!("tls-cert-file {}\n", quote_config(&tls.cert)));
-                conf.push_str(&format!("tls-key-file {}\n", quote_config(&tls.key)));
-                conf.push_str(&format!("tls-ca-cert-file {}\n", quote_config(&tls.ca)));
-                let auth = if tls.auth_clients { "yes" } else { "no" };
-                conf.push_str(&format!("tls-auth-clients {auth}\n"));
+                Some((tls, self.port))
             }
+            (None, Some(tls), Some(tls_port)) => {
+                conf.push_str(&format!("port {}\n", self.port));
+                Some((tls, tls_port))
+            }
+            _ => {
+                conf.push_str(&format!("port {}\n", self.port));
+                None
+            }
+        };
+        if let Some((tls, port)) = tls {
+            conf.push_str(&format!("tls-port {port}\n"));
+            conf.push_str(&format!("tls-cert-file {}\n", quote_config(&tls.cert)));
+            conf.push_str(&format!("tls-key-file {}\n", quote_config(&tls.key)));
+            conf.push_str(&format!("tls-ca-cert-file {}\n", quote_config(&tls.ca)));
+            let auth = if tls.auth_clients { "yes" } else { "no" };
+            conf.push_str(&format!("tls-auth-clients {auth}\n"));
         }
         conf.push_str("bind 127.0.0.1\n");
         conf.push_str("protected-mode yes\n");
@@ -305,7 +343,8 @@ impl RedisServer {
         let conf = self.write_config().map_err(|e| format!("config: {e}"))?;
         // The log tells when this very process is ready: start it empty.
         let _ = std::fs::remove_file(self.dir.path.join("redis.log"));
-        let mut command = Command::new(server_binary());
+        let binary = self.options.binary.clone().unwrap_or_else(server_binary);
+        let mut command = Command::new(binary);
         command.arg(&conf);
         if self.options.sentinel {
             command.arg("--sentinel");

@@ -18,6 +18,7 @@ use std::future::Future;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
+use super::server_info::ServerInfo;
 use crate::command::cmd;
 use crate::error::Result;
 use crate::memory::Engine;
@@ -75,6 +76,19 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// empties there. Backends that never switch drop it.
     fn on_switch(&self, hook: Box<dyn Fn() + Send + Sync>) {
         drop(hook);
+    }
+
+    /// For a backend that switches nodes (Sentinel): a receiver whose
+    /// value changes at each switch, once requests go to the new node.
+    /// Subscribers follow it ([`Subscriber`](super::pubsub::Subscriber)).
+    fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
+
+    /// For a backend that switches nodes (Sentinel): the server requests
+    /// go to now. `None`: the one learnt when the `Db` connected.
+    fn server(&self) -> Option<ServerInfo> {
+        None
     }
 
     /// The memory engine, for a backend that is one.

@@ -192,6 +192,19 @@ impl Db {
         }
     }
 
+    /// Sends RESET on the near cache's tracking connections, as a stray
+    /// RESET would, and returns how many there were (none with the cache
+    /// off or in process): the test suite checks with it that the cache
+    /// notices tracking is off, empties, and tracks again. Not part of
+    /// the API.
+    #[doc(hidden)]
+    pub async fn reset_cache_tracking(&self) -> Result<usize> {
+        match self.cache() {
+            Some(cache) => tracker::reset(cache).await,
+            None => Ok(0),
+        }
+    }
+
     /// The near cache, if it is on.
     pub(crate) fn cache(&self) -> Option<&Arc<Cache>> {
         self.shared.cache.get()

@@ -135,8 +135,7 @@ impl Db {
     /// ```
     pub async fn connect_sentinel(config: SentinelConfig) -> Result<Db> {
         let backend = SentinelBackend::connect(config).await?;
-        let sent = &backend;
-        let server = ServerInfo::ask(|cmd| async move { sent.send(&cmd).await }).await?;
+        let server = backend.primary_server();
         Ok(Db::from_backend(backend, server))
     }
 

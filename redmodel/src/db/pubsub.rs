@@ -11,14 +11,30 @@
 //! one listens, or while a subscriber's connection is down, is lost. A
 //! subscriber whose connection drops sees the end of its messages
 //! ([`Subscriber::next_message`] returns `None`); make a new one.
+//!
+//! Through Sentinel a subscriber follows the primary instead: it keeps
+//! the channels and patterns it was asked for, and when its connection
+//! drops or the `Db` switches to another primary it subscribes to them
+//! again on the current primary, which [`Subscriber::next_event`] reports
+//! as [`SubscriberEvent::Resubscribed`] (the gap in which messages were
+//! lost).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use redis::ToRedisArgs;
+use tokio::sync::watch;
 
 use super::BoxFuture;
 use crate::command::cmd;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::Db;
+
+/// The first pause before a following subscriber tries the primary
+/// again; each next one doubles, up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(25);
+const MAX_PAUSE: Duration = Duration::from_secs(1);
 
 /// One message received by a [`Subscriber`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,12 +54,78 @@ impl Message {
     }
 }
 
+/// What [`Subscriber::next_event`] gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SubscriberEvent {
+    /// A message on a channel or pattern subscribed to.
+    Message(Message),
+    /// Through Sentinel: the subscriber's connection was lost or the `Db`
+    /// switched to another primary, and the subscriber subscribed to its
+    /// channels and patterns again on the current primary. What was
+    /// published in between is lost.
+    Resubscribed,
+}
+
 /// The connection a subscriber holds, per kind of backend.
 pub(crate) enum Link {
     /// A RESP2 Pub/Sub connection to a server or a cluster node.
     Redis(redis::aio::PubSub),
     /// The memory engine's in-process subscription.
     Memory(redmodel_memory::PubSub),
+}
+
+impl Link {
+    /// The next message, or `None` once the connection is gone.
+    async fn next(&mut self) -> Option<Message> {
+        match self {
+            Link::Redis(p) => {
+                let msg = p.on_message().next().await?;
+                Some(Message {
+                    channel: msg.get_channel_name().to_string(),
+                    pattern: if msg.from_pattern() {
+                        msg.get_pattern::<String>().ok()
+                    } else {
+                        None
+                    },
+                    payload: msg.get_payload_bytes().to_vec(),
+                })
+            }
+            Link::Memory(p) => {
+                let msg = p.recv().await?;
+                Some(Message {
+                    channel: String::from_utf8_lossy(&msg.channel).into_owned(),
+                    pattern: msg
+                        .pattern
+                        .map(|p| String::from_utf8_lossy(&p).into_owned()),
+                    payload: msg.payload,
+                })
+            }
+        }
+    }
+
+    /// One change of the subscriptions.
+    async fn change(&mut self, change: Change, names: &[Vec<u8>]) -> Result<()> {
+        match self {
+            Link::Redis(p) => match change {
+                Change::Subscribe => p.subscribe(names).await?,
+                Change::PSubscribe => p.psubscribe(names).await?,
+                Change::Unsubscribe => p.unsubscribe(names).await?,
+                Change::PUnsubscribe => p.punsubscribe(names).await?,
+            },
+            Link::Memory(p) => {
+                for name in names {
+                    match change {
+                        Change::Subscribe => p.subscribe(name.clone()),
+                        Change::PSubscribe => p.psubscribe(name.clone()),
+                        Change::Unsubscribe => p.unsubscribe(name.clone()),
+                        Change::PUnsubscribe => p.punsubscribe(name.clone()),
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What [`Subscriber::change`] does.
@@ -74,7 +156,89 @@ enum Change {
 /// # Ok(()) }
 /// ```
 pub struct Subscriber {
-    link: Link,
+    /// The connection; `None` while a following subscriber has lost it.
+    link: Option<Link>,
+    /// Through Sentinel: what it takes to follow the primary.
+    following: Option<Following>,
+}
+
+/// What a subscriber on a backend that switches nodes (Sentinel) keeps
+/// to subscribe again on the next one.
+struct Following {
+    db: Db,
+    /// Changes at each switch of node.
+    switches: watch::Receiver<u64>,
+    channels: BTreeSet<Vec<u8>>,
+    patterns: BTreeSet<Vec<u8>>,
+}
+
+impl Following {
+    /// Records a change, to be made again on the next node.
+    fn record(&mut self, change: Change, names: &[Vec<u8>]) {
+        let (set, add) = match change {
+            Change::Subscribe => (&mut self.channels, true),
+            Change::PSubscribe => (&mut self.patterns, true),
+            Change::Unsubscribe => (&mut self.channels, false),
+            Change::PUnsubscribe => (&mut self.patterns, false),
+        };
+        match (add, names.is_empty()) {
+            (true, _) => set.extend(names.iter().cloned()),
+            // UNSUBSCRIBE without a name: every one.
+            (false, true) => set.clear(),
+            (false, false) => {
+                for name in names {
+                    set.remove(name);
+                }
+            }
+        }
+    }
+
+    /// A connection to the current primary, subscribed to every channel
+    /// and pattern recorded: tried again (sooner at a switch) until it
+    /// opens; `None` after a refusal of the subscriber's own settings
+    /// (credentials, permissions, TLS), which no retry cures and which
+    /// ends the subscriber. Anything else may be the failover's passing
+    /// state (a node that closes, refuses or errs while it is demoted).
+    async fn reopen(&mut self) -> Option<Link> {
+        let mut pause = FIRST_PAUSE;
+        loop {
+            self.switches.borrow_and_update();
+            match self.open().await {
+                Ok(link) => return Some(link),
+                Err(
+                    err @ (Error::Auth { .. }
+                    | Error::NoPermission { .. }
+                    | Error::Tls { .. }
+                    | Error::Config(_)),
+                ) => {
+                    tracing::warn!(target: "redmodel::pubsub", error = %err, "the subscriber cannot subscribe again: it ends");
+                    return None;
+                }
+                Err(err) => {
+                    tracing::debug!(target: "redmodel::pubsub", error = %err, "no primary to subscribe on yet");
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                _ = self.switches.changed() => {}
+            }
+            pause = (pause * 2).min(MAX_PAUSE);
+        }
+    }
+
+    /// One attempt of [`reopen`](Self::reopen).
+    async fn open(&self) -> Result<Link> {
+        let mut link = self.db.backend().subscriber().await?;
+        let channels: Vec<Vec<u8>> = self.channels.iter().cloned().collect();
+        let patterns: Vec<Vec<u8>> = self.patterns.iter().cloned().collect();
+        if !channels.is_empty() {
+            link.change(Change::Subscribe, &channels).await?;
+        }
+        if !patterns.is_empty() {
+            link.change(Change::PSubscribe, &patterns).await?;
+        }
+        Ok(link)
+    }
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -84,10 +248,6 @@ impl std::fmt::Debug for Subscriber {
 }
 
 impl Subscriber {
-    pub(crate) fn new(link: Link) -> Self {
-        Subscriber { link }
-    }
-
     /// Subscribes to one channel or several (`"a"`, `["a", "b"]`).
     pub async fn subscribe(&mut self, channels: impl ToRedisArgs) -> Result<()> {
         self.change(Change::Subscribe, channels.to_redis_args())
@@ -112,56 +272,65 @@ impl Subscriber {
             .await
     }
 
-    /// One change of the subscriptions, on whichever link this is.
+    /// One change of the subscriptions. A following subscriber records it
+    /// first: if its connection is lost meanwhile, the change is made with
+    /// the others on the next one.
     async fn change(&mut self, change: Change, names: Vec<Vec<u8>>) -> Result<()> {
-        match &mut self.link {
-            Link::Redis(p) => match change {
-                Change::Subscribe => p.subscribe(names).await?,
-                Change::PSubscribe => p.psubscribe(names).await?,
-                Change::Unsubscribe => p.unsubscribe(names).await?,
-                Change::PUnsubscribe => p.punsubscribe(names).await?,
-            },
-            Link::Memory(p) => {
-                for name in names {
-                    match change {
-                        Change::Subscribe => p.subscribe(name),
-                        Change::PSubscribe => p.psubscribe(name),
-                        Change::Unsubscribe => p.unsubscribe(name),
-                        Change::PUnsubscribe => p.punsubscribe(name),
-                    };
-                }
-            }
+        if let Some(following) = &mut self.following {
+            following.record(change, &names);
         }
-        Ok(())
+        let Some(link) = &mut self.link else {
+            return Ok(());
+        };
+        match link.change(change, &names).await {
+            Err(err) if self.following.is_some() && err.is_transient() => {
+                self.link = None;
+                Ok(())
+            }
+            outcome => outcome,
+        }
     }
 
     /// The next message, waiting for one; `None` once the connection is
     /// gone (make a new subscriber: what was published meanwhile is lost).
+    /// Through Sentinel the subscriber follows the primary and this skips
+    /// the gaps; [`next_event`](Self::next_event) reports them.
     pub async fn next_message(&mut self) -> Option<Message> {
-        match &mut self.link {
-            Link::Redis(p) => {
-                let msg = p.on_message().next().await?;
-                Some(Message {
-                    channel: msg.get_channel_name().to_string(),
-                    pattern: if msg.from_pattern() {
-                        msg.get_pattern::<String>().ok()
-                    } else {
-                        None
-                    },
-                    payload: msg.get_payload_bytes().to_vec(),
-                })
-            }
-            Link::Memory(p) => {
-                let msg = p.recv().await?;
-                Some(Message {
-                    channel: String::from_utf8_lossy(&msg.channel).into_owned(),
-                    pattern: msg
-                        .pattern
-                        .map(|p| String::from_utf8_lossy(&p).into_owned()),
-                    payload: msg.payload,
-                })
+        loop {
+            if let SubscriberEvent::Message(message) = self.next_event().await? {
+                return Some(message);
             }
         }
+    }
+
+    /// The next message, or through Sentinel the news that the subscriber
+    /// subscribed again on the current primary after a lost connection or
+    /// a failover ([`SubscriberEvent::Resubscribed`]: messages published
+    /// in between are lost). `None` once the connection is gone for good:
+    /// on other backends when it drops, through Sentinel when the primary
+    /// refuses the subscriber for a reason a retry does not cure (refused
+    /// credentials).
+    pub async fn next_event(&mut self) -> Option<SubscriberEvent> {
+        if let Some(link) = &mut self.link {
+            let Some(following) = &mut self.following else {
+                return link.next().await.map(SubscriberEvent::Message);
+            };
+            // The messages already received come first; then the end of
+            // the connection or a switch of primary.
+            tokio::select! {
+                biased;
+                message = link.next() => {
+                    if let Some(message) = message {
+                        return Some(SubscriberEvent::Message(message));
+                    }
+                }
+                _ = following.switches.changed() => {}
+            }
+        }
+        self.link = None;
+        let following = self.following.as_mut()?;
+        self.link = Some(following.reopen().await?);
+        Some(SubscriberEvent::Resubscribed)
     }
 }
 
@@ -175,7 +344,20 @@ impl Db {
 
     /// A new subscriber, on a connection of its own (see [`Subscriber`]).
     pub async fn subscriber(&self) -> Result<Subscriber> {
-        Ok(Subscriber::new(self.backend().subscriber().await?))
+        let backend = self.backend();
+        // Watched before the connection opens: a switch while it opens
+        // has the subscriber move at once.
+        let switches = backend.switches();
+        let link = backend.subscriber().await?;
+        Ok(Subscriber {
+            link: Some(link),
+            following: switches.map(|switches| Following {
+                db: self.clone(),
+                switches,
+                channels: BTreeSet::new(),
+                patterns: BTreeSet::new(),
+            }),
+        })
     }
 }
 

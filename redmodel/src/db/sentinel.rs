@@ -3,23 +3,28 @@
 //!
 //! - [`ask`]: asking the sentinels where the primary is, and checking with
 //!   `ROLE` that the node there says `master`.
+//! - [`announce`]: hearing the sentinels announce a new primary
+//!   (`+switch-master`).
 //!
 //! The current primary is a [`ServerBackend`] of its own (shared
-//! connection, pool of exclusive links), replaced whole when the primary
-//! changes. A task of the backend asks the sentinels every
-//! [`CHECK_EVERY`], and at once, then again every few tens of
-//! milliseconds until a primary answers, when a request finds the
-//! primary gone (its connection lost or refused) or demoted (a `READONLY`
-//! refusal). Such a request fails as [`Error::Unavailable`] (transient:
+//! connection, pool of exclusive links), with the name and version it
+//! gave (HELLO), replaced whole when the primary changes. A task of the
+//! backend asks the sentinels at once when one of them announces a switch
+//! of the master (asking that one first), every
+//! [`DEFAULT_CHECK_EVERY`] (or as configured) in case an announcement was
+//! missed, and at once, then again every few tens of milliseconds until
+//! a primary answers, when a request finds the primary gone (its
+//! connection lost or refused) or demoted (a `READONLY` refusal). Such a request fails as [`Error::Unavailable`] (transient:
 //! it may or may not have run, and the caller may retry); so do, at once
 //! and without being sent, the requests made until the task has found a
 //! primary that answers (rather than each waiting out a connection
 //! timeout on a dead node); requests made after the switch go to the new
-//! primary. The periodic question matters for a
-//! failover the `Db` cannot see from its connection: `SENTINEL FAILOVER`
-//! promotes the replica while the old primary keeps accepting writes
-//! (with none of its replicas left, so a write waiting for replica
-//! acknowledgements fails) until Sentinel demotes it seconds later.
+//! primary. The announcement (and the periodic question behind it)
+//! matters for a failover the `Db` cannot see from its connection:
+//! `SENTINEL FAILOVER` promotes the replica while the old primary keeps
+//! accepting writes (with none of its replicas left, so a write waiting
+//! for replica acknowledgements fails) until Sentinel demotes it seconds
+//! later.
 //!
 //! # Why plain commands rather than redis-rs's `sentinel` feature
 //! redis-rs's `SentinelClient` finds a master once (with `SENTINEL
@@ -32,6 +37,7 @@
 //! (each in turn), and tells a master name no sentinel knows from
 //! sentinels that do not answer, which its errors fold together.
 
+mod announce;
 mod ask;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,18 +47,20 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, watch, Notify};
 
 use super::backend::{Backend, Link};
 use super::pubsub::Opening;
 use super::server::ServerBackend;
+use super::server_info::ServerInfo;
 use super::BoxFuture;
 use crate::error::{Error, Result};
 use ask::{Addr, NoPrimary};
 
 /// How often the backend asks the sentinels where the primary is while
-/// nothing went wrong.
-const CHECK_EVERY: Duration = Duration::from_secs(1);
+/// nothing went wrong, unless configured
+/// ([`SentinelConfig::check_every`]).
+const DEFAULT_CHECK_EVERY: Duration = Duration::from_secs(1);
 /// The first pause between questions while the primary is lost; each next
 /// one doubles, up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(25);
@@ -89,6 +97,7 @@ pub struct SentinelConfig {
     sentinel_certificates: Option<redis::TlsCertificates>,
     connect: Duration,
     response: Duration,
+    check_every: Duration,
 }
 
 impl std::fmt::Debug for SentinelConfig {
@@ -127,6 +136,7 @@ impl SentinelConfig {
             sentinel_certificates: None,
             connect: super::DEFAULT_CONNECTION_TIMEOUT,
             response: super::DEFAULT_RESPONSE_TIMEOUT,
+            check_every: DEFAULT_CHECK_EVERY,
         }
     }
 
@@ -150,6 +160,16 @@ impl SentinelConfig {
     pub fn timeouts(mut self, connect: Duration, response: Duration) -> Self {
         self.connect = connect;
         self.response = response;
+        self
+    }
+
+    /// How often the `Db` asks the sentinels where the primary is while
+    /// nothing went wrong (default 1 s): the fallback for a failover
+    /// announcement (`+switch-master`) it did not hear, its subscription
+    /// to a sentinel being down. A lost primary or a `READONLY` refusal
+    /// has it ask at once anyway.
+    pub fn check_every(mut self, every: Duration) -> Self {
+        self.check_every = every;
         self
     }
 
@@ -183,6 +203,8 @@ impl SentinelConfig {
 struct Primary {
     addr: Addr,
     backend: ServerBackend,
+    /// Its name and version, as its HELLO gave them.
+    server: ServerInfo,
 }
 
 /// The backend's state, shared with its task.
@@ -198,6 +220,8 @@ struct Inner {
     missing: AtomicBool,
     /// Called after each switch of primary (the near cache empties).
     on_switch: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+    /// Counts the switches of primary: subscribers follow it.
+    switches: watch::Sender<u64>,
 }
 
 /// The primary of a Sentinel-managed replica set behind a `Db`.
@@ -219,21 +243,40 @@ impl SentinelBackend {
             .iter()
             .map(|url| sentinel_client(&config, url))
             .collect::<Result<Vec<_>>>()?;
-        let addr = ask::primary_addr(&config, &sentinels, &mut None)
+        // Listening first: a failover announced while the primary is
+        // being connected to is heard.
+        let (heard, announced) = mpsc::unbounded_channel();
+        announce::listen(&config, &sentinels, &heard);
+        let mut kept = None;
+        let addr = ask::primary_addr(&config, &sentinels, &mut kept)
             .await
             .map_err(|why| no_primary(&config, why))?;
-        let backend = connect_primary(&config, &addr).await?;
+        let primary = connect_primary(&config, addr).await?;
         let lost = Arc::new(Notify::new());
         let inner = Arc::new(Inner {
             config,
             sentinels,
-            primary: RwLock::new(Arc::new(Primary { addr, backend })),
+            primary: RwLock::new(Arc::new(primary)),
             lost: Arc::clone(&lost),
             missing: AtomicBool::new(false),
             on_switch: Mutex::new(Vec::new()),
+            switches: watch::Sender::new(0),
         });
-        tokio::spawn(follow(Arc::downgrade(&inner), lost));
+        tokio::spawn(follow(Arc::downgrade(&inner), lost, announced, kept));
         Ok(SentinelBackend { inner })
+    }
+
+    /// The server the current primary is.
+    pub(crate) fn primary_server(&self) -> ServerInfo {
+        self.inner.current().server
+    }
+}
+
+impl Drop for SentinelBackend {
+    /// Wakes the task, which ends (and with it the subscriptions to the
+    /// sentinels) now rather than at its next question.
+    fn drop(&mut self) {
+        self.inner.lost.notify_one();
     }
 }
 
@@ -262,9 +305,10 @@ fn no_primary(config: &SentinelConfig, why: NoPrimary) -> Error {
     }
 }
 
-/// Connects to the node at `addr` once it says it is a master.
-async fn connect_primary(config: &SentinelConfig, addr: &Addr) -> Result<ServerBackend> {
-    let client = ask::node_client(config, addr)?;
+/// Connects to the node at `addr` once it says it is a master, and asks
+/// it its name and version.
+async fn connect_primary(config: &SentinelConfig, addr: Addr) -> Result<Primary> {
+    let client = ask::node_client(config, &addr)?;
     if !ask::is_master(&client, config.connect, config.response).await? {
         return Err(Error::Unavailable {
             source: redis::make_extension_error(
@@ -277,23 +321,49 @@ async fn connect_primary(config: &SentinelConfig, addr: &Addr) -> Result<ServerB
             ),
         });
     }
-    ServerBackend::connect(client, config.connect, config.response).await
+    let backend = ServerBackend::connect(client, config.connect, config.response).await?;
+    let sent = &backend;
+    let server = ServerInfo::ask(|cmd| async move { sent.send(&cmd).await }).await?;
+    Ok(Primary {
+        addr,
+        backend,
+        server,
+    })
 }
 
-/// The backend's task: asks the sentinels every [`CHECK_EVERY`], or at
+/// The backend's task: asks the sentinels at once when one announces a
+/// switch (that one first), every [`SentinelConfig::check_every`], or at
 /// once when a request lost the primary, and switches to the primary they
 /// name. Ends once the backend is gone.
-async fn follow(inner: Weak<Inner>, lost_signal: Arc<Notify>) {
-    let mut kept: ask::Kept = None;
+async fn follow(
+    inner: Weak<Inner>,
+    lost_signal: Arc<Notify>,
+    mut announced: mpsc::UnboundedReceiver<usize>,
+    mut kept: ask::Kept,
+) {
+    let check_every = match inner.upgrade() {
+        Some(inner) => inner.config.check_every,
+        None => return,
+    };
     let mut lost = false;
     let mut pause = FIRST_PAUSE;
     loop {
-        let wait = if lost { pause } else { CHECK_EVERY };
+        let wait = if lost { pause } else { check_every };
+        let mut announcer = None;
         tokio::select! {
             () = lost_signal.notified() => lost = true,
+            Some(sentinel) = announced.recv() => announcer = Some(sentinel),
             () = tokio::time::sleep(wait) => {}
         }
         let Some(inner) = inner.upgrade() else { return };
+        if let Some(sentinel) = announcer {
+            // The sentinel that announced the switch knows the new
+            // primary; another may not have heard of it yet.
+            let client = &inner.sentinels[sentinel];
+            kept = ask::open(client, inner.config.connect, inner.config.response)
+                .await
+                .ok();
+        }
         match inner.settle(lost, &mut kept).await {
             Ok(()) => {
                 lost = false;
@@ -342,19 +412,21 @@ impl Inner {
                 )));
             }
         };
-        let backend = connect_primary(&self.config, &addr).await?;
+        let primary = connect_primary(&self.config, addr).await?;
         tracing::info!(
             target: "redmodel::sentinel",
             from = %current.addr,
-            to = %addr,
+            to = %primary.addr,
+            server = %primary.server,
             master = %self.config.master,
             "the primary changed"
         );
-        *self.primary.write() = Arc::new(Primary { addr, backend });
+        *self.primary.write() = Arc::new(primary);
         self.missing.store(false, Ordering::Relaxed);
         for hook in self.on_switch.lock().iter() {
             hook();
         }
+        self.switches.send_modify(|n| *n += 1);
         Ok(())
     }
 
@@ -522,8 +594,19 @@ impl Backend for SentinelBackend {
     }
 
     fn subscriber(&self) -> Opening<'_> {
+        if let Some(source) = self.inner.refuse_while_missing() {
+            return Box::pin(std::future::ready(Err(Error::Unavailable { source })));
+        }
         let primary = self.inner.current();
         Box::pin(async move { primary.backend.subscriber().await })
+    }
+
+    fn switches(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.inner.switches.subscribe())
+    }
+
+    fn server(&self) -> Option<ServerInfo> {
+        Some(self.inner.current().server)
     }
 
     fn tracking_nodes(&self) -> BoxFuture<'_, Result<Vec<redis::ConnectionInfo>>> {

@@ -1,6 +1,7 @@
 //! Which server a [`Db`] talks to: its name (Redis, Valkey) and version,
-//! learnt once when the `Db` connects, so that a feature a server lacks
-//! can be refused without a failed round trip.
+//! learnt once when the `Db` connects (and, through Sentinel, again from
+//! each new primary), so that a feature a server lacks can be refused
+//! without a failed round trip.
 //!
 //! A server answers `HELLO` (no arguments: the protocol stays as it is)
 //! with a map holding `server` and `version`, and every ACL user may send
@@ -254,7 +255,7 @@ impl fmt::Display for ServerVersion {
 }
 
 impl Db {
-    /// The server this handle talks to: its name and version, learnt once
+    /// The server this handle talks to: its name and version, learnt
     /// when it connected (HELLO, one round trip of [`Db::connect`] and
     /// [`Db::connect_cluster`]), so reading it costs nothing. The memory
     /// engine reports the Redis it emulates, 7.0.15 by default, 7.4.1 in
@@ -262,7 +263,9 @@ impl Db {
     /// the engine [served over RESP](crate::memory) learns the same from
     /// its HELLO). On a cluster it is what the node that answered said:
     /// the nodes of a cluster run one version, except midway through a
-    /// rolling upgrade.
+    /// rolling upgrade. Through Sentinel it is the current primary's,
+    /// learnt again (HELLO) when a failover makes another node the
+    /// primary.
     ///
     /// For code that uses a feature only some servers have: ask here
     /// instead of sending the command and reading an error.
@@ -279,7 +282,7 @@ impl Db {
     /// assert_eq!(server.to_string(), "redis 7.0.15");
     /// ```
     pub fn server(&self) -> ServerInfo {
-        self.shared.server
+        self.shared.backend.server().unwrap_or(self.shared.server)
     }
 }
 

@@ -116,6 +116,9 @@ pub(crate) struct Cache {
     /// before every lookup and keep, so that a change the engine made
     /// before a read began is always applied first.
     feed: OnceLock<Mutex<Invalidations>>,
+    /// The tracker's connections in use (a handle to each), for
+    /// [`Db::reset_cache_tracking`](crate::Db::reset_cache_tracking).
+    pub(super) tracking: Mutex<Vec<redis::aio::MultiplexedConnection>>,
     max_age: Duration,
     hits: AtomicU64,
     misses: AtomicU64,
@@ -136,6 +139,7 @@ impl Cache {
                 live: false,
             }),
             feed: OnceLock::new(),
+            tracking: Mutex::new(Vec::new()),
             max_age: config.max_age,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),

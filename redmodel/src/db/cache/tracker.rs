@@ -8,7 +8,8 @@
 //! `Db`'s shared connection and its pool can reconnect freely.
 //!
 //! A task watches the tracking connections. When one is lost (its socket
-//! closes, or a PING each [`HEARTBEAT`] fails), or the backend's nodes are
+//! closes, or its `CLIENT TRACKINGINFO` each [`HEARTBEAT`] fails or says
+//! tracking is off, as after a RESET on it), or the backend's nodes are
 //! not those it tracks (a cluster's failover or resharding onto a new
 //! node, a new primary found through Sentinel), the
 //! cache empties and keeps nothing until every master is tracked again.
@@ -63,6 +64,7 @@ pub(super) async fn start(
         return Ok(());
     }
     let session = Session::open(backend, &prefixes).await?;
+    *cache.tracking.lock() = session.conns.clone();
     cache.set_live(true);
     // A switch of primary (Sentinel) empties the cache at once; the
     // heartbeat then finds the tracked node is not the primary any more
@@ -108,16 +110,46 @@ impl Session {
         })
     }
 
-    /// Whether every connection still answers.
+    /// Whether every connection still answers and still tracks.
     async fn alive(&mut self) -> bool {
+        let mut info = cmd("CLIENT");
+        info.arg("TRACKINGINFO");
         for conn in &mut self.conns {
-            let pong = tokio::time::timeout(PATIENCE, conn.req_packed_command(&cmd("PING"))).await;
-            if !matches!(pong, Ok(Ok(_))) {
-                return false;
+            match tokio::time::timeout(PATIENCE, conn.req_packed_command(&info)).await {
+                Ok(Ok(reply)) if !tracking_off(&reply) => {}
+                _ => return false,
             }
         }
         true
     }
+}
+
+/// Whether a `CLIENT TRACKINGINFO` reply says tracking is off (a RESET or
+/// `CLIENT TRACKING off` on the connection): its flags, a set in RESP3,
+/// an array in RESP2 (what a RESET turns the connection back to). A
+/// server that does not know the subcommand (before Redis 6.2) answers
+/// with an error: it answered, which is all a PING would tell.
+fn tracking_off(reply: &Value) -> bool {
+    let pairs: Vec<(&Value, &Value)> = match reply {
+        Value::Map(pairs) => pairs.iter().map(|(k, v)| (k, v)).collect(),
+        Value::Array(items) => items
+            .chunks_exact(2)
+            .map(|pair| (&pair[0], &pair[1]))
+            .collect(),
+        _ => return false,
+    };
+    let is = |value: &Value, text: &str| match value {
+        Value::BulkString(bytes) => bytes.eq_ignore_ascii_case(text.as_bytes()),
+        Value::SimpleString(s) => s.eq_ignore_ascii_case(text),
+        _ => false,
+    };
+    pairs.iter().any(|(name, flags)| {
+        is(name, "flags")
+            && match flags {
+                Value::Set(flags) | Value::Array(flags) => flags.iter().any(|f| is(f, "off")),
+                _ => false,
+            }
+    })
 }
 
 /// One RESP3 connection to `info` with BCAST tracking on, its pushes sent
@@ -195,6 +227,7 @@ async fn watch(
         };
         pause = Duration::from_millis(50);
         let Some(live) = cache.upgrade() else { return };
+        *live.tracking.lock() = session.conns.clone();
         live.set_live(true);
     }
 }
@@ -230,5 +263,46 @@ async fn moved(backend: &dyn Backend, session: &Session) -> bool {
         // The cluster does not answer: the PINGs tell whether tracking
         // still does.
         Err(_) => false,
+    }
+}
+
+/// Sends RESET on each of `cache`'s tracking connections; how many.
+pub(super) async fn reset(cache: &Cache) -> Result<usize> {
+    let conns = cache.tracking.lock().clone();
+    for mut conn in conns.iter().cloned() {
+        conn.req_packed_command(&cmd("RESET")).await?;
+    }
+    Ok(conns.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn trackinginfo_says_off_in_both_protocols() {
+        let resp3 = |flag: &str| {
+            Value::Map(vec![
+                (bulk("flags"), Value::Set(vec![bulk(flag), bulk("bcast")])),
+                (bulk("redirect"), Value::Int(0)),
+                (bulk("prefixes"), Value::Array(vec![])),
+            ])
+        };
+        assert!(!tracking_off(&resp3("on")));
+        assert!(tracking_off(&resp3("off")));
+        let resp2 = Value::Array(vec![
+            bulk("flags"),
+            Value::Array(vec![bulk("off")]),
+            bulk("redirect"),
+            Value::Int(-1),
+            bulk("prefixes"),
+            Value::Array(vec![]),
+        ]);
+        assert!(tracking_off(&resp2));
+        assert!(!tracking_off(&Value::Nil));
     }
 }

@@ -83,7 +83,7 @@ pub(super) async fn primary_addr(
 }
 
 /// A connection to the node (or sentinel) `client` reaches.
-async fn open(
+pub(super) async fn open(
     client: &redis::Client,
     connect: Duration,
     response: Duration,

@@ -412,13 +412,11 @@ impl Store {
             f.state
         };
         match (self.config.get("appendonly") == "yes", state) {
-            (true, State::Off) => {
-                if self.aof_start(now).is_err() {
-                    let _ = self.config.set_at_start("appendonly", b"no");
-                    return Err(crate::error::CmdError::err(
-                        "CONFIG SET failed (possibly related to argument 'appendonly') - Unable to turn on AOF. Check server logs.",
-                    ));
-                }
+            (true, State::Off) if self.aof_start(now).is_err() => {
+                let _ = self.config.set_at_start("appendonly", b"no");
+                return Err(crate::error::CmdError::err(
+                    "CONFIG SET failed (possibly related to argument 'appendonly') - Unable to turn on AOF. Check server logs.",
+                ));
             }
             (false, State::On | State::WaitRewrite) => self.aof_stop(),
             _ => {}

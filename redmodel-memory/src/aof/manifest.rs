@@ -46,7 +46,7 @@ impl Manifest {
                 continue;
             }
             let words: Vec<&str> = line.split_whitespace().collect();
-            if words.len() % 2 != 0 {
+            if !words.len().is_multiple_of(2) {
                 return Err(at("invalid AOF manifest file format"));
             }
             let (mut name, mut seq, mut kind) = (None, None, None);

@@ -401,3 +401,36 @@ fn a_corrupt_file_or_manifest_is_an_error_and_loads_nothing() {
     let engine = Engine::new().with_aof(&*dir).expect("intact again");
     assert_eq!(digest(&mut engine.connection()), digest_before);
 }
+
+#[test]
+fn a_blocked_pop_served_later_is_recorded() {
+    let dir = temp_dir("blocked");
+    let engine = Engine::new().with_aof(&*dir).expect("no files yet");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut waiter = engine.connection();
+    let mut pusher = engine.connection();
+    let mut blpop = redis::cmd("BLPOP");
+    blpop.arg("q").arg(5);
+    let (popped, pushed) = runtime.block_on(async {
+        tokio::join!(blpop.query_async::<Value>(&mut waiter), async {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            run(&mut pusher, "RPUSH q a b")
+        })
+    });
+    assert_eq!(pushed, int(2));
+    assert_eq!(
+        popped.expect("served"),
+        crate::command::test_util::bulks(&["q", "a"])
+    );
+    drop((waiter, pusher));
+    drop(engine);
+    let engine = Engine::new().with_aof(&*dir).expect("the files load");
+    let mut c = engine.connection();
+    assert_eq!(
+        run(&mut c, "LRANGE q 0 -1"),
+        crate::command::test_util::bulks(&["b"])
+    );
+}

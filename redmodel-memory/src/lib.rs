@@ -5,7 +5,8 @@
 //! MULTI/EXEC/WATCH, Lua scripts and Redis Functions, Pub/Sub, and the
 //! server commands clients and tools use (CONFIG, INFO, OBJECT, CLIENT,
 //! COPY, MOVE, SWAPDB, DUMP and RESTORE in Redis's own payload format,
-//! SAVE, BGSAVE and RDB files loaded at start ([`Engine::with_rdb_file`])...),
+//! SAVE, BGSAVE and RDB files loaded at start ([`Engine::with_rdb_file`]),
+//! the append-only file ([`Engine::with_aof`], BGREWRITEAOF)...),
 //! with the replies and error texts of Redis 7.0.15. It exists so that
 //! applications, examples and tests run with no server, and switch to a
 //! real Redis with no surprise.

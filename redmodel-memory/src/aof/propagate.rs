@@ -108,10 +108,14 @@ pub(crate) fn form(args: &[&[u8]], reply: &Reply, store: &Store, db: usize) -> F
             _ => Form::State,
         },
         "lmpop" | "blmpop" | "zmpop" | "bzmpop" => mpop(&name, args, reply),
-        "restore" if !args[4..].iter().any(|a| is(a, "absttl")) && args[2] != b"0" => Form::State,
+        "restore" if !args[4..].iter().any(|a| is(a, "absttl")) && args[2] != b"0".as_slice() => {
+            Form::State
+        }
         "xadd" => xadd(args, reply),
         "xtrim" if args.iter().any(|a| a == b"~") => Form::State,
         "xreadgroup" | "xclaim" | "xautoclaim" => Form::State,
+        // Field TTLs (Redis 7.4), relative or not: the hash as it is.
+        "hexpire" | "hpexpire" | "hexpireat" | "hpexpireat" | "hpersist" => Form::State,
         _ => Form::Verbatim,
     }
 }
@@ -144,7 +148,17 @@ fn mpop(name: &str, args: &[&[u8]], reply: &Reply) -> Form {
     let (Some(key), Some(Reply::Array(items))) = (kv.first().and_then(bulk), kv.get(1)) else {
         return Form::State;
     };
-    let from_left = args.iter().any(|a| is(a, "left") || is(a, "min"));
+    // The direction follows the keys: `[timeout] numkeys key... LEFT|MIN`.
+    let numkeys_at = if name.starts_with('b') { 2 } else { 1 };
+    let direction = args
+        .get(numkeys_at)
+        .and_then(|n| crate::args::parse_i64(n))
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| args.get(numkeys_at + 1 + n));
+    let Some(direction) = direction else {
+        return Form::State;
+    };
+    let from_left = is(direction, "left") || is(direction, "min");
     let pop: &[u8] = match (name.ends_with("zmpop"), from_left) {
         (false, true) => b"LPOP",
         (false, false) => b"RPOP",

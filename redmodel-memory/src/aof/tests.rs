@@ -434,3 +434,38 @@ fn a_blocked_pop_served_later_is_recorded() {
         crate::command::test_util::bulks(&["b"])
     );
 }
+
+#[test]
+fn field_ttls_and_a_pop_from_a_key_named_left_survive_a_restart() {
+    let dir = temp_dir("fields");
+    let open = || {
+        Engine::new()
+            .with_version(crate::RedisVersion::V7_4)
+            .with_aof(&*dir)
+            .expect("the files load")
+    };
+    let engine = open();
+    let mut c = engine.connection();
+    run_all(
+        &mut c,
+        &[
+            "HSET h a 1 b 2",
+            "HEXPIRE h 1000 FIELDS 1 a",
+            "RPUSH left x y z",
+            "LMPOP 1 left RIGHT COUNT 1",
+        ],
+    );
+    drop((c, engine));
+    let mut c = open().connection();
+    let Value::Array(ttl) = run(&mut c, "HTTL h FIELDS 1 a") else {
+        panic!("HTTL")
+    };
+    assert!(
+        matches!(ttl[..], [Value::Int(t)] if (990..=1000).contains(&t)),
+        "{ttl:?}"
+    );
+    assert_eq!(
+        run(&mut c, "LRANGE left 0 -1"),
+        crate::command::test_util::bulks(&["x", "y"])
+    );
+}

@@ -16,20 +16,23 @@
 //! engine's lock it copies the dataset and opens a new incremental file,
 //! which every later change goes to; a thread writes the new base; the
 //! manifest then names the new base and the new incremental file, and
-//! the files the base replaces are deleted. Loading ([`load`]) reads the
-//! files into a fresh store, which takes the place of the dataset only
-//! once all of them have loaded.
+//! the files the base replaces are deleted. [`load`] reads the files'
+//! commands.
+//!
+//! This module knows the files, not the store: the store's side (what a
+//! command changed, the dataset to copy, loading into a fresh store) is
+//! `crate::command::persistence`'s.
 
 use std::fs;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use redis::Value as Reply;
 
-use crate::command::Store;
+use crate::keyspace::{Key, Keyspace};
+use crate::rdb::file::Snapshot;
 
 pub(crate) mod load;
 pub(crate) mod manifest;
@@ -40,11 +43,11 @@ mod tests;
 
 pub use load::AofError;
 use manifest::Manifest;
-use propagate::{Form, Line};
+use propagate::Line;
 
 /// Whether the AOF is written to (Redis's `aof_state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum State {
+pub(crate) enum State {
     #[default]
     Off,
     On,
@@ -55,7 +58,7 @@ enum State {
 
 /// `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-enum Fsync {
+pub(crate) enum Fsync {
     Always,
     #[default]
     EverySec,
@@ -121,17 +124,14 @@ fn encode(out: &mut Vec<u8>, line: &[Vec<u8>]) {
     }
 }
 
-/// The AOF directory and file name the configuration names.
-fn configured(store: &Store) -> (PathBuf, String) {
-    let dir = Path::new(store.config.get("dir")).join(store.config.get("appenddirname"));
-    (dir, store.config.get("appendfilename").to_string())
-}
-
-fn fsync_of(store: &Store) -> Fsync {
-    match store.config.get("appendfsync") {
-        "always" => Fsync::Always,
-        "no" => Fsync::No,
-        _ => Fsync::EverySec,
+impl Fsync {
+    /// The policy `appendfsync` names.
+    pub(crate) fn named(name: &str) -> Fsync {
+        match name {
+            "always" => Fsync::Always,
+            "no" => Fsync::No,
+            _ => Fsync::EverySec,
+        }
     }
 }
 
@@ -209,6 +209,32 @@ impl Aof {
         self.files.lock().rewriting
     }
 
+    /// Whether the AOF is on (or waits for its first rewrite).
+    pub(crate) fn state(&self) -> State {
+        self.files.lock().state
+    }
+
+    /// The AOF directory and `appendfilename` in use, if the AOF is on.
+    pub(crate) fn location(&self) -> Option<(PathBuf, String)> {
+        let f = self.files.lock();
+        (f.state != State::Off).then(|| (f.dir.clone(), f.filename.clone()))
+    }
+
+    /// `appendfsync` changed.
+    pub(crate) fn set_fsync(&self, fsync: Fsync) {
+        self.files.lock().fsync = fsync;
+    }
+
+    /// A BGREWRITEAOF waits for a BGSAVE.
+    pub(crate) fn schedule(&self) {
+        self.files.lock().scheduled = true;
+    }
+
+    /// A rewrite could not start.
+    pub(crate) fn rewrite_failed(&self) {
+        self.files.lock().last_rewrite_failed = true;
+    }
+
     /// INFO persistence's AOF fields.
     pub(crate) fn info(&self) -> Vec<(&'static str, String)> {
         let f = self.files.lock();
@@ -223,34 +249,27 @@ impl Aof {
             ("aof_last_write_status", status(f.last_write_failed)),
         ]
     }
-}
 
-impl Store {
-    /// Starts or stops the keyspaces' logs of changes for the AOF.
-    fn set_aof_logs(&mut self, on: bool) {
-        self.aof.on = on;
-        for ks in &mut self.dbs {
-            ks.set_aof_log(on);
-        }
+    /// Queues `line`, run on database `db`, in the running unit.
+    pub(crate) fn push(&mut self, db: usize, line: Line) {
+        self.pending.push((db, line));
     }
 
-    /// Records the keys deleted because their time had passed, as `DEL`
-    /// (`UNLINK` under `lazyfree-lazy-expire yes`), Redis's
-    /// `propagateDeletion`; gives the keys each database's command
-    /// changed.
-    fn aof_take_logs(&mut self) -> Vec<(usize, Vec<crate::keyspace::Key>)> {
-        let del: &[u8] = if self.config.get("lazyfree-lazy-expire") == "yes" {
-            b"UNLINK"
-        } else {
-            b"DEL"
-        };
+    /// The number of lines queued in the running unit.
+    pub(crate) fn queued(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Queues the deletes of the keys `dbs` deleted because their time
+    /// had passed, as `del` (`DEL`, or `UNLINK` under
+    /// `lazyfree-lazy-expire yes`: Redis's `propagateDeletion`); gives the
+    /// keys each database's command changed.
+    pub(crate) fn take_logs(&mut self, dbs: &mut [Keyspace], del: &[u8]) -> Vec<(usize, Vec<Key>)> {
         let mut touched = Vec::new();
-        for db in 0..self.dbs.len() {
-            let log = self.dbs[db].take_aof_log();
+        for (db, ks) in dbs.iter_mut().enumerate() {
+            let log = ks.take_aof_log();
             for key in log.expired {
-                self.aof
-                    .pending
-                    .push((db, vec![del.to_vec(), key.to_vec()]));
+                self.pending.push((db, vec![del.to_vec(), key.to_vec()]));
             }
             if !log.touched.is_empty() {
                 touched.push((db, log.touched));
@@ -259,106 +278,52 @@ impl Store {
         touched
     }
 
-    /// After a command of the command table ran on database `db`: records
-    /// what it changed. `before` is the databases' change count before it
-    /// ran.
-    pub(crate) fn aof_after_command(
+    /// Queues `touched` keys as they are in `dbs`: a `RESTORE ... REPLACE
+    /// ABSTTL` of a live key (its DUMP payload as Redis `version` writes
+    /// it), a `DEL` of a key that went.
+    pub(crate) fn record_state(
         &mut self,
-        db: usize,
-        args: &[&[u8]],
-        result: &Result<Reply, crate::error::CmdError>,
-        before: u64,
+        dbs: &[Keyspace],
+        touched: Vec<(usize, Vec<Key>)>,
+        compress: bool,
+        version: crate::RedisVersion,
     ) {
-        let queued = self.aof.pending.len();
-        let touched = self.aof_take_logs();
-        let expired = self.aof.pending.len() - queued;
-        if propagate::recorded_by_calls(args[0]) {
-            return;
-        }
-        let Ok(reply) = result else {
-            return;
-        };
-        if matches!(reply, Reply::ServerError(_)) {
-            return;
-        }
-        let changes = self.changes().saturating_sub(before) as usize;
-        if changes <= expired && !propagate::always_recorded(args) {
-            return;
-        }
-        match propagate::form(args, reply, self, db) {
-            Form::Verbatim => self.aof.pending.push((db, propagate_line(args))),
-            Form::Lines(lines) => self.aof.pending.extend(lines.into_iter().map(|l| (db, l))),
-            Form::State => self.aof_record_state(touched),
-        }
-    }
-
-    /// After a blocked client was served (its command ran on its own,
-    /// without its arguments at hand): records the keys it changed as
-    /// they are, then ends the unit.
-    pub(crate) fn aof_after_served(&mut self) {
-        if !self.aof.on {
-            return;
-        }
-        let touched = self.aof_take_logs();
-        self.aof_record_state(touched);
-        self.aof_flush_unit();
-    }
-
-    /// Records the keys deleted because their time had passed (the active
-    /// expiry cycle), each delete on its own as Redis propagates them.
-    pub(crate) fn aof_after_expiry(&mut self) {
-        if !self.aof.on {
-            return;
-        }
-        self.aof_take_logs();
-        let pending = std::mem::take(&mut self.aof.pending);
-        for op in pending {
-            self.aof.pending.push(op);
-            self.aof_flush_unit();
-        }
-    }
-
-    /// Records `touched` keys as they are: a `RESTORE ... REPLACE ABSTTL`
-    /// of a live key, a `DEL` of a key that went.
-    fn aof_record_state(&mut self, touched: Vec<(usize, Vec<crate::keyspace::Key>)>) {
-        let compress = self.config.get("rdbcompression") == "yes";
         for (db, keys) in touched {
             let mut seen = std::collections::HashSet::new();
             for key in keys {
                 if !seen.insert(key.clone()) {
                     continue;
                 }
-                let ks = &self.dbs[db];
+                let ks = &dbs[db];
                 let line = match ks.stored(&key) {
                     None => vec![b"DEL".to_vec(), key.to_vec()],
                     Some(entry) => {
                         let body =
                             crate::rdb::value::encode(&entry.value, entry.history(), compress);
-                        let payload = crate::rdb::seal_as(body, self.version);
                         let at = ks.expire_at(&key).unwrap_or(0);
                         vec![
                             b"RESTORE".to_vec(),
                             key.to_vec(),
                             at.to_string().into_bytes(),
-                            payload,
+                            crate::rdb::seal_as(body, version),
                             b"REPLACE".to_vec(),
                             b"ABSTTL".to_vec(),
                         ]
                     }
                 };
-                self.aof.pending.push((db, line));
+                self.pending.push((db, line));
             }
         }
     }
 
     /// The end of what a client ran: its lines to the file, in
     /// `MULTI`/`EXEC` if there are several (`propagatePendingCommands`).
-    pub(crate) fn aof_flush_unit(&mut self) {
-        if self.aof.pending.is_empty() {
+    pub(crate) fn flush_unit(&mut self) {
+        if self.pending.is_empty() {
             return;
         }
-        let pending = std::mem::take(&mut self.aof.pending);
-        let mut files = self.aof.files.lock();
+        let pending = std::mem::take(&mut self.pending);
+        let mut files = self.files.lock();
         let mut out = Vec::new();
         let select = |out: &mut Vec<u8>, files: &mut Files, db: usize| {
             if files.selected_db != Some(db) {
@@ -381,82 +346,59 @@ impl Store {
         files.append(&out);
     }
 
-    /// The periodic work (the expiry cycle's thread, ten times a second):
-    /// `appendfsync everysec`'s sync, and a rewrite scheduled behind a
-    /// BGSAVE once that is done.
-    pub(crate) fn aof_tick(&mut self, now: i64) {
-        let scheduled = {
-            let mut f = self.aof.files.lock();
-            if f.fsync == Fsync::EverySec
-                && f.unsynced
-                && f.last_fsync.is_none_or(|t| t.elapsed().as_secs() >= 1)
-            {
-                f.sync();
-            }
-            f.scheduled && !f.rewriting
-        };
-        if scheduled && !self.saves.bgsave_running() {
-            self.aof.files.lock().scheduled = false;
-            let _ = self.start_rewrite(now);
+    /// Each queued line to the file on its own (the expiry cycle's
+    /// deletes, which Redis propagates one by one).
+    pub(crate) fn flush_each(&mut self) {
+        for op in std::mem::take(&mut self.pending) {
+            self.pending.push(op);
+            self.flush_unit();
         }
     }
 
-    /// After CONFIG SET: the AOF turned on or off as `appendonly` says,
-    /// synced as `appendfsync` says. A failure to turn it on sets
-    /// `appendonly` back to `no`.
-    pub(crate) fn aof_follow_config(&mut self, now: i64) -> Result<(), crate::error::CmdError> {
-        let fsync = fsync_of(self);
-        let state = {
-            let mut f = self.aof.files.lock();
-            f.fsync = fsync;
-            f.state
-        };
-        match (self.config.get("appendonly") == "yes", state) {
-            (true, State::Off) if self.aof_start(now).is_err() => {
-                let _ = self.config.set_at_start("appendonly", b"no");
-                return Err(crate::error::CmdError::err(
-                    "CONFIG SET failed (possibly related to argument 'appendonly') - Unable to turn on AOF. Check server logs.",
-                ));
-            }
-            (false, State::On | State::WaitRewrite) => self.aof_stop(),
-            _ => {}
+    /// The periodic work: `appendfsync everysec`'s sync. Gives whether a
+    /// scheduled rewrite may start (none running), taking it off the
+    /// schedule if `start` says it may.
+    pub(crate) fn tick(&self, start: bool) -> bool {
+        let mut f = self.files.lock();
+        if f.fsync == Fsync::EverySec
+            && f.unsynced
+            && f.last_fsync.is_none_or(|t| t.elapsed().as_secs() >= 1)
+        {
+            f.sync();
         }
-        Ok(())
+        let due = start && f.scheduled && !f.rewriting;
+        if due {
+            f.scheduled = false;
+        }
+        due
     }
 
-    /// BGREWRITEAOF: a rewrite now, or once the running BGSAVE is done.
-    pub(crate) fn bgrewriteaof(&mut self, now: i64) -> Result<RewriteStart, String> {
-        if self.aof.rewriting() {
-            return Err("Background append only file rewriting already in progress".into());
-        }
-        if self.saves.bgsave_running() {
-            self.aof.files.lock().scheduled = true;
-            return Ok(RewriteStart::Scheduled);
-        }
-        self.start_rewrite(now).map_err(|e| {
-            self.aof.files.lock().last_rewrite_failed = true;
-            format!("Can't execute an AOF background rewriting. Please check the server logs for more information. ({e})")
-        })?;
-        Ok(RewriteStart::Started)
+    /// Syncs the incremental file (DEBUG LOADAOF reads it next).
+    pub(crate) fn sync(&self) {
+        self.files.lock().sync();
     }
 
-    /// Starts a rewrite: the dataset copied and a new incremental file
-    /// opened under the lock, the base written by a thread.
-    fn start_rewrite(&mut self, now: i64) -> io::Result<()> {
-        let preamble = self.config.get("aof-use-rdb-preamble") == "yes";
-        let snapshot = self.aof_snapshot(now);
-        let (dir, filename) = configured(self);
+    /// Starts a rewrite of `snapshot` into the AOF directory `dir`: a new
+    /// incremental file opened now (the temporary one while the AOF waits
+    /// for this rewrite), the base written by a thread.
+    pub(crate) fn begin_rewrite(
+        &self,
+        snapshot: Snapshot,
+        preamble: bool,
+        dir: PathBuf,
+        filename: String,
+    ) -> io::Result<()> {
         fs::create_dir_all(&dir)?;
-        let files = self.aof.files.clone();
+        let files = self.files.clone();
         {
             let mut f = files.lock();
             if f.state == State::Off {
-                // The directory the rewrite writes to is the configured one.
-                f.dir = dir.clone();
-                f.filename = filename.clone();
-                if let Ok(text) = fs::read(f.dir.join(manifest::manifest_name(&filename))) {
+                // An AOF that is off is rewritten where CONFIG says.
+                if let Ok(text) = fs::read(dir.join(manifest::manifest_name(&filename))) {
                     f.manifest = Manifest::parse(&text).unwrap_or_default();
                 }
+                f.dir = dir;
+                f.filename = filename;
             }
             match f.state {
                 State::Off => {}
@@ -484,116 +426,110 @@ impl Store {
             .name("redmodel-aof-rewrite".into())
             .spawn(move || rewrite::run(&files, &snapshot, preamble));
         if spawned.is_err() {
-            let mut f = self.aof.files.lock();
-            f.rewriting = false;
+            self.files.lock().rewriting = false;
             return Err(io::Error::other("cannot start the rewrite's thread"));
         }
         Ok(())
     }
 
     /// `appendonly yes` at the start, after the files (if any) loaded: a
-    /// base written now if there is none and no incremental file, the
-    /// last incremental file (or a new one) opened for appending.
-    pub(crate) fn aof_open_at_start(&mut self, now: i64) -> Result<(), AofError> {
-        let (dir, filename) = configured(self);
+    /// base of `snapshot` written now if there is none and no incremental
+    /// file, the last incremental file (or a new one) opened for
+    /// appending.
+    pub(crate) fn open_at_start(
+        &self,
+        snapshot: &Snapshot,
+        preamble: bool,
+        dir: PathBuf,
+        filename: String,
+        fsync: Fsync,
+    ) -> Result<(), AofError> {
         fs::create_dir_all(&dir)?;
-        let preamble = self.config.get("aof-use-rdb-preamble") == "yes";
-        let snapshot = self.aof_snapshot(now);
-        let fsync = fsync_of(self);
-        {
-            let mut f = self.aof.files.lock();
-            f.dir = dir;
-            f.filename = filename;
-            f.fsync = fsync;
-            let path = f.dir.join(manifest::manifest_name(&f.filename));
-            f.manifest = match fs::read(&path) {
-                Ok(text) => Manifest::parse(&text).map_err(AofError::Manifest)?,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Manifest::default(),
-                Err(e) => return Err(e.into()),
-            };
-            if f.manifest.base.is_none() && f.manifest.incrs.is_empty() {
-                let mut manifest = f.manifest.clone();
-                let base = manifest.next_base(&f.filename, preamble);
-                rewrite::write_base(&snapshot, preamble, &f.dir.join(&base.name), &|| false)?;
-                manifest.base = Some(base);
-                f.manifest = manifest;
-            }
-            let incr = match f.manifest.incrs.last() {
-                Some(last) => last.clone(),
-                None => {
-                    let filename = f.filename.clone();
-                    f.manifest.push_incr(&filename)
-                }
-            };
-            let file = f.open_append(&incr.name)?;
-            f.persist_manifest()?;
-            f.delete_history();
-            f.switch_to(file);
-            f.state = State::On;
+        let mut f = self.files.lock();
+        f.dir = dir;
+        f.filename = filename;
+        f.fsync = fsync;
+        let path = f.dir.join(manifest::manifest_name(&f.filename));
+        f.manifest = match fs::read(&path) {
+            Ok(text) => Manifest::parse(&text).map_err(AofError::Manifest)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Manifest::default(),
+            Err(e) => return Err(e.into()),
+        };
+        let filename = f.filename.clone();
+        if f.manifest.base.is_none() && f.manifest.incrs.is_empty() {
+            let mut manifest = f.manifest.clone();
+            let base = manifest.next_base(&filename, preamble);
+            rewrite::write_base(snapshot, preamble, &f.dir.join(&base.name), &|| false)?;
+            manifest.base = Some(base);
+            f.manifest = manifest;
         }
-        self.set_aof_logs(true);
+        let incr = match f.manifest.incrs.last() {
+            Some(last) => last.clone(),
+            None => f.manifest.push_incr(&filename),
+        };
+        let file = f.open_append(&incr.name)?;
+        f.persist_manifest()?;
+        f.delete_history();
+        f.switch_to(file);
+        f.state = State::On;
         Ok(())
     }
 
-    /// `CONFIG SET appendonly yes`: changes are recorded from now on, in
-    /// a temporary file until the rewrite this starts has written the
-    /// base (`startAppendOnly`).
-    pub(crate) fn aof_start(&mut self, now: i64) -> Result<(), String> {
-        if self.aof.files.lock().state != State::Off {
-            return Ok(());
-        }
-        if self.aof.rewriting() {
-            // A BGREWRITEAOF of the AOF off: stopped, this one starts.
-            self.aof_cancel_rewrite();
-            while self.aof.rewriting() {
+    /// `CONFIG SET appendonly yes`: the AOF waits for its first rewrite
+    /// (`startAppendOnly`), in `dir`; a rewrite of the AOF off that runs
+    /// is stopped first. `now_writing` opens the temporary incremental
+    /// file at once (the rewrite is scheduled behind a BGSAVE).
+    pub(crate) fn start(
+        &self,
+        dir: PathBuf,
+        filename: String,
+        fsync: Fsync,
+        now_writing: bool,
+    ) -> Result<(), String> {
+        if self.rewriting() {
+            self.files.lock().cancelled = true;
+            while self.rewriting() {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
-        let (dir, filename) = configured(self);
-        let fsync = fsync_of(self);
-        {
-            let mut f = self.aof.files.lock();
-            f.dir = dir;
-            f.filename = filename;
-            f.fsync = fsync;
-            if let Ok(text) = fs::read(f.dir.join(manifest::manifest_name(&f.filename))) {
-                f.manifest = Manifest::parse(&text).map_err(|e| format!("AOF manifest: {e}"))?;
-            } else {
-                f.manifest = Manifest::default();
-            }
-            f.state = State::WaitRewrite;
-        }
-        if self.saves.bgsave_running() {
-            self.aof.files.lock().scheduled = true;
-            let (dir, filename) = configured(self);
-            fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-            let mut f = self.aof.files.lock();
-            let temp = fs::File::create(dir.join(manifest::temp_incr_name(&filename)));
-            match temp {
+        let mut f = self.files.lock();
+        f.manifest = match fs::read(dir.join(manifest::manifest_name(&filename))) {
+            Ok(text) => Manifest::parse(&text).map_err(|e| format!("AOF manifest: {e}"))?,
+            Err(_) => Manifest::default(),
+        };
+        f.dir = dir;
+        f.filename = filename;
+        f.fsync = fsync;
+        f.state = State::WaitRewrite;
+        if now_writing {
+            f.scheduled = true;
+            let opened = fs::create_dir_all(&f.dir)
+                .and_then(|()| fs::File::create(f.dir.join(manifest::temp_incr_name(&f.filename))));
+            match opened {
                 Ok(file) => f.switch_to(file),
                 Err(e) => {
                     f.state = State::Off;
+                    f.scheduled = false;
                     return Err(e.to_string());
                 }
             }
-        } else if let Err(e) = self.start_rewrite(now) {
-            let mut f = self.aof.files.lock();
-            f.state = State::Off;
-            f.last_rewrite_failed = true;
-            return Err(format!(
-                "Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. ({e})"
-            ));
         }
-        self.set_aof_logs(true);
         Ok(())
+    }
+
+    /// The AOF could not start: off again.
+    pub(crate) fn abort_start(&self) {
+        let mut f = self.files.lock();
+        f.state = State::Off;
+        f.file = None;
+        f.last_rewrite_failed = true;
     }
 
     /// `CONFIG SET appendonly no`: the file synced and closed, a running
     /// rewrite stopped (`stopAppendOnly`).
-    pub(crate) fn aof_stop(&mut self) {
-        self.aof_flush_unit();
-        self.set_aof_logs(false);
-        let mut f = self.aof.files.lock();
+    pub(crate) fn stop(&mut self) {
+        self.flush_unit();
+        let mut f = self.files.lock();
         if f.state == State::Off {
             return;
         }
@@ -603,39 +539,4 @@ impl Store {
         f.scheduled = false;
         f.cancelled = true;
     }
-
-    /// Asks a running rewrite to stop.
-    fn aof_cancel_rewrite(&self) {
-        self.aof.files.lock().cancelled = true;
-    }
-
-    /// DEBUG LOADAOF: the file flushed and synced if the AOF is on, then
-    /// the dataset replaced by what the AOF files hold.
-    pub(crate) fn debug_loadaof(&mut self, now: i64) -> Result<(), AofError> {
-        self.aof_flush_unit();
-        let (dir, filename) = {
-            let mut f = self.aof.files.lock();
-            f.sync();
-            if f.state == State::Off {
-                let (dir, filename) = configured(self);
-                (dir, filename)
-            } else {
-                (f.dir.clone(), f.filename.clone())
-            }
-        };
-        self.load_aof(&dir, &filename, now)?;
-        Ok(())
-    }
-
-    /// The dataset as a rewrite writes it.
-    fn aof_snapshot(&self, now: i64) -> crate::rdb::file::Snapshot {
-        let mut snapshot = self.snapshot(now);
-        snapshot.aof_base = true;
-        snapshot
-    }
-}
-
-/// The command line to record for `args`.
-fn propagate_line(args: &[&[u8]]) -> Line {
-    args.iter().map(|a| a.to_vec()).collect()
 }

@@ -1,28 +1,18 @@
-//! Loading the AOF files (`loadAppendOnlyFiles`,
-//! `loadSingleAppendOnlyFile`): the files the manifest names, base first,
-//! each an RDB file (a base with the RDB preamble), commands, or an RDB
-//! preamble followed by commands, run as a client without a connection
-//! runs them, into a fresh store that replaces the dataset only once every
-//! file has loaded.
+//! Reading the AOF files' commands as `loadSingleAppendOnlyFile` reads
+//! them, and why loading fails ([`AofError`]). (The store's side, which
+//! runs them, is `crate::command::persistence`'s.)
 //!
-//! A command cut short at the end of the last file (a crash while it was
-//! written), or a `MULTI` never closed there, is dropped and the file
-//! truncated before it, as Redis does under `aof-load-truncated yes` (the
-//! default), with a warning on standard error; anywhere else, or with
-//! `aof-load-truncated no`, it is an [`AofError`], as is anything that is
-//! not the commands' format.
+//! A command cut short at the end of a file (a crash while it was
+//! written), or a `MULTI` never closed there, is found and reported with
+//! the offset of the last whole command, for the loader to drop it as
+//! Redis does under `aof-load-truncated yes` (in the last file only).
 
 use std::fmt;
-use std::fs;
 use std::io;
-use std::path::Path;
 
-use super::manifest::{self, Manifest};
 use super::propagate::Line;
 use crate::args::is;
-use crate::command::Store;
 use crate::rdb::file::RdbError;
-use crate::session::Session;
 
 /// Why the append-only files could not be loaded (or written). Nothing
 /// of the engine changes when loading fails.
@@ -107,11 +97,11 @@ impl From<io::Error> for AofError {
 }
 
 /// A file's commands, each with the byte after it.
-struct Parsed {
-    lines: Vec<(Line, usize)>,
+pub(crate) struct Parsed {
+    pub(crate) lines: Vec<(Line, usize)>,
     /// The file ends inside a command (or a transaction) that starts at
     /// the end of the last whole one: where that is.
-    truncated_at: Option<usize>,
+    pub(crate) truncated_at: Option<usize>,
 }
 
 /// The line from `pos` to its `\n`, without the line end, and the byte
@@ -146,7 +136,7 @@ fn leading_number(text: &[u8]) -> i64 {
 
 /// Reads the commands of `bytes` from `pos` as Redis's loader reads them.
 /// `Err` is the offset of a command that is not in the format.
-fn parse(bytes: &[u8], mut pos: usize) -> Result<Parsed, usize> {
+pub(crate) fn parse(bytes: &[u8], mut pos: usize) -> Result<Parsed, usize> {
     let mut lines = Vec::new();
     let truncated = |lines, at| {
         Ok(Parsed {
@@ -154,7 +144,7 @@ fn parse(bytes: &[u8], mut pos: usize) -> Result<Parsed, usize> {
             truncated_at: Some(at),
         })
     };
-    'commands: while pos < bytes.len() {
+    while pos < bytes.len() {
         let start = pos;
         let Some((header, next)) = text_line(bytes, pos) else {
             if bytes[pos] == b'#' {
@@ -191,9 +181,6 @@ fn parse(bytes: &[u8], mut pos: usize) -> Result<Parsed, usize> {
             }
             line.push(arg.to_vec());
             pos = next + len + 2;
-            if pos > bytes.len() {
-                break 'commands;
-            }
         }
         lines.push((line, pos));
     }
@@ -205,7 +192,7 @@ fn parse(bytes: &[u8], mut pos: usize) -> Result<Parsed, usize> {
 
 /// A transaction never closed at the end of `parsed` is dropped, as a
 /// truncated command is.
-fn drop_open_multi(parsed: &mut Parsed, file_start: usize) {
+pub(crate) fn drop_open_multi(parsed: &mut Parsed, file_start: usize) {
     let mut open: Option<usize> = None;
     for (i, (line, _)) in parsed.lines.iter().enumerate() {
         let name = &line[0];
@@ -223,123 +210,6 @@ fn drop_open_multi(parsed: &mut Parsed, file_start: usize) {
         };
         parsed.lines.truncate(i);
         parsed.truncated_at = Some(parsed.truncated_at.map_or(at, |t| t.min(at)));
-    }
-}
-
-/// The time a loading command runs at: none, so that no key expires while
-/// the files load (Redis expires nothing while loading) and a TTL already
-/// past is kept as the file sets it, for the expiry cycle to take.
-const LOAD_NOW: i64 = 0;
-
-impl Store {
-    /// Loads the AOF files `dir`'s manifest names (`appendfilename`
-    /// `filename`) in place of the dataset and functions: all or nothing.
-    pub(crate) fn load_aof(
-        &mut self,
-        dir: &Path,
-        filename: &str,
-        now: i64,
-    ) -> Result<(), AofError> {
-        let manifest_path = dir.join(manifest::manifest_name(filename));
-        let manifest = match fs::read(&manifest_path) {
-            Ok(text) => Manifest::parse(&text).map_err(AofError::Manifest)?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(AofError::NotFound),
-            Err(e) => return Err(e.into()),
-        };
-        let mut scratch = self.scratch();
-        let mut session = Session::default();
-        let files: Vec<_> = manifest.to_load().cloned().collect();
-        let load_truncated = self.config.get("aof-load-truncated") == "yes";
-        for (i, info) in files.iter().enumerate() {
-            let last = i + 1 == files.len();
-            let path = dir.join(&info.name);
-            let bytes = fs::read(&path)?;
-            if bytes.is_empty() {
-                continue;
-            }
-            let mut start = 0;
-            if bytes.starts_with(b"REDIS") {
-                start =
-                    scratch
-                        .load_rdb_prefix(&bytes, LOAD_NOW)
-                        .map_err(|error| AofError::Rdb {
-                            file: info.name.clone(),
-                            error,
-                        })?;
-            }
-            let mut parsed = parse(&bytes, start).map_err(|offset| AofError::Format {
-                file: info.name.clone(),
-                offset,
-            })?;
-            drop_open_multi(&mut parsed, start);
-            if let Some(offset) = parsed.truncated_at {
-                if !last || !load_truncated {
-                    return Err(AofError::Truncated {
-                        file: info.name.clone(),
-                        offset,
-                    });
-                }
-            }
-            for (line, _) in &parsed.lines {
-                let known = is(&line[0], "multi")
-                    || is(&line[0], "exec")
-                    || is(&line[0], "discard")
-                    || crate::command::lookup_in(&line[0], scratch.version).is_some();
-                if !known {
-                    return Err(AofError::UnknownCommand {
-                        file: info.name.clone(),
-                        command: String::from_utf8_lossy(&line[0]).into_owned(),
-                    });
-                }
-                let args: Vec<&[u8]> = line.iter().map(Vec::as_slice).collect();
-                session.execute(&mut scratch, &args, LOAD_NOW);
-            }
-            if let Some(offset) = parsed.truncated_at {
-                eprintln!(
-                    "!!! Warning: short read while loading the AOF file {}: truncating it at offset {offset} (aof-load-truncated is enabled)",
-                    info.name
-                );
-                let f = fs::OpenOptions::new().write(true).open(&path)?;
-                f.set_len(offset as u64)?;
-            }
-        }
-        let functions: Vec<Vec<u8>> = scratch
-            .functions
-            .libraries()
-            .map(|l| l.code.clone())
-            .collect();
-        self.adopt(&mut scratch.dbs, &functions, now)
-            .map_err(|e| AofError::Rdb {
-                file: manifest::manifest_name(filename),
-                error: e,
-            })?;
-        Ok(())
-    }
-
-    /// An empty store with this one's settings, for files to load into:
-    /// no memory limit or replica rule to refuse a write, no events.
-    fn scratch(&self) -> Store {
-        let mut config = self.config.clone();
-        for (name, value) in [
-            ("maxmemory", "0"),
-            ("min-replicas-to-write", "0"),
-            ("notify-keyspace-events", ""),
-        ] {
-            let _ = config.set_at_start(name, value.as_bytes());
-        }
-        let mut scratch = Store {
-            config,
-            version: self.version,
-            ..Store::default()
-        };
-        scratch.scripts.version = self.version;
-        scratch.functions.version = self.version;
-        let limits = scratch.config.limits();
-        scratch.notify_flags = 0;
-        for ks in &mut scratch.dbs {
-            ks.set_limits(limits);
-        }
-        scratch
     }
 }
 

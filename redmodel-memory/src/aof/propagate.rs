@@ -15,7 +15,7 @@
 use redis::Value as Reply;
 
 use crate::args::is;
-use crate::command::Store;
+use crate::keyspace::Keyspace;
 
 /// A command line to record.
 pub(crate) type Line = Vec<Vec<u8>>;
@@ -41,11 +41,10 @@ fn bulk(reply: &Reply) -> Option<&[u8]> {
     }
 }
 
-/// How to record `args`, which changed the dataset of database `db` and
-/// answered `reply`.
-pub(crate) fn form(args: &[&[u8]], reply: &Reply, store: &Store, db: usize) -> Form {
+/// How to record `args`, which changed the dataset of its database `ks`
+/// and answered `reply`.
+pub(crate) fn form(args: &[&[u8]], reply: &Reply, ks: &Keyspace) -> Form {
     let name = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
-    let ks = &store.dbs[db];
     let ttl_of = |key: &[u8]| -> Line {
         match (ks.stored(key), ks.expire_at(key)) {
             (None, _) => line(&[b"DEL", key]),

@@ -5,6 +5,7 @@
 use super::{CmdResult, Ctx, Spec};
 use crate::args::is;
 use crate::error::CmdError;
+mod aof;
 mod saving;
 #[cfg(test)]
 mod tests;

@@ -355,22 +355,27 @@ impl Aof {
         }
     }
 
-    /// The periodic work: `appendfsync everysec`'s sync. Gives whether a
-    /// scheduled rewrite may start (none running), taking it off the
-    /// schedule if `start` says it may.
-    pub(crate) fn tick(&self, start: bool) -> bool {
+    /// The periodic work. Gives whether a scheduled rewrite may start
+    /// (none running), taking it off the schedule if `start` says it may;
+    /// and, when `appendfsync everysec`'s sync is due, a handle of the
+    /// incremental file to sync with no lock held (Redis syncs on a
+    /// thread of its own, so that clients do not wait for the disk).
+    pub(crate) fn tick(&self, start: bool) -> (bool, Option<fs::File>) {
         let mut f = self.files.lock();
+        let mut to_sync = None;
         if f.fsync == Fsync::EverySec
             && f.unsynced
             && f.last_fsync.is_none_or(|t| t.elapsed().as_secs() >= 1)
         {
-            f.sync();
+            to_sync = f.file.as_ref().and_then(|file| file.try_clone().ok());
+            f.unsynced = false;
+            f.last_fsync = Some(Instant::now());
         }
         let due = start && f.scheduled && !f.rewriting;
         if due {
             f.scheduled = false;
         }
-        due
+        (due, to_sync)
     }
 
     /// Syncs the incremental file (DEBUG LOADAOF reads it next).

@@ -67,10 +67,12 @@ pub(crate) fn start(engine: &Engine) {
                 });
                 let Some(shared) = weak.upgrade() else { return };
                 let engine = Engine { shared };
-                // The AOF's periodic work (`appendfsync everysec`).
-                {
-                    let now = engine.shared.clock.now_ms();
-                    engine.shared.store.lock().aof_tick(now);
+                // The AOF's periodic work; `appendfsync everysec`'s sync
+                // with the store let go.
+                let now = engine.shared.clock.now_ms();
+                let to_sync = engine.shared.store.lock().aof_tick(now);
+                if let Some(file) = to_sync {
+                    let _ = file.sync_data();
                 }
                 let stats = if fast {
                     run_cycle(&engine, FAST_CYCLE_BUDGET)

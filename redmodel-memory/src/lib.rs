@@ -359,8 +359,9 @@ impl Engine {
     /// ```
     pub fn with_aof(self, dir: impl AsRef<std::path::Path>) -> Result<Self, AofError> {
         let dir = std::fs::canonicalize(dir)?;
-        {
-            let mut store = self.shared.store.lock();
+        let mut store = self.shared.store.lock();
+        let before = store.config.clone();
+        let opened = (|| {
             let dir_text = dir.to_string_lossy().into_owned();
             let invalid = |why: String| {
                 AofError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
@@ -377,9 +378,14 @@ impl Engine {
                 Err(AofError::NotFound) => {}
                 loaded => loaded?,
             }
-            store.aof_open_at_start(now)?;
+            store.aof_open_at_start(now)
+        })();
+        // Nothing of a failed start stays, the settings included.
+        if opened.is_err() {
+            store.config = before;
         }
-        Ok(self)
+        drop(store);
+        opened.map(|()| self)
     }
 
     /// This engine behaving as Redis `version`: the version HELLO, INFO and

@@ -388,6 +388,11 @@ fn a_corrupt_file_or_manifest_is_an_error_and_loads_nothing() {
             _ => assert!(matches!(err, AofError::UnknownCommand { .. }), "{err}"),
         }
         assert_eq!(engine.dbsize(0), 1, "nothing of the files loaded ({what})");
+        assert_eq!(
+            run(&mut c, "CONFIG GET appendonly"),
+            crate::command::test_util::bulks(&["appendonly", "no"]),
+            "the AOF stays off ({what})"
+        );
     }
     std::fs::write(incr_path(&dir), &full).expect("write");
     let manifest_path = dir.join("appendonlydir/appendonly.aof.manifest");

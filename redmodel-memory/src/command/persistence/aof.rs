@@ -123,13 +123,17 @@ impl Store {
         self.aof.flush_unit();
     }
 
-    /// The periodic work (ten times a second): `appendfsync everysec`'s
-    /// sync, and a rewrite scheduled behind a BGSAVE once that is done.
-    pub(crate) fn aof_tick(&mut self, now: i64) {
+    /// The periodic work (ten times a second): a rewrite scheduled behind
+    /// a BGSAVE once that is done. Gives the incremental file when
+    /// `appendfsync everysec`'s sync is due, for the caller to sync once
+    /// it has let go of the store.
+    pub(crate) fn aof_tick(&mut self, now: i64) -> Option<fs::File> {
         let bgsave = self.saves.bgsave_running();
-        if self.aof.tick(!bgsave) && self.start_rewrite(now).is_err() {
+        let (rewrite, to_sync) = self.aof.tick(!bgsave);
+        if rewrite && self.start_rewrite(now).is_err() {
             self.aof.rewrite_failed();
         }
+        to_sync
     }
 
     /// After CONFIG SET: the AOF turned on or off as `appendonly` says,

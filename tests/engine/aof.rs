@@ -89,8 +89,15 @@ fn claims() -> Vec<Vec<String>> {
     ])]
 }
 
+/// The dataset's DEBUG DIGEST, which is not the empty dataset's.
 fn digest(side: &mut Side) -> Value {
-    side.line("DEBUG DIGEST")
+    let digest = side.line("DEBUG DIGEST");
+    assert_ne!(
+        digest,
+        Value::SimpleString("0".repeat(40)),
+        "an empty dataset"
+    );
+    digest
 }
 
 fn server_with_aof() -> RedisServer {

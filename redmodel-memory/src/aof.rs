@@ -135,6 +135,14 @@ impl Fsync {
     }
 }
 
+impl Drop for Files {
+    /// An engine that goes syncs what it wrote, as Redis syncs at
+    /// shutdown.
+    fn drop(&mut self) {
+        self.sync();
+    }
+}
+
 impl Files {
     /// Writes the manifest: a temporary file renamed over it.
     fn persist_manifest(&self) -> io::Result<()> {

@@ -14,6 +14,9 @@
 //! exists, written by SAVE and BGSAVE; `--dir` defaults to the current
 //! directory and `--dbfilename` to `dump.rdb` when the other is given; a
 //! file that fails to load stops the server before it listens),
+//! `--appendonly yes` (the append-only files in `--dir`, as redis-server
+//! keeps them: loaded at start instead of the RDB file, every change
+//! appended after; files that fail to load stop the server),
 //! `--redis-version V` (`7.0`, the default, or `7.4`: the Redis release
 //! the engine behaves as, `7.4` with hash-field expiration).
 //!
@@ -36,7 +39,7 @@ use redmodel::memory::{serve, Engine, RedisVersion};
 
 const DEFAULT_PORT: u16 = 6380;
 const USAGE: &str =
-    "usage: memory_server [--port N] [--bind ADDR] [--cluster] [--threads N] [--dir D] [--dbfilename F] [--redis-version 7.0|7.4]";
+    "usage: memory_server [--port N] [--bind ADDR] [--cluster] [--threads N] [--dir D] [--dbfilename F] [--appendonly yes|no] [--redis-version 7.0|7.4]";
 
 struct Options {
     bind: String,
@@ -45,12 +48,14 @@ struct Options {
     threads: usize,
     dir: Option<String>,
     dbfilename: Option<String>,
+    appendonly: bool,
     version: RedisVersion,
 }
 
 /// Reads `--port N` / `--port=N`, `--bind ADDR` / `--bind=ADDR`,
 /// `--cluster`, `--threads N` / `--threads=N`, `--dir D` and
-/// `--dbfilename F`, `--redis-version V` (either form).
+/// `--dbfilename F`, `--appendonly yes|no`, `--redis-version V` (either
+/// form).
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String> {
     let mut options = Options {
         bind: "127.0.0.1".into(),
@@ -59,6 +64,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
         threads: 1,
         dir: None,
         dbfilename: None,
+        appendonly: false,
         version: RedisVersion::default(),
     };
     let mut args = args.into_iter();
@@ -90,6 +96,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Options, String>
             }
             "--dir" => options.dir = Some(value("--dir")?),
             "--dbfilename" => options.dbfilename = Some(value("--dbfilename")?),
+            "--appendonly" => {
+                options.appendonly = match value("--appendonly")?.as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    other => return Err(format!("--appendonly takes yes or no, not {other:?}")),
+                }
+            }
             "--redis-version" => {
                 let v = value("--redis-version")?;
                 options.version = v.parse().map_err(|e| format!("{e}\n{USAGE}"))?;
@@ -127,7 +140,16 @@ async fn run(options: Options) -> ExitCode {
     if options.cluster {
         engine = engine.with_cluster_mode();
     }
-    if options.dir.is_some() || options.dbfilename.is_some() {
+    if options.appendonly {
+        let dir = options.dir.as_deref().unwrap_or(".");
+        engine = match engine.with_aof(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("cannot load the append-only files in {dir}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    } else if options.dir.is_some() || options.dbfilename.is_some() {
         let dir = options.dir.as_deref().unwrap_or(".");
         let file = options.dbfilename.as_deref().unwrap_or("dump.rdb");
         engine = match engine.with_rdb_file(dir, file) {

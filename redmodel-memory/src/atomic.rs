@@ -136,7 +136,9 @@ impl Engine {
         let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut atomic)));
         drop(atomic);
         store.in_script = was_in_script;
-        // As after any command: notifications out, blocked clients served.
+        // As after any command: its changes to the AOF, notifications
+        // out, blocked clients served.
+        store.aof_flush_unit();
         store.flush_notifications();
         blocking::serve_ready(&mut store, now);
         store.flush_notifications();

@@ -527,7 +527,11 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
     if tracks && !ctx.store.in_script {
         ctx.store.track_script_caller(args);
     }
+    let aof_before = ctx.store.aof.on.then(|| ctx.store.changes());
     let result = (spec.handler)(ctx, args);
+    if let Some(before) = aof_before {
+        ctx.store.aof_after_command(ctx.db, args, &result, before);
+    }
     // The `new` and `expired` events the command raised and did not
     // publish through a `notify` of its own.
     ctx.store.flush_notifications();
@@ -623,6 +627,8 @@ pub(crate) struct Store {
     pub(crate) slowlog: slowlog::SlowLog,
     /// SAVE and BGSAVE's state (INFO persistence, LASTSAVE).
     pub(crate) saves: persistence::Saves,
+    /// The append-only file (see `crate::aof`).
+    pub(crate) aof: crate::aof::Aof,
     /// Client-side caching: who tracks which keys (see `crate::tracking`).
     pub(crate) tracking: crate::tracking::Tracking,
     /// LATENCY's events and the commands' latency histograms.
@@ -691,6 +697,7 @@ impl Default for Store {
                 log
             },
             saves: Default::default(),
+            aof: Default::default(),
             tracking: Default::default(),
             monitors: Default::default(),
             latency: {

@@ -67,6 +67,13 @@ pub(crate) fn start(engine: &Engine) {
                 });
                 let Some(shared) = weak.upgrade() else { return };
                 let engine = Engine { shared };
+                // The AOF's periodic work; `appendfsync everysec`'s sync
+                // with the store let go.
+                let now = engine.shared.clock.now_ms();
+                let to_sync = engine.shared.store.lock().aof_tick(now);
+                if let Some(file) = to_sync {
+                    let _ = file.sync_data();
+                }
                 let stats = if fast {
                     run_cycle(&engine, FAST_CYCLE_BUDGET)
                 } else {
@@ -148,8 +155,9 @@ fn run_untimed(engine: &Engine, budget: Duration, busy: &mut Duration) -> CycleS
                     break false;
                 }
             };
-            // Their `expired` events.
+            // Their `expired` events, and their deletes in the AOF.
             store.flush_notifications();
+            store.aof_after_expiry();
             // Their invalidations, and the tracking table's limit.
             store.tracking_tick();
             // Handed to a waiting client, if any: a plain unlock lets this

@@ -261,9 +261,39 @@ pub(crate) struct Keyspace {
     /// `crate::tracking`), each with whether it expired; `None` while
     /// nothing is tracked.
     tracked: Option<Vec<(Key, bool)>>,
+    /// What the append-only file needs to know of the running command's
+    /// changes; `None` while the AOF is off.
+    aof: Option<AofLog>,
+}
+
+/// The keys a command changed, and those deleted because their time had
+/// passed (which the AOF records as deletes of their own), in order.
+#[derive(Debug, Default)]
+pub(crate) struct AofLog {
+    pub(crate) expired: Vec<Key>,
+    pub(crate) touched: Vec<Key>,
 }
 
 impl Keyspace {
+    /// Starts or stops logging changes for the append-only file.
+    pub(crate) fn set_aof_log(&mut self, on: bool) {
+        self.aof = on.then(AofLog::default);
+    }
+
+    /// The changes logged for the append-only file since the last call.
+    pub(crate) fn take_aof_log(&mut self) -> AofLog {
+        self.aof.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// An expired key is being deleted: its `expired` event, and the
+    /// delete the append-only file records.
+    fn note_expired(&mut self, key: &[u8]) {
+        self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        if let Some(log) = &mut self.aof {
+            log.expired.push(Arc::from(key));
+        }
+    }
+
     /// Number of keys, counting expired keys not yet reclaimed (as DBSIZE does).
     pub(crate) fn len(&self) -> usize {
         self.index.len()
@@ -403,7 +433,7 @@ impl Keyspace {
         if now < self.expiry_paused_until {
             return true;
         }
-        self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        self.note_expired(key);
         let timer = self.expire_del_timer();
         self.remove(key);
         self.expire_del_timed(timer);
@@ -459,7 +489,7 @@ impl Keyspace {
         if now < self.expiry_paused_until {
             return None;
         }
-        self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        self.note_expired(key);
         let timer = self.expire_del_timer();
         self.remove(key);
         self.expire_del_timed(timer);
@@ -924,7 +954,7 @@ impl Keyspace {
         };
         let key = entry.key();
         self.expiring.swap_remove_index(i);
-        self.log_event(crate::notify::class::EXPIRED, "expired", key);
+        self.note_expired(key);
         self.modified(key);
         self.mark_expired();
         self.reclaimed(key);
@@ -1033,6 +1063,9 @@ impl Keyspace {
     /// key's blocked clients and watchers.
     fn changed(&mut self, key: &[u8]) {
         self.dirty += 1;
+        if let Some(log) = &mut self.aof {
+            log.touched.push(Arc::from(key));
+        }
         if let Some(tracked) = &mut self.tracked {
             tracked.push((Arc::from(key), false));
         }

@@ -5,7 +5,8 @@
 //! MULTI/EXEC/WATCH, Lua scripts and Redis Functions, Pub/Sub, and the
 //! server commands clients and tools use (CONFIG, INFO, OBJECT, CLIENT,
 //! COPY, MOVE, SWAPDB, DUMP and RESTORE in Redis's own payload format,
-//! SAVE, BGSAVE and RDB files loaded at start ([`Engine::with_rdb_file`])...),
+//! SAVE, BGSAVE and RDB files loaded at start ([`Engine::with_rdb_file`]),
+//! the append-only file ([`Engine::with_aof`], BGREWRITEAOF)...),
 //! with the replies and error texts of Redis 7.0.15. It exists so that
 //! applications, examples and tests run with no server, and switch to a
 //! real Redis with no surprise.
@@ -47,6 +48,7 @@
 #![warn(missing_docs)]
 
 mod acl;
+mod aof;
 mod args;
 mod atomic;
 mod clock;
@@ -78,6 +80,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+pub use aof::AofError;
 pub use atomic::Atomic;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use connection::Connection;
@@ -329,6 +332,60 @@ impl Engine {
             }
         }
         Ok(self)
+    }
+
+    /// This engine with the dataset and functions of the append-only files
+    /// in `dir` (the files `appendonlydir/appendonly.aof.manifest` names),
+    /// to which it then appends every change, as `redis-server --appendonly
+    /// yes --dir D` starts (CONFIG GET `appendonly` is `yes`; an RDB file
+    /// is not read then, as Redis reads none). With no AOF there yet, the
+    /// engine starts empty and writes a base file and an incremental
+    /// file. A manifest or file Redis 7.0 does not read, or a corrupt one,
+    /// is an [`AofError`], and nothing of it is loaded; a command cut short
+    /// at the end of the last file is dropped, the file truncated before
+    /// it, as Redis's `aof-load-truncated yes` does.
+    ///
+    /// ```
+    /// use redmodel_memory::Engine;
+    /// let dir = std::env::temp_dir().join(format!("redmodel-doc-aof-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let engine = Engine::new().with_aof(&dir)?;
+    /// engine.connection().execute(&[b"SET", b"k", b"v"]);
+    /// drop(engine);
+    /// let engine = Engine::new().with_aof(&dir)?;
+    /// assert_eq!(engine.dbsize(0), 1);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_aof(self, dir: impl AsRef<std::path::Path>) -> Result<Self, AofError> {
+        let dir = std::fs::canonicalize(dir)?;
+        let mut store = self.shared.store.lock();
+        let before = store.config.clone();
+        let opened = (|| {
+            let dir_text = dir.to_string_lossy().into_owned();
+            let invalid = |why: String| {
+                AofError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
+            };
+            store
+                .config
+                .set_at_start("dir", dir_text.as_bytes())
+                .and_then(|()| store.config.set_at_start("appendonly", b"yes"))
+                .map_err(invalid)?;
+            let aof_dir = dir.join(store.config.get("appenddirname"));
+            let filename = store.config.get("appendfilename").to_string();
+            let now = self.now_ms();
+            match store.load_aof(&aof_dir, &filename, now) {
+                Err(AofError::NotFound) => {}
+                loaded => loaded?,
+            }
+            store.aof_open_at_start(now)
+        })();
+        // Nothing of a failed start stays, the settings included.
+        if opened.is_err() {
+            store.config = before;
+        }
+        drop(store);
+        opened.map(|()| self)
     }
 
     /// This engine behaving as Redis `version`: the version HELLO, INFO and

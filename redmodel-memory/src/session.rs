@@ -141,6 +141,7 @@ impl Session {
             Ok(r) => r,
             Err(e) => e.to_value(),
         };
+        store.aof_flush_unit();
         let exec = args
             .first()
             .is_some_and(|n| n.eq_ignore_ascii_case(b"exec"));

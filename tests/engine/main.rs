@@ -1,7 +1,8 @@
 //! The memory engine's tests, one test binary: differential tests against
 //! a private redis-server (random sequences in `differential`, hand-written
 //! trap scripts in `traps`, read from `tests/engine/traps/*.txt`, and
-//! DUMP / RESTORE both ways in `dump`, RDB files both ways in `rdb`), expiry with a manual clock
+//! DUMP / RESTORE both ways in `dump`, RDB files both ways in `rdb`, AOF
+//! files both ways in `aof`), expiry with a manual clock
 //! (`expiry`), the RESP server (`resp_server`; its arrival order across
 //! connections in `resp_order`; MONITOR's stream beside a real server's in
 //! `monitor`) and bad input on the engine
@@ -9,6 +10,7 @@
 //! killed), and the engine's source itself (`module_graph`: no import
 //! circle between its modules).
 
+mod aof;
 mod differential;
 mod dump;
 mod expiry;

@@ -46,12 +46,12 @@ impl Rng {
     }
 }
 
-fn cmd(parts: &[&str]) -> Vec<String> {
+pub(super) fn cmd(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|p| p.to_string()).collect()
 }
 
 /// The commands that build the dataset of `seed`.
-fn dataset(seed: u64) -> Vec<Vec<String>> {
+pub(super) fn dataset(seed: u64) -> Vec<Vec<String>> {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut out = vec![cmd(&["CONFIG", "SET", "stream-node-max-entries", "10"])];
     for db in DBS {
@@ -165,13 +165,13 @@ fn stream(rng: &mut Rng, key: &str, n: u64, out: &mut Vec<Vec<String>>) {
 }
 
 /// One side of the comparison.
-enum Side {
+pub(super) enum Side {
     Engine(Connection),
     Server(redis::Connection),
 }
 
 impl Side {
-    fn run(&mut self, args: &[String]) -> Value {
+    pub(super) fn run(&mut self, args: &[String]) -> Value {
         match self {
             Side::Engine(c) => {
                 let refs: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
@@ -189,7 +189,7 @@ impl Side {
         }
     }
 
-    fn line(&mut self, line: &str) -> Value {
+    pub(super) fn line(&mut self, line: &str) -> Value {
         self.run(&line.split(' ').map(str::to_string).collect::<Vec<_>>())
     }
 }
@@ -228,7 +228,12 @@ fn describe(side: &mut Side, key: &str) -> Vec<String> {
 }
 
 /// The differences between the two sides, key by key.
-fn differences(writer: &mut Side, loader: &mut Side, from: &str, to: &str) -> Vec<String> {
+pub(super) fn differences(
+    writer: &mut Side,
+    loader: &mut Side,
+    from: &str,
+    to: &str,
+) -> Vec<String> {
     let mut diffs = Vec::new();
     for side in [&mut *writer, &mut *loader] {
         side.line("CONFIG SET rdbcompression no");
@@ -284,7 +289,7 @@ fn ttl_close(a: &str, b: &str) -> bool {
     matches!((secs(a), secs(b)), (Some(x), Some(y)) if (x - y).abs() <= 1)
 }
 
-fn build(side: &mut Side, commands: &[Vec<String>]) {
+pub(super) fn build(side: &mut Side, commands: &[Vec<String>]) {
     for c in commands {
         let reply = side.run(c);
         assert!(

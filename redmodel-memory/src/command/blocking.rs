@@ -464,6 +464,7 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                 store.waiters.by_id.insert(id, waiter);
             }
             Some(result) => {
+                store.aof_after_served();
                 for k in &waiter.keys {
                     store.dbs[waiter.db].remove_blocked(k, id);
                 }

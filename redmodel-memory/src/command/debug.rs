@@ -79,6 +79,11 @@ const SUBCOMMANDS: &[Sub] = &[
         argc: |n| n == 3,
         handler: protocol,
     },
+    Sub {
+        name: "loadaof",
+        argc: |n| n == 2,
+        handler: crate::command::persistence::debug_loadaof,
+    },
     // DEBUG RELOAD saves the dataset as an RDB file and loads it back.
     Sub {
         name: "reload",

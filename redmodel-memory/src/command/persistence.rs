@@ -1,9 +1,11 @@
 //! SAVE, BGSAVE, LASTSAVE and DEBUG RELOAD (Redis 7.0.15's `rdb.c` and
-//! `debug.c`): the dataset to the RDB file and back, see [`saving`].
+//! `debug.c`): the dataset to the RDB file and back, see [`saving`]; and
+//! BGREWRITEAOF and DEBUG LOADAOF, the AOF's (see `crate::aof`).
 
 use super::{CmdResult, Ctx, Spec};
 use crate::args::is;
 use crate::error::CmdError;
+mod aof;
 mod saving;
 #[cfg(test)]
 mod tests;
@@ -24,6 +26,11 @@ pub(super) const COMMANDS: &[Spec] = &[
         handler: bgsave,
     },
     Spec {
+        name: "bgrewriteaof",
+        arity: 1,
+        handler: bgrewriteaof,
+    },
+    Spec {
         name: "lastsave",
         arity: 1,
         handler: lastsave,
@@ -41,20 +48,49 @@ fn save(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(reply::ok())
 }
 
-/// `BGSAVE [SCHEDULE]`: starts writing the RDB file off the lock. With no
-/// other background work to wait for (no AOF rewrite), SCHEDULE starts at
-/// once too; a BGSAVE running already refuses both.
+/// `BGSAVE [SCHEDULE]`: starts writing the RDB file off the lock; a
+/// BGSAVE running already refuses both forms, an AOF rewrite the plain
+/// one (the engine's writes need no fork, so SCHEDULE starts at once).
 fn bgsave(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    match args {
-        [_] => {}
-        [_, opt] if is(opt, "schedule") => {}
+    let schedule = match args {
+        [_] => false,
+        [_, opt] if is(opt, "schedule") => true,
         _ => return Err(CmdError::Syntax),
+    };
+    if !schedule && ctx.store.aof.rewriting() && !ctx.store.saves.bgsave_running() {
+        return Err(CmdError::err(
+            "Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+        ));
     }
     match ctx.store.bgsave(ctx.now) {
         Ok(()) => Ok(reply::simple("Background saving started")),
         Err(BgsaveRefused::Running) => Err(CmdError::err(BGSAVE_RUNNING)),
         Err(BgsaveRefused::Failed) => Err(CmdError::raw("ERR")),
     }
+}
+
+/// BGREWRITEAOF: starts a rewrite of the AOF off the lock, or schedules
+/// it behind a running BGSAVE.
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    match ctx.store.bgrewriteaof(ctx.now) {
+        Ok(crate::aof::RewriteStart::Started) => Ok(reply::simple(
+            "Background append only file rewriting started",
+        )),
+        Ok(crate::aof::RewriteStart::Scheduled) => Ok(reply::simple(
+            "Background append only file rewriting scheduled",
+        )),
+        Err(e) => Err(CmdError::err(e)),
+    }
+}
+
+/// DEBUG LOADAOF: the dataset replaced by what the AOF files hold (the
+/// AOF synced first if it is on). A file that fails to load changes
+/// nothing (Redis exits then).
+pub(crate) fn debug_loadaof(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    ctx.store
+        .debug_loadaof(ctx.now)
+        .map_err(|e| CmdError::err(format!("Error loading the AOF: {e}")))?;
+    Ok(reply::ok())
 }
 
 /// LASTSAVE: Unix seconds of the last successful save (the start, before

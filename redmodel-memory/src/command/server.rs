@@ -160,6 +160,7 @@ fn config_get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ctx.store.set_config(&args[2..])?;
+    ctx.store.aof_follow_config(ctx.now)?;
     Ok(reply::ok())
 }
 
@@ -699,18 +700,11 @@ fn memory_section(store: &Store) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// INFO persistence: the RDB saves (see `persistence`); no AOF.
+/// INFO persistence: the RDB saves (see `persistence`) and the AOF (`crate::aof`).
 fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
     let mut fields = vec![("loading", "0".into()), ("async_loading", "0".into())];
     fields.extend(store.saves.info(store.changes()));
-    fields.extend([
-        ("aof_enabled", "0".into()),
-        ("aof_rewrite_in_progress", "0".into()),
-        ("aof_rewrite_scheduled", "0".into()),
-        ("aof_last_bgrewrite_status", "ok".into()),
-        ("aof_rewrites", "0".into()),
-        ("aof_last_write_status", "ok".into()),
-    ]);
+    fields.extend(store.aof.info());
     fields
 }
 

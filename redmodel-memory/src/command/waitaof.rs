@@ -1,9 +1,10 @@
 //! WAITAOF numlocal numreplicas timeout (Redis 7.4): how many local AOF
 //! fsyncs and replicas acknowledged this client's writes. The engine has
-//! no AOF file and no replicas: the local count is 1 with `appendonly
-//! yes` (there is nothing to wait for) and refused without it, as Redis
-//! refuses it; asked for replicas, it waits for the timeout (forever for
-//! 0), as Redis waits for replicas it does not have, then answers none.
+//! no replicas, and writes a client's changes to the AOF before it
+//! answers: the local count is 1 with `appendonly yes` and refused
+//! without it, as Redis refuses it; asked for replicas, it waits for the
+//! timeout (forever for 0), as Redis waits for replicas it does not have,
+//! then answers none.
 
 use super::{CmdResult, Ctx, Spec};
 use crate::args::parse_i64;

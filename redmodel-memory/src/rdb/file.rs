@@ -160,6 +160,8 @@ pub(crate) struct Snapshot {
     /// The Redis version whose RDB version the file has (`REDIS0012` for
     /// 7.4) and whose `redis-ver` it names.
     pub(crate) version: crate::RedisVersion,
+    /// The file is an AOF's base (the `aof-base` aux field is 1).
+    pub(crate) aof_base: bool,
 }
 
 /// Writes a byte stream and the CRC64 of what went through it.
@@ -198,7 +200,7 @@ pub(crate) fn write(
         ("redis-bits", "64"),
         ("ctime", ctime.as_str()),
         ("used-mem", used_mem.as_str()),
-        ("aof-base", "0"),
+        ("aof-base", if snapshot.aof_base { "1" } else { "0" }),
     ];
     for (name, value) in aux {
         w.byte(opcode::AUX);
@@ -271,6 +273,8 @@ fn encode_item(item: &Item, compress: bool) -> Vec<u8> {
 pub(crate) struct Loaded {
     pub(crate) dbs: Vec<Keyspace>,
     pub(crate) functions: Vec<Vec<u8>>,
+    /// The byte after the file's checksum: an AOF's commands may follow.
+    pub(crate) end: usize,
 }
 
 /// Reads an RDB file of any version Redis 7.0.15 reads, into
@@ -383,7 +387,11 @@ pub(crate) fn read(
             return Err(RdbError::Checksum { computed, stored });
         }
     }
-    Ok(Loaded { dbs, functions })
+    Ok(Loaded {
+        dbs,
+        functions,
+        end: at(&r),
+    })
 }
 
 /// Whether `kind` names an object type the engine reads

@@ -143,7 +143,7 @@ impl Store {
     }
 
     /// A copy of the dataset and the functions' code, to be written.
-    fn snapshot(&self, now: i64) -> file::Snapshot {
+    pub(crate) fn snapshot(&self, now: i64) -> file::Snapshot {
         let policy = self.config.get("maxmemory-policy");
         let lru = policy.ends_with("-lru");
         let lfu = Lfu::of(&self.config.limits());
@@ -172,6 +172,7 @@ impl Store {
             used_mem: crate::command::used_memory(self),
             key_delay_us: self.config.get("rdb-key-save-delay").parse().unwrap_or(0),
             version: self.version,
+            aof_base: false,
         }
     }
 
@@ -270,15 +271,7 @@ impl Store {
             Reload::Merge { replace: true } => Policy::Replace,
             Reload::Merge { replace: false } => Policy::Append,
         };
-        let mut body = Vec::new();
-        for code in &loaded.functions {
-            body.push(rdb::OPCODE_FUNCTION2);
-            rdb::put_length(&mut body, code.len() as u64);
-            body.extend_from_slice(code);
-        }
-        self.functions
-            .restore(&rdb::seal(body), policy)
-            .map_err(|e| RdbError::Function(e.text().to_string()))?;
+        self.restore_functions(&loaded.functions, policy)?;
         for (live, read) in self.dbs.iter_mut().zip(&mut loaded.dbs) {
             if how == Reload::Replace {
                 Keyspace::swap_data(live, read, now);
@@ -293,6 +286,47 @@ impl Store {
         }
         self.saves.in_sync(self.changes());
         Ok(())
+    }
+
+    /// Loads the RDB file at the head of `bytes` in place of the dataset
+    /// and functions; gives the byte after it (an AOF's commands may
+    /// follow).
+    pub(crate) fn load_rdb_prefix(&mut self, bytes: &[u8], now: i64) -> Result<usize, RdbError> {
+        let verify = self.config.get("rdbchecksum") == "yes";
+        let limits = self.config.limits();
+        let mut loaded = file::read(bytes, self.dbs.len(), &limits, now, verify, self.version)?;
+        self.adopt(&mut loaded.dbs, &loaded.functions, now)?;
+        Ok(loaded.end)
+    }
+
+    /// `dbs` and the libraries of `functions` take the place of the
+    /// dataset and functions; on an error nothing changes.
+    pub(crate) fn adopt(
+        &mut self,
+        dbs: &mut [Keyspace],
+        functions: &[Vec<u8>],
+        now: i64,
+    ) -> Result<(), RdbError> {
+        self.restore_functions(functions, Policy::Flush)?;
+        for (live, read) in self.dbs.iter_mut().zip(dbs) {
+            Keyspace::swap_data(live, read, now);
+        }
+        self.saves.in_sync(self.changes());
+        Ok(())
+    }
+
+    /// Loads the libraries of `functions` as FUNCTION RESTORE with
+    /// `policy` does: all or none.
+    fn restore_functions(&mut self, functions: &[Vec<u8>], policy: Policy) -> Result<(), RdbError> {
+        let mut body = Vec::new();
+        for code in functions {
+            body.push(rdb::OPCODE_FUNCTION2);
+            rdb::put_length(&mut body, code.len() as u64);
+            body.extend_from_slice(code);
+        }
+        self.functions
+            .restore(&rdb::seal(body), policy)
+            .map_err(|e| RdbError::Function(e.text().to_string()))
     }
 }
 

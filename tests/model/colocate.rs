@@ -368,6 +368,43 @@ backend_tests! {
         Ok(())
     }
 
+    /// A query over a grouped model's indexes (tags and a sorted field,
+    /// a unique value) pages as on one node in either layout: a page is
+    /// the walk and the load, at most two round trips, the cluster
+    /// layout's too, since every index key of the group is in its slot.
+    exclusive async fn a_query_over_a_groups_indexes_pages_in_two_round_trips_on_either_layout(ctx) -> redmodel::Result<()> {
+        for db in ctx.layouts() {
+            flush(&db).await?;
+            for id in 1..=9 {
+                item(id, &format!("q{id}")).insert(&db).await?;
+            }
+            let query = Item::query()
+                .filter(Item::TAGS_TAGS.has("red"))
+                .filter(Item::PRICE_SORTED.within(20..=80))
+                .order_by(Item::PRICE_SORTED.desc())
+                .limit(3);
+            let mut seen = Vec::new();
+            let mut cursor = None;
+            loop {
+                let before = db.round_trips();
+                let page = query.page(&db, cursor.as_ref()).await?;
+                let took = db.round_trips() - before;
+                assert!(took <= 2, "{:?} layout: {took} round trips", db.key_layout());
+                seen.extend(page.items.iter().map(|i| i.id));
+                match page.next {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            assert_eq!(seen, [8, 7, 6, 5, 4, 3, 2], "{:?} layout", db.key_layout());
+            let before = db.round_trips();
+            let held = Item::query().filter(Item::SKU_UNIQUE.equals("q4")).page(&db, None).await?;
+            assert!(db.round_trips() - before <= 2, "{:?} layout", db.key_layout());
+            assert_eq!(held.items.iter().map(|i| i.id).collect::<Vec<_>>(), [4]);
+        }
+        Ok(())
+    }
+
     /// A grouped model with unique, sorted, tag and recent indexes: in the
     /// cluster layout every key its writes leave (inserts, field writes,
     /// an increment, a delete), index entries included, is behind

@@ -397,9 +397,9 @@ fn key_of(cmd: &Cmd) -> Option<&[u8]> {
 fn group_writes(entries: &[Entry], in_process: bool) -> impl Iterator<Item = Write<'_>> {
     entries.iter().enumerate().map(move |(i, entry)| {
         let cmd = match (entry.reads_back, i.checked_sub(1)) {
-            (true, Some(before)) if !in_process => entry
-                .read
-                .get_or_init(|| field_read(&entries[before].cmd)),
+            (true, Some(before)) if !in_process => {
+                entry.read.get_or_init(|| field_read(&entries[before].cmd))
+            }
             _ => &entry.cmd,
         };
         Write {

@@ -160,7 +160,7 @@ impl Walk {
                 "a walk in score order starts from a sorted set".to_string(),
             ));
         }
-        if db.one_slot() {
+        if self.in_one_slot(db) {
             if let Some(found) = self.run_now(db) {
                 return found.map_err(|e| *e);
             }
@@ -169,6 +169,41 @@ impl Walk {
             }
         }
         walk::walk(&mut walk::Steps(db), self).await
+    }
+
+    /// Every key the walk reads (the holders a unique entry names aside:
+    /// an object's key, in its model's slot group when its index is).
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
+        let source: Vec<&str> = match &self.source {
+            Source::Holder(key) | Source::Scores { key, .. } | Source::List(key) => vec![key],
+            Source::Sets { keys, .. } => keys.iter().map(String::as_str).collect(),
+        };
+        let tests = self.tests.iter().flat_map(|test| match test {
+            Test::InSet { key, .. }
+            | Test::Score { key, .. }
+            | Test::Holder(key)
+            | Test::InList(key) => vec![key.as_str()],
+            Test::InAnySet(keys) => keys.iter().map(String::as_str).collect(),
+        });
+        source.into_iter().chain(tests)
+    }
+
+    /// Whether one atomic unit can read every key of the walk: always in
+    /// the plain layout; in the cluster layout, where every key is an
+    /// index of a slot group (whose objects, the holders a unique entry
+    /// names, share its slot too) and all are in one slot, so the walk is
+    /// one script there too.
+    fn in_one_slot(&self, db: &Db) -> bool {
+        if db.one_slot() {
+            return true;
+        }
+        let layout = db.key_layout();
+        let mut keys = self.keys();
+        let Some(first) = keys.next() else {
+            return false;
+        };
+        layout.one_slot_with_indexes(first)
+            && keys.all(|key| layout.one_slot_with_indexes(key) && db.shares_slot(first, key))
     }
 
     /// In process, the walk under the engine's lock; `None` on a server.

@@ -159,8 +159,10 @@ static SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(WALK));
 
 /// The walk as the script; `None` if the server refuses scripts.
 pub(super) async fn run(db: &Db, w: &Walk) -> Result<Option<Found>> {
-    let no_keys: [&str; 0] = [];
-    let mut call = SCRIPT.call(&no_keys);
+    // The script reads its keys from ARGV; the first, declared, routes
+    // it to the node of their slot on a cluster.
+    let route: Vec<&str> = w.keys().take(1).collect();
+    let mut call = SCRIPT.call(&route);
     let want = w.limit.map_or(0, |l| l.saturating_add(1));
     call.arg(want).arg(chunk(w.limit));
     call.arg(match w.order {

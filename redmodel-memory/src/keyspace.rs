@@ -250,6 +250,8 @@ pub(crate) struct Keyspace {
     /// made): a command that looks its key up more than once (to check it,
     /// then to write it) counts one access, as Redis's one lookup does.
     counted: Vec<u32>,
+    /// The running command counts no access (CLIENT NO-TOUCH).
+    untouched: bool,
     /// The clients blocked on each key (BLPOP...), by waiter id, first
     /// blocked first (Redis's `db->blocking_keys`; see `crate::command::blocking`).
     blocked: HashMap<Key, VecDeque<u64>, Seeded>,
@@ -468,15 +470,17 @@ impl Keyspace {
         None
     }
 
-    /// A new command begins: its accesses are counted afresh.
-    pub(crate) fn begin_command(&mut self) {
+    /// A new command begins: its accesses are counted afresh, or not at
+    /// all if it is `untouched` (a command of a CLIENT NO-TOUCH client).
+    pub(crate) fn begin_command(&mut self, untouched: bool) {
         self.counted.clear();
+        self.untouched = untouched;
     }
 
     /// Counts an access of the key in `slot`, once per command (see
     /// [`Entry::touch`]).
     fn access(&mut self, slot: u32, now: i64) {
-        if self.counted.contains(&slot) {
+        if self.untouched || self.counted.contains(&slot) {
             return;
         }
         self.counted.push(slot);

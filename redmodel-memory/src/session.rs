@@ -159,6 +159,12 @@ impl Session {
         }
     }
 
+    /// How many keys the client watches (CLIENT LIST's `watch`).
+    #[cfg(feature = "server")]
+    pub(crate) fn watched(&self) -> usize {
+        self.watched.len()
+    }
+
     /// The protocol the client speaks, 2 or 3.
     pub(crate) fn resp(&self) -> u8 {
         self.resp.max(2)

@@ -353,8 +353,8 @@ fn protocol(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     })
 }
 
-fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(help_reply("debug", HELP))
+fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(help_reply(ctx.store.version, "debug", HELP))
 }
 
 /// Redis 7.0.15's DEBUG HELP, every subcommand of its DEBUG.

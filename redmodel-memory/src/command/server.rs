@@ -179,8 +179,9 @@ fn config_rewrite(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Err(CmdError::err("The server is running without a config file"))
 }
 
-fn config_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn config_help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "config",
         &[
             "GET <pattern>",
@@ -266,8 +267,9 @@ fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     run_subcommand(ctx, args, COMMAND_SUBCOMMANDS)
 }
 
-fn command_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn command_help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "command",
         &[
             "(no subcommand)",
@@ -1051,8 +1053,9 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .map_or_else(reply::nil, |e| reply::int(key_size(key, &e.value))))
 }
 
-fn memory_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn memory_help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "memory",
         &[
             "DOCTOR",

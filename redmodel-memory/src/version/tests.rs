@@ -278,3 +278,58 @@ fn scripts_have_os_clock_from_7_2() {
         bulk("number")
     );
 }
+
+#[test]
+fn hscan_takes_novalues_from_7_4() {
+    let (_, mut old) = clocked(0);
+    run(&mut old, "HSET h a 1 b 2");
+    assert_eq!(run(&mut old, "HSCAN h 0 NOVALUES"), err("ERR syntax error"));
+    assert_eq!(run(&mut old, "SCAN 0 NOVALUES"), err("ERR syntax error"));
+    let (_, mut c) = clocked_74(0);
+    run(&mut c, "HSET h a 1 b 2");
+    run(&mut c, "SADD s m");
+    let scan = |items: &[&str]| Value::Array(vec![bulk("0"), bulks(items)]);
+    assert_eq!(run(&mut c, "HSCAN h 0 novalues"), scan(&["a", "b"]));
+    assert_eq!(
+        run(&mut c, "HSCAN h 0 MATCH a NOVALUES COUNT 5"),
+        scan(&["a"])
+    );
+    assert_eq!(run(&mut c, "HSCAN h 0 NOVALUES x"), err("ERR syntax error"));
+    let only_hscan = err("ERR NOVALUES option can only be used in HSCAN");
+    assert_eq!(run(&mut c, "SCAN 0 NOVALUES"), only_hscan);
+    assert_eq!(run(&mut c, "SSCAN s 0 NOVALUES"), only_hscan);
+    // A missing key answers before its options are read.
+    assert_eq!(run(&mut c, "SSCAN nokey 0 NOVALUES"), scan(&[]));
+}
+
+#[test]
+fn module_answers_as_a_server_without_modules() {
+    for ((_, mut c), help) in [
+        (clocked(0), "    Prints this help."),
+        (clocked_74(0), "    Print this help."),
+    ] {
+        let Value::Array(lines) = run(&mut c, "MODULE HELP") else {
+            panic!("MODULE HELP is not an array");
+        };
+        assert_eq!(
+            lines.first(),
+            Some(&Value::SimpleString(
+                "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:".into()
+            ))
+        );
+        assert_eq!(lines.len(), 11);
+        assert_eq!(lines.last(), Some(&Value::SimpleString(help.into())));
+        assert_eq!(run(&mut c, "MODULE LIST"), Value::Array(vec![]));
+        let refused = err("ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
+        assert_eq!(run(&mut c, "MODULE LOAD /nonexist"), refused);
+        assert_eq!(run(&mut c, "MODULE UNLOAD foo"), refused);
+        assert_eq!(
+            run(&mut c, "MODULE LOADEX"),
+            err("ERR wrong number of arguments for 'module|loadex' command")
+        );
+        assert_eq!(
+            run(&mut c, "MODULE foo"),
+            err("ERR unknown subcommand 'foo'. Try MODULE HELP.")
+        );
+    }
+}

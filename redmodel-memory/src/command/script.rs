@@ -207,8 +207,12 @@ pub(crate) fn fcall(
     let Some(func) = ctx.store.functions.function(name) else {
         return Err(CmdError::err("Function not found"));
     };
-    let (fname, function, flags) = (func.name.clone(), func.callback.clone(), func.flags);
+    let (fname, callback, flags) = (func.name.clone(), func.callback.clone(), func.flags);
     let state = ctx.store.functions.lua_state()?;
+    let function = state
+        .lua
+        .registry_value::<Function>(&callback)
+        .map_err(|e| internal(&e))?;
     let script = Script {
         name: &fname,
         function,

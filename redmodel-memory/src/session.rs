@@ -447,12 +447,12 @@ impl Session {
             // transaction (`no_multi`) whether or not the engine has them.
             let no_multi = command_table::lookup(name)
                 .filter(|m| m.has_flag("no_multi") && arity_ok(m.arity, args.len()));
-            let checked = command::lookup_in(name, store.version)
-                .ok_or_else(|| match no_multi {
-                    Some(_) => CmdError::err("Command not allowed inside a transaction"),
-                    None => command::unknown_command(args),
-                })
-                .and_then(|spec| {
+            let checked = match no_multi {
+                Some(_) => Err(CmdError::err("Command not allowed inside a transaction")),
+                None => command::lookup_in(name, store.version)
+                    .ok_or_else(|| command::unknown_command(args)),
+            }
+            .and_then(|spec| {
                     if spec.arity_ok(args.len()) {
                         Ok(())
                     } else {

@@ -35,6 +35,7 @@ use super::value::encoding::{grew_past, history_after_change, outgrows, History}
 use super::value::string::StringValue;
 use super::value::{Kind, Value};
 
+mod eviction;
 mod field_expiry;
 mod lfu;
 mod slots;
@@ -190,6 +191,7 @@ pub(crate) fn seconds(now_ms: i64) -> u32 {
     u32::try_from(now_ms.max(0) / 1000).unwrap_or(u32::MAX)
 }
 
+pub(crate) use eviction::Policy;
 pub(crate) use lfu::{Lfu, LFU_INIT_VAL};
 
 /// What WATCH remembers of a key: how many sessions watch it, a counter
@@ -231,6 +233,8 @@ pub(crate) struct Keyspace {
     /// Keys deleted because their time had passed (INFO's `expired_keys`),
     /// since the start or CONFIG RESETSTAT.
     pub(crate) expired_count: u64,
+    /// Keys evicted under `maxmemory` (INFO's `evicted_keys`).
+    pub(crate) evicted_count: u64,
     /// Changes recorded by [`Self::modified`] ([`Self::changes`]).
     dirty: u64,
     /// The longest delete of an expired key, in ms, since the store last

@@ -697,9 +697,13 @@ impl Client {
         if !self.subscriber.drain(output) {
             return Some(Next::Drop);
         }
+        let now = self.engine.now_ms();
+        // Evicted keys' invalidations precede the reply too (Redis evicts
+        // in `processCommand`, before the command runs).
+        store.evict(now);
+        store.flush_invalidations();
         let subscribed = self.subscriber.is_subscribed(store);
         self.write_notes(output, subscribed);
-        let now = self.engine.now_ms();
         let queueing = self.session.in_transaction();
         if let Some(refused) = self.refusal(args, store, now, queueing) {
             // Counted as every error reply Redis sends (INFO errorstats),

@@ -322,13 +322,14 @@ impl Session {
         if !store.acl.is_open(self.user.as_deref()) {
             self.check_access(store, args, now, false)?;
         }
+        store.evict(now);
         self.check_memory(store, args)
     }
 
-    /// Redis's `maxmemory` check in `processCommand`: over the limit, a
-    /// command that may grow the data (`denyoom`, or an EXEC of one) is
-    /// refused, and so is any command queued in a transaction but EXEC,
-    /// DISCARD, QUIT and RESET.
+    /// Redis's `maxmemory` check in `processCommand`, after its evictions:
+    /// over the limit, a command that may grow the data (`denyoom`, or an
+    /// EXEC of one) is refused, and so is any command queued in a
+    /// transaction but EXEC, DISCARD, QUIT and RESET.
     fn check_memory(&self, store: &mut Store, args: &[&[u8]]) -> Result<(), CmdError> {
         if !store.out_of_memory() {
             return Ok(());
@@ -453,12 +454,12 @@ impl Session {
                     .ok_or_else(|| command::unknown_command(args)),
             }
             .and_then(|spec| {
-                    if spec.arity_ok(args.len()) {
-                        Ok(())
-                    } else {
-                        Err(command::wrong_arity(spec))
-                    }
-                });
+                if spec.arity_ok(args.len()) {
+                    Ok(())
+                } else {
+                    Err(command::wrong_arity(spec))
+                }
+            });
             if let Err(e) = checked {
                 store.command_stats.record_rejected(args);
                 self.multi_failed = true;

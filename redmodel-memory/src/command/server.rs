@@ -170,6 +170,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.latency.reset_histograms();
     for ks in &mut ctx.store.dbs {
         ks.expired_count = 0;
+        ks.evicted_count = 0;
     }
     Ok(reply::ok())
 }
@@ -743,7 +744,15 @@ fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
                 .sum::<u64>()
                 .to_string(),
         ),
-        ("evicted_keys", "0".into()),
+        (
+            "evicted_keys",
+            store
+                .dbs
+                .iter()
+                .map(|ks| ks.evicted_count)
+                .sum::<u64>()
+                .to_string(),
+        ),
         ("keyspace_hits", "0".into()),
         ("keyspace_misses", "0".into()),
         (
@@ -859,7 +868,7 @@ fn keyspace_section(store: &Store, now: i64) -> Vec<(String, String)> {
 /// entry and a 16-byte object header per key, 16 bytes per element). The
 /// engine has no allocator to ask, so this is an estimate, not Redis's
 /// `objectComputeSize`.
-fn key_size(key: &[u8], v: &Value) -> usize {
+pub(crate) fn key_size(key: &[u8], v: &Value) -> usize {
     const PER_KEY: usize = 24 + 16;
     const PER_ELEMENT: usize = 16;
     let value = match v {

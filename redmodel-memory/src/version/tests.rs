@@ -4,7 +4,7 @@
 
 use redis::Value;
 
-use crate::command::test_util::{bulk, bulks, clocked, clocked_74, err, int, run};
+use crate::command::test_util::{bulk, bulks, clocked, clocked_74, err, int, run, NOT_INT};
 
 /// The field `name` of HELLO's reply (RESP2: a flat array of pairs).
 fn hello_field(reply: Value, name: &str) -> Option<Value> {
@@ -332,4 +332,27 @@ fn module_answers_as_a_server_without_modules() {
             err("ERR unknown subcommand 'foo'. Try MODULE HELP.")
         );
     }
+}
+
+#[test]
+fn bitcount_and_bitpos_read_their_arguments_before_the_key_from_7_2() {
+    let (_, mut old) = clocked(0);
+    assert_eq!(run(&mut old, "BITCOUNT s 0"), int(0));
+    assert_eq!(run(&mut old, "BITPOS s 0 a b"), int(0));
+    let (_, mut c) = clocked_74(0);
+    for (line, error) in [
+        ("BITCOUNT s 0", "ERR syntax error"),
+        ("BITCOUNT s 0 1 hello", "ERR syntax error"),
+        ("BITCOUNT s 0 1 hello hello2", "ERR syntax error"),
+        ("BITCOUNT s a b", NOT_INT),
+        ("BITPOS s 0 1 hello hello2", "ERR syntax error"),
+        ("BITPOS s 0 0 1 hello", "ERR syntax error"),
+        ("BITPOS s 0 a b", NOT_INT),
+        ("BITPOS s b", NOT_INT),
+    ] {
+        assert_eq!(run(&mut c, line), err(error), "{line}");
+    }
+    assert_eq!(run(&mut c, "BITCOUNT s 0 5 BIT"), int(0));
+    assert_eq!(run(&mut c, "BITPOS s 0 0 5"), int(0));
+    assert_eq!(run(&mut c, "BITPOS s 1 0 5 BIT"), int(-1));
 }

@@ -235,6 +235,9 @@ pub(crate) struct Keyspace {
     pub(crate) expired_count: u64,
     /// Keys evicted under `maxmemory` (INFO's `evicted_keys`).
     pub(crate) evicted_count: u64,
+    /// Hash fields deleted because their time had passed (Redis 7.4's
+    /// INFO `expired_subkeys`), since the start or CONFIG RESETSTAT.
+    pub(crate) expired_fields_count: u64,
     /// Changes recorded by [`Self::modified`] ([`Self::changes`]).
     dirty: u64,
     /// The longest delete of an expired key, in ms, since the store last

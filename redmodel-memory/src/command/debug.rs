@@ -253,7 +253,11 @@ fn listpack(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(entry) = ctx.ks().stored(args[2]) else {
         return Err(CmdError::err("no such key"));
     };
-    if encoding_name(&entry.value, entry.history()) != "listpack" {
+    // Redis 7.4's listpackex (a hash with field TTLs) is a listpack too.
+    if !matches!(
+        encoding_name(&entry.value, entry.history()),
+        "listpack" | "listpackex"
+    ) {
         return Err(CmdError::err("Not a listpack encoded object."));
     }
     Ok(reply::simple("Listpack structure printed on stdout"))

@@ -171,6 +171,7 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     for ks in &mut ctx.store.dbs {
         ks.expired_count = 0;
         ks.evicted_count = 0;
+        ks.expired_fields_count = 0;
     }
     Ok(reply::ok())
 }
@@ -720,6 +721,25 @@ fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
 /// INFO stats: connections, commands, errors, expired keys, Pub/Sub.
 fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
     let (tracking_keys, tracking_items, tracking_prefixes) = store.tracking.totals();
+    let mut stats = stats_rows(store, tracking_keys, tracking_items, tracking_prefixes);
+    if store.version.has_field_expiry() {
+        let at = stats
+            .iter()
+            .position(|(name, _)| *name == "expired_keys")
+            .unwrap_or(stats.len());
+        let fields: u64 = store.dbs.iter().map(|ks| ks.expired_fields_count).sum();
+        stats.insert(at, ("expired_subkeys", fields.to_string()));
+    }
+    stats
+}
+
+/// INFO stats' rows as Redis 7.0.15 shows them.
+fn stats_rows(
+    store: &Store,
+    tracking_keys: usize,
+    tracking_items: usize,
+    tracking_prefixes: usize,
+) -> Vec<(&'static str, String)> {
     vec![
         (
             "total_connections_received",

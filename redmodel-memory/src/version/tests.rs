@@ -356,3 +356,32 @@ fn bitcount_and_bitpos_read_their_arguments_before_the_key_from_7_2() {
     assert_eq!(run(&mut c, "BITPOS s 0 0 5"), int(0));
     assert_eq!(run(&mut c, "BITPOS s 1 0 5 BIT"), int(-1));
 }
+
+/// The INFO stats text of `c`.
+fn stats(c: &mut crate::Connection) -> String {
+    let Value::BulkString(info) = run(c, "INFO stats") else {
+        panic!("INFO is not a bulk string");
+    };
+    String::from_utf8_lossy(&info).into_owned()
+}
+
+#[test]
+fn info_counts_expired_fields_from_7_4() {
+    let (_, mut old) = clocked(0);
+    assert!(!stats(&mut old).contains("expired_subkeys"));
+    let (clock, mut c) = clocked_74(0);
+    assert!(stats(&mut c).contains("\r\nexpired_subkeys:0\r\nexpired_keys:0\r\n"));
+    run(&mut c, "HSET h a 1 b 2 c 3");
+    run(&mut c, "HPEXPIRE h 100 FIELDS 2 a b");
+    assert_eq!(
+        run(&mut c, "DEBUG LISTPACK h"),
+        Value::SimpleString("Listpack structure printed on stdout".into())
+    );
+    clock.advance(std::time::Duration::from_millis(200));
+    assert_eq!(run(&mut c, "HGET h a"), Value::Nil);
+    assert!(stats(&mut c).contains("expired_subkeys:1\r\n"));
+    run(&mut c, "HRANDFIELD h");
+    assert!(stats(&mut c).contains("expired_subkeys:2\r\n"));
+    run(&mut c, "CONFIG RESETSTAT");
+    assert!(stats(&mut c).contains("expired_subkeys:0\r\n"));
+}

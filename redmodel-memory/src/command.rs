@@ -39,6 +39,7 @@ pub(crate) mod latency;
 mod lcs;
 mod lists;
 pub(crate) mod maxmemory;
+mod module;
 mod object;
 pub(crate) mod pause;
 pub(crate) mod persistence;
@@ -118,6 +119,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             debug::COMMANDS,
             dump::COMMANDS,
             lcs::COMMANDS,
+            module::COMMANDS,
             object::COMMANDS,
             pubsub::COMMANDS,
             pops::COMMANDS,
@@ -146,7 +148,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
 /// The subcommands the engine serves, as `container|sub`: COMMAND,
 /// COMMAND INFO and COMMAND LIST describe these and no other of Redis's.
 static SUBCOMMANDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
-    let containers: [(&str, &[Sub]); 13] = [
+    let containers: [(&str, &[Sub]); 14] = [
         ("acl", acl::SUBCOMMANDS),
         ("cluster", cluster::SUBCOMMANDS),
         ("command", server::COMMAND_SUBCOMMANDS),
@@ -154,6 +156,7 @@ static SUBCOMMANDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(
         ("function", functions::SUBCOMMANDS),
         ("latency", latency::SUBCOMMANDS),
         ("memory", server::MEMORY_SUBCOMMANDS),
+        ("module", module::SUBCOMMANDS),
         ("object", object::SUBCOMMANDS),
         ("pubsub", pubsub::SUBCOMMANDS),
         ("script", scripting::SUBCOMMANDS),
@@ -315,8 +318,8 @@ pub(crate) fn run_subcommand(ctx: &mut Ctx<'_>, args: &[&[u8]], subs: &[Sub]) ->
 
 /// The reply of a HELP subcommand, as Redis's `addReplyHelp` builds it: a
 /// first line naming the container, the given lines, then HELP's own, all
-/// as simple strings.
-pub(crate) fn help_reply(container: &str, lines: &[&str]) -> Reply {
+/// as simple strings (HELP's wording is `version`'s).
+pub(crate) fn help_reply(version: crate::RedisVersion, container: &str, lines: &[&str]) -> Reply {
     let first = format!(
         "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         container.to_ascii_uppercase()
@@ -324,7 +327,11 @@ pub(crate) fn help_reply(container: &str, lines: &[&str]) -> Reply {
     let mut items = vec![reply::simple(&first)];
     items.extend(lines.iter().map(|l| reply::simple(l)));
     items.push(reply::simple("HELP"));
-    items.push(reply::simple("    Prints this help."));
+    items.push(reply::simple(if version >= crate::RedisVersion::V7_4 {
+        "    Print this help."
+    } else {
+        "    Prints this help."
+    }));
     reply::array(items)
 }
 
@@ -520,7 +527,8 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Runs the command of `spec`, its arguments checked.
 pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed += 1;
-    ctx.ks().begin_command();
+    let untouched = ctx.store.no_touch;
+    ctx.ks().begin_command(untouched);
     // Client-side caching: whether this command's reads are tracked (a
     // script's, with the script's declared keys).
     let tracks = ctx.store.tracking.tracks_reads();
@@ -596,6 +604,9 @@ pub(crate) struct Store {
     /// A script is running: SORT BY a constant sorts sets, as Redis does
     /// for scripts.
     pub(crate) in_script: bool,
+    /// The running command's client set CLIENT NO-TOUCH and the command is
+    /// not TOUCH: its reads change no key's access time (Redis 7.4).
+    pub(crate) no_touch: bool,
     /// EVAL's Lua state and script cache.
     pub(crate) scripts: script::Scripts,
     /// FUNCTION's libraries (server state: FLUSHALL leaves them).
@@ -675,6 +686,7 @@ impl Default for Store {
             connections_received: 0,
             run_id: random_hex_id(),
             in_script: false,
+            no_touch: false,
             scripts: script::Scripts::new(busy.clone()),
             functions: script::library::Functions::new(busy.clone()),
             busy,

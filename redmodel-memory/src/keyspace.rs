@@ -35,6 +35,7 @@ use super::value::encoding::{grew_past, history_after_change, outgrows, History}
 use super::value::string::StringValue;
 use super::value::{Kind, Value};
 
+mod eviction;
 mod field_expiry;
 mod lfu;
 mod slots;
@@ -190,6 +191,7 @@ pub(crate) fn seconds(now_ms: i64) -> u32 {
     u32::try_from(now_ms.max(0) / 1000).unwrap_or(u32::MAX)
 }
 
+pub(crate) use eviction::Policy;
 pub(crate) use lfu::{Lfu, LFU_INIT_VAL};
 
 /// What WATCH remembers of a key: how many sessions watch it, a counter
@@ -231,6 +233,11 @@ pub(crate) struct Keyspace {
     /// Keys deleted because their time had passed (INFO's `expired_keys`),
     /// since the start or CONFIG RESETSTAT.
     pub(crate) expired_count: u64,
+    /// Keys evicted under `maxmemory` (INFO's `evicted_keys`).
+    pub(crate) evicted_count: u64,
+    /// Hash fields deleted because their time had passed (Redis 7.4's
+    /// INFO `expired_subkeys`), since the start or CONFIG RESETSTAT.
+    pub(crate) expired_fields_count: u64,
     /// Changes recorded by [`Self::modified`] ([`Self::changes`]).
     dirty: u64,
     /// The longest delete of an expired key, in ms, since the store last
@@ -250,6 +257,8 @@ pub(crate) struct Keyspace {
     /// made): a command that looks its key up more than once (to check it,
     /// then to write it) counts one access, as Redis's one lookup does.
     counted: Vec<u32>,
+    /// The running command counts no access (CLIENT NO-TOUCH).
+    untouched: bool,
     /// The clients blocked on each key (BLPOP...), by waiter id, first
     /// blocked first (Redis's `db->blocking_keys`; see `crate::command::blocking`).
     blocked: HashMap<Key, VecDeque<u64>, Seeded>,
@@ -498,15 +507,17 @@ impl Keyspace {
         None
     }
 
-    /// A new command begins: its accesses are counted afresh.
-    pub(crate) fn begin_command(&mut self) {
+    /// A new command begins: its accesses are counted afresh, or not at
+    /// all if it is `untouched` (a command of a CLIENT NO-TOUCH client).
+    pub(crate) fn begin_command(&mut self, untouched: bool) {
         self.counted.clear();
+        self.untouched = untouched;
     }
 
     /// Counts an access of the key in `slot`, once per command (see
     /// [`Entry::touch`]).
     fn access(&mut self, slot: u32, now: i64) {
-        if self.counted.contains(&slot) {
+        if self.untouched || self.counted.contains(&slot) {
             return;
         }
         self.counted.push(slot);

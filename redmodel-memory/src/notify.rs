@@ -31,7 +31,7 @@
 //! ends, so their order is Redis's (`expired`, then `new`, then the
 //! command's own event).
 //!
-//! Not raised: `evicted` (the engine never evicts) and `keymiss`.
+//! Not raised: `keymiss`.
 
 /// The classes of events and the two channel kinds, as Redis's
 /// `NOTIFY_*` bits.
@@ -54,7 +54,7 @@ pub(crate) mod class {
     pub(crate) const ZSET: u32 = 1 << 7;
     /// `x`: a key expired.
     pub(crate) const EXPIRED: u32 = 1 << 8;
-    /// `e`: a key was evicted (the engine does not evict: never raised).
+    /// `e`: a key was evicted under `maxmemory`.
     pub(crate) const EVICTED: u32 = 1 << 9;
     /// `t`: stream commands.
     pub(crate) const STREAM: u32 = 1 << 10;

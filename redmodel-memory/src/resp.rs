@@ -697,9 +697,13 @@ impl Client {
         if !self.subscriber.drain(output) {
             return Some(Next::Drop);
         }
+        let now = self.engine.now_ms();
+        // Evicted keys' invalidations precede the reply too (Redis evicts
+        // in `processCommand`, before the command runs).
+        store.evict(now);
+        store.flush_invalidations();
         let subscribed = self.subscriber.is_subscribed(store);
         self.write_notes(output, subscribed);
-        let now = self.engine.now_ms();
         let queueing = self.session.in_transaction();
         if let Some(refused) = self.refusal(args, store, now, queueing) {
             // Counted as every error reply Redis sends (INFO errorstats),
@@ -848,6 +852,7 @@ impl Client {
         self.info.reply_off = false;
         self.info.skip_next = false;
         self.info.no_evict = false;
+        self.info.no_touch = false;
     }
 
     /// Runs a command: the ones about the connection here, the others in
@@ -924,7 +929,9 @@ impl Client {
             store.reply_out = Some(std::mem::take(output));
             at
         });
+        store.no_touch = self.info.no_touch && !is(args[0], "touch");
         let outcome = self.session.execute_or_block(store, args, now, true);
+        store.no_touch = false;
         if let Some(at) = lent_at {
             *output = store.reply_out.take().unwrap_or_default();
             // Any reply is at least an array header.
@@ -1106,6 +1113,11 @@ impl Client {
         peer.subscriber = self.subscriber.registered();
         peer.monitor = self.monitor.is_some();
         peer.no_evict = self.info.no_evict;
+        peer.no_touch = self.info.no_touch;
+        peer.watch = self.session.watched();
+        if peer.lib != self.info.lib {
+            peer.lib.clone_from(&self.info.lib);
+        }
         if peer.user.as_bytes() != self.session.user_name() {
             peer.user = String::from_utf8_lossy(self.session.user_name()).into_owned();
         }
@@ -1128,7 +1140,7 @@ impl Client {
             store
                 .acl
                 .log
-                .fill(peer.line(self.info.id, now, &store.tracking).trim_end());
+                .fill(peer.line(self.info.id, now, store).trim_end());
         }
         if store.slowlog.unfilled() {
             store.slowlog.fill(&peer.addr, peer.name.as_deref());

@@ -160,6 +160,12 @@ impl Session {
         }
     }
 
+    /// How many keys the client watches (CLIENT LIST's `watch`).
+    #[cfg(feature = "server")]
+    pub(crate) fn watched(&self) -> usize {
+        self.watched.len()
+    }
+
     /// The protocol the client speaks, 2 or 3.
     pub(crate) fn resp(&self) -> u8 {
         self.resp.max(2)
@@ -317,13 +323,14 @@ impl Session {
         if !store.acl.is_open(self.user.as_deref()) {
             self.check_access(store, args, now, false)?;
         }
+        store.evict(now);
         self.check_memory(store, args)
     }
 
-    /// Redis's `maxmemory` check in `processCommand`: over the limit, a
-    /// command that may grow the data (`denyoom`, or an EXEC of one) is
-    /// refused, and so is any command queued in a transaction but EXEC,
-    /// DISCARD, QUIT and RESET.
+    /// Redis's `maxmemory` check in `processCommand`, after its evictions:
+    /// over the limit, a command that may grow the data (`denyoom`, or an
+    /// EXEC of one) is refused, and so is any command queued in a
+    /// transaction but EXEC, DISCARD, QUIT and RESET.
     fn check_memory(&self, store: &mut Store, args: &[&[u8]]) -> Result<(), CmdError> {
         if !store.out_of_memory() {
             return Ok(());
@@ -442,18 +449,18 @@ impl Session {
             // transaction (`no_multi`) whether or not the engine has them.
             let no_multi = command_table::lookup(name)
                 .filter(|m| m.has_flag("no_multi") && arity_ok(m.arity, args.len()));
-            let checked = command::lookup_in(name, store.version)
-                .ok_or_else(|| match no_multi {
-                    Some(_) => CmdError::err("Command not allowed inside a transaction"),
-                    None => command::unknown_command(args),
-                })
-                .and_then(|spec| {
-                    if spec.arity_ok(args.len()) {
-                        Ok(())
-                    } else {
-                        Err(command::wrong_arity(spec))
-                    }
-                });
+            let checked = match no_multi {
+                Some(_) => Err(CmdError::err("Command not allowed inside a transaction")),
+                None => command::lookup_in(name, store.version)
+                    .ok_or_else(|| command::unknown_command(args)),
+            }
+            .and_then(|spec| {
+                if spec.arity_ok(args.len()) {
+                    Ok(())
+                } else {
+                    Err(command::wrong_arity(spec))
+                }
+            });
             if let Err(e) = checked {
                 store.command_stats.record_rejected(args);
                 self.multi_failed = true;

@@ -9,7 +9,8 @@
 //!   the entry (the client reads the key again to be told again). OPTIN
 //!   tracks only the command after `CLIENT CACHING yes`; OPTOUT tracks
 //!   every command but the one after `CLIENT CACHING no`. A script that
-//!   calls a read-only command tracks the script's declared keys.
+//!   calls a read-only command tracks the script's declared keys (Redis
+//!   7.0), or that command's keys (Redis 7.2 and later).
 //! - BCAST: no table; the client is told of every change of a key that
 //!   starts with one of its prefixes (the empty prefix: every key). The
 //!   changes are gathered per prefix and sent once per command, each
@@ -127,7 +128,7 @@ pub(crate) struct Tracking {
     /// The client whose command runs (0: none, or an in-process one).
     pub(crate) current: u64,
     /// The command line of the current client while it runs a script:
-    /// a read in the script tracks the script's declared keys.
+    /// a read in the script tracks the script's declared keys (7.0).
     pub(crate) caller: Option<Vec<Vec<u8>>>,
     /// How many times in a row the table was found over its limit.
     over_limit: u32,

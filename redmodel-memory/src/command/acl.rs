@@ -278,8 +278,9 @@ fn dryrun(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     })
 }
 
-fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "acl",
         &[
             "CAT [<category>]",

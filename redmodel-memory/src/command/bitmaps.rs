@@ -322,9 +322,22 @@ fn find_bit(s: &[u8], first: u64, last: u64, bit: bool) -> Option<u64> {
 }
 
 /// BITCOUNT key [start end [BYTE|BIT]]: the key first (missing: 0, even
-/// with bad arguments), then the indexes, then (before the unit!) two
-/// negative indexes out of order answer 0, then the unit.
+/// with bad arguments, until Redis 7.2), then the indexes, then (before
+/// the unit!) two negative indexes out of order answer 0, then the unit.
 fn bitcount(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    // Redis 7.2 and later read every argument before the key: a missing
+    // key no longer hides a bad one.
+    if ctx.store.version >= crate::RedisVersion::V7_4 {
+        match args.len() {
+            2 => {}
+            4 | 5 => {
+                int_arg(args[2])?;
+                int_arg(args[3])?;
+                range_unit(args.get(4))?;
+            }
+            _ => return Err(CmdError::Syntax),
+        }
+    }
     let Some(s) = ctx.read::<StringValue>(args[1])? else {
         return Ok(reply::int(0));
     };
@@ -356,6 +369,19 @@ fn bitpos(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         1 => true,
         _ => return Err(CmdError::err("The bit argument must be 1 or 0.")),
     };
+    // Redis 7.2 and later read every argument before the key.
+    if ctx.store.version >= crate::RedisVersion::V7_4 {
+        if args.len() > 6 {
+            return Err(CmdError::Syntax);
+        }
+        if args.len() >= 4 {
+            int_arg(args[3])?;
+            range_unit(args.get(5))?;
+        }
+        if let Some(end) = args.get(4) {
+            int_arg(end)?;
+        }
+    }
     let Some(s) = ctx.read::<StringValue>(args[1])? else {
         return Ok(reply::int(if bit { -1 } else { 0 }));
     };

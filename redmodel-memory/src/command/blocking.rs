@@ -456,7 +456,7 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                 resp: waiter.resp,
             };
             // Served, the blocked command runs (its key's access counts).
-            ctx.ks().begin_command();
+            ctx.ks().begin_command(false);
             (waiter.serve)(&mut ctx, key)
         };
         match served {

@@ -20,7 +20,8 @@ impl Store {
     }
 
     /// After a read-only command `args` ran for the current client: its
-    /// keys (a script's: the script's declared keys) join the table.
+    /// keys join the table. A read in a script tracks the script's declared
+    /// keys on Redis 7.0, its own keys from Redis 7.2 on.
     pub(crate) fn track_read(&mut self, args: &[&[u8]]) {
         let Some(meta) = crate::command_table::of_line(args) else {
             return;
@@ -31,7 +32,7 @@ impl Store {
         {
             return;
         }
-        let owned = if self.in_script {
+        let owned = if self.in_script && self.version < crate::RedisVersion::V7_4 {
             self.tracking.caller.clone()
         } else {
             None

@@ -198,8 +198,9 @@ fn shards(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 }
 
 /// CLUSTER HELP: Redis 7.0.15's text, every subcommand of its CLUSTER.
-fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "cluster",
         &[
             "ADDSLOTS <slot> [<slot> ...]",

@@ -321,7 +321,7 @@ pub(crate) fn client_shared(
         }
     };
     let result = if is(sub, "help") {
-        arity(2, "help").map(|()| client_help())
+        arity(2, "help").map(|()| client_help(store.version))
     } else if is(sub, "no-evict") {
         // No client is ever evicted here: the flag changes nothing.
         arity(3, "no-evict").and_then(|()| {
@@ -404,8 +404,9 @@ fn client_pause(store: &mut super::Store, now: i64, args: &[&[u8]]) -> CmdResult
 }
 
 /// CLIENT HELP: Redis 7.0.15's text, every subcommand of its CLIENT.
-fn client_help() -> Reply {
+fn client_help(version: crate::RedisVersion) -> Reply {
     super::help_reply(
+        version,
         "client",
         &[
             "CACHING (YES|NO)",

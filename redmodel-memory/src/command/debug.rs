@@ -258,7 +258,11 @@ fn listpack(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(entry) = ctx.ks().stored(args[2]) else {
         return Err(CmdError::err("no such key"));
     };
-    if encoding_name(&entry.value, entry.history()) != "listpack" {
+    // Redis 7.4's listpackex (a hash with field TTLs) is a listpack too.
+    if !matches!(
+        encoding_name(&entry.value, entry.history()),
+        "listpack" | "listpackex"
+    ) {
         return Err(CmdError::err("Not a listpack encoded object."));
     }
     Ok(reply::simple("Listpack structure printed on stdout"))
@@ -358,8 +362,8 @@ fn protocol(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     })
 }
 
-fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(help_reply("debug", HELP))
+fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+    Ok(help_reply(ctx.store.version, "debug", HELP))
 }
 
 /// Redis 7.0.15's DEBUG HELP, every subcommand of its DEBUG.

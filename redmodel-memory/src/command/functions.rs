@@ -257,8 +257,9 @@ fn function_kill(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Err(CmdError::raw("NOTBUSY No scripts in execution right now."))
 }
 
-fn function_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn function_help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "function",
         &[
             "LOAD [REPLACE] <FUNCTION CODE>",

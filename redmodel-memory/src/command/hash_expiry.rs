@@ -90,11 +90,14 @@ pub(super) fn expire_fields(ctx: &mut Ctx<'_>, key: &[u8], fields: &[&[u8]]) {
         return;
     }
     if let Ok(Some(hash)) = ctx.write::<HashValue>(key) {
+        let mut expired = 0;
         for field in fields {
             if hash.is_expired(field, now) {
                 hash.remove(field);
+                expired += 1;
             }
         }
+        ctx.ks().expired_fields_count += expired;
         after_expiry(ctx, key);
     }
 }
@@ -112,7 +115,8 @@ pub(super) fn expire_all_fields(ctx: &mut Ctx<'_>, key: &[u8]) {
         return;
     }
     if let Ok(Some(hash)) = ctx.write::<HashValue>(key) {
-        hash.remove_expired(now);
+        let expired = hash.remove_expired(now);
+        ctx.ks().expired_fields_count += expired as u64;
         after_expiry(ctx, key);
     }
 }

@@ -365,14 +365,15 @@ fn random_field(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
         .map_or_else(reply::nil, |(f, _)| reply::bulk(f)))
 }
 
-/// HSCAN: every matching field and its value at once (see
+/// HSCAN: every matching field and its value (NOVALUES: the field alone)
+/// at once (see
 /// [`scan_collection`]).
 fn hscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let now = ctx.now;
-    scan_collection::<Hash>(ctx, args, |hash, matches| {
+    scan_collection::<Hash>(ctx, args, true, |hash, matches, novalues| {
         flatten(
             hash.live(now).filter(|(field, _)| matches(field)),
-            Parts::Both,
+            if novalues { Parts::Fields } else { Parts::Both },
         )
     })
 }

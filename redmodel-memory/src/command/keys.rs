@@ -1,7 +1,7 @@
 //! Generic key commands: DEL UNLINK EXISTS TOUCH TYPE RENAME RENAMENX
 //! RANDOMKEY SCAN KEYS.
 
-use super::shared::scan::{parse_cursor, parse_scan_options, scan_reply};
+use super::shared::scan::{parse_cursor, parse_scan_options, scan_reply, NoValues};
 use super::{CmdResult, Ctx, Spec};
 use crate::error::CmdError;
 use crate::notify::class;
@@ -134,7 +134,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdRes
 
 fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let cursor = parse_cursor(args[1])?;
-    let opts = parse_scan_options(&args[2..], true)?;
+    let novalues = NoValues::of(ctx.store.version, false);
+    let opts = parse_scan_options(&args[2..], true, novalues)?;
     let now = ctx.now;
     let (next, keys) = ctx
         .ks()

@@ -396,8 +396,9 @@ fn histogram(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ))
 }
 
-fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "latency",
         &[
             "DOCTOR",

@@ -1,7 +1,10 @@
-//! `maxmemory`: while the data's estimated size is over it, commands that
-//! may grow the data (flagged `denyoom`) are refused with Redis's OOM
-//! error. The engine never evicts keys, so every policy acts as
-//! `noeviction`.
+//! `maxmemory`: while the data's estimated size is over it, a command
+//! first evicts keys as `maxmemory-policy` picks them (Redis's
+//! `performEvictions`: each eviction invalidates the key for tracking
+//! clients and raises `evicted`), until the estimate is under the limit;
+//! still over (`noeviction`, or nothing left the policy may evict),
+//! commands that may grow the data (flagged `denyoom`) are refused with
+//! Redis's OOM error.
 //!
 //! The size is the estimate INFO's `used_memory` reports (a walk over
 //! every key, see `server::used_memory_of`), kept cheap: it is taken only
@@ -14,8 +17,9 @@
 
 use std::time::Instant;
 
+use crate::command::Store;
 use crate::config::Limits;
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Keyspace, Lfu, Policy};
 
 /// Redis's OOM refusal (`shared.oomerr`).
 pub(crate) const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -76,6 +80,15 @@ impl MaxMemory {
         self.at_start
     }
 
+    /// How far the data in `dbs` is over the limit, in bytes (0 under it
+    /// or without a limit).
+    fn excess(&mut self, dbs: &[Keyspace], size: fn(&[Keyspace]) -> u64) -> u64 {
+        if !self.limited() {
+            return 0;
+        }
+        self.used(dbs, size).saturating_sub(self.limit)
+    }
+
     /// The estimate of the size of `dbs`, taken again if they changed.
     fn used(&mut self, dbs: &[Keyspace], size: fn(&[Keyspace]) -> u64) -> u64 {
         let changes = dbs.iter().map(Keyspace::changes).sum();
@@ -96,11 +109,63 @@ impl MaxMemory {
     }
 }
 
+impl Store {
+    /// Redis's `performEvictions`, before a command: while the data is
+    /// over `maxmemory`, deletes the key the policy picks, taking its
+    /// estimated size off the excess. The estimate is taken afresh at the
+    /// next check.
+    pub(crate) fn evict(&mut self, now: i64) {
+        if !self.maxmemory.limited() {
+            return;
+        }
+        let Some(policy) = Policy::of(self.config.get("maxmemory-policy")) else {
+            return;
+        };
+        let mut excess = self
+            .maxmemory
+            .excess(&self.dbs, crate::command::server::used_memory_of);
+        if excess == 0 {
+            return;
+        }
+        let samples = self.config.get("maxmemory-samples").parse().unwrap_or(5);
+        let mut rng = rand::rng();
+        while excess > 0 {
+            let mut best: Option<(usize, crate::keyspace::Key, u64)> = None;
+            for (db, ks) in self.dbs.iter().enumerate() {
+                let lfu = Lfu::of(ks.limits());
+                let Some((key, rank)) = ks.eviction_candidate(policy, samples, lfu, now, &mut rng)
+                else {
+                    continue;
+                };
+                if best.as_ref().is_none_or(|(_, _, b)| rank > *b) {
+                    best = Some((db, key, rank));
+                }
+            }
+            let Some((db, key, _)) = best else {
+                break;
+            };
+            let Some(removed) = self.dbs[db].remove(&key) else {
+                break;
+            };
+            let size = crate::command::server::key_size(&key, &removed.value);
+            excess = excess.saturating_sub(u64::try_from(size).unwrap_or(u64::MAX).max(1));
+            self.dbs[db].evicted_count += 1;
+            self.notify(db, crate::notify::class::EVICTED, "evicted", &key);
+        }
+        self.maxmemory.taken = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU64, Ordering};
 
+    use redis::Value;
+
     use super::*;
+
+    /// What an empty engine's estimate starts from.
+    const BASELINE_FOR_TESTS: u64 = 870_000;
 
     static WALKS: AtomicU64 = AtomicU64::new(0);
 
@@ -137,5 +202,34 @@ mod tests {
         assert_eq!(WALKS.load(Ordering::SeqCst), 2, "the data changed");
         max.configure(&Limits::default());
         assert!(!max.over_at_start(), "no limit, not over");
+    }
+
+    /// Over `maxmemory`, a command first evicts what the policy picks: a
+    /// `volatile-` policy only keys with a TTL (the rest stays, and a
+    /// write is refused), an `allkeys-` one any key; each eviction counts
+    /// in INFO.
+    #[test]
+    fn over_the_limit_the_policy_evicts_before_the_command() {
+        use crate::command::test_util::{bulk, clocked, err, int, run};
+
+        let (_, mut c) = clocked(1_000_000);
+        let big = "x".repeat(20_000);
+        run(&mut c, &format!("SET big {big}"));
+        run(&mut c, "SET v 1 EX 100");
+        run(&mut c, "SET w 1 EX 100");
+        run(&mut c, "CONFIG SET maxmemory-policy volatile-ttl");
+        let limit = BASELINE_FOR_TESTS + 10_000;
+        run(&mut c, &format!("CONFIG SET maxmemory {limit}"));
+        assert_eq!(run(&mut c, "STRLEN big"), int(20_000));
+        assert_eq!(run(&mut c, "EXISTS v w big"), int(1));
+        assert_eq!(run(&mut c, "SET x 1"), err(OOM));
+        let Value::BulkString(info) = run(&mut c, "INFO stats") else {
+            panic!("INFO is not a bulk string");
+        };
+        assert!(String::from_utf8_lossy(&info).contains("evicted_keys:2\r\n"));
+        run(&mut c, "CONFIG SET maxmemory-policy allkeys-lru");
+        assert_eq!(run(&mut c, "SET x 1"), Value::Okay);
+        assert_eq!(run(&mut c, "EXISTS big"), int(0));
+        assert_eq!(run(&mut c, "GET x"), bulk("1"));
     }
 }

@@ -106,8 +106,9 @@ fn freq(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     })
 }
 
-fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "object",
         &[
             "ENCODING <key>",

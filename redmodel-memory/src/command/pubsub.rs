@@ -149,8 +149,9 @@ fn numpat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(reply::int(ctx.store.pubsub.numpat()))
 }
 
-fn help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "pubsub",
         &[
             "CHANNELS [<pattern>]",

@@ -19,7 +19,7 @@ mod sandbox;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use mlua::{Function, Lua, MultiValue, Table, Value};
+use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
 
 use call::Client;
 use flags::Flags;
@@ -33,9 +33,11 @@ use crate::error::CmdError;
 pub(crate) struct Scripts {
     state: Option<Arc<State>>,
     busy: Arc<busy::Busy>,
-    /// SHA1 (lower-case hex) -> the compiled script and its shebang's
-    /// flags.
-    cache: HashMap<String, (Function, Flags)>,
+    /// SHA1 (lower-case hex) -> the compiled script, kept in Lua's
+    /// registry (a `Function` handle held in Rust takes a slot of mlua's
+    /// auxiliary stack, which tens of thousands of scripts would exhaust),
+    /// and its shebang's flags.
+    cache: HashMap<String, (RegistryKey, Flags)>,
     /// The version `redis.REDIS_VERSION` reports.
     pub(crate) version: crate::RedisVersion,
 }
@@ -82,8 +84,8 @@ impl Scripts {
     /// syntax error is Redis's error.
     pub(crate) fn load(&mut self, body: &[u8]) -> Result<(String, Function, Flags), CmdError> {
         let sha = sha1hex(body);
-        if let Some((f, flags)) = self.cache.get(&sha) {
-            return Ok((sha, f.clone(), *flags));
+        if let Some((f, flags)) = self.get(sha.as_bytes()) {
+            return Ok((sha, f, flags));
         }
         let (flags, shebang) = flags::from_shebang(body).map_err(CmdError::err)?;
         let state = self.state()?;
@@ -104,7 +106,11 @@ impl Scripts {
                 };
                 CmdError::err(format!("Error compiling script (new function): {msg}"))
             })?;
-        self.cache.insert(sha.clone(), (function.clone(), flags));
+        let kept = state
+            .lua
+            .create_registry_value(function.clone())
+            .map_err(|e| internal(&e))?;
+        self.cache.insert(sha.clone(), (kept, flags));
         Ok((sha, function, flags))
     }
 
@@ -120,13 +126,15 @@ impl Scripts {
 
     fn get(&self, sha: &[u8]) -> Option<(Function, Flags)> {
         let sha = std::str::from_utf8(sha).ok()?;
-        match self.cache.get(sha) {
-            Some(f) => Some(f.clone()),
+        let (kept, flags) = match self.cache.get(sha) {
+            Some(cached) => cached,
             None if sha.bytes().any(|b| b.is_ascii_uppercase()) => {
-                self.cache.get(&sha.to_ascii_lowercase()).cloned()
+                self.cache.get(&sha.to_ascii_lowercase())?
             }
-            None => None,
-        }
+            None => return None,
+        };
+        let function = self.state.as_ref()?.lua.registry_value(kept).ok()?;
+        Some((function, *flags))
     }
 
     /// SCRIPT FLUSH: forgets every script and starts a new Lua state, as
@@ -207,8 +215,12 @@ pub(crate) fn fcall(
     let Some(func) = ctx.store.functions.function(name) else {
         return Err(CmdError::err("Function not found"));
     };
-    let (fname, function, flags) = (func.name.clone(), func.callback.clone(), func.flags);
+    let (fname, callback, flags) = (func.name.clone(), func.callback.clone(), func.flags);
     let state = ctx.store.functions.lua_state()?;
+    let function = state
+        .lua
+        .registry_value::<Function>(&callback)
+        .map_err(|e| internal(&e))?;
     let script = Script {
         name: &fname,
         function,

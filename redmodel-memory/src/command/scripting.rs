@@ -150,8 +150,9 @@ fn script_kill(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Err(CmdError::raw("NOTBUSY No scripts in execution right now."))
 }
 
-fn script_help(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+fn script_help(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "script",
         &[
             "DEBUG (YES|SYNC|NO)",

@@ -171,6 +171,8 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.latency.reset_histograms();
     for ks in &mut ctx.store.dbs {
         ks.expired_count = 0;
+        ks.evicted_count = 0;
+        ks.expired_fields_count = 0;
     }
     Ok(reply::ok())
 }
@@ -180,8 +182,9 @@ fn config_rewrite(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Err(CmdError::err("The server is running without a config file"))
 }
 
-fn config_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn config_help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "config",
         &[
             "GET <pattern>",
@@ -267,8 +270,9 @@ fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     run_subcommand(ctx, args, COMMAND_SUBCOMMANDS)
 }
 
-fn command_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn command_help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "command",
         &[
             "(no subcommand)",
@@ -711,6 +715,25 @@ fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
 /// INFO stats: connections, commands, errors, expired keys, Pub/Sub.
 fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
     let (tracking_keys, tracking_items, tracking_prefixes) = store.tracking.totals();
+    let mut stats = stats_rows(store, tracking_keys, tracking_items, tracking_prefixes);
+    if store.version.has_field_expiry() {
+        let at = stats
+            .iter()
+            .position(|(name, _)| *name == "expired_keys")
+            .unwrap_or(stats.len());
+        let fields: u64 = store.dbs.iter().map(|ks| ks.expired_fields_count).sum();
+        stats.insert(at, ("expired_subkeys", fields.to_string()));
+    }
+    stats
+}
+
+/// INFO stats' rows as Redis 7.0.15 shows them.
+fn stats_rows(
+    store: &Store,
+    tracking_keys: usize,
+    tracking_items: usize,
+    tracking_prefixes: usize,
+) -> Vec<(&'static str, String)> {
     vec![
         (
             "total_connections_received",
@@ -735,7 +758,15 @@ fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
                 .sum::<u64>()
                 .to_string(),
         ),
-        ("evicted_keys", "0".into()),
+        (
+            "evicted_keys",
+            store
+                .dbs
+                .iter()
+                .map(|ks| ks.evicted_count)
+                .sum::<u64>()
+                .to_string(),
+        ),
         ("keyspace_hits", "0".into()),
         ("keyspace_misses", "0".into()),
         (
@@ -851,7 +882,7 @@ fn keyspace_section(store: &Store, now: i64) -> Vec<(String, String)> {
 /// entry and a 16-byte object header per key, 16 bytes per element). The
 /// engine has no allocator to ask, so this is an estimate, not Redis's
 /// `objectComputeSize`.
-fn key_size(key: &[u8], v: &Value) -> usize {
+pub(crate) fn key_size(key: &[u8], v: &Value) -> usize {
     const PER_KEY: usize = 24 + 16;
     const PER_ELEMENT: usize = 16;
     let value = match v {
@@ -1045,8 +1076,9 @@ fn memory_usage(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .map_or_else(reply::nil, |e| reply::int(key_size(key, &e.value))))
 }
 
-fn memory_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn memory_help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "memory",
         &[
             "DOCTOR",

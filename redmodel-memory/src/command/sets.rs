@@ -396,7 +396,7 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
 
 /// SSCAN: every matching member at once (see [`scan_collection`]).
 fn sscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    scan_collection::<Set>(ctx, args, |set, matches| {
+    scan_collection::<Set>(ctx, args, false, |set, matches, _| {
         let matching = set.iter().filter(|m| matches(m));
         matching.map(|m| reply::bulk(m.into_owned())).collect()
     })

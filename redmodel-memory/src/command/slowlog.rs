@@ -233,8 +233,9 @@ fn slowlog_reset(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(reply::ok())
 }
 
-fn slowlog_help(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
+fn slowlog_help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "slowlog",
         &[
             "GET [<count>]",

@@ -1111,7 +1111,7 @@ fn scan_score_text(score: f64, listpack: bool) -> String {
 /// ZSCAN: every matching member and its score at once (see
 /// [`scan_collection`]), in score order.
 fn zscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    scan_collection::<ZSet>(ctx, args, |z, matches| {
+    scan_collection::<ZSet>(ctx, args, false, |z, matches, _| {
         let listpack =
             z.len() <= LISTPACK_MAX_ENTRIES && z.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
         let mut items = Vec::new();

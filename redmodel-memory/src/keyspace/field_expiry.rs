@@ -83,6 +83,7 @@ impl Keyspace {
         let expired = hash.remove_expired(now);
         let (emptied, has_ttls) = (hash.is_empty(), hash.has_ttls());
         if expired > 0 {
+            self.expired_fields_count += expired as u64;
             self.log_event(class::HASH, "hexpired", key);
             if emptied {
                 self.remove(key);

@@ -2,8 +2,8 @@
 //! Redis 7.0 keeps it (`evict.c`): a logarithmic 8-bit counter that each
 //! access raises with a probability falling as it grows
 //! (`lfu-log-factor`), and that loses one for every `lfu-decay-time`
-//! minutes the key goes unused. OBJECT FREQ shows it; the engine evicts
-//! nothing, but applications and tests read it.
+//! minutes the key goes unused. OBJECT FREQ shows it, and the LFU
+//! policies evict the keys with the lowest.
 //!
 //! An access is what Redis counts as one: a command's lookup of a key that
 //! exists, not the making of a new one, and not the lookups Redis makes

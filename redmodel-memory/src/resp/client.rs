@@ -23,7 +23,6 @@ use crate::command::Store;
 use crate::command::{subcommand_arity, unknown_subcommand};
 use crate::error::CmdError;
 use crate::reply;
-use crate::tracking::Tracking;
 
 /// What a RESP server connection knows about itself.
 #[derive(Debug, Default)]
@@ -41,6 +40,11 @@ pub(crate) struct ClientInfo {
     pub(crate) skip_this: bool,
     /// CLIENT NO-EVICT ON (CLIENT LIST's `e` flag).
     pub(crate) no_evict: bool,
+    /// CLIENT NO-TOUCH ON (Redis 7.4): its reads leave the keys' access
+    /// times (CLIENT LIST's `T` flag).
+    pub(crate) no_touch: bool,
+    /// CLIENT SETINFO's LIB-NAME and LIB-VER (Redis 7.4).
+    pub(crate) lib: [Option<Vec<u8>>; 2],
 }
 
 /// What CLIENT LIST shows of one connection, kept up to date by the
@@ -78,6 +82,12 @@ pub(crate) struct Peer {
     pub(crate) monitor: bool,
     /// CLIENT NO-EVICT ON (CLIENT LIST's `e` flag).
     pub(crate) no_evict: bool,
+    /// CLIENT NO-TOUCH ON (CLIENT LIST's `T` flag).
+    pub(crate) no_touch: bool,
+    /// Keys it watches (WATCH).
+    pub(crate) watch: usize,
+    /// CLIENT SETINFO's LIB-NAME and LIB-VER.
+    pub(crate) lib: [Option<Vec<u8>>; 2],
 }
 
 /// How CLIENT LIST names a command: lower case, a container with its
@@ -121,22 +131,18 @@ impl Peer {
         }
     }
 
-    /// One line of CLIENT LIST, with Redis 7.0.15's fields in its order.
+    /// One line of CLIENT LIST, with the fields of the store's Redis
+    /// version in its order (7.4 adds `watch`, `lib-name` and `lib-ver`).
     /// What the engine does not measure (buffers, memory) reads 0.
-    pub(crate) fn line(&self, id: u64, now: i64, tracking: &Tracking) -> String {
-        self.line_running(id, now, None, tracking)
+    pub(crate) fn line(&self, id: u64, now: i64, store: &Store) -> String {
+        self.line_running(id, now, None, store)
     }
 
     /// [`Self::line`] of the connection running `running` (CLIENT LIST or
     /// INFO about itself): Redis shows the command in progress as `cmd`,
     /// and its request, still in the query buffer, as `qbuf`.
-    fn line_running(
-        &self,
-        id: u64,
-        now: i64,
-        running: Option<&[&[u8]]>,
-        tracking: &Tracking,
-    ) -> String {
+    fn line_running(&self, id: u64, now: i64, running: Option<&[&[u8]]>, store: &Store) -> String {
+        let v74 = store.version >= crate::RedisVersion::V7_4;
         let (cmd, qbuf) = match running {
             Some(args) => (running_name(args), request_len(args)),
             None => (self.cmd.clone(), 0),
@@ -162,20 +168,37 @@ impl Peer {
             flags.push('b');
         }
         // Client-side caching: t(racking), R (broken redirection), B(cast).
-        let (tracking_flags, redir) = tracking.list_fields(id);
+        let (tracking_flags, redir) = store.tracking.list_fields(id);
         flags.push_str(&tracking_flags);
         if self.no_evict {
             flags.push('e');
+        }
+        if self.no_touch {
+            flags.push('T');
         }
         if flags.is_empty() {
             flags.push('N');
         }
         let multi = self.multi.map_or(-1, |n| n as i64);
         let [sub, psub, ssub] = self.subscriptions;
+        let watch = if v74 {
+            format!(" watch={}", self.watch)
+        } else {
+            String::new()
+        };
+        let lib = if v74 {
+            let [lib_name, lib_ver] = &self.lib;
+            let text = |v: &Option<Vec<u8>>| {
+                String::from_utf8_lossy(v.as_deref().unwrap_or_default()).into_owned()
+            };
+            format!(" lib-name={} lib-ver={}", text(lib_name), text(lib_ver))
+        } else {
+            String::new()
+        };
         format!(
             "id={id} addr={} laddr={} fd={} name={name} age={} idle={} flags={flags} db={} \
-             sub={sub} psub={psub} ssub={ssub} multi={multi} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
-             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={redir} resp={}\n",
+             sub={sub} psub={psub} ssub={ssub} multi={multi}{watch} qbuf={qbuf} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 \
+             rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir={redir} resp={}{lib}\n",
             self.addr,
             self.laddr,
             self.fd,
@@ -257,8 +280,20 @@ pub(crate) fn client_command(
                 info.no_evict = is(mode, "on");
             }
         }
-        // HELP, NO-EVICT, PAUSE, UNPAUSE: the engine's, for every client.
+        // HELP, NO-EVICT, NO-TOUCH, SETINFO, PAUSE, UNPAUSE: the engine's,
+        // for every client; this connection keeps what NO-TOUCH and
+        // SETINFO set once the engine accepts it.
         if let Some(result) = client_shared(cx.store, cx.now, args) {
+            if result.is_ok() {
+                match args {
+                    [_, _, mode] if is(sub, "no-touch") => info.no_touch = is(mode, "on"),
+                    [_, _, attr, value] if is(sub, "setinfo") => {
+                        let at = usize::from(is(attr, "lib-ver"));
+                        info.lib[at] = Some(value.to_vec());
+                    }
+                    _ => {}
+                }
+            }
             return result.map(|reply| (reply, After::Continue));
         }
         let Some(&(name, arity)) = SUBS.iter().find(|(n, _)| is(sub, n)) else {
@@ -290,7 +325,7 @@ pub(crate) fn client_command(
                     .registry
                     .lock()
                     .get(&info.id)
-                    .map(|p| p.line_running(info.id, cx.now, Some(args), &cx.store.tracking))
+                    .map(|p| p.line_running(info.id, cx.now, Some(args), cx.store))
                     .unwrap_or_default();
                 (reply::verbatim(line), After::Continue)
             }
@@ -359,7 +394,7 @@ fn client_list(cx: &ClientCtx<'_>, caller: u64, args: &[&[u8]]) -> Result<Reply,
             Some(
                 registry
                     .get(&id)?
-                    .line_running(id, cx.now, running, &cx.store.tracking),
+                    .line_running(id, cx.now, running, cx.store),
             )
         })
         .collect()
@@ -407,6 +442,8 @@ fn client_kill(
     let old_form = opts.len() == 1;
     let (mut addr, mut laddr, mut id, mut skip_me) = (None, None, 0u64, !old_form);
     let mut user: Option<&[u8]> = None;
+    // MAXAGE's seconds; 0 when not given.
+    let mut max_age = 0i64;
     // The type asked for; `Some("")` for a type no connection has.
     let mut wanted_type: Option<&str> = None;
     if old_form {
@@ -421,6 +458,14 @@ fn client_kill(
                     .filter(|&n| n >= 1)
                     .and_then(|n| u64::try_from(n).ok())
                     .ok_or_else(|| CmdError::err("client-id should be greater than 0"))?;
+            } else if is(opt, "maxage") && cx.store.version >= crate::RedisVersion::V7_4 {
+                // Redis 7.4: only clients connected at least that long.
+                let age = parse_i64(value)
+                    .ok_or_else(|| CmdError::err("maxage is not an integer or out of range"))?;
+                if age <= 0 {
+                    return Err(CmdError::err("maxage should be greater than 0"));
+                }
+                max_age = age;
             } else if is(opt, "type") {
                 if is(value, "normal") {
                     wanted_type = Some("normal");
@@ -476,6 +521,7 @@ fn client_kill(
             || wanted_type.is_some_and(|t| t != peer.client_type())
             || (id != 0 && peer_id != id)
             || (peer_id == info.id && skip_me)
+            || (max_age != 0 && cx.now / 1000 - peer.created_ms / 1000 < max_age)
         {
             continue;
         }
@@ -522,6 +568,9 @@ pub(crate) fn hello_command_as(
 ) -> Reply {
     hello_as(info.id, &mut info.name, resp, args, version, login)
 }
+
+#[cfg(test)]
+mod tests_7_4;
 
 #[cfg(test)]
 mod tests {

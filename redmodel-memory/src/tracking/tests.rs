@@ -193,3 +193,29 @@ async fn expiry_and_in_process_writes_invalidate() {
     })
     .await;
 }
+
+/// A script's read tracks the script's declared keys in Redis 7.0, the
+/// keys it reads from Redis 7.2 on (an EVAL_RO that reads nothing tracks
+/// nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_reads_track_what_the_version_tracks() {
+    for (engine, invalidated) in [
+        (Engine::new(), &["k1", "k2"][..]),
+        (
+            Engine::new().with_version(crate::RedisVersion::V7_4),
+            &["k2"],
+        ),
+    ] {
+        with_clients(engine, move |mut a, mut b| {
+            a.call("HELLO 3");
+            a.call("CLIENT TRACKING on");
+            a.call("EVAL \"redis.call('get', KEYS[2])\" 2 k1 k2");
+            b.call("MSET k1 1 k2 2 k3 3");
+            for key in invalidated {
+                assert_eq!(a.read(), invalidate(&[key]));
+            }
+            assert_eq!(a.call("PING"), Value::SimpleString("PONG".into()));
+        })
+        .await;
+    }
+}

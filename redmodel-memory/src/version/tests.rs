@@ -4,7 +4,7 @@
 
 use redis::Value;
 
-use crate::command::test_util::{bulk, bulks, clocked, clocked_74, err, int, run};
+use crate::command::test_util::{bulk, bulks, clocked, clocked_74, err, int, run, NOT_INT};
 
 /// The field `name` of HELLO's reply (RESP2: a flat array of pairs).
 fn hello_field(reply: Value, name: &str) -> Option<Value> {
@@ -277,4 +277,111 @@ fn scripts_have_os_clock_from_7_2() {
         run(&mut c, "EVAL return(type(os.clock())) 0"),
         bulk("number")
     );
+}
+
+#[test]
+fn hscan_takes_novalues_from_7_4() {
+    let (_, mut old) = clocked(0);
+    run(&mut old, "HSET h a 1 b 2");
+    assert_eq!(run(&mut old, "HSCAN h 0 NOVALUES"), err("ERR syntax error"));
+    assert_eq!(run(&mut old, "SCAN 0 NOVALUES"), err("ERR syntax error"));
+    let (_, mut c) = clocked_74(0);
+    run(&mut c, "HSET h a 1 b 2");
+    run(&mut c, "SADD s m");
+    let scan = |items: &[&str]| Value::Array(vec![bulk("0"), bulks(items)]);
+    assert_eq!(run(&mut c, "HSCAN h 0 novalues"), scan(&["a", "b"]));
+    assert_eq!(
+        run(&mut c, "HSCAN h 0 MATCH a NOVALUES COUNT 5"),
+        scan(&["a"])
+    );
+    assert_eq!(run(&mut c, "HSCAN h 0 NOVALUES x"), err("ERR syntax error"));
+    let only_hscan = err("ERR NOVALUES option can only be used in HSCAN");
+    assert_eq!(run(&mut c, "SCAN 0 NOVALUES"), only_hscan);
+    assert_eq!(run(&mut c, "SSCAN s 0 NOVALUES"), only_hscan);
+    // A missing key answers before its options are read.
+    assert_eq!(run(&mut c, "SSCAN nokey 0 NOVALUES"), scan(&[]));
+}
+
+#[test]
+fn module_answers_as_a_server_without_modules() {
+    for ((_, mut c), help) in [
+        (clocked(0), "    Prints this help."),
+        (clocked_74(0), "    Print this help."),
+    ] {
+        let Value::Array(lines) = run(&mut c, "MODULE HELP") else {
+            panic!("MODULE HELP is not an array");
+        };
+        assert_eq!(
+            lines.first(),
+            Some(&Value::SimpleString(
+                "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:".into()
+            ))
+        );
+        assert_eq!(lines.len(), 11);
+        assert_eq!(lines.last(), Some(&Value::SimpleString(help.into())));
+        assert_eq!(run(&mut c, "MODULE LIST"), Value::Array(vec![]));
+        let refused = err("ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
+        assert_eq!(run(&mut c, "MODULE LOAD /nonexist"), refused);
+        assert_eq!(run(&mut c, "MODULE UNLOAD foo"), refused);
+        assert_eq!(
+            run(&mut c, "MODULE LOADEX"),
+            err("ERR wrong number of arguments for 'module|loadex' command")
+        );
+        assert_eq!(
+            run(&mut c, "MODULE foo"),
+            err("ERR unknown subcommand 'foo'. Try MODULE HELP.")
+        );
+    }
+}
+
+#[test]
+fn bitcount_and_bitpos_read_their_arguments_before_the_key_from_7_2() {
+    let (_, mut old) = clocked(0);
+    assert_eq!(run(&mut old, "BITCOUNT s 0"), int(0));
+    assert_eq!(run(&mut old, "BITPOS s 0 a b"), int(0));
+    let (_, mut c) = clocked_74(0);
+    for (line, error) in [
+        ("BITCOUNT s 0", "ERR syntax error"),
+        ("BITCOUNT s 0 1 hello", "ERR syntax error"),
+        ("BITCOUNT s 0 1 hello hello2", "ERR syntax error"),
+        ("BITCOUNT s a b", NOT_INT),
+        ("BITPOS s 0 1 hello hello2", "ERR syntax error"),
+        ("BITPOS s 0 0 1 hello", "ERR syntax error"),
+        ("BITPOS s 0 a b", NOT_INT),
+        ("BITPOS s b", NOT_INT),
+    ] {
+        assert_eq!(run(&mut c, line), err(error), "{line}");
+    }
+    assert_eq!(run(&mut c, "BITCOUNT s 0 5 BIT"), int(0));
+    assert_eq!(run(&mut c, "BITPOS s 0 0 5"), int(0));
+    assert_eq!(run(&mut c, "BITPOS s 1 0 5 BIT"), int(-1));
+}
+
+/// The INFO stats text of `c`.
+fn stats(c: &mut crate::Connection) -> String {
+    let Value::BulkString(info) = run(c, "INFO stats") else {
+        panic!("INFO is not a bulk string");
+    };
+    String::from_utf8_lossy(&info).into_owned()
+}
+
+#[test]
+fn info_counts_expired_fields_from_7_4() {
+    let (_, mut old) = clocked(0);
+    assert!(!stats(&mut old).contains("expired_subkeys"));
+    let (clock, mut c) = clocked_74(0);
+    assert!(stats(&mut c).contains("\r\nexpired_subkeys:0\r\nexpired_keys:0\r\n"));
+    run(&mut c, "HSET h a 1 b 2 c 3");
+    run(&mut c, "HPEXPIRE h 100 FIELDS 2 a b");
+    assert_eq!(
+        run(&mut c, "DEBUG LISTPACK h"),
+        Value::SimpleString("Listpack structure printed on stdout".into())
+    );
+    clock.advance(std::time::Duration::from_millis(200));
+    assert_eq!(run(&mut c, "HGET h a"), Value::Nil);
+    assert!(stats(&mut c).contains("expired_subkeys:1\r\n"));
+    run(&mut c, "HRANDFIELD h");
+    assert!(stats(&mut c).contains("expired_subkeys:2\r\n"));
+    run(&mut c, "CONFIG RESETSTAT");
+    assert!(stats(&mut c).contains("expired_subkeys:0\r\n"));
 }

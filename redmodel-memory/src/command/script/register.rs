@@ -2,7 +2,9 @@
 //! while FUNCTION LOAD runs it: the functions it registers, read from
 //! Lua's arguments as `function_lua.c` reads them.
 
-use mlua::{Function, Lua, MultiValue, Table, Value};
+use std::sync::Arc;
+
+use mlua::{Function, Lua, MultiValue, RegistryKey, Table, Value};
 
 use super::flags::Flags;
 use super::raised::raise;
@@ -13,7 +15,17 @@ pub(crate) struct Func {
     pub(crate) name: String,
     pub(crate) description: Option<Vec<u8>>,
     pub(crate) flags: Flags,
-    pub(crate) callback: Function,
+    /// The callback, kept in Lua's registry: a `Function` handle held in
+    /// Rust takes a slot of mlua's auxiliary stack, which tens of thousands
+    /// of loaded functions would exhaust.
+    pub(crate) callback: Arc<RegistryKey>,
+}
+
+/// Keeps `callback` in Lua's registry (see [`Func::callback`]).
+fn keep(lua: &Lua, callback: Function) -> Result<Arc<RegistryKey>, &'static str> {
+    lua.create_registry_value(callback)
+        .map(Arc::new)
+        .map_err(|_| "Lua engine failure: cannot keep the callback")
 }
 
 /// The functions a library registers while it loads (Lua app data: its
@@ -78,7 +90,7 @@ fn read_args(lua: &Lua, args: MultiValue) -> Result<Func, &'static str> {
                 name: String::from_utf8_lossy(&name).into_owned(),
                 description: None,
                 flags: Flags::default(),
-                callback: callback.clone(),
+                callback: keep(lua, callback.clone())?,
             })
         }
         _ => Err("wrong number of arguments to redis.register_function"),
@@ -127,6 +139,7 @@ fn read_named(lua: &Lua, named: &Value) -> Result<Func, &'static str> {
     }
     let name = name.ok_or("redis.register_function must get a function name argument")?;
     let callback = callback.ok_or("redis.register_function must get a callback argument")?;
+    let callback = keep(lua, callback)?;
     Ok(Func {
         name: String::from_utf8_lossy(&name).into_owned(),
         description,

@@ -43,21 +43,57 @@ pub(crate) struct ScanOptions<'a> {
     pub(crate) pattern: Option<&'a [u8]>,
     pub(crate) count: usize,
     pub(crate) type_name: Option<&'a [u8]>,
+    /// HSCAN's NOVALUES: the fields alone.
+    pub(crate) novalues: bool,
 }
 
-/// Parses `[MATCH pattern] [COUNT n]` (and `[TYPE t]` if `allow_type`).
+/// What NOVALUES (Redis 7.4) is to the command whose options are parsed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NoValues {
+    /// An unknown option: Redis 7.0.
+    Unknown,
+    /// Known, refused: every command but HSCAN.
+    Refused,
+    /// HSCAN's option.
+    Taken,
+}
+
+impl NoValues {
+    /// NOVALUES for HSCAN (`hash`) or another command of the family, in
+    /// `version`.
+    pub(crate) fn of(version: crate::RedisVersion, hash: bool) -> NoValues {
+        match (version >= crate::RedisVersion::V7_4, hash) {
+            (false, _) => NoValues::Unknown,
+            (true, false) => NoValues::Refused,
+            (true, true) => NoValues::Taken,
+        }
+    }
+}
+
+/// Parses `[MATCH pattern] [COUNT n]` (and `[TYPE t]` if `allow_type`,
+/// `[NOVALUES]` as `novalues` says), in Redis's order of checks.
 pub(crate) fn parse_scan_options<'a>(
     opts: &[&'a [u8]],
     allow_type: bool,
+    novalues: NoValues,
 ) -> Result<ScanOptions<'a>, CmdError> {
     let mut out = ScanOptions {
         pattern: None,
         count: 10,
         type_name: None,
+        novalues: false,
     };
     let mut i = 0;
     while i < opts.len() {
         let has_value = i + 1 < opts.len();
+        if novalues != NoValues::Unknown && is(opts[i], "novalues") {
+            if novalues == NoValues::Refused {
+                return Err(CmdError::err("NOVALUES option can only be used in HSCAN"));
+            }
+            out.novalues = true;
+            i += 1;
+            continue;
+        }
         if is(opts[i], "count") && has_value {
             let n = int_arg(opts[i + 1])?;
             if n < 1 {
@@ -98,19 +134,22 @@ pub(crate) fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
 /// the price is one large reply for a large collection.
 ///
 /// `items` turns the collection into the reply's elements, keeping those
-/// whose name (field, member) the given predicate accepts.
+/// whose name (field, member) the given predicate accepts; its flag is
+/// NOVALUES, which only HSCAN (`hash`) takes.
 pub(crate) fn scan_collection<T: Kind>(
     ctx: &mut Ctx<'_>,
     args: &[&[u8]],
-    items: impl FnOnce(&T, &dyn Fn(&[u8]) -> bool) -> Vec<Reply>,
+    hash: bool,
+    items: impl FnOnce(&T, &dyn Fn(&[u8]) -> bool, bool) -> Vec<Reply>,
 ) -> CmdResult {
     parse_cursor(args[2])?;
+    let novalues = NoValues::of(ctx.store.version, hash);
     let Some(collection) = ctx.read::<T>(args[1])? else {
         return Ok(scan_reply(0, Vec::new()));
     };
-    let opts = parse_scan_options(&args[3..], false)?;
+    let opts = parse_scan_options(&args[3..], false, novalues)?;
     let matches = |name: &[u8]| opts.pattern.is_none_or(|p| glob_match(p, name, false));
-    Ok(scan_reply(0, items(collection, &matches)))
+    Ok(scan_reply(0, items(collection, &matches, opts.novalues)))
 }
 
 #[cfg(test)]

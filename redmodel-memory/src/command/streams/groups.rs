@@ -74,8 +74,9 @@ pub(in crate::command) fn xgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult
     run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
-fn xgroup_help(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+fn xgroup_help(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "xgroup",
         &[
             "CREATE <key> <groupname> <id|$> [option]",

@@ -41,8 +41,9 @@ pub(in crate::command) fn xinfo(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult 
     run_subcommand(ctx, args, SUBCOMMANDS)
 }
 
-fn help(_ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
+fn help(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     Ok(help_reply(
+        ctx.store.version,
         "xinfo",
         &[
             "CONSUMERS <key> <groupname>",

@@ -248,7 +248,7 @@ async fn measure(
 /// process, or a private redis-server from the test support.
 enum Server {
     Ours(EngineProcess),
-    Redis(RedisServer),
+    Redis(Box<RedisServer>),
 }
 
 impl Server {
@@ -299,7 +299,7 @@ async fn targets() -> Vec<Option<Target>> {
         Err(e) => Err(e),
     };
     let redis = match RedisServer::start() {
-        Ok(r) => connect("(c) redis-server", Server::Redis(r)).await,
+        Ok(r) => connect("(c) redis-server", Server::Redis(Box::new(r))).await,
         Err(e) => Err(e.to_string()),
     };
     let mut all = vec![Some(in_process)];

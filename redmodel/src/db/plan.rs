@@ -42,7 +42,7 @@ pub(crate) type Commands<'a> = SmallVec<[Write<'a>; 4]>;
 
 /// A command of a unit: whether its reply is kept, the argument it
 /// takes from an earlier command's reply, if any, and whether it only
-/// reads back what the command before it wrote ([`Plan::add_read_back`]).
+/// reads back what the command before it wrote ([`Plan::add_field_read_back`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Write<'a> {
     pub(crate) cmd: &'a Cmd,

@@ -178,6 +178,23 @@ pub(crate) fn of_line(argv: &[&[u8]]) -> Option<&'static Meta> {
     meta(&format!("{}|{sub}", top.name))
 }
 
+/// Whether the command `name` runs a script or a function: EVAL, EVALSHA,
+/// FCALL and their `_ro` forms (those Redis flags `skip_monitor`: MONITOR
+/// shows them before their calls, the AOF records their calls instead,
+/// tracking follows their reads).
+pub(crate) fn runs_script(name: &[u8]) -> bool {
+    [
+        "eval",
+        "evalsha",
+        "eval_ro",
+        "evalsha_ro",
+        "fcall",
+        "fcall_ro",
+    ]
+    .iter()
+    .any(|n| crate::args::is(name, n))
+}
+
 impl Meta {
     pub(crate) fn has_flag(&self, flag: &str) -> bool {
         self.flags.contains(&flag)

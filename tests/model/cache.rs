@@ -328,6 +328,22 @@ async fn settle(ctx: &TestCtx) {
     }
 }
 
+/// Loads object 1 twice until the second load is a hit (within 5 s): the
+/// cache keeps objects again once tracking is back after `what`.
+async fn until_kept_again(db: &Db, what: &str) -> redmodel::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let hits = db.cache_stats().expect("on").hits;
+        Hot::load(db, 1).await?;
+        Hot::load(db, 1).await?;
+        if db.cache_stats().expect("on").hits > hits {
+            return Ok(());
+        }
+        assert!(Instant::now() < deadline, "nothing is kept after {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Waits (up to 5 s) until `db` loads version `version` of object `id`.
 async fn until_loaded(db: &Db, id: u32, version: u64) -> redmodel::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -425,17 +441,7 @@ backend_tests! {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         // Kept again once tracking is back...
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let hits = db.cache_stats().expect("on").hits;
-            Hot::load(&db, 1).await?;
-            Hot::load(&db, 1).await?;
-            if db.cache_stats().expect("on").hits > hits {
-                break;
-            }
-            assert!(Instant::now() < deadline, "nothing is kept after the RESET");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        until_kept_again(&db, "the RESET").await?;
         // ... and another client's change reaches it.
         Hot::at(1).set(&other, Hot::VERSION, 8).await?;
         until_loaded(&db, 1, 8).await?;
@@ -521,20 +527,7 @@ async fn a_restarted_server_empties_the_cache_and_it_refills() -> redmodel::Resu
     assert!(after.flushes > before.flushes, "{after:?}");
     // Tracking comes back: the object is kept again (once the heartbeat
     // has tracked again)...
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let hits = db.cache_stats().expect("on").hits;
-        Hot::load(&db, 1).await?;
-        Hot::load(&db, 1).await?;
-        if db.cache_stats().expect("on").hits > hits {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "nothing is kept after the restart"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_kept_again(&db, "the restart").await?;
     // ... and another client's change reaches it.
     Hot::at(1).set(&other, Hot::VERSION, 10).await?;
     until_loaded(&db, 1, 10).await?;

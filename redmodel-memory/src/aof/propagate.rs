@@ -222,15 +222,5 @@ pub(crate) fn always_recorded(args: &[&[u8]]) -> bool {
 /// function's effects are recorded as its calls ran (Redis 7.0 replicates
 /// effects only); DEBUG's changes are not propagated by Redis either.
 pub(crate) fn recorded_by_calls(name: &[u8]) -> bool {
-    [
-        "eval",
-        "evalsha",
-        "eval_ro",
-        "evalsha_ro",
-        "fcall",
-        "fcall_ro",
-        "debug",
-    ]
-    .iter()
-    .any(|n| is(name, n))
+    crate::command_table::runs_script(name) || is(name, "debug")
 }

@@ -28,7 +28,7 @@ impl Store {
         };
         if !meta.has_flag("readonly")
             || meta.has_flag("pubsub")
-            || matches!(meta.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+            || crate::command_table::runs_script(meta.name.as_bytes())
         {
             return;
         }
@@ -57,17 +57,9 @@ impl Store {
     /// The current client runs `args`: if it starts a script (EVAL,
     /// FCALL...), the script's reads track its declared keys.
     pub(crate) fn track_script_caller(&mut self, args: &[&[u8]]) {
-        const SCRIPTS: &[&str] = &[
-            "eval",
-            "evalsha",
-            "eval_ro",
-            "evalsha_ro",
-            "fcall",
-            "fcall_ro",
-        ];
         if args
             .first()
-            .is_some_and(|name| SCRIPTS.iter().any(|s| crate::args::is(name, s)))
+            .is_some_and(|name| crate::command_table::runs_script(name))
         {
             self.tracking.caller = Some(args.iter().map(|a| a.to_vec()).collect());
         }

@@ -53,3 +53,17 @@ impl Client {
         self.read()
     }
 }
+
+/// Runs `body` with two clients of a server of `engine`, on a blocking
+/// thread (the clients block), and shuts the server down after.
+pub(crate) async fn with_clients(
+    engine: crate::Engine,
+    body: impl FnOnce(Client, Client) + Send + 'static,
+) {
+    let server = super::serve(engine, "127.0.0.1:0").await.unwrap();
+    let addr = server.local_addr();
+    tokio::task::spawn_blocking(move || body(Client::connect(addr), Client::connect(addr)))
+        .await
+        .unwrap();
+    server.shutdown().await;
+}

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use redis::Value;
 
-use crate::resp::serve;
-use crate::resp::test_client::Client;
+use crate::resp::test_client::{with_clients, Client};
 use crate::{Engine, ManualClock};
 
 /// What these tests ask of a connection beyond its replies.
@@ -53,16 +52,6 @@ fn info_field(info: &str, field: &str) -> String {
         .unwrap_or_else(|| panic!("no {field} in INFO"))
         .trim()
         .to_string()
-}
-
-/// Runs `body` with two clients of a server of `engine`.
-async fn with_clients(engine: Engine, body: impl FnOnce(Client, Client) + Send + 'static) {
-    let server = serve(engine, "127.0.0.1:0").await.unwrap();
-    let addr = server.local_addr();
-    tokio::task::spawn_blocking(move || body(Client::connect(addr), Client::connect(addr)))
-        .await
-        .unwrap();
-    server.shutdown().await;
 }
 
 /// CLIENT LIST and CLIENT INFO show `t`, `B` and `R` (a redirection to a

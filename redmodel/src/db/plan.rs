@@ -87,13 +87,13 @@ struct Group {
 /// A group's command, with what [`Write`] says of it.
 struct Entry {
     /// The command; empty for a field read back, whose command is built
-    /// only where it runs ([`read`](Self::read)).
+    /// only where it runs ([`read_back`](Self::read_back)).
     cmd: Cmd,
     keep: bool,
     splice: Option<Splice>,
-    reads_back: bool,
-    /// A field read back's HGET, once a unit that runs it asks for it.
-    read: OnceLock<Cmd>,
+    /// For a field read back: its HGET, once a unit that runs it asks
+    /// for it.
+    read_back: Option<OnceLock<Cmd>>,
 }
 
 impl Entry {
@@ -102,8 +102,7 @@ impl Entry {
             cmd,
             keep,
             splice: None,
-            reads_back: false,
-            read: OnceLock::new(),
+            read_back: None,
         }
     }
 }
@@ -146,7 +145,7 @@ impl Plan {
         let group = self.current();
         debug_assert!(!group.cmds.is_empty(), "a read back follows a write");
         group.cmds.push(Entry {
-            reads_back: true,
+            read_back: Some(OnceLock::new()),
             ..Entry::new(Cmd::new(), true)
         });
         self
@@ -396,9 +395,9 @@ fn key_of(cmd: &Cmd) -> Option<&[u8]> {
 /// it is the HGET of the key and field of the command before it.
 fn group_writes(entries: &[Entry], in_process: bool) -> impl Iterator<Item = Write<'_>> {
     entries.iter().enumerate().map(move |(i, entry)| {
-        let cmd = match (entry.reads_back, i.checked_sub(1)) {
-            (true, Some(before)) if !in_process => {
-                entry.read.get_or_init(|| field_read(&entries[before].cmd))
+        let cmd = match (&entry.read_back, i.checked_sub(1)) {
+            (Some(read), Some(before)) if !in_process => {
+                read.get_or_init(|| field_read(&entries[before].cmd))
             }
             _ => &entry.cmd,
         };
@@ -406,7 +405,7 @@ fn group_writes(entries: &[Entry], in_process: bool) -> impl Iterator<Item = Wri
             cmd,
             keep: entry.keep,
             splice: entry.splice,
-            reads_back: entry.reads_back,
+            reads_back: entry.read_back.is_some(),
         }
     })
 }

@@ -174,18 +174,20 @@ impl Walk {
     /// Every key the walk reads (the holders a unique entry names aside:
     /// an object's key, in its model's slot group when its index is).
     pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
-        let source: Vec<&str> = match &self.source {
-            Source::Holder(key) | Source::Scores { key, .. } | Source::List(key) => vec![key],
-            Source::Sets { keys, .. } => keys.iter().map(String::as_str).collect(),
+        let source = match &self.source {
+            Source::Holder(key) | Source::Scores { key, .. } | Source::List(key) => {
+                std::slice::from_ref(key)
+            }
+            Source::Sets { keys, .. } => keys.as_slice(),
         };
         let tests = self.tests.iter().flat_map(|test| match test {
             Test::InSet { key, .. }
             | Test::Score { key, .. }
             | Test::Holder(key)
-            | Test::InList(key) => vec![key.as_str()],
-            Test::InAnySet(keys) => keys.iter().map(String::as_str).collect(),
+            | Test::InList(key) => std::slice::from_ref(key),
+            Test::InAnySet(keys) => keys.as_slice(),
         });
-        source.into_iter().chain(tests)
+        source.iter().chain(tests).map(String::as_str)
     }
 
     /// Whether one atomic unit can read every key of the walk: always in

@@ -11,7 +11,7 @@ use redis::Value;
 
 use crate::error::error_value;
 use crate::resp::serve;
-use crate::resp::test_client::Client;
+use crate::resp::test_client::{with_clients, Client};
 use crate::{Engine, ManualClock, RedisVersion};
 
 fn text(c: &mut Client, line: &str) -> String {
@@ -20,16 +20,6 @@ fn text(c: &mut Client, line: &str) -> String {
         Value::VerbatimString { text, .. } => text,
         other => panic!("{line}: {other:?}"),
     }
-}
-
-/// Runs `body` with two clients of a server of `engine`.
-async fn with_clients(engine: Engine, body: impl FnOnce(Client, Client) + Send + 'static) {
-    let server = serve(engine, "127.0.0.1:0").await.unwrap();
-    let addr = server.local_addr();
-    tokio::task::spawn_blocking(move || body(Client::connect(addr), Client::connect(addr)))
-        .await
-        .unwrap();
-    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -161,8 +161,8 @@ static SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(WALK));
 pub(super) async fn run(db: &Db, w: &Walk) -> Result<Option<Found>> {
     // The script reads its keys from ARGV; the first, declared, routes
     // it to the node of their slot on a cluster.
-    let route: Vec<&str> = w.keys().take(1).collect();
-    let mut call = SCRIPT.call(&route);
+    let route: Option<&str> = w.keys().next();
+    let mut call = SCRIPT.call(route.as_slice());
     let want = w.limit.map_or(0, |l| l.saturating_add(1));
     call.arg(want).arg(chunk(w.limit));
     call.arg(match w.order {

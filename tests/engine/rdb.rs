@@ -20,20 +20,17 @@ use redmodel_suite::{redis_server_available, RedisServer};
 /// The databases the datasets use.
 const DBS: [u32; 3] = [0, 1, 7];
 
-/// A small deterministic generator (xorshift64*): the datasets are
-/// random, and the same for a seed on every run.
-struct Rng(u64);
+/// A deterministic generator: the datasets are random, and the same for
+/// a seed on every run.
+struct Rng(fastrand::Rng);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        self.0.u64(..)
     }
 
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.0.u64(..n)
     }
 
     /// A member or field: an integer, a short word or a long string.
@@ -52,7 +49,7 @@ pub(super) fn cmd(parts: &[&str]) -> Vec<String> {
 
 /// The commands that build the dataset of `seed`.
 pub(super) fn dataset(seed: u64) -> Vec<Vec<String>> {
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = Rng(fastrand::Rng::with_seed(seed));
     let mut out = vec![cmd(&["CONFIG", "SET", "stream-node-max-entries", "10"])];
     for db in DBS {
         out.push(cmd(&["SELECT", &db.to_string()]));

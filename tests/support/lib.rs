@@ -141,22 +141,19 @@ macro_rules! redis_server_test {
     };
 }
 
-/// A small deterministic generator (xorshift64*) for the tests that race
-/// on purpose: one per task, seeded from the task's number, so that a
-/// failing run can be replayed.
-pub struct Rng(pub u64);
+/// A small deterministic generator for the tests that race on purpose:
+/// one per task, seeded from the task's number, so that a failing run can
+/// be replayed.
+pub struct Rng(fastrand::Rng);
 
 impl Rng {
     /// A generator for task `task` (any two tasks differ).
     pub fn for_task(task: usize) -> Self {
-        Rng(0x9E37_79B9_7F4A_7C15 ^ (task as u64 + 1))
+        Rng(fastrand::Rng::with_seed(task as u64 + 1))
     }
 
     /// A number in `0..n` (`n` > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
+        self.0.usize(..n)
     }
 }

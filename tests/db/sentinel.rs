@@ -709,8 +709,8 @@ async fn until_subscribed(urls: &[String], n: usize, test: &str) {
 /// (plus the pause before subscribing again): the `Db` subscribes on a new
 /// connection to each, and hears the next failover on it at once.
 #[tokio::test]
-async fn a_sentinel_gone_silent_is_noticed_and_its_subscription_opened_again(
-) -> Result<(), Error> {
+async fn a_sentinel_gone_silent_is_noticed_and_its_subscription_opened_again() -> Result<(), Error>
+{
     let test = "a_sentinel_gone_silent_is_noticed_and_its_subscription_opened_again";
     let Some(mut set) = start_or_skip(test, "silent") else {
         return Ok(());

@@ -103,7 +103,12 @@ async fn accept(listener: TcpListener, target: SocketAddr, state: Arc<State>) {
 
 /// Copies `from` to `to` until either closes, or holds both open,
 /// forwarding nothing, once connection `number` is frozen.
-async fn forward(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, number: usize, state: Arc<State>) {
+async fn forward(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    number: usize,
+    state: Arc<State>,
+) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf).await {

@@ -31,9 +31,9 @@ use tokio::sync::watch;
 
 use super::BoxFuture;
 use crate::command::cmd;
-pub(crate) use heartbeat::Heartbeat;
 use crate::error::{Error, Result};
 use crate::Db;
+pub(crate) use heartbeat::Heartbeat;
 
 /// The first pause before a following subscriber tries the primary
 /// again; each next one doubles, up to [`MAX_PAUSE`].

@@ -4,7 +4,9 @@
 //! - [`ask`]: asking the sentinels where the primary is, and checking with
 //!   `ROLE` that the node there says `master`.
 //! - [`announce`]: hearing the sentinels announce a new primary
-//!   (`+switch-master`).
+//!   (`+switch-master`), on subscriptions PINGed after each silence of
+//!   [`SentinelConfig::heartbeat`] so that a sentinel gone silent is
+//!   noticed.
 //!
 //! The current primary is a [`ServerBackend`] of its own (shared
 //! connection, pool of exclusive links), with the name and version it

@@ -176,8 +176,8 @@ struct Following {
     db: Db,
     /// Changes at each switch of node.
     switches: watch::Receiver<u64>,
-    /// When to PING the connection, and how long its answers (and the
-    /// opening of the next connection) may take.
+    /// When to PING the connection, and how long its answers (to PING,
+    /// and to a change of the subscriptions) may take.
     heartbeat: Heartbeat,
     channels: BTreeSet<Vec<u8>>,
     patterns: BTreeSet<Vec<u8>>,

@@ -53,3 +53,36 @@ impl Heartbeat {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use redis::RedisConnectionInfo;
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    /// A peer that accepts the connection and then never reads nor
+    /// answers: a half-open connection, as seen from the client.
+    #[tokio::test]
+    async fn a_peer_that_never_answers_is_given_up_after_the_silence_and_the_patience() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let addr = listener.local_addr().expect("its address");
+        let stream = TcpStream::connect(addr).await.expect("connected");
+        let (_silent, _) = listener.accept().await.expect("accepted");
+        // Nothing to set up, so nothing is sent before the heartbeat.
+        let info = RedisConnectionInfo::default().set_skip_set_lib_name();
+        let mut pubsub = PubSub::new(&info, stream).await.expect("a connection");
+        let heartbeat = Heartbeat {
+            every: Duration::from_millis(50),
+            patience: Duration::from_millis(100),
+        };
+        let start = Instant::now();
+        let got = tokio::time::timeout(Duration::from_secs(5), heartbeat.next(&mut pubsub))
+            .await
+            .expect("the silent peer given up within 5 s");
+        assert!(got.is_none());
+        assert!(start.elapsed() >= Duration::from_millis(150));
+    }
+}

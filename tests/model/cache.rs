@@ -9,9 +9,10 @@
 //! with no window at all for a write through the cached `Db` itself.
 //!
 //! It runs [`RUN`] (20 s) per backend, its 16 readers and 4 writers paced
-//! ([`READ_PAUSE`], [`WRITE_PAUSE`]): about 33,000 reads and 3,000 to
-//! 3,500 acknowledged writes per backend, at a fraction of a core (see
-//! `--nocapture`). It fails when the cache stops invalidating: with the
+//! ([`READ_PAUSE`], [`WRITE_PAUSE`]): about 31,000 to 35,000 reads and
+//! 2,700 to 3,500 acknowledged writes per backend (printed under
+//! `--nocapture`), at about a fifth of a core (3.9 s of CPU for the
+//! 20 s run on the engine in process, debug build). It fails when the cache stops invalidating: with the
 //! server's invalidations ignored (the tracker's and the engine feed's
 //! calls of `Cache::invalidate` removed) every backend reports thousands
 //! of stale reads, and with the ticket check of rule 3 removed

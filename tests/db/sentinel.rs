@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use redmodel::model::check::check;
 use redmodel::prelude::*;
 use redmodel::{CacheConfig, Error, SentinelConfig, SubscriberEvent};
-use redmodel_suite::{redis_server_available, SentinelSet, TlsFiles};
+use redmodel_suite::{redis_server_available, Proxy, SentinelSet, TlsFiles};
 
 use crate::tls_acl::{can_run, Certs};
 
@@ -671,5 +671,170 @@ async fn a_dropped_db_leaves_no_subscription_on_the_sentinels() -> Result<(), Er
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    Ok(())
+}
+
+/// A proxy in front of each sentinel of `set`, and a config that reaches
+/// the sentinels through them: the periodic question 30 s apart, so that
+/// only the subscriptions can tell the `Db` of a failover, and a heartbeat
+/// of 200 ms.
+async fn behind_proxies(set: &SentinelSet) -> (Vec<Proxy>, SentinelConfig) {
+    let mut proxies = Vec::new();
+    for sentinel in set.sentinel_addrs() {
+        proxies.push(Proxy::start(sentinel).await.expect("a proxy"));
+    }
+    let config = SentinelConfig::new(set.name(), proxies.iter().map(Proxy::url))
+        .timeouts(Duration::from_millis(500), Duration::from_secs(1))
+        .check_every(Duration::from_secs(30))
+        .heartbeat(Duration::from_millis(200));
+    (proxies, config)
+}
+
+/// Waits (up to 5 s) until every sentinel of `urls` has at least `n`
+/// subscribed clients.
+async fn until_subscribed(urls: &[String], n: usize, test: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !urls.iter().all(|url| subscribed_clients(url) >= n) {
+        assert!(
+            Instant::now() < deadline,
+            "{test}: not {n} subscriptions on every sentinel"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Sentinels that stop answering without closing the connection (a proxy
+/// that stops forwarding: a half-open TCP connection) are noticed by the
+/// subscriptions' heartbeat within the heartbeat and the response timeout
+/// (plus the pause before subscribing again): the `Db` subscribes on a new
+/// connection to each, and hears the next failover on it at once.
+#[tokio::test]
+async fn a_sentinel_gone_silent_is_noticed_and_its_subscription_opened_again() -> Result<(), Error>
+{
+    let test = "a_sentinel_gone_silent_is_noticed_and_its_subscription_opened_again";
+    let Some(mut set) = start_or_skip(test, "silent") else {
+        return Ok(());
+    };
+    set.wait_discovered()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let old = set.primary_port().expect("the sentinels answer");
+    let (proxies, config) = behind_proxies(&set).await;
+    let db = Db::connect_sentinel(config).await?;
+    let urls = set.sentinel_urls();
+    until_subscribed(&urls, 1, test).await;
+    let before: Vec<usize> = proxies.iter().map(Proxy::accepted).collect();
+    for proxy in &proxies {
+        proxy.freeze();
+    }
+    let frozen = Instant::now();
+    // Heartbeat 200 ms + response timeout 1 s + 1 s before subscribing
+    // again, with room for a busy machine.
+    let bound = Duration::from_secs(4);
+    while proxies
+        .iter()
+        .zip(&before)
+        .any(|(proxy, &before)| proxy.accepted() == before)
+    {
+        assert!(
+            frozen.elapsed() < bound,
+            "{test}: a silent sentinel went unnoticed for {bound:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let noticed = frozen.elapsed();
+    // The frozen connections still count as subscribed on the sentinels:
+    // a second subscription on each is the new one.
+    until_subscribed(&urls, 2, test).await;
+    set.ask_failover().unwrap_or_else(|e| panic!("{test}: {e}"));
+    let new = new_primary(&set, old, test).await;
+    let took = until_written_on(&db, &mut set, new, test).await;
+    // The old primary takes writes for seconds: only an announcement,
+    // heard on a new subscription, moves the Db this soon.
+    assert!(
+        took < Duration::from_secs(3),
+        "{test}: the Db wrote to the new primary {took:?} after the sentinels named it"
+    );
+    println!("{test}: the silent sentinels were noticed after {noticed:?}; the Db followed the failover {took:?} after the sentinels named the new primary");
+    Ok(())
+}
+
+/// A primary that stops answering without closing the connection
+/// (SIGSTOP, with the sentinels told to wait a minute before calling it
+/// down, so that no failover comes) is noticed by the subscriber's
+/// heartbeat: it subscribes again once the primary answers, reports the
+/// gap as `Resubscribed`, and receives on its new connection alone.
+#[tokio::test]
+async fn a_subscriber_notices_a_primary_gone_silent_and_subscribes_again() -> Result<(), Error> {
+    let test = "a_subscriber_notices_a_primary_gone_silent_and_subscribes_again";
+    let Some(mut set) = start_or_skip(test, "stopped") else {
+        return Ok(());
+    };
+    set.wait_discovered()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    set.set_down_after(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    let primary = set.primary_port().expect("the sentinels answer");
+    let db = Db::connect_sentinel(
+        config(&set)
+            .timeouts(Duration::from_millis(500), Duration::from_secs(1))
+            .check_every(Duration::from_secs(30))
+            .heartbeat(Duration::from_millis(200)),
+    )
+    .await?;
+    let mut sub = db.subscriber().await?;
+    sub.subscribe("news").await?;
+    assert_eq!(db.publish("news", "before").await?, 1);
+    match tokio::time::timeout(Duration::from_secs(5), sub.next_event()).await {
+        Ok(Some(SubscriberEvent::Message(m))) => assert_eq!(m.text(), "before"),
+        other => panic!("{test}: expected the first message, got {other:?}"),
+    }
+    // Longer than the heartbeat and the response timeout: the subscriber
+    // gives its connection up meanwhile.
+    set.node(primary).expect("the primary").pause();
+    let waiting = tokio::spawn(async move {
+        let event = tokio::time::timeout(Duration::from_secs(10), sub.next_event()).await;
+        (event, sub)
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    set.node(primary).expect("the primary").resume();
+    let resumed = Instant::now();
+    let (event, mut sub) = waiting.await.expect("the waiting task");
+    // The old connection works again after SIGCONT: only a subscriber that
+    // gave it up reports a gap.
+    assert_eq!(
+        event.unwrap_or_else(|_| panic!("{test}: no event within 10 s")),
+        Some(SubscriberEvent::Resubscribed),
+        "{test}"
+    );
+    let gap = resumed.elapsed();
+    // Exactly one subscription: the given-up connection is closed.
+    let node = set.node(primary).expect("the primary").client();
+    let mut direct = node.get_connection().expect("the primary");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let heard: usize = redis::cmd("PUBLISH")
+            .arg("news")
+            .arg("after")
+            .query(&mut direct)
+            .expect("PUBLISH");
+        if heard == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{test}: {heard} subscriptions on the primary"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), sub.next_event()).await {
+            Ok(Some(SubscriberEvent::Message(m))) if m.text() == "after" => break,
+            // An earlier "after" published while the old connection
+            // was still open on the server is lost with it.
+            Ok(Some(SubscriberEvent::Message(_))) => {}
+            other => panic!("{test}: expected the message after, got {other:?}"),
+        }
+    }
+    println!("{test}: subscribed again {gap:?} after the primary answered");
     Ok(())
 }

@@ -93,6 +93,7 @@ mod cluster;
 pub mod diff;
 mod env;
 pub mod module_graph;
+mod proxy;
 mod sentinel;
 mod server;
 
@@ -103,6 +104,7 @@ pub use backend::{
 };
 pub use cluster::{shared_cluster, RedisCluster, CLUSTER_TURN};
 pub use env::{env_number, env_seed};
+pub use proxy::Proxy;
 pub use sentinel::SentinelSet;
 pub use server::{
     check_installed, server_binary, RedisServer, RedisServerBuilder, ServerError, TlsFiles,

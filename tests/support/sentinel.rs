@@ -119,6 +119,31 @@ impl SentinelSet {
         self.sentinels.iter().map(RedisServer::url).collect()
     }
 
+    /// The sentinels' plain addresses.
+    pub fn sentinel_addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.sentinels.iter().map(RedisServer::addr).collect()
+    }
+
+    /// Has every sentinel wait `after` before it calls a silent primary
+    /// down (`SENTINEL SET name down-after-milliseconds`), so that a test
+    /// can stop the primary without a failover.
+    pub fn set_down_after(&self, after: Duration) -> Result<(), ServerError> {
+        for sentinel in &self.sentinels {
+            let mut conn = sentinel
+                .client()
+                .get_connection()
+                .map_err(|e| ServerError::Failed(format!("a sentinel: {e}")))?;
+            redis::cmd("SENTINEL")
+                .arg("SET")
+                .arg(&self.name)
+                .arg("down-after-milliseconds")
+                .arg(after.as_millis().to_string())
+                .query::<()>(&mut conn)
+                .map_err(|e| ServerError::Failed(format!("SENTINEL SET: {e}")))?;
+        }
+        Ok(())
+    }
+
     /// The sentinels' `rediss://` URLs (a set started with TLS).
     pub fn sentinel_tls_urls(&self) -> Vec<String> {
         self.sentinels

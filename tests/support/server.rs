@@ -274,6 +274,31 @@ impl RedisServer {
         }
     }
 
+    /// Stops the process (SIGSTOP) without closing anything: its
+    /// connections stay open and get no answer, as from a host gone
+    /// without a word, until [`resume`](Self::resume) (or the kill on
+    /// drop).
+    pub fn pause(&mut self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Lets a [`pause`](Self::pause)d process run again (SIGCONT).
+    pub fn resume(&mut self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&mut self, signal: libc::c_int) {
+        let Some(child) = &self.child else { return };
+        let Ok(pid) = libc::pid_t::try_from(child.id()) else {
+            return;
+        };
+        // SAFETY: kill(2) with the pid of a child this struct still owns
+        // (not yet waited for, so the pid is not reused).
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+
     /// Starts the server again, on the same port, directory and options
     /// (killing it first if it still runs), and waits until it answers.
     pub fn restart(&mut self) -> Result<(), ServerError> {

@@ -79,9 +79,10 @@ pub(crate) trait Backend: Send + Sync + 'static {
     }
 
     /// For a backend that switches nodes (Sentinel): a receiver whose
-    /// value changes at each switch, once requests go to the new node.
-    /// Subscribers follow it ([`Subscriber`](super::pubsub::Subscriber)).
-    fn switches(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+    /// value changes at each switch, once requests go to the new node, and
+    /// the heartbeat of subscribed connections. Subscribers follow it
+    /// ([`Subscriber`](super::pubsub::Subscriber)).
+    fn follow(&self) -> Option<super::pubsub::Follow> {
         None
     }
 

@@ -17,7 +17,10 @@
 //! drops or the `Db` switches to another primary it subscribes to them
 //! again on the current primary, which [`Subscriber::next_event`] reports
 //! as [`SubscriberEvent::Resubscribed`] (the gap in which messages were
-//! lost).
+//! lost). It also notices a primary that went silent without closing the
+//! connection ([`heartbeat`]), and subscribes again then too.
+
+mod heartbeat;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -30,6 +33,7 @@ use super::BoxFuture;
 use crate::command::cmd;
 use crate::error::{Error, Result};
 use crate::Db;
+pub(crate) use heartbeat::Heartbeat;
 
 /// The first pause before a following subscriber tries the primary
 /// again; each next one doubles, up to [`MAX_PAUSE`].
@@ -76,11 +80,15 @@ pub(crate) enum Link {
 }
 
 impl Link {
-    /// The next message, or `None` once the connection is gone.
-    async fn next(&mut self) -> Option<Message> {
+    /// The next message, or `None` once the connection is gone (or,
+    /// with a `heartbeat`, has gone silent).
+    async fn next(&mut self, heartbeat: Option<&Heartbeat>) -> Option<Message> {
         match self {
             Link::Redis(p) => {
-                let msg = p.on_message().next().await?;
+                let msg = match heartbeat {
+                    Some(heartbeat) => heartbeat.next(p).await?,
+                    None => p.on_message().next().await?,
+                };
                 Some(Message {
                     channel: msg.get_channel_name().to_string(),
                     pattern: if msg.from_pattern() {
@@ -168,6 +176,9 @@ struct Following {
     db: Db,
     /// Changes at each switch of node.
     switches: watch::Receiver<u64>,
+    /// When to PING the connection, and how long its answers (to PING,
+    /// and to a change of the subscriptions) may take.
+    heartbeat: Heartbeat,
     channels: BTreeSet<Vec<u8>>,
     patterns: BTreeSet<Vec<u8>>,
 }
@@ -226,18 +237,34 @@ impl Following {
         }
     }
 
-    /// One attempt of [`reopen`](Self::reopen).
+    /// One attempt of [`reopen`](Self::reopen); a subscription the node
+    /// does not confirm within the heartbeat's patience fails it (the
+    /// backend bounds the opening itself).
     async fn open(&self) -> Result<Link> {
+        let patience = self.heartbeat.patience;
         let mut link = self.db.backend().subscriber().await?;
         let channels: Vec<Vec<u8>> = self.channels.iter().cloned().collect();
         let patterns: Vec<Vec<u8>> = self.patterns.iter().cloned().collect();
         if !channels.is_empty() {
-            link.change(Change::Subscribe, &channels).await?;
+            let done = tokio::time::timeout(patience, link.change(Change::Subscribe, &channels));
+            done.await.map_err(|_| silent("subscribe"))??;
         }
         if !patterns.is_empty() {
-            link.change(Change::PSubscribe, &patterns).await?;
+            let done = tokio::time::timeout(patience, link.change(Change::PSubscribe, &patterns));
+            done.await.map_err(|_| silent("subscribe"))??;
         }
         Ok(link)
+    }
+}
+
+/// The error of a step on a subscriber's connection that got no answer in
+/// time: the node may be gone without closing it.
+pub(crate) fn silent(what: &str) -> Error {
+    Error::Unavailable {
+        source: redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("the node did not answer the subscriber's {what} in time"),
+        )),
     }
 }
 
@@ -282,12 +309,19 @@ impl Subscriber {
         let Some(link) = &mut self.link else {
             return Ok(());
         };
-        match link.change(change, &names).await {
-            Err(err) if self.following.is_some() && err.is_transient() => {
+        let Some(following) = &self.following else {
+            return link.change(change, &names).await;
+        };
+        // A silent primary would keep the change waiting forever: it
+        // counts as lost, and the change is made on the next one.
+        let patience = following.heartbeat.patience;
+        match tokio::time::timeout(patience, link.change(change, &names)).await {
+            Ok(Err(err)) if !err.is_transient() => Err(err),
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) | Err(_) => {
                 self.link = None;
                 Ok(())
             }
-            outcome => outcome,
         }
     }
 
@@ -313,13 +347,14 @@ impl Subscriber {
     pub async fn next_event(&mut self) -> Option<SubscriberEvent> {
         if let Some(link) = &mut self.link {
             let Some(following) = &mut self.following else {
-                return link.next().await.map(SubscriberEvent::Message);
+                return link.next(None).await.map(SubscriberEvent::Message);
             };
             // The messages already received come first; then the end of
-            // the connection or a switch of primary.
+            // the connection (closed, or silent past the heartbeat) or a
+            // switch of primary.
             tokio::select! {
                 biased;
-                message = link.next() => {
+                message = link.next(Some(&following.heartbeat)) => {
                     if let Some(message) = message {
                         return Some(SubscriberEvent::Message(message));
                     }
@@ -347,13 +382,14 @@ impl Db {
         let backend = self.backend();
         // Watched before the connection opens: a switch while it opens
         // has the subscriber move at once.
-        let switches = backend.switches();
+        let follow = backend.follow();
         let link = backend.subscriber().await?;
         Ok(Subscriber {
             link: Some(link),
-            following: switches.map(|switches| Following {
+            following: follow.map(|follow| Following {
                 db: self.clone(),
-                switches,
+                switches: follow.switches,
+                heartbeat: follow.heartbeat,
                 channels: BTreeSet::new(),
                 patterns: BTreeSet::new(),
             }),
@@ -363,3 +399,12 @@ impl Db {
 
 /// What a backend returns from [`Backend::subscriber`](super::backend::Backend::subscriber).
 pub(crate) type Opening<'a> = BoxFuture<'a, Result<Link>>;
+
+/// What a subscriber follows on a backend that switches nodes (Sentinel):
+/// [`Backend::follow`](super::backend::Backend::follow).
+pub(crate) struct Follow {
+    /// Changes at each switch of node, once requests go to the new one.
+    pub(crate) switches: watch::Receiver<u64>,
+    /// How a subscriber notices a node that went silent.
+    pub(crate) heartbeat: Heartbeat,
+}

@@ -4,7 +4,9 @@
 //! - [`ask`]: asking the sentinels where the primary is, and checking with
 //!   `ROLE` that the node there says `master`.
 //! - [`announce`]: hearing the sentinels announce a new primary
-//!   (`+switch-master`).
+//!   (`+switch-master`), on subscriptions PINGed after each silence of
+//!   [`SentinelConfig::heartbeat`] so that a sentinel gone silent is
+//!   noticed.
 //!
 //! The current primary is a [`ServerBackend`] of its own (shared
 //! connection, pool of exclusive links), with the name and version it
@@ -50,7 +52,7 @@ use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::sync::{mpsc, watch, Notify};
 
 use super::backend::{Backend, Link};
-use super::pubsub::Opening;
+use super::pubsub::{self, Follow, Heartbeat, Opening};
 use super::server::ServerBackend;
 use super::server_info::ServerInfo;
 use super::BoxFuture;
@@ -61,6 +63,10 @@ use ask::{Addr, NoPrimary};
 /// nothing went wrong, unless configured
 /// ([`SentinelConfig::check_every`]).
 const DEFAULT_CHECK_EVERY: Duration = Duration::from_secs(1);
+/// How long a subscribed connection (to a sentinel, or a subscriber's to
+/// the primary) may stay silent before it is sent PING, unless configured
+/// ([`SentinelConfig::heartbeat`]).
+const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(1);
 /// The first pause between questions while the primary is lost; each next
 /// one doubles, up to [`MAX_PAUSE`].
 const FIRST_PAUSE: Duration = Duration::from_millis(25);
@@ -98,6 +104,7 @@ pub struct SentinelConfig {
     connect: Duration,
     response: Duration,
     check_every: Duration,
+    heartbeat: Duration,
 }
 
 impl std::fmt::Debug for SentinelConfig {
@@ -137,6 +144,7 @@ impl SentinelConfig {
             connect: super::DEFAULT_CONNECTION_TIMEOUT,
             response: super::DEFAULT_RESPONSE_TIMEOUT,
             check_every: DEFAULT_CHECK_EVERY,
+            heartbeat: DEFAULT_HEARTBEAT,
         }
     }
 
@@ -171,6 +179,29 @@ impl SentinelConfig {
     pub fn check_every(mut self, every: Duration) -> Self {
         self.check_every = every;
         self
+    }
+
+    /// How long a subscribed connection may stay silent before the `Db`
+    /// sends it PING (default 1 s): its subscriptions to the sentinels'
+    /// `+switch-master` and each [`Subscriber`](crate::Subscriber)'s
+    /// connection to the primary. A PING not answered within the response
+    /// timeout ([`timeouts`](Self::timeouts)) counts as a lost connection:
+    /// the `Db` subscribes to that sentinel again, the subscriber on the
+    /// current primary. So a sentinel or primary that stops answering
+    /// without closing the connection (a half-open TCP connection: a host
+    /// gone, a stopped process) is noticed within `every` plus the
+    /// response timeout.
+    pub fn heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = every;
+        self
+    }
+
+    /// The heartbeat of the subscribed connections.
+    fn subscribed_heartbeat(&self) -> Heartbeat {
+        Heartbeat {
+            every: self.heartbeat,
+            patience: self.response,
+        }
     }
 
     /// The master name.
@@ -598,11 +629,20 @@ impl Backend for SentinelBackend {
             return Box::pin(std::future::ready(Err(Error::Unavailable { source })));
         }
         let primary = self.inner.current();
-        Box::pin(async move { primary.backend.subscriber().await })
+        // A primary gone silent would keep the opening waiting forever.
+        let patience = self.inner.config.connect + self.inner.config.response;
+        Box::pin(async move {
+            tokio::time::timeout(patience, primary.backend.subscriber())
+                .await
+                .map_err(|_| pubsub::silent("connection"))?
+        })
     }
 
-    fn switches(&self) -> Option<watch::Receiver<u64>> {
-        Some(self.inner.switches.subscribe())
+    fn follow(&self) -> Option<Follow> {
+        Some(Follow {
+            switches: self.inner.switches.subscribe(),
+            heartbeat: self.inner.config.subscribed_heartbeat(),
+        })
     }
 
     fn server(&self) -> Option<ServerInfo> {

@@ -5,14 +5,15 @@
 //! ip> <new port>` on its own Pub/Sub when it adopts a new primary: the
 //! leader of a failover at once, the others as they learn of it. One task
 //! per sentinel keeps a subscription (and opens it again, every
-//! [`RESUBSCRIBE_EVERY`], while it is lost) and tells the backend's task which
+//! [`RESUBSCRIBE_EVERY`], while it is lost, including a sentinel gone
+//! silent without closing it, which the subscription's heartbeat
+//! notices: [`SentinelConfig::heartbeat`]) and tells the backend's task which
 //! sentinel announced a switch of its master, so that it asks that
 //! sentinel first, who knows the new primary. The periodic question stays
 //! the fallback for a sentinel whose subscription is down.
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::SentinelConfig;
@@ -49,6 +50,7 @@ async fn subscribe(
     index: usize,
     heard: mpsc::UnboundedSender<usize>,
 ) {
+    let heartbeat = config.subscribed_heartbeat();
     while !heard.is_closed() {
         let patience = config.connect + config.response;
         let opened = tokio::time::timeout(patience, async {
@@ -58,11 +60,10 @@ async fn subscribe(
         })
         .await;
         match opened {
-            Ok(Ok(pubsub)) => {
-                let mut messages = pubsub.into_on_message();
+            Ok(Ok(mut pubsub)) => {
                 loop {
                     tokio::select! {
-                        message = messages.next() => match message {
+                        message = heartbeat.next(&mut pubsub) => match message {
                             Some(message) => {
                                 let text: String = message.get_payload().unwrap_or_default();
                                 if names(&text, &config.master) && heard.send(index).is_err() {

@@ -1,0 +1,126 @@
+//! A TCP proxy that a test puts between a client and a server, to make
+//! the server go silent without closing the connection.
+//!
+//! [`Proxy::start`] forwards every connection made to its port to the
+//! target, both ways. [`Proxy::freeze`] stops forwarding on the
+//! connections open at that moment while leaving their sockets open: to
+//! the client it is a half-open TCP connection (no RST, no FIN, no reply),
+//! as when the server's host is gone or a NAT entry dropped. Connections
+//! made after it are forwarded as before. Everything closes on drop.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The proxy's counters, shared with its tasks.
+#[derive(Default)]
+struct State {
+    /// Connections accepted so far; each is numbered in this order.
+    accepted: AtomicUsize,
+    /// Connections numbered below this forward nothing more.
+    frozen_below: AtomicUsize,
+}
+
+/// A TCP proxy to one server (see the module docs).
+pub struct Proxy {
+    port: u16,
+    state: Arc<State>,
+    /// Accepts and owns every connection's tasks: aborted on drop.
+    task: JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Listens on a free loopback port and forwards to `target`.
+    pub async fn start(target: SocketAddr) -> std::io::Result<Proxy> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let port = listener.local_addr()?.port();
+        let state = Arc::new(State::default());
+        let task = tokio::spawn(accept(listener, target, Arc::clone(&state)));
+        Ok(Proxy { port, state, task })
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Stops forwarding on every connection open now, both ways, leaving
+    /// their sockets open; later connections are forwarded.
+    pub fn freeze(&self) {
+        let accepted = self.state.accepted.load(Ordering::SeqCst);
+        self.state.frozen_below.store(accepted, Ordering::SeqCst);
+    }
+
+    /// How many connections it has accepted.
+    pub fn accepted(&self) -> usize {
+        self.state.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Accepts connections and forwards each to `target` until aborted (the
+/// connections' tasks end with it).
+async fn accept(listener: TcpListener, target: SocketAddr, state: Arc<State>) {
+    let mut connections = JoinSet::new();
+    while let Ok((client, _)) = listener.accept().await {
+        let number = state.accepted.fetch_add(1, Ordering::SeqCst);
+        let Ok(server) = TcpStream::connect(target).await else {
+            continue;
+        };
+        let (client_read, client_write) = client.into_split();
+        let (server_read, server_write) = server.into_split();
+        connections.spawn(forward(
+            client_read,
+            server_write,
+            number,
+            Arc::clone(&state),
+        ));
+        connections.spawn(forward(
+            server_read,
+            client_write,
+            number,
+            Arc::clone(&state),
+        ));
+        // Ended connections' tasks are reaped as new ones come.
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+/// Copies `from` to `to` until either closes, or holds both open,
+/// forwarding nothing, once connection `number` is frozen.
+async fn forward(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    number: usize,
+    state: Arc<State>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if number < state.frozen_below.load(Ordering::SeqCst) {
+            // Silent, not closed: the sockets live as long as the proxy.
+            std::future::pending::<()>().await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}

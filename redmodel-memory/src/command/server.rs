@@ -103,7 +103,10 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// UNBLOCK), as Redis waits for replicas it does not have.
 fn wait(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let wanted = crate::args::int_arg(args[1])?;
-    let timeout = crate::command::blocking::parse_timeout_ms(args[2])?;
+    let timeout = crate::command::blocking::parse_timeout_ms(
+        args[2],
+        crate::command::blocking::deadline_base(ctx),
+    )?;
     if wanted <= 0 {
         return Ok(reply::int(0));
     }

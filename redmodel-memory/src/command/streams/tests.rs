@@ -75,6 +75,13 @@ fn xadd_id_errors() {
         run(&mut c, "XADD s 6-* f v"),
         err("ERR Elements are too large to be stored")
     );
+    // Redis 7.2 on: the error of an ID not above the top one.
+    let (_, mut c74) = crate::command::test_util::clocked_74(1_000_000);
+    run(&mut c74, "XADD s 6-18446744073709551615 f v");
+    assert_eq!(
+        run(&mut c74, "XADD s 6-* f v"),
+        err("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+    );
     run(
         &mut c,
         "XADD s 18446744073709551615-18446744073709551615 f v",

@@ -494,9 +494,16 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
+    let since_7_2 = ctx.store.version >= crate::RedisVersion::V7_4;
     let Some(stream) = ctx.write::<Stream>(args[1])? else {
         return Err(CmdError::NoSuchKey);
     };
+    // Redis 7.2 on: not below the stream's own max deleted ID either.
+    if since_7_2 && id < stream.max_deleted_id {
+        return Err(CmdError::err(
+            "The ID specified in XSETID is smaller than current max_deleted_entry_id",
+        ));
+    }
     if let Some(top) = stream.last_valid_id() {
         if id < top {
             return Err(CmdError::err(

@@ -239,6 +239,11 @@ impl LongDouble {
     }
 
     /// Whether the value is finite (HINCRBYFLOAT refuses an infinite increment).
+    /// Whether its sign is negative (-0 included).
+    pub(crate) fn is_negative(self) -> bool {
+        self.negative
+    }
+
     pub(crate) fn is_finite(self) -> bool {
         matches!(self.magnitude, Magnitude::Finite { .. })
     }

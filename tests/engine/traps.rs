@@ -18,7 +18,7 @@
 
 mod wire;
 
-use redmodel::memory::Engine;
+use redmodel::memory::{Engine, RedisVersion};
 use redmodel_suite::diff::{engine_knows, parse_line, show, Args, Differ};
 use redmodel_suite::{redis_server_available, RedisServer};
 
@@ -50,6 +50,34 @@ fn one_node_cluster() -> Result<RedisServer, String> {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     Err("the one-node cluster did not reach cluster_state:ok".into())
+}
+
+/// Whether `server` is Redis 7.4 or later (INFO server's `redis_version`).
+fn is_7_4_or_later(server: &RedisServer) -> bool {
+    let Ok(mut conn) = server.client().get_connection() else {
+        return false;
+    };
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut conn)
+        .unwrap_or_default();
+    let version = info
+        .lines()
+        .find_map(|l| l.strip_prefix("redis_version:"))
+        .unwrap_or_default();
+    let mut parts = version
+        .split('.')
+        .map(|p| p.trim().parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (7, 4)
+}
+
+/// Whether `engine` (in 7.4 mode, which `engine_knows`'s scratch engine
+/// is not) knows the command `name`: COMMAND INFO, which runs nothing.
+fn engine_74_knows(engine: &Engine, name: &str) -> bool {
+    let reply = engine
+        .connection()
+        .execute(&[b"COMMAND", b"INFO", name.as_bytes()]);
+    matches!(reply, redis::Value::Array(items) if items.first().is_some_and(|i| *i != redis::Value::Nil))
 }
 
 /// A named script: its name and its command lines.
@@ -166,12 +194,29 @@ fn run_traps(test: &str, file: &str, text: &'static str) {
         .rsplit('/')
         .next()
         .is_some_and(|f| f.starts_with("cluster_"));
+    // `v74_*.txt`: Redis 7.4's commands, against the engine in 7.4 mode.
+    let v74 = file
+        .rsplit('/')
+        .next()
+        .is_some_and(|f| f.starts_with("v74_"));
     if !redis_server_available(test) {
         return;
     }
     let (_server, mut differ) = if cluster {
         let server = one_node_cluster().unwrap_or_else(|e| panic!("{test}: {e}"));
         let differ = Differ::with_engine(&server, Engine::new().with_cluster_mode());
+        (server, differ)
+    } else if v74 {
+        let server = RedisServer::builder()
+            .config("enable-debug-command yes")
+            .start()
+            .unwrap_or_else(|e| panic!("{test}: {e}"));
+        if !is_7_4_or_later(&server) {
+            eprintln!("{test}: skipped, the redis-server found is older than 7.4");
+            return;
+        }
+        let engine = Engine::new().with_version(RedisVersion::V7_4);
+        let differ = Differ::with_engine(&server, engine);
         (server, differ)
     } else {
         // DEBUG as the engine serves it: as Redis's test servers allow it.
@@ -193,7 +238,12 @@ fn run_traps(test: &str, file: &str, text: &'static str) {
                 continue;
             };
             let cmd = String::from_utf8_lossy(cmd).to_ascii_uppercase();
-            if !lacking.contains(&cmd) && differ.real_knows(&cmd) && !engine_knows(&cmd) {
+            let knows = if v74 {
+                engine_74_knows(differ.engine(), &cmd)
+            } else {
+                engine_knows(&cmd)
+            };
+            if !lacking.contains(&cmd) && differ.real_knows(&cmd) && !knows {
                 lacking.push(cmd);
             }
         }
@@ -327,4 +377,5 @@ trap_tests! {
     traps_dump: "dump.txt",
     traps_introspection: "introspection.txt",
     traps_tracking: "tracking.txt",
+    traps_v74_hash_field_expiry: "v74_hash_field_expiry.txt",
 }

@@ -156,31 +156,55 @@ pub(crate) fn block_until_timeout(
     Ok(reply)
 }
 
+/// The time a timeout is added to, when the deadline must fit in a
+/// `long long` (Redis 7.2 on: "timeout is out of range" otherwise); `None`
+/// in 7.0 mode, where the sum just overflows.
+pub(crate) fn deadline_base(ctx: &Ctx<'_>) -> Option<i64> {
+    (ctx.store.version >= crate::RedisVersion::V7_4).then_some(ctx.now)
+}
+
 /// Reads a blocking command's timeout as Redis's `getTimeoutFromObjectOrReply`
 /// does: seconds as a long double, `ceil(seconds * 1000)` milliseconds, 0
-/// meaning forever (`None`).
-pub(crate) fn parse_timeout(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
+/// meaning forever (`None`). With a `base` (see [`deadline_base`]), more
+/// milliseconds than a `long long` holds, or than it holds past `base`,
+/// are out of range, as in Redis 7.2.
+pub(crate) fn parse_timeout(arg: &[u8], base: Option<i64>) -> Result<Option<Duration>, CmdError> {
     let seconds = LongDouble::parse(arg)
         .ok_or_else(|| CmdError::err("timeout is not a float or out of range"))?;
     let ms = seconds.mul_ceil_to_i64(1000);
+    // `i64::MIN` stands for a product past the range, of either sign.
+    if base.is_some() && ms == i64::MIN && !seconds.is_negative() {
+        return Err(out_of_range());
+    }
+    timeout_of_ms(ms, base)
+}
+
+/// Reads a timeout given in milliseconds (XREAD and XREADGROUP's BLOCK,
+/// WAIT, WAITAOF), as `getTimeoutFromObjectOrReply` with
+/// `UNIT_MILLISECONDS` does: an integer, 0 meaning forever (`None`); with
+/// a `base`, as [`parse_timeout`].
+pub(crate) fn parse_timeout_ms(
+    arg: &[u8],
+    base: Option<i64>,
+) -> Result<Option<Duration>, CmdError> {
+    let ms = crate::args::parse_i64(arg)
+        .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
+    timeout_of_ms(ms, base)
+}
+
+/// A timeout of `ms` milliseconds: negative refused, 0 forever, and with a
+/// `base` one whose deadline would overflow refused.
+fn timeout_of_ms(ms: i64, base: Option<i64>) -> Result<Option<Duration>, CmdError> {
     match u64::try_from(ms) {
         Err(_) => Err(CmdError::err("timeout is negative")),
         Ok(0) => Ok(None),
+        Ok(_) if base.is_some_and(|now| ms > i64::MAX - now) => Err(out_of_range()),
         Ok(ms) => Ok(Some(Duration::from_millis(ms))),
     }
 }
 
-/// Reads a timeout given in milliseconds (XREAD and XREADGROUP's BLOCK), as
-/// `getTimeoutFromObjectOrReply` with `UNIT_MILLISECONDS` does: an integer,
-/// 0 meaning forever (`None`).
-pub(crate) fn parse_timeout_ms(arg: &[u8]) -> Result<Option<Duration>, CmdError> {
-    let ms = crate::args::parse_i64(arg)
-        .ok_or_else(|| CmdError::err("timeout is not an integer or out of range"))?;
-    match u64::try_from(ms) {
-        Err(_) => Err(CmdError::err("timeout is negative")),
-        Ok(0) => Ok(None),
-        Ok(ms) => Ok(Some(Duration::from_millis(ms))),
-    }
+fn out_of_range() -> CmdError {
+    CmdError::err("timeout is out of range")
 }
 
 /// The blocked clients of an engine, by waiter id (the keys' queues are in
@@ -612,16 +636,59 @@ mod tests {
 
     use super::{parse_timeout, parse_timeout_ms};
 
+    /// Redis 7.4.1's replies (7.2's checks): a deadline past a `long
+    /// long` is out of range; 7.0.15 let it overflow.
+    #[test]
+    fn timeouts_past_a_long_long_are_out_of_range_from_7_2() {
+        use crate::command::test_util::{clocked, clocked_74, err, run};
+        let out_of_range = err("ERR timeout is out of range");
+        let (_, mut c) = clocked_74(1_700_000_000_000);
+        for line in [
+            "BLPOP x 0x7FFFFFFFFFFFFF",
+            "BLPOP x inf",
+            "BLPOP x 9223372036854775",
+            "BLMOVE a b LEFT LEFT 1e400",
+            "BZPOPMIN z 9223372036854775.807",
+            "XREAD BLOCK 9223372036854775807 STREAMS s 0",
+            "WAIT 0 9223372036854775807",
+            "WAITAOF 0 0 9223372036854775807",
+        ] {
+            assert_eq!(run(&mut c, line), out_of_range, "{line}");
+        }
+        assert_eq!(run(&mut c, "BLPOP x -inf"), err("ERR timeout is negative"));
+        run(&mut c, "RPUSH l a b c");
+        assert_eq!(
+            run(&mut c, "LPOS l c RANK -9223372036854775808"),
+            err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+        );
+        let (_, mut old) = clocked(1_700_000_000_000);
+        assert_eq!(
+            run(&mut old, "BLPOP x 0x7FFFFFFFFFFFFF"),
+            err("ERR timeout is negative")
+        );
+        assert_eq!(
+            parse_timeout(b"9223372036854775", Some(1_700_000_000_000)),
+            Err(super::out_of_range())
+        );
+        assert_eq!(
+            parse_timeout(b"9223372036854775", None),
+            Ok(Some(Duration::from_millis(9223372036854775000)))
+        );
+    }
+
     #[test]
     fn timeouts_in_milliseconds() {
-        assert_eq!(parse_timeout_ms(b"0"), Ok(None));
-        assert_eq!(parse_timeout_ms(b"15"), Ok(Some(Duration::from_millis(15))));
+        assert_eq!(parse_timeout_ms(b"0", None), Ok(None));
         assert_eq!(
-            parse_timeout_ms(b"-1"),
+            parse_timeout_ms(b"15", None),
+            Ok(Some(Duration::from_millis(15)))
+        );
+        assert_eq!(
+            parse_timeout_ms(b"-1", None),
             Err(crate::error::CmdError::err("timeout is negative"))
         );
         assert_eq!(
-            parse_timeout_ms(b"1.5"),
+            parse_timeout_ms(b"1.5", None),
             Err(crate::error::CmdError::err(
                 "timeout is not an integer or out of range"
             ))
@@ -632,34 +699,34 @@ mod tests {
     #[test]
     fn timeouts() {
         let ms = |n| Ok(Some(Duration::from_millis(n)));
-        assert_eq!(parse_timeout(b"0"), Ok(None));
-        assert_eq!(parse_timeout(b"0.0"), Ok(None));
-        assert_eq!(parse_timeout(b"-0"), Ok(None));
-        assert_eq!(parse_timeout(b"1"), ms(1000));
-        assert_eq!(parse_timeout(b"0.001"), ms(1));
-        assert_eq!(parse_timeout(b"0.0001"), ms(1));
-        assert_eq!(parse_timeout(b"1.5"), ms(1500));
-        assert_eq!(parse_timeout(b"0x1p-3"), ms(125));
-        assert_eq!(parse_timeout(b"1e-400"), ms(1));
-        assert_eq!(parse_timeout(b"-1e-400"), Ok(None));
+        assert_eq!(parse_timeout(b"0", None), Ok(None));
+        assert_eq!(parse_timeout(b"0.0", None), Ok(None));
+        assert_eq!(parse_timeout(b"-0", None), Ok(None));
+        assert_eq!(parse_timeout(b"1", None), ms(1000));
+        assert_eq!(parse_timeout(b"0.001", None), ms(1));
+        assert_eq!(parse_timeout(b"0.0001", None), ms(1));
+        assert_eq!(parse_timeout(b"1.5", None), ms(1500));
+        assert_eq!(parse_timeout(b"0x1p-3", None), ms(125));
+        assert_eq!(parse_timeout(b"1e-400", None), ms(1));
+        assert_eq!(parse_timeout(b"-1e-400", None), Ok(None));
         let negative = Err(crate::error::CmdError::err("timeout is negative"));
-        assert_eq!(parse_timeout(b"-1"), negative);
-        assert_eq!(parse_timeout(b"-1.5"), negative);
+        assert_eq!(parse_timeout(b"-1", None), negative);
+        assert_eq!(parse_timeout(b"-1.5", None), negative);
         // In x87 arithmetic 0.001 * 1000 is just below 1: -0.001 rounds up
         // to 0, forever (redis-server blocks forever too).
-        assert_eq!(parse_timeout(b"-0.001"), Ok(None));
-        assert_eq!(parse_timeout(b"inf"), negative);
-        assert_eq!(parse_timeout(b"1e400"), negative);
-        assert_eq!(parse_timeout(b"9223372036854775.808"), negative);
+        assert_eq!(parse_timeout(b"-0.001", None), Ok(None));
+        assert_eq!(parse_timeout(b"inf", None), negative);
+        assert_eq!(parse_timeout(b"1e400", None), negative);
+        assert_eq!(parse_timeout(b"9223372036854775.808", None), negative);
         assert_eq!(
-            parse_timeout(b"9223372036854775.807"),
+            parse_timeout(b"9223372036854775.807", None),
             ms(9223372036854775807)
         );
         let not_float = Err(crate::error::CmdError::err(
             "timeout is not a float or out of range",
         ));
         for bad in [&b"abc"[..], b"", b" 1", b"1 ", b"nan", b"1x"] {
-            assert_eq!(parse_timeout(bad), not_float, "{bad:?}");
+            assert_eq!(parse_timeout(bad, None), not_float, "{bad:?}");
         }
     }
 }

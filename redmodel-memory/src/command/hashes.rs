@@ -365,16 +365,21 @@ fn random_field(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
         .map_or_else(reply::nil, |(f, _)| reply::bulk(f)))
 }
 
-/// HSCAN: every matching field and its value (NOVALUES: the field alone)
-/// at once (see
-/// [`scan_collection`]).
+/// HSCAN: the matching fields and their values (NOVALUES: the fields
+/// alone) of one page of the hash (see [`scan_collection`] and
+/// [`HashValue::scan_page`]); expired fields are left out, not deleted,
+/// as Redis 7.4's `scanCallback` skips them.
 fn hscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let now = ctx.now;
-    scan_collection::<Hash>(ctx, args, true, |hash, matches, novalues| {
-        flatten(
-            hash.live(now).filter(|(field, _)| matches(field)),
-            if novalues { Parts::Fields } else { Parts::Both },
-        )
+    scan_collection::<Hash>(ctx, args, true, |hash, scan| {
+        let (next, page) = hash.scan_page(scan.cursor, scan.count);
+        let live = page.filter(|(field, _)| !hash.is_expired(field, now) && (scan.matches)(field));
+        let parts = if scan.novalues {
+            Parts::Fields
+        } else {
+            Parts::Both
+        };
+        (next, flatten(live, parts))
     })
 }
 

@@ -421,7 +421,9 @@ struct LposOptions {
 impl LposOptions {
     /// Parses `[RANK r] [COUNT n] [MAXLEN m]`, in any order, repeats
     /// allowed (the last wins), checking each value as it comes.
-    fn parse(opts: &[&[u8]]) -> Result<LposOptions, CmdError> {
+    /// `since_7_2`: RANK's range is Redis 7.2's, `-LONG_MAX..=LONG_MAX`
+    /// (7.0 takes `LLONG_MIN`, whose negation overflows back to itself).
+    fn parse(opts: &[&[u8]], since_7_2: bool) -> Result<LposOptions, CmdError> {
         let mut out = LposOptions {
             rank: 1,
             count: None,
@@ -434,6 +436,13 @@ impl LposOptions {
             };
             if is(name, "rank") {
                 out.rank = int_arg(value)?;
+                if since_7_2 && out.rank == i64::MIN {
+                    return Err(CmdError::err(format!(
+                        "value is out of range, value must between {} and {}",
+                        -i64::MAX,
+                        i64::MAX
+                    )));
+                }
                 if out.rank == 0 {
                     return Err(CmdError::err(
                         "RANK can't be zero: use 1 to start from the first match, 2 from the \
@@ -459,7 +468,7 @@ impl LposOptions {
 /// LINDEX's (from the head), whichever direction the search runs.
 fn lpos(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let element = args[2];
-    let opts = LposOptions::parse(&args[3..])?;
+    let opts = LposOptions::parse(&args[3..], ctx.store.version >= crate::RedisVersion::V7_4)?;
     let Some(list) = ctx.read::<List>(args[1])? else {
         return Ok(match opts.count {
             Some(_) => reply::array(Vec::new()),

@@ -20,7 +20,7 @@ use std::time::Duration;
 use super::lists::{move_element, pop, pop_event, End, List};
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64};
-use crate::command::blocking::{block, parse_timeout};
+use crate::command::blocking::{block, deadline_base, parse_timeout};
 use crate::error::CmdError;
 use crate::notify::class;
 use crate::reply;
@@ -166,17 +166,18 @@ fn brpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// BLPOP / BRPOP key [key ...] timeout.
 fn bpop(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End) -> CmdResult {
-    let (keys, timeout) = keys_then_timeout(args)?;
+    let (keys, timeout) = keys_then_timeout(ctx, args)?;
     list_pop_or_block(ctx, keys, end, 1, timeout, key_and_element)
 }
 
 /// The keys and the timeout of BLPOP, BRPOP, BZPOPMIN and BZPOPMAX (the
 /// timeout is read first).
 fn keys_then_timeout<'a>(
+    ctx: &Ctx<'_>,
     args: &'a [&'a [u8]],
 ) -> Result<(&'a [&'a [u8]], Option<Duration>), CmdError> {
     let (last, keys) = args[1..].split_last().ok_or(CmdError::Syntax)?;
-    Ok((keys, parse_timeout(last)?))
+    Ok((keys, parse_timeout(last, deadline_base(ctx))?))
 }
 
 /// Pops from the first of `keys` that holds a list, or blocks on them all.
@@ -207,13 +208,13 @@ fn list_pop_or_block(
 fn blmove(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let from = End::parse(args[3])?;
     let to = End::parse(args[4])?;
-    let timeout = parse_timeout(args[5])?;
+    let timeout = parse_timeout(args[5], deadline_base(ctx))?;
     move_or_block(ctx, args[1], args[2], from, to, timeout)
 }
 
 /// BRPOPLPUSH source destination timeout: BLMOVE ... RIGHT LEFT.
 fn brpoplpush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let timeout = parse_timeout(args[3])?;
+    let timeout = parse_timeout(args[3], deadline_base(ctx))?;
     move_or_block(ctx, args[1], args[2], End::Tail, End::Head, timeout)
 }
 
@@ -261,7 +262,7 @@ fn lmpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count].
 fn blmpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (keys, end, count) = parse_mpop(args, 2, End::parse)?;
-    let timeout = parse_timeout(args[1])?;
+    let timeout = parse_timeout(args[1], deadline_base(ctx))?;
     list_pop_or_block(ctx, keys, end, count, timeout, key_and_elements)
 }
 
@@ -328,19 +329,19 @@ fn zmpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn bzpopmin(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let (keys, timeout) = keys_then_timeout(args)?;
+    let (keys, timeout) = keys_then_timeout(ctx, args)?;
     zset_pop_or_block(ctx, keys, false, 1, timeout, key_member_score)
 }
 
 fn bzpopmax(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let (keys, timeout) = keys_then_timeout(args)?;
+    let (keys, timeout) = keys_then_timeout(ctx, args)?;
     zset_pop_or_block(ctx, keys, true, 1, timeout, key_member_score)
 }
 
 /// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count].
 fn bzmpop(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (keys, max, count) = parse_mpop(args, 2, min_or_max)?;
-    let timeout = parse_timeout(args[1])?;
+    let timeout = parse_timeout(args[1], deadline_base(ctx))?;
     zset_pop_or_block(ctx, keys, max, count, timeout, key_and_pairs)
 }
 

@@ -103,7 +103,10 @@ fn lolwut(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// UNBLOCK), as Redis waits for replicas it does not have.
 fn wait(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let wanted = crate::args::int_arg(args[1])?;
-    let timeout = crate::command::blocking::parse_timeout_ms(args[2])?;
+    let timeout = crate::command::blocking::parse_timeout_ms(
+        args[2],
+        crate::command::blocking::deadline_base(ctx),
+    )?;
     if wanted <= 0 {
         return Ok(reply::int(0));
     }
@@ -856,23 +859,26 @@ fn cpu_section() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// INFO keyspace: keys, expiring keys and average TTL per non-empty database.
+/// INFO keyspace: keys, expiring keys and average TTL per non-empty
+/// database, and from Redis 7.4 on `subexpiry`, its hashes with field TTLs.
 fn keyspace_section(store: &Store, now: i64) -> Vec<(String, String)> {
+    let subexpiry = store.version.has_field_expiry();
     store
         .dbs
         .iter()
         .enumerate()
         .filter(|(_, ks)| ks.len() > 0)
         .map(|(i, ks)| {
-            (
-                format!("db{i}"),
-                format!(
-                    "keys={},expires={},avg_ttl={}",
-                    ks.len(),
-                    ks.expiring_len(),
-                    ks.average_ttl(now)
-                ),
-            )
+            let mut line = format!(
+                "keys={},expires={},avg_ttl={}",
+                ks.len(),
+                ks.expiring_len(),
+                ks.average_ttl(now)
+            );
+            if subexpiry {
+                line.push_str(&format!(",subexpiry={}", ks.hashes_with_field_ttls()));
+            }
+            (format!("db{i}"), line)
         })
         .collect()
 }

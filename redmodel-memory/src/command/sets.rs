@@ -396,9 +396,9 @@ fn srandmember_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
 
 /// SSCAN: every matching member at once (see [`scan_collection`]).
 fn sscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    scan_collection::<Set>(ctx, args, false, |set, matches, _| {
-        let matching = set.iter().filter(|m| matches(m));
-        matching.map(|m| reply::bulk(m.into_owned())).collect()
+    scan_collection::<Set>(ctx, args, false, |set, scan| {
+        let matching = set.iter().filter(|m| (scan.matches)(m));
+        (0, matching.map(|m| reply::bulk(m.into_owned())).collect())
     })
 }
 

@@ -33,6 +33,7 @@
 
 use std::cmp::Ordering;
 
+use super::hash_expiry::expire_fields;
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{int_arg, is};
 use crate::error::CmdError;
@@ -363,10 +364,12 @@ fn lookup(ctx: &mut Ctx<'_>, pattern: &[u8], element: &[u8]) -> Option<Bytes> {
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(element);
     key.extend_from_slice(postfix);
-    let now = ctx.now;
+    // A field past its TTL (Redis 7.4) is deleted on the way, as Redis's
+    // `hashTypeGetValueObject` does for SORT and SORT_RO alike.
+    if let Some(field) = field {
+        expire_fields(ctx, &key, &[field]);
+    }
     match (ctx.value(&key)?, field) {
-        // A field past its TTL (Redis 7.4) is not there.
-        (Value::Hash(h), Some(field)) if h.is_expired(field, now) => None,
         (Value::Hash(h), Some(field)) => h.get(field).map(<[u8]>::to_vec),
         (Value::Str(s), None) => Some(s.to_vec()),
         _ => None,

@@ -286,12 +286,13 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
     let fields: Vec<Bytes> = args[field_pos..].iter().map(|f| f.to_vec()).collect();
     let now = ctx.now;
+    let since_7_2 = ctx.store.version >= crate::RedisVersion::V7_4;
     let added = match ctx.write::<Stream>(key)? {
-        Some(stream) => add(stream, &opts, fields, now, limits)?,
+        Some(stream) => add(stream, &opts, fields, now, limits, since_7_2)?,
         None if opts.no_mkstream => return Ok(reply::nil()),
         None => {
             let mut stream = Box::<Stream>::default();
-            let added = add(&mut stream, &opts, fields, now, limits)?;
+            let added = add(&mut stream, &opts, fields, now, limits, since_7_2)?;
             ctx.set(key, Value::Stream(stream), false);
             added
         }
@@ -313,6 +314,7 @@ fn add(
     fields: Vec<Bytes>,
     now: i64,
     limits: NodeLimits,
+    since_7_2: bool,
 ) -> Result<(StreamId, bool), CmdError> {
     let last = stream.last_id;
     if last == StreamId::MAX {
@@ -320,14 +322,20 @@ fn add(
             "The stream has exhausted the last possible ID, unable to add more items",
         ));
     }
-    // Redis reports a sequence overflow of `ms-*` with the error of
-    // elements too large (errno is not EDOM on that path).
+    // Redis 7.0 reports a sequence overflow of `ms-*` with the error of
+    // elements too large (errno is not EDOM on that path); 7.2 sets EDOM,
+    // the error of an ID not above the top one.
     let too_large = || CmdError::err("Elements are too large to be stored");
+    let not_above = || {
+        CmdError::err(
+            "The ID specified in XADD is equal or smaller than the target stream top item",
+        )
+    };
     let id = match opts.id {
         Some((id, true)) => id,
         Some((id, false)) if id.ms == last.ms => {
             if last.seq == u64::MAX {
-                return Err(too_large());
+                return Err(if since_7_2 { not_above() } else { too_large() });
             }
             StreamId::new(last.ms, last.seq + 1)
         }
@@ -343,9 +351,7 @@ fn add(
         }
     };
     if id <= last {
-        return Err(CmdError::err(
-            "The ID specified in XADD is equal or smaller than the target stream top item",
-        ));
+        return Err(not_above());
     }
     let total: u64 = fields.iter().map(|f| f.len() as u64).sum();
     if total > 1 << 30 {
@@ -488,9 +494,16 @@ fn xsetid(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
+    let since_7_2 = ctx.store.version >= crate::RedisVersion::V7_4;
     let Some(stream) = ctx.write::<Stream>(args[1])? else {
         return Err(CmdError::NoSuchKey);
     };
+    // Redis 7.2 on: not below the stream's own max deleted ID either.
+    if since_7_2 && id < stream.max_deleted_id {
+        return Err(CmdError::err(
+            "The ID specified in XSETID is smaller than current max_deleted_entry_id",
+        ));
+    }
     if let Some(top) = stream.last_valid_id() {
         if id < top {
             return Err(CmdError::err(

@@ -8,7 +8,7 @@
 
 use super::{CmdResult, Ctx, Spec};
 use crate::args::parse_i64;
-use crate::command::blocking::{block_until_timeout, parse_timeout_ms};
+use crate::command::blocking::{block_until_timeout, deadline_base, parse_timeout_ms};
 use crate::error::CmdError;
 use crate::reply;
 
@@ -29,7 +29,7 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if replicas < 0 {
         return Err(CmdError::err("value is out of range, must be positive"));
     }
-    let timeout = parse_timeout_ms(args[3])?;
+    let timeout = parse_timeout_ms(args[3], deadline_base(ctx))?;
     let aof = ctx.store.config.get("appendonly") == "yes";
     if local > 0 && !aof {
         return Err(CmdError::err(

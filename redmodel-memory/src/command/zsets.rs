@@ -1111,15 +1111,15 @@ fn scan_score_text(score: f64, listpack: bool) -> String {
 /// ZSCAN: every matching member and its score at once (see
 /// [`scan_collection`]), in score order.
 fn zscan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    scan_collection::<ZSet>(ctx, args, false, |z, matches, _| {
+    scan_collection::<ZSet>(ctx, args, false, |z, scan| {
         let listpack =
             z.len() <= LISTPACK_MAX_ENTRIES && z.iter().all(|(m, _)| m.len() <= LISTPACK_MAX_VALUE);
         let mut items = Vec::new();
-        for (member, score) in z.iter().filter(|(m, _)| matches(m)) {
+        for (member, score) in z.iter().filter(|(m, _)| (scan.matches)(m)) {
             items.push(reply::bulk(member));
             items.push(reply::bulk(scan_score_text(score, listpack)));
         }
-        items
+        (0, items)
     })
 }
 

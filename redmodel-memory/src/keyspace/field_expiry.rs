@@ -29,6 +29,17 @@ impl Keyspace {
         }
     }
 
+    /// How many hashes hold fields with a TTL (INFO keyspace's
+    /// `subexpiry`, the size of Redis 7.4's `db->hexpires`).
+    pub(crate) fn hashes_with_field_ttls(&self) -> usize {
+        (self.field_ttls.iter())
+            .filter(|key| {
+                let entry = self.find(key).and_then(|slot| self.slots.get(slot));
+                entry.is_some_and(|e| matches!(&e.value, Value::Hash(h) if h.has_ttls()))
+            })
+            .count()
+    }
+
     /// Looks at up to `n` keys that may hold fields with a TTL, from a
     /// random one on, and deletes their expired fields: `(keys looked at,
     /// keys that had expired fields)`. Keys that hold no such field any

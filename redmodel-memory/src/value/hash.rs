@@ -22,6 +22,7 @@ use crate::hasher::Seeded;
 pub(crate) use field_ttl::Expiring;
 
 mod field_ttl;
+mod scan;
 
 /// How far a compact hash may grow before it becomes a table: Redis's
 /// `hash-max-listpack-entries` and `hash-max-listpack-value`.

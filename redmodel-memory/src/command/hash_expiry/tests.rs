@@ -180,7 +180,7 @@ fn expired_fields_are_gone_as_in_redis_7_4() {
         redis::Value::Array(vec![bulk("2"), bulk("5"), redis::Value::Nil])
     );
     assert_eq!(run(&mut c, "HGETALL nokey"), empty());
-    // SORT's GET of an expired field reads nothing.
+    // SORT's GET of an expired field reads nothing and deletes the field.
     run(&mut c, "HSET w_x a 1 b 2");
     run(&mut c, "HPEXPIRE w_x 10 FIELDS 1 a");
     run(&mut c, "RPUSH l x");
@@ -189,6 +189,7 @@ fn expired_fields_are_gone_as_in_redis_7_4() {
         run(&mut c, "SORT l BY nosort GET w_*->a GET w_*->b"),
         redis::Value::Array(vec![redis::Value::Nil, bulk("2")])
     );
+    assert_eq!(run(&mut c, "HLEN w_x"), int(1));
 }
 
 #[test]
@@ -274,5 +275,74 @@ fn fields_are_ordered_by_ttl_as_in_listpackex() {
     assert_eq!(
         keys_after(&mut c, "HEXPIRE h 100 FIELDS 1 a"),
         bulks(&["e", "a", "b", "d", "c"])
+    );
+}
+
+/// HSCAN walks a big hash in pages; fields expired but not deleted take
+/// their place on a page, so a mostly expired hash answers empty pages
+/// (Redis 7.4.1's "HSCAN with mostly expired fields return empty result").
+#[test]
+fn hscan_of_a_mostly_expired_hash_answers_empty_pages() {
+    let (clock, mut c) = clocked_74(1_000_000);
+    run(&mut c, "DEBUG SET-ACTIVE-EXPIRE 0");
+    for i in 1..=1000 {
+        run(&mut c, &format!("HSET h field{i} value{i}"));
+        if i > 1 {
+            run(&mut c, &format!("HPEXPIRE h 1 NX FIELDS 1 field{i}"));
+        }
+    }
+    clock.advance(std::time::Duration::from_millis(3));
+    let (mut cursor, mut empty_pages, mut seen) = ("0".to_string(), 0, Vec::new());
+    loop {
+        let redis::Value::Array(reply) = run(&mut c, &format!("HSCAN h {cursor}")) else {
+            panic!("HSCAN answers an array");
+        };
+        let [next, items] = &reply[..] else {
+            panic!("HSCAN answers a cursor and items");
+        };
+        let items = crate::command::test_util::strings(items.clone());
+        empty_pages += usize::from(items.is_empty());
+        seen.extend(items);
+        cursor =
+            crate::command::test_util::strings(redis::Value::Array(vec![next.clone()])).remove(0);
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert!(empty_pages > 0);
+    assert_eq!(seen, ["field1", "value1"]);
+    // Skipped, not deleted.
+    assert_eq!(run(&mut c, "HLEN h"), int(1000));
+}
+
+/// INFO keyspace's `subexpiry` counts the hashes with field TTLs (7.4's
+/// `db->hexpires`), until the fields are gone; 7.0 has no such field.
+#[test]
+fn info_keyspace_counts_the_hashes_with_field_ttls() {
+    let clock = crate::ManualClock::new(1_000_000);
+    let engine = crate::Engine::with_clock(clock.clone()).with_version(crate::RedisVersion::V7_4);
+    let mut c = engine.connection();
+    let keyspace = |c: &mut crate::Connection| {
+        crate::command::test_util::strings(redis::Value::Array(vec![run(c, "INFO keyspace")]))
+            .remove(0)
+    };
+    run(&mut c, "HSET h f1 v1 f2 v2");
+    run(&mut c, "HPEXPIRE h 100 FIELDS 1 f1");
+    assert_eq!(
+        keyspace(&mut c),
+        "# Keyspace\r\ndb0:keys=1,expires=0,avg_ttl=0,subexpiry=1\r\n"
+    );
+    run(&mut c, "HSET g f1 v1");
+    assert!(keyspace(&mut c).contains("keys=2,expires=0,avg_ttl=0,subexpiry=1"));
+    run(&mut c, "HPEXPIRE g 100 FIELDS 1 f1");
+    assert!(keyspace(&mut c).contains("subexpiry=2"));
+    clock.advance(std::time::Duration::from_millis(200));
+    engine.run_expire_cycle();
+    assert!(keyspace(&mut c).contains("keys=1,expires=0,avg_ttl=0,subexpiry=0"));
+    let (_, mut old) = crate::command::test_util::clocked(1_000_000);
+    run(&mut old, "HSET h f1 v1");
+    assert_eq!(
+        keyspace(&mut old),
+        "# Keyspace\r\ndb0:keys=1,expires=0,avg_ttl=0\r\n"
     );
 }

@@ -119,37 +119,53 @@ pub(crate) fn scan_reply(cursor: u64, items: Vec<Reply>) -> Reply {
     reply::array(vec![reply::bulk(cursor.to_string()), reply::array(items)])
 }
 
+/// What a scan of a collection is asked for: its cursor, COUNT, which
+/// names (fields, members) it keeps, and NOVALUES.
+pub(crate) struct Scan<'a> {
+    pub(crate) cursor: u64,
+    pub(crate) count: usize,
+    pub(crate) matches: &'a dyn Fn(&[u8]) -> bool,
+    /// HSCAN's NOVALUES (the only command of the family that takes it).
+    pub(crate) novalues: bool,
+}
+
 /// HSCAN, SSCAN and ZSCAN: `key cursor [MATCH pattern] [COUNT count]`.
 ///
 /// Redis parses the cursor, then looks the key up, and only then parses
 /// the options: a missing key answers an empty scan whatever the options.
 ///
-/// Every call returns all matching elements and the cursor 0, whatever the
-/// cursor and COUNT. Redis does exactly that for collections small enough
-/// for its compact encodings (listpack, intset), and COUNT is only a hint
-/// anyway; for larger ones it walks its hash table in steps. One step
-/// holding everything keeps SCAN's guarantees (every element present for
-/// the whole iteration is returned, none twice within a call) with no
-/// cursor state, which our std collections could not keep across a rehash;
-/// the price is one large reply for a large collection.
-///
-/// `items` turns the collection into the reply's elements, keeping those
-/// whose name (field, member) the given predicate accepts; its flag is
-/// NOVALUES, which only HSCAN (`hash`) takes.
+/// `page` turns the collection into the next cursor and the reply's
+/// elements. SSCAN and ZSCAN return every matching element and the cursor
+/// 0, whatever the cursor and COUNT: Redis does exactly that for
+/// collections small enough for its compact encodings (listpack, intset),
+/// and COUNT is only a hint anyway; one step holding everything keeps
+/// SCAN's guarantees (every element present for the whole iteration is
+/// returned, none twice) with no cursor state, at the price of one large
+/// reply for a large collection. HSCAN pages a big hash (see
+/// `HashValue::scan_page`), as Redis 7.4 must for a hash whose fields
+/// expire: its expired fields take their place on a page, which may be
+/// left empty.
 pub(crate) fn scan_collection<T: Kind>(
     ctx: &mut Ctx<'_>,
     args: &[&[u8]],
     hash: bool,
-    items: impl FnOnce(&T, &dyn Fn(&[u8]) -> bool, bool) -> Vec<Reply>,
+    page: impl FnOnce(&T, &Scan<'_>) -> (u64, Vec<Reply>),
 ) -> CmdResult {
-    parse_cursor(args[2])?;
+    let cursor = parse_cursor(args[2])?;
     let novalues = NoValues::of(ctx.store.version, hash);
     let Some(collection) = ctx.read::<T>(args[1])? else {
         return Ok(scan_reply(0, Vec::new()));
     };
     let opts = parse_scan_options(&args[3..], false, novalues)?;
     let matches = |name: &[u8]| opts.pattern.is_none_or(|p| glob_match(p, name, false));
-    Ok(scan_reply(0, items(collection, &matches, opts.novalues)))
+    let scan = Scan {
+        cursor,
+        count: opts.count,
+        matches: &matches,
+        novalues: opts.novalues,
+    };
+    let (next, items) = page(collection, &scan);
+    Ok(scan_reply(next, items))
 }
 
 #[cfg(test)]

@@ -50,11 +50,13 @@ pub(in crate::command) fn xreadgroup(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdRe
 }
 
 /// Parses the options in Redis's order (the first bad one wins).
-/// `since_7_2`: the errors as Redis 7.2 and later word them.
+/// `since_7_2`: the errors as Redis 7.2 and later word them;
+/// `deadline_base`: BLOCK's (see `blocking::deadline_base`).
 fn parse<'a>(
     args: &'a [&'a [u8]],
     group_mode: bool,
     since_7_2: bool,
+    deadline_base: Option<i64>,
 ) -> Result<ReadArgs<'a>, CmdError> {
     let mut out = ReadArgs {
         block: None,
@@ -72,7 +74,10 @@ fn parse<'a>(
         let opt = args[i];
         if is(opt, "block") && more > 0 {
             i += 1;
-            out.block = Some(crate::command::blocking::parse_timeout_ms(args[i])?);
+            out.block = Some(crate::command::blocking::parse_timeout_ms(
+                args[i],
+                deadline_base,
+            )?);
         } else if is(opt, "count") && more > 0 {
             i += 1;
             out.count = usize::try_from(int_arg(args[i])?).unwrap_or(0);
@@ -164,7 +169,8 @@ pub(crate) fn block_from_script(args: &[&[u8]]) -> Option<CmdError> {
 
 fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResult {
     let since_7_2 = ctx.store.version >= RedisVersion::V7_4;
-    let mut opts = parse(args, group_mode, since_7_2)?;
+    let base = crate::command::blocking::deadline_base(ctx);
+    let mut opts = parse(args, group_mode, since_7_2, base)?;
     opts.meets_idle_consumer = since_7_2;
     // Resolve every key, group and ID before serving anything.
     let mut afters = Vec::with_capacity(opts.keys.len());
@@ -566,7 +572,7 @@ mod tests {
     fn wait_of(line: &str) -> StreamWait {
         let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
         let group_mode = line.starts_with("XREADGROUP");
-        let opts = parse(&args, group_mode, false).expect("valid");
+        let opts = parse(&args, group_mode, false, None).expect("valid");
         let afters: Vec<After> = opts
             .id_args
             .iter()

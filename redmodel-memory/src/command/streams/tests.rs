@@ -75,6 +75,31 @@ fn xadd_id_errors() {
         run(&mut c, "XADD s 6-* f v"),
         err("ERR Elements are too large to be stored")
     );
+    // Redis 7.2 on: XSETID below the max deleted ID is refused.
+    let (_, mut c74) = crate::command::test_util::clocked_74(1_000_000);
+    for line in ["XADD x 1-1 a 1", "XADD x 1-2 b 2", "XADD x 1-3 c 3"] {
+        run(&mut c74, line);
+    }
+    run(&mut c74, "XDEL x 1-2");
+    run(&mut c74, "XDEL x 1-3");
+    assert_eq!(
+        run(&mut c74, "XSETID x 1-2"),
+        err("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")
+    );
+    assert_eq!(run(&mut c, "DEL x"), int(0));
+    for line in ["XADD x 1-1 a 1", "XADD x 1-2 b 2", "XADD x 1-3 c 3"] {
+        run(&mut c, line);
+    }
+    run(&mut c, "XDEL x 1-2");
+    run(&mut c, "XDEL x 1-3");
+    assert_eq!(run(&mut c, "XSETID x 1-2"), redis::Value::Okay);
+    // Redis 7.2 on: the error of an ID not above the top one.
+    let (_, mut c74) = crate::command::test_util::clocked_74(1_000_000);
+    run(&mut c74, "XADD s 6-18446744073709551615 f v");
+    assert_eq!(
+        run(&mut c74, "XADD s 6-* f v"),
+        err("ERR The ID specified in XADD is equal or smaller than the target stream top item")
+    );
     run(
         &mut c,
         "XADD s 18446744073709551615-18446744073709551615 f v",

@@ -12,7 +12,7 @@ use crate::db::plan::{checked, Plan};
 use crate::model::cascade::{Reference, REFS_FIELD};
 use crate::model::expiry::ttl_cmds;
 use crate::model::referrer::{clear_reference, delete_referrer};
-use crate::model::Model;
+use crate::model::{Model, Storage};
 use crate::{Db, Error, Result};
 
 /// The objects the reference fields among `set` name, as `db` stores
@@ -42,8 +42,8 @@ fn references_in<'a, M: Model>(
 /// [`recheck_references`].
 pub(crate) fn reference_marks<M: Model>(db: &Db, key: &str, set: &[(&str, Vec<u8>)]) -> Vec<Cmd> {
     references_in::<M>(set)
-        .filter(|(reference, target)| reference.marked && in_unit(db, key, target))
-        .map(|(_, target)| mark(db, target))
+        .filter(|(_, target)| in_unit(db, key, target))
+        .map(|(reference, target)| mark(db, reference, target))
         .collect()
 }
 
@@ -54,11 +54,19 @@ fn in_unit(db: &Db, key: &str, target: &str) -> bool {
     db.shares_slot(key, &db.stored(target))
 }
 
-/// `HINCRBY target _refs 1`: the mark a write of a reference leaves.
-fn mark(db: &Db, target: &str) -> Cmd {
-    let mut mark = cmd("HINCRBY");
-    mark.arg(db.stored(target).as_ref()).arg(REFS_FIELD).arg(1);
-    mark
+/// The mark a write of `reference` leaves on `target`: `HINCRBY target
+/// _refs 1` on a hash, `APPEND target ""` on a single value (see
+/// [`REFS_FIELD`]).
+fn mark(db: &Db, reference: &Reference, target: &str) -> Cmd {
+    let stored = db.stored(target);
+    match reference.target {
+        Storage::Hash => cmd("HINCRBY")
+            .arg(stored.as_ref())
+            .arg(REFS_FIELD)
+            .arg(1)
+            .clone(),
+        Storage::Single => cmd("APPEND").arg(stored.as_ref()).arg("").clone(),
+    }
 }
 
 /// The read a write of reference fields adds to its own atomic unit, first,
@@ -188,17 +196,11 @@ pub(crate) async fn recheck_references<M: Model>(
     Ok(())
 }
 
-/// Marks `target` (or, for an unmarked reference, reads it), guarded by
-/// its existence. Whether it exists.
+/// Marks `target`, guarded by its existence. Whether it exists.
 async fn target_holds(db: &Db, reference: &Reference, target: &str) -> Result<bool> {
-    let stored = db.stored(target);
     let mut unit = Plan::new();
-    unit.step().guard(stored.as_ref());
-    if reference.marked {
-        unit.add_ignored(mark(db, target));
-    } else {
-        unit.add_ignored(cmd("EXISTS").arg(stored.as_ref()).clone());
-    }
+    unit.step().guard(db.stored(target).into_owned());
+    unit.add_ignored(mark(db, reference, target));
     match unit.run::<()>(db).await {
         Ok(()) => Ok(true),
         Err(Error::NotFound { .. }) => Ok(false),

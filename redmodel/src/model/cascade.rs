@@ -22,7 +22,10 @@
 //! the `inventory` crate (no code to call). The cascade reads the registry entries whose target
 //! is the admin's model, and for each one SCANs (MATCH with escaped
 //! patterns, never KEYS) the referring keys and checks them in one
-//! pipelined batch (`LPOS`, `HGET`).
+//! pipelined batch (`LPOS`, `HGET`). The reference fields registered for
+//! the models of the admin's sub-objects are read the same way, for each
+//! sub-object of its subtree: they are treated by their rules as the
+//! admin's own, since the sub-objects go with it.
 //!
 //! Why SCAN rather than a reverse index (a `TABLE:_refs:PK` set kept in
 //! step by every link and reference write): a reverse index would make

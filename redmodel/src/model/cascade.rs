@@ -352,7 +352,10 @@ impl<A: Admin> ObjectRef<A> {
         plan: &mut Plan,
     ) -> Result<()> {
         let prefix = format!("{}:", self.key());
-        for stored in tree {
+        // The admin's own relation lists are in the subtree too, and are
+        // not objects that a reference field names.
+        let lists = own_lists(db, A::TABLE, self.key());
+        for stored in tree.iter().filter(|key| !lists.contains(key)) {
             let plain = crate::layout::plain_key(stored);
             let Some((table, _)) = plain
                 .strip_prefix(&prefix)

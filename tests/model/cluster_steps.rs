@@ -214,7 +214,7 @@ async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel:
     };
     let (from_id, to_id) = (id_of(&from), id_of(&to));
 
-    let writers = Writers::start(&db, 400, 0);
+    let writers = Writers::start(&db, 400, 0, write_racer);
 
     let reshard = tokio::task::spawn_blocking(move || {
         std::process::Command::new("redis-cli")
@@ -280,6 +280,172 @@ async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel:
     Ok(())
 }
 
+/// `{rs_shop}rs_buyer:0`: a buyer of the grouped reshard test.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "rs_buyer", slot_group = "rs_shop")]
+struct Buyer {
+    #[redmodel(pk)]
+    id: u32,
+}
+
+/// `{rs_shop}rs_stock:1`: the one stock counter every sale increments.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "rs_stock", slot_group = "rs_shop")]
+struct Stock {
+    #[redmodel(pk)]
+    id: u32,
+    sold: i64,
+}
+
+/// `{rs_shop}rs_sale:7`: a sale naming its buyer, with a unique code.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "rs_sale", slot_group = "rs_shop")]
+struct Sale {
+    #[redmodel(pk)]
+    id: u32,
+    buyer: Ref<Buyer>,
+    #[redmodel(unique)]
+    code: String,
+}
+
+/// `{rs_shop}rs_buyer:0:sales`: a buyer's sales.
+#[derive(Relation)]
+#[redmodel(table = "sales", owner = Buyer, member = Sale)]
+struct BuyerSales;
+
+/// The buyer of sale `id`: writer task `w` sells to buyer `w`.
+fn buyer_of(id: u32) -> ObjectRef<Buyer> {
+    Buyer::at(id / 100_000)
+}
+
+/// A sale as one grouped typed transaction: the stock counter
+/// incremented, the sale inserted with its unique code and its reference
+/// to its buyer (marked), and linked to the buyer.
+fn write_sale(
+    db: Arc<Db>,
+    id: u32,
+) -> futures_util::future::BoxFuture<'static, redmodel::Result<()>> {
+    Box::pin(async move {
+        db.transaction_with_attempts(10_000, |tx| async move {
+            let buyer = buyer_of(id);
+            tx.incr(&Stock::at(1), Stock::SOLD, 1).await?;
+            let sale = Sale::at(id);
+            tx.insert(
+                &sale,
+                &Sale {
+                    id,
+                    buyer: buyer.clone(),
+                    code: format!("s{id}"),
+                },
+            );
+            tx.link(&buyer.relation::<BuyerSales>(), &sale);
+            Ok::<_, Error>(())
+        })
+        .await
+    })
+}
+
+/// The one slot of a slot group moves to another master (CLUSTER SETSLOT
+/// IMPORTING/MIGRATING, MIGRATE a few keys at a time, SETSLOT NODE: what
+/// `redis-cli --cluster reshard` does for each slot) while 4 tasks run
+/// grouped typed transactions (a sale with a unique code, naming and
+/// linked to its buyer, and the one stock counter incremented). Every
+/// transaction is acknowledged (the client follows the slot, and retries
+/// a unit the move refused: none is refused to the caller), every
+/// acknowledged sale is there whole, no sale is half written (the counter
+/// equals the sales, each with its code and its link), `check` is clean,
+/// and every key of the group is still in the one slot, on the new master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_group_slot_moved_under_live_traffic_loses_no_grouped_write() -> redmodel::Result<()> {
+    if !redmodel_suite::redis_server_available("a group slot moved under live traffic") {
+        return Ok(());
+    }
+    let cluster = redmodel_suite::RedisCluster::start(3).expect("a private 3-master cluster");
+    let urls = cluster.urls();
+    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let db = Arc::new(Db::connect_cluster(&seeds).await?);
+    let slot = redmodel::memory::hash_slot(b"rs_shop");
+    for w in 0..4 {
+        Buyer { id: w }.insert(&db).await?;
+    }
+    Stock { id: 1, sold: 0 }.insert(&db).await?;
+
+    let writers = Writers::start(&db, 2_000, 0, write_sale);
+    writers.await_acked(200, Duration::from_secs(30)).await;
+    let from = cluster.owner_of(slot).expect("the group slot's owner");
+    let to = (from + 1) % 3;
+    let cluster = Arc::new(cluster);
+    let moving = Arc::clone(&cluster);
+    let moved = tokio::task::spawn_blocking(move || {
+        moving.move_slot(slot, to, 8, Duration::from_millis(15))
+    })
+    .await
+    .expect("the move task")
+    .expect("the slot moves");
+    writers.mark();
+    writers.await_after_mark(100, Duration::from_secs(30)).await;
+    let (acked, refused) = writers.stop().await?;
+    println!(
+        "slot {slot} ({moved} keys) moved under traffic: {} grouped transactions acknowledged",
+        acked.len()
+    );
+    assert_eq!(refused, 0, "a unit refused to its caller during the move");
+    assert_eq!(cluster.owner_of(slot).expect("the owner"), to);
+    assert!(
+        acked.iter().any(|(_, after)| *after),
+        "writes went on after the move"
+    );
+
+    for &(id, _) in &acked {
+        let sale = Sale::at(id).load(&db).await?;
+        assert_eq!(
+            sale.map(|s| (s.buyer, s.code)),
+            Some((buyer_of(id), format!("s{id}"))),
+            "rs_sale:{id}"
+        );
+    }
+    // Every sale stored, acknowledged or not, is whole: its code's entry,
+    // its link, and one unit of stock.
+    let sales = ObjectRef::<Sale>::scan(&db).await?;
+    assert!(sales.len() >= acked.len());
+    let sold = Stock::at(1).load(&db).await?.expect("the stock").sold;
+    assert_eq!(sold, sales.len() as i64, "the counter and the sales");
+    let mut linked = 0;
+    for w in 0..4 {
+        linked += Buyer::at(w)
+            .relation::<BuyerSales>()
+            .members(&db)
+            .await?
+            .len();
+    }
+    assert_eq!(linked, sales.len(), "every sale linked once");
+    for sale in &sales {
+        let id = sale.pk();
+        assert_eq!(
+            Sale::CODE_UNIQUE.holder(&db, format!("s{id}")).await?,
+            Some(sale.clone())
+        );
+    }
+    let report = redmodel::model::check::check(&db, |_| ()).await?;
+    assert!(report.is_clean(), "{report}: {:#?}", report.examples);
+    // Every key of the group is in its slot, on the master it moved to.
+    let keys = db.scan_keys("*rs_*").await?;
+    assert!(keys.len() > sales.len());
+    for key in &keys {
+        assert!(key.starts_with("{rs_shop}"), "{key}");
+        assert_eq!(redmodel::memory::hash_slot(key.as_bytes()), slot, "{key}");
+    }
+    let target = redis::Client::open(urls[to].as_str())?;
+    let mut conn = target.get_multiplexed_async_connection().await?;
+    let there: usize = redis::cmd("CLUSTER")
+        .arg("COUNTKEYSINSLOT")
+        .arg(slot)
+        .query_async(&mut conn)
+        .await?;
+    assert_eq!(there, keys.len(), "the slot's keys are on the new master");
+    Ok(())
+}
+
 /// A master is SIGKILLed while 4 tasks write racers (insert, then an
 /// indexed increment) and its replica takes over. Redis
 /// replicates asynchronously, so a write the master acknowledged just
@@ -301,7 +467,7 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
     let seeds: Vec<&str> = urls[..3].iter().map(String::as_str).collect();
     let db = Arc::new(Db::connect_cluster(&seeds).await?);
 
-    let writers = Writers::start(&db, u32::MAX, 0);
+    let writers = Writers::start(&db, u32::MAX, 0, write_racer);
     // Beside them, on the same `Db`, writers whose every write waits for
     // its replica (WAIT 1): none of theirs that returned Ok may be lost.
     // After the kill the promoted replica has no replica, so each WAIT on
@@ -312,6 +478,7 @@ async fn a_killed_master_under_live_traffic_loses_only_unreplicated_writes() -> 
         &Arc::new(db.with_replica_acks(1, Duration::from_secs(1))),
         u32::MAX,
         4,
+        write_racer,
     );
     // The kill comes once both have acknowledged enough writes to tell
     // (counted, not waited for a fixed time: a loaded machine writes less).
@@ -395,9 +562,27 @@ async fn lost_of(db: &Db, acked: &[u32]) -> redmodel::Result<usize> {
 /// came after [`Writers::mark`]), and how many were refused as transient.
 type Acknowledged = (Vec<(u32, bool)>, u32);
 
-/// Four tasks writing racers (an insert with a tag, then an indexed
-/// increment), each at most `max` times, until stopped: the live traffic
-/// of the reshard and failover tests. Task `w` writes the ids from
+/// One write of the live traffic: the write of id `id`.
+type Write = fn(Arc<Db>, u32) -> futures_util::future::BoxFuture<'static, redmodel::Result<()>>;
+
+/// A racer's write: an insert with a tag, then an indexed increment.
+fn write_racer(
+    db: Arc<Db>,
+    id: u32,
+) -> futures_util::future::BoxFuture<'static, redmodel::Result<()>> {
+    Box::pin(async move {
+        let tag = format!("t{}", id % 3);
+        racer(id, &format!("r{id}"), 0, &[&tag]).insert(&db).await?;
+        Racer::at(id)
+            .incr(&db, Racer::POINTS, i64::from(id))
+            .await?;
+        Ok(())
+    })
+}
+
+/// Four tasks making writes (`write`, [`write_racer`] for the reshard
+/// and failover tests), each at most `max` times, until stopped: the live
+/// traffic of the reshard and failover tests. Task `w` writes the ids from
 /// `(first + w) * 100_000` on. A write refused as transient, or done
 /// but not replicated in time ([`Db::with_replica_acks`]), is counted as
 /// refused, not acknowledged.
@@ -412,7 +597,7 @@ struct Writers {
 }
 
 impl Writers {
-    fn start(db: &Arc<Db>, max: u32, first: u32) -> Writers {
+    fn start(db: &Arc<Db>, max: u32, first: u32, write: Write) -> Writers {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let marked = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let after_mark = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -429,12 +614,7 @@ impl Writers {
                             break;
                         }
                         let id = (first + w) * 100_000 + n;
-                        let tag = format!("t{}", id % 3);
-                        let written = async {
-                            racer(id, &format!("r{id}"), 0, &[&tag]).insert(&db).await?;
-                            Racer::at(id).incr(&db, Racer::POINTS, i64::from(id)).await
-                        }
-                        .await;
+                        let written = write(Arc::clone(&db), id).await;
                         match written {
                             Ok(_) => {
                                 let after = marked.load(std::sync::atomic::Ordering::Relaxed);

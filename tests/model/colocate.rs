@@ -549,3 +549,54 @@ backend_tests! {
         Ok(())
     }
 }
+
+/// The reference marks (`_refs`) left on the customer `id`.
+async fn marks(db: &Db, id: &str) -> redmodel::Result<i64> {
+    let key = Customer::at(id).key_in(db).into_owned();
+    let marks: Option<i64> = db.query(redis::cmd("HGET").arg(key).arg("_refs")).await?;
+    Ok(marks.unwrap_or(0))
+}
+
+/// The scripts (EVAL and EVALSHA) the servers of a real cluster have run.
+async fn scripts(urls: Option<&[String]>) -> Option<u64> {
+    Some(calls(urls, "eval").await? + calls(urls, "evalsha").await?)
+}
+
+backend_tests! {
+    /// An order referencing its customer in the same group marks the
+    /// customer in the write's own atomic unit: on a real cluster a
+    /// grouped insert is one script and a grouped transaction one EXEC
+    /// (no script after either), and the customer carries the mark, in
+    /// either layout on every backend.
+    exclusive async fn a_grouped_reference_is_marked_inside_the_writes_one_unit(ctx) -> redmodel::Result<()> {
+        for db in ctx.layouts() {
+            flush(&db).await?;
+            let who = Customer::at("c1");
+            customer("c1").insert(&db).await?;
+            product("p1", 3, 5).insert(&db).await?;
+            let urls = ctx.cluster_urls().filter(|_| db.is_cluster());
+            let before = (calls(urls, "exec").await, scripts(urls).await, calls(urls, "hincrby").await);
+            Order { id: 1, customer: who.clone(), code: "o1".into(), total: 3 }.insert(&db).await?;
+            if let (Some(exec), Some(scripts_run), Some(hincrby)) = before {
+                assert_eq!(scripts(urls).await, Some(scripts_run + 1), "an insert is one script");
+                assert_eq!(calls(urls, "exec").await, Some(exec), "and no EXEC");
+                // Its `_count` and the customer's mark, in that script.
+                assert_eq!(calls(urls, "hincrby").await, Some(hincrby + 2));
+            }
+            assert_eq!(marks(&db, "c1").await?, 1, "{:?} layout", db.key_layout());
+
+            let before = (calls(urls, "exec").await, scripts(urls).await, calls(urls, "hincrby").await);
+            assert!(place(&db, 2, &who, &[Product::at("p1")], 1).await?);
+            if let (Some(exec), Some(scripts_run), Some(hincrby)) = before {
+                assert_eq!(calls(urls, "exec").await, Some(exec + 1), "a transaction is one EXEC");
+                assert_eq!(scripts(urls).await, Some(scripts_run), "and no script");
+                // The line's and the order's `_count`, and the mark.
+                assert_eq!(calls(urls, "hincrby").await, Some(hincrby + 3));
+            }
+            assert_eq!(marks(&db, "c1").await?, 2, "{:?} layout", db.key_layout());
+            let report = check(&db, |_| ()).await?;
+            assert!(report.is_clean(), "{:?} layout: {report}", db.key_layout());
+        }
+        Ok(())
+    }
+}

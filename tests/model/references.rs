@@ -299,3 +299,130 @@ backend_tests! {
         Ok(())
     }
 }
+
+/// A customer's memo: a single-value sub-object (a string), which
+/// reference fields name as they name a hash.
+#[derive(SubObject, Debug, Clone, PartialEq)]
+#[redmodel(table = "rfmemo", owner = Customer, single)]
+struct Memo {
+    #[redmodel(pk)]
+    topic: String,
+    text: String,
+}
+
+/// References to a single-value target, one per rule: `restrict` (the
+/// default of `Ref<M>`), `delete`, and `clear` (the default of
+/// `Option<Ref<M>>`).
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "rfpin")]
+struct Pin {
+    #[redmodel(pk)]
+    id: u32,
+    memo: Ref<Memo>,
+}
+
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "rfclip")]
+struct Clip {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(on_delete = "delete")]
+    memo: Ref<Memo>,
+}
+
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "rftack")]
+struct Tack {
+    #[redmodel(pk)]
+    id: u32,
+    memo: Option<Ref<Memo>>,
+}
+
+/// Customer `id` with its memo `home`: the memo.
+async fn memo(db: &Db, id: u32) -> redmodel::Result<ObjectRef<Memo>> {
+    let owner = customer(db, id).await?;
+    let text = format!("memo of {id}");
+    Memo {
+        topic: "home".into(),
+        text,
+    }
+    .insert_at(db, &owner)
+    .await
+}
+
+backend_tests! {
+    /// A reference to a single-value sub-object marks it without
+    /// changing its value, and its admin's delete applies each rule to
+    /// the references to it: `restrict` refuses, `delete` deletes the
+    /// referrer, `clear` removes the field; in either layout.
+    exclusive async fn references_to_a_single_value_follow_their_rules(ctx) -> redmodel::Result<()> {
+        for db in ctx.layouts() {
+            let db = &db;
+            db.query::<()>(&redis::cmd("FLUSHALL")).await?;
+            let home = memo(db, 1).await?;
+            Pin { id: 1, memo: home.clone() }.insert(db).await?;
+            Clip { id: 1, memo: home.clone() }.insert(db).await?;
+            Tack { id: 1, memo: Some(home.clone()) }.insert(db).await?;
+            assert_eq!(home.get_value(db).await?.as_deref(), Some("memo of 1"), "the marks change no byte");
+
+            let err = Customer::at(1).delete_cascade(db).await.unwrap_err();
+            assert!(
+                matches!(&err, Error::Restricted { key, by } if key == "rfcust:1:rfmemo:home" && by == "rfpin:1"),
+                "{err:?}"
+            );
+            assert!(home.exists(db).await?, "a refused delete writes nothing");
+            Pin::at(1).delete(db).await?;
+            assert!(Customer::at(1).delete_cascade(db).await?);
+            assert!(!home.exists(db).await?);
+            assert!(!Clip::at(1).exists(db).await?, "the `delete` referrer goes with it");
+            assert_eq!(Tack::load(db, 1).await?, Some(Tack { id: 1, memo: None }));
+            assert_eq!(reference_findings(db).await?, Vec::<String>::new(), "{:?}", db.key_layout());
+        }
+        Ok(())
+    }
+}
+
+backend_tests! {
+    /// A customer deleted while clients write references to its memo (a
+    /// single value) by each rule: whichever way they interleave, `check`
+    /// finds no dangling reference, in either layout. Each write lands
+    /// before the delete (which then refuses, deletes the clip or clears
+    /// the tack) or fails with `NotFound`. (Without the mark on the memo
+    /// the delete's WATCH misses a reference written while it reads.)
+    exclusive async fn a_delete_racing_new_references_to_a_single_value_leaves_check_clean(ctx) -> redmodel::Result<()> {
+        for db in ctx.layouts() {
+            let db = &db;
+            db.query::<()>(&redis::cmd("FLUSHALL")).await?;
+            for round in 0..16u32 {
+                let id = 300 + round;
+                let target = memo(db, id).await?;
+                let delete = {
+                    let db = db.clone();
+                    tokio::spawn(async move { Customer::at(id).delete_cascade(&db).await })
+                };
+                for _ in 0..round % 4 {
+                    tokio::task::yield_now().await;
+                }
+                let writes = [
+                    Pin { id, memo: target.clone() }.insert(db).await.map(drop),
+                    Clip { id, memo: target.clone() }.insert(db).await.map(drop),
+                    Tack { id, memo: Some(target.clone()) }.insert(db).await.map(drop),
+                ];
+                for write in writes {
+                    match write {
+                        Ok(()) | Err(Error::NotFound { .. }) => {}
+                        Err(other) => return Err(other),
+                    }
+                }
+                match delete.await.expect("the delete task") {
+                    Ok(_) | Err(Error::Restricted { .. }) => {}
+                    Err(other) => return Err(other),
+                }
+                let findings = reference_findings(db).await?;
+                assert_eq!(findings, Vec::<String>::new(), "{:?} round {round}", db.key_layout());
+                Pin::at(id).delete(db).await?;
+            }
+        }
+        Ok(())
+    }
+}

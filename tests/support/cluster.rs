@@ -199,6 +199,159 @@ impl RedisCluster {
     pub fn nodes(&mut self) -> &mut [RedisServer] {
         &mut self.nodes
     }
+
+    /// The master that owns `slot` (an index into [`nodes`](Self::nodes)),
+    /// as `CLUSTER NODES` on the first node says.
+    pub fn owner_of(&self, slot: u16) -> Result<usize, ServerError> {
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            ServerError::Failed(format!("owner of slot {slot}: {what}: {e}"))
+        };
+        let mut ids = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            let mut conn = node
+                .client()
+                .get_connection()
+                .map_err(|e| failed("connect", &e))?;
+            let id: String = redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query(&mut conn)
+                .map_err(|e| failed("CLUSTER MYID", &e))?;
+            ids.push(id);
+        }
+        let first = self.nodes.first().ok_or_else(|| failed("no node", &0))?;
+        let mut conn = first
+            .client()
+            .get_connection()
+            .map_err(|e| failed("connect", &e))?;
+        let owner = slot_owner(&mut conn, slot)
+            .map_err(|e| failed("CLUSTER NODES", &e))?
+            .ok_or_else(|| failed("CLUSTER NODES", &"no master serves it"))?;
+        ids.iter()
+            .position(|id| *id == owner)
+            .ok_or_else(|| failed("no node has the id", &owner))
+    }
+
+    /// Moves the one slot `slot` (and its keys) to the master `to` (an
+    /// index into [`nodes`](Self::nodes)), as `redis-cli --cluster
+    /// reshard` moves a range (which cannot name one slot): CLUSTER
+    /// SETSLOT IMPORTING on the target and MIGRATING on the owner, the
+    /// keys sent over with MIGRATE `batch` at a time with `pause` between
+    /// batches (so that writers meet the slot half moved: ASK, TRYAGAIN),
+    /// then SETSLOT NODE on the target, the owner and every other master.
+    /// Returns how many keys it moved; nothing is done if `to` already
+    /// owns the slot.
+    pub fn move_slot(
+        &self,
+        slot: u16,
+        to: usize,
+        batch: usize,
+        pause: Duration,
+    ) -> Result<usize, ServerError> {
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            ServerError::Failed(format!("move slot {slot}: {what}: {e}"))
+        };
+        let conn = |node: &RedisServer| {
+            node.client()
+                .get_connection()
+                .map_err(|e| failed("connect", &e))
+        };
+        let target = self
+            .nodes
+            .get(to)
+            .ok_or_else(|| failed("no such node", &to))?;
+        let mut target_conn = conn(target)?;
+        let ids = self
+            .nodes
+            .iter()
+            .map(|node| {
+                redis::cmd("CLUSTER")
+                    .arg("MYID")
+                    .query::<String>(&mut conn(node)?)
+                    .map_err(|e| failed("CLUSTER MYID", &e))
+            })
+            .collect::<Result<Vec<String>, ServerError>>()?;
+        let from = self.owner_of(slot)?;
+        if from == to {
+            return Ok(0);
+        }
+        let mut source_conn = conn(&self.nodes[from])?;
+        let setslot = |conn: &mut redis::Connection, state: &str, id: &str| {
+            redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg(state)
+                .arg(id)
+                .query::<()>(conn)
+                .map_err(|e| failed(state, &e))
+        };
+        setslot(&mut target_conn, "IMPORTING", &ids[from])?;
+        setslot(&mut source_conn, "MIGRATING", &ids[to])?;
+        let mut moved = 0;
+        loop {
+            let keys: Vec<Vec<u8>> = redis::cmd("CLUSTER")
+                .arg("GETKEYSINSLOT")
+                .arg(slot)
+                .arg(batch)
+                .query(&mut source_conn)
+                .map_err(|e| failed("GETKEYSINSLOT", &e))?;
+            if keys.is_empty() {
+                break;
+            }
+            redis::cmd("MIGRATE")
+                .arg("127.0.0.1")
+                .arg(target.port())
+                .arg("")
+                .arg(0)
+                .arg(5_000)
+                .arg("KEYS")
+                .arg(&keys)
+                .query::<()>(&mut source_conn)
+                .map_err(|e| failed("MIGRATE", &e))?;
+            moved += keys.len();
+            std::thread::sleep(pause);
+        }
+        // The target first, then the owner, then the others, as redis-cli
+        // does: the owner stops redirecting with ASK only once the target
+        // serves the slot.
+        setslot(&mut target_conn, "NODE", &ids[to])?;
+        setslot(&mut source_conn, "NODE", &ids[to])?;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if i == to || i == from {
+                continue;
+            }
+            let mut other = conn(node)?;
+            let role: Vec<redis::Value> = redis::cmd("ROLE")
+                .query(&mut other)
+                .map_err(|e| failed("ROLE", &e))?;
+            if matches!(role.first(), Some(redis::Value::BulkString(r)) if r == b"master") {
+                setslot(&mut other, "NODE", &ids[to])?;
+            }
+        }
+        Ok(moved)
+    }
+}
+
+/// The id of the master that owns `slot`, as `CLUSTER NODES` on `conn`
+/// says: a master's line ends with its slots (`0-5460`, `5461`, and
+/// `[...]` entries for slots being moved, skipped).
+fn slot_owner(conn: &mut redis::Connection, slot: u16) -> redis::RedisResult<Option<String>> {
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(conn)?;
+    let owns = |range: &str| {
+        let (start, end) = range.split_once('-').unwrap_or((range, range));
+        match (start.parse::<u16>(), end.parse::<u16>()) {
+            (Ok(start), Ok(end)) => (start..=end).contains(&slot),
+            _ => false,
+        }
+    };
+    Ok(nodes
+        .lines()
+        .find(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            fields.get(2).is_some_and(|flags| flags.contains("master"))
+                && fields.iter().skip(8).any(|range| owns(range))
+        })
+        .and_then(|line| line.split(' ').next())
+        .map(str::to_string))
 }
 
 /// The test binary's own private cluster (3 masters), started on first use

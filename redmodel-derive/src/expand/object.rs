@@ -128,10 +128,7 @@ fn reference(field: &DataField) -> Option<TokenStream> {
             field: #name,
             on_delete: #on_delete,
             required: #required,
-            marked: ::core::matches!(
-                <#target as ::redmodel::__private::Model>::STORAGE,
-                ::redmodel::__private::Storage::Hash
-            ),
+            target: <#target as ::redmodel::__private::Model>::STORAGE,
         }
     })
 }

@@ -22,7 +22,10 @@
 //! the `inventory` crate (no code to call). The cascade reads the registry entries whose target
 //! is the admin's model, and for each one SCANs (MATCH with escaped
 //! patterns, never KEYS) the referring keys and checks them in one
-//! pipelined batch (`LPOS`, `HGET`).
+//! pipelined batch (`LPOS`, `HGET`). The reference fields registered for
+//! the models of the admin's sub-objects are read the same way, for each
+//! sub-object of its subtree: they are treated by their rules as the
+//! admin's own, since the sub-objects go with it.
 //!
 //! Why SCAN rather than a reverse index (a `TABLE:_refs:PK` set kept in
 //! step by every link and reference write): a reverse index would make
@@ -132,8 +135,8 @@ struct Plan {
     delete: Vec<String>,
     /// Lists to LREM the admin's key from.
     lists: Vec<String>,
-    /// (hash, field) pairs to HDEL.
-    fields: Vec<(String, &'static str)>,
+    /// (hash, field, the plain key it names) to HDEL.
+    fields: Vec<(String, &'static str, String)>,
     /// Referring objects (plain keys) to delete first, with how.
     doomed: Vec<(String, DeleteFn)>,
 }
@@ -301,12 +304,14 @@ impl<A: Admin> ObjectRef<A> {
         for referrer in referrers {
             self.find_references(db, referrer, chain, &mut plan).await?;
         }
+        self.find_subtree_references(db, &tree, chain, &mut plan)
+            .await?;
         if !plan.doomed.is_empty() {
             return Ok(Some(Outcome::First(plan.doomed)));
         }
         let mut watch: Vec<&str> = vec![key];
         watch.extend(plan.lists.iter().map(String::as_str));
-        watch.extend(plan.fields.iter().map(|(hash, _)| hash.as_str()));
+        watch.extend(plan.fields.iter().map(|(hash, _, _)| hash.as_str()));
         tx.watch(&watch).await?;
 
         let mut txn = redis::pipe();
@@ -328,7 +333,57 @@ impl<A: Admin> ObjectRef<A> {
         chain: &[String],
         plan: &mut Plan,
     ) -> Result<()> {
-        let key = &*self.key_in(db);
+        self.find_references_to(db, referrer, self.key(), chain, plan)
+            .await
+    }
+
+    /// Adds to `plan` the references to the sub-objects among `tree` (the
+    /// admin's subtree, as stored) that the reference fields registered
+    /// for their models hold, as [`find_references`](Self::find_references)
+    /// adds the admin's: a `restrict` one refuses the delete, a `delete`
+    /// one is deleted first, a `clear` one is removed. The subtree is
+    /// WATCHed, and a reference write marks the sub-object it names, so
+    /// one written while these are read aborts the EXEC.
+    async fn find_subtree_references(
+        &self,
+        db: &Db,
+        tree: &[String],
+        chain: &[String],
+        plan: &mut Plan,
+    ) -> Result<()> {
+        let prefix = format!("{}:", self.key());
+        // The admin's own relation lists are in the subtree too, and are
+        // not objects that a reference field names.
+        let lists = own_lists(db, A::TABLE, self.key());
+        for stored in tree.iter().filter(|key| !lists.contains(key)) {
+            let plain = crate::layout::plain_key(stored);
+            let Some((table, _)) = plain
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.split_once(':'))
+            else {
+                continue;
+            };
+            for referrer in referrers_of(table) {
+                if matches!(referrer.kind, ReferrerKind::Field { .. }) {
+                    self.find_references_to(db, referrer, &plain, chain, plan)
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// [`find_references`](Self::find_references) to `target` (a plain
+    /// key): the admin, or a sub-object of its subtree.
+    async fn find_references_to(
+        &self,
+        db: &Db,
+        referrer: &Referrer,
+        target: &str,
+        chain: &[String],
+        plan: &mut Plan,
+    ) -> Result<()> {
+        let key = &*db.stored(target);
         let (candidates, mut check) = match &referrer.kind {
             ReferrerKind::List { owner_table, table } => {
                 let pattern = format!("{}:*:{}", glob_escape(owner_table), glob_escape(table));
@@ -366,9 +421,7 @@ impl<A: Admin> ObjectRef<A> {
             let holds = match (&referrer.kind, reply) {
                 (ReferrerKind::List { .. }, redis::Value::Int(_)) => true,
                 // A reference field holds the plain key.
-                (ReferrerKind::Field { .. }, redis::Value::BulkString(v)) => {
-                    v == self.key().as_bytes()
-                }
+                (ReferrerKind::Field { .. }, redis::Value::BulkString(v)) => v == target.as_bytes(),
                 _ => false,
             };
             // The same place may be registered twice (a model declared in
@@ -382,7 +435,7 @@ impl<A: Admin> ObjectRef<A> {
                     ReferrerKind::Field { field, .. } => plan
                         .fields
                         .iter()
-                        .any(|(h, f)| *h == candidate && f == field),
+                        .any(|(h, f, _)| *h == candidate && f == field),
                 };
             if !holds || known {
                 continue;
@@ -390,7 +443,7 @@ impl<A: Admin> ObjectRef<A> {
             match (referrer.on_delete, &referrer.kind) {
                 (OnDelete::Restrict, _) => {
                     return Err(Error::Restricted {
-                        key: self.key().to_string(),
+                        key: target.to_string(),
                         by: plain,
                     })
                 }
@@ -398,7 +451,9 @@ impl<A: Admin> ObjectRef<A> {
                 (OnDelete::Delete, ReferrerKind::Field { delete, .. }) => {
                     plan.doomed.push((plain, *delete))
                 }
-                (_, ReferrerKind::Field { field, .. }) => plan.fields.push((candidate, field)),
+                (_, ReferrerKind::Field { field, .. }) => {
+                    plan.fields.push((candidate, field, target.to_string()))
+                }
             }
         }
         Ok(())
@@ -435,6 +490,12 @@ impl<A: Admin> ObjectRef<A> {
             for referrer in referrers {
                 self.find_references(db, referrer, chain, &mut plan).await?;
             }
+            // The sub-objects' referrers: found here, cleared after the
+            // EXEC (the sweep below looks for the admin's only).
+            let mut subtree = Plan::default();
+            self.find_subtree_references(db, &tree, chain, &mut subtree)
+                .await?;
+            plan.doomed.append(&mut subtree.doomed);
             if !plan.doomed.is_empty() {
                 return Ok(Some(Err(Outcome::First(plan.doomed))));
             }
@@ -457,14 +518,17 @@ impl<A: Admin> ObjectRef<A> {
                 Some(v) => redis::from_redis_value(v).map_err(redis::RedisError::from)?,
                 None => Vec::new(),
             };
-            Ok(Some(Ok((existed, old))))
+            Ok(Some(Ok((existed, old, subtree.fields))))
         })
         .await?;
-        let (existed, old) = match deleted {
+        let (existed, old, cleared) = match deleted {
             Ok(deleted) => deleted,
             Err(outcome) => return Ok(outcome),
         };
         unindex::<A>(db, key, old).await?;
+        for (hash, field, named) in &cleared {
+            clear_reference(db, hash, field, named).await?;
+        }
         let cascade: Vec<&Referrer> = referrers
             .iter()
             .copied()
@@ -486,8 +550,8 @@ impl<A: Admin> ObjectRef<A> {
         for list in &plan.lists {
             remove_member(db, list, key).await?;
         }
-        for (hash, field) in &plan.fields {
-            clear_reference(db, hash, field, self.key()).await?;
+        for (hash, field, named) in &plan.fields {
+            clear_reference(db, hash, field, named).await?;
         }
         Ok(())
     }
@@ -510,7 +574,7 @@ fn add_plan(txn: &mut Pipeline, key: &str, plan: &Plan) {
     for list in &plan.lists {
         txn.command("LREM").arg(list).arg(0).arg(key).ignore();
     }
-    for (hash, field) in &plan.fields {
+    for (hash, field, _) in &plan.fields {
         txn.command("HDEL").arg(hash).arg(*field).ignore();
     }
 }

@@ -6,7 +6,7 @@
 
 use super::key::glob_escape;
 use super::object::ObjectRef;
-use super::{Admin, Model, OwnerKind};
+use super::{Admin, Model, OwnerKind, Storage};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::plan::checked;
@@ -52,15 +52,18 @@ pub struct Reference {
     pub on_delete: OnDelete,
     /// Whether the field is required (`Ref<M>`, not an `Option`).
     pub required: bool,
-    /// Whether the target is a hash, which every write of the reference
-    /// marks (see [`REFS_FIELD`]).
-    pub marked: bool,
+    /// How the target is stored, which says how a write of the reference
+    /// marks it (see [`REFS_FIELD`]).
+    pub target: Storage,
 }
 
 /// The hash field of a target that every write of a reference to it
 /// increments, in the write's atomic unit: the cascading delete WATCHes
 /// the target, so a reference written while it looks for referrers
-/// aborts its EXEC rather than being missed.
+/// aborts its EXEC rather than being missed. A single-value target (a
+/// string, with no field to count in) is marked by `APPEND key ""`, a
+/// write of the key that changes none of its bytes and aborts a WATCH of
+/// it all the same.
 pub const REFS_FIELD: &str = "_refs";
 
 /// Where references to a model's objects may be stored.

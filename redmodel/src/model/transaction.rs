@@ -540,7 +540,7 @@ impl Transaction {
                 expiry::ttl_cmds::<M>(&self.db, &key, ttl, &write::names(&set)).map(|ttls| {
                     (
                         write::reference_guards::<M>(&self.db, &set),
-                        write::reference_marks::<M>(&self.db, &set),
+                        write::reference_marks::<M>(&self.db, &key, &set),
                         ttls,
                     )
                 })

@@ -108,7 +108,7 @@ impl<M: Model> ObjectRef<M> {
         let changed = changed_fields(set, removed);
         let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());
         let changes = Changes::Fields(changed);
-        let marks = reference_marks::<M>(db, set);
+        let marks = reference_marks::<M>(db, &key, set);
         let ttls = ttl_cmds::<M>(db, &key, None, &names(set))?;
         let write = |steps: &mut Plan| {
             add_write(steps, &key, prior.as_ref(), set, removed, &marks, &ttls);
@@ -240,7 +240,7 @@ impl<M: Model> ObjectRef<M> {
             return Ok(());
         }
         let key = self.key_in(db);
-        let marks = reference_marks::<M>(db, &fields.set);
+        let marks = reference_marks::<M>(db, &key, &fields.set);
         let ttls = ttl_cmds::<M>(db, &key, ttl, &names(&fields.set))?;
         let changed = changed_fields(&fields.set, &fields.removed);
         let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());

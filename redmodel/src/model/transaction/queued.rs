@@ -82,7 +82,7 @@ pub(super) struct ObjectWrite {
     /// sub-object's admin, the objects reference fields name.
     pub(super) guards: Vec<String>,
     /// The marks the writes leave on the objects reference fields name
-    /// (the plain layout: see `write::reference_marks`).
+    /// in the transaction's slot (see `write::reference_marks`).
     pub(super) marks: Vec<Cmd>,
 }
 

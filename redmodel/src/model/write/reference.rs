@@ -1,6 +1,7 @@
 //! The reference fields of a write: the objects they name must exist
-//! (guards of the write), are marked as referenced ([`REFS_FIELD`]), and,
-//! in the cluster layout where they are in other slots, are checked again
+//! (guards of the write), are marked as referenced ([`REFS_FIELD`]) in the
+//! write's own atomic unit where they share its slot, and, in the cluster
+//! layout where they are in other slots, are checked and marked again
 //! after the write, which undoes itself if one of them is gone.
 
 use redis::{Cmd, Value};
@@ -11,7 +12,7 @@ use crate::db::plan::{checked, Plan};
 use crate::model::cascade::{Reference, REFS_FIELD};
 use crate::model::expiry::ttl_cmds;
 use crate::model::referrer::{clear_reference, delete_referrer};
-use crate::model::Model;
+use crate::model::{Model, Storage};
 use crate::{Db, Error, Result};
 
 /// The objects the reference fields among `set` name, as `db` stores
@@ -33,25 +34,39 @@ fn references_in<'a, M: Model>(
 }
 
 /// The commands that mark the targets of the reference fields among
-/// `set` ([`REFS_FIELD`]), for the write's own atomic unit, where the
-/// targets are guards of (the plain layout). In the cluster layout the
-/// targets are in other slots: [`recheck_references`] marks them after
-/// the write.
-pub(crate) fn reference_marks<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<Cmd> {
-    if !db.one_slot() {
-        return Vec::new();
-    }
+/// `set` ([`REFS_FIELD`]) that share a slot with the object at `key` (as
+/// stored), for the write's own atomic unit, where those targets are
+/// guards: every target in the plain layout, and in the cluster layout a
+/// target of the object's slot group (or under the same admin). A target
+/// in another slot is marked after the write, by
+/// [`recheck_references`].
+pub(crate) fn reference_marks<M: Model>(db: &Db, key: &str, set: &[(&str, Vec<u8>)]) -> Vec<Cmd> {
     references_in::<M>(set)
-        .filter(|(reference, _)| reference.marked)
-        .map(|(_, target)| mark(db, target))
+        .filter(|(_, target)| in_unit(db, key, target))
+        .map(|(reference, target)| mark(db, reference, target))
         .collect()
 }
 
-/// `HINCRBY target _refs 1`: the mark a write of a reference leaves.
-fn mark(db: &Db, target: &str) -> Cmd {
-    let mut mark = cmd("HINCRBY");
-    mark.arg(db.stored(target).as_ref()).arg(REFS_FIELD).arg(1);
-    mark
+/// Whether the write of the object at `key` (as stored) holds the
+/// reference target `target` (a plain key) in its own atomic unit: the
+/// two share a slot.
+fn in_unit(db: &Db, key: &str, target: &str) -> bool {
+    db.shares_slot(key, &db.stored(target))
+}
+
+/// The mark a write of `reference` leaves on `target`: `HINCRBY target
+/// _refs 1` on a hash, `APPEND target ""` on a single value (see
+/// [`REFS_FIELD`]).
+fn mark(db: &Db, reference: &Reference, target: &str) -> Cmd {
+    let stored = db.stored(target);
+    match reference.target {
+        Storage::Hash => cmd("HINCRBY")
+            .arg(stored.as_ref())
+            .arg(REFS_FIELD)
+            .arg(1)
+            .clone(),
+        Storage::Single => cmd("APPEND").arg(stored.as_ref()).arg("").clone(),
+    }
 }
 
 /// The read a write of reference fields adds to its own atomic unit, first,
@@ -74,7 +89,8 @@ pub(crate) struct Prior {
 impl PriorRead {
     /// The read for a write of `key` that changes `changed` (each field
     /// with its new text; `None`: removed); `None` where no recheck
-    /// follows the write (one slot, or no reference field set).
+    /// follows the write (no reference field set to a target in another
+    /// slot).
     pub(crate) fn of<'t, M: Model>(
         db: &Db,
         key: &str,
@@ -87,7 +103,11 @@ impl PriorRead {
         let names: Vec<&'static str> = changed
             .into_iter()
             .inspect(|(name, text)| {
-                sets_reference |= text.is_some() && M::REFERENCES.iter().any(|r| r.field == *name);
+                let elsewhere = |text: &[u8]| {
+                    std::str::from_utf8(text).is_ok_and(|target| !in_unit(db, key, target))
+                };
+                sets_reference |=
+                    text.is_some_and(elsewhere) && M::REFERENCES.iter().any(|r| r.field == *name);
             })
             .map(|(name, _)| name)
             .collect();
@@ -128,9 +148,11 @@ impl PriorRead {
     }
 }
 
-/// In the cluster layout, the objects that reference fields name are in
-/// other slots: each is checked just before the write, not with it. So
-/// after the write each target is marked ([`REFS_FIELD`]), guarded by its
+/// In the cluster layout, the objects that reference fields name may be
+/// in other slots: each of those is checked just before the write, not
+/// with it (a target in the object's slot is a guard of the write's own
+/// unit, marked there: see [`reference_marks`]). So after the write each
+/// target in another slot is marked ([`REFS_FIELD`]), guarded by its
 /// existence, in its own slot. A cascading delete WATCHes its admin while
 /// it looks for referrers, so a mark that lands before its EXEC aborts
 /// it, and the next attempt sees the reference (written before the mark).
@@ -158,7 +180,7 @@ pub(crate) async fn recheck_references<M: Model>(
         return Ok(());
     }
     for (reference, target) in references_in::<M>(set) {
-        if target_holds(db, reference, target).await? {
+        if in_unit(db, key, target) || target_holds(db, reference, target).await? {
             continue;
         }
         match prior {
@@ -174,17 +196,11 @@ pub(crate) async fn recheck_references<M: Model>(
     Ok(())
 }
 
-/// Marks `target` (or, for an unmarked reference, reads it), guarded by
-/// its existence. Whether it exists.
+/// Marks `target`, guarded by its existence. Whether it exists.
 async fn target_holds(db: &Db, reference: &Reference, target: &str) -> Result<bool> {
-    let stored = db.stored(target);
     let mut unit = Plan::new();
-    unit.step().guard(stored.as_ref());
-    if reference.marked {
-        unit.add_ignored(mark(db, target));
-    } else {
-        unit.add_ignored(cmd("EXISTS").arg(stored.as_ref()).clone());
-    }
+    unit.step().guard(db.stored(target).into_owned());
+    unit.add_ignored(mark(db, reference, target));
     match unit.run::<()>(db).await {
         Ok(()) => Ok(true),
         Err(Error::NotFound { .. }) => Ok(false),

@@ -335,6 +335,26 @@ pub(crate) fn help_reply(version: crate::RedisVersion, container: &str, lines: &
     reply::array(items)
 }
 
+/// A HELP text whose lines differ between the versions the engine follows:
+/// each version's lines, as its redis-server prints them (without the
+/// first line and HELP's own, which [`help_reply`] adds).
+pub(crate) struct HelpText {
+    /// Redis 7.0.15's lines.
+    pub(crate) v7_0: &'static [&'static str],
+    /// Redis 7.4.1's lines.
+    pub(crate) v7_4: &'static [&'static str],
+}
+
+impl HelpText {
+    /// The lines `version` prints.
+    pub(crate) fn lines(&self, version: crate::RedisVersion) -> &'static [&'static str] {
+        match version {
+            crate::RedisVersion::V7_0 => self.v7_0,
+            crate::RedisVersion::V7_4 => self.v7_4,
+        }
+    }
+}
+
 /// The world a command sees: the whole store (SELECT, FLUSHALL and MOVE
 /// need it), the selected database and the time.
 pub(crate) struct Ctx<'a> {

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::{help_reply, CmdResult, Ctx, Spec};
+use super::{help_reply, CmdResult, Ctx, HelpText, Spec};
 use crate::args::is;
 use crate::error::CmdError;
 use crate::keyspace::Entry;
@@ -363,11 +363,21 @@ fn protocol(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(help_reply(ctx.store.version, "debug", HELP))
+    Ok(help_reply(
+        ctx.store.version,
+        "debug",
+        HELP.lines(ctx.store.version),
+    ))
 }
 
+/// DEBUG HELP, each version's.
+const HELP: HelpText = HelpText {
+    v7_0: HELP_7_0,
+    v7_4: HELP_7_4,
+};
+
 /// Redis 7.0.15's DEBUG HELP, every subcommand of its DEBUG.
-const HELP: &[&str] = &[
+const HELP_7_0: &[&str] = &[
     "AOF-FLUSH-SLEEP <microsec>",
     "    Server will sleep before flushing the AOF, this is used for testing.",
     "ASSERT",
@@ -469,6 +479,114 @@ const HELP: &[&str] = &[
     "    In case RESET is provided the peak reset time will be restored to the default value",
     "REPLYBUFFER RESIZING <0|1>",
     "    Enable or disable the reply buffer resize cron job",
+    "CLUSTERLINK KILL <to|from|all> <node-id>",
+    "    Kills the link based on the direction to/from (both) with the provided node.",
+];
+
+/// Redis 7.4.1's DEBUG HELP, every subcommand of its DEBUG (the engine
+/// serves the few its module doc names).
+const HELP_7_4: &[&str] = &[
+    "AOF-FLUSH-SLEEP <microsec>",
+    "    Server will sleep before flushing the AOF, this is used for testing.",
+    "ASSERT",
+    "    Crash by assertion failed.",
+    "CHANGE-REPL-ID",
+    "    Change the replication IDs of the instance.",
+    "    Dangerous: should be used only for testing the replication subsystem.",
+    "CONFIG-REWRITE-FORCE-ALL",
+    "    Like CONFIG REWRITE but writes all configuration options, including",
+    "    keywords not listed in original configuration file or default values.",
+    "CRASH-AND-RECOVER [<milliseconds>]",
+    "    Hard crash and restart after a <milliseconds> delay (default 0).",
+    "DIGEST",
+    "    Output a hex signature representing the current DB content.",
+    "DIGEST-VALUE <key> [<key> ...]",
+    "    Output a hex signature of the values of all the specified keys.",
+    "ERROR <string>",
+    "    Return a Redis protocol error with <string> as message. Useful for clients",
+    "    unit tests to simulate Redis errors.",
+    "LEAK <string>",
+    "    Create a memory leak of the input string.",
+    "LOG <message>",
+    "    Write <message> to the server log.",
+    "HTSTATS <dbid> [full]",
+    "    Return hash table statistics of the specified Redis database.",
+    "HTSTATS-KEY <key> [full]",
+    "    Like HTSTATS but for the hash table stored at <key>'s value.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
+    "REPLICATE <string>",
+    "    Replicates the provided string to replicas, allowing data divergence.",
+    "OBJECT <key>",
+    "    Show low level info about `key` and associated value.",
+    "DROP-CLUSTER-PACKET-FILTER <packet-type>",
+    "    Drop all packets that match the filtered type. Set to -1 allow all packets.",
+    "OOM",
+    "    Crash the server simulating an out-of-memory error.",
+    "PANIC",
+    "    Crash the server simulating a panic.",
+    "POPULATE <count> [<prefix>] [<size>]",
+    "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+    "    it is used instead of the 'key' prefix. These are not propagated to",
+    "    replicas. Cluster slots are not respected so keys not belonging to the",
+    "    current node can be created in cluster mode.",
+    "PROTOCOL <type>",
+    "    Reply with a test value of the specified type. <type> can be: string,",
+    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+    "    true, false.",
+    "RELOAD [option ...]",
+    "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
+    "    * MERGE: conflicting keys will be loaded from RDB.",
+    "    * NOFLUSH: the existing database will not be removed before load, but",
+    "      conflicting keys will generate an exception and kill the server.",
+    "    * NOSAVE: the database will be loaded from an existing RDB file.",
+    "    Examples:",
+    "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
+    "      the database.",
+    "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
+    "      existing RDB file.",
+    "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
+    "      file to the database.",
+    "RESTART [<milliseconds>]",
+    "    Graceful restart: save config, db, restart after a <milliseconds> delay (default 0).",
+    "SDSLEN <key>",
+    "    Show low level SDS string info representing `key` and value.",
+    "SEGFAULT",
+    "    Crash the server with sigsegv.",
+    "SET-ACTIVE-EXPIRE <0|1>",
+    "    Setting it to 0 disables expiring keys (and hash-fields) in background ",
+    "    when they are not accessed (otherwise the Redis behavior). Setting it",
+    "    to 1 reenables back the default.",
+    "QUICKLIST-PACKED-THRESHOLD <size>",
+    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+    "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+    "SET-SKIP-CHECKSUM-VALIDATION <0|1>",
+    "    Enables or disables checksum checks for RDB files and RESTORE's payload.",
+    "SLEEP <seconds>",
+    "    Stop the server for <seconds>. Decimals allowed.",
+    "STRINGMATCH-TEST",
+    "    Run a fuzz tester against the stringmatchlen() function.",
+    "STRUCTSIZE",
+    "    Return the size of different Redis core C structures.",
+    "LISTPACK <key>",
+    "    Show low level info about the listpack encoding of <key>.",
+    "QUICKLIST <key> [<0|1>]",
+    "    Show low level info about the quicklist encoding of <key>.",
+    "    The optional argument (0 by default) sets the level of detail",
+    "CLIENT-EVICTION",
+    "    Show low level client eviction pools info (maxmemory-clients).",
+    "PAUSE-CRON <0|1>",
+    "    Stop periodic cron job processing.",
+    "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
+    "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
+    "    In case NEVER is provided the last observed peak will never be reset",
+    "    In case RESET is provided the peak reset time will be restored to the default value",
+    "REPLYBUFFER RESIZING <0|1>",
+    "    Enable or disable the reply buffer resize cron job",
+    "DICT-RESIZING <0|1>",
+    "    Enable or disable the main dict and expire dict resizing.",
+    "SCRIPT <LIST|<sha>>",
+    "    Output SHA and content of all scripts or of a specific script with its SHA.",
     "CLUSTERLINK KILL <to|from|all> <node-id>",
     "    Kills the link based on the direction to/from (both) with the provided node.",
 ];

@@ -385,3 +385,74 @@ fn info_counts_expired_fields_from_7_4() {
     run(&mut c, "CONFIG RESETSTAT");
     assert!(stats(&mut c).contains("expired_subkeys:0\r\n"));
 }
+
+/// The containers whose HELP the engine serves, each with redis-server
+/// 7.0.15's and 7.4.1's replies to it (one line a simple string, as
+/// `redis-cli --raw` prints them) checked in under `testdata/`.
+macro_rules! help_texts {
+    ($($name:literal => $file:literal),* $(,)?) => {
+        &[$((
+            $name,
+            include_str!(concat!("testdata/redis-7.0.15/", $file)),
+            include_str!(concat!("testdata/redis-7.4.1/", $file)),
+        )),*]
+    };
+}
+
+/// `(container, 7.0.15's HELP, 7.4.1's HELP)`.
+const HELP_TEXTS: &[(&str, &str, &str)] = help_texts! {
+    "ACL" => "acl-help.txt",
+    "CLIENT" => "client-help.txt",
+    "CLUSTER" => "cluster-help.txt",
+    "COMMAND" => "command-help.txt",
+    "CONFIG" => "config-help.txt",
+    "DEBUG" => "debug-help.txt",
+    "FUNCTION" => "function-help.txt",
+    "LATENCY" => "latency-help.txt",
+    "MEMORY" => "memory-help.txt",
+    "MODULE" => "module-help.txt",
+    "OBJECT" => "object-help.txt",
+    "PUBSUB" => "pubsub-help.txt",
+    "SCRIPT" => "script-help.txt",
+    "SLOWLOG" => "slowlog-help.txt",
+    "XGROUP" => "xgroup-help.txt",
+    "XINFO" => "xinfo-help.txt",
+};
+
+/// `container HELP`'s lines, which must all be simple strings.
+fn help_lines(c: &mut crate::Connection, container: &str) -> Vec<String> {
+    let Value::Array(items) = run(c, &format!("{container} HELP")) else {
+        panic!("{container} HELP is not an array");
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            Value::SimpleString(line) => line,
+            other => panic!("{container} HELP has a line {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn help_replies_are_redis_7_4_1_lines_in_7_4_mode() {
+    let (_, mut c) = clocked_74(0);
+    for (container, _, expected) in HELP_TEXTS {
+        assert_eq!(
+            help_lines(&mut c, container),
+            expected.lines().collect::<Vec<_>>(),
+            "{container} HELP"
+        );
+    }
+}
+
+#[test]
+fn help_replies_are_redis_7_0_15_lines_in_7_0_mode() {
+    let (_, mut c) = clocked(0);
+    for (container, expected, _) in HELP_TEXTS {
+        assert_eq!(
+            help_lines(&mut c, container),
+            expected.lines().collect::<Vec<_>>(),
+            "{container} HELP"
+        );
+    }
+}

@@ -433,9 +433,18 @@ fn help_lines(c: &mut crate::Connection, container: &str) -> Vec<String> {
         .collect()
 }
 
+/// A client of an engine of `version` in cluster mode, where CLUSTER HELP
+/// answers as on redis-server with `cluster-enabled yes`.
+fn cluster_node(version: super::RedisVersion) -> crate::Connection {
+    crate::Engine::new()
+        .with_version(version)
+        .with_cluster_mode()
+        .connection()
+}
+
 #[test]
 fn help_replies_are_redis_7_4_1_lines_in_7_4_mode() {
-    let (_, mut c) = clocked_74(0);
+    let mut c = cluster_node(super::RedisVersion::V7_4);
     for (container, _, expected) in HELP_TEXTS {
         assert_eq!(
             help_lines(&mut c, container),
@@ -447,7 +456,7 @@ fn help_replies_are_redis_7_4_1_lines_in_7_4_mode() {
 
 #[test]
 fn help_replies_are_redis_7_0_15_lines_in_7_0_mode() {
-    let (_, mut c) = clocked(0);
+    let mut c = cluster_node(super::RedisVersion::V7_0);
     for (container, expected, _) in HELP_TEXTS {
         assert_eq!(
             help_lines(&mut c, container),

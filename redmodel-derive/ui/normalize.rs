@@ -70,8 +70,9 @@ fn message_of(message: &str, paths: &Paths) -> Option<String> {
         if let Some((indent, arrow, location)) = arrow(line) {
             margin = Some(indent);
             let (path, position) = split_position(location);
-            elsewhere = !path.starts_with(&paths.cases);
-            let location = match path.strip_prefix(&paths.cases) {
+            let case_file = path.strip_prefix(&paths.cases);
+            elsewhere = case_file.is_none();
+            let location = match case_file {
                 Some(file) => format!("{}{file}{position}", paths.shown),
                 None => machine_free(path, &paths.workspace),
             };

@@ -38,6 +38,10 @@
 //! Figures in objects per second, with the model's requests per batch
 //! (`Db::round_trips`: each write's request counts one, however many
 //! travel together), for new objects and for the same objects again.
+//!
+//! `--only page` (or `bulk`) runs one case; `--on e` (the engine) or `s`
+//! (redis-server) one backend; `BENCH_SIDE=model` (or `hand`) times that
+//! side alone: as when profiling one.
 
 use std::process::ExitCode;
 
@@ -45,7 +49,8 @@ use redmodel::prelude::*;
 use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
 use redmodel_suite::RedisServer;
 
-const USAGE: &str = "usage: bench_query [--reps N] [--millis MS] [--objects N]";
+const USAGE: &str =
+    "usage: bench_query [--reps N] [--millis MS] [--objects N] [--only page|bulk] [--on e|s|es]";
 
 /// The largest batch of the bulk write case.
 const BATCH: u32 = 10_000;
@@ -201,24 +206,32 @@ async fn measure(name: &str, db: &Db, options: &Options, objects: u32) -> Result
     let trips = db.round_trips() - before;
     let (mut models, mut hands) = (Vec::new(), Vec::new());
     for _ in 0..options.reps {
-        models.push(
-            ops_per_sec(options.run, async || {
-                model_page(db, &query).await.map(|_| 1)
-            })
-            .await
-            .map_err(|e| e.to_string())?,
-        );
-        hands.push(
-            ops_per_sec(options.run, async || hand_page(db, walk).await.map(|_| 1))
+        if timed("model") {
+            models.push(
+                ops_per_sec(options.run, async || {
+                    model_page(db, &query).await.map(|_| 1)
+                })
                 .await
                 .map_err(|e| e.to_string())?,
-        );
+            );
+        }
+        if timed("hand") {
+            hands.push(
+                ops_per_sec(options.run, async || hand_page(db, walk).await.map(|_| 1))
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
     }
     print_row(name, models, hands, &trips);
     Ok(())
 }
 
-/// The model's bulk write of `books`: how many were written.
+/// Whether the side `name` is timed: `BENCH_SIDE` names it, or is unset.
+fn timed(name: &str) -> bool {
+    std::env::var("BENCH_SIDE").map_or(true, |side| side == name)
+}
+
 /// One backend's row: the medians of the model's and the hand-written
 /// rates, their ratio, and the model's requests.
 fn print_row(name: &str, models: Vec<f64>, hands: Vec<f64>, trips: &dyn std::fmt::Display) {
@@ -231,6 +244,7 @@ fn print_row(name: &str, models: Vec<f64>, hands: Vec<f64>, trips: &dyn std::fmt
     );
 }
 
+/// The model's bulk write of `books`: how many were written.
 async fn model_bulk(db: &Db, books: &[Book]) -> redmodel::Result<usize> {
     for result in Book::insert_many(db, books).await {
         result.map_err(|e| e.error)?;
@@ -294,16 +308,20 @@ async fn measure_bulk(name: &str, db: &Db, options: &Options, batch: u32) -> Res
     let trips = trips.join(" / ");
     let (mut models, mut hands) = (Vec::new(), Vec::new());
     for _ in 0..options.reps {
-        models.push(
-            ops_per_sec(options.run, async || model_bulk(db, &books).await)
-                .await
-                .map_err(|e| e.to_string())?,
-        );
-        hands.push(
-            ops_per_sec(options.run, async || hand_bulk(db, &books).await)
-                .await
-                .map_err(|e| e.to_string())?,
-        );
+        if timed("model") {
+            models.push(
+                ops_per_sec(options.run, async || model_bulk(db, &books).await)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        if timed("hand") {
+            hands.push(
+                ops_per_sec(options.run, async || hand_bulk(db, &books).await)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
     }
     let written = Book::YEAR_SORTED.len(db).await.map_err(|e| e.to_string())?;
     if written != u64::from(batch) {
@@ -315,39 +333,62 @@ async fn measure_bulk(name: &str, db: &Db, options: &Options, batch: u32) -> Res
     Ok(())
 }
 
-async fn run(options: &Options, objects: u32) -> Result<(), String> {
-    println!(
-        "a page of 20 of a tag ∩ range query over {objects} books, newest first; {} runs of {:?} each, medians",
-        options.reps, options.run
-    );
-    println!(
-        "| backend | model pages/s | hand-written pages/s | model / hand | model round trips |"
-    );
-    println!("|---|---|---|---|---|");
-    let memory = Db::memory();
-    measure("engine in process", &memory, options, objects).await?;
-    let server = RedisServer::start().map_err(|e| format!("redis-server: {e}"))?;
-    let db = Db::connect(&server.url())
-        .await
-        .map_err(|e| e.to_string())?;
-    measure("redis-server", &db, options, objects).await?;
-
-    let batch = objects.min(BATCH);
-    println!();
-    println!("insert_many of {batch} books (a sorted year, two tags) against a hand-written pipeline of the same writes");
-    println!("| backend | model objects/s | hand-written objects/s | model / hand | model requests per batch, new / again |");
-    println!("|---|---|---|---|---|");
-    measure_bulk("engine in process", &memory, options, batch).await?;
-    measure_bulk("redis-server", &db, options, batch).await
+async fn run(options: &Options, objects: u32, on: &str) -> Result<(), String> {
+    let mut backends = Vec::new();
+    if on.contains('e') {
+        backends.push(("engine in process", Db::memory(), None));
+    }
+    if on.contains('s') {
+        let server = RedisServer::start().map_err(|e| format!("redis-server: {e}"))?;
+        let db = Db::connect(&server.url())
+            .await
+            .map_err(|e| e.to_string())?;
+        backends.push(("redis-server", db, Some(server)));
+    }
+    let only = options.only.as_deref();
+    if only.is_none_or(|o| o == "page") {
+        println!(
+            "a page of 20 of a tag ∩ range query over {objects} books, newest first; {} runs of {:?} each, medians",
+            options.reps, options.run
+        );
+        println!(
+            "| backend | model pages/s | hand-written pages/s | model / hand | model round trips |"
+        );
+        println!("|---|---|---|---|---|");
+        for (name, db, _) in &backends {
+            measure(name, db, options, objects).await?;
+        }
+        println!();
+    }
+    if only.is_none_or(|o| o == "bulk") {
+        let batch = objects.min(BATCH);
+        println!("insert_many of {batch} books (a sorted year, two tags) against a hand-written pipeline of the same writes");
+        println!("| backend | model objects/s | hand-written objects/s | model / hand | model requests per batch, new / again |");
+        println!("|---|---|---|---|---|");
+        for (name, db, _) in &backends {
+            measure_bulk(name, db, options, batch).await?;
+        }
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {
     let mut objects = 100_000;
-    let options = match Options::new(5, 1000).parse(
-        std::env::args().skip(1),
-        USAGE,
-        &mut [("--objects", &mut objects)],
-    ) {
+    // `--on LABELS` is taken out before the shared options are read.
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut on = "es".to_string();
+    if let Some(at) = args.iter().position(|a| a == "--on") {
+        match args.get(at + 1) {
+            Some(labels) => on = labels.clone(),
+            None => {
+                eprintln!("{USAGE}");
+                return ExitCode::FAILURE;
+            }
+        }
+        args.drain(at..at + 2);
+    }
+    let options = match Options::new(5, 1000).parse(args, USAGE, &mut [("--objects", &mut objects)])
+    {
         Ok(options) => options,
         Err(message) => {
             eprintln!("{message}");
@@ -357,7 +398,7 @@ fn main() -> ExitCode {
     let objects = u32::try_from(objects).unwrap_or(u32::MAX);
     let outcome = runtime()
         .map_err(|e| e.to_string())
-        .and_then(|rt| rt.block_on(run(&options, objects)));
+        .and_then(|rt| rt.block_on(run(&options, objects, &on)));
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {

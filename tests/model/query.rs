@@ -360,6 +360,59 @@ backend_tests! {
         Ok::<(), Error>(())
     }
 
+    /// A page starts just past its cursor's item in the query's order,
+    /// among items of equal score too, whether that item is still there,
+    /// gone, or moved to another score.
+    exclusive async fn a_page_resumes_past_its_cursor_item_gone_or_moved(ctx) {
+        for db in ctx.layouts() {
+            flush(&ctx).await?;
+            let db = &db;
+            let book = |id: u32, year: u16| QBook {
+                id,
+                isbn: None,
+                year,
+                rating: None,
+                tags: vec!["rust".to_string()],
+                langs: BTreeSet::new(),
+                touched: None,
+            };
+            for id in 1..=9 {
+                book(id, if id > 6 { 2021 } else { 2020 }).insert(db).await?;
+            }
+            let query = QBook::query()
+                .filter(QBook::TAGS_TAGS.has("rust"))
+                .order_by(QBook::YEAR_SORTED.desc())
+                .limit(2);
+            let mut pages = Vec::new();
+            let mut cursor = None;
+            loop {
+                let page = query.page(db, cursor.as_ref()).await?;
+                let items = ids(&page.items);
+                // The cursor's item goes (page 1) or moves ahead of the
+                // cursor (page 2) before the next page is asked for.
+                match pages.len() {
+                    0 => {
+                        QBook::delete(db, items[1]).await?;
+                    }
+                    1 => {
+                        book(items[1], 2025).insert(db).await?;
+                    }
+                    _ => {}
+                }
+                pages.push(items);
+                match page.next {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            assert_eq!(pages, [vec![9, 8], vec![7, 6], vec![5, 4], vec![3, 2], vec![1]]);
+            for id in 1..=9 {
+                QBook::delete(db, id).await?;
+            }
+        }
+        Ok::<(), Error>(())
+    }
+
     /// A reader pages through a query 20 at a time while 8 tasks insert,
     /// update and delete: every object in the result from start to finish
     /// is seen exactly once, and no object deleted before a page was asked

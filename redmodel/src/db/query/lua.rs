@@ -1,7 +1,8 @@
 //! The walk of a query page as one Lua script, for a server in the plain
 //! layout: the page's keys in one round trip, whatever the tests reject.
 //!
-//! `ARGV`: how many items to find (0: all), the chunk size, the order
+//! `ARGV`: how many items to find (0: all), the first chunk's size (each
+//! next chunk is twice as large, up to `CHUNK_MAX`), the order
 //! (`key`, `asc`, `desc`), whether an `after` item is given, its score and
 //! key; the source (`holder`, `scores`, `inter`, `union`, `list`), its
 //! argument count and arguments (a sorted source: its key and its
@@ -17,7 +18,7 @@
 
 use std::sync::LazyLock;
 
-use super::walk::{bound_arg, chunk, score_text, Found};
+use super::walk::{bound_arg, chunk, score_text, Found, CHUNK_MAX};
 use super::{Bounds, Order, Source, Test, Walk};
 use crate::db::script::Lua;
 use crate::{Db, Result};
@@ -60,34 +61,61 @@ for t = 1, tonumber(ARGV[at]) do
   tests[t] = {ARGV[at + 1], args}
   at = at + 2 + n
 end
-local function passes(m)
+-- Those of the candidates `ms` that pass every test, in order: one
+-- command per test for the whole chunk (SMISMEMBER, ZMSCORE), not one
+-- per candidate, each asked of the candidates the tests before it kept.
+local function passing(ms)
   for _, t in ipairs(tests) do
-    local k, a = t[1], t[2]
+    if #ms == 0 then return ms end
+    local k, a, n, left = t[1], t[2], #ms, {}
     if k == 'in' then
-      if (redis.call('SISMEMBER', a[1], m) == 1) ~= (a[2] == '1') then return false end
-    elseif k == 'any' then
-      local found = false
-      for _, set in ipairs(a) do
-        if redis.call('SISMEMBER', set, m) == 1 then found = true break end
+      local r, has = redis.call('SMISMEMBER', a[1], unpack(ms)), a[2] == '1'
+      for i = 1, n do
+        if (r[i] == 1) == has then left[#left + 1] = ms[i] end
       end
-      if not found then return false end
+    elseif k == 'any' then
+      local any = {}
+      for _, set in ipairs(a) do
+        local r = redis.call('SMISMEMBER', set, unpack(ms))
+        for i = 1, n do
+          if r[i] == 1 then any[i] = true end
+        end
+      end
+      for i = 1, n do
+        if any[i] then left[#left + 1] = ms[i] end
+      end
     elseif k == 'score' then
-      local s = redis.call('ZSCORE', a[1], m)
-      if not s or not within(num(s), a[2], a[3]) then return false end
+      local r = redis.call('ZMSCORE', a[1], unpack(ms))
+      for i = 1, n do
+        if r[i] and within(num(r[i]), a[2], a[3]) then left[#left + 1] = ms[i] end
+      end
     elseif k == 'holder' then
-      if redis.call('LINDEX', a[1], 0) ~= m then return false end
+      local h = redis.call('LINDEX', a[1], 0)
+      for i = 1, n do
+        if h == ms[i] then left[#left + 1] = ms[i] end
+      end
     elseif k == 'list' then
-      if not redis.call('LPOS', a[1], m) then return false end
+      for i = 1, n do
+        if redis.call('LPOS', a[1], ms[i]) then left[#left + 1] = ms[i] end
+      end
     end
+    ms = left
   end
-  return redis.call('EXISTS', m) == 1
+  return ms
 end
 local out, count = {}, 0
-local function push(m, s)
-  out[#out + 1] = m
-  out[#out + 1] = s
-  count = count + 1
-  return want > 0 and count >= want
+-- Keeps the candidates of `ms` that pass and whose object exists, in
+-- order, until the page is full; the kept ones, and whether it is full.
+local function keep(ms)
+  local kept = {}
+  for _, m in ipairs(passing(ms)) do
+    if redis.call('EXISTS', m) == 1 then
+      kept[#kept + 1] = m
+      count = count + 1
+      if want > 0 and count >= want then return kept, true end
+    end
+  end
+  return kept, false
 end
 if order == 'key' then
   local keys
@@ -99,63 +127,81 @@ if order == 'key' then
   elseif kind == 'union' then keys = redis.call('SUNION', unpack(src))
   else keys = redis.call('LRANGE', src[1], 0, -1) end
   table.sort(keys, less)
-  local last
+  local cands, last = {}, nil
   for _, m in ipairs(keys) do
-    if m ~= last and (not resume or less(rk, m)) and passes(m) then
-      if push(m, '0') then break end
-    end
+    if m ~= last and (not resume or less(rk, m)) then cands[#cands + 1] = m end
     last = m
+  end
+  local pos = 1
+  while pos <= #cands do
+    local chunk = {}
+    for i = pos, math.min(pos + size - 1, #cands) do chunk[#chunk + 1] = cands[i] end
+    local kept, full = keep(chunk)
+    for _, m in ipairs(kept) do
+      out[#out + 1] = m
+      out[#out + 1] = '0'
+    end
+    if full then return out end
+    pos = pos + #chunk
+    size = math.min(size * 2, CHUNK_MAX)
   end
   return out
 end
 local desc = order == 'desc'
 local key, lo, hi = src[1], src[2], src[3]
-local rsn = num(rs)
--- The walk goes down (or up) the sorted set a chunk at a time: each next
--- chunk starts at the last score read, past the items of that score read
--- already (`offset`), so a run of equal scores costs no re-reading.
-local lo2, hi2 = lo, hi
-local at = nil
+-- The walk goes by rank, which the script's atomicity keeps still: the
+-- range's first and last ranks in the walk's order come from ZCOUNT
+-- (O(log n)), each chunk is a ZRANGE by rank, and no score travels but
+-- those of the items kept (ZMSCORE). A bound's complement: the scores
+-- below `(x` are those up to `x`, and the reverse.
+local function flip(b)
+  if string.sub(b, 1, 1) == '(' then return string.sub(b, 2) end
+  return '(' .. b
+end
+local pos
+if desc then pos = redis.call('ZCOUNT', key, flip(hi), '+inf')
+else pos = redis.call('ZCOUNT', key, '-inf', flip(lo)) end
+local stop = pos + redis.call('ZCOUNT', key, lo, hi)
 if resume then
-  if desc then
-    local b, bo = bound(hi)
-    if rsn < b or (rsn == b and not bo) then hi2, at = rs, rs end
+  -- The rank just past the `after` item: its own, if it is still there
+  -- with its score; else past every item before it in the walk's order.
+  local after
+  local s = redis.call('ZSCORE', key, rk)
+  if s and num(s) == num(rs) then
+    if desc then after = redis.call('ZREVRANK', key, rk)
+    else after = redis.call('ZRANK', key, rk) end
+    after = after + 1
   else
-    local a, ao = bound(lo)
-    if rsn > a or (rsn == a and not ao) then lo2, at = rs, rs end
-  end
-end
-local offset = 0
-while true do
-  local r
-  if desc then
-    r = redis.call('ZRANGE', key, hi2, lo2, 'BYSCORE', 'REV', 'LIMIT', offset, size, 'WITHSCORES')
-  else
-    r = redis.call('ZRANGE', key, lo2, hi2, 'BYSCORE', 'LIMIT', offset, size, 'WITHSCORES')
-  end
-  for i = 1, #r, 2 do
-    local m, st = r[i], r[i + 1]
-    local ok = true
-    if resume then
-      local s = num(st)
-      if desc then ok = s < rsn or (s == rsn and less(m, rk))
-      else ok = s > rsn or (s == rsn and less(rk, m)) end
+    if desc then after = redis.call('ZCOUNT', key, '(' .. rs, '+inf')
+    else after = redis.call('ZCOUNT', key, '-inf', '(' .. rs) end
+    for _, m in ipairs(redis.call('ZRANGE', key, rs, rs, 'BYSCORE')) do
+      if (desc and less(rk, m)) or (not desc and less(m, rk)) then after = after + 1 end
     end
-    if ok and passes(m) and push(m, st) then return out end
   end
-  if #r / 2 < size then return out end
-  local last, ties = r[#r], 0
-  for i = #r, 2, -2 do
-    if r[i] ~= last then break end
-    ties = ties + 1
-  end
-  if last == at then offset = offset + ties else offset = ties end
-  at = last
-  if desc then hi2 = last else lo2 = last end
+  if after > pos then pos = after end
 end
+while pos < stop do
+  local last = math.min(pos + size, stop) - 1
+  local r
+  if desc then r = redis.call('ZRANGE', key, pos, last, 'REV')
+  else r = redis.call('ZRANGE', key, pos, last) end
+  local kept, full = keep(r)
+  if #kept > 0 then
+    local scores = redis.call('ZMSCORE', key, unpack(kept))
+    for i, m in ipairs(kept) do
+      out[#out + 1] = m
+      out[#out + 1] = scores[i]
+    end
+  end
+  if full or #r == 0 then return out end
+  pos = last + 1
+  size = math.min(size * 2, CHUNK_MAX)
+end
+return out
 ";
 
-static SCRIPT: LazyLock<Lua> = LazyLock::new(|| Lua::new(WALK));
+static SCRIPT: LazyLock<Lua> =
+    LazyLock::new(|| Lua::new(&WALK.replace("CHUNK_MAX", &CHUNK_MAX.to_string())));
 
 /// The walk as the script; `None` if the server refuses scripts.
 pub(super) async fn run(db: &Db, w: &Walk) -> Result<Option<Found>> {

@@ -17,7 +17,10 @@ const CHUNK_MIN: usize = 16;
 /// The most candidates one chunk reads and tests.
 pub(super) const CHUNK_MAX: usize = 512;
 
-/// How many candidates a chunk of a walk for `limit` items reads.
+/// How many candidates the first chunk of a walk for `limit` items
+/// reads. Each next chunk reads twice as many, up to [`CHUNK_MAX`]: a
+/// query whose tests reject most candidates reaches its page in a few
+/// chunks, and one whose tests pass most reads little more than it needs.
 pub(super) fn chunk(limit: Option<usize>) -> usize {
     limit.map_or(CHUNK_MAX, |l| {
         l.saturating_add(1).clamp(CHUNK_MIN, CHUNK_MAX)
@@ -34,6 +37,10 @@ pub(crate) struct Found {
 
 /// Runs batches of commands, replying one value per command.
 pub(super) trait Batches {
+    /// Whether a batch costs no round trip, so that a read may wait for
+    /// the one before it at no cost.
+    const IN_PROCESS: bool;
+
     fn run(&mut self, cmds: Vec<Cmd>) -> impl Future<Output = Result<Vec<Value>>> + Send;
 }
 
@@ -42,6 +49,8 @@ pub(super) trait Batches {
 pub(super) struct Steps<'a>(pub(super) &'a Db);
 
 impl Batches for Steps<'_> {
+    const IN_PROCESS: bool = false;
+
     fn run(&mut self, cmds: Vec<Cmd>) -> impl Future<Output = Result<Vec<Value>>> + Send {
         let db = self.0;
         async move {
@@ -58,6 +67,8 @@ impl Batches for Steps<'_> {
 pub(super) struct InProcess<'a, 'b>(pub(super) &'a mut Atomic<'b>);
 
 impl Batches for InProcess<'_, '_> {
+    const IN_PROCESS: bool = true;
+
     fn run(&mut self, cmds: Vec<Cmd>) -> impl Future<Output = Result<Vec<Value>>> + Send {
         let replies = cmds
             .iter()
@@ -74,7 +85,7 @@ impl Batches for InProcess<'_, '_> {
 pub(super) async fn walk<B: Batches>(b: &mut B, w: &Walk) -> Result<Found> {
     let want = w.limit.map(|l| l.saturating_add(1));
     let full = |items: &Vec<(String, f64)>| want.is_some_and(|n| items.len() >= n);
-    let size = chunk(w.limit);
+    let mut size = chunk(w.limit);
     let mut items = Vec::new();
     match (w.order, &w.source) {
         (Order::Score { desc }, Source::Scores { key, bounds }) => {
@@ -97,6 +108,7 @@ pub(super) async fn walk<B: Batches>(b: &mut B, w: &Walk) -> Result<Found> {
                 if full(&items) || exhausted {
                     break;
                 }
+                size = grown(size);
             }
         }
         (_, source) => {
@@ -106,7 +118,11 @@ pub(super) async fn walk<B: Batches>(b: &mut B, w: &Walk) -> Result<Found> {
             if let Some(after) = &w.after {
                 keys.retain(|k| k.as_str() > after.key.as_str());
             }
-            for part in keys.chunks(size) {
+            let mut rest = keys.as_slice();
+            while !rest.is_empty() {
+                let (part, after) = rest.split_at(size.min(rest.len()));
+                rest = after;
+                size = grown(size);
                 let refs: Vec<&str> = part.iter().map(String::as_str).collect();
                 let pass = passing(b, &w.tests, &refs).await?;
                 for (key, ok) in part.iter().zip(pass) {
@@ -125,6 +141,11 @@ pub(super) async fn walk<B: Batches>(b: &mut B, w: &Walk) -> Result<Found> {
         items.truncate(limit);
     }
     Ok(Found { items, more })
+}
+
+/// The size of the chunk after one of `size`.
+fn grown(size: usize) -> usize {
+    size.saturating_mul(2).min(CHUNK_MAX)
 }
 
 /// A score bound as ZRANGE BYSCORE takes it.
@@ -242,11 +263,43 @@ async fn candidates<B: Batches>(b: &mut B, source: &Source) -> Result<Vec<String
 }
 
 /// Which of `keys` pass every test and name an existing object: one
-/// batch of the tests' reads and one EXISTS per key.
+/// batch of the tests' reads and an EXISTS per key. In process the
+/// EXISTS follow the tests, for the keys that passed them only; from the
+/// client they go in the tests' batch, for every key, to save a round
+/// trip.
 async fn passing<B: Batches>(b: &mut B, tests: &[Test], keys: &[&str]) -> Result<Vec<bool>> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
+    let exists = |key: &str| {
+        let mut c = cmd("EXISTS");
+        c.arg(key);
+        c
+    };
+    let mut cmds = tests_reads(tests, keys);
+    if !B::IN_PROCESS {
+        cmds.extend(keys.iter().map(|key| exists(key)));
+    }
+    let mut replies = b.run(cmds).await?.into_iter();
+    let mut pass = tests_passed(tests, keys, &mut replies)?;
+    if B::IN_PROCESS {
+        let to_check: Vec<usize> = (0..keys.len()).filter(|&i| pass[i]).collect();
+        let cmds = to_check.iter().map(|&i| exists(keys[i])).collect();
+        replies = b.run(cmds).await?.into_iter();
+        for i in to_check {
+            pass[i] = from(replies.next().ok_or_else(short)?)?;
+        }
+    } else {
+        for p in pass.iter_mut() {
+            let exists: bool = from(replies.next().ok_or_else(short)?)?;
+            *p &= exists;
+        }
+    }
+    Ok(pass)
+}
+
+/// The reads of every test of `keys`, in the tests' order.
+fn tests_reads(tests: &[Test], keys: &[&str]) -> Vec<Cmd> {
     let mut cmds = Vec::new();
     for test in tests {
         match test {
@@ -269,12 +322,16 @@ async fn passing<B: Batches>(b: &mut B, tests: &[Test], keys: &[&str]) -> Result
             }
         }
     }
-    for key in keys {
-        let mut c = cmd("EXISTS");
-        c.arg(*key);
-        cmds.push(c);
-    }
-    let mut replies = b.run(cmds).await?.into_iter();
+    cmds
+}
+
+/// Which of `keys` pass every test, from the replies to
+/// [`tests_reads`].
+fn tests_passed(
+    tests: &[Test],
+    keys: &[&str],
+    replies: &mut impl Iterator<Item = Value>,
+) -> Result<Vec<bool>> {
     let mut next = || replies.next().ok_or_else(short);
     let mut pass = vec![true; keys.len()];
     for test in tests {
@@ -312,10 +369,6 @@ async fn passing<B: Batches>(b: &mut B, tests: &[Test], keys: &[&str]) -> Result
                 and(&mut pass, keys.iter().map(|k| list.iter().any(|l| l == k)));
             }
         }
-    }
-    for p in pass.iter_mut() {
-        let exists: bool = from(next()?)?;
-        *p &= exists;
     }
     Ok(pass)
 }

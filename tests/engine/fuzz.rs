@@ -682,8 +682,11 @@ async fn a_looping_script_is_killed() {
         .await
         .expect("bind a loopback port");
     let client = redis::Client::open(format!("redis://{}", server.local_addr())).expect("url");
+    // Every connection waits as long as the test does (redis-rs's default
+    // response timeout is shorter than a loaded machine's KILL can take).
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(patience));
     let mut control = client
-        .get_multiplexed_async_connection()
+        .get_multiplexed_async_connection_with_config(&config)
         .await
         .expect("connect");
     let _: () = redis::cmd("CONFIG")
@@ -738,8 +741,6 @@ async fn a_looping_script_is_killed() {
         ("FCALL_RO", &["spin_ro", "0"], "FUNCTION"),
     ];
     for (command, args, killer) in loops {
-        // Waits as long as the test does (redis-rs's default is shorter).
-        let config = redis::AsyncConnectionConfig::new().set_response_timeout(Some(patience));
         let mut looping_conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await

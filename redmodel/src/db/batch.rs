@@ -6,8 +6,8 @@
 //! keeps its own atomicity and its own retries; what a batch adds is that
 //! they travel together instead of one after the other:
 //!
-//! - in process, each plan runs at once under the engine's lock (there is
-//!   no round trip to share);
+//! - in process, the plans run one after the other, each at once under
+//!   the engine's lock (there is no round trip to share);
 //! - on a server, the writes in flight share the `Db`'s multiplexed
 //!   connection, which sends the requests queued together in one socket
 //!   write and reads their replies in one pass: a pipeline of every
@@ -24,6 +24,8 @@ use std::future::Future;
 
 use futures_util::stream::{self, StreamExt as _};
 
+use crate::Db;
+
 /// How many writes of a batch are in flight at once: deep enough that a
 /// server's round trip is shared by many writes, bounded so that a batch
 /// of a million holds a window's futures, not a million, and leaves
@@ -31,8 +33,20 @@ use futures_util::stream::{self, StreamExt as _};
 /// that need one (WATCH, where scripts are refused).
 pub(crate) const WINDOW: usize = 256;
 
-/// Runs `writes` at once, at most [`WINDOW`] in flight, and returns their
-/// outcomes in the order given.
-pub(crate) async fn run_each<F: Future>(writes: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+/// Runs `writes` on `db`, at most [`WINDOW`] in flight, and returns their
+/// outcomes in the order given. In process they run one after the other:
+/// each finishes without waiting on a round trip, so running them at once
+/// would only add the cost of polling many futures.
+pub(crate) async fn run_each<F: Future>(
+    db: &Db,
+    writes: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    if db.engine().is_some() {
+        let mut outcomes = Vec::new();
+        for write in writes {
+            outcomes.push(write.await);
+        }
+        return outcomes;
+    }
     stream::iter(writes).buffered(WINDOW).collect().await
 }

@@ -157,7 +157,7 @@ impl<M: Model> ObjectRef<M> {
                 at_item(i, handle.key(), outcome)
             })
             .collect();
-        run_each(writes).await
+        run_each(db, writes).await
     }
 
     /// Sets fields of many objects, each as [`set_many`](Self::set_many)
@@ -209,7 +209,7 @@ impl<M: Model> ObjectRef<M> {
                 }
             })
             .collect();
-        run_each(writes).await
+        run_each(db, writes).await
     }
 
     /// Deletes many objects, each as [`delete`](Self::delete) does, with
@@ -237,6 +237,6 @@ impl<M: Model> ObjectRef<M> {
                 }
             })
             .collect();
-        run_each(writes).await
+        run_each(db, writes).await
     }
 }

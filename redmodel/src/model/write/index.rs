@@ -95,6 +95,9 @@ enum Step {
         field: &'static str,
         parse: fn(&[u8]) -> std::result::Result<Vec<String>, String>,
         new: Vec<String>,
+        /// The field's new text (`None`: absent): an old text equal to it
+        /// holds the same tags, with none to leave or parse.
+        text: Option<Box<[u8]>>,
     },
 }
 
@@ -166,6 +169,7 @@ fn step<M: Model>(db: Option<&Db>, spec: &IndexSpec, new: New<'_>, key: &str) ->
                 Some(text) => tags(text).map_err(invalid)?,
                 None => Vec::new(),
             },
+            text: new.value().map(Box::from),
         },
     })
 }
@@ -383,8 +387,16 @@ fn add_watched<'o, M: Model>(
         }
     }
     for s in steps {
-        if let Step::Tags { field, parse, new } = s {
-            let old: BTreeSet<String> = old_of(field)
+        if let Step::Tags {
+            field,
+            parse,
+            new,
+            text,
+        } = s
+        {
+            let old_text = old_of(field);
+            let old: BTreeSet<String> = old_text
+                .filter(|old| Some(*old) != text.as_deref())
                 .and_then(|t| parse(t).ok())
                 .unwrap_or_default()
                 .into_iter()

@@ -435,21 +435,11 @@ async fn bench(options: Options, objects: usize, on: String) -> ExitCode {
 
 fn main() -> ExitCode {
     let mut objects = 100_000;
-    // `--on LABELS` is taken out before the shared options are read.
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut on = "acd".to_string();
-    if let Some(at) = args.iter().position(|a| a == "--on") {
-        match args.get(at + 1) {
-            Some(labels) => on = labels.clone(),
-            None => {
-                eprintln!("{USAGE}");
-                return ExitCode::from(2);
-            }
-        }
-        args.drain(at..at + 2);
-    }
-    let options = match Options::new(9, 150).parse(args, USAGE, &mut [("--objects", &mut objects)])
-    {
+    let options = match Options::new(9, 150).parse(
+        std::env::args().skip(1),
+        USAGE,
+        &mut [("--objects", &mut objects)],
+    ) {
         Ok(o) => o,
         Err(msg) => {
             eprintln!("{msg}");
@@ -458,7 +448,10 @@ fn main() -> ExitCode {
     };
     let objects = usize::try_from(objects).unwrap_or(usize::MAX);
     match runtime() {
-        Ok(runtime) => runtime.block_on(bench(options, objects, on)),
+        Ok(runtime) => {
+            let on = options.on.clone().unwrap_or_else(|| "acd".to_string());
+            runtime.block_on(bench(options, objects, on))
+        }
         Err(e) => {
             eprintln!("no tokio runtime: {e}");
             ExitCode::FAILURE

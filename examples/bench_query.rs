@@ -377,21 +377,11 @@ async fn run(options: &Options, objects: u32, on: &str) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let mut objects = 100_000;
-    // `--on LABELS` is taken out before the shared options are read.
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut on = "es".to_string();
-    if let Some(at) = args.iter().position(|a| a == "--on") {
-        match args.get(at + 1) {
-            Some(labels) => on = labels.clone(),
-            None => {
-                eprintln!("{USAGE}");
-                return ExitCode::FAILURE;
-            }
-        }
-        args.drain(at..at + 2);
-    }
-    let options = match Options::new(5, 1000).parse(args, USAGE, &mut [("--objects", &mut objects)])
-    {
+    let options = match Options::new(5, 1000).parse(
+        std::env::args().skip(1),
+        USAGE,
+        &mut [("--objects", &mut objects)],
+    ) {
         Ok(options) => options,
         Err(message) => {
             eprintln!("{message}");
@@ -399,9 +389,10 @@ fn main() -> ExitCode {
         }
     };
     let objects = u32::try_from(objects).unwrap_or(u32::MAX);
-    let outcome = runtime()
-        .map_err(|e| e.to_string())
-        .and_then(|rt| rt.block_on(run(&options, objects, &on)));
+    let outcome = runtime().map_err(|e| e.to_string()).and_then(|rt| {
+        let on = options.on.as_deref().unwrap_or("es");
+        rt.block_on(run(&options, objects, on))
+    });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {

@@ -7,7 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-/// The options every benchmark takes: `--reps N --millis MS --only NAME`.
+/// The options every benchmark takes: `--reps N --millis MS --only NAME
+/// --on LABELS`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// Timed runs per measurement (the median is reported).
@@ -16,6 +17,9 @@ pub struct Options {
     pub run: Duration,
     /// Run only the workload of this name (case-insensitive).
     pub only: Option<String>,
+    /// Run only on the backends of these labels (one letter each, the
+    /// benchmark's own).
+    pub on: Option<String>,
 }
 
 impl Options {
@@ -25,10 +29,11 @@ impl Options {
             reps,
             run: Duration::from_millis(millis),
             only: None,
+            on: None,
         }
     }
 
-    /// Reads `--reps N`, `--millis MS` and `--only NAME` over the defaults
+    /// Reads `--reps N`, `--millis MS`, `--only NAME` and `--on LABELS` over the defaults
     /// in `self`, and the positive numbers of the benchmark's own flags in
     /// `extra` (`("--objects", &mut objects)`). The error is the message to
     /// print, `usage` included.
@@ -53,6 +58,7 @@ impl Options {
                 "--reps" => self.reps = usize::try_from(number("--reps")?).unwrap_or(usize::MAX),
                 "--millis" => self.run = Duration::from_millis(number("--millis")?),
                 "--only" => self.only = Some(args.next().ok_or(usage)?),
+                "--on" => self.on = Some(args.next().ok_or(usage)?),
                 other => match extra.iter_mut().find(|(name, _)| *name == other) {
                     Some((name, value)) => **value = number(name)?,
                     None => return Err(usage.into()),
@@ -141,7 +147,16 @@ mod tests {
     fn flags_override_the_defaults() {
         let mut objects = 10;
         let options = parse(
-            &["--reps", "3", "--objects", "7", "--only", "GET"],
+            &[
+                "--reps",
+                "3",
+                "--objects",
+                "7",
+                "--only",
+                "GET",
+                "--on",
+                "ac",
+            ],
             &mut [("--objects", &mut objects)],
         );
         assert_eq!(
@@ -149,7 +164,8 @@ mod tests {
             Ok(Options {
                 reps: 3,
                 run: Duration::from_millis(150),
-                only: Some("GET".into())
+                only: Some("GET".into()),
+                on: Some("ac".into()),
             })
         );
         assert_eq!(objects, 7);
@@ -168,6 +184,7 @@ mod tests {
         );
         assert_eq!(parse(&["--objects", "1"], &mut []), Err("usage".into()));
         assert_eq!(parse(&["--only"], &mut []), Err("usage".into()));
+        assert_eq!(parse(&["--on"], &mut []), Err("usage".into()));
     }
 
     #[test]

@@ -346,12 +346,13 @@ pub(crate) struct HelpText {
 }
 
 impl HelpText {
-    /// The lines `version` prints.
-    pub(crate) fn lines(&self, version: crate::RedisVersion) -> &'static [&'static str] {
-        match version {
+    /// `container HELP`'s reply in `version`'s text ([`help_reply`]).
+    pub(crate) fn reply(&self, version: crate::RedisVersion, container: &str) -> Reply {
+        let lines = match version {
             crate::RedisVersion::V7_0 => self.v7_0,
             crate::RedisVersion::V7_4 => self.v7_4,
-        }
+        };
+        help_reply(version, container, lines)
     }
 }
 

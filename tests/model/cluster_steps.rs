@@ -181,6 +181,21 @@ backend_tests! {
     }
 }
 
+/// A private 3-master Redis Cluster and a `Db` on it; `None` (the test
+/// skipped, as `what`) where no redis-server is installed.
+async fn private_cluster(
+    what: &str,
+) -> redmodel::Result<Option<(redmodel_suite::RedisCluster, Arc<Db>)>> {
+    if !redmodel_suite::redis_server_available(what) {
+        return Ok(None);
+    }
+    let cluster = redmodel_suite::RedisCluster::start(3).expect("a private 3-master cluster");
+    let urls = cluster.urls();
+    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let db = Arc::new(Db::connect_cluster(&seeds).await?);
+    Ok(Some((cluster, db)))
+}
+
 /// `redis-cli --cluster reshard` moves 1,500 slots from one master
 /// to another while 4 tasks insert racers and increment their sorted field:
 /// every write the Db acknowledged is there afterwards,
@@ -190,13 +205,10 @@ backend_tests! {
 /// acknowledged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_reshard_under_live_traffic_loses_no_acknowledged_write() -> redmodel::Result<()> {
-    if !redmodel_suite::redis_server_available("reshard under live traffic") {
+    let Some((cluster, db)) = private_cluster("reshard under live traffic").await? else {
         return Ok(());
-    }
-    let cluster = redmodel_suite::RedisCluster::start(3).expect("a private 3-master cluster");
+    };
     let urls = cluster.urls();
-    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
-    let db = Arc::new(Db::connect_cluster(&seeds).await?);
     let port = |url: &str| {
         url.rsplit(':')
             .next()
@@ -357,13 +369,11 @@ fn write_sale(
 /// and every key of the group is still in the one slot, on the new master.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_group_slot_moved_under_live_traffic_loses_no_grouped_write() -> redmodel::Result<()> {
-    if !redmodel_suite::redis_server_available("a group slot moved under live traffic") {
+    let Some((cluster, db)) = private_cluster("a group slot moved under live traffic").await?
+    else {
         return Ok(());
-    }
-    let cluster = redmodel_suite::RedisCluster::start(3).expect("a private 3-master cluster");
+    };
     let urls = cluster.urls();
-    let seeds: Vec<&str> = urls.iter().map(String::as_str).collect();
-    let db = Arc::new(Db::connect_cluster(&seeds).await?);
     let slot = redmodel::memory::hash_slot(b"rs_shop");
     for w in 0..4 {
         Buyer { id: w }.insert(&db).await?;

@@ -6,7 +6,7 @@
 //! COUNTKEYSINSLOT, GETKEYSINSLOT, MYID, INFO. The subcommands that change
 //! a cluster's shape (ADDSLOTS, MEET, FAILOVER, ...) are not here.
 
-use super::{help_reply, run_subcommand, CmdResult, Ctx, HelpText, Spec, Sub};
+use super::{run_subcommand, CmdResult, Ctx, HelpText, Spec, Sub};
 use crate::args::int_arg;
 use crate::cluster::{slot, SLOTS};
 use crate::error::CmdError;
@@ -199,11 +199,7 @@ fn shards(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 
 /// CLUSTER HELP, in the text of the engine's version.
 fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(help_reply(
-        ctx.store.version,
-        "cluster",
-        HELP.lines(ctx.store.version),
-    ))
+    Ok(HELP.reply(ctx.store.version, "cluster"))
 }
 
 /// CLUSTER HELP, each version's.

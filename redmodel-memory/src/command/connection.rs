@@ -321,7 +321,7 @@ pub(crate) fn client_shared(
         }
     };
     let result = if is(sub, "help") {
-        arity(2, "help").map(|()| client_help(store.version))
+        arity(2, "help").map(|()| CLIENT_HELP.reply(store.version, "client"))
     } else if is(sub, "no-evict") {
         // No client is ever evicted here: the flag changes nothing.
         arity(3, "no-evict").and_then(|()| {
@@ -401,11 +401,6 @@ fn client_pause(store: &mut super::Store, now: i64, args: &[&[u8]]) -> CmdResult
     }
     store.pause_clients(now.saturating_add(timeout), mode);
     Ok(reply::ok())
-}
-
-/// CLIENT HELP, in `version`'s text.
-fn client_help(version: crate::RedisVersion) -> Reply {
-    super::help_reply(version, "client", CLIENT_HELP.lines(version))
 }
 
 /// CLIENT HELP, each version's.

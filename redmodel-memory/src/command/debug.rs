@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::{help_reply, CmdResult, Ctx, HelpText, Spec};
+use super::{CmdResult, Ctx, HelpText, Spec};
 use crate::args::is;
 use crate::error::CmdError;
 use crate::keyspace::Entry;
@@ -363,11 +363,7 @@ fn protocol(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(help_reply(
-        ctx.store.version,
-        "debug",
-        HELP.lines(ctx.store.version),
-    ))
+    Ok(HELP.reply(ctx.store.version, "debug"))
 }
 
 /// DEBUG HELP, each version's.

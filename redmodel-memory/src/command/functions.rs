@@ -1,7 +1,7 @@
 //! Redis Functions: FUNCTION (LOAD, DELETE, FLUSH, LIST, DUMP, RESTORE,
 //! STATS, KILL, HELP), FCALL and FCALL_RO (see [`crate::command::script::library`]).
 
-use super::{help_reply, run_subcommand, CmdResult, Ctx, HelpText, Spec, Sub};
+use super::{run_subcommand, CmdResult, Ctx, HelpText, Spec, Sub};
 use crate::args::{int_arg, is};
 use crate::command::script::{self, library::Policy};
 use crate::error::CmdError;
@@ -258,11 +258,7 @@ fn function_kill(_: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 }
 
 fn function_help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    Ok(help_reply(
-        ctx.store.version,
-        "function",
-        FUNCTION_HELP.lines(ctx.store.version),
-    ))
+    Ok(FUNCTION_HELP.reply(ctx.store.version, "function"))
 }
 
 /// FUNCTION HELP, each version's.

@@ -33,9 +33,7 @@ local function bound(t)
   if string.sub(t, 1, 1) == '(' then return num(string.sub(t, 2)), true end
   return num(t), false
 end
-local function within(s, lo, hi)
-  local a, ao = bound(lo)
-  local b, bo = bound(hi)
+local function within(s, a, ao, b, bo)
   if (ao and s <= a) or (not ao and s < a) then return false end
   if (bo and s >= b) or (not bo and s > b) then return false end
   return true
@@ -86,8 +84,10 @@ local function passing(ms)
       end
     elseif k == 'score' then
       local r = redis.call('ZMSCORE', a[1], unpack(ms))
+      local lo, lo_open = bound(a[2])
+      local hi, hi_open = bound(a[3])
       for i = 1, n do
-        if r[i] and within(num(r[i]), a[2], a[3]) then left[#left + 1] = ms[i] end
+        if r[i] and within(num(r[i]), lo, lo_open, hi, hi_open) then left[#left + 1] = ms[i] end
       end
     elseif k == 'holder' then
       local h = redis.call('LINDEX', a[1], 0)

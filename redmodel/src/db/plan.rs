@@ -27,7 +27,7 @@ mod shaped;
 use crate::db::optimistic::watched;
 use crate::layout::plain_key;
 use crate::{Db, Error, Result};
-use checked::{guarded, guarded_now, Native};
+use checked::{guarded, guarded_now, Decide, Native, Reader};
 
 /// An ordered list of groups of commands, each group within one slot.
 /// Most writes are one group of a guard or two and a few commands: they
@@ -77,11 +77,28 @@ pub(crate) struct Splice {
     pub(crate) from: usize,
 }
 
-/// One group: its guards and its commands.
+/// One group: its guards, what it expects to read, and its commands.
 #[derive(Default)]
 struct Group {
     guards: SmallVec<[String; 2]>,
+    expects: Vec<Expected>,
     cmds: SmallVec<[Entry; 3]>,
+}
+
+/// A read, and the reply it must give for its group to run.
+#[derive(Clone)]
+struct Expected {
+    read: Cmd,
+    reply: Value,
+}
+
+impl Expected {
+    /// The key the read reads (as stored).
+    fn key(&self) -> &str {
+        key_of(&self.read)
+            .and_then(|k| std::str::from_utf8(k).ok())
+            .unwrap_or_default()
+    }
 }
 
 /// A group's command, with what [`Write`] says of it.
@@ -128,6 +145,17 @@ impl Plan {
         self
     }
 
+    /// The current group runs only if `read` (a read of one key of the
+    /// group's slot) replies `reply` just before it, in its atomic unit: a
+    /// guard on a state rather than on existence ("the field still names
+    /// this"). Otherwise nothing of it runs and [`run`](Self::run) fails
+    /// with [`Error::NotFound`] for the read's key: what the write needs
+    /// is no longer there as it was.
+    pub(crate) fn expect(&mut self, read: Cmd, reply: Value) -> &mut Self {
+        self.current().expects.push(Expected { read, reply });
+        self
+    }
+
     /// Adds a command whose reply [`run`](Self::run) returns.
     pub(crate) fn add(&mut self, cmd: Cmd) -> &mut Self {
         self.current().cmds.push(Entry::new(cmd, true));
@@ -169,12 +197,6 @@ impl Plan {
             ..Entry::new(cmd, false)
         });
         self
-    }
-
-    /// Every command, without the guards: for a caller that checks them
-    /// itself.
-    pub(crate) fn commands(&self) -> Commands<'_> {
-        self.writes(false)
     }
 
     /// Every command as a unit runs it: `in_process`, a field read back
@@ -235,6 +257,11 @@ impl Plan {
                 "a plan that splices a reply is one group".to_string(),
             ));
         }
+        if self.groups.iter().any(|g| !g.expects.is_empty()) {
+            return Err(Error::Misuse(
+                "a plan that expects a read runs with `run`".to_string(),
+            ));
+        }
         if let Some(now) = self.now(db) {
             return now.map(Some);
         }
@@ -279,14 +306,39 @@ impl Plan {
     /// as a unit `in_process` or on a server runs them.
     fn unit(&self, in_process: bool) -> Unit<'_> {
         // One group (the common case) lends its guards as they are.
-        let guards = match self.groups.as_slice() {
-            [one] => Cow::Borrowed(one.guards.as_slice()),
-            groups => Cow::Owned(groups.iter().flat_map(|g| g.guards.clone()).collect()),
+        let (guards, expects) = match self.groups.as_slice() {
+            [one] => (
+                Cow::Borrowed(one.guards.as_slice()),
+                Cow::Borrowed(one.expects.as_slice()),
+            ),
+            groups => (
+                Cow::Owned(groups.iter().flat_map(|g| g.guards.clone()).collect()),
+                Cow::Owned(groups.iter().flat_map(|g| g.expects.clone()).collect()),
+            ),
         };
         Unit {
             guards,
+            expects,
             cmds: self.writes(in_process),
         }
+    }
+
+    /// Runs the plan's one unit (see [`one_unit`](Self::one_unit)) with
+    /// what `decide` adds, decided on reads the unit checks as it runs
+    /// ([`checked::run`]; `conflict_key`: a key of the unit's slot). The
+    /// kept replies of the plan's own commands.
+    pub(crate) async fn run_deciding<T: FromRedisValue>(
+        &self,
+        db: &Db,
+        conflict_key: &str,
+        decide: &impl Decide,
+    ) -> Result<T> {
+        let unit = self.unit(false);
+        let decide = Expecting {
+            expects: &unit.expects,
+            then: decide,
+        };
+        checked::run(db, conflict_key, &unit.guards, &unit.cmds, &decide).await
     }
 
     /// In process, the one unit (a plan of one group, or the plain
@@ -300,7 +352,9 @@ impl Plan {
             return None;
         }
         let unit = self.unit(true);
-        if unit.guards.is_empty() {
+        // A unit that expects reads runs as a checked write, which reads
+        // first ([`Unit::run`]).
+        if unit.guards.is_empty() || !unit.expects.is_empty() {
             return None;
         }
         guarded_now(db, &unit.guards, &unit.cmds)
@@ -315,6 +369,7 @@ impl Plan {
         for group in &self.groups {
             let unit = Unit {
                 guards: Cow::Borrowed(&group.guards),
+                expects: Cow::Borrowed(&group.expects),
                 cmds: group_writes(&group.cmds, false).collect(),
             };
             kept.extend(unit.run(db).await?);
@@ -324,15 +379,26 @@ impl Plan {
 }
 
 /// Commands to run as one atomic unit, borrowed from the groups: their
-/// guards, and each command with whether its reply is kept.
+/// guards and expected reads, and each command with whether its reply is
+/// kept.
 struct Unit<'a> {
     guards: Cow<'a, [String]>,
+    expects: Cow<'a, [Expected]>,
     cmds: Commands<'a>,
 }
 
 impl Unit<'_> {
     /// Runs the unit; its kept replies.
     async fn run(&self, db: &Db) -> Result<Vec<Value>> {
+        if let Some(first) = self.expects.first() {
+            // The reads go first and the unit checks them as it runs: a
+            // checked write that adds nothing to the commands.
+            let decide = Expecting {
+                expects: &self.expects,
+                then: &Nothing,
+            };
+            return checked::run(db, first.key(), &self.guards, &self.cmds, &decide).await;
+        }
         if self.cmds.is_empty() && self.guards.is_empty() {
             return Ok(Vec::new());
         }
@@ -378,6 +444,57 @@ impl Unit<'_> {
             tx.exec::<Vec<Value>>(pipe).await
         })
         .await
+    }
+}
+
+/// A decision that first reads what a unit expects, and refuses the
+/// write ([`Error::NotFound`] for the read's key) if a reply differs;
+/// then decides as `then` does. Run by [`checked::run`], the reads are
+/// checked again in the unit's atomic run, as every recorded read is.
+struct Expecting<'a, D> {
+    expects: &'a [Expected],
+    then: &'a D,
+}
+
+impl<D: Decide> Decide for Expecting<'_, D> {
+    async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+        if !self.expects.is_empty() {
+            let keys: SmallVec<[&str; 1]> = self.expects.iter().map(Expected::key).collect();
+            let reads = self.expects.iter().map(|e| e.read.clone()).collect();
+            let replies = reader.read(&keys, reads, false).await?;
+            let met = replies.len() == self.expects.len()
+                && self
+                    .expects
+                    .iter()
+                    .zip(&replies)
+                    .all(|(e, r)| e.reply == *r);
+            if !met {
+                let unmet = self
+                    .expects
+                    .iter()
+                    .zip(&replies)
+                    .find(|(e, r)| e.reply != **r);
+                return Err(Error::NotFound {
+                    key: plain_key(unmet.map_or(keys[0], |(e, _)| e.key())),
+                });
+            }
+        }
+        self.then.decide(reader).await
+    }
+
+    fn guesses(&self) -> bool {
+        // An expected state is there as a rule: reading it at once costs
+        // less than a guess of absent that fails.
+        self.expects.is_empty() && self.then.guesses()
+    }
+}
+
+/// A decision that adds nothing: the unit's own commands are the write.
+struct Nothing;
+
+impl Decide for Nothing {
+    async fn decide<R: Reader>(&self, _reader: &R) -> Result<Vec<Cmd>> {
+        Ok(Vec::new())
     }
 }
 
@@ -441,5 +558,68 @@ pub(crate) fn not_found(err: Error) -> Error {
             ),
         },
         _ => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::cmd;
+    use crate::KeyLayout;
+
+    /// A plan of one group on `key`: it expects field `f` to read
+    /// `expected`, then sets field `g` to `1`.
+    fn set_if(key: &str, expected: &[u8]) -> Plan {
+        let mut plan = Plan::new();
+        plan.step()
+            .guard(key)
+            .expect(
+                cmd("HGET").arg(key).arg("f").clone(),
+                Value::BulkString(expected.to_vec()),
+            )
+            .add_ignored(cmd("HSET").arg(key).arg("g").arg(1).clone());
+        plan
+    }
+
+    fn layouts() -> [Db; 2] {
+        [
+            Db::memory(),
+            Db::memory().with_key_layout(KeyLayout::Cluster),
+        ]
+    }
+
+    #[tokio::test]
+    async fn a_group_whose_expected_read_holds_runs() {
+        for db in layouts() {
+            db.query::<()>(cmd("HSET").arg("ex:1").arg("f").arg("a"))
+                .await
+                .unwrap();
+            set_if("ex:1", b"a").run::<()>(&db).await.unwrap();
+            let g: Option<String> = db.query(cmd("HGET").arg("ex:1").arg("g")).await.unwrap();
+            assert_eq!(g.as_deref(), Some("1"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_group_whose_expected_read_changed_writes_nothing_and_names_its_key() {
+        for db in layouts() {
+            db.query::<()>(cmd("HSET").arg("ex:1").arg("f").arg("b"))
+                .await
+                .unwrap();
+            let err = set_if("ex:1", b"a").run::<()>(&db).await.unwrap_err();
+            assert!(
+                matches!(err, Error::NotFound { ref key } if key == "ex:1"),
+                "{err:?}"
+            );
+            let g: Option<String> = db.query(cmd("HGET").arg("ex:1").arg("g")).await.unwrap();
+            assert_eq!(g, None);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_expecting_plan_cannot_run_whole() {
+        let db = Db::memory();
+        let err = set_if("ex:1", b"a").run_whole::<()>(&db).await.unwrap_err();
+        assert!(matches!(err, Error::Misuse(_)), "{err:?}");
     }
 }

@@ -261,14 +261,13 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         return unit.run(db).await;
     }
-    let base = unit.commands();
     let entries = Entries::<M> {
         db,
         key,
         steps: &steps,
         model: PhantomData,
     };
-    checked::run(db, key, guards, &base, &entries).await
+    unit.run_deciding(db, key, &entries).await
 }
 
 /// The unique and tag commands of a write, decided on the old values and

@@ -6,9 +6,9 @@
 
 use redis::{Cmd, Value};
 
-use super::index::{self, touches_index, Changes};
+use super::index::{self, Changes};
 use crate::command::cmd;
-use crate::db::plan::{checked, Plan};
+use crate::db::plan::Plan;
 use crate::model::cascade::{Reference, REFS_FIELD};
 use crate::model::expiry::ttl_cmds;
 use crate::model::referrer::{clear_reference, delete_referrer};
@@ -240,7 +240,6 @@ async fn restore<M: Model>(
         .filter(|(_, text)| text.is_none())
         .map(|(name, _)| *name)
         .collect();
-    let names: Vec<&str> = prior.fields.iter().map(|(name, _)| *name).collect();
     let mut writes = Vec::new();
     if !removed.is_empty() {
         writes.push(cmd("HDEL").arg(key).arg(&removed).clone());
@@ -249,39 +248,30 @@ async fn restore<M: Model>(
         writes.push(cmd("HSET").arg(key).arg(&set).clone());
     }
     writes.extend(ttl_cmds::<M>(db, key, None, &super::names(&set))?);
+    // Only while the reference still names the gone target: a write that
+    // named another one meanwhile stands.
     let still_names = cmd("HGET").arg(key).arg(reference.field).clone();
-    let restored = if touches_index::<M>(&names) {
-        // Index entries change with the fields: the object's own write
-        // path keeps them exact, after the same check made just before.
-        let named: Option<Vec<u8>> = db.query(&still_names).await?;
-        if named.as_deref() != Some(target.as_bytes()) {
-            return Ok(());
+    let names_target = Value::BulkString(target.as_bytes().to_vec());
+    let write = |steps: &mut Plan| {
+        steps.expect(still_names.clone(), names_target.clone());
+        for write in &writes {
+            steps.add_ignored(write.clone());
         }
-        let changes = Changes::Fields(
-            prior
-                .fields
-                .iter()
-                .map(|(name, text)| (*name, text.as_deref()))
-                .collect(),
-        );
-        let write = |steps: &mut Plan| {
-            for write in &writes {
-                steps.add_ignored(write.clone());
-            }
-        };
-        let guards = [key.to_string()];
-        match index::run::<M, ()>(db, key, &guards, &write, &changes).await {
-            Ok(()) => true,
-            Err(Error::NotFound { .. }) => false,
-            Err(err) => return Err(err),
-        }
-    } else {
-        let when = |replies: &[Value]| -> Result<bool> {
-            Ok(
-                matches!(replies.first(), Some(Value::BulkString(named)) if named == target.as_bytes()),
-            )
-        };
-        checked::write_if(db, key, &[key], &[still_names], &when, &writes).await?
+    };
+    // Index entries change with the fields: the object's own write path
+    // keeps them exact.
+    let changes = Changes::Fields(
+        prior
+            .fields
+            .iter()
+            .map(|(name, text)| (*name, text.as_deref()))
+            .collect(),
+    );
+    let guards = [key.to_string()];
+    let restored = match index::run::<M, ()>(db, key, &guards, &write, &changes).await {
+        Ok(()) => true,
+        Err(Error::NotFound { .. }) => false,
+        Err(err) => return Err(err),
     };
     if !restored {
         return Ok(());
@@ -318,6 +308,18 @@ mod tests {
         id: u32,
         customer: Ref<Customer>,
         note: String,
+    }
+
+    /// An order with an index: its writes in the cluster layout run as
+    /// ordered steps.
+    #[derive(Admin, Debug, Clone, PartialEq)]
+    #[redmodel(table = "rparcel")]
+    struct Parcel {
+        #[redmodel(pk)]
+        id: u32,
+        customer: Ref<Customer>,
+        #[redmodel(unique)]
+        code: String,
     }
 
     fn order(customer: u32, note: &str) -> Order {
@@ -388,5 +390,56 @@ mod tests {
         // does not see the order.
         let after = write_then_lose(&db, &["rcust:1", "rcust:2"]).await.unwrap();
         assert_eq!(after, None, "it would name nothing");
+    }
+
+    #[tokio::test]
+    async fn an_undo_of_an_indexed_object_leaves_a_reference_written_meanwhile() {
+        let db = Db::memory().with_key_layout(KeyLayout::Cluster);
+        for id in [1, 2, 3] {
+            Customer { id }.insert(&db).await.unwrap();
+        }
+        let parcel = |customer, code: &str| Parcel {
+            id: 1,
+            customer: Customer::at(customer),
+            code: code.to_string(),
+        };
+        parcel(1, "old").insert(&db).await.unwrap();
+        let key = db.stored("rparcel:1").into_owned();
+        let set = vec![("customer", b"rcust:2".to_vec()), ("code", b"new".to_vec())];
+        let read = PriorRead::of::<Parcel>(&db, &key, set.iter().map(|(n, t)| (*n, Some(&t[..]))))
+            .expect("a cluster layout write of a reference reads first");
+        let mut plan = Plan::new();
+        plan.step();
+        read.add_to(&mut plan);
+        plan.add_ignored(cmd("HSET").arg(&key).arg(&set).clone());
+        let prior = read
+            .parse(&plan.run::<Vec<Value>>(&db).await.unwrap())
+            .unwrap();
+        db.query::<()>(cmd("DEL").arg("rcust:2")).await.unwrap();
+        // Another client names customer 3 while the undo runs (here as
+        // soon as the undo first waits, after it has read the field).
+        let moved = {
+            let db = db.clone();
+            let key = key.clone();
+            tokio::spawn(async move {
+                db.query::<()>(cmd("HSET").arg(&key).arg("customer").arg("rcust:3"))
+                    .await
+            })
+        };
+        let err = recheck_references::<Parcel>(&db, &key, &set, Some(&prior)).await;
+        assert!(
+            matches!(err, Err(Error::NotFound { ref key }) if key == "rcust:2"),
+            "{err:?}"
+        );
+        moved.await.unwrap().unwrap();
+        let after = Parcel::load(&db, 1)
+            .await
+            .unwrap()
+            .expect("the parcel stays");
+        assert_eq!(
+            after.customer,
+            Customer::at(3),
+            "the other client's write stands"
+        );
     }
 }

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use redmodel::{Error, Message};
-use redmodel_suite::backend_tests;
+use redmodel::{Db, Error, Message};
+use redmodel_suite::{backend_tests, configured_server_or_skip, Proxy, RedisServer};
 
 /// The next message, or a failure naming what was awaited.
 async fn next(sub: &mut redmodel::Subscriber, what: &str) -> Message {
@@ -68,4 +68,59 @@ backend_tests! {
         drop(sub);
         Ok::<(), Error>(())
     }
+}
+
+/// On one server, a subscriber's quiet connection stays (the server
+/// answers its PINGs), and one whose server goes silent without closing
+/// it (a half-open TCP connection, here a proxy that stops forwarding)
+/// ends: no answer to the PING sent after a silence as long as the
+/// response timeout, within that timeout again. A change of its
+/// subscriptions then fails, typed.
+#[tokio::test]
+async fn a_subscriber_whose_server_goes_silent_ends_after_its_heartbeat() {
+    let test = "a_subscriber_whose_server_goes_silent_ends_after_its_heartbeat";
+    let Some(server) = configured_server_or_skip(test, RedisServer::builder()) else {
+        return;
+    };
+    let proxy = Proxy::start(server.addr()).await.expect("a proxy");
+    let response = Duration::from_millis(500);
+    let db = Db::connect_with_timeouts(&proxy.url(), Duration::from_secs(1), response)
+        .await
+        .expect("connect");
+    let publisher = Db::connect(&server.url()).await.expect("connect");
+    let mut sub = db.subscriber().await.expect("a subscriber");
+    sub.subscribe("news").await.expect("subscribe");
+    // Quiet for several heartbeats: the server answers, nothing ends.
+    tokio::time::sleep(response * 5).await;
+    assert_eq!(
+        publisher
+            .publish("news", "still here")
+            .await
+            .expect("publish"),
+        1
+    );
+    assert_eq!(
+        next(&mut sub, "a message after a quiet spell").await.text(),
+        "still here"
+    );
+
+    proxy.freeze();
+    let frozen = std::time::Instant::now();
+    // Silence (0.5 s) + patience (0.5 s), with room for a busy machine.
+    let ended = tokio::time::timeout(Duration::from_secs(5), sub.next_message()).await;
+    assert_eq!(
+        ended.expect("the silent connection is given up within 5 s"),
+        None
+    );
+    assert!(
+        frozen.elapsed() >= response * 2,
+        "given up after {:?}",
+        frozen.elapsed()
+    );
+    assert_eq!(sub.next_message().await, None, "the end stays the end");
+    let err = sub
+        .subscribe("more")
+        .await
+        .expect_err("the connection is gone");
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
 }

@@ -86,6 +86,14 @@ pub(crate) trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// For a backend reached over the network that does not switch nodes
+    /// (one server, a cluster): how a subscriber's connection is watched
+    /// for silence. `None` in process, and where [`follow`](Self::follow)
+    /// gives the heartbeat.
+    fn heartbeat(&self) -> Option<super::pubsub::Heartbeat> {
+        None
+    }
+
     /// For a backend that switches nodes (Sentinel): the server requests
     /// go to now. `None`: the one learnt when the `Db` connected.
     fn server(&self) -> Option<ServerInfo> {

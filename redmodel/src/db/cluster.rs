@@ -53,6 +53,8 @@ pub(crate) struct ClusterBackend {
     pool: bb8::Pool<ClusterManager>,
     /// How long a borrower waits for a pooled connection.
     wait: Duration,
+    /// How a subscriber's connection is watched for silence.
+    heartbeat: super::pubsub::Heartbeat,
     /// Which master serves each slot, for cutting a batch into one
     /// pipeline per master: read when a batch first needs it, forgotten
     /// when a reply says a slot moved.
@@ -112,6 +114,7 @@ impl ClusterBackend {
             reconnected: Mutex::new(None),
             pool,
             wait,
+            heartbeat: super::pubsub::Heartbeat::after(response),
             owners: RwLock::new(None),
         })
     }
@@ -287,6 +290,10 @@ impl Backend for ClusterBackend {
                 Error::from,
             ))
         })
+    }
+
+    fn heartbeat(&self) -> Option<super::pubsub::Heartbeat> {
+        Some(self.heartbeat)
     }
 
     fn scan<'a>(&'a self, pattern: &'a str, count: u64) -> BoxFuture<'a, Result<Vec<Vec<u8>>>> {

@@ -10,7 +10,11 @@
 //! Pub/Sub is fire-and-forget, as in Redis: a message published while no
 //! one listens, or while a subscriber's connection is down, is lost. A
 //! subscriber whose connection drops sees the end of its messages
-//! ([`Subscriber::next_message`] returns `None`); make a new one.
+//! ([`Subscriber::next_message`] returns `None`); make a new one. So does
+//! one whose server went silent without closing the connection (a
+//! half-open TCP connection): after a silence as long as the `Db`'s
+//! response timeout the connection is sent PING, and no answer within
+//! that timeout again ends the subscriber ([`heartbeat`]).
 //!
 //! Through Sentinel a subscriber follows the primary instead: it keeps
 //! the channels and patterns it was asked for, and when its connection
@@ -164,8 +168,12 @@ enum Change {
 /// # Ok(()) }
 /// ```
 pub struct Subscriber {
-    /// The connection; `None` while a following subscriber has lost it.
+    /// The connection; `None` once lost (a following subscriber then
+    /// opens another).
     link: Option<Link>,
+    /// On one server or a cluster: how the connection is watched for
+    /// silence (a following subscriber has its own, in `following`).
+    heartbeat: Option<Heartbeat>,
     /// Through Sentinel: what it takes to follow the primary.
     following: Option<Following>,
 }
@@ -257,6 +265,18 @@ impl Following {
     }
 }
 
+/// The error of a change of the subscriptions of a subscriber whose
+/// connection is gone (on one server or a cluster, where it ends the
+/// subscriber).
+fn gone() -> Error {
+    Error::Unavailable {
+        source: redis::RedisError::from(std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            "the subscriber's connection is gone (closed, or silent past its heartbeat): make a new subscriber",
+        )),
+    }
+}
+
 /// The error of a step on a subscriber's connection that got no answer in
 /// time: the node may be gone without closing it.
 pub(crate) fn silent(what: &str) -> Error {
@@ -307,10 +327,25 @@ impl Subscriber {
             following.record(change, &names);
         }
         let Some(link) = &mut self.link else {
-            return Ok(());
+            return match self.following {
+                // Made on the next connection.
+                Some(_) => Ok(()),
+                None => Err(gone()),
+            };
         };
         let Some(following) = &self.following else {
-            return link.change(change, &names).await;
+            let Some(heartbeat) = self.heartbeat else {
+                return link.change(change, &names).await;
+            };
+            // A silent server would keep the change waiting forever.
+            return match tokio::time::timeout(heartbeat.patience, link.change(change, &names)).await
+            {
+                Ok(done) => done,
+                Err(_) => {
+                    self.link = None;
+                    Err(silent("subscribe"))
+                }
+            };
         };
         // A silent primary would keep the change waiting forever: it
         // counts as lost, and the change is made on the next one.
@@ -326,7 +361,10 @@ impl Subscriber {
     }
 
     /// The next message, waiting for one; `None` once the connection is
-    /// gone (make a new subscriber: what was published meanwhile is lost).
+    /// gone: closed, or on a server or a cluster silent past its
+    /// heartbeat (a PING sent after a silence as long as the `Db`'s
+    /// response timeout, unanswered within that timeout again). Make a
+    /// new subscriber: what was published meanwhile is lost.
     /// Through Sentinel the subscriber follows the primary and this skips
     /// the gaps; [`next_event`](Self::next_event) reports them.
     pub async fn next_message(&mut self) -> Option<Message> {
@@ -347,7 +385,12 @@ impl Subscriber {
     pub async fn next_event(&mut self) -> Option<SubscriberEvent> {
         if let Some(link) = &mut self.link {
             let Some(following) = &mut self.following else {
-                return link.next(None).await.map(SubscriberEvent::Message);
+                let message = link.next(self.heartbeat.as_ref()).await;
+                if message.is_none() {
+                    // Closed or silent: the end, now and on every later call.
+                    self.link = None;
+                }
+                return message.map(SubscriberEvent::Message);
             };
             // The messages already received come first; then the end of
             // the connection (closed, or silent past the heartbeat) or a
@@ -386,6 +429,7 @@ impl Db {
         let link = backend.subscriber().await?;
         Ok(Subscriber {
             link: Some(link),
+            heartbeat: backend.heartbeat(),
             following: follow.map(|follow| Following {
                 db: self.clone(),
                 switches: follow.switches,

@@ -23,6 +23,8 @@ pub(crate) struct ServerBackend {
     pool: bb8::Pool<Manager>,
     /// How long a borrower waits for a pooled connection.
     wait: Duration,
+    /// How a subscriber's connection is watched for silence.
+    heartbeat: pubsub::Heartbeat,
 }
 
 impl ServerBackend {
@@ -57,6 +59,7 @@ impl ServerBackend {
             client,
             pool,
             wait,
+            heartbeat: pubsub::Heartbeat::after(response),
         })
     }
 }
@@ -97,5 +100,9 @@ impl Backend for ServerBackend {
 
     fn subscriber(&self) -> Opening<'_> {
         Box::pin(async move { Ok(pubsub::Link::Redis(self.client.get_async_pubsub().await?)) })
+    }
+
+    fn heartbeat(&self) -> Option<pubsub::Heartbeat> {
+        Some(self.heartbeat)
     }
 }

@@ -26,6 +26,16 @@ pub(crate) struct Heartbeat {
 }
 
 impl Heartbeat {
+    /// The heartbeat of a subscriber on one server or a cluster, from the
+    /// `Db`'s response timeout: PING after a silence that long, answered
+    /// within it again.
+    pub(crate) fn after(response: Duration) -> Self {
+        Heartbeat {
+            every: response,
+            patience: response,
+        }
+    }
+
     /// The next message on `pubsub`, sending it PING after each silence
     /// of [`every`](Self::every); `None` once the connection is closed or
     /// a PING went unanswered for [`patience`](Self::patience).

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use redmodel::prelude::*;
+use redmodel::Db;
 use redmodel::{Error, ItemError};
 use redmodel_suite::{backend_tests, TestCtx};
 
@@ -363,6 +364,75 @@ backend_tests! {
         Ok(())
     }
 
+    /// An item whose key holds another type (written by someone else)
+    /// fails alone, with [`Error::UnexpectedType`], and writes nothing;
+    /// the items beside it, sent in the same call on a server, are
+    /// written whole.
+    exclusive async fn an_item_whose_key_holds_another_type_fails_alone(ctx) -> redmodel::Result<()> {
+        for db in ctx.layouts() {
+            flush(&ctx).await?;
+            let stored = |id: u32| db.key_layout().stored(&format!("bulkitem:{id}")).into_owned();
+            db.query::<()>(redis::cmd("SET").arg(stored(5)).arg("not a hash")).await?;
+            let items: Vec<Item> = (0..12).map(|id| item(id, Some(&format!("w{id}")))).collect();
+            let results = Item::insert_many(&db, &items).await;
+            for (id, result) in results.iter().enumerate() {
+                match (id, result) {
+                    (5, Err(ItemError { item: 5, error: Error::UnexpectedType { key, expected: "hash" }, .. }))
+                        if key == "bulkitem:5" => {}
+                    (5, other) => panic!("{:?}: item 5: {other:?}", db.key_layout()),
+                    (_, Ok(())) => {}
+                    (_, Err(err)) => panic!("{:?}: item {id}: {err:?}", db.key_layout()),
+                }
+            }
+            let value: String = db.query(redis::cmd("GET").arg(stored(5))).await?;
+            assert_eq!(value, "not a hash");
+            assert_eq!(Item::CODE_UNIQUE.find(&db, "w5".to_string()).await?, None);
+            db.query::<()>(redis::cmd("DEL").arg(stored(5))).await?;
+            let written = assert_indexes_exact(&db, &format!("{:?}", db.key_layout())).await?;
+            assert_eq!(written.len(), 11);
+        }
+        Ok(())
+    }
+
+    /// A command of an item's write that the server refuses (a tag set's
+    /// key holding a string) fails that item with the server's error; the
+    /// items without that tag, sent beside it, are written whole.
+    exclusive async fn an_item_whose_command_is_refused_fails_alone(ctx) -> redmodel::Result<()> {
+        for db in ctx.layouts() {
+            flush(&ctx).await?;
+            let gold = db.key_layout().stored("bulkitem:_tag:tags:gold").into_owned();
+            db.query::<()>(redis::cmd("SET").arg(&gold).arg("not a set")).await?;
+            // One shape for all (two tags each), so that on a server they
+            // go in one call: every other item has the refused tag.
+            let items: Vec<Item> = (0..12)
+                .map(|id| {
+                    let first = if id % 2 == 1 { "gold" } else { "green" };
+                    Item { tags: vec![first.to_string(), "red".to_string()], ..item(id, None) }
+                })
+                .collect();
+            let results = Item::insert_many(&db, &items).await;
+            for (item, result) in items.iter().zip(&results) {
+                let has_gold = item.tags.iter().any(|t| t == "gold");
+                match result {
+                    Ok(()) => assert!(!has_gold, "{:?}: item {} has gold", db.key_layout(), item.id),
+                    Err(ItemError { error, .. }) => assert!(
+                        has_gold && matches!(error, Error::WrongType { .. } | Error::UnexpectedType { .. }),
+                        "{:?}: item {}: {error:?}",
+                        db.key_layout(),
+                        item.id
+                    ),
+                }
+            }
+            assert!(results.iter().any(Result::is_err) && results.iter().any(Result::is_ok));
+            for (item, result) in items.iter().zip(&results) {
+                if result.is_ok() {
+                    assert_eq!(Item::load(&db, item.id).await?.as_ref(), Some(item));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Sub-objects go in bulk too, each needing its admin: one under a
     /// missing admin fails alone with [`Error::NotFound`].
     exclusive async fn insert_many_of_sub_objects_needs_their_admins(ctx) -> redmodel::Result<()> {
@@ -381,4 +451,49 @@ backend_tests! {
         }
         Ok(())
     }
+}
+
+/// How many script calls (EVAL and EVALSHA) the server behind `db` has
+/// run (`INFO commandstats`).
+async fn script_calls(db: &Db) -> redmodel::Result<u64> {
+    let info: String = db.query(redis::cmd("INFO").arg("commandstats")).await?;
+    Ok(info
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum())
+}
+
+/// On one server, a bulk insert's writes of one shape go together: far
+/// fewer script calls than objects, each object still written whole.
+#[tokio::test]
+async fn a_bulk_insert_on_one_server_sends_its_writes_together() {
+    let test = "a_bulk_insert_on_one_server_sends_its_writes_together";
+    let Some(server) =
+        redmodel_suite::configured_server_or_skip(test, redmodel_suite::RedisServer::builder())
+    else {
+        return;
+    };
+    let db = Db::connect(&server.url()).await.expect("connect");
+    let items: Vec<Item> = (0..200)
+        .map(|id| Item {
+            tags: vec!["red".to_string()],
+            ..item(id, Some(&format!("g{id}")))
+        })
+        .collect();
+    let before = script_calls(&db).await.expect("INFO");
+    all_ok(Item::insert_many(&db, &items).await).expect("every item written");
+    let calls = script_calls(&db).await.expect("INFO") - before;
+    assert!(calls <= 50, "{calls} script calls for 200 objects");
+    let stored = assert_indexes_exact(&db, test)
+        .await
+        .expect("exact indexes");
+    assert_eq!(stored.len(), 200);
 }

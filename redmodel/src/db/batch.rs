@@ -11,7 +11,9 @@
 //! - on a server, the writes in flight share the `Db`'s multiplexed
 //!   connection, which sends the requests queued together in one socket
 //!   write and reads their replies in one pass: a pipeline of every
-//!   write's script, [`WINDOW`] writes deep;
+//!   write's script, [`WINDOW`] writes deep; on one server in the plain
+//!   layout, the writes in flight that run the same script go as one call
+//!   ([`gathering`]);
 //! - on Redis Cluster, the cluster client routes each request to its
 //!   slot's node and pipelines those bound for one node the same way, so
 //!   the writes are grouped by node as every other cluster request is.
@@ -24,6 +26,7 @@ use std::future::Future;
 
 use futures_util::stream::{self, StreamExt as _};
 
+use crate::db::script::gathering;
 use crate::Db;
 
 /// How many writes of a batch are in flight at once: deep enough that a
@@ -48,5 +51,5 @@ pub(crate) async fn run_each<F: Future>(
         }
         return outcomes;
     }
-    stream::iter(writes).buffered(WINDOW).collect().await
+    gathering(stream::iter(writes).buffered(WINDOW).collect()).await
 }

@@ -35,6 +35,10 @@ use redis::{Cmd, FromRedisValue, RedisError, ToRedisArgs};
 
 use crate::{Db, Result};
 
+mod gather;
+
+pub(crate) use gather::gathering;
+
 /// How long a refusal of scripts is taken as the server's answer.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
@@ -51,6 +55,8 @@ pub(crate) struct Scripts {
     base: Instant,
     last: AtomicU64,
     sent: Mutex<HashSet<String, foldhash::fast::RandomState>>,
+    /// The calls of a bulk write waiting to be sent together.
+    queues: gather::Queues,
 }
 
 impl Default for Scripts {
@@ -59,6 +65,7 @@ impl Default for Scripts {
             base: Instant::now(),
             last: AtomicU64::new(0),
             sent: Mutex::new(HashSet::default()),
+            queues: gather::Queues::default(),
         }
     }
 }
@@ -170,6 +177,14 @@ impl Call<'_> {
     /// refuses scripts ([`refused`]), now or lately. Any other error is
     /// the caller's.
     pub(crate) async fn invoke<T: FromRedisValue>(&self, db: &Db) -> Result<Option<T>> {
+        Ok(self.invoke_redis(db).await?)
+    }
+
+    /// [`invoke`](Self::invoke), its error as redis-rs gives it.
+    async fn invoke_redis<T: FromRedisValue>(
+        &self,
+        db: &Db,
+    ) -> std::result::Result<Option<T>, RedisError> {
         let scripts = db.scripts();
         if scripts.recent() {
             return Ok(None);
@@ -198,7 +213,7 @@ impl Call<'_> {
                     scripts.record();
                     return Ok(None);
                 }
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(err),
             }
         }
     }

@@ -119,7 +119,7 @@ impl Reader for Recorder<'_> {
         &self,
         _watch: &[&str],
         cmds: Vec<Cmd>,
-        _errors_as_replies: bool,
+        errors_as_replies: bool,
     ) -> impl Future<Output = Result<Vec<Value>>> + Send {
         let recall = self.db.recall();
         // What is read for real: a command copied only when not guessed
@@ -177,6 +177,15 @@ impl Reader for Recorder<'_> {
                         reply => reply.clone(),
                     })),
             );
+            drop(conditions);
+            // As the trait says: unless asked for as replies, the first
+            // error ends the read (a key of another type: WRONGTYPE).
+            if let Some(Value::ServerError(err)) = replies
+                .iter()
+                .find(|r| !errors_as_replies && matches!(r, Value::ServerError(_)))
+            {
+                return Err(redis::RedisError::from(err.clone()).into());
+            }
             Ok(replies)
         }
     }
@@ -368,27 +377,23 @@ async fn send(
             invocation
         }
     };
-    let reply = match call.invoke::<Vec<Value>>(db).await {
-        Ok(Some(reply)) => reply,
+    // A bulk write's calls of one script may go together.
+    let reply = match call.invoke_gathered(db).await {
+        Ok(Some(Value::Array(reply))) => reply,
+        Ok(Some(_)) => return Err(unknown_shape()),
         Ok(None) => return Ok(None),
         Err(err) => return Err(not_found(err)),
-    };
-    let unknown = || {
-        Error::from(redis::RedisError::from((
-            redis::ErrorKind::UnexpectedReturnType,
-            "the checked write's script replied in an unknown shape",
-        )))
     };
     if shaped.is_some() {
         return shaped::reply(reply, !conditions.is_empty())
             .map(Some)
-            .ok_or_else(unknown);
+            .ok_or_else(unknown_shape);
     }
     let mut reply = reply.into_iter();
     let (Some(Value::Int(done)), Some(Value::Array(first)), None) =
         (reply.next(), reply.next(), reply.next())
     else {
-        return Err(unknown());
+        return Err(unknown_shape());
     };
     let done = done == 1;
     if !done {
@@ -401,6 +406,15 @@ async fn send(
         .map(|(v, _)| v)
         .collect();
     Ok(Some((done, kept)))
+}
+
+/// The error of a checked write's script reply that is not of the shape
+/// the script replies.
+fn unknown_shape() -> Error {
+    Error::from(redis::RedisError::from((
+        redis::ErrorKind::UnexpectedReturnType,
+        "the checked write's script replied in an unknown shape",
+    )))
 }
 
 /// What the scripts do, run by the engine in process under its lock

@@ -581,19 +581,23 @@ mod tests {
         plan
     }
 
-    fn layouts() -> [Db; 2] {
-        [
+    /// An engine in each layout, its hash `ex:1` holding `f` = `value`.
+    async fn layouts_with_f(value: &str) -> [Db; 2] {
+        let dbs = [
             Db::memory(),
             Db::memory().with_key_layout(KeyLayout::Cluster),
-        ]
+        ];
+        for db in &dbs {
+            db.query::<()>(cmd("HSET").arg("ex:1").arg("f").arg(value))
+                .await
+                .unwrap();
+        }
+        dbs
     }
 
     #[tokio::test]
     async fn a_group_whose_expected_read_holds_runs() {
-        for db in layouts() {
-            db.query::<()>(cmd("HSET").arg("ex:1").arg("f").arg("a"))
-                .await
-                .unwrap();
+        for db in layouts_with_f("a").await {
             set_if("ex:1", b"a").run::<()>(&db).await.unwrap();
             let g: Option<String> = db.query(cmd("HGET").arg("ex:1").arg("g")).await.unwrap();
             assert_eq!(g.as_deref(), Some("1"));
@@ -602,10 +606,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_group_whose_expected_read_changed_writes_nothing_and_names_its_key() {
-        for db in layouts() {
-            db.query::<()>(cmd("HSET").arg("ex:1").arg("f").arg("b"))
-                .await
-                .unwrap();
+        for db in layouts_with_f("b").await {
             let err = set_if("ex:1", b"a").run::<()>(&db).await.unwrap_err();
             assert!(
                 matches!(err, Error::NotFound { ref key } if key == "ex:1"),

@@ -55,8 +55,6 @@ pub(crate) struct Scripts {
     base: Instant,
     last: AtomicU64,
     sent: Mutex<HashSet<String, foldhash::fast::RandomState>>,
-    /// The calls of a bulk write waiting to be sent together.
-    queues: gather::Queues,
 }
 
 impl Default for Scripts {
@@ -65,7 +63,6 @@ impl Default for Scripts {
             base: Instant::now(),
             last: AtomicU64::new(0),
             sent: Mutex::new(HashSet::default()),
-            queues: gather::Queues::default(),
         }
     }
 }

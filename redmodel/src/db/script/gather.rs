@@ -24,8 +24,7 @@
 //! How writes meet: each queues its call under its script's SHA1, then
 //! yields once, so that the other writes of the batch polled in the same
 //! pass queue theirs; the first to run again takes the queue and sends
-//! it, and the others wait for their replies. A write whose sender went
-//! away (its future dropped) is sent alone.
+//! it, and the others wait for their replies.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -48,32 +47,23 @@ const MAX_ITEMS: usize = 16;
 type BySha<V> = HashMap<Box<str>, V, foldhash::fast::RandomState>;
 
 tokio::task_local! {
-    static GATHERING: ();
+    /// The queues of the bulk write the task runs, if it runs one.
+    static GATHERING: Arc<Queues>;
 }
 
-/// Runs `writes` with their checked writes gathered (see the module
-/// docs).
+/// Runs `writes`, a bulk write's, with their checked writes gathered (see
+/// the module docs). Only they meet: the queues are this call's, so a
+/// call's writes are sent by one of its own, and a bulk write dropped
+/// midway takes its queued writes with it.
 pub(crate) async fn gathering<F: Future>(writes: F) -> F::Output {
-    GATHERING.scope((), writes).await
+    GATHERING.scope(Arc::default(), writes).await
 }
 
-/// Whether the running task asked for gathering.
-fn asked() -> bool {
-    GATHERING.try_with(|()| ()).is_ok()
-}
-
-/// The calls waiting to be sent, by script SHA1: a `Db`'s, shared by its
-/// clones.
+/// The calls waiting to be sent, by script SHA1.
 #[derive(Default)]
-pub(crate) struct Queues {
+struct Queues {
     by_script: Mutex<BySha<Vec<Queued>>>,
     next_id: AtomicU64,
-}
-
-impl std::fmt::Debug for Queues {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Queues").finish_non_exhaustive()
-    }
 }
 
 /// A queued call and where its outcome goes.
@@ -96,10 +86,10 @@ impl Call<'_> {
     /// of its script when the task asked for it ([`gathering`]) and the
     /// `Db` is one server in the plain layout. The reply as a value.
     pub(crate) async fn invoke_gathered(self, db: &Db) -> Result<Option<Value>> {
-        if !asked() || !db.one_slot() || db.is_cluster() || db.engine().is_some() {
-            return self.invoke(db).await;
-        }
-        let queues = &db.scripts().queues;
+        let queues = match GATHERING.try_with(Arc::clone) {
+            Ok(queues) if db.one_slot() && !db.is_cluster() && db.engine().is_none() => queues,
+            _ => return self.invoke(db).await,
+        };
         let sha: &str = &self.lua.sha;
         let id = queues.next_id.fetch_add(1, Ordering::Relaxed);
         let evalsha = Arc::new(self.evalsha);
@@ -136,6 +126,8 @@ impl Call<'_> {
         };
         match outcome.await {
             Ok(Outcome::Replied(reply)) => Ok(Some(reply?)),
+            // No reply can be lost otherwise: the write that took the
+            // queue is of the same bulk write, and delivers before it ends.
             Ok(Outcome::Alone) | Err(_) => alone.invoke(db).await,
         }
     }

@@ -120,15 +120,18 @@ impl Call<'_> {
         if let Some(taken) = taken {
             send(db, self.lua, taken).await;
         }
-        let alone = Call {
-            lua: self.lua,
-            evalsha: Arc::unwrap_or_clone(evalsha),
-        };
         match outcome.await {
             Ok(Outcome::Replied(reply)) => Ok(Some(reply?)),
             // No reply can be lost otherwise: the write that took the
             // queue is of the same bulk write, and delivers before it ends.
-            Ok(Outcome::Alone) | Err(_) => alone.invoke(db).await,
+            // (The queue's copy of the call is gone by then: no clone.)
+            Ok(Outcome::Alone) | Err(_) => {
+                let alone = Call {
+                    lua: self.lua,
+                    evalsha: Arc::unwrap_or_clone(evalsha),
+                };
+                alone.invoke(db).await
+            }
         }
     }
 }

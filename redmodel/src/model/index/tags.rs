@@ -36,14 +36,23 @@ pub trait TagSet {
     fn tag_texts(&self) -> std::result::Result<Vec<String>, String>;
 }
 
+/// The texts of `tags`, sorted, without duplicates. Each tag's text is
+/// checked (an index key needs UTF-8) and kept as it was made: a write
+/// of tags pays for one text per tag, not a copy of each and a tree.
 fn texts<'a, E: Scalar + 'a>(
     tags: impl Iterator<Item = &'a E>,
 ) -> std::result::Result<Vec<String>, String> {
-    let mut out = BTreeSet::new();
+    let mut out = Vec::with_capacity(tags.size_hint().0);
     for tag in tags {
-        out.insert(key_text(&tag.to_text())?.to_string());
+        let text = tag.to_text();
+        match String::from_utf8(text) {
+            Ok(text) => out.push(text),
+            Err(e) => return Err(key_text(e.as_bytes()).err().unwrap_or_default()),
+        }
     }
-    Ok(out.into_iter().collect())
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 impl<E: Scalar> TagSet for Vec<E> {

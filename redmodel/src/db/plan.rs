@@ -462,20 +462,18 @@ impl<D: Decide> Decide for Expecting<'_, D> {
             let keys: SmallVec<[&str; 1]> = self.expects.iter().map(Expected::key).collect();
             let reads = self.expects.iter().map(|e| e.read.clone()).collect();
             let replies = reader.read(&keys, reads, false).await?;
-            let met = replies.len() == self.expects.len()
-                && self
-                    .expects
+            // A reply missing counts as unmet, on the first read's key.
+            let unmet = if replies.len() == self.expects.len() {
+                self.expects
                     .iter()
                     .zip(&replies)
-                    .all(|(e, r)| e.reply == *r);
-            if !met {
-                let unmet = self
-                    .expects
-                    .iter()
-                    .zip(&replies)
-                    .find(|(e, r)| e.reply != **r);
+                    .position(|(e, r)| e.reply != *r)
+            } else {
+                Some(0)
+            };
+            if let Some(i) = unmet {
                 return Err(Error::NotFound {
-                    key: plain_key(unmet.map_or(keys[0], |(e, _)| e.key())),
+                    key: plain_key(keys[i]),
                 });
             }
         }

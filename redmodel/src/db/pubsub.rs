@@ -171,8 +171,9 @@ pub struct Subscriber {
     /// The connection; `None` once lost (a following subscriber then
     /// opens another).
     link: Option<Link>,
-    /// On one server or a cluster: how the connection is watched for
-    /// silence (a following subscriber has its own, in `following`).
+    /// When to PING the connection, and how long its answers (to PING,
+    /// and to a change of the subscriptions) may take: on every backend
+    /// but the memory engine.
     heartbeat: Option<Heartbeat>,
     /// Through Sentinel: what it takes to follow the primary.
     following: Option<Following>,
@@ -184,9 +185,6 @@ struct Following {
     db: Db,
     /// Changes at each switch of node.
     switches: watch::Receiver<u64>,
-    /// When to PING the connection, and how long its answers (to PING,
-    /// and to a change of the subscriptions) may take.
-    heartbeat: Heartbeat,
     channels: BTreeSet<Vec<u8>>,
     patterns: BTreeSet<Vec<u8>>,
 }
@@ -218,11 +216,11 @@ impl Following {
     /// (credentials, permissions, TLS), which no retry cures and which
     /// ends the subscriber. Anything else may be the failover's passing
     /// state (a node that closes, refuses or errs while it is demoted).
-    async fn reopen(&mut self) -> Option<Link> {
+    async fn reopen(&mut self, patience: Duration) -> Option<Link> {
         let mut pause = FIRST_PAUSE;
         loop {
             self.switches.borrow_and_update();
-            match self.open().await {
+            match self.open(patience).await {
                 Ok(link) => return Some(link),
                 Err(
                     err @ (Error::Auth { .. }
@@ -246,10 +244,9 @@ impl Following {
     }
 
     /// One attempt of [`reopen`](Self::reopen); a subscription the node
-    /// does not confirm within the heartbeat's patience fails it (the
+    /// does not confirm within `patience` (the heartbeat's) fails it (the
     /// backend bounds the opening itself).
-    async fn open(&self) -> Result<Link> {
-        let patience = self.heartbeat.patience;
+    async fn open(&self, patience: Duration) -> Result<Link> {
         let mut link = self.db.backend().subscriber().await?;
         let channels: Vec<Vec<u8>> = self.channels.iter().cloned().collect();
         let patterns: Vec<Vec<u8>> = self.patterns.iter().cloned().collect();
@@ -333,29 +330,28 @@ impl Subscriber {
                 None => Err(gone()),
             };
         };
-        let Some(following) = &self.following else {
-            let Some(heartbeat) = self.heartbeat else {
-                return link.change(change, &names).await;
-            };
-            // A silent server would keep the change waiting forever.
-            return match tokio::time::timeout(heartbeat.patience, link.change(change, &names)).await
-            {
-                Ok(done) => done,
-                Err(_) => {
-                    self.link = None;
-                    Err(silent("subscribe"))
-                }
-            };
+        // A silent node would keep the change waiting forever.
+        let done = match self.heartbeat {
+            Some(heartbeat) => {
+                tokio::time::timeout(heartbeat.patience, link.change(change, &names))
+                    .await
+                    .ok()
+            }
+            None => Some(link.change(change, &names).await),
         };
-        // A silent primary would keep the change waiting forever: it
-        // counts as lost, and the change is made on the next one.
-        let patience = following.heartbeat.patience;
-        match tokio::time::timeout(patience, link.change(change, &names)).await {
-            Ok(Err(err)) if !err.is_transient() => Err(err),
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) | Err(_) => {
+        match (done, self.following.is_some()) {
+            (Some(Ok(())), _) => Ok(()),
+            (Some(Err(err)), false) => Err(err),
+            (Some(Err(err)), true) if !err.is_transient() => Err(err),
+            // Following: the connection counts as lost, and the change is
+            // made with the others on the next one.
+            (_, true) => {
                 self.link = None;
                 Ok(())
+            }
+            (None, false) => {
+                self.link = None;
+                Err(silent("subscribe"))
             }
         }
     }
@@ -384,8 +380,9 @@ impl Subscriber {
     /// credentials).
     pub async fn next_event(&mut self) -> Option<SubscriberEvent> {
         if let Some(link) = &mut self.link {
+            let heartbeat = self.heartbeat.as_ref();
             let Some(following) = &mut self.following else {
-                let message = link.next(self.heartbeat.as_ref()).await;
+                let message = link.next(heartbeat).await;
                 if message.is_none() {
                     // Closed or silent: the end, now and on every later call.
                     self.link = None;
@@ -397,7 +394,7 @@ impl Subscriber {
             // switch of primary.
             tokio::select! {
                 biased;
-                message = link.next(Some(&following.heartbeat)) => {
+                message = link.next(heartbeat) => {
                     if let Some(message) = message {
                         return Some(SubscriberEvent::Message(message));
                     }
@@ -407,7 +404,8 @@ impl Subscriber {
         }
         self.link = None;
         let following = self.following.as_mut()?;
-        self.link = Some(following.reopen().await?);
+        let patience = self.heartbeat?.patience;
+        self.link = Some(following.reopen(patience).await?);
         Some(SubscriberEvent::Resubscribed)
     }
 }
@@ -427,13 +425,16 @@ impl Db {
         // has the subscriber move at once.
         let follow = backend.follow();
         let link = backend.subscriber().await?;
+        let heartbeat = follow
+            .as_ref()
+            .map(|f| f.heartbeat)
+            .or_else(|| backend.heartbeat());
         Ok(Subscriber {
             link: Some(link),
-            heartbeat: backend.heartbeat(),
+            heartbeat,
             following: follow.map(|follow| Following {
                 db: self.clone(),
                 switches: follow.switches,
-                heartbeat: follow.heartbeat,
                 channels: BTreeSet::new(),
                 patterns: BTreeSet::new(),
             }),

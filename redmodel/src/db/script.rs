@@ -128,7 +128,11 @@ impl Lua {
     ) -> Call<'_> {
         let mut evalsha = crate::command::sized("EVALSHA", 2 + keys.len() + args, 112 + bytes);
         evalsha.arg(&self.sha).arg(keys.len()).arg(keys);
-        Call { lua: self, evalsha }
+        Call {
+            lua: self,
+            evalsha,
+            keys: keys.len(),
+        }
     }
 }
 
@@ -138,6 +142,8 @@ impl Lua {
 pub(crate) struct Call<'a> {
     lua: &'a Lua,
     evalsha: Cmd,
+    /// How many of its arguments are keys.
+    keys: usize,
 }
 
 impl Call<'_> {

@@ -202,8 +202,12 @@ pub(crate) fn parse_member<M: Model>(member: &str, index: &str) -> Result<Object
 
 /// Stored field text as UTF-8, for a key segment; the error says why not.
 pub(crate) fn key_text(raw: &[u8]) -> Result<&str, String> {
-    std::str::from_utf8(raw)
-        .map_err(|_| format!("{} is not UTF-8 text, which an index key needs", shown(raw)))
+    std::str::from_utf8(raw).map_err(|_| not_key_text(raw))
+}
+
+/// Why `raw`, which is not UTF-8, cannot be part of an index key.
+pub(crate) fn not_key_text(raw: &[u8]) -> String {
+    format!("{} is not UTF-8 text, which an index key needs", shown(raw))
 }
 
 /// The command that reads the holder named by the unique entry `entry`

@@ -177,7 +177,6 @@ impl Reader for Recorder<'_> {
                         reply => reply.clone(),
                     })),
             );
-            drop(conditions);
             // As the trait says: unless asked for as replies, the first
             // error ends the read (a key of another type: WRONGTYPE).
             if let Some(Value::ServerError(err)) = replies

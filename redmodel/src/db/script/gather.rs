@@ -70,6 +70,8 @@ struct Queues {
 struct Queued {
     id: u64,
     evalsha: Arc<Cmd>,
+    /// How many of its arguments are keys.
+    keys: usize,
     done: oneshot::Sender<Outcome>,
 }
 
@@ -102,6 +104,7 @@ impl Call<'_> {
             .push(Queued {
                 id,
                 evalsha: Arc::clone(&evalsha),
+                keys: self.keys,
                 done,
             });
         tokio::task::yield_now().await;
@@ -129,6 +132,7 @@ impl Call<'_> {
                 let alone = Call {
                     lua: self.lua,
                     evalsha: Arc::unwrap_or_clone(evalsha),
+                    keys: self.keys,
                 };
                 alone.invoke(db).await
             }
@@ -157,7 +161,7 @@ async fn send(db: &Db, lua: &Lua, mut queued: Vec<Queued>) {
         async move {
             let mut call = runner.call::<&str>(&[]);
             for queued in &chunk {
-                add_item(&mut call, &queued.evalsha);
+                add_item(&mut call, queued);
             }
             let replies = call.invoke_redis::<Vec<Value>>(db).await;
             deliver(chunk, replies);
@@ -166,21 +170,15 @@ async fn send(db: &Db, lua: &Lua, mut queued: Vec<Queued>) {
     futures_util::future::join_all(calls).await;
 }
 
-/// Adds one queued EVALSHA to the runner's call: its key count, its
-/// argument count, its keys and its arguments.
-fn add_item(call: &mut Call<'_>, evalsha: &Cmd) {
-    let args: Vec<&[u8]> = crate::command::args(evalsha)
-        .skip(2)
-        .map(Option::unwrap_or_default)
-        .collect();
-    let keys = std::str::from_utf8(args.first().copied().unwrap_or_default())
-        .ok()
-        .and_then(|n| n.parse::<usize>().ok())
-        .unwrap_or(0);
-    let rest = args.get(1..).unwrap_or_default();
-    call.arg(keys).arg(rest.len().saturating_sub(keys));
-    for arg in rest {
-        call.arg(*arg);
+/// Adds one queued call to the runner's: its key count, its argument
+/// count, its keys and its arguments (the EVALSHA's after its name, the
+/// SHA1 and the key count).
+fn add_item(call: &mut Call<'_>, queued: &Queued) {
+    let keys_and_args = queued.evalsha.args_iter().len().saturating_sub(3);
+    call.arg(queued.keys)
+        .arg(keys_and_args.saturating_sub(queued.keys));
+    for arg in crate::command::args(&queued.evalsha).skip(3).flatten() {
+        call.arg(arg);
     }
 }
 

@@ -16,7 +16,9 @@ use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::model::codec::{IntoValue, Scalar};
 use crate::model::key::{decode_segment, glob_escape, plain_tag_key, tag_key};
-use crate::model::live::{key_text, load_judged, parse_member, prune, Entry, Stale, Test};
+use crate::model::live::{
+    key_text, load_judged, not_key_text, parse_member, prune, Entry, Stale, Test,
+};
 use crate::model::query::{Filter, Kind, TagOp};
 use crate::model::scan::scan_keys;
 use crate::model::{Model, ObjectRef};
@@ -44,11 +46,7 @@ fn texts<'a, E: Scalar + 'a>(
 ) -> std::result::Result<Vec<String>, String> {
     let mut out = Vec::with_capacity(tags.size_hint().0);
     for tag in tags {
-        let text = tag.to_text();
-        match String::from_utf8(text) {
-            Ok(text) => out.push(text),
-            Err(e) => return Err(key_text(e.as_bytes()).err().unwrap_or_default()),
-        }
+        out.push(String::from_utf8(tag.to_text()).map_err(|e| not_key_text(e.as_bytes()))?);
     }
     out.sort_unstable();
     out.dedup();

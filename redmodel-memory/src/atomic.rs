@@ -55,6 +55,15 @@ impl Atomic<'_> {
     pub fn exists(&mut self, key: &[u8]) -> bool {
         self.client.ctx.value_untouched(key).is_some()
     }
+
+    /// The type of `key` as `TYPE key` names it (`string`, `hash`,
+    /// `zset`...), `None` if it does not exist, read as [`exists`](Self::exists)
+    /// reads: without running a command. For the caller's own check that
+    /// its commands will find the types they need before the first one
+    /// writes.
+    pub fn type_of(&mut self, key: &[u8]) -> Option<&'static str> {
+        self.client.ctx.value_untouched(key).map(|v| v.type_name())
+    }
 }
 
 impl Engine {
@@ -211,8 +220,13 @@ mod tests {
             [tx.exists(b"k"), tx.exists(b"gone"), tx.exists(b"none")]
         });
         assert_eq!(found, [true, false, false]);
+        c.execute(&[b"RPUSH", b"l", b"x"]);
+        let types = engine.atomically(0, |tx| {
+            [tx.type_of(b"k"), tx.type_of(b"l"), tx.type_of(b"none")]
+        });
+        assert_eq!(types, [Some("string"), Some("list"), None]);
         // Deleted on the way, as a read deletes it: no key left to count.
-        assert_eq!(c.execute(&[b"DBSIZE"]), Value::Int(1));
+        assert_eq!(c.execute(&[b"DBSIZE"]), Value::Int(2));
         let stats = c.execute(&[b"INFO", b"commandstats"]);
         let Value::BulkString(stats) = stats else {
             panic!("INFO's reply: {stats:?}");

@@ -191,12 +191,15 @@ pub enum Error {
         reason: String,
     },
     /// A key holds another Redis type than the model keeps there (a hash
-    /// where a relation's list is expected, ...).
+    /// where a relation's list is expected, a string where an index's
+    /// sorted set is, ...). A write refused so has written nothing of its
+    /// atomic unit (see `docs/errors.md`).
     #[error("`{key}` holds another Redis type than the {expected} its model keeps there")]
     UnexpectedType {
         /// The key.
         key: String,
-        /// The Redis type the model expects: `hash`, `list` or `string`.
+        /// The Redis type the model expects: `hash`, `list`, `set`, `zset`
+        /// or `string`.
         expected: &'static str,
     },
     /// A key (given to a parse, or found in a relation or a reference

@@ -19,6 +19,7 @@ mod chaos;
 mod check;
 mod cluster_steps;
 mod colocate;
+mod foreign_types;
 mod keys;
 mod layers;
 mod models;

@@ -7,9 +7,14 @@
 //! A group may be *guarded*: it runs only if some keys of its slot exist
 //! (the object a write names, the admin a sub-object hangs under), checked
 //! in the same atomic unit, so no write lands on an object deleted a
-//! moment before. A guarded unit is one Lua script ([`checked`]); on a
-//! server that refuses scripts, a WATCH transaction (the guards WATCHed,
-//! checked, then MULTI/EXEC). An unguarded unit is a MULTI/EXEC.
+//! moment before. Every unit also checks, before its first command, that
+//! its keys hold the types its commands need ([`types`]): a key another
+//! program filled with another type refuses the unit whole, where Redis
+//! would refuse only the command that meets it, after the others wrote.
+//! A unit is one Lua script ([`checked`]), or the same run natively by
+//! the engine in process; on a server that refuses scripts, a WATCH
+//! transaction (the guards WATCHed, checked, the types read, then
+//! MULTI/EXEC).
 //!
 //! The caller picks the order so that a crash between two groups leaves
 //! only what the reads skip and prune (an entry naming a gone object) and
@@ -23,6 +28,7 @@ use smallvec::SmallVec;
 
 pub(crate) mod checked;
 mod shaped;
+mod types;
 
 use crate::db::optimistic::watched;
 use crate::layout::plain_key;
@@ -208,6 +214,13 @@ impl Plan {
             .collect()
     }
 
+    /// Whether the plan has nothing to check or run.
+    fn is_empty(&self) -> bool {
+        self.groups
+            .iter()
+            .all(|g| g.guards.is_empty() && g.expects.is_empty() && g.cmds.is_empty())
+    }
+
     fn has_splices(&self) -> bool {
         self.groups
             .iter()
@@ -233,6 +246,9 @@ impl Plan {
             return Err(Error::Misuse(
                 "a plan that splices a reply runs only whole".to_string(),
             ));
+        }
+        if self.is_empty() {
+            return from_kept(Vec::new());
         }
         let kept = match self.run_now(db) {
             Some(kept) => kept.map_err(|e| *e)?,
@@ -342,9 +358,8 @@ impl Plan {
     }
 
     /// In process, the one unit (a plan of one group, or the plain
-    /// layout's) run at once if it is guarded ([`guarded_now`]); `None`
-    /// otherwise (on a server, or for a unit without guards: a MULTI,
-    /// whose commands all run whatever one of them replies).
+    /// layout's) run at once ([`guarded_now`]); `None` otherwise (on a
+    /// server, or for a unit that expects reads).
     fn run_now(&self, db: &Db) -> Option<Native<Vec<Value>>> {
         // One group is one unit in either layout; several are one unit
         // only in the plain layout (the cluster layout's run them in turn).
@@ -354,7 +369,7 @@ impl Plan {
         let unit = self.unit(true);
         // A unit that expects reads runs as a checked write, which reads
         // first ([`Unit::run`]).
-        if unit.guards.is_empty() || !unit.expects.is_empty() {
+        if !unit.expects.is_empty() {
             return None;
         }
         guarded_now(db, &unit.guards, &unit.cmds)
@@ -402,12 +417,10 @@ impl Unit<'_> {
         if self.cmds.is_empty() && self.guards.is_empty() {
             return Ok(Vec::new());
         }
-        let replies = if self.guards.is_empty() {
-            db.query_pipeline(&self.pipeline()).await?
-        } else {
-            self.run_guarded(db).await?
-        };
-        Ok(replies)
+        match guarded(db, &self.guards, &self.cmds).await? {
+            Some(kept) => Ok(kept),
+            None => self.run_watched(db).await,
+        }
     }
 
     /// The commands as an atomic pipeline (the ignored ones ignored).
@@ -423,24 +436,19 @@ impl Unit<'_> {
         pipe
     }
 
-    /// The guarded unit: one script ([`checked`],
-    /// with no read to check), or a WATCH transaction where scripts are
-    /// refused.
-    async fn run_guarded(&self, db: &Db) -> Result<Vec<Value>> {
-        match guarded(db, &self.guards, &self.cmds).await? {
-            Some(kept) => Ok(kept),
-            None => self.run_watched(db).await,
-        }
-    }
-
-    /// The guarded unit without a script: WATCH the guards, check they
-    /// exist, MULTI/EXEC the commands; again if a guard changed meanwhile.
+    /// The unit without a script: WATCH the guards, check they exist and
+    /// that the keys hold the types the commands need ([`types`]),
+    /// MULTI/EXEC the commands; again if a guard changed meanwhile.
     async fn run_watched(&self, db: &Db) -> Result<Vec<Value>> {
-        let first = self.guards.first().map(String::as_str).unwrap_or_default();
+        let first = match self.guards.first() {
+            Some(guard) => guard.as_str(),
+            None => route(&self.cmds).unwrap_or_default(),
+        };
         let pipe = self.pipeline();
         let pipe = &pipe;
         watched(db, first, |tx| async move {
             tx.watch_guards(&self.guards).await?;
+            checked::check_types_watched(&tx, &self.cmds).await?;
             tx.exec::<Vec<Value>>(pipe).await
         })
         .await
@@ -542,9 +550,22 @@ fn from_kept<T: FromRedisValue>(kept: Vec<Value>) -> Result<T> {
     Ok(T::from_redis_value(Value::Array(kept)).map_err(redis::RedisError::from)?)
 }
 
-/// The script's `NOTFOUND key` refusal as [`Error::NotFound`]; any other
-/// error as it is.
-pub(crate) fn not_found(err: Error) -> Error {
+/// The key that routes a unit without guards to its node: its first
+/// command's.
+pub(crate) fn route<'a>(cmds: &[Write<'a>]) -> Option<&'a str> {
+    let key = key_of(cmds.first()?.cmd)?;
+    std::str::from_utf8(key).ok()
+}
+
+/// A script's refusal as the error it stands for: `NOTFOUND key` as
+/// [`Error::NotFound`], `NOTTYPE type key` as [`Error::UnexpectedType`]
+/// ([`types`]); any other error as it is.
+pub(crate) fn refusal(err: Error) -> Error {
+    if let Error::Server(e) = &err {
+        if let Some(refused) = types::from_script(e) {
+            return refused;
+        }
+    }
     match &err {
         Error::Server(e) if e.code() == Some("NOTFOUND") => Error::NotFound {
             key: plain_key(

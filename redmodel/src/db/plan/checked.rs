@@ -33,7 +33,8 @@ use super::shaped::{self, Expect, GUARDS};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::optimistic::{pause_before_retry, watched, RawTransaction, MAX_ATTEMPTS};
-use crate::db::plan::{not_found, Splice, Write};
+use crate::db::plan::types;
+use crate::db::plan::{refusal, route, Splice, Write};
 use crate::db::recall::{Facts, Guess};
 use crate::db::script::{Call, Lua};
 use crate::layout::plain_key;
@@ -69,18 +70,45 @@ impl Reader for RawTransaction {
         errors_as_replies: bool,
     ) -> impl Future<Output = Result<Vec<Value>>> + Send {
         let mut pipe = redis::pipe();
-        if errors_as_replies {
-            pipe.ignore_errors();
-        }
+        pipe.ignore_errors();
         if !watch.is_empty() {
             let mut watching = cmd("WATCH");
             watching.arg(watch);
             pipe.add_command(watching).ignore();
         }
-        for read in reads {
-            pipe.add_command(read);
+        for read in &reads {
+            pipe.add_command(read.clone());
         }
-        async move { self.query_pipeline(&pipe).await }
+        async move {
+            let replies: Vec<Value> = self.query_pipeline(&pipe).await?;
+            match first_error(&reads, &replies, errors_as_replies) {
+                Some(err) => Err(err),
+                None => Ok(replies),
+            }
+        }
+    }
+}
+
+/// The error that ends a read of `reads` (unless `errors_as_replies`):
+/// its first error reply. A read that finds its key of another type
+/// is [`Error::UnexpectedType`] naming that key, where the read's
+/// command says what type it needs ([`types::needed`]).
+fn first_error(reads: &[Cmd], replies: &[Value], errors_as_replies: bool) -> Option<Error> {
+    if errors_as_replies {
+        return None;
+    }
+    let (read, err) = reads
+        .iter()
+        .zip(replies)
+        .find_map(|(read, reply)| match reply {
+            Value::ServerError(err) => Some((read, err)),
+            _ => None,
+        })?;
+    let mut args = crate::command::args(read).flatten();
+    let want = args.next().and_then(types::needed);
+    match (err.code(), want, args.next()) {
+        ("WRONGTYPE", Some(want), Some(key)) => Some(types::refused(key, want)),
+        _ => Some(redis::RedisError::from(err.clone()).into()),
     }
 }
 
@@ -163,6 +191,9 @@ impl Reader for Recorder<'_> {
                     })
                 })
                 .collect();
+            // As the trait says: unless asked for as replies, the first
+            // error ends the read (a key of another type: WRONGTYPE).
+            let failed = first_error(&cmds, &replies, errors_as_replies);
             let mut conditions = self
                 .conditions
                 .lock()
@@ -177,15 +208,10 @@ impl Reader for Recorder<'_> {
                         reply => reply.clone(),
                     })),
             );
-            // As the trait says: unless asked for as replies, the first
-            // error ends the read (a key of another type: WRONGTYPE).
-            if let Some(Value::ServerError(err)) = replies
-                .iter()
-                .find(|r| !errors_as_replies && matches!(r, Value::ServerError(_)))
-            {
-                return Err(redis::RedisError::from(err.clone()).into());
+            match failed {
+                Some(err) => Err(err),
+                None => Ok(replies),
             }
-            Ok(replies)
         }
     }
 }
@@ -203,9 +229,16 @@ impl Reader for Recorder<'_> {
 /// back rounded (a caller that needs such a number exactly reads it back
 /// as text).
 ///
+/// Between the reads and the commands it checks the types of the keys
+/// that a command could find of another type after an earlier one wrote
+/// ([`types`]): `NOTTYPE type key` for one that holds another, nothing
+/// written.
+///
 /// `ARGV`: the number of reads; each read as its argument count, its
 /// arguments, its number of values and the values (`=text`, `#n` for an
-/// integer, or `-` for nil); then the commands, each as its argument count and arguments.
+/// integer, or `-` for nil); the number of type checks, each as the type
+/// and the key; then the commands, each as its argument count and
+/// arguments.
 static CHECKED: LazyLock<Lua> = LazyLock::new(|| Lua::new(&[GUARDS, CHECKED_BODY].concat()));
 
 /// [`CHECKED`] after its guards.
@@ -239,6 +272,14 @@ for r = 1, tonumber(ARGV[1]) do
   i = i + n
 end
 if changed then return {0, seen} end
+for c = 1, tonumber(ARGV[i]) do
+  local want, key = ARGV[i + 2 * c - 1], ARGV[i + 2 * c]
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('NOTTYPE ' .. want .. ' ' .. key)
+  end
+end
+i = i + 1 + 2 * tonumber(ARGV[i])
 local out = {}
 while i <= #ARGV do
   local argc = tonumber(ARGV[i])
@@ -338,7 +379,8 @@ async fn send(
     };
     // The write's own script if it has a shape to write one for, else the
     // general one.
-    let shaped = shaped::shape(guards.len(), conditions, writes);
+    let checks = types::checks(writes);
+    let shaped = shaped::shape(guards.len(), conditions, writes, &checks);
     let call = match &shaped {
         Some(shaped) => {
             let bytes = guards.iter().map(String::len).sum::<usize>()
@@ -370,6 +412,11 @@ async fn send(
                     invocation.arg(value);
                 }
             }
+            invocation.arg(checks.len());
+            for check in &checks {
+                invocation.arg(check.want);
+                invocation.arg(types::key_at(writes, check.at));
+            }
             for write in writes {
                 add_command(&mut invocation, write.cmd);
             }
@@ -381,7 +428,7 @@ async fn send(
         Ok(Some(Value::Array(reply))) => reply,
         Ok(Some(_)) => return Err(unknown_shape()),
         Ok(None) => return Ok(None),
-        Err(err) => return Err(not_found(err)),
+        Err(err) => return Err(refusal(err)),
     };
     if shaped.is_some() {
         return shaped::reply(reply, !conditions.is_empty())
@@ -442,6 +489,7 @@ fn in_process(
     if changed {
         return Ok((false, seen));
     }
+    check_types(tx, writes)?;
     let mut kept = Vec::with_capacity(writes.len());
     // The replies a later write takes an argument from, by position; only
     // a unit with a splice looks for them.
@@ -497,6 +545,44 @@ pub(crate) fn check_guards(tx: &mut Atomic<'_>, guards: &[impl AsRef<str>]) -> N
         })),
         None => Ok(()),
     }
+}
+
+/// In process, what every script checks before its first write
+/// ([`types`]): each key a command could find of another type holds the
+/// command's type or nothing, else [`Error::UnexpectedType`].
+fn check_types(tx: &mut Atomic<'_>, writes: &[Write<'_>]) -> Native<()> {
+    for check in types::checks(writes) {
+        let key = types::key_at(writes, check.at);
+        if tx.type_of(key).is_some_and(|found| found != check.want) {
+            return Err(Box::new(types::refused(key, check.want)));
+        }
+    }
+    Ok(())
+}
+
+/// On the WATCH path, the type checks ([`types`]) of a MULTI/EXEC of
+/// `writes`, read before it on the transaction's connection: a key of
+/// another type refuses the write ([`Error::UnexpectedType`]) before
+/// anything runs. The keys are not WATCHed (an index key is every
+/// writer's, so watching it would abort every concurrent write): another
+/// client that changes a key's type between this read and the EXEC still
+/// meets WRONGTYPE there.
+pub(crate) async fn check_types_watched(tx: &RawTransaction, writes: &[Write<'_>]) -> Result<()> {
+    let checks = types::checks(writes);
+    if checks.is_empty() {
+        return Ok(());
+    }
+    let mut pipe = redis::pipe();
+    for check in &checks {
+        pipe.cmd("TYPE").arg(types::key_at(writes, check.at));
+    }
+    let found: Vec<String> = tx.query_pipeline(&pipe).await?;
+    for (check, found) in checks.iter().zip(&found) {
+        if found != "none" && found != check.want {
+            return Err(types::refused(types::key_at(writes, check.at), check.want));
+        }
+    }
+    Ok(())
 }
 
 /// The arguments of `cmd`, name first (a model's commands hold plain
@@ -560,8 +646,10 @@ fn call_spliced(
 
 /// Runs `cmds` (each with whether its reply is kept) as one atomic script
 /// if every key of `guards` exists ([`Error::NotFound`] otherwise, nothing
-/// written): a checked write with no read to check. `None` if the server
-/// refuses scripts.
+/// written) and every key holds the type its commands need
+/// ([`Error::UnexpectedType`]): a checked write with no read to check.
+/// `None` if the server refuses scripts, or the unit is routed by a key
+/// that is no guard and has no shape to write a script for.
 pub(crate) async fn guarded(
     db: &Db,
     guards: &[String],
@@ -570,8 +658,10 @@ pub(crate) async fn guarded(
     if let Some(kept) = guarded_now(db, guards, cmds) {
         return kept.map(Some).map_err(|e| *e);
     }
+    // A unit without guards is routed by its first command's key.
+    let route = if guards.is_empty() { route(cmds) } else { None };
     match Recorder::new(db, Guess::Nothing)
-        .commit::<Vec<Value>>(guards, None, cmds)
+        .commit::<Vec<Value>>(guards, route, cmds)
         .await?
     {
         Checked::Done(kept) => Ok(Some(kept)),
@@ -712,6 +802,10 @@ pub(crate) async fn run<T: FromRedisValue>(
         // EXEC aborts the attempt, and the next one sees it gone.
         tx.watch_guards(guards).await?;
         let extra = decide.decide(&tx).await?;
+        let mut writes: Vec<Write<'_>> = Vec::with_capacity(base.len() + extra.len());
+        writes.extend_from_slice(base);
+        writes.extend(extra.iter().map(|cmd| Write::plain(cmd, false)));
+        check_types_watched(&tx, &writes).await?;
         let mut txn = redis::pipe();
         txn.atomic();
         for write in base {

@@ -41,6 +41,7 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 use redis::{Cmd, Value};
 
+use crate::db::plan::types::{Check, NOTTYPE};
 use crate::db::plan::{Splice, Write};
 use crate::db::script::Lua;
 
@@ -142,6 +143,7 @@ pub(crate) fn shape<'a>(
     guards: usize,
     reads: &'a [(Cmd, Value)],
     writes: &[Write<'a>],
+    checks: &[Check],
 ) -> Option<Shaped<'a>> {
     let commands = reads.len() + writes.len();
     if commands > MAX_COMMANDS {
@@ -182,6 +184,11 @@ pub(crate) fn shape<'a>(
             push_number(&mut signature, splice.from);
         }
     }
+    for check in checks {
+        signature.push('t');
+        signature.push_str(check.want);
+        push_number(&mut signature, check.at);
+    }
     for (_, reply) in reads {
         each_expected(reply, |v| match v {
             Expect::Nil => {}
@@ -198,7 +205,7 @@ pub(crate) fn shape<'a>(
     let script = match scripts.get(&signature) {
         Some(script) => Arc::clone(script),
         None if scripts.len() < MAX_SHAPES => {
-            let script = Arc::new(Lua::new(&text_of(guards, reads, writes)?));
+            let script = Arc::new(Lua::new(&text_of(guards, reads, writes, checks)?));
             scripts.insert(signature, Arc::clone(&script));
             script
         }
@@ -210,7 +217,12 @@ pub(crate) fn shape<'a>(
 /// The script's text for the shape of `reads` and `writes` (which
 /// [`shape`] has checked).
 #[cold]
-fn text_of(guards: usize, reads: &[(Cmd, Value)], writes: &[Write<'_>]) -> Option<String> {
+fn text_of(
+    guards: usize,
+    reads: &[(Cmd, Value)],
+    writes: &[Write<'_>],
+    checks: &[Check],
+) -> Option<String> {
     let mut read_shapes = Vec::with_capacity(reads.len());
     let mut expected_all = Vec::with_capacity(reads.len());
     for (cmd, reply) in reads {
@@ -229,7 +241,13 @@ fn text_of(guards: usize, reads: &[(Cmd, Value)], writes: &[Write<'_>]) -> Optio
             splice: write.splice,
         });
     }
-    Some(text(guards, &read_shapes, &expected_all, &write_shapes))
+    Some(text(
+        guards,
+        &read_shapes,
+        &expected_all,
+        &write_shapes,
+        checks,
+    ))
 }
 
 /// `/n|` in a shape's signature (without `fmt`: the signature is made on
@@ -265,12 +283,14 @@ struct WriteShape<'a> {
 }
 
 /// The script's text for a shape: `reads` as (name, argument count,
-/// expected value count), `expected` the values, and `writes`.
+/// expected value count), `expected` the values, `writes`, and the keys
+/// of writes whose type it checks before the first write.
 fn text(
     guards: usize,
     reads: &[(&str, usize, usize)],
     expected: &[Vec<Expect<'_>>],
     writes: &[WriteShape<'_>],
+    checks: &[Check],
 ) -> String {
     // The first `guards` keys must exist; a key past them only routes
     // the script.
@@ -335,6 +355,20 @@ fn text(
             }
             out.push_str(" then return {0, seen} end\n");
         }
+    }
+    // A key of another type refuses the write before anything is written.
+    if !checks.is_empty() {
+        out.push_str("local t\n");
+    }
+    for check in checks {
+        let key = write_at[check.at];
+        let want = check.want;
+        let _ = writeln!(
+            out,
+            "t = redis.call('TYPE', ARGV[{key}])['ok']\n\
+             if t ~= 'none' and t ~= '{want}' then \
+             return redis.error_reply('{NOTTYPE} {want} ' .. ARGV[{key}]) end"
+        );
     }
     // After reads, the kept replies follow the 1 that says they ran.
     let mut kept = usize::from(!reads.is_empty());
@@ -447,6 +481,7 @@ mod tests {
             1,
             &[],
             &[Write::plain(&incr, false), Write::plain(&get, true)],
+            &[],
         )
         .expect("a shape");
         assert_eq!(shaped.argv, [&b"k"[..], b"f", b"1", b"k", b"f"]);
@@ -455,6 +490,7 @@ mod tests {
             &[],
             &[],
             &[shape_of("HINCRBY", 3, false), shape_of("HGET", 2, true)],
+            &[],
         );
         assert!(text.contains("redis.call('HINCRBY', ARGV[1], ARGV[2], ARGV[3])\n"));
         assert!(text.contains("out[1] = redis.call('HGET', ARGV[4], ARGV[5])\n"));
@@ -477,8 +513,13 @@ mod tests {
             Write::plain(&get, true),
             spliced,
         ];
-        let shaped = shape(1, &[], &writes).expect("a shape");
-        let plain = shape(1, &[], &[writes[0], writes[1], Write::plain(&zadd, false)]);
+        let shaped = shape(1, &[], &writes, &[]).expect("a shape");
+        let plain = shape(
+            1,
+            &[],
+            &[writes[0], writes[1], Write::plain(&zadd, false)],
+            &[],
+        );
         assert!(!Arc::ptr_eq(
             &shaped.script,
             &plain.expect("a shape").script
@@ -494,6 +535,7 @@ mod tests {
                 shape_of("HGET", 2, true),
                 zadd_shape,
             ],
+            &[],
         );
         assert!(text.contains("local w1 = redis.call('HGET', ARGV[4], ARGV[5])\nout[1] = w1\n"));
         assert!(text.contains("redis.call('ZADD', ARGV[6], w1, ARGV[8])\n"));
@@ -503,13 +545,14 @@ mod tests {
     fn an_integer_reply_is_compared_as_a_number_sent_as_text() {
         let reads = [(cmd(&["PEXPIRETIME", "e"]), Value::Int(-1))];
         let del = cmd(&["DEL", "e"]);
-        let shaped = shape(0, &reads, &[Write::plain(&del, false)]).expect("a shape");
+        let shaped = shape(0, &reads, &[Write::plain(&del, false)], &[]).expect("a shape");
         assert_eq!(shaped.argv, [&b"e"[..], b"e", b"-1"]);
         let text = text(
             0,
             &[("PEXPIRETIME", 1, 1)],
             &[vec![Expect::Int(-1)]],
             &[shape_of("DEL", 1, false)],
+            &[],
         );
         assert!(text.contains("if #r ~= 1 or r[1] ~= tonumber(ARGV[3]) then return {0, seen} end"));
     }
@@ -521,13 +564,14 @@ mod tests {
             Value::Array(vec![Value::BulkString(b"x".to_vec()), Value::Nil]),
         )];
         let hset = cmd(&["HSET", "k", "a", "y"]);
-        let shaped = shape(1, &reads, &[Write::plain(&hset, false)]).expect("a shape");
+        let shaped = shape(1, &reads, &[Write::plain(&hset, false)], &[]).expect("a shape");
         assert_eq!(shaped.argv, [&b"k"[..], b"a", b"b", b"k", b"a", b"y", b"x"]);
         let text = text(
             1,
             &[("HMGET", 3, 2)],
             &[vec![Expect::Text(b"x"), Expect::Nil]],
             &[shape_of("HSET", 3, false)],
+            &[],
         );
         assert!(text.contains("seen[1] = read('HMGET', ARGV[1], ARGV[2], ARGV[3])\n"));
         assert!(text
@@ -555,6 +599,7 @@ mod tests {
                 vec![Expect::Nil],
             ],
             &[shape_of("HSET", 3, false)],
+            &[],
         );
         assert!(text.contains(
             "if redis.call('EXISTS', ARGV[1]) == 0 then seen[1] = {false, false} \
@@ -605,23 +650,23 @@ mod tests {
     #[test]
     fn the_same_shape_shares_one_script_and_odd_ones_take_the_general_script() {
         let (a, b) = (cmd(&["HSET", "a", "f", "v"]), cmd(&["HSET", "b", "f", "v"]));
-        let one = shape(1, &[], &[Write::plain(&a, false)])
+        let one = shape(1, &[], &[Write::plain(&a, false)], &[])
             .expect("a shape")
             .script;
-        let two = shape(1, &[], &[Write::plain(&b, false)])
+        let two = shape(1, &[], &[Write::plain(&b, false)], &[])
             .expect("a shape")
             .script;
         assert!(Arc::ptr_eq(&one, &two));
         // A name that is not a command name never goes into a text.
         let odd = cmd(&["HSET') --", "k"]);
-        assert!(shape(1, &[], &[Write::plain(&odd, false)]).is_none());
+        assert!(shape(1, &[], &[Write::plain(&odd, false)], &[]).is_none());
         // A status reply is not one the script compares.
         let ping = [(cmd(&["PING"]), Value::Okay)];
-        assert!(shape(1, &ping, &[Write::plain(&a, false)]).is_none());
+        assert!(shape(1, &ping, &[Write::plain(&a, false)], &[]).is_none());
         let del = cmd(&["DEL", "k"]);
         let many: Vec<Write<'_>> = (0..=MAX_COMMANDS)
             .map(|_| Write::plain(&del, false))
             .collect();
-        assert!(shape(1, &[], &many).is_none());
+        assert!(shape(1, &[], &many, &[]).is_none());
     }
 }

@@ -60,7 +60,6 @@ use redis::{FromRedisValue, Value};
 
 use super::guarded_unit;
 use crate::command::cmd;
-use crate::command::AddCommand as _;
 use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::Plan;
 use crate::layout::plain_key;
@@ -258,7 +257,7 @@ fn text(texts: &Texts, i: usize) -> Option<&[u8]> {
 }
 
 /// Makes one index's entries for the object at `key` go from the field's
-/// text `old` to `new`, in one MULTI/EXEC in the index's slot.
+/// text `old` to `new`, in one atomic unit in the index's slot.
 async fn apply<M: Model>(
     db: &Db,
     key: &str,
@@ -267,8 +266,7 @@ async fn apply<M: Model>(
     new: Option<&[u8]>,
 ) -> Result<()> {
     let field = spec.field;
-    let mut pipe = redis::pipe();
-    pipe.atomic();
+    let mut plan = Plan::new();
     match spec.kind {
         IndexKind::Sorted { score } => {
             let index = sorted_key(db, M::TABLE, field);
@@ -280,22 +278,23 @@ async fn apply<M: Model>(
                 .and_then(|s| s.ok())
                 .flatten()
                 .and_then(|s| checked_score(field, s).ok());
-            match score {
-                Some(s) => pipe.command("ZADD").arg(&index).arg(score_arg(s)).arg(key),
-                None => pipe.command("ZREM").arg(&index).arg(key),
-            }
-            .ignore();
+            plan.add_ignored(match score {
+                Some(s) => cmd("ZADD").arg(&index).arg(score_arg(s)).arg(key).clone(),
+                None => cmd("ZREM").arg(&index).arg(key).clone(),
+            });
         }
         IndexKind::Recent { cap } => {
             let list = recent_key(db, M::TABLE, field);
-            pipe.command("LREM").arg(&list).arg(0).arg(key).ignore();
+            plan.add_ignored(cmd("LREM").arg(&list).arg(0).arg(key).clone());
             if new.is_some() {
-                pipe.command("LPUSH").arg(&list).arg(key).ignore();
-                pipe.command("LTRIM")
-                    .arg(&list)
-                    .arg(0)
-                    .arg(i64::from(cap) - 1)
-                    .ignore();
+                plan.add_ignored(cmd("LPUSH").arg(&list).arg(key).clone());
+                plan.add_ignored(
+                    cmd("LTRIM")
+                        .arg(&list)
+                        .arg(0)
+                        .arg(i64::from(cap) - 1)
+                        .clone(),
+                );
             }
         }
         IndexKind::Tags { tags } => {
@@ -307,24 +306,17 @@ async fn apply<M: Model>(
             };
             let (old, new) = (parse(old), parse(new));
             for tag in old.difference(&new) {
-                pipe.command("SREM")
-                    .arg(tag_key(db, M::TABLE, field, tag))
-                    .arg(key)
-                    .ignore();
+                let tag = tag_key(db, M::TABLE, field, tag);
+                plan.add_ignored(cmd("SREM").arg(tag).arg(key).clone());
             }
             for tag in &new {
-                pipe.command("SADD")
-                    .arg(tag_key(db, M::TABLE, field, tag))
-                    .arg(key)
-                    .ignore();
+                let tag = tag_key(db, M::TABLE, field, tag);
+                plan.add_ignored(cmd("SADD").arg(tag).arg(key).clone());
             }
         }
         IndexKind::Unique => {}
     }
-    if pipe.is_empty() {
-        return Ok(());
-    }
-    db.query_pipeline::<()>(&pipe).await
+    plan.run(db).await
 }
 
 /// Step 1: makes the unique entry `entry` name `key`, pending (with the

@@ -1,0 +1,170 @@
+//! The Redis type each command of a unit needs at its key, and which keys
+//! a unit checks before it writes.
+//!
+//! Why: Redis refuses a command on a key of another type (WRONGTYPE) only
+//! when the command runs, after the unit's earlier commands have written,
+//! and both a script and MULTI/EXEC keep what ran. A unit over a key that
+//! another program filled with another type would be left half-written:
+//! the object's hash set, its index entry not. So every executor checks
+//! the types first, in the unit's atomic run, and a unit that would fail
+//! so writes nothing; the refusal names the key.
+//!
+//! Each typed key is checked once: a later command of the same type on
+//! it needs no check of its own. The check also names the key a refusal
+//! concerns, which a WRONGTYPE from inside a script does not.
+
+use smallvec::SmallVec;
+
+use crate::db::plan::Write;
+use crate::layout::plain_key;
+use crate::Error;
+
+/// The Redis type a command named `name` needs at its key (its first
+/// argument), refusing any other with WRONGTYPE; `None` for a command
+/// that takes a key of any type (`DEL`, `SET`, `PEXPIRE`...) or one not
+/// listed. The list holds the commands the model layer sends; `SORT` is
+/// listed as `list` because the model sorts only lists (unique entries).
+pub(crate) fn needed(name: &[u8]) -> Option<&'static str> {
+    let mut upper = [0u8; 16];
+    let upper = upper.get_mut(..name.len())?;
+    upper.copy_from_slice(name);
+    upper.make_ascii_uppercase();
+    Some(match &*upper {
+        b"HSET" | b"HSETNX" | b"HMSET" | b"HDEL" | b"HINCRBY" | b"HINCRBYFLOAT" | b"HGET"
+        | b"HMGET" | b"HGETALL" | b"HEXISTS" | b"HLEN" | b"HKEYS" | b"HVALS" | b"HPEXPIRE"
+        | b"HPERSIST" | b"HPTTL" => "hash",
+        b"ZADD" | b"ZREM" | b"ZINCRBY" | b"ZSCORE" | b"ZMSCORE" | b"ZRANGE" | b"ZCARD"
+        | b"ZRANK" | b"ZREMRANGEBYSCORE" | b"ZREMRANGEBYRANK" => "zset",
+        b"SADD" | b"SREM" | b"SISMEMBER" | b"SMISMEMBER" | b"SMEMBERS" | b"SCARD"
+        | b"SRANDMEMBER" => "set",
+        b"RPUSH" | b"LPUSH" | b"RPUSHX" | b"LPUSHX" | b"LTRIM" | b"LREM" | b"LRANGE"
+        | b"LINDEX" | b"LLEN" | b"LPOS" | b"LSET" | b"LPOP" | b"RPOP" | b"SORT" => "list",
+        b"GET" | b"INCR" | b"INCRBY" | b"DECR" | b"DECRBY" | b"APPEND" | b"STRLEN" => "string",
+        _ => return None,
+    })
+}
+
+/// A key a unit checks before it writes: which command's key, and the
+/// type it must hold (or nothing).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Check {
+    /// The command, by position in the unit.
+    pub(crate) at: usize,
+    pub(crate) want: &'static str,
+}
+
+/// The checks of a unit of `writes` (see the module docs).
+pub(crate) fn checks(writes: &[Write<'_>]) -> SmallVec<[Check; 4]> {
+    let mut out = SmallVec::new();
+    // Keys whose type is known from an earlier command.
+    let mut known: SmallVec<[(&[u8], &'static str); 6]> = SmallVec::new();
+    for (at, write) in writes.iter().enumerate() {
+        let mut args = crate::command::args(write.cmd).flatten();
+        let Some(name) = args.next() else {
+            // A field read back in process: no command runs.
+            continue;
+        };
+        // A key spliced in from a reply is not known here.
+        let key = match write.splice {
+            Some(splice) if splice.arg == 0 => None,
+            _ => args.next(),
+        };
+        match (key, needed(name)) {
+            (Some(key), Some(want)) => match known.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, seen)) if *seen == want => {}
+                Some((_, seen)) => {
+                    *seen = want;
+                    out.push(Check { at, want });
+                }
+                None => {
+                    known.push((key, want));
+                    out.push(Check { at, want });
+                }
+            },
+            // A write of any type (DEL, SET) leaves its key's type unknown.
+            (Some(key), None) => known.retain(|(k, _)| *k != key),
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+/// The key of command `at` of `writes`, as stored.
+pub(crate) fn key_at<'a>(writes: &[Write<'a>], at: usize) -> &'a [u8] {
+    writes
+        .get(at)
+        .and_then(|w| crate::command::args(w.cmd).flatten().nth(1))
+        .unwrap_or_default()
+}
+
+/// The refusal of a unit whose key `key` (as stored) holds another type
+/// than `want`.
+pub(crate) fn refused(key: &[u8], want: &'static str) -> Error {
+    Error::UnexpectedType {
+        key: plain_key(&String::from_utf8_lossy(key)),
+        expected: want,
+    }
+}
+
+/// The code of a script's refusal for a key of another type:
+/// `NOTTYPE want key`.
+pub(crate) const NOTTYPE: &str = "NOTTYPE";
+
+/// The refusal a script replies ([`NOTTYPE`]) as [`Error::UnexpectedType`];
+/// `None` for another error.
+pub(crate) fn from_script(err: &redis::RedisError) -> Option<Error> {
+    if err.code() != Some(NOTTYPE) {
+        return None;
+    }
+    let (want, key) = err.detail()?.split_once(' ')?;
+    // The type is one of `needed`'s: the error holds a static name.
+    let want = ["hash", "zset", "set", "list", "string"]
+        .into_iter()
+        .find(|t| *t == want)?;
+    // A script's error detail ends with the script's name.
+    let key = key.split(" script: ").next().unwrap_or(key);
+    Some(refused(key.as_bytes(), want))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::cmd;
+    use redis::Cmd;
+
+    fn unit(cmds: &[Cmd]) -> Vec<Write<'_>> {
+        cmds.iter().map(|c| Write::plain(c, false)).collect()
+    }
+
+    #[test]
+    fn each_typed_key_is_checked_once_until_an_untyped_write() {
+        let cmds = [
+            cmd("HGET").arg("o").arg("f").clone(),
+            cmd("HSET").arg("o").arg("f").arg(1).clone(),
+            cmd("ZADD").arg("z").arg(1).arg("o").clone(),
+            cmd("SADD").arg("s").arg("o").clone(),
+            cmd("DEL").arg("s").clone(),
+            cmd("SADD").arg("s").arg("o").clone(),
+            cmd("PEXPIRE").arg("o").arg(5).clone(),
+        ];
+        let writes = unit(&cmds);
+        let at: Vec<(usize, &str)> = checks(&writes).iter().map(|c| (c.at, c.want)).collect();
+        // The set again after DEL leaves it unknown.
+        assert_eq!(at, [(0, "hash"), (2, "zset"), (3, "set"), (5, "set")]);
+    }
+
+    #[test]
+    fn a_scripts_refusal_names_the_key_in_plain_form() {
+        let reply =
+            redis::parse_redis_value(b"-NOTTYPE set {forty:_tag:tags}:red script: 1a2b\r\n")
+                .expect("an error reply");
+        let Err(err) = reply.clone().extract_error() else {
+            panic!("an error reply: {reply:?}");
+        };
+        let err = from_script(&err).expect("a refusal");
+        assert!(
+            matches!(&err, Error::UnexpectedType { key, expected: "set" } if key == "forty:_tag:tags:red"),
+            "{err:?}"
+        );
+    }
+}

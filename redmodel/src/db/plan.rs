@@ -561,10 +561,10 @@ pub(crate) fn route<'a>(cmds: &[Write<'a>]) -> Option<&'a str> {
 /// [`Error::NotFound`], `NOTTYPE type key` as [`Error::UnexpectedType`]
 /// ([`types`]); any other error as it is.
 pub(crate) fn refusal(err: Error) -> Error {
-    if let Error::Server(e) = &err {
-        if let Some(refused) = types::from_script(e) {
-            return refused;
-        }
+    if let Error::Server(e) = &err
+        && let Some(refused) = types::from_script(e)
+    {
+        return refused;
     }
     match &err {
         Error::Server(e) if e.code() == Some("NOTFOUND") => Error::NotFound {

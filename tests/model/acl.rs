@@ -258,6 +258,25 @@ async fn without_scripting(admin_url: &str, port: u16) -> Result<(), Error> {
     let err = score.incr(&db, AclScore::POINTS, 1).await.unwrap_err();
     assert!(matches!(err, Error::Decode { .. }), "{err:?}");
 
+    // An index key of another type refuses a write whole here too: the
+    // types are read before the MULTI.
+    db.query::<()>(redis::cmd("SET").arg("acl_score:_sorted:points").arg("x"))
+        .await?;
+    let refused = AclScore {
+        id: 3,
+        points: 1,
+        seen: Some(3),
+    };
+    let err = refused.insert(&db).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::UnexpectedType { key, expected: "zset" } if key == "acl_score:_sorted:points"),
+        "{err:?}"
+    );
+    let written: i64 = db.query(redis::cmd("EXISTS").arg("acl_score:3")).await?;
+    assert_eq!(written, 0, "nothing of the refused insert is written");
+    db.query::<()>(redis::cmd("DEL").arg("acl_score:_sorted:points"))
+        .await?;
+
     // The refusal is remembered: the writes that follow try no script
     // (the ACL log counts every refused EVAL and EVALSHA).
     let refused_before = refused_scripts(&admin).await?;

@@ -379,7 +379,8 @@ async fn send(
     };
     // The write's own script if it has a shape to write one for, else the
     // general one.
-    let checks = types::checks(writes);
+    let mut checks = types::checks(writes);
+    checks.retain(|c| c.needed_by_stopping());
     let shaped = shaped::shape(guards.len(), conditions, writes, &checks);
     let call = match &shaped {
         Some(shaped) => {
@@ -428,7 +429,7 @@ async fn send(
         Ok(Some(Value::Array(reply))) => reply,
         Ok(Some(_)) => return Err(unknown_shape()),
         Ok(None) => return Ok(None),
-        Err(err) => return Err(refusal(err)),
+        Err(err) => return Err(types::first_refused(refusal(err), writes)),
     };
     if shaped.is_some() {
         return shaped::reply(reply, !conditions.is_empty())
@@ -513,9 +514,10 @@ fn in_process(
                 Some(splice) => call_spliced(tx, write.cmd, splice, &taken)?,
             }
         };
-        let reply = reply
-            .extract_error()
-            .map_err(|e| Box::new(Error::from(e)))?;
+        let reply = reply.extract_error().map_err(|e| match i {
+            0 => Box::new(types::first_refused(Error::from(e), writes)),
+            _ => Box::new(Error::from(e)),
+        })?;
         if writes.get(i + 1).is_some_and(|next| next.reads_back) {
             previous = Some(reply.clone());
         }
@@ -551,7 +553,8 @@ pub(crate) fn check_guards(tx: &mut Atomic<'_>, guards: &[impl AsRef<str>]) -> N
 /// ([`types`]): each key a command could find of another type holds the
 /// command's type or nothing, else [`Error::UnexpectedType`].
 fn check_types(tx: &mut Atomic<'_>, writes: &[Write<'_>]) -> Native<()> {
-    for check in types::checks(writes) {
+    let checks = types::checks(writes);
+    for check in checks.iter().filter(|c| c.needed_by_stopping()) {
         let key = types::key_at(writes, check.at);
         if tx.type_of(key).is_some_and(|found| found != check.want) {
             return Err(Box::new(types::refused(key, check.want)));

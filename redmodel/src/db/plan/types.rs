@@ -11,7 +11,13 @@
 //!
 //! Each typed key is checked once: a later command of the same type on
 //! it needs no check of its own. The check also names the key a refusal
-//! concerns, which a WRONGTYPE from inside a script does not.
+//! concerns, which a WRONGTYPE from inside a script does not. An executor
+//! that stops at a unit's first error (a script, the engine in process)
+//! skips the check of the unit's first command
+//! ([`Check::needed_by_stopping`]):
+//! nothing has run before it, and its own refusal is named as the check's
+//! would be ([`first_refused`]). A MULTI/EXEC runs every command whatever
+//! one replies, so the WATCH path checks that one too.
 
 use smallvec::SmallVec;
 
@@ -22,14 +28,11 @@ use crate::Error;
 /// The Redis type a command named `name` needs at its key (its first
 /// argument), refusing any other with WRONGTYPE; `None` for a command
 /// that takes a key of any type (`DEL`, `SET`, `PEXPIRE`...) or one not
-/// listed. The list holds the commands the model layer sends; `SORT` is
-/// listed as `list` because the model sorts only lists (unique entries).
+/// listed. The list holds the commands the model layer sends, named in
+/// capitals as it names them; `SORT` is listed as `list` because the
+/// model sorts only lists (unique entries).
 pub(crate) fn needed(name: &[u8]) -> Option<&'static str> {
-    let mut upper = [0u8; 16];
-    let upper = upper.get_mut(..name.len())?;
-    upper.copy_from_slice(name);
-    upper.make_ascii_uppercase();
-    Some(match &*upper {
+    Some(match name {
         b"HSET" | b"HSETNX" | b"HMSET" | b"HDEL" | b"HINCRBY" | b"HINCRBYFLOAT" | b"HGET"
         | b"HMGET" | b"HGETALL" | b"HEXISTS" | b"HLEN" | b"HKEYS" | b"HVALS" | b"HPEXPIRE"
         | b"HPERSIST" | b"HPTTL" => "hash",
@@ -51,6 +54,31 @@ pub(crate) struct Check {
     /// The command, by position in the unit.
     pub(crate) at: usize,
     pub(crate) want: &'static str,
+}
+
+impl Check {
+    /// Whether an executor that stops at the unit's first error needs
+    /// this check: not for the first command (see the module docs).
+    pub(crate) fn needed_by_stopping(&self) -> bool {
+        self.at != 0
+    }
+}
+
+/// A stopping executor's error for a unit of `writes`: a WRONGTYPE
+/// refusal, which only its first command can meet (every later one's key
+/// is checked first), named as the check of that command would name it;
+/// any other error as it is.
+pub(crate) fn first_refused(err: Error, writes: &[Write<'_>]) -> Error {
+    let Error::WrongType { .. } = err else {
+        return err;
+    };
+    let first = writes
+        .first()
+        .and_then(|w| crate::command::args(w.cmd).flatten().next());
+    match first.and_then(needed) {
+        Some(want) => refused(key_at(writes, 0), want),
+        None => err,
+    }
 }
 
 /// The checks of a unit of `writes` (see the module docs).

@@ -190,6 +190,39 @@ backend_tests! {
         Ok(())
     }
 
+    /// A transaction that writes an object whose key another program
+    /// filled with another type is refused whole, naming the key: the
+    /// other object it writes, and that object's index entry, stay as
+    /// they were.
+    exclusive async fn a_commit_over_a_key_of_another_type_writes_nothing(ctx) -> redmodel::Result<()> {
+        for db in ctx.layouts() {
+            flush(&db).await?;
+            let ids = same_slot_ids(2);
+            wallet(ids[0], 5).insert(&db).await?;
+            let plain = format!("wallet:{}", ids[1]);
+            let stored = db.key_layout().stored(&plain).into_owned();
+            db.query::<()>(redis::cmd("RPUSH").arg(&stored).arg("x")).await?;
+            let (a, b) = (Wallet::at(ids[0]), Wallet::at(ids[1]));
+            let (a, b) = (&a, &b);
+            let err = db
+                .transaction(|tx| async move {
+                    tx.set(a, Wallet::POINTS, 6);
+                    tx.set(b, Wallet::POINTS, 7);
+                    Ok::<_, Error>(())
+                })
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::UnexpectedType { key, expected: "hash" } if *key == plain),
+                "{err:?} ({:?} layout)",
+                db.key_layout()
+            );
+            assert_eq!(a.load(&db).await?, Some(wallet(ids[0], 5)), "{:?} layout", db.key_layout());
+            assert_eq!(zscore(&db, ids[0]).await?, Some(5.0));
+        }
+        Ok(())
+    }
+
     /// What a commit refuses writes nothing at all, not even the
     /// transaction's other writes: a unique value another object holds,
     /// one value claimed twice in one transaction, a field write on a

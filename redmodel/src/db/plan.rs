@@ -448,8 +448,7 @@ impl Unit<'_> {
         let pipe = &pipe;
         watched(db, first, |tx| async move {
             tx.watch_guards(&self.guards).await?;
-            checked::check_types_watched(&tx, &self.cmds).await?;
-            tx.exec::<Vec<Value>>(pipe).await
+            tx.exec_whole::<Vec<Value>>(pipe).await
         })
         .await
     }

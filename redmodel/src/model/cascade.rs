@@ -319,7 +319,7 @@ impl<A: Admin> ObjectRef<A> {
         txn.command("EXISTS").arg(key);
         add_entries::<A>(tx, db, key, &Changes::Delete, &mut txn).await?;
         add_plan(&mut txn, key, &plan);
-        let done: Option<(bool,)> = tx.exec(&txn).await?;
+        let done: Option<(bool,)> = tx.exec_whole(&txn).await?;
         Ok(done.map(|(existed,)| Outcome::Deleted(existed)))
     }
 
@@ -506,7 +506,7 @@ impl<A: Admin> ObjectRef<A> {
                 txn.command("HMGET").arg(key).arg(fields);
             }
             txn.command("DEL").arg(&tree).ignore();
-            let done: Option<Vec<redis::Value>> = tx.exec(&txn).await?;
+            let done: Option<Vec<redis::Value>> = tx.exec_whole(&txn).await?;
             let Some(replies) = done else {
                 return Ok(None);
             };

@@ -805,10 +805,6 @@ pub(crate) async fn run<T: FromRedisValue>(
         // EXEC aborts the attempt, and the next one sees it gone.
         tx.watch_guards(guards).await?;
         let extra = decide.decide(&tx).await?;
-        let mut writes: Vec<Write<'_>> = Vec::with_capacity(base.len() + extra.len());
-        writes.extend_from_slice(base);
-        writes.extend(extra.iter().map(|cmd| Write::plain(cmd, false)));
-        check_types_watched(&tx, &writes).await?;
         let mut txn = redis::pipe();
         txn.atomic();
         for write in base {
@@ -818,7 +814,7 @@ pub(crate) async fn run<T: FromRedisValue>(
             }
         }
         txn.ignored(extra);
-        tx.exec::<T>(&txn).await
+        tx.exec_whole::<T>(&txn).await
     })
     .await
 }

@@ -102,7 +102,7 @@ impl Pending {
         for mark in self.writes.iter().flat_map(|w| &w.marks) {
             txn.add_command(mark.clone()).ignore();
         }
-        let replies = match raw.exec::<Vec<Value>>(&txn).await {
+        let replies = match raw.exec_whole::<Vec<Value>>(&txn).await {
             Ok(Some(replies)) => replies,
             Ok(None) => {
                 self.release(db, &stepped).await;

@@ -92,7 +92,7 @@ impl Reader for RawTransaction {
 /// The error that ends a read of `reads` (unless `errors_as_replies`):
 /// its first error reply. A read that finds its key of another type
 /// is [`Error::UnexpectedType`] naming that key, where the read's
-/// command says what type it needs ([`types::needed`]).
+/// command says what type it needs ([`types::read_needed`]).
 fn first_error(reads: &[Cmd], replies: &[Value], errors_as_replies: bool) -> Option<Error> {
     if errors_as_replies {
         return None;
@@ -105,7 +105,7 @@ fn first_error(reads: &[Cmd], replies: &[Value], errors_as_replies: bool) -> Opt
             _ => None,
         })?;
     let mut args = crate::command::args(read).flatten();
-    let want = args.next().and_then(types::needed);
+    let want = args.next().and_then(types::read_needed);
     match (err.code(), want, args.next()) {
         ("WRONGTYPE", Some(want), Some(key)) => Some(types::refused(key, want)),
         _ => Some(redis::RedisError::from(err.clone()).into()),

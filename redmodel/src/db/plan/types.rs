@@ -29,8 +29,7 @@ use crate::Error;
 /// argument), refusing any other with WRONGTYPE; `None` for a command
 /// that takes a key of any type (`DEL`, `SET`, `PEXPIRE`...) or one not
 /// listed. The list holds the commands the model layer sends, named in
-/// capitals as it names them; `SORT` is listed as `list` because the
-/// model sorts only lists (unique entries).
+/// capitals as it names them.
 pub(crate) fn needed(name: &[u8]) -> Option<&'static str> {
     Some(match name {
         b"HSET" | b"HSETNX" | b"HMSET" | b"HDEL" | b"HINCRBY" | b"HINCRBYFLOAT" | b"HGET"
@@ -41,10 +40,18 @@ pub(crate) fn needed(name: &[u8]) -> Option<&'static str> {
         b"SADD" | b"SREM" | b"SISMEMBER" | b"SMISMEMBER" | b"SMEMBERS" | b"SCARD"
         | b"SRANDMEMBER" => "set",
         b"RPUSH" | b"LPUSH" | b"RPUSHX" | b"LPUSHX" | b"LTRIM" | b"LREM" | b"LRANGE"
-        | b"LINDEX" | b"LLEN" | b"LPOS" | b"LSET" | b"LPOP" | b"RPOP" | b"SORT" => "list",
+        | b"LINDEX" | b"LLEN" | b"LPOS" | b"LSET" | b"LPOP" | b"RPOP" => "list",
         b"GET" | b"INCR" | b"INCRBY" | b"DECR" | b"DECRBY" | b"APPEND" | b"STRLEN" => "string",
         _ => return None,
     })
+}
+
+/// The type a read named `name` expects where it refuses another with
+/// WRONGTYPE, to name that refusal: [`needed`]'s, and `list` for `SORT`,
+/// which the model runs only on lists (unique entries). `SORT` reads sets
+/// and sorted sets too, so it is no check of a type a later command needs.
+pub(crate) fn read_needed(name: &[u8]) -> Option<&'static str> {
+    needed(name).or((name == b"SORT").then_some("list"))
 }
 
 /// A key a unit checks before it writes: which command's key, and the

@@ -348,23 +348,9 @@ impl RawTransaction {
         shared.conn.query_pipeline::<Option<T>>(writes).await
     }
 
-    /// [`exec`](Self::exec), after checking on this connection, before
-    /// the MULTI, that each key of `writes` holds the type its commands
-    /// need (the check every atomic unit of the model makes,
-    /// [`crate::db::plan`]): a key of another type refuses the whole
-    /// transaction with [`Error::UnexpectedType`] naming it, where EXEC
-    /// would refuse only the command that meets it and run the others.
-    /// The model's own transactions commit through here.
-    pub(crate) async fn exec_whole<T: FromRedisValue>(
-        &self,
-        writes: &Pipeline,
-    ) -> Result<Option<T>> {
-        let cmds: Vec<crate::db::plan::Write<'_>> = writes
-            .cmd_iter()
-            .map(|cmd| crate::db::plan::Write::plain(cmd, false))
-            .collect();
-        crate::db::plan::checked::check_types_watched(self, &cmds).await?;
-        self.exec(writes).await
+    /// Whether this transaction runs on a Redis Cluster connection.
+    pub(crate) async fn on_cluster(&self) -> bool {
+        self.shared.lock().await.conn.is_cluster()
     }
 
     fn check_current(&self, shared: &Shared) -> Result<()> {

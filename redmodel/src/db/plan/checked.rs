@@ -563,6 +563,33 @@ fn check_types(tx: &mut Atomic<'_>, writes: &[Write<'_>]) -> Native<()> {
     Ok(())
 }
 
+impl RawTransaction {
+    /// [`exec`](Self::exec), after checking on this connection, before
+    /// the MULTI, that each key of `writes` holds the type its commands
+    /// need ([`check_types_watched`]): a key of another type refuses the
+    /// whole transaction with [`Error::UnexpectedType`] naming it, where
+    /// EXEC would refuse only the command that meets it and run the
+    /// others. The model's own transactions commit through here.
+    ///
+    /// Not on a Redis Cluster connection: there a read between the WATCH
+    /// and the EXEC that meets a slot on the move is followed to another
+    /// connection, where the WATCH does not hold, and the EXEC would then
+    /// run unguarded. A cluster's EXEC keeps Redis's own behaviour.
+    pub(crate) async fn exec_whole<T: FromRedisValue>(
+        &self,
+        writes: &redis::Pipeline,
+    ) -> Result<Option<T>> {
+        if !self.on_cluster().await {
+            let cmds: Vec<Write<'_>> = writes
+                .cmd_iter()
+                .map(|cmd| Write::plain(cmd, false))
+                .collect();
+            check_types_watched(self, &cmds).await?;
+        }
+        self.exec(writes).await
+    }
+}
+
 /// On the WATCH path, the type checks ([`types`]) of a MULTI/EXEC of
 /// `writes`, read before it on the transaction's connection: a key of
 /// another type refuses the write ([`Error::UnexpectedType`]) before
@@ -570,7 +597,7 @@ fn check_types(tx: &mut Atomic<'_>, writes: &[Write<'_>]) -> Native<()> {
 /// writer's, so watching it would abort every concurrent write): another
 /// client that changes a key's type between this read and the EXEC still
 /// meets WRONGTYPE there.
-pub(crate) async fn check_types_watched(tx: &RawTransaction, writes: &[Write<'_>]) -> Result<()> {
+async fn check_types_watched(tx: &RawTransaction, writes: &[Write<'_>]) -> Result<()> {
     let checks = types::checks(writes);
     if checks.is_empty() {
         return Ok(());

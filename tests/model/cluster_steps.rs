@@ -13,20 +13,20 @@ use redmodel_suite::backend_tests;
 
 /// `racer:1` = {name (unique), points (sorted), tags, seen (recent)}.
 #[derive(Admin, Debug, Clone, PartialEq)]
-struct Racer {
+pub(crate) struct Racer {
     #[redmodel(pk)]
-    id: u32,
+    pub(crate) id: u32,
     #[redmodel(unique)]
-    name: String,
+    pub(crate) name: String,
     #[redmodel(sorted)]
-    points: i64,
+    pub(crate) points: i64,
     #[redmodel(tags)]
-    tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     #[redmodel(recent = 10)]
-    seen: Option<u64>,
+    pub(crate) seen: Option<u64>,
 }
 
-fn racer(id: u32, name: &str, points: i64, tags: &[&str]) -> Racer {
+pub(crate) fn racer(id: u32, name: &str, points: i64, tags: &[&str]) -> Racer {
     Racer {
         id,
         name: name.into(),

@@ -13,39 +13,16 @@ use redmodel::prelude::*;
 use redmodel::{Error, KeyLayout};
 use redmodel_suite::backend_tests;
 
-/// `forty:1` = {name (unique), points (sorted), tags, seen (recent)}.
-#[derive(Admin, Debug, Clone, PartialEq)]
-struct Forty {
-    #[redmodel(pk)]
-    id: u32,
-    #[redmodel(unique)]
-    name: String,
-    #[redmodel(sorted)]
-    points: i64,
-    #[redmodel(tags)]
-    tags: Vec<String>,
-    #[redmodel(recent = 10)]
-    seen: Option<u64>,
-}
+use crate::cluster_steps::{racer, Racer};
 
-fn forty(id: u32, name: &str, points: i64, tag: &str) -> Forty {
-    Forty {
-        id,
-        name: name.into(),
-        points,
-        tags: vec![tag.to_string()],
-        seen: Some(u64::from(id)),
-    }
-}
-
-/// Each index key a write of `forty(2, "bo", 5, "red")` touches, as the
+/// Each index key a write of `racer(2, "bo", 5, &["red"])` touches, as the
 /// database stores it and in plain form (as errors name it), with the
 /// type it holds there.
 fn index_keys(db: &Db) -> Vec<(String, String, &'static str)> {
     let unique = |db: Option<&Db>| {
         match db {
-            Some(db) => Forty::NAME_UNIQUE.key_in(db, "bo"),
-            None => Forty::NAME_UNIQUE.key("bo"),
+            Some(db) => Racer::NAME_UNIQUE.key_in(db, "bo"),
+            None => Racer::NAME_UNIQUE.key("bo"),
         }
         .expect("a key")
         .expect("a value")
@@ -53,18 +30,18 @@ fn index_keys(db: &Db) -> Vec<(String, String, &'static str)> {
     vec![
         (unique(Some(db)), unique(None), "list"),
         (
-            Forty::POINTS_SORTED.key_in(db),
-            Forty::POINTS_SORTED.key(),
+            Racer::POINTS_SORTED.key_in(db),
+            Racer::POINTS_SORTED.key(),
             "zset",
         ),
         (
-            Forty::TAGS_TAGS.key_in(db, "red").expect("a key"),
-            Forty::TAGS_TAGS.key("red").expect("a key"),
+            Racer::TAGS_TAGS.key_in(db, "red").expect("a key"),
+            Racer::TAGS_TAGS.key("red").expect("a key"),
             "set",
         ),
         (
-            Forty::SEEN_RECENT.key_in(db),
-            Forty::SEEN_RECENT.key(),
+            Racer::SEEN_RECENT.key_in(db),
+            Racer::SEEN_RECENT.key(),
             "list",
         ),
     ]
@@ -73,13 +50,13 @@ fn index_keys(db: &Db) -> Vec<(String, String, &'static str)> {
 /// Every key the test writes.
 fn all_keys(db: &Db) -> Vec<String> {
     let mut keys = vec![
-        Forty::at(1).key_in(db).into_owned(),
-        Forty::at(2).key_in(db).into_owned(),
-        Forty::NAME_UNIQUE
+        Racer::at(1).key_in(db).into_owned(),
+        Racer::at(2).key_in(db).into_owned(),
+        Racer::NAME_UNIQUE
             .key_in(db, "al")
             .expect("a key")
             .expect("a value"),
-        Forty::TAGS_TAGS.key_in(db, "blue").expect("a key"),
+        Racer::TAGS_TAGS.key_in(db, "blue").expect("a key"),
     ];
     keys.extend(index_keys(db).into_iter().map(|(key, _, _)| key));
     keys
@@ -95,17 +72,17 @@ async fn snapshot(db: &Db) -> redmodel::Result<Vec<(String, Option<Vec<u8>>)>> {
     Ok(out)
 }
 
-/// `forty:1` alone, with `key` holding a string.
+/// `racer:1` alone, with `key` holding a string.
 async fn start(db: &Db, key: &str) -> redmodel::Result<()> {
     for key in all_keys(db) {
         db.query::<()>(redis::cmd("DEL").arg(key)).await?;
     }
-    forty(1, "al", 1, "blue").insert(db).await?;
+    racer(1, "al", 1, &["blue"]).insert(db).await?;
     db.query::<()>(redis::cmd("SET").arg(key).arg("someone else's"))
         .await
 }
 
-/// A write of `forty:1` (or of a new `forty:2`), named.
+/// A write of `racer:1` (or of a new `racer:2`), named.
 type Write = fn(
     &Db,
 ) -> std::pin::Pin<
@@ -113,30 +90,30 @@ type Write = fn(
 >;
 
 /// Each write, with the index keys (as positions in [`index_keys`]) it
-/// must touch: `forty:1` changed to what `forty:2` holds, field by field.
+/// must touch: `racer:1` changed to what `racer:2` holds, field by field.
 fn writes() -> Vec<(&'static str, Write, &'static [usize])> {
     vec![
         (
             "insert",
-            |db| Box::pin(async move { forty(2, "bo", 5, "red").insert(db).await.map(drop) }),
+            |db| Box::pin(async move { racer(2, "bo", 5, &["red"]).insert(db).await.map(drop) }),
             &[0, 1, 2, 3],
         ),
         (
             "set name",
-            |db| Box::pin(async move { Forty::at(1).set(db, Forty::NAME, "bo").await.map(drop) }),
+            |db| Box::pin(async move { Racer::at(1).set(db, Racer::NAME, "bo").await.map(drop) }),
             &[0],
         ),
         (
             "incr points",
-            |db| Box::pin(async move { Forty::at(1).incr(db, Forty::POINTS, 4).await.map(drop) }),
+            |db| Box::pin(async move { Racer::at(1).incr(db, Racer::POINTS, 4).await.map(drop) }),
             &[1],
         ),
         (
             "set tags",
             |db| {
                 Box::pin(async move {
-                    Forty::at(1)
-                        .set(db, Forty::TAGS, vec!["red".to_string()])
+                    Racer::at(1)
+                        .set(db, Racer::TAGS, vec!["red".to_string()])
                         .await
                         .map(drop)
                 })
@@ -146,13 +123,13 @@ fn writes() -> Vec<(&'static str, Write, &'static [usize])> {
         (
             "set seen",
             |db| {
-                Box::pin(async move { Forty::at(1).set(db, Forty::SEEN, Some(9)).await.map(drop) })
+                Box::pin(async move { Racer::at(1).set(db, Racer::SEEN, Some(9)).await.map(drop) })
             },
             &[3],
         ),
         (
             "delete",
-            |db| Box::pin(async move { Forty::at(1).delete(db).await.map(drop) }),
+            |db| Box::pin(async move { Racer::at(1).delete(db).await.map(drop) }),
             &[1, 3],
         ),
     ]

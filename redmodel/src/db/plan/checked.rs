@@ -76,12 +76,14 @@ impl Reader for RawTransaction {
             watching.arg(watch);
             pipe.add_command(watching).ignore();
         }
-        for read in &reads {
-            pipe.add_command(read.clone());
+        let watched = usize::from(!watch.is_empty());
+        for read in reads {
+            pipe.add_command(read);
         }
         async move {
             let replies: Vec<Value> = self.query_pipeline(&pipe).await?;
-            match first_error(&reads, &replies, errors_as_replies) {
+            let reads = pipe.cmd_iter().skip(watched);
+            match first_error(reads, &replies, errors_as_replies) {
                 Some(err) => Err(err),
                 None => Ok(replies),
             }
@@ -93,23 +95,25 @@ impl Reader for RawTransaction {
 /// its first error reply. A read that finds its key of another type
 /// is [`Error::UnexpectedType`] naming that key, where the read's
 /// command says what type it needs ([`types::read_needed`]).
-fn first_error(reads: &[Cmd], replies: &[Value], errors_as_replies: bool) -> Option<Error> {
+fn first_error<'c>(
+    reads: impl IntoIterator<Item = &'c Cmd>,
+    replies: &[Value],
+    errors_as_replies: bool,
+) -> Option<Error> {
     if errors_as_replies {
         return None;
     }
     let (read, err) = reads
-        .iter()
+        .into_iter()
         .zip(replies)
         .find_map(|(read, reply)| match reply {
             Value::ServerError(err) => Some((read, err)),
             _ => None,
         })?;
-    let mut args = crate::command::args(read).flatten();
-    let want = args.next().and_then(types::read_needed);
-    match (err.code(), want, args.next()) {
-        ("WRONGTYPE", Some(want), Some(key)) => Some(types::refused(key, want)),
-        _ => Some(redis::RedisError::from(err.clone()).into()),
-    }
+    let named = (err.code() == "WRONGTYPE")
+        .then(|| types::wrong_type_of(read))
+        .flatten();
+    Some(named.unwrap_or_else(|| redis::RedisError::from(err.clone()).into()))
 }
 
 /// Reads on the `Db`'s shared connection, or guesses what it would read
@@ -379,8 +383,7 @@ async fn send(
     };
     // The write's own script if it has a shape to write one for, else the
     // general one.
-    let mut checks = types::checks(writes);
-    checks.retain(|c| c.needed_by_stopping());
+    let checks = types::stopping_checks(writes);
     let shaped = shaped::shape(guards.len(), conditions, writes, &checks);
     let call = match &shaped {
         Some(shaped) => {
@@ -416,7 +419,7 @@ async fn send(
             invocation.arg(checks.len());
             for check in &checks {
                 invocation.arg(check.want);
-                invocation.arg(types::key_at(writes, check.at));
+                invocation.arg(check.key);
             }
             for write in writes {
                 add_command(&mut invocation, write.cmd);
@@ -553,11 +556,12 @@ pub(crate) fn check_guards(tx: &mut Atomic<'_>, guards: &[impl AsRef<str>]) -> N
 /// ([`types`]): each key a command could find of another type holds the
 /// command's type or nothing, else [`Error::UnexpectedType`].
 fn check_types(tx: &mut Atomic<'_>, writes: &[Write<'_>]) -> Native<()> {
-    let checks = types::checks(writes);
-    for check in checks.iter().filter(|c| c.needed_by_stopping()) {
-        let key = types::key_at(writes, check.at);
-        if tx.type_of(key).is_some_and(|found| found != check.want) {
-            return Err(Box::new(types::refused(key, check.want)));
+    for check in types::stopping_checks(writes) {
+        if tx
+            .type_of(check.key)
+            .is_some_and(|found| found != check.want)
+        {
+            return Err(Box::new(types::refused(check.key, check.want)));
         }
     }
     Ok(())
@@ -604,12 +608,12 @@ async fn check_types_watched(tx: &RawTransaction, writes: &[Write<'_>]) -> Resul
     }
     let mut pipe = redis::pipe();
     for check in &checks {
-        pipe.cmd("TYPE").arg(types::key_at(writes, check.at));
+        pipe.cmd("TYPE").arg(check.key);
     }
     let found: Vec<String> = tx.query_pipeline(&pipe).await?;
     for (check, found) in checks.iter().zip(&found) {
         if found != "none" && found != check.want {
-            return Err(types::refused(types::key_at(writes, check.at), check.want));
+            return Err(types::refused(check.key, check.want));
         }
     }
     Ok(())

@@ -143,7 +143,7 @@ pub(crate) fn shape<'a>(
     guards: usize,
     reads: &'a [(Cmd, Value)],
     writes: &[Write<'a>],
-    checks: &[Check],
+    checks: &[Check<'_>],
 ) -> Option<Shaped<'a>> {
     let commands = reads.len() + writes.len();
     if commands > MAX_COMMANDS {
@@ -221,7 +221,7 @@ fn text_of(
     guards: usize,
     reads: &[(Cmd, Value)],
     writes: &[Write<'_>],
-    checks: &[Check],
+    checks: &[Check<'_>],
 ) -> Option<String> {
     let mut read_shapes = Vec::with_capacity(reads.len());
     let mut expected_all = Vec::with_capacity(reads.len());
@@ -290,7 +290,7 @@ fn text(
     reads: &[(&str, usize, usize)],
     expected: &[Vec<Expect<'_>>],
     writes: &[WriteShape<'_>],
-    checks: &[Check],
+    checks: &[Check<'_>],
 ) -> String {
     // The first `guards` keys must exist; a key past them only routes
     // the script.

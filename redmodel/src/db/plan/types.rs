@@ -13,8 +13,7 @@
 //! it needs no check of its own. The check also names the key a refusal
 //! concerns, which a WRONGTYPE from inside a script does not. An executor
 //! that stops at a unit's first error (a script, the engine in process)
-//! skips the check of the unit's first command
-//! ([`Check::needed_by_stopping`]):
+//! skips the check of the unit's first command ([`stopping_checks`]):
 //! nothing has run before it, and its own refusal is named as the check's
 //! would be ([`first_refused`]). A MULTI/EXEC runs every command whatever
 //! one replies, so the WATCH path checks that one too.
@@ -54,21 +53,24 @@ pub(crate) fn read_needed(name: &[u8]) -> Option<&'static str> {
     needed(name).or((name == b"SORT").then_some("list"))
 }
 
-/// A key a unit checks before it writes: which command's key, and the
-/// type it must hold (or nothing).
+/// A key a unit checks before it writes: which command's key, the key,
+/// and the type it must hold (or nothing).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Check {
+pub(crate) struct Check<'a> {
     /// The command, by position in the unit.
     pub(crate) at: usize,
+    /// Its key, as stored.
+    pub(crate) key: &'a [u8],
     pub(crate) want: &'static str,
 }
 
-impl Check {
-    /// Whether an executor that stops at the unit's first error needs
-    /// this check: not for the first command (see the module docs).
-    pub(crate) fn needed_by_stopping(&self) -> bool {
-        self.at != 0
-    }
+/// The refusal of `cmd` for a key of another type (WRONGTYPE), naming
+/// its key and the type the command expects there; `None` for a command
+/// whose type is not known ([`read_needed`]).
+pub(crate) fn wrong_type_of(cmd: &redis::Cmd) -> Option<Error> {
+    let mut args = crate::command::args(cmd).flatten();
+    let want = read_needed(args.next()?)?;
+    Some(refused(args.next()?, want))
 }
 
 /// A stopping executor's error for a unit of `writes`: a WRONGTYPE
@@ -76,20 +78,17 @@ impl Check {
 /// is checked first), named as the check of that command would name it;
 /// any other error as it is.
 pub(crate) fn first_refused(err: Error, writes: &[Write<'_>]) -> Error {
-    let Error::WrongType { .. } = err else {
-        return err;
-    };
-    let first = writes
-        .first()
-        .and_then(|w| crate::command::args(w.cmd).flatten().next());
-    match first.and_then(needed) {
-        Some(want) => refused(key_at(writes, 0), want),
-        None => err,
+    match err {
+        Error::WrongType { .. } => writes
+            .first()
+            .and_then(|w| wrong_type_of(w.cmd))
+            .unwrap_or(err),
+        err => err,
     }
 }
 
 /// The checks of a unit of `writes` (see the module docs).
-pub(crate) fn checks(writes: &[Write<'_>]) -> SmallVec<[Check; 4]> {
+pub(crate) fn checks<'a>(writes: &[Write<'a>]) -> SmallVec<[Check<'a>; 4]> {
     let mut out = SmallVec::new();
     // Keys whose type is known from an earlier command.
     let mut known: SmallVec<[(&[u8], &'static str); 6]> = SmallVec::new();
@@ -109,11 +108,11 @@ pub(crate) fn checks(writes: &[Write<'_>]) -> SmallVec<[Check; 4]> {
                 Some((_, seen)) if *seen == want => {}
                 Some((_, seen)) => {
                     *seen = want;
-                    out.push(Check { at, want });
+                    out.push(Check { at, key, want });
                 }
                 None => {
                     known.push((key, want));
-                    out.push(Check { at, want });
+                    out.push(Check { at, key, want });
                 }
             },
             // A write of any type (DEL, SET) leaves its key's type unknown.
@@ -124,12 +123,12 @@ pub(crate) fn checks(writes: &[Write<'_>]) -> SmallVec<[Check; 4]> {
     out
 }
 
-/// The key of command `at` of `writes`, as stored.
-pub(crate) fn key_at<'a>(writes: &[Write<'a>], at: usize) -> &'a [u8] {
-    writes
-        .get(at)
-        .and_then(|w| crate::command::args(w.cmd).flatten().nth(1))
-        .unwrap_or_default()
+/// The checks of a unit of `writes` for an executor that stops at its
+/// first error: all but the first command's (see the module docs).
+pub(crate) fn stopping_checks<'a>(writes: &[Write<'a>]) -> SmallVec<[Check<'a>; 4]> {
+    let mut checks = checks(writes);
+    checks.retain(|c| c.at != 0);
+    checks
 }
 
 /// The refusal of a unit whose key `key` (as stored) holds another type
@@ -183,9 +182,23 @@ mod tests {
             cmd("PEXPIRE").arg("o").arg(5).clone(),
         ];
         let writes = unit(&cmds);
-        let at: Vec<(usize, &str)> = checks(&writes).iter().map(|c| (c.at, c.want)).collect();
+        let at: Vec<(usize, &[u8], &str)> = checks(&writes)
+            .iter()
+            .map(|c| (c.at, c.key, c.want))
+            .collect();
         // The set again after DEL leaves it unknown.
-        assert_eq!(at, [(0, "hash"), (2, "zset"), (3, "set"), (5, "set")]);
+        assert_eq!(
+            at,
+            [
+                (0, &b"o"[..], "hash"),
+                (2, b"z", "zset"),
+                (3, b"s", "set"),
+                (5, b"s", "set")
+            ]
+        );
+        // A stopping executor skips the first command's.
+        let stopping: Vec<usize> = stopping_checks(&writes).iter().map(|c| c.at).collect();
+        assert_eq!(stopping, [2, 3, 5]);
     }
 
     #[test]

@@ -178,6 +178,53 @@ async fn transactions_follow_a_slot_moved_to_another_master() -> Result<(), Erro
     Ok(())
 }
 
+/// A WATCH holds on the node that served it. A read after it whose slot
+/// has moved meanwhile is refused, not followed to the slot's new master
+/// (where the EXEC would then run with nothing watched), and the
+/// transaction runs again there from its WATCH. With nothing watched, an
+/// exclusive connection follows a moved slot.
+#[tokio::test]
+async fn a_read_after_a_watch_whose_slot_moved_runs_the_transaction_again() -> Result<(), Error> {
+    let Some(cluster) = cluster_or_skip("a_read_after_a_watch_whose_slot_moved") else {
+        return Ok(());
+    };
+    let db = Db::connect_cluster(cluster.urls()).await?;
+    db.query::<()>(redis::cmd("SET").arg("{mv4}:n").arg(0))
+        .await?;
+    let mut conn = db.dedicated().await?;
+    let n: i64 = conn.query(redis::cmd("GET").arg("{mv4}:n")).await?;
+    assert_eq!(n, 0);
+
+    let (cluster, reads) = (&cluster, Arc::new(std::sync::Mutex::new(Vec::new())));
+    let n = db
+        .raw_transaction(&["{mv4}:n"], 16, |tx| {
+            let reads = Arc::clone(&reads);
+            async move {
+                if reads.lock().expect("reads").is_empty() {
+                    move_slot_of(cluster, "{mv4}:n").await?;
+                }
+                let read = tx.query::<i64>(redis::cmd("GET").arg("{mv4}:n")).await;
+                reads.lock().expect("reads").push(read.is_ok());
+                let n = read?;
+                let mut pipe = redis::pipe();
+                pipe.cmd("SET").arg("{mv4}:n").arg(n + 1).ignore();
+                Ok((pipe, n + 1))
+            }
+        })
+        .await?;
+    assert_eq!(n, 1);
+    assert_eq!(
+        *reads.lock().expect("reads"),
+        [false, true],
+        "the read after the move was refused, the next attempt's answered"
+    );
+
+    move_slot_of(cluster, "{mv4}:n").await?;
+    let n: i64 = conn.query(redis::cmd("GET").arg("{mv4}:n")).await?;
+    assert_eq!(n, 1, "an unwatched read follows the slot");
+    Ok(())
+}
+
 /// A plain pipeline of reads across slots goes as one pipeline per
 /// master: the replies come back in order, a command's error stays that
 /// command's reply (the others are answered), and a command whose slot

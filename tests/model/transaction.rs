@@ -193,11 +193,8 @@ backend_tests! {
     /// A transaction that writes an object whose key another program
     /// filled with another type is refused whole, naming the key: the
     /// other object it writes, and that object's index entry, stay as
-    /// they were. On a Redis Cluster the commit reads no types first (see
-    /// `RawTransaction::exec_whole`): the EXEC fails that command, as
-    /// Redis does.
+    /// they were.
     exclusive async fn a_commit_over_a_key_of_another_type_writes_nothing(ctx) -> redmodel::Result<()> {
-        let checked = !ctx.is_cluster_mode() || ctx.is_memory();
         for db in ctx.layouts() {
             flush(&db).await?;
             let ids = same_slot_ids(2);
@@ -215,9 +212,6 @@ backend_tests! {
                 })
                 .await
                 .unwrap_err();
-            if !checked {
-                continue;
-            }
             assert!(
                 matches!(&err, Error::UnexpectedType { key, expected: "hash" } if *key == plain),
                 "{err:?} ({:?} layout)",

@@ -16,7 +16,9 @@
 //!   share their sockets: an exclusive link is a cluster connection of its
 //!   own, from a small pool (see [`super::pool`]). It routes WATCH,
 //!   the reads and the EXEC by their keys, all in one slot, hence to one
-//!   node.
+//!   node. It never follows a redirection while a WATCH or MULTI is open
+//!   ([`Watchful`]): a read followed to the slot's new master would leave
+//!   the WATCH behind, and the EXEC would run there unguarded.
 //! - SCAN runs on every master, each with its own cursor ([`scan_masters`]);
 //!   a SCAN sent by hand walks them all with one cursor ([`scan_step`]).
 
@@ -44,6 +46,9 @@ pub(crate) struct ClusterBackend {
     /// a node stops answering: see [`ClusterBackend::reconnect_after`].
     conn: RwLock<ClusterConnection>,
     client: ClusterClient,
+    /// The client of exclusive links: redis-rs follows no redirection and
+    /// resends nothing on it, so that [`Watchful`] decides.
+    strict: ClusterClient,
     /// The seed URLs, through which subscribers connect (to the first
     /// that answers).
     seeds: Vec<String>,
@@ -63,15 +68,17 @@ pub(crate) struct ClusterBackend {
 
 /// Opens exclusive cluster connections.
 pub(crate) struct ClusterManager {
+    /// The client of [`ClusterBackend::strict`].
     client: ClusterClient,
 }
 
 impl bb8::ManageConnection for ClusterManager {
-    type Connection = Tracked<ClusterConnection>;
+    type Connection = Tracked<Watchful<ClusterConnection>>;
     type Error = redis::RedisError;
 
     async fn connect(&self) -> std::result::Result<Self::Connection, redis::RedisError> {
-        Ok(Tracked::new(self.client.get_async_connection().await?))
+        let conn = self.client.get_async_connection().await?;
+        Ok(Tracked::new(Watchful::new(conn)))
     }
 
     async fn is_valid(
@@ -94,22 +101,26 @@ impl ClusterBackend {
         connect: Duration,
         response: Duration,
     ) -> Result<Self> {
-        let client = ClusterClient::builder(seeds.clone())
-            .connection_timeout(connect)
-            .response_timeout(response)
-            .retries(8)
-            .build()?;
+        let client_with = |retries| {
+            ClusterClient::builder(seeds.clone())
+                .connection_timeout(connect)
+                .response_timeout(response)
+                .retries(retries)
+                .build()
+        };
+        let (client, strict) = (client_with(8)?, client_with(0)?);
         let conn = client.get_async_connection().await?;
         let wait = connect + response;
         let pool = pool::build(
             ClusterManager {
-                client: client.clone(),
+                client: strict.clone(),
             },
             wait,
         );
         Ok(ClusterBackend {
             conn: RwLock::new(conn),
             client,
+            strict,
             seeds,
             reconnected: Mutex::new(None),
             pool,
@@ -193,6 +204,111 @@ impl ConnectionLike for SlotLink {
     }
 }
 
+/// An exclusive cluster link (over a client that follows nothing) that
+/// follows a redirection only while no WATCH or MULTI is open on it.
+///
+/// A WATCH holds on one node's socket. Were a read after it redirected
+/// (the slot moved), redis-rs would send it, and the EXEC after it, to the
+/// slot's new master, where nothing is watched: the transaction would
+/// commit over a change it should have seen. Here the redirection is the
+/// caller's error instead, one [`redirected`](super::optimistic::redirected)
+/// names, and an optimistic transaction runs again from its WATCH. With
+/// nothing open, the command or pipeline (refused, so run nowhere) is sent
+/// again, after the slot map is read anew, as the shared connection would.
+pub(crate) struct Watchful<C> {
+    conn: C,
+    state: super::conn_state::ConnState,
+}
+
+impl<C> Watchful<C> {
+    fn new(conn: C) -> Self {
+        Watchful {
+            conn,
+            state: Default::default(),
+        }
+    }
+
+    /// Whether a WATCH or a MULTI is open on the link.
+    fn holds_state(&self) -> bool {
+        self.state.clean_up().is_some()
+    }
+}
+
+/// How a request aborted by a slot's move (or by a failover: the slot
+/// map settles a few seconds after a master dies) is sent again: with a
+/// growing pause, for as long as [`TRANSACTION_REDIRECTS`], then the error
+/// is the caller's.
+struct Redirects {
+    started: Instant,
+    attempt: u64,
+}
+
+impl Redirects {
+    fn new() -> Self {
+        Redirects {
+            started: Instant::now(),
+            attempt: 0,
+        }
+    }
+
+    /// Whether `err` is a redirection to send again after, having paused.
+    async fn again(&mut self, err: &redis::RedisError) -> bool {
+        if !is_redirection(err) || self.started.elapsed() >= TRANSACTION_REDIRECTS {
+            return false;
+        }
+        self.attempt += 1;
+        tokio::time::sleep(Duration::from_millis((10 * self.attempt).min(250))).await;
+        true
+    }
+}
+
+impl<C: ConnectionLike + Send> ConnectionLike for Watchful<C> {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            // A redirected WATCH ran nowhere: it follows like any other.
+            let follow = !self.holds_state();
+            self.state.sending(cmd);
+            let mut redirects = Redirects::new();
+            loop {
+                match self.conn.req_packed_command(cmd).await {
+                    Err(err) if follow && redirects.again(&err).await => {}
+                    result => return result,
+                }
+            }
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            // In a pipeline, a WATCH may have run before a redirected read.
+            let follow = !self.holds_state() && !pipeline.cmd_iter().any(opens_state);
+            self.state.sending_pipeline(pipeline);
+            let mut redirects = Redirects::new();
+            loop {
+                match self.conn.req_packed_commands(pipeline, offset, count).await {
+                    Err(err) if follow && redirects.again(&err).await => {}
+                    result => return result,
+                }
+            }
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
+/// Whether `cmd` opens connection state that a redirection would leave
+/// behind: WATCH or MULTI.
+fn opens_state(cmd: &Cmd) -> bool {
+    crate::command::is(cmd, "WATCH") || crate::command::is(cmd, "MULTI")
+}
+
 /// The shortest time between two replacements of the shared connection.
 const RECONNECT_EVERY: Duration = Duration::from_millis(500);
 
@@ -220,7 +336,7 @@ impl Backend for ClusterBackend {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let (started, mut attempt) = (Instant::now(), 0u64);
+            let mut redirects = Redirects::new();
             loop {
                 let mut conn = self.conn();
                 let result = match conn.req_packed_commands(pipeline, offset, count).await {
@@ -236,13 +352,7 @@ impl Backend for ClusterBackend {
                 // server ran none of it, so it is sent again, after the
                 // slot map is read anew, until the slot has settled.
                 match &result {
-                    Err(err)
-                        if pipeline.is_transaction()
-                            && is_redirection(err)
-                            && started.elapsed() < TRANSACTION_REDIRECTS =>
-                    {
-                        attempt += 1;
-                        tokio::time::sleep(Duration::from_millis((10 * attempt).min(250))).await;
+                    Err(err) if pipeline.is_transaction() && redirects.again(err).await => {
                         self.refresh().await;
                     }
                     _ => return self.reconnect_after(result).await,
@@ -265,8 +375,8 @@ impl Backend for ClusterBackend {
             // A new connection, not a pooled one: whatever WATCH or MULTI
             // the caller leaves open is on that node's socket, and goes
             // with it when the link is dropped.
-            let conn = self.client.get_async_connection().await?;
-            Ok(Box::new(SlotLink { conn, route }) as Box<dyn Link>)
+            let conn = self.strict.get_async_connection().await?;
+            Ok(Box::new(Watchful::new(SlotLink { conn, route })) as Box<dyn Link>)
         })
     }
 
@@ -593,9 +703,7 @@ fn is_keyless(cmd: &Cmd) -> bool {
         .is_some_and(|name| KEYLESS.iter().any(|k| name.eq_ignore_ascii_case(k)))
 }
 
-/// How long an atomic pipeline aborted by a slot's move (or by a failover:
-/// the slot map settles a few seconds after a master dies) is sent again,
-/// with a growing pause, before the error is the caller's.
+/// How long [`Redirects`] sends a redirected request again.
 const TRANSACTION_REDIRECTS: Duration = Duration::from_secs(8);
 
 /// Whether redis-rs refused a pipeline for spanning slots (before sending

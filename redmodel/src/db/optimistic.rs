@@ -348,11 +348,6 @@ impl RawTransaction {
         shared.conn.query_pipeline::<Option<T>>(writes).await
     }
 
-    /// Whether this transaction runs on a Redis Cluster connection.
-    pub(crate) async fn on_cluster(&self) -> bool {
-        self.shared.lock().await.conn.is_cluster()
-    }
-
     fn check_current(&self, shared: &Shared) -> Result<()> {
         if shared.generation == self.generation {
             return Ok(());

@@ -574,22 +574,15 @@ impl RawTransaction {
     /// whole transaction with [`Error::UnexpectedType`] naming it, where
     /// EXEC would refuse only the command that meets it and run the
     /// others. The model's own transactions commit through here.
-    ///
-    /// Not on a Redis Cluster connection: there a read between the WATCH
-    /// and the EXEC that meets a slot on the move is followed to another
-    /// connection, where the WATCH does not hold, and the EXEC would then
-    /// run unguarded. A cluster's EXEC keeps Redis's own behaviour.
     pub(crate) async fn exec_whole<T: FromRedisValue>(
         &self,
         writes: &redis::Pipeline,
     ) -> Result<Option<T>> {
-        if !self.on_cluster().await {
-            let cmds: Vec<Write<'_>> = writes
-                .cmd_iter()
-                .map(|cmd| Write::plain(cmd, false))
-                .collect();
-            check_types_watched(self, &cmds).await?;
-        }
+        let cmds: Vec<Write<'_>> = writes
+            .cmd_iter()
+            .map(|cmd| Write::plain(cmd, false))
+            .collect();
+        check_types_watched(self, &cmds).await?;
         self.exec(writes).await
     }
 }

@@ -37,7 +37,7 @@ use crate::{Db, Result};
 
 mod gather;
 
-pub(crate) use gather::gathering;
+pub(crate) use gather::{gathering, TYPED};
 
 /// How long a refusal of scripts is taken as the server's answer.
 const RETRY_AFTER: Duration = Duration::from_secs(30);

@@ -43,7 +43,7 @@ use redis::{Cmd, Value};
 
 use crate::db::plan::types::{Check, NOTTYPE};
 use crate::db::plan::{Splice, Write};
-use crate::db::script::Lua;
+use crate::db::script::{Lua, TYPED};
 
 /// The most commands (reads and writes) a shaped script runs.
 const MAX_COMMANDS: usize = 24;
@@ -358,15 +358,14 @@ fn text(
     }
     // A key of another type refuses the write before anything is written.
     if !checks.is_empty() {
-        out.push_str("local t\n");
+        out.insert_str(0, TYPED);
     }
     for check in checks {
         let key = write_at[check.at];
         let want = check.want;
         let _ = writeln!(
             out,
-            "t = redis.call('TYPE', ARGV[{key}])['ok']\n\
-             if t ~= 'none' and t ~= '{want}' then \
+            "if not typed(ARGV[{key}], '{want}') then \
              return redis.error_reply('{NOTTYPE} {want} ' .. ARGV[{key}]) end"
         );
     }

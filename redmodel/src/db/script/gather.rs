@@ -277,11 +277,36 @@ fn runner(lua: &Lua) -> Arc<Lua> {
     if let Some(runner) = runners.get(&*lua.sha) {
         return Arc::clone(runner);
     }
-    let text = format!("local function item(KEYS, ARGV)\n{}\nend\n{RUN}", lua.text);
+    let text = match lua.text.strip_prefix(TYPED) {
+        Some(rest) => format!("{MEMO_TYPED}local function item(KEYS, ARGV)\n{rest}\nend\n{RUN}"),
+        None => format!("local function item(KEYS, ARGV)\n{}\nend\n{RUN}", lua.text),
+    };
     let runner = Arc::new(Lua::new(&text));
     runners.insert(lua.sha.clone().into(), Arc::clone(&runner));
     runner
 }
+
+/// The first line of a write's script with type checks (a shaped
+/// script's): `typed(key, want)`, whether `key` holds `want` or nothing.
+/// The runner puts its own `typed` in its place ([`MEMO_TYPED`]).
+pub(crate) const TYPED: &str = "local function typed(k, w) local t = \
+    redis.call('TYPE', k)['ok'] return t == 'none' or t == w end\n";
+
+/// The runner's `typed` (see [`TYPED`]), in place of the one each write
+/// defines: a key found to hold `w` (or nothing) is not asked again in the
+/// call. The call is atomic, and what the writes before it ran cannot
+/// have given the key another type: each key of a model's layout has one
+/// Redis type, and its writes of that shape only add to it or remove it.
+/// A bulk insert's writes share their index keys (a sorted set, the tag
+/// sets): they are asked once per call, not once per write.
+const MEMO_TYPED: &str = "local fit = {}
+local function typed(k, w)
+  if fit[k] == w then return true end
+  local t = redis.call('TYPE', k)['ok']
+  if t == 'none' or t == w then fit[k] = w return true end
+  return false
+end
+";
 
 /// The runner's loop, after the write's script as the function `item`.
 const RUN: &str = r"

@@ -225,6 +225,41 @@ async fn a_read_after_a_watch_whose_slot_moved_runs_the_transaction_again() -> R
     Ok(())
 }
 
+/// A transaction typed command by command on `dedicated_for`, whose slot
+/// moves between its WATCH and its read: the read fails with the
+/// redirection (`Error::Unavailable`) instead of being answered by the new
+/// master, where nothing is watched; typed again, the transaction runs
+/// there.
+#[tokio::test]
+async fn a_typed_transaction_whose_slot_moved_after_its_watch_is_refused() -> Result<(), Error> {
+    let Some(cluster) = cluster_or_skip("a_typed_transaction_whose_slot_moved_after_its_watch")
+    else {
+        return Ok(());
+    };
+    let db = Db::connect_cluster(cluster.urls()).await?;
+    let key = "{mv5}:n";
+    db.query::<()>(redis::cmd("SET").arg(key).arg(0)).await?;
+    let mut conn = db.dedicated_for(key).await?;
+    conn.query::<()>(redis::cmd("WATCH").arg(key)).await?;
+    move_slot_of(&cluster, key).await?;
+    let refused = conn.query::<i64>(redis::cmd("GET").arg(key)).await;
+    assert!(
+        matches!(&refused, Err(Error::Unavailable { source }) if source.to_string().contains("Moved")),
+        "{refused:?}"
+    );
+
+    conn.query::<()>(redis::cmd("WATCH").arg(key)).await?;
+    let n: i64 = conn.query(redis::cmd("GET").arg(key)).await?;
+    conn.query::<()>(&redis::cmd("MULTI")).await?;
+    conn.query::<()>(redis::cmd("SET").arg(key).arg(n + 1))
+        .await?;
+    let done: Vec<String> = conn.query(&redis::cmd("EXEC")).await?;
+    assert_eq!(done, ["OK"]);
+    let n: i64 = db.query(redis::cmd("GET").arg(key)).await?;
+    assert_eq!(n, 1);
+    Ok(())
+}
+
 /// A plain pipeline of reads across slots goes as one pipeline per
 /// master: the replies come back in order, a command's error stays that
 /// command's reply (the others are answered), and a command whose slot

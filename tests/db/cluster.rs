@@ -260,6 +260,40 @@ async fn a_typed_transaction_whose_slot_moved_after_its_watch_is_refused() -> Re
     Ok(())
 }
 
+/// A write whose reply does not come in time (the server is busy past
+/// the response timeout, then runs it) fails with a transient error and
+/// runs once: the timed-out request is not sent again.
+#[tokio::test]
+async fn a_write_that_timed_out_is_not_sent_again() -> Result<(), Error> {
+    let Some(cluster) = cluster_or_skip("a_write_that_timed_out_is_not_sent_again") else {
+        return Ok(());
+    };
+    let db = Db::connect_cluster_with_timeouts(
+        cluster.urls(),
+        std::time::Duration::from_secs(2),
+        std::time::Duration::from_millis(100),
+    )
+    .await?;
+    db.query::<()>(redis::cmd("SET").arg("{once}:n").arg(0))
+        .await?;
+    // Busy for 300 ms, then the increment.
+    let slow = "local t = redis.call('TIME') local until_us = t[1] * 1000000 + t[2] + 300000 \
+                repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= until_us \
+                return redis.call('INCR', KEYS[1])";
+    let outcome = db
+        .query::<i64>(redis::cmd("EVAL").arg(slow).arg(1).arg("{once}:n"))
+        .await;
+    assert!(
+        matches!(&outcome, Err(err) if err.is_transient()),
+        "{outcome:?}"
+    );
+    // Whatever was sent has run by now.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    let n: i64 = db.query(redis::cmd("GET").arg("{once}:n")).await?;
+    assert_eq!(n, 1, "the increment ran {n} times");
+    Ok(())
+}
+
 /// A plain pipeline of reads across slots goes as one pipeline per
 /// master: the replies come back in order, a command's error stays that
 /// command's reply (the others are answered), and a command whose slot

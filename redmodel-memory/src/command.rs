@@ -401,6 +401,14 @@ impl Ctx<'_> {
         &mut self.store.dbs[self.db]
     }
 
+    /// The command made `n` changes as Redis counts them (INFO's
+    /// `rdb_changes_since_last_save`, the save points): see
+    /// [`Keyspace::set_changes`]. Call it last, after the command's
+    /// writes and deletions.
+    pub(crate) fn changes(&mut self, n: usize) {
+        self.ks().set_changes(n);
+    }
+
     pub(crate) fn entry(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let now = self.now;
         self.ks().entry(key, now)
@@ -528,6 +536,7 @@ pub(crate) fn remove_elements<T: Kind>(
         ctx.modified(key);
         ctx.notify(event.0, event.1, key);
         ctx.notify_deleted(key);
+        ctx.changes(removed);
     }
     Ok(reply::int(removed))
 }

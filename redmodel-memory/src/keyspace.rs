@@ -240,6 +240,10 @@ pub(crate) struct Keyspace {
     pub(crate) expired_fields_count: u64,
     /// Changes recorded by [`Self::modified`] ([`Self::changes`]).
     dirty: u64,
+    /// [`Self::dirty`] when the running command began: a command that
+    /// counts its changes as Redis does ([`Self::set_changes`]) counts
+    /// from there.
+    dirty_at_start: u64,
     /// The longest delete of an expired key, in ms, since the store last
     /// took it (LATENCY's `expire-del`); timed only while the latency
     /// monitor is on.
@@ -449,6 +453,7 @@ impl Keyspace {
         self.mark_expired();
         self.reclaimed(key);
         self.expired_count += 1;
+        self.expired_outside_count();
         true
     }
 
@@ -504,6 +509,7 @@ impl Keyspace {
         self.expire_del_timed(timer);
         self.mark_expired();
         self.expired_count += 1;
+        self.expired_outside_count();
         None
     }
 
@@ -512,6 +518,24 @@ impl Keyspace {
     pub(crate) fn begin_command(&mut self, untouched: bool) {
         self.counted.clear();
         self.untouched = untouched;
+        self.dirty_at_start = self.dirty;
+    }
+
+    /// An expired key was deleted: its change is counted, but it is none
+    /// of the running command's, which a count the command sets
+    /// ([`Self::set_changes`]) keeps.
+    fn expired_outside_count(&mut self) {
+        self.dirty_at_start += 1;
+    }
+
+    /// The running command made `n` changes, as Redis counts them (its
+    /// `server.dirty`): one per element pushed, added, removed or popped
+    /// for most commands on aggregates, whatever keys it touched to do it.
+    /// Without this a command counts one change per key it modified
+    /// (the key deleted when emptied included), which is Redis's count
+    /// for the others.
+    pub(crate) fn set_changes(&mut self, n: usize) {
+        self.dirty = self.dirty_at_start + n as u64;
     }
 
     /// Counts an access of the key in `slot`, once per command (see
@@ -970,6 +994,7 @@ impl Keyspace {
         self.mark_expired();
         self.reclaimed(key);
         self.expired_count += 1;
+        self.expired_outside_count();
         // The value's memory is given back here, as Redis's synchronous
         // delete does inside its timing.
         drop(entry);

@@ -481,7 +481,13 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
             };
             // Served, the blocked command runs (its key's access counts).
             ctx.ks().begin_command(false);
-            (waiter.serve)(&mut ctx, key)
+            let served = (waiter.serve)(&mut ctx, key);
+            // Redis 7.0 counts none of its changes (the command that woke
+            // it counted its own); 7.4 counts them as the command's.
+            if served.is_some() && ctx.store.version < crate::RedisVersion::V7_4 {
+                ctx.changes(0);
+            }
+            served
         };
         match served {
             None => {
@@ -1054,6 +1060,35 @@ mod wait_tests {
         assert_eq!(waiter.join().unwrap(), bulks(&["k", "b"]));
         let mut c = engine.connection();
         assert_eq!(run(&mut c, "BLPOP nokey 0.01"), Value::Nil);
+    }
+
+    /// The changes INFO counts when a push serves a blocked BLPOP: the
+    /// push's alone in Redis 7.0 (1), the pop's too in 7.4 (2), as
+    /// redis-server 7.0.15 and 7.4.1 count them.
+    #[tokio::test]
+    async fn a_served_pop_counts_its_change_from_7_4() {
+        for (version, expected) in [
+            (crate::RedisVersion::V7_0, 1),
+            (crate::RedisVersion::V7_4, 2),
+        ] {
+            let engine = Engine::new().with_version(version);
+            let mut p = pusher(&engine);
+            let changes = |p: &mut Connection| -> u64 {
+                let Value::BulkString(text) = run(p, "INFO persistence") else {
+                    panic!("INFO");
+                };
+                String::from_utf8_lossy(&text)
+                    .lines()
+                    .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+                    .and_then(|n| n.parse().ok())
+                    .expect("a count")
+            };
+            let before = changes(&mut p);
+            let waiter = block(&engine, "BLPOP k 0", 1).await;
+            run(&mut p, "RPUSH k a");
+            assert_eq!(reply(waiter).await, bulks(&["k", "a"]));
+            assert_eq!(changes(&mut p) - before, expected, "{version:?}");
+        }
     }
 
     /// FLUSHALL then a push, and SWAPDB bringing a list in, serve too.

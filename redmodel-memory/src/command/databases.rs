@@ -113,6 +113,8 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     dst.put_moved(key, entry, now);
     ctx.notify_in(src_db, class::GENERIC, "move_from", key);
     ctx.notify_in(dst_db, class::GENERIC, "move_to", key);
+    // Redis counts one change: the destination's is it.
+    ctx.changes(0);
     Ok(reply::int(1))
 }
 
@@ -134,6 +136,7 @@ fn swapdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         let (x, y) = two_dbs(&mut ctx.store.dbs, a, b);
         Keyspace::swap_data(x, y, now);
     }
+    ctx.changes(1);
     Ok(reply::ok())
 }
 

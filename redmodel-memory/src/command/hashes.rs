@@ -131,9 +131,11 @@ fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .chunks_exact(2)
         .filter(|pair| hash.insert(pair[0], pair[1], fit))
         .count();
-    // Redis signals even when every value was already there.
+    // Redis signals even when every value was already there, and counts
+    // a change per field written.
     ctx.modified_with(key, args[2..].iter().copied());
     ctx.notify(class::HASH, "hset", key);
+    ctx.changes((args.len() - 2) / 2);
     // HSET answers how many fields are new; the deprecated HMSET answers OK.
     Ok(if is(args[0], "hmset") {
         reply::ok()

@@ -129,25 +129,27 @@ fn string_at<'a>(ctx: &'a mut Ctx<'_>, key: &[u8]) -> Result<&'a mut Vec<u8>, Cm
 fn pfadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
     let sparse_max = sparse_max_bytes(ctx);
-    let created = open_or_create(ctx, key)?;
-    let mut updated = created;
+    // Redis counts a change for the key made and one per element that
+    // raised a register.
+    let mut changes = usize::from(open_or_create(ctx, key)?);
     {
         let mut hll = Editor::open(string_at(ctx, key)?);
         for element in &args[2..] {
             // An error leaves the registers already raised as they are.
             if hll.add(element, sparse_max).map_err(corrupted)? {
-                updated = true;
+                changes += 1;
             }
         }
-        if updated {
+        if changes > 0 {
             hll.invalidate_cache();
         }
     }
-    if updated {
+    if changes > 0 {
         ctx.modified(key);
         ctx.notify(class::STRING, "pfadd", key);
+        ctx.changes(changes);
     }
-    Ok(reply::int(i64::from(updated)))
+    Ok(reply::int(i64::from(changes > 0)))
 }
 
 /// PFCOUNT key [key ...]: the estimate for one key (cached in its header),
@@ -215,8 +217,9 @@ fn pfmerge(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         hll.invalidate_cache();
     }
     ctx.modified(dest);
-    // As Redis: a merge is an add of many elements.
+    // As Redis: a merge is an add of many elements, and one change.
     ctx.notify(class::STRING, "pfadd", dest);
+    ctx.changes(1);
     Ok(reply::ok())
 }
 

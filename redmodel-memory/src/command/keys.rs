@@ -129,6 +129,7 @@ fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdRes
     ks.put_moved(dst, entry, now);
     ctx.notify(class::GENERIC, "rename_from", src);
     ctx.notify(class::GENERIC, "rename_to", dst);
+    ctx.changes(1);
     Ok(if nx { reply::int(1) } else { reply::ok() })
 }
 

@@ -181,6 +181,7 @@ fn push_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End, only_existing: bool
     let len = list.len();
     ctx.modified(key);
     ctx.notify(class::LIST, push_event(end), key);
+    ctx.changes(args.len() - 2);
     Ok(reply::int(len))
 }
 
@@ -228,19 +229,20 @@ fn pop_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], end: End) -> CmdResult {
     let Some(list) = ctx.write::<List>(key)? else {
         return Ok(reply::nil());
     };
-    let reply = match count {
+    let (reply, popped) = match count {
         Some(0) => return Ok(reply::array(Vec::new())),
-        None => pop(list, end).map_or_else(reply::nil, reply::bulk),
+        None => (pop(list, end).map_or_else(reply::nil, reply::bulk), 1),
         Some(n) => {
             let n = n.min(list.len());
             let popped: Vec<Bytes> = (0..n).filter_map(|_| pop(list, end)).collect();
-            reply::bulks(popped)
+            (reply::bulks(popped), n)
         }
     };
     ctx.notify(class::LIST, pop_event(end), key);
     ctx.drop_if_empty(key);
     ctx.notify_deleted(key);
     ctx.modified(key);
+    ctx.changes(popped);
     Ok(reply)
 }
 
@@ -292,14 +294,17 @@ fn ltrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(list) = ctx.write::<List>(key)? else {
         return Ok(reply::ok());
     };
+    let before = list.len();
     match index_range(start, end, list.len()) {
         Some(span) => list.keep_range(span),
         None => list.clear(),
     }
+    let trimmed = before - list.len();
     ctx.notify(class::LIST, "ltrim", key);
     ctx.drop_if_empty(key);
     ctx.notify_deleted(key);
     ctx.modified(key);
+    ctx.changes(trimmed);
     Ok(reply::ok())
 }
 
@@ -338,6 +343,7 @@ fn lrem(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if removed > 0 {
         ctx.notify_deleted(key);
     }
+    ctx.changes(removed);
     Ok(reply::int(removed))
 }
 
@@ -589,6 +595,7 @@ pub(super) fn move_element(
     ctx.notify(class::LIST, push_event(to), dst);
     ctx.notify(class::LIST, pop_event(from), src);
     ctx.notify_deleted(src);
+    ctx.changes(1);
     Ok(reply::bulk(value))
 }
 

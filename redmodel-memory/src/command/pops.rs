@@ -97,6 +97,7 @@ fn take_list(ctx: &mut Ctx<'_>, key: &[u8], end: End, count: usize) -> Option<Ve
     ctx.drop_if_empty(key);
     ctx.notify_deleted(key);
     ctx.modified(key);
+    ctx.changes(taken.len());
     Some(taken)
 }
 
@@ -114,6 +115,7 @@ fn take_zset(ctx: &mut Ctx<'_>, key: &[u8], max: bool, count: usize) -> Option<P
     ctx.drop_if_empty(key);
     ctx.notify_deleted(key);
     ctx.modified(key);
+    ctx.changes(taken.len());
     Some(taken)
 }
 

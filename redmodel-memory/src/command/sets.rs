@@ -154,6 +154,7 @@ fn sadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if added > 0 {
         ctx.modified(key);
         ctx.notify(class::SET, "sadd", key);
+        ctx.changes(added);
     }
     Ok(reply::int(added))
 }
@@ -333,6 +334,7 @@ fn spop_one(ctx: &mut Ctx<'_>, key: &[u8]) -> CmdResult {
     ctx.drop_if_empty(key);
     ctx.notify_deleted(key);
     ctx.modified(key);
+    ctx.changes(1);
     Ok(reply::bulk(member))
 }
 
@@ -364,6 +366,7 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
     ctx.drop_if_empty(key);
     ctx.notify_deleted(key);
     ctx.modified(key);
+    ctx.changes(popped.len());
     Ok(reply::set(popped.into_iter().map(reply::bulk).collect()))
 }
 

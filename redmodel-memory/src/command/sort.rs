@@ -213,12 +213,16 @@ fn run(ctx: &mut Ctx<'_>, args: &[&[u8]], readonly: bool) -> CmdResult {
                 output.into_iter().map(Option::unwrap_or_default),
             );
             let n = stored.len();
+            // Redis counts a change per element stored, or one for the
+            // destination deleted.
             if n > 0 {
                 ctx.set(dest, Value::List(stored), false);
                 ctx.notify(class::LIST, "sortstore", dest);
+                ctx.changes(n);
             } else if ctx.remove(dest) {
                 ctx.modified(dest);
                 ctx.notify(class::GENERIC, "del", dest);
+                ctx.changes(1);
             }
             Ok(reply::int(n))
         }

@@ -303,6 +303,8 @@ fn xadd(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if trimmed {
         ctx.notify(class::STREAM, "xtrim", key);
     }
+    // One change, whatever the trim removed.
+    ctx.changes(1);
     Ok(id_reply(added))
 }
 
@@ -445,6 +447,7 @@ fn xdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         ctx.modified(key);
         ctx.notify(class::STREAM, "xdel", key);
+        ctx.changes(deleted);
     }
     Ok(reply::int(deleted))
 }
@@ -464,6 +467,7 @@ fn xtrim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if deleted > 0 {
         ctx.modified(key);
         ctx.notify(class::STREAM, "xtrim", key);
+        ctx.changes(usize::try_from(deleted).unwrap_or(usize::MAX));
     }
     Ok(reply::int(deleted))
 }

@@ -362,6 +362,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
         if added + updated > 0 {
             ctx.modified_with(key, pairs.iter().skip(1).step_by(2).copied());
             ctx.notify(class::ZSET, if f.incr { "zincr" } else { "zadd" }, key);
+            ctx.changes(added + updated);
         }
     }
     if nan {
@@ -692,6 +693,7 @@ fn zremrange_generic(ctx: &mut Ctx<'_>, key: &[u8], selection: Selection) -> Cmd
         };
         ctx.notify(class::ZSET, event, key);
         ctx.notify_deleted(key);
+        ctx.changes(deleted);
     }
     Ok(reply::int(deleted))
 }
@@ -726,11 +728,12 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
     let Some(z) = ctx.write::<ZSet>(key)? else {
         return Ok(reply::array(Vec::new()));
     };
-    let mut items = Vec::new();
+    let (mut items, mut popped) = (Vec::new(), 0);
     for _ in 0..count {
         let Some((member, score)) = z.pop(max) else {
             break;
         };
+        popped += 1;
         if nested {
             items.push(reply::array(vec![
                 reply::bulk(&member[..]),
@@ -746,6 +749,7 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[&[u8]], max: bool) -> CmdResult {
         ctx.modified(key);
         ctx.notify(class::ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
         ctx.notify_deleted(key);
+        ctx.changes(popped);
     }
     Ok(reply::array(items))
 }

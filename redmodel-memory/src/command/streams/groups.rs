@@ -166,6 +166,7 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             .groups
             .insert(name.to_vec(), Group::new(id, entries_read));
         ctx.notify(class::STREAM, "xgroup-create", key);
+        ctx.changes(1);
         return Ok(reply::ok());
     }
     let Some(stream) = ctx.write::<Stream>(key)? else {
@@ -184,6 +185,7 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             group.entries_read = entries_read;
         }
         ctx.notify(class::STREAM, "xgroup-setid", key);
+        ctx.changes(1);
         return Ok(reply::ok());
     }
     if is(sub, "destroy") && argc == 4 {
@@ -193,6 +195,7 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             // Its blocked XREADGROUP clients get NOGROUP (Redis's
             // signalKeyAsReady: no WATCH is touched).
             ctx.ks().signal_ready(key);
+            ctx.changes(1);
         }
         return Ok(reply::int(i64::from(destroyed)));
     }
@@ -205,6 +208,7 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         group.touch_consumer(args[4], now);
         ctx.notify(class::STREAM, "xgroup-createconsumer", key);
+        ctx.changes(1);
         return Ok(reply::int(1));
     }
     if is(sub, "delconsumer") && argc == 5 {
@@ -215,6 +219,7 @@ fn xgroup_any(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             group.pel.remove(id);
         }
         ctx.notify(class::STREAM, "xgroup-delconsumer", key);
+        ctx.changes(1);
         return Ok(reply::int(consumer.pel.len()));
     }
     Err(sub_syntax(args))
@@ -270,6 +275,7 @@ pub(in crate::command) fn xack(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Ok(reply::int(0));
     };
     let acked = ids.into_iter().filter(|id| group.ack(*id)).count();
+    ctx.changes(acked);
     Ok(reply::int(acked))
 }
 

@@ -538,6 +538,11 @@ impl Keyspace {
         self.dirty = self.dirty_at_start + n as u64;
     }
 
+    /// The changes the running command has counted so far.
+    pub(crate) fn command_changes(&self) -> usize {
+        usize::try_from(self.dirty.saturating_sub(self.dirty_at_start)).unwrap_or(usize::MAX)
+    }
+
     /// Counts an access of the key in `slot`, once per command (see
     /// [`Entry::touch`]).
     fn access(&mut self, slot: u32, now: i64) {

@@ -345,6 +345,49 @@ fn changes_are_counted_as_redis_counts_them() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// Consumer-group reads count a change per consumer made and per entry
+/// claimed; XREADGROUP one per stream served in 7.0, one per stream that
+/// gave new entries in 7.4, where it also makes its consumer before
+/// finding nothing new. The counts are redis-server 7.0.15's and 7.4.1's.
+#[test]
+fn consumer_group_reads_count_changes_as_each_version() {
+    const STEPS: [&str; 9] = [
+        "XREADGROUP GROUP g1 Alice COUNT 2 STREAMS x >",
+        "XREADGROUP GROUP g1 Alice NOACK COUNT 2 STREAMS x >",
+        "XREADGROUP GROUP g1 Alice COUNT 2 STREAMS x 0",
+        "XREADGROUP GROUP g1 noconsumer COUNT 2 STREAMS x 0",
+        "XCLAIM x g1 Bob 0 1-0 2-0",
+        "XCLAIM x g1 Bob 0 1-0 2-0",
+        "XAUTOCLAIM x g1 Carol 0 0 COUNT 1",
+        "XAUTOCLAIM x g1 Carol 0 0 COUNT 5 JUSTID",
+        "XREADGROUP GROUP g1 Dan COUNT 2 STREAMS x >",
+    ];
+    for (version, expected) in [
+        (crate::RedisVersion::V7_0, [1, 1, 1, 2, 3, 2, 2, 2, 0]),
+        (crate::RedisVersion::V7_4, [1, 1, 0, 1, 3, 2, 2, 2, 1]),
+    ] {
+        let engine = Engine::new().with_version(version);
+        let mut c = engine.connection();
+        for id in 1..=4 {
+            run(&mut c, &format!("XADD x {id}-0 data v{id}"));
+        }
+        run(&mut c, "XGROUP CREATE x g1 0");
+        run(&mut c, "XGROUP CREATECONSUMER x g1 Alice");
+        let mut counted = Vec::new();
+        for step in STEPS {
+            let before: u64 = persistence_info(&mut c, "rdb_changes_since_last_save")
+                .parse()
+                .expect("a count");
+            run(&mut c, step);
+            let after: u64 = persistence_info(&mut c, "rdb_changes_since_last_save")
+                .parse()
+                .expect("a count");
+            counted.push(after - before);
+        }
+        assert_eq!(counted, expected, "{version:?}");
+    }
+}
+
 #[test]
 fn bgsave_writes_the_file_and_info_follows_it() {
     let dir = temp_dir("bgsave");

@@ -244,6 +244,9 @@ pub(super) fn creating_consumer(
     let result = command(ctx);
     if !had && has_consumer(ctx, key, name, consumer) {
         ctx.notify(class::STREAM, "xgroup-createconsumer", key);
+        // The consumer made is a change of its own.
+        let changes = ctx.ks().command_changes();
+        ctx.changes(changes + 1);
     }
     result
 }
@@ -446,6 +449,9 @@ fn claim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     let mut items = Vec::new();
     let mut consumer_ready = false;
+    // Redis counts a change per entry claimed, and per pending entry
+    // dropped for being deleted from the stream.
+    let mut dropped = 0;
     for id in ids {
         let exists = stream.contains(&id);
         let Some(group) = stream.groups.get_mut(name) else {
@@ -453,7 +459,7 @@ fn claim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         };
         if !exists {
             // Pending but deleted from the stream: no longer pending.
-            group.ack(id);
+            dropped += usize::from(group.ack(id));
             continue;
         }
         let mut fresh = false;
@@ -502,6 +508,7 @@ fn claim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             items.push(entry_reply(id, fields));
         }
     }
+    ctx.changes(items.len() + dropped);
     Ok(reply::array(items))
 }
 
@@ -596,6 +603,8 @@ fn autoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     // Where the next call should start: the first pending ID not looked at.
     let cursor = pending.get(next).copied().unwrap_or(StreamId::MIN);
+    // A change per entry claimed or dropped, as Redis counts them.
+    ctx.changes(claimed.len() + deleted.len());
     Ok(reply::array(vec![
         id_reply(cursor),
         reply::array(claimed),

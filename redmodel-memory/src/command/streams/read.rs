@@ -222,6 +222,10 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResul
         afters.push(after);
     }
     let mut served = Vec::new();
+    // XREADGROUP's changes as Redis counts them: one per consumer made,
+    // and one per stream served (7.0), or per stream that gave new
+    // entries (7.4: a read of the consumer's history changes nothing).
+    let mut changes = 0;
     for (key, after) in opts.keys.iter().zip(&afters) {
         let had = opts
             .group
@@ -230,11 +234,20 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResul
         if let (false, Some((group, consumer))) = (had, opts.group) {
             if has_consumer(ctx, key, group, consumer) {
                 ctx.notify(class::STREAM, "xgroup-createconsumer", key);
+                changes += 1;
             }
         }
         if let Some(items) = served_here {
+            let new_entries = *after == After::GroupLast
+                && !matches!(&items, Reply::Array(entries) if entries.is_empty());
+            if opts.group.is_some() && (!since_7_2 || new_entries) {
+                changes += 1;
+            }
             served.push((reply::bulk(key.to_vec()), items));
         }
+    }
+    if opts.group.is_some() {
+        ctx.changes(changes);
     }
     if !served.is_empty() {
         return Ok(streams_reply(ctx.resp3(), served));

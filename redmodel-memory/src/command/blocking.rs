@@ -1073,16 +1073,7 @@ mod wait_tests {
         ] {
             let engine = Engine::new().with_version(version);
             let mut p = pusher(&engine);
-            let changes = |p: &mut Connection| -> u64 {
-                let Value::BulkString(text) = run(p, "INFO persistence") else {
-                    panic!("INFO");
-                };
-                String::from_utf8_lossy(&text)
-                    .lines()
-                    .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
-                    .and_then(|n| n.parse().ok())
-                    .expect("a count")
-            };
+            let changes = crate::command::test_util::changes;
             let before = changes(&mut p);
             let waiter = block(&engine, "BLPOP k 0", 1).await;
             run(&mut p, "RPUSH k a");

@@ -50,6 +50,19 @@ pub(crate) fn run_args(c: &mut Connection, args: &[&str]) -> Value {
     c.execute(&args)
 }
 
+/// INFO's count of changes since the last save
+/// (`rdb_changes_since_last_save`).
+pub(crate) fn changes(c: &mut Connection) -> u64 {
+    let Value::BulkString(text) = run(c, "INFO persistence") else {
+        panic!("INFO");
+    };
+    String::from_utf8_lossy(&text)
+        .lines()
+        .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
+        .and_then(|n| n.parse().ok())
+        .expect("a count")
+}
+
 pub(crate) fn int(n: i64) -> Value {
     Value::Int(n)
 }

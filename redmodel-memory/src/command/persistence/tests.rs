@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use redis::Value;
 
 use super::Reload;
-use crate::command::test_util::{bulk, int, run};
+use crate::command::test_util::{bulk, changes, int, run};
 use crate::{Connection, Engine, RdbError};
 
 /// A directory of this test's own, removed when dropped.
@@ -322,11 +322,6 @@ fn changes_are_counted_as_redis_counts_them() {
     ];
     let engine = Engine::new();
     let mut c = engine.connection();
-    let changes = |c: &mut Connection| -> u64 {
-        persistence_info(c, "rdb_changes_since_last_save")
-            .parse()
-            .expect("a count")
-    };
     let mut wrong = Vec::new();
     for &(setup, command, expected) in CASES {
         run(&mut c, "FLUSHALL");
@@ -375,14 +370,9 @@ fn consumer_group_reads_count_changes_as_each_version() {
         run(&mut c, "XGROUP CREATECONSUMER x g1 Alice");
         let mut counted = Vec::new();
         for step in STEPS {
-            let before: u64 = persistence_info(&mut c, "rdb_changes_since_last_save")
-                .parse()
-                .expect("a count");
+            let before = changes(&mut c);
             run(&mut c, step);
-            let after: u64 = persistence_info(&mut c, "rdb_changes_since_last_save")
-                .parse()
-                .expect("a count");
-            counted.push(after - before);
+            counted.push(changes(&mut c) - before);
         }
         assert_eq!(counted, expected, "{version:?}");
     }

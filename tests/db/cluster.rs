@@ -294,6 +294,42 @@ async fn a_write_that_timed_out_is_not_sent_again() -> Result<(), Error> {
     Ok(())
 }
 
+/// A WATCH left open on a pooled cluster connection is dropped before the
+/// connection's next use, on the node that holds it (UNWATCH has no key:
+/// it goes to every master): a transaction there then commits, whatever
+/// changed the key watched before.
+#[tokio::test]
+async fn a_watch_left_on_a_pooled_cluster_connection_is_dropped_where_it_holds() -> Result<(), Error>
+{
+    let Some(cluster) = cluster_or_skip("a_watch_left_on_a_pooled_cluster_connection") else {
+        return Ok(());
+    };
+    let db = Db::connect_cluster(cluster.urls()).await?;
+    for round in 0..12 {
+        let key = format!("{{left}}:{round}");
+        {
+            let mut conn = db.dedicated().await?;
+            conn.query::<()>(redis::cmd("WATCH").arg(&key)).await?;
+        }
+        db.query::<()>(redis::cmd("SET").arg(&key).arg(round))
+            .await?;
+        let mut conn = db.dedicated().await?;
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("SET")
+            .arg("{left}:done")
+            .arg(round)
+            .ignore();
+        let done: redis::Value = conn.query_pipeline(&pipe).await?;
+        assert_ne!(
+            done,
+            redis::Value::Nil,
+            "round {round}: the EXEC aborted over a WATCH left behind"
+        );
+    }
+    Ok(())
+}
+
 /// A plain pipeline of reads across slots goes as one pipeline per
 /// master: the replies come back in order, a command's error stays that
 /// command's reply (the others are answered), and a command whose slot

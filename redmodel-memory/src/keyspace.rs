@@ -452,8 +452,7 @@ impl Keyspace {
         self.expire_del_timed(timer);
         self.mark_expired();
         self.reclaimed(key);
-        self.expired_count += 1;
-        self.expired_outside_count();
+        self.count_expired();
         true
     }
 
@@ -508,8 +507,7 @@ impl Keyspace {
         self.remove(key);
         self.expire_del_timed(timer);
         self.mark_expired();
-        self.expired_count += 1;
-        self.expired_outside_count();
+        self.count_expired();
         None
     }
 
@@ -521,10 +519,11 @@ impl Keyspace {
         self.dirty_at_start = self.dirty;
     }
 
-    /// An expired key was deleted: its change is counted, but it is none
-    /// of the running command's, which a count the command sets
-    /// ([`Self::set_changes`]) keeps.
-    fn expired_outside_count(&mut self) {
+    /// Counts an expired key deleted: in `expired_count`, and as a change
+    /// that is none of the running command's, which a count the command
+    /// sets ([`Self::set_changes`]) keeps.
+    fn count_expired(&mut self) {
+        self.expired_count += 1;
         self.dirty_at_start += 1;
     }
 
@@ -998,8 +997,7 @@ impl Keyspace {
         self.modified(key);
         self.mark_expired();
         self.reclaimed(key);
-        self.expired_count += 1;
-        self.expired_outside_count();
+        self.count_expired();
         // The value's memory is given back here, as Redis's synchronous
         // delete does inside its timing.
         drop(entry);

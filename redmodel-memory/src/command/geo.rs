@@ -354,12 +354,12 @@ fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Family) -> CmdResult {
             let score = if request.store_dist { f.dist } else { f.score };
             (f.member, score)
         }));
-        let stored = store_or_delete(ctx, dst, Value::ZSet(stored), len, (class::ZSET, event));
+        let reply = store_or_delete(ctx, dst, Value::ZSet(stored), len, (class::ZSET, event));
         // Redis counts a change per member stored.
         if len > 0 {
             ctx.changes(len);
         }
-        return stored;
+        return reply;
     }
     Ok(search_reply(found, &request, ctx.resp3()))
 }

@@ -50,16 +50,22 @@ pub(crate) fn run_args(c: &mut Connection, args: &[&str]) -> Value {
     c.execute(&args)
 }
 
-/// INFO's count of changes since the last save
-/// (`rdb_changes_since_last_save`).
-pub(crate) fn changes(c: &mut Connection) -> u64 {
+/// The field `field` of INFO's persistence section.
+pub(crate) fn persistence_info(c: &mut Connection, field: &str) -> String {
     let Value::BulkString(text) = run(c, "INFO persistence") else {
         panic!("INFO");
     };
     String::from_utf8_lossy(&text)
         .lines()
-        .find_map(|l| l.strip_prefix("rdb_changes_since_last_save:"))
-        .and_then(|n| n.parse().ok())
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':').map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// INFO's count of changes since the last save
+/// (`rdb_changes_since_last_save`).
+pub(crate) fn changes(c: &mut Connection) -> u64 {
+    persistence_info(c, "rdb_changes_since_last_save")
+        .parse()
         .expect("a count")
 }
 

@@ -292,12 +292,17 @@ fn text(
     writes: &[WriteShape<'_>],
     checks: &[Check<'_>],
 ) -> String {
+    // A key of another type refuses the write before anything is
+    // written: checked by `typed`, defined first.
+    let mut out = String::new();
+    if !checks.is_empty() {
+        out.push_str(TYPED);
+    }
     // The first `guards` keys must exist; a key past them only routes
     // the script.
-    let mut out = match guards {
-        0 => String::new(),
-        n => GUARDS.replace("#KEYS", itoa::Buffer::new().format(n)),
-    };
+    if guards > 0 {
+        out.push_str(&GUARDS.replace("#KEYS", itoa::Buffer::new().format(guards)));
+    }
     // Where each read's and write's arguments start in ARGV, then where
     // the expected strings start.
     let mut next = 1;
@@ -355,10 +360,6 @@ fn text(
             }
             out.push_str(" then return {0, seen} end\n");
         }
-    }
-    // A key of another type refuses the write before anything is written.
-    if !checks.is_empty() {
-        out.insert_str(0, TYPED);
     }
     for check in checks {
         let key = write_at[check.at];

@@ -277,10 +277,11 @@ fn runner(lua: &Lua) -> Arc<Lua> {
     if let Some(runner) = runners.get(&*lua.sha) {
         return Arc::clone(runner);
     }
-    let text = match lua.text.strip_prefix(TYPED) {
-        Some(rest) => format!("{MEMO_TYPED}local function item(KEYS, ARGV)\n{rest}\nend\n{RUN}"),
-        None => format!("local function item(KEYS, ARGV)\n{}\nend\n{RUN}", lua.text),
+    let (typed, item) = match lua.text.strip_prefix(TYPED) {
+        Some(rest) => (MEMO_TYPED, rest),
+        None => ("", &*lua.text),
     };
+    let text = format!("{typed}local function item(KEYS, ARGV)\n{item}\nend\n{RUN}");
     let runner = Arc::new(Lua::new(&text));
     runners.insert(lua.sha.clone().into(), Arc::clone(&runner));
     runner

@@ -12,8 +12,8 @@
 //!   connection, which sends the requests queued together in one socket
 //!   write and reads their replies in one pass: a pipeline of every
 //!   write's script, [`WINDOW`] writes deep; on one server in the plain
-//!   layout, the writes in flight that run the same script go as one call
-//!   ([`gathering`]);
+//!   layout, the checked writes in flight run together instead, as WATCH
+//!   transactions of native commands ([`gathering`]);
 //! - on Redis Cluster, the cluster client routes each request to its
 //!   slot's node and pipelines those bound for one node the same way, so
 //!   the writes are grouped by node as every other cluster request is.
@@ -26,7 +26,7 @@ use std::future::Future;
 
 use futures_util::stream::{self, StreamExt as _};
 
-use crate::db::script::gathering;
+use crate::db::plan::gathered::gathering;
 use crate::Db;
 
 /// How many writes of a batch are in flight at once: deep enough that a

@@ -27,6 +27,7 @@ use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
 
 pub(crate) mod checked;
+pub(crate) mod gathered;
 mod shaped;
 mod types;
 

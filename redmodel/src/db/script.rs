@@ -35,10 +35,6 @@ use redis::{Cmd, FromRedisValue, RedisError, ToRedisArgs};
 
 use crate::{Db, Result};
 
-mod gather;
-
-pub(crate) use gather::{gathering, TYPED};
-
 /// How long a refusal of scripts is taken as the server's answer.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
@@ -128,11 +124,7 @@ impl Lua {
     ) -> Call<'_> {
         let mut evalsha = crate::command::sized("EVALSHA", 2 + keys.len() + args, 112 + bytes);
         evalsha.arg(&self.sha).arg(keys.len()).arg(keys);
-        Call {
-            lua: self,
-            evalsha,
-            keys: keys.len(),
-        }
+        Call { lua: self, evalsha }
     }
 }
 
@@ -142,8 +134,6 @@ impl Lua {
 pub(crate) struct Call<'a> {
     lua: &'a Lua,
     evalsha: Cmd,
-    /// How many of its arguments are keys.
-    keys: usize,
 }
 
 impl Call<'_> {
@@ -180,14 +170,6 @@ impl Call<'_> {
     /// refuses scripts ([`refused`]), now or lately. Any other error is
     /// the caller's.
     pub(crate) async fn invoke<T: FromRedisValue>(&self, db: &Db) -> Result<Option<T>> {
-        Ok(self.invoke_redis(db).await?)
-    }
-
-    /// [`invoke`](Self::invoke), its error as redis-rs gives it.
-    async fn invoke_redis<T: FromRedisValue>(
-        &self,
-        db: &Db,
-    ) -> std::result::Result<Option<T>, RedisError> {
         let scripts = db.scripts();
         if scripts.recent() {
             return Ok(None);
@@ -216,7 +198,7 @@ impl Call<'_> {
                     scripts.record();
                     return Ok(None);
                 }
-                Err(err) => return Err(err),
+                Err(err) => return Err(err.into()),
             }
         }
     }

@@ -376,6 +376,10 @@ async fn send(
     conditions: &[(Cmd, Value)],
     writes: &[Write<'_>],
 ) -> Result<Option<(bool, Vec<Value>)>> {
+    // A bulk write's checked writes run together, natively.
+    if let Some(outcome) = super::gathered::run(db, guards, conditions, writes).await {
+        return outcome.map(Some);
+    }
     let routed = [route.unwrap_or_default()];
     let keys: &[&str] = match (guards, route) {
         ([], Some(_)) => &routed,
@@ -427,8 +431,7 @@ async fn send(
             invocation
         }
     };
-    // A bulk write's calls of one script may go together.
-    let reply = match call.invoke_gathered(db).await {
+    let reply = match call.invoke(db).await {
         Ok(Some(Value::Array(reply))) => reply,
         Ok(Some(_)) => return Err(unknown_shape()),
         Ok(None) => return Ok(None),

@@ -43,7 +43,7 @@ use redis::{Cmd, Value};
 
 use crate::db::plan::types::{Check, NOTTYPE};
 use crate::db::plan::{Splice, Write};
-use crate::db::script::{Lua, TYPED};
+use crate::db::script::Lua;
 
 /// The most commands (reads and writes) a shaped script runs.
 const MAX_COMMANDS: usize = 24;
@@ -281,6 +281,11 @@ struct WriteShape<'a> {
     keep: bool,
     splice: Option<Splice>,
 }
+
+/// The first line of a script with type checks: `typed(key, want)`,
+/// whether `key` holds `want` or nothing.
+const TYPED: &str = "local function typed(k, w) local t = \
+    redis.call('TYPE', k)['ok'] return t == 'none' or t == w end\n";
 
 /// The script's text for a shape: `reads` as (name, argument count,
 /// expected value count), `expected` the values, `writes`, and the keys

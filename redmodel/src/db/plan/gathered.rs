@@ -35,6 +35,7 @@
 //! queue theirs; the first to run again takes the queue and runs it, and
 //! the others wait for their outcomes.
 
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -87,14 +88,15 @@ struct Queued {
     done: oneshot::Sender<Outcome>,
 }
 
-/// A checked write, owned: its guards, its recorded reads with their
-/// replies, the type checks of its commands, and its commands with
-/// whether each reply is kept.
+/// A checked write, owned: its guards, its recorded reads and their
+/// replies, the type checks of its commands (key and type), and its
+/// commands. The commands move into a gathering's pipelines.
 struct Item {
     guards: Vec<String>,
-    conditions: Vec<(Cmd, Value)>,
+    reads: Vec<Cmd>,
+    expected: Vec<Value>,
     checks: Vec<(Vec<u8>, &'static str)>,
-    writes: Vec<(Cmd, bool)>,
+    writes: Vec<Cmd>,
 }
 
 /// What became of a queued write.
@@ -127,12 +129,13 @@ pub(crate) async fn run(
     }
     let item = Item {
         guards: guards.to_vec(),
-        conditions: conditions.to_vec(),
+        reads: conditions.iter().map(|(read, _)| read.clone()).collect(),
+        expected: conditions.iter().map(|(_, reply)| reply.clone()).collect(),
         checks: types::checks(writes)
             .iter()
             .map(|c| (c.key.to_vec(), c.want))
             .collect(),
-        writes: writes.iter().map(|w| (w.cmd.clone(), w.keep)).collect(),
+        writes: writes.iter().map(|w| w.cmd.clone()).collect(),
     };
     let id = queue.next_id.fetch_add(1, Ordering::Relaxed);
     let (done, outcome) = oneshot::channel();
@@ -186,76 +189,145 @@ async fn run_queue(db: &Db, mut queued: Vec<Queued>) {
         chunks.push(std::mem::replace(&mut queued, rest));
     }
     let runs = chunks.into_iter().map(|chunk| async move {
-        let items: Vec<&Item> = chunk.iter().map(|q| &q.item).collect();
-        let outcomes = run_items(db, &items).await;
-        for (queued, outcome) in chunk.into_iter().zip(outcomes) {
-            let _ = queued.done.send(outcome);
+        let (items, dones): (Vec<Item>, Vec<_>) =
+            chunk.into_iter().map(|q| (q.item, q.done)).unzip();
+        let outcomes = run_items(db, items).await;
+        for (done, outcome) in dones.into_iter().zip(outcomes) {
+            let _ = done.send(outcome);
         }
     });
     futures_util::future::join_all(runs).await;
 }
 
-/// The reads of a gathering, in the order they are sent after the WATCH:
-/// each distinct guard's EXISTS, each item's recorded reads, each
-/// distinct checked key's TYPE.
-struct Reads<'a> {
-    watch: Vec<&'a [u8]>,
-    guards: Vec<&'a str>,
-    types: Vec<&'a [u8]>,
+type Fast = foldhash::fast::RandomState;
+
+/// A gathering ready to run: the pipeline that WATCHes and reads, each
+/// item's place in its replies, and every item's writes in one MULTI/EXEC.
+struct Gathering {
+    /// WATCH the guards and the recorded reads' keys; then each distinct
+    /// guard's EXISTS, each item's recorded reads, each distinct checked
+    /// key's TYPE. Errors come back as replies (a recorded read's error
+    /// is compared as the 0 it was recorded as).
+    reads: redis::Pipeline,
+    /// How many replies `reads` gets (the WATCH's ignored).
+    replies: usize,
+    items: Vec<Placed>,
+    /// Every item's writes, in order: the EXEC when all of them hold.
+    writes: redis::Pipeline,
 }
 
-impl<'a> Reads<'a> {
-    fn of(items: &[&'a Item]) -> Self {
-        let mut reads = Reads {
-            watch: Vec::new(),
-            guards: Vec::new(),
-            types: Vec::new(),
-        };
+/// An item of a gathering: where its guards', reads' and checks' replies
+/// are among the reads', and how many writes it has.
+struct Placed {
+    guards: Vec<(String, usize)>,
+    expected: Vec<Value>,
+    /// Where its recorded reads' replies start.
+    read_at: usize,
+    checks: Vec<(Vec<u8>, &'static str, usize)>,
+    writes: usize,
+}
+
+impl Gathering {
+    /// Places `items`, their commands moved into the pipelines.
+    fn of(items: Vec<Item>) -> Self {
+        let mut watch = cmd("WATCH");
+        let mut watched: HashSet<Vec<u8>, Fast> = HashSet::default();
+        let mut guards: HashMap<String, usize, Fast> = HashMap::default();
+        let mut types: HashMap<Vec<u8>, usize, Fast> = HashMap::default();
+        let mut exists = Vec::new();
+        let mut reads = Vec::new();
+        let mut writes = redis::pipe();
+        writes.atomic().ignore_errors();
+        let mut placed = Vec::with_capacity(items.len());
         for item in items {
-            for guard in &item.guards {
-                add_new(&mut reads.guards, guard.as_str());
-                add_new(&mut reads.watch, guard.as_bytes());
+            let mut watch_new = |key: &[u8]| {
+                if watched.insert(key.to_vec()) {
+                    watch.arg(key);
+                }
+            };
+            let mut item_guards = Vec::with_capacity(item.guards.len());
+            for guard in item.guards {
+                watch_new(guard.as_bytes());
+                let at = *guards.entry(guard.clone()).or_insert_with(|| {
+                    exists.push(cmd("EXISTS").arg(&guard).clone());
+                    exists.len() - 1
+                });
+                item_guards.push((guard, at));
             }
-            for (read, _) in &item.conditions {
+            for read in &item.reads {
                 if let Some(key) = super::key_of(read) {
-                    add_new(&mut reads.watch, key);
+                    watch_new(key);
                 }
             }
-            for (key, _) in &item.checks {
-                add_new(&mut reads.types, key.as_slice());
+            let read_at = reads.len();
+            reads.extend(item.reads);
+            let checks = item
+                .checks
+                .into_iter()
+                .map(|(key, want)| {
+                    let next = types.len();
+                    let at = *types.entry(key.clone()).or_insert(next);
+                    (key, want, at)
+                })
+                .collect();
+            let count = item.writes.len();
+            for write in item.writes {
+                writes.add_command(write);
+            }
+            placed.push(Placed {
+                guards: item_guards,
+                expected: item.expected,
+                read_at,
+                checks,
+                writes: count,
+            });
+        }
+        // Positions among the replies: the EXISTS first, then the reads,
+        // then the TYPEs.
+        let read_base = exists.len();
+        let type_base = read_base + reads.len();
+        for item in &mut placed {
+            item.read_at += read_base;
+            for check in &mut item.checks {
+                check.2 += type_base;
             }
         }
-        reads
-    }
-
-    /// The pipeline that WATCHes and reads: errors come back as replies
-    /// (a recorded read's error is compared as the 0 it was recorded as).
-    fn pipeline(&self, items: &[&Item]) -> redis::Pipeline {
+        let mut typed: Vec<(&Vec<u8>, usize)> = types.iter().map(|(k, at)| (k, *at)).collect();
+        typed.sort_unstable_by_key(|(_, at)| *at);
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        if !self.watch.is_empty() {
-            pipe.add_command(cmd("WATCH").arg(&self.watch).clone())
-                .ignore();
+        if !watched.is_empty() {
+            pipe.add_command(watch).ignore();
         }
-        for guard in &self.guards {
-            pipe.add_command(cmd("EXISTS").arg(*guard).clone());
+        let replies = type_base + typed.len();
+        for read in exists.into_iter().chain(reads) {
+            pipe.add_command(read);
         }
-        for item in items {
-            for (read, _) in &item.conditions {
-                pipe.add_command(read.clone());
-            }
+        for (key, _) in typed {
+            pipe.add_command(cmd("TYPE").arg(key).clone());
         }
-        for key in &self.types {
-            pipe.add_command(cmd("TYPE").arg(*key).clone());
+        Gathering {
+            reads: pipe,
+            replies,
+            items: placed,
+            writes,
         }
-        pipe
     }
-}
 
-/// Pushes `value` unless `list` holds it (a gathering's lists are short).
-fn add_new<T: PartialEq>(list: &mut Vec<T>, value: T) {
-    if !list.contains(&value) {
-        list.push(value);
+    /// The key that routes the gathering to its server: its first guard,
+    /// or its first write's key.
+    fn route(&self) -> String {
+        let first_guard = self.items.iter().find_map(|i| i.guards.first());
+        match first_guard {
+            Some((guard, _)) => guard.clone(),
+            None => self
+                .writes
+                .cmd_iter()
+                .next()
+                .and_then(super::key_of)
+                .map(|key| String::from_utf8_lossy(key).into_owned())
+                .unwrap_or_default(),
+        }
     }
 }
 
@@ -269,132 +341,122 @@ enum Decided {
 
 /// Runs `items` as one WATCH transaction (see the module docs): an
 /// outcome for each, in order.
-async fn run_items(db: &Db, items: &[&Item]) -> Vec<Outcome> {
-    let reads = Reads::of(items);
-    let route = match (reads.guards.first(), items.first()) {
-        (Some(guard), _) => guard.to_string(),
-        (None, Some(item)) => item
-            .writes
-            .first()
-            .and_then(|(cmd, _)| super::key_of(cmd))
-            .map(|key| String::from_utf8_lossy(key).into_owned())
-            .unwrap_or_default(),
-        (None, None) => return Vec::new(),
+async fn run_items(db: &Db, items: Vec<Item>) -> Vec<Outcome> {
+    let count = items.len();
+    let gathering = Gathering::of(items);
+    let gathering = &gathering;
+    let alone = || (0..count).map(|_| Outcome::Alone).collect();
+    let conn = match db.exclusive().await {
+        Ok(conn) => conn,
+        Err(_) => return alone(),
     };
-    let read_pipe = reads.pipeline(items);
-    let (reads, read_pipe) = (&reads, &read_pipe);
+    let no_keys: &[&str] = &[];
+    let mut conn = OptimisticConnection::from(conn);
     // Set once the EXEC is sent: an error after that leaves the writes'
     // fate unknown, and is theirs to report; before it nothing ran.
     let sent = AtomicBool::new(false);
     let sent = &sent;
-    let conn = match db.exclusive().await {
-        Ok(conn) => conn,
-        Err(_) => return items.iter().map(|_| Outcome::Alone).collect(),
-    };
-    let no_keys: &[&str] = &[];
-    let mut conn = OptimisticConnection::from(conn);
+    let route = gathering.route();
     let outcome = conn
         .run(no_keys, ATTEMPTS, Some(&route), |tx| async move {
-            let replies: Vec<Value> = tx.query_pipeline(read_pipe).await?;
-            if replies.len() != replies_expected(items, reads) {
+            let replies: Vec<Value> = tx.query_pipeline(&gathering.reads).await?;
+            if replies.len() != gathering.replies {
                 return Err(unknown_shape());
             }
-            let (decided, exec) = decide(items, reads, &replies);
-            if exec.cmd_iter().next().is_none() {
+            let (decided, some) = decide(gathering, &replies);
+            if !decided.iter().any(|d| matches!(d, Decided::Queued)) {
                 return Ok(Some((decided, Vec::new())));
             }
+            let exec = some.as_ref().unwrap_or(&gathering.writes);
             sent.store(true, Ordering::Relaxed);
-            let replies: Option<Vec<Value>> = tx.exec(&exec).await?;
+            let replies: Option<Vec<Value>> = tx.exec(exec).await?;
             Ok(replies.map(|replies| (decided, replies)))
         })
         .await;
     match outcome {
-        Ok((decided, replies)) => deliver(items, decided, replies),
+        Ok((decided, replies)) => deliver(&gathering.items, decided, replies),
         // Every attempt lost a race: nothing written, each goes alone.
-        Err(Error::Conflict { .. }) => items.iter().map(|_| Outcome::Alone).collect(),
-        Err(_) if !sent.load(Ordering::Relaxed) => items.iter().map(|_| Outcome::Alone).collect(),
+        Err(Error::Conflict { .. }) => alone(),
+        Err(_) if !sent.load(Ordering::Relaxed) => alone(),
         Err(err) => {
-            let mut outcomes: Vec<Outcome> = items
-                .iter()
-                .skip(1)
-                .map(|_| Outcome::Ran(Err(again(&err))))
-                .collect();
+            let mut outcomes: Vec<Outcome> =
+                (1..count).map(|_| Outcome::Ran(Err(again(&err)))).collect();
             outcomes.insert(0, Outcome::Ran(Err(err)));
             outcomes
         }
     }
 }
 
-/// Decides each item on the replies of the reads (see [`Reads`], one
-/// reply each), as its script would: the guards, then the recorded
-/// reads, then the types. The decisions, and the MULTI/EXEC of the items
-/// that write.
-fn decide(
-    items: &[&Item],
-    reads: &Reads<'_>,
-    replies: &[Value],
-) -> (Vec<Decided>, redis::Pipeline) {
-    let (guards, rest) = replies.split_at(reads.guards.len());
-    let (mut read, types) = rest.split_at(rest.len() - reads.types.len());
-    let exists = |guard: &str| {
-        let at = reads.guards.iter().position(|g| *g == guard);
-        matches!(at.map(|i| &guards[i]), Some(Value::Int(1)))
+/// Decides each item on the replies of the reads, as its script would:
+/// the guards, then the recorded reads, then the types. The decisions,
+/// and the MULTI/EXEC of the items that write where that is not all of
+/// them (`None`: all of them, [`Gathering::writes`]).
+fn decide(gathering: &Gathering, replies: &[Value]) -> (Vec<Decided>, Option<redis::Pipeline>) {
+    // A recorded read's error was recorded as 0.
+    let same = |want: &Value, got: &Value| match got {
+        Value::ServerError(_) => *want == Value::Int(0),
+        got => want == got,
     };
-    let fits = |key: &[u8], want: &str| {
-        let at = reads.types.iter().position(|k| *k == key);
-        matches!(at.map(|i| &types[i]), Some(Value::SimpleString(t)) if t == "none" || t == want)
-    };
-    let mut exec = redis::pipe();
-    exec.atomic().ignore_errors();
-    let mut decided = Vec::with_capacity(items.len());
-    for item in items {
-        let (mine, others) = read.split_at(item.conditions.len());
-        read = others;
-        if let Some(missing) = item.guards.iter().find(|g| !exists(g)) {
+    let fits = |at: usize, want: &str| matches!(&replies[at], Value::SimpleString(t) if t == "none" || t == want);
+    let mut decided = Vec::with_capacity(gathering.items.len());
+    for item in &gathering.items {
+        if let Some((missing, _)) = item
+            .guards
+            .iter()
+            .find(|(_, at)| replies[*at] != Value::Int(1))
+        {
             decided.push(Decided::Now(Err(Error::NotFound {
                 key: plain_key(missing),
             })));
             continue;
         }
-        let seen: Vec<Value> = mine
+        let seen = &replies[item.read_at..item.read_at + item.expected.len()];
+        if !item
+            .expected
             .iter()
-            .map(|reply| match reply {
-                Value::ServerError(_) => Value::Int(0),
-                reply => reply.clone(),
-            })
-            .collect();
-        if item
-            .conditions
-            .iter()
-            .zip(&seen)
-            .any(|((_, want), got)| want != got)
+            .zip(seen)
+            .all(|(want, got)| same(want, got))
         {
+            let seen = seen
+                .iter()
+                .map(|reply| match reply {
+                    Value::ServerError(_) => Value::Int(0),
+                    reply => reply.clone(),
+                })
+                .collect();
             decided.push(Decided::Now(Ok((false, seen))));
             continue;
         }
-        if let Some((key, want)) = item.checks.iter().find(|(key, want)| !fits(key, want)) {
+        if let Some((key, want, _)) = item.checks.iter().find(|(_, want, at)| !fits(*at, want)) {
             decided.push(Decided::Now(Err(types::refused(key, want))));
             continue;
         }
-        for (write, _) in &item.writes {
-            exec.add_command(write.clone());
-        }
         decided.push(Decided::Queued);
     }
-    (decided, exec)
-}
-
-/// The number of replies [`Reads::pipeline`] gets back (the WATCH's
-/// ignored).
-fn replies_expected(items: &[&Item], reads: &Reads<'_>) -> usize {
-    let conditions: usize = items.iter().map(|i| i.conditions.len()).sum();
-    reads.guards.len() + conditions + reads.types.len()
+    if decided.iter().all(|d| matches!(d, Decided::Queued)) {
+        return (decided, None);
+    }
+    // Some items stay out: the others' writes, copied.
+    let mut some = redis::pipe();
+    some.atomic().ignore_errors();
+    let mut writes = gathering.writes.cmd_iter();
+    for (item, decided) in gathering.items.iter().zip(&decided) {
+        let mine = writes.by_ref().take(item.writes);
+        if matches!(decided, Decided::Queued) {
+            for write in mine {
+                some.add_command(write.clone());
+            }
+        } else {
+            mine.for_each(drop);
+        }
+    }
+    (decided, Some(some))
 }
 
 /// Each item's outcome: the one decided before the EXEC, or its writes'
 /// replies from the EXEC's (`replies`): applied, or the first error
 /// among them, as its script would have stopped there.
-fn deliver(items: &[&Item], decided: Vec<Decided>, replies: Vec<Value>) -> Vec<Outcome> {
+fn deliver(items: &[Placed], decided: Vec<Decided>, replies: Vec<Value>) -> Vec<Outcome> {
     let mut replies = replies.into_iter();
     items
         .iter()
@@ -402,8 +464,8 @@ fn deliver(items: &[&Item], decided: Vec<Decided>, replies: Vec<Value>) -> Vec<O
         .map(|(item, decided)| match decided {
             Decided::Now(outcome) => Outcome::Ran(outcome),
             Decided::Queued => {
-                let mine: Vec<Value> = replies.by_ref().take(item.writes.len()).collect();
-                if mine.len() != item.writes.len() {
+                let mine: Vec<Value> = replies.by_ref().take(item.writes).collect();
+                if mine.len() != item.writes {
                     return Outcome::Ran(Err(unknown_shape()));
                 }
                 match mine.iter().find_map(|reply| match reply {

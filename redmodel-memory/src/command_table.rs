@@ -270,7 +270,10 @@ impl Meta {
                     }
                     let begin = first + i64::from(after);
                     let step = i64::from(step);
-                    (begin, begin + (count - 1) * step, step)
+                    // A count past any argument list is a syntax error,
+                    // not an overflow.
+                    let last = (count - 1).checked_mul(step)?.checked_add(begin)?;
+                    (begin, last, step)
                 }
                 Find::Unknown => return None,
             };
@@ -334,6 +337,9 @@ mod tests {
         assert_eq!(keys(&["EVAL", "s", "0", "x"]), None);
         assert_eq!(keys(&["EVAL", "s", "5", "a"]), None);
         assert_eq!(keys(&["EVAL", "s", "x"]), None);
+        // A key count past any argument list: invalid, not an overflow.
+        assert_eq!(keys(&["ZUNION", "9223372036854775807", "a"]), None);
+        assert_eq!(keys(&["ZUNION", "4611686018427387904", "a"]), None);
         assert_eq!(
             keys(&["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"]),
             Some(vec![1, 3, 4])

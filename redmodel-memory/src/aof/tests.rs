@@ -474,3 +474,46 @@ fn field_ttls_and_a_pop_from_a_key_named_left_survive_a_restart() {
         crate::command::test_util::bulks(&["x", "y"])
     );
 }
+
+/// A consumer group's reads and claims change the stream without
+/// signalling its key, as in Redis; the file still holds the group as it
+/// is: its last ID, its consumers (one made by a read with NOACK, one by
+/// a blocked read served later) and who holds which pending entry, with
+/// its delivery count.
+#[tokio::test]
+async fn consumer_group_reads_and_claims_load_back_as_they_were() {
+    for version in [crate::RedisVersion::V7_0, crate::RedisVersion::V7_4] {
+        let dir = temp_dir(&format!("groups-{version:?}"));
+        let engine = Engine::new()
+            .with_version(version)
+            .with_aof(&*dir)
+            .expect("no files yet");
+        let mut c = engine.connection();
+        run(&mut c, "XGROUP CREATE s g $ MKSTREAM");
+        run(&mut c, "XADD s 1-0 f v");
+        run(&mut c, "XADD s 2-0 f v");
+        run(&mut c, "XREADGROUP GROUP g alice COUNT 1 STREAMS s >");
+        run(&mut c, "XREADGROUP GROUP g bob NOACK COUNT 1 STREAMS s >");
+        run(&mut c, "XCLAIM s g carol 0 1-0");
+        run(&mut c, "XAUTOCLAIM s g dave 0 0 COUNT 1");
+        let before = run(&mut c, "XINFO STREAM s FULL");
+        assert_eq!(run(&mut c, "DEBUG LOADAOF"), Value::Okay);
+        assert_eq!(run(&mut c, "XINFO STREAM s FULL"), before, "{version:?}");
+        let mut blocked = engine.connection();
+        let waiter = tokio::spawn(async move {
+            let mut read = redis::cmd("XREADGROUP");
+            read.arg(
+                "GROUP g erin BLOCK 0 STREAMS s >"
+                    .split(' ')
+                    .collect::<Vec<_>>(),
+            );
+            redis::aio::ConnectionLike::req_packed_command(&mut blocked, &read).await
+        });
+        crate::command::blocking::until_blocked(&engine, 1).await;
+        run(&mut c, "XADD s 3-0 f v");
+        waiter.await.expect("the waiter").expect("served");
+        let before = run(&mut c, "XINFO STREAM s FULL");
+        assert_eq!(run(&mut c, "DEBUG LOADAOF"), Value::Okay);
+        assert_eq!(run(&mut c, "XINFO STREAM s FULL"), before, "{version:?}");
+    }
+}

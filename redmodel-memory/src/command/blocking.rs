@@ -494,7 +494,10 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                 store.waiters.by_id.insert(id, waiter);
             }
             Some(result) => {
-                store.aof_after_served();
+                // A served XREADGROUP changed its group without
+                // signalling the key (as Redis does): recorded all the same.
+                let group_read = waiter.command.is_some_and(|c| c.name == "xreadgroup");
+                store.aof_after_served(db, group_read.then_some(key));
                 for k in &waiter.keys {
                     store.dbs[waiter.db].remove_blocked(k, id);
                 }

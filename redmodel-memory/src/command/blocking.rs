@@ -469,6 +469,7 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
             continue;
         };
         let started = Instant::now();
+        let group_read = waiter.command.is_some_and(|c| c.name == "xreadgroup");
         let served = {
             let mut ctx = Ctx {
                 store: &mut *store,
@@ -482,9 +483,10 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
             // Served, the blocked command runs (its key's access counts).
             ctx.ks().begin_command(false);
             let served = (waiter.serve)(&mut ctx, key);
-            // Redis 7.0 counts none of its changes (the command that woke
-            // it counted its own); 7.4 counts them as the command's.
-            if served.is_some() && ctx.store.version < crate::RedisVersion::V7_4 {
+            // Redis 7.0 counts none of a pop's changes (the command that
+            // woke it counted its own); 7.4 counts them as the command's.
+            // A group read counts its own (`StreamWait::on_ready`).
+            if served.is_some() && ctx.store.version < crate::RedisVersion::V7_4 && !group_read {
                 ctx.changes(0);
             }
             served
@@ -496,7 +498,6 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
             Some(result) => {
                 // A served XREADGROUP changed its group without
                 // signalling the key (as Redis does): recorded all the same.
-                let group_read = waiter.command.is_some_and(|c| c.name == "xreadgroup");
                 store.aof_after_served(db, group_read.then_some(key));
                 for k in &waiter.keys {
                     store.dbs[waiter.db].remove_blocked(k, id);
@@ -1082,6 +1083,31 @@ mod wait_tests {
             run(&mut p, "RPUSH k a");
             assert_eq!(reply(waiter).await, bulks(&["k", "a"]));
             assert_eq!(changes(&mut p) - before, expected, "{version:?}");
+        }
+    }
+
+    /// The changes INFO counts around a blocked XREADGROUP served by an
+    /// XADD, as redis-server 7.0.15 and 7.4.1 count them: the block (7.4
+    /// makes the consumer then), and the XADD with the served read (7.0
+    /// counts the consumer the read makes; 7.4 runs the read again, which
+    /// counts the stream it serves).
+    #[tokio::test]
+    async fn a_served_group_read_counts_its_changes_as_each_version() {
+        for (version, expected) in [
+            (crate::RedisVersion::V7_0, [0, 2]),
+            (crate::RedisVersion::V7_4, [1, 2]),
+        ] {
+            let engine = Engine::new().with_version(version);
+            let mut p = pusher(&engine);
+            run(&mut p, "XGROUP CREATE s g $ MKSTREAM");
+            let changes = crate::command::test_util::changes;
+            let start = changes(&mut p);
+            let waiter = block(&engine, "XREADGROUP GROUP g c BLOCK 0 STREAMS s >", 1).await;
+            let blocked_at = changes(&mut p);
+            run(&mut p, "XADD s 1-0 f v");
+            assert!(matches!(reply(waiter).await, Value::Array(_)));
+            let counted = [blocked_at - start, changes(&mut p) - blocked_at];
+            assert_eq!(counted, expected, "{version:?}");
         }
     }
 

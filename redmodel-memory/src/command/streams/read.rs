@@ -558,10 +558,16 @@ impl StreamWait {
             Ok(items) => items.unwrap_or_else(|| reply::array(Vec::new())),
             Err(e) => return Some(Err(e)),
         };
-        if let (false, Some((group, consumer))) = (had, &self.group) {
-            if has_consumer(ctx, key, group, consumer) {
+        if let Some((group, consumer)) = &self.group {
+            let made = !had && has_consumer(ctx, key, group, consumer);
+            if made {
                 ctx.notify(class::STREAM, "xgroup-createconsumer", key);
             }
+            // As each version counts it: 7.0 the consumer made (the
+            // delivery counts as the command that woke the client's); 7.4
+            // runs the command again, which counts the stream served too.
+            let served = !matches!(&items, Reply::Array(entries) if entries.is_empty());
+            ctx.changes(usize::from(made) + usize::from(since_7_2 && served));
         }
         Some(Ok(streams_reply(
             ctx.resp3(),

@@ -12,7 +12,7 @@
 //! 1. on a connection of its own, WATCH the keys the writes' decisions
 //!    rest on (their guards and the keys of their recorded reads), then
 //!    read the guards, the recorded reads and the types of the keys the
-//!    writes need of one type ([`types`](super::types)), in one round
+//!    writes need of one type ([`types`]), in one round
 //!    trip;
 //! 2. decide each write on those replies as its script would: a missing
 //!    guard or a key of another type refuses it, a read that differs

@@ -371,3 +371,73 @@ async fn refused_scripts(admin: &Db) -> Result<i64, Error> {
         })
         .sum())
 }
+
+/// A user whose ACL denies WATCH gets every object of a bulk insert
+/// written, each alone by its own script: the writes gathered on one
+/// server never run a MULTI without the WATCH that guards their decisions.
+#[tokio::test]
+async fn a_bulk_insert_by_a_user_without_watch_writes_each_object_alone() -> Result<(), Error> {
+    let test = "a_bulk_insert_by_a_user_without_watch_writes_each_object_alone";
+    let Some(server) = private_server_or_skip(test) else {
+        return Ok(());
+    };
+    bulk_without_watch(&server.url(), server.port()).await
+}
+
+/// The same against the memory engine's ACL, served over RESP.
+#[tokio::test]
+async fn a_bulk_insert_by_a_user_without_watch_writes_each_object_alone_on_the_engine(
+) -> Result<(), Error> {
+    let server = engine_server().await;
+    bulk_without_watch(&server.url(), server.local_addr().port()).await
+}
+
+async fn bulk_without_watch(admin_url: &str, port: u16) -> Result<(), Error> {
+    let admin = Db::connect(admin_url).await?;
+    admin
+        .query::<()>(
+            redis::cmd("ACL")
+                .arg("SETUSER")
+                .arg("nowatch")
+                .arg("on")
+                .arg(">s3cret")
+                .arg("~*")
+                .arg("+@all")
+                .arg("-watch"),
+        )
+        .await?;
+    let db = Db::connect(&format!("redis://nowatch:s3cret@127.0.0.1:{port}/")).await?;
+    let names: Vec<AclName> = (0..40)
+        .map(|id| AclName {
+            id,
+            name: format!("bulk{id}"),
+            tags: vec!["t".into()],
+        })
+        .collect();
+    let execs_before = exec_calls(&admin).await?;
+    for result in AclName::insert_many(&db, &names).await {
+        result.map_err(|e| e.error)?;
+    }
+    assert_eq!(
+        exec_calls(&admin).await?,
+        execs_before,
+        "no MULTI without its WATCH"
+    );
+    for name in &names {
+        let found = AclName::NAME_UNIQUE.find(&db, &name.name).await?;
+        assert_eq!(found.map(|n| n.id), Some(name.id));
+    }
+    assert_eq!(AclName::TAGS_TAGS.with(&db, "t").await?.len(), names.len());
+    Ok(())
+}
+
+/// How many EXECs the server has run (`INFO commandstats`).
+async fn exec_calls(admin: &Db) -> Result<u64, Error> {
+    let info: String = admin.query(redis::cmd("INFO").arg("commandstats")).await?;
+    Ok(info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_exec:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0))
+}

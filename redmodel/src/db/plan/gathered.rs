@@ -209,7 +209,9 @@ struct Gathering {
     /// key's TYPE. Errors come back as replies (a recorded read's error
     /// is compared as the 0 it was recorded as).
     reads: redis::Pipeline,
-    /// How many replies `reads` gets (the WATCH's ignored).
+    /// Whether `reads` starts with a WATCH, whose reply comes first.
+    watching: bool,
+    /// How many replies `reads` gets.
     replies: usize,
     items: Vec<Placed>,
     /// Every item's writes, in order: the EXEC when all of them hold.
@@ -282,9 +284,16 @@ impl Gathering {
                 writes: count,
             });
         }
-        // Positions among the replies: the EXISTS first, then the reads,
-        // then the TYPEs.
-        let read_base = exists.len();
+        // Positions among the replies: the WATCH's first, if any, then
+        // the EXISTS, the reads and the TYPEs.
+        let watching = !watched.is_empty();
+        let exists_base = usize::from(watching);
+        for item in &mut placed {
+            for guard in &mut item.guards {
+                guard.1 += exists_base;
+            }
+        }
+        let read_base = exists_base + exists.len();
         let type_base = read_base + reads.len();
         for item in &mut placed {
             item.read_at += read_base;
@@ -296,8 +305,8 @@ impl Gathering {
         typed.sort_unstable_by_key(|(_, at)| *at);
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
-        if !watched.is_empty() {
-            pipe.add_command(watch).ignore();
+        if watching {
+            pipe.add_command(watch);
         }
         let replies = type_base + typed.len();
         for read in exists.into_iter().chain(reads) {
@@ -308,6 +317,7 @@ impl Gathering {
         }
         Gathering {
             reads: pipe,
+            watching,
             replies,
             items: placed,
             writes,
@@ -362,6 +372,12 @@ async fn run_items(db: &Db, items: Vec<Item>) -> Vec<Outcome> {
             let replies: Vec<Value> = tx.query_pipeline(&gathering.reads).await?;
             if replies.len() != gathering.replies {
                 return Err(unknown_shape());
+            }
+            // A WATCH refused (an ACL without it) guards nothing: the
+            // writes go alone instead.
+            if let (true, Some(Value::ServerError(refused))) = (gathering.watching, replies.first())
+            {
+                return Err(redis::RedisError::from(refused.clone()).into());
             }
             let (decided, some) = decide(gathering, &replies);
             if !decided.iter().any(|d| matches!(d, Decided::Queued)) {

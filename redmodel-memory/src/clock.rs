@@ -63,3 +63,25 @@ impl Clock for ManualClock {
         self.0.load(Ordering::SeqCst)
     }
 }
+
+/// The engine's clock as its store holds it (shared with the engine).
+#[derive(Clone)]
+pub(crate) struct Shared(pub(crate) Arc<dyn Clock>);
+
+impl Shared {
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.0.now_ms()
+    }
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared(Arc::new(SystemClock))
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Clock")
+    }
+}

@@ -620,6 +620,9 @@ pub(crate) struct Store {
     pub(crate) config: Config,
     /// When the engine started, in Unix ms (INFO's uptime).
     pub(crate) started_ms: i64,
+    /// The engine's clock: what blocked clients are served at, after the
+    /// command that made their keys ready (a long EXEC's time has moved on).
+    pub(crate) clock: crate::clock::Shared,
     /// Commands run since the start or CONFIG RESETSTAT (INFO stats).
     pub(crate) commands_processed: u64,
     /// Calls per command (INFO commandstats), reset with the above.
@@ -710,6 +713,7 @@ impl Default for Store {
                 .collect(),
             config,
             started_ms: 0,
+            clock: Default::default(),
             commands_processed: 0,
             command_stats: Default::default(),
             connected_clients: 0,

@@ -245,15 +245,17 @@ impl Engine {
 
     /// An empty engine reading time from `clock` (see [`ManualClock`]).
     pub fn with_clock(clock: impl Clock) -> Self {
+        let clock: Arc<dyn Clock> = Arc::new(clock);
         let store = Store {
             started_ms: clock.now_ms(),
             saves: command::persistence::Saves::started(clock.now_ms()),
+            clock: clock::Shared(Arc::clone(&clock)),
             ..Store::default()
         };
         let engine = Engine {
             shared: Arc::new(Shared {
                 store: Mutex::new(store),
-                clock: Arc::new(clock),
+                clock,
             }),
         };
         expire_cycle::start(&engine);

@@ -450,6 +450,10 @@ pub(crate) fn serve_ready(store: &mut Store, now: i64) {
     if store.waiters.by_id.is_empty() {
         return;
     }
+    // Served after the command, at the time it is now, as Redis reads its
+    // clock again there: a key that expired while the command ran (an
+    // EXEC holding a DEBUG SLEEP) serves no one, and its clients wait on.
+    let now = store.clock.now_ms().max(now);
     while store.dbs.iter().any(|ks| ks.has_ready()) {
         for db in 0..store.dbs.len() {
             for key in store.dbs[db].take_ready() {
@@ -1109,6 +1113,26 @@ mod wait_tests {
             let counted = [blocked_at - start, changes(&mut p) - blocked_at];
             assert_eq!(counted, expected, "{version:?}");
         }
+    }
+
+    /// Redis 7.4's zset case "BZPOPMIN unblock but the key is expired and
+    /// then block again": clients are served at the time it is once the
+    /// command is done, so a key that expired while the command ran serves
+    /// no one and its client waits on, for the next push.
+    #[tokio::test]
+    async fn a_key_that_expired_while_its_command_ran_serves_no_one() {
+        let clock = crate::ManualClock::new(1_000_000);
+        let engine = Engine::with_clock(clock.clone());
+        let waiter = block(&engine, "BZPOPMIN z 0", 1).await;
+        engine.atomically(0, |tx| {
+            tx.call(&[b"ZADD", b"z", b"1", b"one"]);
+            tx.call(&[b"PEXPIRE", b"z", b"100"]);
+            clock.advance(Duration::from_millis(200));
+        });
+        assert_eq!(blocked(&engine), 1, "served from an expired key");
+        let mut p = pusher(&engine);
+        run(&mut p, "ZADD z 2 two");
+        assert_eq!(reply(waiter).await, bulks(&["z", "two", "2"]));
     }
 
     /// FLUSHALL then a push, and SWAPDB bringing a list in, serve too.

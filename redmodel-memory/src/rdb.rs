@@ -54,7 +54,13 @@ pub(crate) fn rdb_version(version: crate::RedisVersion) -> u16 {
 /// Whether the object type `tag` is one Redis `version` reads (the hashes
 /// with field TTLs came with 7.4).
 pub(crate) fn reads_type(tag: u8, version: crate::RedisVersion) -> bool {
-    !matches!(tag, kind::HASH_METADATA | kind::HASH_LISTPACK_EX) || version.has_field_expiry()
+    !matches!(
+        tag,
+        kind::SET_LISTPACK
+            | kind::STREAM_LISTPACKS_3
+            | kind::HASH_METADATA
+            | kind::HASH_LISTPACK_EX
+    ) || version.has_field_expiry()
 }
 
 /// The object types of RDB version 10 (`RDB_TYPE_*` in `rdb.h`).
@@ -80,6 +86,10 @@ pub(crate) mod kind {
     pub(crate) const ZSET_LISTPACK: u8 = 17;
     pub(crate) const LIST_QUICKLIST_2: u8 = 18;
     pub(crate) const STREAM_LISTPACKS_2: u8 = 19;
+    /// A small set of strings in a listpack (RDB 11, Redis 7.2).
+    pub(crate) const SET_LISTPACK: u8 = 20;
+    /// A stream whose consumers have an active time (RDB 11).
+    pub(crate) const STREAM_LISTPACKS_3: u8 = 21;
     /// A hash with field TTLs in a table (RDB 12, Redis 7.4).
     pub(crate) const HASH_METADATA: u8 = 24;
     /// A hash with field TTLs in a listpack of triples (RDB 12).

@@ -395,10 +395,12 @@ pub(crate) fn read(
 }
 
 /// Whether `kind` names an object type the engine reads
-/// (`rdbIsObjectType`): 0 to 7 and 9 to 19 (RDB 10), and the hashes with
-/// field TTLs of RDB 12 (24 and 25, see [`super::reads_type`]).
+/// (`rdbIsObjectType`): 0 to 7 and 9 to 19 (RDB 10), the small sets of
+/// strings and the streams with active times of RDB 11 (20 and 21), and
+/// the hashes with field TTLs of RDB 12 (24 and 25); those of RDB 11 and
+/// 12 in 7.4 mode only ([`super::reads_type`]).
 fn is_object_type(kind: u8) -> bool {
-    matches!(kind, 0..=7 | 9..=19 | 24 | 25)
+    matches!(kind, 0..=7 | 9..=21 | 24 | 25)
 }
 
 /// The version after the `REDIS` signature (`rdbLoadRio`'s check).

@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{listpack, Elem, Reader, Writer};
+use super::{kind, listpack, Elem, Reader, Writer};
 use crate::value::stream::{Consumer, Group, LoadedNode, Nack, NodeView, Stream, StreamId};
 use crate::value::Bytes;
 
@@ -145,11 +145,14 @@ fn node_listpack(node: &NodeView<'_>) -> Vec<u8> {
     lp.finish()
 }
 
-/// Reads a stream; `version2` for `STREAM_LISTPACKS_2`. `None` for
+/// Reads a stream in the layout of `tag` (`STREAM_LISTPACKS`, `_2`, or
+/// `_3`, whose consumers have an active time). `None` for
 /// anything Redis refuses, and for the inconsistencies Redis would only
 /// catch with `sanitize-dump-payload yes` (an entry out of order, a
 /// pending entry no consumer owns).
-pub(crate) fn decode(r: &mut Reader<'_>, version2: bool) -> Option<Stream> {
+pub(crate) fn decode(r: &mut Reader<'_>, tag: u8) -> Option<Stream> {
+    let version2 = tag >= kind::STREAM_LISTPACKS_2;
+    let active_times = tag >= kind::STREAM_LISTPACKS_3;
     let mut s = Stream::default();
     let nodes = r.count()?;
     for _ in 0..nodes {
@@ -191,14 +194,19 @@ pub(crate) fn decode(r: &mut Reader<'_>, version2: bool) -> Option<Stream> {
         if s.groups.contains_key(&name) || entries_read < -1 || entries_read == i64::MAX {
             return None;
         }
-        let group = read_group(r, last_id, entries_read)?;
+        let group = read_group(r, last_id, entries_read, active_times)?;
         s.groups.insert(name, group);
     }
     Some(s)
 }
 
 /// The PEL and consumers of a group.
-fn read_group(r: &mut Reader<'_>, last_id: StreamId, entries_read: i64) -> Option<Group> {
+fn read_group(
+    r: &mut Reader<'_>,
+    last_id: StreamId,
+    entries_read: i64,
+    active_times: bool,
+) -> Option<Group> {
     // The pending entries first, their owners named by the consumers.
     let mut pending: BTreeMap<StreamId, (i64, u64, Option<Bytes>)> = BTreeMap::new();
     let size = r.count()?;
@@ -218,6 +226,13 @@ fn read_group(r: &mut Reader<'_>, last_id: StreamId, entries_read: i64) -> Optio
     for _ in 0..consumers {
         let name = r.bytes()?;
         let seen_time = r.ms_time()?;
+        // Before Redis 7.2's layout the file has no active time: Redis
+        // takes the seen time for it.
+        let active_time = if active_times {
+            r.ms_time()?
+        } else {
+            seen_time
+        };
         let mut pel = BTreeSet::new();
         let size = r.count()?;
         for _ in 0..size {
@@ -233,11 +248,9 @@ fn read_group(r: &mut Reader<'_>, last_id: StreamId, entries_read: i64) -> Optio
             .consumers
             .insert(
                 name,
-                // The file has no active time: Redis 7.2 takes the seen
-                // time for it.
                 Consumer {
                     seen_time,
-                    active_time: seen_time,
+                    active_time,
                     pel,
                 },
             )

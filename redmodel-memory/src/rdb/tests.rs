@@ -84,3 +84,88 @@ fn lengths_and_strings() {
     assert_eq!(Reader::new(&out).count(), None);
     assert_eq!(Reader::new(&out).string(), None);
 }
+
+/// Redis 7.2 and later keep a small set of strings in a listpack, and
+/// dump it as one (RDB type 20): the engine in 7.4 mode restores
+/// redis-server 7.4.1's payload, dumps its own so, and loads a small set
+/// of strings back as a listpack (DEBUG RELOAD, as 7.4.1's set case
+/// "Set encoding after DEBUG RELOAD"); in 7.0 mode the payload's RDB
+/// version is refused, as redis-server 7.0.15 refuses it.
+#[test]
+fn small_sets_of_strings_stay_listpacks_from_7_4() {
+    use crate::command::test_util::{bulk, clocked, clocked_74, err, int, run};
+    // DUMP of SADD s a b c on redis-server 7.4.1.
+    let payload: &[u8] =
+        b"\x14\x10\x10\x00\x00\x00\x03\x00\x81a\x02\x81b\x02\x81c\x02\xff\x0c\x00\xcf\x9c\xdd\xd4\xcc\xbd\xee\xf7";
+    let restore = |c: &mut crate::Connection, key: &str| {
+        c.execute(&[b"RESTORE", key.as_bytes(), b"0", payload])
+    };
+    let (_, mut c) = clocked_74(1_000);
+    assert_eq!(restore(&mut c, "s"), redis::Value::Okay);
+    assert_eq!(run(&mut c, "OBJECT ENCODING s"), bulk("listpack"));
+    assert_eq!(run(&mut c, "SISMEMBER s b"), int(1));
+    let dumped = match run(&mut c, "DUMP s") {
+        redis::Value::BulkString(bytes) => bytes,
+        other => panic!("DUMP: {other:?}"),
+    };
+    assert_eq!(dumped[0], kind::SET_LISTPACK);
+    run(&mut c, "SADD ints 1 2 3");
+    run(&mut c, "SADD strings i000 i001");
+    for i in 0..200 {
+        run(&mut c, &format!("SADD big i{i:03}"));
+    }
+    assert_eq!(run(&mut c, "DEBUG RELOAD"), redis::Value::Okay);
+    for (key, encoding) in [
+        ("s", "listpack"),
+        ("ints", "intset"),
+        ("strings", "listpack"),
+        ("big", "hashtable"),
+    ] {
+        assert_eq!(
+            run(&mut c, &format!("OBJECT ENCODING {key}")),
+            bulk(encoding),
+            "{key}"
+        );
+    }
+    let (_, mut c70) = clocked(1_000);
+    assert_eq!(
+        restore(&mut c70, "s"),
+        err("ERR DUMP payload version or checksum are wrong")
+    );
+}
+
+/// Redis 7.2 and later dump a stream in the layout whose consumers have
+/// an active time (RDB type 21): the engine in 7.4 mode restores
+/// redis-server 7.4.1's payload, its group and consumer included; in 7.0
+/// mode the payload's RDB version is refused.
+#[test]
+fn a_stream_of_redis_7_4_restores_with_its_groups() {
+    use crate::command::test_util::{bulk, clocked, clocked_74, err, int, run};
+    // DUMP on redis-server 7.4.1 of: XADD st 1-1 a 1, XADD st 2-1 b 2,
+    // XGROUP CREATE st g 0, XREADGROUP GROUP g alice COUNT 1 STREAMS st >.
+    let hex = "15011000000000000000010000000000000001c3252b102b00000011000201000101018161020001400a400c0004600540090781620202010601ff02020101010000020101670101010100000000000000010000000000000001b7e6cb29a2010000010105616c696365b7e6cb29a2010000b7e6cb29a201000001000000000000000100000000000000010c00a7aa99d6b4017176";
+    let payload: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .filter_map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+        .collect();
+    let (_, mut c) = clocked_74(1_800_000_000_000);
+    assert_eq!(
+        c.execute(&[b"RESTORE", b"st", b"0", &payload]),
+        redis::Value::Okay
+    );
+    assert_eq!(run(&mut c, "XLEN st"), int(2));
+    assert_eq!(
+        run(&mut c, "XPENDING st g"),
+        redis::Value::Array(vec![
+            int(1),
+            bulk("1-1"),
+            bulk("1-1"),
+            redis::Value::Array(vec![redis::Value::Array(vec![bulk("alice"), bulk("1")])]),
+        ])
+    );
+    let (_, mut c70) = clocked(1_800_000_000_000);
+    assert_eq!(
+        c70.execute(&[b"RESTORE", b"st", b"0", &payload]),
+        err("ERR DUMP payload version or checksum are wrong")
+    );
+}

@@ -61,6 +61,14 @@ pub(crate) fn encode(value: &Value, history: History, compress: bool) -> Vec<u8>
                 w.string(&node);
             }
         }
+        Value::Set(_) if encoding == "listpack" => {
+            w.byte(kind::SET_LISTPACK);
+            let mut lp = listpack::Builder::default();
+            for member in set_members(value) {
+                lp.push(&member);
+            }
+            w.string(&lp.finish());
+        }
         Value::Set(_) => {
             let ints: Option<Vec<i64>> = set_members(value).map(|m| parse_i64(&m)).collect();
             match ints {
@@ -207,8 +215,31 @@ pub(crate) fn decode_object(
                 members.push(r.bytes()?);
             }
             let max = limits.set_max_intset_entries.min(1 << 30);
-            let fits = n as u64 <= max && members.iter().all(|m| parse_i64(m).is_some());
-            Some((set_from(members)?, compact(fits)))
+            let ints = members.iter().all(|m| parse_i64(m).is_some());
+            let history = if n as u64 <= max && ints {
+                History::Fresh
+            } else if n as u64 <= max && small_set(&members, limits) {
+                // Redis 7.2 and later load a small set of strings (one
+                // that would start as an intset) as a listpack.
+                History::Listpack
+            } else {
+                History::Converted
+            };
+            Some((set_from(members)?, history))
+        }
+        kind::SET_LISTPACK => {
+            let blob = r.string()?;
+            let members: Vec<Bytes> = listpack::elements(&blob)?
+                .into_iter()
+                .map(Elem::to_bytes)
+                .collect();
+            let fits = non_empty(members.len())? as u64 <= limits.set_max_listpack_entries;
+            let history = if fits {
+                History::Listpack
+            } else {
+                History::Converted
+            };
+            Some((set_from(members)?, history))
         }
         kind::SET_INTSET => {
             let blob = r.string()?;
@@ -299,8 +330,8 @@ pub(crate) fn decode_object(
             Some((Value::Hash(hash), compact(fits)))
         }
         kind::HASH_METADATA | kind::HASH_LISTPACK_EX => super::hash_ttl::decode(tag, r, limits),
-        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 => {
-            let s = stream::decode(r, tag == kind::STREAM_LISTPACKS_2)?;
+        kind::STREAM_LISTPACKS | kind::STREAM_LISTPACKS_2 | kind::STREAM_LISTPACKS_3 => {
+            let s = stream::decode(r, tag)?;
             Some((Value::Stream(Box::new(s)), History::Fresh))
         }
         // A module's value needs its module, which the engine has not.
@@ -438,6 +469,17 @@ fn set_members(value: &Value) -> impl Iterator<Item = Cow<'_, [u8]>> {
 
 fn list_from(items: Vec<Bytes>) -> Value {
     Value::List(ListValue::from_elements(items))
+}
+
+/// Whether Redis 7.2 and later load a set of these `members` (not all
+/// integers) as a listpack: few enough, each short enough
+/// (`set-max-listpack-entries` and `-value`).
+fn small_set(members: &[Bytes], limits: &Limits) -> bool {
+    limits.version >= crate::RedisVersion::V7_4
+        && members.len() as u64 <= limits.set_max_listpack_entries
+        && members
+            .iter()
+            .all(|m| m.len() as u64 <= limits.set_max_listpack_value)
 }
 
 /// A set of `members`; `None` if one is repeated.

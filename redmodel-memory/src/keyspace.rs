@@ -195,14 +195,17 @@ pub(crate) use eviction::Policy;
 pub(crate) use lfu::{Lfu, LFU_INIT_VAL};
 
 /// What WATCH remembers of a key: how many sessions watch it, a counter
-/// bumped by every modification, and the epoch its expired value's
-/// reclaim left, if that was the last change (a session that watched the
-/// key already expired sees no change in it, as in Redis).
+/// bumped by every modification, the epoch its expired value's reclaim
+/// left, if that was the last change (a session that watched the key
+/// already expired sees no change in it, as in Redis), and whether a
+/// SWAPDB put an expired key where there was none (Redis then marks its
+/// watchers as having watched an expired key).
 #[derive(Debug, Default)]
 struct Watch {
     watchers: usize,
     epoch: u64,
     reclaimed: Option<u64>,
+    stale_swapped_in: bool,
 }
 
 /// An event the keyspace raised itself (`new`, `expired`), waiting to be
@@ -1026,14 +1029,30 @@ impl Keyspace {
     /// `replaced_with`, the keys about to take its place. Like Redis, a
     /// key that is stale on both sides, or stale here and absent there, or
     /// absent here and stale there, is no logical change and is not
-    /// touched. (Redis then flags the watchers of the last kind as having
-    /// watched a stale key; the engine's sessions keep that flag from the
-    /// time of WATCH, so such a watcher's EXEC still fails.)
+    /// touched; the watchers of the last kind are marked as having watched
+    /// a stale key ([`Self::watched_as_expired`]), so that their EXEC does
+    /// not fail on it.
     fn touch_for_swap(&mut self, replaced_with: &Keyspace, now: i64) {
         if self.watched.is_empty() {
             return;
         }
         let state = |ks: &Keyspace, key: &[u8]| ks.find(key).map(|slot| ks.slot_expired(slot, now));
+        let stale_in: Vec<Key> = self
+            .watched
+            .keys()
+            .filter(|key| {
+                matches!(
+                    (state(self, key), state(replaced_with, key)),
+                    (None, Some(true))
+                )
+            })
+            .cloned()
+            .collect();
+        for key in stale_in {
+            if let Some(w) = self.watched.get_mut(&key) {
+                w.stale_swapped_in = true;
+            }
+        }
         let touched: Vec<Key> = self
             .watched
             .keys()
@@ -1217,6 +1236,12 @@ impl Keyspace {
     /// The modification epoch of a watched key.
     pub(crate) fn watch_epoch(&self, key: &[u8]) -> u64 {
         self.watched.get(key).map_or(0, |w| w.epoch)
+    }
+
+    /// Whether the watchers of `key` count as having watched an expired
+    /// key: a SWAPDB put an expired key where there was none.
+    pub(crate) fn watched_as_expired(&self, key: &[u8]) -> bool {
+        self.watched.get(key).is_some_and(|w| w.stale_swapped_in)
     }
 
     /// Whether `key` exists but is past its expiry time (not yet reclaimed).

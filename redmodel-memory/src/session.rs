@@ -762,11 +762,14 @@ impl Session {
         }
         let dirty = self.watched.iter().any(|w| {
             let ks = &store.dbs[w.db];
-            // A key already expired when watched is no change when it
-            // is reclaimed (Redis clears its `expired` mark then).
+            // Watched as expired: already expired when watched, or put
+            // there expired by a SWAPDB.
+            let expired = w.expired_at_watch || ks.watched_as_expired(&w.key);
+            // A key watched as expired is no change when it is reclaimed
+            // (Redis clears its `expired` mark then).
             let changed = ks.watch_epoch(&w.key) != w.epoch
-                && !(w.expired_at_watch && ks.only_reclaimed_since(&w.key, w.epoch));
-            changed || (!w.expired_at_watch && ks.is_logically_expired(&w.key, now))
+                && !(expired && ks.only_reclaimed_since(&w.key, w.epoch));
+            changed || (!expired && ks.is_logically_expired(&w.key, now))
         });
         self.unwatch_all(store);
         if dirty {

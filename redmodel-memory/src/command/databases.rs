@@ -257,4 +257,33 @@ mod tests {
         // Neither database has the key: nothing to touch.
         assert_watch(&["SET y v"], "x", "SWAPDB 0 1", false);
     }
+
+    /// Redis 7's multi cases "SWAPDB does not touch non-existing key
+    /// replaced with stale key" and "... stale key replaced with another
+    /// stale key": an expired key brought in is no logical change, and
+    /// the watcher's EXEC runs.
+    #[test]
+    fn an_expired_key_swapped_in_is_no_change_to_a_watcher() {
+        for setup in [
+            &["SELECT 0", "SET x foo PX 1"][..],
+            &["SELECT 1", "SET x foo PX 1", "SELECT 0", "SET x bar PX 1"][..],
+        ] {
+            let (clock, mut c) = clocked(1_000_000);
+            run(&mut c, "DEBUG SET-ACTIVE-EXPIRE 0");
+            for line in setup {
+                run(&mut c, line);
+            }
+            clock.advance(std::time::Duration::from_millis(2));
+            run(&mut c, "SELECT 1");
+            run(&mut c, "WATCH x");
+            run(&mut c, "SWAPDB 0 1");
+            run(&mut c, "MULTI");
+            run(&mut c, "PING");
+            assert_eq!(
+                run(&mut c, "EXEC"),
+                Value::Array(vec![Value::SimpleString("PONG".into())]),
+                "{setup:?}"
+            );
+        }
+    }
 }

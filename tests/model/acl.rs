@@ -218,20 +218,7 @@ async fn a_user_without_scripting_gets_the_same_results_on_the_engine() -> Resul
 
 async fn without_scripting(admin_url: &str, port: u16) -> Result<(), Error> {
     let admin = Db::connect(admin_url).await?;
-    admin
-        .query::<()>(
-            redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg("noscript")
-                .arg("on")
-                .arg(">s3cret")
-                .arg("~*")
-                .arg("+@all")
-                .arg("-@scripting"),
-        )
-        .await?;
-    let url = format!("redis://noscript:s3cret@127.0.0.1:{port}/");
-    let db = Db::connect(&url).await?;
+    let db = user_denied(&admin, port, "noscript", "-@scripting").await?;
     let refused = db
         .query::<i64>(redis::cmd("EVAL").arg("return 1").arg(0))
         .await;
@@ -309,6 +296,25 @@ async fn without_scripting(admin_url: &str, port: u16) -> Result<(), Error> {
     guard.release().await?;
     assert!(db.lock("job", ttl).await?.is_some(), "released");
     Ok(())
+}
+
+/// A `Db` of the user `name` (password `s3cret`), created through
+/// `admin`, who may run everything on every key but what `denied` takes
+/// away (an ACL rule, as `-@scripting`), on the server at `port`.
+async fn user_denied(admin: &Db, port: u16, name: &str, denied: &str) -> Result<Db, Error> {
+    admin
+        .query::<()>(
+            redis::cmd("ACL")
+                .arg("SETUSER")
+                .arg(name)
+                .arg("on")
+                .arg(">s3cret")
+                .arg("~*")
+                .arg("+@all")
+                .arg(denied),
+        )
+        .await?;
+    Db::connect(&format!("redis://{name}:s3cret@127.0.0.1:{port}/")).await
 }
 
 /// Unique claims and releases, and tag moves, on `db` (whose user may not
@@ -394,19 +400,7 @@ async fn a_bulk_insert_by_a_user_without_watch_writes_each_object_alone_on_the_e
 
 async fn bulk_without_watch(admin_url: &str, port: u16) -> Result<(), Error> {
     let admin = Db::connect(admin_url).await?;
-    admin
-        .query::<()>(
-            redis::cmd("ACL")
-                .arg("SETUSER")
-                .arg("nowatch")
-                .arg("on")
-                .arg(">s3cret")
-                .arg("~*")
-                .arg("+@all")
-                .arg("-watch"),
-        )
-        .await?;
-    let db = Db::connect(&format!("redis://nowatch:s3cret@127.0.0.1:{port}/")).await?;
+    let db = user_denied(&admin, port, "nowatch", "-watch").await?;
     let names: Vec<AclName> = (0..40)
         .map(|id| AclName {
             id,

@@ -296,6 +296,16 @@ impl Keyspace {
         self.aof = on.then(AofLog::default);
     }
 
+    /// Logs `key` for the append-only file as changed, without signalling
+    /// it modified: Redis signals no change for a consumer group's
+    /// deliveries and claims (no WATCH fails on them), yet the file must
+    /// hold the groups as they are.
+    pub(crate) fn changed_unsignalled(&mut self, key: &[u8]) {
+        if let Some(log) = &mut self.aof {
+            log.touched.push(Arc::from(key));
+        }
+    }
+
     /// The changes logged for the append-only file since the last call.
     pub(crate) fn take_aof_log(&mut self) -> AofLog {
         self.aof.as_mut().map(std::mem::take).unwrap_or_default()

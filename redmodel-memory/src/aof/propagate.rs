@@ -119,37 +119,6 @@ pub(crate) fn form(args: &[&[u8]], reply: &Reply, ks: &Keyspace) -> Form {
     }
 }
 
-/// The keys a command changed without signalling them modified, recorded
-/// as they are with the keys that were: Redis signals no change for a
-/// consumer group's deliveries and claims (no WATCH fails on them), yet
-/// the file must hold the groups as they are. XREADGROUP's streams (the
-/// first half of what follows its options), XCLAIM's and XAUTOCLAIM's
-/// stream.
-pub(crate) fn unsignalled<'s, 'a>(args: &'s [&'a [u8]]) -> &'s [&'a [u8]] {
-    let name = args[0];
-    if is(name, "xclaim") || is(name, "xautoclaim") {
-        return args.get(1..2).unwrap_or_default();
-    }
-    if !is(name, "xreadgroup") {
-        return &[];
-    }
-    let mut i = 1;
-    while let Some(opt) = args.get(i) {
-        if is(opt, "streams") {
-            let rest = &args[i + 1..];
-            return &rest[..rest.len() / 2];
-        }
-        i += if is(opt, "group") {
-            3
-        } else if is(opt, "count") || is(opt, "block") {
-            2
-        } else {
-            1
-        };
-    }
-    &[]
-}
-
 /// SPOP: the `SREM` of the members popped (Redis batches 1024 to a
 /// command).
 fn spop(key: &[u8], reply: &Reply) -> Form {

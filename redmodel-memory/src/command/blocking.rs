@@ -473,7 +473,6 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
             continue;
         };
         let started = Instant::now();
-        let group_read = waiter.command.is_some_and(|c| c.name == "xreadgroup");
         let served = {
             let mut ctx = Ctx {
                 store: &mut *store,
@@ -484,25 +483,17 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                 // client when sent), in the waiter's protocol's shape.
                 resp: waiter.resp,
             };
-            // Served, the blocked command runs (its key's access counts).
+            // Served, the blocked command runs (its key's access counts),
+            // and counts its changes as its version does.
             ctx.ks().begin_command(false);
-            let served = (waiter.serve)(&mut ctx, key);
-            // Redis 7.0 counts none of a pop's changes (the command that
-            // woke it counted its own); 7.4 counts them as the command's.
-            // A group read counts its own (`StreamWait::on_ready`).
-            if served.is_some() && ctx.store.version < crate::RedisVersion::V7_4 && !group_read {
-                ctx.changes(0);
-            }
-            served
+            (waiter.serve)(&mut ctx, key)
         };
         match served {
             None => {
                 store.waiters.by_id.insert(id, waiter);
             }
             Some(result) => {
-                // A served XREADGROUP changed its group without
-                // signalling the key (as Redis does): recorded all the same.
-                store.aof_after_served(db, group_read.then_some(key));
+                store.aof_after_served();
                 for k in &waiter.keys {
                     store.dbs[waiter.db].remove_blocked(k, id);
                 }

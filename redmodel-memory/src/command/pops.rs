@@ -20,7 +20,7 @@ use std::time::Duration;
 use super::lists::{move_element, pop, pop_event, End, List};
 use super::{CmdResult, Ctx, Spec};
 use crate::args::{is, parse_i64};
-use crate::command::blocking::{block, deadline_base, parse_timeout};
+use crate::command::blocking::{self, deadline_base, parse_timeout, Serve};
 use crate::error::CmdError;
 use crate::notify::class;
 use crate::reply;
@@ -198,12 +198,31 @@ fn list_pop_or_block(
             }
         }
     }
-    block(
+    block_pop(
         ctx,
         keys,
         timeout,
         Box::new(move |ctx, key| Some(shape(key, take_list(ctx, key, end, count)?))),
     )
+}
+
+/// Blocks a pop on `keys` (see [`blocking::block`]). Served, it counts
+/// its changes as each version does: Redis 7.0 none (the command that
+/// woke the client counted its own), 7.4 the pop's.
+fn block_pop(
+    ctx: &mut Ctx<'_>,
+    keys: &[&[u8]],
+    timeout: Option<Duration>,
+    mut serve: Serve,
+) -> CmdResult {
+    let counted = Box::new(move |ctx: &mut Ctx<'_>, key: &[u8]| {
+        let served = serve(ctx, key);
+        if served.is_some() && ctx.store.version < crate::RedisVersion::V7_4 {
+            ctx.changes(0);
+        }
+        served
+    });
+    blocking::block(ctx, keys, timeout, counted)
 }
 
 /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout.
@@ -236,7 +255,7 @@ fn move_or_block(
         return move_element(ctx, src, dst, from, to);
     }
     let dst = dst.to_vec();
-    block(
+    block_pop(
         ctx,
         &[src],
         timeout,
@@ -364,7 +383,7 @@ fn zset_pop_or_block(
             }
         }
     }
-    block(
+    block_pop(
         ctx,
         keys,
         timeout,

@@ -51,21 +51,8 @@ impl Store {
         self.aof.take_logs(&mut self.dbs, del)
     }
 
-    /// Queues `touched` keys as they are now, with `more` of database
-    /// `db` (keys changed without being signalled: [`propagate::unsignalled`]).
-    fn aof_record_state(
-        &mut self,
-        mut touched: Vec<(usize, Vec<crate::keyspace::Key>)>,
-        db: usize,
-        more: &[&[u8]],
-    ) {
-        if !more.is_empty() {
-            let more = more.iter().map(|k| crate::keyspace::Key::from(*k));
-            match touched.iter_mut().find(|(d, _)| *d == db) {
-                Some((_, keys)) => keys.extend(more),
-                None => touched.push((db, more.collect())),
-            }
-        }
+    /// Queues `touched` keys as they are now.
+    fn aof_record_state(&mut self, touched: Vec<(usize, Vec<crate::keyspace::Key>)>) {
         let compress = self.config.get("rdbcompression") == "yes";
         self.aof
             .record_state(&self.dbs, touched, compress, self.version);
@@ -104,19 +91,19 @@ impl Store {
                     self.aof.push(db, line);
                 }
             }
-            Form::State => self.aof_record_state(touched, db, propagate::unsignalled(args)),
+            Form::State => self.aof_record_state(touched),
         }
     }
 
     /// After a blocked client was served (its command ran on its own,
     /// without its arguments at hand): records the keys it changed as
     /// they are, then ends the unit.
-    pub(crate) fn aof_after_served(&mut self, db: usize, unsignalled: Option<&[u8]>) {
+    pub(crate) fn aof_after_served(&mut self) {
         if !self.aof.on {
             return;
         }
         let touched = self.aof_take_logs();
-        self.aof_record_state(touched, db, unsignalled.as_slice());
+        self.aof_record_state(touched);
         self.aof.flush_unit();
     }
 

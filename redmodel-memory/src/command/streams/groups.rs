@@ -509,6 +509,7 @@ fn claim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
     }
     ctx.changes(items.len() + dropped);
+    ctx.ks().changed_unsignalled(key);
     Ok(reply::array(items))
 }
 
@@ -605,6 +606,7 @@ fn autoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let cursor = pending.get(next).copied().unwrap_or(StreamId::MIN);
     // A change per entry claimed or dropped, as Redis counts them.
     ctx.changes(claimed.len() + deleted.len());
+    ctx.ks().changed_unsignalled(key);
     Ok(reply::array(vec![
         id_reply(cursor),
         reply::array(claimed),

@@ -231,6 +231,9 @@ fn read_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], group_mode: bool) -> CmdResul
             .group
             .is_none_or(|(group, consumer)| has_consumer(ctx, key, group, consumer));
         let served_here = serve(ctx, key, *after, &opts)?;
+        if opts.group.is_some() {
+            ctx.ks().changed_unsignalled(key);
+        }
         if let (false, Some((group, consumer))) = (had, opts.group) {
             if has_consumer(ctx, key, group, consumer) {
                 ctx.notify(class::STREAM, "xgroup-createconsumer", key);
@@ -568,6 +571,7 @@ impl StreamWait {
             // runs the command again, which counts the stream served too.
             let served = !matches!(&items, Reply::Array(entries) if entries.is_empty());
             ctx.changes(usize::from(made) + usize::from(since_7_2 && served));
+            ctx.ks().changed_unsignalled(key);
         }
         Some(Ok(streams_reply(
             ctx.resp3(),

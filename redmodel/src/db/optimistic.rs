@@ -20,7 +20,8 @@
 //! through it: [`Db::transaction`], [`Db::raw_transaction`], the writes
 //! that keep unique and tag indexes on a server without scripts, the
 //! sorted-score resync, the cascading delete, migration batches, pruning
-//! of dead index entries, and lock release / extend. The one optimistic
+//! of dead index entries, lock release / extend, and a bulk write's
+//! gathered writes on one server (`db/plan/gathered.rs`). The one optimistic
 //! path without WATCH, the checked script of unique and tag writes
 //! (`db/plan/checked.rs`), retries with the same policy. A path supplies one attempt (read under WATCH, then
 //! [`RawTransaction::exec`]); the loop supplies the connection, the retries,
@@ -271,8 +272,7 @@ impl RawTransaction {
 
     /// WATCHes `keys`, then runs the reads that `reads` adds to a plain
     /// pipeline, in one round trip: the server runs them in order, so the
-    /// WATCH is in force before the first read. Every WATCH the library
-    /// sends is composed here.
+    /// WATCH is in force before the first read.
     pub(crate) async fn watch_then<K, T>(
         &self,
         keys: K,

@@ -492,10 +492,7 @@ mod tests {
     #[test]
     fn restore_a_real_servers_payload() {
         let hex = "f5c34047406c1f23216c7561206e616d653d7a7a0a72656469732e72656769737465725f66756e0b6374696f6e28277a31272c20e0000e0a292072657475726e202761e01d00052720656e64290a00defaa20895cb81c6";
-        let payload: Vec<u8> = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-            .collect();
+        let payload = crate::command::test_util::unhex(hex);
         let mut c = conn();
         assert_eq!(c.execute(&[b"FUNCTION", b"RESTORE", &payload]), Value::Okay);
         assert_eq!(run(&mut c, "FCALL z1 0"), bulk(&"a".repeat(39)));

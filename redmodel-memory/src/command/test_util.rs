@@ -16,6 +16,15 @@ pub(crate) const SYNTAX: &str = "ERR syntax error";
 pub(crate) const NOT_INT: &str = "ERR value is not an integer or out of range";
 pub(crate) const NOT_FLOAT: &str = "ERR value is not a valid float";
 
+/// The bytes of `hex`, two digits a byte (a payload copied from a real
+/// server's DUMP).
+pub(crate) fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .filter_map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 /// A client of a fresh engine on the wall clock.
 pub(crate) fn conn() -> Connection {
     Engine::new().connection()

@@ -140,14 +140,11 @@ fn small_sets_of_strings_stay_listpacks_from_7_4() {
 /// mode the payload's RDB version is refused.
 #[test]
 fn a_stream_of_redis_7_4_restores_with_its_groups() {
-    use crate::command::test_util::{bulk, clocked, clocked_74, err, int, run};
+    use crate::command::test_util::{bulk, clocked, clocked_74, err, int, run, unhex};
     // DUMP on redis-server 7.4.1 of: XADD st 1-1 a 1, XADD st 2-1 b 2,
     // XGROUP CREATE st g 0, XREADGROUP GROUP g alice COUNT 1 STREAMS st >.
     let hex = "15011000000000000000010000000000000001c3252b102b00000011000201000101018161020001400a400c0004600540090781620202010601ff02020101010000020101670101010100000000000000010000000000000001b7e6cb29a2010000010105616c696365b7e6cb29a2010000b7e6cb29a201000001000000000000000100000000000000010c00a7aa99d6b4017176";
-    let payload: Vec<u8> = (0..hex.len())
-        .step_by(2)
-        .filter_map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
-        .collect();
+    let payload = unhex(hex);
     let (_, mut c) = clocked_74(1_800_000_000_000);
     assert_eq!(
         c.execute(&[b"RESTORE", b"st", b"0", &payload]),

@@ -3,7 +3,7 @@
 
 use redis::Value;
 
-use crate::command::test_util::{bulk, bulks, clocked, clocked_74, err, ints, run};
+use crate::command::test_util::{bulk, bulks, clocked, clocked_74, err, ints, run, unhex};
 use crate::Connection;
 
 /// `HSET h a 1 b hello c 3`, then `HPEXPIREAT h 1900000000000 FIELDS 1 a`
@@ -13,13 +13,6 @@ const LISTPACK_EX: &str = "190038d360ba010000313100000009008161020101f40038d360b
 /// The same with `hash-max-listpack-entries 2`, and `c` at
 /// 1900000005000: a table with field TTLs.
 const METADATA: &str = "180038d360ba01000003010161c00153890163c003000162c0020c0086e2bb6a12665abb";
-
-fn unhex(hex: &str) -> Vec<u8> {
-    (0..hex.len())
-        .step_by(2)
-        .filter_map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
-        .collect()
-}
 
 fn restore(c: &mut Connection, key: &str, payload: &[u8]) -> Value {
     c.execute(&[b"RESTORE", key.as_bytes(), b"0", payload])

@@ -101,12 +101,7 @@ async fn guarded_writes_reuse_pooled_connections_and_are_counted() {
 /// calls as the server counts them (`INFO commandstats`, read through
 /// `info_db`).
 async fn script_calls(db: &Db, info_db: &Db, m: &Member) -> (u64, u64, u64) {
-    let calls = |info: &str, name: &str| -> u64 {
-        info.lines()
-            .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
-            .and_then(|rest| rest.split(',').next()?.parse().ok())
-            .unwrap_or(0)
-    };
+    let calls = redmodel_suite::command_calls;
     let info = |db: &Db| {
         let db = db.clone();
         async move {

@@ -348,11 +348,7 @@ fn info_on(set: &mut SentinelSet, port: u16, section: &str) -> String {
 
 /// How many HELLO commands the data node on `port` has run.
 fn hello_calls(set: &mut SentinelSet, port: u16) -> u64 {
-    info_on(set, port, "commandstats")
-        .lines()
-        .find_map(|line| line.strip_prefix("cmdstat_hello:calls="))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
-        .unwrap_or(0)
+    redmodel_suite::command_calls(&info_on(set, port, "commandstats"), "hello")
 }
 
 /// Waits (up to 20 s) until the sentinels name another primary than `old`.

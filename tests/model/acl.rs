@@ -428,10 +428,5 @@ async fn bulk_without_watch(admin_url: &str, port: u16) -> Result<(), Error> {
 /// How many EXECs the server has run (`INFO commandstats`).
 async fn exec_calls(admin: &Db) -> Result<u64, Error> {
     let info: String = admin.query(redis::cmd("INFO").arg("commandstats")).await?;
-    Ok(info
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_exec:calls="))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0))
+    Ok(redmodel_suite::command_calls(&info, "exec"))
 }

@@ -460,21 +460,9 @@ backend_tests! {
 /// commandstats`).
 async fn calls_of(db: &Db, commands: &[&str]) -> redmodel::Result<u64> {
     let info: String = db.query(redis::cmd("INFO").arg("commandstats")).await?;
-    Ok(info
-        .lines()
-        .filter(|l| {
-            commands
-                .iter()
-                .any(|c| l.starts_with(&format!("cmdstat_{c}:")))
-        })
-        .filter_map(|l| {
-            l.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
+    Ok(commands
+        .iter()
+        .map(|c| redmodel_suite::command_calls(&info, c))
         .sum())
 }
 

@@ -112,13 +112,7 @@ async fn calls(ctx_urls: Option<&[String]>, command: &str) -> Option<u64> {
             .query_async(&mut conn)
             .await
             .ok()?;
-        let prefix = format!("cmdstat_{command}:calls=");
-        total += info
-            .lines()
-            .find_map(|line| line.strip_prefix(&prefix))
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|n| n.parse::<u64>().ok())
-            .unwrap_or(0);
+        total += redmodel_suite::command_calls(&info, command);
     }
     Some(total)
 }

@@ -92,6 +92,7 @@ mod backend;
 mod cluster;
 pub mod diff;
 mod env;
+mod info;
 pub mod module_graph;
 mod proxy;
 mod sentinel;
@@ -104,6 +105,7 @@ pub use backend::{
 };
 pub use cluster::{shared_cluster, RedisCluster, CLUSTER_TURN};
 pub use env::{env_number, env_seed};
+pub use info::command_calls;
 pub use proxy::Proxy;
 pub use sentinel::SentinelSet;
 pub use server::{

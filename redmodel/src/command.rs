@@ -27,6 +27,20 @@ pub(crate) fn sized(name: &str, args: usize, bytes: usize) -> Cmd {
     cmd
 }
 
+/// Takes a command built in one expression out of its builder:
+/// `cmd("GET").arg(key).owned()`, where `.clone()` would copy both of its
+/// buffers and drop the originals.
+pub(crate) trait Owned {
+    /// The command, leaving an empty one in its place.
+    fn owned(&mut self) -> Cmd;
+}
+
+impl Owned for Cmd {
+    fn owned(&mut self) -> Cmd {
+        std::mem::take(self)
+    }
+}
+
 /// `Pipeline::cmd` with [`cmd`]'s room for arguments: `pipe.command("HSET")`.
 pub(crate) trait AddCommand {
     /// Adds the command `name` (then `.arg(...)` as with `Pipeline::cmd`).

@@ -79,8 +79,11 @@ impl SlowLog {
     /// `None` for a RESP connection, which fills in its address and name
     /// after the command.
     pub(crate) fn record(&mut self, args: &[&[u8]], took: Duration, now: i64, addr: Option<&str>) {
-        let client = addr.map(|addr| (addr.to_string(), Vec::new()));
-        self.record_client(args, took, now, client);
+        // Most commands are fast: the address is copied only for an entry.
+        if self.is_slow(took) {
+            let client = addr.map(|addr| (addr.to_string(), Vec::new()));
+            self.record_client(args, took, now, client);
+        }
     }
 
     /// [`Self::record`] with the client's address and name given (a

@@ -22,6 +22,7 @@
 //! - SCAN runs on every master, each with its own cursor ([`scan_masters`]);
 //!   a SCAN sent by hand walks them all with one cursor ([`scan_step`]).
 
+use crate::command::Owned;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -760,7 +761,7 @@ async fn scan_masters(
 /// node is its master), without repeats.
 async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>> {
     let reply = conn
-        .req_packed_command(&crate::command::cmd("CLUSTER").arg("SLOTS").clone())
+        .req_packed_command(&crate::command::cmd("CLUSTER").arg("SLOTS").owned())
         .await?;
     let Value::Array(ranges) = reply else {
         return Err(Error::Reply(redis::RedisError::from((

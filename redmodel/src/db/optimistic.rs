@@ -48,8 +48,8 @@ use std::time::Duration;
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 use tokio::sync::Mutex;
 
-use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::command::{cmd, Owned};
 use crate::db::{Db, DedicatedConnection};
 use crate::error::{Error, Result};
 
@@ -283,7 +283,7 @@ impl RawTransaction {
         T: FromRedisValue,
     {
         let mut pipe = redis::pipe();
-        pipe.add_command(cmd("WATCH").arg(keys).clone()).ignore();
+        pipe.add_command(cmd("WATCH").arg(keys).owned()).ignore();
         reads(&mut pipe);
         self.query_pipeline(&pipe).await
     }

@@ -584,6 +584,7 @@ pub(crate) fn refusal(err: Error) -> Error {
 mod tests {
     use super::*;
     use crate::command::cmd;
+    use crate::command::Owned;
     use crate::KeyLayout;
 
     /// A plan of one group on `key`: it expects field `f` to read
@@ -593,10 +594,10 @@ mod tests {
         plan.step()
             .guard(key)
             .expect(
-                cmd("HGET").arg(key).arg("f").clone(),
+                cmd("HGET").arg(key).arg("f").owned(),
                 Value::BulkString(expected.to_vec()),
             )
-            .add_ignored(cmd("HSET").arg(key).arg("g").arg(1).clone());
+            .add_ignored(cmd("HSET").arg(key).arg("g").arg(1).owned());
         plan
     }
 

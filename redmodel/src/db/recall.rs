@@ -397,6 +397,7 @@ fn parse(cmd: &Cmd) -> Option<Read<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::Owned;
 
     fn hmget() -> Cmd {
         crate::command::cmd("HMGET")
@@ -413,7 +414,7 @@ mod tests {
             recall.guess(&hmget()),
             Some(Value::Array(vec![Value::Nil, Value::Nil]))
         );
-        let other = crate::command::cmd("SMEMBERS").arg("s").clone();
+        let other = crate::command::cmd("SMEMBERS").arg("s").owned();
         assert_eq!(recall.guess(&other), None);
     }
 
@@ -422,12 +423,12 @@ mod tests {
         let recall = Recall::default();
         let ann = Value::Array(vec![Value::BulkString(b"ann".to_vec()), Value::Nil]);
         recall.saw(&hmget(), &ann);
-        let name = crate::command::cmd("HGET").arg("p:1").arg("name").clone();
+        let name = crate::command::cmd("HGET").arg("p:1").arg("name").owned();
         assert_eq!(
             recall.guess(&name),
             Some(Value::BulkString(b"ann".to_vec()))
         );
-        let tags = crate::command::cmd("HMGET").arg("p:1").arg("tags").clone();
+        let tags = crate::command::cmd("HMGET").arg("p:1").arg("tags").owned();
         assert_eq!(recall.guess(&tags), Some(Value::Array(vec![Value::Nil])));
         let head = crate::command::cmd("LINDEX")
             .arg("p:_unique:name:ann")
@@ -459,7 +460,7 @@ mod tests {
         ]);
         recall.saw(&sort, &held);
         assert_eq!(recall.guess(&sort), Some(held));
-        let name = crate::command::cmd("HGET").arg("p:1").arg("name").clone();
+        let name = crate::command::cmd("HGET").arg("p:1").arg("name").owned();
         assert_eq!(
             recall.guess(&name),
             Some(Value::BulkString(b"ann".to_vec()))
@@ -500,9 +501,9 @@ mod tests {
                 .arg("_count")
                 .arg(1)
                 .clone(),
-            crate::command::cmd("DEL").arg(entry).clone(),
-            crate::command::cmd("RPUSH").arg(entry).arg("p:1").clone(),
-            crate::command::cmd("DEL").arg("p:_unique:name:ann").clone(),
+            crate::command::cmd("DEL").arg(entry).owned(),
+            crate::command::cmd("RPUSH").arg(entry).arg("p:1").owned(),
+            crate::command::cmd("DEL").arg("p:_unique:name:ann").owned(),
             crate::command::cmd("SADD")
                 .arg("p:_tags:x")
                 .arg("p:1")
@@ -530,7 +531,7 @@ mod tests {
         // An increment of a field read forgets it; a delete makes the
         // key's values absent; an expiry keeps them; a command not
         // followed forgets its keys'.
-        let name = crate::command::cmd("HGET").arg("p:1").arg("name").clone();
+        let name = crate::command::cmd("HGET").arg("p:1").arg("name").owned();
         for (cmd, want) in [
             (
                 crate::command::cmd("HINCRBYFLOAT")
@@ -540,17 +541,17 @@ mod tests {
                     .clone(),
                 None,
             ),
-            (crate::command::cmd("DEL").arg("p:1").clone(), Some(None)),
+            (crate::command::cmd("DEL").arg("p:1").owned(), Some(None)),
             (
-                crate::command::cmd("PEXPIRE").arg("p:1").arg(5).clone(),
+                crate::command::cmd("PEXPIRE").arg("p:1").arg(5).owned(),
                 Some(Some(b"bob".to_vec())),
             ),
             (
-                crate::command::cmd("RENAME").arg("p:1").arg("p:2").clone(),
+                crate::command::cmd("RENAME").arg("p:1").arg("p:2").owned(),
                 None,
             ),
             (
-                crate::command::cmd("HDEL").arg("p:1").arg("name").clone(),
+                crate::command::cmd("HDEL").arg("p:1").arg("name").owned(),
                 Some(None),
             ),
         ] {
@@ -560,9 +561,9 @@ mod tests {
         }
         // LPUSH makes its last value the head; RPUSH onto a held list
         // leaves the head.
-        let head = crate::command::cmd("LINDEX").arg("l").arg(0).clone();
+        let head = crate::command::cmd("LINDEX").arg("l").arg(0).owned();
         let mut facts = Facts::of([(&head, &Value::BulkString(b"a".to_vec()))]);
-        facts.apply(&crate::command::cmd("RPUSH").arg("l").arg("z").clone());
+        facts.apply(&crate::command::cmd("RPUSH").arg("l").arg("z").owned());
         assert_eq!(facts.answer(&head), Some(Value::BulkString(b"a".to_vec())));
         facts.apply(
             &crate::command::cmd("LPUSH")
@@ -578,7 +579,7 @@ mod tests {
     fn replied_facts_answer_only_what_they_hold() {
         let ann = Value::Array(vec![Value::BulkString(b"ann".to_vec()), Value::Nil]);
         let facts = Facts::of([(&hmget(), &ann)]);
-        let name = crate::command::cmd("HGET").arg("p:1").arg("name").clone();
+        let name = crate::command::cmd("HGET").arg("p:1").arg("name").owned();
         assert_eq!(
             facts.answer(&name),
             Some(Value::BulkString(b"ann".to_vec()))

@@ -14,7 +14,7 @@ use std::fmt;
 use redis::{Cmd, Value};
 
 use super::Db;
-use crate::command::cmd;
+use crate::command::{cmd, Owned};
 use crate::error::{Error, Result};
 
 /// The server behind a [`Db`]: its name and version ([`Db::server`]).
@@ -101,7 +101,7 @@ impl ServerInfo {
         }
         // On a cluster redis-rs asks every master, and gives a map of
         // their replies: the oldest speaks for the cluster.
-        let info = send(cmd("INFO").arg("server").clone())
+        let info = send(cmd("INFO").arg("server").owned())
             .await
             .and_then(Value::extract_error)?;
         let replies = match &info {

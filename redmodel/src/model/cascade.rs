@@ -100,7 +100,7 @@ pub use super::referrer::{
 use super::scan::scan_keys;
 use super::write::{add_entries, unindex, Changes, Texts};
 use super::Admin;
-use crate::command::{cmd, AddCommand as _};
+use crate::command::{cmd, AddCommand as _, Owned};
 use crate::db::optimistic::{watched, RawTransaction};
 use crate::{Db, Error, Result};
 
@@ -564,7 +564,7 @@ impl<A: Admin> ObjectRef<A> {
 /// object is checked just before.
 async fn remove_member(db: &Db, list: &str, key: &str) -> Result<()> {
     let always = |_: &[redis::Value]| -> Result<bool> { Ok(true) };
-    let remove = cmd("LREM").arg(list).arg(0).arg(key).clone();
+    let remove = cmd("LREM").arg(list).arg(0).arg(key).owned();
     write_if_absent(db, list, key, &[], &always, &[remove]).await
 }
 

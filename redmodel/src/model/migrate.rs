@@ -500,8 +500,8 @@ impl<M: Model> Decide for RewriteBatch<'_, M> {
             if !changed.is_empty() {
                 // HSET clears a field's TTL: the declared ones are given
                 // again, as every write of those fields does.
-                let names: Vec<&str> = changed.iter().map(|(k, _)| k.as_str()).collect();
-                let ttls = super::expiry::ttl_cmds::<M>(self.db, key, None, &names)?;
+                let names = changed.iter().map(|(k, _)| k.as_str());
+                let ttls = super::expiry::ttl_cmds::<M>(self.db, key, None, names)?;
                 let mut hset = cmd("HSET");
                 hset.arg(*key).arg(changed);
                 writes.push(hset);

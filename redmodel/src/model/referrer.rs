@@ -7,8 +7,8 @@
 use super::key::glob_escape;
 use super::object::ObjectRef;
 use super::{Admin, Model, OwnerKind, Storage};
-use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::command::{cmd, Owned};
 use crate::db::plan::checked;
 use crate::{Db, Result};
 use redis::{Cmd, Value};
@@ -188,11 +188,11 @@ pub(crate) fn delete_fn_of<M: Model>() -> Option<DeleteFn> {
 /// `target` (a plain key) and the object `target` does not exist (as the
 /// cascade removes a relation member).
 pub(crate) async fn clear_reference(db: &Db, hash: &str, field: &str, target: &str) -> Result<()> {
-    let named = cmd("HGET").arg(hash).arg(field).clone();
+    let named = cmd("HGET").arg(hash).arg(field).owned();
     let names_target = |replies: &[Value]| -> Result<bool> {
         Ok(matches!(replies.first(), Some(Value::BulkString(t)) if t == target.as_bytes()))
     };
-    let clear = cmd("HDEL").arg(hash).arg(field).clone();
+    let clear = cmd("HDEL").arg(hash).arg(field).owned();
     write_if_absent(
         db,
         hash,
@@ -260,7 +260,7 @@ pub(crate) async fn write_if_absent(
         return Ok(());
     }
     let mut reads = reads.to_vec();
-    reads.push(cmd("EXISTS").arg(key).clone());
+    reads.push(cmd("EXISTS").arg(key).owned());
     let when_absent = |replies: &[Value]| -> Result<bool> {
         let Some((exists, replies)) = replies.split_last() else {
             return Ok(false);

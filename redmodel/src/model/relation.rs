@@ -20,7 +20,7 @@ use super::member::AsMember;
 use super::object::ObjectRef;
 use super::reply::at_key;
 use super::{Admin, Model};
-use crate::command::cmd;
+use crate::command::{cmd, Owned};
 use crate::db::plan::Plan;
 use crate::{Db, Error, Result};
 
@@ -526,15 +526,15 @@ impl<R: Relation> RelationRef<R> {
         steps.guard(owner.as_ref());
         for member in &keys {
             let stored = db.stored(member);
-            steps.add(cmd("LREM").arg(&list).arg(0).arg(&stored).clone());
-            steps.add_ignored(cmd("RPUSH").arg(&list).arg(&stored).clone());
+            steps.add(cmd("LREM").arg(&list).arg(0).arg(&stored).owned());
+            steps.add_ignored(cmd("RPUSH").arg(&list).arg(&stored).owned());
         }
         for member in &keys {
             steps.step().guard(db.stored(member));
             if let Some(inverse) = R::Inverse::inverse_key(member) {
                 let inverse = db.stored(&inverse);
-                steps.add_ignored(cmd("LREM").arg(&inverse).arg(0).arg(&owner).clone());
-                steps.add_ignored(cmd("RPUSH").arg(&inverse).arg(&owner).clone());
+                steps.add_ignored(cmd("LREM").arg(&inverse).arg(0).arg(&owner).owned());
+                steps.add_ignored(cmd("RPUSH").arg(&inverse).arg(&owner).owned());
             }
         }
         let removed: Vec<u64> = match steps.run(db).await {

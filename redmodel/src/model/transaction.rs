@@ -537,7 +537,7 @@ impl Transaction {
                 } else {
                     None
                 };
-                expiry::ttl_cmds::<M>(&self.db, &key, ttl, &write::names(&set)).map(|ttls| {
+                expiry::ttl_cmds::<M>(&self.db, &key, ttl, write::names(&set)).map(|ttls| {
                     (
                         write::reference_guards::<M>(&self.db, &set),
                         write::reference_marks::<M>(&self.db, &key, &set),

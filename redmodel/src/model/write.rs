@@ -25,7 +25,7 @@ use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
 use super::{Model, OwnerKind, SingleValue, Storage};
-use crate::command::{cmd, sized};
+use crate::command::{cmd, sized, Owned};
 use crate::db::plan::Plan;
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
@@ -109,7 +109,7 @@ impl<M: Model> ObjectRef<M> {
         let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());
         let changes = Changes::Fields(changed);
         let marks = reference_marks::<M>(db, &key, set);
-        let ttls = ttl_cmds::<M>(db, &key, None, &names(set))?;
+        let ttls = ttl_cmds::<M>(db, &key, None, names(set))?;
         let write = |steps: &mut Plan| {
             add_write(steps, &key, prior.as_ref(), set, removed, &marks, &ttls);
         };
@@ -241,7 +241,7 @@ impl<M: Model> ObjectRef<M> {
         }
         let key = self.key_in(db);
         let marks = reference_marks::<M>(db, &key, &fields.set);
-        let ttls = ttl_cmds::<M>(db, &key, ttl, &names(&fields.set))?;
+        let ttls = ttl_cmds::<M>(db, &key, ttl, names(&fields.set))?;
         let changed = changed_fields(&fields.set, &fields.removed);
         let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());
         let write = |steps: &mut Plan| {
@@ -255,7 +255,7 @@ impl<M: Model> ObjectRef<M> {
                 &ttls,
             );
             if counted {
-                steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).clone());
+                steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).owned());
             }
         };
         let changes = Changes::Fields(changed);
@@ -292,7 +292,7 @@ impl<M: Model> ObjectRef<M> {
             return db.query(cmd("DEL").arg(&key)).await;
         }
         let write = |steps: &mut Plan| {
-            steps.add(cmd("DEL").arg(&key).clone());
+            steps.add(cmd("DEL").arg(&key).owned());
         };
         let (existed,): (bool,) = index::run::<M, _>(db, &key, &[], &write, &Changes::Delete)
             .await
@@ -321,7 +321,7 @@ fn add_write(
         steps.add_ignored(mark.clone());
     }
     if !removed.is_empty() {
-        steps.add_ignored(cmd("HDEL").arg(key).arg(removed).clone());
+        steps.add_ignored(cmd("HDEL").arg(key).arg(removed).owned());
     }
     if !set.is_empty() {
         // Sized at once: an insert sets every field.
@@ -352,7 +352,7 @@ impl<M: Model> ObjectRef<M> {
         }
         let cmd = match text {
             Some(text) => single_set(&key, text, ttl)?,
-            None => cmd("DEL").arg(&key).clone(),
+            None => cmd("DEL").arg(&key).owned(),
         };
         steps.add_ignored(cmd);
         steps.run::<()>(db).await
@@ -384,8 +384,10 @@ impl<M: Model> ObjectRef<M> {
 }
 
 /// The names of the fields a write sets.
-pub(crate) fn names<'a>(set: &[(&'a str, Vec<u8>)]) -> Vec<&'a str> {
-    set.iter().map(|(name, _)| *name).collect()
+pub(crate) fn names<'s, 'a>(
+    set: &'s [(&'a str, Vec<u8>)],
+) -> impl Iterator<Item = &'a str> + Clone + use<'s, 'a> {
+    set.iter().map(|(name, _)| *name)
 }
 
 /// The stored fields a write sets or removes, with their new text.
@@ -416,7 +418,7 @@ impl<M: SingleValue> ObjectRef<M> {
 
 /// SET of a single-value object's text, with `PX` for a `ttl`.
 pub(crate) fn single_set(key: &str, text: Vec<u8>, ttl: Option<Duration>) -> Result<Cmd> {
-    let mut set = cmd("SET").arg(key).arg(text).clone();
+    let mut set = cmd("SET").arg(key).arg(text).owned();
     if let Some(ttl) = ttl {
         set.arg("PX").arg(checked_millis(ttl)?);
     }

@@ -46,7 +46,7 @@ use tokio::sync::oneshot;
 
 use super::types;
 use super::Write;
-use crate::command::cmd;
+use crate::command::{cmd, Owned};
 use crate::db::optimistic::OptimisticConnection;
 use crate::layout::plain_key;
 use crate::{Db, Error, Result};
@@ -251,7 +251,7 @@ impl Gathering {
             for guard in item.guards {
                 watch_new(guard.as_bytes());
                 let at = *guards.entry(guard.clone()).or_insert_with(|| {
-                    exists.push(cmd("EXISTS").arg(&guard).clone());
+                    exists.push(cmd("EXISTS").arg(&guard).owned());
                     exists.len() - 1
                 });
                 item_guards.push((guard, at));
@@ -313,7 +313,7 @@ impl Gathering {
             pipe.add_command(read);
         }
         for (key, _) in typed {
-            pipe.add_command(cmd("TYPE").arg(key).clone());
+            pipe.add_command(cmd("TYPE").arg(key).owned());
         }
         Gathering {
             reads: pipe,

@@ -164,6 +164,7 @@ pub(crate) fn from_script(err: &redis::RedisError) -> Option<Error> {
 mod tests {
     use super::*;
     use crate::command::cmd;
+    use crate::command::Owned;
     use redis::Cmd;
 
     fn unit(cmds: &[Cmd]) -> Vec<Write<'_>> {
@@ -173,13 +174,13 @@ mod tests {
     #[test]
     fn each_typed_key_is_checked_once_until_an_untyped_write() {
         let cmds = [
-            cmd("HGET").arg("o").arg("f").clone(),
-            cmd("HSET").arg("o").arg("f").arg(1).clone(),
-            cmd("ZADD").arg("z").arg(1).arg("o").clone(),
-            cmd("SADD").arg("s").arg("o").clone(),
-            cmd("DEL").arg("s").clone(),
-            cmd("SADD").arg("s").arg("o").clone(),
-            cmd("PEXPIRE").arg("o").arg(5).clone(),
+            cmd("HGET").arg("o").arg("f").owned(),
+            cmd("HSET").arg("o").arg("f").arg(1).owned(),
+            cmd("ZADD").arg("z").arg(1).arg("o").owned(),
+            cmd("SADD").arg("s").arg("o").owned(),
+            cmd("DEL").arg("s").owned(),
+            cmd("SADD").arg("s").arg("o").owned(),
+            cmd("PEXPIRE").arg("o").arg(5).owned(),
         ];
         let writes = unit(&cmds);
         let at: Vec<(usize, &[u8], &str)> = checks(&writes)

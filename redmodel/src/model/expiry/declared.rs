@@ -10,7 +10,7 @@ use std::time::Duration;
 use redis::Cmd;
 
 use super::millis;
-use crate::command::cmd;
+use crate::command::{cmd, Owned};
 use crate::model::Model;
 use crate::{Db, Error, Result};
 
@@ -31,19 +31,19 @@ pub(crate) fn checked_millis(ttl: Duration) -> Result<i64> {
 /// so each write of it gives the declared one again). A declared field
 /// TTL on a server without hash-field expiry is [`Error::Unsupported`],
 /// before anything is sent.
-pub(crate) fn ttl_cmds<M: Model>(
+pub(crate) fn ttl_cmds<'a, M: Model>(
     db: &Db,
     key: &str,
     ttl: Option<Duration>,
-    written: &[&str],
+    written: impl Iterator<Item = &'a str> + Clone,
 ) -> Result<Vec<Cmd>> {
     let mut cmds = Vec::new();
     if let Some(ttl) = ttl {
-        cmds.push(cmd("PEXPIRE").arg(key).arg(checked_millis(ttl)?).clone());
+        cmds.push(cmd("PEXPIRE").arg(key).arg(checked_millis(ttl)?).owned());
     }
     let expiring: Vec<(&str, Duration)> = M::FIELD_TTLS
         .iter()
-        .filter(|(name, _)| written.contains(name))
+        .filter(|(name, _)| written.clone().any(|w| w == *name))
         .copied()
         .collect();
     if expiring.is_empty() {

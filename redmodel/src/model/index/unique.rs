@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 
 use redis::Value;
 
-use crate::command::{cmd, sized};
+use crate::command::{cmd, sized, Owned};
 use crate::model::codec::{Codec, IntoValue, Plain};
 use crate::model::key::{decode_segment, glob_escape, plain_unique_key, unique_key};
 use crate::model::live::holder_command;
@@ -335,8 +335,8 @@ async fn read_holder_in_two<M: Model>(
     let holder = holder_text::<M>(holder, entry)?;
     let read = match M::STORAGE {
         Storage::Hash if fields.is_empty() => return Ok(Some((holder, Vec::new()))),
-        Storage::Hash => cmd("HMGET").arg(&holder).arg(fields).clone(),
-        Storage::Single => cmd("GET").arg(&holder).clone(),
+        Storage::Hash => cmd("HMGET").arg(&holder).arg(fields).owned(),
+        Storage::Single => cmd("GET").arg(&holder).owned(),
     };
     // As SORT's GET patterns do, a holder of another type reads as absent
     // fields (and so as a non-holder): never an error of this lookup.

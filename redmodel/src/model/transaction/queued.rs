@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use redis::Cmd;
 
 use super::upkeep::{Upkeep, UpkeepOf};
-use crate::command::cmd;
+use crate::command::{cmd, Owned};
 use crate::model::object::COUNT_FIELD;
 use crate::model::write::{self, Changes};
 use crate::model::Model;
@@ -25,15 +25,15 @@ impl ListWrite {
     /// the tail if it is).
     pub(super) fn link(key: String, member: String) -> Self {
         let cmds = vec![
-            cmd("LREM").arg(&key).arg(0).arg(&member).clone(),
-            cmd("RPUSH").arg(&key).arg(&member).clone(),
+            cmd("LREM").arg(&key).arg(0).arg(&member).owned(),
+            cmd("RPUSH").arg(&key).arg(&member).owned(),
         ];
         ListWrite { key, cmds }
     }
 
     /// Every occurrence of `member` removed from the list `key`.
     pub(super) fn unlink(key: String, member: String) -> Self {
-        let cmds = vec![cmd("LREM").arg(&key).arg(0).arg(&member).clone()];
+        let cmds = vec![cmd("LREM").arg(&key).arg(0).arg(&member).owned()];
         ListWrite { key, cmds }
     }
 }
@@ -130,7 +130,7 @@ impl ObjectWrite {
                     }
                     None => {
                         self.existence = Existence::Deleted;
-                        cmd("DEL").arg(&self.key).clone()
+                        cmd("DEL").arg(&self.key).owned()
                     }
                 };
                 self.cmds.push((cmd, false));
@@ -138,7 +138,7 @@ impl ObjectWrite {
             Op::Delete => {
                 self.existence = Existence::Deleted;
                 self.fields.clear();
-                self.cmds.push((cmd("DEL").arg(&self.key).clone(), false));
+                self.cmds.push((cmd("DEL").arg(&self.key).owned(), false));
             }
             Op::Ttl(command, arg) => {
                 let mut ttl = cmd(command);
@@ -178,11 +178,11 @@ impl ObjectWrite {
             .filter_map(|(name, text)| Some((*name, text.as_deref()?)))
             .collect();
         if !removed.is_empty() {
-            let cmd = cmd("HDEL").arg(&self.key).arg(&removed).clone();
+            let cmd = cmd("HDEL").arg(&self.key).arg(&removed).owned();
             self.cmds.push((cmd, false));
         }
         if !set.is_empty() {
-            let cmd = cmd("HSET").arg(&self.key).arg(&set).clone();
+            let cmd = cmd("HSET").arg(&self.key).arg(&set).owned();
             self.cmds.push((cmd, false));
         }
         if counted {

@@ -38,8 +38,8 @@ use smallvec::SmallVec;
 
 use super::guarded_unit;
 use super::stepped;
-use crate::command::cmd;
 use crate::command::AddCommand as _;
+use crate::command::{cmd, Owned};
 use crate::db::optimistic::RawTransaction;
 use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::Plan;
@@ -545,7 +545,7 @@ async fn read_holders_fields<R: Reader>(tx: &R, uniques: &mut [UniqueState<'_>])
     let watch: SmallVec<[&str; 4]> = held.iter().map(|(_, h)| h.as_str()).collect();
     let reads = held
         .iter()
-        .map(|(i, holder)| cmd("HGET").arg(holder).arg(uniques[*i].field).clone())
+        .map(|(i, holder)| cmd("HGET").arg(holder).arg(uniques[*i].field).owned())
         .collect();
     let replies: Vec<Value> = tx.read(&watch, reads, true).await?;
     for ((i, _), reply) in held.iter().zip(replies) {

@@ -7,7 +7,7 @@
 use redis::{Cmd, Value};
 
 use super::index::{self, Changes};
-use crate::command::cmd;
+use crate::command::{cmd, Owned};
 use crate::db::plan::Plan;
 use crate::model::cascade::{Reference, REFS_FIELD};
 use crate::model::expiry::ttl_cmds;
@@ -64,8 +64,8 @@ fn mark(db: &Db, reference: &Reference, target: &str) -> Cmd {
             .arg(stored.as_ref())
             .arg(REFS_FIELD)
             .arg(1)
-            .clone(),
-        Storage::Single => cmd("APPEND").arg(stored.as_ref()).arg("").clone(),
+            .owned(),
+        Storage::Single => cmd("APPEND").arg(stored.as_ref()).arg("").owned(),
     }
 }
 
@@ -112,8 +112,8 @@ impl PriorRead {
             .map(|(name, _)| name)
             .collect();
         sets_reference.then(|| PriorRead {
-            exists: cmd("EXISTS").arg(key).clone(),
-            fields: cmd("HMGET").arg(key).arg(&names).clone(),
+            exists: cmd("EXISTS").arg(key).owned(),
+            fields: cmd("HMGET").arg(key).arg(&names).owned(),
             names,
         })
     }
@@ -242,15 +242,15 @@ async fn restore<M: Model>(
         .collect();
     let mut writes = Vec::new();
     if !removed.is_empty() {
-        writes.push(cmd("HDEL").arg(key).arg(&removed).clone());
+        writes.push(cmd("HDEL").arg(key).arg(&removed).owned());
     }
     if !set.is_empty() {
-        writes.push(cmd("HSET").arg(key).arg(&set).clone());
+        writes.push(cmd("HSET").arg(key).arg(&set).owned());
     }
-    writes.extend(ttl_cmds::<M>(db, key, None, &super::names(&set))?);
+    writes.extend(ttl_cmds::<M>(db, key, None, super::names(&set))?);
     // Only while the reference still names the gone target: a write that
     // named another one meanwhile stands.
-    let still_names = cmd("HGET").arg(key).arg(reference.field).clone();
+    let still_names = cmd("HGET").arg(key).arg(reference.field).owned();
     let names_target = Value::BulkString(target.as_bytes().to_vec());
     let write = |steps: &mut Plan| {
         steps.expect(still_names.clone(), names_target.clone());
@@ -340,7 +340,7 @@ mod tests {
         let mut plan = Plan::new();
         plan.step();
         read.add_to(&mut plan);
-        plan.add_ignored(cmd("HSET").arg(key.as_ref()).arg(set).clone());
+        plan.add_ignored(cmd("HSET").arg(key.as_ref()).arg(set).owned());
         let kept: Vec<Value> = plan.run(db).await?;
         read.parse(&kept)
     }
@@ -411,7 +411,7 @@ mod tests {
         let mut plan = Plan::new();
         plan.step();
         read.add_to(&mut plan);
-        plan.add_ignored(cmd("HSET").arg(&key).arg(&set).clone());
+        plan.add_ignored(cmd("HSET").arg(&key).arg(&set).owned());
         let prior = read
             .parse(&plan.run::<Vec<Value>>(&db).await.unwrap())
             .unwrap();

@@ -59,7 +59,7 @@ use std::time::Duration;
 use redis::{FromRedisValue, Value};
 
 use super::guarded_unit;
-use crate::command::cmd;
+use crate::command::{cmd, Owned};
 use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::Plan;
 use crate::layout::plain_key;
@@ -107,9 +107,9 @@ pub(super) async fn run<M: Model, T: FromRedisValue>(
     // Guards in other slots (the objects reference fields name) are
     // checked just before the object's unit, not in it.
     let mut object = guarded_unit(db, key, guards);
-    object.add(cmd("HMGET").arg(key).arg(&fields).clone());
+    object.add(cmd("HMGET").arg(key).arg(&fields).owned());
     write(&mut object);
-    object.add(cmd("HMGET").arg(key).arg(&fields).clone());
+    object.add(cmd("HMGET").arg(key).arg(&fields).owned());
     let mut replies: Vec<Value> = match object.run(db).await {
         Ok(replies) => replies,
         Err(err) => {
@@ -279,15 +279,15 @@ async fn apply<M: Model>(
                 .flatten()
                 .and_then(|s| checked_score(field, s).ok());
             plan.add_ignored(match score {
-                Some(s) => cmd("ZADD").arg(&index).arg(score_arg(s)).arg(key).clone(),
-                None => cmd("ZREM").arg(&index).arg(key).clone(),
+                Some(s) => cmd("ZADD").arg(&index).arg(score_arg(s)).arg(key).owned(),
+                None => cmd("ZREM").arg(&index).arg(key).owned(),
             });
         }
         IndexKind::Recent { cap } => {
             let list = recent_key(db, M::TABLE, field);
-            plan.add_ignored(cmd("LREM").arg(&list).arg(0).arg(key).clone());
+            plan.add_ignored(cmd("LREM").arg(&list).arg(0).arg(key).owned());
             if new.is_some() {
-                plan.add_ignored(cmd("LPUSH").arg(&list).arg(key).clone());
+                plan.add_ignored(cmd("LPUSH").arg(&list).arg(key).owned());
                 plan.add_ignored(
                     cmd("LTRIM")
                         .arg(&list)
@@ -307,11 +307,11 @@ async fn apply<M: Model>(
             let (old, new) = (parse(old), parse(new));
             for tag in old.difference(&new) {
                 let tag = tag_key(db, M::TABLE, field, tag);
-                plan.add_ignored(cmd("SREM").arg(tag).arg(key).clone());
+                plan.add_ignored(cmd("SREM").arg(tag).arg(key).owned());
             }
             for tag in &new {
                 let tag = tag_key(db, M::TABLE, field, tag);
-                plan.add_ignored(cmd("SADD").arg(tag).arg(key).clone());
+                plan.add_ignored(cmd("SADD").arg(tag).arg(key).owned());
             }
         }
         IndexKind::Unique => {}

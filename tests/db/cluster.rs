@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use redmodel::{Db, Error, KeyLayout};
-use redmodel_suite::{redis_server_available, RedisCluster};
+use redmodel_suite::{redis_server_available, Proxy, RedisCluster};
 
 /// A private cluster, or `None` (skipped, with a note) without
 /// redis-server outside CI.
@@ -291,6 +291,76 @@ async fn a_write_that_timed_out_is_not_sent_again() -> Result<(), Error> {
     tokio::time::sleep(std::time::Duration::from_secs(4)).await;
     let n: i64 = db.query(redis::cmd("GET").arg("{once}:n")).await?;
     assert_eq!(n, 1, "the increment ran {n} times");
+    Ok(())
+}
+
+/// A one-master cluster whose node names a proxy as its address, so that
+/// every connection a `Db` opens to it goes through the proxy.
+async fn cluster_behind_a_proxy(test: &str) -> Option<(RedisCluster, Proxy)> {
+    if !redis_server_available(test) {
+        return None;
+    }
+    let mut cluster = RedisCluster::start(1).unwrap_or_else(|e| panic!("{test}: {e}"));
+    let node = &cluster.nodes()[0];
+    let proxy = Proxy::start(node.addr())
+        .await
+        .unwrap_or_else(|e| panic!("{test}: a proxy: {e}"));
+    let mut conn = node
+        .client()
+        .get_connection()
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("cluster-announce-port")
+        .arg(proxy.port())
+        .query::<()>(&mut conn)
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    Some((cluster, proxy))
+}
+
+/// A write whose connection drops after the server ran it, before its
+/// reply came, fails with a transient error and ran once: it is not sent
+/// again, alone or in a pipeline. A read is.
+#[tokio::test]
+async fn a_write_whose_connection_dropped_after_it_ran_is_not_sent_again() -> Result<(), Error> {
+    let test = "a_write_whose_connection_dropped_after_it_ran_is_not_sent_again";
+    let Some((_cluster, proxy)) = cluster_behind_a_proxy(test).await else {
+        return Ok(());
+    };
+    let db = Db::connect_cluster([proxy.url()]).await?;
+    db.query::<()>(redis::cmd("SET").arg("{once}:n").arg(41))
+        .await?;
+    // The reply of the increment (1041) is the one cut.
+    proxy.cut_reply_with(b":1041\r\n");
+    let outcome = db
+        .query::<i64>(redis::cmd("INCRBY").arg("{once}:n").arg(1000))
+        .await;
+    assert!(
+        matches!(&outcome, Err(err) if err.is_transient()),
+        "{outcome:?}"
+    );
+    let n: i64 = db.query(redis::cmd("GET").arg("{once}:n")).await?;
+    assert_eq!(n, 1041, "the increment ran {} times", (n - 41) / 1000);
+
+    // A pipeline of writes: the same.
+    proxy.cut_reply_with(b":2041\r\n");
+    let mut pipe = redis::pipe();
+    pipe.cmd("INCRBY").arg("{once}:n").arg(1000);
+    pipe.cmd("INCRBY").arg("{once}:m").arg(1);
+    let outcome = db.query_pipeline::<(i64, i64)>(&pipe).await;
+    assert!(
+        matches!(&outcome, Err(err) if err.is_transient()),
+        "{outcome:?}"
+    );
+    let (n, m): (i64, i64) = db
+        .query(redis::cmd("MGET").arg("{once}:n").arg("{once}:m"))
+        .await?;
+    assert_eq!((n, m), (2041, 1), "the pipeline ran more than once");
+
+    // A read is sent again: it changes nothing.
+    proxy.cut_reply_with(b"2041");
+    let n: i64 = db.query(redis::cmd("GET").arg("{once}:n")).await?;
+    assert_eq!(n, 2041);
     Ok(())
 }
 

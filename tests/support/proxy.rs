@@ -6,11 +6,14 @@
 //! connections open at that moment while leaving their sockets open: to
 //! the client it is a half-open TCP connection (no RST, no FIN, no reply),
 //! as when the server's host is gone or a NAT entry dropped. Connections
-//! made after it are forwarded as before. Everything closes on drop.
+//! made after it are forwarded as before. [`Proxy::cut_reply_with`]
+//! closes the connection that a reply holding some bytes is on, instead of
+//! forwarding that reply: to the client, a connection dropped after the
+//! server ran its request. Everything closes on drop.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -24,6 +27,22 @@ struct State {
     accepted: AtomicUsize,
     /// Connections numbered below this forward nothing more.
     frozen_below: AtomicUsize,
+    /// The bytes of the reply whose connection is closed instead, once.
+    cut: Mutex<Option<Vec<u8>>>,
+}
+
+impl State {
+    /// Whether `reply` is the one to cut (then no later one is).
+    fn cuts(&self, reply: &[u8]) -> bool {
+        let mut cut = self.cut.lock().unwrap_or_else(|e| e.into_inner());
+        let hit = cut
+            .as_deref()
+            .is_some_and(|bytes| reply.windows(bytes.len()).any(|w| w == bytes));
+        if hit {
+            *cut = None;
+        }
+        hit
+    }
 }
 
 /// A TCP proxy to one server (see the module docs).
@@ -61,6 +80,13 @@ impl Proxy {
         self.state.frozen_below.store(accepted, Ordering::SeqCst);
     }
 
+    /// Closes the connection of the next reply (server to client) that
+    /// holds `bytes`, that reply unforwarded: the server ran the request,
+    /// and its client sees the connection drop before the answer.
+    pub fn cut_reply_with(&self, bytes: &[u8]) {
+        *self.state.cut.lock().unwrap_or_else(|e| e.into_inner()) = Some(bytes.to_vec());
+    }
+
     /// How many connections it has accepted.
     pub fn accepted(&self) -> usize {
         self.state.accepted.load(Ordering::SeqCst)
@@ -88,12 +114,14 @@ async fn accept(listener: TcpListener, target: SocketAddr, state: Arc<State>) {
             client_read,
             server_write,
             number,
+            false,
             Arc::clone(&state),
         ));
         connections.spawn(forward(
             server_read,
             client_write,
             number,
+            true,
             Arc::clone(&state),
         ));
         // Ended connections' tasks are reaped as new ones come.
@@ -102,11 +130,13 @@ async fn accept(listener: TcpListener, target: SocketAddr, state: Arc<State>) {
 }
 
 /// Copies `from` to `to` until either closes, or holds both open,
-/// forwarding nothing, once connection `number` is frozen.
+/// forwarding nothing, once connection `number` is frozen; on the way to
+/// the client (`replies`), closes `to` at the reply to cut.
 async fn forward(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     number: usize,
+    replies: bool,
     state: Arc<State>,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
@@ -118,6 +148,10 @@ async fn forward(
         if number < state.frozen_below.load(Ordering::SeqCst) {
             // Silent, not closed: the sockets live as long as the proxy.
             std::future::pending::<()>().await;
+        }
+        if replies && state.cuts(&buf[..n]) {
+            // Dropping `to` closes the client's side: it reads the end.
+            return;
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;

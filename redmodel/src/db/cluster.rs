@@ -1,8 +1,12 @@
 //! The Redis Cluster backend, over redis-rs's cluster-async client.
 //!
 //! - Ordinary requests share one cluster connection: redis-rs routes each
-//!   command to the master of its key's slot, follows MOVED and ASK, and
-//!   refreshes the slot map when the topology changes.
+//!   command to the master of its key's slot and reads the slot map anew
+//!   when a reply says a slot moved. It sends nothing again by itself: a
+//!   request refused for where its slot is (MOVED, ASK, TRYAGAIN) or for a
+//!   node's or the cluster's state is sent again here, and so is a read
+//!   whose connection dropped; a write whose connection dropped may have
+//!   run, and fails instead of running twice ([`Resends`]).
 //! - A pipeline goes to one node, so redis-rs refuses one whose keys span
 //!   slots. An atomic pipeline (MULTI/EXEC) must stay in one slot, and the
 //!   model layer's cluster layout sees to that; a plain pipeline whose
@@ -11,13 +15,13 @@
 //!   which slot: [`slots`](super::slots)), else command by command, each
 //!   routed on its own; concurrently either way, the replies put back in
 //!   order. A read whose slot has moved meanwhile is sent again on its
-//!   own, where redis-rs follows the redirection.
+//!   own, routed anew.
 //! - WATCH belongs to a connection, and clones of a cluster connection
 //!   share their sockets: an exclusive link is a cluster connection of its
 //!   own, from a small pool (see [`super::pool`]). It routes WATCH,
 //!   the reads and the EXEC by their keys, all in one slot, hence to one
-//!   node. It never follows a redirection while a WATCH or MULTI is open
-//!   ([`Watchful`]): a read followed to the slot's new master would leave
+//!   node. It never sends a request again while a WATCH or MULTI is open
+//!   ([`Watchful`]): a read sent to the slot's new master would leave
 //!   the WATCH behind, and the EXEC would run there unguarded.
 //! - SCAN runs on every master, each with its own cursor ([`scan_masters`]);
 //!   a SCAN sent by hand walks them all with one cursor ([`scan_step`]).
@@ -46,10 +50,10 @@ pub(crate) struct ClusterBackend {
     /// The shared connection, replaced by a new one (a new slot map) when
     /// a node stops answering: see [`ClusterBackend::reconnect_after`].
     conn: RwLock<ClusterConnection>,
+    /// The client of every connection: redis-rs follows no redirection
+    /// and resends nothing on it, so that [`Resends`] (and [`Watchful`]
+    /// on an exclusive link) decides.
     client: ClusterClient,
-    /// The client of exclusive links: redis-rs follows no redirection and
-    /// resends nothing on it, so that [`Watchful`] decides.
-    strict: ClusterClient,
     /// The seed URLs, through which subscribers connect (to the first
     /// that answers).
     seeds: Vec<String>,
@@ -69,7 +73,7 @@ pub(crate) struct ClusterBackend {
 
 /// Opens exclusive cluster connections.
 pub(crate) struct ClusterManager {
-    /// The client of [`ClusterBackend::strict`].
+    /// The client of [`ClusterBackend::client`].
     client: ClusterClient,
 }
 
@@ -102,26 +106,26 @@ impl ClusterBackend {
         connect: Duration,
         response: Duration,
     ) -> Result<Self> {
-        let client_with = |retries| {
-            ClusterClient::builder(seeds.clone())
-                .connection_timeout(connect)
-                .response_timeout(response)
-                .retries(retries)
-                .build()
-        };
-        let (client, strict) = (client_with(8)?, client_with(0)?);
+        // redis-rs sends a request again after a redirection anywhere in
+        // it, or after its connection dropped: a write would run twice.
+        // Without its retries, what is sent again is decided here
+        // ([`Resends`]).
+        let client = ClusterClient::builder(seeds.clone())
+            .connection_timeout(connect)
+            .response_timeout(response)
+            .retries(0)
+            .build()?;
         let conn = client.get_async_connection().await?;
         let wait = connect + response;
         let pool = pool::build(
             ClusterManager {
-                client: strict.clone(),
+                client: client.clone(),
             },
             wait,
         );
         Ok(ClusterBackend {
             conn: RwLock::new(conn),
             client,
-            strict,
             seeds,
             reconnected: Mutex::new(None),
             pool,
@@ -138,23 +142,24 @@ impl ClusterBackend {
 
     /// After a node stopped answering (killed, or failing over), opens a
     /// new shared connection, which reads the slot map again: redis-rs
-    /// follows MOVED by itself, but keeps sending a dead master's slots to
-    /// it until a redirection says otherwise, which a dead node never
-    /// sends. At most once per [`RECONNECT_EVERY`]; the failing request
+    /// learns of a moved slot from a MOVED reply, but keeps sending a dead
+    /// master's slots to it until a redirection says otherwise, which a
+    /// dead node never sends. At most once per [`RECONNECT_EVERY`]; the failing request
     /// still fails (transient), and the next ones go where the slots now
     /// are.
     async fn reconnect_after<T>(&self, result: redis::RedisResult<T>) -> redis::RedisResult<T> {
-        let Err(err) = &result else {
-            return result;
-        };
-        if err.is_io_error()
-            || err.is_timeout()
-            || err.is_connection_dropped()
-            || err.is_connection_refusal()
-        {
-            self.refresh().await;
+        if let Err(err) = &result {
+            self.refresh_after(err).await;
         }
         result
+    }
+
+    /// [`Self::refresh`] after a request failed with `err`, if the
+    /// connection was lost or timed out: its node may be gone.
+    async fn refresh_after(&self, err: &redis::RedisError) {
+        if lost_connection(err) || err.is_timeout() {
+            self.refresh().await;
+        }
     }
 
     /// Replaces the shared connection by a new one, which reads the slot
@@ -205,8 +210,9 @@ impl ConnectionLike for SlotLink {
     }
 }
 
-/// An exclusive cluster link (over a client that follows nothing) that
-/// follows a redirection only while no WATCH or MULTI is open on it.
+/// An exclusive cluster link (over a client that resends nothing) that
+/// sends a request again ([`Resends`]) only while no WATCH or MULTI is
+/// open on it.
 ///
 /// A WATCH holds on one node's socket. Were a read after it redirected
 /// (the slot moved), redis-rs would send it, and the EXEC after it, to the
@@ -235,26 +241,55 @@ impl<C> Watchful<C> {
     }
 }
 
-/// How a request aborted by a slot's move (or by a failover: the slot
-/// map settles a few seconds after a master dies) is sent again: with a
-/// growing pause, for as long as [`TRANSACTION_REDIRECTS`], then the error
-/// is the caller's.
-struct Redirects {
+/// Which failed requests are sent again, and when: one that ran nowhere,
+/// or one that only reads. A node refuses a whole request for where its
+/// slot is (MOVED: in a request of one slot, every command is refused),
+/// for the cluster's state (CLUSTERDOWN) or its own (LOADING, MASTERDOWN,
+/// READONLY: a master demoted to replica), or redis-rs found no
+/// connection to send it on; ASK and TRYAGAIN refuse single commands while
+/// a slot migrates, hence a whole request only if it is one command or a
+/// transaction. A write whose connection dropped, or a pipeline of writes
+/// refused part of the way, may have run: its error is the caller's (a
+/// transient one), never sent again, so that no write runs twice.
+///
+/// A request is sent again after a growing pause (the slot map settles a
+/// few seconds after a master dies), for as long as [`RESEND_FOR`]; then
+/// the error is the caller's.
+struct Resends {
     started: Instant,
     attempt: u64,
+    /// The request only reads: sent again after a lost connection too.
+    reads: bool,
+    /// The request runs whole or not at all: one command, a transaction.
+    whole: bool,
 }
 
-impl Redirects {
-    fn new() -> Self {
-        Redirects {
+impl Resends {
+    fn for_command(cmd: &Cmd) -> Self {
+        Self::new(reads_only(std::iter::once(cmd)), true)
+    }
+
+    fn for_pipeline(pipeline: &Pipeline) -> Self {
+        Self::new(
+            reads_only(pipeline.cmd_iter()),
+            holds_a_transaction(pipeline),
+        )
+    }
+
+    fn new(reads: bool, whole: bool) -> Self {
+        Resends {
             started: Instant::now(),
             attempt: 0,
+            reads,
+            whole,
         }
     }
 
-    /// Whether `err` is a redirection to send again after, having paused.
+    /// Whether the request that failed with `err` is sent again, having
+    /// paused.
     async fn again(&mut self, err: &redis::RedisError) -> bool {
-        if !is_redirection(err) || self.started.elapsed() >= TRANSACTION_REDIRECTS {
+        let safe = ran_nowhere(err, self.whole) || (self.reads && lost_connection(err));
+        if !safe || self.started.elapsed() >= RESEND_FOR {
             return false;
         }
         self.attempt += 1;
@@ -263,16 +298,45 @@ impl Redirects {
     }
 }
 
+/// Whether a request that failed with `err` ran nowhere (see
+/// [`Resends`]); `whole`: it is one command or a transaction.
+fn ran_nowhere(err: &redis::RedisError, whole: bool) -> bool {
+    if err.kind() == redis::ErrorKind::ClusterConnectionNotFound {
+        return true;
+    }
+    match err.code() {
+        Some("MOVED" | "CLUSTERDOWN" | "LOADING" | "MASTERDOWN" | "READONLY") => true,
+        // A transaction refused for a slot's move comes back aborted
+        // (EXECABORT), the redirection in its text.
+        _ => whole && is_redirection(err),
+    }
+}
+
+/// Whether `err` says the connection was lost or could not be made: the
+/// request may or may not have run.
+fn lost_connection(err: &redis::RedisError) -> bool {
+    err.is_io_error() || err.is_connection_dropped() || err.is_connection_refusal()
+}
+
+/// Whether every command of `cmds` only reads.
+fn reads_only<'a>(mut cmds: impl Iterator<Item = &'a Cmd>) -> bool {
+    cmds.all(|cmd| {
+        crate::command::args(cmd)
+            .collect::<Option<Vec<_>>>()
+            .is_some_and(|argv| !redmodel_memory::may_write(&argv))
+    })
+}
+
 impl<C: ConnectionLike + Send> ConnectionLike for Watchful<C> {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
             // A redirected WATCH ran nowhere: it follows like any other.
             let follow = !self.holds_state();
             self.state.sending(cmd);
-            let mut redirects = Redirects::new();
+            let mut resends = Resends::for_command(cmd);
             loop {
                 match self.conn.req_packed_command(cmd).await {
-                    Err(err) if follow && redirects.again(&err).await => {}
+                    Err(err) if follow && resends.again(&err).await => {}
                     result => return result,
                 }
             }
@@ -289,10 +353,10 @@ impl<C: ConnectionLike + Send> ConnectionLike for Watchful<C> {
             // In a pipeline, a WATCH may have run before a redirected read.
             let follow = !self.holds_state() && !pipeline.cmd_iter().any(opens_state);
             self.state.sending_pipeline(pipeline);
-            let mut redirects = Redirects::new();
+            let mut resends = Resends::for_pipeline(pipeline);
             loop {
                 match self.conn.req_packed_commands(pipeline, offset, count).await {
-                    Err(err) if follow && redirects.again(&err).await => {}
+                    Err(err) if follow && resends.again(&err).await => {}
                     result => return result,
                 }
             }
@@ -319,14 +383,20 @@ impl Backend for ClusterBackend {
     }
 
     fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let mut conn = self.conn();
         Box::pin(async move {
-            let result = if is_scan(cmd) {
-                scan_step(&mut conn, cmd).await
-            } else {
-                conn.req_packed_command(cmd).await
-            };
-            self.reconnect_after(result).await
+            let mut resends = Resends::for_command(cmd);
+            loop {
+                let mut conn = self.conn();
+                let result = if is_scan(cmd) {
+                    scan_step(&mut conn, cmd).await
+                } else {
+                    conn.req_packed_command(cmd).await
+                };
+                match &result {
+                    Err(err) if resends.again(err).await => self.refresh_after(err).await,
+                    _ => return self.reconnect_after(result).await,
+                }
+            }
         })
     }
 
@@ -337,7 +407,7 @@ impl Backend for ClusterBackend {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let mut redirects = Redirects::new();
+            let mut resends = Resends::for_pipeline(pipeline);
             loop {
                 let mut conn = self.conn();
                 let result = match conn.req_packed_commands(pipeline, offset, count).await {
@@ -348,13 +418,15 @@ impl Backend for ClusterBackend {
                     }
                     other => other,
                 };
-                // A MULTI whose slot moved (or is moving) comes back as an
-                // aborted transaction, which redis-rs does not follow: the
-                // server ran none of it, so it is sent again, after the
-                // slot map is read anew, until the slot has settled.
+                // A transaction refused for a slot's move: the slot map is
+                // read anew before it goes again.
                 match &result {
-                    Err(err) if pipeline.is_transaction() && redirects.again(err).await => {
-                        self.refresh().await;
+                    Err(err) if resends.again(err).await => {
+                        if holds_a_transaction(pipeline) {
+                            self.refresh().await;
+                        } else {
+                            self.refresh_after(err).await;
+                        }
                     }
                     _ => return self.reconnect_after(result).await,
                 }
@@ -376,7 +448,7 @@ impl Backend for ClusterBackend {
             // A new connection, not a pooled one: whatever WATCH or MULTI
             // the caller leaves open is on that node's socket, and goes
             // with it when the link is dropped.
-            let conn = self.strict.get_async_connection().await?;
+            let conn = self.client.get_async_connection().await?;
             Ok(Box::new(Watchful::new(SlotLink { conn, route })) as Box<dyn Link>)
         })
     }
@@ -582,7 +654,7 @@ impl ClusterBackend {
                 Err(err) if !is_redirection(&err) => return Err(err),
                 // A slot of the group is served elsewhere now (MOVED, ASK,
                 // TRYAGAIN: redis-rs reports it for the whole pipeline):
-                // its reads again, each on its own, which follows it.
+                // its reads again, each on its own, routed anew.
                 _ => alone.extend(places),
             }
         }
@@ -597,13 +669,10 @@ impl ClusterBackend {
         Ok(replies)
     }
 
-    /// Sends `cmds` concurrently, each routed on its own; their replies
-    /// in order.
+    /// Sends `cmds` concurrently, each routed on its own (and sent again
+    /// as [`Resends`] allows); their replies in order.
     async fn send_each(&self, cmds: &[&Cmd]) -> redis::RedisResult<Vec<Value>> {
-        let requests = cmds.iter().map(|cmd| {
-            let mut conn = self.conn();
-            async move { conn.req_packed_command(cmd).await }
-        });
+        let requests = cmds.iter().map(|cmd| self.send(cmd));
         futures_util::future::join_all(requests)
             .await
             .into_iter()
@@ -628,10 +697,9 @@ impl ClusterBackend {
 /// `cmds` by the master that serves them (`owners`): for each master, the
 /// slot its pipeline is routed by (its first command's), and the places of
 /// its commands in `cmds`. `None` unless every command is a read of one
-/// slot that a master serves: redis-rs answers a redirection inside a
-/// pipeline by sending the whole pipeline again, which would run a write
-/// twice, and a read in its master's pipeline would no longer come after
-/// a write sent on its own.
+/// slot that a master serves: a redirection inside a pipeline fails the
+/// whole of it, whose writes may have run in part, and a read in its
+/// master's pipeline would no longer come after a write sent on its own.
 fn by_master(owners: &SlotOwners, cmds: &[&Cmd]) -> Option<Vec<(u16, Vec<usize>)>> {
     let mut groups: Vec<(u16, u16, Vec<usize>)> = Vec::new();
     for (i, cmd) in cmds.iter().enumerate() {
@@ -673,7 +741,7 @@ pub(super) fn spans_slots(pipeline: &Pipeline) -> bool {
 }
 
 /// Whether a reply says its command's slot is served elsewhere, or is
-/// moving: a redirection redis-rs follows for a command sent alone.
+/// moving: a command sent alone again goes where the slot now is.
 fn redirected(reply: &Value) -> bool {
     matches!(reply, Value::ServerError(err)
         if matches!(err.code(), "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN"))
@@ -704,8 +772,8 @@ fn is_keyless(cmd: &Cmd) -> bool {
         .is_some_and(|name| KEYLESS.iter().any(|k| name.eq_ignore_ascii_case(k)))
 }
 
-/// How long [`Redirects`] sends a redirected request again.
-const TRANSACTION_REDIRECTS: Duration = Duration::from_secs(8);
+/// How long [`Resends`] sends a failed request again.
+const RESEND_FOR: Duration = Duration::from_secs(8);
 
 /// Whether redis-rs refused a pipeline for spanning slots (before sending
 /// it).

@@ -288,13 +288,19 @@ impl Resends {
     /// Whether the request that failed with `err` is sent again, having
     /// paused.
     async fn again(&mut self, err: &redis::RedisError) -> bool {
-        let safe = ran_nowhere(err, self.whole) || (self.reads && lost_connection(err));
-        if !safe || self.started.elapsed() >= RESEND_FOR {
+        if !self.safe_after(err) || self.started.elapsed() >= RESEND_FOR {
             return false;
         }
         self.attempt += 1;
         tokio::time::sleep(Duration::from_millis((10 * self.attempt).min(250))).await;
         true
+    }
+
+    /// Whether the request may go again after failing with `err`: it ran
+    /// nowhere, or it only reads (reads run again harmlessly, however
+    /// much of them ran).
+    fn safe_after(&self, err: &redis::RedisError) -> bool {
+        ran_nowhere(err, self.whole || self.reads) || (self.reads && lost_connection(err))
     }
 }
 
@@ -858,4 +864,82 @@ async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>> {
     // Address order: a cluster-wide SCAN cursor names masters by index.
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error redis-rs makes of a server's error reply `line`.
+    fn server_error(line: &str) -> redis::RedisError {
+        let reply = format!("-{line}\r\n");
+        match redis::parse_redis_value(reply.as_bytes()).and_then(|v| v.extract_error()) {
+            Err(err) => err,
+            Ok(value) => panic!("{line:?} parsed as {value:?}"),
+        }
+    }
+
+    fn io(kind: std::io::ErrorKind) -> redis::RedisError {
+        redis::RedisError::from(std::io::Error::new(kind, "gone"))
+    }
+
+    /// Whether a request failing with `err` goes again: (a write alone,
+    /// a pipeline of writes, a transaction, a pipeline of reads).
+    fn resent(err: &redis::RedisError) -> [bool; 4] {
+        [(false, true), (false, false), (false, true), (true, false)]
+            .map(|(reads, whole)| Resends::new(reads, whole).safe_after(err))
+    }
+
+    #[test]
+    fn only_requests_that_ran_nowhere_or_only_read_are_sent_again() {
+        for line in [
+            "MOVED 3999 127.0.0.1:6381",
+            "CLUSTERDOWN The cluster is down",
+            "LOADING Redis is loading the dataset in memory",
+            "MASTERDOWN Link with MASTER is down",
+            "READONLY You can't write against a read only replica.",
+        ] {
+            assert_eq!(resent(&server_error(line)), [true; 4], "{line}");
+        }
+        for line in [
+            "ASK 3999 127.0.0.1:6381",
+            "TRYAGAIN Multiple keys request during rehashing of slot",
+        ] {
+            assert_eq!(
+                resent(&server_error(line)),
+                [true, false, true, true],
+                "{line}"
+            );
+        }
+        let aborted =
+            server_error("EXECABORT Transaction discarded because of: MOVED 3999 127.0.0.1:6381");
+        assert_eq!(resent(&aborted), [true, false, true, true]);
+        for lost in [
+            io(std::io::ErrorKind::BrokenPipe),
+            io(std::io::ErrorKind::ConnectionReset),
+            io(std::io::ErrorKind::UnexpectedEof),
+        ] {
+            assert_eq!(resent(&lost), [false, false, false, true], "{lost}");
+        }
+        for refused in [
+            server_error("ERR wrong number of arguments for 'incr' command"),
+            server_error("WRONGTYPE Operation against a key holding the wrong kind of value"),
+            server_error("NOSCRIPT No matching script."),
+        ] {
+            assert_eq!(resent(&refused), [false; 4], "{refused}");
+        }
+    }
+
+    #[test]
+    fn commands_that_write_are_not_reads() {
+        let get = crate::command::cmd("GET").arg("k").owned();
+        let incr = crate::command::cmd("INCR").arg("k").owned();
+        assert!(reads_only([&get].into_iter()));
+        assert!(!reads_only([&get, &incr].into_iter()));
+        let mut pipe = redis::pipe();
+        pipe.add_command(get);
+        assert!(Resends::for_pipeline(&pipe).reads);
+        pipe.atomic();
+        assert!(Resends::for_pipeline(&pipe).whole);
+    }
 }

@@ -65,72 +65,135 @@ const MAX_MATCH: usize = 264;
 const MAX_DISTANCE: usize = 1 << 13;
 /// The longest literal run: 5 bits of length.
 const MAX_LITERAL: usize = 32;
-const HASH_BITS: u32 = 14;
+/// liblzf's hash table as Redis builds it (`HLOG` 16).
+const HASH_BITS: u32 = 16;
 
 /// `input` compressed, if that takes at most `max_len` bytes (Redis asks
 /// for 4 bytes saved at least, and stores the string as it is otherwise).
 ///
-/// A greedy compressor as liblzf's: a table remembers the last position
-/// of each 3-byte sequence; where the bytes at the current position were
-/// seen less than 8 kB back, the longest match from there becomes a back
-/// reference, and anything else goes out in literal runs.
+/// liblzf's compressor as Redis builds it (`VERY_FAST`), so that a payload
+/// has Redis's bytes: a table remembers the last position of each hash of
+/// the 3 bytes ahead (the hash rolls over 4 bytes, as liblzf's does); a
+/// position seen less than 8 kB back, past the first byte, whose 3 bytes
+/// are the same starts a back reference as long as the bytes go on being
+/// the same; after one, only its last two positions are remembered. The
+/// output's room is checked where liblzf checks it, conservatively, so a
+/// string liblzf gives up on is given up on here too.
 pub(crate) fn compress(input: &[u8], max_len: usize) -> Option<Vec<u8>> {
-    let hash = |at: usize| -> usize {
-        let v =
-            u32::from(input[at]) << 16 | u32::from(input[at + 1]) << 8 | u32::from(input[at + 2]);
-        (v.wrapping_mul(2_654_435_761) >> (32 - HASH_BITS)) as usize
+    if input.is_empty() || max_len == 0 {
+        return None;
+    }
+    let end = input.len();
+    let first = |at: usize| u32::from(input[at]) << 8 | u32::from(input[at + 1]);
+    let next = |h: u32, at: usize| h << 8 | u32::from(input[at + 2]);
+    let slot = |h: u32| {
+        ((h >> (24 - HASH_BITS)).wrapping_sub(h.wrapping_mul(5)) & ((1 << HASH_BITS) - 1)) as usize
     };
-    let mut out = Vec::with_capacity(max_len.min(input.len()));
-    // Last position + 1 of each hashed triple (0: none yet).
-    let mut seen = vec![0usize; 1 << HASH_BITS];
-    let mut literal_start = 0;
+    // Positions, 0 for none: a reference to the first byte is never made.
+    let mut table = vec![0usize; 1 << HASH_BITS];
+    // `out[run]` is the open literal run's control byte, `lit` its length.
+    let mut out = Vec::with_capacity(max_len.min(end) + 1);
+    let mut run = 0;
+    out.push(0);
+    let mut lit = 0usize;
     let mut at = 0;
-    while at + 2 < input.len() {
-        let slot = hash(at);
-        let candidate = seen[slot].checked_sub(1);
-        seen[slot] = at + 1;
-        let Some(from) = candidate.filter(|&from| {
-            at - from <= MAX_DISTANCE && input[from..from + 3] == input[at..at + 3]
-        }) else {
+    // Only read with 3 bytes ahead (liblzf reads past a shorter input).
+    let mut h = if end >= 3 { first(0) } else { 0 };
+    while at + 2 < end {
+        h = next(h, at);
+        let from = std::mem::replace(&mut table[slot(h)], at);
+        let found =
+            from > 0 && at - from - 1 < MAX_DISTANCE && input[from..from + 3] == input[at..at + 3];
+        if !found {
+            if out.len() >= max_len {
+                return None;
+            }
+            lit += 1;
+            out.push(input[at]);
             at += 1;
+            if lit == MAX_LITERAL {
+                out[run] = (lit - 1) as u8;
+                lit = 0;
+                run = out.len();
+                out.push(0);
+            }
             continue;
-        };
-        let longest = MAX_MATCH.min(input.len() - at);
-        let mut len = 3;
-        while len < longest && input[from + len] == input[at + len] {
-            len += 1;
         }
-        put_literals(&mut out, &input[literal_start..at]);
         let offset = at - from - 1;
+        let longest = (end - at - 2).min(MAX_MATCH);
+        if out.len() + 4 >= max_len && out.len() - usize::from(lit == 0) + 4 >= max_len {
+            return None;
+        }
+        let mut len = 2;
+        let mut open = true;
+        if longest > 16 {
+            for _ in 0..16 {
+                len += 1;
+                if input[from + len] != input[at + len] {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        if open {
+            loop {
+                len += 1;
+                if !(len < longest && input[from + len] == input[at + len]) {
+                    break;
+                }
+            }
+        }
+        // Close the literal run, or take back its empty control byte.
+        if lit == 0 {
+            out.pop();
+        } else {
+            out[run] = (lit - 1) as u8;
+        }
         let extra = len - 2;
         if extra < 7 {
-            out.push((extra << 5 | offset >> 8) as u8);
+            out.push(((offset >> 8) + (extra << 5)) as u8);
         } else {
-            out.push((7 << 5 | offset >> 8) as u8);
+            out.push(((offset >> 8) + (7 << 5)) as u8);
             out.push((extra - 7) as u8);
         }
         out.push(offset as u8);
-        if out.len() > max_len {
-            return None;
+        lit = 0;
+        run = out.len();
+        out.push(0);
+        at += len;
+        if at + 2 >= end {
+            break;
         }
-        // Remember the triples the match covered, for later matches.
-        let end = at + len;
-        for p in at + 1..end.min(input.len().saturating_sub(2)) {
-            seen[hash(p)] = p + 1;
-        }
-        at = end;
-        literal_start = at;
+        // The last two positions of the match, as liblzf remembers them.
+        at -= 2;
+        h = first(at);
+        h = next(h, at);
+        table[slot(h)] = at;
+        at += 1;
+        h = next(h, at);
+        table[slot(h)] = at;
+        at += 1;
     }
-    put_literals(&mut out, &input[literal_start..]);
+    if out.len() + 3 > max_len {
+        return None;
+    }
+    while at < end {
+        lit += 1;
+        out.push(input[at]);
+        at += 1;
+        if lit == MAX_LITERAL {
+            out[run] = (lit - 1) as u8;
+            lit = 0;
+            run = out.len();
+            out.push(0);
+        }
+    }
+    if lit == 0 {
+        out.pop();
+    } else {
+        out[run] = (lit - 1) as u8;
+    }
     (out.len() <= max_len).then_some(out)
-}
-
-/// Appends `bytes` as literal runs of at most 32 bytes.
-fn put_literals(out: &mut Vec<u8>, bytes: &[u8]) {
-    for run in bytes.chunks(MAX_LITERAL) {
-        out.push((run.len() - 1) as u8);
-        out.extend_from_slice(run);
-    }
 }
 
 #[cfg(test)]

@@ -306,8 +306,12 @@ impl Aof {
                 let line = match ks.stored(&key) {
                     None => vec![b"DEL".to_vec(), key.to_vec()],
                     Some(entry) => {
-                        let body =
-                            crate::rdb::value::encode(&entry.value, entry.history(), compress);
+                        let body = crate::rdb::value::encode(
+                            &entry.value,
+                            entry.history(),
+                            compress,
+                            version,
+                        );
                         let at = ks.expire_at(&key).unwrap_or(0);
                         vec![
                             b"RESTORE".to_vec(),

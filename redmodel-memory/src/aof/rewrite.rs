@@ -181,7 +181,12 @@ fn item_commands(item: &Item, snapshot: &Snapshot, out: &mut Vec<u8>) {
             batched(out, b"HMSET", elems, 2);
         }
         _ => {
-            let body = crate::rdb::value::encode(&item.value, item.history, snapshot.compress);
+            let body = crate::rdb::value::encode(
+                &item.value,
+                item.history,
+                snapshot.compress,
+                snapshot.version,
+            );
             let payload = crate::rdb::seal_as(body, snapshot.version);
             encode(
                 out,

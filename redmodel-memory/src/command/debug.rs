@@ -214,6 +214,7 @@ fn digest_value(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// and for a list its quicklist's nodes.
 fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let now = ctx.now;
+    let version = ctx.store.version;
     let config = &ctx.store.config;
     let listpack_max = config.get("list-max-listpack-size").to_string();
     let compressed = config.get("list-compress-depth") != "0";
@@ -227,7 +228,7 @@ fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         1
     };
     let encoding = encoding_name(&entry.value, history);
-    let serialized = crate::rdb::value::encode(&entry.value, history, true).len() - 1;
+    let serialized = crate::rdb::value::encode(&entry.value, history, true, version).len() - 1;
     let accessed = entry.accessed();
     let idle = (now / 1000 - i64::from(accessed)).max(0);
     let mut line = format!(

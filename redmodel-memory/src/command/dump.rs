@@ -39,11 +39,11 @@ pub(super) const COMMANDS: &[Spec] = &[
 /// while `rdbcompression` is on.
 fn dump(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let compress = ctx.store.config.get("rdbcompression") == "yes";
+    let version = ctx.store.version;
     let Some(entry) = ctx.entry(args[1]) else {
         return Ok(reply::nil());
     };
-    let body = rdb::value::encode(&entry.value, entry.history(), compress);
-    let version = ctx.store.version;
+    let body = rdb::value::encode(&entry.value, entry.history(), compress, version);
     Ok(reply::bulk(rdb::seal_as(body, version)))
 }
 

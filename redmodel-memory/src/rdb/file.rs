@@ -227,7 +227,7 @@ pub(crate) fn write(
             if stop() {
                 return Err(io::ErrorKind::Interrupted.into());
             }
-            sink.put(&encode_item(item, snapshot.compress))?;
+            sink.put(&encode_item(item, snapshot.compress, snapshot.version))?;
             if snapshot.key_delay_us > 0 {
                 std::thread::sleep(std::time::Duration::from_micros(snapshot.key_delay_us));
             }
@@ -245,7 +245,7 @@ pub(crate) fn write(
 
 /// One key's bytes (`rdbSaveKeyValuePair`): its expiry time, idle time or
 /// LFU counter, then its type, name and object.
-fn encode_item(item: &Item, compress: bool) -> Vec<u8> {
+fn encode_item(item: &Item, compress: bool, version: crate::RedisVersion) -> Vec<u8> {
     let mut w = Writer::new(compress);
     if let Some(at) = item.expire_at {
         w.byte(opcode::EXPIRETIME_MS);
@@ -259,7 +259,7 @@ fn encode_item(item: &Item, compress: bool) -> Vec<u8> {
         w.byte(opcode::FREQ);
         w.byte(freq);
     }
-    let object = value::encode(&item.value, item.history, compress);
+    let object = value::encode(&item.value, item.history, compress, version);
     if let Some((&kind, body)) = object.split_first() {
         w.byte(kind);
         w.string(&item.key);

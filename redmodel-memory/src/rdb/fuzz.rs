@@ -172,7 +172,7 @@ proptest! {
                 prop_assert_eq!(reply, redis::Value::Okay);
                 // A value that loads is a sound one: it dumps, loads
                 // again, and reads the same.
-                let again = seal(value::encode(value, *history, which % 2 == 0));
+                let again = seal(value::encode(value, *history, which % 2 == 0, crate::RedisVersion::V7_0));
                 prop_assert!(value::decode(&again, &limits).is_some());
                 let reply = c.execute(&[b"RESTORE", b"k2", b"0", &again]);
                 prop_assert_eq!(reply, redis::Value::Okay);

@@ -41,8 +41,9 @@ pub(crate) fn id_from_key(key: &[u8; 16]) -> StreamId {
     StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq))
 }
 
-/// Appends the stream `s` in the `STREAM_LISTPACKS_2` layout.
-pub(crate) fn encode(w: &mut Writer, s: &Stream) {
+/// Appends the stream `s` in the `STREAM_LISTPACKS_2` layout, or `_3`
+/// with each consumer's active time (`active_times`).
+pub(crate) fn encode(w: &mut Writer, s: &Stream, active_times: bool) {
     // A node with no live entry is never kept (Redis frees it), so none
     // is written either.
     let nodes: Vec<NodeView<'_>> = s.nodes().filter(|n| !n.entries.is_empty()).collect();
@@ -96,6 +97,9 @@ pub(crate) fn encode(w: &mut Writer, s: &Stream) {
         for (name, consumer) in &group.consumers {
             w.string(name);
             w.ms_time(consumer.seen_time);
+            if active_times {
+                w.ms_time(consumer.active_time);
+            }
             w.length(consumer.pel.len() as u64);
             for id in &consumer.pel {
                 w.raw(&id_key(*id));

@@ -166,3 +166,55 @@ fn a_stream_of_redis_7_4_restores_with_its_groups() {
         err("ERR DUMP payload version or checksum are wrong")
     );
 }
+
+/// In 7.4 mode a stream is dumped in Redis 7.4's layout (type 21, each
+/// consumer's active time kept): the same bytes as redis-server 7.4.1
+/// for the same stream; in 7.0 mode in 7.0's (type 19).
+#[test]
+fn a_stream_dumps_as_each_version_dumps_it() {
+    use crate::command::test_util::{clocked, clocked_74, run, unhex};
+    // redis-server 7.4.1's DUMP (see the test above), read at 1795997558455 ms.
+    let hex = "15011000000000000000010000000000000001c3252b102b00000011000201000101018161020001400a400c0004600540090781620202010601ff02020101010000020101670101010100000000000000010000000000000001b7e6cb29a2010000010105616c696365b7e6cb29a2010000b7e6cb29a201000001000000000000000100000000000000010c00a7aa99d6b4017176";
+    let writes = [
+        "XADD st 1-1 a 1",
+        "XADD st 2-1 b 2",
+        "XGROUP CREATE st g 0",
+        "XREADGROUP GROUP g alice COUNT 1 STREAMS st >",
+    ];
+    let (_, mut c) = clocked_74(1_795_997_558_455);
+    for line in writes {
+        run(&mut c, line);
+    }
+    let dumped = run(&mut c, "DUMP st");
+    assert_eq!(dumped, redis::Value::BulkString(unhex(hex)));
+    let (_, mut c70) = clocked(1_795_997_558_455);
+    for line in writes {
+        run(&mut c70, line);
+    }
+    match run(&mut c70, "DUMP st") {
+        redis::Value::BulkString(payload) => assert_eq!(payload.first(), Some(&19)),
+        other => panic!("DUMP replied {other:?}"),
+    }
+}
+
+/// A consumer whose last attempt read nothing has a seen time after its
+/// active time: in 7.4 mode both come back from DUMP and RESTORE.
+#[test]
+fn a_consumers_active_time_survives_a_dump_in_7_4() {
+    use crate::command::test_util::{clocked_74, run};
+    let (clock, mut c) = clocked_74(1_800_000_000_000);
+    run(&mut c, "XADD st 1-1 a 1");
+    run(&mut c, "XGROUP CREATE st g 0");
+    run(&mut c, "XREADGROUP GROUP g alice STREAMS st >");
+    clock.advance(std::time::Duration::from_millis(50));
+    run(&mut c, "XREADGROUP GROUP g alice STREAMS st >");
+    let before = run(&mut c, "XINFO STREAM st FULL");
+    let redis::Value::BulkString(payload) = run(&mut c, "DUMP st") else {
+        panic!("no DUMP payload");
+    };
+    assert_eq!(
+        c.execute(&[b"RESTORE", b"st", b"0", &payload, b"REPLACE"]),
+        redis::Value::Okay
+    );
+    assert_eq!(run(&mut c, "XINFO STREAM st FULL"), before);
+}

@@ -43,8 +43,15 @@ const LIST_NODE_BYTES: usize = 8192;
 const LIST_ELEMENT_OVERHEAD: usize = 8;
 
 /// The type byte and object of `value`, whose encoding is the one
-/// `history` gives it; strings LZF-compressed if `compress`.
-pub(crate) fn encode(value: &Value, history: History, compress: bool) -> Vec<u8> {
+/// `history` gives it, in the layout of the RDB version of `version`
+/// (streams: 7.4 keeps each consumer's active time); strings
+/// LZF-compressed if `compress`.
+pub(crate) fn encode(
+    value: &Value,
+    history: History,
+    compress: bool,
+    version: crate::RedisVersion,
+) -> Vec<u8> {
     let mut w = Writer::new(compress);
     let encoding = encoding_name(value, history);
     match value {
@@ -127,8 +134,13 @@ pub(crate) fn encode(value: &Value, history: History, compress: bool) -> Vec<u8>
             }
         }
         Value::Stream(s) => {
-            w.byte(kind::STREAM_LISTPACKS_2);
-            stream::encode(&mut w, s);
+            let active_times = version >= crate::RedisVersion::V7_4;
+            w.byte(if active_times {
+                kind::STREAM_LISTPACKS_3
+            } else {
+                kind::STREAM_LISTPACKS_2
+            });
+            stream::encode(&mut w, s, active_times);
         }
     }
     w.finish()

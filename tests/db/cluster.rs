@@ -612,9 +612,9 @@ async fn a_killed_master_fails_over_to_its_replica() -> Result<(), Error> {
         }
     };
     assert_eq!(values, (0..200).collect::<Vec<i64>>());
-    // Whether any request failed meanwhile depends on timing: redis-rs
-    // retries a dead node's requests itself for a while, and may outlast
-    // the failover. The master is gone either way.
+    // Whether any request failed meanwhile depends on timing: the backend
+    // sends a read again for a while after its connection is lost, and
+    // may outlast the failover. The master is gone either way.
     assert!(!cluster.nodes()[0].is_running(), "the master stays dead");
     Ok(())
 }

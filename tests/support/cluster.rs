@@ -11,7 +11,7 @@
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
-use crate::server::{free_port, RedisServer, ServerError};
+use crate::server::{RedisServer, ServerError};
 
 /// The slots of a cluster.
 const SLOTS: u32 = 16_384;
@@ -48,22 +48,18 @@ impl RedisCluster {
         let failed =
             |what: &str, e: &dyn std::fmt::Display| ServerError::Failed(format!("{what}: {e}"));
         let mut nodes = Vec::with_capacity(masters + replicas);
-        let mut buses = Vec::with_capacity(masters + replicas);
         for _ in 0..masters + replicas {
-            let bus = free_port().map_err(|e| failed("free bus port", &e))?;
-            let mut builder = RedisServer::builder();
+            let mut builder = RedisServer::builder().cluster_bus();
             if die_with_parent {
                 builder = builder.die_with_parent();
             }
             let node = builder
                 .config("cluster-enabled yes")
                 .config("cluster-config-file nodes.conf")
-                .config(format!("cluster-port {bus}"))
                 .config("cluster-node-timeout 2000")
                 .config("cluster-require-full-coverage yes")
                 .start()?;
             nodes.push(node);
-            buses.push(bus);
         }
         let cluster = RedisCluster { nodes };
         let n = masters as u32;
@@ -88,10 +84,11 @@ impl RedisCluster {
                 .client()
                 .get_connection()
                 .map_err(|e| failed("connect", &e))?;
-            for (j, (node, bus)) in cluster.nodes.iter().zip(&buses).enumerate() {
+            for (j, node) in cluster.nodes.iter().enumerate() {
                 if i == j {
                     continue;
                 }
+                let bus = node.bus_port().unwrap_or(node.port() + 10_000);
                 redis::cmd("CLUSTER")
                     .arg("MEET")
                     .arg("127.0.0.1")

@@ -86,6 +86,7 @@ pub struct RedisServerBuilder {
     die_with_parent: bool,
     sentinel: bool,
     binary: Option<String>,
+    cluster_bus: bool,
 }
 
 /// The certificate files of a TLS-only server (see [`RedisServerBuilder::tls`]).
@@ -135,6 +136,15 @@ impl RedisServerBuilder {
         self
     }
 
+    /// Listens for the cluster bus on a port of its own
+    /// ([`RedisServer::bus_port`]), found free at each start attempt as
+    /// the client port is (`cluster-port`), rather than the client port
+    /// plus 10,000.
+    pub fn cluster_bus(mut self) -> Self {
+        self.cluster_bus = true;
+        self
+    }
+
     /// Runs the process as a Redis Sentinel (`--sentinel`); its `sentinel
     /// ...` lines go in with [`config`](Self::config).
     pub fn sentinel(mut self) -> Self {
@@ -157,6 +167,7 @@ impl RedisServerBuilder {
         let mut server = RedisServer {
             port: 0,
             tls_port: None,
+            bus_port: None,
             dir,
             options: self,
             child: None,
@@ -167,6 +178,10 @@ impl RedisServerBuilder {
                 free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?;
             if server.options.also_tls.is_some() {
                 server.tls_port =
+                    Some(free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?);
+            }
+            if server.options.cluster_bus {
+                server.bus_port =
                     Some(free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?);
             }
             match server.spawn_and_wait() {
@@ -183,6 +198,8 @@ pub struct RedisServer {
     port: u16,
     /// The second, TLS port of [`RedisServerBuilder::also_tls`].
     tls_port: Option<u16>,
+    /// The cluster bus port of [`RedisServerBuilder::cluster_bus`].
+    bus_port: Option<u16>,
     dir: TempDir,
     options: RedisServerBuilder,
     child: Option<Child>,
@@ -219,6 +236,12 @@ impl RedisServer {
     /// [`also_tls`](RedisServerBuilder::also_tls).
     pub fn tls_port(&self) -> Option<u16> {
         self.tls_port
+    }
+
+    /// The cluster bus port of a server started with
+    /// [`cluster_bus`](RedisServerBuilder::cluster_bus).
+    pub fn bus_port(&self) -> Option<u16> {
+        self.bus_port
     }
 
     /// Its address.
@@ -353,6 +376,9 @@ impl RedisServer {
         } else {
             "appendonly no\n"
         });
+        if let Some(bus) = self.bus_port {
+            conf.push_str(&format!("cluster-port {bus}\n"));
+        }
         for line in &self.options.extra {
             conf.push_str(line);
             conf.push('\n');

@@ -257,8 +257,65 @@ enum Ran {
     Reply(Value, After),
     /// The command wrote its reply into the output itself.
     Written,
+    /// The command wrote its reply into the output itself, CLIENT REPLY
+    /// already heeded (an EXEC of subscriptions: their confirmations are
+    /// written whatever CLIENT REPLY says).
+    Sent,
     /// It blocked (BLPOP...) until another client serves it.
     Blocked(Parked),
+}
+
+/// The connection's part in an EXEC that queued subscription commands
+/// (`session::ExecHost`): it holds the subscriber while the EXEC runs,
+/// and EXEC's replies as they are written.
+#[derive(Debug)]
+struct InExec {
+    subscriber: Subscriber,
+    /// CLIENT REPLY silences the EXEC: only its pushes (confirmations,
+    /// messages) are written.
+    silent: bool,
+    out: Vec<u8>,
+}
+
+impl crate::session::ExecHost for InExec {
+    fn owns(&self, args: &[&[u8]]) -> bool {
+        subscriber::is_subscription_command(args[0])
+    }
+
+    fn run(&mut self, store: &mut Store, args: &[&[u8]]) {
+        if is(args[0], "ssubscribe") {
+            // Redis refuses a shard subscription to a client that may not
+            // block, as a command of EXEC may not (both 7.0 and 7.4).
+            if !self.silent {
+                encode::error(
+                    &mut self.out,
+                    b"ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client",
+                );
+            }
+        } else {
+            self.subscriber.run(store, args, &mut self.out);
+        }
+        // A subscriber that fell behind is closed at its next request.
+        let _ = self.subscriber.drain(&mut self.out);
+    }
+
+    fn reply(&mut self, args: &[&[u8]], reply: &Value) {
+        // A message the command published to this connection comes
+        // before its reply, as Redis writes it while the command runs.
+        let _ = self.subscriber.drain(&mut self.out);
+        if !self.silent {
+            encode_reply(
+                &mut self.out,
+                reply,
+                replies_null_array(args),
+                self.subscriber.resp,
+            );
+        }
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
 }
 
 /// One connection's state.
@@ -754,6 +811,11 @@ impl Client {
         let (reply, mut after) = match self.run_command(args, store, now, output, queueing) {
             Ran::Reply(reply, after) => (Some(reply), after),
             Ran::Written => (None, After::Continue),
+            Ran::Sent => {
+                self.record(args, now, store);
+                self.after_command();
+                return None;
+            }
             Ran::Blocked(parked) => {
                 self.park(args, store, now, parked);
                 return Some(Next::Block);
@@ -930,8 +992,40 @@ impl Client {
             at
         });
         store.no_touch = self.info.no_touch && !is(args[0], "touch");
+        // An EXEC of subscription commands: the connection runs those
+        // itself, in their place, and writes EXEC's reply as it goes.
+        let hosted =
+            is(args[0], "exec") && self.session.queues(subscriber::is_subscription_command);
+        if hosted {
+            self.subscriber.resp = self.session.resp();
+            self.session.exec_host = Some(Box::new(InExec {
+                subscriber: std::mem::take(&mut self.subscriber),
+                silent: self.silenced(),
+                out: Vec::new(),
+            }));
+        }
         let outcome = self.session.execute_or_block(store, args, now, true);
         store.no_touch = false;
+        if let Some(host) = self.session.exec_host.take() {
+            if let Ok(host) = host.into_any().downcast::<InExec>() {
+                let InExec {
+                    subscriber,
+                    silent,
+                    out,
+                } = *host;
+                self.subscriber = subscriber;
+                // The queue ran (else EXEC's reply is its error or nil):
+                // its replies are written, as many as EXEC announces.
+                if let Outcome::Reply(Value::Array(replies)) = &outcome {
+                    self.queued_nil_arrays.clear();
+                    if !silent {
+                        encode::array_header(output, replies.len());
+                    }
+                    output.extend_from_slice(&out);
+                    return Ran::Sent;
+                }
+            }
+        }
         if let Some(at) = lent_at {
             *output = store.reply_out.take().unwrap_or_default();
             // Any reply is at least an array header.

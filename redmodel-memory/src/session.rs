@@ -81,6 +81,29 @@ pub(crate) struct Session {
     /// The RESP connection's address (`ip:port`), as MONITOR shows it;
     /// `None` for an in-process client.
     pub(crate) peer: Option<String>,
+    /// The RESP connection's part in the EXEC being run, lent for it.
+    pub(crate) exec_host: Option<Box<dyn ExecHost>>,
+}
+
+/// A RESP connection's part in an EXEC whose queue holds commands the
+/// connection runs itself (SUBSCRIBE and the like, which change the
+/// connection rather than the data), lent to its session for that EXEC.
+/// Redis writes each queued command's reply as the command runs, and a
+/// subscription's confirmations (one per channel), or a message the
+/// connection receives meanwhile, go into EXEC's reply where they happen:
+/// the host writes the whole reply.
+// Only the RESP server (feature `server`) lends one.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
+pub(crate) trait ExecHost: std::fmt::Debug + Send {
+    /// Whether the connection runs `args` itself.
+    fn owns(&self, args: &[&[u8]]) -> bool;
+    /// Runs one of the connection's own commands, writing its reply.
+    fn run(&mut self, store: &mut Store, args: &[&[u8]]);
+    /// Writes the reply of a queued command the session ran (after what
+    /// the connection received while it ran).
+    fn reply(&mut self, args: &[&[u8]], reply: &Reply);
+    /// The host again, to be taken apart by the connection.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }
 
 /// A client's command held back by CLIENT PAUSE (see [`Session::paused`]).
@@ -624,6 +647,17 @@ impl Session {
         result
     }
 
+    /// Whether the open transaction's queue holds a command `which` picks
+    /// by its name.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    pub(crate) fn queues(&self, which: impl Fn(&[u8]) -> bool) -> bool {
+        self.multi.as_ref().is_some_and(|queue| {
+            queue
+                .iter()
+                .any(|cmd| cmd.first().is_some_and(|n| which(n)))
+        })
+    }
+
     /// Times a command the session runs itself (MULTI, EXEC...) or the
     /// RESP server does (CLIENT, HELLO...), which ran for `took`: its
     /// latency histogram and event, and SLOWLOG.
@@ -789,10 +823,24 @@ impl Session {
                 } else {
                     self.check_access(store, &args, now, true)
                 };
-                match allowed.and_then(|()| self.run(store, &args, now)) {
+                let own = allowed.is_ok() && self.exec_host.as_ref().is_some_and(|h| h.owns(&args));
+                if own {
+                    let started = std::time::Instant::now();
+                    if let Some(host) = self.exec_host.as_mut() {
+                        host.run(store, &args);
+                    }
+                    self.timed(store, &args, started.elapsed(), now);
+                    self.feed_monitors(store, &args);
+                    return Reply::Nil;
+                }
+                let reply = match allowed.and_then(|()| self.run(store, &args, now)) {
                     Ok(r) => r,
                     Err(e) => e.to_value(),
+                };
+                if let Some(host) = self.exec_host.as_mut() {
+                    host.reply(&args, &reply);
                 }
+                reply
             })
             .collect();
         self.in_exec = false;

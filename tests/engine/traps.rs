@@ -368,6 +368,7 @@ trap_tests! {
     traps_scripts: "scripts.txt",
     traps_bitmaps: "bitmaps.txt",
     traps_pubsub: "pubsub.txt",
+    traps_pubsub_wire: "pubsub_wire.txt",
     traps_streams: "streams.txt",
     traps_hyperloglog: "hyperloglog.txt",
     traps_blocking: "blocking.txt",

@@ -174,8 +174,8 @@ fn help(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
 fn needs_subscriber(_: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let name = String::from_utf8_lossy(args[0]).to_ascii_uppercase();
     Err(CmdError::err(format!(
-        "{name} is only served on a RESP server connection of the memory engine, outside MULTI; \
-         in process, subscribe with Engine::pubsub()"
+        "{name} is only served on a RESP server connection of the memory engine; in process, \
+         subscribe with Engine::pubsub()"
     )))
 }
 

@@ -39,7 +39,8 @@ fn subscription_command(name: &[u8]) -> Option<(Scope, bool)> {
         .map(|&(_, scope, subscribe)| (scope, subscribe))
 }
 
-/// Whether the RESP server runs this command here (outside MULTI).
+/// Whether the RESP server runs this command here, itself (in EXEC too,
+/// through its `InExec`).
 pub(super) fn is_subscription_command(name: &[u8]) -> bool {
     subscription_command(name).is_some()
 }

@@ -554,11 +554,11 @@ pub(crate) fn is_redirection(err: &redis::RedisError) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The error redis-rs makes of a server's error reply `line`.
-    fn server_error(line: &str) -> redis::RedisError {
+    pub(crate) fn server_error(line: &str) -> redis::RedisError {
         let reply = format!("-{line}\r\n");
         match redis::parse_redis_value(reply.as_bytes()).and_then(|v| v.extract_error()) {
             Err(err) => err,

@@ -346,15 +346,24 @@ fn transfer(sides: &mut Sides, case: &Case, from_engine: bool) -> Option<String>
     (!diffs.is_empty()).then(|| diffs.join("\n"))
 }
 
-#[test]
-fn dump_restore_both_ways() {
-    if !redis_server_available("dump_restore_both_ways") {
-        return;
+/// A fresh engine and a private redis-server (kept alive by the caller),
+/// or `None` (skipped, with a note) without redis-server outside CI.
+fn sides_or_skip(test: &str) -> Option<(RedisServer, Sides)> {
+    if !redis_server_available(test) {
+        return None;
     }
     let server = RedisServer::start().expect("redis-server");
-    let mut sides = Sides {
+    let sides = Sides {
         engine: Engine::new().connection(),
         real: server.client().get_connection().expect("connect"),
+    };
+    Some((server, sides))
+}
+
+#[test]
+fn dump_restore_both_ways() {
+    let Some((_server, mut sides)) = sides_or_skip("dump_restore_both_ways") else {
+        return;
     };
     let mut failures = Vec::new();
     for case in cases() {
@@ -423,13 +432,9 @@ fn compressible_strings() -> Vec<Vec<u8>> {
 /// the same bytes, or the same choice to store it as it is.
 #[test]
 fn compressed_strings_dump_as_redis_dumps_them() {
-    if !redis_server_available("compressed_strings_dump_as_redis_dumps_them") {
+    let test = "compressed_strings_dump_as_redis_dumps_them";
+    let Some((_server, mut sides)) = sides_or_skip(test) else {
         return;
-    }
-    let server = RedisServer::start().expect("redis-server");
-    let mut sides = Sides {
-        engine: Engine::new().connection(),
-        real: server.client().get_connection().expect("connect"),
     };
     let mut differ = Vec::new();
     for (i, s) in compressible_strings().into_iter().enumerate() {

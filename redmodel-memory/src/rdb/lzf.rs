@@ -91,11 +91,7 @@ pub(crate) fn compress(input: &[u8], max_len: usize) -> Option<Vec<u8>> {
     };
     // Positions, 0 for none: a reference to the first byte is never made.
     let mut table = vec![0usize; 1 << HASH_BITS];
-    // `out[run]` is the open literal run's control byte, `lit` its length.
-    let mut out = Vec::with_capacity(max_len.min(end) + 1);
-    let mut run = 0;
-    out.push(0);
-    let mut lit = 0usize;
+    let mut out = Output::new(max_len.min(end) + 1);
     let mut at = 0;
     // Only read with 3 bytes ahead (liblzf reads past a shorter input).
     let mut h = if end >= 3 { first(0) } else { 0 };
@@ -105,23 +101,17 @@ pub(crate) fn compress(input: &[u8], max_len: usize) -> Option<Vec<u8>> {
         let found =
             from > 0 && at - from - 1 < MAX_DISTANCE && input[from..from + 3] == input[at..at + 3];
         if !found {
-            if out.len() >= max_len {
+            if out.bytes.len() >= max_len {
                 return None;
             }
-            lit += 1;
-            out.push(input[at]);
+            out.literal(input[at]);
             at += 1;
-            if lit == MAX_LITERAL {
-                out[run] = (lit - 1) as u8;
-                lit = 0;
-                run = out.len();
-                out.push(0);
-            }
             continue;
         }
         let offset = at - from - 1;
         let longest = (end - at - 2).min(MAX_MATCH);
-        if out.len() + 4 >= max_len && out.len() - usize::from(lit == 0) + 4 >= max_len {
+        let written = out.bytes.len();
+        if written + 4 >= max_len && written - usize::from(out.lit == 0) + 4 >= max_len {
             return None;
         }
         let mut len = 2;
@@ -143,23 +133,16 @@ pub(crate) fn compress(input: &[u8], max_len: usize) -> Option<Vec<u8>> {
                 }
             }
         }
-        // Close the literal run, or take back its empty control byte.
-        if lit == 0 {
-            out.pop();
-        } else {
-            out[run] = (lit - 1) as u8;
-        }
+        out.close();
         let extra = len - 2;
         if extra < 7 {
-            out.push(((offset >> 8) + (extra << 5)) as u8);
+            out.bytes.push(((offset >> 8) + (extra << 5)) as u8);
         } else {
-            out.push(((offset >> 8) + (7 << 5)) as u8);
-            out.push((extra - 7) as u8);
+            out.bytes.push(((offset >> 8) + (7 << 5)) as u8);
+            out.bytes.push((extra - 7) as u8);
         }
-        out.push(offset as u8);
-        lit = 0;
-        run = out.len();
-        out.push(0);
+        out.bytes.push(offset as u8);
+        out.open();
         at += len;
         if at + 2 >= end {
             break;
@@ -174,26 +157,62 @@ pub(crate) fn compress(input: &[u8], max_len: usize) -> Option<Vec<u8>> {
         table[slot(h)] = at;
         at += 1;
     }
-    if out.len() + 3 > max_len {
+    if out.bytes.len() + 3 > max_len {
         return None;
     }
-    while at < end {
-        lit += 1;
-        out.push(input[at]);
-        at += 1;
-        if lit == MAX_LITERAL {
-            out[run] = (lit - 1) as u8;
-            lit = 0;
-            run = out.len();
-            out.push(0);
+    for &byte in &input[at..] {
+        out.literal(byte);
+    }
+    out.close();
+    (out.bytes.len() <= max_len).then_some(out.bytes)
+}
+
+/// The compressed stream being written, with its open literal run.
+struct Output {
+    bytes: Vec<u8>,
+    /// Where the open run's control byte is.
+    run: usize,
+    /// How many bytes the open run holds.
+    lit: usize,
+}
+
+impl Output {
+    /// An output with a run open.
+    fn new(capacity: usize) -> Self {
+        let mut out = Output {
+            bytes: Vec::with_capacity(capacity),
+            run: 0,
+            lit: 0,
+        };
+        out.open();
+        out
+    }
+
+    /// Opens a run: its control byte is reserved, set when it closes.
+    fn open(&mut self) {
+        self.lit = 0;
+        self.run = self.bytes.len();
+        self.bytes.push(0);
+    }
+
+    /// One more byte in the open run; a full run closes and a new opens.
+    fn literal(&mut self, byte: u8) {
+        self.lit += 1;
+        self.bytes.push(byte);
+        if self.lit == MAX_LITERAL {
+            self.close();
+            self.open();
         }
     }
-    if lit == 0 {
-        out.pop();
-    } else {
-        out[run] = (lit - 1) as u8;
+
+    /// Closes the open run, or takes back its control byte if it is empty.
+    fn close(&mut self) {
+        if self.lit == 0 {
+            self.bytes.pop();
+        } else {
+            self.bytes[self.run] = (self.lit - 1) as u8;
+        }
     }
-    (out.len() <= max_len).then_some(out)
 }
 
 #[cfg(test)]

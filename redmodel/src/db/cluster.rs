@@ -869,15 +869,7 @@ async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The error redis-rs makes of a server's error reply `line`.
-    fn server_error(line: &str) -> redis::RedisError {
-        let reply = format!("-{line}\r\n");
-        match redis::parse_redis_value(reply.as_bytes()).and_then(|v| v.extract_error()) {
-            Err(err) => err,
-            Ok(value) => panic!("{line:?} parsed as {value:?}"),
-        }
-    }
+    use crate::error::tests::server_error;
 
     fn io(kind: std::io::ErrorKind) -> redis::RedisError {
         redis::RedisError::from(std::io::Error::new(kind, "gone"))

@@ -449,3 +449,31 @@ fn compressed_strings_dump_as_redis_dumps_them() {
     }
     assert!(differ.is_empty(), "DUMP payloads differ: {differ:?}");
 }
+
+/// A small list, hash and sorted set, each one listpack that compresses:
+/// the engine's DUMP payloads are redis-server's, byte for byte.
+#[test]
+fn compressed_listpacks_dump_as_redis_dumps_them() {
+    let test = "compressed_listpacks_dump_as_redis_dumps_them";
+    let Some((_server, mut sides)) = sides_or_skip(test) else {
+        return;
+    };
+    let items: Vec<String> = (0..60)
+        .map(|i| format!("item-{}-abcabcabc", i % 7))
+        .collect();
+    let builds = [
+        command("RPUSH", ["k".to_string()].into_iter().chain(items)),
+        words("HSET k f1 aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa f2 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"),
+        words("ZADD k 1 memberaaaaaaaaaaaaaaaaaaaaaaaaa 2 memberbbbbbbbbbbbbbbbbbbbbbbbbbbbb"),
+    ];
+    for build in builds {
+        let payloads: Vec<Value> = [true, false]
+            .map(|engine_side| {
+                sides.on(engine_side, &words("DEL k"));
+                sides.on(engine_side, &build);
+                sides.on(engine_side, &words("DUMP k"))
+            })
+            .into();
+        assert_eq!(payloads[0], payloads[1], "{}", build[0]);
+    }
+}

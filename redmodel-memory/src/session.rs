@@ -812,6 +812,8 @@ impl Session {
         // Redis denies blocking inside EXEC (`CLIENT_DENY_BLOCKING`).
         self.may_block = false;
         self.in_exec = true;
+        // Held apart while the queue runs, as `self` runs the others.
+        let mut host = self.exec_host.take();
         let replies = queue
             .iter()
             .map(|cmd| {
@@ -823,12 +825,9 @@ impl Session {
                 } else {
                     self.check_access(store, &args, now, true)
                 };
-                let own = allowed.is_ok() && self.exec_host.as_ref().is_some_and(|h| h.owns(&args));
-                if own {
+                if let Some(own) = host.as_mut().filter(|h| allowed.is_ok() && h.owns(&args)) {
                     let started = std::time::Instant::now();
-                    if let Some(host) = self.exec_host.as_mut() {
-                        host.run(store, &args);
-                    }
+                    own.run(store, &args);
                     self.timed(store, &args, started.elapsed(), now);
                     self.feed_monitors(store, &args);
                     return Reply::Nil;
@@ -837,12 +836,13 @@ impl Session {
                     Ok(r) => r,
                     Err(e) => e.to_value(),
                 };
-                if let Some(host) = self.exec_host.as_mut() {
+                if let Some(host) = host.as_mut() {
                     host.reply(&args, &reply);
                 }
                 reply
             })
             .collect();
+        self.exec_host = host;
         self.in_exec = false;
         Ok(reply::array(replies))
     }

@@ -26,7 +26,6 @@
 //! - SCAN runs on every master, each with its own cursor ([`scan_masters`]);
 //!   a SCAN sent by hand walks them all with one cursor ([`scan_step`]).
 
-use crate::command::Owned;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,6 +41,7 @@ use super::backend::{scan_all, Backend, Link};
 use super::pool::{self, Tracked};
 use super::slots::SlotOwners;
 use super::BoxFuture;
+use crate::command::Owned;
 use crate::error::is_redirection;
 use crate::error::{Error, Result};
 
@@ -144,9 +144,9 @@ impl ClusterBackend {
     /// new shared connection, which reads the slot map again: redis-rs
     /// learns of a moved slot from a MOVED reply, but keeps sending a dead
     /// master's slots to it until a redirection says otherwise, which a
-    /// dead node never sends. At most once per [`RECONNECT_EVERY`]; the failing request
-    /// still fails (transient), and the next ones go where the slots now
-    /// are.
+    /// dead node never sends. At most once per [`RECONNECT_EVERY`]; the
+    /// failing request still fails (transient), and the next ones go where
+    /// the slots now are.
     async fn reconnect_after<T>(&self, result: redis::RedisResult<T>) -> redis::RedisResult<T> {
         if let Err(err) = &result {
             self.refresh_after(err).await;
@@ -253,8 +253,10 @@ impl<C> Watchful<C> {
 /// transient one), never sent again, so that no write runs twice.
 ///
 /// A request is sent again after a growing pause (the slot map settles a
-/// few seconds after a master dies), for as long as [`RESEND_FOR`]; then
-/// the error is the caller's.
+/// few seconds after a master dies), for as long as [`RESEND_FOR`] from
+/// its first failure; then the error is the caller's. A request's
+/// `Resends` is made at its first failure, so that one that succeeds
+/// reads none of its commands' names.
 struct Resends {
     started: Instant,
     attempt: u64,
@@ -339,10 +341,15 @@ impl<C: ConnectionLike + Send> ConnectionLike for Watchful<C> {
             // A redirected WATCH ran nowhere: it follows like any other.
             let follow = !self.holds_state();
             self.state.sending(cmd);
-            let mut resends = Resends::for_command(cmd);
+            let mut resends = None;
             loop {
                 match self.conn.req_packed_command(cmd).await {
-                    Err(err) if follow && resends.again(&err).await => {}
+                    Err(err)
+                        if follow
+                            && resends
+                                .get_or_insert_with(|| Resends::for_command(cmd))
+                                .again(&err)
+                                .await => {}
                     result => return result,
                 }
             }
@@ -359,10 +366,15 @@ impl<C: ConnectionLike + Send> ConnectionLike for Watchful<C> {
             // In a pipeline, a WATCH may have run before a redirected read.
             let follow = !self.holds_state() && !pipeline.cmd_iter().any(opens_state);
             self.state.sending_pipeline(pipeline);
-            let mut resends = Resends::for_pipeline(pipeline);
+            let mut resends = None;
             loop {
                 match self.conn.req_packed_commands(pipeline, offset, count).await {
-                    Err(err) if follow && resends.again(&err).await => {}
+                    Err(err)
+                        if follow
+                            && resends
+                                .get_or_insert_with(|| Resends::for_pipeline(pipeline))
+                                .again(&err)
+                                .await => {}
                     result => return result,
                 }
             }
@@ -390,7 +402,7 @@ impl Backend for ClusterBackend {
 
     fn send<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let mut resends = Resends::for_command(cmd);
+            let mut resends = None;
             loop {
                 let mut conn = self.conn();
                 let result = if is_scan(cmd) {
@@ -398,10 +410,14 @@ impl Backend for ClusterBackend {
                 } else {
                     conn.req_packed_command(cmd).await
                 };
-                match &result {
-                    Err(err) if resends.again(err).await => self.refresh_after(err).await,
-                    _ => return self.reconnect_after(result).await,
+                let Err(err) = &result else {
+                    return result;
+                };
+                let resends = resends.get_or_insert_with(|| Resends::for_command(cmd));
+                if !resends.again(err).await {
+                    return self.reconnect_after(result).await;
                 }
+                self.refresh_after(err).await;
             }
         })
     }
@@ -413,7 +429,7 @@ impl Backend for ClusterBackend {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let mut resends = Resends::for_pipeline(pipeline);
+            let mut resends: Option<Resends> = None;
             loop {
                 let mut conn = self.conn();
                 let result = match conn.req_packed_commands(pipeline, offset, count).await {
@@ -424,17 +440,19 @@ impl Backend for ClusterBackend {
                     }
                     other => other,
                 };
+                let Err(err) = &result else {
+                    return result;
+                };
+                let resends = resends.get_or_insert_with(|| Resends::for_pipeline(pipeline));
+                if !resends.again(err).await {
+                    return self.reconnect_after(result).await;
+                }
                 // A transaction refused for a slot's move: the slot map is
                 // read anew before it goes again.
-                match &result {
-                    Err(err) if resends.again(err).await => {
-                        if holds_a_transaction(pipeline) {
-                            self.refresh().await;
-                        } else {
-                            self.refresh_after(err).await;
-                        }
-                    }
-                    _ => return self.reconnect_after(result).await,
+                if resends.whole {
+                    self.refresh().await;
+                } else {
+                    self.refresh_after(err).await;
                 }
             }
         })

@@ -583,8 +583,7 @@ pub(crate) fn refusal(err: Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::cmd;
-    use crate::command::Owned;
+    use crate::command::{cmd, Owned};
     use crate::KeyLayout;
 
     /// A plan of one group on `key`: it expects field `f` to read

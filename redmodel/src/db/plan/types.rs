@@ -163,8 +163,7 @@ pub(crate) fn from_script(err: &redis::RedisError) -> Option<Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::cmd;
-    use crate::command::Owned;
+    use crate::command::{cmd, Owned};
     use redis::Cmd;
 
     fn unit(cmds: &[Cmd]) -> Vec<Write<'_>> {

@@ -44,8 +44,9 @@ pub(crate) async fn run_each<F: Future>(
     db: &Db,
     writes: impl IntoIterator<Item = F>,
 ) -> Vec<F::Output> {
+    let writes = writes.into_iter();
     if db.engine().is_some() {
-        let mut outcomes = Vec::new();
+        let mut outcomes = Vec::with_capacity(writes.size_hint().0);
         for write in writes {
             outcomes.push(write.await);
         }

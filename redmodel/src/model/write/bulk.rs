@@ -143,20 +143,22 @@ impl<M: Model> ObjectRef<M> {
                 )
             })
             .collect();
-        // Gathered before the await: a lazy iterator's closure held across
-        // it makes the future's `Send` bound fail to hold for every lifetime.
-        let writes: Vec<_> = items
-            .iter()
-            .zip(checked)
-            .enumerate()
-            .map(|(i, ((handle, value), checked))| async move {
+        // Made one at a time, as the window takes them: a write's future
+        // is kilobytes, and a batch's worth at once would be megabytes.
+        // The closure takes only owned values: one taking a borrowed item
+        // makes the returned future's `Send` bound fail to hold for every
+        // lifetime.
+        let items = &items;
+        let writes = checked.into_iter().enumerate().map(move |(i, checked)| {
+            let (handle, value) = &items[i];
+            async move {
                 let outcome = match checked {
-                    Ok(()) => handle.insert(db, value).await,
+                    Ok(()) => handle.insert(db, *value).await,
                     Err(err) => Err(err),
                 };
                 at_item(i, handle.key(), outcome)
-            })
-            .collect();
+            }
+        });
         run_each(db, writes).await
     }
 
@@ -188,11 +190,15 @@ impl<M: Model> ObjectRef<M> {
         items: impl IntoIterator<Item = (ObjectRef<M>, A)>,
     ) -> Vec<std::result::Result<(), ItemError>> {
         let mut taken = Taken::<M>::new();
-        let writes: Vec<_> = items
+        let items: Vec<(ObjectRef<M>, Vec<Assign<M>>)> = items
+            .into_iter()
+            .map(|(handle, assigns)| (handle, assigns.into_iter().collect()))
+            .collect();
+        // Made one at a time, as the window takes them (see `insert_many`).
+        let writes = items
             .into_iter()
             .enumerate()
-            .map(|(i, (handle, assigns))| {
-                let assigns: Vec<Assign<M>> = assigns.into_iter().collect();
+            .map(move |(i, (handle, assigns))| {
                 let changes = Changes::Fields(
                     assigns
                         .iter()
@@ -207,8 +213,7 @@ impl<M: Model> ObjectRef<M> {
                     };
                     at_item(i, handle.key(), outcome)
                 }
-            })
-            .collect();
+            });
         run_each(db, writes).await
     }
 
@@ -223,20 +228,18 @@ impl<M: Model> ObjectRef<M> {
         refs: &[ObjectRef<M>],
     ) -> Vec<std::result::Result<bool, ItemError>> {
         let mut taken = Taken::<M>::new();
-        let writes: Vec<_> = refs
-            .iter()
-            .enumerate()
-            .map(|(i, handle)| {
-                let checked = taken.take(i, handle.key(), &Changes::Fields(Vec::new()));
-                async move {
-                    let outcome = match checked {
-                        Ok(()) => handle.delete(db).await,
-                        Err(err) => Err(err),
-                    };
-                    at_item(i, handle.key(), outcome)
-                }
-            })
-            .collect();
+        // Made one at a time, as the window takes them (see `insert_many`).
+        let writes = (0..refs.len()).map(move |i| {
+            let handle = &refs[i];
+            let checked = taken.take(i, handle.key(), &Changes::Fields(Vec::new()));
+            async move {
+                let outcome = match checked {
+                    Ok(()) => handle.delete(db).await,
+                    Err(err) => Err(err),
+                };
+                at_item(i, handle.key(), outcome)
+            }
+        });
         run_each(db, writes).await
     }
 }

@@ -67,6 +67,12 @@ pub trait Scalar: Sized {
     fn from_owned_text(raw: Vec<u8>) -> Result<Self, String> {
         Self::from_text(&raw)
     }
+    /// [`to_text`](Self::to_text) of a value the caller gives away, which
+    /// a type holding its text's bytes (`String`) hands over instead of
+    /// copying: what an index's upkeep calls on decoded tags.
+    fn into_text(self) -> Vec<u8> {
+        self.to_text()
+    }
 }
 
 /// Shows stored bytes in an error message, cut short if long.
@@ -100,6 +106,10 @@ impl Scalar for String {
 
     fn from_owned_text(raw: Vec<u8>) -> Result<Self, String> {
         String::from_utf8(raw).map_err(|e| not_utf8(e.as_bytes()))
+    }
+
+    fn into_text(self) -> Vec<u8> {
+        self.into_bytes()
     }
 }
 

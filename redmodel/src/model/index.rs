@@ -142,5 +142,5 @@ pub fn tags_of<T: TagSet>(raw: &[u8]) -> Result<Vec<String>, String>
 where
     super::codec::Json: Codec<T>,
 {
-    decode_text::<T, super::codec::Json>(raw)?.tag_texts()
+    decode_text::<T, super::codec::Json>(raw)?.into_tag_texts()
 }

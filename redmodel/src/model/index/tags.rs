@@ -36,17 +36,33 @@ pub trait TagSet {
     type Tag: Scalar;
     /// The tags, each as the text in its set's key, without duplicates.
     fn tag_texts(&self) -> std::result::Result<Vec<String>, String>;
+    /// [`tag_texts`](Self::tag_texts) of tags the caller gives away (just
+    /// decoded from the stored field): a `Vec` of strings hands its texts
+    /// over instead of copying each.
+    fn into_tag_texts(self) -> std::result::Result<Vec<String>, String>
+    where
+        Self: Sized,
+    {
+        self.tag_texts()
+    }
 }
 
 /// The texts of `tags`, sorted, without duplicates. Each tag's text is
 /// checked (an index key needs UTF-8) and kept as it was made: a write
 /// of tags pays for one text per tag, not a copy of each and a tree.
 fn texts<'a, E: Scalar + 'a>(
-    tags: impl Iterator<Item = &'a E>,
+    tags: impl ExactSizeIterator<Item = &'a E>,
 ) -> std::result::Result<Vec<String>, String> {
-    let mut out = Vec::with_capacity(tags.size_hint().0);
-    for tag in tags {
-        out.push(String::from_utf8(tag.to_text()).map_err(|e| not_key_text(e.as_bytes()))?);
+    sorted_texts(tags.map(Scalar::to_text))
+}
+
+/// The texts `texts` (one per tag), checked, sorted, without duplicates.
+fn sorted_texts(
+    texts: impl ExactSizeIterator<Item = Vec<u8>>,
+) -> std::result::Result<Vec<String>, String> {
+    let mut out = Vec::with_capacity(texts.len());
+    for text in texts {
+        out.push(String::from_utf8(text).map_err(|e| not_key_text(e.as_bytes()))?);
     }
     out.sort_unstable();
     out.dedup();
@@ -57,6 +73,10 @@ impl<E: Scalar> TagSet for Vec<E> {
     type Tag = E;
     fn tag_texts(&self) -> std::result::Result<Vec<String>, String> {
         texts(self.iter())
+    }
+
+    fn into_tag_texts(self) -> std::result::Result<Vec<String>, String> {
+        sorted_texts(self.into_iter().map(Scalar::into_text))
     }
 }
 
@@ -78,6 +98,10 @@ impl<T: TagSet> TagSet for Option<T> {
     type Tag = T::Tag;
     fn tag_texts(&self) -> std::result::Result<Vec<String>, String> {
         self.as_ref().map_or(Ok(Vec::new()), TagSet::tag_texts)
+    }
+
+    fn into_tag_texts(self) -> std::result::Result<Vec<String>, String> {
+        self.map_or(Ok(Vec::new()), TagSet::into_tag_texts)
     }
 }
 

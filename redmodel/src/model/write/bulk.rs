@@ -23,19 +23,22 @@ use crate::model::object::ObjectRef;
 use crate::model::Model;
 use crate::{Db, Error, ItemError, Result};
 
-/// What earlier items of a batch took: their objects' keys, and the
-/// unique values they claim (by field), each with the item's position.
-struct Taken<M> {
-    keys: HashMap<String, usize>,
-    claims: HashMap<(&'static str, String), usize>,
+/// What earlier items of a batch took: their objects' keys (borrowed
+/// from the batch's handles), and the unique values they claim (by
+/// field), each with the item's position. The tables hash with
+/// `foldhash`: a batch's own keys need no defence against flooding, and
+/// SipHash cost more than the rest of the check.
+struct Taken<'k, M> {
+    keys: HashMap<&'k str, usize, foldhash::fast::RandomState>,
+    claims: HashMap<(&'static str, String), usize, foldhash::fast::RandomState>,
     model: std::marker::PhantomData<fn() -> M>,
 }
 
-impl<M: Model> Taken<M> {
+impl<'k, M: Model> Taken<'k, M> {
     fn new() -> Self {
         Taken {
-            keys: HashMap::new(),
-            claims: HashMap::new(),
+            keys: HashMap::default(),
+            claims: HashMap::default(),
             model: std::marker::PhantomData,
         }
     }
@@ -44,7 +47,7 @@ impl<M: Model> Taken<M> {
     /// [`Error::DuplicateInBatch`] if an earlier item names the object or
     /// claims one of its unique values (nothing recorded then), and the
     /// error of a value that cannot be indexed.
-    fn take(&mut self, item: usize, key: &str, changes: &Changes<'_>) -> Result<()> {
+    fn take(&mut self, item: usize, key: &'k str, changes: &Changes<'_>) -> Result<()> {
         if let Some(&earlier) = self.keys.get(key) {
             return Err(Error::DuplicateInBatch {
                 model: M::TABLE,
@@ -68,7 +71,7 @@ impl<M: Model> Taken<M> {
                 });
             }
         }
-        self.keys.insert(key.to_string(), item);
+        self.keys.insert(key, item);
         for claim in claims {
             self.claims.insert(claim, item);
         }
@@ -189,31 +192,30 @@ impl<M: Model> ObjectRef<M> {
         db: &Db,
         items: impl IntoIterator<Item = (ObjectRef<M>, A)>,
     ) -> Vec<std::result::Result<(), ItemError>> {
-        let mut taken = Taken::<M>::new();
-        let items: Vec<(ObjectRef<M>, Vec<Assign<M>>)> = items
+        let (handles, assigns): (Vec<ObjectRef<M>>, Vec<Vec<Assign<M>>>) = items
             .into_iter()
             .map(|(handle, assigns)| (handle, assigns.into_iter().collect()))
-            .collect();
+            .unzip();
+        let mut taken = Taken::<M>::new();
+        let handles = &handles;
         // Made one at a time, as the window takes them (see `insert_many`).
-        let writes = items
-            .into_iter()
-            .enumerate()
-            .map(move |(i, (handle, assigns))| {
-                let changes = Changes::Fields(
-                    assigns
-                        .iter()
-                        .map(|a| (a.name, a.value.as_ref().ok().and_then(|v| v.as_deref())))
-                        .collect(),
-                );
-                let checked = taken.take(i, handle.key(), &changes);
-                async move {
-                    let outcome = match checked {
-                        Ok(()) => handle.set_many(db, assigns).await,
-                        Err(err) => Err(err),
-                    };
-                    at_item(i, handle.key(), outcome)
-                }
-            });
+        let writes = assigns.into_iter().enumerate().map(move |(i, assigns)| {
+            let handle = &handles[i];
+            let changes = Changes::Fields(
+                assigns
+                    .iter()
+                    .map(|a| (a.name, a.value.as_ref().ok().and_then(|v| v.as_deref())))
+                    .collect(),
+            );
+            let checked = taken.take(i, handle.key(), &changes);
+            async move {
+                let outcome = match checked {
+                    Ok(()) => handle.set_many(db, assigns).await,
+                    Err(err) => Err(err),
+                };
+                at_item(i, handle.key(), outcome)
+            }
+        });
         run_each(db, writes).await
     }
 

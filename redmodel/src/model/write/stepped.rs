@@ -375,9 +375,8 @@ impl Decide for ClaimEntry<'_> {
             let pending = matches!(ttl.first(), Some(Value::Int(ms)) if *ms >= 0);
             let holder = String::from_utf8_lossy(&holder).into_owned();
             let holds = pending || {
-                let held: Option<Vec<u8>> = self
-                    .db
-                    .query(cmd("HGET").arg(&holder).arg(self.field))
+                let held: Option<Vec<u8>> = reader
+                    .read_apart(self.db, cmd("HGET").arg(&holder).arg(self.field))
                     .await?;
                 held.as_deref() == Some(self.value.as_bytes())
             };
@@ -508,7 +507,7 @@ impl Decide for Release<'_> {
         // An object that is not a hash (a failed write's) holds nothing.
         let mut hget = cmd("HGET");
         hget.arg(self.key).arg(self.field);
-        let held: Option<Vec<u8>> = match self.db.query(&hget).await {
+        let held: Option<Vec<u8>> = match reader.read_apart(self.db, &hget).await {
             Err(Error::WrongType { .. }) => None,
             held => held?,
         };

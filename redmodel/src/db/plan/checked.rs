@@ -1044,12 +1044,12 @@ mod tests {
 
     /// A decision that copies the value of `from` to `to`, read as the
     /// `apart` read if set, else through the checked read.
-    struct Copy<'a> {
+    struct CopyValue<'a> {
         db: &'a Db,
         apart: bool,
     }
 
-    impl Decide for Copy<'_> {
+    impl Decide for CopyValue<'_> {
         async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
             let get = cmd("GET").arg("from").owned();
             let value: Option<String> = if self.apart {
@@ -1074,7 +1074,7 @@ mod tests {
                 .await
                 .unwrap();
             let before = db.round_trips();
-            run::<()>(&db, "to", &[], &[], &Copy { db: &db, apart })
+            run::<()>(&db, "to", &[], &[], &CopyValue { db: &db, apart })
                 .await
                 .unwrap();
             assert_eq!(db.round_trips() - before, 1, "apart: {apart}");

@@ -344,7 +344,9 @@ impl Recorder<'_> {
         // the reads and the script, as they would while a server's replies
         // travel, so that it sees the races a server does. (Against a
         // server the reads and the script travel: a yield would only cost
-        // a rescheduling.)
+        // a rescheduling. In process, a recorded read is the cluster
+        // layout's: the plain layout's decisions run under the engine's
+        // lock, `decided_now`.)
         if !conditions.is_empty() && self.db.engine().is_some() {
             tokio::task::yield_now().await;
         }

@@ -21,6 +21,16 @@ impl MemoryBackend {
     pub(crate) fn new(engine: Engine) -> Self {
         MemoryBackend { engine }
     }
+
+    /// The engine, for a request that is about to take its lock: in debug
+    /// builds, first a check that no decision holds that lock on this
+    /// thread ([`assert_not_deciding`](super::plan::checked::assert_not_deciding)),
+    /// where the request would wait for ever.
+    fn engine_to_lock(&self) -> &Engine {
+        #[cfg(debug_assertions)]
+        super::plan::checked::assert_not_deciding();
+        &self.engine
+    }
 }
 
 impl Backend for MemoryBackend {
@@ -33,7 +43,7 @@ impl Backend for MemoryBackend {
         // without holding the thread, which the task that would serve it
         // may need.
         Box::pin(async move {
-            let mut conn = self.engine.connection();
+            let mut conn = self.engine_to_lock().connection();
             conn.req_packed_command(cmd).await
         })
     }
@@ -45,7 +55,7 @@ impl Backend for MemoryBackend {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let mut conn = self.engine.connection();
+            let mut conn = self.engine_to_lock().connection();
             conn.req_packed_commands(pipeline, offset, count).await
         })
     }
@@ -55,16 +65,16 @@ impl Backend for MemoryBackend {
     }
 
     fn exclusive(&self) -> BoxFuture<'_, Result<Box<dyn Link>>> {
-        let link: Box<dyn Link> = Box::new(self.engine.connection());
+        let link: Box<dyn Link> = Box::new(self.engine_to_lock().connection());
         Box::pin(std::future::ready(Ok(link)))
     }
 
     fn subscriber(&self) -> super::pubsub::Opening<'_> {
-        let link = super::pubsub::Link::Memory(self.engine.pubsub());
+        let link = super::pubsub::Link::Memory(self.engine_to_lock().pubsub());
         Box::pin(std::future::ready(Ok(link)))
     }
 
     fn engine(&self) -> Option<&Engine> {
-        Some(&self.engine)
+        Some(self.engine_to_lock())
     }
 }

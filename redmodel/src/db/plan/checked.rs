@@ -591,10 +591,16 @@ fn decided_now(
     if let Err(err) = check_guards(tx, guards) {
         return Some(Err(err));
     }
-    let mut writes: Vec<Write<'_>> = Vec::with_capacity(base.len() + extra.len());
+    Some(apply(tx, &decided_writes(base, &extra)))
+}
+
+/// A decided write's commands: the fixed `base`, then what the decision
+/// added (`extra`, their replies dropped).
+fn decided_writes<'a>(base: &[Write<'a>], extra: &'a [Cmd]) -> Vec<Write<'a>> {
+    let mut writes = Vec::with_capacity(base.len() + extra.len());
     writes.extend_from_slice(base);
     writes.extend(extra.iter().map(|cmd| Write::plain(cmd, false)));
-    Some(apply(tx, &writes))
+    writes
 }
 
 #[cfg(debug_assertions)]
@@ -624,8 +630,8 @@ impl Drop for Deciding {
 
 /// Panics if this thread decides under the engine's lock: a decision that
 /// reads through the `Db` there, instead of its [`Reader`], would wait on
-/// that lock for ever. Checked in debug builds where the `Db` takes the
-/// engine's lock.
+/// that lock for ever. Checked in debug builds wherever the memory
+/// backend hands out its engine.
 #[cfg(debug_assertions)]
 pub(crate) fn assert_not_deciding() {
     assert!(
@@ -948,11 +954,8 @@ pub(crate) async fn run<T: FromRedisValue>(
             Err(_) if recorder.guessed() => continue,
             Err(err) => return Err(err),
         };
-        let mut writes: Vec<Write<'_>> = Vec::with_capacity(base.len() + extra.len());
-        writes.extend_from_slice(base);
-        writes.extend(extra.iter().map(|cmd| Write::plain(cmd, false)));
         match recorder
-            .commit::<T>(guards, Some(conflict_key), &writes)
+            .commit::<T>(guards, Some(conflict_key), &decided_writes(base, &extra))
             .await?
         {
             Checked::Done(out) => return Ok(out),

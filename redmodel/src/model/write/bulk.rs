@@ -13,6 +13,7 @@
 //! concurrent writes would land first.
 
 use std::collections::HashMap;
+use std::future::Future;
 
 use super::index::{plan, Changes};
 use super::{changed_fields, Encoded};
@@ -87,11 +88,22 @@ fn has_unique<M: Model>() -> bool {
         .any(|spec| matches!(spec.kind, IndexKind::Unique))
 }
 
-/// The outcome of item `item`, on the object `key`, as a batch reports it.
-fn at_item<T>(item: usize, key: &str, outcome: Result<T>) -> std::result::Result<T, ItemError> {
+/// The outcome of item `item`, on the object `handle`, as a batch reports
+/// it: its `write`, made and run only if the batch's check of it passed
+/// (`checked`).
+async fn item_outcome<M: Model, T, F: Future<Output = Result<T>>>(
+    item: usize,
+    handle: &ObjectRef<M>,
+    checked: Result<()>,
+    write: impl FnOnce() -> F,
+) -> std::result::Result<T, ItemError> {
+    let outcome = match checked {
+        Ok(()) => write().await,
+        Err(err) => Err(err),
+    };
     outcome.map_err(|error| ItemError {
         item,
-        key: key.to_string(),
+        key: handle.key().to_string(),
         error,
     })
 }
@@ -154,13 +166,7 @@ impl<M: Model> ObjectRef<M> {
         let items = &items;
         let writes = checked.into_iter().enumerate().map(move |(i, checked)| {
             let (handle, value) = &items[i];
-            async move {
-                let outcome = match checked {
-                    Ok(()) => handle.insert(db, *value).await,
-                    Err(err) => Err(err),
-                };
-                at_item(i, handle.key(), outcome)
-            }
+            item_outcome(i, handle, checked, move || handle.insert(db, *value))
         });
         run_each(db, writes).await
     }
@@ -208,13 +214,7 @@ impl<M: Model> ObjectRef<M> {
                     .collect(),
             );
             let checked = taken.take(i, handle.key(), &changes);
-            async move {
-                let outcome = match checked {
-                    Ok(()) => handle.set_many(db, assigns).await,
-                    Err(err) => Err(err),
-                };
-                at_item(i, handle.key(), outcome)
-            }
+            item_outcome(i, handle, checked, move || handle.set_many(db, assigns))
         });
         run_each(db, writes).await
     }
@@ -234,13 +234,7 @@ impl<M: Model> ObjectRef<M> {
         let writes = (0..refs.len()).map(move |i| {
             let handle = &refs[i];
             let checked = taken.take(i, handle.key(), &Changes::Fields(Vec::new()));
-            async move {
-                let outcome = match checked {
-                    Ok(()) => handle.delete(db).await,
-                    Err(err) => Err(err),
-                };
-                at_item(i, handle.key(), outcome)
-            }
+            item_outcome(i, handle, checked, move || handle.delete(db))
         });
         run_each(db, writes).await
     }

@@ -6,7 +6,6 @@
 //! with no object half-written.
 
 use std::collections::{BTreeSet, HashSet};
-use std::net::{Ipv4Addr, TcpListener};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -216,10 +215,7 @@ async fn acknowledged_writes_survive_a_crash_and_the_db_recovers() {
 
 #[tokio::test]
 async fn connecting_where_nothing_listens_is_a_connection_error() {
-    let port = {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
-        listener.local_addr().expect("addr").port()
-    };
+    let port = redmodel_suite::free_port().expect("a free port");
     let url = format!("redis://127.0.0.1:{port}/");
     let (out, took) = bounded("Db::connect", Db::connect(&url)).await;
     match out {

@@ -675,10 +675,9 @@ fn bad_input_never_panics_hangs_or_grows() {
 /// tail call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_looping_script_is_killed() {
-    use redmodel::memory::serve;
     let patience = Duration::from_secs(10);
     let engine = Engine::new();
-    let server = serve(engine.clone(), "127.0.0.1:0")
+    let server = redmodel_suite::serve_engine(engine.clone())
         .await
         .expect("bind a loopback port");
     let client = redis::Client::open(format!("redis://{}", server.local_addr())).expect("url");

@@ -19,7 +19,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use redmodel::memory::{serve, Engine};
+use redmodel::memory::Engine;
 use tokio::runtime::Builder;
 
 /// Rounds of "block on one connection, write on the other".
@@ -42,7 +42,7 @@ impl Served {
         let thread = std::thread::spawn(move || {
             let runtime = build().expect("a tokio runtime");
             runtime.block_on(async move {
-                let server = serve(Engine::new(), "127.0.0.1:0")
+                let server = redmodel_suite::serve_engine(Engine::new())
                     .await
                     .expect("bind a loopback port");
                 addr_tx.send(server.local_addr()).expect("the test waits");

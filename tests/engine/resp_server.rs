@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, Value};
-use redmodel::memory::{serve, Engine, ServerHandle};
+use redmodel::memory::{Engine, ServerHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -21,7 +21,7 @@ const PATIENCE: Duration = Duration::from_secs(10);
 
 async fn start() -> (Engine, ServerHandle) {
     let engine = Engine::new();
-    let server = serve(engine.clone(), "127.0.0.1:0")
+    let server = redmodel_suite::serve_engine(engine.clone())
         .await
         .expect("bind a loopback port");
     assert_ne!(server.local_addr().port(), 0);
@@ -570,7 +570,7 @@ async fn redis_cli_can_use_it() {
 #[tokio::test]
 async fn a_cluster_mode_engine_serves_cluster_clients() -> redmodel::Result<()> {
     let engine = Engine::new().with_cluster_mode();
-    let server = serve(engine.clone(), "127.0.0.1:0")
+    let server = redmodel_suite::serve_engine(engine.clone())
         .await
         .expect("bind a loopback port");
     let url = server.url();

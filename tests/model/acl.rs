@@ -69,7 +69,7 @@ async fn model_operations_stay_inside_the_acl_key_patterns_on_the_engine() -> Re
 
 /// A fresh memory engine served over RESP on a free port.
 async fn engine_server() -> redmodel::memory::ServerHandle {
-    redmodel::memory::serve(redmodel::memory::Engine::new(), "127.0.0.1:0")
+    redmodel_suite::serve_engine(redmodel::memory::Engine::new())
         .await
         .expect("the engine serves on a free port")
 }

@@ -647,7 +647,7 @@ impl ServedEngine {
                 };
                 runtime.block_on(async move {
                     let engine = redmodel::memory::Engine::new();
-                    match redmodel::memory::serve(engine, "127.0.0.1:0").await {
+                    match crate::serve_engine(engine).await {
                         Ok(handle) => {
                             let _ = url_tx.send(Ok(handle.url()));
                             let _ = stopped.await;

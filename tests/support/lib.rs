@@ -94,6 +94,7 @@ pub mod diff;
 mod env;
 mod info;
 pub mod module_graph;
+mod ports;
 mod proxy;
 mod sentinel;
 mod server;
@@ -106,6 +107,7 @@ pub use backend::{
 pub use cluster::{shared_cluster, RedisCluster, CLUSTER_TURN};
 pub use env::{env_number, env_seed};
 pub use info::command_calls;
+pub use ports::{free_port, listen, serve_engine};
 pub use proxy::Proxy;
 pub use sentinel::SentinelSet;
 pub use server::{

@@ -11,7 +11,7 @@
 //! forwarding that reply: to the client, a connection dropped after the
 //! server ran its request. Everything closes on drop.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -56,7 +56,7 @@ pub struct Proxy {
 impl Proxy {
     /// Listens on a free loopback port and forwards to `target`.
     pub async fn start(target: SocketAddr) -> std::io::Result<Proxy> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let listener = crate::listen().await?;
         let port = listener.local_addr()?.port();
         let state = Arc::new(State::default());
         let task = tokio::spawn(accept(listener, target, Arc::clone(&state)));

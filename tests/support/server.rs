@@ -15,11 +15,13 @@
 
 use std::fmt;
 use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::free_port;
 
 /// How long a server may take to answer PING after it was spawned
 /// (loading a large append-only file after a restart included).
@@ -172,17 +174,15 @@ impl RedisServerBuilder {
             options: self,
             child: None,
         };
+        let port = || free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")));
         let mut last_error = String::new();
         for _ in 0..START_ATTEMPTS {
-            server.port =
-                free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?;
+            server.port = port()?;
             if server.options.also_tls.is_some() {
-                server.tls_port =
-                    Some(free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?);
+                server.tls_port = Some(port()?);
             }
             if server.options.cluster_bus {
-                server.bus_port =
-                    Some(free_port().map_err(|e| ServerError::Failed(format!("free port: {e}")))?);
+                server.bus_port = Some(port()?);
             }
             match server.spawn_and_wait() {
                 Ok(()) => return Ok(server),
@@ -481,13 +481,6 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// A loopback port nobody listens on right now. Another process may take
-/// it before the server binds it; [`RedisServerBuilder::start`] retries.
-pub(crate) fn free_port() -> std::io::Result<u16> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-    Ok(listener.local_addr()?.port())
 }
 
 /// A config-file string literal for a path.

@@ -44,8 +44,11 @@ pub(crate) fn run_hostile_worlds(backend: Backend) {
     });
     match result {
         Ok(()) => eprintln!("{name}: {cases} worlds read back as the oracle says"),
+        // The reason comes again after the world, which can be long: a log
+        // cut in the middle still shows it.
         Err(TestError::Fail(reason, case)) => panic!(
-            "{name} (REDMODEL_BAD_INPUT_SEED={seed}): {reason}\nsmallest failing world:\n{case:?}"
+            "{name} (REDMODEL_BAD_INPUT_SEED={seed}): {reason}\nsmallest failing world:\n{case:?}\n\
+             {name} (REDMODEL_BAD_INPUT_SEED={seed}) failed: {reason}"
         ),
         Err(e) => panic!("{name} (REDMODEL_BAD_INPUT_SEED={seed}): {e}"),
     }

@@ -543,10 +543,23 @@ pub(crate) fn remove_elements<T: Kind>(
 
 /// Runs one command (not a transaction-control one) against the store.
 pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    run_found(ctx, args, None)
+}
+
+/// [`run`], with the command's spec if the caller found it already (by
+/// [`lookup_in`] or [`described`], for this version): else it is looked up.
+pub(crate) fn run_found(
+    ctx: &mut Ctx<'_>,
+    args: &[&[u8]],
+    found: Option<&'static Spec>,
+) -> CmdResult {
     let Some(name) = args.first() else {
         return Err(CmdError::err("empty command"));
     };
-    let spec = lookup_in(name, ctx.store.version).ok_or_else(|| unknown_command(args))?;
+    let spec = match found {
+        Some(spec) => spec,
+        None => lookup_in(name, ctx.store.version).ok_or_else(|| unknown_command(args))?,
+    };
     if !spec.arity_ok(args.len()) {
         ctx.store.command_stats.record_rejected(args);
         return Err(wrong_arity(spec));

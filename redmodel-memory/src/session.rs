@@ -10,7 +10,7 @@ use super::acl::log::{Context, Entry, Reason};
 use super::acl::Caller;
 
 use super::command::blocking::{self, BlockSlot, Parked};
-use super::command::{self, arity_ok, Ctx};
+use super::command::{self, arity_ok, Ctx, Spec};
 use super::command::{Store, DATABASES};
 use super::command_table;
 use super::error::CmdError;
@@ -609,7 +609,11 @@ impl Session {
         // Redis's description of the command, if it runs (a command the
         // engine has, with a right arity): what MONITOR shows and LATENCY
         // counts.
-        let meta = match command::described(args, store.version) {
+        let (spec, meta) = command::described(args, store.version);
+        // A command described as the version has it is the one that runs:
+        // found once, not looked up again by name.
+        let found = spec.filter(|_| meta.is_some());
+        let meta = match (spec, meta) {
             (Some(_), meta) => meta,
             (None, meta) if args.first().is_some_and(|n| control_arity(n).is_some()) => meta,
             (None, _) => None,
@@ -622,7 +626,7 @@ impl Session {
             store.monitors.feed_always(self.db, source, args);
         }
         let started = std::time::Instant::now();
-        let result = self.run_untimed(store, args, now);
+        let result = self.run_untimed(store, args, now, found);
         let took = started.elapsed();
         if let Some(meta) = monitored {
             let source = self.monitor_source();
@@ -708,8 +712,15 @@ impl Session {
         (self.client_id == 0).then_some("")
     }
 
-    /// [`Self::run`] without SLOWLOG's timing.
-    fn run_untimed(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
+    /// [`Self::run`] without SLOWLOG's timing; `found`, the command's
+    /// spec if the caller looked it up already.
+    fn run_untimed(
+        &mut self,
+        store: &mut Store,
+        args: &[&[u8]],
+        now: i64,
+        found: Option<&'static Spec>,
+    ) -> command::CmdResult {
         if args
             .first()
             .is_some_and(|name| name.eq_ignore_ascii_case(b"unwatch"))
@@ -731,7 +742,7 @@ impl Session {
         };
         // The command sees its client's identity (a few words moved).
         self.enter(ctx.store);
-        let result = command::run(&mut ctx, args);
+        let result = command::run_found(&mut ctx, args, found);
         self.leave(ctx.store);
         // SELECT (possibly queued in a transaction) changes the database.
         self.db = ctx.db;

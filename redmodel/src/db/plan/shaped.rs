@@ -172,12 +172,12 @@ pub(crate) fn shape<'a>(
         signature.push('|');
     }
     for write in writes {
-        add(
-            &mut signature,
-            &mut argv,
-            if write.keep { 'k' } else { 'w' },
-            write.cmd,
-        )?;
+        let tag = match (write.reads_back, write.keep) {
+            (true, _) => 'b',
+            (false, true) => 'k',
+            (false, false) => 'w',
+        };
+        add(&mut signature, &mut argv, tag, write.cmd)?;
         if let Some(splice) = write.splice {
             signature.push('@');
             signature.push_str(itoa::Buffer::new().format(splice.arg));
@@ -239,6 +239,7 @@ fn text_of(
             argc: args.count(),
             keep: write.keep,
             splice: write.splice,
+            reads_back: write.reads_back,
         });
     }
     Some(text(
@@ -280,12 +281,22 @@ struct WriteShape<'a> {
     argc: usize,
     keep: bool,
     splice: Option<Splice>,
+    /// A read back of the write before: its reply where exact.
+    reads_back: bool,
 }
 
 /// The first line of a script with type checks: `typed(key, want)`,
 /// whether `key` holds `want` or nothing.
 const TYPED: &str = "local function typed(k, w) local t = \
     redis.call('TYPE', k)['ok'] return t == 'none' or t == w end\n";
+
+/// The first line of a script with a read back: `exact(reply)`, the reply
+/// of the write before if it is exact as Lua holds it (a string, or a
+/// number within 2^53, as an HINCRBY's integer mostly is), else `false`,
+/// so that the script reads the field only where Lua rounded the reply.
+const EXACT: &str = "local function exact(v) if type(v) == 'string' or \
+    (type(v) == 'number' and v > -9007199254740992 and v < 9007199254740992) \
+    then return v end return false end\n";
 
 /// The script's text for a shape: `reads` as (name, argument count,
 /// expected value count), `expected` the values, `writes`, and the keys
@@ -302,6 +313,9 @@ fn text(
     let mut out = String::new();
     if !checks.is_empty() {
         out.push_str(TYPED);
+    }
+    if writes.iter().any(|w| w.reads_back) {
+        out.push_str(EXACT);
     }
     // The first `guards` keys must exist; a key past them only routes
     // the script.
@@ -383,15 +397,24 @@ fn text(
         "local out = {1}\n"
     });
     for (j, (write, at)) in writes.iter().zip(&write_at).enumerate() {
-        // A reply a later write splices in is kept in a local.
+        // A reply a later write splices in, or reads back, is kept in a
+        // local.
         let taken = writes[j + 1..]
             .iter()
-            .any(|w| w.splice.is_some_and(|s| s.from == j));
+            .any(|w| w.splice.is_some_and(|s| s.from == j))
+            || writes.get(j + 1).is_some_and(|w| w.reads_back);
+        // A read back that nothing uses runs nothing.
+        if write.reads_back && !taken && !write.keep {
+            continue;
+        }
         if taken {
             let _ = write!(out, "local w{j} = ");
         } else if write.keep {
             kept += 1;
             let _ = write!(out, "out[{kept}] = ");
+        }
+        if write.reads_back {
+            let _ = write!(out, "exact(w{}) or ", j.saturating_sub(1));
         }
         let _ = write!(out, "redis.call('{}'", write.name);
         args_text(&mut out, *at, write.argc, write.splice);
@@ -468,6 +491,7 @@ mod tests {
             argc,
             keep,
             splice: None,
+            reads_back: false,
         }
     }
 
@@ -501,6 +525,35 @@ mod tests {
         assert!(text.contains("out[1] = redis.call('HGET', ARGV[4], ARGV[5])\n"));
         // Without reads, the kept replies alone.
         assert!(text.ends_with("\nreturn out\n"));
+    }
+
+    #[test]
+    fn a_read_back_is_the_write_s_reply_where_lua_holds_it_exactly() {
+        let (incr, get) = (cmd(&["HINCRBY", "k", "f", "1"]), cmd(&["HGET", "k", "f"]));
+        let zadd = cmd(&["ZADD", "i", "0", "k"]);
+        let read_back = Write {
+            reads_back: true,
+            ..Write::plain(&get, true)
+        };
+        let spliced = Write {
+            splice: Some(Splice { arg: 1, from: 1 }),
+            ..Write::plain(&zadd, false)
+        };
+        let writes = [Write::plain(&incr, false), read_back, spliced];
+        let shaped = shape(1, &[], &writes, &[]).expect("a shape");
+        let text = text_of(1, &[], &writes, &[]).expect("a text");
+        assert!(text.starts_with("local function exact(v)"), "{text}");
+        assert!(text.contains("local w0 = redis.call('HINCRBY', ARGV[1], ARGV[2], ARGV[3])\n"));
+        assert!(text.contains(
+            "local w1 = exact(w0) or redis.call('HGET', ARGV[4], ARGV[5])\nout[1] = w1\n"
+        ));
+        assert!(text.contains("redis.call('ZADD', ARGV[6], w1, ARGV[8])\n"));
+        // A plain HGET after the increment is another shape: it always runs.
+        let plain = shape(1, &[], &[writes[0], Write::plain(&get, true), spliced], &[]);
+        assert!(!Arc::ptr_eq(
+            &shaped.script,
+            &plain.expect("a shape").script
+        ));
     }
 
     #[test]

@@ -190,6 +190,50 @@ backend_tests! {
     }
 }
 
+/// How many HGETs the backend has run (`INFO commandstats`, summed over
+/// a real cluster's nodes): a script's calls count, as Redis counts them.
+async fn hget_calls(ctx: &redmodel_suite::TestCtx) -> redmodel::Result<u64> {
+    let Some(urls) = ctx.cluster_urls() else {
+        let info: String = ctx.db.query(redis::cmd("INFO").arg("commandstats")).await?;
+        return Ok(redmodel_suite::command_calls(&info, "hget"));
+    };
+    let mut total = 0;
+    for url in urls {
+        let mut conn = redis::Client::open(url.as_str())?
+            .get_multiplexed_async_connection()
+            .await?;
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await?;
+        total += redmodel_suite::command_calls(&info, "hget");
+    }
+    Ok(total)
+}
+
+backend_tests! {
+    /// An increment answers with its own reply while that is exact where
+    /// the write runs: in process always, in a script while Lua holds it
+    /// exactly (within 2^53). Past that a script reads the field back.
+    exclusive async fn an_increment_reads_its_field_back_only_where_its_reply_is_rounded(
+        ctx
+    ) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        classes(db, &[1]).await?;
+        student("a", 1, [1, 2, 3]).insert(db).await?;
+        let a = Student::at("a");
+        let before = hget_calls(&ctx).await?;
+        assert_eq!(a.incr(db, Student::MATH, 5).await?, 8);
+        assert_eq!(hget_calls(&ctx).await? - before, 0, "read back within 2^53");
+        a.set(db, Student::MATH, (1 << 53) - 1).await?;
+        let before = hget_calls(&ctx).await?;
+        assert_eq!(a.incr(db, Student::MATH, 2).await?, (1 << 53) + 1);
+        let read_back = u64::from(!ctx.is_memory());
+        assert_eq!(hget_calls(&ctx).await? - before, read_back, "past 2^53");
+        Ok(())
+    }
+}
+
 backend_tests! {
     exclusive async fn the_codec_stores_readable_text(ctx) -> redmodel::Result<()> {
         let db = &ctx.db;

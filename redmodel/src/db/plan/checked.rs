@@ -450,16 +450,18 @@ async fn send(
         }
     };
     let reply = match call.invoke(db).await {
-        Ok(Some(Value::Array(reply))) => reply,
-        Ok(Some(_)) => return Err(unknown_shape()),
+        Ok(Some(reply)) => reply,
         Ok(None) => return Ok(None),
         Err(err) => return Err(types::first_refused(refusal(err), writes)),
     };
-    if shaped.is_some() {
-        return shaped::reply(reply, !conditions.is_empty())
+    if let Some(shaped) = &shaped {
+        return (shaped.reply(reply, !conditions.is_empty()))
             .map(Some)
             .ok_or_else(unknown_shape);
     }
+    let Value::Array(reply) = reply else {
+        return Err(unknown_shape());
+    };
     let mut reply = reply.into_iter();
     let (Some(Value::Int(done)), Some(Value::Array(first)), None) =
         (reply.next(), reply.next(), reply.next())

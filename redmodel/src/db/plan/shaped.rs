@@ -29,9 +29,9 @@
 //! one more for the client to parse (redis-rs takes about a thousand
 //! instructions a value) on every write: a script without reads (a
 //! guarded write), which has no other outcome, replies its kept replies
-//! alone; one with reads replies `{1, kept replies...}`, flat, or `{0,
-//! reads as they are}` ([`reply`]). The general script replies `{1, every
-//! reply}`.
+//! alone, and its one kept reply not even in a list; one with reads
+//! replies `{1, kept replies...}`, flat, or `{0, reads as they are}`
+//! ([`Shaped::reply`]). The general script replies `{1, every reply}`.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -59,6 +59,9 @@ static SCRIPTS: LazyLock<Mutex<HashMap<String, Arc<Lua>, foldhash::fast::RandomS
 /// A checked write ready to send as its shape's script.
 pub(crate) struct Shaped<'a> {
     pub(crate) script: Arc<Lua>,
+    /// Whether the script replies its one kept reply alone, not in a
+    /// list ([`replies_alone`]).
+    pub(crate) alone: bool,
     /// `ARGV`: each read's arguments, each write's, then the expected
     /// values of the reads, in order (an integer as its text, the one
     /// argument not borrowed from the write).
@@ -211,7 +214,19 @@ pub(crate) fn shape<'a>(
         }
         None => return None,
     };
-    Some(Shaped { script, argv })
+    Some(Shaped {
+        script,
+        argv,
+        alone: replies_alone(reads.len(), writes.iter().map(|w| w.keep)),
+    })
+}
+
+/// Whether a script of `reads` reads and writes that keep their replies
+/// as `keeps` says replies its one kept reply alone: a script without
+/// reads that keeps one reply (an increment's value, an insert's count).
+/// The client parses one value, not a list of one.
+fn replies_alone(reads: usize, keeps: impl Iterator<Item = bool>) -> bool {
+    reads == 0 && keeps.filter(|&keep| keep).count() == 1
 }
 
 /// The script's text for the shape of `reads` and `writes` (which
@@ -424,7 +439,11 @@ fn text(
             let _ = writeln!(out, "out[{kept}] = w{j}");
         }
     }
-    out.push_str("return out\n");
+    if replies_alone(reads.len(), writes.iter().map(|w| w.keep)) {
+        out.push_str("return out[1]\n");
+    } else {
+        out.push_str("return out\n");
+    }
     out
 }
 
@@ -451,23 +470,31 @@ fn absent_reply(name: &str, argc: usize, count: usize) -> Option<String> {
     }
 }
 
-/// What a shaped script replied, as the caller reads every checked
-/// write's reply: whether the writes ran, and the kept replies, or the
-/// reads as they are if they did not.
-pub(crate) fn reply(mut reply: Vec<Value>, has_reads: bool) -> Option<(bool, Vec<Value>)> {
-    if !has_reads {
-        return Some((true, reply));
-    }
-    match reply.first()? {
-        Value::Int(1) => {
-            reply.remove(0);
-            Some((true, reply))
+impl Shaped<'_> {
+    /// What a shaped script replied, as the caller reads every checked
+    /// write's reply: whether the writes ran, and the kept replies, or the
+    /// reads as they are if they did not.
+    pub(crate) fn reply(&self, reply: Value, has_reads: bool) -> Option<(bool, Vec<Value>)> {
+        if self.alone {
+            return Some((true, vec![reply]));
         }
-        Value::Int(0) if reply.len() == 2 => match reply.pop()? {
-            Value::Array(seen) => Some((false, seen)),
+        let Value::Array(mut reply) = reply else {
+            return None;
+        };
+        if !has_reads {
+            return Some((true, reply));
+        }
+        match reply.first()? {
+            Value::Int(1) => {
+                reply.remove(0);
+                Some((true, reply))
+            }
+            Value::Int(0) if reply.len() == 2 => match reply.pop()? {
+                Value::Array(seen) => Some((false, seen)),
+                _ => None,
+            },
             _ => None,
-        },
-        _ => None,
+        }
     }
 }
 
@@ -523,8 +550,8 @@ mod tests {
         );
         assert!(text.contains("redis.call('HINCRBY', ARGV[1], ARGV[2], ARGV[3])\n"));
         assert!(text.contains("out[1] = redis.call('HGET', ARGV[4], ARGV[5])\n"));
-        // Without reads, the kept replies alone.
-        assert!(text.ends_with("\nreturn out\n"));
+        // Without reads, the one kept reply alone.
+        assert!(text.ends_with("\nreturn out[1]\n"));
     }
 
     #[test]
@@ -683,26 +710,52 @@ mod tests {
     #[test]
     fn a_reply_says_whether_the_writes_ran_in_as_few_values_as_it_can() {
         let int = Value::Int;
-        // No reads: the kept replies alone, whatever they are.
+        let list = |values: &[Value]| Value::Array(values.to_vec());
+        let (incr, set) = (
+            cmd(&["HINCRBY", "k", "f", "1"]),
+            cmd(&["HSET", "k", "g", "v"]),
+        );
+        let two = shape(
+            1,
+            &[],
+            &[Write::plain(&incr, true), Write::plain(&set, true)],
+            &[],
+        )
+        .expect("a shape");
+        let one = shape(
+            1,
+            &[],
+            &[Write::plain(&incr, true), Write::plain(&set, false)],
+            &[],
+        )
+        .expect("a shape");
+        // No reads: the kept replies alone, whatever they are; one kept
+        // reply not even in a list, a list included.
         assert_eq!(
-            reply(vec![int(0), int(7)], false),
+            two.reply(list(&[int(0), int(7)]), false),
             Some((true, vec![int(0), int(7)]))
+        );
+        assert_eq!(one.reply(int(7), false), Some((true, vec![int(7)])));
+        assert_eq!(
+            one.reply(list(&[int(7)]), false),
+            Some((true, vec![list(&[int(7)])]))
         );
         // Reads: a 1, then the kept replies; or a 0 and the reads.
         assert_eq!(
-            reply(vec![int(1), int(7)], true),
+            two.reply(list(&[int(1), int(7)]), true),
             Some((true, vec![int(7)]))
         );
-        assert_eq!(reply(vec![int(1)], true), Some((true, vec![])));
+        assert_eq!(two.reply(list(&[int(1)]), true), Some((true, vec![])));
         let seen = vec![Value::Nil, int(3)];
         assert_eq!(
-            reply(vec![int(0), Value::Array(seen.clone())], true),
+            two.reply(list(&[int(0), Value::Array(seen.clone())]), true),
             Some((false, seen))
         );
         // Anything else is an unknown shape.
-        assert_eq!(reply(vec![], true), None);
-        assert_eq!(reply(vec![int(0), int(3)], true), None);
-        assert_eq!(reply(vec![int(2)], true), None);
+        assert_eq!(two.reply(list(&[]), true), None);
+        assert_eq!(two.reply(list(&[int(0), int(3)]), true), None);
+        assert_eq!(two.reply(list(&[int(2)]), true), None);
+        assert_eq!(two.reply(int(7), false), None);
     }
 
     #[test]

@@ -539,8 +539,8 @@ impl Transaction {
                 };
                 expiry::ttl_cmds::<M>(&self.db, &key, ttl, write::names(&set)).map(|ttls| {
                     (
-                        write::reference_guards::<M>(&self.db, &set),
-                        write::reference_marks::<M>(&self.db, &key, &set),
+                        write::reference_guards::<M>(&self.db, &set).collect(),
+                        write::reference_marks::<M>(&self.db, &key, &set).collect(),
                         ttls,
                     )
                 })

@@ -108,12 +108,12 @@ impl<M: Model> ObjectRef<M> {
         let changed = changed_fields(set, removed);
         let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());
         let changes = Changes::Fields(changed);
-        let marks = reference_marks::<M>(db, &key, set);
         let ttls = ttl_cmds::<M>(db, &key, None, names(set))?;
         let write = |steps: &mut Plan| {
-            add_write(steps, &key, prior.as_ref(), set, removed, &marks, &ttls);
+            let marks = reference_marks::<M>(db, &key, set);
+            add_write(steps, &key, prior.as_ref(), set, removed, marks, &ttls);
         };
-        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, &guards, &write, &changes)
+        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
         let prior = prior.map(|p| p.parse(&kept)).transpose()?;
@@ -240,7 +240,6 @@ impl<M: Model> ObjectRef<M> {
             return Ok(());
         }
         let key = self.key_in(db);
-        let marks = reference_marks::<M>(db, &key, &fields.set);
         let ttls = ttl_cmds::<M>(db, &key, ttl, names(&fields.set))?;
         let changed = changed_fields(&fields.set, &fields.removed);
         let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());
@@ -251,7 +250,7 @@ impl<M: Model> ObjectRef<M> {
                 prior.as_ref(),
                 &fields.set,
                 &fields.removed,
-                &marks,
+                reference_marks::<M>(db, &key, &fields.set),
                 &ttls,
             );
             if counted {
@@ -260,7 +259,7 @@ impl<M: Model> ObjectRef<M> {
         };
         let changes = Changes::Fields(changed);
         let guards = self.guards(db, false, &fields.set);
-        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, &guards, &write, &changes)
+        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, guards, &write, &changes)
             .await
             .map_err(at_key(self.key(), "hash"))?;
         let prior = prior.map(|p| p.parse(&kept)).transpose()?;
@@ -294,9 +293,10 @@ impl<M: Model> ObjectRef<M> {
         let write = |steps: &mut Plan| {
             steps.add(cmd("DEL").arg(&key).owned());
         };
-        let (existed,): (bool,) = index::run::<M, _>(db, &key, &[], &write, &Changes::Delete)
-            .await
-            .map_err(at_key(self.key(), "hash"))?;
+        let (existed,): (bool,) =
+            index::run::<M, _>(db, &key, Vec::new(), &write, &Changes::Delete)
+                .await
+                .map_err(at_key(self.key(), "hash"))?;
         Ok(existed)
     }
 }
@@ -311,14 +311,14 @@ fn add_write(
     prior: Option<&PriorRead>,
     set: &[(&str, Vec<u8>)],
     removed: &[&str],
-    marks: &[Cmd],
+    marks: impl Iterator<Item = Cmd>,
     ttls: &[Cmd],
 ) {
     if let Some(prior) = prior {
         prior.add_to(steps);
     }
     for mark in marks {
-        steps.add_ignored(mark.clone());
+        steps.add_ignored(mark);
     }
     if !removed.is_empty() {
         steps.add_ignored(cmd("HDEL").arg(key).arg(removed).owned());
@@ -363,13 +363,14 @@ impl<M: Model> ObjectRef<M> {
     /// for a sub-object; and the object every reference field in `set`
     /// names (a `Ref` field pointing at a deleted object would dangle).
     fn guards(&self, db: &Db, existing: bool, set: &[(&str, Vec<u8>)]) -> Vec<String> {
-        let mut guards: Vec<String> = if existing {
-            vec![self.key_in(db).into_owned()]
+        let own = if existing {
+            Some(self.key_in(db).into_owned())
         } else {
-            self.owner_key_in(db).into_iter().collect()
+            self.owner_key_in(db)
         };
-        guards.extend(reference_guards::<M>(db, set));
-        guards
+        own.into_iter()
+            .chain(reference_guards::<M>(db, set))
+            .collect()
     }
 
     /// The key of the admin this object hangs under, as `db` stores it
@@ -431,16 +432,21 @@ pub(crate) fn single_set(key: &str, text: Vec<u8>, ttl: Option<Duration>) -> Res
 /// unit. In the cluster layout, those in `key`'s slot guard the write's
 /// own group; each of the others (a reference field's target) gets a
 /// group of its own, checked first, just before the write, not with it.
-pub(crate) fn guarded_unit(db: &Db, key: &str, guards: &[String]) -> Plan {
-    // The object, the usual guard, is known by its name: no slot to hash.
-    let near = |g: &&String| g.as_str() == key || db.shares_slot(g, key);
+pub(crate) fn guarded_unit(db: &Db, key: &str, guards: Vec<String>) -> Plan {
     let mut unit = Plan::new();
-    for guard in guards.iter().filter(|g| !near(g)) {
-        unit.step().guard(guard.as_str());
+    // Moved into the plan, the far ones first, each in a group of its own.
+    let mut near: smallvec::SmallVec<[String; 2]> = smallvec::SmallVec::new();
+    for guard in guards {
+        // The object, the usual guard, is known by its name: no slot to hash.
+        if guard == key || db.shares_slot(&guard, key) {
+            near.push(guard);
+        } else {
+            unit.step().guard(guard);
+        }
     }
     unit.step();
-    for guard in guards.iter().filter(near) {
-        unit.guard(guard.as_str());
+    for guard in near {
+        unit.guard(guard);
     }
     unit
 }

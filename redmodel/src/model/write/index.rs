@@ -224,13 +224,13 @@ fn add_blind(cmds: &mut Vec<Cmd>, member: &str, steps: &[Step]) {
 pub(crate) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
-    guards: &[String],
+    guards: Vec<String>,
     write: &(dyn Fn(&mut Plan) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
-    let mut unit = guarded_unit(db, key, guards);
     let touched = touched::<M>(changes);
     if touched.is_empty() {
+        let mut unit = guarded_unit(db, key, guards);
         write(&mut unit);
         return unit.run(db).await;
     }
@@ -238,7 +238,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
         .iter()
         .map(|(spec, new)| step::<M>(Some(db), spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
-    if !db.one_unit_with_indexes(key, guards) {
+    if !db.one_unit_with_indexes(key, &guards) {
         let specs: Vec<&'static IndexSpec> = touched.iter().map(|(spec, _)| *spec).collect();
         let claims: Vec<(&'static str, &str)> = steps
             .iter()
@@ -252,6 +252,7 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
             .collect();
         return stepped::run::<M, T>(db, key, guards, write, &specs, &claims).await;
     }
+    let mut unit = guarded_unit(db, key, guards);
     write(&mut unit);
     let mut blind = Vec::new();
     add_blind(&mut blind, key, &steps);
@@ -638,8 +639,8 @@ pub(crate) async fn incr_indexed<M: Model>(
     // outside a slot group), or a server that refuses scripts: the object's step, then
     // the entries from the value it read back (see `stepped`).
     let write = |steps: &mut Plan| add_incr_read_back(steps, key, field, command, by);
-    let guards = [key.to_string()];
-    let (reply,): (Value,) = stepped::run::<M, _>(db, key, &guards, &write, &specs, &[]).await?;
+    let guards = vec![key.to_string()];
+    let (reply,): (Value,) = stepped::run::<M, _>(db, key, guards, &write, &specs, &[]).await?;
     let text = number_text(reply)?;
     for spec in &specs {
         if let IndexKind::Sorted { score } = spec.kind

@@ -17,10 +17,11 @@ use crate::{Db, Error, Result};
 
 /// The objects the reference fields among `set` name, as `db` stores
 /// them: what a write of those fields needs to exist.
-pub(crate) fn reference_guards<M: Model>(db: &Db, set: &[(&str, Vec<u8>)]) -> Vec<String> {
-    references_in::<M>(set)
-        .map(|(_, target)| db.stored(target).into_owned())
-        .collect()
+pub(crate) fn reference_guards<'a, M: Model>(
+    db: &'a Db,
+    set: &'a [(&str, Vec<u8>)],
+) -> impl Iterator<Item = String> + 'a {
+    references_in::<M>(set).map(|(_, target)| db.stored(target).into_owned())
 }
 
 /// The reference fields among `set`, with the plain key each names.
@@ -40,11 +41,14 @@ fn references_in<'a, M: Model>(
 /// target of the object's slot group (or under the same admin). A target
 /// in another slot is marked after the write, by
 /// [`recheck_references`].
-pub(crate) fn reference_marks<M: Model>(db: &Db, key: &str, set: &[(&str, Vec<u8>)]) -> Vec<Cmd> {
+pub(crate) fn reference_marks<'a, M: Model>(
+    db: &'a Db,
+    key: &'a str,
+    set: &'a [(&str, Vec<u8>)],
+) -> impl Iterator<Item = Cmd> + 'a {
     references_in::<M>(set)
         .filter(|(_, target)| in_unit(db, key, target))
         .map(|(reference, target)| mark(db, reference, target))
-        .collect()
 }
 
 /// Whether the write of the object at `key` (as stored) holds the
@@ -267,8 +271,8 @@ async fn restore<M: Model>(
             .map(|(name, text)| (*name, text.as_deref()))
             .collect(),
     );
-    let guards = [key.to_string()];
-    let restored = match index::run::<M, ()>(db, key, &guards, &write, &changes).await {
+    let guards = vec![key.to_string()];
+    let restored = match index::run::<M, ()>(db, key, guards, &write, &changes).await {
         Ok(()) => true,
         Err(Error::NotFound { .. }) => false,
         Err(err) => return Err(err),

@@ -97,7 +97,7 @@ pub(crate) struct Claim {
 pub(super) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
-    guards: &[String],
+    guards: Vec<String>,
     write: &(dyn Fn(&mut Plan) + Sync),
     specs: &[&'static IndexSpec],
     claims: &[(&'static str, &str)],

@@ -171,11 +171,14 @@ impl Plan {
 
     /// Adds a read of the hash field the command before it changed (its
     /// key and field are that command's first two arguments, as an
-    /// HINCRBY's), its reply kept as a string. A script runs it as an
-    /// HGET: there the write's own integer reply would reach the client
-    /// as a Lua number, rounded from 2^53 up. In process the write's
-    /// reply is exact, so it stands for the read, as text, and no HGET
-    /// is built or run.
+    /// HINCRBY's), its reply kept: the field's value exactly, as text or
+    /// as the write's integer reply. A shaped script answers with the
+    /// write's own reply where Lua holds it exactly (a string, an integer
+    /// within 2^53) and runs the HGET past that, where the reply would
+    /// reach the client as a rounded Lua number; the general script and
+    /// the paths without one (WATCH, a gathered bulk write) run the HGET.
+    /// In process the write's reply is exact, so it stands for the read,
+    /// as text, and no HGET is built or run.
     pub(crate) fn add_field_read_back(&mut self) -> &mut Self {
         let group = self.current();
         debug_assert!(!group.cmds.is_empty(), "a read back follows a write");

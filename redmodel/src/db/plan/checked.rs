@@ -99,10 +99,7 @@ impl Reader for RawTransaction {
         async move {
             let replies: Vec<Value> = self.query_pipeline(&pipe).await?;
             let reads = pipe.cmd_iter().skip(watched);
-            match first_error(reads, &replies, errors_as_replies) {
-                Some(err) => Err(err),
-                None => Ok(replies),
-            }
+            first_error(reads, &replies, errors_as_replies).map_or(Ok(replies), Err)
         }
     }
 }
@@ -677,10 +674,9 @@ impl Reader for Locked<'_, '_> {
     ) -> impl Future<Output = Result<Vec<Value>>> + Send {
         let mut tx = self.0.lock();
         let replies: Vec<Value> = reads.iter().map(|read| call(&mut tx, read)).collect();
-        std::future::ready(match first_error(&reads, &replies, errors_as_replies) {
-            Some(err) => Err(err),
-            None => Ok(replies),
-        })
+        std::future::ready(
+            first_error(&reads, &replies, errors_as_replies).map_or(Ok(replies), Err),
+        )
     }
 }
 
@@ -935,10 +931,8 @@ pub(crate) async fn run<T: FromRedisValue>(
     // the engine's lock. (The cluster layout's decisions read keys of
     // other slots, which a cluster-mode engine refuses to one unit, as
     // Redis Cluster refuses them to one script.)
-    let at_once = db.key_layout() == KeyLayout::Plain;
-    if let Some(Some(outcome)) = at_once
-        .then(|| db.atomically(|tx| decided_now(tx, guards, base, decide)))
-        .flatten()
+    if db.key_layout() == KeyLayout::Plain
+        && let Some(Some(outcome)) = db.atomically(|tx| decided_now(tx, guards, base, decide))
     {
         let kept = outcome.map_err(|e| *e)?;
         return Ok(T::from_redis_value(Value::Array(kept)).map_err(redis::RedisError::from)?);

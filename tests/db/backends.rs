@@ -438,7 +438,19 @@ async fn unreachable_server_is_a_connection_error() {
         return;
     };
     let url = server.url();
+    let port = server.port();
     server.kill();
+    // The port stays bound, without a listener, so that the connection's
+    // own end cannot take it: a TCP self-connect would read its commands
+    // back as replies. SO_REUSEADDR: the dead server's closed connections
+    // may linger on the port in TIME_WAIT.
+    let _held = tokio::net::TcpSocket::new_v4()
+        .and_then(|socket| {
+            socket.set_reuseaddr(true)?;
+            socket.bind((std::net::Ipv4Addr::LOCALHOST, port).into())?;
+            Ok(socket)
+        })
+        .expect("bind the dead server's port");
     let result =
         Db::connect_with_timeouts(&url, Duration::from_millis(300), Duration::from_millis(300))
             .await;

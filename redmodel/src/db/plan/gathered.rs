@@ -42,6 +42,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use redis::{Cmd, Value};
+use smallvec::SmallVec;
 use tokio::sync::oneshot;
 
 use super::types;
@@ -89,13 +90,14 @@ struct Queued {
 }
 
 /// A checked write, owned: its guards, its recorded reads and their
-/// replies, the type checks of its commands (key and type), and its
-/// commands. The commands move into a gathering's pipelines.
+/// replies, the type checks of its commands (which command, and the type
+/// its key must hold), and its commands. The commands move into a
+/// gathering's pipelines.
 struct Item {
     guards: Vec<String>,
     reads: Vec<Cmd>,
     expected: Vec<Value>,
-    checks: Vec<(Vec<u8>, &'static str)>,
+    checks: SmallVec<[(usize, &'static str); 4]>,
     writes: Vec<Cmd>,
 }
 
@@ -133,7 +135,7 @@ pub(crate) async fn run(
         expected: conditions.iter().map(|(_, reply)| reply.clone()).collect(),
         checks: types::checks(writes)
             .iter()
-            .map(|c| (c.key.to_vec(), c.want))
+            .map(|c| (c.at, c.want))
             .collect(),
         writes: writes.iter().map(|w| w.cmd.clone()).collect(),
     };
@@ -219,101 +221,132 @@ struct Gathering {
 }
 
 /// An item of a gathering: where its guards', reads' and checks' replies
-/// are among the reads', and how many writes it has.
+/// are among the reads', and where its writes are among the gathering's.
 struct Placed {
     guards: Vec<(String, usize)>,
     expected: Vec<Value>,
     /// Where its recorded reads' replies start.
     read_at: usize,
-    checks: Vec<(Vec<u8>, &'static str, usize)>,
+    checks: SmallVec<[TypeCheck; 4]>,
+    /// Where its writes start among the gathering's, and how many.
+    write_at: usize,
     writes: usize,
+}
+
+/// A type check of an item's write, and the reply that answers it.
+struct TypeCheck {
+    /// The write, by position among the item's writes.
+    write: usize,
+    want: &'static str,
+    answer: Answer,
+}
+
+/// The reply that answers a type check, by position among the reads'.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// A `TYPE` of the key: the type wanted, or `none`.
+    Type(usize),
+    /// A recorded read of the same key by a command of the type wanted,
+    /// which WRONGTYPE refuses on any other: any reply but an error.
+    Read(usize),
 }
 
 impl Gathering {
     /// Places `items`, their commands moved into the pipelines.
     fn of(items: Vec<Item>) -> Self {
         let mut watch = cmd("WATCH");
-        let mut watched: HashSet<Vec<u8>, Fast> = HashSet::default();
-        let mut guards: HashMap<String, usize, Fast> = HashMap::default();
-        let mut types: HashMap<Vec<u8>, usize, Fast> = HashMap::default();
         let mut exists = Vec::new();
+        let mut typed = Vec::new();
+        let mut placed = Vec::with_capacity(items.len());
+        // First the places, with the keys borrowed from the items; then
+        // the items' commands move.
+        {
+            let mut watched: HashSet<&[u8], Fast> = HashSet::default();
+            let mut guards: HashMap<&str, usize, Fast> = HashMap::default();
+            let mut types: HashMap<&[u8], usize, Fast> = HashMap::default();
+            let (mut read_at, mut write_at) = (0, 0);
+            for item in &items {
+                let mut item_guards = Vec::with_capacity(item.guards.len());
+                for guard in &item.guards {
+                    watch_new(&mut watched, &mut watch, guard.as_bytes());
+                    let at = *guards.entry(guard).or_insert_with(|| {
+                        exists.push(cmd("EXISTS").arg(guard).owned());
+                        exists.len() - 1
+                    });
+                    item_guards.push((guard.clone(), at));
+                }
+                for read in &item.reads {
+                    if let Some(key) = super::key_of(read) {
+                        watch_new(&mut watched, &mut watch, key);
+                    }
+                }
+                let checks = item
+                    .checks
+                    .iter()
+                    .filter_map(|&(write, want)| {
+                        let key = super::key_of(item.writes.get(write)?)?;
+                        let answer = match read_of_type(&item.reads, key, want) {
+                            Some(read) => Answer::Read(read_at + read),
+                            None => Answer::Type(*types.entry(key).or_insert_with(|| {
+                                typed.push(cmd("TYPE").arg(key).owned());
+                                typed.len() - 1
+                            })),
+                        };
+                        Some(TypeCheck {
+                            write,
+                            want,
+                            answer,
+                        })
+                    })
+                    .collect();
+                placed.push(Placed {
+                    guards: item_guards,
+                    expected: Vec::new(),
+                    read_at,
+                    checks,
+                    write_at,
+                    writes: item.writes.len(),
+                });
+                read_at += item.reads.len();
+                write_at += item.writes.len();
+            }
+        }
         let mut reads = Vec::new();
         let mut writes = redis::pipe();
         writes.atomic().ignore_errors();
-        let mut placed = Vec::with_capacity(items.len());
-        for item in items {
-            let mut watch_new = |key: &[u8]| {
-                if watched.insert(key.to_vec()) {
-                    watch.arg(key);
-                }
-            };
-            let mut item_guards = Vec::with_capacity(item.guards.len());
-            for guard in item.guards {
-                watch_new(guard.as_bytes());
-                let at = *guards.entry(guard.clone()).or_insert_with(|| {
-                    exists.push(cmd("EXISTS").arg(&guard).owned());
-                    exists.len() - 1
-                });
-                item_guards.push((guard, at));
-            }
-            for read in &item.reads {
-                if let Some(key) = super::key_of(read) {
-                    watch_new(key);
-                }
-            }
-            let read_at = reads.len();
+        for (item, place) in items.into_iter().zip(&mut placed) {
             reads.extend(item.reads);
-            let checks = item
-                .checks
-                .into_iter()
-                .map(|(key, want)| {
-                    let next = types.len();
-                    let at = *types.entry(key.clone()).or_insert(next);
-                    (key, want, at)
-                })
-                .collect();
-            let count = item.writes.len();
+            place.expected = item.expected;
             for write in item.writes {
                 writes.add_command(write);
             }
-            placed.push(Placed {
-                guards: item_guards,
-                expected: item.expected,
-                read_at,
-                checks,
-                writes: count,
-            });
         }
         // Positions among the replies: the WATCH's first, if any, then
         // the EXISTS, the reads and the TYPEs.
-        let watching = !watched.is_empty();
+        let watching = watch.args_iter().len() > 1;
         let exists_base = usize::from(watching);
+        let read_base = exists_base + exists.len();
+        let type_base = read_base + reads.len();
         for item in &mut placed {
             for guard in &mut item.guards {
                 guard.1 += exists_base;
             }
-        }
-        let read_base = exists_base + exists.len();
-        let type_base = read_base + reads.len();
-        for item in &mut placed {
             item.read_at += read_base;
             for check in &mut item.checks {
-                check.2 += type_base;
+                check.answer = match check.answer {
+                    Answer::Type(at) => Answer::Type(type_base + at),
+                    Answer::Read(at) => Answer::Read(read_base + at),
+                };
             }
         }
-        let mut typed: Vec<(&Vec<u8>, usize)> = types.iter().map(|(k, at)| (k, *at)).collect();
-        typed.sort_unstable_by_key(|(_, at)| *at);
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         if watching {
             pipe.add_command(watch);
         }
         let replies = type_base + typed.len();
-        for read in exists.into_iter().chain(reads) {
+        for read in exists.into_iter().chain(reads).chain(typed) {
             pipe.add_command(read);
-        }
-        for (key, _) in typed {
-            pipe.add_command(cmd("TYPE").arg(key).owned());
         }
         Gathering {
             reads: pipe,
@@ -339,6 +372,34 @@ impl Gathering {
                 .unwrap_or_default(),
         }
     }
+
+    /// The refusal of `item`'s write `check` for a key of another type.
+    fn refused(&self, item: &Placed, check: &TypeCheck) -> Error {
+        let key = self
+            .writes
+            .cmd_iter()
+            .nth(item.write_at + check.write)
+            .and_then(super::key_of)
+            .unwrap_or_default();
+        types::refused(key, check.want)
+    }
+}
+
+/// Adds `key` to the `watch` command unless it is `watched` already.
+fn watch_new<'k>(watched: &mut HashSet<&'k [u8], Fast>, watch: &mut Cmd, key: &'k [u8]) {
+    if watched.insert(key) {
+        watch.arg(key);
+    }
+}
+
+/// Which of `reads` reads `key` with a command of the type `want`, which
+/// answers that key's type check: WRONGTYPE refuses the read on any
+/// other type, and the read runs in the same instant as a `TYPE` would.
+fn read_of_type(reads: &[Cmd], key: &[u8], want: &str) -> Option<usize> {
+    reads.iter().position(|read| {
+        super::key_of(read) == Some(key)
+            && crate::command::name(read).and_then(types::needed) == Some(want)
+    })
 }
 
 /// What one attempt decided for an item before the EXEC.
@@ -413,7 +474,12 @@ fn decide(gathering: &Gathering, replies: &[Value]) -> (Vec<Decided>, Option<red
         Value::ServerError(_) => *want == Value::Int(0),
         got => want == got,
     };
-    let fits = |at: usize, want: &str| matches!(&replies[at], Value::SimpleString(t) if t == "none" || t == want);
+    let fits = |check: &TypeCheck| match check.answer {
+        Answer::Type(at) => {
+            matches!(&replies[at], Value::SimpleString(t) if t == "none" || t == check.want)
+        }
+        Answer::Read(at) => !matches!(&replies[at], Value::ServerError(_)),
+    };
     let mut decided = Vec::with_capacity(gathering.items.len());
     for item in &gathering.items {
         if let Some((missing, _)) = item
@@ -443,8 +509,8 @@ fn decide(gathering: &Gathering, replies: &[Value]) -> (Vec<Decided>, Option<red
             decided.push(Decided::Now(Ok((false, seen))));
             continue;
         }
-        if let Some((key, want, _)) = item.checks.iter().find(|(_, want, at)| !fits(*at, want)) {
-            decided.push(Decided::Now(Err(types::refused(key, want))));
+        if let Some(check) = item.checks.iter().find(|check| !fits(check)) {
+            decided.push(Decided::Now(Err(gathering.refused(item, check))));
             continue;
         }
         decided.push(Decided::Queued);
@@ -524,4 +590,78 @@ fn again(err: &Error) -> Error {
         redis::RedisError::from((source.kind(), "a gathered write failed", source.to_string()))
     };
     Error::from(copy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{cmd, Owned};
+
+    /// An item writing `key`'s hash (HSET) and `index`'s set (SADD), its
+    /// recorded read of `key` (HMGET) expected to reply `expected`.
+    fn item(key: &str, index: &str, expected: Value) -> Item {
+        let writes = vec![
+            cmd("HSET").arg(key).arg("f").arg("v").owned(),
+            cmd("SADD").arg(index).arg(key).owned(),
+        ];
+        let borrowed: Vec<Write<'_>> = writes.iter().map(|w| Write::plain(w, false)).collect();
+        let checks = types::checks(&borrowed)
+            .iter()
+            .map(|c| (c.at, c.want))
+            .collect();
+        Item {
+            guards: Vec::new(),
+            reads: vec![cmd("HMGET").arg(key).arg("f").owned()],
+            expected: vec![expected],
+            checks,
+            writes,
+        }
+    }
+
+    fn wrong_type() -> Value {
+        redis::parse_redis_value(
+            b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        )
+        .expect("an error reply")
+    }
+
+    #[test]
+    fn a_read_of_the_key_answers_its_type_check_and_a_type_is_asked_once_per_key() {
+        let absent = || Value::Array(vec![Value::Nil]);
+        // `a`'s decision read an error (recorded as 0), `b`'s no field.
+        let gathering = Gathering::of(vec![
+            item("a", "s", Value::Int(0)),
+            item("b", "s", absent()),
+        ]);
+        // WATCH a b; HMGET a; HMGET b; one TYPE s: the objects' keys are
+        // answered by their reads.
+        let sent: Vec<Vec<u8>> = gathering
+            .reads
+            .cmd_iter()
+            .filter_map(|c| crate::command::name(c).map(<[u8]>::to_vec))
+            .collect();
+        assert_eq!(sent, [&b"WATCH"[..], b"HMGET", b"HMGET", b"TYPE"]);
+        assert_eq!(gathering.replies, 4);
+        // Both read as recorded: `a` WRONGTYPE, `b` no field; the set is
+        // not there yet.
+        let replies = [
+            Value::Okay,
+            wrong_type(),
+            absent(),
+            Value::SimpleString("none".into()),
+        ];
+        let (decided, some) = decide(&gathering, &replies);
+        assert!(matches!(
+            &decided[0],
+            Decided::Now(Err(Error::UnexpectedType { key, expected: "hash" })) if key == "a"
+        ));
+        assert!(matches!(decided[1], Decided::Queued));
+        // Only `b`'s writes go in the EXEC.
+        let exec: Vec<Vec<u8>> = some
+            .expect("some items stay out")
+            .cmd_iter()
+            .filter_map(|c| super::super::key_of(c).map(<[u8]>::to_vec))
+            .collect();
+        assert_eq!(exec, [&b"b"[..], b"s"]);
+    }
 }

@@ -189,7 +189,7 @@ pub use index::{
 };
 pub use key::KeyPart;
 pub use member::AsMember;
-pub use object::{IntoPk, ObjectRef, Ref};
+pub use object::{IntoPk, ObjectRef, Ref, LOAD_BATCH};
 pub use query::{Cursor, Filter, OrderBy, Page, Query};
 pub use relation::{InverseOf, MemberList, NoInverse, Relation, RelationRef};
 pub use transaction::Transaction;

@@ -638,6 +638,28 @@ backend_tests! {
     }
 }
 
+backend_tests! {
+    /// `load_all` reads a model larger than one batch a batch at a time:
+    /// every object, in key order, in as many requests as batches after
+    /// the scan's.
+    exclusive async fn load_all_reads_more_than_a_batch_in_batches_in_key_order(ctx) -> redmodel::Result<()> {
+        let db = &ctx.db;
+        let count = 2 * redmodel::model::LOAD_BATCH + 5;
+        let teachers: Vec<Teacher> = (0..count).map(|i| teacher_named(&format!("t{i:05}"))).collect();
+        for done in Teacher::insert_many(db, &teachers).await {
+            done.map_err(|e| e.error)?;
+        }
+        let before = db.round_trips();
+        Teacher::scan(db).await?;
+        let scan = db.round_trips() - before;
+        let before = db.round_trips();
+        let objects = Teacher::load_all(db).await?;
+        assert_eq!(db.round_trips() - before, scan + 3, "the scan, then three batches");
+        assert_eq!(objects, teachers);
+        Ok(())
+    }
+}
+
 fn exam(year: u32, marks: [i64; 3]) -> Exam {
     Exam {
         year,

@@ -510,17 +510,13 @@ impl<M: Model> ObjectRef<M> {
         scan_refs(db, &pattern).await
     }
 
-    /// Every object of this model: [`scan`](Self::scan), then one batch of
-    /// reads. For small data: it holds every object at once;
-    /// [`stream`](Self::stream) holds a page.
+    /// Every object of this model, in key order: [`scan`](Self::scan),
+    /// then the objects read [`LOAD_BATCH`] to a batch (each batch as of
+    /// one instant; one deleted meanwhile is left out). For small data: it
+    /// holds every object at once; [`stream`](Self::stream) holds a page.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_all"))]
     pub async fn load_all(db: &Db) -> Result<Vec<M>> {
-        let refs = Self::scan(db).await?;
-        Ok(Self::load_many(db, &refs)
-            .await?
-            .into_iter()
-            .flatten()
-            .collect())
+        load_scanned(db, &Self::scan(db).await?).await
     }
 }
 
@@ -567,15 +563,26 @@ impl<A: Admin> ObjectRef<A> {
         scan_refs(db, &pattern).await
     }
 
-    /// This admin's sub-objects of model `S`, loaded in one batch.
+    /// This admin's sub-objects of model `S`, in key order, read as
+    /// [`load_all`](ObjectRef::load_all) reads them.
     pub async fn load_subs<S: Model<Owner = A>>(&self, db: &Db) -> Result<Vec<S>> {
-        let refs = self.scan_subs::<S>(db).await?;
-        Ok(ObjectRef::load_many(db, &refs)
-            .await?
-            .into_iter()
-            .flatten()
-            .collect())
+        load_scanned(db, &self.scan_subs::<S>(db).await?).await
     }
+}
+
+/// The most objects [`ObjectRef::load_all`] and [`ObjectRef::load_subs`]
+/// read in one batch. A batch is one request, whose reply must arrive
+/// within the `Db`'s response timeout: a million objects read at once
+/// would not, and their scan is no one instant anyway.
+pub const LOAD_BATCH: usize = 1000;
+
+/// The objects of `refs` that exist, read [`LOAD_BATCH`] to a batch.
+async fn load_scanned<M: Model>(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<M>> {
+    let mut objects = Vec::with_capacity(refs.len());
+    for batch in refs.chunks(LOAD_BATCH) {
+        objects.extend(ObjectRef::load_many(db, batch).await?.into_iter().flatten());
+    }
+    Ok(objects)
 }
 
 /// The handles of the objects of `M` whose keys match the plain-form glob

@@ -130,7 +130,8 @@ async fn accept(listener: TcpListener, target: SocketAddr, state: Arc<State>) {
 }
 
 /// Copies `from` to `to` until either closes, or holds both open,
-/// forwarding nothing, once connection `number` is frozen; on the way to
+/// forwarding nothing (not even a close), once connection `number` is
+/// frozen; on the way to
 /// the client (`replies`), closes `to` at the reply to cut.
 async fn forward(
     mut from: OwnedReadHalf,
@@ -141,14 +142,18 @@ async fn forward(
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
-        let n = match from.read(&mut buf).await {
+        let read = from.read(&mut buf).await;
+        if number < state.frozen_below.load(Ordering::SeqCst) {
+            // Silent, not closed: the sockets live as long as the proxy.
+            // A close from this side is held back too, as a host that is
+            // gone never passes it on: the other side keeps what it holds
+            // for the connection (a sentinel, its subscription).
+            std::future::pending::<()>().await;
+        }
+        let n = match read {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
-        if number < state.frozen_below.load(Ordering::SeqCst) {
-            // Silent, not closed: the sockets live as long as the proxy.
-            std::future::pending::<()>().await;
-        }
         if replies && state.cuts(&buf[..n]) {
             // Dropping `to` closes the client's side: it reads the end.
             return;

@@ -71,7 +71,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use redmodel::prelude::*;
-use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
+use redmodel_examples::bench::{
+    fmt_rate, fmt_ratio, median, ops_per_sec, rss_bytes, runtime, Options,
+};
 
 // The operations, shared with the criterion bench (see `support/lib.rs`
 // for why a module of each, not the library's).
@@ -254,16 +256,6 @@ async fn measure(
     runs.into_iter()
         .map(|sides| sides.map(|r| r.and_then(median)))
         .collect()
-}
-
-/// This process's resident set (VmRSS of /proc/self/status, the same
-/// count as /proc/self/statm's, in kB rather than pages); `None` without
-/// /proc.
-fn rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
-    let kb: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
-    kb.checked_mul(1024)
 }
 
 /// `used_memory` of the server behind `db`, in bytes.

@@ -39,18 +39,28 @@
 //! (`Db::round_trips`: each write's request counts one, however many
 //! travel together), for new objects and for the same objects again.
 //!
-//! `--only page` (or `bulk`) runs one case; `--on e` (the engine) or `s`
-//! (redis-server) one backend; `BENCH_SIDE=model` (or `hand`) times that
-//! side alone: as when profiling one.
+//! Then a streamed pass: ten times `--objects` books (1,000,000 by
+//! default), written by the hand-written pipeline, read back whole through
+//! `Book::stream` (a SCAN and a batch of reads a page), with this
+//! process's resident set (VmRSS) sampled every 10,000 objects: its growth
+//! over the pass stays that of one page, where `Book::load_all` of the same
+//! objects grows with them (measured after the stream, for contrast).
+//!
+//! `--only page` (or `bulk`, `stream`) runs one case; `--on e` (the
+//! engine) or `s` (redis-server) one backend; `BENCH_SIDE=model` (or
+//! `hand`) times that side alone: as when profiling one.
 
 use std::process::ExitCode;
 
+use futures_util::StreamExt as _;
 use redmodel::prelude::*;
-use redmodel_examples::bench::{fmt_rate, fmt_ratio, median, ops_per_sec, runtime, Options};
+use redmodel_examples::bench::{
+    fmt_rate, fmt_ratio, median, ops_per_sec, rss_bytes, runtime, Options,
+};
 use redmodel_suite::RedisServer;
 
 const USAGE: &str =
-    "usage: bench_query [--reps N] [--millis MS] [--objects N] [--only page|bulk] [--on e|s|es]";
+    "usage: bench_query [--reps N] [--millis MS] [--objects N] [--only page|bulk|stream] [--on e|s|es]";
 
 /// The largest batch of the bulk write case.
 const BATCH: u32 = 10_000;
@@ -336,6 +346,63 @@ async fn measure_bulk(name: &str, db: &Db, options: &Options, batch: u32) -> Res
     Ok(())
 }
 
+/// How many objects the streamed pass reads per `--objects`.
+const STREAMED_PER_OBJECT: u32 = 10;
+/// How often the streamed pass samples the resident set, in objects.
+const SAMPLE_EVERY: u32 = 10_000;
+
+/// The streamed pass on `db` over `count` books (see the module docs):
+/// one table row.
+async fn measure_stream(name: &str, db: &Db, count: u32) -> Result<(), String> {
+    let error = |e: redmodel::Error| e.to_string();
+    db.query::<()>(&redis::cmd("FLUSHALL"))
+        .await
+        .map_err(error)?;
+    let mut id = 0;
+    while id < count {
+        let books: Vec<Book> = (id..count.min(id + BATCH)).map(book).collect();
+        hand_bulk(db, &books).await.map_err(error)?;
+        id += BATCH;
+    }
+    let rss = || rss_bytes().ok_or("no /proc/self/status");
+    let before = rss()?;
+    let (mut peak, mut seen) = (before, 0u32);
+    let started = std::time::Instant::now();
+    let mut books = Book::stream(db);
+    while let Some(book) = books.next().await {
+        book.map_err(error)?;
+        seen += 1;
+        if seen % SAMPLE_EVERY == 0 {
+            peak = peak.max(rss()?);
+        }
+    }
+    let rate = f64::from(seen) / started.elapsed().as_secs_f64();
+    peak = peak.max(rss()?);
+    if seen != count {
+        return Err(format!(
+            "{name}: the stream returned {seen} of {count} books"
+        ));
+    }
+    let before_all = rss()?;
+    let all = Book::load_all(db).await.map_err(error)?;
+    let holding_all = rss()?;
+    if all.len() != count as usize {
+        return Err(format!(
+            "{name}: load_all returned {} of {count} books",
+            all.len()
+        ));
+    }
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    println!(
+        "| {name} | {count} | {} | {:.1} MiB | {:.1} MiB |",
+        fmt_rate(Some(rate)),
+        mib(peak.saturating_sub(before)),
+        mib(holding_all.saturating_sub(before_all)),
+    );
+    drop(all);
+    db.query::<()>(&redis::cmd("FLUSHALL")).await.map_err(error)
+}
+
 async fn run(options: &Options, objects: u32, on: &str) -> Result<(), String> {
     let mut backends = Vec::new();
     if on.contains('e') {
@@ -370,6 +437,16 @@ async fn run(options: &Options, objects: u32, on: &str) -> Result<(), String> {
         println!("|---|---|---|---|---|");
         for (name, db, _) in &backends {
             measure_bulk(name, db, options, batch).await?;
+        }
+        println!();
+    }
+    if only.is_none_or(|o| o == "stream") {
+        let count = objects.saturating_mul(STREAMED_PER_OBJECT);
+        println!("a streamed pass over {count} books (Book::stream), this process's resident set sampled every {SAMPLE_EVERY} objects; load_all of the same books after it, for contrast");
+        println!("| backend | books | streamed objects/s | resident set growth, streaming (peak) | resident set growth, holding load_all |");
+        println!("|---|---|---|---|---|");
+        for (name, db, _) in &backends {
+            measure_stream(name, db, count).await?;
         }
     }
     Ok(())

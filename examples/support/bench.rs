@@ -1,5 +1,6 @@
-//! What the benchmark examples (`bench`, `bench_models`) share: their
-//! command-line options, the timed loop, medians and table cells.
+//! What the benchmark examples (`bench`, `bench_models`, `bench_query`...)
+//! share: their command-line options, the timed loop, medians, table cells
+//! and the process's resident set.
 //!
 //! The machines are noisy (2 shared cores), so a benchmark runs every
 //! measurement several times, interleaving what it compares, and reports
@@ -89,6 +90,16 @@ pub async fn ops_per_sec<E>(
         ops += step().await?;
     }
     Ok(ops as f64 / started.elapsed().as_secs_f64())
+}
+
+/// This process's resident set (VmRSS of /proc/self/status, the same
+/// count as /proc/self/statm's, in kB rather than pages); `None` without
+/// /proc.
+pub fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+    let kb: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kb.checked_mul(1024)
 }
 
 /// The median (the upper one of an even count); `None` if empty.

@@ -403,6 +403,14 @@ async fn measure_stream(name: &str, db: &Db, count: u32) -> Result<(), String> {
     db.query::<()>(&redis::cmd("FLUSHALL")).await.map_err(error)
 }
 
+/// Prints a case's title and the head of its table: a backend column,
+/// then `columns`.
+fn table_head(title: &str, columns: &[&str]) {
+    println!("{title}");
+    println!("| backend | {} |", columns.join(" | "));
+    println!("|---|{}", "---|".repeat(columns.len()));
+}
+
 async fn run(options: &Options, objects: u32, on: &str) -> Result<(), String> {
     let mut backends = Vec::new();
     if on.contains('e') {
@@ -417,14 +425,13 @@ async fn run(options: &Options, objects: u32, on: &str) -> Result<(), String> {
     }
     let only = options.only.as_deref();
     if only.is_none_or(|o| o == "page") {
-        println!(
-            "a page of 20 of a tag ∩ range query over {objects} books, newest first; {} runs of {:?} each, medians",
-            options.reps, options.run
+        table_head(
+            &format!(
+                "a page of 20 of a tag ∩ range query over {objects} books, newest first; {} runs of {:?} each, medians",
+                options.reps, options.run
+            ),
+            &["model pages/s", "hand-written pages/s", "model / hand", "model round trips"],
         );
-        println!(
-            "| backend | model pages/s | hand-written pages/s | model / hand | model round trips |"
-        );
-        println!("|---|---|---|---|---|");
         for (name, db, _) in &backends {
             measure(name, db, options, objects).await?;
         }
@@ -432,9 +439,10 @@ async fn run(options: &Options, objects: u32, on: &str) -> Result<(), String> {
     }
     if only.is_none_or(|o| o == "bulk") {
         let batch = objects.min(BATCH);
-        println!("insert_many of {batch} books (a sorted year, two tags) against a hand-written pipeline of the same writes");
-        println!("| backend | model objects/s | hand-written objects/s | model / hand | model requests per batch, new / again |");
-        println!("|---|---|---|---|---|");
+        table_head(
+            &format!("insert_many of {batch} books (a sorted year, two tags) against a hand-written pipeline of the same writes"),
+            &["model objects/s", "hand-written objects/s", "model / hand", "model requests per batch, new / again"],
+        );
         for (name, db, _) in &backends {
             measure_bulk(name, db, options, batch).await?;
         }
@@ -442,9 +450,10 @@ async fn run(options: &Options, objects: u32, on: &str) -> Result<(), String> {
     }
     if only.is_none_or(|o| o == "stream") {
         let count = objects.saturating_mul(STREAMED_PER_OBJECT);
-        println!("a streamed pass over {count} books (Book::stream), this process's resident set sampled every {SAMPLE_EVERY} objects; load_all of the same books after it, for contrast");
-        println!("| backend | books | streamed objects/s | resident set growth, streaming (peak) | resident set growth, holding load_all |");
-        println!("|---|---|---|---|---|");
+        table_head(
+            &format!("a streamed pass over {count} books (Book::stream), this process's resident set sampled every {SAMPLE_EVERY} objects; load_all of the same books after it, for contrast"),
+            &["books", "streamed objects/s", "resident set growth, streaming (peak)", "resident set growth, holding load_all"],
+        );
         for (name, db, _) in &backends {
             measure_stream(name, db, count).await?;
         }

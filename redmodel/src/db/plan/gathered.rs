@@ -12,8 +12,10 @@
 //! 1. on a connection of its own, WATCH the keys the writes' decisions
 //!    rest on (their guards and the keys of their recorded reads), then
 //!    read the guards, the recorded reads and the types of the keys the
-//!    writes need of one type ([`types`]), in one round
-//!    trip;
+//!    writes need of one type ([`types`]), in one round trip (a key that
+//!    a recorded read reads with a command of the type it must hold needs
+//!    no `TYPE`: WRONGTYPE would refuse that read, so its reply answers
+//!    the check);
 //! 2. decide each write on those replies as its script would: a missing
 //!    guard or a key of another type refuses it, a read that differs
 //!    from what was recorded sends it back to decide again
@@ -208,8 +210,9 @@ type Fast = foldhash::fast::RandomState;
 struct Gathering {
     /// WATCH the guards and the recorded reads' keys; then each distinct
     /// guard's EXISTS, each item's recorded reads, each distinct checked
-    /// key's TYPE. Errors come back as replies (a recorded read's error
-    /// is compared as the 0 it was recorded as).
+    /// key's TYPE where no read answers its check ([`Answer`]). Errors
+    /// come back as replies (a recorded read's error is compared as the 0
+    /// it was recorded as).
     reads: redis::Pipeline,
     /// Whether `reads` starts with a WATCH, whose reply comes first.
     watching: bool,
@@ -258,6 +261,7 @@ impl Gathering {
         let mut exists = Vec::new();
         let mut typed = Vec::new();
         let mut placed = Vec::with_capacity(items.len());
+        let watching;
         // First the places, with the keys borrowed from the items; then
         // the items' commands move.
         {
@@ -310,6 +314,7 @@ impl Gathering {
                 read_at += item.reads.len();
                 write_at += item.writes.len();
             }
+            watching = !watched.is_empty();
         }
         let mut reads = Vec::new();
         let mut writes = redis::pipe();
@@ -323,7 +328,6 @@ impl Gathering {
         }
         // Positions among the replies: the WATCH's first, if any, then
         // the EXISTS, the reads and the TYPEs.
-        let watching = watch.args_iter().len() > 1;
         let exists_base = usize::from(watching);
         let read_base = exists_base + exists.len();
         let type_base = read_base + reads.len();

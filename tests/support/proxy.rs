@@ -131,8 +131,8 @@ async fn accept(listener: TcpListener, target: SocketAddr, state: Arc<State>) {
 
 /// Copies `from` to `to` until either closes, or holds both open,
 /// forwarding nothing (not even a close), once connection `number` is
-/// frozen; on the way to
-/// the client (`replies`), closes `to` at the reply to cut.
+/// frozen; on the way to the client (`replies`), closes `to` at the reply
+/// to cut.
 async fn forward(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,

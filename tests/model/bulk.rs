@@ -192,6 +192,29 @@ async fn assert_indexes_exact(db: &Db, why: &str) -> redmodel::Result<BTreeMap<u
 }
 
 backend_tests! {
+    /// An index lookup that finds more objects than a batch holds reads
+    /// them a batch at a time: every object, in the index's order, in as
+    /// many requests as batches after the index's own.
+    exclusive async fn an_index_lookup_reads_more_than_a_batch_in_batches(ctx) -> redmodel::Result<()> {
+        flush(&ctx).await?;
+        let db = &ctx.db;
+        let count = 2 * redmodel::model::LOAD_BATCH + 5;
+        let items: Vec<Item> = (0..count as u32).map(|id| item(id, None)).collect();
+        for done in Item::insert_many(db, &items).await {
+            done.map_err(|e| e.error)?;
+        }
+        let before = db.round_trips();
+        let top = Item::RANK_SORTED.top(db, count as u64).await?;
+        assert_eq!(db.round_trips() - before, 1 + 3, "the range, then three batches");
+        // Highest first, ties by key from the last.
+        let mut want = items;
+        want.sort_by(|a, b| {
+            (b.rank, format!("bulkitem:{}", b.id)).cmp(&(a.rank, format!("bulkitem:{}", a.id)))
+        });
+        assert_eq!(top, want);
+        Ok(())
+    }
+
     /// A large batch of inserts with unique, sorted, tag and recent
     /// fields: every item succeeds, and afterwards every index equals the
     /// fields.

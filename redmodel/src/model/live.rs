@@ -9,7 +9,7 @@ mod prune;
 pub(crate) use prune::{prune, Entry, Stale, Test};
 
 use super::codec::shown;
-use super::object::ObjectRef;
+use super::object::{ObjectRef, LOAD_BATCH};
 use super::reply::reply_at;
 use super::Model;
 use crate::command::cmd;
@@ -21,7 +21,9 @@ use redis::Value;
 /// How many entries a full prune checks per transaction.
 pub(crate) const PRUNE_BATCH: usize = 256;
 
-/// Loads the objects at `refs` in one pipelined batch, keeping those that
+/// Loads the objects at `refs`, [`LOAD_BATCH`] to a pipelined batch (an
+/// index's or a list's members may be a million, whose reply in one batch
+/// could not arrive within the response timeout), keeping those that
 /// `judge` accepts, in order: each kept object's own result, so bad data
 /// stays in its own place (the all-or-nothing reads collect them, the
 /// `_each` reads hand them on).
@@ -40,22 +42,24 @@ pub(crate) async fn load_judged<M: Model>(
     stale: &mut Vec<Stale>,
     mut judge: impl FnMut(&ObjectRef<M>, Option<&[Option<Vec<u8>>]>, &mut Vec<Stale>) -> bool,
 ) -> Result<Vec<Result<M>>> {
-    let raw = ObjectRef::read_many_cached(db, &refs).await?;
     let mut out = Vec::with_capacity(refs.len());
-    for (r, values) in refs.into_iter().zip(raw) {
-        // A read that failed for this object alone (another Redis type at
-        // its key) is its result, as a decoding error is.
-        let values = match values {
-            Ok(values) => values,
-            Err(err) => {
-                out.push(Err(err));
-                continue;
+    for batch in refs.chunks(LOAD_BATCH) {
+        let raw = ObjectRef::read_many_cached(db, batch).await?;
+        for (r, values) in batch.iter().zip(raw) {
+            // A read that failed for this object alone (another Redis type
+            // at its key) is its result, as a decoding error is.
+            let values = match values {
+                Ok(values) => values,
+                Err(err) => {
+                    out.push(Err(err));
+                    continue;
+                }
+            };
+            if judge(r, values.as_deref(), stale)
+                && let Some(values) = values
+            {
+                out.push(r.decode(values));
             }
-        };
-        if judge(&r, values.as_deref(), stale)
-            && let Some(values) = values
-        {
-            out.push(r.decode(values));
         }
     }
     Ok(out)

@@ -570,10 +570,13 @@ impl<A: Admin> ObjectRef<A> {
     }
 }
 
-/// The most objects [`ObjectRef::load_all`] and [`ObjectRef::load_subs`]
-/// read in one batch. A batch is one request, whose reply must arrive
-/// within the `Db`'s response timeout: a million objects read at once
-/// would not, and their scan is no one instant anyway.
+/// The most objects read in one batch where a read loads every object
+/// it finds: [`ObjectRef::load_all`], [`ObjectRef::load_subs`], a
+/// relation's `load`, an index's lookups (`top`, `range`, a tag's
+/// objects, the recent ones). A batch is one request, whose reply must
+/// arrive within the `Db`'s response timeout: a million objects read at
+/// once would not. Each batch is read as of one instant; what found the
+/// objects (a scan, an index, a list) was read before them anyway.
 pub const LOAD_BATCH: usize = 1000;
 
 /// The objects of `refs` that exist, read [`LOAD_BATCH`] to a batch.

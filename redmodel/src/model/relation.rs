@@ -265,8 +265,9 @@ impl<M: Model> MemberList<M> {
         }
     }
 
-    /// Every member object, in one LRANGE and one pipelined batch of
-    /// reads, never one round trip per member. Members whose object no
+    /// Every member object, in one LRANGE and a pipelined batch of reads
+    /// per [`LOAD_BATCH`](crate::model::LOAD_BATCH) members, never one
+    /// round trip per member. Members whose object no
     /// longer exists (it expired, or was deleted) are left out, and
     /// removed from the list in a checked transaction that never removes a
     /// member whose object exists (see [`index`](crate::model::index)).

@@ -95,7 +95,8 @@ impl<M: Model> RecentList<M> {
         members.iter().map(|m| parse_member::<M>(m, &key)).collect()
     }
 
-    /// The objects, newest first, in one LRANGE and one batch; objects
+    /// The objects, newest first, in one LRANGE and a batch of reads per
+    /// [`LOAD_BATCH`](crate::model::LOAD_BATCH) objects; objects
     /// that are gone, or whose field expired (a field declared with a
     /// TTL), are left out and pruned.
     pub async fn load(&self, db: &Db) -> Result<Vec<M>> {

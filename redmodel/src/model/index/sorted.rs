@@ -273,7 +273,8 @@ impl<M: Model, T> SortedIndex<M, T> {
     }
 
     /// The `n` objects with the highest scores, highest first, loaded in
-    /// one batch. One that does not decode (bad data) fails the read: see
+    /// a batch per [`LOAD_BATCH`](crate::model::LOAD_BATCH) objects. One
+    /// that does not decode (bad data) fails the read: see
     /// [`top_each`](Self::top_each) for the others.
     pub async fn top(&self, db: &Db, n: u64) -> Result<Vec<M>> {
         self.walk(db, End::Highest, n).await?.into_iter().collect()

@@ -329,7 +329,8 @@ impl<M: Model, T: TagSet> TagIndex<M, T> {
             .collect()
     }
 
-    /// Runs one set operation and loads its answer in one batch, checking
+    /// Runs one set operation and loads its answer, a batch per
+    /// [`LOAD_BATCH`](crate::model::LOAD_BATCH) objects, checking
     /// each object against its own tags: an object that is gone, or whose
     /// field no longer has a tag whose set holds it, is left out and its
     /// entries pruned.

@@ -33,7 +33,13 @@
 //!   the writes run at once on the shared connection;
 //! - **hand-written**: one redis-rs pipeline of the same writes per book,
 //!   `HSET` of the fields, `HINCRBY _count`, `ZADD`, `SADD` per tag, with
-//!   no check of the old tags.
+//!   no check of the old tags;
+//! - **same guarantee** (redis-server only): hand-written redis-rs code that
+//!   keeps what the model keeps, as the model runs it: per 32 books, on one
+//!   of 8 connections, WATCH them and read their old tags and the index
+//!   keys' types, then one MULTI/EXEC of their writes with the `SREM` of
+//!   the tags each loses; again if a watched book changed. Its column
+//!   `model / same` is the model layer's own cost.
 //!
 //! Figures in objects per second, with the model's requests per batch
 //! (`Db::round_trips`: each write's request counts one, however many
@@ -271,14 +277,6 @@ async fn hand_bulk(db: &Db, books: &[Book]) -> redmodel::Result<usize> {
     let mut pipe = redis::pipe();
     for book in books {
         let key = format!("bbook:{}", book.id);
-        let tags = format!(
-            "[{}]",
-            book.tags
-                .iter()
-                .map(|t| format!("\"{t}\""))
-                .collect::<Vec<_>>()
-                .join(",")
-        );
         pipe.cmd("HSET")
             .arg(&key)
             .arg("title")
@@ -286,7 +284,7 @@ async fn hand_bulk(db: &Db, books: &[Book]) -> redmodel::Result<usize> {
             .arg("year")
             .arg(book.year)
             .arg("tags")
-            .arg(tags)
+            .arg(tags_text(&book.tags))
             .ignore();
         pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1).ignore();
         pipe.cmd("ZADD")
@@ -305,13 +303,154 @@ async fn hand_bulk(db: &Db, books: &[Book]) -> redmodel::Result<usize> {
     Ok(books.len())
 }
 
-/// The bulk write case on `db`: objects per second, model and
-/// hand-written, and the model's round trips per batch.
-async fn measure_bulk(name: &str, db: &Db, options: &Options, batch: u32) -> Result<(), String> {
+/// How many books the same-guarantee writer puts in one transaction, and
+/// how many transactions it runs at once: the model's gathering (32
+/// writes) and window (256 writes in flight).
+const SAME_CHUNK: usize = 32;
+const SAME_CONNECTIONS: usize = 8;
+
+/// The hand-written bulk write with the model's guarantees, on redis-server
+/// (`conns`: one connection per transaction in flight, as WATCH needs):
+/// per [`SAME_CHUNK`] books, WATCH them and read their old tags and the
+/// index keys' types in one pipeline, then one MULTI/EXEC of each book's
+/// HSET, HINCRBY, ZADD, SREM of the tags it loses and SADD of its tags,
+/// again from the start if a watched book changed.
+async fn same_bulk(
+    conns: &[redis::aio::MultiplexedConnection],
+    books: &[Book],
+) -> redis::RedisResult<usize> {
+    let chunks: Vec<&[Book]> = books.chunks(SAME_CHUNK).collect();
+    let workers = conns.iter().enumerate().map(|(worker, conn)| {
+        let mut conn = conn.clone();
+        let mine: Vec<&[Book]> = chunks
+            .iter()
+            .skip(worker)
+            .step_by(conns.len())
+            .copied()
+            .collect();
+        async move {
+            for chunk in mine {
+                while !same_chunk(&mut conn, chunk).await? {}
+            }
+            Ok::<(), redis::RedisError>(())
+        }
+    });
+    for done in futures_util::future::join_all(workers).await {
+        done?;
+    }
+    Ok(books.len())
+}
+
+/// One transaction of [`same_bulk`]: whether it was applied (not: a
+/// watched book changed meanwhile).
+async fn same_chunk(
+    conn: &mut redis::aio::MultiplexedConnection,
+    books: &[Book],
+) -> redis::RedisResult<bool> {
+    const SORTED: &str = "bbook:_sorted:year";
+    let key = |book: &Book| format!("bbook:{}", book.id);
+    let tag_key = |tag: &str| format!("bbook:_tag:tags:{tag}");
+    let mut index_keys: Vec<String> = books
+        .iter()
+        .flat_map(|b| b.tags.iter().map(|t| tag_key(t)))
+        .chain([SORTED.to_string()])
+        .collect();
+    index_keys.sort();
+    index_keys.dedup();
+    let mut reads = redis::pipe();
+    reads
+        .cmd("WATCH")
+        .arg(books.iter().map(key).collect::<Vec<_>>())
+        .ignore();
+    for book in books {
+        reads.cmd("HGET").arg(key(book)).arg("tags");
+    }
+    for index in &index_keys {
+        reads.cmd("TYPE").arg(index);
+    }
+    let replies: Vec<redis::Value> = reads.query_async(conn).await?;
+    let (old, types) = replies.split_at(books.len());
+    let wrong = |(index, t): (&String, &redis::Value)| {
+        let want = if index == SORTED { "zset" } else { "set" };
+        !matches!(t, redis::Value::SimpleString(t) if t == "none" || t == want)
+    };
+    if let Some((index, _)) = index_keys.iter().zip(types).find(|&pair| wrong(pair)) {
+        return Err(redis::RedisError::from((
+            redis::ErrorKind::UnexpectedReturnType,
+            "an index key of another type",
+            index.clone(),
+        )));
+    }
+    let mut tx = redis::pipe();
+    tx.atomic();
+    for (book, old) in books.iter().zip(old) {
+        let key = key(book);
+        let old: String = redis::from_redis_value(old.clone()).unwrap_or_default();
+        // The fixture's own text: `["a","b"]`.
+        let old_tags = old
+            .trim_matches(['[', ']'])
+            .split(',')
+            .map(|t| t.trim_matches('"'))
+            .filter(|t| !t.is_empty() && !book.tags.iter().any(|n| n == t));
+        for lost in old_tags {
+            tx.cmd("SREM").arg(tag_key(lost)).arg(&key).ignore();
+        }
+        tx.cmd("HSET")
+            .arg(&key)
+            .arg("title")
+            .arg(&book.title)
+            .arg("year")
+            .arg(book.year)
+            .arg("tags")
+            .arg(tags_text(&book.tags))
+            .ignore();
+        tx.cmd("HINCRBY").arg(&key).arg("_count").arg(1).ignore();
+        tx.cmd("ZADD").arg(SORTED).arg(book.year).arg(&key).ignore();
+        for tag in &book.tags {
+            tx.cmd("SADD").arg(tag_key(tag)).arg(&key).ignore();
+        }
+    }
+    let applied: Option<()> = tx.query_async(conn).await?;
+    Ok(applied.is_some())
+}
+
+/// A book's tags as the model stores them: a JSON array of strings.
+fn tags_text(tags: &[String]) -> String {
+    format!(
+        "[{}]",
+        tags.iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+
+/// The bulk write case on `db`: objects per second, model, hand-written
+/// and, on redis-server (`url`), hand-written with the model's
+/// guarantees; and the model's round trips per batch.
+async fn measure_bulk(
+    name: &str,
+    db: &Db,
+    url: Option<&str>,
+    options: &Options,
+    batch: u32,
+) -> Result<(), String> {
     db.query::<()>(&redis::cmd("FLUSHALL"))
         .await
         .map_err(|e| e.to_string())?;
     let books: Vec<Book> = (0..batch).map(book).collect();
+    let mut conns = Vec::new();
+    if let Some(url) = url {
+        let client = redis::Client::open(url).map_err(|e| e.to_string())?;
+        for _ in 0..SAME_CONNECTIONS {
+            conns.push(
+                client
+                    .get_multiplexed_async_connection()
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+    }
     let mut trips = Vec::new();
     for _ in 0..2 {
         let before = db.round_trips();
@@ -319,7 +458,7 @@ async fn measure_bulk(name: &str, db: &Db, options: &Options, batch: u32) -> Res
         trips.push((db.round_trips() - before).to_string());
     }
     let trips = trips.join(" / ");
-    let (mut models, mut hands) = (Vec::new(), Vec::new());
+    let (mut models, mut hands, mut sames) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..options.reps {
         if timed("model") {
             models.push(
@@ -335,6 +474,13 @@ async fn measure_bulk(name: &str, db: &Db, options: &Options, batch: u32) -> Res
                     .map_err(|e| e.to_string())?,
             );
         }
+        if !conns.is_empty() && timed("same") {
+            sames.push(
+                ops_per_sec(options.run, async || same_bulk(&conns, &books).await)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
     }
     let written = Book::YEAR_SORTED.len(db).await.map_err(|e| e.to_string())?;
     if written != u64::from(batch) {
@@ -342,7 +488,9 @@ async fn measure_bulk(name: &str, db: &Db, options: &Options, batch: u32) -> Res
             "{name}: {written} books in the year index after the batch of {batch}"
         ));
     }
-    print_row(name, models, hands, &trips);
+    let (model, same) = (median(models.clone()), median(sames));
+    let same = format!(" {} | {}", fmt_rate(same), fmt_ratio(model, same));
+    print_row(name, models, hands, &format_args!("{trips} |{same}"));
     Ok(())
 }
 
@@ -441,10 +589,11 @@ async fn run(options: &Options, objects: u32, on: &str) -> Result<(), String> {
         let batch = objects.min(BATCH);
         table_head(
             &format!("insert_many of {batch} books (a sorted year, two tags) against a hand-written pipeline of the same writes"),
-            &["model objects/s", "hand-written objects/s", "model / hand", "model requests per batch, new / again"],
+            &["model objects/s", "hand-written objects/s", "model / hand", "model requests per batch, new / again", "same guarantee objects/s", "model / same"],
         );
-        for (name, db, _) in &backends {
-            measure_bulk(name, db, options, batch).await?;
+        for (name, db, server) in &backends {
+            let url = server.as_ref().map(RedisServer::url);
+            measure_bulk(name, db, url.as_deref(), options, batch).await?;
         }
         println!();
     }

@@ -54,7 +54,7 @@
 //!
 //! `--only page` (or `bulk`, `stream`) runs one case; `--on e` (the
 //! engine) or `s` (redis-server) one backend; `BENCH_SIDE=model` (or
-//! `hand`) times that side alone: as when profiling one.
+//! `hand`, `same`) times that side alone: as when profiling one.
 
 use std::process::ExitCode;
 

@@ -161,9 +161,9 @@ async fn hand_page(db: &Db, walk: &str) -> redmodel::Result<Vec<u32>> {
             redis::cmd("EVALSHA")
                 .arg(walk)
                 .arg(3)
-                .arg("bbook:_sorted:year")
-                .arg("bbook:_tag:tags:rust")
-                .arg("bbook:_tag:tags:async")
+                .arg(SORTED_KEY)
+                .arg(tag_key("rust"))
+                .arg(tag_key("async"))
                 .arg(2015)
                 .arg(2020)
                 .arg(20),
@@ -272,35 +272,51 @@ async fn model_bulk(db: &Db, books: &[Book]) -> redmodel::Result<usize> {
 }
 
 /// The hand-written bulk write of `books`: one pipeline of each book's
-/// HSET, HINCRBY, ZADD and SADDs.
+/// writes ([`add_writes`]).
 async fn hand_bulk(db: &Db, books: &[Book]) -> redmodel::Result<usize> {
     let mut pipe = redis::pipe();
     for book in books {
-        let key = format!("bbook:{}", book.id);
-        pipe.cmd("HSET")
-            .arg(&key)
-            .arg("title")
-            .arg(&book.title)
-            .arg("year")
-            .arg(book.year)
-            .arg("tags")
-            .arg(tags_text(&book.tags))
-            .ignore();
-        pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1).ignore();
-        pipe.cmd("ZADD")
-            .arg("bbook:_sorted:year")
-            .arg(book.year)
-            .arg(&key)
-            .ignore();
-        for tag in &book.tags {
-            pipe.cmd("SADD")
-                .arg(format!("bbook:_tag:tags:{tag}"))
-                .arg(&key)
-                .ignore();
-        }
+        add_writes(&mut pipe, book);
     }
     db.query_pipeline::<()>(&pipe).await?;
     Ok(books.len())
+}
+
+/// The year index's key, as the model names it.
+const SORTED_KEY: &str = "bbook:_sorted:year";
+
+/// Book `id`'s key, as the model names it.
+fn book_key(id: u32) -> String {
+    format!("bbook:{id}")
+}
+
+/// The key of `tag`'s set, as the model names it.
+fn tag_key(tag: &str) -> String {
+    format!("bbook:_tag:tags:{tag}")
+}
+
+/// Adds `book`'s writes to `pipe`, their replies ignored: HSET of its
+/// fields, HINCRBY of `_count`, ZADD of its year, SADD to each tag's set.
+fn add_writes(pipe: &mut redis::Pipeline, book: &Book) {
+    let key = book_key(book.id);
+    pipe.cmd("HSET")
+        .arg(&key)
+        .arg("title")
+        .arg(&book.title)
+        .arg("year")
+        .arg(book.year)
+        .arg("tags")
+        .arg(tags_text(&book.tags))
+        .ignore();
+    pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1).ignore();
+    pipe.cmd("ZADD")
+        .arg(SORTED_KEY)
+        .arg(book.year)
+        .arg(&key)
+        .ignore();
+    for tag in &book.tags {
+        pipe.cmd("SADD").arg(tag_key(tag)).arg(&key).ignore();
+    }
 }
 
 /// How many books the same-guarantee writer puts in one transaction, and
@@ -347,23 +363,20 @@ async fn same_chunk(
     conn: &mut redis::aio::MultiplexedConnection,
     books: &[Book],
 ) -> redis::RedisResult<bool> {
-    const SORTED: &str = "bbook:_sorted:year";
-    let key = |book: &Book| format!("bbook:{}", book.id);
-    let tag_key = |tag: &str| format!("bbook:_tag:tags:{tag}");
     let mut index_keys: Vec<String> = books
         .iter()
         .flat_map(|b| b.tags.iter().map(|t| tag_key(t)))
-        .chain([SORTED.to_string()])
+        .chain([SORTED_KEY.to_string()])
         .collect();
     index_keys.sort();
     index_keys.dedup();
     let mut reads = redis::pipe();
     reads
         .cmd("WATCH")
-        .arg(books.iter().map(key).collect::<Vec<_>>())
+        .arg(books.iter().map(|b| book_key(b.id)).collect::<Vec<_>>())
         .ignore();
     for book in books {
-        reads.cmd("HGET").arg(key(book)).arg("tags");
+        reads.cmd("HGET").arg(book_key(book.id)).arg("tags");
     }
     for index in &index_keys {
         reads.cmd("TYPE").arg(index);
@@ -371,7 +384,7 @@ async fn same_chunk(
     let replies: Vec<redis::Value> = reads.query_async(conn).await?;
     let (old, types) = replies.split_at(books.len());
     let wrong = |(index, t): (&String, &redis::Value)| {
-        let want = if index == SORTED { "zset" } else { "set" };
+        let want = if index == SORTED_KEY { "zset" } else { "set" };
         !matches!(t, redis::Value::SimpleString(t) if t == "none" || t == want)
     };
     if let Some((index, _)) = index_keys.iter().zip(types).find(|&pair| wrong(pair)) {
@@ -384,7 +397,6 @@ async fn same_chunk(
     let mut tx = redis::pipe();
     tx.atomic();
     for (book, old) in books.iter().zip(old) {
-        let key = key(book);
         let old: String = redis::from_redis_value(old.clone()).unwrap_or_default();
         // The fixture's own text: `["a","b"]`.
         let old_tags = old
@@ -393,22 +405,12 @@ async fn same_chunk(
             .map(|t| t.trim_matches('"'))
             .filter(|t| !t.is_empty() && !book.tags.iter().any(|n| n == t));
         for lost in old_tags {
-            tx.cmd("SREM").arg(tag_key(lost)).arg(&key).ignore();
+            tx.cmd("SREM")
+                .arg(tag_key(lost))
+                .arg(book_key(book.id))
+                .ignore();
         }
-        tx.cmd("HSET")
-            .arg(&key)
-            .arg("title")
-            .arg(&book.title)
-            .arg("year")
-            .arg(book.year)
-            .arg("tags")
-            .arg(tags_text(&book.tags))
-            .ignore();
-        tx.cmd("HINCRBY").arg(&key).arg("_count").arg(1).ignore();
-        tx.cmd("ZADD").arg(SORTED).arg(book.year).arg(&key).ignore();
-        for tag in &book.tags {
-            tx.cmd("SADD").arg(tag_key(tag)).arg(&key).ignore();
-        }
+        add_writes(&mut tx, book);
     }
     let applied: Option<()> = tx.query_async(conn).await?;
     Ok(applied.is_some())

@@ -8,7 +8,7 @@
 //! write that reads before it writes (index upkeep, checked writes) and
 //! the queries read the server.
 
-use super::object::RawFields;
+use super::object::{RawFields, LOAD_BATCH};
 use super::{Model, ObjectRef};
 use crate::db::cache::Lookup;
 use crate::{Db, Error, Result};
@@ -47,6 +47,20 @@ impl<M: Model> ObjectRef<M> {
                 .await
                 .map(|fields| fields.and_then(|mut f| f.get_mut(at).and_then(Option::take))),
         )
+    }
+
+    /// Many objects, read as [`read_many_cached`](Self::read_many_cached)
+    /// reads them, [`LOAD_BATCH`] to a batch: for the reads that load
+    /// every object they find, however many.
+    pub(crate) async fn read_batched_cached(
+        db: &Db,
+        refs: &[ObjectRef<M>],
+    ) -> Result<Vec<Result<RawFields>>> {
+        let mut out = Vec::with_capacity(refs.len());
+        for batch in refs.chunks(LOAD_BATCH) {
+            out.extend(Self::read_many_cached(db, batch).await?);
+        }
+        Ok(out)
     }
 
     /// Many objects, each from the cache if it holds it; the others in one

@@ -9,7 +9,7 @@ mod prune;
 pub(crate) use prune::{prune, Entry, Stale, Test};
 
 use super::codec::shown;
-use super::object::{ObjectRef, LOAD_BATCH};
+use super::object::ObjectRef;
 use super::reply::reply_at;
 use super::Model;
 use crate::command::cmd;
@@ -21,10 +21,10 @@ use redis::Value;
 /// How many entries a full prune checks per transaction.
 pub(crate) const PRUNE_BATCH: usize = 256;
 
-/// Loads the objects at `refs`, [`LOAD_BATCH`] to a pipelined batch (an
-/// index's or a list's members may be a million, whose reply in one batch
-/// could not arrive within the response timeout), keeping those that
-/// `judge` accepts, in order: each kept object's own result, so bad data
+/// Loads the objects at `refs`, [`LOAD_BATCH`](crate::model::LOAD_BATCH)
+/// to a pipelined batch (an index's or a list's members may be a million,
+/// whose reply in one batch could not arrive within the response
+/// timeout), keeping those that `judge` accepts, in order: each kept object's own result, so bad data
 /// stays in its own place (the all-or-nothing reads collect them, the
 /// `_each` reads hand them on).
 ///
@@ -42,24 +42,22 @@ pub(crate) async fn load_judged<M: Model>(
     stale: &mut Vec<Stale>,
     mut judge: impl FnMut(&ObjectRef<M>, Option<&[Option<Vec<u8>>]>, &mut Vec<Stale>) -> bool,
 ) -> Result<Vec<Result<M>>> {
+    let raw = ObjectRef::read_batched_cached(db, &refs).await?;
     let mut out = Vec::with_capacity(refs.len());
-    for batch in refs.chunks(LOAD_BATCH) {
-        let raw = ObjectRef::read_many_cached(db, batch).await?;
-        for (r, values) in batch.iter().zip(raw) {
-            // A read that failed for this object alone (another Redis type
-            // at its key) is its result, as a decoding error is.
-            let values = match values {
-                Ok(values) => values,
-                Err(err) => {
-                    out.push(Err(err));
-                    continue;
-                }
-            };
-            if judge(r, values.as_deref(), stale)
-                && let Some(values) = values
-            {
-                out.push(r.decode(values));
+    for (r, values) in refs.into_iter().zip(raw) {
+        // A read that failed for this object alone (another Redis type at
+        // its key) is its result, as a decoding error is.
+        let values = match values {
+            Ok(values) => values,
+            Err(err) => {
+                out.push(Err(err));
+                continue;
             }
+        };
+        if judge(&r, values.as_deref(), stale)
+            && let Some(values) = values
+        {
+            out.push(r.decode(values));
         }
     }
     Ok(out)

@@ -397,9 +397,14 @@ impl<M: Model> ObjectRef<M> {
     /// in the order given; `None` where an object does not exist.
     #[tracing::instrument(level = "debug", name = "redmodel", skip_all, fields(model = M::TABLE, op = "load_many", count = refs.len()))]
     pub async fn load_many(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<Option<M>>> {
-        Self::read_many_cached(db, refs)
-            .await?
-            .into_iter()
+        Self::decode_all(refs, Self::read_many_cached(db, refs).await?)
+    }
+
+    /// The objects of `refs` from their stored fields `raw`, read for
+    /// them: `None` where an object does not exist; the first error (a
+    /// read's, a decoding's) fails them all.
+    fn decode_all(refs: &[ObjectRef<M>], raw: Vec<Result<RawFields>>) -> Result<Vec<Option<M>>> {
+        raw.into_iter()
             .collect::<Result<Vec<RawFields>>>()?
             .into_iter()
             .zip(refs)
@@ -581,11 +586,11 @@ pub const LOAD_BATCH: usize = 1000;
 
 /// The objects of `refs` that exist, read [`LOAD_BATCH`] to a batch.
 async fn load_scanned<M: Model>(db: &Db, refs: &[ObjectRef<M>]) -> Result<Vec<M>> {
-    let mut objects = Vec::with_capacity(refs.len());
-    for batch in refs.chunks(LOAD_BATCH) {
-        objects.extend(ObjectRef::load_many(db, batch).await?.into_iter().flatten());
-    }
-    Ok(objects)
+    let raw = ObjectRef::read_batched_cached(db, refs).await?;
+    Ok(ObjectRef::decode_all(refs, raw)?
+        .into_iter()
+        .flatten()
+        .collect())
 }
 
 /// The handles of the objects of `M` whose keys match the plain-form glob

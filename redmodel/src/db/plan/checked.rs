@@ -452,9 +452,7 @@ async fn send(
         Err(err) => return Err(types::first_refused(refusal(err), writes)),
     };
     if let Some(shaped) = &shaped {
-        return (shaped.reply(reply, !conditions.is_empty()))
-            .map(Some)
-            .ok_or_else(unknown_shape);
+        return shaped.reply(reply).map(Some).ok_or_else(unknown_shape);
     }
     let Value::Array(reply) = reply else {
         return Err(unknown_shape());

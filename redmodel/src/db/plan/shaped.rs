@@ -59,13 +59,23 @@ static SCRIPTS: LazyLock<Mutex<HashMap<String, Arc<Lua>, foldhash::fast::RandomS
 /// A checked write ready to send as its shape's script.
 pub(crate) struct Shaped<'a> {
     pub(crate) script: Arc<Lua>,
-    /// Whether the script replies its one kept reply alone, not in a
-    /// list ([`replies_alone`]).
-    pub(crate) alone: bool,
+    /// How the script replies.
+    replies: Replies,
     /// `ARGV`: each read's arguments, each write's, then the expected
     /// values of the reads, in order (an integer as its text, the one
     /// argument not borrowed from the write).
     pub(crate) argv: Vec<Cow<'a, [u8]>>,
+}
+
+/// How a shaped script replies (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Replies {
+    /// No reads, one kept reply: that reply alone ([`replies_alone`]).
+    Alone,
+    /// No reads: the kept replies, in a list.
+    Kept,
+    /// Reads: `{1, kept replies...}` or `{0, reads as they are}`.
+    Checked,
 }
 
 /// The name of `cmd` if it is a plain command name (letters, digits, `_`,
@@ -214,10 +224,17 @@ pub(crate) fn shape<'a>(
         }
         None => return None,
     };
+    let replies = if !reads.is_empty() {
+        Replies::Checked
+    } else if replies_alone(reads.len(), writes.iter().map(|w| w.keep)) {
+        Replies::Alone
+    } else {
+        Replies::Kept
+    };
     Some(Shaped {
         script,
+        replies,
         argv,
-        alone: replies_alone(reads.len(), writes.iter().map(|w| w.keep)),
     })
 }
 
@@ -474,14 +491,14 @@ impl Shaped<'_> {
     /// What a shaped script replied, as the caller reads every checked
     /// write's reply: whether the writes ran, and the kept replies, or the
     /// reads as they are if they did not.
-    pub(crate) fn reply(&self, reply: Value, has_reads: bool) -> Option<(bool, Vec<Value>)> {
-        if self.alone {
+    pub(crate) fn reply(&self, reply: Value) -> Option<(bool, Vec<Value>)> {
+        if self.replies == Replies::Alone {
             return Some((true, vec![reply]));
         }
         let Value::Array(mut reply) = reply else {
             return None;
         };
-        if !has_reads {
+        if self.replies == Replies::Kept {
             return Some((true, reply));
         }
         match reply.first()? {
@@ -729,33 +746,41 @@ mod tests {
             &[],
         )
         .expect("a shape");
+        let read = [(cmd(&["HGET", "k", "g"]), Value::Nil)];
+        let checked = shape(
+            1,
+            &read,
+            &[Write::plain(&incr, true), Write::plain(&set, true)],
+            &[],
+        )
+        .expect("a shape");
         // No reads: the kept replies alone, whatever they are; one kept
         // reply not even in a list, a list included.
         assert_eq!(
-            two.reply(list(&[int(0), int(7)]), false),
+            two.reply(list(&[int(0), int(7)])),
             Some((true, vec![int(0), int(7)]))
         );
-        assert_eq!(one.reply(int(7), false), Some((true, vec![int(7)])));
+        assert_eq!(one.reply(int(7)), Some((true, vec![int(7)])));
         assert_eq!(
-            one.reply(list(&[int(7)]), false),
+            one.reply(list(&[int(7)])),
             Some((true, vec![list(&[int(7)])]))
         );
         // Reads: a 1, then the kept replies; or a 0 and the reads.
         assert_eq!(
-            two.reply(list(&[int(1), int(7)]), true),
+            checked.reply(list(&[int(1), int(7)])),
             Some((true, vec![int(7)]))
         );
-        assert_eq!(two.reply(list(&[int(1)]), true), Some((true, vec![])));
+        assert_eq!(checked.reply(list(&[int(1)])), Some((true, vec![])));
         let seen = vec![Value::Nil, int(3)];
         assert_eq!(
-            two.reply(list(&[int(0), Value::Array(seen.clone())]), true),
+            checked.reply(list(&[int(0), Value::Array(seen.clone())])),
             Some((false, seen))
         );
         // Anything else is an unknown shape.
-        assert_eq!(two.reply(list(&[]), true), None);
-        assert_eq!(two.reply(list(&[int(0), int(3)]), true), None);
-        assert_eq!(two.reply(list(&[int(2)]), true), None);
-        assert_eq!(two.reply(int(7), false), None);
+        assert_eq!(checked.reply(list(&[])), None);
+        assert_eq!(checked.reply(list(&[int(0), int(3)])), None);
+        assert_eq!(checked.reply(list(&[int(2)])), None);
+        assert_eq!(two.reply(int(7)), None);
     }
 
     #[test]

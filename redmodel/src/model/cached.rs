@@ -56,6 +56,10 @@ impl<M: Model> ObjectRef<M> {
         db: &Db,
         refs: &[ObjectRef<M>],
     ) -> Result<Vec<Result<RawFields>>> {
+        if refs.len() <= LOAD_BATCH {
+            // The usual lookup: one batch, its replies as they come.
+            return Self::read_many_cached(db, refs).await;
+        }
         let mut out = Vec::with_capacity(refs.len());
         for batch in refs.chunks(LOAD_BATCH) {
             out.extend(Self::read_many_cached(db, batch).await?);

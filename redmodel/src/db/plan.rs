@@ -79,9 +79,9 @@ impl<'a> Write<'a> {
 pub(crate) struct Splice {
     /// Which argument of the command (0: the first after its name); the
     /// command holds a placeholder there.
-    pub(crate) arg: usize,
+    pub(crate) arg: u16,
     /// Which earlier command of the unit (0: its first).
-    pub(crate) from: usize,
+    pub(crate) from: u16,
 }
 
 /// One group: its guards, what it expects to read, and its commands.
@@ -115,9 +115,12 @@ struct Entry {
     cmd: Cmd,
     keep: bool,
     splice: Option<Splice>,
+    /// Whether this is a field read back.
+    reads_back: bool,
     /// For a field read back: its HGET, once a unit that runs it asks
-    /// for it.
-    read_back: Option<OnceLock<Cmd>>,
+    /// for it (boxed: most plans never build one, and an entry is moved
+    /// with its plan).
+    read_back: OnceLock<Box<Cmd>>,
 }
 
 impl Entry {
@@ -126,7 +129,8 @@ impl Entry {
             cmd,
             keep,
             splice: None,
-            read_back: None,
+            reads_back: false,
+            read_back: OnceLock::new(),
         }
     }
 }
@@ -178,12 +182,12 @@ impl Plan {
     /// reach the client as a rounded Lua number; the general script and
     /// the paths without one (WATCH, a gathered bulk write) run the HGET.
     /// In process the write's reply is exact, so it stands for the read,
-    /// as text, and no HGET is built or run.
+    /// and no HGET is built or run.
     pub(crate) fn add_field_read_back(&mut self) -> &mut Self {
         let group = self.current();
         debug_assert!(!group.cmds.is_empty(), "a read back follows a write");
         group.cmds.push(Entry {
-            read_back: Some(OnceLock::new()),
+            reads_back: true,
             ..Entry::new(Cmd::new(), true)
         });
         self
@@ -199,9 +203,12 @@ impl Plan {
     /// first after the name; `cmd` holds a placeholder there) the reply of
     /// the group's command number `from` (0: its first), a string. A plan
     /// with such a command runs only whole ([`run_whole`](Self::run_whole)).
-    pub(crate) fn add_spliced(&mut self, cmd: Cmd, arg: usize, from: usize) -> &mut Self {
+    pub(crate) fn add_spliced(&mut self, cmd: Cmd, arg: u16, from: u16) -> &mut Self {
         let group = self.current();
-        debug_assert!(from < group.cmds.len(), "a splice takes an earlier reply");
+        debug_assert!(
+            usize::from(from) < group.cmds.len(),
+            "a splice takes an earlier reply"
+        );
         group.cmds.push(Entry {
             splice: Some(Splice { arg, from }),
             ..Entry::new(cmd, false)
@@ -521,17 +528,17 @@ fn key_of(cmd: &Cmd) -> Option<&[u8]> {
 /// it is the HGET of the key and field of the command before it.
 fn group_writes(entries: &[Entry], in_process: bool) -> impl Iterator<Item = Write<'_>> {
     entries.iter().enumerate().map(move |(i, entry)| {
-        let cmd = match (&entry.read_back, i.checked_sub(1)) {
-            (Some(read), Some(before)) if !in_process => {
-                read.get_or_init(|| field_read(&entries[before].cmd))
-            }
+        let cmd = match i.checked_sub(1) {
+            Some(before) if entry.reads_back && !in_process => entry
+                .read_back
+                .get_or_init(|| Box::new(field_read(&entries[before].cmd))),
             _ => &entry.cmd,
         };
         Write {
             cmd,
             keep: entry.keep,
             splice: entry.splice,
-            reads_back: entry.read_back.is_some(),
+            reads_back: entry.reads_back,
         }
     })
 }

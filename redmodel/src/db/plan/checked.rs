@@ -529,7 +529,7 @@ fn apply(tx: &mut Atomic<'_>, writes: &[Write<'_>]) -> Native<Vec<Value>> {
     for (i, write) in writes.iter().enumerate() {
         let reply = if write.reads_back {
             match previous.take() {
-                Some(reply) => as_text(reply),
+                Some(reply) => reply,
                 None => {
                     return Err(Box::new(Error::Misuse(
                         "a read back follows a write".to_string(),
@@ -552,7 +552,7 @@ fn apply(tx: &mut Atomic<'_>, writes: &[Write<'_>]) -> Native<Vec<Value>> {
         if spliced
             && writes[i + 1..]
                 .iter()
-                .any(|w| w.splice.is_some_and(|s| s.from == i))
+                .any(|w| w.splice.is_some_and(|s| usize::from(s.from) == i))
         {
             taken.push((i, reply.clone()));
         }
@@ -775,31 +775,29 @@ fn call(tx: &mut Atomic<'_>, cmd: &Cmd) -> Value {
     tx.call(&room[..n])
 }
 
-/// An integer reply as the string a read of the value gives (HGET of
-/// the field an HINCRBY changed); any other reply as it is.
-fn as_text(reply: Value) -> Value {
-    match reply {
-        Value::Int(n) => Value::BulkString(itoa::Buffer::new().format(n).as_bytes().to_vec()),
-        other => other,
-    }
-}
-
 /// Runs `cmd` with its argument `splice.arg` the reply `taken` holds of
-/// the write `splice.from`: a string, as a script passes it on.
+/// the write `splice.from`: a string as it is, an integer (an HINCRBY's,
+/// which stands for the field read back) as its text, as a script passes
+/// them on.
 fn call_spliced(
     tx: &mut Atomic<'_>,
     cmd: &Cmd,
     splice: Splice,
     taken: &[(usize, Value)],
 ) -> Native<Value> {
-    let Some((_, Value::BulkString(text))) = taken.iter().find(|(i, _)| *i == splice.from) else {
-        return Err(Box::new(Error::Misuse(format!(
-            "a write takes its argument {} from the reply of write {}, which is not a string",
-            splice.arg, splice.from
-        ))));
+    let mut digits = itoa::Buffer::new();
+    let text: &[u8] = match taken.iter().find(|(i, _)| *i == usize::from(splice.from)) {
+        Some((_, Value::BulkString(text))) => text,
+        Some((_, Value::Int(n))) => digits.format(*n).as_bytes(),
+        _ => {
+            return Err(Box::new(Error::Misuse(format!(
+                "a write takes its argument {} from the reply of write {}, which is not a string",
+                splice.arg, splice.from
+            ))))
+        }
     };
     let mut argv = args(cmd);
-    match argv.get_mut(splice.arg + 1) {
+    match argv.get_mut(usize::from(splice.arg) + 1) {
         Some(arg) => *arg = text,
         None => {
             return Err(Box::new(Error::Misuse(format!(

@@ -194,7 +194,7 @@ pub(crate) fn shape<'a>(
         if let Some(splice) = write.splice {
             signature.push('@');
             signature.push_str(itoa::Buffer::new().format(splice.arg));
-            push_number(&mut signature, splice.from);
+            push_number(&mut signature, usize::from(splice.from));
         }
     }
     for check in checks {
@@ -297,7 +297,7 @@ fn push_number(signature: &mut String, n: usize) {
 fn args_text(out: &mut String, first: usize, count: usize, splice: Option<Splice>) {
     for (n, i) in (first..first + count).enumerate() {
         match splice {
-            Some(splice) if splice.arg == n => {
+            Some(splice) if usize::from(splice.arg) == n => {
                 let _ = write!(out, ", w{}", splice.from);
             }
             _ => {
@@ -433,7 +433,7 @@ fn text(
         // local.
         let taken = writes[j + 1..]
             .iter()
-            .any(|w| w.splice.is_some_and(|s| s.from == j))
+            .any(|w| w.splice.is_some_and(|s| usize::from(s.from) == j))
             || writes.get(j + 1).is_some_and(|w| w.reads_back);
         // A read back that nothing uses runs nothing.
         if write.reads_back && !taken && !write.keep {

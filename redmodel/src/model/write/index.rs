@@ -621,7 +621,7 @@ pub(crate) async fn incr_indexed<M: Model>(
     field: &'static str,
     command: &str,
     by: &(impl ToRedisArgs + Sync),
-) -> Result<Vec<u8>> {
+) -> Result<NumberText> {
     let specs: Vec<&'static IndexSpec> = M::INDEXES.iter().filter(|s| s.field == field).collect();
     if specs.iter().any(|s| matches!(s.kind, IndexKind::Unique)) {
         return Err(Error::Encode {
@@ -655,7 +655,7 @@ pub(crate) async fn incr_indexed<M: Model>(
 /// Runs a plain field's increment plan ([`incr_plan`] without indexes)
 /// where it cannot run at once: one script on a server, a WATCH
 /// transaction where scripts are refused. The field's new text.
-pub(crate) async fn run_incr(db: &Db, plan: Plan) -> Result<Vec<u8>> {
+pub(crate) async fn run_incr(db: &Db, plan: Plan) -> Result<NumberText> {
     let (reply,): (Value,) = plan.run(db).await?;
     number_text(reply)
 }
@@ -698,12 +698,18 @@ pub(crate) fn incr_plan(
     plan
 }
 
+/// The text of a number a field holds: inline up to 24 bytes (every
+/// integer, most floats), so an increment's result costs no allocation.
+pub(crate) type NumberText = smallvec::SmallVec<[u8; 24]>;
+
 /// The text of a HINCRBY (integer) or HINCRBYFLOAT (bulk string) reply,
 /// or of the field read back.
-pub(crate) fn number_text(reply: Value) -> Result<Vec<u8>> {
+pub(crate) fn number_text(reply: Value) -> Result<NumberText> {
     Ok(match reply {
-        Value::Int(n) => n.to_string().into_bytes(),
-        other => redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
+        Value::Int(n) => NumberText::from_slice(itoa::Buffer::new().format(n).as_bytes()),
+        other => NumberText::from_vec(
+            redis::from_redis_value::<Vec<u8>>(other).map_err(redis::RedisError::from)?,
+        ),
     })
 }
 
@@ -733,7 +739,7 @@ async fn incr_whole<M: Model>(
     command: &str,
     by: &(impl ToRedisArgs + Sync),
     specs: &[&'static IndexSpec],
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<NumberText>> {
     let sorted: Vec<&IndexSpec> = specs
         .iter()
         .copied()

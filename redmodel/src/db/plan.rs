@@ -219,10 +219,14 @@ impl Plan {
     /// Every command as a unit runs it: `in_process`, a field read back
     /// stays unbuilt (the engine answers it from the write before).
     fn writes(&self, in_process: bool) -> Commands<'_> {
-        self.groups
-            .iter()
-            .flat_map(|g| group_writes(&g.cmds, in_process))
-            .collect()
+        match self.groups.as_slice() {
+            // The common case, without the flattening's bookkeeping.
+            [one] => group_writes(&one.cmds, in_process).collect(),
+            groups => groups
+                .iter()
+                .flat_map(|g| group_writes(&g.cmds, in_process))
+                .collect(),
+        }
     }
 
     /// Whether the plan has nothing to check or run.

@@ -147,10 +147,18 @@ impl<M: Model> ObjectRef<M> {
         let text = if touches_index::<M>(&[name]) {
             Box::pin(index::incr_indexed::<M>(db, &key, name, T::COMMAND, &by)).await
         } else {
-            let plan = index::incr_plan(&key, name, T::COMMAND, &by, &[]);
-            match plan.now::<(redis::Value,)>(db) {
-                Some(now) => now.and_then(|(reply,)| index::number_text(reply)),
-                None => Box::pin(index::run_incr(db, plan)).await,
+            // The plan lives in this block only, so the future does not
+            // hold it across the await: it moves into the boxed one.
+            let ran = {
+                let plan = index::incr_plan(&key, name, T::COMMAND, &by, &[]);
+                match plan.now::<(redis::Value,)>(db) {
+                    Some(now) => Ok(now.and_then(|(reply,)| index::number_text(reply))),
+                    None => Err(Box::pin(index::run_incr(db, plan))),
+                }
+            };
+            match ran {
+                Ok(text) => text,
+                Err(pending) => pending.await,
             }
         }
         .map_err(incr_error(self.key(), name))?;

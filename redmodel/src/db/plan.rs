@@ -40,8 +40,8 @@ use checked::{guarded, guarded_now, Decide, Native, Reader};
 /// Most writes are one group of a guard or two and a few commands: they
 /// stay inline, with no vector of their own to allocate and free.
 #[derive(Default)]
-pub(crate) struct Plan {
-    groups: SmallVec<[Group; 1]>,
+pub(crate) struct Plan<'k> {
+    groups: SmallVec<[Group<'k>; 1]>,
 }
 
 /// The commands of a unit.
@@ -84,13 +84,24 @@ pub(crate) struct Splice {
     pub(crate) from: u16,
 }
 
-/// One group: its guards, what it expects to read, and its commands.
+/// One group: its guards (borrowed where the caller holds the key, as
+/// an object's own), what it expects to read, and its commands.
 #[derive(Default)]
-struct Group {
-    guards: SmallVec<[String; 2]>,
+struct Group<'k> {
+    guards: SmallVec<[Cow<'k, str>; 2]>,
     expects: Vec<Expected>,
     cmds: SmallVec<[Entry; 3]>,
 }
+
+impl Group<'_> {
+    /// The keys the group guards.
+    fn guards(&self) -> impl Iterator<Item = &str> {
+        self.guards.iter().map(|k| k.as_ref())
+    }
+}
+
+/// The keys a unit guards, borrowed from its plan.
+pub(crate) type Guards<'a> = SmallVec<[&'a str; 2]>;
 
 /// A read, and the reply it must give for its group to run.
 #[derive(Clone)]
@@ -135,7 +146,7 @@ impl Entry {
     }
 }
 
-impl Plan {
+impl<'k> Plan<'k> {
     /// No groups yet.
     pub(crate) fn new() -> Self {
         Self::default()
@@ -151,7 +162,7 @@ impl Plan {
     /// The current group runs only if `key` (as stored) exists; otherwise
     /// nothing of it runs and [`run`](Self::run) fails with
     /// [`Error::NotFound`].
-    pub(crate) fn guard(&mut self, key: impl Into<String>) -> &mut Self {
+    pub(crate) fn guard(&mut self, key: impl Into<Cow<'k, str>>) -> &mut Self {
         self.current().guards.push(key.into());
         self
     }
@@ -242,7 +253,7 @@ impl Plan {
             .any(|g| g.cmds.iter().any(|entry| entry.splice.is_some()))
     }
 
-    fn current(&mut self) -> &mut Group {
+    fn current(&mut self) -> &mut Group<'k> {
         if self.groups.is_empty() {
             self.groups.push(Group::default());
         }
@@ -336,19 +347,13 @@ impl Plan {
     /// The plain layout's one unit: all the groups' guards and commands,
     /// as a unit `in_process` or on a server runs them.
     fn unit(&self, in_process: bool) -> Unit<'_> {
-        // One group (the common case) lends its guards as they are.
-        let (guards, expects) = match self.groups.as_slice() {
-            [one] => (
-                Cow::Borrowed(one.guards.as_slice()),
-                Cow::Borrowed(one.expects.as_slice()),
-            ),
-            groups => (
-                Cow::Owned(groups.iter().flat_map(|g| g.guards.clone()).collect()),
-                Cow::Owned(groups.iter().flat_map(|g| g.expects.clone()).collect()),
-            ),
+        // One group (the common case) lends its reads as they are.
+        let expects = match self.groups.as_slice() {
+            [one] => Cow::Borrowed(one.expects.as_slice()),
+            groups => Cow::Owned(groups.iter().flat_map(|g| g.expects.clone()).collect()),
         };
         Unit {
-            guards,
+            guards: self.groups.iter().flat_map(|g| g.guards()).collect(),
             expects,
             cmds: self.writes(in_process),
         }
@@ -398,7 +403,7 @@ impl Plan {
         let mut kept = Vec::new();
         for group in &self.groups {
             let unit = Unit {
-                guards: Cow::Borrowed(&group.guards),
+                guards: group.guards().collect(),
                 expects: Cow::Borrowed(&group.expects),
                 cmds: group_writes(&group.cmds, false).collect(),
             };
@@ -412,7 +417,7 @@ impl Plan {
 /// guards and expected reads, and each command with whether its reply is
 /// kept.
 struct Unit<'a> {
-    guards: Cow<'a, [String]>,
+    guards: Guards<'a>,
     expects: Cow<'a, [Expected]>,
     cmds: Commands<'a>,
 }
@@ -456,7 +461,7 @@ impl Unit<'_> {
     /// MULTI/EXEC the commands; again if a guard changed meanwhile.
     async fn run_watched(&self, db: &Db) -> Result<Vec<Value>> {
         let first = match self.guards.first() {
-            Some(guard) => guard.as_str(),
+            Some(guard) => guard,
             None => route(&self.cmds).unwrap_or_default(),
         };
         let pipe = self.pipeline();
@@ -602,7 +607,7 @@ mod tests {
 
     /// A plan of one group on `key`: it expects field `f` to read
     /// `expected`, then sets field `g` to `1`.
-    fn set_if(key: &str, expected: &[u8]) -> Plan {
+    fn set_if<'k>(key: &'k str, expected: &[u8]) -> Plan<'k> {
         let mut plan = Plan::new();
         plan.step()
             .guard(key)

@@ -440,7 +440,7 @@ pub(crate) fn single_set(key: &str, text: Vec<u8>, ttl: Option<Duration>) -> Res
 /// unit. In the cluster layout, those in `key`'s slot guard the write's
 /// own group; each of the others (a reference field's target) gets a
 /// group of its own, checked first, just before the write, not with it.
-pub(crate) fn guarded_unit(db: &Db, key: &str, guards: Vec<String>) -> Plan {
+pub(crate) fn guarded_unit(db: &Db, key: &str, guards: Vec<String>) -> Plan<'static> {
     let mut unit = Plan::new();
     // Moved into the plan, the far ones first, each in a group of its own.
     let mut near: smallvec::SmallVec<[String; 2]> = smallvec::SmallVec::new();

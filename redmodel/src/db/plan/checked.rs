@@ -329,7 +329,7 @@ impl Recorder<'_> {
     /// cluster.
     pub(crate) async fn commit<T: FromRedisValue>(
         self,
-        guards: &[String],
+        guards: &[&str],
         route: Option<&str>,
         writes: &[Write<'_>],
     ) -> Result<Checked<T>> {
@@ -386,7 +386,7 @@ impl Recorder<'_> {
 /// are (not); `None` if it cannot go as a script.
 async fn send(
     db: &Db,
-    guards: &[String],
+    guards: &[&str],
     route: Option<&str>,
     conditions: &[(Cmd, Value)],
     writes: &[Write<'_>],
@@ -406,7 +406,7 @@ async fn send(
     let shaped = shaped::shape(guards.len(), conditions, writes, &checks);
     let call = match &shaped {
         Some(shaped) => {
-            let bytes = guards.iter().map(String::len).sum::<usize>()
+            let bytes = guards.iter().map(|g| g.len()).sum::<usize>()
                 + shaped.argv.iter().map(|a| a.len()).sum::<usize>();
             let mut call = if keys.is_empty() {
                 shaped.script.call_sized(guards, shaped.argv.len(), bytes)
@@ -493,7 +493,7 @@ fn unknown_shape() -> Error {
 /// reads as they are.
 fn in_process(
     tx: &mut Atomic<'_>,
-    guards: &[String],
+    guards: &[&str],
     conditions: &[(Cmd, Value)],
     writes: &[Write<'_>],
 ) -> Native<(bool, Vec<Value>)> {
@@ -571,7 +571,7 @@ fn apply(tx: &mut Atomic<'_>, writes: &[Write<'_>]) -> Native<Vec<Value>> {
 /// waits on something other than its reads (then nothing ran).
 fn decided_now(
     tx: &mut Atomic<'_>,
-    guards: &[String],
+    guards: &[&str],
     base: &[Write<'_>],
     decide: &impl Decide,
 ) -> Option<Native<Vec<Value>>> {
@@ -817,7 +817,7 @@ fn call_spliced(
 /// that is no guard and has no shape to write a script for.
 pub(crate) async fn guarded(
     db: &Db,
-    guards: &[String],
+    guards: &[&str],
     cmds: &[Write<'_>],
 ) -> Result<Option<Vec<Value>>> {
     if let Some(kept) = guarded_now(db, guards, cmds) {
@@ -840,7 +840,7 @@ pub(crate) async fn guarded(
 /// write more than the engine's own work). `None` on a server.
 pub(crate) fn guarded_now(
     db: &Db,
-    guards: &[String],
+    guards: &[&str],
     cmds: &[Write<'_>],
 ) -> Option<Native<Vec<Value>>> {
     let outcome = db.atomically(|tx| in_process(tx, guards, &[], cmds))?;
@@ -915,7 +915,7 @@ pub(crate) trait Decide: Sync {
 pub(crate) async fn run<T: FromRedisValue>(
     db: &Db,
     conflict_key: &str,
-    guards: &[String],
+    guards: &[&str],
     base: &[Write<'_>],
     decide: &impl Decide,
 ) -> Result<T> {

@@ -120,7 +120,7 @@ enum Outcome {
 /// what its reads found instead; `None` where it is to be sent alone.
 pub(crate) async fn run(
     db: &Db,
-    guards: &[String],
+    guards: &[&str],
     conditions: &[(Cmd, Value)],
     writes: &[Write<'_>],
 ) -> Option<Result<(bool, Vec<Value>)>> {
@@ -132,7 +132,7 @@ pub(crate) async fn run(
         return None;
     }
     let item = Item {
-        guards: guards.to_vec(),
+        guards: guards.iter().map(|g| g.to_string()).collect(),
         reads: conditions.iter().map(|(read, _)| read.clone()).collect(),
         expected: conditions.iter().map(|(_, reply)| reply.clone()).collect(),
         checks: types::checks(writes)

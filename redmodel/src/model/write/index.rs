@@ -655,7 +655,7 @@ pub(crate) async fn incr_indexed<M: Model>(
 /// Runs a plain field's increment plan ([`incr_plan`] without indexes)
 /// where it cannot run at once: one script on a server, a WATCH
 /// transaction where scripts are refused. The field's new text.
-pub(crate) async fn run_incr(db: &Db, plan: Plan) -> Result<NumberText> {
+pub(crate) async fn run_incr(db: &Db, plan: Plan<'_>) -> Result<NumberText> {
     let (reply,): (Value,) = plan.run(db).await?;
     number_text(reply)
 }
@@ -666,13 +666,13 @@ pub(crate) async fn run_incr(db: &Db, plan: Plan) -> Result<NumberText> {
 /// reply would be a Lua number, rounded from 2^53 up), then, from that
 /// text, the object's score in each sorted index of `indexes` and its
 /// push to each recent list (`(index key, cap)`).
-pub(crate) fn incr_plan(
-    key: &str,
+pub(crate) fn incr_plan<'k>(
+    key: &'k str,
     field: &str,
     command: &str,
     by: &(impl ToRedisArgs + Sync),
     indexes: &[(String, Option<u32>)],
-) -> Plan {
+) -> Plan<'k> {
     let mut plan = Plan::new();
     plan.guard(key);
     add_incr_read_back(&mut plan, key, field, command, by);

@@ -203,7 +203,7 @@ pub(crate) async fn recheck_references<M: Model>(
 /// Marks `target`, guarded by its existence. Whether it exists.
 async fn target_holds(db: &Db, reference: &Reference, target: &str) -> Result<bool> {
     let mut unit = Plan::new();
-    unit.step().guard(db.stored(target).into_owned());
+    unit.step().guard(db.stored(target));
     unit.add_ignored(mark(db, reference, target));
     match unit.run::<()>(db).await {
         Ok(()) => Ok(true),

@@ -429,10 +429,13 @@ impl Db {
     /// object's table is in a slot group (its index keys then share the
     /// object's slot) and every guard is in that slot too. Otherwise the
     /// write runs as ordered single-slot steps.
-    pub(crate) fn one_unit_with_indexes(&self, key: &str, guards: &[String]) -> bool {
+    pub(crate) fn one_unit_with_indexes(&self, key: &str, guards: &[Cow<'_, str>]) -> bool {
         self.one_slot()
             || (self.layout.one_slot_with_indexes(key)
-                && guards.iter().all(|g| g == key || self.shares_slot(g, key)))
+                && guards
+                    .iter()
+                    .map(AsRef::as_ref)
+                    .all(|g| g == key || self.shares_slot(g, key)))
     }
 
     /// Whether two stored keys are in one slot in this layout, so that one

@@ -100,6 +100,10 @@ impl Group<'_> {
     }
 }
 
+/// The keys a write must find existing, owned or borrowed from its
+/// caller: most writes have one or two, kept inline.
+pub(crate) type GuardKeys<'k> = SmallVec<[Cow<'k, str>; 2]>;
+
 /// The keys a unit guards, borrowed from its plan.
 pub(crate) type Guards<'a> = SmallVec<[&'a str; 2]>;
 

@@ -15,6 +15,7 @@ pub(crate) use reference::{
 };
 pub(crate) use stepped::{claim_all, claim_held, release_all, settle, sync, unindex, Claim, Texts};
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use redis::Cmd;
@@ -26,7 +27,7 @@ use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
 use super::{Model, OwnerKind, SingleValue, Storage};
 use crate::command::{cmd, sized, Owned};
-use crate::db::plan::Plan;
+use crate::db::plan::{GuardKeys, Plan};
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
 
@@ -302,7 +303,7 @@ impl<M: Model> ObjectRef<M> {
             steps.add(cmd("DEL").arg(&key).owned());
         };
         let (existed,): (bool,) =
-            index::run::<M, _>(db, &key, Vec::new(), &write, &Changes::Delete)
+            index::run::<M, _>(db, &key, GuardKeys::new(), &write, &Changes::Delete)
                 .await
                 .map_err(at_key(self.key(), "hash"))?;
         Ok(existed)
@@ -370,14 +371,14 @@ impl<M: Model> ObjectRef<M> {
     /// the object itself for a field write (`existing`), else its admin
     /// for a sub-object; and the object every reference field in `set`
     /// names (a `Ref` field pointing at a deleted object would dangle).
-    fn guards(&self, db: &Db, existing: bool, set: &[(&str, Vec<u8>)]) -> Vec<String> {
+    fn guards<'k>(&'k self, db: &Db, existing: bool, set: &[(&str, Vec<u8>)]) -> GuardKeys<'k> {
         let own = if existing {
-            Some(self.key_in(db).into_owned())
+            Some(self.key_in(db))
         } else {
-            self.owner_key_in(db)
+            self.owner_key_in(db).map(Cow::Owned)
         };
         own.into_iter()
-            .chain(reference_guards::<M>(db, set))
+            .chain(reference_guards::<M>(db, set).map(Cow::Owned))
             .collect()
     }
 
@@ -440,10 +441,10 @@ pub(crate) fn single_set(key: &str, text: Vec<u8>, ttl: Option<Duration>) -> Res
 /// unit. In the cluster layout, those in `key`'s slot guard the write's
 /// own group; each of the others (a reference field's target) gets a
 /// group of its own, checked first, just before the write, not with it.
-pub(crate) fn guarded_unit(db: &Db, key: &str, guards: Vec<String>) -> Plan<'static> {
+pub(crate) fn guarded_unit<'k>(db: &Db, key: &str, guards: GuardKeys<'k>) -> Plan<'k> {
     let mut unit = Plan::new();
     // Moved into the plan, the far ones first, each in a group of its own.
-    let mut near: smallvec::SmallVec<[String; 2]> = smallvec::SmallVec::new();
+    let mut near = GuardKeys::new();
     for guard in guards {
         // The object, the usual guard, is known by its name: no slot to hash.
         if guard == key || db.shares_slot(&guard, key) {

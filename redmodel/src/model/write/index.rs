@@ -30,6 +30,7 @@
 //! value and the object's write are one atomic unit; a refused or
 //! conflicting write stores nothing at all.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::marker::PhantomData;
 
@@ -42,7 +43,7 @@ use crate::command::AddCommand as _;
 use crate::command::{cmd, Owned};
 use crate::db::optimistic::RawTransaction;
 use crate::db::plan::checked::{self, Decide, Reader};
-use crate::db::plan::Plan;
+use crate::db::plan::{GuardKeys, Plan};
 use crate::model::index::unique::{claim_commands, holder_and_field_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{
@@ -224,7 +225,7 @@ fn add_blind(cmds: &mut Vec<Cmd>, member: &str, steps: &[Step]) {
 pub(crate) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
-    guards: Vec<String>,
+    guards: GuardKeys<'_>,
     write: &(dyn Fn(&mut Plan) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
@@ -639,7 +640,7 @@ pub(crate) async fn incr_indexed<M: Model>(
     // outside a slot group), or a server that refuses scripts: the object's step, then
     // the entries from the value it read back (see `stepped`).
     let write = |steps: &mut Plan| add_incr_read_back(steps, key, field, command, by);
-    let guards = vec![key.to_string()];
+    let guards = GuardKeys::from_iter([Cow::Borrowed(key)]);
     let (reply,): (Value,) = stepped::run::<M, _>(db, key, guards, &write, &specs, &[]).await?;
     let text = number_text(reply)?;
     for spec in &specs {

@@ -4,11 +4,13 @@
 //! layout where they are in other slots, are checked and marked again
 //! after the write, which undoes itself if one of them is gone.
 
+use std::borrow::Cow;
+
 use redis::{Cmd, Value};
 
 use super::index::{self, Changes};
 use crate::command::{cmd, Owned};
-use crate::db::plan::Plan;
+use crate::db::plan::{GuardKeys, Plan};
 use crate::model::cascade::{Reference, REFS_FIELD};
 use crate::model::expiry::ttl_cmds;
 use crate::model::referrer::{clear_reference, delete_referrer};
@@ -271,7 +273,7 @@ async fn restore<M: Model>(
             .map(|(name, text)| (*name, text.as_deref()))
             .collect(),
     );
-    let guards = vec![key.to_string()];
+    let guards = GuardKeys::from_iter([Cow::Borrowed(key)]);
     let restored = match index::run::<M, ()>(db, key, guards, &write, &changes).await {
         Ok(()) => true,
         Err(Error::NotFound { .. }) => false,

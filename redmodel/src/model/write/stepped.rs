@@ -61,7 +61,7 @@ use redis::{FromRedisValue, Value};
 use super::guarded_unit;
 use crate::command::{cmd, Owned};
 use crate::db::plan::checked::{self, Decide, Reader};
-use crate::db::plan::Plan;
+use crate::db::plan::{GuardKeys, Plan};
 use crate::layout::plain_key;
 use crate::model::index::unique::claim_commands;
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
@@ -97,7 +97,7 @@ pub(crate) struct Claim {
 pub(super) async fn run<M: Model, T: FromRedisValue>(
     db: &Db,
     key: &str,
-    guards: Vec<String>,
+    guards: GuardKeys<'_>,
     write: &(dyn Fn(&mut Plan) + Sync),
     specs: &[&'static IndexSpec],
     claims: &[(&'static str, &str)],

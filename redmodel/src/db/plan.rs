@@ -37,11 +37,14 @@ use crate::{Db, Error, Result};
 use checked::{guarded, guarded_now, Decide, Native, Reader};
 
 /// An ordered list of groups of commands, each group within one slot.
-/// Most writes are one group of a guard or two and a few commands: they
-/// stay inline, with no vector of their own to allocate and free.
+/// Most writes are one group of a guard or two and a few commands: it
+/// is built in place, with no vector of groups to allocate and free.
 #[derive(Default)]
 pub(crate) struct Plan<'k> {
-    groups: SmallVec<[Group<'k>; 1]>,
+    /// The first group, the only one of most plans.
+    first: Group<'k>,
+    /// The groups after it; the last one is the current group.
+    rest: Vec<Group<'k>>,
 }
 
 /// The commands of a unit.
@@ -94,6 +97,11 @@ struct Group<'k> {
 }
 
 impl Group<'_> {
+    /// Whether the group has nothing to check or run.
+    fn is_empty(&self) -> bool {
+        self.guards.is_empty() && self.expects.is_empty() && self.cmds.is_empty()
+    }
+
     /// The keys the group guards.
     fn guards(&self) -> impl Iterator<Item = &str> {
         self.guards.iter().map(|k| k.as_ref())
@@ -151,16 +159,29 @@ impl Entry {
 }
 
 impl<'k> Plan<'k> {
-    /// No groups yet.
+    /// One empty group.
     pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Starts a new group: the commands (and guards) added until the next
-    /// `step` must all be in one slot.
+    /// `step` must all be in one slot. (The current group, while it is
+    /// still empty, is that new group.)
     pub(crate) fn step(&mut self) -> &mut Self {
-        self.groups.push(Group::default());
+        if !self.current().is_empty() {
+            self.rest.push(Group::default());
+        }
         self
+    }
+
+    /// The groups, in order.
+    fn groups(&self) -> impl Iterator<Item = &Group<'k>> {
+        std::iter::once(&self.first).chain(&self.rest)
+    }
+
+    /// How many groups there are.
+    fn group_count(&self) -> usize {
+        1 + self.rest.len()
     }
 
     /// The current group runs only if `key` (as stored) exists; otherwise
@@ -234,35 +255,27 @@ impl<'k> Plan<'k> {
     /// Every command as a unit runs it: `in_process`, a field read back
     /// stays unbuilt (the engine answers it from the write before).
     fn writes(&self, in_process: bool) -> Commands<'_> {
-        match self.groups.as_slice() {
+        if self.rest.is_empty() {
             // The common case, without the flattening's bookkeeping.
-            [one] => group_writes(&one.cmds, in_process).collect(),
-            groups => groups
-                .iter()
-                .flat_map(|g| group_writes(&g.cmds, in_process))
-                .collect(),
+            return group_writes(&self.first.cmds, in_process).collect();
         }
+        self.groups()
+            .flat_map(|g| group_writes(&g.cmds, in_process))
+            .collect()
     }
 
     /// Whether the plan has nothing to check or run.
     fn is_empty(&self) -> bool {
-        self.groups
-            .iter()
-            .all(|g| g.guards.is_empty() && g.expects.is_empty() && g.cmds.is_empty())
+        self.groups().all(Group::is_empty)
     }
 
     fn has_splices(&self) -> bool {
-        self.groups
-            .iter()
+        self.groups()
             .any(|g| g.cmds.iter().any(|entry| entry.splice.is_some()))
     }
 
     fn current(&mut self) -> &mut Group<'k> {
-        if self.groups.is_empty() {
-            self.groups.push(Group::default());
-        }
-        let last = self.groups.len() - 1;
-        &mut self.groups[last]
+        self.rest.last_mut().unwrap_or(&mut self.first)
     }
 
     /// Runs the groups as the layout of `db` allows (all as one unit in the
@@ -298,12 +311,12 @@ impl<'k> Plan<'k> {
     /// slots (one group is one slot in either layout). The
     /// caller then takes a path of its own (ordered steps).
     pub(crate) async fn run_whole<T: FromRedisValue>(&self, db: &Db) -> Result<Option<T>> {
-        if self.groups.len() > 1 && self.has_splices() {
+        if self.group_count() > 1 && self.has_splices() {
             return Err(Error::Misuse(
                 "a plan that splices a reply is one group".to_string(),
             ));
         }
-        if self.groups.iter().any(|g| !g.expects.is_empty()) {
+        if self.groups().any(|g| !g.expects.is_empty()) {
             return Err(Error::Misuse(
                 "a plan that expects a read runs with `run`".to_string(),
             ));
@@ -334,10 +347,10 @@ impl<'k> Plan<'k> {
     /// several groups whose keys (each guard, each command's key) all
     /// share one slot, as the keys of a slot group do.
     fn one_unit(&self, db: &Db) -> bool {
-        if db.one_slot() || self.groups.len() <= 1 {
+        if db.one_slot() || self.group_count() <= 1 {
             return true;
         }
-        let mut keys = self.groups.iter().flat_map(|g| {
+        let mut keys = self.groups().flat_map(|g| {
             let guards = g.guards.iter().map(|k| k.as_bytes());
             guards.chain(g.cmds.iter().filter_map(|entry| key_of(&entry.cmd)))
         });
@@ -352,12 +365,12 @@ impl<'k> Plan<'k> {
     /// as a unit `in_process` or on a server runs them.
     fn unit(&self, in_process: bool) -> Unit<'_> {
         // One group (the common case) lends its reads as they are.
-        let expects = match self.groups.as_slice() {
-            [one] => Cow::Borrowed(one.expects.as_slice()),
-            groups => Cow::Owned(groups.iter().flat_map(|g| g.expects.clone()).collect()),
+        let expects = match self.rest.is_empty() {
+            true => Cow::Borrowed(self.first.expects.as_slice()),
+            false => Cow::Owned(self.groups().flat_map(|g| g.expects.clone()).collect()),
         };
         Unit {
-            guards: self.groups.iter().flat_map(|g| g.guards()).collect(),
+            guards: self.groups().flat_map(|g| g.guards()).collect(),
             expects,
             cmds: self.writes(in_process),
         }
@@ -405,7 +418,7 @@ impl<'k> Plan<'k> {
             return self.unit(false).run(db).await;
         }
         let mut kept = Vec::new();
-        for group in &self.groups {
+        for group in self.groups() {
             let unit = Unit {
                 guards: group.guards().collect(),
                 expects: Cow::Borrowed(&group.expects),

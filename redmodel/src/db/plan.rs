@@ -134,7 +134,7 @@ impl Expected {
 /// A group's command, with what [`Write`] says of it.
 struct Entry {
     /// The command; empty for a field read back, whose command is built
-    /// only where it runs ([`read_back`](Self::read_back)).
+    /// only where it runs ([`read_cmd`](Self::read_cmd)).
     cmd: Cmd,
     keep: bool,
     splice: Option<Splice>,
@@ -143,7 +143,7 @@ struct Entry {
     /// For a field read back: its HGET, once a unit that runs it asks
     /// for it (boxed: most plans never build one, and an entry is moved
     /// with its plan).
-    read_back: OnceLock<Box<Cmd>>,
+    read_cmd: OnceLock<Box<Cmd>>,
 }
 
 impl Entry {
@@ -153,7 +153,7 @@ impl Entry {
             keep,
             splice: None,
             reads_back: false,
-            read_back: OnceLock::new(),
+            read_cmd: OnceLock::new(),
         }
     }
 }
@@ -237,7 +237,8 @@ impl<'k> Plan<'k> {
 
     /// Adds a command whose reply is dropped, its argument `arg` (0: the
     /// first after the name; `cmd` holds a placeholder there) the reply of
-    /// the group's command number `from` (0: its first), a string. A plan
+    /// the group's command number `from` (0: its first): a string, or an
+    /// integer passed on as its text, as a script passes it. A plan
     /// with such a command runs only whole ([`run_whole`](Self::run_whole)).
     pub(crate) fn add_spliced(&mut self, cmd: Cmd, arg: u16, from: u16) -> &mut Self {
         let group = self.current();
@@ -556,7 +557,7 @@ fn group_writes(entries: &[Entry], in_process: bool) -> impl Iterator<Item = Wri
     entries.iter().enumerate().map(move |(i, entry)| {
         let cmd = match i.checked_sub(1) {
             Some(before) if entry.reads_back && !in_process => entry
-                .read_back
+                .read_cmd
                 .get_or_init(|| Box::new(field_read(&entries[before].cmd))),
             _ => &entry.cmd,
         };

@@ -623,7 +623,9 @@ pub(crate) async fn incr_indexed<M: Model>(
     command: &str,
     by: &(impl ToRedisArgs + Sync),
 ) -> Result<NumberText> {
-    let specs: Vec<&'static IndexSpec> = M::INDEXES.iter().filter(|s| s.field == field).collect();
+    // A field has an index or two: kept inline, as the lists below.
+    let specs: SmallVec<[&'static IndexSpec; 2]> =
+        M::INDEXES.iter().filter(|s| s.field == field).collect();
     if specs.iter().any(|s| matches!(s.kind, IndexKind::Unique)) {
         return Err(Error::Encode {
             key: key.to_string(),
@@ -641,7 +643,10 @@ pub(crate) async fn incr_indexed<M: Model>(
     // the entries from the value it read back (see `stepped`).
     let write = |steps: &mut Plan| add_incr_read_back(steps, key, field, command, by);
     let guards = GuardKeys::from_iter([Cow::Borrowed(key)]);
-    let (reply,): (Value,) = stepped::run::<M, _>(db, key, guards, &write, &specs, &[]).await?;
+    // Boxed, as the paths below that wait: their states would make every
+    // increment's future kilobytes, copied whole where it is boxed.
+    let (reply,): (Value,) =
+        Box::pin(stepped::run::<M, _>(db, key, guards, &write, &specs, &[])).await?;
     let text = number_text(reply)?;
     for spec in &specs {
         if let IndexKind::Sorted { score } = spec.kind
@@ -741,12 +746,12 @@ async fn incr_whole<M: Model>(
     by: &(impl ToRedisArgs + Sync),
     specs: &[&'static IndexSpec],
 ) -> Result<Option<NumberText>> {
-    let sorted: Vec<&IndexSpec> = specs
+    let sorted: SmallVec<[&IndexSpec; 2]> = specs
         .iter()
         .copied()
         .filter(|s| matches!(s.kind, IndexKind::Sorted { .. }))
         .collect();
-    let mut indexes: Vec<(String, Option<u32>)> = sorted
+    let mut indexes: SmallVec<[(String, Option<u32>); 2]> = sorted
         .iter()
         .map(|_| (sorted_key(db, M::TABLE, field), None))
         .collect();
@@ -756,7 +761,13 @@ async fn incr_whole<M: Model>(
         }
     }
     let plan = incr_plan(key, field, command, by, &indexes);
-    let Some((reply,)) = plan.run_whole::<(Value,)>(db).await? else {
+    // In process the plan runs at once; elsewhere its script's state waits
+    // in a box of its own (see `incr_indexed`).
+    let ran = match plan.now::<(Value,)>(db) {
+        Some(now) => Some(now?),
+        None => Box::pin(plan.run_whole::<(Value,)>(db)).await?,
+    };
+    let Some((reply,)) = ran else {
         return Ok(None);
     };
     let text = number_text(reply)?;
@@ -772,7 +783,7 @@ async fn incr_whole<M: Model>(
             // Redis parsed the text as a score differently from the
             // field's codec (a float HINCRBYFLOAT wrote in long double):
             // the codec's score wins.
-            Ok(_) => resync_score::<M>(db, key, spec).await?,
+            Ok(_) => Box::pin(resync_score::<M>(db, key, spec)).await?,
             Err(reason) => {
                 db.query::<()>(cmd("ZREM").arg(sorted_key(db, M::TABLE, field)).arg(key))
                     .await?;

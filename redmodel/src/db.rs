@@ -432,10 +432,7 @@ impl Db {
     pub(crate) fn one_unit_with_indexes(&self, key: &str, guards: &[Cow<'_, str>]) -> bool {
         self.one_slot()
             || (self.layout.one_slot_with_indexes(key)
-                && guards
-                    .iter()
-                    .map(AsRef::as_ref)
-                    .all(|g| g == key || self.shares_slot(g, key)))
+                && guards.iter().all(|g| g == key || self.shares_slot(g, key)))
     }
 
     /// Whether two stored keys are in one slot in this layout, so that one

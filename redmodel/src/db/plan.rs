@@ -91,7 +91,7 @@ pub(crate) struct Splice {
 /// an object's own), what it expects to read, and its commands.
 #[derive(Default)]
 struct Group<'k> {
-    guards: SmallVec<[Cow<'k, str>; 2]>,
+    guards: GuardKeys<'k>,
     expects: Vec<Expected>,
     cmds: SmallVec<[Entry; 3]>,
 }
@@ -329,7 +329,9 @@ impl<'k> Plan<'k> {
             return Ok(None);
         }
         let unit = self.unit(false);
-        match guarded(db, &unit.guards, &unit.cmds).await? {
+        // Boxed, as in `run`: the caller's future does not carry the
+        // script's state, and in process nothing is boxed.
+        match Box::pin(guarded(db, &unit.guards, &unit.cmds)).await? {
             Some(kept) => Ok(Some(from_kept(kept)?)),
             None => Ok(None),
         }

@@ -24,9 +24,9 @@ pub(crate) const PRUNE_BATCH: usize = 256;
 /// Loads the objects at `refs`, [`LOAD_BATCH`](crate::model::LOAD_BATCH)
 /// to a pipelined batch (an index's or a list's members may be a million,
 /// whose reply in one batch could not arrive within the response
-/// timeout), keeping those that `judge` accepts, in order: each kept object's own result, so bad data
-/// stays in its own place (the all-or-nothing reads collect them, the
-/// `_each` reads hand them on).
+/// timeout), keeping those that `judge` accepts, in order: each kept
+/// object's own result, so bad data stays in its own place (the
+/// all-or-nothing reads collect them, the `_each` reads hand them on).
 ///
 /// The objects come through the near cache, if it is on (a prune is a
 /// checked write: it removes an entry only if the server agrees).

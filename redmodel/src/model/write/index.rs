@@ -761,13 +761,7 @@ async fn incr_whole<M: Model>(
         }
     }
     let plan = incr_plan(key, field, command, by, &indexes);
-    // In process the plan runs at once; elsewhere its script's state waits
-    // in a box of its own (see `incr_indexed`).
-    let ran = match plan.now::<(Value,)>(db) {
-        Some(now) => Some(now?),
-        None => Box::pin(plan.run_whole::<(Value,)>(db)).await?,
-    };
-    let Some((reply,)) = ran else {
+    let Some((reply,)) = plan.run_whole::<(Value,)>(db).await? else {
         return Ok(None);
     };
     let text = number_text(reply)?;

@@ -21,7 +21,6 @@
 //! makes every group idempotent, so that the write can be retried whole.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 use redis::{Cmd, FromRedisValue, Value};
 use smallvec::SmallVec;
@@ -55,6 +54,8 @@ pub(crate) type Commands<'a> = SmallVec<[Write<'a>; 4]>;
 /// reads back what the command before it wrote ([`Plan::add_field_read_back`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Write<'a> {
+    /// The command; for a read back, the command before it, whose field
+    /// it reads ([`args`](Self::args) gives the read as sent).
     pub(crate) cmd: &'a Cmd,
     pub(crate) keep: bool,
     pub(crate) splice: Option<Splice>,
@@ -69,6 +70,27 @@ impl<'a> Write<'a> {
             keep,
             splice: None,
             reads_back: false,
+        }
+    }
+
+    /// The command as sent, its name first: for a read back, `HGET` of
+    /// the key and field of the command it reads back, borrowed from it
+    /// (no command is built for it where a script or the engine runs it).
+    pub(crate) fn args(self) -> impl Iterator<Item = Option<&'a [u8]>> + Clone {
+        let (read, from, count) = match self.reads_back {
+            true => (Some(Some(&b"HGET"[..])), 1, 2),
+            false => (None, 0, usize::MAX),
+        };
+        read.into_iter()
+            .chain(crate::command::args(self.cmd).skip(from).take(count))
+    }
+
+    /// The command as sent, as a command of its own: for the paths that
+    /// send commands as they are (WATCH/MULTI, a gathered bulk write).
+    pub(crate) fn to_cmd(self) -> Cmd {
+        match self.reads_back {
+            true => field_read(self.cmd),
+            false => self.cmd.clone(),
         }
     }
 }
@@ -133,17 +155,13 @@ impl Expected {
 
 /// A group's command, with what [`Write`] says of it.
 struct Entry {
-    /// The command; empty for a field read back, whose command is built
-    /// only where it runs ([`read_cmd`](Self::read_cmd)).
+    /// The command; empty for a field read back, which reads what the
+    /// command before it wrote ([`Write::args`]).
     cmd: Cmd,
     keep: bool,
     splice: Option<Splice>,
     /// Whether this is a field read back.
     reads_back: bool,
-    /// For a field read back: its HGET, once a unit that runs it asks
-    /// for it (boxed: most plans never build one, and an entry is moved
-    /// with its plan).
-    read_cmd: OnceLock<Box<Cmd>>,
 }
 
 impl Entry {
@@ -153,7 +171,6 @@ impl Entry {
             keep,
             splice: None,
             reads_back: false,
-            read_cmd: OnceLock::new(),
         }
     }
 }
@@ -218,7 +235,9 @@ impl<'k> Plan<'k> {
     /// reach the client as a rounded Lua number; the general script and
     /// the paths without one (WATCH, a gathered bulk write) run the HGET.
     /// In process the write's reply is exact, so it stands for the read,
-    /// and no HGET is built or run.
+    /// and no HGET runs. A script sends the HGET from the write's own key
+    /// and field ([`Write::args`]); only the paths that send commands as
+    /// they are build it.
     pub(crate) fn add_field_read_back(&mut self) -> &mut Self {
         let group = self.current();
         debug_assert!(!group.cmds.is_empty(), "a read back follows a write");
@@ -253,16 +272,13 @@ impl<'k> Plan<'k> {
         self
     }
 
-    /// Every command as a unit runs it: `in_process`, a field read back
-    /// stays unbuilt (the engine answers it from the write before).
-    fn writes(&self, in_process: bool) -> Commands<'_> {
+    /// Every command as a unit runs it.
+    fn writes(&self) -> Commands<'_> {
         if self.rest.is_empty() {
             // The common case, without the flattening's bookkeeping.
-            return group_writes(&self.first.cmds, in_process).collect();
+            return group_writes(&self.first.cmds).collect();
         }
-        self.groups()
-            .flat_map(|g| group_writes(&g.cmds, in_process))
-            .collect()
+        self.groups().flat_map(|g| group_writes(&g.cmds)).collect()
     }
 
     /// Whether the plan has nothing to check or run.
@@ -328,7 +344,7 @@ impl<'k> Plan<'k> {
         if !self.one_unit(db) {
             return Ok(None);
         }
-        let unit = self.unit(false);
+        let unit = self.unit();
         // Boxed, as in `run`: the caller's future does not carry the
         // script's state, and in process nothing is boxed.
         match Box::pin(guarded(db, &unit.guards, &unit.cmds)).await? {
@@ -364,9 +380,8 @@ impl<'k> Plan<'k> {
         keys.all(|key| redmodel_memory::hash_slot(key) == slot)
     }
 
-    /// The plain layout's one unit: all the groups' guards and commands,
-    /// as a unit `in_process` or on a server runs them.
-    fn unit(&self, in_process: bool) -> Unit<'_> {
+    /// The plain layout's one unit: all the groups' guards and commands.
+    fn unit(&self) -> Unit<'_> {
         // One group (the common case) lends its reads as they are.
         let expects = match self.rest.is_empty() {
             true => Cow::Borrowed(self.first.expects.as_slice()),
@@ -375,7 +390,7 @@ impl<'k> Plan<'k> {
         Unit {
             guards: self.groups().flat_map(|g| g.guards()).collect(),
             expects,
-            cmds: self.writes(in_process),
+            cmds: self.writes(),
         }
     }
 
@@ -389,7 +404,7 @@ impl<'k> Plan<'k> {
         conflict_key: &str,
         decide: &impl Decide,
     ) -> Result<T> {
-        let unit = self.unit(false);
+        let unit = self.unit();
         let decide = Expecting {
             expects: &unit.expects,
             then: decide,
@@ -406,7 +421,7 @@ impl<'k> Plan<'k> {
         if !self.one_unit(db) || db.engine().is_none() {
             return None;
         }
-        let unit = self.unit(true);
+        let unit = self.unit();
         // A unit that expects reads runs as a checked write, which reads
         // first ([`Unit::run`]).
         if !unit.expects.is_empty() {
@@ -418,14 +433,14 @@ impl<'k> Plan<'k> {
     /// [`run`](Self::run)'s units, on a server (or unguarded in process).
     async fn run_units(&self, db: &Db) -> Result<Vec<Value>> {
         if self.one_unit(db) {
-            return self.unit(false).run(db).await;
+            return self.unit().run(db).await;
         }
         let mut kept = Vec::new();
         for group in self.groups() {
             let unit = Unit {
                 guards: group.guards().collect(),
                 expects: Cow::Borrowed(&group.expects),
-                cmds: group_writes(&group.cmds, false).collect(),
+                cmds: group_writes(&group.cmds).collect(),
             };
             kept.extend(unit.run(db).await?);
         }
@@ -468,7 +483,7 @@ impl Unit<'_> {
         let mut pipe = redis::pipe();
         pipe.atomic();
         for write in &self.cmds {
-            pipe.add_command(write.cmd.clone());
+            pipe.add_command(write.to_cmd());
             if !write.keep {
                 pipe.ignore();
             }
@@ -552,15 +567,12 @@ fn key_of(cmd: &Cmd) -> Option<&[u8]> {
     }
 }
 
-/// A group's commands as a unit runs them: `in_process`, a field read
-/// back keeps its empty command (the engine does not run it); elsewhere
-/// it is the HGET of the key and field of the command before it.
-fn group_writes(entries: &[Entry], in_process: bool) -> impl Iterator<Item = Write<'_>> {
+/// A group's commands as a unit runs them: a field read back is the
+/// command before it, read back ([`Write::args`]).
+fn group_writes(entries: &[Entry]) -> impl Iterator<Item = Write<'_>> {
     entries.iter().enumerate().map(move |(i, entry)| {
         let cmd = match i.checked_sub(1) {
-            Some(before) if entry.reads_back && !in_process => entry
-                .read_cmd
-                .get_or_init(|| Box::new(field_read(&entries[before].cmd))),
+            Some(before) if entry.reads_back => &entries[before].cmd,
             _ => &entry.cmd,
         };
         Write {

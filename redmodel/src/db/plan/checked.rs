@@ -371,7 +371,8 @@ impl Recorder<'_> {
         // changed it as they say.
         if !conditions.is_empty() {
             let mut facts = Facts::of(conditions.iter().map(|(cmd, reply)| (cmd, reply)));
-            for write in writes {
+            // A read back changes nothing.
+            for write in writes.iter().filter(|w| !w.reads_back) {
                 facts.apply(write.cmd);
             }
             recall.remember(facts);
@@ -429,7 +430,7 @@ async fn send(
                 let Some(values) = expected(reply) else {
                     return Ok(None);
                 };
-                add_command(&mut invocation, cmd);
+                add_command(&mut invocation, crate::command::args(cmd));
                 invocation.arg(values.len());
                 for value in values {
                     invocation.arg(value);
@@ -441,7 +442,7 @@ async fn send(
                 invocation.arg(check.key);
             }
             for write in writes {
-                add_command(&mut invocation, write.cmd);
+                add_command(&mut invocation, write.args());
             }
             invocation
         }
@@ -868,8 +869,8 @@ fn expected(reply: &Value) -> Option<Vec<Vec<u8>>> {
 
 /// Adds one command to the script's `ARGV`: its argument count, then its
 /// arguments.
-fn add_command(invocation: &mut Call<'_>, cmd: &Cmd) {
-    let args: Vec<&[u8]> = args(cmd);
+fn add_command<'a>(invocation: &mut Call<'_>, args: impl Iterator<Item = Option<&'a [u8]>>) {
+    let args: SmallVec<[&[u8]; 8]> = args.flatten().collect();
     invocation.arg(args.len());
     for arg in args {
         invocation.arg(arg);
@@ -978,7 +979,7 @@ pub(crate) async fn run<T: FromRedisValue>(
         let mut txn = redis::pipe();
         txn.atomic();
         for write in base {
-            txn.add_command(write.cmd.clone());
+            txn.add_command(write.to_cmd());
             if !write.keep {
                 txn.ignore();
             }

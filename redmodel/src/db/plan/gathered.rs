@@ -139,7 +139,7 @@ pub(crate) async fn run(
             .iter()
             .map(|c| (c.at, c.want))
             .collect(),
-        writes: writes.iter().map(|w| w.cmd.clone()).collect(),
+        writes: writes.iter().map(|w| w.to_cmd()).collect(),
     };
     let id = queue.next_id.fetch_add(1, Ordering::Relaxed);
     let (done, outcome) = oneshot::channel();

@@ -78,11 +78,14 @@ enum Replies {
     Checked,
 }
 
-/// The name of `cmd` if it is a plain command name (letters, digits, `_`,
-/// as every Redis command's: the name goes into the script's text), and
-/// its arguments after the name; `None` if an argument is not plain bytes.
-fn split(cmd: &Cmd) -> Option<(&str, impl Iterator<Item = Option<&[u8]>> + Clone)> {
-    let mut args = crate::command::args(cmd);
+/// The name of a command sent as `args` if it is a plain command name
+/// (letters, digits, `_`, as every Redis command's: the name goes into
+/// the script's text), and its arguments after the name; `None` if an
+/// argument is not plain bytes.
+fn split<'a, I>(mut args: I) -> Option<(&'a str, I)>
+where
+    I: Iterator<Item = Option<&'a [u8]>> + Clone,
+{
     let name = std::str::from_utf8(args.next()??).ok()?;
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return None;
@@ -97,9 +100,9 @@ fn add<'a>(
     signature: &mut String,
     argv: &mut Vec<Cow<'a, [u8]>>,
     tag: char,
-    cmd: &'a Cmd,
+    args: impl Iterator<Item = Option<&'a [u8]>> + Clone,
 ) -> Option<()> {
-    let (name, args) = split(cmd)?;
+    let (name, args) = split(args)?;
     let before = argv.len();
     for arg in args {
         argv.push(Cow::Borrowed(arg?));
@@ -162,16 +165,17 @@ pub(crate) fn shape<'a>(
     if commands > MAX_COMMANDS {
         return None;
     }
-    let args: usize = (reads.iter().map(|(cmd, _)| cmd))
-        .chain(writes.iter().map(|w| w.cmd))
-        .map(|cmd| cmd.args_iter().len())
-        .sum();
+    let args: usize = reads
+        .iter()
+        .map(|(cmd, _)| cmd.args_iter().len())
+        .sum::<usize>()
+        + writes.iter().map(|w| w.args().count()).sum::<usize>();
     let mut argv: Vec<Cow<'_, [u8]>> = Vec::with_capacity(args + 2 * reads.len());
     let mut signature = String::with_capacity(16 * commands);
     signature.push('g');
     push_number(&mut signature, guards);
     for (cmd, reply) in reads {
-        add(&mut signature, &mut argv, 'r', cmd)?;
+        add(&mut signature, &mut argv, 'r', crate::command::args(cmd))?;
         let comparable = each_expected(reply, |v| {
             signature.push(match v {
                 Expect::Nil => 'n',
@@ -190,7 +194,7 @@ pub(crate) fn shape<'a>(
             (false, true) => 'k',
             (false, false) => 'w',
         };
-        add(&mut signature, &mut argv, tag, write.cmd)?;
+        add(&mut signature, &mut argv, tag, write.args())?;
         if let Some(splice) = write.splice {
             signature.push('@');
             signature.push_str(itoa::Buffer::new().format(splice.arg));
@@ -258,14 +262,14 @@ fn text_of(
     let mut read_shapes = Vec::with_capacity(reads.len());
     let mut expected_all = Vec::with_capacity(reads.len());
     for (cmd, reply) in reads {
-        let (name, args) = split(cmd)?;
+        let (name, args) = split(crate::command::args(cmd))?;
         let values = expected(reply)?;
         read_shapes.push((name, args.count(), values.len()));
         expected_all.push(values);
     }
     let mut write_shapes = Vec::with_capacity(writes.len());
     for write in writes {
-        let (name, args) = split(write.cmd)?;
+        let (name, args) = split(write.args())?;
         write_shapes.push(WriteShape {
             name,
             argc: args.count(),
@@ -575,9 +579,11 @@ mod tests {
     fn a_read_back_is_the_write_s_reply_where_lua_holds_it_exactly() {
         let (incr, get) = (cmd(&["HINCRBY", "k", "f", "1"]), cmd(&["HGET", "k", "f"]));
         let zadd = cmd(&["ZADD", "i", "0", "k"]);
+        // A read back names the write it reads back: its HGET is sent
+        // from that write's key and field.
         let read_back = Write {
             reads_back: true,
-            ..Write::plain(&get, true)
+            ..Write::plain(&incr, true)
         };
         let spliced = Write {
             splice: Some(Splice { arg: 1, from: 1 }),
@@ -585,6 +591,7 @@ mod tests {
         };
         let writes = [Write::plain(&incr, false), read_back, spliced];
         let shaped = shape(1, &[], &writes, &[]).expect("a shape");
+        assert_eq!(shaped.argv[3..5], [&b"k"[..], b"f"]);
         let text = text_of(1, &[], &writes, &[]).expect("a text");
         assert!(text.starts_with("local function exact(v)"), "{text}");
         assert!(text.contains("local w0 = redis.call('HINCRBY', ARGV[1], ARGV[2], ARGV[3])\n"));

@@ -93,9 +93,13 @@ pub(crate) fn checks<'a>(writes: &[Write<'a>]) -> SmallVec<[Check<'a>; 4]> {
     // Keys whose type is known from an earlier command.
     let mut known: SmallVec<[(&[u8], &'static str); 6]> = SmallVec::new();
     for (at, write) in writes.iter().enumerate() {
+        // A read back reads the key of the write before it, whose type
+        // that write decided.
+        if write.reads_back {
+            continue;
+        }
         let mut args = crate::command::args(write.cmd).flatten();
         let Some(name) = args.next() else {
-            // A field read back in process: no command runs.
             continue;
         };
         // A key spliced in from a reply is not known here.

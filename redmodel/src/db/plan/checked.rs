@@ -826,14 +826,11 @@ pub(crate) async fn guarded(
     }
     // A unit without guards is routed by its first command's key.
     let route = if guards.is_empty() { route(cmds) } else { None };
-    match Recorder::new(db, Guess::Nothing)
-        .commit::<Vec<Value>>(guards, route, cmds)
+    // No read to record, check or remember: the script alone. With no
+    // read, a script that ran wrote.
+    Ok(send(db, guards, route, &[], cmds)
         .await?
-    {
-        Checked::Done(kept) => Ok(Some(kept)),
-        // No read was recorded, so none can have changed.
-        Checked::Changed(_) | Checked::Unsupported => Ok(None),
-    }
+        .map(|(_, kept)| kept))
 }
 
 /// [`guarded`] in process, run at once on the engine: no read to record

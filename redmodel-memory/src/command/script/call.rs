@@ -329,10 +329,11 @@ fn check(
     // Redis's `scriptVerifyOOM`: over `maxmemory` when the script started,
     // a command that may grow the data is refused until the script wrote
     // (it cannot stop halfway then).
-    if meta.has_flag("denyoom")
-        && !client.allow_oom
+    // The flag is looked up last: only over the limit does it matter.
+    if !client.allow_oom
         && !client.wrote
         && client.ctx.store.maxmemory.over_at_start()
+        && meta.has_flag("denyoom")
     {
         return Err(command::maxmemory::OOM.into());
     }

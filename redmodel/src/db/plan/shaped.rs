@@ -169,7 +169,11 @@ pub(crate) fn shape<'a>(
         .iter()
         .map(|(cmd, _)| cmd.args_iter().len())
         .sum::<usize>()
-        + writes.iter().map(|w| w.args().count()).sum::<usize>();
+        + writes
+            .iter()
+            .filter(|w| !w.reads_back)
+            .map(|w| w.args().count())
+            .sum::<usize>();
     let mut argv: Vec<Cow<'_, [u8]>> = Vec::with_capacity(args + 2 * reads.len());
     let mut signature = String::with_capacity(16 * commands);
     signature.push('g');
@@ -188,12 +192,18 @@ pub(crate) fn shape<'a>(
         }
         signature.push('|');
     }
-    for write in writes {
-        let tag = match (write.reads_back, write.keep) {
-            (true, _) => 'b',
-            (false, true) => 'k',
-            (false, false) => 'w',
-        };
+    for (j, write) in writes.iter().enumerate() {
+        if write.reads_back {
+            // Its HGET reads the key and field of the write before it
+            // (its first two arguments), which the script has already.
+            let before = j.checked_sub(1).map(|i| &writes[i])?;
+            if before.splice.is_some_and(|s| s.arg < 2) {
+                return None;
+            }
+            signature.push('b');
+            continue;
+        }
+        let tag = if write.keep { 'k' } else { 'w' };
         add(&mut signature, &mut argv, tag, write.args())?;
         if let Some(splice) = write.splice {
             signature.push('@');
@@ -272,7 +282,8 @@ fn text_of(
         let (name, args) = split(write.args())?;
         write_shapes.push(WriteShape {
             name,
-            argc: args.count(),
+            // A read back sends nothing (see `shape`).
+            argc: if write.reads_back { 0 } else { args.count() },
             keep: write.keep,
             splice: write.splice,
             reads_back: write.reads_back,
@@ -314,10 +325,13 @@ fn args_text(out: &mut String, first: usize, count: usize, splice: Option<Splice
 /// What a write's script text depends on.
 struct WriteShape<'a> {
     name: &'a str,
+    /// How many of its arguments it takes from `ARGV` (none for a read
+    /// back).
     argc: usize,
     keep: bool,
     splice: Option<Splice>,
-    /// A read back of the write before: its reply where exact.
+    /// A read back of the write before: its reply where exact, else
+    /// `HGET` of that write's key and field.
     reads_back: bool,
 }
 
@@ -453,7 +467,11 @@ fn text(
             let _ = write!(out, "exact(w{}) or ", j.saturating_sub(1));
         }
         let _ = write!(out, "redis.call('{}'", write.name);
-        args_text(&mut out, *at, write.argc, write.splice);
+        match write.reads_back {
+            // The key and field of the write before.
+            true => args_text(&mut out, write_at[j.saturating_sub(1)], 2, None),
+            false => args_text(&mut out, *at, write.argc, write.splice),
+        }
         out.push_str(")\n");
         if taken && write.keep {
             kept += 1;
@@ -591,14 +609,16 @@ mod tests {
         };
         let writes = [Write::plain(&incr, false), read_back, spliced];
         let shaped = shape(1, &[], &writes, &[]).expect("a shape");
-        assert_eq!(shaped.argv[3..5], [&b"k"[..], b"f"]);
+        // The read back sends nothing: the increment's arguments are the
+        // HGET's.
+        assert_eq!(shaped.argv, [&b"k"[..], b"f", b"1", b"i", b"0", b"k"]);
         let text = text_of(1, &[], &writes, &[]).expect("a text");
         assert!(text.starts_with("local function exact(v)"), "{text}");
         assert!(text.contains("local w0 = redis.call('HINCRBY', ARGV[1], ARGV[2], ARGV[3])\n"));
         assert!(text.contains(
-            "local w1 = exact(w0) or redis.call('HGET', ARGV[4], ARGV[5])\nout[1] = w1\n"
+            "local w1 = exact(w0) or redis.call('HGET', ARGV[1], ARGV[2])\nout[1] = w1\n"
         ));
-        assert!(text.contains("redis.call('ZADD', ARGV[6], w1, ARGV[8])\n"));
+        assert!(text.contains("redis.call('ZADD', ARGV[4], w1, ARGV[6])\n"));
         // A plain HGET after the increment is another shape: it always runs.
         let plain = shape(1, &[], &[writes[0], Write::plain(&get, true), spliced], &[]);
         assert!(!Arc::ptr_eq(

@@ -73,6 +73,13 @@ impl<'a> Write<'a> {
         }
     }
 
+    /// The command this write runs as it is; `None` for a read back,
+    /// whose `cmd` is the write it reads ([`args`](Self::args) gives its
+    /// HGET).
+    pub(crate) fn command(self) -> Option<&'a Cmd> {
+        (!self.reads_back).then_some(self.cmd)
+    }
+
     /// The command as sent, its name first: for a read back, `HGET` of
     /// the key and field of the command it reads back, borrowed from it
     /// (no command is built for it where a script or the engine runs it).

@@ -372,8 +372,8 @@ impl Recorder<'_> {
         if !conditions.is_empty() {
             let mut facts = Facts::of(conditions.iter().map(|(cmd, reply)| (cmd, reply)));
             // A read back changes nothing.
-            for write in writes.iter().filter(|w| !w.reads_back) {
-                facts.apply(write.cmd);
+            for cmd in writes.iter().filter_map(|w| w.command()) {
+                facts.apply(cmd);
             }
             recall.remember(facts);
         }

@@ -165,15 +165,11 @@ pub(crate) fn shape<'a>(
     if commands > MAX_COMMANDS {
         return None;
     }
-    let args: usize = reads
-        .iter()
-        .map(|(cmd, _)| cmd.args_iter().len())
-        .sum::<usize>()
-        + writes
-            .iter()
-            .filter(|w| !w.reads_back)
-            .map(|w| w.args().count())
-            .sum::<usize>();
+    // A read back sends nothing (below).
+    let args: usize = (reads.iter().map(|(cmd, _)| cmd))
+        .chain(writes.iter().filter_map(|w| w.command()))
+        .map(|cmd| cmd.args_iter().len())
+        .sum();
     let mut argv: Vec<Cow<'_, [u8]>> = Vec::with_capacity(args + 2 * reads.len());
     let mut signature = String::with_capacity(16 * commands);
     signature.push('g');

@@ -95,10 +95,10 @@ pub(crate) fn checks<'a>(writes: &[Write<'a>]) -> SmallVec<[Check<'a>; 4]> {
     for (at, write) in writes.iter().enumerate() {
         // A read back reads the key of the write before it, whose type
         // that write decided.
-        if write.reads_back {
+        let Some(cmd) = write.command() else {
             continue;
-        }
-        let mut args = crate::command::args(write.cmd).flatten();
+        };
+        let mut args = crate::command::args(cmd).flatten();
         let Some(name) = args.next() else {
             continue;
         };

@@ -824,6 +824,27 @@ pub(crate) async fn guarded(
     if let Some(kept) = guarded_now(db, guards, cmds) {
         return kept.map(Some).map_err(|e| *e);
     }
+    // A unit that only checks that its guards exist (the cluster layout's
+    // check of a key in another slot, before a write) is one EXISTS: the
+    // keys counted at one instant, as the script would check them, for
+    // less than a script's call costs the server and its building the
+    // client.
+    if cmds.is_empty() && !guards.is_empty() {
+        let mut exists = cmd("EXISTS");
+        exists.arg(guards);
+        let found: usize = db.query(&exists).await?;
+        match guards {
+            _ if found == guards.len() => return Ok(Some(Vec::new())),
+            // One key: the missing one is known; of several, the script
+            // names it.
+            [missing] => {
+                return Err(Error::NotFound {
+                    key: plain_key(missing),
+                })
+            }
+            _ => {}
+        }
+    }
     // A unit without guards is routed by its first command's key.
     let route = if guards.is_empty() { route(cmds) } else { None };
     // No read to record, check or remember: the script alone. With no

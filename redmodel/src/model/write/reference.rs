@@ -112,8 +112,10 @@ impl PriorRead {
                 let elsewhere = |text: &[u8]| {
                     std::str::from_utf8(text).is_ok_and(|target| !in_unit(db, key, target))
                 };
+                // The cheap test first: only a reference field's target
+                // has a slot to hash.
                 sets_reference |=
-                    text.is_some_and(elsewhere) && M::REFERENCES.iter().any(|r| r.field == *name);
+                    M::REFERENCES.iter().any(|r| r.field == *name) && text.is_some_and(elsewhere);
             })
             .map(|(name, _)| name)
             .collect();

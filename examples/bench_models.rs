@@ -18,7 +18,7 @@
 //!
 //! | operation | model | raw redis-rs |
 //! |---|---|---|
-//! | insert | `student.insert`: one script checking that the class exists, then HSET + HINCRBY `_count` (no HDEL: `Student` has no `Option` field) | MULTI HSET + HINCRBY `_count` |
+//! | insert | `student.insert`: one script checking that the class exists, then HSET, HINCRBY `_count` and the class's mark, HINCRBY `_refs` (no HDEL: `Student` has no `Option` field) | MULTI HSET + HINCRBY `_count` |
 //! | load | `Student::load`: HMGET of the fields, decode | HMGET, parse by hand |
 //! | incr | `Student::at(id).incr(MATH, 1)`: one script checking that the student exists, HINCRBY (and HGET on a server, exact past 2^53) | HINCRBY |
 //! | get_many_100 | `Student::load_many` of 100: MULTI of 100 HMGETs and an EXISTS counting the keys | pipeline of 100 HMGETs, parsed |
@@ -33,7 +33,8 @@
 //! student's class, or both linked objects, must exist; an object must
 //! exist to be incremented; a batch is read as of one instant), a third
 //! side measures raw code that keeps it too, "same guarantee": one script
-//! for `insert`, `incr` and `link` (EXISTS, then the commands above), a
+//! for `insert`, `incr` and `link` (EXISTS, then the commands above; an
+//! insert marks the class too, as the model's does), a
 //! MULTI around the batch reads' HMGETs. Its column, `m/same`, is the
 //! model layer's own cost; `model/raw` adds the guarantee's.
 //!

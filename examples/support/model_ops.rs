@@ -108,7 +108,9 @@ fn fresh() -> u64 {
 mod scripts {
     use std::sync::LazyLock;
 
-    /// `insert` of a student whose class must exist. KEYS: student,
+    /// `insert` of a student whose class must exist, marking the class
+    /// as referenced (`_refs`), as the model does, so that a delete of
+    /// the class racing the insert sees the student. KEYS: student,
     /// class. ARGV: the fields and values.
     pub(super) static STUDENT_INSERT: LazyLock<redis::Script> = LazyLock::new(|| {
         redis::Script::new(
@@ -117,6 +119,7 @@ mod scripts {
               return redis.error_reply('NOTFOUND no class')
             end
             redis.call('HSET', KEYS[1], unpack(ARGV))
+            redis.call('HINCRBY', KEYS[2], '_refs', 1)
             return redis.call('HINCRBY', KEYS[1], '_count', 1)",
         )
     });

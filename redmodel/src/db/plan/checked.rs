@@ -828,11 +828,12 @@ pub(crate) async fn guarded(
     // check of a key in another slot, before a write) is one EXISTS: the
     // keys counted at one instant, as the script would check them, for
     // less than a script's call costs the server and its building the
-    // client.
+    // client. It writes nothing, so it waits out a server's passing state
+    // (loading, failing over) as a read does.
     if cmds.is_empty() && !guards.is_empty() {
         let mut exists = cmd("EXISTS");
         exists.arg(guards);
-        let found: usize = db.query(&exists).await?;
+        let found: usize = db.read(&exists).await?;
         match guards {
             _ if found == guards.len() => return Ok(Some(Vec::new())),
             // One key: the missing one is known; of several, the script

@@ -31,7 +31,9 @@ use super::config::Limits;
 use super::error::CmdError;
 use super::glob::glob_match;
 use super::hasher::Seeded;
-use super::value::encoding::{grew_past, history_after_change, outgrows, History};
+use super::value::encoding::{
+    grew_past, history_after_change, list_outgrows_with, outgrows, History,
+};
 use super::value::string::StringValue;
 use super::value::{Kind, Value};
 
@@ -632,6 +634,21 @@ impl Keyspace {
         }
     }
 
+    /// Before LINSERT or LSET adds `added` to the list at `key`: a list
+    /// still in one listpack that `added` would outgrow is converted for
+    /// good, as Redis converts it before it knows whether the element goes
+    /// in ([`list_outgrows_with`]).
+    pub(crate) fn list_may_grow(&mut self, key: &[u8], added: &[u8]) {
+        let limits = self.limits;
+        if let Some(e) = self.get_mut(key) {
+            if e.history() == History::Listpack
+                && matches!(&e.value, Value::List(list) if list_outgrows_with(list, &limits, added))
+            {
+                e.set_history(History::Converted);
+            }
+        }
+    }
+
     /// The live value at `key`, if any.
     pub(crate) fn value(&mut self, key: &[u8], now: i64) -> Option<&Value> {
         self.entry(key, now).map(|e| &e.value)
@@ -1109,6 +1126,23 @@ impl Keyspace {
                 e.set_history(to);
             } else if e.history() == History::Fresh && grew_past(&e.value, &limits, longest) {
                 e.set_history(History::Converted);
+            }
+        }
+        self.changed(key);
+    }
+
+    /// [`Self::modified`] after LSET replaced an element of the list at
+    /// `key`: as in Redis, only a list past one listpack is looked at
+    /// again, to go back to one if it shrank; one still in a listpack
+    /// stays there whatever the new element's size, its growth reckoned
+    /// before the write ([`Self::list_may_grow`]).
+    pub(crate) fn modified_in_place(&mut self, key: &[u8]) {
+        let limits = self.limits;
+        if let Some(e) = self.find(key).and_then(|slot| self.slots.get_mut(slot)) {
+            if e.history() == History::Converted {
+                if let Some(to) = history_after_change(&e.value, e.history(), &limits) {
+                    e.set_history(to);
+                }
             }
         }
         self.changed(key);

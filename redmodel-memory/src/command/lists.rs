@@ -375,17 +375,23 @@ fn remove_matches(list: &mut List, element: &[u8], count: i64) -> usize {
 }
 
 /// LSET looks the key up first ("no such key" beats a malformed index).
+/// A list in one listpack converts as if the element were added, before
+/// the index is checked ([`crate::keyspace::Keyspace::list_may_grow`]).
 fn lset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
+    if ctx.write::<List>(key)?.is_none() {
+        return Err(CmdError::NoSuchKey);
+    }
+    let index = int_arg(args[2])?;
+    ctx.ks().list_may_grow(key, args[3]);
     let Some(list) = ctx.write::<List>(key)? else {
         return Err(CmdError::NoSuchKey);
     };
-    let index = int_arg(args[2])?;
     let set = resolve_index(list, index).is_some_and(|i| list.set(i, args[3]));
     if !set {
         return Err(CmdError::IndexOutOfRange);
     }
-    ctx.modified(key);
+    ctx.ks().modified_in_place(key);
     ctx.notify(class::LIST, "lset", key);
     Ok(reply::ok())
 }
@@ -401,6 +407,12 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::Syntax);
     };
     let key = args[1];
+    if ctx.write::<List>(key)?.is_none() {
+        return Ok(reply::int(0));
+    }
+    // As Redis: a list in one listpack converts as if the element went
+    // in, before the pivot is looked for.
+    ctx.ks().list_may_grow(key, args[4]);
     let Some(list) = ctx.write::<List>(key)? else {
         return Ok(reply::int(0));
     };

@@ -127,16 +127,17 @@ pub(crate) fn history_after_change(
     }
 }
 
-/// Whether a list is past what one listpack holds under
-/// `list-max-listpack-size` `fill` (Redis's `quicklistNodeExceedsLimit`),
-/// or, `shrinking`, past half of it (`listTypeTryConvertQuicklist`).
-fn list_exceeds(list: &ListValue, fill: i64, shrinking: bool) -> bool {
-    /// A listpack's header and end byte.
-    const LISTPACK_OVERHEAD: usize = 7;
-    /// The bytes past which a count-limited node is full anyway
-    /// (`SIZE_SAFETY_LIMIT`).
+/// A listpack's header and end byte.
+const LISTPACK_OVERHEAD: usize = 7;
+
+/// The bytes and the entries past which one listpack holds no more of a
+/// list under `list-max-listpack-size` `fill` (Redis's
+/// `quicklistNodeLimit`): a count limit is a size limit of
+/// `SIZE_SAFETY_LIMIT` bytes as well.
+fn listpack_limits(fill: i64) -> (usize, usize) {
+    /// The bytes past which a count-limited node is full anyway.
     const SIZE_SAFETY_LIMIT: usize = 8192;
-    let (mut size, mut count) = if fill >= 0 {
+    if fill >= 0 {
         (
             SIZE_SAFETY_LIMIT,
             usize::try_from(fill.max(1)).unwrap_or(usize::MAX),
@@ -144,7 +145,14 @@ fn list_exceeds(list: &ListValue, fill: i64, shrinking: bool) -> bool {
     } else {
         let level = usize::try_from(-fill - 1).unwrap_or(usize::MAX).min(4);
         (4096 << level, usize::MAX)
-    };
+    }
+}
+
+/// Whether a list is past what one listpack holds under
+/// `list-max-listpack-size` `fill` (Redis's `quicklistNodeExceedsLimit`),
+/// or, `shrinking`, past half of it (`listTypeTryConvertQuicklist`).
+fn list_exceeds(list: &ListValue, fill: i64, shrinking: bool) -> bool {
+    let (mut size, mut count) = listpack_limits(fill);
     if shrinking {
         size /= 2;
         count /= 2;
@@ -161,6 +169,19 @@ fn list_exceeds(list: &ListValue, fill: i64, shrinking: bool) -> bool {
         }
     }
     false
+}
+
+/// Whether a list held in one listpack would outgrow it by `added`, as
+/// Redis 7.2 and later reckon before LINSERT and LSET
+/// (`listTypeTryConvertListpack`): the listpack's bytes and the element's
+/// length, its entries and one more. They convert the list on this before
+/// they know whether the element goes in (a pivot not found, an index out
+/// of range) or replaces another (LSET).
+pub(crate) fn list_outgrows_with(list: &ListValue, limits: &Limits, added: &[u8]) -> bool {
+    let (size, count) = listpack_limits(limits.list_max_listpack_size);
+    let bytes =
+        LISTPACK_OVERHEAD + list.iter().map(listpack_entry_bytes).sum::<usize>() + added.len();
+    list.len() + 1 > count || bytes > size
 }
 
 /// The bytes an element takes in a listpack: its encoding and data, then

@@ -103,6 +103,38 @@ fn small_lists_are_listpacks_from_7_2_and_convert_both_ways() {
 }
 
 #[test]
+fn lset_and_linsert_convert_a_full_listpack_before_they_know_the_element_goes_in() {
+    let (_, mut c) = clocked_74(0);
+    run(&mut c, "CONFIG SET list-max-listpack-size 3");
+    // LSET replaces, yet converts as if it added (Redis 7.4.1 does so).
+    run(&mut c, "RPUSH l a b c");
+    assert_eq!(run(&mut c, "LSET l 0 x"), Value::Okay);
+    assert_eq!(encoding(&mut c, "l"), bulk("quicklist"));
+    // Even with the index out of range, and with the pivot missing.
+    run(&mut c, "RPUSH m a b c");
+    assert!(matches!(run(&mut c, "LSET m 9 x"), Value::ServerError(_)));
+    assert_eq!(encoding(&mut c, "m"), bulk("quicklist"));
+    run(&mut c, "RPUSH n a b c");
+    assert_eq!(run(&mut c, "LINSERT n AFTER zz x"), int(-1));
+    assert_eq!(encoding(&mut c, "n"), bulk("quicklist"));
+    // Under the limit nothing converts.
+    run(&mut c, "RPUSH o a b");
+    run(&mut c, "LSET o 0 x");
+    run(&mut c, "LINSERT o AFTER zz x");
+    assert_eq!(encoding(&mut c, "o"), bulk("listpack"));
+    // By size: the listpack's bytes (10 here) and the new element's
+    // length, past 4096 bytes; the element replaced still counts, and a
+    // listpack that a replacement leaves past the limit stays one.
+    run(&mut c, "CONFIG SET list-max-listpack-size -1");
+    for (len, want) in [(4086, "listpack"), (4087, "quicklist")] {
+        run(&mut c, "DEL p");
+        run(&mut c, "RPUSH p a");
+        run(&mut c, &format!("LSET p 0 {}", "x".repeat(len)));
+        assert_eq!(encoding(&mut c, "p"), bulk(want), "{len}");
+    }
+}
+
+#[test]
 fn sets_of_strings_are_listpacks_from_7_2() {
     let (_, mut old) = clocked(0);
     run(&mut old, "SADD s 1 a");

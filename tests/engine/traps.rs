@@ -380,4 +380,5 @@ trap_tests! {
     traps_tracking: "tracking.txt",
     traps_v74_hash_field_expiry: "v74_hash_field_expiry.txt",
     traps_v74_list_encodings: "v74_list_encodings.txt",
+    traps_v74_scripts: "v74_scripts.txt",
 }

@@ -164,6 +164,7 @@ pub(super) fn new_state(
             lua.create_function(super::call::acl_check_cmd)?,
             version.as_str(),
             version.number(),
+            lua.create_function(protected_access)?,
         ))?;
     let library_env = match (load_api, library_env, library_mt) {
         (Value::Table(api), Value::Table(env), Value::Table(mt)) => Some((env, mt, api)),
@@ -249,13 +250,148 @@ fn leave_runtime_worker() {
 #[cfg(not(feature = "server"))]
 fn leave_runtime_worker() {}
 
+/// `pairs`, `next`, `rawget`, `rawset` and `getmetatable`, in that order.
+type Access = (Function, Function, Function, Function, Function);
+
+/// `protected_access(protected, env, next, rawget, rawset, getmetatable)`:
+/// `pairs`, `next`, `rawget`, `rawset` and `getmetatable` that see the
+/// tables protected proxies stand for as Redis's read-only tables are
+/// seen ([`walk_protected`], [`guarded_raw`]).
+fn protected_access(
+    lua: &Lua,
+    (protected, env, next, rawget, rawset, getmetatable): (
+        Table,
+        Table,
+        Function,
+        Function,
+        Function,
+        Function,
+    ),
+) -> mlua::Result<Access> {
+    let (pairs, next) = walk_protected(lua, (protected.clone(), next))?;
+    let (rawget, rawset, getmetatable) =
+        guarded_raw(lua, (protected, env, rawget, rawset, getmetatable))?;
+    Ok((pairs, next, rawget, rawset, getmetatable))
+}
+
+/// `walk_protected(protected, next)`: `pairs` and `next` that walk the
+/// table a protected proxy stands for (`protected[proxy]`), as `pairs`
+/// walks Redis's read-only tables (`redis`, `cjson`, `os`, `_G`...), and
+/// any other table as it is; Rust functions, so that a bad argument is
+/// Lua's own error at the caller's line.
+fn walk_protected(
+    lua: &Lua,
+    (protected, next): (Table, Function),
+) -> mlua::Result<(Function, Function)> {
+    // The table to walk for argument 1 of `name`, or Lua's error.
+    fn walked(lua: &Lua, protected: &Table, name: &str, args: &MultiValue) -> mlua::Result<Table> {
+        match args.front() {
+            Some(Value::Table(t)) => match protected.raw_get::<Value>(t.clone())? {
+                Value::Table(behind) => Ok(behind),
+                _ => Ok(t.clone()),
+            },
+            other => {
+                let got = other.map_or("no value", Value::type_name);
+                Err(super::libs::lua_error(
+                    lua,
+                    &format!("bad argument #1 to '{name}' (table expected, got {got})"),
+                ))
+            }
+        }
+    }
+    let (walk, iterate) = (protected.clone(), next.clone());
+    let pairs = lua.create_function(move |lua, args: MultiValue| {
+        let table = walked(lua, &walk, "pairs", &args)?;
+        Ok((iterate.clone(), table, Value::Nil))
+    })?;
+    let next = lua.create_function(move |lua, args: MultiValue| {
+        let table = walked(lua, &protected, "next", &args)?;
+        let key = args.get(1).cloned().unwrap_or(Value::Nil);
+        next.call::<MultiValue>((table, key))
+    })?;
+    Ok((pairs, next))
+}
+
+/// `guarded_raw(protected, env, rawget, rawset, getmetatable)`: Lua's
+/// raw access on the tables a protected proxy stands for, as Redis's
+/// read-only tables allow it: `rawget` reads the table behind the proxy,
+/// `rawset` refuses every protected table with Redis's error, and
+/// `getmetatable` gives a library's nothing (Redis's read-only tables have
+/// no metatable) and the globals' `env` its own. Rust functions, so that
+/// a bad argument is Lua's own error at the caller's line.
+fn guarded_raw(
+    lua: &Lua,
+    (protected, env, rawget, rawset, getmetatable): (Table, Table, Function, Function, Function),
+) -> mlua::Result<(Function, Function, Function)> {
+    // Lua's error for a missing argument `n` of `name`.
+    fn missing(lua: &Lua, n: usize, name: &str) -> mlua::Error {
+        super::libs::lua_error(
+            lua,
+            &format!("bad argument #{n} to '{name}' (value expected)"),
+        )
+    }
+    // The table argument 1 of `name` stands for, or Lua's error.
+    fn table_arg(lua: &Lua, name: &str, args: &MultiValue) -> mlua::Result<Table> {
+        match args.front() {
+            Some(Value::Table(t)) => Ok(t.clone()),
+            other => {
+                let got = other.map_or("no value", Value::type_name);
+                Err(super::libs::lua_error(
+                    lua,
+                    &format!("bad argument #1 to '{name}' (table expected, got {got})"),
+                ))
+            }
+        }
+    }
+    let behind = protected.clone();
+    let get = lua.create_function(move |lua, args: MultiValue| {
+        let t = table_arg(lua, "rawget", &args)?;
+        let key = args
+            .get(1)
+            .cloned()
+            .ok_or_else(|| missing(lua, 2, "rawget"))?;
+        let t = match behind.raw_get::<Value>(t.clone())? {
+            Value::Table(behind) => behind,
+            _ => t,
+        };
+        rawget.call::<Value>((t, key))
+    })?;
+    let refusing = protected.clone();
+    let set = lua.create_function(move |lua, args: MultiValue| {
+        let t = table_arg(lua, "rawset", &args)?;
+        if args.len() < 3 {
+            return Err(missing(lua, args.len().max(2), "rawset"));
+        }
+        if !refusing.raw_get::<Value>(t)?.is_nil() {
+            // Redis's error here has no position.
+            return Err(mlua::Error::RuntimeError(
+                "Attempt to modify a readonly table".into(),
+            ));
+        }
+        rawset.call::<Value>(args)
+    })?;
+    let meta = lua.create_function(move |lua, args: MultiValue| {
+        let value = args
+            .front()
+            .cloned()
+            .ok_or_else(|| missing(lua, 1, "getmetatable"))?;
+        if let Value::Table(t) = &value {
+            if t != &env && !protected.raw_get::<Value>(t.clone())?.is_nil() {
+                return Ok(Value::Nil);
+            }
+        }
+        getmetatable.call::<Value>(value)
+    })?;
+    Ok((get, set, meta))
+}
+
 /// `guarded_setmetatable(protected)`: Lua's setmetatable, refusing the
 /// tables of `protected` with Redis's error.
 fn guarded_setmetatable(lua: &Lua, protected: Table) -> mlua::Result<Function> {
     lua.create_function(move |lua, args: MultiValue| {
         let target = args.front().cloned();
         if let Some(t @ Value::Table(_)) = &target {
-            if protected.raw_get::<bool>(t.clone()).unwrap_or(false) {
+            if !protected.raw_get::<Value>(t.clone())?.is_nil() {
                 // Redis's error here has no position.
                 return Err(mlua::Error::RuntimeError(
                     "Attempt to modify a readonly table".into(),

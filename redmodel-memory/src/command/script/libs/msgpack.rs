@@ -10,6 +10,15 @@ const MAX_NESTING: usize = 16;
 
 pub(super) fn create(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
+    // lua-cmsgpack's own description of itself, as Redis embeds it.
+    for (name, text) in [
+        ("_NAME", "cmsgpack"),
+        ("_VERSION", "lua-cmsgpack 0.4.0"),
+        ("_COPYRIGHT", "Copyright (C) 2012, Salvatore Sanfilippo"),
+        ("_DESCRIPTION", "MessagePack C implementation for Lua"),
+    ] {
+        t.raw_set(name, text)?;
+    }
     t.raw_set(
         "pack",
         lua.create_function(|lua, args: MultiValue| {

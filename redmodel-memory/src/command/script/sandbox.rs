@@ -283,29 +283,13 @@ fn walk_protected(
     lua: &Lua,
     (protected, next): (Table, Function),
 ) -> mlua::Result<(Function, Function)> {
-    // The table to walk for argument 1 of `name`, or Lua's error.
-    fn walked(lua: &Lua, protected: &Table, name: &str, args: &MultiValue) -> mlua::Result<Table> {
-        match args.front() {
-            Some(Value::Table(t)) => match protected.raw_get::<Value>(t.clone())? {
-                Value::Table(behind) => Ok(behind),
-                _ => Ok(t.clone()),
-            },
-            other => {
-                let got = other.map_or("no value", Value::type_name);
-                Err(super::libs::lua_error(
-                    lua,
-                    &format!("bad argument #1 to '{name}' (table expected, got {got})"),
-                ))
-            }
-        }
-    }
     let (walk, iterate) = (protected.clone(), next.clone());
     let pairs = lua.create_function(move |lua, args: MultiValue| {
-        let table = walked(lua, &walk, "pairs", &args)?;
+        let table = behind(&walk, table_arg(lua, "pairs", &args)?)?;
         Ok((iterate.clone(), table, Value::Nil))
     })?;
     let next = lua.create_function(move |lua, args: MultiValue| {
-        let table = walked(lua, &protected, "next", &args)?;
+        let table = behind(&protected, table_arg(lua, "next", &args)?)?;
         let key = args.get(1).cloned().unwrap_or(Value::Nil);
         next.call::<MultiValue>((table, key))
     })?;
@@ -323,38 +307,14 @@ fn guarded_raw(
     lua: &Lua,
     (protected, env, rawget, rawset, getmetatable): (Table, Table, Function, Function, Function),
 ) -> mlua::Result<(Function, Function, Function)> {
-    // Lua's error for a missing argument `n` of `name`.
-    fn missing(lua: &Lua, n: usize, name: &str) -> mlua::Error {
-        super::libs::lua_error(
-            lua,
-            &format!("bad argument #{n} to '{name}' (value expected)"),
-        )
-    }
-    // The table argument 1 of `name` stands for, or Lua's error.
-    fn table_arg(lua: &Lua, name: &str, args: &MultiValue) -> mlua::Result<Table> {
-        match args.front() {
-            Some(Value::Table(t)) => Ok(t.clone()),
-            other => {
-                let got = other.map_or("no value", Value::type_name);
-                Err(super::libs::lua_error(
-                    lua,
-                    &format!("bad argument #1 to '{name}' (table expected, got {got})"),
-                ))
-            }
-        }
-    }
-    let behind = protected.clone();
+    let reading = protected.clone();
     let get = lua.create_function(move |lua, args: MultiValue| {
         let t = table_arg(lua, "rawget", &args)?;
         let key = args
             .get(1)
             .cloned()
             .ok_or_else(|| missing(lua, 2, "rawget"))?;
-        let t = match behind.raw_get::<Value>(t.clone())? {
-            Value::Table(behind) => behind,
-            _ => t,
-        };
-        rawget.call::<Value>((t, key))
+        rawget.call::<Value>((behind(&reading, t)?, key))
     })?;
     let refusing = protected.clone();
     let set = lua.create_function(move |lua, args: MultiValue| {
@@ -383,6 +343,36 @@ fn guarded_raw(
         getmetatable.call::<Value>(value)
     })?;
     Ok((get, set, meta))
+}
+
+/// Argument 1 of `name`, a table, or Lua's error.
+fn table_arg(lua: &Lua, name: &str, args: &MultiValue) -> mlua::Result<Table> {
+    match args.front() {
+        Some(Value::Table(t)) => Ok(t.clone()),
+        other => {
+            let got = other.map_or("no value", Value::type_name);
+            Err(super::libs::lua_error(
+                lua,
+                &format!("bad argument #1 to '{name}' (table expected, got {got})"),
+            ))
+        }
+    }
+}
+
+/// Lua's error for a missing argument `n` of `name`.
+fn missing(lua: &Lua, n: usize, name: &str) -> mlua::Error {
+    super::libs::lua_error(
+        lua,
+        &format!("bad argument #{n} to '{name}' (value expected)"),
+    )
+}
+
+/// The table `t` stands for: the one behind a protected proxy, else `t`.
+fn behind(protected: &Table, t: Table) -> mlua::Result<Table> {
+    Ok(match protected.raw_get::<Value>(t.clone())? {
+        Value::Table(behind) => behind,
+        _ => t,
+    })
 }
 
 /// `guarded_setmetatable(protected)`: Lua's setmetatable, refusing the

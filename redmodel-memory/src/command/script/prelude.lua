@@ -132,8 +132,10 @@ end
 for _, name in G.ipairs({'string', 'math', 'table', 'coroutine'}) do
   G[name] = readonly(G[name])
 end
--- A string's methods come from that same (read-only) `string`.
+-- A string's methods come from that same (read-only) `string`, and its
+-- metatable is read-only too (what getmetatable gives for a string).
 G.getmetatable('').__index = G.string
+local string_meta = readonly(G.getmetatable(''))
 -- Redis 7.0 loads no os, io, package or debug library and removes these;
 -- 7.2 and later keep getfenv, setfenv and newproxy.
 G.print, G.dofile, G.loadfile = nil, nil, nil
@@ -172,7 +174,7 @@ G.setmetatable = guarded_setmetatable(protected)
 -- pairs, next and the raw accessors see the tables behind the proxies,
 -- as Redis's read-only tables are seen (see sandbox.rs).
 G.pairs, G.next, G.rawget, G.rawset, G.getmetatable =
-  protected_access(protected, env, G.next, G.rawget, G.rawset, G.getmetatable)
+  protected_access(protected, env, string_meta, G.next, G.rawget, G.rawset, G.getmetatable)
 G.loadstring = guarded_loadstring(G.loadstring)
 
 -- Functions (FCALL) get KEYS and ARGV as arguments, and Lua 5.1's xpcall

@@ -253,13 +253,14 @@ fn leave_runtime_worker() {}
 /// `pairs`, `next`, `rawget`, `rawset` and `getmetatable`, in that order.
 type Access = (Function, Function, Function, Function, Function);
 
-/// `protected_access(protected, env, next, rawget, rawset, getmetatable)`:
-/// `pairs`, `next`, `rawget`, `rawset` and `getmetatable` that see the
-/// tables protected proxies stand for as Redis's read-only tables are
-/// seen ([`walk_protected`], [`guarded_raw`]).
+/// `protected_access(protected, env, string_meta, next, rawget, rawset,
+/// getmetatable)`: `pairs`, `next`, `rawget`, `rawset` and `getmetatable`
+/// that see the tables protected proxies stand for as Redis's read-only
+/// tables are seen ([`walk_protected`], [`guarded_raw`]).
 fn protected_access(
     lua: &Lua,
-    (protected, env, next, rawget, rawset, getmetatable): (
+    (protected, env, string_meta, next, rawget, rawset, getmetatable): (
+        Table,
         Table,
         Table,
         Function,
@@ -269,8 +270,10 @@ fn protected_access(
     ),
 ) -> mlua::Result<Access> {
     let (pairs, next) = walk_protected(lua, (protected.clone(), next))?;
-    let (rawget, rawset, getmetatable) =
-        guarded_raw(lua, (protected, env, rawget, rawset, getmetatable))?;
+    let (rawget, rawset, getmetatable) = guarded_raw(
+        lua,
+        (protected, env, string_meta, rawget, rawset, getmetatable),
+    )?;
     Ok((pairs, next, rawget, rawset, getmetatable))
 }
 
@@ -296,16 +299,24 @@ fn walk_protected(
     Ok((pairs, next))
 }
 
-/// `guarded_raw(protected, env, rawget, rawset, getmetatable)`: Lua's
-/// raw access on the tables a protected proxy stands for, as Redis's
-/// read-only tables allow it: `rawget` reads the table behind the proxy,
-/// `rawset` refuses every protected table with Redis's error, and
-/// `getmetatable` gives a library's nothing (Redis's read-only tables have
-/// no metatable) and the globals' `env` its own. Rust functions, so that
-/// a bad argument is Lua's own error at the caller's line.
+/// `guarded_raw(protected, env, string_meta, rawget, rawset,
+/// getmetatable)`: Lua's raw access on the tables a protected proxy
+/// stands for, as Redis's read-only tables allow it: `rawget` reads the
+/// table behind the proxy, `rawset` refuses every protected table with
+/// Redis's error, and `getmetatable` gives a library's nothing (Redis's
+/// read-only tables have no metatable), the globals' `env` its own and a
+/// string the read-only `string_meta`. Rust functions, so that a bad
+/// argument is Lua's own error at the caller's line.
 fn guarded_raw(
     lua: &Lua,
-    (protected, env, rawget, rawset, getmetatable): (Table, Table, Function, Function, Function),
+    (protected, env, string_meta, rawget, rawset, getmetatable): (
+        Table,
+        Table,
+        Table,
+        Function,
+        Function,
+        Function,
+    ),
 ) -> mlua::Result<(Function, Function, Function)> {
     let reading = protected.clone();
     let get = lua.create_function(move |lua, args: MultiValue| {
@@ -335,10 +346,12 @@ fn guarded_raw(
             .front()
             .cloned()
             .ok_or_else(|| missing(lua, 1, "getmetatable"))?;
-        if let Value::Table(t) = &value {
-            if t != &env && !protected.raw_get::<Value>(t.clone())?.is_nil() {
-                return Ok(Value::Nil);
+        match &value {
+            Value::String(_) => return Ok(Value::Table(string_meta.clone())),
+            Value::Table(t) if t != &env && !protected.raw_get::<Value>(t.clone())?.is_nil() => {
+                return Ok(Value::Nil)
             }
+            _ => {}
         }
         getmetatable.call::<Value>(value)
     })?;

@@ -61,11 +61,16 @@ redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 
 redis.log = log
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.set_repl = function() end
--- The debugger's calls, outside a debugging session (which the engine
--- has not): breakpoint says none was hit, debug logs nothing.
-redis.breakpoint = function() return false end
-redis.debug = function() end
-redis.replicate_commands = function() return true end
+-- EVAL's state only (a function's `redis` has none of these): the
+-- debugger's calls, outside a debugging session (which the engine has
+-- not: breakpoint says none was hit, debug logs nothing), and
+-- replicate_commands.
+local eval = register_function == nil
+if eval then
+  redis.breakpoint = function() return false end
+  redis.debug = function() end
+  redis.replicate_commands = function() return true end
+end
 redis.setresp = set_resp
 redis.acl_check_cmd = acl_check_cmd
 redis.REDIS_VERSION = redis_version
@@ -142,13 +147,15 @@ G.print, G.dofile, G.loadfile = nil, nil, nil
 if redis_version_num < 0x070200 then
   G.getfenv, G.setfenv, G.newproxy = nil, nil, nil
 end
--- The error handler Redis defines for its scripts, a global a script can
--- call: an error as Redis's error table.
-G.__redis__err__handler = function(err)
-  if type(err) ~= 'table' then
-    err = {err = 'ERR ' .. tostring(err)}
+-- The error handler Redis defines for EVAL's scripts, a global a script
+-- can call: an error as Redis's error table.
+if eval then
+  G.__redis__err__handler = function(err)
+    if type(err) ~= 'table' then
+      err = {err = 'ERR ' .. tostring(err)}
+    end
+    return err
   end
-  return err
 end
 
 -- A script reads globals through `env`, which finds them in G by a plain

@@ -463,6 +463,18 @@ impl Ctx<'_> {
         self.ks().write(key, now)
     }
 
+    /// [`Self::write`] of the list at `key`, converted first if `added`
+    /// would outgrow its listpack (see
+    /// [`crate::keyspace::Keyspace::write_list_growing`]).
+    pub(crate) fn write_list_growing(
+        &mut self,
+        key: &[u8],
+        added: &[u8],
+    ) -> Result<Option<&mut crate::value::list::ListValue>, CmdError> {
+        let now = self.now;
+        self.ks().write_list_growing(key, now, added)
+    }
+
     /// Mutable access to the value at `key`, created empty if missing.
     pub(crate) fn write_or_create<T: Kind>(&mut self, key: &[u8]) -> Result<&mut T, CmdError> {
         let now = self.now;

@@ -34,6 +34,7 @@ use super::hasher::Seeded;
 use super::value::encoding::{
     grew_past, history_after_change, list_outgrows_with, outgrows, History,
 };
+use super::value::list::ListValue;
 use super::value::string::StringValue;
 use super::value::{Kind, Value};
 
@@ -634,18 +635,28 @@ impl Keyspace {
         }
     }
 
-    /// Before LINSERT or LSET adds `added` to the list at `key`: a list
-    /// still in one listpack that `added` would outgrow is converted for
-    /// good, as Redis converts it before it knows whether the element goes
-    /// in ([`list_outgrows_with`]).
-    pub(crate) fn list_may_grow(&mut self, key: &[u8], added: &[u8]) {
+    /// [`Self::write`] of the list at `key`, before LINSERT or LSET adds
+    /// `added` to it: a list still in one listpack that `added` would
+    /// outgrow is converted for good first, as Redis converts it before
+    /// it knows whether the element goes in ([`list_outgrows_with`]).
+    pub(crate) fn write_list_growing(
+        &mut self,
+        key: &[u8],
+        now: i64,
+        added: &[u8],
+    ) -> Result<Option<&mut ListValue>, CmdError> {
         let limits = self.limits;
-        if let Some(e) = self.get_mut(key) {
-            if e.history() == History::Listpack
-                && matches!(&e.value, Value::List(list) if list_outgrows_with(list, &limits, added))
-            {
-                e.set_history(History::Converted);
-            }
+        let Some(e) = self.entry(key, now) else {
+            return Ok(None);
+        };
+        if e.history() == History::Listpack
+            && matches!(&e.value, Value::List(list) if list_outgrows_with(list, &limits, added))
+        {
+            e.set_history(History::Converted);
+        }
+        match &mut e.value {
+            Value::List(list) => Ok(Some(list)),
+            _ => Err(CmdError::WrongType),
         }
     }
 
@@ -1135,7 +1146,7 @@ impl Keyspace {
     /// `key`: as in Redis, only a list past one listpack is looked at
     /// again, to go back to one if it shrank; one still in a listpack
     /// stays there whatever the new element's size, its growth reckoned
-    /// before the write ([`Self::list_may_grow`]).
+    /// before the write ([`Self::write_list_growing`]).
     pub(crate) fn modified_in_place(&mut self, key: &[u8]) {
         let limits = self.limits;
         if let Some(e) = self.find(key).and_then(|slot| self.slots.get_mut(slot)) {

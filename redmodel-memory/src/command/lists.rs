@@ -375,16 +375,16 @@ fn remove_matches(list: &mut List, element: &[u8], count: i64) -> usize {
 }
 
 /// LSET looks the key up first ("no such key" beats a malformed index).
-/// A list in one listpack converts as if the element were added, before
-/// the index is checked ([`crate::keyspace::Keyspace::list_may_grow`]).
+/// A list in one listpack converts as if the element were added, once the
+/// index parses, before it is checked
+/// ([`crate::keyspace::Keyspace::write_list_growing`]).
 fn lset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
     if ctx.write::<List>(key)?.is_none() {
         return Err(CmdError::NoSuchKey);
     }
     let index = int_arg(args[2])?;
-    ctx.ks().list_may_grow(key, args[3]);
-    let Some(list) = ctx.write::<List>(key)? else {
+    let Some(list) = ctx.write_list_growing(key, args[3])? else {
         return Err(CmdError::NoSuchKey);
     };
     let set = resolve_index(list, index).is_some_and(|i| list.set(i, args[3]));
@@ -407,13 +407,9 @@ fn linsert(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         return Err(CmdError::Syntax);
     };
     let key = args[1];
-    if ctx.write::<List>(key)?.is_none() {
-        return Ok(reply::int(0));
-    }
     // As Redis: a list in one listpack converts as if the element went
     // in, before the pivot is looked for.
-    ctx.ks().list_may_grow(key, args[4]);
-    let Some(list) = ctx.write::<List>(key)? else {
+    let Some(list) = ctx.write_list_growing(key, args[4])? else {
         return Ok(reply::int(0));
     };
     let Some(pos) = list.iter().position(|v| v == args[3]) else {

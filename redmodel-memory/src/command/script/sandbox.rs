@@ -254,9 +254,15 @@ fn leave_runtime_worker() {}
 type Access = (Function, Function, Function, Function, Function);
 
 /// `protected_access(protected, env, string_meta, next, rawget, rawset,
-/// getmetatable)`: `pairs`, `next`, `rawget`, `rawset` and `getmetatable`
-/// that see the tables protected proxies stand for as Redis's read-only
-/// tables are seen ([`walk_protected`], [`guarded_raw`]).
+/// getmetatable)`: those five as Redis's read-only tables are seen
+/// through the proxies that stand for them here (`protected[proxy]`, the
+/// table behind it): `pairs`, `next` and `rawget` walk and read the table
+/// behind a proxy (any other table as it is), `rawset` refuses every
+/// protected table with Redis's error, and `getmetatable` gives a
+/// library's nothing (Redis's read-only tables have no metatable), the
+/// globals' `env` its own and a string the read-only `string_meta`. Rust
+/// functions, so that a bad argument is Lua's own error at the caller's
+/// line.
 fn protected_access(
     lua: &Lua,
     (protected, env, string_meta, next, rawget, rawset, getmetatable): (
@@ -269,55 +275,17 @@ fn protected_access(
         Function,
     ),
 ) -> mlua::Result<Access> {
-    let (pairs, next) = walk_protected(lua, (protected.clone(), next))?;
-    let (rawget, rawset, getmetatable) = guarded_raw(
-        lua,
-        (protected, env, string_meta, rawget, rawset, getmetatable),
-    )?;
-    Ok((pairs, next, rawget, rawset, getmetatable))
-}
-
-/// `walk_protected(protected, next)`: `pairs` and `next` that walk the
-/// table a protected proxy stands for (`protected[proxy]`), as `pairs`
-/// walks Redis's read-only tables (`redis`, `cjson`, `os`, `_G`...), and
-/// any other table as it is; Rust functions, so that a bad argument is
-/// Lua's own error at the caller's line.
-fn walk_protected(
-    lua: &Lua,
-    (protected, next): (Table, Function),
-) -> mlua::Result<(Function, Function)> {
     let (walk, iterate) = (protected.clone(), next.clone());
     let pairs = lua.create_function(move |lua, args: MultiValue| {
         let table = behind(&walk, table_arg(lua, "pairs", &args)?)?;
         Ok((iterate.clone(), table, Value::Nil))
     })?;
+    let stepping = protected.clone();
     let next = lua.create_function(move |lua, args: MultiValue| {
-        let table = behind(&protected, table_arg(lua, "next", &args)?)?;
+        let table = behind(&stepping, table_arg(lua, "next", &args)?)?;
         let key = args.get(1).cloned().unwrap_or(Value::Nil);
         next.call::<MultiValue>((table, key))
     })?;
-    Ok((pairs, next))
-}
-
-/// `guarded_raw(protected, env, string_meta, rawget, rawset,
-/// getmetatable)`: Lua's raw access on the tables a protected proxy
-/// stands for, as Redis's read-only tables allow it: `rawget` reads the
-/// table behind the proxy, `rawset` refuses every protected table with
-/// Redis's error, and `getmetatable` gives a library's nothing (Redis's
-/// read-only tables have no metatable), the globals' `env` its own and a
-/// string the read-only `string_meta`. Rust functions, so that a bad
-/// argument is Lua's own error at the caller's line.
-fn guarded_raw(
-    lua: &Lua,
-    (protected, env, string_meta, rawget, rawset, getmetatable): (
-        Table,
-        Table,
-        Table,
-        Function,
-        Function,
-        Function,
-    ),
-) -> mlua::Result<(Function, Function, Function)> {
     let reading = protected.clone();
     let get = lua.create_function(move |lua, args: MultiValue| {
         let t = table_arg(lua, "rawget", &args)?;
@@ -333,11 +301,8 @@ fn guarded_raw(
         if args.len() < 3 {
             return Err(missing(lua, args.len().max(2), "rawset"));
         }
-        if !refusing.raw_get::<Value>(t)?.is_nil() {
-            // Redis's error here has no position.
-            return Err(mlua::Error::RuntimeError(
-                "Attempt to modify a readonly table".into(),
-            ));
+        if is_protected(&refusing, &t)? {
+            return Err(readonly_refused());
         }
         rawset.call::<Value>(args)
     })?;
@@ -348,14 +313,22 @@ fn guarded_raw(
             .ok_or_else(|| missing(lua, 1, "getmetatable"))?;
         match &value {
             Value::String(_) => return Ok(Value::Table(string_meta.clone())),
-            Value::Table(t) if t != &env && !protected.raw_get::<Value>(t.clone())?.is_nil() => {
-                return Ok(Value::Nil)
-            }
+            Value::Table(t) if t != &env && is_protected(&protected, t)? => return Ok(Value::Nil),
             _ => {}
         }
         getmetatable.call::<Value>(value)
     })?;
-    Ok((get, set, meta))
+    Ok((pairs, next, get, set, meta))
+}
+
+/// Whether `t` is a protected table (a proxy, or one refused whole).
+fn is_protected(protected: &Table, t: &Table) -> mlua::Result<bool> {
+    Ok(!protected.raw_get::<Value>(t.clone())?.is_nil())
+}
+
+/// Redis's refusal of a write to a read-only table, which has no position.
+fn readonly_refused() -> mlua::Error {
+    mlua::Error::RuntimeError("Attempt to modify a readonly table".into())
 }
 
 /// Argument 1 of `name`, a table, or Lua's error.
@@ -393,12 +366,9 @@ fn behind(protected: &Table, t: Table) -> mlua::Result<Table> {
 fn guarded_setmetatable(lua: &Lua, protected: Table) -> mlua::Result<Function> {
     lua.create_function(move |lua, args: MultiValue| {
         let target = args.front().cloned();
-        if let Some(t @ Value::Table(_)) = &target {
-            if !protected.raw_get::<Value>(t.clone())?.is_nil() {
-                // Redis's error here has no position.
-                return Err(mlua::Error::RuntimeError(
-                    "Attempt to modify a readonly table".into(),
-                ));
+        if let Some(Value::Table(t)) = &target {
+            if is_protected(&protected, t)? {
+                return Err(readonly_refused());
             }
         }
         let Some(Value::Table(t)) = target else {

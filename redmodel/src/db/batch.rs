@@ -24,7 +24,7 @@
 
 use std::future::Future;
 
-use futures_util::stream::{self, StreamExt as _};
+use parking_lot::Mutex;
 
 use crate::db::plan::gathered::gathering;
 use crate::Db;
@@ -40,6 +40,11 @@ pub(crate) const WINDOW: usize = 256;
 /// outcomes in the order given. In process they run one after the other:
 /// each finishes without waiting on a round trip, so running them at once
 /// would only add the cost of polling many futures.
+///
+/// On a server, [`WINDOW`] workers take the writes in turn, each running
+/// one at a time in its own future: a write's future (kilobytes) lives in
+/// its worker's, allocated once per batch rather than once per write, and
+/// a slow write holds back only its worker, not the window.
 pub(crate) async fn run_each<F: Future>(
     db: &Db,
     writes: impl IntoIterator<Item = F>,
@@ -52,5 +57,22 @@ pub(crate) async fn run_each<F: Future>(
         }
         return outcomes;
     }
-    gathering(stream::iter(writes).buffered(WINDOW).collect()).await
+    let (expected, at_most) = writes.size_hint();
+    let workers = at_most.unwrap_or(WINDOW).clamp(1, WINDOW);
+    let next = Mutex::new(writes.enumerate());
+    let outcomes = Mutex::new(Vec::with_capacity(expected));
+    let worker = || async {
+        loop {
+            let Some((item, write)) = next.lock().next() else {
+                return;
+            };
+            let outcome = write.await;
+            outcomes.lock().push((item, outcome));
+        }
+    };
+    let workers = (0..workers).map(|_| worker());
+    gathering(futures_util::future::join_all(workers)).await;
+    let mut outcomes = outcomes.into_inner();
+    outcomes.sort_unstable_by_key(|(item, _)| *item);
+    outcomes.into_iter().map(|(_, outcome)| outcome).collect()
 }

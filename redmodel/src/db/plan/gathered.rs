@@ -316,8 +316,13 @@ impl Gathering {
             }
             watching = !watched.is_empty();
         }
-        let mut reads = Vec::new();
-        let mut writes = redis::pipe();
+        // Sized once: a gathering's pipelines hold kilobytes of commands,
+        // and each step of a growing one is an allocation large enough to
+        // make the allocator consolidate its free lists.
+        let read_count: usize = items.iter().map(|i| i.reads.len()).sum();
+        let write_count: usize = items.iter().map(|i| i.writes.len()).sum();
+        let mut reads = Vec::with_capacity(read_count);
+        let mut writes = redis::Pipeline::with_capacity(write_count);
         writes.atomic().ignore_errors();
         for (item, place) in items.into_iter().zip(&mut placed) {
             reads.extend(item.reads);
@@ -343,7 +348,9 @@ impl Gathering {
                 };
             }
         }
-        let mut pipe = redis::pipe();
+        let mut pipe = redis::Pipeline::with_capacity(
+            usize::from(watching) + exists.len() + read_count + typed.len(),
+        );
         pipe.ignore_errors();
         if watching {
             pipe.add_command(watch);

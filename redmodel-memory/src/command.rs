@@ -34,11 +34,13 @@ mod geo;
 mod hash_expiry;
 mod hashes;
 mod hyperloglog;
+mod info;
 mod keys;
 pub(crate) mod latency;
 mod lcs;
 mod lists;
 pub(crate) mod maxmemory;
+mod memory;
 mod module;
 mod object;
 pub(crate) mod pause;
@@ -111,6 +113,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             hashes::COMMANDS,
             hash_expiry::COMMANDS,
             hyperloglog::COMMANDS,
+            info::COMMANDS,
             keys::COMMANDS,
             latency::COMMANDS,
             lists::COMMANDS,
@@ -119,6 +122,7 @@ static TABLE: LazyLock<NameTable<(&'static Spec, Option<&'static Meta>)>> = Lazy
             debug::COMMANDS,
             dump::COMMANDS,
             lcs::COMMANDS,
+            memory::COMMANDS,
             module::COMMANDS,
             object::COMMANDS,
             pubsub::COMMANDS,
@@ -155,7 +159,7 @@ static SUBCOMMANDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(
         ("config", server::CONFIG_SUBCOMMANDS),
         ("function", functions::SUBCOMMANDS),
         ("latency", latency::SUBCOMMANDS),
-        ("memory", server::MEMORY_SUBCOMMANDS),
+        ("memory", memory::SUBCOMMANDS),
         ("module", module::SUBCOMMANDS),
         ("object", object::SUBCOMMANDS),
         ("pubsub", pubsub::SUBCOMMANDS),
@@ -611,13 +615,13 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
 /// The number of databases, as Redis's default `databases 16`.
 pub(crate) const DATABASES: usize = 16;
 
-pub(crate) use server::used_memory;
+pub(crate) use memory::used_memory;
 
 impl Store {
     /// Whether the data is over `maxmemory` now (false without a limit),
     /// remembered as the state the running command started in.
     pub(crate) fn out_of_memory(&mut self) -> bool {
-        self.maxmemory.check(&self.dbs, server::used_memory_of)
+        self.maxmemory.check(&self.dbs, memory::used_memory_of)
     }
 
     /// LATENCY's `expire-del` event: the longest delete of an expired key

@@ -7,7 +7,7 @@
 //! Redis's OOM error.
 //!
 //! The size is the estimate INFO's `used_memory` reports (a walk over
-//! every key, see `server::used_memory_of`), kept cheap: it is taken only
+//! every key, see `memory::used_memory_of`), kept cheap: it is taken only
 //! while a limit is set (a server without one pays nothing), again only
 //! once the data changed since the last time (Redis's per-database change
 //! counters), and not before 20 times the last walk's duration passed, so
@@ -123,7 +123,7 @@ impl Store {
         };
         let mut excess = self
             .maxmemory
-            .excess(&self.dbs, crate::command::server::used_memory_of);
+            .excess(&self.dbs, crate::command::memory::used_memory_of);
         if excess == 0 {
             return;
         }
@@ -147,7 +147,7 @@ impl Store {
             let Some(removed) = self.dbs[db].remove(&key) else {
                 break;
             };
-            let size = crate::command::server::key_size(&key, &removed.value);
+            let size = crate::command::memory::key_size(&key, &removed.value);
             excess = excess.saturating_sub(u64::try_from(size).unwrap_or(u64::MAX).max(1));
             self.dbs[db].evicted_count += 1;
             self.notify(db, crate::notify::class::EVICTED, "evicted", &key);

@@ -252,9 +252,15 @@ impl Aof {
             ("aof_enabled", flag(f.state != State::Off)),
             ("aof_rewrite_in_progress", flag(f.rewriting)),
             ("aof_rewrite_scheduled", flag(f.scheduled)),
+            // A rewrite is no fork here: none is timed, none copies on
+            // write.
+            ("aof_last_rewrite_time_sec", "-1".into()),
+            ("aof_current_rewrite_time_sec", "-1".into()),
             ("aof_last_bgrewrite_status", status(f.last_rewrite_failed)),
             ("aof_rewrites", f.rewrites.to_string()),
+            ("aof_rewrites_consecutive_failures", "0".into()),
             ("aof_last_write_status", status(f.last_write_failed)),
+            ("aof_last_cow_size", "0".into()),
         ]
     }
 

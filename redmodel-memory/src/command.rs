@@ -493,10 +493,24 @@ impl Ctx<'_> {
 
     /// Deletes `key`; returns whether a live key was deleted.
     pub(crate) fn remove(&mut self, key: &[u8]) -> bool {
+        self.remove_lazily(key, false)
+    }
+
+    /// [`Self::remove`], run lazily if `lazy` (UNLINK, and DEL under
+    /// `lazyfree-lazy-user-del`): a value Redis would free in the
+    /// background counts as such (see [`crate::lazyfree`]).
+    pub(crate) fn remove_lazily(&mut self, key: &[u8], lazy: bool) -> bool {
         let now = self.now;
         let ks = self.ks();
         // An expired key is gone, even one a CLIENT PAUSE keeps.
-        !ks.expire_if_needed(key, now) && ks.remove(key).is_some()
+        if ks.expire_if_needed(key, now) {
+            return false;
+        }
+        let Some(removed) = ks.remove(key) else {
+            return false;
+        };
+        ks.freed(&removed.value, removed.history, lazy);
+        true
     }
 
     /// Marks `key` modified (for WATCH). Call after every change of a value
@@ -654,6 +668,15 @@ pub(crate) struct Store {
     pub(crate) clock: crate::clock::Shared,
     /// Commands run since the start or CONFIG RESETSTAT (INFO stats).
     pub(crate) commands_processed: u64,
+    /// Scripts and functions Redis would have freed in the background
+    /// (INFO's `lazyfreed_objects`, with the databases' own count; see
+    /// [`crate::lazyfree`]), reset with the above.
+    pub(crate) lazyfreed_objects: u64,
+    /// The most memory INFO or MEMORY STATS has seen in use (INFO's
+    /// `used_memory_peak`), as Redis samples it.
+    pub(crate) peak_memory: u64,
+    /// Clients with a watched key (Redis 7.4's INFO `watching_clients`).
+    pub(crate) watching_clients: usize,
     /// Calls per command (INFO commandstats), reset with the above.
     pub(crate) command_stats: stats::CommandStats,
     /// RESP connections open now, and ever accepted (INFO).
@@ -744,6 +767,9 @@ impl Default for Store {
             started_ms: 0,
             clock: Default::default(),
             commands_processed: 0,
+            lazyfreed_objects: 0,
+            peak_memory: 0,
+            watching_clients: 0,
             command_stats: Default::default(),
             connected_clients: 0,
             connections_received: 0,

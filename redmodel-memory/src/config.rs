@@ -114,6 +114,26 @@ pub(crate) struct Limits {
     pub(crate) latency_tracking: bool,
     /// `maxmemory` in bytes (0: no limit).
     pub(crate) maxmemory: u64,
+    /// Which deletes Redis runs lazily (`lazyfree-lazy-*`): see
+    /// [`crate::lazyfree`].
+    pub(crate) lazy: Lazy,
+}
+
+/// The `lazyfree-lazy-*` settings: which of Redis's deletes free their
+/// values as UNLINK does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Lazy {
+    /// DEL and GETDEL (`lazyfree-lazy-user-del`).
+    pub(crate) user_del: bool,
+    /// FLUSHALL, FLUSHDB, SCRIPT FLUSH and FUNCTION FLUSH without a mode
+    /// (`lazyfree-lazy-user-flush`).
+    pub(crate) user_flush: bool,
+    /// Keys deleted because their time passed (`lazyfree-lazy-expire`).
+    pub(crate) expire: bool,
+    /// Keys evicted under `maxmemory` (`lazyfree-lazy-eviction`).
+    pub(crate) eviction: bool,
+    /// Values a write replaces (`lazyfree-lazy-server-del`).
+    pub(crate) server_del: bool,
 }
 
 impl Default for Limits {
@@ -211,6 +231,13 @@ impl Config {
             latency_threshold_ms: self.number("latency-monitor-threshold"),
             latency_tracking: self.get("latency-tracking") == "yes",
             maxmemory: self.number("maxmemory"),
+            lazy: Lazy {
+                user_del: self.get("lazyfree-lazy-user-del") == "yes",
+                user_flush: self.get("lazyfree-lazy-user-flush") == "yes",
+                expire: self.get("lazyfree-lazy-expire") == "yes",
+                eviction: self.get("lazyfree-lazy-eviction") == "yes",
+                server_del: self.get("lazyfree-lazy-server-del") == "yes",
+            },
         }
     }
 

@@ -241,6 +241,10 @@ pub(crate) struct Keyspace {
     pub(crate) expired_count: u64,
     /// Keys evicted under `maxmemory` (INFO's `evicted_keys`).
     pub(crate) evicted_count: u64,
+    /// Values Redis would have freed in the background (INFO's
+    /// `lazyfreed_objects`, with the store's flushes): see
+    /// [`crate::lazyfree`].
+    pub(crate) lazyfreed_count: u64,
     /// Hash fields deleted because their time had passed (Redis 7.4's
     /// INFO `expired_subkeys`), since the start or CONFIG RESETSTAT.
     pub(crate) expired_fields_count: u64,
@@ -464,7 +468,7 @@ impl Keyspace {
         }
         self.note_expired(key);
         let timer = self.expire_del_timer();
-        self.remove(key);
+        self.remove_expired(key);
         self.expire_del_timed(timer);
         self.mark_expired();
         self.reclaimed(key);
@@ -520,7 +524,7 @@ impl Keyspace {
         }
         self.note_expired(key);
         let timer = self.expire_del_timer();
-        self.remove(key);
+        self.remove_expired(key);
         self.expire_del_timed(timer);
         self.mark_expired();
         self.count_expired();
@@ -774,8 +778,10 @@ impl Keyspace {
             Some(slot) => {
                 self.access(slot, now);
                 if let Some(entry) = self.slots.get_mut(slot) {
-                    entry.value = value;
+                    let old = std::mem::replace(&mut entry.value, value);
+                    let old_history = entry.history();
                     entry.set_history(history);
+                    self.freed(&old, old_history, self.limits.lazy.server_del);
                 }
                 if !keep_ttl && !self.expiring.is_empty() {
                     self.expiring.swap_remove(&slot);
@@ -852,6 +858,23 @@ impl Keyspace {
             value: entry.value,
             expire_at,
         })
+    }
+
+    /// Deletes the expired `key`, freed lazily under
+    /// `lazyfree-lazy-expire`.
+    fn remove_expired(&mut self, key: &[u8]) {
+        if let Some(removed) = self.remove(key) {
+            self.freed(&removed.value, removed.history, self.limits.lazy.expire);
+        }
+    }
+
+    /// Counts `value` (of encoding `history`), just deleted, as freed in
+    /// the background if the delete ran lazily (`lazy`) and Redis's
+    /// thread would have taken it (see [`crate::lazyfree`]).
+    pub(crate) fn freed(&mut self, value: &Value, history: History, lazy: bool) {
+        if lazy && crate::lazyfree::in_background(value, history, &self.limits) {
+            self.lazyfreed_count += 1;
+        }
     }
 
     /// Puts a key taken out by [`Self::remove`] in at `key` (RENAME,
@@ -1039,6 +1062,7 @@ impl Keyspace {
         self.mark_expired();
         self.reclaimed(key);
         self.count_expired();
+        self.freed(&entry.value, entry.history(), self.limits.lazy.expire);
         // The value's memory is given back here, as Redis's synchronous
         // delete does inside its timing.
         drop(entry);
@@ -1276,6 +1300,12 @@ impl Keyspace {
         let w = self.watched.entry(Arc::from(key)).or_default();
         w.watchers += 1;
         w.epoch
+    }
+
+    /// How many keys some client watches (Redis 7.4's INFO
+    /// `total_watched_keys`, summed over the databases).
+    pub(crate) fn watched_keys(&self) -> usize {
+        self.watched.len()
     }
 
     /// Stops one watcher of `key`.

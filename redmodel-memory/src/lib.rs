@@ -63,6 +63,7 @@ mod float;
 mod glob;
 mod hasher;
 mod keyspace;
+mod lazyfree;
 mod monitor;
 mod notify;
 mod pubsub;

@@ -392,6 +392,16 @@ impl Registry {
         }
     }
 
+    /// How many clients are subscribed to anything (Redis 7.4's INFO
+    /// `pubsub_clients`).
+    pub(crate) fn subscribed_clients(&self) -> usize {
+        (self.subscribers.values())
+            .filter(|s| {
+                !(s.channels.is_empty() && s.patterns.is_empty() && s.shard_channels.is_empty())
+            })
+            .count()
+    }
+
     /// PUBSUB NUMPAT: the patterns with a subscriber.
     pub(crate) fn numpat(&self) -> usize {
         self.patterns.len()

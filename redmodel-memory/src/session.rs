@@ -774,6 +774,9 @@ impl Session {
         if self.multi.is_some() {
             return Err(CmdError::err("WATCH inside MULTI is not allowed"));
         }
+        if self.watched.is_empty() {
+            store.watching_clients += 1;
+        }
         for key in &args[1..] {
             if self
                 .watched
@@ -860,6 +863,9 @@ impl Session {
 
     /// Forgets every watched key (UNWATCH, EXEC, DISCARD, disconnect).
     pub(crate) fn unwatch_all(&mut self, store: &mut Store) {
+        if !self.watched.is_empty() {
+            store.watching_clients = store.watching_clients.saturating_sub(1);
+        }
         for w in self.watched.drain(..) {
             if w.db < DATABASES {
                 store.dbs[w.db].unwatch(&w.key);

@@ -15,6 +15,7 @@ mod differential;
 mod dump;
 mod expiry;
 mod fuzz;
+mod info;
 mod module_graph;
 mod monitor;
 mod rdb;

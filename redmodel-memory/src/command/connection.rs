@@ -111,7 +111,8 @@ fn dbsize(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     Ok(reply::int(ctx.ks().len()))
 }
 
-/// FLUSHDB and FLUSHALL take an optional ASYNC or SYNC; both are immediate here.
+/// FLUSHDB and FLUSHALL take an optional ASYNC or SYNC; both are immediate
+/// here (only what INFO counts differs).
 fn check_flush_args(args: &[&[u8]]) -> Result<(), CmdError> {
     match args.len() {
         1 => Ok(()),
@@ -123,9 +124,24 @@ fn check_flush_args(args: &[&[u8]]) -> Result<(), CmdError> {
 fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     check_flush_args(args)?;
     let now = ctx.now;
-    ctx.ks().clear(now);
+    let lazy = flush_is_lazy(ctx, args);
+    let ks = ctx.ks();
+    ks.lazyfreed_count += if lazy { ks.len() as u64 } else { 0 };
+    ks.clear(now);
     ctx.store.tracking_flushed();
     Ok(reply::ok())
+}
+
+/// Whether FLUSHDB or FLUSHALL runs lazily, its keys counted as freed in
+/// the background (see [`crate::lazyfree`]): ASYNC, or no mode under
+/// `lazyfree-lazy-user-flush`; from Redis 7.4 on, SYNC too (run as an
+/// ASYNC the client waits for) unless in a transaction or a script.
+fn flush_is_lazy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> bool {
+    let limits = *ctx.ks().limits();
+    let waits_instead = ctx.store.version >= crate::RedisVersion::V7_4
+        && !ctx.store.acl.caller.in_multi
+        && !ctx.store.in_script;
+    waits_instead || crate::lazyfree::flush_is_lazy(args.get(1).copied(), &limits)
 }
 
 /// FLUSHALL: empties every database and stops a running BGSAVE; with
@@ -135,7 +151,9 @@ fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn flushall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     check_flush_args(args)?;
     let now = ctx.now;
+    let lazy = flush_is_lazy(ctx, args);
     for ks in &mut ctx.store.dbs {
+        ks.lazyfreed_count += if lazy { ks.len() as u64 } else { 0 };
         ks.clear(now);
     }
     ctx.store.cancel_bgsave();

@@ -142,7 +142,11 @@ fn function_flush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         }
         _ => return Err(syntax_error(args)),
     }
-    ctx.store.functions.flush();
+    if crate::lazyfree::flush_is_lazy(args.get(2).copied(), ctx.ks().limits()) {
+        let count = ctx.store.functions.function_count();
+        ctx.store.lazyfreed_objects += crate::lazyfree::flushed_functions(count, ctx.store.version);
+    }
+    ctx.store.functions.flush_all();
     Ok(reply::ok())
 }
 

@@ -3,12 +3,13 @@
 //! commands, errors, latencies, CPU time) is counted; what it has not
 //! (replicas, forks, an allocator to ask) reads as a server without it.
 
-use super::memory::{human_bytes, used_memory};
+use super::memory::{human_bytes, Report};
 use super::{CmdResult, Ctx, Spec};
 use crate::args::is;
 use crate::command::Store;
 use crate::pubsub::Scope;
 use crate::reply;
+use crate::RedisVersion;
 
 pub(super) const COMMANDS: &[Spec] = &[Spec {
     name: "info",
@@ -65,16 +66,25 @@ fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         if !out.is_empty() {
             out.push_str("\r\n");
         }
-        let mut title = name.to_string();
-        if let Some(first) = title.get_mut(0..1) {
-            first.make_ascii_uppercase();
-        }
-        out.push_str(&format!("# {title}\r\n"));
+        out.push_str(&format!("# {}\r\n", title(name)));
         for (field, value) in section(ctx, name) {
             out.push_str(&format!("{field}:{value}\r\n"));
         }
     }
     Ok(reply::verbatim(out))
+}
+
+/// A section's title as Redis prints it: its name capitalised, and `CPU`
+/// in capitals.
+fn title(name: &str) -> String {
+    if name == "cpu" {
+        return "CPU".into();
+    }
+    let mut title = name.to_string();
+    if let Some(first) = title.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    title
 }
 
 /// The process's user and system CPU time in seconds, read from
@@ -103,11 +113,12 @@ fn cpu_seconds() -> (f64, f64) {
 /// The fields of one INFO section.
 fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
     let now = ctx.now;
+    let memory = (name == "memory").then(|| Report::of(ctx.store));
     let store = &*ctx.store;
     let fields: Vec<(&str, String)> = match name {
         "server" => server_section(store, now),
         "clients" => clients_section(store),
-        "memory" => memory_section(store),
+        "memory" => memory.map_or_else(Vec::new, |m| memory_section(store, &m)),
         "persistence" => persistence_section(store),
         "stats" => stats_section(store),
         "replication" => replication_section(store),
@@ -126,11 +137,22 @@ fn section(ctx: &mut Ctx<'_>, name: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// INFO server: the version the engine answers as, the process, the uptime.
+/// Fields that read as zero on a server without what they count.
+fn zeros<'a>(names: &'a [&'static str]) -> impl Iterator<Item = (&'static str, String)> + 'a {
+    names.iter().map(|&name| (name, "0".to_string()))
+}
+
+/// Whether the engine answers as Redis 7.4.
+fn is_74(store: &Store) -> bool {
+    store.version >= RedisVersion::V7_4
+}
+
+/// INFO server: the version the engine answers as, the process, the
+/// uptime; the build of a Redis without a known compiler.
 fn server_section(store: &Store, now: i64) -> Vec<(&'static str, String)> {
     let config = &store.config;
     let uptime = (now - store.started_ms).max(0) / 1000;
-    vec![
+    let mut fields = vec![
         ("redis_version", store.version.as_str().into()),
         ("redis_git_sha1", "00000000".into()),
         ("redis_git_dirty", "0".into()),
@@ -141,8 +163,12 @@ fn server_section(store: &Store, now: i64) -> Vec<(&'static str, String)> {
             format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
         ),
         ("arch_bits", (usize::BITS).to_string()),
+        ("monotonic_clock", "POSIX clock_gettime".into()),
         ("multiplexing_api", "tokio".into()),
+        ("atomicvar_api", "c11-builtin".into()),
+        ("gcc_version", "0.0.0".into()),
         ("process_id", std::process::id().to_string()),
+        ("process_supervised", "no".into()),
         ("run_id", store.run_id.clone()),
         ("tcp_port", config.get("port").into()),
         ("server_time_usec", (now.saturating_mul(1000)).to_string()),
@@ -150,45 +176,97 @@ fn server_section(store: &Store, now: i64) -> Vec<(&'static str, String)> {
         ("uptime_in_days", (uptime / 86_400).to_string()),
         ("hz", config.get("hz").into()),
         ("configured_hz", config.get("hz").into()),
+        // Redis's LRU clock: seconds, in 24 bits.
+        ("lru_clock", ((now / 1000) & 0x00ff_ffff).to_string()),
         ("executable", String::new()),
         ("config_file", String::new()),
         ("io_threads_active", "0".into()),
-        // The engine itself, last: INFO's readers skip lines they do not
-        // know.
-        ("engine", crate::ENGINE.into()),
-    ]
+    ];
+    if is_74(store) {
+        let binds: String = (config.get("bind").split_whitespace())
+            .map(|b| format!(",bind={b}"))
+            .collect();
+        let port = config.get("port");
+        fields.push(("listener0", format!("name=tcp{binds},port={port}")));
+    }
+    // The engine itself, last: INFO's readers skip lines they do not know.
+    fields.push(("engine", crate::ENGINE.into()));
+    fields
 }
 
-/// INFO clients: connections and blocked clients.
+/// INFO clients: connections, blocked clients, and from Redis 7.4 on
+/// the clients subscribed or watching and the keys they wait on.
 fn clients_section(store: &Store) -> Vec<(&'static str, String)> {
     let config = &store.config;
     let mut fields = vec![
         ("connected_clients", store.connected_clients.to_string()),
         ("cluster_connections", "0".into()),
         ("maxclients", config.get("maxclients").into()),
+        ("client_recent_max_input_buffer", "0".into()),
+        ("client_recent_max_output_buffer", "0".into()),
         ("blocked_clients", store.waiters.len().to_string()),
         ("tracking_clients", store.tracking.clients().to_string()),
-        ("clients_in_timeout_table", "0".into()),
     ];
-    if store.version >= crate::RedisVersion::V7_4 {
-        // Redis 7.2's fields.
-        let (blocking, on_nokey) = store.waiters.blocking_keys();
-        fields.push(("total_blocking_keys", blocking.to_string()));
-        fields.push(("total_blocking_keys_on_nokey", on_nokey.to_string()));
+    if !is_74(store) {
+        fields.push(("clients_in_timeout_table", "0".into()));
+        return fields;
     }
+    let watched: usize = store.dbs.iter().map(|ks| ks.watched_keys()).sum();
+    let (blocking, on_nokey) = store.waiters.blocking_keys();
+    fields.extend([
+        (
+            "pubsub_clients",
+            store.pubsub.subscribed_clients().to_string(),
+        ),
+        ("watching_clients", store.watching_clients.to_string()),
+        ("clients_in_timeout_table", "0".into()),
+        ("total_watched_keys", watched.to_string()),
+        ("total_blocking_keys", blocking.to_string()),
+        ("total_blocking_keys_on_nokey", on_nokey.to_string()),
+    ]);
     fields
 }
 
-/// INFO memory: the estimated memory in use, scripts and functions, the limit.
-fn memory_section(store: &Store) -> Vec<(&'static str, String)> {
+/// INFO memory: the engine's estimate (see [`Report`]), the Lua states,
+/// the scripts and functions, the limit, lazy freeing. The engine is not
+/// a process of its own and has no allocator to ask: its resident set is
+/// its estimate, and every fragmentation ratio 1.
+fn memory_section(store: &Store, m: &Report) -> Vec<(&'static str, String)> {
     let config = &store.config;
-    let used = used_memory(store);
     let maxmemory: u64 = config.get("maxmemory").parse().unwrap_or(0);
-    vec![
-        ("used_memory", used.to_string()),
-        ("used_memory_human", human_bytes(used)),
-        ("used_memory_peak", used.to_string()),
-        ("used_memory_peak_human", human_bytes(used)),
+    let system = total_system_memory();
+    let vm_total = m.vm_eval + m.vm_functions;
+    let scripts = m.scripts_eval + m.functions;
+    let percent = |part, whole| format!("{:.2}%", Report::percent(part, whole));
+    let mut fields = vec![
+        ("used_memory", m.used.to_string()),
+        ("used_memory_human", human_bytes(m.used)),
+        ("used_memory_rss", m.used.to_string()),
+        ("used_memory_rss_human", human_bytes(m.used)),
+        ("used_memory_peak", m.peak.to_string()),
+        ("used_memory_peak_human", human_bytes(m.peak)),
+        ("used_memory_peak_perc", percent(m.used, m.peak)),
+        ("used_memory_overhead", m.overhead.to_string()),
+        ("used_memory_startup", m.startup.to_string()),
+        ("used_memory_dataset", m.dataset.to_string()),
+        (
+            "used_memory_dataset_perc",
+            format!("{:.2}%", m.dataset_percent()),
+        ),
+        ("allocator_allocated", m.used.to_string()),
+        ("allocator_active", m.used.to_string()),
+        ("allocator_resident", m.used.to_string()),
+    ];
+    if is_74(store) {
+        fields.push(("allocator_muzzy", "0".into()));
+    }
+    fields.extend([
+        ("total_system_memory", system.to_string()),
+        ("total_system_memory_human", human_bytes(system)),
+        ("used_memory_lua", m.vm_eval.to_string()),
+        ("used_memory_vm_eval", m.vm_eval.to_string()),
+        ("used_memory_lua_human", human_bytes(m.vm_eval)),
+        ("used_memory_scripts_eval", m.scripts_eval.to_string()),
         (
             "number_of_cached_scripts",
             store.scripts.count().to_string(),
@@ -201,48 +279,102 @@ fn memory_section(store: &Store) -> Vec<(&'static str, String)> {
             "number_of_libraries",
             store.functions.libraries().count().to_string(),
         ),
+        ("used_memory_vm_functions", m.vm_functions.to_string()),
+        ("used_memory_vm_total", vm_total.to_string()),
+        ("used_memory_vm_total_human", human_bytes(vm_total)),
+        ("used_memory_functions", m.functions.to_string()),
+        ("used_memory_scripts", scripts.to_string()),
+        ("used_memory_scripts_human", human_bytes(scripts)),
         ("maxmemory", maxmemory.to_string()),
         ("maxmemory_human", human_bytes(maxmemory)),
         ("maxmemory_policy", config.get("maxmemory-policy").into()),
-        // Replication and AOF buffers, which Redis leaves out of the
-        // eviction's count: the engine has neither.
-        ("mem_not_counted_for_evict", "0".into()),
-        ("mem_allocator", "rust".into()),
+        ("allocator_frag_ratio", "1.00".into()),
+        ("allocator_frag_bytes", "0".into()),
+        ("allocator_rss_ratio", "1.00".into()),
+        ("allocator_rss_bytes", "0".into()),
+        ("rss_overhead_ratio", "1.00".into()),
+        ("rss_overhead_bytes", "0".into()),
+        ("mem_fragmentation_ratio", "1.00".into()),
+        ("mem_fragmentation_bytes", "0".into()),
+    ]);
+    // Replication and AOF buffers, which Redis leaves out of the
+    // eviction's count: the engine has neither.
+    fields.extend(zeros(&[
+        "mem_not_counted_for_evict",
+        "mem_replication_backlog",
+        "mem_total_replication_buffers",
+        "mem_clients_slaves",
+        "mem_clients_normal",
+        "mem_cluster_links",
+        "mem_aof_buffer",
+    ]));
+    fields.push(("mem_allocator", "rust".into()));
+    if is_74(store) {
+        fields.push(("mem_overhead_db_hashtable_rehashing", "0".into()));
+    }
+    let lazyfreed =
+        store.lazyfreed_objects + store.dbs.iter().map(|ks| ks.lazyfreed_count).sum::<u64>();
+    fields.extend([
+        ("active_defrag_running", "0".into()),
         ("lazyfree_pending_objects", "0".into()),
-    ]
-}
-
-/// INFO persistence: the RDB saves (see `persistence`) and the AOF (`crate::aof`).
-fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
-    let mut fields = vec![("loading", "0".into()), ("async_loading", "0".into())];
-    fields.extend(store.saves.info(store.changes()));
-    fields.extend(store.aof.info());
+        ("lazyfreed_objects", lazyfreed.to_string()),
+    ]);
     fields
 }
 
-/// INFO stats: connections, commands, errors, expired keys, Pub/Sub.
-fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
-    let (tracking_keys, tracking_items, tracking_prefixes) = store.tracking.totals();
-    let mut stats = stats_rows(store, tracking_keys, tracking_items, tracking_prefixes);
-    if store.version.has_field_expiry() {
-        let at = stats
-            .iter()
-            .position(|(name, _)| *name == "expired_keys")
-            .unwrap_or(stats.len());
-        let fields: u64 = store.dbs.iter().map(|ks| ks.expired_fields_count).sum();
-        stats.insert(at, ("expired_subkeys", fields.to_string()));
-    }
-    stats
+/// The machine's memory in bytes (`/proc/meminfo`'s `MemTotal`), as
+/// Redis reads it; 0 where there is no such file.
+fn total_system_memory() -> u64 {
+    let Ok(meminfo) = std::fs::read_to_string("/proc/meminfo") else {
+        return 0;
+    };
+    meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
-/// INFO stats' rows as Redis 7.0.15 shows them.
-fn stats_rows(
-    store: &Store,
-    tracking_keys: usize,
-    tracking_items: usize,
-    tracking_prefixes: usize,
-) -> Vec<(&'static str, String)> {
-    vec![
+/// INFO persistence: the RDB saves (see `persistence`) and the AOF
+/// (`crate::aof`); no fork ever runs, so every copy-on-write, fork and
+/// child figure reads as none.
+fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
+    let mut fields = vec![("loading", "0".into()), ("async_loading", "0".into())];
+    fields.extend(zeros(&[
+        "current_cow_peak",
+        "current_cow_size",
+        "current_cow_size_age",
+    ]));
+    fields.push(("current_fork_perc", "0.00".into()));
+    fields.extend(zeros(&[
+        "current_save_keys_processed",
+        "current_save_keys_total",
+    ]));
+    fields.extend(store.saves.info(store.changes()));
+    fields.extend(store.aof.info());
+    fields.extend(zeros(&[
+        "module_fork_in_progress",
+        "module_fork_last_cow_size",
+    ]));
+    fields
+}
+
+/// INFO stats: connections, commands, errors, expired and evicted keys,
+/// lazy freeing, Pub/Sub, tracking, in Redis's order; what the engine
+/// does not have (replicas, forks, defragmentation, I/O threads) reads as
+/// none, and network traffic is not counted.
+fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
+    let sum = |count: fn(&crate::keyspace::Keyspace) -> u64| {
+        store.dbs.iter().map(count).sum::<u64>().to_string()
+    };
+    let (tracking_keys, tracking_items, tracking_prefixes) = store.tracking.totals();
+    let mut fields = vec![
         (
             "total_connections_received",
             store.connections_received.to_string(),
@@ -252,31 +384,49 @@ fn stats_rows(
             store.commands_processed.to_string(),
         ),
         ("instantaneous_ops_per_sec", "0".into()),
-        (
-            "total_error_replies",
-            store.command_stats.total_errors().to_string(),
-        ),
-        ("rejected_connections", "0".into()),
-        (
-            "expired_keys",
-            store
-                .dbs
-                .iter()
-                .map(|ks| ks.expired_count)
-                .sum::<u64>()
-                .to_string(),
-        ),
-        (
-            "evicted_keys",
-            store
-                .dbs
-                .iter()
-                .map(|ks| ks.evicted_count)
-                .sum::<u64>()
-                .to_string(),
-        ),
-        ("keyspace_hits", "0".into()),
-        ("keyspace_misses", "0".into()),
+    ];
+    fields.extend(zeros(&[
+        "total_net_input_bytes",
+        "total_net_output_bytes",
+        "total_net_repl_input_bytes",
+        "total_net_repl_output_bytes",
+    ]));
+    fields.extend(
+        [
+            "instantaneous_input_kbps",
+            "instantaneous_output_kbps",
+            "instantaneous_input_repl_kbps",
+            "instantaneous_output_repl_kbps",
+        ]
+        .map(|name| (name, "0.00".to_string())),
+    );
+    fields.extend(zeros(&[
+        "rejected_connections",
+        "sync_full",
+        "sync_partial_ok",
+        "sync_partial_err",
+    ]));
+    if store.version.has_field_expiry() {
+        fields.push(("expired_subkeys", sum(|ks| ks.expired_fields_count)));
+    }
+    fields.extend([
+        ("expired_keys", sum(|ks| ks.expired_count)),
+        ("expired_stale_perc", "0.00".into()),
+        ("expired_time_cap_reached_count", "0".into()),
+        ("expire_cycle_cpu_milliseconds", "0".into()),
+        ("evicted_keys", sum(|ks| ks.evicted_count)),
+        ("evicted_clients", "0".into()),
+    ]);
+    if is_74(store) {
+        fields.push(("evicted_scripts", "0".into()));
+    }
+    fields.extend(zeros(&[
+        "total_eviction_exceeded_time",
+        "current_eviction_exceeded_time",
+        "keyspace_hits",
+        "keyspace_misses",
+    ]));
+    fields.extend([
         (
             "pubsub_channels",
             store.pubsub.channel_count(Scope::Channel).to_string(),
@@ -286,14 +436,58 @@ fn stats_rows(
             "pubsubshard_channels",
             store.pubsub.channel_count(Scope::Shard).to_string(),
         ),
-        ("latest_fork_usec", "0".into()),
-        ("total_forks", "0".into()),
-        // MIGRATE's connection cache: the engine has no MIGRATE.
-        ("migrate_cached_sockets", "0".into()),
+    ]);
+    // MIGRATE's connection cache: the engine has no MIGRATE.
+    fields.extend(zeros(&[
+        "latest_fork_usec",
+        "total_forks",
+        "migrate_cached_sockets",
+        "slave_expires_tracked_keys",
+        "active_defrag_hits",
+        "active_defrag_misses",
+        "active_defrag_key_hits",
+        "active_defrag_key_misses",
+        "total_active_defrag_time",
+        "current_active_defrag_time",
+    ]));
+    fields.extend([
         ("tracking_total_keys", tracking_keys.to_string()),
         ("tracking_total_items", tracking_items.to_string()),
         ("tracking_total_prefixes", tracking_prefixes.to_string()),
-    ]
+        ("unexpected_error_replies", "0".into()),
+        (
+            "total_error_replies",
+            store.command_stats.total_errors().to_string(),
+        ),
+    ]);
+    fields.extend(zeros(&[
+        "dump_payload_sanitizations",
+        "total_reads_processed",
+        "total_writes_processed",
+        "io_threaded_reads_processed",
+        "io_threaded_writes_processed",
+    ]));
+    if is_74(store) {
+        fields.extend(zeros(&[
+            "client_query_buffer_limit_disconnections",
+            "client_output_buffer_limit_disconnections",
+        ]));
+    }
+    fields.extend(zeros(&["reply_buffer_shrinks", "reply_buffer_expands"]));
+    if is_74(store) {
+        fields.extend(zeros(&[
+            "eventloop_cycles",
+            "eventloop_duration_sum",
+            "eventloop_duration_cmd_sum",
+            "instantaneous_eventloop_cycles_per_sec",
+            "instantaneous_eventloop_duration_usec",
+            "acl_access_denied_auth",
+            "acl_access_denied_cmd",
+            "acl_access_denied_key",
+            "acl_access_denied_channel",
+        ]));
+    }
+    fields
 }
 
 /// INFO replication: a master with no replica.
@@ -413,7 +607,7 @@ mod tests {
         let info = String::from_utf8_lossy(&info).into_owned();
         assert!(info.starts_with("# Server\r\nredis_version:7.0.15\r\n"));
         assert!(info.contains("\r\n\r\n# Clients\r\n"));
-        assert!(info.contains("\r\n\r\n# Cpu\r\nused_cpu_sys:"));
+        assert!(info.contains("\r\n\r\n# CPU\r\nused_cpu_sys:"));
         assert!(!info.contains("# Commandstats"));
         assert!(info.ends_with("\r\n"));
         // Calls counted per command; failed ones too; RESETSTAT clears.
@@ -481,6 +675,134 @@ mod tests {
         assert!(
             !stats.contains("cmdstat_zadd"),
             "GEOADD counts as itself: {stats}"
+        );
+    }
+
+    /// INFO memory's `lazyfreed_objects`.
+    fn lazyfreed(c: &mut crate::Connection) -> u64 {
+        info_field(c, "memory", "lazyfreed_objects")
+            .parse()
+            .expect("a count")
+    }
+
+    /// Loads `n` scripts (SCRIPT LOAD) or, `functions`, `n` libraries of
+    /// one function each.
+    fn load(c: &mut crate::Connection, n: usize, functions: bool) {
+        for i in 0..n {
+            let reply = if functions {
+                let code = format!(
+                    "#!lua name=l{i}\nredis.register_function('f{i}', function() return 1 end)"
+                );
+                run_args(c, &["FUNCTION", "LOAD", &code])
+            } else {
+                run_args(c, &["SCRIPT", "LOAD", &format!("return {i}")])
+            };
+            assert!(!matches!(reply, Value::ServerError(_)), "{reply:?}");
+        }
+    }
+
+    /// Fills `key` with a set of `n` strings (a hashtable past 128).
+    fn big_set(c: &mut crate::Connection, key: &str, n: usize) {
+        let members: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+        let mut args = vec!["SADD", key];
+        args.extend(members.iter().map(String::as_str));
+        run_args(c, &args);
+    }
+
+    #[test]
+    fn lazyfreed_objects_counts_what_redis_frees_in_the_background() {
+        let mut c = conn();
+        // UNLINK of a big value counts; of a compact one, or DEL, not.
+        big_set(&mut c, "big", 200);
+        run(&mut c, "SADD small 1 2 3");
+        run(&mut c, "UNLINK big small");
+        assert_eq!(lazyfreed(&mut c), 1);
+        big_set(&mut c, "big", 200);
+        run(&mut c, "DEL big");
+        assert_eq!(lazyfreed(&mut c), 1);
+        // Under lazyfree-lazy-user-del, DEL is UNLINK.
+        run(&mut c, "CONFIG SET lazyfree-lazy-user-del yes");
+        big_set(&mut c, "big", 200);
+        run(&mut c, "DEL big");
+        assert_eq!(lazyfreed(&mut c), 2);
+        // A flush ASYNC counts its keys; SYNC (Redis 7.0) none.
+        run(&mut c, "MSET a 1 b 2 c 3");
+        run(&mut c, "FLUSHALL ASYNC");
+        assert_eq!(lazyfreed(&mut c), 5);
+        run(&mut c, "MSET a 1 b 2 c 3");
+        run(&mut c, "FLUSHDB");
+        assert_eq!(lazyfreed(&mut c), 5);
+        // More than 64 scripts flushed ASYNC count; fewer are freed at once.
+        load(&mut c, 65, false);
+        run(&mut c, "SCRIPT FLUSH ASYNC");
+        assert_eq!(lazyfreed(&mut c), 70);
+        load(&mut c, 10, false);
+        run(&mut c, "SCRIPT FLUSH ASYNC");
+        assert_eq!(lazyfreed(&mut c), 70);
+        // Redis 7.0 counts the functions, not their engine.
+        load(&mut c, 65, true);
+        run(&mut c, "FUNCTION FLUSH ASYNC");
+        assert_eq!(lazyfreed(&mut c), 135);
+        run(&mut c, "CONFIG RESETSTAT");
+        assert_eq!(lazyfreed(&mut c), 0);
+        assert_eq!(
+            info_field(&mut c, "memory", "lazyfree_pending_objects"),
+            "0"
+        );
+    }
+
+    #[test]
+    fn lazyfreed_objects_in_74_mode_counts_sync_flushes_outside_transactions() {
+        let (_clock, mut c) = clocked_74(1_700_000_000_000);
+        run(&mut c, "MSET a 1 b 2");
+        run(&mut c, "FLUSHALL");
+        assert_eq!(lazyfreed(&mut c), 2);
+        run(&mut c, "MSET a 1 b 2");
+        run(&mut c, "MULTI");
+        run(&mut c, "FLUSHALL SYNC");
+        run(&mut c, "EXEC");
+        assert_eq!(lazyfreed(&mut c), 2);
+        // A small list is one listpack in 7.4: one allocation.
+        let items: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        let mut args = vec!["RPUSH", "list"];
+        args.extend(items.iter().map(String::as_str));
+        run_args(&mut c, &args);
+        run(&mut c, "UNLINK list");
+        assert_eq!(lazyfreed(&mut c), 2);
+        // Functions count with their engine.
+        load(&mut c, 65, true);
+        run(&mut c, "FUNCTION FLUSH ASYNC");
+        assert_eq!(lazyfreed(&mut c), 68);
+    }
+
+    #[test]
+    fn info_memory_reports_the_caches_the_lua_states_and_the_peak() {
+        let mut c = conn();
+        let field = |c: &mut crate::Connection, name: &str| -> u64 {
+            info_field(c, "memory", name).parse().expect(name)
+        };
+        assert_eq!(field(&mut c, "used_memory_scripts_eval"), 0);
+        let empty_functions = field(&mut c, "used_memory_functions");
+        load(&mut c, 3, false);
+        load(&mut c, 2, true);
+        assert!(field(&mut c, "used_memory_scripts_eval") > 3 * 64);
+        assert!(field(&mut c, "used_memory_functions") > empty_functions);
+        assert_eq!(
+            field(&mut c, "used_memory_scripts"),
+            field(&mut c, "used_memory_scripts_eval") + field(&mut c, "used_memory_functions")
+        );
+        let vm = field(&mut c, "used_memory_vm_eval");
+        assert!(vm > 0 && vm % 1024 == 0, "{vm}");
+        assert_eq!(field(&mut c, "used_memory_lua"), vm);
+        // The peak stays when the data goes.
+        big_set(&mut c, "big", 5000);
+        let high = field(&mut c, "used_memory");
+        run(&mut c, "DEL big");
+        assert!(field(&mut c, "used_memory") < high);
+        assert_eq!(field(&mut c, "used_memory_peak"), high);
+        assert_eq!(
+            field(&mut c, "used_memory_overhead") + field(&mut c, "used_memory_dataset"),
+            field(&mut c, "used_memory")
         );
     }
 }

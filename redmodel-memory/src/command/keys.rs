@@ -3,6 +3,7 @@
 
 use super::shared::scan::{parse_cursor, parse_scan_options, scan_reply, NoValues};
 use super::{CmdResult, Ctx, Spec};
+use crate::args::is;
 use crate::error::CmdError;
 use crate::notify::class;
 use crate::reply;
@@ -60,10 +61,13 @@ pub(super) const COMMANDS: &[Spec] = &[
     },
 ];
 
+/// DEL and UNLINK: the same deletes, UNLINK's (and DEL's under
+/// `lazyfree-lazy-user-del`) run lazily (see [`crate::lazyfree`]).
 fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let lazy = is(args[0], "unlink") || ctx.ks().limits().lazy.user_del;
     let mut removed = 0;
     for key in &args[1..] {
-        if ctx.remove(key) {
+        if ctx.remove_lazily(key, lazy) {
             removed += 1;
             ctx.notify(class::GENERIC, "del", key);
         }

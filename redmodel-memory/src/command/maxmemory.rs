@@ -150,6 +150,8 @@ impl Store {
             let size = crate::command::memory::key_size(&key, &removed.value);
             excess = excess.saturating_sub(u64::try_from(size).unwrap_or(u64::MAX).max(1));
             self.dbs[db].evicted_count += 1;
+            let lazy = self.dbs[db].limits().lazy.eviction;
+            self.dbs[db].freed(&removed.value, removed.history, lazy);
             self.notify(db, crate::notify::class::EVICTED, "evicted", &key);
         }
         self.maxmemory.taken = None;

@@ -9,6 +9,7 @@ use crate::args::is;
 use crate::error::CmdError;
 use crate::reply;
 use crate::value::Value;
+use crate::RedisVersion;
 
 pub(super) const COMMANDS: &[Spec] = &[Spec {
     name: "memory",
@@ -51,6 +52,135 @@ pub(crate) fn used_memory_of(dbs: &[crate::keyspace::Keyspace]) -> u64 {
 /// What an empty Redis reports as allocated, so an empty engine looks
 /// like one ([`used_memory`]'s baseline, MEMORY STATS' `startup.allocated`).
 const BASELINE: usize = 870_000;
+
+/// The bytes of a dictionary entry, per key and per key with a TTL.
+const ENTRY: usize = 24;
+
+/// The engine's memory as INFO memory and MEMORY STATS report it: the
+/// estimate of the data ([`used_memory`]) with the script and function
+/// caches, its parts as Redis splits them, the peak, and the Lua states'.
+pub(super) struct Report {
+    pub(super) used: u64,
+    pub(super) peak: u64,
+    pub(super) startup: u64,
+    /// Each non-empty database's dictionaries: its index, the bytes of
+    /// its keys' entries and of its TTLs'.
+    pub(super) dbs: Vec<(usize, u64, u64)>,
+    /// What is not data: the baseline, the dictionaries, the caches.
+    pub(super) overhead: u64,
+    pub(super) dataset: u64,
+    pub(super) keys: u64,
+    /// The Lua states of EVAL and of functions.
+    pub(super) vm_eval: u64,
+    pub(super) vm_functions: u64,
+    /// The script cache's and the function libraries' own bytes.
+    pub(super) scripts_eval: u64,
+    pub(super) functions: u64,
+}
+
+impl Report {
+    /// The report of `store` now, which raises the peak it keeps if this
+    /// is more (Redis samples its peak the same way, not on every write).
+    pub(super) fn of(store: &mut crate::command::Store) -> Report {
+        let version = store.version;
+        let scripts_eval = store.scripts.cache_bytes();
+        let functions = functions_bytes(
+            store.functions.libraries().count(),
+            store.functions.function_count(),
+            version,
+        );
+        let used = used_memory(store) + scripts_eval + functions;
+        store.peak_memory = store.peak_memory.max(used);
+        let dbs: Vec<(usize, u64, u64)> = (store.dbs.iter().enumerate())
+            .filter(|(_, ks)| ks.len() > 0)
+            .map(|(i, ks)| {
+                (
+                    i,
+                    (ks.len() * ENTRY) as u64,
+                    (ks.expiring_len() * ENTRY) as u64,
+                )
+            })
+            .collect();
+        let startup = BASELINE as u64;
+        let overhead = startup
+            + scripts_eval
+            + functions
+            + dbs
+                .iter()
+                .map(|(_, main, expires)| main + expires)
+                .sum::<u64>();
+        let (fresh_eval, fresh_functions) = fresh_vm_bytes(version);
+        Report {
+            used,
+            peak: store.peak_memory,
+            startup,
+            overhead,
+            dataset: used.saturating_sub(overhead),
+            keys: store.dbs.iter().map(|ks| ks.len() as u64).sum(),
+            dbs,
+            vm_eval: store.scripts.vm_bytes().unwrap_or(fresh_eval),
+            vm_functions: store.functions.vm_bytes().unwrap_or(fresh_functions),
+            scripts_eval,
+            functions,
+        }
+    }
+
+    /// `part` as a percentage of `whole` (0 of nothing).
+    pub(super) fn percent(part: u64, whole: u64) -> f64 {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 * 100.0 / whole as f64
+        }
+    }
+
+    /// The data's share of what is not the baseline (INFO's
+    /// `used_memory_dataset_perc`, MEMORY STATS' `dataset.percentage`).
+    pub(super) fn dataset_percent(&self) -> f64 {
+        Self::percent(self.dataset, self.used.saturating_sub(self.startup))
+    }
+}
+
+/// The memory Redis reports for its Lua states before they run anything
+/// (EVAL's, functions'): the engine starts its own on first use.
+fn fresh_vm_bytes(version: RedisVersion) -> (u64, u64) {
+    if version >= RedisVersion::V7_4 {
+        (31_744, 32_768)
+    } else {
+        (32_768, 33_792)
+    }
+}
+
+/// The bytes Redis's script cache takes for a script of `body_len`
+/// bytes: its body and SHA1 as strings, the object and the table entry
+/// that hold them, and from Redis 7.4 on its place in the cache's
+/// eviction list.
+pub(crate) fn script_bytes(body_len: usize, version: RedisVersion) -> usize {
+    let lru = if version >= RedisVersion::V7_4 { 24 } else { 0 };
+    allocation(body_len + 4) + 48 + 16 + ENTRY + lru
+}
+
+/// The bytes Redis's function libraries take beside their Lua code
+/// (`functionsMemoryOverhead`): its tables, and per library and per
+/// function its records and names, as Redis 7.0 and 7.4 measure them.
+fn functions_bytes(libraries: usize, functions: usize, version: RedisVersion) -> u64 {
+    let (empty, library, function) = if version >= RedisVersion::V7_4 {
+        (376, 152, 144)
+    } else {
+        (200, 80, 160)
+    };
+    (empty + libraries * library + functions * function) as u64
+}
+
+/// The block jemalloc gives a request of `n` bytes: 8, then multiples of
+/// 16 up to 128, then four sizes per doubling.
+fn allocation(n: usize) -> usize {
+    match n {
+        0..=8 => 8,
+        9..=128 => n.next_multiple_of(16),
+        _ => n.next_multiple_of(n.next_power_of_two() / 8),
+    }
+}
 
 /// MEMORY USAGE key [SAMPLES count] | STATS | DOCTOR | MALLOC-STATS |
 /// PURGE | HELP. USAGE reports the estimate of [`key_size`]; like Redis it
@@ -100,31 +230,21 @@ pub(crate) const SUBCOMMANDS: &[Sub] = &[
 /// what it does not have (replication, AOF, an allocator to ask) reads as
 /// none. A `db.N` entry for each database with keys, as Redis lists them.
 fn memory_stats(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
-    let store = &*ctx.store;
-    let total = used_memory(store);
-    let startup = BASELINE as u64;
-    // A dictionary entry per key, and per key with a TTL.
-    const ENTRY: usize = 24;
+    let report = Report::of(ctx.store);
     let field = |name: &str, value: Reply| (reply::bulk(name), value);
     let mut fields = vec![
-        field("peak.allocated", reply::int(total)),
-        field("total.allocated", reply::int(total)),
-        field("startup.allocated", reply::int(startup)),
+        field("peak.allocated", reply::int(report.peak)),
+        field("total.allocated", reply::int(report.used)),
+        field("startup.allocated", reply::int(report.startup)),
         field("replication.backlog", reply::int(0)),
         field("clients.slaves", reply::int(0)),
         field("clients.normal", reply::int(0)),
         field("cluster.links", reply::int(0)),
         field("aof.buffer", reply::int(0)),
-        field("lua.caches", reply::int(0)),
-        field("functions.caches", reply::int(0)),
+        field("lua.caches", reply::int(report.scripts_eval)),
+        field("functions.caches", reply::int(report.functions)),
     ];
-    let mut overhead = BASELINE;
-    let mut keys = 0;
-    for (i, ks) in store.dbs.iter().enumerate().filter(|(_, ks)| ks.len() > 0) {
-        let main = ks.len() * ENTRY;
-        let expires = ks.expiring_len() * ENTRY;
-        overhead += main + expires;
-        keys += ks.len();
+    for &(i, main, expires) in &report.dbs {
         fields.push(field(
             &format!("db.{i}"),
             reply::map(vec![
@@ -134,29 +254,24 @@ fn memory_stats(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
             ]),
         ));
     }
-    let overhead = overhead as u64;
-    let net = total.saturating_sub(startup);
-    let dataset = total.saturating_sub(overhead);
-    let percent = |part: u64, whole: u64| {
-        if whole == 0 {
-            0.0
-        } else {
-            part as f64 * 100.0 / whole as f64
-        }
-    };
+    let net = report.used.saturating_sub(report.startup);
+    let per_key = net.checked_div(report.keys).unwrap_or(0);
     fields.extend([
-        field("overhead.total", reply::int(overhead)),
-        field("keys.count", reply::int(keys)),
+        field("overhead.total", reply::int(report.overhead)),
+        field("keys.count", reply::int(report.keys)),
+        field("keys.bytes-per-key", reply::int(per_key)),
+        field("dataset.bytes", reply::int(report.dataset)),
         field(
-            "keys.bytes-per-key",
-            reply::int(if keys == 0 { 0 } else { net / keys as u64 }),
+            "dataset.percentage",
+            reply::double(report.dataset_percent()),
         ),
-        field("dataset.bytes", reply::int(dataset)),
-        field("dataset.percentage", reply::double(percent(dataset, net))),
-        field("peak.percentage", reply::double(percent(total, total))),
-        field("allocator.allocated", reply::int(total)),
-        field("allocator.active", reply::int(total)),
-        field("allocator.resident", reply::int(total)),
+        field(
+            "peak.percentage",
+            reply::double(Report::percent(report.used, report.peak)),
+        ),
+        field("allocator.allocated", reply::int(report.used)),
+        field("allocator.active", reply::int(report.used)),
+        field("allocator.resident", reply::int(report.used)),
         field("allocator-fragmentation.ratio", reply::double(1.0)),
         field("allocator-fragmentation.bytes", reply::int(0)),
         field("allocator-rss.ratio", reply::double(1.0)),

@@ -38,6 +38,10 @@ pub(crate) struct Scripts {
     /// auxiliary stack, which tens of thousands of scripts would exhaust),
     /// and its shebang's flags.
     cache: HashMap<String, (RegistryKey, Flags)>,
+    /// The bytes Redis's script cache takes for the cached scripts' SHA1s
+    /// and bodies (INFO's `used_memory_scripts_eval`, with the table: see
+    /// [`Self::cache_bytes`]).
+    cached_bytes: usize,
     /// The version `redis.REDIS_VERSION` reports.
     pub(crate) version: crate::RedisVersion,
 }
@@ -111,7 +115,26 @@ impl Scripts {
             .create_registry_value(function.clone())
             .map_err(|e| internal(&e))?;
         self.cache.insert(sha.clone(), (kept, flags));
+        state.collect_garbage();
+        self.cached_bytes += crate::command::memory::script_bytes(body.len(), self.version);
         Ok((sha, function, flags))
+    }
+
+    /// The bytes Redis's script cache would take for these scripts: each
+    /// one's SHA1, body and entry, and the table's slots
+    /// (`evalScriptsMemory`).
+    pub(crate) fn cache_bytes(&self) -> u64 {
+        let slots = match self.cache.len() {
+            0 => 0,
+            n => n.next_power_of_two().max(4),
+        };
+        (self.cached_bytes + slots * 8) as u64
+    }
+
+    /// The Lua state's memory as Redis reports its own (`lua_gc`'s count,
+    /// in whole kilobytes); `None` before the first script.
+    pub(crate) fn vm_bytes(&self) -> Option<u64> {
+        self.state.as_ref().map(|s| s.vm_bytes())
     }
 
     /// How many scripts are cached (INFO's `number_of_cached_scripts`).
@@ -141,6 +164,7 @@ impl Scripts {
     /// Redis does.
     pub(crate) fn flush(&mut self) {
         self.cache.clear();
+        self.cached_bytes = 0;
         self.state = None;
     }
 }
@@ -423,6 +447,7 @@ fn run(
         }
     });
     client.ctx.store.in_script = was_in_script;
+    state.collect_garbage();
     let returned = returned?;
     if client.ctx.store.busy.killed() {
         // The hook went to every line to stop the script; back to normal.

@@ -140,6 +140,9 @@ fn script_flush(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !mode_ok {
         return Err(CmdError::err("SCRIPT FLUSH only support SYNC|ASYNC option"));
     }
+    if crate::lazyfree::flush_is_lazy(args.get(2).copied(), ctx.ks().limits()) {
+        ctx.store.lazyfreed_objects += crate::lazyfree::flushed_scripts(ctx.store.scripts.count());
+    }
     ctx.store.scripts.flush();
     Ok(reply::ok())
 }

@@ -158,11 +158,13 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Resets what INFO's stats count.
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed = 0;
+    ctx.store.lazyfreed_objects = 0;
     ctx.store.command_stats.clear();
     ctx.store.latency.reset_histograms();
     for ks in &mut ctx.store.dbs {
         ks.expired_count = 0;
         ks.evicted_count = 0;
+        ks.lazyfreed_count = 0;
         ks.expired_fields_count = 0;
     }
     Ok(reply::ok())

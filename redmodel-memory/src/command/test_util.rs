@@ -59,15 +59,20 @@ pub(crate) fn run_args(c: &mut Connection, args: &[&str]) -> Value {
     c.execute(&args)
 }
 
-/// The field `field` of INFO's persistence section.
-pub(crate) fn persistence_info(c: &mut Connection, field: &str) -> String {
-    let Value::BulkString(text) = run(c, "INFO persistence") else {
+/// The field `field` of INFO's section `section` (empty if absent).
+pub(crate) fn info_field(c: &mut Connection, section: &str, field: &str) -> String {
+    let Value::BulkString(text) = run(c, &format!("INFO {section}")) else {
         panic!("INFO");
     };
     String::from_utf8_lossy(&text)
         .lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':').map(str::to_string))
         .unwrap_or_default()
+}
+
+/// The field `field` of INFO's persistence section.
+pub(crate) fn persistence_info(c: &mut Connection, field: &str) -> String {
+    info_field(c, "persistence", field)
 }
 
 /// INFO's count of changes since the last save

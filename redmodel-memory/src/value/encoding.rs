@@ -184,6 +184,28 @@ pub(crate) fn list_outgrows_with(list: &ListValue, limits: &Limits, added: &[u8]
     list.len() + 1 > count || bytes > size
 }
 
+/// How many nodes Redis's quicklist holds `list` in under `limits`
+/// (`list-max-listpack-size`), filled as pushes fill them
+/// (`_quicklistNodeAllowInsert`: a node takes an element while its bytes,
+/// the element's length and an estimate of its overhead stay within the
+/// node's limit): lazy freeing's measure of a list.
+pub(crate) fn quicklist_nodes(list: &ListValue, limits: &Limits) -> usize {
+    /// Redis's `SIZE_ESTIMATE_OVERHEAD`.
+    const ESTIMATE_OVERHEAD: usize = 8;
+    let (size, count) = listpack_limits(limits.list_max_listpack_size);
+    let (mut nodes, mut bytes, mut entries) = (0, 0, 0);
+    for element in list.iter() {
+        if entries == 0 || bytes + element.len() + ESTIMATE_OVERHEAD > size || entries + 1 > count {
+            nodes += 1;
+            bytes = LISTPACK_OVERHEAD;
+            entries = 0;
+        }
+        bytes += listpack_entry_bytes(element);
+        entries += 1;
+    }
+    nodes
+}
+
 /// The bytes an element takes in a listpack: its encoding and data, then
 /// the length of those (`lpEncodeBacklen`).
 fn listpack_entry_bytes(element: &[u8]) -> usize {

@@ -85,7 +85,8 @@ impl Saves {
         self.shared.lock().bgsave_running
     }
 
-    /// INFO persistence's save fields, given the databases' change count.
+    /// INFO persistence's save fields, given the databases' change count
+    /// (a load's counts are not kept: they read as none).
     pub(crate) fn info(&self, changes: u64) -> Vec<(&'static str, String)> {
         let s = self.shared.lock();
         vec![
@@ -102,7 +103,13 @@ impl Saves {
                 "rdb_last_bgsave_status",
                 if s.last_bgsave_failed { "err" } else { "ok" }.into(),
             ),
+            // A save is no fork here: none is timed, none copies on write.
+            ("rdb_last_bgsave_time_sec", "-1".into()),
+            ("rdb_current_bgsave_time_sec", "-1".into()),
             ("rdb_saves", s.saves.to_string()),
+            ("rdb_last_cow_size", "0".into()),
+            ("rdb_last_load_keys_expired", "0".into()),
+            ("rdb_last_load_keys_loaded", "0".into()),
         ]
     }
 

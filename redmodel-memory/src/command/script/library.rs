@@ -126,6 +126,12 @@ impl Functions {
         self.libraries.values()
     }
 
+    /// The Lua state's memory as Redis reports its Lua's; `None` before
+    /// the first library.
+    pub(crate) fn vm_bytes(&self) -> Option<u64> {
+        self.state.as_ref().map(|s| s.vm_bytes())
+    }
+
     /// The number of functions loaded.
     pub(crate) fn function_count(&self) -> usize {
         self.index.len()
@@ -141,7 +147,15 @@ impl Functions {
             .find(|f| f.name.eq_ignore_ascii_case(&name))
     }
 
-    /// FUNCTION FLUSH.
+    /// FUNCTION FLUSH: no library, and a new Lua state, as Redis starts
+    /// its engine afresh (its memory back to a fresh state's).
+    pub(crate) fn flush_all(&mut self) {
+        self.flush();
+        self.state = None;
+    }
+
+    /// Forgets every library (FUNCTION RESTORE's FLUSH policy, which
+    /// keeps the state the new ones were made in).
     pub(crate) fn flush(&mut self) {
         self.libraries.clear();
         self.index.clear();
@@ -346,6 +360,7 @@ fn run_library(state: &State, code: &[u8], busy: &Arc<Busy>) -> Result<Vec<Func>
     let rehooked = sandbox::install_hook(lua, Arc::clone(busy), false);
     let pending = lua.remove_app_data::<Pending>();
     mt.raw_set("__index", state.env.clone()).map_err(internal)?;
+    state.collect_garbage();
     rehooked.map_err(internal)?;
     let returned = outcome.map_err(internal)?;
     let mut ret = returned.into_iter();

@@ -50,6 +50,41 @@ pub(super) struct State {
     pub(super) library_env: Option<(Table, Table, Table)>,
     /// Calls a function with its KEYS and ARGV tables under the handler.
     pub(super) call_with: Function,
+    /// Scripts loaded or run since the last step of the collector (see
+    /// [`State::collect_garbage`]).
+    gc_count: std::sync::atomic::AtomicU32,
+}
+
+/// How many scripts are loaded or run between two steps of Lua's garbage
+/// collector, and how many kilobytes' worth each step collects (Redis's
+/// `LUA_GC_CYCLE_PERIOD`).
+const GC_PERIOD: u32 = 50;
+
+impl State {
+    /// Counts a script loaded or run, and every [`GC_PERIOD`]th time runs
+    /// a step of Lua's garbage collector, as Redis's `luaGC` does: left to
+    /// itself the incremental collector falls behind the garbage of many
+    /// small loads (each library's loader, each script's compilation).
+    pub(super) fn collect_garbage(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.gc_count.fetch_add(1, Relaxed) + 1 < GC_PERIOD {
+            return;
+        }
+        self.gc_count.store(0, Relaxed);
+        // SAFETY: `lua_gc` takes no stack slot and raises nothing but a
+        // memory error, which the protected call `exec_raw` makes catches.
+        let _ = unsafe {
+            self.lua.exec_raw::<()>((), |state| {
+                mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, GC_PERIOD as std::ffi::c_int);
+            })
+        };
+    }
+
+    /// The state's memory as Redis reports its Lua's (`lua_gc`'s count,
+    /// in whole kilobytes).
+    pub(super) fn vm_bytes(&self) -> u64 {
+        (self.lua.used_memory() / 1024 * 1024) as u64
+    }
 }
 
 /// A new Lua 5.1 state with Redis's libraries (base, table, string, math;
@@ -178,6 +213,7 @@ pub(super) fn new_state(
         kind,
         library_env,
         call_with,
+        gc_count: Default::default(),
     })
 }
 

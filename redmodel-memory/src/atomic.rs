@@ -53,7 +53,8 @@ impl Atomic<'_> {
     /// caller's own precondition (a write that needs its object to
     /// exist), which as a command would cost about as much as the write.
     pub fn exists(&mut self, key: &[u8]) -> bool {
-        self.client.ctx.value_untouched(key).is_some()
+        let now = self.client.ctx.now;
+        self.client.ctx.ks().entry_untouched(key, now).is_some()
     }
 
     /// The type of `key` as `TYPE key` names it (`string`, `hash`,
@@ -62,7 +63,8 @@ impl Atomic<'_> {
     /// its commands will find the types they need before the first one
     /// writes.
     pub fn type_of(&mut self, key: &[u8]) -> Option<&'static str> {
-        self.client.ctx.value_untouched(key).map(|v| v.type_name())
+        let now = self.client.ctx.now;
+        (self.client.ctx.ks().entry_untouched(key, now)).map(|e| e.value.type_name())
     }
 }
 

@@ -413,9 +413,18 @@ impl Ctx<'_> {
         self.ks().set_changes(n);
     }
 
+    /// The live entry at `key`, looked up to be written (see
+    /// [`Self::contains_for_write`]).
     pub(crate) fn entry(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let now = self.now;
         self.ks().entry(key, now)
+    }
+
+    /// The live entry at `key`, looked up as a read (counted, as
+    /// [`Self::read`]).
+    pub(crate) fn entry_read(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let now = self.now;
+        self.ks().entry_read(key, now)
     }
 
     pub(crate) fn value(&mut self, key: &[u8]) -> Option<&Value> {
@@ -428,12 +437,43 @@ impl Ctx<'_> {
     /// read (EXISTS, TYPE, TTL and its family, OBJECT).
     pub(crate) fn value_untouched(&mut self, key: &[u8]) -> Option<&Value> {
         let now = self.now;
-        self.ks().entry_untouched(key, now).map(|e| &e.value)
+        self.ks().read_untouched(key, now).map(|e| &e.value)
     }
 
     pub(crate) fn contains(&mut self, key: &[u8]) -> bool {
         let now = self.now;
         self.ks().contains(key, now)
+    }
+
+    /// Whether `key` is live, looked up to be written (Redis's
+    /// `lookupKeyWrite`): an access, but no read for INFO's keyspace hits
+    /// and misses, which count [`Self::value`], [`Self::read`] and
+    /// [`Self::contains`].
+    pub(crate) fn contains_for_write(&mut self, key: &[u8]) -> bool {
+        let now = self.now;
+        self.ks().entry(key, now).is_some()
+    }
+
+    /// Mutable access to the value at `key` as type `T`, looked up as a
+    /// read (counted, as [`Self::read`]; the stream commands that read
+    /// change what they read).
+    pub(crate) fn read_mut<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&mut T>, CmdError> {
+        let now = self.now;
+        self.ks().read_mut(key, now)
+    }
+
+    /// The live value at `key`, looked up to be written (see
+    /// [`Self::contains_for_write`]).
+    pub(crate) fn value_for_write(&mut self, key: &[u8]) -> Option<&Value> {
+        let now = self.now;
+        self.ks().entry(key, now).map(|e| &e.value)
+    }
+
+    /// The value at `key` as type `T` (WRONGTYPE otherwise), looked up to
+    /// be written (see [`Self::contains_for_write`]).
+    pub(crate) fn read_for_write<T: Kind>(&mut self, key: &[u8]) -> Result<Option<&T>, CmdError> {
+        let now = self.now;
+        Ok(self.ks().write::<T>(key, now)?.map(|v| &*v))
     }
 
     /// The value at `key` as type `T` (WRONGTYPE otherwise), if any.

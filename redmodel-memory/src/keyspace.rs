@@ -241,6 +241,11 @@ pub(crate) struct Keyspace {
     pub(crate) expired_count: u64,
     /// Keys evicted under `maxmemory` (INFO's `evicted_keys`).
     pub(crate) evicted_count: u64,
+    /// Read lookups that found their key and those that did not (INFO's
+    /// `keyspace_hits` and `keyspace_misses`), since the start or CONFIG
+    /// RESETSTAT: what Redis's `lookupKeyRead` counts.
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
     /// Values Redis would have freed in the background (INFO's
     /// `lazyfreed_objects`, with the store's flushes): see
     /// [`crate::lazyfree`].
@@ -582,13 +587,31 @@ impl Keyspace {
         self.slots.get_mut(slot)
     }
 
-    /// The live entry at `key` without counting an access (OBJECT, which
-    /// Redis looks up with `LOOKUP_NOTOUCH`). Expired keys are reclaimed.
+    /// The live entry at `key` without counting an access. Expired keys
+    /// are reclaimed.
     pub(crate) fn entry_untouched(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
         if self.expire_if_needed(key, now) {
             return None;
         }
         self.get_mut(key)
+    }
+
+    /// [`Self::entry_untouched`] as a read lookup, counted as a hit or a
+    /// miss (see [`Self::value`]): what Redis's `LOOKUP_NOTOUCH` reads
+    /// (EXISTS, TYPE, the TTL family, OBJECT) count.
+    pub(crate) fn read_untouched(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
+        let live = !self.expire_if_needed(key, now) && self.find(key).is_some();
+        self.count_read(live);
+        self.get_mut(key).filter(|_| live)
+    }
+
+    /// Counts a read lookup (see [`Self::value`]).
+    fn count_read(&mut self, found: bool) {
+        if found {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
     }
 
     /// CLIENT PAUSE: expired keys are kept, not deleted, until `until`
@@ -664,13 +687,50 @@ impl Keyspace {
         }
     }
 
-    /// The live value at `key`, if any.
+    /// The live value at `key`, if any: a read lookup, counted as a hit
+    /// or a miss (Redis's `lookupKeyRead`; a command that looks a key up
+    /// to change it uses [`Self::entry`] or the writes, which count none).
     pub(crate) fn value(&mut self, key: &[u8], now: i64) -> Option<&Value> {
-        self.entry(key, now).map(|e| &e.value)
+        let slot = self.read_slot(key, now)?;
+        self.slots.get(slot).map(|e| &e.value)
     }
 
+    /// The slot of the live `key`, looked up as a read: counted as a hit
+    /// or a miss, and an access (see [`Self::value`]).
+    fn read_slot(&mut self, key: &[u8], now: i64) -> Option<u32> {
+        let slot = self.live_slot(key, now);
+        self.count_read(slot.is_some());
+        let slot = slot?;
+        self.access(slot, now);
+        Some(slot)
+    }
+
+    /// The live entry at `key`, looked up as a read (see [`Self::value`]).
+    pub(crate) fn entry_read(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
+        let slot = self.read_slot(key, now)?;
+        self.slots.get_mut(slot)
+    }
+
+    /// Mutable access to the value at `key` as type `T`, looked up as a
+    /// read (see [`Self::value`]): Redis's stream commands change the
+    /// object `lookupKeyRead` gives them.
+    pub(crate) fn read_mut<T: Kind>(
+        &mut self,
+        key: &[u8],
+        now: i64,
+    ) -> Result<Option<&mut T>, CmdError> {
+        let Some(slot) = self.read_slot(key, now) else {
+            return Ok(None);
+        };
+        match self.slots.get_mut(slot) {
+            Some(e) => T::of_mut(&mut e.value).map(Some).ok_or(CmdError::WrongType),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether `key` is live: a read lookup (see [`Self::value`]).
     pub(crate) fn contains(&mut self, key: &[u8], now: i64) -> bool {
-        self.entry(key, now).is_some()
+        self.value(key, now).is_some()
     }
 
     /// The live value at `key` through a shared borrow, so that a command can
@@ -978,21 +1038,25 @@ impl Keyspace {
             }
             _ => 0,
         };
+        // Redis's order: the pattern, then the type (looked up as a read,
+        // which expires the key), then the expiry.
         let mut keys = Vec::with_capacity(visited.len());
         for (_, key) in visited {
-            if self.expire_if_needed(&key, now) {
-                continue;
-            }
             if pattern.is_some_and(|p| !glob_match(p, &key, false)) {
                 continue;
             }
             if let Some(t) = type_name {
-                let Some(e) = self.get(&key) else {
+                let live = !self.expire_if_needed(&key, now);
+                self.count_read(live);
+                let Some(e) = self.get(&key).filter(|_| live) else {
                     continue;
                 };
                 if !e.value.type_name().as_bytes().eq_ignore_ascii_case(t) {
                     continue;
                 }
+            }
+            if self.expire_if_needed(&key, now) {
+                continue;
             }
             keys.push(key);
         }

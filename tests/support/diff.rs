@@ -642,6 +642,9 @@ pub struct Differ {
     engine: Engine,
     client: redis::Client,
     sides: Vec<Side>,
+    /// A connection to the engine for the test's own questions, made
+    /// with the engine (before any password): INFO's counts.
+    engine_control: memory::Connection,
     /// A connection to the real server for the test's own questions
     /// (how many clients are blocked), opened on first use.
     control: Option<redis::Connection>,
@@ -658,6 +661,7 @@ impl Differ {
     /// against a one-node cluster).
     pub fn with_engine(server: &RedisServer, engine: Engine) -> Differ {
         Differ {
+            engine_control: engine.connection(),
             engine,
             client: server.client(),
             sides: Vec::new(),
@@ -712,18 +716,40 @@ impl Differ {
             if cluster {
                 self.engine = self.engine.clone().with_cluster_mode();
             }
+            self.engine_control = self.engine.connection();
         }
         for side in &mut self.sides {
             let _ = side.real.req_packed_command(&pack(&[b"RESET".to_vec()]));
             side.engine = self.engine.connection();
             side.queued = None;
         }
-        let flush = vec![b"FLUSHALL".to_vec()];
         let side = self.side(0);
-        let real = real_query(&mut side.real, &flush);
-        let engine = side.engine.execute(&[b"FLUSHALL"]);
-        assert_eq!(real, Value::Okay, "FLUSHALL on the private server");
-        assert_eq!(engine, Value::Okay, "FLUSHALL on the engine");
+        for command in ["FLUSHALL", "CONFIG RESETSTAT"] {
+            let args: Vec<Vec<u8>> = command.split(' ').map(|a| a.as_bytes().to_vec()).collect();
+            let engine_args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            let real = real_query(&mut side.real, &args);
+            let engine = side.engine.execute(&engine_args);
+            assert_eq!(real, Value::Okay, "{command} on the private server");
+            assert_eq!(engine, Value::Okay, "{command} on the engine");
+        }
+    }
+
+    /// The read lookups each side counted since the last [`Differ::reset`]
+    /// (INFO's `keyspace_hits` and `keyspace_misses`), as
+    /// `(real, engine)`: asked on connections of their own, made before
+    /// any password, so that neither a client left blocked nor
+    /// `requirepass` stops the question.
+    pub fn keyspace_lookups(&mut self) -> ((u64, u64), (u64, u64)) {
+        let info = vec![b"INFO".to_vec(), b"stats".to_vec()];
+        let client = self.client.clone();
+        let control = self.control.get_or_insert_with(|| {
+            client
+                .get_connection()
+                .unwrap_or_else(|e| panic!("cannot connect to the private redis-server: {e}"))
+        });
+        let real = real_query(control, &info);
+        let engine = self.engine_control.execute(&[b"INFO", b"stats"]);
+        (lookups(&real), lookups(&engine))
     }
 
     /// Whether the real server knows the command `name` (COMMAND INFO).
@@ -977,6 +1003,22 @@ fn iterate(
         }
     }
     Value::SimpleString("(scan did not end after 100000 steps)".into())
+}
+
+/// INFO stats' `keyspace_hits` and `keyspace_misses`, 0 if absent.
+fn lookups(info: &Value) -> (u64, u64) {
+    let text = match info {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::VerbatimString { text, .. } => text.clone(),
+        _ => String::new(),
+    };
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("keyspace_hits"), field("keyspace_misses"))
 }
 
 /// INFO's `blocked_clients`, 0 if absent.

@@ -73,13 +73,15 @@ fn copy(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if src_db == dst_db && key == new_key {
         return Err(same_object());
     }
-    let Some(entry) = ctx.store.dbs[src_db].entry(key, now) else {
+    // The source is read, the destination looked up to be written, as
+    // Redis looks them up.
+    let Some(entry) = ctx.store.dbs[src_db].entry_read(key, now) else {
         return Ok(reply::int(0));
     };
     let (value, history) = (entry.value.clone(), entry.history());
     let expire_at = ctx.store.dbs[src_db].expire_at(key);
     let dst = &mut ctx.store.dbs[dst_db];
-    if dst.contains(new_key, now) {
+    if dst.entry(new_key, now).is_some() {
         if !replace {
             return Ok(reply::int(0));
         }
@@ -104,7 +106,8 @@ fn move_key(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     let key = args[1];
     let (src, dst) = two_dbs(&mut ctx.store.dbs, src_db, dst_db);
-    if !src.contains(key, now) || dst.contains(key, now) {
+    // Both looked up to be written, as Redis does.
+    if src.entry(key, now).is_none() || dst.entry(key, now).is_some() {
         return Ok(reply::int(0));
     }
     let Some(entry) = src.remove(key) else {

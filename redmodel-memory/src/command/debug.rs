@@ -256,7 +256,9 @@ fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// DEBUG LISTPACK key: Redis prints the listpack on its standard output;
 /// the engine has it in no such form to print, and answers as Redis.
 fn listpack(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
-    let Some(entry) = ctx.ks().stored(args[2]) else {
+    // OBJECT's lookup: a read, not an access.
+    let now = ctx.now;
+    let Some(entry) = ctx.ks().read_untouched(args[2], now) else {
         return Err(CmdError::err("no such key"));
     };
     // Redis 7.4's listpackex (a hash with field TTLs) is a listpack too.
@@ -301,7 +303,7 @@ fn populate(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     for n in 0..count {
         let mut key = prefix.to_vec();
         key.extend_from_slice(format!(":{n}").as_bytes());
-        if ctx.contains(&key) {
+        if ctx.contains_for_write(&key) {
             continue;
         }
         let mut value = format!("value:{n}").into_bytes();

@@ -40,7 +40,7 @@ pub(super) const COMMANDS: &[Spec] = &[
 fn dump(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let compress = ctx.store.config.get("rdbcompression") == "yes";
     let version = ctx.store.version;
-    let Some(entry) = ctx.entry(args[1]) else {
+    let Some(entry) = ctx.entry_read(args[1]) else {
         return Ok(reply::nil());
     };
     let body = rdb::value::encode(&entry.value, entry.history(), compress, version);
@@ -103,7 +103,7 @@ fn options(args: &[&[u8]]) -> Result<Options, CmdError> {
 fn restore(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let opts = options(args)?;
     let key = args[1];
-    if !opts.replace && ctx.contains(key) {
+    if !opts.replace && ctx.contains_for_write(key) {
         return Err(CmdError::raw("BUSYKEY Target key name already exists."));
     }
     let ttl = parse_i64(args[2]).ok_or(CmdError::NotInteger)?;

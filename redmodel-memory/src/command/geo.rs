@@ -335,7 +335,8 @@ fn search(ctx: &mut Ctx<'_>, args: &[&[u8]], kind: Family) -> CmdResult {
     } else {
         "georadiusstore"
     };
-    let Some(z) = ctx.read::<ZSet>(request.src)? else {
+    // Looked up once already, as a read (`search_positionals`): not another.
+    let Some(z) = ctx.read_for_write::<ZSet>(request.src)? else {
         return match request.store {
             Some(dst) => store_or_delete(
                 ctx,
@@ -417,7 +418,8 @@ fn search_positionals<'a>(
         }
         Family::Member { .. } if !exists => {}
         Family::Member { .. } => {
-            let z = ctx.read::<ZSet>(src)?.ok_or(CmdError::Syntax)?;
+            // Looked up once already (a read): not another.
+            let z = ctx.read_for_write::<ZSet>(src)?.ok_or(CmdError::Syntax)?;
             shape.center = member_point(z, args[2])?;
             let (radius, unit) = radius_arg(&args[3..5])?;
             (shape.kind, shape.conversion) = (Kind::Radius(radius), unit);
@@ -472,7 +474,8 @@ fn read_search_options<'a>(
             r.store_dist = true;
         } else if is(arg, "frommember") && left >= 1 && geosearch && !r.fromloc {
             if r.exists {
-                let z = ctx.read::<ZSet>(r.src)?.ok_or(CmdError::Syntax)?;
+                // Looked up once already (a read): not another.
+                let z = ctx.read_for_write::<ZSet>(r.src)?.ok_or(CmdError::Syntax)?;
                 r.shape.center = member_point(z, rest[i + 1])?;
             }
             r.frommember = true;

@@ -183,9 +183,9 @@ fn fields_at<'a>(args: &'a [&'a [u8]], at: usize) -> Result<&'a [&'a [u8]], CmdE
 }
 
 /// The hash at `key`, WRONGTYPE for another type (looked up first, as
-/// Redis does).
+/// Redis does: to be written, but for the TTL reads).
 fn check_type(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, CmdError> {
-    Ok(ctx.read::<HashValue>(key)?.is_some())
+    Ok(ctx.read_for_write::<HashValue>(key)?.is_some())
 }
 
 /// `-2` for each field of a missing key.
@@ -333,12 +333,13 @@ fn hpexpiretime(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn ttl_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], shown: Shown) -> CmdResult {
     let key = args[1];
     let now = ctx.now;
-    let exists = check_type(ctx, key)?;
+    let exists = ctx.read::<HashValue>(key)?.is_some();
     let fields = fields_at(args, 2)?;
     if !exists {
         return all_missing(fields.len());
     }
-    let Some(hash) = ctx.read::<HashValue>(key)? else {
+    // Read once already: not another read.
+    let Some(hash) = ctx.read_for_write::<HashValue>(key)? else {
         return all_missing(fields.len());
     };
     let codes = fields.iter().map(|field| {

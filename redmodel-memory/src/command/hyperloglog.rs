@@ -100,7 +100,7 @@ fn hll_encoding(value: &Value) -> Result<Encoding, CmdError> {
 /// missing; whether it was created. Like Redis's `dbUnshareStringValue`,
 /// the value is a `raw` string from then on.
 fn open_or_create(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, CmdError> {
-    let created = match ctx.value(key) {
+    let created = match ctx.value_for_write(key) {
         None => true,
         Some(v) => {
             hll_encoding(v)?;
@@ -241,7 +241,7 @@ fn c_str(arg: &[u8]) -> &[u8] {
 /// checked before the subcommand is.
 fn pfdebug(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (sub, key) = (c_str(args[1]), args[2]);
-    let Some(value) = ctx.value(key) else {
+    let Some(value) = ctx.value_for_write(key) else {
         return Err(CmdError::err("The specified key does not exist"));
     };
     hll_encoding(value)?;

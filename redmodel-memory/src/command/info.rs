@@ -423,9 +423,9 @@ fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
     fields.extend(zeros(&[
         "total_eviction_exceeded_time",
         "current_eviction_exceeded_time",
-        "keyspace_hits",
-        "keyspace_misses",
     ]));
+    fields.push(("keyspace_hits", sum(|ks| ks.hits)));
+    fields.push(("keyspace_misses", sum(|ks| ks.misses)));
     fields.extend([
         (
             "pubsub_channels",
@@ -804,5 +804,39 @@ mod tests {
             field(&mut c, "used_memory_overhead") + field(&mut c, "used_memory_dataset"),
             field(&mut c, "used_memory")
         );
+    }
+
+    #[test]
+    fn keyspace_hits_and_misses_count_the_reads_as_redis_does() {
+        let mut c = conn();
+        let lookups = |c: &mut crate::Connection| -> (u64, u64) {
+            let field = |c: &mut crate::Connection, name| {
+                info_field(c, "stats", name).parse::<u64>().expect(name)
+            };
+            (field(c, "keyspace_hits"), field(c, "keyspace_misses"))
+        };
+        // Writes look their keys up to write: no read.
+        run(&mut c, "SET a 1");
+        run(&mut c, "SET a 2 XX");
+        run(&mut c, "RPUSH l x");
+        run(&mut c, "RENAME l m");
+        assert_eq!(lookups(&mut c), (0, 0));
+        // Reads count a hit or a miss per key.
+        run(&mut c, "GET a");
+        run(&mut c, "GET nokey");
+        run(&mut c, "MGET a nokey m");
+        assert_eq!(lookups(&mut c), (3, 2));
+        // So do EXISTS, TYPE, TTL and OBJECT, which do not touch the key.
+        run(&mut c, "EXISTS a nokey");
+        run(&mut c, "TYPE m");
+        run(&mut c, "TTL nokey");
+        run(&mut c, "OBJECT ENCODING a");
+        assert_eq!(lookups(&mut c), (6, 4));
+        // SET ... GET reads the old value; INCRBYFLOAT writes.
+        run(&mut c, "SET a 3 GET");
+        run(&mut c, "INCRBYFLOAT f 1.5");
+        assert_eq!(lookups(&mut c), (7, 4));
+        run(&mut c, "CONFIG RESETSTAT");
+        assert_eq!(lookups(&mut c), (0, 0));
     }
 }

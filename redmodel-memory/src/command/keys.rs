@@ -115,13 +115,14 @@ fn renamenx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// RENAME carries the value and its TTL to the new name; the old value at
 /// the destination (and its TTL) is gone.
 fn rename_generic(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], nx: bool) -> CmdResult {
-    if !ctx.contains(src) {
+    // Both names are looked up to be written, as Redis does.
+    if !ctx.contains_for_write(src) {
         return Err(CmdError::NoSuchKey);
     }
     if src == dst {
         return Ok(if nx { reply::int(0) } else { reply::ok() });
     }
-    if nx && ctx.contains(dst) {
+    if nx && ctx.contains_for_write(dst) {
         return Ok(reply::int(0));
     }
     let now = ctx.now;

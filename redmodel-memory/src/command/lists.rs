@@ -574,7 +574,8 @@ pub(super) fn move_element(
     from: End,
     to: End,
 ) -> CmdResult {
-    if ctx.read::<List>(src)?.is_none() {
+    // Both lists are looked up to be written, as Redis does.
+    if ctx.read_for_write::<List>(src)?.is_none() {
         return Ok(reply::nil());
     }
     if src == dst {
@@ -591,7 +592,7 @@ pub(super) fn move_element(
         return Ok(reply::bulk(value));
     }
     // Checked before popping, so that a refused move changes nothing.
-    ctx.read::<List>(dst)?;
+    ctx.read_for_write::<List>(dst)?;
     let Some(value) = ctx.write::<List>(src)?.and_then(|list| pop(list, from)) else {
         return Ok(reply::nil());
     };

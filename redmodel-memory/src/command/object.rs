@@ -52,7 +52,8 @@ fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Runs `f` on the entry at `args[2]`, or replies nil if there is none.
 fn with_entry(ctx: &mut Ctx<'_>, key: &[u8], f: impl FnOnce(&Entry) -> CmdResult) -> CmdResult {
     let now = ctx.now;
-    match ctx.ks().entry_untouched(key, now) {
+    // A read (INFO's keyspace hits and misses), not an access.
+    match ctx.ks().read_untouched(key, now) {
         Some(entry) => f(entry),
         None => Ok(reply::nil()),
     }

@@ -119,9 +119,10 @@ fn take_zset(ctx: &mut Ctx<'_>, key: &[u8], max: bool, count: usize) -> Option<P
     Some(taken)
 }
 
-/// Whether `key` exists, WRONGTYPE if it holds something else than `T`.
+/// Whether `key` exists, WRONGTYPE if it holds something else than `T`
+/// (looked up to be written, as the pops look their keys up).
 fn holds<T: crate::value::Kind>(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, CmdError> {
-    Ok(ctx.read::<T>(key)?.is_some())
+    Ok(ctx.read_for_write::<T>(key)?.is_some())
 }
 
 // ------------------------------------------------------------ replies
@@ -260,7 +261,7 @@ fn move_or_block(
         &[src],
         timeout,
         Box::new(move |ctx, key| {
-            if !matches!(ctx.read::<List>(key), Ok(Some(_))) {
+            if !matches!(ctx.read_for_write::<List>(key), Ok(Some(_))) {
                 return None;
             }
             Some(move_element(ctx, key, &dst, from, to))

@@ -165,6 +165,8 @@ fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
         ks.expired_count = 0;
         ks.evicted_count = 0;
         ks.lazyfreed_count = 0;
+        ks.hits = 0;
+        ks.misses = 0;
         ks.expired_fields_count = 0;
     }
     Ok(reply::ok())

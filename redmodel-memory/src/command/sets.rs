@@ -289,15 +289,18 @@ fn sintercard(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn smove(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (src, dst, member) = (args[1], args[2], args[3]);
     // Both keys are looked up (and expired) before anything is decided.
-    let src_is_set = ctx.value(src).map(|v| Set::of(v).is_some());
-    let dst_is_set = ctx.value(dst).map(|v| Set::of(v).is_some());
+    let src_is_set = ctx.value_for_write(src).map(|v| Set::of(v).is_some());
+    let dst_is_set = ctx.value_for_write(dst).map(|v| Set::of(v).is_some());
     match (src_is_set, dst_is_set) {
         (None, _) => return Ok(reply::int(0)),
         (Some(false), _) | (_, Some(false)) => return Err(CmdError::WrongType),
         _ => {}
     }
     if src == dst {
-        return sismember(ctx, &[args[0], src, member]);
+        let found = (ctx.value_for_write(src))
+            .and_then(Set::of)
+            .is_some_and(|set| set.contains(member));
+        return Ok(reply::int(i64::from(found)));
     }
     let removed = ctx.write::<Set>(src)?.is_some_and(|s| s.remove(member));
     if !removed {
@@ -346,7 +349,8 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
     if count == 0 {
         return Ok(reply::set(Vec::new()));
     }
-    let popped: Vec<Bytes> = if count >= set.len() {
+    let whole = count >= set.len();
+    let popped: Vec<Bytes> = if whole {
         let all = set.iter().map(Cow::into_owned).collect();
         *set = Set::default();
         all
@@ -362,6 +366,11 @@ fn spop_count(ctx: &mut Ctx<'_>, key: &[u8], count: &[u8]) -> CmdResult {
         }
         chosen
     };
+    if whole {
+        // Redis reads the whole set through SUNION, whose lookup is a
+        // read (INFO's keyspace hits).
+        ctx.ks().hits += 1;
+    }
     ctx.notify(class::SET, "spop", key);
     ctx.drop_if_empty(key);
     ctx.notify_deleted(key);

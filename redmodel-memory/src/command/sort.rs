@@ -368,12 +368,17 @@ fn lookup(ctx: &mut Ctx<'_>, pattern: &[u8], element: &[u8]) -> Option<Bytes> {
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(element);
     key.extend_from_slice(postfix);
-    // A field past its TTL (Redis 7.4) is deleted on the way, as Redis's
-    // `hashTypeGetValueObject` does for SORT and SORT_RO alike.
+    // The key is read first (a hit, even if its field's TTL then empties
+    // it); a field past its TTL (Redis 7.4) is deleted on the way, as
+    // Redis's `hashTypeGetValueObject` does for SORT and SORT_RO alike.
+    if !ctx.contains(&key) {
+        return None;
+    }
     if let Some(field) = field {
         expire_fields(ctx, &key, &[field]);
     }
-    match (ctx.value(&key)?, field) {
+    // Read once already: not another read.
+    match (ctx.value_for_write(&key)?, field) {
         (Value::Hash(h), Some(field)) => h.get(field).map(<[u8]>::to_vec),
         (Value::Str(s), None) => Some(s.to_vec()),
         _ => None,

@@ -291,7 +291,7 @@ fn set_generic(
     };
     // Redis's one lookup for the write (an access, even if NX or XX then
     // refuses it; `set` does not count it again).
-    let found = ctx.contains(key);
+    let found = ctx.contains_for_write(key);
     if (opts.nx && found) || (opts.xx && !found) {
         return Ok(old.unwrap_or(replies.aborted));
     }
@@ -542,7 +542,7 @@ fn decrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// the increment.
 fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let key = args[1];
-    let current = match ctx.read::<StringValue>(key)? {
+    let current = match ctx.read_for_write::<StringValue>(key)? {
         None => LongDouble::ZERO,
         Some(s) => LongDouble::parse(s).ok_or(CmdError::NotFloat)?,
     };
@@ -602,7 +602,11 @@ fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// MSETNX: all or nothing; 0 if any key exists.
 fn msetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let pairs = key_value_pairs(args)?;
-    if pairs.iter().step_by(2).any(|key| ctx.contains(key)) {
+    if pairs
+        .iter()
+        .step_by(2)
+        .any(|key| ctx.contains_for_write(key))
+    {
         return Ok(reply::int(0));
     }
     set_all(ctx, pairs);

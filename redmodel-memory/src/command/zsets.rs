@@ -338,7 +338,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, args: &[&[u8]], mut f: AddFlags) -> CmdResult
         .collect::<Result<Vec<f64>, _>>()?;
     let members = pairs.iter().skip(1).step_by(2);
 
-    let exists = ctx.read::<ZSet>(key)?.is_some();
+    let exists = ctx.read_for_write::<ZSet>(key)?.is_some();
     let (mut added, mut updated, mut processed, mut last) = (0, 0, 0, 0.0);
     let mut nan = false;
     if exists || !f.xx {

@@ -252,8 +252,22 @@ pub(super) fn creating_consumer(
 }
 
 /// The stream at `key` and its group `name`, for the commands that read
-/// a group (WRONGTYPE first); `None` if either is missing.
+/// a group (WRONGTYPE first); `None` if either is missing. Looked up as a
+/// read, as Redis's XACK, XPENDING, XCLAIM and XAUTOCLAIM look it up
+/// (once: [`group_again`] looks it up after).
 fn group_of<'a>(
+    ctx: &'a mut Ctx<'_>,
+    key: &[u8],
+    name: &[u8],
+) -> Result<Option<&'a mut Stream>, CmdError> {
+    Ok(ctx
+        .read_mut::<Stream>(key)?
+        .filter(|s| s.groups.contains_key(name)))
+}
+
+/// [`group_of`] once more, in a command that looked it up already: not
+/// another read.
+fn group_again<'a>(
     ctx: &'a mut Ctx<'_>,
     key: &[u8],
     name: &[u8],
@@ -274,7 +288,7 @@ pub(in crate::command) fn xack(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         .iter()
         .map(|a| strict_id(a))
         .collect::<Result<Vec<_>, _>>()?;
-    let Some(group) = group_of(ctx, key, name)?.and_then(|s| s.groups.get_mut(name)) else {
+    let Some(group) = group_again(ctx, key, name)?.and_then(|s| s.groups.get_mut(name)) else {
         return Ok(reply::int(0));
     };
     let acked = ids.into_iter().filter(|id| group.ack(*id)).count();
@@ -439,7 +453,7 @@ fn claim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         Some(t) if t >= 0 && t <= now => t,
         _ => now,
     };
-    let Some(stream) = group_of(ctx, key, name)? else {
+    let Some(stream) = group_again(ctx, key, name)? else {
         return Err(no_key_or_group(key, name));
     };
     if let Some(group) = stream.groups.get_mut(name) {
@@ -520,6 +534,8 @@ pub(in crate::command) fn xautoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdRe
 
 fn autoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (key, name, claimant) = (args[1], args[2], args[3]);
+    // Redis looks the key up (a read) before it parses the rest.
+    ctx.contains(key);
     let min_idle = int_with(args[4], "Invalid min-idle-time argument for XAUTOCLAIM")?.max(0);
     let start = range_start(args[5])?;
     let mut count: i64 = 100;
@@ -542,7 +558,7 @@ fn autoclaim(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         j += 1;
     }
     let now = ctx.now;
-    let Some(stream) = group_of(ctx, key, name)? else {
+    let Some(stream) = group_again(ctx, key, name)? else {
         return Err(no_key_or_group(key, name));
     };
     let mut attempts = count.saturating_mul(10);

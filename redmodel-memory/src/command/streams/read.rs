@@ -285,7 +285,8 @@ fn serve(
     opts: &ReadArgs<'_>,
 ) -> Result<Option<Reply>, CmdError> {
     let now = ctx.now;
-    let Some(stream) = ctx.write::<Stream>(key)? else {
+    // Redis looks each key up again, as a read, to serve it.
+    let Some(stream) = ctx.read_mut::<Stream>(key)? else {
         return Ok(None);
     };
     serve_from(stream, after, opts, now, false)
@@ -503,7 +504,7 @@ impl StreamWait {
                 String::from_utf8_lossy(group)
             ))
         };
-        let is_stream = match ctx.value(key) {
+        let is_stream = match ctx.value_for_write(key) {
             Some(crate::value::Value::Stream(_)) => true,
             Some(_) if since_7_2 => {
                 return self.group.as_ref().map(|_| Err(CmdError::WrongType));

@@ -437,7 +437,7 @@ impl Ctx<'_> {
     /// read (EXISTS, TYPE, TTL and its family, OBJECT).
     pub(crate) fn value_untouched(&mut self, key: &[u8]) -> Option<&Value> {
         let now = self.now;
-        self.ks().read_untouched(key, now).map(|e| &e.value)
+        self.ks().read_untouched(key, now, true).map(|e| &e.value)
     }
 
     pub(crate) fn contains(&mut self, key: &[u8]) -> bool {

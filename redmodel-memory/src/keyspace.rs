@@ -598,19 +598,29 @@ impl Keyspace {
 
     /// [`Self::entry_untouched`] as a read lookup, counted as a hit or a
     /// miss (see [`Self::value`]): what Redis's `LOOKUP_NOTOUCH` reads
-    /// (EXISTS, TYPE, the TTL family, OBJECT) count.
-    pub(crate) fn read_untouched(&mut self, key: &[u8], now: i64) -> Option<&mut Entry> {
+    /// (EXISTS, TYPE, the TTL family, OBJECT) count. A miss raises
+    /// `keymiss` if `notify` (OBJECT's lookups do not: `LOOKUP_NONOTIFY`).
+    pub(crate) fn read_untouched(
+        &mut self,
+        key: &[u8],
+        now: i64,
+        notify: bool,
+    ) -> Option<&mut Entry> {
         let live = !self.expire_if_needed(key, now) && self.find(key).is_some();
-        self.count_read(live);
+        self.count_read(key, live, notify);
         self.get_mut(key).filter(|_| live)
     }
 
-    /// Counts a read lookup (see [`Self::value`]).
-    fn count_read(&mut self, found: bool) {
+    /// Counts a read lookup of `key` (see [`Self::value`]); a miss raises
+    /// the `keymiss` event if `notify`, as Redis's `lookupKey` does.
+    fn count_read(&mut self, key: &[u8], found: bool, notify: bool) {
         if found {
             self.hits += 1;
         } else {
             self.misses += 1;
+            if notify {
+                self.log_event(crate::notify::class::KEY_MISS, "keymiss", key);
+            }
         }
     }
 
@@ -699,7 +709,7 @@ impl Keyspace {
     /// or a miss, and an access (see [`Self::value`]).
     fn read_slot(&mut self, key: &[u8], now: i64) -> Option<u32> {
         let slot = self.live_slot(key, now);
-        self.count_read(slot.is_some());
+        self.count_read(key, slot.is_some(), true);
         let slot = slot?;
         self.access(slot, now);
         Some(slot)
@@ -1047,7 +1057,7 @@ impl Keyspace {
             }
             if let Some(t) = type_name {
                 let live = !self.expire_if_needed(&key, now);
-                self.count_read(live);
+                self.count_read(&key, live, true);
                 let Some(e) = self.get(&key).filter(|_| live) else {
                     continue;
                 };

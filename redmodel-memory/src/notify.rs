@@ -24,14 +24,13 @@
 //!   events, `class::GENERIC` for `del`, `expire`, `rename_*`, ...
 //! - It costs one comparison when notifications are off (the default).
 //!
-//! Two events are raised by the keyspace itself, so no command calls
-//! them: `new` (class `n`, whenever a key is created) and `expired` (class
-//! `x`, passive or active expiry). They are logged by the keyspace and
-//! published before the next event of the command, or when the command
-//! ends, so their order is Redis's (`expired`, then `new`, then the
-//! command's own event).
-//!
-//! Not raised: `keymiss`.
+//! Three events are raised by the keyspace itself, so no command calls
+//! them: `new` (class `n`, whenever a key is created), `expired` (class
+//! `x`, passive or active expiry) and `keymiss` (class `m`, a read that
+//! finds no key: Redis's `lookupKeyRead`, not a lookup to write, nor
+//! OBJECT's). They are logged by the keyspace and published before the
+//! next event of the command, or when the command ends, so their order is
+//! Redis's (`expired`, then `new`, then the command's own event).
 
 /// The classes of events and the two channel kinds, as Redis's
 /// `NOTIFY_*` bits.
@@ -58,8 +57,7 @@ pub(crate) mod class {
     pub(crate) const EVICTED: u32 = 1 << 9;
     /// `t`: stream commands.
     pub(crate) const STREAM: u32 = 1 << 10;
-    /// `m`: a key was looked up and missing. Accepted and shown, but the
-    /// engine raises no `keymiss` event.
+    /// `m`: a key was read and missing (`keymiss`).
     pub(crate) const KEY_MISS: u32 = 1 << 11;
     /// `d`: module events.
     pub(crate) const MODULE: u32 = 1 << 13;

@@ -258,7 +258,7 @@ fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn listpack(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     // OBJECT's lookup: a read, not an access.
     let now = ctx.now;
-    let Some(entry) = ctx.ks().read_untouched(args[2], now) else {
+    let Some(entry) = ctx.ks().read_untouched(args[2], now, false) else {
         return Err(CmdError::err("no such key"));
     };
     // Redis 7.4's listpackex (a hash with field TTLs) is a listpack too.

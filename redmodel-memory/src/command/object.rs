@@ -53,7 +53,7 @@ fn object(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn with_entry(ctx: &mut Ctx<'_>, key: &[u8], f: impl FnOnce(&Entry) -> CmdResult) -> CmdResult {
     let now = ctx.now;
     // A read (INFO's keyspace hits and misses), not an access.
-    match ctx.ks().read_untouched(key, now) {
+    match ctx.ks().read_untouched(key, now, false) {
         Some(entry) => f(entry),
         None => Ok(reply::nil()),
     }

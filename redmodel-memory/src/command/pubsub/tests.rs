@@ -88,6 +88,43 @@ fn channels_and_masks() {
     assert!(events(&mut sub).is_empty());
 }
 
+/// `keymiss` for each key a command reads and does not find, as
+/// redis-server 7.0.15 raised them for the same commands: none for a key
+/// looked up to be written, none for OBJECT.
+#[test]
+fn key_misses() {
+    let (_e, mut c, mut sub) = setup("KEm");
+    for line in [
+        "GET nokey",
+        "EXISTS nokey2",
+        "OBJECT ENCODING nokey3",
+        "SET a 1",
+        "GET a",
+        "MGET a x y",
+        "TTL nokey4",
+        "SINTERSTORE d nokey5",
+        "INCR z",
+        "TYPE nokey6",
+        "SORT nokey7",
+        "GETEX nokey8",
+    ] {
+        run(&mut c, line);
+    }
+    let missed = [
+        "nokey", "nokey2", "x", "y", "nokey4", "nokey5", "nokey6", "nokey7", "nokey8",
+    ];
+    let expected: Vec<String> = missed
+        .iter()
+        .flat_map(|k| {
+            [
+                format!("__keyspace@0__:{k} keymiss"),
+                format!("__keyevent@0__:keymiss {k}"),
+            ]
+        })
+        .collect();
+    assert_eq!(events(&mut sub), expected);
+}
+
 #[test]
 fn new_keys() {
     let (_e, mut c, mut sub) = setup("En");

@@ -153,9 +153,35 @@ pub(crate) struct Selector {
     pub(crate) keys: Vec<KeyPattern>,
     pub(crate) all_channels: bool,
     pub(crate) channels: Vec<Vec<u8>>,
+    /// The command and category rules since the last `+@all` or `-@all`,
+    /// in order, each kept once (Redis 7.2's `command_rules`, which its
+    /// ACL LIST and GETUSER show as given: see [`Selector::keep_rule`]).
+    pub(crate) rules: String,
 }
 
 impl Selector {
+    /// Keeps `rule` (a command, `command|sub` or `@category`, without its
+    /// sign) as allowed or denied, after the rules kept so far, taking out
+    /// the earlier ones it overrides: the same rule, and the subcommands
+    /// of a command (Redis's `ACLUpdateCommandRules`).
+    pub(crate) fn keep_rule(&mut self, rule: &[u8], allow: bool) {
+        let rule = String::from_utf8_lossy(rule).to_ascii_lowercase();
+        let overridden = |kept: &str| {
+            let kept = &kept[1..];
+            kept == rule
+                || (kept.starts_with(&rule) && kept.as_bytes().get(rule.len()) == Some(&b'|'))
+        };
+        let mut rules: Vec<&str> = self.rules.split(' ').filter(|r| !r.is_empty()).collect();
+        rules.retain(|kept| !overridden(kept));
+        let sign = if allow { "+" } else { "-" };
+        self.rules = rules.join(" ");
+        if !self.rules.is_empty() {
+            self.rules.push(' ');
+        }
+        self.rules.push_str(sign);
+        self.rules.push_str(&rule);
+    }
+
     pub(crate) fn bit(&self, id: usize) -> bool {
         self.bits
             .get(id / 64)

@@ -389,6 +389,7 @@ trap_tests! {
     traps_dump: "dump.txt",
     traps_introspection: "introspection.txt",
     traps_tracking: "tracking.txt",
+    traps_v74_acl: "v74_acl.txt",
     traps_v74_hash_field_expiry: "v74_hash_field_expiry.txt",
     traps_v74_list_encodings: "v74_list_encodings.txt",
     traps_v74_scripts: "v74_scripts.txt",

@@ -17,6 +17,14 @@ use crate::command_table;
 use crate::reply;
 use crate::RedisVersion;
 
+/// The user's payload flag as Redis `version` shows it: from Redis 7.2
+/// on every user starts with `sanitize-payload`, which no rule takes off
+/// but `skip-sanitize-payload`, so a user that set neither has it.
+fn sanitize(user: &User, version: RedisVersion) -> Option<bool> {
+    user.sanitize
+        .or((version >= RedisVersion::V7_4).then_some(true))
+}
+
 /// ACL LIST's description of a user (after `user NAME `).
 pub(crate) fn user_line(user: &User, version: RedisVersion) -> String {
     let mut out = String::new();
@@ -24,7 +32,7 @@ pub(crate) fn user_line(user: &User, version: RedisVersion) -> String {
     if user.nopass {
         out.push_str("nopass ");
     }
-    match user.sanitize {
+    match sanitize(user, version) {
         Some(false) => out.push_str("skip-sanitize-payload "),
         Some(true) => out.push_str("sanitize-payload "),
         None => {}
@@ -81,9 +89,18 @@ fn key_pattern(p: &KeyPattern) -> String {
     format!("{prefix}{}", String::from_utf8_lossy(&p.pattern))
 }
 
-/// Redis's `ACLDescribeSelectorCommandRules`, naming only the commands
-/// Redis `version` has.
+/// Redis's `ACLDescribeSelectorCommandRules`: from Redis 7.2 on, `+@all`
+/// or `-@all` and the rules kept since, as given ([`Selector::rules`]);
+/// before, the shortest description of the commands allowed, by
+/// categories then commands, naming only the commands Redis `version` has.
 pub(crate) fn command_rules(s: &Selector, version: RedisVersion) -> String {
+    if version >= RedisVersion::V7_4 {
+        let start = if s.future { "+@all" } else { "-@all" };
+        return match s.rules.is_empty() {
+            true => start.to_string(),
+            false => format!("{start} {}", s.rules),
+        };
+    }
     let mut rules = String::new();
     let additive = !s.future;
     let mut fake = Selector::default();
@@ -199,7 +216,7 @@ pub(crate) fn getuser(user: &User, version: RedisVersion) -> Reply {
     if user.nopass {
         flags.push(reply::bulk("nopass"));
     }
-    match user.sanitize {
+    match sanitize(user, version) {
         Some(false) => flags.push(reply::bulk("skip-sanitize-payload")),
         Some(true) => flags.push(reply::bulk("sanitize-payload")),
         None => {}

@@ -227,11 +227,13 @@ pub(crate) fn apply_selector(s: &mut Selector, op: &[u8]) -> Result<(), RuleErro
         s.all_commands = true;
         s.future = true;
         s.first_args.clear();
+        s.rules.clear();
     } else if is(op, "nocommands") || is(op, "-@all") {
         s.bits = [0; super::WORDS];
         s.all_commands = false;
         s.future = false;
         s.first_args.clear();
+        s.rules.clear();
     } else if op[0] == b'~' || op[0] == b'%' {
         if s.all_keys {
             return Err(RuleError::KeyAfterAll);
@@ -262,13 +264,16 @@ pub(crate) fn apply_selector(s: &mut Selector, op: &[u8]) -> Result<(), RuleErro
         s.all_channels = false;
     } else if op[0] == b'+' && op.get(1) != Some(&b'@') {
         allow_command(s, &op[1..])?;
+        s.keep_rule(&op[1..], true);
     } else if op[0] == b'-' && op.get(1) != Some(&b'@') {
         let id = lookup_command(&op[1..]).ok_or(RuleError::Unknown)?;
         s.change(id, false);
+        s.keep_rule(&op[1..], false);
     } else if (op[0] == b'+' || op[0] == b'-') && op.get(1) == Some(&b'@') {
         let name = std::str::from_utf8(&op[2..]).map_err(|_| RuleError::Unknown)?;
         let bit = category_bit(name).ok_or(RuleError::Unknown)?;
         s.change_category(bit, op[0] == b'+');
+        s.keep_rule(&op[1..], op[0] == b'+');
     } else {
         return Err(RuleError::Syntax);
     }

@@ -94,31 +94,34 @@ fn version(info: &str) -> (u32, u32) {
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
-#[test]
-fn info_lists_the_fields_of_redis_70_in_its_order() {
-    let Some(server) = private_server_or_skip("info_lists_the_fields_of_redis_70_in_its_order")
-    else {
+/// Compares the engine's INFO fields with a private server's, if that
+/// server is Redis `version` (else says the test is skipped).
+fn compare_with_server(test: &str, version_wanted: (u32, u32), engine: Engine) {
+    let Some(server) = private_server_or_skip(test) else {
         return;
     };
     let real = real_info(&server);
-    if version(&real) != (7, 0) {
-        eprintln!("skipped: the redis-server found is not 7.0");
+    if version(&real) != version_wanted {
+        eprintln!("{test}: skipped, the redis-server found is not {version_wanted:?}");
         return;
     }
-    assert_same_fields(&real, &engine_info(&Engine::new()));
+    assert_same_fields(&real, &engine_info(&engine));
+}
+
+#[test]
+fn info_lists_the_fields_of_redis_70_in_its_order() {
+    compare_with_server(
+        "info_lists_the_fields_of_redis_70_in_its_order",
+        (7, 0),
+        Engine::new(),
+    );
 }
 
 #[test]
 fn info_v74_lists_the_fields_of_redis_74_in_its_order() {
-    let Some(server) = private_server_or_skip("info_v74_lists_the_fields_of_redis_74_in_its_order")
-    else {
-        return;
-    };
-    let real = real_info(&server);
-    if version(&real) != (7, 4) {
-        eprintln!("skipped: the redis-server found is not 7.4");
-        return;
-    }
-    let engine = Engine::new().with_version(RedisVersion::V7_4);
-    assert_same_fields(&real, &engine_info(&engine));
+    compare_with_server(
+        "info_v74_lists_the_fields_of_redis_74_in_its_order",
+        (7, 4),
+        Engine::new().with_version(RedisVersion::V7_4),
+    );
 }

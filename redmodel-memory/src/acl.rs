@@ -25,6 +25,7 @@ use std::sync::{Arc, LazyLock};
 use crate::args::is;
 use crate::command_table::{self, Meta};
 use crate::glob::glob_match;
+use crate::RedisVersion;
 
 /// Redis's categories, in its order (ACL CAT lists them so; GETUSER's
 /// rules are fitted trying them in this order).
@@ -525,8 +526,12 @@ impl Denied {
         }
     }
 
-    /// The error of a refused command (`processCommand`).
-    pub(crate) fn error(self, fullname: &str) -> String {
+    /// The error of a refused command (`processCommand`) of user `user`,
+    /// as Redis `version` words it.
+    pub(crate) fn error(self, fullname: &str, user: &[u8], version: RedisVersion) -> String {
+        if version >= RedisVersion::V7_4 {
+            return format!("NOPERM {}", self.explained(fullname, user, None));
+        }
         match self {
             Denied::Command => {
                 format!("NOPERM this user has no permissions to run the '{fullname}' command")
@@ -540,14 +545,66 @@ impl Denied {
         }
     }
 
-    /// Redis's `getAclErrorMessage` (a script's refused command).
-    pub(crate) fn message(self) -> &'static str {
-        match self {
+    /// The error of a script's refused command, as Redis `version` words it.
+    pub(crate) fn script_error(self, fullname: &str, user: &[u8], version: RedisVersion) -> String {
+        if version >= RedisVersion::V7_4 {
+            return format!(
+                "ERR ACL failure in script: {}",
+                self.explained(fullname, user, None)
+            );
+        }
+        let what = match self {
             Denied::Command => "can't run this command or subcommand",
             Denied::Key(_) => {
                 "can't access at least one of the keys mentioned in the command arguments"
             }
             Denied::Channel(_) => "can't publish to the channel mentioned in the command",
+        };
+        format!("ERR The user executing the script {what}")
+    }
+
+    /// ACL DRYRUN's answer for the refused command line `argv`, as Redis
+    /// `version` words it.
+    pub(crate) fn dry_run(
+        self,
+        fullname: &str,
+        user: &[u8],
+        argv: &[&[u8]],
+        version: RedisVersion,
+    ) -> String {
+        let value = argv.get(self.at()).copied().unwrap_or_default();
+        if version >= RedisVersion::V7_4 {
+            return self.explained(fullname, user, Some(value));
+        }
+        let value = String::from_utf8_lossy(value);
+        match self {
+            Denied::Command => {
+                format!("This user has no permissions to run the '{fullname}' command")
+            }
+            Denied::Key(_) => format!("This user has no permissions to access the '{value}' key"),
+            Denied::Channel(_) => {
+                format!("This user has no permissions to access the '{value}' channel")
+            }
+        }
+    }
+
+    /// Redis 7.2's `getAclErrorMessage`: the key or channel at fault named
+    /// if `value` is given (`verbose`).
+    fn explained(self, fullname: &str, user: &[u8], value: Option<&[u8]>) -> String {
+        let user = String::from_utf8_lossy(user);
+        let value = value.map(String::from_utf8_lossy);
+        match (self, value) {
+            (Denied::Command, _) => {
+                format!("User {user} has no permissions to run the '{fullname}' command")
+            }
+            (Denied::Key(_), Some(key)) => {
+                format!("User {user} has no permissions to access the '{key}' key")
+            }
+            (Denied::Key(_), None) => "No permissions to access a key".into(),
+            (Denied::Channel(_), Some(channel)) => {
+                format!("User {user} has no permissions to access the '{channel}' channel")
+            }
+            (Denied::Channel(_), None) => "No permissions to access a channel".into(),
         }
     }
 }

@@ -662,7 +662,12 @@ pub(crate) fn run_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, args: &[&[u8]]) -
     // An error returned as a reply value (a script's error table) fails
     // the call too.
     let failed = !matches!(result, Ok(ref v) if !matches!(v, redis::Value::ServerError(_)));
-    ctx.store.command_stats.record(spec, args, failed);
+    // From Redis 7.2 on a command that blocks is counted when its wait
+    // ends (see `blocking`), as the command it then runs again.
+    let blocked = matches!(ctx.block, blocking::BlockSlot::Requested(_));
+    if !(blocked && ctx.store.version >= crate::RedisVersion::V7_4) {
+        ctx.store.command_stats.record(spec, args, failed);
+    }
     result
 }
 

@@ -447,7 +447,11 @@ impl Session {
                  reason: {reason}"
             )));
         }
-        Err(CmdError::raw(denied.error(meta.name)))
+        Err(CmdError::raw(denied.error(
+            meta.name,
+            self.user_name(),
+            store.version,
+        )))
     }
 
     fn execute_inner(&mut self, store: &mut Store, args: &[&[u8]], now: i64) -> command::CmdResult {
@@ -743,12 +747,15 @@ impl Session {
         // The command sees its client's identity (a few words moved).
         self.enter(ctx.store);
         let result = command::run_found(&mut ctx, args, found);
+        // A command that blocks keeps who sent it (see `blocking`).
+        let caller =
+            matches!(ctx.block, BlockSlot::Requested(_)).then(|| ctx.store.acl.caller.clone());
         self.leave(ctx.store);
         // SELECT (possibly queued in a transaction) changes the database.
         self.db = ctx.db;
         if let BlockSlot::Requested(block) = ctx.block {
             let command = args.first().and_then(|name| command::lookup(name));
-            self.parked = Some(blocking::park(ctx.store, self.db, *block, command));
+            self.parked = Some(blocking::park(ctx.store, self.db, *block, command, caller));
         }
         result
     }

@@ -9,6 +9,7 @@ use redis::Value as Reply;
 
 use super::{Caller, Denied};
 use crate::reply;
+use crate::RedisVersion;
 
 /// Redis's `ACL_LOG_GROUPING_MAX_TIME_DELTA`, in ms.
 const GROUPING_MS: i64 = 60_000;
@@ -71,6 +72,10 @@ pub(crate) struct Entry {
     /// Unix ms of the last refusal counted.
     ctime: i64,
     client_info: String,
+    /// Redis 7.2's `entry-id` (which new entry of the log's life it is)
+    /// and `timestamp-created` (the first refusal's Unix ms).
+    id: u64,
+    created: i64,
 }
 
 impl Entry {
@@ -96,7 +101,20 @@ impl Entry {
             } else {
                 String::new()
             },
+            id: 0,
+            created: now,
         }
+    }
+
+    /// The entry with `caller`'s own `client-info` now, for an entry
+    /// logged away from its client's connection (a blocked command
+    /// refused when another client's write serves it), which no later
+    /// command of that connection fills in.
+    pub(crate) fn described_now(mut self, caller: &Caller) -> Self {
+        if self.client_info.is_empty() {
+            self.client_info = client_info(caller);
+        }
+        self
     }
 
     fn same_as(&self, other: &Entry) -> bool {
@@ -107,10 +125,11 @@ impl Entry {
             && self.username == other.username
     }
 
-    /// ACL LOG's map of the entry (7 fields, in Redis's order).
-    fn reply(&self, now: i64) -> Reply {
+    /// ACL LOG's map of the entry, in Redis's order: 7 fields, and from
+    /// Redis 7.2 on (`ids`) its id and when it was made and last counted.
+    fn reply(&self, now: i64, ids: bool) -> Reply {
         let field = |name: &str, value: Reply| (reply::bulk(name), value);
-        reply::map(vec![
+        let mut fields = vec![
             field("count", reply::int(self.count)),
             field("reason", reply::bulk(self.reason.name())),
             field("context", reply::bulk(self.context.name())),
@@ -121,7 +140,15 @@ impl Entry {
                 reply::double((now - self.ctime) as f64 / 1000.0),
             ),
             field("client-info", reply::bulk(self.client_info.clone())),
-        ])
+        ];
+        if ids {
+            fields.extend([
+                field("entry-id", reply::int(self.id)),
+                field("timestamp-created", reply::int(self.created)),
+                field("timestamp-last-updated", reply::int(self.ctime)),
+            ]);
+        }
+        reply::map(fields)
     }
 }
 
@@ -141,11 +168,37 @@ fn client_info(caller: &Caller) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct Log {
     entries: VecDeque<Entry>,
+    /// The entries made so far (the next one's `entry-id`): ACL LOG RESET
+    /// keeps counting, as Redis does.
+    made: u64,
+    /// Refusals by reason (Redis 7.2's INFO `acl_access_denied_*`), since
+    /// the start or CONFIG RESETSTAT.
+    denied: Denials,
+}
+
+/// Refusals counted by reason.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Denials {
+    pub(crate) auth: u64,
+    pub(crate) command: u64,
+    pub(crate) key: u64,
+    pub(crate) channel: u64,
 }
 
 impl Log {
     /// Adds an entry, or counts it in a like one of the last ten.
-    pub(crate) fn add(&mut self, entry: Entry, limit: usize) {
+    pub(crate) fn add(&mut self, mut entry: Entry, limit: usize) {
+        let counter = match entry.reason {
+            Reason::Auth => &mut self.denied.auth,
+            Reason::Command => &mut self.denied.command,
+            Reason::Key => &mut self.denied.key,
+            Reason::Channel => &mut self.denied.channel,
+        };
+        *counter += 1;
+        if limit == 0 {
+            self.entries.clear();
+            return;
+        }
         let like = self.entries.iter().take(10).position(|e| e.same_as(&entry));
         if let Some(at) = like {
             if let Some(mut found) = self.entries.remove(at) {
@@ -156,8 +209,20 @@ impl Log {
             }
             return;
         }
+        entry.id = self.made;
+        self.made += 1;
         self.entries.push_front(entry);
         self.entries.truncate(limit);
+    }
+
+    /// The refusals counted by reason.
+    pub(crate) fn denials(&self) -> Denials {
+        self.denied
+    }
+
+    /// CONFIG RESETSTAT: the refusals counted afresh.
+    pub(crate) fn reset_stats(&mut self) {
+        self.denied = Denials::default();
     }
 
     /// Whether an entry waits for its connection's CLIENT LIST line.
@@ -184,13 +249,15 @@ impl Log {
         self.entries.clear();
     }
 
-    /// `ACL LOG [count]`: the newest `count` entries.
-    pub(crate) fn reply(&self, count: usize, now: i64) -> Reply {
+    /// `ACL LOG [count]`: the newest `count` entries, as Redis `version`
+    /// shows them.
+    pub(crate) fn reply(&self, count: usize, now: i64, version: RedisVersion) -> Reply {
+        let ids = version >= RedisVersion::V7_4;
         reply::array(
             self.entries
                 .iter()
                 .take(count)
-                .map(|e| e.reply(now))
+                .map(|e| e.reply(now, ids))
                 .collect(),
         )
     }

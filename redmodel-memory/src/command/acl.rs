@@ -2,7 +2,7 @@
 //! [`crate::acl`] for the model), with Redis 7.0.15's replies and errors.
 
 use super::{help_reply, run_subcommand, CmdResult, Ctx, Spec, Sub};
-use crate::acl::{self, describe, rules, Denied};
+use crate::acl::{self, describe, rules};
 use crate::args::{is, parse_i64};
 use crate::command_table;
 use crate::error::CmdError;
@@ -235,7 +235,7 @@ fn log(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         _ => return Err(syntax_error(args)),
     };
     let count = usize::try_from(count).unwrap_or(usize::MAX);
-    Ok(ctx.store.acl.log.reply(count, ctx.now))
+    Ok(ctx.store.acl.log.reply(count, ctx.now, ctx.store.version))
 }
 
 fn dryrun(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
@@ -263,18 +263,7 @@ fn dryrun(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     }
     Ok(match user.check(cmd, line) {
         Ok(()) => reply::ok(),
-        Err(Denied::Command) => reply::bulk(format!(
-            "This user has no permissions to run the '{}' command",
-            cmd.name
-        )),
-        Err(Denied::Key(at)) => reply::bulk(format!(
-            "This user has no permissions to access the '{}' key",
-            String::from_utf8_lossy(line[at])
-        )),
-        Err(Denied::Channel(at)) => reply::bulk(format!(
-            "This user has no permissions to access the '{}' channel",
-            String::from_utf8_lossy(line[at])
-        )),
+        Err(denied) => reply::bulk(denied.dry_run(cmd.name, name, line, version)),
     })
 }
 

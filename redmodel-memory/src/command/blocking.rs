@@ -256,6 +256,9 @@ struct Waiter {
     mailbox: Arc<Mailbox>,
     /// What SLOWLOG and LATENCY count of the command once it is served.
     timing: Option<Timing>,
+    /// Who sent it, for Redis 7.2's check of its permissions again when
+    /// it is served ([`refused_by_acl`]).
+    caller: Option<crate::acl::Caller>,
 }
 
 /// A blocked command as SLOWLOG and LATENCY count it once it is served:
@@ -376,6 +379,7 @@ pub(crate) fn park(
     db: usize,
     block: Block,
     command: Option<&'static Spec>,
+    caller: Option<crate::acl::Caller>,
 ) -> Parked {
     store.waiters.last_id += 1;
     let id = store.waiters.last_id;
@@ -393,6 +397,7 @@ pub(crate) fn park(
             resp: block.resp,
             mailbox: mailbox.clone(),
             timing: None,
+            caller,
         },
     );
     Parked {
@@ -400,6 +405,50 @@ pub(crate) fn park(
         timeout: block.timeout,
         timed_out: block.timed_out,
         mailbox,
+    }
+}
+
+/// From Redis 7.2 on a served blocked command runs again, its user's
+/// permissions checked again: taken away while it waited, it is refused
+/// (NOPERM, logged in ACL LOG, counted as rejected), as Redis 7.0 does not.
+fn refused_by_acl(store: &mut Store, waiter: &Waiter, now: i64) -> Option<CmdError> {
+    if store.version < crate::RedisVersion::V7_4 {
+        return None;
+    }
+    let (timing, caller) = (waiter.timing.as_ref()?, waiter.caller.as_ref()?);
+    if store.acl.is_open(caller.user.as_deref()) {
+        return None;
+    }
+    let args: Vec<&[u8]> = timing.args.iter().map(Vec::as_slice).collect();
+    let user = store.acl.user_of(caller.user.as_deref())?;
+    let denied = user.check(timing.meta, &args).err()?;
+    let error = denied.error(timing.meta.name, caller.name(), store.version);
+    let entry = crate::acl::log::Entry::new(
+        crate::acl::log::Reason::of(denied),
+        crate::acl::log::Context::Toplevel,
+        denied.object(timing.meta, &args),
+        caller.name(),
+        caller,
+        now,
+    )
+    .described_now(caller);
+    let limit = store.acl.log_limit;
+    store.acl.log.add(entry, limit);
+    Some(CmdError::raw(error))
+}
+
+/// Counts the call of `waiter`'s command, whose wait ended `failed` or
+/// not: from Redis 7.2 on the call itself, which was not counted when it
+/// blocked (Redis runs the command again then); before, a failure of the
+/// call counted when it blocked.
+fn count_ended(store: &mut Store, waiter: &Waiter, failed: bool) {
+    let Some(command) = waiter.command else {
+        return;
+    };
+    if store.version >= crate::RedisVersion::V7_4 {
+        store.command_stats.record(command, &[], failed);
+    } else if failed {
+        store.command_stats.record_failure(command);
     }
 }
 
@@ -418,6 +467,16 @@ pub(crate) fn cancel(store: &mut Store, id: u64) -> bool {
     unregister(store, id).is_some()
 }
 
+/// Ends waiter `id`'s wait at its timeout: forgotten, its call counted
+/// (see [`count_ended`]); false if it was already served.
+fn time_out(store: &mut Store, id: u64) -> bool {
+    let Some(waiter) = unregister(store, id) else {
+        return false;
+    };
+    count_ended(store, &waiter, false);
+    true
+}
+
 /// CLIENT UNBLOCK: ends waiter `id`'s wait with `wake`; false if it is not
 /// blocked.
 #[cfg(feature = "server")]
@@ -426,12 +485,11 @@ pub(crate) fn unblock(store: &mut Store, id: u64, wake: Wake) -> bool {
         Some(waiter) => {
             // Ended by an UNBLOCKED error: counted as the served errors
             // below are.
+            let failed = matches!(&wake, Wake::Served(Reply::ServerError(_)));
             if let Wake::Served(Reply::ServerError(e)) = &wake {
                 store.command_stats.record_error(e.code());
-                if let Some(command) = waiter.command {
-                    store.command_stats.record_failure(command);
-                }
             }
+            count_ended(store, &waiter, failed);
             waiter.mailbox.deliver(wake);
             true
         }
@@ -472,6 +530,19 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
         let Some(mut waiter) = store.waiters.by_id.remove(&id) else {
             continue;
         };
+        if let Some(refused) = refused_by_acl(store, &waiter, now) {
+            for k in &waiter.keys {
+                store.dbs[waiter.db].remove_blocked(k, id);
+            }
+            let reply = refused.to_value();
+            store.command_stats.record_errors(&reply, false);
+            if let Some(t) = &waiter.timing {
+                let args: Vec<&[u8]> = t.args.iter().map(Vec::as_slice).collect();
+                store.command_stats.record_rejected(&args);
+            }
+            waiter.mailbox.deliver(Wake::Served(reply));
+            continue;
+        }
         let started = Instant::now();
         let served = {
             let mut ctx = Ctx {
@@ -504,10 +575,8 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
                 // reply, and the command's call as failed.
                 if failed {
                     store.command_stats.record_errors(&reply, false);
-                    if let Some(command) = waiter.command {
-                        store.command_stats.record_failure(command);
-                    }
                 }
+                count_ended(store, &waiter, failed);
                 if let Some(t) = waiter.timing {
                     let took = t.took + started.elapsed();
                     store.latency.command(t.meta, took, now);
@@ -596,7 +665,7 @@ impl Ticket {
     /// reply is then in the mailbox: it was put there under the lock).
     fn expire(&mut self) -> Wake {
         let mut store = self.engine.shared.store.lock();
-        if cancel(&mut store, self.id) {
+        if time_out(&mut store, self.id) {
             Wake::TimedOut
         } else {
             drop(store);
@@ -1137,5 +1206,35 @@ mod wait_tests {
         assert_eq!(blocked(&engine), 1);
         assert_eq!(run(&mut p, "SWAPDB 0 1"), Value::Okay);
         assert_eq!(reply(waiter).await, bulks(&["k", "from-db1"]));
+    }
+
+    /// INFO commandstats' `calls` of BLPOP.
+    fn blpop_calls(c: &mut Connection) -> u64 {
+        let info = crate::command::test_util::info_field(c, "commandstats", "cmdstat_blpop");
+        info.strip_prefix("calls=")
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Redis 7.0 counts a blocked command's call when it blocks; from 7.2
+    /// on, when its wait ends (served or timed out), as redis-server
+    /// 7.0.15 and 7.4.1 count them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_blocked_command_counts_its_call_when_it_blocks_or_from_7_4_when_it_ends() {
+        for (version, while_blocked) in [
+            (crate::RedisVersion::V7_0, 2),
+            (crate::RedisVersion::V7_4, 1),
+        ] {
+            let engine = Engine::new().with_version(version);
+            let mut c = engine.connection();
+            assert_eq!(run(&mut c, "BLPOP nolist 0.01"), Value::Nil);
+            assert_eq!(blpop_calls(&mut c), 1, "{version:?}: timed out");
+            let task = block(&engine, "BLPOP l 0", 1).await;
+            assert_eq!(blpop_calls(&mut c), while_blocked, "{version:?}: blocked");
+            run(&mut c, "RPUSH l x");
+            assert_eq!(reply(task).await, bulks(&["l", "x"]));
+            assert_eq!(blpop_calls(&mut c), 2, "{version:?}: served");
+        }
     }
 }

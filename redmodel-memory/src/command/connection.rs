@@ -228,19 +228,30 @@ pub(crate) fn hello_as(
             protocol = Some(version as u8);
             options = rest;
         }
-        // Options apply one by one, as in Redis: a SETNAME before a bad
-        // option has taken effect.
+        // Redis 7.0 applies the options one by one: a SETNAME before a
+        // bad option has taken effect, and each AUTH logs in. From 7.2 on
+        // every option is read first (a bad name refused then), the last
+        // AUTH logs in, and the last SETNAME names the client only once
+        // it is authenticated.
+        let one_by_one = version < crate::RedisVersion::V7_4;
+        let (mut last_login, mut last_name) = (None, None);
         loop {
             match options {
                 [] => break,
                 [opt, user, password, rest @ ..] if is(opt, "auth") => {
-                    if !login(Some((user, password))) {
+                    if one_by_one && !login(Some((user, password))) {
                         return Err(CmdError::raw(super::acl::WRONGPASS));
                     }
+                    last_login = Some((*user, *password));
                     options = rest;
                 }
                 [opt, client_name_arg, rest @ ..] if is(opt, "setname") => {
-                    set_client_name(name, client_name_arg)?;
+                    if one_by_one {
+                        set_client_name(name, client_name_arg)?;
+                    } else {
+                        set_client_name(&mut None, client_name_arg)?;
+                        last_name = Some(*client_name_arg);
+                    }
                     options = rest;
                 }
                 [opt, ..] => {
@@ -251,12 +262,21 @@ pub(crate) fn hello_as(
                 }
             }
         }
+        if let Some(pair) = last_login.filter(|_| !one_by_one) {
+            if !login(Some(pair)) {
+                return Err(CmdError::raw(super::acl::WRONGPASS));
+            }
+        }
         if !login(None) {
-            return Err(CmdError::raw(
+            let hello = if one_by_one { "HELLO" } else { "HELLO <proto>" };
+            return Err(CmdError::raw(format!(
                 "NOAUTH HELLO must be called with the client already authenticated, otherwise \
-                 the HELLO AUTH <user> <pass> option can be used to authenticate the client \
-                 and select the RESP protocol version at the same time",
-            ));
+                 the {hello} AUTH <user> <pass> option can be used to authenticate the client \
+                 and select the RESP protocol version at the same time"
+            )));
+        }
+        if let Some(client_name) = last_name {
+            set_client_name(name, client_name)?;
         }
         // Redis switches only once every option was accepted.
         if let Some(version) = protocol {

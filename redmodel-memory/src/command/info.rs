@@ -481,11 +481,14 @@ fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
             "eventloop_duration_cmd_sum",
             "instantaneous_eventloop_cycles_per_sec",
             "instantaneous_eventloop_duration_usec",
-            "acl_access_denied_auth",
-            "acl_access_denied_cmd",
-            "acl_access_denied_key",
-            "acl_access_denied_channel",
         ]));
+        let denied = store.acl.log.denials();
+        fields.extend([
+            ("acl_access_denied_auth", denied.auth.to_string()),
+            ("acl_access_denied_cmd", denied.command.to_string()),
+            ("acl_access_denied_key", denied.key.to_string()),
+            ("acl_access_denied_channel", denied.channel.to_string()),
+        ]);
     }
     fields
 }

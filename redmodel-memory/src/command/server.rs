@@ -159,6 +159,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed = 0;
     ctx.store.lazyfreed_objects = 0;
+    ctx.store.acl.log.reset_stats();
     ctx.store.command_stats.clear();
     ctx.store.latency.reset_histograms();
     for ks in &mut ctx.store.dbs {

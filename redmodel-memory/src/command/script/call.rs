@@ -160,6 +160,7 @@ fn check_acl(
     };
     let object = denied.object(meta, argv);
     let caller = &store.acl.caller;
+    let error = denied.script_error(meta.name, caller.name(), store.version);
     let entry = crate::acl::log::Entry::new(
         crate::acl::log::Reason::of(denied),
         crate::acl::log::Context::Lua,
@@ -170,10 +171,7 @@ fn check_acl(
     );
     let limit = store.acl.log_limit;
     store.acl.log.add(entry, limit);
-    Err(format!(
-        "ERR The user executing the script {}",
-        denied.message()
-    ))
+    Err(error)
 }
 
 /// `redis.acl_check_cmd`: whether the script's user may run the command

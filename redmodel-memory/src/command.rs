@@ -679,6 +679,12 @@ pub(crate) use memory::used_memory;
 impl Store {
     /// Whether the data is over `maxmemory` now (false without a limit),
     /// remembered as the state the running command started in.
+    /// Samples the counters INFO gives rates of, at `now_ms`: once a
+    /// tick of the background cycle, as Redis's `serverCron` does.
+    pub(crate) fn sample_rates(&mut self, now_ms: i64) {
+        self.ops_rate.sample(now_ms, self.commands_processed);
+    }
+
     pub(crate) fn out_of_memory(&mut self) -> bool {
         self.maxmemory.check(&self.dbs, memory::used_memory_of)
     }
@@ -713,6 +719,9 @@ pub(crate) struct Store {
     pub(crate) clock: crate::clock::Shared,
     /// Commands run since the start or CONFIG RESETSTAT (INFO stats).
     pub(crate) commands_processed: u64,
+    /// Their rate (INFO's `instantaneous_ops_per_sec`), sampled by the
+    /// background cycle ([`Store::sample_rates`]).
+    pub(crate) ops_rate: stats::Rate,
     /// Scripts and functions Redis would have freed in the background
     /// (INFO's `lazyfreed_objects`, with the databases' own count; see
     /// [`crate::lazyfree`]), reset with the above.
@@ -812,6 +821,7 @@ impl Default for Store {
             started_ms: 0,
             clock: Default::default(),
             commands_processed: 0,
+            ops_rate: stats::Rate::default(),
             lazyfreed_objects: 0,
             peak_memory: 0,
             watching_clients: 0,

@@ -67,10 +67,17 @@ pub(crate) fn start(engine: &Engine) {
                 });
                 let Some(shared) = weak.upgrade() else { return };
                 let engine = Engine { shared };
-                // The AOF's periodic work; `appendfsync everysec`'s sync
-                // with the store let go.
+                // The AOF's periodic work (`appendfsync everysec`'s sync
+                // with the store let go), and at each slow tick INFO's
+                // rates sampled.
                 let now = engine.shared.clock.now_ms();
-                let to_sync = engine.shared.store.lock().aof_tick(now);
+                let to_sync = {
+                    let mut store = engine.shared.store.lock();
+                    if !fast {
+                        store.sample_rates(now);
+                    }
+                    store.aof_tick(now)
+                };
                 if let Some(file) = to_sync {
                     let _ = file.sync_data();
                 }

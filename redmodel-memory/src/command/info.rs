@@ -383,7 +383,10 @@ fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
             "total_commands_processed",
             store.commands_processed.to_string(),
         ),
-        ("instantaneous_ops_per_sec", "0".into()),
+        (
+            "instantaneous_ops_per_sec",
+            store.ops_rate.per_second().to_string(),
+        ),
     ];
     fields.extend(zeros(&[
         "total_net_input_bytes",

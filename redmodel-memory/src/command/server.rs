@@ -158,6 +158,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 /// Resets what INFO's stats count.
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed = 0;
+    ctx.store.ops_rate = Default::default();
     ctx.store.lazyfreed_objects = 0;
     ctx.store.acl.log.reset_stats();
     ctx.store.command_stats.clear();

@@ -194,6 +194,41 @@ impl CommandStats {
     }
 }
 
+/// How many samples a [`Rate`] averages (Redis's `STATS_METRIC_SAMPLES`).
+const RATE_SAMPLES: usize = 16;
+
+/// A counter's rate per second, as Redis's instantaneous metrics give it
+/// (`trackInstantaneousMetric`): sampled at every tick of the background
+/// cycle (ten a second), each sample the rate since the one before, the
+/// rate the average of the last sixteen.
+#[derive(Debug, Default)]
+pub(crate) struct Rate {
+    samples: [u64; RATE_SAMPLES],
+    next: usize,
+    /// When the counter was last sampled (Unix ms), and its value then.
+    last: Option<(i64, u64)>,
+}
+
+impl Rate {
+    /// Samples the counter, which reads `value` at `now_ms`.
+    pub(crate) fn sample(&mut self, now_ms: i64, value: u64) {
+        if let Some((at, was)) = self.last {
+            let elapsed = u64::try_from(now_ms - at).unwrap_or(0);
+            self.samples[self.next] = match elapsed {
+                0 => 0,
+                ms => value.saturating_sub(was).saturating_mul(1000) / ms,
+            };
+            self.next = (self.next + 1) % RATE_SAMPLES;
+        }
+        self.last = Some((now_ms, value));
+    }
+
+    /// The rate per second: the average of the samples.
+    pub(crate) fn per_second(&self) -> u64 {
+        self.samples.iter().sum::<u64>() / RATE_SAMPLES as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use redis::Value;
@@ -388,5 +423,23 @@ mod tests {
         run(&mut c, "DISCARD");
         run(&mut c, "CONFIG SET maxmemory 0");
         assert_eq!(run(&mut c, "SET a b"), Value::Okay);
+    }
+
+    #[test]
+    fn a_rate_averages_its_last_sixteen_samples() {
+        let mut rate = super::Rate::default();
+        rate.sample(0, 0);
+        // 100 more every 100 ms: 1,000 a second once the window is full.
+        for tick in 1..=8 {
+            rate.sample(tick * 100, tick as u64 * 100);
+        }
+        assert_eq!(rate.per_second(), 500);
+        for tick in 9..=16 {
+            rate.sample(tick * 100, tick as u64 * 100);
+        }
+        assert_eq!(rate.per_second(), 1000);
+        // A counter reset (CONFIG RESETSTAT) reads as no commands.
+        rate.sample(1700, 0);
+        assert_eq!(rate.per_second(), 937);
     }
 }

@@ -433,8 +433,9 @@ impl Ctx<'_> {
     }
 
     /// The live value at `key` without counting an access (OBJECT
-    /// IDLETIME, the LFU counter): what Redis's `LOOKUP_NOTOUCH` lookups
-    /// read (EXISTS, TYPE, TTL and its family, OBJECT).
+    /// IDLETIME, the LFU counter), but as a read (keyspace hits and
+    /// misses, `keymiss`): what Redis's `LOOKUP_NOTOUCH` lookups read
+    /// (EXISTS, TYPE, TTL and its family).
     pub(crate) fn value_untouched(&mut self, key: &[u8]) -> Option<&Value> {
         let now = self.now;
         self.ks().read_untouched(key, now, true).map(|e| &e.value)

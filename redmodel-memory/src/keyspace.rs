@@ -606,9 +606,12 @@ impl Keyspace {
         now: i64,
         notify: bool,
     ) -> Option<&mut Entry> {
-        let live = !self.expire_if_needed(key, now) && self.find(key).is_some();
-        self.count_read(key, live, notify);
-        self.get_mut(key).filter(|_| live)
+        let slot = match self.expire_if_needed(key, now) {
+            true => None,
+            false => self.find(key),
+        };
+        self.count_read(key, slot.is_some(), notify);
+        self.slots.get_mut(slot?)
     }
 
     /// Counts a read lookup of `key` (see [`Self::value`]); a miss raises
@@ -1048,27 +1051,24 @@ impl Keyspace {
             }
             _ => 0,
         };
-        // Redis's order: the pattern, then the type (looked up as a read,
-        // which expires the key), then the expiry.
+        // Redis's order: the pattern, then the expiry and, with a TYPE
+        // filter, the type (a read, which counts an expired key as a miss).
         let mut keys = Vec::with_capacity(visited.len());
         for (_, key) in visited {
             if pattern.is_some_and(|p| !glob_match(p, &key, false)) {
                 continue;
             }
+            let expired = self.expire_if_needed(&key, now);
             if let Some(t) = type_name {
-                let live = !self.expire_if_needed(&key, now);
-                self.count_read(&key, live, true);
-                let Some(e) = self.get(&key).filter(|_| live) else {
-                    continue;
-                };
-                if !e.value.type_name().as_bytes().eq_ignore_ascii_case(t) {
+                self.count_read(&key, !expired, true);
+                let fits = |e: &Entry| e.value.type_name().as_bytes().eq_ignore_ascii_case(t);
+                if expired || !self.get(&key).is_some_and(fits) {
                     continue;
                 }
             }
-            if self.expire_if_needed(&key, now) {
-                continue;
+            if !expired {
+                keys.push(key);
             }
-            keys.push(key);
         }
         (next, keys)
     }

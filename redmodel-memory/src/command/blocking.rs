@@ -409,9 +409,10 @@ pub(crate) fn park(
 }
 
 /// From Redis 7.2 on a served blocked command runs again, its user's
-/// permissions checked again: taken away while it waited, it is refused
-/// (NOPERM, logged in ACL LOG, counted as rejected), as Redis 7.0 does not.
-fn refused_by_acl(store: &mut Store, waiter: &Waiter, now: i64) -> Option<CmdError> {
+/// permissions checked again: taken away while it waited, it is refused,
+/// as Redis 7.0 does not. The refusal's reply (NOPERM), logged in ACL LOG
+/// and counted as a rejected call and an error reply.
+fn refused_by_acl(store: &mut Store, waiter: &Waiter, now: i64) -> Option<Reply> {
     if store.version < crate::RedisVersion::V7_4 {
         return None;
     }
@@ -434,7 +435,10 @@ fn refused_by_acl(store: &mut Store, waiter: &Waiter, now: i64) -> Option<CmdErr
     .described_now(caller);
     let limit = store.acl.log_limit;
     store.acl.log.add(entry, limit);
-    Some(CmdError::raw(error))
+    let reply = CmdError::raw(error).to_value();
+    store.command_stats.record_errors(&reply, false);
+    store.command_stats.record_rejected(&args);
+    Some(reply)
 }
 
 /// Counts the call of `waiter`'s command, whose wait ended `failed` or
@@ -534,13 +538,7 @@ fn serve_key(store: &mut Store, db: usize, key: &[u8], now: i64) {
             for k in &waiter.keys {
                 store.dbs[waiter.db].remove_blocked(k, id);
             }
-            let reply = refused.to_value();
-            store.command_stats.record_errors(&reply, false);
-            if let Some(t) = &waiter.timing {
-                let args: Vec<&[u8]> = t.args.iter().map(Vec::as_slice).collect();
-                store.command_stats.record_rejected(&args);
-            }
-            waiter.mailbox.deliver(Wake::Served(reply));
+            waiter.mailbox.deliver(Wake::Served(refused));
             continue;
         }
         let started = Instant::now();

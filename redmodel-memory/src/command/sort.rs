@@ -368,19 +368,22 @@ fn lookup(ctx: &mut Ctx<'_>, pattern: &[u8], element: &[u8]) -> Option<Bytes> {
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(element);
     key.extend_from_slice(postfix);
+    let Some(field) = field else {
+        return match ctx.value(&key)? {
+            Value::Str(s) => Some(s.to_vec()),
+            _ => None,
+        };
+    };
     // The key is read first (a hit, even if its field's TTL then empties
     // it); a field past its TTL (Redis 7.4) is deleted on the way, as
     // Redis's `hashTypeGetValueObject` does for SORT and SORT_RO alike.
     if !ctx.contains(&key) {
         return None;
     }
-    if let Some(field) = field {
-        expire_fields(ctx, &key, &[field]);
-    }
+    expire_fields(ctx, &key, &[field]);
     // Read once already: not another read.
-    match (ctx.value_for_write(&key)?, field) {
-        (Value::Hash(h), Some(field)) => h.get(field).map(<[u8]>::to_vec),
-        (Value::Str(s), None) => Some(s.to_vec()),
+    match ctx.value_for_write(&key)? {
+        Value::Hash(h) => h.get(field).map(<[u8]>::to_vec),
         _ => None,
     }
 }

@@ -188,14 +188,18 @@ pub(crate) fn list_outgrows_with(list: &ListValue, limits: &Limits, added: &[u8]
 /// (`list-max-listpack-size`), filled as pushes fill them
 /// (`_quicklistNodeAllowInsert`: a node takes an element while its bytes,
 /// the element's length and an estimate of its overhead stay within the
-/// node's limit): lazy freeing's measure of a list.
-pub(crate) fn quicklist_nodes(list: &ListValue, limits: &Limits) -> usize {
+/// node's limit): lazy freeing's measure of a list, which needs to know
+/// only whether it passes `up_to` (the count stops there).
+pub(crate) fn quicklist_nodes(list: &ListValue, limits: &Limits, up_to: usize) -> usize {
     /// Redis's `SIZE_ESTIMATE_OVERHEAD`.
     const ESTIMATE_OVERHEAD: usize = 8;
     let (size, count) = listpack_limits(limits.list_max_listpack_size);
     let (mut nodes, mut bytes, mut entries) = (0, 0, 0);
     for element in list.iter() {
         if entries == 0 || bytes + element.len() + ESTIMATE_OVERHEAD > size || entries + 1 > count {
+            if nodes == up_to {
+                break;
+            }
             nodes += 1;
             bytes = LISTPACK_OVERHEAD;
             entries = 0;

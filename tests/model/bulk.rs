@@ -490,8 +490,9 @@ async fn calls_of(db: &Db, commands: &[&str]) -> redmodel::Result<u64> {
 }
 
 /// On one server, a bulk insert's writes run together: a few
-/// transactions of native commands, no script per object, each object
-/// still written whole.
+/// transactions of native commands, no script per object, the index
+/// commands of a transaction to one key merged into one (a `SADD` of
+/// many members), each object still written whole.
 #[tokio::test]
 async fn a_bulk_insert_on_one_server_runs_its_writes_together() {
     let test = "a_bulk_insert_on_one_server_runs_its_writes_together";
@@ -507,20 +508,31 @@ async fn a_bulk_insert_on_one_server_runs_its_writes_together() {
             ..item(id, Some(&format!("g{id}")))
         })
         .collect();
-    let calls = async || {
-        let scripts = calls_of(&db, &["eval", "evalsha"]).await.expect("INFO");
-        let execs = calls_of(&db, &["exec"]).await.expect("INFO");
-        (scripts, execs)
-    };
-    let before = calls().await;
+    let calls = async |names: &[&str]| calls_of(&db, names).await.expect("INFO");
+    let names: [&[&str]; 4] = [&["eval", "evalsha"], &["exec"], &["sadd"], &["zadd"]];
+    let mut before = Vec::new();
+    for n in names {
+        before.push(calls(n).await);
+    }
     all_ok(Item::insert_many(&db, &items).await).expect("every item written");
-    let after = calls().await;
-    let (scripts, execs) = (after.0 - before.0, after.1 - before.1);
+    let mut made = Vec::new();
+    for (n, before) in names.into_iter().zip(before) {
+        made.push(calls(n).await - before);
+    }
+    let [scripts, execs, sadds, zadds] = made[..] else {
+        unreachable!("four counts")
+    };
     assert!(
         scripts + execs <= 50,
         "{scripts} script calls and {execs} transactions for 200 objects"
     );
     assert!(execs > 0, "no transaction for 200 objects");
+    // Every object's tag is `red`, and its rank goes to one sorted set:
+    // one SADD and one ZADD per transaction or script.
+    assert!(
+        sadds <= scripts + execs && zadds <= scripts + execs,
+        "{sadds} SADDs and {zadds} ZADDs for 200 objects in {execs} transactions and {scripts} scripts"
+    );
     let stored = assert_indexes_exact(&db, test)
         .await
         .expect("exact indexes");

@@ -20,7 +20,8 @@
 //!    guard or a key of another type refuses it, a read that differs
 //!    from what was recorded sends it back to decide again
 //!    ([`Checked::Changed`](super::checked::Checked)), and the others
-//!    go in one MULTI/EXEC, in a second round trip.
+//!    go in one MULTI/EXEC, in a second round trip, their index commands
+//!    to one key merged into one ([`merged`]).
 //!
 //! If a watched key changed in between, nothing was written and the
 //! whole gathering runs again after a pause, up to [`ATTEMPTS`] times;
@@ -53,6 +54,7 @@ use crate::command::{cmd, Owned};
 use crate::db::optimistic::OptimisticConnection;
 use crate::layout::plain_key;
 use crate::{Db, Error, Result};
+use merged::{merge, original, Place};
 
 /// The most writes one transaction holds: enough that its two round
 /// trips are shared widely, few enough that the server's WATCH list (a
@@ -63,6 +65,8 @@ const MAX_ITEMS: usize = 32;
 /// gathering that keeps losing races meets a writer of its own objects,
 /// which the writes alone settle one by one.
 const ATTEMPTS: u32 = 4;
+
+mod merged;
 
 tokio::task_local! {
     /// The queue of the bulk write the task runs, if it runs one.
@@ -93,14 +97,14 @@ struct Queued {
 
 /// A checked write, owned: its guards, its recorded reads and their
 /// replies, the type checks of its commands (which command, and the type
-/// its key must hold), and its commands. The commands move into a
-/// gathering's pipelines.
+/// its key must hold), and its commands, each with whether its reply is
+/// kept. The commands move into a gathering's pipelines.
 struct Item {
     guards: Vec<String>,
     reads: Vec<Cmd>,
     expected: Vec<Value>,
     checks: SmallVec<[(usize, &'static str); 4]>,
-    writes: Vec<Cmd>,
+    writes: Vec<(Cmd, bool)>,
 }
 
 /// What became of a queued write.
@@ -139,7 +143,7 @@ pub(crate) async fn run(
             .iter()
             .map(|c| (c.at, c.want))
             .collect(),
-        writes: writes.iter().map(|w| w.to_cmd()).collect(),
+        writes: writes.iter().map(|w| (w.to_cmd(), w.keep)).collect(),
     };
     let id = queue.next_id.fetch_add(1, Ordering::Relaxed);
     let (done, outcome) = oneshot::channel();
@@ -219,8 +223,11 @@ struct Gathering {
     /// How many replies `reads` gets.
     replies: usize,
     items: Vec<Placed>,
-    /// Every item's writes, in order: the EXEC when all of them hold.
+    /// Every item's writes, merged ([`merged`]): the EXEC when all of
+    /// them hold.
     writes: redis::Pipeline,
+    /// Where each item's writes went in `writes`, item after item.
+    places: Vec<Place>,
 }
 
 /// An item of a gathering: where its guards', reads' and checks' replies
@@ -231,7 +238,7 @@ struct Placed {
     /// Where its recorded reads' replies start.
     read_at: usize,
     checks: SmallVec<[TypeCheck; 4]>,
-    /// Where its writes start among the gathering's, and how many.
+    /// Where its writes' places start among the gathering's, and how many.
     write_at: usize,
     writes: usize,
 }
@@ -288,7 +295,7 @@ impl Gathering {
                     .checks
                     .iter()
                     .filter_map(|&(write, want)| {
-                        let key = super::key_of(item.writes.get(write)?)?;
+                        let key = super::key_of(&item.writes.get(write)?.0)?;
                         let answer = match read_of_type(&item.reads, key, want) {
                             Some(read) => Answer::Read(read_at + read),
                             None => Answer::Type(*types.entry(key).or_insert_with(|| {
@@ -322,15 +329,13 @@ impl Gathering {
         let read_count: usize = items.iter().map(|i| i.reads.len()).sum();
         let write_count: usize = items.iter().map(|i| i.writes.len()).sum();
         let mut reads = Vec::with_capacity(read_count);
-        let mut writes = redis::Pipeline::with_capacity(write_count);
-        writes.atomic().ignore_errors();
+        let mut writes = Vec::with_capacity(write_count);
         for (item, place) in items.into_iter().zip(&mut placed) {
             reads.extend(item.reads);
             place.expected = item.expected;
-            for write in item.writes {
-                writes.add_command(write);
-            }
+            writes.extend(item.writes);
         }
+        let writes = merge(writes);
         // Positions among the replies: the WATCH's first, if any, then
         // the EXISTS, the reads and the TYPEs.
         let exists_base = usize::from(watching);
@@ -364,7 +369,8 @@ impl Gathering {
             watching,
             replies,
             items: placed,
-            writes,
+            writes: writes.pipe,
+            places: writes.places,
         }
     }
 
@@ -387,9 +393,9 @@ impl Gathering {
     /// The refusal of `item`'s write `check` for a key of another type.
     fn refused(&self, item: &Placed, check: &TypeCheck) -> Error {
         let key = self
-            .writes
-            .cmd_iter()
-            .nth(item.write_at + check.write)
+            .places
+            .get(item.write_at + check.write)
+            .and_then(|place| self.writes.cmd_iter().nth(place.at))
             .and_then(super::key_of)
             .unwrap_or_default();
         types::refused(key, check.want)
@@ -453,16 +459,19 @@ async fn run_items(db: &Db, items: Vec<Item>) -> Vec<Outcome> {
             }
             let (decided, some) = decide(gathering, &replies);
             if !decided.iter().any(|d| matches!(d, Decided::Queued)) {
-                return Ok(Some((decided, Vec::new())));
+                return Ok(Some((decided, Vec::new(), None)));
             }
-            let exec = some.as_ref().unwrap_or(&gathering.writes);
+            let exec = some.as_ref().map_or(&gathering.writes, |some| &some.pipe);
             sent.store(true, Ordering::Relaxed);
             let replies: Option<Vec<Value>> = tx.exec(exec).await?;
-            Ok(replies.map(|replies| (decided, replies)))
+            Ok(replies.map(|replies| (decided, replies, some.map(|some| some.places))))
         })
         .await;
     match outcome {
-        Ok((decided, replies)) => deliver(&gathering.items, decided, replies),
+        Ok((decided, replies, some)) => {
+            let places = some.as_deref().unwrap_or(&gathering.places);
+            deliver(&gathering.items, decided, replies, places)
+        }
         // Every attempt lost a race: nothing written, each goes alone.
         Err(Error::Conflict { .. }) => alone(),
         Err(_) if !sent.load(Ordering::Relaxed) => alone(),
@@ -479,7 +488,7 @@ async fn run_items(db: &Db, items: Vec<Item>) -> Vec<Outcome> {
 /// the guards, then the recorded reads, then the types. The decisions,
 /// and the MULTI/EXEC of the items that write where that is not all of
 /// them (`None`: all of them, [`Gathering::writes`]).
-fn decide(gathering: &Gathering, replies: &[Value]) -> (Vec<Decided>, Option<redis::Pipeline>) {
+fn decide(gathering: &Gathering, replies: &[Value]) -> (Vec<Decided>, Option<merged::Merged>) {
     // A recorded read's error was recorded as 0.
     let same = |want: &Value, got: &Value| match got {
         Value::ServerError(_) => *want == Value::Int(0),
@@ -529,35 +538,47 @@ fn decide(gathering: &Gathering, replies: &[Value]) -> (Vec<Decided>, Option<red
     if decided.iter().all(|d| matches!(d, Decided::Queued)) {
         return (decided, None);
     }
-    // Some items stay out: the others' writes, copied.
-    let mut some = redis::pipe();
-    some.atomic().ignore_errors();
-    let mut writes = gathering.writes.cmd_iter();
-    for (item, decided) in gathering.items.iter().zip(&decided) {
-        let mine = writes.by_ref().take(item.writes);
-        if matches!(decided, Decided::Queued) {
-            for write in mine {
-                some.add_command(write.clone());
-            }
-        } else {
-            mine.for_each(drop);
-        }
-    }
-    (decided, Some(some))
+    // Some items stay out: the others' writes, rebuilt and merged again.
+    let sent: Vec<&Cmd> = gathering.writes.cmd_iter().collect();
+    let writes = gathering
+        .items
+        .iter()
+        .zip(&decided)
+        .filter(|(_, decided)| matches!(decided, Decided::Queued))
+        .flat_map(|(item, _)| &gathering.places[item.write_at..item.write_at + item.writes])
+        .map(|place| original(&sent, *place))
+        .collect::<Vec<_>>();
+    (decided, Some(merge(writes)))
 }
 
 /// Each item's outcome: the one decided before the EXEC, or its writes'
-/// replies from the EXEC's (`replies`): applied, or the first error
-/// among them, as its script would have stopped there.
-fn deliver(items: &[Placed], decided: Vec<Decided>, replies: Vec<Value>) -> Vec<Outcome> {
-    let mut replies = replies.into_iter();
+/// replies from the EXEC's (`replies`, where `places` says, the queued
+/// items' places one after the other): applied, or the first error among
+/// them, as its script would have stopped there. A merged command's reply
+/// stands for each write in it.
+fn deliver(
+    items: &[Placed],
+    decided: Vec<Decided>,
+    mut replies: Vec<Value>,
+    places: &[Place],
+) -> Vec<Outcome> {
+    let fits = places.iter().all(|place| place.at < replies.len());
+    let mut places = places.iter();
     items
         .iter()
         .zip(decided)
         .map(|(item, decided)| match decided {
             Decided::Now(outcome) => Outcome::Ran(outcome),
             Decided::Queued => {
-                let mine: Vec<Value> = replies.by_ref().take(item.writes).collect();
+                let mine: Vec<Value> = places
+                    .by_ref()
+                    .take(item.writes)
+                    .filter(|_| fits)
+                    .map(|place| match place.args {
+                        None => std::mem::replace(&mut replies[place.at], Value::Nil),
+                        Some(_) => replies[place.at].clone(),
+                    })
+                    .collect();
                 if mine.len() != item.writes {
                     return Outcome::Ran(Err(unknown_shape()));
                 }
@@ -625,7 +646,7 @@ mod tests {
             reads: vec![cmd("HMGET").arg(key).arg("f").owned()],
             expected: vec![expected],
             checks,
-            writes,
+            writes: writes.into_iter().map(|w| (w, false)).collect(),
         }
     }
 
@@ -670,6 +691,7 @@ mod tests {
         // Only `b`'s writes go in the EXEC.
         let exec: Vec<Vec<u8>> = some
             .expect("some items stay out")
+            .pipe
             .cmd_iter()
             .filter_map(|c| super::super::key_of(c).map(<[u8]>::to_vec))
             .collect();

@@ -73,6 +73,11 @@ pub trait Scalar: Sized {
     fn into_text(self) -> Vec<u8> {
         self.to_text()
     }
+    /// Whether a value's JSON form is always a JSON string of its text
+    /// (`String`'s): a tag index then reads a stored array of such
+    /// strings without decoding it through serde.
+    #[doc(hidden)]
+    const JSON_STRING_IS_TEXT: bool = false;
 }
 
 /// Shows stored bytes in an error message, cut short if long.
@@ -111,6 +116,8 @@ impl Scalar for String {
     fn into_text(self) -> Vec<u8> {
         self.into_bytes()
     }
+
+    const JSON_STRING_IS_TEXT: bool = true;
 }
 
 impl Scalar for bool {

@@ -142,5 +142,10 @@ pub fn tags_of<T: TagSet>(raw: &[u8]) -> Result<Vec<String>, String>
 where
     super::codec::Json: Codec<T>,
 {
+    if <T::Tag as super::codec::Scalar>::JSON_STRING_IS_TEXT
+        && let Some(texts) = tags::plain_strings(raw)
+    {
+        return Ok(texts);
+    }
     decode_text::<T, super::codec::Json>(raw)?.into_tag_texts()
 }

@@ -65,37 +65,8 @@ enum Kind {
     Zrem,
 }
 
-/// Commands that touch their first argument's key and no other: a merge
-/// may cross them (and they close their key's open command). Any other
-/// command is a barrier.
-const SINGLE_KEY: [&str; 23] = [
-    "HSET",
-    "HDEL",
-    "HINCRBY",
-    "HINCRBYFLOAT",
-    "HSETNX",
-    "HMSET",
-    "SADD",
-    "SREM",
-    "ZADD",
-    "ZREM",
-    "ZINCRBY",
-    "RPUSH",
-    "LPUSH",
-    "LREM",
-    "LTRIM",
-    "SET",
-    "INCRBY",
-    "EXPIRE",
-    "PEXPIRE",
-    "PEXPIREAT",
-    "EXPIREAT",
-    "PERSIST",
-    "HPEXPIRE",
-];
-
 /// The `ZADD` flags: a `ZADD` with one is sent whole.
-const ZADD_FLAGS: [&str; 6] = ["NX", "XX", "GT", "LT", "CH", "INCR"];
+const ZADD_FLAGS: [&[u8]; 6] = [b"NX", b"XX", b"GT", b"LT", b"CH", b"INCR"];
 
 /// Builds the transaction of `writes`, each a command and whether its
 /// reply is kept, merging what may be merged (see the module docs).
@@ -112,7 +83,7 @@ pub(super) fn merge(writes: impl IntoIterator<Item = (Cmd, bool)>) -> Merged {
     let mut last: HashMap<u64, usize, Fast> = HashMap::default();
     let hasher = Fast::default();
     for (cmd, keep) in writes {
-        let key = single_key(&cmd);
+        let (key, kind) = classify(&cmd, keep);
         let Some(key) = key else {
             last.clear();
             places.push(Place {
@@ -125,13 +96,12 @@ pub(super) fn merge(writes: impl IntoIterator<Item = (Cmd, bool)>) -> Merged {
             continue;
         };
         let hash = hasher.hash_one(key);
-        let kind = (!keep).then(|| kind(&cmd)).flatten();
         let open = last.get(&hash).copied().filter(|&at| {
             kind.is_some() && kinds[at] == kind && super::super::key_of(&cmds[at]) == Some(key)
         });
         match open {
             Some(at) => {
-                let first = cmds[at].args_iter().count();
+                let first = cmds[at].args_iter().len();
                 let own = args(&cmd).skip(2).flatten();
                 let mut count = 0;
                 for arg in own {
@@ -148,7 +118,7 @@ pub(super) fn merge(writes: impl IntoIterator<Item = (Cmd, bool)>) -> Merged {
                 let at = cmds.len();
                 places.push(Place {
                     at,
-                    args: kind.map(|_| (2, cmd.args_iter().count() - 2)),
+                    args: kind.map(|_| (2, cmd.args_iter().len() - 2)),
                     keep,
                 });
                 last.insert(hash, at);
@@ -187,38 +157,33 @@ pub(super) fn original(cmds: &[&Cmd], place: Place) -> (Cmd, bool) {
     (cmd, place.keep)
 }
 
-/// The key of `cmd` if it is a known single-key command (a `DEL` of one
-/// key is one).
-fn single_key(cmd: &Cmd) -> Option<&[u8]> {
-    let name = crate::command::name(cmd)?;
-    let known = SINGLE_KEY
-        .iter()
-        .any(|known| name.eq_ignore_ascii_case(known.as_bytes()))
-        || (name.eq_ignore_ascii_case(b"DEL") && cmd.args_iter().count() == 2);
-    known.then(|| super::super::key_of(cmd)).flatten()
-}
-
-/// How `cmd` merges, if it does.
-fn kind(cmd: &Cmd) -> Option<Kind> {
+/// How a transaction treats `cmd` (whose reply is kept or not): its key
+/// if it is a command that touches that key alone (the model's commands,
+/// named in capitals as it names them; a `DEL` of one key), `None` for a
+/// barrier; and how it merges, if it does.
+fn classify(cmd: &Cmd, keep: bool) -> (Option<&[u8]>, Option<Kind>) {
+    let count = cmd.args_iter().len();
     let mut all = args(cmd);
-    let name = all.next()??;
-    let count = cmd.args_iter().count();
-    let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
-    if is("SADD") && count >= 3 {
-        Some(Kind::Sadd)
-    } else if is("SREM") && count >= 3 {
-        Some(Kind::Srem)
-    } else if is("ZREM") && count >= 3 {
-        Some(Kind::Zrem)
-    } else if is("ZADD") && count >= 4 && count.is_multiple_of(2) {
-        let first = all.nth(1)??;
-        let flag = ZADD_FLAGS
-            .iter()
-            .any(|f| first.eq_ignore_ascii_case(f.as_bytes()));
-        (!flag).then_some(Kind::Zadd)
-    } else {
-        None
-    }
+    let (Some(Some(name)), Some(Some(key))) = (all.next(), all.next()) else {
+        return (None, None);
+    };
+    let kind = match name {
+        b"SADD" if count >= 3 => Some(Kind::Sadd),
+        b"SREM" if count >= 3 => Some(Kind::Srem),
+        b"ZREM" if count >= 3 => Some(Kind::Zrem),
+        b"ZADD" if count >= 4 && count.is_multiple_of(2) => {
+            let first = all.next().flatten().unwrap_or_default();
+            let flag = ZADD_FLAGS.iter().any(|f| first.eq_ignore_ascii_case(f));
+            (!flag).then_some(Kind::Zadd)
+        }
+        b"HSET" | b"HDEL" | b"HINCRBY" | b"HINCRBYFLOAT" | b"HSETNX" | b"HMSET" | b"HPEXPIRE"
+        | b"SADD" | b"SREM" | b"ZADD" | b"ZREM" | b"ZINCRBY" | b"RPUSH" | b"LPUSH" | b"LREM"
+        | b"LTRIM" | b"SET" | b"INCRBY" | b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT"
+        | b"PERSIST" => None,
+        b"DEL" if count == 2 => None,
+        _ => return (None, None),
+    };
+    (Some(key), kind.filter(|_| !keep))
 }
 
 #[cfg(test)]

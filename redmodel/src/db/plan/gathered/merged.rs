@@ -28,7 +28,6 @@ use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use redis::{Cmd, Pipeline};
-
 use smallvec::SmallVec;
 
 use crate::command::args;

@@ -57,9 +57,11 @@ use crate::{Db, Error, Result};
 use merged::{merge, original, Place};
 
 /// The most writes one transaction holds: enough that its two round
-/// trips are shared widely, few enough that the server's WATCH list (a
-/// list it walks for each key watched) stays short.
-const MAX_ITEMS: usize = 32;
+/// trips, its reads of the index keys' types and its merged index
+/// commands are shared widely; few enough that the window's 256 writes
+/// make four transactions in flight, one building while others travel
+/// (128 a transaction, two in flight, ran slower).
+const MAX_ITEMS: usize = 64;
 
 /// How many times a gathering runs before its writes go alone: a
 /// gathering that keeps losing races meets a writer of its own objects,

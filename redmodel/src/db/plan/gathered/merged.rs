@@ -1,6 +1,6 @@
 //! A gathering's transaction with its index commands merged: the `SADD`s
-//! of 32 writes to one tag's set go as one `SADD` of 32 members, their
-//! `ZADD`s to one sorted index as one `ZADD` of 32 pairs.
+//! of its writes to one tag's set go as one `SADD` of many members, their
+//! `ZADD`s to one sorted index as one `ZADD` of many pairs.
 //!
 //! Why: on a server each command of a MULTI costs a parse, a `+QUEUED`
 //! reply and a call of its own, and the client parses both replies; a

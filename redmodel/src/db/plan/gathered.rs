@@ -56,6 +56,8 @@ use crate::layout::plain_key;
 use crate::{Db, Error, Result};
 use merged::{merge, original, Place};
 
+mod merged;
+
 /// The most writes one transaction holds: enough that its two round
 /// trips, its reads of the index keys' types and its merged index
 /// commands are shared widely; few enough that the window's 256 writes
@@ -67,8 +69,6 @@ const MAX_ITEMS: usize = 64;
 /// gathering that keeps losing races meets a writer of its own objects,
 /// which the writes alone settle one by one.
 const ATTEMPTS: u32 = 4;
-
-mod merged;
 
 tokio::task_local! {
     /// The queue of the bulk write the task runs, if it runs one.
@@ -564,7 +564,9 @@ fn deliver(
     mut replies: Vec<Value>,
     places: &[Place],
 ) -> Vec<Outcome> {
-    let fits = places.iter().all(|place| place.at < replies.len());
+    // Every command of the EXEC has a write's place: as many replies.
+    let sent = places.iter().map(|place| place.at + 1).max().unwrap_or(0);
+    let fits = sent == replies.len();
     let mut places = places.iter();
     items
         .iter()
@@ -698,5 +700,44 @@ mod tests {
             .filter_map(|c| super::super::key_of(c).map(<[u8]>::to_vec))
             .collect();
         assert_eq!(exec, [&b"b"[..], b"s"]);
+    }
+
+    #[test]
+    fn a_merged_commands_reply_is_each_writes_and_so_is_its_error() {
+        let absent = || Value::Array(vec![Value::Nil]);
+        let gathering = Gathering::of(vec![item("a", "s", absent()), item("b", "s", absent())]);
+        // HSET a; SADD s a b; HSET b.
+        assert_eq!(gathering.writes.cmd_iter().count(), 3);
+        let queued = || vec![Decided::Queued, Decided::Queued];
+        let replies = |sadd: Value| vec![Value::Int(1), sadd, Value::Int(1)];
+        let outcomes = deliver(
+            &gathering.items,
+            queued(),
+            replies(Value::Int(2)),
+            &gathering.places,
+        );
+        for outcome in outcomes {
+            assert!(matches!(
+                outcome,
+                Outcome::Ran(Ok((true, ref replies))) if *replies == [Value::Int(1), Value::Int(2)]
+            ));
+        }
+        let outcomes = deliver(
+            &gathering.items,
+            queued(),
+            replies(wrong_type()),
+            &gathering.places,
+        );
+        assert!(outcomes
+            .iter()
+            .all(|o| matches!(o, Outcome::Ran(Err(Error::WrongType { .. })))));
+        // Replies of another shape than the EXEC's: no write is told it ran.
+        let outcomes = deliver(
+            &gathering.items,
+            queued(),
+            vec![Value::Int(1), Value::Int(2)],
+            &gathering.places,
+        );
+        assert!(outcomes.iter().all(|o| matches!(o, Outcome::Ran(Err(_)))));
     }
 }

@@ -387,6 +387,55 @@ backend_tests! {
         Ok(())
     }
 
+    /// Bulk tag changes racing each other and single tag changes on the
+    /// same objects: every tag set ends holding exactly the objects whose
+    /// field names the tag (a write that read old tags another writer then
+    /// changed runs again, gathered or alone).
+    exclusive async fn bulk_tag_changes_racing_on_the_same_objects_leave_the_tag_sets_exact(ctx) -> redmodel::Result<()> {
+        const OBJECTS: u32 = 120;
+        let tags_of = |writer: u32, round: u32, id: u32| -> Vec<String> {
+            let n = ((writer + round + id) % 3) as usize;
+            (0..n)
+                .map(|k| TAGS[(writer as usize * 2 + id as usize + k) % TAGS.len()].to_string())
+                .collect()
+        };
+        for db in ctx.layouts() {
+            flush(&ctx).await?;
+            let items: Vec<Item> = (0..OBJECTS).map(|id| item(id, None)).collect();
+            all_ok(Item::insert_many(&db, &items).await)?;
+            for round in 0..3 {
+                let bulks = (0..4u32).map(|writer| {
+                    let db = db.clone();
+                    tokio::spawn(async move {
+                        let changes = (0..OBJECTS)
+                            .map(move |id| (id, vec![Item::TAGS.to(tags_of(writer, round, id))]));
+                        Item::set_many(&db, changes).await
+                    })
+                });
+                let singles = (0..OBJECTS).step_by(5).map(|id| {
+                    let db = db.clone();
+                    tokio::spawn(async move {
+                        Item::at(id).set(&db, Item::TAGS, tags_of(9, round, id)).await
+                    })
+                });
+                let (bulks, singles) = futures_util::future::join(
+                    futures_util::future::join_all(bulks),
+                    futures_util::future::join_all(singles),
+                )
+                .await;
+                let why = format!("round {round} in {:?}", db.key_layout());
+                for bulk in bulks {
+                    all_ok(bulk.expect("a bulk task"))?;
+                }
+                for single in singles {
+                    single.expect("a single task")?;
+                }
+                assert_indexes_exact(&db, &why).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// An item whose key holds another type (written by someone else)
     /// fails alone, with [`Error::UnexpectedType`], and writes nothing;
     /// the items beside it, sent in the same call on a server, are

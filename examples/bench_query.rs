@@ -299,17 +299,7 @@ fn tag_key(tag: &str) -> String {
 /// Adds `book`'s writes to `pipe`, their replies ignored: HSET of its
 /// fields, HINCRBY of `_count`, ZADD of its year, SADD to each tag's set.
 fn add_writes(pipe: &mut redis::Pipeline, book: &Book) {
-    let key = book_key(book.id);
-    pipe.cmd("HSET")
-        .arg(&key)
-        .arg("title")
-        .arg(&book.title)
-        .arg("year")
-        .arg(book.year)
-        .arg("tags")
-        .arg(tags_text(&book.tags))
-        .ignore();
-    pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1).ignore();
+    let key = add_object_writes(pipe, book);
     pipe.cmd("ZADD")
         .arg(SORTED_KEY)
         .arg(book.year)
@@ -418,6 +408,23 @@ async fn same_chunk(
     Ok(applied.is_some())
 }
 
+/// Adds the writes of `book`'s own hash to `pipe`, their replies
+/// ignored: HSET of its fields and HINCRBY of `_count`. Its key.
+fn add_object_writes(pipe: &mut redis::Pipeline, book: &Book) -> String {
+    let key = book_key(book.id);
+    pipe.cmd("HSET")
+        .arg(&key)
+        .arg("title")
+        .arg(&book.title)
+        .arg("year")
+        .arg(book.year)
+        .arg("tags")
+        .arg(tags_text(&book.tags))
+        .ignore();
+    pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1).ignore();
+    key
+}
+
 /// The writes of `books` as a careful hand-written batch sends them,
 /// their replies ignored: each book's HSET of its fields and HINCRBY of
 /// `_count`, then one ZADD of every book's year and one SADD per tag of
@@ -427,17 +434,7 @@ fn add_batched_writes(pipe: &mut redis::Pipeline, books: &[Book]) {
     zadd.arg(SORTED_KEY);
     let mut tagged: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
     for book in books {
-        let key = book_key(book.id);
-        pipe.cmd("HSET")
-            .arg(&key)
-            .arg("title")
-            .arg(&book.title)
-            .arg("year")
-            .arg(book.year)
-            .arg("tags")
-            .arg(tags_text(&book.tags))
-            .ignore();
-        pipe.cmd("HINCRBY").arg(&key).arg("_count").arg(1).ignore();
+        let key = add_object_writes(pipe, book);
         zadd.arg(book.year).arg(&key);
         for tag in &book.tags {
             tagged.entry(tag).or_default().push(key.clone());

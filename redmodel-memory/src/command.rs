@@ -678,14 +678,14 @@ pub(crate) const DATABASES: usize = 16;
 pub(crate) use memory::used_memory;
 
 impl Store {
-    /// Whether the data is over `maxmemory` now (false without a limit),
-    /// remembered as the state the running command started in.
     /// Samples the counters INFO gives rates of, at `now_ms`: once a
     /// tick of the background cycle, as Redis's `serverCron` does.
     pub(crate) fn sample_rates(&mut self, now_ms: i64) {
         self.ops_rate.sample(now_ms, self.commands_processed);
     }
 
+    /// Whether the data is over `maxmemory` now (false without a limit),
+    /// remembered as the state the running command started in.
     pub(crate) fn out_of_memory(&mut self) -> bool {
         self.maxmemory.check(&self.dbs, memory::used_memory_of)
     }

@@ -30,6 +30,7 @@ use std::hash::BuildHasher;
 use redis::{Cmd, Pipeline};
 use smallvec::SmallVec;
 
+use super::super::types;
 use crate::command::args;
 
 type Fast = foldhash::fast::FixedState;
@@ -157,9 +158,10 @@ pub(super) fn original(cmds: &[&Cmd], place: Place) -> (Cmd, bool) {
 }
 
 /// How a transaction treats `cmd` (whose reply is kept or not): its key
-/// if it is a command that touches that key alone (the model's commands,
-/// named in capitals as it names them; a `DEL` of one key), `None` for a
-/// barrier; and how it merges, if it does.
+/// if it is a command that touches that key alone (one whose type
+/// [`types::needed`] knows, the model's key-wide writes, a `DEL` of one
+/// key; named in capitals as the model names them), `None` for a barrier;
+/// and how it merges, if it does.
 fn classify(cmd: &Cmd, keep: bool) -> (Option<&[u8]>, Option<Kind>) {
     let count = cmd.args_iter().len();
     let mut all = args(cmd);
@@ -175,10 +177,9 @@ fn classify(cmd: &Cmd, keep: bool) -> (Option<&[u8]>, Option<Kind>) {
             let flag = ZADD_FLAGS.iter().any(|f| first.eq_ignore_ascii_case(f));
             (!flag).then_some(Kind::Zadd)
         }
-        b"HSET" | b"HDEL" | b"HINCRBY" | b"HINCRBYFLOAT" | b"HSETNX" | b"HMSET" | b"HPEXPIRE"
-        | b"SADD" | b"SREM" | b"ZADD" | b"ZREM" | b"ZINCRBY" | b"RPUSH" | b"LPUSH" | b"LREM"
-        | b"LTRIM" | b"SET" | b"INCRBY" | b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT"
-        | b"PERSIST" => None,
+        // A command that needs a type at its key acts on that key alone.
+        _ if types::needed(name).is_some() => None,
+        b"SET" | b"EXPIRE" | b"PEXPIRE" | b"EXPIREAT" | b"PEXPIREAT" | b"PERSIST" => None,
         b"DEL" if count == 2 => None,
         _ => return (None, None),
     };

@@ -757,8 +757,13 @@ impl Acl {
             log::Context::Toplevel
         };
         let entry = log::Entry::new(log::Reason::Auth, context, object, user, &self.caller, now);
-        self.log.add(entry, self.log_limit);
+        self.logged(entry);
         false
+    }
+
+    /// Adds `entry` to ACL LOG, kept to `acl-log-max-len` entries.
+    pub(crate) fn logged(&mut self, entry: log::Entry) {
+        self.log.add(entry, self.log_limit);
     }
 }
 

@@ -431,8 +431,7 @@ impl Session {
             now,
         );
         self.leave(store);
-        let limit = store.acl.log_limit;
-        store.acl.log.add(entry, limit);
+        store.acl.logged(entry);
         if at_exec {
             let reason = match denied {
                 crate::acl::Denied::Command => "no permission to execute the command or subcommand",

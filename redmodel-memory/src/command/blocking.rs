@@ -433,8 +433,7 @@ fn refused_by_acl(store: &mut Store, waiter: &Waiter, now: i64) -> Option<Reply>
         now,
     )
     .described_now(caller);
-    let limit = store.acl.log_limit;
-    store.acl.log.add(entry, limit);
+    store.acl.logged(entry);
     let reply = CmdError::raw(error).to_value();
     store.command_stats.record_errors(&reply, false);
     store.command_stats.record_rejected(&args);

@@ -169,8 +169,7 @@ fn check_acl(
         caller,
         client.ctx.now,
     );
-    let limit = store.acl.log_limit;
-    store.acl.log.add(entry, limit);
+    store.acl.logged(entry);
     Err(error)
 }
 

@@ -740,16 +740,27 @@ impl Differ {
     /// any password, so that neither a client left blocked nor
     /// `requirepass` stops the question.
     pub fn keyspace_lookups(&mut self) -> ((u64, u64), (u64, u64)) {
-        let info = vec![b"INFO".to_vec(), b"stats".to_vec()];
-        let client = self.client.clone();
+        let real = self.real_info("stats");
+        let engine = self.engine_control.execute(&[b"INFO", b"stats"]);
+        let lookups = |info: &Value| {
+            (
+                info_field(info, "keyspace_hits"),
+                info_field(info, "keyspace_misses"),
+            )
+        };
+        (lookups(&real), lookups(&engine))
+    }
+
+    /// The real server's INFO `section`, asked on a connection of its own
+    /// (opened on first use).
+    fn real_info(&mut self, section: &str) -> Value {
+        let client = &self.client;
         let control = self.control.get_or_insert_with(|| {
             client
                 .get_connection()
                 .unwrap_or_else(|e| panic!("cannot connect to the private redis-server: {e}"))
         });
-        let real = real_query(control, &info);
-        let engine = self.engine_control.execute(&[b"INFO", b"stats"]);
-        (lookups(&real), lookups(&engine))
+        real_query(control, &[b"INFO".to_vec(), section.as_bytes().to_vec()])
     }
 
     /// Whether the real server knows the command `name` (COMMAND INFO).
@@ -874,21 +885,13 @@ impl Differ {
     /// Clients blocked on the real server (INFO's `blocked_clients`), asked
     /// on a connection of its own.
     fn real_blocked(&mut self) -> usize {
-        let client = &self.client;
-        let control = self.control.get_or_insert_with(|| {
-            client
-                .get_connection()
-                .unwrap_or_else(|e| panic!("cannot connect to the private redis-server: {e}"))
-        });
-        blocked_clients(&real_query(
-            control,
-            &[b"INFO".to_vec(), b"clients".to_vec()],
-        ))
+        info_field(&self.real_info("clients"), "blocked_clients") as usize
     }
 
     /// Clients blocked in the engine.
     fn engine_blocked(&self) -> usize {
-        blocked_clients(&self.engine.connection().execute(&[b"INFO", b"clients"]))
+        let info = self.engine.connection().execute(&[b"INFO", b"clients"]);
+        info_field(&info, "blocked_clients") as usize
     }
 
     /// Runs one command on connection `conn` of both sides; returns the
@@ -1005,31 +1008,15 @@ fn iterate(
     Value::SimpleString("(scan did not end after 100000 steps)".into())
 }
 
-/// INFO stats' `keyspace_hits` and `keyspace_misses`, 0 if absent.
-fn lookups(info: &Value) -> (u64, u64) {
-    let text = match info {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::VerbatimString { text, .. } => text.clone(),
-        _ => String::new(),
-    };
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (field("keyspace_hits"), field("keyspace_misses"))
-}
-
-/// INFO's `blocked_clients`, 0 if absent.
-fn blocked_clients(info: &Value) -> usize {
+/// The numeric field `name` of an INFO reply, 0 if absent.
+fn info_field(info: &Value, name: &str) -> u64 {
     let text = match info {
         Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
         Value::VerbatimString { text, .. } => text.clone(),
         _ => String::new(),
     };
     text.lines()
-        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0)
 }

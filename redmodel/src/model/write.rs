@@ -143,10 +143,17 @@ impl<M: Model> ObjectRef<M> {
         let name = field.name();
         // Boxed, the paths that await: their states (a script call, a
         // resync, the stepped path) made every `incr` future 2.5 kB, moved
-        // whole into the future awaiting it. In process a plain field's
-        // plan runs at once under the engine's lock, with no future.
+        // whole into the future awaiting it. In process the plan runs at
+        // once under the engine's lock, with no future.
         let text = if touches_index::<M>(&[name]) {
-            Box::pin(index::incr_indexed::<M>(db, &key, name, T::COMMAND, &by)).await
+            match index::incr_indexed_now::<M>(db, &key, name, T::COMMAND, &by) {
+                Some(Ok((text, index::Scored::Exact))) => Ok(text),
+                Some(Ok((text, scored))) => {
+                    Box::pin(index::settle::<M>(db, &key, name, text, scored)).await
+                }
+                Some(Err(err)) => Err(err),
+                None => Box::pin(index::incr_indexed::<M>(db, &key, name, T::COMMAND, &by)).await,
+            }
         } else {
             // The plan lives in this block only, so the future does not
             // hold it across the await: it moves into the boxed one.

@@ -763,14 +763,28 @@ fn args(cmd: &Cmd) -> Vec<&[u8]> {
 /// they are few (most of the model's commands): a `Vec` per command would
 /// cost a tenth of an in-process `incr`.
 fn call(tx: &mut Atomic<'_>, cmd: &Cmd) -> Value {
+    call_with(tx, cmd, None)
+}
+
+/// [`call`], its argument `at` (0: the name) replaced by `arg` if given.
+fn call_with(tx: &mut Atomic<'_>, cmd: &Cmd, replaced: Option<(usize, &[u8])>) -> Value {
     const ROOM: usize = 12;
     let mut room: [&[u8]; ROOM] = [&[]; ROOM];
     let mut n = 0;
     for arg in crate::command::args(cmd).flatten() {
         if n == ROOM {
-            return tx.call(&args(cmd));
+            let mut argv = args(cmd);
+            if let Some((at, arg)) = replaced
+                && let Some(slot) = argv.get_mut(at)
+            {
+                *slot = arg;
+            }
+            return tx.call(&argv);
         }
-        room[n] = arg;
+        room[n] = match replaced {
+            Some((at, arg)) if at == n => arg,
+            _ => arg,
+        };
         n += 1;
     }
     tx.call(&room[..n])
@@ -797,17 +811,14 @@ fn call_spliced(
             ))))
         }
     };
-    let mut argv = args(cmd);
-    match argv.get_mut(usize::from(splice.arg) + 1) {
-        Some(arg) => *arg = text,
-        None => {
-            return Err(Box::new(Error::Misuse(format!(
-                "a write has no argument {} to splice",
-                splice.arg
-            ))))
-        }
+    let at = usize::from(splice.arg) + 1;
+    if at >= cmd.args_iter().len() {
+        return Err(Box::new(Error::Misuse(format!(
+            "a write has no argument {} to splice",
+            splice.arg
+        ))));
     }
-    Ok(tx.call(&argv))
+    Ok(call_with(tx, cmd, Some((at, text))))
 }
 
 /// Runs `cmds` (each with whether its reply is kept) as one atomic script

@@ -623,16 +623,7 @@ pub(crate) async fn incr_indexed<M: Model>(
     command: &str,
     by: &(impl ToRedisArgs + Sync),
 ) -> Result<NumberText> {
-    // A field has an index or two: kept inline, as the lists below.
-    let specs: SmallVec<[&'static IndexSpec; 2]> =
-        M::INDEXES.iter().filter(|s| s.field == field).collect();
-    if specs.iter().any(|s| matches!(s.kind, IndexKind::Unique)) {
-        return Err(Error::Encode {
-            key: key.to_string(),
-            field: field.to_string(),
-            reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
-        });
-    }
+    let specs = incr_specs::<M>(key, field)?;
     if db.one_unit_with_indexes(key, &[])
         && let Some(text) = incr_whole::<M>(db, key, field, command, by, &specs).await?
     {
@@ -746,46 +737,129 @@ async fn incr_whole<M: Model>(
     by: &(impl ToRedisArgs + Sync),
     specs: &[&'static IndexSpec],
 ) -> Result<Option<NumberText>> {
-    let sorted: SmallVec<[&IndexSpec; 2]> = specs
-        .iter()
-        .copied()
-        .filter(|s| matches!(s.kind, IndexKind::Sorted { .. }))
-        .collect();
-    let mut indexes: SmallVec<[(String, Option<u32>); 2]> = sorted
-        .iter()
-        .map(|_| (sorted_key(db, M::TABLE, field), None))
-        .collect();
-    for spec in specs {
-        if let IndexKind::Recent { cap } = spec.kind {
-            indexes.push((recent_key(db, M::TABLE, field), Some(cap)));
-        }
-    }
+    let indexes = incr_indexes::<M>(db, field, specs);
     let plan = incr_plan(key, field, command, by, &indexes);
     let Some((reply,)) = plan.run_whole::<(Value,)>(db).await? else {
         return Ok(None);
     };
     let text = number_text(reply)?;
-    for spec in sorted {
+    let scored = scored(specs, &text);
+    settle::<M>(db, key, field, text, scored).await.map(Some)
+}
+
+/// In process, the increment of [`incr_whole`] run at once under the
+/// engine's lock, with no future; `None` where it cannot run so (on a
+/// server, or where the object and its indexes are in different slots).
+/// The field's new text, and whether the scores stored hold
+/// ([`settle`] makes them hold).
+pub(crate) fn incr_indexed_now<M: Model>(
+    db: &Db,
+    key: &str,
+    field: &'static str,
+    command: &str,
+    by: &(impl ToRedisArgs + Sync),
+) -> Option<Result<(NumberText, Scored)>> {
+    let specs = incr_specs::<M>(key, field);
+    let specs = match specs {
+        Ok(specs) if db.one_unit_with_indexes(key, &[]) => specs,
+        Ok(_) => return None,
+        Err(err) => return Some(Err(err)),
+    };
+    let indexes = incr_indexes::<M>(db, field, &specs);
+    let plan = incr_plan(key, field, command, by, &indexes);
+    let ran = plan.now::<(Value,)>(db)?;
+    Some(ran.and_then(|(reply,)| {
+        let text = number_text(reply)?;
+        let scored = scored(&specs, &text);
+        Ok((text, scored))
+    }))
+}
+
+/// The indexes of `M` on `field`, which an increment moves: an error for
+/// a unique one, which cannot be incremented.
+fn incr_specs<M: Model>(key: &str, field: &str) -> Result<SmallVec<[&'static IndexSpec; 2]>> {
+    // A field has an index or two: kept inline, as the lists below.
+    let specs: SmallVec<[&'static IndexSpec; 2]> =
+        M::INDEXES.iter().filter(|s| s.field == field).collect();
+    if specs.iter().any(|s| matches!(s.kind, IndexKind::Unique)) {
+        return Err(Error::Encode {
+            key: key.to_string(),
+            field: field.to_string(),
+            reason: "a unique field cannot be incremented (its new value must be claimed before it is written): `set` it instead".to_string(),
+        });
+    }
+    Ok(specs)
+}
+
+/// The index keys an increment of `field` writes (as `db` stores them):
+/// each sorted index, then each recent list with its cap.
+fn incr_indexes<M: Model>(
+    db: &Db,
+    field: &str,
+    specs: &[&'static IndexSpec],
+) -> SmallVec<[(String, Option<u32>); 2]> {
+    let sorted = specs
+        .iter()
+        .filter(|s| matches!(s.kind, IndexKind::Sorted { .. }))
+        .map(|_| (sorted_key(db, M::TABLE, field), None));
+    let recent = specs.iter().filter_map(|spec| match spec.kind {
+        IndexKind::Recent { cap } => Some((recent_key(db, M::TABLE, field), Some(cap))),
+        _ => None,
+    });
+    sorted.chain(recent).collect()
+}
+
+/// Whether the scores an increment stored in its sorted indexes hold.
+pub(crate) enum Scored {
+    /// Each is the score the field's codec gives its new text.
+    Exact,
+    /// Redis parsed the text as a score differently from the field's
+    /// codec (a float HINCRBYFLOAT wrote in long double): the codec's
+    /// score wins, set again from the field.
+    Resync(&'static IndexSpec),
+    /// The new value cannot be a score: the object leaves the index.
+    Overflow(String),
+}
+
+/// Whether the scores stored from `text` in the sorted indexes of `specs`
+/// hold (see [`Scored`]).
+fn scored(specs: &[&'static IndexSpec], text: &[u8]) -> Scored {
+    for &spec in specs {
         let IndexKind::Sorted { score } = spec.kind else {
             continue;
         };
         // The score ZADD stored: the text parsed as a double, as Redis
         // parses it.
-        let stored: Option<f64> = std::str::from_utf8(&text).ok().and_then(|t| t.parse().ok());
-        match score(&text) {
+        let stored: Option<f64> = std::str::from_utf8(text).ok().and_then(|t| t.parse().ok());
+        match score(text) {
             Ok(Some(expected)) if Some(expected) == stored => {}
-            // Redis parsed the text as a score differently from the
-            // field's codec (a float HINCRBYFLOAT wrote in long double):
-            // the codec's score wins.
-            Ok(_) => Box::pin(resync_score::<M>(db, key, spec)).await?,
-            Err(reason) => {
-                db.query::<()>(cmd("ZREM").arg(sorted_key(db, M::TABLE, field)).arg(key))
-                    .await?;
-                return Err(overflow(key, field, &text, &reason));
-            }
+            Ok(_) => return Scored::Resync(spec),
+            Err(reason) => return Scored::Overflow(reason),
         }
     }
-    Ok(Some(text))
+    Scored::Exact
+}
+
+/// Makes the scores of an increment hold, as [`scored`] found them: the
+/// codec's score set again, or the object taken out of an index its new
+/// value cannot score in ([`Error::ScoreOverflow`]). The field's new text.
+pub(crate) async fn settle<M: Model>(
+    db: &Db,
+    key: &str,
+    field: &str,
+    text: NumberText,
+    scored: Scored,
+) -> Result<NumberText> {
+    match scored {
+        Scored::Exact => {}
+        Scored::Resync(spec) => Box::pin(resync_score::<M>(db, key, spec)).await?,
+        Scored::Overflow(reason) => {
+            db.query::<()>(cmd("ZREM").arg(sorted_key(db, M::TABLE, field)).arg(key))
+                .await?;
+            return Err(overflow(key, field, &text, &reason));
+        }
+    }
+    Ok(text)
 }
 
 /// The error of an increment whose result cannot be a score: the field

@@ -130,6 +130,10 @@ pub(crate) fn checks<'a>(writes: &[Write<'a>]) -> SmallVec<[Check<'a>; 4]> {
 /// The checks of a unit of `writes` for an executor that stops at its
 /// first error: all but the first command's (see the module docs).
 pub(crate) fn stopping_checks<'a>(writes: &[Write<'a>]) -> SmallVec<[Check<'a>; 4]> {
+    // A unit of one command (and its read back) has nothing to check.
+    if writes.iter().filter(|w| !w.reads_back).nth(1).is_none() {
+        return SmallVec::new();
+    }
     let mut checks = checks(writes);
     checks.retain(|c| c.at != 0);
     checks

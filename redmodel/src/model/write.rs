@@ -10,6 +10,7 @@ mod stepped;
 
 use index::touches_index;
 pub(crate) use index::{add_entries, plan, Changes, IndexPlan};
+use index::{IndexedIncr, Scored};
 pub(crate) use reference::{
     recheck_references, reference_guards, reference_marks, Prior, PriorRead,
 };
@@ -146,13 +147,19 @@ impl<M: Model> ObjectRef<M> {
         // whole into the future awaiting it. In process the plan runs at
         // once under the engine's lock, with no future.
         let text = if touches_index::<M>(&[name]) {
-            match index::incr_indexed_now::<M>(db, &key, name, T::COMMAND, &by) {
-                Some(Ok((text, index::Scored::Exact))) => Ok(text),
-                Some(Ok((text, scored))) => {
+            match index::incr_prepared::<M>(db, &key, name, T::COMMAND, &by) {
+                Ok(IndexedIncr::Ran(text, Scored::Exact)) => Ok(text),
+                Ok(IndexedIncr::Ran(text, scored)) => {
                     Box::pin(index::settle::<M>(db, &key, name, text, scored)).await
                 }
-                Some(Err(err)) => Err(err),
-                None => Box::pin(index::incr_indexed::<M>(db, &key, name, T::COMMAND, &by)).await,
+                Ok(IndexedIncr::Pending(pending)) => {
+                    let command = T::COMMAND;
+                    Box::pin(index::incr_indexed::<M>(
+                        db, &key, name, command, &by, pending,
+                    ))
+                    .await
+                }
+                Err(err) => Err(err),
             }
         } else {
             // The plan lives in this block only, so the future does not

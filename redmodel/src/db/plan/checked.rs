@@ -774,15 +774,15 @@ fn call_with(tx: &mut Atomic<'_>, cmd: &Cmd, replaced: Option<(usize, &[u8])>) -
     for arg in crate::command::args(cmd).flatten() {
         if n == ROOM {
             let mut argv = args(cmd);
-            if let Some((at, arg)) = replaced
+            if let Some((at, with)) = replaced
                 && let Some(slot) = argv.get_mut(at)
             {
-                *slot = arg;
+                *slot = with;
             }
             return tx.call(&argv);
         }
         room[n] = match replaced {
-            Some((at, arg)) if at == n => arg,
+            Some((at, with)) if at == n => with,
             _ => arg,
         };
         n += 1;

@@ -602,10 +602,11 @@ async fn check_entries<M: Model, R: Reader>(
 }
 
 /// [`ObjectRef::incr`](crate::model::ObjectRef::incr) of a field with a
-/// sorted or recent index: `HINCRBY` (or `HINCRBYFLOAT`), the new value as
-/// the score, and the recent list's push, in one atomic unit (the plan
-/// of [`incr_plan`], run whole: one round trip on a server). Returns the
-/// field's new text. An increment Redis
+/// sorted or recent index, where it did not run at once
+/// ([`incr_prepared`] left it `pending`): `HINCRBY` (or `HINCRBYFLOAT`),
+/// the new value as the score, and the recent list's push, in one atomic
+/// unit (the plan of [`incr_plan`], run whole: one round trip on a
+/// server). Returns the field's new text. An increment Redis
 /// refuses moves nothing: not the field, not the score; nor does one of an
 /// object that does not exist ([`Error::NotFound`]).
 ///
@@ -622,10 +623,11 @@ pub(crate) async fn incr_indexed<M: Model>(
     field: &'static str,
     command: &str,
     by: &(impl ToRedisArgs + Sync),
+    pending: Box<Pending<'_>>,
 ) -> Result<NumberText> {
-    let specs = incr_specs::<M>(key, field)?;
-    if db.one_unit_with_indexes(key, &[])
-        && let Some(text) = incr_whole::<M>(db, key, field, command, by, &specs).await?
+    let Pending { whole, specs } = *pending;
+    if let Some(plan) = whole
+        && let Some(text) = incr_whole::<M>(db, key, field, &plan, &specs).await?
     {
         return Ok(text);
     }
@@ -725,20 +727,17 @@ fn add_incr_read_back(
     steps.add_ignored(incr).add_field_read_back();
 }
 
-/// Runs the increment with the index entries of `specs` as one atomic
-/// unit ([`incr_plan`], run whole: one round trip on a server). `None`
-/// where it cannot run whole (a server that refuses scripts): the caller
-/// takes the path without.
+/// Runs `plan`, the increment with the index entries of `specs` as one
+/// atomic unit ([`incr_plan`], run whole: one round trip on a server).
+/// `None` where it cannot run whole (a server that refuses scripts): the
+/// caller takes the path without.
 async fn incr_whole<M: Model>(
     db: &Db,
     key: &str,
     field: &'static str,
-    command: &str,
-    by: &(impl ToRedisArgs + Sync),
+    plan: &Plan<'_>,
     specs: &[&'static IndexSpec],
 ) -> Result<Option<NumberText>> {
-    let indexes = incr_indexes::<M>(db, field, specs);
-    let plan = incr_plan(key, field, command, by, &indexes);
     let Some((reply,)) = plan.run_whole::<(Value,)>(db).await? else {
         return Ok(None);
     };
@@ -747,32 +746,52 @@ async fn incr_whole<M: Model>(
     settle::<M>(db, key, field, text, scored).await.map(Some)
 }
 
-/// In process, the increment of [`incr_whole`] run at once under the
-/// engine's lock, with no future; `None` where it cannot run so (on a
-/// server, or where the object and its indexes are in different slots).
-/// The field's new text, and whether the scores stored hold
-/// ([`settle`] makes them hold).
-pub(crate) fn incr_indexed_now<M: Model>(
+/// An increment of an indexed field, as [`incr_prepared`] leaves it.
+pub(crate) enum IndexedIncr<'k> {
+    /// Run at once, in process: the field's new text, and whether the
+    /// scores stored hold ([`settle`] makes them hold).
+    Ran(NumberText, Scored),
+    /// To run with [`incr_indexed`] (boxed: a plan is large, and this
+    /// path waits on a round trip anyway).
+    Pending(Box<Pending<'k>>),
+}
+
+/// An increment of an indexed field still to run: its plan as one unit,
+/// where the object and its indexes make one, and the field's indexes.
+pub(crate) struct Pending<'k> {
+    whole: Option<Plan<'k>>,
+    specs: SmallVec<[&'static IndexSpec; 2]>,
+}
+
+/// The increment of an indexed field, planned ([`incr_plan`] with the
+/// field's index entries, where the object and its indexes make one
+/// unit) and, in process, run at once under the engine's lock, with no
+/// future. An error for a field that cannot be incremented.
+pub(crate) fn incr_prepared<'k, M: Model>(
     db: &Db,
-    key: &str,
+    key: &'k str,
     field: &'static str,
     command: &str,
     by: &(impl ToRedisArgs + Sync),
-) -> Option<Result<(NumberText, Scored)>> {
-    let specs = incr_specs::<M>(key, field);
-    let specs = match specs {
-        Ok(specs) if db.one_unit_with_indexes(key, &[]) => specs,
-        Ok(_) => return None,
-        Err(err) => return Some(Err(err)),
-    };
+) -> Result<IndexedIncr<'k>> {
+    let specs = incr_specs::<M>(key, field)?;
+    if !db.one_unit_with_indexes(key, &[]) {
+        let whole = None;
+        return Ok(IndexedIncr::Pending(Box::new(Pending { whole, specs })));
+    }
     let indexes = incr_indexes::<M>(db, field, &specs);
     let plan = incr_plan(key, field, command, by, &indexes);
-    let ran = plan.now::<(Value,)>(db)?;
-    Some(ran.and_then(|(reply,)| {
-        let text = number_text(reply)?;
-        let scored = scored(&specs, &text);
-        Ok((text, scored))
-    }))
+    match plan.now::<(Value,)>(db) {
+        Some(ran) => {
+            let text = number_text(ran?.0)?;
+            let scored = scored(&specs, &text);
+            Ok(IndexedIncr::Ran(text, scored))
+        }
+        None => {
+            let whole = Some(plan);
+            Ok(IndexedIncr::Pending(Box::new(Pending { whole, specs })))
+        }
+    }
 }
 
 /// The indexes of `M` on `field`, which an increment moves: an error for

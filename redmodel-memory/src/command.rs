@@ -682,6 +682,9 @@ impl Store {
     /// tick of the background cycle, as Redis's `serverCron` does.
     pub(crate) fn sample_rates(&mut self, now_ms: i64) {
         self.ops_rate.sample(now_ms, self.commands_processed);
+        let (input, output) = self.net.totals();
+        self.net_input_rate.sample(now_ms, input);
+        self.net_output_rate.sample(now_ms, output);
     }
 
     /// Whether the data is over `maxmemory` now (false without a limit),
@@ -723,6 +726,12 @@ pub(crate) struct Store {
     /// Their rate (INFO's `instantaneous_ops_per_sec`), sampled by the
     /// background cycle ([`Store::sample_rates`]).
     pub(crate) ops_rate: stats::Rate,
+    /// The bytes the RESP server's connections read and wrote, shared
+    /// with them (each counts its own without the lock), and their rates,
+    /// sampled as `ops_rate` is.
+    pub(crate) net: std::sync::Arc<stats::NetBytes>,
+    pub(crate) net_input_rate: stats::Rate,
+    pub(crate) net_output_rate: stats::Rate,
     /// Scripts and functions Redis would have freed in the background
     /// (INFO's `lazyfreed_objects`, with the databases' own count; see
     /// [`crate::lazyfree`]), reset with the above.
@@ -823,6 +832,9 @@ impl Default for Store {
             clock: Default::default(),
             commands_processed: 0,
             ops_rate: stats::Rate::default(),
+            net: Default::default(),
+            net_input_rate: stats::Rate::default(),
+            net_output_rate: stats::Rate::default(),
             lazyfreed_objects: 0,
             peak_memory: 0,
             watching_clients: 0,

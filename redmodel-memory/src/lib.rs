@@ -224,6 +224,10 @@ pub struct Engine {
 struct Shared {
     store: Mutex<Store>,
     clock: Arc<dyn Clock>,
+    /// The store's count of the RESP server's bytes, which its
+    /// connections add to without the lock.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
+    net: Arc<command::stats::NetBytes>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -253,10 +257,12 @@ impl Engine {
             clock: clock::Shared(Arc::clone(&clock)),
             ..Store::default()
         };
+        let net = Arc::clone(&store.net);
         let engine = Engine {
             shared: Arc::new(Shared {
                 store: Mutex::new(store),
                 clock,
+                net,
             }),
         };
         expire_cycle::start(&engine);

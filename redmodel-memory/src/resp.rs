@@ -346,6 +346,8 @@ struct Client {
     counted: bool,
     /// Its place in the order the server's connections lock the store.
     place: Place,
+    /// The server's count of bytes read and written (INFO stats).
+    net: Arc<crate::command::stats::NetBytes>,
     /// What client-side caching tells it (`crate::tracking`), and the
     /// other end, given to the store when the connection is counted.
     notes: crate::tracking::Inbox,
@@ -362,6 +364,19 @@ fn count_in(store: &mut Store, id: u64, notes: Option<crate::tracking::Sink>) {
     if let Some(sink) = notes {
         store.tracking.connect(id, sink);
     }
+}
+
+/// Reads what `stream` has into `input`, in the connection's `place` in
+/// line ([`Place::read`]), adding the bytes to the server's count.
+async fn read_counted(
+    place: &mut Place,
+    net: &crate::command::stats::NetBytes,
+    stream: &TcpStream,
+    input: &mut Vec<u8>,
+) -> io::Result<usize> {
+    let read = place.read(stream, input).await?;
+    net.read(read);
+    Ok(read)
 }
 
 impl Client {
@@ -405,6 +420,7 @@ impl Client {
             }
             None => false,
         };
+        let net = Arc::clone(&engine.shared.net);
         let mut session = Session::default();
         session.client_id = id;
         session.peer = Some(address(stream.peer_addr()));
@@ -425,6 +441,7 @@ impl Client {
             busy: Arc::clone(busy),
             counted,
             place: Place::new(line),
+            net,
             notes,
             notes_sink,
             monitor: None,
@@ -488,7 +505,7 @@ impl Client {
                     loop {
                         tokio::select! {
                             () = &mut wait => break,
-                            read = self.place.read(&stream, &mut input) => match read {
+                            read = read_counted(&mut self.place, &self.net, &stream, &mut input) => match read {
                                 Ok(0) | Err(_) => return,
                                 Ok(_) if input.len() > QUERY_BUFFER_LIMIT => return,
                                 Ok(_) => {}
@@ -518,7 +535,7 @@ impl Client {
             shrink(&mut input);
             input.reserve(READ_CHUNK);
             tokio::select! {
-                read = self.place.read(&stream, &mut input) => match read {
+                read = read_counted(&mut self.place, &self.net, &stream, &mut input) => match read {
                     Ok(0) | Err(_) => return,
                     Ok(_) => {}
                 },
@@ -571,11 +588,17 @@ impl Client {
         while !rest.is_empty() {
             match stream.try_write(rest) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => rest = rest.get(n..).unwrap_or_default(),
+                Ok(n) => {
+                    self.net.wrote(n);
+                    rest = rest.get(n..).unwrap_or_default();
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     self.place.step_away();
                     let written = stream.write_all(rest).await;
                     self.place.come_back();
+                    if written.is_ok() {
+                        self.net.wrote(rest.len());
+                    }
                     return written;
                 }
                 Err(e) => return Err(e),
@@ -609,7 +632,7 @@ impl Client {
             loop {
                 tokio::select! {
                     wake = &mut wait => break wake,
-                    read = self.place.read(stream, input) => match read {
+                    read = read_counted(&mut self.place, &self.net, stream, input) => match read {
                         Ok(0) | Err(_) => return None,
                         Ok(_) if input.len() > QUERY_BUFFER_LIMIT => return None,
                         Ok(_) => {}
@@ -1426,6 +1449,44 @@ mod tests {
             .expect("reply in time")
             .expect("reply");
         out
+    }
+
+    /// INFO's counts of the bytes the server read and wrote, as
+    /// redis-server 7.0.15 counts them on the same exchange: a command's
+    /// own bytes are read before it runs, its reply written after; CONFIG
+    /// RESETSTAT starts both again.
+    #[tokio::test]
+    async fn info_counts_the_bytes_read_from_and_written_to_clients() {
+        let server = serve(Engine::new(), "127.0.0.1:0").await.unwrap();
+        let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
+        async fn net_bytes(stream: &mut TcpStream) -> (String, String) {
+            stream.write_all(b"INFO stats\r\n").await.unwrap();
+            // A bulk string: `$len`, then the text.
+            let mut head = Vec::new();
+            while !head.ends_with(b"\r\n") {
+                head.extend(read_n(stream, 1).await);
+            }
+            let len: usize = String::from_utf8_lossy(&head[1..head.len() - 2])
+                .parse()
+                .unwrap();
+            let text = String::from_utf8(read_n(stream, len + 2).await).unwrap();
+            let field = |name: &str| {
+                let prefix = format!("{name}:");
+                text.lines()
+                    .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+                    .unwrap_or_default()
+            };
+            (
+                field("total_net_input_bytes"),
+                field("total_net_output_bytes"),
+            )
+        }
+        stream.write_all(b"PING\r\n").await.unwrap();
+        assert_eq!(read_n(&mut stream, 7).await, b"+PONG\r\n");
+        assert_eq!(net_bytes(&mut stream).await, ("18".into(), "7".into()));
+        stream.write_all(b"CONFIG RESETSTAT\r\n").await.unwrap();
+        assert_eq!(read_n(&mut stream, 5).await, b"+OK\r\n");
+        assert_eq!(net_bytes(&mut stream).await, ("12".into(), "5".into()));
     }
 
     /// HELLO 3 switches the connection to RESP3 (its reply already a map),

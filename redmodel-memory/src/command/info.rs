@@ -368,7 +368,7 @@ fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
 /// INFO stats: connections, commands, errors, expired and evicted keys,
 /// lazy freeing, Pub/Sub, tracking, in Redis's order; what the engine
 /// does not have (replicas, forks, defragmentation, I/O threads) reads as
-/// none, and network traffic is not counted.
+/// none. Network traffic is the RESP server's ([`NetBytes`](super::stats::NetBytes)).
 fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
     let sum = |count: fn(&crate::keyspace::Keyspace) -> u64| {
         store.dbs.iter().map(count).sum::<u64>().to_string()
@@ -388,21 +388,27 @@ fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
             store.ops_rate.per_second().to_string(),
         ),
     ];
+    let (input, output) = store.net.totals();
+    fields.extend([
+        ("total_net_input_bytes", input.to_string()),
+        ("total_net_output_bytes", output.to_string()),
+    ]);
     fields.extend(zeros(&[
-        "total_net_input_bytes",
-        "total_net_output_bytes",
         "total_net_repl_input_bytes",
         "total_net_repl_output_bytes",
     ]));
-    fields.extend(
-        [
+    fields.extend([
+        (
             "instantaneous_input_kbps",
+            super::stats::kbps(store.net_input_rate.per_second()),
+        ),
+        (
             "instantaneous_output_kbps",
-            "instantaneous_input_repl_kbps",
-            "instantaneous_output_repl_kbps",
-        ]
-        .map(|name| (name, "0.00".to_string())),
-    );
+            super::stats::kbps(store.net_output_rate.per_second()),
+        ),
+        ("instantaneous_input_repl_kbps", "0.00".to_string()),
+        ("instantaneous_output_repl_kbps", "0.00".to_string()),
+    ]);
     fields.extend(zeros(&[
         "rejected_connections",
         "sync_full",

@@ -159,6 +159,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn config_resetstat(ctx: &mut Ctx<'_>, _: &[&[u8]]) -> CmdResult {
     ctx.store.commands_processed = 0;
     ctx.store.ops_rate = Default::default();
+    ctx.store.net.reset();
+    ctx.store.net_input_rate = Default::default();
+    ctx.store.net_output_rate = Default::default();
     ctx.store.lazyfreed_objects = 0;
     ctx.store.acl.log.reset_stats();
     ctx.store.command_stats.clear();

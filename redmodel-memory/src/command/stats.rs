@@ -18,6 +18,7 @@
 //! rarer, by Redis's name for them.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Spec;
 use crate::command_table;
@@ -229,12 +230,64 @@ impl Rate {
     }
 }
 
+/// The bytes the RESP server read from its clients and wrote to them
+/// (INFO's `total_net_input_bytes` and `total_net_output_bytes`), as
+/// Redis counts what it reads from and writes to client sockets: each
+/// connection adds its own as it reads and writes, without the store's
+/// lock. In-process connections have no socket, and count nothing.
+#[derive(Debug, Default)]
+pub(crate) struct NetBytes {
+    input: AtomicU64,
+    output: AtomicU64,
+}
+
+// Only the RESP server's connections count.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
+impl NetBytes {
+    /// A connection read `n` bytes.
+    pub(crate) fn read(&self, n: usize) {
+        self.input.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// A connection wrote `n` bytes.
+    pub(crate) fn wrote(&self, n: usize) {
+        self.output.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// The bytes read and written since the start or the last reset.
+    pub(crate) fn totals(&self) -> (u64, u64) {
+        (
+            self.input.load(Ordering::Relaxed),
+            self.output.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Starts the counts again (CONFIG RESETSTAT).
+    pub(crate) fn reset(&self) {
+        self.input.store(0, Ordering::Relaxed);
+        self.output.store(0, Ordering::Relaxed);
+    }
+}
+
+/// A rate in bytes per second as INFO gives it in kilobytes per second:
+/// two decimals, as Redis prints its `instantaneous_*_kbps`.
+pub(crate) fn kbps(bytes_per_second: u64) -> String {
+    format!("{:.2}", bytes_per_second as f64 / 1024.0)
+}
+
 #[cfg(test)]
 mod tests {
     use redis::Value;
 
     use crate::command::test_util::{conn, err, run, run_args};
     use crate::Connection;
+
+    #[test]
+    fn a_byte_rate_reads_in_kilobytes_with_two_decimals() {
+        assert_eq!(super::kbps(0), "0.00");
+        assert_eq!(super::kbps(2048), "2.00");
+        assert_eq!(super::kbps(1536 + 10), "1.51");
+    }
 
     /// The line INFO has for `name` in `section`, if any.
     fn info_line(c: &mut Connection, section: &str, name: &str) -> Option<String> {

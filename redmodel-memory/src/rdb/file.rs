@@ -273,6 +273,9 @@ fn encode_item(item: &Item, compress: bool, version: crate::RedisVersion) -> Vec
 pub(crate) struct Loaded {
     pub(crate) dbs: Vec<Keyspace>,
     pub(crate) functions: Vec<Vec<u8>>,
+    /// The keys read into `dbs`, and those dropped because their time had
+    /// passed (INFO's `rdb_last_load_keys_loaded` and `_expired`).
+    pub(crate) keys: LoadedKeys,
     /// The byte after the file's checksum: an AOF's commands may follow.
     pub(crate) end: usize,
 }
@@ -300,6 +303,7 @@ pub(crate) fn read(
         })
         .collect();
     let mut functions = Vec::new();
+    let mut keys = LoadedKeys::default();
     let mut db = 0usize;
     let mut expire_at: Option<i64> = None;
     let mut idle: Option<u64> = None;
@@ -359,8 +363,10 @@ pub(crate) fn read(
                 }
                 let (at_ms, idle_s, counter) = (expire_at.take(), idle.take(), freq.take());
                 if at_ms.is_some_and(|at| at < now) {
+                    keys.expired += 1;
                     continue;
                 }
+                keys.loaded += 1;
                 ks.set_with_history(&key, value, false, history, now);
                 ks.set_expire(&key, at_ms);
                 if let Some(entry) = ks.entry_untouched(&key, now) {
@@ -390,8 +396,16 @@ pub(crate) fn read(
     Ok(Loaded {
         dbs,
         functions,
+        keys,
         end: at(&r),
     })
+}
+
+/// How many keys a load read, and how many it dropped as expired.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct LoadedKeys {
+    pub(crate) loaded: u64,
+    pub(crate) expired: u64,
 }
 
 /// Whether `kind` names an object type the engine reads

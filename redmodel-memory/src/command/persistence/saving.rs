@@ -47,6 +47,8 @@ struct State {
     last_bgsave_failed: bool,
     /// Successful saves since the start (`rdb_saves`).
     saves: u64,
+    /// What the last load of an RDB file read (`rdb_last_load_keys_*`).
+    last_load: file::LoadedKeys,
 }
 
 /// How a load treats the dataset there is (DEBUG RELOAD's options).
@@ -85,8 +87,7 @@ impl Saves {
         self.shared.lock().bgsave_running
     }
 
-    /// INFO persistence's save fields, given the databases' change count
-    /// (a load's counts are not kept: they read as none).
+    /// INFO persistence's save fields, given the databases' change count.
     pub(crate) fn info(&self, changes: u64) -> Vec<(&'static str, String)> {
         let s = self.shared.lock();
         vec![
@@ -108,8 +109,11 @@ impl Saves {
             ("rdb_current_bgsave_time_sec", "-1".into()),
             ("rdb_saves", s.saves.to_string()),
             ("rdb_last_cow_size", "0".into()),
-            ("rdb_last_load_keys_expired", "0".into()),
-            ("rdb_last_load_keys_loaded", "0".into()),
+            (
+                "rdb_last_load_keys_expired",
+                s.last_load.expired.to_string(),
+            ),
+            ("rdb_last_load_keys_loaded", s.last_load.loaded.to_string()),
         ]
     }
 
@@ -126,6 +130,11 @@ impl Saves {
     /// is the file's).
     fn in_sync(&self, changes: u64) {
         self.shared.lock().changes_at_save = changes;
+    }
+
+    /// A load of an RDB file read `keys`.
+    fn loaded(&self, keys: file::LoadedKeys) {
+        self.shared.lock().last_load = keys;
     }
 }
 
@@ -279,6 +288,7 @@ impl Store {
             Reload::Merge { replace: false } => Policy::Append,
         };
         self.restore_functions(&loaded.functions, policy)?;
+        self.saves.loaded(loaded.keys);
         for (live, read) in self.dbs.iter_mut().zip(&mut loaded.dbs) {
             if how == Reload::Replace {
                 Keyspace::swap_data(live, read, now);
@@ -303,6 +313,7 @@ impl Store {
         let limits = self.config.limits();
         let mut loaded = file::read(bytes, self.dbs.len(), &limits, now, verify, self.version)?;
         self.adopt(&mut loaded.dbs, &loaded.functions, now)?;
+        self.saves.loaded(loaded.keys);
         Ok(loaded.end)
     }
 

@@ -112,6 +112,39 @@ fn debug_reload_gives_back_every_type_ttl_and_function() {
     assert_eq!(contents(&mut c), before);
 }
 
+/// INFO's counts of the last load, as Redis's "Test RDB load info" reads
+/// them: the keys loaded, and apart the keys whose time passed, dropped.
+#[test]
+fn info_counts_the_keys_the_last_load_read_and_dropped() {
+    let dir = temp_dir("load-info");
+    let clock = crate::ManualClock::new(1_700_000_000_000);
+    let engine = Engine::with_clock(clock.clone())
+        .with_rdb_file(&*dir, "dump.rdb")
+        .expect("no file yet");
+    let mut c = engine.connection();
+    let counts = |c: &mut Connection| {
+        (
+            persistence_info(c, "rdb_last_load_keys_loaded"),
+            persistence_info(c, "rdb_last_load_keys_expired"),
+        )
+    };
+    assert_eq!(counts(&mut c), ("0".into(), "0".into()));
+    run(&mut c, "DEBUG SET-ACTIVE-EXPIRE 0");
+    for j in 0..5 {
+        run(&mut c, &format!("SET kept{j} v"));
+    }
+    for j in 0..3 {
+        run(&mut c, &format!("SELECT {j}"));
+        run(&mut c, &format!("SET short{j} v PX 10"));
+    }
+    assert_eq!(run(&mut c, "SAVE"), Value::Okay);
+    assert_eq!(run(&mut c, "DEBUG RELOAD NOSAVE"), Value::Okay);
+    assert_eq!(counts(&mut c), ("8".into(), "0".into()));
+    clock.advance(std::time::Duration::from_millis(20));
+    assert_eq!(run(&mut c, "DEBUG RELOAD NOSAVE"), Value::Okay);
+    assert_eq!(counts(&mut c), ("5".into(), "3".into()));
+}
+
 #[test]
 fn debug_reload_noflush_joins_the_file_and_merge_lets_it_win() {
     let dir = temp_dir("merge");

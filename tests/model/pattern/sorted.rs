@@ -156,6 +156,40 @@ backend_tests! {
         Ok::<(), Error>(())
     }
 
+    /// 8 tasks increment one object's sorted field 25 times each, at once:
+    /// no increment is lost, and the score ends equal to the field, in
+    /// each key layout (one atomic unit in the plain layout; in the
+    /// cluster layout the field's step, then the score from the value
+    /// read back).
+    exclusive async fn racing_increments_lose_nothing_and_leave_the_score_equal_to_the_field(ctx) {
+        const TASKS: usize = 8;
+        const EACH: u64 = 25;
+        for db in ctx.layouts() {
+            player(1, "racer", 0, None).insert(&db).await?;
+            let tasks: Vec<_> = (0..TASKS)
+                .map(|_| {
+                    let db = db.clone();
+                    tokio::spawn(async move {
+                        for _ in 0..EACH {
+                            Player::at(1).incr(&db, Player::LOGINS, 1).await?;
+                            tokio::task::yield_now().await;
+                        }
+                        Ok::<(), Error>(())
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.expect("increment task panicked")?;
+            }
+            let total = TASKS as u64 * EACH;
+            let layout = db.key_layout();
+            assert_eq!(Player::at(1).get(&db, Player::LOGINS).await?, Some(total), "{layout:?}");
+            let score = Player::LOGINS_SORTED.score(&db, &Player::at(1)).await?;
+            assert_eq!(score, Some(total as f64), "{layout:?}");
+        }
+        Ok::<(), Error>(())
+    }
+
     /// The score is the field's codec's, not Redis's reading of the text:
     /// an `f32` field holds "0.2", which Redis reads as the double 0.2,
     /// where the field's value is the float nearest 0.2 (0.2000000029...).

@@ -368,7 +368,8 @@ fn persistence_section(store: &Store) -> Vec<(&'static str, String)> {
 /// INFO stats: connections, commands, errors, expired and evicted keys,
 /// lazy freeing, Pub/Sub, tracking, in Redis's order; what the engine
 /// does not have (replicas, forks, defragmentation, I/O threads) reads as
-/// none. Network traffic is the RESP server's ([`NetBytes`](super::stats::NetBytes)).
+/// none. Network traffic is the RESP server's
+/// ([`NetBytes`](super::stats::NetBytes)).
 fn stats_section(store: &Store) -> Vec<(&'static str, String)> {
     let sum = |count: fn(&crate::keyspace::Keyspace) -> u64| {
         store.dbs.iter().map(count).sum::<u64>().to_string()

@@ -1457,36 +1457,23 @@ mod tests {
     /// RESETSTAT starts both again.
     #[tokio::test]
     async fn info_counts_the_bytes_read_from_and_written_to_clients() {
-        let server = serve(Engine::new(), "127.0.0.1:0").await.unwrap();
-        let mut stream = TcpStream::connect(server.local_addr()).await.unwrap();
-        async fn net_bytes(stream: &mut TcpStream) -> (String, String) {
-            stream.write_all(b"INFO stats\r\n").await.unwrap();
-            // A bulk string: `$len`, then the text.
-            let mut head = Vec::new();
-            while !head.ends_with(b"\r\n") {
-                head.extend(read_n(stream, 1).await);
-            }
-            let len: usize = String::from_utf8_lossy(&head[1..head.len() - 2])
-                .parse()
-                .unwrap();
-            let text = String::from_utf8(read_n(stream, len + 2).await).unwrap();
-            let field = |name: &str| {
-                let prefix = format!("{name}:");
-                text.lines()
-                    .find_map(|l| l.strip_prefix(&prefix).map(str::to_string))
-                    .unwrap_or_default()
+        use crate::command::test_util::field_of;
+        use crate::resp::test_client;
+        test_client::with_clients(Engine::new(), |mut c, _| {
+            let net_bytes = |c: &mut test_client::Client| {
+                let info = c.call("INFO stats");
+                let field = |name| field_of(&info, name);
+                (
+                    field("total_net_input_bytes"),
+                    field("total_net_output_bytes"),
+                )
             };
-            (
-                field("total_net_input_bytes"),
-                field("total_net_output_bytes"),
-            )
-        }
-        stream.write_all(b"PING\r\n").await.unwrap();
-        assert_eq!(read_n(&mut stream, 7).await, b"+PONG\r\n");
-        assert_eq!(net_bytes(&mut stream).await, ("18".into(), "7".into()));
-        stream.write_all(b"CONFIG RESETSTAT\r\n").await.unwrap();
-        assert_eq!(read_n(&mut stream, 5).await, b"+OK\r\n");
-        assert_eq!(net_bytes(&mut stream).await, ("12".into(), "5".into()));
+            assert_eq!(c.call("PING"), redis::Value::SimpleString("PONG".into()));
+            assert_eq!(net_bytes(&mut c), ("18".into(), "7".into()));
+            assert_eq!(c.call("CONFIG RESETSTAT"), redis::Value::Okay);
+            assert_eq!(net_bytes(&mut c), ("12".into(), "5".into()));
+        })
+        .await;
     }
 
     /// HELLO 3 switches the connection to RESP3 (its reply already a map),

@@ -564,13 +564,11 @@ async fn a_bulk_insert_on_one_server_runs_its_writes_together() {
         before.push(calls(n).await);
     }
     all_ok(Item::insert_many(&db, &items).await).expect("every item written");
-    let mut made = Vec::new();
-    for (n, before) in names.into_iter().zip(before) {
-        made.push(calls(n).await - before);
+    let mut made = [0; 4];
+    for ((n, before), made) in names.into_iter().zip(before).zip(&mut made) {
+        *made = calls(n).await - before;
     }
-    let [scripts, execs, sadds, zadds] = made[..] else {
-        unreachable!("four counts")
-    };
+    let [scripts, execs, sadds, zadds] = made;
     assert!(
         scripts + execs <= 50,
         "{scripts} script calls and {execs} transactions for 200 objects"

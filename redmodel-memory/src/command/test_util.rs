@@ -61,10 +61,15 @@ pub(crate) fn run_args(c: &mut Connection, args: &[&str]) -> Value {
 
 /// The field `field` of INFO's section `section` (empty if absent).
 pub(crate) fn info_field(c: &mut Connection, section: &str, field: &str) -> String {
-    let Value::BulkString(text) = run(c, &format!("INFO {section}")) else {
-        panic!("INFO");
+    field_of(&run(c, &format!("INFO {section}")), field)
+}
+
+/// The field `field` of an INFO reply, however it came (empty if absent).
+pub(crate) fn field_of(info: &Value, field: &str) -> String {
+    let Value::BulkString(text) = info else {
+        panic!("INFO is a bulk string: {info:?}");
     };
-    String::from_utf8_lossy(&text)
+    String::from_utf8_lossy(text)
         .lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':').map(str::to_string))
         .unwrap_or_default()

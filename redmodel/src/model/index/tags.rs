@@ -64,9 +64,15 @@ fn sorted_texts(
     for text in texts {
         out.push(String::from_utf8(text).map_err(|e| not_key_text(e.as_bytes()))?);
     }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    Ok(sorted_unique(out))
+}
+
+/// `texts` in the order a tag index keeps them: sorted, without
+/// duplicates.
+fn sorted_unique(mut texts: Vec<String>) -> Vec<String> {
+    texts.sort_unstable();
+    texts.dedup();
+    texts
 }
 
 /// The texts of a stored JSON array of plain strings (no escape, no
@@ -86,9 +92,7 @@ pub(crate) fn plain_strings(raw: &[u8]) -> Option<Vec<String>> {
         }
         out.push(text.to_string());
     }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
+    Some(sorted_unique(out))
 }
 
 impl<E: Scalar> TagSet for Vec<E> {

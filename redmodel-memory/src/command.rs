@@ -696,9 +696,15 @@ impl Store {
     /// LATENCY's `expire-del` event: the longest delete of an expired key
     /// in each database since the last look, at Unix ms `now`.
     pub(crate) fn sample_expire_dels(&mut self, now: i64) {
-        if !self.latency.monitoring() {
-            return;
+        if self.latency.monitoring() {
+            self.sample_expire_dels_now(now);
         }
+    }
+
+    /// [`Self::sample_expire_dels`] with the monitor on.
+    #[cold]
+    #[inline(never)]
+    fn sample_expire_dels_now(&mut self, now: i64) {
         for ks in &mut self.dbs {
             let ms = ks.take_slowest_expire_del();
             if ms > 0 {
@@ -934,9 +940,16 @@ impl Store {
     /// sends the invalidations of the keys they changed.
     pub(crate) fn flush_notifications(&mut self) {
         self.flush_invalidations();
-        if self.notify_flags == 0 {
-            return;
+        if self.notify_flags != 0 {
+            self.publish_events();
         }
+    }
+
+    /// [`Self::flush_notifications`] with keyspace events on (they are
+    /// off unless configured): out of the path every command takes.
+    #[cold]
+    #[inline(never)]
+    fn publish_events(&mut self) {
         for db in 0..self.dbs.len() {
             for (event, key) in self.dbs[db].take_events() {
                 self.publish_event(db, event, &key);

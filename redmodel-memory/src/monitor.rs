@@ -75,7 +75,17 @@ impl Monitors {
     /// from them (`admin`, `skip_monitor`). A monitor whose reader is
     /// gone is dropped.
     pub(crate) fn feed(&mut self, meta: &Meta, db: usize, source: Source<'_>, args: &[&[u8]]) {
-        if self.sinks.is_empty() || meta.has_flag("admin") || meta.has_flag("skip_monitor") {
+        if !self.sinks.is_empty() {
+            self.feed_flagged(meta, db, source, args);
+        }
+    }
+
+    /// [`Self::feed`] with monitors: out of the path every command takes
+    /// when there are none.
+    #[cold]
+    #[inline(never)]
+    fn feed_flagged(&mut self, meta: &Meta, db: usize, source: Source<'_>, args: &[&[u8]]) {
+        if meta.has_flag("admin") || meta.has_flag("skip_monitor") {
             return;
         }
         self.feed_always(db, source, args);
@@ -85,9 +95,15 @@ impl Monitors {
     /// itself at their own moment (EVAL and FCALL before their scripts
     /// run).
     pub(crate) fn feed_always(&mut self, db: usize, source: Source<'_>, args: &[&[u8]]) {
-        if self.sinks.is_empty() {
-            return;
+        if !self.sinks.is_empty() {
+            self.send_line(db, source, args);
         }
+    }
+
+    /// Sends the line of `args` to every monitor (there are some).
+    #[cold]
+    #[inline(never)]
+    fn send_line(&mut self, db: usize, source: Source<'_>, args: &[&[u8]]) {
         let line: Line = line(SystemTime::now(), db, source, args).into();
         self.sinks.retain(|(_, tx)| tx.send(line.clone()).is_ok());
     }

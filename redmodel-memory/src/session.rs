@@ -355,9 +355,16 @@ impl Session {
     /// EXEC of one) is refused, and so is any command queued in a
     /// transaction but EXEC, DISCARD, QUIT and RESET.
     fn check_memory(&self, store: &mut Store, args: &[&[u8]]) -> Result<(), CmdError> {
-        if !store.out_of_memory() {
-            return Ok(());
+        if store.out_of_memory() {
+            return self.check_memory_over(store, args);
         }
+        Ok(())
+    }
+
+    /// [`Self::check_memory`] over the limit.
+    #[cold]
+    #[inline(never)]
+    fn check_memory_over(&self, store: &mut Store, args: &[&[u8]]) -> Result<(), CmdError> {
         let Some(meta) = command_table::of_line(args) else {
             return Ok(());
         };
@@ -386,6 +393,7 @@ impl Session {
 
     /// [`Self::guard`]'s slow path; `at_exec` for a queued command that
     /// EXEC checks again (no NOAUTH, Redis's other error text).
+    #[cold]
     fn check_access(
         &mut self,
         store: &mut Store,
@@ -466,32 +474,10 @@ impl Session {
         // EXEC discards it).
         if let Some((cname, arity)) = control_arity(name) {
             if !arity_ok(arity, args.len()) {
-                store.command_stats.record_rejected(args);
-                let err = format!("wrong number of arguments for '{cname}' command");
-                return Err(self.reject(store, cname == "exec", err));
+                return Err(self.reject_arity(store, cname, args));
             }
         } else if self.multi.is_some() {
-            // SAVE, SHUTDOWN, SYNC, PSYNC: Redis refuses them in a
-            // transaction (`no_multi`) whether or not the engine has them.
-            let no_multi = command_table::lookup(name)
-                .filter(|m| m.has_flag("no_multi") && arity_ok(m.arity, args.len()));
-            let checked = match no_multi {
-                Some(_) => Err(CmdError::err("Command not allowed inside a transaction")),
-                None => command::lookup_in(name, store.version)
-                    .ok_or_else(|| command::unknown_command(args)),
-            }
-            .and_then(|spec| {
-                if spec.arity_ok(args.len()) {
-                    Ok(())
-                } else {
-                    Err(command::wrong_arity(spec))
-                }
-            });
-            if let Err(e) = checked {
-                store.command_stats.record_rejected(args);
-                self.multi_failed = true;
-                return Err(e);
-            }
+            self.check_queueable(store, args)?;
         }
         let checked = if std::mem::take(&mut self.guarded) {
             Ok(())
@@ -499,20 +485,7 @@ impl Session {
             self.guard(store, args, now)
         };
         if let Err(e) = checked {
-            store.command_stats.record_rejected(args);
-            // Redis's `rejectCommand`: dooms an open transaction; a
-            // refused EXEC discards it.
-            if self.multi.is_some() {
-                if control("exec") {
-                    self.discard_transaction(store);
-                    return Err(CmdError::raw(format!(
-                        "EXECABORT Transaction discarded because of: {}",
-                        e.text()
-                    )));
-                }
-                self.multi_failed = true;
-            }
-            return Err(e);
+            return Err(self.refused(store, args, e, control("exec")));
         }
         if store.cluster_enabled {
             self.check_slots(store, args, control("exec"))?;
@@ -542,9 +515,74 @@ impl Session {
         self.run(store, args, now)
     }
 
+    /// A control command (`cname`) with the wrong number of arguments:
+    /// refused, as [`Self::reject`] refuses.
+    #[cold]
+    #[inline(never)]
+    fn reject_arity(&mut self, store: &mut Store, cname: &str, args: &[&[u8]]) -> CmdError {
+        store.command_stats.record_rejected(args);
+        let err = format!("wrong number of arguments for '{cname}' command");
+        self.reject(store, cname == "exec", err)
+    }
+
+    /// In a transaction, whether `args` may be queued: a command Redis
+    /// has, with a right arity, and none of SAVE, SHUTDOWN, SYNC, PSYNC
+    /// (`no_multi`, refused whether or not the engine has them). A
+    /// refusal dooms the transaction.
+    #[inline(never)]
+    fn check_queueable(&mut self, store: &mut Store, args: &[&[u8]]) -> Result<(), CmdError> {
+        let name = args.first().copied().unwrap_or_default();
+        let no_multi = command_table::lookup(name)
+            .filter(|m| m.has_flag("no_multi") && arity_ok(m.arity, args.len()));
+        let checked = match no_multi {
+            Some(_) => Err(CmdError::err("Command not allowed inside a transaction")),
+            None => command::lookup_in(name, store.version)
+                .ok_or_else(|| command::unknown_command(args)),
+        }
+        .and_then(|spec| {
+            if spec.arity_ok(args.len()) {
+                Ok(())
+            } else {
+                Err(command::wrong_arity(spec))
+            }
+        });
+        if checked.is_err() {
+            store.command_stats.record_rejected(args);
+            self.multi_failed = true;
+        }
+        checked
+    }
+
+    /// A command [`Self::guard`] refused with `e`: counted, and as Redis's
+    /// `rejectCommand` does, an open transaction doomed (a refused EXEC,
+    /// `is_exec`, discards it).
+    #[cold]
+    #[inline(never)]
+    fn refused(
+        &mut self,
+        store: &mut Store,
+        args: &[&[u8]],
+        e: CmdError,
+        is_exec: bool,
+    ) -> CmdError {
+        store.command_stats.record_rejected(args);
+        if self.multi.is_some() {
+            if is_exec {
+                self.discard_transaction(store);
+                return CmdError::raw(format!(
+                    "EXECABORT Transaction discarded because of: {}",
+                    e.text()
+                ));
+            }
+            self.multi_failed = true;
+        }
+        e
+    }
+
     /// Cluster mode: the keys of this command, or for EXEC of every queued
     /// one, must be in one slot. A refused command dooms the transaction;
     /// a refused EXEC discards it.
+    #[cold]
     fn check_slots(
         &mut self,
         store: &mut Store,

@@ -322,6 +322,16 @@ impl Tracking {
     /// changed keys to each of its clients (without the keys a NOLOOP
     /// client changed itself).
     pub(crate) fn broadcast(&mut self) {
+        if !self.prefixes.is_empty() {
+            self.broadcast_prefixes();
+        }
+    }
+
+    /// [`Self::broadcast`] with BCAST clients: out of the path every
+    /// command takes when there are none.
+    #[cold]
+    #[inline(never)]
+    fn broadcast_prefixes(&mut self) {
         let mut sends = Vec::new();
         for state in self.prefixes.values_mut() {
             if state.keys.is_empty() {

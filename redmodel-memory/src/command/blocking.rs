@@ -275,6 +275,7 @@ struct Timing {
 
 /// Keeps what SLOWLOG and LATENCY need of waiter `id`'s command, whose
 /// first run took `took`, from the client at `addr`.
+#[cold]
 pub(crate) fn time_waiter(
     store: &mut Store,
     id: u64,
@@ -508,9 +509,16 @@ pub(crate) fn serve_ready(store: &mut Store, now: i64) {
     // serve, and looking at every database's queue is skipped. (A key
     // queued for a client that left since waits for the next wait, where
     // serving it is a no-op if it is empty again.)
-    if store.waiters.by_id.is_empty() {
-        return;
+    if !store.waiters.by_id.is_empty() {
+        serve_waiters(store, now);
     }
+}
+
+/// [`serve_ready`] with clients blocked: out of the path every command
+/// takes when none are.
+#[cold]
+#[inline(never)]
+fn serve_waiters(store: &mut Store, now: i64) {
     // Served after the command, at the time it is now, as Redis reads its
     // clock again there: a key that expired while the command ran (an
     // EXEC holding a DEBUG SLEEP) serves no one, and its clients wait on.

@@ -75,6 +75,20 @@ struct Histogram {
     buckets: [u64; BUCKETS],
 }
 
+impl Histogram {
+    /// The empty histogram of `meta`, made at its first call since the
+    /// start or a reset: kept out of the path every call takes.
+    #[cold]
+    #[inline(never)]
+    fn new(meta: &'static Meta) -> Self {
+        Histogram {
+            name: meta.name,
+            calls: 0,
+            buckets: [0; BUCKETS],
+        }
+    }
+}
+
 /// The latency monitor's events and the commands' histograms.
 #[derive(Debug, Default)]
 pub(crate) struct Latency {
@@ -138,31 +152,34 @@ impl Latency {
     /// Unix ms `now`: its histogram, and its latency event if slow.
     pub(crate) fn command(&mut self, meta: &'static Meta, took: Duration, now: i64) {
         if self.tracking {
-            let histogram = self
-                .histograms
-                .entry(std::ptr::from_ref(meta) as usize)
-                .or_insert(Histogram {
-                    name: meta.name,
-                    calls: 0,
-                    buckets: [0; BUCKETS],
-                });
-            histogram.calls += 1;
             // Redis counts whole µs, as ns.
             let nanos = took.as_micros().saturating_mul(1000).max(1);
             let bucket = (0..BUCKETS)
                 .find(|&k| nanos < 1024 << k)
                 .unwrap_or(BUCKETS - 1);
+            let histogram = self
+                .histograms
+                .entry(std::ptr::from_ref(meta) as usize)
+                .or_insert_with(|| Histogram::new(meta));
+            histogram.calls += 1;
             histogram.buckets[bucket] += 1;
         }
         if self.threshold_ms > 0 {
-            let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
-            let event = if meta.has_flag("fast") {
-                "fast-command"
-            } else {
-                "command"
-            };
-            self.sample(event, ms, now.div_euclid(1000));
+            self.sample_command(meta, took, now);
         }
+    }
+
+    /// A call's latency event, with the monitor on.
+    #[cold]
+    #[inline(never)]
+    fn sample_command(&mut self, meta: &'static Meta, took: Duration, now: i64) {
+        let ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        let event = if meta.has_flag("fast") {
+            "fast-command"
+        } else {
+            "command"
+        };
+        self.sample(event, ms, now.div_euclid(1000));
     }
 
     /// CONFIG RESETSTAT: the histograms start again (the events stay).

@@ -115,9 +115,15 @@ impl Store {
     /// estimated size off the excess. The estimate is taken afresh at the
     /// next check.
     pub(crate) fn evict(&mut self, now: i64) {
-        if !self.maxmemory.limited() {
-            return;
+        if self.maxmemory.limited() {
+            self.evict_over(now);
         }
+    }
+
+    /// [`Self::evict`] with a `maxmemory` set.
+    #[cold]
+    #[inline(never)]
+    fn evict_over(&mut self, now: i64) {
         let Some(policy) = Policy::of(self.config.get("maxmemory-policy")) else {
             return;
         };

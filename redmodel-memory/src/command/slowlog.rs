@@ -88,6 +88,7 @@ impl SlowLog {
 
     /// [`Self::record`] with the client's address and name given (a
     /// blocked command, logged when another client's command serves it).
+    #[cold]
     pub(crate) fn record_client(
         &mut self,
         args: &[&[u8]],

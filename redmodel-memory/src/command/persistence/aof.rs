@@ -61,6 +61,7 @@ impl Store {
     /// After a command of the command table ran on database `db`: records
     /// what it changed. `before` is the databases' change count before it
     /// ran.
+    #[cold]
     pub(crate) fn aof_after_command(
         &mut self,
         db: usize,

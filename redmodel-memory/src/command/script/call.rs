@@ -146,6 +146,7 @@ const NO_SCRIPT: &str = "ERR redis.call outside of a running script";
 
 /// Redis's `scriptVerifyACL`: the script's client runs as its caller's
 /// user; a refusal is logged (context `lua`).
+#[cold]
 fn check_acl(
     client: &mut Client<'_>,
     meta: &'static command_table::Meta,
@@ -259,12 +260,7 @@ const ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or i
 pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Value, String> {
     let (spec, meta) = match check(client, argv) {
         Ok(found) => found,
-        Err(text) => {
-            let stats = &mut client.ctx.store.command_stats;
-            stats.record_error(crate::command::stats::error_code(&text));
-            stats.record_rejected(argv);
-            return Err(text);
-        }
+        Err(text) => return Err(refused(client, argv, text)),
     };
     let resp3 = client.ctx.resp3();
     let started = std::time::Instant::now();
@@ -287,13 +283,29 @@ pub(crate) fn run(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<redis::Valu
             }
             Ok(reply)
         }
-        Err(e) => {
-            let text = e.text();
-            let stats = &mut client.ctx.store.command_stats;
-            stats.record_error(crate::command::stats::error_code(text));
-            Err(text.to_string())
-        }
+        Err(e) => Err(failed(client, &e)),
     }
+}
+
+/// A command [`check`] refused with `text`: counted as an error and as
+/// a rejected call of the command.
+#[cold]
+#[inline(never)]
+fn refused(client: &mut Client<'_>, argv: &[&[u8]], text: String) -> String {
+    let stats = &mut client.ctx.store.command_stats;
+    stats.record_error(crate::command::stats::error_code(&text));
+    stats.record_rejected(argv);
+    text
+}
+
+/// The error `e` a command returned: counted, and given as its text.
+#[cold]
+#[inline(never)]
+fn failed(client: &mut Client<'_>, e: &command::CmdError) -> String {
+    let text = e.text();
+    let stats = &mut client.ctx.store.command_stats;
+    stats.record_error(crate::command::stats::error_code(text));
+    text.to_string()
 }
 
 /// [`run`]'s checks: the command to run, or the refusal.
@@ -339,29 +351,8 @@ fn check(
         // A script that wrote cannot be killed.
         client.ctx.store.busy.wrote();
     }
-    // Cluster mode: Redis's `scriptVerifyClusterState` on a node that owns
-    // every slot. A script without a shebang, or flagged
-    // `allow-cross-slot-keys`, may touch keys of several slots, one
-    // command at a time; others keep to the slot of their first key.
     if client.ctx.store.cluster_enabled {
-        match crate::cluster::slot_of([argv]) {
-            Err(_) => {
-                return Err(
-                    "ERR Script attempted to access a non local key in a cluster node".into(),
-                )
-            }
-            Ok(Some(slot)) if !client.cross_slot => match client.slot {
-                None => client.slot = Some(slot),
-                Some(s) if s != slot => {
-                    return Err(
-                        "ERR Script attempted to access keys that do not hash to the same slot"
-                            .into(),
-                    )
-                }
-                Some(_) => {}
-            },
-            Ok(_) => {}
-        }
+        check_slot(client, argv)?;
     }
     let Some(spec) = spec else {
         return Err("ERR Unknown Redis command called from script".into());
@@ -373,4 +364,29 @@ fn check(
         }
     }
     Ok((spec, meta))
+}
+
+/// Cluster mode: Redis's `scriptVerifyClusterState` on a node that owns
+/// every slot. A script without a shebang, or flagged
+/// `allow-cross-slot-keys`, may touch keys of several slots, one command
+/// at a time; others keep to the slot of their first key.
+#[cold]
+#[inline(never)]
+fn check_slot(client: &mut Client<'_>, argv: &[&[u8]]) -> Result<(), String> {
+    match crate::cluster::slot_of([argv]) {
+        Err(_) => {
+            return Err("ERR Script attempted to access a non local key in a cluster node".into())
+        }
+        Ok(Some(slot)) if !client.cross_slot => match client.slot {
+            None => client.slot = Some(slot),
+            Some(s) if s != slot => {
+                return Err(
+                    "ERR Script attempted to access keys that do not hash to the same slot".into(),
+                )
+            }
+            Some(_) => {}
+        },
+        Ok(_) => {}
+    }
+    Ok(())
 }

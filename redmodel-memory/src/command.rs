@@ -793,6 +793,8 @@ pub(crate) struct Store {
     pub(crate) slowlog: slowlog::SlowLog,
     /// SAVE and BGSAVE's state (INFO persistence, LASTSAVE).
     pub(crate) saves: persistence::Saves,
+    /// The engine's own directory, `dir` unless it is set at start.
+    pub(crate) own_dir: persistence::OwnDir,
     /// The append-only file (see `crate::aof`).
     pub(crate) aof: crate::aof::Aof,
     /// Client-side caching: who tracks which keys (see `crate::tracking`).
@@ -822,7 +824,12 @@ pub(crate) fn random_hex_id() -> String {
 
 impl Default for Store {
     fn default() -> Self {
-        let config = Config::default();
+        let mut config = Config::default();
+        let own_dir = persistence::OwnDir::new();
+        // `dir` is set at start, as on Redis: to the engine's own unless
+        // the engine is made on files elsewhere.
+        let own = own_dir.path().to_string_lossy().into_owned();
+        let _ = config.set_at_start("dir", own.as_bytes());
         let limits = config.limits();
         let busy = std::sync::Arc::new(script::busy::Busy::default());
         Store {
@@ -872,6 +879,7 @@ impl Default for Store {
                 log
             },
             saves: Default::default(),
+            own_dir,
             aof: Default::default(),
             tracking: Default::default(),
             monitors: Default::default(),

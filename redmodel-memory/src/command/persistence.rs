@@ -6,11 +6,13 @@ use super::{CmdResult, Ctx, Spec};
 use crate::args::is;
 use crate::error::CmdError;
 mod aof;
+mod own_dir;
 mod saving;
 #[cfg(test)]
 mod tests;
 
 use crate::reply;
+pub(crate) use own_dir::OwnDir;
 use saving::BgsaveRefused;
 pub(crate) use saving::{Reload, Saves};
 

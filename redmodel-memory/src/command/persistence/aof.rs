@@ -28,7 +28,7 @@ const LOAD_NOW: i64 = 0;
 
 /// The AOF directory and `appendfilename` the configuration names.
 fn configured(store: &Store) -> (PathBuf, String) {
-    let dir = Path::new(store.config.get("dir")).join(store.config.get("appenddirname"));
+    let dir = super::saving::working_dir(store).join(store.config.get("appenddirname"));
     (dir, store.config.get("appendfilename").to_string())
 }
 

@@ -140,7 +140,15 @@ impl Saves {
 
 /// The file SAVE writes and a start or DEBUG RELOAD loads.
 pub(crate) fn rdb_path(store: &Store) -> PathBuf {
-    Path::new(store.config.get("dir")).join(store.config.get("dbfilename"))
+    working_dir(store).join(store.config.get("dbfilename"))
+}
+
+/// `dir`, ready to be written to (the engine's own is made when first
+/// needed, see [`OwnDir`](super::OwnDir)).
+pub(crate) fn working_dir(store: &Store) -> PathBuf {
+    let dir = PathBuf::from(store.config.get("dir"));
+    store.own_dir.ready(&dir);
+    dir
 }
 
 /// A temporary file beside the RDB file, of this save alone (`temp-<pid>.rdb`
@@ -149,7 +157,7 @@ pub(crate) fn rdb_path(store: &Store) -> PathBuf {
 fn temp_path(store: &Store) -> PathBuf {
     static SAVES: AtomicU64 = AtomicU64::new(0);
     let n = SAVES.fetch_add(1, Ordering::Relaxed);
-    Path::new(store.config.get("dir")).join(format!("temp-{}-{n}.rdb", std::process::id()))
+    working_dir(store).join(format!("temp-{}-{n}.rdb", std::process::id()))
 }
 
 impl Store {

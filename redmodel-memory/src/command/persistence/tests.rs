@@ -554,3 +554,75 @@ proptest! {
         }
     }
 }
+
+/// `CONFIG GET dir`'s value on `c`.
+fn dir_of(c: &mut Connection) -> PathBuf {
+    match run(c, "CONFIG GET dir") {
+        Value::Array(pair) => match pair.as_slice() {
+            [_, Value::BulkString(dir)] => PathBuf::from(String::from_utf8_lossy(dir).as_ref()),
+            other => panic!("CONFIG GET dir: {other:?}"),
+        },
+        other => panic!("CONFIG GET dir: {other:?}"),
+    }
+}
+
+#[test]
+fn engines_save_and_reload_in_directories_of_their_own_removed_with_them() {
+    let (a, b) = (Engine::new(), Engine::new());
+    let (mut ca, mut cb) = (a.connection(), b.connection());
+    let (dir_a, dir_b) = (dir_of(&mut ca), dir_of(&mut cb));
+    assert_ne!(dir_a, dir_b, "each engine has a directory of its own");
+    assert!(dir_a.starts_with(std::env::temp_dir()));
+    // Nothing is made before something is written.
+    assert!(!dir_a.exists());
+    run(&mut ca, "SET k a");
+    run(&mut cb, "SET k b");
+    // Both save, then both reload: each finds its own data.
+    assert_eq!(run(&mut ca, "SAVE"), Value::Okay);
+    assert_eq!(run(&mut cb, "SAVE"), Value::Okay);
+    assert!(dir_a.join("dump.rdb").is_file() && dir_b.join("dump.rdb").is_file());
+    assert_eq!(run(&mut ca, "DEBUG RELOAD"), Value::Okay);
+    assert_eq!(run(&mut cb, "DEBUG RELOAD NOSAVE"), Value::Okay);
+    assert_eq!(run(&mut ca, "GET k"), bulk("a"));
+    assert_eq!(run(&mut cb, "GET k"), bulk("b"));
+    // The AOF goes there too.
+    assert_eq!(run(&mut ca, "CONFIG SET appendonly yes"), Value::Okay);
+    assert!(dir_a.join("appendonlydir").is_dir());
+    drop((ca, a));
+    assert!(!dir_a.exists(), "the engine's directory goes with it");
+    assert!(dir_b.exists());
+    drop((cb, b));
+    assert!(!dir_b.exists());
+}
+
+#[test]
+fn a_new_process_removes_the_old_directories_engines_of_ended_processes_left() {
+    // Directories named as an engine's of a process that has ended (no
+    // process has the largest pid), one two hours old and one new, and
+    // an old one of this process.
+    let named = |pid: u32, n: &str| {
+        let dir = std::env::temp_dir().join(format!("redmodel-engine-{pid}-{n}-0"));
+        std::fs::create_dir_all(dir.join("appendonlydir")).expect("a directory");
+        dir
+    };
+    let age = |dir: &std::path::Path| {
+        let then = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::open(dir)
+            .and_then(|d| d.set_modified(then))
+            .expect("the directory's time");
+    };
+    let (ended, recent, mine) = (
+        named(u32::MAX, "old"),
+        named(u32::MAX, "new"),
+        named(std::process::id(), "old"),
+    );
+    age(&ended);
+    age(&mine);
+    super::own_dir::sweep_ended();
+    assert!(!ended.exists(), "an ended process's old directory goes");
+    assert!(recent.exists(), "a recent one stays");
+    assert!(mine.exists(), "a running process's stays");
+    for dir in [recent, mine] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -173,10 +173,9 @@ fn aof_files_written_by_redis_server_load_in_the_engine() {
         let mut writer = Side::Server(server.client().get_connection().expect("connect"));
         write(&mut writer, seed, preamble);
         let written = digest(&mut writer);
-        // A copy of the server's files, which it keeps writing.
-        let copy =
-            std::env::temp_dir().join(format!("redmodel-aof-copy-{}-{seed}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&copy);
+        // A copy of the server's files, which it keeps writing, in its
+        // directory (removed with the server, if this fails too).
+        let copy = server.dir().join("engine-copy");
         std::fs::create_dir_all(copy.join("appendonlydir")).expect("copy dir");
         for file in std::fs::read_dir(server.dir().join("appendonlydir")).expect("aof dir") {
             let file = file.expect("entry");
@@ -194,7 +193,6 @@ fn aof_files_written_by_redis_server_load_in_the_engine() {
         let diffs = (written != loaded)
             .then(|| differences(&mut writer, &mut loader, "redis-server", "engine"));
         drop(engine);
-        let _ = std::fs::remove_dir_all(&copy);
         if let Some(diffs) = diffs {
             panic!("seed {seed}: digests differ\n{}", diffs.join("\n"));
         }

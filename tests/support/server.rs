@@ -489,7 +489,14 @@ fn quote_config(path: &Path) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// What the servers' directories are named after, then the process id.
+const TEMP_PREFIX: &str = "redmodel-redis-";
+
 /// A directory of our own under the system temp dir, removed on drop.
+/// The servers a test binary keeps in a static (the shared cluster) are
+/// never dropped: the first server of a later test process removes the
+/// directories of processes that have ended (their servers died with
+/// them, [`RedisServerBuilder::die_with_parent`]).
 #[derive(Debug)]
 struct TempDir {
     path: PathBuf,
@@ -498,11 +505,13 @@ struct TempDir {
 impl TempDir {
     fn new() -> std::io::Result<TempDir> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(sweep_ended);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let name = format!(
-            "redmodel-redis-{}-{}-{nanos}",
+            "{TEMP_PREFIX}{}-{}-{nanos}",
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
@@ -515,5 +524,29 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Removes the server directories of test processes that have ended
+/// (where `/proc` says which are running).
+fn sweep_ended() {
+    let proc = Path::new("/proc");
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    if !proc.is_dir() {
+        return;
+    }
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if pid.is_some_and(|pid| pid != std::process::id() && !proc.join(pid.to_string()).exists())
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }

@@ -477,7 +477,7 @@ impl Session {
                 return Err(self.reject_arity(store, cname, args));
             }
         } else if self.multi.is_some() {
-            self.check_queueable(store, args)?;
+            self.check_queueable(store, name, args)?;
         }
         let checked = if std::mem::take(&mut self.guarded) {
             Ok(())
@@ -525,13 +525,17 @@ impl Session {
         self.reject(store, cname == "exec", err)
     }
 
-    /// In a transaction, whether `args` may be queued: a command Redis
-    /// has, with a right arity, and none of SAVE, SHUTDOWN, SYNC, PSYNC
-    /// (`no_multi`, refused whether or not the engine has them). A
-    /// refusal dooms the transaction.
+    /// In a transaction, whether `args` (the command `name`) may be
+    /// queued: a command Redis has, with a right arity, and none of SAVE,
+    /// SHUTDOWN, SYNC, PSYNC (`no_multi`, refused whether or not the
+    /// engine has them). A refusal dooms the transaction.
     #[inline(never)]
-    fn check_queueable(&mut self, store: &mut Store, args: &[&[u8]]) -> Result<(), CmdError> {
-        let name = args.first().copied().unwrap_or_default();
+    fn check_queueable(
+        &mut self,
+        store: &mut Store,
+        name: &[u8],
+        args: &[&[u8]],
+    ) -> Result<(), CmdError> {
         let no_multi = command_table::lookup(name)
             .filter(|m| m.has_flag("no_multi") && arity_ok(m.arity, args.len()));
         let checked = match no_multi {

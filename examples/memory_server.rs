@@ -1,4 +1,5 @@
-//! Serves a fresh memory engine over RESP on 127.0.0.1, until Ctrl-C.
+//! Serves a fresh memory engine over RESP on 127.0.0.1, until Ctrl-C (or,
+//! on Unix, SIGTERM, as `kill` and service managers stop redis-server).
 //!
 //! ```text
 //! cargo run --release --example memory_server -- --port 6380
@@ -175,10 +176,29 @@ async fn run(options: Options) -> ExitCode {
     };
     println!("redmodel memory engine serving RESP on {addr}{mode}");
     println!("try: redis-cli -h {} -p {} ping", addr.ip(), addr.port());
-    match tokio::signal::ctrl_c().await {
+    match stop_signal().await {
         Ok(()) => println!("shutting down"),
-        Err(e) => eprintln!("cannot wait for Ctrl-C ({e}); shutting down"),
+        Err(e) => eprintln!("cannot wait for a signal to stop ({e}); shutting down"),
     }
+    // The engine goes with the server: its own directory (where SAVE and
+    // the AOF write without `--dir`) is removed.
     server.shutdown().await;
     ExitCode::SUCCESS
+}
+
+/// Ctrl-C (SIGINT), or on Unix SIGTERM.
+async fn stop_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            stopped = tokio::signal::ctrl_c() => stopped,
+            _ = terminate.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await
+    }
 }

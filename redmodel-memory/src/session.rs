@@ -474,7 +474,9 @@ impl Session {
         // EXEC discards it).
         if let Some((cname, arity)) = control_arity(name) {
             if !arity_ok(arity, args.len()) {
-                return Err(self.reject_arity(store, cname, args));
+                let why = format!("wrong number of arguments for '{cname}' command");
+                let e = CmdError::err(why.clone());
+                return Err(self.reject(store, args, cname == "exec", e, &why));
             }
         } else if self.multi.is_some() {
             self.check_queueable(store, name, args)?;
@@ -485,7 +487,8 @@ impl Session {
             self.guard(store, args, now)
         };
         if let Err(e) = checked {
-            return Err(self.refused(store, args, e, control("exec")));
+            let why = e.text().to_string();
+            return Err(self.reject(store, args, control("exec"), e, &why));
         }
         if store.cluster_enabled {
             self.check_slots(store, args, control("exec"))?;
@@ -515,16 +518,6 @@ impl Session {
         self.run(store, args, now)
     }
 
-    /// A control command (`cname`) with the wrong number of arguments:
-    /// refused, as [`Self::reject`] refuses.
-    #[cold]
-    #[inline(never)]
-    fn reject_arity(&mut self, store: &mut Store, cname: &str, args: &[&[u8]]) -> CmdError {
-        store.command_stats.record_rejected(args);
-        let err = format!("wrong number of arguments for '{cname}' command");
-        self.reject(store, cname == "exec", err)
-    }
-
     /// In a transaction, whether `args` (the command `name`) may be
     /// queued: a command Redis has, with a right arity, and none of SAVE,
     /// SHUTDOWN, SYNC, PSYNC (`no_multi`, refused whether or not the
@@ -550,37 +543,10 @@ impl Session {
                 Err(command::wrong_arity(spec))
             }
         });
-        if checked.is_err() {
-            store.command_stats.record_rejected(args);
-            self.multi_failed = true;
-        }
-        checked
-    }
-
-    /// A command [`Self::guard`] refused with `e`: counted, and as Redis's
-    /// `rejectCommand` does, an open transaction doomed (a refused EXEC,
-    /// `is_exec`, discards it).
-    #[cold]
-    #[inline(never)]
-    fn refused(
-        &mut self,
-        store: &mut Store,
-        args: &[&[u8]],
-        e: CmdError,
-        is_exec: bool,
-    ) -> CmdError {
-        store.command_stats.record_rejected(args);
-        if self.multi.is_some() {
-            if is_exec {
-                self.discard_transaction(store);
-                return CmdError::raw(format!(
-                    "EXECABORT Transaction discarded because of: {}",
-                    e.text()
-                ));
-            }
-            self.multi_failed = true;
-        }
-        e
+        checked.map_err(|e| {
+            let why = e.text().to_string();
+            self.reject(store, args, false, e, &why)
+        })
     }
 
     /// Cluster mode: the keys of this command, or for EXEC of every queued
@@ -615,17 +581,30 @@ impl Session {
         Err(err)
     }
 
-    /// Redis's `rejectCommand`: flags an open transaction as failed; a
-    /// refused EXEC discards the transaction (and the WATCHes) and says why.
-    fn reject(&mut self, store: &mut Store, is_exec: bool, msg: String) -> CmdError {
+    /// Redis's `rejectCommand`: the command `args`, refused with `e`, is
+    /// counted as rejected and flags an open transaction as failed; a
+    /// refused EXEC (`is_exec`), in a transaction or not, discards it (and
+    /// the WATCHes) and says why (`why`: `e` as EXECABORT words it, without
+    /// the `ERR` of a refusal Redis formats).
+    #[cold]
+    #[inline(never)]
+    fn reject(
+        &mut self,
+        store: &mut Store,
+        args: &[&[u8]],
+        is_exec: bool,
+        e: CmdError,
+        why: &str,
+    ) -> CmdError {
+        store.command_stats.record_rejected(args);
         if self.multi.is_some() {
             self.multi_failed = true;
         }
-        if is_exec {
-            self.discard_transaction(store);
-            return CmdError::raw(format!("EXECABORT Transaction discarded because of: {msg}"));
+        if !is_exec {
+            return e;
         }
-        CmdError::err(msg)
+        self.discard_transaction(store);
+        CmdError::raw(format!("EXECABORT Transaction discarded because of: {why}"))
     }
 
     /// RESET, run at once even inside MULTI: no transaction, no WATCH,

@@ -1786,6 +1786,13 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(busy.code(), Some("BUSY"), "{busy}");
+        // EXEC, even outside MULTI, is refused as redis-server refuses it
+        // (checked once the script is killed: a failed check must not
+        // leave it looping).
+        let aborted = redis::cmd("EXEC")
+            .query_async::<()>(&mut b)
+            .await
+            .unwrap_err();
         let refused = redis::cmd("FUNCTION")
             .arg("KILL")
             .query_async::<()>(&mut b)
@@ -1798,6 +1805,8 @@ mod tests {
             .await
             .unwrap();
         let killed = looping.await.unwrap().unwrap_err();
+        assert_eq!(aborted.code(), Some("EXECABORT"), "{aborted}");
+        assert!(aborted.to_string().contains("BUSY"), "{aborted}");
         assert!(
             killed.to_string().contains("Script killed by user"),
             "{killed}"

@@ -200,20 +200,21 @@ impl Session {
     }
 
     /// A command refused without the store (BUSY: a script holds it), as
-    /// Redis's `rejectCommand`: inside MULTI it dooms the transaction, and
-    /// a refused EXEC discards it with EXECABORT and the refusal.
+    /// [`Self::reject`] refuses with it: inside MULTI it dooms the
+    /// transaction, and a refused EXEC, in a transaction or not, discards
+    /// it (the WATCHes are dropped once the store is free) with EXECABORT
+    /// and the refusal.
     #[cfg(feature = "server")]
     pub(crate) fn refused_unlocked(&mut self, is_exec: bool, refusal: &str) -> String {
-        if self.multi.is_none() {
-            return refusal.to_string();
-        }
         if is_exec {
             self.multi = None;
             self.multi_failed = false;
             self.unwatch_pending = true;
             return format!("EXECABORT Transaction discarded because of: {refusal}");
         }
-        self.multi_failed = true;
+        if self.multi.is_some() {
+            self.multi_failed = true;
+        }
         refusal.to_string()
     }
 

@@ -531,12 +531,12 @@ impl Drop for TempDir {
 /// (where `/proc` says which are running).
 fn sweep_ended() {
     let proc = Path::new("/proc");
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
     if !proc.is_dir() {
         return;
     }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let pid = name

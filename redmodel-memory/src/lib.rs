@@ -94,6 +94,13 @@ pub use resp::{serve, ServerHandle};
 pub use tracking::{Invalidation, Invalidations};
 pub use version::RedisVersion;
 
+/// Removes the temp directories named with `prefix` of processes that
+/// have ended (see the engine's own directory, `dir`): shared with the
+/// test harness, whose private servers are named the same way. Not part
+/// of the engine's API.
+#[doc(hidden)]
+pub use command::persistence::remove_ended_dirs;
+
 use command::Store;
 
 /// The Redis version whose behaviour the engine follows by default, which

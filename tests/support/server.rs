@@ -506,7 +506,7 @@ impl TempDir {
     fn new() -> std::io::Result<TempDir> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         static SWEPT: std::sync::Once = std::sync::Once::new();
-        SWEPT.call_once(sweep_ended);
+        SWEPT.call_once(|| redmodel::memory::remove_ended_dirs(TEMP_PREFIX, Duration::ZERO));
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -524,29 +524,5 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
-
-/// Removes the server directories of test processes that have ended
-/// (where `/proc` says which are running).
-fn sweep_ended() {
-    let proc = Path::new("/proc");
-    if !proc.is_dir() {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let pid = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok());
-        if pid.is_some_and(|pid| pid != std::process::id() && !proc.join(pid.to_string()).exists())
-        {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
     }
 }

@@ -12,6 +12,7 @@ mod saving;
 mod tests;
 
 use crate::reply;
+pub use own_dir::remove_ended_dirs;
 pub(crate) use own_dir::OwnDir;
 use saving::BgsaveRefused;
 pub(crate) use saving::{Reload, Saves};

@@ -21,10 +21,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Once;
 
 /// What every engine's directory is named after, then the process id.
-const PREFIX: &str = "redmodel-engine-";
+pub(super) const PREFIX: &str = "redmodel-engine-";
 
 /// How long a directory of an ended process is left alone.
-const SPARED: std::time::Duration = std::time::Duration::from_secs(3600);
+pub(super) const SPARED: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// An engine's own directory (see the module docs): a path of its own,
 /// made on first use, removed (with what was written in it) when
@@ -41,7 +41,7 @@ impl OwnDir {
     pub(crate) fn new() -> Self {
         static ENGINES: AtomicU64 = AtomicU64::new(0);
         static SWEPT: Once = Once::new();
-        SWEPT.call_once(sweep_ended);
+        SWEPT.call_once(|| remove_ended_dirs(PREFIX, SPARED));
         let name = format!(
             "{PREFIX}{}-{}-{:08x}",
             std::process::id(),
@@ -77,10 +77,12 @@ impl Drop for OwnDir {
     }
 }
 
-/// Removes the directories that engines of processes which have ended
-/// left behind (see the module docs). Only where a process can be looked
-/// up (`/proc`); a process that cannot be is taken as running.
-pub(super) fn sweep_ended() {
+/// Removes the directories in the temp directory named `prefix`, a
+/// process id and `-`, of processes that have ended, once unchanged for
+/// `spared` (see the module docs). Only where a process can be looked up
+/// (`/proc`); a process that cannot be is taken as running. The engine's
+/// own sweep, and the test harness's for its servers' directories.
+pub fn remove_ended_dirs(prefix: &str, spared: std::time::Duration) {
     let proc = Path::new("/proc");
     if !proc.is_dir() {
         return;
@@ -92,7 +94,7 @@ pub(super) fn sweep_ended() {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|n| n.strip_prefix(prefix))
             .and_then(|rest| rest.split('-').next())
             .and_then(|pid| pid.parse::<u32>().ok())
         else {
@@ -102,7 +104,7 @@ pub(super) fn sweep_ended() {
         let old = entry
             .metadata()
             .and_then(|m| m.modified())
-            .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > SPARED));
+            .is_ok_and(|at| at.elapsed().is_ok_and(|age| age >= spared));
         if ended && old {
             let _ = std::fs::remove_dir_all(entry.path());
         }

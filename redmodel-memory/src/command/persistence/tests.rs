@@ -618,7 +618,7 @@ fn a_new_process_removes_the_old_directories_engines_of_ended_processes_left() {
     );
     age(&ended);
     age(&mine);
-    super::own_dir::sweep_ended();
+    super::own_dir::remove_ended_dirs(super::own_dir::PREFIX, super::own_dir::SPARED);
     assert!(!ended.exists(), "an ended process's old directory goes");
     assert!(recent.exists(), "a recent one stays");
     assert!(mine.exists(), "a running process's stays");

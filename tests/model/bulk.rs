@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use redmodel::prelude::*;
 use redmodel::Db;
 use redmodel::{Error, ItemError, KeyLayout};
-use redmodel_suite::{backend_tests, TestCtx};
+use redmodel_suite::{backend_tests, Proxy, TestCtx};
 
 /// Every kind of index: unique, sorted (a composite score), tags, recent.
 #[derive(Admin, Debug, Clone, PartialEq)]
@@ -584,4 +584,151 @@ async fn a_bulk_insert_on_one_server_runs_its_writes_together() {
         .await
         .expect("exact indexes");
     assert_eq!(stored.len(), 200);
+}
+
+/// Checks a bulk write's outcome after its connection was cut: each item
+/// has a result; an item that succeeded holds `after` (`None`: the object
+/// is gone); one that failed failed with a transient error and holds
+/// `before` or `after`, whole, as if it ran alone; and every index equals
+/// the fields. How many items failed.
+async fn assert_whole_or_not_at_all<T>(
+    db: &Db,
+    why: &str,
+    results: &[Result<T, ItemError>],
+    before: &BTreeMap<u32, Item>,
+    after: &BTreeMap<u32, Option<Item>>,
+) -> usize {
+    assert_eq!(results.len(), after.len(), "{why}: one result per item");
+    let stored = assert_indexes_exact(db, why).await.expect("exact indexes");
+    let mut failed = 0;
+    for (result, (id, after)) in results.iter().zip(after) {
+        let now = stored.get(id);
+        match result {
+            Ok(_) => assert_eq!(now, after.as_ref(), "{why}: item {id} succeeded"),
+            Err(ItemError { error, .. }) => {
+                assert!(error.is_transient(), "{why}: item {id}: {error:?}");
+                assert!(
+                    now == after.as_ref() || now == before.get(id),
+                    "{why}: item {id} failed and holds {now:?}"
+                );
+                failed += 1;
+            }
+        }
+    }
+    failed
+}
+
+/// Runs an insert, a change and a delete of 600 objects in bulk through
+/// `proxy`, each with the connection of its first transaction cut after
+/// the server ran it: the writes cut off fail alone, with a transient
+/// error, each object stays whole or untouched, the indexes exact, and
+/// the same `Db` goes on.
+async fn bulk_writes_cut_off(why: &str, proxy: &Proxy) {
+    let db = Db::connect(&proxy.url()).await.expect("connect");
+    db.query::<()>(&redis::cmd("FLUSHDB"))
+        .await
+        .expect("FLUSHDB");
+    let items: Vec<Item> = (0..600)
+        .map(|id| item(id, Some(&format!("k{id}"))))
+        .collect();
+    let none = BTreeMap::new();
+    let inserted: BTreeMap<u32, Option<Item>> =
+        items.iter().map(|i| (i.id, Some(i.clone()))).collect();
+
+    // A transaction's replies, +QUEUED first: its EXEC has run when they
+    // leave the server.
+    proxy.cut_reply_with(b"+QUEUED");
+    let results = Item::insert_many(&db, &items).await;
+    let why_insert = format!("{why}: insert_many");
+    let failed = assert_whole_or_not_at_all(&db, &why_insert, &results, &none, &inserted).await;
+    // Each insert ran once at most: none was sent again after its fate
+    // became unknown (its `_count` would say 2).
+    let mut counts = redis::pipe();
+    for i in &items {
+        counts.hget(format!("bulkitem:{}", i.id), "_count");
+    }
+    let counts: Vec<Option<u64>> = db.query_pipeline(&counts).await.expect("the counts");
+    for ((i, result), count) in items.iter().zip(&results).zip(counts) {
+        let want: &[Option<u64>] = match result {
+            Ok(()) => &[Some(1)],
+            Err(_) => &[None, Some(1)],
+        };
+        assert!(
+            want.contains(&count),
+            "{why_insert}: item {} counted {count:?}",
+            i.id
+        );
+    }
+    assert!(failed > 0, "{why_insert}: the cut hit no item");
+    // The failed items again, on the same Db: all written.
+    let again: Vec<Item> = results
+        .iter()
+        .zip(&items)
+        .filter(|(r, _)| r.is_err())
+        .map(|(_, i)| i.clone())
+        .collect();
+    all_ok(Item::insert_many(&db, &again).await).expect("the failed items written again");
+    let before = assert_indexes_exact(&db, &why_insert).await.expect("exact");
+    assert_eq!(before.len(), items.len(), "{why_insert}");
+
+    let changed: BTreeMap<u32, Option<Item>> = items
+        .iter()
+        .map(|i| {
+            let mut new = item(i.id + 1, Some(&format!("m{}", i.id)));
+            new.id = i.id;
+            (i.id, Some(new))
+        })
+        .collect();
+    let changes = changed.iter().filter_map(|(id, new)| {
+        let new = new.as_ref()?;
+        Some((
+            *id,
+            vec![
+                Item::CODE.to(new.code.clone()),
+                Item::RANK.to(new.rank),
+                Item::TAGS.to(new.tags.clone()),
+                Item::SEEN.to(new.seen),
+            ],
+        ))
+    });
+    proxy.cut_reply_with(b"+QUEUED");
+    let results = Item::set_many(&db, changes).await;
+    let why_set = format!("{why}: set_many");
+    let failed = assert_whole_or_not_at_all(&db, &why_set, &results, &before, &changed).await;
+    assert!(failed > 0, "{why_set}: the cut hit no item");
+    let before = assert_indexes_exact(&db, &why_set).await.expect("exact");
+
+    let gone: BTreeMap<u32, Option<Item>> = items.iter().map(|i| (i.id, None)).collect();
+    proxy.cut_reply_with(b"+QUEUED");
+    let results = Item::delete_many(&db, items.iter().map(|i| i.id)).await;
+    let why_delete = format!("{why}: delete_many");
+    let failed = assert_whole_or_not_at_all(&db, &why_delete, &results, &before, &gone).await;
+    assert!(failed > 0, "{why_delete}: the cut hit no item");
+    all_ok(Item::delete_many(&db, items.iter().map(|i| i.id)).await).expect("deleted again");
+    assert_eq!(
+        db.scan_keys("*bulkitem*").await.expect("SCAN"),
+        Vec::<String>::new(),
+        "{why_delete}: something left"
+    );
+}
+
+/// On redis-server and on the engine's RESP server, a bulk write whose
+/// connection drops after the server ran one of its transactions loses
+/// only that transaction's replies: each of its items fails with a
+/// transient error, each object is whole (as the write left it or as it
+/// was), every index equals the fields, and the `Db` writes on.
+#[tokio::test]
+async fn a_bulk_write_cut_off_leaves_each_object_whole_or_untouched() {
+    let test = "a_bulk_write_cut_off_leaves_each_object_whole_or_untouched";
+    if let Some(server) =
+        redmodel_suite::configured_server_or_skip(test, redmodel_suite::RedisServer::builder())
+    {
+        let proxy = Proxy::start(server.addr()).await.expect("a proxy");
+        bulk_writes_cut_off("redis-server", &proxy).await;
+    }
+    let engine = redmodel_suite::serve_engine(redmodel::memory::Engine::new())
+        .await
+        .expect("the engine served");
+    let proxy = Proxy::start(engine.local_addr()).await.expect("a proxy");
+    bulk_writes_cut_off("the engine over RESP", &proxy).await;
 }

@@ -1,7 +1,8 @@
 //! Chaos: many tasks of random model operations racing on a few objects
 //! (colliding unique values, tag changes, sorted increments, links and
 //! unlinks, sub-object inserts, reference writes, cascading deletes, typed
-//! transactions), then the consistency check, which must find nothing.
+//! transactions, bulk inserts and changes), then the consistency check,
+//! which must find nothing.
 //! On a real redis-server, also with the server SIGKILLed and restarted
 //! (AOF, `appendfsync always`) in the middle of the traffic: in the plain
 //! layout every write is one atomic unit, so a crash image holds no half
@@ -15,7 +16,7 @@ use std::time::Duration;
 
 use redmodel::model::check::{check, repair, Kind};
 use redmodel::prelude::*;
-use redmodel::KeyLayout;
+use redmodel::{ItemError, KeyLayout};
 use redmodel_suite::{backend_tests, configured_server_or_skip, RedisServer, Rng};
 
 #[derive(Admin, Debug, Clone, PartialEq)]
@@ -60,16 +61,15 @@ const GROUPS: usize = 3;
 const EMAILS: usize = 8;
 const TAGS: [&str; 3] = ["a", "b", "c"];
 
-/// One random operation; `Ok` also when the model refused it for a reason
-/// that is the point of the race (a unique value taken, an object deleted
-/// meanwhile, a transaction that kept colliding), or when the server was
-/// away (a crash test). Any other error fails the test.
+/// One random operation, a bulk write of a few users among them; `Ok`
+/// also where the model refused it for a reason that is the point of the
+/// race ([`accepted`]). Any other error fails the test.
 async fn operate(db: &Db, rng: &mut Rng) -> Result<(), String> {
     let user = rng.below(USERS) as u32;
     let group = rng.below(GROUPS) as u32;
     let email = format!("u{}@x", rng.below(EMAILS));
     let u = User::at(user);
-    let op = rng.below(11);
+    let op = rng.below(13);
     let outcome: redmodel::Result<()> = match op {
         0 => User {
             id: user,
@@ -82,14 +82,7 @@ async fn operate(db: &Db, rng: &mut Rng) -> Result<(), String> {
         .map(drop),
         1 => u.set(db, User::EMAIL, email).await,
         2 => u.incr(db, User::SCORE, 1).await.map(drop),
-        3 => {
-            let tags: Vec<String> = TAGS
-                .iter()
-                .filter(|_| rng.below(2) == 0)
-                .map(|t| t.to_string())
-                .collect();
-            u.set(db, User::TAGS, tags).await
-        }
+        3 => u.set(db, User::TAGS, some_tags(rng)).await,
         4 => Group::at(group)
             .relation::<GroupUsers>()
             .link(db, &u)
@@ -126,24 +119,72 @@ async fn operate(db: &Db, rng: &mut Rng) -> Result<(), String> {
             })
             .await
         }
-        _ => Group {
+        10 => Group {
             id: group,
             leader: None,
         }
         .insert(db)
         .await
         .map(drop),
+        // Bulk writes of a few users, racing the single writes: each
+        // item is judged as a single write's outcome is.
+        11 => {
+            let users: Vec<User> = (0..1 + rng.below(4))
+                .map(|_| User {
+                    id: rng.below(USERS) as u32,
+                    email: format!("u{}@x", rng.below(EMAILS)),
+                    score: 0,
+                    tags: some_tags(rng),
+                })
+                .collect();
+            return items_accepted(op, User::insert_many(db, &users).await);
+        }
+        _ => {
+            let changes: Vec<_> = (0..1 + rng.below(4))
+                .map(|_| {
+                    let email = format!("u{}@x", rng.below(EMAILS));
+                    let assigns = vec![User::EMAIL.to(email), User::TAGS.to(some_tags(rng))];
+                    (rng.below(USERS) as u32, assigns)
+                })
+                .collect();
+            return items_accepted(op, User::set_many(db, changes).await);
+        }
     };
+    accepted(outcome).map_err(|e| format!("operation {op} on user {user}, group {group}: {e:?}"))
+}
+
+/// A random subset of the tags.
+fn some_tags(rng: &mut Rng) -> Vec<String> {
+    TAGS.iter()
+        .filter(|_| rng.below(2) == 0)
+        .map(|t| t.to_string())
+        .collect()
+}
+
+/// `Ok` for a write that succeeded or was refused for a reason that is
+/// the point of the race (a unique value taken, an object deleted
+/// meanwhile, a transaction that kept colliding, an item naming what an
+/// earlier item of its batch names), or that met the server away (a
+/// crash test); the error otherwise.
+fn accepted<T>(outcome: redmodel::Result<T>) -> Result<(), Error> {
     match outcome {
-        Ok(())
+        Ok(_)
         | Err(Error::Unique { .. })
         | Err(Error::NotFound { .. })
-        | Err(Error::Conflict { .. }) => Ok(()),
+        | Err(Error::Conflict { .. })
+        | Err(Error::DuplicateInBatch { .. }) => Ok(()),
         Err(e) if e.is_transient() => Ok(()),
-        Err(e) => Err(format!(
-            "operation {op} on user {user}, group {group}: {e:?}"
-        )),
+        Err(e) => Err(e),
     }
+}
+
+/// Each item of bulk operation `op` [`accepted`], or the first that is not.
+fn items_accepted(op: usize, results: Vec<Result<(), ItemError>>) -> Result<(), String> {
+    for ItemError { item, key, error } in results.into_iter().filter_map(Result::err) {
+        accepted::<()>(Err(error))
+            .map_err(|e| format!("bulk operation {op}, item {item} on {key}: {e:?}"))?;
+    }
+    Ok(())
 }
 
 /// `tasks` tasks of at least `ops` random operations each, on `db`, and

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use redmodel::{Db, Error, KeyLayout};
-use redmodel_suite::{redis_server_available, Proxy, RedisCluster};
+use redmodel_suite::{redis_server_available, RedisCluster};
 
 /// A private cluster, or `None` (skipped, with a note) without
 /// redis-server outside CI.
@@ -73,6 +73,59 @@ async fn commands_pipelines_and_scans_reach_every_master() -> Result<(), Error> 
         .arg("{t}:b");
     let (b, both): (i64, Vec<i64>) = db.query_pipeline(&tx).await?;
     assert_eq!((b, both), (1, vec![1, 1]));
+    Ok(())
+}
+
+/// A one-node cluster's node does not know its own address (no other
+/// node has met it) and names itself with an empty host in CLUSTER SLOTS:
+/// the node that answered, where redis-rs reaches it. What goes to every
+/// master (a SCAN, a cluster-wide SCAN cursor, the near cache's tracking
+/// connections) reaches it there.
+#[tokio::test]
+async fn a_node_named_without_a_host_is_reached_where_it_answered() -> Result<(), Error> {
+    let test = "a_node_named_without_a_host_is_reached_where_it_answered";
+    if !redis_server_available(test) {
+        return Ok(());
+    }
+    let cluster = RedisCluster::start(1).unwrap_or_else(|e| panic!("{test}: {e}"));
+    let db = Db::connect_cluster(cluster.urls()).await?;
+    // [[start, end, [host, port, id, ...]]]
+    let slots: Vec<(u16, u16, Vec<redis::Value>)> =
+        db.query(redis::cmd("CLUSTER").arg("SLOTS")).await?;
+    assert_eq!(slots.len(), 1, "{slots:?}");
+    assert_eq!(
+        slots[0].2.first(),
+        Some(&redis::Value::BulkString(Vec::new())),
+        "the node names itself without a host"
+    );
+    let keys: Vec<String> = (0..50).map(|i| format!("h:{i}")).collect();
+    for key in &keys {
+        db.query::<()>(redis::cmd("SET").arg(key).arg(1)).await?;
+    }
+    let mut found = db.scan_keys("h:*").await?;
+    found.sort_by_key(|k| k[2..].parse::<u32>().unwrap_or(0));
+    assert_eq!(found, keys, "scan_keys");
+    // The cursor loop of a caller, through SCAN itself.
+    let mut cursor = 0u64;
+    let mut seen = Vec::new();
+    loop {
+        let (next, page): (u64, Vec<String>) = db
+            .query(redis::cmd("SCAN").arg(cursor).arg("MATCH").arg("h:*"))
+            .await?;
+        seen.extend(page);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    assert_eq!(seen.len(), keys.len(), "SCAN's cursor loop");
+    // The near cache tracks the node on a connection of its own.
+    let cached = db
+        .clone()
+        .with_cache(redmodel::CacheConfig::default())
+        .await?;
+    let value: i64 = cached.query(redis::cmd("GET").arg("h:1")).await?;
+    assert_eq!(value, 1);
     Ok(())
 }
 
@@ -294,37 +347,13 @@ async fn a_write_that_timed_out_is_not_sent_again() -> Result<(), Error> {
     Ok(())
 }
 
-/// A one-master cluster whose node names a proxy as its address, so that
-/// every connection a `Db` opens to it goes through the proxy.
-async fn cluster_behind_a_proxy(test: &str) -> Option<(RedisCluster, Proxy)> {
-    if !redis_server_available(test) {
-        return None;
-    }
-    let mut cluster = RedisCluster::start(1).unwrap_or_else(|e| panic!("{test}: {e}"));
-    let node = &cluster.nodes()[0];
-    let proxy = Proxy::start(node.addr())
-        .await
-        .unwrap_or_else(|e| panic!("{test}: a proxy: {e}"));
-    let mut conn = node
-        .client()
-        .get_connection()
-        .unwrap_or_else(|e| panic!("{test}: {e}"));
-    redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("cluster-announce-port")
-        .arg(proxy.port())
-        .query::<()>(&mut conn)
-        .unwrap_or_else(|e| panic!("{test}: {e}"));
-    Some((cluster, proxy))
-}
-
 /// A write whose connection drops after the server ran it, before its
 /// reply came, fails with a transient error and ran once: it is not sent
 /// again, alone or in a pipeline. A read is.
 #[tokio::test]
 async fn a_write_whose_connection_dropped_after_it_ran_is_not_sent_again() -> Result<(), Error> {
     let test = "a_write_whose_connection_dropped_after_it_ran_is_not_sent_again";
-    let Some((_cluster, proxy)) = cluster_behind_a_proxy(test).await else {
+    let Some((_cluster, proxy)) = RedisCluster::behind_a_proxy(test).await else {
         return Ok(());
     };
     let db = Db::connect_cluster([proxy.url()]).await?;

@@ -12,6 +12,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use crate::server::{RedisServer, ServerError};
+use crate::Proxy;
 
 /// The slots of a cluster.
 const SLOTS: u32 = 16_384;
@@ -184,6 +185,31 @@ impl RedisCluster {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// A one-master cluster whose node names a [`Proxy`] as its address,
+    /// so that every connection a `Db` opens to it goes through the proxy;
+    /// `None` (the test skipped) where there is no redis-server.
+    pub async fn behind_a_proxy(test: &str) -> Option<(RedisCluster, Proxy)> {
+        if !crate::redis_server_available(test) {
+            return None;
+        }
+        let mut cluster = RedisCluster::start(1).unwrap_or_else(|e| panic!("{test}: {e}"));
+        let node = &cluster.nodes()[0];
+        let proxy = Proxy::start(node.addr())
+            .await
+            .unwrap_or_else(|e| panic!("{test}: a proxy: {e}"));
+        let mut conn = node
+            .client()
+            .get_connection()
+            .unwrap_or_else(|e| panic!("{test}: {e}"));
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("cluster-announce-port")
+            .arg(proxy.port())
+            .query::<()>(&mut conn)
+            .unwrap_or_else(|e| panic!("{test}: {e}"));
+        Some((cluster, proxy))
     }
 
     /// The nodes' URLs (`redis://127.0.0.1:PORT/`), seeds for

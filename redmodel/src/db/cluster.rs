@@ -520,7 +520,7 @@ impl Backend for ClusterBackend {
             let masters = masters(&mut conn).await?;
             Ok(masters
                 .into_iter()
-                .map(|(host, port)| at_node(&info, host, port))
+                .map(|master| at_node(&info, master.host, master.port))
                 .collect())
         })
     }
@@ -569,7 +569,7 @@ async fn scan_step(conn: &mut ClusterConnection, cmd: &Cmd) -> redis::RedisResul
         }
     })?;
     let node = usize::try_from(cursor >> NODE_SHIFT).unwrap_or(usize::MAX);
-    let Some((host, port)) = masters.get(node).cloned() else {
+    let Some(master) = masters.get(node) else {
         return Ok(Value::Array(vec![
             Value::BulkString(b"0".to_vec()),
             Value::Array(Vec::new()),
@@ -580,8 +580,7 @@ async fn scan_step(conn: &mut ClusterConnection, cmd: &Cmd) -> redis::RedisResul
     for arg in args.iter().skip(2) {
         own.arg(arg.as_slice());
     }
-    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host, port });
-    let reply = conn.route_command(own, route).await?;
+    let reply = conn.route_command(own, master.route()).await?;
     let (next, keys): (u64, Value) = redis::from_redis_value(reply)?;
     let next = match next {
         0 if node + 1 < masters.len() => ((node + 1) as u64) << NODE_SHIFT,
@@ -805,9 +804,16 @@ fn crossed_slots(err: &redis::RedisError) -> bool {
     err.code() == Some("CROSSSLOT") || err.to_string().contains("crossed slots")
 }
 
-/// `info` (a seed's) pointed at another node.
+/// `info` (a seed's) pointed at another node: at `host`, or at the
+/// seed's own host where the node gave none ([`Master::host`]).
 fn at_node(info: &redis::ConnectionInfo, host: String, port: u16) -> redis::ConnectionInfo {
     use redis::ConnectionAddr;
+    let host = match (host.is_empty(), info.addr()) {
+        (true, ConnectionAddr::Tcp(seed, _) | ConnectionAddr::TcpTls { host: seed, .. }) => {
+            seed.clone()
+        }
+        _ => host,
+    };
     let addr = match info.addr() {
         ConnectionAddr::TcpTls {
             insecure,
@@ -832,16 +838,12 @@ async fn scan_masters(
     count: u64,
 ) -> Result<Vec<Vec<u8>>> {
     let mut keys = Vec::new();
-    for (host, port) in masters(&mut conn).await? {
+    for master in masters(&mut conn).await? {
         let conn = &conn;
-        let host = &host;
+        let master = &master;
         keys.extend(
             scan_all(pattern, count, |cmd| async move {
-                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
-                    host: host.clone(),
-                    port,
-                });
-                Ok(conn.clone().route_command(cmd, route).await?)
+                Ok(conn.clone().route_command(cmd, master.route()).await?)
             })
             .await?,
         );
@@ -849,38 +851,75 @@ async fn scan_masters(
     Ok(keys)
 }
 
-/// The masters' addresses, from CLUSTER SLOTS (each slot range's first
-/// node is its master), without repeats.
-async fn masters(conn: &mut ClusterConnection) -> Result<Vec<(String, u16)>> {
+/// A master, as CLUSTER SLOTS names it: its address, and the first slot
+/// it serves.
+#[derive(Debug, PartialEq, Eq)]
+struct Master {
+    /// Empty where the node gave none (its own address unknown to it, as
+    /// for a node no other has met: a one-node cluster's), or a wildcard:
+    /// the node is where it was reached, as Redis documents and redis-rs
+    /// does.
+    host: String,
+    port: u16,
+    slot: u16,
+}
+
+impl Master {
+    /// The route to it: by its slot, which redis-rs maps to the node
+    /// under the address it reached it at, whatever the reply named.
+    fn route(&self) -> RoutingInfo {
+        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::new(
+            self.slot,
+            SlotAddr::Master,
+        )))
+    }
+}
+
+/// The masters, from CLUSTER SLOTS.
+async fn masters(conn: &mut ClusterConnection) -> Result<Vec<Master>> {
     let reply = conn
         .req_packed_command(&crate::command::cmd("CLUSTER").arg("SLOTS").owned())
         .await?;
+    masters_in(reply)
+}
+
+/// The masters a CLUSTER SLOTS reply names (each slot range's first node
+/// is its master), each once, in address order: a cluster-wide SCAN
+/// cursor names masters by index.
+fn masters_in(reply: Value) -> Result<Vec<Master>> {
     let Value::Array(ranges) = reply else {
         return Err(Error::Reply(redis::RedisError::from((
             redis::ErrorKind::UnexpectedReturnType,
             "CLUSTER SLOTS did not reply an array",
         ))));
     };
-    let mut out: Vec<(String, u16)> = Vec::new();
+    let mut out: Vec<Master> = Vec::new();
     for range in ranges {
         let Value::Array(parts) = range else { continue };
-        let Some(Value::Array(master)) = parts.get(2) else {
+        let (Some(Value::Int(start)), Some(Value::Array(master))) = (parts.first(), parts.get(2))
+        else {
             continue;
         };
-        let host = master
-            .first()
-            .and_then(|v| redis::from_redis_value::<String>(v.clone()).ok());
+        let host = match master.first() {
+            Some(Value::Nil) => Some(String::new()),
+            Some(v) => redis::from_redis_value::<String>(v.clone()).ok(),
+            None => None,
+        }
+        .map(|host| match host.as_str() {
+            "0.0.0.0" | "::" => String::new(),
+            _ => host,
+        });
         let port = master
             .get(1)
             .and_then(|v| redis::from_redis_value::<u16>(v.clone()).ok());
-        if let (Some(host), Some(port)) = (host, port)
-            && !out.contains(&(host.clone(), port))
-        {
-            out.push((host, port));
+        let (Some(host), Some(port), Ok(slot)) = (host, port, u16::try_from(*start)) else {
+            continue;
+        };
+        if !out.iter().any(|m| m.host == host && m.port == port) {
+            out.push(Master { host, port, slot });
         }
     }
-    // Address order: a cluster-wide SCAN cursor names masters by index.
-    out.sort();
+    out.sort_by(|a, b| (&a.host, a.port).cmp(&(&b.host, b.port)));
     Ok(out)
 }
 
@@ -951,5 +990,59 @@ mod tests {
         assert!(Resends::for_pipeline(&pipe).reads);
         pipe.atomic();
         assert!(Resends::for_pipeline(&pipe).whole);
+    }
+
+    /// A CLUSTER SLOTS range: `start..=end` served by `host:port`.
+    fn range(start: i64, end: i64, host: Value, port: i64) -> Value {
+        let id = Value::BulkString(b"id".to_vec());
+        Value::Array(vec![
+            Value::Int(start),
+            Value::Int(end),
+            Value::Array(vec![host, Value::Int(port), id]),
+        ])
+    }
+
+    fn text(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn masters_are_named_once_in_address_order_with_a_slot_each() {
+        let reply = Value::Array(vec![
+            range(10_000, 16_383, text("10.0.0.2"), 7001),
+            range(0, 4_999, text("10.0.0.1"), 7000),
+            range(5_000, 9_999, text("10.0.0.2"), 7001),
+        ]);
+        let masters = masters_in(reply).expect("masters");
+        let named: Vec<(&str, u16, u16)> = masters
+            .iter()
+            .map(|m| (m.host.as_str(), m.port, m.slot))
+            .collect();
+        assert_eq!(named, [("10.0.0.1", 7000, 0), ("10.0.0.2", 7001, 10_000)]);
+    }
+
+    #[test]
+    fn a_master_without_a_host_is_where_it_was_reached() {
+        for host in [text(""), Value::Nil, text("0.0.0.0"), text("::")] {
+            let masters = masters_in(Value::Array(vec![range(0, 16_383, host.clone(), 7000)]))
+                .expect("masters");
+            assert_eq!(
+                masters,
+                [Master {
+                    host: String::new(),
+                    port: 7000,
+                    slot: 0
+                }],
+                "{host:?}"
+            );
+        }
+        let seed = redis::Client::open("redis://10.1.2.3:6379/")
+            .expect("a URL")
+            .get_connection_info()
+            .clone();
+        let node = at_node(&seed, String::new(), 7000);
+        assert_eq!(node.addr().to_string(), "10.1.2.3:7000");
+        let node = at_node(&seed, "10.0.0.9".to_string(), 7000);
+        assert_eq!(node.addr().to_string(), "10.0.0.9:7000");
     }
 }

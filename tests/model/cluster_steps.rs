@@ -85,6 +85,36 @@ backend_tests! {
         Ok(())
     }
 
+    /// A write stopped between its object's write and the confirmation of
+    /// its claim (the entry names the object, which holds the value, and
+    /// still has its lease): the claim would lapse and leave the value
+    /// unindexed, free for another object. `check` reports it, and
+    /// `repair` makes the entry permanent; a pending claim whose object
+    /// does not hold the value (not written yet) is left to lapse.
+    exclusive async fn a_claim_its_object_holds_but_never_confirmed_is_repaired(ctx) -> redmodel::Result<()> {
+        use redmodel::model::check::{check, repair, Kind};
+        let db = &cluster_db(&ctx.db);
+        db.query::<()>(&redis::cmd("FLUSHALL")).await?;
+        racer(1, "cy", 0, &[]).insert(db).await?;
+        let held = db.key_layout().stored("racer:_unique:name:cy").into_owned();
+        db.query::<()>(redis::cmd("PEXPIRE").arg(&held).arg(30_000)).await?;
+        let unwritten = db.key_layout().stored("racer:_unique:name:dee").into_owned();
+        db.query::<()>(redis::cmd("RPUSH").arg(&unwritten).arg("racer:2")).await?;
+        db.query::<()>(redis::cmd("PEXPIRE").arg(&unwritten).arg(30_000)).await?;
+
+        let report = check(db, |_| ()).await?;
+        assert_eq!(report.count(Kind::MissingIndexEntry), 1, "{report}: {:#?}", report.examples);
+        assert_eq!(report.count(Kind::StaleIndexEntry), 0, "{report}");
+        let fixed = repair(db, |_| ()).await?;
+        assert!(fixed.after.is_clean(), "{}", fixed.after);
+        let ttl: i64 = db.query(redis::cmd("PTTL").arg(&held)).await?;
+        assert_eq!(ttl, -1, "the claim its object holds is permanent");
+        assert_eq!(Racer::NAME_UNIQUE.holder(db, "cy").await?, Some(Racer::at(1)));
+        let ttl: i64 = db.query(redis::cmd("PTTL").arg(&unwritten)).await?;
+        assert!(ttl > 0, "the claim of an object not written keeps its lease: {ttl}");
+        Ok(())
+    }
+
     /// A crash between the object's write and its index entries (the hash
     /// written, nothing else): the tag read checks the field, and
     /// `rebuild_indexes` puts every entry back.

@@ -20,8 +20,8 @@
 //! | [`Kind::OrphanedList`] | a relation list whose owner does not exist | deleted, if the owner is still missing |
 //! | [`Kind::DeadMember`] | a relation member whose object does not exist | removed from the list, if still gone |
 //! | [`Kind::OneSidedLink`] | a member whose inverse list lacks the owner, both existing | the missing side added (as `link` would have) |
-//! | [`Kind::MissingIndexEntry`] | an object's unique value, score or tag not in its index | the model's indexes rebuilt ([`rebuild_indexes`](super::migrate::rebuild_indexes)) |
-//! | [`Kind::StaleIndexEntry`] | an index entry naming a gone object, or a value, score or tag the object no longer has (a unique claim still pending, with its lease, is not one: it lapses unless its write confirms it) | the same rebuild, whose prune removes it |
+//! | [`Kind::MissingIndexEntry`] | an object's unique value, score or tag not in its index, or its unique value held only by a pending claim (the cluster layout's first step, with its lease: a write stopped before its confirmation, whose claim would lapse) | the model's indexes rebuilt ([`rebuild_indexes`](super::migrate::rebuild_indexes)), which makes the entry permanent |
+//! | [`Kind::StaleIndexEntry`] | an index entry naming a gone object, or a value, score or tag the object no longer has (a pending claim of an object not holding the value, not written yet, is not one: it lapses unless its write confirms it) | the same rebuild, whose prune removes it |
 //!
 //! Every repair re-checks under WATCH what it fixes, so an object written
 //! meanwhile is left alone. Both walk the keyspace with SCAN (every master
@@ -88,7 +88,8 @@ pub enum Kind {
     DeadMember,
     /// A relation member whose inverse list lacks the owner.
     OneSidedLink,
-    /// An object's value missing from its index, or with a wrong score.
+    /// An object's value missing from its index, or with a wrong score, or
+    /// a unique value in it only as a pending claim.
     MissingIndexEntry,
     /// An index entry naming a gone object or a value it no longer has.
     StaleIndexEntry,

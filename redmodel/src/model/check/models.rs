@@ -384,18 +384,16 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
                 let replies: Vec<Value> = db.query_pipeline(&pipe).await?;
                 let mut replies = replies.into_iter();
                 for key in keys {
-                    // A claim still pending (the cluster layout's first
-                    // step, with a lease) names an object not written yet:
-                    // not a finding; it lapses unless confirmed.
+                    // A claim still pending: the cluster layout's first
+                    // step, with a lease.
                     let pending = unique
                         && redis::from_redis_value::<i64>(replies.next().unwrap_or(Value::Nil))
                             .is_ok_and(|ttl| ttl >= 0);
+                    let claim = if pending { Claim::Pending } else { Claim::Key };
                     let members: Vec<String> =
                         redis::from_redis_value(replies.next().unwrap_or(Value::Nil))
                             .map_err(redis::RedisError::from)?;
-                    if !pending {
-                        entries.extend(members.into_iter().map(|m| (key.clone(), m, Claim::Key)));
-                    }
+                    entries.extend(members.into_iter().map(|m| (key.clone(), m, claim)));
                 }
             }
         }
@@ -419,6 +417,28 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
                 redis::from_redis_value::<Option<Vec<u8>>>(replies.next().unwrap_or(Value::Nil))
                     .ok()
                     .flatten();
+            if let Claim::Pending = claim {
+                // A pending claim of an object that does not hold the
+                // value (not written yet) is no finding: it lapses unless
+                // its write confirms it. One whose object holds the value
+                // would lapse too, and leave the value unindexed: a write
+                // stopped before its confirmation.
+                let held = alive
+                    && Claim::Key
+                        .broken::<M>(db, spec, index, text.as_deref())
+                        .is_none();
+                if held {
+                    pass.report.found(
+                        Kind::MissingIndexEntry,
+                        &plain_key(member),
+                        format!(
+                            "its `{}` is in its index only as a pending claim, which lapses",
+                            spec.field
+                        ),
+                    );
+                }
+                continue;
+            }
             let why = if !alive {
                 Some(format!(
                     "names `{}`, which does not exist",
@@ -436,6 +456,7 @@ async fn check_backward<M: Model>(pass: &mut Pass<'_>, spec: &IndexSpec) -> Resu
 }
 
 /// What an index entry says of the object it names.
+#[derive(Clone, Copy)]
 enum Claim {
     /// A sorted set member with this score.
     Score(f64),
@@ -444,6 +465,9 @@ enum Claim {
     Key,
     /// A recent list member: only that the object exists.
     Exists,
+    /// A unique entry still pending (a claim with its lease): the object
+    /// will hold the value once its write is done.
+    Pending,
 }
 
 impl Claim {

@@ -47,8 +47,10 @@
 //! object that does not hold the value (lookups check the holder's field
 //! and prune it; once its lease ends the value is free); after 2, an entry
 //! still pending (it lapses, and the value's entry is then missing until a
-//! reindex) or an old value's entry still naming the object (lookups prune
-//! it, claims take it over); during 4, sorted, recent and tag entries that
+//! reindex; [`check`](crate::model::check) reports a pending claim its
+//! object holds, and its repair makes the entry permanent) or an old
+//! value's entry still naming the object (lookups prune it, claims take it
+//! over); during 4, sorted, recent and tag entries that
 //! lag the fields (tag reads check the field and prune; a reindex repairs
 //! the rest).
 

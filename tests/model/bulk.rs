@@ -4,6 +4,7 @@
 //! every backend, and on the single-node backends in both key layouts.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use redmodel::model::check::{repair, Kind};
 use redmodel::prelude::*;
@@ -794,3 +795,107 @@ async fn a_bulk_write_cut_off_leaves_each_object_whole_or_untouched() {
 /// The replies of a gathering's transaction start with a `+QUEUED`: its
 /// EXEC has run when they leave the server.
 const QUEUED: &[u8] = b"+QUEUED";
+
+/// A bulk insert of 600 objects on `db`, whose connections through
+/// `proxy` go silent (a half-open TCP connection) once the first objects
+/// are written: it ends within a few response timeouts (`response`),
+/// each item done or failed with a transient error, and every object
+/// whole, as a `Db` made by `reader` afterwards reads them (`direct`
+/// around the proxy, or new connections through it).
+async fn bulk_write_gone_silent(
+    why: &str,
+    db: &Db,
+    direct: &Db,
+    reader: impl AsyncFnOnce() -> Db,
+    proxy: &Proxy,
+    response: Duration,
+) {
+    direct
+        .query::<()>(&redis::cmd("FLUSHDB"))
+        .await
+        .expect("FLUSHDB");
+    let items: Vec<Item> = (0..600)
+        .map(|id| item(id, Some(&format!("q{id}"))))
+        .collect();
+    let watched = direct.clone();
+    let freeze = async {
+        // Silent once some objects are in: the batch is under way.
+        while watched
+            .query::<u64>(&redis::cmd("DBSIZE"))
+            .await
+            .expect("DBSIZE")
+            == 0
+        {
+            tokio::task::yield_now().await;
+        }
+        proxy.freeze();
+    };
+    let started = std::time::Instant::now();
+    let bound = response * 6 + Duration::from_secs(4);
+    let (results, ()) = tokio::time::timeout(
+        bound,
+        futures_util::future::join(Item::insert_many(db, &items), freeze),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{why}: the bulk write still runs after {bound:?}"));
+    let inserted: BTreeMap<u32, Option<Item>> =
+        items.iter().map(|i| (i.id, Some(i.clone()))).collect();
+    let reader = reader().await;
+    let failed =
+        assert_whole_or_not_at_all(&reader, why, &results, &BTreeMap::new(), &inserted).await;
+    eprintln!("{why}: {failed} of 600 failed, in {:?}", started.elapsed());
+}
+
+/// On redis-server, the engine's RESP server and Redis Cluster, a bulk
+/// write whose server goes silent midway (no reply, no close) does not hang: it ends
+/// within a few response timeouts, each item done or failed with a
+/// transient error, each object whole.
+#[tokio::test]
+async fn a_bulk_write_whose_server_goes_silent_ends_with_each_item_done_or_failed() {
+    let test = "a_bulk_write_whose_server_goes_silent_ends_with_each_item_done_or_failed";
+    let response = Duration::from_secs(1);
+    let through = async |proxy: &Proxy| {
+        Db::connect_with_timeouts(&proxy.url(), Duration::from_secs(1), response)
+            .await
+            .expect("connect")
+    };
+    if let Some(server) =
+        redmodel_suite::configured_server_or_skip(test, redmodel_suite::RedisServer::builder())
+    {
+        let proxy = Proxy::start(server.addr()).await.expect("a proxy");
+        let direct = Db::connect(&server.url()).await.expect("connect");
+        let db = through(&proxy).await;
+        let reader = async || direct.clone();
+        bulk_write_gone_silent("redis-server", &db, &direct, reader, &proxy, response).await;
+    }
+    let engine = redmodel::memory::Engine::new();
+    let served = redmodel_suite::serve_engine(engine.clone())
+        .await
+        .expect("the engine served");
+    let proxy = Proxy::start(served.local_addr()).await.expect("a proxy");
+    let db = through(&proxy).await;
+    let direct = Db::from_engine(engine);
+    let reader = async || direct.clone();
+    bulk_write_gone_silent(
+        "the engine over RESP",
+        &db,
+        &direct,
+        reader,
+        &proxy,
+        response,
+    )
+    .await;
+    if let Some((mut cluster, proxy)) = RedisCluster::behind_a_proxy(test).await {
+        // The node itself for the counts; a cluster client through the
+        // proxy, on connections opened after it froze the others, reads.
+        let direct = Db::connect(&cluster.nodes()[0].url())
+            .await
+            .expect("connect");
+        let db = Db::connect_cluster_with_timeouts([proxy.url()], Duration::from_secs(1), response)
+            .await
+            .expect("connect");
+        let url = proxy.url();
+        let reader = async || Db::connect_cluster([url]).await.expect("connect");
+        bulk_write_gone_silent("Redis Cluster", &db, &direct, reader, &proxy, response).await;
+    }
+}

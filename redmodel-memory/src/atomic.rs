@@ -120,6 +120,11 @@ impl Engine {
             }
         };
         assert!(db < store.dbs.len(), "no database {db} in the engine");
+        // As before a client's script: evictions, then whether the data
+        // is over `maxmemory`, which refuses `f`'s first command that may
+        // grow the data (Redis's `processCommand`, then `scriptVerifyOOM`).
+        store.evict(now);
+        store.out_of_memory();
         let no_replicas = store.dbs[db].limits().min_replicas;
         let was_in_script = std::mem::replace(&mut store.in_script, true);
         let mut atomic = Atomic {
@@ -137,8 +142,7 @@ impl Engine {
                 cross_slot: false,
                 slot: None,
                 no_replicas,
-                // Not a client's command: `maxmemory` does not refuse it.
-                allow_oom: true,
+                allow_oom: false,
                 wrote: false,
             },
         };
@@ -209,6 +213,43 @@ mod tests {
             &engine.atomically(0, |tx| tx.call(&[])),
             "at least one argument"
         ));
+    }
+
+    #[test]
+    fn over_maxmemory_the_first_write_that_may_grow_the_data_is_refused_as_in_a_script() {
+        let engine = Engine::new();
+        let mut c = engine.connection();
+        c.execute(&[b"HSET", b"h", b"a", b"1", b"b", b"2"]);
+        assert_eq!(
+            c.execute(&[b"CONFIG", b"SET", b"maxmemory", b"1"]),
+            Value::Okay
+        );
+        // Refused before anything was written; a read and a delete run.
+        let refused = engine.atomically(0, |tx| {
+            [
+                tx.call(&[b"HGET", b"h", b"a"]),
+                tx.call(&[b"HSET", b"h", b"c", b"3"]),
+                tx.call(&[b"SADD", b"s", b"x"]),
+                tx.call(&[b"HDEL", b"h", b"b"]),
+            ]
+        });
+        assert_eq!(refused[0], bulk("1"));
+        assert!(is_error(&refused[1], "OOM"), "{:?}", refused[1]);
+        assert!(is_error(&refused[2], "OOM"), "{:?}", refused[2]);
+        assert_eq!(refused[3], Value::Int(1));
+        // Once a write command ran (even one that changed nothing), the
+        // rest runs: the script cannot stop halfway.
+        let after_a_write = engine.atomically(0, |tx| {
+            [
+                tx.call(&[b"HDEL", b"h", b"none"]),
+                tx.call(&[b"HSET", b"h", b"c", b"3"]),
+            ]
+        });
+        assert_eq!(after_a_write, [Value::Int(0), Value::Int(1)]);
+        assert_eq!(c.execute(&[b"HLEN", b"h"]), Value::Int(2));
+        c.execute(&[b"CONFIG", b"SET", b"maxmemory", b"0"]);
+        let room = engine.atomically(0, |tx| tx.call(&[b"SADD", b"s", b"x"]));
+        assert_eq!(room, Value::Int(1));
     }
 
     #[test]

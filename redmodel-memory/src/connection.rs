@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
-use redis::{Arg, Cmd, Pipeline, RedisFuture, Value};
+use redis::{Arg, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 
 use super::args::is;
 use super::command::blocking::Ticket;
@@ -270,6 +270,21 @@ fn with_args<R>(cmd: &Cmd, f: impl FnOnce(&[&[u8]]) -> R) -> R {
     f(&args)
 }
 
+/// The `count` replies from `offset` on, as redis-rs's connections take
+/// them: an error among the replies skipped (a command refused as MULTI
+/// queued it) fails the request with that error, the cause of the EXEC's
+/// EXECABORT, rather than leave the EXECABORT to be misread as a reply of
+/// another shape.
+fn take_replies(replies: Vec<Value>, offset: usize, count: usize) -> RedisResult<Vec<Value>> {
+    let mut replies = replies.into_iter();
+    for skipped in replies.by_ref().take(offset) {
+        if let Value::ServerError(err) = skipped {
+            return Err(err.into());
+        }
+    }
+    Ok(replies.take(count).collect())
+}
+
 impl Drop for Connection {
     fn drop(&mut self) {
         if self.session.has_watches() {
@@ -301,11 +316,46 @@ impl ConnectionLike for Connection {
         }
         Box::pin(async move {
             let replies = self.execute_pipeline(pipeline).await;
-            Ok(replies.into_iter().skip(offset).take(count).collect())
+            take_replies(replies, offset, count)
         })
     }
 
     fn get_db(&self) -> i64 {
         self.session.db as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Engine;
+
+    #[tokio::test]
+    async fn a_command_refused_as_multi_queues_it_fails_the_transaction_with_its_error() {
+        let mut conn = Engine::new().connection();
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("SET").arg("k").arg("v").cmd("GET");
+        let err = pipe
+            .query_async::<()>(&mut conn)
+            .await
+            .expect_err("refused");
+        assert!(
+            err.to_string().contains("wrong number of arguments"),
+            "{err}"
+        );
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg("k")
+            .query_async(&mut conn)
+            .await
+            .expect("EXISTS");
+        assert_eq!(exists, 0, "nothing of the transaction ran");
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("SET")
+            .arg("k")
+            .arg("v")
+            .cmd("GET")
+            .arg("k");
+        let replies: (String, String) = pipe.query_async(&mut conn).await.expect("EXEC");
+        assert_eq!(replies, ("OK".to_string(), "v".to_string()));
     }
 }

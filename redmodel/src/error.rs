@@ -38,6 +38,21 @@ pub enum Error {
         #[source]
         source: redis::RedisError,
     },
+    /// The server is at its `maxmemory` and may evict nothing (the
+    /// `noeviction` policy, or no key its policy may evict), so it refuses
+    /// the commands that may grow the data (OOM). The refused write has
+    /// written nothing: a write's atomic unit is refused whole. Reads and
+    /// deletes go on. Free memory (delete or expire keys), raise
+    /// `maxmemory` or choose an eviction policy; the same write succeeds
+    /// once there is room.
+    #[error(
+        "the server is out of memory and refuses writes: {source} (nothing was written; \
+         free memory, raise maxmemory or choose an eviction policy)"
+    )]
+    OutOfMemory {
+        /// What the server replied.
+        source: redis::RedisError,
+    },
     /// Every exclusive connection of the `Db` stayed in use for as long as
     /// a request may wait for one (its connection and response timeouts):
     /// the server answers, but this process holds all the connections a
@@ -433,6 +448,9 @@ impl From<redis::RedisError> for Error {
         if is_passing_state(&err) || is_redirection(&err) {
             return Error::Unavailable { source: err };
         }
+        if is_out_of_memory(&err) {
+            return Error::OutOfMemory { source: err };
+        }
         if err.code() == Some("WRONGTYPE") {
             return Error::WrongType {
                 detail: err.detail().unwrap_or_default().to_string(),
@@ -466,6 +484,16 @@ fn is_passing_state(err: &redis::RedisError) -> bool {
                 .iter()
                 .any(|(_, e)| PASSING_STATES.contains(&e.code()))
         })
+}
+
+/// Whether a full server refused the command (OOM), on its own, inside
+/// a script, or as one queued in a MULTI (which aborts the EXEC).
+pub(crate) fn is_out_of_memory(err: &redis::RedisError) -> bool {
+    err.code() == Some("OOM")
+        || err
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == "OOM"))
 }
 
 /// Whether the server refused or asked for credentials: redis-rs's own
@@ -619,6 +647,31 @@ pub(crate) mod tests {
         }
         assert!(!err.is_connection());
         assert!(err.to_string().starts_with("NOPERM this user"));
+    }
+
+    #[tokio::test]
+    async fn a_full_servers_refusal_is_out_of_memory_alone_or_in_an_aborted_transaction() {
+        let db = crate::Db::memory();
+        let set = |bytes: u64| {
+            let mut config = redis::cmd("CONFIG");
+            config.arg("SET").arg("maxmemory").arg(bytes);
+            config
+        };
+        db.query::<()>(&set(1)).await.expect("CONFIG SET");
+        let err = db
+            .query::<()>(redis::cmd("SET").arg("k").arg("v"))
+            .await
+            .expect_err("refused");
+        assert!(matches!(err, Error::OutOfMemory { .. }), "{err:?}");
+        assert!(!err.is_transient() && !err.is_connection());
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("GET").arg("k");
+        let err = db
+            .query_pipeline::<()>(&pipe)
+            .await
+            .expect_err("an aborted transaction");
+        assert!(matches!(err, Error::OutOfMemory { .. }), "{err:?}");
+        db.query::<()>(&set(0)).await.expect("CONFIG SET");
     }
 
     #[test]

@@ -408,7 +408,10 @@ impl Db {
     /// where other clients' commands can come between a pipeline's. In
     /// process the engine runs a pipeline of commands that do not block
     /// under one lock, already one instant, and queueing each command for
-    /// EXEC only costs.
+    /// EXEC only costs. A server at its `maxmemory` refuses a MULTI's
+    /// commands; [`read_replies`](Self::read_replies) then runs them as one
+    /// read-only script, with a reply for every command: such a pipeline
+    /// ignores none.
     pub(crate) fn at_one_instant(&self, pipe: &mut Pipeline) {
         if self.engine().is_none() {
             pipe.atomic();

@@ -9,10 +9,12 @@
 //! (an optimistic transaction retries on a redirection; a caller retries
 //! an idempotent write).
 
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
-use redis::{Cmd, FromRedisValue, Pipeline, Value};
+use redis::{Arg, Cmd, FromRedisValue, Pipeline, Value};
 
+use super::script::Lua;
 use super::Db;
 use crate::error::{is_passing_code, Error, Result};
 
@@ -51,7 +53,12 @@ impl Db {
     /// each reply apart themselves).
     pub(crate) async fn read_replies(&self, pipe: &Pipeline) -> Result<Vec<Value>> {
         self.patiently(|| async {
-            let replies: Vec<Value> = self.query_pipeline(pipe).await?;
+            let replies: Vec<Value> = match self.query_pipeline(pipe).await {
+                Err(full @ Error::OutOfMemory { .. }) if pipe.is_transaction() => {
+                    read_in_script(self, pipe).await?.ok_or(full)?
+                }
+                replies => replies?,
+            };
             match replies.iter().find_map(passing_state) {
                 Some(err) => Err(Error::Unavailable { source: err }),
                 None => Ok(replies),
@@ -86,6 +93,40 @@ impl Db {
             }
         }
     }
+}
+
+/// A server at its `maxmemory` refuses every command queued in a MULTI,
+/// reads too; a script that only reads runs there. So reads at one
+/// instant ([`Db::at_one_instant`]) that a full server refused run again
+/// as this script, one instant still: each command (its argument count,
+/// then its arguments in `ARGV`) with its reply or error in its place.
+static READS: LazyLock<Lua> = LazyLock::new(|| {
+    Lua::new(
+        "#!lua flags=no-writes
+local out, i = {}, 1
+while i <= #ARGV do
+  local argc = tonumber(ARGV[i])
+  out[#out + 1] = redis.pcall(unpack(ARGV, i + 1, i + argc))
+  i = i + argc + 1
+end
+return out
+",
+    )
+});
+
+/// `pipe`'s commands as [`READS`] on `db`: their replies, or `None` if
+/// the server runs no scripts for us.
+async fn read_in_script(db: &Db, pipe: &Pipeline) -> Result<Option<Vec<Value>>> {
+    let mut call = READS.call::<&str>(&[]);
+    for cmd in pipe.cmd_iter() {
+        call.arg(cmd.args_iter().len());
+        for arg in cmd.args_iter() {
+            if let Arg::Simple(bytes) = arg {
+                call.arg(bytes);
+            }
+        }
+    }
+    call.invoke(db).await
 }
 
 /// A reply that is a passing state's refusal, as an error.

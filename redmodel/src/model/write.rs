@@ -326,7 +326,7 @@ impl<M: Model> ObjectRef<M> {
 
 /// Adds the commands that read what the write changes first (`prior`,
 /// kept: see [`PriorRead`]), then mark the targets of its references
-/// (`marks`), remove `removed` from the hash `key`, set `set` and give the
+/// (`marks`), set `set` in the hash `key`, remove `removed` and give the
 /// declared field TTLs (`ttls`), all ignored.
 fn add_write(
     steps: &mut Plan,
@@ -343,15 +343,20 @@ fn add_write(
     for mark in marks {
         steps.add_ignored(mark);
     }
-    if !removed.is_empty() {
-        steps.add_ignored(cmd("HDEL").arg(key).arg(removed).owned());
-    }
+    // HSET before HDEL (the fields differ, so the order changes nothing
+    // stored): a server at its `maxmemory` refuses a script's first write
+    // that may grow the data, and lets the rest run once one has written,
+    // so a write that adds data is refused whole there, not let through
+    // by an HDEL first.
     if !set.is_empty() {
         // Sized at once: an insert sets every field.
         let bytes = key.len() + set.iter().map(|(f, v)| f.len() + v.len()).sum::<usize>();
         let mut hset = sized("HSET", 1 + 2 * set.len(), bytes);
         hset.arg(key).arg(set);
         steps.add_ignored(hset);
+    }
+    if !removed.is_empty() {
+        steps.add_ignored(cmd("HDEL").arg(key).arg(removed).owned());
     }
     // HSET clears a field's TTL: the declared ones are given again.
     for ttl in ttls {

@@ -899,3 +899,150 @@ async fn a_bulk_write_whose_server_goes_silent_ends_with_each_item_done_or_faile
         bulk_write_gone_silent("Redis Cluster", &db, &direct, reader, &proxy, response).await;
     }
 }
+
+/// What one write on a full server came to: done, or refused for memory.
+#[derive(Debug, PartialEq, Eq)]
+enum OnFullServer {
+    Done,
+    Refused,
+}
+
+/// On `db`, with `maxmemory` set below what it holds (noeviction), a run
+/// of model writes: each one is either done whole or refused whole with
+/// the server's OOM error, nothing of it written; the indexes stay exact
+/// throughout, reads and deletes go on, and writes work again once there
+/// is room. Returns what each write came to, for comparing backends.
+///
+/// A full server refuses a script at its first write that may grow the
+/// data, and lets it run to its end once it has written (an `HDEL` first
+/// would let the rest through); it refuses a `MULTI` holding any such
+/// command whole. Each model write that adds data leads with such a
+/// command, so a full server refuses every one of them.
+async fn writes_on_a_full_server(
+    why: &str,
+    db: &Db,
+    set_limit: impl AsyncFn(u64),
+) -> Vec<(&'static str, OnFullServer)> {
+    db.query::<()>(&redis::cmd("FLUSHALL"))
+        .await
+        .expect("FLUSHALL");
+    let items: Vec<Item> = (0..50)
+        .map(|id| item(id, Some(&format!("f{id}"))))
+        .collect();
+    all_ok(Item::insert_many(db, &items).await).expect("written");
+    assert_indexes_exact(db, why).await.expect("exact");
+    set_limit(1).await;
+    let mut outcomes = Vec::new();
+    // A delete takes its object out of the recent list, if there (which
+    // of the objects it holds depends on the order a cluster ran the bulk
+    // insert's steps in), and brings no older one back.
+    let mut write = async |what: &'static str, outcome: redmodel::Result<()>, before| {
+        let recent_full = what != "delete";
+        let after = assert_indexes_match(db, why, recent_full)
+            .await
+            .expect("exact");
+        let came_to = match outcome {
+            Ok(()) => OnFullServer::Done,
+            Err(Error::OutOfMemory { .. }) => {
+                assert_eq!(after, before, "{why}: a refused {what} changed something");
+                OnFullServer::Refused
+            }
+            Err(other) => panic!("{why}: {what} on a full server: {other:?}"),
+        };
+        outcomes.push((what, came_to));
+        after
+    };
+    let now = assert_indexes_exact(db, why).await.expect("exact");
+    // Item 100 has no `seen`: its insert also clears the field.
+    let insert = item(100, Some("new")).insert(db).await.map(drop);
+    let now = write("insert with a field left empty", insert, now).await;
+    let insert = item(101, Some("newer")).insert(db).await.map(drop);
+    let now = write("insert", insert, now).await;
+    let over = Item {
+        rank: 3,
+        ..item(1, Some("f1"))
+    };
+    let now = write("insert over", over.insert(db).await.map(drop), now).await;
+    let set = Item::at(2)
+        .set(db, Item::TAGS, vec!["gold".to_string()])
+        .await;
+    let now = write("set", set, now).await;
+    let incr = Item::at(3).incr(db, Item::RANK, 1).await.map(drop);
+    let now = write("incr", incr, now).await;
+    let many = Item::insert_many(db, &[item(102, Some("x")), item(4, Some("y"))])
+        .await
+        .into_iter()
+        .find_map(Result::err)
+        .map_or(Ok(()), |e| Err(e.error));
+    let now = write("insert_many", many, now).await;
+    let delete = Item::delete(db, 5).await.map(drop);
+    write("delete", delete, now).await;
+    assert_eq!(
+        Item::load(db, 6).await.expect("a read"),
+        Some(items[6].clone())
+    );
+    let loaded = Item::load_many(db, [6, 7]).await.expect("a batch read");
+    assert_eq!(loaded, [Some(items[6].clone()), Some(items[7].clone())]);
+    let query = Item::query()
+        .filter(Item::TAGS_TAGS.has_all([TAGS[0], TAGS[1]]))
+        .filter(Item::RANK_SORTED.within(0..1_u64 << 53))
+        .order_by(Item::RANK_SORTED.desc())
+        .limit(5);
+    let page = query.page(db, None).await.expect("a query page");
+    assert!(!page.items.is_empty(), "{why}: the query found nothing");
+    assert!(query.count(db).await.expect("a count") > 0);
+    set_limit(0).await;
+    item(101, Some("newer"))
+        .insert(db)
+        .await
+        .expect("written once there is room");
+    assert_indexes_match(db, why, false).await.expect("exact");
+    outcomes
+}
+
+/// A server at its `maxmemory` (noeviction) refuses each model write that
+/// adds data whole, with [`Error::OutOfMemory`], and runs deletes and
+/// reads (batched reads and queries too), on one server and on a
+/// one-master cluster; the engine, over RESP and in process, does exactly
+/// what redis-server does.
+#[tokio::test]
+async fn a_full_server_refuses_each_write_whole() {
+    use OnFullServer::{Done, Refused};
+    let test = "a_full_server_refuses_each_write_whole";
+    let limit = async |db: &Db, bytes: u64| {
+        db.query::<()>(redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(bytes))
+            .await
+            .expect("CONFIG SET maxmemory");
+    };
+    let expected = vec![
+        ("insert with a field left empty", Refused),
+        ("insert", Refused),
+        ("insert over", Refused),
+        ("set", Refused),
+        ("incr", Refused),
+        ("insert_many", Refused),
+        ("delete", Done),
+    ];
+    if let Some(server) =
+        redmodel_suite::configured_server_or_skip(test, redmodel_suite::RedisServer::builder())
+    {
+        let db = Db::connect(&server.url()).await.expect("connect");
+        let outcomes =
+            writes_on_a_full_server("redis-server", &db, async |b| limit(&db, b).await).await;
+        assert_eq!(outcomes, expected, "redis-server");
+        let cluster = RedisCluster::start(1).unwrap_or_else(|e| panic!("{test}: {e}"));
+        let db = Db::connect_cluster(cluster.urls()).await.expect("connect");
+        let outcomes =
+            writes_on_a_full_server("Redis Cluster", &db, async |b| limit(&db, b).await).await;
+        assert_eq!(outcomes, expected, "Redis Cluster");
+    }
+    let served = redmodel_suite::ServedEngine::start().expect("the engine served");
+    let db = Db::connect(&served.url).await.expect("connect");
+    let outcomes =
+        writes_on_a_full_server("the engine over RESP", &db, async |b| limit(&db, b).await).await;
+    assert_eq!(outcomes, expected, "the engine over RESP");
+    let db = Db::memory();
+    let outcomes =
+        writes_on_a_full_server("the engine in process", &db, async |b| limit(&db, b).await).await;
+    assert_eq!(outcomes, expected, "the engine in process");
+}

@@ -163,7 +163,13 @@ proptest! {
         }
         let payload = seal(body);
         let limits = Limits::default();
-        let decoded = value::decode(&payload, &limits);
+        // RESTORE on the engine (as Redis 7.0) also refuses a type only
+        // later versions read (a flipped type byte may name one).
+        let decoded = value::decode(&payload, &limits)
+            .filter(|_| {
+                let tag = payload.first().copied().unwrap_or_default();
+                super::reads_type(tag, crate::RedisVersion::V7_0)
+            });
         let mut c = conn();
         let reply = c.execute(&[b"RESTORE", b"k", b"0", &payload]);
         match &decoded {

@@ -983,6 +983,13 @@ async fn writes_on_a_full_server(
     );
     let loaded = Item::load_many(db, [6, 7]).await.expect("a batch read");
     assert_eq!(loaded, [Some(items[6].clone()), Some(items[7].clone())]);
+    // Many keys at once: one command of the batch names them all.
+    let many = Item::load_many(db, 0..9000).await.expect("a batch read");
+    assert_eq!(
+        many.iter().flatten().count(),
+        49,
+        "{why}: 50 items, one deleted"
+    );
     let query = Item::query()
         .filter(Item::TAGS_TAGS.has_all([TAGS[0], TAGS[1]]))
         .filter(Item::RANK_SORTED.within(0..1_u64 << 53))

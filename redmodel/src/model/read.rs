@@ -18,8 +18,8 @@
 //!   [transaction](crate::model::Transaction) pipelines an EXISTS with
 //!   it instead, since the transaction reads what it watches at once.
 //! - many objects in the plain layout are one MULTI (the objects as of one
-//!   instant) of their HMGETs and one `EXISTS` of all their keys, which
-//!   counts the keys that exist. If it counts no more than the replies with
+//!   instant) of their HMGETs and an `EXISTS` of their keys (one per
+//!   thousand), which counts the keys that exist. If it counts no more than the replies with
 //!   a value, every other object is missing; otherwise one of them is a
 //!   hash without declared fields (no object the model writes: an insert
 //!   stores `_count`), and the whole batch is read again whole. Here the
@@ -40,6 +40,9 @@ use super::{Model, ObjectRef, Storage};
 use crate::command::AddCommand as _;
 use crate::command::{cmd, sized};
 use crate::{Db, Error, Result};
+
+/// The most keys a batch read names in one EXISTS.
+const EXISTS_CHUNK: usize = 1000;
 
 /// What one object's replies tell.
 pub(crate) enum Read {
@@ -135,16 +138,28 @@ impl<M: Model> ObjectRef<M> {
         for r in refs {
             pipe.add_command(r.fields_command(db));
         }
-        let mut exists = cmd("EXISTS");
-        for r in refs {
-            exists.arg(r.key_in(db).as_ref());
+        // An EXISTS per chunk: a full server gets these reads as a script
+        // (`Db::read_replies`), whose Lua passes at most 8,000 arguments
+        // to one command.
+        for chunk in refs.chunks(EXISTS_CHUNK) {
+            let mut exists = cmd("EXISTS");
+            for r in chunk {
+                exists.arg(r.key_in(db).as_ref());
+            }
+            pipe.add_command(exists);
         }
-        pipe.add_command(exists);
         let mut replies = db.read_replies(&pipe).await?;
-        let existing = match replies.pop() {
-            Some(Value::Int(n)) => n,
-            _ => return Err(short_reply()),
-        };
+        let counts = replies.split_off(refs.len().min(replies.len()));
+        if counts.len() != refs.len().div_ceil(EXISTS_CHUNK) {
+            return Err(short_reply());
+        }
+        let mut existing = 0;
+        for count in counts {
+            match count {
+                Value::Int(n) => existing += n,
+                _ => return Err(short_reply()),
+            }
+        }
         let mut replies = replies.into_iter();
         let out: Vec<Result<RawFields>> =
             refs.iter().map(|r| r.take_fields(replies.next())).collect();

@@ -75,7 +75,10 @@ impl Engine {
     /// wakes blocked clients as a script's writes do (after `f`
     /// returns). A command's error does not stop `f`: it is the reply it
     /// reads, and what ran before stays, as in a script that goes on
-    /// after `redis.pcall`.
+    /// after `redis.pcall`. Over `maxmemory` (with nothing to evict),
+    /// `f`'s first command that may grow the data gets the OOM error, as
+    /// a client's script's does; once a command of `f` wrote, the rest
+    /// runs.
     ///
     /// `f` holds the engine's lock: it must not use another client of this
     /// engine (that would wait for itself).

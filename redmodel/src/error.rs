@@ -42,7 +42,10 @@ pub enum Error {
     /// `noeviction` policy, or no key its policy may evict), so it refuses
     /// the commands that may grow the data (OOM). The refused write has
     /// written nothing: a write's atomic unit is refused whole. Reads and
-    /// deletes go on. Free memory (delete or expire keys), raise
+    /// an object's `delete` go on; a write that runs as a MULTI (a
+    /// cascading delete, a [`Db::transaction`](crate::Db::transaction))
+    /// is refused even if it only deletes, as Redis refuses every command
+    /// queued in a MULTI then. Free memory (delete or expire keys), raise
     /// `maxmemory` or choose an eviction policy; the same write succeeds
     /// once there is room.
     #[error(

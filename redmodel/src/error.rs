@@ -41,8 +41,8 @@ pub enum Error {
     /// The server is at its `maxmemory` and may evict nothing (the
     /// `noeviction` policy, or no key its policy may evict), so it refuses
     /// the commands that may grow the data (OOM). The refused write has
-    /// written nothing: a write's atomic unit is refused whole. Reads and
-    /// an object's `delete` go on; a write that runs as a MULTI (a
+    /// written nothing: a write's atomic unit is refused whole. Reads,
+    /// `delete` and `delete_many` go on; a write that runs as a MULTI (a
     /// cascading delete, a [`Db::transaction`](crate::Db::transaction))
     /// is refused even if it only deletes, as Redis refuses every command
     /// queued in a MULTI then. Free memory (delete or expire keys), raise
@@ -489,14 +489,21 @@ fn is_passing_state(err: &redis::RedisError) -> bool {
         })
 }
 
-/// Whether a full server refused the command (OOM), on its own, inside
-/// a script, or as one queued in a MULTI (which aborts the EXEC).
+/// Whether a full server refused the command (OOM): on its own, inside
+/// a script, as one queued in a MULTI (which aborts the EXEC), or as the
+/// EXEC itself, when the data outgrew the limit after the commands were
+/// queued (`EXECABORT Transaction discarded because of: OOM ...`).
 pub(crate) fn is_out_of_memory(err: &redis::RedisError) -> bool {
-    err.code() == Some("OOM")
+    let oom = |code: &str, detail: Option<&str>| {
+        code == "OOM"
+            || (code == "EXECABORT"
+                && detail.is_some_and(|d| d.starts_with("Transaction discarded because of: OOM")))
+    };
+    oom(err.code().unwrap_or_default(), err.detail())
         || err
             .clone()
             .into_server_errors()
-            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == "OOM"))
+            .is_some_and(|errors| errors.iter().any(|(_, e)| oom(e.code(), e.details())))
 }
 
 /// Whether the server refused or asked for credentials: redis-rs's own
@@ -675,6 +682,16 @@ pub(crate) mod tests {
             .expect_err("an aborted transaction");
         assert!(matches!(err, Error::OutOfMemory { .. }), "{err:?}");
         db.query::<()>(&set(0)).await.expect("CONFIG SET");
+        // An EXEC refused itself: the data outgrew the limit after its
+        // commands were queued.
+        let err = Error::from(server_error(
+            "EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.",
+        ));
+        assert!(matches!(err, Error::OutOfMemory { .. }), "{err:?}");
+        let err = Error::from(server_error(
+            "EXECABORT Transaction discarded because of previous errors.",
+        ));
+        assert!(matches!(err, Error::Server(_)), "{err:?}");
     }
 
     #[test]

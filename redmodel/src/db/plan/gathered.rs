@@ -476,6 +476,10 @@ async fn run_items(db: &Db, items: Vec<Item>) -> Vec<Outcome> {
         }
         // Every attempt lost a race: nothing written, each goes alone.
         Err(Error::Conflict { .. }) => alone(),
+        // A full server refused the EXEC whole, as it refuses any MULTI
+        // then, deletes too: alone, each write is a script, which it
+        // runs if the write only removes data and refuses whole if not.
+        Err(Error::OutOfMemory { .. }) => alone(),
         Err(_) if !sent.load(Ordering::Relaxed) => alone(),
         Err(err) => {
             let mut outcomes: Vec<Outcome> =

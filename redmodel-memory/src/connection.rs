@@ -327,7 +327,36 @@ impl ConnectionLike for Connection {
 
 #[cfg(test)]
 mod tests {
+    use redis::Value;
+
     use crate::Engine;
+
+    fn is_error(v: &Value, code: &str) -> bool {
+        matches!(v, Value::ServerError(e) if e.code() == code)
+    }
+
+    #[test]
+    fn short_of_replicas_every_write_is_refused_and_reads_run() {
+        let mut c = Engine::new().connection();
+        c.execute(&[b"SET", b"k", b"v"]);
+        fn setting(n: &[u8]) -> [&[u8]; 4] {
+            [b"CONFIG", b"SET", b"min-replicas-to-write", n]
+        }
+        assert_eq!(c.execute(&setting(b"1")), Value::Okay);
+        assert!(is_error(&c.execute(&[b"SET", b"k", b"w"]), "NOREPLICAS"));
+        assert!(is_error(&c.execute(&[b"DEL", b"k"]), "NOREPLICAS"));
+        assert_eq!(c.execute(&[b"GET", b"k"]), Value::BulkString(b"v".to_vec()));
+        // A write queued in MULTI is refused there and dooms the EXEC.
+        c.execute(&[b"MULTI"]);
+        assert!(is_error(&c.execute(&[b"SET", b"k", b"w"]), "NOREPLICAS"));
+        assert!(is_error(&c.execute(&[b"EXEC"]), "EXECABORT"));
+        c.execute(&[b"MULTI"]);
+        c.execute(&[b"GET", b"k"]);
+        let read = c.execute(&[b"EXEC"]);
+        assert_eq!(read, Value::Array(vec![Value::BulkString(b"v".to_vec())]));
+        assert_eq!(c.execute(&setting(b"0")), Value::Okay);
+        assert_eq!(c.execute(&[b"DEL", b"k"]), Value::Int(1));
+    }
 
     #[tokio::test]
     async fn a_command_refused_as_multi_queues_it_fails_the_transaction_with_its_error() {

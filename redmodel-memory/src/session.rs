@@ -348,7 +348,38 @@ impl Session {
             self.check_access(store, args, now, false)?;
         }
         store.evict(now);
-        self.check_memory(store, args)
+        self.check_memory(store, args)?;
+        self.check_replicas(store, args)
+    }
+
+    /// Redis's `min-replicas-to-write` check in `processCommand`: the
+    /// engine has no replicas, so with the setting above 0 it refuses a
+    /// write command (NOREPLICAS), an EXEC of one, and one queued in a
+    /// transaction (which dooms it). A script is checked as it runs.
+    fn check_replicas(&self, store: &Store, args: &[&[u8]]) -> Result<(), CmdError> {
+        if store.dbs[self.db].limits().min_replicas {
+            return self.check_replicas_short(args);
+        }
+        Ok(())
+    }
+
+    /// [`Self::check_replicas`] with too few replicas.
+    #[cold]
+    #[inline(never)]
+    fn check_replicas_short(&self, args: &[&[u8]]) -> Result<(), CmdError> {
+        let Some(meta) = command_table::of_line(args) else {
+            return Ok(());
+        };
+        let writes = meta.has_flag("write")
+            || (meta.name == "exec"
+                && self.multi.iter().flatten().any(|queued| {
+                    let line: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
+                    command_table::of_line(&line).is_some_and(|m| m.has_flag("write"))
+                }));
+        if writes {
+            return Err(CmdError::raw(command::script::NO_REPLICAS));
+        }
+        Ok(())
     }
 
     /// Redis's `maxmemory` check in `processCommand`, after its evictions:

@@ -24,8 +24,11 @@ pub enum Error {
     /// The server is up but cannot serve this request right now: it is
     /// loading its dataset (LOADING), a failover or resharding is under way
     /// (TRYAGAIN, CLUSTERDOWN, MASTERDOWN, or a slot still moving), the node
-    /// was just demoted to a replica (READONLY), or a script is running
-    /// (BUSY). Nothing was written by the refused command; retrying shortly
+    /// was just demoted to a replica (READONLY), a script is running
+    /// (BUSY), or fewer replicas are in sync than the server needs to
+    /// accept writes (NOREPLICAS, its `min-replicas-to-write`: it refuses
+    /// writes only, deletes too, and each whole). Nothing was written by
+    /// the refused command; retrying shortly
     /// may succeed ([`Error::is_transient`]). The one exception: a request
     /// in flight when a [Sentinel](crate::Db::connect_sentinel) primary is
     /// lost fails as MASTERDOWN too, and may or may not have run there. The model's reads wait such a
@@ -465,13 +468,14 @@ impl From<redis::RedisError> for Error {
 
 /// The error codes of a server that cannot serve for a while, on its own
 /// or inside a pipeline or transaction.
-const PASSING_STATES: [&str; 6] = [
+const PASSING_STATES: [&str; 7] = [
     "BUSY",
     "LOADING",
     "TRYAGAIN",
     "CLUSTERDOWN",
     "MASTERDOWN",
     "READONLY",
+    "NOREPLICAS",
 ];
 
 /// Whether a server error code is one of a passing state.
@@ -612,6 +616,7 @@ pub(crate) mod tests {
             "CLUSTERDOWN The cluster is down",
             "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
             "READONLY You can't write against a read only replica.",
+            "NOREPLICAS Not enough good replicas to write.",
         ] {
             let err = Error::from(server_error(line));
             assert!(matches!(err, Error::Unavailable { .. }), "{line}: {err:?}");

@@ -359,7 +359,7 @@ enum Read<'a> {
     /// unique entry's holder, a lock's token), remembered as one fact
     /// whichever command read it; a key is a list or a string, not both.
     Head(&'a [u8]),
-    /// `SORT key BY nosort LIMIT 0 1 GET # GET *->field`: the list's head
+    /// `SORT_RO key BY nosort LIMIT 0 1 GET # GET *->field`: the list's head
     /// and that hash's field (a unique entry's holder and its value).
     Holder(&'a [u8], &'a [u8]),
 }
@@ -382,7 +382,7 @@ fn parse(cmd: &Cmd) -> Option<Read<'_>> {
         || (name.eq_ignore_ascii_case(b"GET") && rest.is_empty())
     {
         Some(Read::Head(key))
-    } else if name.eq_ignore_ascii_case(b"SORT") {
+    } else if name.eq_ignore_ascii_case(b"SORT_RO") {
         match rest.as_slice() {
             [b"BY", b"nosort", b"LIMIT", b"0", b"1", b"GET", b"#", b"GET", pattern] => pattern
                 .strip_prefix(b"*->")

@@ -124,6 +124,7 @@ mod tests {
             cmd("PTTL").arg("k").clone(),
             cmd("SRANDMEMBER").arg("k").clone(),
             cmd("SORT").arg("k").arg("GET").arg("*->name").clone(),
+            cmd("SORT_RO").arg("k").arg("GET").arg("*->name").clone(),
             cmd("HSET").arg("k").arg("f").arg("v").clone(),
             cmd("SCAN").cursor_arg(0).clone(),
         ] {

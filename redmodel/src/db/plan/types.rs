@@ -46,11 +46,11 @@ pub(crate) fn needed(name: &[u8]) -> Option<&'static str> {
 }
 
 /// The type a read named `name` expects where it refuses another with
-/// WRONGTYPE, to name that refusal: [`needed`]'s, and `list` for `SORT`,
-/// which the model runs only on lists (unique entries). `SORT` reads sets
+/// WRONGTYPE, to name that refusal: [`needed`]'s, and `list` for `SORT_RO`,
+/// which the model runs only on lists (unique entries). `SORT_RO` reads sets
 /// and sorted sets too, so it is no check of a type a later command needs.
 pub(crate) fn read_needed(name: &[u8]) -> Option<&'static str> {
-    needed(name).or((name == b"SORT").then_some("list"))
+    needed(name).or((name == b"SORT_RO").then_some("list"))
 }
 
 /// A key a unit checks before it writes: which command's key, the key,

@@ -4,8 +4,10 @@
 //! of one element, the holder's key: `user:_unique:name:ken%20thompson` =
 //! \[`user:1`\], in the model's reserved namespace. A list rather than a
 //! string (`SET "login:ken thompson:id" 1`, as written by hand) so that one
-//! `SORT ... BY nosort GET # GET *->field ...` reads the holder and its
-//! fields in a single round trip ([`read_holder`]).
+//! `SORT_RO ... BY nosort GET # GET *->field ...` reads the holder and its
+//! fields in a single round trip ([`read_holder`]). `SORT_RO`, not
+//! `SORT`: `SORT` counts as a write (it may `STORE`), which a replica, a
+//! server at its `maxmemory` and one short of replicas refuse.
 //! Writes claim the new value and release the old one in the object's own
 //! MULTI/EXEC, and refuse a value another live object holds with
 //! [`crate::Error::Unique`].
@@ -113,7 +115,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
     }
 
     /// The object whose field holds `value`, in one round trip, one
-    /// command: `SORT entry BY nosort LIMIT 0 1
+    /// command: `SORT_RO entry BY nosort LIMIT 0 1
     /// GET # GET *->field ...` returns the holder's key and its fields.
     /// The holder must still hold the value; an entry left by an object
     /// that expired or was changed outside the library is pruned (which
@@ -229,7 +231,7 @@ impl<M: Model, T, C: Codec<T>> UniqueIndex<M, T, C> {
 }
 
 /// The read of who holds the unique entry `entry` and that
-/// holder's `field`, at one instant (`SORT entry BY nosort LIMIT 0 1 GET #
+/// holder's `field`, at one instant (`SORT_RO entry BY nosort LIMIT 0 1 GET #
 /// GET *->field`): an empty reply for a free value, else the holder and
 /// its field (nil if it has none). One command, so the two agree: read in
 /// two, a value that changes hands between them looks held by no one.
@@ -240,12 +242,12 @@ pub(crate) fn holder_and_field_command(entry: &str, field: &str) -> redis::Cmd {
     sort
 }
 
-/// `SORT entry BY nosort LIMIT 0 1 GET #`: an entry's holder (a list of
+/// `SORT_RO entry BY nosort LIMIT 0 1 GET #`: an entry's holder (a list of
 /// one, at most one read even of a damaged entry), to which a caller adds
 /// the `GET` patterns of the holder's fields.
 fn holder_sort(entry: &str, more_args: usize, more_bytes: usize) -> redis::Cmd {
     // Sized at once: a checked write builds one on every attempt.
-    let mut sort = sized("SORT", 8 + more_args, entry.len() + 32 + more_bytes);
+    let mut sort = sized("SORT_RO", 8 + more_args, entry.len() + 32 + more_bytes);
     sort.arg(entry)
         .arg("BY")
         .arg("nosort")

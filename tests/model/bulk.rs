@@ -900,29 +900,59 @@ async fn a_bulk_write_whose_server_goes_silent_ends_with_each_item_done_or_faile
     }
 }
 
-/// What one write on a full server came to: done, or refused for memory.
+/// What one write on a server that refuses writes came to.
 #[derive(Debug, PartialEq, Eq)]
-enum OnFullServer {
+enum CameTo {
     Done,
     Refused,
 }
 
-/// On `db`, with `maxmemory` set below what it holds (noeviction), a run
-/// of model writes: each one is either done whole or refused whole with
-/// the server's OOM error, nothing of it written; the indexes stay exact
-/// throughout, reads and deletes go on, and writes work again once there
-/// is room. Returns what each write came to, for comparing backends.
+/// A setting that makes a server refuse writes, and the error it gives.
+struct Refusal {
+    /// The CONFIG parameter, its value that refuses and its value that
+    /// accepts again.
+    config: (&'static str, &'static str, &'static str),
+    /// Whether a write's error is the refusal's.
+    refused: fn(&Error) -> bool,
+}
+
+/// `maxmemory` below what the server holds (noeviction): it refuses the
+/// commands that may grow the data.
+const FULL: Refusal = Refusal {
+    config: ("maxmemory", "1", "0"),
+    refused: |e| matches!(e, Error::OutOfMemory { .. }),
+};
+
+/// `min-replicas-to-write 1` on a server without replicas: it refuses
+/// every write, NOREPLICAS, a passing state.
+const SHORT_OF_REPLICAS: Refusal = Refusal {
+    config: ("min-replicas-to-write", "1", "0"),
+    refused: |e| matches!(e, Error::Unavailable { .. }) && e.is_transient(),
+};
+
+/// On `db`, filled with 50 items, then told to refuse writes as `refusal`
+/// says, a run of model writes: each one is either done whole or
+/// refused whole with the refusal's error, nothing of it written; the
+/// indexes stay exact throughout, reads go on (batched reads and query
+/// pages too), and writes work again once the refusal is lifted. Returns
+/// what each write came to, for comparing backends.
 ///
 /// A full server refuses a script at its first write that may grow the
 /// data, and lets it run to its end once it has written (an `HDEL` first
 /// would let the rest through); it refuses a `MULTI` holding any such
 /// command whole. Each model write that adds data leads with such a
 /// command, so a full server refuses every one of them.
-async fn writes_on_a_full_server(
+async fn writes_on_a_refusing_server(
     why: &str,
     db: &Db,
-    set_limit: impl AsyncFn(u64),
-) -> Vec<(&'static str, OnFullServer)> {
+    refusal: &Refusal,
+) -> Vec<(&'static str, CameTo)> {
+    let (param, refuse, accept) = refusal.config;
+    let set = async |value: &str| {
+        db.query::<()>(redis::cmd("CONFIG").arg("SET").arg(param).arg(value))
+            .await
+            .unwrap_or_else(|e| panic!("{why}: CONFIG SET {param}: {e}"));
+    };
     db.query::<()>(&redis::cmd("FLUSHALL"))
         .await
         .expect("FLUSHALL");
@@ -931,7 +961,7 @@ async fn writes_on_a_full_server(
         .collect();
     all_ok(Item::insert_many(db, &items).await).expect("written");
     assert_indexes_exact(db, why).await.expect("exact");
-    set_limit(1).await;
+    set(refuse).await;
     let mut outcomes = Vec::new();
     // A delete takes its object out of the recent list, if there (which
     // of the objects it holds depends on the order a cluster ran the bulk
@@ -942,12 +972,12 @@ async fn writes_on_a_full_server(
             .await
             .expect("exact");
         let came_to = match outcome {
-            Ok(()) => OnFullServer::Done,
-            Err(Error::OutOfMemory { .. }) => {
+            Ok(()) => CameTo::Done,
+            Err(e) if (refusal.refused)(&e) => {
                 assert_eq!(after, before, "{why}: a refused {what} changed something");
-                OnFullServer::Refused
+                CameTo::Refused
             }
-            Err(other) => panic!("{why}: {what} on a full server: {other:?}"),
+            Err(other) => panic!("{why}: {what} refused otherwise: {other:?}"),
         };
         outcomes.push((what, came_to));
         after
@@ -963,10 +993,10 @@ async fn writes_on_a_full_server(
         ..item(1, Some("f1"))
     };
     let now = write("insert over", over.insert(db).await.map(drop), now).await;
-    let set = Item::at(2)
+    let set_tags = Item::at(2)
         .set(db, Item::TAGS, vec!["gold".to_string()])
         .await;
-    let now = write("set", set, now).await;
+    let now = write("set", set_tags, now).await;
     let incr = Item::at(3).incr(db, Item::RANK, 1).await.map(drop);
     let now = write("incr", incr, now).await;
     let many = Item::insert_many(db, &[item(102, Some("x")), item(4, Some("y"))])
@@ -982,20 +1012,18 @@ async fn writes_on_a_full_server(
         .into_iter()
         .find_map(Result::err)
         .map_or(Ok(()), |e| Err(e.error));
-    write("delete_many", many, now).await;
+    let now = write("delete_many", many, now).await;
     assert_eq!(
         Item::load(db, 6).await.expect("a read"),
         Some(items[6].clone())
     );
+    let found = Item::CODE_UNIQUE.find(db, "f6".to_string()).await;
+    assert_eq!(found.expect("a unique lookup"), Some(items[6].clone()));
     let loaded = Item::load_many(db, [6, 7]).await.expect("a batch read");
     assert_eq!(loaded, [Some(items[6].clone()), Some(items[7].clone())]);
     // Many keys at once: one command of the batch names them all.
     let many = Item::load_many(db, 0..9000).await.expect("a batch read");
-    assert_eq!(
-        many.iter().flatten().count(),
-        47,
-        "{why}: 50 items, three deleted"
-    );
+    assert_eq!(many.iter().flatten().count(), now.len(), "{why}: the items");
     let query = Item::query()
         .filter(Item::TAGS_TAGS.has_all([TAGS[0], TAGS[1]]))
         .filter(Item::RANK_SORTED.within(0..1_u64 << 53))
@@ -1004,30 +1032,50 @@ async fn writes_on_a_full_server(
     let page = query.page(db, None).await.expect("a query page");
     assert!(!page.items.is_empty(), "{why}: the query found nothing");
     assert!(query.count(db).await.expect("a count") > 0);
-    set_limit(0).await;
+    set(accept).await;
     item(101, Some("newer"))
         .insert(db)
         .await
-        .expect("written once there is room");
+        .expect("written once the refusal is lifted");
     assert_indexes_match(db, why, false).await.expect("exact");
     outcomes
 }
 
+/// [`writes_on_a_refusing_server`] on redis-server, a one-master cluster
+/// and the engine over RESP and in process: each comes to `expected`.
+async fn refused_on_every_backend(
+    test: &str,
+    refusal: &Refusal,
+    expected: &[(&'static str, CameTo)],
+) {
+    if let Some(server) =
+        redmodel_suite::configured_server_or_skip(test, redmodel_suite::RedisServer::builder())
+    {
+        let db = Db::connect(&server.url()).await.expect("connect");
+        let outcomes = writes_on_a_refusing_server("redis-server", &db, refusal).await;
+        assert_eq!(outcomes, expected, "redis-server");
+        let cluster = RedisCluster::start(1).unwrap_or_else(|e| panic!("{test}: {e}"));
+        let db = Db::connect_cluster(cluster.urls()).await.expect("connect");
+        let outcomes = writes_on_a_refusing_server("Redis Cluster", &db, refusal).await;
+        assert_eq!(outcomes, expected, "Redis Cluster");
+    }
+    let served = redmodel_suite::ServedEngine::start().expect("the engine served");
+    let db = Db::connect(&served.url).await.expect("connect");
+    let outcomes = writes_on_a_refusing_server("the engine over RESP", &db, refusal).await;
+    assert_eq!(outcomes, expected, "the engine over RESP");
+    let db = Db::memory();
+    let outcomes = writes_on_a_refusing_server("the engine in process", &db, refusal).await;
+    assert_eq!(outcomes, expected, "the engine in process");
+}
+
 /// A server at its `maxmemory` (noeviction) refuses each model write that
 /// adds data whole, with [`Error::OutOfMemory`], and runs deletes and
-/// reads (batched reads and queries too), on one server and on a
-/// one-master cluster; the engine, over RESP and in process, does exactly
-/// what redis-server does.
+/// reads, on one server and on a one-master cluster; the engine, over
+/// RESP and in process, does exactly what redis-server does.
 #[tokio::test]
-async fn a_full_server_refuses_each_write_whole() {
-    use OnFullServer::{Done, Refused};
-    let test = "a_full_server_refuses_each_write_whole";
-    let limit = async |db: &Db, bytes: u64| {
-        db.query::<()>(redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(bytes))
-            .await
-            .expect("CONFIG SET maxmemory");
-    };
-    let expected = vec![
+async fn a_full_server_refuses_each_write_that_adds_data_whole() {
+    use CameTo::{Done, Refused};
+    let expected = [
         ("insert with a field left empty", Refused),
         ("insert", Refused),
         ("insert over", Refused),
@@ -1037,26 +1085,26 @@ async fn a_full_server_refuses_each_write_whole() {
         ("delete", Done),
         ("delete_many", Done),
     ];
-    if let Some(server) =
-        redmodel_suite::configured_server_or_skip(test, redmodel_suite::RedisServer::builder())
-    {
-        let db = Db::connect(&server.url()).await.expect("connect");
-        let outcomes =
-            writes_on_a_full_server("redis-server", &db, async |b| limit(&db, b).await).await;
-        assert_eq!(outcomes, expected, "redis-server");
-        let cluster = RedisCluster::start(1).unwrap_or_else(|e| panic!("{test}: {e}"));
-        let db = Db::connect_cluster(cluster.urls()).await.expect("connect");
-        let outcomes =
-            writes_on_a_full_server("Redis Cluster", &db, async |b| limit(&db, b).await).await;
-        assert_eq!(outcomes, expected, "Redis Cluster");
-    }
-    let served = redmodel_suite::ServedEngine::start().expect("the engine served");
-    let db = Db::connect(&served.url).await.expect("connect");
-    let outcomes =
-        writes_on_a_full_server("the engine over RESP", &db, async |b| limit(&db, b).await).await;
-    assert_eq!(outcomes, expected, "the engine over RESP");
-    let db = Db::memory();
-    let outcomes =
-        writes_on_a_full_server("the engine in process", &db, async |b| limit(&db, b).await).await;
-    assert_eq!(outcomes, expected, "the engine in process");
+    let test = "a_full_server_refuses_each_write_that_adds_data_whole";
+    refused_on_every_backend(test, &FULL, &expected).await;
+}
+
+/// A server with fewer replicas than `min-replicas-to-write` refuses
+/// every model write whole, deletes too, with the transient
+/// [`Error::Unavailable`], and runs reads, on every backend.
+#[tokio::test]
+async fn a_server_short_of_replicas_refuses_every_write_whole() {
+    use CameTo::Refused;
+    let expected = [
+        ("insert with a field left empty", Refused),
+        ("insert", Refused),
+        ("insert over", Refused),
+        ("set", Refused),
+        ("incr", Refused),
+        ("insert_many", Refused),
+        ("delete", Refused),
+        ("delete_many", Refused),
+    ];
+    let test = "a_server_short_of_replicas_refuses_every_write_whole";
+    refused_on_every_backend(test, &SHORT_OF_REPLICAS, &expected).await;
 }

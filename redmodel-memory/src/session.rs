@@ -370,12 +370,8 @@ impl Session {
         let Some(meta) = command_table::of_line(args) else {
             return Ok(());
         };
-        let writes = meta.has_flag("write")
-            || (meta.name == "exec"
-                && self.multi.iter().flatten().any(|queued| {
-                    let line: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
-                    command_table::of_line(&line).is_some_and(|m| m.has_flag("write"))
-                }));
+        let writes =
+            meta.has_flag("write") || (meta.name == "exec" && self.queued_with_flag("write"));
         if writes {
             return Err(CmdError::raw(command::script::NO_REPLICAS));
         }
@@ -404,17 +400,22 @@ impl Session {
         let denyoom = command::script::declared_denyoom(store, args)
             .unwrap_or_else(|| meta.has_flag("denyoom"));
         let denied = denyoom
-            || (is_exec
-                && self.multi.iter().flatten().any(|queued| {
-                    let line: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
-                    command_table::of_line(&line).is_some_and(|m| m.has_flag("denyoom"))
-                }))
+            || (is_exec && self.queued_with_flag("denyoom"))
             || (self.multi.is_some()
                 && !matches!(meta.name, "exec" | "discard" | "quit" | "reset"));
         if denied {
             return Err(CmdError::raw(command::maxmemory::OOM));
         }
         Ok(())
+    }
+
+    /// Whether a command queued in the open transaction has `flag`: an
+    /// EXEC is refused as its commands would be.
+    fn queued_with_flag(&self, flag: &str) -> bool {
+        self.multi.iter().flatten().any(|queued| {
+            let line: Vec<&[u8]> = queued.iter().map(Vec::as_slice).collect();
+            command_table::of_line(&line).is_some_and(|m| m.has_flag(flag))
+        })
     }
 
     /// The RESP server checked the request about to run.

@@ -497,7 +497,7 @@ fn is_passing_state(err: &redis::RedisError) -> bool {
 /// a script, as one queued in a MULTI (which aborts the EXEC), or as the
 /// EXEC itself, when the data outgrew the limit after the commands were
 /// queued (`EXECABORT Transaction discarded because of: OOM ...`).
-pub(crate) fn is_out_of_memory(err: &redis::RedisError) -> bool {
+fn is_out_of_memory(err: &redis::RedisError) -> bool {
     let oom = |code: &str, detail: Option<&str>| {
         code == "OOM"
             || (code == "EXECABORT"

@@ -153,13 +153,13 @@ impl<M: Model> ObjectRef<M> {
         if counts.len() != refs.len().div_ceil(EXISTS_CHUNK) {
             return Err(short_reply());
         }
-        let mut existing = 0;
-        for count in counts {
-            match count {
-                Value::Int(n) => existing += n,
-                _ => return Err(short_reply()),
-            }
-        }
+        let existing = counts
+            .iter()
+            .try_fold(0, |sum, count| match count {
+                Value::Int(n) => Some(sum + n),
+                _ => None,
+            })
+            .ok_or_else(short_reply)?;
         let mut replies = replies.into_iter();
         let out: Vec<Result<RawFields>> =
             refs.iter().map(|r| r.take_fields(replies.next())).collect();

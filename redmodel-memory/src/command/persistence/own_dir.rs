@@ -70,9 +70,15 @@ impl OwnDir {
 
 impl Drop for OwnDir {
     fn drop(&mut self) {
-        // Nothing to remove unless something was written.
-        if self.path.exists() {
-            let _ = std::fs::remove_dir_all(&self.path);
+        // Nothing to remove unless something was written. An AOF
+        // rewrite's thread may still be writing its file here: a file it
+        // makes while the directory is being emptied fails the removal
+        // (not empty), so it is tried again a few times.
+        for _ in 0..20 {
+            if !self.path.exists() || std::fs::remove_dir_all(&self.path).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
 }

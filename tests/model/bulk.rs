@@ -787,7 +787,17 @@ async fn a_bulk_write_cut_off_leaves_each_object_whole_or_untouched() {
     let db = Db::connect(&proxy.url()).await.expect("connect");
     bulk_writes_cut_off("the engine over RESP", &db, &proxy, QUEUED).await;
     if let Some((_cluster, proxy)) = RedisCluster::behind_a_proxy(test).await {
-        let db = Db::connect_cluster([proxy.url()]).await.expect("connect");
+        // A batch of 600 writes on a cluster keeps 256 requests in flight
+        // on one node's connection: on a loaded 2-core machine the last of
+        // them waits longer than the default 5 s for its reply, and the
+        // batches that must succeed (the writes again) would time out.
+        let db = Db::connect_cluster_with_timeouts(
+            [proxy.url()],
+            std::time::Duration::from_secs(2),
+            std::time::Duration::from_secs(15),
+        )
+        .await
+        .expect("connect");
         bulk_writes_cut_off("Redis Cluster", &db, &proxy, b"*").await;
     }
 }

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 
 /// The proxy's counters, shared with its tasks.
@@ -110,12 +111,14 @@ async fn accept(listener: TcpListener, target: SocketAddr, state: Arc<State>) {
         };
         let (client_read, client_write) = client.into_split();
         let (server_read, server_write) = server.into_split();
+        let cut = Arc::new(Notify::new());
         connections.spawn(forward(
             client_read,
             server_write,
             number,
             false,
             Arc::clone(&state),
+            Arc::clone(&cut),
         ));
         connections.spawn(forward(
             server_read,
@@ -123,6 +126,7 @@ async fn accept(listener: TcpListener, target: SocketAddr, state: Arc<State>) {
             number,
             true,
             Arc::clone(&state),
+            cut,
         ));
         // Ended connections' tasks are reaped as new ones come.
         while connections.try_join_next().is_some() {}
@@ -131,18 +135,25 @@ async fn accept(listener: TcpListener, target: SocketAddr, state: Arc<State>) {
 
 /// Copies `from` to `to` until either closes, or holds both open,
 /// forwarding nothing (not even a close), once connection `number` is
-/// frozen; on the way to the client (`replies`), closes `to` at the reply
-/// to cut.
+/// frozen; on the way to the client (`replies`), closes the connection at
+/// the reply to cut: this direction ends there, and tells the other
+/// (`cut`) to end too, so that the client's socket closes whole and
+/// nothing it sends after reaches the server, as when a server drops a
+/// connection.
 async fn forward(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     number: usize,
     replies: bool,
     state: Arc<State>,
+    cut: Arc<Notify>,
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
-        let read = from.read(&mut buf).await;
+        let read = tokio::select! {
+            read = from.read(&mut buf) => read,
+            () = cut.notified(), if !replies => return,
+        };
         if number < state.frozen_below.load(Ordering::SeqCst) {
             // Silent, not closed: the sockets live as long as the proxy.
             // A close from this side is held back too, as a host that is
@@ -156,6 +167,7 @@ async fn forward(
         };
         if replies && state.cuts(&buf[..n]) {
             // Dropping `to` closes the client's side: it reads the end.
+            cut.notify_one();
             return;
         }
         if to.write_all(&buf[..n]).await.is_err() {

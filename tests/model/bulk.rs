@@ -791,10 +791,12 @@ async fn a_bulk_write_cut_off_leaves_each_object_whole_or_untouched() {
         // on one node's connection: on a loaded 2-core machine the last of
         // them waits longer than the default 5 s for its reply, and the
         // batches that must succeed (the writes again) would time out.
+        // (The requests sent just after a cut wait this timeout out on a
+        // cluster, so each cut batch lasts about as long.)
         let db = Db::connect_cluster_with_timeouts(
             [proxy.url()],
-            std::time::Duration::from_secs(2),
-            std::time::Duration::from_secs(15),
+            Duration::from_secs(2),
+            Duration::from_secs(15),
         )
         .await
         .expect("connect");

@@ -166,7 +166,8 @@ async fn forward(
             Ok(n) => n,
         };
         if replies && state.cuts(&buf[..n]) {
-            // Dropping `to` closes the client's side: it reads the end.
+            // Dropping `to` ends the client's reading side (it reads the
+            // end); the other direction, told, drops the rest.
             cut.notify_one();
             return;
         }

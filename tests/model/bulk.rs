@@ -689,6 +689,7 @@ async fn bulk_writes_cut_off(why: &str, db: &Db, proxy: &Proxy, cut: &[u8]) {
     let results = Item::insert_many(db, &items).await;
     let why_insert = format!("{why}: insert_many");
     let failed = assert_whole_or_not_at_all(db, &why_insert, &results, &none, &inserted).await;
+    assert_none_waited_out(&why_insert, &results);
     // Each insert ran once at most: none was sent again after its fate
     // became unknown (its `_count` would say 2).
     let mut counts = redis::pipe();
@@ -744,6 +745,7 @@ async fn bulk_writes_cut_off(why: &str, db: &Db, proxy: &Proxy, cut: &[u8]) {
     let results = Item::set_many(db, changes).await;
     let why_set = format!("{why}: set_many");
     let failed = assert_whole_or_not_at_all(db, &why_set, &results, &before, &changed).await;
+    assert_none_waited_out(&why_set, &results);
     assert!(failed > 0, "{why_set}: the cut hit no item");
     let before = settled(db, &why_set, true).await;
 
@@ -752,6 +754,7 @@ async fn bulk_writes_cut_off(why: &str, db: &Db, proxy: &Proxy, cut: &[u8]) {
     let results = Item::delete_many(db, items.iter().map(|i| i.id)).await;
     let why_delete = format!("{why}: delete_many");
     let failed = assert_whole_or_not_at_all(db, &why_delete, &results, &before, &gone).await;
+    assert_none_waited_out(&why_delete, &results);
     assert!(failed > 0, "{why_delete}: the cut hit no item");
     all_ok(Item::delete_many(db, items.iter().map(|i| i.id)).await).expect("deleted again");
     // Nothing left but, on Redis Cluster, the claims of changes cut off
@@ -763,6 +766,23 @@ async fn bulk_writes_cut_off(why: &str, db: &Db, proxy: &Proxy, cut: &[u8]) {
             "{why_delete}: {key} left (PTTL {ttl})"
         );
     }
+}
+
+/// Checks that no item of a batch whose connection dropped failed by
+/// waiting out the response timeout: a dropped connection is known at
+/// once, and so is a cluster connection that stops answering after it.
+fn assert_none_waited_out<T>(why: &str, results: &[Result<T, ItemError>]) {
+    let waited = results
+        .iter()
+        .filter(|r| {
+            matches!(r, Err(ItemError { error: Error::Connection { source }, .. })
+                if source.is_timeout())
+        })
+        .count();
+    assert_eq!(
+        waited, 0,
+        "{why}: items that waited out the response timeout"
+    );
 }
 
 /// On redis-server and on the engine's RESP server, a bulk write whose
@@ -790,9 +810,8 @@ async fn a_bulk_write_cut_off_leaves_each_object_whole_or_untouched() {
         // A batch of 600 writes on a cluster keeps 256 requests in flight
         // on one node's connection: on a loaded 2-core machine the last of
         // them waits longer than the default 5 s for its reply, and the
-        // batches that must succeed (the writes again) would time out.
-        // (The requests sent just after a cut wait this timeout out on a
-        // cluster, so each cut batch lasts about as long.)
+        // batches that must succeed (the writes again) would time out. A
+        // long timeout also shows that no cut request waits it out.
         let db = Db::connect_cluster_with_timeouts(
             [proxy.url()],
             Duration::from_secs(2),

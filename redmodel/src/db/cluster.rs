@@ -7,6 +7,9 @@
 //!   node's or the cluster's state is sent again here, and so is a read
 //!   whose connection dropped; a write whose connection dropped may have
 //!   run, and fails instead of running twice ([`Resends`]).
+//!   After a lost connection or a timeout, the shared connection is
+//!   replaced by a new one, and the requests still waiting on the old one
+//!   fail if it has stopped answering ([`shared`]).
 //! - A pipeline goes to one node, so redis-rs refuses one whose keys span
 //!   slots. An atomic pipeline (MULTI/EXEC) must stay in one slot, and the
 //!   model layer's cluster layout sees to that; a plain pipeline whose
@@ -26,10 +29,12 @@
 //! - SCAN runs on every master, each with its own cursor ([`scan_masters`]);
 //!   a SCAN sent by hand walks them all with one cursor ([`scan_step`]).
 
+mod shared;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
 use redis::aio::ConnectionLike;
 use redis::cluster::ClusterClient;
@@ -37,6 +42,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
+use self::shared::{Handle, Shared};
 use super::backend::{scan_all, Backend, Link};
 use super::pool::{self, Tracked};
 use super::slots::SlotOwners;
@@ -49,7 +55,7 @@ use crate::error::{Error, Result};
 pub(crate) struct ClusterBackend {
     /// The shared connection, replaced by a new one (a new slot map) when
     /// a node stops answering: see [`ClusterBackend::reconnect_after`].
-    conn: RwLock<ClusterConnection>,
+    shared: Shared,
     /// The client of every connection: redis-rs follows no redirection
     /// and resends nothing on it, so that [`Resends`] (and [`Watchful`]
     /// on an exclusive link) decides.
@@ -57,9 +63,6 @@ pub(crate) struct ClusterBackend {
     /// The seed URLs, through which subscribers connect (to the first
     /// that answers).
     seeds: Vec<String>,
-    /// When the shared connection was last replaced, to replace it at most
-    /// once per [`RECONNECT_EVERY`].
-    reconnected: Mutex<Option<Instant>>,
     pool: bb8::Pool<ClusterManager>,
     /// How long a borrower waits for a pooled connection.
     wait: Duration,
@@ -124,10 +127,9 @@ impl ClusterBackend {
             wait,
         );
         Ok(ClusterBackend {
-            conn: RwLock::new(conn),
+            shared: Shared::new(conn, connect),
             client,
             seeds,
-            reconnected: Mutex::new(None),
             pool,
             wait,
             heartbeat: super::pubsub::Heartbeat::after(response),
@@ -135,18 +137,15 @@ impl ClusterBackend {
         })
     }
 
-    /// A handle on the shared connection (clones share its sockets).
-    fn conn(&self) -> ClusterConnection {
-        self.conn.read().clone()
+    /// A handle on the shared connection (handles share its sockets).
+    fn conn(&self) -> Handle {
+        self.shared.handle()
     }
 
-    /// After a node stopped answering (killed, or failing over), opens a
-    /// new shared connection, which reads the slot map again: redis-rs
-    /// learns of a moved slot from a MOVED reply, but keeps sending a dead
-    /// master's slots to it until a redirection says otherwise, which a
-    /// dead node never sends. At most once per [`RECONNECT_EVERY`]; the
-    /// failing request still fails (transient), and the next ones go where
-    /// the slots now are.
+    /// After a node stopped answering (killed, or failing over), replaces
+    /// the shared connection ([`Shared::replace`]): the failing request
+    /// still fails (transient), and the next ones go where the slots now
+    /// are.
     async fn reconnect_after<T>(&self, result: redis::RedisResult<T>) -> redis::RedisResult<T> {
         if let Err(err) = &result {
             self.refresh_after(err).await;
@@ -162,20 +161,9 @@ impl ClusterBackend {
         }
     }
 
-    /// Replaces the shared connection by a new one, which reads the slot
-    /// map again; at most once per [`RECONNECT_EVERY`], however many
-    /// requests ask at once.
+    /// Replaces the shared connection, which reads the slot map again.
     async fn refresh(&self) {
-        {
-            let mut last = self.reconnected.lock();
-            if last.is_some_and(|at| at.elapsed() < RECONNECT_EVERY) {
-                return;
-            }
-            *last = Some(Instant::now());
-        }
-        if let Ok(conn) = self.client.get_async_connection().await {
-            *self.conn.write() = conn;
-        }
+        self.shared.replace(&self.client).await;
     }
 }
 
@@ -392,9 +380,6 @@ fn opens_state(cmd: &Cmd) -> bool {
     crate::command::is(cmd, "WATCH") || crate::command::is(cmd, "MULTI")
 }
 
-/// The shortest time between two replacements of the shared connection.
-const RECONNECT_EVERY: Duration = Duration::from_millis(500);
-
 impl Backend for ClusterBackend {
     fn name(&self) -> &'static str {
         "cluster"
@@ -552,7 +537,7 @@ fn is_scan(cmd: &Cmd) -> bool {
 /// master's cursor comes back 0 the next master's scan begins; 0 after the
 /// last master. As with SCAN on one server, keys may come twice, and a
 /// topology change during the walk can hide or repeat some.
-async fn scan_step(conn: &mut ClusterConnection, cmd: &Cmd) -> redis::RedisResult<Value> {
+async fn scan_step(conn: &mut Handle, cmd: &Cmd) -> redis::RedisResult<Value> {
     // The packed form, where a cursor given by `cursor_arg` (redis-rs's
     // scan iterators) has its value.
     let args = unpack(&cmd.get_packed_command());
@@ -832,11 +817,7 @@ fn at_node(info: &redis::ConnectionInfo, host: String, port: u16) -> redis::Conn
 
 /// Every key matching `pattern` on every master: SCAN on each, with its own
 /// cursor, until each says 0. The masters come from CLUSTER SLOTS.
-async fn scan_masters(
-    mut conn: ClusterConnection,
-    pattern: &str,
-    count: u64,
-) -> Result<Vec<Vec<u8>>> {
+async fn scan_masters(mut conn: Handle, pattern: &str, count: u64) -> Result<Vec<Vec<u8>>> {
     let mut keys = Vec::new();
     for master in masters(&mut conn).await? {
         let conn = &conn;
@@ -876,7 +857,7 @@ impl Master {
 }
 
 /// The masters, from CLUSTER SLOTS.
-async fn masters(conn: &mut ClusterConnection) -> Result<Vec<Master>> {
+async fn masters(conn: &mut Handle) -> Result<Vec<Master>> {
     let reply = conn
         .req_packed_command(&crate::command::cmd("CLUSTER").arg("SLOTS").owned())
         .await?;

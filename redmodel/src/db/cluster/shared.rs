@@ -11,11 +11,12 @@
 //! map's lock for writing, and a request the connection parked midway
 //! (which it polls again only after the recovery) can be holding that lock
 //! for reading. Every request sent to it from then on would wait out the
-//! response timeout. So a replaced connection is asked for a PING while
-//! requests are still waiting on it; if it does not answer within the
-//! connect timeout, each of them fails as a lost connection: a transient
-//! error, a write's fate unknown (sent again by nobody), a read sent again
-//! on the new connection ([`Resends`](super::Resends)).
+//! response timeout. So a replaced connection is asked for PINGs (to
+//! several masters) while requests are still waiting on it; if none is
+//! answered within the connect timeout, each of those requests fails as a
+//! lost connection: a transient error, a write's fate unknown (sent again
+//! by nobody), a read sent again on the new connection
+//! ([`Resends`](super::Resends)).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,12 +27,17 @@ use parking_lot::{Mutex, RwLock};
 use redis::aio::ConnectionLike;
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use tokio::sync::Notify;
 
 /// The shortest time between two replacements of the shared connection.
 const REPLACE_EVERY: Duration = Duration::from_millis(500);
+
+/// The slots whose masters a replaced connection is asked for a PING:
+/// spread over the slot space, they reach every master of a cluster of
+/// up to eight of equal shares.
+const PROBED_SLOTS: [u16; 8] = [0, 2048, 4096, 6144, 8192, 10240, 12288, 14336];
 
 /// The shared connection (see the module docs).
 pub(super) struct Shared {
@@ -158,16 +164,24 @@ impl Handle {
     }
 
     /// While requests other than this one's hold a handle on the replaced
-    /// connection, asks it for a PING every `within`: the first not
-    /// answered within `within` fails them all. An error reply counts as
-    /// an answer; only silence does not.
-    async fn watch(mut self, within: Duration) {
+    /// connection, asks it every `within` for a PING to the masters of
+    /// [`PROBED_SLOTS`]: if none answers within `within`, it fails them
+    /// all. An error counts as an answer (the connection works, a node
+    /// may not); only silence from all does not, so that one node gone
+    /// silent, which fails only its own requests, fails no others.
+    async fn watch(self, within: Duration) {
         while Arc::strong_count(&self.stopped) > 1 {
-            let ping = self.conn.route_command(
-                crate::command::cmd("PING"),
-                RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random),
-            );
-            if tokio::time::timeout(within, ping).await.is_err() {
+            let pings = PROBED_SLOTS.map(|slot| {
+                let mut conn = self.conn.clone();
+                let route = Route::new(slot, SlotAddr::Master);
+                Box::pin(async move {
+                    let ping = crate::command::cmd("PING");
+                    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                    conn.route_command(ping, route).await
+                })
+            });
+            let first = futures_util::future::select_all(pings);
+            if tokio::time::timeout(within, first).await.is_err() {
                 self.stopped.set();
                 return;
             }

@@ -19,7 +19,6 @@
 //! ([`Resends`](super::Resends)).
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +28,7 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
-use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 /// The shortest time between two replacements of the shared connection.
 const REPLACE_EVERY: Duration = Duration::from_millis(500);
@@ -88,33 +87,10 @@ impl Shared {
 #[derive(Clone)]
 pub(super) struct Handle {
     conn: ClusterConnection,
-    stopped: Arc<Stopped>,
-}
-
-/// Whether a connection stopped answering, and who waits to know.
-#[derive(Default)]
-struct Stopped {
-    yes: AtomicBool,
-    told: Notify,
-}
-
-impl Stopped {
-    fn set(&self) {
-        self.yes.store(true, Ordering::SeqCst);
-        self.told.notify_waiters();
-    }
-
-    /// Returns once the connection is known to have stopped answering.
-    async fn known(&self) {
-        let mut told = std::pin::pin!(self.told.notified());
-        // Registered before the flag is read, so that a `set` in between
-        // is not missed.
-        told.as_mut().enable();
-        if self.yes.load(Ordering::SeqCst) {
-            return;
-        }
-        told.await;
-    }
+    /// Cancelled once the connection is known to have stopped answering;
+    /// its count of holders is the count of handles, which
+    /// [`watch`](Self::watch) reads.
+    stopped: Arc<CancellationToken>,
 }
 
 impl Handle {
@@ -128,13 +104,13 @@ impl Handle {
     /// `request`'s result, or a lost connection's error as soon as the
     /// connection is known to have stopped answering.
     async fn unless_stopped<T>(
-        stopped: &Stopped,
+        stopped: &CancellationToken,
         request: impl Future<Output = RedisResult<T>>,
     ) -> RedisResult<T> {
         tokio::select! {
             biased;
             result = request => result,
-            () = stopped.known() => Err(stopped_answering()),
+            () = stopped.cancelled() => Err(stopped_answering()),
         }
     }
 
@@ -182,7 +158,7 @@ impl Handle {
             });
             let first = futures_util::future::select_all(pings);
             if tokio::time::timeout(within, first).await.is_err() {
-                self.stopped.set();
+                self.stopped.cancel();
                 return;
             }
             tokio::time::sleep(within).await;

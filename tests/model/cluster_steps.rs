@@ -209,6 +209,37 @@ backend_tests! {
         racer(3, "dee", 0, &[]).insert(db).await?;
         Ok(())
     }
+
+    /// Two writes of one object claim one value at once and one fails
+    /// after its claim: it takes back only its own claim, so the value
+    /// stays the other write's until that write confirms it, and no other
+    /// object takes it meanwhile (which would leave two objects holding
+    /// it). The write in flight is played by hand: its claim, then its
+    /// object's write and confirmation.
+    exclusive async fn a_failed_write_leaves_a_racing_write_of_its_object_its_claim(ctx) -> redmodel::Result<()> {
+        let db = &cluster_db(&ctx.db);
+        let entry = "racer:_unique:name:eve";
+        db.query::<()>(redis::cmd("RPUSH").arg(entry).arg("racer:2")).await?;
+        db.query::<()>(redis::cmd("PEXPIRE").arg(entry).arg(30_000)).await?;
+        // racer:2 is not written yet: a change of it fails after its claim.
+        let err = Racer::at(2).set(db, Racer::NAME, "eve".to_string()).await.unwrap_err();
+        assert!(matches!(err, Error::NotFound { .. }), "{err}");
+        let ttl: i64 = db.query(redis::cmd("PTTL").arg(entry)).await?;
+        assert!(ttl > 0, "the claim in flight is still pending (PTTL {ttl})");
+        let err = racer(3, "eve", 0, &[]).insert(db).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Unique { holder, .. } if holder == "racer:2"),
+            "{err}"
+        );
+        // The write in flight lands and confirms its claim.
+        racer(2, "eve", 0, &[]).insert(db).await?;
+        let holders: Vec<String> = db.query(redis::cmd("LRANGE").arg(entry).arg(0).arg(-1)).await?;
+        assert_eq!(holders, ["racer:2"]);
+        let ttl: i64 = db.query(redis::cmd("PTTL").arg(entry)).await?;
+        assert_eq!(ttl, -1, "confirmed: no lease left");
+        assert!(!Racer::at(3).exists(db).await?, "racer:3 was refused");
+        Ok(())
+    }
 }
 
 /// A private 3-master Redis Cluster and a `Db` on it; `None` (the test

@@ -208,6 +208,9 @@ impl Facts {
             self.forget(|f| f.print == field);
         } else if is("PEXPIRE") || is("EXPIRE") || is("PERSIST") {
             // A key's time to live is not a value remembered here.
+        } else if is("LTRIM") && rest.len() == 2 && rest[0] == b"0" && !rest[1].starts_with(b"-") {
+            // Kept from the head on: a list's head stays (a unique entry
+            // brought down to one copy).
         } else if is("DEL") || is("UNLINK") {
             let gone: SmallVec<[u64; 4]> = rest.iter().map(|k| key_print(k)).collect();
             for (fact, held) in &mut self.0 {
@@ -573,6 +576,18 @@ mod tests {
                 .clone(),
         );
         assert_eq!(facts.answer(&head), Some(Value::BulkString(b"c".to_vec())));
+        // LTRIM from the head keeps it; from elsewhere, it forgets.
+        let trim = |start: &str, stop: &str| {
+            crate::command::cmd("LTRIM")
+                .arg("l")
+                .arg(start)
+                .arg(stop)
+                .clone()
+        };
+        facts.apply(&trim("0", "0"));
+        assert_eq!(facts.answer(&head), Some(Value::BulkString(b"c".to_vec())));
+        facts.apply(&trim("1", "-1"));
+        assert_eq!(facts.answer(&head), None);
     }
 
     #[test]

@@ -213,7 +213,8 @@ pub(crate) fn not_key_text(raw: &[u8]) -> String {
 }
 
 /// The command that reads the holder named by the unique entry `entry`
-/// (a list of one element): `LINDEX entry 0`, which replies like a GET
+/// (a list of one element, repeated while claims of its object are
+/// pending: see `write::stepped`): `LINDEX entry 0`, which replies like a GET
 /// (the key, or nil).
 pub(crate) fn holder_command(entry: &str) -> redis::Cmd {
     let mut lindex = cmd("LINDEX");

@@ -16,16 +16,19 @@
 //!    naming another object needs that object's field, in another slot,
 //!    read outside the unit, whose check of the entry fails if it changed
 //!    meanwhile (the other object's own claim and confirmation, which
-//!    leave it as it was).
+//!    leave it as it was). An entry naming this object already (a value
+//!    it holds, or another write of it claiming the value) gets one more
+//!    copy of its key: a copy per claim, so that a write that fails takes
+//!    back only its own.
 //! 2. **The object's write**, in its slot, in one atomic unit that reads
 //!    the indexed fields before and after the write (and checks the
 //!    sub-object's admin exists, if it is one). If it fails, the claims of
 //!    step 1 are released.
 //! 3. **Confirm** the claims (PERSIST the entry if it still names this
-//!    object: a checked write, one round trip) and **release** the unique values
-//!    the write gave up (DEL the entry if it still names this object; a
-//!    WATCH transaction, for the reason of step 1: it reads the object's
-//!    field, in another slot).
+//!    object, down to one copy: a checked write, one round trip) and
+//!    **release** the unique values the write gave up (DEL the entry if
+//!    it still names this object; a WATCH transaction, for the reason of
+//!    step 1: it reads the object's field, in another slot).
 //! 4. **Index entries** (sorted set, recent list, the tag sets of a field:
 //!    one slot each, written concurrently, one round trip for all, and
 //!    concurrently with step 3, whose keys are others), from
@@ -367,10 +370,16 @@ struct ClaimEntry<'a> {
 impl Decide for ClaimEntry<'_> {
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<redis::Cmd>> {
         let entry = self.entry;
-        if let Some(holder) = holder(reader, entry)
-            .await?
-            .filter(|h| h != self.key.as_bytes())
-        {
+        let mut lease = cmd("PEXPIRE");
+        lease.arg(entry).arg(CLAIM_LEASE.as_millis() as u64);
+        let holder = holder(reader, entry).await?;
+        if holder.as_deref() == Some(self.key.as_bytes()) {
+            // One more copy of the holder: a copy per write of the object
+            // claiming the value (and one for a value it held already), so
+            // that a write that fails takes back only its own ([`Release`]).
+            return Ok(vec![cmd("RPUSH").arg(entry).arg(self.key).owned(), lease]);
+        }
+        if let Some(holder) = holder {
             let mut pttl = cmd("PTTL");
             pttl.arg(entry);
             let ttl = reader.read(&[entry], vec![pttl], false).await?;
@@ -391,11 +400,8 @@ impl Decide for ClaimEntry<'_> {
                 });
             }
         }
-        let mut cmds = claim_commands(entry, self.key).to_vec();
-        let mut lease = cmd("PEXPIRE");
-        lease.arg(entry).arg(CLAIM_LEASE.as_millis() as u64);
-        cmds.push(lease);
-        Ok(cmds)
+        let [del, push] = claim_commands(entry, self.key);
+        Ok(vec![del, push, lease])
     }
 }
 
@@ -431,8 +437,10 @@ async fn holder<R: Reader>(reader: &R, entry: &str) -> Result<Option<Vec<u8>>> {
 }
 
 /// Step 3's confirmation, decided on the entry's holder: the entry naming
-/// the object is made permanent (`PERSIST`), a missing one is made again,
-/// one naming another object is left to it.
+/// the object is made permanent (`PERSIST`), and the copies of its holder
+/// that other writes of the object claiming the value added go (they need
+/// no claim of their own once the value is the object's); a missing one
+/// is made again, one naming another object is left to it.
 struct Confirm<'a> {
     entry: &'a str,
     key: &'a str,
@@ -441,11 +449,10 @@ struct Confirm<'a> {
 impl Decide for Confirm<'_> {
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<redis::Cmd>> {
         Ok(match holder(reader, self.entry).await? {
-            Some(holder) if holder == self.key.as_bytes() => {
-                let mut persist = cmd("PERSIST");
-                persist.arg(self.entry);
-                vec![persist]
-            }
+            Some(holder) if holder == self.key.as_bytes() => vec![
+                cmd("PERSIST").arg(self.entry).owned(),
+                cmd("LTRIM").arg(self.entry).arg(0).arg(0).owned(),
+            ],
             Some(_) => Vec::new(),
             None => claim_commands(self.entry, self.key).to_vec(),
         })
@@ -513,11 +520,26 @@ impl Decide for Release<'_> {
             Err(Error::WrongType { .. }) => None,
             held => held?,
         };
-        let freed = held.as_deref() != Some(self.value.as_bytes());
-        self.freed.store(freed, Ordering::Relaxed);
-        let mut write = cmd(if freed { "DEL" } else { "PERSIST" });
-        write.arg(self.entry);
-        Ok(vec![write])
+        if held.as_deref() == Some(self.value.as_bytes()) {
+            // The value is the object's: the entry names it for good, one
+            // copy (a write of it still in flight confirms it as it is).
+            return Ok(vec![
+                cmd("PERSIST").arg(self.entry).owned(),
+                cmd("LTRIM").arg(self.entry).arg(0).arg(0).owned(),
+            ]);
+        }
+        if leased {
+            // A copy of the holder per write of the object claiming the
+            // value: with others left, one of them is still in flight, and
+            // this write takes back its own copy alone.
+            let llen = cmd("LLEN").arg(self.entry).owned();
+            let len = reader.read(&[self.entry], vec![llen], false).await?;
+            if matches!(len.first(), Some(Value::Int(n)) if *n > 1) {
+                return Ok(vec![cmd("RPOP").arg(self.entry).owned()]);
+            }
+        }
+        self.freed.store(true, Ordering::Relaxed);
+        Ok(vec![cmd("DEL").arg(self.entry).owned()])
     }
 
     fn guesses(&self) -> bool {

@@ -792,7 +792,7 @@ backend_tests! {
         // confirmation and the sorted, tag and recent entries, then the
         // re-read of the fields (7 requests, 4 round trips); the claim,
         // the write, then the confirmation beside the release of the old
-        // value (read the entry, read the field, the checked script: 6 requests,
+        // value (the fence, read the field, the delete: 6 requests,
         // 5 round trips); the write, the tag sets, the re-read; the same
         // for the score; the delete, then the release beside the entries
         // and the re-read.

@@ -31,6 +31,7 @@ mod shaped;
 mod types;
 
 use crate::db::optimistic::watched;
+use crate::db::recall::Guess;
 use crate::layout::plain_key;
 use crate::{Db, Error, Result};
 use checked::{guarded, guarded_now, Decide, Native, Reader};
@@ -549,10 +550,14 @@ impl<D: Decide> Decide for Expecting<'_, D> {
         self.then.decide(reader).await
     }
 
-    fn guesses(&self) -> bool {
+    fn first_guess(&self) -> Guess {
         // An expected state is there as a rule: reading it at once costs
         // less than a guess of absent that fails.
-        self.expects.is_empty() && self.then.guesses()
+        if self.expects.is_empty() {
+            self.then.first_guess()
+        } else {
+            Guess::Nothing
+        }
     }
 }
 

@@ -106,8 +106,25 @@ pub(crate) enum Guess {
     /// writing (the actual values of its reads), else by reading: as good
     /// as reads.
     Replied(Facts),
+    /// From what the caller expects the reads it names to reply (a state
+    /// it has just set), else by reading: guesses the script checks.
+    Given(Given),
     /// Everything read.
     Nothing,
+}
+
+/// The replies a decision expects of some reads, by command ([`Guess::Given`]).
+pub(crate) struct Given(pub(crate) Vec<(Cmd, Value)>);
+
+impl Given {
+    /// The reply expected of `cmd`, if it is one of these reads.
+    pub(crate) fn answer(&self, cmd: &Cmd) -> Option<Value> {
+        let args = crate::command::args(cmd);
+        self.0
+            .iter()
+            .find(|(read, _)| crate::command::args(read).eq(args.clone()))
+            .map(|(_, reply)| reply.clone())
+    }
 }
 
 /// Values as of one moment: what a checked write's script replied. A

@@ -4,8 +4,10 @@
 //! entries are pruned ([`prune()`]). Shared by the indexes and the relation
 //! lists.
 
+mod fence;
 mod prune;
 
+pub(crate) use fence::{unless_held, Fenced, FENCE_LEASE};
 pub(crate) use prune::{prune, Entry, Stale, Test};
 
 use super::codec::shown;

@@ -48,6 +48,7 @@ use super::{Admin, Model, ObjectRef};
 use crate::command::cmd;
 use crate::command::AddCommand as _;
 use crate::db::plan::checked::{self, Decide, Reader};
+use crate::db::recall::Guess;
 use crate::{Db, Error, Result};
 
 /// Objects a batch could not handle: their keys, and why.
@@ -512,8 +513,8 @@ impl<M: Model> Decide for RewriteBatch<'_, M> {
         Ok(writes)
     }
 
-    fn guesses(&self) -> bool {
-        false
+    fn first_guess(&self) -> Guess {
+        Guess::Nothing
     }
 }
 
@@ -602,8 +603,8 @@ impl<M: Model> Decide for IndexBatch<'_, M> {
         Ok(write.cmd_iter().cloned().collect())
     }
 
-    fn guesses(&self) -> bool {
-        false
+    fn first_guess(&self) -> Guess {
+        Guess::Nothing
     }
 }
 

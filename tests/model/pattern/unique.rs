@@ -117,15 +117,15 @@ backend_tests! {
         db.query::<()>(redis::cmd("DEL").arg("user:1")).await?;
         let before = db.round_trips();
         assert_eq!(User::NAME_UNIQUE.find(db, "ken").await?, None);
-        // In the cluster layout: the two reads, the check of the holder,
-        // the entry's compare-and-delete (a read, its checked script) and the
-        // check again. In process, in the plain layout, the compare-and-delete
-        // is one exchange with the engine: its reads run under the lock.
+        // In the cluster layout: the two reads, then the entry's fenced
+        // delete (the fence, the check of the holder, the delete). In
+        // process, in the plain layout, the compare-and-delete is one
+        // exchange with the engine: its reads run under the lock.
         let in_process = db.engine().is_some();
         let dead = match (held, in_process) {
             (1, true) => 2,
             (1, false) => 3,
-            _ => 6,
+            _ => 5,
         };
         assert_eq!(db.round_trips() - before, dead, "the read and prune of a dead entry");
         assert!(!exists(db, "user:_unique:name:ken").await, "pruned");

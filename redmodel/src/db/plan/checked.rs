@@ -177,6 +177,7 @@ impl Reader for Recorder<'_> {
             let guess = match &self.guess {
                 Guess::Absent => recall.guess(cmd),
                 Guess::Replied(facts) => facts.answer(cmd),
+                Guess::Given(given) => given.answer(cmd),
                 Guess::Nothing => None,
             };
             match guess {
@@ -589,15 +590,15 @@ fn decided_now(
     if let Err(err) = check_guards(tx, guards) {
         return Some(Err(err));
     }
-    Some(apply(tx, &decided_writes(base, &extra)))
+    Some(apply(tx, &decided_writes(base, &extra, decide.keeps())))
 }
 
 /// A decided write's commands: the fixed `base`, then what the decision
-/// added (`extra`, their replies dropped).
-fn decided_writes<'a>(base: &[Write<'a>], extra: &'a [Cmd]) -> Vec<Write<'a>> {
+/// added (`extra`, their replies kept if `keep`).
+fn decided_writes<'a>(base: &[Write<'a>], extra: &'a [Cmd], keep: bool) -> Vec<Write<'a>> {
     let mut writes = Vec::with_capacity(base.len() + extra.len());
     writes.extend_from_slice(base);
-    writes.extend(extra.iter().map(|cmd| Write::plain(cmd, false)));
+    writes.extend(extra.iter().map(|cmd| Write::plain(cmd, keep)));
     writes
 }
 
@@ -913,17 +914,25 @@ fn add_command<'a>(invocation: &mut Call<'_>, args: impl Iterator<Item = Option<
 /// in process, else WATCH/MULTI).
 pub(crate) trait Decide: Sync {
     /// Reads through `reader` and decides: the commands to write after
-    /// the caller's own (their replies dropped), or an error that refuses
-    /// the write (nothing written).
+    /// the caller's own (their replies dropped unless [`keeps`](Self::keeps)),
+    /// or an error that refuses the write (nothing written).
     fn decide<R: Reader>(&self, reader: &R) -> impl Future<Output = Result<Vec<Cmd>>> + Send;
 
-    /// Whether the first attempt guesses its reads from what the `Db`
-    /// saw last (a value it never saw guessed absent, as a claim of a new
-    /// value expects). A decision about what is expected to be there (a
-    /// release or a prune of an entry just read) says no: it reads at
-    /// once, where a guess of absent would cost an attempt.
-    fn guesses(&self) -> bool {
-        true
+    /// Where the first attempt's reads are answered from. By default, what
+    /// the `Db` saw last (a value it never saw guessed absent, as a claim
+    /// of a new value expects). A decision about what is expected to be
+    /// there (a release or a prune of an entry just read) reads at once
+    /// ([`Guess::Nothing`]), where a guess of absent would cost an attempt;
+    /// one that knows what it expects says so ([`Guess::Given`]).
+    fn first_guess(&self) -> Guess {
+        Guess::Absent
+    }
+
+    /// Whether the replies of the commands [`decide`](Self::decide) adds
+    /// are kept, after the caller's own: for a write that must learn what
+    /// it wrote (a deadline the server set).
+    fn keeps(&self) -> bool {
+        false
     }
 }
 
@@ -964,11 +973,7 @@ pub(crate) async fn run<T: FromRedisValue>(
         let kept = outcome.map_err(|e| *e)?;
         return Ok(T::from_redis_value(Value::Array(kept)).map_err(redis::RedisError::from)?);
     }
-    let mut guess = if decide.guesses() {
-        Guess::Absent
-    } else {
-        Guess::Nothing
-    };
+    let mut guess = decide.first_guess();
     for attempt in 1..=MAX_ATTEMPTS {
         let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));
         let decided = decide.decide(&recorder).await;
@@ -978,7 +983,11 @@ pub(crate) async fn run<T: FromRedisValue>(
             Err(err) => return Err(err),
         };
         match recorder
-            .commit::<T>(guards, Some(conflict_key), &decided_writes(base, &extra))
+            .commit::<T>(
+                guards,
+                Some(conflict_key),
+                &decided_writes(base, &extra, decide.keeps()),
+            )
             .await?
         {
             Checked::Done(out) => return Ok(out),
@@ -1014,7 +1023,13 @@ pub(crate) async fn run<T: FromRedisValue>(
                 txn.ignore();
             }
         }
-        txn.ignored(extra);
+        if decide.keeps() {
+            for cmd in extra {
+                txn.add_command(cmd);
+            }
+        } else {
+            txn.ignored(extra);
+        }
         tx.exec_whole::<T>(&txn).await
     })
     .await

@@ -14,11 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use redis::{Cmd, Pipeline, Value};
 
-use super::{entry_reads, entry_state_of, holder_command};
-use crate::command::cmd;
+use super::{holder_command, unless_held, Fenced};
 use crate::command::AddCommand as _;
-use crate::db::plan::checked::{self, write_if, Decide, Reader};
-use crate::{Db, Result};
+use crate::command::{cmd, Owned as _};
+use crate::db::plan::checked::{self, Decide, Reader};
+use crate::db::recall::Guess;
+use crate::{Db, Error, Result};
 
 /// An index or list entry that a read found dead.
 #[derive(Debug, Clone)]
@@ -67,12 +68,17 @@ pub(crate) enum Entry {
 
 /// Adds to `pipe` the read whose reply `s.test` judges (see [`Test::dead`]).
 fn add_test(pipe: &mut Pipeline, s: &Stale) {
+    pipe.add_command(test_command(s));
+}
+
+/// The read whose reply `s.test` judges.
+fn test_command(s: &Stale) -> Cmd {
     match &s.test {
-        Test::Gone => pipe.command("EXISTS").arg(&s.object),
+        Test::Gone => cmd("EXISTS").arg(&s.object).owned(),
         Test::NotEqual { field, .. } | Test::LacksTag { field, .. } | Test::Absent { field } => {
-            pipe.command("HGET").arg(&s.object).arg(*field)
+            cmd("HGET").arg(&s.object).arg(*field).owned()
         }
-    };
+    }
 }
 
 /// Adds to `pipe` the command that takes `object` out of `entry` (a unique
@@ -146,37 +152,42 @@ impl Decide for Prune<'_> {
         Ok(remove)
     }
 
-    fn guesses(&self) -> bool {
-        false
+    fn first_guess(&self) -> Guess {
+        Guess::Nothing
     }
 }
 
 /// [`prune`] in the cluster layout, where an entry and its object are in
 /// different slots and no transaction holds both: check the objects, remove
-/// the entries still dead (a unique entry only if it still names the
-/// object), then check the objects once more and put back the set and list
-/// entries of an object that came back meanwhile. A sorted entry removed
-/// that way comes back with the object's next write, or
-/// [`rebuild_indexes`](crate::model::migrate::rebuild_indexes).
+/// the entries still dead, then check the objects once more and put back
+/// the set and list entries of an object that came back meanwhile. A
+/// sorted entry removed that way comes back with the object's next write,
+/// or [`rebuild_indexes`](crate::model::migrate::rebuild_indexes). A unique
+/// entry goes by a fenced decision of its own ([`release_unique`]), which
+/// checks its object after fencing the entry.
 async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
-    if stale.is_empty() {
-        return Ok(0);
+    let (unique, stale): (Vec<&Stale>, Vec<&Stale>) = stale
+        .iter()
+        .partition(|s| matches!(s.entry, Entry::Unique(_)));
+    let mut removed = 0u64;
+    for s in unique {
+        if let Entry::Unique(key) = &s.entry {
+            removed += u64::from(release_unique(db, key, s).await?);
+        }
     }
-    let dead = still_dead(db, stale.iter()).await?;
+    if stale.is_empty() {
+        return Ok(removed);
+    }
+    let dead = still_dead(db, stale.iter().copied()).await?;
     let gone: Vec<&Stale> = stale
         .iter()
         .zip(dead)
         .filter(|(_, d)| *d)
-        .map(|(s, _)| s)
+        .map(|(s, _)| *s)
         .collect();
-    let mut removed = 0u64;
     let mut remove = redis::pipe();
     for s in &gone {
-        if let Entry::Unique(key) = &s.entry {
-            removed += u64::from(release_unique(db, key, &s.object).await?);
-        } else {
-            remove_command(&mut remove, &s.entry, &s.object);
-        }
+        remove_command(&mut remove, &s.entry, &s.object);
     }
     if !remove.is_empty() {
         let counts: Vec<u64> = db.query_pipeline(&remove).await?;
@@ -222,23 +233,23 @@ async fn still_dead<'s>(db: &Db, stale: impl Iterator<Item = &'s Stale>) -> Resu
         .collect())
 }
 
-/// Deletes the unique entry `entry` if it names `holder` (a
-/// compare-and-delete on the entry's own key). Whether it did.
+/// Deletes the unique entry `entry` if it names `s.object` for good and
+/// that object is still dead by `s.test`: a fenced decision (see
+/// [`unless_held`]), since the object is in another slot. Whether it did.
 ///
-/// In the cluster layout a claim is pending while it has a TTL (its
+/// In the cluster layout a claim is pending while it has a lease (its
 /// object is being written: see `write::stepped`, whose writers release
 /// their own claims): a prune leaves it, as its holder cannot show the
 /// value yet.
-async fn release_unique(db: &Db, entry: &str, holder: &str) -> Result<bool> {
-    let mut del = cmd("DEL");
-    del.arg(entry);
-    // Named by `holder`, and not a pending claim (an entry that cannot be
-    // read as one is left alone).
-    let held = |replies: &[Value]| {
-        Ok(entry_state_of(entry, replies)
-            .is_ok_and(|(named, pending)| named.as_deref() == Some(holder) && !pending))
+async fn release_unique(db: &Db, entry: &str, s: &Stale) -> Result<bool> {
+    // An error reply (an object of another type) keeps the entry.
+    let holds = |reply: Result<Value>| match reply {
+        Err(Error::WrongType { .. }) => Ok(true),
+        reply => Ok(!s.test.dead(&reply?)),
     };
-    write_if(db, entry, &[entry], &entry_reads(entry), &held, &[del]).await
+    let del = [cmd("DEL").arg(entry).owned()];
+    let fenced = unless_held(db, entry, &s.object, &test_command(s), &holds, &del).await?;
+    Ok(fenced == Fenced::Released)
 }
 
 /// The reads of [`prune`]: reads through `reader` (which WATCHes them on

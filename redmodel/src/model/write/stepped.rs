@@ -14,12 +14,13 @@
 //!    is written. The claim is a checked write (`ClaimEntry`): a free
 //!    entry (or one naming this object) is claimed in one round trip; one
 //!    naming another object needs that object's field, in another slot,
-//!    read outside the unit, whose check of the entry fails if it changed
-//!    meanwhile (the other object's own claim and confirmation, which
-//!    leave it as it was). An entry naming this object already (a value
-//!    it holds, or another write of it claiming the value) gets one more
-//!    copy of its key: a copy per claim, so that a write that fails takes
-//!    back only its own.
+//!    read outside the unit, and one whose object no longer holds the
+//!    value is taken over by a fenced decision
+//!    ([`unless_held`](crate::model::live::unless_held)): that object may
+//!    claim the value again meanwhile, which leaves the entry as it was.
+//!    An entry naming this object already (a value it holds, or another
+//!    write of it claiming the value) gets one more copy of its key: a
+//!    copy per claim, so that a write that fails takes back only its own.
 //! 2. **The object's write**, in its slot, in one atomic unit that reads
 //!    the indexed fields before and after the write (and checks the
 //!    sub-object's admin exists, if it is one). If it fails, the claims of
@@ -27,8 +28,8 @@
 //! 3. **Confirm** the claims (PERSIST the entry if it still names this
 //!    object, down to one copy: a checked write, one round trip) and
 //!    **release** the unique values the write gave up (DEL the entry if
-//!    it still names this object; a WATCH transaction, for the reason of
-//!    step 1: it reads the object's field, in another slot).
+//!    it still names this object and the object does not hold the value
+//!    again: a fenced decision, for the reason of step 1).
 //! 4. **Index entries** (sorted set, recent list, the tag sets of a field:
 //!    one slot each, written concurrently, one round trip for all, and
 //!    concurrently with step 3, whose keys are others), from
@@ -55,29 +56,38 @@
 //! value's entry still naming the object (lookups prune it, claims take it
 //! over); during 4, sorted, recent and tag entries that
 //! lag the fields (tag reads check the field and prune; a reindex repairs
-//! the rest).
+//! the rest); during a fenced decision (a release, a take-over, a prune),
+//! a fence that lapses with its entry (the value is then free; if its
+//! object holds it after all, the entry is missing until a reindex).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use redis::{FromRedisValue, Value};
+use parking_lot::Mutex;
+use redis::{Cmd, FromRedisValue, Value};
 
 use super::guarded_unit;
 use crate::command::{cmd, Owned};
+use crate::db::optimistic::MAX_ATTEMPTS;
 use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::{GuardKeys, Plan};
+use crate::db::recall::Guess;
 use crate::layout::plain_key;
 use crate::model::index::unique::claim_commands;
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{recent_key, sorted_key, tag_key, unique_key};
-use crate::model::live::{entry_state, holder_command};
+use crate::model::live::{entry_state, holder_command, unless_held, Fenced, FENCE_LEASE};
 use crate::model::Model;
 use crate::{Db, Error, Result};
 
 /// How long a unique claim stays pending before it lapses, if the writer
 /// dies before confirming it.
 pub(crate) const CLAIM_LEASE: Duration = Duration::from_secs(30);
+
+// A fence on a unique entry must end before any claim made after it
+// (`model::live::fence`).
+const _: () = assert!(FENCE_LEASE.as_millis() < CLAIM_LEASE.as_millis());
 
 /// How many times the index step applies entries again after seeing a
 /// concurrent change of the fields (each round means another write of the
@@ -326,7 +336,9 @@ async fn apply<M: Model>(
 
 /// Step 1: makes the unique entry `entry` name `key`, pending (with the
 /// lease), unless another object holds or is claiming `value` (see
-/// [`ClaimEntry`]).
+/// [`ClaimEntry`]). An entry naming another object that does not hold the
+/// value is taken over by a fenced decision ([`unless_held`]): that object
+/// may claim the value again meanwhile.
 async fn claim<M: Model>(
     db: &Db,
     entry: &str,
@@ -334,15 +346,58 @@ async fn claim<M: Model>(
     field: &'static str,
     value: &str,
 ) -> Result<()> {
-    let claim = ClaimEntry {
-        db,
-        table: M::TABLE,
-        entry,
-        key,
+    for _ in 0..MAX_ATTEMPTS {
+        let claim = ClaimEntry {
+            db,
+            table: M::TABLE,
+            entry,
+            key,
+            field,
+            value,
+            take_over: Mutex::new(None),
+        };
+        checked::run::<()>(db, entry, &[], &[], &claim).await?;
+        let Some(holder) = claim.take_over.into_inner() else {
+            return Ok(());
+        };
+        let read = cmd("HGET").arg(&holder).arg(field).owned();
+        let holds = |reply: Result<Value>| Ok(is_text(&reply?, value));
+        let [del, push] = claim_commands(entry, key);
+        let take_over = [del, push, lease(entry)];
+        match unless_held(db, entry, &holder, &read, &holds, &take_over).await? {
+            Fenced::Released => return Ok(()),
+            Fenced::Held => return Err(unique(M::TABLE, field, value, &holder)),
+            Fenced::Moved => {}
+        }
+    }
+    Err(Error::Conflict {
+        attempts: MAX_ATTEMPTS,
+        key: Some(plain_key(entry)),
+    })
+}
+
+/// The refusal of `value` of `table`'s `field`, which `holder` (its
+/// stored key) holds or is claiming.
+fn unique(table: &'static str, field: &'static str, value: &str, holder: &str) -> Error {
+    Error::Unique {
+        model: table,
         field,
-        value,
-    };
-    checked::run::<()>(db, entry, &[], &[], &claim).await
+        value: value.to_string(),
+        holder: plain_key(holder),
+    }
+}
+
+/// Whether a reply is the text `value`.
+fn is_text(reply: &Value, value: &str) -> bool {
+    matches!(reply, Value::BulkString(text) if text == value.as_bytes())
+}
+
+/// A claim's lease on `entry`.
+fn lease(entry: &str) -> Cmd {
+    cmd("PEXPIRE")
+        .arg(entry)
+        .arg(CLAIM_LEASE.as_millis() as u64)
+        .owned()
 }
 
 /// Step 1's claim, decided on the entry's holder: a free entry, or one
@@ -350,11 +405,11 @@ async fn claim<M: Model>(
 /// again all the same: a delete of the object racing this write releases
 /// only entries no write is claiming, and the confirmation puts back one
 /// released before it). One naming another object is refused while that
-/// object claims it (the entry has a TTL: its object is being written,
+/// object claims it (the entry has a lease: its object is being written,
 /// so its field cannot show the value yet) or holds it (its field, in
-/// another slot, read outside the unit: a change of the entry meanwhile,
-/// the other object's own claim and confirmation, fails the unit's check
-/// of the entry and the claim decides again); else it is taken over.
+/// another slot, read outside the unit: the refusal holds as of that
+/// read). One naming another object that does not hold the value is left
+/// for [`claim`] to take over (`take_over`: that object).
 ///
 /// Its first attempt guesses the holder (free, or what this `Db` saw): a
 /// free value's claim is one round trip.
@@ -365,19 +420,22 @@ struct ClaimEntry<'a> {
     key: &'a str,
     field: &'static str,
     value: &'a str,
+    take_over: Mutex<Option<String>>,
 }
 
 impl Decide for ClaimEntry<'_> {
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<redis::Cmd>> {
         let entry = self.entry;
-        let mut lease = cmd("PEXPIRE");
-        lease.arg(entry).arg(CLAIM_LEASE.as_millis() as u64);
+        *self.take_over.lock() = None;
         let holder = holder(reader, entry).await?;
         if holder.as_deref() == Some(self.key.as_bytes()) {
             // One more copy of the holder: a copy per write of the object
             // claiming the value (and one for a value it held already), so
             // that a write that fails takes back only its own ([`Release`]).
-            return Ok(vec![cmd("RPUSH").arg(entry).arg(self.key).owned(), lease]);
+            return Ok(vec![
+                cmd("RPUSH").arg(entry).arg(self.key).owned(),
+                lease(entry),
+            ]);
         }
         if let Some(holder) = holder {
             let mut pttl = cmd("PTTL");
@@ -386,22 +444,19 @@ impl Decide for ClaimEntry<'_> {
             let pending = matches!(ttl.first(), Some(Value::Int(ms)) if *ms >= 0);
             let holder = String::from_utf8_lossy(&holder).into_owned();
             let holds = pending || {
-                let held: Option<Vec<u8>> = reader
+                let held: Value = reader
                     .read_apart(self.db, cmd("HGET").arg(&holder).arg(self.field))
                     .await?;
-                held.as_deref() == Some(self.value.as_bytes())
+                is_text(&held, self.value)
             };
             if holds {
-                return Err(Error::Unique {
-                    model: self.table,
-                    field: self.field,
-                    value: self.value.to_string(),
-                    holder: plain_key(&holder),
-                });
+                return Err(unique(self.table, self.field, self.value, &holder));
             }
+            *self.take_over.lock() = Some(holder);
+            return Ok(Vec::new());
         }
         let [del, push] = claim_commands(entry, self.key);
-        Ok(vec![del, push, lease])
+        Ok(vec![del, push, lease(entry)])
     }
 }
 
@@ -464,9 +519,10 @@ impl Decide for Confirm<'_> {
 /// lease is the caller's own). Left alone if another write is claiming it
 /// (a lease, not the caller's); made permanent instead if the object's
 /// `field` holds `value` (a write of the object that raced this one, or a
-/// failed write's claim of a value the object held already). The field is
-/// read after the entry: a claim or confirmation meanwhile makes the
-/// checked write decide again.
+/// failed write's claim of a value the object held already).
+///
+/// An entry naming the object for good goes by a fenced decision
+/// ([`unless_held`]); a failed write's pending claim by [`Release`].
 async fn release(
     db: &Db,
     entry: &str,
@@ -475,52 +531,87 @@ async fn release(
     value: &str,
     pending: bool,
 ) -> Result<()> {
-    let release = Release {
-        db,
-        entry,
-        key,
-        field,
-        value,
-        pending,
-        freed: AtomicBool::new(false),
+    let read = cmd("HGET").arg(key).arg(field).owned();
+    // An object that is not a hash (a failed write's) holds nothing.
+    let holds = |reply: Result<Value>| match reply {
+        Err(Error::WrongType { .. }) => Ok(false),
+        reply => Ok(is_text(&reply?, value)),
     };
-    checked::run::<()>(db, entry, &[], &[], &release).await?;
-    if release.freed.into_inner() {
-        // The next claim of the value through this `Db` guesses the entry
-        // free, rather than naming this object still.
-        db.recall().saw(&holder_command(entry), &Value::Nil);
+    let del = [cmd("DEL").arg(entry).owned()];
+    // A failed write's claim is still pending as a rule; a value given up
+    // is the object's for good.
+    let mut fence_first = !pending;
+    for _ in 0..MAX_ATTEMPTS {
+        if fence_first {
+            match unless_held(db, entry, key, &read, &holds, &del).await? {
+                Fenced::Released | Fenced::Held => return Ok(()),
+                // Leased (another write of the object claims the value),
+                // or not the object's: left alone.
+                Fenced::Moved if !pending => return Ok(()),
+                Fenced::Moved => {}
+            }
+        }
+        fence_first = true;
+        let release = Release {
+            db,
+            entry,
+            key,
+            field,
+            value,
+            freed: AtomicBool::new(false),
+            permanent: AtomicBool::new(false),
+        };
+        checked::run::<()>(db, entry, &[], &[], &release).await?;
+        if release.freed.into_inner() {
+            // The next claim of the value through this `Db` guesses the
+            // entry free, rather than naming this object still.
+            db.recall().saw(&holder_command(entry), &Value::Nil);
+        }
+        if !release.permanent.into_inner() {
+            return Ok(());
+        }
     }
-    Ok(())
+    Err(Error::Conflict {
+        attempts: MAX_ATTEMPTS,
+        key: Some(plain_key(entry)),
+    })
 }
 
-/// [`release`] as a checked write, decided on the entry's state; the
-/// object's field is read apart (it is in another slot), as what tells
-/// whether the value is still the object's.
+/// A failed write's release of its pending claim, as a checked write
+/// decided on the entry's state; the object's field is read apart (it is
+/// in another slot), as what tells whether the value is the object's. An
+/// entry naming the object for good is left to the fenced decision
+/// (`permanent`).
 struct Release<'a> {
     db: &'a Db,
     entry: &'a str,
     key: &'a str,
     field: &'a str,
     value: &'a str,
-    pending: bool,
     freed: AtomicBool,
+    permanent: AtomicBool,
 }
 
 impl Decide for Release<'_> {
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<redis::Cmd>> {
         self.freed.store(false, Ordering::Relaxed);
+        self.permanent.store(false, Ordering::Relaxed);
         let (named, leased) = entry_state(reader, self.entry).await?;
-        if named.as_deref() != Some(self.key) || (leased && !self.pending) {
+        if named.as_deref() != Some(self.key) {
+            return Ok(Vec::new());
+        }
+        if !leased {
+            self.permanent.store(true, Ordering::Relaxed);
             return Ok(Vec::new());
         }
         // An object that is not a hash (a failed write's) holds nothing.
         let mut hget = cmd("HGET");
         hget.arg(self.key).arg(self.field);
-        let held: Option<Vec<u8>> = match reader.read_apart(self.db, &hget).await {
-            Err(Error::WrongType { .. }) => None,
+        let held: Value = match reader.read_apart(self.db, &hget).await {
+            Err(Error::WrongType { .. }) => Value::Nil,
             held => held?,
         };
-        if held.as_deref() == Some(self.value.as_bytes()) {
+        if is_text(&held, self.value) {
             // The value is the object's: the entry names it for good, one
             // copy (a write of it still in flight confirms it as it is).
             return Ok(vec![
@@ -528,22 +619,20 @@ impl Decide for Release<'_> {
                 cmd("LTRIM").arg(self.entry).arg(0).arg(0).owned(),
             ]);
         }
-        if leased {
-            // A copy of the holder per write of the object claiming the
-            // value: with others left, one of them is still in flight, and
-            // this write takes back its own copy alone.
-            let llen = cmd("LLEN").arg(self.entry).owned();
-            let len = reader.read(&[self.entry], vec![llen], false).await?;
-            if matches!(len.first(), Some(Value::Int(n)) if *n > 1) {
-                return Ok(vec![cmd("RPOP").arg(self.entry).owned()]);
-            }
+        // A copy of the holder per write of the object claiming the
+        // value: with others left, one of them is still in flight, and
+        // this write takes back its own copy alone.
+        let llen = cmd("LLEN").arg(self.entry).owned();
+        let len = reader.read(&[self.entry], vec![llen], false).await?;
+        if matches!(len.first(), Some(Value::Int(n)) if *n > 1) {
+            return Ok(vec![cmd("RPOP").arg(self.entry).owned()]);
         }
         self.freed.store(true, Ordering::Relaxed);
         Ok(vec![cmd("DEL").arg(self.entry).owned()])
     }
 
-    fn guesses(&self) -> bool {
-        false
+    fn first_guess(&self) -> Guess {
+        Guess::Nothing
     }
 }
 

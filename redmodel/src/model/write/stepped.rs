@@ -15,9 +15,9 @@
 //!    entry (or one naming this object) is claimed in one round trip; one
 //!    naming another object needs that object's field, in another slot,
 //!    read outside the unit, and one whose object no longer holds the
-//!    value is taken over by a fenced decision
-//!    ([`unless_held`](crate::model::live::unless_held)): that object may
-//!    claim the value again meanwhile, which leaves the entry as it was.
+//!    value is taken over by a fenced decision ([`unless_held`]): that
+//!    object may claim the value again meanwhile, which leaves the entry
+//!    as it was.
 //!    An entry naming this object already (a value it holds, or another
 //!    write of it claiming the value) gets one more copy of its key: a
 //!    copy per claim, so that a write that fails takes back only its own.

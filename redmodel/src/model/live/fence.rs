@@ -16,12 +16,12 @@
 //! deadline the server set. Whatever the holder does next changes that
 //! deadline: its claim sets a later one (it comes later, and a claim's
 //! lease is longer than [`FENCE_LEASE`]), its confirmation removes it, and
-//! another fence can only start from an entry without a lease (its own
-//! lease is drawn a little shorter at random, so that two fences set in
-//! one millisecond still differ). Then the field is read, and the removal
-//! (or, if the holder holds the value after all, the PERSIST that takes
-//! the fence off) is written only if the entry still names the holder with
-//! that deadline.
+//! another fence can only start from an entry without a lease (each
+//! fence's lease is drawn up to 4 s shorter at random, so that two fences
+//! set in one millisecond differ but once in 4,096). Then the field is
+//! read, and the removal (or, if the holder holds the value after all,
+//! the PERSIST that takes the fence off) is written only if the entry
+//! still names the holder with that deadline.
 //!
 //! Meanwhile the entry looks like a claim in flight: a claim of the value
 //! by another object is refused, as it is while the holder is written. A

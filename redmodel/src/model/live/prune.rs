@@ -166,15 +166,21 @@ impl Decide for Prune<'_> {
 /// entry goes by a fenced decision of its own ([`release_unique`]), which
 /// checks its object after fencing the entry.
 async fn prune_apart(db: &Db, stale: &[Stale]) -> Result<u64> {
-    let (unique, stale): (Vec<&Stale>, Vec<&Stale>) = stale
-        .iter()
-        .partition(|s| matches!(s.entry, Entry::Unique(_)));
-    let mut removed = 0u64;
-    for s in unique {
-        if let Entry::Unique(key) = &s.entry {
-            removed += u64::from(release_unique(db, key, s).await?);
+    // The unique entries go by fenced decisions, on keys of their own: at
+    // once.
+    let mut releases = Vec::new();
+    let mut rest = Vec::new();
+    for s in stale {
+        match &s.entry {
+            Entry::Unique(key) => releases.push(release_unique(db, key, s)),
+            _ => rest.push(s),
         }
     }
+    let mut removed = 0u64;
+    for released in futures_util::future::join_all(releases).await {
+        removed += u64::from(released?);
+    }
+    let stale = rest;
     if stale.is_empty() {
         return Ok(removed);
     }

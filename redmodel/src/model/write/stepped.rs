@@ -387,6 +387,16 @@ fn unique(table: &'static str, field: &'static str, value: &str, holder: &str) -
     }
 }
 
+/// Whether the object whose field's read replied `reply` holds `value`
+/// still, for a release: an object that is not a hash (a failed write's)
+/// holds nothing.
+fn still_holds(reply: Result<Value>, value: &str) -> Result<bool> {
+    match reply {
+        Err(Error::WrongType { .. }) => Ok(false),
+        reply => Ok(is_text(&reply?, value)),
+    }
+}
+
 /// Whether a reply is the text `value`.
 fn is_text(reply: &Value, value: &str) -> bool {
     matches!(reply, Value::BulkString(text) if text == value.as_bytes())
@@ -532,11 +542,7 @@ async fn release(
     pending: bool,
 ) -> Result<()> {
     let read = cmd("HGET").arg(key).arg(field).owned();
-    // An object that is not a hash (a failed write's) holds nothing.
-    let holds = |reply: Result<Value>| match reply {
-        Err(Error::WrongType { .. }) => Ok(false),
-        reply => Ok(is_text(&reply?, value)),
-    };
+    let holds = |reply: Result<Value>| still_holds(reply, value);
     let del = [cmd("DEL").arg(entry).owned()];
     // A failed write's claim is still pending as a rule; a value given up
     // is the object's for good.
@@ -604,14 +610,9 @@ impl Decide for Release<'_> {
             self.permanent.store(true, Ordering::Relaxed);
             return Ok(Vec::new());
         }
-        // An object that is not a hash (a failed write's) holds nothing.
         let mut hget = cmd("HGET");
         hget.arg(self.key).arg(self.field);
-        let held: Value = match reader.read_apart(self.db, &hget).await {
-            Err(Error::WrongType { .. }) => Value::Nil,
-            held => held?,
-        };
-        if is_text(&held, self.value) {
+        if still_holds(reader.read_apart(self.db, &hget).await, self.value)? {
             // The value is the object's: the entry names it for good, one
             // copy (a write of it still in flight confirms it as it is).
             return Ok(vec![

@@ -26,7 +26,6 @@ use std::future::Future;
 
 use parking_lot::Mutex;
 
-use crate::db::plan::gathered::gathering;
 use crate::Db;
 
 /// How many writes of a batch are in flight at once: deep enough that a
@@ -71,7 +70,7 @@ pub(crate) async fn run_each<F: Future>(
         }
     };
     let workers = (0..workers).map(|_| worker());
-    gathering(futures_util::future::join_all(workers)).await;
+    futures_util::future::join_all(workers).await;
     let mut outcomes = outcomes.into_inner();
     outcomes.sort_unstable_by_key(|(item, _)| *item);
     outcomes.into_iter().map(|(_, outcome)| outcome).collect()

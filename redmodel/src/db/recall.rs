@@ -291,6 +291,12 @@ impl Recall {
     }
 }
 
+/// The reply `cmd` gets where nothing is known, every value absent;
+/// `None` for a read this module does not know.
+pub(crate) fn absent(cmd: &Cmd) -> Option<Value> {
+    answer(cmd, |_| None, true)
+}
+
 /// The reply of `cmd` from `known` values: a value not known is absent if
 /// `unknown_absent`, else the whole reply is `None` (to be read), as for
 /// a read this module does not know.

@@ -9,6 +9,7 @@ mod reference;
 mod stepped;
 
 use index::touches_index;
+use index::Prepared;
 pub(crate) use index::{add_entries, plan, Changes, IndexPlan};
 use index::{IndexedIncr, Scored};
 pub(crate) use reference::{
@@ -40,6 +41,83 @@ pub(crate) struct Encoded {
     pub(crate) removed: Vec<&'static str>,
 }
 
+/// A write of an object's hash, decided before anything is sent: a full
+/// write ([`ObjectRef::insert`]) or a field write ([`ObjectRef::set_many`]).
+struct HashWrite<'k> {
+    /// The object's key, as stored.
+    key: Cow<'k, str>,
+    /// Fields to set, with their text.
+    set: Vec<(&'static str, Vec<u8>)>,
+    /// Fields to remove.
+    removed: Vec<&'static str>,
+    /// The declared TTLs the write gives.
+    ttls: Vec<Cmd>,
+    /// The read of what it changes, where its references are checked
+    /// again after it (boxed: it is rare, and large).
+    prior: Option<Box<PriorRead>>,
+    /// Whether `_count` is incremented (a counted full write).
+    counted: bool,
+    /// Whether the object must exist (a field write), else only its admin.
+    existing: bool,
+}
+
+impl<'k> HashWrite<'k> {
+    fn new<M: Model>(
+        db: &Db,
+        key: Cow<'k, str>,
+        set: Vec<(&'static str, Vec<u8>)>,
+        removed: Vec<&'static str>,
+        ttls: Vec<Cmd>,
+        counted: bool,
+        existing: bool,
+    ) -> Self {
+        let prior = PriorRead::of::<M>(db, &key, changed_fields(&set, &removed)).map(Box::new);
+        HashWrite {
+            key,
+            set,
+            removed,
+            ttls,
+            prior,
+            counted,
+            existing,
+        }
+    }
+
+    /// The object's key, as stored.
+    fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The stored fields it changes.
+    fn changes(&self) -> Changes<'_> {
+        Changes::Fields(changed_fields(&self.set, &self.removed))
+    }
+
+    /// Adds its commands to `plan`: the prior read, the reference marks,
+    /// the fields, the TTLs and the count.
+    fn add<M: Model>(&self, db: &Db, plan: &mut Plan) {
+        let marks = reference_marks::<M>(db, &self.key, &self.set);
+        add_write(
+            plan,
+            &self.key,
+            self.prior.as_deref(),
+            &self.set,
+            &self.removed,
+            marks,
+            &self.ttls,
+        );
+        if self.counted {
+            plan.add(
+                cmd("HINCRBY")
+                    .arg(&self.key)
+                    .arg(COUNT_FIELD)
+                    .arg(1)
+                    .owned(),
+            );
+        }
+    }
+}
+
 impl<M: Model> ObjectRef<M> {
     /// Sets one field (HSET); setting an `Option` field to `None` removes
     /// it (HDEL). Keeps the key's TTL, as HSET does; a field declared with
@@ -61,7 +139,7 @@ impl<M: Model> ObjectRef<M> {
             Some(text) => (vec![(field.name(), text)], Vec::new()),
             None => (Vec::new(), vec![field.name()]),
         };
-        self.write_fields(db, &set, &removed).await
+        self.write_fields(db, set, removed).await
     }
 
     /// Sets several fields at once, atomically:
@@ -73,6 +151,15 @@ impl<M: Model> ObjectRef<M> {
         db: &Db,
         fields: impl IntoIterator<Item = Assign<M>>,
     ) -> Result<()> {
+        match self.assigned(fields)? {
+            Some(Encoded { set, removed }) => self.write_fields(db, set, removed).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The fields `fields` set and remove; `None` if none; an
+    /// [`Error::Encode`] for a value that could not be encoded.
+    fn assigned(&self, fields: impl IntoIterator<Item = Assign<M>>) -> Result<Option<Encoded>> {
         let mut set = Vec::new();
         let mut removed = Vec::new();
         for assign in fields {
@@ -88,10 +175,7 @@ impl<M: Model> ObjectRef<M> {
                 }
             }
         }
-        if set.is_empty() && removed.is_empty() {
-            return Ok(());
-        }
-        self.write_fields(db, &set, &removed).await
+        Ok((!set.is_empty() || !removed.is_empty()).then_some(Encoded { set, removed }))
     }
 
     /// The write of [`set`](Self::set) and [`set_many`](Self::set_many):
@@ -102,24 +186,11 @@ impl<M: Model> ObjectRef<M> {
     async fn write_fields(
         &self,
         db: &Db,
-        set: &[(&'static str, Vec<u8>)],
-        removed: &[&'static str],
+        set: Vec<(&'static str, Vec<u8>)>,
+        removed: Vec<&'static str>,
     ) -> Result<()> {
-        let key = self.key_in(db);
-        let guards = self.guards(db, true, set);
-        let changed = changed_fields(set, removed);
-        let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());
-        let changes = Changes::Fields(changed);
-        let ttls = ttl_cmds::<M>(db, &key, None, names(set))?;
-        let write = |steps: &mut Plan| {
-            let marks = reference_marks::<M>(db, &key, set);
-            add_write(steps, &key, prior.as_ref(), set, removed, marks, &ttls);
-        };
-        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, guards, &write, &changes)
-            .await
-            .map_err(at_key(self.key(), "hash"))?;
-        let prior = prior.map(|p| p.parse(&kept)).transpose()?;
-        recheck_references::<M>(db, &key, set, prior.as_ref()).await
+        let write = self.field_write(db, set, removed)?;
+        self.run_hash(db, write).await
     }
 
     /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for
@@ -258,37 +329,94 @@ impl<M: Model> ObjectRef<M> {
                 .flatten();
             return self.write_single(db, text, ttl).await;
         }
-        let fields = self.encoded(value)?;
-        if !counted && fields.set.is_empty() && fields.removed.is_empty() {
-            return Ok(());
+        match self.full_hash_write(db, value, counted, ttl)? {
+            Some(write) => self.run_hash(db, write).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The hash write of a full write of `value` (see [`full_write`](Self::full_write));
+    /// `None` if it writes nothing.
+    fn full_hash_write(
+        &self,
+        db: &Db,
+        value: &M,
+        counted: bool,
+        ttl: Option<Duration>,
+    ) -> Result<Option<HashWrite<'_>>> {
+        let Encoded { set, removed } = self.encoded(value)?;
+        if !counted && set.is_empty() && removed.is_empty() {
+            return Ok(None);
         }
         let key = self.key_in(db);
-        let ttls = ttl_cmds::<M>(db, &key, ttl, names(&fields.set))?;
-        let changed = changed_fields(&fields.set, &fields.removed);
-        let prior = PriorRead::of::<M>(db, &key, changed.iter().copied());
-        let write = |steps: &mut Plan| {
-            add_write(
-                steps,
-                &key,
-                prior.as_ref(),
-                &fields.set,
-                &fields.removed,
-                reference_marks::<M>(db, &key, &fields.set),
-                &ttls,
-            );
-            if counted {
-                steps.add(cmd("HINCRBY").arg(&key).arg(COUNT_FIELD).arg(1).owned());
-            }
-        };
-        let changes = Changes::Fields(changed);
-        let guards = self.guards(db, false, &fields.set);
-        let kept: Vec<redis::Value> = index::run::<M, _>(db, &key, guards, &write, &changes)
-            .await
-            .map_err(at_key(self.key(), "hash"))?;
-        let prior = prior.map(|p| p.parse(&kept)).transpose()?;
-        recheck_references::<M>(db, &key, &fields.set, prior.as_ref()).await?;
+        let ttls = ttl_cmds::<M>(db, &key, ttl, names(&set))?;
+        Ok(Some(HashWrite::new::<M>(
+            db, key, set, removed, ttls, counted, false,
+        )))
+    }
+
+    /// The hash write of a field write that sets `set` and removes
+    /// `removed` on the existing object.
+    fn field_write(
+        &self,
+        db: &Db,
+        set: Vec<(&'static str, Vec<u8>)>,
+        removed: Vec<&'static str>,
+    ) -> Result<HashWrite<'_>> {
+        let key = self.key_in(db);
+        let ttls = ttl_cmds::<M>(db, &key, None, names(&set))?;
+        Ok(HashWrite::new::<M>(
+            db, key, set, removed, ttls, false, true,
+        ))
+    }
+
+    /// Runs `write` on this object, with the index entries it calls for,
+    /// as one atomic unit ([`index::run`]), then what follows it
+    /// ([`hash_written`](Self::hash_written)).
+    async fn run_hash(&self, db: &Db, write: HashWrite<'_>) -> Result<()> {
+        let add = |plan: &mut Plan| write.add::<M>(db, plan);
+        let guards = self.guards(db, write.existing, &write.set);
+        let kept: Vec<redis::Value> =
+            index::run::<M, _>(db, &write.key, guards, &add, &write.changes())
+                .await
+                .map_err(at_key(self.key(), "hash"))?;
+        self.hash_written(db, &write, kept).await
+    }
+
+    /// `write` as one atomic unit with its index entries, prepared to
+    /// run ([`index::prepare`]).
+    fn prepare_hash<'k>(&'k self, db: &Db, write: &HashWrite<'_>) -> Result<Prepared<'k>> {
+        let add = |plan: &mut Plan| write.add::<M>(db, plan);
+        let guards = self.guards(db, write.existing, &write.set);
+        index::prepare::<M>(db, &write.key, guards, &add, &write.changes())
+    }
+
+    /// A delete of this object (at `key`, as stored) as one atomic unit
+    /// with its index entries, prepared to run ([`index::prepare`]).
+    fn prepare_delete<'k>(&'k self, db: &Db, key: &str) -> Result<Prepared<'k>> {
+        index::prepare::<M>(
+            db,
+            key,
+            GuardKeys::new(),
+            &delete_write(key),
+            &Changes::Delete,
+        )
+    }
+
+    /// What follows `write`, applied with the replies `kept`: in the
+    /// cluster layout, the targets of its references checked again; for
+    /// a counted write, the sync hooks when `_count` reaches a multiple
+    /// of the model's `sync_every`.
+    async fn hash_written(
+        &self,
+        db: &Db,
+        write: &HashWrite<'_>,
+        kept: Vec<redis::Value>,
+    ) -> Result<()> {
+        let prior = write.prior.as_ref().map(|p| p.parse(&kept)).transpose()?;
+        recheck_references::<M>(db, &write.key, &write.set, prior.as_ref()).await?;
         let count = match kept.last() {
-            Some(count) if counted => {
+            Some(count) if write.counted => {
                 redis::from_redis_value::<i64>(count.clone()).map_err(redis::RedisError::from)?
             }
             _ => 0,
@@ -313,14 +441,24 @@ impl<M: Model> ObjectRef<M> {
         if M::INDEXES.is_empty() {
             return db.query(cmd("DEL").arg(&key)).await;
         }
-        let write = |steps: &mut Plan| {
-            steps.add(cmd("DEL").arg(&key).owned());
-        };
-        let (existed,): (bool,) =
-            index::run::<M, _>(db, &key, GuardKeys::new(), &write, &Changes::Delete)
-                .await
-                .map_err(at_key(self.key(), "hash"))?;
+        let (existed,): (bool,) = index::run::<M, _>(
+            db,
+            &key,
+            GuardKeys::new(),
+            &delete_write(&key),
+            &Changes::Delete,
+        )
+        .await
+        .map_err(at_key(self.key(), "hash"))?;
         Ok(existed)
+    }
+}
+
+/// The commands of a delete of the object at `key` (as stored): its
+/// reply, whether it existed, is kept.
+fn delete_write(key: &str) -> impl Fn(&mut Plan) + Sync + '_ {
+    move |steps: &mut Plan| {
+        steps.add(cmd("DEL").arg(key).owned());
     }
 }
 

@@ -108,7 +108,7 @@ impl Reader for RawTransaction {
 /// its first error reply. A read that finds its key of another type
 /// is [`Error::UnexpectedType`] naming that key, where the read's
 /// command says what type it needs ([`types::read_needed`]).
-fn first_error<'c>(
+pub(super) fn first_error<'c>(
     reads: impl IntoIterator<Item = &'c Cmd>,
     replies: &[Value],
     errors_as_replies: bool,
@@ -393,10 +393,6 @@ async fn send(
     conditions: &[(Cmd, Value)],
     writes: &[Write<'_>],
 ) -> Result<Option<(bool, Vec<Value>)>> {
-    // A bulk write's checked writes run together, natively.
-    if let Some(outcome) = super::gathered::run(db, guards, conditions, writes).await {
-        return outcome.map(Some);
-    }
     let routed = [route.unwrap_or_default()];
     let keys: &[&str] = match (guards, route) {
         ([], Some(_)) => &routed,
@@ -595,7 +591,11 @@ fn decided_now(
 
 /// A decided write's commands: the fixed `base`, then what the decision
 /// added (`extra`, their replies kept if `keep`).
-fn decided_writes<'a>(base: &[Write<'a>], extra: &'a [Cmd], keep: bool) -> Vec<Write<'a>> {
+pub(super) fn decided_writes<'a>(
+    base: &[Write<'a>],
+    extra: &'a [Cmd],
+    keep: bool,
+) -> Vec<Write<'a>> {
     let mut writes = Vec::with_capacity(base.len() + extra.len());
     writes.extend_from_slice(base);
     writes.extend(extra.iter().map(|cmd| Write::plain(cmd, keep)));

@@ -1,441 +1,495 @@
-//! The checked writes of a bulk write, run together: the writes in flight
-//! are gathered and run as one WATCH transaction, [`MAX_ITEMS`] at a
-//! time, each with its own guards, reads and outcome, as if sent alone.
+//! Many decided writes run together: a bulk write's, on one server in the
+//! plain layout, as WATCH transactions of native commands, [`MAX_ITEMS`]
+//! writes a transaction, [`IN_FLIGHT`] transactions at once, each write
+//! with its own guards, reads, decision and outcome, as if sent alone.
 //!
 //! Why not a script per write, as a write sent alone runs: on
 //! redis-server a script costs a few microseconds before its first
 //! command and a few more per command it calls, about twice what the
 //! same commands cost sent natively. A bulk write is throughput-bound,
 //! and its writes rarely meet each other or other writers, so it takes
-//! the optimistic path with native commands instead:
+//! the optimistic path with native commands instead. A transaction, on a
+//! connection of its own:
 //!
-//! 1. on a connection of its own, WATCH the keys the writes' decisions
-//!    rest on (their guards and the keys of their recorded reads), then
-//!    read the guards, the recorded reads and the types of the keys the
-//!    writes need of one type ([`types`]), in one round trip (a key that
-//!    a recorded read reads with a command of the type it must hold needs
-//!    no `TYPE`: WRONGTYPE would refuse that read, so its reply answers
-//!    the check);
-//! 2. decide each write on those replies as its script would: a missing
-//!    guard or a key of another type refuses it, a read that differs
-//!    from what was recorded sends it back to decide again
-//!    ([`Checked::Changed`](super::checked::Checked)), and the others
-//!    go in one MULTI/EXEC, in a second round trip, their index commands
-//!    to one key merged into one ([`merged`]).
+//! 1. decides each write once on its reads answered as absent
+//!    ([`recall::absent`]: what an insert of a new object finds), which
+//!    names the reads its decision rests on and the keys it writes;
+//! 2. WATCHes the writes' guards and the keys they read, then reads the
+//!    guards (EXISTS), those reads, and the types of the keys the writes
+//!    need of one type ([`types`]), in one round trip (a key that a read
+//!    reads with a command of the type it must hold needs no `TYPE`:
+//!    WRONGTYPE would refuse that read, so its reply answers the check);
+//! 3. decides each write again, on the replies: a missing guard or a key
+//!    of another type refuses it, as does its decision's own refusal,
+//!    and the others go in one MULTI/EXEC, in a second round trip, their
+//!    index commands to one key merged into one ([`merged`]).
+//!
+//! The decisions are the code a write sent alone runs ([`Decide`]),
+//! reading through a [`Reader`] that answers at once, so they run to the
+//! end without a pause. A write whose decision reads what the first did
+//! not (a unique value's holder, found only on the actual replies),
+//! writes a key whose type was not read, or would wait (a read apart from
+//! the transaction), goes alone instead: its caller sends it as a write
+//! of its own.
 //!
 //! If a watched key changed in between, nothing was written and the
-//! whole gathering runs again after a pause, up to [`ATTEMPTS`] times;
-//! past that each write goes alone. Each write is whole or
-//! not at all: the EXEC applies all the writes it holds at once, and the
-//! type checks mean that none of their commands meets a key of another
-//! type (the index keys are read, not watched, as on every WATCH path:
-//! every writer writes them).
-//!
-//! Gathering is asked for by a bulk write ([`gathering`]) and happens only
-//! on one server in the plain layout, where one transaction may hold keys
-//! of many slots. How writes meet: each queues its write, then yields
-//! once, so that the other writes of the batch polled in the same pass
-//! queue theirs; the first to run again takes the queue and runs it, and
-//! the others wait for their outcomes.
+//! transaction runs again after a pause, up to [`ATTEMPTS`] times; past
+//! that each of its writes goes alone. Each write is whole or not at
+//! all: the EXEC applies all the writes it holds at once, and the type
+//! checks mean that none of their commands meets a key of another type
+//! (the index keys are read, not watched, as on every WATCH path: every
+//! writer writes them).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use futures_util::FutureExt as _;
 use parking_lot::Mutex;
 use redis::{Cmd, Value};
-use smallvec::SmallVec;
-use tokio::sync::oneshot;
 
-use super::types;
-use super::Write;
+use super::checked::{decided_writes, first_error, Decide, Reader};
+use super::{types, Expecting, Plan, Unit};
 use crate::command::{cmd, Owned};
 use crate::db::optimistic::OptimisticConnection;
+use crate::db::recall;
 use crate::layout::plain_key;
 use crate::{Db, Error, Result};
-use merged::{merge, original, Place};
+use merged::{merge, Place};
 
 mod merged;
 
 /// The most writes one transaction holds: enough that its two round
 /// trips, its reads of the index keys' types and its merged index
-/// commands are shared widely; few enough that the window's 256 writes
-/// make four transactions in flight, one building while others travel
-/// (128 a transaction, two in flight, ran slower).
-const MAX_ITEMS: usize = 64;
+/// commands are shared widely; few enough that several transactions are
+/// in flight, one building while others travel.
+pub(crate) const MAX_ITEMS: usize = 64;
 
-/// How many times a gathering runs before its writes go alone: a
-/// gathering that keeps losing races meets a writer of its own objects,
-/// which the writes alone settle one by one.
+/// How many transactions run at once, each on an exclusive connection
+/// of the pool (16).
+pub(crate) const IN_FLIGHT: usize = 4;
+
+/// How many times a transaction runs before its writes go alone: one
+/// that keeps losing races meets a writer of its own objects, which the
+/// writes alone settle one by one.
 const ATTEMPTS: u32 = 4;
 
-tokio::task_local! {
-    /// The queue of the bulk write the task runs, if it runs one.
-    static GATHERING: Arc<Queue>;
+/// A write to gather: a plan of one unit, and what it decides on its
+/// reads.
+pub(crate) struct Gathered<'a, 'k, D> {
+    pub(crate) plan: &'a Plan<'k>,
+    pub(crate) decide: &'a D,
 }
 
-/// Runs `writes`, a bulk write's, with their checked writes gathered (see
-/// the module docs). Only they meet: the queue is this call's, so a
-/// call's writes are run by one of its own, and a bulk write dropped
-/// midway takes its queued writes with it.
-pub(crate) async fn gathering<F: Future>(writes: F) -> F::Output {
-    GATHERING.scope(Arc::default(), writes).await
-}
+/// What became of a gathered write: the replies of its kept commands, or
+/// why it failed; `None` if it is to be sent alone.
+pub(crate) type Outcome = Option<Result<Vec<Value>>>;
 
-/// The writes waiting to run.
-#[derive(Default)]
-struct Queue {
-    items: Mutex<Vec<Queued>>,
-    next_id: AtomicU64,
-}
-
-/// A queued write and where its outcome goes.
-struct Queued {
-    id: u64,
-    item: Item,
-    done: oneshot::Sender<Outcome>,
-}
-
-/// A checked write, owned: its guards, its recorded reads and their
-/// replies, the type checks of its commands (which command, and the type
-/// its key must hold), and its commands, each with whether its reply is
-/// kept. The commands move into a gathering's pipelines.
-struct Item {
-    guards: Vec<String>,
-    reads: Vec<Cmd>,
-    expected: Vec<Value>,
-    checks: SmallVec<[(usize, &'static str); 4]>,
-    writes: Vec<(Cmd, bool)>,
-}
-
-/// What became of a queued write.
-enum Outcome {
-    /// Decided: whether it was applied, and its kept replies (applied)
-    /// or what its reads found (not).
-    Ran(Result<(bool, Vec<Value>)>),
-    /// Not run: to be sent alone.
-    Alone,
-}
-
-/// Runs a checked write (`guards`, the recorded `conditions`, `writes`)
-/// gathered with the other writes in flight of a bulk write, when the
-/// task asked for it ([`gathering`]), the `Db` is one server in the plain
-/// layout and no command takes an argument from an earlier reply (MULTI
-/// cannot pass one on). Whether it was applied, with its kept replies or
-/// what its reads found instead; `None` where it is to be sent alone.
-pub(crate) async fn run(
-    db: &Db,
-    guards: &[&str],
-    conditions: &[(Cmd, Value)],
-    writes: &[Write<'_>],
-) -> Option<Result<(bool, Vec<Value>)>> {
-    let queue = match GATHERING.try_with(Arc::clone) {
-        Ok(queue) if db.one_slot() && !db.is_cluster() && db.engine().is_none() => queue,
-        _ => return None,
-    };
-    if writes.iter().any(|w| w.splice.is_some()) {
-        return None;
-    }
-    let item = Item {
-        guards: guards.iter().map(|g| g.to_string()).collect(),
-        reads: conditions.iter().map(|(read, _)| read.clone()).collect(),
-        expected: conditions.iter().map(|(_, reply)| reply.clone()).collect(),
-        checks: types::checks(writes)
-            .iter()
-            .map(|c| (c.at, c.want))
-            .collect(),
-        writes: writes.iter().map(|w| (w.to_cmd(), w.keep)).collect(),
-    };
-    let id = queue.next_id.fetch_add(1, Ordering::Relaxed);
-    let (done, outcome) = oneshot::channel();
-    queue.items.lock().push(Queued { id, item, done });
-    tokio::task::yield_now().await;
-    // Still queued: this write runs the queue.
-    let taken = {
-        let mut items = queue.items.lock();
-        if items.iter().any(|q| q.id == id) {
-            std::mem::take(&mut *items)
-        } else {
-            Vec::new()
-        }
-    };
-    if !taken.is_empty() {
-        run_queue(db, taken).await;
-    }
-    match outcome.await {
-        Ok(Outcome::Ran(outcome)) => Some(outcome.map(|(done, replies)| match done {
-            true => (done, kept(writes, replies)),
-            false => (done, replies),
-        })),
-        // No outcome can be lost otherwise: the write that took the queue
-        // is of the same bulk write, and delivers before it ends.
-        Ok(Outcome::Alone) | Err(_) => None,
-    }
-}
-
-/// The replies of the kept commands of `writes`, from all their replies.
-fn kept(writes: &[Write<'_>], replies: Vec<Value>) -> Vec<Value> {
-    replies
-        .into_iter()
-        .zip(writes)
-        .filter(|(_, w)| w.keep)
-        .map(|(v, _)| v)
-        .collect()
-}
-
-/// Runs `queued`, [`MAX_ITEMS`] a transaction, the transactions at once.
-async fn run_queue(db: &Db, mut queued: Vec<Queued>) {
-    if queued.len() == 1 {
-        // Alone: its own script is one round trip, against two here.
-        if let Some(one) = queued.pop() {
-            let _ = one.done.send(Outcome::Alone);
-        }
-        return;
-    }
-    let mut chunks = Vec::new();
-    while !queued.is_empty() {
-        let rest = queued.split_off(queued.len().min(MAX_ITEMS));
-        chunks.push(std::mem::replace(&mut queued, rest));
-    }
-    let runs = chunks.into_iter().map(|chunk| async move {
-        let (items, dones): (Vec<Item>, Vec<_>) =
-            chunk.into_iter().map(|q| (q.item, q.done)).unzip();
-        let outcomes = run_items(db, items).await;
-        for (done, outcome) in dones.into_iter().zip(outcomes) {
-            let _ = done.send(outcome);
-        }
-    });
-    futures_util::future::join_all(runs).await;
+/// Whether writes on `db` can be gathered: one server in the plain
+/// layout, where one transaction may hold keys of many slots (in process,
+/// each write runs at once under the engine's lock instead).
+pub(crate) fn applies(db: &Db) -> bool {
+    db.one_slot() && !db.is_cluster() && db.engine().is_none()
 }
 
 type Fast = foldhash::fast::RandomState;
 
-/// A gathering ready to run: the pipeline that WATCHes and reads, each
-/// item's place in its replies, and every item's writes in one MULTI/EXEC.
-struct Gathering {
-    /// WATCH the guards and the recorded reads' keys; then each distinct
-    /// guard's EXISTS, each item's recorded reads, each distinct checked
-    /// key's TYPE where no read answers its check ([`Answer`]). Errors
-    /// come back as replies (a recorded read's error is compared as the 0
-    /// it was recorded as).
+/// Answers a first decision's reads as absent, and keeps them: what the
+/// transaction reads.
+#[derive(Default)]
+struct Guessing {
+    reads: Mutex<(Vec<Cmd>, Vec<Value>)>,
+}
+
+impl Reader for Guessing {
+    fn read(
+        &self,
+        _watch: &[&str],
+        reads: Vec<Cmd>,
+        _errors_as_replies: bool,
+    ) -> impl Future<Output = Result<Vec<Value>>> + Send {
+        let replies: Vec<Value> = reads
+            .iter()
+            .map(|read| recall::absent(read).unwrap_or(Value::Nil))
+            .collect();
+        let mut made = self.reads.lock();
+        made.0.extend(reads);
+        made.1.extend(replies.iter().cloned());
+        std::future::ready(Ok(replies))
+    }
+}
+
+/// Answers a decision's reads from the transaction's replies: those of
+/// the round (`reads`, `replies`), in the order the first decision made
+/// them, then those read since (`more`). A read it cannot answer is
+/// missed (answered nil), to be read before the write is decided again.
+struct Answering<'r> {
+    reads: &'r [&'r Cmd],
+    replies: &'r [Value],
+    more: &'r [(Cmd, Value)],
+    next: AtomicUsize,
+    missed: Mutex<Vec<Cmd>>,
+}
+
+impl Answering<'_> {
+    fn answer(&self, read: &Cmd) -> Option<Value> {
+        let at = self.next.fetch_add(1, Ordering::Relaxed);
+        if let (Some(made), Some(reply)) = (self.reads.get(at), self.replies.get(at))
+            && same_command(made, read)
+        {
+            return Some(reply.clone());
+        }
+        let earlier = self.reads.iter().copied().zip(self.replies);
+        let since = self.more.iter().map(|(read, reply)| (read, reply));
+        earlier
+            .chain(since)
+            .find(|(made, _)| same_command(made, read))
+            .map(|(_, reply)| reply.clone())
+    }
+}
+
+impl Reader for Answering<'_> {
+    fn read(
+        &self,
+        _watch: &[&str],
+        reads: Vec<Cmd>,
+        errors_as_replies: bool,
+    ) -> impl Future<Output = Result<Vec<Value>>> + Send {
+        let replies: Vec<Value> = reads
+            .iter()
+            .map(|read| {
+                self.answer(read).unwrap_or_else(|| {
+                    self.missed.lock().push(read.clone());
+                    Value::Nil
+                })
+            })
+            .collect();
+        let failed = first_error(&reads, &replies, errors_as_replies);
+        std::future::ready(match failed {
+            Some(err) => Err(err),
+            None => Ok(replies),
+        })
+    }
+}
+
+/// Whether two commands are the same, argument by argument.
+fn same_command(a: &Cmd, b: &Cmd) -> bool {
+    crate::command::args(a).eq(crate::command::args(b))
+}
+
+/// A transaction ready to run: the pipeline that WATCHes and reads, and
+/// each write's place in its replies.
+struct Round {
+    /// WATCH the guards and the read keys; then each distinct guard's
+    /// EXISTS, each write's reads, each distinct checked key's TYPE where
+    /// no read answers its check. Errors come back as replies.
     reads: redis::Pipeline,
     /// Whether `reads` starts with a WATCH, whose reply comes first.
     watching: bool,
     /// How many replies `reads` gets.
     replies: usize,
-    items: Vec<Placed>,
-    /// Every item's writes, merged ([`merged`]): the EXEC when all of
-    /// them hold.
-    writes: redis::Pipeline,
-    /// Where each item's writes went in `writes`, item after item.
-    places: Vec<Place>,
+    /// Each write's places (`None`: it goes alone).
+    items: Vec<Option<Placed>>,
+    /// The reply of each checked key's `TYPE`, by key.
+    types: HashMap<Vec<u8>, usize, Fast>,
 }
 
-/// An item of a gathering: where its guards', reads' and checks' replies
-/// are among the reads', and where its writes are among the gathering's.
+/// Where a write's guards' and reads' replies are among the round's,
+/// and its first decision.
 struct Placed {
-    guards: Vec<(String, usize)>,
-    expected: Vec<Value>,
-    /// Where its recorded reads' replies start.
-    read_at: usize,
-    checks: SmallVec<[TypeCheck; 4]>,
-    /// Where its writes' places start among the gathering's, and how many.
-    write_at: usize,
-    writes: usize,
+    /// Each guard's EXISTS, in the order of the unit's guards.
+    guards: Vec<usize>,
+    /// Its reads, as the first decision made them.
+    reads: std::ops::Range<usize>,
+    /// What the first decision took their replies to be.
+    guessed: Vec<Value>,
+    /// The commands it added (`None`: it refused the write): the
+    /// decision, if the replies are the ones guessed.
+    extra: Option<Vec<Cmd>>,
 }
 
-/// A type check of an item's write, and the reply that answers it.
-struct TypeCheck {
-    /// The write, by position among the item's writes.
-    write: usize,
-    want: &'static str,
-    answer: Answer,
+/// A first decision: its reads, the replies it took them to get, and the
+/// commands it adds (`None`: it refused the write).
+struct First {
+    reads: Vec<Cmd>,
+    guessed: Vec<Value>,
+    extra: Option<Vec<Cmd>>,
 }
 
-/// The reply that answers a type check, by position among the reads'.
-#[derive(Clone, Copy)]
-enum Answer {
-    /// A `TYPE` of the key: the type wanted, or `none`.
-    Type(usize),
-    /// A recorded read of the same key by a command of the type wanted,
-    /// which WRONGTYPE refuses on any other: any reply but an error.
-    Read(usize),
+/// `decide`'s decision on reads answered as absent; `None` if it cannot
+/// be made at once.
+fn first<D: Decide>(decide: &D) -> Option<First> {
+    let guessing = Guessing::default();
+    // A refusal on guesses still names the reads to make; the decision on
+    // their replies stands.
+    let extra = decide.decide(&guessing).now_or_never()?.ok();
+    let (reads, guessed) = guessing.reads.into_inner();
+    Some(First {
+        reads,
+        guessed,
+        extra,
+    })
 }
 
-impl Gathering {
-    /// Places `items`, their commands moved into the pipelines.
-    fn of(items: Vec<Item>) -> Self {
+impl Round {
+    /// The round of `units`, with what their first decisions (`firsts`)
+    /// read and write.
+    fn of(units: &[Unit<'_>], firsts: Vec<Option<First>>, keeps: bool) -> Self {
         let mut watch = cmd("WATCH");
-        let mut exists = Vec::new();
-        let mut typed = Vec::new();
-        let mut placed = Vec::with_capacity(items.len());
-        let watching;
-        // First the places, with the keys borrowed from the items; then
-        // the items' commands move.
-        {
-            let mut watched: HashSet<&[u8], Fast> = HashSet::default();
-            let mut guards: HashMap<&str, usize, Fast> = HashMap::default();
-            let mut types: HashMap<&[u8], usize, Fast> = HashMap::default();
-            let (mut read_at, mut write_at) = (0, 0);
-            for item in &items {
-                let mut item_guards = Vec::with_capacity(item.guards.len());
-                for guard in &item.guards {
-                    watch_new(&mut watched, &mut watch, guard.as_bytes());
-                    let at = *guards.entry(guard).or_insert_with(|| {
-                        exists.push(cmd("EXISTS").arg(guard).owned());
-                        exists.len() - 1
-                    });
-                    item_guards.push((guard.clone(), at));
-                }
-                for read in &item.reads {
-                    if let Some(key) = super::key_of(read) {
-                        watch_new(&mut watched, &mut watch, key);
-                    }
-                }
-                let checks = item
-                    .checks
-                    .iter()
-                    .filter_map(|&(write, want)| {
-                        let key = super::key_of(&item.writes.get(write)?.0)?;
-                        let answer = match read_of_type(&item.reads, key, want) {
-                            Some(read) => Answer::Read(read_at + read),
-                            None => Answer::Type(*types.entry(key).or_insert_with(|| {
-                                typed.push(cmd("TYPE").arg(key).owned());
-                                typed.len() - 1
-                            })),
-                        };
-                        Some(TypeCheck {
-                            write,
-                            want,
-                            answer,
-                        })
-                    })
-                    .collect();
-                placed.push(Placed {
-                    guards: item_guards,
-                    expected: Vec::new(),
-                    read_at,
-                    checks,
-                    write_at,
-                    writes: item.writes.len(),
-                });
-                read_at += item.reads.len();
-                write_at += item.writes.len();
+        let mut watched: HashSet<Vec<u8>, Fast> = HashSet::default();
+        let mut watch_new = |key: &[u8]| {
+            if !watched.contains(key) {
+                watched.insert(key.to_vec());
+                watch.arg(key);
             }
-            watching = !watched.is_empty();
+        };
+        let mut exists: Vec<Cmd> = Vec::new();
+        let mut guard_at: HashMap<&str, usize, Fast> = HashMap::default();
+        let mut reads: Vec<Cmd> = Vec::new();
+        let mut typed: Vec<Cmd> = Vec::new();
+        let mut types: HashMap<Vec<u8>, usize, Fast> = HashMap::default();
+        let mut items = Vec::with_capacity(units.len());
+        for (unit, first) in units.iter().zip(firsts) {
+            let Some(first) = first else {
+                items.push(None);
+                continue;
+            };
+            let mut guards = Vec::with_capacity(unit.guards.len());
+            for guard in &unit.guards {
+                watch_new(guard.as_bytes());
+                let at = *guard_at.entry(guard).or_insert_with(|| {
+                    exists.push(cmd("EXISTS").arg(*guard).owned());
+                    exists.len() - 1
+                });
+                guards.push(at);
+            }
+            for read in &first.reads {
+                if let Some(key) = super::key_of(read) {
+                    watch_new(key);
+                }
+            }
+            let extra = first.extra.as_deref().unwrap_or_default();
+            let writes = decided_writes(&unit.cmds, extra, keeps);
+            for check in types::checks(&writes) {
+                if read_of_type(first.reads.iter(), check.key, check.want).is_none()
+                    && !types.contains_key(check.key)
+                {
+                    typed.push(cmd("TYPE").arg(check.key).owned());
+                    types.insert(check.key.to_vec(), typed.len() - 1);
+                }
+            }
+            let at = reads.len();
+            reads.extend(first.reads);
+            items.push(Some(Placed {
+                guards,
+                reads: at..reads.len(),
+                guessed: first.guessed,
+                extra: first.extra,
+            }));
         }
-        // Sized once: a gathering's pipelines hold kilobytes of commands,
-        // and each step of a growing one is an allocation large enough to
-        // make the allocator consolidate its free lists.
-        let read_count: usize = items.iter().map(|i| i.reads.len()).sum();
-        let write_count: usize = items.iter().map(|i| i.writes.len()).sum();
-        let mut reads = Vec::with_capacity(read_count);
-        let mut writes = Vec::with_capacity(write_count);
-        for (item, place) in items.into_iter().zip(&mut placed) {
-            reads.extend(item.reads);
-            place.expected = item.expected;
-            writes.extend(item.writes);
-        }
-        let writes = merge(writes);
+        let watching = !watched.is_empty();
         // Positions among the replies: the WATCH's first, if any, then
         // the EXISTS, the reads and the TYPEs.
         let exists_base = usize::from(watching);
         let read_base = exists_base + exists.len();
         let type_base = read_base + reads.len();
-        for item in &mut placed {
+        for item in items.iter_mut().flatten() {
             for guard in &mut item.guards {
-                guard.1 += exists_base;
+                *guard += exists_base;
             }
-            item.read_at += read_base;
-            for check in &mut item.checks {
-                check.answer = match check.answer {
-                    Answer::Type(at) => Answer::Type(type_base + at),
-                    Answer::Read(at) => Answer::Read(read_base + at),
-                };
-            }
+            item.reads = item.reads.start + read_base..item.reads.end + read_base;
         }
-        let mut pipe = redis::Pipeline::with_capacity(
-            usize::from(watching) + exists.len() + read_count + typed.len(),
-        );
+        for at in types.values_mut() {
+            *at += type_base;
+        }
+        let replies = type_base + typed.len();
+        let mut pipe = redis::Pipeline::with_capacity(replies);
         pipe.ignore_errors();
         if watching {
             pipe.add_command(watch);
         }
-        let replies = type_base + typed.len();
         for read in exists.into_iter().chain(reads).chain(typed) {
             pipe.add_command(read);
         }
-        Gathering {
+        Round {
             reads: pipe,
             watching,
             replies,
-            items: placed,
-            writes: writes.pipe,
-            places: writes.places,
+            items,
+            types,
         }
-    }
-
-    /// The key that routes the gathering to its server: its first guard,
-    /// or its first write's key.
-    fn route(&self) -> String {
-        let first_guard = self.items.iter().find_map(|i| i.guards.first());
-        match first_guard {
-            Some((guard, _)) => guard.clone(),
-            None => self
-                .writes
-                .cmd_iter()
-                .next()
-                .and_then(super::key_of)
-                .map(|key| String::from_utf8_lossy(key).into_owned())
-                .unwrap_or_default(),
-        }
-    }
-
-    /// The refusal of `item`'s write `check` for a key of another type.
-    fn refused(&self, item: &Placed, check: &TypeCheck) -> Error {
-        let key = self
-            .places
-            .get(item.write_at + check.write)
-            .and_then(|place| self.writes.cmd_iter().nth(place.at))
-            .and_then(super::key_of)
-            .unwrap_or_default();
-        types::refused(key, check.want)
-    }
-}
-
-/// Adds `key` to the `watch` command unless it is `watched` already.
-fn watch_new<'k>(watched: &mut HashSet<&'k [u8], Fast>, watch: &mut Cmd, key: &'k [u8]) {
-    if watched.insert(key) {
-        watch.arg(key);
     }
 }
 
 /// Which of `reads` reads `key` with a command of the type `want`, which
 /// answers that key's type check: WRONGTYPE refuses the read on any
 /// other type, and the read runs in the same instant as a `TYPE` would.
-fn read_of_type(reads: &[Cmd], key: &[u8], want: &str) -> Option<usize> {
-    reads.iter().position(|read| {
+fn read_of_type<'c>(reads: impl Iterator<Item = &'c Cmd>, key: &[u8], want: &str) -> Option<usize> {
+    let mut reads = reads;
+    reads.position(|read| {
         super::key_of(read) == Some(key)
             && crate::command::name(read).and_then(types::needed) == Some(want)
     })
 }
 
-/// What one attempt decided for an item before the EXEC.
-enum Decided {
-    /// Refused or sent back: the outcome as it is.
-    Now(Result<(bool, Vec<Value>)>),
-    /// In the MULTI, its writes' replies next in the EXEC's.
-    Queued,
+/// A write's decision on the round's replies.
+enum Decision {
+    /// Refused: the outcome as it is.
+    Now(Result<Vec<Value>>),
+    /// Not decided here: to be sent alone.
+    Alone,
+    /// To decide again once these reads are made.
+    Missed(Vec<Cmd>),
+    /// To go in the MULTI: its commands, each with whether its reply is
+    /// kept, and the keys whose types it needs that the round did not
+    /// read (each with the type wanted).
+    Queued(Vec<(Cmd, bool)>, Vec<(Vec<u8>, &'static str)>),
 }
 
-/// Runs `items` as one WATCH transaction (see the module docs): an
+/// How many times a transaction reads what its decisions missed (a unique
+/// value's holder, whose value the holder's field must still hold)
+/// before those writes go alone.
+const READ_ROUNDS: usize = 2;
+
+/// Makes the reads that `decisions` missed, in one more round trip on
+/// `tx`, WATCHing their keys first, as the round watched its own: each
+/// read with its reply goes on the write's `more`. Whether any was made.
+async fn read_missed(
+    tx: &crate::db::optimistic::RawTransaction,
+    decisions: &mut [Decision],
+    more: &mut [Vec<(Cmd, Value)>],
+) -> Result<bool> {
+    let missed: Vec<(usize, Vec<Cmd>)> = decisions
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(i, d)| match d {
+            Decision::Missed(reads) => Some((i, std::mem::take(reads))),
+            _ => None,
+        })
+        .collect();
+    if missed.is_empty() {
+        return Ok(false);
+    }
+    let mut watch = cmd("WATCH");
+    for (_, reads) in &missed {
+        for key in reads.iter().filter_map(super::key_of) {
+            watch.arg(key);
+        }
+    }
+    let mut pipe = redis::Pipeline::new();
+    pipe.ignore_errors();
+    pipe.add_command(watch).ignore();
+    for (_, reads) in &missed {
+        for read in reads {
+            pipe.add_command(read.clone());
+        }
+    }
+    let replies: Vec<Value> = tx.query_pipeline(&pipe).await?;
+    let count: usize = missed.iter().map(|(_, reads)| reads.len()).sum();
+    if replies.len() != count {
+        return Err(unknown_shape());
+    }
+    let mut replies = replies.into_iter();
+    for (i, reads) in missed {
+        for read in reads {
+            let reply = replies.next().unwrap_or(Value::Nil);
+            more[i].push((read, reply));
+        }
+    }
+    Ok(true)
+}
+
+/// Reads the types that `decisions` need and the round did not read (a
+/// changed write leaving a tag whose set no first decision wrote), in one
+/// more round trip on `tx`, and refuses each write that finds a key of
+/// another type.
+async fn check_types_unread(
+    tx: &crate::db::optimistic::RawTransaction,
+    decisions: &mut [Decision],
+) -> Result<()> {
+    let mut keys: Vec<&[u8]> = decisions
+        .iter()
+        .flat_map(|d| match d {
+            Decision::Queued(_, unread) => unread.as_slice(),
+            _ => &[],
+        })
+        .map(|(key, _)| key.as_slice())
+        .collect();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    let mut pipe = redis::Pipeline::with_capacity(keys.len());
+    pipe.ignore_errors();
+    for key in &keys {
+        pipe.add_command(cmd("TYPE").arg(*key).owned());
+    }
+    let replies: Vec<Value> = tx.query_pipeline(&pipe).await?;
+    if replies.len() != keys.len() {
+        return Err(unknown_shape());
+    }
+    let found: HashMap<Vec<u8>, Value, Fast> =
+        keys.into_iter().map(<[u8]>::to_vec).zip(replies).collect();
+    for decision in decisions.iter_mut() {
+        let Decision::Queued(_, unread) = decision else {
+            continue;
+        };
+        let wrong = unread.iter().find(|(key, want)| {
+            !matches!(found.get(key), Some(Value::SimpleString(t)) if t == "none" || t == want)
+        });
+        if let Some((key, want)) = wrong {
+            *decision = Decision::Now(Err(types::refused(key, want)));
+        }
+    }
+    Ok(())
+}
+
+/// What a transaction's attempt decided for a write before the EXEC.
+enum Decided {
+    /// Refused: the outcome as it is.
+    Now(Result<Vec<Value>>),
+    /// Not decided here: to be sent alone.
+    Alone,
+    /// In the MULTI, its commands' replies next in the EXEC's: whether
+    /// each is kept.
+    Queued(Vec<bool>),
+}
+
+/// Runs `items` (at most [`MAX_ITEMS`]; a caller runs [`IN_FLIGHT`] such
+/// calls at once) as one WATCH transaction (see the module docs): an
 /// outcome for each, in order.
-async fn run_items(db: &Db, items: Vec<Item>) -> Vec<Outcome> {
-    let count = items.len();
-    let gathering = Gathering::of(items);
-    let gathering = &gathering;
-    let alone = || (0..count).map(|_| Outcome::Alone).collect();
+pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Vec<Outcome> {
+    let alone = || items.iter().map(|_| None).collect();
+    if items.len() < 2 {
+        // Alone: its own script is one round trip, against two here.
+        return alone();
+    }
+    let units: Vec<Unit<'_>> = items.iter().map(|item| item.plan.unit()).collect();
+    let decisions: Vec<Expecting<'_, D>> = units
+        .iter()
+        .zip(items)
+        .map(|(unit, item)| Expecting {
+            expects: &unit.expects,
+            then: item.decide,
+        })
+        .collect();
+    let keeps = items.iter().any(|item| item.decide.keeps());
+    let firsts = units
+        .iter()
+        .zip(&decisions)
+        // A reply spliced into a later command cannot be passed on in a
+        // MULTI.
+        .map(
+            |(unit, decide)| match unit.cmds.iter().any(|w| w.splice.is_some()) {
+                true => None,
+                false => first(decide),
+            },
+        )
+        .collect();
+    let round = Round::of(&units, firsts, keeps);
+    let round = &round;
+    let (units, decisions) = (&units, &decisions);
     let conn = match db.exclusive().await {
         Ok(conn) => conn,
         Err(_) => return alone(),
@@ -446,34 +500,72 @@ async fn run_items(db: &Db, items: Vec<Item>) -> Vec<Outcome> {
     // fate unknown, and is theirs to report; before it nothing ran.
     let sent = AtomicBool::new(false);
     let sent = &sent;
-    let route = gathering.route();
+    let route = units
+        .iter()
+        .find_map(|unit| unit.guards.first().copied())
+        .or_else(|| units.iter().find_map(|unit| super::route(&unit.cmds)))
+        .unwrap_or_default();
     let outcome = conn
-        .run(no_keys, ATTEMPTS, Some(&route), |tx| async move {
-            let replies: Vec<Value> = tx.query_pipeline(&gathering.reads).await?;
-            if replies.len() != gathering.replies {
+        .run(no_keys, ATTEMPTS, Some(route), |tx| async move {
+            let replies: Vec<Value> = tx.query_pipeline(&round.reads).await?;
+            if replies.len() != round.replies {
                 return Err(unknown_shape());
             }
             // A WATCH refused (an ACL without it) guards nothing: the
             // writes go alone instead.
-            if let (true, Some(Value::ServerError(refused))) = (gathering.watching, replies.first())
-            {
+            if let (true, Some(Value::ServerError(refused))) = (round.watching, replies.first()) {
                 return Err(redis::RedisError::from(refused.clone()).into());
             }
-            let (decided, some) = decide(gathering, &replies);
-            if !decided.iter().any(|d| matches!(d, Decided::Queued)) {
-                return Ok(Some((decided, Vec::new(), None)));
+            let sent_reads: Vec<&Cmd> = round.reads.cmd_iter().collect();
+            let mut more: Vec<Vec<(Cmd, Value)>> = (0..units.len()).map(|_| Vec::new()).collect();
+            let decide = |i: usize, more: &[(Cmd, Value)]| match &round.items[i] {
+                Some(placed) => decide_again(
+                    round,
+                    &units[i],
+                    &decisions[i],
+                    placed,
+                    &sent_reads,
+                    &replies,
+                    more,
+                ),
+                None => Decision::Alone,
+            };
+            let mut decisions: Vec<Decision> = (0..units.len()).map(|i| decide(i, &[])).collect();
+            for _ in 0..READ_ROUNDS {
+                if !read_missed(&tx, &mut decisions, &mut more).await? {
+                    break;
+                }
+                for (i, decision) in decisions.iter_mut().enumerate() {
+                    if matches!(decision, Decision::Missed(_)) {
+                        *decision = decide(i, &more[i]);
+                    }
+                }
             }
-            let exec = some.as_ref().map_or(&gathering.writes, |some| &some.pipe);
+            check_types_unread(&tx, &mut decisions).await?;
+            let mut queued = Vec::new();
+            let decided: Vec<Decided> = decisions
+                .into_iter()
+                .map(|decision| match decision {
+                    Decision::Now(outcome) => Decided::Now(outcome),
+                    Decision::Alone | Decision::Missed(_) => Decided::Alone,
+                    Decision::Queued(cmds, _) => {
+                        let keeps = cmds.iter().map(|(_, keep)| *keep).collect();
+                        queued.extend(cmds);
+                        Decided::Queued(keeps)
+                    }
+                })
+                .collect();
+            if queued.is_empty() {
+                return Ok(Some((decided, Vec::new(), Vec::new())));
+            }
+            let exec = merge(queued);
             sent.store(true, Ordering::Relaxed);
-            let replies: Option<Vec<Value>> = tx.exec(exec).await?;
-            Ok(replies.map(|replies| (decided, replies, some.map(|some| some.places))))
+            let replies: Option<Vec<Value>> = tx.exec(&exec.pipe).await?;
+            Ok(replies.map(|replies| (decided, replies, exec.places)))
         })
         .await;
     match outcome {
-        Ok((decided, replies, some)) => {
-            let places = some.as_deref().unwrap_or(&gathering.places);
-            deliver(&gathering.items, decided, replies, places)
-        }
+        Ok((decided, replies, places)) => deliver(decided, replies, &places),
         // Every attempt lost a race: nothing written, each goes alone.
         Err(Error::Conflict { .. }) => alone(),
         // A full server refused the EXEC whole, as it refuses any MULTI
@@ -483,120 +575,132 @@ async fn run_items(db: &Db, items: Vec<Item>) -> Vec<Outcome> {
         Err(_) if !sent.load(Ordering::Relaxed) => alone(),
         Err(err) => {
             let mut outcomes: Vec<Outcome> =
-                (1..count).map(|_| Outcome::Ran(Err(again(&err)))).collect();
-            outcomes.insert(0, Outcome::Ran(Err(err)));
+                (1..items.len()).map(|_| Some(Err(again(&err)))).collect();
+            outcomes.insert(0, Some(Err(err)));
             outcomes
         }
     }
 }
 
-/// Decides each item on the replies of the reads, as its script would:
-/// the guards, then the recorded reads, then the types. The decisions,
-/// and the MULTI/EXEC of the items that write where that is not all of
-/// them (`None`: all of them, [`Gathering::writes`]).
-fn decide(gathering: &Gathering, replies: &[Value]) -> (Vec<Decided>, Option<merged::Merged>) {
-    // A recorded read's error was recorded as 0.
-    let same = |want: &Value, got: &Value| match got {
-        Value::ServerError(_) => *want == Value::Int(0),
-        got => want == got,
-    };
-    let fits = |check: &TypeCheck| match check.answer {
-        Answer::Type(at) => {
-            matches!(&replies[at], Value::SimpleString(t) if t == "none" || t == check.want)
-        }
-        Answer::Read(at) => !matches!(&replies[at], Value::ServerError(_)),
-    };
-    let mut decided = Vec::with_capacity(gathering.items.len());
-    for item in &gathering.items {
-        if let Some((missing, _)) = item
-            .guards
-            .iter()
-            .find(|(_, at)| replies[*at] != Value::Int(1))
-        {
-            decided.push(Decided::Now(Err(Error::NotFound {
-                key: plain_key(missing),
-            })));
-            continue;
-        }
-        let seen = &replies[item.read_at..item.read_at + item.expected.len()];
-        if !item
-            .expected
-            .iter()
-            .zip(seen)
-            .all(|(want, got)| same(want, got))
-        {
-            let seen = seen
-                .iter()
-                .map(|reply| match reply {
-                    Value::ServerError(_) => Value::Int(0),
-                    reply => reply.clone(),
-                })
-                .collect();
-            decided.push(Decided::Now(Ok((false, seen))));
-            continue;
-        }
-        if let Some(check) = item.checks.iter().find(|check| !fits(check)) {
-            decided.push(Decided::Now(Err(gathering.refused(item, check))));
-            continue;
-        }
-        decided.push(Decided::Queued);
-    }
-    if decided.iter().all(|d| matches!(d, Decided::Queued)) {
-        return (decided, None);
-    }
-    // Some items stay out: the others' writes, rebuilt and merged again.
-    let sent: Vec<&Cmd> = gathering.writes.cmd_iter().collect();
-    let writes = gathering
-        .items
+/// Decides a write (`unit`, `decide`, placed at `placed`) on the round's
+/// `replies` (to the commands `sent`), as its script would: the guards,
+/// then its decision on its reads, then the types its commands need
+/// (those the round did not read are left to [`check_types_unread`]).
+fn decide_again<D: Decide>(
+    round: &Round,
+    unit: &Unit<'_>,
+    decide: &Expecting<'_, D>,
+    placed: &Placed,
+    sent: &[&Cmd],
+    replies: &[Value],
+    more: &[(Cmd, Value)],
+) -> Decision {
+    if let Some((missing, _)) = unit
+        .guards
         .iter()
-        .zip(&decided)
-        .filter(|(_, decided)| matches!(decided, Decided::Queued))
-        .flat_map(|(item, _)| &gathering.places[item.write_at..item.write_at + item.writes])
-        .map(|place| original(&sent, *place))
-        .collect::<Vec<_>>();
-    (decided, Some(merge(writes)))
+        .zip(&placed.guards)
+        .find(|(_, at)| replies[**at] != Value::Int(1))
+    {
+        return Decision::Now(Err(Error::NotFound {
+            key: plain_key(missing),
+        }));
+    }
+    let seen = &replies[placed.reads.clone()];
+    let decided;
+    let extra = match &placed.extra {
+        // The first decision was made on these very replies.
+        Some(extra) if placed.guessed == seen && more.is_empty() => extra,
+        _ => {
+            let reader = Answering {
+                reads: &sent[placed.reads.clone()],
+                replies: seen,
+                more,
+                next: AtomicUsize::new(0),
+                missed: Mutex::new(Vec::new()),
+            };
+            let outcome = decide.decide(&reader).now_or_never();
+            let missed = reader.missed.into_inner();
+            if !missed.is_empty() {
+                return Decision::Missed(missed);
+            }
+            decided = match outcome {
+                None => return Decision::Alone,
+                Some(Err(err)) => return Decision::Now(Err(err)),
+                Some(Ok(extra)) => extra,
+            };
+            &decided
+        }
+    };
+    let writes = decided_writes(&unit.cmds, extra, decide.keeps());
+    let mut unread = Vec::new();
+    for check in types::checks(&writes) {
+        let reads = sent[placed.reads.clone()].iter().copied();
+        let fits = match read_of_type(reads, check.key, check.want) {
+            Some(at) => !matches!(replies[placed.reads.start + at], Value::ServerError(_)),
+            None => match round.types.get(check.key) {
+                Some(&at) => matches!(
+                    &replies[at],
+                    Value::SimpleString(t) if t == "none" || t == check.want
+                ),
+                // A key the first decision did not write: its type was
+                // not read yet.
+                None => {
+                    unread.push((check.key.to_vec(), check.want));
+                    true
+                }
+            },
+        };
+        if !fits {
+            return Decision::Now(Err(types::refused(check.key, check.want)));
+        }
+    }
+    Decision::Queued(
+        writes.iter().map(|w| (w.to_cmd(), w.keep)).collect(),
+        unread,
+    )
 }
 
-/// Each item's outcome: the one decided before the EXEC, or its writes'
-/// replies from the EXEC's (`replies`, where `places` says, the queued
-/// items' places one after the other): applied, or the first error among
-/// them, as its script would have stopped there. A merged command's reply
-/// stands for each write in it.
-fn deliver(
-    items: &[Placed],
-    decided: Vec<Decided>,
-    mut replies: Vec<Value>,
-    places: &[Place],
-) -> Vec<Outcome> {
+/// Each write's outcome: the one decided before the EXEC, or its
+/// commands' replies from the EXEC's (`replies`, where `places` says,
+/// the queued writes' places one after the other): its kept ones, or the
+/// first error among them, as its script would have stopped there. A
+/// merged command's reply stands for each write in it.
+fn deliver(decided: Vec<Decided>, mut replies: Vec<Value>, places: &[Place]) -> Vec<Outcome> {
     // Every command of the EXEC has a write's place: as many replies.
     let sent = places.iter().map(|place| place.at + 1).max().unwrap_or(0);
     let fits = sent == replies.len();
     let mut places = places.iter();
-    items
-        .iter()
-        .zip(decided)
-        .map(|(item, decided)| match decided {
-            Decided::Now(outcome) => Outcome::Ran(outcome),
-            Decided::Queued => {
+    decided
+        .into_iter()
+        .map(|decided| match decided {
+            Decided::Now(outcome) => Some(outcome),
+            Decided::Alone => None,
+            Decided::Queued(keeps) => {
                 let mine: Vec<Value> = places
                     .by_ref()
-                    .take(item.writes)
+                    .take(keeps.len())
                     .filter(|_| fits)
                     .map(|place| match place.args {
                         None => std::mem::replace(&mut replies[place.at], Value::Nil),
                         Some(_) => replies[place.at].clone(),
                     })
                     .collect();
-                if mine.len() != item.writes {
-                    return Outcome::Ran(Err(unknown_shape()));
+                if mine.len() != keeps.len() {
+                    return Some(Err(unknown_shape()));
                 }
-                match mine.iter().find_map(|reply| match reply {
+                if let Some(err) = mine.iter().find_map(|reply| match reply {
                     Value::ServerError(err) => Some(err),
                     _ => None,
                 }) {
-                    Some(err) => Outcome::Ran(Err(redis::RedisError::from(err.clone()).into())),
-                    None => Outcome::Ran(Ok((true, mine))),
+                    return Some(Err(redis::RedisError::from(err.clone()).into()));
                 }
+                let kept = mine
+                    .into_iter()
+                    .zip(keeps)
+                    .filter(|(_, keep)| *keep)
+                    .map(|(reply, _)| reply)
+                    .collect();
+                Some(Ok(kept))
             }
         })
         .collect()
@@ -633,115 +737,4 @@ fn again(err: &Error) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::command::{cmd, Owned};
-
-    /// An item writing `key`'s hash (HSET) and `index`'s set (SADD), its
-    /// recorded read of `key` (HMGET) expected to reply `expected`.
-    fn item(key: &str, index: &str, expected: Value) -> Item {
-        let writes = vec![
-            cmd("HSET").arg(key).arg("f").arg("v").owned(),
-            cmd("SADD").arg(index).arg(key).owned(),
-        ];
-        let borrowed: Vec<Write<'_>> = writes.iter().map(|w| Write::plain(w, false)).collect();
-        let checks = types::checks(&borrowed)
-            .iter()
-            .map(|c| (c.at, c.want))
-            .collect();
-        Item {
-            guards: Vec::new(),
-            reads: vec![cmd("HMGET").arg(key).arg("f").owned()],
-            expected: vec![expected],
-            checks,
-            writes: writes.into_iter().map(|w| (w, false)).collect(),
-        }
-    }
-
-    fn wrong_type() -> Value {
-        redis::parse_redis_value(
-            b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
-        )
-        .expect("an error reply")
-    }
-
-    #[test]
-    fn a_read_of_the_key_answers_its_type_check_and_a_type_is_asked_once_per_key() {
-        let absent = || Value::Array(vec![Value::Nil]);
-        // `a`'s decision read an error (recorded as 0), `b`'s no field.
-        let gathering = Gathering::of(vec![
-            item("a", "s", Value::Int(0)),
-            item("b", "s", absent()),
-        ]);
-        // WATCH a b; HMGET a; HMGET b; one TYPE s: the objects' keys are
-        // answered by their reads.
-        let sent: Vec<Vec<u8>> = gathering
-            .reads
-            .cmd_iter()
-            .filter_map(|c| crate::command::name(c).map(<[u8]>::to_vec))
-            .collect();
-        assert_eq!(sent, [&b"WATCH"[..], b"HMGET", b"HMGET", b"TYPE"]);
-        assert_eq!(gathering.replies, 4);
-        // Both read as recorded: `a` WRONGTYPE, `b` no field; the set is
-        // not there yet.
-        let replies = [
-            Value::Okay,
-            wrong_type(),
-            absent(),
-            Value::SimpleString("none".into()),
-        ];
-        let (decided, some) = decide(&gathering, &replies);
-        assert!(matches!(
-            &decided[0],
-            Decided::Now(Err(Error::UnexpectedType { key, expected: "hash" })) if key == "a"
-        ));
-        assert!(matches!(decided[1], Decided::Queued));
-        // Only `b`'s writes go in the EXEC.
-        let exec: Vec<Vec<u8>> = some
-            .expect("some items stay out")
-            .pipe
-            .cmd_iter()
-            .filter_map(|c| super::super::key_of(c).map(<[u8]>::to_vec))
-            .collect();
-        assert_eq!(exec, [&b"b"[..], b"s"]);
-    }
-
-    #[test]
-    fn a_merged_commands_reply_is_each_writes_and_so_is_its_error() {
-        let absent = || Value::Array(vec![Value::Nil]);
-        let gathering = Gathering::of(vec![item("a", "s", absent()), item("b", "s", absent())]);
-        // HSET a; SADD s a b; HSET b.
-        assert_eq!(gathering.writes.cmd_iter().count(), 3);
-        let queued = || vec![Decided::Queued, Decided::Queued];
-        let replies = |sadd: Value| vec![Value::Int(1), sadd, Value::Int(1)];
-        let outcomes = deliver(
-            &gathering.items,
-            queued(),
-            replies(Value::Int(2)),
-            &gathering.places,
-        );
-        for outcome in outcomes {
-            assert!(matches!(
-                outcome,
-                Outcome::Ran(Ok((true, ref replies))) if *replies == [Value::Int(1), Value::Int(2)]
-            ));
-        }
-        let outcomes = deliver(
-            &gathering.items,
-            queued(),
-            replies(wrong_type()),
-            &gathering.places,
-        );
-        assert!(outcomes
-            .iter()
-            .all(|o| matches!(o, Outcome::Ran(Err(Error::WrongType { .. })))));
-        // Replies of another shape than the EXEC's: no write is told it ran.
-        let outcomes = deliver(
-            &gathering.items,
-            queued(),
-            vec![Value::Int(1), Value::Int(2)],
-            &gathering.places,
-        );
-        assert!(outcomes.iter().all(|o| matches!(o, Outcome::Ran(Err(_)))));
-    }
-}
+mod tests {}

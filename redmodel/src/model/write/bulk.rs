@@ -12,16 +12,22 @@
 //! earlier item is sent, so the outcome does not depend on which of two
 //! concurrent writes would land first.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::future::Future;
 
-use super::index::{plan, Changes};
-use super::{changed_fields, Encoded};
+use futures_util::StreamExt as _;
+
+use super::index::{plan, Changes, Prepared, Unit};
+use super::{changed_fields, Encoded, HashWrite};
 use crate::db::batch::run_each;
+use crate::db::plan::gathered::{self, Gathered};
 use crate::model::field::Assign;
 use crate::model::index::IndexKind;
 use crate::model::object::ObjectRef;
+use crate::model::reply::at_key;
 use crate::model::Model;
+use crate::model::Storage;
 use crate::{Db, Error, ItemError, Result};
 
 /// What earlier items of a batch took: their objects' keys (borrowed
@@ -88,6 +94,24 @@ fn has_unique<M: Model>() -> bool {
         .any(|spec| matches!(spec.kind, IndexKind::Unique))
 }
 
+/// The outcomes of a bulk write of hashes, from [`gather`]'s.
+fn unit_outcomes(
+    outcomes: Vec<std::result::Result<bool, ItemError>>,
+) -> Vec<std::result::Result<(), ItemError>> {
+    outcomes.into_iter().map(|o| o.map(|_| ())).collect()
+}
+
+/// The stored fields that `assigns` change, with their new text (as far
+/// as it was encoded).
+fn assigned_changes<M>(assigns: &[Assign<M>]) -> Changes<'_> {
+    Changes::Fields(
+        assigns
+            .iter()
+            .map(|a| (a.name, a.value.as_ref().ok().and_then(|v| v.as_deref())))
+            .collect(),
+    )
+}
+
 /// The outcome of item `item`, on the object `handle`, as a batch reports
 /// it: its `write`, made and run only if the batch's check of it passed
 /// (`checked`).
@@ -106,6 +130,169 @@ async fn item_outcome<M: Model, T, F: Future<Output = Result<T>>>(
         key: handle.key().to_string(),
         error,
     })
+}
+
+/// Whether the hash writes of a bulk write of `M` on `db` run gathered
+/// ([`gathered`]): on one server in the plain layout, for a model stored
+/// as a hash.
+fn gathers<M: Model>(db: &Db) -> bool {
+    gathered::applies(db) && M::STORAGE != Storage::Single
+}
+
+/// An item of a bulk write, decided before anything is sent: a write of
+/// the object's hash, or its delete (at its key, as stored).
+enum Made<'h> {
+    Hash(HashWrite<'h>),
+    Delete(Cow<'h, str>),
+}
+
+impl<'h> Made<'h> {
+    /// The object's key, as stored.
+    fn key(&self) -> &str {
+        match self {
+            Made::Hash(write) => write.key(),
+            Made::Delete(key) => key,
+        }
+    }
+
+    /// The write on `handle` as one atomic unit with its index entries.
+    fn prepare<M: Model>(&self, db: &Db, handle: &'h ObjectRef<M>) -> Result<Prepared<'h>> {
+        match self {
+            Made::Hash(write) => handle.prepare_hash(db, write),
+            Made::Delete(key) => handle.prepare_delete(db, key),
+        }
+    }
+
+    /// The item's outcome from the kept replies of its unit: for a delete,
+    /// whether the object existed; else `true`, with what follows a hash
+    /// write done.
+    async fn written<M: Model>(
+        &self,
+        db: &Db,
+        handle: &ObjectRef<M>,
+        kept: Vec<redis::Value>,
+    ) -> Result<bool> {
+        match self {
+            Made::Hash(write) => handle.hash_written(db, write, kept).await.map(|()| true),
+            Made::Delete(_) => {
+                let (existed,): (bool,) = redis::from_redis_value(redis::Value::Array(kept))
+                    .map_err(redis::RedisError::from)?;
+                Ok(existed)
+            }
+        }
+    }
+
+    /// Runs the item on its own, as a write sent alone.
+    async fn alone<M: Model>(self, db: &Db, handle: &ObjectRef<M>) -> Result<bool> {
+        match self {
+            Made::Hash(write) => handle.run_hash(db, write).await.map(|()| true),
+            Made::Delete(_) => handle.delete(db).await,
+        }
+    }
+}
+
+/// What became of a gathered item: its outcome, or its write, to run on
+/// its own.
+enum Done<'h> {
+    Ran(Result<bool>),
+    Alone(Made<'h>),
+}
+
+/// Runs the hash writes of a bulk write gathered ([`gathered`]): item
+/// `i`, on `handles[i]`, is refused before anything is sent if
+/// `checked[i]` is an error, else makes the write `write(i)` (`None`:
+/// nothing to write). A transaction's writes are made as it takes its
+/// place among those in flight, so that making them overlaps the others'
+/// round trips. A write that cannot be gathered runs on its own.
+///
+/// The writes are made by a `dyn FnMut` of the item's position, and the
+/// transactions by a closure without arguments: a closure taking a
+/// borrowed item, held across an await, makes the returned future's
+/// `Send` bound fail to hold for every lifetime.
+async fn gather<'h, M: Model>(
+    db: &Db,
+    handles: &[&'h ObjectRef<M>],
+    checked: Vec<Result<()>>,
+    write: &mut (dyn FnMut(usize) -> Result<Option<Made<'h>>> + Send),
+) -> Vec<std::result::Result<bool, ItemError>> {
+    let mut checked = checked.into_iter().enumerate().peekable();
+    let transaction = || {
+        checked.peek()?;
+        let mut done: Vec<(usize, Done<'h>)> = Vec::new();
+        let mut prepared: Vec<(usize, Made<'h>, Unit<'h>)> = Vec::new();
+        while prepared.len() < gathered::MAX_ITEMS {
+            let Some((i, checked)) = checked.next() else {
+                break;
+            };
+            let made = match checked.and_then(|()| write(i)) {
+                Ok(Some(made)) => made,
+                Ok(None) => {
+                    done.push((i, Done::Ran(Ok(true))));
+                    continue;
+                }
+                Err(err) => {
+                    done.push((i, Done::Ran(Err(err))));
+                    continue;
+                }
+            };
+            match made.prepare(db, handles[i]) {
+                Ok(Prepared::Unit(unit)) => prepared.push((i, made, unit)),
+                Ok(Prepared::Stepped { .. }) => done.push((i, Done::Alone(made))),
+                Err(err) => done.push((i, Done::Ran(Err(err)))),
+            }
+        }
+        Some(async move {
+            let ran = {
+                let mut entries = Vec::with_capacity(prepared.len());
+                for (_, made, unit) in &prepared {
+                    entries.push(unit.entries::<M>(db, made.key()));
+                }
+                let mut runs = Vec::with_capacity(prepared.len());
+                for ((_, _, unit), decide) in prepared.iter().zip(&entries) {
+                    runs.push(Gathered {
+                        plan: &unit.plan,
+                        decide,
+                    });
+                }
+                gathered::run(db, &runs).await
+            };
+            for ((i, made, _), ran) in prepared.into_iter().zip(ran) {
+                let handle = handles[i];
+                let outcome = match ran {
+                    Some(Ok(kept)) => Done::Ran(made.written(db, handle, kept).await),
+                    Some(Err(err)) => Done::Ran(Err(at_key(handle.key(), "hash")(err))),
+                    None => Done::Alone(made),
+                };
+                done.push((i, outcome));
+            }
+            done
+        })
+    };
+    let done: Vec<Vec<(usize, Done<'h>)>> =
+        futures_util::stream::iter(std::iter::from_fn(transaction))
+            .buffered(gathered::IN_FLIGHT)
+            .collect()
+            .await;
+    let mut outcomes: Vec<Option<Result<bool>>> = (0..handles.len()).map(|_| None).collect();
+    let mut alone = Vec::new();
+    for (i, done) in done.into_iter().flatten() {
+        match done {
+            Done::Ran(outcome) => outcomes[i] = Some(outcome),
+            Done::Alone(made) => alone.push(async move { (i, made.alone(db, handles[i]).await) }),
+        }
+    }
+    for (i, outcome) in run_each(db, alone).await {
+        outcomes[i] = Some(outcome);
+    }
+    let mut out = Vec::with_capacity(outcomes.len());
+    for (item, outcome) in outcomes.into_iter().enumerate() {
+        out.push(outcome.unwrap_or(Ok(true)).map_err(|error| ItemError {
+            item,
+            key: handles[item].key().to_string(),
+            error,
+        }));
+    }
+    out
 }
 
 impl<M: Model> ObjectRef<M> {
@@ -158,6 +345,17 @@ impl<M: Model> ObjectRef<M> {
                 )
             })
             .collect();
+        if gathers::<M>(db) {
+            let handles: Vec<&ObjectRef<M>> = items.iter().map(|(handle, _)| handle).collect();
+            let items = &items;
+            let mut write = move |i: usize| {
+                let (handle, value) = &items[i];
+                Ok(handle
+                    .full_hash_write(db, value, true, M::TTL)?
+                    .map(Made::Hash))
+            };
+            return unit_outcomes(gather(db, &handles, checked, &mut write).await);
+        }
         // Made one at a time, as the window takes them: a write's future
         // is kilobytes, and a batch's worth at once would be megabytes.
         // The closure takes only owned values: one taking a borrowed item
@@ -203,17 +401,33 @@ impl<M: Model> ObjectRef<M> {
             .map(|(handle, assigns)| (handle, assigns.into_iter().collect()))
             .unzip();
         let mut taken = Taken::<M>::new();
+        if gathers::<M>(db) {
+            let checked = assigns
+                .iter()
+                .enumerate()
+                .map(|(i, assigns)| taken.take(i, handles[i].key(), &assigned_changes(assigns)))
+                .collect();
+            // Each item's assignments, taken by its write.
+            let mut assigns: Vec<Option<Vec<Assign<M>>>> = assigns.into_iter().map(Some).collect();
+            let refs: Vec<&ObjectRef<M>> = handles.iter().collect();
+            let handles = &handles;
+            let mut write = move |i: usize| {
+                let handle = &handles[i];
+                let assigns = assigns[i].take().unwrap_or_default();
+                Ok(match handle.assigned(assigns)? {
+                    Some(Encoded { set, removed }) => {
+                        Some(Made::Hash(handle.field_write(db, set, removed)?))
+                    }
+                    None => None,
+                })
+            };
+            return unit_outcomes(gather(db, &refs, checked, &mut write).await);
+        }
         let handles = &handles;
         // Made one at a time, as the window takes them (see `insert_many`).
         let writes = assigns.into_iter().enumerate().map(move |(i, assigns)| {
             let handle = &handles[i];
-            let changes = Changes::Fields(
-                assigns
-                    .iter()
-                    .map(|a| (a.name, a.value.as_ref().ok().and_then(|v| v.as_deref())))
-                    .collect(),
-            );
-            let checked = taken.take(i, handle.key(), &changes);
+            let checked = taken.take(i, handle.key(), &assigned_changes(&assigns));
             item_outcome(i, handle, checked, move || handle.set_many(db, assigns))
         });
         run_each(db, writes).await
@@ -230,6 +444,16 @@ impl<M: Model> ObjectRef<M> {
         refs: &[ObjectRef<M>],
     ) -> Vec<std::result::Result<bool, ItemError>> {
         let mut taken = Taken::<M>::new();
+        if gathers::<M>(db) {
+            let checked = refs
+                .iter()
+                .enumerate()
+                .map(|(i, handle)| taken.take(i, handle.key(), &Changes::Fields(Vec::new())))
+                .collect();
+            let handles: Vec<&ObjectRef<M>> = refs.iter().collect();
+            let mut write = |i: usize| Ok(Some(Made::Delete(refs[i].key_in(db))));
+            return gather(db, &handles, checked, &mut write).await;
+        }
         // Made one at a time, as the window takes them (see `insert_many`).
         let writes = (0..refs.len()).map(move |i| {
             let handle = &refs[i];

@@ -81,7 +81,7 @@ impl<'a> New<'a> {
 
 /// One index's part of a write, with everything computed that can fail
 /// before anything is sent.
-enum Step {
+pub(crate) enum Step {
     /// `ZADD` with this score, or `ZREM` (`None`).
     Sorted { key: String, score: Option<f64> },
     /// Push to the head (and trim), or just remove.
@@ -229,52 +229,112 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     write: &(dyn Fn(&mut Plan) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
-    let touched = touched::<M>(changes);
-    if touched.is_empty() {
-        let mut unit = guarded_unit(db, key, guards);
-        write(&mut unit);
-        return unit.run(db).await;
+    let unit = match prepare::<M>(db, key, guards, write, changes)? {
+        Prepared::Unit(unit) => unit,
+        Prepared::Stepped {
+            guards,
+            specs,
+            steps,
+        } => {
+            let claims: Vec<(&'static str, &str)> = steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Unique {
+                        field,
+                        new: Some(value),
+                    } => Some((*field, value.as_str())),
+                    _ => None,
+                })
+                .collect();
+            return stepped::run::<M, T>(db, key, guards, write, &specs, &claims).await;
+        }
+    };
+    if !unit.decides() {
+        return unit.plan.run(db).await;
     }
+    unit.plan
+        .run_deciding(db, key, &unit.entries::<M>(db, key))
+        .await
+}
+
+/// A write with its index commands, prepared to run: one atomic unit, or
+/// (the cluster layout, where the object and its index keys or guards
+/// are in different slots) the steps of a [`stepped`] write. The unit,
+/// the common case, is not boxed: it is taken as soon as it is made, and
+/// a box would cost every write an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Prepared<'k> {
+    Unit(Unit<'k>),
+    Stepped {
+        guards: GuardKeys<'k>,
+        specs: Vec<&'static IndexSpec>,
+        steps: Vec<Step>,
+    },
+}
+
+/// A write's one atomic unit: the object's own commands guarded, with
+/// the index commands that need no old value, in `plan`; and the steps
+/// whose commands are decided on the old values ([`entries`](Self::entries)).
+pub(crate) struct Unit<'k> {
+    pub(crate) plan: Plan<'k>,
+    steps: Vec<Step>,
+}
+
+impl Unit<'_> {
+    /// Whether the unit decides commands on what it reads: a unique or a
+    /// tag index among its steps.
+    pub(crate) fn decides(&self) -> bool {
+        !old_fields(&self.steps).is_empty()
+    }
+
+    /// The decision of the unit's unique and tag commands, for the object
+    /// at `key` (as `db` stores it).
+    pub(crate) fn entries<'a, M: Model>(&'a self, db: &'a Db, key: &'a str) -> Entries<'a, M> {
+        Entries {
+            db,
+            key,
+            steps: &self.steps,
+            model: PhantomData,
+        }
+    }
+}
+
+/// Prepares the object's own commands (what `write` adds) with the index
+/// commands that `changes` calls for (see [`run`]): everything that can
+/// fail before anything is sent fails here.
+pub(crate) fn prepare<'k, M: Model>(
+    db: &Db,
+    key: &str,
+    guards: GuardKeys<'k>,
+    write: &(dyn Fn(&mut Plan) + Sync),
+    changes: &Changes<'_>,
+) -> Result<Prepared<'k>> {
+    let touched = touched::<M>(changes);
     let steps = touched
         .iter()
         .map(|(spec, new)| step::<M>(Some(db), spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
-    if !db.one_unit_with_indexes(key, &guards) {
-        let specs: Vec<&'static IndexSpec> = touched.iter().map(|(spec, _)| *spec).collect();
-        let claims: Vec<(&'static str, &str)> = steps
-            .iter()
-            .filter_map(|s| match s {
-                Step::Unique {
-                    field,
-                    new: Some(value),
-                } => Some((*field, value.as_str())),
-                _ => None,
-            })
-            .collect();
-        return stepped::run::<M, T>(db, key, guards, write, &specs, &claims).await;
+    if !touched.is_empty() && !db.one_unit_with_indexes(key, &guards) {
+        let specs = touched.iter().map(|(spec, _)| *spec).collect();
+        return Ok(Prepared::Stepped {
+            guards,
+            specs,
+            steps,
+        });
     }
-    let mut unit = guarded_unit(db, key, guards);
-    write(&mut unit);
+    let mut plan = guarded_unit(db, key, guards);
+    write(&mut plan);
     let mut blind = Vec::new();
     add_blind(&mut blind, key, &steps);
     for cmd in blind {
-        unit.add_ignored(cmd);
+        plan.add_ignored(cmd);
     }
-    if !touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
-        return unit.run(db).await;
-    }
-    let entries = Entries::<M> {
-        db,
-        key,
-        steps: &steps,
-        model: PhantomData,
-    };
-    unit.run_deciding(db, key, &entries).await
+    Ok(Prepared::Unit(Unit { plan, steps }))
 }
 
 /// The unique and tag commands of a write, decided on the old values and
 /// the entries' holders, read through a checked run's [`Reader`].
-struct Entries<'a, M> {
+pub(crate) struct Entries<'a, M> {
     db: &'a Db,
     key: &'a str,
     steps: &'a [Step],
@@ -283,6 +343,11 @@ struct Entries<'a, M> {
 
 impl<M: Model> Decide for Entries<'_, M> {
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+        // Sorted and recent steps need no old value: their commands are
+        // in the plan already.
+        if old_fields(self.steps).is_empty() {
+            return Ok(Vec::new());
+        }
         let mut entries = Vec::new();
         add_watched_steps::<M, _>(reader, self.db, self.key, self.steps, &mut entries).await?;
         Ok(entries)

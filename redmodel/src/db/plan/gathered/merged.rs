@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasher;
 
 use redis::{Cmd, Pipeline};
+#[cfg(test)]
 use smallvec::SmallVec;
 
 use super::super::types;
@@ -138,6 +139,7 @@ pub(super) fn merge(writes: impl IntoIterator<Item = (Cmd, bool)>) -> Merged {
 /// The command a write at `place` sent, rebuilt from the transaction's
 /// `cmds` (for a merged one, its name and key with its own arguments),
 /// and whether its reply is kept.
+#[cfg(test)]
 pub(super) fn original(cmds: &[&Cmd], place: Place) -> (Cmd, bool) {
     let sent = cmds[place.at];
     let Some((first, count)) = place.args else {

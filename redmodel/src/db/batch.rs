@@ -11,9 +11,10 @@
 //! - on a server, the writes in flight share the `Db`'s multiplexed
 //!   connection, which sends the requests queued together in one socket
 //!   write and reads their replies in one pass: a pipeline of every
-//!   write's script, [`WINDOW`] writes deep; on one server in the plain
-//!   layout, the checked writes in flight run together instead, as WATCH
-//!   transactions of native commands ([`gathering`]);
+//!   write's script, [`WINDOW`] writes deep (on one server in the plain
+//!   layout, the model's bulk writes run as gathered WATCH transactions
+//!   instead, [`gathered`](super::plan::gathered), and send here only the
+//!   writes that cannot be gathered);
 //! - on Redis Cluster, the cluster client routes each request to its
 //!   slot's node and pipelines those bound for one node the same way, so
 //!   the writes are grouped by node as every other cluster request is.

@@ -49,6 +49,8 @@ use parking_lot::Mutex;
 use redis::{Cmd, Value};
 
 use super::checked::{decided_writes, first_error, Decide, Reader};
+#[cfg(test)]
+use super::Write;
 use super::{types, Expecting, Plan, Unit};
 use crate::command::{cmd, Owned};
 use crate::db::optimistic::OptimisticConnection;
@@ -340,10 +342,10 @@ enum Decision {
     Alone,
     /// To decide again once these reads are made.
     Missed(Vec<Cmd>),
-    /// To go in the MULTI: its commands, each with whether its reply is
-    /// kept, and the keys whose types it needs that the round did not
-    /// read (each with the type wanted).
-    Queued(Vec<(Cmd, bool)>, Vec<(Vec<u8>, &'static str)>),
+    /// To go in the MULTI: the commands its decision adds (`None`: the
+    /// first decision's), and the keys whose types its commands need that
+    /// the round did not read (each with the type wanted).
+    Queued(Option<Vec<Cmd>>, Vec<(Vec<u8>, &'static str)>),
 }
 
 /// How many times a transaction reads what its decisions missed (a unique
@@ -466,7 +468,7 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
         return alone();
     }
     let units: Vec<Unit<'_>> = items.iter().map(|item| item.plan.unit()).collect();
-    let decisions: Vec<Expecting<'_, D>> = units
+    let expecting: Vec<Expecting<'_, D>> = units
         .iter()
         .zip(items)
         .map(|(unit, item)| Expecting {
@@ -477,7 +479,7 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
     let keeps = items.iter().any(|item| item.decide.keeps());
     let firsts = units
         .iter()
-        .zip(&decisions)
+        .zip(&expecting)
         // A reply spliced into a later command cannot be passed on in a
         // MULTI.
         .map(
@@ -489,7 +491,7 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
         .collect();
     let round = Round::of(&units, firsts, keeps);
     let round = &round;
-    let (units, decisions) = (&units, &decisions);
+    let (units, expecting) = (&units, &expecting);
     let conn = match db.exclusive().await {
         Ok(conn) => conn,
         Err(_) => return alone(),
@@ -522,7 +524,7 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
                 Some(placed) => decide_again(
                     round,
                     &units[i],
-                    &decisions[i],
+                    &expecting[i],
                     placed,
                     &sent_reads,
                     &replies,
@@ -542,19 +544,29 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
                 }
             }
             check_types_unread(&tx, &mut decisions).await?;
-            let mut queued = Vec::new();
-            let decided: Vec<Decided> = decisions
-                .into_iter()
+            let mut decided: Vec<Decided> = decisions
+                .iter_mut()
                 .map(|decision| match decision {
-                    Decision::Now(outcome) => Decided::Now(outcome),
-                    Decision::Alone | Decision::Missed(_) => Decided::Alone,
-                    Decision::Queued(cmds, _) => {
-                        let keeps = cmds.iter().map(|(_, keep)| *keep).collect();
-                        queued.extend(cmds);
-                        Decided::Queued(keeps)
+                    Decision::Now(outcome) => {
+                        Decided::Now(std::mem::replace(outcome, Ok(Vec::new())))
                     }
+                    Decision::Alone | Decision::Missed(_) => Decided::Alone,
+                    Decision::Queued(..) => Decided::Queued(Vec::new()),
                 })
                 .collect();
+            // The queued writes' commands, borrowed from their units and
+            // decisions until the transaction is built.
+            let mut queued = Vec::new();
+            for (i, (decision, decided)) in decisions.iter().zip(&mut decided).enumerate() {
+                let Decision::Queued(extra, _) = decision else {
+                    continue;
+                };
+                let first = round.items[i].as_ref().and_then(|p| p.extra.as_deref());
+                let extra = extra.as_deref().or(first).unwrap_or_default();
+                let writes = decided_writes(&units[i].cmds, extra, expecting[i].keeps());
+                *decided = Decided::Queued(writes.iter().map(|w| w.keep).collect());
+                queued.extend(writes);
+            }
             if queued.is_empty() {
                 return Ok(Some((decided, Vec::new(), Vec::new())));
             }
@@ -606,10 +618,10 @@ fn decide_again<D: Decide>(
         }));
     }
     let seen = &replies[placed.reads.clone()];
-    let decided;
-    let extra = match &placed.extra {
-        // The first decision was made on these very replies.
-        Some(extra) if placed.guessed == seen && more.is_empty() => extra,
+    // The first decision stands if it was made on these very replies.
+    let reused = placed.guessed == seen && more.is_empty();
+    let fresh = match (&placed.extra, reused) {
+        (Some(_), true) => None,
         _ => {
             let reader = Answering {
                 reads: &sent[placed.reads.clone()],
@@ -623,14 +635,17 @@ fn decide_again<D: Decide>(
             if !missed.is_empty() {
                 return Decision::Missed(missed);
             }
-            decided = match outcome {
+            match outcome {
                 None => return Decision::Alone,
                 Some(Err(err)) => return Decision::Now(Err(err)),
-                Some(Ok(extra)) => extra,
-            };
-            &decided
+                Some(Ok(extra)) => Some(extra),
+            }
         }
     };
+    let extra = fresh
+        .as_deref()
+        .or(placed.extra.as_deref())
+        .unwrap_or_default();
     let writes = decided_writes(&unit.cmds, extra, decide.keeps());
     let mut unread = Vec::new();
     for check in types::checks(&writes) {
@@ -654,10 +669,7 @@ fn decide_again<D: Decide>(
             return Decision::Now(Err(types::refused(check.key, check.want)));
         }
     }
-    Decision::Queued(
-        writes.iter().map(|w| (w.to_cmd(), w.keep)).collect(),
-        unread,
-    )
+    Decision::Queued(fresh, unread)
 }
 
 /// Each write's outcome: the one decided before the EXEC, or its
@@ -737,4 +749,214 @@ fn again(err: &Error) -> Error {
 }
 
 #[cfg(test)]
-mod tests {}
+mod tests {
+    use super::*;
+    use crate::command::Owned;
+
+    /// The test's decision: read field `f` of the object; if it holds a
+    /// tag, leave that tag's set (`SREM`), and join set `s` (`SADD`).
+    struct Tagging<'a> {
+        key: &'a str,
+    }
+
+    impl Decide for Tagging<'_> {
+        async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
+            let read = cmd("HMGET").arg(self.key).arg("f").owned();
+            let replies = reader.read(&[self.key], vec![read], false).await?;
+            let mut out = Vec::new();
+            if let Some(Value::Array(values)) = replies.first()
+                && let Some(Value::BulkString(old)) = values.first()
+            {
+                out.push(cmd("SREM").arg(old.as_slice()).arg(self.key).owned());
+            }
+            out.push(cmd("SADD").arg("s").arg(self.key).owned());
+            Ok(out)
+        }
+    }
+
+    /// The plan of an object's write: `HSET key f v`, its reply ignored.
+    fn plan(key: &str) -> Plan<'static> {
+        let mut plan = Plan::new();
+        plan.add_ignored(cmd("HSET").arg(key).arg("f").arg("v").owned());
+        plan
+    }
+
+    fn names(pipe: &redis::Pipeline) -> Vec<String> {
+        pipe.cmd_iter()
+            .filter_map(|c| crate::command::name(c))
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect()
+    }
+
+    fn wrong_type() -> Value {
+        redis::parse_redis_value(
+            b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        )
+        .expect("an error reply")
+    }
+
+    /// The round of the writes of `a` and `b`, with their units and
+    /// decisions, passed to `check`.
+    fn with_round(check: impl FnOnce(&Round, &[Unit<'_>], &[Expecting<'_, Tagging<'_>>])) {
+        let plans = [plan("a"), plan("b")];
+        let tagging = [Tagging { key: "a" }, Tagging { key: "b" }];
+        let units: Vec<Unit<'_>> = plans.iter().map(|p| p.unit()).collect();
+        let expecting: Vec<Expecting<'_, Tagging<'_>>> = units
+            .iter()
+            .zip(&tagging)
+            .map(|(unit, then)| Expecting {
+                expects: &unit.expects,
+                then,
+            })
+            .collect();
+        let firsts = expecting.iter().map(first).collect();
+        let round = Round::of(&units, firsts, false);
+        check(&round, &units, &expecting);
+    }
+
+    #[test]
+    fn a_round_watches_and_reads_what_the_first_decisions_read_and_types_each_key_once() {
+        with_round(|round, _, _| {
+            // The objects' types are answered by their reads (HMGET); the
+            // set both join is typed once.
+            assert_eq!(names(&round.reads), ["WATCH", "HMGET", "HMGET", "TYPE"]);
+            assert_eq!(round.replies, 4);
+            let watched: Vec<&[u8]> = round
+                .reads
+                .cmd_iter()
+                .next()
+                .map(|w| crate::command::args(w).skip(1).flatten().collect())
+                .unwrap_or_default();
+            assert_eq!(watched, [&b"a"[..], b"b"]);
+        });
+    }
+
+    #[test]
+    fn a_write_is_decided_again_only_on_replies_other_than_guessed() {
+        with_round(|round, units, expecting| {
+            let sent: Vec<&Cmd> = round.reads.cmd_iter().collect();
+            let absent = Value::Array(vec![Value::Nil]);
+            let held = Value::Array(vec![Value::BulkString(b"old".to_vec())]);
+            let none = Value::SimpleString("none".into());
+            let replies = [Value::Okay, absent, held, none];
+            let decided: Vec<Decision> = (0..2)
+                .map(|i| {
+                    let placed = round.items[i].as_ref().expect("placed");
+                    decide_again(
+                        round,
+                        &units[i],
+                        &expecting[i],
+                        placed,
+                        &sent,
+                        &replies,
+                        &[],
+                    )
+                })
+                .collect();
+            // `a` found nothing, as guessed: the first decision stands.
+            assert!(matches!(&decided[0], Decision::Queued(None, unread) if unread.is_empty()));
+            // `b` holds a tag: decided again, its SREM to a set whose
+            // type the round did not read.
+            match &decided[1] {
+                Decision::Queued(Some(extra), unread) => {
+                    assert_eq!(names_of(extra), ["SREM", "SADD"]);
+                    assert_eq!(unread, &[(b"old".to_vec(), "set")]);
+                }
+                _ => panic!("b is queued with a decision of its own"),
+            }
+            // A key of another type where a read answers the check: the
+            // decision itself refuses it, by the read's error.
+            let replies = [
+                Value::Okay,
+                wrong_type(),
+                Value::Array(vec![Value::Nil]),
+                Value::SimpleString("none".into()),
+            ];
+            let placed = round.items[0].as_ref().expect("placed");
+            let refused = decide_again(
+                round,
+                &units[0],
+                &expecting[0],
+                placed,
+                &sent,
+                &replies,
+                &[],
+            );
+            assert!(matches!(
+                refused,
+                Decision::Now(Err(Error::UnexpectedType { ref key, expected: "hash" })) if key == "a"
+            ));
+        });
+    }
+
+    fn names_of(cmds: &[Cmd]) -> Vec<String> {
+        cmds.iter()
+            .filter_map(|c| crate::command::name(c))
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_decision_reading_what_the_round_did_not_is_made_again_after_that_read() {
+        // A round that read nothing of `a`.
+        let reader = Answering {
+            reads: &[],
+            replies: &[],
+            more: &[],
+            next: AtomicUsize::new(0),
+            missed: Mutex::new(Vec::new()),
+        };
+        let decision = Tagging { key: "a" };
+        let outcome = decision.decide(&reader).now_or_never();
+        assert!(outcome.is_some(), "an answering read never waits");
+        let missed = reader.missed.into_inner();
+        assert_eq!(names_of(&missed), ["HMGET"]);
+        // Read since: answered.
+        let more = [(missed[0].clone(), Value::Array(vec![Value::Nil]))];
+        let reader = Answering {
+            reads: &[],
+            replies: &[],
+            more: &more,
+            next: AtomicUsize::new(0),
+            missed: Mutex::new(Vec::new()),
+        };
+        let extra = decision.decide(&reader).now_or_never();
+        assert!(reader.missed.into_inner().is_empty());
+        assert!(matches!(extra, Some(Ok(ref e)) if names_of(e) == ["SADD"]));
+    }
+
+    #[test]
+    fn a_merged_commands_reply_is_each_writes_and_so_is_its_error() {
+        let cmds = [
+            cmd("HSET").arg("a").arg("f").arg("v").owned(),
+            cmd("SADD").arg("s").arg("a").owned(),
+            cmd("HSET").arg("b").arg("f").arg("v").owned(),
+            cmd("SADD").arg("s").arg("b").owned(),
+        ];
+        // The HSETs' replies are kept, the SADDs' dropped.
+        let merged = merge(
+            cmds.iter()
+                .enumerate()
+                .map(|(i, c)| Write::plain(c, i % 2 == 0)),
+        );
+        // HSET a; SADD s a b; HSET b.
+        assert_eq!(merged.pipe.cmd_iter().count(), 3);
+        let queued = || {
+            vec![
+                Decided::Queued(vec![true, false]),
+                Decided::Queued(vec![true, false]),
+            ]
+        };
+        let replies = |sadd: Value| vec![Value::Int(1), sadd, Value::Int(1)];
+        for outcome in deliver(queued(), replies(Value::Int(2)), &merged.places) {
+            assert!(matches!(outcome, Some(Ok(ref kept)) if *kept == [Value::Int(1)]));
+        }
+        let outcomes = deliver(queued(), replies(wrong_type()), &merged.places);
+        assert!(outcomes
+            .iter()
+            .all(|o| matches!(o, Some(Err(Error::WrongType { .. })))));
+        // Replies of another shape than the EXEC's: no write is told it ran.
+        let outcomes = deliver(queued(), vec![Value::Int(1), Value::Int(2)], &merged.places);
+        assert!(outcomes.iter().all(|o| matches!(o, Some(Err(_)))));
+    }
+}

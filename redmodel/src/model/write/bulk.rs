@@ -1,8 +1,12 @@
 //! Bulk writes: many objects inserted, set or deleted in one call, each
-//! by its own single write (the same plans as [`ObjectRef::insert`],
-//! [`ObjectRef::set_many`] and [`ObjectRef::delete`], so the indexes are
-//! kept by the one copy of their logic), run at once by the db layer's
-//! [`batch`](crate::db::batch) entry point.
+//! by its own single write (the same plans and decisions as
+//! [`ObjectRef::insert`], [`ObjectRef::set_many`] and
+//! [`ObjectRef::delete`], so the indexes are kept by the one copy of
+//! their logic). On one server in the plain layout each write is prepared
+//! here, before anything is sent, and the db layer runs them in gathered
+//! WATCH transactions ([`gathered`](crate::db::plan::gathered)); elsewhere
+//! (and for a write that cannot be gathered) they run at once through
+//! the db layer's [`batch`](crate::db::batch) entry point.
 //!
 //! One result per item, in input order: an item that fails (a unique value
 //! another object holds, a missing admin, a bad value) fails alone, with

@@ -31,7 +31,8 @@ use redis::{Cmd, Pipeline};
 #[cfg(test)]
 use smallvec::SmallVec;
 
-use super::super::types;
+use super::super::{types, Write};
+#[cfg(test)]
 use crate::command::args;
 
 type Fast = foldhash::fast::FixedState;
@@ -70,8 +71,10 @@ enum Kind {
 const ZADD_FLAGS: [&[u8]; 6] = [b"NX", b"XX", b"GT", b"LT", b"CH", b"INCR"];
 
 /// Builds the transaction of `writes`, each a command and whether its
-/// reply is kept, merging what may be merged (see the module docs).
-pub(super) fn merge(writes: impl IntoIterator<Item = (Cmd, bool)>) -> Merged {
+/// reply is kept, merging what may be merged (see the module docs). The
+/// writes are borrowed: a command sent whole, or the first of a merged
+/// one, is copied; the others lend only their arguments.
+pub(super) fn merge<'a>(writes: impl IntoIterator<Item = Write<'a>>) -> Merged {
     let writes = writes.into_iter();
     let (count, _) = writes.size_hint();
     let mut cmds: Vec<Cmd> = Vec::with_capacity(count);
@@ -83,8 +86,9 @@ pub(super) fn merge(writes: impl IntoIterator<Item = (Cmd, bool)>) -> Merged {
     // always the last command of any key with its hash.
     let mut last: HashMap<u64, usize, Fast> = HashMap::default();
     let hasher = Fast::default();
-    for (cmd, keep) in writes {
-        let (key, kind) = classify(&cmd, keep);
+    for write in writes {
+        let keep = write.keep;
+        let (key, kind) = classify(write);
         let Some(key) = key else {
             last.clear();
             places.push(Place {
@@ -92,7 +96,7 @@ pub(super) fn merge(writes: impl IntoIterator<Item = (Cmd, bool)>) -> Merged {
                 args: None,
                 keep,
             });
-            cmds.push(cmd);
+            cmds.push(write.to_cmd());
             kinds.push(None);
             continue;
         };
@@ -103,7 +107,7 @@ pub(super) fn merge(writes: impl IntoIterator<Item = (Cmd, bool)>) -> Merged {
         match open {
             Some(at) => {
                 let first = cmds[at].args_iter().len();
-                let own = args(&cmd).skip(2).flatten();
+                let own = write.args().skip(2).flatten();
                 let mut count = 0;
                 for arg in own {
                     cmds[at].arg(arg);
@@ -117,6 +121,7 @@ pub(super) fn merge(writes: impl IntoIterator<Item = (Cmd, bool)>) -> Merged {
             }
             None => {
                 let at = cmds.len();
+                let cmd = write.to_cmd();
                 places.push(Place {
                     at,
                     args: kind.map(|_| (2, cmd.args_iter().len() - 2)),
@@ -159,14 +164,14 @@ pub(super) fn original(cmds: &[&Cmd], place: Place) -> (Cmd, bool) {
     (cmd, place.keep)
 }
 
-/// How a transaction treats `cmd` (whose reply is kept or not): its key
-/// if it is a command that touches that key alone (one whose type
-/// [`types::needed`] knows, the model's key-wide writes, a `DEL` of one
-/// key; named in capitals as the model names them), `None` for a barrier;
-/// and how it merges, if it does.
-fn classify(cmd: &Cmd, keep: bool) -> (Option<&[u8]>, Option<Kind>) {
-    let count = cmd.args_iter().len();
-    let mut all = args(cmd);
+/// How a transaction treats `write`'s command (whose reply is kept or
+/// not): its key if it is a command that touches that key alone (one
+/// whose type [`types::needed`] knows, the model's key-wide writes, a
+/// `DEL` of one key; named in capitals as the model names them), `None`
+/// for a barrier; and how it merges, if it does.
+fn classify(write: Write<'_>) -> (Option<&[u8]>, Option<Kind>) {
+    let mut all = write.args();
+    let count = all.clone().count();
     let (Some(Some(name)), Some(Some(key))) = (all.next(), all.next()) else {
         return (None, None);
     };
@@ -185,7 +190,7 @@ fn classify(cmd: &Cmd, keep: bool) -> (Option<&[u8]>, Option<Kind>) {
         b"DEL" if count == 2 => None,
         _ => return (None, None),
     };
-    (Some(key), kind.filter(|_| !keep))
+    (Some(key), kind.filter(|_| !write.keep))
 }
 
 #[cfg(test)]
@@ -235,7 +240,8 @@ mod tests {
             "SADD t:x b",
             "SADD t:y b",
         ];
-        let merged = merge(writes.iter().map(|w| (c(w), false)));
+        let cmds: Vec<Cmd> = writes.iter().map(|w| c(w)).collect();
+        let merged = merge(cmds.iter().map(|c| Write::plain(c, false)));
         assert_eq!(
             sent(&merged),
             [
@@ -256,7 +262,8 @@ mod tests {
         // The SREM between the two SADDs of `t` closes the first: the
         // second may not join it, ahead of the SREM.
         let writes = ["SADD t a", "SREM t a", "SADD t b", "SADD t c", "SREM t b"];
-        let merged = merge(writes.iter().map(|w| (c(w), false)));
+        let cmds: Vec<Cmd> = writes.iter().map(|w| c(w)).collect();
+        let merged = merge(cmds.iter().map(|c| Write::plain(c, false)));
         assert_eq!(
             sent(&merged),
             ["SADD t a", "SREM t a", "SADD t b c", "SREM t b"]
@@ -275,7 +282,12 @@ mod tests {
             ("SADD t c", false),
             ("ZADD z 2 c", false),
         ];
-        let merged = merge(writes.iter().map(|(w, keep)| (c(w), *keep)));
+        let cmds: Vec<Cmd> = writes.iter().map(|(w, _)| c(w)).collect();
+        let merged = merge(
+            cmds.iter()
+                .zip(&writes)
+                .map(|(c, (_, keep))| Write::plain(c, *keep)),
+        );
         // A kept reply is its own; a flagged ZADD is not merged into; the
         // SMOVE (two keys) is a barrier for every key after it.
         assert_eq!(

@@ -71,7 +71,7 @@ impl<'k> HashWrite<'k> {
         counted: bool,
         existing: bool,
     ) -> Self {
-        let prior = PriorRead::of::<M>(db, &key, changed_fields(&set, &removed)).map(Box::new);
+        let prior = PriorRead::of::<M>(db, &key, changed(&set, &removed)).map(Box::new);
         HashWrite {
             key,
             set,
@@ -190,7 +190,7 @@ impl<M: Model> ObjectRef<M> {
         removed: Vec<&'static str>,
     ) -> Result<()> {
         let write = self.field_write(db, set, removed)?;
-        self.run_hash(db, write).await
+        self.run_hash(db, &write).await
     }
 
     /// Increments a numeric field (HINCRBY for integers, HINCRBYFLOAT for
@@ -330,7 +330,7 @@ impl<M: Model> ObjectRef<M> {
             return self.write_single(db, text, ttl).await;
         }
         match self.full_hash_write(db, value, counted, ttl)? {
-            Some(write) => self.run_hash(db, write).await,
+            Some(write) => self.run_hash(db, &write).await,
             None => Ok(()),
         }
     }
@@ -373,28 +373,39 @@ impl<M: Model> ObjectRef<M> {
     /// Runs `write` on this object, with the index entries it calls for,
     /// as one atomic unit ([`index::run`]), then what follows it
     /// ([`hash_written`](Self::hash_written)).
-    async fn run_hash(&self, db: &Db, write: HashWrite<'_>) -> Result<()> {
+    async fn run_hash(&self, db: &Db, write: &HashWrite<'_>) -> Result<()> {
         let add = |plan: &mut Plan| write.add::<M>(db, plan);
         let guards = self.guards(db, write.existing, &write.set);
         let kept: Vec<redis::Value> =
             index::run::<M, _>(db, &write.key, guards, &add, &write.changes())
                 .await
                 .map_err(at_key(self.key(), "hash"))?;
-        self.hash_written(db, &write, kept).await
+        self.hash_written(db, write, kept).await
     }
 
     /// `write` as one atomic unit with its index entries, prepared to
     /// run ([`index::prepare`]).
-    fn prepare_hash<'k>(&'k self, db: &Db, write: &HashWrite<'_>) -> Result<Prepared<'k>> {
+    fn prepare_hash<'k>(
+        &'k self,
+        plan: &mut Plan<'k>,
+        db: &Db,
+        write: &HashWrite<'_>,
+    ) -> Result<Prepared<'k>> {
         let add = |plan: &mut Plan| write.add::<M>(db, plan);
         let guards = self.guards(db, write.existing, &write.set);
-        index::prepare::<M>(db, &write.key, guards, &add, &write.changes())
+        index::prepare::<M>(plan, db, &write.key, guards, &add, &write.changes())
     }
 
     /// A delete of this object (at `key`, as stored) as one atomic unit
     /// with its index entries, prepared to run ([`index::prepare`]).
-    fn prepare_delete<'k>(&'k self, db: &Db, key: &str) -> Result<Prepared<'k>> {
+    fn prepare_delete<'k>(
+        &'k self,
+        plan: &mut Plan<'k>,
+        db: &Db,
+        key: &str,
+    ) -> Result<Prepared<'k>> {
         index::prepare::<M>(
+            plan,
             db,
             key,
             GuardKeys::new(),
@@ -560,12 +571,19 @@ pub(crate) fn names<'s, 'a>(
 /// The stored fields a write sets or removes, with their new text.
 fn changed_fields<'a>(
     set: &'a [(&'static str, Vec<u8>)],
-    removed: &[&'static str],
+    removed: &'a [&'static str],
 ) -> Vec<(&'static str, Option<&'a [u8]>)> {
+    changed(set, removed).collect()
+}
+
+/// [`changed_fields`], one by one.
+fn changed<'a>(
+    set: &'a [(&'static str, Vec<u8>)],
+    removed: &'a [&'static str],
+) -> impl Iterator<Item = (&'static str, Option<&'a [u8]>)> {
     set.iter()
         .map(|(name, text)| (*name, Some(text.as_slice())))
         .chain(removed.iter().map(|name| (*name, None)))
-        .collect()
 }
 
 impl<M: SingleValue> ObjectRef<M> {
@@ -600,6 +618,12 @@ pub(crate) fn single_set(key: &str, text: Vec<u8>, ttl: Option<Duration>) -> Res
 /// group of its own, checked first, just before the write, not with it.
 pub(crate) fn guarded_unit<'k>(db: &Db, key: &str, guards: GuardKeys<'k>) -> Plan<'k> {
     let mut unit = Plan::new();
+    guard_unit(&mut unit, db, key, guards);
+    unit
+}
+
+/// [`guarded_unit`], started in `unit` (an empty plan).
+pub(crate) fn guard_unit<'k>(unit: &mut Plan<'k>, db: &Db, key: &str, guards: GuardKeys<'k>) {
     // Moved into the plan, the far ones first, each in a group of its own.
     let mut near = GuardKeys::new();
     for guard in guards {
@@ -614,5 +638,4 @@ pub(crate) fn guarded_unit<'k>(db: &Db, key: &str, guards: GuardKeys<'k>) -> Pla
     for guard in near {
         unit.guard(guard);
     }
-    unit
 }

@@ -22,10 +22,11 @@ use std::future::Future;
 
 use futures_util::StreamExt as _;
 
-use super::index::{plan, Changes, Prepared, Unit};
+use super::index::{plan, Changes, Entries, Prepared, Step};
 use super::{changed_fields, Encoded, HashWrite};
 use crate::db::batch::run_each;
 use crate::db::plan::gathered::{self, Gathered};
+use crate::db::plan::Plan;
 use crate::model::field::Assign;
 use crate::model::index::IndexKind;
 use crate::model::object::ObjectRef;
@@ -159,11 +160,17 @@ impl<'h> Made<'h> {
         }
     }
 
-    /// The write on `handle` as one atomic unit with its index entries.
-    fn prepare<M: Model>(&self, db: &Db, handle: &'h ObjectRef<M>) -> Result<Prepared<'h>> {
+    /// The write on `handle` as one atomic unit with its index entries,
+    /// in `plan`.
+    fn prepare<M: Model>(
+        &self,
+        plan: &mut Plan<'h>,
+        db: &Db,
+        handle: &'h ObjectRef<M>,
+    ) -> Result<Prepared<'h>> {
         match self {
-            Made::Hash(write) => handle.prepare_hash(db, write),
-            Made::Delete(key) => handle.prepare_delete(db, key),
+            Made::Hash(write) => handle.prepare_hash(plan, db, write),
+            Made::Delete(key) => handle.prepare_delete(plan, db, key),
         }
     }
 
@@ -189,7 +196,7 @@ impl<'h> Made<'h> {
     /// Runs the item on its own, as a write sent alone.
     async fn alone<M: Model>(self, db: &Db, handle: &ObjectRef<M>) -> Result<bool> {
         match self {
-            Made::Hash(write) => handle.run_hash(db, write).await.map(|()| true),
+            Made::Hash(write) => handle.run_hash(db, &write).await.map(|()| true),
             Made::Delete(_) => handle.delete(db).await,
         }
     }
@@ -223,7 +230,7 @@ async fn gather<'h, M: Model>(
     let transaction = || {
         checked.peek()?;
         let mut done: Vec<(usize, Done<'h>)> = Vec::new();
-        let mut prepared: Vec<(usize, Made<'h>, Unit<'h>)> = Vec::new();
+        let mut prepared: Vec<(usize, Made<'h>, Plan<'h>, Vec<Step>)> = Vec::new();
         while prepared.len() < gathered::MAX_ITEMS {
             let Some((i, checked)) = checked.next() else {
                 break;
@@ -239,8 +246,9 @@ async fn gather<'h, M: Model>(
                     continue;
                 }
             };
-            match made.prepare(db, handles[i]) {
-                Ok(Prepared::Unit(unit)) => prepared.push((i, made, unit)),
+            let mut plan = Plan::new();
+            match made.prepare(&mut plan, db, handles[i]) {
+                Ok(Prepared::Unit(steps)) => prepared.push((i, made, plan, steps)),
                 Ok(Prepared::Stepped { .. }) => done.push((i, Done::Alone(made))),
                 Err(err) => done.push((i, Done::Ran(Err(err)))),
             }
@@ -248,19 +256,16 @@ async fn gather<'h, M: Model>(
         Some(async move {
             let ran = {
                 let mut entries = Vec::with_capacity(prepared.len());
-                for (_, made, unit) in &prepared {
-                    entries.push(unit.entries::<M>(db, made.key()));
+                for (_, made, _, steps) in &prepared {
+                    entries.push(Entries::<M>::new(db, made.key(), steps));
                 }
                 let mut runs = Vec::with_capacity(prepared.len());
-                for ((_, _, unit), decide) in prepared.iter().zip(&entries) {
-                    runs.push(Gathered {
-                        plan: &unit.plan,
-                        decide,
-                    });
+                for ((_, _, plan, _), decide) in prepared.iter().zip(&entries) {
+                    runs.push(Gathered { plan, decide });
                 }
                 gathered::run(db, &runs).await
             };
-            for ((i, made, _), ran) in prepared.into_iter().zip(ran) {
+            for ((i, made, _, _), ran) in prepared.into_iter().zip(ran) {
                 let handle = handles[i];
                 let outcome = match ran {
                     Some(Ok(kept)) => Done::Ran(made.written(db, handle, kept).await),

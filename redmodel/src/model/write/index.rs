@@ -37,7 +37,7 @@ use std::marker::PhantomData;
 use redis::{Cmd, FromRedisValue, Pipeline, ToRedisArgs, Value};
 use smallvec::SmallVec;
 
-use super::guarded_unit;
+use super::guard_unit;
 use super::stepped;
 use crate::command::AddCommand as _;
 use crate::command::{cmd, Owned};
@@ -229,8 +229,9 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
     write: &(dyn Fn(&mut Plan) + Sync),
     changes: &Changes<'_>,
 ) -> Result<T> {
-    let unit = match prepare::<M>(db, key, guards, write, changes)? {
-        Prepared::Unit(unit) => unit,
+    let mut plan = Plan::new();
+    let steps = match prepare::<M>(&mut plan, db, key, guards, write, changes)? {
+        Prepared::Unit(steps) => steps,
         Prepared::Stepped {
             guards,
             specs,
@@ -249,22 +250,20 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
             return stepped::run::<M, T>(db, key, guards, write, &specs, &claims).await;
         }
     };
-    if !unit.decides() {
-        return unit.plan.run(db).await;
+    if !needs_old(&steps) {
+        return plan.run(db).await;
     }
-    unit.plan
-        .run_deciding(db, key, &unit.entries::<M>(db, key))
+    plan.run_deciding(db, key, &Entries::<M>::new(db, key, &steps))
         .await
 }
 
-/// A write with its index commands, prepared to run: one atomic unit, or
-/// (the cluster layout, where the object and its index keys or guards
-/// are in different slots) the steps of a [`stepped`] write. The unit,
-/// the common case, is not boxed: it is taken as soon as it is made, and
-/// a box would cost every write an allocation.
-#[allow(clippy::large_enum_variant)]
+/// A write with its index commands, prepared to run: one atomic unit (in
+/// the plan [`prepare`] was given), with the steps whose commands are
+/// decided on the old values ([`Entries`]); or (the cluster layout, where
+/// the object and its index keys or guards are in different slots) the
+/// steps of a [`stepped`] write.
 pub(crate) enum Prepared<'k> {
-    Unit(Unit<'k>),
+    Unit(Vec<Step>),
     Stepped {
         guards: GuardKeys<'k>,
         specs: Vec<&'static IndexSpec>,
@@ -272,37 +271,12 @@ pub(crate) enum Prepared<'k> {
     },
 }
 
-/// A write's one atomic unit: the object's own commands guarded, with
-/// the index commands that need no old value, in `plan`; and the steps
-/// whose commands are decided on the old values ([`entries`](Self::entries)).
-pub(crate) struct Unit<'k> {
-    pub(crate) plan: Plan<'k>,
-    steps: Vec<Step>,
-}
-
-impl Unit<'_> {
-    /// Whether the unit decides commands on what it reads: a unique or a
-    /// tag index among its steps.
-    pub(crate) fn decides(&self) -> bool {
-        !old_fields(&self.steps).is_empty()
-    }
-
-    /// The decision of the unit's unique and tag commands, for the object
-    /// at `key` (as `db` stores it).
-    pub(crate) fn entries<'a, M: Model>(&'a self, db: &'a Db, key: &'a str) -> Entries<'a, M> {
-        Entries {
-            db,
-            key,
-            steps: &self.steps,
-            model: PhantomData,
-        }
-    }
-}
-
 /// Prepares the object's own commands (what `write` adds) with the index
-/// commands that `changes` calls for (see [`run`]): everything that can
-/// fail before anything is sent fails here.
+/// commands that `changes` calls for (see [`run`]), in `plan` (an empty
+/// plan, the caller's, so that it is built where it runs): everything
+/// that can fail before anything is sent fails here.
 pub(crate) fn prepare<'k, M: Model>(
+    plan: &mut Plan<'k>,
     db: &Db,
     key: &str,
     guards: GuardKeys<'k>,
@@ -322,14 +296,14 @@ pub(crate) fn prepare<'k, M: Model>(
             steps,
         });
     }
-    let mut plan = guarded_unit(db, key, guards);
-    write(&mut plan);
+    guard_unit(plan, db, key, guards);
+    write(plan);
     let mut blind = Vec::new();
     add_blind(&mut blind, key, &steps);
     for cmd in blind {
         plan.add_ignored(cmd);
     }
-    Ok(Prepared::Unit(Unit { plan, steps }))
+    Ok(Prepared::Unit(steps))
 }
 
 /// The unique and tag commands of a write, decided on the old values and
@@ -341,11 +315,24 @@ pub(crate) struct Entries<'a, M> {
     model: PhantomData<fn() -> M>,
 }
 
+impl<'a, M: Model> Entries<'a, M> {
+    /// The decision of the unique and tag commands of `steps`, for the
+    /// object at `key` (as `db` stores it).
+    pub(crate) fn new(db: &'a Db, key: &'a str, steps: &'a [Step]) -> Self {
+        Entries {
+            db,
+            key,
+            steps,
+            model: PhantomData,
+        }
+    }
+}
+
 impl<M: Model> Decide for Entries<'_, M> {
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
         // Sorted and recent steps need no old value: their commands are
         // in the plan already.
-        if old_fields(self.steps).is_empty() {
+        if !needs_old(self.steps) {
             return Ok(Vec::new());
         }
         let mut entries = Vec::new();
@@ -366,6 +353,14 @@ struct UniqueState<'s> {
     /// The key of the old value's entry, if the write gives the old value
     /// up; and whether this object holds it (only then is it released).
     old_entry: Option<(String, bool)>,
+}
+
+/// Whether any of `steps` is decided on an old value: a unique or a tag
+/// index's.
+fn needs_old(steps: &[Step]) -> bool {
+    steps
+        .iter()
+        .any(|s| matches!(s, Step::Unique { .. } | Step::Tags { .. }))
 }
 
 /// The fields whose old value a watched write reads.

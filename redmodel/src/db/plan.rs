@@ -550,6 +550,10 @@ impl<D: Decide> Decide for Expecting<'_, D> {
         self.then.decide(reader).await
     }
 
+    fn as_guessed(&self, read: &Cmd, guessed: &Value, seen: &Value) -> bool {
+        guessed == seen || self.then.as_guessed(read, guessed, seen)
+    }
+
     fn first_guess(&self) -> Guess {
         // An expected state is there as a rule: reading it at once costs
         // less than a guess of absent that fails.

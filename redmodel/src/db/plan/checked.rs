@@ -934,6 +934,16 @@ pub(crate) trait Decide: Sync {
     fn keeps(&self) -> bool {
         false
     }
+
+    /// Whether a decision made with `guessed` as the reply of `read`
+    /// stands with `seen` in its place: the same reply, or one the
+    /// decision treats the same (a field that already holds the value a
+    /// write gives it decides as one that is absent). A gathered write
+    /// whose replies all stand is not decided again.
+    fn as_guessed(&self, read: &Cmd, guessed: &Value, seen: &Value) -> bool {
+        let _ = read;
+        guessed == seen
+    }
 }
 
 /// Runs `decide` as one atomic unit guarded by `guards` (keys that must

@@ -618,13 +618,21 @@ fn decide_again<D: Decide>(
         }));
     }
     let seen = &replies[placed.reads.clone()];
-    // The first decision stands if it was made on these very replies.
-    let reused = placed.guessed == seen && more.is_empty();
+    // The first decision stands if it was made on these replies, or on
+    // ones it treats the same.
+    let reads = &sent[placed.reads.clone()];
+    let reused = more.is_empty()
+        && placed.guessed.len() == seen.len()
+        && reads
+            .iter()
+            .zip(&placed.guessed)
+            .zip(seen)
+            .all(|((read, guessed), seen)| decide.as_guessed(read, guessed, seen));
     let fresh = match (&placed.extra, reused) {
         (Some(_), true) => None,
         _ => {
             let reader = Answering {
-                reads: &sent[placed.reads.clone()],
+                reads,
                 replies: seen,
                 more,
                 next: AtomicUsize::new(0),

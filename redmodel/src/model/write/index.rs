@@ -328,7 +328,53 @@ impl<'a, M: Model> Entries<'a, M> {
     }
 }
 
+impl<M: Model> Entries<'_, M> {
+    /// The new text of `field` if a step of this write gives it one.
+    fn new_text(&self, field: &[u8]) -> Option<&[u8]> {
+        self.steps.iter().find_map(|step| match step {
+            Step::Tags {
+                field: name, text, ..
+            } if name.as_bytes() == field => text.as_deref(),
+            Step::Unique {
+                field: name, new, ..
+            } if name.as_bytes() == field => new.as_deref().map(str::as_bytes),
+            _ => None,
+        })
+    }
+}
+
 impl<M: Model> Decide for Entries<'_, M> {
+    /// The read of the old values (`HMGET` of the object's unique and tag
+    /// fields) stands as guessed absent where each field is absent or
+    /// already holds its new value: there is nothing to leave or release
+    /// either way, and the same entries to join.
+    fn as_guessed(&self, read: &Cmd, guessed: &Value, seen: &Value) -> bool {
+        if guessed == seen {
+            return true;
+        }
+        let mut args = crate::command::args(read).flatten();
+        let (Some(b"HMGET"), Some(key)) = (args.next(), args.next()) else {
+            return false;
+        };
+        let (Value::Array(guessed), Value::Array(seen)) = (guessed, seen) else {
+            return false;
+        };
+        let fields: SmallVec<[&[u8]; 4]> = args.collect();
+        key == self.key.as_bytes()
+            && guessed.len() == fields.len()
+            && seen.len() == fields.len()
+            && fields
+                .into_iter()
+                .zip(guessed)
+                .zip(seen)
+                .all(|((field, guessed), seen)| match (guessed, seen) {
+                    (Value::Nil, Value::BulkString(old)) => {
+                        self.new_text(field) == Some(old.as_slice())
+                    }
+                    (guessed, seen) => guessed == seen,
+                })
+    }
+
     async fn decide<R: Reader>(&self, reader: &R) -> Result<Vec<Cmd>> {
         // Sorted and recent steps need no old value: their commands are
         // in the plan already.

@@ -4,7 +4,7 @@
 //! [`ObjectRef::delete`], so the indexes are kept by the one copy of
 //! their logic). On one server in the plain layout each write is prepared
 //! here, before anything is sent, and the db layer runs them in gathered
-//! WATCH transactions ([`gathered`](crate::db::plan::gathered)); elsewhere
+//! WATCH transactions ([`gathered`]); elsewhere
 //! (and for a write that cannot be gathered) they run at once through
 //! the db layer's [`batch`](crate::db::batch) entry point.
 //!

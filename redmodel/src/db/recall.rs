@@ -297,6 +297,19 @@ pub(crate) fn absent(cmd: &Cmd) -> Option<Value> {
     answer(cmd, |_| None, true)
 }
 
+/// Whether `reply` is what `cmd` gets where nothing is known ([`absent`]);
+/// a read this module does not know gets nil.
+pub(crate) fn is_absent(cmd: &Cmd, reply: &Value) -> bool {
+    match (parse(cmd), reply) {
+        (Some(Read::Fields(_, fields)), Value::Array(values)) => {
+            values.len() == fields.len() && values.iter().all(|v| *v == Value::Nil)
+        }
+        (Some(Read::Holder(..)), Value::Array(values)) => values.is_empty(),
+        (Some(Read::Field(..) | Read::Head(_)) | None, reply) => *reply == Value::Nil,
+        _ => false,
+    }
+}
+
 /// The reply of `cmd` from `known` values: a value not known is absent if
 /// `unknown_absent`, else the whole reply is `None` (to be read), as for
 /// a read this module does not know.

@@ -935,14 +935,14 @@ pub(crate) trait Decide: Sync {
         false
     }
 
-    /// Whether a decision made with `guessed` as the reply of `read`
-    /// stands with `seen` in its place: the same reply, or one the
+    /// Whether a decision made with `read` answered as absent (what
+    /// [`recall::absent`](crate::db::recall::absent) answers) stands with
+    /// `seen` in its place: `seen` is that absent reply, or one the
     /// decision treats the same (a field that already holds the value a
     /// write gives it decides as one that is absent). A gathered write
     /// whose replies all stand is not decided again.
-    fn as_guessed(&self, read: &Cmd, guessed: &Value, seen: &Value) -> bool {
-        let _ = read;
-        guessed == seen
+    fn stands(&self, read: &Cmd, seen: &Value) -> bool {
+        crate::db::recall::is_absent(read, seen)
     }
 }
 

@@ -47,9 +47,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use futures_util::FutureExt as _;
 use parking_lot::Mutex;
 use redis::{Cmd, Value};
+use smallvec::SmallVec;
 
-use super::checked::{decided_writes, first_error, Decide, Reader};
-#[cfg(test)]
+use super::checked::{first_error, Decide, Reader};
 use super::Write;
 use super::{types, Expecting, Plan, Unit};
 use crate::command::{cmd, Owned};
@@ -100,7 +100,7 @@ type Fast = foldhash::fast::RandomState;
 /// transaction reads.
 #[derive(Default)]
 struct Guessing {
-    reads: Mutex<(Vec<Cmd>, Vec<Value>)>,
+    reads: Mutex<Vec<Cmd>>,
 }
 
 impl Reader for Guessing {
@@ -114,9 +114,7 @@ impl Reader for Guessing {
             .iter()
             .map(|read| recall::absent(read).unwrap_or(Value::Nil))
             .collect();
-        let mut made = self.reads.lock();
-        made.0.extend(reads);
-        made.1.extend(replies.iter().cloned());
+        self.reads.lock().extend(reads);
         std::future::ready(Ok(replies))
     }
 }
@@ -174,6 +172,18 @@ impl Reader for Answering<'_> {
     }
 }
 
+/// The writes of a decided unit: its own commands `base`, then those its
+/// decision adds (`extra`, their replies kept if `keep`).
+fn decided<'a>(
+    base: &'a [Write<'a>],
+    extra: &'a [Cmd],
+    keep: bool,
+) -> impl Iterator<Item = Write<'a>> + 'a {
+    base.iter()
+        .copied()
+        .chain(extra.iter().map(move |cmd| Write::plain(cmd, keep)))
+}
+
 /// Whether two commands are the same, argument by argument.
 fn same_command(a: &Cmd, b: &Cmd) -> bool {
     crate::command::args(a).eq(crate::command::args(b))
@@ -203,18 +213,15 @@ struct Placed {
     guards: Vec<usize>,
     /// Its reads, as the first decision made them.
     reads: std::ops::Range<usize>,
-    /// What the first decision took their replies to be.
-    guessed: Vec<Value>,
     /// The commands it added (`None`: it refused the write): the
-    /// decision, if the replies are the ones guessed.
+    /// decision, if the replies stand ([`Decide::stands`]).
     extra: Option<Vec<Cmd>>,
 }
 
-/// A first decision: its reads, the replies it took them to get, and the
-/// commands it adds (`None`: it refused the write).
+/// A first decision: its reads (answered as absent) and the commands it
+/// adds (`None`: it refused the write).
 struct First {
     reads: Vec<Cmd>,
-    guessed: Vec<Value>,
     extra: Option<Vec<Cmd>>,
 }
 
@@ -225,10 +232,8 @@ fn first<D: Decide>(decide: &D) -> Option<First> {
     // A refusal on guesses still names the reads to make; the decision on
     // their replies stands.
     let extra = decide.decide(&guessing).now_or_never()?.ok();
-    let (reads, guessed) = guessing.reads.into_inner();
     Some(First {
-        reads,
-        guessed,
+        reads: guessing.reads.into_inner(),
         extra,
     })
 }
@@ -271,8 +276,7 @@ impl Round {
                 }
             }
             let extra = first.extra.as_deref().unwrap_or_default();
-            let writes = decided_writes(&unit.cmds, extra, keeps);
-            for check in types::checks(&writes) {
+            for check in types::checks_of(decided(&unit.cmds, extra, keeps)) {
                 if read_of_type(first.reads.iter(), check.key, check.want).is_none()
                     && !types.contains_key(check.key)
                 {
@@ -285,7 +289,6 @@ impl Round {
             items.push(Some(Placed {
                 guards,
                 reads: at..reads.len(),
-                guessed: first.guessed,
                 extra: first.extra,
             }));
         }
@@ -453,9 +456,9 @@ enum Decided {
     Now(Result<Vec<Value>>),
     /// Not decided here: to be sent alone.
     Alone,
-    /// In the MULTI, its commands' replies next in the EXEC's: whether
-    /// each is kept.
-    Queued(Vec<bool>),
+    /// In the MULTI, its commands' replies (this many) next in the
+    /// EXEC's.
+    Queued(usize),
 }
 
 /// Runs `items` (at most [`MAX_ITEMS`]; a caller runs [`IN_FLIGHT`] such
@@ -551,7 +554,7 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
                         Decided::Now(std::mem::replace(outcome, Ok(Vec::new())))
                     }
                     Decision::Alone | Decision::Missed(_) => Decided::Alone,
-                    Decision::Queued(..) => Decided::Queued(Vec::new()),
+                    Decision::Queued(..) => Decided::Queued(0),
                 })
                 .collect();
             // The queued writes' commands, borrowed from their units and
@@ -563,9 +566,9 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
                 };
                 let first = round.items[i].as_ref().and_then(|p| p.extra.as_deref());
                 let extra = extra.as_deref().or(first).unwrap_or_default();
-                let writes = decided_writes(&units[i].cmds, extra, expecting[i].keeps());
-                *decided = Decided::Queued(writes.iter().map(|w| w.keep).collect());
-                queued.extend(writes);
+                let start = queued.len();
+                queued.extend(self::decided(&units[i].cmds, extra, expecting[i].keeps()));
+                *decided = Decided::Queued(queued.len() - start);
             }
             if queued.is_empty() {
                 return Ok(Some((decided, Vec::new(), Vec::new())));
@@ -622,12 +625,11 @@ fn decide_again<D: Decide>(
     // ones it treats the same.
     let reads = &sent[placed.reads.clone()];
     let reused = more.is_empty()
-        && placed.guessed.len() == seen.len()
+        && reads.len() == seen.len()
         && reads
             .iter()
-            .zip(&placed.guessed)
             .zip(seen)
-            .all(|((read, guessed), seen)| decide.as_guessed(read, guessed, seen));
+            .all(|(read, seen)| decide.stands(read, seen));
     let fresh = match (&placed.extra, reused) {
         (Some(_), true) => None,
         _ => {
@@ -654,9 +656,8 @@ fn decide_again<D: Decide>(
         .as_deref()
         .or(placed.extra.as_deref())
         .unwrap_or_default();
-    let writes = decided_writes(&unit.cmds, extra, decide.keeps());
     let mut unread = Vec::new();
-    for check in types::checks(&writes) {
+    for check in types::checks_of(decided(&unit.cmds, extra, decide.keeps())) {
         let reads = sent[placed.reads.clone()].iter().copied();
         let fits = match read_of_type(reads, check.key, check.want) {
             Some(at) => !matches!(replies[placed.reads.start + at], Value::ServerError(_)),
@@ -695,30 +696,24 @@ fn deliver(decided: Vec<Decided>, mut replies: Vec<Value>, places: &[Place]) -> 
         .map(|decided| match decided {
             Decided::Now(outcome) => Some(outcome),
             Decided::Alone => None,
-            Decided::Queued(keeps) => {
-                let mine: Vec<Value> = places
-                    .by_ref()
-                    .take(keeps.len())
-                    .filter(|_| fits)
+            Decided::Queued(count) => {
+                let mine: SmallVec<[&Place; 8]> = places.by_ref().take(count).collect();
+                if !fits || mine.len() != count {
+                    return Some(Err(unknown_shape()));
+                }
+                if let Some(err) = mine.iter().find_map(|place| match &replies[place.at] {
+                    Value::ServerError(err) => Some(err.clone()),
+                    _ => None,
+                }) {
+                    return Some(Err(redis::RedisError::from(err).into()));
+                }
+                let kept = mine
+                    .iter()
+                    .filter(|place| place.keep)
                     .map(|place| match place.args {
                         None => std::mem::replace(&mut replies[place.at], Value::Nil),
                         Some(_) => replies[place.at].clone(),
                     })
-                    .collect();
-                if mine.len() != keeps.len() {
-                    return Some(Err(unknown_shape()));
-                }
-                if let Some(err) = mine.iter().find_map(|reply| match reply {
-                    Value::ServerError(err) => Some(err),
-                    _ => None,
-                }) {
-                    return Some(Err(redis::RedisError::from(err.clone()).into()));
-                }
-                let kept = mine
-                    .into_iter()
-                    .zip(keeps)
-                    .filter(|(_, keep)| *keep)
-                    .map(|(reply, _)| reply)
                     .collect();
                 Some(Ok(kept))
             }
@@ -949,12 +944,7 @@ mod tests {
         );
         // HSET a; SADD s a b; HSET b.
         assert_eq!(merged.pipe.cmd_iter().count(), 3);
-        let queued = || {
-            vec![
-                Decided::Queued(vec![true, false]),
-                Decided::Queued(vec![true, false]),
-            ]
-        };
+        let queued = || vec![Decided::Queued(2), Decided::Queued(2)];
         let replies = |sadd: Value| vec![Value::Int(1), sadd, Value::Int(1)];
         for outcome in deliver(queued(), replies(Value::Int(2)), &merged.places) {
             assert!(matches!(outcome, Some(Ok(ref kept)) if *kept == [Value::Int(1)]));

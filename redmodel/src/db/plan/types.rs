@@ -89,10 +89,17 @@ pub(crate) fn first_refused(err: Error, writes: &[Write<'_>]) -> Error {
 
 /// The checks of a unit of `writes` (see the module docs).
 pub(crate) fn checks<'a>(writes: &[Write<'a>]) -> SmallVec<[Check<'a>; 4]> {
+    checks_of(writes.iter().copied())
+}
+
+/// [`checks`] of the writes as they come, unit order.
+pub(crate) fn checks_of<'a>(
+    writes: impl IntoIterator<Item = Write<'a>>,
+) -> SmallVec<[Check<'a>; 4]> {
     let mut out = SmallVec::new();
     // Keys whose type is known from an earlier command.
     let mut known: SmallVec<[(&[u8], &'static str); 6]> = SmallVec::new();
-    for (at, write) in writes.iter().enumerate() {
+    for (at, write) in writes.into_iter().enumerate() {
         // A read back reads the key of the write before it, whose type
         // that write decided.
         let Some(cmd) = write.command() else {

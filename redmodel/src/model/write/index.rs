@@ -345,33 +345,28 @@ impl<M: Model> Entries<'_, M> {
 
 impl<M: Model> Decide for Entries<'_, M> {
     /// The read of the old values (`HMGET` of the object's unique and tag
-    /// fields) stands as guessed absent where each field is absent or
+    /// fields) stands as answered absent where each field is absent or
     /// already holds its new value: there is nothing to leave or release
     /// either way, and the same entries to join.
-    fn as_guessed(&self, read: &Cmd, guessed: &Value, seen: &Value) -> bool {
-        if guessed == seen {
+    fn stands(&self, read: &Cmd, seen: &Value) -> bool {
+        if crate::db::recall::is_absent(read, seen) {
             return true;
         }
         let mut args = crate::command::args(read).flatten();
-        let (Some(b"HMGET"), Some(key)) = (args.next(), args.next()) else {
-            return false;
-        };
-        let (Value::Array(guessed), Value::Array(seen)) = (guessed, seen) else {
+        let (Some(b"HMGET"), Some(key), Value::Array(seen)) = (args.next(), args.next(), seen)
+        else {
             return false;
         };
         let fields: SmallVec<[&[u8]; 4]> = args.collect();
         key == self.key.as_bytes()
-            && guessed.len() == fields.len()
             && seen.len() == fields.len()
             && fields
                 .into_iter()
-                .zip(guessed)
                 .zip(seen)
-                .all(|((field, guessed), seen)| match (guessed, seen) {
-                    (Value::Nil, Value::BulkString(old)) => {
-                        self.new_text(field) == Some(old.as_slice())
-                    }
-                    (guessed, seen) => guessed == seen,
+                .all(|(field, seen)| match seen {
+                    Value::Nil => true,
+                    Value::BulkString(old) => self.new_text(field) == Some(old.as_slice()),
+                    _ => false,
                 })
     }
 

@@ -74,6 +74,11 @@ pub(crate) fn args(cmd: &Cmd) -> impl Iterator<Item = Option<&[u8]>> + Clone {
     })
 }
 
+/// Whether `a` and `b` are the same command, argument by argument.
+pub(crate) fn same(a: &Cmd, b: &Cmd) -> bool {
+    args(a).eq(args(b))
+}
+
 /// The name of `cmd` (its first argument), as sent.
 pub(crate) fn name(cmd: &Cmd) -> Option<&[u8]> {
     args(cmd).next().flatten()

@@ -119,10 +119,9 @@ pub(crate) struct Given(pub(crate) Vec<(Cmd, Value)>);
 impl Given {
     /// The reply expected of `cmd`, if it is one of these reads.
     pub(crate) fn answer(&self, cmd: &Cmd) -> Option<Value> {
-        let args = crate::command::args(cmd);
         self.0
             .iter()
-            .find(|(read, _)| crate::command::args(read).eq(args.clone()))
+            .find(|(read, _)| crate::command::same(read, cmd))
             .map(|(_, reply)| reply.clone())
     }
 }

@@ -591,15 +591,21 @@ fn decided_now(
 
 /// A decided write's commands: the fixed `base`, then what the decision
 /// added (`extra`, their replies kept if `keep`).
-pub(super) fn decided_writes<'a>(
-    base: &[Write<'a>],
+fn decided_writes<'a>(base: &[Write<'a>], extra: &'a [Cmd], keep: bool) -> Vec<Write<'a>> {
+    let mut writes = Vec::with_capacity(base.len() + extra.len());
+    writes.extend(decided(base, extra, keep));
+    writes
+}
+
+/// [`decided_writes`], one by one.
+pub(super) fn decided<'b, 'a>(
+    base: &'b [Write<'a>],
     extra: &'a [Cmd],
     keep: bool,
-) -> Vec<Write<'a>> {
-    let mut writes = Vec::with_capacity(base.len() + extra.len());
-    writes.extend_from_slice(base);
-    writes.extend(extra.iter().map(|cmd| Write::plain(cmd, keep)));
-    writes
+) -> impl Iterator<Item = Write<'a>> + use<'b, 'a> {
+    base.iter()
+        .copied()
+        .chain(extra.iter().map(move |cmd| Write::plain(cmd, keep)))
 }
 
 #[cfg(debug_assertions)]

@@ -49,7 +49,8 @@ use parking_lot::Mutex;
 use redis::{Cmd, Value};
 use smallvec::SmallVec;
 
-use super::checked::{first_error, Decide, Reader};
+use super::checked::{decided, first_error, Decide, Reader};
+#[cfg(test)]
 use super::Write;
 use super::{types, Expecting, Plan, Unit};
 use crate::command::{cmd, Owned};
@@ -135,7 +136,7 @@ impl Answering<'_> {
     fn answer(&self, read: &Cmd) -> Option<Value> {
         let at = self.next.fetch_add(1, Ordering::Relaxed);
         if let (Some(made), Some(reply)) = (self.reads.get(at), self.replies.get(at))
-            && same_command(made, read)
+            && crate::command::same(made, read)
         {
             return Some(reply.clone());
         }
@@ -143,7 +144,7 @@ impl Answering<'_> {
         let since = self.more.iter().map(|(read, reply)| (read, reply));
         earlier
             .chain(since)
-            .find(|(made, _)| same_command(made, read))
+            .find(|(made, _)| crate::command::same(made, read))
             .map(|(_, reply)| reply.clone())
     }
 }
@@ -170,23 +171,6 @@ impl Reader for Answering<'_> {
             None => Ok(replies),
         })
     }
-}
-
-/// The writes of a decided unit: its own commands `base`, then those its
-/// decision adds (`extra`, their replies kept if `keep`).
-fn decided<'a>(
-    base: &'a [Write<'a>],
-    extra: &'a [Cmd],
-    keep: bool,
-) -> impl Iterator<Item = Write<'a>> + 'a {
-    base.iter()
-        .copied()
-        .chain(extra.iter().map(move |cmd| Write::plain(cmd, keep)))
-}
-
-/// Whether two commands are the same, argument by argument.
-fn same_command(a: &Cmd, b: &Cmd) -> bool {
-    crate::command::args(a).eq(crate::command::args(b))
 }
 
 /// A transaction ready to run: the pipeline that WATCHes and reads, and
@@ -241,7 +225,7 @@ fn first<D: Decide>(decide: &D) -> Option<First> {
 impl Round {
     /// The round of `units`, with what their first decisions (`firsts`)
     /// read and write.
-    fn of(units: &[Unit<'_>], firsts: Vec<Option<First>>, keeps: bool) -> Self {
+    fn of(units: &[Unit<'_>], firsts: Vec<Option<First>>) -> Self {
         let mut watch = cmd("WATCH");
         let mut watched: HashSet<Vec<u8>, Fast> = HashSet::default();
         let mut watch_new = |key: &[u8]| {
@@ -276,7 +260,8 @@ impl Round {
                 }
             }
             let extra = first.extra.as_deref().unwrap_or_default();
-            for check in types::checks_of(decided(&unit.cmds, extra, keeps)) {
+            // Which replies are kept changes no type check.
+            for check in types::checks_of(decided(&unit.cmds, extra, false)) {
                 if read_of_type(first.reads.iter(), check.key, check.want).is_none()
                     && !types.contains_key(check.key)
                 {
@@ -479,7 +464,6 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
             then: item.decide,
         })
         .collect();
-    let keeps = items.iter().any(|item| item.decide.keeps());
     let firsts = units
         .iter()
         .zip(&expecting)
@@ -492,7 +476,7 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
             },
         )
         .collect();
-    let round = Round::of(&units, firsts, keeps);
+    let round = Round::of(&units, firsts);
     let round = &round;
     let (units, expecting) = (&units, &expecting);
     let conn = match db.exclusive().await {
@@ -560,15 +544,16 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
             // The queued writes' commands, borrowed from their units and
             // decisions until the transaction is built.
             let mut queued = Vec::new();
-            for (i, (decision, decided)) in decisions.iter().zip(&mut decided).enumerate() {
+            for (i, (decision, outcome)) in decisions.iter().zip(&mut decided).enumerate() {
                 let Decision::Queued(extra, _) = decision else {
                     continue;
                 };
                 let first = round.items[i].as_ref().and_then(|p| p.extra.as_deref());
                 let extra = extra.as_deref().or(first).unwrap_or_default();
                 let start = queued.len();
-                queued.extend(self::decided(&units[i].cmds, extra, expecting[i].keeps()));
-                *decided = Decided::Queued(queued.len() - start);
+                let writes = super::checked::decided(&units[i].cmds, extra, expecting[i].keeps());
+                queued.extend(writes);
+                *outcome = Decided::Queued(queued.len() - start);
             }
             if queued.is_empty() {
                 return Ok(Some((decided, Vec::new(), Vec::new())));
@@ -625,7 +610,6 @@ fn decide_again<D: Decide>(
     // ones it treats the same.
     let reads = &sent[placed.reads.clone()];
     let reused = more.is_empty()
-        && reads.len() == seen.len()
         && reads
             .iter()
             .zip(seen)
@@ -658,8 +642,7 @@ fn decide_again<D: Decide>(
         .unwrap_or_default();
     let mut unread = Vec::new();
     for check in types::checks_of(decided(&unit.cmds, extra, decide.keeps())) {
-        let reads = sent[placed.reads.clone()].iter().copied();
-        let fits = match read_of_type(reads, check.key, check.want) {
+        let fits = match read_of_type(reads.iter().copied(), check.key, check.want) {
             Some(at) => !matches!(replies[placed.reads.start + at], Value::ServerError(_)),
             None => match round.types.get(check.key) {
                 Some(&at) => matches!(
@@ -813,7 +796,7 @@ mod tests {
             })
             .collect();
         let firsts = expecting.iter().map(first).collect();
-        let round = Round::of(&units, firsts, false);
+        let round = Round::of(&units, firsts);
         check(&round, &units, &expecting);
     }
 

@@ -170,8 +170,12 @@ pub(super) fn original(cmds: &[&Cmd], place: Place) -> (Cmd, bool) {
 /// `DEL` of one key; named in capitals as the model names them), `None`
 /// for a barrier; and how it merges, if it does.
 fn classify(write: Write<'_>) -> (Option<&[u8]>, Option<Kind>) {
+    // A read back is `HGET key field`.
+    let count = match write.reads_back {
+        true => 3,
+        false => write.cmd.args_iter().len(),
+    };
     let mut all = write.args();
-    let count = all.clone().count();
     let (Some(Some(name)), Some(Some(key))) = (all.next(), all.next()) else {
         return (None, None);
     };

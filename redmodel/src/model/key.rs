@@ -82,6 +82,14 @@ pub trait KeyPart: Sized {
     /// Parses text produced by [`to_key_text`](KeyPart::to_key_text); the
     /// error says why the text is not a pk of this type.
     fn from_key_text(text: &str) -> Result<Self, String>;
+
+    /// Appends the pk to `key` as one key segment: its
+    /// [`to_key_text`](KeyPart::to_key_text), escaped as
+    /// [`encode_segment_into`] escapes it. Integers write their digits,
+    /// which need no escape, without making a string first.
+    fn write_key_segment(&self, key: &mut String) {
+        encode_segment_into(key, &self.to_key_text());
+    }
 }
 
 impl KeyPart for String {
@@ -101,6 +109,10 @@ macro_rules! int_key_part {
                 // itoa: `to_string` goes through the formatting machinery,
                 // on every handle an integer pk makes or parses.
                 Cow::Owned(itoa::Buffer::new().format(*self).to_owned())
+            }
+
+            fn write_key_segment(&self, key: &mut String) {
+                key.push_str(itoa::Buffer::new().format(*self));
             }
 
             fn from_key_text(text: &str) -> Result<Self, String> {
@@ -372,6 +384,23 @@ mod tests {
         for pk in ["A", "1", "jane.doe@example.com", "a-b_c", "2024"] {
             assert_eq!(encode_segment(pk), pk);
         }
+    }
+
+    #[test]
+    fn an_integer_pk_writes_the_segment_its_text_makes() {
+        let segment = |pk: &dyn Fn(&mut String)| {
+            let mut key = String::new();
+            pk(&mut key);
+            key
+        };
+        for n in [0i64, 7, -7, i64::MIN, i64::MAX] {
+            let text = n.to_key_text();
+            assert_eq!(segment(&|k| n.write_key_segment(k)), encode_segment(&text));
+        }
+        assert_eq!(
+            segment(&|k| u64::MAX.write_key_segment(k)),
+            u64::MAX.to_string()
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::hash::{Hash, Hasher};
 
 use super::codec::{shown, Codec, IntoValue, Scalar};
 use super::field::{Field, FieldSet};
-use super::key::{decode_pk, encode_segment, encode_segment_into, glob_escape};
+use super::key::{decode_pk, encode_segment, glob_escape};
 use super::reply::at_key;
 use super::scan::scan_keys;
 use super::{Admin, KeyPart, Model, OwnerKind, SingleValue};
@@ -161,7 +161,7 @@ impl<M: Model> ObjectRef<M> {
         M::Owner::write_prefix(&owner, &mut key);
         key.push_str(M::TABLE);
         key.push(':');
-        encode_segment_into(&mut key, &pk.to_key_text());
+        pk.write_key_segment(&mut key);
         ObjectRef { owner, pk, key }
     }
 

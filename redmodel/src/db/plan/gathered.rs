@@ -115,7 +115,12 @@ impl Reader for Guessing {
             .iter()
             .map(|read| recall::absent(read).unwrap_or(Value::Nil))
             .collect();
-        self.reads.lock().extend(reads);
+        let mut made = self.reads.lock();
+        // A decision reads once, as a rule: its reads are kept as they came.
+        match made.is_empty() {
+            true => *made = reads,
+            false => made.extend(reads),
+        }
         std::future::ready(Ok(replies))
     }
 }
@@ -200,6 +205,32 @@ struct Placed {
     /// The commands it added (`None`: it refused the write): the
     /// decision, if the replies stand ([`Decide::stands`]).
     extra: Option<Vec<Cmd>>,
+    /// Where the replies that check the types its first decision's
+    /// commands need are: what that decision, if it stands, checks.
+    checks: SmallVec<[TypeReply; 4]>,
+}
+
+/// A reply that answers a type check.
+#[derive(Clone, Copy)]
+enum TypeReply {
+    /// A read of the type wanted, at this reply: the key holds that type
+    /// unless it was refused (WRONGTYPE).
+    Read(usize),
+    /// A `TYPE`, at this reply, and the type wanted.
+    Type(usize, &'static str),
+}
+
+impl TypeReply {
+    /// Whether `replies` say the key holds the type wanted (or none).
+    fn fits(self, replies: &[Value]) -> bool {
+        match self {
+            TypeReply::Read(at) => !matches!(replies.get(at), Some(Value::ServerError(_)) | None),
+            TypeReply::Type(at, want) => matches!(
+                replies.get(at),
+                Some(Value::SimpleString(t)) if t == "none" || t == want
+            ),
+        }
+    }
 }
 
 /// A first decision: its reads (answered as absent) and the commands it
@@ -261,13 +292,21 @@ impl Round {
             }
             let extra = first.extra.as_deref().unwrap_or_default();
             // Which replies are kept changes no type check.
+            let mut checks = SmallVec::new();
             for check in types::checks_of(decided(&unit.cmds, extra, false)) {
-                if read_of_type(first.reads.iter(), check.key, check.want).is_none()
-                    && !types.contains_key(check.key)
-                {
-                    typed.push(cmd("TYPE").arg(check.key).owned());
-                    types.insert(check.key.to_vec(), typed.len() - 1);
-                }
+                // Positions for now: among the write's reads, among the TYPEs.
+                let reply = match read_of_type(first.reads.iter(), check.key, check.want) {
+                    Some(at) => TypeReply::Read(at),
+                    None => match types.get(check.key) {
+                        Some(&at) => TypeReply::Type(at, check.want),
+                        None => {
+                            typed.push(cmd("TYPE").arg(check.key).owned());
+                            types.insert(check.key.to_vec(), typed.len() - 1);
+                            TypeReply::Type(typed.len() - 1, check.want)
+                        }
+                    },
+                };
+                checks.push(reply);
             }
             let at = reads.len();
             reads.extend(first.reads);
@@ -275,6 +314,7 @@ impl Round {
                 guards,
                 reads: at..reads.len(),
                 extra: first.extra,
+                checks,
             }));
         }
         let watching = !watched.is_empty();
@@ -288,6 +328,12 @@ impl Round {
                 *guard += exists_base;
             }
             item.reads = item.reads.start + read_base..item.reads.end + read_base;
+            for check in &mut item.checks {
+                *check = match *check {
+                    TypeReply::Read(at) => TypeReply::Read(item.reads.start + at),
+                    TypeReply::Type(at, want) => TypeReply::Type(type_base + at, want),
+                };
+            }
         }
         for at in types.values_mut() {
             *at += type_base;
@@ -615,6 +661,10 @@ fn decide_again<D: Decide>(
             .zip(seen)
             .all(|(read, seen)| decide.stands(read, seen));
     let fresh = match (&placed.extra, reused) {
+        // Its type checks are the round's, placed when it was made.
+        (Some(_), true) if placed.checks.iter().all(|c| c.fits(replies)) => {
+            return Decision::Queued(None, Vec::new());
+        }
         (Some(_), true) => None,
         _ => {
             let reader = Answering {

@@ -498,18 +498,60 @@ pub(crate) fn checked_score(name: &str, score: f64) -> Result<f64> {
 /// A score as a command argument: integers exactly (`152003456`), other
 /// numbers in Rust's shortest round-trip form, which Redis parses back to
 /// the same double (`inf` and `-inf` included).
-pub(crate) fn score_arg(score: f64) -> String {
+pub(crate) fn score_arg(score: f64) -> ScoreText {
     if score.is_infinite() {
-        return if score > 0.0 { "+inf" } else { "-inf" }.to_string();
+        return ScoreText::short(if score > 0.0 { "+inf" } else { "-inf" });
     }
     // Most scores are integers: written as such without `fmt`, which costs
     // about 1,100 client instructions of an indexed insert. -0.0 keeps its
     // sign through `fmt`.
     let integer = score.fract() == 0.0 && score.abs() < 9_007_199_254_740_992.0;
     if integer && (score != 0.0 || score.is_sign_positive()) {
-        return itoa::Buffer::new().format(score as i64).to_owned();
+        return ScoreText::short(itoa::Buffer::new().format(score as i64));
     }
-    format!("{score}")
+    ScoreText::Long(format!("{score}"))
+}
+
+/// A score's text ([`score_arg`]): an integer's (at most 17 characters)
+/// on the stack, as an index write makes one per object.
+pub(crate) enum ScoreText {
+    Short { bytes: [u8; 20], len: u8 },
+    Long(String),
+}
+
+impl ScoreText {
+    /// `text`, at most 20 bytes.
+    fn short(text: &str) -> Self {
+        let mut bytes = [0; 20];
+        bytes[..text.len()].copy_from_slice(text.as_bytes());
+        ScoreText::Short {
+            bytes,
+            len: text.len() as u8,
+        }
+    }
+
+    /// The text.
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            // Only `short` makes it, from a `&str`.
+            ScoreText::Short { bytes, len } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            ScoreText::Long(text) => text,
+        }
+    }
+}
+
+impl fmt::Display for ScoreText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl redis::ToRedisArgs for ScoreText {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg(self.as_str().as_bytes());
+    }
 }
 
 #[cfg(test)]
@@ -532,10 +574,14 @@ mod tests {
             -2.5,
             f64::MIN_POSITIVE,
         ] {
-            assert_eq!(score_arg(score), format!("{score}"), "{score:?}");
+            assert_eq!(
+                score_arg(score).to_string(),
+                format!("{score}"),
+                "{score:?}"
+            );
         }
-        assert_eq!(score_arg(f64::INFINITY), "+inf");
-        assert_eq!(score_arg(f64::NEG_INFINITY), "-inf");
+        assert_eq!(score_arg(f64::INFINITY).as_str(), "+inf");
+        assert_eq!(score_arg(f64::NEG_INFINITY).as_str(), "-inf");
     }
 
     #[test]
@@ -571,8 +617,8 @@ mod tests {
             ("-inf".to_string(), "152003456".to_string())
         );
         assert!(score_bounds(&(0..=u64::MAX)).is_err());
-        assert_eq!(score_arg(f64::NEG_INFINITY), "-inf");
-        assert_eq!(score_arg(0.1), "0.1");
-        assert_eq!(score_arg(-3.0), "-3");
+        assert_eq!(score_arg(f64::NEG_INFINITY).as_str(), "-inf");
+        assert_eq!(score_arg(0.1).as_str(), "0.1");
+        assert_eq!(score_arg(-3.0).as_str(), "-3");
     }
 }

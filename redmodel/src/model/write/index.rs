@@ -103,7 +103,7 @@ pub(crate) enum Step {
 }
 
 /// The indexed fields `changes` touches, with their new state.
-fn touched<'a, M: Model>(changes: &Changes<'a>) -> Vec<(&'static IndexSpec, New<'a>)> {
+fn touched<'a, M: Model>(changes: &Changes<'a>) -> Touched<'a> {
     M::INDEXES
         .iter()
         .filter_map(|spec| match changes {
@@ -115,6 +115,9 @@ fn touched<'a, M: Model>(changes: &Changes<'a>) -> Vec<(&'static IndexSpec, New<
         })
         .collect()
 }
+
+/// The indexed fields a write touches: a model declares a few indexes.
+type Touched<'a> = SmallVec<[(&'static IndexSpec, New<'a>); 4]>;
 
 /// Whether a write of the stored fields `names` touches an index of `M`.
 pub(crate) fn touches_index<M: Model>(names: &[&str]) -> bool {
@@ -175,9 +178,9 @@ fn step<M: Model>(db: Option<&Db>, spec: &IndexSpec, new: New<'_>, key: &str) ->
     })
 }
 
-/// The commands of the steps that need no old value, added to `cmds`
+/// The commands of the steps that need no old value, each given to `add`
 /// (an index's commands: their replies dropped).
-fn add_blind(cmds: &mut Vec<Cmd>, member: &str, steps: &[Step]) {
+fn add_blind(member: &str, steps: &[Step], mut add: impl FnMut(Cmd)) {
     for step in steps {
         match step {
             Step::Sorted {
@@ -186,23 +189,24 @@ fn add_blind(cmds: &mut Vec<Cmd>, member: &str, steps: &[Step]) {
             } => {
                 let mut zadd = cmd("ZADD");
                 zadd.arg(key).arg(score_arg(*score)).arg(member);
-                cmds.push(zadd);
+                add(zadd);
             }
             Step::Sorted { key, score: None } => {
                 let mut zrem = cmd("ZREM");
                 zrem.arg(key).arg(member);
-                cmds.push(zrem);
+                add(zrem);
             }
             Step::Recent { key, cap, push } => {
                 let mut lrem = cmd("LREM");
                 lrem.arg(key).arg(0).arg(member);
-                cmds.push(lrem);
+                add(lrem);
                 if *push {
                     let mut lpush = cmd("LPUSH");
                     lpush.arg(key).arg(member);
                     let mut ltrim = cmd("LTRIM");
                     ltrim.arg(key).arg(0).arg(i64::from(*cap) - 1);
-                    cmds.extend([lpush, ltrim]);
+                    add(lpush);
+                    add(ltrim);
                 }
             }
             Step::Unique { .. } | Step::Tags { .. } => {}
@@ -298,11 +302,9 @@ pub(crate) fn prepare<'k, M: Model>(
     }
     guard_unit(plan, db, key, guards);
     write(plan);
-    let mut blind = Vec::new();
-    add_blind(&mut blind, key, &steps);
-    for cmd in blind {
+    add_blind(key, &steps, |cmd| {
         plan.add_ignored(cmd);
-    }
+    });
     Ok(Prepared::Unit(steps))
 }
 
@@ -538,7 +540,7 @@ pub(crate) async fn add_entries<M: Model>(
         .map(|(spec, new)| step::<M>(Some(db), spec, *new, key))
         .collect::<Result<Vec<Step>>>()?;
     let mut entries = Vec::new();
-    add_blind(&mut entries, key, &steps);
+    add_blind(key, &steps, |cmd| entries.push(cmd));
     if touched.iter().any(|(spec, _)| spec.kind.needs_old()) {
         add_watched_steps::<M, _>(tx, db, key, &steps, &mut entries).await?;
     }

@@ -284,14 +284,19 @@ pub fn is_valid_table(table: &str) -> bool {
 /// ```
 pub fn reserved_key(table: &str, name: &str, parts: &[&str]) -> String {
     let mut key = String::with_capacity(table.len() + name.len() + 16);
+    reserved_key_into(&mut key, table, name, parts);
+    key
+}
+
+/// [`reserved_key`], appended to `key`.
+fn reserved_key_into(key: &mut String, table: &str, name: &str, parts: &[&str]) {
     key.push_str(table);
     key.push_str(":_");
     key.push_str(name);
     for part in parts {
         key.push(':');
-        encode_segment_into(&mut key, part);
+        encode_segment_into(key, part);
     }
-    key
 }
 
 /// The segment after `TABLE:_` in the keys of each kind of index (what
@@ -341,6 +346,11 @@ pub(crate) fn plain_sorted_key(table: &str, field: &str) -> String {
 /// The plain form of [`tag_key`].
 pub(crate) fn plain_tag_key(table: &str, field: &str, tag: &str) -> String {
     reserved_key(table, TAG, &[field, tag])
+}
+
+/// [`plain_tag_key`], appended to `key`.
+pub(crate) fn plain_tag_key_into(key: &mut String, table: &str, field: &str, tag: &str) {
+    reserved_key_into(key, table, TAG, &[field, tag]);
 }
 
 /// The plain form of [`recent_key`].

@@ -257,17 +257,9 @@ impl Round {
     /// The round of `units`, with what their first decisions (`firsts`)
     /// read and write.
     fn of(units: &[Unit<'_>], firsts: Vec<Option<First>>) -> Self {
-        let mut watch = cmd("WATCH");
-        let mut watched: HashSet<Vec<u8>, Fast> = HashSet::default();
-        let mut watch_new = |key: &[u8]| {
-            if !watched.contains(key) {
-                watched.insert(key.to_vec());
-                watch.arg(key);
-            }
-        };
         let mut exists: Vec<Cmd> = Vec::new();
         let mut guard_at: HashMap<&str, usize, Fast> = HashMap::default();
-        let mut reads: Vec<Cmd> = Vec::new();
+        let mut reads: Vec<Cmd> = Vec::with_capacity(units.len());
         let mut typed: Vec<Cmd> = Vec::new();
         let mut types: HashMap<Vec<u8>, usize, Fast> = HashMap::default();
         let mut items = Vec::with_capacity(units.len());
@@ -278,17 +270,11 @@ impl Round {
             };
             let mut guards = Vec::with_capacity(unit.guards.len());
             for guard in &unit.guards {
-                watch_new(guard.as_bytes());
                 let at = *guard_at.entry(guard).or_insert_with(|| {
                     exists.push(cmd("EXISTS").arg(*guard).owned());
                     exists.len() - 1
                 });
                 guards.push(at);
-            }
-            for read in &first.reads {
-                if let Some(key) = super::key_of(read) {
-                    watch_new(key);
-                }
             }
             let extra = first.extra.as_deref().unwrap_or_default();
             // Which replies are kept changes no type check.
@@ -316,6 +302,20 @@ impl Round {
                 extra: first.extra,
                 checks,
             }));
+        }
+        // WATCH each placed write's guards and the keys of the reads, once.
+        let mut watch = cmd("WATCH");
+        let mut watched: HashSet<&[u8], Fast> =
+            HashSet::with_capacity_and_hasher(reads.len(), Fast::default());
+        let guards = units
+            .iter()
+            .zip(&items)
+            .filter(|(_, placed)| placed.is_some())
+            .flat_map(|(unit, _)| unit.guards.iter().map(|g| g.as_bytes()));
+        for key in guards.chain(reads.iter().filter_map(super::key_of)) {
+            if watched.insert(key) {
+                watch.arg(key);
+            }
         }
         let watching = !watched.is_empty();
         // Positions among the replies: the WATCH's first, if any, then
@@ -589,7 +589,7 @@ pub(crate) async fn run<D: Decide>(db: &Db, items: &[Gathered<'_, '_, D>]) -> Ve
                 .collect();
             // The queued writes' commands, borrowed from their units and
             // decisions until the transaction is built.
-            let mut queued = Vec::new();
+            let mut queued = Vec::with_capacity(units.iter().map(|u| u.cmds.len() + 2).sum());
             for (i, (decision, outcome)) in decisions.iter().zip(&mut decided).enumerate() {
                 let Decision::Queued(extra, _) = decision else {
                     continue;

@@ -229,8 +229,11 @@ async fn gather<'h, M: Model>(
     let mut checked = checked.into_iter().enumerate().peekable();
     let transaction = || {
         checked.peek()?;
-        let mut done: Vec<(usize, Done<'h>)> = Vec::new();
-        let mut prepared: Vec<(usize, Made<'h>, Plan<'h>, Vec<Step>)> = Vec::new();
+        // Sized at once: an item is hundreds of bytes, and growing a
+        // transaction's worth copies each several times.
+        let mut done: Vec<(usize, Done<'h>)> = Vec::with_capacity(gathered::MAX_ITEMS);
+        let mut prepared: Vec<(usize, Made<'h>, Plan<'h>, Vec<Step>)> =
+            Vec::with_capacity(gathered::MAX_ITEMS);
         while prepared.len() < gathered::MAX_ITEMS {
             let Some((i, checked)) = checked.next() else {
                 break;

@@ -47,7 +47,7 @@ use crate::db::plan::{GuardKeys, Plan};
 use crate::model::index::unique::{claim_commands, holder_and_field_command};
 use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{
-    self, plain_recent_key, plain_sorted_key, recent_key, sorted_key, tag_key, unique_key,
+    self, plain_recent_key, plain_sorted_key, recent_key, sorted_key, unique_key,
 };
 use crate::model::live::holder_command;
 use crate::model::live::key_text;
@@ -407,7 +407,7 @@ fn needs_old(steps: &[Step]) -> bool {
 }
 
 /// The fields whose old value a watched write reads.
-fn old_fields(steps: &[Step]) -> Vec<&'static str> {
+fn old_fields(steps: &[Step]) -> SmallVec<[&'static str; 4]> {
     steps
         .iter()
         .filter_map(|s| match s {
@@ -505,9 +505,13 @@ fn add_watched<'o, M: Model>(
                 .unwrap_or_default()
                 .into_iter()
                 .collect();
-            let member = |name: &str, tag: &str| {
+            // One buffer for every tag's key.
+            let mut plain = String::with_capacity(M::TABLE.len() + field.len() + 32);
+            let mut member = |name: &str, tag: &str| {
+                plain.clear();
+                key::plain_tag_key_into(&mut plain, M::TABLE, field, tag);
                 let mut c = cmd(name);
-                c.arg(tag_key(db, M::TABLE, field, tag)).arg(key);
+                c.arg(db.stored(&plain).as_ref()).arg(key);
                 c
             };
             for tag in old.iter().filter(|t| !new.contains(t)) {

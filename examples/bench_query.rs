@@ -35,7 +35,7 @@
 //!   `HSET` of the fields, `HINCRBY _count`, `ZADD`, `SADD` per tag, with
 //!   no check of the old tags;
 //! - **same guarantee** (redis-server only): hand-written redis-rs code that
-//!   keeps what the model keeps, as the model runs it: per 64 books, on one
+//!   keeps what the model keeps, as the model runs it: per 128 books, on one
 //!   of 4 connections, WATCH them and read their old tags and the index
 //!   keys' types, then one MULTI/EXEC of their writes with the `SREM` of
 //!   the tags each loses, the index writes batched (one `ZADD` of every
@@ -311,9 +311,9 @@ fn add_writes(pipe: &mut redis::Pipeline, book: &Book) {
 }
 
 /// How many books the same-guarantee writer puts in one transaction, and
-/// how many transactions it runs at once: the model's gathering (64
-/// writes) and window (256 writes in flight).
-const SAME_CHUNK: usize = 64;
+/// how many transactions it runs at once: the model's gathering (128
+/// writes) and window (512 writes in flight).
+const SAME_CHUNK: usize = 128;
 const SAME_CONNECTIONS: usize = 4;
 
 /// The hand-written bulk write with the model's guarantees, on redis-server

@@ -66,7 +66,7 @@ mod merged;
 /// trips, its reads of the index keys' types and its merged index
 /// commands are shared widely; few enough that several transactions are
 /// in flight, one building while others travel.
-pub(crate) const MAX_ITEMS: usize = 64;
+pub(crate) const MAX_ITEMS: usize = 128;
 
 /// How many transactions run at once, each on an exclusive connection
 /// of the pool (16).

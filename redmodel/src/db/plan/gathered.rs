@@ -117,9 +117,10 @@ impl Reader for Guessing {
             .collect();
         let mut made = self.reads.lock();
         // A decision reads once, as a rule: its reads are kept as they came.
-        match made.is_empty() {
-            true => *made = reads,
-            false => made.extend(reads),
+        if made.is_empty() {
+            *made = reads;
+        } else {
+            made.extend(reads);
         }
         std::future::ready(Ok(replies))
     }
@@ -225,12 +226,14 @@ impl TypeReply {
     fn fits(self, replies: &[Value]) -> bool {
         match self {
             TypeReply::Read(at) => !matches!(replies.get(at), Some(Value::ServerError(_)) | None),
-            TypeReply::Type(at, want) => matches!(
-                replies.get(at),
-                Some(Value::SimpleString(t)) if t == "none" || t == want
-            ),
+            TypeReply::Type(at, want) => holds(replies.get(at), want),
         }
     }
+}
+
+/// Whether a `TYPE` reply says its key holds `want`, or nothing.
+fn holds(reply: Option<&Value>, want: &str) -> bool {
+    matches!(reply, Some(Value::SimpleString(t)) if t == "none" || t == want)
 }
 
 /// A first decision: its reads (answered as absent) and the commands it
@@ -471,9 +474,9 @@ async fn check_types_unread(
         let Decision::Queued(_, unread) = decision else {
             continue;
         };
-        let wrong = unread.iter().find(|(key, want)| {
-            !matches!(found.get(key), Some(Value::SimpleString(t)) if t == "none" || t == want)
-        });
+        let wrong = unread
+            .iter()
+            .find(|(key, want)| !holds(found.get(key), want));
         if let Some((key, want)) = wrong {
             *decision = Decision::Now(Err(types::refused(key, want)));
         }
@@ -692,22 +695,19 @@ fn decide_again<D: Decide>(
         .unwrap_or_default();
     let mut unread = Vec::new();
     for check in types::checks_of(decided(&unit.cmds, extra, decide.keeps())) {
-        let fits = match read_of_type(reads.iter().copied(), check.key, check.want) {
-            Some(at) => !matches!(replies[placed.reads.start + at], Value::ServerError(_)),
+        let reply = match read_of_type(reads.iter().copied(), check.key, check.want) {
+            Some(at) => TypeReply::Read(placed.reads.start + at),
             None => match round.types.get(check.key) {
-                Some(&at) => matches!(
-                    &replies[at],
-                    Value::SimpleString(t) if t == "none" || t == check.want
-                ),
+                Some(&at) => TypeReply::Type(at, check.want),
                 // A key the first decision did not write: its type was
                 // not read yet.
                 None => {
                     unread.push((check.key.to_vec(), check.want));
-                    true
+                    continue;
                 }
             },
         };
-        if !fits {
+        if !reply.fits(replies) {
             return Decision::Now(Err(types::refused(check.key, check.want)));
         }
     }

@@ -530,15 +530,18 @@ impl ScoreText {
         }
     }
 
+    /// The text's bytes, as sent.
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            ScoreText::Short { bytes, len } => &bytes[..usize::from(*len)],
+            ScoreText::Long(text) => text.as_bytes(),
+        }
+    }
+
     /// The text.
     pub(crate) fn as_str(&self) -> &str {
-        match self {
-            // Only `short` makes it, from a `&str`.
-            ScoreText::Short { bytes, len } => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
-            }
-            ScoreText::Long(text) => text,
-        }
+        // Only `short` fills `Short`, from a `&str`.
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
     }
 }
 
@@ -550,7 +553,7 @@ impl fmt::Display for ScoreText {
 
 impl redis::ToRedisArgs for ScoreText {
     fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
-        out.write_arg(self.as_str().as_bytes());
+        out.write_arg(self.as_bytes());
     }
 }
 

@@ -346,8 +346,8 @@ impl<M: Model> Entries<'_, M> {
 }
 
 impl<M: Model> Decide for Entries<'_, M> {
-    /// The read of the old values (`HMGET` of the object's unique and tag
-    /// fields) stands as answered absent where each field is absent or
+    /// The read of the old values (`HGET`/`HMGET` of the object's unique
+    /// and tag fields) stands as answered absent where each field is absent or
     /// already holds its new value: there is nothing to leave or release
     /// either way, and the same entries to join.
     fn stands(&self, read: &Cmd, seen: &Value) -> bool {
@@ -355,11 +355,15 @@ impl<M: Model> Decide for Entries<'_, M> {
             return true;
         }
         let mut args = crate::command::args(read).flatten();
-        let (Some(b"HMGET"), Some(key), Value::Array(seen)) = (args.next(), args.next(), seen)
-        else {
+        let (Some(name), Some(key)) = (args.next(), args.next()) else {
             return false;
         };
         let fields: SmallVec<[&[u8]; 4]> = args.collect();
+        let seen = match (name, seen) {
+            (b"HMGET", Value::Array(seen)) => seen.as_slice(),
+            (b"HGET", seen) => std::slice::from_ref(seen),
+            _ => return false,
+        };
         key == self.key.as_bytes()
             && seen.len() == fields.len()
             && fields
@@ -575,7 +579,7 @@ pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<IndexPl
 }
 
 /// Round 1: WATCH the object and the unique entries to claim; read the
-/// old values of `fields` (HMGET) and, for each entry, its holder and
+/// old values of `fields` ([`old_values_read`]) and, for each entry, its holder and
 /// whether that holder holds the value: one SORT, so the two agree, where
 /// SORT may read other keys (the plain layout). In the cluster layout,
 /// where a cluster refuses SORT's GET patterns, the entry's holder
@@ -595,9 +599,7 @@ async fn read_old<R: Reader>(
         let mut watch: SmallVec<[&str; 4]> = SmallVec::new();
         watch.push(key);
         let mut read = Vec::with_capacity(1 + uniques.len());
-        let mut hmget = cmd("HMGET");
-        hmget.arg(key).arg(fields);
-        read.push(hmget);
+        read.push(old_values_read(key, fields));
         for u in uniques.iter() {
             if let Some((entry, _)) = &u.new_entry {
                 watch.push(entry);
@@ -611,8 +613,7 @@ async fn read_old<R: Reader>(
         tx.read(&watch, read, false).await?
     };
     let mut replies = replies.into_iter();
-    let old = redis::from_redis_value(replies.next().unwrap_or(Value::Nil))
-        .map_err(redis::RedisError::from)?;
+    let old = old_values(fields, replies.next().unwrap_or(Value::Nil))?;
     for u in uniques.iter_mut() {
         if let Some((_, holder)) = u.new_entry.as_mut() {
             let reply = replies.next().unwrap_or(Value::Nil);
@@ -634,6 +635,26 @@ async fn read_old<R: Reader>(
         read_holders_fields(tx, uniques).await?;
     }
     Ok(old)
+}
+
+/// The read of the old values of `fields` (at least one) of the object at
+/// `key`: `HGET` of the one field most writes read, whose reply is a
+/// value, not an array (a guess, a reply and its parse allocate less),
+/// else `HMGET`.
+fn old_values_read(key: &str, fields: &[&str]) -> Cmd {
+    let mut read = cmd(if fields.len() == 1 { "HGET" } else { "HMGET" });
+    read.arg(key).arg(fields);
+    read
+}
+
+/// The old values of `fields` from the reply of their read
+/// ([`old_values_read`]), in order.
+fn old_values(fields: &[&str], reply: Value) -> Result<Vec<Option<Vec<u8>>>> {
+    let old = match fields.len() {
+        1 => redis::from_redis_value(reply).map(|value| vec![value]),
+        _ => redis::from_redis_value(reply),
+    };
+    Ok(old.map_err(redis::RedisError::from)?)
 }
 
 /// The second read of [`read_old`] in the cluster layout: whether each

@@ -347,9 +347,9 @@ impl<M: Model> Entries<'_, M> {
 
 impl<M: Model> Decide for Entries<'_, M> {
     /// The read of the old values (`HGET`/`HMGET` of the object's unique
-    /// and tag fields) stands as answered absent where each field is absent or
-    /// already holds its new value: there is nothing to leave or release
-    /// either way, and the same entries to join.
+    /// and tag fields) stands as answered absent where each field is
+    /// absent or already holds its new value: there is nothing to leave or
+    /// release either way, and the same entries to join.
     fn stands(&self, read: &Cmd, seen: &Value) -> bool {
         if crate::db::recall::is_absent(read, seen) {
             return true;
@@ -579,8 +579,8 @@ pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<IndexPl
 }
 
 /// Round 1: WATCH the object and the unique entries to claim; read the
-/// old values of `fields` ([`old_values_read`]) and, for each entry, its holder and
-/// whether that holder holds the value: one SORT, so the two agree, where
+/// old values of `fields` ([`old_values_read`]) and, for each entry, its
+/// holder and whether that holder holds the value: one SORT, so the two agree, where
 /// SORT may read other keys (the plain layout). In the cluster layout,
 /// where a cluster refuses SORT's GET patterns, the entry's holder
 /// (LINDEX) and then the holder's field (HGET, the holder WATCHed too):

@@ -580,13 +580,13 @@ pub(crate) fn plan<M: Model>(key: &str, changes: &Changes<'_>) -> Result<IndexPl
 
 /// Round 1: WATCH the object and the unique entries to claim; read the
 /// old values of `fields` ([`old_values_read`]) and, for each entry, its
-/// holder and whether that holder holds the value: one SORT, so the two agree, where
-/// SORT may read other keys (the plain layout). In the cluster layout,
-/// where a cluster refuses SORT's GET patterns, the entry's holder
-/// (LINDEX) and then the holder's field (HGET, the holder WATCHed too):
-/// the entry is read first and re-checked with the write, so a holder
-/// that gives the value up or claims it between the two reads changes
-/// the entry and fails the write's check.
+/// holder and whether that holder holds the value: one SORT, so the two
+/// agree, where SORT may read other keys (the plain layout). In the
+/// cluster layout, where a cluster refuses SORT's GET patterns, the
+/// entry's holder (LINDEX) and then the holder's field (HGET, the holder
+/// WATCHed too): the entry is read first and re-checked with the write,
+/// so a holder that gives the value up or claims it between the two
+/// reads changes the entry and fails the write's check.
 async fn read_old<R: Reader>(
     tx: &R,
     db: &Db,

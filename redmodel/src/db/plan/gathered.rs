@@ -284,17 +284,12 @@ impl Round {
             let mut checks = SmallVec::new();
             for check in types::checks_of(decided(&unit.cmds, extra, false)) {
                 // Positions for now: among the write's reads, among the TYPEs.
-                let reply = match read_of_type(first.reads.iter(), check.key, check.want) {
-                    Some(at) => TypeReply::Read(at),
-                    None => match types.get(check.key) {
-                        Some(&at) => TypeReply::Type(at, check.want),
-                        None => {
-                            typed.push(cmd("TYPE").arg(check.key).owned());
-                            types.insert(check.key.to_vec(), typed.len() - 1);
-                            TypeReply::Type(typed.len() - 1, check.want)
-                        }
-                    },
-                };
+                let reply = type_reply(&first.reads, 0, &types, check.key, check.want)
+                    .unwrap_or_else(|| {
+                        typed.push(cmd("TYPE").arg(check.key).owned());
+                        types.insert(check.key.to_vec(), typed.len() - 1);
+                        TypeReply::Type(typed.len() - 1, check.want)
+                    });
                 checks.push(reply);
             }
             let at = reads.len();
@@ -360,15 +355,26 @@ impl Round {
     }
 }
 
-/// Which of `reads` reads `key` with a command of the type `want`, which
-/// answers that key's type check: WRONGTYPE refuses the read on any
-/// other type, and the read runs in the same instant as a `TYPE` would.
-fn read_of_type<'c>(reads: impl Iterator<Item = &'c Cmd>, key: &[u8], want: &str) -> Option<usize> {
-    let mut reads = reads;
-    reads.position(|read| {
+/// The reply that answers the check that `key` holds `want`: the write's
+/// read of `key` by a command of that type, among `reads` (the first at
+/// reply `read_base`), which WRONGTYPE refuses on any other type and which
+/// runs in the same instant as a `TYPE` would; else the key's `TYPE`
+/// among `types`. `None` if the round made neither.
+fn type_reply<'c>(
+    reads: impl IntoIterator<Item = &'c Cmd>,
+    read_base: usize,
+    types: &HashMap<Vec<u8>, usize, Fast>,
+    key: &[u8],
+    want: &'static str,
+) -> Option<TypeReply> {
+    let read = reads.into_iter().position(|read| {
         super::key_of(read) == Some(key)
             && crate::command::name(read).and_then(types::needed) == Some(want)
-    })
+    });
+    match read {
+        Some(at) => Some(TypeReply::Read(read_base + at)),
+        None => types.get(key).map(|&at| TypeReply::Type(at, want)),
+    }
 }
 
 /// A write's decision on the round's replies.
@@ -695,17 +701,17 @@ fn decide_again<D: Decide>(
         .unwrap_or_default();
     let mut unread = Vec::new();
     for check in types::checks_of(decided(&unit.cmds, extra, decide.keeps())) {
-        let reply = match read_of_type(reads.iter().copied(), check.key, check.want) {
-            Some(at) => TypeReply::Read(placed.reads.start + at),
-            None => match round.types.get(check.key) {
-                Some(&at) => TypeReply::Type(at, check.want),
-                // A key the first decision did not write: its type was
-                // not read yet.
-                None => {
-                    unread.push((check.key.to_vec(), check.want));
-                    continue;
-                }
-            },
+        let Some(reply) = type_reply(
+            reads.iter().copied(),
+            placed.reads.start,
+            &round.types,
+            check.key,
+            check.want,
+        ) else {
+            // A key the first decision did not write: its type was not
+            // read yet.
+            unread.push((check.key.to_vec(), check.want));
+            continue;
         };
         if !reply.fits(replies) {
             return Decision::Now(Err(types::refused(check.key, check.want)));

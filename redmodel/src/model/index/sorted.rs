@@ -12,6 +12,7 @@
 //! a rounded score. Composite scores ([`Composite`](crate::model::Composite))
 //! pack several dimensions within that limit.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
@@ -500,60 +501,45 @@ pub(crate) fn checked_score(name: &str, score: f64) -> Result<f64> {
 /// the same double (`inf` and `-inf` included).
 pub(crate) fn score_arg(score: f64) -> ScoreText {
     if score.is_infinite() {
-        return ScoreText::short(if score > 0.0 { "+inf" } else { "-inf" });
+        return ScoreText::Text(if score > 0.0 { "+inf" } else { "-inf" }.into());
     }
     // Most scores are integers: written as such without `fmt`, which costs
     // about 1,100 client instructions of an indexed insert. -0.0 keeps its
     // sign through `fmt`.
     let integer = score.fract() == 0.0 && score.abs() < 9_007_199_254_740_992.0;
     if integer && (score != 0.0 || score.is_sign_positive()) {
-        return ScoreText::short(itoa::Buffer::new().format(score as i64));
+        return ScoreText::Int(score as i64);
     }
-    ScoreText::Long(format!("{score}"))
+    ScoreText::Text(format!("{score}").into())
 }
 
-/// A score's text ([`score_arg`]): an integer's (at most 17 characters)
-/// on the stack, as an index write makes one per object.
+/// A score's text ([`score_arg`]): an integer's digits are written where
+/// the text goes, with no string made for them, as an index write makes
+/// one per object.
 pub(crate) enum ScoreText {
-    Short { bytes: [u8; 20], len: u8 },
-    Long(String),
+    Int(i64),
+    Text(Cow<'static, str>),
 }
 
 impl ScoreText {
-    /// `text`, at most 20 bytes.
-    fn short(text: &str) -> Self {
-        let mut bytes = [0; 20];
-        bytes[..text.len()].copy_from_slice(text.as_bytes());
-        ScoreText::Short {
-            bytes,
-            len: text.len() as u8,
-        }
-    }
-
-    /// The text's bytes, as sent.
-    fn as_bytes(&self) -> &[u8] {
+    /// `f` of the text.
+    fn with_text<T>(&self, f: impl FnOnce(&str) -> T) -> T {
         match self {
-            ScoreText::Short { bytes, len } => &bytes[..usize::from(*len)],
-            ScoreText::Long(text) => text.as_bytes(),
+            ScoreText::Int(n) => f(itoa::Buffer::new().format(*n)),
+            ScoreText::Text(text) => f(text),
         }
-    }
-
-    /// The text.
-    pub(crate) fn as_str(&self) -> &str {
-        // Only `short` fills `Short`, from a `&str`.
-        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
     }
 }
 
 impl fmt::Display for ScoreText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.with_text(|text| f.write_str(text))
     }
 }
 
 impl redis::ToRedisArgs for ScoreText {
     fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
-        out.write_arg(self.as_bytes());
+        self.with_text(|text| out.write_arg(text.as_bytes()));
     }
 }
 
@@ -583,8 +569,8 @@ mod tests {
                 "{score:?}"
             );
         }
-        assert_eq!(score_arg(f64::INFINITY).as_str(), "+inf");
-        assert_eq!(score_arg(f64::NEG_INFINITY).as_str(), "-inf");
+        assert_eq!(score_arg(f64::INFINITY).to_string(), "+inf");
+        assert_eq!(score_arg(f64::NEG_INFINITY).to_string(), "-inf");
     }
 
     #[test]
@@ -620,8 +606,8 @@ mod tests {
             ("-inf".to_string(), "152003456".to_string())
         );
         assert!(score_bounds(&(0..=u64::MAX)).is_err());
-        assert_eq!(score_arg(f64::NEG_INFINITY).as_str(), "-inf");
-        assert_eq!(score_arg(0.1).as_str(), "0.1");
-        assert_eq!(score_arg(-3.0).as_str(), "-3");
+        assert_eq!(score_arg(f64::NEG_INFINITY).to_string(), "-inf");
+        assert_eq!(score_arg(0.1).to_string(), "0.1");
+        assert_eq!(score_arg(-3.0).to_string(), "-3");
     }
 }

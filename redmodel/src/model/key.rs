@@ -328,6 +328,21 @@ pub(crate) fn tag_key(db: &Db, table: &str, field: &str, tag: &str) -> String {
     stored(db, plain_tag_key(table, field, tag))
 }
 
+/// [`tag_key`], built in `buf` (emptied first), which a write keeps for
+/// its next tag's key: borrowed from `buf` where `db` stores keys as
+/// they are.
+pub(crate) fn tag_key_in<'b>(
+    db: &Db,
+    buf: &'b mut String,
+    table: &str,
+    field: &str,
+    tag: &str,
+) -> Cow<'b, str> {
+    buf.clear();
+    reserved_key_into(buf, table, TAG, &[field, tag]);
+    db.stored(buf)
+}
+
 /// The key of a recent list, `TABLE:_recent:FIELD`, as `db` stores it.
 pub(crate) fn recent_key(db: &Db, table: &str, field: &str) -> String {
     stored(db, plain_recent_key(table, field))
@@ -346,11 +361,6 @@ pub(crate) fn plain_sorted_key(table: &str, field: &str) -> String {
 /// The plain form of [`tag_key`].
 pub(crate) fn plain_tag_key(table: &str, field: &str, tag: &str) -> String {
     reserved_key(table, TAG, &[field, tag])
-}
-
-/// [`plain_tag_key`], appended to `key`.
-pub(crate) fn plain_tag_key_into(key: &mut String, table: &str, field: &str, tag: &str) {
-    reserved_key_into(key, table, TAG, &[field, tag]);
 }
 
 /// The plain form of [`recent_key`].
@@ -491,5 +501,17 @@ mod tests {
         );
         assert_eq!(key_pattern(&db, "book", "tags", TAG), "{book:_tag:tags}:*");
         assert_eq!(sorted_key(&db, "user", "logins"), "user:_sorted:logins");
+    }
+
+    #[test]
+    fn a_tag_key_built_in_a_buffer_is_the_tag_key_in_either_layout() {
+        let mut buf = String::from("left over");
+        for layout in [crate::KeyLayout::Plain, crate::KeyLayout::Cluster] {
+            let db = Db::memory().with_key_layout(layout);
+            for tag in ["c++", "rust", "a:b"] {
+                let built = tag_key_in(&db, &mut buf, "book", "tags", tag).into_owned();
+                assert_eq!(built, tag_key(&db, "book", "tags", tag));
+            }
+        }
     }
 }

@@ -510,12 +510,11 @@ fn add_watched<'o, M: Model>(
                 .into_iter()
                 .collect();
             // One buffer for every tag's key.
-            let mut plain = String::with_capacity(M::TABLE.len() + field.len() + 32);
+            let mut buf = String::with_capacity(M::TABLE.len() + field.len() + 32);
             let mut member = |name: &str, tag: &str| {
-                plain.clear();
-                key::plain_tag_key_into(&mut plain, M::TABLE, field, tag);
                 let mut c = cmd(name);
-                c.arg(db.stored(&plain).as_ref()).arg(key);
+                c.arg(key::tag_key_in(db, &mut buf, M::TABLE, field, tag).as_ref())
+                    .arg(key);
                 c
             };
             for tag in old.iter().filter(|t| !new.contains(t)) {

@@ -108,7 +108,7 @@ impl<'k> HashWrite<'k> {
         );
         if self.counted {
             plan.add(
-                cmd("HINCRBY")
+                sized("HINCRBY", 3, self.key.len() + COUNT_FIELD.len() + 1)
                     .arg(&self.key)
                     .arg(COUNT_FIELD)
                     .arg(1)

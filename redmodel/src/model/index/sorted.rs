@@ -496,6 +496,10 @@ pub(crate) fn checked_score(name: &str, score: f64) -> Result<f64> {
     Ok(score)
 }
 
+/// The most bytes [`score_arg`] writes: a double's shortest round-trip
+/// form, sign and exponent included (`-2.2250738585072014e-308`).
+pub(crate) const SCORE_BYTES: usize = 24;
+
 /// A score as a command argument: integers exactly (`152003456`), other
 /// numbers in Rust's shortest round-trip form, which Redis parses back to
 /// the same double (`inf` and `-inf` included).

@@ -40,12 +40,12 @@ use smallvec::SmallVec;
 use super::guard_unit;
 use super::stepped;
 use crate::command::AddCommand as _;
-use crate::command::{cmd, Owned};
+use crate::command::{cmd, sized, Owned};
 use crate::db::optimistic::RawTransaction;
 use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::{GuardKeys, Plan};
 use crate::model::index::unique::{claim_commands, holder_and_field_command};
-use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
+use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec, SCORE_BYTES};
 use crate::model::key::{
     self, plain_recent_key, plain_sorted_key, recent_key, sorted_key, unique_key,
 };
@@ -187,12 +187,13 @@ fn add_blind(member: &str, steps: &[Step], mut add: impl FnMut(Cmd)) {
                 key,
                 score: Some(score),
             } => {
-                let mut zadd = cmd("ZADD");
+                // Sized: a bulk write holds thousands until they are sent.
+                let mut zadd = sized("ZADD", 3, key.len() + SCORE_BYTES + member.len());
                 zadd.arg(key).arg(score_arg(*score)).arg(member);
                 add(zadd);
             }
             Step::Sorted { key, score: None } => {
-                let mut zrem = cmd("ZREM");
+                let mut zrem = sized("ZREM", 2, key.len() + member.len());
                 zrem.arg(key).arg(member);
                 add(zrem);
             }
@@ -512,9 +513,9 @@ fn add_watched<'o, M: Model>(
             // One buffer for every tag's key.
             let mut buf = String::with_capacity(M::TABLE.len() + field.len() + 32);
             let mut member = |name: &str, tag: &str| {
-                let mut c = cmd(name);
-                c.arg(key::tag_key_in(db, &mut buf, M::TABLE, field, tag).as_ref())
-                    .arg(key);
+                let tag_key = key::tag_key_in(db, &mut buf, M::TABLE, field, tag);
+                let mut c = sized(name, 2, tag_key.len() + key.len());
+                c.arg(tag_key.as_ref()).arg(key);
                 c
             };
             for tag in old.iter().filter(|t| !new.contains(t)) {
@@ -641,7 +642,12 @@ async fn read_old<R: Reader>(
 /// value, not an array (a guess, a reply and its parse allocate less),
 /// else `HMGET`.
 fn old_values_read(key: &str, fields: &[&str]) -> Cmd {
-    let mut read = cmd(if fields.len() == 1 { "HGET" } else { "HMGET" });
+    let bytes = key.len() + fields.iter().map(|f| f.len()).sum::<usize>();
+    let mut read = sized(
+        if fields.len() == 1 { "HGET" } else { "HMGET" },
+        1 + fields.len(),
+        bytes,
+    );
     read.arg(key).arg(fields);
     read
 }

@@ -27,6 +27,17 @@ pub(crate) fn sized(name: &str, args: usize, bytes: usize) -> Cmd {
     cmd
 }
 
+/// The command `name` with `args`, its buffers sized to them: for the
+/// commands a bulk write holds by the thousand until they are sent, where
+/// spare room spreads them over more memory.
+pub(crate) fn exact(name: &str, args: &[&[u8]]) -> Cmd {
+    let mut cmd = sized(name, args.len(), args.iter().map(|a| a.len()).sum());
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd
+}
+
 /// Takes a command built in one expression out of its builder:
 /// `cmd("GET").arg(key).owned()`, where `.clone()` would copy both of its
 /// buffers and drop the originals.

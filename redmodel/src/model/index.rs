@@ -51,7 +51,7 @@ pub(crate) mod unique;
 use std::fmt;
 
 pub use recent::RecentList;
-pub(crate) use sorted::{checked_score, score_arg, SCORE_BYTES};
+pub(crate) use sorted::{checked_score, score_arg};
 pub use sorted::{Score, Sortable, SortedIndex, MAX_EXACT_SCORE};
 pub use tags::{TagIndex, TagSet};
 pub use unique::UniqueIndex;

@@ -28,7 +28,7 @@ use super::field::{Assign, Field};
 use super::object::{ObjectRef, COUNT_FIELD};
 use super::reply::{at_key, incr_error};
 use super::{Model, OwnerKind, SingleValue, Storage};
-use crate::command::{cmd, sized, Owned};
+use crate::command::{cmd, exact, sized, Owned};
 use crate::db::plan::{GuardKeys, Plan};
 use crate::sync_hook::SyncEvent;
 use crate::{Db, Error, Result};
@@ -107,13 +107,10 @@ impl<'k> HashWrite<'k> {
             &self.ttls,
         );
         if self.counted {
-            plan.add(
-                sized("HINCRBY", 3, self.key.len() + COUNT_FIELD.len() + 1)
-                    .arg(&self.key)
-                    .arg(COUNT_FIELD)
-                    .arg(1)
-                    .owned(),
-            );
+            plan.add(exact(
+                "HINCRBY",
+                &[self.key.as_bytes(), COUNT_FIELD.as_bytes(), b"1"],
+            ));
         }
     }
 }

@@ -496,10 +496,6 @@ pub(crate) fn checked_score(name: &str, score: f64) -> Result<f64> {
     Ok(score)
 }
 
-/// The most bytes [`score_arg`] writes: a double's shortest round-trip
-/// form, sign and exponent included (`-2.2250738585072014e-308`).
-pub(crate) const SCORE_BYTES: usize = 24;
-
 /// A score as a command argument: integers exactly (`152003456`), other
 /// numbers in Rust's shortest round-trip form, which Redis parses back to
 /// the same double (`inf` and `-inf` included).
@@ -527,7 +523,7 @@ pub(crate) enum ScoreText {
 
 impl ScoreText {
     /// `f` of the text.
-    fn with_text<T>(&self, f: impl FnOnce(&str) -> T) -> T {
+    pub(crate) fn with_text<T>(&self, f: impl FnOnce(&str) -> T) -> T {
         match self {
             ScoreText::Int(n) => f(itoa::Buffer::new().format(*n)),
             ScoreText::Text(text) => f(text),

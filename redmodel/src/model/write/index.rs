@@ -40,12 +40,12 @@ use smallvec::SmallVec;
 use super::guard_unit;
 use super::stepped;
 use crate::command::AddCommand as _;
-use crate::command::{cmd, sized, Owned};
+use crate::command::{cmd, exact, Owned};
 use crate::db::optimistic::RawTransaction;
 use crate::db::plan::checked::{self, Decide, Reader};
 use crate::db::plan::{GuardKeys, Plan};
 use crate::model::index::unique::{claim_commands, holder_and_field_command};
-use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec, SCORE_BYTES};
+use crate::model::index::{checked_score, score_arg, IndexKind, IndexSpec};
 use crate::model::key::{
     self, plain_recent_key, plain_sorted_key, recent_key, sorted_key, unique_key,
 };
@@ -187,15 +187,15 @@ fn add_blind(member: &str, steps: &[Step], mut add: impl FnMut(Cmd)) {
                 key,
                 score: Some(score),
             } => {
-                // Sized: a bulk write holds thousands until they are sent.
-                let mut zadd = sized("ZADD", 3, key.len() + SCORE_BYTES + member.len());
-                zadd.arg(key).arg(score_arg(*score)).arg(member);
-                add(zadd);
+                add(score_arg(*score).with_text(|score| {
+                    exact(
+                        "ZADD",
+                        &[key.as_bytes(), score.as_bytes(), member.as_bytes()],
+                    )
+                }));
             }
             Step::Sorted { key, score: None } => {
-                let mut zrem = sized("ZREM", 2, key.len() + member.len());
-                zrem.arg(key).arg(member);
-                add(zrem);
+                add(exact("ZREM", &[key.as_bytes(), member.as_bytes()]));
             }
             Step::Recent { key, cap, push } => {
                 let mut lrem = cmd("LREM");
@@ -514,9 +514,7 @@ fn add_watched<'o, M: Model>(
             let mut buf = String::with_capacity(M::TABLE.len() + field.len() + 32);
             let mut member = |name: &str, tag: &str| {
                 let tag_key = key::tag_key_in(db, &mut buf, M::TABLE, field, tag);
-                let mut c = sized(name, 2, tag_key.len() + key.len());
-                c.arg(tag_key.as_ref()).arg(key);
-                c
+                exact(name, &[tag_key.as_bytes(), key.as_bytes()])
             };
             for tag in old.iter().filter(|t| !new.contains(t)) {
                 txn.push(member("SREM", tag));
@@ -642,14 +640,11 @@ async fn read_old<R: Reader>(
 /// value, not an array (a guess, a reply and its parse allocate less),
 /// else `HMGET`.
 fn old_values_read(key: &str, fields: &[&str]) -> Cmd {
-    let bytes = key.len() + fields.iter().map(|f| f.len()).sum::<usize>();
-    let mut read = sized(
-        if fields.len() == 1 { "HGET" } else { "HMGET" },
-        1 + fields.len(),
-        bytes,
-    );
-    read.arg(key).arg(fields);
-    read
+    let args: SmallVec<[&[u8]; 4]> = std::iter::once(key)
+        .chain(fields.iter().copied())
+        .map(str::as_bytes)
+        .collect();
+    exact(if fields.len() == 1 { "HGET" } else { "HMGET" }, &args)
 }
 
 /// The old values of `fields` from the reply of their read

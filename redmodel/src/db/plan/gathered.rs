@@ -302,7 +302,6 @@ impl Round {
             }));
         }
         // WATCH each placed write's guards and the keys of the reads, once.
-        let mut watch = cmd("WATCH");
         let mut watched: HashSet<&[u8], Fast> =
             HashSet::with_capacity_and_hasher(reads.len(), Fast::default());
         let guards = units
@@ -310,12 +309,13 @@ impl Round {
             .zip(&items)
             .filter(|(_, placed)| placed.is_some())
             .flat_map(|(unit, _)| unit.guards.iter().map(|g| g.as_bytes()));
-        for key in guards.chain(reads.iter().filter_map(super::key_of)) {
-            if watched.insert(key) {
-                watch.arg(key);
-            }
-        }
-        let watching = !watched.is_empty();
+        let keys: Vec<&[u8]> = guards
+            .chain(reads.iter().filter_map(super::key_of))
+            .filter(|key| watched.insert(key))
+            .collect();
+        let watching = !keys.is_empty();
+        // Built at its size: a transaction's WATCH names a hundred keys.
+        let watch = crate::command::exact("WATCH", &keys);
         // Positions among the replies: the WATCH's first, if any, then
         // the EXISTS, the reads and the TYPEs.
         let exists_base = usize::from(watching);

@@ -45,6 +45,49 @@ const RANK: redmodel::model::Composite<3> = redmodel::model::Composite::new([
     redmodel::model::Dim::digits("kind", 2),
 ]);
 
+/// A field value that counts its encodings, in a counter its copies
+/// share (not stored: a loaded value starts a counter of its own).
+#[derive(Debug, Clone, Default)]
+struct Counted {
+    value: u32,
+    encodes: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl PartialEq for Counted {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+impl serde::Serialize for Counted {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        self.encodes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.value.serialize(to)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Counted {
+    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Self, D::Error> {
+        Ok(Counted {
+            value: u32::deserialize(from)?,
+            encodes: Default::default(),
+        })
+    }
+}
+
+/// A model with a unique field whose other field counts its encodings.
+#[derive(Admin, Debug, Clone, PartialEq)]
+#[redmodel(table = "bulkcounted")]
+struct Badge {
+    #[redmodel(pk)]
+    id: u32,
+    #[redmodel(unique)]
+    code: String,
+    #[redmodel(json)]
+    counted: Counted,
+}
+
 const TAGS: [&str; 5] = ["red", "green", "blue", "gold", "grey"];
 
 fn item(id: u32, code: Option<&str>) -> Item {
@@ -241,6 +284,32 @@ backend_tests! {
             (b.rank, format!("bulkitem:{}", b.id)).cmp(&(a.rank, format!("bulkitem:{}", a.id)))
         });
         assert_eq!(top, want);
+        Ok(())
+    }
+
+    /// A batch of a model with a unique index encodes each value once:
+    /// the fields its duplicate check encodes are the ones it writes.
+    async fn insert_many_encodes_each_value_once(ctx) -> redmodel::Result<()> {
+        for (layout, db) in ctx.layouts().into_iter().enumerate() {
+            let encodes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let badges: Vec<Badge> = (0..40)
+                .map(|id| Badge {
+                    id,
+                    code: format!("{layout}-{id}"),
+                    counted: Counted {
+                        value: id * 3,
+                        encodes: encodes.clone(),
+                    },
+                })
+                .collect();
+            all_ok(Badge::insert_many(&db, &badges).await)?;
+            assert_eq!(encodes.load(std::sync::atomic::Ordering::Relaxed), badges.len());
+            for badge in &badges {
+                assert_eq!(Badge::at(badge.id).load(&db).await?.as_ref(), Some(badge));
+                assert_eq!(Badge::CODE_UNIQUE.find(&db, &badge.code).await?, Some(badge.clone()));
+            }
+            all_ok(Badge::delete_many(&db, badges.iter().map(|b| b.id)).await)?;
+        }
         Ok(())
     }
 

@@ -291,6 +291,23 @@ impl<M: Model> ObjectRef<M> {
         self.full_write(db, value, true, M::TTL).await
     }
 
+    /// [`insert`](Self::insert) of `value`, whose fields are `encoded`
+    /// already if given (by a batch that checked its unique values).
+    pub(crate) async fn insert_encoded(
+        &self,
+        db: &Db,
+        value: &M,
+        encoded: Option<Encoded>,
+    ) -> Result<()> {
+        let Some(fields) = encoded else {
+            return self.insert(db, value).await;
+        };
+        match self.encoded_hash_write(db, fields, true, M::TTL)? {
+            Some(write) => self.run_hash(db, &write).await,
+            None => Ok(()),
+        }
+    }
+
     /// [`insert`](Self::insert), giving the object the time to live `ttl`
     /// (instead of the model's default, if it declares one) in the
     /// insert's own atomic unit: no reader ever sees the object written
@@ -341,7 +358,18 @@ impl<M: Model> ObjectRef<M> {
         counted: bool,
         ttl: Option<Duration>,
     ) -> Result<Option<HashWrite<'_>>> {
-        let Encoded { set, removed } = self.encoded(value)?;
+        self.encoded_hash_write(db, self.encoded(value)?, counted, ttl)
+    }
+
+    /// [`full_hash_write`](Self::full_hash_write) of a value whose fields
+    /// are `encoded` already.
+    fn encoded_hash_write(
+        &self,
+        db: &Db,
+        Encoded { set, removed }: Encoded,
+        counted: bool,
+        ttl: Option<Duration>,
+    ) -> Result<Option<HashWrite<'_>>> {
         if !counted && set.is_empty() && removed.is_empty() {
             return Ok(None);
         }

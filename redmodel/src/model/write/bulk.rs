@@ -340,30 +340,40 @@ impl<M: Model> ObjectRef<M> {
     ) -> Vec<std::result::Result<(), ItemError>> {
         let items: Vec<(ObjectRef<M>, &M)> = items.into_iter().collect();
         let mut taken = Taken::<M>::new();
-        let checked: Vec<Result<()>> = items
-            .iter()
-            .enumerate()
-            .map(|(i, (handle, value))| {
-                // Only unique values need the fields: no encoding twice
-                // for a model without.
-                if !has_unique::<M>() {
-                    return taken.take(i, handle.key(), &Changes::Fields(Vec::new()));
-                }
-                let Encoded { set, removed } = handle.encoded(value)?;
-                taken.take(
-                    i,
-                    handle.key(),
-                    &Changes::Fields(changed_fields(&set, &removed)),
-                )
-            })
-            .collect();
+        // A model with a unique index has each value's fields encoded for
+        // the batch's check, and kept for its write; one without has them
+        // encoded by the write, as the window takes it, never a batch's
+        // worth at once.
+        let mut encoded: Vec<Option<Encoded>> = Vec::new();
+        let mut checked: Vec<Result<()>> = Vec::with_capacity(items.len());
+        for (i, (handle, value)) in items.iter().enumerate() {
+            if !has_unique::<M>() {
+                checked.push(taken.take(i, handle.key(), &Changes::Fields(Vec::new())));
+                continue;
+            }
+            let fields = handle.encoded(value).and_then(|fields| {
+                let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
+                taken.take(i, handle.key(), &changes).map(|()| fields)
+            });
+            let (fields, check) = match fields {
+                Ok(fields) => (Some(fields), Ok(())),
+                Err(err) => (None, Err(err)),
+            };
+            encoded.push(fields);
+            checked.push(check);
+        }
         if gathers::<M>(db) {
             let handles: Vec<&ObjectRef<M>> = items.iter().map(|(handle, _)| handle).collect();
             let items = &items;
             let mut write = move |i: usize| {
                 let (handle, value) = &items[i];
+                // Those the check encoded, else its value's.
+                let fields = match encoded.get_mut(i).and_then(Option::take) {
+                    Some(fields) => fields,
+                    None => handle.encoded(value)?,
+                };
                 Ok(handle
-                    .full_hash_write(db, value, true, M::TTL)?
+                    .encoded_hash_write(db, fields, true, M::TTL)?
                     .map(Made::Hash))
             };
             return unit_outcomes(gather(db, &handles, checked, &mut write).await);
@@ -376,7 +386,14 @@ impl<M: Model> ObjectRef<M> {
         let items = &items;
         let writes = checked.into_iter().enumerate().map(move |(i, checked)| {
             let (handle, value) = &items[i];
-            item_outcome(i, handle, checked, move || handle.insert(db, *value))
+            let fields = match M::STORAGE {
+                // A single value is written by its own path.
+                Storage::Single => None,
+                _ => encoded.get_mut(i).and_then(Option::take),
+            };
+            item_outcome(i, handle, checked, move || {
+                handle.insert_encoded(db, *value, fields)
+            })
         });
         run_each(db, writes).await
     }

@@ -292,19 +292,19 @@ impl<M: Model> ObjectRef<M> {
     }
 
     /// [`insert`](Self::insert) of `value`, whose fields are `encoded`
-    /// already if given (by a batch that checked its unique values).
+    /// already if given (by a batch that checked its unique values); a
+    /// single value is written by its own path either way.
     pub(crate) async fn insert_encoded(
         &self,
         db: &Db,
         value: &M,
         encoded: Option<Encoded>,
     ) -> Result<()> {
-        let Some(fields) = encoded else {
-            return self.insert(db, value).await;
-        };
-        match self.encoded_hash_write(db, fields, true, M::TTL)? {
-            Some(write) => self.run_hash(db, &write).await,
-            None => Ok(()),
+        match encoded {
+            Some(fields) if M::STORAGE != Storage::Single => {
+                self.encoded_write(db, fields, true, M::TTL).await
+            }
+            _ => self.insert(db, value).await,
         }
     }
 
@@ -343,26 +343,27 @@ impl<M: Model> ObjectRef<M> {
                 .flatten();
             return self.write_single(db, text, ttl).await;
         }
-        match self.full_hash_write(db, value, counted, ttl)? {
+        self.encoded_write(db, self.encoded(value)?, counted, ttl)
+            .await
+    }
+
+    /// The full write of a hash model's object whose fields are
+    /// `encoded` (see [`full_write`](Self::full_write)).
+    async fn encoded_write(
+        &self,
+        db: &Db,
+        encoded: Encoded,
+        counted: bool,
+        ttl: Option<Duration>,
+    ) -> Result<()> {
+        match self.encoded_hash_write(db, encoded, counted, ttl)? {
             Some(write) => self.run_hash(db, &write).await,
             None => Ok(()),
         }
     }
 
-    /// The hash write of a full write of `value` (see [`full_write`](Self::full_write));
-    /// `None` if it writes nothing.
-    fn full_hash_write(
-        &self,
-        db: &Db,
-        value: &M,
-        counted: bool,
-        ttl: Option<Duration>,
-    ) -> Result<Option<HashWrite<'_>>> {
-        self.encoded_hash_write(db, self.encoded(value)?, counted, ttl)
-    }
-
-    /// [`full_hash_write`](Self::full_hash_write) of a value whose fields
-    /// are `encoded` already.
+    /// The hash write of a full write whose fields are `encoded` (see
+    /// [`full_write`](Self::full_write)); `None` if it writes nothing.
     fn encoded_hash_write(
         &self,
         db: &Db,

@@ -386,11 +386,7 @@ impl<M: Model> ObjectRef<M> {
         let items = &items;
         let writes = checked.into_iter().enumerate().map(move |(i, checked)| {
             let (handle, value) = &items[i];
-            let fields = match M::STORAGE {
-                // A single value is written by its own path.
-                Storage::Single => None,
-                _ => encoded.get_mut(i).and_then(Option::take),
-            };
+            let fields = encoded.get_mut(i).and_then(Option::take);
             item_outcome(i, handle, checked, move || {
                 handle.insert_encoded(db, *value, fields)
             })

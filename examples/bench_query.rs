@@ -42,7 +42,10 @@
 //!   book's year, one `SADD` per tag); again if a watched book changed.
 //!   Its column `model / same` is the model layer's own cost.
 //!
-//! Figures in objects per second, with the model's requests per batch
+//! The sides take turns batch by batch for `--millis` each per run, so
+//! that each run's ratios compare them over the same stretch of time;
+//! the ratios are the medians of the runs' ratios. Figures in objects
+//! per second, with the model's requests per batch
 //! (`Db::round_trips`: each write's request counts one, however many
 //! travel together), for new objects and for the same objects again.
 //!
@@ -62,7 +65,7 @@ use std::process::ExitCode;
 use futures_util::StreamExt as _;
 use redmodel::prelude::*;
 use redmodel_examples::bench::{
-    fmt_rate, fmt_ratio, median, ops_per_sec, rss_bytes, runtime, Options,
+    fmt_rate, fmt_ratio, interleaved, median, ops_per_sec, rss_bytes, runtime, Options, Side,
 };
 use redmodel_suite::RedisServer;
 
@@ -490,39 +493,73 @@ async fn measure_bulk(
         trips.push((db.round_trips() - before).to_string());
     }
     let trips = trips.join(" / ");
-    let (mut models, mut hands, mut sames) = (Vec::new(), Vec::new(), Vec::new());
+    // The sides take turns batch by batch (`interleaved`): each rep gives
+    // their rates over the same stretch of the machine's time, and so
+    // their ratios.
+    let wanted = |side: &str| timed(side) && (side != "same" || !conns.is_empty());
+    let names: Vec<&str> = ["model", "hand", "same"]
+        .into_iter()
+        .filter(|side| wanted(side))
+        .collect();
+    let mut rates: Vec<Vec<f64>> = names.iter().map(|_| Vec::new()).collect();
+    let mut to_hand = Vec::new();
+    let mut to_same = Vec::new();
     for _ in 0..options.reps {
-        if timed("model") {
-            models.push(
-                ops_per_sec(options.run, async || model_bulk(db, &books).await)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            );
+        let mut sides: Vec<Side<'_, String>> = Vec::new();
+        for side in &names {
+            let books = &books;
+            let conns = &conns;
+            sides.push(match *side {
+                "model" => Box::new(move || {
+                    Box::pin(async move { model_bulk(db, books).await.map_err(|e| e.to_string()) })
+                }),
+                "hand" => Box::new(move || {
+                    Box::pin(async move { hand_bulk(db, books).await.map_err(|e| e.to_string()) })
+                }),
+                _ => Box::new(move || {
+                    Box::pin(
+                        async move { same_bulk(conns, books).await.map_err(|e| e.to_string()) },
+                    )
+                }),
+            });
         }
-        if timed("hand") {
-            hands.push(
-                ops_per_sec(options.run, async || hand_bulk(db, &books).await)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            );
+        let rep = interleaved(options.run, &mut sides).await?;
+        let of = |side: &str| names.iter().position(|n| *n == side).map(|i| rep[i]);
+        if let (Some(model), Some(hand)) = (of("model"), of("hand")) {
+            to_hand.push(model / hand);
         }
-        if !conns.is_empty() && timed("same") {
-            sames.push(
-                ops_per_sec(options.run, async || same_bulk(&conns, &books).await)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            );
+        if let (Some(model), Some(same)) = (of("model"), of("same")) {
+            to_same.push(model / same);
+        }
+        for (rates, rate) in rates.iter_mut().zip(rep) {
+            rates.push(rate);
         }
     }
+    let rate_of = |side: &str| {
+        names
+            .iter()
+            .position(|n| *n == side)
+            .map(|i| rates[i].clone())
+            .unwrap_or_default()
+    };
+    let (models, hands, sames) = (rate_of("model"), rate_of("hand"), rate_of("same"));
     let written = Book::YEAR_SORTED.len(db).await.map_err(|e| e.to_string())?;
     if written != u64::from(batch) {
         return Err(format!(
             "{name}: {written} books in the year index after the batch of {batch}"
         ));
     }
-    let (model, same) = (median(models.clone()), median(sames));
-    let same = format!(" {} | {}", fmt_rate(same), fmt_ratio(model, same));
-    print_row(name, models, hands, &format_args!("{trips} |{same}"));
+    let same = format!(
+        " {} | {}",
+        fmt_rate(median(sames)),
+        fmt_ratio(median(to_same), Some(1.0))
+    );
+    println!(
+        "| {name} | {} | {} | {} | {trips} |{same} |",
+        fmt_rate(median(models)),
+        fmt_rate(median(hands)),
+        fmt_ratio(median(to_hand), Some(1.0)),
+    );
     // The engine in process holds its books in this process: emptied, so
     // that the next backend's client does not run beside them.
     db.query::<()>(&redis::cmd("FLUSHALL"))

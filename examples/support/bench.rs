@@ -92,6 +92,38 @@ pub async fn ops_per_sec<E>(
     Ok(ops as f64 / started.elapsed().as_secs_f64())
 }
 
+/// One side of an [`interleaved`] measurement: a call that does some
+/// operations and returns how many.
+pub type Side<'a, E> = Box<
+    dyn FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<usize, E>> + 'a>> + 'a,
+>;
+
+/// Calls each of `sides` in turn, one call at a time, for `run` per side,
+/// and returns each side's operations per second over its own calls.
+///
+/// Why in turn: on a shared machine the speed drifts over a second or
+/// two, and two sides timed in windows of their own meet different
+/// drifts; taking turns call by call, they meet the same, and their ratio
+/// is steadier than either rate.
+pub async fn interleaved<E>(run: Duration, sides: &mut [Side<'_, E>]) -> Result<Vec<f64>, E> {
+    let mut spent = vec![Duration::ZERO; sides.len()];
+    let mut ops = vec![0usize; sides.len()];
+    let total = run * u32::try_from(sides.len()).unwrap_or(u32::MAX);
+    let started = Instant::now();
+    while started.elapsed() < total {
+        for ((side, spent), ops) in sides.iter_mut().zip(&mut spent).zip(&mut ops) {
+            let call = Instant::now();
+            *ops += side().await?;
+            *spent += call.elapsed();
+        }
+    }
+    Ok(ops
+        .iter()
+        .zip(&spent)
+        .map(|(&ops, spent)| ops as f64 / spent.as_secs_f64())
+        .collect())
+}
+
 /// This process's resident set (VmRSS of /proc/self/status, the same
 /// count as /proc/self/statm's, in kB rather than pages); `None` without
 /// /proc.

@@ -47,9 +47,11 @@ struct Taken<'k, M> {
 }
 
 impl<'k, M: Model> Taken<'k, M> {
-    fn new() -> Self {
+    /// Room for a batch of `items` objects: its table of keys sized at
+    /// once, not grown and rehashed a dozen times over a large batch.
+    fn new(items: usize) -> Self {
         Taken {
-            keys: HashMap::default(),
+            keys: HashMap::with_capacity_and_hasher(items, Default::default()),
             claims: HashMap::default(),
             model: std::marker::PhantomData,
         }
@@ -339,7 +341,7 @@ impl<M: Model> ObjectRef<M> {
         items: impl IntoIterator<Item = (ObjectRef<M>, &'v M)>,
     ) -> Vec<std::result::Result<(), ItemError>> {
         let items: Vec<(ObjectRef<M>, &M)> = items.into_iter().collect();
-        let mut taken = Taken::<M>::new();
+        let mut taken = Taken::<M>::new(items.len());
         // A model with a unique index has each value's fields encoded for
         // the batch's check, and kept for its write; one without has them
         // encoded by the write, as the window takes it, never a batch's
@@ -425,7 +427,7 @@ impl<M: Model> ObjectRef<M> {
             .into_iter()
             .map(|(handle, assigns)| (handle, assigns.into_iter().collect()))
             .unzip();
-        let mut taken = Taken::<M>::new();
+        let mut taken = Taken::<M>::new(handles.len());
         if gathers::<M>(db) {
             let checked = assigns
                 .iter()
@@ -468,7 +470,7 @@ impl<M: Model> ObjectRef<M> {
         db: &Db,
         refs: &[ObjectRef<M>],
     ) -> Vec<std::result::Result<bool, ItemError>> {
-        let mut taken = Taken::<M>::new();
+        let mut taken = Taken::<M>::new(refs.len());
         if gathers::<M>(db) {
             let checked = refs
                 .iter()

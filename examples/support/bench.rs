@@ -231,6 +231,39 @@ mod tests {
     }
 
     #[test]
+    fn interleaved_sides_take_turns_and_each_counts_its_own_operations() {
+        use std::cell::RefCell;
+        let calls = RefCell::new(Vec::new());
+        let calls = &calls;
+        let side = |name: &'static str, ops: usize| -> Side<'_, String> {
+            Box::new(move || {
+                Box::pin(async move {
+                    calls.borrow_mut().push(name);
+                    Ok(ops)
+                })
+            })
+        };
+        let mut sides = vec![side("a", 1), side("b", 3)];
+        let rates = runtime_of(0)
+            .expect("a runtime")
+            .block_on(interleaved(Duration::from_millis(5), &mut sides))
+            .expect("no side fails");
+        let calls = calls.borrow();
+        // In turn, a then b, the same number of times each.
+        assert!(calls.len() >= 2 && calls.len() % 2 == 0);
+        assert!(calls.chunks(2).all(|turn| turn == ["a", "b"]));
+        assert_eq!(rates.len(), 2);
+        assert!(rates.iter().all(|r| r.is_finite() && *r > 0.0));
+        // A failing side ends the measurement with its error.
+        let mut failing: Vec<Side<'_, String>> =
+            vec![Box::new(|| Box::pin(async { Err("refused".to_string()) }))];
+        let failed = runtime_of(0)
+            .expect("a runtime")
+            .block_on(interleaved(Duration::from_millis(5), &mut failing));
+        assert_eq!(failed, Err("refused".to_string()));
+    }
+
+    #[test]
     fn medians_and_cells() {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(vec![]), None);

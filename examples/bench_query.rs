@@ -460,6 +460,27 @@ fn tags_text(tags: &[String]) -> String {
     )
 }
 
+/// The bulk write of `books` by one side of the bulk case (`model`,
+/// `hand` or `same`), as an [`interleaved`] side.
+fn bulk_side<'a>(
+    side: &str,
+    db: &'a Db,
+    books: &'a [Book],
+    conns: &'a [redis::aio::MultiplexedConnection],
+) -> Side<'a, String> {
+    match side {
+        "model" => Box::new(move || {
+            Box::pin(async move { model_bulk(db, books).await.map_err(|e| e.to_string()) })
+        }),
+        "hand" => Box::new(move || {
+            Box::pin(async move { hand_bulk(db, books).await.map_err(|e| e.to_string()) })
+        }),
+        _ => Box::new(move || {
+            Box::pin(async move { same_bulk(conns, books).await.map_err(|e| e.to_string()) })
+        }),
+    }
+}
+
 /// The bulk write case on `db`: objects per second, model, hand-written
 /// and, on redis-server (`url`), hand-written with the model's
 /// guarantees; and the model's round trips per batch.
@@ -493,72 +514,45 @@ async fn measure_bulk(
         trips.push((db.round_trips() - before).to_string());
     }
     let trips = trips.join(" / ");
-    // The sides take turns batch by batch (`interleaved`): each rep gives
-    // their rates over the same stretch of the machine's time, and so
-    // their ratios.
-    let wanted = |side: &str| timed(side) && (side != "same" || !conns.is_empty());
-    let names: Vec<&str> = ["model", "hand", "same"]
+    // The sides take turns batch by batch (`interleaved`): each run gives
+    // their rates over the same stretch of the machine's time, and so the
+    // model's ratio to each.
+    let sides: Vec<&str> = ["model", "hand", "same"]
         .into_iter()
-        .filter(|side| wanted(side))
+        .filter(|side| timed(side) && (*side != "same" || !conns.is_empty()))
         .collect();
-    let mut rates: Vec<Vec<f64>> = names.iter().map(|_| Vec::new()).collect();
-    let mut to_hand = Vec::new();
-    let mut to_same = Vec::new();
+    let mut rates = vec![Vec::new(); sides.len()];
+    let mut ratios = vec![Vec::new(); sides.len()];
     for _ in 0..options.reps {
-        let mut sides: Vec<Side<'_, String>> = Vec::new();
-        for side in &names {
-            let books = &books;
-            let conns = &conns;
-            sides.push(match *side {
-                "model" => Box::new(move || {
-                    Box::pin(async move { model_bulk(db, books).await.map_err(|e| e.to_string()) })
-                }),
-                "hand" => Box::new(move || {
-                    Box::pin(async move { hand_bulk(db, books).await.map_err(|e| e.to_string()) })
-                }),
-                _ => Box::new(move || {
-                    Box::pin(
-                        async move { same_bulk(conns, books).await.map_err(|e| e.to_string()) },
-                    )
-                }),
-            });
-        }
-        let rep = interleaved(options.run, &mut sides).await?;
-        let of = |side: &str| names.iter().position(|n| *n == side).map(|i| rep[i]);
-        if let (Some(model), Some(hand)) = (of("model"), of("hand")) {
-            to_hand.push(model / hand);
-        }
-        if let (Some(model), Some(same)) = (of("model"), of("same")) {
-            to_same.push(model / same);
-        }
-        for (rates, rate) in rates.iter_mut().zip(rep) {
-            rates.push(rate);
+        let mut calls: Vec<Side<'_, String>> = sides
+            .iter()
+            .map(|side| bulk_side(side, db, &books, &conns))
+            .collect();
+        let run = interleaved(options.run, &mut calls).await?;
+        let model = sides.iter().position(|s| *s == "model").map(|i| run[i]);
+        for (i, rate) in run.into_iter().enumerate() {
+            if let Some(model) = model {
+                ratios[i].push(model / rate);
+            }
+            rates[i].push(rate);
         }
     }
-    let rate_of = |side: &str| {
-        names
-            .iter()
-            .position(|n| *n == side)
-            .map(|i| rates[i].clone())
-            .unwrap_or_default()
-    };
-    let (models, hands, sames) = (rate_of("model"), rate_of("hand"), rate_of("same"));
+    let column = |side: &str| sides.iter().position(|s| *s == side);
+    let rate = |side| column(side).and_then(|i| median(rates[i].clone()));
+    let ratio = |side| column(side).and_then(|i| median(ratios[i].clone()));
     let written = Book::YEAR_SORTED.len(db).await.map_err(|e| e.to_string())?;
     if written != u64::from(batch) {
         return Err(format!(
             "{name}: {written} books in the year index after the batch of {batch}"
         ));
     }
-    let same = format!(
-        " {} | {}",
-        fmt_rate(median(sames)),
-        fmt_ratio(median(to_same), Some(1.0))
-    );
     println!(
-        "| {name} | {} | {} | {} | {trips} |{same} |",
-        fmt_rate(median(models)),
-        fmt_rate(median(hands)),
-        fmt_ratio(median(to_hand), Some(1.0)),
+        "| {name} | {} | {} | {} | {trips} | {} | {} |",
+        fmt_rate(rate("model")),
+        fmt_rate(rate("hand")),
+        fmt_ratio(ratio("hand"), Some(1.0)),
+        fmt_rate(rate("same")),
+        fmt_ratio(ratio("same"), Some(1.0)),
     );
     // The engine in process holds its books in this process: emptied, so
     // that the next backend's client does not run beside them.

@@ -346,10 +346,12 @@ impl<M: Model> ObjectRef<M> {
         // the batch's check, and kept for its write; one without has them
         // encoded by the write, as the window takes it, never a batch's
         // worth at once.
-        let mut encoded: Vec<Option<Encoded>> = Vec::new();
+        let unique = has_unique::<M>();
+        let mut encoded: Vec<Option<Encoded>> =
+            Vec::with_capacity(if unique { items.len() } else { 0 });
         let mut checked: Vec<Result<()>> = Vec::with_capacity(items.len());
         for (i, (handle, value)) in items.iter().enumerate() {
-            if !has_unique::<M>() {
+            if !unique {
                 checked.push(taken.take(i, handle.key(), &Changes::Fields(Vec::new())));
                 continue;
             }
@@ -357,12 +359,16 @@ impl<M: Model> ObjectRef<M> {
                 let changes = Changes::Fields(changed_fields(&fields.set, &fields.removed));
                 taken.take(i, handle.key(), &changes).map(|()| fields)
             });
-            let (fields, check) = match fields {
-                Ok(fields) => (Some(fields), Ok(())),
-                Err(err) => (None, Err(err)),
-            };
-            encoded.push(fields);
-            checked.push(check);
+            match fields {
+                Ok(fields) => {
+                    encoded.push(Some(fields));
+                    checked.push(Ok(()));
+                }
+                Err(err) => {
+                    encoded.push(None);
+                    checked.push(Err(err));
+                }
+            }
         }
         if gathers::<M>(db) {
             let handles: Vec<&ObjectRef<M>> = items.iter().map(|(handle, _)| handle).collect();

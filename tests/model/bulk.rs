@@ -1200,3 +1200,27 @@ async fn a_server_short_of_replicas_refuses_every_write_whole() {
     let test = "a_server_short_of_replicas_refuses_every_write_whole";
     refused_on_every_backend(test, &SHORT_OF_REPLICAS, CameTo::Refused).await;
 }
+
+/// A write's future holds what every backend needs and boxes the rest
+/// (a server's attempts, the cluster layout's steps): a future the size
+/// of every path at once is copied whole at each await, which costs an
+/// in-process write, and each item of a bulk write, more than its
+/// commands. The bound is generous: a path embedded again exceeds it
+/// (the three are about 5 kB then, 1.0-1.7 kB boxed).
+#[test]
+fn a_write_future_is_small() {
+    let db = Db::memory();
+    let value = item(1, Some("c"));
+    let handle = value.handle();
+    let sizes = [
+        ("insert", std::mem::size_of_val(&value.insert(&db))),
+        (
+            "set_many",
+            std::mem::size_of_val(&handle.set_many(&db, vec![Item::SEEN.to(Some(2))])),
+        ),
+        ("delete", std::mem::size_of_val(&handle.delete(&db))),
+    ];
+    for (write, size) in sizes {
+        assert!(size <= 3072, "the future of {write} is {size} bytes");
+    }
+}

@@ -989,6 +989,22 @@ pub(crate) async fn run<T: FromRedisValue>(
         let kept = outcome.map_err(|e| *e)?;
         return Ok(T::from_redis_value(Value::Array(kept)).map_err(redis::RedisError::from)?);
     }
+    // Boxed: the attempts' future (reads, script, WATCH fallback) is
+    // kilobytes, and without the box every write's future would carry it,
+    // and copy it at each await, in process too where it never runs.
+    Box::pin(run_sent(db, conflict_key, guards, base, decide)).await
+}
+
+/// [`run`] on a server (or in the cluster layout): attempts on guessed
+/// or read replies, each checked by the script that writes, and the
+/// WATCH path where scripts are refused.
+async fn run_sent<T: FromRedisValue>(
+    db: &Db,
+    conflict_key: &str,
+    guards: &[&str],
+    base: &[Write<'_>],
+    decide: &impl Decide,
+) -> Result<T> {
     let mut guess = decide.first_guess();
     for attempt in 1..=MAX_ATTEMPTS {
         let recorder = Recorder::new(db, std::mem::replace(&mut guess, Guess::Nothing));

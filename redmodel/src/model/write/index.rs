@@ -252,7 +252,13 @@ pub(crate) async fn run<M: Model, T: FromRedisValue>(
                     _ => None,
                 })
                 .collect();
-            return stepped::run::<M, T>(db, key, guards, write, &specs, &claims).await;
+            // Boxed: its future is several times the size of the rest,
+            // and every write's future would carry it (and copy it at
+            // each await) for the cluster layout's sake alone.
+            return Box::pin(stepped::run::<M, T>(
+                db, key, guards, write, &specs, &claims,
+            ))
+            .await;
         }
     };
     if !needs_old(&steps) {

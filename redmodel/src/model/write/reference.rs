@@ -187,6 +187,18 @@ pub(crate) async fn recheck_references<M: Model>(
     if db.one_slot() {
         return Ok(());
     }
+    // Boxed: every write awaits this, and its future would otherwise carry
+    // the cluster layout's reads for every write.
+    Box::pin(recheck_across_slots::<M>(db, key, set, prior)).await
+}
+
+/// [`recheck_references`] in the cluster layout.
+async fn recheck_across_slots<M: Model>(
+    db: &Db,
+    key: &str,
+    set: &[(&str, Vec<u8>)],
+    prior: Option<&Prior>,
+) -> Result<()> {
     for (reference, target) in references_in::<M>(set) {
         if in_unit(db, key, target) || target_holds(db, reference, target).await? {
             continue;

@@ -293,7 +293,8 @@ impl<M: Model> ObjectRef<M> {
 
     /// [`insert`](Self::insert) of `value`, whose fields are `encoded`
     /// already if given (by a batch that checked its unique values); a
-    /// single value is written by its own path either way.
+    /// single value is written by its own path either way. Within the
+    /// batch's span: an item has no span of its own.
     pub(crate) async fn insert_encoded(
         &self,
         db: &Db,
@@ -304,7 +305,7 @@ impl<M: Model> ObjectRef<M> {
             Some(fields) if M::STORAGE != Storage::Single => {
                 self.encoded_write(db, fields, true, M::TTL).await
             }
-            _ => self.insert(db, value).await,
+            _ => self.full_write(db, value, true, M::TTL).await,
         }
     }
 

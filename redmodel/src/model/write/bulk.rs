@@ -43,6 +43,8 @@ use crate::{Db, Error, ItemError, Result};
 struct Taken<'k, M> {
     keys: HashMap<&'k str, usize, foldhash::fast::RandomState>,
     claims: HashMap<(&'static str, String), usize, foldhash::fast::RandomState>,
+    /// Whether `M` has a unique index, whose values the check compares.
+    unique: bool,
     model: std::marker::PhantomData<fn() -> M>,
 }
 
@@ -53,6 +55,7 @@ impl<'k, M: Model> Taken<'k, M> {
         Taken {
             keys: HashMap::with_capacity_and_hasher(items, Default::default()),
             claims: HashMap::default(),
+            unique: has_unique::<M>(),
             model: std::marker::PhantomData,
         }
     }
@@ -70,7 +73,7 @@ impl<'k, M: Model> Taken<'k, M> {
                 earlier,
             });
         }
-        let claims = if has_unique::<M>() {
+        let claims = if self.unique {
             plan::<M>(key, changes)?.1
         } else {
             Vec::new()
@@ -346,7 +349,7 @@ impl<M: Model> ObjectRef<M> {
         // the batch's check, and kept for its write; one without has them
         // encoded by the write, as the window takes it, never a batch's
         // worth at once.
-        let unique = has_unique::<M>();
+        let unique = taken.unique;
         let mut encoded: Vec<Option<Encoded>> =
             Vec::with_capacity(if unique { items.len() } else { 0 });
         let mut checked: Vec<Result<()>> = Vec::with_capacity(items.len());

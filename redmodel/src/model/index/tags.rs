@@ -70,7 +70,10 @@ fn sorted_texts(
 /// `texts` in the order a tag index keeps them: sorted, without
 /// duplicates.
 fn sorted_unique(mut texts: Vec<String>) -> Vec<String> {
-    texts.sort_unstable();
+    // Those of a set come sorted already.
+    if !texts.is_sorted() {
+        texts.sort_unstable();
+    }
     texts.dedup();
     texts
 }
@@ -80,17 +83,25 @@ fn sorted_unique(mut texts: Vec<String>) -> Vec<String> {
 /// without duplicates, as decoding it and [`TagSet::into_tag_texts`]
 /// give them; `None` for any other text, which goes through the decoder.
 pub(crate) fn plain_strings(raw: &[u8]) -> Option<Vec<String>> {
-    let inner = std::str::from_utf8(raw.strip_prefix(b"[")?.strip_suffix(b"]")?).ok()?;
-    if inner.is_empty() {
+    let mut rest = raw.strip_prefix(b"[")?.strip_suffix(b"]")?;
+    if rest.is_empty() {
         return Some(Vec::new());
     }
-    let mut out = Vec::with_capacity(inner.len() / 8 + 1);
-    for part in inner.split(',') {
-        let text = part.strip_prefix('"')?.strip_suffix('"')?;
-        if text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
-            return None;
-        }
-        out.push(text.to_string());
+    let mut out = Vec::with_capacity(rest.len() / 8 + 1);
+    // Each text: a quote, bytes up to the next quote (none of them an
+    // escape or a control character), then a comma or the end.
+    loop {
+        rest = rest.strip_prefix(b"\"")?;
+        let end = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+            .filter(|&end| rest[end] == b'"')?;
+        out.push(std::str::from_utf8(&rest[..end]).ok()?.to_owned());
+        rest = match &rest[end + 1..] {
+            [] => break,
+            [b',', tail @ ..] => tail,
+            _ => return None,
+        };
     }
     Some(sorted_unique(out))
 }
@@ -544,6 +555,12 @@ mod tests {
             r#"[""#,
             r#"null"#,
             "[\"a\tb\"]",
+            r#"["a""b"]"#,
+            r#"["a"x]"#,
+            r#"["a",,"b"]"#,
+            r#"["b","a","b"]"#,
+            r#"["a"#,
+            r#"]"#,
         ];
         for raw in cases {
             if let Some(fast) = plain_strings(raw.as_bytes()) {

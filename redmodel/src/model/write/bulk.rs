@@ -43,19 +43,19 @@ use crate::{Db, Error, ItemError, Result};
 struct Taken<'k, M> {
     keys: HashMap<&'k str, usize, foldhash::fast::RandomState>,
     claims: HashMap<(&'static str, String), usize, foldhash::fast::RandomState>,
-    /// Whether `M` has a unique index, whose values the check compares.
-    unique: bool,
     model: std::marker::PhantomData<fn() -> M>,
 }
 
 impl<'k, M: Model> Taken<'k, M> {
+    /// Whether `M` has a unique index, whose values the check compares.
+    const UNIQUE: bool = has_unique::<M>();
+
     /// Room for a batch of `items` objects: its table of keys sized at
     /// once, not grown and rehashed a dozen times over a large batch.
     fn new(items: usize) -> Self {
         Taken {
             keys: HashMap::with_capacity_and_hasher(items, Default::default()),
             claims: HashMap::default(),
-            unique: has_unique::<M>(),
             model: std::marker::PhantomData,
         }
     }
@@ -73,7 +73,7 @@ impl<'k, M: Model> Taken<'k, M> {
                 earlier,
             });
         }
-        let claims = if self.unique {
+        let claims = if Self::UNIQUE {
             plan::<M>(key, changes)?.1
         } else {
             Vec::new()
@@ -98,10 +98,15 @@ impl<'k, M: Model> Taken<'k, M> {
 
 /// Whether `M` has a unique index, whose values a batch checks for
 /// duplicates.
-fn has_unique<M: Model>() -> bool {
-    M::INDEXES
-        .iter()
-        .any(|spec| matches!(spec.kind, IndexKind::Unique))
+const fn has_unique<M: Model>() -> bool {
+    let mut i = 0;
+    while i < M::INDEXES.len() {
+        if matches!(M::INDEXES[i].kind, IndexKind::Unique) {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// The outcomes of a bulk write of hashes, from [`gather`]'s.
@@ -349,7 +354,7 @@ impl<M: Model> ObjectRef<M> {
         // the batch's check, and kept for its write; one without has them
         // encoded by the write, as the window takes it, never a batch's
         // worth at once.
-        let unique = taken.unique;
+        let unique = Taken::<M>::UNIQUE;
         let mut encoded: Vec<Option<Encoded>> =
             Vec::with_capacity(if unique { items.len() } else { 0 });
         let mut checked: Vec<Result<()>> = Vec::with_capacity(items.len());
